@@ -1,0 +1,58 @@
+# The two commands that matter: `make dev` runs the service, `make test` runs every test.
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: dev test install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e pytest clean
+
+$(STAMP): pyproject.toml clients/python/pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e clients/python -e '.[dev]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+## Run the service: embedded SQLite file, example definitions loaded.
+dev: $(STAMP)
+	$(BIN)/statewrightd dev
+
+## Run every check and test, against a private PostgreSQL this command starts and stops.
+test: $(STAMP)
+	$(MAKE) buf-lint buf-breaking check-generated lint typecheck
+	scripts/with-postgres $(BIN)/pytest -q tests
+
+## Regenerate committed code from proto/.
+generate: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH scripts/generate
+
+check-generated: $(STAMP)
+	PATH=$(CURDIR)/$(BIN):$$PATH scripts/generate --check
+
+buf-lint: $(STAMP)
+	$(BIN)/buf lint
+	$(BIN)/buf format --diff --exit-code
+
+buf-breaking: $(STAMP)
+	$(BIN)/buf breaking --against proto/baseline/image.binpb
+
+lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+unit: $(STAMP)
+	$(BIN)/pytest -q tests/unit
+
+integration: $(STAMP)
+	scripts/with-postgres $(BIN)/pytest -q tests/integration
+
+e2e: $(STAMP)
+	scripts/with-postgres $(BIN)/pytest -q tests/e2e
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""Statewright client: generated ``statewright.v1`` stubs plus ergonomic helpers."""

@@ -1,0 +1,163 @@
+"""The one exception hierarchy of the service.
+
+Every failure a caller can see is a :class:`StatewrightError`. Each subclass stands for one
+canonical gRPC code; the mapping to wire status lives in ``statewrightd.api.status`` and
+nowhere else, so this module stays free of gRPC and the engine and store can raise these
+without importing the transport.
+
+A ``reason`` is the stable, machine-readable UPPER_SNAKE identifier clients branch on; the
+message is for humans and may change. Dynamic values (ids, revisions) go in ``metadata`` so
+clients never parse messages.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import ClassVar
+
+DOMAIN = "statewright.dev"
+
+_REASON = re.compile(r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
+
+
+class StatewrightError(Exception):
+    """Base of every error the service reports to a caller."""
+
+    default_reason: ClassVar[str] = "INTERNAL"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or self.default_reason
+        if not _REASON.match(self.reason):
+            raise ValueError(f"error reason {self.reason!r} is not UPPER_SNAKE")
+        # ErrorInfo metadata is map<string, string>: stringify once, here.
+        self.metadata: dict[str, str] = {k: _stringify(v) for k, v in (metadata or {}).items()}
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, reason={self.reason!r})"
+
+
+def _stringify(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class InvalidArgument(StatewrightError):
+    """The request itself is wrong; retrying it unchanged can never succeed."""
+
+    default_reason = "INVALID_ARGUMENT"
+
+
+class NotFound(StatewrightError):
+    default_reason = "NOT_FOUND"
+
+
+class AlreadyExists(StatewrightError):
+    default_reason = "ALREADY_EXISTS"
+
+
+class Aborted(StatewrightError):
+    """A concurrency conflict: re-read and decide again."""
+
+    default_reason = "ABORTED"
+
+
+class FailedPrecondition(StatewrightError):
+    """The instance is not in a status or state where this request applies."""
+
+    default_reason = "FAILED_PRECONDITION"
+
+
+class ResourceExhausted(StatewrightError):
+    default_reason = "OVERLOADED"
+
+
+class Unavailable(StatewrightError):
+    """Transient: storage down or the server shutting down; safe to retry with backoff."""
+
+    default_reason = "UNAVAILABLE"
+
+
+class DeadlineExceeded(StatewrightError):
+    default_reason = "DEADLINE_EXCEEDED"
+
+
+class Unimplemented(StatewrightError):
+    default_reason = "NOT_IMPLEMENTED"
+
+
+class Internal(StatewrightError):
+    default_reason = "INTERNAL"
+
+
+class Unknown(StatewrightError):
+    """The outcome of a write could not be determined; see ``OutcomeUnknown``."""
+
+    default_reason = "OUTCOME_UNKNOWN"
+
+
+# Storage errors are part of the same hierarchy so that a store failure that escapes to
+# a caller maps to the right code without translation layers.
+
+
+class StoreError(StatewrightError):
+    """Marker base for errors raised by ``statewrightd.store``."""
+
+
+class Conflict(StoreError, Aborted):
+    """A compare-and-swap save found a different revision than expected."""
+
+    default_reason = "REVISION_CONFLICT"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        actual_revision: int | None = None,
+        reason: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        meta = dict(metadata or {})
+        if actual_revision is not None:
+            meta.setdefault("actual_revision", actual_revision)
+        super().__init__(message, reason=reason, metadata=meta)
+        self.actual_revision = actual_revision
+
+
+class RecordNotFound(StoreError, NotFound):
+    default_reason = "NOT_FOUND"
+
+
+class RecordExists(StoreError, AlreadyExists):
+    default_reason = "ALREADY_EXISTS"
+
+
+class SerializationError(StoreError, InvalidArgument):
+    """A value cannot be stored faithfully (not JSON-representable, NaN, too deep...)."""
+
+    default_reason = "UNSERIALIZABLE_VALUE"
+
+
+class StorageUnavailable(StoreError, Unavailable):
+    default_reason = "STORAGE_UNAVAILABLE"
+
+
+class OutcomeUnknown(StoreError, Unknown):
+    """The connection was lost around COMMIT and reading back could not tell the result."""
+
+    default_reason = "OUTCOME_UNKNOWN"
+
+
+class Overloaded(StoreError, ResourceExhausted):
+    """The writer queue is full; raised at once instead of blocking the caller."""
+
+    default_reason = "OVERLOADED"
