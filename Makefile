@@ -36,7 +36,7 @@ buf-lint: $(STAMP)
 	$(BIN)/buf format --diff --exit-code
 
 buf-breaking: $(STAMP)
-	$(BIN)/buf breaking --against proto/baseline/image.binpb
+	$(BIN)/buf breaking proto --against proto/baseline/image.binpb
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -56,3 +56,7 @@ e2e: $(STAMP)
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
+
+## Record the current API as the baseline the breaking check compares against (at a release).
+baseline: $(STAMP)
+	$(BIN)/buf build proto -o proto/baseline/image.binpb
