@@ -1,0 +1,575 @@
+"""Load, validate and compile a definition, collecting every problem before giving up."""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from statewrightd.definitions.cel import (
+    RESERVED_WORDS,
+    CelCompileError,
+    CompiledExpression,
+    Environment,
+    ResultType,
+)
+from statewrightd.definitions.model import (
+    DEFAULT_RECURSION_LIMIT,
+    FINISH,
+    Assignment,
+    ContextField,
+    Definition,
+    SetAction,
+    State,
+    StateKind,
+    Transition,
+)
+from statewrightd.definitions.parsing import parse_document
+from statewrightd.definitions.problems import DefinitionInvalid, Problem
+from statewrightd.definitions.values import (
+    FieldType,
+    JSONValue,
+    Reducer,
+    ValueTypeError,
+    conform,
+    freeze,
+)
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
+STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
+EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
+RESUME_ALIAS = "resume"
+MAX_RECURSION_LIMIT = 10_000
+
+_TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
+_TOP_KEYS |= {"states", "transitions"}
+_FIELD_KEYS = {"type", "reducer", "default", "description"}
+_STATE_KEYS = {"wait", "entry", "exit", "description"}
+_TRANSITION_KEYS = {"from", "to", "on", "guard", "set", "description"}
+_NOT_JSON = {"bytes", "timestamp", "duration", "other"}
+
+
+def load_definition(source: str | bytes, *, source_name: str = "<string>") -> Definition:
+    """Load a definition or raise DefinitionInvalid listing every problem."""
+    definition, problems = validate_source(source, source_name)
+    if definition is None:
+        raise DefinitionInvalid(source_name, problems)
+    return definition
+
+
+def load_definition_file(path: str | Path) -> Definition:
+    path = Path(path)
+    return load_definition(path.read_bytes(), source_name=str(path))
+
+
+def validate_source(
+    source: str | bytes, source_name: str = "<string>"
+) -> tuple[Definition | None, list[Problem]]:
+    """Return the definition (None when there is any error) and every problem found."""
+    if isinstance(source, bytes):
+        try:
+            text = source.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            return None, [Problem("", f"not UTF-8 text: {exc}")]
+    else:
+        text = source
+    document, problems = parse_document(text)
+    if document is None and problems:
+        return None, problems
+    builder = _Builder(text, problems)
+    definition = builder.build(document)
+    if any(p.severity == "error" for p in builder.problems):
+        return None, builder.problems
+    return definition, builder.problems
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "nothing"
+    return {dict: "a map", list: "a list", str: "a string", bool: "a bool"}.get(
+        type(value), f"a {type(value).__name__}"
+    )
+
+
+class _Builder:
+    def __init__(self, text: str, problems: list[Problem]) -> None:
+        self.text = text
+        self.problems = problems
+
+    def error(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message, "error"))
+
+    def warning(self, path: str, message: str) -> None:
+        self.problems.append(Problem(path, message, "warning"))
+
+    # -- document -----------------------------------------------------------------
+
+    def build(self, doc: object) -> Definition | None:
+        if not isinstance(doc, dict):
+            self.error("", f"a definition must be a map, not {_describe(doc)}")
+            return None
+        for key in doc:
+            if key not in _TOP_KEYS:
+                self.error(str(key), f"unknown key {key!r}")
+
+        name = doc.get("name")
+        if name is None:
+            self.error("name", "name is required")
+        elif not isinstance(name, str) or not NAME_RE.match(name):
+            self.error("name", "name must match [a-z][a-z0-9-]{0,62}")
+        version = self.positive_int(doc, "version", required=True)
+        description = doc.get("description", "")
+        if description is None:
+            description = ""
+        if not isinstance(description, str):
+            self.error("description", "description must be a string")
+        limit = self.positive_int(doc, "recursion_limit", required=False)
+        if limit is not None and limit > MAX_RECURSION_LIMIT:
+            self.error("recursion_limit", f"recursion_limit must be at most {MAX_RECURSION_LIMIT}")
+
+        fields = self.context_fields(doc.get("context"))
+        env = Environment({f.name: (f.type, f.nullable) for f in fields.values()})
+        self.env = env
+        self.fields = fields
+
+        raw_states = doc.get("states")
+        state_names = self.state_names(raw_states)
+        initial = doc.get("initial")
+        if initial is None:
+            initial = state_names[0] if state_names else ""
+        elif not isinstance(initial, str) or initial not in state_names:
+            self.error("initial", f"initial state {initial!r} is not a declared state")
+        states = self.states(raw_states, state_names)
+        transitions = self.transitions(doc.get("transitions"), set(state_names))
+
+        kinds, automatic, by_event, events = self.analyse(states, transitions, str(initial))
+        if any(p.severity == "error" for p in self.problems):
+            return None
+        assert isinstance(name, str) and version is not None
+        digest = _digest(
+            name, version, str(description), limit, str(initial), fields, states, transitions
+        )
+        return Definition(
+            name=name,
+            version=version,
+            description=str(description),
+            source=self.text,
+            digest=digest,
+            initial=str(initial),
+            states=MappingProxyType(states),
+            transitions=tuple(transitions),
+            context_fields=MappingProxyType(fields),
+            recursion_limit=limit if limit is not None else DEFAULT_RECURSION_LIMIT,
+            environment=env,
+            kinds=MappingProxyType(kinds),
+            automatic_from=MappingProxyType(automatic),
+            event_transitions=MappingProxyType(by_event),
+            all_events=events,
+        )
+
+    def positive_int(self, doc: Mapping[str, Any], key: str, *, required: bool) -> int | None:
+        value = doc.get(key)
+        if value is None:
+            if required:
+                self.error(key, f"{key} is required")
+            return None
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            self.error(key, f"{key} must be a positive integer")
+            return None
+        return value
+
+    # -- context ------------------------------------------------------------------
+
+    def context_fields(self, raw: object) -> dict[str, ContextField]:
+        fields: dict[str, ContextField] = {}
+        if raw is None:
+            return fields
+        if not isinstance(raw, dict):
+            self.error("context", f"context must be a map of fields, not {_describe(raw)}")
+            return fields
+        for name, spec in raw.items():
+            path = f"context.{name}"
+            if not isinstance(name, str) or not FIELD_RE.match(name):
+                self.error(path, "a field name must match [a-z_][a-z0-9_]{0,62}")
+                continue
+            if name in RESERVED_WORDS:
+                self.error(path, f"{name!r} is a reserved word in CEL and cannot be a field name")
+                continue
+            field = self.context_field(name, spec, path)
+            if field is not None:
+                fields[name] = field
+        return fields
+
+    def context_field(self, name: str, spec: object, path: str) -> ContextField | None:
+        if not isinstance(spec, dict):
+            self.error(path, f"a field must be a map with at least `type`, not {_describe(spec)}")
+            return None
+        for key in spec:
+            if key not in _FIELD_KEYS:
+                self.error(f"{path}.{key}", f"unknown key {key!r}")
+        try:
+            ftype = FieldType(str(spec.get("type")))
+        except ValueError:
+            choices = " ".join(t.value for t in FieldType)
+            self.error(f"{path}.type", f"type must be one of: {choices}")
+            return None
+        try:
+            reducer = Reducer(str(spec.get("reducer", "replace")))
+        except ValueError:
+            choices = " ".join(r.value for r in Reducer)
+            self.error(f"{path}.reducer", f"reducer must be one of: {choices}")
+            return None
+        if reducer is Reducer.APPEND and ftype not in (FieldType.LIST, FieldType.ANY):
+            self.error(f"{path}.reducer", f"the append reducer needs a list field, not {ftype}")
+        if reducer is Reducer.MERGE and ftype not in (FieldType.MAP, FieldType.ANY):
+            self.error(f"{path}.reducer", f"the merge reducer needs a map field, not {ftype}")
+        nullable = "default" not in spec or spec["default"] is None
+        default: JSONValue = None
+        if not nullable:
+            try:
+                default = conform(spec["default"], ftype, nullable=False)
+            except ValueTypeError as exc:
+                self.error(f"{path}.default", f"default does not fit the field: {exc}")
+        return ContextField(name, ftype, reducer, freeze(default), nullable)
+
+    # -- states -------------------------------------------------------------------
+
+    def state_names(self, raw: object) -> list[str]:
+        if raw is None or raw == {}:
+            self.error("states", "a definition needs at least one state")
+            return []
+        if not isinstance(raw, dict):
+            self.error("states", f"states must be an ordered map, not {_describe(raw)}")
+            return []
+        names = []
+        for name in raw:
+            if not isinstance(name, str) or name.startswith("__"):
+                self.error(f"states.{name}", f"{name!r} is reserved (names starting with __)")
+            elif not STATE_RE.match(name):
+                self.error(f"states.{name}", "a state name must match [A-Za-z][A-Za-z0-9_-]{0,62}")
+            else:
+                names.append(name)
+        return names
+
+    def states(self, raw: object, names: list[str]) -> dict[str, State]:
+        states: dict[str, State] = {}
+        if not isinstance(raw, dict):
+            return states
+        for name in names:
+            spec = raw[name]
+            path = f"states.{name}"
+            if spec is None:
+                spec = {}
+            if not isinstance(spec, dict):
+                self.error(path, f"a state must be a map (or empty), not {_describe(spec)}")
+                continue
+            for key in spec:
+                if key not in _STATE_KEYS:
+                    self.error(f"{path}.{key}", f"unknown key {key!r}")
+            wait = spec.get("wait", False)
+            if not isinstance(wait, bool):
+                self.error(f"{path}.wait", "wait must be true or false")
+                wait = False
+            description = spec.get("description") or ""
+            states[name] = State(
+                name=name,
+                wait=wait,
+                entry=self.actions(spec.get("entry"), f"{path}.entry"),
+                exit=self.actions(spec.get("exit"), f"{path}.exit"),
+                description=str(description),
+            )
+        return states
+
+    def actions(self, raw: object, path: str) -> tuple[SetAction, ...]:
+        if raw is None:
+            return ()
+        if not isinstance(raw, list):
+            self.error(path, f"actions must be a list, not {_describe(raw)}")
+            return ()
+        out = []
+        for i, item in enumerate(raw):
+            item_path = f"{path}[{i}]"
+            if not isinstance(item, dict) or set(item) != {"set"}:
+                self.error(item_path, "an action must be a map with exactly one key: set")
+                continue
+            action = self.set_action(item["set"], f"{item_path}.set")
+            if action is not None:
+                out.append(action)
+        return tuple(out)
+
+    def set_action(self, raw: object, path: str) -> SetAction | None:
+        if not isinstance(raw, dict) or not raw:
+            self.error(path, "set must be a non-empty map of field: expression")
+            return None
+        assignments = []
+        for field_name, expr in raw.items():
+            expr_path = f"{path}.{field_name}"
+            field = self.fields.get(field_name) if isinstance(field_name, str) else None
+            if field is None:
+                self.error(expr_path, f"set on undeclared context field {field_name!r}")
+                continue
+            compiled = self.compile(expr, expr_path)
+            if compiled is None:
+                continue
+            mismatch = _set_type_problem(field, compiled.result_type)
+            if mismatch:
+                self.error(expr_path, mismatch)
+                continue
+            assignments.append(Assignment(field_name, compiled, expr_path))
+        return SetAction(tuple(assignments), path)
+
+    def compile(self, raw: object, path: str) -> CompiledExpression | None:
+        if isinstance(raw, bool):
+            raw = "true" if raw else "false"
+        elif isinstance(raw, int | float):
+            raw = repr(raw)  # a bare YAML number is the CEL literal of the same value
+        if not isinstance(raw, str) or not raw.strip():
+            self.error(path, "expected a CEL expression (a non-empty string)")
+            return None
+        try:
+            return self.env.compile(raw)
+        except CelCompileError as exc:
+            self.error(path, f"invalid CEL: {exc}")
+            return None
+
+    # -- transitions --------------------------------------------------------------
+
+    def transitions(self, raw: object, states: set[str]) -> list[Transition]:
+        if raw is None:
+            return []
+        if not isinstance(raw, list):
+            self.error("transitions", f"transitions must be a list, not {_describe(raw)}")
+            return []
+        out = []
+        for i, spec in enumerate(raw):
+            path = f"transitions[{i}]"
+            if not isinstance(spec, dict):
+                self.error(path, f"a transition must be a map, not {_describe(spec)}")
+                continue
+            ok = True
+            for key in spec:
+                if key not in _TRANSITION_KEYS:
+                    self.error(f"{path}.{key}", f"unknown key {key!r}")
+            source, target = spec.get("from"), spec.get("to")
+            if source is None:
+                self.error(f"{path}.from", "from is required")
+                ok = False
+            elif source not in states:
+                hint = " (__finish__ can only be a target)" if source == FINISH else ""
+                self.error(f"{path}.from", f"unknown state {source!r}{hint}")
+                ok = False
+            if target is None:
+                self.error(f"{path}.to", "to is required")
+                ok = False
+            elif target != FINISH and target not in states:
+                self.error(f"{path}.to", f"unknown state {target!r}")
+                ok = False
+            event = spec.get("on")
+            if event is not None:
+                if not isinstance(event, str) or not EVENT_RE.match(event):
+                    self.error(
+                        f"{path}.on", "an event name must match [A-Za-z][A-Za-z0-9_.-]{0,62}"
+                    )
+                    ok = False
+                elif event == RESUME_ALIAS:
+                    self.error(
+                        f"{path}.on",
+                        "'resume' is reserved: it means the first event of a wait state",
+                    )
+                    ok = False
+            guard = None
+            if "guard" in spec:
+                guard = self.compile(spec["guard"], f"{path}.guard")
+                if guard is not None and guard.result_type.kind not in ("bool", "dyn"):
+                    self.error(
+                        f"{path}.guard",
+                        f"a guard must be bool, but this one is {guard.result_type.kind}",
+                    )
+                    ok = False
+                ok = ok and guard is not None
+            action = None
+            if "set" in spec:
+                action = self.set_action(spec["set"], f"{path}.set")
+                ok = ok and action is not None
+            if ok:
+                out.append(Transition(i, str(source), str(target), event, guard, action))
+        return out
+
+    # -- whole-graph checks -------------------------------------------------------
+
+    def analyse(
+        self, states: dict[str, State], transitions: list[Transition], initial: str
+    ) -> tuple[
+        dict[str, StateKind],
+        dict[str, tuple[Transition, ...]],
+        dict[str, Mapping[str, tuple[Transition, ...]]],
+        tuple[str, ...],
+    ]:
+        automatic: dict[str, list[Transition]] = {}
+        by_event: dict[str, dict[str, list[Transition]]] = {}
+        events: dict[str, None] = {}
+        for t in transitions:
+            if t.event is None:
+                automatic.setdefault(t.source, []).append(t)
+            else:
+                by_event.setdefault(t.source, {}).setdefault(t.event, []).append(t)
+                events[t.event] = None
+        kinds: dict[str, StateKind] = {}
+        for name, state in states.items():
+            if state.wait:
+                kinds[name] = StateKind.WAIT
+                if name not in by_event:
+                    self.error(
+                        f"states.{name}.wait",
+                        "a wait state needs an outgoing event transition, or it can never resume",
+                    )
+                for t in automatic.get(name, []):
+                    self.warning(
+                        f"{t.path}",
+                        f"automatic transition from wait state {name!r} is never taken",
+                    )
+            elif name in automatic:
+                kinds[name] = StateKind.AUTOMATIC
+                for group in by_event.get(name, {}).values():
+                    for u in group:
+                        self.warning(
+                            u.path,
+                            f"{name!r} has automatic transitions, so events never reach it",
+                        )
+            elif name in by_event:
+                kinds[name] = StateKind.EVENT_ONLY
+            else:
+                kinds[name] = StateKind.LEAF
+        for name, group in automatic.items():
+            for earlier, later in itertools.pairwise(group):
+                if earlier.guard is None:
+                    self.warning(
+                        later.path,
+                        f"never evaluated: {earlier.path} from {name!r} has no guard",
+                    )
+                    break
+        self.reachability(states, transitions, initial)
+        return (
+            kinds,
+            {k: tuple(v) for k, v in automatic.items()},
+            {
+                k: MappingProxyType({e: tuple(ts) for e, ts in v.items()})
+                for k, v in by_event.items()
+            },
+            tuple(events),
+        )
+
+    def reachability(
+        self, states: dict[str, State], transitions: list[Transition], initial: str
+    ) -> None:
+        if initial not in states:
+            return
+        seen = {initial}
+        frontier = [initial]
+        while frontier:
+            current = frontier.pop()
+            for t in transitions:
+                if t.source == current and t.target not in seen and t.target != FINISH:
+                    seen.add(t.target)
+                    frontier.append(t.target)
+        for name in states:
+            if name not in seen:
+                self.warning(f"states.{name}", f"state {name!r} is unreachable from {initial!r}")
+
+
+def _digest(  # noqa: PLR0917 - one call site, all parts of the identity
+    name: str,
+    version: int,
+    description: str,
+    limit: int | None,
+    initial: str,
+    fields: dict[str, ContextField],
+    states: dict[str, State],
+    transitions: list[Transition],
+) -> str:
+    """Hash of a canonical, normalized form.
+
+    Formatting, key order, YAML-vs-JSON and implicit defaults disappear; the order of
+    states and transitions stays because it carries meaning (guard evaluation order).
+    """
+    doc = {
+        "name": name,
+        "version": version,
+        "description": description,
+        "recursion_limit": limit if limit is not None else DEFAULT_RECURSION_LIMIT,
+        "initial": initial,
+        "context": {
+            f.name: {
+                "type": f.type.value,
+                "reducer": f.reducer.value,
+                "default": f.default_value(),
+                "nullable": f.nullable,
+            }
+            for f in fields.values()
+        },
+        "states": [
+            {
+                "name": st.name,
+                "wait": st.wait,
+                "entry": [_action_doc(a) for a in st.entry],
+                "exit": [_action_doc(a) for a in st.exit],
+                "description": st.description,
+            }
+            for st in states.values()
+        ],
+        "transitions": [
+            {
+                "from": t.source,
+                "to": t.target,
+                "on": t.event,
+                "guard": t.guard.source if t.guard else None,
+                "set": _action_doc(t.set),
+            }
+            for t in transitions
+        ],
+    }
+    blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _action_doc(action: SetAction | None) -> dict[str, str] | None:
+    if action is None:
+        return None
+    return {a.field: a.expression.source for a in action.assignments}
+
+
+def _set_type_problem(field: ContextField, result: ResultType) -> str | None:
+    """Why a `set` expression's static type cannot fit the field, or None."""
+    kind = result.kind
+    if kind == "dyn":
+        return None  # only known at run time; the engine checks the value
+    what = f"field {field.name!r} is {field.type}"
+    if kind in _NOT_JSON:
+        return f"{what}; the expression gives {kind}, which is not a JSON value"
+    if kind == "null":
+        if field.nullable or field.type is FieldType.ANY:
+            return None
+        return f"{what} with a default, so it cannot be set to null"
+    if kind == "map" and result.map_key not in ("string", "dyn"):
+        return f"{what}; the expression gives a map with {result.map_key} keys (need string)"
+    if field.reducer is Reducer.APPEND:
+        return None
+    if field.reducer is Reducer.MERGE:
+        return None if kind == "map" else f"{what} merged, but the expression gives {kind}"
+    allowed = {
+        FieldType.STRING: {"string"},
+        FieldType.INT: {"int", "uint"},
+        FieldType.NUMBER: {"number", "int", "uint"},
+        FieldType.BOOL: {"bool"},
+        FieldType.LIST: {"list"},
+        FieldType.MAP: {"map"},
+    }.get(field.type)
+    if allowed is None or kind in allowed:
+        return None
+    return f"{what}, but the expression gives {kind}"
