@@ -1,0 +1,35 @@
+"""The workflow engine. ``fsm`` is the pure step function; the runtime builds on it."""
+
+from statewrightd.engine.fsm import (
+    accepted_events,
+    cancel,
+    resume,
+    signal,
+    start,
+    validate_input,
+)
+from statewrightd.engine.model import (
+    TERMINAL,
+    Reason,
+    Snapshot,
+    Status,
+    StepError,
+    StepResult,
+    TransitionTaken,
+)
+
+__all__ = [
+    "TERMINAL",
+    "Reason",
+    "Snapshot",
+    "Status",
+    "StepError",
+    "StepResult",
+    "TransitionTaken",
+    "accepted_events",
+    "cancel",
+    "resume",
+    "signal",
+    "start",
+    "validate_input",
+]

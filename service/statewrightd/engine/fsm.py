@@ -1,0 +1,422 @@
+"""The FSM as pure functions: (definition, snapshot, event) -> StepResult.
+
+No I/O, clocks, threads or randomness: the same arguments always give the same result,
+which is what lets the runtime replay, test and reason about steps. Semantics follow
+design §3 rules 1-7.
+
+Choices the design leaves open, made here:
+- ``workflow.revision`` in expressions is the revision the step will produce.
+- Within one ``set`` block every expression sees the context as it was before the
+  block; consecutive blocks (entry list items) see each other's results.
+- A step that fails keeps what it did before the failure (state and context), so the
+  failed snapshot shows where and with what data it stopped.
+- A state reached through ``__finish__`` is recorded as ``__finish__``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from types import MappingProxyType
+
+from statewrightd.definitions.cel import Activation, CelEvaluationError, CompiledExpression
+from statewrightd.definitions.model import FINISH, Definition, SetAction, StateKind, Transition
+from statewrightd.definitions.values import (
+    JSONValue,
+    Reducer,
+    ValueTypeError,
+    conform,
+    describe,
+    reduce,
+    to_json,
+)
+from statewrightd.engine.model import (
+    TERMINAL,
+    Reason,
+    Snapshot,
+    Status,
+    StepError,
+    StepResult,
+    TransitionTaken,
+)
+from statewrightd.errors import FailedPrecondition, InvalidArgument
+
+RESUME_ALIAS = "resume"
+
+
+class _StepFailed(Exception):
+    """Internal: unwinds a step to turn it into a FAILED result (rule 4)."""
+
+    def __init__(self, error: StepError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+def _step_error(reason: Reason, message: str, **metadata: object) -> _StepFailed:
+    meta = {k: str(v) for k, v in metadata.items() if v is not None}
+    return _StepFailed(StepError(reason.value, message, MappingProxyType(meta)))
+
+
+class _Step:
+    """Mutable scratch state of one step; never escapes this module."""
+
+    __slots__ = (
+        "context",
+        "defn",
+        "event",
+        "payload",
+        "revision",
+        "state",
+        "transitions",
+        "workflow_id",
+    )
+
+    def __init__(  # noqa: PLR0917 - internal, called from three places
+        self,
+        defn: Definition,
+        workflow_id: str,
+        state: str,
+        context: Mapping[str, JSONValue],
+        revision: int,
+        event: str,
+        payload: Mapping[str, JSONValue],
+    ) -> None:
+        self.defn = defn
+        self.workflow_id = workflow_id
+        self.state = state
+        self.context = dict(context)
+        self.revision = revision
+        self.event = event
+        self.payload = payload
+        self.transitions: list[TransitionTaken] = []
+
+    def activation(self) -> Activation:
+        d = self.defn
+        workflow = {
+            "id": self.workflow_id,
+            "state": self.state,
+            "revision": self.revision,
+            "definition": d.name,
+            "version": d.version,
+        }
+        return d.environment.activation(self.context, self.event, self.payload, workflow)
+
+    def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
+        try:
+            return expr.evaluate(act)
+        except CelEvaluationError as exc:
+            raise _step_error(
+                Reason.EVALUATION_ERROR,
+                f"{path}: {exc}",
+                path=path,
+                state=self.state,
+                expression=expr.source,
+            ) from None
+
+    def guard_passes(self, t: Transition, act: Activation) -> bool:
+        if t.guard is None:
+            return True
+        path = f"{t.path}.guard"
+        value = self.evaluate(t.guard, path, act)
+        if not isinstance(value, bool):
+            raise _step_error(
+                Reason.TYPE_MISMATCH,
+                f"{path}: a guard must give a bool, this one gave {describe(value)}",
+                path=path,
+                state=self.state,
+                expression=t.guard.source,
+            )
+        return value
+
+    def first_passing(self, candidates: tuple[Transition, ...]) -> Transition | None:
+        act = self.activation()
+        for t in candidates:
+            if self.guard_passes(t, act):
+                return t
+        return None
+
+    def run(self, action: SetAction) -> None:
+        act = self.activation()
+        values = [(a, self.evaluate(a.expression, a.path, act)) for a in action.assignments]
+        fields = self.defn.context_fields
+        for assignment, value in values:
+            field = fields[assignment.field]
+            try:
+                if field.reducer is Reducer.REPLACE:
+                    update = conform(value, field.type, nullable=field.nullable)
+                else:
+                    update = to_json(value)
+                self.context[field.name] = reduce(field.reducer, self.context[field.name], update)
+            except ValueTypeError as exc:
+                raise _step_error(
+                    Reason.TYPE_MISMATCH,
+                    f"{assignment.path}: {exc}",
+                    path=assignment.path,
+                    state=self.state,
+                    field=field.name,
+                ) from None
+
+    def fire(self, t: Transition) -> None:
+        """Rule 1: source exit actions, then the transition's set, then target entry."""
+        if len(self.transitions) >= self.defn.recursion_limit:
+            limit = self.defn.recursion_limit
+            raise _step_error(
+                Reason.RECURSION_LIMIT,
+                f"more than {limit} transitions in one step (next: {t.path})",
+                state=self.state,
+                limit=limit,
+                path=t.path,
+            )
+        for action in self.defn.states[t.source].exit:
+            self.run(action)
+        if t.set is not None:
+            self.run(t.set)
+        self.transitions.append(TransitionTaken(t.source, t.target, t.event))
+        self.state = t.target
+        if t.target != FINISH:
+            for action in self.defn.states[t.target].entry:
+                self.run(action)
+
+    def settle(self) -> Status:
+        """Rule 2, repeated until the step comes to rest."""
+        d = self.defn
+        while True:
+            if self.state == FINISH:
+                return Status.COMPLETED
+            kind = d.kinds[self.state]
+            if kind is StateKind.WAIT:
+                return Status.WAITING
+            if kind is StateKind.EVENT_ONLY:
+                return Status.RUNNING
+            if kind is StateKind.LEAF:
+                return Status.COMPLETED
+            chosen = self.first_passing(d.automatic_from[self.state])
+            if chosen is None:
+                raise _step_error(
+                    Reason.NO_TRANSITION_MATCHED,
+                    f"no automatic transition from {self.state!r} has a true guard",
+                    state=self.state,
+                )
+            self.fire(chosen)
+
+    def result(self, status: Status, error: StepError | None = None) -> StepResult:
+        snapshot = Snapshot(
+            workflow_id=self.workflow_id,
+            definition=self.defn.name,
+            version=self.defn.version,
+            state=self.state,
+            status=status,
+            context=MappingProxyType(self.context),
+            revision=self.revision,
+            error=error,
+        )
+        return StepResult(snapshot, tuple(self.transitions), True)
+
+    def settle_result(self, before: Transition | None = None) -> StepResult:
+        try:
+            if before is not None:
+                self.fire(before)
+            return self.result(self.settle())
+        except _StepFailed as failed:
+            return self.result(Status.FAILED, failed.error)
+
+
+# -- public API ----------------------------------------------------------------------
+
+
+def validate_input(defn: Definition, input: Mapping[str, object]) -> dict[str, JSONValue]:
+    """Check input against the declared fields; return it as plain JSON values.
+
+    Append fields take a list (concatenated) or one value (appended); merge fields take
+    a map; other fields take a value of their type.
+    """
+    if not isinstance(input, Mapping):
+        raise InvalidArgument("input must be a map of context fields", reason="INVALID_INPUT")
+    out: dict[str, JSONValue] = {}
+    fields = defn.context_fields
+    for name, value in input.items():
+        field = fields.get(name)
+        if field is None:
+            raise InvalidArgument(
+                f"{name!r} is not a context field of {defn.name} v{defn.version}",
+                reason="UNKNOWN_FIELD",
+                metadata={"field": name, "definition": defn.name},
+            )
+        try:
+            if field.reducer is Reducer.APPEND:
+                out[name] = to_json(value)
+            elif field.reducer is Reducer.MERGE:
+                if not isinstance(value, Mapping):
+                    raise ValueTypeError(f"expected map (merged), got {describe(value)}")
+                out[name] = to_json(value)
+            else:
+                out[name] = conform(value, field.type, nullable=field.nullable)
+        except ValueTypeError as exc:
+            raise InvalidArgument(
+                f"input field {name!r}: {exc}",
+                reason="INPUT_TYPE_MISMATCH",
+                metadata={"field": name, "expected": field.type.value, "got": describe(value)},
+            ) from None
+    return out
+
+
+def _merge(
+    defn: Definition, context: dict[str, JSONValue], values: Mapping[str, JSONValue]
+) -> None:
+    fields = defn.context_fields
+    for name, value in values.items():
+        field = fields[name]
+        context[name] = reduce(field.reducer, context[name], value)
+
+
+def start(defn: Definition, workflow_id: str, input: Mapping[str, object]) -> StepResult:
+    """First step: defaults, input through reducers, initial entry actions, then rule 2."""
+    values = validate_input(defn, input)
+    context = {name: f.default_value() for name, f in defn.context_fields.items()}
+    _merge(defn, context, values)
+    step = _Step(defn, workflow_id, defn.initial, context, 1, "", {})
+    try:
+        for action in defn.states[defn.initial].entry:
+            step.run(action)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    return step.settle_result()
+
+
+def _check(defn: Definition, snapshot: Snapshot) -> None:
+    if (snapshot.definition, snapshot.version) != (defn.name, defn.version):
+        raise FailedPrecondition(
+            f"instance runs {snapshot.definition} v{snapshot.version}, "
+            f"not {defn.name} v{defn.version}",
+            reason="DEFINITION_MISMATCH",
+            metadata={"workflow_id": snapshot.workflow_id},
+        )
+
+
+def _candidates(defn: Definition, snapshot: Snapshot, event: str) -> tuple[Transition, ...]:
+    found = defn.event_transitions.get(snapshot.state, _EMPTY_EVENTS).get(event)
+    if found:
+        return found
+    meta = {"event": event, "state": snapshot.state, "workflow_id": snapshot.workflow_id}
+    if event in defn.all_events:
+        raise FailedPrecondition(
+            f"event {event!r} is not accepted in state {snapshot.state!r}",
+            reason="EVENT_NOT_ALLOWED",
+            metadata=meta,
+        )
+    raise InvalidArgument(
+        f"{defn.name} v{defn.version} declares no event {event!r}",
+        reason="UNKNOWN_EVENT",
+        metadata=meta,
+    )
+
+
+_EMPTY_EVENTS: Mapping[str, tuple[Transition, ...]] = MappingProxyType({})
+
+
+def resume(
+    defn: Definition, snapshot: Snapshot, event: str, input: Mapping[str, object]
+) -> StepResult:
+    """Rule 6: resume a WAITING instance with an event (default: the first declared)."""
+    _check(defn, snapshot)
+    if snapshot.status is not Status.WAITING:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not WAITING",
+            reason="NOT_WAITING",
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+    if event in ("", RESUME_ALIAS):
+        event = defn.events_from(snapshot.state)[0]
+    candidates = _candidates(defn, snapshot, event)
+    values = validate_input(defn, input)
+    context = dict(snapshot.context)
+    _merge(defn, context, values)
+    step = _Step(
+        defn,
+        snapshot.workflow_id,
+        snapshot.state,
+        context,
+        snapshot.revision + 1,
+        event,
+        dict(values),  # CEL needs a real dict; the step never mutates it
+    )
+    try:
+        chosen = step.first_passing(candidates)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    if chosen is None:
+        raise FailedPrecondition(
+            f"every guard of event {event!r} from {snapshot.state!r} is false",
+            reason="GUARD_REJECTED",
+            metadata={"event": event, "state": snapshot.state, "workflow_id": snapshot.workflow_id},
+        )
+    return step.settle_result(chosen)
+
+
+def signal(
+    defn: Definition, snapshot: Snapshot, event: str, payload: Mapping[str, object]
+) -> StepResult:
+    """Rules 5 and 7: deliver an event to a RUNNING instance."""
+    _check(defn, snapshot)
+    if snapshot.status is not Status.RUNNING:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not RUNNING",
+            reason="NOT_RUNNING",
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+    candidates = _candidates(defn, snapshot, event)
+    try:
+        plain = to_json(payload)
+    except ValueTypeError as exc:
+        raise InvalidArgument(f"payload: {exc}", reason="INVALID_PAYLOAD") from None
+    if not isinstance(plain, dict):
+        raise InvalidArgument("payload must be a map", reason="INVALID_PAYLOAD")
+    step = _Step(
+        defn,
+        snapshot.workflow_id,
+        snapshot.state,
+        snapshot.context,
+        snapshot.revision + 1,
+        event,
+        plain,
+    )
+    try:
+        chosen = step.first_passing(candidates)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    if chosen is None:
+        return StepResult(snapshot, (), changed=False)
+    return step.settle_result(chosen)
+
+
+def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
+    """Stop a live instance where it is; no actions run."""
+    _check(defn, snapshot)
+    if snapshot.status in TERMINAL:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is already {snapshot.status}",
+            reason="ALREADY_TERMINAL",
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+    error = StepError(
+        Reason.CANCELLED.value,
+        reason or "cancelled",
+        MappingProxyType({"state": snapshot.state}),
+    )
+    new = Snapshot(
+        workflow_id=snapshot.workflow_id,
+        definition=snapshot.definition,
+        version=snapshot.version,
+        state=snapshot.state,
+        status=Status.CANCELLED,
+        context=snapshot.context,
+        revision=snapshot.revision + 1,
+        error=error,
+    )
+    return StepResult(new, ())
+
+
+def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:
+    """Events a resume (WAITING) or signal (RUNNING) would accept now."""
+    if snapshot.status in (Status.WAITING, Status.RUNNING) and snapshot.state in defn.kinds:
+        return defn.events_from(snapshot.state)
+    return ()

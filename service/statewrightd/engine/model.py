@@ -1,0 +1,89 @@
+"""Values the pure FSM engine takes and returns. All immutable."""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+
+from statewrightd.definitions.values import JSONValue
+
+
+class Status(enum.StrEnum):
+    RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+
+class Reason(enum.StrEnum):
+    """Reasons a step fails the instance (StepError.reason)."""
+
+    NO_TRANSITION_MATCHED = "NO_TRANSITION_MATCHED"
+    RECURSION_LIMIT = "RECURSION_LIMIT"
+    EVALUATION_ERROR = "EVALUATION_ERROR"
+    TYPE_MISMATCH = "TYPE_MISMATCH"
+    CANCELLED = "CANCELLED"
+
+
+@dataclass(frozen=True, slots=True)
+class StepError:
+    """Why an instance is FAILED (or, with reason CANCELLED, why it was cancelled)."""
+
+    reason: str
+    message: str
+    metadata: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionTaken:
+    """One fired transition. ``event`` is None for an automatic transition."""
+
+    from_state: str
+    to_state: str
+    event: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """The durable state of one instance at one revision.
+
+    ``context`` holds plain JSON values. The engine never mutates a snapshot's values;
+    new snapshots share unchanged nested values with old ones (copy on write).
+    """
+
+    workflow_id: str
+    definition: str
+    version: int
+    state: str
+    status: Status
+    context: Mapping[str, JSONValue]
+    revision: int
+    error: StepError | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    """Outcome of one step.
+
+    When ``changed`` is False (a signal accepted but every guard false) ``snapshot`` is
+    the input snapshot, unchanged, and there is nothing to save. Otherwise
+    ``snapshot.revision`` is the input revision + 1 and is what the runtime saves.
+    """
+
+    snapshot: Snapshot
+    transitions: tuple[TransitionTaken, ...]
+    changed: bool = True
+
+    @property
+    def status(self) -> Status:
+        return self.snapshot.status
+
+    @property
+    def error(self) -> StepError | None:
+        return self.snapshot.error
