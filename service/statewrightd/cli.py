@@ -5,11 +5,28 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
+from pathlib import Path
+
+from statewrightd.config import ConfigError, ServerConfig, add_server_arguments, config_from
+
+# `statewrightd dev` needs nothing installed: a SQLite file and the bundled examples.
+DEV_DEFAULTS = ServerConfig(
+    database_url="sqlite:///statewright-dev.db",
+    definitions_dir=Path("examples/definitions"),
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="statewrightd", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="run the gRPC server")
+    add_server_arguments(serve)
+
+    dev = sub.add_parser(
+        "dev", help="run the server on a local SQLite file with the example definitions"
+    )
+    add_server_arguments(dev)
 
     validate = sub.add_parser("validate", help="check definition files and report every problem")
     validate.add_argument("paths", nargs="+", help="definition files (YAML or JSON) or directories")
@@ -24,7 +41,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command in ("serve", "dev"):
+        from statewrightd.server import run
+
+        try:
+            config = config_from(args, base=DEV_DEFAULTS if args.command == "dev" else None)
+        except ConfigError as exc:
+            parser.error(str(exc))
+        return run(config)
     if args.command == "validate":
         from statewrightd.definitions.commands import validate_command
 

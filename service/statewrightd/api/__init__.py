@@ -1,0 +1,1 @@
+"""The gRPC surface: request validation, conversion, error mapping and the servicer."""

@@ -1,0 +1,68 @@
+"""Decorators that turn service errors raised by RPC handlers into gRPC statuses.
+
+Handlers raise ``StatewrightError``; only these wrappers talk to ``context.abort``. An
+unexpected exception becomes INTERNAL with an ErrorInfo rather than grpc's bare UNKNOWN.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from statewrightd import errors
+from statewrightd.api.status import internal_error, to_grpc_status
+
+_log = logging.getLogger(__name__)
+
+S = TypeVar("S")
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+Context = grpc.aio.ServicerContext[Any, Any]
+
+
+async def abort(context: Context, error: errors.StatewrightError) -> None:
+    await context.abort_with_status(to_grpc_status(error))
+
+
+def _as_service_error(method: str, exc: Exception) -> errors.StatewrightError:
+    if isinstance(exc, errors.StatewrightError):
+        return exc
+    _log.exception("unhandled error in %s", method)
+    return internal_error(exc)
+
+
+def unary(
+    fn: Callable[[S, Req, Context], Awaitable[Resp]],
+) -> Callable[[S, Req, Context], Awaitable[Resp]]:
+    @functools.wraps(fn)
+    async def handler(self: S, request: Req, context: Context) -> Resp:
+        try:
+            return await fn(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await abort(context, _as_service_error(fn.__name__, exc))
+            raise AssertionError("abort_with_status always raises") from exc
+
+    return handler
+
+
+def server_stream(
+    fn: Callable[[S, Req, Context], AsyncIterator[Resp]],
+) -> Callable[[S, Req, Context], AsyncIterator[Resp]]:
+    @functools.wraps(fn)
+    async def handler(self: S, request: Req, context: Context) -> AsyncIterator[Resp]:
+        try:
+            async for item in fn(self, request, context):
+                yield item
+        except grpc.aio.AbortError:
+            raise
+        except Exception as exc:
+            await abort(context, _as_service_error(fn.__name__, exc))
+
+    return handler

@@ -1,0 +1,71 @@
+"""The one place where service errors become gRPC statuses.
+
+Every status the server sends carries exactly one ``google.rpc.ErrorInfo`` so that clients
+in every language branch on ``reason`` and read dynamic values from ``metadata`` instead
+of parsing messages.
+"""
+
+from __future__ import annotations
+
+import logging
+
+import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
+from grpc_status import rpc_status
+
+from statewrightd import errors
+
+_log = logging.getLogger(__name__)
+
+# Ordered from most to least specific is unnecessary: lookup walks each error's MRO, so the
+# nearest mapped ancestor wins (Conflict -> Aborted, not StatewrightError).
+_CODES: dict[type[errors.StatewrightError], grpc.StatusCode] = {
+    errors.InvalidArgument: grpc.StatusCode.INVALID_ARGUMENT,
+    errors.NotFound: grpc.StatusCode.NOT_FOUND,
+    errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
+    errors.Aborted: grpc.StatusCode.ABORTED,
+    errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
+    errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
+    errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
+    errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
+    errors.Internal: grpc.StatusCode.INTERNAL,
+    errors.Unknown: grpc.StatusCode.UNKNOWN,
+    errors.StatewrightError: grpc.StatusCode.INTERNAL,
+}
+
+
+def grpc_code(error: errors.StatewrightError) -> grpc.StatusCode:
+    for cls in type(error).__mro__:
+        code = _CODES.get(cls)
+        if code is not None:
+            return code
+    raise AssertionError("StatewrightError is always mapped")
+
+
+def error_info(error: errors.StatewrightError) -> error_details_pb2.ErrorInfo:
+    return error_details_pb2.ErrorInfo(
+        reason=error.reason, domain=errors.DOMAIN, metadata=error.metadata
+    )
+
+
+def to_status_proto(error: errors.StatewrightError) -> status_pb2.Status:
+    """The ``google.rpc.Status`` for an error; also used for ``Workflow.error``."""
+    detail = any_pb2.Any()
+    detail.Pack(error_info(error))
+    code: int = grpc_code(error).value[0]
+    return status_pb2.Status(code=code, message=error.message, details=[detail])
+
+
+def to_grpc_status(error: errors.StatewrightError) -> grpc.Status:
+    return rpc_status.to_status(to_status_proto(error))
+
+
+def internal_error(exc: BaseException) -> errors.Internal:
+    """Wraps an unexpected exception without leaking its text to the caller."""
+    return errors.Internal(
+        "internal error; the server log has the details",
+        reason="INTERNAL",
+        metadata={"exception": type(exc).__name__},
+    )

@@ -1,0 +1,129 @@
+"""Request validation shared by every RPC.
+
+Each check raises ``InvalidArgument`` naming the offending field in ErrorInfo metadata, so
+a malformed request is answered INVALID_ARGUMENT before anything touches workflow state.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from statewrightd.errors import InvalidArgument
+
+WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+DEFINITION_NAME: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+EVENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
+REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
+
+DEFAULT_PAGE_SIZE: Final = 50
+MAX_PAGE_SIZE: Final = 1000
+MAX_REASON_LENGTH: Final = 1024
+
+
+def required(field: str, value: str) -> str:
+    if not value:
+        raise InvalidArgument(
+            f"{field} is required", reason="FIELD_REQUIRED", metadata={"field": field}
+        )
+    return value
+
+
+def invalid(field: str, message: str, **metadata: object) -> InvalidArgument:
+    return InvalidArgument(message, reason="INVALID_FIELD", metadata={"field": field, **metadata})
+
+
+def workflow_name(value: str, field: str = "name") -> str:
+    """Parses ``workflows/{workflow_id}`` and returns the id."""
+    required(field, value)
+    prefix, _, workflow_id = value.partition("/")
+    if prefix != "workflows" or not WORKFLOW_ID.match(workflow_id):
+        raise invalid(
+            field,
+            f"{field} must be 'workflows/{{workflow_id}}' where the id is 1 to 128 letters, "
+            f"digits, '.', '_', ':' or '-' starting with a letter or digit; got {value!r}",
+            value=value,
+        )
+    return workflow_id
+
+
+def workflow_id(value: str, field: str = "workflow_id") -> str:
+    if not WORKFLOW_ID.match(value):
+        raise invalid(
+            field,
+            f"{field} must be 1 to 128 letters, digits, '.', '_', ':' or '-' starting with a "
+            f"letter or digit; got {value!r}",
+            value=value,
+        )
+    return value
+
+
+def definition_name(value: str, field: str = "definition") -> str:
+    required(field, value)
+    if not DEFINITION_NAME.match(value):
+        raise invalid(
+            field,
+            f"{field} must match [a-z][a-z0-9-]{{0,62}}; got {value!r}",
+            value=value,
+        )
+    return value
+
+
+def definition_resource(value: str, field: str = "name") -> tuple[str, int | None]:
+    """Parses ``definitions/{name}/versions/{version}`` or ``definitions/{name}`` (latest)."""
+    required(field, value)
+    parts = value.split("/")
+    ok = (
+        len(parts) in (2, 4)
+        and parts[0] == "definitions"
+        and DEFINITION_NAME.match(parts[1]) is not None
+        and (len(parts) == 2 or (parts[2] == "versions" and parts[3].isdigit()))
+    )
+    version = int(parts[3]) if ok and len(parts) == 4 else None
+    if not ok or version == 0:
+        raise invalid(
+            field,
+            f"{field} must be 'definitions/{{name}}' or 'definitions/{{name}}/versions/{{n}}' "
+            f"with a positive version; got {value!r}",
+            value=value,
+        )
+    return parts[1], version
+
+
+def event_name(value: str, field: str = "event", *, allow_empty: bool = False) -> str:
+    if not value:
+        if allow_empty:
+            return value
+        return required(field, value)
+    if not EVENT_NAME.match(value):
+        raise invalid(
+            field,
+            f"{field} must be an identifier of letters, digits, '_', '.' or '-'; got {value!r}",
+            value=value,
+        )
+    return value
+
+
+def request_id(value: str, field: str = "request_id") -> str:
+    if value and not REQUEST_ID.match(value):
+        raise invalid(field, f"{field} must be 1 to 128 printable ASCII characters without spaces")
+    return value
+
+
+def non_negative(field: str, value: int) -> int:
+    if value < 0:
+        raise invalid(field, f"{field} must not be negative; got {value}", value=value)
+    return value
+
+
+def page_size(value: int, field: str = "page_size") -> int:
+    non_negative(field, value)
+    if value == 0:
+        return DEFAULT_PAGE_SIZE
+    return min(value, MAX_PAGE_SIZE)
+
+
+def reason_text(value: str, field: str = "reason") -> str:
+    if len(value) > MAX_REASON_LENGTH:
+        raise invalid(field, f"{field} must be at most {MAX_REASON_LENGTH} characters")
+    return value

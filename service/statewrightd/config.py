@@ -1,0 +1,102 @@
+"""Server configuration from flags, falling back to ``STATEWRIGHT_*`` environment variables."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+DEFAULT_LISTEN = "127.0.0.1:50051"
+DEFAULT_DATABASE_URL = "sqlite:///statewright.db"
+DEFAULT_GRACE_SECONDS = 10.0
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    listen: str = DEFAULT_LISTEN
+    database_url: str = DEFAULT_DATABASE_URL
+    definitions_dir: Path | None = None
+    grace_seconds: float = DEFAULT_GRACE_SECONDS
+    log_level: str = "INFO"
+
+
+class ConfigError(ValueError):
+    """A flag or environment variable has a value the server cannot use."""
+
+
+def add_server_arguments(parser: argparse.ArgumentParser) -> None:
+    """Flags default to None so that an unset flag falls back to its environment variable."""
+    parser.add_argument(
+        "--listen", help=f"HOST:PORT (env STATEWRIGHT_LISTEN, default {DEFAULT_LISTEN})"
+    )
+    parser.add_argument(
+        "--database",
+        help="postgresql://... or sqlite:///path (env STATEWRIGHT_DATABASE_URL, "
+        f"default {DEFAULT_DATABASE_URL})",
+    )
+    parser.add_argument(
+        "--definitions", help="directory of definition files (env STATEWRIGHT_DEFINITIONS)"
+    )
+    parser.add_argument(
+        "--grace",
+        type=float,
+        help="seconds in-flight RPCs get on shutdown (env STATEWRIGHT_GRACE, "
+        f"default {DEFAULT_GRACE_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--log-level",
+        type=str.upper,
+        choices=LOG_LEVELS,
+        help="log level (env STATEWRIGHT_LOG_LEVEL, default INFO)",
+    )
+
+
+def config_from(
+    args: argparse.Namespace,
+    env: Mapping[str, str] | None = None,
+    *,
+    base: ServerConfig | None = None,
+) -> ServerConfig:
+    env = os.environ if env is None else env
+    base = base or ServerConfig()
+
+    def pick(flag: object, var: str, default: str) -> str:
+        if flag is not None:
+            return str(flag)
+        return env.get(var) or default
+
+    listen = pick(args.listen, "STATEWRIGHT_LISTEN", base.listen)
+    parse_listen(listen)
+    database_url = pick(args.database, "STATEWRIGHT_DATABASE_URL", base.database_url)
+    if not database_url.startswith(("postgresql://", "postgres://", "sqlite:///")):
+        raise ConfigError(
+            f"database URL must start with postgresql:// or sqlite:///; got {database_url!r}"
+        )
+    definitions = pick(args.definitions, "STATEWRIGHT_DEFINITIONS", str(base.definitions_dir or ""))
+    grace_text = pick(args.grace, "STATEWRIGHT_GRACE", str(base.grace_seconds))
+    try:
+        grace = float(grace_text)
+    except ValueError:
+        raise ConfigError(f"grace must be a number of seconds; got {grace_text!r}") from None
+    if not 0 <= grace <= 3600:
+        raise ConfigError(f"grace must be between 0 and 3600 seconds; got {grace:g}")
+    log_level = pick(args.log_level, "STATEWRIGHT_LOG_LEVEL", base.log_level).upper()
+    if log_level not in LOG_LEVELS:
+        raise ConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}; got {log_level!r}")
+    return ServerConfig(
+        listen=listen,
+        database_url=database_url,
+        definitions_dir=Path(definitions) if definitions else None,
+        grace_seconds=grace,
+        log_level=log_level,
+    )
+
+
+def parse_listen(listen: str) -> tuple[str, int]:
+    host, sep, port_text = listen.rpartition(":")
+    if not sep or not host or not port_text.isdigit() or int(port_text) > 65535:
+        raise ConfigError(f"listen address must be HOST:PORT; got {listen!r}")
+    return host.strip("[]"), int(port_text)

@@ -1,0 +1,58 @@
+"""The grpc.health.v1 services the server reports, and what each one means.
+
+- ``liveness``: the process can make progress; a probe failure means restart it.
+- ``readiness``: the server should receive traffic; it goes NOT_SERVING first on drain.
+- ``""`` and ``statewright.v1.WorkflowService``: the overall serving status, for clients
+  that check the conventional names.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+from grpc_health.v1 import health_pb2
+from grpc_health.v1._async import HealthServicer
+
+WORKFLOW_SERVICE: Final = "statewright.v1.WorkflowService"
+LIVENESS: Final = "liveness"
+READINESS: Final = "readiness"
+OVERALL: Final = ""
+SERVICES: Final = (OVERALL, WORKFLOW_SERVICE, LIVENESS, READINESS)
+
+SERVING: Final = health_pb2.HealthCheckResponse.SERVING
+NOT_SERVING: Final = health_pb2.HealthCheckResponse.NOT_SERVING
+
+
+class Health:
+    """Owns the health servicer and the transitions between serving statuses."""
+
+    def __init__(self) -> None:
+        self.servicer = HealthServicer()
+        self._draining = False
+
+    async def starting(self) -> None:
+        # Alive but not ready until storage and definitions are in place.
+        await self.servicer.set(LIVENESS, SERVING)
+        for service in (OVERALL, WORKFLOW_SERVICE, READINESS):
+            await self.servicer.set(service, NOT_SERVING)
+
+    async def ready(self, ready: bool) -> None:
+        if self._draining:
+            return
+        status = SERVING if ready else NOT_SERVING
+        for service in (READINESS, OVERALL, WORKFLOW_SERVICE):
+            await self.servicer.set(service, status)
+
+    async def alive(self, alive: bool) -> None:
+        await self.servicer.set(LIVENESS, SERVING if alive else NOT_SERVING)
+
+    async def draining(self) -> None:
+        """Readiness goes first so load balancers stop routing before anything else changes.
+
+        Liveness stays SERVING: a draining process is healthy, and a failing liveness probe
+        would make the kubelet kill it before in-flight work has finished.
+        """
+        self._draining = True
+        await self.servicer.set(READINESS, NOT_SERVING)
+        for service in (OVERALL, WORKFLOW_SERVICE):
+            await self.servicer.set(service, NOT_SERVING)

@@ -1,0 +1,222 @@
+"""The server process: health services, every RPC answering, malformed input, SIGTERM drain."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+from grpc_status import rpc_status
+from statewright.v1 import workflow_service_pb2 as pb
+from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
+
+from tests.support.server import ServerProcess
+
+HEALTH_SERVICES = ["", "statewright.v1.WorkflowService", "liveness", "readiness"]
+
+
+def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
+    status = rpc_status.from_call(err)  # type: ignore[arg-type]
+    assert status is not None, f"no rich status on {err}"
+    infos = []
+    for detail in status.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            infos.append(info)
+    assert len(infos) == 1, f"expected exactly one ErrorInfo, got {infos}"
+    assert infos[0].domain == "statewright.dev"
+    return infos[0]
+
+
+def well_formed_calls(
+    stub: pb_grpc.WorkflowServiceStub,
+) -> dict[str, Callable[[], Any]]:
+    name = "workflows/wf-1"
+    return {
+        "StartWorkflow": lambda: stub.StartWorkflow(
+            pb.StartWorkflowRequest(definition="mail-approval"), timeout=5
+        ),
+        "ResumeWorkflow": lambda: stub.ResumeWorkflow(
+            pb.ResumeWorkflowRequest(name=name, event="approve"), timeout=5
+        ),
+        "SignalWorkflow": lambda: stub.SignalWorkflow(
+            pb.SignalWorkflowRequest(name=name, event="go"), timeout=5
+        ),
+        "GetWorkflow": lambda: stub.GetWorkflow(pb.GetWorkflowRequest(name=name), timeout=5),
+        "ListWorkflows": lambda: stub.ListWorkflows(pb.ListWorkflowsRequest(), timeout=5),
+        "CancelWorkflow": lambda: stub.CancelWorkflow(
+            pb.CancelWorkflowRequest(name=name), timeout=5
+        ),
+        "WatchWorkflow": lambda: list(
+            stub.WatchWorkflow(pb.WatchWorkflowRequest(name=name), timeout=5)
+        ),
+        "GetDiagnostics": lambda: stub.GetDiagnostics(pb.GetDiagnosticsRequest(), timeout=5),
+        "GetWorkflowDiagnostics": lambda: stub.GetWorkflowDiagnostics(
+            pb.GetWorkflowDiagnosticsRequest(name=name), timeout=5
+        ),
+        "ListDefinitions": lambda: stub.ListDefinitions(pb.ListDefinitionsRequest(), timeout=5),
+        "GetDefinition": lambda: stub.GetDefinition(
+            pb.GetDefinitionRequest(name="definitions/mail-approval"), timeout=5
+        ),
+    }
+
+
+MALFORMED: list[tuple[str, Callable[[pb_grpc.WorkflowServiceStub], Any], str]] = [
+    ("StartWorkflow", lambda s: s.StartWorkflow(pb.StartWorkflowRequest()), "definition"),
+    (
+        "StartWorkflow",
+        lambda s: s.StartWorkflow(pb.StartWorkflowRequest(definition="Bad Name")),
+        "definition",
+    ),
+    (
+        "StartWorkflow",
+        lambda s: s.StartWorkflow(
+            pb.StartWorkflowRequest(definition="mail-approval", workflow_id="has space")
+        ),
+        "workflow_id",
+    ),
+    ("ResumeWorkflow", lambda s: s.ResumeWorkflow(pb.ResumeWorkflowRequest()), "name"),
+    (
+        "ResumeWorkflow",
+        lambda s: s.ResumeWorkflow(
+            pb.ResumeWorkflowRequest(name="workflows/a", expected_revision=-1)
+        ),
+        "expected_revision",
+    ),
+    (
+        "SignalWorkflow",
+        lambda s: s.SignalWorkflow(pb.SignalWorkflowRequest(name="workflows/a")),
+        "event",
+    ),
+    ("GetWorkflow", lambda s: s.GetWorkflow(pb.GetWorkflowRequest(name="wf-1")), "name"),
+    (
+        "ListWorkflows",
+        lambda s: s.ListWorkflows(pb.ListWorkflowsRequest(page_size=-5)),
+        "page_size",
+    ),
+    ("CancelWorkflow", lambda s: s.CancelWorkflow(pb.CancelWorkflowRequest()), "name"),
+    (
+        "WatchWorkflow",
+        lambda s: list(s.WatchWorkflow(pb.WatchWorkflowRequest(name="workflows/"))),
+        "name",
+    ),
+    (
+        "GetWorkflowDiagnostics",
+        lambda s: s.GetWorkflowDiagnostics(pb.GetWorkflowDiagnosticsRequest()),
+        "name",
+    ),
+    (
+        "GetDefinition",
+        lambda s: s.GetDefinition(pb.GetDefinitionRequest(name="definitions/x/versions/0")),
+        "name",
+    ),
+]
+
+
+@pytest.fixture
+def server(database_url: str, tmp_path: Path) -> Any:
+    with ServerProcess(database_url=database_url, grace=4.0, cwd=tmp_path) as proc:
+        yield proc
+
+
+def test_all_four_health_services_report_serving(server: ServerProcess) -> None:
+    health = health_pb2_grpc.HealthStub(server.channel())
+    for service in HEALTH_SERVICES:
+        response = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
+        assert response.status == health_pb2.HealthCheckResponse.SERVING, service
+
+
+def test_reflection_lists_the_workflow_service(server: ServerProcess) -> None:
+    stub = reflection_pb2_grpc.ServerReflectionStub(server.channel())
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    names = {s.name for s in response.list_services_response.service}
+    assert "statewright.v1.WorkflowService" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_every_rpc_answers_for_real_or_unimplemented(server: ServerProcess) -> None:
+    stub = pb_grpc.WorkflowServiceStub(server.channel())
+    calls = well_formed_calls(stub)
+    assert set(calls) == set(pb.DESCRIPTOR.services_by_name["WorkflowService"].methods_by_name)
+    for method, call in calls.items():
+        try:
+            call()
+        except grpc.RpcError as err:
+            # A real answer may be an application error; what is never acceptable is a
+            # bare UNKNOWN or a status without ErrorInfo.
+            assert err.code() is not grpc.StatusCode.UNKNOWN, method
+            info = error_info(err)
+            if err.code() is grpc.StatusCode.UNIMPLEMENTED:
+                assert info.reason == "NOT_IMPLEMENTED", method
+                assert info.metadata["method"].endswith("/" + method)
+
+
+@pytest.mark.parametrize(
+    ("method", "call", "field"), MALFORMED, ids=[m[0] + ":" + m[2] for m in MALFORMED]
+)
+def test_malformed_requests_get_invalid_argument_with_error_info(
+    server: ServerProcess,
+    method: str,
+    call: Callable[[pb_grpc.WorkflowServiceStub], Any],
+    field: str,
+) -> None:
+    stub = pb_grpc.WorkflowServiceStub(server.channel())
+    with pytest.raises(grpc.RpcError) as caught:
+        call(stub)
+    err = caught.value
+    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT, (method, err.details())
+    info = error_info(err)
+    assert info.reason in {"FIELD_REQUIRED", "INVALID_FIELD"}
+    assert info.metadata["field"] == field
+
+
+def test_sigterm_drains_readiness_first_and_exits_zero_within_grace(
+    server: ServerProcess,
+) -> None:
+    channel = server.channel()
+    health = health_pb2_grpc.HealthStub(channel)
+    seen: list[tuple[str, int]] = []
+    not_serving = threading.Event()
+
+    def watch(service: str) -> None:
+        try:
+            for response in health.Watch(health_pb2.HealthCheckRequest(service=service)):
+                seen.append((service, response.status))
+                if (
+                    service == "readiness"
+                    and response.status == health_pb2.HealthCheckResponse.NOT_SERVING
+                ):
+                    not_serving.set()
+        except grpc.RpcError:
+            pass  # the server ends the stream when it stops
+
+    watchers = [
+        threading.Thread(target=watch, args=(s,), daemon=True) for s in ("readiness", "liveness")
+    ]
+    for thread in watchers:
+        thread.start()
+    deadline = time.monotonic() + 5
+    while len(seen) < 2 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert ("readiness", health_pb2.HealthCheckResponse.SERVING) in seen
+
+    server.signal()
+    assert not_serving.wait(5), f"readiness never turned NOT_SERVING: {seen}\n{server.log()}"
+    # The open watch streams are in-flight RPCs: the server gives them the grace period
+    # (4 s here) and then exits cleanly.
+    rc = server.wait(timeout=4.0 + 5.0)
+    assert rc == 0, server.log()
+    for thread in watchers:
+        thread.join(5)
+    # A draining process is still alive: liveness never left SERVING while readiness did.
+    assert ("liveness", health_pb2.HealthCheckResponse.NOT_SERVING) not in seen, seen
+    log = server.log()
+    assert log.index("readiness NOT_SERVING") < log.index("stopped"), log
