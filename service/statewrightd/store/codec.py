@@ -1,0 +1,273 @@
+"""Value checks and encodings shared by both backends.
+
+Everything is validated before any SQL runs, so an unsupported value raises
+``SerializationError`` with nothing written, and both backends accept exactly the same
+values (PostgreSQL jsonb would reject some, such as NUL characters, that SQLite accepts).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+import math
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from statewrightd.errors import InvalidArgument, SerializationError
+from statewrightd.store.records import (
+    STATUSES,
+    Create,
+    HistoryRecord,
+    InstanceRecord,
+    Operation,
+    RequestRecord,
+    Save,
+)
+
+MAX_DEPTH = 64
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def check_text(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise SerializationError(f"{where}: expected a string, got {type(value).__name__}")
+    _check_str(value, where)
+    return value
+
+
+def _check_str(value: str, where: str) -> None:
+    if "\x00" in value:
+        raise SerializationError(f"{where}: strings may not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise SerializationError(f"{where}: string is not valid Unicode ({exc.reason})") from None
+
+
+def check_json(value: object, where: str, depth: int = 0) -> None:
+    """Accept only values that survive a JSON round trip unchanged on both backends."""
+    if depth > MAX_DEPTH:
+        raise SerializationError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+    # bool before int: bool is an int subclass but always representable.
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not _INT64_MIN <= value <= _INT64_MAX:
+            raise SerializationError(f"{where}: integer {value} is outside the 64-bit range")
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SerializationError(f"{where}: {value!r} is not a finite number")
+        return
+    if isinstance(value, str):
+        _check_str(value, where)
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            check_json(item, f"{where}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise SerializationError(f"{where}: map key {key!r} is not a string")
+            _check_str(key, f"{where} key")
+            check_json(item, f"{where}.{key}", depth + 1)
+        return
+    # Tuples, sets, bytes, datetimes and arbitrary objects would not read back as written.
+    raise SerializationError(f"{where}: unsupported value of type {type(value).__name__}")
+
+
+def dumps(value: object, where: str) -> str:
+    check_json(value, where)
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+def dumps_optional(value: object, where: str) -> str | None:
+    return None if value is None else dumps(value, where)
+
+
+def loads(text: str | bytes) -> Any:
+    return json.loads(text)
+
+
+def check_time(value: object, where: str) -> datetime:
+    if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
+        raise SerializationError(f"{where}: expected a timezone-aware datetime")
+    return value.astimezone(UTC)
+
+
+def to_micros(value: datetime) -> int:
+    """Integer microseconds since the epoch: exact, and sorts correctly in SQLite."""
+    return (value - _EPOCH) // timedelta(microseconds=1)
+
+
+def from_micros(value: int) -> datetime:
+    return _EPOCH + timedelta(microseconds=value)
+
+
+def _check_int(value: object, where: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise SerializationError(f"{where}: expected an integer")
+    if not minimum <= value <= _INT64_MAX:
+        raise SerializationError(f"{where}: {value} is out of range")
+    return value
+
+
+@dataclass(frozen=True, slots=True)
+class EncodedOp:
+    """An operation checked and flattened to SQL parameters (JSON as text, times as UTC)."""
+
+    op: Operation
+    params: dict[str, Any]
+
+
+def encode_instance(rec: InstanceRecord) -> dict[str, Any]:
+    w = f"workflow {rec.workflow_id!r}"
+    if rec.status not in STATUSES:
+        raise SerializationError(f"{w}: unknown status {rec.status!r}")
+    return {
+        "workflow_id": check_text(rec.workflow_id, f"{w} id"),
+        "definition": check_text(rec.definition, f"{w} definition"),
+        "version": _check_int(rec.version, f"{w} version", 1),
+        "state": check_text(rec.state, f"{w} state"),
+        "status": rec.status,
+        "context": dumps(_require_dict(rec.context, f"{w} context"), f"{w} context"),
+        "revision": _check_int(rec.revision, f"{w} revision", 1),
+        "error": dumps_optional(rec.error, f"{w} error"),
+        "create_time": check_time(rec.create_time, f"{w} create_time"),
+        "update_time": check_time(rec.update_time, f"{w} update_time"),
+    }
+
+
+def _require_dict(value: object, where: str) -> object:
+    if not isinstance(value, dict):
+        raise SerializationError(f"{where}: expected a map, got {type(value).__name__}")
+    return value
+
+
+def _encode_history(h: HistoryRecord) -> dict[str, Any]:
+    w = f"history {h.workflow_id!r}@{h.revision}"
+    if h.status not in STATUSES:
+        raise SerializationError(f"{w}: unknown status {h.status!r}")
+    if not isinstance(h.transitions, list):
+        raise SerializationError(f"{w}: transitions must be a list")
+    return {
+        "h_event": None if h.event is None else check_text(h.event, f"{w} event"),
+        "h_transitions": dumps(h.transitions, f"{w} transitions"),
+        "h_state": check_text(h.state, f"{w} state"),
+        "h_status": h.status,
+        "h_context": dumps(_require_dict(h.context, f"{w} context"), f"{w} context"),
+        "h_error": dumps_optional(h.error, f"{w} error"),
+        "h_time": check_time(h.time, f"{w} time"),
+    }
+
+
+def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
+    if r is None:
+        return {
+            "request_id": None,
+            "r_method": None,
+            "r_fingerprint": None,
+            "r_response": None,
+            "r_time": None,
+        }
+    w = f"request {r.request_id!r}"
+    if not isinstance(r.response, bytes):
+        raise SerializationError(f"{w}: response must be bytes")
+    return {
+        "request_id": check_text(r.request_id, f"{w} id"),
+        "r_method": check_text(r.method, f"{w} method"),
+        "r_fingerprint": check_text(r.fingerprint, f"{w} fingerprint"),
+        "r_response": r.response,
+        "r_time": check_time(r.create_time, f"{w} create_time"),
+    }
+
+
+def encode_op(op: Operation) -> EncodedOp:
+    """Check an operation completely; raise ``SerializationError`` before any write."""
+    target = op.record if isinstance(op, Create) else op.new
+    params = encode_instance(target)
+    wid = target.workflow_id
+    if op.history.workflow_id != wid or op.history.revision != target.revision:
+        raise SerializationError(
+            f"workflow {wid!r}: the history row must belong to revision {target.revision}",
+            reason="INCONSISTENT_OPERATION",
+        )
+    if op.request is not None and op.request.workflow_id != wid:
+        raise SerializationError(
+            f"workflow {wid!r}: the request record names another workflow",
+            reason="INCONSISTENT_OPERATION",
+        )
+    if isinstance(op, Create):
+        if target.revision != 1:
+            raise SerializationError(
+                f"workflow {wid!r}: a new instance starts at revision 1",
+                reason="INCONSISTENT_OPERATION",
+            )
+    elif isinstance(op, Save):
+        expected = _check_int(op.expected_revision, f"workflow {wid!r} expected_revision", 1)
+        if target.revision != expected + 1:
+            raise SerializationError(
+                f"workflow {wid!r}: a save moves revision {expected} to {expected + 1}, "
+                f"not {target.revision}",
+                reason="INCONSISTENT_OPERATION",
+            )
+        params["expected"] = expected
+    params.update(_encode_history(op.history))
+    params.update(_encode_request(op.request))
+    return EncodedOp(op=op, params=params)
+
+
+# Page tokens are opaque to clients but bound to the filters they were issued for, so a
+# token replayed with other filters is rejected instead of silently skipping rows.
+
+
+def _filter_key(definition: str | None, status: str | None) -> str:
+    raw = f"{definition or ''}\x1f{status or ''}".encode()
+    return hashlib.sha256(raw).hexdigest()[:12]
+
+
+def encode_page_token(last_seq: int, definition: str | None, status: str | None) -> str:
+    raw = f"v1:{last_seq}:{_filter_key(definition, status)}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_page_token(token: str, definition: str | None, status: str | None) -> int:
+    """The sequence number after which the next page starts (0 for the first page)."""
+    if token == "":
+        return 0
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        tag, seq_text, key = raw.split(":")
+        seq = int(seq_text)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise InvalidArgument("page_token is malformed", reason="INVALID_PAGE_TOKEN") from None
+    if tag != "v1" or seq < 0:
+        raise InvalidArgument("page_token is malformed", reason="INVALID_PAGE_TOKEN")
+    if key != _filter_key(definition, status):
+        raise InvalidArgument(
+            "page_token was issued for different filters", reason="INVALID_PAGE_TOKEN"
+        )
+    return seq
+
+
+DEFAULT_PAGE_SIZE = 50
+MAX_PAGE_SIZE = 1000
+
+
+def clamp_page_size(page_size: int) -> int:
+    if page_size < 0:
+        raise InvalidArgument("page_size must not be negative", reason="INVALID_PAGE_SIZE")
+    if page_size == 0:
+        return DEFAULT_PAGE_SIZE
+    return min(page_size, MAX_PAGE_SIZE)
+
+
+def check_status_filter(status: str | None) -> None:
+    if status is not None and status not in STATUSES:
+        raise InvalidArgument(f"unknown status filter {status!r}", reason="INVALID_FILTER")

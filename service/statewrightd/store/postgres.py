@@ -1,0 +1,518 @@
+"""PostgreSQL backend: psycopg 3 with a connection pool, READ COMMITTED, CAS by revision."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from statewrightd.errors import (
+    Conflict,
+    InvalidArgument,
+    RecordExists,
+    RecordNotFound,
+    SerializationError,
+    StorageUnavailable,
+    StoreError,
+)
+from statewrightd.store import sql_postgres as q
+from statewrightd.store.codec import (
+    EncodedOp,
+    check_status_filter,
+    check_text,
+    check_time,
+    clamp_page_size,
+    decode_page_token,
+    encode_op,
+    encode_page_token,
+)
+from statewrightd.store.outcomes import HistoryWitness, Verdict, answer, classify, resolve_each
+from statewrightd.store.records import (
+    Create,
+    DefinitionRecord,
+    HistoryRecord,
+    InstanceRecord,
+    Operation,
+    Page,
+    RequestRecord,
+    Save,
+    target_of,
+)
+from statewrightd.store.schema import latest_version, postgres_schema_version
+
+Conn = psycopg.Connection[tuple[Any, ...]]
+
+# A deadlock or serialization failure rolls the whole transaction back: nothing was
+# written, so the batch is simply run again.
+_RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+_MAX_ATTEMPTS = 3
+# How long a read-back waits for the old server process to finish on its own before
+# terminating it; only once it is gone is the row we read final.
+_BACKEND_GRACE_S = 1.0
+_TERMINATE_TIMEOUT_MS = 3000
+
+
+def _utc(value: datetime) -> datetime:
+    return value.astimezone(UTC)
+
+
+def _instance(row: Sequence[Any]) -> InstanceRecord:
+    return InstanceRecord(
+        workflow_id=row[0],
+        definition=row[1],
+        version=row[2],
+        state=row[3],
+        status=row[4],
+        context=row[5],
+        revision=row[6],
+        error=row[7],
+        create_time=_utc(row[8]),
+        update_time=_utc(row[9]),
+    )
+
+
+def _history(row: Sequence[Any]) -> HistoryRecord:
+    return HistoryRecord(
+        workflow_id=row[0],
+        revision=row[1],
+        event=row[2],
+        transitions=row[3],
+        state=row[4],
+        status=row[5],
+        context=row[6],
+        error=row[7],
+        time=_utc(row[8]),
+    )
+
+
+def _request(row: Sequence[Any]) -> RequestRecord:
+    return RequestRecord(
+        request_id=row[0],
+        workflow_id=row[1],
+        method=row[2],
+        fingerprint=row[3],
+        response=bytes(row[4]),
+        create_time=_utc(row[5]),
+    )
+
+
+def _definition(row: Sequence[Any]) -> DefinitionRecord:
+    return DefinitionRecord(
+        name=row[0],
+        version=row[1],
+        source=row[2],
+        digest=row[3],
+        source_name=row[4],
+        create_time=_utc(row[5]),
+    )
+
+
+def _configure(conn: Conn) -> None:
+    # Timestamps come back in UTC whatever the server's default zone is.
+    conn.execute("SET TIME ZONE 'UTC'")
+    conn.commit()
+
+
+class _CommitLost(Exception):
+    """Internal: the connection failed while COMMIT was in flight."""
+
+    def __init__(self, backend_pid: int | None, executed: list[InstanceRecord | StoreError]):
+        super().__init__("connection lost during COMMIT")
+        self.backend_pid = backend_pid
+        self.executed = executed
+
+
+class PostgresRepository:
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 16,
+        connect_timeout: float = 10.0,
+        pool_timeout: float = 10.0,
+    ) -> None:
+        self._url = url
+        self._connect_timeout = connect_timeout
+        self._pool_timeout = pool_timeout
+        self._schema_version = latest_version("postgres")
+        self._pool = ConnectionPool(
+            url,
+            min_size=1,
+            max_size=max(1, pool_size),
+            kwargs={"connect_timeout": int(connect_timeout)},
+            configure=_configure,
+            timeout=pool_timeout,
+            name="statewright-store",
+            open=False,
+        )
+        # Not waiting: the service starts (and reports not-ready via ping) while the
+        # database is still coming up.
+        self._pool.open(wait=False)
+
+    # -- reads -----------------------------------------------------------------------
+
+    @contextmanager
+    def _connection(self) -> Iterator[Conn]:
+        try:
+            with self._pool.connection(timeout=self._pool_timeout) as conn:
+                yield conn
+        except PoolTimeout as exc:
+            raise StorageUnavailable(f"no database connection available: {exc}") from exc
+        except psycopg.OperationalError as exc:
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
+
+    def load(self, workflow_id: str) -> InstanceRecord:
+        with self._connection() as conn:
+            row = conn.execute(q.LOAD, (workflow_id,)).fetchone()
+        if row is None:
+            raise RecordNotFound(
+                f"workflow {workflow_id!r} not found", metadata={"workflow_id": workflow_id}
+            )
+        return _instance(row)
+
+    def history_after(
+        self, workflow_id: str, after_revision: int, limit: int
+    ) -> list[HistoryRecord]:
+        if limit <= 0:
+            raise InvalidArgument("limit must be positive", reason="INVALID_LIMIT")
+        with self._connection() as conn:
+            rows = conn.execute(q.HISTORY_AFTER, (workflow_id, after_revision, limit)).fetchall()
+        return [_history(r) for r in rows]
+
+    def lookup_request(self, request_id: str) -> RequestRecord | None:
+        with self._connection() as conn:
+            row = conn.execute(q.LOOKUP_REQUEST, (request_id,)).fetchone()
+        return None if row is None else _request(row)
+
+    def purge_requests(self, older_than: datetime) -> int:
+        cutoff = check_time(older_than, "older_than")
+        with self._connection() as conn:
+            return conn.execute(q.PURGE_REQUESTS, (cutoff,)).rowcount
+
+    # -- definitions -----------------------------------------------------------------
+
+    def put_definition(self, rec: DefinitionRecord) -> DefinitionRecord:
+        params = (
+            check_text(rec.name, "definition name"),
+            rec.version,
+            check_text(rec.source, "definition source"),
+            check_text(rec.digest, "definition digest"),
+            check_text(rec.source_name, "definition source_name"),
+            check_time(rec.create_time, "definition create_time"),
+        )
+        if isinstance(rec.version, bool) or not isinstance(rec.version, int) or rec.version < 1:
+            raise SerializationError("definition version must be a positive integer")
+        with self._connection() as conn:
+            row = conn.execute(q.INSERT_DEFINITION, params).fetchone()
+            if row is None:
+                row = conn.execute(q.GET_DEFINITION, (rec.name, rec.version)).fetchone()
+        if row is None:  # only if someone deletes definitions, which nothing does
+            raise StorageUnavailable(f"definition {rec.name} v{rec.version} vanished; retry")
+        stored = _definition(row)
+        return _same_definition_or_raise(stored, rec)
+
+    def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord:
+        with self._connection() as conn:
+            if version is None:
+                row = conn.execute(q.GET_LATEST_DEFINITION, (name,)).fetchone()
+            else:
+                row = conn.execute(q.GET_DEFINITION, (name, version)).fetchone()
+        if row is None:
+            raise _definition_not_found(name, version)
+        return _definition(row)
+
+    def list_definitions(self) -> list[DefinitionRecord]:
+        with self._connection() as conn:
+            return [_definition(r) for r in conn.execute(q.LIST_DEFINITIONS).fetchall()]
+
+    # -- writes ----------------------------------------------------------------------
+
+    def create(self, op: Create) -> InstanceRecord:
+        result = self.apply_batch([op])[0]
+        if isinstance(result, StoreError):
+            raise result
+        return result
+
+    def save(self, op: Save) -> int:
+        result = self.apply_batch([op])[0]
+        if isinstance(result, StoreError):
+            raise result
+        return result.revision
+
+    def apply_batch(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
+        results: list[InstanceRecord | StoreError | None] = [None] * len(ops)
+        encoded: list[tuple[int, EncodedOp]] = []
+        for i, op in enumerate(ops):
+            try:
+                encoded.append((i, encode_op(op)))
+            except SerializationError as exc:
+                results[i] = exc
+        if encoded:
+            for (i, _), outcome in zip(encoded, self._write([e for _, e in encoded]), strict=True):
+                results[i] = outcome
+        return [r for r in results if r is not None]
+
+    def _write(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        for attempt in range(1, _MAX_ATTEMPTS + 1):
+            try:
+                return self._transaction(encoded)
+            except _RETRYABLE as exc:
+                if attempt == _MAX_ATTEMPTS:
+                    return _all(encoded, StorageUnavailable(f"transaction kept failing: {exc}"))
+            except _CommitLost as lost:
+                return self._reconcile(encoded, lost)
+            except PoolTimeout as exc:
+                return _all(encoded, StorageUnavailable(f"no database connection: {exc}"))
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                # Failed before COMMIT was sent: the server rolls the transaction back.
+                return _all(encoded, StorageUnavailable(f"database unavailable: {exc}"))
+            except psycopg.Error as exc:
+                if len(encoded) > 1:
+                    # A row the database refuses (a bug, or data it rejects) must not
+                    # fail its neighbours: run each row on its own.
+                    return [self._write([e])[0] for e in encoded]
+                return [StoreError(f"database rejected the write: {exc}", reason="STORE_ERROR")]
+        raise AssertionError("unreachable")
+
+    def _transaction(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        pid: int | None = None
+        with self._pool.connection(timeout=self._pool_timeout) as conn:
+            pid = conn.info.backend_pid
+            results = self._execute(conn, encoded)
+            try:
+                conn.commit()
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if isinstance(exc, _RETRYABLE):
+                    raise
+                raise _CommitLost(pid, results) from exc
+        return results
+
+    def _execute(self, conn: Conn, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        # Lock rows in a global order (by id; stable, so one instance's ops keep their
+        # order) so that concurrent batches from other replicas cannot deadlock.
+        order = sorted(range(len(encoded)), key=lambda i: target_of(encoded[i].op).workflow_id)
+        with conn.pipeline():
+            cursors = {
+                i: conn.execute(
+                    q.CREATE if isinstance(encoded[i].op, Create) else q.SAVE, encoded[i].params
+                )
+                for i in order
+            }
+        outcomes: list[tuple[int, bool]] = []
+        for i in range(len(encoded)):
+            row = cursors[i].fetchone()
+            assert row is not None
+            outcomes.append((int(row[0]), bool(row[1])))
+        failed_saves = [
+            e.op.new.workflow_id
+            for e, (changed, free) in zip(encoded, outcomes, strict=True)
+            if isinstance(e.op, Save) and free and not changed
+        ]
+        current: dict[str, int] = {}
+        if failed_saves:
+            # A fresh statement sees the latest committed revision (READ COMMITTED), which
+            # is what the loser of a CAS race needs to know.
+            current = dict(conn.execute(q.CURRENT_REVISIONS, (failed_saves,)).fetchall())
+        return [
+            _row_result(e.op, changed, free, current)
+            for e, (changed, free) in zip(encoded, outcomes, strict=True)
+        ]
+
+    # -- unknown outcomes ------------------------------------------------------------
+
+    def _reconcile(
+        self, encoded: list[EncodedOp], lost: _CommitLost
+    ) -> list[InstanceRecord | StoreError]:
+        ops = [e.op for e in encoded]
+        written = [i for i, r in enumerate(lost.executed) if not isinstance(r, StoreError)]
+        try:
+            with psycopg.connect(
+                self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
+            ) as conn:
+                if lost.backend_pid is not None and not _wait_backend_gone(conn, lost.backend_pid):
+                    return _unknown_for(ops, lost.executed, written)
+                revisions, witnesses = _read_back(conn, [ops[i] for i in written])
+        except psycopg.Error:
+            return _unknown_for(ops, lost.executed, written)
+        # The transaction is atomic, so one row that proves it committed (or did not)
+        # decides every row it wrote; rows whose CAS failed wrote nothing either way.
+        verdicts = {
+            i: classify(
+                ops[i],
+                revisions.get(target_of(ops[i]).workflow_id),
+                witnesses.get(_key(ops[i])),
+            )
+            for i in written
+        }
+        seen = set(verdicts.values())
+        out = list(lost.executed)
+        if Verdict.COMMITTED in seen:
+            return out
+        for i in written:
+            target = target_of(ops[i])
+            if seen & {Verdict.NOT_COMMITTED, Verdict.LOST_RACE}:
+                verdict = Verdict.NOT_COMMITTED
+                if verdicts[i] is Verdict.LOST_RACE:
+                    verdict = Verdict.LOST_RACE
+            else:
+                verdict = Verdict.UNKNOWN
+            out[i] = answer(ops[i], verdict, revisions.get(target.workflow_id))
+        return out
+
+    def resolve_outcome(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
+        try:
+            with psycopg.connect(
+                self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
+            ) as conn:
+                revisions, witnesses = _read_back(conn, list(ops))
+        except psycopg.Error as exc:
+            raise StorageUnavailable(f"cannot read back: {exc}") from exc
+        return resolve_each(ops, revisions, witnesses)
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def ping(self) -> None:
+        try:
+            with self._pool.connection(timeout=min(self._pool_timeout, 5.0)) as conn:
+                version = postgres_schema_version(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
+        if version < self._schema_version:
+            raise StorageUnavailable(
+                f"database schema is at version {version}, this server needs "
+                f"{self._schema_version}; run `statewrightd migrate`",
+                reason="SCHEMA_NOT_MIGRATED",
+            )
+
+    def close(self) -> None:
+        self._pool.close()
+
+    # Last in the class: the method name shadows the builtin in later annotations.
+    def list(
+        self,
+        *,
+        definition: str | None = None,
+        status: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> Page:
+        check_status_filter(status)
+        size = clamp_page_size(page_size)
+        after = decode_page_token(page_token, definition, status)
+        sql = q.list_instances(by_definition=definition is not None, by_status=status is not None)
+        params = {"after": after, "definition": definition, "status": status, "limit": size + 1}
+        with self._connection() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        more = len(rows) > size
+        rows = rows[:size]
+        token = encode_page_token(rows[-1][0], definition, status) if more else ""
+        return Page(items=[_instance(r[1:]) for r in rows], next_page_token=token)
+
+
+def _key(op: Operation) -> tuple[str, int]:
+    target = target_of(op)
+    return (target.workflow_id, target.revision)
+
+
+def _all(encoded: list[EncodedOp], error: StoreError) -> list[InstanceRecord | StoreError]:
+    return [error for _ in encoded]
+
+
+def _unknown_for(
+    ops: list[Operation], executed: list[InstanceRecord | StoreError], written: list[int]
+) -> list[InstanceRecord | StoreError]:
+    out = list(executed)
+    for i in written:
+        out[i] = answer(ops[i], Verdict.UNKNOWN, None)
+    return out
+
+
+def _row_result(
+    op: Operation, changed: int, request_free: bool, current: dict[str, int]
+) -> InstanceRecord | StoreError:
+    target = target_of(op)
+    wid = target.workflow_id
+    if changed:
+        return target
+    if not request_free:
+        rid = op.request.request_id if op.request else ""
+        return RecordExists(
+            f"request id {rid!r} was already used",
+            reason="REQUEST_EXISTS",
+            metadata={"request_id": rid, "workflow_id": wid},
+        )
+    if isinstance(op, Create):
+        return RecordExists(f"workflow {wid!r} already exists", metadata={"workflow_id": wid})
+    actual = current.get(wid)
+    if actual is None:
+        return RecordNotFound(f"workflow {wid!r} not found", metadata={"workflow_id": wid})
+    return Conflict(
+        f"workflow {wid!r} is at revision {actual}, not {op.expected_revision}",
+        actual_revision=actual,
+        metadata={"workflow_id": wid, "expected_revision": op.expected_revision},
+    )
+
+
+def _wait_backend_gone(conn: Conn, pid: int) -> bool:
+    """Wait until the server process that ran the lost transaction has exited.
+
+    Until then its COMMIT may still be in progress and a read could see the pre-state of
+    a transaction that commits a moment later.
+    """
+    deadline = time.monotonic() + _BACKEND_GRACE_S
+    while time.monotonic() < deadline:
+        if conn.execute(q.BACKEND_ALIVE, (pid,)).fetchone() is None:
+            return True
+        time.sleep(0.01)
+    conn.execute(q.TERMINATE_BACKEND, (pid, _TERMINATE_TIMEOUT_MS))
+    return conn.execute(q.BACKEND_ALIVE, (pid,)).fetchone() is None
+
+
+def _read_back(
+    conn: Conn, ops: list[Operation]
+) -> tuple[dict[str, int], dict[tuple[str, int], HistoryWitness]]:
+    if not ops:
+        return {}, {}
+    ids = sorted({target_of(op).workflow_id for op in ops})
+    revisions: dict[str, int] = dict(conn.execute(q.CURRENT_REVISIONS, (ids,)).fetchall())
+    keys = [_key(op) for op in ops]
+    rows = conn.execute(
+        q.READ_BACK_HISTORY, ([k[0] for k in keys], [k[1] for k in keys])
+    ).fetchall()
+    witnesses = {
+        (r[0], r[1]): HistoryWitness(event=r[2], state=r[3], status=r[4], time=_utc(r[5]))
+        for r in rows
+    }
+    return revisions, witnesses
+
+
+def _same_definition_or_raise(stored: DefinitionRecord, rec: DefinitionRecord) -> DefinitionRecord:
+    if stored.digest == rec.digest:
+        return stored
+    raise RecordExists(
+        f"definition {rec.name} version {rec.version} already exists with different content "
+        f"(stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
+        "definitions are immutable: bump the version",
+        reason="DEFINITION_VERSION_EXISTS",
+        metadata={
+            "name": rec.name,
+            "version": rec.version,
+            "existing_source": stored.source_name,
+            "new_source": rec.source_name,
+        },
+    )
+
+
+def _definition_not_found(name: str, version: int | None) -> RecordNotFound:
+    what = f"definition {name!r}" + ("" if version is None else f" version {version}")
+    return RecordNotFound(
+        f"{what} not found",
+        reason="DEFINITION_NOT_FOUND",
+        metadata={"name": name, "version": "latest" if version is None else version},
+    )

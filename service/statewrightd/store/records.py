@@ -1,0 +1,94 @@
+"""Plain, immutable values that cross the store boundary.
+
+The engine builds these; the backends persist them. Nothing here knows about SQL.
+Timestamps are supplied by the caller (timezone-aware, UTC) so that a save is a pure
+function of its input and a read-back after a lost COMMIT can compare exact values.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+STATUSES = frozenset({"RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED"})
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRecord:
+    workflow_id: str
+    definition: str
+    version: int
+    state: str
+    status: str
+    context: dict[str, Any]
+    revision: int
+    error: dict[str, Any] | None
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryRecord:
+    """One row per revision: the step's transitions plus the instance as of that revision."""
+
+    workflow_id: str
+    revision: int
+    event: str | None
+    transitions: list[dict[str, Any]]
+    state: str
+    status: str
+    context: dict[str, Any]
+    error: dict[str, Any] | None
+    time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    """An idempotency record, written in the same transaction as the step it answered."""
+
+    request_id: str
+    workflow_id: str
+    method: str
+    fingerprint: str
+    response: bytes
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Create:
+    record: InstanceRecord
+    history: HistoryRecord
+    request: RequestRecord | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Save:
+    new: InstanceRecord
+    expected_revision: int
+    history: HistoryRecord
+    request: RequestRecord | None = None
+
+
+Operation = Create | Save
+
+
+@dataclass(frozen=True, slots=True)
+class DefinitionRecord:
+    name: str
+    version: int
+    source: str
+    digest: str
+    source_name: str
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    items: list[InstanceRecord]
+    next_page_token: str  # "" when there are no more items
+
+
+def target_of(op: Operation) -> InstanceRecord:
+    """The instance as it is meant to be once ``op`` commits."""
+    return op.record if isinstance(op, Create) else op.new

@@ -1,0 +1,100 @@
+"""The storage contract the runtime programs against, and the factory that picks a backend.
+
+Implementations are synchronous and thread-safe: the runtime calls them from its writer
+thread and from worker threads, never from an event loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol, runtime_checkable
+
+from statewrightd.errors import StoreError
+from statewrightd.store import schema
+from statewrightd.store.postgres import PostgresRepository
+from statewrightd.store.records import (
+    Create,
+    DefinitionRecord,
+    HistoryRecord,
+    InstanceRecord,
+    Operation,
+    Page,
+    RequestRecord,
+    Save,
+)
+from statewrightd.store.sqlite import SqliteRepository
+
+
+@runtime_checkable
+class Repository(Protocol):
+    def create(self, op: Create) -> InstanceRecord:
+        """Insert a new instance at revision 1 with its first history row.
+
+        Raises RecordExists when the id (or the request id) is taken.
+        """
+        ...
+
+    def load(self, workflow_id: str) -> InstanceRecord: ...
+
+    def save(self, op: Save) -> int:
+        """Compare-and-swap one step; return the new revision.
+
+        Raises Conflict (with ``actual_revision``), RecordNotFound, RecordExists (request id
+        taken), StorageUnavailable (known not written) or OutcomeUnknown.
+        """
+        ...
+
+    def apply_batch(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
+        """Apply many operations in one transaction; each row's CAS succeeds or fails alone.
+
+        The result list is parallel to ``ops``.
+        """
+        ...
+
+    def resolve_outcome(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
+        """Re-check operations whose outcome was unknown by reading the rows back."""
+        ...
+
+    def history_after(
+        self, workflow_id: str, after_revision: int, limit: int
+    ) -> list[HistoryRecord]: ...
+
+    def put_definition(self, rec: DefinitionRecord) -> DefinitionRecord: ...
+
+    def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord: ...
+
+    def list_definitions(self) -> list[DefinitionRecord]: ...
+
+    def lookup_request(self, request_id: str) -> RequestRecord | None: ...
+
+    def purge_requests(self, older_than: datetime) -> int: ...
+
+    def ping(self) -> None:
+        """Raise StorageUnavailable unless the database answers and is fully migrated."""
+        ...
+
+    def close(self) -> None: ...
+
+    # Last in the class: the method name shadows the builtin in later annotations.
+    def list(
+        self,
+        *,
+        definition: str | None = None,
+        status: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> Page: ...
+
+
+def open_repository(url: str, *, migrate: bool = True, pool_size: int = 16) -> Repository:
+    """Open ``postgresql://...`` (connection pool) or ``sqlite:///path`` (embedded)."""
+    backend = schema.backend_of(url)
+    if migrate:
+        schema.migrate(url)
+    if backend == "postgres":
+        return PostgresRepository(url, pool_size=pool_size)
+    return SqliteRepository(schema.sqlite_path(url))
+
+
+__all__ = ["Create", "Repository", "Save", "open_repository"]

@@ -1,0 +1,206 @@
+"""Numbered SQL migrations (``migrations/<backend>/NNNN_name.sql``) and the version table.
+
+Each pending file is applied in one transaction together with its version row, so a
+migration is all or nothing. Two replicas starting at once serialize on a PostgreSQL
+advisory lock (SQLite: on ``BEGIN IMMEDIATE``); the loser finds nothing left to apply.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from typing import Any
+
+import psycopg
+
+from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
+from statewrightd.store.codec import to_micros
+
+# An arbitrary constant that names "statewright schema migration" among advisory locks.
+_ADVISORY_LOCK_KEY = 0x5357_4D49_4752
+
+
+@dataclass(frozen=True, slots=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+
+_FILE = re.compile(r"^(\d{4})_([a-z0-9_]+)\.sql$")
+
+
+def available(backend: str) -> list[Migration]:
+    folder = resources.files("statewrightd.store").joinpath("migrations", backend)
+    found: list[Migration] = []
+    for entry in folder.iterdir():
+        match = _FILE.match(entry.name)
+        if match:
+            found.append(Migration(int(match[1]), match[2], entry.read_text(encoding="utf-8")))
+    found.sort(key=lambda m: m.version)
+    versions = [m.version for m in found]
+    if len(set(versions)) != len(versions):
+        raise StoreError(f"duplicate migration versions for {backend}: {versions}")
+    return found
+
+
+def latest_version(backend: str) -> int:
+    migrations = available(backend)
+    return migrations[-1].version if migrations else 0
+
+
+def backend_of(url: str) -> str:
+    if url.startswith(("postgresql://", "postgres://")):
+        return "postgres"
+    if url.startswith("sqlite:///"):
+        return "sqlite"
+    raise InvalidArgument(
+        "database URL must start with postgresql:// or sqlite:///", reason="INVALID_DATABASE_URL"
+    )
+
+
+def sqlite_path(url: str) -> str:
+    # sqlite:///relative.db -> "relative.db"; sqlite:////abs/path.db -> "/abs/path.db".
+    return url.removeprefix("sqlite:///")
+
+
+def migrate(url: str) -> list[int]:
+    """Apply every pending migration; return the versions applied by this call."""
+    backend = backend_of(url)
+    if backend == "postgres":
+        return _migrate_postgres(url)
+    return _migrate_sqlite(sqlite_path(url))
+
+
+_PG_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS statewright_schema_version (
+    version     integer PRIMARY KEY,
+    name        text NOT NULL,
+    applied_at  timestamptz NOT NULL
+)
+"""
+
+
+def _migrate_postgres(url: str) -> list[int]:
+    applied: list[int] = []
+    try:
+        with psycopg.connect(url, connect_timeout=10) as conn:
+            with conn.transaction():
+                # Transaction-scoped: released by COMMIT/ROLLBACK even if we crash midway.
+                conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
+                conn.execute(_PG_VERSION_TABLE)
+            for migration in available("postgres"):
+                with conn.transaction():
+                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
+                    row = conn.execute(
+                        "SELECT 1 FROM statewright_schema_version WHERE version = %s",
+                        (migration.version,),
+                    ).fetchone()
+                    if row is not None:
+                        continue
+                    conn.execute(migration.sql.encode())
+                    conn.execute(
+                        "INSERT INTO statewright_schema_version (version, name, applied_at)"
+                        " VALUES (%s, %s, %s)",
+                        (migration.version, migration.name, datetime.now(UTC)),
+                    )
+                    applied.append(migration.version)
+    except psycopg.OperationalError as exc:
+        raise StorageUnavailable(f"cannot migrate the database: {exc}") from exc
+    return applied
+
+
+def postgres_schema_version(conn: psycopg.Connection[Any]) -> int:
+    exists = conn.execute("SELECT to_regclass('statewright_schema_version') IS NOT NULL").fetchone()
+    if exists is None or not exists[0]:
+        return 0
+    row = conn.execute(
+        "SELECT coalesce(max(version), 0) FROM statewright_schema_version"
+    ).fetchone()
+    return int(row[0]) if row else 0
+
+
+_SQLITE_VERSION_TABLE = """
+CREATE TABLE IF NOT EXISTS statewright_schema_version (
+    version     INTEGER PRIMARY KEY,
+    name        TEXT NOT NULL,
+    applied_at  INTEGER NOT NULL
+)
+"""
+
+
+def sqlite_statements(sql: str) -> list[str]:
+    """Split a script into statements (``executescript`` would commit on its own)."""
+    statements: list[str] = []
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        if not buffer and (not line.strip() or line.lstrip().startswith("--")):
+            continue
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            statements.append(buffer.strip())
+            buffer = ""
+    if buffer.strip():
+        raise StoreError("migration ends with an incomplete statement")
+    return statements
+
+
+def connect_sqlite(path: str) -> sqlite3.Connection:
+    # isolation_level=None: we issue BEGIN/COMMIT ourselves so transactions are explicit.
+    conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    # FULL: in WAL mode NORMAL may lose the last commits on power loss; acknowledged
+    # steps must be durable, the same promise synchronous_commit=on gives on PostgreSQL.
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA busy_timeout=30000")
+    return conn
+
+
+def _migrate_sqlite(path: str) -> list[int]:
+    applied: list[int] = []
+    try:
+        conn = connect_sqlite(path)
+    except sqlite3.Error as exc:
+        raise StorageUnavailable(f"cannot open SQLite database {path!r}: {exc}") from exc
+    try:
+        for migration in available("sqlite"):
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                conn.execute(_SQLITE_VERSION_TABLE)
+                row = conn.execute(
+                    "SELECT 1 FROM statewright_schema_version WHERE version = ?",
+                    (migration.version,),
+                ).fetchone()
+                if row is None:
+                    for statement in sqlite_statements(migration.sql):
+                        conn.execute(statement)
+                    conn.execute(
+                        "INSERT INTO statewright_schema_version VALUES (?, ?, ?)",
+                        (migration.version, migration.name, to_micros(datetime.now(UTC))),
+                    )
+                    applied.append(migration.version)
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+    except sqlite3.Error as exc:
+        raise StorageUnavailable(f"cannot migrate SQLite database {path!r}: {exc}") from exc
+    finally:
+        conn.close()
+    return applied
+
+
+def sqlite_schema_version(conn: sqlite3.Connection) -> int:
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'statewright_schema_version'"
+    ).fetchone()
+    if exists is None:
+        return 0
+    row = conn.execute(
+        "SELECT coalesce(max(version), 0) FROM statewright_schema_version"
+    ).fetchone()
+    return int(row[0]) if row else 0

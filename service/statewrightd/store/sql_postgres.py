@@ -1,0 +1,131 @@
+"""SQL text for the PostgreSQL backend, kept apart so postgres.py reads as control flow.
+
+A step is one statement: data-modifying CTEs let the history and request inserts select
+FROM the compare-and-swap's RETURNING, so they happen exactly when that row's CAS
+succeeded, and a failed CAS is an empty result rather than an error that would abort
+the surrounding (batch) transaction.
+"""
+
+from __future__ import annotations
+
+INSTANCE_COLUMNS = (
+    "workflow_id, definition, version, state, status, context, revision, error,"
+    " create_time, update_time"
+)
+HISTORY_COLUMNS = "workflow_id, revision, event, transitions, state, status, context, error, time"
+REQUEST_COLUMNS = "request_id, workflow_id, method, fingerprint, response, create_time"
+DEFINITION_COLUMNS = "name, version, source, digest, source_name, create_time"
+
+# A request id that already exists blocks the step (the runtime answers from the stored
+# response instead); the ON CONFLICT only covers two transactions racing on one new id.
+_REQUEST_FREE = """
+free AS (
+    SELECT NOT EXISTS (
+        SELECT 1 FROM workflow_requests WHERE request_id = %(request_id)s::text
+    ) AS ok
+)"""
+
+_HISTORY_AND_REQUEST = (
+    """
+hist AS (
+    INSERT INTO workflow_history ("""
+    + HISTORY_COLUMNS
+    + """)
+    SELECT workflow_id, %(revision)s, %(h_event)s, %(h_transitions)s::jsonb, %(h_state)s,
+           %(h_status)s, %(h_context)s::jsonb, %(h_error)s::jsonb, %(h_time)s
+      FROM changed
+), req AS (
+    INSERT INTO workflow_requests ("""
+    + REQUEST_COLUMNS
+    + """)
+    SELECT %(request_id)s::text, workflow_id, %(r_method)s, %(r_fingerprint)s,
+           %(r_response)s::bytea, %(r_time)s
+      FROM changed
+     WHERE %(request_id)s::text IS NOT NULL
+    ON CONFLICT (request_id) DO NOTHING
+)
+SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
+"""
+)
+
+SAVE = (
+    "WITH"
+    + _REQUEST_FREE
+    + """, changed AS (
+    UPDATE workflow_instances
+       SET state = %(state)s, status = %(status)s, context = %(context)s::jsonb,
+           revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s
+     WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
+       AND (SELECT ok FROM free)
+    RETURNING workflow_id
+),"""
+    + _HISTORY_AND_REQUEST
+)
+
+CREATE = (
+    "WITH"
+    + _REQUEST_FREE
+    + """, changed AS (
+    INSERT INTO workflow_instances ("""
+    + INSTANCE_COLUMNS
+    + """)
+    SELECT %(workflow_id)s, %(definition)s, %(version)s, %(state)s, %(status)s,
+           %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s
+     WHERE (SELECT ok FROM free)
+    ON CONFLICT (workflow_id) DO NOTHING
+    RETURNING workflow_id
+),"""
+    + _HISTORY_AND_REQUEST
+)
+
+CURRENT_REVISIONS = (
+    "SELECT workflow_id, revision FROM workflow_instances WHERE workflow_id = ANY(%s::text[])"
+)
+
+READ_BACK_HISTORY = """
+SELECT h.workflow_id, h.revision, h.event, h.state, h.status, h.time
+  FROM workflow_history h
+  JOIN unnest(%s::text[], %s::bigint[]) AS k(workflow_id, revision)
+    ON h.workflow_id = k.workflow_id AND h.revision = k.revision
+"""
+
+LOAD = f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s"
+
+HISTORY_AFTER = f"""
+SELECT {HISTORY_COLUMNS} FROM workflow_history
+ WHERE workflow_id = %s AND revision > %s
+ ORDER BY revision
+ LIMIT %s
+"""
+
+LOOKUP_REQUEST = f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = %s"
+PURGE_REQUESTS = "DELETE FROM workflow_requests WHERE create_time < %s"
+
+INSERT_DEFINITION = f"""
+INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (name, version) DO NOTHING
+RETURNING {DEFINITION_COLUMNS}
+"""
+GET_DEFINITION = (
+    f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s AND version = %s"
+)
+GET_LATEST_DEFINITION = f"""
+SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s ORDER BY version DESC LIMIT 1
+"""
+LIST_DEFINITIONS = f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
+
+BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
+TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
+
+
+def list_instances(*, by_definition: bool, by_status: bool) -> str:
+    """Keyset page over seq; filters are appended only when set so indexes stay usable."""
+    where = ["seq > %(after)s"]
+    if by_definition:
+        where.append("definition = %(definition)s")
+    if by_status:
+        where.append("status = %(status)s")
+    return (
+        f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
+        f" WHERE {' AND '.join(where)} ORDER BY seq LIMIT %(limit)s"
+    )
