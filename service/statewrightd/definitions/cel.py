@@ -14,6 +14,7 @@ error rather than a runtime surprise, and every declared field carries its CEL t
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -107,10 +108,15 @@ class CompiledExpression:
     source: str
     result_type: ResultType
     _program: Any
+    # Variables the source mentions: cel-cpp converts every activation entry on each
+    # evaluation, so passing only these roughly halves evaluation time.
+    _variables: tuple[str, ...]
 
     def evaluate(self, activation: Activation) -> JSONValue:
         """Evaluate; the result is plain Python. Raises CelEvaluationError."""
-        value = self._program.eval(data=activation.data)
+        full = activation.data
+        data = {k: full[k] for k in self._variables if k in full}
+        value = self._program.eval(data=data)
         if value.type() == _T.ERROR:
             raise CelEvaluationError(str(value.value()))
         return value.plain_value()
@@ -142,13 +148,18 @@ class Environment:
         variables.update(_EVENT_VARIABLES)
         variables.update(_WORKFLOW_VARIABLES)
         self._env = _cel.NewEnv(variables=variables)
+        self._patterns = {
+            key: re.compile(r"\b" + r"\s*\.\s*".join(map(re.escape, key.split("."))) + r"\b")
+            for key in variables
+        }
 
     def compile(self, source: str) -> CompiledExpression:
         try:
             program = self._env.compile(source)
         except RuntimeError as exc:
             raise CelCompileError(_clean_message(str(exc))) from None
-        return CompiledExpression(source, _result_type(program.return_type()), program)
+        used = tuple(k for k, pattern in self._patterns.items() if pattern.search(source))
+        return CompiledExpression(source, _result_type(program.return_type()), program, used)
 
     def activation(
         self,

@@ -1,0 +1,180 @@
+"""One table row per validation error class, asserting the exact path reported."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from statewrightd.definitions import (
+    DefinitionInvalid,
+    load_definition,
+    to_dot,
+    to_mermaid,
+    validate_source,
+)
+from statewrightd.definitions.commands import validate_command
+from statewrightd.definitions.parsing import parse_document
+
+EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "definitions"
+
+BASE = """
+name: t
+version: 1
+context:
+  approved: {type: bool, default: false}
+  score: {type: number}
+  notes: {type: list, reducer: append, default: []}
+states:
+  a: {}
+  b: {wait: true}
+  send: {}
+transitions:
+  - {from: a, to: b}
+  - {from: b, on: go, to: send}
+  - {from: send, to: __finish__}
+"""
+
+
+def _with(**changes: object) -> str:
+    doc: Any = parse_document(BASE)[0]
+    for dotted, value in changes.items():
+        target: Any = doc
+        *parents, last = dotted.split("__")
+        for part in parents:
+            target = target[int(part)] if isinstance(target, list) else target[part]
+        if isinstance(target, list):
+            target[int(last)] = value
+        else:
+            target[last] = value
+    return json.dumps(doc)
+
+
+ERROR_CASES = [
+    ("no states", _with(states={}, transitions=[]), "states"),
+    ("unknown from", _with(transitions__1={"from": "zz", "on": "go", "to": "send"}), "transitions[1].from"),
+    ("unknown to", _with(transitions__2={"from": "send", "to": "nowhere"}), "transitions[2].to"),
+    (
+        "set on undeclared field",
+        _with(states__send={"entry": [{"set": {"missing": "true"}}]}),
+        "states.send.entry[0].set.missing",
+    ),
+    ("default of wrong type", _with(context__score={"type": "number", "default": "x"}), "context.score.default"),
+    ("CEL does not compile", _with(transitions__2={"from": "send", "to": "__finish__", "guard": "1 +"}), "transitions[2].guard"),
+    ("guard not bool", _with(transitions__2={"from": "send", "to": "__finish__", "guard": "1 + 2"}), "transitions[2].guard"),
+    (
+        "set value does not fit the field",
+        _with(states__send={"entry": [{"set": {"approved": "'yes'"}}]}),
+        "states.send.entry[0].set.approved",
+    ),
+    (
+        "unknown context field in CEL",
+        _with(transitions__2={"from": "send", "to": "__finish__", "guard": "context.nope"}),
+        "transitions[2].guard",
+    ),
+    ("wait state with no event", _with(transitions__1={"from": "b", "to": "send"}), "states.b.wait"),
+    ("reserved state name", _with(states={"__finish__": {}}, transitions=[]), "states.__finish__"),
+    ("reserved event name", _with(transitions__1={"from": "b", "on": "resume", "to": "send"}), "transitions[1].on"),
+    ("reserved field name", _with(context={"in": {"type": "int", "default": 0}}), "context.in"),
+    ("bad name", _with(name="Bad Name"), "name"),
+    ("bad version", _with(version=0), "version"),
+    ("unknown type", _with(context__score={"type": "float"}), "context.score.type"),
+    ("reducer does not fit type", _with(context__score={"type": "number", "reducer": "merge"}), "context.score.reducer"),
+    ("unknown key", _with(states__a={"wiat": True}), "states.a.wiat"),
+    ("unknown initial", _with(initial="zz"), "initial"),
+]
+
+
+@pytest.mark.parametrize(("case", "source", "path"), ERROR_CASES, ids=[c[0] for c in ERROR_CASES])
+def test_each_error_class_is_reported_at_its_path(case: str, source: str, path: str) -> None:
+    definition, problems = validate_source(source, case)
+    assert definition is None
+    errors = [p for p in problems if p.severity == "error"]
+    assert path in [p.path for p in errors], problems
+
+
+def test_base_is_valid() -> None:
+    definition, problems = validate_source(BASE)
+    assert definition is not None
+    assert problems == []
+
+
+def test_every_problem_is_reported_at_once() -> None:
+    source = _with(
+        transitions__0={"from": "a", "to": "nowhere"},
+        transitions__2={"from": "send", "to": "__finish__", "guard": "1"},
+        context__score={"type": "number", "default": "x"},
+    )
+    with pytest.raises(DefinitionInvalid) as info:
+        load_definition(source)
+    paths = {p.path for p in info.value.problems}
+    assert {"transitions[0].to", "transitions[2].guard", "context.score.default"} <= paths
+    assert info.value.reason == "DEFINITION_INVALID"
+
+
+def test_unreachable_state_is_a_warning() -> None:
+    source = BASE.replace("  send: {}\n", "  send: {}\n  orphan: {}\n")
+    definition, problems = validate_source(source)
+    assert definition is not None
+    assert [(p.path, p.severity) for p in problems] == [("states.orphan", "warning")]
+
+
+def test_duplicate_yaml_key_is_an_error() -> None:
+    source = BASE.replace("  send: {}\n", "  send: {}\n  a: {}\n")
+    definition, problems = validate_source(source)
+    assert definition is None
+    assert any("'a' is repeated" in p.message for p in problems)
+
+
+def test_on_is_a_string_key_not_a_yaml_bool() -> None:
+    definition = load_definition(BASE)
+    assert definition.events() == ("go",)
+    assert definition.events_from("b") == ("go",)
+    assert definition.events_from("a") == ()
+
+
+def test_digest_ignores_format_but_not_content() -> None:
+    as_yaml = load_definition(BASE)
+    as_json = load_definition(_with())
+    assert as_yaml.digest == as_json.digest
+    changed = load_definition(_with(recursion_limit=3))
+    assert changed.digest != as_yaml.digest
+
+
+def test_definition_is_immutable() -> None:
+    definition = load_definition(BASE)
+    with pytest.raises(AttributeError):
+        definition.name = "x"  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        definition.states["x"] = definition.states["a"]  # type: ignore[index]
+    assert definition.recursion_limit == 25
+    assert definition.initial == "a"
+    assert list(definition.states) == ["a", "b", "send"]
+
+
+def test_graphs_show_wait_states_events_and_guards() -> None:
+    definition = load_definition(
+        BASE.replace("{from: b, on: go, to: send}", "{from: b, on: go, to: send, guard: 'context.approved'}")
+    )
+    mermaid = to_mermaid(definition)
+    assert "(wait)" in mermaid and "s_b --> s_send : go [context.approved]" in mermaid
+    assert "s_send --> [*]" in mermaid
+    dot = to_dot(definition)
+    assert "octagon" in dot and 'label="go [context.approved]"' in dot and "style=dashed" in dot
+
+
+def test_validate_command_on_examples_and_broken_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert validate_command([str(EXAMPLES)]) == 0
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(
+        _with(
+            transitions__0={"from": "a", "to": "nowhere"},
+            context__score={"type": "number", "default": "x"},
+        )
+    )
+    assert validate_command([str(broken)]) == 1
+    err = capsys.readouterr().err
+    assert f"{broken}: error: transitions[0].to:" in err
+    assert f"{broken}: error: context.score.default:" in err
