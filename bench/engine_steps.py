@@ -73,7 +73,9 @@ def main() -> None:
         lambda: start(order, "b", {"items": ["a"], "price": 3.0, "quantity": 2}),
         seconds,
     )
-    print(f"single-transition steps/s (mean of review-loop cases): {sum(single) / len(single):,.0f}")
+    print(
+        f"single-transition steps/s (mean of review-loop cases): {sum(single) / len(single):,.0f}"
+    )
 
 
 if __name__ == "__main__":

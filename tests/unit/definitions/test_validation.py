@@ -54,16 +54,32 @@ def _with(**changes: object) -> str:
 
 ERROR_CASES = [
     ("no states", _with(states={}, transitions=[]), "states"),
-    ("unknown from", _with(transitions__1={"from": "zz", "on": "go", "to": "send"}), "transitions[1].from"),
+    (
+        "unknown from",
+        _with(transitions__1={"from": "zz", "on": "go", "to": "send"}),
+        "transitions[1].from",
+    ),
     ("unknown to", _with(transitions__2={"from": "send", "to": "nowhere"}), "transitions[2].to"),
     (
         "set on undeclared field",
         _with(states__send={"entry": [{"set": {"missing": "true"}}]}),
         "states.send.entry[0].set.missing",
     ),
-    ("default of wrong type", _with(context__score={"type": "number", "default": "x"}), "context.score.default"),
-    ("CEL does not compile", _with(transitions__2={"from": "send", "to": "__finish__", "guard": "1 +"}), "transitions[2].guard"),
-    ("guard not bool", _with(transitions__2={"from": "send", "to": "__finish__", "guard": "1 + 2"}), "transitions[2].guard"),
+    (
+        "default of wrong type",
+        _with(context__score={"type": "number", "default": "x"}),
+        "context.score.default",
+    ),
+    (
+        "CEL does not compile",
+        _with(transitions__2={"from": "send", "to": "__finish__", "guard": "1 +"}),
+        "transitions[2].guard",
+    ),
+    (
+        "guard not bool",
+        _with(transitions__2={"from": "send", "to": "__finish__", "guard": "1 + 2"}),
+        "transitions[2].guard",
+    ),
     (
         "set value does not fit the field",
         _with(states__send={"entry": [{"set": {"approved": "'yes'"}}]}),
@@ -74,14 +90,26 @@ ERROR_CASES = [
         _with(transitions__2={"from": "send", "to": "__finish__", "guard": "context.nope"}),
         "transitions[2].guard",
     ),
-    ("wait state with no event", _with(transitions__1={"from": "b", "to": "send"}), "states.b.wait"),
+    (
+        "wait state with no event",
+        _with(transitions__1={"from": "b", "to": "send"}),
+        "states.b.wait",
+    ),
     ("reserved state name", _with(states={"__finish__": {}}, transitions=[]), "states.__finish__"),
-    ("reserved event name", _with(transitions__1={"from": "b", "on": "resume", "to": "send"}), "transitions[1].on"),
+    (
+        "reserved event name",
+        _with(transitions__1={"from": "b", "on": "resume", "to": "send"}),
+        "transitions[1].on",
+    ),
     ("reserved field name", _with(context={"in": {"type": "int", "default": 0}}), "context.in"),
     ("bad name", _with(name="Bad Name"), "name"),
     ("bad version", _with(version=0), "version"),
     ("unknown type", _with(context__score={"type": "float"}), "context.score.type"),
-    ("reducer does not fit type", _with(context__score={"type": "number", "reducer": "merge"}), "context.score.reducer"),
+    (
+        "reducer does not fit type",
+        _with(context__score={"type": "number", "reducer": "merge"}),
+        "context.score.reducer",
+    ),
     ("unknown key", _with(states__a={"wiat": True}), "states.a.wiat"),
     ("unknown initial", _with(initial="zz"), "initial"),
 ]
@@ -156,7 +184,9 @@ def test_definition_is_immutable() -> None:
 
 def test_graphs_show_wait_states_events_and_guards() -> None:
     definition = load_definition(
-        BASE.replace("{from: b, on: go, to: send}", "{from: b, on: go, to: send, guard: 'context.approved'}")
+        BASE.replace(
+            "{from: b, on: go, to: send}", "{from: b, on: go, to: send, guard: 'context.approved'}"
+        )
     )
     mermaid = to_mermaid(definition)
     assert "(wait)" in mermaid and "s_b --> s_send : go [context.approved]" in mermaid
@@ -165,7 +195,9 @@ def test_graphs_show_wait_states_events_and_guards() -> None:
     assert "octagon" in dot and 'label="go [context.approved]"' in dot and "style=dashed" in dot
 
 
-def test_validate_command_on_examples_and_broken_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_validate_command_on_examples_and_broken_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     assert validate_command([str(EXAMPLES)]) == 0
     broken = tmp_path / "broken.yaml"
     broken.write_text(

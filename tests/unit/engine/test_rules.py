@@ -1,5 +1,7 @@
 """One test (or table) per rule of design §3; each fails if its rule is broken."""
 
+# ruff: noqa: E501  - table rows read best one per line
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -8,6 +10,7 @@ import pytest
 
 from statewrightd.definitions import Definition, load_definition, load_definition_file
 from statewrightd.engine import (
+    Snapshot,
     Status,
     TransitionTaken,
     accepted_events,
@@ -33,8 +36,7 @@ def _defn(states: str, transitions: str, context: str = "", extra: str = "") -> 
 # Rule 1: exit, then transition set, then entry.
 def test_rule1_exit_then_set_then_entry() -> None:
     d = _defn(
-        "  a: {exit: [{set: {log: \"'exit a'\"}}]}\n"
-        "  b: {entry: [{set: {log: \"'enter b'\"}}]}\n",
+        "  a: {exit: [{set: {log: \"'exit a'\"}}]}\n  b: {entry: [{set: {log: \"'enter b'\"}}]}\n",
         "  - {from: a, to: b, set: {log: \"'set'\"}}\n",
     )
     r = start(d, "w", {})
@@ -44,16 +46,44 @@ def test_rule1_exit_then_set_then_entry() -> None:
 
 # Rule 2: the first matching rule decides after entering a state.
 RULE2 = [
-    ("finish completes", "  a: {}\n", "  - {from: a, to: __finish__}\n", Status.COMPLETED, "__finish__"),
-    ("wait halts", "  a: {wait: true}\n  b: {}\n", "  - {from: a, on: go, to: b}\n  - {from: a, to: b}\n", Status.WAITING, "a"),
-    ("automatic fires", "  a: {}\n  b: {wait: true}\n", "  - {from: a, to: b}\n  - {from: b, on: go, to: a}\n", Status.WAITING, "b"),
-    ("event-only stays running", "  a: {}\n  b: {}\n", "  - {from: a, on: go, to: b}\n", Status.RUNNING, "a"),
+    (
+        "finish completes",
+        "  a: {}\n",
+        "  - {from: a, to: __finish__}\n",
+        Status.COMPLETED,
+        "__finish__",
+    ),
+    (
+        "wait halts",
+        "  a: {wait: true}\n  b: {}\n",
+        "  - {from: a, on: go, to: b}\n  - {from: a, to: b}\n",
+        Status.WAITING,
+        "a",
+    ),
+    (
+        "automatic fires",
+        "  a: {}\n  b: {wait: true}\n",
+        "  - {from: a, to: b}\n  - {from: b, on: go, to: a}\n",
+        Status.WAITING,
+        "b",
+    ),
+    (
+        "event-only stays running",
+        "  a: {}\n  b: {}\n",
+        "  - {from: a, on: go, to: b}\n",
+        Status.RUNNING,
+        "a",
+    ),
     ("leaf completes", "  a: {}\n  b: {}\n", "  - {from: a, to: b}\n", Status.COMPLETED, "b"),
 ]
 
 
-@pytest.mark.parametrize(("case", "states", "transitions", "status", "state"), RULE2, ids=[c[0] for c in RULE2])
-def test_rule2_precedence(case: str, states: str, transitions: str, status: Status, state: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "states", "transitions", "status", "state"), RULE2, ids=[c[0] for c in RULE2]
+)
+def test_rule2_precedence(
+    case: str, states: str, transitions: str, status: Status, state: str
+) -> None:
     r = start(_defn(states, transitions), "w", {})
     assert (r.status, r.snapshot.state) == (status, state)
 
@@ -87,7 +117,7 @@ def test_rule3_recursion_limit(limit: int, status: Status) -> None:
         "  - {from: a, to: __finish__}\n  - {from: b, to: a}\n",
         extra=f"recursion_limit: {limit}\n",
     )
-    # a->b, b->a, a->b, b->a? no: n reaches 1 then 2... 4 transitions then finish = 5
+    # A four-transition chain: exactly at the limit passes, one over fails.
     d2 = _defn(
         "  a: {}\n  b: {}\n  c: {}\n  e: {}\n",
         "  - {from: a, to: b}\n  - {from: b, to: c}\n  - {from: c, to: e}\n  - {from: e, to: __finish__}\n",
@@ -103,14 +133,33 @@ def test_rule3_recursion_limit(limit: int, status: Status) -> None:
 
 # Rule 4: CEL runtime errors and type mismatches fail the instance, without raising.
 RULE4 = [
-    ("evaluation error", "  - {from: a, to: b, guard: '1 / context.n > 0'}\n", "EVALUATION_ERROR", "transitions[0].guard"),
-    ("dyn guard not bool", "  - {from: a, to: b, guard: 'context.m.x'}\n", "TYPE_MISMATCH", "transitions[0].guard"),
-    ("dyn set wrong type", "  - {from: a, to: b, set: {n: 'context.m.x'}}\n", "TYPE_MISMATCH", "transitions[0].set.n"),
+    (
+        "evaluation error",
+        "  - {from: a, to: b, guard: '1 / context.n > 0'}\n",
+        "EVALUATION_ERROR",
+        "transitions[0].guard",
+    ),
+    (
+        "dyn guard not bool",
+        "  - {from: a, to: b, guard: 'context.m.x'}\n",
+        "TYPE_MISMATCH",
+        "transitions[0].guard",
+    ),
+    (
+        "dyn set wrong type",
+        "  - {from: a, to: b, set: {n: 'context.m.x'}}\n",
+        "TYPE_MISMATCH",
+        "transitions[0].set.n",
+    ),
 ]
 
 
-@pytest.mark.parametrize(("case", "transitions", "reason", "path"), RULE4, ids=[c[0] for c in RULE4])
-def test_rule4_runtime_errors_fail_the_instance(case: str, transitions: str, reason: str, path: str) -> None:
+@pytest.mark.parametrize(
+    ("case", "transitions", "reason", "path"), RULE4, ids=[c[0] for c in RULE4]
+)
+def test_rule4_runtime_errors_fail_the_instance(
+    case: str, transitions: str, reason: str, path: str
+) -> None:
     d = _defn("  a: {}\n  b: {}\n", transitions, context="  m: {type: map, default: {x: 'str'}}\n")
     r = start(d, "w", {})
     assert r.status is Status.FAILED and r.changed
@@ -119,7 +168,7 @@ def test_rule4_runtime_errors_fail_the_instance(case: str, transitions: str, rea
 
 
 # Rule 5: events on a RUNNING instance.
-def _running() -> tuple[Definition, object]:
+def _running() -> tuple[Definition, Snapshot]:
     d = _defn(
         "  a: {}\n  b: {}\n  c: {}\n",
         "  - {from: a, on: go, to: b, guard: 'event.payload.ok == true'}\n"
@@ -130,28 +179,28 @@ def _running() -> tuple[Definition, object]:
 
 def test_rule5_declared_here_but_guards_false_is_accepted_unchanged() -> None:
     d, snap = _running()
-    r = signal(d, snap, "go", {"ok": False})  # type: ignore[arg-type]
+    r = signal(d, snap, "go", {"ok": False})
     assert not r.changed and r.snapshot is snap and r.transitions == ()
-    r = signal(d, snap, "go", {"ok": True})  # type: ignore[arg-type]
+    r = signal(d, snap, "go", {"ok": True})
     assert r.changed and r.snapshot.state == "b" and r.snapshot.revision == 2
 
 
 def test_rule5_declared_elsewhere_is_failed_precondition() -> None:
     d, snap = _running()
     with pytest.raises(FailedPrecondition) as info:
-        signal(d, snap, "back", {})  # type: ignore[arg-type]
+        signal(d, snap, "back", {})
     assert info.value.reason == "EVENT_NOT_ALLOWED"
 
 
 def test_rule5_unknown_event_is_invalid_argument() -> None:
     d, snap = _running()
     with pytest.raises(InvalidArgument) as info:
-        signal(d, snap, "nope", {})  # type: ignore[arg-type]
+        signal(d, snap, "nope", {})
     assert info.value.reason == "UNKNOWN_EVENT"
 
 
 # Rule 6: resume.
-def _waiting() -> tuple[Definition, object]:
+def _waiting() -> tuple[Definition, Snapshot]:
     d = _defn(
         "  a: {wait: true}\n  b: {}\n  c: {}\n",
         "  - {from: a, on: approve, to: b, guard: 'context.n >= 2'}\n"
@@ -163,13 +212,13 @@ def _waiting() -> tuple[Definition, object]:
 @pytest.mark.parametrize("event", ["", "resume"])
 def test_rule6_empty_or_resume_means_first_declared_event(event: str) -> None:
     d, snap = _waiting()
-    r = resume(d, snap, event, {"n": 2})  # type: ignore[arg-type]
+    r = resume(d, snap, event, {"n": 2})
     assert r.transitions == (TransitionTaken("a", "b", "approve"),)
 
 
 def test_rule6_input_is_merged_through_reducers_before_the_event_fires() -> None:
     d, snap = _waiting()
-    r = resume(d, snap, "approve", {"n": 3, "log": "x"})  # type: ignore[arg-type]
+    r = resume(d, snap, "approve", {"n": 3, "log": "x"})
     assert r.status is Status.COMPLETED
     assert r.snapshot.context["log"] == ["x"]
 
@@ -177,21 +226,21 @@ def test_rule6_input_is_merged_through_reducers_before_the_event_fires() -> None
 def test_rule6_every_guard_rejecting_is_failed_precondition() -> None:
     d, snap = _waiting()
     with pytest.raises(FailedPrecondition) as info:
-        resume(d, snap, "approve", {"n": 1})  # type: ignore[arg-type]
+        resume(d, snap, "approve", {"n": 1})
     assert info.value.reason == "GUARD_REJECTED"
 
 
 def test_rule6_only_waiting_and_event_checks() -> None:
     d, snap = _running()
     with pytest.raises(FailedPrecondition) as info:
-        resume(d, snap, "go", {})  # type: ignore[arg-type]
+        resume(d, snap, "go", {})
     assert info.value.reason == "NOT_WAITING"
     dw, wsnap = _waiting()
     with pytest.raises(InvalidArgument) as bad:
-        resume(dw, wsnap, "nope", {})  # type: ignore[arg-type]
+        resume(dw, wsnap, "nope", {})
     assert bad.value.reason == "UNKNOWN_EVENT"
     with pytest.raises(FailedPrecondition) as fp:
-        signal(dw, wsnap, "approve", {})  # type: ignore[arg-type]
+        signal(dw, wsnap, "approve", {})
     assert fp.value.reason == "NOT_RUNNING"
 
 
@@ -208,7 +257,7 @@ def test_input_validation_reasons() -> None:
 
 def test_cancel_and_terminal_absorb() -> None:
     d, snap = _waiting()
-    r = cancel(d, snap, "user asked")  # type: ignore[arg-type]
+    r = cancel(d, snap, "user asked")
     assert r.status is Status.CANCELLED and r.snapshot.revision == 2
     assert accepted_events(d, r.snapshot) == ()
     with pytest.raises(FailedPrecondition) as info:

@@ -1,0 +1,237 @@
+"""The EventLoop thread: the one place where live workflow state is mutated.
+
+Other threads only ``post`` callables into its FIFO queue. It runs them one at a time, so
+the state they touch needs no locks. It never does I/O: storage work goes to the writer or
+the I/O pool and comes back as another posted callable.
+
+Replies to the asyncio (gRPC) loop are batched: everything a drained batch of commands
+produces crosses back in one ``call_soon_threadsafe``, which is what keeps the hand-off
+cheap (one wake-up of the asyncio loop per batch, not per reply).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import enum
+import heapq
+import itertools
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from statewrightd.errors import Unavailable
+
+_log = logging.getLogger(__name__)
+
+MAX_BATCH = 512
+
+
+class Phase(enum.StrEnum):
+    RUNNING = "RUNNING"
+    DRAINING = "DRAINING"
+    STOPPING = "STOPPING"
+    TERMINATED = "TERMINATED"
+
+
+@dataclass(frozen=True, slots=True)
+class EventLoopMetrics:
+    phase: Phase
+    queue_depth: int
+    max_queue_depth: int
+    lag_last: float
+    lag_average: float
+    lag_max: float
+    dispatch_count: int
+    slow_dispatch_count: int
+    slow_dispatch_threshold: float
+    last_progress: float  # monotonic time of the last completed dispatch or idle wake-up
+
+
+class _Stop:
+    """Sentinel that ends the thread's run loop."""
+
+
+_STOP = _Stop()
+
+
+class TimerHandle:
+    __slots__ = ("cancelled",)
+
+    def __init__(self) -> None:
+        self.cancelled = False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class EventLoop:
+    """A dedicated thread draining a FIFO of callables, with timers and batched replies."""
+
+    # Bounded idle wait so liveness can tell a stuck loop from an idle one.
+    IDLE_TICK = 0.5
+
+    def __init__(self, *, slow_dispatch_threshold: float = 0.05, name: str = "eventloop") -> None:
+        self._queue: queue.SimpleQueue[tuple[float, Callable[[], None]] | _Stop] = (
+            queue.SimpleQueue()
+        )
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._timers: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
+        self._timer_seq = itertools.count()
+        self._replies: list[Callable[[], None]] = []
+        self._aio: asyncio.AbstractEventLoop | None = None
+        self.phase = Phase.RUNNING
+        self._slow = slow_dispatch_threshold
+        self._max_depth = 0
+        self._lag_last = 0.0
+        self._lag_sum = 0.0
+        self._lag_max = 0.0
+        self._dispatches = 0
+        self._slow_dispatches = 0
+        self._last_progress = time.monotonic()
+
+    # -- any thread ---------------------------------------------------------------------
+
+    def start(self, aio: asyncio.AbstractEventLoop) -> None:
+        self._aio = aio
+        self._thread.start()
+
+    def post(self, fn: Callable[[], None]) -> None:
+        if self.phase in (Phase.STOPPING, Phase.TERMINATED):
+            raise Unavailable("the server is shutting down", reason="SHUTTING_DOWN")
+        self._queue.put((time.monotonic(), fn))
+
+    def queue_depth(self) -> int:
+        return self._queue.qsize()
+
+    def stop(self, timeout: float = 10.0) -> None:
+        """Let queued work finish, then end the thread."""
+        if self.phase is Phase.TERMINATED:
+            return
+        self.phase = Phase.STOPPING
+        self._queue.put(_STOP)
+        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+            self._thread.join(timeout)
+
+    def metrics(self) -> EventLoopMetrics:
+        count = self._dispatches
+        return EventLoopMetrics(
+            phase=self.phase,
+            queue_depth=self._queue.qsize(),
+            max_queue_depth=self._max_depth,
+            lag_last=self._lag_last,
+            lag_average=self._lag_sum / count if count else 0.0,
+            lag_max=self._lag_max,
+            dispatch_count=count,
+            slow_dispatch_count=self._slow_dispatches,
+            slow_dispatch_threshold=self._slow,
+            last_progress=self._last_progress,
+        )
+
+    # -- the loop thread only -------------------------------------------------------------
+
+    def in_loop(self) -> bool:
+        return threading.current_thread() is self._thread
+
+    def call_later(self, delay: float, fn: Callable[[], None]) -> TimerHandle:
+        handle = TimerHandle()
+        heapq.heappush(self._timers, (time.monotonic() + delay, next(self._timer_seq), handle, fn))
+        return handle
+
+    def reply(self, fn: Callable[[], None]) -> None:
+        """Queue ``fn`` to run on the asyncio loop when the current batch is done."""
+        self._replies.append(fn)
+
+    def _run(self) -> None:
+        try:
+            while True:
+                timeout = self._next_timeout()
+                try:
+                    first = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    self._last_progress = time.monotonic()
+                    self._run_timers()
+                    self._flush_replies()
+                    continue
+                if not self._dispatch_batch(first):
+                    break
+        finally:
+            self._flush_replies()
+            self.phase = Phase.TERMINATED
+
+    def _next_timeout(self) -> float:
+        if not self._timers:
+            return self.IDLE_TICK
+        return max(0.0, min(self.IDLE_TICK, self._timers[0][0] - time.monotonic()))
+
+    def _dispatch_batch(self, first: tuple[float, Callable[[], None]] | _Stop) -> bool:
+        depth = self._queue.qsize() + 1
+        self._max_depth = max(self._max_depth, depth)
+        item: tuple[float, Callable[[], None]] | _Stop = first
+        keep_running = True
+        dispatched = 0
+        while True:
+            if isinstance(item, _Stop):
+                keep_running = False
+                break
+            self._dispatch(*item)
+            dispatched += 1
+            if dispatched >= MAX_BATCH:
+                break  # let timers and replies through under sustained load
+            try:
+                item = self._queue.get_nowait()
+            except queue.Empty:
+                break
+        self._run_timers()
+        self._flush_replies()
+        return keep_running
+
+    def _dispatch(self, enqueued: float, fn: Callable[[], None]) -> None:
+        began = time.monotonic()
+        lag = began - enqueued
+        self._lag_last = lag
+        self._lag_sum += lag
+        self._lag_max = max(self._lag_max, lag)
+        try:
+            fn()
+        except Exception:
+            _log.exception("event loop command failed")
+        ended = time.monotonic()
+        self._dispatches += 1
+        self._last_progress = ended
+        if ended - began > self._slow:
+            self._slow_dispatches += 1
+            _log.warning(
+                "slow event loop dispatch: %.1f ms in %s",
+                (ended - began) * 1000,
+                getattr(fn, "__qualname__", fn),
+            )
+
+    def _run_timers(self) -> None:
+        now = time.monotonic()
+        while self._timers and self._timers[0][0] <= now:
+            _, _, handle, fn = heapq.heappop(self._timers)
+            if not handle.cancelled:
+                self._dispatch(now, fn)
+
+    def _flush_replies(self) -> None:
+        if not self._replies:
+            return
+        replies, self._replies = self._replies, []
+        aio = self._aio
+        if aio is None or aio.is_closed():
+            return
+        try:
+            aio.call_soon_threadsafe(_run_all, replies)
+        except RuntimeError:
+            _log.debug("asyncio loop closed; dropped %d replies", len(replies))
+
+
+def _run_all(replies: list[Callable[[], None]]) -> None:
+    for fn in replies:
+        try:
+            fn()
+        except Exception:
+            _log.exception("reply callback failed")
