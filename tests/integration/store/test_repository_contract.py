@@ -1,0 +1,476 @@
+"""The repository contract, run identically against PostgreSQL and SQLite."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import threading
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import pytest
+
+from statewrightd.errors import (
+    Conflict,
+    InvalidArgument,
+    RecordExists,
+    RecordNotFound,
+    SerializationError,
+    StoreError,
+)
+from statewrightd.store import (
+    Create,
+    DefinitionRecord,
+    HistoryRecord,
+    InstanceRecord,
+    Repository,
+    RequestRecord,
+    Save,
+    open_repository,
+)
+
+T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)
+
+
+def instance(
+    wid: str,
+    *,
+    revision: int = 1,
+    state: str = "draft",
+    status: str = "RUNNING",
+    context: dict[str, Any] | None = None,
+    definition: str = "mail-approval",
+) -> InstanceRecord:
+    when = T0 + timedelta(milliseconds=revision)
+    return InstanceRecord(
+        workflow_id=wid,
+        definition=definition,
+        version=1,
+        state=state,
+        status=status,
+        context={"n": revision} if context is None else context,
+        revision=revision,
+        error=None,
+        create_time=T0,
+        update_time=when,
+    )
+
+
+def history_of(rec: InstanceRecord, event: str | None = None) -> HistoryRecord:
+    return HistoryRecord(
+        workflow_id=rec.workflow_id,
+        revision=rec.revision,
+        event=event,
+        transitions=[{"from": "draft", "to": rec.state, "event": event}],
+        state=rec.state,
+        status=rec.status,
+        context=rec.context,
+        error=rec.error,
+        time=rec.update_time,
+    )
+
+
+def request_for(rec: InstanceRecord, rid: str) -> RequestRecord:
+    return RequestRecord(rid, rec.workflow_id, "ResumeWorkflow", "fp", b"\x00resp", T0)
+
+
+def create_op(wid: str, request_id: str | None = None, **kw: Any) -> Create:
+    rec = instance(wid, **kw)
+    req = request_for(rec, request_id) if request_id else None
+    return Create(rec, history_of(rec), req)
+
+
+def save_op(
+    base: InstanceRecord,
+    *,
+    expected: int | None = None,
+    state: str = "next",
+    context: dict[str, Any] | None = None,
+    request_id: str | None = None,
+) -> Save:
+    rev = base.revision + 1
+    new = dataclasses.replace(
+        base,
+        revision=rev,
+        state=state,
+        context={"n": rev} if context is None else context,
+        update_time=T0 + timedelta(milliseconds=rev),
+    )
+    req = request_for(new, request_id) if request_id else None
+    return Save(new, base.revision if expected is None else expected, history_of(new, "go"), req)
+
+
+# -- create / load -------------------------------------------------------------------
+
+
+def test_create_and_load_round_trip(repo: Repository) -> None:
+    ctx = {"s": "héllo ✓", "i": -(2**63), "f": 0.1, "b": True, "l": [1, [2, None]], "m": {"k": {}}}
+    rec = dataclasses.replace(instance("w-1", context=ctx), error={"code": 9, "message": "x"})
+    assert repo.create(Create(rec, history_of(rec))) == rec
+    loaded = repo.load("w-1")
+    assert loaded == rec
+    assert loaded.create_time.utcoffset() == timedelta(0)
+
+
+def test_load_missing_raises_not_found(repo: Repository) -> None:
+    with pytest.raises(RecordNotFound):
+        repo.load("nope")
+
+
+def test_duplicate_create_raises_record_exists(repo: Repository) -> None:
+    repo.create(create_op("w-dup"))
+    with pytest.raises(RecordExists):
+        repo.create(create_op("w-dup", state="other"))
+    assert repo.load("w-dup").state == "draft"
+    assert len(repo.history_after("w-dup", 0, 10)) == 1
+
+
+def test_two_concurrent_creates_have_exactly_one_winner(repo: Repository) -> None:
+    for round_ in range(10):
+        wid = f"race-{round_}"
+        barrier = threading.Barrier(2, timeout=10)
+
+        def attempt(state: str, wid: str = wid, barrier: threading.Barrier = barrier) -> str:
+            barrier.wait()
+            try:
+                repo.create(create_op(wid, state=state))
+            except RecordExists:
+                return "lost"
+            return state
+
+        with ThreadPoolExecutor(2) as pool:
+            outcomes = list(pool.map(attempt, ["a", "b"]))
+        winners = [o for o in outcomes if o != "lost"]
+        assert len(winners) == 1, outcomes
+        assert repo.load(wid).state == winners[0]
+        assert [h.state for h in repo.history_after(wid, 0, 10)] == winners
+
+
+# -- compare-and-swap ----------------------------------------------------------------
+
+
+def test_save_success_conflict_and_not_found(repo: Repository) -> None:
+    first = repo.create(create_op("w-cas"))
+    op = save_op(first)
+    assert repo.save(op) == 2
+    assert repo.load("w-cas") == op.new
+
+    with pytest.raises(Conflict) as conflict:
+        repo.save(save_op(first, state="stale"))
+    assert conflict.value.actual_revision == 2
+    assert conflict.value.metadata["actual_revision"] == "2"
+    assert repo.load("w-cas") == op.new
+
+    with pytest.raises(RecordNotFound):
+        repo.save(save_op(instance("ghost")))
+
+
+def test_revisions_are_dense_with_one_history_row_each(repo: Repository) -> None:
+    rec = repo.create(create_op("w-dense"))
+    for _ in range(5):
+        op = save_op(rec, state=f"s{rec.revision + 1}")
+        assert repo.save(op) == rec.revision + 1
+        rec = op.new
+    history = repo.history_after("w-dense", 0, 100)
+    assert [h.revision for h in history] == [1, 2, 3, 4, 5, 6]
+    assert history[-1].state == rec.state == repo.load("w-dense").state
+    assert history[-1].context == rec.context
+    assert history[-1].transitions == [{"from": "draft", "to": "s6", "event": "go"}]
+    assert [h.revision for h in repo.history_after("w-dense", 3, 2)] == [4, 5]
+    assert repo.history_after("w-dense", 6, 10) == []
+
+
+def test_history_is_written_if_and_only_if_the_state_is(repo: Repository) -> None:
+    rec = repo.create(create_op("w-iff"))
+    repo.save(save_op(rec))
+    with pytest.raises(Conflict):
+        repo.save(save_op(rec, state="loser"))
+    states = [h.state for h in repo.history_after("w-iff", 0, 10)]
+    assert states == ["draft", "next"]
+    assert "loser" not in states
+
+
+def test_request_id_is_recorded_with_the_step_and_not_on_conflict(repo: Repository) -> None:
+    rec = repo.create(create_op("w-req", request_id="req-start"))
+    start = repo.lookup_request("req-start")
+    assert start is not None
+    assert (start.workflow_id, start.response) == ("w-req", b"\x00resp")
+
+    repo.save(save_op(rec, request_id="req-1"))
+    assert repo.lookup_request("req-1") is not None
+
+    with pytest.raises(Conflict):
+        repo.save(save_op(rec, request_id="req-lost"))
+    assert repo.lookup_request("req-lost") is None
+
+    # Reusing a request id blocks the whole step: nothing of it is written.
+    current = repo.load("w-req")
+    with pytest.raises(RecordExists) as used:
+        repo.save(save_op(current, request_id="req-1"))
+    assert used.value.reason == "REQUEST_EXISTS"
+    assert repo.load("w-req") == current
+    assert len(repo.history_after("w-req", 0, 10)) == 2
+
+
+def test_purge_requests_removes_only_old_records(repo: Repository) -> None:
+    old = create_op("w-old", request_id="r-old")
+    new_rec = instance("w-new")
+    new = Create(
+        new_rec,
+        history_of(new_rec),
+        dataclasses.replace(request_for(new_rec, "r-new"), create_time=T0 + timedelta(days=2)),
+    )
+    repo.create(old)
+    repo.create(new)
+    assert repo.purge_requests(T0 + timedelta(days=1)) == 1
+    assert repo.lookup_request("r-old") is None
+    assert repo.lookup_request("r-new") is not None
+
+
+# -- listing -------------------------------------------------------------------------
+
+
+def test_list_paging_is_stable_while_rows_are_inserted(repo: Repository) -> None:
+    for i in range(30):
+        repo.create(create_op(f"w-{i:03d}", status="WAITING" if i % 3 == 0 else "RUNNING"))
+    seen: list[str] = []
+    token = ""
+    for page_no in range(20):
+        page = repo.list(page_size=7, page_token=token)
+        seen.extend(r.workflow_id for r in page.items)
+        # Concurrent traffic between pages: new rows must never duplicate or hide old ones.
+        repo.create(create_op(f"late-{page_no}"))
+        token = page.next_page_token
+        if not token:
+            break
+    assert token == "", "paging did not finish"
+    assert len(seen) == len(set(seen))
+    assert [w for w in seen if w.startswith("w-")] == [f"w-{i:03d}" for i in range(30)]
+
+
+def test_list_filters_by_status_and_definition(repo: Repository) -> None:
+    for i in range(6):
+        repo.create(
+            create_op(
+                f"f-{i}",
+                status="WAITING" if i % 2 else "RUNNING",
+                definition="a" if i < 3 else "b",
+            )
+        )
+    waiting = repo.list(status="WAITING", page_size=100)
+    assert [r.workflow_id for r in waiting.items] == ["f-1", "f-3", "f-5"]
+    assert waiting.next_page_token == ""
+    both = repo.list(definition="b", status="RUNNING", page_size=100)
+    assert [r.workflow_id for r in both.items] == ["f-4"]
+    first = repo.list(definition="a", page_size=2)
+    assert len(first.items) == 2 and first.next_page_token
+    rest = repo.list(definition="a", page_size=2, page_token=first.next_page_token)
+    assert [r.workflow_id for r in rest.items] == ["f-2"]
+
+
+@pytest.mark.parametrize("token", ["garbage!", "djE6eDp5", "dj-6MTpx"])
+def test_bad_page_token_is_invalid_argument(repo: Repository, token: str) -> None:
+    with pytest.raises(InvalidArgument):
+        repo.list(page_size=5, page_token=token)
+
+
+def test_page_token_is_bound_to_its_filters(repo: Repository) -> None:
+    for i in range(3):
+        repo.create(create_op(f"b-{i}"))
+    token = repo.list(page_size=1).next_page_token
+    with pytest.raises(InvalidArgument):
+        repo.list(status="RUNNING", page_size=1, page_token=token)
+
+
+# -- values --------------------------------------------------------------------------
+
+
+class _Opaque:
+    pass
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        math.nan,
+        math.inf,
+        -math.inf,
+        b"bytes",
+        {1, 2},
+        (1, 2),
+        _Opaque(),
+        datetime(2026, 1, 1, tzinfo=UTC),
+        {1: "int key"},
+        "nul\x00char",
+        "\ud800",
+        2**64,
+    ],
+    ids=lambda v: type(v).__name__,
+)
+def test_unsupported_values_raise_serialization_error(repo: Repository, bad: object) -> None:
+    with pytest.raises(SerializationError):
+        repo.create(create_op("w-bad", context={"v": bad}))
+    with pytest.raises(RecordNotFound):
+        repo.load("w-bad")
+
+    rec = repo.create(create_op("w-ok"))
+    with pytest.raises(SerializationError):
+        repo.save(save_op(rec, context={"nested": [{"v": bad}]}))
+    assert repo.load("w-ok") == rec
+    assert len(repo.history_after("w-ok", 0, 10)) == 1
+
+
+def test_naive_timestamps_are_rejected(repo: Repository) -> None:
+    rec = dataclasses.replace(instance("w-naive"), update_time=datetime(2026, 1, 1))
+    with pytest.raises(SerializationError):
+        repo.create(Create(rec, history_of(instance("w-naive"))))
+
+
+# -- concurrency ---------------------------------------------------------------------
+
+
+def test_fifty_racing_writers_get_one_winner_per_revision(db_url: str) -> None:
+    repo = open_repository(db_url, migrate=False, pool_size=50)
+    try:
+        repo.create(create_op("hot", context={"count": 0, "by": []}))
+        target = 120
+        wins: Counter[int] = Counter()
+        lock = threading.Lock()
+        deadline = time.monotonic() + 45
+        start = threading.Barrier(50, timeout=20)
+
+        def writer(me: int) -> None:
+            start.wait()
+            attempts = 0
+            while time.monotonic() < deadline and attempts < 5_000:
+                attempts += 1
+                cur = repo.load("hot")
+                if cur.revision >= target:
+                    return
+                ctx = {"count": cur.context["count"] + 1, "by": [*cur.context["by"], me]}
+                try:
+                    rev = repo.save(save_op(cur, context=ctx, state=f"by-{me}"))
+                except Conflict:
+                    continue
+                with lock:
+                    wins[rev] += 1
+
+        with ThreadPoolExecutor(50) as pool:
+            list(pool.map(writer, range(50)))
+
+        final = repo.load("hot")
+        assert final.revision == target
+        # Exactly one winner per revision 2..target, and every win is counted: no lost update.
+        assert sorted(wins) == list(range(2, target + 1))
+        assert set(wins.values()) == {1}
+        assert final.context["count"] == target - 1
+        assert len(final.context["by"]) == target - 1
+        history = repo.history_after("hot", 0, 1000)
+        assert [h.revision for h in history] == list(range(1, target + 1))
+        assert [h.state for h in history[1:]] == [f"by-{w}" for w in final.context["by"]]
+    finally:
+        repo.close()
+
+
+# -- group commit batches ------------------------------------------------------------
+
+
+def test_batch_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
+    a = repo.create(create_op("a"))
+    b = repo.create(create_op("b"))
+    repo.save(save_op(b))  # b is now at 2, so a save expecting 1 conflicts
+    repo.create(create_op("c", request_id="taken"))
+    ops: list[Create | Save] = [
+        create_op("new-1", request_id="r-new"),
+        save_op(b, state="conflicting"),
+        save_op(a, request_id="r-a"),
+        save_op(instance("missing")),
+        create_op("a"),
+        save_op(repo.load("c"), request_id="taken"),
+        create_op("bad", context={"x": math.nan}),
+        create_op("new-2"),
+    ]
+    results = repo.apply_batch(ops)
+    assert len(results) == len(ops)
+    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
+    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
+    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
+    assert isinstance(results[3], RecordNotFound)
+    assert isinstance(results[4], RecordExists)
+    assert isinstance(results[5], RecordExists) and results[5].reason == "REQUEST_EXISTS"
+    assert isinstance(results[6], SerializationError)
+    assert isinstance(results[7], InstanceRecord)
+
+    assert repo.load("a").revision == 2 and repo.load("b").revision == 2
+    assert repo.load("c").revision == 1
+    assert [h.state for h in repo.history_after("b", 0, 10)] == ["draft", "next"]
+    assert repo.lookup_request("r-a") is not None and repo.lookup_request("r-new") is not None
+    with pytest.raises(RecordNotFound):
+        repo.load("bad")
+
+
+def test_batch_applies_steps_of_one_instance_in_order(repo: Repository) -> None:
+    rec = repo.create(create_op("seq"))
+    first = save_op(rec, state="one")
+    second = save_op(first.new, state="two")
+    results = repo.apply_batch([first, second])
+    assert results == [first.new, second.new]
+    assert [h.revision for h in repo.history_after("seq", 0, 10)] == [1, 2, 3]
+
+
+def test_empty_batch(repo: Repository) -> None:
+    assert repo.apply_batch([]) == []
+
+
+def test_batch_with_duplicate_request_ids_keeps_the_first(repo: Repository) -> None:
+    results = repo.apply_batch([create_op("d1", request_id="same"), create_op("d2", request_id="same")])
+    assert isinstance(results[0], InstanceRecord)
+    assert isinstance(results[1], StoreError) and results[1].reason == "REQUEST_EXISTS"
+    with pytest.raises(RecordNotFound):
+        repo.load("d2")
+
+
+# -- definitions ---------------------------------------------------------------------
+
+
+def _definition(name: str, version: int, digest: str, source_name: str) -> DefinitionRecord:
+    return DefinitionRecord(name, version, f"name: {name}\n# {digest}", digest, source_name, T0)
+
+
+def test_definitions_are_immutable_per_name_and_version(repo: Repository) -> None:
+    v1 = _definition("mail", 1, "d1", "mail.yaml")
+    assert repo.put_definition(v1) == v1
+    # Same content again (e.g. a restart): idempotent, the stored record comes back.
+    again = dataclasses.replace(v1, source_name="copy.yaml", create_time=T0 + timedelta(days=1))
+    assert repo.put_definition(again) == v1
+    with pytest.raises(RecordExists) as clash:
+        repo.put_definition(_definition("mail", 1, "other", "edited.yaml"))
+    assert clash.value.metadata["existing_source"] == "mail.yaml"
+    assert clash.value.metadata["new_source"] == "edited.yaml"
+    assert "mail.yaml" in clash.value.message and "edited.yaml" in clash.value.message
+    assert repo.get_definition("mail", 1) == v1
+
+    v2 = _definition("mail", 2, "d2", "mail-v2.yaml")
+    repo.put_definition(v2)
+    repo.put_definition(_definition("alpha", 1, "a", "alpha.yaml"))
+    assert repo.get_definition("mail") == v2
+    assert repo.get_definition("mail", None) == v2
+    assert [(d.name, d.version) for d in repo.list_definitions()] == [
+        ("alpha", 1),
+        ("mail", 1),
+        ("mail", 2),
+    ]
+    with pytest.raises(RecordNotFound):
+        repo.get_definition("mail", 3)
+    with pytest.raises(RecordNotFound):
+        repo.get_definition("nothing")
+
+
+# -- lifecycle -----------------------------------------------------------------------
+
+
+def test_ping_succeeds_on_a_migrated_database(repo: Repository) -> None:
+    repo.ping()
