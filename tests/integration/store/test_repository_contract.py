@@ -426,7 +426,9 @@ def test_empty_batch(repo: Repository) -> None:
 
 
 def test_batch_with_duplicate_request_ids_keeps_the_first(repo: Repository) -> None:
-    results = repo.apply_batch([create_op("d1", request_id="same"), create_op("d2", request_id="same")])
+    results = repo.apply_batch(
+        [create_op("d1", request_id="same"), create_op("d2", request_id="same")]
+    )
     assert isinstance(results[0], InstanceRecord)
     assert isinstance(results[1], StoreError) and results[1].reason == "REQUEST_EXISTS"
     with pytest.raises(RecordNotFound):
