@@ -1,0 +1,93 @@
+"""Pure checks of value validation, page tokens, timestamps and migration parsing."""
+
+from __future__ import annotations
+
+import math
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+
+from statewrightd.errors import InvalidArgument, SerializationError
+from statewrightd.store.codec import (
+    check_json,
+    clamp_page_size,
+    decode_page_token,
+    dumps,
+    encode_page_token,
+    from_micros,
+    to_micros,
+)
+from statewrightd.store.schema import available, backend_of, sqlite_path, sqlite_statements
+
+
+@pytest.mark.parametrize(
+    "value",
+    [None, True, 0, -(2**63), 2**63 - 1, 1.5, "", "ü✓", [], {}, {"a": [1, {"b": None}]}],
+)
+def test_json_values_that_round_trip_are_accepted(value: object) -> None:
+    check_json(value, "v")
+
+
+@pytest.mark.parametrize(
+    "value",
+    [math.nan, math.inf, 2**63, b"x", {1}, (1,), object(), {2: "k"}, "a\x00", "\udc80"],
+)
+def test_unsupported_values_are_rejected(value: object) -> None:
+    with pytest.raises(SerializationError):
+        dumps({"field": value}, "context")
+
+
+def test_error_names_the_offending_path() -> None:
+    with pytest.raises(SerializationError, match=r"context\.a\[1\]"):
+        dumps({"a": [1, math.nan]}, "context")
+
+
+def test_depth_is_bounded() -> None:
+    deep: object = 1
+    for _ in range(100):
+        deep = [deep]
+    with pytest.raises(SerializationError, match="deeper"):
+        check_json(deep, "v")
+
+
+def test_page_token_round_trip_and_binding() -> None:
+    token = encode_page_token(42, "mail", "RUNNING")
+    assert decode_page_token(token, "mail", "RUNNING") == 42
+    assert decode_page_token("", None, None) == 0
+    with pytest.raises(InvalidArgument):
+        decode_page_token(token, "mail", None)
+    with pytest.raises(InvalidArgument):
+        decode_page_token(token[:-2], "mail", "RUNNING")
+
+
+def test_page_size_defaults_and_limits() -> None:
+    assert clamp_page_size(0) == 50
+    assert clamp_page_size(10**6) == 1000
+    with pytest.raises(InvalidArgument):
+        clamp_page_size(-1)
+
+
+def test_microsecond_timestamps_are_exact() -> None:
+    moment = datetime(2026, 2, 3, 4, 5, 6, 789012, tzinfo=timezone(timedelta(hours=2)))
+    assert from_micros(to_micros(moment)) == moment
+    assert from_micros(to_micros(moment)).tzinfo == UTC
+
+
+def test_database_url_schemes() -> None:
+    assert backend_of("postgresql://u@h/db") == "postgres"
+    assert backend_of("sqlite:///rel.db") == "sqlite"
+    assert sqlite_path("sqlite:////abs/x.db") == "/abs/x.db"
+    with pytest.raises(InvalidArgument):
+        backend_of("mysql://x")
+
+
+def test_migrations_are_numbered_from_one_on_both_backends() -> None:
+    for backend in ("postgres", "sqlite"):
+        versions = [m.version for m in available(backend)]
+        assert versions == list(range(1, len(versions) + 1))
+    assert [m.name for m in available("postgres")] == [m.name for m in available("sqlite")]
+
+
+def test_sqlite_script_splitting_skips_comments() -> None:
+    script = "-- note\nCREATE TABLE a (x TEXT);\n\nCREATE INDEX i ON a (x);\n"
+    assert sqlite_statements(script) == ["CREATE TABLE a (x TEXT);", "CREATE INDEX i ON a (x);"]
