@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import time
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -15,10 +16,15 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from statewrightd import __version__
 from statewrightd.api.servicer import WorkflowServicer
+from statewrightd.application import Application
 from statewrightd.config import ServerConfig
 from statewrightd.health import Health
 
 _log = logging.getLogger(__name__)
+
+HEALTH_INTERVAL = 1.0
+# A loop that has neither dispatched nor idled for this long is stuck: restart the process.
+LIVENESS_STALL_SECONDS = 10.0
 
 SERVICE_FULL_NAME = pb.DESCRIPTOR.services_by_name["WorkflowService"].full_name
 
@@ -30,6 +36,8 @@ class Server:
         self.config = config
         self.health = Health()
         self.port: int | None = None
+        self.app = Application(config)
+        self._monitor: asyncio.Task[None] | None = None
         self._grpc = grpc.aio.server(
             options=[
                 ("grpc.so_reuseport", 1),
@@ -38,7 +46,8 @@ class Server:
         )
 
     async def start(self) -> int:
-        pb_grpc.add_WorkflowServiceServicer_to_server(WorkflowServicer(), self._grpc)
+        await self.app.open()
+        pb_grpc.add_WorkflowServiceServicer_to_server(WorkflowServicer(self.app), self._grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
         reflection.enable_server_reflection(
             (SERVICE_FULL_NAME, "grpc.health.v1.Health", reflection.SERVICE_NAME), self._grpc
@@ -52,14 +61,33 @@ class Server:
         # Tests and scripts read this line to find the port when listening on port 0.
         _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
+        self._monitor = asyncio.create_task(self._watch_health(), name="health-monitor")
         return self.port
+
+    async def _watch_health(self) -> None:
+        """Readiness follows the database; liveness follows EventLoop progress."""
+        while True:
+            await asyncio.sleep(HEALTH_INTERVAL)
+            try:
+                await asyncio.wait_for(self.app.ping(), HEALTH_INTERVAL * 2)
+                ready = True
+            except Exception as exc:
+                ready = False
+                _log.warning("readiness: database check failed: %s", exc)
+            await self.health.ready(ready)
+            stalled = time.monotonic() - self.app.loop.metrics().last_progress
+            await self.health.alive(stalled < LIVENESS_STALL_SECONDS)
 
     async def drain(self) -> None:
         """Readiness off, refuse new RPCs, give in-flight RPCs the grace period, stop."""
         grace = self.config.grace_seconds
         _log.info("draining: readiness NOT_SERVING, in-flight RPCs get %.1fs", grace)
         await self.health.draining()
+        self.app.begin_drain()
         await self._grpc.stop(grace)
+        if self._monitor is not None:
+            self._monitor.cancel()
+        await self.app.close()
         _log.info("stopped")
 
     async def wait(self) -> None:

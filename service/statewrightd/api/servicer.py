@@ -1,30 +1,108 @@
-"""The WorkflowService servicer: validates each request, then hands it to the runtime.
+"""The WorkflowService servicer: validates each request, converts it, hands it on.
 
-It never touches workflow state itself. Until the runtime lands, every RPC that passes
-validation answers UNIMPLEMENTED with an ErrorInfo: nothing pretends to work.
+It never touches workflow state: step RPCs go to the EventLoop through the application,
+reads go to the store. WatchWorkflow answers UNIMPLEMENTED until the watch issue lands.
 """
 
 from __future__ import annotations
 
+import sys
+import uuid
 from collections.abc import AsyncIterator
 
+import grpc
+from google.protobuf import duration_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
+from statewright.v1 import diagnostics_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
+from statewrightd import __version__
 from statewrightd.api import validation as v
+from statewrightd.api.convert import (
+    STATUS_FROM_PB,
+    definition_pb,
+    struct_to_dict,
+    transitions_pb,
+    workflow_pb,
+)
 from statewrightd.api.handlers import Context, server_stream, unary
-from statewrightd.errors import Unimplemented
+from statewrightd.api.status import to_status_proto
+from statewrightd.application import Application, Replayed, request_key
+from statewrightd.engine.admission import AdmissionState
+from statewrightd.engine.runtime import Outcome, Replay, RequestKey
+from statewrightd.errors import Aborted, InvalidArgument, StatewrightError, Unimplemented
+
+_REJECTIONS = {
+    "": pb.SIGNAL_REJECTION_UNSPECIFIED,
+    "NOT_RUNNING": pb.SIGNAL_REJECTION_NOT_RUNNING,
+    "PERSISTING": pb.SIGNAL_REJECTION_PERSISTING,
+    "RECOVERY_REQUIRED": pb.SIGNAL_REJECTION_RECOVERY_REQUIRED,
+    "SHUTTING_DOWN": pb.SIGNAL_REJECTION_SHUTTING_DOWN,
+}
+
+_ADMISSION = {
+    None: diagnostics_pb2.ADMISSION_STATE_IDLE,
+    AdmissionState.ADMITTING: diagnostics_pb2.ADMISSION_STATE_ADMITTING,
+    AdmissionState.EXECUTING: diagnostics_pb2.ADMISSION_STATE_EXECUTING,
+    AdmissionState.PERSISTING: diagnostics_pb2.ADMISSION_STATE_PERSISTING,
+    AdmissionState.RECOVERY_REQUIRED: diagnostics_pb2.ADMISSION_STATE_RECOVERY_REQUIRED,
+}
 
 
-def _unimplemented(method: str) -> Unimplemented:
-    return Unimplemented(
-        f"{method} is not implemented by this server version",
-        reason="NOT_IMPLEMENTED",
-        metadata={"method": f"statewright.v1.WorkflowService/{method}"},
-    )
+def _deadline(context: Context) -> float | None:
+    remaining = context.time_remaining()
+    return remaining if remaining is not None and remaining < 1e9 else None
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    message = duration_pb2.Duration()
+    message.FromNanoseconds(int(seconds * 1e9))
+    return message
+
+
+def _wall(seconds: float) -> Timestamp:
+    message = Timestamp()
+    message.FromNanoseconds(int(seconds * 1e9))
+    return message
 
 
 class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
+    def __init__(self, app: Application) -> None:
+        self._app = app
+
+    async def _answered(self, key: RequestKey | None) -> Replayed | None:
+        return None if key is None else await self._app.replay(key)
+
+    async def _replayed(self, key: RequestKey | None) -> Replayed:
+        assert key is not None
+        replayed = await self._app.replay(key)
+        if replayed is None:
+            raise Aborted(
+                "the original request with this request_id did not complete; retry",
+                reason="REQUEST_IN_DOUBT",
+                metadata={"request_id": key.request_id},
+            )
+        return replayed
+
+    async def _step(
+        self, key: RequestKey | None, context: Context, **fields: object
+    ) -> Outcome | Replayed:
+        """Run a step; a duplicate request id (raced or retried) answers the stored result."""
+        try:
+            result = await self._app.step(_deadline(context), request=key, **fields)
+        except StatewrightError as exc:
+            # A retry that raced its original may see the original's effect (e.g. "not
+            # WAITING any more"); if the original was recorded, its answer is the answer.
+            if key is not None and not isinstance(exc, InvalidArgument):
+                replayed = await self._app.replay(key)
+                if replayed is not None:
+                    return replayed
+            raise
+        if isinstance(result, Replay):
+            return await self._replayed(key)
+        return result
+
     @unary
     async def StartWorkflow(
         self, request: pb.StartWorkflowRequest, context: Context
@@ -34,33 +112,77 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         if request.workflow_id:
             v.workflow_id(request.workflow_id)
         v.request_id(request.request_id)
-        raise _unimplemented("StartWorkflow")
+        key = request_key("StartWorkflow", request, request.request_id)
+        replayed = await self._answered(key)
+        if replayed is not None:
+            return _start_response(replayed)
+        loaded = await self._app.definition(request.definition, request.version or None)
+        result = await self._step(
+            key,
+            context,
+            kind="start",
+            workflow_id=request.workflow_id or uuid.uuid4().hex,
+            loaded=loaded,
+            input=struct_to_dict(request.input),
+            return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+        )
+        return _start_response(result)
 
     @unary
     async def ResumeWorkflow(
         self, request: pb.ResumeWorkflowRequest, context: Context
     ) -> pb.ResumeWorkflowResponse:
-        v.workflow_name(request.name)
+        workflow_id = v.workflow_name(request.name)
         v.event_name(request.event, allow_empty=True)
         v.non_negative("expected_revision", request.expected_revision)
         v.request_id(request.request_id)
-        raise _unimplemented("ResumeWorkflow")
+        key = request_key("ResumeWorkflow", request, request.request_id)
+        result = await self._answered(key) or await self._step(
+            key,
+            context,
+            kind="resume",
+            workflow_id=workflow_id,
+            event=request.event,
+            input=struct_to_dict(request.input),
+            expected_revision=request.expected_revision,
+        )
+        return pb.ResumeWorkflowResponse(
+            workflow=workflow_pb(result.record, result.loaded.definition),
+            transitions=transitions_pb(result.transitions),
+        )
 
     @unary
     async def SignalWorkflow(
         self, request: pb.SignalWorkflowRequest, context: Context
     ) -> pb.SignalWorkflowResponse:
-        v.workflow_name(request.name)
+        workflow_id = v.workflow_name(request.name)
         v.event_name(request.event)
         v.request_id(request.request_id)
-        raise _unimplemented("SignalWorkflow")
+        key = request_key("SignalWorkflow", request, request.request_id)
+        result = await self._answered(key) or await self._step(
+            key,
+            context,
+            kind="signal",
+            workflow_id=workflow_id,
+            event=request.event,
+            input=struct_to_dict(request.payload),
+        )
+        accepted = result.accepted if isinstance(result, Outcome) else True
+        rejection = result.rejection if isinstance(result, Outcome) else ""
+        return pb.SignalWorkflowResponse(
+            accepted=accepted,
+            reason=_REJECTIONS[rejection],
+            workflow=workflow_pb(result.record, result.loaded.definition),
+            transitions=transitions_pb(result.transitions),
+        )
 
     @unary
     async def GetWorkflow(
         self, request: pb.GetWorkflowRequest, context: Context
     ) -> pb.GetWorkflowResponse:
-        v.workflow_name(request.name)
-        raise _unimplemented("GetWorkflow")
+        workflow_id = v.workflow_name(request.name)
+        record, loaded = await self._app.get(workflow_id)
+        return pb.GetWorkflowResponse(workflow=workflow_pb(record, loaded.definition))
 
     @unary
     async def ListWorkflows(
@@ -68,18 +190,42 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.ListWorkflowsResponse:
         if request.definition:
             v.definition_name(request.definition)
-        v.page_size(request.page_size)
-        raise _unimplemented("ListWorkflows")
+        if request.status not in STATUS_FROM_PB and request.status != 0:
+            raise v.invalid("status", f"unknown status {request.status}")
+        page, loaded = await self._app.list(
+            definition=request.definition or None,
+            status=STATUS_FROM_PB.get(request.status),
+            page_size=v.page_size(request.page_size),
+            page_token=request.page_token,
+        )
+        return pb.ListWorkflowsResponse(
+            workflows=[
+                workflow_pb(record, item.definition)
+                for record, item in zip(page.items, loaded, strict=True)
+            ],
+            next_page_token=page.next_page_token,
+        )
 
     @unary
     async def CancelWorkflow(
         self, request: pb.CancelWorkflowRequest, context: Context
     ) -> pb.CancelWorkflowResponse:
-        v.workflow_name(request.name)
+        workflow_id = v.workflow_name(request.name)
         v.reason_text(request.reason)
         v.non_negative("expected_revision", request.expected_revision)
         v.request_id(request.request_id)
-        raise _unimplemented("CancelWorkflow")
+        key = request_key("CancelWorkflow", request, request.request_id)
+        result = await self._answered(key) or await self._step(
+            key,
+            context,
+            kind="cancel",
+            workflow_id=workflow_id,
+            reason=request.reason,
+            expected_revision=request.expected_revision,
+        )
+        return pb.CancelWorkflowResponse(
+            workflow=workflow_pb(result.record, result.loaded.definition)
+        )
 
     @server_stream
     async def WatchWorkflow(
@@ -88,21 +234,92 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         v.workflow_name(request.name)
         if request.HasField("after_revision"):
             v.non_negative("after_revision", request.after_revision)
-        raise _unimplemented("WatchWorkflow")
+        raise Unimplemented(
+            "WatchWorkflow is not implemented by this server version",
+            reason="NOT_IMPLEMENTED",
+            metadata={"method": "statewright.v1.WorkflowService/WatchWorkflow"},
+        )
         yield  # an async generator: the stream handler shape the server expects
 
     @unary
     async def GetDiagnostics(
         self, request: pb.GetDiagnosticsRequest, context: Context
     ) -> pb.GetDiagnosticsResponse:
-        raise _unimplemented("GetDiagnostics")
+        d = await self._app.diagnostics()
+        loop, counts, writer = d.loop, d.counts, d.writer
+        phase = diagnostics_pb2.EventLoopPhase.Value(f"EVENT_LOOP_PHASE_{loop.phase.value}")
+        return pb.GetDiagnosticsResponse(
+            event_loop=diagnostics_pb2.EventLoopDiagnostics(
+                phase=phase,
+                queue_depth=loop.queue_depth,
+                max_queue_depth=loop.max_queue_depth,
+                lag_last=_duration(loop.lag_last),
+                lag_average=_duration(loop.lag_average),
+                lag_max=_duration(loop.lag_max),
+                dispatch_count=loop.dispatch_count,
+                slow_dispatch_count=loop.slow_dispatch_count,
+                slow_dispatch_threshold=_duration(loop.slow_dispatch_threshold),
+            ),
+            admissions=diagnostics_pb2.AdmissionDiagnostics(
+                admitting=counts.admissions.get(AdmissionState.ADMITTING, 0),
+                executing=counts.admissions.get(AdmissionState.EXECUTING, 0),
+                persisting=counts.admissions.get(AdmissionState.PERSISTING, 0),
+                recovery_required=counts.admissions.get(AdmissionState.RECOVERY_REQUIRED, 0),
+                cached_sessions=counts.cached_sessions,
+            ),
+            persistence=diagnostics_pb2.PersistenceDiagnostics(
+                backend=d.backend,
+                queue_depth=writer.queue_depth,
+                queue_capacity=d.writer_capacity,
+                batches=writer.batches,
+                mean_batch_size=writer.mean_batch_size,
+                save_latency_p50=_duration(writer.latency_p50_ms / 1000),
+                save_latency_p99=_duration(writer.latency_p99_ms / 1000),
+                conflicts=writer.conflicts,
+                unknown_outcomes=writer.unknown_outcomes,
+                saves=writer.saves,
+            ),
+            watchers=diagnostics_pb2.WatcherDiagnostics(),
+            definitions=d.definitions,
+            build=diagnostics_pb2.BuildInfo(
+                version=__version__,
+                python_version=sys.version.split()[0],
+                grpc_version=grpc.__version__,
+            ),
+            uptime=_duration(d.uptime),
+        )
 
     @unary
     async def GetWorkflowDiagnostics(
         self, request: pb.GetWorkflowDiagnosticsRequest, context: Context
     ) -> pb.GetWorkflowDiagnosticsResponse:
-        v.workflow_name(request.name)
-        raise _unimplemented("GetWorkflowDiagnostics")
+        workflow_id = v.workflow_name(request.name)
+        info = await self._app.workflow_info(workflow_id)
+        revision = info.revision
+        if not info.cached and info.admission is None:
+            record, _ = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
+            revision = record.revision
+        diagnostics = diagnostics_pb2.WorkflowDiagnostics(
+            name=request.name,
+            admission_state=_ADMISSION[info.admission],
+            cached=info.cached,
+            revision=revision,
+            recent_transitions=transitions_pb(info.recent),
+        )
+        if info.recovery is not None:
+            recovery = info.recovery
+            error = recovery.last_error
+            diagnostics.recovery.CopyFrom(
+                diagnostics_pb2.RecoveryInfo(
+                    attempts=recovery.attempts,
+                    next_attempt_time=_wall(recovery.next_attempt),
+                    since_time=_wall(recovery.since),
+                    last_error=to_status_proto(error)
+                    if isinstance(error, StatewrightError)
+                    else None,
+                )
+            )
+        return pb.GetWorkflowDiagnosticsResponse(diagnostics=diagnostics)
 
     @unary
     async def ListDefinitions(
@@ -110,12 +327,42 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.ListDefinitionsResponse:
         if request.definition:
             v.definition_name(request.definition)
-        v.page_size(request.page_size)
-        raise _unimplemented("ListDefinitions")
+        size = v.page_size(request.page_size)
+        items = [
+            item
+            for item in self._app.registry.all()
+            if not request.definition or item.definition.name == request.definition
+        ]
+        offset = _offset_token(request.page_token, len(items))
+        page = items[offset : offset + size]
+        next_offset = offset + len(page)
+        return pb.ListDefinitionsResponse(
+            definitions=[definition_pb(item) for item in page],
+            next_page_token=f"o{next_offset}" if next_offset < len(items) else "",
+        )
 
     @unary
     async def GetDefinition(
         self, request: pb.GetDefinitionRequest, context: Context
     ) -> pb.GetDefinitionResponse:
-        v.definition_resource(request.name)
-        raise _unimplemented("GetDefinition")
+        name, version = v.definition_resource(request.name)
+        loaded = await self._app.definition(name, version)
+        return pb.GetDefinitionResponse(definition=definition_pb(loaded))
+
+
+def _offset_token(token: str, limit: int) -> int:
+    # Definitions are few and immutable, ordered by (name, version): an offset is stable.
+    if not token:
+        return 0
+    if not token.startswith("o") or not token[1:].isdigit() or int(token[1:]) > limit:
+        raise v.invalid("page_token", "page_token is malformed")
+    return int(token[1:])
+
+
+def _start_response(result: Outcome | Replayed) -> pb.StartWorkflowResponse:
+    created = result.created if isinstance(result, Outcome) else True
+    return pb.StartWorkflowResponse(
+        workflow=workflow_pb(result.record, result.loaded.definition),
+        transitions=transitions_pb(result.transitions),
+        created=created,
+    )

@@ -1,0 +1,163 @@
+"""Conversions between protobuf messages and the service's plain Python values."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from google.protobuf import struct_pb2, timestamp_pb2
+from google.rpc import code_pb2, status_pb2
+from statewright.v1 import definition_pb2, workflow_pb2
+
+from statewrightd.api.status import to_status_proto
+from statewrightd.definitions.graph import to_mermaid
+from statewrightd.definitions.model import Definition
+from statewrightd.definitions.registry import Loaded
+from statewrightd.engine import fsm
+from statewrightd.engine.model import Status, TransitionTaken
+from statewrightd.engine.snapshots import snapshot_of
+from statewrightd.errors import StatewrightError
+from statewrightd.store.records import HistoryRecord, InstanceRecord
+
+_MAX_SAFE_INT = 2**53
+
+STATUS_TO_PB: dict[str, workflow_pb2.WorkflowStatus.ValueType] = {
+    "RUNNING": workflow_pb2.WORKFLOW_STATUS_RUNNING,
+    "WAITING": workflow_pb2.WORKFLOW_STATUS_WAITING,
+    "COMPLETED": workflow_pb2.WORKFLOW_STATUS_COMPLETED,
+    "FAILED": workflow_pb2.WORKFLOW_STATUS_FAILED,
+    "CANCELLED": workflow_pb2.WORKFLOW_STATUS_CANCELLED,
+}
+STATUS_FROM_PB = {v: k for k, v in STATUS_TO_PB.items()}
+
+# google.rpc codes for the reasons a step fails an instance.
+_STEP_ERROR_CODES = {
+    "NO_TRANSITION_MATCHED": code_pb2.FAILED_PRECONDITION,
+    "RECURSION_LIMIT": code_pb2.RESOURCE_EXHAUSTED,
+    "EVALUATION_ERROR": code_pb2.INVALID_ARGUMENT,
+    "TYPE_MISMATCH": code_pb2.INVALID_ARGUMENT,
+    "CANCELLED": code_pb2.CANCELLED,
+}
+
+
+def _value(value: struct_pb2.Value) -> Any:
+    kind = value.WhichOneof("kind")
+    if kind == "number_value":
+        number = value.number_value
+        # Struct numbers are doubles: integral ones become ints so int fields type-check.
+        if number.is_integer() and abs(number) <= _MAX_SAFE_INT:
+            return int(number)
+        return number
+    if kind == "string_value":
+        return value.string_value
+    if kind == "bool_value":
+        return value.bool_value
+    if kind == "struct_value":
+        return struct_to_dict(value.struct_value)
+    if kind == "list_value":
+        return [_value(item) for item in value.list_value.values]
+    return None
+
+
+def struct_to_dict(message: struct_pb2.Struct) -> dict[str, Any]:
+    return {key: _value(item) for key, item in message.fields.items()}
+
+
+def dict_to_struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(_finite(values))
+    return message
+
+
+def _finite(value: Any) -> Any:
+    # Struct cannot carry NaN or infinities faithfully in JSON; the store refuses them too.
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, Mapping):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def timestamp(value: datetime) -> timestamp_pb2.Timestamp:
+    message = timestamp_pb2.Timestamp()
+    message.FromDatetime(value)
+    return message
+
+
+def transitions_pb(transitions: Iterable[TransitionTaken]) -> list[workflow_pb2.Transition]:
+    return [
+        workflow_pb2.Transition(from_state=t.from_state, to_state=t.to_state, event=t.event or "")
+        for t in transitions
+    ]
+
+
+def step_error_status(error: Mapping[str, Any]) -> status_pb2.Status:
+    reason = str(error.get("reason") or "STEP_FAILED")
+    failure = StatewrightError(
+        str(error.get("message", "")), reason=reason, metadata=error.get("metadata") or {}
+    )
+    status = to_status_proto(failure)
+    status.code = _STEP_ERROR_CODES.get(reason, code_pb2.FAILED_PRECONDITION)
+    return status
+
+
+def workflow_pb(record: InstanceRecord, definition: Definition) -> workflow_pb2.Workflow:
+    snapshot = snapshot_of(record)
+    message = workflow_pb2.Workflow(
+        name=f"workflows/{record.workflow_id}",
+        workflow_id=record.workflow_id,
+        definition=record.definition,
+        version=record.version,
+        state=record.state,
+        status=STATUS_TO_PB[record.status],
+        context=dict_to_struct(record.context),
+        revision=record.revision,
+        etag=etag(record.workflow_id, record.revision),
+        accepted_events=fsm.accepted_events(definition, snapshot),
+        create_time=timestamp(record.create_time),
+        update_time=timestamp(record.update_time),
+    )
+    if record.error and snapshot.status in (Status.FAILED, Status.CANCELLED):
+        message.error.CopyFrom(step_error_status(record.error))
+    return message
+
+
+def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord:
+    """The instance as it was at a history row's revision."""
+    return InstanceRecord(
+        workflow_id=history.workflow_id,
+        definition=current.definition,
+        version=current.version,
+        state=history.state,
+        status=history.status,
+        context=history.context,
+        revision=history.revision,
+        error=history.error,
+        create_time=current.create_time,
+        update_time=history.time,
+    )
+
+
+def etag(workflow_id: str, revision: int) -> str:
+    return f'"{workflow_id}/{revision}"'
+
+
+def definition_pb(loaded: Loaded) -> definition_pb2.Definition:
+    definition, record = loaded.definition, loaded.record
+    return definition_pb2.Definition(
+        name=f"definitions/{definition.name}/versions/{definition.version}",
+        definition=definition.name,
+        version=definition.version,
+        description=definition.description,
+        source=definition.source,
+        digest=definition.digest,
+        mermaid=to_mermaid(definition),
+        states=list(definition.states),
+        events=list(definition.events()),
+        create_time=timestamp(record.create_time),
+        source_name=record.source_name,
+    )

@@ -1,0 +1,294 @@
+"""The composition root: storage, definitions, writer, EventLoop and runtime, wired together.
+
+The servicer talks only to this object. Step commands are posted to the EventLoop thread
+and awaited on the asyncio loop; plain reads (Get, List, definitions, replays) go straight
+to the store on a small read pool because they touch no live state.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from google.protobuf.message import Message
+
+from statewrightd import errors
+from statewrightd.api.convert import record_at
+from statewrightd.config import ServerConfig
+from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
+from statewrightd.engine.model import TransitionTaken
+from statewrightd.engine.runtime import (
+    Outcome,
+    Replay,
+    RequestKey,
+    Result,
+    RuntimeCounts,
+    StepCommand,
+    WorkflowInfo,
+    WorkflowRuntime,
+)
+from statewrightd.engine.snapshots import transitions_from_dicts
+from statewrightd.store.records import InstanceRecord, Page
+from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.writer import GroupCommitWriter, WriterStats
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Beyond this many queued commands the EventLoop is behind: refuse at once instead of
+# letting latency grow without bound.
+MAX_LOOP_QUEUE = 20_000
+
+
+@dataclass(frozen=True, slots=True)
+class Replayed:
+    """A stored answer to a request id, rebuilt from the history row it recorded."""
+
+    record: InstanceRecord
+    transitions: tuple[TransitionTaken, ...]
+    loaded: Loaded
+
+
+@dataclass(frozen=True, slots=True)
+class Diagnostics:
+    loop: EventLoopMetrics
+    counts: RuntimeCounts
+    writer: WriterStats
+    writer_capacity: int
+    backend: str
+    definitions: list[str]
+    uptime: float
+
+
+def request_key(method: str, request: Message, request_id: str) -> RequestKey | None:
+    if not request_id:
+        return None
+    digest = hashlib.sha256(method.encode())
+    digest.update(request.SerializeToString(deterministic=True))
+    return RequestKey(request_id, method, digest.hexdigest())
+
+
+class Application:
+    def __init__(self, config: ServerConfig) -> None:
+        self.config = config
+        self.started = time.monotonic()
+        self._repo: Repository | None = None
+        self._registry: DefinitionRegistry | None = None
+        self._writer: GroupCommitWriter | None = None
+        self._loop: EventLoop | None = None
+        self._runtime: WorkflowRuntime | None = None
+        self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
+        self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-read")
+        self.writer_capacity = 10_000
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    async def open(self) -> None:
+        url = self.config.database_url
+        repo = await asyncio.to_thread(open_repository, url, migrate=True)
+        self._repo = repo
+        registry = DefinitionRegistry(repo)
+        if self.config.definitions_dir is not None:
+            loaded = await asyncio.to_thread(registry.load_directory, self.config.definitions_dir)
+            _log.info("loaded %d definitions from %s", len(loaded), self.config.definitions_dir)
+        stored = await asyncio.to_thread(registry.load_stored)
+        if stored:
+            _log.info("compiled %d more definition versions recorded in the store", stored)
+        self._registry = registry
+        self._writer = GroupCommitWriter(repo, max_queue=self.writer_capacity)
+        self._writer.start()
+        self._loop = EventLoop()
+        self._runtime = WorkflowRuntime(
+            loop=self._loop, repo=repo, writer=self._writer, registry=registry, io=self._io
+        )
+        self._loop.start(asyncio.get_running_loop())
+
+    def begin_drain(self) -> None:
+        if self._loop is not None and self._loop.phase is Phase.RUNNING:
+            self._loop.phase = Phase.DRAINING
+
+    async def close(self) -> None:
+        if self._loop is not None:
+            await asyncio.to_thread(self._loop.stop)
+        if self._writer is not None:
+            await asyncio.to_thread(self._writer.stop, True)
+        self._io.shutdown(wait=False, cancel_futures=True)
+        self._reads.shutdown(wait=False, cancel_futures=True)
+        if self._repo is not None:
+            await asyncio.to_thread(self._repo.close)
+
+    @property
+    def repo(self) -> Repository:
+        assert self._repo is not None, "application not opened"
+        return self._repo
+
+    @property
+    def registry(self) -> DefinitionRegistry:
+        assert self._registry is not None, "application not opened"
+        return self._registry
+
+    @property
+    def loop(self) -> EventLoop:
+        assert self._loop is not None, "application not opened"
+        return self._loop
+
+    @property
+    def runtime(self) -> WorkflowRuntime:
+        assert self._runtime is not None, "application not opened"
+        return self._runtime
+
+    # -- steps -------------------------------------------------------------------------------
+
+    async def step(self, budget: float | None, **fields: Any) -> Outcome | Replay:
+        """Run one step command on the EventLoop and await its answer."""
+        loop = self.loop
+        if loop.queue_depth() > MAX_LOOP_QUEUE:
+            raise errors.ResourceExhausted(
+                "the server is overloaded; retry with backoff", reason="OVERLOADED"
+            )
+        aio = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = aio.create_future()
+
+        def reply(result: Result) -> None:
+            loop.reply(functools.partial(_settle, future, result))
+
+        command = StepCommand(reply=reply, **fields)
+        loop.post(functools.partial(self.runtime.submit, command))
+        try:
+            result = await asyncio.wait_for(asyncio.shield(future), budget)
+        except TimeoutError:
+            raise errors.DeadlineExceeded(
+                "the deadline passed before the step finished; its outcome is decided by the "
+                "server and visible through GetWorkflow",
+                metadata={"workflow_id": command.workflow_id},
+            ) from None
+        if isinstance(result, errors.StatewrightError):
+            raise result
+        return result
+
+    async def on_loop(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` on the EventLoop thread (to read live state) and return its result."""
+        loop = self.loop
+        aio = asyncio.get_running_loop()
+        future: asyncio.Future[T] = aio.create_future()
+
+        def run() -> None:
+            try:
+                value: Any = fn()
+            except Exception as exc:
+                value = exc
+            loop.reply(functools.partial(_settle, future, value))
+
+        loop.post(run)
+        return await future
+
+    # -- reads -------------------------------------------------------------------------------
+
+    async def _read(self, fn: Callable[[], T]) -> T:
+        return await asyncio.get_running_loop().run_in_executor(self._reads, fn)
+
+    async def definition(self, name: str, version: int | None) -> Loaded:
+        registry = self.registry
+        if version is not None:
+            cached = registry.cached(name, version)
+            if cached is not None:
+                return cached
+        return await self._read(lambda: registry.get(name, version))
+
+    async def get(self, workflow_id: str) -> tuple[InstanceRecord, Loaded]:
+        repo, registry = self.repo, self.registry
+
+        def read() -> tuple[InstanceRecord, Loaded]:
+            try:
+                record = repo.load(workflow_id)
+            except errors.RecordNotFound:
+                raise errors.NotFound(
+                    f"workflow {workflow_id} not found",
+                    reason="WORKFLOW_NOT_FOUND",
+                    metadata={"workflow_id": workflow_id},
+                ) from None
+            return record, registry.get(record.definition, record.version)
+
+        return await self._read(read)
+
+    async def list(
+        self, *, definition: str | None, status: str | None, page_size: int, page_token: str
+    ) -> tuple[Page, list[Loaded]]:
+        repo, registry = self.repo, self.registry
+
+        def read() -> tuple[Page, list[Loaded]]:
+            page = repo.list(
+                definition=definition, status=status, page_size=page_size, page_token=page_token
+            )
+            return page, [registry.get(r.definition, r.version) for r in page.items]
+
+        return await self._read(read)
+
+    async def replay(self, key: RequestKey) -> Replayed | None:
+        """The original answer to ``key``'s request id, or None if it was never answered."""
+        repo, registry = self.repo, self.registry
+
+        def read() -> Replayed | None:
+            stored = repo.lookup_request(key.request_id)
+            if stored is None:
+                return None
+            if (stored.method, stored.fingerprint) != (key.method, key.fingerprint):
+                raise errors.InvalidArgument(
+                    f"request_id {key.request_id!r} was already used for a different request "
+                    f"({stored.method}); use a new request_id for new content",
+                    reason="REQUEST_ID_REUSED",
+                    metadata={"request_id": key.request_id, "original_method": stored.method},
+                )
+            revision = int(json.loads(stored.response)["revision"])
+            current = repo.load(stored.workflow_id)
+            (history,) = repo.history_after(stored.workflow_id, revision - 1, 1)
+            loaded = registry.get(current.definition, current.version)
+            return Replayed(
+                record_at(history, current), transitions_from_dicts(history.transitions), loaded
+            )
+
+        return await self._read(read)
+
+    async def ping(self) -> None:
+        await self._read(self.repo.ping)
+
+    # -- diagnostics -------------------------------------------------------------------------
+
+    async def diagnostics(self) -> Diagnostics:
+        counts = await self.on_loop(self.runtime.counts)
+        assert self._writer is not None
+        return Diagnostics(
+            loop=self.loop.metrics(),
+            counts=counts,
+            writer=self._writer.stats(),
+            writer_capacity=self.writer_capacity,
+            backend="postgresql" if self.config.database_url.startswith("postgres") else "sqlite",
+            definitions=[
+                f"definitions/{item.definition.name}/versions/{item.definition.version}"
+                for item in self.registry.all()
+            ],
+            uptime=time.monotonic() - self.started,
+        )
+
+    async def workflow_info(self, workflow_id: str) -> WorkflowInfo:
+        runtime = self.runtime
+        return await self.on_loop(lambda: runtime.info(workflow_id))
+
+
+def _settle(future: asyncio.Future[Any], value: Any) -> None:
+    if future.done():
+        return
+    if isinstance(value, BaseException):
+        future.set_exception(value)
+    else:
+        future.set_result(value)

@@ -1,0 +1,588 @@
+"""Workflow execution on the EventLoop thread: admission, session cache, saves, recovery.
+
+Every method here runs on the EventLoop thread (``submit`` is posted there by the
+asyncio facade). Storage work leaves the thread (loads and re-checks on the I/O pool,
+saves through the group-commit writer) and its result is posted back as a new command,
+so the thread itself never blocks.
+
+Decisions that write are verified by the store's compare-and-swap. Decisions that do not
+write (a refusal, a signal whose guards are all false) are confirmed against a fresh load
+whenever they were made on a cached snapshot, because another replica may have moved the
+instance on since it was cached.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+from statewrightd import errors
+from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.engine import fsm
+from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
+from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.model import Snapshot, StepResult, TransitionTaken
+from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.store.records import Create, InstanceRecord, Operation, RequestRecord, Save
+from statewrightd.store.repository import Repository
+from statewrightd.store.writer import GroupCommitWriter
+
+_log = logging.getLogger(__name__)
+
+Kind = Literal["start", "resume", "signal", "cancel"]
+
+MAX_CONFLICT_RETRIES = 8
+MAX_PENDING_SIGNALS = 1024
+RECENT_TRANSITIONS = 20
+RECHECK_FIRST_DELAY = 0.2
+RECHECK_MAX_DELAY = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    """An idempotency key and what identifies the request it was first used with."""
+
+    request_id: str
+    method: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What a step command answers: the instance after it, and what happened."""
+
+    record: InstanceRecord
+    loaded: Loaded
+    transitions: tuple[TransitionTaken, ...] = ()
+    created: bool = True
+    accepted: bool = True
+    rejection: str = ""  # SignalRejection name when accepted is False
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """The request id was already answered: the caller replays the stored response."""
+
+    request_id: str
+
+
+Result = Outcome | Replay | errors.StatewrightError
+Reply = Callable[[Result], None]
+
+
+@dataclass(slots=True)
+class StepCommand:
+    kind: Kind
+    workflow_id: str
+    reply: Reply
+    loaded: Loaded | None = None  # start only: the definition version to run
+    event: str = ""
+    input: dict[str, Any] = field(default_factory=dict)
+    expected_revision: int = 0
+    reason: str = ""
+    return_existing: bool = False
+    request: RequestKey | None = None
+    attempts: int = 0
+    fresh: bool = False  # the session was loaded from the store by this command
+
+
+@dataclass(slots=True)
+class Session:
+    """A cached live instance."""
+
+    loaded: Loaded
+    snapshot: Snapshot
+    record: InstanceRecord
+    recent: deque[TransitionTaken] = field(default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS))
+
+
+@dataclass(frozen=True, slots=True)
+class _SaveInFlight:
+    cmd: StepCommand
+    token: int
+    op: Operation
+    result: StepResult
+    loaded: Loaded
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowInfo:
+    """The runtime's view of one instance, for GetWorkflowDiagnostics."""
+
+    workflow_id: str
+    admission: AdmissionState | None
+    cached: bool
+    revision: int
+    recent: tuple[TransitionTaken, ...]
+    recovery: Recovery | None
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeCounts:
+    admissions: dict[AdmissionState, int]
+    cached_sessions: int
+    recoveries_resolved: int
+
+
+StepListener = Callable[[InstanceRecord, tuple[TransitionTaken, ...]], None]
+
+
+class WorkflowRuntime:
+    """Owns admission, the session cache and step execution. EventLoop thread only."""
+
+    def __init__(
+        self,
+        *,
+        loop: EventLoop,
+        repo: Repository,
+        writer: GroupCommitWriter,
+        registry: DefinitionRegistry,
+        io: Executor,
+        cache_size: int = 50_000,
+    ) -> None:
+        self._loop = loop
+        self._repo = repo
+        self._writer = writer
+        self._registry = registry
+        self._io = io
+        self._cache: OrderedDict[str, Session] = OrderedDict()
+        self._cache_size = cache_size
+        self._admission = AdmissionRegistry()
+        self._inflight_requests: dict[str, list[StepCommand]] = {}
+        self._recoveries_resolved = 0
+        self.listeners: list[StepListener] = []
+
+    # -- entry -----------------------------------------------------------------------------
+
+    def submit(self, cmd: StepCommand) -> None:
+        if self._loop.phase is not Phase.RUNNING:
+            self._refuse_shutting_down(cmd)
+            return
+        if cmd.request is not None:
+            parked = self._inflight_requests.get(cmd.request.request_id)
+            if parked is not None:
+                # The same request is being executed: answer both from its outcome.
+                parked.append(cmd)
+                return
+        segment = self._admission.get(cmd.workflow_id)
+        if segment is not None:
+            self._refuse_busy(cmd, segment)
+            return
+        segment = self._admission.admit(cmd.workflow_id)
+        if cmd.request is not None:
+            self._inflight_requests[cmd.request.request_id] = []
+        if cmd.kind == "start":
+            self._start(cmd, segment)
+            return
+        session = self._cached(cmd.workflow_id)
+        if session is None:
+            self._load(cmd, segment)
+        else:
+            self._execute(cmd, segment, session)
+
+    def _refuse_shutting_down(self, cmd: StepCommand) -> None:
+        session = self._cache.get(cmd.workflow_id)
+        if cmd.kind == "signal" and session is not None:
+            cmd.reply(
+                Outcome(session.record, session.loaded, accepted=False, rejection="SHUTTING_DOWN")
+            )
+            return
+        cmd.reply(errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN"))
+
+    def _refuse_busy(self, cmd: StepCommand, segment: Segment) -> None:
+        meta = {"workflow_id": cmd.workflow_id}
+        if segment.state is AdmissionState.RECOVERY_REQUIRED:
+            session = self._cache.get(cmd.workflow_id)
+            if cmd.kind == "signal" and session is not None:
+                cmd.reply(
+                    Outcome(
+                        session.record,
+                        session.loaded,
+                        accepted=False,
+                        rejection="RECOVERY_REQUIRED",
+                    )
+                )
+                return
+            cmd.reply(
+                errors.FailedPrecondition(
+                    f"workflow {cmd.workflow_id} awaits recovery of a save whose outcome is "
+                    "unknown; retry later",
+                    reason="RECOVERY_REQUIRED",
+                    metadata=meta,
+                )
+            )
+            return
+        if cmd.kind == "signal":
+            if len(segment.pending) < MAX_PENDING_SIGNALS:
+                segment.pending.append(cmd)
+                return
+            session = self._cache.get(cmd.workflow_id)
+            if session is not None:
+                cmd.reply(
+                    Outcome(session.record, session.loaded, accepted=False, rejection="PERSISTING")
+                )
+                return
+        cmd.reply(
+            errors.Aborted(
+                f"workflow {cmd.workflow_id} is executing another request; retry",
+                reason="WORKFLOW_BUSY",
+                metadata=meta,
+            )
+        )
+
+    # -- loading ---------------------------------------------------------------------------
+
+    def _cached(self, workflow_id: str) -> Session | None:
+        session = self._cache.get(workflow_id)
+        if session is not None:
+            self._cache.move_to_end(workflow_id)
+        return session
+
+    def _remember(self, session: Session) -> None:
+        workflow_id = session.record.workflow_id
+        self._cache[workflow_id] = session
+        self._cache.move_to_end(workflow_id)
+        while len(self._cache) > self._cache_size:
+            oldest, _ = next(iter(self._cache.items()))
+            if self._admission.get(oldest) is not None:
+                self._cache.move_to_end(oldest)  # never evict a live segment's session
+                break
+            del self._cache[oldest]
+
+    def _load(self, cmd: StepCommand, segment: Segment) -> None:
+        segment.state = AdmissionState.ADMITTING
+        token = segment.token
+        repo, registry = self._repo, self._registry
+
+        def load() -> tuple[InstanceRecord, Loaded]:
+            record = repo.load(cmd.workflow_id)
+            return record, registry.get(record.definition, record.version)
+
+        self._offload(load, lambda result: self._on_loaded(cmd, token, result))
+
+    def _offload(self, fn: Callable[[], Any], then: Callable[[Any], None]) -> None:
+        """Run blocking ``fn`` on the I/O pool; ``then`` gets its result on this thread."""
+        loop = self._loop
+
+        def run() -> None:
+            try:
+                result: Any = fn()
+            except errors.StatewrightError as exc:
+                result = exc
+            except Exception as exc:
+                _log.exception("storage call failed")
+                result = errors.StorageUnavailable(f"storage call failed: {exc}")
+            try:
+                loop.post(lambda: then(result))
+            except errors.Unavailable:
+                _log.warning("event loop stopped before a storage result was delivered")
+
+        self._io.submit(run)
+
+    def _on_loaded(self, cmd: StepCommand, token: int, result: Any) -> None:
+        if not self._admission.owns(cmd.workflow_id, token):
+            return
+        if isinstance(result, errors.StatewrightError):
+            if isinstance(result, errors.RecordNotFound):
+                result = _workflow_not_found(cmd.workflow_id)
+            self._finish(cmd, token, result)
+            return
+        record, loaded = result
+        session = Session(loaded, snapshot_of(record), record)
+        self._remember(session)
+        cmd.fresh = True
+        segment = self._admission.get(cmd.workflow_id)
+        assert segment is not None
+        if cmd.kind == "start":
+            # if_exists=RETURN_EXISTING found the id taken: answer with what is stored.
+            self._finish(cmd, token, Outcome(record, loaded, created=False))
+            return
+        self._execute(cmd, segment, session)
+
+    # -- execution -------------------------------------------------------------------------
+
+    def _start(self, cmd: StepCommand, segment: Segment) -> None:
+        assert cmd.loaded is not None
+        session = self._cached(cmd.workflow_id)
+        if session is not None:
+            if cmd.return_existing:
+                self._finish(
+                    cmd, segment.token, Outcome(session.record, session.loaded, created=False)
+                )
+            else:
+                self._finish(cmd, segment.token, _already_exists(cmd.workflow_id))
+            return
+        segment.state = AdmissionState.EXECUTING
+        try:
+            result = fsm.start(cmd.loaded.definition, cmd.workflow_id, cmd.input)
+        except errors.StatewrightError as exc:
+            self._finish(cmd, segment.token, exc)
+            return
+        now = datetime.now(UTC)
+        record = instance_record(result.snapshot, now, now)
+        op = Create(record, history_record(result, None, now), self._request_record(cmd, record))
+        self._persist(cmd, segment, op, result, cmd.loaded)
+
+    def _execute(self, cmd: StepCommand, segment: Segment, session: Session) -> None:
+        segment.state = AdmissionState.EXECUTING
+        snapshot = session.snapshot
+        definition = session.loaded.definition
+        if cmd.expected_revision and cmd.expected_revision != snapshot.revision:
+            if not cmd.fresh:
+                self._load(cmd, segment)
+                return
+            self._finish(cmd, segment.token, _revision_mismatch(cmd, snapshot.revision))
+            return
+        try:
+            if cmd.kind == "resume":
+                result = fsm.resume(definition, snapshot, cmd.event, cmd.input)
+            elif cmd.kind == "signal":
+                result = fsm.signal(definition, snapshot, cmd.event, cmd.input)
+            else:
+                result = fsm.cancel(definition, snapshot, cmd.reason)
+        except errors.StatewrightError as exc:
+            if not cmd.fresh:
+                self._load(cmd, segment)  # confirm the refusal against the store
+                return
+            if cmd.kind == "signal" and exc.reason == "NOT_RUNNING":
+                outcome = Outcome(
+                    session.record, session.loaded, accepted=False, rejection="NOT_RUNNING"
+                )
+                self._finish(cmd, segment.token, outcome)
+                return
+            self._finish(cmd, segment.token, exc)
+            return
+        if not result.changed:
+            if not cmd.fresh:
+                self._load(cmd, segment)  # guards were false on a cached snapshot: confirm
+                return
+            self._finish(cmd, segment.token, Outcome(session.record, session.loaded))
+            return
+        now = datetime.now(UTC)
+        record = instance_record(result.snapshot, session.record.create_time, now)
+        event = result.transitions[0].event if result.transitions else (cmd.event or None)
+        op = Save(
+            record,
+            snapshot.revision,
+            history_record(result, event, now),
+            self._request_record(cmd, record),
+        )
+        self._persist(cmd, segment, op, result, session.loaded)
+
+    def _request_record(self, cmd: StepCommand, record: InstanceRecord) -> RequestRecord | None:
+        if cmd.request is None:
+            return None
+        # The response is rebuilt from the history row at this revision on replay, so the
+        # record stores the revision rather than serialized response bytes.
+        response = json.dumps({"revision": record.revision}).encode()
+        return RequestRecord(
+            request_id=cmd.request.request_id,
+            workflow_id=cmd.workflow_id,
+            method=cmd.request.method,
+            fingerprint=cmd.request.fingerprint,
+            response=response,
+            create_time=record.update_time,
+        )
+
+    def _persist(
+        self, cmd: StepCommand, segment: Segment, op: Operation, result: StepResult, loaded: Loaded
+    ) -> None:
+        segment.state = AdmissionState.PERSISTING
+        token = segment.token
+        loop = self._loop
+        in_flight = _SaveInFlight(cmd, token, op, result, loaded)
+
+        def saved(outcome: InstanceRecord | errors.StoreError) -> None:
+            try:
+                loop.post(lambda: self._on_saved(in_flight, outcome))
+            except errors.Unavailable:
+                _log.warning("event loop stopped before a save outcome was delivered")
+
+        try:
+            self._writer.submit(op, saved)
+        except errors.Overloaded as exc:
+            self._finish(cmd, token, exc)
+
+    def _on_saved(self, save: _SaveInFlight, outcome: InstanceRecord | errors.StoreError) -> None:
+        cmd, token, op, result, loaded = save.cmd, save.token, save.op, save.result, save.loaded
+        if not self._admission.owns(cmd.workflow_id, token):
+            return
+        if isinstance(outcome, InstanceRecord):
+            session = self._cache.get(cmd.workflow_id)
+            if session is None or session.loaded is not loaded:
+                session = Session(loaded, result.snapshot, outcome)
+            else:
+                session.snapshot, session.record = result.snapshot, outcome
+            session.recent.extend(result.transitions)
+            self._remember(session)
+            self._finish(cmd, token, Outcome(outcome, loaded, result.transitions))
+            for listener in self.listeners:
+                listener(outcome, result.transitions)
+            return
+        if isinstance(outcome, errors.OutcomeUnknown):
+            self._enter_recovery(cmd, token, op, outcome)
+            return
+        self._cache.pop(cmd.workflow_id, None)
+        if isinstance(outcome, errors.RecordExists):
+            if outcome.reason == "REQUEST_EXISTS" and cmd.request is not None:
+                self._finish(cmd, token, Replay(cmd.request.request_id))
+            elif cmd.kind == "start" and cmd.return_existing:
+                segment = self._admission.get(cmd.workflow_id)
+                assert segment is not None
+                self._load(cmd, segment)
+            else:
+                self._finish(cmd, token, _already_exists(cmd.workflow_id))
+            return
+        if isinstance(outcome, errors.Conflict):
+            if cmd.expected_revision:
+                actual = outcome.actual_revision or 0
+                self._finish(cmd, token, _revision_mismatch(cmd, actual))
+                return
+            if cmd.attempts < MAX_CONFLICT_RETRIES:
+                # Another replica saved first: reload and apply this command to its result.
+                cmd.attempts += 1
+                cmd.fresh = False
+                segment = self._admission.get(cmd.workflow_id)
+                assert segment is not None
+                self._load(cmd, segment)
+                return
+        failure: errors.StatewrightError = outcome
+        if isinstance(outcome, errors.RecordNotFound):
+            failure = _workflow_not_found(cmd.workflow_id)
+        self._finish(cmd, token, failure)
+
+    def _finish(self, cmd: StepCommand, token: int, result: Result) -> None:
+        segment = self._admission.release(cmd.workflow_id, token)
+        cmd.reply(result)
+        if cmd.request is not None:
+            for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
+                duplicate.reply(
+                    Replay(cmd.request.request_id) if isinstance(result, Outcome) else result
+                )
+        if segment is not None:
+            # Re-submitting keeps arrival order: the first re-admits, the rest queue behind it.
+            for pending in segment.pending:
+                self.submit(pending)
+
+    # -- recovery --------------------------------------------------------------------------
+
+    def _enter_recovery(
+        self, cmd: StepCommand, token: int, op: Operation, error: errors.OutcomeUnknown
+    ) -> None:
+        segment = self._admission.get(cmd.workflow_id)
+        assert segment is not None
+        segment.state = AdmissionState.RECOVERY_REQUIRED
+        segment.recovery = Recovery(op, since=time.time(), last_error=error)
+        self._cache.pop(cmd.workflow_id, None)
+        _log.warning("workflow %s: save outcome unknown; recovery required", cmd.workflow_id)
+        # The caller is answered now rather than left waiting for the re-check.
+        cmd.reply(error)
+        if cmd.request is not None:
+            for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
+                duplicate.reply(error)
+        pending, segment.pending = list(segment.pending), deque()
+        for waiting in pending:
+            self._refuse_busy(waiting, segment)
+        self._schedule_recheck(cmd.workflow_id, token, RECHECK_FIRST_DELAY)
+
+    def _schedule_recheck(self, workflow_id: str, token: int, delay: float) -> None:
+        segment = self._admission.get(workflow_id)
+        if segment is None or segment.token != token or segment.recovery is None:
+            return
+        segment.recovery.next_attempt = time.time() + delay
+        self._loop.call_later(delay, lambda: self._recheck(workflow_id, token, delay))
+
+    def _recheck(self, workflow_id: str, token: int, delay: float) -> None:
+        segment = self._admission.get(workflow_id)
+        if segment is None or segment.token != token or segment.recovery is None:
+            return
+        recovery = segment.recovery
+        recovery.attempts += 1
+        repo = self._repo
+        # The verdict is wrapped so that a verdict (returned) is never confused with the
+        # re-check itself failing (raised), e.g. while the database is still unreachable.
+        self._offload(
+            lambda: (repo.resolve_outcome([recovery.operation])[0],),
+            lambda result: self._on_rechecked(workflow_id, token, delay, result),
+        )
+
+    def _on_rechecked(self, workflow_id: str, token: int, delay: float, result: Any) -> None:
+        segment = self._admission.get(workflow_id)
+        if segment is None or segment.token != token or segment.recovery is None:
+            return
+        verdict = result[0] if isinstance(result, tuple) else None
+        if verdict is not None and not isinstance(verdict, errors.OutcomeUnknown):
+            # Committed (a record), or known not to have committed (StorageUnavailable for
+            # "pre-state", Conflict for "another step owns that revision"): resolved.
+            self._recoveries_resolved += 1
+            _log.info(
+                "workflow %s: recovery resolved (%s) after %d re-checks",
+                workflow_id,
+                "committed" if isinstance(verdict, InstanceRecord) else "not committed",
+                segment.recovery.attempts,
+            )
+            self._admission.release(workflow_id, token)
+            return
+        failure = verdict if verdict is not None else result
+        if isinstance(failure, Exception):
+            segment.recovery.last_error = failure
+        self._schedule_recheck(workflow_id, token, min(delay * 2, RECHECK_MAX_DELAY))
+
+    # -- queries ---------------------------------------------------------------------------
+
+    def info(self, workflow_id: str) -> WorkflowInfo:
+        segment = self._admission.get(workflow_id)
+        session = self._cache.get(workflow_id)
+        return WorkflowInfo(
+            workflow_id=workflow_id,
+            admission=segment.state if segment else None,
+            cached=session is not None,
+            revision=session.snapshot.revision if session else 0,
+            recent=tuple(session.recent) if session else (),
+            recovery=segment.recovery if segment else None,
+        )
+
+    def counts(self) -> RuntimeCounts:
+        return RuntimeCounts(
+            admissions=dict(self._admission.counts()),
+            cached_sessions=len(self._cache),
+            recoveries_resolved=self._recoveries_resolved,
+        )
+
+    def live_segments(self) -> int:
+        return len(self._admission)
+
+
+def _already_exists(workflow_id: str) -> errors.AlreadyExists:
+    return errors.AlreadyExists(
+        f"workflow {workflow_id} already exists",
+        reason="WORKFLOW_ALREADY_EXISTS",
+        metadata={"workflow_id": workflow_id},
+    )
+
+
+def _workflow_not_found(workflow_id: str) -> errors.NotFound:
+    return errors.NotFound(
+        f"workflow {workflow_id} not found",
+        reason="WORKFLOW_NOT_FOUND",
+        metadata={"workflow_id": workflow_id},
+    )
+
+
+def _revision_mismatch(cmd: StepCommand, actual: int) -> errors.Aborted:
+    return errors.Aborted(
+        f"workflow {cmd.workflow_id} is at revision {actual}, not {cmd.expected_revision}",
+        reason="REVISION_MISMATCH",
+        metadata={
+            "workflow_id": cmd.workflow_id,
+            "expected_revision": cmd.expected_revision,
+            "actual_revision": actual,
+        },
+    )

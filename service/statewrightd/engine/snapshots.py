@@ -1,0 +1,82 @@
+"""Conversions between the engine's snapshots and the store's records."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import datetime
+from types import MappingProxyType
+from typing import Any
+
+from statewrightd.engine.model import Snapshot, Status, StepError, StepResult, TransitionTaken
+from statewrightd.store.records import HistoryRecord, InstanceRecord
+
+
+def error_to_dict(error: StepError | None) -> dict[str, Any] | None:
+    if error is None:
+        return None
+    return {"reason": error.reason, "message": error.message, "metadata": dict(error.metadata)}
+
+
+def error_from_dict(data: Mapping[str, Any] | None) -> StepError | None:
+    if not data:
+        return None
+    return StepError(
+        reason=str(data.get("reason", "")),
+        message=str(data.get("message", "")),
+        metadata=MappingProxyType(
+            {str(k): str(v) for k, v in dict(data.get("metadata") or {}).items()}
+        ),
+    )
+
+
+def snapshot_of(record: InstanceRecord) -> Snapshot:
+    return Snapshot(
+        workflow_id=record.workflow_id,
+        definition=record.definition,
+        version=record.version,
+        state=record.state,
+        status=Status(record.status),
+        context=record.context,
+        revision=record.revision,
+        error=error_from_dict(record.error),
+    )
+
+
+def instance_record(
+    snapshot: Snapshot, create_time: datetime, update_time: datetime
+) -> InstanceRecord:
+    return InstanceRecord(
+        workflow_id=snapshot.workflow_id,
+        definition=snapshot.definition,
+        version=snapshot.version,
+        state=snapshot.state,
+        status=str(snapshot.status),
+        context=dict(snapshot.context),
+        revision=snapshot.revision,
+        error=error_to_dict(snapshot.error),
+        create_time=create_time,
+        update_time=update_time,
+    )
+
+
+def transitions_to_dicts(transitions: tuple[TransitionTaken, ...]) -> list[dict[str, Any]]:
+    return [{"from": t.from_state, "to": t.to_state, "event": t.event} for t in transitions]
+
+
+def transitions_from_dicts(rows: list[dict[str, Any]]) -> tuple[TransitionTaken, ...]:
+    return tuple(TransitionTaken(str(r["from"]), str(r["to"]), r.get("event")) for r in rows)
+
+
+def history_record(result: StepResult, event: str | None, time: datetime) -> HistoryRecord:
+    snap = result.snapshot
+    return HistoryRecord(
+        workflow_id=snap.workflow_id,
+        revision=snap.revision,
+        event=event,
+        transitions=transitions_to_dicts(result.transitions),
+        state=snap.state,
+        status=str(snap.status),
+        context=dict(snap.context),
+        error=error_to_dict(snap.error),
+        time=time,
+    )
