@@ -127,14 +127,14 @@ def server(database_url: str, tmp_path: Path) -> Any:
 
 
 def test_all_four_health_services_report_serving(server: ServerProcess) -> None:
-    health = health_pb2_grpc.HealthStub(server.channel())
+    health: Any = health_pb2_grpc.HealthStub(server.channel())
     for service in HEALTH_SERVICES:
         response = health.Check(health_pb2.HealthCheckRequest(service=service), timeout=5)
         assert response.status == health_pb2.HealthCheckResponse.SERVING, service
 
 
 def test_reflection_lists_the_workflow_service(server: ServerProcess) -> None:
-    stub = reflection_pb2_grpc.ServerReflectionStub(server.channel())
+    stub: Any = reflection_pb2_grpc.ServerReflectionStub(server.channel())
     request = reflection_pb2.ServerReflectionRequest(list_services="")
     (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
     names = {s.name for s in response.list_services_response.service}
@@ -182,7 +182,7 @@ def test_sigterm_drains_readiness_first_and_exits_zero_within_grace(
     server: ServerProcess,
 ) -> None:
     channel = server.channel()
-    health = health_pb2_grpc.HealthStub(channel)
+    health: Any = health_pb2_grpc.HealthStub(channel)
     seen: list[tuple[str, int]] = []
     not_serving = threading.Event()
 

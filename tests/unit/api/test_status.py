@@ -35,6 +35,7 @@ MAPPING: list[tuple[type[errors.StatewrightError], grpc.StatusCode, str]] = [
 
 def _infos(status: grpc.Status) -> list[error_details_pb2.ErrorInfo]:
     details = dict(status.trailing_metadata)["grpc-status-details-bin"]
+    assert isinstance(details, bytes)
     decoded = status_pb2.Status.FromString(details)
     infos = []
     for any_detail in decoded.details:
