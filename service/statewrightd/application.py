@@ -89,7 +89,7 @@ class Application:
         self._runtime: WorkflowRuntime | None = None
         self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
         self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-read")
-        self.writer_capacity = 10_000
+        self.writer_capacity = config.writer_queue
 
     # -- lifecycle ---------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from pathlib import Path
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///statewright.db"
 DEFAULT_GRACE_SECONDS = 10.0
+DEFAULT_WRITER_QUEUE = 10_000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
@@ -21,6 +22,7 @@ class ServerConfig:
     definitions_dir: Path | None = None
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     log_level: str = "INFO"
+    writer_queue: int = DEFAULT_WRITER_QUEUE
 
 
 class ConfigError(ValueError):
@@ -45,6 +47,12 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         type=float,
         help="seconds in-flight RPCs get on shutdown (env STATEWRIGHT_GRACE, "
         f"default {DEFAULT_GRACE_SECONDS:g})",
+    )
+    parser.add_argument(
+        "--writer-queue",
+        type=int,
+        help="saves the writer may queue before answering OVERLOADED (env "
+        f"STATEWRIGHT_WRITER_QUEUE, default {DEFAULT_WRITER_QUEUE})",
     )
     parser.add_argument(
         "--log-level",
@@ -86,7 +94,11 @@ def config_from(
     log_level = pick(args.log_level, "STATEWRIGHT_LOG_LEVEL", base.log_level).upper()
     if log_level not in LOG_LEVELS:
         raise ConfigError(f"log level must be one of {', '.join(LOG_LEVELS)}; got {log_level!r}")
+    queue_text = pick(args.writer_queue, "STATEWRIGHT_WRITER_QUEUE", str(base.writer_queue))
+    if not queue_text.isdigit() or int(queue_text) < 1:
+        raise ConfigError(f"writer queue must be a positive integer; got {queue_text!r}")
     return ServerConfig(
+        writer_queue=int(queue_text),
         listen=listen,
         database_url=database_url,
         definitions_dir=Path(definitions) if definitions else None,
