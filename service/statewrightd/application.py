@@ -37,7 +37,9 @@ from statewrightd.engine.runtime import (
     WorkflowRuntime,
 )
 from statewrightd.engine.snapshots import transitions_from_dicts
-from statewrightd.store.records import InstanceRecord, Page
+from statewrightd.engine.watch import StepEvent, WatchHub
+from statewrightd.store.notifications import StepListener
+from statewrightd.store.records import HistoryRecord, InstanceRecord, Page
 from statewrightd.store.repository import Repository, open_repository
 from statewrightd.store.writer import GroupCommitWriter, WriterStats
 
@@ -48,6 +50,9 @@ T = TypeVar("T")
 # Beyond this many queued commands the EventLoop is behind: refuse at once instead of
 # letting latency grow without bound.
 MAX_LOOP_QUEUE = 20_000
+# How often an idle watcher re-reads history when other replicas may write (PostgreSQL):
+# the bound on the delay a lost LISTEN/NOTIFY hint can cause.
+WATCH_RECHECK_SECONDS = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +95,8 @@ class Application:
         self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
         self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-read")
         self.writer_capacity = config.writer_queue
+        self.watch_hub = WatchHub()
+        self._step_listener: StepListener | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -111,13 +118,44 @@ class Application:
         self._runtime = WorkflowRuntime(
             loop=self._loop, repo=repo, writer=self._writer, registry=registry, io=self._io
         )
-        self._loop.start(asyncio.get_running_loop())
+        self._runtime.listeners.append(self._publish_step)
+        aio = asyncio.get_running_loop()
+        self._loop.start(aio)
+        if self.config.database_url.startswith(("postgresql://", "postgres://")):
+            hub = self.watch_hub
+
+            def deliver(hints: list[tuple[str, int]]) -> None:
+                aio.call_soon_threadsafe(hub.hint, hints)
+
+            def reconnected() -> None:
+                aio.call_soon_threadsafe(hub.catch_up_all)
+
+            hub.recheck_after = WATCH_RECHECK_SECONDS
+            self._step_listener = StepListener(url, deliver, reconnected)
+            self._step_listener.start()
+
+    def _publish_step(
+        self,
+        record: InstanceRecord,
+        loaded: Loaded,
+        transitions: tuple[TransitionTaken, ...],
+        event: str | None,
+    ) -> None:
+        # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
+        hub = self.watch_hub
+        if hub.watched(record.workflow_id):
+            self.loop.reply(
+                functools.partial(hub.publish, StepEvent(record, loaded, transitions, event))
+            )
 
     def begin_drain(self) -> None:
+        self.watch_hub.close()
         if self._loop is not None and self._loop.phase is Phase.RUNNING:
             self._loop.phase = Phase.DRAINING
 
     async def close(self) -> None:
+        if self._step_listener is not None:
+            await asyncio.to_thread(self._step_listener.stop)
         if self._loop is not None:
             await asyncio.to_thread(self._loop.stop)
         if self._writer is not None:
@@ -221,7 +259,7 @@ class Application:
 
         return await self._read(read)
 
-    async def list(
+    async def list_workflows(
         self, *, definition: str | None, status: str | None, page_size: int, page_token: str
     ) -> tuple[Page, list[Loaded]]:
         repo, registry = self.repo, self.registry
@@ -258,6 +296,12 @@ class Application:
             )
 
         return await self._read(read)
+
+    async def history_after(
+        self, workflow_id: str, after_revision: int, limit: int
+    ) -> list[HistoryRecord]:
+        repo = self.repo
+        return await self._read(lambda: repo.history_after(workflow_id, after_revision, limit))
 
     async def ping(self) -> None:
         await self._read(self.repo.ping)

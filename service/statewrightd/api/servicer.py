@@ -1,7 +1,7 @@
 """The WorkflowService servicer: validates each request, converts it, hands it on.
 
 It never touches workflow state: step RPCs go to the EventLoop through the application,
-reads go to the store. WatchWorkflow answers UNIMPLEMENTED until the watch issue lands.
+reads go to the store; watch streams are fed by the watch hub and the history table.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from statewrightd.api import validation as v
 from statewrightd.api.convert import (
     STATUS_FROM_PB,
     definition_pb,
+    record_at,
     struct_to_dict,
     transitions_pb,
     workflow_pb,
@@ -31,7 +32,12 @@ from statewrightd.api.status import to_status_proto
 from statewrightd.application import Application, Replayed, request_key
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.runtime import Outcome, Replay, RequestKey
-from statewrightd.errors import Aborted, InvalidArgument, StatewrightError, Unimplemented
+from statewrightd.engine.snapshots import transitions_from_dicts
+from statewrightd.engine.watch import StepEvent
+from statewrightd.errors import Aborted, InvalidArgument, StatewrightError, Unavailable
+
+_TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+_HISTORY_PAGE = 256
 
 _REJECTIONS = {
     "": pb.SIGNAL_REJECTION_UNSPECIFIED,
@@ -192,7 +198,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             v.definition_name(request.definition)
         if request.status not in STATUS_FROM_PB and request.status != 0:
             raise v.invalid("status", f"unknown status {request.status}")
-        page, loaded = await self._app.list(
+        page, loaded = await self._app.list_workflows(
             definition=request.definition or None,
             status=STATUS_FROM_PB.get(request.status),
             page_size=v.page_size(request.page_size),
@@ -231,15 +237,66 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def WatchWorkflow(
         self, request: pb.WatchWorkflowRequest, context: Context
     ) -> AsyncIterator[pb.WatchWorkflowResponse]:
-        v.workflow_name(request.name)
+        workflow_id = v.workflow_name(request.name)
+        after: int | None = None
         if request.HasField("after_revision"):
-            v.non_negative("after_revision", request.after_revision)
-        raise Unimplemented(
-            "WatchWorkflow is not implemented by this server version",
-            reason="NOT_IMPLEMENTED",
-            metadata={"method": "statewright.v1.WorkflowService/WatchWorkflow"},
-        )
-        yield  # an async generator: the stream handler shape the server expects
+            after = v.non_negative("after_revision", request.after_revision)
+        hub = self._app.watch_hub
+        if hub.closed:
+            raise _shutting_down()
+        # Subscribe before reading anything, so that no step can fall between the read and
+        # the subscription: whatever commits later is either in history or in the buffer.
+        sub = hub.subscribe(workflow_id)
+        try:
+            current, loaded = await self._app.get(workflow_id)
+            definition = loaded.definition
+            if after is None:
+                yield pb.WatchWorkflowResponse(
+                    type=pb.WATCH_EVENT_TYPE_CURRENT,
+                    revision=current.revision,
+                    workflow=workflow_pb(current, definition),
+                )
+                last = current.revision
+                if current.status in _TERMINAL:
+                    return
+            else:
+                last = after
+                if current.status in _TERMINAL and last >= current.revision:
+                    return
+            catch_up = last < current.revision
+            while True:
+                if catch_up:
+                    rows = await self._app.history_after(workflow_id, last, _HISTORY_PAGE)
+                    for row in rows:
+                        yield pb.WatchWorkflowResponse(
+                            type=pb.WATCH_EVENT_TYPE_STEP,
+                            revision=row.revision,
+                            transitions=transitions_pb(transitions_from_dicts(row.transitions)),
+                            workflow=workflow_pb(record_at(row, current), definition),
+                            event=row.event or "",
+                        )
+                        last = row.revision
+                        if row.status in _TERMINAL:
+                            return
+                    if len(rows) == _HISTORY_PAGE:
+                        continue
+                if sub.closed:
+                    raise _shutting_down()
+                await sub.wait(hub.recheck_after)
+                events, catch_up = sub.take()
+                for event in events:
+                    revision = event.record.revision
+                    if revision <= last:
+                        continue  # already sent from history
+                    if revision != last + 1:
+                        catch_up = True  # a gap: history has what is missing
+                        break
+                    yield _step_message(event)
+                    last = revision
+                    if event.record.status in _TERMINAL:
+                        return
+        finally:
+            hub.unsubscribe(sub)
 
     @unary
     async def GetDiagnostics(
@@ -279,7 +336,10 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
                 unknown_outcomes=writer.unknown_outcomes,
                 saves=writer.saves,
             ),
-            watchers=diagnostics_pb2.WatcherDiagnostics(),
+            watchers=diagnostics_pb2.WatcherDiagnostics(
+                active_watchers=self._app.watch_hub.active(),
+                catch_ups=self._app.watch_hub.catch_ups,
+            ),
             definitions=d.definitions,
             build=diagnostics_pb2.BuildInfo(
                 version=__version__,
@@ -357,6 +417,27 @@ def _offset_token(token: str, limit: int) -> int:
     if not token.startswith("o") or not token[1:].isdigit() or int(token[1:]) > limit:
         raise v.invalid("page_token", "page_token is malformed")
     return int(token[1:])
+
+
+def _shutting_down() -> Unavailable:
+    return Unavailable(
+        "the server is shutting down; reconnect with after_revision set to the last "
+        "revision received",
+        reason="SHUTTING_DOWN",
+    )
+
+
+def _step_message(event: StepEvent) -> pb.WatchWorkflowResponse:
+    if event.message is None:
+        event.message = pb.WatchWorkflowResponse(
+            type=pb.WATCH_EVENT_TYPE_STEP,
+            revision=event.record.revision,
+            transitions=transitions_pb(event.transitions),
+            workflow=workflow_pb(event.record, event.loaded.definition),
+            event=event.event or "",
+        )
+    message: pb.WatchWorkflowResponse = event.message
+    return message
 
 
 def _start_response(result: Outcome | Replayed) -> pb.StartWorkflowResponse:

@@ -131,7 +131,9 @@ class RuntimeCounts:
     recoveries_resolved: int
 
 
-StepListener = Callable[[InstanceRecord, tuple[TransitionTaken, ...]], None]
+# Called on the EventLoop thread after every committed step: (instance, definition,
+# transitions, event). Listeners must be quick and must not block.
+StepListener = Callable[[InstanceRecord, Loaded, tuple[TransitionTaken, ...], str | None], None]
 
 
 class WorkflowRuntime:
@@ -424,7 +426,7 @@ class WorkflowRuntime:
             self._remember(session)
             self._finish(cmd, token, Outcome(outcome, loaded, result.transitions))
             for listener in self.listeners:
-                listener(outcome, result.transitions)
+                listener(outcome, loaded, result.transitions, op.history.event)
             return
         if isinstance(outcome, errors.OutcomeUnknown):
             self._enter_recovery(cmd, token, op, outcome)

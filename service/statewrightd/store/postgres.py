@@ -32,6 +32,7 @@ from statewrightd.store.codec import (
     encode_op,
     encode_page_token,
 )
+from statewrightd.store.notifications import step_hints_payloads
 from statewrightd.store.outcomes import HistoryWitness, Verdict, answer, classify, resolve_each
 from statewrightd.store.records import (
     Create,
@@ -304,6 +305,8 @@ class PostgresRepository:
                 )
                 for i in order
             }
+            for payload in step_hints_payloads(target_of(e.op) for e in encoded):
+                conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
         outcomes: list[tuple[int, bool]] = []
         for i in range(len(encoded)):
             row = cursors[i].fetchone()

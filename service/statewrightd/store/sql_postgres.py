@@ -89,6 +89,12 @@ SELECT h.workflow_id, h.revision, h.event, h.state, h.status, h.time
     ON h.workflow_id = k.workflow_id AND h.revision = k.revision
 """
 
+# Watchers on other replicas learn of new revisions through one coalesced NOTIFY per
+# batch transaction (delivered only if it commits); the payload is a hint, and watchers
+# read the history table for the facts.
+STEPS_CHANNEL = "statewright_steps"
+NOTIFY_STEPS = "SELECT pg_notify(%s, %s)"
+
 LOAD = f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s"
 
 HISTORY_AFTER = f"""

@@ -1,0 +1,137 @@
+"""Fan-out of committed steps to WatchWorkflow streams.
+
+The EventLoop hands each committed step of a watched instance to the asyncio side in its
+batched replies; the fan-out to individual watchers happens here, on the asyncio loop,
+so the EventLoop's cost does not grow with the number of watchers and a slow client can
+never slow it down.
+
+Every watcher has a bounded buffer. When a buffer overflows, the watcher drops what it
+buffered and catches up from the history table instead: a slow consumer loses nothing,
+it just reads from the database for a while. Hints from other replicas (LISTEN/NOTIFY)
+work the same way: they only say "there is something newer than you have; read history".
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import deque
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from statewrightd.definitions.registry import Loaded
+from statewrightd.engine.model import TransitionTaken
+from statewrightd.store.records import InstanceRecord
+
+DEFAULT_BUFFER = 64
+
+
+@dataclass(slots=True)
+class StepEvent:
+    """One committed step, shared by every watcher of the instance."""
+
+    record: InstanceRecord
+    loaded: Loaded
+    transitions: tuple[TransitionTaken, ...]
+    event: str | None
+    # The wire message is built once, on first use, and shared by all watchers.
+    message: Any = None
+
+
+@dataclass(eq=False, slots=True)
+class Subscription:
+    workflow_id: str
+    capacity: int = DEFAULT_BUFFER
+    buffer: deque[StepEvent] = field(default_factory=deque)
+    needs_catch_up: bool = False
+    closed: bool = False
+    # Highest revision known to exist (delivered locally or hinted by another replica).
+    latest_known: int = 0
+    wake: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def wait(self, recheck_after: float | None) -> None:
+        if self.buffer or self.needs_catch_up or self.closed:
+            return
+        try:
+            await asyncio.wait_for(self.wake.wait(), recheck_after)
+        except TimeoutError:
+            # A periodic look at history covers a lost cross-replica hint.
+            self.needs_catch_up = True
+        self.wake.clear()
+
+    def take(self) -> tuple[list[StepEvent], bool]:
+        events = list(self.buffer)
+        self.buffer.clear()
+        catch_up, self.needs_catch_up = self.needs_catch_up, False
+        return events, catch_up
+
+
+class WatchHub:
+    """Subscriptions by instance; asyncio thread only (except the read in ``watched``)."""
+
+    def __init__(self, buffer: int = DEFAULT_BUFFER, recheck_after: float | None = None) -> None:
+        self._subs: dict[str, set[Subscription]] = {}
+        self._buffer = buffer
+        # With other replicas, a periodic history check bounds the delay a lost hint can
+        # cause; a single process (SQLite) sees every step itself and never needs it.
+        self.recheck_after = recheck_after
+        self.catch_ups = 0
+        self.closed = False
+
+    def watched(self, workflow_id: str) -> bool:
+        # Read from the EventLoop thread to skip unwatched instances. A race with a new
+        # subscription is harmless: a subscriber registers before it reads history, so a
+        # step it misses here is already committed and in the history it is about to read.
+        return workflow_id in self._subs
+
+    def subscribe(self, workflow_id: str) -> Subscription:
+        sub = Subscription(workflow_id, capacity=self._buffer)
+        sub.closed = self.closed
+        self._subs.setdefault(workflow_id, set()).add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscription) -> None:
+        subs = self._subs.get(sub.workflow_id)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del self._subs[sub.workflow_id]
+
+    def publish(self, event: StepEvent) -> None:
+        for sub in self._subs.get(event.record.workflow_id, ()):
+            sub.latest_known = max(sub.latest_known, event.record.revision)
+            if sub.needs_catch_up:
+                continue  # history will have this one too
+            if len(sub.buffer) >= sub.capacity:
+                sub.buffer.clear()
+                sub.needs_catch_up = True
+                self.catch_ups += 1
+            else:
+                sub.buffer.append(event)
+            sub.wake.set()
+
+    def hint(self, hints: Iterable[tuple[str, int]]) -> None:
+        for workflow_id, revision in hints:
+            for sub in self._subs.get(workflow_id, ()):
+                if revision > sub.latest_known:
+                    sub.latest_known = revision
+                    sub.needs_catch_up = True
+                    sub.wake.set()
+
+    def catch_up_all(self) -> None:
+        """Hints may have been lost (the listener reconnected): every watcher re-reads."""
+        for subs in self._subs.values():
+            for sub in subs:
+                sub.needs_catch_up = True
+                sub.wake.set()
+
+    def close(self) -> None:
+        """Server drain: every stream ends so that clients reconnect elsewhere."""
+        self.closed = True
+        for subs in self._subs.values():
+            for sub in subs:
+                sub.closed = True
+                sub.wake.set()
+
+    def active(self) -> int:
+        return sum(len(subs) for subs in self._subs.values())
