@@ -1,30 +1,75 @@
-"""End-to-end fixtures: real server processes against the databases the test command starts."""
+"""End-to-end fixtures: real server processes against the databases the test command starts.
+
+Every PostgreSQL-backed test (or module, for module-scoped servers) gets a database of its
+own, created empty on the server `scripts/with-postgres` runs; statewrightd migrates it at
+start. SQLite-backed ones get a file in a temporary directory.
+"""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples" / "definitions"
+from tests.support.api import Client
+from tests.support.databases import PostgresDatabases, postgres_admin_url
+from tests.support.deployment import definitions_dir, running_server
+from tests.support.server import ServerProcess
+
+BACKENDS = ["postgresql", "sqlite"]
 
 
-def postgres_url() -> str:
-    url = os.environ.get("STATEWRIGHT_TEST_POSTGRES_URL")
-    if not url:
-        raise RuntimeError(
-            "STATEWRIGHT_TEST_POSTGRES_URL is not set: run the tests with `make test`, which "
-            "starts a private PostgreSQL (scripts/with-postgres)"
-        )
-    return url
+@pytest.fixture(scope="session")
+def postgres_databases() -> Iterator[PostgresDatabases]:
+    databases = PostgresDatabases(postgres_admin_url())
+    yield databases
+    databases.drop_all()
 
 
-@pytest.fixture(params=["postgresql", "sqlite"])
-def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite:///{tmp_path / 'statewright.db'}"
-    else:
-        yield postgres_url()
+def _database_for(backend: str, request: pytest.FixtureRequest, directory: Path) -> str:
+    if backend == "sqlite":
+        return f"sqlite:///{directory / 'statewright.db'}"
+    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
+    return databases.create()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def database_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A database of this test's own on the parametrized backend."""
+    return _database_for(backend, request, tmp_path)
+
+
+@pytest.fixture(scope="module", params=BACKENDS)
+def module_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def module_database_url(
+    module_backend: str, request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A database shared by one module's tests on one backend."""
+    return _database_for(module_backend, request, tmp_path_factory.mktemp(module_backend))
+
+
+@pytest.fixture(scope="module")
+def module_server(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """One server per module and backend, with the example and test definitions loaded."""
+    root = tmp_path_factory.mktemp("server")
+    definitions = definitions_dir(root / "definitions")
+    with running_server(module_database_url, definitions, cwd=root) as server:
+        yield server
+
+
+@pytest.fixture
+def client(module_server: ServerProcess) -> Iterator[Client]:
+    with Client(module_server.target) as c:
+        yield c

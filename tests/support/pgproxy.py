@@ -1,0 +1,291 @@
+"""A fault-injecting TCP proxy in front of PostgreSQL, for end-to-end tests.
+
+The server under test connects to the proxy (127.0.0.1, a free port) instead of the
+database. The proxy parses the frontend protocol (the untyped startup packet, then typed
+messages) so it can act on exact protocol events:
+
+- ``arm_cut_after_write_commit``: the next COMMIT of a transaction that wrote a workflow
+  step (a statement inserting into ``workflow_history``) is forwarded to PostgreSQL, which
+  commits it, and then the connection is cut, so the client never hears the answer.
+  Other transactions (pings, reads, definition loads) are never cut. With ``refuse`` the
+  database then "goes dark": new connections are accepted and closed at once until
+  ``heal``.
+- ``stall``: every client-to-server message is held (nothing reaches PostgreSQL) until
+  ``resume``.
+
+Statements are tracked per connection through Parse/Bind, so a step statement that the
+driver has prepared (and then only binds by name) is still recognised.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from types import TracebackType
+from urllib.parse import urlsplit, urlunsplit
+
+_STARTUP_V3 = 196608  # protocol 3.0; other untyped codes are SSL/GSS/cancel requests
+STEP_MARKER = b"INSERT INTO workflow_history"
+
+
+def _cstrings(payload: bytes, count: int) -> list[bytes]:
+    return payload.split(b"\x00", count)[:count]
+
+
+def _is_end_of_transaction(query: bytes) -> str:
+    word = query.strip().rstrip(b";").strip().upper()
+    if word in (b"COMMIT", b"END"):
+        return "commit"
+    if word in (b"ROLLBACK", b"ABORT"):
+        return "rollback"
+    return ""
+
+
+@dataclass
+class _Connection:
+    """What the proxy knows about one client connection."""
+
+    statements: dict[bytes, bool] = field(default_factory=dict)  # name -> writes a step
+    wrote_step: bool = False
+    cut: bool = False
+
+
+class PgProxy:
+    """Forwards 127.0.0.1 connections to PostgreSQL; injects faults on request."""
+
+    def __init__(self, upstream_host: str, upstream_port: int) -> None:
+        self._upstream = (upstream_host, upstream_port)
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._listener.settimeout(0.2)
+        self.port: int = self._listener.getsockname()[1]
+        self._lock = threading.Lock()
+        self._cut_armed = False
+        self._refuse_after_cut = False
+        self._refusing = False
+        self._flowing = threading.Event()
+        self._flowing.set()
+        self._closing = threading.Event()
+        self.cuts = 0
+        self.refused = 0
+        self.held = 0  # messages that waited while stalled
+        self._threads: list[threading.Thread] = []
+        self._sockets: list[socket.socket] = []
+        self._spawn(self._accept_loop)
+
+    @classmethod
+    def for_url(cls, database_url: str) -> PgProxy:
+        parts = urlsplit(database_url)
+        assert parts.hostname == "127.0.0.1" and parts.port is not None, database_url
+        return cls(parts.hostname, parts.port)
+
+    def url_for(self, database_url: str) -> str:
+        """``database_url`` rerouted through the proxy (plain startup: no SSL/GSS)."""
+        parts = urlsplit(database_url)
+        user = f"{parts.username}@" if parts.username else ""
+        netloc = f"{user}127.0.0.1:{self.port}"
+        return urlunsplit(parts._replace(netloc=netloc, query="sslmode=disable&gssencmode=disable"))
+
+    # -- faults ------------------------------------------------------------------------------
+
+    def arm_cut_after_write_commit(self, *, refuse: bool = False) -> None:
+        with self._lock:
+            self._cut_armed = True
+            self._refuse_after_cut = refuse
+
+    def heal(self) -> None:
+        """Accept connections again and disarm any pending cut."""
+        with self._lock:
+            self._cut_armed = False
+            self._refusing = False
+            self._refuse_after_cut = False
+
+    def stall(self) -> None:
+        self._flowing.clear()
+
+    def resume(self) -> None:
+        self._flowing.set()
+
+    def wait_for_cut(self, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.cuts:
+                return True
+            time.sleep(0.01)
+        return bool(self.cuts)
+
+    @property
+    def refusing(self) -> bool:
+        with self._lock:
+            return self._refusing
+
+    # -- plumbing ----------------------------------------------------------------------------
+
+    def _spawn(self, target: object, *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
+        thread.start()
+        self._threads.append(thread)
+
+    def _accept_loop(self) -> None:
+        while not self._closing.is_set():
+            try:
+                client, _ = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            with self._lock:
+                refuse = self._refusing
+                if refuse:
+                    self.refused += 1
+            if refuse:
+                _hang_up(client)  # the database "went dark": accept and hang up at once
+                continue
+            try:
+                upstream = socket.create_connection(self._upstream, timeout=5)
+            except OSError:
+                _hang_up(client)
+                continue
+            upstream.settimeout(None)
+            self._sockets += [client, upstream]
+            conn = _Connection()
+            self._spawn(self._client_to_server, client, upstream, conn)
+            self._spawn(self._server_to_client, upstream, client, conn)
+
+    def _forward(self, upstream: socket.socket, message: bytes) -> None:
+        if not self._flowing.is_set():
+            self.held += 1
+            while not self._flowing.wait(0.1):
+                if self._closing.is_set():
+                    raise OSError("proxy closing")
+        upstream.sendall(message)
+
+    def _take_cut(self, conn: _Connection) -> bool:
+        with self._lock:
+            if not self._cut_armed:
+                return False
+            self._cut_armed = False
+            # From now on nothing the server says reaches this client: the COMMIT reply
+            # is lost even if the server answers before the hang-up.
+            conn.cut = True
+            self.cuts += 1
+            if self._refuse_after_cut:
+                self._refusing = True
+            return True
+
+    def _client_to_server(
+        self, client: socket.socket, upstream: socket.socket, conn: _Connection
+    ) -> None:
+        buffer = b""
+        startup_done = False
+        cut_at_sync = False
+        try:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    break
+                buffer += data
+                while True:
+                    if not startup_done:
+                        if len(buffer) < 8:
+                            break
+                        (length,) = struct.unpack("!I", buffer[:4])
+                        if len(buffer) < length:
+                            break
+                        (code,) = struct.unpack("!I", buffer[4:8])
+                        startup_done = code == _STARTUP_V3
+                        self._forward(upstream, buffer[:length])
+                        buffer = buffer[length:]
+                        continue
+                    if len(buffer) < 5:
+                        break
+                    kind = buffer[:1]
+                    (length,) = struct.unpack("!I", buffer[1:5])
+                    if len(buffer) < 1 + length:
+                        break
+                    message, buffer = buffer[: 1 + length], buffer[1 + length :]
+                    if cut_at_sync:
+                        self._forward(upstream, message)
+                        if kind == b"S":
+                            return  # the extended-protocol COMMIT is complete: cut now
+                        continue
+                    if self._observe(kind, message[5:], conn) == "cut":
+                        self._forward(upstream, message)
+                        if kind == b"Q":
+                            return
+                        cut_at_sync = True  # Parse/Bind/Execute/Sync: forward up to Sync
+                        continue
+                    self._forward(upstream, message)
+        except OSError:
+            pass
+        finally:
+            _hang_up(upstream)
+            _hang_up(client)
+
+    def _observe(self, kind: bytes, payload: bytes, conn: _Connection) -> str:
+        """Track step-writing statements; answer "cut" when this message is the COMMIT to cut."""
+        query: bytes | None = None
+        if kind == b"Q":
+            query = _cstrings(payload, 1)[0]
+            if STEP_MARKER in query:
+                conn.wrote_step = True
+        elif kind == b"P":
+            name, query = _cstrings(payload, 2)
+            conn.statements[name] = STEP_MARKER in query
+        elif kind == b"B":
+            _portal, statement = _cstrings(payload, 2)
+            if conn.statements.get(statement):
+                conn.wrote_step = True
+        if query is None:
+            return ""
+        end = _is_end_of_transaction(query)
+        if not end:
+            return ""
+        wrote, conn.wrote_step = conn.wrote_step, False
+        if end == "commit" and wrote and self._take_cut(conn):
+            return "cut"
+        return ""
+
+    def _server_to_client(
+        self, upstream: socket.socket, client: socket.socket, conn: _Connection
+    ) -> None:
+        try:
+            while True:
+                data = upstream.recv(65536)
+                if not data or conn.cut:
+                    break
+                client.sendall(data)
+        except OSError:
+            pass
+        finally:
+            _hang_up(client)
+
+    def close(self) -> None:
+        self._closing.set()
+        self._flowing.set()
+        self._listener.close()
+        for sock in self._sockets:
+            _hang_up(sock)
+        for thread in self._threads:
+            thread.join(timeout=2)
+
+    def __enter__(self) -> PgProxy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+def _hang_up(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):
+        sock.shutdown(socket.SHUT_RDWR)
+    with contextlib.suppress(OSError):
+        sock.close()
