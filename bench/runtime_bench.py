@@ -1,0 +1,587 @@
+"""The runtime benchmark of issue 5: statewrightd on PostgreSQL versus a bare grpc.aio echo.
+
+Not a test. Starts, on 127.0.0.1 only, one ``statewrightd serve`` on the given PostgreSQL,
+one echo server (bench/echo_server.py, canned answer) and one echo server with the thread
+hand-off (``--mode hop``), then runs each scenario with bench/loadgen.py's load processes
+and stops everything it started. Run it through bench/run.sh, which brings its own
+PostgreSQL:
+
+    bench/run.sh                      # the figures in BENCHMARKS.md
+    bench/run.sh --quick              # shorter windows, a smoke run
+    bench/run.sh --profile DIR        # py-spy profiles of the server (scenarios a and b)
+
+Besides throughput and latency it records, over each measured window, the CPU each role
+used (server, PostgreSQL, load processes, everything else on the machine) so a reader
+can tell a saturated server from a crowded machine, and the server's own diagnostics
+(group-commit batch size, save latency, EventLoop lag).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import grpc
+from statewright.v1 import workflow_service_pb2 as pb
+from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
+
+# bench/ is a directory of scripts, not an installed package: import the sibling from the
+# repository root (the load processes, spawned, inherit this sys.path).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import loadgen
+from bench.loadgen import Plan, Summary
+
+ROOT = Path(__file__).resolve().parent.parent
+VENV_BIN = Path(sys.executable).parent
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
+STARTUP_TIMEOUT = 60.0
+
+
+# -- processes ----------------------------------------------------------------------------
+
+
+@dataclass
+class Served:
+    """A server process this script started, and where it listens."""
+
+    name: str
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def target(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(5)
+
+
+def _launch(name: str, argv: list[str], log: Path, pattern: str) -> Served:
+    """Start ``argv`` with output to ``log`` and wait for the line that names its port."""
+    with log.open("wb") as out:
+        # Output goes to a file, not a pipe, so a chatty server can never block on it.
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+    deadline = time.monotonic() + STARTUP_TIMEOUT
+    regex = re.compile(pattern)
+    while time.monotonic() < deadline:
+        match = regex.search(log.read_text(errors="replace"))
+        if match:
+            return Served(name, process, int(match.group(1)), log)
+        if process.poll() is not None:
+            break
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"{name} did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def start_statewrightd(database: str, logs: Path) -> Served:
+    argv = [
+        str(VENV_BIN / "statewrightd"),
+        "serve",
+        "--listen",
+        "127.0.0.1:0",
+        "--database",
+        database,
+        "--definitions",
+        str(ROOT / "examples" / "definitions"),
+        "--log-level",
+        "INFO",  # the "serving on" line is INFO; slow-dispatch warnings land in the log too
+    ]
+    return _launch("statewrightd", argv, logs / "statewrightd.log", r"serving on [\d.]+:(\d+)")
+
+
+def start_echo(mode: str, logs: Path) -> Served:
+    argv = [sys.executable, str(ROOT / "bench" / "echo_server.py"), "--mode", mode]
+    return _launch(f"echo-{mode}", argv, logs / f"echo-{mode}.log", r"serving on [\d.]+:(\d+)")
+
+
+# -- CPU accounting -----------------------------------------------------------------------
+
+
+def _proc_cpu(path: str) -> float:
+    """utime + stime of a /proc stat file, in seconds (0 if the process is gone)."""
+    try:
+        text = Path(path).read_text()
+    except OSError:
+        return 0.0
+    fields = text[text.rindex(")") + 2 :].split()
+    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def _machine_busy() -> float:
+    """CPU seconds the whole machine spent not idle (all cores), from /proc/stat."""
+    values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = values[3] + values[4]  # idle + iowait
+    return (sum(values[:8]) - idle) / CLOCK_TICKS
+
+
+def _postgres_pids(port: int) -> list[int]:
+    """The postmaster listening on ``port`` and its children (backends, writer, WAL...)."""
+    parents: dict[int, int] = {}
+    postmaster = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+        if b"-p" in cmdline and str(port).encode() in cmdline and b"postgres" in cmdline[0]:
+            postmaster = int(entry.name)
+    if not postmaster:
+        return []
+    return [postmaster] + [pid for pid, parent in parents.items() if parent == postmaster]
+
+
+class CpuProbe:
+    """Snapshots of cumulative CPU seconds per role; loadgen diffs two of them."""
+
+    def __init__(self, server: Served, echoes: list[Served], pg_port: int) -> None:
+        self.server = server
+        self.echoes = echoes
+        self.pg_port = pg_port
+        self.on_first: Callable[[], None] | None = None  # e.g. start a profiler
+
+    def __call__(self) -> dict[str, float]:
+        if self.on_first is not None:
+            hook, self.on_first = self.on_first, None
+            hook()
+        pid = self.server.process.pid
+        snap = {
+            "machine": _machine_busy(),
+            "server": _proc_cpu(f"/proc/{pid}/stat"),
+            "echo": sum(_proc_cpu(f"/proc/{e.process.pid}/stat") for e in self.echoes),
+            "postgres": sum(_proc_cpu(f"/proc/{p}/stat") for p in _postgres_pids(self.pg_port)),
+        }
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                snap[f"thread:{task.name}"] = _proc_cpu(str(task / "stat"))
+        return snap
+
+
+def thread_names(pid: int) -> dict[str, str]:
+    """Native thread id -> Python thread name (py-spy dump), else the kernel's comm."""
+    names: dict[str, str] = {}
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            names[task.name] = (task / "comm").read_text().strip()
+    spy = shutil.which("py-spy", path=str(VENV_BIN)) or shutil.which("py-spy")
+    if spy:
+        with contextlib.suppress(subprocess.SubprocessError, OSError):
+            dump = subprocess.run(
+                [spy, "dump", "--pid", str(pid)],
+                check=False,
+                capture_output=True,
+                text=True,
+                timeout=20,
+            ).stdout
+            for tid, name in re.findall(r'^Thread (\d+) \([^)]*\): "([^"]*)"', dump, re.M):
+                names[tid] = name
+    return names
+
+
+def thread_group(name: str) -> str:
+    """Group the server's threads into the roles that matter for the profile."""
+    if name == "MainThread":
+        return "asyncio main (grpc.aio + servicer)"
+    if "_poll_wrapper" in name:
+        return "grpc.aio poller"
+    if name == "eventloop":
+        return "EventLoop"
+    if name == "statewright-group-commit":
+        return "group-commit writer"
+    if name.startswith("statewright-io"):
+        return "I/O pool (loads)"
+    if name.startswith("statewright-read"):
+        return "read pool (Get/List/replay)"
+    if name.startswith(("statewright-store", "pool-")) or "psycopg" in name.lower():
+        return "psycopg pool"
+    return f"other ({name})"
+
+
+def group_threads(cpu: dict[str, float], names: dict[str, str]) -> dict[str, float]:
+    groups: dict[str, float] = {}
+    for key, cores in cpu.items():
+        if key.startswith("thread:"):
+            group = thread_group(names.get(key[7:], "?"))
+            groups[group] = groups.get(group, 0.0) + cores
+    return dict(sorted(groups.items(), key=lambda kv: -kv[1]))
+
+
+# -- server diagnostics -------------------------------------------------------------------
+
+
+def diagnostics(target: str) -> pb.GetDiagnosticsResponse:
+    with grpc.insecure_channel(target) as channel:
+        stub = pb_grpc.WorkflowServiceStub(channel)
+        response: pb.GetDiagnosticsResponse = stub.GetDiagnostics(
+            pb.GetDiagnosticsRequest(), timeout=10
+        )
+        return response
+
+
+def diag_delta(
+    before: pb.GetDiagnosticsResponse, after: pb.GetDiagnosticsResponse
+) -> dict[str, Any]:
+    """What the server reports about one scenario: batch size, save latency, loop lag."""
+    p0, p1 = before.persistence, after.persistence
+    batches = p1.batches - p0.batches
+    saves = p1.saves - p0.saves
+    return {
+        "saves": saves,
+        "batches": batches,
+        "mean_batch": saves / batches if batches else 0.0,
+        # The writer's percentiles cover its last 4,096 saves: the end of this scenario.
+        "save_p50_ms": p1.save_latency_p50.ToNanoseconds() / 1e6,
+        "save_p99_ms": p1.save_latency_p99.ToNanoseconds() / 1e6,
+        "loop_dispatches": after.event_loop.dispatch_count - before.event_loop.dispatch_count,
+        "loop_slow": after.event_loop.slow_dispatch_count - before.event_loop.slow_dispatch_count,
+        "loop_lag_max_ms": after.event_loop.lag_max.ToNanoseconds() / 1e6,
+        "loop_max_depth": after.event_loop.max_queue_depth,
+        "conflicts": p1.conflicts - p0.conflicts,
+        "unknown": p1.unknown_outcomes - p0.unknown_outcomes,
+    }
+
+
+# -- scenarios ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Case:
+    label: str  # as in BENCHMARKS.md
+    against: str  # "server", "echo-direct" or "echo-hop"
+    plan: Plan
+
+
+def cases(args: argparse.Namespace) -> list[Case]:
+    base = Plan(
+        target="",
+        scenario="start",
+        processes=args.processes,
+        concurrency=args.concurrency,
+        warmup=args.warmup,
+        duration=args.duration,
+    )
+    rate = args.rate
+    # Enough parked instances for the whole resume run (warmup included) at the rate the
+    # closed loop can reach, with a margin; the window ends early if a pool runs dry.
+    closed_pool = int(args.resume_capacity * (args.warmup + args.duration) / args.processes)
+    open_pool = int(rate * 1.15 * (args.warmup + args.duration) / args.processes)
+    open_cap = max(256, args.concurrency * 16)  # in-flight cap per process in open loop
+    out = [
+        Case("(c) echo", "echo-direct", replace(base, scenario="echo")),
+        Case("(c) echo + thread hop", "echo-hop", replace(base, scenario="echo")),
+        Case("(a) start-to-complete", "server", replace(base, scenario="start")),
+        Case("(b) human in the loop", "server", replace(base, scenario="hitl")),
+        Case("(b) resume only", "server", replace(base, scenario="resume", prepare=closed_pool)),
+    ]
+    if rate > 0:
+        out += [
+            Case(
+                f"(c) echo @ {rate:,.0f}/s",
+                "echo-direct",
+                replace(base, scenario="echo", rate=rate, concurrency=open_cap),
+            ),
+            Case(
+                f"(a) start-to-complete @ {rate:,.0f}/s",
+                "server",
+                replace(base, scenario="start", rate=rate, concurrency=open_cap),
+            ),
+            Case(
+                f"(b) resume only @ {rate:,.0f}/s",
+                "server",
+                replace(
+                    base, scenario="resume", rate=rate, concurrency=open_cap, prepare=open_pool
+                ),
+            ),
+            Case(
+                f"(b) human in the loop @ {rate / 2:,.0f} workflows/s",
+                "server",
+                replace(base, scenario="hitl", rate=rate / 2, concurrency=open_cap),
+            ),
+        ]
+    if args.only:
+        out = [c for c in out if any(word in c.label for word in args.only)]
+    return out
+
+
+@dataclass
+class Outcome:
+    case: Case
+    summary: Summary
+    server: dict[str, Any]  # diagnostics delta (server cases only)
+    threads: dict[str, float]  # server CPU by thread group, in cores
+
+
+def run_case(
+    case: Case,
+    servers: dict[str, Served],
+    probe: CpuProbe,
+    at_window_start: Callable[[], None] | None = None,
+) -> Outcome:
+    served = servers[case.against]
+    plan = replace(case.plan, target=served.target)
+    before = diagnostics(servers["server"].target) if case.against == "server" else None
+    probe.on_first = at_window_start
+    summary = loadgen.run(plan, probe)
+    server: dict[str, Any] = {}
+    threads: dict[str, float] = {}
+    if before is not None:
+        server = diag_delta(before, diagnostics(servers["server"].target))
+        # Named after the run: pool threads start lazily, during the first busy case.
+        threads = group_threads(summary.cpu, thread_names(servers["server"].process.pid))
+    summary.cpu = {k: v for k, v in summary.cpu.items() if not k.startswith("thread:")}
+    print(f"{case.label:<42} {summary.line()}", flush=True)
+    return Outcome(case, summary, server, threads)
+
+
+# -- reporting ------------------------------------------------------------------------------
+
+
+def _cores(summary: Summary, outcome: Outcome) -> str:
+    cpu = summary.cpu
+    role = "echo" if outcome.case.against.startswith("echo") else "server"
+    ours = cpu.get(role, 0.0) + cpu.get("postgres", 0.0) + summary.client_cpu
+    idle_peer = cpu.get("echo" if role == "server" else "server", 0.0)
+    other = max(0.0, cpu.get("machine", 0.0) - ours - idle_peer)
+    return (
+        f"{cpu.get(role, 0.0):.2f} / {cpu.get('postgres', 0.0):.2f} / "
+        f"{summary.client_cpu:.2f} / {other:.2f}"
+    )
+
+
+def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
+    lines = [
+        f"Run {meta['when']}, {meta['cpus']} CPUs, load average before: {meta['loadavg']}.",
+        "",
+        "| scenario | shape | throughput /s | p50 ms | p99 ms | resume /s | resume p50 / p99 ms "
+        "| errors | CPU cores: server-or-echo / postgres / load / other |",
+        "|---|---|---:|---:|---:|---:|---:|---|---|",
+    ]
+    for o in outcomes:
+        s = o.summary
+        resume = f"{s.resume_rate:,.0f}" if s.resume_rate else ""
+        resume_lat = f"{s.resume_p50_ms:.1f} / {s.resume_p99_ms:.1f}" if s.resume_rate else ""
+        errors = ", ".join(f"{k} {v}" for k, v in s.errors.items()) or "0"
+        lines.append(
+            f"| {o.case.label} | {s.shape} | {s.throughput:,.0f} | {s.p50_ms:.1f} | "
+            f"{s.p99_ms:.1f} | {resume} | {resume_lat} | {errors} | {_cores(s, o)} |"
+        )
+    lines += ["", "Server side (from GetDiagnostics; CPU by thread in cores):", ""]
+    lines += [
+        "| scenario | saves | mean batch | save p50 / p99 ms | loop lag max ms | "
+        "server CPU by thread |",
+        "|---|---:|---:|---:|---:|---|",
+    ]
+    for o in outcomes:
+        if not o.server:
+            continue
+        d = o.server
+        threads = ", ".join(f"{k} {v:.2f}" for k, v in o.threads.items() if v >= 0.01)
+        lines.append(
+            f"| {o.case.label} | {d['saves']:,} | {d['mean_batch']:.1f} | "
+            f"{d['save_p50_ms']:.1f} / {d['save_p99_ms']:.1f} | {d['loop_lag_max_ms']:.1f} | "
+            f"{threads} |"
+        )
+    return "\n".join(lines)
+
+
+def ratios(outcomes: list[Outcome]) -> dict[str, float]:
+    by_label = {o.case.label: o.summary.throughput for o in outcomes}
+    echo = by_label.get("(c) echo", 0.0)
+    if not echo:
+        return {}
+    out = {"echo + thread hop / echo": by_label.get("(c) echo + thread hop", 0.0) / echo}
+    out["start-to-complete / echo"] = by_label.get("(a) start-to-complete", 0.0) / echo
+    out["resume only / echo"] = by_label.get("(b) resume only", 0.0) / echo
+    return out
+
+
+# -- profiling ------------------------------------------------------------------------------
+
+
+class Profiler:
+    """Attaches py-spy to the server for the measured window of the profiled cases."""
+
+    def __init__(self, pid: int, out: Path, duration: float, rate: int) -> None:
+        spy = shutil.which("py-spy", path=str(VENV_BIN)) or shutil.which("py-spy")
+        if spy is None:
+            raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
+        self.spy = spy
+        self.pid = pid
+        self.out = out
+        self.duration = duration
+        self.rate = rate
+        self.running: list[subprocess.Popen[bytes]] = []
+
+    def hook(self, case: Case, kind: str) -> Callable[[], None]:
+        slug = re.sub(r"[^a-z0-9]+", "-", case.label.lower()).strip("-")
+
+        def start() -> None:
+            argv = [
+                self.spy,
+                "record",
+                "--pid",
+                str(self.pid),
+                "--duration",
+                str(int(self.duration)),
+                "--rate",
+                str(self.rate),
+                "--format",
+                "raw",
+                "--threads",
+                # Sampling without pausing the server keeps the profile from slowing it.
+                "--nonblocking",
+                "-o",
+                str(self.out / f"{slug}.{kind}.txt"),
+            ]
+            if kind == "gil":
+                argv.append("--gil")  # only samples of the thread holding the GIL
+            log = (self.out / f"{slug}.{kind}.log").open("wb")
+            self.running.append(subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT))
+
+        return start
+
+    def wait(self) -> None:
+        for process in self.running:
+            process.wait(60)
+        self.running.clear()
+
+
+# -- main -----------------------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def servers_up(database: str, logs: Path) -> Iterator[dict[str, Served]]:
+    started: list[Served] = []
+    try:
+        started.append(start_statewrightd(database, logs))
+        started.append(start_echo("direct", logs))
+        started.append(start_echo("hop", logs))
+        yield {"server": started[0], "echo-direct": started[1], "echo-hop": started[2]}
+    finally:
+        for served in reversed(started):
+            served.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--database",
+        default=os.environ.get("STATEWRIGHT_TEST_POSTGRES_URL", ""),
+        help="postgresql:// URL (default $STATEWRIGHT_TEST_POSTGRES_URL, set by with-postgres)",
+    )
+    parser.add_argument("--processes", type=int, default=3, help="load processes")
+    parser.add_argument("--concurrency", type=int, default=16, help="closed-loop lanes each")
+    parser.add_argument("--warmup", type=float, default=2.0)
+    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate; 0: none")
+    parser.add_argument(
+        "--resume-capacity",
+        type=float,
+        default=2500.0,
+        help="resume steps/s the closed-loop resume pool is sized for",
+    )
+    parser.add_argument("--only", nargs="*", help="run only cases whose label has a word")
+    parser.add_argument("--quick", action="store_true", help="1 s warmup, 4 s windows")
+    parser.add_argument("--profile", type=Path, help="write py-spy profiles here")
+    parser.add_argument("--profile-rate", type=int, default=250)
+    parser.add_argument("--out", type=Path, help="write results JSON and markdown here")
+    args = parser.parse_args()
+    if not args.database.startswith("postgres"):
+        raise SystemExit("needs --database postgresql://... (bench/run.sh provides one)")
+    if args.quick:
+        args.warmup, args.duration = 1.0, 4.0
+    port_match = re.search(r":(\d+)/", args.database)
+    if port_match is None:
+        raise SystemExit("the database URL must name its port")
+    pg_port = int(port_match.group(1))
+
+    meta = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "cpus": os.cpu_count(),
+        "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+        "processes": args.processes,
+        "concurrency": args.concurrency,
+        "warmup": args.warmup,
+        "duration": args.duration,
+    }
+    print(
+        f"runtime benchmark: {meta['cpus']} CPUs, load average {meta['loadavg']}, "
+        f"{args.processes} load processes, windows {args.warmup:g}+{args.duration:g} s",
+        flush=True,
+    )
+    logs = Path(tempfile.mkdtemp(prefix="statewright-bench."))
+    outcomes: list[Outcome] = []
+    with servers_up(args.database, logs) as servers:
+        probe = CpuProbe(servers["server"], [servers["echo-direct"], servers["echo-hop"]], pg_port)
+        profiler: Profiler | None = None
+        selected = cases(args)
+        if args.profile is not None:
+            args.profile.mkdir(parents=True, exist_ok=True)
+            profiler = Profiler(
+                servers["server"].process.pid, args.profile, args.duration, args.profile_rate
+            )
+            # The profile runs are separate runs of (a) and (b): py-spy costs CPU too.
+            selected = [
+                c for c in selected if c.label in ("(a) start-to-complete", "(b) human in the loop")
+            ]
+        for case in selected:
+            if profiler is None:
+                outcomes.append(run_case(case, servers, probe))
+                continue
+            for kind in ("cpu", "gil"):
+                outcome = run_case(case, servers, probe, profiler.hook(case, kind))
+                profiler.wait()
+                outcome.case = replace(case, label=f"{case.label} [{kind} profile]")
+                outcomes.append(outcome)
+        slow = servers["server"].log.read_text(errors="replace").count("slow event loop dispatch")
+    meta["slow_dispatch_warnings"] = slow
+    table = markdown(outcomes, meta)
+    print()
+    print(table)
+    for name, value in ratios(outcomes).items():
+        print(f"{name}: {value:.2f}")
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "results.md").write_text(table + "\n")
+        payload = {
+            "meta": meta,
+            "ratios": ratios(outcomes),
+            "outcomes": [
+                {
+                    "label": o.case.label,
+                    "summary": asdict(o.summary),
+                    "server": o.server,
+                    "threads": o.threads,
+                }
+                for o in outcomes
+            ],
+        }
+        (args.out / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
+    shutil.rmtree(logs, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
