@@ -67,6 +67,8 @@ def module_server(
     definitions = definitions_dir(root / "definitions")
     with running_server(module_database_url, definitions, cwd=root) as server:
         yield server
+    # Every failure the module provoked was an answered error, never an unhandled one.
+    assert "Traceback" not in server.log(), server.log()
 
 
 @pytest.fixture
