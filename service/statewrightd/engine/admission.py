@@ -31,6 +31,8 @@ class Recovery:
     last_error: Exception
     attempts: int = 0
     next_attempt: float = 0.0  # wall-clock seconds
+    # The database server process that ran the lost COMMIT; re-checks wait for it to end.
+    last_error_pid: tuple[int, ...] = ()
 
 
 @dataclass(slots=True)

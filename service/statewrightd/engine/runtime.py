@@ -482,6 +482,8 @@ class WorkflowRuntime:
         assert segment is not None
         segment.state = AdmissionState.RECOVERY_REQUIRED
         segment.recovery = Recovery(op, since=time.time(), last_error=error)
+        if "backend_pid" in error.metadata:
+            segment.recovery.last_error_pid = (int(error.metadata["backend_pid"]),)
         self._cache.pop(cmd.workflow_id, None)
         _log.warning("workflow %s: save outcome unknown; recovery required", cmd.workflow_id)
         # The caller is answered now rather than left waiting for the re-check.
@@ -510,8 +512,9 @@ class WorkflowRuntime:
         repo = self._repo
         # The verdict is wrapped so that a verdict (returned) is never confused with the
         # re-check itself failing (raised), e.g. while the database is still unreachable.
+        pid = recovery.last_error_pid
         self._offload(
-            lambda: (repo.resolve_outcome([recovery.operation])[0],),
+            lambda: (repo.resolve_outcome([recovery.operation], backend_pids=pid)[0],),
             lambda result: self._on_rechecked(workflow_id, token, delay, result),
         )
 

@@ -89,10 +89,14 @@ def answer(op: Operation, verdict: Verdict, current: int | None) -> InstanceReco
     return unknown(op)
 
 
-def unknown(op: Operation) -> OutcomeUnknown:
+def unknown(op: Operation, backend_pid: int | None = None) -> OutcomeUnknown:
+    """``backend_pid``: the server process that ran the lost COMMIT, for later re-checks."""
     target = target_of(op)
+    metadata: dict[str, object] = {"workflow_id": target.workflow_id, "revision": target.revision}
+    if backend_pid is not None:
+        metadata["backend_pid"] = backend_pid
     return OutcomeUnknown(
         f"workflow {target.workflow_id!r}: the connection was lost around COMMIT and "
         f"revision {target.revision} could not be confirmed or ruled out",
-        metadata={"workflow_id": target.workflow_id, "revision": target.revision},
+        metadata=metadata,
     )

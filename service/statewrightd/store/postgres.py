@@ -33,7 +33,14 @@ from statewrightd.store.codec import (
     encode_page_token,
 )
 from statewrightd.store.notifications import step_hints_payloads
-from statewrightd.store.outcomes import HistoryWitness, Verdict, answer, classify, resolve_each
+from statewrightd.store.outcomes import (
+    HistoryWitness,
+    Verdict,
+    answer,
+    classify,
+    resolve_each,
+    unknown,
+)
 from statewrightd.store.records import (
     Create,
     DefinitionRecord,
@@ -339,10 +346,10 @@ class PostgresRepository:
                 self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
             ) as conn:
                 if lost.backend_pid is not None and not _wait_backend_gone(conn, lost.backend_pid):
-                    return _unknown_for(ops, lost.executed, written)
+                    return _unknown_for(ops, lost.executed, written, lost.backend_pid)
                 revisions, witnesses = _read_back(conn, [ops[i] for i in written])
         except psycopg.Error:
-            return _unknown_for(ops, lost.executed, written)
+            return _unknown_for(ops, lost.executed, written, lost.backend_pid)
         # The transaction is atomic, so one row that proves it committed (or did not)
         # decides every row it wrote; rows whose CAS failed wrote nothing either way.
         verdicts = {
@@ -368,11 +375,17 @@ class PostgresRepository:
             out[i] = answer(ops[i], verdict, revisions.get(target.workflow_id))
         return out
 
-    def resolve_outcome(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
+    def resolve_outcome(
+        self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
+    ) -> list[InstanceRecord | StoreError]:
         try:
             with psycopg.connect(
                 self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
             ) as conn:
+                # Until the server process that ran the lost COMMIT is gone, the pre-state
+                # proves nothing: the commit may land a moment after we read.
+                if not all(_wait_backend_gone(conn, pid) for pid in backend_pids):
+                    return [unknown(op) for op in ops]
                 revisions, witnesses = _read_back(conn, list(ops))
         except psycopg.Error as exc:
             raise StorageUnavailable(f"cannot read back: {exc}") from exc
@@ -428,11 +441,14 @@ def _all(encoded: list[EncodedOp], error: StoreError) -> list[InstanceRecord | S
 
 
 def _unknown_for(
-    ops: list[Operation], executed: list[InstanceRecord | StoreError], written: list[int]
+    ops: list[Operation],
+    executed: list[InstanceRecord | StoreError],
+    written: list[int],
+    backend_pid: int | None,
 ) -> list[InstanceRecord | StoreError]:
     out = list(executed)
     for i in written:
-        out[i] = answer(ops[i], Verdict.UNKNOWN, None)
+        out[i] = unknown(ops[i], backend_pid)
     return out
 
 

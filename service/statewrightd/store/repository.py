@@ -52,8 +52,14 @@ class Repository(Protocol):
         """
         ...
 
-    def resolve_outcome(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
-        """Re-check operations whose outcome was unknown by reading the rows back."""
+    def resolve_outcome(
+        self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
+    ) -> list[InstanceRecord | StoreError]:
+        """Re-check operations whose outcome was unknown by reading the rows back.
+
+        ``backend_pids`` (from ``OutcomeUnknown.metadata``) are the server processes that
+        ran the lost COMMITs; the verdict waits until they are gone.
+        """
         ...
 
     def history_after(

@@ -293,7 +293,9 @@ class SqliteRepository:
                     results[i] = exc
         return [r for r in results if r is not None]
 
-    def resolve_outcome(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
+    def resolve_outcome(
+        self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
+    ) -> list[InstanceRecord | StoreError]:
         # A local COMMIT cannot be lost in transit, but the runtime may still re-check.
         with self._locked() as conn:
             revisions: dict[str, int] = {}

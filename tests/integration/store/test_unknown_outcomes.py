@@ -297,10 +297,12 @@ def test_unreadable_outcome_is_unknown_until_resolved(
     rec = _created(proxied, "w")
     proxy.arm(Cut.AFTER_COMMIT, refuse_after_cut=True)
     op = _step(rec)
-    with pytest.raises(OutcomeUnknown):
+    with pytest.raises(OutcomeUnknown) as caught:
         proxied.save(op)
-    # A later re-check (the runtime's background resolver) settles it.
-    assert direct.resolve_outcome([op]) == [op.new]
+    # A later re-check (the runtime's background resolver) settles it, once the server
+    # process that ran the lost COMMIT is gone.
+    pids = [int(caught.value.metadata["backend_pid"])]
+    assert direct.resolve_outcome([op], backend_pids=pids) == [op.new]
 
 
 def test_batch_cut_after_commit_keeps_per_row_results(
