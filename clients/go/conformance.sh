@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Run the shared conformance scenario (clients/conformance/scenario.yaml) against the live
+# server at $STATEWRIGHT_TARGET (host:port); exits non-zero at the first mismatch.
+set -euo pipefail
+cd "$(dirname "$0")"
+: "${STATEWRIGHT_TARGET:?set STATEWRIGHT_TARGET to host:port of a live server}"
+GOFLAGS="${GOFLAGS:+$GOFLAGS }-mod=readonly" go build -o bin/ ./cmd/conformance
+exec bin/conformance -scenario ../conformance/scenario.yaml "$@"
