@@ -1,1 +1,74 @@
-"""Statewright client: generated ``statewright.v1`` stubs plus ergonomic helpers."""
+"""Statewright client: generated ``statewright.v1`` stubs plus an ergonomic client.
+
+>>> from statewright import Client
+>>> with Client("127.0.0.1:50051") as client:  # doctest: +SKIP
+...     wf = client.start("mail-approval", {"topic": "launch"}).workflow
+...     client.resume(wf.name, "approve").workflow.status
+<WorkflowStatus.COMPLETED: 'COMPLETED'>
+"""
+
+from statewright.aio import AsyncClient
+from statewright.client import Client
+from statewright.errors import (
+    Aborted,
+    AlreadyExists,
+    DeadlineExceeded,
+    DefinitionNotFound,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    Overloaded,
+    RecoveryRequired,
+    ResourceExhausted,
+    RevisionMismatch,
+    StatewrightError,
+    Unavailable,
+    UnknownEvent,
+    WorkflowAlreadyExists,
+    WorkflowBusy,
+    WorkflowNotFound,
+)
+from statewright.models import (
+    Definition,
+    SignalRejection,
+    SignalResult,
+    StepResult,
+    Transition,
+    WatchEvent,
+    WatchEventType,
+    Workflow,
+    WorkflowPage,
+    WorkflowStatus,
+)
+
+__all__ = [
+    "Aborted",
+    "AlreadyExists",
+    "AsyncClient",
+    "Client",
+    "DeadlineExceeded",
+    "Definition",
+    "DefinitionNotFound",
+    "FailedPrecondition",
+    "InvalidArgument",
+    "NotFound",
+    "Overloaded",
+    "RecoveryRequired",
+    "ResourceExhausted",
+    "RevisionMismatch",
+    "SignalRejection",
+    "SignalResult",
+    "StatewrightError",
+    "StepResult",
+    "Transition",
+    "Unavailable",
+    "UnknownEvent",
+    "WatchEvent",
+    "WatchEventType",
+    "Workflow",
+    "WorkflowAlreadyExists",
+    "WorkflowBusy",
+    "WorkflowNotFound",
+    "WorkflowPage",
+    "WorkflowStatus",
+]

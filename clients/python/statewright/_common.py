@@ -1,0 +1,310 @@
+"""What the sync and async clients share: channel options, deadlines, requests, watch state.
+
+Keeping request building and the watch bookkeeping here means :class:`statewright.Client`
+and :class:`statewright.AsyncClient` differ only in how they wait for the network.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from typing import Any, Literal
+
+import grpc
+
+from statewright.errors import StatewrightError
+from statewright.models import (
+    SignalRejection,
+    SignalResult,
+    StepResult,
+    Transition,
+    WatchEvent,
+    Workflow,
+    WorkflowStatus,
+    workflow_name,
+)
+from statewright.v1 import workflow_pb2
+from statewright.v1 import workflow_service_pb2 as pb
+from statewright.values import to_struct
+
+SERVICE = "statewright.v1.WorkflowService"
+DEFAULT_TARGET = "127.0.0.1:50051"
+TARGET_ENV = "STATEWRIGHT_TARGET"
+
+IfExists = Literal["fail", "return_existing"]
+
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
+
+
+@cache
+def service_config_json() -> str:
+    """The shared gRPC service config (retry UNAVAILABLE only, per-method timeouts).
+
+    Shipped as package data: a copy of ``clients/service-config.json`` that a unit test
+    keeps identical to the shared file.
+    """
+    return resources.files("statewright").joinpath("service_config.json").read_text("utf-8")
+
+
+def parse_duration(text: str) -> float:
+    """A proto3 JSON duration (``"10s"``, ``"0.1s"``) in seconds."""
+    match = _DURATION.match(text)
+    if match is None:
+        raise ValueError(f"not a proto3 JSON duration: {text!r}")
+    return float(match.group(1))
+
+
+@cache
+def method_timeouts() -> dict[str, float]:
+    """Default deadline per RPC method name, read from the service config's ``timeout``s.
+
+    The client sets these as explicit deadlines too, so a call has a deadline even on a
+    channel built without the service config.
+    """
+    timeouts: dict[str, float] = {}
+    for entry in json.loads(service_config_json())["methodConfig"]:
+        if "timeout" not in entry:
+            continue
+        seconds = parse_duration(entry["timeout"])
+        for name in entry["name"]:
+            if name.get("service") == SERVICE and "method" in name:
+                timeouts[name["method"]] = seconds
+    return timeouts
+
+
+def channel_options(extra: Sequence[tuple[str, Any]] = ()) -> list[tuple[str, Any]]:
+    """Channel options that install the service config and turn retries on."""
+    return [
+        ("grpc.service_config", service_config_json()),
+        ("grpc.enable_retries", 1),
+        *extra,
+    ]
+
+
+def new_request_id() -> str:
+    # Every mutating call carries an idempotency key, so a transparent retry of the same
+    # bytes (UNAVAILABLE after the server applied the step) returns the original answer
+    # instead of applying the step twice or failing with ALREADY_EXISTS.
+    return uuid.uuid4().hex
+
+
+_IF_EXISTS: dict[str, pb.IfExistsPolicy.ValueType] = {
+    "fail": pb.IF_EXISTS_POLICY_FAIL,
+    "return_existing": pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+}
+
+
+def start_request(
+    definition: str,
+    *,
+    input: Mapping[str, object] | None,
+    workflow_id: str | None,
+    version: int | None,
+    request_id: str | None,
+    if_exists: IfExists | None,
+) -> pb.StartWorkflowRequest:
+    request = pb.StartWorkflowRequest(
+        definition=definition,
+        version=version or 0,
+        workflow_id=workflow_id or "",
+        request_id=request_id or new_request_id(),
+    )
+    if input is not None:
+        request.input.CopyFrom(to_struct(input))
+    if if_exists is not None:
+        if if_exists not in _IF_EXISTS:
+            raise ValueError(f"if_exists must be one of {sorted(_IF_EXISTS)}, not {if_exists!r}")
+        request.if_exists = _IF_EXISTS[if_exists]
+    return request
+
+
+def resume_request(
+    name: str,
+    *,
+    event: str | None,
+    input: Mapping[str, object] | None,
+    expected_revision: int | None,
+    request_id: str | None,
+) -> pb.ResumeWorkflowRequest:
+    request = pb.ResumeWorkflowRequest(
+        name=workflow_name(name),
+        event=event or "",
+        expected_revision=expected_revision or 0,
+        request_id=request_id or new_request_id(),
+    )
+    if input is not None:
+        request.input.CopyFrom(to_struct(input))
+    return request
+
+
+def signal_request(
+    name: str,
+    event: str,
+    *,
+    payload: Mapping[str, object] | None,
+    request_id: str | None,
+) -> pb.SignalWorkflowRequest:
+    request = pb.SignalWorkflowRequest(
+        name=workflow_name(name), event=event, request_id=request_id or new_request_id()
+    )
+    if payload is not None:
+        request.payload.CopyFrom(to_struct(payload))
+    return request
+
+
+def cancel_request(
+    name: str, *, reason: str | None, expected_revision: int | None, request_id: str | None
+) -> pb.CancelWorkflowRequest:
+    return pb.CancelWorkflowRequest(
+        name=workflow_name(name),
+        reason=reason or "",
+        expected_revision=expected_revision or 0,
+        request_id=request_id or new_request_id(),
+    )
+
+
+def list_request(
+    *,
+    definition: str | None,
+    status: WorkflowStatus | str | None,
+    page_size: int | None,
+    page_token: str,
+) -> pb.ListWorkflowsRequest:
+    request = pb.ListWorkflowsRequest(
+        definition=definition or "", page_size=page_size or 0, page_token=page_token
+    )
+    if status is not None:
+        request.status = WorkflowStatus(str(status).upper()).to_proto()
+    return request
+
+
+def step_result(
+    workflow: workflow_pb2.Workflow,
+    transitions: Sequence[workflow_pb2.Transition],
+    created: bool = True,
+) -> StepResult:
+    return StepResult(
+        workflow=Workflow.from_proto(workflow),
+        transitions=tuple(Transition.from_proto(t) for t in transitions),
+        created=created,
+    )
+
+
+def signal_result(response: pb.SignalWorkflowResponse) -> SignalResult:
+    return SignalResult(
+        accepted=response.accepted,
+        reason=None if response.accepted else SignalRejection.from_proto(response.reason),
+        workflow=Workflow.from_proto(response.workflow),
+        transitions=tuple(Transition.from_proto(t) for t in response.transitions),
+    )
+
+
+# Transport-level failures of a watch stream that a reconnect can cure. A status carrying
+# an ErrorInfo reason came from the server's own logic and is final, except SHUTTING_DOWN
+# (a draining replica: another one, or the restarted one, will serve the resumed watch).
+_RESUMABLE_CODES = frozenset(
+    {
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.CANCELLED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNKNOWN,
+    }
+)
+
+
+def resumable(error: StatewrightError) -> bool:
+    if error.code is grpc.StatusCode.UNAVAILABLE:
+        return True
+    return error.code in _RESUMABLE_CODES and not error.reason
+
+
+@dataclass
+class Backoff:
+    """Exponential backoff with jitter, bounded by a time budget since the last progress.
+
+    Mirrors the service config's policy (0.1s doubling to 2s) for the one thing gRPC's own
+    retries cannot do: resume a stream that already delivered messages.
+    """
+
+    initial: float = 0.1
+    maximum: float = 2.0
+    multiplier: float = 2.0
+    budget: float = 30.0
+    _next: float = field(default=0.0, init=False)
+    _since: float | None = field(default=None, init=False)
+
+    def reset(self) -> None:
+        self._next = 0.0
+        self._since = None
+
+    def delay(self) -> float | None:
+        """Seconds to wait before the next attempt, or None when the budget is spent."""
+        now = time.monotonic()
+        if self._since is None:
+            self._since = now
+        if now - self._since >= self.budget:
+            return None
+        self._next = (
+            self.initial if self._next == 0.0 else min(self._next * self.multiplier, self.maximum)
+        )
+        # Equal jitter: never less than half the step, so a restarting server is not hammered.
+        return self._next / 2 + random.uniform(0, self._next / 2)
+
+
+@dataclass
+class WatchCursor:
+    """Where a watch stands, so a reconnect resumes right after the last delivered revision.
+
+    The server replays history after ``after_revision``, so resuming from the last revision
+    the consumer saw delivers every later revision exactly once; revisions at or below it
+    (possible if a replica replays overlapping history) are dropped here.
+    """
+
+    name: str
+    after_revision: int | None
+    last: WatchEvent | None = None
+
+    def request(self) -> pb.WatchWorkflowRequest:
+        request = pb.WatchWorkflowRequest(name=self.name)
+        if self.after_revision is not None:
+            request.after_revision = self.after_revision
+        return request
+
+    def accept(self, message: pb.WatchWorkflowResponse) -> WatchEvent | None:
+        if self.after_revision is not None and message.revision <= self.after_revision:
+            return None
+        event = WatchEvent.from_proto(message)
+        self.after_revision = event.revision
+        self.last = event
+        return event
+
+    @property
+    def done(self) -> bool:
+        """True once a terminal revision was delivered: nothing can follow it."""
+        return self.last is not None and self.last.workflow.terminal
+
+    def finished_quietly(self, current: Workflow) -> bool:
+        """After a stream ended OK with no terminal revision: is there really nothing left?
+
+        True when the instance is terminal at a revision the consumer has already seen
+        (for example a watch opened with ``after_revision`` at or past the end).
+        """
+        seen = self.after_revision if self.after_revision is not None else -1
+        return current.terminal and current.revision <= seen
+
+
+def definition_name(name: str, version: int | None) -> str:
+    """``definitions/{name}`` (latest) or ``definitions/{name}/versions/{version}``."""
+    if name.startswith("definitions/"):
+        if version is not None:
+            raise ValueError("give either a resource name or a version, not both")
+        return name
+    base = f"definitions/{name}"
+    return base if version is None else f"{base}/versions/{version}"
