@@ -34,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import multiprocessing as mp
 import multiprocessing.synchronize
@@ -71,6 +72,8 @@ class Plan:
     duration: float = 10.0
     prepare: int = 0  # resume scenario: WAITING instances each process parks first
     request_ids: bool = False  # send a request_id (idempotency key) with every call
+    version: int = 0  # StartWorkflow.version; 0 asks the server for the latest
+    channels: int = 1  # per process; more spread the load over SO_REUSEPORT servers
     timeout: float = 10.0  # per-RPC deadline
 
 
@@ -170,19 +173,24 @@ def _struct(values: dict[str, Any]) -> struct_pb2.Struct:
 
 
 class Client:
-    """The operations of every scenario, on one channel."""
+    """The operations of every scenario, over the process's channels."""
 
-    def __init__(self, channel: grpc.aio.Channel, plan: Plan) -> None:
-        self.stub = pb_grpc.WorkflowServiceStub(channel)
+    def __init__(self, channels: list[grpc.aio.Channel], plan: Plan) -> None:
+        self._stubs = itertools.cycle([pb_grpc.WorkflowServiceStub(c) for c in channels])
         self.plan = plan
         self.order = pb.StartWorkflowRequest(
-            definition="order-fulfilment", input=_struct(ORDER_INPUT)
+            definition="order-fulfilment", version=plan.version, input=_struct(ORDER_INPUT)
         )
         self.mail = pb.StartWorkflowRequest(
-            definition="mail-approval", input=_struct({"topic": "benchmark"})
+            definition="mail-approval", version=plan.version, input=_struct({"topic": "benchmark"})
         )
         self.approve_input = _struct({"approver": "bench"})
         self.parked: list[str] = []
+
+    @property
+    def stub(self) -> pb_grpc.WorkflowServiceAsyncStub:
+        # Round robin over channels: with one channel this is always the same stub.
+        return next(self._stubs)
 
     def _with_id(self, request: pb.StartWorkflowRequest) -> pb.StartWorkflowRequest:
         if not self.plan.request_ids:
@@ -309,11 +317,18 @@ class _Sync:
 
 
 async def _child_main(plan: Plan, index: int, sync: _Sync) -> ChildReport:
-    # One channel per process: several lanes multiplex over its HTTP/2 connection, which is
-    # how a real client behaves; several processes give several connections.
-    async with grpc.aio.insecure_channel(plan.target) as channel:
-        await asyncio.wait_for(channel.channel_ready(), 10)
-        client = Client(channel, plan)
+    # One channel per process by default: the lanes multiplex over its HTTP/2 connection,
+    # as a real client's calls do. A local subchannel pool gives each channel its own
+    # connection, so that several channels reach several SO_REUSEPORT server processes.
+    channels = [
+        grpc.aio.insecure_channel(plan.target, options=[("grpc.use_local_subchannel_pool", 1)])
+        for _ in range(plan.channels)
+    ]
+    async with contextlib.AsyncExitStack() as stack:
+        for channel in channels:
+            await stack.enter_async_context(channel)
+            await asyncio.wait_for(channel.channel_ready(), 10)
+        client = Client(channels, plan)
         if plan.scenario == "resume":
             sem = asyncio.Semaphore(plan.concurrency)
 
@@ -508,6 +523,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--prepare", type=int, default=0, help="resume: instances/process")
     parser.add_argument("--request-ids", action="store_true")
+    parser.add_argument("--version", type=int, default=0, help="definition version; 0: latest")
+    parser.add_argument("--channels", type=int, default=1, help="channels per process")
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args()
     plan = Plan(
@@ -520,6 +537,8 @@ def main() -> None:
         duration=args.duration,
         prepare=args.prepare,
         request_ids=args.request_ids,
+        version=args.version,
+        channels=args.channels,
     )
     if plan.scenario == "resume" and plan.prepare <= 0:
         sys.exit("--scenario resume needs --prepare N (WAITING instances per process)")

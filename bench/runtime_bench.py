@@ -93,12 +93,13 @@ def _launch(name: str, argv: list[str], log: Path, pattern: str) -> Served:
     raise RuntimeError(f"{name} did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def start_statewrightd(database: str, logs: Path) -> Served:
+def start_statewrightd(database: str, logs: Path, port: int = 0, index: int = 0) -> Served:
+    """``port`` 0 picks a free port; another process may then share it (SO_REUSEPORT)."""
     argv = [
         str(VENV_BIN / "statewrightd"),
         "serve",
         "--listen",
-        "127.0.0.1:0",
+        f"127.0.0.1:{port}",
         "--database",
         database,
         "--definitions",
@@ -106,7 +107,8 @@ def start_statewrightd(database: str, logs: Path) -> Served:
         "--log-level",
         "INFO",  # the "serving on" line is INFO; slow-dispatch warnings land in the log too
     ]
-    return _launch("statewrightd", argv, logs / "statewrightd.log", r"serving on [\d.]+:(\d+)")
+    log = logs / f"statewrightd-{index}.log"
+    return _launch(f"statewrightd-{index}", argv, log, r"serving on [\d.]+:(\d+)")
 
 
 def start_echo(mode: str, logs: Path) -> Served:
@@ -157,8 +159,8 @@ def _postgres_pids(port: int) -> list[int]:
 class CpuProbe:
     """Snapshots of cumulative CPU seconds per role; loadgen diffs two of them."""
 
-    def __init__(self, server: Served, echoes: list[Served], pg_port: int) -> None:
-        self.server = server
+    def __init__(self, servers: list[Served], echoes: list[Served], pg_port: int) -> None:
+        self.servers = servers
         self.echoes = echoes
         self.pg_port = pg_port
         self.on_first: Callable[[], None] | None = None  # e.g. start a profiler
@@ -167,21 +169,29 @@ class CpuProbe:
         if self.on_first is not None:
             hook, self.on_first = self.on_first, None
             hook()
-        pid = self.server.process.pid
+        pids = [s.process.pid for s in self.servers]
         snap = {
             "machine": _machine_busy(),
-            "server": _proc_cpu(f"/proc/{pid}/stat"),
+            "server": sum(_proc_cpu(f"/proc/{pid}/stat") for pid in pids),
             "echo": sum(_proc_cpu(f"/proc/{e.process.pid}/stat") for e in self.echoes),
             "postgres": sum(_proc_cpu(f"/proc/{p}/stat") for p in _postgres_pids(self.pg_port)),
         }
-        with contextlib.suppress(OSError):
-            for task in Path(f"/proc/{pid}/task").iterdir():
-                snap[f"thread:{task.name}"] = _proc_cpu(str(task / "stat"))
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                for task in Path(f"/proc/{pid}/task").iterdir():
+                    snap[f"thread:{task.name}"] = _proc_cpu(str(task / "stat"))
         return snap
 
 
-def thread_names(pid: int) -> dict[str, str]:
+def thread_names(pids: list[int]) -> dict[str, str]:
     """Native thread id -> Python thread name (py-spy dump), else the kernel's comm."""
+    names: dict[str, str] = {}
+    for pid in pids:
+        names.update(_thread_names(pid))
+    return names
+
+
+def _thread_names(pid: int) -> dict[str, str]:
     names: dict[str, str] = {}
     with contextlib.suppress(OSError):
         for task in Path(f"/proc/{pid}/task").iterdir():
@@ -274,7 +284,8 @@ class Case:
     plan: Plan
 
 
-def cases(args: argparse.Namespace) -> list[Case]:
+def cases(args: argparse.Namespace, done: list[Outcome]) -> Iterator[Case]:
+    """The cases in order; later ones are sized from what earlier ones measured."""
     base = Plan(
         target="",
         scenario="start",
@@ -283,47 +294,91 @@ def cases(args: argparse.Namespace) -> list[Case]:
         warmup=args.warmup,
         duration=args.duration,
     )
-    rate = args.rate
-    # Enough parked instances for the whole resume run (warmup included) at the rate the
-    # closed loop can reach, with a margin; the window ends early if a pool runs dry.
-    closed_pool = int(args.resume_capacity * (args.warmup + args.duration) / args.processes)
-    open_pool = int(rate * 1.15 * (args.warmup + args.duration) / args.processes)
+    span = args.warmup + args.duration
     open_cap = max(256, args.concurrency * 16)  # in-flight cap per process in open loop
-    out = [
-        Case("(c) echo", "echo-direct", replace(base, scenario="echo")),
-        Case("(c) echo + thread hop", "echo-hop", replace(base, scenario="echo")),
-        Case("(a) start-to-complete", "server", replace(base, scenario="start")),
-        Case("(b) human in the loop", "server", replace(base, scenario="hitl")),
-        Case("(b) resume only", "server", replace(base, scenario="resume", prepare=closed_pool)),
-    ]
+
+    def measured(label: str, default: float) -> float:
+        found = [o.summary.throughput for o in done if o.case.label == label]
+        return found[-1] if found else default
+
+    def wanted(label: str) -> bool:
+        return not args.only or any(word in label for word in args.only)
+
+    def case(label: str, against: str, plan: Plan) -> Iterator[Case]:
+        if wanted(label):
+            yield Case(label, against, plan)
+
+    def open_plan(scenario: str, rate: float, capacity: float) -> Plan:
+        # A parked instance is taken per send; sends stop at the in-flight cap, so the
+        # run uses at most what the server completes plus what is in flight.
+        pool = int((min(rate, 1.3 * capacity) * span * 1.1 + open_cap) / args.processes)
+        return replace(
+            base,
+            scenario=scenario,
+            rate=rate,
+            concurrency=open_cap,
+            prepare=pool if scenario == "resume" else 0,
+        )
+
+    yield from case("(c) echo", "echo-direct", replace(base, scenario="echo"))
+    yield from case("(c) echo + thread hop", "echo-hop", replace(base, scenario="echo"))
+    yield from case("(a) start-to-complete", "server", replace(base, scenario="start"))
+    yield from case("(b) human in the loop", "server", replace(base, scenario="hitl"))
+    # A resume step costs less than an order-fulfilment start: size the parked pool for
+    # up to twice the start rate, and end the window early (flagged) if it still runs dry.
+    resume_capacity = max(300.0, 2.0 * measured("(a) start-to-complete", 1000.0))
+    pool = int(resume_capacity * span * 1.1 / args.processes)
+    yield from case("(b) resume only", "server", replace(base, scenario="resume", prepare=pool))
+    resume_capacity = measured("(b) resume only", resume_capacity)
+    start_capacity = measured("(a) start-to-complete", 1000.0)
+    rate = args.rate
     if rate > 0:
-        out += [
-            Case(
-                f"(c) echo @ {rate:,.0f}/s",
-                "echo-direct",
-                replace(base, scenario="echo", rate=rate, concurrency=open_cap),
-            ),
-            Case(
-                f"(a) start-to-complete @ {rate:,.0f}/s",
-                "server",
-                replace(base, scenario="start", rate=rate, concurrency=open_cap),
-            ),
-            Case(
-                f"(b) resume only @ {rate:,.0f}/s",
-                "server",
-                replace(
-                    base, scenario="resume", rate=rate, concurrency=open_cap, prepare=open_pool
-                ),
-            ),
-            Case(
-                f"(b) human in the loop @ {rate / 2:,.0f} workflows/s",
-                "server",
-                replace(base, scenario="hitl", rate=rate / 2, concurrency=open_cap),
-            ),
-        ]
-    if args.only:
-        out = [c for c in out if any(word in c.label for word in args.only)]
-    return out
+        yield from case(
+            f"(c) echo @ {rate:,.0f}/s",
+            "echo-direct",
+            replace(base, scenario="echo", rate=rate, concurrency=open_cap),
+        )
+        yield from case(
+            f"(a) start-to-complete @ {rate:,.0f}/s",
+            "server",
+            open_plan("start", rate, start_capacity),
+        )
+        yield from case(
+            f"(b) resume only @ {rate:,.0f}/s",
+            "server",
+            open_plan("resume", rate, resume_capacity),
+        )
+        yield from case(
+            f"(b) human in the loop @ {rate / 2:,.0f} workflows/s",
+            "server",
+            open_plan("hitl", rate / 2, start_capacity),
+        )
+    if args.half_load:
+        # Latency where the server is not saturated: half its closed-loop maximum.
+        for label, scenario, capacity in (
+            ("(a) start-to-complete", "start", start_capacity),
+            ("(b) resume only", "resume", resume_capacity),
+        ):
+            half = max(10.0, round(capacity / 2 / 10) * 10)
+            if rate <= 0 or half < rate:
+                yield from case(
+                    f"{label} @ {half:,.0f}/s (half of max)",
+                    "server",
+                    open_plan(scenario, half, capacity),
+                )
+    if args.ab:
+        # Evidence for the profile's suggestions, each against plain (a): the same load
+        # with one thing changed on the client side, no server change needed.
+        yield from case(
+            "(a) start-to-complete, version pinned",
+            "server",
+            replace(base, scenario="start", version=1),
+        )
+        yield from case(
+            "(a) start-to-complete, with request_id",
+            "server",
+            replace(base, scenario="start", request_ids=True),
+        )
 
 
 @dataclass
@@ -336,21 +391,25 @@ class Outcome:
 
 def run_case(
     case: Case,
-    servers: dict[str, Served],
+    fleet: Fleet,
     probe: CpuProbe,
     at_window_start: Callable[[], None] | None = None,
 ) -> Outcome:
-    served = servers[case.against]
+    served = fleet.target_of(case.against)
     plan = replace(case.plan, target=served.target)
-    before = diagnostics(servers["server"].target) if case.against == "server" else None
+    if case.against == "server" and len(fleet.servers) > 1:
+        # Several connections per process, so the kernel spreads them over the servers.
+        plan = replace(plan, channels=max(plan.channels, 2 * len(fleet.servers)))
+    # Diagnostics come from one server; with several, its share of the saves.
+    before = diagnostics(fleet.servers[0].target) if case.against == "server" else None
     probe.on_first = at_window_start
     summary = loadgen.run(plan, probe)
     server: dict[str, Any] = {}
     threads: dict[str, float] = {}
     if before is not None:
-        server = diag_delta(before, diagnostics(servers["server"].target))
+        server = diag_delta(before, diagnostics(fleet.servers[0].target))
         # Named after the run: pool threads start lazily, during the first busy case.
-        threads = group_threads(summary.cpu, thread_names(servers["server"].process.pid))
+        threads = group_threads(summary.cpu, thread_names(fleet.server_pids))
     summary.cpu = {k: v for k, v in summary.cpu.items() if not k.startswith("thread:")}
     print(f"{case.label:<42} {summary.line()}", flush=True)
     return Outcome(case, summary, server, threads)
@@ -373,7 +432,10 @@ def _cores(summary: Summary, outcome: Outcome) -> str:
 
 def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
     lines = [
-        f"Run {meta['when']}, {meta['cpus']} CPUs, load average before: {meta['loadavg']}.",
+        f"Run {meta['when']} at {meta['commit']}, {meta['cpus']} CPUs, load average before: "
+        f"{meta['loadavg']}; {meta['processes']} load processes, {meta['concurrency']} lanes "
+        f"each (closed loop), {meta['server_processes']} statewrightd process(es), windows "
+        f"{meta['warmup']:g} s warmup + {meta['duration']:g} s measured.",
         "",
         "| scenario | shape | throughput /s | p50 ms | p99 ms | resume /s | resume p50 / p99 ms "
         "| errors | CPU cores: server-or-echo / postgres / load / other |",
@@ -387,6 +449,25 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
         lines.append(
             f"| {o.case.label} | {s.shape} | {s.throughput:,.0f} | {s.p50_ms:.1f} | "
             f"{s.p99_ms:.1f} | {resume} | {resume_lat} | {errors} | {_cores(s, o)} |"
+        )
+    lines += [
+        "",
+        "CPU per operation, in ms (CPU seconds of each role over the window / operations; an "
+        "operation is a workflow for (a) and human in the loop, a resume for resume only, a "
+        "call for the echo):",
+        "",
+        "| scenario | server-or-echo | postgres | load processes | total |",
+        "|---|---:|---:|---:|---:|",
+    ]
+    for o in outcomes:
+        s = o.summary
+        if not s.throughput:
+            continue
+        role = "echo" if o.case.against.startswith("echo") else "server"
+        per = [s.cpu.get(role, 0.0), s.cpu.get("postgres", 0.0), s.client_cpu]
+        ms = [1000 * v / s.throughput for v in per]
+        lines.append(
+            f"| {o.case.label} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[2]:.2f} | {sum(ms):.2f} |"
         )
     lines += ["", "Server side (from GetDiagnostics; CPU by thread in cores):", ""]
     lines += [
@@ -424,18 +505,17 @@ def ratios(outcomes: list[Outcome]) -> dict[str, float]:
 class Profiler:
     """Attaches py-spy to the server for the measured window of the profiled cases."""
 
-    def __init__(self, pid: int, out: Path, duration: float, rate: int) -> None:
+    def __init__(self, out: Path, duration: float, rate: int) -> None:
         spy = shutil.which("py-spy", path=str(VENV_BIN)) or shutil.which("py-spy")
         if spy is None:
             raise SystemExit("--profile needs py-spy: .venv/bin/pip install py-spy")
         self.spy = spy
-        self.pid = pid
         self.out = out
         self.duration = duration
         self.rate = rate
         self.running: list[subprocess.Popen[bytes]] = []
 
-    def hook(self, case: Case, kind: str) -> Callable[[], None]:
+    def hook(self, case: Case, kind: str, pid: int) -> Callable[[], None]:
         slug = re.sub(r"[^a-z0-9]+", "-", case.label.lower()).strip("-")
 
         def start() -> None:
@@ -443,7 +523,7 @@ class Profiler:
                 self.spy,
                 "record",
                 "--pid",
-                str(self.pid),
+                str(pid),
                 "--duration",
                 str(int(self.duration)),
                 "--rate",
@@ -472,14 +552,36 @@ class Profiler:
 # -- main -----------------------------------------------------------------------------------
 
 
+@dataclass
+class Fleet:
+    """Everything this run started: the statewrightd processes (sharing one port) and echoes."""
+
+    servers: list[Served]
+    echo_direct: Served
+    echo_hop: Served
+
+    def target_of(self, against: str) -> Served:
+        return {"server": self.servers[0], "echo-direct": self.echo_direct}.get(
+            against, self.echo_hop
+        )
+
+    @property
+    def server_pids(self) -> list[int]:
+        return [s.process.pid for s in self.servers]
+
+
 @contextlib.contextmanager
-def servers_up(database: str, logs: Path) -> Iterator[dict[str, Served]]:
+def fleet_up(database: str, logs: Path, server_processes: int) -> Iterator[Fleet]:
     started: list[Served] = []
     try:
-        started.append(start_statewrightd(database, logs))
+        first = start_statewrightd(database, logs)
+        started.append(first)
+        for index in range(1, server_processes):
+            started.append(start_statewrightd(database, logs, port=first.port, index=index))
+        servers = list(started)
         started.append(start_echo("direct", logs))
         started.append(start_echo("hop", logs))
-        yield {"server": started[0], "echo-direct": started[1], "echo-hop": started[2]}
+        yield Fleet(servers, started[-2], started[-1])
     finally:
         for served in reversed(started):
             served.stop()
@@ -495,15 +597,24 @@ def main() -> None:
     parser.add_argument("--processes", type=int, default=3, help="load processes")
     parser.add_argument("--concurrency", type=int, default=16, help="closed-loop lanes each")
     parser.add_argument("--warmup", type=float, default=2.0)
-    parser.add_argument("--duration", type=float, default=8.0)
+    parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate; 0: none")
     parser.add_argument(
-        "--resume-capacity",
-        type=float,
-        default=2500.0,
-        help="resume steps/s the closed-loop resume pool is sized for",
+        "--no-half-load",
+        dest="half_load",
+        action="store_false",
+        help="skip the open-loop runs at half the closed-loop maximum",
     )
     parser.add_argument("--only", nargs="*", help="run only cases whose label has a word")
+    parser.add_argument(
+        "--ab", action="store_true", help="add (a) with the version pinned, with request ids"
+    )
+    parser.add_argument(
+        "--server-processes",
+        type=int,
+        default=1,
+        help="statewrightd processes sharing the port (SO_REUSEPORT)",
+    )
     parser.add_argument("--quick", action="store_true", help="1 s warmup, 4 s windows")
     parser.add_argument("--profile", type=Path, help="write py-spy profiles here")
     parser.add_argument("--profile-rate", type=int, default=250)
@@ -526,6 +637,14 @@ def main() -> None:
         "concurrency": args.concurrency,
         "warmup": args.warmup,
         "duration": args.duration,
+        "server_processes": args.server_processes,
+        "commit": subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"],
+            check=False,
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+        ).stdout.strip(),
     }
     print(
         f"runtime benchmark: {meta['cpus']} CPUs, load average {meta['loadavg']}, "
@@ -534,29 +653,31 @@ def main() -> None:
     )
     logs = Path(tempfile.mkdtemp(prefix="statewright-bench."))
     outcomes: list[Outcome] = []
-    with servers_up(args.database, logs) as servers:
-        probe = CpuProbe(servers["server"], [servers["echo-direct"], servers["echo-hop"]], pg_port)
+    with fleet_up(args.database, logs, args.server_processes) as fleet:
+        probe = CpuProbe(fleet.servers, [fleet.echo_direct, fleet.echo_hop], pg_port)
         profiler: Profiler | None = None
-        selected = cases(args)
+        selected: Iterator[Case] = cases(args, outcomes)
         if args.profile is not None:
             args.profile.mkdir(parents=True, exist_ok=True)
-            profiler = Profiler(
-                servers["server"].process.pid, args.profile, args.duration, args.profile_rate
-            )
-            # The profile runs are separate runs of (a) and (b): py-spy costs CPU too.
-            selected = [
-                c for c in selected if c.label in ("(a) start-to-complete", "(b) human in the loop")
-            ]
+            profiler = Profiler(args.profile, args.duration, args.profile_rate)
+            # The profile runs are separate runs of (a), (b) and the echo: py-spy costs CPU
+            # too. The echo's profile is the floor: what grpc.aio alone costs per call.
+            profiled = ("(a) start-to-complete", "(b) human in the loop", "(c) echo")
+            selected = (c for c in selected if c.label in profiled)
         for case in selected:
             if profiler is None:
-                outcomes.append(run_case(case, servers, probe))
+                outcomes.append(run_case(case, fleet, probe))
                 continue
+            pid = fleet.target_of(case.against).process.pid
             for kind in ("cpu", "gil"):
-                outcome = run_case(case, servers, probe, profiler.hook(case, kind))
+                outcome = run_case(case, fleet, probe, profiler.hook(case, kind, pid))
                 profiler.wait()
                 outcome.case = replace(case, label=f"{case.label} [{kind} profile]")
                 outcomes.append(outcome)
-        slow = servers["server"].log.read_text(errors="replace").count("slow event loop dispatch")
+        slow = sum(
+            s.log.read_text(errors="replace").count("slow event loop dispatch")
+            for s in fleet.servers
+        )
     meta["slow_dispatch_warnings"] = slow
     table = markdown(outcomes, meta)
     print()
