@@ -1,0 +1,28 @@
+// The Statewright TypeScript client: generated statewright.v1 messages and service
+// descriptors, a client factory that follows the shipped service config, and helpers for
+// the google.rpc.ErrorInfo every Statewright error carries.
+export {
+  createStatewrightClient,
+  createStatewrightTransport,
+  workflowName,
+  type StatewrightClientOptions,
+  type WorkflowServiceClient,
+} from "./client.js";
+export { DOMAIN, ErrorInfoSchema, errorInfo, errorReason, type ErrorInfo } from "./error_info.js";
+export {
+  codeName,
+  methodPolicy,
+  parseDuration,
+  withServiceConfig,
+  type MethodConfig,
+  type MethodPolicy,
+  type RetryPolicyConfig,
+  type ServiceConfig,
+  type ServiceConfigTransportOptions,
+} from "./service_config.js";
+export { defaultServiceConfig } from "./gen/service_config.js";
+export * from "./gen/statewright/v1/definition_pb.js";
+export * from "./gen/statewright/v1/diagnostics_pb.js";
+export * from "./gen/statewright/v1/workflow_pb.js";
+export * from "./gen/statewright/v1/workflow_service_pb.js";
+export { Code, ConnectError } from "@connectrpc/connect";
