@@ -1,0 +1,372 @@
+package dev.statewright.client;
+
+import dev.statewright.v1.CancelWorkflowRequest;
+import dev.statewright.v1.CancelWorkflowResponse;
+import dev.statewright.v1.Definition;
+import dev.statewright.v1.GetDiagnosticsRequest;
+import dev.statewright.v1.GetDiagnosticsResponse;
+import dev.statewright.v1.GetWorkflowRequest;
+import dev.statewright.v1.ListDefinitionsRequest;
+import dev.statewright.v1.ListDefinitionsResponse;
+import dev.statewright.v1.ListWorkflowsRequest;
+import dev.statewright.v1.ListWorkflowsResponse;
+import dev.statewright.v1.ResumeWorkflowRequest;
+import dev.statewright.v1.ResumeWorkflowResponse;
+import dev.statewright.v1.SignalWorkflowRequest;
+import dev.statewright.v1.SignalWorkflowResponse;
+import dev.statewright.v1.StartWorkflowRequest;
+import dev.statewright.v1.StartWorkflowResponse;
+import dev.statewright.v1.WatchWorkflowRequest;
+import dev.statewright.v1.WatchWorkflowResponse;
+import dev.statewright.v1.Workflow;
+import dev.statewright.v1.WorkflowServiceGrpc;
+import dev.statewright.v1.WorkflowStatus;
+import io.grpc.ManagedChannel;
+import io.grpc.ManagedChannelBuilder;
+import io.grpc.Status;
+import io.grpc.StatusRuntimeException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.UUID;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Function;
+
+/**
+ * A small blocking client for {@code statewright.v1.WorkflowService}.
+ *
+ * <ul>
+ *   <li>The channel carries the shared service config: gRPC retries a call, with backoff, only
+ *       when it fails with UNAVAILABLE. Mutating calls get a generated {@code request_id} when the
+ *       request has none, so such a retry is idempotent on the server.
+ *   <li>Every unary call has a deadline: the service config's per-method timeout.
+ *   <li>Failures are thrown as {@link StatewrightException} with the ErrorInfo reason.
+ *   <li>{@link #watch} resumes with {@code after_revision} after a dropped stream, so every
+ *       revision is delivered exactly once.
+ * </ul>
+ */
+public final class StatewrightClient implements AutoCloseable {
+  /** Default target when {@code STATEWRIGHT_TARGET} is not set. */
+  public static final String DEFAULT_TARGET = "127.0.0.1:50051";
+
+  private static final Duration FALLBACK_TIMEOUT = Duration.ofSeconds(30);
+
+  private final ManagedChannel channel;
+  private final boolean ownsChannel;
+  private final WorkflowServiceGrpc.WorkflowServiceBlockingStub stub;
+  private final Map<String, Duration> timeouts = ServiceConfig.methodTimeouts();
+
+  /** Uses an existing channel (build it with {@link ServiceConfig#apply}); not closed by us. */
+  public StatewrightClient(ManagedChannel channel) {
+    this(channel, false);
+  }
+
+  private StatewrightClient(ManagedChannel channel, boolean ownsChannel) {
+    this.channel = channel;
+    this.ownsChannel = ownsChannel;
+    this.stub = WorkflowServiceGrpc.newBlockingStub(channel);
+  }
+
+  /** A plaintext connection to {@code host:port} with the service config and retries on. */
+  public static StatewrightClient connect(String target) {
+    ManagedChannelBuilder<?> builder = ManagedChannelBuilder.forTarget(target).usePlaintext();
+    return new StatewrightClient(ServiceConfig.apply(builder).build(), true);
+  }
+
+  /** Connects to {@code $STATEWRIGHT_TARGET}, or {@value #DEFAULT_TARGET}. */
+  public static StatewrightClient fromEnvironment() {
+    String target = System.getenv("STATEWRIGHT_TARGET");
+    return connect(target == null || target.isEmpty() ? DEFAULT_TARGET : target);
+  }
+
+  @Override
+  public void close() {
+    if (ownsChannel) {
+      channel.shutdown();
+      try {
+        if (!channel.awaitTermination(5, TimeUnit.SECONDS)) {
+          channel.shutdownNow();
+        }
+      } catch (InterruptedException e) {
+        channel.shutdownNow();
+        Thread.currentThread().interrupt();
+      }
+    }
+  }
+
+  private <T> T call(String method, Function<WorkflowServiceGrpc.WorkflowServiceBlockingStub, T> rpc) {
+    Duration timeout = timeouts.getOrDefault(method, FALLBACK_TIMEOUT);
+    try {
+      return rpc.apply(stub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS));
+    } catch (StatusRuntimeException e) {
+      throw StatewrightException.from(e);
+    }
+  }
+
+  private static String requestId(String given) {
+    return given.isEmpty() ? UUID.randomUUID().toString() : given;
+  }
+
+  /** {@code workflows/{id}} for a bare id or a resource name. */
+  public static String workflowName(String nameOrId) {
+    return nameOrId.startsWith("workflows/") ? nameOrId : "workflows/" + nameOrId;
+  }
+
+  // --- raw requests (full control over every field) -------------------------------------
+
+  public StartWorkflowResponse start(StartWorkflowRequest request) {
+    StartWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("StartWorkflow", s -> s.startWorkflow(r));
+  }
+
+  public ResumeWorkflowResponse resume(ResumeWorkflowRequest request) {
+    ResumeWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("ResumeWorkflow", s -> s.resumeWorkflow(r));
+  }
+
+  public SignalWorkflowResponse signal(SignalWorkflowRequest request) {
+    SignalWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("SignalWorkflow", s -> s.signalWorkflow(r));
+  }
+
+  public CancelWorkflowResponse cancel(CancelWorkflowRequest request) {
+    CancelWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("CancelWorkflow", s -> s.cancelWorkflow(r));
+  }
+
+  public ListWorkflowsResponse listPage(ListWorkflowsRequest request) {
+    return call("ListWorkflows", s -> s.listWorkflows(request));
+  }
+
+  // --- conveniences -------------------------------------------------------------------
+
+  /** Starts {@code definition} (latest version); {@code workflowId} may be empty. */
+  public Workflow start(String definition, String workflowId, Map<String, ?> input) {
+    return start(
+            StartWorkflowRequest.newBuilder()
+                .setDefinition(definition)
+                .setWorkflowId(workflowId == null ? "" : workflowId)
+                .setInput(Structs.toStruct(input))
+                .build())
+        .getWorkflow();
+  }
+
+  /** Resumes a WAITING instance; {@code expectedRevision} 0 means "any revision". */
+  public Workflow resume(String name, String event, long expectedRevision) {
+    return resume(
+            ResumeWorkflowRequest.newBuilder()
+                .setName(workflowName(name))
+                .setEvent(event == null ? "" : event)
+                .setExpectedRevision(expectedRevision)
+                .build())
+        .getWorkflow();
+  }
+
+  /** Signals a RUNNING instance; check {@code getAccepted()} on the answer. */
+  public SignalWorkflowResponse signal(String name, String event, Map<String, ?> payload) {
+    return signal(
+        SignalWorkflowRequest.newBuilder()
+            .setName(workflowName(name))
+            .setEvent(event)
+            .setPayload(Structs.toStruct(payload))
+            .build());
+  }
+
+  public Workflow get(String name) {
+    GetWorkflowRequest request = GetWorkflowRequest.newBuilder().setName(workflowName(name)).build();
+    return call("GetWorkflow", s -> s.getWorkflow(request)).getWorkflow();
+  }
+
+  public Workflow cancel(String name, String reason) {
+    return cancel(
+            CancelWorkflowRequest.newBuilder()
+                .setName(workflowName(name))
+                .setReason(reason == null ? "" : reason)
+                .build())
+        .getWorkflow();
+  }
+
+  /** Every page of a listing, fetched lazily, following {@code next_page_token}. */
+  public Iterable<ListWorkflowsResponse> listPages(ListWorkflowsRequest first) {
+    return () ->
+        new Iterator<>() {
+          private String token = first.getPageToken();
+          private boolean done;
+
+          @Override
+          public boolean hasNext() {
+            return !done;
+          }
+
+          @Override
+          public ListWorkflowsResponse next() {
+            if (done) {
+              throw new NoSuchElementException();
+            }
+            ListWorkflowsResponse page = listPage(first.toBuilder().setPageToken(token).build());
+            token = page.getNextPageToken();
+            done = token.isEmpty();
+            return page;
+          }
+        };
+  }
+
+  /** Every instance of {@code definition} (all definitions when empty), across all pages. */
+  public List<Workflow> list(String definition, int pageSize) {
+    List<Workflow> all = new ArrayList<>();
+    ListWorkflowsRequest request =
+        ListWorkflowsRequest.newBuilder().setDefinition(definition).setPageSize(pageSize).build();
+    for (ListWorkflowsResponse page : listPages(request)) {
+      all.addAll(page.getWorkflowsList());
+    }
+    return all;
+  }
+
+  public GetDiagnosticsResponse diagnostics() {
+    return call("GetDiagnostics", s -> s.getDiagnostics(GetDiagnosticsRequest.getDefaultInstance()));
+  }
+
+  /** Every definition version the server knows, across all pages. */
+  public List<Definition> definitions() {
+    List<Definition> all = new ArrayList<>();
+    String token = "";
+    do {
+      ListDefinitionsRequest request = ListDefinitionsRequest.newBuilder().setPageToken(token).build();
+      ListDefinitionsResponse page = call("ListDefinitions", s -> s.listDefinitions(request));
+      all.addAll(page.getDefinitionsList());
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    return all;
+  }
+
+  /**
+   * Every revision of an instance in order, ending after a terminal one. Without {@code
+   * afterRevision} (pass {@code null}) the first message is CURRENT. A stream that fails with
+   * UNAVAILABLE (dropped connection, restarting server) is reopened after the last delivered
+   * revision, so nothing is skipped or repeated; it gives up after {@code reconnectBudget}
+   * without progress. The stream itself has no deadline: it lasts as long as the instance.
+   */
+  public Iterator<WatchWorkflowResponse> watch(String name, Long afterRevision, Duration reconnectBudget) {
+    return new ResumingWatch(workflowName(name), afterRevision, reconnectBudget);
+  }
+
+  public Iterator<WatchWorkflowResponse> watch(String name) {
+    return watch(name, null, Duration.ofSeconds(30));
+  }
+
+  static boolean terminal(WorkflowStatus status) {
+    return status == WorkflowStatus.WORKFLOW_STATUS_COMPLETED
+        || status == WorkflowStatus.WORKFLOW_STATUS_FAILED
+        || status == WorkflowStatus.WORKFLOW_STATUS_CANCELLED;
+  }
+
+  private final class ResumingWatch implements Iterator<WatchWorkflowResponse> {
+    private final String name;
+    private final long budgetNanos;
+    private Long after;
+    private Iterator<WatchWorkflowResponse> stream;
+    private WatchWorkflowResponse pending;
+    private boolean finished;
+
+    ResumingWatch(String name, Long after, Duration budget) {
+      this.name = name;
+      this.after = after;
+      this.budgetNanos = budget.toNanos();
+    }
+
+    private Iterator<WatchWorkflowResponse> open() {
+      WatchWorkflowRequest.Builder request = WatchWorkflowRequest.newBuilder().setName(name);
+      if (after != null) {
+        request.setAfterRevision(after);
+      }
+      return stub.watchWorkflow(request.build());
+    }
+
+    @Override
+    public boolean hasNext() {
+      if (pending != null) {
+        return true;
+      }
+      if (finished) {
+        return false;
+      }
+      long since = System.nanoTime();
+      long backoffMillis = 100;
+      while (true) {
+        StatewrightException failure = null;
+        try {
+          if (stream == null) {
+            stream = open();
+          }
+          while (stream.hasNext()) {
+            WatchWorkflowResponse message = stream.next();
+            if (after != null && message.getRevision() <= after) {
+              continue; // already delivered before a reconnect
+            }
+            after = message.getRevision();
+            pending = message;
+            if (terminal(message.getWorkflow().getStatus())) {
+              finished = true;
+            }
+            return true;
+          }
+          // Ended OK without a terminal revision: a draining server. Nothing more can come
+          // only if the instance already ended at a revision we delivered.
+          Workflow current = get(name);
+          if (terminal(current.getStatus()) && after != null && current.getRevision() <= after) {
+            finished = true;
+            return false;
+          }
+        } catch (StatusRuntimeException e) {
+          failure = StatewrightException.from(e);
+          if (!resumable(failure)) {
+            finished = true;
+            throw failure;
+          }
+        }
+        stream = null;
+        if (System.nanoTime() - since > budgetNanos) {
+          finished = true;
+          throw failure != null
+              ? failure
+              : new StatewrightException(
+                  Status.Code.UNAVAILABLE, "watch kept ending before a terminal revision", "", "", Map.of(), null);
+        }
+        sleep(backoffMillis / 2 + (long) (Math.random() * backoffMillis / 2));
+        backoffMillis = Math.min(backoffMillis * 2, 2000);
+      }
+    }
+
+    @Override
+    public WatchWorkflowResponse next() {
+      if (!hasNext()) {
+        throw new NoSuchElementException();
+      }
+      WatchWorkflowResponse message = pending;
+      pending = null;
+      return message;
+    }
+  }
+
+  /** Transport failures a reconnect can cure; errors with an ErrorInfo reason are final. */
+  static boolean resumable(StatewrightException e) {
+    if (e.code() == Status.Code.UNAVAILABLE) {
+      return true;
+    }
+    boolean transport =
+        e.code() == Status.Code.CANCELLED || e.code() == Status.Code.INTERNAL || e.code() == Status.Code.UNKNOWN;
+    return transport && e.reason().isEmpty();
+  }
+
+  private static void sleep(long millis) {
+    try {
+      Thread.sleep(millis);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new StatewrightException(Status.Code.CANCELLED, "interrupted", "", "", Map.of(), e);
+    }
+  }
+}
