@@ -1,0 +1,182 @@
+package dev.statewright.client;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.statewright.v1.GetWorkflowRequest;
+import dev.statewright.v1.GetWorkflowResponse;
+import dev.statewright.v1.ListWorkflowsRequest;
+import dev.statewright.v1.ListWorkflowsResponse;
+import dev.statewright.v1.ResumeWorkflowRequest;
+import dev.statewright.v1.StartWorkflowRequest;
+import dev.statewright.v1.StartWorkflowResponse;
+import dev.statewright.v1.WatchEventType;
+import dev.statewright.v1.WatchWorkflowRequest;
+import dev.statewright.v1.WatchWorkflowResponse;
+import dev.statewright.v1.Workflow;
+import dev.statewright.v1.WorkflowStatus;
+import io.grpc.Status;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+class StatewrightClientTest {
+  private FakeService fake;
+  private StatewrightClient client;
+
+  @BeforeEach
+  void setUp() throws Exception {
+    fake = new FakeService();
+    client = new StatewrightClient(fake.channel);
+  }
+
+  @AfterEach
+  void tearDown() {
+    client.close();
+    fake.close();
+  }
+
+  private static Workflow workflow(String id, long revision, WorkflowStatus status) {
+    return Workflow.newBuilder().setName("workflows/" + id).setWorkflowId(id).setRevision(revision).setStatus(status).build();
+  }
+
+  @Test
+  void retriesUnavailableUntilItSucceeds() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.getWorkflow = request -> {
+      if (attempts.incrementAndGet() < 3) {
+        throw Status.UNAVAILABLE.withDescription("storage down").asRuntimeException();
+      }
+      return GetWorkflowResponse.newBuilder().setWorkflow(workflow("w", 1, WorkflowStatus.WORKFLOW_STATUS_WAITING)).build();
+    };
+    Workflow got = client.get("w");
+    assertEquals(3, attempts.get());
+    assertEquals("workflows/w", got.getName());
+    assertEquals("workflows/w", ((GetWorkflowRequest) fake.requests.get(0)).getName());
+  }
+
+  @Test
+  void neverRetriesOtherCodesAndExposesTheErrorInfo() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.resumeWorkflow = request -> {
+      attempts.incrementAndGet();
+      throw FakeService.error(Status.Code.ABORTED, "REVISION_MISMATCH", Map.of("actual_revision", "1", "expected_revision", "99"));
+    };
+    StatewrightException e = assertThrows(StatewrightException.class, () -> client.resume("w", "approve", 99));
+    assertEquals(1, attempts.get());
+    assertEquals(Status.Code.ABORTED, e.code());
+    assertEquals("REVISION_MISMATCH", e.reason());
+    assertEquals(ErrorInfos.DOMAIN, e.domain());
+    assertEquals(1L, e.actualRevision().orElseThrow());
+    assertEquals(99, ((ResumeWorkflowRequest) fake.requests.get(0)).getExpectedRevision());
+  }
+
+  @Test
+  void aRetriedStartKeepsItsGeneratedRequestId() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.startWorkflow = request -> {
+      if (attempts.incrementAndGet() == 1) {
+        throw Status.UNAVAILABLE.asRuntimeException();
+      }
+      return StartWorkflowResponse.newBuilder().setWorkflow(workflow("w", 1, WorkflowStatus.WORKFLOW_STATUS_WAITING)).build();
+    };
+    client.start("mail-approval", "w", Map.of("topic", "x", "count", 2));
+    assertEquals(2, fake.requests.size());
+    StartWorkflowRequest first = (StartWorkflowRequest) fake.requests.get(0);
+    StartWorkflowRequest second = (StartWorkflowRequest) fake.requests.get(1);
+    assertFalse(first.getRequestId().isEmpty());
+    assertEquals(first.getRequestId(), second.getRequestId());
+    assertEquals("x", first.getInput().getFieldsOrThrow("topic").getStringValue());
+    assertEquals(2.0, first.getInput().getFieldsOrThrow("count").getNumberValue());
+  }
+
+  @Test
+  void everyUnaryCallCarriesTheServiceConfigDeadline() {
+    fake.getWorkflow = request -> GetWorkflowResponse.newBuilder().setWorkflow(workflow("w", 1, WorkflowStatus.WORKFLOW_STATUS_RUNNING)).build();
+    fake.startWorkflow = request -> StartWorkflowResponse.newBuilder().setWorkflow(workflow("w", 1, WorkflowStatus.WORKFLOW_STATUS_RUNNING)).build();
+    client.get("w");
+    client.start("review-loop", "", Map.of());
+    assertNotNull(fake.deadlines.get(0));
+    long read = fake.deadlines.get(0).timeRemaining(TimeUnit.MILLISECONDS);
+    long write = fake.deadlines.get(1).timeRemaining(TimeUnit.MILLISECONDS);
+    assertTrue(read > 8_000 && read <= 10_000, "GetWorkflow deadline " + read);
+    assertTrue(write > 28_000 && write <= 30_000, "StartWorkflow deadline " + write);
+  }
+
+  @Test
+  void listPagesFollowsPageTokensToTheEnd() {
+    fake.listWorkflows = request -> {
+      int page = request.getPageToken().isEmpty() ? 0 : Integer.parseInt(request.getPageToken());
+      ListWorkflowsResponse.Builder response = ListWorkflowsResponse.newBuilder();
+      for (int i = 0; i < (page < 2 ? 2 : 1); i++) {
+        response.addWorkflows(workflow("o-" + page + "-" + i, 1, WorkflowStatus.WORKFLOW_STATUS_COMPLETED));
+      }
+      return response.setNextPageToken(page < 2 ? Integer.toString(page + 1) : "").build();
+    };
+    List<Workflow> all = client.list("order-fulfilment", 2);
+    assertEquals(5, all.size());
+    List<String> tokens = new ArrayList<>();
+    fake.requests.forEach(r -> tokens.add(((ListWorkflowsRequest) r).getPageToken()));
+    assertEquals(List.of("", "1", "2"), tokens);
+    assertEquals(2, ((ListWorkflowsRequest) fake.requests.get(0)).getPageSize());
+  }
+
+  @Test
+  void watchResumesAfterTheLastRevisionWhenTheStreamDrops() {
+    AtomicInteger streams = new AtomicInteger();
+    fake.watchWorkflow = (request, observer) -> {
+      if (streams.incrementAndGet() == 1) {
+        assertFalse(request.hasAfterRevision());
+        observer.onNext(message(WatchEventType.WATCH_EVENT_TYPE_CURRENT, 1, WorkflowStatus.WORKFLOW_STATUS_WAITING));
+        observer.onError(Status.UNAVAILABLE.withDescription("server restarting").asRuntimeException());
+      } else {
+        assertEquals(1, request.getAfterRevision());
+        // A replica may replay an already delivered revision: the client drops it.
+        observer.onNext(message(WatchEventType.WATCH_EVENT_TYPE_STEP, 1, WorkflowStatus.WORKFLOW_STATUS_WAITING));
+        observer.onNext(message(WatchEventType.WATCH_EVENT_TYPE_STEP, 2, WorkflowStatus.WORKFLOW_STATUS_COMPLETED));
+        observer.onCompleted();
+      }
+    };
+    List<Long> revisions = new ArrayList<>();
+    Iterator<WatchWorkflowResponse> watch = client.watch("w", null, Duration.ofSeconds(5));
+    watch.forEachRemaining(m -> revisions.add(m.getRevision()));
+    assertEquals(List.of(1L, 2L), revisions);
+    assertEquals(2, streams.get());
+    assertEquals("workflows/w", ((WatchWorkflowRequest) fake.requests.get(1)).getName());
+  }
+
+  @Test
+  void watchSurfacesFinalErrorsWithoutReconnecting() {
+    AtomicInteger streams = new AtomicInteger();
+    fake.watchWorkflow = (request, observer) -> {
+      streams.incrementAndGet();
+      observer.onError(FakeService.error(Status.Code.NOT_FOUND, "WORKFLOW_NOT_FOUND", Map.of("workflow_id", "w")));
+    };
+    Iterator<WatchWorkflowResponse> watch = client.watch("w");
+    StatewrightException e = assertThrows(StatewrightException.class, watch::hasNext);
+    assertEquals("WORKFLOW_NOT_FOUND", e.reason());
+    assertEquals(1, streams.get());
+  }
+
+  private static WatchWorkflowResponse message(WatchEventType type, long revision, WorkflowStatus status) {
+    return WatchWorkflowResponse.newBuilder().setType(type).setRevision(revision).setWorkflow(workflow("w", revision, status)).build();
+  }
+
+  @Test
+  void resumableCodes() {
+    assertTrue(StatewrightClient.resumable(new StatewrightException(Status.Code.UNAVAILABLE, "m", "SHUTTING_DOWN", "", Map.of(), null)));
+    assertTrue(StatewrightClient.resumable(new StatewrightException(Status.Code.INTERNAL, "rst", "", "", Map.of(), null)));
+    assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.INTERNAL, "m", "INTERNAL", "", Map.of(), null)));
+    assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.DEADLINE_EXCEEDED, "m", "", "", Map.of(), null)));
+  }
+}
