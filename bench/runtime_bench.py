@@ -9,6 +9,9 @@ PostgreSQL:
     bench/run.sh                      # the figures in BENCHMARKS.md
     bench/run.sh --quick              # shorter windows, a smoke run
     bench/run.sh --profile DIR        # py-spy profiles of the server (scenarios a and b)
+    bench/run.sh --ab                 # plus (a) with the version pinned / with request ids
+    bench/run.sh --server-patch NAME  # a suggested change, prototyped (patched_server.py)
+    bench/run.sh --server-processes 2 # two statewrightd processes sharing the port
 
 Besides throughput and latency it records, over each measured window, the CPU each role
 used (server, PostgreSQL, load processes, everything else on the machine) so a reader
@@ -93,10 +96,19 @@ def _launch(name: str, argv: list[str], log: Path, pattern: str) -> Served:
     raise RuntimeError(f"{name} did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def start_statewrightd(database: str, logs: Path, port: int = 0, index: int = 0) -> Served:
-    """``port`` 0 picks a free port; another process may then share it (SO_REUSEPORT)."""
+def start_statewrightd(
+    database: str, logs: Path, port: int = 0, index: int = 0, patches: list[str] | None = None
+) -> Served:
+    """``port`` 0 picks a free port; another process may then share it (SO_REUSEPORT).
+
+    With ``patches`` the server runs under bench/patched_server.py (suggested changes).
+    """
+    command = [str(VENV_BIN / "statewrightd")]
+    if patches:
+        command = [sys.executable, str(ROOT / "bench" / "patched_server.py")]
+        command += [arg for patch in patches for arg in ("--patch", patch)] + ["--"]
     argv = [
-        str(VENV_BIN / "statewrightd"),
+        *command,
         "serve",
         "--listen",
         f"127.0.0.1:{port}",
@@ -435,7 +447,8 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
         f"Run {meta['when']} at {meta['commit']}, {meta['cpus']} CPUs, load average before: "
         f"{meta['loadavg']}; {meta['processes']} load processes, {meta['concurrency']} lanes "
         f"each (closed loop), {meta['server_processes']} statewrightd process(es), windows "
-        f"{meta['warmup']:g} s warmup + {meta['duration']:g} s measured.",
+        f"{meta['warmup']:g} s warmup + {meta['duration']:g} s measured"
+        + (f", server patches {meta['server_patches']}." if meta["server_patches"] else "."),
         "",
         "| scenario | shape | throughput /s | p50 ms | p99 ms | resume /s | resume p50 / p99 ms "
         "| errors | CPU cores: server-or-echo / postgres / load / other |",
@@ -571,13 +584,17 @@ class Fleet:
 
 
 @contextlib.contextmanager
-def fleet_up(database: str, logs: Path, server_processes: int) -> Iterator[Fleet]:
+def fleet_up(
+    database: str, logs: Path, server_processes: int, patches: list[str]
+) -> Iterator[Fleet]:
     started: list[Served] = []
     try:
-        first = start_statewrightd(database, logs)
+        first = start_statewrightd(database, logs, patches=patches)
         started.append(first)
         for index in range(1, server_processes):
-            started.append(start_statewrightd(database, logs, port=first.port, index=index))
+            started.append(
+                start_statewrightd(database, logs, port=first.port, index=index, patches=patches)
+            )
         servers = list(started)
         started.append(start_echo("direct", logs))
         started.append(start_echo("hop", logs))
@@ -610,6 +627,12 @@ def main() -> None:
         "--ab", action="store_true", help="add (a) with the version pinned, with request ids"
     )
     parser.add_argument(
+        "--server-patch",
+        action="append",
+        default=[],
+        help="run statewrightd under bench/patched_server.py with this patch (repeat)",
+    )
+    parser.add_argument(
         "--server-processes",
         type=int,
         default=1,
@@ -638,6 +661,7 @@ def main() -> None:
         "warmup": args.warmup,
         "duration": args.duration,
         "server_processes": args.server_processes,
+        "server_patches": args.server_patch,
         "commit": subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
             check=False,
@@ -653,7 +677,7 @@ def main() -> None:
     )
     logs = Path(tempfile.mkdtemp(prefix="statewright-bench."))
     outcomes: list[Outcome] = []
-    with fleet_up(args.database, logs, args.server_processes) as fleet:
+    with fleet_up(args.database, logs, args.server_processes, args.server_patch) as fleet:
         probe = CpuProbe(fleet.servers, [fleet.echo_direct, fleet.echo_hop], pg_port)
         profiler: Profiler | None = None
         selected: Iterator[Case] = cases(args, outcomes)

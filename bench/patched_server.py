@@ -1,0 +1,123 @@
+"""Run ``statewrightd`` with experimental patches, to measure a suggested change before it is made.
+
+Not a test, not for production. The profile (BENCHMARKS.md) suggests changes to the
+service; each patch here is the smallest monkeypatch that behaves like one suggestion, so
+bench/run.sh ``--server-patch NAME`` can measure its gain against the unpatched server
+in the same run. The service code is not edited; when the service changes, a patch that
+no longer matches what it replaces refuses to start instead of measuring something else.
+
+    .venv/bin/python bench/patched_server.py --patch latest-cache -- serve --listen ...
+
+Patches:
+
+- ``latest-cache``: StartWorkflow without a version resolves the latest version from the
+  registry's memory while its TTL is fresh, instead of a read-pool round trip per call.
+- ``plain-await``: Application.step awaits the reply future directly with a timer for the
+  deadline, instead of ``asyncio.wait_for(asyncio.shield(future), budget)``.
+- ``switch-interval=SECONDS``: ``sys.setswitchinterval``: how long a thread that wants
+  the GIL waits for the running one to drop it (CPython's default is 0.005).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import inspect
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from statewrightd import cli, errors
+from statewrightd.application import MAX_LOOP_QUEUE, Application, _settle
+from statewrightd.definitions import registry as registry_module
+from statewrightd.definitions.registry import Loaded
+from statewrightd.engine.runtime import Outcome, Replay, Result, StepCommand
+
+
+def _expect(fn: Callable[..., Any], *fragments: str) -> None:
+    """Refuse to patch a function whose source no longer has what the patch replaces."""
+    source = inspect.getsource(fn)
+    missing = [f for f in fragments if f not in source]
+    if missing:
+        raise SystemExit(f"patch out of date: {fn.__qualname__} no longer contains {missing}")
+
+
+def latest_cache() -> None:
+    original = Application.definition
+    _expect(original, "return await self._read(lambda: registry.get(name, version))")
+    _expect(registry_module.DefinitionRegistry._latest_version, "LATEST_TTL", "_latest_checked")
+
+    async def definition(self: Application, name: str, version: int | None) -> Loaded:
+        registry = self.registry
+        if version is None:
+            known = registry._latest.get(name)
+            checked = registry._latest_checked.get(name, 0.0)
+            if known is not None and time.monotonic() - checked < registry_module.LATEST_TTL:
+                cached = registry.cached(name, known)
+                if cached is not None:
+                    return cached  # no I/O and no thread hop while the TTL is fresh
+        return await original(self, name, version)
+
+    Application.definition = definition  # type: ignore[method-assign]
+
+
+def plain_await() -> None:
+    _expect(Application.step, "asyncio.wait_for(asyncio.shield(future), budget)")
+
+    async def step(self: Application, budget: float | None, **fields: Any) -> Outcome | Replay:
+        loop = self.loop
+        if loop.queue_depth() > MAX_LOOP_QUEUE:
+            raise errors.ResourceExhausted(
+                "the server is overloaded; retry with backoff", reason="OVERLOADED"
+            )
+        aio = asyncio.get_running_loop()
+        future: asyncio.Future[Result] = aio.create_future()
+
+        def reply(result: Result) -> None:
+            loop.reply(functools.partial(_settle, future, result))
+
+        command = StepCommand(reply=reply, **fields)
+        loop.post(functools.partial(self.runtime.submit, command))
+        expired = errors.DeadlineExceeded(
+            "the deadline passed before the step finished; its outcome is decided by the "
+            "server and visible through GetWorkflow",
+            metadata={"workflow_id": command.workflow_id},
+        )
+        # _settle ignores a settled future, so the timer and the reply may race safely;
+        # a cancelled RPC cancels only this await, as shield() did for the reply.
+        timer = aio.call_later(budget, _settle, future, expired) if budget is not None else None
+        try:
+            result = await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if isinstance(result, errors.StatewrightError):
+            raise result
+        return result
+
+    Application.step = step  # type: ignore[method-assign]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--patch", action="append", default=[], help="a patch name (repeat)")
+    parser.add_argument("rest", nargs=argparse.REMAINDER, help="-- statewrightd arguments")
+    args = parser.parse_args()
+    for patch in args.patch:
+        name, _, value = patch.partition("=")
+        if name == "latest-cache":
+            latest_cache()
+        elif name == "plain-await":
+            plain_await()
+        elif name == "switch-interval":
+            sys.setswitchinterval(float(value))
+        else:
+            raise SystemExit(f"unknown patch {patch!r}")
+    rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
+    sys.exit(cli.main(rest))
+
+
+if __name__ == "__main__":
+    main()
