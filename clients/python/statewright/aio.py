@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -252,7 +252,7 @@ class AsyncClient:
         after_revision: int | None = None,
         timeout: float | None = None,
         reconnect_budget: float = 30.0,
-    ) -> AsyncIterator[WatchEvent]:
+    ) -> AsyncGenerator[WatchEvent, None]:
         """Yields every revision in order, resuming after drops; see :meth:`Client.watch`."""
         cursor = _common.WatchCursor(workflow_name(name), after_revision)
         backoff = _common.Backoff(budget=reconnect_budget)

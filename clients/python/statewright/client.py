@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import TypeVar
 
@@ -260,7 +260,7 @@ class Client:
         after_revision: int | None = None,
         timeout: float | None = None,
         reconnect_budget: float = 30.0,
-    ) -> Iterator[WatchEvent]:
+    ) -> Generator[WatchEvent, None, None]:
         """Yields every revision of an instance in order, and stops after a terminal one.
 
         Without ``after_revision`` the first event is CURRENT (the instance now), then one
@@ -269,6 +269,7 @@ class Client:
         it yielded, so each revision is seen exactly once; it gives up (raising the last
         error) after ``reconnect_budget`` seconds without progress. ``timeout`` bounds one
         stream; by default a watch has no deadline, since it lasts as long as the instance.
+        Call ``close()`` on the generator (or stop iterating and drop it) to end the stream.
         """
         cursor = _common.WatchCursor(workflow_name(name), after_revision)
         backoff = _common.Backoff(budget=reconnect_budget)
