@@ -53,6 +53,7 @@ MAX_LOOP_QUEUE = 20_000
 # How often an idle watcher re-reads history when other replicas may write (PostgreSQL):
 # the bound on the delay a lost LISTEN/NOTIFY hint can cause.
 WATCH_RECHECK_SECONDS = 30.0
+HINT_DELAY_SECONDS = 0.02
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,7 +126,9 @@ class Application:
             hub = self.watch_hub
 
             def deliver(hints: list[tuple[str, int]]) -> None:
-                aio.call_soon_threadsafe(hub.hint, hints)
+                # Hints for this replica's own commits race its local publish; a short
+                # delay lets the local copy win, so they cost no history read.
+                aio.call_soon_threadsafe(aio.call_later, HINT_DELAY_SECONDS, hub.hint, hints)
 
             def reconnected() -> None:
                 aio.call_soon_threadsafe(hub.catch_up_all)
