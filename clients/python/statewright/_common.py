@@ -79,13 +79,27 @@ def method_timeouts() -> dict[str, float]:
     return timeouts
 
 
+# gRPC's default reconnect backoff starts at 1 s and grows to 120 s; while it waits, every
+# call fails at once with UNAVAILABLE, so the retry policy (about 4 s in all) can run out
+# before the channel even tries a restarted server again. Capping it at the retry policy's
+# own maximum backoff lets a restarted server be picked up within about two seconds.
+_RECONNECT_OPTIONS: tuple[tuple[str, Any], ...] = (
+    ("grpc.initial_reconnect_backoff_ms", 100),
+    ("grpc.min_reconnect_backoff_ms", 100),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+)
+
+
 def channel_options(extra: Sequence[tuple[str, Any]] = ()) -> list[tuple[str, Any]]:
-    """Channel options that install the service config and turn retries on."""
-    return [
-        ("grpc.service_config", service_config_json()),
-        ("grpc.enable_retries", 1),
-        *extra,
-    ]
+    """Channel options that install the service config, turn retries on and keep the
+    reconnect backoff short; ``extra`` options replace defaults with the same key."""
+    options: dict[str, Any] = {
+        "grpc.service_config": service_config_json(),
+        "grpc.enable_retries": 1,
+        **dict(_RECONNECT_OPTIONS),
+    }
+    options.update(dict(extra))
+    return list(options.items())
 
 
 def new_request_id() -> str:
