@@ -168,6 +168,24 @@ def _postgres_pids(port: int) -> list[int]:
     return [postmaster] + [pid for pid, parent in parents.items() if parent == postmaster]
 
 
+def background_cores(seconds: float = 3.0) -> float:
+    """Cores the machine is busy with over ``seconds``, measured before the run starts."""
+    before = _machine_busy()
+    time.sleep(seconds)
+    return (_machine_busy() - before) / seconds
+
+
+def wait_for_quiet(limit: float, threshold: float) -> float:
+    """On a shared machine, wait (up to ``limit`` s) for others' load to drop; return it."""
+    deadline = time.monotonic() + limit
+    busy = background_cores()
+    while busy > threshold and time.monotonic() < deadline:
+        print(f"waiting for a quieter machine: {busy:.2f} cores busy", flush=True)
+        time.sleep(10)
+        busy = background_cores()
+    return busy
+
+
 class CpuProbe:
     """Snapshots of cumulative CPU seconds per role; loadgen diffs two of them."""
 
@@ -445,7 +463,8 @@ def _cores(summary: Summary, outcome: Outcome) -> str:
 def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
     lines = [
         f"Run {meta['when']} at {meta['commit']}, {meta['cpus']} CPUs, load average before: "
-        f"{meta['loadavg']}; {meta['processes']} load processes, {meta['concurrency']} lanes "
+        f"{meta['loadavg']}, busy before: {meta['background_cores']} cores; "
+        f"{meta['processes']} load processes, {meta['concurrency']} lanes "
         f"each (closed loop), {meta['server_processes']} statewrightd process(es), windows "
         f"{meta['warmup']:g} s warmup + {meta['duration']:g} s measured"
         + (f", server patches {meta['server_patches']}." if meta["server_patches"] else "."),
@@ -642,6 +661,15 @@ def main() -> None:
     parser.add_argument("--profile", type=Path, help="write py-spy profiles here")
     parser.add_argument("--profile-rate", type=int, default=250)
     parser.add_argument("--out", type=Path, help="write results JSON and markdown here")
+    parser.add_argument(
+        "--wait-quiet",
+        type=float,
+        default=0.0,
+        help="wait up to this many seconds for other processes' load to drop first",
+    )
+    parser.add_argument(
+        "--quiet-below", type=float, default=0.3, help="cores busy that count as quiet"
+    )
     args = parser.parse_args()
     if not args.database.startswith("postgres"):
         raise SystemExit("needs --database postgresql://... (bench/run.sh provides one)")
@@ -652,10 +680,12 @@ def main() -> None:
         raise SystemExit("the database URL must name its port")
     pg_port = int(port_match.group(1))
 
+    background = wait_for_quiet(args.wait_quiet, args.quiet_below)
     meta = {
         "when": time.strftime("%Y-%m-%d %H:%M:%S"),
         "cpus": os.cpu_count(),
         "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
+        "background_cores": round(background, 2),
         "processes": args.processes,
         "concurrency": args.concurrency,
         "warmup": args.warmup,
@@ -672,6 +702,7 @@ def main() -> None:
     }
     print(
         f"runtime benchmark: {meta['cpus']} CPUs, load average {meta['loadavg']}, "
+        f"{meta['background_cores']} cores busy before, "
         f"{args.processes} load processes, windows {args.warmup:g}+{args.duration:g} s",
         flush=True,
     )
