@@ -7,12 +7,15 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///statewright.db"
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_WRITER_QUEUE = 10_000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+LOG_FORMATS = ("text", "json")
+DEFAULT_LIVENESS_STALL_SECONDS = 10.0
 
 
 @dataclass(frozen=True)
@@ -23,6 +26,9 @@ class ServerConfig:
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     log_level: str = "INFO"
     writer_queue: int = DEFAULT_WRITER_QUEUE
+    log_format: str = "text"
+    metrics_listen: str | None = None  # HOST:PORT of the Prometheus endpoint; None: off
+    liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
 
 
 class ConfigError(ValueError):
@@ -59,6 +65,23 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         type=str.upper,
         choices=LOG_LEVELS,
         help="log level (env STATEWRIGHT_LOG_LEVEL, default INFO)",
+    )
+    parser.add_argument(
+        "--log-format",
+        type=str.lower,
+        choices=LOG_FORMATS,
+        help="text, or json: one object per line (env STATEWRIGHT_LOG_FORMAT, default text)",
+    )
+    parser.add_argument(
+        "--metrics-listen",
+        help="HOST:PORT for the Prometheus /metrics endpoint (env STATEWRIGHT_METRICS_LISTEN, "
+        "default off)",
+    )
+    parser.add_argument(
+        "--liveness-stall",
+        type=float,
+        help="seconds the EventLoop may make no progress before liveness turns NOT_SERVING "
+        f"(env STATEWRIGHT_LIVENESS_STALL, default {DEFAULT_LIVENESS_STALL_SECONDS:g})",
     )
 
 
@@ -98,6 +121,7 @@ def config_from(
     if not queue_text.isdigit() or int(queue_text) < 1:
         raise ConfigError(f"writer queue must be a positive integer; got {queue_text!r}")
     return ServerConfig(
+        **_observability_settings(args, env, base),
         writer_queue=int(queue_text),
         listen=listen,
         database_url=database_url,
@@ -105,6 +129,36 @@ def config_from(
         grace_seconds=grace,
         log_level=log_level,
     )
+
+
+def _observability_settings(
+    args: argparse.Namespace, env: Mapping[str, str], base: ServerConfig
+) -> dict[str, Any]:
+    # getattr: parsers built before these flags existed (other subcommands) lack them.
+    def pick(name: str, var: str, default: str) -> str:
+        flag = getattr(args, name, None)
+        return str(flag) if flag is not None else env.get(var) or default
+
+    log_format = pick("log_format", "STATEWRIGHT_LOG_FORMAT", base.log_format).lower()
+    if log_format not in LOG_FORMATS:
+        raise ConfigError(f"log format must be one of {', '.join(LOG_FORMATS)}; got {log_format!r}")
+    metrics_listen = pick("metrics_listen", "STATEWRIGHT_METRICS_LISTEN", base.metrics_listen or "")
+    if metrics_listen:
+        parse_listen(metrics_listen)
+    stall_text = pick(
+        "liveness_stall", "STATEWRIGHT_LIVENESS_STALL", str(base.liveness_stall_seconds)
+    )
+    try:
+        stall = float(stall_text)
+    except ValueError:
+        raise ConfigError(f"liveness stall must be seconds; got {stall_text!r}") from None
+    if not 0 < stall <= 3600:
+        raise ConfigError(f"liveness stall must be between 0 and 3600 seconds; got {stall:g}")
+    return {
+        "log_format": log_format,
+        "metrics_listen": metrics_listen or None,
+        "liveness_stall_seconds": stall,
+    }
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
