@@ -4,12 +4,13 @@ The server under test connects to the proxy (127.0.0.1, a free port) instead of 
 database. The proxy parses the frontend protocol (the untyped startup packet, then typed
 messages) so it can act on exact protocol events:
 
-- ``arm_cut_after_write_commit``: the next COMMIT of a transaction that wrote a workflow
-  step (a statement inserting into ``workflow_history``) is forwarded to PostgreSQL, which
-  commits it, and then the connection is cut, so the client never hears the answer.
-  Other transactions (pings, reads, definition loads) are never cut. With ``refuse`` the
-  database then "goes dark": new connections are accepted and closed at once until
-  ``heal``.
+- ``arm_cut``: at the next COMMIT of a transaction that wrote a workflow step (a statement
+  inserting into ``workflow_history``) the connection is cut, either right after the
+  COMMIT was forwarded (PostgreSQL commits, the client never hears the answer) or right
+  before (PostgreSQL never sees it and rolls back). Other transactions (pings, reads,
+  definition loads) are never cut. With ``refuse``, new connections are then accepted
+  and closed at once until ``heal``; with ``drop_open`` as well, every other open
+  connection is cut at the same moment: the database has gone dark.
 - ``stall``: every client-to-server message is held (nothing reaches PostgreSQL) until
   ``resume``.
 
@@ -23,7 +24,6 @@ import contextlib
 import socket
 import struct
 import threading
-import time
 from dataclasses import dataclass, field
 from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
@@ -49,9 +49,16 @@ def _is_end_of_transaction(query: bytes) -> str:
 class _Connection:
     """What the proxy knows about one client connection."""
 
+    client: socket.socket
+    upstream: socket.socket
     statements: dict[bytes, bool] = field(default_factory=dict)  # name -> writes a step
     wrote_step: bool = False
     cut: bool = False
+
+    def drop(self) -> None:
+        self.cut = True
+        _hang_up(self.upstream)
+        _hang_up(self.client)
 
 
 class PgProxy:
@@ -64,7 +71,9 @@ class PgProxy:
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._cut_armed = False
+        self._forward_commit = True
         self._refuse_after_cut = False
+        self._drop_open_on_cut = False
         self._refusing = False
         self._flowing = threading.Event()
         self._flowing.set()
@@ -74,6 +83,7 @@ class PgProxy:
         self.held = 0  # messages that waited while stalled
         self._threads: list[threading.Thread] = []
         self._sockets: list[socket.socket] = []
+        self._connections: list[_Connection] = []
         self._spawn(self._accept_loop)
 
     @classmethod
@@ -91,10 +101,14 @@ class PgProxy:
 
     # -- faults ------------------------------------------------------------------------------
 
-    def arm_cut_after_write_commit(self, *, refuse: bool = False) -> None:
+    def arm_cut(
+        self, *, forward_commit: bool = True, refuse: bool = False, drop_open: bool = False
+    ) -> None:
         with self._lock:
             self._cut_armed = True
+            self._forward_commit = forward_commit
             self._refuse_after_cut = refuse
+            self._drop_open_on_cut = drop_open
 
     def heal(self) -> None:
         """Accept connections again and disarm any pending cut."""
@@ -102,20 +116,13 @@ class PgProxy:
             self._cut_armed = False
             self._refusing = False
             self._refuse_after_cut = False
+            self._drop_open_on_cut = False
 
     def stall(self) -> None:
         self._flowing.clear()
 
     def resume(self) -> None:
         self._flowing.set()
-
-    def wait_for_cut(self, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.cuts:
-                return True
-            time.sleep(0.01)
-        return bool(self.cuts)
 
     @property
     def refusing(self) -> bool:
@@ -151,7 +158,9 @@ class PgProxy:
                 continue
             upstream.settimeout(None)
             self._sockets += [client, upstream]
-            conn = _Connection()
+            conn = _Connection(client, upstream)
+            with self._lock:
+                self._connections.append(conn)
             self._spawn(self._client_to_server, client, upstream, conn)
             self._spawn(self._server_to_client, upstream, client, conn)
 
@@ -163,10 +172,10 @@ class PgProxy:
                     raise OSError("proxy closing")
         upstream.sendall(message)
 
-    def _take_cut(self, conn: _Connection) -> bool:
+    def _take_cut(self, conn: _Connection) -> str:
         with self._lock:
             if not self._cut_armed:
-                return False
+                return ""
             self._cut_armed = False
             # From now on nothing the server says reaches this client: the COMMIT reply
             # is lost even if the server answers before the hang-up.
@@ -174,7 +183,11 @@ class PgProxy:
             self.cuts += 1
             if self._refuse_after_cut:
                 self._refusing = True
-            return True
+            if self._drop_open_on_cut:
+                for other in self._connections:
+                    if other is not conn:
+                        other.drop()
+            return "after" if self._forward_commit else "before"
 
     def _client_to_server(
         self, client: socket.socket, upstream: socket.socket, conn: _Connection
@@ -212,7 +225,10 @@ class PgProxy:
                         if kind == b"S":
                             return  # the extended-protocol COMMIT is complete: cut now
                         continue
-                    if self._observe(kind, message[5:], conn) == "cut":
+                    cut = self._observe(kind, message[5:], conn)
+                    if cut == "before":
+                        return  # never forwarded: the server sees only end-of-file
+                    if cut == "after":
                         self._forward(upstream, message)
                         if kind == b"Q":
                             return
@@ -226,7 +242,7 @@ class PgProxy:
             _hang_up(client)
 
     def _observe(self, kind: bytes, payload: bytes, conn: _Connection) -> str:
-        """Track step-writing statements; answer "cut" when this message is the COMMIT to cut."""
+        """Track step-writing statements; for the COMMIT to cut, answer "before" or "after"."""
         query: bytes | None = None
         if kind == b"Q":
             query = _cstrings(payload, 1)[0]
@@ -245,8 +261,8 @@ class PgProxy:
         if not end:
             return ""
         wrote, conn.wrote_step = conn.wrote_step, False
-        if end == "commit" and wrote and self._take_cut(conn):
-            return "cut"
+        if end == "commit" and wrote:
+            return self._take_cut(conn)
         return ""
 
     def _server_to_client(
