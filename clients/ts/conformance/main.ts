@@ -2,6 +2,9 @@
 // $STATEWRIGHT_TARGET and exits non-zero at the first mismatch.
 //   STATEWRIGHT_TARGET=127.0.0.1:50051 node dist/conformance/main.js [scenario.yaml]
 import { randomBytes } from "node:crypto";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { Code, ConnectError } from "@connectrpc/connect";
 
 import { createStatewrightClient } from "../src/client.js";
 import { Runner } from "./runner.js";
@@ -17,9 +20,35 @@ const scenario = await loadScenario(scenarioPath);
 const runId = randomBytes(6).toString("hex");
 console.log(`conformance: ${scenarioPath} against ${target}, run ${runId}`);
 
-const runner = new Runner({ client: createStatewrightClient(target), runId });
+const client = createStatewrightClient(target);
+await waitForServer(Number(process.env["STATEWRIGHT_WAIT_MS"] ?? 30_000));
+const runner = new Runner({ client, runId });
 const result = await runner.run(scenario);
 if (result.failure !== undefined) {
   console.error(`conformance: ${result.failure}`);
   process.exitCode = 1;
+}
+
+/**
+ * Calls GetDiagnostics until the server answers anything but UNAVAILABLE, so that a runner
+ * started together with its server does not race the server's start-up.
+ */
+async function waitForServer(waitMs: number): Promise<void> {
+  const deadline = Date.now() + waitMs;
+  for (;;) {
+    try {
+      await client.getDiagnostics({});
+      return;
+    } catch (err) {
+      const ce = ConnectError.from(err);
+      if (ce.code !== Code.Unavailable) {
+        return; // the first step reports any other failure
+      }
+      if (Date.now() >= deadline) {
+        console.error(`conformance: the server did not answer within ${waitMs} ms: ${ce.message}`);
+        process.exit(1);
+      }
+      await sleep(250);
+    }
+  }
 }

@@ -14,23 +14,27 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	"github.com/statewright/statewright/clients/go/internal/conformance"
 	"github.com/statewright/statewright/clients/go/statewright"
+	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
 )
 
 func main() {
 	scenarioPath := flag.String("scenario", "../conformance/scenario.yaml", "the scenario file")
 	timeout := flag.Duration("timeout", 2*time.Minute, "the whole run's deadline")
+	wait := flag.Duration("wait", 30*time.Second, "how long to wait for the server to answer before the first step")
 	flag.Parse()
-	if err := run(*scenarioPath, *timeout); err != nil {
+	if err := run(*scenarioPath, *timeout, *wait); err != nil {
 		fmt.Fprintln(os.Stderr, "conformance:", err)
 		os.Exit(1)
 	}
 }
 
-func run(scenarioPath string, timeout time.Duration) error {
+func run(scenarioPath string, timeout, wait time.Duration) error {
 	target := os.Getenv("STATEWRIGHT_TARGET")
 	if target == "" {
 		return fmt.Errorf("STATEWRIGHT_TARGET (host:port of a live server) is not set")
@@ -53,6 +57,32 @@ func run(scenarioPath string, timeout time.Duration) error {
 	fmt.Printf("conformance: %s against %s, run %s\n", scenarioPath, target, r.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	if err := waitForServer(ctx, client, wait); err != nil {
+		return err
+	}
 	_, err = r.Run(ctx, sc)
 	return err
+}
+
+// waitForServer calls GetDiagnostics until the server answers anything but UNAVAILABLE, so
+// that a runner started together with its server does not race the server's start-up.
+func waitForServer(ctx context.Context, client *statewright.Client, wait time.Duration) error {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	for {
+		_, err := client.GetDiagnostics(ctx, &statewrightv1.GetDiagnosticsRequest{})
+		switch {
+		case err == nil:
+			return nil
+		case ctx.Err() != nil:
+			return fmt.Errorf("the server did not answer within %s: %w", wait, err)
+		case status.Code(err) != codes.Unavailable:
+			return nil // the first step reports any other failure
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the server did not answer within %s: %w", wait, err)
+		case <-time.After(250 * time.Millisecond):
+		}
+	}
 }
