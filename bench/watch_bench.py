@@ -159,10 +159,18 @@ def watcher_process(job: WatchJob, out: Any) -> None:
 # -- signal processes ---------------------------------------------------------------------
 
 
-async def _signal(
-    target: str, ids: list[str], rate: float, start_at: float, duration: float
-) -> tuple[int, int]:
-    channels, stubs = _stubs(target)
+@dataclass
+class SignalJob:
+    target: str
+    ids: list[str]
+    rate: float
+    start_at: float
+    duration: float
+
+
+async def _signal(job: SignalJob) -> tuple[int, int]:
+    ids, rate, duration = job.ids, job.rate, job.duration
+    channels, stubs = _stubs(job.target)
     accepted = 0
     failed = 0
     await asyncio.sleep(max(0.0, job.start_at - time.time()))
@@ -244,17 +252,9 @@ def delivery(args: argparse.Namespace, server: Served) -> dict[str, Any]:
         watchers.append(proc)
     signallers = []
     for chunk in split(ids, args.signal_processes):
-        proc = ctx.Process(
-            target=signal_process,
-            args=(
-                server.target,
-                chunk,
-                args.rate / args.signal_processes,
-                start_at,
-                args.duration,
-                out,
-            ),
-        )
+        rate = args.rate / args.signal_processes
+        signal_job = SignalJob(server.target, chunk, rate, start_at, args.duration)
+        proc = ctx.Process(target=signal_process, args=(signal_job, out))
         proc.start()
         signallers.append(proc)
     all_ready = all(ready.wait(max(0.1, start_at - time.time())) for ready in readies)
