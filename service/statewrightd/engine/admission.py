@@ -33,6 +33,7 @@ class Recovery:
     next_attempt: float = 0.0  # wall-clock seconds
     # The database server process that ran the lost COMMIT; re-checks wait for it to end.
     last_error_pid: tuple[int, ...] = ()
+    session: Any = None  # the last session known for certain, for refusals meanwhile
 
 
 @dataclass(slots=True)

@@ -201,7 +201,8 @@ class WorkflowRuntime:
     def _refuse_busy(self, cmd: StepCommand, segment: Segment) -> None:
         meta = {"workflow_id": cmd.workflow_id}
         if segment.state is AdmissionState.RECOVERY_REQUIRED:
-            session = self._cache.get(cmd.workflow_id)
+            recovery = segment.recovery
+            session = recovery.session if recovery is not None else None
             if cmd.kind == "signal" and session is not None:
                 cmd.reply(
                     Outcome(
@@ -482,6 +483,9 @@ class WorkflowRuntime:
         assert segment is not None
         segment.state = AdmissionState.RECOVERY_REQUIRED
         segment.recovery = Recovery(op, since=time.time(), last_error=error)
+        # Kept out of the cache (its revision is in doubt) but still shown to signals
+        # refused with RECOVERY_REQUIRED, as the last state known for certain.
+        segment.recovery.session = self._cache.get(cmd.workflow_id)
         if "backend_pid" in error.metadata:
             segment.recovery.last_error_pid = (int(error.metadata["backend_pid"]),)
         self._cache.pop(cmd.workflow_id, None)

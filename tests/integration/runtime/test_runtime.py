@@ -1,0 +1,211 @@
+"""The runtime in process, without gRPC: admission, stale caches, conflicts, recovery.
+
+A second repository on the same SQLite file plays "another replica": it saves steps
+behind the runtime's back, so the runtime's cached sessions go stale exactly as they do
+when two servers share one database.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from statewrightd import errors
+from statewrightd.application import Application
+from statewrightd.config import ServerConfig
+from statewrightd.definitions import load_definition_file
+from statewrightd.engine import fsm
+from statewrightd.engine.admission import AdmissionState
+from statewrightd.engine.runtime import Outcome
+from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.store.records import InstanceRecord, Save
+from statewrightd.store.repository import Repository, open_repository
+
+REPO = Path(__file__).resolve().parents[3]
+TALLY = REPO / "tests" / "e2e" / "definitions" / "tally.yaml"
+
+
+@pytest.fixture
+async def app(tmp_path: Path) -> AsyncIterator[Application]:
+    definitions = tmp_path / "definitions"
+    definitions.mkdir()
+    shutil.copy(TALLY, definitions / "tally.yaml")
+    shutil.copy(REPO / "examples" / "definitions" / "mail-approval.yaml", definitions)
+    config = ServerConfig(
+        database_url=f"sqlite:///{tmp_path / 'runtime.db'}", definitions_dir=definitions
+    )
+    application = Application(config)
+    await application.open()
+    yield application
+    await application.close()
+
+
+@pytest.fixture
+def replica(app: Application) -> Any:
+    """Another writer on the same database, as a second server would be."""
+    repo = open_repository(app.config.database_url, migrate=False)
+    yield repo
+    repo.close()
+
+
+async def start(app: Application, workflow_id: str, definition: str = "tally") -> Outcome:
+    loaded = await app.definition(definition, None)
+    result = await app.step(5, kind="start", workflow_id=workflow_id, loaded=loaded)
+    assert isinstance(result, Outcome)
+    return result
+
+
+async def signal(app: Application, workflow_id: str, event: str, **payload: Any) -> Outcome:
+    result = await app.step(5, kind="signal", workflow_id=workflow_id, event=event, input=payload)
+    assert isinstance(result, Outcome)
+    return result
+
+
+def save_behind_the_back(repo: Repository, workflow_id: str, event: str, **payload: Any) -> None:
+    """Apply one signal the way another replica would: load, step, CAS save."""
+    current = repo.load(workflow_id)
+    definition = load_definition_file(TALLY)
+    result = fsm.signal(definition, snapshot_of(current), event, payload)
+    now = datetime.now(UTC)
+    record = instance_record(result.snapshot, current.create_time, now)
+    repo.save(Save(record, current.revision, history_record(result, event, now)))
+
+
+async def test_a_stale_cache_loses_the_cas_race_then_reloads_and_reapplies(
+    app: Application, replica: Repository
+) -> None:
+    await start(app, "w")
+    await signal(app, "w", "tick", id="mine-1")  # cached at revision 2
+    save_behind_the_back(replica, "w", "tick", id="theirs")  # revision 3 elsewhere
+    outcome = await signal(app, "w", "tick", id="mine-2")
+    assert outcome.accepted
+    assert outcome.record.revision == 4
+    assert outcome.record.context["seen"] == ["mine-1", "theirs", "mine-2"]
+    history = app.repo.history_after("w", 0, 10)
+    assert [h.revision for h in history] == [1, 2, 3, 4]
+
+
+async def test_an_expected_revision_against_a_stale_cache_is_checked_against_the_store(
+    app: Application, replica: Repository
+) -> None:
+    await start(app, "m", definition="mail-approval")  # WAITING at revision 1, cached
+    stored = replica.load("m")
+    # Another replica cancels it: revision 2.
+    definition = load_definition_file(REPO / "examples" / "definitions" / "mail-approval.yaml")
+    result = fsm.cancel(definition, snapshot_of(stored), "elsewhere")
+    now = datetime.now(UTC)
+    replica.save(
+        Save(
+            instance_record(result.snapshot, stored.create_time, now),
+            1,
+            history_record(result, None, now),
+        )
+    )
+    with pytest.raises(errors.Aborted) as caught:
+        await app.step(5, kind="resume", workflow_id="m", event="approve", expected_revision=1)
+    assert caught.value.reason == "REVISION_MISMATCH"
+    assert caught.value.metadata["actual_revision"] == "2"
+
+
+async def test_a_refusal_made_on_a_stale_cache_is_confirmed_against_the_store(
+    app: Application, replica: Repository
+) -> None:
+    await start(app, "t")  # RUNNING in `open`, cached
+    save_behind_the_back(replica, "t", "close")  # COMPLETED elsewhere
+    outcome = await signal(app, "t", "tick", id="late")
+    assert not outcome.accepted
+    assert outcome.rejection == "NOT_RUNNING"
+    assert outcome.record.status == "COMPLETED"
+    assert outcome.record.revision == 2
+
+
+async def test_guards_all_false_on_a_stale_cache_are_confirmed_before_accepting(
+    app: Application, replica: Repository
+) -> None:
+    await start(app, "g")
+    # The cached instance is still `open`; elsewhere it was closed, so a signal the cached
+    # state would accept must not be reported as applied.
+    save_behind_the_back(replica, "g", "close")
+    outcome = await signal(app, "g", "close")
+    assert not outcome.accepted
+    assert outcome.record.revision == 2
+
+
+async def test_signals_arriving_while_a_step_persists_queue_in_arrival_order(
+    app: Application,
+) -> None:
+    await start(app, "q")
+    ids = [f"s{i}" for i in range(40)]
+    outcomes = await asyncio.gather(*(signal(app, "q", "tick", id=i) for i in ids))
+    assert all(o.accepted for o in outcomes)
+    final = app.repo.load("q")
+    assert final.context["seen"] == ids
+    assert final.revision == 41
+
+
+async def test_a_competing_resume_while_a_segment_is_live_is_busy(app: Application) -> None:
+    await start(app, "b", definition="mail-approval")
+    first = asyncio.ensure_future(app.step(5, kind="resume", workflow_id="b", event="approve"))
+    await asyncio.sleep(0)  # the first is posted before the second
+    with pytest.raises(errors.Aborted) as caught:
+        await app.step(5, kind="resume", workflow_id="b", event="reject")
+    assert caught.value.reason == "WORKFLOW_BUSY"
+    assert isinstance(await first, Outcome)
+
+
+async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolves_it(
+    app: Application, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await start(app, "r")
+    writer = app._writer
+    assert writer is not None
+    real_submit = writer.submit
+    seen_ops: list[Any] = []
+
+    def lose_commit(op: Any, callback: Any) -> None:
+        # The save really commits, but its acknowledgement is lost.
+        def committed(result: InstanceRecord | errors.StoreError) -> None:
+            seen_ops.append(op)
+            callback(errors.OutcomeUnknown("lost around COMMIT", metadata={"backend_pid": 1}))
+
+        real_submit(op, committed)
+
+    monkeypatch.setattr(writer, "submit", lose_commit)
+    checks: list[tuple[int, ...]] = []
+    real_resolve = app.repo.resolve_outcome
+
+    def resolve(ops: Any, *, backend_pids: Any = ()) -> Any:
+        checks.append(tuple(backend_pids))
+        if len(checks) < 2:
+            return [errors.OutcomeUnknown("still cannot tell")]
+        return real_resolve(ops, backend_pids=())
+
+    monkeypatch.setattr(app.repo, "resolve_outcome", resolve)
+    with pytest.raises(errors.OutcomeUnknown):
+        await signal(app, "r", "tick", id="x")
+    monkeypatch.setattr(writer, "submit", real_submit)
+
+    info = await app.workflow_info("r")
+    assert info.admission is AdmissionState.RECOVERY_REQUIRED
+    rejected = await signal(app, "r", "tick", id="y")
+    assert not rejected.accepted and rejected.rejection == "RECOVERY_REQUIRED"
+    with pytest.raises(errors.FailedPrecondition) as caught:
+        await app.step(5, kind="cancel", workflow_id="r")
+    assert caught.value.reason == "RECOVERY_REQUIRED"
+
+    for _ in range(100):  # re-checks back off from 0.2 s; bounded wait
+        if (await app.workflow_info("r")).admission is None:
+            break
+        await asyncio.sleep(0.05)
+    assert (await app.workflow_info("r")).admission is None
+    assert checks[0] == (1,), "the re-check waits for the backend that ran the lost COMMIT"
+    # Resolved as committed: the next step builds on revision 2.
+    after = await signal(app, "r", "tick", id="z")
+    assert after.record.revision == 3
+    assert after.record.context["seen"] == ["x", "z"]
