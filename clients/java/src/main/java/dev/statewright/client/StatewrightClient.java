@@ -328,6 +328,9 @@ public final class StatewrightClient implements AutoCloseable {
           }
         }
         stream = null;
+        // After a dropped connection the channel waits out its reconnect backoff (1 s
+        // growing to 120 s) and fails calls at once meanwhile; try the server again now.
+        channel.resetConnectBackoff();
         if (System.nanoTime() - since > budgetNanos) {
           finished = true;
           throw failure != null
