@@ -52,8 +52,12 @@ async def test_replies_of_one_batch_cross_in_one_hand_off() -> None:
         gate = threading.Event()
         results: list[int] = []
         finished = asyncio.Event()
+
         # Hold the loop so that the next 100 commands queue up and run as one batch.
-        loop.post(lambda: None if gate.wait(5) else None)
+        def hold() -> None:
+            gate.wait(5)
+
+        loop.post(hold)
         loop.start(aio)
         for i in range(100):
             loop.post(lambda i=i: loop.reply(lambda i=i: results.append(i)))  # type: ignore[misc]
