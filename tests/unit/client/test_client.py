@@ -296,9 +296,9 @@ def test_connection_refused_maps_to_unavailable_after_retries() -> None:
 
 
 def test_target_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("STATEWRIGHT_TARGET", "10.1.2.3:999")
+    monkeypatch.setenv("STATEWRIGHT_TARGET", "127.0.0.2:999")
     with Client() as client:
-        assert client.target == "10.1.2.3:999"
+        assert client.target == "127.0.0.2:999"
     monkeypatch.delenv("STATEWRIGHT_TARGET")
     with Client() as client:
         assert client.target == "127.0.0.1:50051"
