@@ -8,7 +8,7 @@ root=$(cd "$here/../.." && pwd)
 : "${STATEWRIGHT_TARGET:?set STATEWRIGHT_TARGET to the server host:port}"
 scenario=$(cd "$(dirname "${1:-$root/clients/conformance/scenario.yaml}")" && pwd)/$(basename "${1:-scenario.yaml}")
 cd "$here"
-mvn -B -q -Dstyle.color=never compile dependency:build-classpath \
+mvn -B -q -Dstyle.color=never compile dependency:build-classpath >&2 \
   -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime
 exec java -cp "target/classes:$(cat target/classpath.txt)" \
   dev.statewright.client.conformance.ConformanceRunner "$scenario"
