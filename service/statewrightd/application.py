@@ -309,6 +309,10 @@ class Application:
     async def ping(self) -> None:
         await self._read(self.repo.ping)
 
+    def writer_stats(self) -> WriterStats | None:
+        """The writer's counters, from any thread (metrics scrapes); None before open."""
+        return self._writer.stats() if self._writer is not None else None
+
     # -- diagnostics -------------------------------------------------------------------------
 
     async def diagnostics(self) -> Diagnostics:

@@ -30,6 +30,7 @@ from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Rec
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.model import Snapshot, StepResult, TransitionTaken
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.observability import hooks
 from statewrightd.store.records import Create, InstanceRecord, Operation, RequestRecord, Save
 from statewrightd.store.repository import Repository
 from statewrightd.store.writer import GroupCommitWriter
@@ -91,6 +92,8 @@ class StepCommand:
     request: RequestKey | None = None
     attempts: int = 0
     fresh: bool = False  # the session was loaded from the store by this command
+    # Built where the command is (the RPC's task): arrival time and trace context.
+    observed: hooks.StepObservation | None = field(default_factory=hooks.step_requested)
 
 
 @dataclass(slots=True)
@@ -464,6 +467,7 @@ class WorkflowRuntime:
     def _finish(self, cmd: StepCommand, token: int, result: Result) -> None:
         segment = self._admission.release(cmd.workflow_id, token)
         cmd.reply(result)
+        hooks.step_finished(cmd, result)
         if cmd.request is not None:
             for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
                 duplicate.reply(
@@ -489,9 +493,14 @@ class WorkflowRuntime:
         if "backend_pid" in error.metadata:
             segment.recovery.last_error_pid = (int(error.metadata["backend_pid"]),)
         self._cache.pop(cmd.workflow_id, None)
-        _log.warning("workflow %s: save outcome unknown; recovery required", cmd.workflow_id)
+        _log.warning(
+            "workflow %s: save outcome unknown; recovery required",
+            cmd.workflow_id,
+            extra={"workflow_id": cmd.workflow_id},
+        )
         # The caller is answered now rather than left waiting for the re-check.
         cmd.reply(error)
+        hooks.step_finished(cmd, error)
         if cmd.request is not None:
             for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
                 duplicate.reply(error)
@@ -536,6 +545,7 @@ class WorkflowRuntime:
                 workflow_id,
                 "committed" if isinstance(verdict, InstanceRecord) else "not committed",
                 segment.recovery.attempts,
+                extra={"workflow_id": workflow_id},
             )
             self._admission.release(workflow_id, token)
             return

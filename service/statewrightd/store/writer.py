@@ -21,6 +21,7 @@ from statewrightd.errors import (
     StorageUnavailable,
     StoreError,
 )
+from statewrightd.observability import hooks
 from statewrightd.store.records import InstanceRecord, Operation
 from statewrightd.store.repository import Repository
 
@@ -153,7 +154,7 @@ class GroupCommitWriter:
             batch = self._next_batch()
             if batch is None:
                 return
-            results = self._apply([p.op for p in batch])
+            results = hooks.storage_batch(self._apply, [p.op for p in batch])
             done = time.monotonic()
             with self._cond:
                 self._batches += 1

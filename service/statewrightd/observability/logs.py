@@ -1,0 +1,62 @@
+"""Log configuration: plain text, or one JSON object per line with the workflow id.
+
+A line "concerns a workflow" when it is logged while handling an RPC about one (the RPC
+observer sets ``WORKFLOW_ID`` for the handler's task) or when the caller passed
+``extra={"workflow_id": ...}`` (the engine does, since its thread serves every workflow).
+Either way the JSON object carries a top-level ``workflow_id`` field that log pipelines
+can index, instead of an id buried in the message text.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from contextvars import ContextVar
+from datetime import UTC, datetime
+from typing import Any
+
+from opentelemetry import trace
+
+WORKFLOW_ID: ContextVar[str | None] = ContextVar("statewright_workflow_id", default=None)
+RPC_METHOD: ContextVar[str | None] = ContextVar("statewright_rpc_method", default=None)
+
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+
+
+class JsonFormatter(logging.Formatter):
+    """Formats a record as a single-line JSON object."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": datetime.fromtimestamp(record.created, UTC).isoformat(timespec="milliseconds"),
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+        }
+        workflow_id = getattr(record, "workflow_id", None) or WORKFLOW_ID.get()
+        if workflow_id:
+            entry["workflow_id"] = workflow_id
+        method = RPC_METHOD.get()
+        if method:
+            entry["rpc_method"] = method
+        # Lets a log line be joined with its trace when tracing is on.
+        context = trace.get_current_span().get_span_context()
+        if context.is_valid:
+            entry["trace_id"] = format(context.trace_id, "032x")
+            entry["span_id"] = format(context.span_id, "016x")
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        if record.stack_info:
+            entry["stack"] = self.formatStack(record.stack_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure(level: str, log_format: str) -> None:
+    """Configure the root logger once for the process (stderr, as before)."""
+    handler = logging.StreamHandler(sys.stderr)
+    if log_format == "json":
+        handler.setFormatter(JsonFormatter())
+    else:
+        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+    logging.basicConfig(level=level, handlers=[handler], force=True)

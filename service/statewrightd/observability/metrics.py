@@ -1,0 +1,204 @@
+"""Prometheus metrics: RPCs, steps, storage batches, the EventLoop and watchers.
+
+Counters and histograms on hot paths are updated where the event happens (RPC observer,
+step and batch hooks). Values the runtime already keeps (EventLoop lag and queue depth,
+the writer's queue) are read when Prometheus scrapes, so the EventLoop pays nothing for
+them. Every ``Metrics`` has its own registry: two servers in one process (tests) never
+share or clash over series.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+from wsgiref.simple_server import WSGIServer
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.metrics_core import Metric
+from prometheus_client.registry import Collector
+
+from statewrightd.config import parse_listen
+
+if TYPE_CHECKING:
+    # Type-only: the writer imports the hooks, which import this module.
+    from statewrightd.engine.event_loop import EventLoopMetrics
+    from statewrightd.store.writer import WriterStats
+
+_log = logging.getLogger(__name__)
+
+# RPC latencies span sub-millisecond reads to minutes-long watch streams.
+RPC_BUCKETS = (
+    0.0005,
+    0.001,
+    0.0025,
+    0.005,
+    0.01,
+    0.025,
+    0.05,
+    0.1,
+    0.25,
+    0.5,
+    1.0,
+    2.5,
+    5.0,
+    10.0,
+    30.0,
+    60.0,
+    300.0,
+)
+STEP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+# Powers of two up to the writer's largest batch (256 by default).
+BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
+
+
+class Metrics:
+    """The server's metric families, on a registry of their own."""
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        r = self.registry
+        rpc = ["grpc_service", "grpc_method", "grpc_type"]
+        # Names follow the conventional gRPC server metrics so stock dashboards apply.
+        self.rpc_started = Counter(
+            "grpc_server_started_total", "RPCs started on the server.", rpc, registry=r
+        )
+        self.rpc_handled = Counter(
+            "grpc_server_handled_total",
+            "RPCs completed on the server, by status code (errors: any code but OK).",
+            [*rpc, "grpc_code"],
+            registry=r,
+        )
+        self.rpc_seconds = Histogram(
+            "grpc_server_handling_seconds",
+            "Time from the start of an RPC to its status (streams: the whole stream).",
+            rpc,
+            buckets=RPC_BUCKETS,
+            registry=r,
+        )
+        self.watchers = Gauge(
+            "statewright_watchers", "Open WatchWorkflow streams on this server.", registry=r
+        )
+        self.step_seconds = Histogram(
+            "statewright_step_duration_seconds",
+            "Time from a step command's arrival to its answer, including its save.",
+            ["kind", "outcome"],
+            buckets=STEP_BUCKETS,
+            registry=r,
+        )
+        self.batch_size = Histogram(
+            "statewright_writer_batch_size",
+            "Saves per group-commit transaction.",
+            buckets=BATCH_SIZE_BUCKETS,
+            registry=r,
+        )
+        self.batch_seconds = Histogram(
+            "statewright_writer_batch_duration_seconds",
+            "Time one group-commit transaction took.",
+            buckets=STEP_BUCKETS,
+            registry=r,
+        )
+        self.saves = Counter(
+            "statewright_writer_saves_total",
+            "Saves by outcome: saved, conflict, unknown (commit outcome lost), failed.",
+            ["outcome"],
+            registry=r,
+        )
+        self.cas_conflicts = Counter(
+            "statewright_cas_conflicts_total",
+            "Saves refused by the compare-and-swap (another writer had moved the revision).",
+            registry=r,
+        )
+
+    def watch_runtime(
+        self,
+        loop_metrics: Callable[[], EventLoopMetrics],
+        writer_stats: Callable[[], WriterStats | None],
+    ) -> None:
+        """Export what the EventLoop and the writer already measure, read at scrape time."""
+        self.registry.register(_RuntimeCollector(loop_metrics, writer_stats))
+
+
+class _RuntimeCollector(Collector):
+    def __init__(
+        self,
+        loop_metrics: Callable[[], EventLoopMetrics],
+        writer_stats: Callable[[], WriterStats | None],
+    ) -> None:
+        self._loop_metrics = loop_metrics
+        self._writer_stats = writer_stats
+
+    def describe(self) -> list[Metric]:
+        # Empty: the registry must not call collect() at registration, before open().
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        # Read from the scrape thread without locks: each value is a single attribute
+        # read, and a scrape only needs a recent value, not a consistent snapshot.
+        loop = self._loop_metrics()
+        yield GaugeMetricFamily(
+            "statewright_eventloop_queue_depth",
+            "Commands waiting for the EventLoop thread.",
+            value=loop.queue_depth,
+        )
+        yield GaugeMetricFamily(
+            "statewright_eventloop_lag_seconds",
+            "Queueing delay of the most recently dispatched EventLoop command.",
+            value=loop.lag_last,
+        )
+        yield GaugeMetricFamily(
+            "statewright_eventloop_lag_max_seconds",
+            "Largest queueing delay of an EventLoop command since the server started.",
+            value=loop.lag_max,
+        )
+        yield GaugeMetricFamily(
+            "statewright_eventloop_stalled_seconds",
+            "Seconds since the EventLoop last finished a command or woke up idle "
+            "(liveness turns NOT_SERVING past --liveness-stall).",
+            value=max(0.0, time.monotonic() - loop.last_progress),
+        )
+        yield CounterMetricFamily(
+            "statewright_eventloop_dispatches",
+            "Commands the EventLoop has run.",
+            value=loop.dispatch_count,
+        )
+        yield CounterMetricFamily(
+            "statewright_eventloop_slow_dispatches",
+            "EventLoop commands that ran longer than the slow-dispatch threshold.",
+            value=loop.slow_dispatch_count,
+        )
+        writer = self._writer_stats()
+        if writer is not None:
+            yield GaugeMetricFamily(
+                "statewright_writer_queue_depth",
+                "Saves waiting for the group-commit writer.",
+                value=writer.queue_depth,
+            )
+
+
+@dataclass
+class MetricsEndpoint:
+    """The HTTP server that Prometheus scrapes."""
+
+    server: WSGIServer
+    thread: threading.Thread
+
+    @property
+    def port(self) -> int:
+        return int(self.server.server_port)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(5)
+
+
+def serve_metrics(metrics: Metrics, listen: str) -> MetricsEndpoint:
+    """Serve ``/metrics`` on ``listen`` (HOST:PORT; port 0 picks a free one)."""
+    host, port = parse_listen(listen)
+    server, thread = start_http_server(port, addr=host, registry=metrics.registry)
+    return MetricsEndpoint(server, thread)

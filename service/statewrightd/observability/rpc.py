@@ -1,0 +1,179 @@
+"""The RPC observer: a grpc.aio server interceptor for metrics, log context and spans.
+
+For every RPC it records the workflow id the request names (so log lines of the handler
+carry it, and the server span too), counts the RPC, times it and counts its status code.
+
+Response streams come in two shapes in grpc.aio: async generators (WorkflowService's
+WatchWorkflow) and coroutines that call ``context.write()`` (the health service's
+Watch). grpc picks the calling convention by inspecting the handler, so the wrapper must
+keep the shape of what it wraps; wrapping both as generators breaks the coroutine kind.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from opentelemetry import trace
+from opentelemetry.trace import Status, StatusCode
+
+from statewrightd.observability.logs import RPC_METHOD, WORKFLOW_ID
+from statewrightd.observability.metrics import Metrics
+
+Context = grpc.aio.ServicerContext[Any, Any]
+Behavior = Callable[..., Any]
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+WATCH_METHOD = "/statewright.v1.WorkflowService/WatchWorkflow"
+_WORKFLOW_PREFIX = "workflows/"
+# Codes that mean the server failed (OpenTelemetry's rule for gRPC server spans); the
+# rest (NOT_FOUND, ABORTED, ...) are answers to the caller, not server errors.
+_SERVER_ERRORS = frozenset(
+    {
+        grpc.StatusCode.UNKNOWN,
+        grpc.StatusCode.DEADLINE_EXCEEDED,
+        grpc.StatusCode.UNIMPLEMENTED,
+        grpc.StatusCode.INTERNAL,
+        grpc.StatusCode.UNAVAILABLE,
+        grpc.StatusCode.DATA_LOSS,
+    }
+)
+
+
+def workflow_of(request: object) -> str | None:
+    """The workflow id a request names: ``name: workflows/{id}`` or ``workflow_id``."""
+    name = getattr(request, "name", None)
+    if isinstance(name, str) and name.startswith(_WORKFLOW_PREFIX):
+        return name[len(_WORKFLOW_PREFIX) :] or None
+    workflow_id = getattr(request, "workflow_id", None)
+    return workflow_id if isinstance(workflow_id, str) and workflow_id else None
+
+
+def _final_code(context: Context, error: BaseException | None) -> grpc.StatusCode:
+    if isinstance(error, asyncio.CancelledError | GeneratorExit):
+        return grpc.StatusCode.CANCELLED  # the client went away (or the server stopped)
+    code = context.code()
+    if isinstance(code, grpc.StatusCode):
+        return code
+    if isinstance(code, int):
+        # Some grpc versions report the code as its integer value.
+        for candidate in grpc.StatusCode:
+            if candidate.value[0] == code:
+                return candidate
+    if error is not None and not isinstance(error, grpc.aio.AbortError):
+        return grpc.StatusCode.UNKNOWN
+    return grpc.StatusCode.OK
+
+
+class RpcObserver(grpc.aio.ServerInterceptor):
+    def __init__(self, metrics: Metrics | None) -> None:
+        self._metrics = metrics
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Req, Resp] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Req, Resp] | None:
+        handler = await continuation(handler_call_details)
+        if handler is None:
+            return handler  # unknown method: grpc answers UNIMPLEMENTED itself
+        method = handler_call_details.method
+        service, _, name = method.lstrip("/").rpartition("/")
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, method, (service, name, "unary")),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            behavior = handler.unary_stream
+            labels = (service, name, "server_stream")
+            wrapped = (
+                self._stream(behavior, method, labels)
+                if inspect.isasyncgenfunction(behavior)
+                else self._unary(behavior, method, labels)
+            )
+            return grpc.unary_stream_rpc_method_handler(
+                wrapped,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        # Client and bidirectional streams: only reflection uses them; not observed.
+        return handler
+
+    def _begin(self, method: str, labels: tuple[str, str, str], request: object) -> float:
+        workflow_id = workflow_of(request)
+        # The handler runs in this task, so its log lines pick these up.
+        WORKFLOW_ID.set(workflow_id)
+        RPC_METHOD.set(method)
+        if workflow_id is not None:
+            span = trace.get_current_span()
+            if span.is_recording():
+                span.set_attribute("statewright.workflow_id", workflow_id)
+        if self._metrics is not None:
+            self._metrics.rpc_started.labels(*labels).inc()
+            if method == WATCH_METHOD:
+                self._metrics.watchers.inc()
+        return time.perf_counter()
+
+    def _end(
+        self,
+        method: str,
+        labels: tuple[str, str, str],
+        context: Context,
+        began: float,
+        error: BaseException | None,
+    ) -> None:
+        code = _final_code(context, error)
+        span = trace.get_current_span()
+        if span.is_recording():
+            # The instrumentation only sees codes set through abort()/set_code(); the
+            # service answers with abort_with_status(), which it does not see.
+            span.set_attribute("rpc.grpc.status_code", code.value[0])
+            if code in _SERVER_ERRORS:
+                span.set_status(Status(StatusCode.ERROR, f"{code.name}"))
+        if self._metrics is not None:
+            self._metrics.rpc_handled.labels(*labels, code.name).inc()
+            self._metrics.rpc_seconds.labels(*labels).observe(time.perf_counter() - began)
+            if method == WATCH_METHOD:
+                self._metrics.watchers.dec()
+
+    def _unary(
+        self, behavior: Behavior, method: str, labels: tuple[str, str, str]
+    ) -> Callable[[Any, Context], Awaitable[Any]]:
+        async def observed(request: Any, context: Context) -> Any:
+            began = self._begin(method, labels, request)
+            error: BaseException | None = None
+            try:
+                return await behavior(request, context)
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                self._end(method, labels, context, began, error)
+
+        return observed
+
+    def _stream(
+        self, behavior: Behavior, method: str, labels: tuple[str, str, str]
+    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
+        async def observed(request: Any, context: Context) -> AsyncIterator[Any]:
+            began = self._begin(method, labels, request)
+            error: BaseException | None = None
+            try:
+                async for response in behavior(request, context):
+                    yield response
+            except BaseException as exc:
+                error = exc
+                raise
+            finally:
+                self._end(method, labels, context, began, error)
+
+        return observed

@@ -1,0 +1,69 @@
+"""Wires tracing, metrics and the RPC observer into one server, from its configuration."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+
+import grpc
+from opentelemetry.sdk.trace.export import SpanExporter
+
+from statewrightd.application import Application
+from statewrightd.config import ServerConfig
+from statewrightd.observability import hooks
+from statewrightd.observability.metrics import Metrics, MetricsEndpoint, serve_metrics
+from statewrightd.observability.rpc import RpcObserver
+from statewrightd.observability.tracing import Tracing, exporters_from_env, tracing_requested
+
+_log = logging.getLogger(__name__)
+
+
+class Observability:
+    """What one server exports. Built before the gRPC server (interceptors are fixed at
+    construction), started once the application is open, stopped after it closes."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        env: Mapping[str, str] | None = None,
+        span_exporters: list[SpanExporter] | None = None,
+    ) -> None:
+        env = os.environ if env is None else env
+        self.config = config
+        if span_exporters is None and tracing_requested(env):
+            span_exporters = exporters_from_env(env)
+        self.tracing = Tracing(span_exporters) if span_exporters else None
+        self.metrics = Metrics() if config.metrics_listen else None
+        self.endpoint: MetricsEndpoint | None = None
+
+    def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
+        """Outermost first: the server span must exist when the observer annotates it."""
+        chain: list[grpc.aio.ServerInterceptor] = []
+        if self.tracing is not None:
+            chain.append(self.tracing.server_interceptor())
+        # Without any consumer the observer would only cost time on every RPC.
+        if self.tracing or self.metrics or self.config.log_format == "json":
+            chain.append(RpcObserver(self.metrics))
+        return chain
+
+    def start(self, app: Application) -> None:
+        hooks.install(self.tracing.tracer if self.tracing else None, self.metrics)
+        if self.tracing is not None:
+            _log.info("tracing: exporting spans through the OTEL_* configuration")
+        if self.metrics is not None and self.config.metrics_listen is not None:
+            loop = app.loop
+            self.metrics.watch_runtime(loop.metrics, app.writer_stats)
+            self.endpoint = serve_metrics(self.metrics, self.config.metrics_listen)
+            host = self.config.metrics_listen.rpartition(":")[0]
+            # Tests and scripts read this line to find the port when listening on port 0.
+            _log.info("metrics on http://%s:%d/metrics", host, self.endpoint.port)
+
+    def stop(self) -> None:
+        hooks.uninstall()
+        if self.endpoint is not None:
+            self.endpoint.close()
+            self.endpoint = None
+        if self.tracing is not None:
+            self.tracing.shutdown()
