@@ -14,17 +14,20 @@ from grpc_reflection.v1alpha import reflection
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
-from statewrightd import __version__
+from statewrightd import __version__, debug_hooks
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
 from statewrightd.health import Health
+from statewrightd.observability import logs
+from statewrightd.observability.setup import Observability
 
 _log = logging.getLogger(__name__)
 
 HEALTH_INTERVAL = 1.0
-# A loop that has neither dispatched nor idled for this long is stuck: restart the process.
-LIVENESS_STALL_SECONDS = 10.0
+# A database check that has not answered within this is a failure. Readiness so turns
+# NOT_SERVING at most HEALTH_INTERVAL + PING_TIMEOUT after the database stops answering.
+PING_TIMEOUT = 2.0
 
 SERVICE_FULL_NAME = pb.DESCRIPTOR.services_by_name["WorkflowService"].full_name
 
@@ -32,21 +35,26 @@ SERVICE_FULL_NAME = pb.DESCRIPTOR.services_by_name["WorkflowService"].full_name
 class Server:
     """One statewrightd process: the grpc.aio server and everything it serves."""
 
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(self, config: ServerConfig, observability: Observability | None = None) -> None:
         self.config = config
         self.health = Health()
         self.port: int | None = None
         self.app = Application(config)
-        self._monitor: asyncio.Task[None] | None = None
+        self.observability = observability or Observability(config)
+        self._monitors: list[asyncio.Task[None]] = []
+        self._ping: asyncio.Future[None] | None = None
         self._grpc = grpc.aio.server(
+            interceptors=self.observability.interceptors(),
             options=[
                 ("grpc.so_reuseport", 1),
                 ("grpc.max_receive_message_length", 4 * 1024 * 1024),
-            ]
+            ],
         )
 
     async def start(self) -> int:
         await self.app.open()
+        self.observability.start(self.app)
+        debug_hooks.install(self.app.loop, asyncio.get_running_loop())
         pb_grpc.add_WorkflowServiceServicer_to_server(WorkflowServicer(self.app), self._grpc)
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
         reflection.enable_server_reflection(
@@ -61,22 +69,58 @@ class Server:
         # Tests and scripts read this line to find the port when listening on port 0.
         _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
-        self._monitor = asyncio.create_task(self._watch_health(), name="health-monitor")
+        # Two monitors, so that a database check that hangs never delays liveness.
+        self._monitors = [
+            asyncio.create_task(self._watch_readiness(), name="readiness-monitor"),
+            asyncio.create_task(self._watch_liveness(), name="liveness-monitor"),
+        ]
         return self.port
 
-    async def _watch_health(self) -> None:
-        """Readiness follows the database; liveness follows EventLoop progress."""
+    async def _watch_readiness(self) -> None:
+        """Readiness follows the database (reachable, and migrated)."""
+        was_ready = True
         while True:
             await asyncio.sleep(HEALTH_INTERVAL)
-            try:
-                await asyncio.wait_for(self.app.ping(), HEALTH_INTERVAL * 2)
-                ready = True
-            except Exception as exc:
-                ready = False
-                _log.warning("readiness: database check failed: %s", exc)
+            ready = await self._database_ready(log=was_ready)
             await self.health.ready(ready)
+            if ready and not was_ready:
+                _log.info("readiness: database reachable again")
+            was_ready = ready
+
+    async def _database_ready(self, *, log: bool) -> bool:
+        # A check that outlives its timeout is left running, never cancelled (it is a
+        # blocking call on a worker thread) and never doubled: while it hangs, e.g. on a
+        # connection to an unresponsive database, each tick reports not ready at once
+        # instead of tying up another thread.
+        if self._ping is None or self._ping.done():
+            self._ping = asyncio.ensure_future(self.app.ping())
+        ping = self._ping
+        done, _ = await asyncio.wait({ping}, timeout=PING_TIMEOUT)
+        if not done:
+            if log:
+                _log.warning("readiness: database check has not answered in %.1fs", PING_TIMEOUT)
+            return False
+        error = ping.exception()
+        if error is not None:
+            if log:
+                _log.warning("readiness: database check failed: %s", error)
+            return False
+        return True
+
+    async def _watch_liveness(self) -> None:
+        """Liveness follows EventLoop progress: a dispatch or an idle wake-up."""
+        limit = self.config.liveness_stall_seconds
+        alive = True
+        while True:
+            await asyncio.sleep(HEALTH_INTERVAL / 4)
             stalled = time.monotonic() - self.app.loop.metrics().last_progress
-            await self.health.alive(stalled < LIVENESS_STALL_SECONDS)
+            if (stalled < limit) != alive:
+                alive = not alive
+                if alive:
+                    _log.info("liveness: the EventLoop is making progress again")
+                else:
+                    _log.error("liveness: the EventLoop made no progress for %.1fs", stalled)
+                await self.health.alive(alive)
 
     async def drain(self) -> None:
         """Readiness off, refuse new RPCs, give in-flight RPCs the grace period, stop."""
@@ -85,9 +129,10 @@ class Server:
         await self.health.draining()
         self.app.begin_drain()
         await self._grpc.stop(grace)
-        if self._monitor is not None:
-            self._monitor.cancel()
+        for monitor in self._monitors:
+            monitor.cancel()
         await self.app.close()
+        self.observability.stop()
         _log.info("stopped")
 
     async def wait(self) -> None:
@@ -118,8 +163,5 @@ def _exit_now() -> None:
 
 
 def run(config: ServerConfig) -> int:
-    logging.basicConfig(
-        level=config.log_level,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    logs.configure(config.log_level, config.log_format)
     return asyncio.run(serve(config))
