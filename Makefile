@@ -5,12 +5,12 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e pytest clean
+.PHONY: dev test clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e clean baseline
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e clients/python -e '.[dev]'
+	$(BIN)/pip install --quiet -e 'clients/python[conformance]' -e '.[dev]'
 	touch $(STAMP)
 
 install: $(STAMP)
@@ -19,10 +19,15 @@ install: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/statewrightd dev
 
-## Run every check and test, against a private PostgreSQL this command starts and stops.
+## Run every check and test, against a private PostgreSQL this command starts and stops:
+## the Python suites, then every client's build, unit tests and conformance run.
 test: $(STAMP)
 	$(MAKE) buf-lint buf-breaking check-generated lint typecheck
-	scripts/with-postgres $(BIN)/pytest -q tests
+	scripts/with-postgres scripts/test-suite
+
+## The client builds and conformance runs alone (Go, TypeScript, Java, Python).
+clients: $(STAMP)
+	scripts/with-postgres scripts/clients-test
 
 ## Regenerate committed code from proto/.
 generate: $(STAMP)
