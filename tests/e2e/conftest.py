@@ -31,7 +31,9 @@ def _database_for(backend: str, request: pytest.FixtureRequest, directory: Path)
     if backend == "sqlite":
         return f"sqlite:///{directory / 'statewright.db'}"
     databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
-    return databases.create()
+    url = databases.create()
+    request.addfinalizer(lambda: databases.drop_soon(url))
+    return url
 
 
 @pytest.fixture(params=BACKENDS)

@@ -58,6 +58,7 @@ def replicas(
         yield Replicas(url, a, b)
         for server in (first, second):
             assert "Traceback" not in server.log(), server.log()
+    postgres_databases.drop_soon(url)
 
 
 def test_a_stale_replica_reloads_and_reapplies(replicas: Replicas) -> None:

@@ -79,6 +79,7 @@ def _proxied_server(
         Client(server.target) as client,
     ):
         yield Proxied(proxy, server, client, url)
+    databases.drop_soon(url)
 
 
 @pytest.fixture(scope="module")
@@ -145,13 +146,12 @@ def test_unknown_commit_outcome_requires_recovery_until_a_recheck_resolves_it(
     assert (info.metadata["workflow_id"], info.metadata["revision"]) == (wid, "3")
     assert proxy.cuts == cuts_before + 1 and proxy.refusing
 
-    # While unresolved, the instance's step RPCs are refused without touching it. (A signal
-    # may also answer accepted=false RECOVERY_REQUIRED; see the xfail test below.)
-    for call in (
-        lambda: c.signal(wid, "tick", {"id": "c"}),
-        lambda: c.resume(wid),
-        lambda: c.cancel(wid),
-    ):
+    # While unresolved, the instance's step RPCs are refused without touching it: a signal
+    # is not accepted (and shows the last state known for certain), the others fail.
+    refused = c.signal(wid, "tick", {"id": "c"})
+    assert (refused.accepted, refused.reason) == (False, pb.SIGNAL_REJECTION_RECOVERY_REQUIRED)
+    assert (refused.workflow.revision, context_of(refused.workflow)["seen"]) == (2, ["a"])
+    for call in (lambda: c.resume(wid), lambda: c.cancel(wid)):
         info = expect_error(call, PRECONDITION, "RECOVERY_REQUIRED")
         assert info.metadata["workflow_id"] == wid
     d = proxied.admission(wid)
@@ -279,26 +279,39 @@ def test_every_save_of_a_batch_with_an_unknown_outcome_is_recovered(proxied: Pro
         assert c.signal(wid, "tick", {"id": "again"}).workflow.revision == 3
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: runtime._enter_recovery drops the cached session, so _refuse_busy never "
-    "answers a signal accepted=false RECOVERY_REQUIRED (design §3.7); it answers "
-    "FAILED_PRECONDITION and SIGNAL_REJECTION_RECOVERY_REQUIRED is unreachable",
-)
-def test_signal_during_recovery_is_not_accepted_with_reason_recovery_required(
+def test_signals_sent_while_a_save_with_an_unknown_outcome_is_in_flight_are_not_accepted(
     proxied: Proxied,
 ) -> None:
     c, proxy = proxied.client, proxied.proxy
     wid = uid("tally")
     c.start("tally", workflow_id=wid)
+    proxy.stall_step_commits()
     proxy.arm_cut(forward_commit=True, refuse=True, drop_open=True)
-    expect_error(
-        lambda: c.signal(wid, "tick", {"id": "a"}, timeout=20),
-        grpc.StatusCode.UNKNOWN,
-        "OUTCOME_UNKNOWN",
-    )
-    response = c.signal(wid, "tick", {"id": "b"})
-    assert (response.accepted, response.reason) == (False, pb.SIGNAL_REJECTION_RECOVERY_REQUIRED)
+    with ThreadPoolExecutor(4) as pool:
+        cut = pool.submit(c.signal, wid, "tick", {"id": "a"}, timeout=30)
+        assert wait_until(
+            lambda: (
+                proxied.admission(wid).admission_state == diagnostics_pb2.ADMISSION_STATE_PERSISTING
+            ),
+            20,
+        )
+        # Queued behind the save, or arriving once it is in recovery: never accepted.
+        queued = [pool.submit(c.signal, wid, "tick", {"id": f"q{i}"}, timeout=30) for i in (1, 2)]
+        proxy.resume()  # the held COMMIT goes through, and the connection is cut after it
+        with pytest.raises(grpc.RpcError) as caught:
+            cut.result()
+        assert caught.value.code() is grpc.StatusCode.UNKNOWN
+        for future in queued:
+            response = future.result()
+            assert (response.accepted, response.reason) == (
+                False,
+                pb.SIGNAL_REJECTION_RECOVERY_REQUIRED,
+            )
+            assert response.workflow.revision == 1
+    proxy.heal()
+    assert wait_until(lambda: proxied.recovered(wid), 30), proxied.server.log()
+    _until_storage_usable(proxied)
+    assert context_of(c.get(wid))["seen"] == ["a"]
 
 
 @pytest.mark.xfail(
@@ -364,6 +377,55 @@ def test_connection_lost_before_commit_is_a_known_failure(proxied: Proxied) -> N
     assert proxied.admission(wid).admission_state == IDLE
     assert c.get(wid).revision == 1
     assert c.resume(wid, "approve").workflow.revision == 2
+
+
+def test_competing_steps_while_a_save_is_in_flight(proxied: Proxied) -> None:
+    """Admission: one live segment per instance (issue 5, point 2), made visible by
+    stalling the database while a save is in flight."""
+    c, proxy = proxied.client, proxied.proxy
+    wid, twin = uid("gated"), uid("gated")
+    c.start("gated-approval", workflow_id=wid, version=1)
+    c.start("gated-approval", workflow_id=twin, version=1)
+    rid = uid("req")
+    proxy.stall_step_commits()
+    with ThreadPoolExecutor(4) as pool:
+        resumed = pool.submit(c.resume, wid, "revise", timeout=60)
+        assert wait_until(
+            lambda: (
+                proxied.admission(wid).admission_state == diagnostics_pb2.ADMISSION_STATE_PERSISTING
+            ),
+            20,
+        )
+        # A competing Resume, Cancel or Start is refused at once...
+        for call in (
+            lambda: c.resume(wid, "reject"),
+            lambda: c.cancel(wid),
+            lambda: c.start("gated-approval", workflow_id=wid, version=1),
+        ):
+            info = expect_error(call, grpc.StatusCode.ABORTED, "WORKFLOW_BUSY")
+            assert info.metadata["workflow_id"] == wid
+        # ...while a signal waits its turn and runs on the result.
+        signalled = pool.submit(c.signal, wid, "resubmit", timeout=60)
+        # The same request twice in flight: the duplicate waits for the original's answer.
+        first = pool.submit(c.resume, twin, "revise", request_id=rid, timeout=60)
+        assert wait_until(
+            lambda: (
+                proxied.admission(twin).admission_state
+                == diagnostics_pb2.ADMISSION_STATE_PERSISTING
+            ),
+            20,
+        ), proxied.server.log()
+        duplicate = pool.submit(c.resume, twin, "revise", request_id=rid, timeout=60)
+        assert c.diagnostics().admissions.persisting >= 1
+        assert not first.done() and not duplicate.done()
+        assert not resumed.done() and not signalled.done()
+        proxy.resume()
+        assert resumed.result().workflow.status == RUNNING
+        after = signalled.result()
+        assert after.accepted and after.workflow.revision == 3
+        assert after.workflow.status == WAITING
+        assert first.result() == duplicate.result()
+    assert c.get(twin).revision == 2
 
 
 def test_full_writer_queue_answers_overloaded_at_once(

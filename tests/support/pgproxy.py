@@ -12,7 +12,8 @@ messages) so it can act on exact protocol events:
   and closed at once until ``heal``; with ``drop_open`` as well, every other open
   connection is cut at the same moment: the database has gone dark.
 - ``stall``: every client-to-server message is held (nothing reaches PostgreSQL) until
-  ``resume``.
+  ``resume``. ``stall_step_commits`` holds only the COMMITs of step-writing transactions,
+  so saves hang in flight while reads keep working.
 
 Statements are tracked per connection through Parse/Bind, so a step statement that the
 driver has prepared (and then only binds by name) is still recognised.
@@ -77,6 +78,8 @@ class PgProxy:
         self._refusing = False
         self._flowing = threading.Event()
         self._flowing.set()
+        self._commits_flowing = threading.Event()
+        self._commits_flowing.set()
         self._closing = threading.Event()
         self.cuts = 0
         self.refused = 0
@@ -121,8 +124,19 @@ class PgProxy:
     def stall(self) -> None:
         self._flowing.clear()
 
+    def stall_step_commits(self) -> None:
+        self._commits_flowing.clear()
+
     def resume(self) -> None:
         self._flowing.set()
+        self._commits_flowing.set()
+
+    def _wait(self, event: threading.Event) -> None:
+        if not event.is_set():
+            self.held += 1
+            while not event.wait(0.1):
+                if self._closing.is_set():
+                    raise OSError("proxy closing")
 
     @property
     def refusing(self) -> bool:
@@ -165,11 +179,7 @@ class PgProxy:
             self._spawn(self._server_to_client, upstream, client, conn)
 
     def _forward(self, upstream: socket.socket, message: bytes) -> None:
-        if not self._flowing.is_set():
-            self.held += 1
-            while not self._flowing.wait(0.1):
-                if self._closing.is_set():
-                    raise OSError("proxy closing")
+        self._wait(self._flowing)
         upstream.sendall(message)
 
     def _take_cut(self, conn: _Connection) -> str:
@@ -225,7 +235,11 @@ class PgProxy:
                         if kind == b"S":
                             return  # the extended-protocol COMMIT is complete: cut now
                         continue
-                    cut = self._observe(kind, message[5:], conn)
+                    cut = ""
+                    if self._observe(kind, message[5:], conn):
+                        # A step's COMMIT: held while stalled, then perhaps cut.
+                        self._wait(self._commits_flowing)
+                        cut = self._take_cut(conn)
                     if cut == "before":
                         return  # never forwarded: the server sees only end-of-file
                     if cut == "after":
@@ -241,8 +255,8 @@ class PgProxy:
             _hang_up(upstream)
             _hang_up(client)
 
-    def _observe(self, kind: bytes, payload: bytes, conn: _Connection) -> str:
-        """Track step-writing statements; for the COMMIT to cut, answer "before" or "after"."""
+    def _observe(self, kind: bytes, payload: bytes, conn: _Connection) -> bool:
+        """Track step-writing statements; True when this message commits a step."""
         query: bytes | None = None
         if kind == b"Q":
             query = _cstrings(payload, 1)[0]
@@ -256,14 +270,12 @@ class PgProxy:
             if conn.statements.get(statement):
                 conn.wrote_step = True
         if query is None:
-            return ""
+            return False
         end = _is_end_of_transaction(query)
         if not end:
-            return ""
+            return False
         wrote, conn.wrote_step = conn.wrote_step, False
-        if end == "commit" and wrote:
-            return self._take_cut(conn)
-        return ""
+        return end == "commit" and wrote
 
     def _server_to_client(
         self, upstream: socket.socket, client: socket.socket, conn: _Connection
@@ -282,6 +294,7 @@ class PgProxy:
     def close(self) -> None:
         self._closing.set()
         self._flowing.set()
+        self._commits_flowing.set()
         self._listener.close()
         for sock in self._sockets:
             _hang_up(sock)
