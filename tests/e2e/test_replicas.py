@@ -9,6 +9,7 @@ instance's history has dense revisions. PostgreSQL only: SQLite is embedded, one
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -189,3 +190,46 @@ def test_concurrent_signals_through_both_replicas_are_each_applied_exactly_once(
         row = history[wf.workflow_id][wf.revision - 1]
         assert row.context["seen"][-1] == signal_id
         assert context_of(wf)["seen"] == row.context["seen"]
+
+
+def _race_starts(replicas: Replicas, rounds: int, *, explicit_ids: bool) -> None:
+    """Each round sends one start request, with one request id, through both replicas at
+    once (as a client retrying on another replica does)."""
+    clients = (replicas.a, replicas.b)
+    before = len(replicas.a.list_all(definition="order-fulfilment", page_size=1000))
+    answers: list[list[pb.StartWorkflowResponse]] = []
+    barrier = threading.Barrier(2)
+
+    def start(client: Client, rid: str, wid: str) -> pb.StartWorkflowResponse:
+        barrier.wait(10)
+        return client.start(
+            "order-fulfilment", workflow_id=wid, input={"items": ["x"]}, request_id=rid
+        )
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(rounds):
+            rid, wid = uid("req"), (uid("raced") if explicit_ids else "")
+            answers.append(list(pool.map(start, clients, [rid, rid], [wid, wid])))
+    created = len(replicas.a.list_all(definition="order-fulfilment", page_size=1000)) - before
+    pairs = [(a.workflow.workflow_id, b.workflow.workflow_id) for a, b in answers]
+    # Both callers get the one original answer, and one instance exists per request.
+    assert [a == b for a, b in answers] == [True] * rounds, pairs
+    assert created == rounds, f"{created} instances for {rounds} request ids"
+
+
+def test_one_request_id_raced_through_both_replicas_with_an_explicit_id(
+    replicas: Replicas,
+) -> None:
+    _race_starts(replicas, 10, explicit_ids=True)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: sql_postgres.CREATE checks the request id with NOT EXISTS on the statement "
+    "snapshot and inserts the request row ON CONFLICT DO NOTHING; two replicas racing one "
+    "request id with generated workflow ids both create an instance and both succeed",
+)
+def test_one_request_id_raced_through_both_replicas_starts_one_instance(
+    replicas: Replicas,
+) -> None:
+    _race_starts(replicas, 20, explicit_ids=False)
