@@ -4,12 +4,15 @@ whose content changed is refused at start, naming both sources."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import grpc
 import pytest
 
 from tests.support.api import COMPLETED, WAITING, Client, context_of, expect_error, uid
+from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
 
 V1 = """\
@@ -160,3 +163,72 @@ def test_changed_content_under_a_recorded_version_refuses_to_start(
     same = definitions_dir(tmp_path / "same", test_definitions=False, extra={"copy.yaml": V1})
     with running_server(database_url, same, cwd=tmp_path) as server, Client(server.target) as c:
         assert context_of(c.resume(wid).workflow)["path"] == ["v1:parked", "v1:done"]
+
+
+@dataclass
+class _RollingDeploy:
+    old: Client  # started first, with v1 only
+    new: Client  # started later, with v1 and v2
+
+
+@pytest.fixture(scope="module")
+def rolling_deploy(
+    postgres_databases: PostgresDatabases, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[_RollingDeploy]:
+    """Two replicas on one PostgreSQL database in the middle of a rolling deploy: the old
+    one keeps running while the new one records version 2."""
+    root = tmp_path_factory.mktemp("rolling")
+    url = postgres_databases.create()
+    old_dir = definitions_dir(
+        root / "old",
+        examples=False,
+        test_definitions=False,
+        extra={"v.yaml": V1, "listed.yaml": LISTED_V1},
+    )
+    new_dir = definitions_dir(
+        root / "new",
+        examples=False,
+        test_definitions=False,
+        extra={
+            "v1.yaml": V1,
+            "v2.yaml": V2,
+            "listed-1.yaml": LISTED_V1,
+            "listed-2.yaml": LISTED_V1.replace("version: 1", "version: 2"),
+        },
+    )
+    with (
+        running_server(url, old_dir, cwd=root) as old_server,
+        Client(old_server.target) as old,
+    ):
+        assert old.definition("definitions/versioned").definition.version == 1
+        with running_server(url, new_dir, cwd=root) as new_server, Client(new_server.target) as new:
+            yield _RollingDeploy(old, new)
+    postgres_databases.drop_soon(url)
+
+
+LISTED_V1 = V1.replace("name: versioned", "name: listed")
+
+
+def test_a_replica_runs_versions_another_replica_recorded(rolling_deploy: _RollingDeploy) -> None:
+    old, new = rolling_deploy.old, rolling_deploy.new
+    # An instance the new replica started on v2 resumes through the old replica, by v2's rules.
+    wid = new.start("versioned").workflow.workflow_id
+    assert new.get(wid).version == 2
+    done = old.resume(wid).workflow
+    assert (done.version, done.state) == (2, "done_v2")
+    assert context_of(done)["path"] == ["v2:parked", "v2:checked", "v2:done"]
+    # The old replica starts v2 on request, from the store.
+    assert old.start("versioned", version=2).workflow.version == 2
+    v2 = old.definition("definitions/versioned/versions/2").definition
+    assert v2.source == V2
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: ListDefinitions (and GetDiagnostics.definitions) list only what this replica "
+    "has compiled (DefinitionRegistry.all()), so a version another replica recorded after this "
+    "one started stays unlisted here until something uses it",
+)
+def test_every_replica_lists_every_recorded_version(rolling_deploy: _RollingDeploy) -> None:
+    listed = [d.name for d in rolling_deploy.old.definitions("listed").definitions]
+    assert listed == ["definitions/listed/versions/1", "definitions/listed/versions/2"]
