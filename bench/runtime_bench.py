@@ -11,6 +11,7 @@ PostgreSQL:
     bench/run.sh --profile DIR        # py-spy profiles of the server (scenarios a and b)
     bench/run.sh --ab                 # plus (a) with the version pinned / with request ids
     bench/run.sh --server-patch NAME  # a suggested change, prototyped (patched_server.py)
+    bench/run.sh --compare-patch NAME --repeat 3 --only start   # A/B of that change
     bench/run.sh --server-processes 2 # two statewrightd processes sharing the port
 
 Besides throughput and latency it records, over each measured window, the CPU each role
@@ -27,6 +28,7 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -189,8 +191,11 @@ def wait_for_quiet(limit: float, threshold: float) -> float:
 class CpuProbe:
     """Snapshots of cumulative CPU seconds per role; loadgen diffs two of them."""
 
-    def __init__(self, servers: list[Served], echoes: list[Served], pg_port: int) -> None:
+    def __init__(
+        self, servers: list[Served], patched: list[Served], echoes: list[Served], pg_port: int
+    ) -> None:
         self.servers = servers
+        self.patched = patched
         self.echoes = echoes
         self.pg_port = pg_port
         self.on_first: Callable[[], None] | None = None  # e.g. start a profiler
@@ -199,14 +204,18 @@ class CpuProbe:
         if self.on_first is not None:
             hook, self.on_first = self.on_first, None
             hook()
-        pids = [s.process.pid for s in self.servers]
+
+        def cpu(served: list[Served]) -> float:
+            return sum(_proc_cpu(f"/proc/{s.process.pid}/stat") for s in served)
+
         snap = {
             "machine": _machine_busy(),
-            "server": sum(_proc_cpu(f"/proc/{pid}/stat") for pid in pids),
-            "echo": sum(_proc_cpu(f"/proc/{e.process.pid}/stat") for e in self.echoes),
+            "server": cpu(self.servers),
+            "patched": cpu(self.patched),
+            "echo": cpu(self.echoes),
             "postgres": sum(_proc_cpu(f"/proc/{p}/stat") for p in _postgres_pids(self.pg_port)),
         }
-        for pid in pids:
+        for pid in [s.process.pid for s in self.servers + self.patched]:
             with contextlib.suppress(OSError):
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     snap[f"thread:{task.name}"] = _proc_cpu(str(task / "stat"))
@@ -310,7 +319,15 @@ def diag_delta(
 @dataclass(frozen=True)
 class Case:
     label: str  # as in BENCHMARKS.md
-    against: str  # "server", "echo-direct" or "echo-hop"
+    against: str  # "server", "patched", "echo-direct" or "echo-hop"
+
+    @property
+    def role(self) -> str:
+        """Which CPU probe key is the serving side of this case."""
+        if self.against.startswith("echo"):
+            return "echo"
+        return self.against
+
     plan: Plan
 
 
@@ -328,7 +345,7 @@ def cases(args: argparse.Namespace, done: list[Outcome]) -> Iterator[Case]:
     open_cap = max(256, args.concurrency * 16)  # in-flight cap per process in open loop
 
     def measured(label: str, default: float) -> float:
-        found = [o.summary.throughput for o in done if o.case.label == label]
+        found = [o.summary.throughput for o in done if o.case.label == label and o.summary.ops]
         return found[-1] if found else default
 
     def wanted(label: str) -> bool:
@@ -337,6 +354,10 @@ def cases(args: argparse.Namespace, done: list[Outcome]) -> Iterator[Case]:
     def case(label: str, against: str, plan: Plan) -> Iterator[Case]:
         if wanted(label):
             yield Case(label, against, plan)
+            if against == "server" and args.compare_patch:
+                # The same load against the patched server, right after: an A/B pair.
+                patches = ", ".join(args.compare_patch)
+                yield Case(f"{label} [patched: {patches}]", "patched", plan)
 
     def open_plan(scenario: str, rate: float, capacity: float) -> Plan:
         # A parked instance is taken per send; sends stop at the in-flight cap, so the
@@ -431,15 +452,19 @@ def run_case(
         # Several connections per process, so the kernel spreads them over the servers.
         plan = replace(plan, channels=max(plan.channels, 2 * len(fleet.servers)))
     # Diagnostics come from one server; with several, its share of the saves.
-    before = diagnostics(fleet.servers[0].target) if case.against == "server" else None
+    is_server = case.role in ("server", "patched")
+    before = diagnostics(served.target) if is_server else None
     probe.on_first = at_window_start
     summary = loadgen.run(plan, probe)
     server: dict[str, Any] = {}
     threads: dict[str, float] = {}
     if before is not None:
-        server = diag_delta(before, diagnostics(fleet.servers[0].target))
+        server = diag_delta(before, diagnostics(served.target))
         # Named after the run: pool threads start lazily, during the first busy case.
-        threads = group_threads(summary.cpu, thread_names(fleet.server_pids))
+        pids = fleet.server_pids if case.role == "server" else [served.process.pid]
+        names = thread_names(pids)
+        cpu = {k: v for k, v in summary.cpu.items() if k[7:] in names}
+        threads = group_threads(cpu, names)
     summary.cpu = {k: v for k, v in summary.cpu.items() if not k.startswith("thread:")}
     print(f"{case.label:<42} {summary.line()}", flush=True)
     return Outcome(case, summary, server, threads)
@@ -450,10 +475,11 @@ def run_case(
 
 def _cores(summary: Summary, outcome: Outcome) -> str:
     cpu = summary.cpu
-    role = "echo" if outcome.case.against.startswith("echo") else "server"
-    ours = cpu.get(role, 0.0) + cpu.get("postgres", 0.0) + summary.client_cpu
-    idle_peer = cpu.get("echo" if role == "server" else "server", 0.0)
-    other = max(0.0, cpu.get("machine", 0.0) - ours - idle_peer)
+    role = outcome.case.role
+    # Everything this run started counts as ours, idle servers included; the rest is
+    # other people's work on the shared machine.
+    ours = sum(cpu.get(k, 0.0) for k in ("server", "patched", "echo", "postgres"))
+    other = max(0.0, cpu.get("machine", 0.0) - ours - summary.client_cpu)
     return (
         f"{cpu.get(role, 0.0):.2f} / {cpu.get('postgres', 0.0):.2f} / "
         f"{summary.client_cpu:.2f} / {other:.2f}"
@@ -495,8 +521,7 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
         s = o.summary
         if not s.throughput:
             continue
-        role = "echo" if o.case.against.startswith("echo") else "server"
-        per = [s.cpu.get(role, 0.0), s.cpu.get("postgres", 0.0), s.client_cpu]
+        per = [s.cpu.get(o.case.role, 0.0), s.cpu.get("postgres", 0.0), s.client_cpu]
         ms = [1000 * v / s.throughput for v in per]
         lines.append(
             f"| {o.case.label} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[2]:.2f} | {sum(ms):.2f} |"
@@ -516,6 +541,39 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
             f"| {o.case.label} | {d['saves']:,} | {d['mean_batch']:.1f} | "
             f"{d['save_p50_ms']:.1f} / {d['save_p99_ms']:.1f} | {d['loop_lag_max_ms']:.1f} | "
             f"{threads} |"
+        )
+    return "\n".join(lines)
+
+
+def medians(outcomes: list[Outcome]) -> str:
+    """Per label over the repeats: median throughput, spread, median CPU per operation."""
+    by_label: dict[str, list[Outcome]] = {}
+    for o in outcomes:
+        by_label.setdefault(o.case.label, []).append(o)
+    lines = [
+        "Medians over the repeats (min..max in brackets):",
+        "",
+        "| scenario | runs | throughput /s | p99 ms | serving-side CPU ms/op | postgres ms/op |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
+    for label, runs in by_label.items():
+        rate = sorted(o.summary.throughput for o in runs)
+        p99 = sorted(o.summary.p99_ms for o in runs)
+        serving = sorted(
+            1000 * o.summary.cpu.get(o.case.role, 0.0) / o.summary.throughput
+            for o in runs
+            if o.summary.throughput
+        )
+        pg = sorted(
+            1000 * o.summary.cpu.get("postgres", 0.0) / o.summary.throughput
+            for o in runs
+            if o.summary.throughput
+        )
+        lines.append(
+            f"| {label} | {len(runs)} | {statistics.median(rate):,.0f} "
+            f"[{rate[0]:,.0f}..{rate[-1]:,.0f}] | {statistics.median(p99):.1f} | "
+            f"{statistics.median(serving):.2f} [{serving[0]:.2f}..{serving[-1]:.2f}] | "
+            f"{statistics.median(pg):.2f} |"
         )
     return "\n".join(lines)
 
@@ -589,10 +647,13 @@ class Fleet:
     """Everything this run started: the statewrightd processes (sharing one port) and echoes."""
 
     servers: list[Served]
+    patched: list[Served]  # at most one: the A/B twin running --compare-patch patches
     echo_direct: Served
     echo_hop: Served
 
     def target_of(self, against: str) -> Served:
+        if against == "patched":
+            return self.patched[0]
         return {"server": self.servers[0], "echo-direct": self.echo_direct}.get(
             against, self.echo_hop
         )
@@ -604,7 +665,11 @@ class Fleet:
 
 @contextlib.contextmanager
 def fleet_up(
-    database: str, logs: Path, server_processes: int, patches: list[str]
+    database: str,
+    logs: Path,
+    server_processes: int,
+    patches: list[str],
+    compare_patches: list[str],
 ) -> Iterator[Fleet]:
     started: list[Served] = []
     try:
@@ -615,9 +680,13 @@ def fleet_up(
                 start_statewrightd(database, logs, port=first.port, index=index, patches=patches)
             )
         servers = list(started)
+        patched = []
+        if compare_patches:
+            patched.append(start_statewrightd(database, logs, index=99, patches=compare_patches))
+            started.append(patched[0])
         started.append(start_echo("direct", logs))
         started.append(start_echo("hop", logs))
-        yield Fleet(servers, started[-2], started[-1])
+        yield Fleet(servers, patched, started[-2], started[-1])
     finally:
         for served in reversed(started):
             served.stop()
@@ -650,6 +719,15 @@ def main() -> None:
         action="append",
         default=[],
         help="run statewrightd under bench/patched_server.py with this patch (repeat)",
+    )
+    parser.add_argument(
+        "--compare-patch",
+        action="append",
+        default=[],
+        help="also start a statewrightd with this patch and run every server case on both",
+    )
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="run the sequence this many times, interleaved"
     )
     parser.add_argument(
         "--server-processes",
@@ -708,10 +786,14 @@ def main() -> None:
     )
     logs = Path(tempfile.mkdtemp(prefix="statewright-bench."))
     outcomes: list[Outcome] = []
-    with fleet_up(args.database, logs, args.server_processes, args.server_patch) as fleet:
-        probe = CpuProbe(fleet.servers, [fleet.echo_direct, fleet.echo_hop], pg_port)
+    with fleet_up(
+        args.database, logs, args.server_processes, args.server_patch, args.compare_patch
+    ) as fleet:
+        probe = CpuProbe(fleet.servers, fleet.patched, [fleet.echo_direct, fleet.echo_hop], pg_port)
         profiler: Profiler | None = None
-        selected: Iterator[Case] = cases(args, outcomes)
+        # Repeats run the whole sequence again (interleaved, not back to back), so that a
+        # burst of someone else's load on the shared machine hits every case alike.
+        selected: Iterator[Case] = (c for _ in range(args.repeat) for c in cases(args, outcomes))
         if args.profile is not None:
             args.profile.mkdir(parents=True, exist_ok=True)
             profiler = Profiler(args.profile, args.duration, args.profile_rate)
@@ -735,6 +817,8 @@ def main() -> None:
         )
     meta["slow_dispatch_warnings"] = slow
     table = markdown(outcomes, meta)
+    if args.repeat > 1:
+        table += "\n\n" + medians(outcomes)
     print()
     print(table)
     for name, value in ratios(outcomes).items():
