@@ -52,15 +52,16 @@ def test_resume_with_empty_event_fires_the_first_declared_with_input_merged_firs
     client: Client,
 ) -> None:
     wid = _gated(client)
-    response = client.resume(wid, input={"amount": 5, "approver": "ann"})
+    response = client.resume(wid, input={"amount": 5, "approver": "ann", "notes": "memo"})
     wf = response.workflow
-    # The guard read the merged amount and the transition's set read the merged approver.
+    # The guard read the merged amount and the transition's set read the merged approver;
+    # the append reducer added the input's note before the transition's.
     assert (wf.state, wf.status, wf.revision) == ("approved", COMPLETED, 2)
     assert _steps(response) == [("pending", "approved", "approve")]
     assert context_of(wf) == {
         "amount": 5,
         "approver": "ann",
-        "notes": ["received", "approved by ann"],
+        "notes": ["received", "memo", "approved by ann"],
     }
     assert client.get(wid) == wf
 
@@ -96,6 +97,19 @@ def test_resume_refuses_unknown_events_and_events_of_other_states(client: Client
     assert info.metadata["event"] == "explode"
     info = expect_error(lambda: client.resume(wid, "resubmit"), PRECONDITION, "EVENT_NOT_ALLOWED")
     assert (info.metadata["event"], info.metadata["state"]) == ("resubmit", "pending")
+    assert client.get(wid).revision == 1
+
+
+def test_resume_input_is_checked_against_the_declared_fields(client: Client) -> None:
+    wid = _gated(client)
+    for bad, reason in (
+        ({"amount": "lots"}, "INPUT_TYPE_MISMATCH"),
+        ({"amount": 5.5}, "INPUT_TYPE_MISMATCH"),
+        ({"approver": ["a"]}, "INPUT_TYPE_MISMATCH"),
+        ({"budget": 5}, "UNKNOWN_FIELD"),
+    ):
+        info = expect_error(lambda b=bad: client.resume(wid, input=b), INVALID, reason)  # type: ignore[misc]
+        assert info.metadata["field"] == next(iter(bad))
     assert client.get(wid).revision == 1
 
 

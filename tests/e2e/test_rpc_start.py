@@ -57,6 +57,19 @@ def test_explicit_id_and_explicit_version(client: Client) -> None:
     assert list(wf.accepted_events) == []
 
 
+def test_start_input_goes_through_the_reducers_before_the_first_step(client: Client) -> None:
+    wf = client.start(
+        "order-fulfilment",
+        input={"items": ["a", "b"], "quantity": 2, "price": 300, "log": "ordered", "shipment": {}},
+    ).workflow
+    ctx = context_of(wf)
+    # Input went through the reducers (append), then entry actions and guards read it.
+    assert ctx["log"][:3] == ["ordered", "received", "priced at 600"]
+    assert ctx["total"] == 600.0
+    assert ctx["shipment"] == {"carrier": "express", "items": ["a", "b"]}
+    assert wf.status == COMPLETED
+
+
 def test_input_of_the_wrong_type_or_an_undeclared_field_is_refused(client: Client) -> None:
     wid = uid("bad-input")
     info = expect_error(
