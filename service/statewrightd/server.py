@@ -94,6 +94,8 @@ class Server:
         # instead of tying up another thread.
         if self._ping is None or self._ping.done():
             self._ping = asyncio.ensure_future(self.app.ping())
+            # A check still hanging at shutdown fails later, when nobody reads its result.
+            self._ping.add_done_callback(_retrieve)
         ping = self._ping
         done, _ = await asyncio.wait({ping}, timeout=PING_TIMEOUT)
         if not done:
@@ -155,6 +157,12 @@ async def serve(config: ServerConfig) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def _retrieve(future: asyncio.Future[None]) -> None:
+    # Marks the outcome as seen, so asyncio does not report it as never retrieved.
+    if not future.cancelled():
+        future.exception()
 
 
 def _exit_now() -> None:
