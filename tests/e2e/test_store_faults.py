@@ -69,13 +69,16 @@ class Proxied:
 
 @contextlib.contextmanager
 def _proxied_server(
-    databases: PostgresDatabases, root: Path, *extra_args: str
+    databases: PostgresDatabases, root: Path, *extra_args: str, grace: float = 2.0
 ) -> Iterator[Proxied]:
     url = databases.create()
     definitions = definitions_dir(root / "definitions")
+    proxy = PgProxy.for_url(url)
     with (
-        PgProxy.for_url(url) as proxy,
-        running_server(proxy.url_for(url), definitions, cwd=root, extra_args=extra_args) as server,
+        proxy,
+        running_server(
+            proxy.url_for(url), definitions, cwd=root, extra_args=extra_args, grace=grace
+        ) as server,
         Client(server.target) as client,
     ):
         yield Proxied(proxy, server, client, url)
@@ -426,6 +429,76 @@ def test_competing_steps_while_a_save_is_in_flight(proxied: Proxied) -> None:
         assert after.workflow.status == WAITING
         assert first.result() == duplicate.result()
     assert c.get(twin).revision == 2
+
+
+def test_a_caller_past_its_deadline_is_answered_and_the_step_still_completes(
+    proxied: Proxied,
+) -> None:
+    c, proxy = proxied.client, proxied.proxy
+    wid = uid("gated")
+    c.start("gated-approval", workflow_id=wid, version=1)
+    proxy.stall_step_commits()
+    with pytest.raises(grpc.RpcError) as caught:
+        c.resume(wid, "revise", timeout=1.5)
+    assert caught.value.code() is grpc.StatusCode.DEADLINE_EXCEEDED
+    # The step is still being saved: the instance is busy, not broken.
+    assert proxied.admission(wid).admission_state == diagnostics_pb2.ADMISSION_STATE_PERSISTING
+    expect_error(lambda: c.resume(wid, "reject"), grpc.StatusCode.ABORTED, "WORKFLOW_BUSY")
+    proxy.resume()
+    assert wait_until(lambda: proxied.recovered(wid), 20)
+    # The server decided the outcome, visible through GetWorkflow, and the instance goes on.
+    wf = c.get(wid)
+    assert (wf.state, wf.status, wf.revision) == ("revising", RUNNING, 2)
+    assert c.signal(wid, "resubmit").workflow.revision == 3
+
+
+def test_draining_server_finishes_the_step_in_flight_and_refuses_queued_signals(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    with _proxied_server(postgres_databases, tmp_path, grace=20) as proxied:
+        c, proxy, server = proxied.client, proxied.proxy, proxied.server
+        wid = uid("tally")
+        c.start("tally", workflow_id=wid, version=1)
+        proxy.stall_step_commits()
+        with ThreadPoolExecutor(2) as pool:
+            first = pool.submit(c.signal, wid, "tick", {"id": "a"}, timeout=30)
+            assert wait_until(
+                lambda: (
+                    proxied.admission(wid).admission_state
+                    == diagnostics_pb2.ADMISSION_STATE_PERSISTING
+                ),
+                20,
+            )
+            base = c.diagnostics().event_loop.dispatch_count
+            queued = pool.submit(c.signal, wid, "tick", {"id": "b"}, timeout=30)
+            polls = 0
+
+            def dispatched() -> bool:
+                # Each GetDiagnostics is one dispatch itself; one more is the queued signal.
+                nonlocal polls
+                polls += 1
+                return c.diagnostics().event_loop.dispatch_count >= base + polls + 1
+
+            assert wait_until(dispatched, 20)
+            server.signal()  # SIGTERM: drain
+
+            def refusing_new_rpcs() -> bool:
+                # The EventLoop starts draining before the gRPC server stops taking RPCs.
+                try:
+                    c.diagnostics()
+                except grpc.RpcError as err:
+                    return err.code() is grpc.StatusCode.UNAVAILABLE
+                return False
+
+            assert wait_until(refusing_new_rpcs, 20), server.log()
+            proxy.resume()
+            assert first.result().accepted  # in flight when the drain began: finished
+            late = queued.result()
+            assert (late.accepted, late.reason) == (False, pb.SIGNAL_REJECTION_SHUTTING_DOWN)
+            assert late.workflow.revision == 2
+        assert server.wait(30) == 0
+        history = read_history(proxied.direct_url, wid)
+        assert [(h.revision, h.context["seen"]) for h in history] == [(1, []), (2, ["a"])]
 
 
 def test_full_writer_queue_answers_overloaded_at_once(
