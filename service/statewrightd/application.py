@@ -246,6 +246,10 @@ class Application:
                 return cached
         return await self._read(lambda: registry.get(name, version))
 
+    async def definitions(self) -> list[Loaded]:
+        registry = self.registry
+        return await self._read(registry.all_recorded)
+
     async def get(self, workflow_id: str) -> tuple[InstanceRecord, Loaded]:
         repo, registry = self.repo, self.registry
 
@@ -326,7 +330,7 @@ class Application:
             backend="postgresql" if self.config.database_url.startswith("postgres") else "sqlite",
             definitions=[
                 f"definitions/{item.definition.name}/versions/{item.definition.version}"
-                for item in self.registry.all()
+                for item in await self.definitions()
             ],
             uptime=time.monotonic() - self.started,
         )

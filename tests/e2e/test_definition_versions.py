@@ -120,12 +120,6 @@ def test_one_version_with_two_contents_in_one_directory_refuses_to_start(
     assert "serving on" not in ended.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: DefinitionRegistry.load_directory records each file in the store before "
-    "checking the rest, so a refused directory still makes its first file's (name, version) "
-    "permanent",
-)
 def test_a_refused_directory_records_nothing(database_url: str, tmp_path: Path) -> None:
     both = definitions_dir(
         tmp_path / "both",
@@ -223,12 +217,6 @@ def test_a_replica_runs_versions_another_replica_recorded(rolling_deploy: _Rolli
     assert v2.source == V2
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: ListDefinitions (and GetDiagnostics.definitions) list only what this replica "
-    "has compiled (DefinitionRegistry.all()), so a version another replica recorded after this "
-    "one started stays unlisted here until something uses it",
-)
 def test_every_replica_lists_every_recorded_version(rolling_deploy: _RollingDeploy) -> None:
     listed = [d.name for d in rolling_deploy.old.definitions("listed").definitions]
     assert listed == ["definitions/listed/versions/1", "definitions/listed/versions/2"]

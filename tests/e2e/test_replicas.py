@@ -223,12 +223,6 @@ def test_one_request_id_raced_through_both_replicas_with_an_explicit_id(
     _race_starts(replicas, 10, explicit_ids=True)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: sql_postgres.CREATE checks the request id with NOT EXISTS on the statement "
-    "snapshot and inserts the request row ON CONFLICT DO NOTHING; two replicas racing one "
-    "request id with generated workflow ids both create an instance and both succeed",
-)
 def test_one_request_id_raced_through_both_replicas_starts_one_instance(
     replicas: Replicas,
 ) -> None:

@@ -101,7 +101,10 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             # A retry that raced its original may see the original's effect (e.g. "not
             # WAITING any more"); if the original was recorded, its answer is the answer.
             if key is not None and not isinstance(exc, InvalidArgument):
-                replayed = await self._app.replay(key)
+                try:
+                    replayed = await self._app.replay(key)
+                except StatewrightError:
+                    raise exc from None  # the step's own error is the answer, not the lookup's
                 if replayed is not None:
                     return replayed
             raise
@@ -390,7 +393,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         size = v.page_size(request.page_size)
         items = [
             item
-            for item in self._app.registry.all()
+            for item in await self._app.definitions()
             if not request.definition or item.definition.name == request.definition
         ]
         offset = _offset_token(request.page_token, len(items))

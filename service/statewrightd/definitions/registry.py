@@ -39,6 +39,22 @@ class DefinitionConflict(InvalidArgument):
     default_reason = "DEFINITION_VERSION_CONFLICT"
 
 
+def _conflict(
+    definition: Definition, first: str, second: str, *, recorded: bool = False
+) -> DefinitionConflict:
+    where = "the version already recorded from" if recorded else "the content in"
+    return DefinitionConflict(
+        f"definition {definition.name!r} version {definition.version} from {second} differs "
+        f"from {where} {first}; a (name, version) is immutable: bump the version",
+        metadata={
+            "definition": definition.name,
+            "version": definition.version,
+            "first_source": first,
+            "second_source": second,
+        },
+    )
+
+
 class DefinitionRegistry:
     def __init__(self, repo: Repository) -> None:
         self._repo = repo
@@ -48,27 +64,27 @@ class DefinitionRegistry:
         self._latest_checked: dict[str, float] = {}
 
     def load_directory(self, directory: Path) -> list[Loaded]:
-        """Compile every file, record each version in the store, refuse conflicting content."""
+        """Compile every file, refuse conflicting content, then record each version.
+
+        Nothing is recorded unless the whole directory is acceptable: a refused deploy
+        must not leave one of its versions permanently in the store.
+        """
         files = sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES and p.is_file())
         seen: dict[tuple[str, int], tuple[Definition, str]] = {}
-        loaded = []
         for path in files:
             definition = load_definition(path.read_text(encoding="utf-8"), source_name=str(path))
             previous = seen.get(definition.key)
             if previous is not None and previous[0].digest != definition.digest:
-                raise DefinitionConflict(
-                    f"definition {definition.name!r} version {definition.version} has different "
-                    f"content in {previous[1]} and {path}",
-                    metadata={
-                        "definition": definition.name,
-                        "version": definition.version,
-                        "first_source": previous[1],
-                        "second_source": str(path),
-                    },
-                )
-            seen[definition.key] = (definition, str(path))
-            loaded.append(self._record(definition, str(path)))
-        return loaded
+                raise _conflict(definition, previous[1], str(path))
+            seen.setdefault(definition.key, (definition, str(path)))
+        for definition, source_name in seen.values():
+            try:
+                stored = self._repo.get_definition(definition.name, definition.version)
+            except RecordNotFound:
+                continue
+            if stored.digest != definition.digest:
+                raise _conflict(definition, stored.source_name, source_name, recorded=True)
+        return [self._record(definition, source) for definition, source in seen.values()]
 
     def load_stored(self) -> int:
         """Compile every version the store holds that is not loaded yet."""
@@ -90,19 +106,9 @@ class DefinitionRegistry:
         )
         try:
             stored = self._repo.put_definition(record)
-        except RecordExists as exc:
+        except RecordExists as exc:  # recorded by another replica a moment ago
             existing = self._repo.get_definition(definition.name, definition.version)
-            raise DefinitionConflict(
-                f"definition {definition.name!r} version {definition.version} from {source_name} "
-                f"differs from the version already recorded from {existing.source_name}; "
-                "a (name, version) is immutable: bump the version",
-                metadata={
-                    "definition": definition.name,
-                    "version": definition.version,
-                    "first_source": existing.source_name,
-                    "second_source": source_name,
-                },
-            ) from exc
+            raise _conflict(definition, existing.source_name, source_name, recorded=True) from exc
         loaded = Loaded(definition, stored)
         self._add(loaded)
         return loaded
@@ -160,6 +166,10 @@ class DefinitionRegistry:
     def cached(self, name: str, version: int) -> Loaded | None:
         """Without I/O: what this process has compiled already."""
         return self._by_key.get((name, version))
+
+    def all_recorded(self) -> list[Loaded]:
+        """Every version in the store, other replicas' included, compiled (I/O)."""
+        return [self.get(r.name, r.version) for r in self._repo.list_definitions()]
 
     def all(self) -> list[Loaded]:
         with self._lock:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -155,6 +156,10 @@ class PostgresRepository:
             max_size=max(1, pool_size),
             kwargs={"connect_timeout": int(connect_timeout)},
             configure=_configure,
+            # After a database outage the idle connections are dead; checking each one as
+            # it is handed out (one empty round trip) keeps the outage from failing one
+            # more request per pooled connection once the database is back.
+            check=ConnectionPool.check_connection,
             timeout=pool_timeout,
             name="statewright-store",
             open=False,
@@ -305,7 +310,15 @@ class PostgresRepository:
         # Lock rows in a global order (by id; stable, so one instance's ops keep their
         # order) so that concurrent batches from other replicas cannot deadlock.
         order = sorted(range(len(encoded)), key=lambda i: target_of(encoded[i].op).workflow_id)
+        lock_keys = sorted(
+            {request_lock_key(e.op.request.request_id) for e in encoded if e.op.request}
+        )
         with conn.pipeline():
+            if lock_keys:
+                # Two replicas recording one request id must not both see it as free: the
+                # CAS statements after this one start new snapshots once the lock is held,
+                # so the later transaction sees the earlier one's request row.
+                conn.execute(q.LOCK_REQUEST_IDS, (lock_keys,))
             cursors = {
                 i: conn.execute(
                     q.CREATE if isinstance(encoded[i].op, Create) else q.SAVE, encoded[i].params
@@ -438,6 +451,12 @@ def _key(op: Operation) -> tuple[str, int]:
 
 def _all(encoded: list[EncodedOp], error: StoreError) -> list[InstanceRecord | StoreError]:
     return [error for _ in encoded]
+
+
+def request_lock_key(request_id: str) -> int:
+    """A stable signed 64-bit advisory-lock key for a request id."""
+    digest = hashlib.blake2b(b"statewright-request:" + request_id.encode(), digest_size=8)
+    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def _unknown_for(

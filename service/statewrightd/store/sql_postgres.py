@@ -89,6 +89,11 @@ SELECT h.workflow_id, h.revision, h.event, h.state, h.status, h.time
     ON h.workflow_id = k.workflow_id AND h.revision = k.revision
 """
 
+LOCK_REQUEST_IDS = (
+    "SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, i) "
+    "ORDER BY i"
+)
+
 # Watchers on other replicas learn of new revisions through one coalesced NOTIFY per
 # batch transaction (delivered only if it commits); the payload is a hint, and watchers
 # read the history table for the facts.
