@@ -143,6 +143,22 @@ def _proc_cpu(path: str) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def _context_switches(pid: int) -> float:
+    """Voluntary + involuntary context switches of every thread of ``pid`` so far.
+
+    Per operation, this counts the thread wake-ups (hand-offs, GIL passes, I/O waits)
+    that an operation costs, which CPU time alone does not show.
+    """
+    total = 0
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError):
+                for line in (task / "status").read_text().splitlines():
+                    if "ctxt_switches:" in line:
+                        total += int(line.split(":")[1])
+    return float(total)
+
+
 def _machine_busy() -> float:
     """CPU seconds the whole machine spent not idle (all cores), from /proc/stat."""
     values = [int(v) for v in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
@@ -208,12 +224,18 @@ class CpuProbe:
         def cpu(served: list[Served]) -> float:
             return sum(_proc_cpu(f"/proc/{s.process.pid}/stat") for s in served)
 
+        def switches(served: list[Served]) -> float:
+            return sum(_context_switches(s.process.pid) for s in served)
+
         snap = {
             "machine": _machine_busy(),
             "server": cpu(self.servers),
             "patched": cpu(self.patched),
             "echo": cpu(self.echoes),
             "postgres": sum(_proc_cpu(f"/proc/{p}/stat") for p in _postgres_pids(self.pg_port)),
+            "ctxsw:server": switches(self.servers),
+            "ctxsw:patched": switches(self.patched),
+            "ctxsw:echo": switches(self.echoes),
         }
         for pid in [s.process.pid for s in self.servers + self.patched]:
             with contextlib.suppress(OSError):
@@ -514,8 +536,9 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
         "operation is a workflow for (a) and human in the loop, a resume for resume only, a "
         "call for the echo):",
         "",
-        "| scenario | server-or-echo | postgres | load processes | total |",
-        "|---|---:|---:|---:|---:|",
+        "| scenario | server-or-echo | postgres | load processes | total | "
+        "server-or-echo context switches per op |",
+        "|---|---:|---:|---:|---:|---:|",
     ]
     for o in outcomes:
         s = o.summary
@@ -523,8 +546,10 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
             continue
         per = [s.cpu.get(o.case.role, 0.0), s.cpu.get("postgres", 0.0), s.client_cpu]
         ms = [1000 * v / s.throughput for v in per]
+        switches = s.cpu.get(f"ctxsw:{o.case.role}", 0.0) / s.throughput
         lines.append(
-            f"| {o.case.label} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[2]:.2f} | {sum(ms):.2f} |"
+            f"| {o.case.label} | {ms[0]:.2f} | {ms[1]:.2f} | {ms[2]:.2f} | {sum(ms):.2f} | "
+            f"{switches:.1f} |"
         )
     lines += ["", "Server side (from GetDiagnostics; CPU by thread in cores):", ""]
     lines += [
