@@ -328,9 +328,11 @@ class Application:
             writer=self._writer.stats(),
             writer_capacity=self.writer_capacity,
             backend="postgresql" if self.config.database_url.startswith("postgres") else "sqlite",
+            # What this process has compiled, from memory: diagnostics must answer while
+            # the database is unreachable, which is when they are needed most.
             definitions=[
                 f"definitions/{item.definition.name}/versions/{item.definition.version}"
-                for item in await self.definitions()
+                for item in self.registry.all()
             ],
             uptime=time.monotonic() - self.started,
         )
