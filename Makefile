@@ -23,6 +23,7 @@ dev: $(STAMP)
 ## the Python suites, then every client's build, unit tests and conformance run.
 test: $(STAMP)
 	$(MAKE) buf-lint buf-breaking check-generated lint typecheck
+	scripts/install-kustomize >/dev/null
 	scripts/with-postgres scripts/test-suite
 
 ## The client builds and conformance runs alone (Go, TypeScript, Java, Python).
