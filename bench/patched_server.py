@@ -18,8 +18,8 @@ Patches:
   the GIL waits for the running one to drop it (CPython's default is 0.005).
 - ``gc-log``: no change in behaviour; logs every garbage collection that pauses the
   process for more than 10 ms, with its generation and the number of tracked objects.
-- ``gc-freeze``: ``gc.freeze()`` after start-up and a higher first-generation threshold,
-  so full collections stop re-scanning the long-lived heap (definitions, caches).
+- ``gc-freeze``: ``gc.freeze()`` after start-up and after every full collection, so a
+  full collection stops re-scanning the long-lived heap (definitions, cached sessions).
 """
 
 from __future__ import annotations
@@ -131,13 +131,19 @@ def gc_freeze() -> None:
     original = Application.open
     _expect(original, "self._loop.start(aio)")
 
+    def after_full_collection(phase: str, info: dict[str, int]) -> None:
+        # Whatever survived a full collection is long-lived (cached sessions, mostly):
+        # move it to the permanent generation so the next full collection does not
+        # traverse it again. Sessions leave the cache by reference counting, not cycles,
+        # so freezing them does not keep them alive.
+        if phase == "stop" and info["generation"] == 2:
+            gc.freeze()
+
     async def open_then_freeze(self: Application) -> None:
         await original(self)
-        # Everything alive after start-up (compiled definitions, modules) is permanent:
-        # move it out of the collector's view, and collect the young generation less often.
         gc.collect()
-        gc.freeze()
-        gc.set_threshold(50_000, 20, 20)
+        gc.freeze()  # definitions, modules, compiled CEL: permanent
+        gc.callbacks.append(after_full_collection)
 
     Application.open = open_then_freeze  # type: ignore[method-assign]
 

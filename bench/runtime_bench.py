@@ -866,6 +866,9 @@ def main() -> None:
             ],
         }
         (args.out / "results.json").write_text(json.dumps(payload, indent=2) + "\n")
+    if args.out is not None:
+        # The servers' logs (slow dispatches, gc-log pauses) stay with the results.
+        shutil.copytree(logs, args.out / "logs", dirs_exist_ok=True)
     shutil.rmtree(logs, ignore_errors=True)
 
 
