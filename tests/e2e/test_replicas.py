@@ -18,7 +18,16 @@ import grpc
 import pytest
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.support.api import COMPLETED, RUNNING, WAITING, Client, context_of, expect_error, uid
+from tests.support.api import (
+    CANCELLED,
+    COMPLETED,
+    RUNNING,
+    WAITING,
+    Client,
+    context_of,
+    expect_error,
+    uid,
+)
 from tests.support.databases import PostgresDatabases, read_all_history, read_history
 from tests.support.deployment import definitions_dir, running_server
 
@@ -114,12 +123,18 @@ def test_refusals_made_on_a_stale_cache_are_confirmed_against_the_store(
     # A cancel decided on a stale cache is re-decided too.
     cancelled = uid("tally")
     b.start("tally", workflow_id=cancelled)
-    a.get(cancelled)
     a.signal(cancelled, "tick", {"id": "1"})
     b.cancel(cancelled)
     expect_error(
         lambda: a.cancel(cancelled), grpc.StatusCode.FAILED_PRECONDITION, "ALREADY_TERMINAL"
     )
+    # An expected revision newer than A's cache is checked against the store, not refused.
+    moved = uid("tally")
+    a.start("tally", workflow_id=moved)
+    b.signal(moved, "tick", {"id": "1"})
+    wf = a.cancel(moved, expected_revision=2)
+    assert (wf.status, wf.revision) == (CANCELLED, 3)
+    assert context_of(wf)["seen"] == ["1"]
 
 
 @dataclass
