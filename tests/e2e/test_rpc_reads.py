@@ -86,6 +86,12 @@ def test_list_refuses_bad_page_tokens_and_sizes(client: Client) -> None:
     assert code is INVALID
     code, _ = rpc_failure(lambda: client.list_page(page_size=-1))
     assert code is INVALID
+    code, _ = rpc_failure(
+        lambda: client.stub.ListWorkflows(pb.ListWorkflowsRequest(status=99), timeout=10)  # type: ignore[arg-type]
+    )
+    assert code is INVALID
+    code, _ = rpc_failure(lambda: client.list_page(definition="Not A Name"))
+    assert code is INVALID
     # Past the maximum the page size is capped rather than refused.
     assert len(client.list_page(page_size=5000).workflows) >= 2
 
