@@ -182,12 +182,6 @@ def test_unknown_commit_outcome_requires_recovery_until_a_recheck_resolves_it(
     assert "recovery resolved (committed)" in proxied.server.log()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: WorkflowRuntime.info reads revision and recent transitions only from the "
-    "session cache, which _enter_recovery empties: GetWorkflowDiagnostics reports revision 0 "
-    "and no transitions for an instance in recovery",
-)
 def test_workflow_diagnostics_of_an_instance_in_recovery_keep_what_is_known(
     proxied: Proxied,
 ) -> None:

@@ -18,7 +18,7 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.engine import fsm
 from statewrightd.engine.model import Status, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
-from statewrightd.errors import StatewrightError
+from statewrightd.errors import InvalidArgument, StatewrightError
 from statewrightd.store.records import HistoryRecord, InstanceRecord
 
 _MAX_SAFE_INT = 2**53
@@ -42,7 +42,7 @@ _STEP_ERROR_CODES = {
 }
 
 
-def _value(value: struct_pb2.Value) -> Any:
+def _value(value: struct_pb2.Value, field: str) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "number_value":
         number = value.number_value
@@ -51,18 +51,30 @@ def _value(value: struct_pb2.Value) -> Any:
             return int(number)
         return number
     if kind == "string_value":
-        return value.string_value
+        return _text(value.string_value, field)
     if kind == "bool_value":
         return value.bool_value
     if kind == "struct_value":
-        return struct_to_dict(value.struct_value)
+        return struct_to_dict(value.struct_value, field)
     if kind == "list_value":
-        return [_value(item) for item in value.list_value.values]
+        return [_value(item, field) for item in value.list_value.values]
     return None
 
 
-def struct_to_dict(message: struct_pb2.Struct) -> dict[str, Any]:
-    return {key: _value(item) for key, item in message.fields.items()}
+def _text(text: str, field: str) -> str:
+    # Neither PostgreSQL's jsonb nor the CEL runtime keep a NUL character intact (CEL cuts
+    # the string there): refuse it rather than store something other than what was sent.
+    if "\x00" in text:
+        raise InvalidArgument(
+            f"{field} contains a NUL character, which cannot be stored",
+            reason="UNSERIALIZABLE_VALUE",
+            metadata={"field": field},
+        )
+    return text
+
+
+def struct_to_dict(message: struct_pb2.Struct, field: str) -> dict[str, Any]:
+    return {_text(key, field): _value(item, field) for key, item in message.fields.items()}
 
 
 def dict_to_struct(values: Mapping[str, Any]) -> struct_pb2.Struct:

@@ -132,7 +132,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             kind="start",
             workflow_id=request.workflow_id or uuid.uuid4().hex,
             loaded=loaded,
-            input=struct_to_dict(request.input),
+            input=struct_to_dict(request.input, "input"),
             return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
         )
         return _start_response(result)
@@ -152,7 +152,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             kind="resume",
             workflow_id=workflow_id,
             event=request.event,
-            input=struct_to_dict(request.input),
+            input=struct_to_dict(request.input, "input"),
             expected_revision=request.expected_revision,
         )
         return pb.ResumeWorkflowResponse(
@@ -174,7 +174,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             kind="signal",
             workflow_id=workflow_id,
             event=request.event,
-            input=struct_to_dict(request.payload),
+            input=struct_to_dict(request.payload, "payload"),
         )
         accepted = result.accepted if isinstance(result, Outcome) else True
         rejection = result.rejection if isinstance(result, Outcome) else ""

@@ -559,10 +559,13 @@ class WorkflowRuntime:
     def info(self, workflow_id: str) -> WorkflowInfo:
         segment = self._admission.get(workflow_id)
         session = self._cache.get(workflow_id)
+        cached = session is not None
+        if session is None and segment is not None and segment.recovery is not None:
+            session = segment.recovery.session  # the last state known for certain
         return WorkflowInfo(
             workflow_id=workflow_id,
             admission=segment.state if segment else None,
-            cached=session is not None,
+            cached=cached,
             revision=session.snapshot.revision if session else 0,
             recent=tuple(session.recent) if session else (),
             recovery=segment.recovery if segment else None,
