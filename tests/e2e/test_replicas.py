@@ -25,6 +25,7 @@ from tests.support.api import (
     WAITING,
     Client,
     context_of,
+    error_info,
     expect_error,
     uid,
 )
@@ -242,3 +243,30 @@ def test_one_request_id_raced_through_both_replicas_starts_one_instance(
     replicas: Replicas,
 ) -> None:
     _race_starts(replicas, 20, explicit_ids=False)
+
+
+def test_competing_resumes_through_both_replicas_apply_exactly_one(replicas: Replicas) -> None:
+    clients = (replicas.a, replicas.b)
+    barrier = threading.Barrier(2)
+
+    def resume(client: Client, wid: str, event: str) -> str:
+        barrier.wait(10)
+        try:
+            return client.resume(wid, event).workflow.state
+        except grpc.RpcError as err:
+            return f"{err.code().name}:{error_info(err).reason}"
+
+    with ThreadPoolExecutor(2) as pool:
+        for _ in range(10):
+            wid = uid("contest")
+            clients[0].start("gated-approval", workflow_id=wid, input={"amount": 1})
+            answers = list(pool.map(resume, clients, [wid, wid], ["approve", "reject"]))
+            winners = [a for a in answers if not a.startswith(("FAILED_PRECONDITION", "ABORTED"))]
+            assert len(winners) == 1, answers
+            losers = [a for a in answers if a not in winners]
+            # The loser lost the CAS (or saw the winner's step): reloaded, no longer WAITING.
+            assert losers == ["FAILED_PRECONDITION:NOT_WAITING"], answers
+            wf = replicas.b.get(wid)
+            assert (wf.state, wf.revision) == (winners[0], 2)
+            rows = read_history(replicas.database_url, wid)
+            assert [h.revision for h in rows] == [1, 2]
