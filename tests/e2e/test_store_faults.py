@@ -249,6 +249,41 @@ def test_unknown_outcome_of_a_commit_that_never_arrived_resolves_as_not_written(
     assert [h.revision for h in read_history(proxied.direct_url, wid)] == [1, 2]
 
 
+@pytest.mark.parametrize("committed", [True, False], ids=["committed", "not-committed"])
+def test_a_start_whose_outcome_is_unknown_is_resolved_either_way(
+    proxied: Proxied, committed: bool
+) -> None:
+    c, proxy = proxied.client, proxied.proxy
+    wid = uid("created")
+    proxy.arm_cut(forward_commit=committed, refuse=True, drop_open=True)
+    expect_error(
+        lambda: c.start("mail-approval", workflow_id=wid, version=1, timeout=20),
+        grpc.StatusCode.UNKNOWN,
+        "OUTCOME_UNKNOWN",
+    )
+    # The id is reserved until the re-check knows whether the instance exists.
+    expect_error(
+        lambda: c.start("mail-approval", workflow_id=wid, version=1),
+        PRECONDITION,
+        "RECOVERY_REQUIRED",
+    )
+    proxy.heal()
+    assert wait_until(lambda: c.diagnostics().admissions.recovery_required == 0, 30)
+    _until_storage_usable(proxied)
+    if committed:
+        assert c.get(wid).revision == 1
+        expect_error(
+            lambda: c.start("mail-approval", workflow_id=wid, version=1),
+            grpc.StatusCode.ALREADY_EXISTS,
+            "WORKFLOW_ALREADY_EXISTS",
+        )
+    else:
+        expect_error(lambda: c.get(wid), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND")
+        assert c.start("mail-approval", workflow_id=wid, version=1).created
+    assert c.resume(wid, "approve").workflow.revision == 2
+    assert [h.revision for h in read_history(proxied.direct_url, wid)] == [1, 2]
+
+
 def test_every_save_of_a_batch_with_an_unknown_outcome_is_recovered(proxied: Proxied) -> None:
     c, proxy = proxied.client, proxied.proxy
     ids = [uid("batch") for _ in range(8)]
