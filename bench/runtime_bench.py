@@ -463,6 +463,19 @@ class Outcome:
     threads: dict[str, float]  # server CPU by thread group, in cores
 
 
+def settle(served: Served, limit: float = 60.0) -> None:
+    """Wait until the serving process is idle: an overloaded case leaves a backlog
+    (queued saves, in-flight steps) that would otherwise be measured in the next case."""
+    path = f"/proc/{served.process.pid}/stat"
+    deadline = time.monotonic() + limit
+    while time.monotonic() < deadline:
+        before = _proc_cpu(path)
+        time.sleep(0.5)
+        if (_proc_cpu(path) - before) / 0.5 < 0.05:
+            return
+    print(f"{served.name} still busy after {limit:.0f} s; measuring anyway", flush=True)
+
+
 def run_case(
     case: Case,
     fleet: Fleet,
@@ -470,6 +483,8 @@ def run_case(
     at_window_start: Callable[[], None] | None = None,
 ) -> Outcome:
     served = fleet.target_of(case.against)
+    for busy in fleet.servers + fleet.patched:
+        settle(busy)
     plan = replace(case.plan, target=served.target)
     if case.against == "server" and len(fleet.servers) > 1:
         # Several connections per process, so the kernel spreads them over the servers.

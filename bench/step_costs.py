@@ -92,7 +92,7 @@ def main() -> None:
     request_bytes = request.SerializeToString()
     now = datetime.now(UTC)
 
-    started = fsm.start(order, "w" * 32, struct_to_dict(order_input))
+    started = fsm.start(order, "w" * 32, struct_to_dict(order_input, "input"))
     record = instance_record(started.snapshot, now, now)
     create = Create(record, history_record(started, None, now), None)
     waiting = fsm.start(mail, "m" * 32, {"topic": "benchmark"}).snapshot
@@ -118,7 +118,7 @@ def main() -> None:
         v.definition_name(parsed.definition)
         v.non_negative("version", parsed.version)
         v.request_id(parsed.request_id)
-        struct_to_dict(parsed.input)
+        struct_to_dict(parsed.input, "input")
         uuid.uuid4().hex  # noqa: B018 - the server generates an id per start
 
     def on_loop_start() -> None:
