@@ -211,12 +211,10 @@ def test_unknown_outcome_with_a_request_id_then_a_retry_answers_the_committed_st
     wid, rid = uid("tally"), uid("req")
     c.start("tally", workflow_id=wid)
     proxy.arm_cut(forward_commit=True, refuse=True, drop_open=True)
-    # The request id cannot be looked up either: the step's own answer stands.
-    expect_error(
-        lambda: c.signal(wid, "tick", {"id": "once"}, request_id=rid, timeout=20),
-        grpc.StatusCode.UNKNOWN,
-        "OUTCOME_UNKNOWN",
-    )
+    # Unknown to the caller (see the next test for how it is told so).
+    with pytest.raises(grpc.RpcError) as caught:
+        c.signal(wid, "tick", {"id": "once"}, request_id=rid, timeout=5)
+    assert caught.value.code() in {grpc.StatusCode.UNKNOWN, grpc.StatusCode.DEADLINE_EXCEEDED}
     proxy.heal()
     assert wait_until(lambda: proxied.recovered(wid), 30), proxied.server.log()
     _until_storage_usable(proxied)
@@ -225,6 +223,26 @@ def test_unknown_outcome_with_a_request_id_then_a_retry_answers_the_committed_st
     assert retry.accepted and retry.workflow.revision == 2
     assert context_of(c.get(wid))["seen"] == ["once"]
     assert [h.revision for h in read_history(proxied.direct_url, wid)] == [1, 2]
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: after a step fails, WorkflowServicer._step looks its request id up with no "
+    "bound but the pool timeout (10 s); with the database dark a caller with a shorter "
+    "deadline times out instead of hearing the OUTCOME_UNKNOWN the runtime answered at once",
+)
+def test_unknown_outcome_with_a_request_id_is_answered_within_a_short_deadline(
+    proxied: Proxied,
+) -> None:
+    c, proxy = proxied.client, proxied.proxy
+    wid = uid("tally")
+    c.start("tally", workflow_id=wid)
+    proxy.arm_cut(forward_commit=True, refuse=True, drop_open=True)
+    expect_error(
+        lambda: c.signal(wid, "tick", {"id": "a"}, request_id=uid("req"), timeout=5),
+        grpc.StatusCode.UNKNOWN,
+        "OUTCOME_UNKNOWN",
+    )
 
 
 def test_unknown_outcome_of_a_commit_that_never_arrived_resolves_as_not_written(
