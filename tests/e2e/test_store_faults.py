@@ -225,12 +225,6 @@ def test_unknown_outcome_with_a_request_id_then_a_retry_answers_the_committed_st
     assert [h.revision for h in read_history(proxied.direct_url, wid)] == [1, 2]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: after a step fails, WorkflowServicer._step looks its request id up with no "
-    "bound but the pool timeout (10 s); with the database dark a caller with a shorter "
-    "deadline times out instead of hearing the OUTCOME_UNKNOWN the runtime answered at once",
-)
 def test_unknown_outcome_with_a_request_id_is_answered_within_a_short_deadline(
     proxied: Proxied,
 ) -> None:

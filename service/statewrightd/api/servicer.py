@@ -6,6 +6,7 @@ reads go to the store; watch streams are fed by the watch hub and the history ta
 
 from __future__ import annotations
 
+import asyncio
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -34,7 +35,16 @@ from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.runtime import Outcome, Replay, RequestKey
 from statewrightd.engine.snapshots import transitions_from_dicts
 from statewrightd.engine.watch import StepEvent
-from statewrightd.errors import Aborted, InvalidArgument, StatewrightError, Unavailable
+from statewrightd.errors import (
+    Aborted,
+    InvalidArgument,
+    StatewrightError,
+    Unavailable,
+    Unknown,
+)
+
+# How long a failed step may spend finding out whether its request id was answered before.
+REPLAY_BUDGET = 2.0
 
 _TERMINAL = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 _HISTORY_PAGE = 256
@@ -100,10 +110,13 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         except StatewrightError as exc:
             # A retry that raced its original may see the original's effect (e.g. "not
             # WAITING any more"); if the original was recorded, its answer is the answer.
-            if key is not None and not isinstance(exc, InvalidArgument):
+            # An unknown outcome is the answer as it is: the request record shares its fate.
+            if key is not None and not isinstance(exc, InvalidArgument | Unknown):
+                remaining = _deadline(context)
+                budget = REPLAY_BUDGET if remaining is None else min(REPLAY_BUDGET, remaining / 2)
                 try:
-                    replayed = await self._app.replay(key)
-                except StatewrightError:
+                    replayed = await asyncio.wait_for(self._app.replay(key), budget)
+                except (StatewrightError, TimeoutError):
                     raise exc from None  # the step's own error is the answer, not the lookup's
                 if replayed is not None:
                     return replayed
