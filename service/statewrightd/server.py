@@ -18,6 +18,7 @@ from statewrightd import __version__, debug_hooks
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
+from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
 from statewrightd.observability.setup import Observability
@@ -172,4 +173,10 @@ def _exit_now() -> None:
 
 def run(config: ServerConfig) -> int:
     logs.configure(config.log_level, config.log_format)
-    return asyncio.run(serve(config))
+    try:
+        return asyncio.run(serve(config))
+    except (StatewrightError, OSError) as exc:
+        # A refused start (conflicting definitions, an invalid file, a port in use, an
+        # unreachable database at migration) is an operator's problem: one clear line.
+        _log.error("statewrightd cannot start: %s", exc)
+        return 2
