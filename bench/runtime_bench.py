@@ -232,11 +232,14 @@ class CpuProbe:
             "server": cpu(self.servers),
             "patched": cpu(self.patched),
             "echo": cpu(self.echoes),
-            "postgres": sum(_proc_cpu(f"/proc/{p}/stat") for p in _postgres_pids(self.pg_port)),
             "ctxsw:server": switches(self.servers),
             "ctxsw:patched": switches(self.patched),
             "ctxsw:echo": switches(self.echoes),
         }
+        # Per PostgreSQL process, so that a backend that exits during the window (its
+        # CPU would vanish from a sum) is left out of the difference instead.
+        for pid in _postgres_pids(self.pg_port):
+            snap[f"pg:{pid}"] = _proc_cpu(f"/proc/{pid}/stat")
         for pid in [s.process.pid for s in self.servers + self.patched]:
             with contextlib.suppress(OSError):
                 for task in Path(f"/proc/{pid}/task").iterdir():
@@ -503,7 +506,8 @@ def run_case(
         names = thread_names(pids)
         cpu = {k: v for k, v in summary.cpu.items() if k[7:] in names}
         threads = group_threads(cpu, names)
-    summary.cpu = {k: v for k, v in summary.cpu.items() if not k.startswith("thread:")}
+    summary.cpu["postgres"] = sum(v for k, v in summary.cpu.items() if k.startswith("pg:"))
+    summary.cpu = {k: v for k, v in summary.cpu.items() if not k.startswith(("thread:", "pg:"))}
     print(f"{case.label:<42} {summary.line()}", flush=True)
     return Outcome(case, summary, server, threads)
 
