@@ -134,7 +134,8 @@ class Application:
                 aio.call_soon_threadsafe(hub.catch_up_all)
 
             hub.recheck_after = WATCH_RECHECK_SECONDS
-            self._step_listener = StepListener(url, deliver, reconnected)
+            own_pids = getattr(repo, "backend_pids", ())
+            self._step_listener = StepListener(url, deliver, reconnected, own_pids)
             self._step_listener.start()
 
     def _publish_step(
@@ -198,23 +199,38 @@ class Application:
                 "the server is overloaded; retry with backoff", reason="OVERLOADED"
             )
         aio = asyncio.get_running_loop()
-        future: asyncio.Future[Result] = aio.create_future()
+        future: asyncio.Future[object] = aio.create_future()
 
         def reply(result: Result) -> None:
             loop.reply(functools.partial(_settle, future, result))
 
         command = StepCommand(reply=reply, **fields)
         loop.post(functools.partial(self.runtime.submit, command))
+        # A plain timer rather than wait_for(shield(...)): one less task per call. The
+        # step goes on regardless; only this caller stops waiting for it.
+        expired = False
+
+        def expire() -> None:
+            nonlocal expired
+            if not future.done():
+                expired = True
+                future.set_result(_EXPIRED)
+
+        timer = aio.call_later(budget, expire) if budget is not None else None
         try:
-            result = await asyncio.wait_for(asyncio.shield(future), budget)
-        except TimeoutError:
+            result = await future
+        finally:
+            if timer is not None:
+                timer.cancel()
+        if expired:
             raise errors.DeadlineExceeded(
                 "the deadline passed before the step finished; its outcome is decided by the "
                 "server and visible through GetWorkflow",
                 metadata={"workflow_id": command.workflow_id},
-            ) from None
+            )
         if isinstance(result, errors.StatewrightError):
             raise result
+        assert isinstance(result, Outcome | Replay)
         return result
 
     async def on_loop(self, fn: Callable[[], T]) -> T:
@@ -240,10 +256,9 @@ class Application:
 
     async def definition(self, name: str, version: int | None) -> Loaded:
         registry = self.registry
-        if version is not None:
-            cached = registry.cached(name, version)
-            if cached is not None:
-                return cached
+        cached = registry.cached(name, version) if version else registry.latest_cached(name)
+        if cached is not None:
+            return cached
         return await self._read(lambda: registry.get(name, version))
 
     async def definitions(self) -> list[Loaded]:
@@ -340,6 +355,9 @@ class Application:
     async def workflow_info(self, workflow_id: str) -> WorkflowInfo:
         runtime = self.runtime
         return await self.on_loop(lambda: runtime.info(workflow_id))
+
+
+_EXPIRED = object()
 
 
 def _settle(future: asyncio.Future[Any], value: Any) -> None:

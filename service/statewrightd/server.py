@@ -22,6 +22,7 @@ from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
 from statewrightd.observability.setup import Observability
+from statewrightd.tuning import tune_interpreter
 
 _log = logging.getLogger(__name__)
 
@@ -54,6 +55,7 @@ class Server:
 
     async def start(self) -> int:
         await self.app.open()
+        tune_interpreter()
         self.observability.start(self.app)
         debug_hooks.install(self.app.loop, asyncio.get_running_loop())
         pb_grpc.add_WorkflowServiceServicer_to_server(WorkflowServicer(self.app), self._grpc)

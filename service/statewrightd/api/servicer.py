@@ -87,9 +87,6 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     def __init__(self, app: Application) -> None:
         self._app = app
 
-    async def _answered(self, key: RequestKey | None) -> Replayed | None:
-        return None if key is None else await self._app.replay(key)
-
     async def _replayed(self, key: RequestKey | None) -> Replayed:
         assert key is not None
         replayed = await self._app.replay(key)
@@ -101,28 +98,51 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             )
         return replayed
 
+    async def _lookup(self, key: RequestKey, context: Context) -> Replayed | None:
+        """The stored answer to ``key``, bounded by the caller's deadline.
+
+        Raises InvalidArgument (REQUEST_ID_REUSED) when the id answered other content.
+        """
+        remaining = _deadline(context)
+        budget = REPLAY_BUDGET if remaining is None else min(REPLAY_BUDGET, remaining / 2)
+        return await asyncio.wait_for(self._app.replay(key), budget)
+
     async def _step(
         self, key: RequestKey | None, context: Context, **fields: object
     ) -> Outcome | Replayed:
-        """Run a step; a duplicate request id (raced or retried) answers the stored result."""
+        """Run a step; a request id already answered gets the stored answer instead.
+
+        There is no lookup before the step: a step that writes carries its request id
+        into the same compare-and-swap, which refuses an id already recorded (the answer
+        is then replayed). Only a step that writes nothing, or fails, looks the id up,
+        since a retry may meet the state its original left behind.
+        """
         try:
             result = await self._app.step(_deadline(context), request=key, **fields)
         except StatewrightError as exc:
-            # A retry that raced its original may see the original's effect (e.g. "not
-            # WAITING any more"); if the original was recorded, its answer is the answer.
             # An unknown outcome is the answer as it is: the request record shares its fate.
-            if key is not None and not isinstance(exc, InvalidArgument | Unknown):
-                remaining = _deadline(context)
-                budget = REPLAY_BUDGET if remaining is None else min(REPLAY_BUDGET, remaining / 2)
-                try:
-                    replayed = await asyncio.wait_for(self._app.replay(key), budget)
-                except (StatewrightError, TimeoutError):
-                    raise exc from None  # the step's own error is the answer, not the lookup's
-                if replayed is not None:
-                    return replayed
+            if key is None or isinstance(exc, InvalidArgument | Unknown):
+                raise
+            try:
+                replayed = await self._lookup(key, context)
+            except InvalidArgument:
+                raise
+            except (StatewrightError, TimeoutError):
+                raise exc from None  # the step's own error is the answer, not the lookup's
+            if replayed is not None:
+                return replayed
             raise
         if isinstance(result, Replay):
             return await self._replayed(key)
+        if key is not None and not result.saved:
+            try:
+                replayed = await self._lookup(key, context)
+            except InvalidArgument:
+                raise
+            except (StatewrightError, TimeoutError):
+                replayed = None  # nothing written: this answer stands on its own
+            if replayed is not None:
+                return replayed
         return result
 
     @unary
@@ -135,9 +155,6 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
             v.workflow_id(request.workflow_id)
         v.request_id(request.request_id)
         key = request_key("StartWorkflow", request, request.request_id)
-        replayed = await self._answered(key)
-        if replayed is not None:
-            return _start_response(replayed)
         loaded = await self._app.definition(request.definition, request.version or None)
         result = await self._step(
             key,
@@ -159,7 +176,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         v.non_negative("expected_revision", request.expected_revision)
         v.request_id(request.request_id)
         key = request_key("ResumeWorkflow", request, request.request_id)
-        result = await self._answered(key) or await self._step(
+        result = await self._step(
             key,
             context,
             kind="resume",
@@ -181,7 +198,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         v.event_name(request.event)
         v.request_id(request.request_id)
         key = request_key("SignalWorkflow", request, request.request_id)
-        result = await self._answered(key) or await self._step(
+        result = await self._step(
             key,
             context,
             kind="signal",
@@ -237,7 +254,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         v.non_negative("expected_revision", request.expected_revision)
         v.request_id(request.request_id)
         key = request_key("CancelWorkflow", request, request.request_id)
-        result = await self._answered(key) or await self._step(
+        result = await self._step(
             key,
             context,
             kind="cancel",

@@ -163,6 +163,13 @@ class DefinitionRegistry:
             )
         return latest
 
+    def latest_cached(self, name: str) -> Loaded | None:
+        """Without I/O: the latest version, if this process checked it within LATEST_TTL."""
+        known = self._latest.get(name)
+        if known is None or time.monotonic() - self._latest_checked.get(name, 0.0) >= LATEST_TTL:
+            return None
+        return self._by_key.get((name, known))
+
     def cached(self, name: str, version: int) -> Loaded | None:
         """Without I/O: what this process has compiled already."""
         return self._by_key.get((name, version))

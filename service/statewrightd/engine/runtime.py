@@ -65,6 +65,7 @@ class Outcome:
     created: bool = True
     accepted: bool = True
     rejection: str = ""  # SignalRejection name when accepted is False
+    saved: bool = False  # this command's step was written (and its request id with it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -428,7 +429,7 @@ class WorkflowRuntime:
                 session.snapshot, session.record = result.snapshot, outcome
             session.recent.extend(result.transitions)
             self._remember(session)
-            self._finish(cmd, token, Outcome(outcome, loaded, result.transitions))
+            self._finish(cmd, token, Outcome(outcome, loaded, result.transitions, saved=True))
             for listener in self.listeners:
                 listener(outcome, loaded, result.transitions, op.history.event)
             return

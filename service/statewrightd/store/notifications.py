@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 
 import psycopg
 
@@ -57,8 +57,13 @@ class StepListener:
     POLL_SECONDS = 0.5
 
     def __init__(
-        self, url: str, callback: HintCallback, on_connected: Callable[[], None] | None = None
+        self,
+        url: str,
+        callback: HintCallback,
+        on_connected: Callable[[], None] | None = None,
+        own_pids: Container[int] = (),
     ) -> None:
+        self._own_pids = own_pids
         self._url = url
         self._callback = callback
         self._on_connected = on_connected
@@ -94,11 +99,13 @@ class StepListener:
     def _listen(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
         while not self._stop.is_set():
             hints: list[Hint] = []
-            for notify in conn.notifies(timeout=self.POLL_SECONDS, stop_after=1):
-                hints.extend(parse_hints(notify.payload))
-            if not hints:
+            arrived = list(conn.notifies(timeout=self.POLL_SECONDS, stop_after=1))
+            if not arrived:
                 continue
             # Coalesce whatever else has already arrived into the same delivery.
-            for notify in conn.notifies(timeout=0.001):
-                hints.extend(parse_hints(notify.payload))
-            self._callback(hints)
+            arrived.extend(conn.notifies(timeout=0.001))
+            for notify in arrived:
+                if notify.pid not in self._own_pids:
+                    hints.extend(parse_hints(notify.payload))
+            if hints:
+                self._callback(hints)

@@ -150,12 +150,15 @@ class PostgresRepository:
         self._connect_timeout = connect_timeout
         self._pool_timeout = pool_timeout
         self._schema_version = latest_version("postgres")
+        # Server processes behind this pool's connections: this replica's own NOTIFY hints
+        # come from them, and its watchers already heard of those steps locally.
+        self.backend_pids: set[int] = set()
         self._pool = ConnectionPool(
             url,
             min_size=1,
             max_size=max(1, pool_size),
             kwargs={"connect_timeout": int(connect_timeout)},
-            configure=_configure,
+            configure=self._configure,
             # After a database outage the idle connections are dead; checking each one as
             # it is handed out (one empty round trip) keeps the outage from failing one
             # more request per pooled connection once the database is back.
@@ -167,6 +170,10 @@ class PostgresRepository:
         # Not waiting: the service starts (and reports not-ready via ping) while the
         # database is still coming up.
         self._pool.open(wait=False)
+
+    def _configure(self, conn: Conn) -> None:
+        _configure(conn)
+        self.backend_pids.add(conn.info.backend_pid)
 
     # -- reads -----------------------------------------------------------------------
 
