@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e clean baseline
+.PHONY: dev test bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e clean baseline
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,11 @@ integration: $(STAMP)
 
 e2e: $(STAMP)
 	scripts/with-postgres $(BIN)/pytest -q tests/e2e
+
+## Benchmarks (never part of make test): each brings its own PostgreSQL; a few minutes each.
+bench: $(STAMP)
+	bench/run.sh
+	bench/run_watch.sh
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
