@@ -10,29 +10,15 @@ from typing import Any
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
-from grpc_status import rpc_status
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
+from tests.support.api import error_info
 from tests.support.server import ServerProcess
 
 HEALTH_SERVICES = ["", "statewright.v1.WorkflowService", "liveness", "readiness"]
-
-
-def error_info(err: grpc.RpcError) -> error_details_pb2.ErrorInfo:
-    status = rpc_status.from_call(err)  # type: ignore[arg-type]
-    assert status is not None, f"no rich status on {err}"
-    infos = []
-    for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            infos.append(info)
-    assert len(infos) == 1, f"expected exactly one ErrorInfo, got {infos}"
-    assert infos[0].domain == "statewright.dev"
-    return infos[0]
 
 
 def well_formed_calls(

@@ -23,6 +23,7 @@ from statewrightd.errors import (
     StoreError,
 )
 from statewrightd.store import sql_postgres as q
+from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     EncodedOp,
     check_status_filter,
@@ -30,7 +31,6 @@ from statewrightd.store.codec import (
     check_time,
     clamp_page_size,
     decode_page_token,
-    encode_op,
     encode_page_token,
 )
 from statewrightd.store.notifications import step_hints_payloads
@@ -137,7 +137,7 @@ class _CommitLost(Exception):
         self.executed = executed
 
 
-class PostgresRepository:
+class PostgresRepository(BatchWriter):
     def __init__(
         self,
         url: str,
@@ -252,31 +252,6 @@ class PostgresRepository:
             return [_definition(r) for r in conn.execute(q.LIST_DEFINITIONS).fetchall()]
 
     # -- writes ----------------------------------------------------------------------
-
-    def create(self, op: Create) -> InstanceRecord:
-        result = self.apply_batch([op])[0]
-        if isinstance(result, StoreError):
-            raise result
-        return result
-
-    def save(self, op: Save) -> int:
-        result = self.apply_batch([op])[0]
-        if isinstance(result, StoreError):
-            raise result
-        return result.revision
-
-    def apply_batch(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
-        results: list[InstanceRecord | StoreError | None] = [None] * len(ops)
-        encoded: list[tuple[int, EncodedOp]] = []
-        for i, op in enumerate(ops):
-            try:
-                encoded.append((i, encode_op(op)))
-            except SerializationError as exc:
-                results[i] = exc
-        if encoded:
-            for (i, _), outcome in zip(encoded, self._write([e for _, e in encoded]), strict=True):
-                results[i] = outcome
-        return [r for r in results if r is not None]
 
     def _write(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
         for attempt in range(1, _MAX_ATTEMPTS + 1):

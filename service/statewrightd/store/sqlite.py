@@ -24,6 +24,7 @@ from statewrightd.errors import (
     StorageUnavailable,
     StoreError,
 )
+from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     EncodedOp,
     check_status_filter,
@@ -31,7 +32,6 @@ from statewrightd.store.codec import (
     check_time,
     clamp_page_size,
     decode_page_token,
-    encode_op,
     encode_page_token,
     from_micros,
     loads,
@@ -108,7 +108,7 @@ def _micros(params: dict[str, Any], *names: str) -> dict[str, Any]:
     return out
 
 
-class SqliteRepository:
+class SqliteRepository(BatchWriter):
     def __init__(self, path: str) -> None:
         self._path = path
         self._lock = threading.Lock()
@@ -263,35 +263,12 @@ class SqliteRepository:
 
     # -- writes ----------------------------------------------------------------------
 
-    def create(self, op: Create) -> InstanceRecord:
-        result = self.apply_batch([op])[0]
-        if isinstance(result, StoreError):
-            raise result
-        return result
-
-    def save(self, op: Save) -> int:
-        result = self.apply_batch([op])[0]
-        if isinstance(result, StoreError):
-            raise result
-        return result.revision
-
-    def apply_batch(self, ops: Sequence[Operation]) -> list[InstanceRecord | StoreError]:
-        results: list[InstanceRecord | StoreError | None] = [None] * len(ops)
-        encoded: list[tuple[int, EncodedOp]] = []
-        for i, op in enumerate(ops):
-            try:
-                encoded.append((i, encode_op(op)))
-            except SerializationError as exc:
-                results[i] = exc
-        if encoded:
-            try:
-                with self._write_transaction() as conn:
-                    for i, e in encoded:
-                        results[i] = _apply_one(conn, e)
-            except StorageUnavailable as exc:
-                for i, _ in encoded:
-                    results[i] = exc
-        return [r for r in results if r is not None]
+    def _write(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        try:
+            with self._write_transaction() as conn:
+                return [_apply_one(conn, e) for e in encoded]
+        except StorageUnavailable as exc:
+            return [exc for _ in encoded]
 
     def resolve_outcome(
         self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
