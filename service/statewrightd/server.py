@@ -26,6 +26,7 @@ from statewrightd.tuning import tune_interpreter
 
 _log = logging.getLogger(__name__)
 
+MAX_PENDING_CALLS = 50_000
 HEALTH_INTERVAL = 1.0
 # A database check that has not answered within this is a failure. Readiness so turns
 # NOT_SERVING at most HEALTH_INTERVAL + PING_TIMEOUT after the database stops answering.
@@ -49,6 +50,11 @@ class Server:
             interceptors=self.observability.interceptors(),
             options=[
                 ("grpc.so_reuseport", 1),
+                # grpc core stops taking new calls past 3,000 pending ones by default, and
+                # open WatchWorkflow streams count: without this a server stalls new
+                # streams (any RPC) at about 3,000 watchers.
+                ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
+                ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
                 ("grpc.max_receive_message_length", 4 * 1024 * 1024),
             ],
         )
