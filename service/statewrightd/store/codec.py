@@ -16,10 +16,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from statewrightd.errors import InvalidArgument, SerializationError
+from statewrightd.errors import InvalidArgument, RecordExists, RecordNotFound, SerializationError
 from statewrightd.store.records import (
     STATUSES,
     Create,
+    DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
     Operation,
@@ -271,3 +272,30 @@ def clamp_page_size(page_size: int) -> int:
 def check_status_filter(status: str | None) -> None:
     if status is not None and status not in STATUSES:
         raise InvalidArgument(f"unknown status filter {status!r}", reason="INVALID_FILTER")
+
+
+def same_definition_or_raise(stored: DefinitionRecord, rec: DefinitionRecord) -> DefinitionRecord:
+    """The stored version when ``rec`` has its content; a (name, version) is immutable."""
+    if stored.digest == rec.digest:
+        return stored
+    raise RecordExists(
+        f"definition {rec.name} version {rec.version} already exists with different content "
+        f"(stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
+        "definitions are immutable: bump the version",
+        reason="DEFINITION_VERSION_EXISTS",
+        metadata={
+            "name": rec.name,
+            "version": rec.version,
+            "existing_source": stored.source_name,
+            "new_source": rec.source_name,
+        },
+    )
+
+
+def definition_not_found(name: str, version: int | None) -> RecordNotFound:
+    what = f"definition {name!r}" + ("" if version is None else f" version {version}")
+    return RecordNotFound(
+        f"{what} not found",
+        reason="DEFINITION_NOT_FOUND",
+        metadata={"name": name, "version": "latest" if version is None else version},
+    )

@@ -31,7 +31,9 @@ from statewrightd.store.codec import (
     check_time,
     clamp_page_size,
     decode_page_token,
+    definition_not_found,
     encode_page_token,
+    same_definition_or_raise,
 )
 from statewrightd.store.notifications import step_hints_payloads
 from statewrightd.store.outcomes import (
@@ -235,7 +237,7 @@ class PostgresRepository(BatchWriter):
         if row is None:  # only if someone deletes definitions, which nothing does
             raise StorageUnavailable(f"definition {rec.name} v{rec.version} vanished; retry")
         stored = _definition(row)
-        return _same_definition_or_raise(stored, rec)
+        return same_definition_or_raise(stored, rec)
 
     def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord:
         with self._connection() as conn:
@@ -244,7 +246,7 @@ class PostgresRepository(BatchWriter):
             else:
                 row = conn.execute(q.GET_DEFINITION, (name, version)).fetchone()
         if row is None:
-            raise _definition_not_found(name, version)
+            raise definition_not_found(name, version)
         return _definition(row)
 
     def list_definitions(self) -> list[DefinitionRecord]:
@@ -510,29 +512,3 @@ def _read_back(
         for r in rows
     }
     return revisions, witnesses
-
-
-def _same_definition_or_raise(stored: DefinitionRecord, rec: DefinitionRecord) -> DefinitionRecord:
-    if stored.digest == rec.digest:
-        return stored
-    raise RecordExists(
-        f"definition {rec.name} version {rec.version} already exists with different content "
-        f"(stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
-        "definitions are immutable: bump the version",
-        reason="DEFINITION_VERSION_EXISTS",
-        metadata={
-            "name": rec.name,
-            "version": rec.version,
-            "existing_source": stored.source_name,
-            "new_source": rec.source_name,
-        },
-    )
-
-
-def _definition_not_found(name: str, version: int | None) -> RecordNotFound:
-    what = f"definition {name!r}" + ("" if version is None else f" version {version}")
-    return RecordNotFound(
-        f"{what} not found",
-        reason="DEFINITION_NOT_FOUND",
-        metadata={"name": name, "version": "latest" if version is None else version},
-    )

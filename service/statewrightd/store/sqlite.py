@@ -32,9 +32,11 @@ from statewrightd.store.codec import (
     check_time,
     clamp_page_size,
     decode_page_token,
+    definition_not_found,
     encode_page_token,
     from_micros,
     loads,
+    same_definition_or_raise,
     to_micros,
 )
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
@@ -215,21 +217,7 @@ class SqliteRepository(BatchWriter):
                 " WHERE name = ? AND version = ?",
                 (rec.name, rec.version),
             ).fetchone()
-        stored = _definition(row)
-        if stored.digest == rec.digest:
-            return stored
-        raise RecordExists(
-            f"definition {rec.name} version {rec.version} already exists with different "
-            f"content (stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
-            "definitions are immutable: bump the version",
-            reason="DEFINITION_VERSION_EXISTS",
-            metadata={
-                "name": rec.name,
-                "version": rec.version,
-                "existing_source": stored.source_name,
-                "new_source": rec.source_name,
-            },
-        )
+        return same_definition_or_raise(_definition(row), rec)
 
     def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord:
         with self._locked() as conn:
@@ -246,12 +234,7 @@ class SqliteRepository(BatchWriter):
                     (name, version),
                 ).fetchone()
         if row is None:
-            what = f"definition {name!r}" + ("" if version is None else f" version {version}")
-            raise RecordNotFound(
-                f"{what} not found",
-                reason="DEFINITION_NOT_FOUND",
-                metadata={"name": name, "version": "latest" if version is None else version},
-            )
+            raise definition_not_found(name, version)
         return _definition(row)
 
     def list_definitions(self) -> list[DefinitionRecord]:
