@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
@@ -151,13 +152,27 @@ def sqlite_statements(sql: str) -> list[str]:
 def connect_sqlite(path: str) -> sqlite3.Connection:
     # isolation_level=None: we issue BEGIN/COMMIT ourselves so transactions are explicit.
     conn = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode=WAL")
+    _enable_wal(conn)
     conn.execute("PRAGMA foreign_keys=ON")
     # FULL: in WAL mode NORMAL may lose the last commits on power loss; acknowledged
     # steps must be durable, the same promise synchronous_commit=on gives on PostgreSQL.
     conn.execute("PRAGMA synchronous=FULL")
     conn.execute("PRAGMA busy_timeout=30000")
     return conn
+
+
+def _enable_wal(conn: sqlite3.Connection) -> None:
+    # Switching a new file to WAL needs a moment of exclusive access, and SQLite answers
+    # "database is locked" at once rather than waiting on its busy timeout when several
+    # processes (replicas starting together) open the file at the same time.
+    for attempt in range(100):
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or attempt == 99:
+                raise
+            time.sleep(0.05)
 
 
 def _migrate_sqlite(path: str) -> list[int]:
