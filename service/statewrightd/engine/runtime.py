@@ -334,7 +334,9 @@ class WorkflowRuntime:
             return
         now = datetime.now(UTC)
         record = instance_record(result.snapshot, now, now)
-        op = Create(record, history_record(result, None, now), self._request_record(cmd, record))
+        op = Create(
+            record, history_record(result, None, now, record), self._request_record(cmd, record)
+        )
         self._persist(cmd, segment, op, result, cmd.loaded)
 
     def _execute(self, cmd: StepCommand, segment: Segment, session: Session) -> None:
@@ -378,7 +380,7 @@ class WorkflowRuntime:
         op = Save(
             record,
             snapshot.revision,
-            history_record(result, event, now),
+            history_record(result, event, now, record),
             self._request_record(cmd, record),
         )
         self._persist(cmd, segment, op, result, session.loaded)

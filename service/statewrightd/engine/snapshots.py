@@ -67,7 +67,11 @@ def transitions_from_dicts(rows: list[dict[str, Any]]) -> tuple[TransitionTaken,
     return tuple(TransitionTaken(str(r["from"]), str(r["to"]), r.get("event")) for r in rows)
 
 
-def history_record(result: StepResult, event: str | None, time: datetime) -> HistoryRecord:
+def history_record(
+    result: StepResult, event: str | None, time: datetime, of: InstanceRecord | None = None
+) -> HistoryRecord:
+    """The history row of a step; ``of``, the step's instance row, lends it its context
+    dict so the store serializes that context once for both rows."""
     snap = result.snapshot
     return HistoryRecord(
         workflow_id=snap.workflow_id,
@@ -76,7 +80,7 @@ def history_record(result: StepResult, event: str | None, time: datetime) -> His
         transitions=transitions_to_dicts(result.transitions),
         state=snap.state,
         status=str(snap.status),
-        context=dict(snap.context),
+        context=of.context if of is not None else dict(snap.context),
         error=error_to_dict(snap.error),
         time=time,
     )

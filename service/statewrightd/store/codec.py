@@ -83,8 +83,45 @@ def check_json(value: object, where: str, depth: int = 0) -> None:
     raise SerializationError(f"{where}: unsupported value of type {type(value).__name__}")
 
 
+def _plain_json(value: object, depth: int = 0) -> bool:
+    """check_json's verdict without building a path per element: the hot path."""
+    if depth > MAX_DEPTH:
+        return False
+    if type(value) is str:
+        return _storable_text(value)
+    if value is None or type(value) is bool:
+        return True
+    if type(value) is int:
+        return _INT64_MIN <= value <= _INT64_MAX
+    if type(value) is float:
+        return math.isfinite(value)
+    if type(value) is list:
+        return all(_plain_json(item, depth + 1) for item in value)
+    if type(value) is dict:
+        for key, item in value.items():
+            if not (type(key) is str and _storable_text(key) and _plain_json(item, depth + 1)):
+                return False
+        return True
+    # Subclasses and other types: check_json decides, and names the offending path.
+    return False
+
+
+def _storable_text(value: str) -> bool:
+    if "\x00" in value:
+        return False
+    if value.isascii():
+        return True
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def dumps(value: object, where: str) -> str:
-    check_json(value, where)
+    if not _plain_json(value):
+        # Walk again, slowly, for the message: the path of the first bad element.
+        check_json(value, where)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
@@ -151,7 +188,10 @@ def _require_dict(value: object, where: str) -> object:
     return value
 
 
-def _encode_history(h: HistoryRecord) -> dict[str, Any]:
+def _encode_history(h: HistoryRecord, instance_context: object, encoded: str) -> dict[str, Any]:
+    """``encoded`` is ``instance_context`` as JSON. The runtime gives a step's history row
+    the very dict of its instance row, so it is serialized once; only identity is trusted
+    (``==`` would equate 1 and 1.0, which serialize differently)."""
     w = f"history {h.workflow_id!r}@{h.revision}"
     if h.status not in STATUSES:
         raise SerializationError(f"{w}: unknown status {h.status!r}")
@@ -162,7 +202,9 @@ def _encode_history(h: HistoryRecord) -> dict[str, Any]:
         "h_transitions": dumps(h.transitions, f"{w} transitions"),
         "h_state": check_text(h.state, f"{w} state"),
         "h_status": h.status,
-        "h_context": dumps(_require_dict(h.context, f"{w} context"), f"{w} context"),
+        "h_context": encoded
+        if h.context is instance_context
+        else dumps(_require_dict(h.context, f"{w} context"), f"{w} context"),
         "h_error": dumps_optional(h.error, f"{w} error"),
         "h_time": check_time(h.time, f"{w} time"),
     }
@@ -219,7 +261,7 @@ def encode_op(op: Operation) -> EncodedOp:
                 reason="INCONSISTENT_OPERATION",
             )
         params["expected"] = expected
-    params.update(_encode_history(op.history))
+    params.update(_encode_history(op.history, target.context, params["context"]))
     params.update(_encode_request(op.request))
     return EncodedOp(op=op, params=params)
 

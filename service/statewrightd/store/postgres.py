@@ -291,6 +291,8 @@ class PostgresRepository(BatchWriter):
         return results
 
     def _execute(self, conn: Conn, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        if _set_based(encoded):
+            return self._execute_rows(conn, encoded)
         # Lock rows in a global order (by id; stable, so one instance's ops keep their
         # order) so that concurrent batches from other replicas cannot deadlock.
         order = sorted(range(len(encoded)), key=lambda i: target_of(encoded[i].op).workflow_id)
@@ -329,6 +331,39 @@ class PostgresRepository(BatchWriter):
         return [
             _row_result(e.op, changed, free, current)
             for e, (changed, free) in zip(encoded, outcomes, strict=True)
+        ]
+
+    def _execute_rows(
+        self, conn: Conn, encoded: list[EncodedOp]
+    ) -> list[InstanceRecord | StoreError]:
+        """One statement per kind for the whole batch (see sql_postgres.CREATE_MANY)."""
+        by_id = sorted(encoded, key=lambda e: target_of(e.op).workflow_id)
+        creates = [e.params for e in by_id if isinstance(e.op, Create)]
+        saves = [e.params for e in by_id if isinstance(e.op, Save)]
+        with conn.pipeline():
+            if saves:
+                conn.execute(q.LOCK_INSTANCES, ([p["workflow_id"] for p in saves],))
+            created = (
+                conn.execute(q.CREATE_MANY, _columns(creates, _CREATE_FIELDS)) if creates else None
+            )
+            saved = conn.execute(q.SAVE_MANY, _columns(saves, _SAVE_FIELDS)) if saves else None
+            for payload in step_hints_payloads(target_of(e.op) for e in encoded):
+                conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
+        changed: set[str] = set()
+        for cursor in (created, saved):
+            if cursor is not None:
+                changed.update(row[0] for row in cursor.fetchall())
+        failed_saves = [
+            e.op.new.workflow_id
+            for e in encoded
+            if isinstance(e.op, Save) and e.op.new.workflow_id not in changed
+        ]
+        current: dict[str, int] = {}
+        if failed_saves:
+            current = dict(conn.execute(q.CURRENT_REVISIONS, (failed_saves,)).fetchall())
+        return [
+            _row_result(e.op, int(target_of(e.op).workflow_id in changed), True, current)
+            for e in encoded
         ]
 
     # -- unknown outcomes ------------------------------------------------------------
@@ -426,6 +461,37 @@ class PostgresRepository(BatchWriter):
         rows = rows[:size]
         token = encode_page_token(rows[-1][0], definition, status) if more else ""
         return Page(items=[_instance(r[1:]) for r in rows], next_page_token=token)
+
+
+_CREATE_FIELDS = (
+    "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
+    "create_time", "update_time",
+)  # fmt: skip
+_SAVE_FIELDS = (
+    "workflow_id", "expected", "revision", "state", "status", "context", "error",
+    "update_time",
+)  # fmt: skip
+_HISTORY_FIELDS = ("h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time")
+
+
+def _set_based(encoded: list[EncodedOp]) -> bool:
+    """Whether a batch can take the set-based statements: no request ids (their
+    free-or-taken check is per row), and at most one operation per instance."""
+    ids = set()
+    for e in encoded:
+        if e.op.request is not None:
+            return False
+        ids.add(target_of(e.op).workflow_id)
+    return len(ids) == len(encoded)
+
+
+def _columns(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> dict[str, list[Any]]:
+    columns = {name: [row[name] for row in rows] for name in fields + _HISTORY_FIELDS}
+    # NULL: the same text as the instance's context (codec reuses the very string).
+    columns["h_context"] = [
+        None if row["h_context"] is row["context"] else row["h_context"] for row in rows
+    ]
+    return columns
 
 
 def _key(op: Operation) -> tuple[str, int]:

@@ -412,6 +412,54 @@ def test_batch_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
         repo.load("bad")
 
 
+def test_batch_without_request_ids_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
+    # No request ids and one op per instance: PostgreSQL takes its set-based statements.
+    a = repo.create(create_op("sa"))
+    b = repo.create(create_op("sb"))
+    repo.save(save_op(b))
+    failed = dataclasses.replace(
+        instance("sf"), status="FAILED", error={"reason": "R", "message": "m", "metadata": {}}
+    )
+    ops: list[Create | Save] = [
+        create_op("s-new-1"),
+        save_op(b, state="conflicting"),
+        save_op(a, state="moved"),
+        save_op(instance("s-missing")),
+        create_op("sa"),
+        create_op("s-bad", context={"x": math.nan}),
+        Create(failed, history_of(failed), None),
+    ]
+    results = repo.apply_batch(ops)
+    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
+    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
+    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
+    assert isinstance(results[3], RecordNotFound)
+    assert isinstance(results[4], RecordExists) and results[4].reason != "REQUEST_EXISTS"
+    assert isinstance(results[5], SerializationError)
+    assert results[6] == failed
+
+    assert repo.load("sa").state == "moved" and repo.load("sb").revision == 2
+    assert repo.load("sf").error == failed.error
+    assert [(h.revision, h.state) for h in repo.history_after("sa", 0, 10)] == [
+        (1, "draft"),
+        (2, "moved"),
+    ]
+    assert repo.history_after("sf", 0, 10)[0].error == failed.error
+    with pytest.raises(RecordNotFound):
+        repo.load("s-bad")
+
+
+def test_history_row_keeps_its_own_context(repo: Repository) -> None:
+    # 1 and 1.0 compare equal but are stored differently: the history row's context is
+    # never replaced by the instance row's merely because they are ==.
+    rec = instance("own", context={"n": 1})
+    history = dataclasses.replace(history_of(rec), context={"n": 1.0})
+    repo.create(Create(rec, history, None))
+    assert repo.load("own").context == {"n": 1}
+    stored = repo.history_after("own", 0, 10)[0].context["n"]
+    assert stored == 1.0 and isinstance(stored, float)
+
+
 def test_batch_applies_steps_of_one_instance_in_order(repo: Repository) -> None:
     rec = repo.create(create_op("seq"))
     first = save_op(rec, state="one")
