@@ -108,25 +108,36 @@ class CompiledExpression:
     source: str
     result_type: ResultType
     _program: Any
-    # Variables the source mentions: cel-cpp converts every activation entry on each
-    # evaluation, so passing only these roughly halves evaluation time.
-    _variables: tuple[str, ...]
+    # The variables the source mentions, as (CEL name, scope, key in that scope): cel-cpp
+    # converts every activation entry on each evaluation, so only these are passed, and
+    # they are read straight from the step's own mappings rather than from a copy.
+    _bindings: tuple[tuple[str, int, str], ...]
 
     def evaluate(self, activation: Activation) -> JSONValue:
         """Evaluate; the result is plain Python. Raises CelEvaluationError."""
-        full = activation.data
-        data = {k: full[k] for k in self._variables if k in full}
+        scopes = (activation.context, activation.event, activation.workflow)
+        data: dict[str, object] = {}
+        for name, scope, key in self._bindings:
+            values = scopes[scope]
+            if key in values:
+                data[name] = values[key]
         value = self._program.eval(data=data)
         if value.type() == _T.ERROR:
             raise CelEvaluationError(str(value.value()))
         return value.plain_value()
 
 
+_CONTEXT, _EVENT, _WORKFLOW = 0, 1, 2
+_SCOPES = {"context": _CONTEXT, "event": _EVENT, "workflow": _WORKFLOW}
+
+
 @dataclass(frozen=True, slots=True)
 class Activation:
-    """Variables of one evaluation; opaque outside this module."""
+    """Variables of one evaluation, by scope; opaque outside this module."""
 
-    data: Mapping[str, object]
+    context: Mapping[str, JSONValue]
+    event: Mapping[str, object]
+    workflow: Mapping[str, JSONValue]
 
 
 class Environment:
@@ -140,11 +151,8 @@ class Environment:
         ``context.score != null && context.score > 0.5`` expressible.
         """
         variables: dict[str, Any] = {}
-        self._keys: dict[str, str] = {}
         for name, (ftype, nullable) in fields.items():
-            key = f"context.{name}"
-            self._keys[name] = key
-            variables[key] = _T.DYN if nullable else _FIELD_TYPES[ftype]
+            variables[f"context.{name}"] = _T.DYN if nullable else _FIELD_TYPES[ftype]
         variables.update(_EVENT_VARIABLES)
         variables.update(_WORKFLOW_VARIABLES)
         self._env = _cel.NewEnv(variables=variables)
@@ -158,8 +166,12 @@ class Environment:
             program = self._env.compile(source)
         except RuntimeError as exc:
             raise CelCompileError(_clean_message(str(exc))) from None
-        used = tuple(k for k, pattern in self._patterns.items() if pattern.search(source))
-        return CompiledExpression(source, _result_type(program.return_type()), program, used)
+        bindings = tuple(
+            (name, _SCOPES[name.split(".", 1)[0]], name.split(".", 1)[1])
+            for name, pattern in self._patterns.items()
+            if pattern.search(source)
+        )
+        return CompiledExpression(source, _result_type(program.return_type()), program, bindings)
 
     def activation(
         self,
@@ -168,13 +180,8 @@ class Environment:
         payload: Mapping[str, JSONValue],
         workflow: Mapping[str, JSONValue],
     ) -> Activation:
-        keys = self._keys
-        data: dict[str, object] = {keys[k]: v for k, v in context.items() if k in keys}
-        data["event.name"] = event_name
-        data["event.payload"] = payload
-        for k, v in workflow.items():
-            data["workflow." + k] = v
-        return Activation(data)
+        """``context`` must hold only declared fields (the engine's contexts do)."""
+        return Activation(context, {"name": event_name, "payload": payload}, workflow)
 
 
 def _clean_message(raw: str) -> str:
