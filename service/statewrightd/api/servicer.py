@@ -7,6 +7,7 @@ reads go to the store; watch streams are fed by the watch hub and the history ta
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -297,6 +298,9 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
                 if current.status in _TERMINAL and last >= current.revision:
                     return
             catch_up = last < current.revision
+            # History rows carry their own context: keep only what record_at needs of the
+            # instance, not a context per idle watcher.
+            current = dataclasses.replace(current, context={}, error=None)
             while True:
                 if catch_up:
                     rows = await self._app.history_after(workflow_id, last, _HISTORY_PAGE)

@@ -14,7 +14,6 @@ work the same way: they only say "there is something newer than you have; read h
 from __future__ import annotations
 
 import asyncio
-from collections import deque
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,28 +39,44 @@ class StepEvent:
 
 @dataclass(eq=False, slots=True)
 class Subscription:
+    """One watcher's state. Kept small: an idle watcher is mostly this and its stream, and
+    a server holds thousands (a list, not a deque; one future, not an asyncio.Event and a
+    wait_for task)."""
+
     workflow_id: str
     capacity: int = DEFAULT_BUFFER
-    buffer: deque[StepEvent] = field(default_factory=deque)
+    buffer: list[StepEvent] = field(default_factory=list)
     needs_catch_up: bool = False
     closed: bool = False
     # Highest revision known to exist (delivered locally or hinted by another replica).
     latest_known: int = 0
-    wake: asyncio.Event = field(default_factory=asyncio.Event)
+    _waiter: asyncio.Future[None] | None = None
+
+    def wake(self) -> None:
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _recheck(self) -> None:
+        # A periodic look at history covers a lost cross-replica hint.
+        self.needs_catch_up = True
+        self.wake()
 
     async def wait(self, recheck_after: float | None) -> None:
         if self.buffer or self.needs_catch_up or self.closed:
             return
+        loop = asyncio.get_running_loop()
+        self._waiter = waiter = loop.create_future()
+        timer = loop.call_later(recheck_after, self._recheck) if recheck_after else None
         try:
-            await asyncio.wait_for(self.wake.wait(), recheck_after)
-        except TimeoutError:
-            # A periodic look at history covers a lost cross-replica hint.
-            self.needs_catch_up = True
-        self.wake.clear()
+            await waiter
+        finally:
+            self._waiter = None
+            if timer is not None:
+                timer.cancel()
 
     def take(self) -> tuple[list[StepEvent], bool]:
-        events = list(self.buffer)
-        self.buffer.clear()
+        events, self.buffer = self.buffer, []
         catch_up, self.needs_catch_up = self.needs_catch_up, False
         return events, catch_up
 
@@ -108,7 +123,7 @@ class WatchHub:
                 self.catch_ups += 1
             else:
                 sub.buffer.append(event)
-            sub.wake.set()
+            sub.wake()
 
     def hint(self, hints: Iterable[tuple[str, int]]) -> None:
         for workflow_id, revision in hints:
@@ -116,14 +131,14 @@ class WatchHub:
                 if revision > sub.latest_known:
                     sub.latest_known = revision
                     sub.needs_catch_up = True
-                    sub.wake.set()
+                    sub.wake()
 
     def catch_up_all(self) -> None:
         """Hints may have been lost (the listener reconnected): every watcher re-reads."""
         for subs in self._subs.values():
             for sub in subs:
                 sub.needs_catch_up = True
-                sub.wake.set()
+                sub.wake()
 
     def close(self) -> None:
         """Server drain: every stream ends so that clients reconnect elsewhere."""
@@ -131,7 +146,7 @@ class WatchHub:
         for subs in self._subs.values():
             for sub in subs:
                 sub.closed = True
-                sub.wake.set()
+                sub.wake()
 
     def active(self) -> int:
         return sum(len(subs) for subs in self._subs.values())
