@@ -5,6 +5,8 @@
 #   bench/run.sh --quick            a smoke run (about a minute)
 #   bench/run.sh --out DIR          also write DIR/results.md and DIR/results.json
 #   bench/run.sh --profile DIR      py-spy profiles of the server under scenarios (a) and (b)
+#   bench/run.sh --loadgen go       load processes in Go (bench/goload, built into .cache/ with
+#                                   `go build`): far less client CPU than grpc.aio (default python)
 # Not a test: `make test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -13,6 +13,7 @@ PostgreSQL:
     bench/run.sh --server-patch NAME  # a suggested change, prototyped (patched_server.py)
     bench/run.sh --compare-patch NAME --repeat 3 --only start   # A/B of that change
     bench/run.sh --server-processes 2 # two statewrightd processes sharing the port
+    bench/run.sh --loadgen go         # Go load processes (bench/goload): far less client CPU
 
 Besides throughput and latency it records, over each measured window, the CPU each role
 used (server, PostgreSQL, load processes, everything else on the machine) so a reader
@@ -365,6 +366,7 @@ def cases(args: argparse.Namespace, done: list[Outcome]) -> Iterator[Case]:
         concurrency=args.concurrency,
         warmup=args.warmup,
         duration=args.duration,
+        engine=args.loadgen,
     )
     span = args.warmup + args.duration
     open_cap = max(256, args.concurrency * 16)  # in-flight cap per process in open loop
@@ -532,7 +534,7 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
     lines = [
         f"Run {meta['when']} at {meta['commit']}, {meta['cpus']} CPUs, load average before: "
         f"{meta['loadavg']}, busy before: {meta['background_cores']} cores; "
-        f"{meta['processes']} load processes, {meta['concurrency']} lanes "
+        f"{meta['processes']} {meta['loadgen']} load processes, {meta['concurrency']} lanes "
         f"each (closed loop), {meta['server_processes']} statewrightd process(es), windows "
         f"{meta['warmup']:g} s warmup + {meta['duration']:g} s measured"
         + (f", server patches {meta['server_patches']}." if meta["server_patches"] else "."),
@@ -744,8 +746,18 @@ def main() -> None:
         default=os.environ.get("STATEWRIGHT_TEST_POSTGRES_URL", ""),
         help="postgresql:// URL (default $STATEWRIGHT_TEST_POSTGRES_URL, set by with-postgres)",
     )
-    parser.add_argument("--processes", type=int, default=3, help="load processes")
-    parser.add_argument("--concurrency", type=int, default=16, help="closed-loop lanes each")
+    parser.add_argument(
+        "--loadgen",
+        choices=loadgen.ENGINES,
+        default="python",
+        help="what runs the load processes: grpc.aio in Python, or bench/goload in Go",
+    )
+    parser.add_argument("--processes", type=int, help="load processes (default: 3 python, 1 go)")
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="closed-loop lanes each (default: 16 python, 48 go: 48 in total either way)",
+    )
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--duration", type=float, default=6.0)
     parser.add_argument("--rate", type=float, default=1000.0, help="open-loop rate; 0: none")
@@ -794,6 +806,9 @@ def main() -> None:
         "--quiet-below", type=float, default=0.3, help="cores busy that count as quiet"
     )
     args = parser.parse_args()
+    processes, concurrency = loadgen.default_shape(args.loadgen)
+    args.processes = args.processes or processes
+    args.concurrency = args.concurrency or concurrency
     if not args.database.startswith("postgres"):
         raise SystemExit("needs --database postgresql://... (bench/run.sh provides one)")
     if args.quick:
@@ -809,6 +824,7 @@ def main() -> None:
         "cpus": os.cpu_count(),
         "loadavg": " ".join(Path("/proc/loadavg").read_text().split()[:3]),
         "background_cores": round(background, 2),
+        "loadgen": args.loadgen,
         "processes": args.processes,
         "concurrency": args.concurrency,
         "warmup": args.warmup,
@@ -826,9 +842,13 @@ def main() -> None:
     print(
         f"runtime benchmark: {meta['cpus']} CPUs, load average {meta['loadavg']}, "
         f"{meta['background_cores']} cores busy before, "
-        f"{args.processes} load processes, windows {args.warmup:g}+{args.duration:g} s",
+        f"{args.processes} {args.loadgen} load processes, windows "
+        f"{args.warmup:g}+{args.duration:g} s",
         flush=True,
     )
+    if args.loadgen == "go":
+        # Built before anything is measured, and a broken build fails the run at once.
+        loadgen.goload_binary()
     logs = Path(tempfile.mkdtemp(prefix="statewright-bench."))
     outcomes: list[Outcome] = []
     with fleet_up(

@@ -1,0 +1,735 @@
+// Command goload is one load process of the runtime benchmark, in Go: it does exactly what
+// one child process of bench/loadgen.py does (`_child_main`), at a fraction of the client
+// CPU a grpc.aio call costs, so that the measured server keeps the machine's cores.
+//
+// bench/loadgen.py (Plan.engine "go", `--loadgen go` in bench/run.sh) builds it into
+// .cache/goload/ and runs it as each load process, with the same settings as flags:
+//
+//	goload --target 127.0.0.1:PORT --scenario start|echo|hitl|resume \
+//	    [--processes N --index I] [--concurrency 16] [--rate R] [--warmup 2] [--duration 10] \
+//	    [--prepare N] [--request-ids] [--version V] [--channels 1] [--timeout 10] \
+//	    [--ready-fd FD]
+//
+// --rate is the total offered rate of all --processes processes (0: closed loop); this
+// process sends rate/processes per second, phase-shifted by index/processes of an interval.
+//
+// Start-up handshake: once connected (and, for resume, once its --prepare instances are
+// parked in WAITING) the process writes "ready\n" to --ready-fd and closes it, then reads
+// one line from stdin: the common start time, in Unix seconds. Without --ready-fd it starts
+// 0.5 s after it is ready. Exit status 0 means it wrote one JSON object on stdout, the
+// fields of loadgen.py's ChildReport (latencies in seconds); any failure exits non-zero
+// with the reason on stderr.
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"runtime"
+	"runtime/debug"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/structpb"
+
+	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
+)
+
+// plan mirrors loadgen.py's Plan (one process's view: index is this process).
+type plan struct {
+	target      string
+	scenario    string
+	processes   int
+	index       int
+	concurrency int
+	rate        float64
+	warmup      float64
+	duration    float64
+	prepare     int
+	requestIDs  bool
+	version     int
+	channels    int
+	timeout     float64
+	readyFD     int
+	maxProcs    int
+}
+
+// report is loadgen.py's ChildReport, field for field.
+type report struct {
+	Index           int            `json:"index"`
+	Ops             int            `json:"ops"`
+	Window          float64        `json:"window"`
+	Latencies       []float64      `json:"latencies"`
+	StartLatencies  []float64      `json:"start_latencies"`
+	ResumeLatencies []float64      `json:"resume_latencies"`
+	Errors          map[string]int `json:"errors"`
+	BehindMax       float64        `json:"behind_max"`
+	Capped          int            `json:"capped"`
+	CPUSeconds      float64        `json:"cpu_seconds"`
+	Prepared        int            `json:"prepared"`
+}
+
+const (
+	// How long to wait for each channel to connect, as loadgen.py's channel_ready().
+	connectTimeout = 10 * time.Second
+	// Open loop: how long after the window the in-flight calls may still finish.
+	openDrain = 5 * time.Second
+	// How long to wait for the start time once ready (the parent gives up long before).
+	startTimeout = 15 * time.Minute
+)
+
+func main() {
+	p := parseFlags()
+	if p.maxProcs > 0 && os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(p.maxProcs)
+	}
+	if os.Getenv("GOGC") == "" {
+		// Few, larger collections: the heap is small (latency slices, in-flight calls).
+		debug.SetGCPercent(400)
+	}
+	rep, err := run(p)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "goload: process %d: %v\n", p.index, err)
+		os.Exit(1)
+	}
+	out := bufio.NewWriterSize(os.Stdout, 1<<16)
+	if err := json.NewEncoder(out).Encode(rep); err != nil {
+		fmt.Fprintf(os.Stderr, "goload: writing the report: %v\n", err)
+		os.Exit(1)
+	}
+	if err := out.Flush(); err != nil {
+		fmt.Fprintf(os.Stderr, "goload: writing the report: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags() plan {
+	var p plan
+	flag.StringVar(&p.target, "target", "", "HOST:PORT of the server (required)")
+	flag.StringVar(&p.scenario, "scenario", "", "start, echo, hitl or resume (required)")
+	flag.IntVar(&p.processes, "processes", 1, "load processes in the run (splits --rate)")
+	flag.IntVar(&p.index, "index", 0, "this process's index among --processes")
+	flag.IntVar(&p.concurrency, "concurrency", 16, "closed loop: lanes; open loop: in-flight cap")
+	flag.Float64Var(&p.rate, "rate", 0, "open loop: total ops/s of all processes; 0: closed loop")
+	flag.Float64Var(&p.warmup, "warmup", 2, "seconds after the start that are not measured")
+	flag.Float64Var(&p.duration, "duration", 10, "measured window, seconds")
+	flag.IntVar(&p.prepare, "prepare", 0, "resume: WAITING instances to park first")
+	flag.BoolVar(&p.requestIDs, "request-ids", false, "send a request_id with every call")
+	flag.IntVar(&p.version, "version", 0, "StartWorkflow.version; 0: latest")
+	flag.IntVar(&p.channels, "channels", 1, "gRPC connections (round robin)")
+	flag.Float64Var(&p.timeout, "timeout", 10, "per-RPC deadline, seconds")
+	flag.IntVar(&p.readyFD, "ready-fd", 0, "write \"ready\" here, then read the start time from stdin")
+	flag.IntVar(&p.maxProcs, "gomaxprocs", 1, "GOMAXPROCS unless the environment sets it; 0: Go's default")
+	flag.Parse()
+	fail := func(format string, args ...any) {
+		fmt.Fprintf(os.Stderr, "goload: "+format+"\n", args...)
+		os.Exit(2)
+	}
+	switch {
+	case p.target == "":
+		fail("--target is required")
+	case p.scenario != "start" && p.scenario != "echo" && p.scenario != "hitl" && p.scenario != "resume":
+		fail("--scenario must be start, echo, hitl or resume; got %q", p.scenario)
+	case p.scenario == "resume" && p.prepare <= 0:
+		fail("--scenario resume needs --prepare N (WAITING instances per process)")
+	case p.processes < 1 || p.index < 0 || p.index >= p.processes:
+		fail("need 0 <= --index < --processes")
+	case p.concurrency < 1 || p.channels < 1:
+		fail("--concurrency and --channels must be at least 1")
+	case p.rate < 0 || p.warmup < 0 || p.duration <= 0 || p.timeout <= 0:
+		fail("--rate, --warmup must not be negative; --duration, --timeout must be positive")
+	case p.version < 0 || p.version > math.MaxInt32:
+		fail("--version out of range")
+	}
+	return p
+}
+
+func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// -- measurements -----------------------------------------------------------------------
+
+// recorder is loadgen.py's Recorder, shared by every goroutine of the process.
+type recorder struct {
+	begin, end time.Time // the measured window (monotonic clock readings)
+
+	mu              sync.Mutex
+	ops             int
+	latencies       []float64
+	startLatencies  []float64
+	resumeLatencies []float64
+	errors          map[string]int
+	behindMax       float64
+	capped          int
+	exhaustedAt     time.Time // resume: when the parked pool ran out (zero: never)
+}
+
+func (r *recorder) inWindow(now time.Time) bool {
+	return !now.Before(r.begin) && !now.After(r.end)
+}
+
+func (r *recorder) error(key string) {
+	r.mu.Lock()
+	r.errors[key]++
+	r.mu.Unlock()
+}
+
+// record counts one completed operation if it completed inside the window.
+func (r *recorder) record(now time.Time, latency float64, start, resume float64, hasStart, hasResume bool) {
+	if !r.inWindow(now) {
+		return
+	}
+	r.mu.Lock()
+	r.ops++
+	r.latencies = append(r.latencies, latency)
+	if hasStart {
+		r.startLatencies = append(r.startLatencies, start)
+	}
+	if hasResume {
+		r.resumeLatencies = append(r.resumeLatencies, resume)
+	}
+	r.mu.Unlock()
+}
+
+// cpuSeconds is this process's user + system CPU so far, all threads.
+func cpuSeconds() float64 {
+	var usage syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &usage); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(usage.Utime) + tv(usage.Stime)
+}
+
+// -- operations -------------------------------------------------------------------------
+
+// runtimeError is what loadgen.py raises as RuntimeError: counted under its text.
+type runtimeError string
+
+func (e runtimeError) Error() string { return string(e) }
+
+// errExhausted: the resume scenario ran out of parked instances (loadgen's _PoolExhausted).
+var errExhausted = errors.New("parked pool exhausted")
+
+var (
+	orderInput = map[string]any{"items": []any{"a"}, "price": 3.0, "quantity": 2}
+	mailInput  = map[string]any{"topic": "benchmark"}
+	approve    = map[string]any{"approver": "bench"}
+)
+
+type client struct {
+	plan    plan
+	rec     *recorder
+	conns   []*grpc.ClientConn
+	next    atomic.Uint64
+	timeout time.Duration
+	codec   grpc.CallOption
+	order   *statewrightv1.StartWorkflowRequest
+	mail    *statewrightv1.StartWorkflowRequest
+	approve *structpb.Struct
+
+	parkedMu sync.Mutex
+	parked   []string
+}
+
+func mustStruct(values map[string]any) *structpb.Struct {
+	s, err := structpb.NewStruct(values)
+	if err != nil {
+		panic(err)
+	}
+	return s
+}
+
+func newClient(p plan, conns []*grpc.ClientConn) *client {
+	c := &client{
+		plan: p, conns: conns, timeout: seconds(p.timeout), approve: mustStruct(approve),
+		codec: grpc.ForceCodecV2(newCodec()),
+	}
+	c.order = &statewrightv1.StartWorkflowRequest{
+		Definition: "order-fulfilment", Version: int32(p.version), Input: mustStruct(orderInput),
+	}
+	c.mail = &statewrightv1.StartWorkflowRequest{
+		Definition: "mail-approval", Version: int32(p.version), Input: mustStruct(mailInput),
+	}
+	return c
+}
+
+// conn: round robin over the channels (always the same one with one channel).
+func (c *client) conn() *grpc.ClientConn {
+	if len(c.conns) == 1 {
+		return c.conns[0]
+	}
+	return c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
+}
+
+// The calls are the generated client's (same method, same request message), but the
+// response is decoded into a head: only workflow.name and workflow.status.
+func (c *client) startWorkflow(ctx context.Context, request *statewrightv1.StartWorkflowRequest) (head, error) {
+	var h head
+	err := c.conn().Invoke(ctx, statewrightv1.WorkflowService_StartWorkflow_FullMethodName, request, &h, c.codec)
+	return h, err
+}
+
+func (c *client) resumeWorkflow(ctx context.Context, request *statewrightv1.ResumeWorkflowRequest) (head, error) {
+	var h head
+	err := c.conn().Invoke(ctx, statewrightv1.WorkflowService_ResumeWorkflow_FullMethodName, request, &h, c.codec)
+	return h, err
+}
+
+// requestID is uuid4().hex's shape: 32 hex digits.
+func requestID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return hex.EncodeToString(b[:])
+}
+
+func (c *client) withID(request *statewrightv1.StartWorkflowRequest) *statewrightv1.StartWorkflowRequest {
+	if !c.plan.requestIDs {
+		return request // shared, read-only: concurrent marshalling of it is safe
+	}
+	return &statewrightv1.StartWorkflowRequest{
+		Definition: request.Definition, Version: request.Version, Input: request.Input,
+		RequestId: requestID(),
+	}
+}
+
+func (c *client) startOrder(ctx context.Context, t0 time.Time) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	response, err := c.startWorkflow(ctx, c.withID(c.order))
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if response.status != statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED {
+		c.rec.error("not-completed")
+		return nil
+	}
+	c.rec.record(now, now.Sub(t0).Seconds(), 0, 0, false, false)
+	return nil
+}
+
+func (c *client) startMail(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	response, err := c.startWorkflow(ctx, c.withID(c.mail))
+	if err != nil {
+		return "", err
+	}
+	if s := response.status; s != statewrightv1.WorkflowStatus_WORKFLOW_STATUS_WAITING {
+		return "", runtimeError(fmt.Sprintf("mail-approval started in status %d", int32(s)))
+	}
+	return response.name, nil
+}
+
+func (c *client) resume(ctx context.Context, name string) error {
+	ctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	request := &statewrightv1.ResumeWorkflowRequest{Name: name, Event: "approve", Input: c.approve}
+	if c.plan.requestIDs {
+		request.RequestId = requestID()
+	}
+	response, err := c.resumeWorkflow(ctx, request)
+	if err != nil {
+		return err
+	}
+	if s := response.status; s != statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED {
+		return runtimeError(fmt.Sprintf("resume left status %d", int32(s)))
+	}
+	return nil
+}
+
+func (c *client) humanInTheLoop(ctx context.Context, t0 time.Time) error {
+	name, err := c.startMail(ctx)
+	if err != nil {
+		return err
+	}
+	t1 := time.Now()
+	if err := c.resume(ctx, name); err != nil {
+		return err
+	}
+	now := time.Now()
+	c.rec.record(now, now.Sub(t0).Seconds(), t1.Sub(t0).Seconds(), now.Sub(t1).Seconds(), true, true)
+	return nil
+}
+
+func (c *client) resumeParked(ctx context.Context, t0 time.Time) error {
+	c.parkedMu.Lock()
+	if len(c.parked) == 0 {
+		c.parkedMu.Unlock()
+		c.rec.mu.Lock()
+		if c.rec.exhaustedAt.IsZero() {
+			c.rec.exhaustedAt = time.Now()
+		}
+		c.rec.mu.Unlock()
+		return errExhausted
+	}
+	name := c.parked[len(c.parked)-1]
+	c.parked = c.parked[:len(c.parked)-1]
+	c.parkedMu.Unlock()
+	if err := c.resume(ctx, name); err != nil {
+		return err
+	}
+	now := time.Now()
+	latency := now.Sub(t0).Seconds()
+	c.rec.record(now, latency, 0, latency, false, true)
+	return nil
+}
+
+type operation func(ctx context.Context, t0 time.Time) error
+
+// codeNames are Python's grpc.StatusCode names, which loadgen.py counts errors under.
+var codeNames = map[codes.Code]string{
+	codes.OK:                 "OK",
+	codes.Canceled:           "CANCELLED",
+	codes.Unknown:            "UNKNOWN",
+	codes.InvalidArgument:    "INVALID_ARGUMENT",
+	codes.DeadlineExceeded:   "DEADLINE_EXCEEDED",
+	codes.NotFound:           "NOT_FOUND",
+	codes.AlreadyExists:      "ALREADY_EXISTS",
+	codes.PermissionDenied:   "PERMISSION_DENIED",
+	codes.ResourceExhausted:  "RESOURCE_EXHAUSTED",
+	codes.FailedPrecondition: "FAILED_PRECONDITION",
+	codes.Aborted:            "ABORTED",
+	codes.OutOfRange:         "OUT_OF_RANGE",
+	codes.Unimplemented:      "UNIMPLEMENTED",
+	codes.Internal:           "INTERNAL",
+	codes.Unavailable:        "UNAVAILABLE",
+	codes.DataLoss:           "DATA_LOSS",
+	codes.Unauthenticated:    "UNAUTHENTICATED",
+}
+
+// guarded runs one operation and counts its failure as loadgen.py's _guarded does: by gRPC
+// status code name, or by the first 60 characters of a RuntimeError's text. A call this
+// process cancelled itself (the end of the run) is not counted, as asyncio's cancellation
+// is not. It returns errExhausted so that a closed-loop lane can stop.
+func (c *client) guarded(ctx context.Context, op operation, t0 time.Time) error {
+	err := op(ctx, t0)
+	if err == nil || errors.Is(err, errExhausted) {
+		return err
+	}
+	if ctx.Err() != nil {
+		return nil
+	}
+	var text runtimeError
+	if errors.As(err, &text) {
+		key := string(text)
+		if len(key) > 60 {
+			key = key[:60]
+		}
+		c.rec.error(key)
+		return nil
+	}
+	code := status.Code(err)
+	name, ok := codeNames[code]
+	if !ok {
+		name = strings.ToUpper(code.String())
+	}
+	c.rec.error(name)
+	return nil
+}
+
+// -- load shapes ------------------------------------------------------------------------
+
+func (c *client) closedLoop(ctx context.Context, op operation, lanes int) {
+	var wg sync.WaitGroup
+	for range lanes {
+		wg.Go(func() {
+			for time.Now().Before(c.rec.end) && ctx.Err() == nil {
+				if errors.Is(c.guarded(ctx, op, time.Now()), errExhausted) {
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
+func (c *client) openLoop(ctx context.Context, op operation, rate float64, start time.Time, phase float64, limit int) {
+	interval := 1.0 / rate
+	rec := c.rec
+	calls, cancel := context.WithCancel(ctx)
+	defer cancel()
+	// Sends go to long-lived workers, started as needed so that there is always one free
+	// for each call in flight: a goroutine per call would grow a fresh stack every time.
+	jobs := make(chan time.Time, limit)
+	var inflight atomic.Int64
+	var workers sync.WaitGroup
+	spawned := 0
+	timer := time.NewTimer(time.Hour)
+	timer.Stop()
+	var behind float64
+	capped := 0
+	// Processes interleave their schedules (phase in [0, 1)) so the total is evenly spaced.
+	// Each send time is computed from the start, not accumulated, so it does not drift.
+	for n := 0; ; n++ {
+		scheduled := start.Add(seconds((phase + float64(n)) * interval))
+		if !scheduled.Before(rec.end) || ctx.Err() != nil {
+			break
+		}
+		if delay := time.Until(scheduled); delay > 0 {
+			timer.Reset(delay)
+			select {
+			case <-timer.C:
+			case <-ctx.Done():
+				timer.Stop()
+			}
+		} else {
+			behind = math.Max(behind, -delay.Seconds())
+		}
+		if inflight.Load() >= int64(limit) {
+			capped++
+			continue
+		}
+		if running := inflight.Add(1); int64(spawned) < running {
+			spawned++
+			workers.Go(func() {
+				for t0 := range jobs {
+					_ = c.guarded(calls, op, t0)
+					inflight.Add(-1)
+				}
+			})
+		}
+		jobs <- scheduled // never blocks: at most limit calls are queued or running
+	}
+	close(jobs)
+	rec.mu.Lock()
+	rec.behindMax = math.Max(rec.behindMax, behind)
+	rec.capped += capped
+	rec.mu.Unlock()
+	// Wait for the calls in flight until 5 s past the window, then cancel the rest.
+	done := make(chan struct{})
+	go func() { workers.Wait(); close(done) }()
+	drain := time.NewTimer(time.Until(rec.end.Add(openDrain)))
+	defer drain.Stop()
+	select {
+	case <-done:
+	case <-drain.C:
+		cancel()
+		<-done
+	case <-ctx.Done():
+		<-done
+	}
+}
+
+// -- the process ------------------------------------------------------------------------
+
+func connect(p plan) ([]*grpc.ClientConn, error) {
+	var conns []*grpc.ClientConn
+	// Each ClientConn has its own HTTP/2 connection, as grpc.use_local_subchannel_pool gives
+	// loadgen.py's channels: several channels reach several SO_REUSEPORT server processes.
+	// No service config: like loadgen.py's plain channels, no retries, no default timeouts.
+	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
+	defer cancel()
+	for range p.channels {
+		conn, err := grpc.NewClient(p.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			closeAll(conns)
+			return nil, fmt.Errorf("channel to %s: %w", p.target, err)
+		}
+		conns = append(conns, conn)
+		conn.Connect()
+		for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
+			if !conn.WaitForStateChange(ctx, state) {
+				closeAll(conns)
+				return nil, fmt.Errorf("channel to %s not ready within %s (last state %s)", p.target, connectTimeout, state)
+			}
+		}
+	}
+	return conns, nil
+}
+
+func closeAll(conns []*grpc.ClientConn) {
+	for _, conn := range conns {
+		_ = conn.Close()
+	}
+}
+
+// park starts --prepare mail-approval instances (WAITING), --concurrency at a time; any
+// failure fails the process, as in loadgen.py.
+func (c *client) park(ctx context.Context) error {
+	names := make([]string, c.plan.prepare)
+	errs := make(chan error, c.plan.prepare)
+	sem := make(chan struct{}, c.plan.concurrency)
+	var wg sync.WaitGroup
+	for i := range c.plan.prepare {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			name, err := c.startMail(ctx)
+			if err != nil {
+				errs <- err
+				return
+			}
+			names[i] = name
+		})
+	}
+	wg.Wait()
+	close(errs)
+	if err := <-errs; err != nil {
+		return fmt.Errorf("parking WAITING instances: %w", err)
+	}
+	c.parked = names
+	return nil
+}
+
+// startTime signals readiness and returns the common start time.
+func startTime(p plan) (time.Time, error) {
+	if p.readyFD <= 0 {
+		return time.Now().Add(500 * time.Millisecond), nil
+	}
+	ready := os.NewFile(uintptr(p.readyFD), "ready")
+	if ready == nil {
+		return time.Time{}, fmt.Errorf("--ready-fd %d is not open", p.readyFD)
+	}
+	if _, err := ready.WriteString("ready\n"); err != nil {
+		return time.Time{}, fmt.Errorf("signalling ready: %w", err)
+	}
+	_ = ready.Close()
+	lines := make(chan string, 1)
+	go func() {
+		line, _ := bufio.NewReader(os.Stdin).ReadString('\n')
+		lines <- line
+	}()
+	var line string
+	select {
+	case line = <-lines:
+	case <-time.After(startTimeout):
+		return time.Time{}, errors.New("no start time on stdin")
+	}
+	at, err := strconv.ParseFloat(strings.TrimSpace(line), 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("start time on stdin: %q", line)
+	}
+	// Anchor the wall-clock start time to the monotonic clock: every later comparison
+	// and latency uses monotonic readings.
+	now := time.Now()
+	wall := float64(now.UnixNano()) / 1e9
+	return now.Add(seconds(at - wall)), nil
+}
+
+func run(p plan) (*report, error) {
+	conns, err := connect(p)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAll(conns)
+	c := newClient(p, conns)
+	if p.scenario == "resume" {
+		if err := c.park(context.Background()); err != nil {
+			return nil, err
+		}
+	}
+	t0, err := startTime(p)
+	if err != nil {
+		return nil, err
+	}
+	begin := t0.Add(seconds(p.warmup))
+	rec := &recorder{
+		begin:           begin,
+		end:             begin.Add(seconds(p.duration)),
+		latencies:       []float64{},
+		startLatencies:  []float64{},
+		resumeLatencies: []float64{},
+		errors:          map[string]int{},
+	}
+	c.rec = rec
+	// Bound everything in time: after the window and one call timeout (plus slack) the
+	// calls still running are cancelled; if the process is still not done soon after, it
+	// gives up without a report.
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	soft := rec.end.Add(max(c.timeout, openDrain) + 5*time.Second)
+	halt := time.AfterFunc(time.Until(soft), stop)
+	defer halt.Stop()
+	hard := time.AfterFunc(time.Until(soft.Add(10*time.Second)), func() {
+		fmt.Fprintf(os.Stderr, "goload: process %d: still running %s after the window; giving up\n",
+			p.index, time.Since(rec.end).Round(time.Second))
+		os.Exit(3)
+	})
+	defer hard.Stop()
+
+	op := map[string]operation{
+		"start": c.startOrder, "echo": c.startOrder, "hitl": c.humanInTheLoop, "resume": c.resumeParked,
+	}[p.scenario]
+
+	// CPU at the window's start and end; taken early if the loop ends first (pool ran out).
+	var samples []float64
+	var samplesMu sync.Mutex
+	stopSampler := make(chan struct{})
+	samplerDone := make(chan struct{})
+	go func() {
+		defer close(samplerDone)
+		for _, moment := range []time.Time{rec.begin, rec.end} {
+			timer := time.NewTimer(time.Until(moment))
+			select {
+			case <-timer.C:
+				samplesMu.Lock()
+				samples = append(samples, cpuSeconds())
+				samplesMu.Unlock()
+			case <-stopSampler:
+				timer.Stop()
+				return
+			}
+		}
+	}()
+
+	time.Sleep(time.Until(t0))
+	if p.rate > 0 {
+		perProcess := p.rate / float64(p.processes)
+		phase := float64(p.index) / float64(p.processes)
+		c.openLoop(ctx, op, perProcess, t0, phase, p.concurrency)
+	} else {
+		c.closedLoop(ctx, op, p.concurrency)
+	}
+	select {
+	case <-samplerDone:
+	default:
+		close(stopSampler)
+		<-samplerDone
+		samples = append(samples, cpuSeconds())
+	}
+
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	windowEnd := rec.end
+	if !rec.exhaustedAt.IsZero() && rec.exhaustedAt.Before(rec.end) {
+		windowEnd = rec.exhaustedAt
+		rec.errors["pool-exhausted"]++
+	}
+	rep := &report{
+		Index:           p.index,
+		Ops:             rec.ops,
+		Window:          math.Max(1e-9, windowEnd.Sub(rec.begin).Seconds()),
+		Latencies:       rec.latencies,
+		StartLatencies:  rec.startLatencies,
+		ResumeLatencies: rec.resumeLatencies,
+		Errors:          rec.errors,
+		BehindMax:       rec.behindMax,
+		Capped:          rec.capped,
+	}
+	if len(samples) == 2 {
+		rep.CPUSeconds = samples[1] - samples[0]
+	}
+	if p.scenario == "resume" {
+		rep.Prepared = p.prepare
+	}
+	return rep, nil
+}
