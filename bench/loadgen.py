@@ -22,6 +22,18 @@ next operation when the previous one answers: maximum throughput) or open loop
 Open-loop latency is measured from the scheduled send time, so a client or server that
 falls behind shows up as latency instead of silently lowering the offered rate.
 
+Targets and routing: ``--target`` may name several servers, comma-separated
+(``host:port,host:port``: statewrightd replicas, each on its own port). Each process opens
+``--channels`` channels, channel i to target i % len(targets); with several targets and
+fewer channels than targets, one channel per target. Calls are routed like a client that
+routes each workflow to one replica (sticky routing, or a router keyed by workflow id):
+every call of one workflow goes through the same channel. A start-to-complete or an echo
+is a single call, so each takes the next channel round robin; human in the loop takes the
+next channel for its start and resumes through the same one; the resume scenario parks
+its instances round robin over the channels and resumes each through the channel that
+parked it. (Routing per call would send most resumes to a replica that has not cached the
+instance and must load it from PostgreSQL first: twice the work of a resume.)
+
 Window: every process waits for one common start time; the first ``--warmup`` seconds are
 not measured; an operation counts if it completes inside the ``--duration`` window.
 
@@ -35,7 +47,7 @@ keeps up with the server, so with ``--engine go`` the defaults are 1 process and
 (the Python defaults' 3 x 16 in one process); ``--processes``/``--concurrency`` still mean
 processes and lanes (or in-flight cap) each.
 
-    .venv/bin/python bench/loadgen.py --target 127.0.0.1:PORT --scenario start \
+    .venv/bin/python bench/loadgen.py --target 127.0.0.1:PORT[,127.0.0.1:PORT2] --scenario start \
         --processes 3 --concurrency 16 --duration 10 [--rate 1000] [--engine go]
 """
 
@@ -61,7 +73,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias
 
 import grpc
 from google.protobuf import struct_pb2
@@ -89,9 +101,19 @@ def default_shape(engine: str) -> tuple[int, int]:
     return (3, DEFAULT_LANES // 3) if engine == "python" else (1, DEFAULT_LANES)
 
 
+def channel_targets(target: str, channels: int) -> list[str]:
+    """The target of each channel: ``target`` split at commas, channel i to target
+    i % len(targets), at least one channel per target when there are several."""
+    targets = [t.strip() for t in target.split(",") if t.strip()]
+    if not targets:
+        raise ValueError("no target")
+    count = max(1, channels, len(targets) if len(targets) > 1 else 1)
+    return [targets[i % len(targets)] for i in range(count)]
+
+
 @dataclass(frozen=True)
 class Plan:
-    target: str
+    target: str  # HOST:PORT, or several comma-separated (one channel at least to each)
     scenario: str
     processes: int = 3
     concurrency: int = 16  # closed loop: lanes per process; open loop: in-flight cap
@@ -101,7 +123,7 @@ class Plan:
     prepare: int = 0  # resume scenario: WAITING instances each process parks first
     request_ids: bool = False  # send a request_id (idempotency key) with every call
     version: int = 0  # StartWorkflow.version; 0 asks the server for the latest
-    channels: int = 1  # per process; more spread the load over SO_REUSEPORT servers
+    channels: int = 1  # per process, spread over the targets (or SO_REUSEPORT servers)
     timeout: float = 10.0  # per-RPC deadline
     engine: str = "python"  # load processes: "python" (grpc.aio) or "go" (bench/goload)
 
@@ -205,8 +227,16 @@ def _struct(values: dict[str, Any]) -> struct_pb2.Struct:
     return message
 
 
+if TYPE_CHECKING:  # the async stub class exists only in the generated type stubs
+    Stub: TypeAlias = pb_grpc.WorkflowServiceAsyncStub
+
+
 class Client:
-    """The operations of every scenario, over the process's channels."""
+    """The operations of every scenario, over the process's channels.
+
+    Sticky routing: every call of one workflow goes through one channel (see the module
+    docstring); ``pick`` chooses it, round robin, once per workflow.
+    """
 
     def __init__(self, channels: list[grpc.aio.Channel], plan: Plan) -> None:
         self._stubs = itertools.cycle([pb_grpc.WorkflowServiceStub(c) for c in channels])
@@ -218,12 +248,13 @@ class Client:
             definition="mail-approval", version=plan.version, input=_struct({"topic": "benchmark"})
         )
         self.approve_input = _struct({"approver": "bench"})
-        self.parked: list[str] = []
+        # Resume scenario: WAITING instances, each with the stub (channel) that parked it.
+        self.parked: list[tuple[str, Stub]] = []
 
-    @property
-    def stub(self) -> pb_grpc.WorkflowServiceAsyncStub:
+    def pick(self) -> Stub:
         # Round robin over channels: with one channel this is always the same stub.
-        return next(self._stubs)
+        stub: Stub = next(self._stubs)
+        return stub
 
     def _with_id(self, request: pb.StartWorkflowRequest) -> pb.StartWorkflowRequest:
         if not self.plan.request_ids:
@@ -234,7 +265,7 @@ class Client:
         return copy
 
     async def start_order(self, rec: Recorder, t0: float) -> None:
-        response = await self.stub.StartWorkflow(
+        response = await self.pick().StartWorkflow(
             self._with_id(self.order), timeout=self.plan.timeout
         )
         now = time.time()
@@ -245,26 +276,25 @@ class Client:
             rec.ops += 1
             rec.latencies.append(now - t0)
 
-    async def start_mail(self) -> str:
-        response = await self.stub.StartWorkflow(
-            self._with_id(self.mail), timeout=self.plan.timeout
-        )
+    async def start_mail(self, stub: Stub) -> str:
+        response = await stub.StartWorkflow(self._with_id(self.mail), timeout=self.plan.timeout)
         if response.workflow.status != WAITING:
             raise RuntimeError(f"mail-approval started in status {response.workflow.status}")
         return response.workflow.name
 
-    async def resume(self, name: str) -> None:
+    async def resume(self, stub: Stub, name: str) -> None:
         request = pb.ResumeWorkflowRequest(name=name, event="approve", input=self.approve_input)
         if self.plan.request_ids:
             request.request_id = uuid.uuid4().hex
-        response = await self.stub.ResumeWorkflow(request, timeout=self.plan.timeout)
+        response = await stub.ResumeWorkflow(request, timeout=self.plan.timeout)
         if response.workflow.status != COMPLETED:
             raise RuntimeError(f"resume left status {response.workflow.status}")
 
     async def human_in_the_loop(self, rec: Recorder, t0: float) -> None:
-        name = await self.start_mail()
+        stub = self.pick()  # sticky: the start and the resume of this workflow go here
+        name = await self.start_mail(stub)
         t1 = time.time()
-        await self.resume(name)
+        await self.resume(stub, name)
         now = time.time()
         if rec.in_window(now):
             rec.ops += 1
@@ -277,7 +307,8 @@ class Client:
             if not rec.exhausted_at:
                 rec.exhausted_at = time.time()
             raise _PoolExhausted
-        await self.resume(self.parked.pop())
+        name, stub = self.parked.pop()
+        await self.resume(stub, name)
         now = time.time()
         if rec.in_window(now):
             rec.ops += 1
@@ -352,10 +383,11 @@ class _Sync:
 async def _child_main(plan: Plan, index: int, sync: _Sync) -> ChildReport:
     # One channel per process by default: the lanes multiplex over its HTTP/2 connection,
     # as a real client's calls do. A local subchannel pool gives each channel its own
-    # connection, so that several channels reach several SO_REUSEPORT server processes.
+    # connection, so that several channels to one shared (SO_REUSEPORT) port may reach
+    # several server processes; with several targets, channel i goes to target i % n.
     channels = [
-        grpc.aio.insecure_channel(plan.target, options=[("grpc.use_local_subchannel_pool", 1)])
-        for _ in range(plan.channels)
+        grpc.aio.insecure_channel(target, options=[("grpc.use_local_subchannel_pool", 1)])
+        for target in channel_targets(plan.target, plan.channels)
     ]
     async with contextlib.AsyncExitStack() as stack:
         for channel in channels:
@@ -367,7 +399,8 @@ async def _child_main(plan: Plan, index: int, sync: _Sync) -> ChildReport:
 
             async def park() -> None:
                 async with sem:
-                    client.parked.append(await client.start_mail())
+                    stub = client.pick()  # remembered: the resume goes through it too
+                    client.parked.append((await client.start_mail(stub), stub))
 
             await asyncio.gather(*(park() for _ in range(plan.prepare)))
         sync.ready.put(("ready", index))
@@ -731,7 +764,9 @@ def _merge(plan: Plan, reports: list[ChildReport]) -> Summary:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--target", required=True, help="HOST:PORT of the server")
+    parser.add_argument(
+        "--target", required=True, help="HOST:PORT of the server, or several comma-separated"
+    )
     parser.add_argument("--scenario", choices=SCENARIOS, required=True)
     parser.add_argument("--processes", type=int, help="load processes (default: 3 python, 1 go)")
     parser.add_argument(
@@ -748,7 +783,12 @@ def main() -> None:
     parser.add_argument("--prepare", type=int, default=0, help="resume: instances/process")
     parser.add_argument("--request-ids", action="store_true")
     parser.add_argument("--version", type=int, default=0, help="definition version; 0: latest")
-    parser.add_argument("--channels", type=int, default=1, help="channels per process")
+    parser.add_argument(
+        "--channels",
+        type=int,
+        default=1,
+        help="channels per process, spread over the targets (at least one per target)",
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
     args = parser.parse_args()
     processes, concurrency = default_shape(args.engine)

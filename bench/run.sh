@@ -7,6 +7,9 @@
 #   bench/run.sh --profile DIR      py-spy profiles of the server under scenarios (a) and (b)
 #   bench/run.sh --loadgen go       load processes in Go (bench/goload, built into .cache/ with
 #                                   `go build`): far less client CPU than grpc.aio (default python)
+#   bench/run.sh --server-processes 2   two statewrightd replicas, each on its own port; the load
+#                                   processes route each workflow to one of them (--shared-port:
+#                                   one port shared with SO_REUSEPORT instead)
 # Not a test: `make test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -12,13 +12,28 @@ PostgreSQL:
     bench/run.sh --ab                 # plus (a) with the version pinned / with request ids
     bench/run.sh --server-patch NAME  # a suggested change, prototyped (patched_server.py)
     bench/run.sh --compare-patch NAME --repeat 3 --only start   # A/B of that change
-    bench/run.sh --server-processes 2 # two statewrightd processes sharing the port
+    bench/run.sh --server-processes 2 # two statewrightd replicas, each on its own port
+    bench/run.sh --server-processes 2 --shared-port   # the two share one port (SO_REUSEPORT)
     bench/run.sh --loadgen go         # Go load processes (bench/goload): far less client CPU
 
 Besides throughput and latency it records, over each measured window, the CPU each role
 used (server, PostgreSQL, load processes, everything else on the machine) so a reader
 can tell a saturated server from a crowded machine, and the server's own diagnostics
 (group-commit batch size, save latency, EventLoop lag).
+
+Several replicas (``--server-processes N``, N > 1): each statewrightd listens on its own
+free port and the load processes get all N targets (``host:port,host:port``); they open
+at least one channel per replica and route like a client that routes each workflow to one
+replica (bench/loadgen.py: every call of one workflow through the same channel), so a
+resume reaches the replica that started or parked its instance. ``--shared-port`` runs
+the replicas on one port instead (SO_REUSEPORT) with 2 x N channels per load process: the
+kernel hashes each connection to a replica, which can leave a replica without any.
+With several replicas, the server's CPU (per thread group too) is the sum over the
+replicas; the diagnostics sum the counts (saves, batches, dispatches, conflicts) and take
+the largest of the replicas' save latency percentiles, loop lag and queue depth (among
+replicas that saved in the window); a table per replica follows (saves, batch, save
+latency, lag, CPU). With ``--shared-port`` the orchestrator cannot address a replica, so
+the diagnostics are those of the one replica its own connection lands on.
 """
 
 from __future__ import annotations
@@ -237,6 +252,10 @@ class CpuProbe:
             "ctxsw:patched": switches(self.patched),
             "ctxsw:echo": switches(self.echoes),
         }
+        if len(self.servers) > 1:
+            # Each replica's own CPU, to show how the load spread over them.
+            for index, served in enumerate(self.servers):
+                snap[f"server#{index}"] = cpu([served])
         # Per PostgreSQL process, so that a backend that exits during the window (its
         # CPU would vanish from a sum) is left out of the difference instead.
         for pid in _postgres_pids(self.pg_port):
@@ -307,13 +326,38 @@ def group_threads(cpu: dict[str, float], names: dict[str, str]) -> dict[str, flo
 # -- server diagnostics -------------------------------------------------------------------
 
 
-def diagnostics(target: str) -> pb.GetDiagnosticsResponse:
-    with grpc.insecure_channel(target) as channel:
-        stub = pb_grpc.WorkflowServiceStub(channel)
-        response: pb.GetDiagnosticsResponse = stub.GetDiagnostics(
-            pb.GetDiagnosticsRequest(), timeout=10
-        )
-        return response
+def _get_diagnostics(channel: grpc.Channel) -> pb.GetDiagnosticsResponse:
+    stub = pb_grpc.WorkflowServiceStub(channel)
+    response: pb.GetDiagnosticsResponse = stub.GetDiagnostics(
+        pb.GetDiagnosticsRequest(), timeout=10
+    )
+    return response
+
+
+class Diagnostics:
+    """GetDiagnostics of each target (replica), a channel per reading as before.
+
+    With ``keep_open`` (a shared SO_REUSEPORT port) one channel per target stays open for
+    the case instead: a kept connection stays on one server process, so the readings before
+    and after come from the same replica.
+    """
+
+    def __init__(self, targets: list[str], *, keep_open: bool = False) -> None:
+        self.targets = targets
+        self.kept = [grpc.insecure_channel(target) for target in targets] if keep_open else []
+
+    def read(self) -> list[pb.GetDiagnosticsResponse]:
+        if self.kept:
+            return [_get_diagnostics(channel) for channel in self.kept]
+        responses: list[pb.GetDiagnosticsResponse] = []
+        for target in self.targets:
+            with grpc.insecure_channel(target) as channel:
+                responses.append(_get_diagnostics(channel))
+        return responses
+
+    def close(self) -> None:
+        for channel in self.kept:
+            channel.close()
 
 
 def diag_delta(
@@ -337,6 +381,24 @@ def diag_delta(
         "conflicts": p1.conflicts - p0.conflicts,
         "unknown": p1.unknown_outcomes - p0.unknown_outcomes,
     }
+
+
+SUMMED = ("saves", "batches", "loop_dispatches", "loop_slow", "conflicts", "unknown")
+LARGEST = ("save_p50_ms", "save_p99_ms", "loop_lag_max_ms", "loop_max_depth")
+
+
+def combine_replicas(deltas: list[dict[str, Any]]) -> dict[str, Any]:
+    """Several replicas' diagnostics as one: counts summed, latencies and lag the largest
+    (of the replicas that saved in the window: an idle one's percentiles are older), and
+    each replica's own under "replicas". One replica's is returned as it is."""
+    if len(deltas) == 1:
+        return deltas[0]
+    busy = [d for d in deltas if d["saves"]] or deltas
+    out: dict[str, Any] = {key: sum(d[key] for d in deltas) for key in SUMMED}
+    out |= {key: max(d[key] for d in busy) for key in LARGEST}
+    out["mean_batch"] = out["saves"] / out["batches"] if out["batches"] else 0.0
+    out["replicas"] = deltas
+    return out
 
 
 # -- scenarios ------------------------------------------------------------------------------
@@ -490,20 +552,32 @@ def run_case(
     served = fleet.target_of(case.against)
     for busy in fleet.servers + fleet.patched:
         settle(busy)
-    plan = replace(case.plan, target=served.target)
+    targets = fleet.targets_of(case.against)
+    plan = replace(case.plan, target=",".join(targets))
     if case.against == "server" and len(fleet.servers) > 1:
-        # Several connections per process, so the kernel spreads them over the servers.
-        plan = replace(plan, channels=max(plan.channels, 2 * len(fleet.servers)))
-    # Diagnostics come from one server; with several, its share of the saves.
+        # Own ports: at least one channel per replica (the load processes route each
+        # workflow to one channel). Shared port: several connections per process, so that
+        # the kernel spreads them over the replicas.
+        channels = 2 * len(fleet.servers) if fleet.shared_port else len(targets)
+        plan = replace(plan, channels=max(plan.channels, channels))
+    # Diagnostics of every replica (with a shared port: of the one this connection reaches).
     is_server = case.role in ("server", "patched")
-    before = diagnostics(served.target) if is_server else None
-    probe.on_first = at_window_start
-    summary = loadgen.run(plan, probe)
+    shared = fleet.shared_port and case.against == "server" and len(fleet.servers) > 1
+    reader = Diagnostics(targets, keep_open=shared) if is_server else None
+    try:
+        before = reader.read() if reader is not None else []
+        probe.on_first = at_window_start
+        summary = loadgen.run(plan, probe)
+        after = reader.read() if reader is not None else []
+    finally:
+        if reader is not None:
+            reader.close()
     server: dict[str, Any] = {}
     threads: dict[str, float] = {}
-    if before is not None:
-        server = diag_delta(before, diagnostics(served.target))
+    if is_server:
+        server = combine_replicas([diag_delta(b, a) for b, a in zip(before, after, strict=True)])
         # Named after the run: pool threads start lazily, during the first busy case.
+        # With several replicas, each group is the sum over them.
         pids = fleet.server_pids if case.role == "server" else [served.process.pid]
         names = thread_names(pids)
         cpu = {k: v for k, v in summary.cpu.items() if k[7:] in names}
@@ -535,8 +609,9 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
         f"Run {meta['when']} at {meta['commit']}, {meta['cpus']} CPUs, load average before: "
         f"{meta['loadavg']}, busy before: {meta['background_cores']} cores; "
         f"{meta['processes']} {meta['loadgen']} load processes, {meta['concurrency']} lanes "
-        f"each (closed loop), {meta['server_processes']} statewrightd process(es), windows "
-        f"{meta['warmup']:g} s warmup + {meta['duration']:g} s measured"
+        f"each (closed loop), {meta['server_processes']} statewrightd process(es)"
+        + _replica_note(meta)
+        + f", windows {meta['warmup']:g} s warmup + {meta['duration']:g} s measured"
         + (f", server patches {meta['server_patches']}." if meta["server_patches"] else "."),
         "",
         "| scenario | shape | throughput /s | p50 ms | p99 ms | resume /s | resume p50 / p99 ms "
@@ -589,7 +664,47 @@ def markdown(outcomes: list[Outcome], meta: dict[str, Any]) -> str:
             f"{d['save_p50_ms']:.1f} / {d['save_p99_ms']:.1f} | {d['loop_lag_max_ms']:.1f} | "
             f"{threads} |"
         )
+    lines += _per_replica(outcomes)
     return "\n".join(lines)
+
+
+def _replica_note(meta: dict[str, Any]) -> str:
+    if meta["server_processes"] <= 1:
+        return ""
+    if meta.get("shared_port"):
+        return (
+            " sharing one port (SO_REUSEPORT; diagnostics from the one replica the "
+            "orchestrator's connection reaches; server CPU summed over the replicas)"
+        )
+    return (
+        " each on its own port, load routed per workflow (every call of a workflow to one "
+        "replica); server CPU, per thread group too, summed over the replicas; diagnostics: "
+        "saves and batches summed, save latency and loop lag the largest replica's"
+    )
+
+
+def _per_replica(outcomes: list[Outcome]) -> list[str]:
+    """Each replica's saves, batch, save latency, lag and CPU (several replicas only)."""
+    rows = [o for o in outcomes if "replicas" in o.server]
+    if not rows:
+        return []
+    lines = [
+        "",
+        "Per replica (from each one's GetDiagnostics; CPU in cores):",
+        "",
+        "| scenario | replica | saves | mean batch | save p50 / p99 ms | loop lag max ms | "
+        "CPU cores |",
+        "|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for o in rows:
+        for index, d in enumerate(o.server["replicas"]):
+            cores = o.summary.cpu.get(f"server#{index}", 0.0)
+            lines.append(
+                f"| {o.case.label} | {index} | {d['saves']:,} | {d['mean_batch']:.1f} | "
+                f"{d['save_p50_ms']:.1f} / {d['save_p99_ms']:.1f} | "
+                f"{d['loop_lag_max_ms']:.1f} | {cores:.2f} |"
+            )
+    return lines
 
 
 def medians(outcomes: list[Outcome]) -> str:
@@ -691,19 +806,28 @@ class Profiler:
 
 @dataclass
 class Fleet:
-    """Everything this run started: the statewrightd processes (sharing one port) and echoes."""
+    """Everything this run started: the statewrightd processes (each on its own port, or
+    all on one with ``shared_port``) and the echoes."""
 
     servers: list[Served]
     patched: list[Served]  # at most one: the A/B twin running --compare-patch patches
     echo_direct: Served
     echo_hop: Served
+    shared_port: bool = False
 
     def target_of(self, against: str) -> Served:
+        """The (first) process serving ``against``: the one profiled."""
         if against == "patched":
             return self.patched[0]
         return {"server": self.servers[0], "echo-direct": self.echo_direct}.get(
             against, self.echo_hop
         )
+
+    def targets_of(self, against: str) -> list[str]:
+        """Where the load goes: every replica's address for "server" (one, if shared)."""
+        if against == "server" and not self.shared_port:
+            return [served.target for served in self.servers]
+        return [self.target_of(against).target]
 
     @property
     def server_pids(self) -> list[int]:
@@ -717,14 +841,18 @@ def fleet_up(
     server_processes: int,
     patches: list[str],
     compare_patches: list[str],
+    *,
+    shared_port: bool = False,
 ) -> Iterator[Fleet]:
     started: list[Served] = []
     try:
         first = start_statewrightd(database, logs, patches=patches)
         started.append(first)
         for index in range(1, server_processes):
+            # Its own free port, or the first one's (SO_REUSEPORT) with shared_port.
+            port = first.port if shared_port else 0
             started.append(
-                start_statewrightd(database, logs, port=first.port, index=index, patches=patches)
+                start_statewrightd(database, logs, port=port, index=index, patches=patches)
             )
         servers = list(started)
         patched = []
@@ -733,7 +861,7 @@ def fleet_up(
             started.append(patched[0])
         started.append(start_echo("direct", logs))
         started.append(start_echo("hop", logs))
-        yield Fleet(servers, patched, started[-2], started[-1])
+        yield Fleet(servers, patched, started[-2], started[-1], shared_port)
     finally:
         for served in reversed(started):
             served.stop()
@@ -790,7 +918,12 @@ def main() -> None:
         "--server-processes",
         type=int,
         default=1,
-        help="statewrightd processes sharing the port (SO_REUSEPORT)",
+        help="statewrightd replicas, each on its own port (see --shared-port)",
+    )
+    parser.add_argument(
+        "--shared-port",
+        action="store_true",
+        help="with --server-processes N > 1: all on one port (SO_REUSEPORT), 2N channels",
     )
     parser.add_argument("--quick", action="store_true", help="1 s warmup, 4 s windows")
     parser.add_argument("--profile", type=Path, help="write py-spy profiles here")
@@ -830,6 +963,7 @@ def main() -> None:
         "warmup": args.warmup,
         "duration": args.duration,
         "server_processes": args.server_processes,
+        "shared_port": args.shared_port,
         "server_patches": args.server_patch,
         "commit": subprocess.run(
             ["git", "rev-parse", "--short", "HEAD"],
@@ -852,7 +986,12 @@ def main() -> None:
     logs = Path(tempfile.mkdtemp(prefix="statewright-bench."))
     outcomes: list[Outcome] = []
     with fleet_up(
-        args.database, logs, args.server_processes, args.server_patch, args.compare_patch
+        args.database,
+        logs,
+        args.server_processes,
+        args.server_patch,
+        args.compare_patch,
+        shared_port=args.shared_port,
     ) as fleet:
         probe = CpuProbe(fleet.servers, fleet.patched, [fleet.echo_direct, fleet.echo_hop], pg_port)
         profiler: Profiler | None = None

@@ -5,13 +5,24 @@
 // bench/loadgen.py (Plan.engine "go", `--loadgen go` in bench/run.sh) builds it into
 // .cache/goload/ and runs it as each load process, with the same settings as flags:
 //
-//	goload --target 127.0.0.1:PORT --scenario start|echo|hitl|resume \
+//	goload --target 127.0.0.1:PORT[,127.0.0.1:PORT2...] --scenario start|echo|hitl|resume \
 //	    [--processes N --index I] [--concurrency 16] [--rate R] [--warmup 2] [--duration 10] \
 //	    [--prepare N] [--request-ids] [--version V] [--channels 1] [--timeout 10] \
 //	    [--ready-fd FD]
 //
 // --rate is the total offered rate of all --processes processes (0: closed loop); this
 // process sends rate/processes per second, phase-shifted by index/processes of an interval.
+//
+// Targets and channels: --target may list several servers, comma-separated (several
+// statewrightd replicas, each on its own port). The process opens --channels connections,
+// channel i to target i % len(targets); with several targets and fewer channels than
+// targets it opens one channel per target. Calls are routed like a client that routes each
+// workflow to one replica: every call of one workflow goes through the same channel. A
+// start-to-complete or an echo is one call, so each takes the next channel round robin;
+// human in the loop takes the next channel for its start and resumes through the same one;
+// the resume scenario parks its instances round robin and resumes each through the channel
+// that parked it. (Routing per call instead would send most resumes to a replica that has
+// not cached the instance and must load it from PostgreSQL first.)
 //
 // Start-up handshake: once connected (and, for resume, once its --prepare instances are
 // parked in WAITING) the process writes "ready\n" to --ready-fd and closes it, then reads
@@ -53,7 +64,7 @@ import (
 
 // plan mirrors loadgen.py's Plan (one process's view: index is this process).
 type plan struct {
-	target      string
+	targets     []string // --target, split at commas
 	scenario    string
 	processes   int
 	index       int
@@ -121,7 +132,8 @@ func main() {
 
 func parseFlags() plan {
 	var p plan
-	flag.StringVar(&p.target, "target", "", "HOST:PORT of the server (required)")
+	var target string
+	flag.StringVar(&target, "target", "", "HOST:PORT of the server, or several comma-separated (required)")
 	flag.StringVar(&p.scenario, "scenario", "", "start, echo, hitl or resume (required)")
 	flag.IntVar(&p.processes, "processes", 1, "load processes in the run (splits --rate)")
 	flag.IntVar(&p.index, "index", 0, "this process's index among --processes")
@@ -132,18 +144,19 @@ func parseFlags() plan {
 	flag.IntVar(&p.prepare, "prepare", 0, "resume: WAITING instances to park first")
 	flag.BoolVar(&p.requestIDs, "request-ids", false, "send a request_id with every call")
 	flag.IntVar(&p.version, "version", 0, "StartWorkflow.version; 0: latest")
-	flag.IntVar(&p.channels, "channels", 1, "gRPC connections (round robin)")
+	flag.IntVar(&p.channels, "channels", 1, "gRPC connections, spread over the targets (at least one per target)")
 	flag.Float64Var(&p.timeout, "timeout", 10, "per-RPC deadline, seconds")
 	flag.IntVar(&p.readyFD, "ready-fd", 0, "write \"ready\" here, then read the start time from stdin")
 	flag.IntVar(&p.maxProcs, "gomaxprocs", 1, "GOMAXPROCS unless the environment sets it; 0: Go's default")
 	flag.Parse()
+	p.targets = splitTargets(target)
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "goload: "+format+"\n", args...)
 		os.Exit(2)
 	}
 	switch {
-	case p.target == "":
-		fail("--target is required")
+	case len(p.targets) == 0:
+		fail("--target is required (HOST:PORT, or several comma-separated)")
 	case p.scenario != "start" && p.scenario != "echo" && p.scenario != "hitl" && p.scenario != "resume":
 		fail("--scenario must be start, echo, hitl or resume; got %q", p.scenario)
 	case p.scenario == "resume" && p.prepare <= 0:
@@ -158,6 +171,31 @@ func parseFlags() plan {
 		fail("--version out of range")
 	}
 	return p
+}
+
+// splitTargets splits --target at commas, dropping blanks.
+func splitTargets(target string) []string {
+	var targets []string
+	for _, t := range strings.Split(target, ",") {
+		if t = strings.TrimSpace(t); t != "" {
+			targets = append(targets, t)
+		}
+	}
+	return targets
+}
+
+// channelTargets is the target of each channel: channel i to targets[i % len(targets)],
+// and at least one channel per target when there are several.
+func channelTargets(targets []string, channels int) []string {
+	n := max(channels, 1)
+	if len(targets) > 1 {
+		n = max(n, len(targets))
+	}
+	out := make([]string, n)
+	for i := range out {
+		out[i] = targets[i%len(targets)]
+	}
+	return out
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
@@ -244,7 +282,14 @@ type client struct {
 	approve *structpb.Struct
 
 	parkedMu sync.Mutex
-	parked   []string
+	parked   []parkedInstance
+}
+
+// parkedInstance is a WAITING instance of the resume scenario and the channel that parked
+// it: its resume goes through the same channel (to the same replica).
+type parkedInstance struct {
+	name string
+	conn *grpc.ClientConn
 }
 
 func mustStruct(values map[string]any) *structpb.Struct {
@@ -269,7 +314,8 @@ func newClient(p plan, conns []*grpc.ClientConn) *client {
 	return c
 }
 
-// conn: round robin over the channels (always the same one with one channel).
+// conn: the next channel, round robin (always the same one with one channel). Called once
+// per workflow: every call of that workflow then goes through the channel it returned.
 func (c *client) conn() *grpc.ClientConn {
 	if len(c.conns) == 1 {
 		return c.conns[0]
@@ -279,15 +325,15 @@ func (c *client) conn() *grpc.ClientConn {
 
 // The calls are the generated client's (same method, same request message), but the
 // response is decoded into a head: only workflow.name and workflow.status.
-func (c *client) startWorkflow(ctx context.Context, request *statewrightv1.StartWorkflowRequest) (head, error) {
+func (c *client) startWorkflow(ctx context.Context, conn *grpc.ClientConn, request *statewrightv1.StartWorkflowRequest) (head, error) {
 	var h head
-	err := c.conn().Invoke(ctx, statewrightv1.WorkflowService_StartWorkflow_FullMethodName, request, &h, c.codec)
+	err := conn.Invoke(ctx, statewrightv1.WorkflowService_StartWorkflow_FullMethodName, request, &h, c.codec)
 	return h, err
 }
 
-func (c *client) resumeWorkflow(ctx context.Context, request *statewrightv1.ResumeWorkflowRequest) (head, error) {
+func (c *client) resumeWorkflow(ctx context.Context, conn *grpc.ClientConn, request *statewrightv1.ResumeWorkflowRequest) (head, error) {
 	var h head
-	err := c.conn().Invoke(ctx, statewrightv1.WorkflowService_ResumeWorkflow_FullMethodName, request, &h, c.codec)
+	err := conn.Invoke(ctx, statewrightv1.WorkflowService_ResumeWorkflow_FullMethodName, request, &h, c.codec)
 	return h, err
 }
 
@@ -313,7 +359,7 @@ func (c *client) withID(request *statewrightv1.StartWorkflowRequest) *statewrigh
 func (c *client) startOrder(ctx context.Context, t0 time.Time) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	response, err := c.startWorkflow(ctx, c.withID(c.order))
+	response, err := c.startWorkflow(ctx, c.conn(), c.withID(c.order))
 	if err != nil {
 		return err
 	}
@@ -326,10 +372,10 @@ func (c *client) startOrder(ctx context.Context, t0 time.Time) error {
 	return nil
 }
 
-func (c *client) startMail(ctx context.Context) (string, error) {
+func (c *client) startMail(ctx context.Context, conn *grpc.ClientConn) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	response, err := c.startWorkflow(ctx, c.withID(c.mail))
+	response, err := c.startWorkflow(ctx, conn, c.withID(c.mail))
 	if err != nil {
 		return "", err
 	}
@@ -339,14 +385,14 @@ func (c *client) startMail(ctx context.Context) (string, error) {
 	return response.name, nil
 }
 
-func (c *client) resume(ctx context.Context, name string) error {
+func (c *client) resume(ctx context.Context, conn *grpc.ClientConn, name string) error {
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	request := &statewrightv1.ResumeWorkflowRequest{Name: name, Event: "approve", Input: c.approve}
 	if c.plan.requestIDs {
 		request.RequestId = requestID()
 	}
-	response, err := c.resumeWorkflow(ctx, request)
+	response, err := c.resumeWorkflow(ctx, conn, request)
 	if err != nil {
 		return err
 	}
@@ -357,12 +403,13 @@ func (c *client) resume(ctx context.Context, name string) error {
 }
 
 func (c *client) humanInTheLoop(ctx context.Context, t0 time.Time) error {
-	name, err := c.startMail(ctx)
+	conn := c.conn() // sticky: the start and the resume of this workflow both go here
+	name, err := c.startMail(ctx, conn)
 	if err != nil {
 		return err
 	}
 	t1 := time.Now()
-	if err := c.resume(ctx, name); err != nil {
+	if err := c.resume(ctx, conn, name); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -381,10 +428,10 @@ func (c *client) resumeParked(ctx context.Context, t0 time.Time) error {
 		c.rec.mu.Unlock()
 		return errExhausted
 	}
-	name := c.parked[len(c.parked)-1]
+	instance := c.parked[len(c.parked)-1]
 	c.parked = c.parked[:len(c.parked)-1]
 	c.parkedMu.Unlock()
-	if err := c.resume(ctx, name); err != nil {
+	if err := c.resume(ctx, instance.conn, instance.name); err != nil {
 		return err
 	}
 	now := time.Now()
@@ -534,22 +581,23 @@ func (c *client) openLoop(ctx context.Context, op operation, rate float64, start
 func connect(p plan) ([]*grpc.ClientConn, error) {
 	var conns []*grpc.ClientConn
 	// Each ClientConn has its own HTTP/2 connection, as grpc.use_local_subchannel_pool gives
-	// loadgen.py's channels: several channels reach several SO_REUSEPORT server processes.
+	// loadgen.py's channels: channel i goes to target i % len(targets), and with one shared
+	// (SO_REUSEPORT) target several channels may reach several server processes.
 	// No service config: like loadgen.py's plain channels, no retries, no default timeouts.
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
-	for range p.channels {
-		conn, err := grpc.NewClient(p.target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	for _, target := range channelTargets(p.targets, p.channels) {
+		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		if err != nil {
 			closeAll(conns)
-			return nil, fmt.Errorf("channel to %s: %w", p.target, err)
+			return nil, fmt.Errorf("channel to %s: %w", target, err)
 		}
 		conns = append(conns, conn)
 		conn.Connect()
 		for state := conn.GetState(); state != connectivity.Ready; state = conn.GetState() {
 			if !conn.WaitForStateChange(ctx, state) {
 				closeAll(conns)
-				return nil, fmt.Errorf("channel to %s not ready within %s (last state %s)", p.target, connectTimeout, state)
+				return nil, fmt.Errorf("channel to %s not ready within %s (last state %s)", target, connectTimeout, state)
 			}
 		}
 	}
@@ -562,10 +610,11 @@ func closeAll(conns []*grpc.ClientConn) {
 	}
 }
 
-// park starts --prepare mail-approval instances (WAITING), --concurrency at a time; any
-// failure fails the process, as in loadgen.py.
+// park starts --prepare mail-approval instances (WAITING), --concurrency at a time, each
+// on the next channel round robin, and remembers that channel for its resume; any failure
+// fails the process, as in loadgen.py.
 func (c *client) park(ctx context.Context) error {
-	names := make([]string, c.plan.prepare)
+	parked := make([]parkedInstance, c.plan.prepare)
 	errs := make(chan error, c.plan.prepare)
 	sem := make(chan struct{}, c.plan.concurrency)
 	var wg sync.WaitGroup
@@ -573,12 +622,13 @@ func (c *client) park(ctx context.Context) error {
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			name, err := c.startMail(ctx)
+			conn := c.conn()
+			name, err := c.startMail(ctx, conn)
 			if err != nil {
 				errs <- err
 				return
 			}
-			names[i] = name
+			parked[i] = parkedInstance{name: name, conn: conn}
 		})
 	}
 	wg.Wait()
@@ -586,7 +636,7 @@ func (c *client) park(ctx context.Context) error {
 	if err := <-errs; err != nil {
 		return fmt.Errorf("parking WAITING instances: %w", err)
 	}
-	c.parked = names
+	c.parked = parked
 	return nil
 }
 
