@@ -135,8 +135,12 @@ class Application:
 
             hub.recheck_after = WATCH_RECHECK_SECONDS
             own_pids = getattr(repo, "backend_pids", ())
-            self._step_listener = StepListener(url, deliver, reconnected, own_pids)
-            self._step_listener.start()
+            listener = StepListener(
+                url, deliver, reconnected, own_pids, wanted=lambda: hub.count > 0
+            )
+            hub.on_first = listener.wake
+            self._step_listener = listener
+            listener.start()
 
     def _publish_step(
         self,

@@ -14,7 +14,7 @@ work the same way: they only say "there is something newer than you have; read h
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -92,6 +92,10 @@ class WatchHub:
         self.recheck_after = recheck_after
         self.catch_ups = 0
         self.closed = False
+        # Read from other threads (the LISTEN thread asks whether hints are wanted).
+        self.count = 0
+        # Called when the first watcher arrives (the LISTEN thread's wake-up).
+        self.on_first: Callable[[], None] | None = None
 
     def watched(self, workflow_id: str) -> bool:
         # Read from the EventLoop thread to skip unwatched instances. A race with a new
@@ -103,12 +107,16 @@ class WatchHub:
         sub = Subscription(workflow_id, capacity=self._buffer)
         sub.closed = self.closed
         self._subs.setdefault(workflow_id, set()).add(sub)
+        self.count += 1
+        if self.count == 1 and self.on_first is not None:
+            self.on_first()
         return sub
 
     def unsubscribe(self, sub: Subscription) -> None:
         subs = self._subs.get(sub.workflow_id)
-        if subs is not None:
+        if subs is not None and sub in subs:
             subs.discard(sub)
+            self.count -= 1
             if not subs:
                 del self._subs[sub.workflow_id]
 

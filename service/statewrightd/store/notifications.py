@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Container, Iterable, Iterator
 
 import psycopg
@@ -52,9 +53,20 @@ def parse_hints(payload: str) -> list[Hint]:
 
 
 class StepListener:
-    """A daemon thread holding a LISTEN connection, reconnecting with backoff."""
+    """A daemon thread holding a LISTEN connection, reconnecting with backoff.
+
+    It listens only while ``wanted()`` says this replica has watchers: every replica
+    NOTIFYs once per batch transaction, and at a few hundred transactions a second
+    receiving them costs a listener a sizeable share of a core, which a replica without
+    watchers would spend for nothing. Whenever listening (re)starts, ``on_connected``
+    runs, because hints sent while nobody listened are lost: watchers then re-read their
+    history, so a step committed before LISTEN took effect is not missed either.
+    """
 
     POLL_SECONDS = 0.5
+    # How long a replica keeps listening after its last watcher left: watchers that come
+    # and go quickly do not each pay for a LISTEN and a history re-read.
+    LINGER_SECONDS = 10.0
 
     def __init__(
         self,
@@ -62,42 +74,74 @@ class StepListener:
         callback: HintCallback,
         on_connected: Callable[[], None] | None = None,
         own_pids: Container[int] = (),
+        wanted: Callable[[], bool] = lambda: True,
     ) -> None:
         self._own_pids = own_pids
         self._url = url
         self._callback = callback
         self._on_connected = on_connected
+        self._wanted = wanted
         self._stop = threading.Event()
+        self._wake = threading.Event()
         self._thread = threading.Thread(target=self._run, name="step-listener", daemon=True)
-        self.connected = threading.Event()
+        self.connected = threading.Event()  # set while LISTEN is in effect
 
     def start(self) -> None:
         self._thread.start()
 
+    def wake(self) -> None:
+        """A first watcher arrived: start listening now rather than at the next poll."""
+        self._wake.set()
+
     def stop(self, timeout: float = 5.0) -> None:
         self._stop.set()
+        self._wake.set()
         self._thread.join(timeout)
 
     def _run(self) -> None:
         delay = 0.1
         while not self._stop.is_set():
+            if not self._wait_until_wanted():
+                return
             try:
                 with psycopg.connect(self._url, autocommit=True, connect_timeout=5) as conn:
-                    conn.execute(f"LISTEN {q.STEPS_CHANNEL}")
-                    self.connected.set()
-                    delay = 0.1
-                    if self._on_connected is not None:
-                        # Hints sent while no connection listened are lost: say so.
-                        self._on_connected()
-                    self._listen(conn)
+                    while self._wait_until_wanted():
+                        conn.execute(f"LISTEN {q.STEPS_CHANNEL}")
+                        self.connected.set()
+                        delay = 0.1
+                        if self._on_connected is not None:
+                            self._on_connected()
+                        self._listen(conn)
+                        conn.execute(f"UNLISTEN {q.STEPS_CHANNEL}")
+                        self.connected.clear()
+                        # Notifications that arrived before UNLISTEN are of no use now.
+                        for _ in conn.notifies(timeout=0):
+                            pass
             except psycopg.Error as exc:
                 self.connected.clear()
                 _log.warning("step listener lost its connection (%s); retrying", exc)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
 
-    def _listen(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+    def _wait_until_wanted(self) -> bool:
+        """Block while no watcher needs hints; False once stopping."""
         while not self._stop.is_set():
+            if self._wanted():
+                return True
+            self._wake.wait(self.POLL_SECONDS)
+            self._wake.clear()
+        return False
+
+    def _listen(self, conn: psycopg.Connection[tuple[object, ...]]) -> None:
+        """Deliver hints until stopping or until nobody has watched for a while."""
+        unwanted_since: float | None = None
+        while not self._stop.is_set():
+            if self._wanted():
+                unwanted_since = None
+            elif unwanted_since is None:
+                unwanted_since = time.monotonic()
+            elif time.monotonic() - unwanted_since > self.LINGER_SECONDS:
+                return
             hints: list[Hint] = []
             arrived = list(conn.notifies(timeout=self.POLL_SECONDS, stop_after=1))
             if not arrived:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -63,6 +64,8 @@ Conn = psycopg.Connection[tuple[Any, ...]]
 # written, so the batch is simply run again.
 _RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 _MAX_ATTEMPTS = 3
+# A pooled connection returned this recently is handed out again without a liveness check.
+_RECENT_S = 1.0
 # How long a read-back waits for the old server process to finish on its own before
 # terminating it; only once it is gone is the row we read final.
 _BACKEND_GRACE_S = 1.0
@@ -155,16 +158,16 @@ class PostgresRepository(BatchWriter):
         # Server processes behind this pool's connections: this replica's own NOTIFY hints
         # come from them, and its watchers already heard of those steps locally.
         self.backend_pids: set[int] = set()
+        self._last_returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
+        self._trouble_at = 0.0
         self._pool = ConnectionPool(
             url,
             min_size=1,
             max_size=max(1, pool_size),
             kwargs={"connect_timeout": int(connect_timeout)},
             configure=self._configure,
-            # After a database outage the idle connections are dead; checking each one as
-            # it is handed out (one empty round trip) keeps the outage from failing one
-            # more request per pooled connection once the database is back.
-            check=ConnectionPool.check_connection,
+            check=self._check,
+            reset=self._returned,
             timeout=pool_timeout,
             name="statewright-store",
             open=False,
@@ -177,6 +180,23 @@ class PostgresRepository(BatchWriter):
         _configure(conn)
         self.backend_pids.add(conn.info.backend_pid)
 
+    def _check(self, conn: Conn) -> None:
+        # After a database outage the idle connections are dead; checking one as it is
+        # handed out (an empty round trip) keeps the outage from failing one more request
+        # per pooled connection once the database is back. A connection that came back
+        # from a successful use a moment ago is not checked again: under load that round
+        # trip would be paid once per group-commit batch.
+        # Once any connection has failed, every one returned before that is suspect.
+        last = self._last_returned.get(conn)
+        if last is None or last < self._trouble_at or time.monotonic() - last > _RECENT_S:
+            ConnectionPool.check_connection(conn)
+
+    def _trouble(self) -> None:
+        self._trouble_at = time.monotonic()
+
+    def _returned(self, conn: Conn) -> None:
+        self._last_returned[conn] = time.monotonic()
+
     # -- reads -----------------------------------------------------------------------
 
     @contextmanager
@@ -185,8 +205,10 @@ class PostgresRepository(BatchWriter):
             with self._pool.connection(timeout=self._pool_timeout) as conn:
                 yield conn
         except PoolTimeout as exc:
+            self._trouble()
             raise StorageUnavailable(f"no database connection available: {exc}") from exc
         except psycopg.OperationalError as exc:
+            self._trouble()
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     def load(self, workflow_id: str) -> InstanceRecord:
@@ -263,10 +285,13 @@ class PostgresRepository(BatchWriter):
                 if attempt == _MAX_ATTEMPTS:
                     return _all(encoded, StorageUnavailable(f"transaction kept failing: {exc}"))
             except _CommitLost as lost:
+                self._trouble()
                 return self._reconcile(encoded, lost)
             except PoolTimeout as exc:
+                self._trouble()
                 return _all(encoded, StorageUnavailable(f"no database connection: {exc}"))
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                self._trouble()
                 # Failed before COMMIT was sent: the server rolls the transaction back.
                 return _all(encoded, StorageUnavailable(f"database unavailable: {exc}"))
             except psycopg.Error as exc:
@@ -430,6 +455,7 @@ class PostgresRepository(BatchWriter):
             with self._pool.connection(timeout=min(self._pool_timeout, 5.0)) as conn:
                 version = postgres_schema_version(conn)
         except (psycopg.Error, PoolTimeout) as exc:
+            self._trouble()
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
         if version < self._schema_version:
             raise StorageUnavailable(
