@@ -113,9 +113,9 @@ class Application:
         if stored:
             _log.info("compiled %d more definition versions recorded in the store", stored)
         self._registry = registry
-        self._writer = GroupCommitWriter(repo, max_queue=self.writer_capacity)
-        self._writer.start()
         self._loop = EventLoop()
+        self._writer = GroupCommitWriter(repo, max_queue=self.writer_capacity, post=self._loop.post)
+        self._writer.start()
         self._runtime = WorkflowRuntime(
             loop=self._loop, repo=repo, writer=self._writer, registry=registry, io=self._io
         )

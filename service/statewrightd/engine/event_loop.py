@@ -81,6 +81,7 @@ class EventLoop:
         self._timers: list[tuple[float, int, TimerHandle, Callable[[], None]]] = []
         self._timer_seq = itertools.count()
         self._replies: list[Callable[[], None]] = []
+        self._batch_end: list[Callable[[], None]] = []
         self._aio: asyncio.AbstractEventLoop | None = None
         self.phase = Phase.RUNNING
         self._slow = slow_dispatch_threshold
@@ -139,6 +140,14 @@ class EventLoop:
         handle = TimerHandle()
         heapq.heappush(self._timers, (time.monotonic() + delay, next(self._timer_seq), handle, fn))
         return handle
+
+    def at_batch_end(self, fn: Callable[[], None]) -> None:
+        """Run ``fn`` after every drained batch (and idle tick), before replies leave.
+
+        Work that crosses to another thread once per batch instead of once per command
+        (the writer's submissions) hooks in here.
+        """
+        self._batch_end.append(fn)
 
     def reply(self, fn: Callable[[], None]) -> None:
         """Queue ``fn`` to run on the asyncio loop when the current batch is done."""
@@ -217,6 +226,11 @@ class EventLoop:
                 self._dispatch(now, fn)
 
     def _flush_replies(self) -> None:
+        for hook in self._batch_end:
+            try:
+                hook()
+            except Exception:
+                _log.exception("event loop batch-end hook failed")
         if not self._replies:
             return
         replies, self._replies = self._replies, []

@@ -28,7 +28,7 @@ from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.engine import fsm
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
 from statewrightd.engine.event_loop import EventLoop, Phase
-from statewrightd.engine.model import Snapshot, StepResult, TransitionTaken
+from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TransitionTaken
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
 from statewrightd.observability import hooks
 from statewrightd.store.records import Create, InstanceRecord, Operation, RequestRecord, Save
@@ -164,6 +164,10 @@ class WorkflowRuntime:
         self._inflight_requests: dict[str, list[StepCommand]] = {}
         self._recoveries_resolved = 0
         self.listeners: list[StepListener] = []
+        self._writes: list[
+            tuple[_SaveInFlight, Callable[[InstanceRecord | errors.StoreError], None]]
+        ] = []
+        loop.at_batch_end(self._submit_writes)
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -409,28 +413,44 @@ class WorkflowRuntime:
         in_flight = _SaveInFlight(cmd, token, op, result, loaded)
 
         def saved(outcome: InstanceRecord | errors.StoreError) -> None:
+            if loop.in_loop():  # the writer posts a batch's outcomes here in one hand-off
+                self._on_saved(in_flight, outcome)
+                return
             try:
                 loop.post(lambda: self._on_saved(in_flight, outcome))
             except errors.Unavailable:
                 _log.warning("event loop stopped before a save outcome was delivered")
 
-        try:
-            self._writer.submit(op, saved)
-        except errors.Overloaded as exc:
-            self._finish(cmd, token, exc)
+        # Submitted at the end of the EventLoop's batch, all together (_submit_writes).
+        self._writes.append((in_flight, saved))
+
+    def _submit_writes(self) -> None:
+        if not self._writes:
+            return
+        writes, self._writes = self._writes, []
+        refusals = self._writer.submit_many([(w.op, saved) for w, saved in writes])
+        for (save, _), refusal in zip(writes, refusals, strict=True):
+            if refusal is not None:
+                self._finish(save.cmd, save.token, refusal)
 
     def _on_saved(self, save: _SaveInFlight, outcome: InstanceRecord | errors.StoreError) -> None:
         cmd, token, op, result, loaded = save.cmd, save.token, save.op, save.result, save.loaded
         if not self._admission.owns(cmd.workflow_id, token):
             return
         if isinstance(outcome, InstanceRecord):
-            session = self._cache.get(cmd.workflow_id)
-            if session is None or session.loaded is not loaded:
-                session = Session(loaded, result.snapshot, outcome)
+            if result.snapshot.status in TERMINAL:
+                # Nothing can step a finished instance again: caching it would only grow
+                # the long-lived heap the garbage collector keeps scanning. Reads and
+                # refusals of later steps go to the store.
+                self._cache.pop(cmd.workflow_id, None)
             else:
-                session.snapshot, session.record = result.snapshot, outcome
-            session.recent.extend(result.transitions)
-            self._remember(session)
+                session = self._cache.get(cmd.workflow_id)
+                if session is None or session.loaded is not loaded:
+                    session = Session(loaded, result.snapshot, outcome)
+                else:
+                    session.snapshot, session.record = result.snapshot, outcome
+                session.recent.extend(result.transitions)
+                self._remember(session)
             self._finish(cmd, token, Outcome(outcome, loaded, result.transitions, saved=True))
             for listener in self.listeners:
                 listener(outcome, loaded, result.transitions, op.history.event)

@@ -61,10 +61,20 @@ def _percentile(sorted_values: list[float], fraction: float) -> float:
 
 
 class GroupCommitWriter:
-    def __init__(self, repo: Repository, *, max_queue: int = 10_000, max_batch: int = 256) -> None:
+    def __init__(
+        self,
+        repo: Repository,
+        *,
+        max_queue: int = 10_000,
+        max_batch: int = 256,
+        post: Callable[[Callable[[], None]], None] | None = None,
+    ) -> None:
+        """``post``, when given, carries each batch's callbacks to another thread in one
+        hand-off (the EventLoop's ``post``); without it they run on the writer thread."""
         if max_queue < 1 or max_batch < 1:
             raise ValueError("max_queue and max_batch must be positive")
         self._repo = repo
+        self._post = post
         self._max_queue = max_queue
         self._max_batch = max_batch
         self._queue: collections.deque[_Pending] = collections.deque()
@@ -91,17 +101,37 @@ class GroupCommitWriter:
             self._thread.start()
 
     def submit(self, op: Operation, callback: Callback) -> None:
-        """Queue ``op``; ``callback`` later runs on the writer thread with the outcome."""
+        """Queue ``op``; ``callback`` later runs with the outcome (see ``post``)."""
+        refusal = self.submit_many([(op, callback)])[0]
+        if refusal is not None:
+            raise refusal
+
+    def submit_many(self, items: list[tuple[Operation, Callback]]) -> list[StoreError | None]:
+        """Queue several operations with one wake-up of the writer thread.
+
+        Returns, per item, None (queued) or why it was refused (the queue is full, or the
+        writer is stopping); a refused item's callback is never called.
+        """
         with self._cond:
             if self._stopping:
-                raise StorageUnavailable("the writer is stopping", reason="WRITER_STOPPED")
-            if len(self._queue) >= self._max_queue:
-                raise Overloaded(
-                    f"persistence queue is full ({self._max_queue} saves pending)",
-                    metadata={"queue_depth": len(self._queue)},
-                )
-            self._queue.append(_Pending(op, callback, time.monotonic()))
-            self._cond.notify()
+                stopped = StorageUnavailable("the writer is stopping", reason="WRITER_STOPPED")
+                return [stopped for _ in items]
+            now = time.monotonic()
+            refusals: list[StoreError | None] = []
+            for op, callback in items:
+                if len(self._queue) >= self._max_queue:
+                    refusals.append(
+                        Overloaded(
+                            f"persistence queue is full ({self._max_queue} saves pending)",
+                            metadata={"queue_depth": len(self._queue)},
+                        )
+                    )
+                else:
+                    self._queue.append(_Pending(op, callback, now))
+                    refusals.append(None)
+            if None in refusals:
+                self._cond.notify()
+            return refusals
 
     def stop(self, drain: bool = True, timeout: float = 30.0) -> None:
         """Stop accepting saves; with ``drain`` finish queued ones, else fail them."""
@@ -167,8 +197,23 @@ class GroupCommitWriter:
                         self._unknown += 1
                     elif isinstance(result, StoreError):
                         self._failures += 1
+            self._deliver_batch(batch, results)
+
+    def _deliver_batch(
+        self, batch: list[_Pending], results: list[InstanceRecord | StoreError]
+    ) -> None:
+        def deliver_all() -> None:
             for pending, result in zip(batch, results, strict=True):
                 self._deliver(pending, result)
+
+        if self._post is not None:
+            try:
+                self._post(deliver_all)
+                return
+            except Exception:
+                # The receiving thread is gone (shutdown): the callbacks still run, here.
+                log.debug("writer could not post a batch's callbacks; running them here")
+        deliver_all()
 
     def _apply(self, ops: list[Operation]) -> list[InstanceRecord | StoreError]:
         try:

@@ -165,18 +165,21 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
     await start(app, "r")
     writer = app._writer
     assert writer is not None
-    real_submit = writer.submit
+    real_submit = writer.submit_many
     seen_ops: list[Any] = []
 
-    def lose_commit(op: Any, callback: Any) -> None:
-        # The save really commits, but its acknowledgement is lost.
-        def committed(result: InstanceRecord | errors.StoreError) -> None:
-            seen_ops.append(op)
-            callback(errors.OutcomeUnknown("lost around COMMIT", metadata={"backend_pid": 1}))
+    def lose_commit(items: list[tuple[Any, Any]]) -> list[errors.StoreError | None]:
+        # The saves really commit, but their acknowledgements are lost.
+        def losing(op: Any, callback: Any) -> Any:
+            def committed(result: InstanceRecord | errors.StoreError) -> None:
+                seen_ops.append(op)
+                callback(errors.OutcomeUnknown("lost around COMMIT", metadata={"backend_pid": 1}))
 
-        real_submit(op, committed)
+            return committed
 
-    monkeypatch.setattr(writer, "submit", lose_commit)
+        return real_submit([(op, losing(op, callback)) for op, callback in items])
+
+    monkeypatch.setattr(writer, "submit_many", lose_commit)
     checks: list[tuple[int, ...]] = []
     real_resolve = app.repo.resolve_outcome
 
@@ -189,7 +192,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
     monkeypatch.setattr(app.repo, "resolve_outcome", resolve)
     with pytest.raises(errors.OutcomeUnknown):
         await signal(app, "r", "tick", id="x")
-    monkeypatch.setattr(writer, "submit", real_submit)
+    monkeypatch.setattr(writer, "submit_many", real_submit)
 
     info = await app.workflow_info("r")
     assert info.admission is AdmissionState.RECOVERY_REQUIRED
