@@ -26,7 +26,11 @@ from statewrightd.errors import Unavailable
 
 _log = logging.getLogger(__name__)
 
-MAX_BATCH = 512
+# A batch's replies (and writes) leave only when the batch ends, so its first command
+# waits for its last: a batch is cut after this many commands or this much time, which
+# bounds that wait while keeping one hand-off for many commands under load.
+MAX_BATCH = 64
+MAX_BATCH_SECONDS = 0.003
 
 
 class Phase(enum.StrEnum):
@@ -181,14 +185,15 @@ class EventLoop:
         item: tuple[float, Callable[[], None]] | _Stop = first
         keep_running = True
         dispatched = 0
+        began = time.monotonic()
         while True:
             if isinstance(item, _Stop):
                 keep_running = False
                 break
             self._dispatch(*item)
             dispatched += 1
-            if dispatched >= MAX_BATCH:
-                break  # let timers and replies through under sustained load
+            if dispatched >= MAX_BATCH or self._last_progress - began > MAX_BATCH_SECONDS:
+                break  # let timers, writes and replies through
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
