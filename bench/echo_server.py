@@ -5,9 +5,10 @@ same gRPC stack, the same request and response bytes as a real order-fulfilment 
 and none of the runtime, so ``runtime throughput / echo throughput`` shows what the
 servicer, the EventLoop hand-off, the engine and the database cost together.
 
-``--mode hop`` adds only the thread hand-off the runtime uses (post to a worker thread's
-FIFO, drain it in batches, answer each batch with one ``call_soon_threadsafe``), so the
-hand-off mechanics can be told apart from everything else the runtime does.
+``--mode hop`` adds only the thread hand-off the runtime uses, through the server's own
+``EventLoop`` (post to its FIFO, drained in batches, each batch's replies back in one
+``call_soon_threadsafe``), so the hand-off can be told apart from everything else the
+runtime does.
 
     .venv/bin/python bench/echo_server.py --listen 127.0.0.1:0 [--mode direct|hop]
 
@@ -19,10 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import queue
 import signal
-import threading
-from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -33,6 +31,7 @@ from statewright.v1 import workflow_service_pb2 as pb
 from statewrightd.api.convert import transitions_pb, workflow_pb
 from statewrightd.definitions import load_definition_file
 from statewrightd.engine import fsm
+from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.snapshots import instance_record
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "definitions"
@@ -62,52 +61,6 @@ def canned_start_response() -> pb.StartWorkflowResponse:
     )
 
 
-class Hop:
-    """A worker thread that runs posted callables in batches, like the EventLoop.
-
-    Replies produced by one drained batch go back to asyncio in one
-    ``call_soon_threadsafe`` (the EventLoop's batching), so under load one wake-up of the
-    asyncio loop serves many calls.
-    """
-
-    def __init__(self, aio: asyncio.AbstractEventLoop) -> None:
-        self._aio = aio
-        self._queue: queue.SimpleQueue[Callable[[], None] | None] = queue.SimpleQueue()
-        self._replies: list[Callable[[], None]] = []
-        self._thread = threading.Thread(target=self._run, name="echo-hop", daemon=True)
-        self._thread.start()
-
-    def post(self, fn: Callable[[], None]) -> None:
-        self._queue.put(fn)
-
-    def reply(self, fn: Callable[[], None]) -> None:
-        self._replies.append(fn)
-
-    def stop(self) -> None:
-        self._queue.put(None)
-        self._thread.join(5)
-
-    def _run(self) -> None:
-        while True:
-            item = self._queue.get()
-            while item is not None:
-                item()
-                try:
-                    item = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-            if self._replies:
-                replies, self._replies = self._replies, []
-                self._aio.call_soon_threadsafe(_run_all, replies)
-            if item is None:
-                return
-
-
-def _run_all(replies: list[Callable[[], None]]) -> None:
-    for fn in replies:
-        fn()
-
-
 def _settle(future: asyncio.Future[pb.StartWorkflowResponse], value: Any) -> None:
     if not future.done():
         future.set_result(value)
@@ -116,7 +69,7 @@ def _settle(future: asyncio.Future[pb.StartWorkflowResponse], value: Any) -> Non
 class EchoServicer:
     """Only StartWorkflow; every other method answers UNIMPLEMENTED (grpc's default)."""
 
-    def __init__(self, response: pb.StartWorkflowResponse, hop: Hop | None) -> None:
+    def __init__(self, response: pb.StartWorkflowResponse, hop: EventLoop | None) -> None:
         self._response = response
         self._hop = hop
 
@@ -139,7 +92,11 @@ class EchoServicer:
 
 
 async def serve(listen: str, mode: str) -> None:
-    hop = Hop(asyncio.get_running_loop()) if mode == "hop" else None
+    hop: EventLoop | None = None
+    if mode == "hop":
+        # The server's own EventLoop: post, drain in batches, replies per batch.
+        hop = EventLoop(name="echo-hop")
+        hop.start(asyncio.get_running_loop())
     server = grpc.aio.server(options=SERVER_OPTIONS)
     servicer = EchoServicer(canned_start_response(), hop)
     handler = grpc.method_handlers_generic_handler(
