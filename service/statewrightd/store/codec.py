@@ -37,91 +37,75 @@ _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 def check_text(value: object, where: str) -> str:
     if not isinstance(value, str):
         raise SerializationError(f"{where}: expected a string, got {type(value).__name__}")
-    _check_str(value, where)
+    problem = _text_problem(value)
+    if problem is not None:
+        raise SerializationError(f"{where}: {problem}")
     return value
 
 
-def _check_str(value: str, where: str) -> None:
+def _text_problem(value: str) -> str | None:
     if "\x00" in value:
-        raise SerializationError(f"{where}: strings may not contain NUL characters")
+        return "strings may not contain NUL characters"
+    if value.isascii():
+        return None
     try:
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
-        raise SerializationError(f"{where}: string is not valid Unicode ({exc.reason})") from None
+        return f"string is not valid Unicode ({exc.reason})"
+    return None
 
 
-def check_json(value: object, where: str, depth: int = 0) -> None:
+def check_json(value: object, where: str) -> None:
     """Accept only values that survive a JSON round trip unchanged on both backends."""
+    found = _json_problem(value, 0)
+    if found is not None:
+        path, problem = found
+        raise SerializationError(f"{where}{path}: {problem}")
+
+
+def _json_problem(value: object, depth: int) -> tuple[str, str] | None:
+    """The first element that would not survive, as (its path below ``value``, why).
+
+    Every step's context goes through here, so the path is built only on the way out of
+    a failure: a good value costs no string formatting.
+    """
     if depth > MAX_DEPTH:
-        raise SerializationError(f"{where}: nested deeper than {MAX_DEPTH} levels")
+        return "", f"nested deeper than {MAX_DEPTH} levels"
     # bool before int: bool is an int subclass but always representable.
     if value is None or isinstance(value, bool):
-        return
+        return None
     if isinstance(value, int):
-        if not _INT64_MIN <= value <= _INT64_MAX:
-            raise SerializationError(f"{where}: integer {value} is outside the 64-bit range")
-        return
+        if _INT64_MIN <= value <= _INT64_MAX:
+            return None
+        return "", f"integer {value} is outside the 64-bit range"
     if isinstance(value, float):
-        if not math.isfinite(value):
-            raise SerializationError(f"{where}: {value!r} is not a finite number")
-        return
+        return None if math.isfinite(value) else ("", f"{value!r} is not a finite number")
     if isinstance(value, str):
-        _check_str(value, where)
-        return
+        problem = _text_problem(value)
+        return None if problem is None else ("", problem)
     if isinstance(value, list):
         for i, item in enumerate(value):
-            check_json(item, f"{where}[{i}]", depth + 1)
-        return
+            found = _json_problem(item, depth + 1)
+            if found is not None:
+                return f"[{i}]{found[0]}", found[1]
+        return None
     if isinstance(value, dict):
         for key, item in value.items():
             if not isinstance(key, str):
-                raise SerializationError(f"{where}: map key {key!r} is not a string")
-            _check_str(key, f"{where} key")
-            check_json(item, f"{where}.{key}", depth + 1)
-        return
+                return "", f"map key {key!r} is not a string"
+            problem = _text_problem(key)
+            if problem is not None:
+                return " key", problem
+            found = _json_problem(item, depth + 1)
+            if found is not None:
+                return f".{key}{found[0]}", found[1]
+        return None
     # Tuples, sets, bytes, datetimes and arbitrary objects would not read back as written.
-    raise SerializationError(f"{where}: unsupported value of type {type(value).__name__}")
-
-
-def _plain_json(value: object, depth: int = 0) -> bool:
-    """check_json's verdict without building a path per element: the hot path."""
-    if depth > MAX_DEPTH:
-        return False
-    if type(value) is str:
-        return _storable_text(value)
-    if value is None or type(value) is bool:
-        return True
-    if type(value) is int:
-        return _INT64_MIN <= value <= _INT64_MAX
-    if type(value) is float:
-        return math.isfinite(value)
-    if type(value) is list:
-        return all(_plain_json(item, depth + 1) for item in value)
-    if type(value) is dict:
-        for key, item in value.items():
-            if not (type(key) is str and _storable_text(key) and _plain_json(item, depth + 1)):
-                return False
-        return True
-    # Subclasses and other types: check_json decides, and names the offending path.
-    return False
-
-
-def _storable_text(value: str) -> bool:
-    if "\x00" in value:
-        return False
-    if value.isascii():
-        return True
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
+    return "", f"unsupported value of type {type(value).__name__}"
 
 
 def dumps(value: object, where: str) -> str:
-    if not _plain_json(value):
-        # Walk again, slowly, for the message: the path of the first bad element.
-        check_json(value, where)
+    check_json(value, where)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
