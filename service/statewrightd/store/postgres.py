@@ -317,7 +317,26 @@ class PostgresRepository(BatchWriter):
 
     def _execute(self, conn: Conn, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
         if _set_based(encoded):
-            return self._execute_rows(conn, encoded)
+            outcomes = self._statement_per_kind(conn, encoded)
+        else:
+            outcomes = self._statement_per_row(conn, encoded)
+        failed_saves = [
+            e.op.new.workflow_id
+            for e, (changed, free) in zip(encoded, outcomes, strict=True)
+            if isinstance(e.op, Save) and free and not changed
+        ]
+        current: dict[str, int] = {}
+        if failed_saves:
+            # A fresh statement sees the latest committed revision (READ COMMITTED), which
+            # is what the loser of a CAS race needs to know.
+            current = dict(conn.execute(q.CURRENT_REVISIONS, (failed_saves,)).fetchall())
+        return [
+            _row_result(e.op, changed, free, current)
+            for e, (changed, free) in zip(encoded, outcomes, strict=True)
+        ]
+
+    def _statement_per_row(self, conn: Conn, encoded: list[EncodedOp]) -> list[tuple[bool, bool]]:
+        """(changed, request id free) per operation, one CAS statement each."""
         # Lock rows in a global order (by id; stable, so one instance's ops keep their
         # order) so that concurrent batches from other replicas cannot deadlock.
         order = sorted(range(len(encoded)), key=lambda i: target_of(encoded[i].op).workflow_id)
@@ -336,32 +355,17 @@ class PostgresRepository(BatchWriter):
                 )
                 for i in order
             }
-            for payload in step_hints_payloads(target_of(e.op) for e in encoded):
-                conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
-        outcomes: list[tuple[int, bool]] = []
+            self._notify(conn, encoded)
+        outcomes: list[tuple[bool, bool]] = []
         for i in range(len(encoded)):
             row = cursors[i].fetchone()
             assert row is not None
-            outcomes.append((int(row[0]), bool(row[1])))
-        failed_saves = [
-            e.op.new.workflow_id
-            for e, (changed, free) in zip(encoded, outcomes, strict=True)
-            if isinstance(e.op, Save) and free and not changed
-        ]
-        current: dict[str, int] = {}
-        if failed_saves:
-            # A fresh statement sees the latest committed revision (READ COMMITTED), which
-            # is what the loser of a CAS race needs to know.
-            current = dict(conn.execute(q.CURRENT_REVISIONS, (failed_saves,)).fetchall())
-        return [
-            _row_result(e.op, changed, free, current)
-            for e, (changed, free) in zip(encoded, outcomes, strict=True)
-        ]
+            outcomes.append((bool(row[0]), bool(row[1])))
+        return outcomes
 
-    def _execute_rows(
-        self, conn: Conn, encoded: list[EncodedOp]
-    ) -> list[InstanceRecord | StoreError]:
-        """One statement per kind for the whole batch (see sql_postgres.CREATE_MANY)."""
+    def _statement_per_kind(self, conn: Conn, encoded: list[EncodedOp]) -> list[tuple[bool, bool]]:
+        """The same for a whole batch in one statement per kind (sql_postgres.CREATE_MANY);
+        only batches without request ids come here, so every request id is "free"."""
         by_id = sorted(encoded, key=lambda e: target_of(e.op).workflow_id)
         creates = [e.params for e in by_id if isinstance(e.op, Create)]
         saves = [e.params for e in by_id if isinstance(e.op, Save)]
@@ -372,24 +376,17 @@ class PostgresRepository(BatchWriter):
                 conn.execute(q.CREATE_MANY, _columns(creates, _CREATE_FIELDS)) if creates else None
             )
             saved = conn.execute(q.SAVE_MANY, _columns(saves, _SAVE_FIELDS)) if saves else None
-            for payload in step_hints_payloads(target_of(e.op) for e in encoded):
-                conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
+            self._notify(conn, encoded)
         changed: set[str] = set()
         for cursor in (created, saved):
             if cursor is not None:
                 changed.update(row[0] for row in cursor.fetchall())
-        failed_saves = [
-            e.op.new.workflow_id
-            for e in encoded
-            if isinstance(e.op, Save) and e.op.new.workflow_id not in changed
-        ]
-        current: dict[str, int] = {}
-        if failed_saves:
-            current = dict(conn.execute(q.CURRENT_REVISIONS, (failed_saves,)).fetchall())
-        return [
-            _row_result(e.op, int(target_of(e.op).workflow_id in changed), True, current)
-            for e in encoded
-        ]
+        return [(target_of(e.op).workflow_id in changed, True) for e in encoded]
+
+    @staticmethod
+    def _notify(conn: Conn, encoded: list[EncodedOp]) -> None:
+        for payload in step_hints_payloads(target_of(e.op) for e in encoded):
+            conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
 
     # -- unknown outcomes ------------------------------------------------------------
 
@@ -548,7 +545,7 @@ def _unknown_for(
 
 
 def _row_result(
-    op: Operation, changed: int, request_free: bool, current: dict[str, int]
+    op: Operation, changed: bool, request_free: bool, current: dict[str, int]
 ) -> InstanceRecord | StoreError:
     target = target_of(op)
     wid = target.workflow_id
