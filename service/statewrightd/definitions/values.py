@@ -10,7 +10,7 @@ import enum
 import math
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, cast
 
 JSONValue: TypeAlias = Any
 """A plain JSON-compatible value: str, int, float, bool, None, list, dict[str, ...]."""
@@ -62,32 +62,28 @@ def to_json(value: object, *, depth: int = 0) -> JSONValue:
     dicts; anything that cannot round-trip through JSON (bytes, timestamps, NaN,
     non-string map keys) is refused so a snapshot is always storable.
     """
-    # Exact-type tests first: this runs on every value a step sets, and isinstance
-    # against the Mapping ABC costs several times more than a type identity check.
     if depth > 64:
         raise ValueTypeError("value is nested too deeply")
+    # Exact types first: this runs on every value a step sets, and the checks below
+    # (a union isinstance, the Mapping ABC) cost several times more for the common case.
     kind = type(value)
     if kind is str or kind is int or kind is bool or value is None:
         return value
-    if kind is float:
-        if not math.isfinite(value):  # type: ignore[arg-type]
+    if isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        if not math.isfinite(value):
             raise ValueTypeError("number is not finite")
         return value
-    if kind is list or kind is tuple:
-        return [to_json(v, depth=depth + 1) for v in value]  # type: ignore[attr-defined]
+    if isinstance(value, list | tuple):
+        return [to_json(v, depth=depth + 1) for v in value]
     if kind is dict or isinstance(value, Mapping):
         out: dict[str, JSONValue] = {}
-        for k, v in value.items():  # type: ignore[attr-defined]
+        for k, v in cast("Mapping[object, object]", value).items():
             if not isinstance(k, str):
                 raise ValueTypeError(f"map key {k!r} is not a string")
             out[k] = to_json(v, depth=depth + 1)
         return out
-    if isinstance(value, bool | int | str):
-        return value
-    if isinstance(value, float):
-        return to_json(float(value), depth=depth)
-    if isinstance(value, list | tuple):
-        return [to_json(v, depth=depth + 1) for v in value]
     raise ValueTypeError(f"a {describe(value)} is not a JSON value")
 
 

@@ -157,4 +157,4 @@ class WatchHub:
                 sub.wake()
 
     def active(self) -> int:
-        return sum(len(subs) for subs in self._subs.values())
+        return self.count
