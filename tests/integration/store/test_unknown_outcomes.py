@@ -1,22 +1,17 @@
 """Losing the connection around COMMIT, with a real fault.
 
-A small TCP proxy sits between the repository and PostgreSQL. It parses the frontend
-protocol (untyped startup messages, then typed messages) and, once armed, cuts the
-connection at the first COMMIT: either right after forwarding it (the server commits,
-the client never hears back) or right before (the server never sees it and rolls back).
+The shared protocol-aware proxy (tests/support/pgproxy.py) sits between the repository
+and PostgreSQL and, once armed, cuts the connection at the next COMMIT of a transaction
+that wrote a step: either right after forwarding it (the server commits, the client
+never hears back) or right before (the server never sees it and rolls back).
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import enum
 import socket
-import struct
-import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
@@ -34,190 +29,18 @@ from statewrightd.store import (
     open_repository,
 )
 from statewrightd.store.postgres import PostgresRepository
-
-_STARTUP_V3 = 196608  # protocol 3.0; other untyped codes are SSL/GSS/cancel requests
-
-
-class Cut(enum.Enum):
-    NONE = "none"
-    AFTER_COMMIT = "after"
-    BEFORE_COMMIT = "before"
-
-
-def _is_commit(kind: bytes, payload: bytes) -> bool:
-    if kind == b"Q":
-        query = payload.split(b"\x00", 1)[0]
-    elif kind == b"P":
-        # Parse: statement name, NUL, query text, NUL, parameter types.
-        parts = payload.split(b"\x00", 2)
-        query = parts[1] if len(parts) > 1 else b""
-    else:
-        return False
-    return query.strip().upper().rstrip(b";").strip() in (b"COMMIT", b"END")
-
-
-class CommitCuttingProxy:
-    """Forwards 127.0.0.1 traffic to PostgreSQL; can cut one connection at COMMIT."""
-
-    def __init__(self, upstream_host: str, upstream_port: int) -> None:
-        self._upstream = (upstream_host, upstream_port)
-        self._listener = socket.create_server(("127.0.0.1", 0))
-        self._listener.settimeout(0.2)
-        self.port = self._listener.getsockname()[1]
-        self._lock = threading.Lock()
-        self._mode = Cut.NONE
-        self.refuse_after_cut = False
-        self.cuts = 0
-        self._closing = threading.Event()
-        self._threads: list[threading.Thread] = []
-        self._sockets: list[socket.socket] = []
-        self._spawn(self._accept_loop)
-
-    def arm(self, mode: Cut, *, refuse_after_cut: bool = False) -> None:
-        with self._lock:
-            self._mode = mode
-            self.refuse_after_cut = refuse_after_cut
-
-    def _spawn(self, target: object, *args: object) -> None:
-        thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
-        thread.start()
-        self._threads.append(thread)
-
-    def _accept_loop(self) -> None:
-        while not self._closing.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            with self._lock:
-                refuse = self.refuse_after_cut and self.cuts > 0
-            if refuse:
-                # The database "went dark": accept and hang up at once.
-                client.close()
-                continue
-            upstream = socket.create_connection(self._upstream, timeout=5)
-            upstream.settimeout(None)
-            self._sockets += [client, upstream]
-            state = {"cut": False}
-            self._spawn(self._client_to_server, client, upstream, state)
-            self._spawn(self._server_to_client, upstream, client, state)
-
-    def _client_to_server(
-        self, client: socket.socket, upstream: socket.socket, state: dict[str, bool]
-    ) -> None:
-        buffer = b""
-        startup_done = False
-        cut_at_sync = False
-        try:
-            while True:
-                data = client.recv(65536)
-                if not data:
-                    break
-                buffer += data
-                while True:
-                    if not startup_done:
-                        if len(buffer) < 8:
-                            break
-                        (length,) = struct.unpack("!I", buffer[:4])
-                        if len(buffer) < length:
-                            break
-                        (code,) = struct.unpack("!I", buffer[4:8])
-                        startup_done = code == _STARTUP_V3
-                        upstream.sendall(buffer[:length])
-                        buffer = buffer[length:]
-                        continue
-                    if len(buffer) < 5:
-                        break
-                    kind = buffer[:1]
-                    (length,) = struct.unpack("!I", buffer[1:5])
-                    if len(buffer) < 1 + length:
-                        break
-                    message, buffer = buffer[: 1 + length], buffer[1 + length :]
-                    if cut_at_sync:
-                        upstream.sendall(message)
-                        if kind == b"S":
-                            return  # the extended-protocol COMMIT is complete: cut now
-                        continue
-                    if _is_commit(kind, message[5:]):
-                        mode = self._take_cut(state)
-                        if mode is Cut.BEFORE_COMMIT:
-                            return  # never forwarded: the server sees only end-of-file
-                        if mode is Cut.AFTER_COMMIT:
-                            upstream.sendall(message)
-                            if kind == b"Q":
-                                return
-                            cut_at_sync = True  # Parse/Bind/Execute/Sync: forward to Sync
-                            continue
-                    upstream.sendall(message)
-        except OSError:
-            pass
-        finally:
-            _hang_up(upstream)
-            _hang_up(client)
-
-    def _take_cut(self, state: dict[str, bool]) -> Cut:
-        with self._lock:
-            mode = self._mode
-            if mode is not Cut.NONE:
-                # From now on nothing the server says reaches this client, so the
-                # COMMIT reply is lost even if the server answers before we hang up.
-                state["cut"] = True
-                self._mode = Cut.NONE
-                self.cuts += 1
-            return mode
-
-    def _server_to_client(
-        self, upstream: socket.socket, client: socket.socket, state: dict[str, bool]
-    ) -> None:
-        try:
-            while True:
-                data = upstream.recv(65536)
-                if not data or state["cut"]:
-                    break
-                client.sendall(data)
-        except OSError:
-            pass
-        finally:
-            _hang_up(client)
-
-    def close(self) -> None:
-        self._closing.set()
-        self._listener.close()
-        for sock in self._sockets:
-            _hang_up(sock)
-        for thread in self._threads:
-            thread.join(timeout=2)
-
-
-def _hang_up(sock: socket.socket) -> None:
-    with contextlib.suppress(OSError):
-        sock.shutdown(socket.SHUT_RDWR)
-    with contextlib.suppress(OSError):
-        sock.close()
+from tests.support.pgproxy import PgProxy, _cstrings, _is_end_of_transaction
 
 
 @pytest.fixture
-def proxy(postgres_url: str) -> Iterator[CommitCuttingProxy]:
-    parts = urlsplit(postgres_url)
-    assert parts.hostname == "127.0.0.1" and parts.port is not None
-    p = CommitCuttingProxy(parts.hostname, parts.port)
-    yield p
-    p.close()
-
-
-def _via(proxy: CommitCuttingProxy, url: str) -> str:
-    parts = urlsplit(url)
-    user = f"{parts.username}@" if parts.username else ""
-    netloc = f"{user}127.0.0.1:{proxy.port}"
-    # Plain startup: no SSL or GSS negotiation in front of the messages we parse.
-    return urlunsplit(parts._replace(netloc=netloc, query="sslmode=disable&gssencmode=disable"))
+def proxy(postgres_url: str) -> Iterator[PgProxy]:
+    with PgProxy.for_url(postgres_url) as p:
+        yield p
 
 
 @pytest.fixture
-def proxied(proxy: CommitCuttingProxy, postgres_url: str) -> Iterator[Repository]:
-    repo = open_repository(_via(proxy, postgres_url), migrate=False, pool_size=2)
+def proxied(proxy: PgProxy, postgres_url: str) -> Iterator[Repository]:
+    repo = open_repository(proxy.url_for(postgres_url), migrate=False, pool_size=2)
     yield repo
     repo.close()
 
@@ -263,10 +86,10 @@ def _step(rec: InstanceRecord, state: str = "next") -> Save:
 
 
 def test_cut_after_commit_is_reconciled_as_success(
-    proxy: CommitCuttingProxy, proxied: Repository, direct: Repository
+    proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     rec = _created(proxied, "w")
-    proxy.arm(Cut.AFTER_COMMIT)
+    proxy.arm_cut(forward_commit=True)
     op = _step(rec)
     assert proxied.save(op) == 2
     assert proxy.cuts == 1, "the fault was not injected"
@@ -277,10 +100,10 @@ def test_cut_after_commit_is_reconciled_as_success(
 
 
 def test_cut_before_commit_is_a_known_failure(
-    proxy: CommitCuttingProxy, proxied: Repository, direct: Repository
+    proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     rec = _created(proxied, "w")
-    proxy.arm(Cut.BEFORE_COMMIT)
+    proxy.arm_cut(forward_commit=False)
     with pytest.raises(StorageUnavailable) as failure:
         proxied.save(_step(rec))
     assert not isinstance(failure.value, OutcomeUnknown)
@@ -292,10 +115,10 @@ def test_cut_before_commit_is_a_known_failure(
 
 
 def test_unreadable_outcome_is_unknown_until_resolved(
-    proxy: CommitCuttingProxy, proxied: Repository, direct: Repository
+    proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     rec = _created(proxied, "w")
-    proxy.arm(Cut.AFTER_COMMIT, refuse_after_cut=True)
+    proxy.arm_cut(forward_commit=True, refuse=True)
     op = _step(rec)
     with pytest.raises(OutcomeUnknown) as caught:
         proxied.save(op)
@@ -306,11 +129,11 @@ def test_unreadable_outcome_is_unknown_until_resolved(
 
 
 def test_batch_cut_after_commit_keeps_per_row_results(
-    proxy: CommitCuttingProxy, proxied: Repository, direct: Repository
+    proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     a, b, c = (_created(proxied, w) for w in "abc")
     proxied.save(_step(c))
-    proxy.arm(Cut.AFTER_COMMIT)
+    proxy.arm_cut(forward_commit=True)
     ops = [_step(a), _step(b), _step(c)]
     results = proxied.apply_batch(ops)
     assert proxy.cuts == 1
@@ -320,11 +143,11 @@ def test_batch_cut_after_commit_keeps_per_row_results(
 
 
 def test_batch_cut_before_commit_fails_only_the_written_rows(
-    proxy: CommitCuttingProxy, proxied: Repository, direct: Repository
+    proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     a, b = (_created(proxied, w) for w in "ab")
     proxied.save(_step(b))
-    proxy.arm(Cut.BEFORE_COMMIT)
+    proxy.arm_cut(forward_commit=False)
     results = proxied.apply_batch([_step(a), _step(b)])
     assert isinstance(results[0], StorageUnavailable)
     assert not isinstance(results[0], OutcomeUnknown)
@@ -363,7 +186,7 @@ def test_unreachable_database_is_storage_unavailable() -> None:
 
 
 def test_proxy_detects_commit_in_both_protocols() -> None:
-    assert _is_commit(b"Q", b"COMMIT\x00")
-    assert _is_commit(b"P", b"\x00commit\x00\x00\x00")
-    assert not _is_commit(b"Q", b"SELECT 'COMMIT'\x00")
-    assert not _is_commit(b"D", b"COMMIT\x00")
+    # A simple query carries its text; a Parse message carries a name, then the text.
+    assert _is_end_of_transaction(_cstrings(b"COMMIT\x00", 1)[0]) == "commit"
+    assert _is_end_of_transaction(_cstrings(b"\x00commit\x00\x00\x00", 2)[1]) == "commit"
+    assert _is_end_of_transaction(b"SELECT 'COMMIT'") == ""
