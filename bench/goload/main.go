@@ -276,7 +276,6 @@ type client struct {
 	conns   []*grpc.ClientConn
 	next    atomic.Uint64
 	timeout time.Duration
-	codec   grpc.CallOption
 	order   *statewrightv1.StartWorkflowRequest
 	mail    *statewrightv1.StartWorkflowRequest
 	approve *structpb.Struct
@@ -303,7 +302,6 @@ func mustStruct(values map[string]any) *structpb.Struct {
 func newClient(p plan, conns []*grpc.ClientConn) *client {
 	c := &client{
 		plan: p, conns: conns, timeout: seconds(p.timeout), approve: mustStruct(approve),
-		codec: grpc.ForceCodecV2(newCodec()),
 	}
 	c.order = &statewrightv1.StartWorkflowRequest{
 		Definition: "order-fulfilment", Version: int32(p.version), Input: mustStruct(orderInput),
@@ -323,18 +321,24 @@ func (c *client) conn() *grpc.ClientConn {
 	return c.conns[(c.next.Add(1)-1)%uint64(len(c.conns))]
 }
 
-// The calls are the generated client's (same method, same request message), but the
-// response is decoded into a head: only workflow.name and workflow.status.
+// head is what the load generator needs of a response's workflow.
+type head struct {
+	name   string
+	status statewrightv1.WorkflowStatus
+}
+
+func headOf(workflow *statewrightv1.Workflow) head {
+	return head{name: workflow.GetName(), status: workflow.GetStatus()}
+}
+
 func (c *client) startWorkflow(ctx context.Context, conn *grpc.ClientConn, request *statewrightv1.StartWorkflowRequest) (head, error) {
-	var h head
-	err := conn.Invoke(ctx, statewrightv1.WorkflowService_StartWorkflow_FullMethodName, request, &h, c.codec)
-	return h, err
+	response, err := statewrightv1.NewWorkflowServiceClient(conn).StartWorkflow(ctx, request)
+	return headOf(response.GetWorkflow()), err
 }
 
 func (c *client) resumeWorkflow(ctx context.Context, conn *grpc.ClientConn, request *statewrightv1.ResumeWorkflowRequest) (head, error) {
-	var h head
-	err := conn.Invoke(ctx, statewrightv1.WorkflowService_ResumeWorkflow_FullMethodName, request, &h, c.codec)
-	return h, err
+	response, err := statewrightv1.NewWorkflowServiceClient(conn).ResumeWorkflow(ctx, request)
+	return headOf(response.GetWorkflow()), err
 }
 
 // requestID is uuid4().hex's shape: 32 hex digits.
