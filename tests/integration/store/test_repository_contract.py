@@ -496,6 +496,28 @@ def test_batch_without_request_ids_rows_succeed_or_fail_on_their_own(repo: Repos
         repo.load("s-bad")
 
 
+def test_batch_rows_keep_awkward_text_exactly(repo: Repository) -> None:
+    # PostgreSQL's set-based statements carry a batch as one JSON document: quotes,
+    # backslashes, control characters and non-BMP text must come back byte for byte.
+    odd = 'q"uote \\back\\slash\n\ttab \x01 é ✓ 🚀 \u2028'
+    ctx = {odd: [odd, {"k": odd}], "n": 2**62, "f": -0.5}
+    ops: list[Create | Save] = [
+        create_op(f"odd-{i}{odd}", state=f"s{odd}", context=ctx) for i in range(3)
+    ]
+    results = repo.apply_batch(ops)
+    assert results == [op.record for op in ops if isinstance(op, Create)]
+    bases = [r for r in results if isinstance(r, InstanceRecord)]
+    saves: list[Create | Save] = [save_op(b, state=f"t{odd}", context={"v": odd}) for b in bases]
+    saved = repo.apply_batch(saves)
+    assert saved == [op.new for op in saves if isinstance(op, Save)]
+    for op in saves:
+        assert isinstance(op, Save)
+        assert repo.load(op.new.workflow_id) == op.new
+        first, second = repo.history_after(op.new.workflow_id, 0, 10)
+        assert first.state == f"s{odd}" and first.context == ctx
+        assert second.state == f"t{odd}" and second.context == {"v": odd}
+
+
 def test_history_row_keeps_its_own_context(repo: Repository) -> None:
     # 1 and 1.0 compare equal but are stored differently: the history row's context is
     # never replaced by the instance row's merely because they are ==.
