@@ -10,6 +10,9 @@
 //	    [--prepare N] [--request-ids] [--version V] [--channels 1] [--timeout 10] \
 //	    [--ready-fd FD]
 //
+// bench/watch_bench.py runs one more scenario, watch (see watch.go): WatchWorkflow streams
+// on the instances listed in --ids-file, and SignalWorkflow open loop at --rate to them.
+//
 // --rate is the total offered rate of all --processes processes (0: closed loop); this
 // process sends rate/processes per second, phase-shifted by index/processes of an interval.
 //
@@ -45,6 +48,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -79,6 +83,9 @@ type plan struct {
 	timeout     float64
 	readyFD     int
 	maxProcs    int
+	// watch scenario only
+	idsFile             string
+	watchersPerInstance int
 }
 
 // report is loadgen.py's ChildReport, field for field.
@@ -114,7 +121,13 @@ func main() {
 		// Few, larger collections: the heap is small (latency slices, in-flight calls).
 		debug.SetGCPercent(400)
 	}
-	rep, err := run(p)
+	var rep any
+	var err error
+	if p.scenario == "watch" {
+		rep, err = runWatch(p)
+	} else {
+		rep, err = run(p)
+	}
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "goload: process %d: %v\n", p.index, err)
 		os.Exit(1)
@@ -134,7 +147,7 @@ func parseFlags() plan {
 	var p plan
 	var target string
 	flag.StringVar(&target, "target", "", "HOST:PORT of the server, or several comma-separated (required)")
-	flag.StringVar(&p.scenario, "scenario", "", "start, echo, hitl or resume (required)")
+	flag.StringVar(&p.scenario, "scenario", "", "start, echo, hitl, resume or watch (required)")
 	flag.IntVar(&p.processes, "processes", 1, "load processes in the run (splits --rate)")
 	flag.IntVar(&p.index, "index", 0, "this process's index among --processes")
 	flag.IntVar(&p.concurrency, "concurrency", 16, "closed loop: lanes; open loop: in-flight cap")
@@ -148,8 +161,22 @@ func parseFlags() plan {
 	flag.Float64Var(&p.timeout, "timeout", 10, "per-RPC deadline, seconds")
 	flag.IntVar(&p.readyFD, "ready-fd", 0, "write \"ready\" here, then read the start time from stdin")
 	flag.IntVar(&p.maxProcs, "gomaxprocs", 1, "GOMAXPROCS unless the environment sets it; 0: Go's default")
+	flag.StringVar(&p.idsFile, "ids-file", "", "watch: workflow ids to watch and signal, one a line")
+	flag.IntVar(&p.watchersPerInstance, "watchers-per-instance", 1, "watch: streams on each instance")
 	flag.Parse()
 	p.targets = splitTargets(target)
+	given := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	if p.scenario == "watch" {
+		// The other scenarios' defaults fit a few dozen calls in flight; the watch scenario
+		// carries hundreds of streams, and an open loop that must never skip a send.
+		if !given["channels"] {
+			p.channels = watchDefaultChannels
+		}
+		if !given["concurrency"] {
+			p.concurrency = watchInflight(p.rate, p.timeout)
+		}
+	}
 	fail := func(format string, args ...any) {
 		fmt.Fprintf(os.Stderr, "goload: "+format+"\n", args...)
 		os.Exit(2)
@@ -157,10 +184,14 @@ func parseFlags() plan {
 	switch {
 	case len(p.targets) == 0:
 		fail("--target is required (HOST:PORT, or several comma-separated)")
-	case p.scenario != "start" && p.scenario != "echo" && p.scenario != "hitl" && p.scenario != "resume":
-		fail("--scenario must be start, echo, hitl or resume; got %q", p.scenario)
+	case !slices.Contains([]string{"start", "echo", "hitl", "resume", "watch"}, p.scenario):
+		fail("--scenario must be start, echo, hitl, resume or watch; got %q", p.scenario)
 	case p.scenario == "resume" && p.prepare <= 0:
 		fail("--scenario resume needs --prepare N (WAITING instances per process)")
+	case p.scenario == "watch" && (p.idsFile == "" || p.watchersPerInstance < 1 || p.rate <= 0):
+		fail("--scenario watch needs --ids-file, --watchers-per-instance >= 1 and --rate > 0")
+	case p.scenario == "watch" && p.processes != 1:
+		fail("--scenario watch runs as one process (--processes 1)")
 	case p.processes < 1 || p.index < 0 || p.index >= p.processes:
 		fail("need 0 <= --index < --processes")
 	case p.concurrency < 1 || p.channels < 1:
@@ -488,13 +519,15 @@ func (c *client) guarded(ctx context.Context, op operation, t0 time.Time) error 
 		c.rec.error(key)
 		return nil
 	}
-	code := status.Code(err)
-	name, ok := codeNames[code]
-	if !ok {
-		name = strings.ToUpper(code.String())
-	}
-	c.rec.error(name)
+	c.rec.error(codeName(status.Code(err)))
 	return nil
+}
+
+func codeName(code codes.Code) string {
+	if name, ok := codeNames[code]; ok {
+		return name
+	}
+	return strings.ToUpper(code.String())
 }
 
 // -- load shapes ------------------------------------------------------------------------
