@@ -169,7 +169,6 @@ class PostgresRepository(BatchWriter):
             kwargs={"connect_timeout": int(connect_timeout)},
             configure=self._configure,
             check=self._check,
-            reset=self._returned,
             timeout=pool_timeout,
             name="statewright-store",
             open=False,
@@ -196,15 +195,25 @@ class PostgresRepository(BatchWriter):
     def _trouble(self) -> None:
         self._trouble_at = time.monotonic()
 
-    def _returned(self, conn: Conn) -> None:
-        self._last_returned[conn] = time.monotonic()
+    @contextmanager
+    def _pooled(self, timeout: float) -> Iterator[Conn]:
+        """A pooled connection, marked as alive when the block using it succeeds.
+
+        The mark is what lets ``_check`` skip the liveness round trip. It is set here, not
+        in the pool's ``reset`` callback: with that callback the pool returns every
+        connection through one of its worker threads, a wake-up of another thread per
+        transaction.
+        """
+        with self._pool.connection(timeout=timeout) as conn:
+            yield conn
+            self._last_returned[conn] = time.monotonic()
 
     # -- reads -----------------------------------------------------------------------
 
     @contextmanager
     def _connection(self) -> Iterator[Conn]:
         try:
-            with self._pool.connection(timeout=self._pool_timeout) as conn:
+            with self._pooled(self._pool_timeout) as conn:
                 yield conn
         except PoolTimeout as exc:
             self._trouble()
@@ -306,7 +315,7 @@ class PostgresRepository(BatchWriter):
 
     def _transaction(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
         pid: int | None = None
-        with self._pool.connection(timeout=self._pool_timeout) as conn:
+        with self._pooled(self._pool_timeout) as conn:
             pid = conn.info.backend_pid
             results = self._execute(conn, encoded)
             try:
@@ -454,7 +463,7 @@ class PostgresRepository(BatchWriter):
 
     def ping(self) -> None:
         try:
-            with self._pool.connection(timeout=min(self._pool_timeout, 5.0)) as conn:
+            with self._pooled(min(self._pool_timeout, 5.0)) as conn:
                 version = postgres_schema_version(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             self._trouble()
