@@ -1,6 +1,7 @@
 // Package statewright is a small layer over the generated statewright.v1 gRPC client
 // (package statewrightv1): a connection set up with the service config shipped with the
-// API, and helpers that read the google.rpc.ErrorInfo every Statewright error carries.
+// API, a WatchWorkflow that resumes after dropped connections (Client.Watch), and helpers
+// that read the google.rpc.ErrorInfo every Statewright error carries.
 package statewright
 
 import (
