@@ -16,7 +16,6 @@ import dev.statewright.v1.SignalWorkflowRequest;
 import dev.statewright.v1.SignalWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
 import dev.statewright.v1.StartWorkflowResponse;
-import dev.statewright.v1.WatchWorkflowRequest;
 import dev.statewright.v1.WatchWorkflowResponse;
 import dev.statewright.v1.Workflow;
 import dev.statewright.v1.WorkflowServiceGrpc;
@@ -33,6 +32,7 @@ import java.util.Map;
 import java.util.NoSuchElementException;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
@@ -44,8 +44,8 @@ import java.util.function.Function;
  *       request has none, so such a retry is idempotent on the server.
  *   <li>Every unary call has a deadline: the service config's per-method timeout.
  *   <li>Failures are thrown as {@link StatewrightException} with the ErrorInfo reason.
- *   <li>{@link #watch} resumes with {@code after_revision} after a dropped stream, so every
- *       revision is delivered exactly once.
+ *   <li>{@link #watch(String, WatchOptions)} resumes with {@code after_revision} after a dropped
+ *       stream, so every revision is delivered exactly once.
  * </ul>
  */
 public final class StatewrightClient implements AutoCloseable {
@@ -243,115 +243,53 @@ public final class StatewrightClient implements AutoCloseable {
   }
 
   /**
-   * Every revision of an instance in order, ending after a terminal one. Without {@code
-   * afterRevision} (pass {@code null}) the first message is CURRENT. A stream that fails with
-   * UNAVAILABLE (dropped connection, restarting server) is reopened after the last delivered
-   * revision, so nothing is skipped or repeated; it gives up after {@code reconnectBudget}
-   * without progress. The stream itself has no deadline: it lasts as long as the instance.
+   * Every revision of an instance in order, each exactly once, ending after a terminal one.
+   *
+   * <p>Without {@link WatchOptions#withAfterRevision} the first message is CURRENT (the instance
+   * now), then one STEP per new revision; with it, every revision after it is replayed first. When
+   * the stream fails with UNAVAILABLE (a dropped connection, a restarting server) or with
+   * CANCELLED, INTERNAL or UNKNOWN without an ErrorInfo reason, it is reopened after the last
+   * revision delivered; it gives up, throwing the last error, after {@link
+   * WatchOptions#withReconnectBudget the reconnect budget} passes without a new revision. Any other
+   * failure throws {@link StatewrightException} at once. If the instance already ended at a
+   * revision at or before {@code afterRevision}, the stream ends without messages.
+   *
+   * <p>By default the stream has no deadline: it lasts as long as the instance. It runs in the
+   * {@link io.grpc.Context} current at this call, so cancelling that context ends it (with
+   * CANCELLED) instead of reconnecting; so does interrupting the iterating thread, or shutting the
+   * channel down (with the channel's UNAVAILABLE). {@link WatchStream#close} ends it quietly.
    */
-  public Iterator<WatchWorkflowResponse> watch(String name, Long afterRevision, Duration reconnectBudget) {
-    return new ResumingWatch(workflowName(name), afterRevision, reconnectBudget);
+  public WatchStream watch(String name, WatchOptions options) {
+    return new ResumingWatch(stub, channel, this::get, workflowName(name), options);
   }
 
-  public Iterator<WatchWorkflowResponse> watch(String name) {
-    return watch(name, null, Duration.ofSeconds(30));
+  /** {@link #watch(String, WatchOptions)} with {@link WatchOptions#defaults()}. */
+  public WatchStream watch(String name) {
+    return watch(name, WatchOptions.defaults());
+  }
+
+  /**
+   * Hands every revision of an instance to {@code consumer}, in order and each exactly once, and
+   * returns after the terminal one (or at once if the instance already ended at or before {@code
+   * afterRevision}); see {@link #watch(String, WatchOptions)} for reconnects. Blocks the calling
+   * thread; interrupting it or cancelling its {@link io.grpc.Context} ends the watch with
+   * CANCELLED. An exception thrown by {@code consumer} ends the stream and propagates.
+   *
+   * @throws StatewrightException when the watch cannot go on: a final error, the reconnect budget
+   *     spent, a stream deadline, or cancellation
+   */
+  public void watch(String name, WatchOptions options, Consumer<? super WatchWorkflowResponse> consumer) {
+    try (WatchStream stream = watch(name, options)) {
+      while (stream.hasNext()) {
+        consumer.accept(stream.next());
+      }
+    }
   }
 
   static boolean terminal(WorkflowStatus status) {
     return status == WorkflowStatus.WORKFLOW_STATUS_COMPLETED
         || status == WorkflowStatus.WORKFLOW_STATUS_FAILED
         || status == WorkflowStatus.WORKFLOW_STATUS_CANCELLED;
-  }
-
-  private final class ResumingWatch implements Iterator<WatchWorkflowResponse> {
-    private final String name;
-    private final long budgetNanos;
-    private Long after;
-    private Iterator<WatchWorkflowResponse> stream;
-    private WatchWorkflowResponse pending;
-    private boolean finished;
-
-    ResumingWatch(String name, Long after, Duration budget) {
-      this.name = name;
-      this.after = after;
-      this.budgetNanos = budget.toNanos();
-    }
-
-    private Iterator<WatchWorkflowResponse> open() {
-      WatchWorkflowRequest.Builder request = WatchWorkflowRequest.newBuilder().setName(name);
-      if (after != null) {
-        request.setAfterRevision(after);
-      }
-      return stub.watchWorkflow(request.build());
-    }
-
-    @Override
-    public boolean hasNext() {
-      if (pending != null) {
-        return true;
-      }
-      if (finished) {
-        return false;
-      }
-      long since = System.nanoTime();
-      long backoffMillis = 100;
-      while (true) {
-        StatewrightException failure = null;
-        try {
-          if (stream == null) {
-            stream = open();
-          }
-          while (stream.hasNext()) {
-            WatchWorkflowResponse message = stream.next();
-            if (after != null && message.getRevision() <= after) {
-              continue; // already delivered before a reconnect
-            }
-            after = message.getRevision();
-            pending = message;
-            if (terminal(message.getWorkflow().getStatus())) {
-              finished = true;
-            }
-            return true;
-          }
-          // Ended OK without a terminal revision: a draining server. Nothing more can come
-          // only if the instance already ended at a revision we delivered.
-          Workflow current = get(name);
-          if (terminal(current.getStatus()) && after != null && current.getRevision() <= after) {
-            finished = true;
-            return false;
-          }
-        } catch (StatusRuntimeException e) {
-          failure = StatewrightException.from(e);
-          if (!resumable(failure)) {
-            finished = true;
-            throw failure;
-          }
-        }
-        stream = null;
-        // After a dropped connection the channel waits out its reconnect backoff (1 s
-        // growing to 120 s) and fails calls at once meanwhile; try the server again now.
-        channel.resetConnectBackoff();
-        if (System.nanoTime() - since > budgetNanos) {
-          finished = true;
-          throw failure != null
-              ? failure
-              : new StatewrightException(
-                  Status.Code.UNAVAILABLE, "watch kept ending before a terminal revision", "", "", Map.of(), null);
-        }
-        sleep(backoffMillis / 2 + (long) (Math.random() * backoffMillis / 2));
-        backoffMillis = Math.min(backoffMillis * 2, 2000);
-      }
-    }
-
-    @Override
-    public WatchWorkflowResponse next() {
-      if (!hasNext()) {
-        throw new NoSuchElementException();
-      }
-      WatchWorkflowResponse message = pending;
-      pending = null;
-      return message;
-    }
   }
 
   /** Transport failures a reconnect can cure; errors with an ErrorInfo reason are final. */
@@ -362,14 +300,5 @@ public final class StatewrightClient implements AutoCloseable {
     boolean transport =
         e.code() == Status.Code.CANCELLED || e.code() == Status.Code.INTERNAL || e.code() == Status.Code.UNKNOWN;
     return transport && e.reason().isEmpty();
-  }
-
-  private static void sleep(long millis) {
-    try {
-      Thread.sleep(millis);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
-      throw new StatewrightException(Status.Code.CANCELLED, "interrupted", "", "", Map.of(), e);
-    }
   }
 }

@@ -34,6 +34,8 @@ import java.util.function.Function;
 final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase implements AutoCloseable {
   final List<Object> requests = new CopyOnWriteArrayList<>();
   final List<Deadline> deadlines = new CopyOnWriteArrayList<>();
+  /** The deadline of each WatchWorkflow stream, null where it had none. */
+  final List<Deadline> watchDeadlines = new CopyOnWriteArrayList<>();
   Function<GetWorkflowRequest, GetWorkflowResponse> getWorkflow;
   Function<StartWorkflowRequest, StartWorkflowResponse> startWorkflow;
   Function<ResumeWorkflowRequest, ResumeWorkflowResponse> resumeWorkflow;
@@ -92,6 +94,7 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   @Override
   public void watchWorkflow(WatchWorkflowRequest request, StreamObserver<WatchWorkflowResponse> observer) {
     requests.add(request);
+    watchDeadlines.add(Context.current().getDeadline());
     watchWorkflow.accept(request, observer);
   }
 

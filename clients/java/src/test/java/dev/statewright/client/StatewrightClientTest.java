@@ -13,15 +13,10 @@ import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.StartWorkflowRequest;
 import dev.statewright.v1.StartWorkflowResponse;
-import dev.statewright.v1.WatchEventType;
-import dev.statewright.v1.WatchWorkflowRequest;
-import dev.statewright.v1.WatchWorkflowResponse;
 import dev.statewright.v1.Workflow;
 import dev.statewright.v1.WorkflowStatus;
 import io.grpc.Status;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -132,50 +127,12 @@ class StatewrightClientTest {
   }
 
   @Test
-  void watchResumesAfterTheLastRevisionWhenTheStreamDrops() {
-    AtomicInteger streams = new AtomicInteger();
-    fake.watchWorkflow = (request, observer) -> {
-      if (streams.incrementAndGet() == 1) {
-        assertFalse(request.hasAfterRevision());
-        observer.onNext(message(WatchEventType.WATCH_EVENT_TYPE_CURRENT, 1, WorkflowStatus.WORKFLOW_STATUS_WAITING));
-        observer.onError(Status.UNAVAILABLE.withDescription("server restarting").asRuntimeException());
-      } else {
-        assertEquals(1, request.getAfterRevision());
-        // A replica may replay an already delivered revision: the client drops it.
-        observer.onNext(message(WatchEventType.WATCH_EVENT_TYPE_STEP, 1, WorkflowStatus.WORKFLOW_STATUS_WAITING));
-        observer.onNext(message(WatchEventType.WATCH_EVENT_TYPE_STEP, 2, WorkflowStatus.WORKFLOW_STATUS_COMPLETED));
-        observer.onCompleted();
-      }
-    };
-    List<Long> revisions = new ArrayList<>();
-    Iterator<WatchWorkflowResponse> watch = client.watch("w", null, Duration.ofSeconds(5));
-    watch.forEachRemaining(m -> revisions.add(m.getRevision()));
-    assertEquals(List.of(1L, 2L), revisions);
-    assertEquals(2, streams.get());
-    assertEquals("workflows/w", ((WatchWorkflowRequest) fake.requests.get(1)).getName());
-  }
-
-  @Test
-  void watchSurfacesFinalErrorsWithoutReconnecting() {
-    AtomicInteger streams = new AtomicInteger();
-    fake.watchWorkflow = (request, observer) -> {
-      streams.incrementAndGet();
-      observer.onError(FakeService.error(Status.Code.NOT_FOUND, "WORKFLOW_NOT_FOUND", Map.of("workflow_id", "w")));
-    };
-    Iterator<WatchWorkflowResponse> watch = client.watch("w");
-    StatewrightException e = assertThrows(StatewrightException.class, watch::hasNext);
-    assertEquals("WORKFLOW_NOT_FOUND", e.reason());
-    assertEquals(1, streams.get());
-  }
-
-  private static WatchWorkflowResponse message(WatchEventType type, long revision, WorkflowStatus status) {
-    return WatchWorkflowResponse.newBuilder().setType(type).setRevision(revision).setWorkflow(workflow("w", revision, status)).build();
-  }
-
-  @Test
   void resumableCodes() {
     assertTrue(StatewrightClient.resumable(new StatewrightException(Status.Code.UNAVAILABLE, "m", "SHUTTING_DOWN", "", Map.of(), null)));
     assertTrue(StatewrightClient.resumable(new StatewrightException(Status.Code.INTERNAL, "rst", "", "", Map.of(), null)));
+    assertTrue(StatewrightClient.resumable(new StatewrightException(Status.Code.CANCELLED, "goaway", "", "", Map.of(), null)));
+    assertTrue(StatewrightClient.resumable(new StatewrightException(Status.Code.UNKNOWN, "m", "", "", Map.of(), null)));
+    assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.NOT_FOUND, "m", "", "", Map.of(), null)));
     assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.INTERNAL, "m", "INTERNAL", "", Map.of(), null)));
     assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.DEADLINE_EXCEEDED, "m", "", "", Map.of(), null)));
   }

@@ -3,6 +3,7 @@ package dev.statewright.client.conformance;
 import dev.statewright.client.StatewrightClient;
 import dev.statewright.client.StatewrightException;
 import dev.statewright.client.Structs;
+import dev.statewright.client.WatchOptions;
 import dev.statewright.v1.GetDiagnosticsResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
@@ -363,7 +364,8 @@ public final class ConformanceRunner {
     checkKeys("request", r, "name", "after_revision");
     checkKeys("expect", expect, "first");
     Long after = r.containsKey("after_revision") ? ((Number) r.get("after_revision")).longValue() : null;
-    BackgroundWatch watch = new BackgroundWatch(client.watch(str(r, "name", true), after, Duration.ofSeconds(30)));
+    WatchOptions options = after == null ? WatchOptions.defaults() : WatchOptions.defaults().withAfterRevision(after);
+    BackgroundWatch watch = new BackgroundWatch(client.watch(str(r, "name", true), options));
     Thread thread = new Thread(watch, "watch-" + step.get("id"));
     thread.setDaemon(true);
     thread.start();
