@@ -2,11 +2,21 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/connect-node";
 
 import { defaultServiceConfig } from "./gen/service_config.js";
-import { WorkflowService } from "./gen/statewright/v1/workflow_service_pb.js";
+import { WorkflowService, type WatchWorkflowResponse } from "./gen/statewright/v1/workflow_service_pb.js";
 import { withServiceConfig, type ServiceConfig } from "./service_config.js";
+import { watch, type WatchOptions } from "./watch.js";
 
 /** A promise-based WorkflowService client: one method per RPC (startWorkflow, ...). */
 export type WorkflowServiceClient = Client<typeof WorkflowService>;
+
+/** A WorkflowServiceClient with the helpers that span several calls. */
+export type StatewrightClient = WorkflowServiceClient & {
+  /**
+   * Yields every revision of an instance in order, resuming after dropped connections,
+   * and returns after a terminal one; see watch() in watch.ts.
+   */
+  watch(name: string, options?: WatchOptions): AsyncGenerator<WatchWorkflowResponse, void, undefined>;
+};
 
 export type StatewrightClientOptions = Partial<GrpcTransportOptions> & {
   /** The service config to follow instead of the one shipped with the API. */
@@ -25,9 +35,12 @@ export function createStatewrightTransport(target: string, options: StatewrightC
   return withServiceConfig(createGrpcTransport({ baseUrl, ...transportOptions }), serviceConfig);
 }
 
-/** A WorkflowService client for target; see createStatewrightTransport. */
-export function createStatewrightClient(target: string, options: StatewrightClientOptions = {}): WorkflowServiceClient {
-  return createClient(WorkflowService, createStatewrightTransport(target, options));
+/** A WorkflowService client for target, with watch(); see createStatewrightTransport. */
+export function createStatewrightClient(target: string, options: StatewrightClientOptions = {}): StatewrightClient {
+  const client = createClient(WorkflowService, createStatewrightTransport(target, options));
+  return Object.assign(client, {
+    watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
+  });
 }
 
 /** The resource name of the instance with the given id, `workflows/{workflow_id}`. */

@@ -1,13 +1,15 @@
 // The Statewright TypeScript client: generated statewright.v1 messages and service
-// descriptors, a client factory that follows the shipped service config, and helpers for
-// the google.rpc.ErrorInfo every Statewright error carries.
+// descriptors, a client factory that follows the shipped service config, a resuming watch,
+// and helpers for the google.rpc.ErrorInfo every Statewright error carries.
 export {
   createStatewrightClient,
   createStatewrightTransport,
   workflowName,
+  type StatewrightClient,
   type StatewrightClientOptions,
   type WorkflowServiceClient,
 } from "./client.js";
+export { watch, type WatchOptions } from "./watch.js";
 export { DOMAIN, ErrorInfoSchema, errorInfo, errorReason, type ErrorInfo } from "./error_info.js";
 export {
   codeName,

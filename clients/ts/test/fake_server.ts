@@ -24,6 +24,8 @@ export type WorkflowServiceImpl = Partial<ServiceImpl<typeof WorkflowService>>;
 export interface Served {
   target: string;
   close(): Promise<void>;
+  /** Destroys every client connection, as a crashing server or a broken network would. */
+  dropConnections(): void;
 }
 
 export async function serve(impl: WorkflowServiceImpl): Promise<Served> {
@@ -44,6 +46,9 @@ export async function serve(impl: WorkflowServiceImpl): Promise<Served> {
   const { port } = server.address() as AddressInfo;
   return {
     target: `127.0.0.1:${port}`,
+    dropConnections: () => {
+      for (const session of sessions) session.destroy();
+    },
     close: () =>
       new Promise<void>((resolve) => {
         server.close(() => resolve());
@@ -151,6 +156,10 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
       return response;
     },
 
+    getWorkflow(req) {
+      return { workflow: clone(WorkflowSchema, find(req.name)) };
+    },
+
     listWorkflows(req) {
       const matching = [...workflows.values()].filter((wf) => !req.definition || wf.definition === req.definition);
       const offset = req.pageToken ? Number(req.pageToken) : 0;
@@ -167,11 +176,21 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
       };
     },
 
+    // As the server does: CURRENT first without after_revision; with it, the history after
+    // it, and an empty OK stream when the instance ended at or before it.
     async *watchWorkflow(req, ctx) {
-      let current = clone(WorkflowSchema, find(req.name));
-      yield { type: WatchEventType.CURRENT, revision: current.revision, workflow: current };
-      let next = current.revision + 1n;
-      while (!terminal(current.status)) {
+      const now = clone(WorkflowSchema, find(req.name));
+      let next: bigint;
+      let ended: boolean;
+      if (req.afterRevision === undefined) {
+        yield { type: WatchEventType.CURRENT, revision: now.revision, workflow: now };
+        next = now.revision + 1n;
+        ended = terminal(now.status);
+      } else {
+        next = req.afterRevision + 1n;
+        ended = terminal(now.status) && next > now.revision;
+      }
+      while (!ended) {
         const list = history.get(req.name) ?? [];
         const message = list[Number(next) - 1];
         if (!message) {
@@ -179,9 +198,9 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
           continue;
         }
         next++;
-        current = message.workflow ?? current;
+        ended = terminal(message.workflow?.status ?? WorkflowStatus.UNSPECIFIED);
         if (knobs.skipRevision) {
-          if (!terminal(current.status)) continue;
+          if (!ended) continue;
           const skipped = clone(WatchWorkflowResponseSchema, message);
           skipped.revision++;
           if (skipped.workflow) skipped.workflow.revision++;

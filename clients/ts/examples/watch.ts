@@ -1,0 +1,19 @@
+// Follows one instance to its end, printing each revision once, across dropped connections
+// and server restarts; Ctrl-C stops it.
+//   node dist/examples/watch.js 127.0.0.1:50051 WORKFLOW_ID
+import { createStatewrightClient, Code, ConnectError, WatchEventType, WorkflowStatus } from "@statewright/client";
+
+const [target = "127.0.0.1:50051", workflowId = "order-1"] = process.argv.slice(2);
+const client = createStatewrightClient(target);
+const stop = new AbortController();
+process.once("SIGINT", () => stop.abort());
+
+try {
+  for await (const m of client.watch(workflowId, { signal: stop.signal })) {
+    const wf = m.workflow!;
+    console.log(`${WatchEventType[m.type]} ${m.revision}: ${WorkflowStatus[wf.status]} in ${wf.state} ${m.event}`);
+  }
+} catch (err) {
+  // The abort ends the watch with CANCELED; anything else is why it could not go on.
+  if (ConnectError.from(err).code !== Code.Canceled) throw err;
+}
