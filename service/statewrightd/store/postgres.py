@@ -186,14 +186,11 @@ class PostgresRepository(BatchWriter):
         # handed out (an empty round trip) keeps the outage from failing one more request
         # per pooled connection once the database is back. A connection that came back
         # from a successful use a moment ago is not checked again: under load that round
-        # trip would be paid once per group-commit batch.
-        # Once any connection has failed, every one returned before that is suspect.
+        # trip would be paid once per group-commit batch. ``_trouble_at`` (see _pooled)
+        # voids every mark made before a connection failed.
         last = self._last_returned.get(conn)
         if last is None or last < self._trouble_at or time.monotonic() - last > _RECENT_S:
             ConnectionPool.check_connection(conn)
-
-    def _trouble(self) -> None:
-        self._trouble_at = time.monotonic()
 
     @contextmanager
     def _pooled(self, timeout: float) -> Iterator[Conn]:
@@ -204,9 +201,16 @@ class PostgresRepository(BatchWriter):
         connection through one of its worker threads, a wake-up of another thread per
         transaction.
         """
-        with self._pool.connection(timeout=timeout) as conn:
-            yield conn
-            self._last_returned[conn] = time.monotonic()
+        try:
+            with self._pool.connection(timeout=timeout) as conn:
+                yield conn
+                self._last_returned[conn] = time.monotonic()
+        except _RETRYABLE:
+            raise  # the database answered: the connection is fine
+        except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError, _CommitLost):
+            # Once any connection has failed, every one returned before that is suspect.
+            self._trouble_at = time.monotonic()
+            raise
 
     # -- reads -----------------------------------------------------------------------
 
@@ -216,10 +220,8 @@ class PostgresRepository(BatchWriter):
             with self._pooled(self._pool_timeout) as conn:
                 yield conn
         except PoolTimeout as exc:
-            self._trouble()
             raise StorageUnavailable(f"no database connection available: {exc}") from exc
         except psycopg.OperationalError as exc:
-            self._trouble()
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     def load(self, workflow_id: str) -> InstanceRecord:
@@ -296,13 +298,10 @@ class PostgresRepository(BatchWriter):
                 if attempt == _MAX_ATTEMPTS:
                     return _all(encoded, StorageUnavailable(f"transaction kept failing: {exc}"))
             except _CommitLost as lost:
-                self._trouble()
                 return self._reconcile(encoded, lost)
             except PoolTimeout as exc:
-                self._trouble()
                 return _all(encoded, StorageUnavailable(f"no database connection: {exc}"))
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                self._trouble()
                 # Failed before COMMIT was sent: the server rolls the transaction back.
                 return _all(encoded, StorageUnavailable(f"database unavailable: {exc}"))
             except psycopg.Error as exc:
@@ -466,7 +465,6 @@ class PostgresRepository(BatchWriter):
             with self._pooled(min(self._pool_timeout, 5.0)) as conn:
                 version = postgres_schema_version(conn)
         except (psycopg.Error, PoolTimeout) as exc:
-            self._trouble()
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
         if version < self._schema_version:
             raise StorageUnavailable(
