@@ -1,6 +1,7 @@
 import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 
+import { workflowName } from "./client.js";
 import { errorReason } from "./error_info.js";
 import { WorkflowStatus, type Workflow } from "./gen/statewright/v1/workflow_pb.js";
 import type {
@@ -117,7 +118,7 @@ class WatchCursor {
 }
 
 function resourceName(nameOrId: string): string {
-  return nameOrId.startsWith("workflows/") ? nameOrId : `workflows/${nameOrId}`;
+  return nameOrId.startsWith("workflows/") ? nameOrId : workflowName(nameOrId);
 }
 
 function cancelled(signal: AbortSignal): ConnectError {
