@@ -20,6 +20,23 @@ DOMAIN = "statewright.dev"
 
 _REASON = re.compile(r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
 
+# An error travels back in the status trailers, which clients cap (8 KiB by default): a
+# message or metadata value built from the caller's input is cut to these lengths so that
+# no input, however large, can turn an answer into a transport failure.
+MAX_MESSAGE_LENGTH = 1024
+MAX_METADATA_VALUE_LENGTH = 256
+
+
+def quote(value: str, limit: int = 64) -> str:
+    """``value`` for an error message: at most ``limit`` characters of it, marked if cut."""
+    if len(value) <= limit:
+        return value
+    return f"{value[:limit]}... ({len(value):,} characters)"
+
+
+def _cut(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
 
 class StatewrightError(Exception):
     """Base of every error the service reports to a caller."""
@@ -33,13 +50,16 @@ class StatewrightError(Exception):
         reason: str | None = None,
         metadata: Mapping[str, object] | None = None,
     ) -> None:
+        message = _cut(message, MAX_MESSAGE_LENGTH)
         super().__init__(message)
         self.message = message
         self.reason = reason or self.default_reason
         if not _REASON.match(self.reason):
             raise ValueError(f"error reason {self.reason!r} is not UPPER_SNAKE")
         # ErrorInfo metadata is map<string, string>: stringify once, here.
-        self.metadata: dict[str, str] = {k: _stringify(v) for k, v in (metadata or {}).items()}
+        self.metadata: dict[str, str] = {
+            k: _cut(_stringify(v), MAX_METADATA_VALUE_LENGTH) for k, v in (metadata or {}).items()
+        }
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r}, reason={self.reason!r})"
@@ -63,6 +83,12 @@ class NotFound(StatewrightError):
 
 class AlreadyExists(StatewrightError):
     default_reason = "ALREADY_EXISTS"
+
+
+class OutOfRange(StatewrightError):
+    """The request reaches past what exists (a revision not yet written)."""
+
+    default_reason = "OUT_OF_RANGE"
 
 
 class Aborted(StatewrightError):
@@ -97,6 +123,16 @@ class Unimplemented(StatewrightError):
 
 class Internal(StatewrightError):
     default_reason = "INTERNAL"
+
+    @classmethod
+    def wrapping(cls, exc: BaseException) -> Internal:
+        """An unexpected exception as the caller sees it: that the server failed, not how
+        (the server log has the traceback)."""
+        return cls(
+            "internal error; the server log has the details",
+            reason="INTERNAL",
+            metadata={"exception": type(exc).__name__},
+        )
 
 
 class Unknown(StatewrightError):

@@ -15,10 +15,11 @@ from statewrightd.api.status import to_status_proto
 from statewrightd.definitions.graph import to_mermaid
 from statewrightd.definitions.model import Definition
 from statewrightd.definitions.registry import Loaded
+from statewrightd.definitions.values import MAX_NESTING
 from statewrightd.engine import fsm
 from statewrightd.engine.model import Status, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
-from statewrightd.errors import InvalidArgument, StatewrightError
+from statewrightd.errors import InvalidArgument, StatewrightError, quote
 from statewrightd.store.records import HistoryRecord, InstanceRecord
 
 _MAX_SAFE_INT = 2**53
@@ -37,12 +38,14 @@ _STEP_ERROR_CODES = {
     "NO_TRANSITION_MATCHED": code_pb2.FAILED_PRECONDITION,
     "RECURSION_LIMIT": code_pb2.RESOURCE_EXHAUSTED,
     "EVALUATION_ERROR": code_pb2.INVALID_ARGUMENT,
+    "EVALUATION_BUDGET_EXCEEDED": code_pb2.RESOURCE_EXHAUSTED,
     "TYPE_MISMATCH": code_pb2.INVALID_ARGUMENT,
+    "VALUE_TOO_DEEP": code_pb2.INVALID_ARGUMENT,
     "CANCELLED": code_pb2.CANCELLED,
 }
 
 
-def _value(value: struct_pb2.Value, field: str) -> Any:
+def _value(value: struct_pb2.Value, field: str, depth: int) -> Any:
     kind = value.WhichOneof("kind")
     if kind == "number_value":
         number = value.number_value
@@ -55,10 +58,24 @@ def _value(value: struct_pb2.Value, field: str) -> Any:
     if kind == "bool_value":
         return value.bool_value
     if kind == "struct_value":
-        return struct_to_dict(value.struct_value, field)
+        _check_depth(field, depth)
+        return {
+            _text(key, field): _value(item, field, depth + 1)
+            for key, item in value.struct_value.fields.items()
+        }
     if kind == "list_value":
-        return [_value(item, field) for item in value.list_value.values]
+        _check_depth(field, depth)
+        return [_value(item, field, depth + 1) for item in value.list_value.values]
     return None
+
+
+def _check_depth(field: str, depth: int) -> None:
+    if depth >= MAX_NESTING:
+        raise InvalidArgument(
+            f"{field} nests maps and lists more than {MAX_NESTING} levels deep",
+            reason="VALUE_TOO_DEEP",
+            metadata={"field": field, "limit": MAX_NESTING},
+        )
 
 
 def _text(text: str, field: str) -> str:
@@ -74,7 +91,15 @@ def _text(text: str, field: str) -> str:
 
 
 def struct_to_dict(message: struct_pb2.Struct, field: str) -> dict[str, Any]:
-    return {_text(key, field): _value(item, field) for key, item in message.fields.items()}
+    """A request's map of values (input, payload) as plain values, each checked on its own.
+
+    ``field`` names the request field in errors; a value's own field is ``field.key``.
+    """
+    out: dict[str, Any] = {}
+    for key, item in message.fields.items():
+        name = _text(key, field)
+        out[name] = _value(item, f"{field}.{quote(name, 64)}", 0)
+    return out
 
 
 def dict_to_struct(values: Mapping[str, Any]) -> struct_pb2.Struct:

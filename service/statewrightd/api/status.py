@@ -25,6 +25,7 @@ _CODES: dict[type[errors.StatewrightError], grpc.StatusCode] = {
     errors.NotFound: grpc.StatusCode.NOT_FOUND,
     errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     errors.Aborted: grpc.StatusCode.ABORTED,
+    errors.OutOfRange: grpc.StatusCode.OUT_OF_RANGE,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
@@ -60,12 +61,3 @@ def to_status_proto(error: errors.StatewrightError) -> status_pb2.Status:
 
 def to_grpc_status(error: errors.StatewrightError) -> grpc.Status:
     return rpc_status.to_status(to_status_proto(error))
-
-
-def internal_error(exc: BaseException) -> errors.Internal:
-    """Wraps an unexpected exception without leaking its text to the caller."""
-    return errors.Internal(
-        "internal error; the server log has the details",
-        reason="INTERNAL",
-        metadata={"exception": type(exc).__name__},
-    )

@@ -66,6 +66,23 @@ class CelEvaluationError(RuntimeError):
     """The expression failed at run time (no such key, division by zero, bad operand)."""
 
 
+# cel-cpp stops an evaluation after this many comprehension iterations (map, filter, all,
+# exists, exists_one), summed over the whole expression, nested ones multiplied. It is the
+# library's fixed budget; naming it here lets errors and documentation state it.
+ITERATION_BUDGET = 10_000
+
+
+class CelBudgetExceeded(CelEvaluationError):
+    """The evaluation ran out of its iteration budget (``ITERATION_BUDGET``)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the expression ran more than {ITERATION_BUDGET:,} comprehension iterations, "
+            "its evaluation budget"
+        )
+        self.limit = ITERATION_BUDGET
+
+
 @dataclass(frozen=True, slots=True)
 class ResultType:
     """The statically known type of an expression, in library-neutral terms.
@@ -121,7 +138,14 @@ class CompiledExpression:
             values = scopes[scope]
             if key in values:
                 data[name] = values[key]
-        value = self._program.eval(data=data)
+        try:
+            value = self._program.eval(data=data)
+        except RuntimeError as exc:
+            # cel-cpp reports what stops an evaluation as a whole (its budget) by raising,
+            # not as an error value: it is still this expression failing, never the caller.
+            if "budget exceeded" in str(exc).lower():
+                raise CelBudgetExceeded from None
+            raise CelEvaluationError(_clean_message(str(exc))) from None
         if value.type() == _T.ERROR:
             raise CelEvaluationError(str(value.value()))
         return value.plain_value()

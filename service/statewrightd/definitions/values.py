@@ -15,6 +15,12 @@ from typing import Any, TypeAlias, cast
 JSONValue: TypeAlias = Any
 """A plain JSON-compatible value: str, int, float, bool, None, list, dict[str, ...]."""
 
+# How many maps and lists may nest inside one context field's value. Every client decodes
+# a response through protobuf's Struct, which spends two or three message levels per JSON
+# level, and Python's and Java's decoders stop at 100 message levels (about 32 maps deep in
+# a WatchWorkflowResponse): 20 keeps a wide margin in every client.
+MAX_NESTING = 20
+
 
 class FieldType(enum.StrEnum):
     STRING = "string"
@@ -34,6 +40,14 @@ class Reducer(enum.StrEnum):
 
 class ValueTypeError(ValueError):
     """A value does not fit a field's declared type."""
+
+
+class ValueTooDeep(ValueTypeError):
+    """A value nests more maps and lists than ``MAX_NESTING``."""
+
+    def __init__(self) -> None:
+        super().__init__(f"value nests maps and lists more than {MAX_NESTING} levels deep")
+        self.limit = MAX_NESTING
 
 
 def describe(value: object) -> str:
@@ -60,10 +74,9 @@ def to_json(value: object, *, depth: int = 0) -> JSONValue:
 
     Tuples and read-only mappings (how definitions store defaults) become lists and
     dicts; anything that cannot round-trip through JSON (bytes, timestamps, NaN,
-    non-string map keys) is refused so a snapshot is always storable.
+    non-string map keys) is refused so a snapshot is always storable. ``depth`` counts
+    the maps and lists around ``value``; more than ``MAX_NESTING`` raise ValueTooDeep.
     """
-    if depth > 64:
-        raise ValueTypeError("value is nested too deeply")
     # Exact types first: this runs on every value a step sets, and the checks below
     # (a union isinstance, the Mapping ABC) cost several times more for the common case.
     kind = type(value)
@@ -76,8 +89,12 @@ def to_json(value: object, *, depth: int = 0) -> JSONValue:
             raise ValueTypeError("number is not finite")
         return value
     if isinstance(value, list | tuple):
+        if depth >= MAX_NESTING:
+            raise ValueTooDeep
         return [to_json(v, depth=depth + 1) for v in value]
     if kind is dict or isinstance(value, Mapping):
+        if depth >= MAX_NESTING:
+            raise ValueTooDeep
         out: dict[str, JSONValue] = {}
         for k, v in cast("Mapping[object, object]", value).items():
             if not isinstance(k, str):

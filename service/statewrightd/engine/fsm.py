@@ -18,11 +18,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import MappingProxyType
 
-from statewrightd.definitions.cel import Activation, CelEvaluationError, CompiledExpression
+from statewrightd.definitions.cel import (
+    Activation,
+    CelBudgetExceeded,
+    CelEvaluationError,
+    CompiledExpression,
+)
 from statewrightd.definitions.model import FINISH, Definition, SetAction, StateKind, Transition
 from statewrightd.definitions.values import (
     JSONValue,
     Reducer,
+    ValueTooDeep,
     ValueTypeError,
     conform,
     describe,
@@ -38,7 +44,7 @@ from statewrightd.engine.model import (
     StepResult,
     TransitionTaken,
 )
-from statewrightd.errors import FailedPrecondition, InvalidArgument
+from statewrightd.errors import FailedPrecondition, InvalidArgument, quote
 
 RESUME_ALIAS = "resume"
 
@@ -103,6 +109,15 @@ class _Step:
     def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
         try:
             return expr.evaluate(act)
+        except CelBudgetExceeded as exc:
+            raise _step_error(
+                Reason.EVALUATION_BUDGET_EXCEEDED,
+                f"{path}: {exc}",
+                path=path,
+                state=self.state,
+                expression=expr.source,
+                limit=exc.limit,
+            ) from None
         except CelEvaluationError as exc:
             raise _step_error(
                 Reason.EVALUATION_ERROR,
@@ -146,6 +161,15 @@ class _Step:
                 else:
                     update = to_json(value)
                 self.context[field.name] = reduce(field.reducer, self.context[field.name], update)
+            except ValueTooDeep as exc:
+                raise _step_error(
+                    Reason.VALUE_TOO_DEEP,
+                    f"{assignment.path}: {exc}",
+                    path=assignment.path,
+                    state=self.state,
+                    field=field.name,
+                    limit=exc.limit,
+                ) from None
             except ValueTypeError as exc:
                 raise _step_error(
                     Reason.TYPE_MISMATCH,
@@ -237,7 +261,7 @@ def validate_input(defn: Definition, input: Mapping[str, object]) -> dict[str, J
         field = fields.get(name)
         if field is None:
             raise InvalidArgument(
-                f"{name!r} is not a context field of {defn.name} v{defn.version}",
+                f"{quote(name)!r} is not a context field of {defn.name} v{defn.version}",
                 reason="UNKNOWN_FIELD",
                 metadata={"field": name, "definition": defn.name},
             )
@@ -364,12 +388,15 @@ def signal(
             metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
     candidates = _candidates(defn, snapshot, event)
+    if not isinstance(payload, Mapping):
+        raise InvalidArgument("payload must be a map", reason="INVALID_PAYLOAD")
     try:
-        plain = to_json(payload)
+        if not all(isinstance(k, str) for k in payload):
+            raise ValueTypeError("map keys must be strings")
+        # Each value on its own: a payload value nests as deep as a context value may.
+        plain = {k: to_json(v) for k, v in payload.items()}
     except ValueTypeError as exc:
         raise InvalidArgument(f"payload: {exc}", reason="INVALID_PAYLOAD") from None
-    if not isinstance(plain, dict):
-        raise InvalidArgument("payload must be a map", reason="INVALID_PAYLOAD")
     step = _Step(
         defn,
         snapshot.workflow_id,

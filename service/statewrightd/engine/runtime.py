@@ -93,6 +93,7 @@ class StepCommand:
     request: RequestKey | None = None
     attempts: int = 0
     fresh: bool = False  # the session was loaded from the store by this command
+    token: int = 0  # the admission segment this command holds, once admitted
     # Built where the command is (the RPC's task): arrival time and trace context.
     observed: hooks.StepObservation | None = field(default_factory=hooks.step_requested)
 
@@ -172,6 +173,30 @@ class WorkflowRuntime:
     # -- entry -----------------------------------------------------------------------------
 
     def submit(self, cmd: StepCommand) -> None:
+        self._contained(cmd, self._submit, cmd)
+
+    def _contained(self, cmd: StepCommand, fn: Callable[..., None], *args: Any) -> None:
+        """Run one stage of ``cmd``'s step; whatever it raises, the command is answered.
+
+        Every stage runs on this thread as a callable of its own (admission, the loaded
+        instance, the save's outcome), and the EventLoop only logs what escapes a callable.
+        A stage that raised would otherwise leave its segment live, holding the instance
+        until restart, and its caller waiting until its deadline.
+        """
+        try:
+            fn(*args)
+        except Exception as exc:
+            _log.exception(
+                "workflow %s: %s step failed unexpectedly",
+                cmd.workflow_id,
+                cmd.kind,
+                extra={"workflow_id": cmd.workflow_id},
+            )
+            # The store is the truth: whatever the stage left in the cache is dropped.
+            self._cache.pop(cmd.workflow_id, None)
+            self._finish(cmd, cmd.token, errors.Internal.wrapping(exc))
+
+    def _submit(self, cmd: StepCommand) -> None:
         if self._loop.phase is not Phase.RUNNING:
             self._refuse_shutting_down(cmd)
             return
@@ -186,6 +211,7 @@ class WorkflowRuntime:
             self._refuse_busy(cmd, segment)
             return
         segment = self._admission.admit(cmd.workflow_id)
+        cmd.token = segment.token
         if cmd.request is not None:
             self._inflight_requests[cmd.request.request_id] = []
         if cmd.kind == "start":
@@ -276,7 +302,9 @@ class WorkflowRuntime:
             record = repo.load(cmd.workflow_id)
             return record, registry.get(record.definition, record.version)
 
-        self._offload(load, lambda result: self._on_loaded(cmd, token, result))
+        self._offload(
+            load, lambda result: self._contained(cmd, self._on_loaded, cmd, token, result)
+        )
 
     def _offload(self, fn: Callable[[], Any], then: Callable[[Any], None]) -> None:
         """Run blocking ``fn`` on the I/O pool; ``then`` gets its result on this thread."""
@@ -414,10 +442,10 @@ class WorkflowRuntime:
 
         def saved(outcome: InstanceRecord | errors.StoreError) -> None:
             if loop.in_loop():  # the writer posts a batch's outcomes here in one hand-off
-                self._on_saved(in_flight, outcome)
+                self._contained(cmd, self._on_saved, in_flight, outcome)
                 return
             try:
-                loop.post(lambda: self._on_saved(in_flight, outcome))
+                loop.post(lambda: self._contained(cmd, self._on_saved, in_flight, outcome))
             except errors.Unavailable:
                 _log.warning("event loop stopped before a save outcome was delivered")
 
@@ -428,7 +456,15 @@ class WorkflowRuntime:
         if not self._writes:
             return
         writes, self._writes = self._writes, []
-        refusals = self._writer.submit_many([(w.op, saved) for w, saved in writes])
+        refusals: list[errors.StatewrightError | None]
+        try:
+            refusals = list(self._writer.submit_many([(w.op, saved) for w, saved in writes]))
+        except Exception as exc:
+            _log.exception("handing %d saves to the writer failed", len(writes))
+            # Which of them the writer took is unknown: the store decides what is cached.
+            for save, _ in writes:
+                self._cache.pop(save.cmd.workflow_id, None)
+            refusals = [errors.Internal.wrapping(exc) for _ in writes]
         for (save, _), refusal in zip(writes, refusals, strict=True):
             if refusal is not None:
                 self._finish(save.cmd, save.token, refusal)
@@ -453,7 +489,10 @@ class WorkflowRuntime:
                 self._remember(session)
             self._finish(cmd, token, Outcome(outcome, loaded, result.transitions, saved=True))
             for listener in self.listeners:
-                listener(outcome, loaded, result.transitions, op.history.event)
+                try:
+                    listener(outcome, loaded, result.transitions, op.history.event)
+                except Exception:
+                    _log.exception("workflow %s: a step listener failed", cmd.workflow_id)
             return
         if isinstance(outcome, errors.OutcomeUnknown):
             self._enter_recovery(cmd, token, op, outcome)
@@ -488,18 +527,30 @@ class WorkflowRuntime:
         self._finish(cmd, token, failure)
 
     def _finish(self, cmd: StepCommand, token: int, result: Result) -> None:
+        # Release first: whatever answering does, the instance is free for the next step.
         segment = self._admission.release(cmd.workflow_id, token)
-        cmd.reply(result)
-        hooks.step_finished(cmd, result)
+        self._answer(cmd, result)
         if cmd.request is not None:
             for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
-                duplicate.reply(
-                    Replay(cmd.request.request_id) if isinstance(result, Outcome) else result
+                self._answer(
+                    duplicate,
+                    Replay(cmd.request.request_id) if isinstance(result, Outcome) else result,
                 )
         if segment is not None:
             # Re-submitting keeps arrival order: the first re-admits, the rest queue behind it.
             for pending in segment.pending:
                 self.submit(pending)
+
+    @staticmethod
+    def _answer(cmd: StepCommand, result: Result) -> None:
+        try:
+            cmd.reply(result)
+        except Exception:
+            _log.exception("workflow %s: answering a step failed", cmd.workflow_id)
+        try:
+            hooks.step_finished(cmd, result)
+        except Exception:
+            _log.exception("workflow %s: observing a step failed", cmd.workflow_id)
 
     # -- recovery --------------------------------------------------------------------------
 
@@ -522,11 +573,10 @@ class WorkflowRuntime:
             extra={"workflow_id": cmd.workflow_id},
         )
         # The caller is answered now rather than left waiting for the re-check.
-        cmd.reply(error)
-        hooks.step_finished(cmd, error)
+        self._answer(cmd, error)
         if cmd.request is not None:
             for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
-                duplicate.reply(error)
+                self._answer(duplicate, error)
         pending, segment.pending = list(segment.pending), deque()
         for waiting in pending:
             self._refuse_busy(waiting, segment)
@@ -537,7 +587,16 @@ class WorkflowRuntime:
         if segment is None or segment.token != token or segment.recovery is None:
             return
         segment.recovery.next_attempt = time.time() + delay
-        self._loop.call_later(delay, lambda: self._recheck(workflow_id, token, delay))
+        self._loop.call_later(delay, lambda: self._guarded_recheck(workflow_id, token, delay))
+
+    def _guarded_recheck(self, workflow_id: str, token: int, delay: float) -> None:
+        # A re-check that raised must not end the recovery: the instance would stay
+        # RECOVERY_REQUIRED for good. It is tried again later, as if the database had failed.
+        try:
+            self._recheck(workflow_id, token, delay)
+        except Exception:
+            _log.exception("workflow %s: recovery re-check failed", workflow_id)
+            self._schedule_recheck(workflow_id, token, min(delay * 2, RECHECK_MAX_DELAY))
 
     def _recheck(self, workflow_id: str, token: int, delay: float) -> None:
         segment = self._admission.get(workflow_id)
@@ -551,8 +610,17 @@ class WorkflowRuntime:
         pid = recovery.last_error_pid
         self._offload(
             lambda: (repo.resolve_outcome([recovery.operation], backend_pids=pid)[0],),
-            lambda result: self._on_rechecked(workflow_id, token, delay, result),
+            lambda result: self._on_rechecked_guarded(workflow_id, token, delay, result),
         )
+
+    def _on_rechecked_guarded(
+        self, workflow_id: str, token: int, delay: float, result: Any
+    ) -> None:
+        try:
+            self._on_rechecked(workflow_id, token, delay, result)
+        except Exception:
+            _log.exception("workflow %s: recovery verdict failed", workflow_id)
+            self._schedule_recheck(workflow_id, token, min(delay * 2, RECHECK_MAX_DELAY))
 
     def _on_rechecked(self, workflow_id: str, token: int, delay: float, result: Any) -> None:
         segment = self._admission.get(workflow_id)

@@ -21,9 +21,11 @@ from statewrightd.application import Application
 from statewrightd.config import ServerConfig
 from statewrightd.definitions import load_definition_file
 from statewrightd.engine import fsm
+from statewrightd.engine import runtime as runtime_module
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.runtime import Outcome
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.observability import hooks
 from statewrightd.store.records import InstanceRecord, Save
 from statewrightd.store.repository import Repository, open_repository
 
@@ -212,3 +214,99 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
     after = await signal(app, "r", "tick", id="z")
     assert after.record.revision == 3
     assert after.record.context["seen"] == ["x", "z"]
+
+
+# -- a stage of a step that raises -------------------------------------------------------------
+#
+# Whatever a stage raises, the command is answered at once and its instance released: the
+# next step of the same instance runs normally. Each case breaks one stage, once.
+
+
+def _boom(*_: object, **__: object) -> Any:
+    raise RuntimeError("injected fault")
+
+
+def _break(target: object, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make ``target.name`` raise on its next call only."""
+    original = getattr(target, name)
+
+    def once(*args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(target, name, original)
+        return _boom(*args, **kwargs)
+
+    monkeypatch.setattr(target, name, once)
+
+
+def _stage_admission(app: Application, mp: pytest.MonkeyPatch) -> None:
+    _break(app.runtime._admission, "admit", mp)
+
+
+def _stage_load(app: Application, mp: pytest.MonkeyPatch) -> None:
+    app.runtime._cache.clear()  # the instance must be loaded from the store
+    _break(runtime_module, "snapshot_of", mp)
+
+
+def _stage_execute(app: Application, mp: pytest.MonkeyPatch) -> None:
+    _break(fsm, "signal", mp)
+
+
+def _stage_build_save(app: Application, mp: pytest.MonkeyPatch) -> None:
+    _break(runtime_module, "history_record", mp)
+
+
+def _stage_hand_off(app: Application, mp: pytest.MonkeyPatch) -> None:
+    assert app._writer is not None
+    _break(app._writer, "submit_many", mp)
+
+
+def _stage_storage(app: Application, mp: pytest.MonkeyPatch) -> None:
+    _break(app.repo, "apply_batch", mp)
+
+
+def _stage_saved(app: Application, mp: pytest.MonkeyPatch) -> None:
+    _break(app.runtime, "_remember", mp)
+
+
+STAGES = {
+    "admission": (_stage_admission, errors.Internal),
+    "load": (_stage_load, errors.Internal),
+    "execute": (_stage_execute, errors.Internal),
+    "build-save": (_stage_build_save, errors.Internal),
+    "hand-off": (_stage_hand_off, errors.Internal),
+    "storage": (_stage_storage, errors.StoreError),
+    "saved": (_stage_saved, errors.Internal),
+}
+
+
+@pytest.mark.parametrize("stage", sorted(STAGES))
+async def test_a_stage_that_raises_answers_its_command_and_releases_the_instance(
+    app: Application, monkeypatch: pytest.MonkeyPatch, stage: str
+) -> None:
+    await start(app, "x")
+    await signal(app, "x", "tick", id="before")
+    breaker, expected = STAGES[stage]
+    breaker(app, monkeypatch)
+    with pytest.raises(expected):
+        await signal(app, "x", "tick", id="broken")  # answered within its 5 s budget
+    assert await app.on_loop(app.runtime.live_segments) == 0
+    after = await signal(app, "x", "tick", id="after")
+    # A stage past the commit ("saved") broke after the step was durable: it stands.
+    broken_saved = ["broken"] if stage == "saved" else []
+    assert after.record.context["seen"] == ["before", *broken_saved, "after"]
+    assert [h.revision for h in app.repo.history_after("x", 0, 10)] == list(
+        range(1, after.record.revision + 1)
+    )
+
+
+@pytest.mark.parametrize("where", ["answer", "listener"])
+async def test_a_failure_after_the_answer_leaves_the_step_answered(
+    app: Application, monkeypatch: pytest.MonkeyPatch, where: str
+) -> None:
+    await start(app, "y")
+    if where == "answer":
+        _break(hooks, "step_finished", monkeypatch)
+    else:
+        app.runtime.listeners.insert(0, _boom)
+    outcome = await signal(app, "y", "tick", id="a")
+    assert outcome.accepted and outcome.record.revision == 2
+    assert (await signal(app, "y", "tick", id="b")).record.revision == 3

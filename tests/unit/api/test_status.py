@@ -7,7 +7,7 @@ import pytest
 from google.rpc import error_details_pb2, status_pb2
 
 from statewrightd import errors
-from statewrightd.api.status import grpc_code, internal_error, to_grpc_status
+from statewrightd.api.status import grpc_code, to_grpc_status
 
 MAPPING: list[tuple[type[errors.StatewrightError], grpc.StatusCode, str]] = [
     (errors.InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
@@ -90,7 +90,7 @@ def test_reasons_must_be_upper_snake(reason: str) -> None:
 
 
 def test_unexpected_exceptions_become_internal_without_leaking_text() -> None:
-    error = internal_error(KeyError("secret-table-name"))
+    error = errors.Internal.wrapping(KeyError("secret-table-name"))
     status = to_grpc_status(error)
     assert status.code is grpc.StatusCode.INTERNAL
     assert "secret" not in status.details
