@@ -98,6 +98,10 @@ class Application:
         self.writer_capacity = config.writer_queue
         self.watch_hub = WatchHub()
         self._step_listener: StepListener | None = None
+        # Why storage is known to be down (the readiness check's verdict), or None: calls
+        # that need it are then refused at once, so that clients' retries can go elsewhere
+        # instead of each waiting out its deadline on a dead database.
+        self._storage_down: str | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -193,10 +197,29 @@ class Application:
         assert self._runtime is not None, "application not opened"
         return self._runtime
 
+    # -- storage health ----------------------------------------------------------------------
+
+    def storage_verdict(self, down: str | None) -> None:
+        """Record the latest storage check: why storage is down, or None when it answered."""
+        if down is not None and self._storage_down is None:
+            _log.warning("storage is down (%s): calls that need it fail fast", down)
+        elif down is None and self._storage_down is not None:
+            _log.info("storage is back: calls that need it are served again")
+        self._storage_down = down
+
+    def _require_storage(self) -> None:
+        down = self._storage_down
+        if down is not None:
+            raise errors.StorageUnavailable(
+                f"storage is unavailable ({down}); retry with backoff",
+                reason="STORAGE_UNAVAILABLE",
+            )
+
     # -- steps -------------------------------------------------------------------------------
 
     async def step(self, budget: float | None, **fields: Any) -> Outcome | Replay:
         """Run one step command on the EventLoop and await its answer."""
+        self._require_storage()
         loop = self.loop
         if loop.queue_depth() > MAX_LOOP_QUEUE:
             raise errors.ResourceExhausted(
@@ -256,6 +279,7 @@ class Application:
     # -- reads -------------------------------------------------------------------------------
 
     async def _read(self, fn: Callable[[], T]) -> T:
+        self._require_storage()
         return await asyncio.get_running_loop().run_in_executor(self._reads, fn)
 
     async def definition(self, name: str, version: int | None) -> Loaded:
@@ -330,7 +354,8 @@ class Application:
         return await self._read(lambda: repo.history_after(workflow_id, after_revision, limit))
 
     async def ping(self) -> None:
-        await self._read(self.repo.ping)
+        # Never refused: it is how storage is found to be back.
+        await asyncio.get_running_loop().run_in_executor(self._reads, self.repo.ping)
 
     def writer_stats(self) -> WriterStats | None:
         """The writer's counters, from any thread (metrics scrapes); None before open."""

@@ -12,9 +12,10 @@ import grpc
 from grpc_health.v1 import health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from statewright.v1 import workflow_service_pb2 as pb
-from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from statewrightd import __version__, debug_hooks
+from statewrightd.api.door import Door
+from statewrightd.api.registration import add_servicer
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
@@ -31,8 +32,11 @@ HEALTH_INTERVAL = 1.0
 # A database check that has not answered within this is a failure. Readiness so turns
 # NOT_SERVING at most HEALTH_INTERVAL + PING_TIMEOUT after the database stops answering.
 PING_TIMEOUT = 2.0
+# A drain stops the transport once no call is inside and none arrived for this long.
+DRAIN_QUIET = 0.25
 
-SERVICE_FULL_NAME = pb.DESCRIPTOR.services_by_name["WorkflowService"].full_name
+WORKFLOW_SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
+SERVICE_FULL_NAME = WORKFLOW_SERVICE.full_name
 
 
 class Server:
@@ -43,6 +47,7 @@ class Server:
         self.health = Health()
         self.port: int | None = None
         self.app = Application(config)
+        self.door = Door()
         self.observability = observability or Observability(config)
         self._monitors: list[asyncio.Task[None]] = []
         self._ping: asyncio.Future[None] | None = None
@@ -62,9 +67,10 @@ class Server:
     async def start(self) -> int:
         await self.app.open()
         tune_interpreter()
-        self.observability.start(self.app)
+        door = self.door
+        self.observability.start(self.app, lambda: door.malformed)
         debug_hooks.install(self.app.loop, asyncio.get_running_loop())
-        pb_grpc.add_WorkflowServiceServicer_to_server(WorkflowServicer(self.app), self._grpc)
+        add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
         reflection.enable_server_reflection(
             (SERVICE_FULL_NAME, "grpc.health.v1.Health", reflection.SERVICE_NAME), self._grpc
@@ -110,12 +116,15 @@ class Server:
         if not done:
             if log:
                 _log.warning("readiness: database check has not answered in %.1fs", PING_TIMEOUT)
+            self.app.storage_verdict(f"the database has not answered for {PING_TIMEOUT:g}s")
             return False
         error = ping.exception()
         if error is not None:
             if log:
                 _log.warning("readiness: database check failed: %s", error)
+            self.app.storage_verdict(f"the database check failed: {error}")
             return False
+        self.app.storage_verdict(None)
         return True
 
     async def _watch_liveness(self) -> None:
@@ -136,10 +145,15 @@ class Server:
     async def drain(self) -> None:
         """Readiness off, refuse new RPCs, give in-flight RPCs the grace period, stop."""
         grace = self.config.grace_seconds
+        began = time.monotonic()
         _log.info("draining: readiness NOT_SERVING, in-flight RPCs get %.1fs", grace)
         await self.health.draining()
+        self.door.close()
         self.app.begin_drain()
-        await self._grpc.stop(grace)
+        if not await self.door.drained(grace, DRAIN_QUIET):
+            _log.warning("draining: %d RPCs still running after %.1fs", self.door.inside, grace)
+        # What is left now is health watches and calls that arrived in the last moment.
+        await self._grpc.stop(max(0.0, grace - (time.monotonic() - began)))
         for monitor in self._monitors:
             monitor.cancel()
         await self.app.close()

@@ -10,6 +10,7 @@ import json
 import re
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import grpc
 from prometheus_client.parser import text_string_to_metric_families
@@ -153,3 +154,25 @@ def test_json_logs_carry_the_workflow_id(tmp_path: Path) -> None:
     assert len(about) >= 2, entries  # the start and the resume step
     for entry in about:
         assert entry["workflow_id"] == workflow_id, entry
+
+
+def test_malformed_requests_are_counted(tmp_path: Path) -> None:
+    metrics = ["--metrics-listen", "127.0.0.1:0"]
+    with (
+        running_server(
+            f"sqlite:///{tmp_path / 'm.db'}", None, cwd=tmp_path, extra_args=metrics
+        ) as server,
+        server.channel() as channel,
+    ):
+        call: Any = channel.unary_unary("/statewright.v1.WorkflowService/GetWorkflow")
+        for _ in range(3):
+            try:
+                call(b"\xff\xff\xff\xff", timeout=5)
+            except grpc.RpcError as err:
+                assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
+        samples = scrape(metrics_url(server))
+        assert value(samples, "statewright_malformed_requests_total") == 3
+        handled = value(
+            samples, "grpc_server_handled_total", **rpc("GetWorkflow"), grpc_code="INVALID_ARGUMENT"
+        )
+        assert handled == 3

@@ -15,8 +15,9 @@ from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
-from tests.support.api import error_info
-from tests.support.server import ServerProcess
+from tests.support.api import Client, error_info
+from tests.support.deployment import definitions_dir
+from tests.support.server import ServerProcess, wait_until
 
 HEALTH_SERVICES = ["", "statewright.v1.WorkflowService", "liveness", "readiness"]
 
@@ -206,3 +207,47 @@ def test_sigterm_drains_readiness_first_and_exits_zero_within_grace(
     assert ("liveness", health_pb2.HealthCheckResponse.NOT_SERVING) not in seen, seen
     log = server.log()
     assert log.index("readiness NOT_SERVING") < log.index("stopped"), log
+
+
+def test_every_rpc_in_flight_when_the_drain_starts_gets_its_real_answer(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Signals arrive back to back while SIGTERM lands: each one is answered for real (OK,
+    or UNAVAILABLE for a call the draining server refused), never CANCELLED or left to
+    its deadline."""
+    definitions = definitions_dir(tmp_path / "definitions")
+    threads, per_thread = 12, 400
+    with ServerProcess(
+        database_url=database_url, definitions=definitions, grace=10.0, cwd=tmp_path
+    ) as server:
+        with Client(server.target) as setup:
+            ids = [setup.start("tally", version=1).workflow.workflow_id for _ in range(threads)]
+        codes: list[grpc.StatusCode] = []
+        lock = threading.Lock()
+        began = threading.Barrier(threads + 1)
+
+        def hammer(wid: str) -> None:
+            with Client(server.target) as c:
+                began.wait()
+                for n in range(per_thread):
+                    try:
+                        c.signal(wid, "tick", {"id": str(n)}, timeout=20)
+                        code = grpc.StatusCode.OK
+                    except grpc.RpcError as err:
+                        code = err.code()
+                    with lock:
+                        codes.append(code)
+                    if code is not grpc.StatusCode.OK:
+                        return  # the server is going away: stop sending
+
+        workers = [threading.Thread(target=hammer, args=(wid,), daemon=True) for wid in ids]
+        for worker in workers:
+            worker.start()
+        began.wait()
+        assert wait_until(lambda: len(codes) >= 200, 30)
+        server.signal()
+        for worker in workers:
+            worker.join(40)
+        assert server.wait(30) == 0, server.log()
+    unexpected = [c for c in codes if c not in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE)]
+    assert not unexpected, (unexpected, len(codes))

@@ -20,9 +20,11 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 from statewright.v1 import diagnostics_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
@@ -641,3 +643,37 @@ def _overload(proxied: Proxied) -> None:
     after = c.signal(live, "tick", {"id": "ok"})
     assert after.accepted and after.workflow.status == RUNNING
     assert context_of(after.workflow)["seen"] == ["ok"]
+
+
+@pytest.mark.parametrize("outage", ["stopped", "stalled"])
+def test_calls_that_need_storage_fail_fast_once_it_is_known_down(
+    proxied: Proxied, outage: str
+) -> None:
+    c, proxy, server = proxied.client, proxied.proxy, proxied.server
+    wid = uid("tally")
+    c.start("tally", workflow_id=wid, version=1)
+    health: Any = health_pb2_grpc.HealthStub(server.channel())
+
+    def not_ready() -> bool:
+        request = health_pb2.HealthCheckRequest(service="readiness")
+        status = health.Check(request, timeout=5).status
+        return bool(status == health_pb2.HealthCheckResponse.NOT_SERVING)
+
+    if outage == "stopped":
+        proxy.go_dark()
+    else:
+        proxy.stall()
+    assert wait_until(not_ready, 20), server.log()
+    # The callers' deadlines are long: only a fast failure answers UNAVAILABLE within them.
+    for call in (
+        lambda: c.stub.GetWorkflow(pb.GetWorkflowRequest(name=f"workflows/{wid}"), timeout=30),
+        lambda: c.start("mail-approval", version=1, timeout=30),
+        lambda: c.signal(wid, "tick", {"id": "a"}, timeout=30),
+        lambda: c.stub.ListWorkflows(pb.ListWorkflowsRequest(), timeout=30),
+    ):
+        expect_error(call, grpc.StatusCode.UNAVAILABLE, "STORAGE_UNAVAILABLE")
+    proxy.resume()
+    proxy.heal()
+    assert wait_until(lambda: not not_ready(), 20), server.log()
+    _until_storage_usable(proxied)
+    assert c.signal(wid, "tick", {"id": "b"}).workflow.revision == 2

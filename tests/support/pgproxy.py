@@ -124,6 +124,14 @@ class PgProxy:
     def stall(self) -> None:
         self._flowing.clear()
 
+    def go_dark(self) -> None:
+        """As if the database stopped: open connections drop, new ones are refused."""
+        with self._lock:
+            self._refusing = True
+            open_connections = list(self._connections)
+        for conn in open_connections:
+            conn.drop()
+
     def stall_step_commits(self) -> None:
         self._commits_flowing.clear()
 

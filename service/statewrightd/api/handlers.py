@@ -2,6 +2,8 @@
 
 Handlers raise ``StatewrightError``; only these wrappers talk to ``context.abort``. An
 unexpected exception becomes INTERNAL with an ErrorInfo rather than grpc's bare UNKNOWN.
+Every call passes its servicer's door first (``door.Door``): a request that did not
+decode, or a call that arrives while the server drains, is answered there.
 """
 
 from __future__ import annotations
@@ -9,16 +11,25 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 
 from statewrightd import errors
-from statewrightd.api.status import internal_error, to_grpc_status
+from statewrightd.api.door import Door
+from statewrightd.api.status import to_grpc_status
 
 _log = logging.getLogger(__name__)
 
-S = TypeVar("S")
+
+class Guarded(Protocol):
+    """A servicer: its calls pass its door."""
+
+    @property
+    def door(self) -> Door: ...
+
+
+S = TypeVar("S", bound=Guarded)
 Req = TypeVar("Req")
 Resp = TypeVar("Resp")
 
@@ -33,7 +44,7 @@ def _as_service_error(method: str, exc: Exception) -> errors.StatewrightError:
     if isinstance(exc, errors.StatewrightError):
         return exc
     _log.exception("unhandled error in %s", method)
-    return internal_error(exc)
+    return errors.Internal.wrapping(exc)
 
 
 def unary(
@@ -41,6 +52,12 @@ def unary(
 ) -> Callable[[S, Req, Context], Awaitable[Resp]]:
     @functools.wraps(fn)
     async def handler(self: S, request: Req, context: Context) -> Resp:
+        door = self.door
+        try:
+            door.enter(request, context.peer())
+        except errors.StatewrightError as exc:
+            await abort(context, exc)
+            raise AssertionError("abort_with_status always raises") from exc
         try:
             return await fn(self, request, context)
         except grpc.aio.AbortError:
@@ -48,6 +65,8 @@ def unary(
         except Exception as exc:
             await abort(context, _as_service_error(fn.__name__, exc))
             raise AssertionError("abort_with_status always raises") from exc
+        finally:
+            door.leave()
 
     return handler
 
@@ -57,6 +76,12 @@ def server_stream(
 ) -> Callable[[S, Req, Context], AsyncIterator[Resp]]:
     @functools.wraps(fn)
     async def handler(self: S, request: Req, context: Context) -> AsyncIterator[Resp]:
+        door = self.door
+        try:
+            door.enter(request, context.peer())
+        except errors.StatewrightError as exc:
+            await abort(context, exc)
+            return
         try:
             async for item in fn(self, request, context):
                 yield item
@@ -64,5 +89,7 @@ def server_stream(
             raise
         except Exception as exc:
             await abort(context, _as_service_error(fn.__name__, exc))
+        finally:
+            door.leave()
 
     return handler

@@ -29,6 +29,7 @@ from statewrightd.api.convert import (
     transitions_pb,
     workflow_pb,
 )
+from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, server_stream, unary
 from statewrightd.api.status import to_status_proto
 from statewrightd.application import Application, Replayed, request_key
@@ -39,6 +40,7 @@ from statewrightd.engine.watch import StepEvent
 from statewrightd.errors import (
     Aborted,
     InvalidArgument,
+    OutOfRange,
     StatewrightError,
     Unavailable,
     Unknown,
@@ -85,8 +87,9 @@ def _wall(seconds: float) -> Timestamp:
 
 
 class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
-    def __init__(self, app: Application) -> None:
+    def __init__(self, app: Application, door: Door) -> None:
         self._app = app
+        self.door = door
 
     async def _replayed(self, key: RequestKey | None) -> Replayed:
         assert key is not None
@@ -155,6 +158,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         if request.workflow_id:
             v.workflow_id(request.workflow_id)
         v.request_id(request.request_id)
+        v.one_of("if_exists", request.if_exists, pb.IfExistsPolicy.values())
         key = request_key("StartWorkflow", request, request.request_id)
         loaded = await self._app.definition(request.definition, request.version or None)
         result = await self._step(
@@ -295,6 +299,19 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
                     return
             else:
                 last = after
+                if last > current.revision:
+                    # A revision no step has written: no reader of this database can have
+                    # seen it, so waiting for it would only hang a confused caller.
+                    raise OutOfRange(
+                        f"workflow {workflow_id} is at revision {current.revision}; "
+                        f"after_revision {after} does not exist yet",
+                        reason="REVISION_OUT_OF_RANGE",
+                        metadata={
+                            "workflow_id": workflow_id,
+                            "after_revision": after,
+                            "current_revision": current.revision,
+                        },
+                    )
                 if current.status in _TERMINAL and last >= current.revision:
                     return
             catch_up = last < current.revision
@@ -452,7 +469,7 @@ def _offset_token(token: str, limit: int) -> int:
     if not token:
         return 0
     if not token.startswith("o") or not token[1:].isdigit() or int(token[1:]) > limit:
-        raise v.invalid("page_token", "page_token is malformed")
+        raise v.bad_page_token()
     return int(token[1:])
 
 

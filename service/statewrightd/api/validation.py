@@ -7,6 +7,7 @@ a malformed request is answered INVALID_ARGUMENT before anything touches workflo
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from typing import Final
 
 from statewrightd.errors import InvalidArgument
@@ -16,9 +17,17 @@ DEFINITION_NAME: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 EVENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
 REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
 
+MAX_WORKFLOW_ID_LENGTH: Final = 128
+MAX_DEFINITION_NAME_LENGTH: Final = 63
+MAX_EVENT_LENGTH: Final = 128
+MAX_REQUEST_ID_LENGTH: Final = 128
+MAX_REASON_LENGTH: Final = 1024
+_WORKFLOW_PREFIX: Final = "workflows/"
+# definitions/{name}/versions/{version}: the name and up to 19 digits.
+MAX_DEFINITION_RESOURCE_LENGTH: Final = 12 + MAX_DEFINITION_NAME_LENGTH + 10 + 19
+
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 1000
-MAX_REASON_LENGTH: Final = 1024
 
 
 def required(field: str, value: str) -> str:
@@ -33,9 +42,21 @@ def invalid(field: str, message: str, **metadata: object) -> InvalidArgument:
     return InvalidArgument(message, reason="INVALID_FIELD", metadata={"field": field, **metadata})
 
 
+def at_most(field: str, value: str, limit: int) -> str:
+    """Length first, so that no later check or message has to handle a huge value."""
+    if len(value) > limit:
+        raise invalid(
+            field,
+            f"{field} must be at most {limit} characters; got {len(value):,}",
+            limit=limit,
+        )
+    return value
+
+
 def workflow_name(value: str, field: str = "name") -> str:
     """Parses ``workflows/{workflow_id}`` and returns the id."""
     required(field, value)
+    at_most(field, value, len(_WORKFLOW_PREFIX) + MAX_WORKFLOW_ID_LENGTH)
     prefix, _, workflow_id = value.partition("/")
     if prefix != "workflows" or not WORKFLOW_ID.match(workflow_id):
         raise invalid(
@@ -48,6 +69,7 @@ def workflow_name(value: str, field: str = "name") -> str:
 
 
 def workflow_id(value: str, field: str = "workflow_id") -> str:
+    at_most(field, value, MAX_WORKFLOW_ID_LENGTH)
     if not WORKFLOW_ID.match(value):
         raise invalid(
             field,
@@ -60,6 +82,7 @@ def workflow_id(value: str, field: str = "workflow_id") -> str:
 
 def definition_name(value: str, field: str = "definition") -> str:
     required(field, value)
+    at_most(field, value, MAX_DEFINITION_NAME_LENGTH)
     if not DEFINITION_NAME.match(value):
         raise invalid(
             field,
@@ -72,6 +95,7 @@ def definition_name(value: str, field: str = "definition") -> str:
 def definition_resource(value: str, field: str = "name") -> tuple[str, int | None]:
     """Parses ``definitions/{name}/versions/{version}`` or ``definitions/{name}`` (latest)."""
     required(field, value)
+    at_most(field, value, MAX_DEFINITION_RESOURCE_LENGTH)
     parts = value.split("/")
     ok = (
         len(parts) in (2, 4)
@@ -95,6 +119,7 @@ def event_name(value: str, field: str = "event", *, allow_empty: bool = False) -
         if allow_empty:
             return value
         return required(field, value)
+    at_most(field, value, MAX_EVENT_LENGTH)
     if not EVENT_NAME.match(value):
         raise invalid(
             field,
@@ -105,6 +130,7 @@ def event_name(value: str, field: str = "event", *, allow_empty: bool = False) -
 
 
 def request_id(value: str, field: str = "request_id") -> str:
+    at_most(field, value, MAX_REQUEST_ID_LENGTH)
     if value and not REQUEST_ID.match(value):
         raise invalid(field, f"{field} must be 1 to 128 printable ASCII characters without spaces")
     return value
@@ -116,6 +142,13 @@ def non_negative(field: str, value: int) -> int:
     return value
 
 
+def one_of(field: str, value: int, allowed: Collection[int]) -> int:
+    """An enum value this server knows; protobuf passes unknown numbers through as ints."""
+    if value not in allowed:
+        raise invalid(field, f"{field} has no value {value}", value=value)
+    return value
+
+
 def page_size(value: int, field: str = "page_size") -> int:
     non_negative(field, value)
     if value == 0:
@@ -123,7 +156,13 @@ def page_size(value: int, field: str = "page_size") -> int:
     return min(value, MAX_PAGE_SIZE)
 
 
+def bad_page_token(field: str = "page_token") -> InvalidArgument:
+    return InvalidArgument(
+        f"{field} is malformed, or from another listing; start again without it",
+        reason="INVALID_PAGE_TOKEN",
+        metadata={"field": field},
+    )
+
+
 def reason_text(value: str, field: str = "reason") -> str:
-    if len(value) > MAX_REASON_LENGTH:
-        raise invalid(field, f"{field} must be at most {MAX_REASON_LENGTH} characters")
-    return value
+    return at_most(field, value, MAX_REASON_LENGTH)

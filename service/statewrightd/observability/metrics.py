@@ -118,9 +118,10 @@ class Metrics:
         self,
         loop_metrics: Callable[[], EventLoopMetrics],
         writer_stats: Callable[[], WriterStats | None],
+        malformed_requests: Callable[[], int],
     ) -> None:
-        """Export what the EventLoop and the writer already measure, read at scrape time."""
-        self.registry.register(_RuntimeCollector(loop_metrics, writer_stats))
+        """Export what the EventLoop, the writer and the door already count, at scrape time."""
+        self.registry.register(_RuntimeCollector(loop_metrics, writer_stats, malformed_requests))
 
 
 class _RuntimeCollector(Collector):
@@ -128,9 +129,11 @@ class _RuntimeCollector(Collector):
         self,
         loop_metrics: Callable[[], EventLoopMetrics],
         writer_stats: Callable[[], WriterStats | None],
+        malformed_requests: Callable[[], int],
     ) -> None:
         self._loop_metrics = loop_metrics
         self._writer_stats = writer_stats
+        self._malformed_requests = malformed_requests
 
     def describe(self) -> list[Metric]:
         # Empty: the registry must not call collect() at registration, before open().
@@ -170,6 +173,11 @@ class _RuntimeCollector(Collector):
             "statewright_eventloop_slow_dispatches",
             "EventLoop commands that ran longer than the slow-dispatch threshold.",
             value=loop.slow_dispatch_count,
+        )
+        yield CounterMetricFamily(
+            "statewright_malformed_requests",
+            "Requests whose body did not decode, answered INVALID_ARGUMENT MALFORMED_REQUEST.",
+            value=self._malformed_requests(),
         )
         writer = self._writer_stats()
         if writer is not None:

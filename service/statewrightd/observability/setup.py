@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 import grpc
 from opentelemetry.sdk.trace.export import SpanExporter
@@ -48,13 +48,13 @@ class Observability:
             chain.append(RpcObserver(self.metrics))
         return chain
 
-    def start(self, app: Application) -> None:
+    def start(self, app: Application, malformed_requests: Callable[[], int]) -> None:
         hooks.install(self.tracing.tracer if self.tracing else None, self.metrics)
         if self.tracing is not None:
             _log.info("tracing: exporting spans through the OTEL_* configuration")
         if self.metrics is not None and self.config.metrics_listen is not None:
             loop = app.loop
-            self.metrics.watch_runtime(loop.metrics, app.writer_stats)
+            self.metrics.watch_runtime(loop.metrics, app.writer_stats, malformed_requests)
             self.endpoint = serve_metrics(self.metrics, self.config.metrics_listen)
             host = self.config.metrics_listen.rpartition(":")[0]
             # Tests and scripts read this line to find the port when listening on port 0.

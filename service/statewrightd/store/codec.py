@@ -273,14 +273,16 @@ def decode_page_token(token: str, definition: str | None, status: str | None) ->
         tag, seq_text, key = raw.split(":")
         seq = int(seq_text)
     except (ValueError, binascii.Error, UnicodeDecodeError):
-        raise InvalidArgument("page_token is malformed", reason="INVALID_PAGE_TOKEN") from None
+        raise _bad_token("page_token is malformed") from None
     if tag != "v1" or seq < 0:
-        raise InvalidArgument("page_token is malformed", reason="INVALID_PAGE_TOKEN")
+        raise _bad_token("page_token is malformed")
     if key != _filter_key(definition, status):
-        raise InvalidArgument(
-            "page_token was issued for different filters", reason="INVALID_PAGE_TOKEN"
-        )
+        raise _bad_token("page_token was issued for different filters")
     return seq
+
+
+def _bad_token(message: str) -> InvalidArgument:
+    return InvalidArgument(message, reason="INVALID_PAGE_TOKEN", metadata={"field": "page_token"})
 
 
 DEFAULT_PAGE_SIZE = 50
