@@ -1,0 +1,261 @@
+"""Random and mutated requests to every RPC of a real server, in bulk.
+
+Three kinds of input, each sent to every method:
+- random bytes as the request body;
+- valid requests with bytes flipped, dropped or cut off;
+- hypothesis-generated messages: every field of the request filled from a strategy of
+  its type (long and odd strings, extreme numbers, unknown enum values, Structs with NaN,
+  infinities, NUL characters and deep nesting).
+
+Every answer must carry a code of the documented set, and every error exactly one
+ErrorInfo in the service's domain. The module server (one per backend) then asserts at
+teardown that nothing was an unhandled error in its log.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import grpc
+import pytest
+from google.protobuf import struct_pb2
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
+from google.protobuf.message import Message
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from statewright.v1 import workflow_service_pb2 as pb
+
+from tests.support.api import Client, error_info
+from tests.support.server import ServerProcess
+
+SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
+METHODS = sorted(SERVICE.methods_by_name)
+
+# The codes the API documents; anything else (UNKNOWN, INTERNAL, a deadline) is a defect.
+DOCUMENTED = {
+    grpc.StatusCode.OK,
+    grpc.StatusCode.INVALID_ARGUMENT,
+    grpc.StatusCode.NOT_FOUND,
+    grpc.StatusCode.ALREADY_EXISTS,
+    grpc.StatusCode.ABORTED,
+    grpc.StatusCode.FAILED_PRECONDITION,
+    grpc.StatusCode.OUT_OF_RANGE,
+    grpc.StatusCode.RESOURCE_EXHAUSTED,
+    grpc.StatusCode.UNAVAILABLE,
+}
+EXAMPLES = 100
+TRIED: dict[str, int] = {}
+
+
+class Caller:
+    """Sends one request (a message or raw bytes) to a method and checks the answer."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.channel = server.channel()
+        self.unary: dict[str, Any] = {}
+        self.stream: dict[str, Any] = {}
+        for name, method in SERVICE.methods_by_name.items():
+            path = f"/{SERVICE.full_name}/{name}"
+            if method.server_streaming:
+                self.stream[name] = self.channel.unary_stream(path)
+            else:
+                self.unary[name] = self.channel.unary_unary(path)
+
+    def check(self, method: str, body: bytes, kind: str) -> None:
+        TRIED[kind] = TRIED.get(kind, 0) + 1
+        try:
+            if method in self.stream:
+                stream = self.stream[method](body, timeout=10)
+                # An open stream on a live instance waits for steps: one message is enough.
+                for _ in stream:
+                    stream.cancel()
+                    return
+            else:
+                self.unary[method](body, timeout=10)
+        except grpc.RpcError as err:
+            call: Any = err
+            code = call.code()
+            if code is grpc.StatusCode.CANCELLED and method in self.stream:
+                return  # our own cancel after the first message
+            assert code in DOCUMENTED, (method, code, call.details(), body[:200])
+            error_info(err)
+
+
+@pytest.fixture(scope="module")
+def caller(module_server: ServerProcess) -> Iterator[Caller]:
+    caller = Caller(module_server)
+    yield caller
+    caller.channel.close()
+
+
+@pytest.fixture(scope="module")
+def live_ids(module_server: ServerProcess) -> list[str]:
+    """Instances that exist, so that generated requests sometimes name a real one."""
+    with Client(module_server.target) as c:
+        return [
+            c.start("tally", version=1).workflow.workflow_id,
+            c.start("mail-approval").workflow.workflow_id,
+            c.start("hostile").workflow.workflow_id,
+        ]
+
+
+# -- strategies -----------------------------------------------------------------------------
+
+TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
+ODD_TEXT = st.one_of(
+    TEXT,
+    st.text(st.characters(blacklist_categories=["Cs"]), min_size=100, max_size=2_000),
+    st.sampled_from(["", " ", "\x00", "workflows/", "definitions/x/versions/99", "é" * 300]),
+    st.builds(lambda n: "x" * n, st.sampled_from([129, 1_025, 100_000])),
+)
+NUMBERS = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.integers(-(2**70), 2**70).map(float),
+    st.sampled_from([math.nan, math.inf, -math.inf, 0.0, 2.0**53 + 1]),
+)
+LEAVES = st.one_of(st.none(), st.booleans(), NUMBERS, ODD_TEXT)
+JSON = st.recursive(
+    LEAVES,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXT, inner, max_size=4),
+    max_leaves=25,
+)
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "leaf"
+    for n in range(depth):
+        value = {"n": value} if n % 2 else [value]
+    return value
+
+
+STRUCT_VALUES = st.one_of(
+    st.dictionaries(TEXT, JSON, max_size=6),
+    st.builds(lambda d, key: {key: _deep(d)}, st.integers(15, 40), st.sampled_from(["big", "x"])),
+    st.fixed_dictionaries({"big": st.lists(st.integers(0, 400), max_size=400)}),
+)
+
+
+def _names(live: list[str]) -> st.SearchStrategy[str]:
+    return st.one_of(
+        ODD_TEXT,
+        st.sampled_from([f"workflows/{wid}" for wid in live]),
+        TEXT.map(lambda t: f"workflows/{t}"),
+        st.sampled_from(["definitions/tally", "definitions/hostile/versions/1"]),
+    )
+
+
+def _field(field: FieldDescriptor, live: list[str]) -> st.SearchStrategy[Any]:
+    if field.message_type is not None:
+        if field.message_type.full_name == "google.protobuf.Struct":
+            return STRUCT_VALUES
+        return _message(field.message_type, live)
+    if field.type == FieldDescriptor.TYPE_STRING:
+        if field.name in ("name", "workflow_id"):
+            return _names(live)
+        if field.name == "definition":
+            return st.one_of(st.sampled_from(["tally", "hostile", "mail-approval"]), ODD_TEXT)
+        if field.name == "event":
+            return st.one_of(st.sampled_from(["tick", "go", "deepen", "approve", ""]), ODD_TEXT)
+        return ODD_TEXT
+    if field.type == FieldDescriptor.TYPE_BOOL:
+        return st.booleans()
+    if field.type == FieldDescriptor.TYPE_ENUM:
+        return st.integers(-3, 12)
+    if field.type in (FieldDescriptor.TYPE_INT32, FieldDescriptor.TYPE_SINT32):
+        return st.integers(-(2**31), 2**31 - 1)
+    if field.type in (FieldDescriptor.TYPE_INT64, FieldDescriptor.TYPE_SINT64):
+        return st.one_of(st.integers(-(2**63), 2**63 - 1), st.integers(-3, 5))
+    if field.type in (FieldDescriptor.TYPE_UINT32, FieldDescriptor.TYPE_UINT64):
+        return st.integers(0, 2**32 - 1)
+    raise AssertionError(f"no strategy for {field.full_name}")
+
+
+def _message(descriptor: Descriptor, live: list[str]) -> st.SearchStrategy[dict[str, Any]]:
+    fields = {f.name: _field(f, live) for f in descriptor.fields}
+    return st.fixed_dictionaries({}, optional=fields)
+
+
+def _build(cls: type[Message], values: dict[str, Any]) -> Message:
+    message = cls()
+    for name, value in values.items():
+        field = cls.DESCRIPTOR.fields_by_name[name]
+        if field.message_type is not None and field.message_type.full_name == (
+            "google.protobuf.Struct"
+        ):
+            target: struct_pb2.Struct = getattr(message, name)
+            target.update(value)
+        elif field.message_type is not None:
+            getattr(message, name).CopyFrom(_build(type(getattr(message, name)), value))
+        else:
+            setattr(message, name, value)
+    return message
+
+
+def _request_class(method: str) -> type[Message]:
+    cls: type[Message] = getattr(pb, SERVICE.methods_by_name[method].input_type.name)
+    return cls
+
+
+# -- the tests ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_random_bytes(caller: Caller, method: str) -> None:
+    rng = random.Random(f"bytes-{method}")
+    for _ in range(EXAMPLES):
+        body = bytes(rng.randrange(256) for _ in range(rng.randrange(1, 120)))
+        caller.check(method, body, "random bytes")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_mutated_valid_requests(caller: Caller, live_ids: list[str], method: str) -> None:
+    rng = random.Random(f"mutate-{method}")
+    cls = _request_class(method)
+    seed = cls()
+    for name in ("name", "workflow_id"):
+        if name in cls.DESCRIPTOR.fields_by_name:
+            setattr(seed, name, f"workflows/{live_ids[0]}" if name == "name" else live_ids[0])
+    if "definition" in cls.DESCRIPTOR.fields_by_name:
+        seed.definition = "tally"  # type: ignore[attr-defined]
+    if "event" in cls.DESCRIPTOR.fields_by_name:
+        seed.event = "tick"  # type: ignore[attr-defined]
+    valid = bytearray(seed.SerializeToString())
+    mutations: list[Callable[[bytearray], bytes]] = [
+        lambda b: bytes(b[: rng.randrange(len(b) + 1)]),
+        lambda b: bytes(b) + bytes([rng.randrange(256) for _ in range(rng.randrange(1, 8))]),
+        lambda b: (
+            bytes(b[:i] + bytes([rng.randrange(256)]) + b[i + 1 :])
+            if (i := rng.randrange(max(len(b), 1))) < len(b)
+            else bytes(b)
+        ),
+        lambda b: bytes(b[:i] + b[i + 2 :]) if (i := rng.randrange(max(len(b), 1))) else bytes(b),
+    ]
+    for _ in range(EXAMPLES):
+        caller.check(method, rng.choice(mutations)(valid), "mutated")
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_generated_messages(caller: Caller, live_ids: list[str], method: str) -> None:
+    cls = _request_class(method)
+
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(_message(SERVICE.methods_by_name[method].input_type, live_ids))
+    def send(values: dict[str, Any]) -> None:
+        caller.check(method, _build(cls, values).SerializeToString(), "generated")
+
+    send()
+
+
+def test_report_the_number_of_inputs_tried(caller: Caller) -> None:
+    # Runs after the others of its backend (pytest keeps file order): a visible count.
+    total = sum(TRIED.values())
+    print(f"fuzz inputs tried on this backend so far: {total} {TRIED}")
+    assert total >= 2 * EXAMPLES * len(METHODS)  # hypothesis may stop early on small spaces
