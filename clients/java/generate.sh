@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Regenerate the committed Java code (messages + gRPC stubs for statewright.v1).
 #   clients/java/generate.sh [OUTROOT]
-# writes OUTROOT/clients/java/src/main/java/dev/statewright/v1 (OUTROOT defaults to the repo
-# root; the drift check passes a scratch directory and diffs that folder).
+# replaces the whole source root OUTROOT/clients/java/src/generated/java (OUTROOT defaults to the
+# repo root; the drift check passes a scratch directory and diffs that root). Nothing
+# hand-written lives under that root, so wiping it also drops classes of removed messages.
 #
 # Pinned generators, both fetched from Maven Central by Maven itself:
 #   protoc 4.36.2: the same release as the protobuf-java runtime in pom.xml (gencode must
@@ -37,8 +38,8 @@ fetch() { # groupId:artifactId:version -> path of the linux-x86_64 executable
 protoc=$(fetch "com.google.protobuf:protoc:$PROTOC_VERSION")
 grpc_plugin=$(fetch "io.grpc:protoc-gen-grpc-java:$GRPC_JAVA_VERSION")
 
-out=$outroot/clients/java/src/main/java
-rm -rf "$out/dev/statewright/v1"
+out=$outroot/clients/java/src/generated/java
+rm -rf "$out"
 mkdir -p "$out"
 template=$(cat <<JSON
 {"version": "v2", "clean": false, "plugins": [
