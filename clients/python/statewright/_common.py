@@ -90,7 +90,10 @@ _RECONNECT_OPTIONS: tuple[tuple[str, Any], ...] = (
 )
 
 
-def channel_options(extra: Sequence[tuple[str, Any]] = ()) -> list[tuple[str, Any]]:
+ChannelOptions = list[tuple[str, Any]]
+
+
+def channel_options(extra: Sequence[tuple[str, Any]] = ()) -> ChannelOptions:
     """Channel options that install the service config, turn retries on and keep the
     reconnect backoff short; ``extra`` options replace defaults with the same key."""
     options: dict[str, Any] = {

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import itertools
 import threading
 from collections.abc import Iterator
@@ -344,3 +346,36 @@ async def test_async_list_and_watch_resume(fake: FakeServer) -> None:
     assert ids == ["p0", "p1"]
     assert revisions == [1, 2, 3]
     assert fake.service.calls("WatchWorkflow")[1].after_revision == 2
+
+
+async def test_async_stopping_a_watch_early_cancels_the_stream(fake: FakeServer) -> None:
+    released = threading.Event()
+
+    def endless(request: Any, context: grpc.ServicerContext) -> Any:
+        context.add_callback(released.set)
+
+        def messages() -> Iterator[pb.WatchWorkflowResponse]:
+            yield _step(1, RUNNING, pb.WATCH_EVENT_TYPE_CURRENT)
+            released.wait(5)
+
+        return messages()
+
+    fake.service.behaviours["WatchWorkflow"] = endless
+    async with AsyncClient(fake.target) as client:
+        watch = client.watch("w")
+        assert (await anext(watch)).revision == 1
+        await watch.aclose()
+        assert await asyncio.to_thread(released.wait, 5), "the server never saw the stream end"
+
+
+def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
+    public = {name for name in dir(Client) if not name.startswith("_")}
+    assert public == {name for name in dir(AsyncClient) if not name.startswith("_")}
+    assert {"start", "resume", "signal", "get", "cancel", "watch", "definitions"} <= public
+    unary = {"start", "resume", "signal", "get", "cancel", "diagnostics"}
+    unary |= {"workflow_diagnostics", "definition"}
+    for name in public - {"close", "target"}:
+        sync, aio = getattr(Client, name), getattr(AsyncClient, name)
+        assert inspect.signature(sync) == inspect.signature(aio), name
+        assert sync.__doc__ and sync.__doc__ == aio.__doc__, name
+        assert inspect.iscoroutinefunction(aio) == (name in unary), name

@@ -1,0 +1,288 @@
+"""Every method of :class:`statewright.Client` and :class:`statewright.AsyncClient`, once.
+
+Each is a plan (see :mod:`statewright._plan`): it builds the request, yields the call, and
+turns the response into the client's types. Adding an RPC to both clients means adding one
+plan here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import grpc
+
+from statewright import _common
+from statewright._common import IfExists
+from statewright._plan import Feed, OpenStream, Plan, Receive, Sleep, Unary, returning, yielding
+from statewright.errors import StatewrightError
+from statewright.models import (
+    Definition,
+    SignalResult,
+    StepResult,
+    WatchEvent,
+    Workflow,
+    WorkflowPage,
+    WorkflowStatus,
+    workflow_name,
+)
+from statewright.v1 import diagnostics_pb2
+from statewright.v1 import workflow_service_pb2 as pb
+
+
+class Operations:
+    """The client API of ``statewright.v1.WorkflowService``, for either driver."""
+
+    # --- workflows ----------------------------------------------------------------------
+
+    @returning
+    def start(
+        self,
+        definition: str,
+        input: Mapping[str, object] | None = None,
+        *,
+        workflow_id: str | None = None,
+        version: int | None = None,
+        request_id: str | None = None,
+        if_exists: IfExists | None = None,
+        timeout: float | None = None,
+    ) -> Plan[StepResult]:
+        """Starts an instance of ``definition`` (latest version unless ``version``)."""
+        request = _common.start_request(
+            definition,
+            input=input,
+            workflow_id=workflow_id,
+            version=version,
+            request_id=request_id,
+            if_exists=if_exists,
+        )
+        response: pb.StartWorkflowResponse = yield Unary("StartWorkflow", request, timeout)
+        return _common.step_result(response.workflow, response.transitions, response.created)
+
+    @returning
+    def resume(
+        self,
+        name: str,
+        event: str | None = None,
+        input: Mapping[str, object] | None = None,
+        *,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[StepResult]:
+        """Fires ``event`` (default: the wait state's first event) on a WAITING instance.
+
+        With ``expected_revision`` the step runs only at that revision; otherwise
+        :class:`~statewright.errors.RevisionMismatch` carries the ``actual_revision``.
+        """
+        request = _common.resume_request(
+            name,
+            event=event,
+            input=input,
+            expected_revision=expected_revision,
+            request_id=request_id,
+        )
+        response: pb.ResumeWorkflowResponse = yield Unary("ResumeWorkflow", request, timeout)
+        return _common.step_result(response.workflow, response.transitions)
+
+    @returning
+    def signal(
+        self,
+        name: str,
+        event: str,
+        payload: Mapping[str, object] | None = None,
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[SignalResult]:
+        """Delivers ``event`` to a RUNNING instance; ``accepted`` means durably applied."""
+        request = _common.signal_request(name, event, payload=payload, request_id=request_id)
+        response: pb.SignalWorkflowResponse = yield Unary("SignalWorkflow", request, timeout)
+        return _common.signal_result(response)
+
+    @returning
+    def get(self, name: str, *, timeout: float | None = None) -> Plan[Workflow]:
+        """Reads one instance at its latest revision."""
+        return (yield from self._get(name, timeout))
+
+    def _get(self, name: str, timeout: float | None) -> Plan[Workflow]:
+        request = pb.GetWorkflowRequest(name=workflow_name(name))
+        response: pb.GetWorkflowResponse = yield Unary("GetWorkflow", request, timeout)
+        return Workflow.from_proto(response.workflow)
+
+    @returning
+    def cancel(
+        self,
+        name: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[Workflow]:
+        """Cancels an instance that has not ended; returns the CANCELLED instance."""
+        request = _common.cancel_request(
+            name, reason=reason, expected_revision=expected_revision, request_id=request_id
+        )
+        response: pb.CancelWorkflowResponse = yield Unary("CancelWorkflow", request, timeout)
+        return Workflow.from_proto(response.workflow)
+
+    @yielding
+    def list_pages(
+        self,
+        *,
+        definition: str | None = None,
+        status: WorkflowStatus | str | None = None,
+        page_size: int | None = None,
+        page_token: str = "",
+        timeout: float | None = None,
+    ) -> Feed[WorkflowPage]:
+        """Yields pages of instances, following ``next_page_token`` until it is empty.
+
+        Each page is fetched lazily with its own deadline.
+        """
+        token: str | None = page_token
+        while token is not None:
+            page = yield from self._page(definition, status, page_size, token, timeout)
+            yield page
+            token = page.next_page_token or None
+
+    @yielding
+    def list(
+        self,
+        *,
+        definition: str | None = None,
+        status: WorkflowStatus | str | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+    ) -> Feed[Workflow]:
+        """Yields every matching instance, oldest first, across all pages."""
+        token: str | None = ""
+        while token is not None:
+            page = yield from self._page(definition, status, page_size, token, timeout)
+            yield from page.workflows
+            token = page.next_page_token or None
+
+    def _page(
+        self,
+        definition: str | None,
+        status: WorkflowStatus | str | None,
+        page_size: int | None,
+        token: str,
+        timeout: float | None,
+    ) -> Plan[WorkflowPage]:
+        request = _common.list_request(
+            definition=definition, status=status, page_size=page_size, page_token=token
+        )
+        response: pb.ListWorkflowsResponse = yield Unary("ListWorkflows", request, timeout)
+        return WorkflowPage(
+            workflows=tuple(Workflow.from_proto(w) for w in response.workflows),
+            next_page_token=response.next_page_token,
+        )
+
+    @yielding
+    def watch(
+        self,
+        name: str,
+        *,
+        after_revision: int | None = None,
+        timeout: float | None = None,
+        reconnect_budget: float = 30.0,
+    ) -> Feed[WatchEvent]:
+        """Yields every revision of an instance in order, and stops after a terminal one.
+
+        Without ``after_revision`` the first event is CURRENT (the instance now), then one
+        STEP per new revision. With it, every revision after it is replayed first. If the
+        connection drops or the server restarts, the watch resumes after the last revision
+        it yielded, so each revision is seen exactly once; it gives up (raising the last
+        error) after ``reconnect_budget`` seconds without progress. ``timeout`` bounds one
+        stream; by default a watch has no deadline, since it lasts as long as the instance.
+        Call ``close()`` (``aclose()`` on an AsyncClient's) on the generator, or stop
+        iterating and drop it, to end the stream.
+        """
+        cursor = _common.WatchCursor(workflow_name(name), after_revision)
+        backoff = _common.Backoff(budget=reconnect_budget)
+        while True:
+            failure: StatewrightError | None = None
+            call = yield OpenStream("WatchWorkflow", cursor.request(), timeout)
+            try:
+                while True:
+                    message: pb.WatchWorkflowResponse | None = yield Receive(call)
+                    if message is None:
+                        break
+                    event = cursor.accept(message)
+                    if event is None:
+                        continue
+                    backoff.reset()
+                    yield event
+                    if cursor.done:
+                        return
+            except StatewrightError as exc:
+                if not _common.resumable(exc):
+                    raise
+                failure = exc
+            finally:
+                # Also runs when the consumer stops iterating: release the stream.
+                call.cancel()
+            if failure is None:
+                # The stream ended OK without a terminal revision: is there really nothing left?
+                current = yield from self._get(cursor.name, None)
+                if cursor.finished_quietly(current):
+                    return
+            delay = backoff.delay()
+            if delay is None:
+                raise failure or StatewrightError(
+                    f"watch of {cursor.name} kept ending before a terminal revision",
+                    code=grpc.StatusCode.UNAVAILABLE,
+                )
+            yield Sleep(delay)
+
+    # --- diagnostics and definitions ----------------------------------------------------
+
+    @returning
+    def diagnostics(self, *, timeout: float | None = None) -> Plan[pb.GetDiagnosticsResponse]:
+        """The runtime's measurements: EventLoop, admissions, persistence, watchers, build."""
+        response: pb.GetDiagnosticsResponse = yield Unary(
+            "GetDiagnostics", pb.GetDiagnosticsRequest(), timeout
+        )
+        return response
+
+    @returning
+    def workflow_diagnostics(
+        self, name: str, *, timeout: float | None = None
+    ) -> Plan[diagnostics_pb2.WorkflowDiagnostics]:
+        """The runtime's view of one instance: admission state, cache, recent transitions."""
+        request = pb.GetWorkflowDiagnosticsRequest(name=workflow_name(name))
+        response: pb.GetWorkflowDiagnosticsResponse = yield Unary(
+            "GetWorkflowDiagnostics", request, timeout
+        )
+        return response.diagnostics
+
+    @yielding
+    def definitions(
+        self,
+        definition: str | None = None,
+        *,
+        page_size: int | None = None,
+        timeout: float | None = None,
+    ) -> Feed[Definition]:
+        """Yields the definition versions the server knows, across all pages."""
+        token: str | None = ""
+        while token is not None:
+            request = pb.ListDefinitionsRequest(
+                definition=definition or "", page_size=page_size or 0, page_token=token
+            )
+            response: pb.ListDefinitionsResponse = yield Unary("ListDefinitions", request, timeout)
+            yield from (Definition.from_proto(d) for d in response.definitions)
+            token = response.next_page_token or None
+
+    @returning
+    def definition(
+        self, name: str, version: int | None = None, *, timeout: float | None = None
+    ) -> Plan[Definition]:
+        """One definition version (the latest unless ``version``), with source and graph.
+
+        ``name`` is a definition name or a ``definitions/...`` resource name.
+        """
+        request = pb.GetDefinitionRequest(name=_common.definition_name(name, version))
+        response: pb.GetDefinitionResponse = yield Unary("GetDefinition", request, timeout)
+        return Definition.from_proto(response.definition)

@@ -1,0 +1,296 @@
+"""How :class:`statewright.Client` and :class:`statewright.AsyncClient` share one implementation.
+
+Each client method is written once, as a *plan*: a generator that does no I/O itself. When it
+needs the network or the clock it yields an *effect* (:class:`Unary`, :class:`OpenStream`,
+:class:`Receive`, :class:`Sleep`) and is sent back the outcome, or has the call's
+:class:`~statewright.errors.StatewrightError` raised at that ``yield``. A method that produces
+many results (a watch, a listing) yields them too, between its effects.
+
+A driver carries the effects out: :class:`Blocking` by blocking, :class:`Awaiting` by awaiting.
+The decorators :func:`returning` and :func:`yielding` turn a plan into a method of both
+clients, with the plan's parameters and docstring: one place to write, or change, an RPC.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import os
+from abc import ABC, abstractmethod
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from types import MethodType
+from typing import Any, Concatenate, Generic, Never, ParamSpec, TypeAlias, TypeVar, overload
+
+import grpc
+import grpc.aio
+from google.protobuf.message import Message
+
+from statewright import _common
+from statewright.errors import StatewrightError, from_rpc_error
+from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
+
+_P = ParamSpec("_P")
+_R = TypeVar("_R")
+_T = TypeVar("_T")
+_Sync = TypeVar("_Sync")
+_Async = TypeVar("_Async")
+_Channel = TypeVar("_Channel", grpc.Channel, grpc.aio.Channel)
+
+
+# --- effects: what a plan asks its driver to do -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Unary:
+    """Call unary ``method`` once; the outcome is its response message.
+
+    Without a ``timeout`` the deadline is the client's default, else the service config's.
+    """
+
+    method: str
+    request: Message
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class OpenStream:
+    """Open server-streaming ``method``; the outcome is the call, to :class:`Receive` from.
+
+    ``timeout`` bounds the whole stream; None means no deadline. The plan ends the call with
+    ``call.cancel()``, which neither gRPC API blocks on, so it can do so in a ``finally``.
+    """
+
+    method: str
+    request: Message
+    timeout: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class Receive:
+    """The next message of an open stream; the outcome is None once the stream ended OK."""
+
+    call: Any  # the outcome of the OpenStream: a grpc or a grpc.aio call object
+
+
+@dataclass(frozen=True, slots=True)
+class Sleep:
+    """Pause; the outcome is None."""
+
+    seconds: float
+
+
+Effect: TypeAlias = Unary | OpenStream | Receive | Sleep
+
+# A plan that returns one result, and one that yields its results as it goes.
+Plan: TypeAlias = Generator[Effect, Any, _R]
+Feed: TypeAlias = Generator[Effect | _T, Any, None]
+
+
+class Run(Generic[_T, _R]):
+    """A plan being carried out. Iterating it gives the plan's steps (effects, and results
+    of a feed); the driver answers each effect before it takes the next step."""
+
+    result: _R
+    """What the plan returned, once iteration stopped."""
+
+    def __init__(self, plan: Generator[Effect | _T, Any, _R]) -> None:
+        self._plan = plan
+        self._outcome: Any = None
+        self._error: StatewrightError | None = None
+
+    def __iter__(self) -> Run[_T, _R]:
+        return self
+
+    def __next__(self) -> Effect | _T:
+        outcome, error = self._outcome, self._error
+        self._outcome, self._error = None, None
+        try:
+            return self._plan.send(outcome) if error is None else self._plan.throw(error)
+        except StopIteration as stop:
+            self.result = stop.value
+            raise
+
+    def answer(self, perform: Callable[[Effect], Any], effect: Effect) -> None:
+        try:
+            self._outcome = perform(effect)
+        except grpc.RpcError as exc:
+            self._error = from_rpc_error(exc)
+
+    async def answer_async(
+        self, perform: Callable[[Effect], Coroutine[Any, Any, Any]], effect: Effect
+    ) -> None:
+        try:
+            self._outcome = await perform(effect)
+        except grpc.RpcError as exc:
+            self._error = from_rpc_error(exc)
+
+    def close(self) -> None:
+        """Ends the plan early, running its ``finally`` blocks (a stream's cancel)."""
+        self._plan.close()
+
+
+# --- drivers: what each client adds to the plans -----------------------------------------
+
+
+class Driver(ABC, Generic[_Channel]):
+    """What both clients hold and how they are made: the target, the channel and its stub,
+    the default deadline and the metadata sent with every call."""
+
+    def __init__(
+        self,
+        target: str | None = None,
+        *,
+        credentials: grpc.ChannelCredentials | None = None,
+        channel: _Channel | None = None,
+        timeout: float | None = None,
+        metadata: Sequence[tuple[str, str]] = (),
+        options: Sequence[tuple[str, object]] = (),
+    ) -> None:
+        self.target = target or os.environ.get(_common.TARGET_ENV) or _common.DEFAULT_TARGET
+        self._owns_channel = channel is None
+        if channel is None:
+            channel = self._open(credentials, _common.channel_options(options))
+        self._channel: _Channel = channel
+        self._stub: object = pb_grpc.WorkflowServiceStub(channel)
+        self._timeout = timeout
+        # A sequence of pairs is what both gRPC APIs accept (grpc.aio converts it itself).
+        self._metadata = tuple(metadata)
+
+    @abstractmethod
+    def _open(
+        self, credentials: grpc.ChannelCredentials | None, options: _common.ChannelOptions
+    ) -> _Channel: ...
+
+    def _deadline(self, effect: Unary | OpenStream) -> float | None:
+        if isinstance(effect, OpenStream) or effect.timeout is not None:
+            return effect.timeout
+        if self._timeout is not None:
+            return self._timeout
+        return _common.method_timeouts().get(effect.method)
+
+    def _invoke(self, effect: Unary | OpenStream) -> Any:
+        """Starts the call: a response (blocking unary), an awaitable, or a stream call."""
+        rpc = getattr(self._stub, effect.method)
+        return rpc(effect.request, timeout=self._deadline(effect), metadata=self._metadata)
+
+
+class Blocking(Driver[grpc.Channel]):
+    """Runs plans by blocking on each effect in turn."""
+
+    @abstractmethod
+    def _perform(self, effect: Effect) -> Any: ...
+
+    def _run(self, plan: Plan[_R]) -> _R:
+        run: Run[Never, _R] = Run(plan)
+        with closing(run):
+            for effect in run:
+                run.answer(self._perform, effect)
+        return run.result
+
+    def _iterate(self, plan: Feed[_T]) -> Generator[_T, None, None]:
+        # Closing this generator early closes the plan, which ends its stream.
+        with closing(run := Run(plan)):
+            for step in run:
+                if isinstance(step, Effect):
+                    run.answer(self._perform, step)
+                else:
+                    yield step
+
+
+class Awaiting(Driver[grpc.aio.Channel]):
+    """Runs plans by awaiting each effect in turn."""
+
+    @abstractmethod
+    async def _perform(self, effect: Effect) -> Any: ...
+
+    async def _run(self, plan: Plan[_R]) -> _R:
+        run: Run[Never, _R] = Run(plan)
+        with closing(run):
+            for effect in run:
+                await run.answer_async(self._perform, effect)
+        return run.result
+
+    async def _iterate(self, plan: Feed[_T]) -> AsyncGenerator[_T, None]:
+        with closing(run := Run(plan)):
+            for step in run:
+                if isinstance(step, Effect):
+                    await run.answer_async(self._perform, step)
+                else:
+                    yield step
+
+
+# --- methods: a plan as a method of both clients -----------------------------------------
+
+
+class Method(Generic[_P, _Sync, _Async]):
+    """A plan as a method: on a :class:`Blocking` client it returns ``_Sync``, on an
+    :class:`Awaiting` one ``_Async``. On a client class it is a plain function, so that
+    ``help()`` and ``inspect`` see an ordinary method."""
+
+    def __init__(
+        self,
+        plan: Callable[..., object],
+        blocking: Callable[Concatenate[Blocking, _P], _Sync],
+        awaiting: Callable[Concatenate[Awaiting, _P], _Async],
+    ) -> None:
+        self.plan = plan
+        self._blocking = _present(blocking, plan)
+        self._awaiting = _present(awaiting, plan)
+
+    @overload
+    def __get__(self, client: None, owner: type[object]) -> Callable[..., object]: ...
+    @overload
+    def __get__(self, client: Blocking, owner: type[object]) -> Callable[_P, _Sync]: ...
+    @overload
+    def __get__(self, client: Awaiting, owner: type[object]) -> Callable[_P, _Async]: ...
+    def __get__(self, client: object, owner: type[object]) -> Callable[..., object]:
+        if issubclass(owner, Awaiting):
+            function = self._awaiting
+        elif issubclass(owner, Blocking):
+            function = self._blocking
+        else:
+            return self.plan
+        return function if client is None else MethodType(function, client)
+
+
+def returning(
+    plan: Callable[Concatenate[Any, _P], Plan[_R]],
+) -> Method[_P, _R, Coroutine[Any, Any, _R]]:
+    """A method with one result: ``R`` from Client, a coroutine of ``R`` from AsyncClient."""
+
+    def blocking(client: Blocking, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return client._run(plan(client, *args, **kwargs))
+
+    async def awaiting(client: Awaiting, /, *args: _P.args, **kwargs: _P.kwargs) -> _R:
+        return await client._run(plan(client, *args, **kwargs))
+
+    return Method(plan, blocking, awaiting)
+
+
+def yielding(
+    plan: Callable[Concatenate[Any, _P], Feed[_T]],
+) -> Method[_P, Generator[_T, None, None], AsyncGenerator[_T, None]]:
+    """A method with many results: a generator from Client, an async one from AsyncClient."""
+
+    def blocking(
+        client: Blocking, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> Generator[_T, None, None]:
+        return client._iterate(plan(client, *args, **kwargs))
+
+    def awaiting(
+        client: Awaiting, /, *args: _P.args, **kwargs: _P.kwargs
+    ) -> AsyncGenerator[_T, None]:
+        return client._iterate(plan(client, *args, **kwargs))
+
+    return Method(plan, blocking, awaiting)
+
+
+def _present(function: Any, plan: Callable[..., object]) -> Any:
+    """Gives a driver function the plan's name, docstring and parameters (not its return
+    annotation, which names the plan's type rather than what the method returns)."""
+    functools.update_wrapper(function, plan)
+    signature = inspect.signature(plan)
+    function.__signature__ = signature.replace(return_annotation=inspect.Signature.empty)
+    return function
