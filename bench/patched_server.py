@@ -12,21 +12,15 @@ Patches:
 
 - ``latest-cache``: StartWorkflow without a version resolves the latest version from the
   registry's memory while its TTL is fresh, instead of a read-pool round trip per call.
-- ``plain-await``: Application.step awaits the reply future directly with a timer for the
-  deadline, instead of ``asyncio.wait_for(asyncio.shield(future), budget)``.
 - ``switch-interval=SECONDS``: ``sys.setswitchinterval``: how long a thread that wants
   the GIL waits for the running one to drop it (CPython's default is 0.005).
 - ``gc-log``: no change in behaviour; logs every garbage collection that pauses the
   process for more than 10 ms, with its generation and the number of tracked objects.
-- ``gc-freeze``: ``gc.freeze()`` after start-up and after every full collection, so a
-  full collection stops re-scanning the long-lived heap (definitions, cached sessions).
 """
 
 from __future__ import annotations
 
 import argparse
-import asyncio
-import functools
 import gc
 import inspect
 import logging
@@ -35,11 +29,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from statewrightd import cli, errors
-from statewrightd.application import MAX_LOOP_QUEUE, Application, _settle
+from statewrightd import cli
+from statewrightd.application import Application
 from statewrightd.definitions import registry as registry_module
 from statewrightd.definitions.registry import Loaded
-from statewrightd.engine.runtime import Outcome, Replay, Result, StepCommand
 
 
 def _expect(fn: Callable[..., Any], *fragments: str) -> None:
@@ -69,43 +62,6 @@ def latest_cache() -> None:
     Application.definition = definition  # type: ignore[method-assign]
 
 
-def plain_await() -> None:
-    _expect(Application.step, "asyncio.wait_for(asyncio.shield(future), budget)")
-
-    async def step(self: Application, budget: float | None, **fields: Any) -> Outcome | Replay:
-        loop = self.loop
-        if loop.queue_depth() > MAX_LOOP_QUEUE:
-            raise errors.ResourceExhausted(
-                "the server is overloaded; retry with backoff", reason="OVERLOADED"
-            )
-        aio = asyncio.get_running_loop()
-        future: asyncio.Future[Result] = aio.create_future()
-
-        def reply(result: Result) -> None:
-            loop.reply(functools.partial(_settle, future, result))
-
-        command = StepCommand(reply=reply, **fields)
-        loop.post(functools.partial(self.runtime.submit, command))
-        expired = errors.DeadlineExceeded(
-            "the deadline passed before the step finished; its outcome is decided by the "
-            "server and visible through GetWorkflow",
-            metadata={"workflow_id": command.workflow_id},
-        )
-        # _settle ignores a settled future, so the timer and the reply may race safely;
-        # a cancelled RPC cancels only this await, as shield() did for the reply.
-        timer = aio.call_later(budget, _settle, future, expired) if budget is not None else None
-        try:
-            result = await future
-        finally:
-            if timer is not None:
-                timer.cancel()
-        if isinstance(result, errors.StatewrightError):
-            raise result
-        return result
-
-    Application.step = step  # type: ignore[method-assign]
-
-
 def gc_log() -> None:
     log = logging.getLogger("bench.gc")
     started: list[float] = [0.0]
@@ -127,27 +83,6 @@ def gc_log() -> None:
     gc.callbacks.append(callback)
 
 
-def gc_freeze() -> None:
-    original = Application.open
-    _expect(original, "self._loop.start(aio)")
-
-    def after_full_collection(phase: str, info: dict[str, int]) -> None:
-        # Whatever survived a full collection is long-lived (cached sessions, mostly):
-        # move it to the permanent generation so the next full collection does not
-        # traverse it again. Sessions leave the cache by reference counting, not cycles,
-        # so freezing them does not keep them alive.
-        if phase == "stop" and info["generation"] == 2:
-            gc.freeze()
-
-    async def open_then_freeze(self: Application) -> None:
-        await original(self)
-        gc.collect()
-        gc.freeze()  # definitions, modules, compiled CEL: permanent
-        gc.callbacks.append(after_full_collection)
-
-    Application.open = open_then_freeze  # type: ignore[method-assign]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patch", action="append", default=[], help="a patch name (repeat)")
@@ -157,14 +92,10 @@ def main() -> None:
         name, _, value = patch.partition("=")
         if name == "latest-cache":
             latest_cache()
-        elif name == "plain-await":
-            plain_await()
         elif name == "switch-interval":
             sys.setswitchinterval(float(value))
         elif name == "gc-log":
             gc_log()
-        elif name == "gc-freeze":
-            gc_freeze()
         else:
             raise SystemExit(f"unknown patch {patch!r}")
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runtime benchmark of issue 5, in one command: a private PostgreSQL (scripts/with-postgres),
+# The runtime benchmark in one command: a private PostgreSQL (scripts/with-postgres),
 # statewrightd, two echo servers and several load processes, all on 127.0.0.1, all stopped at
 # the end. Takes about three minutes; arguments go to bench/runtime_bench.py, e.g.
 #   bench/run.sh --quick            a smoke run (about a minute)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The WatchWorkflow benchmark of issue 6 in one command: a private PostgreSQL, statewrightd
+# The WatchWorkflow benchmark in one command: a private PostgreSQL, statewrightd
 # (--server-processes N: N replicas, each on its own port), and the load, all on 127.0.0.1,
 # all stopped at the end (a few minutes). By default the load is one bench/goload process
 # (built with `go build` into .cache/goload/) that holds every watch stream and sends the

@@ -1,4 +1,4 @@
-"""The runtime benchmark of issue 5: statewrightd on PostgreSQL versus a bare grpc.aio echo.
+"""The runtime benchmark: statewrightd on PostgreSQL versus a bare grpc.aio echo.
 
 Not a test. Starts, on 127.0.0.1 only, one ``statewrightd serve`` on the given PostgreSQL,
 one echo server (bench/echo_server.py, canned answer) and one echo server with the thread

@@ -30,6 +30,7 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
+    Status,
     open_repository,
 )
 
@@ -81,7 +82,9 @@ def _seed(repo: Repository, count: int) -> list[InstanceRecord]:
     tag = uuid.uuid4().hex[:8]
     out = []
     for i in range(count):
-        rec = InstanceRecord(f"bench-{tag}-{i}", "bench", 1, "a", "RUNNING", {}, 1, None, T0, T0)
+        rec = InstanceRecord(
+            f"bench-{tag}-{i}", "bench", 1, "a", Status.RUNNING, {}, 1, None, T0, T0
+        )
         out.append(repo.create(Create(rec, _history(rec))))
     return out
 

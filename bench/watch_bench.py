@@ -1,4 +1,4 @@
-"""The WatchWorkflow benchmark of issue 6: signal-to-watch delivery latency, watcher memory.
+"""The WatchWorkflow benchmark: signal-to-watch delivery latency, watcher memory.
 
 Not a test. Starts ``--server-processes`` statewrightd replicas (default 1), each on its
 own port on 127.0.0.1, all on the given PostgreSQL and one definitions directory with a

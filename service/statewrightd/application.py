@@ -1,47 +1,37 @@
-"""The composition root: storage, definitions, writer, EventLoop and runtime, wired together.
+"""The application: storage, definitions, writer, EventLoop and runtime, wired together.
 
-The servicer talks only to this object. Step commands are posted to the EventLoop thread
-and awaited on the asyncio loop; plain reads (Get, List, definitions, replays) go straight
-to the store on a small read pool because they touch no live state.
+The servicer talks only to this object, in the engine's terms (commands, outcomes, step
+events). Step commands are posted to the EventLoop thread and awaited on the asyncio loop;
+plain reads (Get, List, definitions, replays, history) go straight to the store on a small
+read pool because they touch no live state.
 """
 
 from __future__ import annotations
 
 import asyncio
 import functools
-import hashlib
-import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from google.protobuf.message import Message
-
 from statewrightd import errors
-from statewrightd.api.convert import record_at
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.engine.answers import Outcome, Replay, Result
+from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
+from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.model import TransitionTaken
-from statewrightd.engine.runtime import (
-    Outcome,
-    Replay,
-    RequestKey,
-    Result,
-    RuntimeCounts,
-    StepCommand,
-    WorkflowInfo,
-    WorkflowRuntime,
-)
-from statewrightd.engine.snapshots import transitions_from_dicts
-from statewrightd.engine.watch import StepEvent, WatchHub
+from statewrightd.engine.observer import StepObserver, Unobserved
+from statewrightd.engine.runtime import Job, RuntimeCounts, WorkflowInfo, WorkflowRuntime
+from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
 from statewrightd.store.notifications import StepListener
 from statewrightd.store.records import HistoryRecord, InstanceRecord, Page
 from statewrightd.store.repository import Repository, open_repository
-from statewrightd.store.writer import GroupCommitWriter, WriterStats
+from statewrightd.store.writer import BatchObserver, GroupCommitWriter, WriterStats, unobserved
 
 _log = logging.getLogger(__name__)
 
@@ -57,15 +47,6 @@ HINT_DELAY_SECONDS = 0.02
 
 
 @dataclass(frozen=True, slots=True)
-class Replayed:
-    """A stored answer to a request id, rebuilt from the history row it recorded."""
-
-    record: InstanceRecord
-    transitions: tuple[TransitionTaken, ...]
-    loaded: Loaded
-
-
-@dataclass(frozen=True, slots=True)
 class Diagnostics:
     loop: EventLoopMetrics
     counts: RuntimeCounts
@@ -74,29 +55,33 @@ class Diagnostics:
     backend: str
     definitions: list[str]
     uptime: float
-
-
-def request_key(method: str, request: Message, request_id: str) -> RequestKey | None:
-    if not request_id:
-        return None
-    digest = hashlib.sha256(method.encode())
-    digest.update(request.SerializeToString(deterministic=True))
-    return RequestKey(request_id, method, digest.hexdigest())
+    watchers: int
+    watch_catch_ups: int
 
 
 class Application:
-    def __init__(self, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        step_observer: StepObserver | None = None,
+        batch_observer: BatchObserver = unobserved,
+    ) -> None:
         self.config = config
         self.started = time.monotonic()
+        self._step_observer: StepObserver = step_observer or Unobserved()
+        self._batch_observer = batch_observer
         self._repo: Repository | None = None
         self._registry: DefinitionRegistry | None = None
         self._writer: GroupCommitWriter | None = None
         self._loop: EventLoop | None = None
         self._runtime: WorkflowRuntime | None = None
+        self._requests: Idempotency | None = None
         self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
         self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-read")
         self.writer_capacity = config.writer_queue
         self.watch_hub = WatchHub()
+        self._feed = WatchFeed(self.watch_hub, self.get, self.history_after)
         self._step_listener: StepListener | None = None
         # Why storage is known to be down (the readiness check's verdict), or None: calls
         # that need it are then refused at once, so that clients' retries can go elsewhere
@@ -118,12 +103,23 @@ class Application:
             _log.info("compiled %d more definition versions recorded in the store", stored)
         self._registry = registry
         self._loop = EventLoop()
-        self._writer = GroupCommitWriter(repo, max_queue=self.writer_capacity, post=self._loop.post)
+        self._writer = GroupCommitWriter(
+            repo,
+            max_queue=self.writer_capacity,
+            post=self._loop.post,
+            observe=self._batch_observer,
+        )
         self._writer.start()
         self._runtime = WorkflowRuntime(
-            loop=self._loop, repo=repo, writer=self._writer, registry=registry, io=self._io
+            loop=self._loop,
+            repo=repo,
+            writer=self._writer,
+            registry=registry,
+            io=self._io,
+            observer=self._step_observer,
         )
         self._runtime.listeners.append(self._publish_step)
+        self._requests = Idempotency(self._run, repo, registry, self._read)
         aio = asyncio.get_running_loop()
         self._loop.start(aio)
         if self.config.database_url.startswith(("postgresql://", "postgres://")):
@@ -217,9 +213,15 @@ class Application:
 
     # -- steps -------------------------------------------------------------------------------
 
-    async def step(self, budget: float | None, **fields: Any) -> Outcome | Replay:
-        """Run one step command on the EventLoop and await its answer."""
+    async def step(self, command: Command, budget: float | None) -> Outcome:
+        """Run one step within ``budget`` seconds; a retried request id gets its original
+        answer, in the same shape."""
         self._require_storage()
+        assert self._requests is not None, "application not opened"
+        return await self._requests.step(command, budget)
+
+    async def _run(self, command: Command, budget: float | None) -> Outcome | Replay:
+        """Post ``command`` to the EventLoop and await its answer."""
         loop = self.loop
         if loop.queue_depth() > MAX_LOOP_QUEUE:
             raise errors.ResourceExhausted(
@@ -231,8 +233,8 @@ class Application:
         def reply(result: Result) -> None:
             loop.reply(functools.partial(_settle, future, result))
 
-        command = StepCommand(reply=reply, **fields)
-        loop.post(functools.partial(self.runtime.submit, command))
+        job = Job(command, reply, observed=self._step_observer.requested())
+        loop.post(functools.partial(self.runtime.submit, job))
         # A plain timer rather than wait_for(shield(...)): one less task per call. The
         # step goes on regardless; only this caller stops waiting for it.
         expired = False
@@ -275,6 +277,12 @@ class Application:
 
         loop.post(run)
         return await future
+
+    # -- watching ----------------------------------------------------------------------------
+
+    def watch(self, workflow_id: str, after: int | None) -> AsyncIterator[StepEvent]:
+        """Every revision of the instance in order, from ``after`` (None: as it is now)."""
+        return self._feed.follow(workflow_id, after)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -322,31 +330,6 @@ class Application:
 
         return await self._read(read)
 
-    async def replay(self, key: RequestKey) -> Replayed | None:
-        """The original answer to ``key``'s request id, or None if it was never answered."""
-        repo, registry = self.repo, self.registry
-
-        def read() -> Replayed | None:
-            stored = repo.lookup_request(key.request_id)
-            if stored is None:
-                return None
-            if (stored.method, stored.fingerprint) != (key.method, key.fingerprint):
-                raise errors.InvalidArgument(
-                    f"request_id {key.request_id!r} was already used for a different request "
-                    f"({stored.method}); use a new request_id for new content",
-                    reason="REQUEST_ID_REUSED",
-                    metadata={"request_id": key.request_id, "original_method": stored.method},
-                )
-            revision = int(json.loads(stored.response)["revision"])
-            current = repo.load(stored.workflow_id)
-            (history,) = repo.history_after(stored.workflow_id, revision - 1, 1)
-            loaded = registry.get(current.definition, current.version)
-            return Replayed(
-                record_at(history, current), transitions_from_dicts(history.transitions), loaded
-            )
-
-        return await self._read(read)
-
     async def history_after(
         self, workflow_id: str, after_revision: int, limit: int
     ) -> list[HistoryRecord]:
@@ -379,6 +362,8 @@ class Application:
                 for item in self.registry.all()
             ],
             uptime=time.monotonic() - self.started,
+            watchers=self.watch_hub.active(),
+            watch_catch_ups=self.watch_hub.catch_ups,
         )
 
     async def workflow_info(self, workflow_id: str) -> WorkflowInfo:

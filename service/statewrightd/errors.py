@@ -91,6 +91,12 @@ class OutOfRange(StatewrightError):
     default_reason = "OUT_OF_RANGE"
 
 
+class Cancelled(StatewrightError):
+    """Stopped on request: how a cancelled instance reports why it ended."""
+
+    default_reason = "CANCELLED"
+
+
 class Aborted(StatewrightError):
     """A concurrency conflict: re-read and decide again."""
 

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib
 import logging
+import os
 import signal
 import time
 
@@ -13,7 +15,7 @@ from grpc_health.v1 import health_pb2_grpc
 from grpc_reflection.v1alpha import reflection
 from statewright.v1 import workflow_service_pb2 as pb
 
-from statewrightd import __version__, debug_hooks
+from statewrightd import __version__
 from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
 from statewrightd.api.servicer import WorkflowServicer
@@ -32,11 +34,17 @@ HEALTH_INTERVAL = 1.0
 # A database check that has not answered within this is a failure. Readiness so turns
 # NOT_SERVING at most HEALTH_INTERVAL + PING_TIMEOUT after the database stops answering.
 PING_TIMEOUT = 2.0
-# A drain stops the transport once no call is inside and none arrived for this long.
-DRAIN_QUIET = 0.25
+# A drain stops the transport once no call is inside and none arrived for this long: long
+# enough for calls sent before the drain began to reach the door (loopback or cluster
+# round trips), short enough that a client retrying every fraction of a second does not
+# keep the transport open for the whole grace period, inviting a retry to race its stop.
+DRAIN_QUIET = 0.05
 
 WORKFLOW_SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
 SERVICE_FULL_NAME = WORKFLOW_SERVICE.full_name
+# Names a module whose ``install(event_loop, asyncio_loop)`` a test wants run at start
+# (fault injection that only a test asks for); unset everywhere else.
+TEST_HOOKS_ENV = "STATEWRIGHT_TEST_HOOKS"
 
 
 class Server:
@@ -46,9 +54,10 @@ class Server:
         self.config = config
         self.health = Health()
         self.port: int | None = None
-        self.app = Application(config)
-        self.door = Door()
         self.observability = observability or Observability(config)
+        probes = self.observability.probes
+        self.app = Application(config, step_observer=probes, batch_observer=probes.batch)
+        self.door = Door()
         self._monitors: list[asyncio.Task[None]] = []
         self._ping: asyncio.Future[None] | None = None
         self._grpc = grpc.aio.server(
@@ -68,8 +77,10 @@ class Server:
         await self.app.open()
         tune_interpreter()
         door = self.door
-        self.observability.start(self.app, lambda: door.malformed)
-        debug_hooks.install(self.app.loop, asyncio.get_running_loop())
+        self.observability.start(
+            self.app.loop.metrics, self.app.writer_stats, lambda: door.malformed
+        )
+        _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
         reflection.enable_server_reflection(
@@ -180,6 +191,16 @@ async def serve(config: ServerConfig) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
     return 0
+
+
+def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> None:
+    name = os.environ.get(TEST_HOOKS_ENV, "").strip()
+    if not name:
+        return
+    _log.warning(
+        "%s=%s: installing test hooks (never set this in production)", TEST_HOOKS_ENV, name
+    )
+    importlib.import_module(name).install(app.loop, aio)
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -1,4 +1,4 @@
-"""`statewrightd dev` (issue 5, point 10): one command, a SQLite file, the example
+"""`statewrightd dev`: one command, a SQLite file, the example
 definitions; mail-approval runs from start to COMPLETED."""
 
 from __future__ import annotations

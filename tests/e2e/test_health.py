@@ -28,16 +28,17 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from statewrightd import health as served
-from statewrightd.debug_hooks import STALL_ENV
+from statewrightd.server import TEST_HOOKS_ENV
+from tests.support import stall as stall_hook
 from tests.support.api import WAITING, Client, uid
 from tests.support.databases import PostgresDatabases
-from tests.support.deployment import definitions_dir, running_server
+from tests.support.deployment import REPO, definitions_dir, running_server
 from tests.support.pgproxy import PgProxy
 from tests.support.server import ServerProcess
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING = health_pb2.HealthCheckResponse.NOT_SERVING
-# The deadline for readiness to notice an unreachable database.
+# The promised bound on how long readiness takes to notice an unreachable database.
 READINESS_DEADLINE = 5.0
 
 
@@ -161,7 +162,11 @@ def test_liveness_follows_eventloop_progress(tmp_path: Path, watches: list[Healt
         cwd=tmp_path,
         grace=2.0,
         extra_args=["--liveness-stall", str(limit)],
-        env={STALL_ENV: str(stall)},
+        env={
+            TEST_HOOKS_ENV: stall_hook.MODULE,
+            stall_hook.STALL_ENV: str(stall),
+            "PYTHONPATH": str(REPO),
+        },
     )
     with server:
         liveness = HealthWatch(server.target, served.LIVENESS)

@@ -1,4 +1,4 @@
-"""Two server processes on one PostgreSQL database (issue 5, point 6).
+"""Two server processes on one PostgreSQL database.
 
 PostgreSQL's compare-and-swap is the only arbiter: a replica whose cached session is stale
 loses the CAS, reloads and re-applies the signal; decisions that write nothing are

@@ -1,4 +1,4 @@
-"""Nothing lives only in memory (issue 5, point 5), on PostgreSQL and SQLite.
+"""Nothing lives only in memory, on PostgreSQL and SQLite.
 
 Drive 100 review-loop instances to RUNNING and 100 mail-approval instances to WAITING,
 SIGKILL the server (mid-traffic: signals to other instances are in flight), start a new

@@ -1,4 +1,4 @@
-"""Storage faults under a real server (issue 5, points 7 and 8), PostgreSQL only: the
+"""Storage faults under a real server, PostgreSQL only: the
 server reaches the database through a protocol-aware proxy (tests/support/pgproxy.py).
 
 - A COMMIT whose answer is lost while the database is unreachable leaves the save's outcome
@@ -426,7 +426,7 @@ def test_connection_lost_before_commit_is_a_known_failure(proxied: Proxied) -> N
 
 
 def test_competing_steps_while_a_save_is_in_flight(proxied: Proxied) -> None:
-    """Admission: one live segment per instance (issue 5, point 2), made visible by
+    """Admission: one live segment per instance, made visible by
     stalling the database while a save is in flight."""
     c, proxy = proxied.client, proxied.proxy
     wid, twin = uid("gated"), uid("gated")

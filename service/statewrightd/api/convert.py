@@ -8,40 +8,29 @@ from datetime import datetime
 from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
-from google.rpc import code_pb2, status_pb2
+from google.rpc import status_pb2
 from statewright.v1 import definition_pb2, workflow_pb2
 
+from statewrightd import errors
 from statewrightd.api.status import to_status_proto
 from statewrightd.definitions.graph import to_mermaid
 from statewrightd.definitions.model import Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
 from statewrightd.engine import fsm
-from statewrightd.engine.model import Status, TransitionTaken
+from statewrightd.engine.model import FAILURE_ERRORS, Status, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
-from statewrightd.errors import InvalidArgument, StatewrightError, quote
-from statewrightd.store.records import HistoryRecord, InstanceRecord
+from statewrightd.errors import InvalidArgument, quote
+from statewrightd.store.records import InstanceRecord
 
 _MAX_SAFE_INT = 2**53
 
-STATUS_TO_PB: dict[str, workflow_pb2.WorkflowStatus.ValueType] = {
-    "RUNNING": workflow_pb2.WORKFLOW_STATUS_RUNNING,
-    "WAITING": workflow_pb2.WORKFLOW_STATUS_WAITING,
-    "COMPLETED": workflow_pb2.WORKFLOW_STATUS_COMPLETED,
-    "FAILED": workflow_pb2.WORKFLOW_STATUS_FAILED,
-    "CANCELLED": workflow_pb2.WORKFLOW_STATUS_CANCELLED,
-}
-STATUS_FROM_PB = {v: k for k, v in STATUS_TO_PB.items()}
-
-# google.rpc codes for the reasons a step fails an instance.
-_STEP_ERROR_CODES = {
-    "NO_TRANSITION_MATCHED": code_pb2.FAILED_PRECONDITION,
-    "RECURSION_LIMIT": code_pb2.RESOURCE_EXHAUSTED,
-    "EVALUATION_ERROR": code_pb2.INVALID_ARGUMENT,
-    "EVALUATION_BUDGET_EXCEEDED": code_pb2.RESOURCE_EXHAUSTED,
-    "TYPE_MISMATCH": code_pb2.INVALID_ARGUMENT,
-    "VALUE_TOO_DEEP": code_pb2.INVALID_ARGUMENT,
-    "CANCELLED": code_pb2.CANCELLED,
+STATUS_TO_PB: dict[Status, workflow_pb2.WorkflowStatus.ValueType] = {
+    Status.RUNNING: workflow_pb2.WORKFLOW_STATUS_RUNNING,
+    Status.WAITING: workflow_pb2.WORKFLOW_STATUS_WAITING,
+    Status.COMPLETED: workflow_pb2.WORKFLOW_STATUS_COMPLETED,
+    Status.FAILED: workflow_pb2.WORKFLOW_STATUS_FAILED,
+    Status.CANCELLED: workflow_pb2.WORKFLOW_STATUS_CANCELLED,
 }
 
 
@@ -133,13 +122,13 @@ def transitions_pb(transitions: Iterable[TransitionTaken]) -> list[workflow_pb2.
 
 
 def step_error_status(error: Mapping[str, Any]) -> status_pb2.Status:
+    """``Workflow.error``: why a step failed the instance, as the error it stands for."""
     reason = str(error.get("reason") or "STEP_FAILED")
-    failure = StatewrightError(
+    kind = FAILURE_ERRORS.get(reason, errors.FailedPrecondition)
+    failure = kind(
         str(error.get("message", "")), reason=reason, metadata=error.get("metadata") or {}
     )
-    status = to_status_proto(failure)
-    status.code = _STEP_ERROR_CODES.get(reason, code_pb2.FAILED_PRECONDITION)
-    return status
+    return to_status_proto(failure)
 
 
 def workflow_pb(record: InstanceRecord, definition: Definition) -> workflow_pb2.Workflow:
@@ -161,22 +150,6 @@ def workflow_pb(record: InstanceRecord, definition: Definition) -> workflow_pb2.
     if record.error and snapshot.status in (Status.FAILED, Status.CANCELLED):
         message.error.CopyFrom(step_error_status(record.error))
     return message
-
-
-def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord:
-    """The instance as it was at a history row's revision."""
-    return InstanceRecord(
-        workflow_id=history.workflow_id,
-        definition=current.definition,
-        version=current.version,
-        state=history.state,
-        status=history.status,
-        context=history.context,
-        revision=history.revision,
-        error=history.error,
-        create_time=current.create_time,
-        update_time=history.time,
-    )
 
 
 def etag(workflow_id: str, revision: int) -> str:

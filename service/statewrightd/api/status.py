@@ -26,6 +26,7 @@ _CODES: dict[type[errors.StatewrightError], grpc.StatusCode] = {
     errors.AlreadyExists: grpc.StatusCode.ALREADY_EXISTS,
     errors.Aborted: grpc.StatusCode.ABORTED,
     errors.OutOfRange: grpc.StatusCode.OUT_OF_RANGE,
+    errors.Cancelled: grpc.StatusCode.CANCELLED,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,

@@ -10,10 +10,10 @@ import re
 from collections.abc import Collection
 from typing import Final
 
+from statewrightd.definitions.model import DEFINITION_NAME
 from statewrightd.errors import InvalidArgument
 
 WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-DEFINITION_NAME: Final = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 EVENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
 REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
 

@@ -20,7 +20,9 @@ from statewrightd.definitions.cel import (
 )
 from statewrightd.definitions.model import (
     DEFAULT_RECURSION_LIMIT,
+    DEFINITION_NAME,
     FINISH,
+    RESUME_ALIAS,
     Assignment,
     ContextField,
     Definition,
@@ -40,11 +42,9 @@ from statewrightd.definitions.values import (
     freeze,
 )
 
-NAME_RE = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
-RESUME_ALIAS = "resume"
 MAX_RECURSION_LIMIT = 10_000
 
 _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
@@ -121,7 +121,7 @@ class _Builder:
         name = doc.get("name")
         if name is None:
             self.error("name", "name is required")
-        elif not isinstance(name, str) or not NAME_RE.match(name):
+        elif not isinstance(name, str) or not DEFINITION_NAME.match(name):
             self.error("name", "name must match [a-z][a-z0-9-]{0,62}")
         version = self.positive_int(doc, "version", required=True)
         description = doc.get("description", "")

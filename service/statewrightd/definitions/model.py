@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -10,6 +11,10 @@ from statewrightd.definitions.cel import CompiledExpression, Environment
 from statewrightd.definitions.values import FieldType, JSONValue, Reducer, to_json
 
 FINISH = "__finish__"
+# A definition's name, which is also part of resource names and URLs.
+DEFINITION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+# The event a resume means when it names none (or names this): the wait state's first.
+RESUME_ALIAS = "resume"
 DEFAULT_RECURSION_LIMIT = 25
 
 

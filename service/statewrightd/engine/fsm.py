@@ -24,7 +24,14 @@ from statewrightd.definitions.cel import (
     CelEvaluationError,
     CompiledExpression,
 )
-from statewrightd.definitions.model import FINISH, Definition, SetAction, StateKind, Transition
+from statewrightd.definitions.model import (
+    FINISH,
+    RESUME_ALIAS,
+    Definition,
+    SetAction,
+    StateKind,
+    Transition,
+)
 from statewrightd.definitions.values import (
     JSONValue,
     Reducer,
@@ -45,8 +52,6 @@ from statewrightd.engine.model import (
     TransitionTaken,
 )
 from statewrightd.errors import FailedPrecondition, InvalidArgument, quote
-
-RESUME_ALIAS = "resume"
 
 
 class _StepFailed(Exception):

@@ -7,18 +7,20 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from statewrightd import errors
 from statewrightd.definitions.values import JSONValue
+from statewrightd.store.records import TERMINAL, Status
 
-
-class Status(enum.StrEnum):
-    RUNNING = "RUNNING"
-    WAITING = "WAITING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-
-TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+__all__ = [
+    "FAILURE_ERRORS",
+    "TERMINAL",
+    "Reason",
+    "Snapshot",
+    "Status",
+    "StepError",
+    "StepResult",
+    "TransitionTaken",
+]
 
 
 class Reason(enum.StrEnum):
@@ -31,6 +33,21 @@ class Reason(enum.StrEnum):
     TYPE_MISMATCH = "TYPE_MISMATCH"
     VALUE_TOO_DEEP = "VALUE_TOO_DEEP"
     CANCELLED = "CANCELLED"
+
+
+# What each reason a step fails an instance stands for as an error: it gives
+# ``Workflow.error`` its code (through the one map from errors to codes).
+FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
+    {
+        Reason.NO_TRANSITION_MATCHED: errors.FailedPrecondition,
+        Reason.RECURSION_LIMIT: errors.ResourceExhausted,
+        Reason.EVALUATION_ERROR: errors.InvalidArgument,
+        Reason.EVALUATION_BUDGET_EXCEEDED: errors.ResourceExhausted,
+        Reason.TYPE_MISMATCH: errors.InvalidArgument,
+        Reason.VALUE_TOO_DEEP: errors.InvalidArgument,
+        Reason.CANCELLED: errors.Cancelled,
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)

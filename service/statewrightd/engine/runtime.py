@@ -1,9 +1,9 @@
 """Workflow execution on the EventLoop thread: admission, session cache, saves, recovery.
 
 Every method here runs on the EventLoop thread (``submit`` is posted there by the
-asyncio facade). Storage work leaves the thread (loads and re-checks on the I/O pool,
-saves through the group-commit writer) and its result is posted back as a new command,
-so the thread itself never blocks.
+application). Storage work leaves the thread (loads and re-checks on the I/O pool, saves
+through the group-commit writer) and its result is posted back as a new callable, so the
+thread itself never blocks.
 
 Decisions that write are verified by the store's compare-and-swap. Decisions that do not
 write (a refusal, a signal whose guards are all false) are confirmed against a fresh load
@@ -13,7 +13,6 @@ instance on since it was cached.
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections import OrderedDict, deque
@@ -21,23 +20,32 @@ from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Any
 
 from statewrightd import errors
+from statewrightd.definitions.model import Definition
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.engine import fsm
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
+from statewrightd.engine.answers import Outcome, Replay, Reply, Result
+from statewrightd.engine.commands import (
+    CancelCommand,
+    Command,
+    ResumeCommand,
+    SignalCommand,
+    StartCommand,
+    expected_revision,
+)
 from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.idempotency import request_record
 from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TransitionTaken
+from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
-from statewrightd.observability import hooks
 from statewrightd.store.records import Create, InstanceRecord, Operation, RequestRecord, Save
 from statewrightd.store.repository import Repository
 from statewrightd.store.writer import GroupCommitWriter
 
 _log = logging.getLogger(__name__)
-
-Kind = Literal["start", "resume", "signal", "cancel"]
 
 MAX_CONFLICT_RETRIES = 8
 MAX_PENDING_SIGNALS = 1024
@@ -46,56 +54,20 @@ RECHECK_FIRST_DELAY = 0.2
 RECHECK_MAX_DELAY = 30.0
 
 
-@dataclass(frozen=True, slots=True)
-class RequestKey:
-    """An idempotency key and what identifies the request it was first used with."""
+@dataclass(slots=True, eq=False)
+class Job:
+    """A command being executed, and what the runtime keeps beside it."""
 
-    request_id: str
-    method: str
-    fingerprint: str
-
-
-@dataclass(frozen=True, slots=True)
-class Outcome:
-    """What a step command answers: the instance after it, and what happened."""
-
-    record: InstanceRecord
-    loaded: Loaded
-    transitions: tuple[TransitionTaken, ...] = ()
-    created: bool = True
-    accepted: bool = True
-    rejection: str = ""  # SignalRejection name when accepted is False
-    saved: bool = False  # this command's step was written (and its request id with it)
-
-
-@dataclass(frozen=True, slots=True)
-class Replay:
-    """The request id was already answered: the caller replays the stored response."""
-
-    request_id: str
-
-
-Result = Outcome | Replay | errors.StatewrightError
-Reply = Callable[[Result], None]
-
-
-@dataclass(slots=True)
-class StepCommand:
-    kind: Kind
-    workflow_id: str
+    command: Command
     reply: Reply
-    loaded: Loaded | None = None  # start only: the definition version to run
-    event: str = ""
-    input: dict[str, Any] = field(default_factory=dict)
-    expected_revision: int = 0
-    reason: str = ""
-    return_existing: bool = False
-    request: RequestKey | None = None
-    attempts: int = 0
-    fresh: bool = False  # the session was loaded from the store by this command
-    token: int = 0  # the admission segment this command holds, once admitted
-    # Built where the command is (the RPC's task): arrival time and trace context.
-    observed: hooks.StepObservation | None = field(default_factory=hooks.step_requested)
+    observed: object | None = None  # what the observer noted where the command was built
+    attempts: int = 0  # conflict retries so far
+    fresh: bool = False  # the session was loaded from the store by this job
+    token: int = 0  # the admission segment this job holds, once admitted
+
+    @property
+    def workflow_id(self) -> str:
+        return self.command.workflow_id
 
 
 @dataclass(slots=True)
@@ -110,7 +82,7 @@ class Session:
 
 @dataclass(frozen=True, slots=True)
 class _SaveInFlight:
-    cmd: StepCommand
+    job: Job
     token: int
     op: Operation
     result: StepResult
@@ -152,6 +124,7 @@ class WorkflowRuntime:
         writer: GroupCommitWriter,
         registry: DefinitionRegistry,
         io: Executor,
+        observer: StepObserver | None = None,
         cache_size: int = 50_000,
     ) -> None:
         self._loop = loop
@@ -159,10 +132,11 @@ class WorkflowRuntime:
         self._writer = writer
         self._registry = registry
         self._io = io
+        self._observer: StepObserver = observer or Unobserved()
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._cache_size = cache_size
         self._admission = AdmissionRegistry()
-        self._inflight_requests: dict[str, list[StepCommand]] = {}
+        self._inflight_requests: dict[str, list[Job]] = {}
         self._recoveries_resolved = 0
         self.listeners: list[StepListener] = []
         self._writes: list[
@@ -172,11 +146,11 @@ class WorkflowRuntime:
 
     # -- entry -----------------------------------------------------------------------------
 
-    def submit(self, cmd: StepCommand) -> None:
-        self._contained(cmd, self._submit, cmd)
+    def submit(self, job: Job) -> None:
+        self._contained(job, self._submit, job)
 
-    def _contained(self, cmd: StepCommand, fn: Callable[..., None], *args: Any) -> None:
-        """Run one stage of ``cmd``'s step; whatever it raises, the command is answered.
+    def _contained(self, job: Job, fn: Callable[..., None], *args: Any) -> None:
+        """Run one stage of ``job``'s step; whatever it raises, the job is answered.
 
         Every stage runs on this thread as a callable of its own (admission, the loaded
         instance, the save's outcome), and the EventLoop only logs what escapes a callable.
@@ -188,90 +162,92 @@ class WorkflowRuntime:
         except Exception as exc:
             _log.exception(
                 "workflow %s: %s step failed unexpectedly",
-                cmd.workflow_id,
-                cmd.kind,
-                extra={"workflow_id": cmd.workflow_id},
+                job.workflow_id,
+                job.command.kind,
+                extra={"workflow_id": job.workflow_id},
             )
             # The store is the truth: whatever the stage left in the cache is dropped.
-            self._cache.pop(cmd.workflow_id, None)
-            self._finish(cmd, cmd.token, errors.Internal.wrapping(exc))
+            self._cache.pop(job.workflow_id, None)
+            self._finish(job, job.token, errors.Internal.wrapping(exc))
 
-    def _submit(self, cmd: StepCommand) -> None:
+    def _submit(self, job: Job) -> None:
+        command = job.command
         if self._loop.phase is not Phase.RUNNING:
-            self._refuse_shutting_down(cmd)
+            self._refuse_shutting_down(job)
             return
-        if cmd.request is not None:
-            parked = self._inflight_requests.get(cmd.request.request_id)
+        if command.request is not None:
+            parked = self._inflight_requests.get(command.request.request_id)
             if parked is not None:
                 # The same request is being executed: answer both from its outcome.
-                parked.append(cmd)
+                parked.append(job)
                 return
-        segment = self._admission.get(cmd.workflow_id)
+        segment = self._admission.get(job.workflow_id)
         if segment is not None:
-            self._refuse_busy(cmd, segment)
+            self._refuse_busy(job, segment)
             return
-        segment = self._admission.admit(cmd.workflow_id)
-        cmd.token = segment.token
-        if cmd.request is not None:
-            self._inflight_requests[cmd.request.request_id] = []
-        if cmd.kind == "start":
-            self._start(cmd, segment)
+        segment = self._admission.admit(job.workflow_id)
+        job.token = segment.token
+        if command.request is not None:
+            self._inflight_requests[command.request.request_id] = []
+        if isinstance(command, StartCommand):
+            self._start(job, command, segment)
             return
-        session = self._cached(cmd.workflow_id)
+        session = self._cached(job.workflow_id)
         if session is None:
-            self._load(cmd, segment)
+            self._load(job, segment)
         else:
-            self._execute(cmd, segment, session)
+            self._execute(job, segment, session)
 
-    def _refuse_shutting_down(self, cmd: StepCommand) -> None:
-        session = self._cache.get(cmd.workflow_id)
-        if cmd.kind == "signal" and session is not None:
-            cmd.reply(
-                Outcome(session.record, session.loaded, accepted=False, rejection="SHUTTING_DOWN")
+    def _refuse_shutting_down(self, job: Job) -> None:
+        session = self._cache.get(job.workflow_id)
+        if isinstance(job.command, SignalCommand) and session is not None:
+            self._answer(
+                job,
+                Outcome(session.record, session.loaded, accepted=False, rejection="SHUTTING_DOWN"),
             )
             return
-        cmd.reply(errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN"))
+        self._answer(job, errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN"))
 
-    def _refuse_busy(self, cmd: StepCommand, segment: Segment) -> None:
-        meta = {"workflow_id": cmd.workflow_id}
+    def _refuse_busy(self, job: Job, segment: Segment) -> None:
+        meta = {"workflow_id": job.workflow_id}
+        is_signal = isinstance(job.command, SignalCommand)
         if segment.state is AdmissionState.RECOVERY_REQUIRED:
             recovery = segment.recovery
             session = recovery.session if recovery is not None else None
-            if cmd.kind == "signal" and session is not None:
-                cmd.reply(
-                    Outcome(
-                        session.record,
-                        session.loaded,
-                        accepted=False,
-                        rejection="RECOVERY_REQUIRED",
-                    )
+            if is_signal and session is not None:
+                outcome = Outcome(
+                    session.record, session.loaded, accepted=False, rejection="RECOVERY_REQUIRED"
                 )
+                self._answer(job, outcome)
                 return
-            cmd.reply(
+            self._answer(
+                job,
                 errors.FailedPrecondition(
-                    f"workflow {cmd.workflow_id} awaits recovery of a save whose outcome is "
+                    f"workflow {job.workflow_id} awaits recovery of a save whose outcome is "
                     "unknown; retry later",
                     reason="RECOVERY_REQUIRED",
                     metadata=meta,
-                )
+                ),
             )
             return
-        if cmd.kind == "signal":
+        if is_signal:
             if len(segment.pending) < MAX_PENDING_SIGNALS:
-                segment.pending.append(cmd)
+                segment.pending.append(job)
                 return
-            session = self._cache.get(cmd.workflow_id)
+            session = self._cache.get(job.workflow_id)
             if session is not None:
-                cmd.reply(
-                    Outcome(session.record, session.loaded, accepted=False, rejection="PERSISTING")
+                outcome = Outcome(
+                    session.record, session.loaded, accepted=False, rejection="PERSISTING"
                 )
+                self._answer(job, outcome)
                 return
-        cmd.reply(
+        self._answer(
+            job,
             errors.Aborted(
-                f"workflow {cmd.workflow_id} is executing another request; retry",
+                f"workflow {job.workflow_id} is executing another request; retry",
                 reason="WORKFLOW_BUSY",
                 metadata=meta,
-            )
+            ),
         )
 
     # -- loading ---------------------------------------------------------------------------
@@ -293,17 +269,17 @@ class WorkflowRuntime:
                 break
             del self._cache[oldest]
 
-    def _load(self, cmd: StepCommand, segment: Segment) -> None:
+    def _load(self, job: Job, segment: Segment) -> None:
         segment.state = AdmissionState.ADMITTING
         token = segment.token
-        repo, registry = self._repo, self._registry
+        repo, registry, workflow_id = self._repo, self._registry, job.workflow_id
 
         def load() -> tuple[InstanceRecord, Loaded]:
-            record = repo.load(cmd.workflow_id)
+            record = repo.load(workflow_id)
             return record, registry.get(record.definition, record.version)
 
         self._offload(
-            load, lambda result: self._contained(cmd, self._on_loaded, cmd, token, result)
+            load, lambda result: self._contained(job, self._on_loaded, job, token, result)
         )
 
     def _offload(self, fn: Callable[[], Any], then: Callable[[Any], None]) -> None:
@@ -325,127 +301,122 @@ class WorkflowRuntime:
 
         self._io.submit(run)
 
-    def _on_loaded(self, cmd: StepCommand, token: int, result: Any) -> None:
-        if not self._admission.owns(cmd.workflow_id, token):
+    def _on_loaded(self, job: Job, token: int, result: Any) -> None:
+        if not self._admission.owns(job.workflow_id, token):
             return
         if isinstance(result, errors.StatewrightError):
             if isinstance(result, errors.RecordNotFound):
-                result = _workflow_not_found(cmd.workflow_id)
-            self._finish(cmd, token, result)
+                result = _workflow_not_found(job.workflow_id)
+            self._finish(job, token, result)
             return
         record, loaded = result
         session = Session(loaded, snapshot_of(record), record)
         self._remember(session)
-        cmd.fresh = True
-        segment = self._admission.get(cmd.workflow_id)
+        job.fresh = True
+        segment = self._admission.get(job.workflow_id)
         assert segment is not None
-        if cmd.kind == "start":
+        if isinstance(job.command, StartCommand):
             # if_exists=RETURN_EXISTING found the id taken: answer with what is stored.
-            self._finish(cmd, token, Outcome(record, loaded, created=False))
+            self._finish(job, token, Outcome(record, loaded, created=False))
             return
-        self._execute(cmd, segment, session)
+        self._execute(job, segment, session)
 
     # -- execution -------------------------------------------------------------------------
 
-    def _start(self, cmd: StepCommand, segment: Segment) -> None:
-        assert cmd.loaded is not None
-        session = self._cached(cmd.workflow_id)
+    def _start(self, job: Job, command: StartCommand, segment: Segment) -> None:
+        session = self._cached(job.workflow_id)
         if session is not None:
-            if cmd.return_existing:
-                self._finish(
-                    cmd, segment.token, Outcome(session.record, session.loaded, created=False)
-                )
+            if command.return_existing:
+                outcome = Outcome(session.record, session.loaded, created=False)
+                self._finish(job, segment.token, outcome)
             else:
-                self._finish(cmd, segment.token, _already_exists(cmd.workflow_id))
+                self._finish(job, segment.token, _already_exists(job.workflow_id))
             return
         segment.state = AdmissionState.EXECUTING
         try:
-            result = fsm.start(cmd.loaded.definition, cmd.workflow_id, cmd.input)
+            result = fsm.start(command.loaded.definition, job.workflow_id, command.input)
         except errors.StatewrightError as exc:
-            self._finish(cmd, segment.token, exc)
+            self._finish(job, segment.token, exc)
             return
         now = datetime.now(UTC)
         record = instance_record(result.snapshot, now, now)
         op = Create(
-            record, history_record(result, None, now, record), self._request_record(cmd, record)
+            record, history_record(result, None, now, record), self._request_record(job, record)
         )
-        self._persist(cmd, segment, op, result, cmd.loaded)
+        self._persist(job, segment, op, result, command.loaded)
 
-    def _execute(self, cmd: StepCommand, segment: Segment, session: Session) -> None:
+    def _step(self, command: Command, definition: Definition, snapshot: Snapshot) -> StepResult:
+        """The FSM's step for ``command``: the one place that dispatches on its kind."""
+        if isinstance(command, ResumeCommand):
+            return fsm.resume(definition, snapshot, command.event, command.input)
+        if isinstance(command, SignalCommand):
+            return fsm.signal(definition, snapshot, command.event, command.payload)
+        if isinstance(command, CancelCommand):
+            return fsm.cancel(definition, snapshot, command.reason)
+        raise AssertionError(f"no step for {type(command).__name__}")
+
+    def _execute(self, job: Job, segment: Segment, session: Session) -> None:
         segment.state = AdmissionState.EXECUTING
+        command = job.command
         snapshot = session.snapshot
-        definition = session.loaded.definition
-        if cmd.expected_revision and cmd.expected_revision != snapshot.revision:
-            if not cmd.fresh:
-                self._load(cmd, segment)
+        expected = expected_revision(command)
+        if expected and expected != snapshot.revision:
+            if not job.fresh:
+                self._load(job, segment)
                 return
-            self._finish(cmd, segment.token, _revision_mismatch(cmd, snapshot.revision))
+            self._finish(job, segment.token, _revision_mismatch(job, expected, snapshot.revision))
             return
         try:
-            if cmd.kind == "resume":
-                result = fsm.resume(definition, snapshot, cmd.event, cmd.input)
-            elif cmd.kind == "signal":
-                result = fsm.signal(definition, snapshot, cmd.event, cmd.input)
-            else:
-                result = fsm.cancel(definition, snapshot, cmd.reason)
+            result = self._step(command, session.loaded.definition, snapshot)
         except errors.StatewrightError as exc:
-            if not cmd.fresh:
-                self._load(cmd, segment)  # confirm the refusal against the store
+            if not job.fresh:
+                self._load(job, segment)  # confirm the refusal against the store
                 return
-            if cmd.kind == "signal" and exc.reason == "NOT_RUNNING":
+            if isinstance(command, SignalCommand) and exc.reason == "NOT_RUNNING":
                 outcome = Outcome(
                     session.record, session.loaded, accepted=False, rejection="NOT_RUNNING"
                 )
-                self._finish(cmd, segment.token, outcome)
+                self._finish(job, segment.token, outcome)
                 return
-            self._finish(cmd, segment.token, exc)
+            self._finish(job, segment.token, exc)
             return
         if not result.changed:
-            if not cmd.fresh:
-                self._load(cmd, segment)  # guards were false on a cached snapshot: confirm
+            if not job.fresh:
+                self._load(job, segment)  # guards were false on a cached snapshot: confirm
                 return
-            self._finish(cmd, segment.token, Outcome(session.record, session.loaded))
+            self._finish(job, segment.token, Outcome(session.record, session.loaded))
             return
         now = datetime.now(UTC)
         record = instance_record(result.snapshot, session.record.create_time, now)
-        event = result.transitions[0].event if result.transitions else (cmd.event or None)
+        asked = command.event if isinstance(command, ResumeCommand | SignalCommand) else ""
+        event = result.transitions[0].event if result.transitions else (asked or None)
         op = Save(
             record,
             snapshot.revision,
             history_record(result, event, now, record),
-            self._request_record(cmd, record),
+            self._request_record(job, record),
         )
-        self._persist(cmd, segment, op, result, session.loaded)
+        self._persist(job, segment, op, result, session.loaded)
 
-    def _request_record(self, cmd: StepCommand, record: InstanceRecord) -> RequestRecord | None:
-        if cmd.request is None:
-            return None
-        # The response is rebuilt from the history row at this revision on replay, so the
-        # record stores the revision rather than serialized response bytes.
-        response = json.dumps({"revision": record.revision}).encode()
-        return RequestRecord(
-            request_id=cmd.request.request_id,
-            workflow_id=cmd.workflow_id,
-            method=cmd.request.method,
-            fingerprint=cmd.request.fingerprint,
-            response=response,
-            create_time=record.update_time,
-        )
+    @staticmethod
+    def _request_record(job: Job, record: InstanceRecord) -> RequestRecord | None:
+        key = job.command.request
+        return None if key is None else request_record(key, record, record.update_time)
 
     def _persist(
-        self, cmd: StepCommand, segment: Segment, op: Operation, result: StepResult, loaded: Loaded
+        self, job: Job, segment: Segment, op: Operation, result: StepResult, loaded: Loaded
     ) -> None:
         segment.state = AdmissionState.PERSISTING
         token = segment.token
         loop = self._loop
-        in_flight = _SaveInFlight(cmd, token, op, result, loaded)
+        in_flight = _SaveInFlight(job, token, op, result, loaded)
 
         def saved(outcome: InstanceRecord | errors.StoreError) -> None:
             if loop.in_loop():  # the writer posts a batch's outcomes here in one hand-off
-                self._contained(cmd, self._on_saved, in_flight, outcome)
+                self._contained(job, self._on_saved, in_flight, outcome)
                 return
             try:
-                loop.post(lambda: self._contained(cmd, self._on_saved, in_flight, outcome))
+                loop.post(lambda: self._contained(job, self._on_saved, in_flight, outcome))
             except errors.Unavailable:
                 _log.warning("event loop stopped before a save outcome was delivered")
 
@@ -463,124 +434,131 @@ class WorkflowRuntime:
             _log.exception("handing %d saves to the writer failed", len(writes))
             # Which of them the writer took is unknown: the store decides what is cached.
             for save, _ in writes:
-                self._cache.pop(save.cmd.workflow_id, None)
+                self._cache.pop(save.job.workflow_id, None)
             refusals = [errors.Internal.wrapping(exc) for _ in writes]
         for (save, _), refusal in zip(writes, refusals, strict=True):
             if refusal is not None:
-                self._finish(save.cmd, save.token, refusal)
+                self._finish(save.job, save.token, refusal)
 
     def _on_saved(self, save: _SaveInFlight, outcome: InstanceRecord | errors.StoreError) -> None:
-        cmd, token, op, result, loaded = save.cmd, save.token, save.op, save.result, save.loaded
-        if not self._admission.owns(cmd.workflow_id, token):
+        job, token, op, result, loaded = save.job, save.token, save.op, save.result, save.loaded
+        command = job.command
+        if not self._admission.owns(job.workflow_id, token):
             return
         if isinstance(outcome, InstanceRecord):
             if result.snapshot.status in TERMINAL:
                 # Nothing can step a finished instance again: caching it would only grow
                 # the long-lived heap the garbage collector keeps scanning. Reads and
                 # refusals of later steps go to the store.
-                self._cache.pop(cmd.workflow_id, None)
+                self._cache.pop(job.workflow_id, None)
             else:
-                session = self._cache.get(cmd.workflow_id)
+                session = self._cache.get(job.workflow_id)
                 if session is None or session.loaded is not loaded:
                     session = Session(loaded, result.snapshot, outcome)
                 else:
                     session.snapshot, session.record = result.snapshot, outcome
                 session.recent.extend(result.transitions)
                 self._remember(session)
-            self._finish(cmd, token, Outcome(outcome, loaded, result.transitions, saved=True))
+            self._finish(job, token, Outcome(outcome, loaded, result.transitions, saved=True))
             for listener in self.listeners:
                 try:
                     listener(outcome, loaded, result.transitions, op.history.event)
                 except Exception:
-                    _log.exception("workflow %s: a step listener failed", cmd.workflow_id)
+                    _log.exception("workflow %s: a step listener failed", job.workflow_id)
             return
         if isinstance(outcome, errors.OutcomeUnknown):
-            self._enter_recovery(cmd, token, op, outcome)
+            self._enter_recovery(job, token, op, outcome)
             return
-        self._cache.pop(cmd.workflow_id, None)
+        self._cache.pop(job.workflow_id, None)
         if isinstance(outcome, errors.RecordExists):
-            if outcome.reason == "REQUEST_EXISTS" and cmd.request is not None:
-                self._finish(cmd, token, Replay(cmd.request.request_id))
-            elif cmd.kind == "start" and cmd.return_existing:
-                segment = self._admission.get(cmd.workflow_id)
+            if outcome.reason == "REQUEST_EXISTS" and command.request is not None:
+                self._finish(job, token, Replay(command.request.request_id))
+            elif isinstance(command, StartCommand) and command.return_existing:
+                segment = self._admission.get(job.workflow_id)
                 assert segment is not None
-                self._load(cmd, segment)
+                self._load(job, segment)
             else:
-                self._finish(cmd, token, _already_exists(cmd.workflow_id))
+                self._finish(job, token, _already_exists(job.workflow_id))
             return
         if isinstance(outcome, errors.Conflict):
-            if cmd.expected_revision:
+            expected = expected_revision(command)
+            if expected:
                 actual = outcome.actual_revision or 0
-                self._finish(cmd, token, _revision_mismatch(cmd, actual))
+                self._finish(job, token, _revision_mismatch(job, expected, actual))
                 return
-            if cmd.attempts < MAX_CONFLICT_RETRIES:
+            if job.attempts < MAX_CONFLICT_RETRIES:
                 # Another replica saved first: reload and apply this command to its result.
-                cmd.attempts += 1
-                cmd.fresh = False
-                segment = self._admission.get(cmd.workflow_id)
+                job.attempts += 1
+                job.fresh = False
+                segment = self._admission.get(job.workflow_id)
                 assert segment is not None
-                self._load(cmd, segment)
+                self._load(job, segment)
                 return
         failure: errors.StatewrightError = outcome
         if isinstance(outcome, errors.RecordNotFound):
-            failure = _workflow_not_found(cmd.workflow_id)
-        self._finish(cmd, token, failure)
+            failure = _workflow_not_found(job.workflow_id)
+        self._finish(job, token, failure)
 
-    def _finish(self, cmd: StepCommand, token: int, result: Result) -> None:
+    def _finish(self, job: Job, token: int, result: Result) -> None:
         # Release first: whatever answering does, the instance is free for the next step.
-        segment = self._admission.release(cmd.workflow_id, token)
-        self._answer(cmd, result)
-        if cmd.request is not None:
-            for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
-                self._answer(
-                    duplicate,
-                    Replay(cmd.request.request_id) if isinstance(result, Outcome) else result,
-                )
+        segment = self._admission.release(job.workflow_id, token)
+        self._answer(job, result)
+        key = job.command.request
+        # A retry that arrived while the original ran gets what the original got: the
+        # original's answer if it failed, a replay of it if it succeeded.
+        self._answer_duplicates(
+            job,
+            Replay(key.request_id) if key is not None and isinstance(result, Outcome) else result,
+        )
         if segment is not None:
             # Re-submitting keeps arrival order: the first re-admits, the rest queue behind it.
             for pending in segment.pending:
                 self.submit(pending)
 
-    @staticmethod
-    def _answer(cmd: StepCommand, result: Result) -> None:
+    def _answer_duplicates(self, job: Job, result: Result) -> None:
+        """Answer the retries of ``job``'s request id that arrived while it ran."""
+        key = job.command.request
+        if key is not None:
+            for duplicate in self._inflight_requests.pop(key.request_id, []):
+                self._answer(duplicate, result)
+
+    def _answer(self, job: Job, result: Result) -> None:
         try:
-            cmd.reply(result)
+            job.reply(result)
         except Exception:
-            _log.exception("workflow %s: answering a step failed", cmd.workflow_id)
+            _log.exception("workflow %s: answering a step failed", job.workflow_id)
         try:
-            hooks.step_finished(cmd, result)
+            self._observer.finished(job.command, job.attempts, job.observed, result)
         except Exception:
-            _log.exception("workflow %s: observing a step failed", cmd.workflow_id)
+            _log.exception("workflow %s: observing a step failed", job.workflow_id)
 
     # -- recovery --------------------------------------------------------------------------
 
     def _enter_recovery(
-        self, cmd: StepCommand, token: int, op: Operation, error: errors.OutcomeUnknown
+        self, job: Job, token: int, op: Operation, error: errors.OutcomeUnknown
     ) -> None:
-        segment = self._admission.get(cmd.workflow_id)
+        segment = self._admission.get(job.workflow_id)
         assert segment is not None
         segment.state = AdmissionState.RECOVERY_REQUIRED
         segment.recovery = Recovery(op, since=time.time(), last_error=error)
         # Kept out of the cache (its revision is in doubt) but still shown to signals
         # refused with RECOVERY_REQUIRED, as the last state known for certain.
-        segment.recovery.session = self._cache.get(cmd.workflow_id)
+        segment.recovery.session = self._cache.get(job.workflow_id)
         if "backend_pid" in error.metadata:
             segment.recovery.last_error_pid = (int(error.metadata["backend_pid"]),)
-        self._cache.pop(cmd.workflow_id, None)
+        self._cache.pop(job.workflow_id, None)
         _log.warning(
             "workflow %s: save outcome unknown; recovery required",
-            cmd.workflow_id,
-            extra={"workflow_id": cmd.workflow_id},
+            job.workflow_id,
+            extra={"workflow_id": job.workflow_id},
         )
         # The caller is answered now rather than left waiting for the re-check.
-        self._answer(cmd, error)
-        if cmd.request is not None:
-            for duplicate in self._inflight_requests.pop(cmd.request.request_id, []):
-                self._answer(duplicate, error)
+        self._answer(job, error)
+        self._answer_duplicates(job, error)
         pending, segment.pending = list(segment.pending), deque()
         for waiting in pending:
             self._refuse_busy(waiting, segment)
-        self._schedule_recheck(cmd.workflow_id, token, RECHECK_FIRST_DELAY)
+        self._schedule_recheck(job.workflow_id, token, RECHECK_FIRST_DELAY)
 
     def _schedule_recheck(self, workflow_id: str, token: int, delay: float) -> None:
         segment = self._admission.get(workflow_id)
@@ -689,13 +667,13 @@ def _workflow_not_found(workflow_id: str) -> errors.NotFound:
     )
 
 
-def _revision_mismatch(cmd: StepCommand, actual: int) -> errors.Aborted:
+def _revision_mismatch(job: Job, expected: int, actual: int) -> errors.Aborted:
     return errors.Aborted(
-        f"workflow {cmd.workflow_id} is at revision {actual}, not {cmd.expected_revision}",
+        f"workflow {job.workflow_id} is at revision {actual}, not {expected}",
         reason="REVISION_MISMATCH",
         metadata={
-            "workflow_id": cmd.workflow_id,
-            "expected_revision": cmd.expected_revision,
+            "workflow_id": job.workflow_id,
+            "expected_revision": expected,
             "actual_revision": actual,
         },
     )

@@ -50,7 +50,7 @@ def instance_record(
         definition=snapshot.definition,
         version=snapshot.version,
         state=snapshot.state,
-        status=str(snapshot.status),
+        status=snapshot.status,
         context=dict(snapshot.context),
         revision=snapshot.revision,
         error=error_to_dict(snapshot.error),
@@ -79,8 +79,24 @@ def history_record(
         event=event,
         transitions=transitions_to_dicts(result.transitions),
         state=snap.state,
-        status=str(snap.status),
+        status=snap.status,
         context=of.context if of is not None else dict(snap.context),
         error=error_to_dict(snap.error),
         time=time,
+    )
+
+
+def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord:
+    """The instance as it was at a history row's revision."""
+    return InstanceRecord(
+        workflow_id=history.workflow_id,
+        definition=current.definition,
+        version=current.version,
+        state=history.state,
+        status=history.status,
+        context=history.context,
+        revision=history.revision,
+        error=history.error,
+        create_time=current.create_time,
+        update_time=history.time,
     )

@@ -14,27 +14,32 @@ work the same way: they only say "there is something newer than you have; read h
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Iterable
+import dataclasses
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
+from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
-from statewrightd.engine.model import TransitionTaken
-from statewrightd.store.records import InstanceRecord
+from statewrightd.engine.model import TERMINAL, TransitionTaken
+from statewrightd.engine.snapshots import record_at, transitions_from_dicts
+from statewrightd.store.records import HistoryRecord, InstanceRecord
 
 DEFAULT_BUFFER = 64
+HISTORY_PAGE = 256
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False, weakref_slot=True)
 class StepEvent:
-    """One committed step, shared by every watcher of the instance."""
+    """One revision of an instance as a watcher sees it. A live step's event is shared by
+    every watcher of the instance (compared by identity, so that whoever converts it can
+    convert it once for all of them)."""
 
     record: InstanceRecord
     loaded: Loaded
     transitions: tuple[TransitionTaken, ...]
     event: str | None
-    # The wire message is built once, on first use, and shared by all watchers.
-    message: Any = None
+    # The instance as it is when the watch began, rather than a step.
+    current: bool = False
 
 
 @dataclass(eq=False, slots=True)
@@ -158,3 +163,100 @@ class WatchHub:
 
     def active(self) -> int:
         return self.count
+
+
+CurrentReader = Callable[[str], Awaitable[tuple[InstanceRecord, Loaded]]]
+HistoryReader = Callable[[str, int, int], Awaitable[list[HistoryRecord]]]
+
+
+class WatchFeed:
+    """Every revision of one instance, in order and once: history first, then live.
+
+    A subscription is taken before anything is read, so no step can fall between the read
+    and the subscription: whatever commits later is either in history or in the buffer.
+    Live steps that skip a revision (a gap: a dropped buffer, another replica's step) are
+    refilled from history. The feed ends after the instance's terminal revision.
+    """
+
+    def __init__(
+        self,
+        hub: WatchHub,
+        current: CurrentReader,
+        history: HistoryReader,
+        page: int = HISTORY_PAGE,
+    ) -> None:
+        self._hub = hub
+        self._current = current
+        self._history = history
+        self._page = page
+
+    async def follow(self, workflow_id: str, after: int | None) -> AsyncIterator[StepEvent]:
+        """From the instance as it is (``after`` None) or after revision ``after``."""
+        hub = self._hub
+        if hub.closed:
+            raise _shutting_down()
+        sub = hub.subscribe(workflow_id)
+        try:
+            current, loaded = await self._current(workflow_id)
+            if after is None:
+                yield StepEvent(current, loaded, (), None, current=True)
+                last = current.revision
+                if current.status in TERMINAL:
+                    return
+            else:
+                last = after
+                if last > current.revision:
+                    raise _beyond(workflow_id, after, current.revision)
+                if current.status in TERMINAL and last >= current.revision:
+                    return
+            catch_up = last < current.revision
+            # History rows carry their own context: keep only what record_at needs of the
+            # instance, not a context per idle watcher.
+            base = dataclasses.replace(current, context={}, error=None)
+            while True:
+                if catch_up:
+                    rows = await self._history(workflow_id, last, self._page)
+                    for row in rows:
+                        transitions = transitions_from_dicts(row.transitions)
+                        yield StepEvent(record_at(row, base), loaded, transitions, row.event)
+                        last = row.revision
+                        if row.status in TERMINAL:
+                            return
+                    if len(rows) == self._page:
+                        continue
+                if sub.closed:
+                    raise _shutting_down()
+                await sub.wait(hub.recheck_after)
+                events, catch_up = sub.take()
+                for event in events:
+                    revision = event.record.revision
+                    if revision <= last:
+                        continue  # already delivered from history
+                    if revision != last + 1:
+                        catch_up = True  # a gap: history has what is missing
+                        break
+                    yield event
+                    last = revision
+                    if event.record.status in TERMINAL:
+                        return
+        finally:
+            hub.unsubscribe(sub)
+
+
+def _shutting_down() -> errors.Unavailable:
+    return errors.Unavailable(
+        "the server is shutting down; reconnect with after_revision set to the last "
+        "revision received",
+        reason="SHUTTING_DOWN",
+    )
+
+
+def _beyond(workflow_id: str, after: int, current: int) -> errors.OutOfRange:
+    # A revision no step has written: no reader of this database can have seen it, so
+    # waiting for it would only hang a confused caller.
+    return errors.OutOfRange(
+        f"workflow {workflow_id} is at revision {current}; after_revision {after} does not "
+        "exist yet",
+        reason="REVISION_OUT_OF_RANGE",
+        metadata={"workflow_id": workflow_id, "after_revision": after, "current_revision": current},
+    )

@@ -14,7 +14,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -23,11 +22,8 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
 from statewrightd.config import parse_listen
-
-if TYPE_CHECKING:
-    # Type-only: the writer imports the hooks, which import this module.
-    from statewrightd.engine.event_loop import EventLoopMetrics
-    from statewrightd.store.writer import WriterStats
+from statewrightd.engine.event_loop import EventLoopMetrics
+from statewrightd.store.writer import WriterStats
 
 _log = logging.getLogger(__name__)
 

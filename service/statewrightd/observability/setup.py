@@ -9,12 +9,13 @@ from collections.abc import Callable, Mapping
 import grpc
 from opentelemetry.sdk.trace.export import SpanExporter
 
-from statewrightd.application import Application
 from statewrightd.config import ServerConfig
-from statewrightd.observability import hooks
+from statewrightd.engine.event_loop import EventLoopMetrics
 from statewrightd.observability.metrics import Metrics, MetricsEndpoint, serve_metrics
+from statewrightd.observability.probes import Probes
 from statewrightd.observability.rpc import RpcObserver
 from statewrightd.observability.tracing import Tracing, exporters_from_env, tracing_requested
+from statewrightd.store.writer import WriterStats
 
 _log = logging.getLogger(__name__)
 
@@ -37,6 +38,8 @@ class Observability:
         self.tracing = Tracing(span_exporters) if span_exporters else None
         self.metrics = Metrics() if config.metrics_listen else None
         self.endpoint: MetricsEndpoint | None = None
+        # What the engine and the store report through (the application passes it down).
+        self.probes = Probes(self.tracing.tracer if self.tracing else None, self.metrics)
 
     def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         """Outermost first: the server span must exist when the observer annotates it."""
@@ -48,20 +51,23 @@ class Observability:
             chain.append(RpcObserver(self.metrics))
         return chain
 
-    def start(self, app: Application, malformed_requests: Callable[[], int]) -> None:
-        hooks.install(self.tracing.tracer if self.tracing else None, self.metrics)
+    def start(
+        self,
+        loop_metrics: Callable[[], EventLoopMetrics],
+        writer_stats: Callable[[], WriterStats | None],
+        malformed_requests: Callable[[], int],
+    ) -> None:
+        """Export what the runtime already counts; each source is read at scrape time."""
         if self.tracing is not None:
             _log.info("tracing: exporting spans through the OTEL_* configuration")
         if self.metrics is not None and self.config.metrics_listen is not None:
-            loop = app.loop
-            self.metrics.watch_runtime(loop.metrics, app.writer_stats, malformed_requests)
+            self.metrics.watch_runtime(loop_metrics, writer_stats, malformed_requests)
             self.endpoint = serve_metrics(self.metrics, self.config.metrics_listen)
             host = self.config.metrics_listen.rpartition(":")[0]
             # Tests and scripts read this line to find the port when listening on port 0.
             _log.info("metrics on http://%s:%d/metrics", host, self.endpoint.port)
 
     def stop(self) -> None:
-        hooks.uninstall()
         if self.endpoint is not None:
             self.endpoint.close()
             self.endpoint = None

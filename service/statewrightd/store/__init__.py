@@ -12,6 +12,7 @@ from statewrightd.store.records import (
     Page,
     RequestRecord,
     Save,
+    Status,
 )
 from statewrightd.store.repository import Repository, open_repository
 from statewrightd.store.schema import migrate
@@ -28,6 +29,7 @@ __all__ = [
     "Repository",
     "RequestRecord",
     "Save",
+    "Status",
     "WriterStats",
     "migrate",
     "open_repository",

@@ -7,11 +7,25 @@ function of its input and a read-back after a lost COMMIT can compare exact valu
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-STATUSES = frozenset({"RUNNING", "WAITING", "COMPLETED", "FAILED", "CANCELLED"})
+
+class Status(enum.StrEnum):
+    """An instance's status: the one type the engine, the store and the API share. The
+    store spells it as its text."""
+
+    RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+STATUSES = frozenset(Status)
+TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +34,7 @@ class InstanceRecord:
     definition: str
     version: int
     state: str
-    status: str
+    status: Status
     context: dict[str, Any]
     revision: int
     error: dict[str, Any] | None
@@ -37,7 +51,7 @@ class HistoryRecord:
     event: str | None
     transitions: list[dict[str, Any]]
     state: str
-    status: str
+    status: Status
     context: dict[str, Any]
     error: dict[str, Any] | None
     time: datetime

@@ -21,13 +21,21 @@ from statewrightd.errors import (
     StorageUnavailable,
     StoreError,
 )
-from statewrightd.observability import hooks
 from statewrightd.store.records import InstanceRecord, Operation
 from statewrightd.store.repository import Repository
 
 log = logging.getLogger(__name__)
 
 Callback = Callable[[InstanceRecord | StoreError], None]
+Outcomes = list[InstanceRecord | StoreError]
+# Runs one group-commit transaction, ``apply(ops)``, for whoever observes the store
+# (spans, metrics); the composition root passes one in, so the store knows no telemetry.
+BatchObserver = Callable[[Callable[[list[Operation]], Outcomes], list[Operation]], Outcomes]
+
+
+def unobserved(apply: Callable[[list[Operation]], Outcomes], ops: list[Operation]) -> Outcomes:
+    return apply(ops)
+
 
 _LATENCY_WINDOW = 4096  # recent saves kept for percentiles: bounded memory, current view
 
@@ -68,13 +76,16 @@ class GroupCommitWriter:
         max_queue: int = 10_000,
         max_batch: int = 256,
         post: Callable[[Callable[[], None]], None] | None = None,
+        observe: BatchObserver = unobserved,
     ) -> None:
         """``post``, when given, carries each batch's callbacks to another thread in one
-        hand-off (the EventLoop's ``post``); without it they run on the writer thread."""
+        hand-off (the EventLoop's ``post``); without it they run on the writer thread.
+        ``observe`` runs each batch's transaction."""
         if max_queue < 1 or max_batch < 1:
             raise ValueError("max_queue and max_batch must be positive")
         self._repo = repo
         self._post = post
+        self._observe = observe
         self._max_queue = max_queue
         self._max_batch = max_batch
         self._queue: collections.deque[_Pending] = collections.deque()
@@ -184,7 +195,7 @@ class GroupCommitWriter:
             batch = self._next_batch()
             if batch is None:
                 return
-            results = hooks.storage_batch(self._apply, [p.op for p in batch])
+            results = self._observe(self._apply, [p.op for p in batch])
             done = time.monotonic()
             with self._cond:
                 self._batches += 1

@@ -23,9 +23,9 @@ from statewrightd.definitions import load_definition_file
 from statewrightd.engine import fsm
 from statewrightd.engine import runtime as runtime_module
 from statewrightd.engine.admission import AdmissionState
-from statewrightd.engine.runtime import Outcome
+from statewrightd.engine.answers import Outcome
+from statewrightd.engine.commands import CancelCommand, ResumeCommand, SignalCommand, StartCommand
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
-from statewrightd.observability import hooks
 from statewrightd.store.records import InstanceRecord, Save
 from statewrightd.store.repository import Repository, open_repository
 
@@ -58,13 +58,13 @@ def replica(app: Application) -> Any:
 
 async def start(app: Application, workflow_id: str, definition: str = "tally") -> Outcome:
     loaded = await app.definition(definition, None)
-    result = await app.step(5, kind="start", workflow_id=workflow_id, loaded=loaded)
+    result = await app.step(StartCommand(workflow_id=workflow_id, loaded=loaded), 5)
     assert isinstance(result, Outcome)
     return result
 
 
 async def signal(app: Application, workflow_id: str, event: str, **payload: Any) -> Outcome:
-    result = await app.step(5, kind="signal", workflow_id=workflow_id, event=event, input=payload)
+    result = await app.step(SignalCommand(workflow_id=workflow_id, event=event, payload=payload), 5)
     assert isinstance(result, Outcome)
     return result
 
@@ -110,7 +110,7 @@ async def test_an_expected_revision_against_a_stale_cache_is_checked_against_the
         )
     )
     with pytest.raises(errors.Aborted) as caught:
-        await app.step(5, kind="resume", workflow_id="m", event="approve", expected_revision=1)
+        await app.step(ResumeCommand(workflow_id="m", event="approve", expected_revision=1), 5)
     assert caught.value.reason == "REVISION_MISMATCH"
     assert caught.value.metadata["actual_revision"] == "2"
 
@@ -153,10 +153,10 @@ async def test_signals_arriving_while_a_step_persists_queue_in_arrival_order(
 
 async def test_a_competing_resume_while_a_segment_is_live_is_busy(app: Application) -> None:
     await start(app, "b", definition="mail-approval")
-    first = asyncio.ensure_future(app.step(5, kind="resume", workflow_id="b", event="approve"))
+    first = asyncio.ensure_future(app.step(ResumeCommand(workflow_id="b", event="approve"), 5))
     await asyncio.sleep(0)  # the first is posted before the second
     with pytest.raises(errors.Aborted) as caught:
-        await app.step(5, kind="resume", workflow_id="b", event="reject")
+        await app.step(ResumeCommand(workflow_id="b", event="reject"), 5)
     assert caught.value.reason == "WORKFLOW_BUSY"
     assert isinstance(await first, Outcome)
 
@@ -201,7 +201,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
     rejected = await signal(app, "r", "tick", id="y")
     assert not rejected.accepted and rejected.rejection == "RECOVERY_REQUIRED"
     with pytest.raises(errors.FailedPrecondition) as caught:
-        await app.step(5, kind="cancel", workflow_id="r")
+        await app.step(CancelCommand(workflow_id="r"), 5)
     assert caught.value.reason == "RECOVERY_REQUIRED"
 
     for _ in range(100):  # re-checks back off from 0.2 s; bounded wait
@@ -304,7 +304,7 @@ async def test_a_failure_after_the_answer_leaves_the_step_answered(
 ) -> None:
     await start(app, "y")
     if where == "answer":
-        _break(hooks, "step_finished", monkeypatch)
+        _break(app.runtime._observer, "finished", monkeypatch)
     else:
         app.runtime.listeners.insert(0, _boom)
     outcome = await signal(app, "y", "tick", id="a")

@@ -17,6 +17,7 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
+    Status,
 )
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
@@ -24,7 +25,7 @@ Result = InstanceRecord | StoreError
 
 
 def _instance(wid: str) -> InstanceRecord:
-    return InstanceRecord(wid, "def", 1, "start", "RUNNING", {}, 1, None, T0, T0)
+    return InstanceRecord(wid, "def", 1, "start", Status.RUNNING, {}, 1, None, T0, T0)
 
 
 def _history(rec: InstanceRecord) -> HistoryRecord:

@@ -29,6 +29,7 @@ from statewrightd.store import (
     Repository,
     RequestRecord,
     Save,
+    Status,
     open_repository,
 )
 
@@ -50,7 +51,7 @@ def instance(
         definition=definition,
         version=1,
         state=state,
-        status=status,
+        status=Status(status),
         context={"n": revision} if context is None else context,
         revision=revision,
         error=None,
@@ -465,7 +466,7 @@ def test_batch_without_request_ids_rows_succeed_or_fail_on_their_own(repo: Repos
     b = repo.create(create_op("sb"))
     repo.save(save_op(b))
     failed = dataclasses.replace(
-        instance("sf"), status="FAILED", error={"reason": "R", "message": "m", "metadata": {}}
+        instance("sf"), status=Status.FAILED, error={"reason": "R", "message": "m", "metadata": {}}
     )
     ops: list[Create | Save] = [
         create_op("s-new-1"),

@@ -26,6 +26,7 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
+    Status,
     open_repository,
 )
 from statewrightd.store.postgres import PostgresRepository
@@ -56,7 +57,7 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
 def _created(repo: Repository, wid: str) -> InstanceRecord:
-    rec = InstanceRecord(wid, "def", 1, "start", "RUNNING", {"k": 0}, 1, None, T0, T0)
+    rec = InstanceRecord(wid, "def", 1, "start", Status.RUNNING, {"k": 0}, 1, None, T0, T0)
     return repo.create(Create(rec, _history(rec)))
 
 

@@ -6,13 +6,13 @@ from datetime import UTC, datetime
 from typing import Any
 
 from statewrightd.engine.watch import StepEvent, WatchHub
-from statewrightd.store.records import InstanceRecord
+from statewrightd.store.records import InstanceRecord, Status
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def event(workflow_id: str, revision: int) -> StepEvent:
-    record = InstanceRecord(workflow_id, "d", 1, "s", "RUNNING", {}, revision, None, NOW, NOW)
+    record = InstanceRecord(workflow_id, "d", 1, "s", Status.RUNNING, {}, revision, None, NOW, NOW)
     loaded: Any = None
     return StepEvent(record, loaded, (), "e")
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from statewrightd.store.outcomes import HistoryWitness, Verdict, classify
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save, Status
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def _save(expected: int) -> Save:
-    rec = InstanceRecord("w", "d", 1, "s", "RUNNING", {}, expected + 1, None, T, T)
-    history = HistoryRecord("w", expected + 1, "e", [], "s", "RUNNING", {}, None, T)
+    rec = InstanceRecord("w", "d", 1, "s", Status.RUNNING, {}, expected + 1, None, T, T)
+    history = HistoryRecord("w", expected + 1, "e", [], "s", Status.RUNNING, {}, None, T)
     return Save(rec, expected, history)
 
 
@@ -34,7 +34,7 @@ def test_anything_else_is_unknown() -> None:
 
 
 def test_create_without_row_is_not_committed() -> None:
-    rec = InstanceRecord("w", "d", 1, "s", "RUNNING", {}, 1, None, T, T)
-    op = Create(rec, HistoryRecord("w", 1, None, [], "s", "RUNNING", {}, None, T))
+    rec = InstanceRecord("w", "d", 1, "s", Status.RUNNING, {}, 1, None, T, T)
+    op = Create(rec, HistoryRecord("w", 1, None, [], "s", Status.RUNNING, {}, None, T))
     assert classify(op, None, None) is Verdict.NOT_COMMITTED
     assert classify(op, 1, None) is Verdict.UNKNOWN

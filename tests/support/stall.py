@@ -1,9 +1,10 @@
-"""Test-only fault injection, off unless ``STATEWRIGHT_DEBUG_STALL`` is set.
+"""A test hook for a real server: SIGUSR1 blocks its EventLoop thread for a while.
 
-With ``STATEWRIGHT_DEBUG_STALL=SECONDS``, every SIGUSR1 posts a command that blocks the
-EventLoop thread for SECONDS: the one way to make a real server's loop stop making
-progress, so end-to-end tests can watch ``liveness`` turn NOT_SERVING and recover. The
-variable is never set by any deployment manifest; a server that has it logs a warning.
+A server started with ``STATEWRIGHT_TEST_HOOKS=tests.support.stall`` (and the repository
+on its ``PYTHONPATH``) loads this module and calls ``install``. With
+``STATEWRIGHT_DEBUG_STALL=SECONDS``, every SIGUSR1 then posts a command that blocks the
+EventLoop for SECONDS: the one way to make a real server's loop stop making progress, so
+end-to-end tests can watch ``liveness`` turn NOT_SERVING and recover.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Mapping
 from statewrightd.engine.event_loop import EventLoop
 
 STALL_ENV = "STATEWRIGHT_DEBUG_STALL"
+MODULE = __name__
 
 _log = logging.getLogger(__name__)
 

@@ -1,0 +1,110 @@
+"""The runtime's diagnostics turned into diagnostics messages."""
+
+from __future__ import annotations
+
+import sys
+
+import grpc
+from google.protobuf import duration_pb2
+from google.protobuf.timestamp_pb2 import Timestamp
+from statewright.v1 import diagnostics_pb2
+from statewright.v1 import workflow_service_pb2 as pb
+
+from statewrightd import __version__
+from statewrightd.api.convert import transitions_pb
+from statewrightd.api.status import to_status_proto
+from statewrightd.application import Diagnostics
+from statewrightd.engine.admission import AdmissionState
+from statewrightd.engine.runtime import WorkflowInfo
+from statewrightd.errors import StatewrightError
+
+_ADMISSION = {
+    None: diagnostics_pb2.ADMISSION_STATE_IDLE,
+    AdmissionState.ADMITTING: diagnostics_pb2.ADMISSION_STATE_ADMITTING,
+    AdmissionState.EXECUTING: diagnostics_pb2.ADMISSION_STATE_EXECUTING,
+    AdmissionState.PERSISTING: diagnostics_pb2.ADMISSION_STATE_PERSISTING,
+    AdmissionState.RECOVERY_REQUIRED: diagnostics_pb2.ADMISSION_STATE_RECOVERY_REQUIRED,
+}
+
+
+def _duration(seconds: float) -> duration_pb2.Duration:
+    message = duration_pb2.Duration()
+    message.FromNanoseconds(int(seconds * 1e9))
+    return message
+
+
+def _wall(seconds: float) -> Timestamp:
+    message = Timestamp()
+    message.FromNanoseconds(int(seconds * 1e9))
+    return message
+
+
+def diagnostics_response(d: Diagnostics) -> pb.GetDiagnosticsResponse:
+    loop, counts, writer = d.loop, d.counts, d.writer
+    phase = diagnostics_pb2.EventLoopPhase.Value(f"EVENT_LOOP_PHASE_{loop.phase.value}")
+    return pb.GetDiagnosticsResponse(
+        event_loop=diagnostics_pb2.EventLoopDiagnostics(
+            phase=phase,
+            queue_depth=loop.queue_depth,
+            max_queue_depth=loop.max_queue_depth,
+            lag_last=_duration(loop.lag_last),
+            lag_average=_duration(loop.lag_average),
+            lag_max=_duration(loop.lag_max),
+            dispatch_count=loop.dispatch_count,
+            slow_dispatch_count=loop.slow_dispatch_count,
+            slow_dispatch_threshold=_duration(loop.slow_dispatch_threshold),
+        ),
+        admissions=diagnostics_pb2.AdmissionDiagnostics(
+            admitting=counts.admissions.get(AdmissionState.ADMITTING, 0),
+            executing=counts.admissions.get(AdmissionState.EXECUTING, 0),
+            persisting=counts.admissions.get(AdmissionState.PERSISTING, 0),
+            recovery_required=counts.admissions.get(AdmissionState.RECOVERY_REQUIRED, 0),
+            cached_sessions=counts.cached_sessions,
+        ),
+        persistence=diagnostics_pb2.PersistenceDiagnostics(
+            backend=d.backend,
+            queue_depth=writer.queue_depth,
+            queue_capacity=d.writer_capacity,
+            batches=writer.batches,
+            mean_batch_size=writer.mean_batch_size,
+            save_latency_p50=_duration(writer.latency_p50_ms / 1000),
+            save_latency_p99=_duration(writer.latency_p99_ms / 1000),
+            conflicts=writer.conflicts,
+            unknown_outcomes=writer.unknown_outcomes,
+            saves=writer.saves,
+        ),
+        watchers=diagnostics_pb2.WatcherDiagnostics(
+            active_watchers=d.watchers, catch_ups=d.watch_catch_ups
+        ),
+        definitions=d.definitions,
+        build=diagnostics_pb2.BuildInfo(
+            version=__version__,
+            python_version=sys.version.split()[0],
+            grpc_version=grpc.__version__,
+        ),
+        uptime=_duration(d.uptime),
+    )
+
+
+def workflow_diagnostics_response(
+    name: str, info: WorkflowInfo, revision: int
+) -> pb.GetWorkflowDiagnosticsResponse:
+    diagnostics = diagnostics_pb2.WorkflowDiagnostics(
+        name=name,
+        admission_state=_ADMISSION[info.admission],
+        cached=info.cached,
+        revision=revision,
+        recent_transitions=transitions_pb(info.recent),
+    )
+    if info.recovery is not None:
+        recovery = info.recovery
+        error = recovery.last_error
+        diagnostics.recovery.CopyFrom(
+            diagnostics_pb2.RecoveryInfo(
+                attempts=recovery.attempts,
+                next_attempt_time=_wall(recovery.next_attempt),
+                since_time=_wall(recovery.since),
+                last_error=to_status_proto(error) if isinstance(error, StatewrightError) else None,
+            )
+        )
+    return pb.GetWorkflowDiagnosticsResponse(diagnostics=diagnostics)

@@ -1,0 +1,120 @@
+"""Requests turned into the engine's commands, every field validated on the way.
+
+A bad field raises ``InvalidArgument`` naming it, before anything touches workflow state.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+from google.protobuf.message import Message
+from statewright.v1 import workflow_pb2
+from statewright.v1 import workflow_service_pb2 as pb
+
+from statewrightd.api import validation as v
+from statewrightd.api.convert import struct_to_dict
+from statewrightd.definitions.registry import Loaded
+from statewrightd.engine.commands import (
+    CancelCommand,
+    RequestKey,
+    ResumeCommand,
+    SignalCommand,
+    StartCommand,
+)
+from statewrightd.store.records import Status
+
+STATUS_FROM_PB: dict[int, Status] = {
+    workflow_pb2.WORKFLOW_STATUS_RUNNING: Status.RUNNING,
+    workflow_pb2.WORKFLOW_STATUS_WAITING: Status.WAITING,
+    workflow_pb2.WORKFLOW_STATUS_COMPLETED: Status.COMPLETED,
+    workflow_pb2.WORKFLOW_STATUS_FAILED: Status.FAILED,
+    workflow_pb2.WORKFLOW_STATUS_CANCELLED: Status.CANCELLED,
+}
+
+
+def request_key(method: str, request: Message, request_id: str) -> RequestKey | None:
+    """The idempotency key of a request: its id, and a digest of everything it asks."""
+    if not request_id:
+        return None
+    digest = hashlib.sha256(method.encode())
+    digest.update(request.SerializeToString(deterministic=True))
+    return RequestKey(request_id, method, digest.hexdigest())
+
+
+def start_target(request: pb.StartWorkflowRequest) -> tuple[str, int | None]:
+    """Validates a start; returns the definition name and version (None: the latest)."""
+    v.definition_name(request.definition)
+    v.non_negative("version", request.version)
+    if request.workflow_id:
+        v.workflow_id(request.workflow_id)
+    v.request_id(request.request_id)
+    v.one_of("if_exists", request.if_exists, pb.IfExistsPolicy.values())
+    return request.definition, request.version or None
+
+
+def start_command(request: pb.StartWorkflowRequest, loaded: Loaded) -> StartCommand:
+    """A start that ``start_target`` validated, of the definition version it named."""
+    return StartCommand(
+        workflow_id=request.workflow_id or uuid.uuid4().hex,
+        request=request_key("StartWorkflow", request, request.request_id),
+        loaded=loaded,
+        input=struct_to_dict(request.input, "input"),
+        return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+    )
+
+
+def resume_command(request: pb.ResumeWorkflowRequest) -> ResumeCommand:
+    workflow_id = v.workflow_name(request.name)
+    v.event_name(request.event, allow_empty=True)
+    v.non_negative("expected_revision", request.expected_revision)
+    v.request_id(request.request_id)
+    return ResumeCommand(
+        workflow_id=workflow_id,
+        request=request_key("ResumeWorkflow", request, request.request_id),
+        event=request.event,
+        input=struct_to_dict(request.input, "input"),
+        expected_revision=request.expected_revision,
+    )
+
+
+def signal_command(request: pb.SignalWorkflowRequest) -> SignalCommand:
+    workflow_id = v.workflow_name(request.name)
+    v.event_name(request.event)
+    v.request_id(request.request_id)
+    return SignalCommand(
+        workflow_id=workflow_id,
+        request=request_key("SignalWorkflow", request, request.request_id),
+        event=request.event,
+        payload=struct_to_dict(request.payload, "payload"),
+    )
+
+
+def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    v.request_id(request.request_id)
+    return CancelCommand(
+        workflow_id=workflow_id,
+        request=request_key("CancelWorkflow", request, request.request_id),
+        reason=request.reason,
+        expected_revision=request.expected_revision,
+    )
+
+
+def status_filter(status: int) -> Status | None:
+    """A list filter's status (0: any); an unknown value is refused."""
+    if status == 0:
+        return None
+    if status not in STATUS_FROM_PB:
+        raise v.invalid("status", f"unknown status {status}")
+    return STATUS_FROM_PB[status]
+
+
+def watch_start(request: pb.WatchWorkflowRequest) -> tuple[str, int | None]:
+    """The workflow a watch follows, and the revision it starts after (None: now)."""
+    workflow_id = v.workflow_name(request.name)
+    if not request.HasField("after_revision"):
+        return workflow_id, None
+    return workflow_id, v.non_negative("after_revision", request.after_revision)

@@ -1,0 +1,106 @@
+"""The engine's answers turned into response messages."""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+
+from statewright.v1 import workflow_service_pb2 as pb
+
+from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
+from statewrightd.definitions.registry import Loaded
+from statewrightd.engine.answers import Outcome
+from statewrightd.engine.watch import StepEvent
+from statewrightd.store.records import InstanceRecord, Page
+
+_REJECTIONS = {
+    "": pb.SIGNAL_REJECTION_UNSPECIFIED,
+    "NOT_RUNNING": pb.SIGNAL_REJECTION_NOT_RUNNING,
+    "PERSISTING": pb.SIGNAL_REJECTION_PERSISTING,
+    "RECOVERY_REQUIRED": pb.SIGNAL_REJECTION_RECOVERY_REQUIRED,
+    "SHUTTING_DOWN": pb.SIGNAL_REJECTION_SHUTTING_DOWN,
+}
+
+
+def start_response(outcome: Outcome) -> pb.StartWorkflowResponse:
+    return pb.StartWorkflowResponse(
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition),
+        transitions=transitions_pb(outcome.transitions),
+        created=outcome.created,
+    )
+
+
+def resume_response(outcome: Outcome) -> pb.ResumeWorkflowResponse:
+    return pb.ResumeWorkflowResponse(
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition),
+        transitions=transitions_pb(outcome.transitions),
+    )
+
+
+def signal_response(outcome: Outcome) -> pb.SignalWorkflowResponse:
+    return pb.SignalWorkflowResponse(
+        accepted=outcome.accepted,
+        reason=_REJECTIONS[outcome.rejection],
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition),
+        transitions=transitions_pb(outcome.transitions),
+    )
+
+
+def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
+    return pb.CancelWorkflowResponse(
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition)
+    )
+
+
+def get_response(record: InstanceRecord, loaded: Loaded) -> pb.GetWorkflowResponse:
+    return pb.GetWorkflowResponse(workflow=workflow_pb(record, loaded.definition))
+
+
+def list_response(page: Page, loaded: Sequence[Loaded]) -> pb.ListWorkflowsResponse:
+    return pb.ListWorkflowsResponse(
+        workflows=[
+            workflow_pb(record, item.definition)
+            for record, item in zip(page.items, loaded, strict=True)
+        ],
+        next_page_token=page.next_page_token,
+    )
+
+
+def definitions_response(
+    page: Sequence[Loaded], next_page_token: str
+) -> pb.ListDefinitionsResponse:
+    return pb.ListDefinitionsResponse(
+        definitions=[definition_pb(item) for item in page], next_page_token=next_page_token
+    )
+
+
+class WatchMessages:
+    """Step events as watch messages. A live step is shared by every watcher of its
+    instance: its message is built once, for all of them, and forgotten with the event."""
+
+    def __init__(self) -> None:
+        self._built: weakref.WeakKeyDictionary[StepEvent, pb.WatchWorkflowResponse] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def __call__(self, event: StepEvent) -> pb.WatchWorkflowResponse:
+        message = self._built.get(event)
+        if message is None:
+            message = self._build(event)
+            self._built[event] = message
+        return message
+
+    @staticmethod
+    def _build(event: StepEvent) -> pb.WatchWorkflowResponse:
+        workflow = workflow_pb(event.record, event.loaded.definition)
+        if event.current:
+            return pb.WatchWorkflowResponse(
+                type=pb.WATCH_EVENT_TYPE_CURRENT, revision=event.record.revision, workflow=workflow
+            )
+        return pb.WatchWorkflowResponse(
+            type=pb.WATCH_EVENT_TYPE_STEP,
+            revision=event.record.revision,
+            transitions=transitions_pb(event.transitions),
+            workflow=workflow,
+            event=event.event or "",
+        )

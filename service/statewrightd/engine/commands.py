@@ -1,0 +1,80 @@
+"""The typed commands a step starts from, one class per kind of step.
+
+A command says what was asked of one instance, as values the engine understands; the
+servicer builds one from a request and the runtime executes it. It carries nothing of the
+transport and nothing of its own execution (attempts, admission, the caller's reply): the
+runtime keeps that beside it. The family is open: every kind of step the runtime executes
+is a subclass of :class:`Command`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from statewrightd.definitions.registry import Loaded
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    """An idempotency key and what identifies the request it was first used with."""
+
+    request_id: str
+    method: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Command:
+    """One step asked of one instance. ``request`` makes it idempotent."""
+
+    kind: ClassVar[str]
+    workflow_id: str
+    request: RequestKey | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class StartCommand(Command):
+    """Create the instance and run its first step. ``return_existing``: an id that is
+    taken answers with the stored instance instead of ALREADY_EXISTS."""
+
+    kind: ClassVar[str] = "start"
+    loaded: Loaded
+    input: Mapping[str, Any] = field(default_factory=dict)
+    return_existing: bool = False
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeCommand(Command):
+    """Resume a WAITING instance with an event (empty: the first one declared)."""
+
+    kind: ClassVar[str] = "resume"
+    event: str = ""
+    input: Mapping[str, Any] = field(default_factory=dict)
+    expected_revision: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalCommand(Command):
+    """Deliver an event to a RUNNING instance."""
+
+    kind: ClassVar[str] = "signal"
+    event: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CancelCommand(Command):
+    """Stop a live instance where it is."""
+
+    kind: ClassVar[str] = "cancel"
+    reason: str = ""
+    expected_revision: int = 0
+
+
+def expected_revision(command: Command) -> int:
+    """The revision the caller expects the instance at; 0 when it does not care."""
+    if isinstance(command, ResumeCommand | CancelCommand):
+        return command.expected_revision
+    return 0

@@ -1,0 +1,143 @@
+"""Request ids: a retried request gets the answer its first attempt got.
+
+A step that writes carries its request record into the same compare-and-swap
+transaction, and the store refuses a request id already recorded; the runtime then
+answers ``Replay`` and this service rebuilds the original answer from the history row
+at the recorded revision. A step that writes nothing, or fails, looks its request id up
+afterwards, since a retry may meet the state its original left behind.
+
+Callers see one shape either way: an ``Outcome``, fresh or replayed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable
+from datetime import datetime
+from typing import Protocol, TypeVar
+
+from statewrightd import errors
+from statewrightd.definitions.registry import DefinitionRegistry
+from statewrightd.engine.answers import Outcome, Replay
+from statewrightd.engine.commands import Command, RequestKey
+from statewrightd.engine.snapshots import record_at, transitions_from_dicts
+from statewrightd.store.records import InstanceRecord, RequestRecord
+from statewrightd.store.repository import Repository
+
+T = TypeVar("T")
+
+# How long a failed step may spend finding out whether its request id was answered before.
+REPLAY_BUDGET = 2.0
+
+Run = Callable[[Command, float | None], Awaitable[Outcome | Replay]]
+
+
+class Reader(Protocol):
+    """Runs a blocking store read off the asyncio thread."""
+
+    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+def request_record(key: RequestKey, record: InstanceRecord, time: datetime) -> RequestRecord:
+    """What the step that answers ``key`` writes with itself. The answer is rebuilt from
+    the history row at this revision on replay, so only the revision is stored."""
+    return RequestRecord(
+        request_id=key.request_id,
+        workflow_id=record.workflow_id,
+        method=key.method,
+        fingerprint=key.fingerprint,
+        response=json.dumps({"revision": record.revision}).encode(),
+        create_time=time,
+    )
+
+
+class Idempotency:
+    """Runs commands so that a request id is answered once, whatever the retries."""
+
+    def __init__(
+        self, run: Run, repo: Repository, registry: DefinitionRegistry, read: Reader
+    ) -> None:
+        self._run = run
+        self._repo = repo
+        self._registry = registry
+        self._read = read
+
+    async def step(self, command: Command, budget: float | None) -> Outcome:
+        """Run ``command`` within ``budget`` seconds (None: no deadline)."""
+        key = command.request
+        deadline = None if budget is None else time.monotonic() + budget
+        try:
+            result = await self._run(command, budget)
+        except errors.StatewrightError as exc:
+            # An unknown outcome is the answer as it is: the request record shares its fate.
+            if key is None or isinstance(exc, errors.InvalidArgument | errors.Unknown):
+                raise
+            try:
+                replayed = await self._lookup(key, deadline)
+            except errors.InvalidArgument:
+                raise
+            except (errors.StatewrightError, TimeoutError):
+                raise exc from None  # the step's own error is the answer, not the lookup's
+            if replayed is not None:
+                return replayed
+            raise
+        if isinstance(result, Replay):
+            assert key is not None
+            replayed = await self.replay(key)
+            if replayed is None:
+                raise errors.Aborted(
+                    "the original request with this request_id did not complete; retry",
+                    reason="REQUEST_IN_DOUBT",
+                    metadata={"request_id": key.request_id},
+                )
+            return replayed
+        if key is not None and not result.saved:
+            try:
+                replayed = await self._lookup(key, deadline)
+            except errors.InvalidArgument:
+                raise
+            except (errors.StatewrightError, TimeoutError):
+                replayed = None  # nothing written: this answer stands on its own
+            if replayed is not None:
+                return replayed
+        return result
+
+    async def _lookup(self, key: RequestKey, deadline: float | None) -> Outcome | None:
+        """The stored answer to ``key``, within half of what is left of the caller's time."""
+        limit = REPLAY_BUDGET
+        if deadline is not None:
+            limit = min(limit, (deadline - time.monotonic()) / 2)
+        return await asyncio.wait_for(self.replay(key), limit)
+
+    async def replay(self, key: RequestKey) -> Outcome | None:
+        """The original answer to ``key``'s request id, or None if it was never answered.
+
+        Raises InvalidArgument (REQUEST_ID_REUSED) when the id answered other content.
+        """
+        repo, registry = self._repo, self._registry
+
+        def read() -> Outcome | None:
+            stored = repo.lookup_request(key.request_id)
+            if stored is None:
+                return None
+            if (stored.method, stored.fingerprint) != (key.method, key.fingerprint):
+                raise errors.InvalidArgument(
+                    f"request_id {key.request_id!r} was already used for a different request "
+                    f"({stored.method}); use a new request_id for new content",
+                    reason="REQUEST_ID_REUSED",
+                    metadata={"request_id": key.request_id, "original_method": stored.method},
+                )
+            revision = int(json.loads(stored.response)["revision"])
+            current = repo.load(stored.workflow_id)
+            (history,) = repo.history_after(stored.workflow_id, revision - 1, 1)
+            loaded = registry.get(current.definition, current.version)
+            return Outcome(
+                record_at(history, current),
+                loaded,
+                transitions_from_dicts(history.transitions),
+                saved=True,
+            )
+
+        return await self._read(read)

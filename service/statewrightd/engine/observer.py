@@ -1,0 +1,38 @@
+"""What the engine tells whoever observes it (traces, metrics, debug logs).
+
+The engine defines the protocol and the composition root passes an implementation in, so
+the engine depends on no telemetry library and a server without telemetry pays a method
+call per step.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from statewrightd.engine.answers import Result
+from statewrightd.engine.commands import Command
+
+
+class StepObserver(Protocol):
+    def requested(self) -> object | None:
+        """Called where a command is built, in its caller's task (whose trace context is
+        the step's parent); what it returns comes back to ``finished``."""
+        ...
+
+    def finished(
+        self, command: Command, attempts: int, observed: object | None, result: Result
+    ) -> None:
+        """Called on the EventLoop thread when a step is answered; must be quick."""
+        ...
+
+
+class Unobserved:
+    """The observer of a runtime nobody watches."""
+
+    def requested(self) -> object | None:
+        return None
+
+    def finished(
+        self, command: Command, attempts: int, observed: object | None, result: Result
+    ) -> None:
+        return None
