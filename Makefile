@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image clean baseline
+.PHONY: dev test bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -65,6 +65,10 @@ e2e: $(STAMP)
 IMAGE_BASE ?= auto
 image: $(STAMP)
 	scripts/build-image --base $(IMAGE_BASE)
+
+## The image test alone (part of make test): the image built and run as k8s/ runs it.
+image-test: $(STAMP)
+	scripts/with-postgres $(BIN)/pytest -q tests/image
 
 ## Benchmarks (never part of make test): each brings its own PostgreSQL; a few minutes each.
 bench: $(STAMP)
