@@ -7,6 +7,7 @@ published on the host's loopback only, and the host's loopback is what it reache
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import time
@@ -22,9 +23,12 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 REPO = Path(__file__).resolve().parents[2]
 PODMAN = [str(REPO / "scripts" / "podman")]
 BUILD_IMAGE = REPO / "scripts" / "build-image"
-# The tag of the test's own build: the image is run by its id, so another build that
-# moves the tag meanwhile (another checkout's test) changes nothing here.
-TEST_TAG = "localhost/statewright/statewrightd:image-test"
+# The tag of the test's own build, one per checkout: a build replaces the image its tag
+# named before (scripts/build-image), which must never be another checkout's under test.
+TEST_TAG = (
+    "localhost/statewright/statewrightd:image-test-"
+    + hashlib.sha256(str(REPO).encode()).hexdigest()[:12]
+)
 
 # slirp4netns maps this address of the container's network to the host's 127.0.0.1.
 HOST_LOOPBACK = "10.0.2.2"
