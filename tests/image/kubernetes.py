@@ -228,6 +228,7 @@ def _volumes(
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     for mount in container.get("volumeMounts", []):
         assert set(mount) <= {"name", "mountPath", "readOnly"}, mount
+        assert mount["name"] in volumes, f"{mount} names no volume of the pod"
         volume = volumes[mount["name"]]
         source = set(volume) - {"name"}
         read_only = bool(mount.get("readOnly", False))
