@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e clean baseline
+.PHONY: dev test bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -59,6 +59,16 @@ integration: $(STAMP)
 
 e2e: $(STAMP)
 	scripts/with-postgres $(BIN)/pytest -q tests/e2e
+
+## The server image, built with podman from the Dockerfile with no network (scripts/build-image);
+## IMAGE_BASE=local builds on a base made from Debian's packages even where the registry's is.
+IMAGE_BASE ?= auto
+image: $(STAMP)
+	scripts/build-image --base $(IMAGE_BASE)
+
+## The image test alone (part of make test): the image built and run as k8s/ runs it.
+image-test: $(STAMP)
+	scripts/with-postgres $(BIN)/pytest -q tests/image
 
 ## Benchmarks (never part of make test): each brings its own PostgreSQL; a few minutes each.
 bench: $(STAMP)

@@ -28,9 +28,17 @@ def test_the_final_stage_copies_the_environment_and_installs_nothing() -> None:
     for run in final.all("RUN"):
         assert not re.search(r"\b(apt-get|apt|pip|pip3) +install\b", run.arguments), run
         assert not BUILD_TOOLS.search(run.arguments), run
-    # The build stage installs both distributions: the server depends on the client.
-    (install,) = [r for r in build.all("RUN") if "pip install" in r.arguments]
-    assert "./clients/python" in install.words() and "." in install.words()
+    # The build stage installs the locked dependencies, every file checked against its
+    # hash, from the index or, given one, only from a wheelhouse...
+    locked, local = [r for r in build.all("RUN") if "pip install" in r.arguments]
+    assert {"--require-hashes", "--no-deps", "requirements.lock"} <= set(locked.words())
+    assert '${WHEELHOUSE:+--no-index --find-links "$WHEELHOUSE"}' in locked.arguments
+    # ...then both distributions from the tree (the server depends on the client), with
+    # nothing more from anywhere, and checks that no dependency is missing.
+    words = local.words()
+    assert "./clients/python" in words and "." in words
+    assert {"--no-index", "--no-deps", "--no-build-isolation"} <= set(words)
+    assert "/opt/statewright/bin/pip check" in local.arguments
 
 
 def test_runs_as_an_unprivileged_numeric_user() -> None:
