@@ -35,6 +35,7 @@ def _micros(params: dict[str, Any], *names: str) -> dict[str, Any]:
 
 class SqliteRepository(SqlRepository):
     SQL = q.SQL
+    # JSON is kept as text, times as integer microseconds (exact, and they sort).
     ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)
 
     def __init__(self, path: str) -> None:
