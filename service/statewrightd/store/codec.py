@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from statewrightd.errors import InvalidArgument, RecordExists, RecordNotFound, SerializationError
+from statewrightd.errors import InvalidArgument, SerializationError
 from statewrightd.store.records import (
     STATUSES,
     Create,
@@ -250,6 +250,20 @@ def encode_op(op: Operation) -> EncodedOp:
     return EncodedOp(op=op, params=params)
 
 
+def encode_definition(rec: DefinitionRecord) -> tuple[str, int, str, str, str, datetime]:
+    """A definition's columns (``rows.DEFINITION`` order), checked; the time in UTC."""
+    if isinstance(rec.version, bool) or not isinstance(rec.version, int) or rec.version < 1:
+        raise SerializationError("definition version must be a positive integer")
+    return (
+        check_text(rec.name, "definition name"),
+        rec.version,
+        check_text(rec.source, "definition source"),
+        check_text(rec.digest, "definition digest"),
+        check_text(rec.source_name, "definition source_name"),
+        check_time(rec.create_time, "definition create_time"),
+    )
+
+
 # Page tokens are opaque to clients but bound to the filters they were issued for, so a
 # token replayed with other filters is rejected instead of silently skipping rows.
 
@@ -300,30 +314,3 @@ def clamp_page_size(page_size: int) -> int:
 def check_status_filter(status: str | None) -> None:
     if status is not None and status not in STATUSES:
         raise InvalidArgument(f"unknown status filter {status!r}", reason="INVALID_FILTER")
-
-
-def same_definition_or_raise(stored: DefinitionRecord, rec: DefinitionRecord) -> DefinitionRecord:
-    """The stored version when ``rec`` has its content; a (name, version) is immutable."""
-    if stored.digest == rec.digest:
-        return stored
-    raise RecordExists(
-        f"definition {rec.name} version {rec.version} already exists with different content "
-        f"(stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
-        "definitions are immutable: bump the version",
-        reason="DEFINITION_VERSION_EXISTS",
-        metadata={
-            "name": rec.name,
-            "version": rec.version,
-            "existing_source": stored.source_name,
-            "new_source": rec.source_name,
-        },
-    )
-
-
-def definition_not_found(name: str, version: int | None) -> RecordNotFound:
-    what = f"definition {name!r}" + ("" if version is None else f" version {version}")
-    return RecordNotFound(
-        f"{what} not found",
-        reason="DEFINITION_NOT_FOUND",
-        metadata={"name": name, "version": "latest" if version is None else version},
-    )

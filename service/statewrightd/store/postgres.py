@@ -7,7 +7,7 @@ import json
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any
@@ -16,28 +16,10 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from statewrightd.errors import (
-    Conflict,
-    InvalidArgument,
-    RecordExists,
-    RecordNotFound,
-    SerializationError,
-    StorageUnavailable,
-    StoreError,
-)
+from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.store import failures
 from statewrightd.store import sql_postgres as q
-from statewrightd.store.batching import BatchWriter
-from statewrightd.store.codec import (
-    EncodedOp,
-    check_status_filter,
-    check_text,
-    check_time,
-    clamp_page_size,
-    decode_page_token,
-    definition_not_found,
-    encode_page_token,
-    same_definition_or_raise,
-)
+from statewrightd.store.codec import EncodedOp
 from statewrightd.store.notifications import step_hints_payloads
 from statewrightd.store.outcomes import (
     HistoryWitness,
@@ -47,18 +29,10 @@ from statewrightd.store.outcomes import (
     resolve_each,
     unknown,
 )
-from statewrightd.store.records import (
-    Create,
-    DefinitionRecord,
-    HistoryRecord,
-    InstanceRecord,
-    Operation,
-    Page,
-    RequestRecord,
-    Save,
-    target_of,
-)
+from statewrightd.store.records import Create, InstanceRecord, Operation, Save, target_of
+from statewrightd.store.rows import INSTANCE, Rows
 from statewrightd.store.schema import latest_version, postgres_schema_version
+from statewrightd.store.sqlbase import SqlRepository
 
 Conn = psycopg.Connection[tuple[Any, ...]]
 
@@ -78,55 +52,12 @@ def _utc(value: datetime) -> datetime:
     return value.astimezone(UTC)
 
 
-def _instance(row: Sequence[Any]) -> InstanceRecord:
-    return InstanceRecord(
-        workflow_id=row[0],
-        definition=row[1],
-        version=row[2],
-        state=row[3],
-        status=row[4],
-        context=row[5],
-        revision=row[6],
-        error=row[7],
-        create_time=_utc(row[8]),
-        update_time=_utc(row[9]),
-    )
+def _as_is(value: Any) -> Any:
+    return value
 
 
-def _history(row: Sequence[Any]) -> HistoryRecord:
-    return HistoryRecord(
-        workflow_id=row[0],
-        revision=row[1],
-        event=row[2],
-        transitions=row[3],
-        state=row[4],
-        status=row[5],
-        context=row[6],
-        error=row[7],
-        time=_utc(row[8]),
-    )
-
-
-def _request(row: Sequence[Any]) -> RequestRecord:
-    return RequestRecord(
-        request_id=row[0],
-        workflow_id=row[1],
-        method=row[2],
-        fingerprint=row[3],
-        response=bytes(row[4]),
-        create_time=_utc(row[5]),
-    )
-
-
-def _definition(row: Sequence[Any]) -> DefinitionRecord:
-    return DefinitionRecord(
-        name=row[0],
-        version=row[1],
-        source=row[2],
-        digest=row[3],
-        source_name=row[4],
-        create_time=_utc(row[5]),
-    )
+# psycopg decodes jsonb and timestamptz itself, and takes datetimes as they are.
+_ROWS = Rows(json=_as_is, time=_utc, time_param=_as_is)
 
 
 def _configure(conn: Conn) -> None:
@@ -144,7 +75,10 @@ class _CommitLost(Exception):
         self.executed = executed
 
 
-class PostgresRepository(BatchWriter):
+class PostgresRepository(SqlRepository):
+    SQL = q.SQL
+    ROWS = _ROWS
+
     def __init__(
         self,
         url: str,
@@ -153,10 +87,10 @@ class PostgresRepository(BatchWriter):
         connect_timeout: float = 10.0,
         pool_timeout: float = 10.0,
     ) -> None:
+        super().__init__(latest_version("postgres"))
         self._url = url
         self._connect_timeout = connect_timeout
         self._pool_timeout = pool_timeout
-        self._schema_version = latest_version("postgres")
         # Server processes behind this pool's connections: this replica's own NOTIFY hints
         # come from them, and its watchers already heard of those steps locally.
         self.backend_pids: set[int] = set()
@@ -212,10 +146,10 @@ class PostgresRepository(BatchWriter):
             self._trouble_at = time.monotonic()
             raise
 
-    # -- reads -----------------------------------------------------------------------
+    # -- connections for the shared reads and definitions (see sqlbase) ---------------
 
     @contextmanager
-    def _connection(self) -> Iterator[Conn]:
+    def _reading(self) -> Iterator[Conn]:
         try:
             with self._pooled(self._pool_timeout) as conn:
                 yield conn
@@ -224,69 +158,16 @@ class PostgresRepository(BatchWriter):
         except psycopg.OperationalError as exc:
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
-    def load(self, workflow_id: str) -> InstanceRecord:
-        with self._connection() as conn:
-            row = conn.execute(q.LOAD, (workflow_id,)).fetchone()
-        if row is None:
-            raise RecordNotFound(
-                f"workflow {workflow_id!r} not found", metadata={"workflow_id": workflow_id}
-            )
-        return _instance(row)
+    def _writing(self) -> AbstractContextManager[Conn]:
+        # The pool commits a connection's transaction when the block using it succeeds.
+        return self._reading()
 
-    def history_after(
-        self, workflow_id: str, after_revision: int, limit: int
-    ) -> list[HistoryRecord]:
-        if limit <= 0:
-            raise InvalidArgument("limit must be positive", reason="INVALID_LIMIT")
-        with self._connection() as conn:
-            rows = conn.execute(q.HISTORY_AFTER, (workflow_id, after_revision, limit)).fetchall()
-        return [_history(r) for r in rows]
-
-    def lookup_request(self, request_id: str) -> RequestRecord | None:
-        with self._connection() as conn:
-            row = conn.execute(q.LOOKUP_REQUEST, (request_id,)).fetchone()
-        return None if row is None else _request(row)
-
-    def purge_requests(self, older_than: datetime) -> int:
-        cutoff = check_time(older_than, "older_than")
-        with self._connection() as conn:
-            return conn.execute(q.PURGE_REQUESTS, (cutoff,)).rowcount
-
-    # -- definitions -----------------------------------------------------------------
-
-    def put_definition(self, rec: DefinitionRecord) -> DefinitionRecord:
-        params = (
-            check_text(rec.name, "definition name"),
-            rec.version,
-            check_text(rec.source, "definition source"),
-            check_text(rec.digest, "definition digest"),
-            check_text(rec.source_name, "definition source_name"),
-            check_time(rec.create_time, "definition create_time"),
-        )
-        if isinstance(rec.version, bool) or not isinstance(rec.version, int) or rec.version < 1:
-            raise SerializationError("definition version must be a positive integer")
-        with self._connection() as conn:
-            row = conn.execute(q.INSERT_DEFINITION, params).fetchone()
-            if row is None:
-                row = conn.execute(q.GET_DEFINITION, (rec.name, rec.version)).fetchone()
-        if row is None:  # only if someone deletes definitions, which nothing does
-            raise StorageUnavailable(f"definition {rec.name} v{rec.version} vanished; retry")
-        stored = _definition(row)
-        return same_definition_or_raise(stored, rec)
-
-    def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord:
-        with self._connection() as conn:
-            if version is None:
-                row = conn.execute(q.GET_LATEST_DEFINITION, (name,)).fetchone()
-            else:
-                row = conn.execute(q.GET_DEFINITION, (name, version)).fetchone()
-        if row is None:
-            raise definition_not_found(name, version)
-        return _definition(row)
-
-    def list_definitions(self) -> list[DefinitionRecord]:
-        with self._connection() as conn:
-            return [_definition(r) for r in conn.execute(q.LIST_DEFINITIONS).fetchall()]
+    def _stored_schema_version(self) -> int:
+        try:
+            with self._pooled(min(self._pool_timeout, 5.0)) as conn:
+                return postgres_schema_version(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     # -- writes ----------------------------------------------------------------------
 
@@ -460,48 +341,12 @@ class PostgresRepository(BatchWriter):
 
     # -- lifecycle -------------------------------------------------------------------
 
-    def ping(self) -> None:
-        try:
-            with self._pooled(min(self._pool_timeout, 5.0)) as conn:
-                version = postgres_schema_version(conn)
-        except (psycopg.Error, PoolTimeout) as exc:
-            raise StorageUnavailable(f"database unavailable: {exc}") from exc
-        if version < self._schema_version:
-            raise StorageUnavailable(
-                f"database schema is at version {version}, this server needs "
-                f"{self._schema_version}; run `statewrightd migrate`",
-                reason="SCHEMA_NOT_MIGRATED",
-            )
-
     def close(self) -> None:
         self._pool.close()
 
-    # Last in the class: the method name shadows the builtin in later annotations.
-    def list(
-        self,
-        *,
-        definition: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> Page:
-        check_status_filter(status)
-        size = clamp_page_size(page_size)
-        after = decode_page_token(page_token, definition, status)
-        sql = q.list_instances(by_definition=definition is not None, by_status=status is not None)
-        params = {"after": after, "definition": definition, "status": status, "limit": size + 1}
-        with self._connection() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        more = len(rows) > size
-        rows = rows[:size]
-        token = encode_page_token(rows[-1][0], definition, status) if more else ""
-        return Page(items=[_instance(r[1:]) for r in rows], next_page_token=token)
 
-
-_CREATE_FIELDS = (
-    "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
-    "create_time", "update_time",
-)  # fmt: skip
+# The rows' JSON keys are the encoded parameters' names; an instance's are its columns.
+_CREATE_FIELDS = INSTANCE
 _SAVE_FIELDS = (
     "workflow_id", "expected", "revision", "state", "status", "context", "error",
     "update_time",
@@ -592,25 +437,10 @@ def _row_result(
     op: Operation, changed: bool, request_free: bool, current: dict[str, int]
 ) -> InstanceRecord | StoreError:
     target = target_of(op)
-    wid = target.workflow_id
     if changed:
         return target
-    if not request_free:
-        rid = op.request.request_id if op.request else ""
-        return RecordExists(
-            f"request id {rid!r} was already used",
-            reason="REQUEST_EXISTS",
-            metadata={"request_id": rid, "workflow_id": wid},
-        )
-    if isinstance(op, Create):
-        return RecordExists(f"workflow {wid!r} already exists", metadata={"workflow_id": wid})
-    actual = current.get(wid)
-    if actual is None:
-        return RecordNotFound(f"workflow {wid!r} not found", metadata={"workflow_id": wid})
-    return Conflict(
-        f"workflow {wid!r} is at revision {actual}, not {op.expected_revision}",
-        actual_revision=actual,
-        metadata={"workflow_id": wid, "expected_revision": op.expected_revision},
+    return failures.refused(
+        op, request_free=request_free, actual_revision=current.get(target.workflow_id)
     )
 
 
@@ -637,11 +467,7 @@ def _read_back(
     ids = sorted({target_of(op).workflow_id for op in ops})
     revisions: dict[str, int] = dict(conn.execute(q.CURRENT_REVISIONS, (ids,)).fetchall())
     keys = [_key(op) for op in ops]
-    rows = conn.execute(
+    found = conn.execute(
         q.READ_BACK_HISTORY, ([k[0] for k in keys], [k[1] for k in keys])
     ).fetchall()
-    witnesses = {
-        (r[0], r[1]): HistoryWitness(event=r[2], state=r[3], status=r[4], time=_utc(r[5]))
-        for r in rows
-    }
-    return revisions, witnesses
+    return revisions, _ROWS.witnesses(found)

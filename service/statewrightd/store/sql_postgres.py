@@ -8,13 +8,13 @@ the surrounding (batch) transaction.
 
 from __future__ import annotations
 
-INSTANCE_COLUMNS = (
-    "workflow_id, definition, version, state, status, context, revision, error,"
-    " create_time, update_time"
-)
-HISTORY_COLUMNS = "workflow_id, revision, event, transitions, state, status, context, error, time"
-REQUEST_COLUMNS = "request_id, workflow_id, method, fingerprint, response, create_time"
-DEFINITION_COLUMNS = "name, version, source, digest, source_name, create_time"
+from statewrightd.store import rows
+from statewrightd.store.sqlbase import Statements
+
+INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
+HISTORY_COLUMNS = rows.listed(rows.HISTORY)
+REQUEST_COLUMNS = rows.listed(rows.REQUEST)
+DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
 
 # A request id that already exists blocks the step (the runtime answers from the stored
 # response instead); the ON CONFLICT only covers two transactions racing on one new id.
@@ -163,8 +163,8 @@ CURRENT_REVISIONS = (
     "SELECT workflow_id, revision FROM workflow_instances WHERE workflow_id = ANY(%s::text[])"
 )
 
-READ_BACK_HISTORY = """
-SELECT h.workflow_id, h.revision, h.event, h.state, h.status, h.time
+READ_BACK_HISTORY = f"""
+SELECT {rows.listed(rows.WITNESS, "h.")}
   FROM workflow_history h
   JOIN unnest(%s::text[], %s::bigint[]) AS k(workflow_id, revision)
     ON h.workflow_id = k.workflow_id AND h.revision = k.revision
@@ -181,36 +181,11 @@ LOCK_REQUEST_IDS = (
 STEPS_CHANNEL = "statewright_steps"
 NOTIFY_STEPS = "SELECT pg_notify(%s, %s)"
 
-LOAD = f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s"
-
-HISTORY_AFTER = f"""
-SELECT {HISTORY_COLUMNS} FROM workflow_history
- WHERE workflow_id = %s AND revision > %s
- ORDER BY revision
- LIMIT %s
-"""
-
-LOOKUP_REQUEST = f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = %s"
-PURGE_REQUESTS = "DELETE FROM workflow_requests WHERE create_time < %s"
-
-INSERT_DEFINITION = f"""
-INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)
-ON CONFLICT (name, version) DO NOTHING
-RETURNING {DEFINITION_COLUMNS}
-"""
-GET_DEFINITION = (
-    f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s AND version = %s"
-)
-GET_LATEST_DEFINITION = f"""
-SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s ORDER BY version DESC LIMIT 1
-"""
-LIST_DEFINITIONS = f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
-
 BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 
 
-def list_instances(*, by_definition: bool, by_status: bool) -> str:
+def _list_instances(by_definition: bool, by_status: bool) -> str:
     """Keyset page over seq; filters are appended only when set so indexes stay usable."""
     where = ["seq > %(after)s"]
     if by_definition:
@@ -221,3 +196,31 @@ def list_instances(*, by_definition: bool, by_status: bool) -> str:
         f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
         f" WHERE {' AND '.join(where)} ORDER BY seq LIMIT %(limit)s"
     )
+
+
+SQL = Statements(
+    load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s",
+    history_after=f"""
+SELECT {HISTORY_COLUMNS} FROM workflow_history
+ WHERE workflow_id = %s AND revision > %s
+ ORDER BY revision
+ LIMIT %s
+""",
+    lookup_request=f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = %s",
+    purge_requests="DELETE FROM workflow_requests WHERE create_time < %s",
+    insert_definition=f"""
+INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)
+ON CONFLICT (name, version) DO NOTHING
+RETURNING {DEFINITION_COLUMNS}
+""",
+    get_definition=(
+        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s AND version = %s"
+    ),
+    get_latest_definition=f"""
+SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s ORDER BY version DESC LIMIT 1
+""",
+    list_definitions=(
+        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
+    ),
+    list_instances=_list_instances,
+)

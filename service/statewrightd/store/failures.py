@@ -1,0 +1,91 @@
+"""The errors both backends raise, built in one place so that they say the same thing.
+
+Messages, reasons and metadata reach clients unchanged, so a backend never spells one of
+these itself.
+"""
+
+from __future__ import annotations
+
+from statewrightd.errors import (
+    Conflict,
+    RecordExists,
+    RecordNotFound,
+    StorageUnavailable,
+    StoreError,
+)
+from statewrightd.store.records import Create, DefinitionRecord, Operation, target_of
+
+
+def workflow_not_found(workflow_id: str) -> RecordNotFound:
+    return RecordNotFound(
+        f"workflow {workflow_id!r} not found", metadata={"workflow_id": workflow_id}
+    )
+
+
+def workflow_exists(workflow_id: str) -> RecordExists:
+    return RecordExists(
+        f"workflow {workflow_id!r} already exists", metadata={"workflow_id": workflow_id}
+    )
+
+
+def request_used(request_id: str, workflow_id: str) -> RecordExists:
+    return RecordExists(
+        f"request id {request_id!r} was already used",
+        reason="REQUEST_EXISTS",
+        metadata={"request_id": request_id, "workflow_id": workflow_id},
+    )
+
+
+def refused(op: Operation, *, request_free: bool, actual_revision: int | None) -> StoreError:
+    """Why an operation whose compare-and-swap wrote nothing was refused.
+
+    ``request_free``: its request id (if any) was not taken; ``actual_revision``: the
+    instance's committed revision as read after the failed save (None: no such instance).
+    """
+    wid = target_of(op).workflow_id
+    if not request_free:
+        return request_used(op.request.request_id if op.request else "", wid)
+    if isinstance(op, Create):
+        return workflow_exists(wid)
+    if actual_revision is None:
+        return workflow_not_found(wid)
+    return Conflict(
+        f"workflow {wid!r} is at revision {actual_revision}, not {op.expected_revision}",
+        actual_revision=actual_revision,
+        metadata={"workflow_id": wid, "expected_revision": op.expected_revision},
+    )
+
+
+def definition_not_found(name: str, version: int | None) -> RecordNotFound:
+    what = f"definition {name!r}" + ("" if version is None else f" version {version}")
+    return RecordNotFound(
+        f"{what} not found",
+        reason="DEFINITION_NOT_FOUND",
+        metadata={"name": name, "version": "latest" if version is None else version},
+    )
+
+
+def same_definition_or_raise(stored: DefinitionRecord, rec: DefinitionRecord) -> DefinitionRecord:
+    """The stored version when ``rec`` has its content; a (name, version) is immutable."""
+    if stored.digest == rec.digest:
+        return stored
+    raise RecordExists(
+        f"definition {rec.name} version {rec.version} already exists with different content "
+        f"(stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
+        "definitions are immutable: bump the version",
+        reason="DEFINITION_VERSION_EXISTS",
+        metadata={
+            "name": rec.name,
+            "version": rec.version,
+            "existing_source": stored.source_name,
+            "new_source": rec.source_name,
+        },
+    )
+
+
+def schema_behind(version: int, needed: int) -> StorageUnavailable:
+    return StorageUnavailable(
+        f"database schema is at version {version}, this server needs "
+        f"{needed}; run `statewrightd migrate`",
+        reason="SCHEMA_NOT_MIGRATED",
+    )

@@ -1,0 +1,114 @@
+"""Column lists and row-to-record mappers, written once for both backends.
+
+Each backend's SQL selects a table's columns through the lists here, so every row comes
+back in the order its mapper reads. The drivers hand values over differently (psycopg
+decodes jsonb and timestamptz itself; SQLite keeps JSON as text and times as integer
+microseconds), and a ``Rows`` says how for one backend; the mappers stay the same.
+
+A new table means its column tuple and its mapper here, and its statements in each
+backend's SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from statewrightd.store.outcomes import HistoryWitness
+from statewrightd.store.records import (
+    DefinitionRecord,
+    HistoryRecord,
+    InstanceRecord,
+    RequestRecord,
+)
+
+INSTANCE = (
+    "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
+    "create_time", "update_time",
+)  # fmt: skip
+HISTORY = (
+    "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
+    "time",
+)  # fmt: skip
+REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
+DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
+# The part of a history row that tells whether a lost COMMIT landed (see outcomes).
+WITNESS = ("workflow_id", "revision", "event", "state", "status", "time")
+
+
+def listed(columns: Sequence[str], prefix: str = "") -> str:
+    """Columns as SQL lists them: ``a, b, c`` (each qualified with ``prefix`` if given)."""
+    return ", ".join(prefix + c for c in columns)
+
+
+class Rows:
+    """Rows of one backend's driver as records, and record values as its parameters."""
+
+    __slots__ = ("_json", "_time", "time_param")
+
+    def __init__(
+        self,
+        *,
+        json: Callable[[Any], Any],
+        time: Callable[[Any], datetime],
+        time_param: Callable[[datetime], Any],
+    ) -> None:
+        self._json = json
+        self._time = time
+        # A UTC datetime as this backend's statements take it.
+        self.time_param = time_param
+
+    def instance(self, row: Sequence[Any]) -> InstanceRecord:
+        return InstanceRecord(
+            workflow_id=row[0],
+            definition=row[1],
+            version=row[2],
+            state=row[3],
+            status=row[4],
+            context=self._json(row[5]),
+            revision=row[6],
+            error=None if row[7] is None else self._json(row[7]),
+            create_time=self._time(row[8]),
+            update_time=self._time(row[9]),
+        )
+
+    def history(self, row: Sequence[Any]) -> HistoryRecord:
+        return HistoryRecord(
+            workflow_id=row[0],
+            revision=row[1],
+            event=row[2],
+            transitions=self._json(row[3]),
+            state=row[4],
+            status=row[5],
+            context=self._json(row[6]),
+            error=None if row[7] is None else self._json(row[7]),
+            time=self._time(row[8]),
+        )
+
+    def request(self, row: Sequence[Any]) -> RequestRecord:
+        return RequestRecord(
+            request_id=row[0],
+            workflow_id=row[1],
+            method=row[2],
+            fingerprint=row[3],
+            response=bytes(row[4]),
+            create_time=self._time(row[5]),
+        )
+
+    def definition(self, row: Sequence[Any]) -> DefinitionRecord:
+        return DefinitionRecord(
+            name=row[0],
+            version=row[1],
+            source=row[2],
+            digest=row[3],
+            source_name=row[4],
+            create_time=self._time(row[5]),
+        )
+
+    def witnesses(self, rows: Iterable[Sequence[Any]]) -> dict[tuple[str, int], HistoryWitness]:
+        """``WITNESS`` rows keyed by (workflow id, revision)."""
+        return {
+            (r[0], r[1]): HistoryWitness(event=r[2], state=r[3], status=r[4], time=self._time(r[5]))
+            for r in rows
+        }

@@ -1,0 +1,90 @@
+"""SQL text for the SQLite backend, kept apart so sqlite.py reads as control flow.
+
+JSON columns hold text and times integer microseconds (see rows.Rows). A step is a few
+plain statements inside the batch's ``BEGIN IMMEDIATE`` transaction: SQLite has one
+writer, so nothing can change between the compare-and-swap and the inserts after it.
+"""
+
+from __future__ import annotations
+
+from statewrightd.store import rows
+from statewrightd.store.sqlbase import Statements
+
+INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
+HISTORY_COLUMNS = rows.listed(rows.HISTORY)
+REQUEST_COLUMNS = rows.listed(rows.REQUEST)
+DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
+
+REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ?"
+
+CREATE = f"""
+INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
+VALUES (:workflow_id, :definition, :version, :state, :status, :context, :revision, :error,
+        :create_time, :update_time)
+ON CONFLICT (workflow_id) DO NOTHING
+"""
+
+SAVE = """
+UPDATE workflow_instances
+   SET state = :state, status = :status, context = :context, revision = :revision,
+       error = :error, update_time = :update_time
+ WHERE workflow_id = :workflow_id AND revision = :expected
+"""
+
+INSERT_HISTORY = f"""
+INSERT INTO workflow_history ({HISTORY_COLUMNS})
+VALUES (:workflow_id, :revision, :h_event, :h_transitions, :h_state, :h_status, :h_context,
+        :h_error, :h_time)
+"""
+
+INSERT_REQUEST = f"""
+INSERT INTO workflow_requests ({REQUEST_COLUMNS})
+VALUES (:request_id, :workflow_id, :r_method, :r_fingerprint, :r_response, :r_time)
+"""
+
+CURRENT_REVISION = "SELECT revision FROM workflow_instances WHERE workflow_id = ?"
+
+WITNESS = (
+    f"SELECT {rows.listed(rows.WITNESS)} FROM workflow_history"
+    " WHERE workflow_id = ? AND revision = ?"
+)
+
+
+def _list_instances(by_definition: bool, by_status: bool) -> str:
+    """Keyset page over seq; a filter is in the statement only when set."""
+    where = " AND ".join(
+        ["seq > :after"]
+        + ["definition = :definition"] * by_definition
+        + ["status = :status"] * by_status
+    )
+    return (
+        f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
+        f" WHERE {where} ORDER BY seq LIMIT :limit"
+    )
+
+
+SQL = Statements(
+    load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = ?",
+    history_after=(
+        f"SELECT {HISTORY_COLUMNS} FROM workflow_history"
+        " WHERE workflow_id = ? AND revision > ? ORDER BY revision LIMIT ?"
+    ),
+    lookup_request=f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = ?",
+    purge_requests="DELETE FROM workflow_requests WHERE create_time < ?",
+    # No RETURNING (SQLite before 3.35 has none): the row is always read back.
+    insert_definition=(
+        f"INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
+        " ON CONFLICT (name, version) DO NOTHING"
+    ),
+    get_definition=(
+        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = ? AND version = ?"
+    ),
+    get_latest_definition=(
+        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions"
+        " WHERE name = ? ORDER BY version DESC LIMIT 1"
+    ),
+    list_definitions=(
+        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
+    ),
+    list_instances=_list_instances,
+)
