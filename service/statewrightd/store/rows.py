@@ -21,6 +21,7 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     RequestRecord,
+    Status,
 )
 
 INSTANCE = (
@@ -65,7 +66,7 @@ class Rows:
             definition=row[1],
             version=row[2],
             state=row[3],
-            status=row[4],
+            status=Status(row[4]),
             context=self._json(row[5]),
             revision=row[6],
             error=None if row[7] is None else self._json(row[7]),
@@ -80,7 +81,7 @@ class Rows:
             event=row[2],
             transitions=self._json(row[3]),
             state=row[4],
-            status=row[5],
+            status=Status(row[5]),
             context=self._json(row[6]),
             error=None if row[7] is None else self._json(row[7]),
             time=self._time(row[8]),
