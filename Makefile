@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline
+.PHONY: dev test docs docs-build bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,14 @@ test: $(STAMP)
 	$(MAKE) buf-lint buf-breaking check-generated lint typecheck
 	scripts/install-kustomize >/dev/null
 	scripts/with-postgres scripts/test-suite
+
+## The documentation site on http://127.0.0.1:8000, rebuilt on every save. `make test` builds
+## it strictly (tests/unit/docs): a broken link or a page missing from the nav fails.
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8000
+
+docs-build: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir build/site
 
 ## The client builds and conformance runs alone (Go, TypeScript, Java, Python).
 clients: $(STAMP)

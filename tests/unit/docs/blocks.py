@@ -1,0 +1,109 @@
+"""The fenced code blocks of the documentation, with the marker that says what each shows.
+
+A YAML or JSON block is a workflow definition unless the HTML comment on the line before it
+says otherwise:
+
+- no marker: the definition is valid and the validator reports nothing at all;
+- ``<!-- invalid -->``: the definition has errors, and the next block (``text``) lists every
+  problem the validator reports, one per line, as ``statewrightd validate`` prints them
+  without the leading file name;
+- ``<!-- warns -->``: the definition is valid, and the next block lists its warnings so;
+- ``<!-- not a definition -->``: some other YAML or JSON (a manifest, a command's output).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[3]
+DOCS = REPO / "docs"
+DEFINITION_LANGUAGES = frozenset({"yaml", "yml", "json"})
+MARKERS = frozenset({"invalid", "warns", "not a definition"})
+
+_OPEN = re.compile(r"^```([A-Za-z0-9_+-]*)[^`]*$")
+_MARKER = re.compile(r"^<!--\s*(.*?)\s*-->$")
+
+
+class MarkupError(ValueError):
+    """A page's blocks or markers are not laid out as this module's docstring says."""
+
+
+@dataclass(frozen=True)
+class Block:
+    page: str
+    line: int  # 1-based line of the opening fence
+    language: str
+    text: str
+    marker: str  # "" when there is none
+
+    @property
+    def where(self) -> str:
+        return f"{self.page}:{self.line}"
+
+    @property
+    def is_definition(self) -> bool:
+        return self.language in DEFINITION_LANGUAGES and self.marker != "not a definition"
+
+
+def page_blocks(path: Path) -> list[Block]:
+    """Every fenced block of one page, in order; nested or unclosed fences are refused."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    page = path.relative_to(REPO).as_posix()
+    blocks: list[Block] = []
+    i = 0
+    while i < len(lines):
+        opened = _OPEN.match(lines[i])
+        if opened is None:
+            if lines[i].lstrip().startswith("```"):
+                raise MarkupError(f"{page}:{i + 1}: an indented fence; keep fences at column 0")
+            i += 1
+            continue
+        start = i
+        i += 1
+        while i < len(lines) and lines[i].rstrip() != "```":
+            i += 1
+        if i == len(lines):
+            raise MarkupError(f"{page}:{start + 1}: the fence is never closed")
+        marker = ""
+        before = start - 1
+        while before >= 0 and not lines[before].strip():
+            before -= 1
+        if before >= 0 and (found := _MARKER.match(lines[before].strip())):
+            marker = found.group(1)
+        language = opened.group(1).lower()
+        if marker and (marker not in MARKERS or language not in DEFINITION_LANGUAGES):
+            raise MarkupError(
+                f"{page}:{start + 1}: marker {marker!r} on a {language or 'plain'} block; "
+                f"markers are {sorted(MARKERS)}, on YAML or JSON blocks only"
+            )
+        text = "\n".join(lines[start + 1 : i]) + "\n"
+        blocks.append(Block(page, start + 1, language, text, marker))
+        i += 1
+    return blocks
+
+
+def all_blocks() -> list[Block]:
+    return [block for path in sorted(DOCS.rglob("*.md")) for block in page_blocks(path)]
+
+
+def definitions_with_reports() -> list[tuple[Block, Block | None]]:
+    """Each definition block, with the block listing its problems when it is marked."""
+    out: list[tuple[Block, Block | None]] = []
+    for path in sorted(DOCS.rglob("*.md")):
+        blocks = page_blocks(path)
+        for index, block in enumerate(blocks):
+            if not block.is_definition:
+                continue
+            report = None
+            if block.marker in ("invalid", "warns"):
+                following = blocks[index + 1] if index + 1 < len(blocks) else None
+                if following is None or following.language != "text":
+                    raise MarkupError(
+                        f"{block.where}: a block marked {block.marker!r} must be followed by a "
+                        "text block listing the problems"
+                    )
+                report = following
+            out.append((block, report))
+    return out

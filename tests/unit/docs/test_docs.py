@@ -1,0 +1,170 @@
+"""The documentation is true: its definitions validate as it says, and the site builds strictly.
+
+Every YAML or JSON block in docs/ is a definition checked by the same code as
+``statewrightd validate`` (see tests/unit/docs/blocks.py for the markers), every fixed
+wording of a loader problem is on the validation page, and ``mkdocs build --strict``
+succeeds, and fails on a broken link or a page left out of the nav.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from statewrightd.definitions.commands import validate_command
+from tests.unit.docs.blocks import (
+    DOCS,
+    REPO,
+    Block,
+    all_blocks,
+    definitions_with_reports,
+)
+from tests.unit.docs.messages import SOURCES, fragments, normalize
+
+DEFINITIONS = definitions_with_reports()
+BUILD_TIMEOUT = 120
+
+
+def _validate(block: Block, directory: Path) -> tuple[int, list[str]]:
+    """Run the validator on the block as a file; its exit status and problem lines."""
+    suffix = ".json" if block.language == "json" else ".yaml"
+    path = directory / f"example{suffix}"
+    path.write_text(block.text, encoding="utf-8")
+    out, err = io.StringIO(), io.StringIO()
+    status = validate_command([str(path)], out=out, err=err)
+    prefix = f"{path}: "
+    lines = err.getvalue().splitlines()
+    assert all(line.startswith(prefix) for line in lines), lines
+    return status, [line.removeprefix(prefix) for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("block", "report"), DEFINITIONS, ids=[block.where for block, _ in DEFINITIONS]
+)
+def test_each_definition_validates_as_the_page_says(
+    block: Block, report: Block | None, tmp_path: Path
+) -> None:
+    status, problems = _validate(block, tmp_path)
+    if report is None:
+        assert (status, problems) == (0, []), f"{block.where} should be valid without warnings"
+        return
+    claimed = [line.strip() for line in report.text.splitlines() if line.strip()]
+    assert problems == claimed, f"{block.where}: the validator reports something else"
+    if block.marker == "invalid":
+        assert status == 1
+        assert any(line.startswith("error: ") for line in problems)
+    else:
+        assert status == 0
+        assert problems and all(line.startswith("warning: ") for line in problems)
+
+
+def test_the_reference_pages_are_full_of_checked_examples() -> None:
+    # Guards the parametrized test above against finding nothing to check.
+    by_page: dict[str, dict[str, int]] = {}
+    for block, _ in DEFINITIONS:
+        kinds = by_page.setdefault(block.page, {})
+        kinds[block.marker or "valid"] = kinds.get(block.marker or "valid", 0) + 1
+    assert by_page["docs/definitions.md"]["valid"] >= 15
+    assert by_page["docs/execution.md"]["valid"] >= 4
+    assert by_page["docs/tutorial.md"]["valid"] == 2
+    assert by_page["docs/validation.md"]["invalid"] >= 10
+    assert by_page["docs/validation.md"]["warns"] >= 1
+
+
+def test_the_tutorial_definition_is_the_one_its_steps_use() -> None:
+    tutorial = [b for b in all_blocks() if b.page == "docs/tutorial.md"]
+    first, second = (b for b in tutorial if b.is_definition)
+    assert "name: expense-claim\nversion: 1\n" in first.text
+    assert "name: expense-claim\nversion: 2\n" in second.text
+    python = [b for b in tutorial if b.language == "python"]
+    assert python and 'client.start("expense-claim"' in python[0].text
+
+
+_AT_LEAST = {"loader.py": 40, "parsing.py": 4}
+
+
+@pytest.mark.parametrize("source", SOURCES, ids=[s.name for s in SOURCES])
+def test_every_loader_message_is_on_the_validation_page(source: Path) -> None:
+    page = normalize((DOCS / "validation.md").read_text(encoding="utf-8"))
+    found = fragments(source)
+    assert len(found) >= _AT_LEAST[source.name], "the message scan found too little to work"
+    missing = [text for text in found if normalize(text) not in page]
+    assert missing == [], f"docs/validation.md does not mention: {missing}"
+
+
+def _build(config: Path, site: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "NO_MKDOCS_2_WARNING": "1"}
+    # Not -q: MkDocs counts the warnings that --strict refuses only when it logs them.
+    command = [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(config)]
+    return subprocess.run(
+        [*command, "--site-dir", str(site)],
+        capture_output=True,
+        text=True,
+        timeout=BUILD_TIMEOUT,
+        env=env,
+        check=False,
+    )
+
+
+def test_the_site_builds_strictly(tmp_path: Path) -> None:
+    result = _build(REPO / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode == 0, result.stdout + result.stderr
+    for page in sorted(DOCS.glob("*.md")):
+        assert (tmp_path / "site" / page.stem / "index.html").exists() or page.stem == "index"
+    assert (tmp_path / "site" / "index.html").exists()
+
+
+@pytest.mark.parametrize(
+    ("change", "complaint"),
+    [
+        (("concepts.md", "\nSee [nowhere](no-such-page.md).\n"), "no-such-page.md"),
+        (("concepts.md", "\nSee [a section](execution.md#no-such-anchor).\n"), "no-such-anchor"),
+        (("unlisted.md", "# A page the nav forgets\n"), "unlisted.md"),
+    ],
+    ids=["broken link", "broken anchor", "page not in the nav"],
+)
+def test_the_strict_build_refuses_mistakes(
+    change: tuple[str, str], complaint: str, tmp_path: Path
+) -> None:
+    # The refusal depends on mkdocs.yml's validation settings: prove they are in force.
+    shutil.copy(REPO / "mkdocs.yml", tmp_path / "mkdocs.yml")
+    shutil.copytree(DOCS, tmp_path / "docs")
+    name, text = change
+    with (tmp_path / "docs" / name).open("a", encoding="utf-8") as page:
+        page.write(text)
+    result = _build(tmp_path / "mkdocs.yml", tmp_path / "site")
+    assert result.returncode != 0
+    assert complaint in result.stdout + result.stderr
+
+
+# The README and the docs are all a clone has: they may not send readers elsewhere.
+_ELSEWHERE = re.compile(r"\.\./shared|/work/shared|design\.md|\bissues?\s+#?\d+", re.I)
+_LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def _user_texts() -> list[Path]:
+    return [REPO / "README.md", REPO / "mkdocs.yml", *sorted(DOCS.rglob("*.md"))]
+
+
+def test_no_page_points_outside_the_repository() -> None:
+    for path in _user_texts():
+        text = path.read_text(encoding="utf-8")
+        assert not _ELSEWHERE.search(text), f"{path.relative_to(REPO)}: {_ELSEWHERE.search(text)}"
+
+
+def test_the_readme_is_a_front_door_whose_links_work() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "make dev" in readme and "make test" in readme and "make docs" in readme
+    targets = [t for t in _LINK.findall(readme) if "://" not in t]
+    assert targets, "the README links into nothing"
+    for target in targets:
+        assert (REPO / target.partition("#")[0]).is_file(), target
+    for page in ("tutorial", "concepts", "definitions", "api", "operations"):
+        assert f"docs/{page}.md" in targets
