@@ -1,6 +1,6 @@
 """Load generator: several OS processes, each a grpc.aio client, against a running server.
 
-Not a test. One Python client process saturates before the server does (design §4), so
+Not a test. One Python client process saturates before the server does, so
 the load is spread over ``--processes`` processes started with ``spawn`` (no gRPC state
 is forked). Every process drives its share of the load and records per-operation
 latencies; the parent merges them.

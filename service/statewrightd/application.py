@@ -9,27 +9,30 @@ read pool because they touch no live state.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any, TypeVar
 
 from statewrightd import errors
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.engine.answers import Outcome, Replay, Result
+from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
 from statewrightd.engine.idempotency import Idempotency
-from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.runtime import Job, RuntimeCounts, WorkflowInfo, WorkflowRuntime
+from statewrightd.engine.timers import TimerScheduler, TimerStats
 from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
 from statewrightd.store.notifications import StepListener
-from statewrightd.store.records import HistoryRecord, InstanceRecord, Page
+from statewrightd.store.records import HistoryRecord, InstanceRecord, Page, TimerRecord
 from statewrightd.store.repository import Repository, open_repository
 from statewrightd.store.writer import BatchObserver, GroupCommitWriter, WriterStats, unobserved
 
@@ -47,6 +50,15 @@ HINT_DELAY_SECONDS = 0.02
 
 
 @dataclass(frozen=True, slots=True)
+class Found:
+    """An instance as read from the store, with its definition and its armed timers."""
+
+    record: InstanceRecord
+    loaded: Loaded
+    timers: tuple[TimerRecord, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Diagnostics:
     loop: EventLoopMetrics
     counts: RuntimeCounts
@@ -57,6 +69,7 @@ class Diagnostics:
     uptime: float
     watchers: int
     watch_catch_ups: int
+    timers: TimerStats
 
 
 class Application:
@@ -77,6 +90,7 @@ class Application:
         self._loop: EventLoop | None = None
         self._runtime: WorkflowRuntime | None = None
         self._requests: Idempotency | None = None
+        self._timers: TimerScheduler | None = None
         self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
         self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-read")
         self.writer_capacity = config.writer_queue
@@ -110,6 +124,7 @@ class Application:
             observe=self._batch_observer,
         )
         self._writer.start()
+        clock = Clock(timedelta(seconds=self.config.clock_offset_seconds))
         self._runtime = WorkflowRuntime(
             loop=self._loop,
             repo=repo,
@@ -117,11 +132,22 @@ class Application:
             registry=registry,
             io=self._io,
             observer=self._step_observer,
+            clock=clock,
         )
         self._runtime.listeners.append(self._publish_step)
+        self._timers = TimerScheduler(
+            loop=self._loop,
+            repo=repo,
+            offload=self._runtime.offload,
+            clock=clock,
+            submit=self._runtime.fire,
+            observer=self._step_observer,
+        )
+        self._runtime.on_armed = self._timers.armed
         self._requests = Idempotency(self._run, repo, registry, self._read)
         aio = asyncio.get_running_loop()
         self._loop.start(aio)
+        self._loop.post(self._timers.start)
         if self.config.database_url.startswith(("postgresql://", "postgres://")):
             hub = self.watch_hub
 
@@ -142,19 +168,14 @@ class Application:
             self._step_listener = listener
             listener.start()
 
-    def _publish_step(
-        self,
-        record: InstanceRecord,
-        loaded: Loaded,
-        transitions: tuple[TransitionTaken, ...],
-        event: str | None,
-    ) -> None:
+    def _publish_step(self, outcome: Outcome, event: str | None) -> None:
         # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
         hub = self.watch_hub
-        if hub.watched(record.workflow_id):
-            self.loop.reply(
-                functools.partial(hub.publish, StepEvent(record, loaded, transitions, event))
+        if hub.watched(outcome.record.workflow_id):
+            step = StepEvent(
+                outcome.record, outcome.loaded, outcome.transitions, event, timers=outcome.timers
             )
+            self.loop.reply(functools.partial(hub.publish, step))
 
     def begin_drain(self) -> None:
         self.watch_hub.close()
@@ -162,6 +183,10 @@ class Application:
             self._loop.phase = Phase.DRAINING
 
     async def close(self) -> None:
+        if self._timers is not None and self._loop is not None:
+            # Timers are durable: a stopping replica only stops claiming them.
+            with contextlib.suppress(errors.Unavailable):
+                self._loop.post(self._timers.stop)
         if self._step_listener is not None:
             await asyncio.to_thread(self._step_listener.stop)
         if self._loop is not None:
@@ -301,10 +326,10 @@ class Application:
         registry = self.registry
         return await self._read(registry.all_recorded)
 
-    async def get(self, workflow_id: str) -> tuple[InstanceRecord, Loaded]:
+    async def get(self, workflow_id: str) -> Found:
         repo, registry = self.repo, self.registry
 
-        def read() -> tuple[InstanceRecord, Loaded]:
+        def read() -> Found:
             try:
                 record = repo.load(workflow_id)
             except errors.RecordNotFound:
@@ -313,20 +338,35 @@ class Application:
                     reason="WORKFLOW_NOT_FOUND",
                     metadata={"workflow_id": workflow_id},
                 ) from None
-            return record, registry.get(record.definition, record.version)
+            loaded = registry.get(record.definition, record.version)
+            timers: tuple[TimerRecord, ...] = ()
+            if loaded.definition.timed_from:  # only then can it have any
+                timers = tuple(repo.armed_timers([workflow_id]).get(workflow_id, ()))
+            return Found(record, loaded, timers)
 
         return await self._read(read)
 
     async def list_workflows(
         self, *, definition: str | None, status: str | None, page_size: int, page_token: str
-    ) -> tuple[Page, list[Loaded]]:
+    ) -> tuple[Page, list[Found]]:
         repo, registry = self.repo, self.registry
 
-        def read() -> tuple[Page, list[Loaded]]:
+        def read() -> tuple[Page, list[Found]]:
             page = repo.list(
                 definition=definition, status=status, page_size=page_size, page_token=page_token
             )
-            return page, [registry.get(r.definition, r.version) for r in page.items]
+            loaded = [registry.get(r.definition, r.version) for r in page.items]
+            timed = [
+                r.workflow_id
+                for r, d in zip(page.items, loaded, strict=True)
+                if d.definition.timed_from
+            ]
+            timers = repo.armed_timers(timed) if timed else {}
+            found = [
+                Found(r, d, tuple(timers.get(r.workflow_id, ())))
+                for r, d in zip(page.items, loaded, strict=True)
+            ]
+            return page, found
 
         return await self._read(read)
 
@@ -364,7 +404,13 @@ class Application:
             uptime=time.monotonic() - self.started,
             watchers=self.watch_hub.active(),
             watch_catch_ups=self.watch_hub.catch_ups,
+            timers=self.timer_stats(),
         )
+
+    def timer_stats(self) -> TimerStats:
+        """The timer scheduler's counts, from any thread (metrics scrapes)."""
+        assert self._timers is not None, "application not opened"
+        return self._timers.stats()
 
     async def workflow_info(self, workflow_id: str) -> WorkflowInfo:
         runtime = self.runtime

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from statewrightd.durations import parse_duration
+
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///statewright.db"
 DEFAULT_GRACE_SECONDS = 10.0
@@ -29,6 +31,8 @@ class ServerConfig:
     log_format: str = "text"
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus endpoint; None: off
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
+    # How far ahead of the machine's clock the server's clock runs (tests of timers).
+    clock_offset_seconds: float = 0.0
 
 
 class ConfigError(ValueError):
@@ -76,6 +80,11 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "--metrics-listen",
         help="HOST:PORT for the Prometheus /metrics endpoint (env STATEWRIGHT_METRICS_LISTEN, "
         "default off)",
+    )
+    parser.add_argument(
+        "--clock-offset",
+        help="for tests: run the server's clock this far ahead of the machine's, e.g. 48h "
+        "(env STATEWRIGHT_CLOCK_OFFSET, default 0)",
     )
     parser.add_argument(
         "--liveness-stall",
@@ -154,10 +163,18 @@ def _observability_settings(
         raise ConfigError(f"liveness stall must be seconds; got {stall_text!r}") from None
     if not 0 < stall <= 3600:
         raise ConfigError(f"liveness stall must be between 0 and 3600 seconds; got {stall:g}")
+    offset_text = pick("clock_offset", "STATEWRIGHT_CLOCK_OFFSET", "")
+    offset = base.clock_offset_seconds
+    if offset_text:
+        parsed = 0.0 if offset_text.strip() == "0" else parse_duration(offset_text)
+        if parsed is None:
+            raise ConfigError(f"clock offset must be a duration such as 48h; got {offset_text!r}")
+        offset = parsed
     return {
         "log_format": log_format,
         "metrics_listen": metrics_listen or None,
         "liveness_stall_seconds": stall,
+        "clock_offset_seconds": offset,
     }
 
 

@@ -175,6 +175,13 @@ class Conflict(StoreError, Aborted):
         self.actual_revision = actual_revision
 
 
+class TimerGone(StoreError, FailedPrecondition):
+    """A step that fires a timer found it no longer armed: fired or consumed already, or
+    disarmed by a step that left its state."""
+
+    default_reason = "TIMER_GONE"
+
+
 class RecordNotFound(StoreError, NotFound):
     default_reason = "NOT_FOUND"
 

@@ -78,7 +78,10 @@ class Server:
         tune_interpreter()
         door = self.door
         self.observability.start(
-            self.app.loop.metrics, self.app.writer_stats, lambda: door.malformed
+            self.app.loop.metrics,
+            self.app.writer_stats,
+            lambda: door.malformed,
+            self.app.timer_stats,
         )
         _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))

@@ -1,6 +1,6 @@
-"""ResumeWorkflow and SignalWorkflow over real gRPC, on PostgreSQL and SQLite (design §3
-rules 5 to 7): status checks, default events, input merging, guards, expected revisions,
-durable acceptance and request_id idempotency."""
+"""ResumeWorkflow and SignalWorkflow over real gRPC, on PostgreSQL and SQLite: status checks,
+default events, input merging, guards, expected revisions, durable acceptance and request_id
+idempotency."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""How instances end, over real gRPC on PostgreSQL and SQLite: failed steps (design §3
-rules 2 to 4: the RPC succeeds and returns the FAILED instance) and CancelWorkflow."""
+"""How instances end, over real gRPC on PostgreSQL and SQLite: failed steps (the
+RPC succeeds and returns the FAILED instance) and CancelWorkflow."""
 
 from __future__ import annotations
 

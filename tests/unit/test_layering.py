@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"engine"},
     {"definitions"},
     {"store"},
-    {"errors", "config", "__init__"},
+    {"errors", "config", "durations", "__init__"},
 ]
 LAYER_OF = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 

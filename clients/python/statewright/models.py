@@ -117,6 +117,34 @@ class Transition:
 
 
 @dataclass(frozen=True, slots=True)
+class Timer:
+    """A timer armed in an instance's current state: its transition to ``target_state``
+    fires at ``due_time`` unless the instance leaves the state first."""
+
+    timer_id: str
+    target_state: str
+    after: str
+    due_time: datetime | None
+
+    @classmethod
+    def from_proto(cls, msg: workflow_pb2.Timer) -> Timer:
+        return cls(
+            timer_id=msg.timer_id,
+            target_state=msg.target_state,
+            after=msg.after,
+            due_time=_time(msg.due_time, msg.HasField("due_time")),
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "timer_id": self.timer_id,
+            "target_state": self.target_state,
+            "after": self.after,
+            "due_time": _iso(self.due_time),
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Workflow:
     """One instance as of one revision."""
 
@@ -134,6 +162,7 @@ class Workflow:
     create_time: datetime | None
     update_time: datetime | None
     proto: workflow_pb2.Workflow = field(repr=False, compare=False)
+    timers: tuple[Timer, ...] = ()
 
     @property
     def terminal(self) -> bool:
@@ -163,6 +192,7 @@ class Workflow:
             create_time=_time(msg.create_time, msg.HasField("create_time")),
             update_time=_time(msg.update_time, msg.HasField("update_time")),
             proto=msg,
+            timers=tuple(Timer.from_proto(t) for t in msg.timers),
         )
 
     def to_dict(self) -> JSONObject:
@@ -181,6 +211,7 @@ class Workflow:
             "error": _error_dict(self.error),
             "create_time": _iso(self.create_time),
             "update_time": _iso(self.update_time),
+            "timers": [t.to_dict() for t in self.timers],
         }
 
 

@@ -21,7 +21,7 @@ from statewrightd.engine import fsm
 from statewrightd.engine.model import FAILURE_ERRORS, Status, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
 from statewrightd.errors import InvalidArgument, quote
-from statewrightd.store.records import InstanceRecord
+from statewrightd.store.records import InstanceRecord, TimerRecord
 
 _MAX_SAFE_INT = 2**53
 
@@ -131,7 +131,21 @@ def step_error_status(error: Mapping[str, Any]) -> status_pb2.Status:
     return to_status_proto(failure)
 
 
-def workflow_pb(record: InstanceRecord, definition: Definition) -> workflow_pb2.Workflow:
+def timers_pb(timers: Iterable[TimerRecord]) -> list[workflow_pb2.Timer]:
+    return [
+        workflow_pb2.Timer(
+            timer_id=t.timer_id,
+            target_state=t.target,
+            after=t.after,
+            due_time=timestamp(t.due_time),
+        )
+        for t in timers
+    ]
+
+
+def workflow_pb(
+    record: InstanceRecord, definition: Definition, timers: Iterable[TimerRecord] = ()
+) -> workflow_pb2.Workflow:
     snapshot = snapshot_of(record)
     message = workflow_pb2.Workflow(
         name=f"workflows/{record.workflow_id}",
@@ -146,6 +160,7 @@ def workflow_pb(record: InstanceRecord, definition: Definition) -> workflow_pb2.
         accepted_events=fsm.accepted_events(definition, snapshot),
         create_time=timestamp(record.create_time),
         update_time=timestamp(record.update_time),
+        timers=timers_pb(timers),
     )
     if record.error and snapshot.status in (Status.FAILED, Status.CANCELLED):
         message.error.CopyFrom(step_error_status(record.error))

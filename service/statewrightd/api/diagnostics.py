@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import grpc
 from google.protobuf import duration_pb2
@@ -11,12 +12,14 @@ from statewright.v1 import diagnostics_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import __version__
-from statewrightd.api.convert import transitions_pb
+from statewrightd.api.convert import timers_pb, transitions_pb
 from statewrightd.api.status import to_status_proto
 from statewrightd.application import Diagnostics
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.runtime import WorkflowInfo
+from statewrightd.engine.timers import TimerStats
 from statewrightd.errors import StatewrightError
+from statewrightd.store.records import TimerRecord
 
 _ADMISSION = {
     None: diagnostics_pb2.ADMISSION_STATE_IDLE,
@@ -83,11 +86,26 @@ def diagnostics_response(d: Diagnostics) -> pb.GetDiagnosticsResponse:
             grpc_version=grpc.__version__,
         ),
         uptime=_duration(d.uptime),
+        timers=_timers(d.timers),
     )
 
 
+def _timers(stats: TimerStats) -> diagnostics_pb2.TimerDiagnostics:
+    message = diagnostics_pb2.TimerDiagnostics(
+        armed=stats.armed,
+        overdue=stats.overdue,
+        fired=stats.fired,
+        consumed=stats.consumed,
+        fire_lag_p50=_duration(stats.lag_p50),
+        fire_lag_p99=_duration(stats.lag_p99),
+    )
+    if stats.counted_time is not None:
+        message.counted_time.FromDatetime(stats.counted_time)
+    return message
+
+
 def workflow_diagnostics_response(
-    name: str, info: WorkflowInfo, revision: int
+    name: str, info: WorkflowInfo, revision: int, timers: Sequence[TimerRecord]
 ) -> pb.GetWorkflowDiagnosticsResponse:
     diagnostics = diagnostics_pb2.WorkflowDiagnostics(
         name=name,
@@ -95,6 +113,7 @@ def workflow_diagnostics_response(
         cached=info.cached,
         revision=revision,
         recent_transitions=transitions_pb(info.recent),
+        timers=timers_pb(timers),
     )
     if info.recovery is not None:
         recovery = info.recovery

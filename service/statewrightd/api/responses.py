@@ -8,10 +8,11 @@ from collections.abc import Sequence
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
+from statewrightd.application import Found
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.watch import StepEvent
-from statewrightd.store.records import InstanceRecord, Page
+from statewrightd.store.records import Page
 
 _REJECTIONS = {
     "": pb.SIGNAL_REJECTION_UNSPECIFIED,
@@ -24,7 +25,7 @@ _REJECTIONS = {
 
 def start_response(outcome: Outcome) -> pb.StartWorkflowResponse:
     return pb.StartWorkflowResponse(
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition),
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers),
         transitions=transitions_pb(outcome.transitions),
         created=outcome.created,
     )
@@ -32,7 +33,7 @@ def start_response(outcome: Outcome) -> pb.StartWorkflowResponse:
 
 def resume_response(outcome: Outcome) -> pb.ResumeWorkflowResponse:
     return pb.ResumeWorkflowResponse(
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition),
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers),
         transitions=transitions_pb(outcome.transitions),
     )
 
@@ -41,27 +42,26 @@ def signal_response(outcome: Outcome) -> pb.SignalWorkflowResponse:
     return pb.SignalWorkflowResponse(
         accepted=outcome.accepted,
         reason=_REJECTIONS[outcome.rejection],
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition),
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers),
         transitions=transitions_pb(outcome.transitions),
     )
 
 
 def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
     return pb.CancelWorkflowResponse(
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition)
+        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers)
     )
 
 
-def get_response(record: InstanceRecord, loaded: Loaded) -> pb.GetWorkflowResponse:
-    return pb.GetWorkflowResponse(workflow=workflow_pb(record, loaded.definition))
+def get_response(found: Found) -> pb.GetWorkflowResponse:
+    return pb.GetWorkflowResponse(
+        workflow=workflow_pb(found.record, found.loaded.definition, found.timers)
+    )
 
 
-def list_response(page: Page, loaded: Sequence[Loaded]) -> pb.ListWorkflowsResponse:
+def list_response(page: Page, found: Sequence[Found]) -> pb.ListWorkflowsResponse:
     return pb.ListWorkflowsResponse(
-        workflows=[
-            workflow_pb(record, item.definition)
-            for record, item in zip(page.items, loaded, strict=True)
-        ],
+        workflows=[workflow_pb(f.record, f.loaded.definition, f.timers) for f in found],
         next_page_token=page.next_page_token,
     )
 
@@ -92,7 +92,7 @@ class WatchMessages:
 
     @staticmethod
     def _build(event: StepEvent) -> pb.WatchWorkflowResponse:
-        workflow = workflow_pb(event.record, event.loaded.definition)
+        workflow = workflow_pb(event.record, event.loaded.definition, event.timers)
         if event.current:
             return pb.WatchWorkflowResponse(
                 type=pb.WATCH_EVENT_TYPE_CURRENT, revision=event.record.revision, workflow=workflow

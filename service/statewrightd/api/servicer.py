@@ -62,7 +62,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def GetWorkflow(
         self, request: pb.GetWorkflowRequest, context: Context
     ) -> pb.GetWorkflowResponse:
-        return responses.get_response(*await self._app.get(v.workflow_name(request.name)))
+        return responses.get_response(await self._app.get(v.workflow_name(request.name)))
 
     @unary
     async def ListWorkflows(
@@ -71,13 +71,13 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         if request.definition:
             v.definition_name(request.definition)
         status = requests.status_filter(request.status)
-        page, loaded = await self._app.list_workflows(
+        page, found = await self._app.list_workflows(
             definition=request.definition or None,
             status=status,
             page_size=v.page_size(request.page_size),
             page_token=request.page_token,
         )
-        return responses.list_response(page, loaded)
+        return responses.list_response(page, found)
 
     @server_stream
     async def WatchWorkflow(
@@ -98,11 +98,11 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.GetWorkflowDiagnosticsResponse:
         workflow_id = v.workflow_name(request.name)
         info = await self._app.workflow_info(workflow_id)
-        revision = info.revision
+        revision, timers = info.revision, info.timers
         if not info.cached and info.admission is None:
-            record, _ = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
-            revision = record.revision
-        return workflow_diagnostics_response(request.name, info, revision)
+            found = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
+            revision, timers = found.record.revision, found.timers
+        return workflow_diagnostics_response(request.name, info, revision, timers)
 
     @unary
     async def ListDefinitions(

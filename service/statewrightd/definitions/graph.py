@@ -9,6 +9,8 @@ def _label(t: Transition) -> str:
     parts = []
     if t.event is not None:
         parts.append(t.event)
+    if t.after is not None:
+        parts.append(f"after {t.after.text}")
     if t.guard is not None:
         parts.append(f"[{t.guard.source}]")
     if t.set is not None:

@@ -26,6 +26,7 @@ from statewrightd.definitions.model import (
     Assignment,
     ContextField,
     Definition,
+    Delay,
     SetAction,
     State,
     StateKind,
@@ -41,6 +42,7 @@ from statewrightd.definitions.values import (
     conform,
     freeze,
 )
+from statewrightd.durations import parse_duration
 
 FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
 STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
@@ -51,7 +53,8 @@ _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "in
 _TOP_KEYS |= {"states", "transitions"}
 _FIELD_KEYS = {"type", "reducer", "default", "description"}
 _STATE_KEYS = {"wait", "entry", "exit", "description"}
-_TRANSITION_KEYS = {"from", "to", "on", "guard", "set", "description"}
+_TRANSITION_KEYS = {"from", "to", "on", "after", "after_expr", "guard", "set", "description"}
+
 _NOT_JSON = {"bytes", "timestamp", "duration", "other"}
 
 
@@ -101,6 +104,7 @@ class _Builder:
     def __init__(self, text: str, problems: list[Problem]) -> None:
         self.text = text
         self.problems = problems
+        self.timed: dict[str, tuple[Transition, ...]] = {}
 
     def error(self, path: str, message: str) -> None:
         self.problems.append(Problem(path, message, "error"))
@@ -171,6 +175,7 @@ class _Builder:
             automatic_from=MappingProxyType(automatic),
             event_transitions=MappingProxyType(by_event),
             all_events=events,
+            timed_from=MappingProxyType(self.timed),
         )
 
     def positive_int(self, doc: Mapping[str, Any], key: str, *, required: bool) -> int | None:
@@ -383,6 +388,13 @@ class _Builder:
                         "'resume' is reserved: it means the first event of a wait state",
                     )
                     ok = False
+            after = self.delay(spec, path)
+            if after is False:
+                ok = False
+            elif after is not None and event is not None:
+                key = "after" if "after" in spec else "after_expr"
+                self.error(f"{path}.{key}", f"a transition has either 'on' or '{key}', not both")
+                ok = False
             guard = None
             if "guard" in spec:
                 guard = self.compile(spec["guard"], f"{path}.guard")
@@ -398,8 +410,42 @@ class _Builder:
                 action = self.set_action(spec["set"], f"{path}.set")
                 ok = ok and action is not None
             if ok:
-                out.append(Transition(i, str(source), str(target), event, guard, action))
+                delay = after if isinstance(after, Delay) else None
+                out.append(Transition(i, str(source), str(target), event, guard, action, delay))
         return out
+
+    def delay(self, spec: Mapping[str, Any], path: str) -> Delay | bool | None:
+        """A timer transition's delay; None for none, False when it is invalid."""
+        has_literal, has_expr = "after" in spec, "after_expr" in spec
+        if has_literal and has_expr:
+            self.error(f"{path}.after_expr", "give either 'after' or 'after_expr', not both")
+            return False
+        if has_literal:
+            raw = spec["after"]
+            seconds = parse_duration(raw) if isinstance(raw, str) else None
+            if seconds is None:
+                self.error(
+                    f"{path}.after",
+                    "after must be a duration such as 500ms, 30s, 5m, 48h or 1h30m",
+                )
+                return False
+            if seconds <= 0:
+                self.error(f"{path}.after", "after must be a positive duration")
+                return False
+            return Delay(raw, seconds=seconds)
+        if has_expr:
+            compiled = self.compile(spec["after_expr"], f"{path}.after_expr")
+            if compiled is None:
+                return False
+            if compiled.result_type.kind not in ("duration", "timestamp"):
+                self.error(
+                    f"{path}.after_expr",
+                    "after_expr must give a duration or a timestamp, but this one gives "
+                    f"{compiled.result_type.kind} (wrap it: duration(...), timestamp(...))",
+                )
+                return False
+            return Delay(compiled.source, expression=compiled)
+        return None
 
     # -- whole-graph checks -------------------------------------------------------
 
@@ -413,9 +459,12 @@ class _Builder:
     ]:
         automatic: dict[str, list[Transition]] = {}
         by_event: dict[str, dict[str, list[Transition]]] = {}
+        timed: dict[str, list[Transition]] = {}
         events: dict[str, None] = {}
         for t in transitions:
-            if t.event is None:
+            if t.after is not None:
+                timed.setdefault(t.source, []).append(t)
+            elif t.event is None:
                 automatic.setdefault(t.source, []).append(t)
             else:
                 by_event.setdefault(t.source, {}).setdefault(t.event, []).append(t)
@@ -424,10 +473,11 @@ class _Builder:
         for name, state in states.items():
             if state.wait:
                 kinds[name] = StateKind.WAIT
-                if name not in by_event:
+                if name not in by_event and name not in timed:
                     self.error(
                         f"states.{name}.wait",
-                        "a wait state needs an outgoing event transition, or it can never resume",
+                        "a wait state needs an outgoing event or timer transition, or it can "
+                        "never leave",
                     )
                 for t in automatic.get(name, []):
                     self.warning(
@@ -442,7 +492,13 @@ class _Builder:
                             u.path,
                             f"{name!r} has automatic transitions, so events never reach it",
                         )
-            elif name in by_event:
+                for u in timed.get(name, []):
+                    self.warning(
+                        u.path,
+                        f"{name!r} has automatic transitions, which leave it in the step that "
+                        "enters it: this timer never fires",
+                    )
+            elif name in by_event or name in timed:
                 kinds[name] = StateKind.EVENT_ONLY
             else:
                 kinds[name] = StateKind.LEAF
@@ -454,7 +510,9 @@ class _Builder:
                         f"never evaluated: {earlier.path} from {name!r} has no guard",
                     )
                     break
+        self.duplicate_timers(timed)
         self.reachability(states, transitions, initial)
+        self.timed = {k: tuple(v) for k, v in timed.items()}
         return (
             kinds,
             {k: tuple(v) for k, v in automatic.items()},
@@ -464,6 +522,22 @@ class _Builder:
             },
             tuple(events),
         )
+
+    def duplicate_timers(self, timed: dict[str, list[Transition]]) -> None:
+        """A second unguarded timer with the same delay from one state never fires first."""
+        for name, group in timed.items():
+            seen: dict[str, Transition] = {}
+            for t in group:
+                assert t.after is not None
+                key = repr(t.after.seconds) if t.after.seconds is not None else t.after.text
+                first = seen.get(key)
+                if first is not None and first.guard is None and t.guard is None:
+                    self.warning(
+                        t.path,
+                        f"never fires: {first.path} from {name!r} has the same delay and "
+                        "no guard, and fires first",
+                    )
+                seen.setdefault(key, t)
 
     def reachability(
         self, states: dict[str, State], transitions: list[Transition], initial: str
@@ -523,19 +597,24 @@ def _digest(  # noqa: PLR0917 - one call site, all parts of the identity
             }
             for st in states.values()
         ],
-        "transitions": [
-            {
-                "from": t.source,
-                "to": t.target,
-                "on": t.event,
-                "guard": t.guard.source if t.guard else None,
-                "set": _action_doc(t.set),
-            }
-            for t in transitions
-        ],
+        "transitions": [_transition_doc(t) for t in transitions],
     }
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _transition_doc(t: Transition) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "from": t.source,
+        "to": t.target,
+        "on": t.event,
+        "guard": t.guard.source if t.guard else None,
+        "set": _action_doc(t.set),
+    }
+    if t.after is not None:
+        # Only when present: the digests of definitions without timers stay as they were.
+        doc["after" if t.after.expression is None else "after_expr"] = t.after.text
+    return doc
 
 
 def _action_doc(action: SetAction | None) -> dict[str, str] | None:

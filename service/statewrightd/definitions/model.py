@@ -11,6 +11,8 @@ from statewrightd.definitions.cel import CompiledExpression, Environment
 from statewrightd.definitions.values import FieldType, JSONValue, Reducer, to_json
 
 FINISH = "__finish__"
+# The event name history and watchers report for a step a timer started.
+TIMER_EVENT = "after"
 # A definition's name, which is also part of resource names and URLs.
 DEFINITION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
 # The event a resume means when it names none (or names this): the wait state's first.
@@ -19,12 +21,25 @@ DEFAULT_RECURSION_LIMIT = 25
 
 
 class StateKind(enum.Enum):
-    """Which branch of design §3 rule 2 applies after entering the state."""
+    """What a step does once it has entered the state (the execution rules' second one):
+    halt (WAIT), take an automatic transition (AUTOMATIC), rest RUNNING until an event or
+    a timer moves it (EVENT_ONLY), or complete (LEAF)."""
 
     WAIT = "wait"
     AUTOMATIC = "automatic"
     EVENT_ONLY = "event_only"
     LEAF = "leaf"
+
+
+@dataclass(frozen=True, slots=True)
+class Delay:
+    """When a timer transition fires after its state is entered: a fixed ``seconds``
+    (``after: 48h``), or an ``expression`` giving a duration or a timestamp
+    (``after_expr``), evaluated by the step that enters the state."""
+
+    text: str  # as written: the literal or the expression's source
+    seconds: float | None = None
+    expression: CompiledExpression | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,9 +86,10 @@ class Transition:
     index: int
     source: str
     target: str
-    event: str | None  # None: automatic
+    event: str | None  # None: automatic, or a timer's
     guard: CompiledExpression | None
     set: SetAction | None
+    after: Delay | None = None  # a timer transition
 
     @property
     def path(self) -> str:
@@ -81,7 +97,7 @@ class Transition:
 
     @property
     def automatic(self) -> bool:
-        return self.event is None
+        return self.event is None and self.after is None
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -102,6 +118,8 @@ class Definition:
     automatic_from: Mapping[str, tuple[Transition, ...]] = field(repr=False)
     event_transitions: Mapping[str, Mapping[str, tuple[Transition, ...]]] = field(repr=False)
     all_events: tuple[str, ...] = field(repr=False)
+    # Timer transitions by source state, in declaration order.
+    timed_from: Mapping[str, tuple[Transition, ...]] = field(repr=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Definition):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, ClassVar
 
 from statewrightd.definitions.registry import Loaded
@@ -71,6 +72,18 @@ class CancelCommand(Command):
     kind: ClassVar[str] = "cancel"
     reason: str = ""
     expected_revision: int = 0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TimerCommand(Command):
+    """A claimed timer came due: fire ``transition`` if the instance still rests in the
+    state whose entry (at ``revision``) armed timer ``timer_id``."""
+
+    kind: ClassVar[str] = "timer"
+    timer_id: str
+    transition: int
+    revision: int
+    due_time: datetime
 
 
 def expected_revision(command: Command) -> int:

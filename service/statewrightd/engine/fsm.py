@@ -1,10 +1,10 @@
 """The FSM as pure functions: (definition, snapshot, event) -> StepResult.
 
 No I/O, clocks, threads or randomness: the same arguments always give the same result,
-which is what lets the runtime replay, test and reason about steps. Semantics follow
-design §3 rules 1-7.
+which is what lets the runtime replay, test and reason about steps. The rules are the
+ones docs/execution.md states.
 
-Choices the design leaves open, made here:
+Choices made here that the rules leave open:
 - ``workflow.revision`` in expressions is the revision the step will produce.
 - Within one ``set`` block every expression sees the context as it was before the
   block; consecutive blocks (entry list items) see each other's results.
@@ -16,6 +16,7 @@ Choices the design leaves open, made here:
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from statewrightd.definitions.cel import (
@@ -27,6 +28,7 @@ from statewrightd.definitions.cel import (
 from statewrightd.definitions.model import (
     FINISH,
     RESUME_ALIAS,
+    TIMER_EVENT,
     Definition,
     SetAction,
     StateKind,
@@ -43,12 +45,15 @@ from statewrightd.definitions.values import (
     to_json,
 )
 from statewrightd.engine.model import (
+    NO_TIMER_WORK,
     TERMINAL,
+    PlannedTimer,
     Reason,
     Snapshot,
     Status,
     StepError,
     StepResult,
+    TimerPlan,
     TransitionTaken,
 )
 from statewrightd.errors import FailedPrecondition, InvalidArgument, quote
@@ -60,6 +65,9 @@ class _StepFailed(Exception):
     def __init__(self, error: StepError) -> None:
         super().__init__(error.message)
         self.error = error
+
+
+_LIVE = frozenset({Status.RUNNING, Status.WAITING})
 
 
 def _step_error(reason: Reason, message: str, **metadata: object) -> _StepFailed:
@@ -74,8 +82,10 @@ class _Step:
         "context",
         "defn",
         "event",
+        "origin",
         "payload",
         "revision",
+        "starting",
         "state",
         "transitions",
         "workflow_id",
@@ -90,10 +100,14 @@ class _Step:
         revision: int,
         event: str,
         payload: Mapping[str, JSONValue],
+        *,
+        starting: bool = False,
     ) -> None:
         self.defn = defn
         self.workflow_id = workflow_id
         self.state = state
+        self.origin = state  # where the step began: its timers are the ones it may leave
+        self.starting = starting  # the instance's first step: it has no timers yet
         self.context = dict(context)
         self.revision = revision
         self.event = event
@@ -199,7 +213,8 @@ class _Step:
             self.run(action)
         if t.set is not None:
             self.run(t.set)
-        self.transitions.append(TransitionTaken(t.source, t.target, t.event))
+        event = TIMER_EVENT if t.after is not None else t.event
+        self.transitions.append(TransitionTaken(t.source, t.target, event))
         self.state = t.target
         if t.target != FINISH:
             for action in self.defn.states[t.target].entry:
@@ -227,7 +242,54 @@ class _Step:
                 )
             self.fire(chosen)
 
-    def result(self, status: Status, error: StepError | None = None) -> StepResult:
+    def timer_plan(self, status: Status) -> TimerPlan:
+        """Leaving a state disarms its timers; coming to rest in a live state arms its own,
+        evaluating each ``after_expr`` now (a failure fails the step)."""
+        d = self.defn
+        moved = bool(self.transitions) or self.starting
+        disarm = (
+            not self.starting
+            and (bool(self.transitions) or status in TERMINAL)
+            and self.origin in d.timed_from
+        )
+        arm: tuple[PlannedTimer, ...] = ()
+        if moved and status in _LIVE:
+            timed = d.timed_from.get(self.state, ())
+            if timed:
+                act = self.activation()
+                arm = tuple(self.planned(t, act) for t in timed)
+        return TimerPlan(disarm, arm) if disarm or arm else NO_TIMER_WORK
+
+    def planned(self, t: Transition, act: Activation) -> PlannedTimer:
+        delay = t.after
+        assert delay is not None
+        if delay.expression is None:
+            assert delay.seconds is not None
+            return PlannedTimer(
+                t.index, t.target, delay.text, delay=timedelta(seconds=delay.seconds)
+            )
+        path = f"{t.path}.after_expr"
+        value = self.evaluate(delay.expression, path, act)
+        if isinstance(value, timedelta):
+            return PlannedTimer(t.index, t.target, delay.text, delay=value)
+        if isinstance(value, datetime) and value.tzinfo is not None:
+            return PlannedTimer(t.index, t.target, delay.text, at=value)
+        raise _step_error(
+            Reason.TYPE_MISMATCH,
+            f"{path}: after_expr must give a duration or a timestamp, this one gave "
+            f"{describe(value)}",
+            path=path,
+            state=self.state,
+            expression=delay.expression.source,
+        )
+
+    def result(
+        self, status: Status, error: StepError | None = None, timers: TimerPlan | None = None
+    ) -> StepResult:
+        if timers is None:
+            # A failed step arms nothing; it disarms what it may have left behind.
+            disarm = not self.starting and self.origin in self.defn.timed_from
+            timers = TimerPlan(disarm=True) if disarm else NO_TIMER_WORK
         snapshot = Snapshot(
             workflow_id=self.workflow_id,
             definition=self.defn.name,
@@ -238,13 +300,14 @@ class _Step:
             revision=self.revision,
             error=error,
         )
-        return StepResult(snapshot, tuple(self.transitions), True)
+        return StepResult(snapshot, tuple(self.transitions), True, timers)
 
     def settle_result(self, before: Transition | None = None) -> StepResult:
         try:
             if before is not None:
                 self.fire(before)
-            return self.result(self.settle())
+            status = self.settle()
+            return self.result(status, timers=self.timer_plan(status))
         except _StepFailed as failed:
             return self.result(Status.FAILED, failed.error)
 
@@ -302,7 +365,7 @@ def start(defn: Definition, workflow_id: str, input: Mapping[str, object]) -> St
     values = validate_input(defn, input)
     context = {name: f.default_value() for name, f in defn.context_fields.items()}
     _merge(defn, context, values)
-    step = _Step(defn, workflow_id, defn.initial, context, 1, "", {})
+    step = _Step(defn, workflow_id, defn.initial, context, 1, "", {}, starting=True)
     try:
         for action in defn.states[defn.initial].entry:
             step.run(action)
@@ -354,7 +417,14 @@ def resume(
             metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
     if event in ("", RESUME_ALIAS):
-        event = defn.events_from(snapshot.state)[0]
+        declared = defn.events_from(snapshot.state)
+        if not declared:
+            raise FailedPrecondition(
+                f"wait state {snapshot.state!r} accepts no event: only its timers leave it",
+                reason="EVENT_NOT_ALLOWED",
+                metadata={"state": snapshot.state, "workflow_id": snapshot.workflow_id},
+            )
+        event = declared[0]
     candidates = _candidates(defn, snapshot, event)
     values = validate_input(defn, input)
     context = dict(snapshot.context)
@@ -420,6 +490,36 @@ def signal(
     return step.settle_result(chosen)
 
 
+def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
+    """A timer of the state the instance rests in came due: its transition fires like an
+    event (event ``after``); with its guard false the timer is consumed and nothing
+    changes (``changed`` False)."""
+    _check(defn, snapshot)
+    t = defn.transitions[transition] if 0 <= transition < len(defn.transitions) else None
+    if t is None or t.after is None or t.source != snapshot.state or snapshot.status not in _LIVE:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is not in the state that armed this timer",
+            reason="TIMER_STALE",
+            metadata={"workflow_id": snapshot.workflow_id, "state": snapshot.state},
+        )
+    step = _Step(
+        defn,
+        snapshot.workflow_id,
+        snapshot.state,
+        snapshot.context,
+        snapshot.revision + 1,
+        TIMER_EVENT,
+        {},
+    )
+    try:
+        passes = step.guard_passes(t, step.activation())
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    if not passes:
+        return StepResult(snapshot, (), changed=False)
+    return step.settle_result(t)
+
+
 def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
     """Stop a live instance where it is; no actions run."""
     _check(defn, snapshot)
@@ -444,7 +544,8 @@ def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
         revision=snapshot.revision + 1,
         error=error,
     )
-    return StepResult(new, ())
+    disarm = snapshot.state in defn.timed_from
+    return StepResult(new, (), timers=TimerPlan(disarm=True) if disarm else NO_TIMER_WORK)
 
 
 def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from statewrightd import errors
@@ -13,12 +14,15 @@ from statewrightd.store.records import TERMINAL, Status
 
 __all__ = [
     "FAILURE_ERRORS",
+    "NO_TIMER_WORK",
     "TERMINAL",
+    "PlannedTimer",
     "Reason",
     "Snapshot",
     "Status",
     "StepError",
     "StepResult",
+    "TimerPlan",
     "TransitionTaken",
 ]
 
@@ -87,6 +91,29 @@ class Snapshot:
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedTimer:
+    """A timer a step arms: ``transition`` fires ``delay`` after the step, or at ``at``."""
+
+    transition: int
+    target: str
+    after: str  # the delay as the definition writes it
+    delay: timedelta | None = None
+    at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TimerPlan:
+    """What a step does to the instance's timers. ``disarm``: it left a state whose timers
+    may be armed (they all go); ``arm``: the timers of the state it came to rest in."""
+
+    disarm: bool = False
+    arm: tuple[PlannedTimer, ...] = ()
+
+
+NO_TIMER_WORK = TimerPlan()
+
+
+@dataclass(frozen=True, slots=True)
 class StepResult:
     """Outcome of one step.
 
@@ -98,6 +125,7 @@ class StepResult:
     snapshot: Snapshot
     transitions: tuple[TransitionTaken, ...]
     changed: bool = True
+    timers: TimerPlan = NO_TIMER_WORK
 
     @property
     def status(self) -> Status:

@@ -25,6 +25,10 @@ class StepObserver(Protocol):
         """Called on the EventLoop thread when a step is answered; must be quick."""
         ...
 
+    def timer_fired(self, lag: float) -> None:
+        """A timer fired ``lag`` seconds after it came due (EventLoop thread)."""
+        ...
+
 
 class Unobserved:
     """The observer of a runtime nobody watches."""
@@ -35,4 +39,7 @@ class Unobserved:
     def finished(
         self, command: Command, attempts: int, observed: object | None, result: Result
     ) -> None:
+        return None
+
+    def timer_fired(self, lag: float) -> None:
         return None

@@ -19,7 +19,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
@@ -28,20 +28,31 @@ from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.engine import fsm
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
 from statewrightd.engine.answers import Outcome, Replay, Reply, Result
+from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import (
     CancelCommand,
     Command,
     ResumeCommand,
     SignalCommand,
     StartCommand,
+    TimerCommand,
     expected_revision,
 )
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.idempotency import request_record
-from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TransitionTaken
+from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TimerPlan, TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
-from statewrightd.store.records import Create, InstanceRecord, Operation, RequestRecord, Save
+from statewrightd.store.records import (
+    NO_TIMERS,
+    Create,
+    InstanceRecord,
+    Operation,
+    RequestRecord,
+    Save,
+    TimerChange,
+    TimerRecord,
+)
 from statewrightd.store.repository import Repository
 from statewrightd.store.writer import GroupCommitWriter
 
@@ -78,6 +89,7 @@ class Session:
     snapshot: Snapshot
     record: InstanceRecord
     recent: deque[TransitionTaken] = field(default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS))
+    timers: tuple[TimerRecord, ...] = ()  # armed in the current state, in due order
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +99,7 @@ class _SaveInFlight:
     op: Operation
     result: StepResult
     loaded: Loaded
+    timers: tuple[TimerRecord, ...]  # armed after the step, once it commits
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,6 +112,7 @@ class WorkflowInfo:
     revision: int
     recent: tuple[TransitionTaken, ...]
     recovery: Recovery | None
+    timers: tuple[TimerRecord, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,9 +122,9 @@ class RuntimeCounts:
     recoveries_resolved: int
 
 
-# Called on the EventLoop thread after every committed step: (instance, definition,
-# transitions, event). Listeners must be quick and must not block.
-StepListener = Callable[[InstanceRecord, Loaded, tuple[TransitionTaken, ...], str | None], None]
+# Called on the EventLoop thread after every committed step, with its answer and its
+# event. Listeners must be quick and must not block.
+StepListener = Callable[[Outcome, str | None], None]
 
 
 class WorkflowRuntime:
@@ -125,9 +139,11 @@ class WorkflowRuntime:
         registry: DefinitionRegistry,
         io: Executor,
         observer: StepObserver | None = None,
+        clock: Clock | None = None,
         cache_size: int = 50_000,
     ) -> None:
         self._loop = loop
+        self._clock = clock or Clock()
         self._repo = repo
         self._writer = writer
         self._registry = registry
@@ -139,6 +155,9 @@ class WorkflowRuntime:
         self._inflight_requests: dict[str, list[Job]] = {}
         self._recoveries_resolved = 0
         self.listeners: list[StepListener] = []
+        # Told of every committed step's newly armed timers (the timer scheduler wakes for
+        # one due before it would have looked again).
+        self.on_armed: Callable[[tuple[TimerRecord, ...]], None] | None = None
         self._writes: list[
             tuple[_SaveInFlight, Callable[[InstanceRecord | errors.StoreError], None]]
         ] = []
@@ -274,13 +293,26 @@ class WorkflowRuntime:
         token = segment.token
         repo, registry, workflow_id = self._repo, self._registry, job.workflow_id
 
-        def load() -> tuple[InstanceRecord, Loaded]:
+        def load() -> tuple[InstanceRecord, Loaded, tuple[TimerRecord, ...]]:
             record = repo.load(workflow_id)
-            return record, registry.get(record.definition, record.version)
+            loaded = registry.get(record.definition, record.version)
+            timers: tuple[TimerRecord, ...] = ()
+            if loaded.definition.timed_from:
+                timers = tuple(repo.armed_timers([workflow_id]).get(workflow_id, ()))
+            return record, loaded, timers
 
         self._offload(
             load, lambda result: self._contained(job, self._on_loaded, job, token, result)
         )
+
+    def fire(self, command: TimerCommand, reply: Reply) -> None:
+        """Run a due timer's step (the timer scheduler's entry, on this thread)."""
+        self.submit(Job(command, reply, observed=self._observer.requested()))
+
+    def offload(self, fn: Callable[[], Any], then: Callable[[Any], None]) -> None:
+        """Run blocking ``fn`` on the I/O pool; ``then`` gets its result on this thread
+        (an exception comes as a StatewrightError)."""
+        self._offload(fn, then)
 
     def _offload(self, fn: Callable[[], Any], then: Callable[[Any], None]) -> None:
         """Run blocking ``fn`` on the I/O pool; ``then`` gets its result on this thread."""
@@ -309,15 +341,15 @@ class WorkflowRuntime:
                 result = _workflow_not_found(job.workflow_id)
             self._finish(job, token, result)
             return
-        record, loaded = result
-        session = Session(loaded, snapshot_of(record), record)
+        record, loaded, timers = result
+        session = Session(loaded, snapshot_of(record), record, timers=timers)
         self._remember(session)
         job.fresh = True
         segment = self._admission.get(job.workflow_id)
         assert segment is not None
         if isinstance(job.command, StartCommand):
             # if_exists=RETURN_EXISTING found the id taken: answer with what is stored.
-            self._finish(job, token, Outcome(record, loaded, created=False))
+            self._finish(job, token, Outcome(record, loaded, created=False, timers=timers))
             return
         self._execute(job, segment, session)
 
@@ -327,7 +359,9 @@ class WorkflowRuntime:
         session = self._cached(job.workflow_id)
         if session is not None:
             if command.return_existing:
-                outcome = Outcome(session.record, session.loaded, created=False)
+                outcome = Outcome(
+                    session.record, session.loaded, created=False, timers=session.timers
+                )
                 self._finish(job, segment.token, outcome)
             else:
                 self._finish(job, segment.token, _already_exists(job.workflow_id))
@@ -338,12 +372,16 @@ class WorkflowRuntime:
         except errors.StatewrightError as exc:
             self._finish(job, segment.token, exc)
             return
-        now = datetime.now(UTC)
+        now = self._clock.now()
         record = instance_record(result.snapshot, now, now)
+        change, armed = timer_change(result.timers, record, now)
         op = Create(
-            record, history_record(result, None, now, record), self._request_record(job, record)
+            record,
+            history_record(result, None, now, record, armed),
+            self._request_record(job, record),
+            change,
         )
-        self._persist(job, segment, op, result, command.loaded)
+        self._persist(job, segment, op, result, command.loaded, armed)
 
     def _step(self, command: Command, definition: Definition, snapshot: Snapshot) -> StepResult:
         """The FSM's step for ``command``: the one place that dispatches on its kind."""
@@ -353,6 +391,8 @@ class WorkflowRuntime:
             return fsm.signal(definition, snapshot, command.event, command.payload)
         if isinstance(command, CancelCommand):
             return fsm.cancel(definition, snapshot, command.reason)
+        if isinstance(command, TimerCommand):
+            return fsm.timer(definition, snapshot, command.transition)
         raise AssertionError(f"no step for {type(command).__name__}")
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
@@ -366,11 +406,20 @@ class WorkflowRuntime:
                 return
             self._finish(job, segment.token, _revision_mismatch(job, expected, snapshot.revision))
             return
+        behind = isinstance(command, TimerCommand) and command.revision > snapshot.revision
+        if behind and not job.fresh:
+            # Armed by a step this replica has not seen: its cached snapshot is behind.
+            self._load(job, segment)
+            return
         try:
             result = self._step(command, session.loaded.definition, snapshot)
         except errors.StatewrightError as exc:
             if not job.fresh:
                 self._load(job, segment)  # confirm the refusal against the store
+                return
+            if isinstance(command, TimerCommand):
+                # The instance left the state that armed it: the row, if any is left, goes.
+                self._consume(job, segment, session, command, exc)
                 return
             if isinstance(command, SignalCommand) and exc.reason == "NOT_RUNNING":
                 outcome = Outcome(
@@ -384,32 +433,71 @@ class WorkflowRuntime:
             if not job.fresh:
                 self._load(job, segment)  # guards were false on a cached snapshot: confirm
                 return
-            self._finish(job, segment.token, Outcome(session.record, session.loaded))
+            if isinstance(command, TimerCommand):
+                self._consume(job, segment, session, command, None)  # its guard is false
+                return
+            outcome = Outcome(session.record, session.loaded, timers=session.timers)
+            self._finish(job, segment.token, outcome)
             return
-        now = datetime.now(UTC)
+        now = self._clock.now()
         record = instance_record(result.snapshot, session.record.create_time, now)
         asked = command.event if isinstance(command, ResumeCommand | SignalCommand) else ""
         event = result.transitions[0].event if result.transitions else (asked or None)
+        fired = command.timer_id if isinstance(command, TimerCommand) else None
+        change, armed = timer_change(result.timers, record, now, fired)
+        if not result.timers.disarm and not armed:
+            armed = session.timers  # the step stayed in its state: its timers stay armed
         op = Save(
             record,
             snapshot.revision,
-            history_record(result, event, now, record),
+            history_record(result, event, now, record, armed if change.arm else ()),
             self._request_record(job, record),
+            change,
         )
-        self._persist(job, segment, op, result, session.loaded)
+        self._persist(job, segment, op, result, session.loaded, armed)
+
+    def _consume(
+        self,
+        job: Job,
+        segment: Segment,
+        session: Session,
+        command: TimerCommand,
+        stale: errors.StatewrightError | None,
+    ) -> None:
+        """A timer that does not fire (guard false, or stale) is deleted, and nothing else
+        changes: no revision, no history."""
+        repo, token = self._repo, segment.token
+        session.timers = tuple(t for t in session.timers if t.timer_id != command.timer_id)
+        answer: Result = stale if stale is not None else Outcome(session.record, session.loaded)
+
+        def consumed(result: Any) -> None:
+            self._finish(
+                job, token, result if isinstance(result, errors.StatewrightError) else answer
+            )
+
+        self._offload(
+            lambda: repo.delete_timer(command.workflow_id, command.timer_id),
+            lambda result: self._contained(job, consumed, result),
+        )
 
     @staticmethod
     def _request_record(job: Job, record: InstanceRecord) -> RequestRecord | None:
         key = job.command.request
         return None if key is None else request_record(key, record, record.update_time)
 
-    def _persist(
-        self, job: Job, segment: Segment, op: Operation, result: StepResult, loaded: Loaded
+    def _persist(  # noqa: PLR0917 - one step's parts, passed on to its save
+        self,
+        job: Job,
+        segment: Segment,
+        op: Operation,
+        result: StepResult,
+        loaded: Loaded,
+        timers: tuple[TimerRecord, ...],
     ) -> None:
         segment.state = AdmissionState.PERSISTING
         token = segment.token
         loop = self._loop
-        in_flight = _SaveInFlight(job, token, op, result, loaded)
+        in_flight = _SaveInFlight(job, token, op, result, loaded, timers)
 
         def saved(outcome: InstanceRecord | errors.StoreError) -> None:
             if loop.in_loop():  # the writer posts a batch's outcomes here in one hand-off
@@ -446,6 +534,7 @@ class WorkflowRuntime:
         if not self._admission.owns(job.workflow_id, token):
             return
         if isinstance(outcome, InstanceRecord):
+            timers = save.timers
             if result.snapshot.status in TERMINAL:
                 # Nothing can step a finished instance again: caching it would only grow
                 # the long-lived heap the garbage collector keeps scanning. Reads and
@@ -454,15 +543,19 @@ class WorkflowRuntime:
             else:
                 session = self._cache.get(job.workflow_id)
                 if session is None or session.loaded is not loaded:
-                    session = Session(loaded, result.snapshot, outcome)
+                    session = Session(loaded, result.snapshot, outcome, timers=timers)
                 else:
                     session.snapshot, session.record = result.snapshot, outcome
+                    session.timers = timers
                 session.recent.extend(result.transitions)
                 self._remember(session)
-            self._finish(job, token, Outcome(outcome, loaded, result.transitions, saved=True))
+            answer = Outcome(outcome, loaded, result.transitions, saved=True, timers=timers)
+            self._finish(job, token, answer)
+            if op.timers.arm and self.on_armed is not None:
+                self.on_armed(op.timers.arm)
             for listener in self.listeners:
                 try:
-                    listener(outcome, loaded, result.transitions, op.history.event)
+                    listener(answer, op.history.event)
                 except Exception:
                     _log.exception("workflow %s: a step listener failed", job.workflow_id)
             return
@@ -470,6 +563,9 @@ class WorkflowRuntime:
             self._enter_recovery(job, token, op, outcome)
             return
         self._cache.pop(job.workflow_id, None)
+        if isinstance(outcome, errors.TimerGone):
+            self._finish(job, token, outcome)  # fired or consumed already: nothing to do
+            return
         if isinstance(outcome, errors.RecordExists):
             if outcome.reason == "REQUEST_EXISTS" and command.request is not None:
                 self._finish(job, token, Replay(command.request.request_id))
@@ -638,6 +734,7 @@ class WorkflowRuntime:
             revision=session.snapshot.revision if session else 0,
             recent=tuple(session.recent) if session else (),
             recovery=segment.recovery if segment else None,
+            timers=session.timers if session else (),
         )
 
     def counts(self) -> RuntimeCounts:
@@ -649,6 +746,32 @@ class WorkflowRuntime:
 
     def live_segments(self) -> int:
         return len(self._admission)
+
+
+def timer_change(
+    plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
+) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
+    """A step's timer plan as the store's work, and the timers it arms, in due order."""
+    armed = tuple(
+        sorted(
+            (
+                TimerRecord(
+                    workflow_id=record.workflow_id,
+                    timer_id=f"{record.revision}.{t.transition}",
+                    revision=record.revision,
+                    transition=t.transition,
+                    target=t.target,
+                    after=t.after,
+                    due_time=t.at if t.at is not None else now + (t.delay or timedelta(0)),
+                )
+                for t in plan.arm
+            ),
+            key=lambda t: t.due_time,
+        )
+    )
+    if not plan.disarm and not armed and fired is None:
+        return NO_TIMERS, armed
+    return TimerChange(disarm=plan.disarm, arm=armed, fired=fired), armed
 
 
 def _already_exists(workflow_id: str) -> errors.AlreadyExists:

@@ -8,7 +8,7 @@ from types import MappingProxyType
 from typing import Any
 
 from statewrightd.engine.model import Snapshot, Status, StepError, StepResult, TransitionTaken
-from statewrightd.store.records import HistoryRecord, InstanceRecord
+from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
 
 
 def error_to_dict(error: StepError | None) -> dict[str, Any] | None:
@@ -68,10 +68,15 @@ def transitions_from_dicts(rows: list[dict[str, Any]]) -> tuple[TransitionTaken,
 
 
 def history_record(
-    result: StepResult, event: str | None, time: datetime, of: InstanceRecord | None = None
+    result: StepResult,
+    event: str | None,
+    time: datetime,
+    of: InstanceRecord | None = None,
+    armed: tuple[TimerRecord, ...] = (),
 ) -> HistoryRecord:
     """The history row of a step; ``of``, the step's instance row, lends it its context
-    dict so the store serializes that context once for both rows."""
+    dict so the store serializes that context once for both rows. ``armed``: the timers
+    the step armed."""
     snap = result.snapshot
     return HistoryRecord(
         workflow_id=snap.workflow_id,
@@ -83,6 +88,35 @@ def history_record(
         context=of.context if of is not None else dict(snap.context),
         error=error_to_dict(snap.error),
         time=time,
+        timers=[timer_to_dict(t) for t in armed] if armed else None,
+    )
+
+
+def timer_to_dict(timer: TimerRecord) -> dict[str, Any]:
+    return {
+        "timer_id": timer.timer_id,
+        "transition": timer.transition,
+        "target": timer.target,
+        "after": timer.after,
+        "due_time": timer.due_time.isoformat(),
+    }
+
+
+def timers_from_dicts(
+    workflow_id: str, revision: int, rows: list[dict[str, Any]] | None
+) -> tuple[TimerRecord, ...]:
+    """The timers a history row says its step armed."""
+    return tuple(
+        TimerRecord(
+            workflow_id=workflow_id,
+            timer_id=str(r["timer_id"]),
+            revision=revision,
+            transition=int(r["transition"]),
+            target=str(r["target"]),
+            after=str(r["after"]),
+            due_time=datetime.fromisoformat(str(r["due_time"])),
+        )
+        for r in rows or ()
     )
 
 

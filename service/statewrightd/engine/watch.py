@@ -17,12 +17,13 @@ import asyncio
 import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.model import TERMINAL, TransitionTaken
-from statewrightd.engine.snapshots import record_at, transitions_from_dicts
-from statewrightd.store.records import HistoryRecord, InstanceRecord
+from statewrightd.engine.snapshots import record_at, timers_from_dicts, transitions_from_dicts
+from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
 
 DEFAULT_BUFFER = 64
 HISTORY_PAGE = 256
@@ -40,6 +41,7 @@ class StepEvent:
     event: str | None
     # The instance as it is when the watch began, rather than a step.
     current: bool = False
+    timers: tuple[TimerRecord, ...] = ()  # armed in its state as of this revision
 
 
 @dataclass(eq=False, slots=True)
@@ -165,7 +167,18 @@ class WatchHub:
         return self.count
 
 
-CurrentReader = Callable[[str], Awaitable[tuple[InstanceRecord, Loaded]]]
+class Current(Protocol):
+    """An instance as it is now: what a watch starts from."""
+
+    @property
+    def record(self) -> InstanceRecord: ...
+    @property
+    def loaded(self) -> Loaded: ...
+    @property
+    def timers(self) -> tuple[TimerRecord, ...]: ...
+
+
+CurrentReader = Callable[[str], Awaitable[Current]]
 HistoryReader = Callable[[str, int, int], Awaitable[list[HistoryRecord]]]
 
 
@@ -197,9 +210,10 @@ class WatchFeed:
             raise _shutting_down()
         sub = hub.subscribe(workflow_id)
         try:
-            current, loaded = await self._current(workflow_id)
+            now = await self._current(workflow_id)
+            current, loaded = now.record, now.loaded
             if after is None:
-                yield StepEvent(current, loaded, (), None, current=True)
+                yield StepEvent(current, loaded, (), None, current=True, timers=now.timers)
                 last = current.revision
                 if current.status in TERMINAL:
                     return
@@ -218,7 +232,10 @@ class WatchFeed:
                     rows = await self._history(workflow_id, last, self._page)
                     for row in rows:
                         transitions = transitions_from_dicts(row.transitions)
-                        yield StepEvent(record_at(row, base), loaded, transitions, row.event)
+                        armed = timers_from_dicts(workflow_id, row.revision, row.timers)
+                        yield StepEvent(
+                            record_at(row, base), loaded, transitions, row.event, timers=armed
+                        )
                         last = row.revision
                         if row.status in TERMINAL:
                             return

@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from statewrightd.config import parse_listen
 from statewrightd.engine.event_loop import EventLoopMetrics
+from statewrightd.engine.timers import TimerStats
 from statewrightd.store.writer import WriterStats
 
 _log = logging.getLogger(__name__)
@@ -48,6 +49,7 @@ RPC_BUCKETS = (
     300.0,
 )
 STEP_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
+TIMER_LAG_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 # Powers of two up to the writer's largest batch (256 by default).
 BATCH_SIZE_BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512)
 
@@ -104,6 +106,12 @@ class Metrics:
             ["outcome"],
             registry=r,
         )
+        self.timer_fire_lag = Histogram(
+            "statewright_timer_fire_lag_seconds",
+            "How long after its due time a timer fired (its step answered) on this server.",
+            buckets=TIMER_LAG_BUCKETS,
+            registry=r,
+        )
         self.cas_conflicts = Counter(
             "statewright_cas_conflicts_total",
             "Saves refused by the compare-and-swap (another writer had moved the revision).",
@@ -115,9 +123,13 @@ class Metrics:
         loop_metrics: Callable[[], EventLoopMetrics],
         writer_stats: Callable[[], WriterStats | None],
         malformed_requests: Callable[[], int],
+        timer_stats: Callable[[], TimerStats],
     ) -> None:
-        """Export what the EventLoop, the writer and the door already count, at scrape time."""
-        self.registry.register(_RuntimeCollector(loop_metrics, writer_stats, malformed_requests))
+        """Export what the EventLoop, the writer, the door and the timer scheduler already
+        count, at scrape time."""
+        self.registry.register(
+            _RuntimeCollector(loop_metrics, writer_stats, malformed_requests, timer_stats)
+        )
 
 
 class _RuntimeCollector(Collector):
@@ -126,10 +138,12 @@ class _RuntimeCollector(Collector):
         loop_metrics: Callable[[], EventLoopMetrics],
         writer_stats: Callable[[], WriterStats | None],
         malformed_requests: Callable[[], int],
+        timer_stats: Callable[[], TimerStats],
     ) -> None:
         self._loop_metrics = loop_metrics
         self._writer_stats = writer_stats
         self._malformed_requests = malformed_requests
+        self._timer_stats = timer_stats
 
     def describe(self) -> list[Metric]:
         # Empty: the registry must not call collect() at registration, before open().
@@ -174,6 +188,17 @@ class _RuntimeCollector(Collector):
             "statewright_malformed_requests",
             "Requests whose body did not decode, answered INVALID_ARGUMENT MALFORMED_REQUEST.",
             value=self._malformed_requests(),
+        )
+        timers = self._timer_stats()
+        yield GaugeMetricFamily(
+            "statewright_timers_armed",
+            "Timers armed in the database (every replica's), counted every few seconds.",
+            value=timers.armed,
+        )
+        yield GaugeMetricFamily(
+            "statewright_timers_overdue",
+            "Armed timers whose due time has passed, counted with statewright_timers_armed.",
+            value=timers.overdue,
         )
         writer = self._writer_stats()
         if writer is not None:

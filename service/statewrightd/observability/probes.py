@@ -112,6 +112,10 @@ class Probes:
             span.set_attribute("statewright.step.replayed", True)
         span.end()
 
+    def timer_fired(self, lag: float) -> None:
+        if self._metrics is not None:
+            self._metrics.timer_fire_lag.observe(lag)
+
     # -- storage batches -----------------------------------------------------------------
 
     def batch(self, apply: Callable[[list[Operation]], Outcomes], ops: list[Operation]) -> Outcomes:

@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from statewrightd.config import ServerConfig
 from statewrightd.engine.event_loop import EventLoopMetrics
+from statewrightd.engine.timers import TimerStats
 from statewrightd.observability.metrics import Metrics, MetricsEndpoint, serve_metrics
 from statewrightd.observability.probes import Probes
 from statewrightd.observability.rpc import RpcObserver
@@ -56,12 +57,13 @@ class Observability:
         loop_metrics: Callable[[], EventLoopMetrics],
         writer_stats: Callable[[], WriterStats | None],
         malformed_requests: Callable[[], int],
+        timer_stats: Callable[[], TimerStats],
     ) -> None:
         """Export what the runtime already counts; each source is read at scrape time."""
         if self.tracing is not None:
             _log.info("tracing: exporting spans through the OTEL_* configuration")
         if self.metrics is not None and self.config.metrics_listen is not None:
-            self.metrics.watch_runtime(loop_metrics, writer_stats, malformed_requests)
+            self.metrics.watch_runtime(loop_metrics, writer_stats, malformed_requests, timer_stats)
             self.endpoint = serve_metrics(self.metrics, self.config.metrics_listen)
             host = self.config.metrics_listen.rpartition(":")[0]
             # Tests and scripts read this line to find the port when listening on port 0.

@@ -26,6 +26,7 @@ from statewrightd.store.records import (
     Operation,
     RequestRecord,
     Save,
+    TimerChange,
 )
 
 MAX_DEPTH = 64
@@ -191,6 +192,37 @@ def _encode_history(h: HistoryRecord, instance_context: object, encoded: str) ->
         else dumps(_require_dict(h.context, f"{w} context"), f"{w} context"),
         "h_error": dumps_optional(h.error, f"{w} error"),
         "h_time": check_time(h.time, f"{w} time"),
+        "h_timers": dumps_optional(h.timers, f"{w} timers"),
+    }
+
+
+def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any]:
+    """A step's timer work as parameters: ``t_arm`` is one JSON document of the timers
+    to insert (``rows.TIMER`` order after the workflow id), or None."""
+    w = f"workflow {target.workflow_id!r}"
+    armed = []
+    for timer in change.arm:
+        if timer.workflow_id != target.workflow_id or timer.revision != target.revision:
+            raise SerializationError(
+                f"{w}: a timer is armed by the step that saves it", reason="INCONSISTENT_OPERATION"
+            )
+        due = check_time(timer.due_time, f"{w} timer due_time")
+        armed.append(
+            {
+                "timer_id": check_text(timer.timer_id, f"{w} timer id"),
+                "revision": timer.revision,
+                "transition": _check_int(timer.transition, f"{w} timer transition", 0),
+                "target": check_text(timer.target, f"{w} timer target"),
+                "after": check_text(timer.after, f"{w} timer after"),
+                "due_time": due.isoformat(),
+                "due_micros": to_micros(due),
+            }
+        )
+    fired = change.fired
+    return {
+        "t_disarm": change.disarm,
+        "t_arm": dumps(armed, f"{w} timers") if armed else None,
+        "t_fired": None if fired is None else check_text(fired, f"{w} fired timer"),
     }
 
 
@@ -247,6 +279,13 @@ def encode_op(op: Operation) -> EncodedOp:
         params["expected"] = expected
     params.update(_encode_history(op.history, target.context, params["context"]))
     params.update(_encode_request(op.request))
+    if op.timers:
+        if isinstance(op, Create) and (op.timers.disarm or op.timers.fired):
+            raise SerializationError(
+                f"workflow {wid!r}: a new instance has no timers to disarm or fire",
+                reason="INCONSISTENT_OPERATION",
+            )
+        params.update(_encode_timers(op.timers, target))
     return EncodedOp(op=op, params=params)
 
 

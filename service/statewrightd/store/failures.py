@@ -12,6 +12,7 @@ from statewrightd.errors import (
     RecordNotFound,
     StorageUnavailable,
     StoreError,
+    TimerGone,
 )
 from statewrightd.store.records import Create, DefinitionRecord, Operation, target_of
 
@@ -49,6 +50,13 @@ def refused(op: Operation, *, request_free: bool, actual_revision: int | None) -
         return workflow_exists(wid)
     if actual_revision is None:
         return workflow_not_found(wid)
+    fired = op.timers.fired
+    if fired is not None and actual_revision == op.expected_revision:
+        # The revision matched, so what refused the save was its timer's being gone.
+        return TimerGone(
+            f"workflow {wid!r}: timer {fired} is no longer armed",
+            metadata={"workflow_id": wid, "timer_id": fired},
+        )
     return Conflict(
         f"workflow {wid!r} is at revision {actual_revision}, not {op.expected_revision}",
         actual_revision=actual_revision,

@@ -241,10 +241,7 @@ class PostgresRepository(SqlRepository):
                 # so the later transaction sees the earlier one's request row.
                 conn.execute(q.LOCK_REQUEST_IDS, (lock_keys,))
             cursors = {
-                i: conn.execute(
-                    q.CREATE if isinstance(encoded[i].op, Create) else q.SAVE, encoded[i].params
-                )
-                for i in order
+                i: conn.execute(_row_statement(encoded[i]), encoded[i].params) for i in order
             }
             self._notify(conn, encoded)
         outcomes: list[tuple[bool, bool]] = []
@@ -258,18 +255,30 @@ class PostgresRepository(SqlRepository):
         """The same for a whole batch in one statement per kind (sql_postgres.CREATE_MANY);
         only batches without request ids come here, so every request id is "free"."""
         by_id = sorted(encoded, key=lambda e: target_of(e.op).workflow_id)
-        creates = [e.params for e in by_id if isinstance(e.op, Create)]
-        saves = [e.params for e in by_id if isinstance(e.op, Save)]
+        creates = [e for e in by_id if isinstance(e.op, Create)]
+        saves = [e for e in by_id if isinstance(e.op, Save)]
         with conn.pipeline():
             if saves:
-                ids = [p["workflow_id"] for p in saves]
+                ids = [e.params["workflow_id"] for e in saves]
                 conn.execute(q.LOCK_INSTANCES, (json.dumps(ids, ensure_ascii=False),))
-            created = (
-                conn.execute(q.CREATE_MANY, (_rows_json(creates, _CREATE_ROW),))
-                if creates
-                else None
-            )
-            saved = conn.execute(q.SAVE_MANY, (_rows_json(saves, _SAVE_ROW),)) if saves else None
+            created = saved = None
+            if creates:
+                # A batch with timer work takes the statements that do it (only then).
+                timed = any(e.op.timers for e in creates)
+                statement, fields = (
+                    (q.CREATE_MANY_TIMED, _CREATE_ROW_TIMED)
+                    if timed
+                    else (q.CREATE_MANY, _CREATE_ROW)
+                )
+                created = conn.execute(
+                    statement, (_rows_json([e.params for e in creates], fields),)
+                )
+            if saves:
+                timed = any(e.op.timers for e in saves)
+                statement, fields = (
+                    (q.SAVE_MANY_TIMED, _SAVE_ROW_TIMED) if timed else (q.SAVE_MANY, _SAVE_ROW)
+                )
+                saved = conn.execute(statement, (_rows_json([e.params for e in saves], fields),))
             self._notify(conn, encoded)
         changed: set[str] = set()
         for cursor in (created, saved):
@@ -351,19 +360,25 @@ _SAVE_FIELDS = (
     "workflow_id", "expected", "revision", "state", "status", "context", "error",
     "update_time",
 )  # fmt: skip
-_HISTORY_FIELDS = ("h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time")
-_TEXT, _RAW, _TIME = "text", "raw", "time"
+_HISTORY_FIELDS = (
+    "h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time", "h_timers",
+)  # fmt: skip
+_TIMER_FIELDS = ("t_disarm", "t_arm", "t_fired")
+_TEXT, _RAW, _TIME, _BOOL = "text", "raw", "time", "bool"
 # How each field goes into the JSON document: a JSON string, its text as it is (numbers
 # and JSON already encoded), or a time.
 _KINDS = {
     **dict.fromkeys(("workflow_id", "definition", "state", "status"), _TEXT),
-    **dict.fromkeys(("h_event", "h_state", "h_status"), _TEXT),
+    **dict.fromkeys(("h_event", "h_state", "h_status", "t_fired"), _TEXT),
     **dict.fromkeys(("version", "revision", "expected"), _RAW),
-    **dict.fromkeys(("context", "error", "h_transitions", "h_error"), _RAW),
+    **dict.fromkeys(("context", "error", "h_transitions", "h_error", "h_timers", "t_arm"), _RAW),
     **dict.fromkeys(("create_time", "update_time", "h_time"), _TIME),
+    "t_disarm": _BOOL,
 }
-_CREATE_ROW = _CREATE_FIELDS + _HISTORY_FIELDS
-_SAVE_ROW = _SAVE_FIELDS + _HISTORY_FIELDS
+_CREATE_ROW: tuple[str, ...] = _CREATE_FIELDS + _HISTORY_FIELDS
+_SAVE_ROW: tuple[str, ...] = _SAVE_FIELDS + _HISTORY_FIELDS
+_CREATE_ROW_TIMED: tuple[str, ...] = _CREATE_ROW + _TIMER_FIELDS
+_SAVE_ROW_TIMED: tuple[str, ...] = _SAVE_ROW + _TIMER_FIELDS
 
 
 def _set_based(encoded: list[EncodedOp]) -> bool:
@@ -389,10 +404,12 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
     for row in rows:
         parts = []
         for name in fields:
-            value = row[name]
+            value = row.get(name)  # a step without timer work has no t_* parameters
             kind = _KINDS[name]
             if value is None:
                 parts.append(f'"{name}":null')
+            elif kind is _BOOL:
+                parts.append(f'"{name}":{"true" if value else "false"}')
             elif kind is _TEXT:
                 parts.append(f'"{name}":{_json_string(value)}')
             elif kind is _RAW:
@@ -404,6 +421,12 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
             parts.append(f'"h_context":{row["h_context"]}')
         out.append("{" + ",".join(parts) + "}")
     return "[" + ",".join(out) + "]"
+
+
+def _row_statement(e: EncodedOp) -> str:
+    if isinstance(e.op, Create):
+        return q.CREATE_TIMED if e.op.timers else q.CREATE
+    return q.SAVE_TIMED if e.op.timers else q.SAVE
 
 
 def _key(op: Operation) -> tuple[str, int]:

@@ -43,6 +43,38 @@ class InstanceRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class TimerRecord:
+    """An armed timer: ``transition`` of the instance's definition fires at ``due_time``
+    unless the instance leaves the state first. ``timer_id`` is "{revision}.{transition}",
+    ``revision`` that of the step that armed it."""
+
+    workflow_id: str
+    timer_id: str
+    revision: int
+    transition: int
+    target: str
+    after: str  # the delay as the definition writes it
+    due_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TimerChange:
+    """What a step does to its instance's timers, in its own transaction."""
+
+    disarm: bool = False  # the step left the state: every armed timer of the instance goes
+    arm: tuple[TimerRecord, ...] = ()
+    # The timer this step fires. The step saves only if it is still armed, so a timer
+    # fires (or is consumed) once, whichever replicas race.
+    fired: str | None = None
+
+    def __bool__(self) -> bool:
+        return self.disarm or bool(self.arm) or self.fired is not None
+
+
+NO_TIMERS = TimerChange()
+
+
+@dataclass(frozen=True, slots=True)
 class HistoryRecord:
     """One row per revision: the step's transitions plus the instance as of that revision."""
 
@@ -55,6 +87,8 @@ class HistoryRecord:
     context: dict[str, Any]
     error: dict[str, Any] | None
     time: datetime
+    # The timers this step armed (as plain values), when it armed any.
+    timers: list[dict[str, Any]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +108,7 @@ class Create:
     record: InstanceRecord
     history: HistoryRecord
     request: RequestRecord | None = None
+    timers: TimerChange = NO_TIMERS
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +117,7 @@ class Save:
     expected_revision: int
     history: HistoryRecord
     request: RequestRecord | None = None
+    timers: TimerChange = NO_TIMERS
 
 
 Operation = Create | Save

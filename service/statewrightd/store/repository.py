@@ -22,6 +22,7 @@ from statewrightd.store.records import (
     Page,
     RequestRecord,
     Save,
+    TimerRecord,
 )
 from statewrightd.store.sqlite import SqliteRepository
 
@@ -75,6 +76,27 @@ class Repository(Protocol):
     def lookup_request(self, request_id: str) -> RequestRecord | None: ...
 
     def purge_requests(self, older_than: datetime) -> int: ...
+
+    def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
+        """The armed timers of each instance that has any, in due order."""
+        ...
+
+    def claim_timers(self, now: datetime, until: datetime, limit: int) -> list[TimerRecord]:
+        """Claim up to ``limit`` timers due by ``now`` that nobody holds, until ``until``;
+        a claim that lapses lets another replica claim the timer again."""
+        ...
+
+    def next_timer_due(self, now: datetime) -> datetime | None:
+        """The earliest due time among timers nobody holds at ``now``."""
+        ...
+
+    def delete_timer(self, workflow_id: str, timer_id: str) -> bool:
+        """Consume a timer whose guard was false; False if it was already gone."""
+        ...
+
+    def timer_counts(self, now: datetime) -> tuple[int, int]:
+        """(armed timers, of them due by ``now``)."""
+        ...
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless the database answers and is fully migrated."""

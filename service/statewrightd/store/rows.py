@@ -22,6 +22,7 @@ from statewrightd.store.records import (
     InstanceRecord,
     RequestRecord,
     Status,
+    TimerRecord,
 )
 
 INSTANCE = (
@@ -30,8 +31,9 @@ INSTANCE = (
 )  # fmt: skip
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
-    "time",
+    "time", "timers",
 )  # fmt: skip
+TIMER = ("workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time")
 REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
 DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
 # The part of a history row that tells whether a lost COMMIT landed (see outcomes).
@@ -47,6 +49,10 @@ class Rows:
     """Rows of one backend's driver as records, and record values as its parameters."""
 
     __slots__ = ("_json", "_time", "time_param")
+
+    def time(self, value: Any) -> datetime:
+        """A time as this backend's driver hands it over, as a UTC datetime."""
+        return self._time(value)
 
     def __init__(
         self,
@@ -85,6 +91,18 @@ class Rows:
             context=self._json(row[6]),
             error=None if row[7] is None else self._json(row[7]),
             time=self._time(row[8]),
+            timers=None if row[9] is None else self._json(row[9]),
+        )
+
+    def timer(self, row: Sequence[Any]) -> TimerRecord:
+        return TimerRecord(
+            workflow_id=row[0],
+            timer_id=row[1],
+            revision=row[2],
+            transition=row[3],
+            target=row[4],
+            after=row[5],
+            due_time=self._time(row[6]),
         )
 
     def request(self, row: Sequence[Any]) -> RequestRecord:

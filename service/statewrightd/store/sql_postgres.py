@@ -15,6 +15,7 @@ INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
 HISTORY_COLUMNS = rows.listed(rows.HISTORY)
 REQUEST_COLUMNS = rows.listed(rows.REQUEST)
 DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
+TIMER_COLUMNS = rows.listed(rows.TIMER)
 
 # A request id that already exists blocks the step (the runtime answers from the stored
 # response instead); the ON CONFLICT only covers two transactions racing on one new id.
@@ -32,7 +33,8 @@ hist AS (
     + HISTORY_COLUMNS
     + """)
     SELECT workflow_id, %(revision)s, %(h_event)s, %(h_transitions)s::jsonb, %(h_state)s,
-           %(h_status)s, %(h_context)s::jsonb, %(h_error)s::jsonb, %(h_time)s
+           %(h_status)s, %(h_context)s::jsonb, %(h_error)s::jsonb, %(h_time)s,
+           %(h_timers)s::jsonb
       FROM changed
 ), req AS (
     INSERT INTO workflow_requests ("""
@@ -48,35 +50,75 @@ SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
 """
 )
 
-SAVE = (
-    "WITH"
-    + _REQUEST_FREE
-    + """, changed AS (
+# A step that fires a timer saves only while the timer is still armed; one that touches
+# timers deletes its instance's (it left their state) and inserts what it armed, in the
+# same statement, only when its compare-and-swap succeeded. Steps without timer work use
+# the plain statements.
+_FIRED_ARMED = """
+       AND (%(t_fired)s::text IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_timers
+             WHERE workflow_id = %(workflow_id)s AND timer_id = %(t_fired)s::text))"""
+
+_TIMER_RECORD = """timer_id text, revision bigint, transition integer, target text, after text,
+        due_time timestamptz"""
+
+_TIMER_WORK = (
+    """
+disarmed AS (
+    DELETE FROM workflow_timers t USING changed c
+     WHERE t.workflow_id = c.workflow_id AND %(t_disarm)s
+), armed AS (
+    INSERT INTO workflow_timers ("""
+    + TIMER_COLUMNS
+    + """)
+    SELECT c.workflow_id, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
+      FROM changed c, json_to_recordset(%(t_arm)s::json) AS x("""
+    + _TIMER_RECORD
+    + """)
+),"""
+)
+
+
+def _save(timed: bool) -> str:
+    return (
+        "WITH"
+        + _REQUEST_FREE
+        + """, changed AS (
     UPDATE workflow_instances
        SET state = %(state)s, status = %(status)s, context = %(context)s::jsonb,
            revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s
      WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
-       AND (SELECT ok FROM free)
+       AND (SELECT ok FROM free)"""
+        + (_FIRED_ARMED if timed else "")
+        + """
     RETURNING workflow_id
 ),"""
-    + _HISTORY_AND_REQUEST
-)
+        + (_TIMER_WORK if timed else "")
+        + _HISTORY_AND_REQUEST
+    )
 
-CREATE = (
-    "WITH"
-    + _REQUEST_FREE
-    + """, changed AS (
+
+def _create(timed: bool) -> str:
+    return (
+        "WITH"
+        + _REQUEST_FREE
+        + """, changed AS (
     INSERT INTO workflow_instances ("""
-    + INSTANCE_COLUMNS
-    + """)
+        + INSTANCE_COLUMNS
+        + """)
     SELECT %(workflow_id)s, %(definition)s, %(version)s, %(state)s, %(status)s,
            %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s
      WHERE (SELECT ok FROM free)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-    + _HISTORY_AND_REQUEST
-)
+        + (_TIMER_WORK if timed else "")
+        + _HISTORY_AND_REQUEST
+    )
+
+
+SAVE, SAVE_TIMED = _save(False), _save(True)
+CREATE, CREATE_TIMED = _create(False), _create(True)
 
 # Batches without request ids take one statement per kind instead of one per row: the
 # rows travel as one JSON document (json_to_recordset), which saves most of the
@@ -94,7 +136,7 @@ hist AS (
     + HISTORY_COLUMNS
     + """)
     SELECT r.workflow_id, r.revision, r.h_event, r.h_transitions, r.h_state,
-           r.h_status, COALESCE(r.h_context, r.context), r.h_error, r.h_time
+           r.h_status, COALESCE(r.h_context, r.context), r.h_error, r.h_time, r.h_timers
       FROM rows r JOIN changed USING (workflow_id)
 )
 SELECT workflow_id FROM changed
@@ -102,39 +144,71 @@ SELECT workflow_id FROM changed
 )
 
 _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_status text,
-        h_context jsonb, h_error jsonb, h_time timestamptz"""
+        h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb"""
+_TIMER_ROW_TYPES = ", t_disarm boolean, t_arm json, t_fired text"
 
-CREATE_MANY = (
-    """WITH rows AS (
+_ROWS_TIMER_WORK = (
+    """
+disarmed AS (
+    DELETE FROM workflow_timers t USING rows r JOIN changed USING (workflow_id)
+     WHERE t.workflow_id = r.workflow_id AND r.t_disarm
+), armed AS (
+    INSERT INTO workflow_timers ("""
+    + TIMER_COLUMNS
+    + """)
+    SELECT r.workflow_id, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
+      FROM rows r JOIN changed USING (workflow_id),
+           json_to_recordset(r.t_arm) AS x("""
+    + _TIMER_RECORD
+    + """)
+),"""
+)
+
+
+def _create_many(timed: bool) -> str:
+    return (
+        """WITH rows AS (
     SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
         update_time timestamptz, """
-    + _HISTORY_ROW_TYPES
-    + """
+        + _HISTORY_ROW_TYPES
+        + (_TIMER_ROW_TYPES if timed else "")
+        + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, h_event,
-                            h_transitions, h_state, h_status, h_context, h_error, h_time, n)
+                            h_transitions, h_state, h_status, h_context, h_error, h_time,
+                            h_timers"""
+        + (", t_disarm, t_arm, t_fired" if timed else "")
+        + """, n)
 ), changed AS (
     INSERT INTO workflow_instances ("""
-    + INSTANCE_COLUMNS
-    + """)
+        + INSTANCE_COLUMNS
+        + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
            create_time, update_time
       FROM rows ORDER BY n
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-    + _ROWS_HISTORY
-)
+        + (_ROWS_TIMER_WORK if timed else "")
+        + _ROWS_HISTORY
+    )
 
-SAVE_MANY = (
-    """WITH rows AS (
+
+def _save_many(timed: bool) -> str:
+    fired = """
+       AND (r.t_fired IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_timers t
+             WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
+    return (
+        """WITH rows AS (
     SELECT * FROM json_to_recordset(%s::json) AS r(
         workflow_id text, expected bigint, revision bigint, state text, status text,
         context jsonb, error jsonb, update_time timestamptz, """
-    + _HISTORY_ROW_TYPES
-    + """
+        + _HISTORY_ROW_TYPES
+        + (_TIMER_ROW_TYPES if timed else "")
+        + """
     )
 ), changed AS (
     UPDATE workflow_instances w
@@ -142,11 +216,18 @@ SAVE_MANY = (
            revision = r.revision, error = r.error, update_time = r.update_time
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
-       AND w.workflow_id = r.workflow_id AND w.revision = r.expected
+       AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
+        + (fired if timed else "")
+        + """
     RETURNING w.workflow_id
 ),"""
-    + _ROWS_HISTORY
-)
+        + (_ROWS_TIMER_WORK if timed else "")
+        + _ROWS_HISTORY
+    )
+
+
+CREATE_MANY, CREATE_MANY_TIMED = _create_many(False), _create_many(True)
+SAVE_MANY, SAVE_MANY_TIMED = _save_many(False), _save_many(True)
 
 # Takes the row locks of a batch's saves in one global order (by id) before the UPDATE,
 # whose join order is the planner's: concurrent batches of two replicas cannot deadlock.
@@ -223,4 +304,28 @@ SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s ORDER BY v
         f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
     ),
     list_instances=_list_instances,
+    armed_timers=f"""
+SELECT {TIMER_COLUMNS} FROM workflow_timers
+ WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
+ ORDER BY workflow_id, due_time
+""",
+    # SKIP LOCKED: replicas claiming at once take different timers instead of waiting.
+    claim_timers=f"""
+UPDATE workflow_timers t SET claimed_until = %(until)s
+  FROM (SELECT workflow_id, timer_id FROM workflow_timers
+         WHERE due_time <= %(now)s AND (claimed_until IS NULL OR claimed_until <= %(now)s)
+         ORDER BY due_time LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED) due
+ WHERE t.workflow_id = due.workflow_id AND t.timer_id = due.timer_id
+RETURNING {rows.listed(rows.TIMER, "t.")}
+""",
+    next_timer_due="""
+SELECT due_time FROM workflow_timers
+ WHERE claimed_until IS NULL OR claimed_until <= %(now)s
+ ORDER BY due_time LIMIT 1
+""",
+    delete_timer="DELETE FROM workflow_timers WHERE workflow_id = %s AND timer_id = %s",
+    timer_counts=(
+        "SELECT count(*), count(*) FILTER (WHERE due_time <= %(now)s) FROM workflow_timers"
+    ),
 )

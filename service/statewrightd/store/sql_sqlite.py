@@ -14,6 +14,7 @@ INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
 HISTORY_COLUMNS = rows.listed(rows.HISTORY)
 REQUEST_COLUMNS = rows.listed(rows.REQUEST)
 DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
+TIMER_COLUMNS = rows.listed(rows.TIMER)
 
 REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ?"
 
@@ -34,7 +35,17 @@ UPDATE workflow_instances
 INSERT_HISTORY = f"""
 INSERT INTO workflow_history ({HISTORY_COLUMNS})
 VALUES (:workflow_id, :revision, :h_event, :h_transitions, :h_state, :h_status, :h_context,
-        :h_error, :h_time)
+        :h_error, :h_time, :h_timers)
+"""
+
+TIMER_ARMED = "SELECT 1 FROM workflow_timers WHERE workflow_id = ? AND timer_id = ?"
+DISARM = "DELETE FROM workflow_timers WHERE workflow_id = ?"
+ARM = f"""
+INSERT INTO workflow_timers ({TIMER_COLUMNS})
+SELECT :workflow_id, json_extract(value, '$.timer_id'), json_extract(value, '$.revision'),
+       json_extract(value, '$.transition'), json_extract(value, '$.target'),
+       json_extract(value, '$.after'), json_extract(value, '$.due_micros')
+  FROM json_each(:t_arm)
 """
 
 INSERT_REQUEST = f"""
@@ -87,4 +98,24 @@ SQL = Statements(
         f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
     ),
     list_instances=_list_instances,
+    armed_timers=f"""
+SELECT {TIMER_COLUMNS} FROM workflow_timers
+ WHERE workflow_id IN (SELECT value FROM json_each(:ids))
+ ORDER BY workflow_id, due_time
+""",
+    claim_timers=f"""
+UPDATE workflow_timers SET claimed_until = :until
+ WHERE (workflow_id, timer_id) IN (
+       SELECT workflow_id, timer_id FROM workflow_timers
+        WHERE due_time <= :now AND (claimed_until IS NULL OR claimed_until <= :now)
+        ORDER BY due_time LIMIT :limit)
+RETURNING {TIMER_COLUMNS}
+""",
+    next_timer_due="""
+SELECT due_time FROM workflow_timers
+ WHERE claimed_until IS NULL OR claimed_until <= :now
+ ORDER BY due_time LIMIT 1
+""",
+    delete_timer="DELETE FROM workflow_timers WHERE workflow_id = ? AND timer_id = ?",
+    timer_counts="SELECT count(*), coalesce(sum(due_time <= :now), 0) FROM workflow_timers",
 )

@@ -8,8 +8,9 @@ differ most.
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import datetime
@@ -32,6 +33,7 @@ from statewrightd.store.records import (
     InstanceRecord,
     Page,
     RequestRecord,
+    TimerRecord,
 )
 from statewrightd.store.rows import Rows
 
@@ -69,6 +71,13 @@ class Statements:
     # (by_definition, by_status) -> keyset page over seq: seq then INSTANCE, with the named
     # parameters after, definition, status and limit.
     list_instances: Callable[[bool, bool], str]
+    # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
+    armed_timers: str  # ids -> TIMER, by workflow id and due time
+    # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
+    claim_timers: str
+    next_timer_due: str  # now -> the earliest due time among timers not claimed now
+    delete_timer: str  # workflow_id, timer_id
+    timer_counts: str  # now -> (armed, due by now)
 
 
 class SqlRepository(BatchWriter):
@@ -147,6 +156,47 @@ class SqlRepository(BatchWriter):
         with self._reading() as conn:
             rows = conn.execute(self.SQL.list_definitions).fetchall()
         return [self.ROWS.definition(r) for r in rows]
+
+    # -- timers ----------------------------------------------------------------------
+
+    def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
+        if not workflow_ids:
+            return {}
+        ids = json.dumps(list(workflow_ids), ensure_ascii=False)
+        with self._reading() as conn:
+            rows = conn.execute(self.SQL.armed_timers, {"ids": ids}).fetchall()
+        out: dict[str, list[TimerRecord]] = {}
+        for row in rows:
+            timer = self.ROWS.timer(row)
+            out.setdefault(timer.workflow_id, []).append(timer)
+        return out
+
+    def claim_timers(self, now: datetime, until: datetime, limit: int) -> list[TimerRecord]:
+        params = {
+            "now": self.ROWS.time_param(check_time(now, "now")),
+            "until": self.ROWS.time_param(check_time(until, "until")),
+            "limit": limit,
+        }
+        with self._writing() as conn:
+            rows = conn.execute(self.SQL.claim_timers, params).fetchall()
+        return sorted((self.ROWS.timer(r) for r in rows), key=lambda t: t.due_time)
+
+    def next_timer_due(self, now: datetime) -> datetime | None:
+        params = {"now": self.ROWS.time_param(check_time(now, "now"))}
+        with self._reading() as conn:
+            row = conn.execute(self.SQL.next_timer_due, params).fetchone()
+        return None if row is None or row[0] is None else self.ROWS.time(row[0])
+
+    def delete_timer(self, workflow_id: str, timer_id: str) -> bool:
+        with self._writing() as conn:
+            deleted = conn.execute(self.SQL.delete_timer, (workflow_id, timer_id)).rowcount
+        return bool(deleted)
+
+    def timer_counts(self, now: datetime) -> tuple[int, int]:
+        params = {"now": self.ROWS.time_param(check_time(now, "now"))}
+        with self._reading() as conn:
+            armed, due = conn.execute(self.SQL.timer_counts, params).fetchone()
+        return int(armed or 0), int(due or 0)
 
     # -- lifecycle -------------------------------------------------------------------
 

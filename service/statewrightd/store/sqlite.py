@@ -112,13 +112,24 @@ def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | Store
     rid = p["request_id"]
     if rid is not None and conn.execute(q.REQUEST_TAKEN, (rid,)).fetchone():
         return failures.refused(op, request_free=False, actual_revision=None)
+    fired = op.timers.fired
+    if fired is not None and not conn.execute(q.TIMER_ARMED, (p["workflow_id"], fired)).fetchone():
+        return _refused_save(conn, op, p)
     if not conn.execute(q.CREATE if isinstance(op, Create) else q.SAVE, p).rowcount:
-        actual = None
-        if not isinstance(op, Create):
-            row = conn.execute(q.CURRENT_REVISION, (p["workflow_id"],)).fetchone()
-            actual = None if row is None else row[0]
-        return failures.refused(op, request_free=True, actual_revision=actual)
+        return _refused_save(conn, op, p)
     conn.execute(q.INSERT_HISTORY, p)
     if rid is not None:
         conn.execute(q.INSERT_REQUEST, p)
+    if op.timers.disarm:
+        conn.execute(q.DISARM, (p["workflow_id"],))
+    if op.timers.arm:
+        conn.execute(q.ARM, p)
     return target_of(op)
+
+
+def _refused_save(conn: sqlite3.Connection, op: Operation, p: dict[str, Any]) -> StoreError:
+    actual = None
+    if not isinstance(op, Create):
+        row = conn.execute(q.CURRENT_REVISION, (p["workflow_id"],)).fetchone()
+        actual = None if row is None else row[0]
+    return failures.refused(op, request_free=True, actual_revision=actual)

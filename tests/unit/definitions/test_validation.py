@@ -210,3 +210,82 @@ def test_validate_command_on_examples_and_broken_file(
     err = capsys.readouterr().err
     assert f"{broken}: error: transitions[0].to:" in err
     assert f"{broken}: error: context.score.default:" in err
+
+
+# -- timer transitions --------------------------------------------------------------------------
+
+TIMER_ERROR_CASES = [
+    ("non-positive duration", {"from": "b", "after": "0s", "to": "send"}, "after"),
+    ("duration without a unit", {"from": "b", "after": 30, "to": "send"}, "after"),
+    ("unparseable duration", {"from": "b", "after": "5 minutes", "to": "send"}, "after"),
+    ("after with on", {"from": "b", "on": "go", "after": "5s", "to": "send"}, "after"),
+    (
+        "after_expr of the wrong type",
+        {"from": "b", "after_expr": "1 + 1", "to": "send"},
+        "after_expr",
+    ),
+    (
+        "after and after_expr together",
+        {"from": "b", "after": "5s", "after_expr": "duration('5s')", "to": "send"},
+        "after_expr",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "transition", "key"), TIMER_ERROR_CASES, ids=[c[0] for c in TIMER_ERROR_CASES]
+)
+def test_each_timer_error_is_reported_at_its_path(
+    case: str, transition: dict[str, object], key: str
+) -> None:
+    doc: Any = parse_document(BASE)[0]
+    doc["transitions"].append(transition)
+    _, problems = validate_source(json.dumps(doc))
+    errors = [p for p in problems if p.severity == "error"]
+    assert [p.path for p in errors] == [f"transitions[3].{key}"], (case, problems)
+
+
+def test_durations_and_timer_graph_labels() -> None:
+    doc = _with(transitions__1={"from": "b", "after": "1h30m", "to": "send"})
+    defn = load_definition(doc)
+    (timer,) = defn.timed_from["b"]
+    assert timer.after is not None and timer.after.seconds == 5400
+    assert "after 1h30m" in to_mermaid(defn) and "after 1h30m" in to_dot(defn)
+
+
+def test_a_wait_state_may_leave_by_a_timer_only() -> None:
+    definition, problems = validate_source(
+        _with(transitions__1={"from": "b", "after": "500ms", "to": "send"})
+    )
+    assert definition is not None, problems
+    assert definition.kinds["b"].value == "wait"
+
+
+def test_a_second_unguarded_timer_with_the_same_delay_is_a_warning() -> None:
+    doc: Any = parse_document(BASE)[0]
+    doc["transitions"][1:2] = [
+        {"from": "b", "on": "go", "to": "send"},
+        {"from": "b", "after": "5m", "to": "send"},
+        {"from": "b", "after": "300s", "to": "a"},
+    ]
+    definition, problems = validate_source(json.dumps(doc))
+    assert definition is not None
+    warnings = [p for p in problems if p.severity == "warning"]
+    assert [p.path for p in warnings] == ["transitions[3]"], problems
+
+
+def test_a_timer_from_a_state_with_automatic_transitions_never_fires() -> None:
+    doc: Any = parse_document(BASE)[0]
+    doc["transitions"].append({"from": "a", "after": "5s", "to": "send"})
+    _, problems = validate_source(json.dumps(doc))
+    assert [p.path for p in problems if p.severity == "warning"] == ["transitions[3]"]
+
+
+def test_timers_leave_the_digest_of_definitions_without_them_alone() -> None:
+    # The digest BASE had before timer transitions existed: a recorded definition without
+    # timers needs no new version after an upgrade.
+    assert load_definition(BASE).digest == (
+        "bf23637bf7a9720c20e83a15ed07a8c6efdadbde973c634484c0ffbf03ab02f3"
+    )
+    with_timer = _with(transitions__1={"from": "b", "after": "5s", "to": "send"})
+    assert load_definition(with_timer).digest != load_definition(BASE).digest

@@ -1,4 +1,4 @@
-"""One test (or table) per rule of design §3; each fails if its rule is broken."""
+"""One test (or table) per execution rule (docs/execution.md); each fails if its rule is broken."""
 
 # ruff: noqa: E501  - table rows read best one per line
 

@@ -683,7 +683,9 @@ type WorkflowDiagnostics struct {
 	// Output only. The most recent transitions, oldest first.
 	RecentTransitions []*Transition `protobuf:"bytes,5,rep,name=recent_transitions,json=recentTransitions,proto3" json:"recent_transitions,omitempty"`
 	// Output only. Recovery details; set only when admission_state is RECOVERY_REQUIRED.
-	Recovery      *RecoveryInfo `protobuf:"bytes,6,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	Recovery *RecoveryInfo `protobuf:"bytes,6,opt,name=recovery,proto3" json:"recovery,omitempty"`
+	// Output only. The instance's armed timers, in due order.
+	Timers        []*Timer `protobuf:"bytes,7,rep,name=timers,proto3" json:"timers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -760,6 +762,113 @@ func (x *WorkflowDiagnostics) GetRecovery() *RecoveryInfo {
 	return nil
 }
 
+func (x *WorkflowDiagnostics) GetTimers() []*Timer {
+	if x != nil {
+		return x.Timers
+	}
+	return nil
+}
+
+// Durable timers, as this server sees them.
+type TimerDiagnostics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. Timers armed in the database (every replica's), as of `counted_time`.
+	Armed int64 `protobuf:"varint,1,opt,name=armed,proto3" json:"armed,omitempty"`
+	// Output only. Of those, the timers whose due time had passed.
+	Overdue int64 `protobuf:"varint,2,opt,name=overdue,proto3" json:"overdue,omitempty"`
+	// Output only. When the counts were taken (they are refreshed every few seconds).
+	CountedTime *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=counted_time,json=countedTime,proto3" json:"counted_time,omitempty"`
+	// Output only. Timers this server has fired (their transition taken).
+	Fired int64 `protobuf:"varint,4,opt,name=fired,proto3" json:"fired,omitempty"`
+	// Output only. Timers this server consumed without firing (their guard was false).
+	Consumed int64 `protobuf:"varint,5,opt,name=consumed,proto3" json:"consumed,omitempty"`
+	// Output only. How late this server fired its recent timers, past their due time.
+	FireLagP50 *durationpb.Duration `protobuf:"bytes,6,opt,name=fire_lag_p50,json=fireLagP50,proto3" json:"fire_lag_p50,omitempty"`
+	// Output only. The 99th percentile of the same.
+	FireLagP99    *durationpb.Duration `protobuf:"bytes,7,opt,name=fire_lag_p99,json=fireLagP99,proto3" json:"fire_lag_p99,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TimerDiagnostics) Reset() {
+	*x = TimerDiagnostics{}
+	mi := &file_statewright_v1_diagnostics_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TimerDiagnostics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TimerDiagnostics) ProtoMessage() {}
+
+func (x *TimerDiagnostics) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_diagnostics_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TimerDiagnostics.ProtoReflect.Descriptor instead.
+func (*TimerDiagnostics) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_diagnostics_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *TimerDiagnostics) GetArmed() int64 {
+	if x != nil {
+		return x.Armed
+	}
+	return 0
+}
+
+func (x *TimerDiagnostics) GetOverdue() int64 {
+	if x != nil {
+		return x.Overdue
+	}
+	return 0
+}
+
+func (x *TimerDiagnostics) GetCountedTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CountedTime
+	}
+	return nil
+}
+
+func (x *TimerDiagnostics) GetFired() int64 {
+	if x != nil {
+		return x.Fired
+	}
+	return 0
+}
+
+func (x *TimerDiagnostics) GetConsumed() int64 {
+	if x != nil {
+		return x.Consumed
+	}
+	return 0
+}
+
+func (x *TimerDiagnostics) GetFireLagP50() *durationpb.Duration {
+	if x != nil {
+		return x.FireLagP50
+	}
+	return nil
+}
+
+func (x *TimerDiagnostics) GetFireLagP99() *durationpb.Duration {
+	if x != nil {
+		return x.FireLagP99
+	}
+	return nil
+}
+
 var File_statewright_v1_diagnostics_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_diagnostics_proto_rawDesc = "" +
@@ -811,14 +920,25 @@ const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\x03 \x01(\v2\x12.google.rpc.StatusR\tlastError\x129\n" +
 	"\n" +
-	"since_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tsinceTime\"\xab\x02\n" +
+	"since_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\tsinceTime\"\xda\x02\n" +
 	"\x13WorkflowDiagnostics\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12G\n" +
 	"\x0fadmission_state\x18\x02 \x01(\x0e2\x1e.statewright.v1.AdmissionStateR\x0eadmissionState\x12\x16\n" +
 	"\x06cached\x18\x03 \x01(\bR\x06cached\x12\x1a\n" +
 	"\brevision\x18\x04 \x01(\x03R\brevision\x12I\n" +
 	"\x12recent_transitions\x18\x05 \x03(\v2\x1a.statewright.v1.TransitionR\x11recentTransitions\x128\n" +
-	"\brecovery\x18\x06 \x01(\v2\x1c.statewright.v1.RecoveryInfoR\brecovery*\xaf\x01\n" +
+	"\brecovery\x18\x06 \x01(\v2\x1c.statewright.v1.RecoveryInfoR\brecovery\x12-\n" +
+	"\x06timers\x18\a \x03(\v2\x15.statewright.v1.TimerR\x06timers\"\xad\x02\n" +
+	"\x10TimerDiagnostics\x12\x14\n" +
+	"\x05armed\x18\x01 \x01(\x03R\x05armed\x12\x18\n" +
+	"\aoverdue\x18\x02 \x01(\x03R\aoverdue\x12=\n" +
+	"\fcounted_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\vcountedTime\x12\x14\n" +
+	"\x05fired\x18\x04 \x01(\x03R\x05fired\x12\x1a\n" +
+	"\bconsumed\x18\x05 \x01(\x03R\bconsumed\x12;\n" +
+	"\ffire_lag_p50\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"fireLagP50\x12;\n" +
+	"\ffire_lag_p99\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"fireLagP99*\xaf\x01\n" +
 	"\x0eEventLoopPhase\x12 \n" +
 	"\x1cEVENT_LOOP_PHASE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EVENT_LOOP_PHASE_RUNNING\x10\x01\x12\x1d\n" +
@@ -847,7 +967,7 @@ func file_statewright_v1_diagnostics_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_diagnostics_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_statewright_v1_diagnostics_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_statewright_v1_diagnostics_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_statewright_v1_diagnostics_proto_goTypes = []any{
 	(EventLoopPhase)(0),            // 0: statewright.v1.EventLoopPhase
 	(AdmissionState)(0),            // 1: statewright.v1.AdmissionState
@@ -858,30 +978,36 @@ var file_statewright_v1_diagnostics_proto_goTypes = []any{
 	(*BuildInfo)(nil),              // 6: statewright.v1.BuildInfo
 	(*RecoveryInfo)(nil),           // 7: statewright.v1.RecoveryInfo
 	(*WorkflowDiagnostics)(nil),    // 8: statewright.v1.WorkflowDiagnostics
-	(*durationpb.Duration)(nil),    // 9: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 10: google.protobuf.Timestamp
-	(*status.Status)(nil),          // 11: google.rpc.Status
-	(*Transition)(nil),             // 12: statewright.v1.Transition
+	(*TimerDiagnostics)(nil),       // 9: statewright.v1.TimerDiagnostics
+	(*durationpb.Duration)(nil),    // 10: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 11: google.protobuf.Timestamp
+	(*status.Status)(nil),          // 12: google.rpc.Status
+	(*Transition)(nil),             // 13: statewright.v1.Transition
+	(*Timer)(nil),                  // 14: statewright.v1.Timer
 }
 var file_statewright_v1_diagnostics_proto_depIdxs = []int32{
 	0,  // 0: statewright.v1.EventLoopDiagnostics.phase:type_name -> statewright.v1.EventLoopPhase
-	9,  // 1: statewright.v1.EventLoopDiagnostics.lag_last:type_name -> google.protobuf.Duration
-	9,  // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
-	9,  // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
-	9,  // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
-	9,  // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
-	9,  // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
-	10, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
-	11, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
-	10, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
+	10, // 1: statewright.v1.EventLoopDiagnostics.lag_last:type_name -> google.protobuf.Duration
+	10, // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
+	10, // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
+	10, // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
+	10, // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
+	10, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
+	11, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
+	12, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
+	11, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
 	1,  // 10: statewright.v1.WorkflowDiagnostics.admission_state:type_name -> statewright.v1.AdmissionState
-	12, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
+	13, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
 	7,  // 12: statewright.v1.WorkflowDiagnostics.recovery:type_name -> statewright.v1.RecoveryInfo
-	13, // [13:13] is the sub-list for method output_type
-	13, // [13:13] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	14, // 13: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
+	11, // 14: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
+	10, // 15: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
+	10, // 16: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
+	17, // [17:17] is the sub-list for method output_type
+	17, // [17:17] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_diagnostics_proto_init() }
@@ -896,7 +1022,7 @@ func file_statewright_v1_diagnostics_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_diagnostics_proto_rawDesc), len(file_statewright_v1_diagnostics_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -30,7 +30,7 @@ type WorkflowStatus int32
 const (
 	// Never used by the server; as a filter it means "any status".
 	WorkflowStatus_WORKFLOW_STATUS_UNSPECIFIED WorkflowStatus = 0
-	// The instance is live in a state that has only event transitions and awaits SignalWorkflow.
+	// The instance is live in a state that awaits SignalWorkflow or one of its timers.
 	WorkflowStatus_WORKFLOW_STATUS_RUNNING WorkflowStatus = 1
 	// The instance is halted in a wait state and awaits ResumeWorkflow.
 	WorkflowStatus_WORKFLOW_STATUS_WAITING WorkflowStatus = 2
@@ -117,7 +117,9 @@ type Workflow struct {
 	// Output only. When the instance was created.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only. When the instance's latest revision was saved.
-	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	// Output only. The timers armed in the instance's current state, in due order.
+	Timers        []*Timer `protobuf:"bytes,14,rep,name=timers,proto3" json:"timers,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -243,6 +245,88 @@ func (x *Workflow) GetUpdateTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Workflow) GetTimers() []*Timer {
+	if x != nil {
+		return x.Timers
+	}
+	return nil
+}
+
+// A timer transition armed by the step that entered the instance's state. It fires at
+// `due_time` (never earlier) unless the instance leaves the state first.
+type Timer struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. Identifies the timer within its instance: the revision of the step that
+	// armed it and the transition's index, `{revision}.{transition}`.
+	TimerId string `protobuf:"bytes,1,opt,name=timer_id,json=timerId,proto3" json:"timer_id,omitempty"`
+	// Output only. The state the timer's transition enters.
+	TargetState string `protobuf:"bytes,2,opt,name=target_state,json=targetState,proto3" json:"target_state,omitempty"`
+	// Output only. The delay as the definition writes it: `48h`, or the `after_expr`.
+	After string `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`
+	// Output only. When the timer comes due.
+	DueTime       *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=due_time,json=dueTime,proto3" json:"due_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Timer) Reset() {
+	*x = Timer{}
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Timer) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Timer) ProtoMessage() {}
+
+func (x *Timer) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Timer.ProtoReflect.Descriptor instead.
+func (*Timer) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *Timer) GetTimerId() string {
+	if x != nil {
+		return x.TimerId
+	}
+	return ""
+}
+
+func (x *Timer) GetTargetState() string {
+	if x != nil {
+		return x.TargetState
+	}
+	return ""
+}
+
+func (x *Timer) GetAfter() string {
+	if x != nil {
+		return x.After
+	}
+	return ""
+}
+
+func (x *Timer) GetDueTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.DueTime
+	}
+	return nil
+}
+
 // One transition fired during a step.
 type Transition struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -250,7 +334,8 @@ type Transition struct {
 	FromState string `protobuf:"bytes,1,opt,name=from_state,json=fromState,proto3" json:"from_state,omitempty"`
 	// Output only. The state the transition entered (`__finish__` for completion).
 	ToState string `protobuf:"bytes,2,opt,name=to_state,json=toState,proto3" json:"to_state,omitempty"`
-	// Output only. The event that fired it; empty for an automatic transition.
+	// Output only. The event that fired it: `after` for a timer; empty for an automatic
+	// transition.
 	Event         string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -258,7 +343,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -270,7 +355,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -283,7 +368,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Transition) GetFromState() string {
@@ -311,7 +396,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xf7\x03\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xa6\x04\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -331,7 +416,13 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\vcreate_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"updateTime\"\\\n" +
+	"updateTime\x12-\n" +
+	"\x06timers\x18\x0e \x03(\v2\x15.statewright.v1.TimerR\x06timers\"\x92\x01\n" +
+	"\x05Timer\x12\x19\n" +
+	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12!\n" +
+	"\ftarget_state\x18\x02 \x01(\tR\vtargetState\x12\x14\n" +
+	"\x05after\x18\x03 \x01(\tR\x05after\x125\n" +
+	"\bdue_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\adueTime\"\\\n" +
 	"\n" +
 	"Transition\x12\x1d\n" +
 	"\n" +
@@ -360,26 +451,29 @@ func file_statewright_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_statewright_v1_workflow_proto_goTypes = []any{
 	(WorkflowStatus)(0),           // 0: statewright.v1.WorkflowStatus
 	(*Workflow)(nil),              // 1: statewright.v1.Workflow
-	(*Transition)(nil),            // 2: statewright.v1.Transition
-	(*structpb.Struct)(nil),       // 3: google.protobuf.Struct
-	(*status.Status)(nil),         // 4: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 5: google.protobuf.Timestamp
+	(*Timer)(nil),                 // 2: statewright.v1.Timer
+	(*Transition)(nil),            // 3: statewright.v1.Transition
+	(*structpb.Struct)(nil),       // 4: google.protobuf.Struct
+	(*status.Status)(nil),         // 5: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
 }
 var file_statewright_v1_workflow_proto_depIdxs = []int32{
 	0, // 0: statewright.v1.Workflow.status:type_name -> statewright.v1.WorkflowStatus
-	3, // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
-	4, // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
-	5, // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
-	5, // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
-	5, // [5:5] is the sub-list for method output_type
-	5, // [5:5] is the sub-list for method input_type
-	5, // [5:5] is the sub-list for extension type_name
-	5, // [5:5] is the sub-list for extension extendee
-	0, // [0:5] is the sub-list for field type_name
+	4, // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
+	5, // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
+	6, // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
+	6, // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
+	2, // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
+	6, // 6: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
+	7, // [7:7] is the sub-list for method output_type
+	7, // [7:7] is the sub-list for method input_type
+	7, // [7:7] is the sub-list for extension type_name
+	7, // [7:7] is the sub-list for extension extendee
+	0, // [0:7] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_proto_init() }
@@ -393,7 +487,7 @@ func file_statewright_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_proto_rawDesc), len(file_statewright_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -361,6 +361,7 @@ class WorkflowDiagnostics(_message.Message):
     REVISION_FIELD_NUMBER: _builtins.int
     RECENT_TRANSITIONS_FIELD_NUMBER: _builtins.int
     RECOVERY_FIELD_NUMBER: _builtins.int
+    TIMERS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The instance's resource name, `workflows/{workflow_id}`."""
     admission_state: Global___AdmissionState.ValueType
@@ -377,6 +378,10 @@ class WorkflowDiagnostics(_message.Message):
     def recovery(self) -> Global___RecoveryInfo:
         """Output only. Recovery details; set only when admission_state is RECOVERY_REQUIRED."""
 
+    @_builtins.property
+    def timers(self) -> _containers.RepeatedCompositeFieldContainer[_workflow_pb2.Timer]:
+        """Output only. The instance's armed timers, in due order."""
+
     def __init__(
         self,
         *,
@@ -386,11 +391,64 @@ class WorkflowDiagnostics(_message.Message):
         revision: _builtins.int = ...,
         recent_transitions: _abc.Iterable[_workflow_pb2.Transition] | None = ...,
         recovery: Global___RecoveryInfo | None = ...,
+        timers: _abc.Iterable[_workflow_pb2.Timer] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["recovery", b"recovery"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission_state", b"admission_state", "cached", b"cached", "name", b"name", "recent_transitions", b"recent_transitions", "recovery", b"recovery", "revision", b"revision"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admission_state", b"admission_state", "cached", b"cached", "name", b"name", "recent_transitions", b"recent_transitions", "recovery", b"recovery", "revision", b"revision", "timers", b"timers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WorkflowDiagnostics: _TypeAlias = WorkflowDiagnostics  # noqa: Y015
+
+@_typing.final
+class TimerDiagnostics(_message.Message):
+    """Durable timers, as this server sees them."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ARMED_FIELD_NUMBER: _builtins.int
+    OVERDUE_FIELD_NUMBER: _builtins.int
+    COUNTED_TIME_FIELD_NUMBER: _builtins.int
+    FIRED_FIELD_NUMBER: _builtins.int
+    CONSUMED_FIELD_NUMBER: _builtins.int
+    FIRE_LAG_P50_FIELD_NUMBER: _builtins.int
+    FIRE_LAG_P99_FIELD_NUMBER: _builtins.int
+    armed: _builtins.int
+    """Output only. Timers armed in the database (every replica's), as of `counted_time`."""
+    overdue: _builtins.int
+    """Output only. Of those, the timers whose due time had passed."""
+    fired: _builtins.int
+    """Output only. Timers this server has fired (their transition taken)."""
+    consumed: _builtins.int
+    """Output only. Timers this server consumed without firing (their guard was false)."""
+    @_builtins.property
+    def counted_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the counts were taken (they are refreshed every few seconds)."""
+
+    @_builtins.property
+    def fire_lag_p50(self) -> _duration_pb2.Duration:
+        """Output only. How late this server fired its recent timers, past their due time."""
+
+    @_builtins.property
+    def fire_lag_p99(self) -> _duration_pb2.Duration:
+        """Output only. The 99th percentile of the same."""
+
+    def __init__(
+        self,
+        *,
+        armed: _builtins.int = ...,
+        overdue: _builtins.int = ...,
+        counted_time: _timestamp_pb2.Timestamp | None = ...,
+        fired: _builtins.int = ...,
+        consumed: _builtins.int = ...,
+        fire_lag_p50: _duration_pb2.Duration | None = ...,
+        fire_lag_p99: _duration_pb2.Duration | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["counted_time", b"counted_time", "fire_lag_p50", b"fire_lag_p50", "fire_lag_p99", b"fire_lag_p99"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["armed", b"armed", "consumed", b"consumed", "counted_time", b"counted_time", "fire_lag_p50", b"fire_lag_p50", "fire_lag_p99", b"fire_lag_p99", "fired", b"fired", "overdue", b"overdue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TimerDiagnostics: _TypeAlias = TimerDiagnostics  # noqa: Y015

@@ -31,7 +31,7 @@ class _WorkflowStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Workfl
     WORKFLOW_STATUS_UNSPECIFIED: _WorkflowStatus.ValueType  # 0
     """Never used by the server; as a filter it means "any status"."""
     WORKFLOW_STATUS_RUNNING: _WorkflowStatus.ValueType  # 1
-    """The instance is live in a state that has only event transitions and awaits SignalWorkflow."""
+    """The instance is live in a state that awaits SignalWorkflow or one of its timers."""
     WORKFLOW_STATUS_WAITING: _WorkflowStatus.ValueType  # 2
     """The instance is halted in a wait state and awaits ResumeWorkflow."""
     WORKFLOW_STATUS_COMPLETED: _WorkflowStatus.ValueType  # 3
@@ -47,7 +47,7 @@ class WorkflowStatus(_WorkflowStatus, metaclass=_WorkflowStatusEnumTypeWrapper):
 WORKFLOW_STATUS_UNSPECIFIED: WorkflowStatus.ValueType  # 0
 """Never used by the server; as a filter it means "any status"."""
 WORKFLOW_STATUS_RUNNING: WorkflowStatus.ValueType  # 1
-"""The instance is live in a state that has only event transitions and awaits SignalWorkflow."""
+"""The instance is live in a state that awaits SignalWorkflow or one of its timers."""
 WORKFLOW_STATUS_WAITING: WorkflowStatus.ValueType  # 2
 """The instance is halted in a wait state and awaits ResumeWorkflow."""
 WORKFLOW_STATUS_COMPLETED: WorkflowStatus.ValueType  # 3
@@ -77,6 +77,7 @@ class Workflow(_message.Message):
     ERROR_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    TIMERS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -113,6 +114,10 @@ class Workflow(_message.Message):
     def update_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. When the instance's latest revision was saved."""
 
+    @_builtins.property
+    def timers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Timer]:
+        """Output only. The timers armed in the instance's current state, in due order."""
+
     def __init__(
         self,
         *,
@@ -129,14 +134,55 @@ class Workflow(_message.Message):
         error: _status_pb2.Status | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
+        timers: _abc.Iterable[Global___Timer] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "name", b"name", "revision", b"revision", "state", b"state", "status", b"status", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "name", b"name", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Workflow: _TypeAlias = Workflow  # noqa: Y015
+
+@_typing.final
+class Timer(_message.Message):
+    """A timer transition armed by the step that entered the instance's state. It fires at
+    `due_time` (never earlier) unless the instance leaves the state first.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TIMER_ID_FIELD_NUMBER: _builtins.int
+    TARGET_STATE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    DUE_TIME_FIELD_NUMBER: _builtins.int
+    timer_id: _builtins.str
+    """Output only. Identifies the timer within its instance: the revision of the step that
+    armed it and the transition's index, `{revision}.{transition}`.
+    """
+    target_state: _builtins.str
+    """Output only. The state the timer's transition enters."""
+    after: _builtins.str
+    """Output only. The delay as the definition writes it: `48h`, or the `after_expr`."""
+    @_builtins.property
+    def due_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the timer comes due."""
+
+    def __init__(
+        self,
+        *,
+        timer_id: _builtins.str = ...,
+        target_state: _builtins.str = ...,
+        after: _builtins.str = ...,
+        due_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["due_time", b"due_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "due_time", b"due_time", "target_state", b"target_state", "timer_id", b"timer_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Timer: _TypeAlias = Timer  # noqa: Y015
 
 @_typing.final
 class Transition(_message.Message):
@@ -152,7 +198,9 @@ class Transition(_message.Message):
     to_state: _builtins.str
     """Output only. The state the transition entered (`__finish__` for completion)."""
     event: _builtins.str
-    """Output only. The event that fired it; empty for an automatic transition."""
+    """Output only. The event that fired it: `after` for a timer; empty for an automatic
+    transition.
+    """
     def __init__(
         self,
         *,

@@ -594,6 +594,7 @@ class GetDiagnosticsResponse(_message.Message):
     DEFINITIONS_FIELD_NUMBER: _builtins.int
     BUILD_FIELD_NUMBER: _builtins.int
     UPTIME_FIELD_NUMBER: _builtins.int
+    TIMERS_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event_loop(self) -> _diagnostics_pb2.EventLoopDiagnostics:
         """Output only. The EventLoop thread's measurements."""
@@ -622,6 +623,10 @@ class GetDiagnosticsResponse(_message.Message):
     def uptime(self) -> _duration_pb2.Duration:
         """Output only. How long the server has been running."""
 
+    @_builtins.property
+    def timers(self) -> _diagnostics_pb2.TimerDiagnostics:
+        """Output only. Durable timers: armed, overdue, and this server's fire lag."""
+
     def __init__(
         self,
         *,
@@ -632,10 +637,11 @@ class GetDiagnosticsResponse(_message.Message):
         definitions: _abc.Iterable[_builtins.str] | None = ...,
         build: _diagnostics_pb2.BuildInfo | None = ...,
         uptime: _duration_pb2.Duration | None = ...,
+        timers: _diagnostics_pb2.TimerDiagnostics | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "event_loop", b"event_loop", "persistence", b"persistence", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "event_loop", b"event_loop", "persistence", b"persistence", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "definitions", b"definitions", "event_loop", b"event_loop", "persistence", b"persistence", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "definitions", b"definitions", "event_loop", b"event_loop", "persistence", b"persistence", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

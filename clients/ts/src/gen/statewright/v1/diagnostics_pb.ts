@@ -8,7 +8,7 @@ import type { Duration, Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Status } from "../../google/rpc/status_pb.js";
 import { file_google_rpc_status } from "../../google/rpc/status_pb.js";
-import type { Transition } from "./workflow_pb.js";
+import type { Timer, Transition } from "./workflow_pb.js";
 import { file_statewright_v1_workflow } from "./workflow_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/diagnostics.proto.
  */
 export const file_statewright_v1_diagnostics: GenFile = /*@__PURE__*/
-  fileDesc("CiBzdGF0ZXdyaWdodC92MS9kaWFnbm9zdGljcy5wcm90bxIOc3RhdGV3cmlnaHQudjEi7QIKFEV2ZW50TG9vcERpYWdub3N0aWNzEi0KBXBoYXNlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuRXZlbnRMb29wUGhhc2USEwoLcXVldWVfZGVwdGgYAiABKAMSFwoPbWF4X3F1ZXVlX2RlcHRoGAMgASgDEisKCGxhZ19sYXN0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KC2xhZ19hdmVyYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEioKB2xhZ19tYXgYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoOZGlzcGF0Y2hfY291bnQYByABKAMSGwoTc2xvd19kaXNwYXRjaF9jb3VudBgIIAEoAxI6ChdzbG93X2Rpc3BhdGNoX3RocmVzaG9sZBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKEAQoUQWRtaXNzaW9uRGlhZ25vc3RpY3MSEQoJYWRtaXR0aW5nGAEgASgDEhEKCWV4ZWN1dGluZxgCIAEoAxISCgpwZXJzaXN0aW5nGAMgASgDEhkKEXJlY292ZXJ5X3JlcXVpcmVkGAQgASgDEhcKD2NhY2hlZF9zZXNzaW9ucxgFIAEoAyKmAgoWUGVyc2lzdGVuY2VEaWFnbm9zdGljcxIPCgdiYWNrZW5kGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgDEhYKDnF1ZXVlX2NhcGFjaXR5GAMgASgDEg8KB2JhdGNoZXMYBCABKAMSFwoPbWVhbl9iYXRjaF9zaXplGAUgASgBEjMKEHNhdmVfbGF0ZW5jeV9wNTAYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQc2F2ZV9sYXRlbmN5X3A5ORgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCgljb25mbGljdHMYCCABKAMSGAoQdW5rbm93bl9vdXRjb21lcxgJIAEoAxINCgVzYXZlcxgKIAEoAyJAChJXYXRjaGVyRGlhZ25vc3RpY3MSFwoPYWN0aXZlX3dhdGNoZXJzGAEgASgDEhEKCWNhdGNoX3VwcxgCIAEoAyJKCglCdWlsZEluZm8SDwoHdmVyc2lvbhgBIAEoCRIWCg5weXRob25fdmVyc2lvbhgCIAEoCRIUCgxncnBjX3ZlcnNpb24YAyABKAkirwEKDFJlY292ZXJ5SW5mbxIQCghhdHRlbXB0cxgBIAEoAxI1ChFuZXh0X2F0dGVtcHRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoKbGFzdF9lcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCnNpbmNlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIuYBChNXb3JrZmxvd0RpYWdub3N0aWNzEgwKBG5hbWUYASABKAkSNwoPYWRtaXNzaW9uX3N0YXRlGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uU3RhdGUSDgoGY2FjaGVkGAMgASgIEhAKCHJldmlzaW9uGAQgASgDEjYKEnJlY2VudF90cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SLgoIcmVjb3ZlcnkYBiABKAsyHC5zdGF0ZXdyaWdodC52MS5SZWNvdmVyeUluZm8qrwEKDkV2ZW50TG9vcFBoYXNlEiAKHEVWRU5UX0xPT1BfUEhBU0VfVU5TUEVDSUZJRUQQABIcChhFVkVOVF9MT09QX1BIQVNFX1JVTk5JTkcQARIdChlFVkVOVF9MT09QX1BIQVNFX0RSQUlOSU5HEAISHQoZRVZFTlRfTE9PUF9QSEFTRV9TVE9QUElORxADEh8KG0VWRU5UX0xPT1BfUEhBU0VfVEVSTUlOQVRFRBAEKtABCg5BZG1pc3Npb25TdGF0ZRIfChtBRE1JU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIYChRBRE1JU1NJT05fU1RBVEVfSURMRRABEh0KGUFETUlTU0lPTl9TVEFURV9BRE1JVFRJTkcQAhIdChlBRE1JU1NJT05fU1RBVEVfRVhFQ1VUSU5HEAMSHgoaQURNSVNTSU9OX1NUQVRFX1BFUlNJU1RJTkcQBBIlCiFBRE1JU1NJT05fU1RBVEVfUkVDT1ZFUllfUkVRVUlSRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_workflow]);
+  fileDesc("CiBzdGF0ZXdyaWdodC92MS9kaWFnbm9zdGljcy5wcm90bxIOc3RhdGV3cmlnaHQudjEi7QIKFEV2ZW50TG9vcERpYWdub3N0aWNzEi0KBXBoYXNlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuRXZlbnRMb29wUGhhc2USEwoLcXVldWVfZGVwdGgYAiABKAMSFwoPbWF4X3F1ZXVlX2RlcHRoGAMgASgDEisKCGxhZ19sYXN0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KC2xhZ19hdmVyYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEioKB2xhZ19tYXgYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoOZGlzcGF0Y2hfY291bnQYByABKAMSGwoTc2xvd19kaXNwYXRjaF9jb3VudBgIIAEoAxI6ChdzbG93X2Rpc3BhdGNoX3RocmVzaG9sZBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKEAQoUQWRtaXNzaW9uRGlhZ25vc3RpY3MSEQoJYWRtaXR0aW5nGAEgASgDEhEKCWV4ZWN1dGluZxgCIAEoAxISCgpwZXJzaXN0aW5nGAMgASgDEhkKEXJlY292ZXJ5X3JlcXVpcmVkGAQgASgDEhcKD2NhY2hlZF9zZXNzaW9ucxgFIAEoAyKmAgoWUGVyc2lzdGVuY2VEaWFnbm9zdGljcxIPCgdiYWNrZW5kGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgDEhYKDnF1ZXVlX2NhcGFjaXR5GAMgASgDEg8KB2JhdGNoZXMYBCABKAMSFwoPbWVhbl9iYXRjaF9zaXplGAUgASgBEjMKEHNhdmVfbGF0ZW5jeV9wNTAYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQc2F2ZV9sYXRlbmN5X3A5ORgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCgljb25mbGljdHMYCCABKAMSGAoQdW5rbm93bl9vdXRjb21lcxgJIAEoAxINCgVzYXZlcxgKIAEoAyJAChJXYXRjaGVyRGlhZ25vc3RpY3MSFwoPYWN0aXZlX3dhdGNoZXJzGAEgASgDEhEKCWNhdGNoX3VwcxgCIAEoAyJKCglCdWlsZEluZm8SDwoHdmVyc2lvbhgBIAEoCRIWCg5weXRob25fdmVyc2lvbhgCIAEoCRIUCgxncnBjX3ZlcnNpb24YAyABKAkirwEKDFJlY292ZXJ5SW5mbxIQCghhdHRlbXB0cxgBIAEoAxI1ChFuZXh0X2F0dGVtcHRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoKbGFzdF9lcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCnNpbmNlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIo0CChNXb3JrZmxvd0RpYWdub3N0aWNzEgwKBG5hbWUYASABKAkSNwoPYWRtaXNzaW9uX3N0YXRlGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uU3RhdGUSDgoGY2FjaGVkGAMgASgIEhAKCHJldmlzaW9uGAQgASgDEjYKEnJlY2VudF90cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SLgoIcmVjb3ZlcnkYBiABKAsyHC5zdGF0ZXdyaWdodC52MS5SZWNvdmVyeUluZm8SJQoGdGltZXJzGAcgAygLMhUuc3RhdGV3cmlnaHQudjEuVGltZXIi5wEKEFRpbWVyRGlhZ25vc3RpY3MSDQoFYXJtZWQYASABKAMSDwoHb3ZlcmR1ZRgCIAEoAxIwCgxjb3VudGVkX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWZpcmVkGAQgASgDEhAKCGNvbnN1bWVkGAUgASgDEi8KDGZpcmVfbGFnX3A1MBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxmaXJlX2xhZ19wOTkYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24qrwEKDkV2ZW50TG9vcFBoYXNlEiAKHEVWRU5UX0xPT1BfUEhBU0VfVU5TUEVDSUZJRUQQABIcChhFVkVOVF9MT09QX1BIQVNFX1JVTk5JTkcQARIdChlFVkVOVF9MT09QX1BIQVNFX0RSQUlOSU5HEAISHQoZRVZFTlRfTE9PUF9QSEFTRV9TVE9QUElORxADEh8KG0VWRU5UX0xPT1BfUEhBU0VfVEVSTUlOQVRFRBAEKtABCg5BZG1pc3Npb25TdGF0ZRIfChtBRE1JU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIYChRBRE1JU1NJT05fU1RBVEVfSURMRRABEh0KGUFETUlTU0lPTl9TVEFURV9BRE1JVFRJTkcQAhIdChlBRE1JU1NJT05fU1RBVEVfRVhFQ1VUSU5HEAMSHgoaQURNSVNTSU9OX1NUQVRFX1BFUlNJU1RJTkcQBBIlCiFBRE1JU1NJT05fU1RBVEVfUkVDT1ZFUllfUkVRVUlSRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_workflow]);
 
 /**
  * Measurements of the EventLoop thread.
@@ -380,6 +380,13 @@ export type WorkflowDiagnostics = Message<"statewright.v1.WorkflowDiagnostics"> 
    * @generated from field: statewright.v1.RecoveryInfo recovery = 6;
    */
   recovery?: RecoveryInfo | undefined;
+
+  /**
+   * Output only. The instance's armed timers, in due order.
+   *
+   * @generated from field: repeated statewright.v1.Timer timers = 7;
+   */
+  timers: Timer[];
 };
 
 /**
@@ -388,6 +395,69 @@ export type WorkflowDiagnostics = Message<"statewright.v1.WorkflowDiagnostics"> 
  */
 export const WorkflowDiagnosticsSchema: GenMessage<WorkflowDiagnostics> = /*@__PURE__*/
   messageDesc(file_statewright_v1_diagnostics, 6);
+
+/**
+ * Durable timers, as this server sees them.
+ *
+ * @generated from message statewright.v1.TimerDiagnostics
+ */
+export type TimerDiagnostics = Message<"statewright.v1.TimerDiagnostics"> & {
+  /**
+   * Output only. Timers armed in the database (every replica's), as of `counted_time`.
+   *
+   * @generated from field: int64 armed = 1;
+   */
+  armed: bigint;
+
+  /**
+   * Output only. Of those, the timers whose due time had passed.
+   *
+   * @generated from field: int64 overdue = 2;
+   */
+  overdue: bigint;
+
+  /**
+   * Output only. When the counts were taken (they are refreshed every few seconds).
+   *
+   * @generated from field: google.protobuf.Timestamp counted_time = 3;
+   */
+  countedTime?: Timestamp | undefined;
+
+  /**
+   * Output only. Timers this server has fired (their transition taken).
+   *
+   * @generated from field: int64 fired = 4;
+   */
+  fired: bigint;
+
+  /**
+   * Output only. Timers this server consumed without firing (their guard was false).
+   *
+   * @generated from field: int64 consumed = 5;
+   */
+  consumed: bigint;
+
+  /**
+   * Output only. How late this server fired its recent timers, past their due time.
+   *
+   * @generated from field: google.protobuf.Duration fire_lag_p50 = 6;
+   */
+  fireLagP50?: Duration | undefined;
+
+  /**
+   * Output only. The 99th percentile of the same.
+   *
+   * @generated from field: google.protobuf.Duration fire_lag_p99 = 7;
+   */
+  fireLagP99?: Duration | undefined;
+};
+
+/**
+ * Describes the message statewright.v1.TimerDiagnostics.
+ * Use `create(TimerDiagnosticsSchema)` to create a new message.
+ */
+export const TimerDiagnosticsSchema: GenMessage<TimerDiagnostics> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_diagnostics, 7);
 
 /**
  * The lifecycle phase of the EventLoop thread.

@@ -14,7 +14,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow.proto.
  */
 export const file_statewright_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEi+QIKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJBCgpUcmFuc2l0aW9uEhIKCmZyb21fc3RhdGUYASABKAkSEAoIdG9fc3RhdGUYAiABKAkSDQoFZXZlbnQYAyABKAkqxQEKDldvcmtmbG93U3RhdHVzEh8KG1dPUktGTE9XX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1dPUktGTE9XX1NUQVRVU19SVU5OSU5HEAESGwoXV09SS0ZMT1dfU1RBVFVTX1dBSVRJTkcQAhIdChlXT1JLRkxPV19TVEFUVVNfQ09NUExFVEVEEAMSGgoWV09SS0ZMT1dfU1RBVFVTX0ZBSUxFRBAEEh0KGVdPUktGTE9XX1NUQVRVU19DQU5DRUxMRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status]);
+  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEioAMKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lciJsCgVUaW1lchIQCgh0aW1lcl9pZBgBIAEoCRIUCgx0YXJnZXRfc3RhdGUYAiABKAkSDQoFYWZ0ZXIYAyABKAkSLAoIZHVlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIkEKClRyYW5zaXRpb24SEgoKZnJvbV9zdGF0ZRgBIAEoCRIQCgh0b19zdGF0ZRgCIAEoCRINCgVldmVudBgDIAEoCSrFAQoOV29ya2Zsb3dTdGF0dXMSHwobV09SS0ZMT1dfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXV09SS0ZMT1dfU1RBVFVTX1JVTk5JTkcQARIbChdXT1JLRkxPV19TVEFUVVNfV0FJVElORxACEh0KGVdPUktGTE9XX1NUQVRVU19DT01QTEVURUQQAxIaChZXT1JLRkxPV19TVEFUVVNfRkFJTEVEEAQSHQoZV09SS0ZMT1dfU1RBVFVTX0NBTkNFTExFRBAFQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status]);
 
 /**
  * One durable workflow instance, as of one revision.
@@ -112,6 +112,13 @@ export type Workflow = Message<"statewright.v1.Workflow"> & {
    * @generated from field: google.protobuf.Timestamp update_time = 13;
    */
   updateTime?: Timestamp | undefined;
+
+  /**
+   * Output only. The timers armed in the instance's current state, in due order.
+   *
+   * @generated from field: repeated statewright.v1.Timer timers = 14;
+   */
+  timers: Timer[];
 };
 
 /**
@@ -120,6 +127,50 @@ export type Workflow = Message<"statewright.v1.Workflow"> & {
  */
 export const WorkflowSchema: GenMessage<Workflow> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow, 0);
+
+/**
+ * A timer transition armed by the step that entered the instance's state. It fires at
+ * `due_time` (never earlier) unless the instance leaves the state first.
+ *
+ * @generated from message statewright.v1.Timer
+ */
+export type Timer = Message<"statewright.v1.Timer"> & {
+  /**
+   * Output only. Identifies the timer within its instance: the revision of the step that
+   * armed it and the transition's index, `{revision}.{transition}`.
+   *
+   * @generated from field: string timer_id = 1;
+   */
+  timerId: string;
+
+  /**
+   * Output only. The state the timer's transition enters.
+   *
+   * @generated from field: string target_state = 2;
+   */
+  targetState: string;
+
+  /**
+   * Output only. The delay as the definition writes it: `48h`, or the `after_expr`.
+   *
+   * @generated from field: string after = 3;
+   */
+  after: string;
+
+  /**
+   * Output only. When the timer comes due.
+   *
+   * @generated from field: google.protobuf.Timestamp due_time = 4;
+   */
+  dueTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message statewright.v1.Timer.
+ * Use `create(TimerSchema)` to create a new message.
+ */
+export const TimerSchema: GenMessage<Timer> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow, 1);
 
 /**
  * One transition fired during a step.
@@ -142,7 +193,8 @@ export type Transition = Message<"statewright.v1.Transition"> & {
   toState: string;
 
   /**
-   * Output only. The event that fired it; empty for an automatic transition.
+   * Output only. The event that fired it: `after` for a timer; empty for an automatic
+   * transition.
    *
    * @generated from field: string event = 3;
    */
@@ -154,7 +206,7 @@ export type Transition = Message<"statewright.v1.Transition"> & {
  * Use `create(TransitionSchema)` to create a new message.
  */
 export const TransitionSchema: GenMessage<Transition> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 1);
+  messageDesc(file_statewright_v1_workflow, 2);
 
 /**
  * The lifecycle status of a workflow instance.
@@ -170,7 +222,7 @@ export enum WorkflowStatus {
   UNSPECIFIED = 0,
 
   /**
-   * The instance is live in a state that has only event transitions and awaits SignalWorkflow.
+   * The instance is live in a state that awaits SignalWorkflow or one of its timers.
    *
    * @generated from enum value: WORKFLOW_STATUS_RUNNING = 1;
    */

@@ -61,6 +61,11 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_WorkflowDiagnostics_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_TimerDiagnostics_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_TimerDiagnostics_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -112,7 +117,7 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "\001(\0132\032.google.protobuf.TimestampR\017nextAtt" +
       "emptTime\0221\n\nlast_error\030\003 \001(\0132\022.google.rp" +
       "c.StatusR\tlastError\0229\n\nsince_time\030\004 \001(\0132" +
-      "\032.google.protobuf.TimestampR\tsinceTime\"\253" +
+      "\032.google.protobuf.TimestampR\tsinceTime\"\332" +
       "\002\n\023WorkflowDiagnostics\022\022\n\004name\030\001 \001(\tR\004na" +
       "me\022G\n\017admission_state\030\002 \001(\0162\036.statewrigh" +
       "t.v1.AdmissionStateR\016admissionState\022\026\n\006c" +
@@ -120,20 +125,29 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "evision\022I\n\022recent_transitions\030\005 \003(\0132\032.st" +
       "atewright.v1.TransitionR\021recentTransitio" +
       "ns\0228\n\010recovery\030\006 \001(\0132\034.statewright.v1.Re" +
-      "coveryInfoR\010recovery*\257\001\n\016EventLoopPhase\022" +
-      " \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030EVE" +
-      "NT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LOOP_PH" +
-      "ASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_STOPP" +
-      "ING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATED\020\004*\320" +
-      "\001\n\016AdmissionState\022\037\n\033ADMISSION_STATE_UNS" +
-      "PECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022\035\n\031" +
-      "ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMISSION" +
-      "_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STATE_PE" +
-      "RSISTING\020\004\022%\n!ADMISSION_STATE_RECOVERY_R" +
-      "EQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJgithu" +
-      "b.com/statewright/statewright/clients/go" +
-      "/statewright/v1;statewrightv1\252\002\016Statewri" +
-      "ght.V1b\006proto3"
+      "coveryInfoR\010recovery\022-\n\006timers\030\007 \003(\0132\025.s" +
+      "tatewright.v1.TimerR\006timers\"\255\002\n\020TimerDia" +
+      "gnostics\022\024\n\005armed\030\001 \001(\003R\005armed\022\030\n\007overdu" +
+      "e\030\002 \001(\003R\007overdue\022=\n\014counted_time\030\003 \001(\0132\032" +
+      ".google.protobuf.TimestampR\013countedTime\022" +
+      "\024\n\005fired\030\004 \001(\003R\005fired\022\032\n\010consumed\030\005 \001(\003R" +
+      "\010consumed\022;\n\014fire_lag_p50\030\006 \001(\0132\031.google" +
+      ".protobuf.DurationR\nfireLagP50\022;\n\014fire_l" +
+      "ag_p99\030\007 \001(\0132\031.google.protobuf.DurationR" +
+      "\nfireLagP99*\257\001\n\016EventLoopPhase\022 \n\034EVENT_" +
+      "LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030EVENT_LOOP_P" +
+      "HASE_RUNNING\020\001\022\035\n\031EVENT_LOOP_PHASE_DRAIN" +
+      "ING\020\002\022\035\n\031EVENT_LOOP_PHASE_STOPPING\020\003\022\037\n\033" +
+      "EVENT_LOOP_PHASE_TERMINATED\020\004*\320\001\n\016Admiss" +
+      "ionState\022\037\n\033ADMISSION_STATE_UNSPECIFIED\020" +
+      "\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022\035\n\031ADMISSION" +
+      "_STATE_ADMITTING\020\002\022\035\n\031ADMISSION_STATE_EX" +
+      "ECUTING\020\003\022\036\n\032ADMISSION_STATE_PERSISTING\020" +
+      "\004\022%\n!ADMISSION_STATE_RECOVERY_REQUIRED\020\005" +
+      "Bs\n\022dev.statewright.v1P\001ZJgithub.com/sta" +
+      "tewright/statewright/clients/go/statewri" +
+      "ght/v1;statewrightv1\252\002\016Statewright.V1b\006p" +
+      "roto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -184,7 +198,13 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
     internal_static_statewright_v1_WorkflowDiagnostics_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WorkflowDiagnostics_descriptor,
-        new java.lang.String[] { "Name", "AdmissionState", "Cached", "Revision", "RecentTransitions", "Recovery", });
+        new java.lang.String[] { "Name", "AdmissionState", "Cached", "Revision", "RecentTransitions", "Recovery", "Timers", });
+    internal_static_statewright_v1_TimerDiagnostics_descriptor =
+      getDescriptor().getMessageType(7);
+    internal_static_statewright_v1_TimerDiagnostics_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_TimerDiagnostics_descriptor,
+        new java.lang.String[] { "Armed", "Overdue", "CountedTime", "Fired", "Consumed", "FireLagP50", "FireLagP99", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

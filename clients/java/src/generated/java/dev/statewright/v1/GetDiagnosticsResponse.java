@@ -336,6 +336,44 @@ private static final long serialVersionUID = 0L;
     return uptime_ == null ? com.google.protobuf.Duration.getDefaultInstance() : uptime_;
   }
 
+  public static final int TIMERS_FIELD_NUMBER = 8;
+  private dev.statewright.v1.TimerDiagnostics timers_;
+  /**
+   * <pre>
+   * Output only. Durable timers: armed, overdue, and this server's fire lag.
+   * </pre>
+   *
+   * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+   * @return Whether the timers field is set.
+   */
+  @java.lang.Override
+  public boolean hasTimers() {
+    return ((bitField0_ & 0x00000040) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. Durable timers: armed, overdue, and this server's fire lag.
+   * </pre>
+   *
+   * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+   * @return The timers.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.TimerDiagnostics getTimers() {
+    return timers_ == null ? dev.statewright.v1.TimerDiagnostics.getDefaultInstance() : timers_;
+  }
+  /**
+   * <pre>
+   * Output only. Durable timers: armed, overdue, and this server's fire lag.
+   * </pre>
+   *
+   * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.TimerDiagnosticsOrBuilder getTimersOrBuilder() {
+    return timers_ == null ? dev.statewright.v1.TimerDiagnostics.getDefaultInstance() : timers_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -370,6 +408,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000020) != 0)) {
       output.writeMessage(7, getUptime());
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      output.writeMessage(8, getTimers());
     }
     getUnknownFields().writeTo(output);
   }
@@ -406,6 +447,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000020) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getUptime());
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(8, getTimers());
     }
     return size;
   }
@@ -463,6 +508,11 @@ private static final long serialVersionUID = 0L;
       if (!getUptime()
           .equals(other.getUptime())) return false;
     }
+    if (hasTimers() != other.hasTimers()) return false;
+    if (hasTimers()) {
+      if (!getTimers()
+          .equals(other.getTimers())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -501,6 +551,10 @@ private static final long serialVersionUID = 0L;
     if (hasUptime()) {
       hash = (37 * hash) + UPTIME_FIELD_NUMBER;
       hash = (53 * hash) + getUptime().hashCode();
+    }
+    if (hasTimers()) {
+      hash = (37 * hash) + TIMERS_FIELD_NUMBER;
+      hash = (53 * hash) + getTimers().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -642,6 +696,7 @@ private static final long serialVersionUID = 0L;
         internalGetWatchersFieldBuilder();
         internalGetBuildFieldBuilder();
         internalGetUptimeFieldBuilder();
+        internalGetTimersFieldBuilder();
       }
     }
     @java.lang.Override
@@ -679,6 +734,11 @@ private static final long serialVersionUID = 0L;
       if (uptimeBuilder_ != null) {
         uptimeBuilder_.dispose();
         uptimeBuilder_ = null;
+      }
+      timers_ = null;
+      if (timersBuilder_ != null) {
+        timersBuilder_.dispose();
+        timersBuilder_ = null;
       }
       return this;
     }
@@ -754,6 +814,12 @@ private static final long serialVersionUID = 0L;
             : uptimeBuilder_.build();
         to_bitField0_ |= 0x00000020;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.timers_ = timersBuilder_ == null
+            ? timers_
+            : timersBuilder_.build();
+        to_bitField0_ |= 0x00000040;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -796,6 +862,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasUptime()) {
         mergeUptime(other.getUptime());
+      }
+      if (other.hasTimers()) {
+        mergeTimers(other.getTimers());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -868,6 +937,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 66: {
+              input.readMessage(
+                  internalGetTimersFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 66
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1960,6 +2036,161 @@ private static final long serialVersionUID = 0L;
         uptime_ = null;
       }
       return uptimeBuilder_;
+    }
+
+    private dev.statewright.v1.TimerDiagnostics timers_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.TimerDiagnostics, dev.statewright.v1.TimerDiagnostics.Builder, dev.statewright.v1.TimerDiagnosticsOrBuilder> timersBuilder_;
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     * @return Whether the timers field is set.
+     */
+    public boolean hasTimers() {
+      return ((bitField0_ & 0x00000080) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     * @return The timers.
+     */
+    public dev.statewright.v1.TimerDiagnostics getTimers() {
+      if (timersBuilder_ == null) {
+        return timers_ == null ? dev.statewright.v1.TimerDiagnostics.getDefaultInstance() : timers_;
+      } else {
+        return timersBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    public Builder setTimers(dev.statewright.v1.TimerDiagnostics value) {
+      if (timersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        timers_ = value;
+      } else {
+        timersBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    public Builder setTimers(
+        dev.statewright.v1.TimerDiagnostics.Builder builderForValue) {
+      if (timersBuilder_ == null) {
+        timers_ = builderForValue.build();
+      } else {
+        timersBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    public Builder mergeTimers(dev.statewright.v1.TimerDiagnostics value) {
+      if (timersBuilder_ == null) {
+        if (((bitField0_ & 0x00000080) != 0) &&
+          timers_ != null &&
+          timers_ != dev.statewright.v1.TimerDiagnostics.getDefaultInstance()) {
+          getTimersBuilder().mergeFrom(value);
+        } else {
+          timers_ = value;
+        }
+      } else {
+        timersBuilder_.mergeFrom(value);
+      }
+      if (timers_ != null) {
+        bitField0_ |= 0x00000080;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    public Builder clearTimers() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      timers_ = null;
+      if (timersBuilder_ != null) {
+        timersBuilder_.dispose();
+        timersBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.TimerDiagnostics.Builder getTimersBuilder() {
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return internalGetTimersFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.TimerDiagnosticsOrBuilder getTimersOrBuilder() {
+      if (timersBuilder_ != null) {
+        return timersBuilder_.getMessageOrBuilder();
+      } else {
+        return timers_ == null ?
+            dev.statewright.v1.TimerDiagnostics.getDefaultInstance() : timers_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Durable timers: armed, overdue, and this server's fire lag.
+     * </pre>
+     *
+     * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.TimerDiagnostics, dev.statewright.v1.TimerDiagnostics.Builder, dev.statewright.v1.TimerDiagnosticsOrBuilder> 
+        internalGetTimersFieldBuilder() {
+      if (timersBuilder_ == null) {
+        timersBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.TimerDiagnostics, dev.statewright.v1.TimerDiagnostics.Builder, dev.statewright.v1.TimerDiagnosticsOrBuilder>(
+                getTimers(),
+                getParentForChildren(),
+                isClean());
+        timers_ = null;
+      }
+      return timersBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.GetDiagnosticsResponse)

@@ -212,4 +212,31 @@ public interface GetDiagnosticsResponseOrBuilder extends
    * <code>.google.protobuf.Duration uptime = 7 [json_name = "uptime"];</code>
    */
   com.google.protobuf.DurationOrBuilder getUptimeOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. Durable timers: armed, overdue, and this server's fire lag.
+   * </pre>
+   *
+   * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+   * @return Whether the timers field is set.
+   */
+  boolean hasTimers();
+  /**
+   * <pre>
+   * Output only. Durable timers: armed, overdue, and this server's fire lag.
+   * </pre>
+   *
+   * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+   * @return The timers.
+   */
+  dev.statewright.v1.TimerDiagnostics getTimers();
+  /**
+   * <pre>
+   * Output only. Durable timers: armed, overdue, and this server's fire lag.
+   * </pre>
+   *
+   * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
+   */
+  dev.statewright.v1.TimerDiagnosticsOrBuilder getTimersOrBuilder();
 }

@@ -154,7 +154,8 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object event_ = "";
   /**
    * <pre>
-   * Output only. The event that fired it; empty for an automatic transition.
+   * Output only. The event that fired it: `after` for a timer; empty for an automatic
+   * transition.
    * </pre>
    *
    * <code>string event = 3 [json_name = "event"];</code>
@@ -175,7 +176,8 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Output only. The event that fired it; empty for an automatic transition.
+   * Output only. The event that fired it: `after` for a timer; empty for an automatic
+   * transition.
    * </pre>
    *
    * <code>string event = 3 [json_name = "event"];</code>
@@ -731,7 +733,8 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object event_ = "";
     /**
      * <pre>
-     * Output only. The event that fired it; empty for an automatic transition.
+     * Output only. The event that fired it: `after` for a timer; empty for an automatic
+     * transition.
      * </pre>
      *
      * <code>string event = 3 [json_name = "event"];</code>
@@ -751,7 +754,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. The event that fired it; empty for an automatic transition.
+     * Output only. The event that fired it: `after` for a timer; empty for an automatic
+     * transition.
      * </pre>
      *
      * <code>string event = 3 [json_name = "event"];</code>
@@ -772,7 +776,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. The event that fired it; empty for an automatic transition.
+     * Output only. The event that fired it: `after` for a timer; empty for an automatic
+     * transition.
      * </pre>
      *
      * <code>string event = 3 [json_name = "event"];</code>
@@ -789,7 +794,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. The event that fired it; empty for an automatic transition.
+     * Output only. The event that fired it: `after` for a timer; empty for an automatic
+     * transition.
      * </pre>
      *
      * <code>string event = 3 [json_name = "event"];</code>
@@ -803,7 +809,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. The event that fired it; empty for an automatic transition.
+     * Output only. The event that fired it: `after` for a timer; empty for an automatic
+     * transition.
      * </pre>
      *
      * <code>string event = 3 [json_name = "event"];</code>

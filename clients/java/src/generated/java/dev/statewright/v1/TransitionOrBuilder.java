@@ -52,7 +52,8 @@ public interface TransitionOrBuilder extends
 
   /**
    * <pre>
-   * Output only. The event that fired it; empty for an automatic transition.
+   * Output only. The event that fired it: `after` for a timer; empty for an automatic
+   * transition.
    * </pre>
    *
    * <code>string event = 3 [json_name = "event"];</code>
@@ -61,7 +62,8 @@ public interface TransitionOrBuilder extends
   java.lang.String getEvent();
   /**
    * <pre>
-   * Output only. The event that fired it; empty for an automatic transition.
+   * Output only. The event that fired it: `after` for a timer; empty for an automatic
+   * transition.
    * </pre>
    *
    * <code>string event = 3 [json_name = "event"];</code>

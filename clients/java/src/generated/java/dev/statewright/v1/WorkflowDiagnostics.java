@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     name_ = "";
     admissionState_ = 0;
     recentTransitions_ = java.util.Collections.emptyList();
+    timers_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -258,6 +259,67 @@ private static final long serialVersionUID = 0L;
     return recovery_ == null ? dev.statewright.v1.RecoveryInfo.getDefaultInstance() : recovery_;
   }
 
+  public static final int TIMERS_FIELD_NUMBER = 7;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.statewright.v1.Timer> timers_;
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.statewright.v1.Timer> getTimersList() {
+    return timers_;
+  }
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.statewright.v1.TimerOrBuilder> 
+      getTimersOrBuilderList() {
+    return timers_;
+  }
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  @java.lang.Override
+  public int getTimersCount() {
+    return timers_.size();
+  }
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.Timer getTimers(int index) {
+    return timers_.get(index);
+  }
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.TimerOrBuilder getTimersOrBuilder(
+      int index) {
+    return timers_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -289,6 +351,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(6, getRecovery());
+    }
+    for (int i = 0; i < timers_.size(); i++) {
+      output.writeMessage(7, timers_.get(i));
     }
     getUnknownFields().writeTo(output);
   }
@@ -322,6 +387,15 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(6, getRecovery());
     }
+
+        {
+          final int count = timers_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(timers_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -360,6 +434,8 @@ private static final long serialVersionUID = 0L;
       if (!getRecovery()
           .equals(other.getRecovery())) return false;
     }
+    if (!getTimersList()
+        .equals(other.getTimersList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -388,6 +464,10 @@ private static final long serialVersionUID = 0L;
     if (hasRecovery()) {
       hash = (37 * hash) + RECOVERY_FIELD_NUMBER;
       hash = (53 * hash) + getRecovery().hashCode();
+    }
+    if (getTimersCount() > 0) {
+      hash = (37 * hash) + TIMERS_FIELD_NUMBER;
+      hash = (53 * hash) + getTimersList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -525,6 +605,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetRecentTransitionsFieldBuilder();
         internalGetRecoveryFieldBuilder();
+        internalGetTimersFieldBuilder();
       }
     }
     @java.lang.Override
@@ -547,6 +628,13 @@ private static final long serialVersionUID = 0L;
         recoveryBuilder_.dispose();
         recoveryBuilder_ = null;
       }
+      if (timersBuilder_ == null) {
+        timers_ = java.util.Collections.emptyList();
+      } else {
+        timers_ = null;
+        timersBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000040);
       return this;
     }
 
@@ -588,6 +676,15 @@ private static final long serialVersionUID = 0L;
         result.recentTransitions_ = recentTransitions_;
       } else {
         result.recentTransitions_ = recentTransitionsBuilder_.build();
+      }
+      if (timersBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0)) {
+          timers_ = java.util.Collections.unmodifiableList(timers_);
+          bitField0_ = (bitField0_ & ~0x00000040);
+        }
+        result.timers_ = timers_;
+      } else {
+        result.timers_ = timersBuilder_.build();
       }
     }
 
@@ -670,6 +767,32 @@ private static final long serialVersionUID = 0L;
       if (other.hasRecovery()) {
         mergeRecovery(other.getRecovery());
       }
+      if (timersBuilder_ == null) {
+        if (!other.timers_.isEmpty()) {
+          if (timers_.isEmpty()) {
+            timers_ = other.timers_;
+            bitField0_ = (bitField0_ & ~0x00000040);
+          } else {
+            ensureTimersIsMutable();
+            timers_.addAll(other.timers_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.timers_.isEmpty()) {
+          if (timersBuilder_.isEmpty()) {
+            timersBuilder_.dispose();
+            timersBuilder_ = null;
+            timers_ = other.timers_;
+            bitField0_ = (bitField0_ & ~0x00000040);
+            timersBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetTimersFieldBuilder() : null;
+          } else {
+            timersBuilder_.addAllMessages(other.timers_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -734,6 +857,19 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 58: {
+              dev.statewright.v1.Timer m =
+                  input.readMessage(
+                      dev.statewright.v1.Timer.parser(),
+                      extensionRegistry);
+              if (timersBuilder_ == null) {
+                ensureTimersIsMutable();
+                timers_.add(m);
+              } else {
+                timersBuilder_.addMessage(m);
+              }
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1462,6 +1598,312 @@ private static final long serialVersionUID = 0L;
         recovery_ = null;
       }
       return recoveryBuilder_;
+    }
+
+    private java.util.List<dev.statewright.v1.Timer> timers_ =
+      java.util.Collections.emptyList();
+    private void ensureTimersIsMutable() {
+      if (!((bitField0_ & 0x00000040) != 0)) {
+        timers_ = new java.util.ArrayList<dev.statewright.v1.Timer>(timers_);
+        bitField0_ |= 0x00000040;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.Timer, dev.statewright.v1.Timer.Builder, dev.statewright.v1.TimerOrBuilder> timersBuilder_;
+
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public java.util.List<dev.statewright.v1.Timer> getTimersList() {
+      if (timersBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(timers_);
+      } else {
+        return timersBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public int getTimersCount() {
+      if (timersBuilder_ == null) {
+        return timers_.size();
+      } else {
+        return timersBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.Timer getTimers(int index) {
+      if (timersBuilder_ == null) {
+        return timers_.get(index);
+      } else {
+        return timersBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder setTimers(
+        int index, dev.statewright.v1.Timer value) {
+      if (timersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureTimersIsMutable();
+        timers_.set(index, value);
+        onChanged();
+      } else {
+        timersBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder setTimers(
+        int index, dev.statewright.v1.Timer.Builder builderForValue) {
+      if (timersBuilder_ == null) {
+        ensureTimersIsMutable();
+        timers_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        timersBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder addTimers(dev.statewright.v1.Timer value) {
+      if (timersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureTimersIsMutable();
+        timers_.add(value);
+        onChanged();
+      } else {
+        timersBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder addTimers(
+        int index, dev.statewright.v1.Timer value) {
+      if (timersBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureTimersIsMutable();
+        timers_.add(index, value);
+        onChanged();
+      } else {
+        timersBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder addTimers(
+        dev.statewright.v1.Timer.Builder builderForValue) {
+      if (timersBuilder_ == null) {
+        ensureTimersIsMutable();
+        timers_.add(builderForValue.build());
+        onChanged();
+      } else {
+        timersBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder addTimers(
+        int index, dev.statewright.v1.Timer.Builder builderForValue) {
+      if (timersBuilder_ == null) {
+        ensureTimersIsMutable();
+        timers_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        timersBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder addAllTimers(
+        java.lang.Iterable<? extends dev.statewright.v1.Timer> values) {
+      if (timersBuilder_ == null) {
+        ensureTimersIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, timers_);
+        onChanged();
+      } else {
+        timersBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder clearTimers() {
+      if (timersBuilder_ == null) {
+        timers_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000040);
+        onChanged();
+      } else {
+        timersBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public Builder removeTimers(int index) {
+      if (timersBuilder_ == null) {
+        ensureTimersIsMutable();
+        timers_.remove(index);
+        onChanged();
+      } else {
+        timersBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.Timer.Builder getTimersBuilder(
+        int index) {
+      return internalGetTimersFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.TimerOrBuilder getTimersOrBuilder(
+        int index) {
+      if (timersBuilder_ == null) {
+        return timers_.get(index);  } else {
+        return timersBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public java.util.List<? extends dev.statewright.v1.TimerOrBuilder> 
+         getTimersOrBuilderList() {
+      if (timersBuilder_ != null) {
+        return timersBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(timers_);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.Timer.Builder addTimersBuilder() {
+      return internalGetTimersFieldBuilder().addBuilder(
+          dev.statewright.v1.Timer.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public dev.statewright.v1.Timer.Builder addTimersBuilder(
+        int index) {
+      return internalGetTimersFieldBuilder().addBuilder(
+          index, dev.statewright.v1.Timer.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. The instance's armed timers, in due order.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+     */
+    public java.util.List<dev.statewright.v1.Timer.Builder> 
+         getTimersBuilderList() {
+      return internalGetTimersFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.Timer, dev.statewright.v1.Timer.Builder, dev.statewright.v1.TimerOrBuilder> 
+        internalGetTimersFieldBuilder() {
+      if (timersBuilder_ == null) {
+        timersBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.statewright.v1.Timer, dev.statewright.v1.Timer.Builder, dev.statewright.v1.TimerOrBuilder>(
+                timers_,
+                ((bitField0_ & 0x00000040) != 0),
+                getParentForChildren(),
+                isClean());
+        timers_ = null;
+      }
+      return timersBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.WorkflowDiagnostics)

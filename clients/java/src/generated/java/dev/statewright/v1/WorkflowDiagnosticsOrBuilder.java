@@ -139,4 +139,48 @@ public interface WorkflowDiagnosticsOrBuilder extends
    * <code>.statewright.v1.RecoveryInfo recovery = 6 [json_name = "recovery"];</code>
    */
   dev.statewright.v1.RecoveryInfoOrBuilder getRecoveryOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  java.util.List<dev.statewright.v1.Timer> 
+      getTimersList();
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  dev.statewright.v1.Timer getTimers(int index);
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  int getTimersCount();
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  java.util.List<? extends dev.statewright.v1.TimerOrBuilder> 
+      getTimersOrBuilderList();
+  /**
+   * <pre>
+   * Output only. The instance's armed timers, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 7 [json_name = "timers"];</code>
+   */
+  dev.statewright.v1.TimerOrBuilder getTimersOrBuilder(
+      int index);
 }

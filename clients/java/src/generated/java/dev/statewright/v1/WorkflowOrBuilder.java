@@ -297,4 +297,48 @@ public interface WorkflowOrBuilder extends
    * <code>.google.protobuf.Timestamp update_time = 13 [json_name = "updateTime"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getUpdateTimeOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The timers armed in the instance's current state, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 14 [json_name = "timers"];</code>
+   */
+  java.util.List<dev.statewright.v1.Timer> 
+      getTimersList();
+  /**
+   * <pre>
+   * Output only. The timers armed in the instance's current state, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 14 [json_name = "timers"];</code>
+   */
+  dev.statewright.v1.Timer getTimers(int index);
+  /**
+   * <pre>
+   * Output only. The timers armed in the instance's current state, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 14 [json_name = "timers"];</code>
+   */
+  int getTimersCount();
+  /**
+   * <pre>
+   * Output only. The timers armed in the instance's current state, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 14 [json_name = "timers"];</code>
+   */
+  java.util.List<? extends dev.statewright.v1.TimerOrBuilder> 
+      getTimersOrBuilderList();
+  /**
+   * <pre>
+   * Output only. The timers armed in the instance's current state, in due order.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.Timer timers = 14 [json_name = "timers"];</code>
+   */
+  dev.statewright.v1.TimerOrBuilder getTimersOrBuilder(
+      int index);
 }

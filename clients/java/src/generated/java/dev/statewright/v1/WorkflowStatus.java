@@ -25,7 +25,7 @@ public enum WorkflowStatus
   WORKFLOW_STATUS_UNSPECIFIED(0),
   /**
    * <pre>
-   * The instance is live in a state that has only event transitions and awaits SignalWorkflow.
+   * The instance is live in a state that awaits SignalWorkflow or one of its timers.
    * </pre>
    *
    * <code>WORKFLOW_STATUS_RUNNING = 1;</code>
@@ -85,7 +85,7 @@ public enum WorkflowStatus
   public static final int WORKFLOW_STATUS_UNSPECIFIED_VALUE = 0;
   /**
    * <pre>
-   * The instance is live in a state that has only event transitions and awaits SignalWorkflow.
+   * The instance is live in a state that awaits SignalWorkflow or one of its timers.
    * </pre>
    *
    * <code>WORKFLOW_STATUS_RUNNING = 1;</code>

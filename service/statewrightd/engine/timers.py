@@ -1,0 +1,220 @@
+"""The timer scheduler: claims due timers from the store and fires each one as a step.
+
+Every replica runs one, on its EventLoop thread. It claims due timers in batches through
+the database (a claim is a lease: a replica that dies or stalls holding one loses it
+within ``LEASE``), and submits a ``TimerCommand`` per claimed timer to the runtime, which
+runs it like any step. Which replica claims a timer never decides whether it fires: the
+step's compare-and-swap does, and saves only while the timer is still armed, so a timer
+fires at most once whatever the races; and a timer stays in the table until a step fires,
+consumes or disarms it, so every armed timer fires eventually.
+
+It looks again as soon as it knows of an earlier due time (its own claim query's answer,
+or a timer this replica just armed), and at least every ``LOOK_EVERY`` seconds for the
+timers other replicas arm.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from statewrightd import errors
+from statewrightd.engine.answers import Outcome, Result
+from statewrightd.engine.clock import Clock
+from statewrightd.engine.commands import TimerCommand
+from statewrightd.engine.event_loop import EventLoop, TimerHandle
+from statewrightd.engine.observer import StepObserver, Unobserved
+from statewrightd.store.records import TimerRecord
+from statewrightd.store.repository import Repository
+
+_log = logging.getLogger(__name__)
+
+BATCH = 256
+LEASE = timedelta(seconds=5)
+LOOK_EVERY = 1.0
+COUNT_EVERY = 5.0
+_LAG_WINDOW = 4096
+
+Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
+Submit = Callable[[TimerCommand, Callable[[Result], None]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class TimerStats:
+    armed: int  # in the database, every replica's, as of counted_time
+    overdue: int
+    counted_time: datetime | None
+    fired: int  # by this replica
+    consumed: int
+    lag_p50: float  # seconds past the due time at which this replica fired, recently
+    lag_p99: float
+    in_flight: int
+
+
+class TimerScheduler:
+    """EventLoop thread only, except ``stats`` (a snapshot read from any thread)."""
+
+    def __init__(
+        self,
+        *,
+        loop: EventLoop,
+        repo: Repository,
+        offload: Offload,
+        clock: Clock,
+        submit: Submit,
+        observer: StepObserver | None = None,
+    ) -> None:
+        self._loop = loop
+        self._observer: StepObserver = observer or Unobserved()
+        self._repo = repo
+        self._offload = offload
+        self._clock = clock
+        self._submit = submit
+        self._wake: TimerHandle | None = None
+        self._wake_at: datetime | None = None
+        self._claiming = False
+        self._more_due = False  # the last claim was a full batch
+        self._in_flight = 0
+        self._stopped = False
+        self._fired = 0
+        self._consumed = 0
+        self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
+        self._counts: tuple[int, int, datetime | None] = (0, 0, None)
+        self._counting = False
+
+    def start(self) -> None:
+        self._schedule(0.0)
+        self._loop.call_later(0.0, self._count)
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._wake is not None:
+            self._wake.cancel()
+
+    def armed(self, timers: tuple[TimerRecord, ...]) -> None:
+        """This replica committed a step that armed ``timers``: wake early for them."""
+        if not timers:
+            return
+        due = min(t.due_time for t in timers)
+        if self._wake_at is None or due < self._wake_at:
+            self._schedule(max(0.0, (due - self._clock.now()).total_seconds()))
+
+    def stats(self) -> TimerStats:
+        lags = sorted(self._lags)
+        armed, overdue, counted = self._counts
+        return TimerStats(
+            armed=armed,
+            overdue=overdue,
+            counted_time=counted,
+            fired=self._fired,
+            consumed=self._consumed,
+            lag_p50=_percentile(lags, 0.50),
+            lag_p99=_percentile(lags, 0.99),
+            in_flight=self._in_flight,
+        )
+
+    # -- looking for due timers ------------------------------------------------------
+
+    def _schedule(self, delay: float) -> None:
+        if self._stopped:
+            return
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake_at = self._clock.now() + timedelta(seconds=delay)
+        self._wake = self._loop.call_later(delay, self._look)
+
+    def _look(self) -> None:
+        self._wake = self._wake_at = None
+        if self._stopped or self._claiming:
+            return
+        if self._in_flight >= BATCH:
+            self._more_due = True  # the fired steps' answers look again as they get through
+            return
+        self._claiming = True
+        repo, now = self._repo, self._clock.now()
+        limit = BATCH - self._in_flight
+
+        def claim() -> tuple[list[TimerRecord], datetime | None]:
+            claimed = repo.claim_timers(now, now + LEASE, limit)
+            # A full batch means more are due: no need to ask when the next one is.
+            upcoming = None if len(claimed) == limit else repo.next_timer_due(now)
+            return claimed, upcoming
+
+        self._offload(claim, self._claimed)
+
+    def _claimed(self, result: Any) -> None:
+        self._claiming = False
+        if isinstance(result, Exception):
+            # The database did not answer: look again after a while, as if idle.
+            _log.warning("timer claim failed: %s", result)
+            self._schedule(LOOK_EVERY)
+            return
+        claimed, upcoming = result
+        self._more_due = bool(claimed) and upcoming is None
+        for timer in claimed:
+            self._fire(timer)
+        if self._more_due:
+            return  # a full batch: _answered looks again as the steps get through
+        delay = LOOK_EVERY
+        if upcoming is not None:
+            delay = min(delay, max(0.0, (upcoming - self._clock.now()).total_seconds()))
+        self._schedule(delay)
+
+    def _fire(self, timer: TimerRecord) -> None:
+        command = TimerCommand(
+            workflow_id=timer.workflow_id,
+            timer_id=timer.timer_id,
+            transition=timer.transition,
+            revision=timer.revision,
+            due_time=timer.due_time,
+        )
+        self._in_flight += 1
+        # The runtime answers a step on this thread: the answer is counted right here.
+        self._submit(command, lambda result: self._answered(command, result))
+
+    def _answered(self, command: TimerCommand, result: Result) -> None:
+        self._in_flight -= 1
+        if isinstance(result, Outcome) and result.saved:
+            self._fired += 1
+            lag = max(0.0, (self._clock.now() - command.due_time).total_seconds())
+            self._lags.append(lag)
+            self._observer.timer_fired(lag)
+        elif isinstance(result, Outcome):
+            self._consumed += 1
+        elif isinstance(result, errors.StatewrightError) and not isinstance(
+            result, errors.TimerGone | errors.FailedPrecondition | errors.NotFound
+        ):
+            # Busy, or storage trouble: the claim lapses and the timer is claimed again.
+            _log.info("timer %s of %s not fired: %s", command.timer_id, command.workflow_id, result)
+        through = self._in_flight <= BATCH // 2
+        if self._more_due and through and self._wake is None and not self._claiming:
+            self._more_due = False
+            self._schedule(0.0)  # half a full batch is through: claim more of what is due
+
+    # -- counting --------------------------------------------------------------------
+
+    def _count(self) -> None:
+        if self._stopped or self._counting:
+            return
+        self._counting = True
+        repo, now = self._repo, self._clock.now()
+
+        def counted(result: Any) -> None:
+            self._counting = False
+            if not isinstance(result, Exception):
+                self._counts = (result[0], result[1], now)
+            if not self._stopped:
+                self._loop.call_later(COUNT_EVERY, self._count)
+
+        self._offload(lambda: repo.timer_counts(now), counted)
+
+
+def _percentile(sorted_values: list[float], fraction: float) -> float:
+    if not sorted_values:
+        return 0.0
+    index = min(len(sorted_values) - 1, round(fraction * (len(sorted_values) - 1)))
+    return sorted_values[index]
