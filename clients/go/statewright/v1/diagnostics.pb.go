@@ -869,6 +869,106 @@ func (x *TimerDiagnostics) GetFireLagP99() *durationpb.Duration {
 	return nil
 }
 
+// One task queue, as the database and this server see it.
+type TaskQueueDiagnostics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The queue's name.
+	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// Output only. Tasks waiting for a worker (scheduled, or due again after a backoff).
+	Backlog int64 `protobuf:"varint,2,opt,name=backlog,proto3" json:"backlog,omitempty"`
+	// Output only. How long the oldest of them has waited.
+	OldestScheduledAge *durationpb.Duration `protobuf:"bytes,3,opt,name=oldest_scheduled_age,json=oldestScheduledAge,proto3" json:"oldest_scheduled_age,omitempty"`
+	// Output only. Tasks leased to workers.
+	Leased int64 `protobuf:"varint,4,opt,name=leased,proto3" json:"leased,omitempty"`
+	// Output only. When a worker last polled the queue on this server.
+	LastPollTime *timestamppb.Timestamp `protobuf:"bytes,5,opt,name=last_poll_time,json=lastPollTime,proto3" json:"last_poll_time,omitempty"`
+	// Output only. The identities that polled the queue on this server in the last minute.
+	Pollers []string `protobuf:"bytes,6,rep,name=pollers,proto3" json:"pollers,omitempty"`
+	// Output only. The queue has a backlog and nobody polled it for a minute or more.
+	Stalled       bool `protobuf:"varint,7,opt,name=stalled,proto3" json:"stalled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskQueueDiagnostics) Reset() {
+	*x = TaskQueueDiagnostics{}
+	mi := &file_statewright_v1_diagnostics_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskQueueDiagnostics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskQueueDiagnostics) ProtoMessage() {}
+
+func (x *TaskQueueDiagnostics) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_diagnostics_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskQueueDiagnostics.ProtoReflect.Descriptor instead.
+func (*TaskQueueDiagnostics) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_diagnostics_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *TaskQueueDiagnostics) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *TaskQueueDiagnostics) GetBacklog() int64 {
+	if x != nil {
+		return x.Backlog
+	}
+	return 0
+}
+
+func (x *TaskQueueDiagnostics) GetOldestScheduledAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestScheduledAge
+	}
+	return nil
+}
+
+func (x *TaskQueueDiagnostics) GetLeased() int64 {
+	if x != nil {
+		return x.Leased
+	}
+	return 0
+}
+
+func (x *TaskQueueDiagnostics) GetLastPollTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastPollTime
+	}
+	return nil
+}
+
+func (x *TaskQueueDiagnostics) GetPollers() []string {
+	if x != nil {
+		return x.Pollers
+	}
+	return nil
+}
+
+func (x *TaskQueueDiagnostics) GetStalled() bool {
+	if x != nil {
+		return x.Stalled
+	}
+	return false
+}
+
 var File_statewright_v1_diagnostics_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_diagnostics_proto_rawDesc = "" +
@@ -938,7 +1038,15 @@ const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	"\ffire_lag_p50\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"fireLagP50\x12;\n" +
 	"\ffire_lag_p99\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"fireLagP99*\xaf\x01\n" +
+	"fireLagP99\"\xa1\x02\n" +
+	"\x14TaskQueueDiagnostics\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x18\n" +
+	"\abacklog\x18\x02 \x01(\x03R\abacklog\x12K\n" +
+	"\x14oldest_scheduled_age\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\x12oldestScheduledAge\x12\x16\n" +
+	"\x06leased\x18\x04 \x01(\x03R\x06leased\x12@\n" +
+	"\x0elast_poll_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime\x12\x18\n" +
+	"\apollers\x18\x06 \x03(\tR\apollers\x12\x18\n" +
+	"\astalled\x18\a \x01(\bR\astalled*\xaf\x01\n" +
 	"\x0eEventLoopPhase\x12 \n" +
 	"\x1cEVENT_LOOP_PHASE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EVENT_LOOP_PHASE_RUNNING\x10\x01\x12\x1d\n" +
@@ -967,7 +1075,7 @@ func file_statewright_v1_diagnostics_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_diagnostics_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_statewright_v1_diagnostics_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
+var file_statewright_v1_diagnostics_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
 var file_statewright_v1_diagnostics_proto_goTypes = []any{
 	(EventLoopPhase)(0),            // 0: statewright.v1.EventLoopPhase
 	(AdmissionState)(0),            // 1: statewright.v1.AdmissionState
@@ -979,35 +1087,38 @@ var file_statewright_v1_diagnostics_proto_goTypes = []any{
 	(*RecoveryInfo)(nil),           // 7: statewright.v1.RecoveryInfo
 	(*WorkflowDiagnostics)(nil),    // 8: statewright.v1.WorkflowDiagnostics
 	(*TimerDiagnostics)(nil),       // 9: statewright.v1.TimerDiagnostics
-	(*durationpb.Duration)(nil),    // 10: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 11: google.protobuf.Timestamp
-	(*status.Status)(nil),          // 12: google.rpc.Status
-	(*Transition)(nil),             // 13: statewright.v1.Transition
-	(*Timer)(nil),                  // 14: statewright.v1.Timer
+	(*TaskQueueDiagnostics)(nil),   // 10: statewright.v1.TaskQueueDiagnostics
+	(*durationpb.Duration)(nil),    // 11: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 12: google.protobuf.Timestamp
+	(*status.Status)(nil),          // 13: google.rpc.Status
+	(*Transition)(nil),             // 14: statewright.v1.Transition
+	(*Timer)(nil),                  // 15: statewright.v1.Timer
 }
 var file_statewright_v1_diagnostics_proto_depIdxs = []int32{
 	0,  // 0: statewright.v1.EventLoopDiagnostics.phase:type_name -> statewright.v1.EventLoopPhase
-	10, // 1: statewright.v1.EventLoopDiagnostics.lag_last:type_name -> google.protobuf.Duration
-	10, // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
-	10, // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
-	10, // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
-	10, // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
-	10, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
-	11, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
-	12, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
-	11, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
+	11, // 1: statewright.v1.EventLoopDiagnostics.lag_last:type_name -> google.protobuf.Duration
+	11, // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
+	11, // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
+	11, // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
+	11, // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
+	11, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
+	12, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
+	13, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
+	12, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
 	1,  // 10: statewright.v1.WorkflowDiagnostics.admission_state:type_name -> statewright.v1.AdmissionState
-	13, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
+	14, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
 	7,  // 12: statewright.v1.WorkflowDiagnostics.recovery:type_name -> statewright.v1.RecoveryInfo
-	14, // 13: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
-	11, // 14: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
-	10, // 15: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
-	10, // 16: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
-	17, // [17:17] is the sub-list for method output_type
-	17, // [17:17] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	15, // 13: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
+	12, // 14: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
+	11, // 15: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
+	11, // 16: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
+	11, // 17: statewright.v1.TaskQueueDiagnostics.oldest_scheduled_age:type_name -> google.protobuf.Duration
+	12, // 18: statewright.v1.TaskQueueDiagnostics.last_poll_time:type_name -> google.protobuf.Timestamp
+	19, // [19:19] is the sub-list for method output_type
+	19, // [19:19] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_diagnostics_proto_init() }
@@ -1022,7 +1133,7 @@ func file_statewright_v1_diagnostics_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_diagnostics_proto_rawDesc), len(file_statewright_v1_diagnostics_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   8,
+			NumMessages:   9,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -9,12 +9,30 @@ const DefaultServiceConfig = `{
   "methodConfig": [
     {
       "name": [
-        {"service": "statewright.v1.WorkflowService", "method": "GetWorkflow"},
-        {"service": "statewright.v1.WorkflowService", "method": "ListWorkflows"},
-        {"service": "statewright.v1.WorkflowService", "method": "GetDiagnostics"},
-        {"service": "statewright.v1.WorkflowService", "method": "GetWorkflowDiagnostics"},
-        {"service": "statewright.v1.WorkflowService", "method": "ListDefinitions"},
-        {"service": "statewright.v1.WorkflowService", "method": "GetDefinition"}
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "GetWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "ListWorkflows"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "GetDiagnostics"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "GetWorkflowDiagnostics"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "ListDefinitions"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "GetDefinition"
+        }
       ],
       "timeout": "10s",
       "retryPolicy": {
@@ -22,15 +40,29 @@ const DefaultServiceConfig = `{
         "initialBackoff": "0.1s",
         "maxBackoff": "2s",
         "backoffMultiplier": 2,
-        "retryableStatusCodes": ["UNAVAILABLE"]
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
       }
     },
     {
       "name": [
-        {"service": "statewright.v1.WorkflowService", "method": "StartWorkflow"},
-        {"service": "statewright.v1.WorkflowService", "method": "ResumeWorkflow"},
-        {"service": "statewright.v1.WorkflowService", "method": "SignalWorkflow"},
-        {"service": "statewright.v1.WorkflowService", "method": "CancelWorkflow"}
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "StartWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "ResumeWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "SignalWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "CancelWorkflow"
+        }
       ],
       "timeout": "30s",
       "retryPolicy": {
@@ -38,17 +70,91 @@ const DefaultServiceConfig = `{
         "initialBackoff": "0.1s",
         "maxBackoff": "2s",
         "backoffMultiplier": 2,
-        "retryableStatusCodes": ["UNAVAILABLE"]
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
       }
     },
     {
-      "name": [{"service": "statewright.v1.WorkflowService", "method": "WatchWorkflow"}],
+      "name": [
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "WatchWorkflow"
+        }
+      ],
       "retryPolicy": {
         "maxAttempts": 3,
         "initialBackoff": "0.2s",
         "maxBackoff": "2s",
         "backoffMultiplier": 2,
-        "retryableStatusCodes": ["UNAVAILABLE"]
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
+      }
+    },
+    {
+      "name": [
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "GetTask"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "ListTasks"
+        }
+      ],
+      "timeout": "10s",
+      "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.1s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
+      }
+    },
+    {
+      "name": [
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "HeartbeatTask"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "CompleteTask"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "FailTask"
+        }
+      ],
+      "timeout": "30s",
+      "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.1s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
+      }
+    },
+    {
+      "name": [
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "PollTasks"
+        }
+      ],
+      "retryPolicy": {
+        "maxAttempts": 3,
+        "initialBackoff": "0.2s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
       }
     }
   ]

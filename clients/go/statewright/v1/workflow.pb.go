@@ -119,7 +119,9 @@ type Workflow struct {
 	// Output only. When the instance's latest revision was saved.
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,13,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// Output only. The timers armed in the instance's current state, in due order.
-	Timers        []*Timer `protobuf:"bytes,14,rep,name=timers,proto3" json:"timers,omitempty"`
+	Timers []*Timer `protobuf:"bytes,14,rep,name=timers,proto3" json:"timers,omitempty"`
+	// Output only. The task of the task state the instance is in, while it has one.
+	PendingTask   *Task `protobuf:"bytes,15,opt,name=pending_task,json=pendingTask,proto3" json:"pending_task,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -248,6 +250,13 @@ func (x *Workflow) GetUpdateTime() *timestamppb.Timestamp {
 func (x *Workflow) GetTimers() []*Timer {
 	if x != nil {
 		return x.Timers
+	}
+	return nil
+}
+
+func (x *Workflow) GetPendingTask() *Task {
+	if x != nil {
+		return x.PendingTask
 	}
 	return nil
 }
@@ -396,7 +405,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xa6\x04\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xdf\x04\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -417,7 +426,8 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12-\n" +
-	"\x06timers\x18\x0e \x03(\v2\x15.statewright.v1.TimerR\x06timers\"\x92\x01\n" +
+	"\x06timers\x18\x0e \x03(\v2\x15.statewright.v1.TimerR\x06timers\x127\n" +
+	"\fpending_task\x18\x0f \x01(\v2\x14.statewright.v1.TaskR\vpendingTask\"\x92\x01\n" +
 	"\x05Timer\x12\x19\n" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12!\n" +
 	"\ftarget_state\x18\x02 \x01(\tR\vtargetState\x12\x14\n" +
@@ -460,6 +470,7 @@ var file_statewright_v1_workflow_proto_goTypes = []any{
 	(*structpb.Struct)(nil),       // 4: google.protobuf.Struct
 	(*status.Status)(nil),         // 5: google.rpc.Status
 	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
+	(*Task)(nil),                  // 7: statewright.v1.Task
 }
 var file_statewright_v1_workflow_proto_depIdxs = []int32{
 	0, // 0: statewright.v1.Workflow.status:type_name -> statewright.v1.WorkflowStatus
@@ -468,12 +479,13 @@ var file_statewright_v1_workflow_proto_depIdxs = []int32{
 	6, // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
 	6, // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
 	2, // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
-	6, // 6: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
-	7, // [7:7] is the sub-list for method output_type
-	7, // [7:7] is the sub-list for method input_type
-	7, // [7:7] is the sub-list for extension type_name
-	7, // [7:7] is the sub-list for extension extendee
-	0, // [0:7] is the sub-list for field type_name
+	7, // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
+	6, // 7: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
+	8, // [8:8] is the sub-list for method output_type
+	8, // [8:8] is the sub-list for method input_type
+	8, // [8:8] is the sub-list for extension type_name
+	8, // [8:8] is the sub-list for extension extendee
+	0, // [0:8] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_proto_init() }
@@ -481,6 +493,7 @@ func file_statewright_v1_workflow_proto_init() {
 	if File_statewright_v1_workflow_proto != nil {
 		return
 	}
+	file_statewright_v1_task_proto_init()
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -1160,7 +1160,9 @@ type GetDiagnosticsResponse struct {
 	// Output only. How long the server has been running.
 	Uptime *durationpb.Duration `protobuf:"bytes,7,opt,name=uptime,proto3" json:"uptime,omitempty"`
 	// Output only. Durable timers: armed, overdue, and this server's fire lag.
-	Timers        *TimerDiagnostics `protobuf:"bytes,8,opt,name=timers,proto3" json:"timers,omitempty"`
+	Timers *TimerDiagnostics `protobuf:"bytes,8,opt,name=timers,proto3" json:"timers,omitempty"`
+	// Output only. Every task queue with tasks or pollers.
+	TaskQueues    []*TaskQueueDiagnostics `protobuf:"bytes,9,rep,name=task_queues,json=taskQueues,proto3" json:"task_queues,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1247,6 +1249,13 @@ func (x *GetDiagnosticsResponse) GetUptime() *durationpb.Duration {
 func (x *GetDiagnosticsResponse) GetTimers() *TimerDiagnostics {
 	if x != nil {
 		return x.Timers
+	}
+	return nil
+}
+
+func (x *GetDiagnosticsResponse) GetTaskQueues() []*TaskQueueDiagnostics {
+	if x != nil {
+		return x.TaskQueues
 	}
 	return nil
 }
@@ -1629,7 +1638,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\vtransitions\x18\x03 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\x124\n" +
 	"\bworkflow\x18\x04 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x14\n" +
 	"\x05event\x18\x05 \x01(\tR\x05event\"\x17\n" +
-	"\x15GetDiagnosticsRequest\"\xed\x03\n" +
+	"\x15GetDiagnosticsRequest\"\xb4\x04\n" +
 	"\x16GetDiagnosticsResponse\x12C\n" +
 	"\n" +
 	"event_loop\x18\x01 \x01(\v2$.statewright.v1.EventLoopDiagnosticsR\teventLoop\x12D\n" +
@@ -1641,7 +1650,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\vdefinitions\x18\x05 \x03(\tR\vdefinitions\x12/\n" +
 	"\x05build\x18\x06 \x01(\v2\x19.statewright.v1.BuildInfoR\x05build\x121\n" +
 	"\x06uptime\x18\a \x01(\v2\x19.google.protobuf.DurationR\x06uptime\x128\n" +
-	"\x06timers\x18\b \x01(\v2 .statewright.v1.TimerDiagnosticsR\x06timers\"3\n" +
+	"\x06timers\x18\b \x01(\v2 .statewright.v1.TimerDiagnosticsR\x06timers\x12E\n" +
+	"\vtask_queues\x18\t \x03(\v2$.statewright.v1.TaskQueueDiagnosticsR\n" +
+	"taskQueues\"3\n" +
 	"\x1dGetWorkflowDiagnosticsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"g\n" +
 	"\x1eGetWorkflowDiagnosticsResponse\x12E\n" +
@@ -1741,8 +1752,9 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*BuildInfo)(nil),                      // 33: statewright.v1.BuildInfo
 	(*durationpb.Duration)(nil),            // 34: google.protobuf.Duration
 	(*TimerDiagnostics)(nil),               // 35: statewright.v1.TimerDiagnostics
-	(*WorkflowDiagnostics)(nil),            // 36: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                     // 37: statewright.v1.Definition
+	(*TaskQueueDiagnostics)(nil),           // 36: statewright.v1.TaskQueueDiagnostics
+	(*WorkflowDiagnostics)(nil),            // 37: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                     // 38: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
 	25, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
@@ -1770,36 +1782,37 @@ var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
 	33, // 22: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
 	34, // 23: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
 	35, // 24: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	36, // 25: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	37, // 26: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	37, // 27: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	3,  // 28: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	5,  // 29: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	7,  // 30: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	9,  // 31: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	11, // 32: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	13, // 33: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	15, // 34: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	17, // 35: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	19, // 36: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	21, // 37: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	23, // 38: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	4,  // 39: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	6,  // 40: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	8,  // 41: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	10, // 42: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	12, // 43: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	14, // 44: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	16, // 45: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	18, // 46: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	20, // 47: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	22, // 48: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	24, // 49: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	39, // [39:50] is the sub-list for method output_type
-	28, // [28:39] is the sub-list for method input_type
-	28, // [28:28] is the sub-list for extension type_name
-	28, // [28:28] is the sub-list for extension extendee
-	0,  // [0:28] is the sub-list for field type_name
+	36, // 25: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	37, // 26: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	38, // 27: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	38, // 28: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	3,  // 29: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	5,  // 30: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	7,  // 31: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	9,  // 32: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	11, // 33: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	13, // 34: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	15, // 35: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	17, // 36: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	19, // 37: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	21, // 38: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	23, // 39: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	4,  // 40: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	6,  // 41: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	8,  // 42: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	10, // 43: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	12, // 44: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	14, // 45: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	16, // 46: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	18, // 47: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	20, // 48: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	22, // 49: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	24, // 50: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	40, // [40:51] is the sub-list for method output_type
+	29, // [29:40] is the sub-list for method input_type
+	29, // [29:29] is the sub-list for extension type_name
+	29, // [29:29] is the sub-list for extension extendee
+	0,  // [0:29] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }

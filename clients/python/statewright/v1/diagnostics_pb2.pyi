@@ -452,3 +452,55 @@ class TimerDiagnostics(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TimerDiagnostics: _TypeAlias = TimerDiagnostics  # noqa: Y015
+
+@_typing.final
+class TaskQueueDiagnostics(_message.Message):
+    """One task queue, as the database and this server see it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    BACKLOG_FIELD_NUMBER: _builtins.int
+    OLDEST_SCHEDULED_AGE_FIELD_NUMBER: _builtins.int
+    LEASED_FIELD_NUMBER: _builtins.int
+    LAST_POLL_TIME_FIELD_NUMBER: _builtins.int
+    POLLERS_FIELD_NUMBER: _builtins.int
+    STALLED_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """Output only. The queue's name."""
+    backlog: _builtins.int
+    """Output only. Tasks waiting for a worker (scheduled, or due again after a backoff)."""
+    leased: _builtins.int
+    """Output only. Tasks leased to workers."""
+    stalled: _builtins.bool
+    """Output only. The queue has a backlog and nobody polled it for a minute or more."""
+    @_builtins.property
+    def oldest_scheduled_age(self) -> _duration_pb2.Duration:
+        """Output only. How long the oldest of them has waited."""
+
+    @_builtins.property
+    def last_poll_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When a worker last polled the queue on this server."""
+
+    @_builtins.property
+    def pollers(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. The identities that polled the queue on this server in the last minute."""
+
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+        backlog: _builtins.int = ...,
+        oldest_scheduled_age: _duration_pb2.Duration | None = ...,
+        leased: _builtins.int = ...,
+        last_poll_time: _timestamp_pb2.Timestamp | None = ...,
+        pollers: _abc.Iterable[_builtins.str] | None = ...,
+        stalled: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["last_poll_time", b"last_poll_time", "oldest_scheduled_age", b"oldest_scheduled_age"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backlog", b"backlog", "last_poll_time", b"last_poll_time", "leased", b"leased", "oldest_scheduled_age", b"oldest_scheduled_age", "pollers", b"pollers", "queue", b"queue", "stalled", b"stalled"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TaskQueueDiagnostics: _TypeAlias = TaskQueueDiagnostics  # noqa: Y015

@@ -25,9 +25,10 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 from google.rpc import status_pb2 as google_dot_rpc_dot_status__pb2
+from statewright.v1 import task_pb2 as statewright_dot_v1_dot_task__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\"\xa6\x04\n\x08Workflow\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0bworkflow_id\x18\x02 \x01(\tR\nworkflowId\x12\x1e\n\ndefinition\x18\x03 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x04 \x01(\x05R\x07version\x12\x14\n\x05state\x18\x05 \x01(\tR\x05state\x12\x36\n\x06status\x18\x06 \x01(\x0e\x32\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x31\n\x07\x63ontext\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructR\x07\x63ontext\x12\x1a\n\x08revision\x18\x08 \x01(\x03R\x08revision\x12\x12\n\x04\x65tag\x18\t \x01(\tR\x04\x65tag\x12\'\n\x0f\x61\x63\x63\x65pted_events\x18\n \x03(\tR\x0e\x61\x63\x63\x65ptedEvents\x12(\n\x05\x65rror\x18\x0b \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\x12;\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12-\n\x06timers\x18\x0e \x03(\x0b\x32\x15.statewright.v1.TimerR\x06timers\"\x92\x01\n\x05Timer\x12\x19\n\x08timer_id\x18\x01 \x01(\tR\x07timerId\x12!\n\x0ctarget_state\x18\x02 \x01(\tR\x0btargetState\x12\x14\n\x05\x61\x66ter\x18\x03 \x01(\tR\x05\x61\x66ter\x12\x35\n\x08\x64ue_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x64ueTime\"\\\n\nTransition\x12\x1d\n\nfrom_state\x18\x01 \x01(\tR\tfromState\x12\x19\n\x08to_state\x18\x02 \x01(\tR\x07toState\x12\x14\n\x05\x65vent\x18\x03 \x01(\tR\x05\x65vent*\xc5\x01\n\x0eWorkflowStatus\x12\x1f\n\x1bWORKFLOW_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17WORKFLOW_STATUS_RUNNING\x10\x01\x12\x1b\n\x17WORKFLOW_STATUS_WAITING\x10\x02\x12\x1d\n\x19WORKFLOW_STATUS_COMPLETED\x10\x03\x12\x1a\n\x16WORKFLOW_STATUS_FAILED\x10\x04\x12\x1d\n\x19WORKFLOW_STATUS_CANCELLED\x10\x05\x42s\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xdf\x04\n\x08Workflow\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0bworkflow_id\x18\x02 \x01(\tR\nworkflowId\x12\x1e\n\ndefinition\x18\x03 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x04 \x01(\x05R\x07version\x12\x14\n\x05state\x18\x05 \x01(\tR\x05state\x12\x36\n\x06status\x18\x06 \x01(\x0e\x32\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x31\n\x07\x63ontext\x18\x07 \x01(\x0b\x32\x17.google.protobuf.StructR\x07\x63ontext\x12\x1a\n\x08revision\x18\x08 \x01(\x03R\x08revision\x12\x12\n\x04\x65tag\x18\t \x01(\tR\x04\x65tag\x12\'\n\x0f\x61\x63\x63\x65pted_events\x18\n \x03(\tR\x0e\x61\x63\x63\x65ptedEvents\x12(\n\x05\x65rror\x18\x0b \x01(\x0b\x32\x12.google.rpc.StatusR\x05\x65rror\x12;\n\x0b\x63reate_time\x18\x0c \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\r \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12-\n\x06timers\x18\x0e \x03(\x0b\x32\x15.statewright.v1.TimerR\x06timers\x12\x37\n\x0cpending_task\x18\x0f \x01(\x0b\x32\x14.statewright.v1.TaskR\x0bpendingTask\"\x92\x01\n\x05Timer\x12\x19\n\x08timer_id\x18\x01 \x01(\tR\x07timerId\x12!\n\x0ctarget_state\x18\x02 \x01(\tR\x0btargetState\x12\x14\n\x05\x61\x66ter\x18\x03 \x01(\tR\x05\x61\x66ter\x12\x35\n\x08\x64ue_time\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x64ueTime\"\\\n\nTransition\x12\x1d\n\nfrom_state\x18\x01 \x01(\tR\tfromState\x12\x19\n\x08to_state\x18\x02 \x01(\tR\x07toState\x12\x14\n\x05\x65vent\x18\x03 \x01(\tR\x05\x65vent*\xc5\x01\n\x0eWorkflowStatus\x12\x1f\n\x1bWORKFLOW_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n\x17WORKFLOW_STATUS_RUNNING\x10\x01\x12\x1b\n\x17WORKFLOW_STATUS_WAITING\x10\x02\x12\x1d\n\x19WORKFLOW_STATUS_COMPLETED\x10\x03\x12\x1a\n\x16WORKFLOW_STATUS_FAILED\x10\x04\x12\x1d\n\x19WORKFLOW_STATUS_CANCELLED\x10\x05\x42s\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +36,12 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'statewright.v1.workflow_pb2
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\022dev.statewright.v1P\001ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\252\002\016Statewright.V1'
-  _globals['_WORKFLOWSTATUS']._serialized_start=934
-  _globals['_WORKFLOWSTATUS']._serialized_end=1131
-  _globals['_WORKFLOW']._serialized_start=138
-  _globals['_WORKFLOW']._serialized_end=688
-  _globals['_TIMER']._serialized_start=691
-  _globals['_TIMER']._serialized_end=837
-  _globals['_TRANSITION']._serialized_start=839
-  _globals['_TRANSITION']._serialized_end=931
+  _globals['_WORKFLOWSTATUS']._serialized_start=1018
+  _globals['_WORKFLOWSTATUS']._serialized_end=1215
+  _globals['_WORKFLOW']._serialized_start=165
+  _globals['_WORKFLOW']._serialized_end=772
+  _globals['_TIMER']._serialized_start=775
+  _globals['_TIMER']._serialized_end=921
+  _globals['_TRANSITION']._serialized_start=923
+  _globals['_TRANSITION']._serialized_end=1015
 # @@protoc_insertion_point(module_scope)

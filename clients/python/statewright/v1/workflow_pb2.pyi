@@ -11,6 +11,7 @@ from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.rpc import status_pb2 as _status_pb2
+from statewright.v1 import task_pb2 as _task_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -78,6 +79,7 @@ class Workflow(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     TIMERS_FIELD_NUMBER: _builtins.int
+    PENDING_TASK_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -118,6 +120,10 @@ class Workflow(_message.Message):
     def timers(self) -> _containers.RepeatedCompositeFieldContainer[Global___Timer]:
         """Output only. The timers armed in the instance's current state, in due order."""
 
+    @_builtins.property
+    def pending_task(self) -> _task_pb2.Task:
+        """Output only. The task of the task state the instance is in, while it has one."""
+
     def __init__(
         self,
         *,
@@ -135,10 +141,11 @@ class Workflow(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
         timers: _abc.Iterable[Global___Timer] | None = ...,
+        pending_task: _task_pb2.Task | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "name", b"name", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "name", b"name", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

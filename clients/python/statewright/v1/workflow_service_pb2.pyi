@@ -595,6 +595,7 @@ class GetDiagnosticsResponse(_message.Message):
     BUILD_FIELD_NUMBER: _builtins.int
     UPTIME_FIELD_NUMBER: _builtins.int
     TIMERS_FIELD_NUMBER: _builtins.int
+    TASK_QUEUES_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event_loop(self) -> _diagnostics_pb2.EventLoopDiagnostics:
         """Output only. The EventLoop thread's measurements."""
@@ -627,6 +628,10 @@ class GetDiagnosticsResponse(_message.Message):
     def timers(self) -> _diagnostics_pb2.TimerDiagnostics:
         """Output only. Durable timers: armed, overdue, and this server's fire lag."""
 
+    @_builtins.property
+    def task_queues(self) -> _containers.RepeatedCompositeFieldContainer[_diagnostics_pb2.TaskQueueDiagnostics]:
+        """Output only. Every task queue with tasks or pollers."""
+
     def __init__(
         self,
         *,
@@ -638,10 +643,11 @@ class GetDiagnosticsResponse(_message.Message):
         build: _diagnostics_pb2.BuildInfo | None = ...,
         uptime: _duration_pb2.Duration | None = ...,
         timers: _diagnostics_pb2.TimerDiagnostics | None = ...,
+        task_queues: _abc.Iterable[_diagnostics_pb2.TaskQueueDiagnostics] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "event_loop", b"event_loop", "persistence", b"persistence", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "definitions", b"definitions", "event_loop", b"event_loop", "persistence", b"persistence", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "definitions", b"definitions", "event_loop", b"event_loop", "persistence", b"persistence", "task_queues", b"task_queues", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -66,6 +66,11 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_TimerDiagnostics_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_TaskQueueDiagnostics_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_TaskQueueDiagnostics_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -134,20 +139,27 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "\010consumed\022;\n\014fire_lag_p50\030\006 \001(\0132\031.google" +
       ".protobuf.DurationR\nfireLagP50\022;\n\014fire_l" +
       "ag_p99\030\007 \001(\0132\031.google.protobuf.DurationR" +
-      "\nfireLagP99*\257\001\n\016EventLoopPhase\022 \n\034EVENT_" +
-      "LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030EVENT_LOOP_P" +
-      "HASE_RUNNING\020\001\022\035\n\031EVENT_LOOP_PHASE_DRAIN" +
-      "ING\020\002\022\035\n\031EVENT_LOOP_PHASE_STOPPING\020\003\022\037\n\033" +
-      "EVENT_LOOP_PHASE_TERMINATED\020\004*\320\001\n\016Admiss" +
-      "ionState\022\037\n\033ADMISSION_STATE_UNSPECIFIED\020" +
-      "\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022\035\n\031ADMISSION" +
-      "_STATE_ADMITTING\020\002\022\035\n\031ADMISSION_STATE_EX" +
-      "ECUTING\020\003\022\036\n\032ADMISSION_STATE_PERSISTING\020" +
-      "\004\022%\n!ADMISSION_STATE_RECOVERY_REQUIRED\020\005" +
-      "Bs\n\022dev.statewright.v1P\001ZJgithub.com/sta" +
-      "tewright/statewright/clients/go/statewri" +
-      "ght/v1;statewrightv1\252\002\016Statewright.V1b\006p" +
-      "roto3"
+      "\nfireLagP99\"\241\002\n\024TaskQueueDiagnostics\022\024\n\005" +
+      "queue\030\001 \001(\tR\005queue\022\030\n\007backlog\030\002 \001(\003R\007bac" +
+      "klog\022K\n\024oldest_scheduled_age\030\003 \001(\0132\031.goo" +
+      "gle.protobuf.DurationR\022oldestScheduledAg" +
+      "e\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n\016last_poll_t" +
+      "ime\030\005 \001(\0132\032.google.protobuf.TimestampR\014l" +
+      "astPollTime\022\030\n\007pollers\030\006 \003(\tR\007pollers\022\030\n" +
+      "\007stalled\030\007 \001(\010R\007stalled*\257\001\n\016EventLoopPha" +
+      "se\022 \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030" +
+      "EVENT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LOOP" +
+      "_PHASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_ST" +
+      "OPPING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATED\020" +
+      "\004*\320\001\n\016AdmissionState\022\037\n\033ADMISSION_STATE_" +
+      "UNSPECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022" +
+      "\035\n\031ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMISS" +
+      "ION_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STATE" +
+      "_PERSISTING\020\004\022%\n!ADMISSION_STATE_RECOVER" +
+      "Y_REQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJgi" +
+      "thub.com/statewright/statewright/clients" +
+      "/go/statewright/v1;statewrightv1\252\002\016State" +
+      "wright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -205,6 +217,12 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_TimerDiagnostics_descriptor,
         new java.lang.String[] { "Armed", "Overdue", "CountedTime", "Fired", "Consumed", "FireLagP50", "FireLagP99", });
+    internal_static_statewright_v1_TaskQueueDiagnostics_descriptor =
+      getDescriptor().getMessageType(8);
+    internal_static_statewright_v1_TaskQueueDiagnostics_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_TaskQueueDiagnostics_descriptor,
+        new java.lang.String[] { "Queue", "Backlog", "OldestScheduledAge", "Leased", "LastPollTime", "Pollers", "Stalled", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

@@ -34,6 +34,7 @@ private static final long serialVersionUID = 0L;
   private GetDiagnosticsResponse() {
     definitions_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
+    taskQueues_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -374,6 +375,67 @@ private static final long serialVersionUID = 0L;
     return timers_ == null ? dev.statewright.v1.TimerDiagnostics.getDefaultInstance() : timers_;
   }
 
+  public static final int TASK_QUEUES_FIELD_NUMBER = 9;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.statewright.v1.TaskQueueDiagnostics> taskQueues_;
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.statewright.v1.TaskQueueDiagnostics> getTaskQueuesList() {
+    return taskQueues_;
+  }
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.statewright.v1.TaskQueueDiagnosticsOrBuilder> 
+      getTaskQueuesOrBuilderList() {
+    return taskQueues_;
+  }
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  @java.lang.Override
+  public int getTaskQueuesCount() {
+    return taskQueues_.size();
+  }
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.TaskQueueDiagnostics getTaskQueues(int index) {
+    return taskQueues_.get(index);
+  }
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.TaskQueueDiagnosticsOrBuilder getTaskQueuesOrBuilder(
+      int index) {
+    return taskQueues_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -411,6 +473,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000040) != 0)) {
       output.writeMessage(8, getTimers());
+    }
+    for (int i = 0; i < taskQueues_.size(); i++) {
+      output.writeMessage(9, taskQueues_.get(i));
     }
     getUnknownFields().writeTo(output);
   }
@@ -452,6 +517,15 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(8, getTimers());
     }
+
+        {
+          final int count = taskQueues_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(taskQueues_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -513,6 +587,8 @@ private static final long serialVersionUID = 0L;
       if (!getTimers()
           .equals(other.getTimers())) return false;
     }
+    if (!getTaskQueuesList()
+        .equals(other.getTaskQueuesList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -555,6 +631,10 @@ private static final long serialVersionUID = 0L;
     if (hasTimers()) {
       hash = (37 * hash) + TIMERS_FIELD_NUMBER;
       hash = (53 * hash) + getTimers().hashCode();
+    }
+    if (getTaskQueuesCount() > 0) {
+      hash = (37 * hash) + TASK_QUEUES_FIELD_NUMBER;
+      hash = (53 * hash) + getTaskQueuesList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -697,6 +777,7 @@ private static final long serialVersionUID = 0L;
         internalGetBuildFieldBuilder();
         internalGetUptimeFieldBuilder();
         internalGetTimersFieldBuilder();
+        internalGetTaskQueuesFieldBuilder();
       }
     }
     @java.lang.Override
@@ -740,6 +821,13 @@ private static final long serialVersionUID = 0L;
         timersBuilder_.dispose();
         timersBuilder_ = null;
       }
+      if (taskQueuesBuilder_ == null) {
+        taskQueues_ = java.util.Collections.emptyList();
+      } else {
+        taskQueues_ = null;
+        taskQueuesBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000100);
       return this;
     }
 
@@ -766,9 +854,22 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public dev.statewright.v1.GetDiagnosticsResponse buildPartial() {
       dev.statewright.v1.GetDiagnosticsResponse result = new dev.statewright.v1.GetDiagnosticsResponse(this);
+      buildPartialRepeatedFields(result);
       if (bitField0_ != 0) { buildPartial0(result); }
       onBuilt();
       return result;
+    }
+
+    private void buildPartialRepeatedFields(dev.statewright.v1.GetDiagnosticsResponse result) {
+      if (taskQueuesBuilder_ == null) {
+        if (((bitField0_ & 0x00000100) != 0)) {
+          taskQueues_ = java.util.Collections.unmodifiableList(taskQueues_);
+          bitField0_ = (bitField0_ & ~0x00000100);
+        }
+        result.taskQueues_ = taskQueues_;
+      } else {
+        result.taskQueues_ = taskQueuesBuilder_.build();
+      }
     }
 
     private void buildPartial0(dev.statewright.v1.GetDiagnosticsResponse result) {
@@ -866,6 +967,32 @@ private static final long serialVersionUID = 0L;
       if (other.hasTimers()) {
         mergeTimers(other.getTimers());
       }
+      if (taskQueuesBuilder_ == null) {
+        if (!other.taskQueues_.isEmpty()) {
+          if (taskQueues_.isEmpty()) {
+            taskQueues_ = other.taskQueues_;
+            bitField0_ = (bitField0_ & ~0x00000100);
+          } else {
+            ensureTaskQueuesIsMutable();
+            taskQueues_.addAll(other.taskQueues_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.taskQueues_.isEmpty()) {
+          if (taskQueuesBuilder_.isEmpty()) {
+            taskQueuesBuilder_.dispose();
+            taskQueuesBuilder_ = null;
+            taskQueues_ = other.taskQueues_;
+            bitField0_ = (bitField0_ & ~0x00000100);
+            taskQueuesBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetTaskQueuesFieldBuilder() : null;
+          } else {
+            taskQueuesBuilder_.addAllMessages(other.taskQueues_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -944,6 +1071,19 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000080;
               break;
             } // case 66
+            case 74: {
+              dev.statewright.v1.TaskQueueDiagnostics m =
+                  input.readMessage(
+                      dev.statewright.v1.TaskQueueDiagnostics.parser(),
+                      extensionRegistry);
+              if (taskQueuesBuilder_ == null) {
+                ensureTaskQueuesIsMutable();
+                taskQueues_.add(m);
+              } else {
+                taskQueuesBuilder_.addMessage(m);
+              }
+              break;
+            } // case 74
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2191,6 +2331,312 @@ private static final long serialVersionUID = 0L;
         timers_ = null;
       }
       return timersBuilder_;
+    }
+
+    private java.util.List<dev.statewright.v1.TaskQueueDiagnostics> taskQueues_ =
+      java.util.Collections.emptyList();
+    private void ensureTaskQueuesIsMutable() {
+      if (!((bitField0_ & 0x00000100) != 0)) {
+        taskQueues_ = new java.util.ArrayList<dev.statewright.v1.TaskQueueDiagnostics>(taskQueues_);
+        bitField0_ |= 0x00000100;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.TaskQueueDiagnostics, dev.statewright.v1.TaskQueueDiagnostics.Builder, dev.statewright.v1.TaskQueueDiagnosticsOrBuilder> taskQueuesBuilder_;
+
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public java.util.List<dev.statewright.v1.TaskQueueDiagnostics> getTaskQueuesList() {
+      if (taskQueuesBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(taskQueues_);
+      } else {
+        return taskQueuesBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public int getTaskQueuesCount() {
+      if (taskQueuesBuilder_ == null) {
+        return taskQueues_.size();
+      } else {
+        return taskQueuesBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public dev.statewright.v1.TaskQueueDiagnostics getTaskQueues(int index) {
+      if (taskQueuesBuilder_ == null) {
+        return taskQueues_.get(index);
+      } else {
+        return taskQueuesBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder setTaskQueues(
+        int index, dev.statewright.v1.TaskQueueDiagnostics value) {
+      if (taskQueuesBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureTaskQueuesIsMutable();
+        taskQueues_.set(index, value);
+        onChanged();
+      } else {
+        taskQueuesBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder setTaskQueues(
+        int index, dev.statewright.v1.TaskQueueDiagnostics.Builder builderForValue) {
+      if (taskQueuesBuilder_ == null) {
+        ensureTaskQueuesIsMutable();
+        taskQueues_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        taskQueuesBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder addTaskQueues(dev.statewright.v1.TaskQueueDiagnostics value) {
+      if (taskQueuesBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureTaskQueuesIsMutable();
+        taskQueues_.add(value);
+        onChanged();
+      } else {
+        taskQueuesBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder addTaskQueues(
+        int index, dev.statewright.v1.TaskQueueDiagnostics value) {
+      if (taskQueuesBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureTaskQueuesIsMutable();
+        taskQueues_.add(index, value);
+        onChanged();
+      } else {
+        taskQueuesBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder addTaskQueues(
+        dev.statewright.v1.TaskQueueDiagnostics.Builder builderForValue) {
+      if (taskQueuesBuilder_ == null) {
+        ensureTaskQueuesIsMutable();
+        taskQueues_.add(builderForValue.build());
+        onChanged();
+      } else {
+        taskQueuesBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder addTaskQueues(
+        int index, dev.statewright.v1.TaskQueueDiagnostics.Builder builderForValue) {
+      if (taskQueuesBuilder_ == null) {
+        ensureTaskQueuesIsMutable();
+        taskQueues_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        taskQueuesBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder addAllTaskQueues(
+        java.lang.Iterable<? extends dev.statewright.v1.TaskQueueDiagnostics> values) {
+      if (taskQueuesBuilder_ == null) {
+        ensureTaskQueuesIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, taskQueues_);
+        onChanged();
+      } else {
+        taskQueuesBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder clearTaskQueues() {
+      if (taskQueuesBuilder_ == null) {
+        taskQueues_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000100);
+        onChanged();
+      } else {
+        taskQueuesBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public Builder removeTaskQueues(int index) {
+      if (taskQueuesBuilder_ == null) {
+        ensureTaskQueuesIsMutable();
+        taskQueues_.remove(index);
+        onChanged();
+      } else {
+        taskQueuesBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public dev.statewright.v1.TaskQueueDiagnostics.Builder getTaskQueuesBuilder(
+        int index) {
+      return internalGetTaskQueuesFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public dev.statewright.v1.TaskQueueDiagnosticsOrBuilder getTaskQueuesOrBuilder(
+        int index) {
+      if (taskQueuesBuilder_ == null) {
+        return taskQueues_.get(index);  } else {
+        return taskQueuesBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public java.util.List<? extends dev.statewright.v1.TaskQueueDiagnosticsOrBuilder> 
+         getTaskQueuesOrBuilderList() {
+      if (taskQueuesBuilder_ != null) {
+        return taskQueuesBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(taskQueues_);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public dev.statewright.v1.TaskQueueDiagnostics.Builder addTaskQueuesBuilder() {
+      return internalGetTaskQueuesFieldBuilder().addBuilder(
+          dev.statewright.v1.TaskQueueDiagnostics.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public dev.statewright.v1.TaskQueueDiagnostics.Builder addTaskQueuesBuilder(
+        int index) {
+      return internalGetTaskQueuesFieldBuilder().addBuilder(
+          index, dev.statewright.v1.TaskQueueDiagnostics.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. Every task queue with tasks or pollers.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+     */
+    public java.util.List<dev.statewright.v1.TaskQueueDiagnostics.Builder> 
+         getTaskQueuesBuilderList() {
+      return internalGetTaskQueuesFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.TaskQueueDiagnostics, dev.statewright.v1.TaskQueueDiagnostics.Builder, dev.statewright.v1.TaskQueueDiagnosticsOrBuilder> 
+        internalGetTaskQueuesFieldBuilder() {
+      if (taskQueuesBuilder_ == null) {
+        taskQueuesBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.statewright.v1.TaskQueueDiagnostics, dev.statewright.v1.TaskQueueDiagnostics.Builder, dev.statewright.v1.TaskQueueDiagnosticsOrBuilder>(
+                taskQueues_,
+                ((bitField0_ & 0x00000100) != 0),
+                getParentForChildren(),
+                isClean());
+        taskQueues_ = null;
+      }
+      return taskQueuesBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.GetDiagnosticsResponse)

@@ -239,4 +239,48 @@ public interface GetDiagnosticsResponseOrBuilder extends
    * <code>.statewright.v1.TimerDiagnostics timers = 8 [json_name = "timers"];</code>
    */
   dev.statewright.v1.TimerDiagnosticsOrBuilder getTimersOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  java.util.List<dev.statewright.v1.TaskQueueDiagnostics> 
+      getTaskQueuesList();
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  dev.statewright.v1.TaskQueueDiagnostics getTaskQueues(int index);
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  int getTaskQueuesCount();
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  java.util.List<? extends dev.statewright.v1.TaskQueueDiagnosticsOrBuilder> 
+      getTaskQueuesOrBuilderList();
+  /**
+   * <pre>
+   * Output only. Every task queue with tasks or pollers.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.TaskQueueDiagnostics task_queues = 9 [json_name = "taskQueues"];</code>
+   */
+  dev.statewright.v1.TaskQueueDiagnosticsOrBuilder getTaskQueuesOrBuilder(
+      int index);
 }

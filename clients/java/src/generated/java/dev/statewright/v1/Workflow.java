@@ -619,6 +619,44 @@ private static final long serialVersionUID = 0L;
     return timers_.get(index);
   }
 
+  public static final int PENDING_TASK_FIELD_NUMBER = 15;
+  private dev.statewright.v1.Task pendingTask_;
+  /**
+   * <pre>
+   * Output only. The task of the task state the instance is in, while it has one.
+   * </pre>
+   *
+   * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+   * @return Whether the pendingTask field is set.
+   */
+  @java.lang.Override
+  public boolean hasPendingTask() {
+    return ((bitField0_ & 0x00000010) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The task of the task state the instance is in, while it has one.
+   * </pre>
+   *
+   * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+   * @return The pendingTask.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.Task getPendingTask() {
+    return pendingTask_ == null ? dev.statewright.v1.Task.getDefaultInstance() : pendingTask_;
+  }
+  /**
+   * <pre>
+   * Output only. The task of the task state the instance is in, while it has one.
+   * </pre>
+   *
+   * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.TaskOrBuilder getPendingTaskOrBuilder() {
+    return pendingTask_ == null ? dev.statewright.v1.Task.getDefaultInstance() : pendingTask_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -674,6 +712,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < timers_.size(); i++) {
       output.writeMessage(14, timers_.get(i));
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      output.writeMessage(15, getPendingTask());
     }
     getUnknownFields().writeTo(output);
   }
@@ -739,6 +780,10 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(15, getPendingTask());
+    }
     return size;
   }
   @java.lang.Override
@@ -802,6 +847,11 @@ private static final long serialVersionUID = 0L;
     }
     if (!getTimersList()
         .equals(other.getTimersList())) return false;
+    if (hasPendingTask() != other.hasPendingTask()) return false;
+    if (hasPendingTask()) {
+      if (!getPendingTask()
+          .equals(other.getPendingTask())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -853,6 +903,10 @@ private static final long serialVersionUID = 0L;
     if (getTimersCount() > 0) {
       hash = (37 * hash) + TIMERS_FIELD_NUMBER;
       hash = (53 * hash) + getTimersList().hashCode();
+    }
+    if (hasPendingTask()) {
+      hash = (37 * hash) + PENDING_TASK_FIELD_NUMBER;
+      hash = (53 * hash) + getPendingTask().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -993,6 +1047,7 @@ private static final long serialVersionUID = 0L;
         internalGetCreateTimeFieldBuilder();
         internalGetUpdateTimeFieldBuilder();
         internalGetTimersFieldBuilder();
+        internalGetPendingTaskFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1036,6 +1091,11 @@ private static final long serialVersionUID = 0L;
         timersBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00002000);
+      pendingTask_ = null;
+      if (pendingTaskBuilder_ != null) {
+        pendingTaskBuilder_.dispose();
+        pendingTaskBuilder_ = null;
+      }
       return this;
     }
 
@@ -1135,6 +1195,12 @@ private static final long serialVersionUID = 0L;
             : updateTimeBuilder_.build();
         to_bitField0_ |= 0x00000008;
       }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.pendingTask_ = pendingTaskBuilder_ == null
+            ? pendingTask_
+            : pendingTaskBuilder_.build();
+        to_bitField0_ |= 0x00000010;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1231,6 +1297,9 @@ private static final long serialVersionUID = 0L;
             timersBuilder_.addAllMessages(other.timers_);
           }
         }
+      }
+      if (other.hasPendingTask()) {
+        mergePendingTask(other.getPendingTask());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1342,6 +1411,13 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 114
+            case 122: {
+              input.readMessage(
+                  internalGetPendingTaskFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 122
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3050,6 +3126,161 @@ private static final long serialVersionUID = 0L;
         timers_ = null;
       }
       return timersBuilder_;
+    }
+
+    private dev.statewright.v1.Task pendingTask_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.Task, dev.statewright.v1.Task.Builder, dev.statewright.v1.TaskOrBuilder> pendingTaskBuilder_;
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     * @return Whether the pendingTask field is set.
+     */
+    public boolean hasPendingTask() {
+      return ((bitField0_ & 0x00004000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     * @return The pendingTask.
+     */
+    public dev.statewright.v1.Task getPendingTask() {
+      if (pendingTaskBuilder_ == null) {
+        return pendingTask_ == null ? dev.statewright.v1.Task.getDefaultInstance() : pendingTask_;
+      } else {
+        return pendingTaskBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    public Builder setPendingTask(dev.statewright.v1.Task value) {
+      if (pendingTaskBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        pendingTask_ = value;
+      } else {
+        pendingTaskBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    public Builder setPendingTask(
+        dev.statewright.v1.Task.Builder builderForValue) {
+      if (pendingTaskBuilder_ == null) {
+        pendingTask_ = builderForValue.build();
+      } else {
+        pendingTaskBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    public Builder mergePendingTask(dev.statewright.v1.Task value) {
+      if (pendingTaskBuilder_ == null) {
+        if (((bitField0_ & 0x00004000) != 0) &&
+          pendingTask_ != null &&
+          pendingTask_ != dev.statewright.v1.Task.getDefaultInstance()) {
+          getPendingTaskBuilder().mergeFrom(value);
+        } else {
+          pendingTask_ = value;
+        }
+      } else {
+        pendingTaskBuilder_.mergeFrom(value);
+      }
+      if (pendingTask_ != null) {
+        bitField0_ |= 0x00004000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    public Builder clearPendingTask() {
+      bitField0_ = (bitField0_ & ~0x00004000);
+      pendingTask_ = null;
+      if (pendingTaskBuilder_ != null) {
+        pendingTaskBuilder_.dispose();
+        pendingTaskBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    public dev.statewright.v1.Task.Builder getPendingTaskBuilder() {
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return internalGetPendingTaskFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    public dev.statewright.v1.TaskOrBuilder getPendingTaskOrBuilder() {
+      if (pendingTaskBuilder_ != null) {
+        return pendingTaskBuilder_.getMessageOrBuilder();
+      } else {
+        return pendingTask_ == null ?
+            dev.statewright.v1.Task.getDefaultInstance() : pendingTask_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The task of the task state the instance is in, while it has one.
+     * </pre>
+     *
+     * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.Task, dev.statewright.v1.Task.Builder, dev.statewright.v1.TaskOrBuilder> 
+        internalGetPendingTaskFieldBuilder() {
+      if (pendingTaskBuilder_ == null) {
+        pendingTaskBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.Task, dev.statewright.v1.Task.Builder, dev.statewright.v1.TaskOrBuilder>(
+                getPendingTask(),
+                getParentForChildren(),
+                isClean());
+        pendingTask_ = null;
+      }
+      return pendingTaskBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Workflow)

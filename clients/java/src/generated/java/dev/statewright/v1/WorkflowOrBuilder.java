@@ -341,4 +341,31 @@ public interface WorkflowOrBuilder extends
    */
   dev.statewright.v1.TimerOrBuilder getTimersOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * Output only. The task of the task state the instance is in, while it has one.
+   * </pre>
+   *
+   * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+   * @return Whether the pendingTask field is set.
+   */
+  boolean hasPendingTask();
+  /**
+   * <pre>
+   * Output only. The task of the task state the instance is in, while it has one.
+   * </pre>
+   *
+   * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+   * @return The pendingTask.
+   */
+  dev.statewright.v1.Task getPendingTask();
+  /**
+   * <pre>
+   * Output only. The task of the task state the instance is in, while it has one.
+   * </pre>
+   *
+   * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
+   */
+  dev.statewright.v1.TaskOrBuilder getPendingTaskOrBuilder();
 }

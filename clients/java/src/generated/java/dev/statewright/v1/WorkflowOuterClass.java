@@ -53,35 +53,37 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       "\n\035statewright/v1/workflow.proto\022\016statewr" +
       "ight.v1\032\034google/protobuf/struct.proto\032\037g" +
       "oogle/protobuf/timestamp.proto\032\027google/r" +
-      "pc/status.proto\"\246\004\n\010Workflow\022\022\n\004name\030\001 \001" +
-      "(\tR\004name\022\037\n\013workflow_id\030\002 \001(\tR\nworkflowI" +
-      "d\022\036\n\ndefinition\030\003 \001(\tR\ndefinition\022\030\n\007ver" +
-      "sion\030\004 \001(\005R\007version\022\024\n\005state\030\005 \001(\tR\005stat" +
-      "e\0226\n\006status\030\006 \001(\0162\036.statewright.v1.Workf" +
-      "lowStatusR\006status\0221\n\007context\030\007 \001(\0132\027.goo" +
-      "gle.protobuf.StructR\007context\022\032\n\010revision" +
-      "\030\010 \001(\003R\010revision\022\022\n\004etag\030\t \001(\tR\004etag\022\'\n\017" +
-      "accepted_events\030\n \003(\tR\016acceptedEvents\022(\n" +
-      "\005error\030\013 \001(\0132\022.google.rpc.StatusR\005error\022" +
-      ";\n\013create_time\030\014 \001(\0132\032.google.protobuf.T" +
-      "imestampR\ncreateTime\022;\n\013update_time\030\r \001(" +
-      "\0132\032.google.protobuf.TimestampR\nupdateTim" +
-      "e\022-\n\006timers\030\016 \003(\0132\025.statewright.v1.Timer" +
-      "R\006timers\"\222\001\n\005Timer\022\031\n\010timer_id\030\001 \001(\tR\007ti" +
-      "merId\022!\n\014target_state\030\002 \001(\tR\013targetState" +
-      "\022\024\n\005after\030\003 \001(\tR\005after\0225\n\010due_time\030\004 \001(\013" +
-      "2\032.google.protobuf.TimestampR\007dueTime\"\\\n" +
-      "\nTransition\022\035\n\nfrom_state\030\001 \001(\tR\tfromSta" +
-      "te\022\031\n\010to_state\030\002 \001(\tR\007toState\022\024\n\005event\030\003" +
-      " \001(\tR\005event*\305\001\n\016WorkflowStatus\022\037\n\033WORKFL" +
-      "OW_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFLOW_STAT" +
-      "US_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_WAITING\020" +
-      "\002\022\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022\032\n\026WORK" +
-      "FLOW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_STATUS_" +
-      "CANCELLED\020\005Bs\n\022dev.statewright.v1P\001ZJgit" +
-      "hub.com/statewright/statewright/clients/" +
-      "go/statewright/v1;statewrightv1\252\002\016Statew" +
-      "right.V1b\006proto3"
+      "pc/status.proto\032\031statewright/v1/task.pro" +
+      "to\"\337\004\n\010Workflow\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013w" +
+      "orkflow_id\030\002 \001(\tR\nworkflowId\022\036\n\ndefiniti" +
+      "on\030\003 \001(\tR\ndefinition\022\030\n\007version\030\004 \001(\005R\007v" +
+      "ersion\022\024\n\005state\030\005 \001(\tR\005state\0226\n\006status\030\006" +
+      " \001(\0162\036.statewright.v1.WorkflowStatusR\006st" +
+      "atus\0221\n\007context\030\007 \001(\0132\027.google.protobuf." +
+      "StructR\007context\022\032\n\010revision\030\010 \001(\003R\010revis" +
+      "ion\022\022\n\004etag\030\t \001(\tR\004etag\022\'\n\017accepted_even" +
+      "ts\030\n \003(\tR\016acceptedEvents\022(\n\005error\030\013 \001(\0132" +
+      "\022.google.rpc.StatusR\005error\022;\n\013create_tim" +
+      "e\030\014 \001(\0132\032.google.protobuf.TimestampR\ncre" +
+      "ateTime\022;\n\013update_time\030\r \001(\0132\032.google.pr" +
+      "otobuf.TimestampR\nupdateTime\022-\n\006timers\030\016" +
+      " \003(\0132\025.statewright.v1.TimerR\006timers\0227\n\014p" +
+      "ending_task\030\017 \001(\0132\024.statewright.v1.TaskR" +
+      "\013pendingTask\"\222\001\n\005Timer\022\031\n\010timer_id\030\001 \001(\t" +
+      "R\007timerId\022!\n\014target_state\030\002 \001(\tR\013targetS" +
+      "tate\022\024\n\005after\030\003 \001(\tR\005after\0225\n\010due_time\030\004" +
+      " \001(\0132\032.google.protobuf.TimestampR\007dueTim" +
+      "e\"\\\n\nTransition\022\035\n\nfrom_state\030\001 \001(\tR\tfro" +
+      "mState\022\031\n\010to_state\030\002 \001(\tR\007toState\022\024\n\005eve" +
+      "nt\030\003 \001(\tR\005event*\305\001\n\016WorkflowStatus\022\037\n\033WO" +
+      "RKFLOW_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFLOW_" +
+      "STATUS_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_WAIT" +
+      "ING\020\002\022\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022\032\n\026" +
+      "WORKFLOW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_STA" +
+      "TUS_CANCELLED\020\005Bs\n\022dev.statewright.v1P\001Z" +
+      "Jgithub.com/statewright/statewright/clie" +
+      "nts/go/statewright/v1;statewrightv1\252\002\016St" +
+      "atewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -89,13 +91,14 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
           com.google.protobuf.StructProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
           com.google.rpc.StatusProto.getDescriptor(),
+          dev.statewright.v1.TaskOuterClass.getDescriptor(),
         });
     internal_static_statewright_v1_Workflow_descriptor =
       getDescriptor().getMessageType(0);
     internal_static_statewright_v1_Workflow_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Workflow_descriptor,
-        new java.lang.String[] { "Name", "WorkflowId", "Definition", "Version", "State", "Status", "Context", "Revision", "Etag", "AcceptedEvents", "Error", "CreateTime", "UpdateTime", "Timers", });
+        new java.lang.String[] { "Name", "WorkflowId", "Definition", "Version", "State", "Status", "Context", "Revision", "Etag", "AcceptedEvents", "Error", "CreateTime", "UpdateTime", "Timers", "PendingTask", });
     internal_static_statewright_v1_Timer_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_Timer_fieldAccessorTable = new
@@ -112,6 +115,7 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
     com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
     com.google.rpc.StatusProto.getDescriptor();
+    dev.statewright.v1.TaskOuterClass.getDescriptor();
   }
 
   // @@protoc_insertion_point(outer_class_scope)

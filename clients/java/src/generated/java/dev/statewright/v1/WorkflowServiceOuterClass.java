@@ -204,7 +204,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       ".TransitionR\013transitions\0224\n\010workflow\030\004 \001" +
       "(\0132\030.statewright.v1.WorkflowR\010workflow\022\024" +
       "\n\005event\030\005 \001(\tR\005event\"\027\n\025GetDiagnosticsRe" +
-      "quest\"\355\003\n\026GetDiagnosticsResponse\022C\n\neven" +
+      "quest\"\264\004\n\026GetDiagnosticsResponse\022C\n\neven" +
       "t_loop\030\001 \001(\0132$.statewright.v1.EventLoopD" +
       "iagnosticsR\teventLoop\022D\n\nadmissions\030\002 \001(" +
       "\0132$.statewright.v1.AdmissionDiagnosticsR" +
@@ -216,61 +216,63 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       ".statewright.v1.BuildInfoR\005build\0221\n\006upti" +
       "me\030\007 \001(\0132\031.google.protobuf.DurationR\006upt" +
       "ime\0228\n\006timers\030\010 \001(\0132 .statewright.v1.Tim" +
-      "erDiagnosticsR\006timers\"3\n\035GetWorkflowDiag" +
-      "nosticsRequest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036Ge" +
-      "tWorkflowDiagnosticsResponse\022E\n\013diagnost" +
-      "ics\030\001 \001(\0132#.statewright.v1.WorkflowDiagn" +
-      "osticsR\013diagnostics\"t\n\026ListDefinitionsRe" +
-      "quest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\022\033\n" +
-      "\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npage_token" +
-      "\030\003 \001(\tR\tpageToken\"\177\n\027ListDefinitionsResp" +
-      "onse\022<\n\013definitions\030\001 \003(\0132\032.statewright." +
-      "v1.DefinitionR\013definitions\022&\n\017next_page_" +
-      "token\030\002 \001(\tR\rnextPageToken\"*\n\024GetDefinit" +
-      "ionRequest\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDef" +
-      "initionResponse\022:\n\ndefinition\030\001 \001(\0132\032.st" +
-      "atewright.v1.DefinitionR\ndefinition*s\n\016I" +
-      "fExistsPolicy\022 \n\034IF_EXISTS_POLICY_UNSPEC" +
-      "IFIED\020\000\022\031\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF" +
-      "_EXISTS_POLICY_RETURN_EXISTING\020\002*\302\001\n\017Sig" +
-      "nalRejection\022 \n\034SIGNAL_REJECTION_UNSPECI" +
-      "FIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUNNING\020\001" +
-      "\022\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022&\n\"SIG" +
-      "NAL_REJECTION_RECOVERY_REQUIRED\020\003\022\"\n\036SIG" +
-      "NAL_REJECTION_SHUTTING_DOWN\020\004*k\n\016WatchEv" +
-      "entType\022 \n\034WATCH_EVENT_TYPE_UNSPECIFIED\020" +
-      "\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH" +
-      "_EVENT_TYPE_STEP\020\0022\304\010\n\017WorkflowService\022\\" +
-      "\n\rStartWorkflow\022$.statewright.v1.StartWo" +
-      "rkflowRequest\032%.statewright.v1.StartWork" +
-      "flowResponse\022_\n\016ResumeWorkflow\022%.statewr" +
-      "ight.v1.ResumeWorkflowRequest\032&.statewri" +
-      "ght.v1.ResumeWorkflowResponse\022_\n\016SignalW" +
-      "orkflow\022%.statewright.v1.SignalWorkflowR" +
-      "equest\032&.statewright.v1.SignalWorkflowRe" +
-      "sponse\022V\n\013GetWorkflow\022\".statewright.v1.G" +
-      "etWorkflowRequest\032#.statewright.v1.GetWo" +
-      "rkflowResponse\022\\\n\rListWorkflows\022$.statew" +
-      "right.v1.ListWorkflowsRequest\032%.statewri" +
-      "ght.v1.ListWorkflowsResponse\022_\n\016CancelWo" +
-      "rkflow\022%.statewright.v1.CancelWorkflowRe" +
-      "quest\032&.statewright.v1.CancelWorkflowRes" +
-      "ponse\022^\n\rWatchWorkflow\022$.statewright.v1." +
-      "WatchWorkflowRequest\032%.statewright.v1.Wa" +
-      "tchWorkflowResponse0\001\022_\n\016GetDiagnostics\022" +
-      "%.statewright.v1.GetDiagnosticsRequest\032&" +
-      ".statewright.v1.GetDiagnosticsResponse\022w" +
-      "\n\026GetWorkflowDiagnostics\022-.statewright.v" +
-      "1.GetWorkflowDiagnosticsRequest\032..statew" +
-      "right.v1.GetWorkflowDiagnosticsResponse\022" +
-      "b\n\017ListDefinitions\022&.statewright.v1.List" +
-      "DefinitionsRequest\032\'.statewright.v1.List" +
-      "DefinitionsResponse\022\\\n\rGetDefinition\022$.s" +
-      "tatewright.v1.GetDefinitionRequest\032%.sta" +
-      "tewright.v1.GetDefinitionResponseBs\n\022dev" +
-      ".statewright.v1P\001ZJgithub.com/statewrigh" +
-      "t/statewright/clients/go/statewright/v1;" +
-      "statewrightv1\252\002\016Statewright.V1b\006proto3"
+      "erDiagnosticsR\006timers\022E\n\013task_queues\030\t \003" +
+      "(\0132$.statewright.v1.TaskQueueDiagnostics" +
+      "R\ntaskQueues\"3\n\035GetWorkflowDiagnosticsRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflow" +
+      "DiagnosticsResponse\022E\n\013diagnostics\030\001 \001(\013" +
+      "2#.statewright.v1.WorkflowDiagnosticsR\013d" +
+      "iagnostics\"t\n\026ListDefinitionsRequest\022\036\n\n" +
+      "definition\030\001 \001(\tR\ndefinition\022\033\n\tpage_siz" +
+      "e\030\002 \001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tp" +
+      "ageToken\"\177\n\027ListDefinitionsResponse\022<\n\013d" +
+      "efinitions\030\001 \003(\0132\032.statewright.v1.Defini" +
+      "tionR\013definitions\022&\n\017next_page_token\030\002 \001" +
+      "(\tR\rnextPageToken\"*\n\024GetDefinitionReques" +
+      "t\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRe" +
+      "sponse\022:\n\ndefinition\030\001 \001(\0132\032.statewright" +
+      ".v1.DefinitionR\ndefinition*s\n\016IfExistsPo" +
+      "licy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031" +
+      "\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_P" +
+      "OLICY_RETURN_EXISTING\020\002*\302\001\n\017SignalReject" +
+      "ion\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n" +
+      "\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNA" +
+      "L_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJEC" +
+      "TION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJEC" +
+      "TION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 " +
+      "\n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATC" +
+      "H_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TY" +
+      "PE_STEP\020\0022\304\010\n\017WorkflowService\022\\\n\rStartWo" +
+      "rkflow\022$.statewright.v1.StartWorkflowReq" +
+      "uest\032%.statewright.v1.StartWorkflowRespo" +
+      "nse\022_\n\016ResumeWorkflow\022%.statewright.v1.R" +
+      "esumeWorkflowRequest\032&.statewright.v1.Re" +
+      "sumeWorkflowResponse\022_\n\016SignalWorkflow\022%" +
+      ".statewright.v1.SignalWorkflowRequest\032&." +
+      "statewright.v1.SignalWorkflowResponse\022V\n" +
+      "\013GetWorkflow\022\".statewright.v1.GetWorkflo" +
+      "wRequest\032#.statewright.v1.GetWorkflowRes" +
+      "ponse\022\\\n\rListWorkflows\022$.statewright.v1." +
+      "ListWorkflowsRequest\032%.statewright.v1.Li" +
+      "stWorkflowsResponse\022_\n\016CancelWorkflow\022%." +
+      "statewright.v1.CancelWorkflowRequest\032&.s" +
+      "tatewright.v1.CancelWorkflowResponse\022^\n\r" +
+      "WatchWorkflow\022$.statewright.v1.WatchWork" +
+      "flowRequest\032%.statewright.v1.WatchWorkfl" +
+      "owResponse0\001\022_\n\016GetDiagnostics\022%.statewr" +
+      "ight.v1.GetDiagnosticsRequest\032&.statewri" +
+      "ght.v1.GetDiagnosticsResponse\022w\n\026GetWork" +
+      "flowDiagnostics\022-.statewright.v1.GetWork" +
+      "flowDiagnosticsRequest\032..statewright.v1." +
+      "GetWorkflowDiagnosticsResponse\022b\n\017ListDe" +
+      "finitions\022&.statewright.v1.ListDefinitio" +
+      "nsRequest\032\'.statewright.v1.ListDefinitio" +
+      "nsResponse\022\\\n\rGetDefinition\022$.statewrigh" +
+      "t.v1.GetDefinitionRequest\032%.statewright." +
+      "v1.GetDefinitionResponseBs\n\022dev.statewri" +
+      "ght.v1P\001ZJgithub.com/statewright/statewr" +
+      "ight/clients/go/statewright/v1;statewrig" +
+      "htv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -376,7 +378,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_GetDiagnosticsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDiagnosticsResponse_descriptor,
-        new java.lang.String[] { "EventLoop", "Admissions", "Persistence", "Watchers", "Definitions", "Build", "Uptime", "Timers", });
+        new java.lang.String[] { "EventLoop", "Admissions", "Persistence", "Watchers", "Definitions", "Build", "Uptime", "Timers", "TaskQueues", });
     internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_fieldAccessorTable = new
