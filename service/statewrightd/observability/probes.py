@@ -208,7 +208,7 @@ class Probes:
             for op, result in zip(ops, results, strict=True)
             if isinstance(result, InstanceRecord)
         }
-        if not waiting:
+        if not waiting or not span.is_recording():  # nothing to link, or sampled out
             span.end(end_time=end_ns)
             return results
         held = _OpenBatch(span, end_ns, self._clock() + LINK_WAIT_SECONDS, waiting)
