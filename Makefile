@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test docs docs-build bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline
+.PHONY: dev test docs docs-build bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -37,6 +37,26 @@ docs-build: $(STAMP)
 ## The client builds and conformance runs alone (Go, TypeScript, Java, Python).
 clients: $(STAMP)
 	scripts/with-postgres scripts/clients-test
+
+## The clients' examples, against a running server (`make dev` in another terminal);
+## STATEWRIGHT_TARGET=HOST:PORT names another server, WORKFLOW_ID=ID the instance that
+## example-ts-watch follows.
+STATEWRIGHT_TARGET ?= 127.0.0.1:50051
+WORKFLOW_ID ?= order-1
+example-go:
+	cd clients/go && go run ./examples/start_resume -target $(STATEWRIGHT_TARGET)
+
+example-ts:
+	clients/ts/install.sh && cd clients/ts && node_modules/.bin/tsc -p . && node dist/examples/start_resume.js $(STATEWRIGHT_TARGET)
+
+example-ts-watch:
+	clients/ts/install.sh && cd clients/ts && node_modules/.bin/tsc -p . && node dist/examples/watch.js $(STATEWRIGHT_TARGET) $(WORKFLOW_ID)
+
+example-java:
+	cd clients/java && mvn -B -q -Dstyle.color=never compile dependency:build-classpath \
+	  -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime && \
+	  STATEWRIGHT_TARGET=$(STATEWRIGHT_TARGET) java -cp "target/classes:$$(cat target/classpath.txt)" \
+	  dev.statewright.client.example.MailApproval
 
 ## Regenerate committed code from proto/.
 generate: $(STAMP)

@@ -1,4 +1,4 @@
-"""The ``statewrightd`` command line: serve, dev, migrate, validate, graph."""
+"""The statewrightd command line: serve, dev, validate, graph, migrate."""
 
 from __future__ import annotations
 
@@ -16,27 +16,72 @@ DEV_DEFAULTS = ServerConfig(
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="statewrightd", description=__doc__)
-    sub = parser.add_subparsers(dest="command", required=True)
+DESCRIPTION = """\
+Statewright server: runs durable finite-state-machine workflows behind a gRPC API.
 
-    serve = sub.add_parser("serve", help="run the gRPC server")
+Every server flag falls back to its STATEWRIGHT_* environment variable, then to the
+command's default. 'statewrightd COMMAND --help' shows a command's flags and defaults.
+"""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="statewrightd",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="run the gRPC server (PostgreSQL or SQLite)",
+        description="Run the gRPC server until SIGTERM.",
+    )
     add_server_arguments(serve)
 
     dev = sub.add_parser(
-        "dev", help="run the server on a local SQLite file with the example definitions"
+        "dev",
+        help="run the server on statewright-dev.db (SQLite) with examples/definitions",
+        description="Run the server for local development: the SQLite file "
+        f"{DEV_DEFAULTS.database_url.removeprefix('sqlite:///')} and the definitions in "
+        f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise.",
     )
-    add_server_arguments(dev)
+    add_server_arguments(dev, DEV_DEFAULTS)
 
-    validate = sub.add_parser("validate", help="check definition files and report every problem")
-    validate.add_argument("paths", nargs="+", help="definition files (YAML or JSON) or directories")
+    validate = sub.add_parser(
+        "validate",
+        help="check definition files and report every problem",
+        description="Check definition files; exit 1 if any has a problem.",
+    )
+    validate.add_argument(
+        "paths", nargs="+", metavar="PATH", help="definition file (YAML or JSON) or directory"
+    )
 
-    graph = sub.add_parser("graph", help="print a state diagram of a definition")
-    graph.add_argument("file")
-    graph.add_argument("--format", choices=("mermaid", "dot"), default="mermaid")
+    graph = sub.add_parser(
+        "graph",
+        help="print a state diagram of a definition",
+        description="Print the state diagram of one definition file.",
+    )
+    graph.add_argument("file", metavar="FILE", help="definition file (YAML or JSON)")
+    graph.add_argument(
+        "--format",
+        choices=("mermaid", "dot"),
+        default="mermaid",
+        help="mermaid (a stateDiagram-v2) or dot (Graphviz); default mermaid",
+    )
 
-    migrate = sub.add_parser("migrate", help="apply database migrations and exit")
-    migrate.add_argument("--database", default=None, help="postgresql://... or sqlite:///path")
+    migrate = sub.add_parser(
+        "migrate",
+        help="apply database migrations and exit",
+        description="Apply the pending schema migrations to a database and exit.",
+    )
+    migrate.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="postgresql://USER@HOST/DB or sqlite:///PATH (env STATEWRIGHT_DATABASE_URL; "
+        f"default {ServerConfig().database_url})",
+    )
     return parser
 
 

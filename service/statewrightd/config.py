@@ -39,47 +39,65 @@ class ConfigError(ValueError):
     """A flag or environment variable has a value the server cannot use."""
 
 
-def add_server_arguments(parser: argparse.ArgumentParser) -> None:
-    """Flags default to None so that an unset flag falls back to its environment variable."""
+def add_server_arguments(
+    parser: argparse.ArgumentParser, defaults: ServerConfig | None = None
+) -> None:
+    """The server's flags, with ``defaults`` (the command's own) shown in their help.
+
+    Flags default to None so that an unset flag falls back to its environment variable,
+    and only then to the command's default (``config_from`` with the same ``base``).
+    """
+    d = defaults or ServerConfig()
     parser.add_argument(
-        "--listen", help=f"HOST:PORT (env STATEWRIGHT_LISTEN, default {DEFAULT_LISTEN})"
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"address of the gRPC server (env STATEWRIGHT_LISTEN; default {d.listen})",
     )
     parser.add_argument(
         "--database",
-        help="postgresql://... or sqlite:///path (env STATEWRIGHT_DATABASE_URL, "
-        f"default {DEFAULT_DATABASE_URL})",
+        metavar="URL",
+        help="postgresql://USER@HOST/DB or sqlite:///PATH (env STATEWRIGHT_DATABASE_URL; "
+        f"default {d.database_url})",
     )
+    definitions = f"default {d.definitions_dir}" if d.definitions_dir else "default none"
     parser.add_argument(
-        "--definitions", help="directory of definition files (env STATEWRIGHT_DEFINITIONS)"
+        "--definitions",
+        metavar="DIR",
+        help="directory of definition files (YAML or JSON) to load at start "
+        f"(env STATEWRIGHT_DEFINITIONS; {definitions})",
     )
     parser.add_argument(
         "--grace",
         type=float,
-        help="seconds in-flight RPCs get on shutdown (env STATEWRIGHT_GRACE, "
-        f"default {DEFAULT_GRACE_SECONDS:g})",
+        metavar="SECONDS",
+        help="how long in-flight RPCs may run on after SIGTERM (env STATEWRIGHT_GRACE; "
+        f"default {d.grace_seconds:g})",
     )
     parser.add_argument(
         "--writer-queue",
         type=int,
+        metavar="N",
         help="saves the writer may queue before answering OVERLOADED (env "
-        f"STATEWRIGHT_WRITER_QUEUE, default {DEFAULT_WRITER_QUEUE})",
+        f"STATEWRIGHT_WRITER_QUEUE; default {d.writer_queue})",
     )
     parser.add_argument(
         "--log-level",
         type=str.upper,
         choices=LOG_LEVELS,
-        help="log level (env STATEWRIGHT_LOG_LEVEL, default INFO)",
+        help=f"log level (env STATEWRIGHT_LOG_LEVEL; default {d.log_level})",
     )
     parser.add_argument(
         "--log-format",
         type=str.lower,
         choices=LOG_FORMATS,
-        help="text, or json: one object per line (env STATEWRIGHT_LOG_FORMAT, default text)",
+        help="text, or json: one object per line (env STATEWRIGHT_LOG_FORMAT; "
+        f"default {d.log_format})",
     )
     parser.add_argument(
         "--metrics-listen",
-        help="HOST:PORT for the Prometheus /metrics endpoint (env STATEWRIGHT_METRICS_LISTEN, "
-        "default off)",
+        metavar="HOST:PORT",
+        help="address of the Prometheus /metrics endpoint (env STATEWRIGHT_METRICS_LISTEN; "
+        f"default {d.metrics_listen or 'off'})",
     )
     parser.add_argument(
         "--clock-offset",
@@ -89,8 +107,9 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--liveness-stall",
         type=float,
-        help="seconds the EventLoop may make no progress before liveness turns NOT_SERVING "
-        f"(env STATEWRIGHT_LIVENESS_STALL, default {DEFAULT_LIVENESS_STALL_SECONDS:g})",
+        metavar="SECONDS",
+        help="how long the EventLoop may make no progress before liveness turns NOT_SERVING "
+        f"(env STATEWRIGHT_LIVENESS_STALL; default {d.liveness_stall_seconds:g})",
     )
 
 

@@ -12,7 +12,6 @@ import time
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
-from grpc_reflection.v1alpha import reflection
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import __version__
@@ -25,6 +24,7 @@ from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
 from statewrightd.observability.setup import Observability
+from statewrightd.reflection import enable_reflection
 from statewrightd.tuning import tune_interpreter
 
 _log = logging.getLogger(__name__)
@@ -86,9 +86,7 @@ class Server:
         _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
-        reflection.enable_server_reflection(
-            (SERVICE_FULL_NAME, "grpc.health.v1.Health", reflection.SERVICE_NAME), self._grpc
-        )
+        enable_reflection(self._grpc, (SERVICE_FULL_NAME, "grpc.health.v1.Health"))
         await self.health.starting()
         self.port = self._grpc.add_insecure_port(self.config.listen)
         if not self.port:

@@ -154,3 +154,33 @@ async def test_server_step_and_batch_spans(database_url: str, tmp_path: Path) ->
         assert _attr(batch, "statewright.batch.saved") >= 1
         assert _attr(batch, "statewright.batch.conflict") == 0
         assert batch.parent is None  # the writer thread starts its own traces
+
+    # Each step is linked to the batch that committed its save, and that batch back to it:
+    # the request's trace reaches the commit that made it durable.
+    by_span_id = {s.context.span_id: s for s in spans if s.context is not None}
+    for kind, revision in (("start", 1), ("resume", 2)):
+        (step,) = _named(spans, f"statewright.step {kind}")
+        assert step.context is not None
+        (link,) = step.links
+        assert link.attributes is not None and link.attributes["statewright.link"] == "committed by"
+        committed = by_span_id[link.context.span_id]
+        assert committed.name == "statewright.storage.batch"
+        assert committed.context is not None and link.context.trace_id == committed.context.trace_id
+        saves = zip(
+            _attr(committed, "statewright.workflow_ids"),
+            _attr(committed, "statewright.revisions"),
+            strict=True,
+        )
+        assert (workflow_id, revision) in set(saves)
+        back = [
+            back_link
+            for back_link in committed.links
+            if back_link.context.span_id == step.context.span_id
+            and back_link.context.trace_id == step.context.trace_id
+        ]
+        assert len(back) == 1
+        assert back[0].attributes is not None
+        assert back[0].attributes["statewright.link"] == "saved step"
+        # The batch's own timing is the transaction's, whatever time the links took.
+        assert committed.end_time is not None and step.end_time is not None
+        assert committed.end_time <= step.end_time

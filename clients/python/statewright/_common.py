@@ -23,6 +23,7 @@ from statewright.errors import StatewrightError
 from statewright.models import (
     SignalRejection,
     SignalResult,
+    StartResult,
     StepResult,
     Transition,
     WatchEvent,
@@ -203,14 +204,19 @@ def list_request(
 
 
 def step_result(
-    workflow: workflow_pb2.Workflow,
-    transitions: Sequence[workflow_pb2.Transition],
-    created: bool = True,
+    workflow: workflow_pb2.Workflow, transitions: Sequence[workflow_pb2.Transition]
 ) -> StepResult:
     return StepResult(
         workflow=Workflow.from_proto(workflow),
         transitions=tuple(Transition.from_proto(t) for t in transitions),
-        created=created,
+    )
+
+
+def start_result(response: pb.StartWorkflowResponse) -> StartResult:
+    return StartResult(
+        workflow=Workflow.from_proto(response.workflow),
+        transitions=tuple(Transition.from_proto(t) for t in response.transitions),
+        created=response.created,
     )
 
 

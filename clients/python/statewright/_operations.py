@@ -18,6 +18,7 @@ from statewright.errors import StatewrightError
 from statewright.models import (
     Definition,
     SignalResult,
+    StartResult,
     StepResult,
     WatchEvent,
     Workflow,
@@ -45,7 +46,7 @@ class Operations:
         request_id: str | None = None,
         if_exists: IfExists | None = None,
         timeout: float | None = None,
-    ) -> Plan[StepResult]:
+    ) -> Plan[StartResult]:
         """Starts an instance of ``definition`` (latest version unless ``version``)."""
         request = _common.start_request(
             definition,
@@ -56,7 +57,7 @@ class Operations:
             if_exists=if_exists,
         )
         response: pb.StartWorkflowResponse = yield Unary("StartWorkflow", request, timeout)
-        return _common.step_result(response.workflow, response.transitions, response.created)
+        return _common.start_result(response)
 
     @returning
     def resume(

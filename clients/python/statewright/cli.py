@@ -1,12 +1,14 @@
-"""``statewright``: the command-line client, printing JSON.
+"""statewright: the command-line client, printing JSON.
 
     statewright start mail-approval --input '{"topic": "launch"}'
     statewright resume workflows/ID --event approve
-    statewright watch workflows/ID          # one JSON object per line, until terminal
+    statewright history workflows/ID --format text    # every step so far, one per line
+    statewright watch workflows/ID                    # one JSON object per line, until terminal
 
-Every command prints one JSON document on stdout (``watch`` prints one per line). A failed
-call prints ``{"error": {...}}`` with the code, ErrorInfo reason and metadata on stderr and
-exits with status 1; a usage error exits with status 2.
+Every command prints one JSON document on stdout (watch prints one per line; history and
+watch print readable lines with --format text). A failed call prints {"error": {...}}
+with the code, ErrorInfo reason and metadata on stderr and exits with status 1; a usage
+error exits with status 2.
 """
 
 from __future__ import annotations
@@ -15,16 +17,15 @@ import argparse
 import json
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
-from google.protobuf import json_format
 from google.protobuf.message import Message
 
-from statewright import _common
+from statewright import _common, _render
 from statewright.client import Client
 from statewright.errors import StatewrightError
-from statewright.models import WorkflowStatus
+from statewright.models import WatchEvent, WorkflowStatus
 from statewright.values import JSONObject, JSONValue
 
 __all__ = ["main"]
@@ -44,18 +45,10 @@ def _json_object(text: str) -> JSONObject:
 
 def _emit(out: TextIO, value: JSONValue, *, compact: bool) -> None:
     if compact:
-        out.write(json.dumps(value, separators=(",", ":"), sort_keys=False) + "\n")
+        out.write(json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n")
     else:
-        out.write(json.dumps(value, indent=2) + "\n")
+        out.write(json.dumps(value, indent=2, ensure_ascii=False) + "\n")
     out.flush()
-
-
-def _message_dict(message: Message) -> JSONObject:
-    return json_format.MessageToDict(
-        message,
-        preserving_proto_field_name=True,
-        always_print_fields_with_no_presence=True,
-    )
 
 
 def _start(client: Client, args: argparse.Namespace, out: TextIO) -> None:
@@ -112,14 +105,49 @@ def _cancel(client: Client, args: argparse.Namespace, out: TextIO) -> None:
 
 
 def _watch(client: Client, args: argparse.Namespace, out: TextIO) -> None:
-    # JSON Lines: a consumer can act on each revision as it arrives.
+    # One line per revision: a consumer can act on each as it arrives.
     for event in client.watch(args.name, after_revision=args.after_revision):
+        _emit_event(out, event, args.format)
+
+
+def _emit_event(out: TextIO, event: WatchEvent, form: str) -> None:
+    if form == "text":
+        out.write(_render.step_line(event) + "\n")
+        out.flush()
+    else:
         _emit(out, event.to_dict(), compact=True)
+
+
+def _history(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+    steps = _history_events(client, args.name)
+    if args.format == "text":
+        for event in steps:
+            _emit_event(out, event, "text")
+        return
+    _emit(out, [_render.history_step(e) for e in steps], compact=args.compact)
+
+
+def _history_events(client: Client, name: str) -> Iterator[WatchEvent]:
+    """Every saved step, read through WatchWorkflow from revision 0.
+
+    The watch replays history and then follows live steps: it ends by itself after a
+    terminal revision; for a live instance, history is whatever was saved up to the
+    revision read just before the watch opened.
+    """
+    latest = client.get(name).revision
+    watch = client.watch(name, after_revision=0)
+    try:
+        for event in watch:
+            yield event
+            if event.revision >= latest:
+                return
+    finally:
+        watch.close()
 
 
 def _diagnostics(client: Client, args: argparse.Namespace, out: TextIO) -> None:
     message: Message = client.workflow_diagnostics(args.name) if args.name else client.diagnostics()
-    _emit(out, _message_dict(message), compact=args.compact)
+    _emit(out, _render.message_dict(message), compact=args.compact)
 
 
 def _definitions(client: Client, args: argparse.Namespace, out: TextIO) -> None:
@@ -148,21 +176,29 @@ def build_parser() -> argparse.ArgumentParser:
 
         parser.add_argument(
             "--target",
+            metavar="HOST:PORT",
             default=default(os.environ.get(_common.TARGET_ENV) or _common.DEFAULT_TARGET),
             help=f"server host:port (default: ${_common.TARGET_ENV} or {_common.DEFAULT_TARGET})",
         )
         parser.add_argument(
             "--timeout",
+            metavar="SECONDS",
             type=float,
             default=default(None),
-            help="deadline of each call in seconds (default: per method)",
+            help="deadline of each unary call in seconds (default: 10 for reads, 30 for "
+            "start, resume, signal and cancel; watch has none)",
         )
         parser.add_argument(
-            "--compact", action="store_true", default=default(False), help="one-line JSON"
+            "--compact",
+            action="store_true",
+            default=default(False),
+            help="print each JSON document on one line (watch always does)",
         )
 
     parser = argparse.ArgumentParser(
-        prog="statewright", description="Command-line client for the Statewright service."
+        prog="statewright",
+        description="Command-line client for the Statewright service. Every command prints "
+        "JSON; 'statewright COMMAND --help' shows a command's options.",
     )
     connection_options(parser, defaults=True)
     common = argparse.ArgumentParser(add_help=False)
@@ -174,52 +210,110 @@ def build_parser() -> argparse.ArgumentParser:
         sub.set_defaults(handler=handler)
         return sub
 
+    revision_help = (
+        "act only if the instance is at this revision; otherwise fail with "
+        "REVISION_MISMATCH (default: any revision)"
+    )
+    request_help = (
+        "idempotency key: a retry with the same key gets the first answer (default: generated)"
+    )
+
     p = command("start", _start, "start an instance of a definition")
     p.add_argument("definition", help="definition name, e.g. mail-approval")
-    p.add_argument("--input", type=_json_object, help="initial context as a JSON object")
+    p.add_argument(
+        "--input", type=_json_object, metavar="JSON", help="initial context as a JSON object"
+    )
     p.add_argument("--id", help="workflow id (default: generated by the server)")
     p.add_argument("--version", type=int, help="definition version (default: latest)")
-    p.add_argument("--request-id", help="idempotency key (default: generated)")
-    p.add_argument("--if-exists", choices=["fail", "return_existing"])
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    p.add_argument(
+        "--if-exists",
+        choices=["fail", "return_existing"],
+        help="when --id is taken: fail with ALREADY_EXISTS, or return the existing instance "
+        "with created false (default: fail)",
+    )
 
     p = command("resume", _resume, "fire an event on a WAITING instance")
     p.add_argument("name", help="workflows/ID or ID")
-    p.add_argument("--event", help="event (default: the wait state's first event)")
-    p.add_argument("--input", type=_json_object, help="context values to merge, as JSON")
-    p.add_argument("--expected-revision", type=int)
-    p.add_argument("--request-id")
+    p.add_argument("--event", help="event to fire (default: the wait state's first event)")
+    p.add_argument(
+        "--input",
+        type=_json_object,
+        metavar="JSON",
+        help="context values to merge before the event fires, as a JSON object",
+    )
+    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
 
     p = command("signal", _signal, "deliver an event to a RUNNING instance")
     p.add_argument("name", help="workflows/ID or ID")
-    p.add_argument("event")
-    p.add_argument("--payload", type=_json_object, help="event payload as a JSON object")
-    p.add_argument("--request-id")
+    p.add_argument("event", help="event to deliver, e.g. score")
+    p.add_argument(
+        "--payload",
+        type=_json_object,
+        metavar="JSON",
+        help="event payload as a JSON object (guards and actions read it as event.payload)",
+    )
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
 
     p = command("get", _get, "read one instance")
     p.add_argument("name", help="workflows/ID or ID")
 
     p = command("list", _list, "list instances (all pages)")
-    p.add_argument("--definition")
-    p.add_argument("--status", type=_status)
-    p.add_argument("--page-size", type=int, help="instances per request (default: server's)")
-    p.add_argument("--limit", type=int, help="stop after this many instances")
+    p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
+    statuses = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
+    p.add_argument(
+        "--status",
+        type=_status,
+        help=f"only instances with this status: {statuses} (any case; default: any)",
+    )
+    p.add_argument(
+        "--page-size", type=int, metavar="N", help="instances per request (default: server's, 50)"
+    )
+    p.add_argument("--limit", type=int, metavar="N", help="stop after this many instances")
 
     p = command("cancel", _cancel, "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")
-    p.add_argument("--reason")
-    p.add_argument("--expected-revision", type=int)
-    p.add_argument("--request-id")
+    p.add_argument("--reason", help="why, recorded with the cancellation")
+    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
 
-    p = command("watch", _watch, "stream every revision as JSON lines until terminal")
+    format_help = "json: one JSON object per line; text: one readable line each (default: json)"
+    p = command("watch", _watch, "follow an instance: every revision, live, until a terminal one")
     p.add_argument("name", help="workflows/ID or ID")
-    p.add_argument("--after-revision", type=int, help="replay every revision after this one")
+    p.add_argument(
+        "--after-revision",
+        type=int,
+        metavar="N",
+        help="replay every revision after N first (default: start with the instance now)",
+    )
+    p.add_argument("--format", choices=["json", "text"], default="json", help=format_help)
+
+    p = command("history", _history, "every saved step of an instance, with transitions and event")
+    p.add_argument("name", help="workflows/ID or ID")
+    p.add_argument(
+        "--format",
+        choices=["json", "text"],
+        default="json",
+        help="json: one JSON array of steps; text: one readable line per step (default: json)",
+    )
 
     p = command("diagnostics", _diagnostics, "runtime diagnostics, or one instance's")
-    p.add_argument("name", nargs="?", help="workflows/ID for one instance's diagnostics")
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="workflows/ID or ID for one instance's diagnostics (default: the server's)",
+    )
 
     p = command("definitions", _definitions, "list definitions, or show one with its source")
-    p.add_argument("name", nargs="?", help="definition name or definitions/NAME/versions/N")
-    p.add_argument("--version", type=int)
+    p.add_argument(
+        "name",
+        nargs="?",
+        help="definition name or definitions/NAME/versions/N to show (default: list them all)",
+    )
+    p.add_argument(
+        "--version", type=int, help="version of the definition NAME to show (default: latest)"
+    )
     return parser
 
 

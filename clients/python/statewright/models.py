@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 
 import grpc
 from google.protobuf import timestamp_pb2
+from google.rpc import status_pb2
 
 from statewright.errors import StatewrightError, error_info_from_status, make_error
 from statewright.v1 import definition_pb2, workflow_pb2, workflow_service_pb2
@@ -23,6 +24,7 @@ __all__ = [
     "Definition",
     "SignalRejection",
     "SignalResult",
+    "StartResult",
     "StepResult",
     "Transition",
     "WatchEvent",
@@ -170,13 +172,9 @@ class Workflow:
 
     @classmethod
     def from_proto(cls, msg: workflow_pb2.Workflow) -> Workflow:
-        error: StatewrightError | None = None
-        if msg.HasField("error"):
-            # Workflow.error is a google.rpc.Status: type it like a failed call so a caller
-            # can branch on the same classes and reasons.
-            error = make_error(
-                _status_code(msg.error.code), msg.error.message, error_info_from_status(msg.error)
-            )
+        # Workflow.error is a google.rpc.Status: typed like a failed call so a caller can
+        # branch on the same classes and reasons.
+        error = status_error(msg.error) if msg.HasField("error") else None
         return cls(
             name=msg.name,
             workflow_id=msg.workflow_id,
@@ -215,6 +213,11 @@ class Workflow:
         }
 
 
+def status_error(status: status_pb2.Status) -> StatewrightError:
+    """The typed error a ``google.rpc.Status`` stands for, as if a call had failed with it."""
+    return make_error(_status_code(status.code), status.message, error_info_from_status(status))
+
+
 def _status_code(number: int) -> grpc.StatusCode:
     for code in grpc.StatusCode:
         if code.value[0] == number:
@@ -239,19 +242,29 @@ def _error_dict(error: StatewrightError | None) -> JSONValue:
 
 @dataclass(frozen=True, slots=True)
 class StepResult:
-    """The instance after a step (start, resume) and the transitions that step fired."""
+    """The instance after a step (resume) and the transitions that step fired."""
 
     workflow: Workflow
     transitions: tuple[Transition, ...]
-    # False only when StartWorkflow's if_exists policy returned an existing instance.
-    created: bool = True
 
     def to_dict(self) -> JSONObject:
         return {
             "workflow": self.workflow.to_dict(),
             "transitions": [t.to_dict() for t in self.transitions],
-            "created": self.created,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class StartResult(StepResult):
+    """StartWorkflow's answer: a step result, and whether it made a new instance."""
+
+    # False only when the if_exists policy returned an existing instance.
+    created: bool = True
+
+    def to_dict(self) -> JSONObject:
+        out = StepResult.to_dict(self)
+        out["created"] = self.created
+        return out
 
 
 @dataclass(frozen=True, slots=True)

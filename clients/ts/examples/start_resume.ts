@@ -1,6 +1,7 @@
 // Starts a mail-approval workflow, which halts WAITING for a person's decision, then
 // resumes it with "approve" at the revision it read, as a person's approval would.
-//   node dist/examples/start_resume.js 127.0.0.1:50051
+// From the repository root:
+//   make example-ts
 import {
   createStatewrightClient,
   errorInfo,

@@ -1,7 +1,15 @@
 // Follows one instance to its end, printing each revision once, across dropped connections
-// and server restarts; Ctrl-C stops it.
-//   node dist/examples/watch.js 127.0.0.1:50051 WORKFLOW_ID
-import { createStatewrightClient, Code, ConnectError, WatchEventType, WorkflowStatus } from "@statewright/client";
+// and server restarts; Ctrl-C stops it. From the repository root:
+//   make example-ts-watch WORKFLOW_ID=ID
+import {
+  createStatewrightClient,
+  codeName,
+  errorReason,
+  Code,
+  ConnectError,
+  WatchEventType,
+  WorkflowStatus,
+} from "@statewright/client";
 
 const [target = "127.0.0.1:50051", workflowId = "order-1"] = process.argv.slice(2);
 const client = createStatewrightClient(target);
@@ -15,5 +23,9 @@ try {
   }
 } catch (err) {
   // The abort ends the watch with CANCELED; anything else is why it could not go on.
-  if (ConnectError.from(err).code !== Code.Canceled) throw err;
+  const failure = ConnectError.from(err);
+  if (failure.code !== Code.Canceled) {
+    console.error(`watch failed: ${codeName(failure.code)} ${errorReason(err) ?? ""}: ${failure.rawMessage}`);
+    process.exitCode = 1;
+  }
 }

@@ -8,17 +8,29 @@ Step spans are created when the step is answered, with the start time recorded w
 command was built (on the RPC's task, whose trace context becomes the parent). Building
 the span at the end keeps the EventLoop free of span bookkeeping between the two, and
 ``BatchSpanProcessor`` makes ``end()`` a queue append.
+
+A storage batch has no parent (it serves many requests) but is linked to the spans of the
+steps whose saves it committed, and each of those back to it, so that a request's trace
+leads to the commit that made it durable. The two meet in the middle: a batch commits
+before any of its steps is answered (the writer hands the outcomes over only after the
+transaction), so its span stays open, its end time already taken, until every step it
+saved has been answered and linked, each found by its save's (workflow id, revision). A
+batch whose steps are not all answered here (an answer lost in a shutdown, a step that
+no request asked for) is ended without those links after ``LINK_WAIT_SECONDS``.
 """
 
 from __future__ import annotations
 
 import logging
+import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from opentelemetry import context as otel_context
-from opentelemetry.trace import SpanKind, Status, StatusCode, Tracer
+from opentelemetry import trace
+from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
 
 from statewrightd import errors
 from statewrightd.engine.answers import Outcome, Result
@@ -32,6 +44,15 @@ _log = logging.getLogger("statewrightd.steps")
 MAX_BATCH_IDS = 256
 
 Outcomes = list[InstanceRecord | errors.StoreError]
+SaveKey = tuple[str, int]  # (workflow id, revision) of one save
+
+# How long a batch span waits for the answers of the steps it saved. They arrive within a
+# hand-off to the EventLoop; this only bounds what a lost answer holds open.
+LINK_WAIT_SECONDS = 5.0
+# Batch spans held open at most; beyond this the oldest is ended without its missing links.
+MAX_OPEN_BATCHES = 1024
+# The link attribute that says what the linked span is to this one.
+LINK_KIND = "statewright.link"
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,13 +64,34 @@ class StepObservation:
     parent: otel_context.Context | None
 
 
+@dataclass(slots=True, eq=False)
+class _OpenBatch:
+    """A committed batch's span, left open until the steps it saved are linked to it."""
+
+    span: Span
+    end_ns: int
+    deadline: float  # on the probes' clock
+    waiting: set[SaveKey] = field(default_factory=set)
+
+
 class Probes:
     """The server's step and batch observer, over its tracer and metrics (either may be
     absent)."""
 
-    def __init__(self, tracer: Tracer | None, metrics: Metrics | None) -> None:
+    def __init__(
+        self,
+        tracer: Tracer | None,
+        metrics: Metrics | None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self._tracer = tracer
         self._metrics = metrics
+        self._clock = clock  # for the wait bound of open batch spans
+        # Open batch spans, filled on the writer thread and claimed on the EventLoop's.
+        self._lock = threading.Lock()
+        self._awaiting: dict[SaveKey, _OpenBatch] = {}
+        self._open: deque[_OpenBatch] = deque()
 
     # -- steps ---------------------------------------------------------------------------
 
@@ -65,16 +107,22 @@ class Probes:
         self, command: Command, attempts: int, observed: object | None, result: Result
     ) -> None:
         """On the EventLoop thread, when a step is answered."""
+        record = result.record if isinstance(result, Outcome) else None
+        # The batch that committed this step's save, while its span waits for the step.
+        claim = self._claim(result) if self._tracer is not None else None
         debug = _log.isEnabledFor(logging.DEBUG)
         if observed is None and not debug:
+            if claim is not None:
+                self._linked(claim, None)
             return
-        record = result.record if isinstance(result, Outcome) else None
         error = result if isinstance(result, errors.StatewrightError) else None
         outcome = "ok" if error is None else error.reason
         kind, workflow_id = command.kind, command.workflow_id
         if debug:
             _debug(kind, workflow_id, record, error, result)
         if not isinstance(observed, StepObservation):
+            if claim is not None:
+                self._linked(claim, None)
             return
         if self._metrics is not None:
             self._metrics.step_seconds.labels(kind, outcome).observe(
@@ -82,10 +130,12 @@ class Probes:
             )
         if self._tracer is None:
             return
+        links = [] if claim is None else [Link(claim[0].span.get_span_context(), _COMMITTED_BY)]
         span = self._tracer.start_span(
             f"statewright.step {kind}",
             context=observed.parent,
             kind=SpanKind.INTERNAL,
+            links=links,
             start_time=observed.started_ns,
             attributes={
                 "statewright.workflow_id": workflow_id,
@@ -111,6 +161,8 @@ class Probes:
         else:
             span.set_attribute("statewright.step.replayed", True)
         span.end()
+        if claim is not None:
+            self._linked(claim, span)
 
     def timer_fired(self, lag: float) -> None:
         if self._metrics is not None:
@@ -124,18 +176,7 @@ class Probes:
         if tracer is None and metrics is None:
             return apply(ops)
         began = time.perf_counter()
-        if tracer is None:
-            results = apply(ops)
-        else:
-            with tracer.start_as_current_span(
-                "statewright.storage.batch", kind=SpanKind.INTERNAL, record_exception=True
-            ) as span:
-                span.set_attributes(_batch_attributes(ops))
-                results = apply(ops)
-                counts = _outcomes(results)
-                span.set_attributes({f"statewright.batch.{k}": v for k, v in counts.items()})
-                if counts["failed"] or counts["unknown"]:
-                    span.set_status(Status(StatusCode.ERROR, "some saves failed"))
+        results = apply(ops) if tracer is None else self._traced_batch(tracer, apply, ops)
         if metrics is not None:
             metrics.batch_seconds.observe(time.perf_counter() - began)
             metrics.batch_size.observe(len(ops))
@@ -146,6 +187,96 @@ class Probes:
             if counts["conflict"]:
                 metrics.cas_conflicts.inc(counts["conflict"])
         return results
+
+    def _traced_batch(
+        self, tracer: Tracer, apply: Callable[[list[Operation]], Outcomes], ops: list[Operation]
+    ) -> Outcomes:
+        span = tracer.start_span(
+            "statewright.storage.batch",
+            kind=SpanKind.INTERNAL,
+            attributes=_batch_attributes(ops),
+        )
+        try:
+            with trace.use_span(span, record_exception=True, set_status_on_exception=True):
+                results = apply(ops)
+        except BaseException:
+            span.end()
+            raise
+        counts = _outcomes(results)
+        span.set_attributes({f"statewright.batch.{k}": v for k, v in counts.items()})
+        if counts["failed"] or counts["unknown"]:
+            span.set_status(Status(StatusCode.ERROR, "some saves failed"))
+        end_ns = time.time_ns()
+        waiting = {
+            _key(op)
+            for op, result in zip(ops, results, strict=True)
+            if isinstance(result, InstanceRecord)
+        }
+        if not waiting or not span.is_recording():  # nothing to link, or sampled out
+            span.end(end_time=end_ns)
+            return results
+        held = _OpenBatch(span, end_ns, self._clock() + LINK_WAIT_SECONDS, waiting)
+        with self._lock:
+            for key in waiting:
+                self._awaiting[key] = held
+            self._open.append(held)
+            self._expire(self._clock())
+        return results
+
+    def _claim(self, result: Result) -> tuple[_OpenBatch, SaveKey] | None:
+        """The open batch that saved this step's outcome, if it still waits for the step."""
+        if not isinstance(result, Outcome) or not result.saved:
+            return None
+        key = (result.record.workflow_id, result.record.revision)
+        with self._lock:
+            self._expire(self._clock())
+            batch = self._awaiting.pop(key, None)
+        return None if batch is None else (batch, key)
+
+    def _linked(self, claim: tuple[_OpenBatch, SaveKey], step: Span | None) -> None:
+        """The step a batch saved was answered: link its span (None when the step was not
+        observed), and end the batch's span once no step is missing."""
+        batch, key = claim
+        with self._lock:
+            if not batch.span.is_recording():
+                return  # ended meanwhile, by the wait bound or at shutdown
+            if step is not None:
+                batch.span.add_link(step.get_span_context(), _SAVED_STEP)
+            batch.waiting.discard(key)
+            if not batch.waiting:
+                batch.span.end(end_time=batch.end_ns)
+
+    def _expire(self, now: float) -> None:
+        """End the batch spans that waited long enough, or that exceed the bound (locked)."""
+        while self._open and (
+            self._open[0].deadline <= now
+            or len(self._open) > MAX_OPEN_BATCHES
+            or not self._open[0].span.is_recording()
+        ):
+            self._close(self._open.popleft())
+
+    def _close(self, batch: _OpenBatch) -> None:
+        for key in batch.waiting:
+            if self._awaiting.get(key) is batch:
+                del self._awaiting[key]
+        batch.waiting.clear()
+        if batch.span.is_recording():
+            batch.span.end(end_time=batch.end_ns)
+
+    def close(self) -> None:
+        """End every batch span still open (at shutdown, before the spans are flushed)."""
+        with self._lock:
+            while self._open:
+                self._close(self._open.popleft())
+
+
+_COMMITTED_BY = {LINK_KIND: "committed by"}
+_SAVED_STEP = {LINK_KIND: "saved step"}
+
+
+def _key(op: Operation) -> SaveKey:
+    record = op.record if isinstance(op, Create) else op.new
+    return record.workflow_id, record.revision
 
 
 def _debug(

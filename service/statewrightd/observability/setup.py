@@ -74,4 +74,6 @@ class Observability:
             self.endpoint.close()
             self.endpoint = None
         if self.tracing is not None:
+            # Batch spans still waiting for their steps' answers are exported as they are.
+            self.probes.close()
             self.tracing.shutdown()

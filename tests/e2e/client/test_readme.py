@@ -50,9 +50,10 @@ def test_python_examples_run(module_server: ServerProcess) -> None:
 
 def test_command_line_example_runs(module_server: ServerProcess) -> None:
     (block,) = [b for b in _blocks("sh") if "statewright start" in b]
-    # The first three commands form the start/resume/get example; the rest need other ids.
+    # The first four commands form the start/resume/get/history example; the rest need
+    # other ids.
     lines = [line.split("#")[0].strip() for line in block.splitlines()]
-    commands = [line for line in lines if line.startswith("statewright ")][:3]
+    commands = [line for line in lines if line.startswith("statewright ")][:4]
     outputs = [
         subprocess.run(
             command,
@@ -68,3 +69,11 @@ def test_command_line_example_runs(module_server: ServerProcess) -> None:
     assert '"status": "WAITING"' in outputs[0]
     assert '"status": "COMPLETED"' in outputs[1]
     assert '"status":"COMPLETED"' in outputs[2]
+    assert '"sent after approval by ann"' in outputs[1]
+    steps = outputs[3].splitlines()
+    assert [line.split()[0] for line in steps] == ["r1", "r2"]
+    assert steps[0].endswith(
+        "start: draft -> awaiting_approval => WAITING in awaiting_approval, accepts approve, reject"
+    )
+    assert "approve: awaiting_approval -approve-> send -> " in steps[1]
+    assert "=> COMPLETED in " in steps[1]

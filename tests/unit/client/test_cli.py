@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
+import threading
+from collections.abc import Iterator
 from typing import Any
 
 import grpc
 import pytest
-from statewright import cli
-from statewright.v1 import workflow_pb2
+from google.protobuf import any_pb2, duration_pb2, timestamp_pb2
+from google.rpc import error_details_pb2, status_pb2
+from statewright import _render, cli
+from statewright.v1 import diagnostics_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from tests.unit.client.fakes import FakeServer, abort, workflow
@@ -60,6 +65,8 @@ def test_resume_passes_event_and_expected_revision(fake: FakeServer) -> None:
     )
     assert status == 0
     assert body["workflow"]["status"] == "COMPLETED"
+    # ResumeWorkflowResponse has no `created`: the output shows only fields that exist.
+    assert set(body) == {"workflow", "transitions"}
     (request,) = fake.service.calls("ResumeWorkflow")
     assert (request.name, request.event, request.expected_revision) == ("workflows/w", "approve", 1)
 
@@ -123,3 +130,195 @@ def test_unknown_status_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
         cli.main(["list", "--status", "sleeping"])
     assert caught.value.code == 2
     assert "COMPLETED" in capsys.readouterr().err
+
+
+def test_every_option_and_argument_has_help_text() -> None:
+    parser = cli.build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    missing = [
+        f"{name} {action.dest}"
+        for name, sub in [("statewright", parser), *commands.choices.items()]
+        for action in sub._actions
+        if not action.help and not isinstance(action, argparse._SubParsersAction)
+    ]
+    assert missing == []
+
+
+def _diagnostics_response() -> pb.GetDiagnosticsResponse:
+    return pb.GetDiagnosticsResponse(
+        event_loop=diagnostics_pb2.EventLoopDiagnostics(
+            phase=diagnostics_pb2.EVENT_LOOP_PHASE_RUNNING,
+            queue_depth=3,
+            max_queue_depth=12_345_678_901,
+            lag_last=duration_pb2.Duration(nanos=26_236),
+            lag_max=duration_pb2.Duration(seconds=1, nanos=200_000_000),
+            dispatch_count=7,
+        ),
+        persistence=diagnostics_pb2.PersistenceDiagnostics(
+            backend="sqlite", batches=3, mean_batch_size=4 / 3, saves=4
+        ),
+        definitions=["definitions/mail-approval/versions/1"],
+        uptime=duration_pb2.Duration(seconds=3_725),
+    )
+
+
+def test_diagnostics_print_numbers_plain_enums_and_readable_durations(fake: FakeServer) -> None:
+    fake.service.behaviours["GetDiagnostics"] = lambda r, c: _diagnostics_response()
+    status, body, _ = _run(fake, "diagnostics")
+    assert status == 0
+    loop = body["event_loop"]
+    assert loop["phase"] == "RUNNING"
+    assert loop["queue_depth"] == 3 and loop["max_queue_depth"] == 12_345_678_901
+    assert loop["slow_dispatch_count"] == 0  # zero counts are shown, as numbers
+    assert loop["lag_last"] == "26 µs"
+    assert loop["lag_max"] == "1.2 s"
+    assert "lag_average" not in loop  # not sent: not shown
+    assert body["persistence"]["mean_batch_size"] == 1.333
+    assert body["uptime"] == "1 h 2 min"
+    assert "admissions" not in body
+    assert body["definitions"] == ["definitions/mail-approval/versions/1"]
+
+
+def test_workflow_diagnostics_show_states_times_and_the_recovery_error(fake: FakeServer) -> None:
+    info = any_pb2.Any()
+    info.Pack(error_details_pb2.ErrorInfo(reason="STORAGE_UNAVAILABLE", domain="statewright.dev"))
+    since = timestamp_pb2.Timestamp(seconds=1_767_225_600, nanos=250_000_000)
+    diagnostics = diagnostics_pb2.WorkflowDiagnostics(
+        name="workflows/w",
+        admission_state=diagnostics_pb2.ADMISSION_STATE_RECOVERY_REQUIRED,
+        revision=4,
+        recent_transitions=[
+            workflow_pb2.Transition(from_state="a", to_state="b", event="go"),
+        ],
+        recovery=diagnostics_pb2.RecoveryInfo(
+            attempts=2,
+            since_time=since,
+            last_error=status_pb2.Status(code=14, message="database gone", details=[info]),
+        ),
+    )
+    fake.service.behaviours["GetWorkflowDiagnostics"] = lambda r, c: (
+        pb.GetWorkflowDiagnosticsResponse(diagnostics=diagnostics)
+    )
+    status, body, _ = _run(fake, "diagnostics", "w")
+    assert status == 0
+    assert fake.service.calls("GetWorkflowDiagnostics")[0].name == "workflows/w"
+    assert body["admission_state"] == "RECOVERY_REQUIRED"
+    assert body["revision"] == 4 and body["cached"] is False
+    assert body["recent_transitions"] == [{"from_state": "a", "to_state": "b", "event": "go"}]
+    recovery = body["recovery"]
+    assert recovery["attempts"] == 2
+    assert recovery["since_time"] == "2026-01-01T00:00:00.250Z"
+    assert "next_attempt_time" not in recovery
+    assert recovery["last_error"] == {
+        "code": "UNAVAILABLE",
+        "reason": "STORAGE_UNAVAILABLE",
+        "message": "database gone",
+        "metadata": {},
+    }
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"),
+    [
+        (0, "0 s"),
+        (0.000000004, "4 ns"),
+        (0.000026236, "26 µs"),
+        (0.0009996, "1 ms"),
+        (0.0012, "1.2 ms"),
+        (0.43, "430 ms"),
+        (1.23, "1.2 s"),
+        (59.4, "59 s"),
+        (61, "1 min 1 s"),
+        (3725, "1 h 2 min"),
+        (90_000, "1 d 1 h"),
+    ],
+)
+def test_durations_read_in_the_unit_a_person_uses(seconds: float, text: str) -> None:
+    assert _render.duration_text(seconds) == text
+
+
+def _steps() -> list[pb.WatchWorkflowResponse]:
+    started = workflow(revision=1)
+    started.accepted_events[:] = ["approve", "reject"]
+    return [
+        pb.WatchWorkflowResponse(
+            type=pb.WATCH_EVENT_TYPE_STEP,
+            revision=1,
+            transitions=[workflow_pb2.Transition(from_state="draft", to_state="awaiting_approval")],
+            workflow=started,
+        ),
+        pb.WatchWorkflowResponse(
+            type=pb.WATCH_EVENT_TYPE_STEP,
+            revision=2,
+            event="approve",
+            transitions=[
+                workflow_pb2.Transition(
+                    from_state="awaiting_approval", to_state="send", event="approve"
+                ),
+                workflow_pb2.Transition(from_state="send", to_state="done"),
+            ],
+            workflow=workflow(revision=2, status=workflow_pb2.WORKFLOW_STATUS_COMPLETED),
+        ),
+    ]
+
+
+def test_history_replays_every_step_from_revision_zero(fake: FakeServer) -> None:
+    fake.service.behaviours["GetWorkflow"] = lambda r, c: pb.GetWorkflowResponse(
+        workflow=workflow(revision=2, status=workflow_pb2.WORKFLOW_STATUS_COMPLETED)
+    )
+    fake.service.behaviours["WatchWorkflow"] = lambda r, c: iter(_steps())
+    status, body, _ = _run(fake, "history", "w")
+    assert status == 0
+    (request,) = fake.service.calls("WatchWorkflow")
+    assert request.HasField("after_revision") and request.after_revision == 0
+    assert [(s["revision"], s["event"], s["status"]) for s in body] == [
+        (1, "", "WAITING"),
+        (2, "approve", "COMPLETED"),
+    ]
+    assert body[1]["transitions"] == [
+        {"from_state": "awaiting_approval", "to_state": "send", "event": "approve"},
+        {"from_state": "send", "to_state": "done", "event": ""},
+    ]
+    assert body[1]["state"] == "awaiting_approval" and body[1]["context"] == {}
+
+
+def test_history_of_a_live_instance_stops_once_caught_up(fake: FakeServer) -> None:
+    # Revision 1 when history is asked for; revision 2 arrives live while it is read.
+    fake.service.behaviours["GetWorkflow"] = lambda r, c: pb.GetWorkflowResponse(
+        workflow=workflow(revision=1)
+    )
+    released = threading.Event()
+
+    def live(request: Any, context: grpc.ServicerContext) -> Iterator[Any]:
+        yield from _steps()
+        # A live stream stays open; history must leave on its own, not wait here.
+        released.wait(10)
+
+    fake.service.behaviours["WatchWorkflow"] = live
+    out = io.StringIO()
+    try:
+        status = cli.main(["--target", fake.target, "history", "w", "--format", "text"], stdout=out)
+    finally:
+        released.set()
+    assert status == 0
+    (line,) = out.getvalue().splitlines()
+    assert line.startswith("r1 ")
+    assert line.endswith(
+        "start: draft -> awaiting_approval => WAITING in awaiting_approval, accepts approve, reject"
+    )
+
+
+def test_watch_prints_one_readable_line_per_step(fake: FakeServer) -> None:
+    current = pb.WatchWorkflowResponse(
+        type=pb.WATCH_EVENT_TYPE_CURRENT, revision=1, workflow=_steps()[0].workflow
+    )
+    fake.service.behaviours["WatchWorkflow"] = lambda r, c: iter([current, _steps()[1]])
+    out = io.StringIO()
+    assert cli.main(["--target", fake.target, "watch", "w", "--format", "text"], stdout=out) == 0
+    first, second = out.getvalue().splitlines()
+    assert first.startswith("r1 ") and first.endswith(
+        "current: WAITING in awaiting_approval, accepts approve, reject"
+    )
+    assert second.startswith("r2 ") and second.endswith(
+        "approve: awaiting_approval -approve-> send -> done => COMPLETED in awaiting_approval"
+    )
