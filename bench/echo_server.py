@@ -1,7 +1,7 @@
 """A bare grpc.aio WorkflowService that answers StartWorkflow with a canned response.
 
 Not a test. It is the baseline of the runtime benchmark (bench/runtime_bench.py): the
-same gRPC stack, the same request and response bytes as a real order-fulfilment start,
+same gRPC stack, the same request and response bytes as a real order-pricing start,
 and none of the runtime, so ``runtime throughput / echo throughput`` shows what the
 servicer, the EventLoop hand-off, the engine and the database cost together.
 
@@ -44,13 +44,13 @@ SERVER_OPTIONS = [
 
 SERVICE_NAME = pb.DESCRIPTOR.services_by_name["WorkflowService"].full_name
 
-# The load generator's order-fulfilment input; the canned answer is what the engine makes
+# The load generator's order-pricing input; the canned answer is what the engine makes
 # of it, so the echo serializes the same response the runtime sends.
 ORDER_INPUT: dict[str, object] = {"items": ["a"], "price": 3.0, "quantity": 2}
 
 
 def canned_start_response() -> pb.StartWorkflowResponse:
-    definition = load_definition_file(EXAMPLES / "order-fulfilment.yaml")
+    definition = load_definition_file(EXAMPLES / "order-pricing.yaml")
     result = fsm.start(definition, "0" * 32, ORDER_INPUT)
     now = datetime.now(UTC)
     record = instance_record(result.snapshot, now, now)

@@ -36,7 +36,7 @@ def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
     review = load_definition_file(EXAMPLES / "review-loop.yaml")
     mail = load_definition_file(EXAMPLES / "mail-approval.yaml")
-    order = load_definition_file(EXAMPLES / "order-fulfilment.yaml")
+    order = load_definition_file(EXAMPLES / "order-pricing.yaml")
 
     evaluating = start(review, "bench", {}).snapshot
     improving = signal(review, evaluating, "score", {"score": 0.1}).snapshot
@@ -69,7 +69,7 @@ def main() -> None:
         seconds,
     )
     measure(
-        "order-fulfilment start (5 automatic transitions)",
+        "order-pricing start (5 automatic transitions)",
         lambda: start(order, "b", {"items": ["a"], "price": 3.0, "quantity": 2}),
         seconds,
     )

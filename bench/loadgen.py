@@ -7,7 +7,7 @@ latencies; the parent merges them.
 
 Scenarios (``--scenario``):
 
-- ``start``:  StartWorkflow order-fulfilment, an automatic chain that ends COMPLETED in
+- ``start``:  StartWorkflow order-pricing, an automatic chain that ends COMPLETED in
   the one step; one operation = one workflow started and completed durably.
 - ``echo``:   the same StartWorkflow request against bench/echo_server.py (canned answer).
 - ``hitl``:   human in the loop: StartWorkflow mail-approval (-> WAITING), then
@@ -242,7 +242,7 @@ class Client:
         self._stubs = itertools.cycle([pb_grpc.WorkflowServiceStub(c) for c in channels])
         self.plan = plan
         self.order = pb.StartWorkflowRequest(
-            definition="order-fulfilment", version=plan.version, input=_struct(ORDER_INPUT)
+            definition="order-pricing", version=plan.version, input=_struct(ORDER_INPUT)
         )
         self.mail = pb.StartWorkflowRequest(
             definition="mail-approval", version=plan.version, input=_struct({"topic": "benchmark"})

@@ -464,7 +464,7 @@ def cases(args: argparse.Namespace, done: list[Outcome]) -> Iterator[Case]:
     yield from case("(c) echo + thread hop", "echo-hop", replace(base, scenario="echo"))
     yield from case("(a) start-to-complete", "server", replace(base, scenario="start"))
     yield from case("(b) human in the loop", "server", replace(base, scenario="hitl"))
-    # A resume step costs less than an order-fulfilment start: size the parked pool for
+    # A resume step costs less than an order-pricing start: size the parked pool for
     # up to twice the start rate, and end the window early (flagged) if it still runs dry.
     resume_capacity = max(300.0, 2.0 * measured("(a) start-to-complete", 1000.0))
     pool = int(resume_capacity * span * 1.1 / args.processes)

@@ -84,11 +84,11 @@ def async_per_call_us(make: Callable[[], Awaitable[None]], seconds: float) -> fl
 
 def main() -> None:
     seconds = float(sys.argv[1]) if len(sys.argv) > 1 else 2.0
-    order = load_definition_file(EXAMPLES / "order-fulfilment.yaml")
+    order = load_definition_file(EXAMPLES / "order-pricing.yaml")
     mail = load_definition_file(EXAMPLES / "mail-approval.yaml")
     order_input = struct_pb2.Struct()
     order_input.update({"items": ["a"], "price": 3.0, "quantity": 2})
-    request = pb.StartWorkflowRequest(definition="order-fulfilment", input=order_input)
+    request = pb.StartWorkflowRequest(definition="order-pricing", input=order_input)
     request_bytes = request.SerializeToString()
     now = datetime.now(UTC)
 
@@ -178,7 +178,7 @@ def main() -> None:
     items: list[tuple[str, str, Callable[[], float]]] = [
         ("main", "parse + validate StartWorkflow, input, uuid", lambda: timed(validate_start)),
         ("main", "StartWorkflow response: convert + serialize", lambda: timed(start_response)),
-        ("main", "  of which workflow_pb (order-fulfilment)", lambda: timed(order_workflow)),
+        ("main", "  of which workflow_pb (order-pricing)", lambda: timed(order_workflow)),
         ("main", "  of which context dict_to_struct", lambda: timed(order_context)),
         ("main", "  of which accepted_events", lambda: timed(order_events)),
         ("main", "  of which 2 timestamps", lambda: timed(two_timestamps)),
@@ -186,9 +186,9 @@ def main() -> None:
         ("main", "await reply: wait_for(shield(future))", lambda: timed_async(wait_for_shield)),
         ("main", "await reply: plain future (comparison)", lambda: timed_async(plain_future)),
         ("main", "read-pool round trip (version unpinned)", lambda: timed_async(round_trip)),
-        ("EventLoop", "fsm.start order-fulfilment + records", lambda: timed(on_loop_start)),
+        ("EventLoop", "fsm.start order-pricing + records", lambda: timed(on_loop_start)),
         ("EventLoop", "fsm.resume mail-approval + records", lambda: timed(on_loop_resume)),
-        ("writer", "encode_op Create (order-fulfilment)", lambda: timed(lambda: encode_op(create))),
+        ("writer", "encode_op Create (order-pricing)", lambda: timed(lambda: encode_op(create))),
         ("writer", "encode_op Save (mail-approval resume)", lambda: timed(lambda: encode_op(save))),
     ]
     rows = [(thread, item, measure()) for thread, item, measure in items]

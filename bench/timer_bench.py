@@ -92,6 +92,19 @@ def server(database: str, definitions: Path, logs: Path, name: str) -> Iterator[
             process.kill()
 
 
+@contextmanager
+def workspace(definitions: dict[str, str], prefix: str) -> Iterator[tuple[Path, Path]]:
+    """A temporary directory with ``definitions`` (file name -> text) written into one
+    folder, and another for the servers' logs."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = Path(tmp)
+        (root / "definitions").mkdir()
+        for name, text in definitions.items():
+            (root / "definitions" / name).write_text(text)
+        (root / "logs").mkdir()
+        yield root / "definitions", root / "logs"
+
+
 def cpu_seconds(pid: int) -> float:
     text = Path(f"/proc/{pid}/stat").read_text()
     fields = text[text.rindex(")") + 2 :].split()
@@ -258,14 +271,7 @@ def main() -> None:
         args.rate, args.seconds, args.window = 200, 5, 3.0
     database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
     results: dict[str, Any] = {"rate": args.rate, "seconds": args.seconds}
-    with tempfile.TemporaryDirectory(prefix="timer-bench-") as tmp:
-        root = Path(tmp)
-        definitions = root / "definitions"
-        definitions.mkdir()
-        for name, text in DEFINITIONS.items():
-            (definitions / name).write_text(text)
-        logs = root / "logs"
-        logs.mkdir()
+    with workspace(DEFINITIONS, "timer-bench-") as (definitions, logs):
         with server(database, definitions, logs, "baseline") as (target, _):
             asyncio.run(closed_loop(target, args.window))  # warm-up
             plain: list[float] = []

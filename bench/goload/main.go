@@ -335,7 +335,7 @@ func newClient(p plan, conns []*grpc.ClientConn) *client {
 		plan: p, conns: conns, timeout: seconds(p.timeout), approve: mustStruct(approve),
 	}
 	c.order = &statewrightv1.StartWorkflowRequest{
-		Definition: "order-fulfilment", Version: int32(p.version), Input: mustStruct(orderInput),
+		Definition: "order-pricing", Version: int32(p.version), Input: mustStruct(orderInput),
 	}
 	c.mail = &statewrightv1.StartWorkflowRequest{
 		Definition: "mail-approval", Version: int32(p.version), Input: mustStruct(mailInput),

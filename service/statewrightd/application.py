@@ -28,11 +28,26 @@ from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
 from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.observer import StepObserver, Unobserved
-from statewrightd.engine.runtime import Job, RuntimeCounts, WorkflowInfo, WorkflowRuntime
+from statewrightd.engine.runtime import (
+    Job,
+    RuntimeCounts,
+    WorkflowInfo,
+    WorkflowRuntime,
+    in_task_state,
+)
+from statewrightd.engine.task_desk import TaskDesk
+from statewrightd.engine.tasks import QueueView, TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler, TimerStats
 from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
-from statewrightd.store.notifications import StepListener
-from statewrightd.store.records import HistoryRecord, InstanceRecord, Page, TimerRecord
+from statewrightd.store.notifications import HintListener, step_listener, task_listener
+from statewrightd.store.records import (
+    HistoryRecord,
+    InstanceRecord,
+    Page,
+    QueueCounts,
+    TaskRecord,
+    TimerRecord,
+)
 from statewrightd.store.repository import Repository, open_repository
 from statewrightd.store.writer import BatchObserver, GroupCommitWriter, WriterStats, unobserved
 
@@ -51,11 +66,13 @@ HINT_DELAY_SECONDS = 0.02
 
 @dataclass(frozen=True, slots=True)
 class Found:
-    """An instance as read from the store, with its definition and its armed timers."""
+    """An instance as read from the store, with its definition, its armed timers and its
+    open task."""
 
     record: InstanceRecord
     loaded: Loaded
     timers: tuple[TimerRecord, ...] = ()
+    task: TaskRecord | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +87,7 @@ class Diagnostics:
     watchers: int
     watch_catch_ups: int
     timers: TimerStats
+    task_queues: list[QueueView]
 
 
 class Application:
@@ -91,12 +109,15 @@ class Application:
         self._runtime: WorkflowRuntime | None = None
         self._requests: Idempotency | None = None
         self._timers: TimerScheduler | None = None
+        self._sweeper: TaskSweeper | None = None
+        self._desk: TaskDesk | None = None
+        self._polls: TaskPolls | None = None
         self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
         self._reads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-read")
         self.writer_capacity = config.writer_queue
         self.watch_hub = WatchHub()
         self._feed = WatchFeed(self.watch_hub, self.get, self.history_after)
-        self._step_listener: StepListener | None = None
+        self._listeners: list[HintListener[Any]] = []
         # Why storage is known to be down (the readiness check's verdict), or None: calls
         # that need it are then refused at once, so that clients' retries can go elsewhere
         # instead of each waiting out its deadline on a dead database.
@@ -146,8 +167,31 @@ class Application:
         self._runtime.on_armed = self._timers.armed
         self._requests = Idempotency(self._run, repo, registry, self._read)
         aio = asyncio.get_running_loop()
+        polls = TaskPolls(clock)
+        polls.bind(aio)
+        self._polls = polls
+        self._sweeper = TaskSweeper(
+            loop=self._loop,
+            repo=repo,
+            offload=self._runtime.offload,
+            clock=clock,
+            submit=self._runtime.fire,
+            polls=polls,
+            observer=self._step_observer,
+        )
+        self._runtime.on_scheduled = lambda task: polls.notify_soon(task.queue)
+        self._desk = TaskDesk(
+            repo=repo,
+            polls=polls,
+            clock=clock,
+            read=self._read,
+            step=self.step,
+            replayed=self._requests.replay,
+            observer=self._step_observer,
+        )
         self._loop.start(aio)
         self._loop.post(self._timers.start)
+        self._loop.post(self._sweeper.start)
         if self.config.database_url.startswith(("postgresql://", "postgres://")):
             hub = self.watch_hub
 
@@ -161,12 +205,23 @@ class Application:
 
             hub.recheck_after = WATCH_RECHECK_SECONDS
             own_pids = getattr(repo, "backend_pids", ())
-            listener = StepListener(
-                url, deliver, reconnected, own_pids, wanted=lambda: hub.count > 0
+            listener = step_listener(
+                url,
+                deliver,
+                on_connected=reconnected,
+                own_pids=own_pids,
+                wanted=lambda: hub.count > 0,
             )
             hub.on_first = listener.wake
-            self._step_listener = listener
-            listener.start()
+
+            def ready(queues: list[str]) -> None:
+                for queue in set(queues):
+                    polls.notify_soon(queue)
+
+            tasks = task_listener(url, ready, own_pids=own_pids, wanted=lambda: polls.waiting() > 0)
+            self._listeners = [listener, tasks]
+            for each in self._listeners:
+                each.start()
 
     def _publish_step(self, outcome: Outcome, event: str | None) -> None:
         # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
@@ -179,6 +234,8 @@ class Application:
 
     def begin_drain(self) -> None:
         self.watch_hub.close()
+        if self._polls is not None:
+            self._polls.close()  # waiting polls answer now: a drain must not wait them out
         if self._loop is not None and self._loop.phase is Phase.RUNNING:
             self._loop.phase = Phase.DRAINING
 
@@ -187,8 +244,11 @@ class Application:
             # Timers are durable: a stopping replica only stops claiming them.
             with contextlib.suppress(errors.Unavailable):
                 self._loop.post(self._timers.stop)
-        if self._step_listener is not None:
-            await asyncio.to_thread(self._step_listener.stop)
+                if self._sweeper is not None:
+                    # Nor does it fail or cancel tasks: they outlive any server.
+                    self._loop.post(self._sweeper.stop)
+        for listener in self._listeners:
+            await asyncio.to_thread(listener.stop)
         if self._loop is not None:
             await asyncio.to_thread(self._loop.stop)
         if self._writer is not None:
@@ -217,6 +277,13 @@ class Application:
     def runtime(self) -> WorkflowRuntime:
         assert self._runtime is not None, "application not opened"
         return self._runtime
+
+    @property
+    def tasks(self) -> TaskDesk:
+        """Where workers' calls go: polls, heartbeats, completions and failures."""
+        self._require_storage()
+        assert self._desk is not None, "application not opened"
+        return self._desk
 
     # -- storage health ----------------------------------------------------------------------
 
@@ -342,7 +409,10 @@ class Application:
             timers: tuple[TimerRecord, ...] = ()
             if loaded.definition.timed_from:  # only then can it have any
                 timers = tuple(repo.armed_timers([workflow_id]).get(workflow_id, ()))
-            return Found(record, loaded, timers)
+            task = None
+            if in_task_state(loaded, record):
+                task = repo.open_tasks([workflow_id]).get(workflow_id)
+            return Found(record, loaded, timers, task)
 
         return await self._read(read)
 
@@ -362,8 +432,14 @@ class Application:
                 if d.definition.timed_from
             ]
             timers = repo.armed_timers(timed) if timed else {}
+            tasked = [
+                r.workflow_id
+                for r, d in zip(page.items, loaded, strict=True)
+                if in_task_state(d, r)
+            ]
+            tasks = repo.open_tasks(tasked) if tasked else {}
             found = [
-                Found(r, d, tuple(timers.get(r.workflow_id, ())))
+                Found(r, d, tuple(timers.get(r.workflow_id, ())), tasks.get(r.workflow_id))
                 for r, d in zip(page.items, loaded, strict=True)
             ]
             return page, found
@@ -405,12 +481,26 @@ class Application:
             watchers=self.watch_hub.active(),
             watch_catch_ups=self.watch_hub.catch_ups,
             timers=self.timer_stats(),
+            task_queues=self.task_queues(),
         )
 
     def timer_stats(self) -> TimerStats:
         """The timer scheduler's counts, from any thread (metrics scrapes)."""
         assert self._timers is not None, "application not opened"
         return self._timers.stats()
+
+    def task_counts(self) -> list[QueueCounts]:
+        """Every queue's open tasks as last counted, from any thread (metrics scrapes)."""
+        return self._sweeper.counts() if self._sweeper is not None else []
+
+    def task_queues(self) -> list[QueueView]:
+        """Every queue with open tasks or polls, as diagnostics show it."""
+        assert self._polls is not None, "application not opened"
+        polls = self._polls
+        counts = {c.queue: c for c in self.task_counts()}
+        now = polls.now()
+        names = sorted(set(counts) | set(polls.queues()))
+        return [polls.view(counts.get(name), name, now) for name in names]
 
     async def workflow_info(self, workflow_id: str) -> WorkflowInfo:
         runtime = self.runtime

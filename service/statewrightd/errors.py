@@ -182,6 +182,13 @@ class TimerGone(StoreError, FailedPrecondition):
     default_reason = "TIMER_GONE"
 
 
+class TaskFenced(StoreError, FailedPrecondition):
+    """A step that finishes a task found it no longer as it saw it: reason
+    ``LEASE_SUPERSEDED`` (leased again, or finished) or ``TASK_CANCELLED``."""
+
+    default_reason = "LEASE_SUPERSEDED"
+
+
 class RecordNotFound(StoreError, NotFound):
     default_reason = "NOT_FOUND"
 

@@ -2,8 +2,8 @@
 
 - ``liveness``: the process can make progress; a probe failure means restart it.
 - ``readiness``: the server should receive traffic; it goes NOT_SERVING first on drain.
-- ``""`` and ``statewright.v1.WorkflowService``: the overall serving status, for clients
-  that check the conventional names.
+- ``""``, ``statewright.v1.WorkflowService`` and ``statewright.v1.TaskService``: the
+  overall serving status, for clients that check the conventional names.
 """
 
 from __future__ import annotations
@@ -14,10 +14,13 @@ from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 
 WORKFLOW_SERVICE: Final = "statewright.v1.WorkflowService"
+TASK_SERVICE: Final = "statewright.v1.TaskService"
 LIVENESS: Final = "liveness"
 READINESS: Final = "readiness"
 OVERALL: Final = ""
-SERVICES: Final = (OVERALL, WORKFLOW_SERVICE, LIVENESS, READINESS)
+SERVICES: Final = (OVERALL, WORKFLOW_SERVICE, TASK_SERVICE, LIVENESS, READINESS)
+# What follows the overall serving status.
+SERVING_NAMES: Final = (OVERALL, WORKFLOW_SERVICE, TASK_SERVICE)
 
 SERVING: Final = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING: Final = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -33,14 +36,14 @@ class Health:
     async def starting(self) -> None:
         # Alive but not ready until storage and definitions are in place.
         await self.servicer.set(LIVENESS, SERVING)
-        for service in (OVERALL, WORKFLOW_SERVICE, READINESS):
+        for service in (*SERVING_NAMES, READINESS):
             await self.servicer.set(service, NOT_SERVING)
 
     async def ready(self, ready: bool) -> None:
         if self._draining:
             return
         status = SERVING if ready else NOT_SERVING
-        for service in (READINESS, OVERALL, WORKFLOW_SERVICE):
+        for service in (READINESS, *SERVING_NAMES):
             await self.servicer.set(service, status)
 
     async def alive(self, alive: bool) -> None:
@@ -54,5 +57,5 @@ class Health:
         """
         self._draining = True
         await self.servicer.set(READINESS, NOT_SERVING)
-        for service in (OVERALL, WORKFLOW_SERVICE):
+        for service in SERVING_NAMES:
             await self.servicer.set(service, NOT_SERVING)

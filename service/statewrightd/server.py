@@ -12,12 +12,14 @@ import time
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
+from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import __version__
 from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
 from statewrightd.api.servicer import WorkflowServicer
+from statewrightd.api.task_servicer import TaskServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
 from statewrightd.errors import StatewrightError
@@ -42,6 +44,7 @@ DRAIN_QUIET = 0.05
 
 WORKFLOW_SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
 SERVICE_FULL_NAME = WORKFLOW_SERVICE.full_name
+TASK_SERVICE = task_pb.DESCRIPTOR.services_by_name["TaskService"]
 # Names a module whose ``install(event_loop, asyncio_loop)`` a test wants run at start
 # (fault injection that only a test asks for); unset everywhere else.
 TEST_HOOKS_ENV = "STATEWRIGHT_TEST_HOOKS"
@@ -82,11 +85,15 @@ class Server:
             self.app.writer_stats,
             lambda: door.malformed,
             self.app.timer_stats,
+            self.app.task_counts,
         )
         _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
+        add_servicer(self._grpc, TASK_SERVICE, TaskServicer(self.app, self.door))
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
-        enable_reflection(self._grpc, (SERVICE_FULL_NAME, "grpc.health.v1.Health"))
+        enable_reflection(
+            self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
+        )
         await self.health.starting()
         self.port = self._grpc.add_insecure_port(self.config.listen)
         if not self.port:

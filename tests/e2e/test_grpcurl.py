@@ -19,7 +19,14 @@ from typing import Any
 import pytest
 from google.protobuf.descriptor import FileDescriptor
 from google.rpc import status_pb2
-from statewright.v1 import definition_pb2, diagnostics_pb2, workflow_pb2, workflow_service_pb2
+from statewright.v1 import (
+    definition_pb2,
+    diagnostics_pb2,
+    task_pb2,
+    task_service_pb2,
+    workflow_pb2,
+    workflow_service_pb2,
+)
 
 from tests.support.deployment import REPO, definitions_dir, running_server
 from tests.support.server import ServerProcess
@@ -27,6 +34,7 @@ from tests.support.server import ServerProcess
 GRPCURL_VERSION = "v1.9.4"
 GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
 SERVICE = "statewright.v1.WorkflowService"
+TASK_SERVICE = "statewright.v1.TaskService"
 REFLECTION_SERVICES = (
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",
@@ -123,10 +131,12 @@ def _symbols(file: FileDescriptor) -> Iterator[str]:
 
 def test_list_shows_every_service_and_method(grpcurl: Path, server: ServerProcess) -> None:
     services = _run(grpcurl, server, "list").split()
-    assert services == sorted([SERVICE, "grpc.health.v1.Health", *REFLECTION_SERVICES])
-    methods = _run(grpcurl, server, "list", SERVICE).split()
-    declared = workflow_service_pb2.DESCRIPTOR.services_by_name["WorkflowService"].methods
-    assert methods == sorted(m.full_name for m in declared)
+    expected = [SERVICE, TASK_SERVICE, "grpc.health.v1.Health", *REFLECTION_SERVICES]
+    assert services == sorted(expected)
+    for name, module in ((SERVICE, workflow_service_pb2), (TASK_SERVICE, task_service_pb2)):
+        methods = _run(grpcurl, server, "list", name).split()
+        declared = module.DESCRIPTOR.services_by_name[name.rpartition(".")[2]].methods
+        assert methods == sorted(m.full_name for m in declared)
 
 
 def test_describe_a_service_a_method_and_a_message(grpcurl: Path, server: ServerProcess) -> None:
@@ -155,7 +165,14 @@ def test_describe_a_service_a_method_and_a_message(grpcurl: Path, server: Server
 
 
 def test_every_symbol_resolves(grpcurl: Path, server: ServerProcess) -> None:
-    files = [workflow_service_pb2, workflow_pb2, definition_pb2, diagnostics_pb2]
+    files = [
+        workflow_service_pb2,
+        workflow_pb2,
+        definition_pb2,
+        diagnostics_pb2,
+        task_service_pb2,
+        task_pb2,
+    ]
     symbols = [s for module in files for s in _symbols(module.DESCRIPTOR)]
     # The well-known types and error types the API uses, and the services beside it.
     symbols += [

@@ -212,21 +212,21 @@ def _race_starts(replicas: Replicas, rounds: int, *, explicit_ids: bool) -> None
     """Each round sends one start request, with one request id, through both replicas at
     once (as a client retrying on another replica does)."""
     clients = (replicas.a, replicas.b)
-    before = len(replicas.a.list_all(definition="order-fulfilment", page_size=1000))
+    before = len(replicas.a.list_all(definition="order-pricing", page_size=1000))
     answers: list[list[pb.StartWorkflowResponse]] = []
     barrier = threading.Barrier(2)
 
     def start(client: Client, rid: str, wid: str) -> pb.StartWorkflowResponse:
         barrier.wait(10)
         return client.start(
-            "order-fulfilment", workflow_id=wid, input={"items": ["x"]}, request_id=rid
+            "order-pricing", workflow_id=wid, input={"items": ["x"]}, request_id=rid
         )
 
     with ThreadPoolExecutor(2) as pool:
         for _ in range(rounds):
             rid, wid = uid("req"), (uid("raced") if explicit_ids else "")
             answers.append(list(pool.map(start, clients, [rid, rid], [wid, wid])))
-    created = len(replicas.a.list_all(definition="order-fulfilment", page_size=1000)) - before
+    created = len(replicas.a.list_all(definition="order-pricing", page_size=1000)) - before
     pairs = [(a.workflow.workflow_id, b.workflow.workflow_id) for a, b in answers]
     # Both callers get the one original answer, and one instance exists per request.
     assert [a == b for a, b in answers] == [True] * rounds, pairs

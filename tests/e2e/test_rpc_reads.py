@@ -24,9 +24,13 @@ from tests.support.deployment import EXAMPLES, TEST_DEFINITIONS
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
-ALL_DEFINITIONS = sorted(
-    p.stem for p in [*EXAMPLES.glob("*.yaml"), *TEST_DEFINITIONS.glob("*.yaml")]
-)
+DEFINITION_FILES = sorted([*EXAMPLES.glob("*.yaml"), *TEST_DEFINITIONS.glob("*.yaml")])
+ALL_DEFINITIONS = sorted(p.stem for p in DEFINITION_FILES)
+# Each file's (name, version) as it declares them.
+VERSIONS = {
+    p.stem: int(re.search(r"^version: (\d+)$", p.read_text(), re.MULTILINE).group(1))  # type: ignore[union-attr]
+    for p in DEFINITION_FILES
+}
 
 
 def test_get_unknown_workflow_is_not_found(client: Client) -> None:
@@ -118,7 +122,7 @@ def test_get_diagnostics_reports_the_runtime(client: Client, module_backend: str
     assert persistence.unknown_outcomes == 0
     assert d.admissions.cached_sessions >= 1
     assert d.admissions.recovery_required == 0
-    expected = {f"definitions/{name}/versions/1" for name in ALL_DEFINITIONS}
+    expected = {f"definitions/{name}/versions/{VERSIONS[name]}" for name in ALL_DEFINITIONS}
     assert set(d.definitions) == expected
     assert re.fullmatch(r"\d+\.\d+\.\d+.*", d.build.version)
     assert d.build.python_version == sys.version.split()[0]
@@ -153,8 +157,8 @@ def test_list_definitions_with_sources_graphs_and_paging(client: Client) -> None
     everything = client.definitions().definitions
     assert [d.definition for d in everything] == ALL_DEFINITIONS
     for d in everything:
-        assert d.name == f"definitions/{d.definition}/versions/1"
-        assert d.version == 1
+        assert d.name == f"definitions/{d.definition}/versions/{VERSIONS[d.definition]}"
+        assert d.version == VERSIONS[d.definition]
         assert d.source.lstrip().startswith(("#", "name:"))
         assert f"name: {d.definition}" in d.source
         assert d.mermaid.startswith("stateDiagram")

@@ -117,7 +117,7 @@ def test_resume_works_only_on_waiting_instances(client: Client) -> None:
     running = _tally(client)
     info = expect_error(lambda: client.resume(running, "tick"), PRECONDITION, "NOT_WAITING")
     assert info.metadata["status"] == "RUNNING"
-    done = client.start("order-fulfilment", input={"items": ["a"]}).workflow.workflow_id
+    done = client.start("order-pricing", input={"items": ["a"]}).workflow.workflow_id
     info = expect_error(lambda: client.resume(done), PRECONDITION, "NOT_WAITING")
     assert info.metadata["status"] == "COMPLETED"
     expect_error(

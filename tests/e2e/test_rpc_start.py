@@ -43,7 +43,7 @@ def test_generated_id_and_the_instance_after_its_first_step(client: Client) -> N
 
 def test_explicit_id_and_explicit_version(client: Client) -> None:
     wid = uid("explicit")
-    response = client.start("order-fulfilment", workflow_id=wid, version=1, input={"items": ["a"]})
+    response = client.start("order-pricing", workflow_id=wid, version=1, input={"items": ["a"]})
     wf = response.workflow
     assert (wf.workflow_id, wf.name, wf.version) == (wid, f"workflows/{wid}", 1)
     # An automatic chain runs to its end inside the first step.
@@ -59,7 +59,7 @@ def test_explicit_id_and_explicit_version(client: Client) -> None:
 
 def test_start_input_goes_through_the_reducers_before_the_first_step(client: Client) -> None:
     wf = client.start(
-        "order-fulfilment",
+        "order-pricing",
         input={"items": ["a", "b"], "quantity": 2, "price": 300, "log": "ordered", "shipment": {}},
     ).workflow
     ctx = context_of(wf)
@@ -169,16 +169,16 @@ def test_request_id_with_explicit_id_is_a_retry_not_a_duplicate(client: Client) 
 
 
 def test_concurrent_retries_with_one_request_id_start_one_instance(client: Client) -> None:
-    before = len(client.list_all(definition="order-fulfilment", page_size=1000))
+    before = len(client.list_all(definition="order-pricing", page_size=1000))
     rid = uid("req")
 
     def start(_: int) -> pb.StartWorkflowResponse:
-        return client.start("order-fulfilment", input={"items": ["x"]}, request_id=rid)
+        return client.start("order-pricing", input={"items": ["x"]}, request_id=rid)
 
     with ThreadPoolExecutor(6) as pool:
         responses = list(pool.map(start, range(6)))
     assert all(r == responses[0] for r in responses), responses
-    after = client.list_all(definition="order-fulfilment", page_size=1000)
+    after = client.list_all(definition="order-pricing", page_size=1000)
     assert len(after) == before + 1
     assert after[-1].workflow_id == responses[0].workflow.workflow_id
 

@@ -147,7 +147,7 @@ def test_cancel_with_expected_revision(client: Client) -> None:
 
 
 def test_cancel_of_an_ended_instance_is_already_terminal(client: Client) -> None:
-    completed = client.start("order-fulfilment", input={"items": ["a"]}).workflow
+    completed = client.start("order-pricing", input={"items": ["a"]}).workflow
     assert completed.status == COMPLETED
     info = expect_error(
         lambda: client.cancel(completed.workflow_id), PRECONDITION, "ALREADY_TERMINAL"

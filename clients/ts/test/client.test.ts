@@ -74,7 +74,7 @@ test("UNAVAILABLE is retried over the wire", async () => {
 
 test("the service config's timeouts reach the server as grpc-timeout", async () => {
   await client.getWorkflow({ name: "workflows/x" });
-  await client.startWorkflow({ definition: "order-fulfilment", workflowId: "o-timeout" });
+  await client.startWorkflow({ definition: "order-pricing", workflowId: "o-timeout" });
   const get = seenTimeouts.get("GetWorkflow");
   const start = seenTimeouts.get("StartWorkflow");
   assert.ok(get !== undefined && get > 8_000 && get <= 10_000, `GetWorkflow timeout ${get}`);

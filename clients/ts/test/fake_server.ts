@@ -111,7 +111,7 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
         case "review-loop":
           Object.assign(wf, { state: "evaluating", status: WorkflowStatus.RUNNING, acceptedEvents: ["score"] });
           break;
-        case "order-fulfilment":
+        case "order-pricing":
           Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
           break;
         default:

@@ -9,7 +9,7 @@ from typing import Any
 
 from google.protobuf import struct_pb2, timestamp_pb2
 from google.rpc import status_pb2
-from statewright.v1 import definition_pb2, workflow_pb2
+from statewright.v1 import definition_pb2, task_pb2, workflow_pb2
 
 from statewrightd import errors
 from statewrightd.api.status import to_status_proto
@@ -21,7 +21,7 @@ from statewrightd.engine import fsm
 from statewrightd.engine.model import FAILURE_ERRORS, Status, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
 from statewrightd.errors import InvalidArgument, quote
-from statewrightd.store.records import InstanceRecord, TimerRecord
+from statewrightd.store.records import InstanceRecord, TaskRecord, TaskStatus, TimerRecord
 
 _MAX_SAFE_INT = 2**53
 
@@ -144,7 +144,10 @@ def timers_pb(timers: Iterable[TimerRecord]) -> list[workflow_pb2.Timer]:
 
 
 def workflow_pb(
-    record: InstanceRecord, definition: Definition, timers: Iterable[TimerRecord] = ()
+    record: InstanceRecord,
+    definition: Definition,
+    timers: Iterable[TimerRecord] = (),
+    task: TaskRecord | None = None,
 ) -> workflow_pb2.Workflow:
     snapshot = snapshot_of(record)
     message = workflow_pb2.Workflow(
@@ -164,6 +167,57 @@ def workflow_pb(
     )
     if record.error and snapshot.status in (Status.FAILED, Status.CANCELLED):
         message.error.CopyFrom(step_error_status(record.error))
+    if task is not None:
+        message.pending_task.CopyFrom(task_pb(task))
+    return message
+
+
+TASK_STATUS_TO_PB: dict[TaskStatus, task_pb2.TaskStatus.ValueType] = {
+    TaskStatus.SCHEDULED: task_pb2.TASK_STATUS_SCHEDULED,
+    TaskStatus.LEASED: task_pb2.TASK_STATUS_LEASED,
+    TaskStatus.BACKOFF: task_pb2.TASK_STATUS_BACKOFF,
+    TaskStatus.COMPLETED: task_pb2.TASK_STATUS_COMPLETED,
+    TaskStatus.FAILED: task_pb2.TASK_STATUS_FAILED,
+    TaskStatus.CANCELLED: task_pb2.TASK_STATUS_CANCELLED,
+    TaskStatus.TIMED_OUT: task_pb2.TASK_STATUS_TIMED_OUT,
+}
+TASK_STATUS_FROM_PB = {number: status for status, number in TASK_STATUS_TO_PB.items()}
+
+
+def task_name(task: TaskRecord) -> str:
+    return f"workflows/{task.workflow_id}/tasks/{task.task_id}"
+
+
+def task_pb(task: TaskRecord, *, with_lease: bool = False) -> task_pb2.Task:
+    """A task as workers and clients see it. Its lease token only when ``with_lease``: a
+    poll hands it to the worker that took the lease, and nothing else shows it."""
+    message = task_pb2.Task(
+        name=task_name(task),
+        workflow=f"workflows/{task.workflow_id}",
+        state=task.state,
+        queue=task.queue,
+        input=dict_to_struct(task.input),
+        attempt=task.attempt,
+        schedule_time=timestamp(task.schedule_time),
+        deadline=timestamp(task.deadline),
+        status=TASK_STATUS_TO_PB[task.status],
+        revision=task.revision,
+    )
+    if task.status is TaskStatus.LEASED and task.lease_expire_time is not None:
+        message.lease_expire_time.CopyFrom(timestamp(task.lease_expire_time))
+        if with_lease and task.lease_token:
+            message.lease_token = task.lease_token
+    if task.heartbeat_details is not None:
+        message.heartbeat_details.CopyFrom(dict_to_struct(task.heartbeat_details))
+    if task.last_error:
+        error = task.last_error
+        message.last_error.CopyFrom(
+            task_pb2.TaskError(
+                type=str(error.get("type") or ""),
+                message=str(error.get("message") or ""),
+                details=dict_to_struct(error.get("details") or {}),
+            )
+        )
     return message
 
 

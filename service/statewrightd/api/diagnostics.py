@@ -17,6 +17,7 @@ from statewrightd.api.status import to_status_proto
 from statewrightd.application import Diagnostics
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.runtime import WorkflowInfo
+from statewrightd.engine.tasks import QueueView
 from statewrightd.engine.timers import TimerStats
 from statewrightd.errors import StatewrightError
 from statewrightd.store.records import TimerRecord
@@ -87,7 +88,23 @@ def diagnostics_response(d: Diagnostics) -> pb.GetDiagnosticsResponse:
         ),
         uptime=_duration(d.uptime),
         timers=_timers(d.timers),
+        task_queues=[_queue(view) for view in d.task_queues],
     )
+
+
+def _queue(view: QueueView) -> diagnostics_pb2.TaskQueueDiagnostics:
+    message = diagnostics_pb2.TaskQueueDiagnostics(
+        queue=view.queue, pollers=list(view.pollers), stalled=view.stalled
+    )
+    counts = view.counts
+    if counts is not None:
+        message.backlog = counts.ready
+        message.leased = counts.leased
+    if view.oldest_age is not None:
+        message.oldest_scheduled_age.CopyFrom(_duration(view.oldest_age))
+    if view.last_poll is not None:
+        message.last_poll_time.CopyFrom(_wall(view.last_poll))
+    return message
 
 
 def _timers(stats: TimerStats) -> diagnostics_pb2.TimerDiagnostics:

@@ -36,6 +36,12 @@ Resp = TypeVar("Resp")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
+def budget(context: Context) -> float | None:
+    """The caller's remaining time, which its step may use; None without a deadline."""
+    remaining = context.time_remaining()
+    return remaining if remaining is not None and remaining < 1e9 else None
+
+
 async def abort(context: Context, error: errors.StatewrightError) -> None:
     await context.abort_with_status(to_grpc_status(error))
 

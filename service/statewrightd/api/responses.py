@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from collections.abc import Sequence
 
+from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
@@ -23,9 +24,19 @@ _REJECTIONS = {
 }
 
 
+def outcome_workflow(outcome: Outcome) -> workflow_pb2.Workflow:
+    return workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers, outcome.task)
+
+
+def found_workflow(found: Found) -> workflow_pb2.Workflow:
+    return workflow_pb(found.record, found.loaded.definition, found.timers, found.task)
+
+
 def start_response(outcome: Outcome) -> pb.StartWorkflowResponse:
     return pb.StartWorkflowResponse(
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers),
+        workflow=workflow_pb(
+            outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
+        ),
         transitions=transitions_pb(outcome.transitions),
         created=outcome.created,
     )
@@ -33,7 +44,9 @@ def start_response(outcome: Outcome) -> pb.StartWorkflowResponse:
 
 def resume_response(outcome: Outcome) -> pb.ResumeWorkflowResponse:
     return pb.ResumeWorkflowResponse(
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers),
+        workflow=workflow_pb(
+            outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
+        ),
         transitions=transitions_pb(outcome.transitions),
     )
 
@@ -42,26 +55,28 @@ def signal_response(outcome: Outcome) -> pb.SignalWorkflowResponse:
     return pb.SignalWorkflowResponse(
         accepted=outcome.accepted,
         reason=_REJECTIONS[outcome.rejection],
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers),
+        workflow=workflow_pb(
+            outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
+        ),
         transitions=transitions_pb(outcome.transitions),
     )
 
 
 def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
     return pb.CancelWorkflowResponse(
-        workflow=workflow_pb(outcome.record, outcome.loaded.definition, outcome.timers)
+        workflow=workflow_pb(
+            outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
+        )
     )
 
 
 def get_response(found: Found) -> pb.GetWorkflowResponse:
-    return pb.GetWorkflowResponse(
-        workflow=workflow_pb(found.record, found.loaded.definition, found.timers)
-    )
+    return pb.GetWorkflowResponse(workflow=found_workflow(found))
 
 
 def list_response(page: Page, found: Sequence[Found]) -> pb.ListWorkflowsResponse:
     return pb.ListWorkflowsResponse(
-        workflows=[workflow_pb(f.record, f.loaded.definition, f.timers) for f in found],
+        workflows=[found_workflow(f) for f in found],
         next_page_token=page.next_page_token,
     )
 

@@ -13,14 +13,8 @@ from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
 from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics_response
 from statewrightd.api.door import Door
-from statewrightd.api.handlers import Context, server_stream, unary
+from statewrightd.api.handlers import Context, budget, server_stream, unary
 from statewrightd.application import Application
-
-
-def _budget(context: Context) -> float | None:
-    """The caller's remaining time, which its step may use; None without a deadline."""
-    remaining = context.time_remaining()
-    return remaining if remaining is not None and remaining < 1e9 else None
 
 
 class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
@@ -35,28 +29,28 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.StartWorkflowResponse:
         loaded = await self._app.definition(*requests.start_target(request))
         command = requests.start_command(request, loaded)
-        return responses.start_response(await self._app.step(command, _budget(context)))
+        return responses.start_response(await self._app.step(command, budget(context)))
 
     @unary
     async def ResumeWorkflow(
         self, request: pb.ResumeWorkflowRequest, context: Context
     ) -> pb.ResumeWorkflowResponse:
         command = requests.resume_command(request)
-        return responses.resume_response(await self._app.step(command, _budget(context)))
+        return responses.resume_response(await self._app.step(command, budget(context)))
 
     @unary
     async def SignalWorkflow(
         self, request: pb.SignalWorkflowRequest, context: Context
     ) -> pb.SignalWorkflowResponse:
         command = requests.signal_command(request)
-        return responses.signal_response(await self._app.step(command, _budget(context)))
+        return responses.signal_response(await self._app.step(command, budget(context)))
 
     @unary
     async def CancelWorkflow(
         self, request: pb.CancelWorkflowRequest, context: Context
     ) -> pb.CancelWorkflowResponse:
         command = requests.cancel_command(request)
-        return responses.cancel_response(await self._app.step(command, _budget(context)))
+        return responses.cancel_response(await self._app.step(command, budget(context)))
 
     @unary
     async def GetWorkflow(

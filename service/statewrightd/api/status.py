@@ -54,8 +54,12 @@ def error_info(error: errors.StatewrightError) -> error_details_pb2.ErrorInfo:
 
 def to_status_proto(error: errors.StatewrightError) -> status_pb2.Status:
     """The ``google.rpc.Status`` for an error; also used for ``Workflow.error``."""
-    detail = any_pb2.Any()
-    detail.Pack(error_info(error))
+    # Deterministic, so that one error is the same bytes however its metadata map was
+    # built (JSON from the store comes back in the database's key order).
+    detail = any_pb2.Any(
+        type_url="type.googleapis.com/google.rpc.ErrorInfo",
+        value=error_info(error).SerializeToString(deterministic=True),
+    )
     code: int = grpc_code(error).value[0]
     return status_pb2.Status(code=code, message=error.message, details=[detail])
 

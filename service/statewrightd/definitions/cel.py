@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 from cel_expr_python import cel as _cel
@@ -132,11 +133,13 @@ class CompiledExpression:
 
     def evaluate(self, activation: Activation) -> JSONValue:
         """Evaluate; the result is plain Python. Raises CelEvaluationError."""
-        scopes = (activation.context, activation.event, activation.workflow)
+        scopes = (activation.context, activation.event, activation.workflow, activation.result)
         data: dict[str, object] = {}
         for name, scope, key in self._bindings:
             values = scopes[scope]
-            if key in values:
+            if not key:
+                data[name] = values  # a variable that is its whole scope (result)
+            elif key in values:
                 data[name] = values[key]
         try:
             value = self._program.eval(data=data)
@@ -151,8 +154,9 @@ class CompiledExpression:
         return value.plain_value()
 
 
-_CONTEXT, _EVENT, _WORKFLOW = 0, 1, 2
-_SCOPES = {"context": _CONTEXT, "event": _EVENT, "workflow": _WORKFLOW}
+_CONTEXT, _EVENT, _WORKFLOW, _RESULT = 0, 1, 2, 3
+_SCOPES = {"context": _CONTEXT, "event": _EVENT, "workflow": _WORKFLOW, "result": _RESULT}
+_NO_RESULT: Mapping[str, JSONValue] = MappingProxyType({})
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,23 +166,29 @@ class Activation:
     context: Mapping[str, JSONValue]
     event: Mapping[str, object]
     workflow: Mapping[str, JSONValue]
+    result: Mapping[str, JSONValue]
 
 
 class Environment:
     """Declarations shared by every expression of one definition."""
 
-    def __init__(self, fields: Mapping[str, tuple[FieldType, bool]]) -> None:
+    def __init__(
+        self, fields: Mapping[str, tuple[FieldType, bool]], *, with_result: bool = False
+    ) -> None:
         """``fields`` maps a context field name to (type, nullable).
 
         A nullable field (declared without a default) is declared as ``dyn``: the CEL
         checker has no nullable primitives usable with plain values, and ``dyn`` keeps
-        ``context.score != null && context.score > 0.5`` expressible.
+        ``context.score != null && context.score > 0.5`` expressible. ``with_result``
+        declares ``result``, a task's result, which only a task state's ``apply`` sees.
         """
         variables: dict[str, Any] = {}
         for name, (ftype, nullable) in fields.items():
             variables[f"context.{name}"] = _T.DYN if nullable else _FIELD_TYPES[ftype]
         variables.update(_EVENT_VARIABLES)
         variables.update(_WORKFLOW_VARIABLES)
+        if with_result:
+            variables["result"] = _T.Map(_T.STRING, _T.DYN)
         self._env = _cel.NewEnv(variables=variables)
         self._patterns = {
             key: re.compile(r"\b" + r"\s*\.\s*".join(map(re.escape, key.split("."))) + r"\b")
@@ -191,7 +201,7 @@ class Environment:
         except RuntimeError as exc:
             raise CelCompileError(_clean_message(str(exc))) from None
         bindings = tuple(
-            (name, _SCOPES[name.split(".", 1)[0]], name.split(".", 1)[1])
+            (name, _SCOPES[name.partition(".")[0]], name.partition(".")[2])
             for name, pattern in self._patterns.items()
             if pattern.search(source)
         )
@@ -203,9 +213,10 @@ class Environment:
         event_name: str,
         payload: Mapping[str, JSONValue],
         workflow: Mapping[str, JSONValue],
+        result: Mapping[str, JSONValue] = _NO_RESULT,
     ) -> Activation:
         """``context`` must hold only declared fields (the engine's contexts do)."""
-        return Activation(context, {"name": event_name, "payload": payload}, workflow)
+        return Activation(context, {"name": event_name, "payload": payload}, workflow, result)
 
 
 def _clean_message(raw: str) -> str:

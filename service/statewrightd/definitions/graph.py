@@ -35,11 +35,14 @@ def _mermaid_id(name: str) -> str:
 
 
 def to_mermaid(defn: Definition) -> str:
-    """A ``stateDiagram-v2``: wait states in their own class, automatic edges unlabeled
-    except for their guard, event edges labeled with the event name."""
+    """A ``stateDiagram-v2``: wait states and task states (with their queue) in classes
+    of their own, automatic edges unlabeled except for their guard, event edges labeled
+    with the event name."""
     lines = ["stateDiagram-v2", f"    %% {defn.name} v{defn.version}"]
     for name, state in defn.states.items():
         suffix = " (wait)" if state.wait else ""
+        if state.task is not None:
+            suffix = f" (task on {state.task.queue})"
         lines.append(f'    state "{_mermaid_text(name)}{suffix}" as {_mermaid_id(name)}')
     lines.append(f"    [*] --> {_mermaid_id(defn.initial)}")
     for t in defn.transitions:
@@ -54,6 +57,10 @@ def to_mermaid(defn: Definition) -> str:
     if waits:
         lines.append("    classDef wait fill:#fff3c4,stroke:#b08800,stroke-width:2px")
         lines.append(f"    class {','.join(waits)} wait")
+    tasks = [_mermaid_id(n) for n, s in defn.states.items() if s.task is not None]
+    if tasks:
+        lines.append("    classDef task fill:#dbeafe,stroke:#1d4ed8,stroke-width:2px")
+        lines.append(f"    class {','.join(tasks)} task")
     return "\n".join(lines) + "\n"
 
 
@@ -62,7 +69,8 @@ def _dot_text(text: str) -> str:
 
 
 def to_dot(defn: Definition) -> str:
-    """Graphviz: wait states are yellow octagons, automatic edges are dashed."""
+    """Graphviz: wait states are yellow octagons, task states blue boxes that name their
+    queue, automatic edges are dashed."""
     lines = [
         f'digraph "{_dot_text(defn.name)}_v{defn.version}" {{',
         "    rankdir=LR;",
@@ -75,6 +83,11 @@ def to_dot(defn: Definition) -> str:
             lines.append(
                 f'    "{_dot_text(name)}" [shape=octagon, style=filled, fillcolor="#fff3c4", '
                 f'label="{_dot_text(name)}\\n(wait)"];'
+            )
+        elif state.task is not None:
+            lines.append(
+                f'    "{_dot_text(name)}" [style="rounded,filled", fillcolor="#dbeafe", '
+                f'label="{_dot_text(name)}\\n(task on {_dot_text(state.task.queue)})"];'
             )
         else:
             lines.append(f'    "{_dot_text(name)}";')

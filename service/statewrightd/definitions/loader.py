@@ -22,14 +22,19 @@ from statewrightd.definitions.model import (
     DEFAULT_RECURSION_LIMIT,
     DEFINITION_NAME,
     FINISH,
+    QUEUE_NAME,
     RESUME_ALIAS,
+    TASK_COMPLETED,
+    TASK_FAILED,
     Assignment,
     ContextField,
     Definition,
     Delay,
+    RetryPolicy,
     SetAction,
     State,
     StateKind,
+    TaskSpec,
     Transition,
 )
 from statewrightd.definitions.parsing import parse_document
@@ -52,7 +57,10 @@ MAX_RECURSION_LIMIT = 10_000
 _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
 _TOP_KEYS |= {"states", "transitions"}
 _FIELD_KEYS = {"type", "reducer", "default", "description"}
-_STATE_KEYS = {"wait", "entry", "exit", "description"}
+_STATE_KEYS = {"wait", "entry", "exit", "description", "task"}
+_TASK_KEYS = {"queue", "input", "apply", "timeouts", "retry"}
+_TIMEOUT_KEYS = {"start_to_close", "heartbeat", "schedule_to_close"}
+_RETRY_KEYS = {"max_attempts", "initial_interval", "backoff", "max_interval", "non_retryable"}
 _TRANSITION_KEYS = {"from", "to", "on", "after", "after_expr", "guard", "set", "description"}
 
 _NOT_JSON = {"bytes", "timestamp", "duration", "other"}
@@ -138,8 +146,11 @@ class _Builder:
             self.error("recursion_limit", f"recursion_limit must be at most {MAX_RECURSION_LIMIT}")
 
         fields = self.context_fields(doc.get("context"))
-        env = Environment({f.name: (f.type, f.nullable) for f in fields.values()})
+        declared = {f.name: (f.type, f.nullable) for f in fields.values()}
+        env = Environment(declared)
         self.env = env
+        # A task state's `apply` also sees `result`; nothing else may.
+        self.task_env = Environment(declared, with_result=True)
         self.fields = fields
 
         raw_states = doc.get("states")
@@ -281,6 +292,11 @@ class _Builder:
             if not isinstance(wait, bool):
                 self.error(f"{path}.wait", "wait must be true or false")
                 wait = False
+            task = None
+            if "task" in spec:
+                task = self.task(spec["task"], f"{path}.task")
+                if wait:
+                    self.error(f"{path}.wait", "a task state cannot also be a wait state")
             description = spec.get("description") or ""
             states[name] = State(
                 name=name,
@@ -288,8 +304,117 @@ class _Builder:
                 entry=self.actions(spec.get("entry"), f"{path}.entry"),
                 exit=self.actions(spec.get("exit"), f"{path}.exit"),
                 description=str(description),
+                task=task,
             )
         return states
+
+    def task(self, raw: object, path: str) -> TaskSpec | None:
+        if not isinstance(raw, dict):
+            self.error(path, f"task must be a map with at least `queue`, not {_describe(raw)}")
+            return None
+        for key in raw:
+            if key not in _TASK_KEYS:
+                self.error(f"{path}.{key}", f"unknown key {key!r}")
+        queue = raw.get("queue")
+        if queue is None:
+            self.error(f"{path}.queue", "queue is required")
+        elif not isinstance(queue, str) or not QUEUE_NAME.match(queue):
+            self.error(f"{path}.queue", "a queue name must match [a-z][a-z0-9-.]{0,62}")
+            queue = None
+        task_input = None
+        if "input" in raw:
+            task_input = self.compile(raw["input"], f"{path}.input")
+            if task_input is not None and task_input.result_type.kind not in ("map", "dyn"):
+                self.error(
+                    f"{path}.input",
+                    f"input must give a map, but this one gives {task_input.result_type.kind}",
+                )
+                task_input = None
+        apply = None
+        if "apply" in raw:
+            apply = self.set_action(raw["apply"], f"{path}.apply", env=self.task_env)
+        timeouts = self.task_timeouts(raw.get("timeouts"), f"{path}.timeouts")
+        retry = self.retry_policy(raw.get("retry"), f"{path}.retry")
+        if queue is None or timeouts is None or retry is None:
+            return None
+        return TaskSpec(queue, task_input, apply, *timeouts, retry=retry)
+
+    def task_timeouts(self, raw: object, path: str) -> tuple[float, float | None, float] | None:
+        if raw is None:
+            raw = {}
+        if not isinstance(raw, dict):
+            self.error(path, f"timeouts must be a map, not {_describe(raw)}")
+            return None
+        ok = True
+        values: dict[str, float] = {}
+        for key, value in raw.items():
+            if key not in _TIMEOUT_KEYS:
+                self.error(f"{path}.{key}", f"unknown key {key!r}")
+                ok = False
+                continue
+            seconds = self.positive_duration(value, f"{path}.{key}")
+            if seconds is None:
+                ok = False
+            else:
+                values[key] = seconds
+        if not ok:
+            return None
+        return (
+            values.get("start_to_close", 300.0),
+            values.get("heartbeat"),
+            values.get("schedule_to_close", 3600.0),
+        )
+
+    def retry_policy(self, raw: object, path: str) -> RetryPolicy | None:
+        if raw is None:
+            return RetryPolicy()
+        if not isinstance(raw, dict):
+            self.error(path, f"retry must be a map, not {_describe(raw)}")
+            return None
+        ok = True
+        for key in raw:
+            if key not in _RETRY_KEYS:
+                self.error(f"{path}.{key}", f"unknown key {key!r}")
+                ok = False
+        attempts = raw.get("max_attempts", 3)
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
+            self.error(f"{path}.max_attempts", "max_attempts must be a positive integer")
+            ok = False
+        intervals = {}
+        for key, default in (("initial_interval", 1.0), ("max_interval", 60.0)):
+            if key in raw:
+                seconds = self.positive_duration(raw[key], f"{path}.{key}")
+                ok = ok and seconds is not None
+                intervals[key] = seconds or default
+            else:
+                intervals[key] = default
+        backoff = raw.get("backoff", 2.0)
+        if isinstance(backoff, bool) or not isinstance(backoff, int | float) or backoff < 1:
+            self.error(f"{path}.backoff", "backoff must be a number of at least 1")
+            ok = False
+        kinds = raw.get("non_retryable", [])
+        if not isinstance(kinds, list) or not all(isinstance(k, str) and k for k in kinds):
+            self.error(f"{path}.non_retryable", "non_retryable must be a list of error types")
+            ok = False
+        if not ok:
+            return None
+        return RetryPolicy(
+            max_attempts=attempts,
+            initial_interval=intervals["initial_interval"],
+            backoff=float(backoff),
+            max_interval=intervals["max_interval"],
+            non_retryable=frozenset(kinds),
+        )
+
+    def positive_duration(self, value: object, path: str) -> float | None:
+        seconds = parse_duration(value) if isinstance(value, str) else None
+        if seconds is None:
+            self.error(path, "a timeout must be a duration such as 500ms, 30s, 5m, 48h or 1h30m")
+            return None
+        if seconds <= 0:
+            self.error(path, "a timeout must be a positive duration")
+            return None
+        return seconds
 
     def actions(self, raw: object, path: str) -> tuple[SetAction, ...]:
         if raw is None:
@@ -308,7 +433,9 @@ class _Builder:
                 out.append(action)
         return tuple(out)
 
-    def set_action(self, raw: object, path: str) -> SetAction | None:
+    def set_action(
+        self, raw: object, path: str, *, env: Environment | None = None
+    ) -> SetAction | None:
         if not isinstance(raw, dict) or not raw:
             self.error(path, "set must be a non-empty map of field: expression")
             return None
@@ -319,7 +446,7 @@ class _Builder:
             if field is None:
                 self.error(expr_path, f"set on undeclared context field {field_name!r}")
                 continue
-            compiled = self.compile(expr, expr_path)
+            compiled = self.compile(expr, expr_path, env=env)
             if compiled is None:
                 continue
             mismatch = _set_type_problem(field, compiled.result_type)
@@ -329,7 +456,9 @@ class _Builder:
             assignments.append(Assignment(field_name, compiled, expr_path))
         return SetAction(tuple(assignments), path)
 
-    def compile(self, raw: object, path: str) -> CompiledExpression | None:
+    def compile(
+        self, raw: object, path: str, *, env: Environment | None = None
+    ) -> CompiledExpression | None:
         if isinstance(raw, bool):
             raw = "true" if raw else "false"
         elif isinstance(raw, int | float):
@@ -338,7 +467,7 @@ class _Builder:
             self.error(path, "expected a CEL expression (a non-empty string)")
             return None
         try:
-            return self.env.compile(raw)
+            return (env or self.env).compile(raw)
         except CelCompileError as exc:
             self.error(path, f"invalid CEL: {exc}")
             return None
@@ -386,6 +515,13 @@ class _Builder:
                     self.error(
                         f"{path}.on",
                         "'resume' is reserved: it means the first event of a wait state",
+                    )
+                    ok = False
+                elif event == TASK_COMPLETED:
+                    self.error(
+                        f"{path}.on",
+                        f"{TASK_COMPLETED!r} is reserved: a task's result fires its state's "
+                        "automatic transitions, which need no event",
                     )
                     ok = False
             after = self.delay(spec, path)
@@ -471,6 +607,21 @@ class _Builder:
                 events[t.event] = None
         kinds: dict[str, StateKind] = {}
         for name, state in states.items():
+            if state.task is not None:
+                kinds[name] = StateKind.TASK
+                exits = name in automatic or name in by_event or name in timed
+                if not exits:
+                    self.warning(
+                        f"states.{name}.task",
+                        f"task state {name!r} has no way out: no automatic transition, no "
+                        f"{TASK_FAILED} handler and no event transition",
+                    )
+                continue
+            for t in by_event.get(name, {}).get(TASK_FAILED, []):
+                self.error(
+                    f"{t.path}.on",
+                    f"{TASK_FAILED} only fires from a task state, and {name!r} is not one",
+                )
             if state.wait:
                 kinds[name] = StateKind.WAIT
                 if name not in by_event and name not in timed:
@@ -587,20 +738,37 @@ def _digest(  # noqa: PLR0917 - one call site, all parts of the identity
             }
             for f in fields.values()
         },
-        "states": [
-            {
-                "name": st.name,
-                "wait": st.wait,
-                "entry": [_action_doc(a) for a in st.entry],
-                "exit": [_action_doc(a) for a in st.exit],
-                "description": st.description,
-            }
-            for st in states.values()
-        ],
+        "states": [_state_doc(st) for st in states.values()],
         "transitions": [_transition_doc(t) for t in transitions],
     }
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _state_doc(st: State) -> dict[str, Any]:
+    doc: dict[str, Any] = {
+        "name": st.name,
+        "wait": st.wait,
+        "entry": [_action_doc(a) for a in st.entry],
+        "exit": [_action_doc(a) for a in st.exit],
+        "description": st.description,
+    }
+    task = st.task
+    if task is not None:  # only when present: digests of task-free definitions stay
+        doc["task"] = {
+            "queue": task.queue,
+            "input": task.input.source if task.input else None,
+            "apply": _action_doc(task.apply),
+            "timeouts": [task.start_to_close, task.heartbeat, task.schedule_to_close],
+            "retry": [
+                task.retry.max_attempts,
+                task.retry.initial_interval,
+                task.retry.backoff,
+                task.retry.max_interval,
+                sorted(task.retry.non_retryable),
+            ],
+        }
+    return doc
 
 
 def _transition_doc(t: Transition) -> dict[str, Any]:

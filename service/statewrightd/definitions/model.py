@@ -11,10 +11,17 @@ from statewrightd.definitions.cel import CompiledExpression, Environment
 from statewrightd.definitions.values import FieldType, JSONValue, Reducer, to_json
 
 FINISH = "__finish__"
+# The event a task state's task fires when it gives up (out of attempts, non-retryable,
+# or past its schedule_to_close timeout).
+TASK_FAILED = "task_failed"
+# The event history and watchers report for the step that applied a task's result.
+TASK_COMPLETED = "task_completed"
 # The event name history and watchers report for a step a timer started.
 TIMER_EVENT = "after"
 # A definition's name, which is also part of resource names and URLs.
 DEFINITION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+# A task queue's name, which workers poll by.
+QUEUE_NAME = re.compile(r"^[a-z][a-z0-9-.]{0,62}$")
 # The event a resume means when it names none (or names this): the wait state's first.
 RESUME_ALIAS = "resume"
 DEFAULT_RECURSION_LIMIT = 25
@@ -29,6 +36,7 @@ class StateKind(enum.Enum):
     AUTOMATIC = "automatic"
     EVENT_ONLY = "event_only"
     LEAF = "leaf"
+    TASK = "task"  # rests RUNNING until its task's result (or an event) moves it on
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,12 +81,39 @@ class SetAction:
 
 
 @dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """How a task's failed attempts are retried: up to ``max_attempts`` in all, the n-th
+    retry after a random delay up to min(max_interval, initial_interval * backoff**(n-1))
+    (full jitter). A failure whose type is in ``non_retryable`` gives up at once."""
+
+    max_attempts: int = 3
+    initial_interval: float = 1.0
+    backoff: float = 2.0
+    max_interval: float = 60.0
+    non_retryable: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
+class TaskSpec:
+    """The work a task state hands to a worker on ``queue`` when it is entered."""
+
+    queue: str
+    input: CompiledExpression | None  # gives a map; None: an empty one
+    apply: SetAction | None  # assignments that read ``result``, run on completion
+    start_to_close: float = 300.0  # one attempt, seconds
+    heartbeat: float | None = None  # the longest a worker may go without a heartbeat
+    schedule_to_close: float = 3600.0  # every attempt together
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+
+
+@dataclass(frozen=True, slots=True)
 class State:
     name: str
     wait: bool
     entry: tuple[SetAction, ...]
     exit: tuple[SetAction, ...]
     description: str = ""
+    task: TaskSpec | None = None
 
 
 @dataclass(frozen=True, slots=True)

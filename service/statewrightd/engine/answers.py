@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.model import TransitionTaken
-from statewrightd.store.records import InstanceRecord, TimerRecord
+from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +24,7 @@ class Outcome:
     rejection: str = ""  # SignalRejection name when accepted is False
     saved: bool = False  # this command's step was written (and its request id with it)
     timers: tuple[TimerRecord, ...] = ()  # armed in the instance's state after the step
+    task: TaskRecord | None = None  # the instance's open task after the step
 
 
 @dataclass(frozen=True, slots=True)

@@ -86,6 +86,34 @@ class TimerCommand(Command):
     due_time: datetime
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompleteTaskCommand(Command):
+    """A worker completed task ``task_id`` of task state ``state`` under ``lease_token``:
+    apply ``result`` if that lease is still the current one."""
+
+    kind: ClassVar[str] = "complete_task"
+    task_id: str
+    state: str
+    lease_token: str
+    result: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TaskGiveUpCommand(Command):
+    """Task ``task_id`` of ``state`` gave up (``failure``: type, message, details,
+    attempts): fire ``task_failed``, if the task is still as it was seen (``lease_token``,
+    ``attempt``; ``leased``: it must still be leased)."""
+
+    kind: ClassVar[str] = "task_gave_up"
+    task_id: str
+    state: str
+    lease_token: str | None
+    attempt: int
+    leased: bool
+    failure: Mapping[str, Any]
+    timed_out: bool = False
+
+
 def expected_revision(command: Command) -> int:
     """The revision the caller expects the instance at; 0 when it does not care."""
     if isinstance(command, ResumeCommand | CancelCommand):

@@ -28,10 +28,13 @@ from statewrightd.definitions.cel import (
 from statewrightd.definitions.model import (
     FINISH,
     RESUME_ALIAS,
+    TASK_COMPLETED,
+    TASK_FAILED,
     TIMER_EVENT,
     Definition,
     SetAction,
     StateKind,
+    TaskSpec,
     Transition,
 )
 from statewrightd.definitions.values import (
@@ -45,14 +48,17 @@ from statewrightd.definitions.values import (
     to_json,
 )
 from statewrightd.engine.model import (
+    NO_TASK_WORK,
     NO_TIMER_WORK,
     TERMINAL,
+    PlannedTask,
     PlannedTimer,
     Reason,
     Snapshot,
     Status,
     StepError,
     StepResult,
+    TaskPlan,
     TimerPlan,
     TransitionTaken,
 )
@@ -84,6 +90,7 @@ class _Step:
         "event",
         "origin",
         "payload",
+        "result_value",
         "revision",
         "starting",
         "state",
@@ -102,8 +109,10 @@ class _Step:
         payload: Mapping[str, JSONValue],
         *,
         starting: bool = False,
+        result: Mapping[str, JSONValue] | None = None,
     ) -> None:
         self.defn = defn
+        self.result_value = result  # a task's result, which its state's `apply` reads
         self.workflow_id = workflow_id
         self.state = state
         self.origin = state  # where the step began: its timers are the ones it may leave
@@ -123,6 +132,10 @@ class _Step:
             "definition": d.name,
             "version": d.version,
         }
+        if self.result_value is not None:
+            return d.environment.activation(
+                self.context, self.event, self.payload, workflow, self.result_value
+            )
         return d.environment.activation(self.context, self.event, self.payload, workflow)
 
     def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
@@ -229,8 +242,8 @@ class _Step:
             kind = d.kinds[self.state]
             if kind is StateKind.WAIT:
                 return Status.WAITING
-            if kind is StateKind.EVENT_ONLY:
-                return Status.RUNNING
+            if kind is StateKind.EVENT_ONLY or kind is StateKind.TASK:
+                return Status.RUNNING  # a task state waits for its task's result
             if kind is StateKind.LEAF:
                 return Status.COMPLETED
             chosen = self.first_passing(d.automatic_from[self.state])
@@ -260,6 +273,37 @@ class _Step:
                 arm = tuple(self.planned(t, act) for t in timed)
         return TimerPlan(disarm, arm) if disarm or arm else NO_TIMER_WORK
 
+    def task_plan(self, status: Status) -> TaskPlan:
+        """Leaving a task state cancels its task; coming to rest in one schedules a new task,
+        evaluating its ``input`` now (a failure fails the step)."""
+        d = self.defn
+        moved = bool(self.transitions) or self.starting
+        left = not self.starting and (bool(self.transitions) or status in TERMINAL)
+        cancel = left and d.states[self.origin].task is not None
+        schedule = None
+        state = d.states.get(self.state)
+        if moved and status in _LIVE and state is not None and state.task is not None:
+            schedule = PlannedTask(self.state, state.task, self.task_input(state.task))
+        return TaskPlan(cancel, schedule) if cancel or schedule else NO_TASK_WORK
+
+    def task_input(self, spec: TaskSpec) -> dict[str, JSONValue]:
+        if spec.input is None:
+            return {}
+        path = f"states.{self.state}.task.input"
+        value = self.evaluate(spec.input, path, self.activation())
+        try:
+            plain = to_json(value)
+        except ValueTypeError as exc:
+            raise _step_error(Reason.TYPE_MISMATCH, f"{path}: {exc}", path=path) from None
+        if not isinstance(plain, dict):
+            raise _step_error(
+                Reason.TYPE_MISMATCH,
+                f"{path}: a task's input must be a map, this one gave {describe(value)}",
+                path=path,
+                state=self.state,
+            )
+        return plain
+
     def planned(self, t: Transition, act: Activation) -> PlannedTimer:
         delay = t.after
         assert delay is not None
@@ -284,12 +328,20 @@ class _Step:
         )
 
     def result(
-        self, status: Status, error: StepError | None = None, timers: TimerPlan | None = None
+        self,
+        status: Status,
+        error: StepError | None = None,
+        timers: TimerPlan | None = None,
+        task: TaskPlan | None = None,
     ) -> StepResult:
         if timers is None:
             # A failed step arms nothing; it disarms what it may have left behind.
             disarm = not self.starting and self.origin in self.defn.timed_from
             timers = TimerPlan(disarm=True) if disarm else NO_TIMER_WORK
+        if task is None:
+            # Nor does it schedule a task; it cancels the one of the task state it was in.
+            cancel = not self.starting and self.defn.states[self.origin].task is not None
+            task = TaskPlan(cancel=True) if cancel and status in TERMINAL else NO_TASK_WORK
         snapshot = Snapshot(
             workflow_id=self.workflow_id,
             definition=self.defn.name,
@@ -300,14 +352,14 @@ class _Step:
             revision=self.revision,
             error=error,
         )
-        return StepResult(snapshot, tuple(self.transitions), True, timers)
+        return StepResult(snapshot, tuple(self.transitions), True, timers, task)
 
     def settle_result(self, before: Transition | None = None) -> StepResult:
         try:
             if before is not None:
                 self.fire(before)
             status = self.settle()
-            return self.result(status, timers=self.timer_plan(status))
+            return self.result(status, timers=self.timer_plan(status), task=self.task_plan(status))
         except _StepFailed as failed:
             return self.result(Status.FAILED, failed.error)
 
@@ -374,6 +426,28 @@ def start(defn: Definition, workflow_id: str, input: Mapping[str, object]) -> St
     return step.settle_result()
 
 
+def _next_step(
+    defn: Definition,
+    snapshot: Snapshot,
+    event: str,
+    payload: Mapping[str, JSONValue],
+    *,
+    context: Mapping[str, JSONValue] | None = None,
+    result: Mapping[str, JSONValue] | None = None,
+) -> _Step:
+    """The step that follows ``snapshot``: from its state, at the next revision."""
+    return _Step(
+        defn,
+        snapshot.workflow_id,
+        snapshot.state,
+        snapshot.context if context is None else context,
+        snapshot.revision + 1,
+        event,
+        payload,
+        result=result,
+    )
+
+
 def _check(defn: Definition, snapshot: Snapshot) -> None:
     if (snapshot.definition, snapshot.version) != (defn.name, defn.version):
         raise FailedPrecondition(
@@ -384,7 +458,16 @@ def _check(defn: Definition, snapshot: Snapshot) -> None:
         )
 
 
+_TASK_EVENTS = frozenset({TASK_FAILED, TASK_COMPLETED})
+
+
 def _candidates(defn: Definition, snapshot: Snapshot, event: str) -> tuple[Transition, ...]:
+    if event in _TASK_EVENTS:
+        raise InvalidArgument(
+            f"{event} is reserved: only a task (giving up, or completed) fires it",
+            reason="RESERVED_EVENT",
+            metadata={"event": event, "workflow_id": snapshot.workflow_id},
+        )
     found = defn.event_transitions.get(snapshot.state, _EMPTY_EVENTS).get(event)
     if found:
         return found
@@ -429,15 +512,8 @@ def resume(
     values = validate_input(defn, input)
     context = dict(snapshot.context)
     _merge(defn, context, values)
-    step = _Step(
-        defn,
-        snapshot.workflow_id,
-        snapshot.state,
-        context,
-        snapshot.revision + 1,
-        event,
-        dict(values),  # CEL needs a real dict; the step never mutates it
-    )
+    # CEL needs a real dict; the step never mutates it.
+    step = _next_step(defn, snapshot, event, dict(values), context=context)
     try:
         chosen = step.first_passing(candidates)
     except _StepFailed as failed:
@@ -472,15 +548,7 @@ def signal(
         plain = {k: to_json(v) for k, v in payload.items()}
     except ValueTypeError as exc:
         raise InvalidArgument(f"payload: {exc}", reason="INVALID_PAYLOAD") from None
-    step = _Step(
-        defn,
-        snapshot.workflow_id,
-        snapshot.state,
-        snapshot.context,
-        snapshot.revision + 1,
-        event,
-        plain,
-    )
+    step = _next_step(defn, snapshot, event, plain)
     try:
         chosen = step.first_passing(candidates)
     except _StepFailed as failed:
@@ -502,15 +570,7 @@ def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
             reason="TIMER_STALE",
             metadata={"workflow_id": snapshot.workflow_id, "state": snapshot.state},
         )
-    step = _Step(
-        defn,
-        snapshot.workflow_id,
-        snapshot.state,
-        snapshot.context,
-        snapshot.revision + 1,
-        TIMER_EVENT,
-        {},
-    )
+    step = _next_step(defn, snapshot, TIMER_EVENT, {})
     try:
         passes = step.guard_passes(t, step.activation())
     except _StepFailed as failed:
@@ -518,6 +578,81 @@ def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
     if not passes:
         return StepResult(snapshot, (), changed=False)
     return step.settle_result(t)
+
+
+def _task_state(defn: Definition, snapshot: Snapshot, state: str) -> TaskSpec:
+    spec = defn.states[state].task if state in defn.states else None
+    if spec is None or snapshot.state != state or snapshot.status is not Status.RUNNING:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} has left task state {state!r}",
+            reason="TASK_CANCELLED",
+            metadata={"workflow_id": snapshot.workflow_id, "state": state},
+        )
+    return spec
+
+
+def complete_task(
+    defn: Definition, snapshot: Snapshot, state: str, result: Mapping[str, object]
+) -> StepResult:
+    """A task of ``state`` completed: its ``apply`` runs with ``result`` (through the
+    reducers), then the state's automatic transitions decide, as after entering a state."""
+    _check(defn, snapshot)
+    spec = _task_state(defn, snapshot, state)
+    try:
+        plain = {str(k): to_json(v) for k, v in result.items()}
+    except ValueTypeError as exc:
+        raise InvalidArgument(f"result: {exc}", reason="INVALID_RESULT") from None
+    step = _next_step(defn, snapshot, "", {}, result=plain)
+    try:
+        if spec.apply is not None:
+            step.run(spec.apply)
+        automatic = defn.automatic_from.get(state, ())
+        if not automatic:
+            return step.result(Status.RUNNING, timers=NO_TIMER_WORK, task=NO_TASK_WORK)
+        chosen = step.first_passing(automatic)
+        if chosen is None:
+            raise _step_error(
+                Reason.NO_TRANSITION_MATCHED,
+                f"no automatic transition from {state!r} has a true guard",
+                state=state,
+            )
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    return step.settle_result(chosen)
+
+
+def task_gave_up(
+    defn: Definition, snapshot: Snapshot, state: str, failure: Mapping[str, JSONValue]
+) -> StepResult:
+    """A task of ``state`` gave up: the reserved event ``task_failed`` fires from the state,
+    its payload the failure; with no transition to take, the instance fails
+    (``TASK_TIMED_OUT`` when the last attempt timed out, ``TASK_FAILED`` otherwise)."""
+    _check(defn, snapshot)
+    _task_state(defn, snapshot, state)
+    payload = dict(failure)
+    step = _next_step(defn, snapshot, TASK_FAILED, payload)
+    candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(TASK_FAILED, ())
+    try:
+        chosen = step.first_passing(candidates)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    if chosen is not None:
+        return step.settle_result(chosen)
+    timed_out = payload.get("type") == "TIMED_OUT"
+    reason = Reason.TASK_TIMED_OUT if timed_out else Reason.TASK_FAILED
+    error = StepError(
+        reason.value,
+        f"the task of {state!r} gave up after {payload.get('attempts')} attempt(s): "
+        f"{payload.get('type')}: {payload.get('message')}",
+        MappingProxyType(
+            {
+                "state": state,
+                "type": str(payload.get("type")),
+                "attempts": str(payload.get("attempts")),
+            }
+        ),
+    )
+    return step.result(Status.FAILED, error)
 
 
 def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
@@ -545,7 +680,11 @@ def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
         error=error,
     )
     disarm = snapshot.state in defn.timed_from
-    return StepResult(new, (), timers=TimerPlan(disarm=True) if disarm else NO_TIMER_WORK)
+    state = defn.states.get(snapshot.state)
+    task = TaskPlan(cancel=True) if state is not None and state.task is not None else NO_TASK_WORK
+    return StepResult(
+        new, (), timers=TimerPlan(disarm=True) if disarm else NO_TIMER_WORK, task=task
+    )
 
 
 def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:

@@ -9,19 +9,23 @@ from datetime import datetime, timedelta
 from types import MappingProxyType
 
 from statewrightd import errors
+from statewrightd.definitions.model import TaskSpec
 from statewrightd.definitions.values import JSONValue
 from statewrightd.store.records import TERMINAL, Status
 
 __all__ = [
     "FAILURE_ERRORS",
+    "NO_TASK_WORK",
     "NO_TIMER_WORK",
     "TERMINAL",
+    "PlannedTask",
     "PlannedTimer",
     "Reason",
     "Snapshot",
     "Status",
     "StepError",
     "StepResult",
+    "TaskPlan",
     "TimerPlan",
     "TransitionTaken",
 ]
@@ -36,6 +40,8 @@ class Reason(enum.StrEnum):
     EVALUATION_BUDGET_EXCEEDED = "EVALUATION_BUDGET_EXCEEDED"
     TYPE_MISMATCH = "TYPE_MISMATCH"
     VALUE_TOO_DEEP = "VALUE_TOO_DEEP"
+    TASK_FAILED = "TASK_FAILED"
+    TASK_TIMED_OUT = "TASK_TIMED_OUT"
     CANCELLED = "CANCELLED"
 
 
@@ -49,6 +55,8 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.EVALUATION_BUDGET_EXCEEDED: errors.ResourceExhausted,
         Reason.TYPE_MISMATCH: errors.InvalidArgument,
         Reason.VALUE_TOO_DEEP: errors.InvalidArgument,
+        Reason.TASK_FAILED: errors.FailedPrecondition,
+        Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
         Reason.CANCELLED: errors.Cancelled,
     }
 )
@@ -114,6 +122,27 @@ NO_TIMER_WORK = TimerPlan()
 
 
 @dataclass(frozen=True, slots=True)
+class PlannedTask:
+    """The task a step schedules: the task state it came to rest in, and its input."""
+
+    state: str
+    spec: TaskSpec
+    input: Mapping[str, JSONValue]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPlan:
+    """What a step does to the instance's task. ``cancel``: it left a task state (its open
+    task is cancelled); ``schedule``: the task of the task state it came to rest in."""
+
+    cancel: bool = False
+    schedule: PlannedTask | None = None
+
+
+NO_TASK_WORK = TaskPlan()
+
+
+@dataclass(frozen=True, slots=True)
 class StepResult:
     """Outcome of one step.
 
@@ -126,6 +155,7 @@ class StepResult:
     transitions: tuple[TransitionTaken, ...]
     changed: bool = True
     timers: TimerPlan = NO_TIMER_WORK
+    task: TaskPlan = NO_TASK_WORK
 
     @property
     def status(self) -> Status:

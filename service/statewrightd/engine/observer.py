@@ -29,6 +29,15 @@ class StepObserver(Protocol):
         """A timer fired ``lag`` seconds after it came due (EventLoop thread)."""
         ...
 
+    def task_leased(self, queue: str, waited: float) -> None:
+        """An attempt of a task on ``queue`` was leased ``waited`` seconds after the task
+        became ready (any thread)."""
+        ...
+
+    def task_attempt_ended(self, queue: str, outcome: str) -> None:
+        """An attempt ended: ``completed``, ``failed``, ``timed_out`` or ``cancelled``."""
+        ...
+
 
 class Unobserved:
     """The observer of a runtime nobody watches."""
@@ -42,4 +51,10 @@ class Unobserved:
         return None
 
     def timer_fired(self, lag: float) -> None:
+        return None
+
+    def task_leased(self, queue: str, waited: float) -> None:
+        return None
+
+    def task_attempt_ended(self, queue: str, outcome: str) -> None:
         return None

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
-from statewrightd.definitions.model import Definition
+from statewrightd.definitions.model import TASK_COMPLETED, Definition
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.engine import fsm
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
@@ -32,9 +32,11 @@ from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import (
     CancelCommand,
     Command,
+    CompleteTaskCommand,
     ResumeCommand,
     SignalCommand,
     StartCommand,
+    TaskGiveUpCommand,
     TimerCommand,
     expected_revision,
 )
@@ -44,12 +46,17 @@ from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TimerPlan,
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
 from statewrightd.store.records import (
+    NO_TASKS,
     NO_TIMERS,
     Create,
     InstanceRecord,
     Operation,
     RequestRecord,
     Save,
+    TaskChange,
+    TaskFinish,
+    TaskRecord,
+    TaskStatus,
     TimerChange,
     TimerRecord,
 )
@@ -60,6 +67,7 @@ _log = logging.getLogger(__name__)
 
 MAX_CONFLICT_RETRIES = 8
 MAX_PENDING_SIGNALS = 1024
+_QUEUED = (SignalCommand, CompleteTaskCommand, TaskGiveUpCommand)
 RECENT_TRANSITIONS = 20
 RECHECK_FIRST_DELAY = 0.2
 RECHECK_MAX_DELAY = 30.0
@@ -90,6 +98,7 @@ class Session:
     record: InstanceRecord
     recent: deque[TransitionTaken] = field(default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS))
     timers: tuple[TimerRecord, ...] = ()  # armed in the current state, in due order
+    task: TaskRecord | None = None  # the open task of the task state it is in, as scheduled
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,6 +109,7 @@ class _SaveInFlight:
     result: StepResult
     loaded: Loaded
     timers: tuple[TimerRecord, ...]  # armed after the step, once it commits
+    task: TaskRecord | None  # the instance's open task after the step
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +168,8 @@ class WorkflowRuntime:
         # Told of every committed step's newly armed timers (the timer scheduler wakes for
         # one due before it would have looked again).
         self.on_armed: Callable[[tuple[TimerRecord, ...]], None] | None = None
+        # Told of every committed step's newly scheduled task (waiting polls wake for it).
+        self.on_scheduled: Callable[[TaskRecord], None] | None = None
         self._writes: list[
             tuple[_SaveInFlight, Callable[[InstanceRecord | errors.StoreError], None]]
         ] = []
@@ -249,10 +261,12 @@ class WorkflowRuntime:
                 ),
             )
             return
+        # Events wait their turn (a signal, a task's result or its giving up): they are not
+        # decisions against a revision the caller saw, as a resume or a cancel is.
+        if isinstance(job.command, _QUEUED) and len(segment.pending) < MAX_PENDING_SIGNALS:
+            segment.pending.append(job)
+            return
         if is_signal:
-            if len(segment.pending) < MAX_PENDING_SIGNALS:
-                segment.pending.append(job)
-                return
             session = self._cache.get(job.workflow_id)
             if session is not None:
                 outcome = Outcome(
@@ -293,20 +307,24 @@ class WorkflowRuntime:
         token = segment.token
         repo, registry, workflow_id = self._repo, self._registry, job.workflow_id
 
-        def load() -> tuple[InstanceRecord, Loaded, tuple[TimerRecord, ...]]:
+        def load() -> tuple[InstanceRecord, Loaded, tuple[TimerRecord, ...], TaskRecord | None]:
             record = repo.load(workflow_id)
             loaded = registry.get(record.definition, record.version)
             timers: tuple[TimerRecord, ...] = ()
             if loaded.definition.timed_from:
                 timers = tuple(repo.armed_timers([workflow_id]).get(workflow_id, ()))
-            return record, loaded, timers
+            task = None
+            if in_task_state(loaded, record):
+                task = repo.open_tasks([workflow_id]).get(workflow_id)
+            return record, loaded, timers, task
 
         self._offload(
             load, lambda result: self._contained(job, self._on_loaded, job, token, result)
         )
 
-    def fire(self, command: TimerCommand, reply: Reply) -> None:
-        """Run a due timer's step (the timer scheduler's entry, on this thread)."""
+    def fire(self, command: Command, reply: Reply) -> None:
+        """Run a step the server itself starts: a due timer, a task that gave up (the
+        schedulers' entry, on this thread)."""
         self.submit(Job(command, reply, observed=self._observer.requested()))
 
     def offload(self, fn: Callable[[], Any], then: Callable[[Any], None]) -> None:
@@ -341,15 +359,16 @@ class WorkflowRuntime:
                 result = _workflow_not_found(job.workflow_id)
             self._finish(job, token, result)
             return
-        record, loaded, timers = result
-        session = Session(loaded, snapshot_of(record), record, timers=timers)
+        record, loaded, timers, task = result
+        session = Session(loaded, snapshot_of(record), record, timers=timers, task=task)
         self._remember(session)
         job.fresh = True
         segment = self._admission.get(job.workflow_id)
         assert segment is not None
         if isinstance(job.command, StartCommand):
             # if_exists=RETURN_EXISTING found the id taken: answer with what is stored.
-            self._finish(job, token, Outcome(record, loaded, created=False, timers=timers))
+            outcome = Outcome(record, loaded, created=False, timers=timers, task=task)
+            self._finish(job, token, outcome)
             return
         self._execute(job, segment, session)
 
@@ -360,7 +379,11 @@ class WorkflowRuntime:
         if session is not None:
             if command.return_existing:
                 outcome = Outcome(
-                    session.record, session.loaded, created=False, timers=session.timers
+                    session.record,
+                    session.loaded,
+                    created=False,
+                    timers=session.timers,
+                    task=session.task,
                 )
                 self._finish(job, segment.token, outcome)
             else:
@@ -375,13 +398,15 @@ class WorkflowRuntime:
         now = self._clock.now()
         record = instance_record(result.snapshot, now, now)
         change, armed = timer_change(result.timers, record, now)
+        tasks, task = task_change(result, record, now)
         op = Create(
             record,
             history_record(result, None, now, record, armed),
             self._request_record(job, record),
             change,
+            tasks,
         )
-        self._persist(job, segment, op, result, command.loaded, armed)
+        self._persist(job, segment, op, result, command.loaded, armed, task)
 
     def _step(self, command: Command, definition: Definition, snapshot: Snapshot) -> StepResult:
         """The FSM's step for ``command``: the one place that dispatches on its kind."""
@@ -393,6 +418,10 @@ class WorkflowRuntime:
             return fsm.cancel(definition, snapshot, command.reason)
         if isinstance(command, TimerCommand):
             return fsm.timer(definition, snapshot, command.transition)
+        if isinstance(command, CompleteTaskCommand):
+            return fsm.complete_task(definition, snapshot, command.state, command.result)
+        if isinstance(command, TaskGiveUpCommand):
+            return fsm.task_gave_up(definition, snapshot, command.state, command.failure)
         raise AssertionError(f"no step for {type(command).__name__}")
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
@@ -436,25 +465,33 @@ class WorkflowRuntime:
             if isinstance(command, TimerCommand):
                 self._consume(job, segment, session, command, None)  # its guard is false
                 return
-            outcome = Outcome(session.record, session.loaded, timers=session.timers)
+            outcome = Outcome(
+                session.record, session.loaded, timers=session.timers, task=session.task
+            )
             self._finish(job, segment.token, outcome)
             return
         now = self._clock.now()
         record = instance_record(result.snapshot, session.record.create_time, now)
         asked = command.event if isinstance(command, ResumeCommand | SignalCommand) else ""
         event = result.transitions[0].event if result.transitions else (asked or None)
+        if isinstance(command, CompleteTaskCommand):
+            event = TASK_COMPLETED  # what history and watchers show for the result's step
         fired = command.timer_id if isinstance(command, TimerCommand) else None
         change, armed = timer_change(result.timers, record, now, fired)
         if not result.timers.disarm and not armed:
             armed = session.timers  # the step stayed in its state: its timers stay armed
+        tasks, task = task_change(result, record, now, _task_finish(command, result))
+        if task is None and not tasks.cancel and tasks.finish is None:
+            task = session.task  # the step did not touch the task: it stays open
         op = Save(
             record,
             snapshot.revision,
             history_record(result, event, now, record, armed if change.arm else ()),
             self._request_record(job, record),
             change,
+            tasks,
         )
-        self._persist(job, segment, op, result, session.loaded, armed)
+        self._persist(job, segment, op, result, session.loaded, armed, task)
 
     def _consume(
         self,
@@ -493,11 +530,12 @@ class WorkflowRuntime:
         result: StepResult,
         loaded: Loaded,
         timers: tuple[TimerRecord, ...],
+        task: TaskRecord | None,
     ) -> None:
         segment.state = AdmissionState.PERSISTING
         token = segment.token
         loop = self._loop
-        in_flight = _SaveInFlight(job, token, op, result, loaded, timers)
+        in_flight = _SaveInFlight(job, token, op, result, loaded, timers, task)
 
         def saved(outcome: InstanceRecord | errors.StoreError) -> None:
             if loop.in_loop():  # the writer posts a batch's outcomes here in one hand-off
@@ -534,7 +572,7 @@ class WorkflowRuntime:
         if not self._admission.owns(job.workflow_id, token):
             return
         if isinstance(outcome, InstanceRecord):
-            timers = save.timers
+            timers, task = save.timers, save.task
             if result.snapshot.status in TERMINAL:
                 # Nothing can step a finished instance again: caching it would only grow
                 # the long-lived heap the garbage collector keeps scanning. Reads and
@@ -543,16 +581,20 @@ class WorkflowRuntime:
             else:
                 session = self._cache.get(job.workflow_id)
                 if session is None or session.loaded is not loaded:
-                    session = Session(loaded, result.snapshot, outcome, timers=timers)
+                    session = Session(loaded, result.snapshot, outcome, timers=timers, task=task)
                 else:
                     session.snapshot, session.record = result.snapshot, outcome
-                    session.timers = timers
+                    session.timers, session.task = timers, task
                 session.recent.extend(result.transitions)
                 self._remember(session)
-            answer = Outcome(outcome, loaded, result.transitions, saved=True, timers=timers)
+            answer = Outcome(
+                outcome, loaded, result.transitions, saved=True, timers=timers, task=task
+            )
             self._finish(job, token, answer)
             if op.timers.arm and self.on_armed is not None:
                 self.on_armed(op.timers.arm)
+            if op.tasks.schedule is not None and self.on_scheduled is not None:
+                self.on_scheduled(op.tasks.schedule)
             for listener in self.listeners:
                 try:
                     listener(answer, op.history.event)
@@ -563,8 +605,10 @@ class WorkflowRuntime:
             self._enter_recovery(job, token, op, outcome)
             return
         self._cache.pop(job.workflow_id, None)
-        if isinstance(outcome, errors.TimerGone):
-            self._finish(job, token, outcome)  # fired or consumed already: nothing to do
+        if isinstance(outcome, errors.TimerGone | errors.TaskFenced):
+            # Fired or consumed already, or the lease (or the task) is not current: the
+            # answer is that error, and a reload would not change it.
+            self._finish(job, token, outcome)
             return
         if isinstance(outcome, errors.RecordExists):
             if outcome.reason == "REQUEST_EXISTS" and command.request is not None:
@@ -772,6 +816,72 @@ def timer_change(
     if not plan.disarm and not armed and fired is None:
         return NO_TIMERS, armed
     return TimerChange(disarm=plan.disarm, arm=armed, fired=fired), armed
+
+
+def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:
+    state = loaded.definition.states.get(record.state)
+    return state is not None and state.task is not None and record.status not in TERMINAL
+
+
+def _task_finish(command: Command, result: StepResult) -> TaskFinish | None:
+    """The task a completion or give-up step finishes, fenced as the command saw it."""
+    if isinstance(command, CompleteTaskCommand):
+        return TaskFinish(
+            command.task_id, TaskStatus.COMPLETED, command.lease_token, None, leased=True
+        )
+    if isinstance(command, TaskGiveUpCommand):
+        return TaskFinish(
+            command.task_id,
+            TaskStatus.TIMED_OUT if command.timed_out else TaskStatus.FAILED,
+            command.lease_token,
+            command.attempt,
+            leased=command.leased,
+            last_error={k: command.failure.get(k) for k in ("type", "message", "details")},
+        )
+    return None
+
+
+def task_change(
+    result: StepResult, record: InstanceRecord, now: datetime, finish: TaskFinish | None = None
+) -> tuple[TaskChange, TaskRecord | None]:
+    """A step's task plan as the store's work, and the task it schedules, if any."""
+    plan = result.task
+    scheduled = None
+    if plan.schedule is not None:
+        spec = plan.schedule.spec
+        retry = spec.retry
+        scheduled = TaskRecord(
+            workflow_id=record.workflow_id,
+            task_id=str(record.revision),
+            revision=record.revision,
+            state=plan.schedule.state,
+            queue=spec.queue,
+            input=dict(plan.schedule.input),
+            status=TaskStatus.SCHEDULED,
+            attempt=0,
+            max_attempts=retry.max_attempts,
+            lease_token=None,
+            lease_expire_time=None,
+            attempt_start_time=None,
+            available_time=now,
+            schedule_time=now,
+            deadline=now + timedelta(seconds=spec.schedule_to_close),
+            start_to_close=spec.start_to_close,
+            heartbeat=spec.heartbeat,
+            retry={
+                "initial_interval": retry.initial_interval,
+                "backoff": retry.backoff,
+                "max_interval": retry.max_interval,
+                "non_retryable": sorted(retry.non_retryable),
+            },
+            heartbeat_details=None,
+            last_error=None,
+            last_request_id=None,
+            update_time=now,
+        )
+    if scheduled is None and not plan.cancel and finish is None:
+        return NO_TASKS, None
+    return TaskChange(schedule=scheduled, cancel=plan.cancel, finish=finish), scheduled
 
 
 def _already_exists(workflow_id: str) -> errors.AlreadyExists:

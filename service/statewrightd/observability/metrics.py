@@ -24,6 +24,7 @@ from prometheus_client.registry import Collector
 from statewrightd.config import parse_listen
 from statewrightd.engine.event_loop import EventLoopMetrics
 from statewrightd.engine.timers import TimerStats
+from statewrightd.store.records import QueueCounts
 from statewrightd.store.writer import WriterStats
 
 _log = logging.getLogger(__name__)
@@ -112,6 +113,20 @@ class Metrics:
             buckets=TIMER_LAG_BUCKETS,
             registry=r,
         )
+        self.task_schedule_to_start = Histogram(
+            "statewright_task_schedule_to_start_seconds",
+            "How long a task attempt waited, ready, for a worker to lease it.",
+            ["queue"],
+            buckets=RPC_BUCKETS,
+            registry=r,
+        )
+        self.task_attempts = Counter(
+            "statewright_task_attempts",
+            "Task attempts that ended on this server, by how: completed, failed, timed_out "
+            "(the lease expired) or cancelled (the task's state was left).",
+            ["queue", "outcome"],
+            registry=r,
+        )
         self.cas_conflicts = Counter(
             "statewright_cas_conflicts_total",
             "Saves refused by the compare-and-swap (another writer had moved the revision).",
@@ -124,11 +139,14 @@ class Metrics:
         writer_stats: Callable[[], WriterStats | None],
         malformed_requests: Callable[[], int],
         timer_stats: Callable[[], TimerStats],
+        task_counts: Callable[[], list[QueueCounts]],
     ) -> None:
-        """Export what the EventLoop, the writer, the door and the timer scheduler already
-        count, at scrape time."""
+        """Export what the EventLoop, the writer, the door, the timer scheduler and the
+        task sweeper already count, at scrape time."""
         self.registry.register(
-            _RuntimeCollector(loop_metrics, writer_stats, malformed_requests, timer_stats)
+            _RuntimeCollector(
+                loop_metrics, writer_stats, malformed_requests, timer_stats, task_counts
+            )
         )
 
 
@@ -139,7 +157,9 @@ class _RuntimeCollector(Collector):
         writer_stats: Callable[[], WriterStats | None],
         malformed_requests: Callable[[], int],
         timer_stats: Callable[[], TimerStats],
+        task_counts: Callable[[], list[QueueCounts]],
     ) -> None:
+        self._task_counts = task_counts
         self._loop_metrics = loop_metrics
         self._writer_stats = writer_stats
         self._malformed_requests = malformed_requests
@@ -200,6 +220,22 @@ class _RuntimeCollector(Collector):
             "Armed timers whose due time has passed, counted with statewright_timers_armed.",
             value=timers.overdue,
         )
+        scheduled = GaugeMetricFamily(
+            "statewright_tasks_scheduled",
+            "Tasks ready and waiting for a worker, per queue (every replica's, counted every "
+            "few seconds).",
+            labels=["queue"],
+        )
+        leased = GaugeMetricFamily(
+            "statewright_tasks_leased",
+            "Tasks leased to a worker, per queue, counted with statewright_tasks_scheduled.",
+            labels=["queue"],
+        )
+        for queue in self._task_counts():
+            scheduled.add_metric([queue.queue], queue.ready)
+            leased.add_metric([queue.queue], queue.leased)
+        yield scheduled
+        yield leased
         writer = self._writer_stats()
         if writer is not None:
             yield GaugeMetricFamily(

@@ -168,6 +168,14 @@ class Probes:
         if self._metrics is not None:
             self._metrics.timer_fire_lag.observe(lag)
 
+    def task_leased(self, queue: str, waited: float) -> None:
+        if self._metrics is not None:
+            self._metrics.task_schedule_to_start.labels(queue).observe(waited)
+
+    def task_attempt_ended(self, queue: str, outcome: str) -> None:
+        if self._metrics is not None:
+            self._metrics.task_attempts.labels(queue, outcome).inc()
+
     # -- storage batches -----------------------------------------------------------------
 
     def batch(self, apply: Callable[[list[Operation]], Outcomes], ops: list[Operation]) -> Outcomes:

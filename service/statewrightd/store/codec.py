@@ -26,6 +26,8 @@ from statewrightd.store.records import (
     Operation,
     RequestRecord,
     Save,
+    TaskChange,
+    TaskRecord,
     TimerChange,
 )
 
@@ -247,6 +249,81 @@ def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
     }
 
 
+def encode_task(task: TaskRecord) -> dict[str, Any]:
+    """A task row as plain JSON values keyed by its columns (times as ISO 8601 text and
+    integer microseconds both, for the two backends), checked."""
+    w = f"task {task.workflow_id!r}/{task.task_id!r}"
+
+    def when(value: datetime | None, name: str) -> str | None:
+        return None if value is None else check_time(value, f"{w} {name}").isoformat()
+
+    def micros(value: datetime | None) -> int | None:
+        return None if value is None else to_micros(value)
+
+    check_json(task.input, f"{w} input")
+    check_json(task.retry, f"{w} retry")
+    return {
+        "workflow_id": check_text(task.workflow_id, f"{w} workflow id"),
+        "task_id": check_text(task.task_id, f"{w} id"),
+        "revision": _check_int(task.revision, f"{w} revision", 1),
+        "state": check_text(task.state, f"{w} state"),
+        "queue": check_text(task.queue, f"{w} queue"),
+        "input": task.input,
+        "status": str(task.status),
+        "attempt": _check_int(task.attempt, f"{w} attempt", 0),
+        "max_attempts": _check_int(task.max_attempts, f"{w} max_attempts", 1),
+        "lease_token": task.lease_token,
+        "lease_expire_time": when(task.lease_expire_time, "lease_expire_time"),
+        "attempt_start_time": when(task.attempt_start_time, "attempt_start_time"),
+        "available_time": when(task.available_time, "available_time"),
+        "schedule_time": when(task.schedule_time, "schedule_time"),
+        "deadline": when(task.deadline, "deadline"),
+        "start_to_close_ms": round(task.start_to_close * 1000),
+        "heartbeat_ms": None if task.heartbeat is None else round(task.heartbeat * 1000),
+        "retry": task.retry,
+        "heartbeat_details": task.heartbeat_details,
+        "last_error": task.last_error,
+        "last_request_id": task.last_request_id,
+        "update_time": when(task.update_time, "update_time"),
+        # SQLite keeps times as integer microseconds: the same values, its way.
+        "us": {
+            "lease_expire_time": micros(task.lease_expire_time),
+            "attempt_start_time": micros(task.attempt_start_time),
+            "available_time": micros(task.available_time),
+            "schedule_time": micros(task.schedule_time),
+            "deadline": micros(task.deadline),
+            "update_time": micros(task.update_time),
+        },
+    }
+
+
+def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
+    """A step's task work as parameters (``k_*``)."""
+    w = f"workflow {target.workflow_id!r}"
+    schedule = None
+    if change.schedule is not None:
+        if (
+            change.schedule.workflow_id != target.workflow_id
+            or change.schedule.revision != target.revision
+        ):
+            raise SerializationError(
+                f"{w}: a task is scheduled by the step that saves it",
+                reason="INCONSISTENT_OPERATION",
+            )
+        schedule = dumps(encode_task(change.schedule), f"{w} task")
+    finish = change.finish
+    return {
+        "k_schedule": schedule,
+        "k_cancel": change.cancel,
+        "k_finish_id": None if finish is None else check_text(finish.task_id, f"{w} task id"),
+        "k_finish_status": None if finish is None else str(finish.status),
+        "k_fence_token": None if finish is None else finish.lease_token,
+        "k_fence_attempt": None if finish is None else finish.attempt,
+        "k_fence_leased": False if finish is None else finish.leased,
+        "k_error": None if finish is None else dumps_optional(finish.last_error, f"{w} error"),
+    }
+
+
 def encode_op(op: Operation) -> EncodedOp:
     """Check an operation completely; raise ``SerializationError`` before any write."""
     target = op.record if isinstance(op, Create) else op.new
@@ -286,6 +363,13 @@ def encode_op(op: Operation) -> EncodedOp:
                 reason="INCONSISTENT_OPERATION",
             )
         params.update(_encode_timers(op.timers, target))
+    if op.tasks:
+        if isinstance(op, Create) and (op.tasks.cancel or op.tasks.finish):
+            raise SerializationError(
+                f"workflow {wid!r}: a new instance has no task to cancel or finish",
+                reason="INCONSISTENT_OPERATION",
+            )
+        params.update(_encode_tasks(op.tasks, target))
     return EncodedOp(op=op, params=params)
 
 
@@ -332,6 +416,30 @@ def decode_page_token(token: str, definition: str | None, status: str | None) ->
     if key != _filter_key(definition, status):
         raise _bad_token("page_token was issued for different filters")
     return seq
+
+
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def encode_task_page_token(after_time: datetime, workflow_id: str, task_id: str, key: str) -> str:
+    raw = json.dumps(["t1", to_micros(after_time), workflow_id, task_id, key])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_task_page_token(token: str, key: str) -> tuple[datetime, str, str]:
+    """Where a task listing's next page starts: after (schedule time, workflow, task)."""
+    if token == "":
+        return _EPOCH, "", ""
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        tag, micros, workflow_id, task_id, issued_for = json.loads(raw)
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
+        raise _bad_token("page_token is malformed") from None
+    if tag != "t1" or not isinstance(micros, int):
+        raise _bad_token("page_token is malformed")
+    if issued_for != key:
+        raise _bad_token("page_token was issued for different filters")
+    return from_micros(micros), str(workflow_id), str(task_id)
 
 
 def _bad_token(message: str) -> InvalidArgument:

@@ -12,6 +12,7 @@ from statewrightd.errors import (
     RecordNotFound,
     StorageUnavailable,
     StoreError,
+    TaskFenced,
     TimerGone,
 )
 from statewrightd.store.records import Create, DefinitionRecord, Operation, target_of
@@ -37,11 +38,18 @@ def request_used(request_id: str, workflow_id: str) -> RecordExists:
     )
 
 
-def refused(op: Operation, *, request_free: bool, actual_revision: int | None) -> StoreError:
+def refused(
+    op: Operation,
+    *,
+    request_free: bool,
+    actual_revision: int | None,
+    task: tuple[str, str | None] | None = None,
+) -> StoreError:
     """Why an operation whose compare-and-swap wrote nothing was refused.
 
     ``request_free``: its request id (if any) was not taken; ``actual_revision``: the
-    instance's committed revision as read after the failed save (None: no such instance).
+    instance's committed revision as read after the failed save (None: no such instance);
+    ``task``: the (status, lease token) of the task the step finishes, as read then.
     """
     wid = target_of(op).workflow_id
     if not request_free:
@@ -50,6 +58,10 @@ def refused(op: Operation, *, request_free: bool, actual_revision: int | None) -
         return workflow_exists(wid)
     if actual_revision is None:
         return workflow_not_found(wid)
+    finish = op.tasks.finish
+    if finish is not None and actual_revision == op.expected_revision:
+        # The revision matched, so what refused the save was the task's fence.
+        return task_fence_broken(wid, finish.task_id, task)
     fired = op.timers.fired
     if fired is not None and actual_revision == op.expected_revision:
         # The revision matched, so what refused the save was its timer's being gone.
@@ -61,6 +73,33 @@ def refused(op: Operation, *, request_free: bool, actual_revision: int | None) -
         f"workflow {wid!r} is at revision {actual_revision}, not {op.expected_revision}",
         actual_revision=actual_revision,
         metadata={"workflow_id": wid, "expected_revision": op.expected_revision},
+    )
+
+
+def task_fence_broken(
+    workflow_id: str, task_id: str, found: tuple[str, str | None] | None
+) -> StoreError:
+    """A step that finishes a task found the task no longer as it saw it: cancelled (its
+    state was left), or leased again (this lease was superseded), or finished already."""
+    meta = {"workflow_id": workflow_id, "task_id": task_id}
+    if found is not None and found[0] == "CANCELLED":
+        return TaskFenced(
+            f"task {task_id} of {workflow_id!r} was cancelled",
+            reason="TASK_CANCELLED",
+            metadata=meta,
+        )
+    return TaskFenced(
+        f"task {task_id} of {workflow_id!r}: this lease is no longer current",
+        reason="LEASE_SUPERSEDED",
+        metadata=meta,
+    )
+
+
+def task_not_found(workflow_id: str, task_id: str) -> RecordNotFound:
+    return RecordNotFound(
+        f"task {task_id} of workflow {workflow_id!r} not found",
+        reason="TASK_NOT_FOUND",
+        metadata={"workflow_id": workflow_id, "task_id": task_id},
     )
 
 

@@ -1,11 +1,12 @@
-"""Cross-replica hints that an instance has new revisions: PostgreSQL LISTEN/NOTIFY.
+"""Cross-replica hints through PostgreSQL LISTEN/NOTIFY: new revisions, new tasks.
 
 The writer sends one NOTIFY per batch transaction listing ``workflow_id:revision`` pairs
-(split only when the payload would exceed PostgreSQL's limit). A listener thread on each
-replica receives them, coalesces whatever arrived together, and hands the batch to a
-callback. Hints can be spurious (a row whose CAS failed) and can be lost (a dropped
-listener connection); watchers treat them as "go and read the history table", and a lost
-hint only delays a watcher on another replica until the next one or its periodic check.
+(split only when the payload would exceed PostgreSQL's limit), and one listing the queues
+of the tasks the batch scheduled, if any. A listener thread on each replica receives
+them, coalesces whatever arrived together, and hands the batch to a callback. Hints can
+be spurious (a row whose CAS failed) and can be lost (a dropped listener connection);
+watchers and polls treat them as "go and read the table", and a lost hint only delays a
+watcher or a poll on another replica until the next one or its periodic check.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Container, Iterable, Iterator
+from typing import Generic, TypeVar
 
 import psycopg
 
@@ -27,6 +29,7 @@ MAX_PAYLOAD = 7900
 
 Hint = tuple[str, int]
 HintCallback = Callable[[list[Hint]], None]
+H = TypeVar("H")
 
 
 def step_hints_payloads(targets: Iterable[InstanceRecord]) -> Iterator[str]:
@@ -43,6 +46,16 @@ def step_hints_payloads(targets: Iterable[InstanceRecord]) -> Iterator[str]:
         yield ",".join(chunk)
 
 
+def task_queues_payload(queues: Iterable[str]) -> str:
+    """Queue names are short (63 characters at most) and a batch has at most a few
+    hundred saves, so one payload always fits."""
+    return ",".join(sorted(set(queues)))[:MAX_PAYLOAD]
+
+
+def parse_queues(payload: str) -> list[str]:
+    return [q for q in payload.split(",") if q]
+
+
 def parse_hints(payload: str) -> list[Hint]:
     hints = []
     for item in payload.split(","):
@@ -52,15 +65,17 @@ def parse_hints(payload: str) -> list[Hint]:
     return hints
 
 
-class StepListener:
-    """A daemon thread holding a LISTEN connection, reconnecting with backoff.
+class HintListener(Generic[H]):
+    """A daemon thread holding a LISTEN connection on ``channel``, reconnecting with
+    backoff, and handing each payload's hints (``parse``) to ``callback``.
 
-    It listens only while ``wanted()`` says this replica has watchers: every replica
-    NOTIFYs once per batch transaction, and at a few hundred transactions a second
-    receiving them costs a listener a sizeable share of a core, which a replica without
-    watchers would spend for nothing. Whenever listening (re)starts, ``on_connected``
-    runs, because hints sent while nobody listened are lost: watchers then re-read their
-    history, so a step committed before LISTEN took effect is not missed either.
+    It listens only while ``wanted()`` says this replica has someone to tell (watchers,
+    waiting polls): every replica NOTIFYs once per batch transaction, and at a few hundred
+    transactions a second receiving them costs a listener a sizeable share of a core,
+    which a replica without watchers would spend for nothing. Whenever listening
+    (re)starts, ``on_connected`` runs, because hints sent while nobody listened are lost:
+    watchers then re-read their history, so a step committed before LISTEN took effect is
+    not missed either.
     """
 
     POLL_SECONDS = 0.5
@@ -71,11 +86,16 @@ class StepListener:
     def __init__(
         self,
         url: str,
-        callback: HintCallback,
+        channel: str,
+        parse: Callable[[str], list[H]],
+        callback: Callable[[list[H]], None],
+        *,
         on_connected: Callable[[], None] | None = None,
         own_pids: Container[int] = (),
         wanted: Callable[[], bool] = lambda: True,
     ) -> None:
+        self._channel = channel
+        self._parse = parse
         self._own_pids = own_pids
         self._url = url
         self._callback = callback
@@ -83,14 +103,15 @@ class StepListener:
         self._wanted = wanted
         self._stop = threading.Event()
         self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="step-listener", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"{channel}-listener", daemon=True)
         self.connected = threading.Event()  # set while LISTEN is in effect
 
     def start(self) -> None:
         self._thread.start()
 
     def wake(self) -> None:
-        """A first watcher arrived: start listening now rather than at the next poll."""
+        """A first watcher (or poll) arrived: start listening now rather than at the next
+        check."""
         self._wake.set()
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -106,20 +127,20 @@ class StepListener:
             try:
                 with psycopg.connect(self._url, autocommit=True, connect_timeout=5) as conn:
                     while self._wait_until_wanted():
-                        conn.execute(f"LISTEN {q.STEPS_CHANNEL}")
+                        conn.execute(f"LISTEN {self._channel}")
                         self.connected.set()
                         delay = 0.1
                         if self._on_connected is not None:
                             self._on_connected()
                         self._listen(conn)
-                        conn.execute(f"UNLISTEN {q.STEPS_CHANNEL}")
+                        conn.execute(f"UNLISTEN {self._channel}")
                         self.connected.clear()
                         # Notifications that arrived before UNLISTEN are of no use now.
                         for _ in conn.notifies(timeout=0):
                             pass
             except psycopg.Error as exc:
                 self.connected.clear()
-                _log.warning("step listener lost its connection (%s); retrying", exc)
+                _log.warning("%s listener lost its connection (%s); retrying", self._channel, exc)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
 
@@ -142,7 +163,7 @@ class StepListener:
                 unwanted_since = time.monotonic()
             elif time.monotonic() - unwanted_since > self.LINGER_SECONDS:
                 return
-            hints: list[Hint] = []
+            hints: list[H] = []
             arrived = list(conn.notifies(timeout=self.POLL_SECONDS, stop_after=1))
             if not arrived:
                 continue
@@ -150,6 +171,39 @@ class StepListener:
             arrived.extend(conn.notifies(timeout=0.001))
             for notify in arrived:
                 if notify.pid not in self._own_pids:
-                    hints.extend(parse_hints(notify.payload))
+                    hints.extend(self._parse(notify.payload))
             if hints:
                 self._callback(hints)
+
+
+def step_listener(
+    url: str,
+    callback: HintCallback,
+    *,
+    on_connected: Callable[[], None] | None = None,
+    own_pids: Container[int] = (),
+    wanted: Callable[[], bool] = lambda: True,
+) -> HintListener[Hint]:
+    """Hints of new revisions, for watchers."""
+    return HintListener(
+        url,
+        q.STEPS_CHANNEL,
+        parse_hints,
+        callback,
+        on_connected=on_connected,
+        own_pids=own_pids,
+        wanted=wanted,
+    )
+
+
+def task_listener(
+    url: str,
+    callback: Callable[[list[str]], None],
+    *,
+    own_pids: Container[int] = (),
+    wanted: Callable[[], bool] = lambda: True,
+) -> HintListener[str]:
+    """Hints of newly scheduled tasks (their queues), for waiting polls."""
+    return HintListener(
+        url, q.TASKS_CHANNEL, parse_queues, callback, own_pids=own_pids, wanted=wanted
+    )

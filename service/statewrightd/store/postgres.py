@@ -20,7 +20,7 @@ from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.store import failures
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp
-from statewrightd.store.notifications import step_hints_payloads
+from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import (
     HistoryWitness,
     Verdict,
@@ -217,12 +217,23 @@ class PostgresRepository(SqlRepository):
             if isinstance(e.op, Save) and free and not changed
         ]
         current: dict[str, int] = {}
+        tasks: dict[tuple[str, str], tuple[str, str | None]] = {}
         if failed_saves:
             # A fresh statement sees the latest committed revision (READ COMMITTED), which
             # is what the loser of a CAS race needs to know.
             current = dict(conn.execute(q.CURRENT_REVISIONS, (failed_saves,)).fetchall())
+            fenced = [
+                (e.op.new.workflow_id, e.op.tasks.finish.task_id)
+                for e, (changed, free) in zip(encoded, outcomes, strict=True)
+                if isinstance(e.op, Save) and free and not changed and e.op.tasks.finish
+            ]
+            if fenced:
+                found = conn.execute(
+                    q.TASK_STATES, ([f[0] for f in fenced], [f[1] for f in fenced])
+                ).fetchall()
+                tasks = {(r[0], r[1]): (r[2], r[3]) for r in found}
         return [
-            _row_result(e.op, changed, free, current)
+            _row_result(e.op, changed, free, current, tasks)
             for e, (changed, free) in zip(encoded, outcomes, strict=True)
         ]
 
@@ -263,22 +274,14 @@ class PostgresRepository(SqlRepository):
                 conn.execute(q.LOCK_INSTANCES, (json.dumps(ids, ensure_ascii=False),))
             created = saved = None
             if creates:
-                # A batch with timer work takes the statements that do it (only then).
-                timed = any(e.op.timers for e in creates)
-                statement, fields = (
-                    (q.CREATE_MANY_TIMED, _CREATE_ROW_TIMED)
-                    if timed
-                    else (q.CREATE_MANY, _CREATE_ROW)
-                )
-                created = conn.execute(
-                    statement, (_rows_json([e.params for e in creates], fields),)
-                )
+                # A batch with timer or task work takes the statements that do it (only then).
+                kind = _work(creates)
+                rows_json = _rows_json([e.params for e in creates], _fields(_CREATE_ROW, kind))
+                created = conn.execute(q.CREATE_MANYS[kind], (rows_json,))
             if saves:
-                timed = any(e.op.timers for e in saves)
-                statement, fields = (
-                    (q.SAVE_MANY_TIMED, _SAVE_ROW_TIMED) if timed else (q.SAVE_MANY, _SAVE_ROW)
-                )
-                saved = conn.execute(statement, (_rows_json([e.params for e in saves], fields),))
+                kind = _work(saves)
+                rows_json = _rows_json([e.params for e in saves], _fields(_SAVE_ROW, kind))
+                saved = conn.execute(q.SAVE_MANYS[kind], (rows_json,))
             self._notify(conn, encoded)
         changed: set[str] = set()
         for cursor in (created, saved):
@@ -290,6 +293,9 @@ class PostgresRepository(SqlRepository):
     def _notify(conn: Conn, encoded: list[EncodedOp]) -> None:
         for payload in step_hints_payloads(target_of(e.op) for e in encoded):
             conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
+        queues = [e.op.tasks.schedule.queue for e in encoded if e.op.tasks.schedule is not None]
+        if queues:
+            conn.execute(q.NOTIFY_STEPS, (q.TASKS_CHANNEL, task_queues_payload(queues)))
 
     # -- unknown outcomes ------------------------------------------------------------
 
@@ -370,15 +376,19 @@ _TEXT, _RAW, _TIME, _BOOL = "text", "raw", "time", "bool"
 _KINDS = {
     **dict.fromkeys(("workflow_id", "definition", "state", "status"), _TEXT),
     **dict.fromkeys(("h_event", "h_state", "h_status", "t_fired"), _TEXT),
-    **dict.fromkeys(("version", "revision", "expected"), _RAW),
+    **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token"), _TEXT),
+    **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
     **dict.fromkeys(("context", "error", "h_transitions", "h_error", "h_timers", "t_arm"), _RAW),
+    **dict.fromkeys(("k_schedule", "k_error"), _RAW),
     **dict.fromkeys(("create_time", "update_time", "h_time"), _TIME),
-    "t_disarm": _BOOL,
+    **dict.fromkeys(("t_disarm", "k_cancel", "k_fence_leased"), _BOOL),
 }
+_TASK_FIELDS = (
+    "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",
+    "k_fence_attempt", "k_fence_leased", "k_error",
+)  # fmt: skip
 _CREATE_ROW: tuple[str, ...] = _CREATE_FIELDS + _HISTORY_FIELDS
 _SAVE_ROW: tuple[str, ...] = _SAVE_FIELDS + _HISTORY_FIELDS
-_CREATE_ROW_TIMED: tuple[str, ...] = _CREATE_ROW + _TIMER_FIELDS
-_SAVE_ROW_TIMED: tuple[str, ...] = _SAVE_ROW + _TIMER_FIELDS
 
 
 def _set_based(encoded: list[EncodedOp]) -> bool:
@@ -424,9 +434,17 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
 
 
 def _row_statement(e: EncodedOp) -> str:
-    if isinstance(e.op, Create):
-        return q.CREATE_TIMED if e.op.timers else q.CREATE
-    return q.SAVE_TIMED if e.op.timers else q.SAVE
+    kind = (bool(e.op.timers), bool(e.op.tasks))
+    return q.CREATES[kind] if isinstance(e.op, Create) else q.SAVES[kind]
+
+
+def _work(encoded: list[EncodedOp]) -> tuple[bool, bool]:
+    """(any timer work, any task work) of a batch's operations."""
+    return (any(e.op.timers for e in encoded), any(e.op.tasks for e in encoded))
+
+
+def _fields(base: tuple[str, ...], kind: tuple[bool, bool]) -> tuple[str, ...]:
+    return base + (_TIMER_FIELDS if kind[0] else ()) + (_TASK_FIELDS if kind[1] else ())
 
 
 def _key(op: Operation) -> tuple[str, int]:
@@ -457,13 +475,22 @@ def _unknown_for(
 
 
 def _row_result(
-    op: Operation, changed: bool, request_free: bool, current: dict[str, int]
+    op: Operation,
+    changed: bool,
+    request_free: bool,
+    current: dict[str, int],
+    tasks: dict[tuple[str, str], tuple[str, str | None]],
 ) -> InstanceRecord | StoreError:
     target = target_of(op)
     if changed:
         return target
+    finish = op.tasks.finish
+    task = tasks.get((target.workflow_id, finish.task_id)) if finish else None
     return failures.refused(
-        op, request_free=request_free, actual_revision=current.get(target.workflow_id)
+        op,
+        request_free=request_free,
+        actual_revision=current.get(target.workflow_id),
+        task=task,
     )
 
 

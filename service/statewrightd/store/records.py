@@ -74,6 +74,91 @@ class TimerChange:
 NO_TIMERS = TimerChange()
 
 
+class TaskStatus(enum.StrEnum):
+    SCHEDULED = "SCHEDULED"
+    LEASED = "LEASED"
+    BACKOFF = "BACKOFF"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMED_OUT = "TIMED_OUT"
+
+
+OPEN_TASK = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF})
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRecord:
+    """One task: the work one entry of a task state hands to a worker on ``queue``."""
+
+    workflow_id: str
+    task_id: str  # the revision of the step that scheduled it, as text
+    revision: int
+    state: str
+    queue: str
+    input: dict[str, Any]
+    status: TaskStatus
+    attempt: int  # the current (or last) attempt; 0 before the first lease
+    max_attempts: int
+    lease_token: str | None
+    lease_expire_time: datetime | None
+    attempt_start_time: datetime | None
+    available_time: datetime  # when it may be leased (scheduled, or after a backoff)
+    schedule_time: datetime
+    deadline: datetime  # schedule_to_close
+    start_to_close: float  # seconds, one attempt
+    heartbeat: float | None  # seconds a worker may go without a heartbeat
+    retry: dict[str, Any]  # initial_interval, backoff, max_interval, non_retryable
+    heartbeat_details: dict[str, Any] | None
+    last_error: dict[str, Any] | None  # type, message, details
+    last_request_id: str | None
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class TaskPage:
+    items: list[TaskRecord]
+    next_page_token: str  # "" when there are no more items
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """A task queue's open tasks, as the database counts them."""
+
+    queue: str
+    ready: int  # scheduled, or past their backoff: waiting for a worker
+    oldest_ready: datetime | None
+    leased: int
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFinish:
+    """A task that a step finishes. The step saves only while the task is as the step saw
+    it: leased with ``lease_token`` (``leased``), or open at ``attempt`` with that token."""
+
+    task_id: str
+    status: TaskStatus  # COMPLETED, FAILED or TIMED_OUT
+    lease_token: str | None
+    attempt: int | None  # None: any (the lease token names the attempt)
+    leased: bool  # the fence requires a current lease (a completion)
+    last_error: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TaskChange:
+    """What a step does to its instance's tasks, in its own transaction."""
+
+    schedule: TaskRecord | None = None
+    cancel: bool = False  # the step left a task state: its open task is cancelled
+    finish: TaskFinish | None = None
+
+    def __bool__(self) -> bool:
+        return self.schedule is not None or self.cancel or self.finish is not None
+
+
+NO_TASKS = TaskChange()
+
+
 @dataclass(frozen=True, slots=True)
 class HistoryRecord:
     """One row per revision: the step's transitions plus the instance as of that revision."""
@@ -109,6 +194,7 @@ class Create:
     history: HistoryRecord
     request: RequestRecord | None = None
     timers: TimerChange = NO_TIMERS
+    tasks: TaskChange = NO_TASKS
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +204,7 @@ class Save:
     history: HistoryRecord
     request: RequestRecord | None = None
     timers: TimerChange = NO_TIMERS
+    tasks: TaskChange = NO_TASKS
 
 
 Operation = Create | Save

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from statewrightd.errors import StoreError
 from statewrightd.store import schema
@@ -20,8 +20,11 @@ from statewrightd.store.records import (
     InstanceRecord,
     Operation,
     Page,
+    QueueCounts,
     RequestRecord,
     Save,
+    TaskPage,
+    TaskRecord,
     TimerRecord,
 )
 from statewrightd.store.sqlite import SqliteRepository
@@ -97,6 +100,65 @@ class Repository(Protocol):
     def timer_counts(self, now: datetime) -> tuple[int, int]:
         """(armed timers, of them due by ``now``)."""
         ...
+
+    def lease_tasks(
+        self, queue: str, now: datetime, limit: int, first_lease: float
+    ) -> list[TaskRecord]:
+        """Lease up to ``limit`` of ``queue``'s ready tasks: a new attempt each, a fresh
+        token, a lease of at most ``first_lease`` seconds that a heartbeat extends."""
+        ...
+
+    def heartbeat_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        now: datetime,
+        details: dict[str, Any] | None,
+    ) -> TaskRecord | None:
+        """Extend the lease ``token`` holds; None when it is not current."""
+        ...
+
+    def retry_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        *,
+        now: datetime,
+        available: datetime,
+        error: dict[str, Any],
+        request_id: str | None = None,
+        expired_only: bool = False,
+    ) -> TaskRecord | None:
+        """End the attempt leased with ``token``, to be retried at ``available``."""
+        ...
+
+    def release_task(
+        self, workflow_id: str, task_id: str, token: str, now: datetime
+    ) -> TaskRecord | None:
+        """Undo the lease ``token`` holds without counting its attempt."""
+        ...
+
+    def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
+        """Claim tasks whose lease or deadline has passed, until ``until``."""
+        ...
+
+    def get_task(self, workflow_id: str, task_id: str) -> TaskRecord: ...
+
+    def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]: ...
+
+    def queue_stats(self, now: datetime) -> list[QueueCounts]: ...
+
+    def list_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        workflow_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> TaskPage: ...
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless the database answers and is fully migrated."""

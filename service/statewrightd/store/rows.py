@@ -22,6 +22,8 @@ from statewrightd.store.records import (
     InstanceRecord,
     RequestRecord,
     Status,
+    TaskRecord,
+    TaskStatus,
     TimerRecord,
 )
 
@@ -34,6 +36,12 @@ HISTORY = (
     "time", "timers",
 )  # fmt: skip
 TIMER = ("workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time")
+TASK = (
+    "workflow_id", "task_id", "revision", "state", "queue", "input", "status", "attempt",
+    "max_attempts", "lease_token", "lease_expire_time", "attempt_start_time", "available_time",
+    "schedule_time", "deadline", "start_to_close_ms", "heartbeat_ms", "retry",
+    "heartbeat_details", "last_error", "last_request_id", "update_time",
+)  # fmt: skip
 REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
 DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
 # The part of a history row that tells whether a lost COMMIT landed (see outcomes).
@@ -92,6 +100,32 @@ class Rows:
             error=None if row[7] is None else self._json(row[7]),
             time=self._time(row[8]),
             timers=None if row[9] is None else self._json(row[9]),
+        )
+
+    def task(self, row: Sequence[Any]) -> TaskRecord:
+        return TaskRecord(
+            workflow_id=row[0],
+            task_id=row[1],
+            revision=row[2],
+            state=row[3],
+            queue=row[4],
+            input=self._json(row[5]),
+            status=TaskStatus(row[6]),
+            attempt=row[7],
+            max_attempts=row[8],
+            lease_token=row[9],
+            lease_expire_time=None if row[10] is None else self._time(row[10]),
+            attempt_start_time=None if row[11] is None else self._time(row[11]),
+            available_time=self._time(row[12]),
+            schedule_time=self._time(row[13]),
+            deadline=self._time(row[14]),
+            start_to_close=row[15] / 1000,
+            heartbeat=None if row[16] is None else row[16] / 1000,
+            retry=self._json(row[17]),
+            heartbeat_details=None if row[18] is None else self._json(row[18]),
+            last_error=None if row[19] is None else self._json(row[19]),
+            last_request_id=row[20],
+            update_time=self._time(row[21]),
         )
 
     def timer(self, row: Sequence[Any]) -> TimerRecord:

@@ -16,6 +16,8 @@ HISTORY_COLUMNS = rows.listed(rows.HISTORY)
 REQUEST_COLUMNS = rows.listed(rows.REQUEST)
 DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
 TIMER_COLUMNS = rows.listed(rows.TIMER)
+TASK_COLUMNS = rows.listed(rows.TASK)
+_OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
 
 # A request id that already exists blocks the step (the runtime answers from the stored
 # response instead); the ON CONFLICT only covers two transactions racing on one new id.
@@ -79,7 +81,51 @@ disarmed AS (
 )
 
 
-def _save(timed: bool) -> str:
+# A step that finishes a task saves only while the task is as the step saw it (fenced by
+# its lease); one that leaves a task state cancels the open task; one that enters one
+# inserts its task. All in the step's statement, only when its compare-and-swap succeeded.
+_TASK_FENCE = (
+    """
+       AND (%(k_finish_id)s::text IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_tasks
+             WHERE workflow_id = %(workflow_id)s AND task_id = %(k_finish_id)s::text
+               AND lease_token IS NOT DISTINCT FROM %(k_fence_token)s::text
+               AND (%(k_fence_attempt)s::integer IS NULL OR attempt = %(k_fence_attempt)s)
+               AND (status = 'LEASED' OR (NOT %(k_fence_leased)s AND status IN """
+    + _OPEN
+    + """))))"""
+)
+
+_TASK_WORK = (
+    """
+task_finished AS (
+    UPDATE workflow_tasks k
+       SET status = %(k_finish_status)s::text,
+           last_error = COALESCE(%(k_error)s::jsonb, k.last_error),
+           claimed_until = NULL, update_time = %(update_time)s
+      FROM changed c
+     WHERE k.workflow_id = c.workflow_id AND k.task_id = %(k_finish_id)s::text
+), task_cancelled AS (
+    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = %(update_time)s
+      FROM changed c
+     WHERE k.workflow_id = c.workflow_id AND %(k_cancel)s AND k.status IN """
+    + _OPEN
+    + """
+       AND k.task_id IS DISTINCT FROM %(k_finish_id)s::text
+), task_scheduled AS (
+    INSERT INTO workflow_tasks ("""
+    + TASK_COLUMNS
+    + """)
+    SELECT """
+    + rows.listed(rows.TASK, "x.")
+    + """
+      FROM changed c, json_populate_record(NULL::workflow_tasks, %(k_schedule)s::json) AS x
+     WHERE %(k_schedule)s::json IS NOT NULL
+),"""
+)
+
+
+def _save(timed: bool, tasked: bool = False) -> str:
     return (
         "WITH"
         + _REQUEST_FREE
@@ -90,15 +136,17 @@ def _save(timed: bool) -> str:
      WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
        AND (SELECT ok FROM free)"""
         + (_FIRED_ARMED if timed else "")
+        + (_TASK_FENCE if tasked else "")
         + """
     RETURNING workflow_id
 ),"""
         + (_TIMER_WORK if timed else "")
+        + (_TASK_WORK if tasked else "")
         + _HISTORY_AND_REQUEST
     )
 
 
-def _create(timed: bool) -> str:
+def _create(timed: bool, tasked: bool = False) -> str:
     return (
         "WITH"
         + _REQUEST_FREE
@@ -113,12 +161,15 @@ def _create(timed: bool) -> str:
     RETURNING workflow_id
 ),"""
         + (_TIMER_WORK if timed else "")
+        + (_TASK_WORK if tasked else "")
         + _HISTORY_AND_REQUEST
     )
 
 
-SAVE, SAVE_TIMED = _save(False), _save(True)
-CREATE, CREATE_TIMED = _create(False), _create(True)
+# Every statement a step may need, by (timer work, task work): built once.
+SAVES = {(t, k): _save(t, k) for t in (False, True) for k in (False, True)}
+CREATES = {(t, k): _create(t, k) for t in (False, True) for k in (False, True)}
+SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 
 # Batches without request ids take one statement per kind instead of one per row: the
 # rows travel as one JSON document (json_to_recordset), which saves most of the
@@ -146,6 +197,52 @@ SELECT workflow_id FROM changed
 _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_status text,
         h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb"""
 _TIMER_ROW_TYPES = ", t_disarm boolean, t_arm json, t_fired text"
+_TASK_ROW_TYPES = """, k_schedule json, k_cancel boolean, k_finish_id text, k_finish_status text,
+        k_fence_token text, k_fence_attempt integer, k_fence_leased boolean, k_error jsonb"""
+_TASK_ROW_NAMES = (
+    ", k_schedule, k_cancel, k_finish_id, k_finish_status, k_fence_token, k_fence_attempt,"
+    " k_fence_leased, k_error"
+)
+
+_ROWS_TASK_FENCE = (
+    """
+       AND (r.k_finish_id IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_tasks k
+             WHERE k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
+               AND k.lease_token IS NOT DISTINCT FROM r.k_fence_token
+               AND (r.k_fence_attempt IS NULL OR k.attempt = r.k_fence_attempt)
+               AND (k.status = 'LEASED' OR (NOT r.k_fence_leased AND k.status IN """
+    + _OPEN
+    + """))))"""
+)
+
+_ROWS_TASK_WORK = (
+    """
+task_finished AS (
+    UPDATE workflow_tasks k
+       SET status = r.k_finish_status, last_error = COALESCE(r.k_error, k.last_error),
+           claimed_until = NULL, update_time = r.update_time
+      FROM rows r JOIN changed USING (workflow_id)
+     WHERE k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
+), task_cancelled AS (
+    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = r.update_time
+      FROM rows r JOIN changed USING (workflow_id)
+     WHERE k.workflow_id = r.workflow_id AND r.k_cancel AND k.status IN """
+    + _OPEN
+    + """
+       AND k.task_id IS DISTINCT FROM r.k_finish_id
+), task_scheduled AS (
+    INSERT INTO workflow_tasks ("""
+    + TASK_COLUMNS
+    + """)
+    SELECT """
+    + rows.listed(rows.TASK, "x.")
+    + """
+      FROM rows r JOIN changed USING (workflow_id),
+           json_populate_record(NULL::workflow_tasks, r.k_schedule) AS x
+     WHERE r.k_schedule IS NOT NULL
+),"""
+)
 
 _ROWS_TIMER_WORK = (
     """
@@ -165,7 +262,7 @@ disarmed AS (
 )
 
 
-def _create_many(timed: bool) -> str:
+def _create_many(timed: bool, tasked: bool = False) -> str:
     return (
         """WITH rows AS (
     SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (
@@ -174,12 +271,14 @@ def _create_many(timed: bool) -> str:
         update_time timestamptz, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
+        + (_TASK_ROW_TYPES if tasked else "")
         + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
                             h_timers"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
+        + (_TASK_ROW_NAMES if tasked else "")
         + """, n)
 ), changed AS (
     INSERT INTO workflow_instances ("""
@@ -192,11 +291,12 @@ def _create_many(timed: bool) -> str:
     RETURNING workflow_id
 ),"""
         + (_ROWS_TIMER_WORK if timed else "")
+        + (_ROWS_TASK_WORK if tasked else "")
         + _ROWS_HISTORY
     )
 
 
-def _save_many(timed: bool) -> str:
+def _save_many(timed: bool, tasked: bool = False) -> str:
     fired = """
        AND (r.t_fired IS NULL OR EXISTS (
             SELECT 1 FROM workflow_timers t
@@ -208,6 +308,7 @@ def _save_many(timed: bool) -> str:
         context jsonb, error jsonb, update_time timestamptz, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
+        + (_TASK_ROW_TYPES if tasked else "")
         + """
     )
 ), changed AS (
@@ -218,16 +319,25 @@ def _save_many(timed: bool) -> str:
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
         + (fired if timed else "")
+        + (_ROWS_TASK_FENCE if tasked else "")
         + """
     RETURNING w.workflow_id
 ),"""
         + (_ROWS_TIMER_WORK if timed else "")
+        + (_ROWS_TASK_WORK if tasked else "")
         + _ROWS_HISTORY
     )
 
 
-CREATE_MANY, CREATE_MANY_TIMED = _create_many(False), _create_many(True)
-SAVE_MANY, SAVE_MANY_TIMED = _save_many(False), _save_many(True)
+CREATE_MANYS = {(t, k): _create_many(t, k) for t in (False, True) for k in (False, True)}
+SAVE_MANYS = {(t, k): _save_many(t, k) for t in (False, True) for k in (False, True)}
+CREATE_MANY, SAVE_MANY = CREATE_MANYS[False, False], SAVE_MANYS[False, False]
+
+# The failed saves' tasks: whether a fence held decides how the step is answered.
+TASK_STATES = """
+SELECT workflow_id, task_id, status, lease_token FROM workflow_tasks
+ WHERE (workflow_id, task_id) IN (SELECT * FROM unnest(%s::text[], %s::text[]))
+"""
 
 # Takes the row locks of a batch's saves in one global order (by id) before the UPDATE,
 # whose join order is the planner's: concurrent batches of two replicas cannot deadlock.
@@ -260,6 +370,7 @@ LOCK_REQUEST_IDS = (
 # batch transaction (delivered only if it commits); the payload is a hint, and watchers
 # read the history table for the facts.
 STEPS_CHANNEL = "statewright_steps"
+TASKS_CHANNEL = "statewright_tasks"
 NOTIFY_STEPS = "SELECT pg_notify(%s, %s)"
 
 BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
@@ -276,6 +387,18 @@ def _list_instances(by_definition: bool, by_status: bool) -> str:
     return (
         f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
         f" WHERE {' AND '.join(where)} ORDER BY seq LIMIT %(limit)s"
+    )
+
+
+def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
+    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
+    where = ["(schedule_time, workflow_id, task_id) > (%(after_time)s, %(after_w)s, %(after_t)s)"]
+    where += ["queue = %(queue)s"] * by_queue
+    where += ["workflow_id = %(workflow_id)s"] * by_workflow
+    where += ["status = %(status)s"] * by_status
+    return (
+        f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
+        " ORDER BY schedule_time, workflow_id, task_id LIMIT %(limit)s"
     )
 
 
@@ -328,4 +451,72 @@ SELECT due_time FROM workflow_timers
     timer_counts=(
         "SELECT count(*), count(*) FILTER (WHERE due_time <= %(now)s) FROM workflow_timers"
     ),
+    lease_tasks=f"""
+UPDATE workflow_tasks k
+   SET status = 'LEASED', attempt = k.attempt + 1, lease_token = gen_random_uuid()::text,
+       attempt_start_time = %(now)s,
+       lease_expire_time = LEAST(k.deadline, %(now)s + LEAST(k.start_to_close_ms,
+           COALESCE(k.heartbeat_ms, k.start_to_close_ms), %(first_ms)s) * interval '1 ms'),
+       claimed_until = NULL, update_time = %(now)s
+  FROM (SELECT workflow_id, task_id FROM workflow_tasks
+         WHERE queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
+           AND available_time <= %(now)s AND deadline > %(now)s
+         ORDER BY available_time LIMIT %(limit)s
+           FOR UPDATE SKIP LOCKED) ready
+ WHERE k.workflow_id = ready.workflow_id AND k.task_id = ready.task_id
+RETURNING {rows.listed(rows.TASK, "k.")}
+""",
+    heartbeat_task=f"""
+UPDATE workflow_tasks
+   SET lease_expire_time = LEAST(deadline, attempt_start_time + start_to_close_ms * interval '1 ms',
+           %(now)s + COALESCE(heartbeat_ms, start_to_close_ms) * interval '1 ms'),
+       heartbeat_details = COALESCE(%(details)s::jsonb, heartbeat_details), update_time = %(now)s
+ WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s AND lease_token = %(token)s
+   AND status = 'LEASED' AND lease_expire_time > %(now)s
+RETURNING {TASK_COLUMNS}
+""",
+    retry_task=f"""
+UPDATE workflow_tasks
+   SET status = 'BACKOFF', lease_token = NULL, lease_expire_time = NULL,
+       available_time = %(available)s, last_error = %(error)s::jsonb,
+       last_request_id = %(request_id)s, claimed_until = NULL, update_time = %(now)s
+ WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s
+   AND lease_token = %(token)s AND status = 'LEASED'
+   AND (NOT %(expired_only)s OR lease_expire_time <= %(now)s)
+RETURNING {TASK_COLUMNS}
+""",
+    release_task=f"""
+UPDATE workflow_tasks
+   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
+       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
+       attempt_start_time = NULL, claimed_until = NULL, update_time = %(now)s
+ WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s
+   AND lease_token = %(token)s AND status = 'LEASED'
+RETURNING {TASK_COLUMNS}
+""",
+    claim_expired_tasks=f"""
+UPDATE workflow_tasks k SET claimed_until = %(until)s
+  FROM (SELECT workflow_id, task_id FROM workflow_tasks
+         WHERE ((status = 'LEASED' AND lease_expire_time <= %(now)s)
+                OR (status IN {_OPEN} AND deadline <= %(now)s))
+           AND (claimed_until IS NULL OR claimed_until <= %(now)s)
+         LIMIT %(limit)s FOR UPDATE SKIP LOCKED) due
+ WHERE k.workflow_id = due.workflow_id AND k.task_id = due.task_id
+RETURNING {rows.listed(rows.TASK, "k.")}
+""",
+    get_task=f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = %s AND task_id = %s",
+    open_tasks=f"""
+SELECT {TASK_COLUMNS} FROM workflow_tasks
+ WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
+   AND status IN {_OPEN}
+""",
+    queue_stats=f"""
+SELECT queue,
+       count(*) FILTER (WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s),
+       min(available_time) FILTER (
+           WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s),
+       count(*) FILTER (WHERE status = 'LEASED')
+  FROM workflow_tasks WHERE status IN {_OPEN} GROUP BY queue ORDER BY queue
+""",
+    list_tasks=_list_tasks,
 )

@@ -15,6 +15,8 @@ HISTORY_COLUMNS = rows.listed(rows.HISTORY)
 REQUEST_COLUMNS = rows.listed(rows.REQUEST)
 DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
 TIMER_COLUMNS = rows.listed(rows.TIMER)
+TASK_COLUMNS = rows.listed(rows.TASK)
+_OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
 
 REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ?"
 
@@ -55,6 +57,26 @@ VALUES (:request_id, :workflow_id, :r_method, :r_fingerprint, :r_response, :r_ti
 
 CURRENT_REVISION = "SELECT revision FROM workflow_instances WHERE workflow_id = ?"
 
+TASK_FENCE = (
+    "SELECT status, lease_token, attempt FROM workflow_tasks WHERE workflow_id = ? AND task_id = ?"
+)
+FINISH_TASK = """
+UPDATE workflow_tasks SET status = :k_finish_status,
+       last_error = coalesce(:k_error, last_error), claimed_until = NULL,
+       update_time = :update_time
+ WHERE workflow_id = :workflow_id AND task_id = :k_finish_id
+"""
+CANCEL_TASK = f"""
+UPDATE workflow_tasks SET status = 'CANCELLED', update_time = :update_time
+ WHERE workflow_id = :workflow_id AND status IN {_OPEN}
+   AND task_id IS NOT :k_finish_id
+"""
+SCHEDULE_TASK = (
+    f"INSERT INTO workflow_tasks ({TASK_COLUMNS}) VALUES ("
+    + ", ".join(f":{c}" for c in rows.TASK)
+    + ")"
+)
+
 WITNESS = (
     f"SELECT {rows.listed(rows.WITNESS)} FROM workflow_history"
     " WHERE workflow_id = ? AND revision = ?"
@@ -71,6 +93,18 @@ def _list_instances(by_definition: bool, by_status: bool) -> str:
     return (
         f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
         f" WHERE {where} ORDER BY seq LIMIT :limit"
+    )
+
+
+def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
+    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
+    where = ["(schedule_time, workflow_id, task_id) > (:after_time, :after_w, :after_t)"]
+    where += ["queue = :queue"] * by_queue
+    where += ["workflow_id = :workflow_id"] * by_workflow
+    where += ["status = :status"] * by_status
+    return (
+        f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
+        " ORDER BY schedule_time, workflow_id, task_id LIMIT :limit"
     )
 
 
@@ -118,4 +152,70 @@ SELECT due_time FROM workflow_timers
 """,
     delete_timer="DELETE FROM workflow_timers WHERE workflow_id = ? AND timer_id = ?",
     timer_counts="SELECT count(*), coalesce(sum(due_time <= :now), 0) FROM workflow_timers",
+    lease_tasks=f"""
+UPDATE workflow_tasks
+   SET status = 'LEASED', attempt = attempt + 1, lease_token = lower(hex(randomblob(16))),
+       attempt_start_time = :now,
+       lease_expire_time = min(deadline, :now + min(start_to_close_ms,
+           coalesce(heartbeat_ms, start_to_close_ms), :first_ms) * 1000),
+       claimed_until = NULL, update_time = :now
+ WHERE (workflow_id, task_id) IN (
+       SELECT workflow_id, task_id FROM workflow_tasks
+        WHERE queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
+          AND available_time <= :now AND deadline > :now
+        ORDER BY available_time LIMIT :limit)
+RETURNING {TASK_COLUMNS}
+""",
+    heartbeat_task=f"""
+UPDATE workflow_tasks
+   SET lease_expire_time = min(deadline, attempt_start_time + start_to_close_ms * 1000,
+           :now + coalesce(heartbeat_ms, start_to_close_ms) * 1000),
+       heartbeat_details = coalesce(:details, heartbeat_details), update_time = :now
+ WHERE workflow_id = :workflow_id AND task_id = :task_id AND lease_token = :token
+   AND status = 'LEASED' AND lease_expire_time > :now
+RETURNING {TASK_COLUMNS}
+""",
+    retry_task=f"""
+UPDATE workflow_tasks
+   SET status = 'BACKOFF', lease_token = NULL, lease_expire_time = NULL,
+       available_time = :available, last_error = :error, last_request_id = :request_id,
+       claimed_until = NULL, update_time = :now
+ WHERE workflow_id = :workflow_id AND task_id = :task_id
+   AND lease_token = :token AND status = 'LEASED'
+   AND (NOT :expired_only OR lease_expire_time <= :now)
+RETURNING {TASK_COLUMNS}
+""",
+    release_task=f"""
+UPDATE workflow_tasks
+   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
+       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
+       attempt_start_time = NULL, claimed_until = NULL, update_time = :now
+ WHERE workflow_id = :workflow_id AND task_id = :task_id
+   AND lease_token = :token AND status = 'LEASED'
+RETURNING {TASK_COLUMNS}
+""",
+    claim_expired_tasks=f"""
+UPDATE workflow_tasks SET claimed_until = :until
+ WHERE (workflow_id, task_id) IN (
+       SELECT workflow_id, task_id FROM workflow_tasks
+        WHERE ((status = 'LEASED' AND lease_expire_time <= :now)
+               OR (status IN {_OPEN} AND deadline <= :now))
+          AND (claimed_until IS NULL OR claimed_until <= :now)
+        LIMIT :limit)
+RETURNING {TASK_COLUMNS}
+""",
+    get_task=f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = ? AND task_id = ?",
+    open_tasks=f"""
+SELECT {TASK_COLUMNS} FROM workflow_tasks
+ WHERE workflow_id IN (SELECT value FROM json_each(:ids)) AND status IN {_OPEN}
+""",
+    queue_stats=f"""
+SELECT queue,
+       coalesce(sum(status IN ('SCHEDULED', 'BACKOFF') AND available_time <= :now), 0),
+       min(CASE WHEN status IN ('SCHEDULED', 'BACKOFF') AND available_time <= :now
+                THEN available_time END),
+       coalesce(sum(status = 'LEASED'), 0)
+  FROM workflow_tasks WHERE status IN {_OPEN} GROUP BY queue ORDER BY queue
+""",
+    list_tasks=_list_tasks,
 )

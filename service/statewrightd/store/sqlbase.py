@@ -24,15 +24,22 @@ from statewrightd.store.codec import (
     check_time,
     clamp_page_size,
     decode_page_token,
+    decode_task_page_token,
+    dumps,
+    dumps_optional,
     encode_definition,
     encode_page_token,
+    encode_task_page_token,
 )
 from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
     Page,
+    QueueCounts,
     RequestRecord,
+    TaskPage,
+    TaskRecord,
     TimerRecord,
 )
 from statewrightd.store.rows import Rows
@@ -78,6 +85,17 @@ class Statements:
     next_timer_due: str  # now -> the earliest due time among timers not claimed now
     delete_timer: str  # workflow_id, timer_id
     timer_counts: str  # now -> (armed, due by now)
+    # Tasks. Named parameters as each statement names them; rows in TASK order.
+    lease_tasks: str  # queue, now, limit, first_ms -> the tasks it leased
+    heartbeat_task: str  # workflow_id, task_id, token, now, details -> the renewed task
+    retry_task: str  # ..., available, error, request_id, expired_only -> the task in BACKOFF
+    release_task: str  # workflow_id, task_id, token, now -> the task, ready again
+    claim_expired_tasks: str  # now, until, limit -> leases and deadlines past, claimed
+    get_task: str  # workflow_id, task_id (positional)
+    open_tasks: str  # ids -> the open task of each instance that has one
+    queue_stats: str  # now -> (queue, ready, oldest ready time, leased)
+    # (by_queue, by_workflow, by_status) -> keyset page of TASK rows.
+    list_tasks: Callable[[bool, bool, bool], str]
 
 
 class SqlRepository(BatchWriter):
@@ -197,6 +215,152 @@ class SqlRepository(BatchWriter):
         with self._reading() as conn:
             armed, due = conn.execute(self.SQL.timer_counts, params).fetchone()
         return int(armed or 0), int(due or 0)
+
+    # -- tasks -----------------------------------------------------------------------
+
+    def lease_tasks(
+        self, queue: str, now: datetime, limit: int, first_lease: float
+    ) -> list[TaskRecord]:
+        params = {
+            "queue": queue,
+            "now": self._time(now),
+            "limit": limit,
+            "first_ms": round(first_lease * 1000),
+        }
+        with self._writing() as conn:
+            rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
+        return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
+
+    def heartbeat_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        now: datetime,
+        details: dict[str, Any] | None,
+    ) -> TaskRecord | None:
+        """The task with its lease extended, or None when this lease is not current."""
+        params = {
+            "workflow_id": workflow_id,
+            "task_id": task_id,
+            "token": token,
+            "now": self._time(now),
+            "details": dumps_optional(details, "heartbeat details"),
+        }
+        with self._writing() as conn:
+            row = conn.execute(self.SQL.heartbeat_task, params).fetchone()
+        return None if row is None else self.ROWS.task(row)
+
+    def retry_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        *,
+        now: datetime,
+        available: datetime,
+        error: dict[str, Any],
+        request_id: str | None = None,
+        expired_only: bool = False,
+    ) -> TaskRecord | None:
+        """End the attempt leased with ``token`` and retry at ``available``; None when the
+        lease is not current (or, with ``expired_only``, has not expired)."""
+        params = {
+            "workflow_id": workflow_id,
+            "task_id": task_id,
+            "token": token,
+            "now": self._time(now),
+            "available": self._time(available),
+            "error": dumps(error, "task error"),
+            "request_id": request_id,
+            "expired_only": expired_only,
+        }
+        with self._writing() as conn:
+            row = conn.execute(self.SQL.retry_task, params).fetchone()
+        return None if row is None else self.ROWS.task(row)
+
+    def release_task(
+        self, workflow_id: str, task_id: str, token: str, now: datetime
+    ) -> TaskRecord | None:
+        """Undo the lease ``token`` holds, as if it had never been taken (its attempt is not
+        counted); None when the lease is not current."""
+        params = {
+            "workflow_id": workflow_id,
+            "task_id": task_id,
+            "token": token,
+            "now": self._time(now),
+        }
+        with self._writing() as conn:
+            row = conn.execute(self.SQL.release_task, params).fetchone()
+        return None if row is None else self.ROWS.task(row)
+
+    def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
+        params = {"now": self._time(now), "until": self._time(until), "limit": limit}
+        with self._writing() as conn:
+            rows = conn.execute(self.SQL.claim_expired_tasks, params).fetchall()
+        return [self.ROWS.task(r) for r in rows]
+
+    def get_task(self, workflow_id: str, task_id: str) -> TaskRecord:
+        with self._reading() as conn:
+            row = conn.execute(self.SQL.get_task, (workflow_id, task_id)).fetchone()
+        if row is None:
+            raise failures.task_not_found(workflow_id, task_id)
+        return self.ROWS.task(row)
+
+    def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]:
+        if not workflow_ids:
+            return {}
+        ids = json.dumps(list(workflow_ids), ensure_ascii=False)
+        with self._reading() as conn:
+            rows = conn.execute(self.SQL.open_tasks, {"ids": ids}).fetchall()
+        return {t.workflow_id: t for t in map(self.ROWS.task, rows)}
+
+    def queue_stats(self, now: datetime) -> list[QueueCounts]:
+        with self._reading() as conn:
+            rows = conn.execute(self.SQL.queue_stats, {"now": self._time(now)}).fetchall()
+        return [
+            QueueCounts(
+                queue=r[0],
+                ready=int(r[1] or 0),
+                oldest_ready=None if r[2] is None else self.ROWS.time(r[2]),
+                leased=int(r[3] or 0),
+            )
+            for r in rows
+        ]
+
+    def list_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        workflow_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> TaskPage:
+        size = clamp_page_size(page_size)
+        key = f"{queue}|{workflow_id}|{status}"
+        after_time, after_w, after_t = decode_task_page_token(page_token, key)
+        sql = self.SQL.list_tasks(queue is not None, workflow_id is not None, status is not None)
+        params = {
+            "after_time": self._time(after_time),
+            "after_w": after_w,
+            "after_t": after_t,
+            "queue": queue,
+            "workflow_id": workflow_id,
+            "status": status,
+            "limit": size + 1,
+        }
+        with self._reading() as conn:
+            rows = conn.execute(sql, params).fetchall()
+        tasks = [self.ROWS.task(r) for r in rows[:size]]
+        token = ""
+        if len(rows) > size:
+            last = tasks[-1]
+            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
+        return TaskPage(items=tasks, next_page_token=token)
+
+    def _time(self, value: datetime) -> Any:
+        return self.ROWS.time_param(check_time(value, "time"))
 
     # -- lifecycle -------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ of failing half-way through a transaction.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
@@ -115,6 +116,14 @@ def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | Store
     fired = op.timers.fired
     if fired is not None and not conn.execute(q.TIMER_ARMED, (p["workflow_id"], fired)).fetchone():
         return _refused_save(conn, op, p)
+    finish = op.tasks.finish
+    if finish is not None:
+        row = conn.execute(q.TASK_FENCE, (p["workflow_id"], finish.task_id)).fetchone()
+        fenced = row is not None and row[1] == finish.lease_token
+        fenced = fenced and (finish.attempt is None or row[2] == finish.attempt)
+        fenced = fenced and (row[0] == "LEASED" or (not finish.leased and row[0] in _OPEN))
+        if not fenced:
+            return _refused_save(conn, op, p, None if row is None else (row[0], row[1]))
     if not conn.execute(q.CREATE if isinstance(op, Create) else q.SAVE, p).rowcount:
         return _refused_save(conn, op, p)
     conn.execute(q.INSERT_HISTORY, p)
@@ -124,12 +133,40 @@ def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | Store
         conn.execute(q.DISARM, (p["workflow_id"],))
     if op.timers.arm:
         conn.execute(q.ARM, p)
+    if op.tasks:
+        _task_work(conn, p)
     return target_of(op)
 
 
-def _refused_save(conn: sqlite3.Connection, op: Operation, p: dict[str, Any]) -> StoreError:
+_OPEN = frozenset({"SCHEDULED", "LEASED", "BACKOFF"})
+
+
+def _task_work(conn: sqlite3.Connection, p: dict[str, Any]) -> None:
+    if p["k_finish_id"] is not None:
+        conn.execute(q.FINISH_TASK, p)
+    if p["k_cancel"]:
+        conn.execute(q.CANCEL_TASK, p)
+    if p["k_schedule"] is not None:
+        conn.execute(q.SCHEDULE_TASK, sqlite_task(loads(p["k_schedule"])))
+
+
+def sqlite_task(task: dict[str, Any]) -> dict[str, Any]:
+    """An encoded task (codec.encode_task) as this backend's parameters."""
+    out = {**task, **task["us"]}
+    for name in ("input", "retry", "heartbeat_details", "last_error"):
+        out[name] = None if out[name] is None else json.dumps(out[name], ensure_ascii=False)
+    del out["us"]
+    return out
+
+
+def _refused_save(
+    conn: sqlite3.Connection,
+    op: Operation,
+    p: dict[str, Any],
+    task: tuple[str, str | None] | None = None,
+) -> StoreError:
     actual = None
     if not isinstance(op, Create):
         row = conn.execute(q.CURRENT_REVISION, (p["workflow_id"],)).fetchone()
         actual = None if row is None else row[0]
-    return failures.refused(op, request_free=True, actual_revision=actual)
+    return failures.refused(op, request_free=True, actual_revision=actual, task=task)

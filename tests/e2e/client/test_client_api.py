@@ -97,15 +97,15 @@ def test_signals_cancel_and_paging(module_server: ServerProcess) -> None:
         prefix = uid("page")
         for i in range(5):
             client.start(
-                "order-fulfilment", {"items": ["book"], "price": 12.5}, workflow_id=f"{prefix}-{i}"
+                "order-pricing", {"items": ["book"], "price": 12.5}, workflow_id=f"{prefix}-{i}"
             )
-        pages = list(client.list_pages(definition="order-fulfilment", page_size=2))
+        pages = list(client.list_pages(definition="order-pricing", page_size=2))
         assert len(pages) >= 3
         assert all(len(p.workflows) <= 2 for p in pages)
-        ids = [w.workflow_id for w in client.list(definition="order-fulfilment", page_size=2)]
+        ids = [w.workflow_id for w in client.list(definition="order-pricing", page_size=2)]
         assert len(ids) == len(set(ids))
         assert [i for i in ids if i.startswith(prefix)] == [f"{prefix}-{i}" for i in range(5)]
-        completed = list(client.list(definition="order-fulfilment", status="COMPLETED"))
+        completed = list(client.list(definition="order-pricing", status="COMPLETED"))
         assert {f"{prefix}-{i}" for i in range(5)} <= {w.workflow_id for w in completed}
 
 

@@ -8,7 +8,7 @@ import threading
 import psycopg
 
 from statewrightd.store import sql_postgres as q
-from statewrightd.store.notifications import Hint, StepListener
+from statewrightd.store.notifications import Hint, step_listener
 
 
 def _listening(url: str) -> bool:
@@ -31,7 +31,9 @@ def test_hints_flow_only_while_watchers_want_them(empty_postgres_url: str) -> No
     wanted = threading.Event()
     hints: queue.Queue[list[Hint]] = queue.Queue()
     connected: queue.Queue[bool] = queue.Queue()
-    listener = StepListener(url, hints.put, lambda: connected.put(True), wanted=wanted.is_set)
+    listener = step_listener(
+        url, hints.put, on_connected=lambda: connected.put(True), wanted=wanted.is_set
+    )
     listener.POLL_SECONDS = 0.05
     listener.LINGER_SECONDS = 0.2
     listener.start()

@@ -146,12 +146,12 @@ def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
         )
 
     fake.service.behaviours["ListWorkflows"] = pages
-    ids = [w.workflow_id for w in client.list(definition="order-fulfilment", page_size=2)]
+    ids = [w.workflow_id for w in client.list(definition="order-pricing", page_size=2)]
     assert ids == ["o-0-0", "o-0-1", "o-1-0", "o-1-1", "o-2-0"]
     requests = fake.service.calls("ListWorkflows")
     assert [r.page_token for r in requests] == ["", "1", "2"]
     assert {r.page_size for r in requests} == {2}
-    assert {r.definition for r in requests} == {"order-fulfilment"}
+    assert {r.definition for r in requests} == {"order-pricing"}
     pages_seen = list(client.list_pages(page_size=2))
     assert [p.next_page_token for p in pages_seen] == ["1", "2", ""]
 

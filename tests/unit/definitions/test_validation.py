@@ -289,3 +289,107 @@ def test_timers_leave_the_digest_of_definitions_without_them_alone() -> None:
     )
     with_timer = _with(transitions__1={"from": "b", "after": "5s", "to": "send"})
     assert load_definition(with_timer).digest != load_definition(BASE).digest
+
+
+def _tasked(task: object, **state: object) -> Any:
+    doc: Any = parse_document(BASE)[0]
+    doc["states"]["a"] = {"task": task, **state}
+    return doc
+
+
+TASK_ERROR_CASES = [
+    ("task not a map", "payments", "states.a.task"),
+    ("missing queue", {"input": "{'x': 1}"}, "states.a.task.queue"),
+    ("bad queue", {"queue": "Pay Ments"}, "states.a.task.queue"),
+    ("input not a map", {"queue": "q", "input": "'text'"}, "states.a.task.input"),
+    ("unknown key", {"queue": "q", "retries": 3}, "states.a.task.retries"),
+    (
+        "apply on an undeclared field",
+        {"queue": "q", "apply": {"nope": "result.x"}},
+        "states.a.task.apply.nope",
+    ),
+    (
+        "apply of the wrong type",
+        {"queue": "q", "apply": {"approved": "'yes'"}},
+        "states.a.task.apply.approved",
+    ),
+    (
+        "timeout not positive",
+        {"queue": "q", "timeouts": {"start_to_close": "0s"}},
+        "states.a.task.timeouts.start_to_close",
+    ),
+    (
+        "timeout not a duration",
+        {"queue": "q", "timeouts": {"heartbeat": "soon"}},
+        "states.a.task.timeouts.heartbeat",
+    ),
+    (
+        "unknown timeout",
+        {"queue": "q", "timeouts": {"forever": "1s"}},
+        "states.a.task.timeouts.forever",
+    ),
+    (
+        "attempts not positive",
+        {"queue": "q", "retry": {"max_attempts": 0}},
+        "states.a.task.retry.max_attempts",
+    ),
+    ("backoff below 1", {"queue": "q", "retry": {"backoff": 0.5}}, "states.a.task.retry.backoff"),
+    (
+        "non_retryable not a list",
+        {"queue": "q", "retry": {"non_retryable": "X"}},
+        "states.a.task.retry.non_retryable",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("case", "task", "path"), TASK_ERROR_CASES, ids=[c[0] for c in TASK_ERROR_CASES]
+)
+def test_each_task_error_is_reported_at_its_path(case: str, task: object, path: str) -> None:
+    _, problems = validate_source(json.dumps(_tasked(task)))
+    errors = [p for p in problems if p.severity == "error"]
+    assert [p.path for p in errors] == [path], (case, problems)
+
+
+def test_a_task_state_cannot_be_a_wait_state() -> None:
+    _, problems = validate_source(json.dumps(_tasked({"queue": "q"}, wait=True)))
+    assert [p.path for p in problems if p.severity == "error"] == ["states.a.wait"]
+
+
+def test_a_task_state_with_no_way_out_is_a_warning() -> None:
+    doc = _tasked({"queue": "q"})
+    doc["transitions"][0] = {"from": "b", "on": "back", "to": "a"}  # nothing leaves `a`
+    doc["initial"] = "a"
+    definition, problems = validate_source(json.dumps(doc))
+    assert definition is not None, problems
+    warnings = [p for p in problems if p.severity == "warning"]
+    way_out = [p for p in warnings if p.path == "states.a.task"]
+    assert len(way_out) == 1 and "no way out" in way_out[0].message, problems
+
+
+def test_task_failed_only_from_a_task_state_and_task_completed_never() -> None:
+    doc: Any = parse_document(BASE)[0]
+    doc["transitions"].append({"from": "b", "on": "task_failed", "to": "send"})
+    doc["transitions"].append({"from": "b", "on": "task_completed", "to": "send"})
+    _, problems = validate_source(json.dumps(doc))
+    errors = [p.path for p in problems if p.severity == "error"]
+    assert sorted(errors) == ["transitions[3].on", "transitions[4].on"], problems
+
+
+def test_result_is_readable_in_apply_only() -> None:
+    doc = _tasked({"queue": "q", "apply": {"notes": "string(result.id)"}})
+    assert validate_source(json.dumps(doc))[0] is not None
+    doc["states"]["a"]["entry"] = [{"set": {"notes": "string(result.id)"}}]
+    _, problems = validate_source(json.dumps(doc))
+    assert [p.path for p in problems if p.severity == "error"] == ["states.a.entry[0].set.notes"]
+
+
+def test_graphs_mark_task_states_and_their_queues() -> None:
+    defn = load_definition(json.dumps(_tasked({"queue": "payments"})))
+    assert "(task on payments)" in to_mermaid(defn) and "class s_a task" in to_mermaid(defn)
+    assert "(task on payments)" in to_dot(defn)
+
+
+def test_tasks_leave_the_digest_of_definitions_without_them_alone() -> None:
+    with_task = json.dumps(_tasked({"queue": "q"}))
+    assert load_definition(with_task).digest != load_definition(BASE).digest

@@ -278,7 +278,7 @@ def test_examples_conformance_paths() -> None:
     s = signal(review, s, "revised", {"document": "v2"}).snapshot
     s = signal(review, s, "score", {"score": 0.95}).snapshot
     assert s.status is Status.COMPLETED and s.revision == 4
-    order = load_definition_file(EXAMPLES / "order-fulfilment.yaml")
+    order = load_definition_file(EXAMPLES / "order-pricing.yaml")
     o = start(order, "o", {"items": ["x"], "price": 10.0, "quantity": 2})
     assert o.status is Status.COMPLETED and o.snapshot.context["shipment"]["carrier"] == "standard"
     assert start(order, "o", {}).snapshot.context["reason"] == "empty order"

@@ -84,7 +84,7 @@ func (s *fakeServer) StartWorkflow(_ context.Context, req *statewrightv1.StartWo
 		wf.State, wf.Status, wf.AcceptedEvents = "awaiting_approval", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_WAITING, []string{"approve", "reject"}
 	case "review-loop":
 		wf.State, wf.Status, wf.AcceptedEvents = "evaluating", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_RUNNING, []string{"score"}
-	case "order-fulfilment":
+	case "order-pricing":
 		wf.State, wf.Status = "__finish__", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
 	default:
 		return nil, statusError(codes.NotFound, "DEFINITION_NOT_FOUND", map[string]string{"definition": req.GetDefinition()})

@@ -118,7 +118,7 @@ class StatewrightClientTest {
       }
       return response.setNextPageToken(page < 2 ? Integer.toString(page + 1) : "").build();
     };
-    List<Workflow> all = client.list("order-fulfilment", 2);
+    List<Workflow> all = client.list("order-pricing", 2);
     assertEquals(5, all.size());
     List<String> tokens = new ArrayList<>();
     fake.requests.forEach(r -> tokens.add(((ListWorkflowsRequest) r).getPageToken()));

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The task benchmark in one command: a private PostgreSQL (scripts/with-postgres), two
+# statewrightd replicas and four worker processes, all on 127.0.0.1, all stopped at the
+# end. About three minutes; arguments go to bench/task_bench.py (--quick: a smoke run;
+# --replicas N --workers N --population N --seconds S --repeat N).
+# Not a test: `make test` never runs it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+exec timeout --kill-after=30 900 scripts/with-postgres "$PY" bench/task_bench.py "$@"

@@ -1,0 +1,146 @@
+"""TaskService requests, validated field by field into the task desk's terms."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Final
+
+from google.protobuf import duration_pb2
+from statewright.v1 import task_service_pb2 as pb
+
+from statewrightd.api import validation as v
+from statewrightd.api.convert import TASK_STATUS_FROM_PB, struct_to_dict
+from statewrightd.api.requests import request_key
+from statewrightd.definitions.model import QUEUE_NAME
+from statewrightd.engine.commands import RequestKey
+from statewrightd.engine.task_desk import TaskFailure, TaskRef
+
+MAX_TASKS: Final = 100
+MAX_WAIT: Final = 60.0
+MAX_IDENTITY_LENGTH: Final = 256
+MAX_TOKEN_LENGTH: Final = 128
+MAX_ERROR_TYPE_LENGTH: Final = 128
+MAX_ERROR_MESSAGE_LENGTH: Final = 4096
+# A retry delay beyond this is a mistake (schedule_to_close caps it in any case).
+MAX_RETRY_DELAY: Final = 7 * 24 * 3600.0
+TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}$")
+ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
+_TASK_NAME_HINT: Final = "'workflows/{workflow_id}/tasks/{task_id}'"
+
+
+@dataclass(frozen=True, slots=True)
+class Poll:
+    queue: str
+    identity: str
+    max_tasks: int
+    wait: float
+
+
+@dataclass(frozen=True, slots=True)
+class Fail:
+    ref: TaskRef
+    token: str
+    failure: TaskFailure
+    non_retryable: bool
+    retry_after: float | None
+    request: RequestKey | None
+
+
+def task_ref(value: str, field: str = "name") -> TaskRef:
+    """Parses ``workflows/{workflow_id}/tasks/{task_id}``."""
+    v.required(field, value)
+    v.at_most(field, value, len("workflows//tasks/") + v.MAX_WORKFLOW_ID_LENGTH + 19)
+    parts = value.split("/")
+    if (
+        len(parts) != 4
+        or parts[0] != "workflows"
+        or parts[2] != "tasks"
+        or not v.WORKFLOW_ID.match(parts[1])
+        or not TASK_ID.match(parts[3])
+    ):
+        raise v.invalid(field, f"{field} must be {_TASK_NAME_HINT}; got {value!r}", value=value)
+    return TaskRef(parts[1], parts[3])
+
+
+def queue_name(value: str, field: str = "queue") -> str:
+    v.required(field, value)
+    v.at_most(field, value, 63)
+    if not QUEUE_NAME.match(value):
+        raise v.invalid(
+            field, f"{field} must match [a-z][a-z0-9-.]{{0,62}}; got {value!r}", value=value
+        )
+    return value
+
+
+def lease_token(value: str, field: str = "lease_token") -> str:
+    v.required(field, value)
+    return v.at_most(field, value, MAX_TOKEN_LENGTH)
+
+
+def seconds(value: duration_pb2.Duration, field: str, limit: float) -> float:
+    """A Duration as seconds, refused when negative, malformed or above ``limit``."""
+    if value.seconds < 0 or value.nanos < 0 or value.nanos >= 1_000_000_000:
+        raise v.invalid(field, f"{field} must be a duration of zero or more", value=str(value))
+    total = value.seconds + value.nanos / 1e9
+    if total > limit:
+        raise v.invalid(
+            field, f"{field} must be at most {limit:g}s; got {total:g}s", limit=f"{limit:g}s"
+        )
+    return total
+
+
+def poll(request: pb.PollTasksRequest, time_remaining: float | None) -> Poll:
+    queue = queue_name(request.queue)
+    v.required("identity", request.identity)
+    v.at_most("identity", request.identity, MAX_IDENTITY_LENGTH)
+    count = request.max_tasks or 1
+    if not 1 <= count <= MAX_TASKS:
+        raise v.invalid(
+            "max_tasks", f"max_tasks must be 1 to {MAX_TASKS}; got {count}", limit=MAX_TASKS
+        )
+    wait = seconds(request.wait, "wait", MAX_WAIT)
+    if time_remaining is not None:
+        # Answer before the caller's deadline, so that what a poll leases reaches it.
+        wait = max(0.0, min(wait, time_remaining - 1.0))
+    return Poll(queue, request.identity, count, wait)
+
+
+def fail(request: pb.FailTaskRequest) -> Fail:
+    ref = task_ref(request.name)
+    token = lease_token(request.lease_token)
+    v.request_id(request.request_id)
+    error = request.error
+    v.required("error.type", error.type)
+    v.at_most("error.type", error.type, MAX_ERROR_TYPE_LENGTH)
+    if not ERROR_TYPE.match(error.type):
+        raise v.invalid(
+            "error.type", "error.type must be printable ASCII without spaces, e.g. CARD_DECLINED"
+        )
+    v.at_most("error.message", error.message, MAX_ERROR_MESSAGE_LENGTH)
+    retry_after = None
+    if request.HasField("retry_delay"):
+        retry_after = seconds(request.retry_delay, "retry_delay", MAX_RETRY_DELAY)
+    return Fail(
+        ref=ref,
+        token=token,
+        failure=TaskFailure(
+            error.type, error.message, struct_to_dict(error.details, "error.details")
+        ),
+        non_retryable=request.non_retryable,
+        retry_after=retry_after,
+        request=request_key("FailTask", request, request.request_id),
+    )
+
+
+def list_filters(request: pb.ListTasksRequest) -> tuple[str | None, str | None, str | None]:
+    """(queue, workflow id, status) of a ListTasks, each None when not filtered on."""
+    queue = queue_name(request.queue) if request.queue else None
+    workflow = v.workflow_name(request.workflow, "workflow") if request.workflow else None
+    status = None
+    if request.status:
+        found = TASK_STATUS_FROM_PB.get(request.status)
+        if found is None:
+            raise v.invalid("status", f"unknown status {request.status}", value=request.status)
+        status = found.value
+    return queue, workflow, status

@@ -1,0 +1,356 @@
+"""What workers ask of tasks: leases, heartbeats, completions, failures.
+
+The asyncio side of the task protocol. Leasing, heartbeats and retries touch only the task
+table (none of them is a step of the instance, so none bumps its revision) and go to the
+store straight from here. A completion, and a failure that gives up, are steps: they are
+posted to the EventLoop like any other, and the store's fence on the task decides, in the
+step's own compare-and-swap transaction, whether the lease the worker holds is still the
+current one.
+
+A poll that finds nothing waits on this replica's record of polls (``TaskPolls``) until
+a task becomes ready on its queue (scheduled here, retried here, or hinted by another
+replica), re-checking the table at least every ``RECHECK`` seconds for what no hint told.
+
+An abandoned poll loses no task for long. A poll whose caller goes away while the lease
+query runs puts what it leased back at once (``release_task``: the attempt is not
+counted). A response that is lost after it left (the connection dropped on the way) holds
+its tasks no longer than the first lease, at most ``FIRST_LEASE`` seconds: a worker's
+first heartbeat is what extends a lease to its full length.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from datetime import timedelta
+from typing import Any, Protocol, TypeVar
+
+from statewrightd import errors
+from statewrightd.engine.answers import Outcome
+from statewrightd.engine.clock import Clock
+from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKey, TaskGiveUpCommand
+from statewrightd.engine.observer import StepObserver
+from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
+from statewrightd.store.records import TaskPage, TaskRecord, TaskStatus
+from statewrightd.store.repository import Repository
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+RECHECK = 2.0
+
+
+class Reader(Protocol):
+    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+Step = Callable[[Command, float | None], Awaitable[Outcome]]
+Replayed = Callable[[RequestKey], Awaitable[Outcome | None]]
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRef:
+    workflow_id: str
+    task_id: str
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    task: TaskRecord
+    cancel_requested: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    outcome: Outcome
+    task: TaskRecord  # as the completion left it
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    task: TaskRecord  # BACKOFF (to be retried), or as giving up left it
+    outcome: Outcome | None  # the give-up step (None: the task will be retried)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskFailure:
+    type: str
+    message: str
+    details: dict[str, Any]
+
+
+class TaskDesk:
+    def __init__(
+        self,
+        *,
+        repo: Repository,
+        polls: TaskPolls,
+        clock: Clock,
+        read: Reader,
+        step: Step,
+        replayed: Replayed,
+        observer: StepObserver,
+    ) -> None:
+        self._repo = repo
+        self._polls = polls
+        self._clock = clock
+        self._read = read
+        self._step = step
+        self._replayed = replayed
+        self._observer = observer
+        self._rng = random.Random()
+
+    # -- polls -----------------------------------------------------------------------
+
+    async def poll(
+        self, queue: str, identity: str, max_tasks: int, wait: float
+    ) -> list[TaskRecord]:
+        """Lease up to ``max_tasks`` ready tasks of ``queue``, waiting up to ``wait``
+        seconds for one; none when the wait runs out or the server drains."""
+        polls = self._polls
+        polls.polled(queue, identity)
+        deadline = time.monotonic() + wait
+        while True:
+            tasks = await self._lease(queue, max_tasks)
+            if tasks:
+                polls.polled(queue, identity)
+                return tasks
+            remaining = deadline - time.monotonic()
+            if remaining <= 0 or polls.closed:
+                return []
+            await polls.wait(queue, min(remaining, RECHECK))
+            polls.polled(queue, identity)
+
+    async def _lease(self, queue: str, limit: int) -> list[TaskRecord]:
+        repo, clock = self._repo, self._clock
+        now = clock.now()
+        leasing = asyncio.ensure_future(
+            self._read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE))
+        )
+        try:
+            tasks = await asyncio.shield(leasing)
+        except asyncio.CancelledError:
+            # The caller went away while the lease ran: put back what it took.
+            leasing.add_done_callback(self._release_abandoned)
+            raise
+        for task in tasks:
+            waited = max(0.0, (now - task.available_time).total_seconds())
+            self._observer.task_leased(task.queue, waited)
+        return tasks
+
+    def _release_abandoned(self, leasing: asyncio.Future[list[TaskRecord]]) -> None:
+        if leasing.cancelled() or leasing.exception() is not None:
+            return
+        repo, now = self._repo, self._clock.now()
+        tasks = leasing.result()
+        for task in tasks:
+            token = task.lease_token or ""
+
+            def release(task: TaskRecord = task, token: str = token) -> Any:
+                return repo.release_task(task.workflow_id, task.task_id, token, now)
+
+            future = asyncio.ensure_future(self._read(release))
+            future.add_done_callback(_logged_release)
+        if tasks:
+            self._polls.notify(tasks[0].queue)
+
+    # -- heartbeats ------------------------------------------------------------------
+
+    async def heartbeat(
+        self, ref: TaskRef, token: str, details: dict[str, Any] | None
+    ) -> Heartbeat:
+        repo, now = self._repo, self._clock.now()
+
+        def beat() -> TaskRecord | None:
+            return repo.heartbeat_task(ref.workflow_id, ref.task_id, token, now, details)
+
+        renewed = await self._read(beat)
+        if renewed is not None:
+            return Heartbeat(renewed, cancel_requested=False)
+        task = await self.get(ref)
+        if task.status is TaskStatus.CANCELLED and task.lease_token == token:
+            self._observer.task_attempt_ended(task.queue, "cancelled")
+            return Heartbeat(task, cancel_requested=True)
+        raise self._fenced(task)
+
+    # -- completions -----------------------------------------------------------------
+
+    async def complete(
+        self,
+        ref: TaskRef,
+        token: str,
+        result: dict[str, Any],
+        request: RequestKey | None,
+        budget: float | None,
+    ) -> Completion:
+        task = await self.get(ref)
+        if task.status is not TaskStatus.LEASED or task.lease_token != token:
+            return Completion(await self._replay_or_fence(task, request), _finished(task))
+        command = CompleteTaskCommand(
+            workflow_id=ref.workflow_id,
+            request=request,
+            task_id=ref.task_id,
+            state=task.state,
+            lease_token=token,
+            result=result,
+        )
+        outcome = await self._fenced_step(command, ref, budget)
+        if outcome.saved:
+            self._observer.task_attempt_ended(task.queue, "completed")
+        return Completion(outcome, _finished(task, TaskStatus.COMPLETED))
+
+    # -- failures --------------------------------------------------------------------
+
+    async def fail(
+        self,
+        ref: TaskRef,
+        token: str,
+        failure: TaskFailure,
+        *,
+        non_retryable: bool,
+        retry_after: float | None,
+        request: RequestKey | None,
+        budget: float | None,
+    ) -> Failure:
+        task = await self.get(ref)
+        request_id = request.request_id if request is not None else None
+        if request_id is not None and task.last_request_id == request_id:
+            return Failure(task, None)  # this very call retried the attempt already
+        if task.status is not TaskStatus.LEASED or task.lease_token != token:
+            outcome = await self._replay_or_fence(task, request)
+            return Failure(_finished(task), outcome)
+        error = {"type": failure.type, "message": failure.message, "details": failure.details}
+        now = self._clock.now()
+        if retry_after is None:
+            retry_after = retry_delay(task.retry, task.attempt, self._rng)
+        available = now + timedelta(seconds=retry_after)
+        if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
+            return await self._give_up(task, token, error, request, budget)
+        repo = self._repo
+
+        def retry() -> TaskRecord | None:
+            return repo.retry_task(
+                ref.workflow_id,
+                ref.task_id,
+                token,
+                now=now,
+                available=available,
+                error=error,
+                request_id=request_id,
+            )
+
+        retried = await self._read(retry)
+        if retried is None:
+            raise self._fenced(await self.get(ref))
+        self._observer.task_attempt_ended(task.queue, "failed")
+        self._polls.ready_at(task.queue, retry_after)
+        return Failure(retried, None)
+
+    async def _give_up(
+        self,
+        task: TaskRecord,
+        token: str,
+        error: dict[str, Any],
+        request: RequestKey | None,
+        budget: float | None,
+    ) -> Failure:
+        command = TaskGiveUpCommand(
+            workflow_id=task.workflow_id,
+            request=request,
+            task_id=task.task_id,
+            state=task.state,
+            lease_token=token,
+            attempt=task.attempt,
+            leased=True,
+            failure=failure_payload(task, error),
+        )
+        outcome = await self._fenced_step(command, TaskRef(task.workflow_id, task.task_id), budget)
+        if outcome.saved:
+            self._observer.task_attempt_ended(task.queue, "failed")
+        gave_up = replace(_finished(task, TaskStatus.FAILED), last_error=error)
+        return Failure(gave_up, outcome)
+
+    # -- reads -----------------------------------------------------------------------
+
+    async def get(self, ref: TaskRef) -> TaskRecord:
+        repo = self._repo
+        return await self._read(lambda: repo.get_task(ref.workflow_id, ref.task_id))
+
+    async def list(
+        self,
+        *,
+        queue: str | None,
+        workflow_id: str | None,
+        status: str | None,
+        page_size: int,
+        page_token: str,
+    ) -> TaskPage:
+        repo = self._repo
+        return await self._read(
+            lambda: repo.list_tasks(
+                queue=queue,
+                workflow_id=workflow_id,
+                status=status,
+                page_size=page_size,
+                page_token=page_token,
+            )
+        )
+
+    # -- fences ----------------------------------------------------------------------
+
+    async def _fenced_step(self, command: Command, ref: TaskRef, budget: float | None) -> Outcome:
+        """Run a step that finishes a task. The engine refuses one whose instance has left
+        the task's state, which is all it knows; the task itself says why (completed by a
+        rival call, or cancelled), and that is the answer."""
+        try:
+            return await self._step(command, budget)
+        except errors.FailedPrecondition as exc:
+            if exc.reason != "TASK_CANCELLED":
+                raise
+            fenced = self._fenced(await self.get(ref))
+        if fenced.reason == "TASK_CANCELLED":
+            self._observer.task_attempt_ended(fenced.metadata.get("queue", ""), "cancelled")
+        raise fenced
+
+    async def _replay_or_fence(self, task: TaskRecord, request: RequestKey | None) -> Outcome:
+        """A call whose lease is not current: its own earlier answer, if it was this call's
+        retry that got one; otherwise the fence's error."""
+        if request is not None:
+            replayed = await self._replayed(request)
+            if replayed is not None:
+                return replayed
+        raise self._fenced(task)
+
+    @staticmethod
+    def _fenced(task: TaskRecord) -> errors.TaskFenced:
+        meta = {"workflow_id": task.workflow_id, "task_id": task.task_id, "queue": task.queue}
+        if task.status is TaskStatus.CANCELLED:
+            return errors.TaskFenced(
+                f"task {task.task_id} of workflow {task.workflow_id} was cancelled: "
+                f"the instance left state {task.state!r}",
+                reason="TASK_CANCELLED",
+                metadata=meta,
+            )
+        return errors.TaskFenced(
+            f"task {task.task_id} of workflow {task.workflow_id}: this lease is no longer "
+            f"current (the task is {task.status}, attempt {task.attempt})",
+            reason="LEASE_SUPERSEDED",
+            metadata=meta,
+        )
+
+
+def _finished(task: TaskRecord, status: TaskStatus | None = None) -> TaskRecord:
+    """``task`` as a finishing step leaves it (its lease gone), or as found."""
+    if status is None:
+        return replace(task, lease_token=None)
+    return replace(task, status=status, lease_token=None, lease_expire_time=None)
+
+
+def _logged_release(future: asyncio.Future[Any]) -> None:
+    if not future.cancelled() and future.exception() is not None:
+        _log.warning("could not put back a task an abandoned poll leased: %s", future.exception())

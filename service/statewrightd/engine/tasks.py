@@ -1,0 +1,355 @@
+"""Tasks outside their steps: leases that lapse, deadlines that pass, polls that wait.
+
+A task is written by the step that enters its task state and finished by a step (its
+completion, or its giving up). Between the two it lives in the task table alone: workers
+lease it, heartbeat it and fail attempts of it, none of which is a step of the instance.
+
+``TaskSweeper`` runs on the EventLoop thread of every replica. Every ``SWEEP_EVERY`` it
+claims the tasks whose lease expired or whose deadline passed (a short claim, so that two
+replicas do not sweep the same task): an expired attempt with attempts left goes back to
+the queue after its backoff, counted as a failed attempt of type ``TIMED_OUT``; a task out
+of attempts or past its deadline gives up, as a step (``TaskGiveUpCommand``), whose
+fenced compare-and-swap decides whether it still applies. It also counts every queue's
+open tasks for diagnostics, and warns about a queue with a backlog nobody polls.
+
+``TaskPolls`` is the asyncio side's record of polls: whom to wake when a task becomes
+ready on this replica, and who polled what, when.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from statewrightd import errors
+from statewrightd.engine.answers import Result
+from statewrightd.engine.clock import Clock
+from statewrightd.engine.commands import TaskGiveUpCommand
+from statewrightd.engine.event_loop import EventLoop
+from statewrightd.engine.observer import StepObserver
+from statewrightd.store.records import QueueCounts, TaskRecord, TaskStatus
+from statewrightd.store.repository import Repository
+
+_log = logging.getLogger(__name__)
+
+SWEEP_EVERY = 1.0
+SWEEP_BATCH = 256
+SWEEP_CLAIM = timedelta(seconds=5)
+COUNT_EVERY = 5.0
+# A queue with a backlog and no poll for this long is reported (diagnostics, the log).
+STALLED_AFTER = 60.0
+POLLERS_WINDOW = 60.0
+# The longest first lease: a worker that took a task from a poll it then abandoned (the
+# connection dropped before the answer arrived) holds it no longer than this. A worker's
+# first heartbeat extends the lease to its full length.
+FIRST_LEASE = 30.0
+
+Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
+Submit = Callable[[TaskGiveUpCommand, Callable[[Result], None]], None]
+
+
+def retry_delay(retry: dict[str, Any], attempt: int, rng: random.Random) -> float:
+    """Seconds before the retry that follows failed attempt ``attempt`` (from 1): full
+    jitter over an exponential ceiling, so that many failing tasks do not retry in step."""
+    initial = float(retry.get("initial_interval", 1.0))
+    ceiling = min(
+        float(retry.get("max_interval", 60.0)),
+        initial * float(retry.get("backoff", 2.0)) ** max(0, attempt - 1),
+    )
+    return rng.uniform(0.0, ceiling)
+
+
+def gives_up(task: TaskRecord, error_type: str, now: datetime, non_retryable: bool) -> bool:
+    """Whether a failed attempt ends the task rather than being retried."""
+    return (
+        non_retryable
+        or error_type in task.retry.get("non_retryable", ())
+        or task.attempt >= task.max_attempts
+        or now >= task.deadline
+    )
+
+
+def failure_payload(task: TaskRecord, error: dict[str, Any]) -> dict[str, Any]:
+    """What ``task_failed`` carries as its payload."""
+    return {
+        "type": error.get("type") or "ERROR",
+        "message": error.get("message") or "",
+        "details": error.get("details") or {},
+        "attempts": task.attempt,
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    queue: str
+    counts: QueueCounts | None  # as the database last counted (None: no open task)
+    oldest_age: float | None  # seconds the oldest ready task has waited, as counted
+    last_poll: float | None  # wall-clock seconds of the last poll anywhere it is known
+    pollers: tuple[str, ...]
+    stalled: bool
+
+
+class TaskSweeper:
+    """EventLoop thread only, except ``counts`` (a snapshot read from any thread)."""
+
+    def __init__(
+        self,
+        *,
+        loop: EventLoop,
+        repo: Repository,
+        offload: Offload,
+        clock: Clock,
+        submit: Submit,
+        polls: TaskPolls,
+        observer: StepObserver,
+    ) -> None:
+        self._observer = observer
+        self._loop = loop
+        self._repo = repo
+        self._offload = offload
+        self._clock = clock
+        self._submit = submit
+        self._polls = polls
+        self._rng = random.Random()
+        self._sweeping = False
+        self._stopped = False
+        self._counts: list[QueueCounts] = []
+        self._counted_at = 0.0
+        self._warned: dict[str, float] = {}
+        self.gave_up = 0
+        self.requeued = 0
+
+    def start(self) -> None:
+        self._loop.call_later(0.0, self._sweep)
+        self._loop.call_later(0.0, self._count)
+
+    def stop(self) -> None:
+        self._stopped = True
+
+    def counts(self) -> list[QueueCounts]:
+        return list(self._counts)
+
+    # -- leases and deadlines --------------------------------------------------------
+
+    def _sweep(self) -> None:
+        if self._stopped or self._sweeping:
+            return
+        self._sweeping = True
+        repo, now = self._repo, self._clock.now()
+        self._offload(
+            lambda: repo.claim_expired_tasks(now, now + SWEEP_CLAIM, SWEEP_BATCH), self._swept
+        )
+
+    def _swept(self, result: Any) -> None:
+        self._sweeping = False
+        if isinstance(result, Exception):
+            _log.warning("task sweep failed: %s", result)
+        else:
+            for task in result:
+                self._expire(task)
+        if not self._stopped:
+            full = not isinstance(result, Exception) and len(result) == SWEEP_BATCH
+            self._loop.call_later(0.0 if full else SWEEP_EVERY, self._sweep)
+
+    def _expire(self, task: TaskRecord) -> None:
+        now = self._clock.now()
+        if now >= task.deadline:
+            error = {"type": "TIMED_OUT", "message": "schedule_to_close passed", "details": {}}
+            self._give_up(task, error)
+            return
+        if task.status is not TaskStatus.LEASED:
+            return  # claimed for its deadline, which another replica's clock saw first
+        error = {
+            "type": "TIMED_OUT",
+            "message": "the lease expired: no heartbeat or completion in time",
+            "details": {},
+        }
+        if task.attempt >= task.max_attempts:
+            self._give_up(task, error)
+            return
+        available = now + timedelta(seconds=retry_delay(task.retry, task.attempt, self._rng))
+        available = min(available, task.deadline)
+        repo, polls = self._repo, self._polls
+        assert task.lease_token is not None
+
+        def requeue() -> TaskRecord | None:
+            return repo.retry_task(
+                task.workflow_id,
+                task.task_id,
+                task.lease_token or "",
+                now=now,
+                available=available,
+                error=error,
+                expired_only=True,
+            )
+
+        def requeued(result: Any) -> None:
+            if isinstance(result, TaskRecord):
+                self.requeued += 1
+                self._observer.task_attempt_ended(task.queue, "timed_out")
+                polls.ready_at(task.queue, (available - self._clock.now()).total_seconds())
+
+        self._offload(requeue, requeued)
+
+    def _give_up(self, task: TaskRecord, error: dict[str, Any]) -> None:
+        command = TaskGiveUpCommand(
+            workflow_id=task.workflow_id,
+            task_id=task.task_id,
+            state=task.state,
+            lease_token=task.lease_token,
+            attempt=task.attempt,
+            leased=False,
+            failure=failure_payload(task, error),
+            timed_out=True,
+        )
+
+        def answered(result: Result) -> None:
+            if not isinstance(result, errors.StatewrightError):
+                self.gave_up += 1
+                if task.status is TaskStatus.LEASED:
+                    self._observer.task_attempt_ended(task.queue, "timed_out")
+
+        self._submit(command, answered)
+
+    # -- counting --------------------------------------------------------------------
+
+    def _count(self) -> None:
+        if self._stopped:
+            return
+        repo, now = self._repo, self._clock.now()
+
+        def counted(result: Any) -> None:
+            if not isinstance(result, Exception):
+                self._counts = result
+                self._counted_at = self._polls.now()
+                self._warn_stalled(result)
+            if not self._stopped:
+                self._loop.call_later(COUNT_EVERY, self._count)
+
+        self._offload(lambda: repo.queue_stats(now), counted)
+
+    def _warn_stalled(self, counts: list[QueueCounts]) -> None:
+        now = self._polls.now()
+        for queue in counts:
+            if not self._polls.stalled(queue, now):
+                continue
+            if now - self._warned.get(queue.queue, 0.0) >= STALLED_AFTER:
+                self._warned[queue.queue] = now
+                _log.warning(
+                    "task queue %s has %d task(s) waiting and no poll for %.0fs or more: "
+                    "is a worker running for it?",
+                    queue.queue,
+                    queue.ready,
+                    STALLED_AFTER,
+                )
+
+
+@dataclass(slots=True)
+class _Queue:
+    waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    last_poll: float | None = None
+    pollers: dict[str, float] = field(default_factory=dict)  # identity -> last poll time
+
+
+class TaskPolls:
+    """Who waits for which queue, and who polled it when. ``poll``/``notify`` on the
+    asyncio loop; ``stalled`` and ``view`` read from any thread (whole-value reads)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self._queues: dict[str, _Queue] = {}
+        self._aio: asyncio.AbstractEventLoop | None = None
+        self._started = self.now()
+        self.closed = False
+
+    def now(self) -> float:
+        """The engine clock's time, in seconds (what polls are recorded in)."""
+        return self._clock.now().timestamp()
+
+    def bind(self, aio: asyncio.AbstractEventLoop) -> None:
+        self._aio = aio
+
+    def close(self) -> None:
+        """The server drains: waiting polls answer now, with what they have (asyncio loop)."""
+        self.closed = True
+        for entry in self._queues.values():
+            for future in list(entry.waiters):
+                if not future.done():
+                    future.set_result(None)
+
+    def waiting(self) -> int:
+        return sum(len(entry.waiters) for entry in list(self._queues.values()))
+
+    def polled(self, queue: str, identity: str) -> None:
+        now = self.now()
+        entry = self._queues.setdefault(queue, _Queue())
+        entry.last_poll = now
+        entry.pollers[identity] = now
+        if len(entry.pollers) > 1024:  # a bounded record: keep the most recent
+            for name, _ in sorted(entry.pollers.items(), key=lambda kv: kv[1])[:512]:
+                del entry.pollers[name]
+
+    async def wait(self, queue: str, within: float) -> None:
+        """Until a task may have become ready on ``queue``, or ``within`` seconds."""
+        if self.closed:
+            return
+        entry = self._queues.setdefault(queue, _Queue())
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry.waiters.add(future)
+        try:
+            await asyncio.wait_for(asyncio.shield(future), within)
+        except TimeoutError:
+            pass
+        finally:
+            entry.waiters.discard(future)
+
+    def notify(self, queue: str) -> None:
+        """A task is ready on ``queue`` (asyncio loop): wake its waiting polls."""
+        entry = self._queues.get(queue)
+        if entry is None:
+            return
+        for future in list(entry.waiters):
+            if not future.done():
+                future.set_result(None)
+
+    def notify_soon(self, queue: str) -> None:
+        """``notify`` from another thread."""
+        aio = self._aio
+        if aio is not None and not aio.is_closed():
+            aio.call_soon_threadsafe(self.notify, queue)
+
+    def ready_at(self, queue: str, delay: float) -> None:
+        """A task becomes ready on ``queue`` in ``delay`` seconds (from any thread)."""
+        aio = self._aio
+        if aio is not None and not aio.is_closed():
+            aio.call_soon_threadsafe(aio.call_later, max(0.0, delay), self.notify, queue)
+
+    def stalled(self, counts: QueueCounts, now: float) -> bool:
+        if counts.ready == 0:
+            return False
+        entry = self._queues.get(counts.queue)
+        last = entry.last_poll if entry is not None else None
+        return now - (last if last is not None else self._started) >= STALLED_AFTER
+
+    def view(self, counts: QueueCounts | None, queue: str, now: float) -> QueueView:
+        entry = self._queues.get(queue)
+        pollers: tuple[str, ...] = ()
+        last = None
+        if entry is not None:
+            last = entry.last_poll
+            pollers = tuple(
+                sorted(p for p, at in list(entry.pollers.items()) if now - at <= POLLERS_WINDOW)
+            )
+        stalled = counts is not None and self.stalled(counts, now)
+        oldest = None
+        if counts is not None and counts.oldest_ready is not None:
+            oldest = max(0.0, now - counts.oldest_ready.timestamp())
+        return QueueView(queue, counts, oldest, last, pollers, stalled)
+
+    def queues(self) -> list[str]:
+        return list(self._queues)
