@@ -7,8 +7,10 @@ and :class:`statewright.AsyncClient` differ only in how they wait for the networ
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import socket
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -18,23 +20,29 @@ from importlib import resources
 from typing import Any, Literal
 
 import grpc
+from google.protobuf import duration_pb2
 
 from statewright.errors import StatewrightError
 from statewright.models import (
     SignalRejection,
     SignalResult,
     StepResult,
+    Task,
+    TaskOutcome,
+    TaskStatus,
     Transition,
     WatchEvent,
     Workflow,
     WorkflowStatus,
     workflow_name,
 )
-from statewright.v1 import workflow_pb2
+from statewright.v1 import task_pb2, workflow_pb2
+from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.values import to_struct
 
 SERVICE = "statewright.v1.WorkflowService"
+TASK_SERVICE = "statewright.v1.TaskService"
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "STATEWRIGHT_TARGET"
 
@@ -66,7 +74,8 @@ def method_timeouts() -> dict[str, float]:
     """Default deadline per RPC method name, read from the service config's ``timeout``s.
 
     The client sets these as explicit deadlines too, so a call has a deadline even on a
-    channel built without the service config.
+    channel built without the service config. Method names are unique across the two
+    services, so a bare name is enough.
     """
     timeouts: dict[str, float] = {}
     for entry in json.loads(service_config_json())["methodConfig"]:
@@ -74,7 +83,7 @@ def method_timeouts() -> dict[str, float]:
             continue
         seconds = parse_duration(entry["timeout"])
         for name in entry["name"]:
-            if name.get("service") == SERVICE and "method" in name:
+            if name.get("service") in (SERVICE, TASK_SERVICE) and "method" in name:
                 timeouts[name["method"]] = seconds
     return timeouts
 
@@ -325,3 +334,111 @@ def definition_name(name: str, version: int | None) -> str:
         return name
     base = f"definitions/{name}"
     return base if version is None else f"{base}/versions/{version}"
+
+
+# --- tasks -----------------------------------------------------------------------------
+
+# A long poll's deadline is its wait plus this much: the server answers (maybe empty) when
+# the wait runs out, so the deadline only catches a server that stopped answering.
+POLL_DEADLINE_MARGIN = 5.0
+MAX_POLL_TASKS = 100
+
+
+def default_identity() -> str:
+    """Who polls, as diagnostics show it: ``pid@host``."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def duration(seconds: float) -> duration_pb2.Duration:
+    value = duration_pb2.Duration()
+    value.FromNanoseconds(round(seconds * 1e9))
+    return value
+
+
+def poll_request(
+    queue: str, *, identity: str | None, max_tasks: int, wait: float
+) -> task_pb.PollTasksRequest:
+    if not 1 <= max_tasks <= MAX_POLL_TASKS:
+        raise ValueError(f"max_tasks must be 1 to {MAX_POLL_TASKS}, not {max_tasks}")
+    return task_pb.PollTasksRequest(
+        queue=queue,
+        identity=identity or default_identity(),
+        max_tasks=max_tasks,
+        wait=duration(wait),
+    )
+
+
+def heartbeat_request(
+    name: str, lease_token: str, details: Mapping[str, object] | None
+) -> task_pb.HeartbeatTaskRequest:
+    request = task_pb.HeartbeatTaskRequest(name=name, lease_token=lease_token)
+    if details is not None:
+        request.details.CopyFrom(to_struct(details))
+    return request
+
+
+def complete_request(
+    name: str,
+    lease_token: str,
+    result: Mapping[str, object] | None,
+    request_id: str | None,
+) -> task_pb.CompleteTaskRequest:
+    request = task_pb.CompleteTaskRequest(
+        name=name, lease_token=lease_token, request_id=request_id or new_request_id()
+    )
+    if result is not None:
+        request.result.CopyFrom(to_struct(result))
+    return request
+
+
+def fail_request(
+    name: str,
+    lease_token: str,
+    error_type: str,
+    message: str,
+    *,
+    details: Mapping[str, object] | None,
+    non_retryable: bool,
+    retry_delay: float | None,
+    request_id: str | None,
+) -> task_pb.FailTaskRequest:
+    if not error_type:
+        raise ValueError("a task failure needs a type")
+    error = task_pb2.TaskError(type=error_type, message=message)
+    if details is not None:
+        error.details.CopyFrom(to_struct(details))
+    request = task_pb.FailTaskRequest(
+        name=name,
+        lease_token=lease_token,
+        error=error,
+        non_retryable=non_retryable,
+        request_id=request_id or new_request_id(),
+    )
+    if retry_delay is not None:
+        # Set even when zero: an explicit 0 s means "retry at once", not "use the policy".
+        request.retry_delay.CopyFrom(duration(retry_delay))
+        request.retry_delay.SetInParent()
+    return request
+
+
+def list_tasks_request(
+    *,
+    queue: str | None,
+    workflow: str | None,
+    status: TaskStatus | str | None,
+    page_size: int | None,
+    page_token: str,
+) -> task_pb.ListTasksRequest:
+    request = task_pb.ListTasksRequest(
+        queue=queue or "",
+        workflow=workflow_name(workflow) if workflow else "",
+        page_size=page_size or 0,
+        page_token=page_token,
+    )
+    if status is not None:
+        request.status = TaskStatus(str(status).upper()).to_proto()
+    return request
+
+
+def task_outcome(task: task_pb2.Task, workflow: workflow_pb2.Workflow) -> TaskOutcome:
+    return TaskOutcome(task=Task.from_proto(task), workflow=Workflow.from_proto(workflow))

@@ -1,4 +1,5 @@
-"""A scripted in-process WorkflowService on loopback, for client tests without statewrightd."""
+"""A scripted in-process WorkflowService and TaskService on loopback, for client tests
+without statewrightd."""
 
 from __future__ import annotations
 
@@ -11,9 +12,10 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
-from statewright.v1 import workflow_pb2
+from statewright.v1 import task_pb2, task_service_pb2_grpc, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
+from statewright.values import to_struct
 
 Behaviour = Callable[[Any, grpc.ServicerContext], Any]
 
@@ -55,8 +57,33 @@ def workflow(
     )
 
 
-class FakeService(pb_grpc.WorkflowServiceServicer):
-    """Answers each RPC with the behaviour a test assigned; records requests and deadlines."""
+def task(
+    workflow_id: str = "w",
+    task_id: str = "t1",
+    *,
+    queue: str = "payments",
+    input: dict[str, object] | None = None,
+    attempt: int = 1,
+    lease_token: str = "",
+    status: int = task_pb2.TASK_STATUS_SCHEDULED,
+) -> task_pb2.Task:
+    message = task_pb2.Task(
+        name=f"workflows/{workflow_id}/tasks/{task_id}",
+        workflow=f"workflows/{workflow_id}",
+        state="charge",
+        queue=queue,
+        attempt=attempt,
+        lease_token=lease_token,
+        status=status,  # type: ignore[arg-type]
+        revision=1,
+    )
+    message.input.CopyFrom(to_struct(input or {}))
+    return message
+
+
+class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskServiceServicer):
+    """Answers each RPC of both services with the behaviour a test assigned; records requests
+    and deadlines. Method names are unique across the services."""
 
     def __init__(self) -> None:
         self.behaviours: dict[str, Behaviour] = {}
@@ -112,14 +139,33 @@ class FakeService(pb_grpc.WorkflowServiceServicer):
         result: Iterator[pb.WatchWorkflowResponse] = self._handle("WatchWorkflow", request, context)
         yield from result
 
+    def PollTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("PollTasks", request, context)
+
+    def HeartbeatTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("HeartbeatTask", request, context)
+
+    def CompleteTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("CompleteTask", request, context)
+
+    def FailTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("FailTask", request, context)
+
+    def GetTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("GetTask", request, context)
+
+    def ListTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("ListTasks", request, context)
+
 
 class FakeServer:
     """A grpc server on 127.0.0.1 with a :class:`FakeService`; use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_workers: int = 4) -> None:
         self.service = FakeService()
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         pb_grpc.add_WorkflowServiceServicer_to_server(self.service, self._server)
+        task_service_pb2_grpc.add_TaskServiceServicer_to_server(self.service, self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
         self.target = f"127.0.0.1:{self.port}"
 
