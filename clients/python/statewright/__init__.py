@@ -7,7 +7,8 @@
 <WorkflowStatus.COMPLETED: 'COMPLETED'>
 """
 
-from statewright.aio import AsyncClient
+from statewright._worker import RunningTask, TaskFailure
+from statewright.aio import AsyncClient, AsyncWorker
 from statewright.client import Client
 from statewright.errors import (
     Aborted,
@@ -49,11 +50,13 @@ from statewright.models import (
     WorkflowPage,
     WorkflowStatus,
 )
+from statewright.worker import Worker
 
 __all__ = [
     "Aborted",
     "AlreadyExists",
     "AsyncClient",
+    "AsyncWorker",
     "Client",
     "DeadlineExceeded",
     "Definition",
@@ -66,6 +69,7 @@ __all__ = [
     "RecoveryRequired",
     "ResourceExhausted",
     "RevisionMismatch",
+    "RunningTask",
     "SignalRejection",
     "SignalResult",
     "StatewrightError",
@@ -73,6 +77,7 @@ __all__ = [
     "Task",
     "TaskCancelled",
     "TaskError",
+    "TaskFailure",
     "TaskHeartbeat",
     "TaskNotFound",
     "TaskOutcome",
@@ -83,6 +88,7 @@ __all__ = [
     "UnknownEvent",
     "WatchEvent",
     "WatchEventType",
+    "Worker",
     "Workflow",
     "WorkflowAlreadyExists",
     "WorkflowBusy",

@@ -29,7 +29,6 @@ from statewright.models import (
     StepResult,
     Task,
     TaskOutcome,
-    TaskStatus,
     Transition,
     WatchEvent,
     Workflow,
@@ -114,6 +113,12 @@ def channel_options(extra: Sequence[tuple[str, Any]] = ()) -> ChannelOptions:
     return list(options.items())
 
 
+def set_struct(field: Any, values: Mapping[str, object] | None) -> None:
+    """Fills an optional Struct field of a request; None leaves it unset."""
+    if values is not None:
+        field.CopyFrom(to_struct(values))
+
+
 def new_request_id() -> str:
     # Every mutating call carries an idempotency key, so a transparent retry of the same
     # bytes (UNAVAILABLE after the server applied the step) returns the original answer
@@ -142,8 +147,7 @@ def start_request(
         workflow_id=workflow_id or "",
         request_id=request_id or new_request_id(),
     )
-    if input is not None:
-        request.input.CopyFrom(to_struct(input))
+    set_struct(request.input, input)
     if if_exists is not None:
         if if_exists not in _IF_EXISTS:
             raise ValueError(f"if_exists must be one of {sorted(_IF_EXISTS)}, not {if_exists!r}")
@@ -165,8 +169,7 @@ def resume_request(
         expected_revision=expected_revision or 0,
         request_id=request_id or new_request_id(),
     )
-    if input is not None:
-        request.input.CopyFrom(to_struct(input))
+    set_struct(request.input, input)
     return request
 
 
@@ -180,8 +183,7 @@ def signal_request(
     request = pb.SignalWorkflowRequest(
         name=workflow_name(name), event=event, request_id=request_id or new_request_id()
     )
-    if payload is not None:
-        request.payload.CopyFrom(to_struct(payload))
+    set_struct(request.payload, payload)
     return request
 
 
@@ -368,45 +370,25 @@ def poll_request(
     )
 
 
-def heartbeat_request(
-    name: str, lease_token: str, details: Mapping[str, object] | None
-) -> task_pb.HeartbeatTaskRequest:
-    request = task_pb.HeartbeatTaskRequest(name=name, lease_token=lease_token)
-    if details is not None:
-        request.details.CopyFrom(to_struct(details))
-    return request
-
-
-def complete_request(
-    name: str,
-    lease_token: str,
-    result: Mapping[str, object] | None,
-    request_id: str | None,
-) -> task_pb.CompleteTaskRequest:
-    request = task_pb.CompleteTaskRequest(
-        name=name, lease_token=lease_token, request_id=request_id or new_request_id()
-    )
-    if result is not None:
-        request.result.CopyFrom(to_struct(result))
-    return request
+def task_error(
+    error_type: str, message: str, details: Mapping[str, object] | None
+) -> task_pb2.TaskError:
+    if not error_type:
+        raise ValueError("a task failure needs a type")
+    error = task_pb2.TaskError(type=error_type, message=message)
+    set_struct(error.details, details)
+    return error
 
 
 def fail_request(
     name: str,
     lease_token: str,
-    error_type: str,
-    message: str,
+    error: task_pb2.TaskError,
     *,
-    details: Mapping[str, object] | None,
     non_retryable: bool,
     retry_delay: float | None,
     request_id: str | None,
 ) -> task_pb.FailTaskRequest:
-    if not error_type:
-        raise ValueError("a task failure needs a type")
-    error = task_pb2.TaskError(type=error_type, message=message)
-    if details is not None:
-        error.details.CopyFrom(to_struct(details))
     request = task_pb.FailTaskRequest(
         name=name,
         lease_token=lease_token,
@@ -418,25 +400,6 @@ def fail_request(
         # Set even when zero: an explicit 0 s means "retry at once", not "use the policy".
         request.retry_delay.CopyFrom(duration(retry_delay))
         request.retry_delay.SetInParent()
-    return request
-
-
-def list_tasks_request(
-    *,
-    queue: str | None,
-    workflow: str | None,
-    status: TaskStatus | str | None,
-    page_size: int | None,
-    page_token: str,
-) -> task_pb.ListTasksRequest:
-    request = task_pb.ListTasksRequest(
-        queue=queue or "",
-        workflow=workflow_name(workflow) if workflow else "",
-        page_size=page_size or 0,
-        page_token=page_token,
-    )
-    if status is not None:
-        request.status = TaskStatus(str(status).upper()).to_proto()
     return request
 
 

@@ -30,7 +30,7 @@ from statewright.models import (
     WorkflowStatus,
     workflow_name,
 )
-from statewright.v1 import diagnostics_pb2
+from statewright.v1 import diagnostics_pb2, task_pb2
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
@@ -334,7 +334,8 @@ class Operations:
         ``cancel_requested`` in the answer means the task was cancelled: stop working on it.
         A lease that is no longer current raises :class:`~statewright.errors.LeaseSuperseded`.
         """
-        request = _common.heartbeat_request(name, lease_token, details)
+        request = task_pb.HeartbeatTaskRequest(name=name, lease_token=lease_token)
+        _common.set_struct(request.details, details)
         response: task_pb.HeartbeatTaskResponse = yield Unary("HeartbeatTask", request, timeout)
         return TaskHeartbeat.from_proto(response)
 
@@ -351,7 +352,10 @@ class Operations:
         """Completes a leased task with ``result``; answers once the step that applied it is
         durably saved. A retry with the same ``request_id`` gets the original answer.
         """
-        request = _common.complete_request(name, lease_token, result, request_id)
+        request = task_pb.CompleteTaskRequest(
+            name=name, lease_token=lease_token, request_id=request_id or _common.new_request_id()
+        )
+        _common.set_struct(request.result, result)
         response: task_pb.CompleteTaskResponse = yield Unary("CompleteTask", request, timeout)
         return _common.task_outcome(response.task, response.workflow)
 
@@ -373,12 +377,11 @@ class Operations:
         match on). The task is retried with backoff (after ``retry_delay`` seconds, if given)
         unless ``non_retryable``, a non-retryable type or the last attempt gives it up.
         """
+        error = _common.task_error(type, message, details)
         request = _common.fail_request(
             name,
             lease_token,
-            type,
-            message,
-            details=details,
+            error,
             non_retryable=non_retryable,
             retry_delay=retry_delay,
             request_id=request_id,
@@ -404,11 +407,17 @@ class Operations:
         timeout: float | None = None,
     ) -> Feed[Task]:
         """Yields every matching task, oldest first, across all pages (fetched lazily)."""
+        request = task_pb.ListTasksRequest(
+            queue=queue or "",
+            workflow=workflow_name(workflow) if workflow else "",
+            page_size=page_size or 0,
+        )
+        if status is not None:
+            name = TaskStatus(str(status).upper()).value
+            request.status = task_pb2.TaskStatus.Value("TASK_STATUS_" + name)
         token: str | None = ""
         while token is not None:
-            request = _common.list_tasks_request(
-                queue=queue, workflow=workflow, status=status, page_size=page_size, page_token=token
-            )
+            request.page_token = token
             response: task_pb.ListTasksResponse = yield Unary("ListTasks", request, timeout)
             yield from (Task.from_proto(t) for t in response.tasks)
             token = response.next_page_token or None

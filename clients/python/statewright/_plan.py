@@ -35,6 +35,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+_E = TypeVar("_E")
 _Sync = TypeVar("_Sync")
 _Async = TypeVar("_Async")
 _Channel = TypeVar("_Channel", grpc.Channel, grpc.aio.Channel)
@@ -113,19 +114,25 @@ class Run(Generic[_T, _R]):
             self.result = stop.value
             raise
 
-    def answer(self, perform: Callable[[Effect], Any], effect: Effect) -> None:
+    def answer(self, perform: Callable[[_E], Any], effect: _E) -> None:
+        """Carries out ``effect``; a failed call (or a typed error the driver raises itself)
+        is thrown into the plan at its next step."""
         try:
             self._outcome = perform(effect)
         except grpc.RpcError as exc:
             self._error = from_rpc_error(exc)
+        except StatewrightError as exc:
+            self._error = exc
 
     async def answer_async(
-        self, perform: Callable[[Effect], Coroutine[Any, Any, Any]], effect: Effect
+        self, perform: Callable[[_E], Coroutine[Any, Any, Any]], effect: _E
     ) -> None:
         try:
             self._outcome = await perform(effect)
         except grpc.RpcError as exc:
             self._error = from_rpc_error(exc)
+        except StatewrightError as exc:
+            self._error = exc
 
     def close(self) -> None:
         """Ends the plan early, running its ``finally`` blocks (a stream's cancel)."""

@@ -182,10 +182,6 @@ class DefinitionNotFound(NotFound):
     """No definition (version) has this name."""
 
 
-class TaskNotFound(NotFound):
-    """No task has this name."""
-
-
 class WorkflowAlreadyExists(AlreadyExists):
     """StartWorkflow named an id that exists (and the request_id is not a retry)."""
 
@@ -240,6 +236,10 @@ class GuardRejected(FailedPrecondition):
 
 class AlreadyTerminal(FailedPrecondition):
     """The instance has already ended (COMPLETED, FAILED or CANCELLED)."""
+
+
+class TaskNotFound(NotFound):
+    """No task has this name."""
 
 
 class LeaseSuperseded(FailedPrecondition):

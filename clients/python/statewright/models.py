@@ -65,15 +65,23 @@ def workflow_name(name_or_id: str) -> str:
     return name_or_id if name_or_id.startswith(WORKFLOWS_PREFIX) else WORKFLOWS_PREFIX + name_or_id
 
 
-class WorkflowStatus(enum.StrEnum):
+class _Named(enum.StrEnum):
+    """A StrEnum whose ``auto()`` values are the members' names, as the proto spells them."""
+
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list[Any]) -> str:
+        return name
+
+
+class WorkflowStatus(_Named):
     """The lifecycle status of an instance (the proto enum without its prefix)."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    RUNNING = "RUNNING"
-    WAITING = "WAITING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
+    UNSPECIFIED = enum.auto()
+    RUNNING = enum.auto()
+    WAITING = enum.auto()
+    COMPLETED = enum.auto()
+    FAILED = enum.auto()
+    CANCELLED = enum.auto()
 
     @property
     def terminal(self) -> bool:
@@ -91,55 +99,47 @@ class WorkflowStatus(enum.StrEnum):
 _TERMINAL = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED})
 
 
-class SignalRejection(enum.StrEnum):
+class SignalRejection(_Named):
     """Why SignalWorkflow did not apply a signal."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    NOT_RUNNING = "NOT_RUNNING"
-    PERSISTING = "PERSISTING"
-    RECOVERY_REQUIRED = "RECOVERY_REQUIRED"
-    SHUTTING_DOWN = "SHUTTING_DOWN"
+    UNSPECIFIED = enum.auto()
+    NOT_RUNNING = enum.auto()
+    PERSISTING = enum.auto()
+    RECOVERY_REQUIRED = enum.auto()
+    SHUTTING_DOWN = enum.auto()
 
     @classmethod
     def from_proto(cls, value: int) -> SignalRejection:
         return _member(cls, workflow_service_pb2.SignalRejection, "SIGNAL_REJECTION_", value)
 
 
-class WatchEventType(enum.StrEnum):
+class WatchEventType(_Named):
     """CURRENT: the instance as it was when the watch opened; STEP: one saved step."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    CURRENT = "CURRENT"
-    STEP = "STEP"
+    UNSPECIFIED = enum.auto()
+    CURRENT = enum.auto()
+    STEP = enum.auto()
 
     @classmethod
     def from_proto(cls, value: int) -> WatchEventType:
         return _member(cls, workflow_service_pb2.WatchEventType, "WATCH_EVENT_TYPE_", value)
 
 
-class TaskStatus(enum.StrEnum):
+class TaskStatus(_Named):
     """Where a task is in its life (the proto enum without its prefix)."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    SCHEDULED = "SCHEDULED"
-    LEASED = "LEASED"
-    BACKOFF = "BACKOFF"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-    TIMED_OUT = "TIMED_OUT"
-
-    @property
-    def terminal(self) -> bool:
-        """True for statuses a task never leaves."""
-        return self in _TASK_TERMINAL
+    UNSPECIFIED = enum.auto()
+    SCHEDULED = enum.auto()  # waiting for a worker to poll it
+    LEASED = enum.auto()  # a worker holds it under a lease
+    BACKOFF = enum.auto()  # an attempt failed; it waits for its retry delay
+    COMPLETED = enum.auto()
+    FAILED = enum.auto()  # out of attempts, or a non-retryable failure
+    CANCELLED = enum.auto()  # its state was left before it finished
+    TIMED_OUT = enum.auto()  # past its schedule_to_close timeout
 
     @classmethod
     def from_proto(cls, value: int) -> TaskStatus:
         return _member(cls, task_pb2.TaskStatus, "TASK_STATUS_", value)
-
-    def to_proto(self) -> task_pb2.TaskStatus.ValueType:
-        return task_pb2.TaskStatus.Value("TASK_STATUS_" + self.value)
 
 
 _TASK_TERMINAL = frozenset(
@@ -238,7 +238,8 @@ class Task:
 
     @property
     def terminal(self) -> bool:
-        return self.status.terminal
+        """True once the task finished: COMPLETED, FAILED, CANCELLED or TIMED_OUT."""
+        return self.status in _TASK_TERMINAL
 
     @classmethod
     def from_proto(cls, msg: task_pb2.Task) -> Task:

@@ -212,3 +212,11 @@ async def test_async_task_calls(fake: FakeServer) -> None:
         listed = [t.name async for t in client.list_tasks(queue="payments")]
     assert leased.lease_token == "lease-t1"
     assert listed == ["workflows/w/tasks/t1"]
+
+
+def test_task_statuses_mirror_the_proto_enum() -> None:
+    for name, number in task_pb2.TaskStatus.items():
+        status = TaskStatus.from_proto(number)
+        assert status.value == name.removeprefix("TASK_STATUS_")
+        assert TaskStatus(status.value) is status
+    assert len(TaskStatus) == len(task_pb2.TaskStatus.keys())
