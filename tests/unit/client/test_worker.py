@@ -11,11 +11,17 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import os
+import re
+import signal
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from functools import partial
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -522,6 +528,113 @@ async def test_cancelling_async_run_releases_running_tasks(server: FakeServer) -
         run.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(run, 15)
+    assert tasks.failed[name].error.type == "WORKER_SHUTDOWN"
+
+
+# --- signals, and the README's examples -----------------------------------------------------
+
+README = Path(__file__).resolve().parents[3] / "clients" / "python" / "README.md"
+
+
+def _worker_examples() -> list[str]:
+    blocks = re.findall(r"```python\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
+    return [block for block in blocks if "Worker(" in block]
+
+
+def _start_script(script: str, target: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "STATEWRIGHT_TARGET": target}
+    return subprocess.Popen(
+        [sys.executable, "-c", script],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def _finish(process: subprocess.Popen[str]) -> tuple[str, str]:
+    try:
+        return process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+
+
+@pytest.mark.parametrize(("example", "stop_with"), [(0, signal.SIGINT), (1, signal.SIGTERM)])
+def test_the_readme_workers_run_until_interrupted(
+    server: FakeServer, example: int, stop_with: signal.Signals
+) -> None:
+    blocks = _worker_examples()
+    assert len(blocks) == 2  # the blocking Worker, then the AsyncWorker
+    tasks = FakeTasks(server.service)
+    ok = tasks.add("t1", {"order": "o-1", "amount": 10})
+    declined = tasks.add("t2", {"order": "o-2", "amount": 5000})
+    process = _start_script(blocks[example], server.target)
+    try:
+        assert tasks.wait_until(lambda: ok in tasks.completed and declined in tasks.failed, 30)
+        process.send_signal(stop_with)
+    finally:
+        _, err = _finish(process)
+    assert process.returncode == 0, err
+    assert dict(tasks.completed[ok].result.fields)["id"].string_value == "ch-o-1"
+    card = tasks.failed[declined]
+    assert (card.error.type, card.non_retryable) == ("CARD_DECLINED", True)
+    assert tasks.wait_until(lambda: tasks.abandoned_polls == 1)  # it stopped polling at once
+
+
+HOLDING = {
+    "sync": """
+from statewright import Client, Worker
+
+def hold(task):
+    task.cancelled.wait(60)
+    return {}
+
+with Client() as client:
+    worker = Worker(client, shutdown_grace=60)
+    worker.register("payments", hold)
+    worker.run()
+print("stopped")
+""",
+    "async": """
+import asyncio
+from statewright.aio import AsyncClient, AsyncWorker
+
+async def hold(task):
+    await asyncio.sleep(60)
+    return {}
+
+async def main():
+    async with AsyncClient() as client:
+        worker = AsyncWorker(client, shutdown_grace=60)
+        worker.register("payments", hold)
+        await worker.run()
+
+asyncio.run(main())
+print("stopped")
+""",
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_second_signal_ends_the_grace_period(server: FakeServer, kind: str) -> None:
+    tasks = FakeTasks(server.service)
+    name = tasks.add("t1", {"order": "o-1"})
+    process = _start_script(HOLDING[kind], server.target)
+    try:
+        assert tasks.wait_until(lambda: name in tasks.leases and len(tasks.ready) == 0, 30)
+        assert _until(lambda: len(server.service.calls("PollTasks")) == 2, 30)
+        process.send_signal(signal.SIGTERM)
+        # The first signal was handled once the waiting poll is abandoned; the handler still
+        # has 60 s of grace, which the second signal ends.
+        assert tasks.wait_until(lambda: tasks.abandoned_polls == 1, 30)
+        process.send_signal(signal.SIGINT)
+        assert tasks.wait_until(lambda: name in tasks.failed, 30)
+    finally:
+        out, err = _finish(process)
+    assert process.returncode == 0, err
+    assert out.strip() == "stopped"
     assert tasks.failed[name].error.type == "WORKER_SHUTDOWN"
 
 
