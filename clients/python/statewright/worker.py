@@ -79,8 +79,8 @@ class Worker(WorkerCore[Client]):
             self.stop(immediately=True)
             raise
         finally:
-            while self._threads:  # a poll that returns late still spawns its releases
-                next(iter(self._threads)).join()
+            while thread := self._any_thread():  # a late poll still spawns its releases
+                thread.join()
             for number, handler in previous.items():
                 signal.signal(number, handler)
             self._close_pool()
@@ -118,6 +118,10 @@ class Worker(WorkerCore[Client]):
     def _settled(self, attempt: Attempt, future: Future[Any]) -> None:
         with self._lock:
             self._settle(attempt, future)
+
+    def _any_thread(self) -> threading.Thread | None:
+        with self._lock:
+            return next(iter(self._threads), None)
 
     def _drive(self, plan: WorkerPlan, abandonable: bool) -> None:
         """Runs one plan on this thread: its steps under the lock, its effects outside."""
