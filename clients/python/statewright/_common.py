@@ -7,8 +7,10 @@ and :class:`statewright.AsyncClient` differ only in how they wait for the networ
 from __future__ import annotations
 
 import json
+import os
 import random
 import re
+import socket
 import time
 import uuid
 from collections.abc import Mapping, Sequence
@@ -18,6 +20,7 @@ from importlib import resources
 from typing import Any, Literal
 
 import grpc
+from google.protobuf import duration_pb2
 
 from statewright.errors import StatewrightError
 from statewright.models import (
@@ -25,17 +28,21 @@ from statewright.models import (
     SignalResult,
     StartResult,
     StepResult,
+    Task,
+    TaskOutcome,
     Transition,
     WatchEvent,
     Workflow,
     WorkflowStatus,
     workflow_name,
 )
-from statewright.v1 import workflow_pb2
+from statewright.v1 import task_pb2, workflow_pb2
+from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.values import to_struct
 
 SERVICE = "statewright.v1.WorkflowService"
+TASK_SERVICE = "statewright.v1.TaskService"
 DEFAULT_TARGET = "127.0.0.1:50051"
 TARGET_ENV = "STATEWRIGHT_TARGET"
 
@@ -67,7 +74,8 @@ def method_timeouts() -> dict[str, float]:
     """Default deadline per RPC method name, read from the service config's ``timeout``s.
 
     The client sets these as explicit deadlines too, so a call has a deadline even on a
-    channel built without the service config.
+    channel built without the service config. Method names are unique across the two
+    services, so a bare name is enough.
     """
     timeouts: dict[str, float] = {}
     for entry in json.loads(service_config_json())["methodConfig"]:
@@ -75,7 +83,7 @@ def method_timeouts() -> dict[str, float]:
             continue
         seconds = parse_duration(entry["timeout"])
         for name in entry["name"]:
-            if name.get("service") == SERVICE and "method" in name:
+            if name.get("service") in (SERVICE, TASK_SERVICE) and "method" in name:
                 timeouts[name["method"]] = seconds
     return timeouts
 
@@ -106,6 +114,12 @@ def channel_options(extra: Sequence[tuple[str, Any]] = ()) -> ChannelOptions:
     return list(options.items())
 
 
+def set_struct(field: Any, values: Mapping[str, object] | None) -> None:
+    """Fills an optional Struct field of a request; None leaves it unset."""
+    if values is not None:
+        field.CopyFrom(to_struct(values))
+
+
 def new_request_id() -> str:
     # Every mutating call carries an idempotency key, so a transparent retry of the same
     # bytes (UNAVAILABLE after the server applied the step) returns the original answer
@@ -134,8 +148,7 @@ def start_request(
         workflow_id=workflow_id or "",
         request_id=request_id or new_request_id(),
     )
-    if input is not None:
-        request.input.CopyFrom(to_struct(input))
+    set_struct(request.input, input)
     if if_exists is not None:
         if if_exists not in _IF_EXISTS:
             raise ValueError(f"if_exists must be one of {sorted(_IF_EXISTS)}, not {if_exists!r}")
@@ -157,8 +170,7 @@ def resume_request(
         expected_revision=expected_revision or 0,
         request_id=request_id or new_request_id(),
     )
-    if input is not None:
-        request.input.CopyFrom(to_struct(input))
+    set_struct(request.input, input)
     return request
 
 
@@ -172,8 +184,7 @@ def signal_request(
     request = pb.SignalWorkflowRequest(
         name=workflow_name(name), event=event, request_id=request_id or new_request_id()
     )
-    if payload is not None:
-        request.payload.CopyFrom(to_struct(payload))
+    set_struct(request.payload, payload)
     return request
 
 
@@ -331,3 +342,72 @@ def definition_name(name: str, version: int | None) -> str:
         return name
     base = f"definitions/{name}"
     return base if version is None else f"{base}/versions/{version}"
+
+
+# --- tasks -----------------------------------------------------------------------------
+
+# A long poll's deadline is its wait plus this much: the server answers (maybe empty) when
+# the wait runs out, so the deadline only catches a server that stopped answering.
+POLL_DEADLINE_MARGIN = 5.0
+MAX_POLL_TASKS = 100
+
+
+def default_identity() -> str:
+    """Who polls, as diagnostics show it: ``pid@host``."""
+    return f"{os.getpid()}@{socket.gethostname()}"
+
+
+def duration(seconds: float) -> duration_pb2.Duration:
+    value = duration_pb2.Duration()
+    value.FromNanoseconds(round(seconds * 1e9))
+    return value
+
+
+def poll_request(
+    queue: str, *, identity: str | None, max_tasks: int, wait: float
+) -> task_pb.PollTasksRequest:
+    if not 1 <= max_tasks <= MAX_POLL_TASKS:
+        raise ValueError(f"max_tasks must be 1 to {MAX_POLL_TASKS}, not {max_tasks}")
+    return task_pb.PollTasksRequest(
+        queue=queue,
+        identity=identity or default_identity(),
+        max_tasks=max_tasks,
+        wait=duration(wait),
+    )
+
+
+def task_error(
+    error_type: str, message: str, details: Mapping[str, object] | None
+) -> task_pb2.TaskError:
+    if not error_type:
+        raise ValueError("a task failure needs a type")
+    error = task_pb2.TaskError(type=error_type, message=message)
+    set_struct(error.details, details)
+    return error
+
+
+def fail_request(
+    name: str,
+    lease_token: str,
+    error: task_pb2.TaskError,
+    *,
+    non_retryable: bool,
+    retry_delay: float | None,
+    request_id: str | None,
+) -> task_pb.FailTaskRequest:
+    request = task_pb.FailTaskRequest(
+        name=name,
+        lease_token=lease_token,
+        error=error,
+        non_retryable=non_retryable,
+        request_id=request_id or new_request_id(),
+    )
+    if retry_delay is not None:
+        # Set even when zero: an explicit 0 s means "retry at once", not "use the policy".
+        request.retry_delay.CopyFrom(duration(retry_delay))
+        request.retry_delay.SetInParent()
+    return request
+
+
+def task_outcome(task: task_pb2.Task, workflow: workflow_pb2.Workflow) -> TaskOutcome:
+    return TaskOutcome(task=Task.from_proto(task), workflow=Workflow.from_proto(workflow))

@@ -2,7 +2,8 @@
 
 Each is a plan (see :mod:`statewright._plan`): it builds the request, yields the call, and
 turns the response into the client's types. Adding an RPC to both clients means adding one
-plan here.
+plan here. The workers run the task plans too, as ``Operations.heartbeat_task(client, ...)``
+inside their own plans.
 """
 
 from __future__ import annotations
@@ -20,18 +21,24 @@ from statewright.models import (
     SignalResult,
     StartResult,
     StepResult,
+    Task,
+    TaskHeartbeat,
+    TaskOutcome,
+    TaskStatus,
     WatchEvent,
     Workflow,
     WorkflowPage,
     WorkflowStatus,
     workflow_name,
 )
-from statewright.v1 import diagnostics_pb2
+from statewright.v1 import diagnostics_pb2, task_pb2
+from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
 
 class Operations:
-    """The client API of ``statewright.v1.WorkflowService``, for either driver."""
+    """The client API of ``statewright.v1.WorkflowService`` and ``TaskService``, for either
+    driver."""
 
     # --- workflows ----------------------------------------------------------------------
 
@@ -287,3 +294,131 @@ class Operations:
         request = pb.GetDefinitionRequest(name=_common.definition_name(name, version))
         response: pb.GetDefinitionResponse = yield Unary("GetDefinition", request, timeout)
         return Definition.from_proto(response.definition)
+
+    # --- tasks (TaskService) -------------------------------------------------------------
+
+    @returning
+    def poll_tasks(
+        self,
+        queue: str,
+        *,
+        max_tasks: int = 1,
+        wait: float = 20.0,
+        identity: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[tuple[Task, ...]]:
+        """Leases up to ``max_tasks`` (1 to 100) tasks of ``queue``, waiting up to ``wait``
+        seconds (at most 60) for one; none when the wait ran out.
+
+        Each task comes with its lease (``lease_token``, ``lease_expire_time``). The first
+        lease is short: heartbeat well before it expires, then complete or fail the task.
+        ``identity`` (default ``pid@host``) names the poller in diagnostics. The deadline is
+        ``wait`` plus a few seconds unless ``timeout``. :class:`statewright.Worker` does all
+        of this for you.
+        """
+        request = _common.poll_request(queue, identity=identity, max_tasks=max_tasks, wait=wait)
+        deadline = wait + _common.POLL_DEADLINE_MARGIN if timeout is None else timeout
+        response: task_pb.PollTasksResponse = yield Unary("PollTasks", request, deadline)
+        return tuple(Task.from_proto(t) for t in response.tasks)
+
+    @returning
+    def heartbeat_task(
+        self,
+        name: str,
+        lease_token: str,
+        details: Mapping[str, object] | None = None,
+        *,
+        timeout: float | None = None,
+    ) -> Plan[TaskHeartbeat]:
+        """Extends a leased task's lease, keeping ``details`` as its progress.
+
+        ``cancel_requested`` in the answer means the task was cancelled: stop working on it.
+        A lease that is no longer current raises :class:`~statewright.errors.LeaseSuperseded`.
+        """
+        request = task_pb.HeartbeatTaskRequest(name=name, lease_token=lease_token)
+        _common.set_struct(request.details, details)
+        response: task_pb.HeartbeatTaskResponse = yield Unary("HeartbeatTask", request, timeout)
+        return TaskHeartbeat.from_proto(response)
+
+    @returning
+    def complete_task(
+        self,
+        name: str,
+        lease_token: str,
+        result: Mapping[str, object] | None = None,
+        *,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[TaskOutcome]:
+        """Completes a leased task with ``result``; answers once the step that applied it is
+        durably saved. A retry with the same ``request_id`` gets the original answer.
+        """
+        request = task_pb.CompleteTaskRequest(
+            name=name, lease_token=lease_token, request_id=request_id or _common.new_request_id()
+        )
+        _common.set_struct(request.result, result)
+        response: task_pb.CompleteTaskResponse = yield Unary("CompleteTask", request, timeout)
+        return _common.task_outcome(response.task, response.workflow)
+
+    @returning
+    def fail_task(
+        self,
+        name: str,
+        lease_token: str,
+        type: str,
+        message: str = "",
+        *,
+        details: Mapping[str, object] | None = None,
+        non_retryable: bool = False,
+        retry_delay: float | None = None,
+        request_id: str | None = None,
+        timeout: float | None = None,
+    ) -> Plan[TaskOutcome]:
+        """Fails a leased attempt with an error of ``type`` (UPPER_SNAKE, what definitions
+        match on). The task is retried with backoff (after ``retry_delay`` seconds, if given)
+        unless ``non_retryable``, a non-retryable type or the last attempt gives it up.
+        """
+        error = _common.task_error(type, message, details)
+        request = _common.fail_request(
+            name,
+            lease_token,
+            error,
+            non_retryable=non_retryable,
+            retry_delay=retry_delay,
+            request_id=request_id,
+        )
+        response: task_pb.FailTaskResponse = yield Unary("FailTask", request, timeout)
+        return _common.task_outcome(response.task, response.workflow)
+
+    @returning
+    def get_task(self, name: str, *, timeout: float | None = None) -> Plan[Task]:
+        """Reads one task, ``workflows/{workflow_id}/tasks/{task_id}`` (without its lease)."""
+        request = task_pb.GetTaskRequest(name=name)
+        response: task_pb.GetTaskResponse = yield Unary("GetTask", request, timeout)
+        return Task.from_proto(response.task)
+
+    @yielding
+    def list_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        workflow: str | None = None,
+        status: TaskStatus | str | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+    ) -> Feed[Task]:
+        """Yields every matching task, oldest first, across all pages (fetched lazily)."""
+        request = task_pb.ListTasksRequest(
+            queue=queue or "",
+            workflow=workflow_name(workflow) if workflow else "",
+            page_size=page_size or 0,
+        )
+        if status is not None:
+            name = TaskStatus(str(status).upper()).value
+            request.status = task_pb2.TaskStatus.Value("TASK_STATUS_" + name)
+        token: str | None = ""
+        while token is not None:
+            request.page_token = token
+            response: task_pb.ListTasksResponse = yield Unary("ListTasks", request, timeout)
+            yield from (Task.from_proto(t) for t in response.tasks)
+            token = response.next_page_token or None

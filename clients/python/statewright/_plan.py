@@ -29,11 +29,13 @@ from google.protobuf.message import Message
 
 from statewright import _common
 from statewright.errors import StatewrightError, from_rpc_error
+from statewright.v1 import task_service_pb2, task_service_pb2_grpc, workflow_service_pb2
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 _P = ParamSpec("_P")
 _R = TypeVar("_R")
 _T = TypeVar("_T")
+_E = TypeVar("_E")
 _Sync = TypeVar("_Sync")
 _Async = TypeVar("_Async")
 _Channel = TypeVar("_Channel", grpc.Channel, grpc.aio.Channel)
@@ -112,19 +114,25 @@ class Run(Generic[_T, _R]):
             self.result = stop.value
             raise
 
-    def answer(self, perform: Callable[[Effect], Any], effect: Effect) -> None:
+    def answer(self, perform: Callable[[_E], Any], effect: _E) -> None:
+        """Carries out ``effect``; a failed call (or a typed error the driver raises itself)
+        is thrown into the plan at its next step."""
         try:
             self._outcome = perform(effect)
         except grpc.RpcError as exc:
             self._error = from_rpc_error(exc)
+        except StatewrightError as exc:
+            self._error = exc
 
     async def answer_async(
-        self, perform: Callable[[Effect], Coroutine[Any, Any, Any]], effect: Effect
+        self, perform: Callable[[_E], Coroutine[Any, Any, Any]], effect: _E
     ) -> None:
         try:
             self._outcome = await perform(effect)
         except grpc.RpcError as exc:
             self._error = from_rpc_error(exc)
+        except StatewrightError as exc:
+            self._error = exc
 
     def close(self) -> None:
         """Ends the plan early, running its ``finally`` blocks (a stream's cancel)."""
@@ -153,7 +161,7 @@ class Driver(ABC, Generic[_Channel]):
         if channel is None:
             channel = self._open(credentials, _common.channel_options(options))
         self._channel: _Channel = channel
-        self._stub: object = pb_grpc.WorkflowServiceStub(channel)
+        self._rpcs = _rpcs(channel)
         self._timeout = timeout
         # A sequence of pairs is what both gRPC APIs accept (grpc.aio converts it itself).
         self._metadata = tuple(metadata)
@@ -170,10 +178,30 @@ class Driver(ABC, Generic[_Channel]):
             return self._timeout
         return _common.method_timeouts().get(effect.method)
 
-    def _invoke(self, effect: Unary | OpenStream) -> Any:
-        """Starts the call: a response (blocking unary), an awaitable, or a stream call."""
-        rpc = getattr(self._stub, effect.method)
+    def _invoke(self, effect: Unary | OpenStream, *, future: bool = False) -> Any:
+        """Starts the call: a response (blocking unary), an awaitable, or a stream call.
+
+        With ``future`` (blocking channels only) a unary call starts as a ``grpc.Future``,
+        so that it can be abandoned with ``cancel()`` from another thread.
+        """
+        rpc = self._rpcs[effect.method]
+        if future:
+            rpc = rpc.future
         return rpc(effect.request, timeout=self._deadline(effect), metadata=self._metadata)
+
+
+def _rpcs(channel: grpc.Channel | grpc.aio.Channel) -> dict[str, Any]:
+    """Every RPC of both services, by method name (unique across them), bound to channel."""
+    rpcs: dict[str, Any] = {}
+    services = (
+        (pb_grpc.WorkflowServiceStub, workflow_service_pb2.DESCRIPTOR, "WorkflowService"),
+        (task_service_pb2_grpc.TaskServiceStub, task_service_pb2.DESCRIPTOR, "TaskService"),
+    )
+    for stub_class, file, service in services:
+        stub = stub_class(channel)
+        for method in file.services_by_name[service].methods:
+            rpcs[method.name] = getattr(stub, method.name)
+    return rpcs
 
 
 class Blocking(Driver[grpc.Channel]):
@@ -227,7 +255,9 @@ class Awaiting(Driver[grpc.aio.Channel]):
 class Method(Generic[_P, _Sync, _Async]):
     """A plan as a method: on a :class:`Blocking` client it returns ``_Sync``, on an
     :class:`Awaiting` one ``_Async``. On a client class it is a plain function, so that
-    ``help()`` and ``inspect`` see an ordinary method."""
+    ``help()`` and ``inspect`` see an ordinary method. On a class that is neither (the
+    operations class itself) it is the plan: ``Operations.get(client, name)`` makes the
+    generator, for another plan to ``yield from``."""
 
     def __init__(
         self,
@@ -240,7 +270,7 @@ class Method(Generic[_P, _Sync, _Async]):
         self._awaiting = _present(awaiting, plan)
 
     @overload
-    def __get__(self, client: None, owner: type[object]) -> Callable[..., object]: ...
+    def __get__(self, client: None, owner: type[object]) -> Callable[Concatenate[Any, _P], Any]: ...
     @overload
     def __get__(self, client: Blocking, owner: type[object]) -> Callable[_P, _Sync]: ...
     @overload

@@ -34,6 +34,7 @@ __all__ = [
     "GuardRejected",
     "Internal",
     "InvalidArgument",
+    "LeaseSuperseded",
     "NotFound",
     "NotRunning",
     "NotWaiting",
@@ -44,6 +45,8 @@ __all__ = [
     "RevisionMismatch",
     "ShuttingDown",
     "StatewrightError",
+    "TaskCancelled",
+    "TaskNotFound",
     "Unauthenticated",
     "Unavailable",
     "Unimplemented",
@@ -235,6 +238,19 @@ class AlreadyTerminal(FailedPrecondition):
     """The instance has already ended (COMPLETED, FAILED or CANCELLED)."""
 
 
+class TaskNotFound(NotFound):
+    """No task has this name."""
+
+
+class LeaseSuperseded(FailedPrecondition):
+    """The lease presented is no longer current: it expired and the task was leased again,
+    or the task finished. The holder should drop the task; its answer would not count."""
+
+
+class TaskCancelled(FailedPrecondition):
+    """The task was cancelled (its state was left, or its instance cancelled): stop it."""
+
+
 class UnknownEvent(InvalidArgument):
     """The event is not declared by the instance's definition."""
 
@@ -276,6 +292,7 @@ class _ReasonClass:
 _REASONS: dict[str, _ReasonClass] = {
     "WORKFLOW_NOT_FOUND": _ReasonClass(grpc.StatusCode.NOT_FOUND, WorkflowNotFound),
     "DEFINITION_NOT_FOUND": _ReasonClass(grpc.StatusCode.NOT_FOUND, DefinitionNotFound),
+    "TASK_NOT_FOUND": _ReasonClass(grpc.StatusCode.NOT_FOUND, TaskNotFound),
     "WORKFLOW_ALREADY_EXISTS": _ReasonClass(grpc.StatusCode.ALREADY_EXISTS, WorkflowAlreadyExists),
     "REVISION_MISMATCH": _ReasonClass(grpc.StatusCode.ABORTED, RevisionMismatch),
     "WORKFLOW_BUSY": _ReasonClass(grpc.StatusCode.ABORTED, WorkflowBusy),
@@ -286,6 +303,8 @@ _REASONS: dict[str, _ReasonClass] = {
     "EVENT_NOT_ALLOWED": _ReasonClass(grpc.StatusCode.FAILED_PRECONDITION, EventNotAllowed),
     "GUARD_REJECTED": _ReasonClass(grpc.StatusCode.FAILED_PRECONDITION, GuardRejected),
     "ALREADY_TERMINAL": _ReasonClass(grpc.StatusCode.FAILED_PRECONDITION, AlreadyTerminal),
+    "LEASE_SUPERSEDED": _ReasonClass(grpc.StatusCode.FAILED_PRECONDITION, LeaseSuperseded),
+    "TASK_CANCELLED": _ReasonClass(grpc.StatusCode.FAILED_PRECONDITION, TaskCancelled),
     "UNKNOWN_EVENT": _ReasonClass(grpc.StatusCode.INVALID_ARGUMENT, UnknownEvent),
     "OVERLOADED": _ReasonClass(grpc.StatusCode.RESOURCE_EXHAUSTED, Overloaded),
     "SHUTTING_DOWN": _ReasonClass(grpc.StatusCode.UNAVAILABLE, ShuttingDown),

@@ -11,13 +11,20 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from google.protobuf import timestamp_pb2
 from google.rpc import status_pb2
 
 from statewright.errors import StatewrightError, error_info_from_status, make_error
-from statewright.v1 import definition_pb2, workflow_pb2, workflow_service_pb2
+from statewright.v1 import (
+    definition_pb2,
+    task_pb2,
+    task_service_pb2,
+    workflow_pb2,
+    workflow_service_pb2,
+)
 from statewright.values import JSONObject, JSONValue, from_struct
 
 __all__ = [
@@ -26,6 +33,12 @@ __all__ = [
     "SignalResult",
     "StartResult",
     "StepResult",
+    "Task",
+    "TaskError",
+    "TaskHeartbeat",
+    "TaskOutcome",
+    "TaskStatus",
+    "Timer",
     "Transition",
     "WatchEvent",
     "WatchEventType",
@@ -37,21 +50,40 @@ __all__ = [
 
 WORKFLOWS_PREFIX = "workflows/"
 
+_Enum = TypeVar("_Enum", bound=enum.StrEnum)
+
+
+class _ProtoEnum(Protocol):
+    def Name(self, number: Any) -> str: ...
+
+
+def _member(cls: type[_Enum], values: _ProtoEnum, prefix: str, number: int) -> _Enum:
+    """The member of ``cls`` for a proto enum number: its proto name without ``prefix``."""
+    return cls(values.Name(number).removeprefix(prefix))
+
 
 def workflow_name(name_or_id: str) -> str:
     """``workflows/{id}`` for either a resource name or a bare workflow id."""
     return name_or_id if name_or_id.startswith(WORKFLOWS_PREFIX) else WORKFLOWS_PREFIX + name_or_id
 
 
-class WorkflowStatus(enum.StrEnum):
+class _Named(enum.StrEnum):
+    """A StrEnum whose ``auto()`` values are the members' names, as the proto spells them."""
+
+    @staticmethod
+    def _generate_next_value_(name: str, start: int, count: int, last_values: list[Any]) -> str:
+        return name
+
+
+class WorkflowStatus(_Named):
     """The lifecycle status of an instance (the proto enum without its prefix)."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    RUNNING = "RUNNING"
-    WAITING = "WAITING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
+    UNSPECIFIED = enum.auto()
+    RUNNING = enum.auto()
+    WAITING = enum.auto()
+    COMPLETED = enum.auto()
+    FAILED = enum.auto()
+    CANCELLED = enum.auto()
 
     @property
     def terminal(self) -> bool:
@@ -60,8 +92,7 @@ class WorkflowStatus(enum.StrEnum):
 
     @classmethod
     def from_proto(cls, value: int) -> WorkflowStatus:
-        name = workflow_pb2.WorkflowStatus.Name(value)  # type: ignore[arg-type]
-        return cls(name.removeprefix("WORKFLOW_STATUS_"))
+        return _member(cls, workflow_pb2.WorkflowStatus, "WORKFLOW_STATUS_", value)
 
     def to_proto(self) -> workflow_pb2.WorkflowStatus.ValueType:
         return workflow_pb2.WorkflowStatus.Value("WORKFLOW_STATUS_" + self.value)
@@ -70,32 +101,52 @@ class WorkflowStatus(enum.StrEnum):
 _TERMINAL = frozenset({WorkflowStatus.COMPLETED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED})
 
 
-class SignalRejection(enum.StrEnum):
+class SignalRejection(_Named):
     """Why SignalWorkflow did not apply a signal."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    NOT_RUNNING = "NOT_RUNNING"
-    PERSISTING = "PERSISTING"
-    RECOVERY_REQUIRED = "RECOVERY_REQUIRED"
-    SHUTTING_DOWN = "SHUTTING_DOWN"
+    UNSPECIFIED = enum.auto()
+    NOT_RUNNING = enum.auto()
+    PERSISTING = enum.auto()
+    RECOVERY_REQUIRED = enum.auto()
+    SHUTTING_DOWN = enum.auto()
 
     @classmethod
     def from_proto(cls, value: int) -> SignalRejection:
-        name = workflow_service_pb2.SignalRejection.Name(value)  # type: ignore[arg-type]
-        return cls(name.removeprefix("SIGNAL_REJECTION_"))
+        return _member(cls, workflow_service_pb2.SignalRejection, "SIGNAL_REJECTION_", value)
 
 
-class WatchEventType(enum.StrEnum):
+class WatchEventType(_Named):
     """CURRENT: the instance as it was when the watch opened; STEP: one saved step."""
 
-    UNSPECIFIED = "UNSPECIFIED"
-    CURRENT = "CURRENT"
-    STEP = "STEP"
+    UNSPECIFIED = enum.auto()
+    CURRENT = enum.auto()
+    STEP = enum.auto()
 
     @classmethod
     def from_proto(cls, value: int) -> WatchEventType:
-        name = workflow_service_pb2.WatchEventType.Name(value)  # type: ignore[arg-type]
-        return cls(name.removeprefix("WATCH_EVENT_TYPE_"))
+        return _member(cls, workflow_service_pb2.WatchEventType, "WATCH_EVENT_TYPE_", value)
+
+
+class TaskStatus(_Named):
+    """Where a task is in its life (the proto enum without its prefix)."""
+
+    UNSPECIFIED = enum.auto()
+    SCHEDULED = enum.auto()  # waiting for a worker to poll it
+    LEASED = enum.auto()  # a worker holds it under a lease
+    BACKOFF = enum.auto()  # an attempt failed; it waits for its retry delay
+    COMPLETED = enum.auto()
+    FAILED = enum.auto()  # out of attempts, or a non-retryable failure
+    CANCELLED = enum.auto()  # its state was left before it finished
+    TIMED_OUT = enum.auto()  # past its schedule_to_close timeout
+
+    @classmethod
+    def from_proto(cls, value: int) -> TaskStatus:
+        return _member(cls, task_pb2.TaskStatus, "TASK_STATUS_", value)
+
+
+_TASK_TERMINAL = frozenset(
+    {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.CANCELLED, TaskStatus.TIMED_OUT}
+)
 
 
 def _time(ts: timestamp_pb2.Timestamp, present: bool) -> datetime | None:
@@ -147,6 +198,106 @@ class Timer:
 
 
 @dataclass(frozen=True, slots=True)
+class TaskError:
+    """Why an attempt of a task failed: ``type`` is the UPPER_SNAKE name definitions match."""
+
+    type: str
+    message: str
+    details: JSONObject
+
+    @classmethod
+    def from_proto(cls, msg: task_pb2.TaskError) -> TaskError:
+        return cls(type=msg.type, message=msg.message, details=from_struct(msg.details))
+
+    def to_dict(self) -> JSONObject:
+        return {"type": self.type, "message": self.message, "details": self.details}
+
+
+@dataclass(frozen=True, slots=True)
+class Task:
+    """Durable work a task state hands to a worker, as of one read or lease.
+
+    ``lease_token`` and ``lease_expire_time`` are set only on a task leased to the caller
+    (by ``poll_tasks``); ``heartbeat_details`` is what the latest heartbeat carried, so a
+    later attempt can pick up where an earlier one stopped.
+    """
+
+    name: str
+    workflow: str
+    state: str
+    queue: str
+    input: JSONObject
+    attempt: int
+    status: TaskStatus
+    lease_token: str
+    lease_expire_time: datetime | None
+    schedule_time: datetime | None
+    deadline: datetime | None
+    heartbeat_details: JSONObject
+    last_error: TaskError | None
+    revision: int
+    proto: task_pb2.Task = field(repr=False, compare=False)
+
+    @property
+    def terminal(self) -> bool:
+        """True once the task finished: COMPLETED, FAILED, CANCELLED or TIMED_OUT."""
+        return self.status in _TASK_TERMINAL
+
+    @classmethod
+    def from_proto(cls, msg: task_pb2.Task) -> Task:
+        return cls(
+            name=msg.name,
+            workflow=msg.workflow,
+            state=msg.state,
+            queue=msg.queue,
+            input=from_struct(msg.input),
+            attempt=msg.attempt,
+            status=TaskStatus.from_proto(msg.status),
+            lease_token=msg.lease_token,
+            lease_expire_time=_time(msg.lease_expire_time, msg.HasField("lease_expire_time")),
+            schedule_time=_time(msg.schedule_time, msg.HasField("schedule_time")),
+            deadline=_time(msg.deadline, msg.HasField("deadline")),
+            heartbeat_details=from_struct(msg.heartbeat_details),
+            last_error=TaskError.from_proto(msg.last_error) if msg.HasField("last_error") else None,
+            revision=msg.revision,
+            proto=msg,
+        )
+
+    def to_dict(self) -> JSONObject:
+        """A JSON-ready view (timestamps as RFC 3339 text; the lease token left out)."""
+        return {
+            "name": self.name,
+            "workflow": self.workflow,
+            "state": self.state,
+            "queue": self.queue,
+            "status": self.status.value,
+            "attempt": self.attempt,
+            "input": self.input,
+            "lease_expire_time": _iso(self.lease_expire_time),
+            "schedule_time": _iso(self.schedule_time),
+            "deadline": _iso(self.deadline),
+            "heartbeat_details": self.heartbeat_details,
+            "last_error": self.last_error.to_dict() if self.last_error is not None else None,
+            "revision": self.revision,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskHeartbeat:
+    """HeartbeatTask's answer: the extended lease, and whether the worker should stop."""
+
+    lease_expire_time: datetime | None
+    cancel_requested: bool
+
+    @classmethod
+    def from_proto(cls, msg: task_service_pb2.HeartbeatTaskResponse) -> TaskHeartbeat:
+        return cls(
+            lease_expire_time=_time(msg.lease_expire_time, msg.HasField("lease_expire_time")),
+            cancel_requested=msg.cancel_requested,
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Workflow:
     """One instance as of one revision."""
 
@@ -165,6 +316,8 @@ class Workflow:
     update_time: datetime | None
     proto: workflow_pb2.Workflow = field(repr=False, compare=False)
     timers: tuple[Timer, ...] = ()
+    # The task of the task state the instance is in, while it has one.
+    pending_task: Task | None = None
 
     @property
     def terminal(self) -> bool:
@@ -191,6 +344,9 @@ class Workflow:
             update_time=_time(msg.update_time, msg.HasField("update_time")),
             proto=msg,
             timers=tuple(Timer.from_proto(t) for t in msg.timers),
+            pending_task=(
+                Task.from_proto(msg.pending_task) if msg.HasField("pending_task") else None
+            ),
         )
 
     def to_dict(self) -> JSONObject:
@@ -210,6 +366,7 @@ class Workflow:
             "create_time": _iso(self.create_time),
             "update_time": _iso(self.update_time),
             "timers": [t.to_dict() for t in self.timers],
+            "pending_task": self.pending_task.to_dict() if self.pending_task is not None else None,
         }
 
 
@@ -313,6 +470,22 @@ class WatchEvent:
             "transitions": [t.to_dict() for t in self.transitions],
             "workflow": self.workflow.to_dict(),
         }
+
+
+@dataclass(frozen=True, slots=True)
+class TaskOutcome:
+    """What CompleteTask and FailTask answer: the task after the call, and its instance.
+
+    After a completion the instance is as of the step that applied the result; after a
+    failure it changed only if the task gave up (``task.status`` FAILED or TIMED_OUT rather
+    than BACKOFF).
+    """
+
+    task: Task
+    workflow: Workflow
+
+    def to_dict(self) -> JSONObject:
+        return {"task": self.task.to_dict(), "workflow": self.workflow.to_dict()}
 
 
 @dataclass(frozen=True, slots=True)

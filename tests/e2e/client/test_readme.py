@@ -27,7 +27,8 @@ def _env(server: ServerProcess) -> dict[str, str]:
 
 
 def test_python_examples_run(module_server: ServerProcess) -> None:
-    blocks = _blocks("python")
+    # The Workers examples run until interrupted: tests/unit/client/test_worker.py runs them.
+    blocks = [b for b in _blocks("python") if "Worker(" not in b]
     assert len(blocks) == 2
     outputs = []
     for block in blocks:

@@ -1,8 +1,10 @@
-"""A scripted in-process WorkflowService on loopback, for client tests without statewrightd."""
+"""A scripted in-process WorkflowService and TaskService on loopback, for client tests
+without statewrightd."""
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
 from typing import Any
@@ -11,9 +13,10 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
-from statewright.v1 import workflow_pb2
+from statewright.v1 import task_pb2, task_service_pb2, task_service_pb2_grpc, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
+from statewright.values import to_struct
 
 Behaviour = Callable[[Any, grpc.ServicerContext], Any]
 
@@ -55,8 +58,33 @@ def workflow(
     )
 
 
-class FakeService(pb_grpc.WorkflowServiceServicer):
-    """Answers each RPC with the behaviour a test assigned; records requests and deadlines."""
+def task(
+    workflow_id: str = "w",
+    task_id: str = "t1",
+    *,
+    queue: str = "payments",
+    input: dict[str, object] | None = None,
+    attempt: int = 1,
+    lease_token: str = "",
+    status: int = task_pb2.TASK_STATUS_SCHEDULED,
+) -> task_pb2.Task:
+    message = task_pb2.Task(
+        name=f"workflows/{workflow_id}/tasks/{task_id}",
+        workflow=f"workflows/{workflow_id}",
+        state="charge",
+        queue=queue,
+        attempt=attempt,
+        lease_token=lease_token,
+        status=status,  # type: ignore[arg-type]
+        revision=1,
+    )
+    message.input.CopyFrom(to_struct(input or {}))
+    return message
+
+
+class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskServiceServicer):
+    """Answers each RPC of both services with the behaviour a test assigned; records requests
+    and deadlines. Method names are unique across the services."""
 
     def __init__(self) -> None:
         self.behaviours: dict[str, Behaviour] = {}
@@ -112,14 +140,33 @@ class FakeService(pb_grpc.WorkflowServiceServicer):
         result: Iterator[pb.WatchWorkflowResponse] = self._handle("WatchWorkflow", request, context)
         yield from result
 
+    def PollTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("PollTasks", request, context)
+
+    def HeartbeatTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("HeartbeatTask", request, context)
+
+    def CompleteTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("CompleteTask", request, context)
+
+    def FailTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("FailTask", request, context)
+
+    def GetTask(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("GetTask", request, context)
+
+    def ListTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("ListTasks", request, context)
+
 
 class FakeServer:
     """A grpc server on 127.0.0.1 with a :class:`FakeService`; use as a context manager."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_workers: int = 4) -> None:
         self.service = FakeService()
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         pb_grpc.add_WorkflowServiceServicer_to_server(self.service, self._server)
+        task_service_pb2_grpc.add_TaskServiceServicer_to_server(self.service, self._server)
         self.port = self._server.add_insecure_port("127.0.0.1:0")
         self.target = f"127.0.0.1:{self.port}"
 
@@ -129,3 +176,127 @@ class FakeServer:
 
     def __exit__(self, *exc: object) -> None:
         self._server.stop(grace=None)
+
+
+class FakeTasks:
+    """An in-memory task queue behind the fake TaskService, strict about leases as the real
+    server is: a heartbeat, completion or failure must present the current, unexpired lease
+    (else LEASE_SUPERSEDED); a cancelled task answers ``cancel_requested`` to heartbeats and
+    TASK_CANCELLED to completions. Polls honour ``max_tasks`` and ``wait`` (ending early when
+    the caller abandons them). Tests script failures by wrapping ``service.behaviours``.
+    """
+
+    def __init__(
+        self,
+        service: FakeService,
+        *,
+        first_lease: float = 30.0,
+        lease: float = 60.0,
+        max_per_poll: int = 100,
+    ) -> None:
+        self.service = service
+        self.first_lease = first_lease
+        self.lease = lease
+        self.max_per_poll = max_per_poll
+        self.ready: list[task_pb2.Task] = []
+        self.leases: dict[str, tuple[str, float]] = {}  # name -> (token, wall-clock expiry)
+        self.cancelled: set[str] = set()
+        self.completed: dict[str, Any] = {}
+        self.failed: dict[str, Any] = {}
+        self.heartbeats: list[Any] = []
+        self.abandoned_polls = 0
+        self.condition = threading.Condition()
+        service.behaviours.update(
+            PollTasks=self.poll,
+            HeartbeatTask=self.heartbeat,
+            CompleteTask=self.complete,
+            FailTask=self.fail,
+        )
+
+    def add(self, task_id: str, input: dict[str, object], queue: str = "payments") -> str:
+        message = task(task_id, task_id, queue=queue, input=input, attempt=0)
+        with self.condition:
+            self.ready.append(message)
+            self.condition.notify_all()
+        return message.name
+
+    def cancel(self, name: str) -> None:
+        with self.condition:
+            self.cancelled.add(name)
+
+    def supersede(self, name: str) -> None:
+        """The lease expired and the task went to another worker."""
+        with self.condition:
+            self.leases[name] = ("someone-else", time.time() + 60)
+
+    def wait_until(self, predicate: Callable[[], bool], seconds: float = 15.0) -> bool:
+        with self.condition:
+            return self.condition.wait_for(predicate, seconds)
+
+    def poll(self, request: Any, context: grpc.ServicerContext) -> Any:
+        deadline = time.monotonic() + request.wait.ToTimedelta().total_seconds()
+        with self.condition:
+            while True:
+                if not context.is_active():
+                    self.abandoned_polls += 1
+                    self.condition.notify_all()
+                    return task_service_pb2.PollTasksResponse()
+                matching = [t for t in self.ready if t.queue == request.queue]
+                if matching or time.monotonic() >= deadline:
+                    break
+                self.condition.wait(0.02)
+            leased = matching[: min(max(1, request.max_tasks), self.max_per_poll)]
+            for message in leased:
+                self.ready.remove(message)
+                message.attempt += 1
+                message.status = task_pb2.TASK_STATUS_LEASED
+                message.lease_token = f"{message.name}@{message.attempt}"
+                expires = time.time() + self.first_lease
+                message.lease_expire_time.FromNanoseconds(int(expires * 1e9))
+                self.leases[message.name] = (message.lease_token, expires)
+            self.condition.notify_all()
+            return task_service_pb2.PollTasksResponse(tasks=leased)
+
+    def _check_lease(self, request: Any, context: grpc.ServicerContext) -> None:
+        token, expires = self.leases.get(request.name, ("", 0.0))
+        if request.lease_token != token or time.time() > expires:
+            abort(context, grpc.StatusCode.FAILED_PRECONDITION, "LEASE_SUPERSEDED")
+
+    def heartbeat(self, request: Any, context: grpc.ServicerContext) -> Any:
+        with self.condition:
+            self._check_lease(request, context)
+            self.heartbeats.append(request)
+            self.condition.notify_all()
+            response = task_service_pb2.HeartbeatTaskResponse(
+                cancel_requested=request.name in self.cancelled
+            )
+            token, _ = self.leases[request.name]
+            expires = time.time() + self.lease
+            self.leases[request.name] = (token, expires)
+            response.lease_expire_time.FromNanoseconds(int(expires * 1e9))
+            return response
+
+    def complete(self, request: Any, context: grpc.ServicerContext) -> Any:
+        with self.condition:
+            if request.name in self.cancelled:
+                abort(context, grpc.StatusCode.FAILED_PRECONDITION, "TASK_CANCELLED")
+            self._check_lease(request, context)
+            self.completed[request.name] = request
+            del self.leases[request.name]
+            self.condition.notify_all()
+            done = task_pb2.Task(name=request.name, status=task_pb2.TASK_STATUS_COMPLETED)
+            return task_service_pb2.CompleteTaskResponse(task=done, workflow=workflow())
+
+    def fail(self, request: Any, context: grpc.ServicerContext) -> Any:
+        with self.condition:
+            self._check_lease(request, context)
+            self.failed[request.name] = request
+            del self.leases[request.name]
+            self.condition.notify_all()
+            status = (
+                task_pb2.TASK_STATUS_FAILED
+                if request.non_retryable
+                else task_pb2.TASK_STATUS_BACKOFF
+            )
+            failed = task_pb2.Task(name=request.name, status=status)
+            return task_service_pb2.FailTaskResponse(task=failed, workflow=workflow())

@@ -372,8 +372,10 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     public = {name for name in dir(Client) if not name.startswith("_")}
     assert public == {name for name in dir(AsyncClient) if not name.startswith("_")}
     assert {"start", "resume", "signal", "get", "cancel", "watch", "definitions"} <= public
+    assert {"poll_tasks", "list_tasks"} <= public
     unary = {"start", "resume", "signal", "get", "cancel", "diagnostics"}
     unary |= {"workflow_diagnostics", "definition"}
+    unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

@@ -10,7 +10,7 @@ import pytest
 from statewright import _common
 from statewright.errors import StatewrightError
 from statewright.models import WorkflowStatus, workflow_name
-from statewright.v1 import workflow_pb2
+from statewright.v1 import task_service_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from tests.unit.client.fakes import workflow
@@ -36,6 +36,19 @@ def test_method_timeouts_come_from_the_config() -> None:
     assert timeouts["StartWorkflow"] == 30.0
     assert timeouts["CancelWorkflow"] == 30.0
     assert "WatchWorkflow" not in timeouts
+    assert timeouts["GetTask"] == 10.0
+    assert timeouts["CompleteTask"] == 30.0
+    assert timeouts["HeartbeatTask"] == 30.0
+    # A long poll's deadline follows its wait, not the config.
+    assert "PollTasks" not in timeouts
+
+
+def test_method_names_are_unique_across_the_services() -> None:
+    # The drivers and the timeouts key RPCs by bare method name.
+    workflows = pb.DESCRIPTOR.services_by_name["WorkflowService"].methods_by_name
+    tasks = task_service_pb2.DESCRIPTOR.services_by_name["TaskService"].methods_by_name
+    assert set(workflows).isdisjoint(tasks)
+    assert len(tasks) == 6
 
 
 def test_channel_options_install_config_and_enable_retries() -> None:

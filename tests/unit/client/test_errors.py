@@ -51,6 +51,10 @@ def _call(code: grpc.StatusCode, reason: str, metadata: dict[str, str]) -> _Fake
         (grpc.StatusCode.RESOURCE_EXHAUSTED, "OVERLOADED", errors.Overloaded),
         (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_EVENT", errors.UnknownEvent),
         (grpc.StatusCode.UNAVAILABLE, "SHUTTING_DOWN", errors.ShuttingDown),
+        (grpc.StatusCode.FAILED_PRECONDITION, "LEASE_SUPERSEDED", errors.LeaseSuperseded),
+        (grpc.StatusCode.FAILED_PRECONDITION, "TASK_CANCELLED", errors.TaskCancelled),
+        (grpc.StatusCode.NOT_FOUND, "TASK_NOT_FOUND", errors.TaskNotFound),
+        (grpc.StatusCode.ABORTED, "LEASE_SUPERSEDED", errors.Aborted),
         # Unknown reasons (a newer server) fall back to the class for the code.
         (grpc.StatusCode.ABORTED, "SOME_NEW_REASON", errors.Aborted),
         (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_INPUT", errors.InvalidArgument),
