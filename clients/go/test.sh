@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build and unit-test the Go client: modules come from the Go module proxy (cached after
-# the first run); gofmt and go vet must be clean; the example program and the conformance
+# the first run); gofmt and go vet must be clean; the example programs and the conformance
 # runner are compiled; `go test` runs every package's tests.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -13,5 +13,5 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
-go build -o bin/ ./examples/start_resume ./cmd/conformance
+go build -o bin/ ./examples/start_resume ./examples/payments_worker ./cmd/conformance
 go test -count=1 ./...

@@ -1,7 +1,8 @@
 // Package statewright is a small layer over the generated statewright.v1 gRPC client
 // (package statewrightv1): a connection set up with the service config shipped with the
-// API, a WatchWorkflow that resumes after dropped connections (Client.Watch), and helpers
-// that read the google.rpc.ErrorInfo every Statewright error carries.
+// API, a WatchWorkflow that resumes after dropped connections (Client.Watch), a task worker
+// (NewWorker), and helpers that read the google.rpc.ErrorInfo every Statewright error
+// carries.
 package statewright
 
 import (
@@ -12,10 +13,13 @@ import (
 	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
 )
 
-// Client is a WorkflowService client over its own connection. Every generated method is
-// available on it directly (StartWorkflow, ResumeWorkflow, WatchWorkflow, ...).
+// Client is a WorkflowService and TaskService client over its own connection. Every
+// generated method of both is available on it directly (StartWorkflow, ResumeWorkflow,
+// WatchWorkflow, ..., PollTasks, HeartbeatTask, CompleteTask, FailTask, GetTask,
+// ListTasks); the two services share no method name.
 type Client struct {
 	statewrightv1.WorkflowServiceClient
+	statewrightv1.TaskServiceClient
 	conn *grpc.ClientConn
 }
 
@@ -31,7 +35,11 @@ func NewClient(target string, opts ...grpc.DialOption) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("statewright: connecting to %s: %w", target, err)
 	}
-	return &Client{WorkflowServiceClient: statewrightv1.NewWorkflowServiceClient(conn), conn: conn}, nil
+	return &Client{
+		WorkflowServiceClient: statewrightv1.NewWorkflowServiceClient(conn),
+		TaskServiceClient:     statewrightv1.NewTaskServiceClient(conn),
+		conn:                  conn,
+	}, nil
 }
 
 // Conn returns the underlying connection, for example to build a health client on it.
