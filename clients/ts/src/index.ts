@@ -7,6 +7,7 @@ export {
   workflowName,
   type StatewrightClient,
   type StatewrightClientOptions,
+  type TaskServiceClient,
   type WorkflowServiceClient,
 } from "./client.js";
 export { watch, type WatchOptions } from "./watch.js";
@@ -25,6 +26,9 @@ export {
 export { defaultServiceConfig } from "./gen/service_config.js";
 export * from "./gen/statewright/v1/definition_pb.js";
 export * from "./gen/statewright/v1/diagnostics_pb.js";
+export * from "./gen/statewright/v1/task_pb.js";
+export * from "./gen/statewright/v1/task_service_pb.js";
 export * from "./gen/statewright/v1/workflow_pb.js";
 export * from "./gen/statewright/v1/workflow_service_pb.js";
 export { Code, ConnectError } from "@connectrpc/connect";
+export type { JsonObject, JsonValue } from "@bufbuild/protobuf";
