@@ -1,6 +1,6 @@
 // The Statewright TypeScript client: generated statewright.v1 messages and service
 // descriptors, a client factory that follows the shipped service config, a resuming watch,
-// and helpers for the google.rpc.ErrorInfo every Statewright error carries.
+// a task worker, and helpers for the google.rpc.ErrorInfo every Statewright error carries.
 export {
   createStatewrightClient,
   createStatewrightTransport,
@@ -11,6 +11,19 @@ export {
   type WorkflowServiceClient,
 } from "./client.js";
 export { watch, type WatchOptions } from "./watch.js";
+export {
+  TaskAbortError,
+  TaskFailure,
+  Worker,
+  type TaskAbortKind,
+  type TaskContext,
+  type TaskFailureOptions,
+  type TaskHandler,
+  type WorkerLogger,
+  type WorkerOptions,
+  type WorkerRunOptions,
+  type WorkerTask,
+} from "./worker.js";
 export { DOMAIN, ErrorInfoSchema, errorInfo, errorReason, type ErrorInfo } from "./error_info.js";
 export {
   codeName,
