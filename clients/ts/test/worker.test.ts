@@ -1,7 +1,10 @@
 // The task worker over a real HTTP/2 gRPC connection to the in-process FakeTaskService.
 // Every wait is on an observed call or state (fake.until), never on a clock.
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { hostname } from "node:os";
+import { fileURLToPath } from "node:url";
 import { test, type TestContext } from "node:test";
 
 import { Code } from "@connectrpc/connect";
@@ -519,4 +522,33 @@ test("the client calls TaskService methods on the same connection", limit, async
   const got = await client.getTask({ name });
   assert.equal(got.task?.status, TaskStatus.LEASED);
   assert.equal(got.task?.leaseToken, "");
+});
+
+test("examples/worker.ts charges, declines for good, and exits on SIGINT", limit, async (t) => {
+  const fake = new FakeTaskService();
+  const served = await serve({}, fake.impl);
+  t.after(() => served.close());
+  const charged = fake.schedule("payments", { order: "o-1", amount: 20 });
+  const declined = fake.schedule("payments", { order: "o-2", amount: 1500 });
+  const example = fileURLToPath(new URL("../examples/worker.js", import.meta.url));
+  const child = spawn(process.execPath, [example, served.target], { stdio: ["ignore", "pipe", "inherit"] });
+  t.after(() => child.exitCode === null && child.kill());
+  let output = "";
+  child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
+  const exited = once(child, "exit");
+  await fake.until(() => fake.completions.length === 1 && fake.failures.length === 1, "a completion and a failure", 15_000);
+  child.kill("SIGINT");
+  const [code] = await exited;
+
+  assert.equal(code, 0);
+  assert.deepEqual(
+    fake.completions.map((c) => [c.name, c.result]),
+    [[charged, { id: "ch-o-1" }]],
+  );
+  const failure = fake.failures[0]!;
+  assert.deepEqual(
+    [failure.name, failure.error?.type, failure.error?.details, failure.nonRetryable],
+    [declined, "CARD_DECLINED", { amount: 1500 }, true],
+  );
+  assert.equal(output, "charged o-1 (attempt 1)\n");
 });
