@@ -2,6 +2,7 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/connect-node";
 
 import { defaultServiceConfig } from "./gen/service_config.js";
+import { TaskService } from "./gen/statewright/v1/task_service_pb.js";
 import { WorkflowService, type WatchWorkflowResponse } from "./gen/statewright/v1/workflow_service_pb.js";
 import { withServiceConfig, type ServiceConfig } from "./service_config.js";
 import { watch, type WatchOptions } from "./watch.js";
@@ -9,8 +10,14 @@ import { watch, type WatchOptions } from "./watch.js";
 /** A promise-based WorkflowService client: one method per RPC (startWorkflow, ...). */
 export type WorkflowServiceClient = Client<typeof WorkflowService>;
 
-/** A WorkflowServiceClient with the helpers that span several calls. */
-export type StatewrightClient = WorkflowServiceClient & {
+/** A promise-based TaskService client: pollTasks, heartbeatTask, completeTask, ... */
+export type TaskServiceClient = Client<typeof TaskService>;
+
+/**
+ * One client for both services (their method names do not overlap), with the helpers that
+ * span several calls.
+ */
+export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & {
   /**
    * Yields every revision of an instance in order, resuming after dropped connections,
    * and returns after a terminal one; see watch() in watch.ts.
@@ -35,10 +42,14 @@ export function createStatewrightTransport(target: string, options: StatewrightC
   return withServiceConfig(createGrpcTransport({ baseUrl, ...transportOptions }), serviceConfig);
 }
 
-/** A WorkflowService client for target, with watch(); see createStatewrightTransport. */
+/**
+ * A WorkflowService and TaskService client for target over one transport, with watch();
+ * see createStatewrightTransport.
+ */
 export function createStatewrightClient(target: string, options: StatewrightClientOptions = {}): StatewrightClient {
-  const client = createClient(WorkflowService, createStatewrightTransport(target, options));
-  return Object.assign(client, {
+  const transport = createStatewrightTransport(target, options);
+  const client = createClient(WorkflowService, transport);
+  return Object.assign(client, createClient(TaskService, transport), {
     watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
   });
 }

@@ -1,15 +1,29 @@
 // The Statewright TypeScript client: generated statewright.v1 messages and service
 // descriptors, a client factory that follows the shipped service config, a resuming watch,
-// and helpers for the google.rpc.ErrorInfo every Statewright error carries.
+// a task worker, and helpers for the google.rpc.ErrorInfo every Statewright error carries.
 export {
   createStatewrightClient,
   createStatewrightTransport,
   workflowName,
   type StatewrightClient,
   type StatewrightClientOptions,
+  type TaskServiceClient,
   type WorkflowServiceClient,
 } from "./client.js";
 export { watch, type WatchOptions } from "./watch.js";
+export {
+  TaskAbortError,
+  TaskFailure,
+  Worker,
+  type TaskAbortKind,
+  type TaskContext,
+  type TaskFailureOptions,
+  type TaskHandler,
+  type WorkerLogger,
+  type WorkerOptions,
+  type WorkerRunOptions,
+  type WorkerTask,
+} from "./worker.js";
 export { DOMAIN, ErrorInfoSchema, errorInfo, errorReason, type ErrorInfo } from "./error_info.js";
 export {
   codeName,
@@ -25,6 +39,9 @@ export {
 export { defaultServiceConfig } from "./gen/service_config.js";
 export * from "./gen/statewright/v1/definition_pb.js";
 export * from "./gen/statewright/v1/diagnostics_pb.js";
+export * from "./gen/statewright/v1/task_pb.js";
+export * from "./gen/statewright/v1/task_service_pb.js";
 export * from "./gen/statewright/v1/workflow_pb.js";
 export * from "./gen/statewright/v1/workflow_service_pb.js";
 export { Code, ConnectError } from "@connectrpc/connect";
+export type { JsonObject, JsonValue } from "@bufbuild/protobuf";

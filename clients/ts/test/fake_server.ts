@@ -1,11 +1,13 @@
-// An in-process WorkflowService over HTTP/2 with the gRPC protocol, for tests: serve()
-// runs any implementation; fakeWorkflowService() behaves like the example definitions as
-// far as the conformance scenario looks, with knobs that make it deviate on purpose.
+// An in-process WorkflowService (and TaskService) over HTTP/2 with the gRPC protocol, for
+// tests: serve() runs any implementation; fakeWorkflowService() behaves like the example
+// definitions as far as the conformance scenario looks, with knobs that make it deviate on
+// purpose; FakeTaskService leases tasks as the server does and records every call.
 import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
 import type { AddressInfo } from "node:net";
 import { EventEmitter, once } from "node:events";
 
-import { clone, create } from "@bufbuild/protobuf";
+import { clone, create, type JsonObject } from "@bufbuild/protobuf";
+import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
@@ -18,8 +20,21 @@ import {
   type WatchWorkflowResponse,
 } from "../src/gen/statewright/v1/workflow_service_pb.js";
 import { WorkflowSchema, WorkflowStatus, type Workflow } from "../src/gen/statewright/v1/workflow_pb.js";
+import { TaskSchema, TaskStatus, type Task } from "../src/gen/statewright/v1/task_pb.js";
+import {
+  CompleteTaskResponseSchema,
+  FailTaskResponseSchema,
+  TaskService,
+  type CompleteTaskRequest,
+  type CompleteTaskResponse,
+  type FailTaskRequest,
+  type FailTaskResponse,
+  type HeartbeatTaskRequest,
+  type PollTasksRequest,
+} from "../src/gen/statewright/v1/task_service_pb.js";
 
 export type WorkflowServiceImpl = Partial<ServiceImpl<typeof WorkflowService>>;
+export type TaskServiceImpl = Partial<ServiceImpl<typeof TaskService>>;
 
 export interface Served {
   target: string;
@@ -28,12 +43,16 @@ export interface Served {
   dropConnections(): void;
 }
 
-export async function serve(impl: WorkflowServiceImpl): Promise<Served> {
+/** Serves impl, and tasks when given (without it, TaskService calls are UNIMPLEMENTED). */
+export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl): Promise<Served> {
   const handler = connectNodeAdapter({
     grpc: true,
     connect: false,
     grpcWeb: false,
-    routes: (router: ConnectRouter) => router.service(WorkflowService, impl),
+    routes: (router: ConnectRouter) => {
+      router.service(WorkflowService, impl);
+      if (tasks) router.service(TaskService, tasks);
+    },
   });
   const server: Http2Server = createServer(handler);
   const sessions = new Set<ServerHttp2Session>();
@@ -210,6 +229,183 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
         yield message;
       }
       if (knobs.watchEndError) throw knobs.watchEndError;
+    },
+  };
+}
+
+type TaskMethod = "poll" | "heartbeat" | "complete" | "fail";
+
+/**
+ * A TaskService that leases scheduled tasks the way the server does (attempt, a fresh
+ * lease token and expiry per lease; LEASE_SUPERSEDED for a lease that is not current,
+ * TASK_CANCELLED and cancel_requested for a cancelled task, idempotent request ids) and
+ * records every request, for worker tests. Leases never expire by themselves: a test
+ * moves a lease on with supersede(), so that no outcome depends on timing.
+ */
+export class FakeTaskService {
+  readonly polls: PollTasksRequest[] = [];
+  /** The signal of each poll's call, in order: aborted once the client cancelled it. */
+  readonly pollSignals: AbortSignal[] = [];
+  readonly heartbeats: HeartbeatTaskRequest[] = [];
+  readonly completions: CompleteTaskRequest[] = [];
+  readonly failures: FailTaskRequest[] = [];
+  /** Errors that the next calls of each method throw, in order, before it behaves again. */
+  readonly errors: Record<TaskMethod, ConnectError[]> = { poll: [], heartbeat: [], complete: [], fail: [] };
+  /** Called with each poll request as it arrives. */
+  onPoll: ((req: PollTasksRequest) => void) | undefined;
+  /** How long a lease from a poll lasts, and one extended by a heartbeat (ms from now). */
+  leaseMs = 30_000;
+  extendMs = 60_000;
+
+  private readonly tasks = new Map<string, Task>();
+  private readonly completed = new Map<string, CompleteTaskResponse>();
+  private readonly failed = new Map<string, FailTaskResponse>();
+  private readonly changed = new EventEmitter();
+  private count = 0;
+
+  constructor() {
+    this.changed.setMaxListeners(0);
+  }
+
+  /** Schedules a task on queue; returns its name. */
+  schedule(queue: string, input: JsonObject = {}): string {
+    const n = ++this.count;
+    const name = `workflows/wf-${n}/tasks/t-${n}`;
+    this.tasks.set(
+      name,
+      create(TaskSchema, { name, workflow: `workflows/wf-${n}`, state: "charge", queue, input, status: TaskStatus.SCHEDULED }),
+    );
+    this.emit();
+    return name;
+  }
+
+  task(name: string): Task {
+    const task = this.tasks.get(name);
+    if (!task) throw statewrightError(Code.NotFound, "TASK_NOT_FOUND", { name });
+    return task;
+  }
+
+  /** The task's state was left: heartbeats answer cancel_requested, reports TASK_CANCELLED. */
+  cancel(name: string): void {
+    this.task(name).status = TaskStatus.CANCELLED;
+    this.emit();
+  }
+
+  /** The lease expired and another worker took the task: the holder's token is stale. */
+  supersede(name: string): void {
+    const task = this.task(name);
+    task.attempt++;
+    task.leaseToken = `lease-${++this.count}`;
+    this.emit();
+  }
+
+  /**
+   * Resolves once condition holds, re-checking after every call to the fake and every 10 ms
+   * (for what happens in the client alone); rejects after timeoutMs, so a test that waits
+   * for something that never comes fails instead of hanging.
+   */
+  async until(condition: () => boolean, what: string, timeoutMs = 10_000): Promise<void> {
+    const deadline = AbortSignal.timeout(timeoutMs);
+    while (!condition()) {
+      if (deadline.aborted) throw new Error(`timed out waiting for ${what}`);
+      await once(this.changed, "change", { signal: AbortSignal.any([deadline, AbortSignal.timeout(10)]) }).catch(() => undefined);
+    }
+  }
+
+  /** Lets a test wake until() after changing something the fake cannot see. */
+  emit(): void {
+    this.changed.emit("change");
+  }
+
+  private record<T>(list: T[], req: T, method: TaskMethod): void {
+    list.push(req);
+    this.emit();
+    const error = this.errors[method].shift();
+    if (error) throw error;
+  }
+
+  private leased(name: string, leaseToken: string): Task {
+    const task = this.task(name);
+    if (task.status === TaskStatus.CANCELLED) throw statewrightError(Code.FailedPrecondition, "TASK_CANCELLED", { name });
+    if (task.status !== TaskStatus.LEASED || task.leaseToken !== leaseToken) {
+      throw statewrightError(Code.FailedPrecondition, "LEASE_SUPERSEDED", { name });
+    }
+    return task;
+  }
+
+  readonly impl: TaskServiceImpl = {
+    pollTasks: async (req, ctx) => {
+      this.pollSignals.push(ctx.signal);
+      this.onPoll?.(req);
+      this.record(this.polls, req, "poll");
+      const waitMs = Number(req.wait?.seconds ?? 0n) * 1000 + (req.wait?.nanos ?? 0) / 1e6;
+      const waited = AbortSignal.any([ctx.signal, AbortSignal.timeout(waitMs)]);
+      for (;;) {
+        const ready = [...this.tasks.values()].filter((t) => t.queue === req.queue && t.status === TaskStatus.SCHEDULED);
+        if (ready.length > 0) {
+          const leased = ready.slice(0, Math.max(req.maxTasks, 1));
+          for (const task of leased) {
+            task.status = TaskStatus.LEASED;
+            task.attempt++;
+            task.leaseToken = `lease-${++this.count}`;
+            task.leaseExpireTime = timestampFromMs(Date.now() + this.leaseMs);
+          }
+          this.emit();
+          return { tasks: leased.map((t) => clone(TaskSchema, t)) };
+        }
+        try {
+          await once(this.changed, "change", { signal: waited });
+        } catch {
+          if (ctx.signal.aborted) throw new ConnectError("poll cancelled", Code.Canceled);
+          return { tasks: [] };
+        }
+      }
+    },
+
+    heartbeatTask: (req) => {
+      this.record(this.heartbeats, req, "heartbeat");
+      const task = this.task(req.name);
+      if (task.status === TaskStatus.CANCELLED) {
+        return { leaseExpireTime: task.leaseExpireTime, cancelRequested: true };
+      }
+      this.leased(req.name, req.leaseToken);
+      task.leaseExpireTime = timestampFromMs(Date.now() + this.extendMs);
+      if (req.details) task.heartbeatDetails = req.details;
+      return { leaseExpireTime: task.leaseExpireTime, cancelRequested: false };
+    },
+
+    completeTask: (req) => {
+      this.record(this.completions, req, "complete");
+      const earlier = req.requestId ? this.completed.get(req.requestId) : undefined;
+      if (earlier) return earlier;
+      const task = this.leased(req.name, req.leaseToken);
+      task.status = TaskStatus.COMPLETED;
+      task.leaseToken = "";
+      const response = create(CompleteTaskResponseSchema, { task: clone(TaskSchema, task) });
+      if (req.requestId) this.completed.set(req.requestId, response);
+      this.emit();
+      return response;
+    },
+
+    failTask: (req) => {
+      this.record(this.failures, req, "fail");
+      const earlier = req.requestId ? this.failed.get(req.requestId) : undefined;
+      if (earlier) return earlier;
+      const task = this.leased(req.name, req.leaseToken);
+      // Not rescheduled, so that a test sees each failure once.
+      task.status = req.nonRetryable ? TaskStatus.FAILED : TaskStatus.BACKOFF;
+      task.leaseToken = "";
+      if (req.error) task.lastError = req.error;
+      const response = create(FailTaskResponseSchema, { task: clone(TaskSchema, task) });
+      if (req.requestId) this.failed.set(req.requestId, response);
+      this.emit();
+      return response;
+    },
+
+    getTask: (req) => {
+      const task = clone(TaskSchema, this.task(req.name));
+      task.leaseToken = "";
+      return { task };
     },
   };
 }
