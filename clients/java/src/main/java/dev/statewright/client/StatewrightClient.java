@@ -285,8 +285,8 @@ public final class StatewrightClient implements AutoCloseable {
 
   /**
    * Leases up to {@code max_tasks} tasks of a queue, waiting up to {@code wait} for one. The call's
-   * deadline is {@code wait} plus 5 s, so a long poll is never cut
-   * short by the client; an empty answer means the wait ran out.
+   * deadline is {@code wait} plus 5 s, so a long poll is never cut short by the client; an empty
+   * answer means the wait ran out.
    */
   public PollTasksResponse pollTasks(PollTasksRequest request) {
     Duration wait = Duration.ofSeconds(request.getWait().getSeconds(), request.getWait().getNanos());

@@ -8,8 +8,9 @@ import java.util.Map;
  * What a {@link TaskHandler} gets: the task, a way to report progress, and its cancellation.
  *
  * <p>The worker heartbeats every running task by itself; {@link #heartbeat(Map)} only hands it the
- * details to carry (and sends them soon). Cancellation is cooperative: the worker never interrupts
- * a handler for it, and discards whatever the handler returns or throws once it is cancelled.
+ * details to carry (and sends them soon). Cancellation is cooperative: the worker does not
+ * interrupt a handler whose task was cancelled, and discards whatever it returns or throws. Only
+ * at shutdown, past the grace period, are the handlers still running interrupted.
  */
 public interface TaskContext {
   /** The task's resource name, {@code workflows/{workflow_id}/tasks/{task_id}}. */
