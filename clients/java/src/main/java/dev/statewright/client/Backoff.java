@@ -7,8 +7,9 @@ import java.util.function.LongSupplier;
 /**
  * Exponential backoff with equal jitter, bounded by a time budget since the last progress.
  *
- * <p>Mirrors the service config's policy (0.1 s doubling to 2 s) for the one thing gRPC's own
- * retries cannot do: resume a stream that already delivered messages. Not thread-safe.
+ * <p>Mirrors the service config's policy (0.1 s doubling to 2 s) for what gRPC's own retries
+ * cannot do: resume a stream that already delivered messages, and keep a {@link Worker} polling
+ * and reporting through an outage longer than a few retries. Not thread-safe.
  */
 final class Backoff {
   private final long initialNanos;
@@ -18,6 +19,11 @@ final class Backoff {
   private long nextNanos;
   private boolean counting;
   private long sinceNanos;
+
+  /** Without a budget: {@link #delayNanos} never gives up. */
+  Backoff(Duration initial, Duration maximum) {
+    this(initial, maximum, Duration.ofNanos(Long.MAX_VALUE), System::nanoTime);
+  }
 
   Backoff(Duration initial, Duration maximum, Duration budget) {
     this(initial, maximum, budget, System::nanoTime);

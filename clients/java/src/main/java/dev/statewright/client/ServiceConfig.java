@@ -22,6 +22,7 @@ import java.util.Map;
 public final class ServiceConfig {
   static final String RESOURCE = "service-config.json";
   static final String SERVICE = "statewright.v1.WorkflowService";
+  static final String TASK_SERVICE = "statewright.v1.TaskService";
 
   private static final Map<String, ?> CONFIG = parse(read());
 
@@ -42,8 +43,16 @@ public final class ServiceConfig {
     return builder;
   }
 
-  /** The config's {@code timeout} per RPC method name, e.g. {@code GetWorkflow -> 10s}. */
+  /** The config's {@code timeout} per WorkflowService method name, e.g. {@code GetWorkflow -> 10s}. */
   public static Map<String, Duration> methodTimeouts() {
+    return methodTimeouts(SERVICE);
+  }
+
+  /**
+   * The config's {@code timeout} per method name of one service, e.g. {@code
+   * methodTimeouts("statewright.v1.TaskService")} gives {@code CompleteTask -> 30s}.
+   */
+  public static Map<String, Duration> methodTimeouts(String service) {
     Map<String, Duration> timeouts = new HashMap<>();
     for (Object entry : (List<?>) CONFIG.get("methodConfig")) {
       Map<?, ?> methodConfig = (Map<?, ?>) entry;
@@ -54,7 +63,7 @@ public final class ServiceConfig {
       Duration duration = parseDuration((String) timeout);
       for (Object name : (List<?>) methodConfig.get("name")) {
         Map<?, ?> n = (Map<?, ?>) name;
-        if (SERVICE.equals(n.get("service")) && n.get("method") != null) {
+        if (service.equals(n.get("service")) && n.get("method") != null) {
           timeouts.put((String) n.get("method"), duration);
         }
       }

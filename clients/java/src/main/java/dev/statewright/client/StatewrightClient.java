@@ -2,20 +2,33 @@ package dev.statewright.client;
 
 import dev.statewright.v1.CancelWorkflowRequest;
 import dev.statewright.v1.CancelWorkflowResponse;
+import dev.statewright.v1.CompleteTaskRequest;
+import dev.statewright.v1.CompleteTaskResponse;
 import dev.statewright.v1.Definition;
+import dev.statewright.v1.FailTaskRequest;
+import dev.statewright.v1.FailTaskResponse;
 import dev.statewright.v1.GetDiagnosticsRequest;
 import dev.statewright.v1.GetDiagnosticsResponse;
+import dev.statewright.v1.GetTaskRequest;
 import dev.statewright.v1.GetWorkflowRequest;
+import dev.statewright.v1.HeartbeatTaskRequest;
+import dev.statewright.v1.HeartbeatTaskResponse;
 import dev.statewright.v1.ListDefinitionsRequest;
 import dev.statewright.v1.ListDefinitionsResponse;
+import dev.statewright.v1.ListTasksRequest;
+import dev.statewright.v1.ListTasksResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
+import dev.statewright.v1.PollTasksRequest;
+import dev.statewright.v1.PollTasksResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
 import dev.statewright.v1.SignalWorkflowRequest;
 import dev.statewright.v1.SignalWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
 import dev.statewright.v1.StartWorkflowResponse;
+import dev.statewright.v1.Task;
+import dev.statewright.v1.TaskServiceGrpc;
 import dev.statewright.v1.WatchWorkflowResponse;
 import dev.statewright.v1.Workflow;
 import dev.statewright.v1.WorkflowServiceGrpc;
@@ -36,7 +49,8 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
- * A small blocking client for {@code statewright.v1.WorkflowService}.
+ * A small blocking client for {@code statewright.v1.WorkflowService} and {@code
+ * statewright.v1.TaskService} (the calls a {@link Worker} makes, for workers of your own).
  *
  * <ul>
  *   <li>The channel carries the shared service config: gRPC retries a call, with backoff, only
@@ -53,11 +67,15 @@ public final class StatewrightClient implements AutoCloseable {
   public static final String DEFAULT_TARGET = "127.0.0.1:50051";
 
   private static final Duration FALLBACK_TIMEOUT = Duration.ofSeconds(30);
+  /** How much longer than its {@code wait} a PollTasks call may take before it is abandoned. */
+  static final Duration POLL_DEADLINE_MARGIN = Duration.ofSeconds(5);
 
   private final ManagedChannel channel;
   private final boolean ownsChannel;
   private final WorkflowServiceGrpc.WorkflowServiceBlockingStub stub;
+  private final TaskServiceGrpc.TaskServiceBlockingStub taskStub;
   private final Map<String, Duration> timeouts = ServiceConfig.methodTimeouts();
+  private final Map<String, Duration> taskTimeouts = ServiceConfig.methodTimeouts(ServiceConfig.TASK_SERVICE);
 
   /** Uses an existing channel (build it with {@link ServiceConfig#apply}); not closed by us. */
   public StatewrightClient(ManagedChannel channel) {
@@ -68,6 +86,7 @@ public final class StatewrightClient implements AutoCloseable {
     this.channel = channel;
     this.ownsChannel = ownsChannel;
     this.stub = WorkflowServiceGrpc.newBlockingStub(channel);
+    this.taskStub = TaskServiceGrpc.newBlockingStub(channel);
   }
 
   /** A plaintext connection to {@code host:port} with the service config and retries on. */
@@ -104,6 +123,26 @@ public final class StatewrightClient implements AutoCloseable {
     } catch (StatusRuntimeException e) {
       throw StatewrightException.from(e);
     }
+  }
+
+  private <T> T taskCall(String method, Function<TaskServiceGrpc.TaskServiceBlockingStub, T> rpc) {
+    return taskCall(taskTimeouts.getOrDefault(method, FALLBACK_TIMEOUT), rpc);
+  }
+
+  private <T> T taskCall(Duration timeout, Function<TaskServiceGrpc.TaskServiceBlockingStub, T> rpc) {
+    try {
+      return rpc.apply(taskStub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS));
+    } catch (StatusRuntimeException e) {
+      throw StatewrightException.from(e);
+    }
+  }
+
+  /**
+   * After a dropped connection the channel waits out its own reconnect backoff (1 s growing to
+   * 120 s) and fails calls at once meanwhile; callers that back off themselves try again now.
+   */
+  void resetConnectBackoff() {
+    channel.resetConnectBackoff();
   }
 
   private static String requestId(String given) {
@@ -240,6 +279,108 @@ public final class StatewrightClient implements AutoCloseable {
       token = page.getNextPageToken();
     } while (!token.isEmpty());
     return all;
+  }
+
+  // --- TaskService ----------------------------------------------------------------------
+
+  /**
+   * Leases up to {@code max_tasks} tasks of a queue, waiting up to {@code wait} for one. The call's
+   * deadline is {@code wait} plus 5 s, so a long poll is never cut short by the client; an empty
+   * answer means the wait ran out.
+   */
+  public PollTasksResponse pollTasks(PollTasksRequest request) {
+    Duration wait = Duration.ofSeconds(request.getWait().getSeconds(), request.getWait().getNanos());
+    return taskCall(wait.plus(POLL_DEADLINE_MARGIN), s -> s.pollTasks(request));
+  }
+
+  /** {@link #pollTasks(PollTasksRequest)} for one queue: the tasks leased, each with its lease. */
+  public List<Task> pollTasks(String queue, String identity, int maxTasks, Duration wait) {
+    return pollTasks(
+            PollTasksRequest.newBuilder()
+                .setQueue(queue)
+                .setIdentity(identity)
+                .setMaxTasks(maxTasks)
+                .setWait(toProto(wait))
+                .build())
+        .getTasksList();
+  }
+
+  /** Extends a lease; the answer says when it now expires and whether to stop ({@code cancel_requested}). */
+  public HeartbeatTaskResponse heartbeatTask(HeartbeatTaskRequest request) {
+    return taskCall("HeartbeatTask", s -> s.heartbeatTask(request));
+  }
+
+  /** {@link #heartbeatTask(HeartbeatTaskRequest)} with progress details (may be empty). */
+  public HeartbeatTaskResponse heartbeatTask(String name, String leaseToken, Map<String, ?> details) {
+    return heartbeatTask(
+        HeartbeatTaskRequest.newBuilder()
+            .setName(name)
+            .setLeaseToken(leaseToken)
+            .setDetails(Structs.toStruct(details))
+            .build());
+  }
+
+  /**
+   * Completes a leased task; answered once the step that applied the result is durably saved. A
+   * request without {@code request_id} gets a random one, so gRPC's own retry is idempotent; to
+   * retry across calls, set a stable one (a {@link Worker} uses {@code "{name}#{attempt}#complete"}).
+   */
+  public CompleteTaskResponse completeTask(CompleteTaskRequest request) {
+    CompleteTaskRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return taskCall("CompleteTask", s -> s.completeTask(r));
+  }
+
+  /** {@link #completeTask(CompleteTaskRequest)} with a result map; returns the instance after the step. */
+  public Workflow completeTask(String name, String leaseToken, Map<String, ?> result, String requestId) {
+    return completeTask(
+            CompleteTaskRequest.newBuilder()
+                .setName(name)
+                .setLeaseToken(leaseToken)
+                .setResult(Structs.toStruct(result))
+                .setRequestId(requestId == null ? "" : requestId)
+                .build())
+        .getWorkflow();
+  }
+
+  /**
+   * Fails a leased attempt: the answer's task is BACKOFF when it will be retried, FAILED or
+   * TIMED_OUT when it gave up. A request without {@code request_id} gets a random one.
+   */
+  public FailTaskResponse failTask(FailTaskRequest request) {
+    FailTaskRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return taskCall("FailTask", s -> s.failTask(r));
+  }
+
+  /** {@link #failTask(FailTaskRequest)} with its own deadline: a worker that shuts down cannot wait long. */
+  FailTaskResponse failTask(FailTaskRequest request, Duration timeout) {
+    FailTaskRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return taskCall(timeout, s -> s.failTask(r));
+  }
+
+  /** One task by its resource name, {@code workflows/{workflow_id}/tasks/{task_id}} (without its lease). */
+  public Task getTask(String name) {
+    GetTaskRequest request = GetTaskRequest.newBuilder().setName(name).build();
+    return taskCall("GetTask", s -> s.getTask(request)).getTask();
+  }
+
+  public ListTasksResponse listTasksPage(ListTasksRequest request) {
+    return taskCall("ListTasks", s -> s.listTasks(request));
+  }
+
+  /** Every task matching the filters of {@code filter} (queue, workflow, status), across all pages. */
+  public List<Task> listTasks(ListTasksRequest filter) {
+    List<Task> all = new ArrayList<>();
+    String token = filter.getPageToken();
+    do {
+      ListTasksResponse page = listTasksPage(filter.toBuilder().setPageToken(token).build());
+      all.addAll(page.getTasksList());
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    return all;
+  }
+
+  static com.google.protobuf.Duration toProto(Duration d) {
+    return com.google.protobuf.Duration.newBuilder().setSeconds(d.getSeconds()).setNanos(d.getNano()).build();
   }
 
   /**

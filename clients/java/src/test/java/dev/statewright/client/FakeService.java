@@ -30,7 +30,10 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BiConsumer;
 import java.util.function.Function;
 
-/** An in-process WorkflowService whose answers each test scripts; records what it received. */
+/**
+ * An in-process WorkflowService whose answers each test scripts; records what it received. The same
+ * server serves {@link #tasks}, a fake TaskService.
+ */
 final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase implements AutoCloseable {
   final List<Object> requests = new CopyOnWriteArrayList<>();
   final List<Deadline> deadlines = new CopyOnWriteArrayList<>();
@@ -41,13 +44,14 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   Function<ResumeWorkflowRequest, ResumeWorkflowResponse> resumeWorkflow;
   Function<ListWorkflowsRequest, ListWorkflowsResponse> listWorkflows;
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
+  final FakeTaskService tasks = new FakeTaskService();
 
   private final String name = InProcessServerBuilder.generateName();
   private final Server server;
   final ManagedChannel channel;
 
   FakeService() throws IOException {
-    server = InProcessServerBuilder.forName(name).directExecutor().addService(this).build().start();
+    server = InProcessServerBuilder.forName(name).directExecutor().addService(this).addService(tasks).build().start();
     // The same configuration a real client channel gets: service config plus retries.
     channel = ServiceConfig.apply(InProcessChannelBuilder.forName(name).directExecutor()).build();
   }
@@ -102,5 +106,6 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   public void close() {
     channel.shutdownNow();
     server.shutdownNow();
+    tasks.close();
   }
 }

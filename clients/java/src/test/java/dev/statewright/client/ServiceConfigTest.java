@@ -35,6 +35,15 @@ class ServiceConfigTest {
     assertEquals(Duration.ofSeconds(10), timeouts.get("GetWorkflow"));
     assertEquals(Duration.ofSeconds(30), timeouts.get("StartWorkflow"));
     assertEquals(null, timeouts.get("WatchWorkflow"));
+    assertEquals(null, timeouts.get("CompleteTask"));
+
+    Map<String, Duration> tasks = ServiceConfig.methodTimeouts(ServiceConfig.TASK_SERVICE);
+    assertEquals(Duration.ofSeconds(10), tasks.get("GetTask"));
+    assertEquals(Duration.ofSeconds(30), tasks.get("CompleteTask"));
+    assertEquals(Duration.ofSeconds(30), tasks.get("HeartbeatTask"));
+    // A long poll's deadline follows its wait, not the config.
+    assertEquals(null, tasks.get("PollTasks"));
+    assertEquals(null, tasks.get("GetWorkflow"));
   }
 
   @Test
