@@ -688,7 +688,11 @@ def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
 
 
 def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:
-    """Events a resume (WAITING) or signal (RUNNING) would accept now."""
+    """Events a resume (WAITING) or signal (RUNNING) would accept now; not ``task_failed``,
+    which only the state's task fires."""
     if snapshot.status in (Status.WAITING, Status.RUNNING) and snapshot.state in defn.kinds:
-        return defn.events_from(snapshot.state)
+        events = defn.events_from(snapshot.state)
+        if TASK_FAILED in events:
+            return tuple(e for e in events if e not in _TASK_EVENTS)
+        return events
     return ()

@@ -153,6 +153,7 @@ def test_a_task_that_gives_up_unhandled_fails_the_instance(
 
 def test_task_failed_is_reserved_for_tasks(defn: Definition) -> None:
     started = fsm.start(defn, "w9", {}).snapshot
+    assert fsm.accepted_events(defn, started) == ("stop", "again")
     for event in ("task_failed", "task_completed"):
         with pytest.raises(InvalidArgument) as refused:
             fsm.signal(defn, started, event, {})
