@@ -116,6 +116,7 @@ class TaskDesk:
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
         while True:
+            seen = polls.generation(queue)
             tasks = await self._lease(queue, max_tasks)
             if tasks:
                 polls.polled(queue, identity)
@@ -123,7 +124,7 @@ class TaskDesk:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or polls.closed:
                 return []
-            await polls.wait(queue, min(remaining, RECHECK))
+            await polls.wait(queue, min(remaining, RECHECK), since=seen)
             polls.polled(queue, identity)
 
     async def _lease(self, queue: str, limit: int) -> list[TaskRecord]:
