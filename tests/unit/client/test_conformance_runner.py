@@ -306,7 +306,7 @@ class _Order:
                 running = workflow("ful-r1", 1, workflow_pb2.WORKFLOW_STATUS_RUNNING, "charging")
                 return pb.GetWorkflowResponse(workflow=running)
             done = workflow("ful-r1", 3, workflow_pb2.WORKFLOW_STATUS_COMPLETED, "refunded")
-            context_ = {"total": 25.0}
+            context_: dict[str, object] = {"total": 25.0}
             if self.charge in self.tasks.completed:
                 context_["charge_id"] = from_struct(self.tasks.completed[self.charge].result)["id"]
             if self.ship in self.tasks.failed:
