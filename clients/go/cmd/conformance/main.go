@@ -53,7 +53,7 @@ func run(scenarioPath string, timeout, wait time.Duration) error {
 	if _, err := rand.Read(runID); err != nil {
 		return err
 	}
-	r := &conformance.Runner{Client: client, Out: os.Stdout, RunID: hex.EncodeToString(runID)}
+	r := &conformance.Runner{Client: client, Tasks: client, Out: os.Stdout, RunID: hex.EncodeToString(runID)}
 	fmt.Printf("conformance: %s against %s, run %s\n", scenarioPath, target, r.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
