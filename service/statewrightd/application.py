@@ -154,6 +154,7 @@ class Application:
             io=self._io,
             observer=self._step_observer,
             clock=clock,
+            max_context_bytes=self.config.limits.context_bytes,
         )
         self._runtime.listeners.append(self._publish_step)
         self._timers = TimerScheduler(

@@ -7,12 +7,19 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from statewrightd.config import ConfigError, ServerConfig, add_server_arguments, config_from
+from statewrightd.config import (
+    ConfigError,
+    ServerConfig,
+    add_security_arguments,
+    add_server_arguments,
+    config_from,
+)
 
 # `statewrightd dev` needs nothing installed: a SQLite file and the bundled examples.
 DEV_DEFAULTS = ServerConfig(
     database_url="sqlite:///statewright-dev.db",
     definitions_dir=Path("examples/definitions"),
+    reflection=True,
 )
 
 
@@ -38,6 +45,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the gRPC server until SIGTERM.",
     )
     add_server_arguments(serve)
+    add_security_arguments(serve)
 
     dev = sub.add_parser(
         "dev",
@@ -47,6 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise.",
     )
     add_server_arguments(dev, DEV_DEFAULTS)
+    add_security_arguments(dev, DEV_DEFAULTS)
 
     validate = sub.add_parser(
         "validate",

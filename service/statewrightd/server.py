@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import ipaddress
 import logging
 import os
 import signal
@@ -27,6 +28,10 @@ from statewrightd.health import Health
 from statewrightd.observability import logs
 from statewrightd.observability.setup import Observability
 from statewrightd.reflection import enable_reflection
+from statewrightd.security.auth_config import load_auth_config
+from statewrightd.security.authn import Authenticator
+from statewrightd.security.interceptor import CallerLimits, CallGate
+from statewrightd.security.tls import ReloadingCredentials, TlsFiles
 from statewrightd.tuning import tune_interpreter
 
 _log = logging.getLogger(__name__)
@@ -63,8 +68,26 @@ class Server:
         self.door = Door()
         self._monitors: list[asyncio.Task[None]] = []
         self._ping: asyncio.Future[None] | None = None
+        limits = config.limits
+        # Read at construction, so that a bad file stops the server before anything binds.
+        authenticator = None
+        if config.auth_config is not None:
+            authenticator = Authenticator(load_auth_config(config.auth_config))
+            authenticator.preload()
+        self.gate = CallGate(
+            self.app,
+            authenticator,
+            CallerLimits(limits.rate, limits.burst, limits.watches_per_caller),
+        )
+        self._tls = (
+            ReloadingCredentials(TlsFiles(config.tls_cert, config.tls_key, config.tls_client_ca))
+            if config.tls_cert is not None and config.tls_key is not None
+            else None
+        )
+        self.health_port: int | None = None
+        self._health_grpc: grpc.aio.Server | None = None
         self._grpc = grpc.aio.server(
-            interceptors=self.observability.interceptors(),
+            interceptors=[*self.observability.interceptors(), self.gate],
             options=[
                 ("grpc.so_reuseport", 1),
                 # grpc core stops taking new calls past 3,000 pending ones by default, and
@@ -72,7 +95,7 @@ class Server:
                 # streams (any RPC) at about 3,000 watchers.
                 ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
                 ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
-                ("grpc.max_receive_message_length", 4 * 1024 * 1024),
+                ("grpc.max_receive_message_length", limits.request_bytes),
             ],
         )
 
@@ -91,13 +114,22 @@ class Server:
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
         add_servicer(self._grpc, TASK_SERVICE, TaskServicer(self.app, self.door))
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
-        enable_reflection(
-            self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
-        )
+        if self.config.reflection:
+            enable_reflection(
+                self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
+            )
         await self.health.starting()
-        self.port = self._grpc.add_insecure_port(self.config.listen)
-        if not self.port:
-            raise OSError(f"could not bind {self.config.listen}")
+        self.port = self._bind()
+        if self.config.health_listen is not None:
+            # Probes (the kubelet's gRPC probe) speak neither TLS nor tokens.
+            self._health_grpc = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._health_grpc)
+            self.health_port = self._health_grpc.add_insecure_port(self.config.health_listen)
+            if not self.health_port:
+                raise OSError(f"could not bind {self.config.health_listen}")
+            await self._health_grpc.start()
+            host = self.config.health_listen.rpartition(":")[0]
+            _log.info("health checks (plaintext) on %s:%d", host, self.health_port)
         await self._grpc.start()
         host = self.config.listen.rpartition(":")[0]
         # Tests and scripts read this line to find the port when listening on port 0.
@@ -109,6 +141,27 @@ class Server:
             asyncio.create_task(self._watch_liveness(), name="liveness-monitor"),
         ]
         return self.port
+
+    def _bind(self) -> int:
+        listen = self.config.listen
+        if self._tls is not None:
+            port = self._grpc.add_secure_port(listen, self._tls.credentials())
+            mode = "mTLS" if self.config.tls_client_ca is not None else "TLS"
+            _log.info("serving %s (certificates re-read when their files change)", mode)
+        else:
+            port = self._grpc.add_insecure_port(listen)
+            host = listen.rpartition(":")[0].strip("[]")
+            if not _loopback(host):
+                _log.warning(
+                    "serving plaintext on %s, which is not a loopback address: anyone on the "
+                    "network can read the traffic; give --tls-cert and --tls-key",
+                    listen,
+                )
+        if not port:
+            raise OSError(f"could not bind {listen}")
+        if self.config.auth_config is None and not _loopback(listen.rpartition(":")[0].strip("[]")):
+            _log.warning("no --auth-config: every caller may do everything")
+        return port
 
     async def _watch_readiness(self) -> None:
         """Readiness follows the database (reachable, and migrated)."""
@@ -173,6 +226,8 @@ class Server:
             _log.warning("draining: %d RPCs still running after %.1fs", self.door.inside, grace)
         # What is left now is health watches and calls that arrived in the last moment.
         await self._grpc.stop(max(0.0, grace - (time.monotonic() - began)))
+        if self._health_grpc is not None:
+            await self._health_grpc.stop(0)
         for monitor in self._monitors:
             monitor.cancel()
         await self.app.close()
@@ -209,6 +264,15 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
         "%s=%s: installing test hooks (never set this in production)", TEST_HOOKS_ENV, name
     )
     importlib.import_module(name).install(app.loop, aio)
+
+
+def _loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def _retrieve(future: asyncio.Future[None]) -> None:

@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parents[2] / "service" / PACKAGE
 LAYERS: list[set[str]] = [
     {"cli"},
     {"server", "health", "reflection", "tuning"},
+    {"security"},
     {"observability"},
     {"api"},
     {"application"},

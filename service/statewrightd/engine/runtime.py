@@ -13,6 +13,7 @@ instance on since it was cached.
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from collections import OrderedDict, deque
@@ -151,6 +152,7 @@ class WorkflowRuntime:
         observer: StepObserver | None = None,
         clock: Clock | None = None,
         cache_size: int = 50_000,
+        max_context_bytes: int = 256 * 1024,
     ) -> None:
         self._loop = loop
         self._clock = clock or Clock()
@@ -161,6 +163,7 @@ class WorkflowRuntime:
         self._observer: StepObserver = observer or Unobserved()
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._cache_size = cache_size
+        self._max_context_bytes = max_context_bytes
         self._admission = AdmissionRegistry()
         self._inflight_requests: dict[str, list[Job]] = {}
         self._recoveries_resolved = 0
@@ -392,6 +395,14 @@ class WorkflowRuntime:
         segment.state = AdmissionState.EXECUTING
         try:
             result = fsm.start(command.loaded.definition, job.workflow_id, command.input)
+            size = _context_size(result)
+            if size > self._max_context_bytes:
+                raise errors.InvalidArgument(
+                    f"the first step would make the context {size:,} bytes, over the limit of "
+                    f"{self._max_context_bytes:,}; nothing was created",
+                    reason="CONTEXT_TOO_LARGE",
+                    metadata={"limit": self._max_context_bytes, "size": size},
+                )
         except errors.StatewrightError as exc:
             self._finish(job, segment.token, exc)
             return
@@ -458,6 +469,11 @@ class WorkflowRuntime:
                 return
             self._finish(job, segment.token, exc)
             return
+        if result.changed and result.snapshot.context is not snapshot.context:
+            size = _context_size(result)
+            if size > self._max_context_bytes:
+                definition = session.loaded.definition
+                result = fsm.context_too_large(definition, snapshot, size, self._max_context_bytes)
         if not result.changed:
             if not job.fresh:
                 self._load(job, segment)  # guards were false on a cached snapshot: confirm
@@ -816,6 +832,15 @@ def timer_change(
     if not plan.disarm and not armed and fired is None:
         return NO_TIMERS, armed
     return TimerChange(disarm=plan.disarm, arm=armed, fired=fired), armed
+
+
+def _context_size(result: StepResult) -> int:
+    """The context a step leaves, in bytes of JSON as the store writes it."""
+    return len(
+        json.dumps(
+            dict(result.snapshot.context), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+    )
 
 
 def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:
