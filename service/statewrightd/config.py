@@ -16,6 +16,7 @@ DEFAULT_WRITER_QUEUE = 10_000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
 DEFAULT_LIVENESS_STALL_SECONDS = 10.0
+MAX_PROCESSES = 256
 
 
 @dataclass(frozen=True)
@@ -29,6 +30,9 @@ class ServerConfig:
     log_format: str = "text"
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus endpoint; None: off
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
+    # Server processes sharing the port; None: one per CPU of the container (see
+    # statewrightd.supervisor.default_processes).
+    processes: int | None = None
 
 
 class ConfigError(ValueError):
@@ -78,6 +82,12 @@ def add_server_arguments(parser: argparse.ArgumentParser) -> None:
         "default off)",
     )
     parser.add_argument(
+        "--processes",
+        help="server processes sharing the port (SO_REUSEPORT), or auto: one per CPU of the "
+        "container's quota (env STATEWRIGHT_PROCESSES, default auto for serve, 1 for dev; "
+        "SQLite runs one)",
+    )
+    parser.add_argument(
         "--liveness-stall",
         type=float,
         help="seconds the EventLoop may make no progress before liveness turns NOT_SERVING "
@@ -122,6 +132,7 @@ def config_from(
         raise ConfigError(f"writer queue must be a positive integer; got {queue_text!r}")
     return ServerConfig(
         **_observability_settings(args, env, base),
+        processes=_processes(args, env, base, database_url),
         writer_queue=int(queue_text),
         listen=listen,
         database_url=database_url,
@@ -159,6 +170,30 @@ def _observability_settings(
         "metrics_listen": metrics_listen or None,
         "liveness_stall_seconds": stall,
     }
+
+
+def _processes(
+    args: argparse.Namespace, env: Mapping[str, str], base: ServerConfig, database_url: str
+) -> int | None:
+    flag = getattr(args, "processes", None)
+    text = str(flag) if flag is not None else env.get("STATEWRIGHT_PROCESSES") or ""
+    if not text:
+        return base.processes
+    if text.strip().lower() == "auto":
+        return None
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
+        raise ConfigError(
+            f"processes must be auto or an integer from 1 to {MAX_PROCESSES}; got {text!r}"
+        )
+    count = int(text)
+    if count > 1 and database_url.startswith("sqlite:"):
+        # One SQLite file takes one writer: a second process would only meet "database is
+        # locked" on every save.
+        raise ConfigError(
+            f"processes {count} needs PostgreSQL: an SQLite database is served by one "
+            "process (use --processes 1, or a postgresql:// database)"
+        )
+    return count
 
 
 def parse_listen(listen: str) -> tuple[str, int]:
