@@ -6,15 +6,15 @@ hand-off (``--mode hop``), then runs each scenario with bench/loadgen.py's load 
 and stops everything it started. Run it through bench/run.sh, which brings its own
 PostgreSQL:
 
-    bench/run.sh                      # the figures in BENCHMARKS.md
-    bench/run.sh --quick              # shorter windows, a smoke run
-    bench/run.sh --profile DIR        # py-spy profiles of the server (scenarios a and b)
-    bench/run.sh --ab                 # plus (a) with the version pinned / with request ids
-    bench/run.sh --server-patch NAME  # a suggested change, prototyped (patched_server.py)
-    bench/run.sh --compare-patch NAME --repeat 3 --only start   # A/B of that change
-    bench/run.sh --server-processes 2 # two statewrightd replicas, each on its own port
-    bench/run.sh --server-processes 2 --shared-port   # the two share one port (SO_REUSEPORT)
-    bench/run.sh --loadgen python     # Python load processes (grpc.aio) instead of bench/goload
+    bench/run.sh --classic            # the figures in bench/NOTES.md (earlier rounds)
+    bench/run.sh --classic --quick              # shorter windows, a smoke run
+    bench/run.sh --classic --profile DIR        # py-spy profiles of the server (scenarios a and b)
+    bench/run.sh --classic --ab                 # plus (a) version pinned / with request ids
+    bench/run.sh --classic --server-patch NAME  # a suggested change, prototyped (patched_server.py)
+    bench/run.sh --classic --compare-patch NAME --repeat 3 --only start   # A/B of that change
+    bench/run.sh --classic --server-processes 2 # two statewrightd replicas, each on its own port
+    bench/run.sh --classic --server-processes 2 --shared-port   # the two on one port
+    bench/run.sh --classic --loadgen python     # Python load processes instead of goload
 
 Besides throughput and latency it records, over each measured window, the CPU each role
 used (server, PostgreSQL, load processes, everything else on the machine) so a reader
@@ -131,7 +131,12 @@ def start_statewrightd(
     """
     command = [str(VENV_BIN / "statewrightd")]
     if patches:
-        command = [sys.executable, str(ROOT / "bench" / "patched_server.py")]
+        # "python=PATH" is no patch but the interpreter (another venv with the project
+        # installed, e.g. a newer Python); every other name is a patch of patched_server.py.
+        pythons = [p.partition("=")[2] for p in patches if p.startswith("python=")]
+        patches = [p for p in patches if not p.startswith("python=")]
+        python = pythons[-1] if pythons else sys.executable
+        command = [python, str(ROOT / "bench" / "patched_server.py")]
         command += [arg for patch in patches for arg in ("--patch", patch)] + ["--"]
     argv = [
         *command,
@@ -217,23 +222,31 @@ def _machine_busy() -> float:
     return (sum(values[:8]) - idle) / CLOCK_TICKS
 
 
+_POSTMASTERS: dict[int, int] = {}  # port -> pid, found once: it lives as long as the run
+
+
 def _postgres_pids(port: int) -> list[int]:
     """The postmaster listening on ``port`` and its children (backends, writer, WAL...)."""
     parents: dict[int, int] = {}
-    postmaster = 0
+    postmaster = _POSTMASTERS.get(port, 0)
+    if postmaster and not Path(f"/proc/{postmaster}").exists():
+        postmaster = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+            if postmaster:
+                continue
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+        except (OSError, ValueError, IndexError):
             continue
-        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
         if b"-p" in cmdline and str(port).encode() in cmdline and b"postgres" in cmdline[0]:
             postmaster = int(entry.name)
     if not postmaster:
         return []
+    _POSTMASTERS[port] = postmaster
     return [postmaster] + [pid for pid, parent in parents.items() if parent == postmaster]
 
 
