@@ -29,6 +29,8 @@ Patches:
   thread would remove, with the same batches, compare-and-swap and reconciliation (the
   store's own code), but the EventLoop waits for each commit (psycopg's blocking API): an
   upper bound on what that design saves, not the design itself.
+- ``gc-threshold=A,B,C``: ``gc.set_threshold(A, B, C)`` once the server has started (the
+  default is 700, 10, 10: a young collection every 700 net allocations of containers).
 - ``gc-log``: no change in behaviour; logs every garbage collection that pauses the
   process for more than 10 ms, with its generation and the number of tracked objects.
 """
@@ -47,7 +49,12 @@ from typing import Any
 
 from google.protobuf import struct_pb2
 
-from statewrightd import cli, server, supervisor
+from statewrightd import cli, server
+
+try:
+    from statewrightd import supervisor
+except ImportError:  # a tree from before serve --processes (a before/after run)
+    supervisor = None  # type: ignore[assignment]
 from statewrightd.api import convert
 from statewrightd.application import Application
 from statewrightd.definitions import registry as registry_module
@@ -143,6 +150,18 @@ def inline_writer() -> None:
     GroupCommitWriter.submit_many = submit_inline  # type: ignore[method-assign]
 
 
+def gc_threshold(*thresholds: int) -> None:
+    # After start-up: tune_interpreter's gc.freeze() runs a collection first.
+    names = vars(server)  # the server module's own binding of tune_interpreter
+    original = names["tune_interpreter"]
+
+    def tune() -> None:
+        original()
+        gc.set_threshold(*thresholds)
+
+    names["tune_interpreter"] = tune
+
+
 def gc_log() -> None:
     log = logging.getLogger("bench.gc")
     started: list[float] = [0.0]
@@ -173,7 +192,8 @@ def main() -> None:
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="-- statewrightd arguments")
     args = parser.parse_args()
     patches = [arg for patch in args.patch for arg in ("--patch", patch)]
-    supervisor.worker_command = lambda: [sys.executable, __file__, *patches, "--worker"]
+    if supervisor is not None:
+        supervisor.worker_command = lambda: [sys.executable, __file__, *patches, "--worker"]
     for patch in args.patch:
         name, _, value = patch.partition("=")
         if name == "latest-cache":
@@ -184,6 +204,8 @@ def main() -> None:
             old_convert()
         elif name == "inline-writer":
             inline_writer()
+        elif name == "gc-threshold":
+            gc_threshold(*(int(part) for part in value.split(",")))
         elif name == "gc-log":
             gc_log()
         else:

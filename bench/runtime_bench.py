@@ -96,11 +96,13 @@ class Served:
                 self.process.wait(5)
 
 
-def _launch(name: str, argv: list[str], log: Path, pattern: str) -> Served:
+def _launch(
+    name: str, argv: list[str], log: Path, pattern: str, env: dict[str, str] | None = None
+) -> Served:
     """Start ``argv`` with output to ``log`` and wait for the line that names its port."""
     with log.open("wb") as out:
         # Output goes to a file, not a pipe, so a chatty server can never block on it.
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     deadline = time.monotonic() + STARTUP_TIMEOUT
     regex = re.compile(pattern)
     while time.monotonic() < deadline:
@@ -149,13 +151,15 @@ def start_statewrightd(
         str(ROOT / "examples" / "definitions"),
         "--log-level",
         "INFO",  # the "serving on" line is INFO; slow-dispatch warnings land in the log too
-        "--processes",
-        str(processes),
     ]
     log = logs / f"statewrightd-{index}.log"
     # With several processes, the supervisor's line: every one of them is serving.
     pattern = r"server processes serving on [\d.]+:(\d+)" if processes > 1 else None
-    return _launch(f"statewrightd-{index}", argv, log, pattern or r"serving on [\d.]+:(\d+)")
+    # The count through the environment, not a flag: a server from before --processes
+    # (python=PATH pointing at an older tree, for a before/after) ignores it and runs one.
+    env = {**os.environ, "STATEWRIGHT_PROCESSES": str(processes)}
+    name = f"statewrightd-{index}"
+    return _launch(name, argv, log, pattern or r"serving on [\d.]+:(\d+)", env)
 
 
 def start_echo(mode: str, logs: Path) -> Served:
