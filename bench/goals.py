@@ -384,17 +384,24 @@ def peer_table(hitls: list[HitlFigures], peers: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def other_cores(outcome: Outcome) -> float:
+    """Cores the machine spent on anything but this run (other people's work)."""
+    cpu, s = outcome.summary.cpu, outcome.summary
+    ours = sum(cpu.get(k, 0.0) for k in ("server", "patched", "echo", "postgres")) + s.client_cpu
+    return max(0.0, cpu.get("machine", 0.0) - ours)
+
+
 def outcome_rows(outcomes: list[Outcome]) -> str:
     """Every case of the goal run, for the record."""
     lines = [
         "| case | shape | throughput /s | p50 ms | p99 ms | errors | server ms/op "
-        "| postgres ms/op | load ms/op | server context switches/op |",
-        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|",
+        "| postgres ms/op | load ms/op | server context switches/op | other cores |",
+        "|---|---|---:|---:|---:|---|---:|---:|---:|---:|---:|",
     ]
     for o in outcomes:
         s = o.summary
         if not s.throughput:
-            lines.append(f"| {o.case.label} | {s.shape} | 0 | | | {s.errors} | | | | |")
+            lines.append(f"| {o.case.label} | {s.shape} | 0 | | | {s.errors} | | | | | |")
             continue
         role = o.case.role
         per = [
@@ -406,7 +413,8 @@ def outcome_rows(outcomes: list[Outcome]) -> str:
         lines.append(
             f"| {o.case.label} | {s.shape} | {s.throughput:,.0f} | {s.p50_ms:.1f} "
             f"| {s.p99_ms:.1f} | "
-            f"{errors} | {per[0]:.2f} | {per[1]:.2f} | {per[2]:.2f} | {switches:.1f} |"
+            f"{errors} | {per[0]:.2f} | {per[1]:.2f} | {per[2]:.2f} | {switches:.1f} "
+            f"| {other_cores(o):.2f} |"
         )
     return "\n".join(lines)
 
