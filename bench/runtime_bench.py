@@ -153,13 +153,12 @@ def start_statewrightd(
         "INFO",  # the "serving on" line is INFO; slow-dispatch warnings land in the log too
     ]
     log = logs / f"statewrightd-{index}.log"
-    # With several processes, the supervisor's line: every one of them is serving.
-    pattern = r"server processes serving on [\d.]+:(\d+)" if processes > 1 else None
     # The count through the environment, not a flag: a server from before --processes
     # (python=PATH pointing at an older tree, for a before/after) ignores it and runs one.
     env = {**os.environ, "STATEWRIGHT_PROCESSES": str(processes)}
     name = f"statewrightd-{index}"
-    return _launch(name, argv, log, pattern or r"serving on [\d.]+:(\d+)", env)
+    # With several processes the supervisor's line, once every one of them listens.
+    return _launch(name, argv, log, r"serving on [\d.]+:(\d+)", env)
 
 
 def start_echo(mode: str, logs: Path) -> Served:

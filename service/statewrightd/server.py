@@ -98,8 +98,12 @@ class Server:
             raise OSError(f"could not bind {self.config.listen}")
         await self._grpc.start()
         host = self.config.listen.rpartition(":")[0]
-        # Tests and scripts read this line to find the port when listening on port 0.
-        _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
+        if isinstance(self.health, PodHealth):
+            # One of several: the supervisor says "serving on" once all of them listen.
+            _log.info("server process listening on %s:%d", host, self.port)
+        else:
+            # Tests and scripts read this line to find the port when listening on port 0.
+            _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
         # Two monitors, so that a database check that hangs never delays liveness.
         self._monitors = [

@@ -43,6 +43,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
+from statewrightd import __version__
 from statewrightd.config import ServerConfig, parse_listen
 from statewrightd.observability import logs
 from statewrightd.pod import (
@@ -222,7 +223,10 @@ class Supervisor:
         self._started = True
         if self.config.metrics_listen:
             self._serve_metrics(self.config.metrics_listen)
-        _log.info("%d server processes serving on %s", self.count, listen)
+        _log.info("%d server processes up", self.count)
+        # The pod's one "serving on" line (the processes say "listening on"): tests and
+        # scripts read it to find the port when listening on port 0.
+        _log.info("statewrightd %s serving on %s", __version__, listen)
         await self._stop.wait()
         return await self._shutdown()
 
@@ -371,11 +375,16 @@ class Supervisor:
 
     async def _shutdown(self) -> int:
         self.draining = True
-        running = [c.process for c in self.children if c.process is not None]
+        # The exit code is the drain's: a process that had exited before it began (one
+        # waiting for its restart) was already reported when it exited.
+        running = [
+            c.process
+            for c in self.children
+            if c.process is not None and c.process.returncode is None
+        ]
         for process in running:
-            if process.returncode is None:
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
         limit = self.config.grace_seconds + EXIT_MARGIN
         try:
             await asyncio.wait_for(asyncio.gather(*(p.wait() for p in running)), limit)

@@ -42,7 +42,9 @@ def pod(postgres_databases: PostgresDatabases, tmp_path: Path) -> Iterator[Serve
         extra_args=["--processes", "2", "--metrics-listen", "127.0.0.1:0"],
     )
     server.start()
-    assert wait_until(lambda: "2 server processes serving" in server.log(), 30), server.log()
+    # The pod's one "serving on" line comes once both processes listen.
+    assert "2 server processes up" in server.log(), server.log()
+    assert len(re.findall("serving on", server.log())) == 1, server.log()
     try:
         yield server
     finally:
@@ -122,8 +124,8 @@ def test_two_processes_serve_one_port_and_drain_on_sigterm(pod: ServerProcess) -
     depth = [k for k in samples if k[0] == "statewright_eventloop_queue_depth"]
     assert {dict(labels)["process"] for _, labels in depth} == {"0", "1"}
     # Every line of a server process names it.
-    assert re.search(r"INFO \[0\] statewrightd\.server: .*serving on", pod.log())
-    assert re.search(r"INFO \[1\] statewrightd\.server: .*serving on", pod.log())
+    assert re.search(r"INFO \[0\] statewrightd\.server: .*listening on", pod.log())
+    assert re.search(r"INFO \[1\] statewrightd\.server: .*listening on", pod.log())
 
     pod.signal(signal.SIGTERM)
     assert pod.wait(30) == 0, pod.log()
