@@ -20,6 +20,7 @@ DEV_DEFAULTS = ServerConfig(
     database_url="sqlite:///statewright-dev.db",
     definitions_dir=Path("examples/definitions"),
     reflection=True,
+    processes=1,
 )
 
 
@@ -98,12 +99,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("serve", "dev"):
-        from statewrightd.server import run
+        from statewrightd.supervisor import process_count
 
         try:
             config = config_from(args, base=DEV_DEFAULTS if args.command == "dev" else None)
         except ConfigError as exc:
             parser.error(str(exc))
+        count, why = process_count(config)
+        if count > 1:
+            from statewrightd.supervisor import run as run_pod
+
+            return run_pod(config, count, why)
+        # One process needs no supervisor: it is the server itself, as it always was.
+        from statewrightd.server import run
+
         return run(config)
     if args.command == "validate":
         from statewrightd.definitions.commands import validate_command

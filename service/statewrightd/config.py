@@ -39,6 +39,9 @@ class Limits:
     burst: int = 0  # requests one principal may send at once (default: one second's worth)
 
 
+MAX_PROCESSES = 256
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     listen: str = DEFAULT_LISTEN
@@ -59,6 +62,9 @@ class ServerConfig:
     auth_config: Path | None = None  # None: no authentication, every caller is anonymous
     reflection: bool = False
     limits: Limits = field(default_factory=Limits)
+    # Server processes sharing the port; None: one per CPU of the container (see
+    # statewrightd.supervisor.default_processes).
+    processes: int | None = None
 
 
 class ConfigError(ValueError):
@@ -129,6 +135,12 @@ def add_server_arguments(
         "--clock-offset",
         help="for tests: run the server's clock this far ahead of the machine's, e.g. 48h "
         "(env STATEWRIGHT_CLOCK_OFFSET, default 0)",
+    )
+    parser.add_argument(
+        "--processes",
+        help="server processes sharing the port (SO_REUSEPORT), or auto: one per CPU of the "
+        "container's quota (env STATEWRIGHT_PROCESSES, default auto for serve, 1 for dev; "
+        "SQLite runs one)",
     )
     parser.add_argument(
         "--liveness-stall",
@@ -331,6 +343,7 @@ def config_from(
     return ServerConfig(
         **_observability_settings(args, env, base),
         **security_from(args, env, base),
+        processes=_processes(args, env, base, database_url),
         writer_queue=int(queue_text),
         listen=listen,
         database_url=database_url,
@@ -376,6 +389,30 @@ def _observability_settings(
         "liveness_stall_seconds": stall,
         "clock_offset_seconds": offset,
     }
+
+
+def _processes(
+    args: argparse.Namespace, env: Mapping[str, str], base: ServerConfig, database_url: str
+) -> int | None:
+    flag = getattr(args, "processes", None)
+    text = str(flag) if flag is not None else env.get("STATEWRIGHT_PROCESSES") or ""
+    if not text:
+        return base.processes
+    if text.strip().lower() == "auto":
+        return None
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
+        raise ConfigError(
+            f"processes must be auto or an integer from 1 to {MAX_PROCESSES}; got {text!r}"
+        )
+    count = int(text)
+    if count > 1 and database_url.startswith("sqlite:"):
+        # One SQLite file takes one writer: a second process would only meet "database is
+        # locked" on every save.
+        raise ConfigError(
+            f"processes {count} needs PostgreSQL: an SQLite database is served by one "
+            "process (use --processes 1, or a postgresql:// database)"
+        )
+    return count
 
 
 def parse_listen(listen: str) -> tuple[str, int]:

@@ -27,6 +27,7 @@ from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
 from statewrightd.observability.setup import Observability
+from statewrightd.pod import WORKER_CONFIG_ENV, PodHealth, SupervisorLink, config_from_env
 from statewrightd.reflection import enable_reflection
 from statewrightd.security.auth_config import load_auth_config
 from statewrightd.security.authn import Authenticator
@@ -58,9 +59,14 @@ TEST_HOOKS_ENV = "STATEWRIGHT_TEST_HOOKS"
 class Server:
     """One statewrightd process: the grpc.aio server and everything it serves."""
 
-    def __init__(self, config: ServerConfig, observability: Observability | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        observability: Observability | None = None,
+        health: Health | None = None,
+    ) -> None:
         self.config = config
-        self.health = Health()
+        self.health = health or Health()
         self.port: int | None = None
         self.observability = observability or Observability(config)
         probes = self.observability.probes
@@ -132,8 +138,12 @@ class Server:
             _log.info("health checks (plaintext) on %s:%d", host, self.health_port)
         await self._grpc.start()
         host = self.config.listen.rpartition(":")[0]
-        # Tests and scripts read this line to find the port when listening on port 0.
-        _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
+        if isinstance(self.health, PodHealth):
+            # One of several: the supervisor says "serving on" once all of them listen.
+            _log.info("server process listening on %s:%d", host, self.port)
+        else:
+            # Tests and scripts read this line to find the port when listening on port 0.
+            _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
         # Two monitors, so that a database check that hangs never delays liveness.
         self._monitors = [
@@ -238,13 +248,28 @@ class Server:
         await self._grpc.wait_for_termination()
 
 
-async def serve(config: ServerConfig) -> int:
-    server = Server(config)
-    await server.start()
+async def serve(config: ServerConfig, link: SupervisorLink | None = None) -> int:
+    """Serve until SIGTERM or SIGINT (or, under a supervisor, until it has gone), then drain."""
+    health = PodHealth(link) if link is not None else None
+    server = Server(config, health=health)
+    port = await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if link is not None and health is not None:
+        endpoint = server.observability.endpoint
+        if endpoint is not None:
+            link.send(f"metrics {endpoint.port}")
+        link.send(f"up {port}")
+
+        def supervisor_lost() -> None:
+            if not stop.is_set():
+                _log.warning("the supervisor has gone: draining")
+            health.supervisor_lost()
+            stop.set()
+
+        link.listen(loop, health.verdict, supervisor_lost)
     await stop.wait()
     for sig in (signal.SIGTERM, signal.SIGINT):
         # A second signal during drain ends the process at once instead of waiting the grace.
@@ -286,12 +311,26 @@ def _exit_now() -> None:
     raise SystemExit(1)
 
 
-def run(config: ServerConfig) -> int:
-    logs.configure(config.log_level, config.log_format)
+def run(config: ServerConfig, link: SupervisorLink | None = None) -> int:
+    process = None if link is None else str(link.index)
+    logs.configure(config.log_level, config.log_format, process)
     try:
-        return asyncio.run(serve(config))
+        return asyncio.run(serve(config, link))
     except (StatewrightError, OSError) as exc:
         # A refused start (conflicting definitions, an invalid file, a port in use, an
         # unreachable database at migration) is an operator's problem: one clear line.
         _log.error("statewrightd cannot start: %s", exc)
         return 2
+
+
+def worker_main() -> int:
+    """A server process started by the supervisor: its link and configuration from the
+    environment (statewrightd.pod)."""
+    link = SupervisorLink.from_env(os.environ)
+    if link is None:
+        raise SystemExit("worker_main: no supervisor link in the environment")
+    config = config_from_env(os.environ[WORKER_CONFIG_ENV])
+    try:
+        return run(config, link)
+    finally:
+        link.close()
