@@ -92,6 +92,45 @@ def build_parser() -> argparse.ArgumentParser:
         help="postgresql://USER@HOST/DB or sqlite:///PATH (env STATEWRIGHT_DATABASE_URL; "
         f"default {ServerConfig().database_url})",
     )
+    auth = sub.add_parser(
+        "auth",
+        help="make API keys and check auth config files",
+        description="Make an API key for the auth config, or check an auth config file.",
+    )
+    auth_sub = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
+    new_key = auth_sub.add_parser(
+        "new-key",
+        help="print a new random API key and the auth config entry that stores its hash",
+        description="Print a new random API key (once) and its api_keys entry, which holds "
+        "only the key's SHA-256.",
+    )
+    new_key.add_argument("name", help="the key's name: its principal is key:NAME")
+    new_key.add_argument(
+        "--role",
+        choices=("reader", "client", "worker", "admin"),
+        default="client",
+        help="the role the key grants (default client)",
+    )
+    new_key.add_argument(
+        "--definitions",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="only these definitions (glob patterns, e.g. 'mail-*'); default all",
+    )
+    new_key.add_argument(
+        "--queues",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="only these task queues (glob patterns); default all",
+    )
+    check = auth_sub.add_parser(
+        "check",
+        help="check an auth config file and report every problem",
+        description="Check an auth config file as the server does at start; exit 1 on problems.",
+    )
+    check.add_argument("file", metavar="FILE", help="the auth config file (YAML)")
     return parser
 
 
@@ -122,6 +161,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from statewrightd.definitions.commands import graph_command
 
         return graph_command(args.file, args.format)
+    if args.command == "auth":
+        from statewrightd.security.commands import check_command, new_key_command
+
+        if args.auth_command == "new-key":
+            return new_key_command(args.name, args.role, args.definitions, args.queues)
+        return check_command(args.file)
     if args.command == "migrate":
         from statewrightd.store.commands import migrate_command
 

@@ -154,3 +154,25 @@ def test_every_rpc_has_a_rule_and_scopes_match_globs() -> None:
     assert not allows(grants, Scope.DEFINITION, "order-fulfilment")
     assert not unscoped(grants, Scope.DEFINITION) and unscoped(grants, Scope.NONE)
     assert Grant(Role.ADMIN).covers(Role.WORKER)
+
+
+def test_new_key_prints_a_key_whose_entry_authenticates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from statewrightd.cli import main
+
+    assert main(["auth", "new-key", "ci-bot", "--role", "worker", "--queues", "payments"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    key = lines[1]
+    entry = "\n".join(
+        lines[lines.index("# Its entry under api_keys: in the auth config file:") + 1 :]
+    )
+    path = tmp_path / "auth.yaml"
+    path.write_text("api_keys:\n" + entry + "\n")
+    assert main(["auth", "check", str(path)]) == 0
+    principal = _authenticate(Authenticator(parse_auth_config(path.read_text())), key)
+    assert principal.name == "key:ci-bot"
+    assert principal.grants == (Grant(Role.WORKER, queues=("payments",)),)
+    path.write_text("api_keys: [{name: x}]\n")
+    assert main(["auth", "check", str(path)]) == 1
+    assert "api_keys[0].sha256" in capsys.readouterr().err
