@@ -97,7 +97,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="make API keys and check auth config files",
         description="Make an API key for the auth config, or check an auth config file.",
     )
-    auth_sub = auth.add_subparsers(dest="auth_command", required=True, metavar="ACTION")
+    auth_sub = auth.add_subparsers(
+        dest="auth_command", required=True, metavar="ACTION", help="new-key or check"
+    )
     new_key = auth_sub.add_parser(
         "new-key",
         help="print a new random API key and the auth config entry that stores its hash",

@@ -272,3 +272,18 @@ def test_mtls_needs_a_client_certificate_and_names_the_principal(tmp_path: Path)
             assert Tasks(channel).poll("payments", wait=0) == []
             client = Client(server.target, channel=channel)
             expect_error(lambda: client.get(uid("x")), DENIED, "PERMISSION_DENIED")
+
+
+def test_history_and_diagnostics_record_each_steps_principal(tls: Setup) -> None:
+    with tls.client(KEYS["mail-client"]) as scoped:
+        wid = scoped.start("mail-approval", input={"topic": "audit"}).workflow.workflow_id
+    with tls.client(tls.token(sub="bob", roles=["client"])) as bob:
+        bob.resume(wid, "approve")
+        request = pb.WatchWorkflowRequest(name=f"workflows/{wid}", after_revision=0)
+        steps = list(bob.stub.WatchWorkflow(request, timeout=10))
+    assert [(m.revision, m.actor) for m in steps] == [(1, "key:mail-client"), (2, "jwt:bob")]
+    assert {t.actor for t in steps[1].transitions} == {"jwt:bob"}
+    with tls.client(KEYS["admin"]) as admin:
+        recent = admin.workflow_diagnostics(wid).diagnostics.recent_transitions
+        # A finished instance's session may be gone; what is shown names its principal.
+        assert all(t.actor in ("key:mail-client", "jwt:bob") for t in recent)

@@ -11,10 +11,15 @@ from typing import Final
 
 ANONYMOUS: Final = "anonymous"
 
-_ACTOR: ContextVar[str] = ContextVar("statewright_actor", default=ANONYMOUS)
+_ACTOR: ContextVar[str | None] = ContextVar("statewright_actor", default=None)
 
 
 def current_actor() -> str:
+    return _ACTOR.get() or ANONYMOUS
+
+
+def calling() -> str | None:
+    """The principal of the call being handled; None outside any call."""
     return _ACTOR.get()
 
 

@@ -120,7 +120,7 @@ class _Reader:
             )
         limit = self.limits.string_bytes
         # A character is at most 4 bytes in UTF-8: only a long text needs encoding to check.
-        if len(text) > limit // 4 and len(text.encode()) > limit:
+        if len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
             raise _too_large(field, "has a string too long", limit)
         return text
 
@@ -232,9 +232,13 @@ def timestamp(value: datetime) -> timestamp_pb2.Timestamp:
     return message
 
 
-def transitions_pb(transitions: Iterable[TransitionTaken]) -> list[workflow_pb2.Transition]:
+def transitions_pb(
+    transitions: Iterable[TransitionTaken], actor: str | None = None
+) -> list[workflow_pb2.Transition]:
     return [
-        workflow_pb2.Transition(from_state=t.from_state, to_state=t.to_state, event=t.event or "")
+        workflow_pb2.Transition(
+            from_state=t.from_state, to_state=t.to_state, event=t.event or "", actor=actor or ""
+        )
         for t in transitions
     ]
 

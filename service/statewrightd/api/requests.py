@@ -13,6 +13,7 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api import validation as v
+from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import DEFAULT_LIMITS, ValueLimits, struct_to_dict
 from statewrightd.config import Limits
 from statewrightd.definitions.registry import Loaded
@@ -70,6 +71,7 @@ def start_command(
 ) -> StartCommand:
     """A start that ``start_target`` validated, of the definition version it named."""
     return StartCommand(
+        actor=current_actor(),
         workflow_id=request.workflow_id or uuid.uuid4().hex,
         request=request_key("StartWorkflow", request, request.request_id),
         loaded=loaded,
@@ -86,6 +88,7 @@ def resume_command(
     v.non_negative("expected_revision", request.expected_revision)
     v.request_id(request.request_id)
     return ResumeCommand(
+        actor=current_actor(),
         workflow_id=workflow_id,
         request=request_key("ResumeWorkflow", request, request.request_id),
         event=request.event,
@@ -101,6 +104,7 @@ def signal_command(
     v.event_name(request.event)
     v.request_id(request.request_id)
     return SignalCommand(
+        actor=current_actor(),
         workflow_id=workflow_id,
         request=request_key("SignalWorkflow", request, request.request_id),
         event=request.event,
@@ -114,6 +118,7 @@ def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
     v.non_negative("expected_revision", request.expected_revision)
     v.request_id(request.request_id)
     return CancelCommand(
+        actor=current_actor(),
         workflow_id=workflow_id,
         request=request_key("CancelWorkflow", request, request.request_id),
         reason=request.reason,

@@ -12,6 +12,7 @@ from statewright.v1 import task_service_pb2_grpc as pb_grpc
 
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
+from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import struct_to_dict, task_pb, timestamp
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, unary
@@ -58,7 +59,9 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         v.request_id(request.request_id)
         result = struct_to_dict(request.result, "result", self._limits)
         key = request_key("CompleteTask", request, request.request_id)
-        done = await self._app.tasks.complete(ref, token, result, key, budget(context))
+        done = await self._app.tasks.complete(
+            ref, token, result, request=key, budget=budget(context), actor=current_actor()
+        )
         return pb.CompleteTaskResponse(
             workflow=outcome_workflow(done.outcome),
             task=task_pb(done.task),
@@ -75,6 +78,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
             retry_after=fail.retry_after,
             request=fail.request,
             budget=budget(context),
+            actor=current_actor(),
         )
         response = pb.FailTaskResponse(task=task_pb(failed.task))
         if failed.outcome is not None:

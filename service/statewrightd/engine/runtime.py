@@ -50,6 +50,7 @@ from statewrightd.store.records import (
     NO_TASKS,
     NO_TIMERS,
     Create,
+    HistoryRecord,
     InstanceRecord,
     Operation,
     RequestRecord,
@@ -97,7 +98,10 @@ class Session:
     loaded: Loaded
     snapshot: Snapshot
     record: InstanceRecord
-    recent: deque[TransitionTaken] = field(default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS))
+    # The latest transitions, each with who caused its step.
+    recent: deque[tuple[TransitionTaken, str]] = field(
+        default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS)
+    )
     timers: tuple[TimerRecord, ...] = ()  # armed in the current state, in due order
     task: TaskRecord | None = None  # the open task of the task state it is in, as scheduled
 
@@ -121,7 +125,7 @@ class WorkflowInfo:
     admission: AdmissionState | None
     cached: bool
     revision: int
-    recent: tuple[TransitionTaken, ...]
+    recent: tuple[tuple[TransitionTaken, str], ...]  # with the actor of each one's step
     recovery: Recovery | None
     timers: tuple[TimerRecord, ...] = ()
 
@@ -135,7 +139,7 @@ class RuntimeCounts:
 
 # Called on the EventLoop thread after every committed step, with its answer and its
 # event. Listeners must be quick and must not block.
-StepListener = Callable[[Outcome, str | None], None]
+StepListener = Callable[[Outcome, HistoryRecord], None]
 
 
 class WorkflowRuntime:
@@ -412,7 +416,7 @@ class WorkflowRuntime:
         tasks, task = task_change(result, record, now)
         op = Create(
             record,
-            history_record(result, None, now, record, armed),
+            history_record(result, None, now, record, armed, actor=command.actor),
             self._request_record(job, record),
             change,
             tasks,
@@ -502,7 +506,9 @@ class WorkflowRuntime:
         op = Save(
             record,
             snapshot.revision,
-            history_record(result, event, now, record, armed if change.arm else ()),
+            history_record(
+                result, event, now, record, armed if change.arm else (), actor=command.actor
+            ),
             self._request_record(job, record),
             change,
             tasks,
@@ -601,7 +607,7 @@ class WorkflowRuntime:
                 else:
                     session.snapshot, session.record = result.snapshot, outcome
                     session.timers, session.task = timers, task
-                session.recent.extend(result.transitions)
+                session.recent.extend((t, command.actor) for t in result.transitions)
                 self._remember(session)
             answer = Outcome(
                 outcome, loaded, result.transitions, saved=True, timers=timers, task=task
@@ -613,7 +619,7 @@ class WorkflowRuntime:
                 self.on_scheduled(op.tasks.schedule)
             for listener in self.listeners:
                 try:
-                    listener(answer, op.history.event)
+                    listener(answer, op.history)
                 except Exception:
                     _log.exception("workflow %s: a step listener failed", job.workflow_id)
             return

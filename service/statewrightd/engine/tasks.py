@@ -48,6 +48,8 @@ POLLERS_WINDOW = 60.0
 # connection dropped before the answer arrived) holds it no longer than this. A worker's
 # first heartbeat extends the lease to its full length.
 FIRST_LEASE = 30.0
+# Whom history names for a give-up the server decides (a lease or a deadline ran out).
+SWEEPER_ACTOR = "statewright:tasks"
 
 Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Submit = Callable[[TaskGiveUpCommand, Callable[[Result], None]], None]
@@ -198,6 +200,7 @@ class TaskSweeper:
 
     def _give_up(self, task: TaskRecord, error: dict[str, Any]) -> None:
         command = TaskGiveUpCommand(
+            actor=SWEEPER_ACTOR,
             workflow_id=task.workflow_id,
             task_id=task.task_id,
             state=task.state,
