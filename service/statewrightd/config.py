@@ -160,17 +160,19 @@ def add_security_arguments(
     parser.add_argument(
         "--tls-cert",
         metavar="FILE",
-        help="PEM certificate chain: serve TLS (env STATEWRIGHT_TLS_CERT; re-read when the "
+        help="PEM certificate chain: serve TLS (env STATEWRIGHT_SERVER_TLS_CERT; re-read when the "
         "file changes)",
     )
     parser.add_argument(
-        "--tls-key", metavar="FILE", help="PEM private key of --tls-cert (env STATEWRIGHT_TLS_KEY)"
+        "--tls-key",
+        metavar="FILE",
+        help="PEM private key of --tls-cert (env STATEWRIGHT_SERVER_TLS_KEY)",
     )
     parser.add_argument(
         "--tls-client-ca",
         metavar="FILE",
         help="PEM CA bundle: require client certificates it signed, mTLS (env "
-        "STATEWRIGHT_TLS_CLIENT_CA)",
+        "STATEWRIGHT_SERVER_TLS_CLIENT_CA)",
     )
     parser.add_argument(
         "--health-listen",
@@ -237,9 +239,10 @@ def security_from(
         text = pick(name, var)
         return Path(text) if text else default
 
-    cert = path("tls_cert", "STATEWRIGHT_TLS_CERT", base.tls_cert)
-    key = path("tls_key", "STATEWRIGHT_TLS_KEY", base.tls_key)
-    client_ca = path("tls_client_ca", "STATEWRIGHT_TLS_CLIENT_CA", base.tls_client_ca)
+    # Not STATEWRIGHT_TLS_CERT/_KEY: those name a client's certificate, for every client.
+    cert = path("tls_cert", "STATEWRIGHT_SERVER_TLS_CERT", base.tls_cert)
+    key = path("tls_key", "STATEWRIGHT_SERVER_TLS_KEY", base.tls_key)
+    client_ca = path("tls_client_ca", "STATEWRIGHT_SERVER_TLS_CLIENT_CA", base.tls_client_ca)
     if (cert is None) != (key is None):
         raise ConfigError("--tls-cert and --tls-key go together: give both, or neither")
     if client_ca is not None and cert is None:

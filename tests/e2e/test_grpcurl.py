@@ -233,7 +233,7 @@ def test_calls_through_reflection(grpcurl: Path, server: ServerProcess) -> None:
     assert started["created"] is True
 
     diagnostics = json.loads(_run(grpcurl, server, f"{SERVICE}/GetDiagnostics"))
-    assert "definitions/mail-approval/versions/1" in diagnostics["definitions"]
+    assert "definitions/mail-approval/versions/2" in diagnostics["definitions"]
 
     # An error's ErrorInfo is decoded too: its type resolves through reflection.
     failed = _run(

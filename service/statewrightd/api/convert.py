@@ -16,7 +16,7 @@ from statewright.v1 import definition_pb2, task_pb2, workflow_pb2
 from statewrightd import errors
 from statewrightd.api.status import to_status_proto
 from statewrightd.definitions.graph import to_mermaid
-from statewrightd.definitions.model import Definition
+from statewrightd.definitions.model import TASK_FAILED, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
 from statewrightd.engine import fsm
@@ -358,7 +358,8 @@ def definition_pb(loaded: Loaded) -> definition_pb2.Definition:
         digest=definition.digest,
         mermaid=to_mermaid(definition),
         states=list(definition.states),
-        events=list(definition.events()),
+        # Those a caller may send: task_failed is only ever fired by a task.
+        events=[e for e in definition.events() if e != TASK_FAILED],
         create_time=timestamp(record.create_time),
         source_name=record.source_name,
     )

@@ -168,7 +168,11 @@ def test_the_environment_parses_with_the_server_configuration(
     add_security_arguments(parser)
     # The files mounted from Secrets exist only in the pod: stand-ins of the same names.
     mounted: dict[str, str] = {}
-    for var in ("STATEWRIGHT_TLS_CERT", "STATEWRIGHT_TLS_KEY", "STATEWRIGHT_AUTH_CONFIG"):
+    for var in (
+        "STATEWRIGHT_SERVER_TLS_CERT",
+        "STATEWRIGHT_SERVER_TLS_KEY",
+        "STATEWRIGHT_AUTH_CONFIG",
+    ):
         if var in env:
             stand_in = tmp_path / var
             stand_in.write_text("")
@@ -366,7 +370,11 @@ def test_the_secure_overlay_mounts_tls_and_auth_from_secrets_and_fences_the_api(
     container = server_container(secure)
     env = literal_env(container)
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
-    for var in ("STATEWRIGHT_TLS_CERT", "STATEWRIGHT_TLS_KEY", "STATEWRIGHT_AUTH_CONFIG"):
+    for var in (
+        "STATEWRIGHT_SERVER_TLS_CERT",
+        "STATEWRIGHT_SERVER_TLS_KEY",
+        "STATEWRIGHT_AUTH_CONFIG",
+    ):
         directory = str(Path(env[var]).parent)
         assert directory in mounts, var
         # A subPath mount is never updated in place: a renewed certificate would not show.
