@@ -7,6 +7,7 @@
 <WorkflowStatus.COMPLETED: 'COMPLETED'>
 """
 
+from statewright._security import AccessToken, InsecureTokenError
 from statewright._worker import RunningTask, TaskFailure
 from statewright.aio import AsyncClient, AsyncWorker
 from statewright.client import Client
@@ -58,6 +59,7 @@ from statewright.worker import Worker
 
 __all__ = [
     "Aborted",
+    "AccessToken",
     "AlreadyExists",
     "AsyncClient",
     "AsyncWorker",
@@ -66,6 +68,7 @@ __all__ = [
     "Definition",
     "DefinitionNotFound",
     "FailedPrecondition",
+    "InsecureTokenError",
     "InvalidArgument",
     "LeaseSuperseded",
     "NotFound",
