@@ -43,8 +43,6 @@ from statewright.values import to_struct
 
 SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
-DEFAULT_TARGET = "127.0.0.1:50051"
-TARGET_ENV = "STATEWRIGHT_TARGET"
 
 IfExists = Literal["fail", "return_existing"]
 
