@@ -66,7 +66,15 @@ TokenOption: TypeAlias = str | TokenProvider | AsyncTokenProvider
 
 
 class InsecureTokenError(ValueError):
-    """A token would go in plaintext to an address that is not this machine's."""
+    """A token would go in plaintext to ``address``, which is not this machine's."""
+
+    def __init__(self, address: str) -> None:
+        super().__init__(
+            f"refusing to send a token in plaintext to {address}: turn TLS on "
+            f"(tls=True, or a CA with tls_ca= or ${TLS_CA_ENV}), or pass insecure=True "
+            "to send it unencrypted anyway"
+        )
+        self.address = address
 
 
 class Tokens:
@@ -306,11 +314,7 @@ def settle(
         )
     plaintext_token = tokens is not None and own_channel and not secure
     if plaintext_token and not insecure and not is_loopback(address):
-        raise InsecureTokenError(
-            f"refusing to send a token in plaintext to {address}: turn TLS on "
-            f"(tls=True, or a CA with tls_ca= or ${TLS_CA_ENV}), or pass insecure=True "
-            "to send it unencrypted anyway"
-        )
+        raise InsecureTokenError(address)
     return Connection(address, channel_credentials, tokens)
 
 

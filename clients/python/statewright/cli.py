@@ -389,6 +389,13 @@ def main(
     except StatewrightError as exc:
         _emit(err, {"error": exc.to_dict()}, compact=args.compact)
         return 1
+    except _security.InsecureTokenError as exc:
+        err.write(
+            f"statewright: error: refusing to send a token in plaintext to {exc.address}: "
+            f"turn TLS on (--tls, --tls-ca or ${_security.TLS_CA_ENV}), or give --insecure "
+            "to send it unencrypted anyway\n"
+        )
+        return 2
     except (ValueError, TypeError) as exc:
         # Arguments that parse but that the client refuses (e.g. a version with a
         # resource name): a usage error, reported like argparse's own.

@@ -342,7 +342,8 @@ def test_the_cli_reads_the_same_variables(
     [
         (
             ["--address", "10.1.2.3:50051", "--token", "t", "get", "w"],
-            "refusing to send a token in plaintext to 10.1.2.3:50051",
+            "refusing to send a token in plaintext to 10.1.2.3:50051: turn TLS on (--tls, "
+            "--tls-ca or $STATEWRIGHT_TLS_CA), or give --insecure",
         ),
         (["--tls-ca", "/nonexistent/ca.pem", "get", "w"], "tls_ca: cannot read"),
         (["get", "w", "--tls-cert", "/tmp/c.pem"], "mTLS needs a client certificate and its key"),
