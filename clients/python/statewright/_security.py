@@ -192,7 +192,7 @@ def _provider_failed(exc: Exception) -> Unavailable:
 def _check_token(token: str, what: str) -> None:
     if not isinstance(token, str):
         raise TypeError(f"{what} must be a str, not {type(token).__name__}")
-    if not token or token != token.strip() or any(c in token for c in "\r\n\0"):
+    if not token or token != token.strip() or "\n" in token or "\r" in token or "\0" in token:
         raise ValueError(f"{what} must be non-empty, with no surrounding space or line breaks")
 
 
