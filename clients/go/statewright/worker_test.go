@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -674,7 +672,7 @@ func TestWorkerKeepsPollingWhileNoServerListens(t *testing.T) {
 	if err := lis.Close(); err != nil {
 		t.Fatal(err)
 	}
-	client, err := statewright.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, err := statewright.NewClient(target)
 	if err != nil {
 		t.Fatal(err)
 	}
