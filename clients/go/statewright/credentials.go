@@ -34,8 +34,8 @@ type Token struct {
 // TokenSource gives the token for a call. The client asks it when it holds no reusable
 // token: for every call when the tokens it gives have no Expiry; otherwise once, and again
 // shortly before the token expires or after the server answers a call UNAUTHENTICATED. It
-// is asked by one call at a time while its tokens are reusable, so that one refresh serves
-// all the calls waiting for it; otherwise calls ask it concurrently.
+// is asked by one call at a time (so that one refresh serves all the calls waiting for it)
+// unless its last token had no Expiry: calls then ask it concurrently.
 //
 // An error fails the call with UNAUTHENTICATED and the error's text. ctx is the call's.
 type TokenSource interface {
@@ -63,12 +63,13 @@ type bearer struct {
 	refresh chan struct{}
 	mu      sync.Mutex
 	cached  Token
-	// reusable: src's last token had an Expiry, so src is asked one call at a time.
+	// reusable: src's last token had an Expiry (or src has not answered yet), so src is
+	// asked one call at a time.
 	reusable bool
 }
 
 func newBearer(src TokenSource, secure bool) *bearer {
-	return &bearer{src: src, secure: secure, refresh: make(chan struct{}, 1)}
+	return &bearer{src: src, secure: secure, refresh: make(chan struct{}, 1), reusable: true}
 }
 
 func (b *bearer) GetRequestMetadata(ctx context.Context, _ ...string) (map[string]string, error) {
