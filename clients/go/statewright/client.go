@@ -83,7 +83,7 @@ func NewClientFromEnv(opts ...Option) (*Client, error) {
 }
 
 // Conn returns the underlying connection, for example to build a health client on it.
-// Calls made on it directly carry the token too, but their errors are gRPC's own.
+// Calls made on it carry the token and return *Error too: both belong to the connection.
 func (c *Client) Conn() *grpc.ClientConn { return c.conn }
 
 // Close closes the connection; calls in flight fail with CANCELED.

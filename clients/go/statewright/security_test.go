@@ -129,7 +129,7 @@ func (s *securedServer) seen() []seenCall {
 func tlsServerConfig(t *testing.T, ca *testpki.CA, clientAuth tls.ClientAuthType) *tls.Config {
 	t.Helper()
 	return &tls.Config{
-		Certificates: []tls.Certificate{ca.Server("server").TLSCertificate(t)},
+		Certificates: []tls.Certificate{ca.Server("server").TLSCertificate()},
 		ClientCAs:    ca.Pool(),
 		ClientAuth:   clientAuth,
 		MinVersion:   tls.VersionTLS12,

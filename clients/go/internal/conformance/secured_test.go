@@ -61,7 +61,7 @@ func TestSharedScenarioOverMutualTLSWithAToken(t *testing.T) {
 	}
 	gs := grpc.NewServer(
 		grpc.Creds(credentials.NewTLS(&tls.Config{
-			Certificates: []tls.Certificate{ca.Server("server").TLSCertificate(t)},
+			Certificates: []tls.Certificate{ca.Server("server").TLSCertificate()},
 			ClientCAs:    ca.Pool(),
 			ClientAuth:   tls.RequireAndVerifyClientCert,
 			MinVersion:   tls.VersionTLS12,
