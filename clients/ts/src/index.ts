@@ -1,6 +1,7 @@
 // The Statewright TypeScript client: generated statewright.v1 messages and service
 // descriptors, a client factory that follows the shipped service config, a resuming watch,
-// a task worker, and helpers for the google.rpc.ErrorInfo every Statewright error carries.
+// a task worker, and helpers for the google.rpc.ErrorInfo every Statewright error carries
+// and the RetryInfo of a rate-limited call.
 export {
   createStatewrightClient,
   createStatewrightTransport,
@@ -24,7 +25,16 @@ export {
   type WorkerRunOptions,
   type WorkerTask,
 } from "./worker.js";
-export { DOMAIN, ErrorInfoSchema, errorInfo, errorReason, type ErrorInfo } from "./error_info.js";
+export {
+  DOMAIN,
+  ErrorInfoSchema,
+  RetryInfoSchema,
+  errorInfo,
+  errorReason,
+  retryDelayMs,
+  type ErrorInfo,
+  type RetryInfo,
+} from "./error_info.js";
 export {
   codeName,
   methodPolicy,

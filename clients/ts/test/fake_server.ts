@@ -12,7 +12,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
-import { ErrorInfoSchema } from "../src/error_info.js";
+import { ErrorInfoSchema, RetryInfoSchema } from "../src/error_info.js";
 import {
   SignalRejection,
   WatchEventType,
@@ -81,6 +81,15 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl):
 export function statewrightError(code: Code, reason: string, metadata: Record<string, string> = {}): ConnectError {
   return new ConnectError(reason, code, undefined, [
     { desc: ErrorInfoSchema, value: { reason, domain: "statewright.dev", metadata } },
+  ]);
+}
+
+/** RESOURCE_EXHAUSTED RATE_LIMITED with a RetryInfo, as the server answers a caller over its rate. */
+export function rateLimited(retryDelayMs: number): ConnectError {
+  const retryDelay = { seconds: BigInt(Math.floor(retryDelayMs / 1000)), nanos: (retryDelayMs % 1000) * 1_000_000 };
+  return new ConnectError("key:worker is over its rate of 5 requests per second", Code.ResourceExhausted, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: "RATE_LIMITED", domain: "statewright.dev", metadata: { limit: "5/s" } } },
+    { desc: RetryInfoSchema, value: { retryDelay } },
   ]);
 }
 

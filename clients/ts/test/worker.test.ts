@@ -22,7 +22,7 @@ import {
   type WorkerTask,
 } from "../src/index.js";
 import { Backoff, errorType } from "../src/worker.js";
-import { FakeTaskService, serve, statewrightError } from "./fake_server.js";
+import { FakeTaskService, rateLimited, serve, statewrightError } from "./fake_server.js";
 
 // A worker that fails to stop would otherwise hang the run.
 const limit = { timeout: 20_000 };
@@ -435,6 +435,46 @@ test("polls back off on UNAVAILABLE and DEADLINE_EXCEEDED and go on", limit, asy
   assert.ok(fake.polls.length >= 4);
   const warnings = logs.filter((l) => l.startsWith("warn: statewright worker: polling payments failed, retrying"));
   assert.equal(warnings.length, 3);
+});
+
+test("RATE_LIMITED polls and reports wait at least what their RetryInfo asks, and go on", limit, async (t) => {
+  const { fake, worker, stop, run, logs } = await setup(t);
+  fake.errors.poll.push(rateLimited(40));
+  fake.errors.complete.push(rateLimited(30));
+  worker.register("payments", () => ({ ok: true }));
+  const name = fake.schedule("payments");
+  const running = run();
+  await fake.until(() => fake.task(name).status === TaskStatus.COMPLETED, "the completion");
+  stop.abort();
+  await running;
+
+  // The backoff here is at most 8 ms: the delay logged is the server's.
+  const warnings = logs.filter((l) => l.startsWith("warn: statewright worker: polling payments failed"));
+  assert.deepEqual(warnings, [
+    "warn: statewright worker: polling payments failed, retrying in 40 ms: [resource_exhausted] key:worker is over its rate of 5 requests per second (RATE_LIMITED)",
+  ]);
+  assert.equal(fake.completions.length, 2, "the rate-limited completion was sent again");
+  assert.equal(fake.completions[0]?.requestId, fake.completions[1]?.requestId);
+  assert.equal(logs.filter((l) => l.startsWith("error:")).length, 0);
+});
+
+test("UNAUTHENTICATED and PERMISSION_DENIED on a poll shut the worker down", limit, async (t) => {
+  for (const [code, reason] of [
+    [Code.Unauthenticated, "UNAUTHENTICATED"],
+    [Code.PermissionDenied, "PERMISSION_DENIED"],
+  ] as const) {
+    const { fake, worker, run, logs } = await setup(t);
+    fake.errors.poll.push(statewrightError(code, reason));
+    worker.register("payments", () => ({}));
+    const err = await run().then(
+      () => assert.fail("run() resolved"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ConnectError);
+    assert.equal(err.code, code);
+    assert.equal(fake.polls.length, 1, reason);
+    assert.match(logs.join("\n"), new RegExp(`polling payments failed, shutting down: .*\\(${reason}\\)`));
+  }
 });
 
 test("a refused connection is retried with backoff until the worker is stopped", limit, async (t) => {
