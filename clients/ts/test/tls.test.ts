@@ -1,9 +1,14 @@
 // TLS, mTLS and bearer tokens over real HTTP/2 connections to in-process servers, with a
 // CA and certificates made for this run (they live an hour and are never committed).
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
+import { once } from "node:events";
 import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { after, before, test } from "node:test";
 
 import { Code, ConnectError, type HandlerContext } from "@connectrpc/connect";
@@ -257,3 +262,57 @@ test("mTLS: a client certificate is presented and accepted; without one the serv
   assert.equal(mtls.peers.length, 2, "only the trusted certificate made it to a session");
 });
 
+test("examples/secure_client.ts connects over mTLS with a client-credentials token, fetched once", limit, async (t) => {
+  const identity = "spiffe://statewright.test/tool";
+  const tool = await ca.issue({ uri: identity });
+  const certFile = join(dir, "tool.pem");
+  const keyFile = join(dir, "tool.key");
+  await writeFile(certFile, tool.cert);
+  await writeFile(keyFile, tool.key);
+  const fake = fakeWorkflowService();
+  const calls: (string | null)[] = [];
+  const mtls = await serve(
+    {
+      ...fake,
+      getDiagnostics: (req, ctx) => (calls.push(ctx.requestHeader.get("authorization")), fake.getDiagnostics!(req, ctx)),
+      listWorkflows: (req, ctx) => (calls.push(ctx.requestHeader.get("authorization")), fake.listWorkflows!(req, ctx)),
+    },
+    undefined,
+    { tls: { key: server.key, cert: server.cert, ca: ca.cert, requestCert: true, rejectUnauthorized: true } },
+  );
+  t.after(() => mtls.close());
+
+  const grants: URLSearchParams[] = [];
+  const endpoint = createServer((req, res) => {
+    let body = "";
+    req.setEncoding("utf8");
+    req.on("data", (chunk: string) => (body += chunk));
+    req.on("end", () => {
+      grants.push(new URLSearchParams(body));
+      res.setHeader("content-type", "application/json");
+      res.end(JSON.stringify({ access_token: "sw_oauth_1", token_type: "Bearer", expires_in: 300 }));
+    });
+  });
+  endpoint.listen(0, "127.0.0.1");
+  await once(endpoint, "listening");
+  t.after(() => endpoint.close());
+  const tokenUrl = `http://127.0.0.1:${(endpoint.address() as AddressInfo).port}/oauth/token`;
+
+  const example = fileURLToPath(new URL("../examples/secure_client.js", import.meta.url));
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("STATEWRIGHT_")));
+  const child = spawn(process.execPath, [example, mtls.target, caFile, certFile, keyFile, tokenUrl], {
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...env, OAUTH_CLIENT_ID: "tool", OAUTH_CLIENT_SECRET: "s3cret" },
+  });
+  let out = "";
+  child.stdout.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (out += chunk));
+  const [status] = (await once(child, "exit")) as [number | null];
+  assert.equal(status, 0, out);
+  assert.equal(out, "connected to statewright 0.0.0-fake: 0 workflows on the first page\n");
+  assert.deepEqual(calls, ["Bearer sw_oauth_1", "Bearer sw_oauth_1"], "one token for both calls");
+  assert.equal(grants.length, 1);
+  assert.equal(grants[0]?.get("grant_type"), "client_credentials");
+  assert.equal(grants[0]?.get("client_id"), "tool");
+  assert.deepEqual(mtls.peers, [`URI:${identity}`]);
+});

@@ -571,7 +571,9 @@ test("examples/worker.ts charges, declines for good, and exits on SIGINT", limit
   const charged = fake.schedule("payments", { order: "o-1", amount: 20 });
   const declined = fake.schedule("payments", { order: "o-2", amount: 1500 });
   const example = fileURLToPath(new URL("../examples/worker.js", import.meta.url));
-  const child = spawn(process.execPath, [example, served.target], { stdio: ["ignore", "pipe", "inherit"] });
+  // The fake is plaintext without tokens: what a developer's shell says about a real server stays out.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("STATEWRIGHT_")));
+  const child = spawn(process.execPath, [example, served.target], { stdio: ["ignore", "pipe", "inherit"], env });
   t.after(() => child.exitCode === null && child.kill());
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
