@@ -454,7 +454,8 @@ public final class StatewrightClient implements AutoCloseable {
    * now), then one STEP per new revision; with it, every revision after it is replayed first. When
    * the stream fails with UNAVAILABLE (a dropped connection, a restarting server) or with
    * CANCELLED, INTERNAL or UNKNOWN without an ErrorInfo reason, it is reopened after the last
-   * revision delivered; it gives up, throwing the last error, after {@link
+   * revision delivered (after RESOURCE_EXHAUSTED {@code RATE_LIMITED} too, no sooner than its
+   * RetryInfo delay); it gives up, throwing the last error, after {@link
    * WatchOptions#withReconnectBudget the reconnect budget} passes without a new revision. Any other
    * failure throws {@link StatewrightException} at once. If the instance already ended at a
    * revision at or before {@code afterRevision}, the stream ends without messages.
@@ -497,9 +498,12 @@ public final class StatewrightClient implements AutoCloseable {
         || status == WorkflowStatus.WORKFLOW_STATUS_CANCELLED;
   }
 
-  /** Transport failures a reconnect can cure; errors with an ErrorInfo reason are final. */
+  /**
+   * Transport failures a reconnect can cure, and a rate limit (after its RetryInfo delay); other
+   * errors with an ErrorInfo reason are final.
+   */
   static boolean resumable(StatewrightException e) {
-    if (e.code() == Status.Code.UNAVAILABLE) {
+    if (e.code() == Status.Code.UNAVAILABLE || e.isRateLimited()) {
       return true;
     }
     boolean transport =
