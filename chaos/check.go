@@ -594,6 +594,9 @@ func (c *checker) checkWatches() {
 		case "open":
 			f.sessions++
 			c.rep.Watch.Sessions++
+			if w.After > 0 {
+				c.rep.Watch.Reconnects++
+			}
 		case "msg":
 			c.rep.Watch.Messages++
 			rows := c.history[w.WF]

@@ -15,20 +15,21 @@ import (
 // The kinds of fault the nemesis injects.
 const (
 	faultKill        = "kill"                 // SIGKILL a replica, then start it again
+	faultDrain       = "drain"                // SIGTERM a replica (a graceful drain, as a rolling restart does), then start it
 	faultPause       = "pause"                // SIGSTOP a replica past every lease and claim, then SIGCONT
 	faultPGFast      = "pg-restart-fast"      // PostgreSQL stopped cleanly (-m fast) and started
 	faultPGImmediate = "pg-restart-immediate" // PostgreSQL stopped without shutdown (-m immediate): crash recovery
 	faultCutAfter    = "cut-after-commit"     // a step's connection cut once its COMMIT was sent
 	faultCutBefore   = "cut-before-commit"    // a step's connection cut just before its COMMIT
 	faultStall       = "stall"                // the proxy holds all database traffic for a while
-	faultFlood       = "flood"                // a burst of starts that overfills a replica's writer queue
+	faultFlood       = "flood"                // a burst of starts, while commits are slow, that overfills a writer queue
 )
 
-var allFaults = []string{faultKill, faultPause, faultPGFast, faultPGImmediate, faultCutAfter, faultCutBefore, faultStall, faultFlood}
+var allFaults = []string{faultKill, faultDrain, faultPause, faultPGFast, faultPGImmediate, faultCutAfter, faultCutBefore, faultStall, faultFlood}
 
 // faultGroup says which faults may overlap: only faults of different groups.
 var faultGroup = map[string]string{
-	faultKill: "replica", faultPause: "replica",
+	faultKill: "replica", faultDrain: "replica", faultPause: "replica",
 	faultPGFast: "db", faultPGImmediate: "db", faultStall: "db",
 	faultCutAfter: "conn", faultCutBefore: "conn",
 	faultFlood: "load",
@@ -112,7 +113,30 @@ func (n *nemesis) inject(kind string) FaultRec {
 		rec.Target = r.target()
 		r.kill()
 		time.Sleep(time.Duration(500+n.rng.IntN(1500)) * time.Millisecond)
-		err = r.start(60 * time.Second)
+		// As a supervisor would: start it again until it serves.
+		for attempt := 0; attempt < 3; attempt++ {
+			if err = r.start(90 * time.Second); err == nil {
+				break
+			}
+			rec.Detail[fmt.Sprintf("start_%d", attempt)] = err.Error()
+		}
+	case faultDrain:
+		r := n.replicas[n.rng.IntN(len(n.replicas))]
+		rec.Target = r.target()
+		began := time.Now()
+		r.signal(syscall.SIGTERM)
+		if !r.wait(30 * time.Second) {
+			err = fmt.Errorf("the drain did not end within 30s")
+			r.kill()
+		}
+		rec.Detail["drained_in"] = time.Since(began).Round(time.Millisecond).String()
+		for attempt := 0; attempt < 3; attempt++ {
+			if serr := r.start(90 * time.Second); serr == nil {
+				break
+			} else if attempt == 2 {
+				err = serr
+			}
+		}
 	case faultPause:
 		r := n.replicas[n.rng.IntN(len(n.replicas))]
 		rec.Target = r.target()

@@ -129,5 +129,6 @@ func (r *replica) stop() {
 	if r.signal(syscall.SIGTERM) == nil && !r.wait(20*time.Second) {
 		r.kill()
 	}
-	r.logf.Close()
 }
+
+func (r *replica) close() { r.logf.Close() }

@@ -9,13 +9,17 @@ import (
 )
 
 type recoveryStats struct {
-	Count  int     `json:"count"`
-	Errors int     `json:"errors"`
-	MeanS  float64 `json:"mean_s"`
-	MaxS   float64 `json:"max_s"`
-	// Time from the fault's end to the first write served by every replica; a fault that
-	// overlapped another shares its recovery.
-	samples []float64
+	Count  int `json:"count"`
+	Errors int `json:"errors"`
+	// Recovery: from the fault's end (healed: restarted, continued, resumed) to a write
+	// served by every replica. A fault that overlapped another shares its recovery.
+	MeanS float64 `json:"recovery_mean_s"`
+	MaxS  float64 `json:"recovery_max_s"`
+	// From start: from the fault's start to that write (the fault's whole effect).
+	MeanDownS float64 `json:"from_start_mean_s"`
+	MaxDownS  float64 `json:"from_start_max_s"`
+	samples   []float64
+	down      []float64
 }
 
 type report struct {
@@ -37,9 +41,10 @@ type report struct {
 	Revisions int                       `json:"revisions"`
 	Steps     map[string]int            `json:"steps_by_event"`
 	Watch     struct {
-		Followed int `json:"instances_followed"`
-		Sessions int `json:"stream_sessions"`
-		Messages int `json:"messages"`
+		Followed   int `json:"instances_followed"`
+		Sessions   int `json:"stream_sessions"`
+		Reconnects int `json:"reconnects"` // streams opened after a revision already received
+		Messages   int `json:"messages"`
 	} `json:"watch"`
 	Linear struct {
 		Ok         int `json:"linearizable"`
@@ -90,14 +95,15 @@ func (r *report) finish(c *checker) {
 				d = 0
 			}
 			s.samples = append(s.samples, d)
+			s.down = append(s.down, float64(f.Recovered-f.Start)/1e9)
 		}
 	}
 	for _, s := range r.Faults {
-		for _, d := range s.samples {
+		for i, d := range s.samples {
 			s.MeanS += d / float64(len(s.samples))
-			if d > s.MaxS {
-				s.MaxS = d
-			}
+			s.MaxS = max(s.MaxS, d)
+			s.MeanDownS += s.down[i] / float64(len(s.down))
+			s.MaxDownS = max(s.MaxDownS, s.down[i])
 		}
 	}
 	r.Instances = len(c.instances)
@@ -164,16 +170,17 @@ func (r *report) text() string {
 	for _, k := range sortedKeys(r.Steps) {
 		fmt.Fprintf(&b, " %s %d", k, r.Steps[k])
 	}
-	fmt.Fprintf(&b, "\nfaults (recovery: from the end of the fault to a write served by every replica):\n")
+	fmt.Fprintf(&b, "\nfaults: time to a write served by every replica, from the fault's start and from its end (recovery):\n")
 	for _, k := range sortedKeys(r.Faults) {
 		s := r.Faults[k]
-		fmt.Fprintf(&b, "  %-21s %3d  recovery mean %5.2fs max %5.2fs", k, s.Count, s.MeanS, s.MaxS)
+		fmt.Fprintf(&b, "  %-21s %3d  from start mean %5.2fs max %5.2fs  recovery mean %5.2fs max %5.2fs", k, s.Count, s.MeanDownS, s.MaxDownS, s.MeanS, s.MaxS)
 		if s.Errors > 0 {
 			fmt.Fprintf(&b, "  (%d did not take effect)", s.Errors)
 		}
 		b.WriteString("\n")
 	}
-	fmt.Fprintf(&b, "watch: %d instances followed, %d stream sessions, %d messages\n", r.Watch.Followed, r.Watch.Sessions, r.Watch.Messages)
+	fmt.Fprintf(&b, "watch: %d instances followed, %d streams opened (%d of them reconnects after a revision received), %d messages\n",
+		r.Watch.Followed, r.Watch.Sessions, r.Watch.Reconnects, r.Watch.Messages)
 	fmt.Fprintf(&b, "linearizability (porcupine): %d instances linearizable, %d not, %d inconclusive; %d operations\n",
 		r.Linear.Ok, r.Linear.Illegal, r.Linear.TimedOut, r.Linear.Operations)
 	fmt.Fprintf(&b, "settled after the faults: %v\n\nproperties:\n", r.Settled)

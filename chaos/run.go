@@ -239,6 +239,7 @@ func execute(cfg runConfig) (*report, error) {
 	defer func() {
 		for _, r := range replicas {
 			r.stop()
+			r.close()
 		}
 	}()
 	for i := 0; i < cfg.Replicas; i++ {
@@ -323,6 +324,7 @@ func execute(cfg runConfig) (*report, error) {
 		}
 	}
 	meta.LoadEnded = nowNS()
+	watch.signal(syscall.SIGUSR2)
 	if cfg.FullPlan {
 		select {
 		case <-faultsDone:
@@ -361,6 +363,7 @@ func execute(cfg runConfig) (*report, error) {
 	faultLog.close()
 	for _, r := range replicas {
 		r.stop()
+		r.close()
 	}
 	meta.Final.Tracebacks, meta.Final.Unexpected = scanLogs(cfg.Out, len(replicas))
 	replicas = nil

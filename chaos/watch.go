@@ -49,7 +49,7 @@ func watchMain(args []string) error {
 	out := fs.String("out", "", "watch log to write")
 	perEpoch := fs.String("watch", "3,2,2", "accounts,orders,countdowns of each epoch to watch")
 	duration := fs.Duration("duration", time.Minute, "until when new epochs' instances are watched")
-	finalPath := fs.String("final", "", "on SIGUSR1: a JSON map of workflow id to final revision to reach, then exit")
+	finalPath := fs.String("final", "", "on SIGUSR1: a JSON map of workflow id to final revision to reach, then exit (SIGUSR2: the load is over)")
 	finalWait := fs.Duration("final-wait", 45*time.Second, "how long streams may take to reach their final revisions")
 	fs.Parse(args)
 	var na, no, nt int
@@ -68,9 +68,14 @@ func watchMain(args []string) error {
 	v := &watcher{proc: *proc, rt: newRouter(conns, *seed), hist: hist, lay: lay, settled: make(chan struct{})}
 	ctx, cancel := context.WithCancel(context.Background())
 	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
+	loadDone := make(chan struct{})
 	go func() {
 		for s := range sigs {
+			if s == syscall.SIGUSR2 {
+				close(loadDone) // the load is over: no new epoch will have instances
+				continue
+			}
 			if s == syscall.SIGUSR1 && *finalPath != "" {
 				final := map[string]int64{}
 				if data, err := os.ReadFile(*finalPath); err == nil && json.Unmarshal(data, &final) == nil {
@@ -99,8 +104,9 @@ func watchMain(args []string) error {
 		case <-time.After(time.Until(begins)):
 		case <-ctx.Done():
 		case <-v.settled:
+		case <-loadDone:
 		}
-		if ctx.Err() != nil || v.isSettling() {
+		if ctx.Err() != nil || v.isSettling() || isClosed(loadDone) {
 			break
 		}
 		for _, w := range [][2]any{{"acct", na}, {"order", no}, {"tick", nt}} {
@@ -121,9 +127,11 @@ func watchMain(args []string) error {
 	return nil
 }
 
-func (v *watcher) isSettling() bool {
+func (v *watcher) isSettling() bool { return isClosed(v.settled) }
+
+func isClosed(ch chan struct{}) bool {
 	select {
-	case <-v.settled:
+	case <-ch:
 		return true
 	default:
 		return false
@@ -143,6 +151,7 @@ func (v *watcher) reached(wf string, last int64) bool {
 
 func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 	var last atomic.Int64
+	notFound := 0
 	for session := 0; ctx.Err() == nil; session++ {
 		if v.reached(wf, last.Load()) {
 			return
@@ -163,10 +172,17 @@ func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 		}
 		v.hist.write(rec)
 		if status.Code(err) == codes.NotFound && last.Load() == 0 {
-			// Not started yet (or never will be): look again in a while.
-			sleepCtx(ctx, time.Duration(500+rng.IntN(1000))*time.Millisecond)
+			// Not started yet (or never will be): look again in a while, less often as
+			// time goes by.
+			notFound++
+			sleepCtx(ctx, time.Duration(min(notFound, 8))*time.Duration(500+rng.IntN(500))*time.Millisecond)
 			continue
 		}
+		op := Op{}
+		if err != nil {
+			classify(&op, err)
+		}
+		v.rt.failed(rc, &op)
 		sleepCtx(ctx, time.Duration(50+rng.IntN(250))*time.Millisecond)
 	}
 }

@@ -22,6 +22,7 @@ from tests.support.databases import ENV, postgres_admin_url
 # Every fault kind the nemesis knows (chaos/nemesis.go allFaults).
 FAULT_KINDS = {
     "kill",
+    "drain",
     "pause",
     "pg-restart-fast",
     "pg-restart-immediate",
