@@ -115,17 +115,20 @@ def _double_complete() -> None:
         if key[1]:
             sql_postgres.SAVE_MANYS[key] = _replace(sql, sql_postgres._ROWS_TASK_FENCE, "")
 
-    async def complete(  # noqa: PLR0917 - the signature of the method it replaces
+    async def complete(
         self: TaskDesk,
         ref: TaskRef,
         token: str,
         result: dict[str, Any],
+        *,
         request: RequestKey | None,
         budget: float | None,
+        actor: str,
     ) -> Completion:
         # ...and nothing looks at it before the step either.
         task = await self.get(ref)
         command = CompleteTaskCommand(
+            actor=actor,
             workflow_id=ref.workflow_id,
             request=request,
             task_id=ref.task_id,
