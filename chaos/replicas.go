@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 )
@@ -25,6 +26,8 @@ type replica struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
 	starts int
+	// proc is the running process, for halt: r.mu is held while a start waits.
+	proc atomic.Pointer[os.Process]
 }
 
 func (r *replica) target() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
@@ -61,6 +64,7 @@ func (r *replica) start(timeout time.Duration) error {
 		return err
 	}
 	r.starts++
+	r.proc.Store(cmd.Process)
 	fmt.Fprintf(r.logf, "==== chaos: replica %d start %d (pid %d) at %s\n", r.idx, r.starts, cmd.Process.Pid, time.Now().Format(time.RFC3339Nano))
 	serving := make(chan struct{})
 	exited := make(chan struct{})
@@ -105,6 +109,14 @@ func (r *replica) signal(sig syscall.Signal) error {
 func (r *replica) kill() {
 	r.signal(syscall.SIGKILL)
 	r.wait(10 * time.Second)
+}
+
+// halt kills the replica's process at once, paused or not, without waiting for it.
+func (r *replica) halt() {
+	if p := r.proc.Load(); p != nil {
+		p.Signal(syscall.SIGCONT)
+		p.Kill()
+	}
 }
 
 func (r *replica) wait(d time.Duration) bool {

@@ -122,6 +122,7 @@ func runMain(args []string) error {
 	if *rate > 0 {
 		cfg.Rate = *rate
 	}
+	stopOnInterrupt()
 	rep, err := execute(cfg)
 	if err != nil {
 		return err
@@ -156,6 +157,7 @@ func spawn(dir, name string, args ...string) (*child, error) {
 		return nil, err
 	}
 	c := &child{name: name, cmd: cmd, done: make(chan error, 1)}
+	onInterrupt(func() { cmd.Process.Kill() })
 	go func() { c.done <- cmd.Wait(); logf.Close() }()
 	return c, nil
 }
@@ -211,6 +213,7 @@ func execute(cfg runConfig) (*report, error) {
 		if pg, err = newCluster(); err != nil {
 			return nil, err
 		}
+		onInterrupt(pg.stop)
 		defer pg.stop()
 		admin = pg.url()
 	}
@@ -220,7 +223,9 @@ func execute(cfg runConfig) (*report, error) {
 	}
 	url := withDatabase(admin, dbName)
 	if cfg.PostgresURL != "" {
-		defer psql(admin, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)")
+		drop := func() { psql(admin, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") }
+		onInterrupt(drop)
+		defer drop()
 	}
 	upstream := strings.TrimPrefix(url, "postgresql://postgres@")
 	upstream = upstream[:strings.Index(upstream, "/")]
@@ -248,6 +253,7 @@ func execute(cfg runConfig) (*report, error) {
 		if err != nil {
 			return nil, err
 		}
+		onInterrupt(r.halt)
 		// One at a time: the first migrates the database.
 		if err := r.start(90 * time.Second); err != nil {
 			return nil, err

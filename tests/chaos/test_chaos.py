@@ -43,18 +43,22 @@ def _seed() -> int:
 
 def _run(binary: Path, out: Path, *args: str, timeout: float) -> tuple[int, dict[str, Any], str]:
     seed = _seed()
-    done = subprocess.run(
-        [str(binary), "run", "--repo", str(REPO), "--out", str(out), "--seed", str(seed), *args],
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
-    text = done.stdout + done.stderr
+    argv = [str(binary), "run", "--repo", str(REPO), "--out", str(out), "--seed", str(seed), *args]
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # SIGTERM, not SIGKILL: the run then stops its replicas and its PostgreSQL.
+            proc.terminate()
+            output, _ = proc.communicate(timeout=60)
+            pytest.fail(f"the run took more than {timeout:.0f}s (seed {seed}):\n{output}")
+    text = output
     report_path = out / "report.json"
     assert report_path.exists(), f"no report (seed {seed}):\n{text}"
     report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
-    return done.returncode, report, f"seed {seed} ({SEED_ENV}={seed} replays it)\n{text}"
+    return proc.returncode, report, f"seed {seed} ({SEED_ENV}={seed} replays it)\n{text}"
 
 
 def test_the_suite_builds_and_its_unit_tests_pass(chaos_binary: Path) -> None:
