@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test docs docs-build bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
+.PHONY: dev test docs docs-build bench chaos clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -103,6 +103,14 @@ image-test: $(STAMP)
 bench: $(STAMP)
 	bench/run.sh
 	bench/run_watch.sh
+
+## The fault suite at full size (never part of make test; its small run is): 100,000+
+## operations against two replicas under every kind of fault, then checked. The report is
+## in build/chaos/report.txt; CHAOS_SEED=N replays a run's schedule. See RELIABILITY.md.
+CHAOS_SEED ?= 0
+chaos: $(STAMP)
+	cd chaos && go build -o ../.cache/chaos/chaos .
+	.cache/chaos/chaos run --size full --seed $(CHAOS_SEED) --out build/chaos --repo .
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

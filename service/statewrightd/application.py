@@ -62,6 +62,10 @@ MAX_LOOP_QUEUE = 20_000
 # the bound on the delay a lost LISTEN/NOTIFY hint can cause.
 WATCH_RECHECK_SECONDS = 30.0
 HINT_DELAY_SECONDS = 0.02
+# How long a server that starts while its database does not answer keeps trying (with
+# backoff) before it gives up: enough to ride out a database restart, well inside the two
+# minutes the Kubernetes startup probe allows, instead of exiting into a crash loop.
+STARTUP_DATABASE_WAIT = 30.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +131,7 @@ class Application:
 
     async def open(self) -> None:
         url = self.config.database_url
-        repo = await asyncio.to_thread(open_repository, url, migrate=True)
+        repo = await _open_when_reachable(url, STARTUP_DATABASE_WAIT)
         self._repo = repo
         registry = DefinitionRegistry(repo)
         if self.config.definitions_dir is not None:
@@ -511,6 +515,23 @@ class Application:
     async def workflow_info(self, workflow_id: str) -> WorkflowInfo:
         runtime = self.runtime
         return await self.on_loop(lambda: runtime.info(workflow_id))
+
+
+async def _open_when_reachable(url: str, wait: float) -> Repository:
+    """The repository, migrated; while the database does not answer, tried again with
+    backoff for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    delay = 0.25
+    while True:
+        try:
+            return await asyncio.to_thread(open_repository, url, migrate=True)
+        except errors.StorageUnavailable as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            _log.warning("the database does not answer (%s); trying again for %.0fs", exc, left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
 
 
 _EXPIRED = object()
