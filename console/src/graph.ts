@@ -7,6 +7,8 @@ import { h } from "./dom.js";
 type Mermaid = typeof import("mermaid").default;
 let loading: Promise<Mermaid> | null = null;
 let counter = 0;
+// The state of an instance that has run off the end of its graph (definitions.model).
+export const FINISH = "__finish__";
 
 function dark(): boolean {
   return window.matchMedia("(prefers-color-scheme: dark)").matches;
@@ -83,7 +85,8 @@ export class StateGraph {
   }
 
   private mark(state: string): void {
-    const id = mermaidId(state);
+    // A finished instance rests on the diagram's end, [*].
+    const id = state === FINISH ? "root_end" : mermaidId(state);
     for (const node of this.figure.querySelectorAll(".sw-current")) {
       node.classList.remove("sw-current");
       node.removeAttribute("data-current");

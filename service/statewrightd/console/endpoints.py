@@ -63,7 +63,11 @@ COUNT_LIMIT = 10_000
 
 
 def _json(message: Message) -> str:
-    return json_format.MessageToJson(message, indent=None)
+    # Fields at their default too (false, 0, []): canonical JSON either way, and a caller
+    # reading `accepted` finds false rather than nothing.
+    return json_format.MessageToJson(
+        message, indent=None, always_print_fields_with_no_presence=True
+    )
 
 
 def answer(message: Message) -> web.Response:

@@ -105,7 +105,10 @@ class DiagnosticsSampler:
         stamp = int(time.time() * 1000)
         if self.samples and stamp <= self.samples[-1][0]:
             stamp = self.samples[-1][0] + 1  # ids only ever grow: they resume a stream
-        self.samples.append((stamp, json_format.MessageToJson(message, indent=None)))
+        text = json_format.MessageToJson(
+            message, indent=None, always_print_fields_with_no_presence=True
+        )
+        self.samples.append((stamp, text))
         self.wake()
 
     def after(self, stamp: int) -> list[tuple[int, str]]:
