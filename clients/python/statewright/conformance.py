@@ -1,6 +1,10 @@
 """The Python conformance runner: executes ``clients/conformance/scenario.yaml`` live.
 
-    STATEWRIGHT_TARGET=127.0.0.1:50051 python -m statewright.conformance [SCENARIO]
+    STATEWRIGHT_ADDRESS=127.0.0.1:50051 python -m statewright.conformance [SCENARIO]
+
+The connection is the client's default one: the address (STATEWRIGHT_ADDRESS, or the older
+STATEWRIGHT_TARGET), and TLS and a token from STATEWRIGHT_TLS_CA, STATEWRIGHT_TLS_CERT,
+STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN when they are set.
 
 Every step goes through the ergonomic :class:`statewright.Client` (not the raw stubs), and
 ``RunWorker`` through :class:`statewright.Worker`, so the run proves the client, not only
@@ -30,7 +34,7 @@ from typing import Any, TextIO
 
 import yaml
 
-from statewright import _common
+from statewright import _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
 from statewright.models import SignalResult, StepResult, Task, WatchEvent, Workflow
@@ -737,14 +741,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "scenario", nargs="?", type=Path, default=None, help=f"default: {DEFAULT_SCENARIO}"
     )
+    address = os.environ.get(_security.ADDRESS_ENV) or os.environ.get(_security.TARGET_ENV)
     parser.add_argument(
+        "--address",
         "--target",
-        default=os.environ.get(_common.TARGET_ENV),
-        help=f"host:port (default: ${_common.TARGET_ENV}, required)",
+        dest="target",
+        default=address,
+        help=f"host:port (default: ${_security.ADDRESS_ENV} or ${_security.TARGET_ENV}, required)",
     )
     args = parser.parse_args(argv)
     if not args.target:
-        parser.error(f"set {_common.TARGET_ENV} or pass --target")
+        parser.error(f"set {_security.ADDRESS_ENV} or pass --address")
     path: Path = args.scenario or DEFAULT_SCENARIO
     if not path.is_file():
         parser.error(f"scenario not found: {path}")

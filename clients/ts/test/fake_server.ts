@@ -3,8 +3,16 @@
 // definitions as far as the conformance scenario looks, with knobs that make it deviate on
 // purpose (given a FakeTaskService, its order-fulfilment instances hand their task states
 // to it); FakeTaskService leases tasks as the server does and records every call.
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
+import {
+  createSecureServer,
+  createServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type SecureServerOptions,
+  type ServerHttp2Session,
+} from "node:http2";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { EventEmitter, once } from "node:events";
 
 import { clone, create, type JsonObject } from "@bufbuild/protobuf";
@@ -12,7 +20,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
-import { ErrorInfoSchema } from "../src/error_info.js";
+import { ErrorInfoSchema, RetryInfoSchema } from "../src/error_info.js";
 import {
   SignalRejection,
   WatchEventType,
@@ -39,13 +47,20 @@ export type TaskServiceImpl = Partial<ServiceImpl<typeof TaskService>>;
 
 export interface Served {
   target: string;
+  /** Over TLS: the subjectaltname of each client certificate presented, in order. */
+  peers: string[];
   close(): Promise<void>;
   /** Destroys every client connection, as a crashing server or a broken network would. */
   dropConnections(): void;
 }
 
+export interface ServeOptions {
+  /** Serve TLS with these settings (key, cert; ca and requestCert for mTLS) instead of plaintext. */
+  tls?: SecureServerOptions;
+}
+
 /** Serves impl, and tasks when given (without it, TaskService calls are UNIMPLEMENTED). */
-export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl): Promise<Served> {
+export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl, options: ServeOptions = {}): Promise<Served> {
   const handler = connectNodeAdapter({
     grpc: true,
     connect: false,
@@ -55,7 +70,12 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl):
       if (tasks) router.service(TaskService, tasks);
     },
   });
-  const server: Http2Server = createServer(handler);
+  const server: Http2Server | Http2SecureServer = options.tls ? createSecureServer(options.tls, handler) : createServer(handler);
+  const peers: string[] = [];
+  server.on("secureConnection", (socket: TLSSocket) => {
+    const san = socket.getPeerCertificate().subjectaltname;
+    if (san) peers.push(san);
+  });
   const sessions = new Set<ServerHttp2Session>();
   server.on("session", (session: ServerHttp2Session) => {
     sessions.add(session);
@@ -66,6 +86,7 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl):
   const { port } = server.address() as AddressInfo;
   return {
     target: `127.0.0.1:${port}`,
+    peers,
     dropConnections: () => {
       for (const session of sessions) session.destroy();
     },
@@ -81,6 +102,15 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl):
 export function statewrightError(code: Code, reason: string, metadata: Record<string, string> = {}): ConnectError {
   return new ConnectError(reason, code, undefined, [
     { desc: ErrorInfoSchema, value: { reason, domain: "statewright.dev", metadata } },
+  ]);
+}
+
+/** RESOURCE_EXHAUSTED RATE_LIMITED with a RetryInfo, as the server answers a caller over its rate. */
+export function rateLimited(retryDelayMs: number): ConnectError {
+  const retryDelay = { seconds: BigInt(Math.floor(retryDelayMs / 1000)), nanos: (retryDelayMs % 1000) * 1_000_000 };
+  return new ConnectError("key:worker is over its rate of 5 requests per second", Code.ResourceExhausted, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: "RATE_LIMITED", domain: "statewright.dev", metadata: { limit: "5/s" } } },
+    { desc: RetryInfoSchema, value: { retryDelay } },
   ]);
 }
 

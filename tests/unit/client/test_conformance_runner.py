@@ -94,11 +94,24 @@ def test_await_watch_without_a_watch_fails() -> None:
     assert "no watch was opened" in out.getvalue()
 
 
-def test_main_needs_a_target(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("STATEWRIGHT_TARGET", raising=False)
+def test_main_needs_a_target() -> None:
     with pytest.raises(SystemExit) as caught:
         main([str(SCENARIO)])
     assert caught.value.code == 2
+
+
+def test_main_connects_as_the_environment_says(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, fake: FakeServer
+) -> None:
+    fake.service.behaviours["GetDiagnostics"] = lambda r, c: pb.GetDiagnosticsResponse()
+    monkeypatch.setenv("STATEWRIGHT_ADDRESS", fake.target)
+    monkeypatch.setenv("STATEWRIGHT_TARGET", "127.0.0.1:1")  # the older name yields
+    monkeypatch.setenv("STATEWRIGHT_TOKEN", "conformance-token")
+    path = tmp_path / "s.yaml"
+    path.write_text("version: 1\nsteps: [{id: d, op: GetDiagnostics}]\n")
+    assert main([str(path)]) == 0
+    calls = fake.service.authorizations()
+    assert calls and {a for _, a in calls} == {"Bearer conformance-token"}
 
 
 def test_main_rejects_a_missing_scenario(tmp_path: Path) -> None:

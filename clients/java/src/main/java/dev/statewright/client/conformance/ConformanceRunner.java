@@ -1,10 +1,12 @@
 package dev.statewright.client.conformance;
 
 import dev.statewright.client.StatewrightClient;
+import dev.statewright.client.PermissionDeniedException;
 import dev.statewright.client.StatewrightException;
 import dev.statewright.client.Structs;
 import dev.statewright.client.TaskFailure;
 import dev.statewright.client.TaskHandler;
+import dev.statewright.client.UnauthenticatedException;
 import dev.statewright.client.WatchOptions;
 import dev.statewright.client.Worker;
 import dev.statewright.v1.GetDiagnosticsResponse;
@@ -49,7 +51,8 @@ import org.yaml.snakeyaml.constructor.SafeConstructor;
 
 /**
  * Executes {@code clients/conformance/scenario.yaml} through {@link StatewrightClient} against
- * {@code $STATEWRIGHT_TARGET}. A step passes only if every expectation holds; an unknown op,
+ * {@code $STATEWRIGHT_ADDRESS} (or {@code $STATEWRIGHT_TARGET}), with the TLS options and token the
+ * environment gives ({@link StatewrightClient.Builder#fromEnvironment(Map)}). A step passes only if every expectation holds; an unknown op,
  * request field or expectation key fails it, so a scenario change cannot pass unnoticed. {@code
  * RunWorker} steps run the client's own {@link Worker}, as a user would. Prints {@code
  * conformance: N passed, M failed} and exits 1 on any failure.
@@ -89,18 +92,28 @@ public final class ConformanceRunner {
   }
 
   public static void main(String[] args) throws IOException {
-    String target = System.getenv("STATEWRIGHT_TARGET");
-    if (target == null || target.isEmpty()) {
-      System.err.println("set STATEWRIGHT_TARGET to the server's host:port");
+    Map<String, String> env = System.getenv();
+    String target = env.getOrDefault(StatewrightClient.ENV_ADDRESS, "");
+    if (target.isBlank()) {
+      target = env.getOrDefault(StatewrightClient.ENV_TARGET, "");
+    }
+    if (target.isBlank()) {
+      System.err.println("set STATEWRIGHT_ADDRESS (or STATEWRIGHT_TARGET) to the server's host:port");
       System.exit(2);
     }
+    StatewrightClient.Builder builder = StatewrightClient.builder().fromEnvironment(env);
     Path scenario = Path.of(args.length > 0 ? args[0] : "../conformance/scenario.yaml");
     Map<String, Object> data = load(scenario);
     String runId = System.currentTimeMillis() / 1000 + "-j" + Integer.toHexString(new SecureRandom().nextInt(1 << 24));
     int failures;
-    try (StatewrightClient client = StatewrightClient.connect(target)) {
+    String security =
+        (env.getOrDefault(StatewrightClient.ENV_TLS_CA, "").isBlank() && env.getOrDefault(StatewrightClient.ENV_TLS_CERT, "").isBlank()
+                ? "plaintext"
+                : "TLS")
+            + (env.getOrDefault(StatewrightClient.ENV_TOKEN, "").isBlank() ? "" : ", bearer token");
+    try (StatewrightClient client = builder.build()) {
       ConformanceRunner runner = new ConformanceRunner(client, runId, System.out);
-      out(System.out, "conformance run " + runId + " against " + target);
+      out(System.out, "conformance run " + runId + " against " + target.strip() + " (" + security + ")");
       if (!runner.waitUntilReady(Duration.ofSeconds(30))) {
         System.out.println("FAIL setup: server not ready\nconformance: 0 passed, 1 failed");
         System.exit(1);
@@ -134,6 +147,10 @@ public final class ConformanceRunner {
       try {
         client.diagnostics();
         return true;
+      } catch (UnauthenticatedException | PermissionDeniedException e) {
+        // The server is up and answered: waiting will not change its mind.
+        out(out, "server refused the credentials: " + e.getMessage());
+        return false;
       } catch (StatewrightException e) {
         if (System.nanoTime() > deadline) {
           return false;
