@@ -120,7 +120,8 @@ class EventStream:
     def next(self, deadline: float = 15.0) -> Event | None:
         """The next event, or None when the stream ended. Comments are skipped."""
         ends = time.monotonic() + deadline
-        kind, data, event_id = "message", [], None
+        kind, event_id = "message", None
+        data: list[str] = []
         while time.monotonic() < ends:
             raw = self.response.readline()
             if not raw:

@@ -6,8 +6,6 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-import pytest
-
 from tests.support.api import uid
 from tests.support.console import Http, console_url
 from tests.support.databases import PostgresDatabases

@@ -159,9 +159,11 @@ def test_a_rotated_certificate_is_served_to_new_connections(secured: Setup) -> N
         context = ssl.create_default_context(cafile=str(secured.ca.cert))
         context.load_cert_chain(secured.stranger.cert, secured.stranger.key)
         url = urlsplit(secured.base)
-        with socket.create_connection((url.hostname, url.port), timeout=5) as raw:
-            with context.wrap_socket(raw, server_hostname="127.0.0.1") as tls:
-                der = tls.getpeercert(binary_form=True)
+        with (
+            socket.create_connection((url.hostname, url.port), timeout=5) as raw,
+            context.wrap_socket(raw, server_hostname="127.0.0.1") as tls,
+        ):
+            der = tls.getpeercert(binary_form=True)
         assert der is not None
         return der
 
