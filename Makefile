@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test docs docs-build bench clients install generate check-generated console check-console buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
+.PHONY: dev test docs docs-build bench clients install generate check-generated console check-console console-screenshots buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -115,6 +115,11 @@ console: $(STAMP)
 
 check-console: $(STAMP)
 	console/build.sh --check
+
+## The console's screenshots in docs/images, taken by its browser tests.
+console-screenshots: $(STAMP)
+	scripts/install-chromium >/dev/null
+	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py
 
 ## Record the current API as the baseline the breaking check compares against (at a release).
 baseline: $(STAMP)
