@@ -58,7 +58,8 @@ class Page:
 
     def __init__(self, workflow_id: str) -> None:
         self.workflow_id = workflow_id
-        self.revision = 1
+        self.revision = 1  # the last revision a signal was answered with
+        self.busy = False
         self.ready = asyncio.Event()
         self.seen: dict[int, tuple[float, float]] = {}  # revision -> (received, step time)
         self.duplicates = 0
@@ -136,22 +137,34 @@ async def pages_process(args: argparse.Namespace) -> None:
         errors: dict[str, int] = {}
         inflight: set[asyncio.Task[None]] = set()
 
+        def failed(key: str) -> None:
+            errors[key] = errors.get(key, 0) + 1
+
         async def signal(page: Page) -> None:
-            page.revision += 1
-            revision = page.revision
+            # The next event follows the instance's actual revision: a refused signal
+            # leaves it where it was (evaluating at odd revisions, improving at even).
             body = (
                 {"event": "score", "payload": {"score": 0.1}}
-                if revision % 2 == 0
+                if page.revision % 2 == 1
                 else {"event": "revised", "payload": {"document": "again"}}
             )
-            sent[(page.workflow_id, revision)] = time.time()
+            page.busy = True
+            began = time.time()
             url = f"{base}/api/v1/workflows/{page.workflow_id}/signal"
             try:
                 async with session.post(url, json=body) as answer:
-                    if answer.status != 200:
-                        errors[str(answer.status)] = errors.get(str(answer.status), 0) + 1
+                    got = await answer.json()
+                if answer.status != 200:
+                    failed(f"{answer.status} {got.get('reason', '')}")
+                elif got.get("accepted") is not True:
+                    failed(f"not accepted {got.get('reason', '')}")
+                else:
+                    page.revision = int(got["workflow"]["revision"])
+                    sent[(page.workflow_id, page.revision)] = began
             except aiohttp.ClientError as exc:
-                errors[type(exc).__name__] = errors.get(type(exc).__name__, 0) + 1
+                failed(type(exc).__name__)
+            finally:
+                page.busy = False
 
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
@@ -167,10 +180,14 @@ async def pages_process(args: argparse.Namespace) -> None:
         while interval and not stop.is_set() and time.monotonic() - began < args.max_seconds:
             due = began + count * interval
             await asyncio.sleep(max(0.0, due - time.monotonic()))
-            task = asyncio.create_task(signal(pages[count % len(pages)]))
+            page = pages[count % len(pages)]
+            count += 1
+            if page.busy:  # its last signal is still unanswered: one at a time per instance
+                failed("skipped, the last still in flight")
+                continue
+            task = asyncio.create_task(signal(page))
             inflight.add(task)
             task.add_done_callback(inflight.discard)
-            count += 1
         if not interval:
             await stop.wait()
         elapsed = time.monotonic() - began
@@ -192,11 +209,14 @@ async def pages_process(args: argparse.Namespace) -> None:
                     lost += 1
                     continue
                 received, stepped = seen
-                from_send.append((received - sent[(page.workflow_id, revision)]) * 1000)
+                began = sent.get((page.workflow_id, revision))
+                if began is not None:  # its answer was lost: no send time to count from
+                    from_send.append((received - began) * 1000)
                 if stepped:
                     from_step.append((received - stepped) * 1000)
     report = {
         "signals": count,
+        "steps": sum(page.revision - 1 for page in pages),
         "seconds": elapsed,
         "errors": errors,
         "lost": lost,
@@ -316,7 +336,8 @@ def main() -> None:
                 print(
                     f"round {round_ + 1} {arm:<5}: {summary.throughput:,.0f} starts/s, "
                     f"p99 {summary.p99_ms:.1f} ms, server {used:.2f} cores, "
-                    f"followed steps {report['signals']} ({report['errors'] or 'no errors'}), "
+                    f"followed steps {report['steps']} of {report['signals']} sent "
+                    f"({report['errors'] or 'no errors'}), "
                     f"lost {report['lost']}, twice {report['duplicates']}",
                     flush=True,
                 )
