@@ -209,9 +209,9 @@ async def pages_process(args: argparse.Namespace) -> None:
                     lost += 1
                     continue
                 received, stepped = seen
-                began = sent.get((page.workflow_id, revision))
-                if began is not None:  # its answer was lost: no send time to count from
-                    from_send.append((received - began) * 1000)
+                sent_at = sent.get((page.workflow_id, revision))
+                if sent_at is not None:  # its answer was lost: no send time to count from
+                    from_send.append((received - sent_at) * 1000)
                 if stepped:
                     from_step.append((received - stepped) * 1000)
     report = {
