@@ -33,11 +33,15 @@ import statistics
 import subprocess
 import sys
 import time
+import urllib.request
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.support.ui import WebDriverWait
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import loadgen
@@ -257,6 +261,94 @@ class PagesRun:
         return report
 
 
+# Each history row the page adds, stamped at the next animation frame: when it is painted.
+OBSERVE = """
+window.__shown = {};
+const rows = document.querySelector(".timeline tbody");
+new MutationObserver((changes) => {
+  for (const change of changes) for (const row of change.addedNodes) {
+    const revision = row.dataset && row.dataset.revision;
+    if (revision) requestAnimationFrame(() => { window.__shown[revision] = Date.now(); });
+  }
+}).observe(rows, {childList: true});
+"""
+
+
+class BrowserPage:
+    """One workflow page in Debian's headless Chromium, and its workflow stepped from here,
+    one signal at a time: when did each step show on the page?"""
+
+    def __init__(self, base: str) -> None:
+        self.base = base
+        browser = subprocess.run(
+            [str(ROOT / "scripts" / "install-chromium")],
+            check=True,
+            capture_output=True,
+            text=True,
+            timeout=900,
+        ).stdout.strip()
+        options = webdriver.ChromeOptions()
+        options.binary_location = browser
+        for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
+            options.add_argument(flag)
+        options.add_argument("--window-size=1280,800")
+        self.chrome = webdriver.Chrome(
+            options=options, service=Service(executable_path="/usr/bin/chromedriver")
+        )
+        body = {"definition": "review-loop", "input": {"max_iterations": 10**9}}
+        self.workflow_id = self._call("POST", "/api/v1/workflows", body)["workflow"]["workflowId"]
+        self.chrome.get(f"{base}/workflows/{self.workflow_id}")
+        WebDriverWait(self.chrome, 60).until(
+            lambda d: d.execute_script(
+                "return !!document.querySelector('.timeline tbody tr[data-revision]')"
+            )
+        )
+        self.chrome.execute_script(OBSERVE)
+        self.sent: dict[int, tuple[float, float]] = {}  # revision -> (sent, step time)
+        self.revision = 1
+
+    def _call(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        request = urllib.request.Request(
+            self.base + path,
+            data=json.dumps(body).encode(),
+            method=method,
+            headers={"Content-Type": "application/json"},
+        )
+        with urllib.request.urlopen(request, timeout=30) as answer:
+            got: dict[str, Any] = json.loads(answer.read())
+            return got
+
+    def step(self, rate: float, seconds: float) -> None:
+        began = time.monotonic()
+        count = 0
+        while time.monotonic() - began < seconds:
+            time.sleep(max(0.0, began + count / rate - time.monotonic()))
+            count += 1
+            body = (
+                {"event": "score", "payload": {"score": 0.1}}
+                if self.revision % 2 == 1
+                else {"event": "revised", "payload": {"document": "again"}}
+            )
+            sent = time.time()
+            got = self._call("POST", f"/api/v1/workflows/{self.workflow_id}/signal", body)
+            self.revision = int(got["workflow"]["revision"])
+            self.sent[self.revision] = (sent, _step_time(got))
+
+    def finish(self) -> dict[str, Any]:
+        time.sleep(1.0)
+        shown: dict[str, int] = self.chrome.execute_script("return window.__shown")
+        self.chrome.quit()
+        from_send, from_step, lost = [], [], 0
+        for revision, (sent, stepped) in self.sent.items():
+            at = shown.get(str(revision))
+            if at is None:
+                lost += 1
+                continue
+            from_send.append(at - sent * 1000)
+            from_step.append(at - stepped * 1000)
+        return {"from_send_ms": sorted(from_send), "from_step_ms": sorted(from_step), "lost": lost}
+
+
 def console_base(log: Path) -> str:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
@@ -292,6 +384,13 @@ def main() -> None:
     parser.add_argument("--latency-pages", type=int, default=100)
     parser.add_argument("--latency-rate", type=float, default=100.0)
     parser.add_argument("--latency-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--browser-rate",
+        type=float,
+        default=20.0,
+        help="of the latency run's steps/s, those of one workflow open in headless Chromium "
+        "(0: no browser)",
+    )
     parser.add_argument("--quick", action="store_true", help="one round, shorter windows")
     args = parser.parse_args()
     if args.pages_process:
@@ -311,10 +410,12 @@ def main() -> None:
     ):
         base = console_base(logs / "statewrightd.log")
         print(f"statewrightd on {target}, console on {base}", flush=True)
+        print(f"load average before: {os.getloadavg()[0]:.1f} (2 cores)", flush=True)
         if args.engine == "go":
             loadgen.goload_binary()
         throughput: dict[str, list[float]] = {"none": [], "pages": []}
         cpu: dict[str, list[float]] = {"none": [], "pages": []}
+        per_start: dict[str, list[float]] = {"none": [], "pages": []}  # server CPU ms a start
         checks: list[dict[str, Any]] = []
         for round_ in range(args.rounds):
             for arm in ("none", "pages") if round_ % 2 == 0 else ("pages", "none"):
@@ -331,6 +432,7 @@ def main() -> None:
                 report = pages.stop()
                 throughput[arm].append(summary.throughput)
                 cpu[arm].append(used)
+                per_start[arm].append(1000 * used / max(summary.throughput, 1e-9))
                 if arm == "pages":
                     checks.append(report)
                 print(
@@ -352,9 +454,22 @@ def main() -> None:
             f"the pages' steps under that load, signal sent -> page: {spread(follow)}",
             flush=True,
         )
+        # On a machine shared with other work the throughput follows the cores the server
+        # is given; its CPU per completed start shows the pages' cost apart from that.
+        mine, bare = statistics.median(per_start["pages"]), statistics.median(per_start["none"])
+        print(
+            f"server CPU per start-to-complete: {mine:.2f} ms with the pages, {bare:.2f} ms "
+            f"without ({100 * (mine / bare - 1):+.1f}%)",
+            flush=True,
+        )
 
-        pages = PagesRun(base, args.latency_pages, True, args.latency_rate, args.latency_seconds)
-        time.sleep(args.latency_seconds)
+        browser = BrowserPage(base) if args.browser_rate > 0 else None
+        sse_rate = args.latency_rate - (args.browser_rate if browser else 0.0)
+        pages = PagesRun(base, args.latency_pages, True, sse_rate, args.latency_seconds)
+        if browser is not None:
+            browser.step(args.browser_rate, args.latency_seconds)
+        else:
+            time.sleep(args.latency_seconds)
         report = pages.stop()
         send, step = report["from_send_ms"], report["from_step_ms"]
         rate = report["signals"] / report["seconds"]
@@ -366,6 +481,16 @@ def main() -> None:
             f"  step time (history) -> page: {spread(step)}",
             flush=True,
         )
+        if browser is not None:
+            shown = browser.finish()
+            print(
+                f"  and in Chromium, one workflow page at {args.browser_rate:.0f} of those "
+                f"steps/s ({len(shown['from_send_ms'])} steps shown, {shown['lost']} not):\n"
+                f"    signal sent -> shown: {spread(shown['from_send_ms'])}\n"
+                f"    step time (history) -> shown: {spread(shown['from_step_ms'])}",
+                flush=True,
+            )
+        print(f"load average after: {os.getloadavg()[0]:.1f}", flush=True)
 
 
 if __name__ == "__main__":
