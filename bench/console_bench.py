@@ -138,6 +138,7 @@ async def pages_process(args: argparse.Namespace) -> None:
         print("ready", flush=True)
 
         sent: dict[tuple[str, int], float] = {}
+        answered: dict[tuple[str, int], float] = {}  # when the signal's answer came back
         errors: dict[str, int] = {}
         inflight: set[asyncio.Task[None]] = set()
 
@@ -165,6 +166,7 @@ async def pages_process(args: argparse.Namespace) -> None:
                 else:
                     page.revision = int(got["workflow"]["revision"])
                     sent[(page.workflow_id, page.revision)] = began
+                    answered[(page.workflow_id, page.revision)] = time.time()
             except aiohttp.ClientError as exc:
                 failed(type(exc).__name__)
             finally:
@@ -204,6 +206,7 @@ async def pages_process(args: argparse.Namespace) -> None:
 
     from_send: list[float] = []
     from_step: list[float] = []
+    from_answer: list[float] = []
     lost = 0
     if args.open_pages:
         for page in pages:
@@ -218,6 +221,9 @@ async def pages_process(args: argparse.Namespace) -> None:
                     from_send.append((received - sent_at) * 1000)
                 if stepped:
                     from_step.append((received - stepped) * 1000)
+                answer_at = answered.get((page.workflow_id, revision))
+                if answer_at is not None:  # after the commit; the page may hear first (< 0)
+                    from_answer.append((received - answer_at) * 1000)
     report = {
         "signals": count,
         "steps": sum(page.revision - 1 for page in pages),
@@ -228,6 +234,7 @@ async def pages_process(args: argparse.Namespace) -> None:
         "stream_errors": sum(p.stream_errors for p in pages),
         "from_send_ms": sorted(from_send),
         "from_step_ms": sorted(from_step),
+        "from_answer_ms": sorted(from_answer),
     }
     print(json.dumps(report), flush=True)
 
@@ -380,6 +387,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--seconds", type=float, default=8.0, help="each throughput window")
+    parser.add_argument("--idle-seconds", type=float, default=10.0, help="each pages-alone window")
     parser.add_argument("--engine", default="go", choices=loadgen.ENGINES)
     parser.add_argument("--latency-pages", type=int, default=100)
     parser.add_argument("--latency-rate", type=float, default=100.0)
@@ -397,7 +405,7 @@ def main() -> None:
         asyncio.run(pages_process(args))
         return
     if args.quick:
-        args.rounds, args.seconds, args.latency_seconds = 1, 4.0, 8.0
+        args.rounds, args.seconds, args.latency_seconds, args.idle_seconds = 1, 4.0, 8.0, 5.0
 
     database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
     definitions = {p.name: p.read_text() for p in EXAMPLES.glob("*.yaml")}
@@ -417,6 +425,21 @@ def main() -> None:
         cpu: dict[str, list[float]] = {"none": [], "pages": []}
         per_start: dict[str, list[float]] = {"none": [], "pages": []}  # server CPU ms a start
         checks: list[dict[str, Any]] = []
+        # The pages alone, with no other load: the server CPU they take, read from /proc,
+        # which a busy machine inflates less than it does a throughput.
+        idle: dict[str, list[float]] = {"none": [], "pages": []}
+        for round_ in range(args.rounds):
+            for arm in ("none", "pages") if round_ % 2 == 0 else ("pages", "none"):
+                pages = PagesRun(base, args.pages, arm == "pages", args.follow_rate, 300.0)
+                before, began = cpu_seconds(pid), time.monotonic()
+                time.sleep(args.idle_seconds)
+                idle[arm].append((cpu_seconds(pid) - before) / (time.monotonic() - began))
+                report = pages.stop()
+                print(
+                    f"round {round_ + 1} {arm:<5} alone: server {idle[arm][-1]:.3f} cores, "
+                    f"followed steps {report['steps']} ({report['errors'] or 'no errors'})",
+                    flush=True,
+                )
         for round_ in range(args.rounds):
             for arm in ("none", "pages") if round_ % 2 == 0 else ("pages", "none"):
                 pages = PagesRun(base, args.pages, arm == "pages", args.follow_rate, 300.0)
@@ -454,6 +477,15 @@ def main() -> None:
             f"the pages' steps under that load, signal sent -> page: {spread(follow)}",
             flush=True,
         )
+        extra = statistics.median(idle["pages"]) - statistics.median(idle["none"])
+        full = statistics.median(cpu["none"])
+        print(
+            f"the {args.pages} pages alone take {extra:.3f} server cores "
+            f"({statistics.median(idle['pages']):.3f} with them, "
+            f"{statistics.median(idle['none']):.3f} without): {100 * extra / full:.1f}% of the "
+            f"{full:.2f} cores the server spends at full start-to-complete load",
+            flush=True,
+        )
         # On a machine shared with other work the throughput follows the cores the server
         # is given; its CPU per completed start shows the pages' cost apart from that.
         mine, bare = statistics.median(per_start["pages"]), statistics.median(per_start["none"])
@@ -478,7 +510,8 @@ def main() -> None:
             f"seen, {report['lost']} lost, {report['duplicates']} twice, "
             f"errors {report['errors'] or 'none'}):\n"
             f"  signal sent -> page: {spread(send)}\n"
-            f"  step time (history) -> page: {spread(step)}",
+            f"  step time (history) -> page: {spread(step)}\n"
+            f"  signal answered (after its commit) -> page: {spread(report['from_answer_ms'])}",
             flush=True,
         )
         if browser is not None:
