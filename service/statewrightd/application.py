@@ -66,6 +66,8 @@ HINT_DELAY_SECONDS = 0.02
 # backoff) before it gives up: enough to ride out a database restart, well inside the two
 # minutes the Kubernetes startup probe allows, instead of exiting into a crash loop.
 STARTUP_DATABASE_WAIT = 30.0
+# Instances read per query when counting them (the store's largest page).
+COUNT_PAGE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -126,6 +128,9 @@ class Application:
         # that need it are then refused at once, so that clients' retries can go elsewhere
         # instead of each waiting out its deadline on a dead database.
         self._storage_down: str | None = None
+        # Steps this process has committed: the web console recounts its lists when it
+        # moves. Written by the EventLoop thread only; read from the asyncio thread.
+        self.committed_steps = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -230,6 +235,7 @@ class Application:
 
     def _publish_step(self, outcome: Outcome, history: HistoryRecord) -> None:
         # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
+        self.committed_steps += 1
         hub = self.watch_hub
         if hub.watched(outcome.record.workflow_id):
             step = StepEvent(
@@ -453,6 +459,29 @@ class Application:
                 for r, d in zip(page.items, loaded, strict=True)
             ]
             return page, found
+
+        return await self._read(read)
+
+    async def count_workflows(
+        self, *, definition: str | None, status: str | None, limit: int
+    ) -> tuple[int, bool]:
+        """How many instances match, counted up to ``limit``; True when there are more."""
+        repo = self.repo
+
+        def read() -> tuple[int, bool]:
+            count, token = 0, ""
+            while count < limit:
+                page = repo.list(
+                    definition=definition,
+                    status=status,
+                    page_size=min(COUNT_PAGE, limit - count),
+                    page_token=token,
+                )
+                count += len(page.items)
+                token = page.next_page_token
+                if not token:
+                    return count, False
+            return count, True
 
         return await self._read(read)
 

@@ -21,6 +21,7 @@ DEV_DEFAULTS = ServerConfig(
     definitions_dir=Path("examples/definitions"),
     reflection=True,
     processes=1,
+    http_listen="127.0.0.1:8080",
 )
 
 
