@@ -6,7 +6,8 @@ says otherwise:
 - no marker: the definition is valid and the validator reports nothing at all;
 - ``<!-- invalid -->``: the definition has errors, and the next block (``text``) lists every
   problem the validator reports, one per line, as ``statewrightd validate`` prints them
-  without the leading file name;
+  without the leading file name (``LINE:COLUMN: error: ...`` when a problem has a place in
+  the text, then the indented lines that quote it);
 - ``<!-- warns -->``: the definition is valid, and the next block lists its warnings so;
 - ``<!-- not a definition -->``: some other YAML or JSON (a manifest, a command's output).
 """
