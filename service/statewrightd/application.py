@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from statewrightd import errors
 from statewrightd.config import ServerConfig
-from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.engine.answers import Outcome, Replay, Result
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command
@@ -104,6 +104,8 @@ class Application:
         self._batch_observer = batch_observer
         self._repo: Repository | None = None
         self._registry: DefinitionRegistry | None = None
+        # The definition files as read at start (a dev server's watcher starts from them).
+        self.definition_files: list[FileReport] = []
         self._writer: GroupCommitWriter | None = None
         self._loop: EventLoop | None = None
         self._runtime: WorkflowRuntime | None = None
@@ -130,9 +132,19 @@ class Application:
         repo = await asyncio.to_thread(open_repository, url, migrate=True)
         self._repo = repo
         registry = DefinitionRegistry(repo)
-        if self.config.definitions_dir is not None:
-            loaded = await asyncio.to_thread(registry.load_directory, self.config.definitions_dir)
-            _log.info("loaded %d definitions from %s", len(loaded), self.config.definitions_dir)
+        directory = self.config.definitions_dir
+        if directory is not None:
+            dev = self.config.dev_mode
+            load = await asyncio.to_thread(registry.load_directory, directory, dev=dev)
+            _log.info("loaded %d definitions from %s", len(load.loaded), directory)
+            for line in load.warnings:
+                _log.warning("%s", line)
+            for line in load.refused:
+                _log.error("%s", line)
+            for placed in load.placed:
+                if placed.note:
+                    _log.info("dev: %s", placed.note)
+            self.definition_files = load.reports
         stored = await asyncio.to_thread(registry.load_stored)
         if stored:
             _log.info("compiled %d more definition versions recorded in the store", stored)

@@ -13,6 +13,7 @@ from statewrightd.config import ConfigError, ServerConfig, add_server_arguments,
 DEV_DEFAULTS = ServerConfig(
     database_url="sqlite:///statewright-dev.db",
     definitions_dir=Path("examples/definitions"),
+    dev_mode=True,
 )
 
 
@@ -44,7 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the server on statewright-dev.db (SQLite) with examples/definitions",
         description="Run the server for local development: the SQLite file "
         f"{DEV_DEFAULTS.database_url.removeprefix('sqlite:///')} and the definitions in "
-        f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise.",
+        f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise. "
+        "The definitions directory is watched: a new file is loaded, and a changed definition "
+        "becomes the next version of its name (running instances stay on theirs); a file with "
+        "an error is reported and what it loaded before stays in use.",
     )
     add_server_arguments(dev, DEV_DEFAULTS)
 

@@ -33,6 +33,9 @@ class ServerConfig:
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
     # How far ahead of the machine's clock the server's clock runs (tests of timers).
     clock_offset_seconds: float = 0.0
+    # `statewrightd dev`: the definitions directory is watched, and a changed definition
+    # becomes its next version. Set by the command, not by a flag.
+    dev_mode: bool = False
 
 
 class ConfigError(ValueError):
@@ -156,6 +159,7 @@ def config_from(
         definitions_dir=Path(definitions) if definitions else None,
         grace_seconds=grace,
         log_level=log_level,
+        dev_mode=base.dev_mode,
     )
 
 

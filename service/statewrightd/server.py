@@ -22,6 +22,8 @@ from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
+from statewrightd.definitions.registry import DefinitionsRefused
+from statewrightd.definitions.watch import DefinitionWatcher
 from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
@@ -62,6 +64,7 @@ class Server:
         self.app = Application(config, step_observer=probes, batch_observer=probes.batch)
         self.door = Door()
         self._monitors: list[asyncio.Task[None]] = []
+        self._watcher: DefinitionWatcher | None = None
         self._ping: asyncio.Future[None] | None = None
         self._grpc = grpc.aio.server(
             interceptors=self.observability.interceptors(),
@@ -103,6 +106,12 @@ class Server:
         # Tests and scripts read this line to find the port when listening on port 0.
         _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
+        directory = self.config.definitions_dir
+        if self.config.dev_mode and directory is not None:
+            self._watcher = DefinitionWatcher(
+                self.app.registry, directory, self.app.definition_files
+            )
+            self._watcher.start()
         # Two monitors, so that a database check that hangs never delays liveness.
         self._monitors = [
             asyncio.create_task(self._watch_readiness(), name="readiness-monitor"),
@@ -167,6 +176,8 @@ class Server:
         began = time.monotonic()
         _log.info("draining: readiness NOT_SERVING, in-flight RPCs get %.1fs", grace)
         await self.health.draining()
+        if self._watcher is not None:
+            await asyncio.to_thread(self._watcher.stop)
         self.door.close()
         self.app.begin_drain()
         if not await self.door.drained(grace, DRAIN_QUIET):
@@ -226,6 +237,14 @@ def run(config: ServerConfig) -> int:
     logs.configure(config.log_level, config.log_format)
     try:
         return asyncio.run(serve(config))
+    except DefinitionsRefused as exc:
+        # Every problem of every file, so that one start shows everything to fix.
+        _log.error("statewrightd cannot start: %s", exc)
+        for line in exc.lines:
+            _log.error("%s", line)
+        for line in exc.warnings:
+            _log.warning("%s", line)
+        return 2
     except (StatewrightError, OSError) as exc:
         # A refused start (conflicting definitions, an invalid file, a port in use, an
         # unreachable database at migration) is an operator's problem: one clear line.
