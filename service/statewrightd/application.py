@@ -27,14 +27,17 @@ from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
 from statewrightd.engine.idempotency import Idempotency
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.runtime import (
+    RECENT_TRANSITIONS,
     Job,
     RuntimeCounts,
     WorkflowInfo,
     WorkflowRuntime,
     in_task_state,
 )
+from statewrightd.engine.snapshots import settled_from, transitions_from_dicts
 from statewrightd.engine.task_desk import TaskDesk
 from statewrightd.engine.tasks import QueueView, TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler, TimerStats
@@ -410,7 +413,7 @@ class Application:
 
         def read() -> Found:
             try:
-                record = repo.load(workflow_id)
+                record = settled_from(repo, repo.load(workflow_id))
             except errors.RecordNotFound:
                 raise errors.NotFound(
                     f"workflow {workflow_id} not found",
@@ -451,7 +454,12 @@ class Application:
             ]
             tasks = repo.open_tasks(tasked) if tasked else {}
             found = [
-                Found(r, d, tuple(timers.get(r.workflow_id, ())), tasks.get(r.workflow_id))
+                Found(
+                    settled_from(repo, r),
+                    d,
+                    tuple(timers.get(r.workflow_id, ())),
+                    tasks.get(r.workflow_id),
+                )
                 for r, d in zip(page.items, loaded, strict=True)
             ]
             return page, found
@@ -463,6 +471,22 @@ class Application:
     ) -> list[HistoryRecord]:
         repo = self.repo
         return await self._read(lambda: repo.history_after(workflow_id, after_revision, limit))
+
+    async def recent_transitions(
+        self, workflow_id: str, revision: int
+    ) -> tuple[TransitionTaken, ...]:
+        """The last transitions of an instance's saved steps (up to as many as a session
+        remembers), from its history; none when storage cannot be read."""
+        repo = self.repo
+        after = max(0, revision - RECENT_TRANSITIONS)
+        try:
+            rows = await self._read(
+                lambda: repo.history_after(workflow_id, after, RECENT_TRANSITIONS)
+            )
+        except errors.StatewrightError:
+            return ()
+        taken = [t for row in rows for t in transitions_from_dicts(row.transitions)]
+        return tuple(taken[-RECENT_TRANSITIONS:])
 
     async def ping(self) -> None:
         # Never refused: it is how storage is found to be back.

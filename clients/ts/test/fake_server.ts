@@ -131,7 +131,7 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
           Object.assign(wf, { state: "evaluating", status: WorkflowStatus.RUNNING, acceptedEvents: ["score"] });
           break;
         case "order-pricing":
-          Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
+          Object.assign(wf, { state: "shipped", status: WorkflowStatus.COMPLETED });
           break;
         default:
           throw statewrightError(Code.NotFound, "DEFINITION_NOT_FOUND", { definition: req.definition });
@@ -148,7 +148,9 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
           expected_revision: String(req.expectedRevision),
         });
       }
-      Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
+      // A finished instance stays in the state it finished from, as the server's do.
+      const state = req.event === "reject" ? "rejected" : "send";
+      Object.assign(wf, { state, status: WorkflowStatus.COMPLETED });
       return { workflow: save(wf, req.event) };
     },
 
@@ -160,7 +162,7 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
       } else if (wf.state === "evaluating" && req.event === "score") {
         const score = req.payload?.["score"];
         if (typeof score === "number" && score >= 0.8) {
-          Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
+          Object.assign(wf, { state: "accepted", status: WorkflowStatus.COMPLETED });
         } else {
           Object.assign(wf, { state: "improving", acceptedEvents: ["revised"] });
         }

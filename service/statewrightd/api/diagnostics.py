@@ -16,6 +16,7 @@ from statewrightd.api.convert import timers_pb, transitions_pb
 from statewrightd.api.status import to_status_proto
 from statewrightd.application import Diagnostics
 from statewrightd.engine.admission import AdmissionState
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.runtime import WorkflowInfo
 from statewrightd.engine.tasks import QueueView
 from statewrightd.engine.timers import TimerStats
@@ -122,14 +123,18 @@ def _timers(stats: TimerStats) -> diagnostics_pb2.TimerDiagnostics:
 
 
 def workflow_diagnostics_response(
-    name: str, info: WorkflowInfo, revision: int, timers: Sequence[TimerRecord]
+    name: str,
+    info: WorkflowInfo,
+    revision: int,
+    timers: Sequence[TimerRecord],
+    recent: Sequence[TransitionTaken],
 ) -> pb.GetWorkflowDiagnosticsResponse:
     diagnostics = diagnostics_pb2.WorkflowDiagnostics(
         name=name,
         admission_state=_ADMISSION[info.admission],
         cached=info.cached,
         revision=revision,
-        recent_transitions=transitions_pb(info.recent),
+        recent_transitions=transitions_pb(recent),
         timers=timers_pb(timers),
     )
     if info.recovery is not None:

@@ -92,11 +92,15 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.GetWorkflowDiagnosticsResponse:
         workflow_id = v.workflow_name(request.name)
         info = await self._app.workflow_info(workflow_id)
-        revision, timers = info.revision, info.timers
+        revision, timers, recent = info.revision, info.timers, info.recent
         if not info.cached and info.admission is None:
             found = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
             revision, timers = found.record.revision, found.timers
-        return workflow_diagnostics_response(request.name, info, revision, timers)
+        if not recent:
+            # The server keeps no session of an instance it is not running (a finished one,
+            # one it never loaded): its last transitions are in its history.
+            recent = await self._app.recent_transitions(workflow_id, revision)
+        return workflow_diagnostics_response(request.name, info, revision, timers, recent)
 
     @unary
     async def ListDefinitions(
