@@ -98,9 +98,15 @@ class Server:
             self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
         )
         await self.health.starting()
-        self.port = self._grpc.add_insecure_port(self.config.listen)
+        try:
+            self.port = self._grpc.add_insecure_port(self.config.listen)
+        except RuntimeError:  # grpc's word for a port it could not bind
+            self.port = 0
         if not self.port:
-            raise OSError(f"could not bind {self.config.listen}")
+            raise OSError(
+                f"could not bind {self.config.listen}: is another server running there? "
+                "(--listen HOST:PORT picks another address)"
+            )
         await self._grpc.start()
         host = self.config.listen.rpartition(":")[0]
         # Tests and scripts read this line to find the port when listening on port 0.
