@@ -25,8 +25,10 @@ from tests.unit.docs.blocks import (
     Block,
     all_blocks,
     definitions_with_reports,
+    runnable_snippets,
 )
 from tests.unit.docs.messages import SOURCES, fragments, normalize
+from tests.unit.docs.reasons import made_reasons
 
 DEFINITIONS = definitions_with_reports()
 _SEVERITY = re.compile(r"^(?:\d+:\d+: )?(error|warning): ")
@@ -176,3 +178,53 @@ def test_the_readme_is_a_front_door_whose_links_work() -> None:
         assert (REPO / target.partition("#")[0]).is_file(), target
     for page in ("tutorial", "concepts", "definitions", "api", "operations"):
         assert f"docs/{page}.md" in targets
+
+
+# -- the API page's reasons, and code shown from where it is built ------------------------------
+
+_ROW = re.compile(r"^\| `([A-Z_]+)` \| `([A-Z_]+)` \|")
+
+
+def _reasons_table() -> dict[str, str]:
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    section = text.partition("\n## Every reason\n")[2].partition("\n## ")[0]
+    rows = [_ROW.match(line) for line in section.splitlines()]
+    table: dict[str, str] = {}
+    for row in rows:
+        if row is not None:
+            reason, code = row.groups()
+            # One reason may stand in two groups (VALUE_TOO_DEEP: a request's, a step's).
+            assert table.setdefault(reason, code) == code, f"{reason}: two codes in docs/api.md"
+    return table
+
+
+def test_the_api_page_lists_every_reason_the_server_makes_and_no_other() -> None:
+    table = _reasons_table()
+    made: dict[str, set[str]] = {}
+    for found in made_reasons():
+        made.setdefault(found.reason, set())
+        if found.code is not None:
+            made[found.reason].add(found.code)
+    assert len(made) >= 60, "the reason scan found too little to work"
+    assert sorted(set(made) - set(table)) == [], "reasons the server makes, missing on the page"
+    assert sorted(set(table) - set(made)) == [], "reasons on the page the server never makes"
+    wrong = {r: (table[r], sorted(codes)) for r, codes in made.items() if codes - {table[r]}}
+    assert wrong == {}, "reasons whose code on the page is not the one they are raised with"
+
+
+def test_code_shown_from_a_file_is_that_file() -> None:
+    shown = [block for block in all_blocks() if block.source is not None]
+    assert len(shown) >= 8, "fewer source blocks than the client pages show"
+    for block in shown:
+        assert block.source is not None and block.source.is_file(), block.where
+        assert block.text == block.source.read_text(encoding="utf-8"), (
+            f"{block.where} is not {block.source.relative_to(REPO)} as it is now"
+        )
+
+
+def test_runnable_snippets_are_laid_out_as_their_markers_say() -> None:
+    snippets = {page.name: runnable_snippets(page) for page in DOCS.rglob("*.md")}
+    assert sum(len(s) for s in snippets.values()) >= 8
+    for page in ("tutorial.md", "tutorial-escalation.md", "tutorial-worker.md", "python.md"):
+        assert snippets[page] and any(s.output is not None for s in snippets[page]), page
+    assert any(s.background for s in snippets["tutorial-worker.md"])
