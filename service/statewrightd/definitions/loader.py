@@ -143,8 +143,9 @@ class _Builder:
         self.timed: dict[str, tuple[Transition, ...]] = {}
         # One mistake, one problem: what an earlier problem makes unknowable is not judged
         # again. Paths of known keys that a reported unknown key looks like a misspelling
-        # of (a missing `to` next to `ot` is the same mistake):
-        self.misspelt: set[str] = set()
+        # of (a missing `to` next to `ot` is the same mistake), and top-level keys written
+        # twice (what the first one held is lost):
+        self.misspelt: set[str] = {p.path for p in problems if p.path in _TOP_KEYS}
         # Fields and states declared with a problem: references to them are not errors.
         self.broken_fields: set[str] = set()
         self.refused_states: set[str] = set()

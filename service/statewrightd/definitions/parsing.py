@@ -61,9 +61,11 @@ def parse_document(text: str) -> tuple[object, list[Problem]]:
         return None, [Problem("", f"not valid YAML: {_one_line(str(exc))}")]
     finally:
         loader.dispose()
+    # A top-level key (at column 0 in block style) is addressed by its name: what it held
+    # first is lost, and the checks that depend on it need to know.
     problems = [
         Problem(
-            "",
+            key if mark.column == 0 else "",
             f"key {key!r} is repeated; every key must be unique",
             line=mark.line + 1,
             column=mark.column + 1,

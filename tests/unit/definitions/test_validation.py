@@ -519,6 +519,15 @@ ONE_MISTAKE = [
 ]
 
 
+ONE_MISTAKE.append(
+    (
+        "a repeated `states`, whose first states the transitions use",
+        BASE.replace("transitions:", "states:\n  other: {}\ntransitions:"),
+        "states",
+    )
+)
+
+
 @pytest.mark.parametrize(("case", "source", "path"), ONE_MISTAKE, ids=[c[0] for c in ONE_MISTAKE])
 def test_one_mistake_reports_one_problem(case: str, source: str, path: str) -> None:
     definition, problems = validate_source(source, case)
