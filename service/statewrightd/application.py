@@ -169,6 +169,7 @@ class Application:
             io=self._io,
             observer=self._step_observer,
             clock=clock,
+            max_context_bytes=self.config.limits.context_bytes,
         )
         self._runtime.listeners.append(self._publish_step)
         self._timers = TimerScheduler(
@@ -238,12 +239,17 @@ class Application:
             for each in self._listeners:
                 each.start()
 
-    def _publish_step(self, outcome: Outcome, event: str | None) -> None:
+    def _publish_step(self, outcome: Outcome, history: HistoryRecord) -> None:
         # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
         hub = self.watch_hub
         if hub.watched(outcome.record.workflow_id):
             step = StepEvent(
-                outcome.record, outcome.loaded, outcome.transitions, event, timers=outcome.timers
+                outcome.record,
+                outcome.loaded,
+                outcome.transitions,
+                history.event,
+                timers=outcome.timers,
+                actor=history.actor,
             )
             self.loop.reply(functools.partial(hub.publish, step))
 
@@ -474,9 +480,10 @@ class Application:
 
     async def recent_transitions(
         self, workflow_id: str, revision: int
-    ) -> tuple[TransitionTaken, ...]:
+    ) -> tuple[tuple[TransitionTaken, str], ...]:
         """The last transitions of an instance's saved steps (up to as many as a session
-        remembers), from its history; none when storage cannot be read."""
+        remembers), each with who caused its step, from its history; none when storage
+        cannot be read."""
         repo = self.repo
         after = max(0, revision - RECENT_TRANSITIONS)
         try:
@@ -485,7 +492,9 @@ class Application:
             )
         except errors.StatewrightError:
             return ()
-        taken = [t for row in rows for t in transitions_from_dicts(row.transitions)]
+        taken = [
+            (t, row.actor or "") for row in rows for t in transitions_from_dicts(row.transitions)
+        ]
         return tuple(taken[-RECENT_TRANSITIONS:])
 
     async def ping(self) -> None:

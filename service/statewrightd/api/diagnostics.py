@@ -127,14 +127,14 @@ def workflow_diagnostics_response(
     info: WorkflowInfo,
     revision: int,
     timers: Sequence[TimerRecord],
-    recent: Sequence[TransitionTaken],
+    recent: Sequence[tuple[TransitionTaken, str]],
 ) -> pb.GetWorkflowDiagnosticsResponse:
     diagnostics = diagnostics_pb2.WorkflowDiagnostics(
         name=name,
         admission_state=_ADMISSION[info.admission],
         cached=info.cached,
         revision=revision,
-        recent_transitions=transitions_pb(recent),
+        recent_transitions=[t for taken, actor in recent for t in transitions_pb([taken], actor)],
         timers=timers_pb(timers),
     )
     if info.recovery is not None:

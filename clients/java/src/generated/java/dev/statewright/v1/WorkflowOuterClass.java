@@ -73,17 +73,18 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       "R\007timerId\022!\n\014target_state\030\002 \001(\tR\013targetS" +
       "tate\022\024\n\005after\030\003 \001(\tR\005after\0225\n\010due_time\030\004" +
       " \001(\0132\032.google.protobuf.TimestampR\007dueTim" +
-      "e\"\\\n\nTransition\022\035\n\nfrom_state\030\001 \001(\tR\tfro" +
+      "e\"r\n\nTransition\022\035\n\nfrom_state\030\001 \001(\tR\tfro" +
       "mState\022\031\n\010to_state\030\002 \001(\tR\007toState\022\024\n\005eve" +
-      "nt\030\003 \001(\tR\005event*\305\001\n\016WorkflowStatus\022\037\n\033WO" +
-      "RKFLOW_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFLOW_" +
-      "STATUS_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_WAIT" +
-      "ING\020\002\022\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022\032\n\026" +
-      "WORKFLOW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_STA" +
-      "TUS_CANCELLED\020\005Bs\n\022dev.statewright.v1P\001Z" +
-      "Jgithub.com/statewright/statewright/clie" +
-      "nts/go/statewright/v1;statewrightv1\252\002\016St" +
-      "atewright.V1b\006proto3"
+      "nt\030\003 \001(\tR\005event\022\024\n\005actor\030\004 \001(\tR\005actor*\305\001" +
+      "\n\016WorkflowStatus\022\037\n\033WORKFLOW_STATUS_UNSP" +
+      "ECIFIED\020\000\022\033\n\027WORKFLOW_STATUS_RUNNING\020\001\022\033" +
+      "\n\027WORKFLOW_STATUS_WAITING\020\002\022\035\n\031WORKFLOW_" +
+      "STATUS_COMPLETED\020\003\022\032\n\026WORKFLOW_STATUS_FA" +
+      "ILED\020\004\022\035\n\031WORKFLOW_STATUS_CANCELLED\020\005Bs\n" +
+      "\022dev.statewright.v1P\001ZJgithub.com/statew" +
+      "right/statewright/clients/go/statewright" +
+      "/v1;statewrightv1\252\002\016Statewright.V1b\006prot" +
+      "o3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -110,7 +111,7 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
     internal_static_statewright_v1_Transition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Transition_descriptor,
-        new java.lang.String[] { "FromState", "ToState", "Event", });
+        new java.lang.String[] { "FromState", "ToState", "Event", "Actor", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

@@ -197,82 +197,83 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "ewright.v1.WorkflowR\010workflow\"i\n\024WatchWo" +
       "rkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022*\n\016aft" +
       "er_revision\030\002 \001(\003H\000R\rafterRevision\210\001\001B\021\n" +
-      "\017_after_revision\"\361\001\n\025WatchWorkflowRespon" +
+      "\017_after_revision\"\207\002\n\025WatchWorkflowRespon" +
       "se\0222\n\004type\030\001 \001(\0162\036.statewright.v1.WatchE" +
       "ventTypeR\004type\022\032\n\010revision\030\002 \001(\003R\010revisi" +
       "on\022<\n\013transitions\030\003 \003(\0132\032.statewright.v1" +
       ".TransitionR\013transitions\0224\n\010workflow\030\004 \001" +
       "(\0132\030.statewright.v1.WorkflowR\010workflow\022\024" +
-      "\n\005event\030\005 \001(\tR\005event\"\027\n\025GetDiagnosticsRe" +
-      "quest\"\264\004\n\026GetDiagnosticsResponse\022C\n\neven" +
-      "t_loop\030\001 \001(\0132$.statewright.v1.EventLoopD" +
-      "iagnosticsR\teventLoop\022D\n\nadmissions\030\002 \001(" +
-      "\0132$.statewright.v1.AdmissionDiagnosticsR" +
-      "\nadmissions\022H\n\013persistence\030\003 \001(\0132&.state" +
-      "wright.v1.PersistenceDiagnosticsR\013persis" +
-      "tence\022>\n\010watchers\030\004 \001(\0132\".statewright.v1" +
-      ".WatcherDiagnosticsR\010watchers\022 \n\013definit" +
-      "ions\030\005 \003(\tR\013definitions\022/\n\005build\030\006 \001(\0132\031" +
-      ".statewright.v1.BuildInfoR\005build\0221\n\006upti" +
-      "me\030\007 \001(\0132\031.google.protobuf.DurationR\006upt" +
-      "ime\0228\n\006timers\030\010 \001(\0132 .statewright.v1.Tim" +
-      "erDiagnosticsR\006timers\022E\n\013task_queues\030\t \003" +
-      "(\0132$.statewright.v1.TaskQueueDiagnostics" +
-      "R\ntaskQueues\"3\n\035GetWorkflowDiagnosticsRe" +
-      "quest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflow" +
-      "DiagnosticsResponse\022E\n\013diagnostics\030\001 \001(\013" +
-      "2#.statewright.v1.WorkflowDiagnosticsR\013d" +
-      "iagnostics\"t\n\026ListDefinitionsRequest\022\036\n\n" +
-      "definition\030\001 \001(\tR\ndefinition\022\033\n\tpage_siz" +
-      "e\030\002 \001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tp" +
-      "ageToken\"\177\n\027ListDefinitionsResponse\022<\n\013d" +
-      "efinitions\030\001 \003(\0132\032.statewright.v1.Defini" +
-      "tionR\013definitions\022&\n\017next_page_token\030\002 \001" +
-      "(\tR\rnextPageToken\"*\n\024GetDefinitionReques" +
-      "t\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRe" +
-      "sponse\022:\n\ndefinition\030\001 \001(\0132\032.statewright" +
-      ".v1.DefinitionR\ndefinition*s\n\016IfExistsPo" +
-      "licy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031" +
-      "\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_P" +
-      "OLICY_RETURN_EXISTING\020\002*\302\001\n\017SignalReject" +
-      "ion\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n" +
-      "\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNA" +
-      "L_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJEC" +
-      "TION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJEC" +
-      "TION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 " +
-      "\n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATC" +
-      "H_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TY" +
-      "PE_STEP\020\0022\304\010\n\017WorkflowService\022\\\n\rStartWo" +
-      "rkflow\022$.statewright.v1.StartWorkflowReq" +
-      "uest\032%.statewright.v1.StartWorkflowRespo" +
-      "nse\022_\n\016ResumeWorkflow\022%.statewright.v1.R" +
-      "esumeWorkflowRequest\032&.statewright.v1.Re" +
-      "sumeWorkflowResponse\022_\n\016SignalWorkflow\022%" +
-      ".statewright.v1.SignalWorkflowRequest\032&." +
-      "statewright.v1.SignalWorkflowResponse\022V\n" +
-      "\013GetWorkflow\022\".statewright.v1.GetWorkflo" +
-      "wRequest\032#.statewright.v1.GetWorkflowRes" +
-      "ponse\022\\\n\rListWorkflows\022$.statewright.v1." +
-      "ListWorkflowsRequest\032%.statewright.v1.Li" +
-      "stWorkflowsResponse\022_\n\016CancelWorkflow\022%." +
-      "statewright.v1.CancelWorkflowRequest\032&.s" +
-      "tatewright.v1.CancelWorkflowResponse\022^\n\r" +
-      "WatchWorkflow\022$.statewright.v1.WatchWork" +
-      "flowRequest\032%.statewright.v1.WatchWorkfl" +
-      "owResponse0\001\022_\n\016GetDiagnostics\022%.statewr" +
-      "ight.v1.GetDiagnosticsRequest\032&.statewri" +
-      "ght.v1.GetDiagnosticsResponse\022w\n\026GetWork" +
-      "flowDiagnostics\022-.statewright.v1.GetWork" +
-      "flowDiagnosticsRequest\032..statewright.v1." +
-      "GetWorkflowDiagnosticsResponse\022b\n\017ListDe" +
-      "finitions\022&.statewright.v1.ListDefinitio" +
-      "nsRequest\032\'.statewright.v1.ListDefinitio" +
-      "nsResponse\022\\\n\rGetDefinition\022$.statewrigh" +
-      "t.v1.GetDefinitionRequest\032%.statewright." +
-      "v1.GetDefinitionResponseBs\n\022dev.statewri" +
-      "ght.v1P\001ZJgithub.com/statewright/statewr" +
-      "ight/clients/go/statewright/v1;statewrig" +
-      "htv1\252\002\016Statewright.V1b\006proto3"
+      "\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030\006 \001(\tR\005act" +
+      "or\"\027\n\025GetDiagnosticsRequest\"\264\004\n\026GetDiagn" +
+      "osticsResponse\022C\n\nevent_loop\030\001 \001(\0132$.sta" +
+      "tewright.v1.EventLoopDiagnosticsR\teventL" +
+      "oop\022D\n\nadmissions\030\002 \001(\0132$.statewright.v1" +
+      ".AdmissionDiagnosticsR\nadmissions\022H\n\013per" +
+      "sistence\030\003 \001(\0132&.statewright.v1.Persiste" +
+      "nceDiagnosticsR\013persistence\022>\n\010watchers\030" +
+      "\004 \001(\0132\".statewright.v1.WatcherDiagnostic" +
+      "sR\010watchers\022 \n\013definitions\030\005 \003(\tR\013defini" +
+      "tions\022/\n\005build\030\006 \001(\0132\031.statewright.v1.Bu" +
+      "ildInfoR\005build\0221\n\006uptime\030\007 \001(\0132\031.google." +
+      "protobuf.DurationR\006uptime\0228\n\006timers\030\010 \001(" +
+      "\0132 .statewright.v1.TimerDiagnosticsR\006tim" +
+      "ers\022E\n\013task_queues\030\t \003(\0132$.statewright.v" +
+      "1.TaskQueueDiagnosticsR\ntaskQueues\"3\n\035Ge" +
+      "tWorkflowDiagnosticsRequest\022\022\n\004name\030\001 \001(" +
+      "\tR\004name\"g\n\036GetWorkflowDiagnosticsRespons" +
+      "e\022E\n\013diagnostics\030\001 \001(\0132#.statewright.v1." +
+      "WorkflowDiagnosticsR\013diagnostics\"t\n\026List" +
+      "DefinitionsRequest\022\036\n\ndefinition\030\001 \001(\tR\n" +
+      "definition\022\033\n\tpage_size\030\002 \001(\005R\010pageSize\022" +
+      "\035\n\npage_token\030\003 \001(\tR\tpageToken\"\177\n\027ListDe" +
+      "finitionsResponse\022<\n\013definitions\030\001 \003(\0132\032" +
+      ".statewright.v1.DefinitionR\013definitions\022" +
+      "&\n\017next_page_token\030\002 \001(\tR\rnextPageToken\"" +
+      "*\n\024GetDefinitionRequest\022\022\n\004name\030\001 \001(\tR\004n" +
+      "ame\"S\n\025GetDefinitionResponse\022:\n\ndefiniti" +
+      "on\030\001 \001(\0132\032.statewright.v1.DefinitionR\nde" +
+      "finition*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS_" +
+      "POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLICY" +
+      "_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXIST" +
+      "ING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJE" +
+      "CTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_" +
+      "NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSIS" +
+      "TING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQU" +
+      "IRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOWN" +
+      "\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYPE" +
+      "_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRE" +
+      "NT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\0022\304\010\n\017Work" +
+      "flowService\022\\\n\rStartWorkflow\022$.statewrig" +
+      "ht.v1.StartWorkflowRequest\032%.statewright" +
+      ".v1.StartWorkflowResponse\022_\n\016ResumeWorkf" +
+      "low\022%.statewright.v1.ResumeWorkflowReque" +
+      "st\032&.statewright.v1.ResumeWorkflowRespon" +
+      "se\022_\n\016SignalWorkflow\022%.statewright.v1.Si" +
+      "gnalWorkflowRequest\032&.statewright.v1.Sig" +
+      "nalWorkflowResponse\022V\n\013GetWorkflow\022\".sta" +
+      "tewright.v1.GetWorkflowRequest\032#.statewr" +
+      "ight.v1.GetWorkflowResponse\022\\\n\rListWorkf" +
+      "lows\022$.statewright.v1.ListWorkflowsReque" +
+      "st\032%.statewright.v1.ListWorkflowsRespons" +
+      "e\022_\n\016CancelWorkflow\022%.statewright.v1.Can" +
+      "celWorkflowRequest\032&.statewright.v1.Canc" +
+      "elWorkflowResponse\022^\n\rWatchWorkflow\022$.st" +
+      "atewright.v1.WatchWorkflowRequest\032%.stat" +
+      "ewright.v1.WatchWorkflowResponse0\001\022_\n\016Ge" +
+      "tDiagnostics\022%.statewright.v1.GetDiagnos" +
+      "ticsRequest\032&.statewright.v1.GetDiagnost" +
+      "icsResponse\022w\n\026GetWorkflowDiagnostics\022-." +
+      "statewright.v1.GetWorkflowDiagnosticsReq" +
+      "uest\032..statewright.v1.GetWorkflowDiagnos" +
+      "ticsResponse\022b\n\017ListDefinitions\022&.statew" +
+      "right.v1.ListDefinitionsRequest\032\'.statew" +
+      "right.v1.ListDefinitionsResponse\022\\\n\rGetD" +
+      "efinition\022$.statewright.v1.GetDefinition" +
+      "Request\032%.statewright.v1.GetDefinitionRe" +
+      "sponseBs\n\022dev.statewright.v1P\001ZJgithub.c" +
+      "om/statewright/statewright/clients/go/st" +
+      "atewright/v1;statewrightv1\252\002\016Statewright" +
+      ".V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -366,7 +367,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_WatchWorkflowResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WatchWorkflowResponse_descriptor,
-        new java.lang.String[] { "Type", "Revision", "Transitions", "Workflow", "Event", });
+        new java.lang.String[] { "Type", "Revision", "Transitions", "Workflow", "Event", "Actor", });
     internal_static_statewright_v1_GetDiagnosticsRequest_descriptor =
       getDescriptor().getMessageType(14);
     internal_static_statewright_v1_GetDiagnosticsRequest_fieldAccessorTable = new
