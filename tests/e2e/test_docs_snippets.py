@@ -91,7 +91,7 @@ def test_the_docs_have_runnable_snippets() -> None:
 def test_every_runnable_snippet_runs_as_written(
     page: Path, docs_server: ServerProcess, tmp_path: Path
 ) -> None:
-    env = {**os.environ, "STATEWRIGHT_TARGET": docs_server.target, "PYTHONUNBUFFERED": "1"}
+    env = {**os.environ, "STATEWRIGHT_ADDRESS": docs_server.target, "PYTHONUNBUFFERED": "1"}
     background: list[tuple[Snippet, subprocess.Popen[str]]] = []
     try:
         for snippet in runnable_snippets(page):
