@@ -14,9 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from google.protobuf.descriptor import Descriptor
+from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.definitions.commands import validate_command
 from tests.unit.docs.blocks import (
@@ -238,3 +241,38 @@ def test_runnable_snippets_are_laid_out_as_their_markers_say() -> None:
     for page in ("tutorial.md", "tutorial-escalation.md", "tutorial-worker.md", "python.md"):
         assert snippets[page] and any(s.output is not None for s in snippets[page]), page
     assert any(s.background for s in snippets["tutorial-worker.md"])
+
+
+# -- the troubleshooting page explains every diagnostics field ----------------------------------
+
+_DIAGNOSTICS_FILE = "statewright/v1/diagnostics.proto"
+
+
+def _diagnostics_fields(message: Descriptor, prefix: str = "") -> Iterator[str]:
+    """Every field of a diagnostics answer, into the messages diagnostics.proto declares;
+    a field of a type declared elsewhere (a Transition, a Timer, a Status) is explained as
+    a whole."""
+    for field in message.fields:
+        yield f"{prefix}{field.name}"
+        nested = field.message_type
+        if nested is not None and nested.file.name == _DIAGNOSTICS_FILE:
+            yield from _diagnostics_fields(nested, f"{prefix}{field.name}.")
+
+
+def _leaf(field: str) -> str:
+    return field.rpartition(".")[2]
+
+
+def test_the_troubleshooting_page_explains_every_diagnostics_field() -> None:
+    page = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+    quoted = " ".join(re.findall(r"`([^`\n]+)`", page))
+    fields = [
+        *_diagnostics_fields(pb.GetDiagnosticsResponse.DESCRIPTOR),
+        *_diagnostics_fields(
+            pb.GetWorkflowDiagnosticsResponse.DESCRIPTOR.fields_by_name["diagnostics"].message_type
+        ),
+    ]
+    assert len(fields) >= 50, "the field walk found too little to work"
+    # A page names a nested field by itself (`batches`) or with its parent (`timers.armed`).
+    missing = [f for f in fields if not re.search(rf"\b{re.escape(_leaf(f))}\b", quoted)]
+    assert missing == [], f"docs/troubleshooting.md does not explain: {missing}"
