@@ -406,12 +406,19 @@ def _processes(
     if not text:
         return base.processes
     if text.strip().lower() == "auto":
-        return None
+        return 1 if base.dev_mode else None
     if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
         raise ConfigError(
             f"processes must be auto or an integer from 1 to {MAX_PROCESSES}; got {text!r}"
         )
     count = int(text)
+    if count > 1 and base.dev_mode:
+        # Each process would watch the directory and register the edited version on its
+        # own; the dev loop is one process's.
+        raise ConfigError(
+            f"processes {count}: statewrightd dev runs one process (its reload of the "
+            "definitions directory is that process's); use statewrightd serve for more"
+        )
     if count > 1 and database_url.startswith("sqlite:"):
         # One SQLite file takes one writer: a second process would only meet "database is
         # locked" on every save.
