@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -164,11 +165,12 @@ class Server:
     def _bind(self) -> int:
         listen = self.config.listen
         if self._tls is not None:
-            port = self._grpc.add_secure_port(listen, self._tls.credentials())
+            credentials = self._tls.credentials()
+            port = _add_port(lambda: self._grpc.add_secure_port(listen, credentials))
             mode = "mTLS" if self.config.tls_client_ca is not None else "TLS"
             _log.info("serving %s (certificates re-read when their files change)", mode)
         else:
-            port = self._grpc.add_insecure_port(listen)
+            port = _add_port(lambda: self._grpc.add_insecure_port(listen))
             host = listen.rpartition(":")[0].strip("[]")
             if not _loopback(host):
                 _log.warning(
@@ -303,6 +305,15 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
         "%s=%s: installing test hooks (never set this in production)", TEST_HOOKS_ENV, name
     )
     importlib.import_module(name).install(app.loop, aio)
+
+
+def _add_port(add: Callable[[], int]) -> int:
+    """The port bound, or 0 when it could not be (grpc raises for a port another program
+    holds, and returns 0 for some other failures)."""
+    try:
+        return add()
+    except RuntimeError:
+        return 0
 
 
 def _loopback(host: str) -> bool:

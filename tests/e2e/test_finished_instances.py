@@ -89,7 +89,8 @@ def _legacy_instance(database_url: str, workflow_id: str) -> None:
     context = {name: f.default_value() for name, f in definition.context_fields.items()}
     t0 = datetime(2024, 1, 1, tzinfo=UTC)
     waiting = InstanceRecord(
-        workflow_id, "mail-approval", 1, "awaiting_approval", Status.WAITING, context, 1, None,
+        workflow_id, "mail-approval", definition.version, "awaiting_approval", Status.WAITING,
+        context, 1, None,
         t0, t0,
     )  # fmt: skip
     finished = dataclasses.replace(

@@ -266,11 +266,11 @@ def _leaf(field: str) -> str:
 def test_the_troubleshooting_page_explains_every_diagnostics_field() -> None:
     page = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
     quoted = " ".join(re.findall(r"`([^`\n]+)`", page))
+    one = pb.GetWorkflowDiagnosticsResponse.DESCRIPTOR.fields_by_name["diagnostics"]
+    assert one.message_type is not None
     fields = [
         *_diagnostics_fields(pb.GetDiagnosticsResponse.DESCRIPTOR),
-        *_diagnostics_fields(
-            pb.GetWorkflowDiagnosticsResponse.DESCRIPTOR.fields_by_name["diagnostics"].message_type
-        ),
+        *_diagnostics_fields(one.message_type),
     ]
     assert len(fields) >= 50, "the field walk found too little to work"
     # A page names a nested field by itself (`batches`) or with its parent (`timers.armed`).
