@@ -1,17 +1,19 @@
 """Every ErrorInfo reason the server's code can produce, read from its source.
 
-Three places make a reason: a ``reason="..."`` given to an error (or to a helper that
+Four places make a reason: a ``reason="..."`` given to an error (or to a helper that
 builds one), a ``default_reason = "..."`` of an error class (what an error of that class
-says when it is given none), and a member of the engine's ``Reason`` enum (the reasons a
-step fails an instance with, which ``Workflow.error`` carries). For each, the gRPC code is
-worked out where the source says it: the class an error is raised as, mapped by the
-server's own table from error classes to codes.
+says when it is given none), a word in what a variable named ``reason`` is set to (a
+fallback: ``reason = stored or "STEP_FAILED"``), and a member of the engine's ``Reason``
+enum (the reasons a step fails an instance with, which ``Workflow.error`` carries). For
+each, the gRPC code is worked out where the source says it: the class an error is raised
+as, mapped by the server's own table from error classes to codes.
 """
 
 from __future__ import annotations
 
 import ast
 import importlib
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +25,7 @@ from tests.unit.docs.blocks import REPO
 
 SERVER = REPO / "service" / "statewrightd"
 _REASON = "reason"
+_WORD = re.compile(r"[A-Z][A-Z0-9_]+")
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,10 @@ def made_reasons() -> Iterator[Made]:
                         cls = _error_class(module, _called(node))
                         code = _code_of(cls) if cls is not None else None
                         yield Made(value.value, code, f"{where}:{node.lineno}")
+            elif isinstance(node, ast.Assign | ast.AnnAssign) and _assigned(node) == _REASON:
+                # Which error class the variable ends up in is the code's business: no code.
+                for word in _reason_words(node.value):
+                    yield Made(word, None, f"{where}:{node.lineno}")
             elif isinstance(node, ast.ClassDef):
                 for item in node.body:
                     if (
@@ -95,3 +102,13 @@ def made_reasons() -> Iterator[Made]:
 def _assigned(node: ast.Assign | ast.AnnAssign) -> str:
     target = node.targets[0] if isinstance(node, ast.Assign) else node.target
     return target.id if isinstance(target, ast.Name) else ""
+
+
+def _reason_words(value: ast.expr | None) -> Iterator[str]:
+    for node in ast.walk(value) if value is not None else ():
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and _WORD.fullmatch(node.value)
+        ):
+            yield node.value
