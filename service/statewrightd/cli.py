@@ -152,9 +152,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
         count, why = process_count(config)
         if count > 1:
+            from statewrightd.server import check_definitions
             from statewrightd.supervisor import run as run_pod
 
-            return run_pod(config, count, why)
+            refused = check_definitions(config)
+            return refused if refused is not None else run_pod(config, count, why)
         # One process needs no supervisor: it is the server itself, as it always was.
         from statewrightd.server import run
 

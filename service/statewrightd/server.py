@@ -24,7 +24,7 @@ from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
-from statewrightd.definitions.registry import DefinitionsRefused
+from statewrightd.definitions.registry import DefinitionsRefused, check_directory
 from statewrightd.definitions.watch import DefinitionWatcher
 from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
@@ -342,18 +342,38 @@ def run(config: ServerConfig, link: SupervisorLink | None = None) -> int:
     try:
         return asyncio.run(serve(config, link))
     except DefinitionsRefused as exc:
-        # Every problem of every file, so that one start shows everything to fix.
-        _log.error("statewrightd cannot start: %s", exc)
-        for line in exc.lines:
-            _log.error("%s", line)
-        for line in exc.warnings:
-            _log.warning("%s", line)
-        return 2
+        return _refused(exc)
     except (StatewrightError, OSError) as exc:
         # A refused start (conflicting definitions, an invalid file, a port in use, an
         # unreachable database at migration) is an operator's problem: one clear line.
         _log.error("statewrightd cannot start: %s", exc)
         return 2
+
+
+def _refused(exc: DefinitionsRefused) -> int:
+    # Every problem of every file, so that one start shows everything to fix.
+    _log.error("statewrightd cannot start: %s", exc)
+    for line in exc.lines:
+        _log.error("%s", line)
+    for line in exc.warnings:
+        _log.warning("%s", line)
+    return 2
+
+
+def check_definitions(config: ServerConfig) -> int | None:
+    """Before several server processes start: the exit code of a refused start when the
+    definition files have errors (reported here, once), else None."""
+    if config.definitions_dir is None:
+        return None
+    logs.configure(config.log_level, config.log_format, "supervisor")
+    try:
+        check_directory(config.definitions_dir)
+    except DefinitionsRefused as exc:
+        return _refused(exc)
+    except OSError as exc:  # a directory that is not there, or cannot be read
+        _log.error("statewrightd cannot start: %s", exc)
+        return 2
+    return None
 
 
 def worker_main() -> int:

@@ -249,3 +249,25 @@ def test_a_refused_start_logs_every_problem_of_every_file(
     assert "version is required" not in ended.stdout  # the misspelt key says it all
     assert str(broken / "c.yaml") not in ended.stdout
     assert "serving on" not in ended.stdout
+
+
+def test_several_processes_report_the_problems_once(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    # Each server process would refuse the same files: the supervisor checks them first.
+    url = postgres_databases.create()
+    broken = definitions_dir(
+        tmp_path / "broken",
+        examples=False,
+        test_definitions=False,
+        extra={"a.yaml": V1.replace("version: 1", "verison: 1")},
+    )
+    try:
+        ended = run_server_to_exit(url, broken, cwd=tmp_path, processes=2)
+    finally:
+        postgres_databases.drop_soon(url)
+    assert ended.returncode == 2, ended.stdout
+    problem = f"{broken / 'a.yaml'}: error: verison: unknown key 'verison'; did you mean 'version'?"
+    assert ended.stdout.count(problem) == 1, ended.stdout
+    assert ended.stdout.count("statewrightd cannot start: 1 error(s) in the definitions") == 1
+    assert "server process 0 started" not in ended.stdout  # refused before any process

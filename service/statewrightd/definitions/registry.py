@@ -99,6 +99,35 @@ def read_file(path: Path) -> FileReport:
     return FileReport(path, hashlib.sha256(data).hexdigest(), definition, tuple(problems))
 
 
+def _read_directory(
+    directory: Path,
+) -> tuple[list[FileReport], list[str], dict[tuple[str, int], FileReport]]:
+    """Every file of the directory as read; the error lines of them all (one per error),
+    with one for each (name, version) given two contents; the first report of each
+    (name, version) that compiled."""
+    reports = [read_file(path) for path in definition_files(directory)]
+    lines = [line for r in reports for line in r.lines("error")]
+    seen: dict[tuple[str, int], FileReport] = {}
+    for report in reports:
+        if report.definition is None:
+            continue
+        first = seen.setdefault(report.definition.key, report)
+        if first is not report and _digest(first) != _digest(report):
+            conflict = _conflict(report.definition, str(first.path), str(report.path))
+            lines.append(f"{report.path}: error: {conflict}")
+    return reports, lines, seen
+
+
+def check_directory(directory: Path) -> None:
+    """Refuse a directory whose files have errors, as a server's start would, without a
+    store: a supervisor checks once, so that its server processes do not each report the
+    same problems (the store's own checks stay theirs)."""
+    reports, lines, _ = _read_directory(directory)
+    if lines:
+        warnings = [line for r in reports for line in r.lines("warning")]
+        raise DefinitionsRefused(directory, lines, len(lines), warnings)
+
+
 class DefinitionsRefused(Exception):
     """A definitions directory the server cannot start with. ``lines`` holds every error
     of every file (and every version conflict), ``warnings`` every warning, as
@@ -151,18 +180,8 @@ class DefinitionRegistry:
         errors are left out instead (what they loaded before stays), and changed content
         under a recorded version becomes the next version (``place``).
         """
-        reports = [read_file(path) for path in definition_files(directory)]
-        lines = [line for r in reports for line in r.lines("error")]
-        errors = sum(r.errors for r in reports)
-        good = [r for r in reports if r.definition is not None]
-        seen: dict[tuple[str, int], FileReport] = {}
-        for report in good:
-            assert report.definition is not None
-            first = seen.setdefault(report.definition.key, report)
-            if first is not report and _digest(first) != _digest(report):
-                conflict = _conflict(report.definition, str(first.path), str(report.path))
-                lines.append(f"{report.path}: error: {conflict}")
-                errors += 1
+        reports, lines, seen = _read_directory(directory)
+        errors = len(lines)
         if not dev:
             for report in seen.values():
                 definition = report.definition
