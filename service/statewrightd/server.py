@@ -111,6 +111,26 @@ class Server:
 
     async def start(self) -> int:
         await self.app.open()
+        try:
+            return await self._start_serving()
+        except BaseException:
+            # A refused start (a port in use) closes what it opened, so that no thread of
+            # the application works on after the asyncio loop is gone.
+            await self._close_after_failed_start()
+            raise
+
+    async def _close_after_failed_start(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._grpc.stop(0)
+        if self._health_grpc is not None:
+            with contextlib.suppress(Exception):
+                await self._health_grpc.stop(0)
+        with contextlib.suppress(Exception):
+            await self.app.close()
+        with contextlib.suppress(Exception):
+            self.observability.stop()
+
+    async def _start_serving(self) -> int:
         tune_interpreter()
         door = self.door
         self.observability.start(
