@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test docs docs-build bench clients install generate check-generated buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
+.PHONY: dev test docs docs-build bench chaos clients install generate check-generated console check-console console-screenshots buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
 
 $(STAMP): pyproject.toml clients/python/pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,8 +22,9 @@ dev: $(STAMP)
 ## Run every check and test, against a private PostgreSQL this command starts and stops:
 ## the Python suites, then every client's build, unit tests and conformance run.
 test: $(STAMP)
-	$(MAKE) buf-lint buf-breaking check-generated lint typecheck
+	$(MAKE) buf-lint buf-breaking check-generated check-console lint typecheck
 	scripts/install-kustomize >/dev/null
+	scripts/install-chromium >/dev/null
 	scripts/with-postgres scripts/test-suite
 
 ## The documentation site on http://127.0.0.1:8000, rebuilt on every save. `make test` builds
@@ -104,8 +105,29 @@ bench: $(STAMP)
 	bench/run.sh
 	bench/run_watch.sh
 
+## The fault suite at full size (never part of make test; its small run is): 100,000+
+## operations against two replicas under every kind of fault, then checked. The report is
+## in build/chaos/report.txt; CHAOS_SEED=N replays a run's schedule. See RELIABILITY.md.
+CHAOS_SEED ?= 0
+chaos: $(STAMP)
+	cd chaos && go build -o ../.cache/chaos/chaos .
+	.cache/chaos/chaos run --size full --seed $(CHAOS_SEED) --out build/chaos --repo .
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info
+
+## The web console's front end (console/), built into the package's static/ directory,
+## which is committed: `make dev` serves it with no front-end build (docs/console.md).
+console: $(STAMP)
+	console/build.sh
+
+check-console: $(STAMP)
+	console/build.sh --check
+
+## The console's screenshots in docs/images, taken by its browser tests.
+console-screenshots: $(STAMP)
+	scripts/install-chromium >/dev/null
+	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py
 
 ## Record the current API as the baseline the breaking check compares against (at a release).
 baseline: $(STAMP)

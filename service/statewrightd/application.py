@@ -65,6 +65,12 @@ MAX_LOOP_QUEUE = 20_000
 # the bound on the delay a lost LISTEN/NOTIFY hint can cause.
 WATCH_RECHECK_SECONDS = 30.0
 HINT_DELAY_SECONDS = 0.02
+# How long a server that starts while its database does not answer keeps trying (with
+# backoff) before it gives up: enough to ride out a database restart, well inside the two
+# minutes the Kubernetes startup probe allows, instead of exiting into a crash loop.
+STARTUP_DATABASE_WAIT = 30.0
+# Instances read per query when counting them (the store's largest page).
+COUNT_PAGE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,12 +133,15 @@ class Application:
         # that need it are then refused at once, so that clients' retries can go elsewhere
         # instead of each waiting out its deadline on a dead database.
         self._storage_down: str | None = None
+        # Steps this process has committed: the web console recounts its lists when it
+        # moves. Written by the EventLoop thread only; read from the asyncio thread.
+        self.committed_steps = 0
 
     # -- lifecycle ---------------------------------------------------------------------------
 
     async def open(self) -> None:
         url = self.config.database_url
-        repo = await asyncio.to_thread(open_repository, url, migrate=True)
+        repo = await _open_when_reachable(url, STARTUP_DATABASE_WAIT)
         self._repo = repo
         registry = DefinitionRegistry(repo)
         directory = self.config.definitions_dir
@@ -241,6 +250,7 @@ class Application:
 
     def _publish_step(self, outcome: Outcome, history: HistoryRecord) -> None:
         # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
+        self.committed_steps += 1
         hub = self.watch_hub
         if hub.watched(outcome.record.workflow_id):
             step = StepEvent(
@@ -472,6 +482,29 @@ class Application:
 
         return await self._read(read)
 
+    async def count_workflows(
+        self, *, definition: str | None, status: str | None, limit: int
+    ) -> tuple[int, bool]:
+        """How many instances match, counted up to ``limit``; True when there are more."""
+        repo = self.repo
+
+        def read() -> tuple[int, bool]:
+            count, token = 0, ""
+            while count < limit:
+                page = repo.list(
+                    definition=definition,
+                    status=status,
+                    page_size=min(COUNT_PAGE, limit - count),
+                    page_token=token,
+                )
+                count += len(page.items)
+                token = page.next_page_token
+                if not token:
+                    return count, False
+            return count, True
+
+        return await self._read(read)
+
     async def history_after(
         self, workflow_id: str, after_revision: int, limit: int
     ) -> list[HistoryRecord]:
@@ -550,6 +583,23 @@ class Application:
     async def workflow_info(self, workflow_id: str) -> WorkflowInfo:
         runtime = self.runtime
         return await self.on_loop(lambda: runtime.info(workflow_id))
+
+
+async def _open_when_reachable(url: str, wait: float) -> Repository:
+    """The repository, migrated; while the database does not answer, tried again with
+    backoff for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    delay = 0.25
+    while True:
+        try:
+            return await asyncio.to_thread(open_repository, url, migrate=True)
+        except errors.StorageUnavailable as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            _log.warning("the database does not answer (%s); trying again for %.0fs", exc, left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)
 
 
 _EXPIRED = object()

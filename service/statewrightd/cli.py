@@ -22,6 +22,7 @@ DEV_DEFAULTS = ServerConfig(
     dev_mode=True,
     reflection=True,
     processes=1,
+    http_listen="127.0.0.1:8080",
 )
 
 

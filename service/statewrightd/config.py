@@ -52,6 +52,7 @@ class ServerConfig:
     writer_queue: int = DEFAULT_WRITER_QUEUE
     log_format: str = "text"
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus endpoint; None: off
+    http_listen: str | None = None  # HOST:PORT of the web console and its HTTP API; None: off
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
     # How far ahead of the machine's clock the server's clock runs (tests of timers).
     clock_offset_seconds: float = 0.0
@@ -133,6 +134,12 @@ def add_server_arguments(
         metavar="HOST:PORT",
         help="address of the Prometheus /metrics endpoint (env STATEWRIGHT_METRICS_LISTEN; "
         f"default {d.metrics_listen or 'off'})",
+    )
+    parser.add_argument(
+        "--http-listen",
+        metavar="HOST:PORT",
+        help="address of the web console and its HTTP/JSON API under /api/v1, or off (env "
+        f"STATEWRIGHT_HTTP_LISTEN; default {d.http_listen or 'off'})",
     )
     parser.add_argument(
         "--clock-offset",
@@ -374,6 +381,11 @@ def _observability_settings(
     metrics_listen = pick("metrics_listen", "STATEWRIGHT_METRICS_LISTEN", base.metrics_listen or "")
     if metrics_listen:
         parse_listen(metrics_listen)
+    http_listen = pick("http_listen", "STATEWRIGHT_HTTP_LISTEN", base.http_listen or "").strip()
+    if http_listen.lower() in ("off", "none", "0"):
+        http_listen = ""
+    if http_listen:
+        parse_listen(http_listen)
     stall_text = pick(
         "liveness_stall", "STATEWRIGHT_LIVENESS_STALL", str(base.liveness_stall_seconds)
     )
@@ -393,6 +405,7 @@ def _observability_settings(
     return {
         "log_format": log_format,
         "metrics_listen": metrics_listen or None,
+        "http_listen": http_listen or None,
         "liveness_stall_seconds": stall,
         "clock_offset_seconds": offset,
     }

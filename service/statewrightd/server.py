@@ -24,6 +24,7 @@ from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
+from statewrightd.console import Console
 from statewrightd.definitions.registry import DefinitionsRefused, check_directory
 from statewrightd.definitions.watch import DefinitionWatcher
 from statewrightd.errors import StatewrightError
@@ -96,6 +97,13 @@ class Server:
         )
         self.health_port: int | None = None
         self._health_grpc: grpc.aio.Server | None = None
+        # The web console: the same application, door and call gate as the gRPC API.
+        self.console = (
+            Console(self.app, self.gate, self.door, config)
+            if config.http_listen is not None
+            else None
+        )
+        self.http_port: int | None = None
         self._grpc = grpc.aio.server(
             interceptors=[*self.observability.interceptors(), self.gate],
             options=[
@@ -125,6 +133,9 @@ class Server:
         if self._health_grpc is not None:
             with contextlib.suppress(Exception):
                 await self._health_grpc.stop(0)
+        if self.console is not None:
+            with contextlib.suppress(Exception):
+                await self.console.close()
         with contextlib.suppress(Exception):
             await self.app.close()
         with contextlib.suppress(Exception):
@@ -161,6 +172,8 @@ class Server:
             host = self.config.health_listen.rpartition(":")[0]
             _log.info("health checks (plaintext) on %s:%d", host, self.health_port)
         await self._grpc.start()
+        if self.console is not None:
+            self.http_port = await self.console.start()
         host = self.config.listen.rpartition(":")[0]
         if isinstance(self.health, PodHealth):
             # One of several: the supervisor says "serving on" once all of them listen.
@@ -268,12 +281,16 @@ class Server:
             await asyncio.to_thread(self._watcher.stop)
         self.door.close()
         self.app.begin_drain()
+        if self.console is not None:
+            self.console.begin_drain()  # its event streams end, as watches do
         if not await self.door.drained(grace, DRAIN_QUIET):
             _log.warning("draining: %d RPCs still running after %.1fs", self.door.inside, grace)
         # What is left now is health watches and calls that arrived in the last moment.
         await self._grpc.stop(max(0.0, grace - (time.monotonic() - began)))
         if self._health_grpc is not None:
             await self._health_grpc.stop(0)
+        if self.console is not None:
+            await self.console.close()
         for monitor in self._monitors:
             monitor.cancel()
         await self.app.close()

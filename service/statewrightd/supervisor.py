@@ -194,17 +194,21 @@ class Supervisor:
         self._changed = asyncio.Event()
         self._verdict: PodVerdict | None = None
         self._child_config = config
-        self._reserved: socket.socket | None = None
+        self._reserved: list[socket.socket] = []
         self._metrics: tuple[WSGIServer, threading.Thread] | None = None
         self._started = False
         self._watchers: set[asyncio.Task[None]] = set()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        listen = self._reserve_port()
+        listen = self._reserve_port(self.config.listen)
+        http_listen = self.config.http_listen
+        if http_listen is not None:
+            http_listen = self._reserve_port(http_listen)
         self._child_config = replace(
             self.config,
             listen=listen,
+            http_listen=http_listen,
             processes=1,
             # Each process's own endpoint, on loopback only: the supervisor's is the pod's.
             metrics_listen="127.0.0.1:0" if self.config.metrics_listen else None,
@@ -232,17 +236,17 @@ class Supervisor:
 
     # -- processes --
 
-    def _reserve_port(self) -> str:
+    def _reserve_port(self, listen: str) -> str:
         """Port 0 becomes one free port that every process binds (and rebinds on restart):
         the supervisor holds it bound, never listening, so nothing else takes it."""
-        host, port = parse_listen(self.config.listen)
+        host, port = parse_listen(listen)
         if port != 0:
-            return self.config.listen
+            return listen
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, 0))
-        self._reserved = sock
+        self._reserved.append(sock)
         shown = f"[{host}]" if family == socket.AF_INET6 else host
         return f"{shown}:{sock.getsockname()[1]}"
 
@@ -398,8 +402,8 @@ class Supervisor:
         for task in list(self._watchers):
             task.cancel()
         self._close_metrics()
-        if self._reserved is not None:
-            self._reserved.close()
+        for sock in self._reserved:
+            sock.close()
         codes = [p.returncode for p in running]
         if any(code != 0 for code in codes):
             _log.error("stopped; server process exit codes %s", codes)

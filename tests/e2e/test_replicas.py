@@ -138,6 +138,21 @@ def test_refusals_made_on_a_stale_cache_are_confirmed_against_the_store(
     assert context_of(wf)["seen"] == ["1"]
 
 
+def test_return_existing_answers_the_stored_instance_not_a_stale_cache(
+    replicas: Replicas,
+) -> None:
+    a, b = replicas.a, replicas.b
+    wid = uid("tally")
+    a.start("tally", workflow_id=wid)
+    # A caches the instance at revision 1; B moves it on twice.
+    b.signal(wid, "tick", {"id": "1"})
+    b.signal(wid, "tick", {"id": "2"})
+    again = a.start("tally", workflow_id=wid, if_exists=pb.IF_EXISTS_POLICY_RETURN_EXISTING)
+    assert not again.created
+    assert again.workflow.revision == 3
+    assert context_of(again.workflow)["seen"] == ["1", "2"]
+
+
 @dataclass
 class _Ledger:
     accepted: dict[str, pb.SignalWorkflowResponse] = field(default_factory=dict)

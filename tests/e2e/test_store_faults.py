@@ -10,6 +10,8 @@ server reaches the database through a protocol-aware proxy (tests/support/pgprox
   lost before COMMIT is a known failure with nothing written.
 - With the writer queue full (capacity 1, the database stalled), more saves are refused
   with RESOURCE_EXHAUSTED OVERLOADED at once, while the store is still stalled.
+- A server that starts while the database does not answer waits for it (with backoff, for
+  a while) instead of exiting.
 """
 
 from __future__ import annotations
@@ -677,3 +679,38 @@ def test_calls_that_need_storage_fail_fast_once_it_is_known_down(
     assert wait_until(lambda: not not_ready(), 20), server.log()
     _until_storage_usable(proxied)
     assert c.signal(wid, "tick", {"id": "b"}).workflow.revision == 2
+
+
+def test_a_server_started_while_the_database_is_dark_serves_once_it_answers(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    url = postgres_databases.create()
+    definitions = definitions_dir(tmp_path / "definitions")
+    with PgProxy.for_url(url) as proxy:
+        proxy.go_dark()
+        server = ServerProcess(
+            database_url=proxy.url_for(url),
+            definitions=definitions,
+            cwd=tmp_path,
+            extra_args=["--log-level", "INFO"],
+        )
+        starting = threading.Thread(target=server.start, kwargs={"timeout": 60.0})
+        starting.start()
+        try:
+            # The database comes back only once the server has found it unreachable.
+            assert wait_until(
+                lambda: "the database does not answer" in server.log() or server.port, 30
+            ), server.log()
+            assert "the database does not answer" in server.log(), server.log()
+            assert server.proc.poll() is None, server.log()
+            proxy.heal()
+            starting.join(60)
+            assert server.port, server.log()
+            with Client(server.target) as client:
+                started = client.start("mail-approval", input={"topic": "back"}).workflow
+                assert (started.status, started.revision) == (WAITING, 1)
+        finally:
+            proxy.heal()
+            starting.join(60)
+            server.kill()
+    postgres_databases.drop_soon(url)

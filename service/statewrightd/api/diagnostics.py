@@ -14,7 +14,8 @@ from statewright.v1 import workflow_service_pb2 as pb
 from statewrightd import __version__
 from statewrightd.api.convert import timers_pb, transitions_pb
 from statewrightd.api.status import to_status_proto
-from statewrightd.application import Diagnostics
+from statewrightd.api.validation import workflow_name
+from statewrightd.application import Application, Diagnostics
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.runtime import WorkflowInfo
@@ -149,3 +150,19 @@ def workflow_diagnostics_response(
             )
         )
     return pb.GetWorkflowDiagnosticsResponse(diagnostics=diagnostics)
+
+
+async def workflow_diagnostics(app: Application, name: str) -> pb.GetWorkflowDiagnosticsResponse:
+    """GetWorkflowDiagnostics of the instance named ``name`` (checked), for the gRPC API and
+    the console alike."""
+    workflow_id = workflow_name(name)
+    info = await app.workflow_info(workflow_id)
+    revision, timers, recent = info.revision, info.timers, info.recent
+    if not info.cached and info.admission is None:
+        found = await app.get(workflow_id)  # NOT_FOUND for unknown ids
+        revision, timers = found.record.revision, found.timers
+    if not recent:
+        # The server keeps no session of an instance it is not running (a finished one,
+        # one it never loaded): its last transitions are in its history.
+        recent = await app.recent_transitions(workflow_id, revision)
+    return workflow_diagnostics_response(name, info, revision, timers, recent)

@@ -11,7 +11,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 from statewrightd.api import requests, responses
 from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
-from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics_response
+from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, server_stream, unary
 from statewrightd.application import Application
@@ -91,17 +91,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def GetWorkflowDiagnostics(
         self, request: pb.GetWorkflowDiagnosticsRequest, context: Context
     ) -> pb.GetWorkflowDiagnosticsResponse:
-        workflow_id = v.workflow_name(request.name)
-        info = await self._app.workflow_info(workflow_id)
-        revision, timers, recent = info.revision, info.timers, info.recent
-        if not info.cached and info.admission is None:
-            found = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
-            revision, timers = found.record.revision, found.timers
-        if not recent:
-            # The server keeps no session of an instance it is not running (a finished one,
-            # one it never loaded): its last transitions are in its history.
-            recent = await self._app.recent_transitions(workflow_id, revision)
-        return workflow_diagnostics_response(request.name, info, revision, timers, recent)
+        return await workflow_diagnostics(self._app, request.name)
 
     @unary
     async def ListDefinitions(

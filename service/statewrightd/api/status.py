@@ -74,3 +74,44 @@ def to_status_proto(error: errors.StatewrightError) -> status_pb2.Status:
 
 def to_grpc_status(error: errors.StatewrightError) -> grpc.Status:
     return rpc_status.to_status(to_status_proto(error))
+
+
+# The HTTP status of each gRPC code, as Google's HTTP/JSON APIs answer them
+# (google/rpc/code.proto): the console's API (statewrightd.console) answers with these.
+HTTP_STATUS: dict[grpc.StatusCode, int] = {
+    grpc.StatusCode.OK: 200,
+    grpc.StatusCode.CANCELLED: 499,
+    grpc.StatusCode.UNKNOWN: 500,
+    grpc.StatusCode.INVALID_ARGUMENT: 400,
+    grpc.StatusCode.DEADLINE_EXCEEDED: 504,
+    grpc.StatusCode.NOT_FOUND: 404,
+    grpc.StatusCode.ALREADY_EXISTS: 409,
+    grpc.StatusCode.PERMISSION_DENIED: 403,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: 429,
+    grpc.StatusCode.FAILED_PRECONDITION: 400,
+    grpc.StatusCode.ABORTED: 409,
+    grpc.StatusCode.OUT_OF_RANGE: 400,
+    grpc.StatusCode.UNIMPLEMENTED: 501,
+    grpc.StatusCode.INTERNAL: 500,
+    grpc.StatusCode.UNAVAILABLE: 503,
+    grpc.StatusCode.DATA_LOSS: 500,
+    grpc.StatusCode.UNAUTHENTICATED: 401,
+}
+
+
+def http_status(error: errors.StatewrightError) -> int:
+    return HTTP_STATUS[grpc_code(error)]
+
+
+def error_json(error: errors.StatewrightError) -> dict[str, object]:
+    """An error as the HTTP API answers it: the gRPC code's name, the message, and the
+    ErrorInfo's reason and metadata, the same values a gRPC client reads."""
+    body: dict[str, object] = {
+        "code": grpc_code(error).name,
+        "message": error.message,
+        "reason": error.reason,
+        "metadata": dict(error.metadata),
+    }
+    if isinstance(error, errors.RateLimited):
+        body["retryDelay"] = f"{max(error.retry_after, 0.001):.3f}s"
+    return body

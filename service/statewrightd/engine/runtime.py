@@ -390,14 +390,9 @@ class WorkflowRuntime:
         session = self._cached(job.workflow_id)
         if session is not None:
             if command.return_existing:
-                outcome = Outcome(
-                    session.record,
-                    session.loaded,
-                    created=False,
-                    timers=session.timers,
-                    task=session.task,
-                )
-                self._finish(job, segment.token, outcome)
+                # The answer is the instance as stored: another replica may have stepped it
+                # since this one cached it.
+                self._load(job, segment)
             else:
                 self._finish(job, segment.token, _already_exists(job.workflow_id))
             return

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -127,15 +127,17 @@ class CallGate(grpc.aio.ServerInterceptor):
     ) -> Callable[[Any, Context], Awaitable[Any]]:
         async def gated(request: Any, context: Context) -> Any:
             try:
-                principal, grants = await self._admit(rule, name, request, context)
+                principal, grants = await self.admit(
+                    rule, name, request, _metadata(context), context.auth_context()
+                )
             except errors.StatewrightError as exc:
                 await context.abort_with_status(to_grpc_status(exc))
                 raise AssertionError("abort_with_status always raises") from exc
             # Each call runs in a task (and a context) of its own: the value goes with it.
             caller.set_actor(principal.name)
             response = await behavior(request, context)
-            if name == "ListDefinitions" and not unscoped(grants, Scope.DEFINITION):
-                _keep_in_scope(response, grants)
+            if name == "ListDefinitions":
+                keep_in_scope(response, grants)
             return response
 
         return gated
@@ -145,8 +147,10 @@ class CallGate(grpc.aio.ServerInterceptor):
     ) -> Callable[[Any, Context], AsyncIterator[Any]]:
         async def gated(request: Any, context: Context) -> AsyncIterator[Any]:
             try:
-                principal, _ = await self._admit(rule, name, request, context)
-                self._open_watch(principal)
+                principal, _ = await self.admit(
+                    rule, name, request, _metadata(context), context.auth_context()
+                )
+                self.open_watch(principal)
             except errors.StatewrightError as exc:
                 await context.abort_with_status(to_grpc_status(exc))
                 return
@@ -155,21 +159,26 @@ class CallGate(grpc.aio.ServerInterceptor):
                 async for item in behavior(request, context):
                     yield item
             finally:
-                self._close_watch(principal)
+                self.close_watch(principal)
 
         return gated
 
     # -- the decision ----------------------------------------------------------------
 
-    async def _admit(
-        self, rule: MethodRule, name: str, request: Any, context: Context
+    async def admit(
+        self,
+        rule: MethodRule,
+        name: str,
+        request: Any,
+        metadata: Sequence[tuple[str, str | bytes]],
+        auth_context: Mapping[str, Any],
     ) -> tuple[Principal, list[Grant]]:
+        """The principal of a call to ``name`` and its grants for ``rule``, or the error
+        that refuses the call. The web console's API (statewrightd.console) asks too."""
         if self._authn is None:
             principal = ANONYMOUS
         else:
-            principal = await self._authn.authenticate(
-                tuple(context.invocation_metadata() or ()), context.auth_context()
-            )
+            principal = await self._authn.authenticate(metadata, auth_context)
         self._charge(principal)
         grants = principal.grants_for(rule)
         if not grants:
@@ -235,7 +244,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             )
         bucket.tokens -= 1.0
 
-    def _open_watch(self, principal: Principal) -> None:
+    def open_watch(self, principal: Principal) -> None:
         open_now = self._watching.get(principal.name, 0)
         if open_now >= self._limits.watches:
             raise errors.ResourceExhausted(
@@ -245,7 +254,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             )
         self._watching[principal.name] = open_now + 1
 
-    def _close_watch(self, principal: Principal) -> None:
+    def close_watch(self, principal: Principal) -> None:
         left = self._watching.get(principal.name, 1) - 1
         if left > 0:
             self._watching[principal.name] = left
@@ -257,7 +266,14 @@ def _denied(message: str) -> errors.PermissionDenied:
     return errors.PermissionDenied(message, reason="PERMISSION_DENIED")
 
 
-def _keep_in_scope(response: Any, grants: list[Grant]) -> None:
+def _metadata(context: Context) -> tuple[tuple[str, str | bytes], ...]:
+    return tuple(context.invocation_metadata() or ())
+
+
+def keep_in_scope(response: Any, grants: list[Grant]) -> None:
+    """Leave in a ListDefinitions answer only the definitions ``grants`` reach."""
+    if unscoped(grants, Scope.DEFINITION):
+        return
     kept = [d for d in response.definitions if allows(grants, Scope.DEFINITION, d.definition)]
     del response.definitions[:]
     response.definitions.extend(kept)

@@ -1,0 +1,687 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+)
+
+// What the database says, as dumped at the end of a run (postgres.go dumpTables).
+
+type transition struct {
+	From  string  `json:"from"`
+	To    string  `json:"to"`
+	Event *string `json:"event"`
+}
+
+type stepError struct {
+	Reason  string `json:"reason"`
+	Message string `json:"message"`
+}
+
+type armedTimer struct {
+	TimerID string `json:"timer_id"`
+	Target  string `json:"target"`
+	DueTime string `json:"due_time"`
+}
+
+type histRow struct {
+	WorkflowID  string         `json:"workflow_id"`
+	Revision    int64          `json:"revision"`
+	Event       *string        `json:"event"`
+	Transitions []transition   `json:"transitions"`
+	State       string         `json:"state"`
+	Status      string         `json:"status"`
+	Context     map[string]any `json:"context"`
+	Error       *stepError     `json:"error"`
+	Timers      []armedTimer   `json:"timers"`
+	TimeUS      int64          `json:"time_us"`
+}
+
+func (r *histRow) eventName() string {
+	if r.Event == nil {
+		return ""
+	}
+	return *r.Event
+}
+
+func (r *histRow) last() string {
+	s, _ := r.Context["last"].(string)
+	return s
+}
+
+type instRow struct {
+	WorkflowID string         `json:"workflow_id"`
+	Definition string         `json:"definition"`
+	State      string         `json:"state"`
+	Status     string         `json:"status"`
+	Context    map[string]any `json:"context"`
+	Revision   int64          `json:"revision"`
+}
+
+type taskRow struct {
+	WorkflowID string `json:"workflow_id"`
+	TaskID     string `json:"task_id"`
+	Revision   int64  `json:"revision"`
+	State      string `json:"state"`
+	Status     string `json:"status"`
+	Attempt    int    `json:"attempt"`
+}
+
+type timerRow struct {
+	WorkflowID string `json:"workflow_id"`
+	TimerID    string `json:"timer_id"`
+	Revision   int64  `json:"revision"`
+	Target     string `json:"target"`
+	DueUS      int64  `json:"due_us"`
+}
+
+// anomaly is one way the run broke a promise, with the operation and instance concerned.
+type anomaly struct {
+	Property string `json:"property"`
+	WF       string `json:"wf,omitempty"`
+	Op       string `json:"op,omitempty"`
+	Detail   string `json:"detail"`
+}
+
+// The properties, in the order the report lists them.
+const (
+	propAckedOnce     = "every acknowledged operation is in its instance's history exactly once, at the revision it was told"
+	propFailedAbsent  = "no operation that definitely failed appears in a history"
+	propUnknownOnce   = "every operation with an unknown outcome appears at most once"
+	propNoPhantom     = "every step in history was asked for by an operation (or is the server's own: a timer, a task giving up)"
+	propDense         = "revisions are dense from 1, and the instance row is its last revision"
+	propSignalsOnce   = "every accepted signal is applied exactly once"
+	propTimers        = "every armed timer that was not disarmed fired exactly once, never early"
+	propTasks         = "every task is finished at most once, and every acknowledged completion exactly once, by its own task"
+	propWatch         = "every watch stream saw each revision in order, with no gap or duplicate, through reconnects"
+	propStates        = "every instance rests in a state its definition allows"
+	propRecovered     = "no instance stays in recovery_required, and the work settles, after the faults stop"
+	propLinearizable  = "each instance's revision is a linearizable compare-and-swap register (porcupine)"
+	propServerHealthy = "no step fails unexpectedly in a server"
+)
+
+var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
+	propSignalsOnce, propTimers, propTasks, propWatch, propStates, propRecovered, propLinearizable, propServerHealthy}
+
+// allowed is where each definition's instances may rest: state -> status.
+var allowed = map[string]map[string]string{
+	defAccount: {"active": "RUNNING", "held": "WAITING", "closed": "COMPLETED"},
+	defOrder:   {"work": "RUNNING", "__finish__": "COMPLETED", "gave_up": "COMPLETED"},
+	defTimer:   {"ticking": "RUNNING", "__finish__": "COMPLETED", "stopped": "COMPLETED"},
+}
+
+// logical is one logical operation: all the attempts of one id.
+type logical struct {
+	id       string
+	kind, wf string
+	attempts []*Op
+	acked    bool  // an attempt was answered with a step written
+	ackRev   int64 // the revision that answer named
+	ackRet   int64 // when the first such answer came
+	unknown  bool  // no such answer, and some attempt's outcome is unknown
+	call     int64 // the first attempt's call
+	cas      bool
+	exp      int64
+	applied  []at // where the database has it
+}
+
+type at struct {
+	wf  string
+	rev int64
+}
+
+func isOpID(s string) bool { return strings.HasPrefix(s, "op-") }
+
+// writes says whether an attempt's answer means that it wrote a step.
+func writes(a *Op) bool {
+	if a.Outcome != outcomeOK {
+		return false
+	}
+	switch a.Kind {
+	case "start":
+		return a.Created
+	case "signal":
+		return a.Accepted
+	case "resume", "cancel", "complete":
+		return true
+	case "fail":
+		return a.TaskStatus == "FAILED" || a.TaskStatus == "TIMED_OUT"
+	}
+	return false
+}
+
+// stepOp is the operation a history row's step carries: the id recorded in `last` by
+// every step a client asks for, or a cancel's reason; "" for the server's own steps.
+func stepOp(prev, row *histRow) (id, kind string) {
+	switch {
+	case row.Revision == 1:
+		return row.last(), "start"
+	case row.Status == "CANCELLED" && (prev == nil || prev.Status != "CANCELLED"):
+		if row.Error != nil {
+			return row.Error.Message, "cancel"
+		}
+		return "", "cancel"
+	}
+	switch ev := row.eventName(); ev {
+	case "after":
+		return "", "timer"
+	case "task_failed":
+		if isOpID(row.last()) && (prev == nil || prev.last() != row.last()) {
+			return row.last(), "fail"
+		}
+		return "", "task_failed"
+	case "task_completed":
+		return row.last(), "complete"
+	default:
+		return row.last(), ev
+	}
+}
+
+type checker struct {
+	dir       string
+	meta      runMeta
+	ops       []Op
+	logicals  map[string]*logical
+	byWF      map[string][]*logical
+	history   map[string][]histRow
+	instances map[string]instRow
+	tasks     map[string][]taskRow
+	timers    map[string][]timerRow
+	watch     []WatchRec
+	faults    []FaultRec
+	anomalies []anomaly
+	checked   map[string]int
+	rep       *report
+}
+
+func (c *checker) flag(prop, wf, op, format string, args ...any) {
+	c.anomalies = append(c.anomalies, anomaly{Property: prop, WF: wf, Op: op, Detail: fmt.Sprintf(format, args...)})
+}
+
+// checkDir reads a run's directory and checks every property; the report says what was
+// checked, what was found, and the run's figures.
+func checkDir(dir string) (*report, error) {
+	c := &checker{dir: dir, logicals: map[string]*logical{}, byWF: map[string][]*logical{},
+		history: map[string][]histRow{}, instances: map[string]instRow{}, tasks: map[string][]taskRow{},
+		timers: map[string][]timerRow{}, checked: map[string]int{}}
+	if err := c.load(); err != nil {
+		return nil, err
+	}
+	c.rep = newReport(c)
+	c.group()
+	c.checkInstances()
+	c.checkOperations()
+	c.checkWatches()
+	c.checkFinal()
+	c.checkLinearizable()
+	c.rep.finish(c)
+	return c.rep, nil
+}
+
+func (c *checker) load() error {
+	data, err := os.ReadFile(filepath.Join(c.dir, "run.json"))
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(data, &c.meta); err != nil {
+		return err
+	}
+	if c.ops, err = readAll[Op](filepath.Join(c.dir, "history"), "*.jsonl"); err != nil {
+		return err
+	}
+	if c.watch, err = readAll[WatchRec](filepath.Join(c.dir, "watch"), "*.jsonl"); err != nil {
+		return err
+	}
+	if c.faults, err = readJSONL[FaultRec](filepath.Join(c.dir, "faults.jsonl")); err != nil {
+		return err
+	}
+	db := filepath.Join(c.dir, "db")
+	rows, err := readJSONL[histRow](filepath.Join(db, "history.jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, r := range rows {
+		c.history[r.WorkflowID] = append(c.history[r.WorkflowID], r)
+	}
+	for _, list := range c.history {
+		sort.Slice(list, func(i, j int) bool { return list[i].Revision < list[j].Revision })
+	}
+	insts, err := readJSONL[instRow](filepath.Join(db, "instances.jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, r := range insts {
+		c.instances[r.WorkflowID] = r
+	}
+	tasks, err := readJSONL[taskRow](filepath.Join(db, "tasks.jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, t := range tasks {
+		c.tasks[t.WorkflowID] = append(c.tasks[t.WorkflowID], t)
+	}
+	timers, err := readJSONL[timerRow](filepath.Join(db, "timers.jsonl"))
+	if err != nil {
+		return err
+	}
+	for _, t := range timers {
+		c.timers[t.WorkflowID] = append(c.timers[t.WorkflowID], t)
+	}
+	return nil
+}
+
+// group gathers attempts into logical operations and finds where the database applied
+// each.
+func (c *checker) group() {
+	for i := range c.ops {
+		a := &c.ops[i]
+		l := c.logicals[a.ID]
+		if l == nil {
+			l = &logical{id: a.ID, kind: a.Kind, wf: a.WF, call: a.Call, cas: (a.Kind == "resume" || a.Kind == "cancel") && a.Exp > 0, exp: a.Exp}
+			c.logicals[a.ID] = l
+			c.byWF[a.WF] = append(c.byWF[a.WF], l)
+		}
+		l.attempts = append(l.attempts, a)
+		if a.Call < l.call {
+			l.call = a.Call
+		}
+	}
+	for _, l := range c.logicals {
+		for _, a := range l.attempts {
+			switch {
+			case writes(a):
+				if !l.acked || a.Ret < l.ackRet {
+					l.ackRet = a.Ret
+				}
+				if l.acked && a.Rev != l.ackRev {
+					c.flag(propAckedOnce, l.wf, l.id, "attempts of one request id were answered with different revisions: %d and %d", l.ackRev, a.Rev)
+				}
+				if !l.acked {
+					l.ackRev = a.Rev
+				}
+				l.acked = true
+			case a.Outcome == outcomeUnknown:
+				l.unknown = true
+			}
+		}
+		if l.acked {
+			l.unknown = false
+		}
+	}
+	for wf, rows := range c.history {
+		for i := range rows {
+			var prev *histRow
+			if i > 0 {
+				prev = &rows[i-1]
+			}
+			id, kind := stepOp(prev, &rows[i])
+			c.checked[propNoPhantom]++
+			if id == "" {
+				if kind != "timer" && kind != "task_failed" {
+					c.flag(propNoPhantom, wf, "", "revision %d (%s) carries no operation id", rows[i].Revision, kind)
+				}
+				continue
+			}
+			l := c.logicals[id]
+			if l == nil {
+				c.flag(propNoPhantom, wf, id, "revision %d (%s) applied an operation nobody asked for", rows[i].Revision, kind)
+				continue
+			}
+			l.applied = append(l.applied, at{wf, rows[i].Revision})
+		}
+	}
+}
+
+// checkOperations: every logical operation against where the database has it.
+func (c *checker) checkOperations() {
+	for _, l := range c.logicals {
+		if l.kind == "get" {
+			continue
+		}
+		for _, a := range l.applied {
+			if a.wf != l.wf {
+				c.flag(propNoPhantom, a.wf, l.id, "applied to %s at revision %d but it was sent to %s", a.wf, a.rev, l.wf)
+			}
+		}
+		switch {
+		case l.acked:
+			c.checked[propAckedOnce]++
+			if l.kind == "signal" {
+				c.checked[propSignalsOnce]++
+			}
+			switch {
+			case len(l.applied) == 0:
+				c.flag(propAckedOnce, l.wf, l.id, "%s acknowledged at revision %d is in no history (lost)", l.kind, l.ackRev)
+				if l.kind == "signal" {
+					c.flag(propSignalsOnce, l.wf, l.id, "accepted signal at revision %d was never applied", l.ackRev)
+				}
+			case len(l.applied) > 1:
+				c.flag(propAckedOnce, l.wf, l.id, "%s acknowledged at revision %d is applied %d times: %v", l.kind, l.ackRev, len(l.applied), l.applied)
+				if l.kind == "signal" {
+					c.flag(propSignalsOnce, l.wf, l.id, "accepted signal applied %d times", len(l.applied))
+				}
+			case l.applied[0].rev != l.ackRev:
+				c.flag(propAckedOnce, l.wf, l.id, "%s acknowledged at revision %d is in history at revision %d", l.kind, l.ackRev, l.applied[0].rev)
+			}
+		case l.unknown:
+			c.checked[propUnknownOnce]++
+			c.rep.Unknown.Logical++
+			if len(l.applied) > 0 {
+				c.rep.Unknown.Applied++
+			} else {
+				c.rep.Unknown.NotApplied++
+			}
+			if len(l.applied) > 1 {
+				c.flag(propUnknownOnce, l.wf, l.id, "%s with an unknown outcome is applied %d times: %v", l.kind, len(l.applied), l.applied)
+			}
+		default:
+			c.checked[propFailedAbsent]++
+			if len(l.applied) > 0 {
+				a := l.attempts[len(l.attempts)-1]
+				c.flag(propFailedAbsent, l.wf, l.id, "%s answered %s %s (nothing done) is in history at revision %d", l.kind, a.Code, firstOf(a.Reason, a.Rejection, a.TaskStatus), l.applied[0].rev)
+			}
+		}
+	}
+}
+
+func firstOf(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+func (c *checker) checkInstances() {
+	for wf, rows := range c.history {
+		c.checked[propDense]++
+		for i, r := range rows {
+			if r.Revision != int64(i+1) {
+				c.flag(propDense, wf, "", "history has revision %d where %d belongs", r.Revision, i+1)
+				break
+			}
+		}
+		inst, ok := c.instances[wf]
+		last := rows[len(rows)-1]
+		switch {
+		case !ok:
+			c.flag(propDense, wf, "", "history without an instance row")
+		case inst.Revision != last.Revision || inst.State != last.State || inst.Status != last.Status || fmt.Sprint(inst.Context) != fmt.Sprint(last.Context):
+			c.flag(propDense, wf, "", "instance row (revision %d, %s %s) is not its last history row (revision %d, %s %s)",
+				inst.Revision, inst.State, inst.Status, last.Revision, last.State, last.Status)
+		}
+		def := inst.Definition
+		for _, r := range rows {
+			c.checked[propStates]++
+			if r.Status == "CANCELLED" {
+				continue
+			}
+			if want, ok := allowed[def][r.State]; !ok || want != r.Status {
+				c.flag(propStates, wf, "", "revision %d rests in %s with status %s, which %s does not allow", r.Revision, r.State, r.Status, def)
+			}
+		}
+		c.checkTimers(wf, rows)
+		if def == defOrder {
+			c.checkTasks(wf, rows)
+		}
+	}
+	for wf := range c.instances {
+		if _, ok := c.history[wf]; !ok {
+			c.flag(propDense, wf, "", "instance row without history")
+		}
+	}
+}
+
+func parseTime(s string) int64 {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func (c *checker) checkTimers(wf string, rows []histRow) {
+	armedRows := map[string]bool{}
+	for _, t := range c.timers[wf] {
+		armedRows[t.TimerID] = true
+	}
+	for i := range rows {
+		row := &rows[i]
+		for _, t := range row.Timers {
+			c.checked[propTimers]++
+			due := parseTime(t.DueTime)
+			if i+1 == len(rows) {
+				if !armedRows[t.TimerID] {
+					c.flag(propTimers, wf, "", "timer %s armed at revision %d is neither fired, disarmed nor armed", t.TimerID, row.Revision)
+				} else if due < c.meta.Dumped-int64(5*time.Second) && c.meta.Settled != 0 {
+					c.flag(propTimers, wf, "", "timer %s was due %.1fs before the end and never fired", t.TimerID, float64(c.meta.Dumped-due)/1e9)
+				}
+				continue
+			}
+			next := &rows[i+1]
+			if next.eventName() == "after" {
+				fired := next.TimeUS * 1000
+				if fired < due {
+					c.early(wf, rows, i+1, t, due)
+				}
+			}
+		}
+		if row.eventName() == "after" && (i == 0 || len(rows[i-1].Timers) == 0) {
+			c.flag(propTimers, wf, "", "revision %d fired a timer, but the revision before armed none", row.Revision)
+		}
+	}
+	last := rows[len(rows)-1]
+	for _, t := range c.timers[wf] {
+		found := false
+		for _, a := range last.Timers {
+			found = found || a.TimerID == t.TimerID
+		}
+		if !found {
+			c.flag(propTimers, wf, "", "timer %s is still armed, but the instance (at revision %d, %s %s) did not arm it last", t.TimerID, last.Revision, last.State, last.Status)
+		}
+	}
+}
+
+// early reports a timer step (rows[s]) that came before the due time of the timer the
+// step before it armed: a second firing of an earlier timer, or a firing ahead of time.
+func (c *checker) early(wf string, rows []histRow, s int, t armedTimer, due int64) {
+	fired := rows[s].TimeUS * 1000
+	for j := s - 2; j >= 0; j-- {
+		for _, old := range rows[j].Timers {
+			if parseTime(old.DueTime) <= fired && rows[j+1].eventName() == "after" {
+				c.flag(propTimers, wf, "", "timer %s (armed at revision %d) fired twice: at revisions %d and %d",
+					old.TimerID, rows[j].Revision, rows[j+1].Revision, rows[s].Revision)
+				return
+			}
+		}
+	}
+	c.flag(propTimers, wf, "", "revision %d fired timer %s %.3fs before it was due", rows[s].Revision, t.TimerID, float64(due-fired)/1e9)
+}
+
+// checkTasks: each entry of the task state schedules one task (its id: the entering
+// revision); the next step finishes it (completed, given up) or cancels it.
+func (c *checker) checkTasks(wf string, rows []histRow) {
+	byID := map[string]taskRow{}
+	for _, t := range c.tasks[wf] {
+		byID[t.TaskID] = t
+	}
+	entered := map[int64]bool{}
+	for i := range rows {
+		row := &rows[i]
+		if row.State != "work" || row.Status != "RUNNING" || (row.Revision != 1 && len(row.Transitions) == 0) {
+			continue
+		}
+		c.checked[propTasks]++
+		entered[row.Revision] = true
+		id := fmt.Sprint(row.Revision)
+		task, ok := byID[id]
+		if !ok {
+			c.flag(propTasks, wf, "", "revision %d entered the task state but scheduled no task", row.Revision)
+			continue
+		}
+		want := "open"
+		if i+1 < len(rows) {
+			switch next := &rows[i+1]; next.eventName() {
+			case "task_completed":
+				want = "COMPLETED"
+			case "task_failed":
+				want = "FAILED|TIMED_OUT"
+			default:
+				want = "CANCELLED"
+			}
+		}
+		got := task.Status
+		if got == "SCHEDULED" || got == "LEASED" || got == "BACKOFF" {
+			got = "open"
+		}
+		if !strings.Contains("|"+want+"|", "|"+got+"|") {
+			c.flag(propTasks, wf, "", "task %s is %s, but history says it should be %s", id, task.Status, want)
+		}
+	}
+	for id := range byID {
+		var rev int64
+		fmt.Sscan(id, &rev)
+		if !entered[rev] {
+			c.flag(propTasks, wf, "", "task %s has no step that scheduled it", id)
+		}
+	}
+	// Each completion (or failure that gave up) applied must have finished its own task.
+	for _, l := range c.byWF[wf] {
+		if l.kind != "complete" && l.kind != "fail" {
+			continue
+		}
+		task := l.attempts[0].Task
+		for _, a := range l.applied {
+			if a.rev-1 == task {
+				continue
+			}
+			if int(task) < len(rows) && (rows[task].eventName() == "task_completed" || rows[task].eventName() == "task_failed") {
+				c.flag(propTasks, wf, l.id, "task %d completed twice: finished at revision %d, and this %s applied again at revision %d (as if it were task %d's)",
+					task, task+1, l.kind, a.rev, a.rev-1)
+			} else {
+				c.flag(propTasks, wf, l.id, "the %s of task %d was applied at revision %d, as the result of task %d", l.kind, task, a.rev, a.rev-1)
+			}
+		}
+	}
+}
+
+func (c *checker) checkWatches() {
+	type key struct{ proc, wf string }
+	type follow struct {
+		last     int64
+		ended    bool
+		sessions int
+	}
+	follows := map[key]*follow{}
+	var order []key
+	for _, w := range c.watch {
+		k := key{w.Proc, w.WF}
+		f := follows[k]
+		if f == nil {
+			f = &follow{}
+			follows[k] = f
+			order = append(order, k)
+		}
+		switch w.What {
+		case "open":
+			f.sessions++
+			c.rep.Watch.Sessions++
+			if w.After > 0 {
+				c.rep.Watch.Reconnects++
+			}
+		case "msg":
+			c.rep.Watch.Messages++
+			rows := c.history[w.WF]
+			switch {
+			case w.Rev == f.last+1:
+			case w.Rev <= f.last:
+				c.flag(propWatch, w.WF, "", "%s: revision %d arrived again (or out of order) after %d, in stream session %d", w.Proc, w.Rev, f.last, w.Session)
+			default:
+				c.flag(propWatch, w.WF, "", "%s: revision %d arrived after %d: %d revision(s) missing, in stream session %d", w.Proc, w.Rev, f.last, w.Rev-f.last-1, w.Session)
+			}
+			if w.Rev >= 1 && int(w.Rev) <= len(rows) {
+				r := rows[w.Rev-1]
+				if r.State != w.State || r.Status != w.Status || r.last() != w.Last {
+					c.flag(propWatch, w.WF, "", "%s: revision %d streamed as %s %s %q, history has %s %s %q",
+						w.Proc, w.Rev, w.State, w.Status, w.Last, r.State, r.Status, r.last())
+				}
+			} else {
+				c.flag(propWatch, w.WF, "", "%s: revision %d streamed, but history has %d revisions", w.Proc, w.Rev, len(rows))
+			}
+			if w.Rev > f.last {
+				f.last = w.Rev
+			}
+		case "end":
+			f.ended = true
+		}
+	}
+	for _, k := range order {
+		f := follows[k]
+		inst, ok := c.instances[k.wf]
+		if !ok {
+			continue // never created: nothing to see
+		}
+		c.checked[propWatch]++
+		c.rep.Watch.Followed++
+		if f.last < inst.Revision {
+			c.flag(propWatch, k.wf, "", "%s: the stream stopped at revision %d of %d", k.proc, f.last, inst.Revision)
+		}
+	}
+}
+
+func (c *checker) checkFinal() {
+	f := c.meta.Final
+	c.checked[propRecovered]++
+	if c.meta.Settled == 0 {
+		c.flag(propRecovered, "", "", "the work did not settle after the faults stopped: %d open tasks, %d armed timers, recovery_required %v %s",
+			f.OpenTasks, f.ArmedTimers, f.Recovery, f.SettleError)
+	}
+	for replica, n := range f.Recovery {
+		if n > 0 {
+			c.flag(propRecovered, "", "", "%s still has %d instances in recovery_required after the faults stopped", replica, n)
+		}
+	}
+	for log, n := range f.Unexpected {
+		c.checked[propServerHealthy]++
+		if n > 0 {
+			c.flag(propServerHealthy, "", "", "%s logs %d steps that failed unexpectedly", log, n)
+		}
+	}
+}
+
+func (c *checker) checkLinearizable() {
+	var wfs []string
+	for wf := range c.history {
+		wfs = append(wfs, wf)
+	}
+	sort.Strings(wfs)
+	drawn := 0
+	for _, wf := range wfs {
+		ops := linearOps(wf, c.byWF[wf], c.history[wf])
+		c.checked[propLinearizable]++
+		res, why := linearizable(ops, 10*time.Second)
+		switch res {
+		case porcupine.Ok:
+			c.rep.Linear.Ok++
+		case porcupine.Unknown:
+			c.rep.Linear.TimedOut++
+		case porcupine.Illegal:
+			c.rep.Linear.Illegal++
+			c.flag(propLinearizable, wf, "", "%s", why)
+			if drawn < 5 {
+				drawn++
+				_, info := porcupine.CheckOperationsVerbose(registerModel, ops, 10*time.Second)
+				porcupine.VisualizePath(registerModel, info, filepath.Join(c.dir, "linear-"+wf+".html"))
+			}
+		}
+		c.rep.Linear.Operations += len(ops)
+	}
+}

@@ -1,0 +1,187 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// cluster is a private, throwaway PostgreSQL 15 that the run may restart at will. As in
+// scripts/with-postgres: it runs as the postgres user when we are root (PostgreSQL refuses
+// root), on a free loopback port, with a data directory under a temporary directory that
+// is removed when the run ends. fsync and synchronous_commit stay on: the run checks
+// durability.
+type cluster struct {
+	bin   string
+	dir   string
+	data  string
+	port  int
+	runAs []string
+	uid   int
+	gid   int
+}
+
+func pgBin() string {
+	if b := os.Getenv("PGBIN"); b != "" {
+		return b
+	}
+	return "/usr/lib/postgresql/15/bin"
+}
+
+func newCluster() (*cluster, error) {
+	c := &cluster{bin: pgBin(), uid: -1, gid: -1}
+	if _, err := os.Stat(filepath.Join(c.bin, "initdb")); err != nil {
+		return nil, fmt.Errorf("PostgreSQL 15 binaries not found in %s (apt-get install postgresql-15)", c.bin)
+	}
+	if os.Getuid() == 0 {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, fmt.Errorf("running as root needs a postgres user: %w", err)
+		}
+		c.uid, _ = strconv.Atoi(u.Uid)
+		c.gid, _ = strconv.Atoi(u.Gid)
+		c.runAs = []string{"runuser", "-u", "postgres", "--"}
+	}
+	dir, err := os.MkdirTemp("", "statewright-chaos-pg.")
+	if err != nil {
+		return nil, err
+	}
+	c.dir, c.data = dir, filepath.Join(dir, "data")
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Mkdir(c.data, 0o700); err != nil {
+		return nil, err
+	}
+	if c.uid >= 0 {
+		for _, p := range []string{dir, c.data} {
+			if err := os.Chown(p, c.uid, c.gid); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if c.port, err = freePort(); err != nil {
+		return nil, err
+	}
+	if out, err := c.pg("initdb", "-D", c.data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"); err != nil {
+		return nil, fmt.Errorf("initdb: %v\n%s", err, out)
+	}
+	if err := c.start(); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *cluster) pg(tool string, args ...string) ([]byte, error) {
+	argv := append(append([]string{}, c.runAs...), append([]string{filepath.Join(c.bin, tool)}, args...)...)
+	cmd := exec.Command(argv[0], argv[1:]...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.Bytes(), err
+}
+
+func (c *cluster) options() string {
+	return fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB", c.port, c.dir)
+}
+
+func (c *cluster) start() error {
+	if out, err := c.pg("pg_ctl", "-D", c.data, "-w", "-t", "60", "-l", filepath.Join(c.dir, "server.log"), "-o", c.options(), "start"); err != nil {
+		log, _ := os.ReadFile(filepath.Join(c.dir, "server.log"))
+		return fmt.Errorf("pg_ctl start: %v\n%s\n%s", err, out, log)
+	}
+	return nil
+}
+
+// restart stops the server in mode "fast" (clients disconnected, a clean shutdown) or
+// "immediate" (no shutdown at all: crash recovery at the next start), then starts it.
+func (c *cluster) restart(mode string) error {
+	if out, err := c.pg("pg_ctl", "-D", c.data, "-m", mode, "-w", "-t", "60", "stop"); err != nil {
+		return fmt.Errorf("pg_ctl stop -m %s: %v\n%s", mode, err, out)
+	}
+	return c.start()
+}
+
+func (c *cluster) stop() {
+	c.pg("pg_ctl", "-D", c.data, "-m", "immediate", "-w", "stop")
+	os.RemoveAll(c.dir)
+}
+
+func (c *cluster) url() string {
+	return fmt.Sprintf("postgresql://postgres@127.0.0.1:%d/postgres", c.port)
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// psql runs one statement through psql (unaligned, tuples only) and returns its output.
+func psql(url, sql string) ([]byte, error) {
+	cmd := exec.Command(filepath.Join(pgBin(), "psql"), "-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", url, "-c", sql)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("psql: %v: %s", err, strings.TrimSpace(errb.String()))
+	}
+	return out.Bytes(), nil
+}
+
+// withDatabase is url with its database name replaced.
+func withDatabase(url, name string) string {
+	i := strings.LastIndex(url, "/")
+	q := ""
+	if j := strings.Index(url[i:], "?"); j >= 0 {
+		q = url[i+j:]
+	}
+	return url[:i+1] + name + q
+}
+
+// withPort is a loopback url rerouted to port (the proxy), with SSL and GSS negotiation
+// off so that the proxy sees the plain startup packet.
+func withPort(url string, port int) string {
+	at := strings.Index(url, "@")
+	rest := url[at+1:]
+	slash := strings.Index(rest, "/")
+	return fmt.Sprintf("%s127.0.0.1:%d%s?sslmode=disable&gssencmode=disable", url[:at+1], port, rest[slash:])
+}
+
+// dumpTables writes each table of the run's database as JSON lines into dir: what the
+// checker reads as the database's final word.
+func dumpTables(url, dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	tables := map[string]string{
+		"instances.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, definition, state, status, context,
+			revision, error FROM workflow_instances ORDER BY workflow_id) t`,
+		"history.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, revision, event, transitions, state,
+			status, context, error, timers, (extract(epoch FROM time) * 1000000)::bigint AS time_us
+			FROM workflow_history ORDER BY workflow_id, revision) t`,
+		"tasks.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, task_id, revision, state, status, attempt,
+			max_attempts, last_error FROM workflow_tasks ORDER BY workflow_id, revision) t`,
+		"timers.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, timer_id, revision, transition, target,
+			(extract(epoch FROM due_time) * 1000000)::bigint AS due_us FROM workflow_timers
+			ORDER BY workflow_id, timer_id) t`,
+	}
+	for name, sql := range tables {
+		out, err := psql(url, sql)
+		if err != nil {
+			return fmt.Errorf("dumping %s: %w", name, err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name), out, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}

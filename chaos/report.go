@@ -1,0 +1,230 @@
+package main
+
+import (
+	"fmt"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+)
+
+type recoveryStats struct {
+	Count  int `json:"count"`
+	Errors int `json:"errors"`
+	// Recovery: from the fault's end (healed: restarted, continued, resumed) to a write
+	// served by every replica. A fault that overlapped another shares its recovery.
+	MeanS float64 `json:"recovery_mean_s"`
+	MaxS  float64 `json:"recovery_max_s"`
+	// From start: from the fault's start to that write (the fault's whole effect).
+	MeanDownS float64 `json:"from_start_mean_s"`
+	MaxDownS  float64 `json:"from_start_max_s"`
+	samples   []float64
+	down      []float64
+}
+
+type report struct {
+	Seed        uint64                    `json:"seed"`
+	Size        string                    `json:"size"`
+	Break       string                    `json:"break,omitempty"`
+	Seconds     float64                   `json:"seconds"`
+	Invocations int                       `json:"invocations"`
+	Logical     int                       `json:"logical_operations"`
+	ByOutcome   map[string]int            `json:"by_outcome"`
+	ByKind      map[string]map[string]int `json:"by_kind"`
+	Unknown     struct {
+		Logical    int `json:"logical"`
+		Applied    int `json:"applied"`
+		NotApplied int `json:"not_applied"`
+	} `json:"unknown_outcomes_resolved"`
+	Faults    map[string]*recoveryStats `json:"faults"`
+	Instances int                       `json:"instances"`
+	Revisions int                       `json:"revisions"`
+	Steps     map[string]int            `json:"steps_by_event"`
+	Watch     struct {
+		Followed   int `json:"instances_followed"`
+		Sessions   int `json:"stream_sessions"`
+		Reconnects int `json:"reconnects"` // streams opened after a revision already received
+		Messages   int `json:"messages"`
+	} `json:"watch"`
+	Linear struct {
+		Ok         int `json:"linearizable"`
+		Illegal    int `json:"not_linearizable"`
+		TimedOut   int `json:"inconclusive"`
+		Operations int `json:"operations"`
+	} `json:"linearizability"`
+	Checked     map[string]int `json:"checked"`
+	Anomalies   int            `json:"anomalies"`
+	ByProperty  map[string]int `json:"anomalies_by_property"`
+	List        []anomaly      `json:"anomaly_list"`
+	RunProblems []string       `json:"run_problems,omitempty"`
+	Final       final          `json:"final"`
+	Settled     bool           `json:"settled"`
+}
+
+func newReport(c *checker) *report {
+	r := &report{Seed: c.meta.Config.Seed, Size: c.meta.Config.Size, Break: c.meta.Config.Break,
+		ByOutcome: map[string]int{}, ByKind: map[string]map[string]int{}, Faults: map[string]*recoveryStats{},
+		Steps: map[string]int{}, Final: c.meta.Final, Settled: c.meta.Settled != 0}
+	r.Seconds = float64(c.meta.Ended-c.meta.Started) / 1e9
+	return r
+}
+
+func (r *report) finish(c *checker) {
+	r.Invocations = len(c.ops)
+	r.Logical = len(c.logicals)
+	for _, a := range c.ops {
+		r.ByOutcome[a.Outcome]++
+		if r.ByKind[a.Kind] == nil {
+			r.ByKind[a.Kind] = map[string]int{}
+		}
+		r.ByKind[a.Kind][a.Outcome]++
+	}
+	for _, f := range c.faults {
+		s := r.Faults[f.Kind]
+		if s == nil {
+			s = &recoveryStats{}
+			r.Faults[f.Kind] = s
+		}
+		s.Count++
+		if f.Err != "" {
+			s.Errors++
+		}
+		if f.Recovered > 0 {
+			d := float64(f.Recovered-f.End) / 1e9
+			if d < 0 {
+				d = 0
+			}
+			s.samples = append(s.samples, d)
+			s.down = append(s.down, float64(f.Recovered-f.Start)/1e9)
+		}
+	}
+	for _, s := range r.Faults {
+		for i, d := range s.samples {
+			s.MeanS += d / float64(len(s.samples))
+			s.MaxS = max(s.MaxS, d)
+			s.MeanDownS += s.down[i] / float64(len(s.down))
+			s.MaxDownS = max(s.MaxDownS, s.down[i])
+		}
+	}
+	r.Instances = len(c.instances)
+	for _, rows := range c.history {
+		r.Revisions += len(rows)
+		for i := range rows {
+			ev := rows[i].eventName()
+			if rows[i].Revision == 1 {
+				ev = "(start)"
+			} else if ev == "" && rows[i].Status == "CANCELLED" {
+				ev = "(cancel)"
+			}
+			r.Steps[ev]++
+		}
+	}
+	for _, f := range c.meta.Config.Faults {
+		if r.Faults[f] == nil || r.Faults[f].Count == 0 {
+			c.anomalies = append(c.anomalies, anomaly{Property: "every fault kind asked for was injected", Detail: fmt.Sprintf("no %s fault was injected", f)})
+		} else if r.Faults[f].Errors == r.Faults[f].Count {
+			c.anomalies = append(c.anomalies, anomaly{Property: "every fault kind asked for was injected", Detail: fmt.Sprintf("every %s fault failed to take effect", f)})
+		}
+	}
+	r.Checked = c.checked
+	r.Anomalies = len(c.anomalies)
+	r.ByProperty = map[string]int{}
+	for _, a := range c.anomalies {
+		r.ByProperty[a.Property]++
+	}
+	r.List = c.anomalies
+}
+
+func (r *report) write(dir string) error {
+	if err := writeJSON(filepath.Join(dir, "report.json"), r); err != nil {
+		return err
+	}
+	return writeFile(filepath.Join(dir, "report.txt"), r.text())
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	var keys []string
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+func (r *report) text() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "chaos report: %s run, seed %d", r.Size, r.Seed)
+	if r.Break != "" {
+		fmt.Fprintf(&b, ", server broken on purpose: %s", r.Break)
+	}
+	fmt.Fprintf(&b, ", %.0fs\n\n", r.Seconds)
+	fmt.Fprintf(&b, "invocations: %d (%d logical operations): ok %d, failed %d, unknown %d\n", r.Invocations, r.Logical,
+		r.ByOutcome[outcomeOK], r.ByOutcome[outcomeFail], r.ByOutcome[outcomeUnknown])
+	for _, k := range sortedKeys(r.ByKind) {
+		m := r.ByKind[k]
+		fmt.Fprintf(&b, "  %-9s ok %6d  failed %6d  unknown %5d\n", k, m[outcomeOK], m[outcomeFail], m[outcomeUnknown])
+	}
+	fmt.Fprintf(&b, "unknown outcomes resolved: %d logical operations: %d applied once, %d not applied\n",
+		r.Unknown.Logical, r.Unknown.Applied, r.Unknown.NotApplied)
+	fmt.Fprintf(&b, "instances: %d, revisions: %d; steps by event:", r.Instances, r.Revisions)
+	for _, k := range sortedKeys(r.Steps) {
+		fmt.Fprintf(&b, " %s %d", k, r.Steps[k])
+	}
+	fmt.Fprintf(&b, "\nfaults: time to a write served by every replica, from the fault's start and from its end (recovery):\n")
+	for _, k := range sortedKeys(r.Faults) {
+		s := r.Faults[k]
+		fmt.Fprintf(&b, "  %-21s %3d  from start mean %5.2fs max %5.2fs  recovery mean %5.2fs max %5.2fs", k, s.Count, s.MeanDownS, s.MaxDownS, s.MeanS, s.MaxS)
+		if s.Errors > 0 {
+			fmt.Fprintf(&b, "  (%d did not take effect)", s.Errors)
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(&b, "watch: %d instances followed, %d streams opened (%d of them reconnects after a revision received), %d messages\n",
+		r.Watch.Followed, r.Watch.Sessions, r.Watch.Reconnects, r.Watch.Messages)
+	fmt.Fprintf(&b, "linearizability (porcupine): %d instances linearizable, %d not, %d inconclusive; %d operations\n",
+		r.Linear.Ok, r.Linear.Illegal, r.Linear.TimedOut, r.Linear.Operations)
+	fmt.Fprintf(&b, "settled after the faults: %v\n\nproperties:\n", r.Settled)
+	for _, p := range propertyOrder {
+		fmt.Fprintf(&b, "  [%s] %s (%d checked)\n", mark(r.ByProperty[p]), p, r.Checked[p])
+	}
+	for p, n := range r.ByProperty {
+		known := false
+		for _, q := range propertyOrder {
+			known = known || p == q
+		}
+		if !known {
+			fmt.Fprintf(&b, "  [%s] %s\n", mark(n), p)
+		}
+	}
+	for _, p := range r.RunProblems {
+		fmt.Fprintf(&b, "run problem: %s\n", p)
+	}
+	fmt.Fprintf(&b, "\nanomalies: %d\n", r.Anomalies)
+	for i, a := range r.List {
+		if i == 200 {
+			fmt.Fprintf(&b, "  ... and %d more (report.json has them all)\n", len(r.List)-200)
+			break
+		}
+		fmt.Fprintf(&b, "  - %s", a.Detail)
+		if a.WF != "" {
+			fmt.Fprintf(&b, " [instance %s]", a.WF)
+		}
+		if a.Op != "" {
+			fmt.Fprintf(&b, " [operation %s]", a.Op)
+		}
+		fmt.Fprintf(&b, "\n      (%s)\n", a.Property)
+	}
+	if r.Anomalies > 0 {
+		fmt.Fprintf(&b, "\nreplay: chaos run --size %s --seed %d (same schedule of faults and choices of operations)\n", r.Size, r.Seed)
+	}
+	return b.String()
+}
+
+func mark(n int) string {
+	if n == 0 {
+		return "ok"
+	}
+	return fmt.Sprintf("%d ANOMALIES", n)
+}
+
+var _ = time.Second

@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/statewright/statewright/clients/go/statewright"
+	pb "github.com/statewright/statewright/clients/go/statewright/v1"
+)
+
+// watcher follows instances with WatchWorkflow, the way a careful client does: from
+// revision 0, and after any interruption (a replica killed or paused, a drain, a stream it
+// closes itself on purpose) again from the last revision it received, through whichever
+// replica answers. Every message is recorded; the checker decides whether the stream of
+// each instance was complete, in order and without duplicates.
+type watcher struct {
+	proc    string
+	rt      *router
+	hist    *jsonl
+	lay     layout
+	streams atomic.Int64
+	msgs    atomic.Int64
+	mu      sync.Mutex
+	final   map[string]int64 // once set: the revisions to reach before stopping
+	settled chan struct{}
+}
+
+func watchMain(args []string) error {
+	fs := flag.NewFlagSet("watch", flag.ExitOnError)
+	var lay layout
+	addLayoutFlags(fs, &lay)
+	targets := fs.String("targets", "", "replicas, comma-separated")
+	proc := fs.String("proc", "v0", "this process's name in the history")
+	seed := fs.Uint64("seed", 1, "random seed")
+	out := fs.String("out", "", "watch log to write")
+	perEpoch := fs.String("watch", "3,2,2", "accounts,orders,countdowns of each epoch to watch")
+	duration := fs.Duration("duration", time.Minute, "until when new epochs' instances are watched")
+	finalPath := fs.String("final", "", "on SIGUSR1: a JSON map of workflow id to final revision to reach, then exit (SIGUSR2: the load is over)")
+	finalWait := fs.Duration("final-wait", 45*time.Second, "how long streams may take to reach their final revisions")
+	fs.Parse(args)
+	var na, no, nt int
+	if _, err := fmt.Sscanf(*perEpoch, "%d,%d,%d", &na, &no, &nt); err != nil {
+		return fmt.Errorf("--watch: %w", err)
+	}
+	conns, err := dialAll(splitList(*targets))
+	if err != nil {
+		return err
+	}
+	defer closeAll(conns)
+	hist, err := createJSONL(*out)
+	if err != nil {
+		return err
+	}
+	v := &watcher{proc: *proc, rt: newRouter(conns, *seed), hist: hist, lay: lay, settled: make(chan struct{})}
+	ctx, cancel := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
+	loadDone := make(chan struct{})
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGUSR2 {
+				close(loadDone) // the load is over: no new epoch will have instances
+				continue
+			}
+			if s == syscall.SIGUSR1 && *finalPath != "" {
+				final := map[string]int64{}
+				if data, err := os.ReadFile(*finalPath); err == nil && json.Unmarshal(data, &final) == nil {
+					v.mu.Lock()
+					v.final = final
+					v.mu.Unlock()
+					close(v.settled)
+					// Whatever has not caught up within this has a problem the checker reports.
+					time.AfterFunc(*finalWait, cancel)
+					continue
+				}
+			}
+			cancel()
+			return
+		}
+	}()
+	var wg sync.WaitGroup
+	until := time.Now().Add(*duration)
+	rng := rand.New(rand.NewPCG(*seed, 3))
+	for epoch := 0; ; epoch++ {
+		begins := time.Unix(0, lay.Start+int64(epoch)*int64(lay.Epoch))
+		if begins.After(until) {
+			break
+		}
+		select {
+		case <-time.After(time.Until(begins)):
+		case <-ctx.Done():
+		case <-v.settled:
+		case <-loadDone:
+		}
+		if ctx.Err() != nil || v.isSettling() || isClosed(loadDone) {
+			break
+		}
+		for _, w := range [][2]any{{"acct", na}, {"order", no}, {"tick", nt}} {
+			for k := 0; k < w[1].(int); k++ {
+				wf := instanceID(w[0].(string), epoch, k)
+				wg.Add(1)
+				s := rng.Uint64()
+				go func() { defer wg.Done(); v.follow(ctx, rand.New(rand.NewPCG(s, 9)), wf) }()
+			}
+		}
+	}
+	wg.Wait()
+	cancel()
+	if err := hist.close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "watch %s: %d streams, %d messages\n", v.proc, v.streams.Load(), v.msgs.Load())
+	return nil
+}
+
+func (v *watcher) isSettling() bool { return isClosed(v.settled) }
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// reached says whether following wf may stop: the run is settling and wf's final
+// revision has arrived (or wf was never created).
+func (v *watcher) reached(wf string, last int64) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if v.final == nil {
+		return false
+	}
+	return last >= v.final[wf]
+}
+
+func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
+	var last atomic.Int64
+	notFound := 0
+	for session := 0; ctx.Err() == nil; session++ {
+		if v.reached(wf, last.Load()) {
+			return
+		}
+		rc := v.rt.pick()
+		v.hist.write(WatchRec{Proc: v.proc, WF: wf, Session: session, What: "open", After: last.Load(), Target: rc.target, T: nowNS()})
+		ended, err := v.stream(ctx, rng, rc, wf, session, &last)
+		if ended {
+			v.hist.write(WatchRec{Proc: v.proc, WF: wf, Session: session, What: "end", Rev: last.Load(), T: nowNS()})
+			return
+		}
+		rec := WatchRec{Proc: v.proc, WF: wf, Session: session, What: "error", Rev: last.Load(), Target: rc.target, T: nowNS(), Code: "closed"}
+		if err != nil {
+			rec.Code = status.Code(err).String()
+			if r := statewright.Reason(err); r != "" {
+				rec.Code += " " + r
+			}
+		}
+		v.hist.write(rec)
+		if status.Code(err) == codes.NotFound && last.Load() == 0 {
+			// Not started yet (or never will be): look again in a while, less often as
+			// time goes by.
+			notFound++
+			sleepCtx(ctx, time.Duration(min(notFound, 8))*time.Duration(500+rng.IntN(500))*time.Millisecond)
+			continue
+		}
+		op := Op{}
+		if err != nil {
+			classify(&op, err)
+		}
+		v.rt.failed(rc, &op)
+		sleepCtx(ctx, time.Duration(50+rng.IntN(250))*time.Millisecond)
+	}
+}
+
+// stream runs one WatchWorkflow call after *last; ended is true once the instance's
+// terminal revision has arrived.
+func (v *watcher) stream(ctx context.Context, rng *rand.Rand, rc *replicaConn, wf string, session int, last *atomic.Int64) (ended bool, err error) {
+	sctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	after := last.Load()
+	st, err := rc.wf.WatchWorkflow(sctx, &pb.WatchWorkflowRequest{Name: "workflows/" + wf, AfterRevision: &after})
+	if err != nil {
+		return false, err
+	}
+	v.streams.Add(1)
+	// Some streams are closed on purpose after a few messages, to reconnect.
+	closeAfter := -1
+	if rng.Float64() < 0.3 {
+		closeAfter = 1 + rng.IntN(6)
+	}
+	done := make(chan struct{})
+	defer close(done)
+	go func() {
+		// A stream idle while settling ends once its final revision is known to be here.
+		tick := time.NewTicker(200 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+				if v.reached(wf, last.Load()) {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
+	for n := 0; ; n++ {
+		msg, err := st.Recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return false, nil
+			}
+			return false, err
+		}
+		v.msgs.Add(1)
+		w := msg.GetWorkflow()
+		rec := WatchRec{Proc: v.proc, WF: wf, Session: session, What: "msg", Rev: msg.GetRevision(),
+			Type: msg.GetType().String(), Event: msg.GetEvent(), T: nowNS()}
+		op := Op{}
+		noteWorkflow(&op, w)
+		rec.State, rec.Status, rec.Last = op.State, op.Status, op.Last
+		v.hist.write(rec)
+		last.Store(msg.GetRevision())
+		switch rec.Status {
+		case "COMPLETED", "FAILED", "CANCELLED":
+			return true, nil
+		}
+		if n+1 == closeAfter {
+			return false, nil
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) {
+	select {
+	case <-time.After(d):
+	case <-ctx.Done():
+	}
+}

@@ -1,0 +1,271 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	pb "github.com/statewright/statewright/clients/go/statewright/v1"
+)
+
+const taskQueue = "chaos-work"
+
+// worker leases tasks and answers them in every way a worker may: promptly, twice, late
+// (after its lease ran out), with heartbeats, with a failure to retry or one to give up
+// on, or not at all. Once told to settle (SIGUSR1) it only completes, promptly, so that
+// the run's tasks come to an end.
+type worker struct {
+	proc     string
+	rt       *router
+	hist     *jsonl
+	timeout  time.Duration
+	deadline time.Time
+	settle   atomic.Bool
+	seq      atomic.Int64
+	polls    atomic.Int64
+	leased   atomic.Int64
+	inflight sync.WaitGroup
+}
+
+func workerMain(args []string) error {
+	fs := flag.NewFlagSet("worker", flag.ExitOnError)
+	targets := fs.String("targets", "", "replicas, comma-separated")
+	proc := fs.String("proc", "w0", "this process's name in the history")
+	seed := fs.Uint64("seed", 1, "random seed")
+	out := fs.String("out", "", "history file to write")
+	pollers := fs.Int("pollers", 2, "concurrent polls")
+	duration := fs.Duration("duration", time.Minute, "how long to run, at most")
+	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each call")
+	fs.Parse(args)
+	conns, err := dialAll(splitList(*targets))
+	if err != nil {
+		return err
+	}
+	defer closeAll(conns)
+	hist, err := createJSONL(*out)
+	if err != nil {
+		return err
+	}
+	w := &worker{proc: *proc, rt: newRouter(conns, *seed), hist: hist, timeout: *timeout, deadline: time.Now().Add(*duration)}
+	stop := make(chan os.Signal, 2)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for s := range stop {
+			if s == syscall.SIGUSR1 {
+				w.settle.Store(true)
+				continue
+			}
+			cancel()
+			return
+		}
+	}()
+	var wg sync.WaitGroup
+	for i := 0; i < *pollers; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			w.poll(ctx, rand.New(rand.NewPCG(*seed, uint64(i)+100)))
+		}(i)
+	}
+	wg.Wait()
+	w.inflight.Wait()
+	if err := hist.close(); err != nil {
+		return err
+	}
+	fmt.Fprintf(os.Stderr, "worker %s: %d polls, %d tasks leased\n", w.proc, w.polls.Load(), w.leased.Load())
+	return nil
+}
+
+func (w *worker) poll(ctx context.Context, rng *rand.Rand) {
+	for ctx.Err() == nil && time.Now().Before(w.deadline) {
+		rc := w.rt.pick()
+		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		resp, err := rc.tasks.PollTasks(pctx, &pb.PollTasksRequest{
+			Queue: taskQueue, Identity: w.proc, MaxTasks: 4, Wait: durationpb.New(time.Second),
+		})
+		cancel()
+		w.polls.Add(1)
+		if err != nil {
+			op := Op{}
+			classify(&op, err)
+			w.rt.failed(rc, &op)
+			time.Sleep(time.Duration(50+rng.IntN(200)) * time.Millisecond)
+			continue
+		}
+		for _, t := range resp.GetTasks() {
+			w.leased.Add(1)
+			w.inflight.Add(1)
+			seed := rng.Uint64()
+			go func(t *pb.Task) {
+				defer w.inflight.Done()
+				w.handle(rand.New(rand.NewPCG(seed, 7)), t)
+			}(t)
+		}
+	}
+}
+
+func (w *worker) newID() string { return fmt.Sprintf("op-%s-%d", w.proc, w.seq.Add(1)) }
+
+// taskRef splits "workflows/{id}/tasks/{task_id}".
+func taskRef(name string) (wf string, task int64) {
+	parts := strings.Split(name, "/")
+	if len(parts) == 4 {
+		task, _ = strconv.ParseInt(parts[3], 10, 64)
+		return parts[1], task
+	}
+	return name, 0
+}
+
+func (w *worker) handle(rng *rand.Rand, t *pb.Task) {
+	r := rng.Float64()
+	if w.settle.Load() {
+		r = 0
+	}
+	switch {
+	case r < 0.55: // promptly, perhaps twice
+		time.Sleep(time.Duration(rng.IntN(80)) * time.Millisecond)
+		w.complete(rng, t, false)
+	case r < 0.63: // late: after the lease has run out
+		expire := t.GetLeaseExpireTime().AsTime()
+		time.Sleep(time.Until(expire) + time.Duration(200+rng.IntN(1200))*time.Millisecond)
+		w.complete(rng, t, true)
+	case r < 0.73: // with heartbeats first
+		for i := 0; i < 1+rng.IntN(2); i++ {
+			time.Sleep(time.Duration(300+rng.IntN(400)) * time.Millisecond)
+			w.heartbeat(t)
+		}
+		w.complete(rng, t, false)
+	case r < 0.88:
+		w.fail(rng, t, false)
+	case r < 0.93:
+		w.fail(rng, t, true)
+	default:
+		// Abandoned: the lease runs out and the task is retried, or gives up.
+	}
+}
+
+func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
+	id := w.newID()
+	rid := ""
+	if rng.Float64() < 0.7 {
+		rid = "rid-" + id
+	}
+	req := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(),
+		Result: mustStruct(map[string]any{"op": id}), RequestId: rid}
+	first := w.rt.pick()
+	send := func(try int, rc *replicaConn) Op {
+		return w.attempt(Op{ID: id, Try: try, Kind: "complete", RID: rid, Late: late}, t, rc,
+			func(ctx context.Context, op *Op) error {
+				resp, err := rc.tasks.CompleteTask(ctx, req)
+				if err == nil {
+					noteWorkflow(op, resp.GetWorkflow())
+					op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
+				}
+				return err
+			})
+	}
+	if rid != "" && rng.Float64() < 0.15 && !w.settle.Load() {
+		// The same completion twice at once, through both replicas: one is applied.
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); send(1, w.rt.other(first)) }()
+		send(0, first)
+		wg.Wait()
+		return
+	}
+	op := send(0, first)
+	for try := 1; try <= 2 && rid != "" && op.Outcome == outcomeUnknown; try++ {
+		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+		op = send(try, w.rt.pick())
+	}
+	if !w.settle.Load() && rng.Float64() < 0.2 {
+		// A duplicate with another request id (or none): it must be fenced off.
+		dup := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(),
+			Result: mustStruct(map[string]any{"op": w.newID()})}
+		dupID := dup.Result.Fields["op"].GetStringValue()
+		rc := w.rt.other(first)
+		w.attempt(Op{ID: dupID, Kind: "complete"}, t, rc, func(ctx context.Context, op *Op) error {
+			resp, err := rc.tasks.CompleteTask(ctx, dup)
+			if err == nil {
+				noteWorkflow(op, resp.GetWorkflow())
+				op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
+			}
+			return err
+		})
+	}
+}
+
+func (w *worker) fail(rng *rand.Rand, t *pb.Task, final bool) {
+	id := w.newID()
+	rid := ""
+	if rng.Float64() < 0.7 {
+		rid = "rid-" + id
+	}
+	kind := "TRANSIENT"
+	if final {
+		kind = "REJECTED"
+	}
+	req := &pb.FailTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(), RequestId: rid, NonRetryable: final,
+		Error: &pb.TaskError{Type: kind, Message: id}}
+	op := Op{}
+	for try := 0; try <= 2 && (try == 0 || (rid != "" && op.Outcome == outcomeUnknown)); try++ {
+		if try > 0 {
+			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+		}
+		rc := w.rt.pick()
+		op = w.attempt(Op{ID: id, Try: try, Kind: "fail", RID: rid, Event: kind}, t, rc,
+			func(ctx context.Context, op *Op) error {
+				resp, err := rc.tasks.FailTask(ctx, req)
+				if err == nil {
+					noteWorkflow(op, resp.GetWorkflow())
+					op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
+				}
+				return err
+			})
+	}
+}
+
+func (w *worker) heartbeat(t *pb.Task) {
+	rc := w.rt.pick()
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	defer cancel()
+	_, err := rc.tasks.HeartbeatTask(ctx, &pb.HeartbeatTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken()})
+	if err != nil {
+		op := Op{}
+		classify(&op, err)
+		w.rt.failed(rc, &op)
+	}
+}
+
+func (w *worker) attempt(op Op, t *pb.Task, rc *replicaConn, send func(context.Context, *Op) error) Op {
+	op.Proc = w.proc
+	op.WF, op.Task = taskRef(t.GetName())
+	op.Def = defOrder
+	op.Attempt = t.GetAttempt()
+	op.Target = rc.target
+	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
+	op.Call = nowNS()
+	err := send(ctx, &op)
+	op.Ret = nowNS()
+	cancel()
+	if err != nil {
+		classify(&op, err)
+		w.rt.failed(rc, &op)
+	} else {
+		op.Outcome = outcomeOK
+	}
+	w.hist.write(op)
+	return op
+}

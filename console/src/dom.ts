@@ -1,0 +1,40 @@
+// A small DOM builder: elements with attributes and children, text always as text nodes
+// (never parsed as HTML), so that nothing a workflow holds can inject markup.
+
+type Child = Node | string | number | null | undefined | false;
+export type Children = Child | Children[];
+type Attributes = Record<string, string | number | boolean | null | undefined | EventListener>;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attributes: Attributes = {},
+  ...children: Children[]
+): HTMLElementTagNameMap[K] {
+  const element = document.createElement(tag);
+  for (const [key, value] of Object.entries(attributes)) {
+    if (value === null || value === undefined || value === false) continue;
+    if (typeof value === "function") element.addEventListener(key.replace(/^on/, ""), value);
+    else if (value === true) element.setAttribute(key, "");
+    else element.setAttribute(key, String(value));
+  }
+  append(element, ...children);
+  return element;
+}
+
+export function append(parent: Node, ...children: Children[]): void {
+  for (const child of children) {
+    if (Array.isArray(child)) append(parent, ...child);
+    else if (child === null || child === undefined || child === false) continue;
+    else parent.appendChild(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function replace(parent: Element, ...children: Children[]): void {
+  parent.replaceChildren();
+  append(parent, ...children);
+}
+
+/** A link the console's router follows without reloading the page. */
+export function link(href: string, ...children: Children[]): HTMLAnchorElement {
+  return h("a", { href, "data-route": true }, ...children);
+}

@@ -1,0 +1,51 @@
+import * as api from "./api.js";
+import { h } from "./dom.js";
+import { definitionPage, definitionsPage } from "./pages/definitions.js";
+import { runtimePage } from "./pages/runtime.js";
+import { workflowPage } from "./pages/workflow.js";
+import { workflowsPage } from "./pages/workflows.js";
+import { navigate, notFound, route, start } from "./router.js";
+
+route(/^\/$/, () => ({ title: "Workflows", render: () => navigate("/workflows", true) }));
+route(/^\/workflows\/?$/, (_, query) => workflowsPage(query));
+route(/^\/workflows\/([^/]+)$/, ([id]) => workflowPage(id));
+route(/^\/definitions\/?$/, () => definitionsPage());
+route(/^\/definitions\/([^/]+)$/, ([name], query) => definitionPage(name, query));
+route(/^\/runtime\/?$/, () => runtimePage());
+notFound(([path]) => ({
+  title: "Not found",
+  render(main) {
+    main.append(h("div", { class: "page-head" }, h("h1", {}, "Nothing here"), h("p", { class: "lede" }, `The console has no page ${path}.`)));
+  },
+}));
+
+const dialog = document.getElementById("token-dialog") as HTMLDialogElement;
+const input = document.getElementById("token-input") as HTMLInputElement;
+const button = document.getElementById("sign-in") as HTMLButtonElement;
+
+function showToken(): void {
+  button.textContent = api.token() ? "Token set" : "Token";
+  button.setAttribute("aria-label", api.token() ? "Bearer token set: change it" : "Set a bearer token");
+}
+
+button.addEventListener("click", () => {
+  input.value = api.token() ?? "";
+  dialog.showModal();
+});
+dialog.addEventListener("close", () => {
+  if (dialog.returnValue === "save") api.setToken(input.value.trim() || null);
+  else if (dialog.returnValue === "clear") api.setToken(null);
+  else return;
+  input.value = "";
+  showToken();
+  navigate(location.pathname + location.search, true);
+});
+api.authListeners.add(() => {
+  if (!dialog.open) {
+    button.classList.add("attention");
+    button.textContent = "Token needed";
+  }
+});
+
+showToken();
+start();

@@ -1,0 +1,306 @@
+import * as api from "../api.js";
+import { h, link, replace } from "../dom.js";
+import { clockTime, countdown, errorNotice, icon, prettyJson, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
+import type { TaskJson } from "../gen/statewright/v1/task_pb.js";
+import type { WorkflowJson } from "../gen/statewright/v1/workflow_pb.js";
+import type {
+  CancelWorkflowResponseJson,
+  GetDefinitionResponseJson,
+  GetWorkflowResponseJson,
+  ResumeWorkflowResponseJson,
+  SignalWorkflowResponseJson,
+  WatchWorkflowResponseJson,
+} from "../gen/statewright/v1/workflow_service_pb.js";
+import { isTaskState, StateGraph } from "../graph.js";
+import type { Page } from "../router.js";
+import { connection } from "../status.js";
+
+// The timeline shows this many revisions at most; a watch replays only these.
+const HISTORY_SHOWN = 200;
+const TASK_POLL_MS = 3000;
+
+const TASK_STATUS: Record<string, string> = {
+  TASK_STATUS_SCHEDULED: "Scheduled",
+  TASK_STATUS_LEASED: "Leased",
+  TASK_STATUS_BACKOFF: "Backing off",
+  TASK_STATUS_COMPLETED: "Completed",
+  TASK_STATUS_FAILED: "Failed",
+  TASK_STATUS_CANCELLED: "Cancelled",
+  TASK_STATUS_TIMED_OUT: "Timed out",
+};
+
+function parseJson(text: string, what: string): { ok: true; value: unknown } | { ok: false; error: unknown } {
+  if (!text.trim()) return { ok: true, value: {} };
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("it must be an object, { … }");
+    return { ok: true, value };
+  } catch (error) {
+    return { ok: false, error: { code: "INVALID_JSON", reason: "NOT_SENT", message: `The ${what} is not a JSON object: ${(error as Error).message}` } };
+  }
+}
+
+export function workflowPage(id: string): Page {
+  return {
+    title: id,
+    render(main) {
+      const path = `/api/v1/workflows/${encodeURIComponent(id)}`;
+      const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading…"));
+      main.append(
+        h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("ol", {}, h("li", {}, link("/workflows", "Workflows")), h("li", { "aria-current": "page" }, id))),
+        body,
+      );
+      let closed = false;
+      let stream: api.Stream | null = null;
+      let ticker = 0;
+      let taskPoll = 0;
+      let refreshTimer = 0;
+
+      api.get<GetWorkflowResponseJson>(path).then(async (got) => {
+        let workflow: WorkflowJson = got.workflow ?? {};
+        const def = await api.get<GetDefinitionResponseJson>(`/api/v1/definitions/${encodeURIComponent(workflow.definition ?? "")}/versions/${workflow.version}`);
+        if (closed) return;
+        const mermaidSource = def.definition?.mermaid ?? "";
+        const definitionEvents = def.definition?.events ?? [];
+        body.removeAttribute("aria-busy");
+
+        const heading = h("div", { class: "page-head" });
+        const graph = new StateGraph(mermaidSource, `State graph of ${workflow.definition} version ${workflow.version}, current state highlighted`);
+        const facts = h("dl", { class: "facts" });
+        const accepted = h("div", {});
+        const context = h("div", {});
+        const timers = h("div", {});
+        const task = h("div", {});
+        const actions = h("div", {});
+        const outcome = h("div", { class: "action-outcome", "aria-live": "assertive" });
+        const historyRows = h("tbody", {});
+        const earlier = h("p", { class: "muted" });
+        let pendingTask: TaskJson | undefined = workflow.pendingTask;
+
+        replace(
+          body,
+          heading,
+          h("div", { class: "grid workflow-top" },
+            h("section", { class: "card graph-card", "aria-labelledby": "graph-title" }, h("h2", { id: "graph-title" }, "State graph"), graph.element),
+            h("div", { class: "side" },
+              h("section", { class: "card", "aria-labelledby": "details-title" }, h("h2", { id: "details-title" }, "Status"), facts, accepted),
+              h("section", { class: "card", "aria-labelledby": "actions-title" }, h("h2", { id: "actions-title" }, "Actions"), outcome, actions),
+            ),
+          ),
+          h("div", { class: "grid two" },
+            h("section", { class: "card", "aria-labelledby": "timers-title" }, h("h2", { id: "timers-title" }, "Armed timers"), timers),
+            h("section", { class: "card", "aria-labelledby": "task-title" }, h("h2", { id: "task-title" }, "Pending task"), task),
+            h("section", { class: "card span-2", "aria-labelledby": "context-title" }, h("h2", { id: "context-title" }, "Context"), context),
+            h("section", { class: "card span-2", "aria-labelledby": "history-title" },
+              h("h2", { id: "history-title" }, "History"),
+              h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "History" },
+                h("table", { class: "data timeline" },
+                  h("thead", {}, h("tr", {}, ["Revision", "Event", "Transitions", "Actor", "Time"].map((t) => h("th", { scope: "col" }, t)))),
+                  historyRows,
+                ),
+              ),
+              earlier,
+            ),
+          ),
+        );
+
+        const drawTimers = () => {
+          const list = workflow.timers ?? [];
+          const now = Date.now();
+          replace(timers, list.length
+            ? h("ul", { class: "timers" }, list.map((t) =>
+                h("li", {},
+                  h("span", { class: "timer-target" }, "→ ", h("code", {}, t.targetState ?? "")),
+                  h("span", { class: "muted" }, ` after ${t.after ?? ""}`),
+                  h("span", { class: "countdown", "data-due": t.dueTime ?? "" }, countdown(t.dueTime, now)),
+                  h("span", { class: "muted small" }, "due ", clockTime(t.dueTime)),
+                )))
+            : h("p", { class: "empty" }, "No timer is armed."));
+        };
+        const drawTask = () => {
+          const t = pendingTask;
+          if (!t) {
+            replace(task, h("p", { class: "empty" }, "No task is pending."));
+            return;
+          }
+          replace(task, h("dl", { class: "facts" },
+            h("dt", {}, "Queue"), h("dd", {}, h("code", {}, t.queue ?? "")),
+            h("dt", {}, "Status"), h("dd", {}, TASK_STATUS[t.status ?? ""] ?? t.status ?? ""),
+            h("dt", {}, "Attempt"), h("dd", { "data-attempt": String(t.attempt ?? 0) }, String(t.attempt ?? 0)),
+            h("dt", {}, "Lease"), h("dd", {}, t.leaseExpireTime ? h("span", { class: "countdown", "data-due": t.leaseExpireTime }, countdown(t.leaseExpireTime)) : "not leased"),
+            h("dt", {}, "Deadline"), h("dd", {}, timestamp(t.deadline)),
+            t.lastError ? [h("dt", {}, "Last error"), h("dd", {}, h("code", {}, t.lastError.type ?? ""), " ", t.lastError.message ?? "")] : null,
+          ));
+        };
+        const drawActions = () => {
+          if (terminal(workflow.status)) {
+            replace(actions, h("p", { class: "empty" }, `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more.`));
+            return;
+          }
+          if (actions.dataset.drawn === workflow.revision) return;
+          actions.dataset.drawn = workflow.revision ?? "";
+          const events = workflow.acceptedEvents ?? [];
+          const resumeEvent = h("select", { id: "resume-event", name: "event" }, events.map((e) => h("option", { value: e }, e)));
+          const resumeInput = h("textarea", { id: "resume-input", rows: 3, spellcheck: "false", class: "code-input", placeholder: "{}" });
+          const resume = h("form", { class: "stack", "aria-labelledby": "resume-title" },
+            h("h3", { id: "resume-title" }, "Resume"),
+            events.length
+              ? [h("label", { for: "resume-event" }, "Event"), resumeEvent, h("label", { for: "resume-input" }, "Input ", h("span", { class: "muted" }, "(JSON object, optional)")), resumeInput,
+                 h("div", {}, h("button", { type: "submit", class: "button primary", id: "resume-button" }, "Resume"))]
+              : h("p", { class: "muted" }, "The current state accepts no event."),
+          );
+          resume.addEventListener("submit", (event) => {
+            event.preventDefault();
+            const input = parseJson(resumeInput.value, "input");
+            if (!input.ok) return void replace(outcome, errorNotice(input.error, "Not sent"));
+            act(`Resumed with ${resumeEvent.value}`, api.post<ResumeWorkflowResponseJson>(`${path}/resume`, { event: resumeEvent.value, input: input.value, expectedRevision: workflow.revision }));
+          });
+          const signalEvent = h("input", { id: "signal-event", name: "event", type: "text", list: "signal-events", autocomplete: "off", spellcheck: "false", required: true });
+          const signalPayload = h("textarea", { id: "signal-payload", rows: 2, spellcheck: "false", class: "code-input", placeholder: "{}" });
+          const signal = h("form", { class: "stack", "aria-labelledby": "signal-title" },
+            h("h3", { id: "signal-title" }, "Signal"),
+            h("label", { for: "signal-event" }, "Event"), signalEvent,
+            h("datalist", { id: "signal-events" }, definitionEvents.map((e) => h("option", { value: e }))),
+            h("label", { for: "signal-payload" }, "Payload ", h("span", { class: "muted" }, "(JSON object, optional)")), signalPayload,
+            h("div", {}, h("button", { type: "submit", class: "button", id: "signal-button" }, "Send signal")),
+          );
+          signal.addEventListener("submit", (event) => {
+            event.preventDefault();
+            const payload = parseJson(signalPayload.value, "payload");
+            if (!payload.ok) return void replace(outcome, errorNotice(payload.error, "Not sent"));
+            act(`Signal ${signalEvent.value}`, api.post<SignalWorkflowResponseJson>(`${path}/signal`, { event: signalEvent.value, payload: payload.value }));
+          });
+          const cancel = h("div", { class: "stack" },
+            h("h3", {}, "Cancel"),
+            h("div", {}, h("button", { type: "button", class: "button danger", id: "cancel-button", onclick: () => confirmCancel() }, "Cancel workflow…")),
+          );
+          replace(actions, resume, signal, cancel);
+        };
+        const confirmCancel = () => {
+          const reason = h("textarea", { id: "cancel-reason", rows: 2, maxlength: 1024 });
+          const dialog = h("dialog", { class: "confirm", "aria-labelledby": "cancel-title", "aria-describedby": "cancel-text" },
+            h("form", { method: "dialog", class: "dialog-form" },
+              h("h2", { id: "cancel-title" }, `Cancel ${id}?`),
+              h("p", { id: "cancel-text" }, "A cancelled workflow stops for good: no event, signal or timer moves it again."),
+              h("label", { for: "cancel-reason" }, "Reason ", h("span", { class: "muted" }, "(recorded with the cancellation)")), reason,
+              h("div", { class: "dialog-actions" },
+                h("button", { type: "submit", value: "keep", class: "button subtle", autofocus: true }, "Keep it running"),
+                h("button", { type: "submit", value: "cancel", class: "button danger", id: "confirm-cancel" }, "Cancel workflow"),
+              ),
+            ),
+          );
+          dialog.addEventListener("close", () => {
+            if (dialog.returnValue === "cancel") {
+              act("Cancelled", api.post<CancelWorkflowResponseJson>(`${path}/cancel`, { reason: reason.value, expectedRevision: workflow.revision }));
+            }
+            dialog.remove();
+            document.getElementById("cancel-button")?.focus();
+          });
+          document.body.append(dialog);
+          dialog.showModal();
+        };
+        const act = (done: string, call: Promise<{ workflow?: WorkflowJson; accepted?: boolean; reason?: string }>) => {
+          replace(outcome, h("p", { class: "muted" }, "Sending…"));
+          call.then(
+            (answer) => {
+              if (answer.accepted === false) {
+                replace(outcome, errorNotice({ code: "NOT_ACCEPTED", reason: answer.reason, message: "The signal was not accepted." }, "Not accepted"));
+              } else {
+                replace(outcome, h("p", { class: "notice notice-ok", role: "status" }, icon("completed"), ` ${done}: now revision ${answer.workflow?.revision ?? "?"}.`));
+              }
+              if (answer.workflow) apply(answer.workflow, true);
+            },
+            (error) => replace(outcome, errorNotice(error, "The server refused")),
+          );
+        };
+        const apply = (next: WorkflowJson, full: boolean) => {
+          const revision = Number(next.revision ?? 0);
+          if (revision < Number(workflow.revision ?? 0)) return;
+          workflow = next;
+          if (full) pendingTask = next.pendingTask;
+          draw();
+          if (!full && isTaskState(mermaidSource, next.state ?? "")) scheduleRefresh();
+          else if (!full) pendingTask = undefined;
+          drawTask();
+        };
+        const draw = () => {
+          replace(heading,
+            h("h1", {}, h("code", {}, id)),
+            h("div", { class: "head-facts" },
+              statusBadge(workflow.status),
+              h("span", { class: "chip" }, "state ", h("code", { id: "current-state" }, workflow.state ?? "")),
+              h("span", { class: "chip" }, link(`/definitions/${encodeURIComponent(workflow.definition ?? "")}?version=${workflow.version}`, `${workflow.definition} v${workflow.version}`)),
+              h("span", { class: "chip" }, "revision ", h("strong", { id: "current-revision" }, workflow.revision ?? "0")),
+            ),
+          );
+          void graph.highlight(workflow.state ?? "", statusLabel(workflow.status));
+          replace(facts,
+            h("dt", {}, "Status"), h("dd", {}, statusBadge(workflow.status)),
+            h("dt", {}, "State"), h("dd", {}, h("code", {}, workflow.state ?? "")),
+            h("dt", {}, "Revision"), h("dd", {}, workflow.revision ?? "0"),
+            h("dt", {}, "Created"), h("dd", {}, timestamp(workflow.createTime)),
+            h("dt", {}, "Updated"), h("dd", {}, timestamp(workflow.updateTime)),
+            workflow.error ? [h("dt", {}, "Error"), h("dd", { class: "error-text" }, workflow.error.message ?? "")] : null,
+          );
+          replace(accepted, h("h3", {}, "Accepted events"), (workflow.acceptedEvents ?? []).length
+            ? h("ul", { class: "chips" }, (workflow.acceptedEvents ?? []).map((e) => h("li", { class: "chip" }, h("code", {}, e))))
+            : h("p", { class: "empty" }, "None in this state."));
+          replace(context, prettyJson(workflow.context));
+          drawTimers();
+          drawActions();
+        };
+        const addHistory = (step: WatchWorkflowResponseJson) => {
+          const transitions = step.transitions ?? [];
+          const row = h("tr", { "data-revision": step.revision ?? "" },
+            h("td", { class: "num" }, step.revision ?? ""),
+            h("td", {}, step.event ? h("code", {}, step.event) : h("span", { class: "muted" }, Number(step.revision) === 1 ? "start" : "automatic")),
+            h("td", {}, transitions.length
+              ? h("ol", { class: "transitions" }, transitions.map((t) => h("li", {}, h("code", {}, t.fromState || "∅"), " → ", h("code", {}, t.toState ?? ""), t.event ? h("span", { class: "muted" }, ` on ${t.event}`) : null)))
+              : h("span", { class: "muted" }, "none")),
+            h("td", {}, step.actor || h("span", { class: "muted" }, "—")),
+            h("td", {}, timestamp(step.workflow?.updateTime)),
+          );
+          historyRows.prepend(row);
+          while (historyRows.children.length > HISTORY_SHOWN) historyRows.lastElementChild?.remove();
+        };
+        const scheduleRefresh = () => {
+          if (refreshTimer) return;
+          refreshTimer = window.setTimeout(() => {
+            refreshTimer = 0;
+            api.get<GetWorkflowResponseJson>(path).then((fresh) => fresh.workflow && !closed && apply(fresh.workflow, true), () => undefined);
+          }, 250);
+        };
+
+        draw();
+        drawTask();
+        const from = Math.max(0, Number(workflow.revision ?? 0) - HISTORY_SHOWN);
+        earlier.textContent = from > 0 ? `Revisions 1 to ${from} are not shown.` : "";
+        stream = api.stream(`${path}/watch?afterRevision=${from}`, {
+          event(type, data) {
+            if (type !== "step") return;
+            const step = data as WatchWorkflowResponseJson;
+            addHistory(step);
+            if (step.workflow) apply(step.workflow, false);
+          },
+          state: connection,
+        });
+        ticker = window.setInterval(() => {
+          const now = Date.now();
+          for (const el of main.querySelectorAll<HTMLElement>(".countdown[data-due]")) el.textContent = countdown(el.dataset.due, now);
+        }, 1000);
+        taskPoll = window.setInterval(() => {
+          if (!terminal(workflow.status) && isTaskState(mermaidSource, workflow.state ?? "")) scheduleRefresh();
+        }, TASK_POLL_MS);
+      }).catch((error) => replace(body, errorNotice(error, `Workflow ${id} could not be read`)));
+
+      return () => {
+        closed = true;
+        stream?.close();
+        window.clearInterval(ticker);
+        window.clearInterval(taskPoll);
+        window.clearTimeout(refreshTimer);
+        connection(null);
+      };
+    },
+  };
+}

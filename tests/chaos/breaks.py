@@ -1,0 +1,203 @@
+"""Test-only break modes of a real server, to show that the fault suite's checker catches
+real bugs.
+
+A server started with ``STATEWRIGHT_TEST_HOOKS=tests.chaos.breaks`` (and the repository on
+its ``PYTHONPATH``) loads this module; ``STATEWRIGHT_CHAOS_BREAK=MODE`` then breaks one of
+its promises on purpose, by replacing a piece of the server in this process only:
+
+- ``ack-before-save``: a signal is answered accepted as soon as its step is handed to the
+  writer, before the save's outcome is known (a conflict re-applies it at another revision,
+  a failed save loses it).
+- ``skip-cas``: saves no longer compare the revision (the instance row is overwritten
+  whatever it holds, and a history row already at that revision is silently kept).
+- ``double-complete``: a task's lease fence is gone, so that a duplicate or late completion
+  is applied again, to whatever task of the same state the instance runs by then.
+- ``double-fire``: a timer that fired is fired once more, and the firing step no longer
+  checks that its timer is still armed.
+- ``drop-watch``: WatchWorkflow streams leave out revision 3.
+
+Nothing here is imported by the server package: it exists for tests/chaos only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import AsyncIterator, Callable, Mapping
+from datetime import datetime
+from typing import Any
+
+from statewrightd.definitions.registry import Loaded
+from statewrightd.engine import runtime as runtime_module
+from statewrightd.engine import task_desk
+from statewrightd.engine.answers import Outcome, Result
+from statewrightd.engine.commands import CompleteTaskCommand, RequestKey, SignalCommand
+from statewrightd.engine.event_loop import EventLoop
+from statewrightd.engine.model import StepResult, TimerPlan
+from statewrightd.engine.runtime import Job, WorkflowRuntime
+from statewrightd.engine.task_desk import Completion, TaskDesk, TaskRef
+from statewrightd.engine.timers import TimerScheduler
+from statewrightd.engine.watch import StepEvent, WatchFeed
+from statewrightd.store import sql_postgres
+from statewrightd.store.records import (
+    InstanceRecord,
+    Operation,
+    TaskRecord,
+    TaskStatus,
+    TimerChange,
+    TimerRecord,
+    target_of,
+)
+
+BREAK_ENV = "STATEWRIGHT_CHAOS_BREAK"
+DROPPED_REVISION = 3
+
+_log = logging.getLogger(__name__)
+
+
+def _ack_before_save() -> None:
+    persist = WorkflowRuntime._persist
+
+    def early_persist(  # noqa: PLR0917 - the same signature as the method it replaces
+        self: WorkflowRuntime,
+        job: Job,
+        segment: Any,
+        op: Operation,
+        result: StepResult,
+        loaded: Loaded,
+        timers: tuple[TimerRecord, ...],
+        task: TaskRecord | None,
+    ) -> None:
+        if isinstance(job.command, SignalCommand):
+            reply = job.reply
+            job.reply = _ignore  # whatever the save's outcome, the caller has its answer
+            reply(Outcome(target_of(op), loaded, result.transitions, saved=True, timers=timers))
+        persist(self, job, segment, op, result, loaded, timers, task)
+
+    WorkflowRuntime._persist = early_persist  # type: ignore[method-assign]
+
+
+def _ignore(result: Result) -> None:
+    pass
+
+
+def _replace(sql: str, old: str, new: str) -> str:
+    if old not in sql:
+        raise AssertionError(f"{old!r} is not in the statement any more: update the break")
+    return sql.replace(old, new)
+
+
+def _skip_cas() -> None:
+    history_end = "      FROM changed\n), req AS ("
+    no_conflict = (
+        "      FROM changed\n    ON CONFLICT (workflow_id, revision) DO NOTHING\n), req AS ("
+    )
+    for key, sql in list(sql_postgres.SAVES.items()):
+        unchecked = _replace(sql, "AND revision = %(expected)s", "")
+        sql_postgres.SAVES[key] = _replace(unchecked, history_end, no_conflict)
+    rows_end = "      FROM rows r JOIN changed USING (workflow_id)\n)\nSELECT"
+    rows_no_conflict = (
+        "      FROM rows r JOIN changed USING (workflow_id)\n"
+        "    ON CONFLICT (workflow_id, revision) DO NOTHING\n)\nSELECT"
+    )
+    for key, sql in list(sql_postgres.SAVE_MANYS.items()):
+        unchecked = _replace(sql, "AND w.revision = r.expected", "")
+        sql_postgres.SAVE_MANYS[key] = _replace(unchecked, rows_end, rows_no_conflict)
+
+
+def _double_complete() -> None:
+    # The step's compare-and-swap no longer looks at the task's lease...
+    for key, sql in list(sql_postgres.SAVES.items()):
+        if key[1]:
+            sql_postgres.SAVES[key] = _replace(sql, sql_postgres._TASK_FENCE, "")
+    for key, sql in list(sql_postgres.SAVE_MANYS.items()):
+        if key[1]:
+            sql_postgres.SAVE_MANYS[key] = _replace(sql, sql_postgres._ROWS_TASK_FENCE, "")
+
+    async def complete(
+        self: TaskDesk,
+        ref: TaskRef,
+        token: str,
+        result: dict[str, Any],
+        *,
+        request: RequestKey | None,
+        budget: float | None,
+        actor: str,
+    ) -> Completion:
+        # ...and nothing looks at it before the step either.
+        task = await self.get(ref)
+        command = CompleteTaskCommand(
+            actor=actor,
+            workflow_id=ref.workflow_id,
+            request=request,
+            task_id=ref.task_id,
+            state=task.state,
+            lease_token=token,
+            result=result,
+        )
+        outcome = await self._fenced_step(command, ref, budget)
+        return Completion(outcome, task_desk._finished(task, TaskStatus.COMPLETED))
+
+    TaskDesk.complete = complete  # type: ignore[method-assign]
+
+
+def _double_fire() -> None:
+    change = runtime_module.timer_change
+
+    def unchecked(
+        plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
+    ) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
+        return change(plan, record, now, None)  # the save no longer checks it is armed
+
+    runtime_module.timer_change = unchecked
+    answered = TimerScheduler._answered
+    fired_again: set[tuple[str, str]] = set()
+
+    def fire_again(self: TimerScheduler, command: Any, result: Result) -> None:
+        answered(self, command, result)
+        key = (command.workflow_id, command.timer_id)
+        if isinstance(result, Outcome) and result.saved and key not in fired_again:
+            fired_again.add(key)
+            self._in_flight += 1
+            self._submit(command, lambda again: self._answered(command, again))
+
+    TimerScheduler._answered = fire_again  # type: ignore[method-assign]
+
+
+def _drop_watch() -> None:
+    follow = WatchFeed.follow
+
+    async def dropping(
+        self: WatchFeed, workflow_id: str, after: int | None
+    ) -> AsyncIterator[StepEvent]:
+        async for event in follow(self, workflow_id, after):
+            if event.record.revision == DROPPED_REVISION and not event.current:
+                continue
+            yield event
+
+    WatchFeed.follow = dropping  # type: ignore[method-assign]
+
+
+MODES: dict[str, Callable[[], None]] = {
+    "ack-before-save": _ack_before_save,
+    "skip-cas": _skip_cas,
+    "double-complete": _double_complete,
+    "double-fire": _double_fire,
+    "drop-watch": _drop_watch,
+}
+
+
+def install(
+    loop: EventLoop, aio: asyncio.AbstractEventLoop, env: Mapping[str, str] | None = None
+) -> bool:
+    """Break the server as ``STATEWRIGHT_CHAOS_BREAK`` says; True if it did."""
+    env = os.environ if env is None else env
+    mode = env.get(BREAK_ENV, "").strip()
+    if not mode:
+        return False
+    if mode not in MODES:
+        raise ValueError(f"{BREAK_ENV}={mode!r}: not one of {', '.join(sorted(MODES))}")
+    MODES[mode]()
+    _log.warning("chaos: this server is broken on purpose (%s); for tests only", mode)
+    return True

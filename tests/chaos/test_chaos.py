@@ -1,0 +1,143 @@
+"""The fault suite in `make test`: a small run with every kind of fault, which must find no
+anomaly, and the checker's own tests, which break the server on purpose (one way at a
+time, through tests/chaos/breaks.py) and must find each break.
+
+`make chaos` runs the large version (chaos/README.md, RELIABILITY.md).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.chaos.conftest import MODULE, REPO
+from tests.support.databases import ENV, postgres_admin_url
+
+# Every fault kind the nemesis knows (chaos/nemesis.go allFaults).
+FAULT_KINDS = {
+    "kill",
+    "drain",
+    "pause",
+    "pg-restart-fast",
+    "pg-restart-immediate",
+    "cut-after-commit",
+    "cut-before-commit",
+    "stall",
+    "flood",
+}
+SEED_ENV = "STATEWRIGHT_CHAOS_SEED"
+# make test runs the same schedule of faults and the same choice of operations every time,
+# so that its verdict does not depend on the draw; STATEWRIGHT_CHAOS_SEED=N runs another
+# schedule (make chaos draws its own).
+DEFAULT_SEED = 20261201
+
+
+def _seed() -> int:
+    return int(os.environ.get(SEED_ENV) or DEFAULT_SEED)
+
+
+def _run(binary: Path, out: Path, *args: str, timeout: float) -> tuple[int, dict[str, Any], str]:
+    seed = _seed()
+    argv = [str(binary), "run", "--repo", str(REPO), "--out", str(out), "--seed", str(seed), *args]
+    with subprocess.Popen(
+        argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+    ) as proc:
+        try:
+            output, _ = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            # SIGTERM, not SIGKILL: the run then stops its replicas and its PostgreSQL.
+            proc.terminate()
+            output, _ = proc.communicate(timeout=60)
+            pytest.fail(f"the run took more than {timeout:.0f}s (seed {seed}):\n{output}")
+    text = output
+    report_path = out / "report.json"
+    assert report_path.exists(), f"no report (seed {seed}):\n{text}"
+    report: dict[str, Any] = json.loads(report_path.read_text(encoding="utf-8"))
+    return proc.returncode, report, f"seed {seed} ({SEED_ENV}={seed} replays it)\n{text}"
+
+
+def test_the_suite_builds_and_its_unit_tests_pass(chaos_binary: Path) -> None:
+    env = {**os.environ, "GOFLAGS": "-mod=readonly"}
+    unformatted = subprocess.run(
+        ["gofmt", "-l", "."], cwd=MODULE, capture_output=True, text=True, check=True
+    ).stdout
+    assert unformatted == "", f"gofmt would change: {unformatted}"
+    for command in (["go", "vet", "./..."], ["go", "test", "-count=1", "./..."]):
+        done = subprocess.run(
+            command, cwd=MODULE, env=env, capture_output=True, text=True, timeout=600, check=False
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_path: Path) -> None:
+    code, report, text = _run(chaos_binary, tmp_path / "run", "--size", "small", timeout=240)
+    print(text)
+    assert report["anomalies"] == 0, text
+    assert code == 0, text
+    faults = report["faults"]
+    assert set(faults) == FAULT_KINDS, text
+    for kind, stats in faults.items():
+        assert stats["count"] >= 1 and stats["errors"] == 0, (kind, text)
+    assert report["invocations"] >= 4500, text
+    assert report["settled"], text
+    assert report["linearizability"]["not_linearizable"] == 0, text
+
+
+# Each break mode of the server, the property the checker must find broken, and words of
+# the anomaly it must report.
+BREAKS = {
+    "ack-before-save": (
+        "every acknowledged operation is in its instance's history exactly once, at the "
+        "revision it was told",
+        "acknowledged",
+    ),
+    "skip-cas": (
+        "each instance's revision is a linearizable compare-and-swap register (porcupine)",
+        "cannot",
+    ),
+    "double-complete": (
+        "every task is finished at most once, and every acknowledged completion exactly once, "
+        "by its own task",
+        "completed twice",
+    ),
+    "double-fire": (
+        "every armed timer that was not disarmed fired exactly once, never early",
+        "fired twice",
+    ),
+    "drop-watch": (
+        "every watch stream saw each revision in order, with no gap or duplicate, through "
+        "reconnects",
+        "missing",
+    ),
+}
+
+
+@pytest.mark.postgres
+@pytest.mark.parametrize("mode", sorted(BREAKS))
+def test_the_checker_reports_a_server_broken_on_purpose(
+    chaos_binary: Path, tmp_path: Path, mode: str
+) -> None:
+    assert os.environ.get(ENV), "run under scripts/with-postgres"
+    code, report, text = _run(
+        chaos_binary,
+        tmp_path / "run",
+        "--size",
+        "none",
+        "--postgres-url",
+        postgres_admin_url(),
+        "--break",
+        mode,
+        timeout=180,
+    )
+    print(text)
+    prop, words = BREAKS[mode]
+    assert code != 0, text
+    assert report["break"] == mode
+    found = [a for a in report["anomaly_list"] if a["property"] == prop]
+    assert found, text
+    assert any(words in a["detail"] for a in found), text

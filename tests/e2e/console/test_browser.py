@@ -1,0 +1,354 @@
+"""The console's pages in a real headless Chromium (Debian's, driven through Selenium),
+against a real server on PostgreSQL: graphs drawn, a step shown without a reload, actions
+taken and refused, the runtime page refreshing. Each page's screenshot is saved on the way:
+into STATEWRIGHT_SCREENSHOTS when set (`make console-screenshots` sets docs/images), else
+into the test's scratch directory."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+from selenium import webdriver
+from selenium.common.exceptions import JavascriptException, StaleElementReferenceException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import Select, WebDriverWait
+
+from tests.support.api import uid
+from tests.support.console import Http
+
+REPO = Path(__file__).resolve().parents[3]
+WAIT = 30.0  # seconds an element may take to appear: Mermaid's first load on a busy machine
+T = TypeVar("T")
+
+
+def _chromium() -> tuple[str, str]:
+    """The browser and its driver, installed by scripts/install-chromium when missing."""
+    done = subprocess.run(
+        [str(REPO / "scripts" / "install-chromium")],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
+    assert done.returncode == 0, done.stderr
+    browser = done.stdout.strip()
+    driver = os.environ.get("STATEWRIGHT_CHROMEDRIVER", "/usr/bin/chromedriver")
+    return browser, driver
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    binary, driver = _chromium()
+    options = webdriver.ChromeOptions()
+    options.binary_location = binary
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",  # the test may run as root, where Chromium's sandbox will not start
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,800",
+        "--force-prefers-reduced-motion",
+        "--lang=en-GB",
+        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
+    ):
+        options.add_argument(argument)
+    chrome = webdriver.Chrome(options=options, service=Service(executable_path=driver))
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    wanted = os.environ.get("STATEWRIGHT_SCREENSHOTS")
+    target = Path(wanted) if wanted else tmp_path_factory.mktemp("screenshots")
+    target.mkdir(parents=True, exist_ok=True)
+    return target
+
+
+def screenshot(chrome: webdriver.Chrome, shots: Path, name: str) -> None:
+    """The page at 1280x800 exactly, whatever the window's frame takes."""
+    # The caret and the focus ring of whatever was clicked last are not part of the page.
+    chrome.execute_script("document.activeElement?.blur(); window.scrollTo(0, 0)")
+    metrics = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
+    chrome.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
+    try:
+        # Let the layout (and the charts, which follow their box's size) settle at that size.
+        chrome.execute_async_script(
+            "const done = arguments[0];"
+            "requestAnimationFrame(() => requestAnimationFrame(() => done(true)))"
+        )
+        shot = chrome.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
+    finally:
+        chrome.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    path = shots / f"console-{name}.png"
+    path.write_bytes(base64.b64decode(shot["data"]))
+    assert path.stat().st_size > 10_000, "a blank screenshot"
+
+
+def wait_for(chrome: webdriver.Chrome, found: Callable[[webdriver.Chrome], T | None]) -> T:
+    def probe(driver: webdriver.Chrome) -> T | None:
+        try:
+            return found(driver)
+        except (StaleElementReferenceException, JavascriptException):
+            return None  # the page redrew under the probe: look again
+
+    result = WebDriverWait(chrome, WAIT, poll_frequency=0.1).until(probe)
+    assert result is not None
+    return result
+
+
+def css(chrome: webdriver.Chrome, selector: str) -> WebElement:
+    return wait_for(chrome, lambda d: next(iter(d.find_elements(By.CSS_SELECTOR, selector)), None))
+
+
+def current_state(chrome: webdriver.Chrome) -> str | None:
+    """The state the drawn graph lights (on the SVG node itself, not the caption)."""
+    node = chrome.find_elements(By.CSS_SELECTOR, ".graph-canvas[data-rendered] g.node.sw-current")
+    return node[0].get_attribute("data-current") if node else None
+
+
+def open_page(chrome: webdriver.Chrome, base_url: str, path: str) -> None:
+    chrome.get(base_url + path)
+    # A marker that only a full page load removes: "without a reload" is checked by it.
+    chrome.execute_script("window.__statewrightMarker = 'kept'")
+
+
+def not_reloaded(chrome: webdriver.Chrome) -> bool:
+    return bool(chrome.execute_script("return window.__statewrightMarker === 'kept'"))
+
+
+def start(http: Http, definition: str, **fields: object) -> str:
+    answer = http.post("/api/v1/workflows", {"definition": definition, **fields})
+    assert answer.status == 200, answer.body
+    workflow_id: str = answer.body["workflow"]["workflowId"]
+    return workflow_id
+
+
+def test_the_definitions_page_draws_each_graph(
+    browser: webdriver.Chrome, base_url: str, shots: Path
+) -> None:
+    open_page(browser, base_url, "/definitions")
+    css(browser, "a[href='/definitions/review-loop']")
+    screenshot(browser, shots, "definitions")
+    browser.find_element(By.CSS_SELECTOR, "a[href='/definitions/review-loop']").click()
+    svg = css(browser, ".graph-canvas[data-rendered] svg")
+    states = {
+        node.get_attribute("id")
+        for node in svg.find_elements(By.CSS_SELECTOR, "g.node")
+        if "-state-" in (node.get_attribute("id") or "")
+    }
+    for state in ("evaluating", "improving", "accepted", "abandoned"):
+        assert any(f"-state-s_{state}-" in (found or "") for found in states), (state, states)
+    assert "initial: evaluating" in browser.find_element(By.CSS_SELECTOR, "pre.source").text
+    assert not_reloaded(browser), "the list opened the definition by reloading"
+    screenshot(browser, shots, "definition")
+
+
+def test_resume_with_a_button_and_see_the_state_move_without_a_reload(
+    browser: webdriver.Chrome, base_url: str, http: Http, shots: Path
+) -> None:
+    workflow_id = start(
+        http, "mail-approval", workflowId=uid("browser-mail"), input={"topic": "the launch"}
+    )
+    open_page(browser, base_url, f"/workflows/{workflow_id}")
+    wait_for(browser, lambda d: current_state(d) == "awaiting_approval")
+    Select(css(browser, "#resume-event")).select_by_value("approve")
+    browser.find_element(By.ID, "resume-input").send_keys('{"approver": "ann"}')
+    browser.find_element(By.ID, "resume-button").click()
+    # The instance runs through `send` to the end of its graph: [*] is lit.
+    wait_for(browser, lambda d: current_state(d) == "__finish__")
+    badge = css(browser, ".page-head .badge")
+    assert badge.text == "Completed" and badge.get_attribute("data-status") == "completed"
+    assert "Resumed with approve" in browser.find_element(By.CSS_SELECTOR, ".action-outcome").text
+    assert not_reloaded(browser)
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_COMPLETED"
+    assert got["context"]["approver"] == "ann"
+
+
+def test_steps_taken_elsewhere_move_the_graph_live(
+    browser: webdriver.Chrome, base_url: str, http: Http, shots: Path
+) -> None:
+    workflow_id = start(
+        http, "review-loop", workflowId=uid("browser-loop"), input={"document": "a first draft"}
+    )
+    path = f"/api/v1/workflows/{workflow_id}/signal"
+    open_page(browser, base_url, f"/workflows/{workflow_id}")
+    wait_for(browser, lambda d: current_state(d) == "evaluating")
+    # Another client steps the instance; the page hears it over its event stream.
+    assert http.post(path, {"event": "score", "payload": {"score": 0.4}}).status == 200
+    wait_for(browser, lambda d: current_state(d) == "improving")
+    assert css(browser, "tr[data-revision='2']").text.startswith("2")
+    assert http.post(path, {"event": "revised", "payload": {"document": "better"}}).status == 200
+    wait_for(browser, lambda d: current_state(d) == "evaluating")
+    wait_for(browser, lambda d: d.find_element(By.ID, "current-revision").text == "3")
+    assert not_reloaded(browser)
+    history = browser.find_elements(By.CSS_SELECTOR, ".timeline tbody tr")
+    assert [row.get_attribute("data-revision") for row in history] == ["3", "2", "1"]
+    assert "anonymous" in history[0].text and "revised" in history[0].text
+    screenshot(browser, shots, "workflow")
+
+
+def test_cancel_asks_first_and_then_cancels(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    workflow_id = start(http, "mail-approval", workflowId=uid("browser-cancel"))
+    open_page(browser, base_url, f"/workflows/{workflow_id}")
+    wait_for(browser, lambda d: current_state(d) == "awaiting_approval")
+    css(browser, "#cancel-button").click()
+    dialog = css(browser, "dialog.confirm[open]")
+    assert f"Cancel {workflow_id}?" in dialog.text
+    # Keeping it is the default, and changes nothing.
+    dialog.find_element(By.CSS_SELECTOR, "button[value='keep']").click()
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog.confirm"))
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_WAITING"
+    css(browser, "#cancel-button").click()
+    css(browser, "#cancel-reason").send_keys("a duplicate")
+    css(browser, "#confirm-cancel").click()
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Cancelled"
+    )
+    assert not_reloaded(browser)
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_CANCELLED"
+
+
+def test_a_refused_action_shows_the_server_s_error(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    workflow_id = start(http, "review-loop", workflowId=uid("browser-refused"))
+    open_page(browser, base_url, f"/workflows/{workflow_id}")
+    wait_for(browser, lambda d: current_state(d) == "evaluating")
+    css(browser, "#signal-event").send_keys("applause")
+    browser.find_element(By.ID, "signal-button").click()
+    alert = css(browser, ".action-outcome [role='alert']")
+    assert "UNKNOWN_EVENT" in alert.text and "INVALID_ARGUMENT" in alert.text
+    assert "applause" in alert.find_element(By.CSS_SELECTOR, ".error-message").text
+    # Nothing moved.
+    assert current_state(browser) == "evaluating"
+    assert http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["revision"] == "1"
+    # Input that is not JSON is caught before anything is sent.
+    css(browser, "#signal-event").clear()
+    browser.find_element(By.ID, "signal-event").send_keys("score")
+    browser.find_element(By.ID, "signal-payload").send_keys("{score: high}")
+    browser.find_element(By.ID, "signal-button").click()
+    wait_for(
+        browser, lambda d: "Not sent" in d.find_element(By.CSS_SELECTOR, ".action-outcome").text
+    )
+    assert http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["revision"] == "1"
+
+
+def test_the_workflows_list_filters_and_counts_live(
+    browser: webdriver.Chrome, base_url: str, http: Http, shots: Path
+) -> None:
+    for topic in ("pricing", "the launch", "holidays"):
+        start(http, "mail-approval", input={"topic": topic})
+    dropped = start(http, "mail-approval", input={"topic": "dropped"})
+    assert http.post(f"/api/v1/workflows/{dropped}/cancel", {}).status == 200
+    open_page(browser, base_url, "/workflows?definition=order-pricing")
+    count = css(browser, "#workflow-count[data-count]")
+    before = int(count.get_attribute("data-count") or "0")
+    start(http, "order-pricing", input={"items": [{"sku": "a", "price": 2.5, "quantity": 2}]})
+    wait_for(
+        browser,
+        lambda d: (
+            d.find_element(By.ID, "workflow-count").get_attribute("data-count") == str(before + 1)
+        ),
+    )
+    assert not_reloaded(browser)
+    rows = browser.find_elements(By.CSS_SELECTOR, "tbody tr[data-workflow]")
+    assert rows and all("order-pricing" in row.text for row in rows)
+    # The filters: each choice is a new list, and only what matches is on it.
+    Select(browser.find_element(By.ID, "filter-definition")).select_by_value("")
+    wait_for(browser, lambda d: "definition=" not in d.current_url)
+    Select(css(browser, "#filter-status")).select_by_value("WORKFLOW_STATUS_CANCELLED")
+    wait_for(browser, lambda d: "status=WORKFLOW_STATUS_CANCELLED" in d.current_url)
+    wait_for(
+        browser,
+        lambda d: (
+            (rows := d.find_elements(By.CSS_SELECTOR, "tbody tr[data-workflow]"))
+            and all("Cancelled" in row.text for row in rows)
+            and dropped in {row.get_attribute("data-workflow") for row in rows}
+        ),
+    )
+    open_page(browser, base_url, "/workflows")
+    css(browser, "#workflow-count[data-count]")
+    css(browser, "tbody tr[data-workflow]")
+    screenshot(browser, shots, "workflows")
+
+
+def test_the_runtime_page_refreshes_live(
+    browser: webdriver.Chrome, base_url: str, shots: Path
+) -> None:
+    open_page(browser, base_url, "/runtime")
+    first = int(
+        css(browser, "#diagnostics-updated[data-samples]").get_attribute("data-samples") or 0
+    )
+    wait_for(
+        browser,
+        lambda d: (
+            int(d.find_element(By.ID, "diagnostics-updated").get_attribute("data-samples") or 0)
+            >= first + 2
+        ),
+    )
+    assert not_reloaded(browser)
+    assert css(browser, "[data-metric='phase']").text == "running"
+    charts = browser.find_elements(By.CSS_SELECTOR, "figure.chart")
+    assert len(charts) == 6 and all(c.find_elements(By.TAG_NAME, "canvas") for c in charts)
+    assert all(
+        c.find_element(By.CSS_SELECTOR, ".chart-summary").text.startswith("Now:") for c in charts
+    )
+    screenshot(browser, shots, "runtime")
+
+
+def test_the_keyboard_reaches_the_content_with_a_visible_focus(
+    browser: webdriver.Chrome, base_url: str
+) -> None:
+    open_page(browser, base_url, "/definitions")
+    css(browser, "a[href='/definitions/review-loop']")
+    browser.find_element(By.TAG_NAME, "body").send_keys(Keys.TAB)
+    focused = browser.switch_to.active_element
+    assert focused.get_attribute("class") == "skip-link" and focused.is_displayed()
+    outline = browser.execute_script(
+        "const s = getComputedStyle(document.activeElement);"
+        "return [s.outlineStyle, parseFloat(s.outlineWidth)]"
+    )
+    assert outline[0] != "none" and outline[1] >= 2, outline
+    focused.send_keys(Keys.ENTER)
+    assert browser.switch_to.active_element.get_attribute("id") == "content"
+
+
+def test_a_narrow_screen_needs_no_sideways_scrolling(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    workflow_id = start(http, "review-loop", workflowId=uid("browser-narrow"))
+    browser.set_window_size(390, 844)
+    try:
+        for path in (
+            "/workflows",
+            "/definitions/review-loop",
+            f"/workflows/{workflow_id}",
+            "/runtime",
+        ):
+            open_page(browser, base_url, path)
+            css(browser, "main h1")
+            if "/workflows/" in path or "/definitions/" in path:
+                css(browser, ".graph-canvas[data-rendered] svg")
+            overflow = browser.execute_script(
+                "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
+            )
+            assert overflow <= 1, (path, overflow)
+    finally:
+        browser.set_window_size(1280, 800)

@@ -1,0 +1,50 @@
+"""The console's flag, and the one mapping of gRPC codes to HTTP statuses."""
+
+from __future__ import annotations
+
+import grpc
+import pytest
+
+from statewrightd import errors
+from statewrightd.api.status import HTTP_STATUS, error_json, grpc_code, http_status
+from statewrightd.cli import DEV_DEFAULTS, build_parser
+from statewrightd.config import ConfigError, config_from
+
+
+def _config(argv: list[str], env: dict[str, str] | None = None) -> str | None:
+    args = build_parser().parse_args(argv)
+    base = DEV_DEFAULTS if argv[0] == "dev" else None
+    return config_from(args, env=env or {}, base=base).http_listen
+
+
+def test_the_console_is_on_in_dev_and_off_in_serve_unless_asked() -> None:
+    assert _config(["dev"]) == "127.0.0.1:8080"
+    assert _config(["serve"]) is None
+    assert _config(["serve", "--http-listen", "127.0.0.1:9000"]) == "127.0.0.1:9000"
+    assert _config(["serve"], {"STATEWRIGHT_HTTP_LISTEN": "0.0.0.0:8081"}) == "0.0.0.0:8081"
+    assert _config(["dev", "--http-listen", "off"]) is None
+    assert _config(["dev"], {"STATEWRIGHT_HTTP_LISTEN": "off"}) is None
+    with pytest.raises(ConfigError):
+        _config(["serve", "--http-listen", "nowhere"])
+
+
+def test_every_grpc_code_has_an_http_status_and_errors_keep_their_reason() -> None:
+    assert set(HTTP_STATUS) == set(grpc.StatusCode)
+    cases = {
+        errors.InvalidArgument("x", reason="BAD"): 400,
+        errors.NotFound("x"): 404,
+        errors.Conflict("x"): 409,
+        errors.Unauthenticated("x"): 401,
+        errors.PermissionDenied("x"): 403,
+        errors.RateLimited("x", retry_after=0.25): 429,
+        errors.Unavailable("x"): 503,
+        errors.DeadlineExceeded("x"): 504,
+        errors.FailedPrecondition("x"): 400,
+    }
+    for error, status in cases.items():
+        assert http_status(error) == status, error
+        body = error_json(error)
+        assert body["code"] == grpc_code(error).name
+        assert body["reason"] == error.reason and body["message"] == "x"
+    assert error_json(errors.RateLimited("x", retry_after=0.25))["retryDelay"] == "0.250s"
+    assert error_json(errors.NotFound("x", metadata={"n": 3}))["metadata"] == {"n": "3"}
