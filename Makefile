@@ -40,23 +40,23 @@ clients: $(STAMP)
 	scripts/with-postgres scripts/clients-test
 
 ## The clients' examples, against a running server (`make dev` in another terminal);
-## STATEWRIGHT_TARGET=HOST:PORT names another server, WORKFLOW_ID=ID the instance that
-## example-ts-watch follows.
-STATEWRIGHT_TARGET ?= 127.0.0.1:50051
+## STATEWRIGHT_ADDRESS=HOST:PORT names another server (STATEWRIGHT_TARGET, its older name,
+## is read when it is unset), WORKFLOW_ID=ID the instance that example-ts-watch follows.
+STATEWRIGHT_ADDRESS ?= $(or $(STATEWRIGHT_TARGET),127.0.0.1:50051)
 WORKFLOW_ID ?= order-1
 example-go:
-	cd clients/go && go run ./examples/start_resume -target $(STATEWRIGHT_TARGET)
+	cd clients/go && go run ./examples/start_resume -target $(STATEWRIGHT_ADDRESS)
 
 example-ts:
-	clients/ts/install.sh && cd clients/ts && node_modules/.bin/tsc -p . && node dist/examples/start_resume.js $(STATEWRIGHT_TARGET)
+	clients/ts/install.sh && cd clients/ts && node_modules/.bin/tsc -p . && node dist/examples/start_resume.js $(STATEWRIGHT_ADDRESS)
 
 example-ts-watch:
-	clients/ts/install.sh && cd clients/ts && node_modules/.bin/tsc -p . && node dist/examples/watch.js $(STATEWRIGHT_TARGET) $(WORKFLOW_ID)
+	clients/ts/install.sh && cd clients/ts && node_modules/.bin/tsc -p . && node dist/examples/watch.js $(STATEWRIGHT_ADDRESS) $(WORKFLOW_ID)
 
 example-java:
 	cd clients/java && mvn -B -q -Dstyle.color=never compile dependency:build-classpath \
 	  -Dmdep.outputFile=target/classpath.txt -Dmdep.includeScope=runtime && \
-	  STATEWRIGHT_TARGET=$(STATEWRIGHT_TARGET) java -cp "target/classes:$$(cat target/classpath.txt)" \
+	  STATEWRIGHT_ADDRESS=$(STATEWRIGHT_ADDRESS) java -cp "target/classes:$$(cat target/classpath.txt)" \
 	  dev.statewright.client.example.MailApproval
 
 ## Regenerate committed code from proto/.

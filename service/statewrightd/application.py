@@ -21,20 +21,23 @@ from typing import Any, TypeVar
 
 from statewrightd import errors
 from statewrightd.config import ServerConfig
-from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.engine.answers import Outcome, Replay, Result
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
 from statewrightd.engine.idempotency import Idempotency
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.runtime import (
+    RECENT_TRANSITIONS,
     Job,
     RuntimeCounts,
     WorkflowInfo,
     WorkflowRuntime,
     in_task_state,
 )
+from statewrightd.engine.snapshots import settled_from, transitions_from_dicts
 from statewrightd.engine.task_desk import TaskDesk
 from statewrightd.engine.tasks import QueueView, TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler, TimerStats
@@ -110,6 +113,8 @@ class Application:
         self._batch_observer = batch_observer
         self._repo: Repository | None = None
         self._registry: DefinitionRegistry | None = None
+        # The definition files as read at start (a dev server's watcher starts from them).
+        self.definition_files: list[FileReport] = []
         self._writer: GroupCommitWriter | None = None
         self._loop: EventLoop | None = None
         self._runtime: WorkflowRuntime | None = None
@@ -139,9 +144,19 @@ class Application:
         repo = await _open_when_reachable(url, STARTUP_DATABASE_WAIT)
         self._repo = repo
         registry = DefinitionRegistry(repo)
-        if self.config.definitions_dir is not None:
-            loaded = await asyncio.to_thread(registry.load_directory, self.config.definitions_dir)
-            _log.info("loaded %d definitions from %s", len(loaded), self.config.definitions_dir)
+        directory = self.config.definitions_dir
+        if directory is not None:
+            dev = self.config.dev_mode
+            load = await asyncio.to_thread(registry.load_directory, directory, dev=dev)
+            _log.info("loaded %d definitions from %s", len(load.loaded), directory)
+            for line in load.warnings:
+                _log.warning("%s", line)
+            for line in load.refused:
+                _log.error("%s", line)
+            for placed in load.placed:
+                if placed.note:
+                    _log.info("dev: %s", placed.note)
+            self.definition_files = load.reports
         stored = await asyncio.to_thread(registry.load_stored)
         if stored:
             _log.info("compiled %d more definition versions recorded in the store", stored)
@@ -414,7 +429,7 @@ class Application:
 
         def read() -> Found:
             try:
-                record = repo.load(workflow_id)
+                record = settled_from(repo, repo.load(workflow_id))
             except errors.RecordNotFound:
                 raise errors.NotFound(
                     f"workflow {workflow_id} not found",
@@ -455,7 +470,12 @@ class Application:
             ]
             tasks = repo.open_tasks(tasked) if tasked else {}
             found = [
-                Found(r, d, tuple(timers.get(r.workflow_id, ())), tasks.get(r.workflow_id))
+                Found(
+                    settled_from(repo, r),
+                    d,
+                    tuple(timers.get(r.workflow_id, ())),
+                    tasks.get(r.workflow_id),
+                )
                 for r, d in zip(page.items, loaded, strict=True)
             ]
             return page, found
@@ -490,6 +510,25 @@ class Application:
     ) -> list[HistoryRecord]:
         repo = self.repo
         return await self._read(lambda: repo.history_after(workflow_id, after_revision, limit))
+
+    async def recent_transitions(
+        self, workflow_id: str, revision: int
+    ) -> tuple[tuple[TransitionTaken, str], ...]:
+        """The last transitions of an instance's saved steps (up to as many as a session
+        remembers), each with who caused its step, from its history; none when storage
+        cannot be read."""
+        repo = self.repo
+        after = max(0, revision - RECENT_TRANSITIONS)
+        try:
+            rows = await self._read(
+                lambda: repo.history_after(workflow_id, after, RECENT_TRANSITIONS)
+            )
+        except errors.StatewrightError:
+            return ()
+        taken = [
+            (t, row.actor or "") for row in rows for t in transitions_from_dicts(row.transitions)
+        ]
+        return tuple(taken[-RECENT_TRANSITIONS:])
 
     async def ping(self) -> None:
         # Never refused: it is how storage is found to be back.

@@ -19,6 +19,7 @@ from statewrightd.config import (
 DEV_DEFAULTS = ServerConfig(
     database_url="sqlite:///statewright-dev.db",
     definitions_dir=Path("examples/definitions"),
+    dev_mode=True,
     reflection=True,
     processes=1,
     http_listen="127.0.0.1:8080",
@@ -54,7 +55,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="run the server on statewright-dev.db (SQLite) with examples/definitions",
         description="Run the server for local development: the SQLite file "
         f"{DEV_DEFAULTS.database_url.removeprefix('sqlite:///')} and the definitions in "
-        f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise.",
+        f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise. "
+        "The definitions directory is watched: a new file is loaded, and a changed definition "
+        "becomes the next version of its name (running instances stay on theirs); a file with "
+        "an error is reported and what it loaded before stays in use.",
     )
     add_server_arguments(dev, DEV_DEFAULTS)
     add_security_arguments(dev, DEV_DEFAULTS)
@@ -149,9 +153,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             parser.error(str(exc))
         count, why = process_count(config)
         if count > 1:
+            from statewrightd.server import check_definitions
             from statewrightd.supervisor import run as run_pod
 
-            return run_pod(config, count, why)
+            refused = check_definitions(config)
+            return refused if refused is not None else run_pod(config, count, why)
         # One process needs no supervisor: it is the server itself, as it always was.
         from statewrightd.server import run
 

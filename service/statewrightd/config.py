@@ -66,6 +66,9 @@ class ServerConfig:
     # Server processes sharing the port; None: one per CPU of the container (see
     # statewrightd.supervisor.default_processes).
     processes: int | None = None
+    # `statewrightd dev`: the definitions directory is watched, and a changed definition
+    # becomes its next version. Set by the command, not by a flag.
+    dev_mode: bool = False
 
 
 class ConfigError(ValueError):
@@ -360,6 +363,7 @@ def config_from(
         definitions_dir=Path(definitions) if definitions else None,
         grace_seconds=grace,
         log_level=log_level,
+        dev_mode=base.dev_mode,
     )
 
 
@@ -415,12 +419,19 @@ def _processes(
     if not text:
         return base.processes
     if text.strip().lower() == "auto":
-        return None
+        return 1 if base.dev_mode else None
     if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
         raise ConfigError(
             f"processes must be auto or an integer from 1 to {MAX_PROCESSES}; got {text!r}"
         )
     count = int(text)
+    if count > 1 and base.dev_mode:
+        # Each process would watch the directory and register the edited version on its
+        # own; the dev loop is one process's.
+        raise ConfigError(
+            f"processes {count}: statewrightd dev runs one process (its reload of the "
+            "definitions directory is that process's); use statewrightd serve for more"
+        )
     if count > 1 and database_url.startswith("sqlite:"):
         # One SQLite file takes one writer: a second process would only meet "database is
         # locked" on every save.

@@ -10,6 +10,7 @@ import logging
 import os
 import signal
 import time
+from collections.abc import Callable
 
 import grpc
 from grpc_health.v1 import health_pb2_grpc
@@ -24,6 +25,8 @@ from statewrightd.api.task_servicer import TaskServicer
 from statewrightd.application import Application
 from statewrightd.config import ServerConfig
 from statewrightd.console import Console
+from statewrightd.definitions.registry import DefinitionsRefused, check_directory
+from statewrightd.definitions.watch import DefinitionWatcher
 from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
@@ -74,6 +77,7 @@ class Server:
         self.app = Application(config, step_observer=probes, batch_observer=probes.batch)
         self.door = Door()
         self._monitors: list[asyncio.Task[None]] = []
+        self._watcher: DefinitionWatcher | None = None
         self._ping: asyncio.Future[None] | None = None
         limits = config.limits
         # Read at construction, so that a bad file stops the server before anything binds.
@@ -115,6 +119,29 @@ class Server:
 
     async def start(self) -> int:
         await self.app.open()
+        try:
+            return await self._start_serving()
+        except BaseException:
+            # A refused start (a port in use) closes what it opened, so that no thread of
+            # the application works on after the asyncio loop is gone.
+            await self._close_after_failed_start()
+            raise
+
+    async def _close_after_failed_start(self) -> None:
+        with contextlib.suppress(Exception):
+            await self._grpc.stop(0)
+        if self._health_grpc is not None:
+            with contextlib.suppress(Exception):
+                await self._health_grpc.stop(0)
+        if self.console is not None:
+            with contextlib.suppress(Exception):
+                await self.console.close()
+        with contextlib.suppress(Exception):
+            await self.app.close()
+        with contextlib.suppress(Exception):
+            self.observability.stop()
+
+    async def _start_serving(self) -> int:
         tune_interpreter()
         door = self.door
         self.observability.start(
@@ -155,6 +182,12 @@ class Server:
             # Tests and scripts read this line to find the port when listening on port 0.
             _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
+        directory = self.config.definitions_dir
+        if self.config.dev_mode and directory is not None:
+            self._watcher = DefinitionWatcher(
+                self.app.registry, directory, self.app.definition_files
+            )
+            self._watcher.start()
         # Two monitors, so that a database check that hangs never delays liveness.
         self._monitors = [
             asyncio.create_task(self._watch_readiness(), name="readiness-monitor"),
@@ -165,11 +198,12 @@ class Server:
     def _bind(self) -> int:
         listen = self.config.listen
         if self._tls is not None:
-            port = self._grpc.add_secure_port(listen, self._tls.credentials())
+            credentials = self._tls.credentials()
+            port = _add_port(lambda: self._grpc.add_secure_port(listen, credentials))
             mode = "mTLS" if self.config.tls_client_ca is not None else "TLS"
             _log.info("serving %s (certificates re-read when their files change)", mode)
         else:
-            port = self._grpc.add_insecure_port(listen)
+            port = _add_port(lambda: self._grpc.add_insecure_port(listen))
             host = listen.rpartition(":")[0].strip("[]")
             if not _loopback(host):
                 _log.warning(
@@ -178,7 +212,10 @@ class Server:
                     listen,
                 )
         if not port:
-            raise OSError(f"could not bind {listen}")
+            raise OSError(
+                f"could not bind {listen}: is another server running there? "
+                "(--listen HOST:PORT picks another address)"
+            )
         if self.config.auth_config is None and not _loopback(listen.rpartition(":")[0].strip("[]")):
             _log.warning("no --auth-config: every caller may do everything")
         return port
@@ -240,6 +277,8 @@ class Server:
         began = time.monotonic()
         _log.info("draining: readiness NOT_SERVING, in-flight RPCs get %.1fs", grace)
         await self.health.draining()
+        if self._watcher is not None:
+            await asyncio.to_thread(self._watcher.stop)
         self.door.close()
         self.app.begin_drain()
         if self.console is not None:
@@ -305,6 +344,15 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
     importlib.import_module(name).install(app.loop, aio)
 
 
+def _add_port(add: Callable[[], int]) -> int:
+    """The port bound, or 0 when it could not be (grpc raises for a port another program
+    holds, and returns 0 for some other failures)."""
+    try:
+        return add()
+    except RuntimeError:
+        return 0
+
+
 def _loopback(host: str) -> bool:
     if host in ("localhost", ""):
         return host == "localhost"
@@ -330,11 +378,39 @@ def run(config: ServerConfig, link: SupervisorLink | None = None) -> int:
     logs.configure(config.log_level, config.log_format, process)
     try:
         return asyncio.run(serve(config, link))
+    except DefinitionsRefused as exc:
+        return _refused(exc)
     except (StatewrightError, OSError) as exc:
         # A refused start (conflicting definitions, an invalid file, a port in use, an
         # unreachable database at migration) is an operator's problem: one clear line.
         _log.error("statewrightd cannot start: %s", exc)
         return 2
+
+
+def _refused(exc: DefinitionsRefused) -> int:
+    # Every problem of every file, so that one start shows everything to fix.
+    _log.error("statewrightd cannot start: %s", exc)
+    for line in exc.lines:
+        _log.error("%s", line)
+    for line in exc.warnings:
+        _log.warning("%s", line)
+    return 2
+
+
+def check_definitions(config: ServerConfig) -> int | None:
+    """Before several server processes start: the exit code of a refused start when the
+    definition files have errors (reported here, once), else None."""
+    if config.definitions_dir is None:
+        return None
+    logs.configure(config.log_level, config.log_format, "supervisor")
+    try:
+        check_directory(config.definitions_dir)
+    except DefinitionsRefused as exc:
+        return _refused(exc)
+    except OSError as exc:  # a directory that is not there, or cannot be read
+        _log.error("statewrightd cannot start: %s", exc)
+        return 2
+    return None
 
 
 def worker_main() -> int:

@@ -220,3 +220,54 @@ def test_a_replica_runs_versions_another_replica_recorded(rolling_deploy: _Rolli
 def test_every_replica_lists_every_recorded_version(rolling_deploy: _RollingDeploy) -> None:
     listed = [d.name for d in rolling_deploy.old.definitions("listed").definitions]
     assert listed == ["definitions/listed/versions/1", "definitions/listed/versions/2"]
+
+
+def test_a_refused_start_logs_every_problem_of_every_file(
+    database_url: str, tmp_path: Path
+) -> None:
+    broken = definitions_dir(
+        tmp_path / "broken",
+        examples=False,
+        test_definitions=False,
+        extra={
+            "a.yaml": V1.replace("on: go", "on: resume").replace("version: 1", "verison: 1"),
+            "b.yaml": V2 + "  - {from: checked, to: nowhere\n",
+            "c.yaml": V2.replace("name: versioned", "name: fine"),
+        },
+    )
+    ended = run_server_to_exit(database_url, broken, cwd=tmp_path)
+    assert ended.returncode == 2, ended.stdout
+    a, b = broken / "a.yaml", broken / "b.yaml"
+    for line in (
+        "statewrightd cannot start: 3 error(s) in the definitions in",
+        f"{a}: error: verison: unknown key 'verison'; did you mean 'version'?",
+        f"{a}: error: transitions[0].on: 'resume' is reserved",
+        f"{b}:19:5: error: <document>: not valid YAML: expected ',' or '}}'",
+        "      - {from: checked, to: nowhere",
+    ):
+        assert line in ended.stdout, ended.stdout
+    assert "version is required" not in ended.stdout  # the misspelt key says it all
+    assert str(broken / "c.yaml") not in ended.stdout
+    assert "serving on" not in ended.stdout
+
+
+def test_several_processes_report_the_problems_once(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    # Each server process would refuse the same files: the supervisor checks them first.
+    url = postgres_databases.create()
+    broken = definitions_dir(
+        tmp_path / "broken",
+        examples=False,
+        test_definitions=False,
+        extra={"a.yaml": V1.replace("version: 1", "verison: 1")},
+    )
+    try:
+        ended = run_server_to_exit(url, broken, cwd=tmp_path, processes=2)
+    finally:
+        postgres_databases.drop_soon(url)
+    assert ended.returncode == 2, ended.stdout
+    problem = f"{broken / 'a.yaml'}: error: verison: unknown key 'verison'; did you mean 'version'?"
+    assert ended.stdout.count(problem) == 1, ended.stdout
+    assert ended.stdout.count("statewrightd cannot start: 1 error(s) in the definitions") == 1
+    assert "server process 0 started" not in ended.stdout  # refused before any process

@@ -22,7 +22,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.api import Client
 from tests.support.databases import PostgresDatabases
-from tests.support.deployment import definitions_dir, run_server_to_exit
+from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
 from tests.support.server import ServerProcess, wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
@@ -156,11 +156,20 @@ def test_a_killed_process_is_restarted_and_the_pod_keeps_serving(pod: ServerProc
 def test_a_process_that_cannot_start_fails_the_pod_start(
     postgres_databases: PostgresDatabases, tmp_path: Path
 ) -> None:
+    # What only a process can find: its file gives a version the database recorded new
+    # content (the supervisor checks the files alone, before any process starts).
     url = postgres_databases.create()
-    broken = definitions_dir(
-        tmp_path / "definitions", extra={"broken.yaml": "name: broken\nstates: [\n"}
+    recorded = (
+        "name: pinned\nversion: 1\nstates: {a: {}}\ntransitions: [{from: a, to: __finish__}]\n"
     )
-    ended = run_server_to_exit(url, broken, cwd=tmp_path, processes=2)
+    first = definitions_dir(tmp_path / "first", examples=False, extra={"pinned.yaml": recorded})
+    with running_server(url, first, cwd=tmp_path):
+        pass
+    edited = recorded.replace("states: {a: {}}", "states: {a: {}, b: {}}").replace(
+        "to: __finish__}]", "to: b}, {from: b, to: __finish__}]"
+    )
+    second = definitions_dir(tmp_path / "second", examples=False, extra={"pinned.yaml": edited})
+    ended = run_server_to_exit(url, second, cwd=tmp_path, processes=2)
     assert ended.returncode == 2, ended.stdout
     assert "statewrightd cannot start" in ended.stdout
     assert "a server process could not start" in ended.stdout

@@ -244,7 +244,7 @@ def test_review_loop_runs_to_completion_on_signals(client: Client) -> None:
     assert revised.workflow.state == "evaluating"
     done = client.signal(wid, "score", {"score": 0.9})
     wf = done.workflow
-    assert (wf.status, wf.revision) == (COMPLETED, 4)
+    assert (wf.status, wf.state, wf.revision) == (COMPLETED, "accepted", 4)
     assert _steps(done) == [("evaluating", "accepted", "score"), ("accepted", "__finish__", "")]
     ctx = context_of(wf)
     assert (ctx["document"], ctx["score"], ctx["iterations"]) == ("v2", 0.9, 1)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -17,7 +19,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from tests.support.api import Client, error_info
 from tests.support.deployment import definitions_dir
-from tests.support.server import ServerProcess, wait_until
+from tests.support.server import STATEWRIGHTD, ServerProcess, wait_until
 
 HEALTH_SERVICES = [
     "",
@@ -271,3 +273,21 @@ def test_every_rpc_in_flight_when_the_drain_starts_gets_its_real_answer(
         assert server.wait(30) == 0, server.log()
     unexpected = [c for c in codes if c not in (grpc.StatusCode.OK, grpc.StatusCode.UNAVAILABLE)]
     assert not unexpected, (unexpected, len(codes))
+
+
+def test_a_port_taken_by_another_program_is_one_clear_line(tmp_path: Path) -> None:
+    holder = socket.socket()  # no SO_REUSEPORT: the port is this test's alone
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        ended = subprocess.run(
+            [*STATEWRIGHTD, "serve", "--listen", f"127.0.0.1:{port}", "--database",
+             f"sqlite:///{tmp_path / 'statewright.db'}"],
+            capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+        )  # fmt: skip
+    finally:
+        holder.close()
+    assert ended.returncode == 2, ended.stderr
+    assert f"statewrightd cannot start: could not bind 127.0.0.1:{port}" in ended.stderr
+    assert "Traceback" not in ended.stderr

@@ -52,6 +52,15 @@ def test_bad_process_counts_are_refused(value: str) -> None:
         config_from(parse("--processes", value), env=PG)
 
 
+def test_the_dev_loop_takes_one_process() -> None:
+    # Every process would reload the directory and register edited versions on its own.
+    dev = ServerConfig(processes=1, dev_mode=True)
+    with pytest.raises(ConfigError, match="statewrightd dev runs one process"):
+        config_from(parse("--processes", "2"), env=PG, base=dev)
+    assert config_from(parse("--processes", "auto"), env=PG, base=dev).processes == 1
+    assert config_from(parse(), env={**PG, "STATEWRIGHT_PROCESSES": "1"}, base=dev).processes == 1
+
+
 def test_sqlite_takes_one_process() -> None:
     with pytest.raises(ConfigError, match="needs PostgreSQL"):
         config_from(parse("--processes", "2", "--database", "sqlite:///x.db"), env={})

@@ -44,6 +44,11 @@ def test_dev_help_shows_the_defaults_dev_uses(capsys: pytest.CaptureFixture[str]
     config = config_from(args, env={}, base=DEV_DEFAULTS)
     assert config.database_url == "sqlite:///statewright-dev.db"
     assert str(config.definitions_dir) == "examples/definitions"
+    # It watches the directory (and says so); serve does not.
+    assert "directory is watched" in " ".join(text.split())
+    assert (
+        config.dev_mode and not config_from(build_parser().parse_args(["serve"]), env={}).dev_mode
+    )
 
 
 def test_serve_help_shows_the_defaults_serve_uses(capsys: pytest.CaptureFixture[str]) -> None:

@@ -212,7 +212,7 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}, tasks?: FakeTaskServi
           Object.assign(wf, { state: "evaluating", status: WorkflowStatus.RUNNING, acceptedEvents: ["score"] });
           break;
         case "order-pricing":
-          Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
+          Object.assign(wf, { state: "shipped", status: WorkflowStatus.COMPLETED });
           break;
         case "order-fulfilment": {
           if (!tasks) throw statewrightError(Code.NotFound, "DEFINITION_NOT_FOUND", { definition: req.definition });
@@ -241,7 +241,9 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}, tasks?: FakeTaskServi
           expected_revision: String(req.expectedRevision),
         });
       }
-      Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
+      // A finished instance stays in the state it finished from, as the server's do.
+      const state = req.event === "reject" ? "rejected" : "send";
+      Object.assign(wf, { state, status: WorkflowStatus.COMPLETED });
       return { workflow: save(wf, req.event) };
     },
 
@@ -253,7 +255,7 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}, tasks?: FakeTaskServi
       } else if (wf.state === "evaluating" && req.event === "score") {
         const score = req.payload?.["score"];
         if (typeof score === "number" && score >= 0.8) {
-          Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
+          Object.assign(wf, { state: "accepted", status: WorkflowStatus.COMPLETED });
         } else {
           Object.assign(wf, { state: "improving", acceptedEvents: ["revised"] });
         }

@@ -14,8 +14,10 @@ from statewright.v1 import workflow_service_pb2 as pb
 from statewrightd import __version__
 from statewrightd.api.convert import timers_pb, transitions_pb
 from statewrightd.api.status import to_status_proto
-from statewrightd.application import Diagnostics
+from statewrightd.api.validation import workflow_name
+from statewrightd.application import Application, Diagnostics
 from statewrightd.engine.admission import AdmissionState
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.runtime import WorkflowInfo
 from statewrightd.engine.tasks import QueueView
 from statewrightd.engine.timers import TimerStats
@@ -122,16 +124,18 @@ def _timers(stats: TimerStats) -> diagnostics_pb2.TimerDiagnostics:
 
 
 def workflow_diagnostics_response(
-    name: str, info: WorkflowInfo, revision: int, timers: Sequence[TimerRecord]
+    name: str,
+    info: WorkflowInfo,
+    revision: int,
+    timers: Sequence[TimerRecord],
+    recent: Sequence[tuple[TransitionTaken, str]],
 ) -> pb.GetWorkflowDiagnosticsResponse:
     diagnostics = diagnostics_pb2.WorkflowDiagnostics(
         name=name,
         admission_state=_ADMISSION[info.admission],
         cached=info.cached,
         revision=revision,
-        recent_transitions=[
-            t for taken, actor in info.recent for t in transitions_pb([taken], actor)
-        ],
+        recent_transitions=[t for taken, actor in recent for t in transitions_pb([taken], actor)],
         timers=timers_pb(timers),
     )
     if info.recovery is not None:
@@ -146,3 +150,19 @@ def workflow_diagnostics_response(
             )
         )
     return pb.GetWorkflowDiagnosticsResponse(diagnostics=diagnostics)
+
+
+async def workflow_diagnostics(app: Application, name: str) -> pb.GetWorkflowDiagnosticsResponse:
+    """GetWorkflowDiagnostics of the instance named ``name`` (checked), for the gRPC API and
+    the console alike."""
+    workflow_id = workflow_name(name)
+    info = await app.workflow_info(workflow_id)
+    revision, timers, recent = info.revision, info.timers, info.recent
+    if not info.cached and info.admission is None:
+        found = await app.get(workflow_id)  # NOT_FOUND for unknown ids
+        revision, timers = found.record.revision, found.timers
+    if not recent:
+        # The server keeps no session of an instance it is not running (a finished one,
+        # one it never loaded): its last transitions are in its history.
+        recent = await app.recent_transitions(workflow_id, revision)
+    return workflow_diagnostics_response(name, info, revision, timers, recent)

@@ -11,7 +11,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 from statewrightd.api import requests, responses
 from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
-from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics_response
+from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, server_stream, unary
 from statewrightd.application import Application
@@ -91,13 +91,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def GetWorkflowDiagnostics(
         self, request: pb.GetWorkflowDiagnosticsRequest, context: Context
     ) -> pb.GetWorkflowDiagnosticsResponse:
-        workflow_id = v.workflow_name(request.name)
-        info = await self._app.workflow_info(workflow_id)
-        revision, timers = info.revision, info.timers
-        if not info.cached and info.admission is None:
-            found = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
-            revision, timers = found.record.revision, found.timers
-        return workflow_diagnostics_response(request.name, info, revision, timers)
+        return await workflow_diagnostics(self._app, request.name)
 
     @unary
     async def ListDefinitions(

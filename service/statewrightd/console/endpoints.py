@@ -35,7 +35,7 @@ from statewrightd import errors
 from statewrightd.api import caller, requests, responses
 from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
-from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics_response
+from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
 from statewrightd.api.servicer import _offset_token
 from statewrightd.api.status import error_json
@@ -306,13 +306,7 @@ class Endpoints:
         message = from_query(request, pb.GetWorkflowDiagnosticsRequest(), method)
         _named(message, "workflows/" + request.match_info["workflow_id"], method)
         async with self._admitted(request, method, message):
-            workflow_id = v.workflow_name(message.name)
-            info = await self._app.workflow_info(workflow_id)
-            revision, timers = info.revision, info.timers
-            if not info.cached and info.admission is None:
-                found = await self._app.get(workflow_id)  # NOT_FOUND for unknown ids
-                revision, timers = found.record.revision, found.timers
-            return answer(workflow_diagnostics_response(message.name, info, revision, timers))
+            return answer(await workflow_diagnostics(self._app, message.name))
 
     # -- streams ---------------------------------------------------------------------
 

@@ -173,7 +173,11 @@ class Environment:
     """Declarations shared by every expression of one definition."""
 
     def __init__(
-        self, fields: Mapping[str, tuple[FieldType, bool]], *, with_result: bool = False
+        self,
+        fields: Mapping[str, tuple[FieldType, bool]],
+        *,
+        with_result: bool = False,
+        open_context: bool = False,
     ) -> None:
         """``fields`` maps a context field name to (type, nullable).
 
@@ -181,14 +185,19 @@ class Environment:
         checker has no nullable primitives usable with plain values, and ``dyn`` keeps
         ``context.score != null && context.score > 0.5`` expressible. ``with_result``
         declares ``result``, a task's result, which only a task state's ``apply`` sees.
+        ``open_context`` declares ``context`` itself as a map of anything, for checking
+        the rest of a definition whose context declaration could not be read.
         """
         variables: dict[str, Any] = {}
         for name, (ftype, nullable) in fields.items():
             variables[f"context.{name}"] = _T.DYN if nullable else _FIELD_TYPES[ftype]
+        if open_context:
+            variables["context"] = _T.Map(_T.STRING, _T.DYN)
         variables.update(_EVENT_VARIABLES)
         variables.update(_WORKFLOW_VARIABLES)
         if with_result:
             variables["result"] = _T.Map(_T.STRING, _T.DYN)
+        self.names: tuple[str, ...] = tuple(variables)
         self._env = _cel.NewEnv(variables=variables)
         self._patterns = {
             key: re.compile(r"\b" + r"\s*\.\s*".join(map(re.escape, key.split("."))) + r"\b")

@@ -48,8 +48,7 @@ def validate_command(
             continue
         definition, problems = validate_source(source, str(file))
         for problem in problems:
-            where = problem.path or "<document>"
-            print(f"{file}: {problem.severity}: {where}: {problem.message}", file=err)
+            print(problem.render(str(file)), file=err)
             if problem.severity == "error":
                 errors += 1
             else:
@@ -84,7 +83,7 @@ def graph_command(file: str, fmt: str, *, out: TextIO | None = None) -> int:
     definition, problems = validate_source(source, file)
     if definition is None:
         for problem in problems:
-            print(f"{file}: {problem}", file=sys.stderr)
+            print(problem.render(file), file=sys.stderr)
         return 1
     out.write(to_dot(definition) if fmt == "dot" else to_mermaid(definition))
     return 0

@@ -38,7 +38,7 @@ from statewrightd.definitions.model import (
     Transition,
 )
 from statewrightd.definitions.parsing import parse_document
-from statewrightd.definitions.problems import DefinitionInvalid, Problem
+from statewrightd.definitions.problems import DefinitionInvalid, Problem, closest, did_you_mean
 from statewrightd.definitions.values import (
     FieldType,
     JSONValue,
@@ -62,6 +62,7 @@ _TASK_KEYS = {"queue", "input", "apply", "timeouts", "retry"}
 _TIMEOUT_KEYS = {"start_to_close", "heartbeat", "schedule_to_close"}
 _RETRY_KEYS = {"max_attempts", "initial_interval", "backoff", "max_interval", "non_retryable"}
 _TRANSITION_KEYS = {"from", "to", "on", "after", "after_expr", "guard", "set", "description"}
+_REQUIRED_TOP = ("name", "version", "states")
 
 _NOT_JSON = {"bytes", "timestamp", "duration", "other"}
 
@@ -100,6 +101,33 @@ def validate_source(
     return definition, builder.problems
 
 
+_UNDECLARED = re.compile(r"undeclared reference to '([A-Za-z_][A-Za-z0-9_.]*)'")
+
+
+def _reference_hints(message: str, names: tuple[str, ...]) -> str:
+    """A "did you mean" for each undeclared name in a CEL error that looks like one."""
+    pairs = [
+        (name, match)
+        for name in dict.fromkeys(_UNDECLARED.findall(message))
+        if (match := closest(name, names)) is not None
+    ]
+    if len(pairs) == 1:
+        return f"; did you mean {pairs[0][1]!r}?"
+    return "".join(f"; did you mean {match!r} for {name!r}?" for name, match in pairs)
+
+
+_YAML_VERSION = re.compile(r"^(version[ \t]*:[ \t]*)\d+(?=[ \t]*(?:#.*)?$)", re.M)
+_JSON_VERSION = re.compile(r'("version"\s*:\s*)\d+(?![\d.eE])')
+
+
+def with_version(source: str, version: int) -> str | None:
+    """The source with its top-level ``version`` rewritten, or None when it cannot be found
+    for certain (exactly one ``version: N`` line, or one ``"version": N`` in JSON)."""
+    pattern = _JSON_VERSION if source.lstrip().startswith("{") else _YAML_VERSION
+    rewritten, count = pattern.subn(lambda m: f"{m.group(1)}{version}", source)
+    return rewritten if count == 1 else None
+
+
 def _describe(value: object) -> str:
     if value is None:
         return "nothing"
@@ -113,6 +141,43 @@ class _Builder:
         self.text = text
         self.problems = problems
         self.timed: dict[str, tuple[Transition, ...]] = {}
+        # One mistake, one problem: what an earlier problem makes unknowable is not judged
+        # again. Paths of known keys that a reported unknown key looks like a misspelling
+        # of (a missing `to` next to `ot` is the same mistake), and top-level keys written
+        # twice (what the first one held is lost):
+        self.misspelt: set[str] = {p.path for p in problems if p.path in _TOP_KEYS}
+        # Fields and states declared with a problem: references to them are not errors.
+        self.broken_fields: set[str] = set()
+        self.refused_states: set[str] = set()
+        # States whose kind is unsure (a refused key, task or wait), and those with a
+        # refused transition: either way, their way out cannot be judged.
+        self.unsure_states: set[str] = set()
+        self.unsure_exits: set[str] = set()
+        # The endpoints of refused transitions (None: not known), for reachability.
+        self.refused_edges: list[tuple[str | None, str | None]] = []
+        self.graph_unknown = False  # `states` or `transitions` itself is unusable
+        self.sources_unknown = False  # a refused transition from no known state
+
+    def unknown_keys(self, spec: Mapping[Any, Any], allowed: set[str], path: str) -> bool:
+        """Report each key not in ``allowed``, with the key it looks like; True if any."""
+        found = False
+        for key in spec:
+            if key in allowed:
+                continue
+            found = True
+            # A key that is there already is not the one this was meant to be.
+            absent = sorted(k for k in allowed if k not in spec)
+            match = closest(str(key), absent)
+            if match is not None:
+                self.misspelt.add(f"{path}.{match}" if path else match)
+            where = f"{path}.{key}" if path else str(key)
+            self.error(where, f"unknown key {key!r}{did_you_mean(str(key), absent)}")
+        return found
+
+    def required(self, path: str) -> None:
+        if path not in self.misspelt:
+            key = path.rpartition(".")[2]
+            self.error(path, f"{key} is required")
 
     def error(self, path: str, message: str) -> None:
         self.problems.append(Problem(path, message, "error"))
@@ -126,13 +191,13 @@ class _Builder:
         if not isinstance(doc, dict):
             self.error("", f"a definition must be a map, not {_describe(doc)}")
             return None
-        for key in doc:
-            if key not in _TOP_KEYS:
-                self.error(str(key), f"unknown key {key!r}")
+        self.unknown_keys(doc, _TOP_KEYS, "")
+        if "states" in self.misspelt or "transitions" in self.misspelt:
+            self.graph_unknown = True
 
         name = doc.get("name")
         if name is None:
-            self.error("name", "name is required")
+            self.required("name")
         elif not isinstance(name, str) or not DEFINITION_NAME.match(name):
             self.error("name", "name must match [a-z][a-z0-9-]{0,62}")
         version = self.positive_int(doc, "version", required=True)
@@ -146,11 +211,16 @@ class _Builder:
             self.error("recursion_limit", f"recursion_limit must be at most {MAX_RECURSION_LIMIT}")
 
         fields = self.context_fields(doc.get("context"))
+        # An unusable `context` leaves every field unknown: expressions may then read any.
+        open_context = "context" in self.misspelt or (
+            doc.get("context") is not None and not isinstance(doc.get("context"), dict)
+        )
+        self.open_context = open_context
         declared = {f.name: (f.type, f.nullable) for f in fields.values()}
-        env = Environment(declared)
+        env = Environment(declared, open_context=open_context)
         self.env = env
         # A task state's `apply` also sees `result`; nothing else may.
-        self.task_env = Environment(declared, with_result=True)
+        self.task_env = Environment(declared, with_result=True, open_context=open_context)
         self.fields = fields
 
         raw_states = doc.get("states")
@@ -158,8 +228,11 @@ class _Builder:
         initial = doc.get("initial")
         if initial is None:
             initial = state_names[0] if state_names else ""
-        elif not isinstance(initial, str) or initial not in state_names:
-            self.error("initial", f"initial state {initial!r} is not a declared state")
+        elif (not isinstance(initial, str) or initial not in state_names) and not (
+            initial in self.refused_states or self.graph_unknown
+        ):
+            hint = did_you_mean(initial, state_names)
+            self.error("initial", f"initial state {initial!r} is not a declared state{hint}")
         states = self.states(raw_states, state_names)
         transitions = self.transitions(doc.get("transitions"), set(state_names))
 
@@ -193,7 +266,7 @@ class _Builder:
         value = doc.get(key)
         if value is None:
             if required:
-                self.error(key, f"{key} is required")
+                self.required(key)
             return None
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             self.error(key, f"{key} must be a positive integer")
@@ -213,38 +286,51 @@ class _Builder:
             path = f"context.{name}"
             if not isinstance(name, str) or not FIELD_RE.match(name):
                 self.error(path, "a field name must match [a-z_][a-z0-9_]{0,62}")
+                self.broken_fields.add(str(name))
                 continue
             if name in RESERVED_WORDS:
                 self.error(path, f"{name!r} is a reserved word in CEL and cannot be a field name")
+                self.broken_fields.add(name)
                 continue
             field = self.context_field(name, spec, path)
-            if field is not None:
-                fields[name] = field
+            if field is None:
+                # Still declared, as `any`: what reads or sets it is judged as far as it
+                # can be, without a second report of the declaration's own mistake.
+                self.broken_fields.add(name)
+                field = ContextField(name, FieldType.ANY, Reducer.REPLACE, None, True)
+            fields[name] = field
         return fields
 
     def context_field(self, name: str, spec: object, path: str) -> ContextField | None:
+        """The field, or None when its declaration has an error (reported here)."""
         if not isinstance(spec, dict):
             self.error(path, f"a field must be a map with at least `type`, not {_describe(spec)}")
             return None
-        for key in spec:
-            if key not in _FIELD_KEYS:
-                self.error(f"{path}.{key}", f"unknown key {key!r}")
+        broken = self.unknown_keys(spec, _FIELD_KEYS, path)
+        if "type" not in spec:
+            if f"{path}.type" not in self.misspelt:
+                self.error(f"{path}.type", "type is required")
+            return None
+        types = [t.value for t in FieldType]
         try:
             ftype = FieldType(str(spec.get("type")))
         except ValueError:
-            choices = " ".join(t.value for t in FieldType)
-            self.error(f"{path}.type", f"type must be one of: {choices}")
+            hint = did_you_mean(spec.get("type"), types)
+            self.error(f"{path}.type", f"type must be one of: {' '.join(types)}{hint}")
             return None
+        reducers = [r.value for r in Reducer]
         try:
             reducer = Reducer(str(spec.get("reducer", "replace")))
         except ValueError:
-            choices = " ".join(r.value for r in Reducer)
-            self.error(f"{path}.reducer", f"reducer must be one of: {choices}")
+            hint = did_you_mean(spec.get("reducer"), reducers)
+            self.error(f"{path}.reducer", f"reducer must be one of: {' '.join(reducers)}{hint}")
             return None
         if reducer is Reducer.APPEND and ftype not in (FieldType.LIST, FieldType.ANY):
             self.error(f"{path}.reducer", f"the append reducer needs a list field, not {ftype}")
+            broken = True
         if reducer is Reducer.MERGE and ftype not in (FieldType.MAP, FieldType.ANY):
             self.error(f"{path}.reducer", f"the merge reducer needs a map field, not {ftype}")
+            broken = True
         nullable = "default" not in spec or spec["default"] is None
         default: JSONValue = None
         if not nullable:
@@ -252,23 +338,29 @@ class _Builder:
                 default = conform(spec["default"], ftype, nullable=False)
             except ValueTypeError as exc:
                 self.error(f"{path}.default", f"default does not fit the field: {exc}")
+        if broken:
+            return None
         return ContextField(name, ftype, reducer, freeze(default), nullable)
 
     # -- states -------------------------------------------------------------------
 
     def state_names(self, raw: object) -> list[str]:
         if raw is None or raw == {}:
-            self.error("states", "a definition needs at least one state")
+            if "states" not in self.misspelt:
+                self.error("states", "a definition needs at least one state")
             return []
         if not isinstance(raw, dict):
             self.error("states", f"states must be an ordered map, not {_describe(raw)}")
+            self.graph_unknown = True
             return []
         names = []
         for name in raw:
             if not isinstance(name, str) or name.startswith("__"):
                 self.error(f"states.{name}", f"{name!r} is reserved (names starting with __)")
+                self.refused_states.add(str(name))
             elif not STATE_RE.match(name):
                 self.error(f"states.{name}", "a state name must match [A-Za-z][A-Za-z0-9_-]{0,62}")
+                self.refused_states.add(name)
             else:
                 names.append(name)
         return names
@@ -284,19 +376,23 @@ class _Builder:
                 spec = {}
             if not isinstance(spec, dict):
                 self.error(path, f"a state must be a map (or empty), not {_describe(spec)}")
+                self.unsure_states.add(name)
                 continue
-            for key in spec:
-                if key not in _STATE_KEYS:
-                    self.error(f"{path}.{key}", f"unknown key {key!r}")
+            if self.unknown_keys(spec, _STATE_KEYS, path):
+                self.unsure_states.add(name)
             wait = spec.get("wait", False)
             if not isinstance(wait, bool):
                 self.error(f"{path}.wait", "wait must be true or false")
+                self.unsure_states.add(name)
                 wait = False
             task = None
             if "task" in spec:
                 task = self.task(spec["task"], f"{path}.task")
+                if task is None:
+                    self.unsure_states.add(name)
                 if wait:
                     self.error(f"{path}.wait", "a task state cannot also be a wait state")
+                    self.unsure_states.add(name)
             description = spec.get("description") or ""
             states[name] = State(
                 name=name,
@@ -312,12 +408,10 @@ class _Builder:
         if not isinstance(raw, dict):
             self.error(path, f"task must be a map with at least `queue`, not {_describe(raw)}")
             return None
-        for key in raw:
-            if key not in _TASK_KEYS:
-                self.error(f"{path}.{key}", f"unknown key {key!r}")
+        broken = self.unknown_keys(raw, _TASK_KEYS, path)
         queue = raw.get("queue")
         if queue is None:
-            self.error(f"{path}.queue", "queue is required")
+            self.required(f"{path}.queue")
         elif not isinstance(queue, str) or not QUEUE_NAME.match(queue):
             self.error(f"{path}.queue", "a queue name must match [a-z][a-z0-9-.]{0,62}")
             queue = None
@@ -335,7 +429,7 @@ class _Builder:
             apply = self.set_action(raw["apply"], f"{path}.apply", env=self.task_env)
         timeouts = self.task_timeouts(raw.get("timeouts"), f"{path}.timeouts")
         retry = self.retry_policy(raw.get("retry"), f"{path}.retry")
-        if queue is None or timeouts is None or retry is None:
+        if broken or queue is None or timeouts is None or retry is None:
             return None
         return TaskSpec(queue, task_input, apply, *timeouts, retry=retry)
 
@@ -345,12 +439,10 @@ class _Builder:
         if not isinstance(raw, dict):
             self.error(path, f"timeouts must be a map, not {_describe(raw)}")
             return None
-        ok = True
+        ok = not self.unknown_keys(raw, _TIMEOUT_KEYS, path)
         values: dict[str, float] = {}
         for key, value in raw.items():
             if key not in _TIMEOUT_KEYS:
-                self.error(f"{path}.{key}", f"unknown key {key!r}")
-                ok = False
                 continue
             seconds = self.positive_duration(value, f"{path}.{key}")
             if seconds is None:
@@ -371,11 +463,7 @@ class _Builder:
         if not isinstance(raw, dict):
             self.error(path, f"retry must be a map, not {_describe(raw)}")
             return None
-        ok = True
-        for key in raw:
-            if key not in _RETRY_KEYS:
-                self.error(f"{path}.{key}", f"unknown key {key!r}")
-                ok = False
+        ok = not self.unknown_keys(raw, _RETRY_KEYS, path)
         attempts = raw.get("max_attempts", 3)
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 1:
             self.error(f"{path}.max_attempts", "max_attempts must be a positive integer")
@@ -444,10 +532,13 @@ class _Builder:
             expr_path = f"{path}.{field_name}"
             field = self.fields.get(field_name) if isinstance(field_name, str) else None
             if field is None:
-                self.error(expr_path, f"set on undeclared context field {field_name!r}")
+                if not self.open_context and field_name not in self.broken_fields:
+                    hint = did_you_mean(field_name, self.fields)
+                    self.error(expr_path, f"set on undeclared context field {field_name!r}{hint}")
+                self.compile(expr, expr_path, env=env)
                 continue
             compiled = self.compile(expr, expr_path, env=env)
-            if compiled is None:
+            if compiled is None or field_name in self.broken_fields:
                 continue
             mismatch = _set_type_problem(field, compiled.result_type)
             if mismatch:
@@ -466,10 +557,11 @@ class _Builder:
         if not isinstance(raw, str) or not raw.strip():
             self.error(path, "expected a CEL expression (a non-empty string)")
             return None
+        env = env or self.env
         try:
-            return (env or self.env).compile(raw)
+            return env.compile(raw)
         except CelCompileError as exc:
-            self.error(path, f"invalid CEL: {exc}")
+            self.error(path, f"invalid CEL: {exc}{_reference_hints(str(exc), env.names)}")
             return None
 
     # -- transitions --------------------------------------------------------------
@@ -479,76 +571,104 @@ class _Builder:
             return []
         if not isinstance(raw, list):
             self.error("transitions", f"transitions must be a list, not {_describe(raw)}")
+            self.graph_unknown = True
             return []
         out = []
         for i, spec in enumerate(raw):
             path = f"transitions[{i}]"
             if not isinstance(spec, dict):
                 self.error(path, f"a transition must be a map, not {_describe(spec)}")
+                self.refused_edges.append((None, None))
+                self.sources_unknown = True
                 continue
-            ok = True
-            for key in spec:
-                if key not in _TRANSITION_KEYS:
-                    self.error(f"{path}.{key}", f"unknown key {key!r}")
-            source, target = spec.get("from"), spec.get("to")
+            transition = self.transition(i, spec, path, states)
+            if transition is not None:
+                out.append(transition)
+                continue
+            # Refused: its endpoints, as far as they are known, still count for the checks
+            # of the whole graph, so that one mistake in it is not reported again there.
+            source = self.endpoint(spec.get("from"), states)
+            target = self.endpoint(spec.get("to"), states | {FINISH})
+            self.refused_edges.append((source, target))
             if source is None:
-                self.error(f"{path}.from", "from is required")
-                ok = False
-            elif source not in states:
-                hint = " (__finish__ can only be a target)" if source == FINISH else ""
-                self.error(f"{path}.from", f"unknown state {source!r}{hint}")
-                ok = False
-            if target is None:
-                self.error(f"{path}.to", "to is required")
-                ok = False
-            elif target != FINISH and target not in states:
-                self.error(f"{path}.to", f"unknown state {target!r}")
-                ok = False
-            event = spec.get("on")
-            if event is not None:
-                if not isinstance(event, str) or not EVENT_RE.match(event):
-                    self.error(
-                        f"{path}.on", "an event name must match [A-Za-z][A-Za-z0-9_.-]{0,62}"
-                    )
-                    ok = False
-                elif event == RESUME_ALIAS:
-                    self.error(
-                        f"{path}.on",
-                        "'resume' is reserved: it means the first event of a wait state",
-                    )
-                    ok = False
-                elif event == TASK_COMPLETED:
-                    self.error(
-                        f"{path}.on",
-                        f"{TASK_COMPLETED!r} is reserved: a task's result fires its state's "
-                        "automatic transitions, which need no event",
-                    )
-                    ok = False
-            after = self.delay(spec, path)
-            if after is False:
-                ok = False
-            elif after is not None and event is not None:
-                key = "after" if "after" in spec else "after_expr"
-                self.error(f"{path}.{key}", f"a transition has either 'on' or '{key}', not both")
-                ok = False
-            guard = None
-            if "guard" in spec:
-                guard = self.compile(spec["guard"], f"{path}.guard")
-                if guard is not None and guard.result_type.kind not in ("bool", "dyn"):
-                    self.error(
-                        f"{path}.guard",
-                        f"a guard must be bool, but this one is {guard.result_type.kind}",
-                    )
-                    ok = False
-                ok = ok and guard is not None
-            action = None
-            if "set" in spec:
-                action = self.set_action(spec["set"], f"{path}.set")
-                ok = ok and action is not None
-            if ok:
-                delay = after if isinstance(after, Delay) else None
-                out.append(Transition(i, str(source), str(target), event, guard, action, delay))
+                self.sources_unknown = True
+            else:
+                self.unsure_exits.add(source)
         return out
+
+    def endpoint(self, name: object, names: set[str]) -> str | None:
+        """The state a transition's ``from`` or ``to`` names or most likely means."""
+        if not isinstance(name, str):
+            return None
+        if name in names or name in self.refused_states:
+            return name
+        return closest(name, sorted(names))
+
+    def transition(
+        self, i: int, spec: Mapping[str, Any], path: str, states: set[str]
+    ) -> Transition | None:
+        ok = not self.unknown_keys(spec, _TRANSITION_KEYS, path)
+        source, target = spec.get("from"), spec.get("to")
+        if source is None:
+            self.required(f"{path}.from")
+            ok = False
+        elif source not in states:
+            if source not in self.refused_states and not self.graph_unknown:
+                hint = " (__finish__ can only be a target)" if source == FINISH else ""
+                hint = hint or did_you_mean(source, sorted(states))
+                self.error(f"{path}.from", f"unknown state {source!r}{hint}")
+            ok = False
+        if target is None:
+            self.required(f"{path}.to")
+            ok = False
+        elif target != FINISH and target not in states:
+            if target not in self.refused_states and not self.graph_unknown:
+                hint = did_you_mean(target, [*sorted(states), FINISH])
+                self.error(f"{path}.to", f"unknown state {target!r}{hint}")
+            ok = False
+        event = spec.get("on")
+        if event is not None:
+            if not isinstance(event, str) or not EVENT_RE.match(event):
+                self.error(f"{path}.on", "an event name must match [A-Za-z][A-Za-z0-9_.-]{0,62}")
+                ok = False
+            elif event == RESUME_ALIAS:
+                self.error(
+                    f"{path}.on",
+                    "'resume' is reserved: it means the first event of a wait state",
+                )
+                ok = False
+            elif event == TASK_COMPLETED:
+                self.error(
+                    f"{path}.on",
+                    f"{TASK_COMPLETED!r} is reserved: a task's result fires its state's "
+                    "automatic transitions, which need no event",
+                )
+                ok = False
+        after = self.delay(spec, path)
+        if after is False:
+            ok = False
+        elif after is not None and event is not None:
+            key = "after" if "after" in spec else "after_expr"
+            self.error(f"{path}.{key}", f"a transition has either 'on' or '{key}', not both")
+            ok = False
+        guard = None
+        if "guard" in spec:
+            guard = self.compile(spec["guard"], f"{path}.guard")
+            if guard is not None and guard.result_type.kind not in ("bool", "dyn"):
+                self.error(
+                    f"{path}.guard",
+                    f"a guard must be bool, but this one is {guard.result_type.kind}",
+                )
+                ok = False
+            ok = ok and guard is not None
+        action = None
+        if "set" in spec:
+            action = self.set_action(spec["set"], f"{path}.set")
+            ok = ok and action is not None
+        if not ok:
+            return None
+        delay = after if isinstance(after, Delay) else None
+        return Transition(i, str(source), str(target), event, guard, action, delay)
 
     def delay(self, spec: Mapping[str, Any], path: str) -> Delay | bool | None:
         """A timer transition's delay; None for none, False when it is invalid."""
@@ -607,24 +727,31 @@ class _Builder:
                 events[t.event] = None
         kinds: dict[str, StateKind] = {}
         for name, state in states.items():
+            # Whether its way out can be judged: nothing about the state or a transition
+            # from it was refused (that problem is the one to fix first).
+            sure = name not in self.unsure_states and name not in self.unsure_exits
+            sure = sure and not (self.sources_unknown or self.graph_unknown)
             if state.task is not None:
                 kinds[name] = StateKind.TASK
                 exits = name in automatic or name in by_event or name in timed
-                if not exits:
+                if not exits and sure:
                     self.warning(
                         f"states.{name}.task",
                         f"task state {name!r} has no way out: no automatic transition, no "
                         f"{TASK_FAILED} handler and no event transition",
                     )
+                if sure:
+                    self.no_fallback(name, automatic.get(name, []), "after its task's result")
                 continue
-            for t in by_event.get(name, {}).get(TASK_FAILED, []):
-                self.error(
-                    f"{t.path}.on",
-                    f"{TASK_FAILED} only fires from a task state, and {name!r} is not one",
-                )
+            if name not in self.unsure_states:
+                for t in by_event.get(name, {}).get(TASK_FAILED, []):
+                    self.error(
+                        f"{t.path}.on",
+                        f"{TASK_FAILED} only fires from a task state, and {name!r} is not one",
+                    )
             if state.wait:
                 kinds[name] = StateKind.WAIT
-                if name not in by_event and name not in timed:
+                if name not in by_event and name not in timed and sure:
                     self.error(
                         f"states.{name}.wait",
                         "a wait state needs an outgoing event or timer transition, or it can "
@@ -637,6 +764,8 @@ class _Builder:
                     )
             elif name in automatic:
                 kinds[name] = StateKind.AUTOMATIC
+                if sure:
+                    self.no_fallback(name, automatic[name], "on entering it")
                 for group in by_event.get(name, {}).values():
                     for u in group:
                         self.warning(
@@ -674,6 +803,18 @@ class _Builder:
             tuple(events),
         )
 
+    def no_fallback(self, name: str, group: list[Transition], when: str) -> None:
+        """Automatic transitions that are all guarded can all be false: the step then fails
+        the instance (NO_TRANSITION_MATCHED) instead of leaving the state."""
+        if not group or any(t.guard is None or t.guard.source.strip() == "true" for t in group):
+            return
+        self.warning(
+            f"states.{name}",
+            f"every automatic transition from {name!r} has a guard: when none is true "
+            f"{when}, the instance fails with NO_TRANSITION_MATCHED; end with one that has "
+            "no guard",
+        )
+
     def duplicate_timers(self, timed: dict[str, list[Transition]]) -> None:
         """A second unguarded timer with the same delay from one state never fires first."""
         for name, group in timed.items():
@@ -693,16 +834,21 @@ class _Builder:
     def reachability(
         self, states: dict[str, State], transitions: list[Transition], initial: str
     ) -> None:
-        if initial not in states:
+        if initial not in states or "initial" in self.misspelt or self.graph_unknown:
             return
+        edges = [(t.source, t.target) for t in transitions]
+        for source, target in self.refused_edges:
+            if source is None or target is None:
+                return  # a transition whose ends are unknown could reach any state
+            edges.append((source, target))
         seen = {initial}
         frontier = [initial]
         while frontier:
             current = frontier.pop()
-            for t in transitions:
-                if t.source == current and t.target not in seen and t.target != FINISH:
-                    seen.add(t.target)
-                    frontier.append(t.target)
+            for source, target in edges:
+                if source == current and target not in seen and target != FINISH:
+                    seen.add(target)
+                    frontier.append(target)
         for name in states:
             if name not in seen:
                 self.warning(f"states.{name}", f"state {name!r} is unreachable from {initial!r}")

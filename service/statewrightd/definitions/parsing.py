@@ -19,7 +19,7 @@ from statewrightd.definitions.problems import Problem
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader with YAML 1.2-style booleans and duplicate-key tracking."""
 
-    duplicates: list[tuple[str, int]]
+    duplicates: list[tuple[str, yaml.Mark]]
 
 
 _StrictLoader.yaml_implicit_resolvers = {
@@ -39,7 +39,7 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in result:
-            loader.duplicates.append((str(key), key_node.start_mark.line + 1))
+            loader.duplicates.append((str(key), key_node.start_mark))
         result[key] = loader.construct_object(value_node, deep=True)
     return result
 
@@ -55,15 +55,63 @@ def parse_document(text: str) -> tuple[object, list[Problem]]:
     loader.duplicates = []
     try:
         document = loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        return None, [_yaml_problem(text, exc)]
     except yaml.YAMLError as exc:
         return None, [Problem("", f"not valid YAML: {_one_line(str(exc))}")]
     finally:
         loader.dispose()
+    # A top-level key (at column 0 in block style) is addressed by its name: what it held
+    # first is lost, and the checks that depend on it need to know.
     problems = [
-        Problem("", f"key {key!r} is repeated (line {line}); every key must be unique")
-        for key, line in loader.duplicates
+        Problem(
+            key if mark.column == 0 else "",
+            f"key {key!r} is repeated; every key must be unique",
+            line=mark.line + 1,
+            column=mark.column + 1,
+        )
+        for key, mark in loader.duplicates
     ]
     return document, problems
+
+
+def _yaml_problem(text: str, exc: yaml.MarkedYAMLError) -> Problem:
+    """The error at the line and column an editor can jump to, with that line.
+
+    PyYAML places an unclosed bracket or quote at the end of the text, past the last line:
+    the place where the unfinished construct opened is the one worth showing then.
+    """
+    lines = text.splitlines()
+
+    def shown(mark: yaml.Mark | None) -> bool:
+        return mark is not None and mark.line < len(lines) and bool(lines[mark.line].strip())
+
+    mark, context_mark = exc.problem_mark, exc.context_mark
+    what = exc.problem or _one_line(str(exc))
+    if exc.context and shown(context_mark) and not shown(mark):
+        mark = context_mark
+        what += f" ({exc.context})"
+    elif exc.context and context_mark is not None and shown(context_mark):
+        what += f" ({exc.context} that starts at line {context_mark.line + 1})"
+    elif exc.context:
+        what += f" ({exc.context})"
+    if mark is None:
+        return Problem("", f"not valid YAML: {what}")
+    line, column = mark.line, mark.column
+    if not shown(mark):
+        # At the end of the text: the end of its last line is where something is missing.
+        before = [i for i in range(min(line, len(lines) - 1), -1, -1) if lines[i].strip()]
+        if before:
+            line = before[0]
+            column = len(lines[line])
+    excerpt = lines[line] if line < len(lines) else ""
+    return Problem(
+        "",
+        f"not valid YAML: {what}",
+        line=line + 1,
+        column=column + 1,
+        excerpt=excerpt,
+    )
 
 
 def _parse_json(text: str) -> tuple[object, list[Problem]]:
@@ -80,7 +128,17 @@ def _parse_json(text: str) -> tuple[object, list[Problem]]:
     try:
         return json.loads(text, object_pairs_hook=pairs), problems
     except json.JSONDecodeError as exc:
-        return None, [Problem("", f"not valid JSON: {exc}")]
+        lines = text.splitlines()
+        excerpt = lines[exc.lineno - 1] if exc.lineno - 1 < len(lines) else ""
+        return None, [
+            Problem(
+                "",
+                f"not valid JSON: {exc.msg}",
+                line=exc.lineno,
+                column=exc.colno,
+                excerpt=excerpt,
+            )
+        ]
 
 
 def _one_line(message: str) -> str:

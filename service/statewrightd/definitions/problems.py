@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -12,15 +14,71 @@ Severity = Literal["error", "warning"]
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One finding, addressed by a path into the document (``transitions[2].guard``)."""
+    """One finding, addressed by a path into the document (``transitions[2].guard``).
+
+    ``line`` and ``column`` (1-based) say where in the text it is, when the problem is
+    about the text itself (syntax, a repeated key); ``excerpt`` is then the offending line.
+    """
 
     path: str
     message: str
     severity: Severity = "error"
+    line: int | None = None
+    column: int | None = None
+    excerpt: str = ""
 
     def __str__(self) -> str:
         where = self.path or "<document>"
         return f"{self.severity}: {where}: {self.message}"
+
+    def render(self, source_name: str) -> str:
+        """As ``statewrightd validate`` prints it: ``FILE[:LINE:COLUMN]: severity: ...``,
+        then the offending line with a caret under the column, when there is one."""
+        where = source_name
+        if self.line is not None:
+            where += f":{self.line}:{self.column or 1}"
+        text = f"{where}: {self}"
+        if self.excerpt:
+            caret = " " * max(0, (self.column or 1) - 1) + "^"
+            text += f"\n    {self.excerpt}\n    {caret}"
+        return text
+
+
+def _typos(a: str, b: str) -> int:
+    """Edits between two words, a swap of neighbours counting as one (the usual typos)."""
+    previous: list[int] = []
+    row = list(range(len(b) + 1))
+    for i, ca in enumerate(a, 1):
+        before, previous, row = previous, row, [i] + [0] * len(b)
+        for j, cb in enumerate(b, 1):
+            row[j] = min(previous[j] + 1, row[j - 1] + 1, previous[j - 1] + (ca != cb))
+            if i > 1 and j > 1 and ca == b[j - 2] and a[i - 2] == cb:
+                row[j] = min(row[j], before[j - 2] + 1)
+    return row[len(b)]
+
+
+def closest(word: object, choices: Iterable[str]) -> str | None:
+    """The choice ``word`` was most likely meant to be, if one is close enough: a
+    difference of case, a typo or two (one in a short word), or else a close likeness."""
+    if not isinstance(word, str) or not word:
+        return None
+    options = sorted({c for c in choices if c != word})
+    by_fold = {c.casefold(): c for c in options}
+    if word.casefold() in by_fold:
+        return by_fold[word.casefold()]
+    allowed = 1 if len(word) <= 4 else 2
+    # Among equally near ones, the one with the same letters (a swap) is likelier.
+    near = sorted((_typos(word, c), sorted(c) != sorted(word), c) for c in options)
+    if near and near[0][0] <= allowed:
+        return near[0][2]
+    found = difflib.get_close_matches(word, options, n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
+    """``"; did you mean 'X'?"`` to end a message with, or nothing."""
+    match = closest(word, choices)
+    return f"; did you mean {match!r}?" if match else ""
 
 
 class DefinitionInvalid(InvalidArgument):

@@ -4,10 +4,16 @@ Every (name, version) ever recorded stays runnable, so instances parked on an ol
 resume after a deploy that ships only the new one. Versions recorded by another replica
 are fetched from the store on first use. Definitions are immutable, so readers on any
 thread may use what ``get`` returns; only insertion takes the lock.
+
+``statewrightd serve`` takes versions as the files declare them: new content under a
+recorded (name, version) is refused. ``statewrightd dev`` instead records a changed file
+as the next version of its name (``dev=True``), so that an edit can be tried at once;
+instances already running stay on the version they started on either way.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import threading
 import time
@@ -15,8 +21,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from statewrightd.definitions.loader import load_definition
+from statewrightd.definitions.loader import load_definition, validate_source, with_version
 from statewrightd.definitions.model import Definition
+from statewrightd.definitions.problems import Problem
 from statewrightd.errors import InvalidArgument, NotFound, RecordExists, RecordNotFound
 from statewrightd.store.records import DefinitionRecord
 from statewrightd.store.repository import Repository
@@ -55,6 +62,107 @@ def _conflict(
     )
 
 
+@dataclass(frozen=True, slots=True)
+class FileReport:
+    """One definition file as read: its definition (None when it has an error) and every
+    problem found in it."""
+
+    path: Path
+    digest: str  # of the file's bytes: whether it changed since it was last read
+    definition: Definition | None
+    problems: tuple[Problem, ...]
+
+    def lines(self, severity: str | None = None) -> list[str]:
+        """Every problem (of ``severity``) as ``statewrightd validate`` prints it."""
+        return [
+            problem.render(str(self.path))
+            for problem in self.problems
+            if severity is None or problem.severity == severity
+        ]
+
+    @property
+    def errors(self) -> int:
+        return sum(1 for p in self.problems if p.severity == "error")
+
+
+def definition_files(directory: Path) -> list[Path]:
+    return sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES and p.is_file())
+
+
+def read_file(path: Path) -> FileReport:
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        problem = Problem("", f"cannot read: {exc.strerror}")
+        return FileReport(path, "", None, (problem,))
+    definition, problems = validate_source(data, str(path))
+    return FileReport(path, hashlib.sha256(data).hexdigest(), definition, tuple(problems))
+
+
+def _read_directory(
+    directory: Path,
+) -> tuple[list[FileReport], list[str], dict[tuple[str, int], FileReport]]:
+    """Every file of the directory as read; the error lines of them all (one per error),
+    with one for each (name, version) given two contents; the first report of each
+    (name, version) that compiled."""
+    reports = [read_file(path) for path in definition_files(directory)]
+    lines = [line for r in reports for line in r.lines("error")]
+    seen: dict[tuple[str, int], FileReport] = {}
+    for report in reports:
+        if report.definition is None:
+            continue
+        first = seen.setdefault(report.definition.key, report)
+        if first is not report and _digest(first) != _digest(report):
+            conflict = _conflict(report.definition, str(first.path), str(report.path))
+            lines.append(f"{report.path}: error: {conflict}")
+    return reports, lines, seen
+
+
+def check_directory(directory: Path) -> None:
+    """Refuse a directory whose files have errors, as a server's start would, without a
+    store: a supervisor checks once, so that its server processes do not each report the
+    same problems (the store's own checks stay theirs)."""
+    reports, lines, _ = _read_directory(directory)
+    if lines:
+        warnings = [line for r in reports for line in r.lines("warning")]
+        raise DefinitionsRefused(directory, lines, len(lines), warnings)
+
+
+class DefinitionsRefused(Exception):
+    """A definitions directory the server cannot start with. ``lines`` holds every error
+    of every file (and every version conflict), ``warnings`` every warning, as
+    ``statewrightd validate`` prints them."""
+
+    def __init__(self, directory: Path, lines: list[str], errors: int, warnings: list[str]) -> None:
+        super().__init__(f"{errors} error(s) in the definitions in {directory}")
+        self.lines = lines
+        self.warnings = warnings
+
+
+@dataclass(frozen=True, slots=True)
+class Placed:
+    """What loading one file did: the version it serves, and, in dev, why it is not the
+    version the file declares (``note``)."""
+
+    report: FileReport
+    loaded: Loaded
+    recorded: bool  # dev: a version this load added (not one the store had already)
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class DirectoryLoad:
+    placed: list[Placed]
+    warnings: list[str]  # every file's warnings, rendered
+    # Dev only (serve refuses them): the errors of the files that were left out.
+    refused: list[str]
+    reports: list[FileReport]  # every file as read, loaded or not
+
+    @property
+    def loaded(self) -> list[Loaded]:
+        return [p.loaded for p in self.placed]
+
+
 class DefinitionRegistry:
     def __init__(self, repo: Repository) -> None:
         self._repo = repo
@@ -63,28 +171,87 @@ class DefinitionRegistry:
         self._latest: dict[str, int] = {}
         self._latest_checked: dict[str, float] = {}
 
-    def load_directory(self, directory: Path) -> list[Loaded]:
-        """Compile every file, refuse conflicting content, then record each version.
+    def load_directory(self, directory: Path, *, dev: bool = False) -> DirectoryLoad:
+        """Compile every file, refuse any error or conflicting content, then record each
+        version; DefinitionsRefused lists every problem of every file.
 
         Nothing is recorded unless the whole directory is acceptable: a refused deploy
-        must not leave one of its versions permanently in the store.
+        must not leave one of its versions permanently in the store. In dev, files with
+        errors are left out instead (what they loaded before stays), and changed content
+        under a recorded version becomes the next version (``place``).
         """
-        files = sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES and p.is_file())
-        seen: dict[tuple[str, int], tuple[Definition, str]] = {}
-        for path in files:
-            definition = load_definition(path.read_text(encoding="utf-8"), source_name=str(path))
-            previous = seen.get(definition.key)
-            if previous is not None and previous[0].digest != definition.digest:
-                raise _conflict(definition, previous[1], str(path))
-            seen.setdefault(definition.key, (definition, str(path)))
-        for definition, source_name in seen.values():
-            try:
-                stored = self._repo.get_definition(definition.name, definition.version)
-            except RecordNotFound:
-                continue
-            if stored.digest != definition.digest:
-                raise _conflict(definition, stored.source_name, source_name, recorded=True)
-        return [self._record(definition, source) for definition, source in seen.values()]
+        reports, lines, seen = _read_directory(directory)
+        errors = len(lines)
+        if not dev:
+            for report in seen.values():
+                definition = report.definition
+                assert definition is not None
+                try:
+                    stored = self._repo.get_definition(definition.name, definition.version)
+                except RecordNotFound:
+                    continue
+                if stored.digest != definition.digest:
+                    conflict = _conflict(
+                        definition, stored.source_name, str(report.path), recorded=True
+                    )
+                    lines.append(f"{report.path}: error: {conflict}")
+                    errors += 1
+        if errors and not dev:
+            warnings = [line for r in reports for line in r.lines("warning")]
+            raise DefinitionsRefused(directory, lines, errors, warnings)
+        heads = _heads(list(seen.values()))
+        placed = [
+            self.place(report, head=report.path in heads)
+            if dev
+            else self._place_as_declared(report)
+            for report in seen.values()
+        ]
+        warnings = [line for r in reports for line in r.lines("warning")]
+        return DirectoryLoad(placed, warnings, lines, reports)
+
+    def _place_as_declared(self, report: FileReport) -> Placed:
+        definition = report.definition
+        assert definition is not None
+        return Placed(report, self._record(definition, str(report.path)), recorded=False)
+
+    def place(self, report: FileReport, *, head: bool = True) -> Placed:
+        """Dev only: load a file whose content may have changed under its version.
+
+        The file's content is recorded under the version it declares when that is new.
+        Otherwise, when it is the file that says what its name's latest version is
+        (``head``: the highest version any file declares, or a file just edited), its
+        content must be the latest version's, and becomes the next version when it is
+        not. A file's other versions are loaded as recorded.
+        """
+        definition = report.definition
+        assert definition is not None
+        source = str(report.path)
+        name, version = definition.key
+        try:
+            declared = self._repo.get_definition(name, version)
+        except RecordNotFound:
+            return Placed(report, self._record(definition, source), recorded=True)
+        latest = self._repo.get_definition(name, None)
+        if declared.digest == definition.digest and (not head or latest.version == version):
+            return Placed(report, self.get(name, version), recorded=False)
+        as_latest = _relabel(definition, latest.version, source)
+        if as_latest is not None and as_latest.digest == latest.digest:
+            return Placed(report, self.get(name, latest.version), recorded=False)
+        bumped = _relabel(definition, latest.version + 1, source)
+        if bumped is None:
+            raise DefinitionConflict(
+                f"{source}: the content of {name!r} version {version} changed, and its "
+                "`version:` line could not be rewritten to record it as the next version: "
+                f"write `version: {latest.version + 1}` in the file",
+                metadata={"definition": name, "version": version, "second_source": source},
+            )
+        loaded = self._record(bumped, source)
+        note = (
+            f"{source} changed {name!r} version {version}: recorded as version "
+            f"{bumped.version}, the latest (dev only: serve takes versions as files declare "
+            "them); running instances stay on their version"
+        )
+        return Placed(report, loaded, recorded=True, note=note)
 
     def load_stored(self) -> int:
         """Compile every version the store holds that is not loaded yet."""
@@ -181,3 +348,39 @@ class DefinitionRegistry:
     def all(self) -> list[Loaded]:
         with self._lock:
             return sorted(self._by_key.values(), key=lambda item: item.definition.key)
+
+
+def _digest(report: FileReport) -> str:
+    assert report.definition is not None
+    return report.definition.digest
+
+
+def _heads(reports: list[FileReport]) -> set[Path]:
+    """Per name, the file declaring its highest version."""
+    best: dict[str, FileReport] = {}
+    for report in reports:
+        definition = report.definition
+        assert definition is not None
+        current = best.get(definition.name)
+        if current is None or definition.version > _version(current):
+            best[definition.name] = report
+    return {report.path for report in best.values()}
+
+
+def _version(report: FileReport) -> int:
+    assert report.definition is not None
+    return report.definition.version
+
+
+def _relabel(definition: Definition, version: int, source_name: str) -> Definition | None:
+    """The same definition under another version, its source saying so; None when the
+    source's `version` cannot be rewritten for certain."""
+    if version == definition.version:
+        return definition
+    text = with_version(definition.source, version)
+    if text is None:
+        return None
+    relabelled = load_definition(text, source_name=source_name)
+    if relabelled.key != (definition.name, version):
+        return None
+    return relabelled

@@ -10,7 +10,9 @@ Choices made here that the rules leave open:
   block; consecutive blocks (entry list items) see each other's results.
 - A step that fails keeps what it did before the failure (state and context), so the
   failed snapshot shows where and with what data it stopped.
-- A state reached through ``__finish__`` is recorded as ``__finish__``.
+- An instance that finishes through ``__finish__`` stays in the state it left, COMPLETED:
+  ``__finish__`` is never a state an instance is in, only the target of the transition
+  taken (which history records as such).
 """
 
 from __future__ import annotations
@@ -88,6 +90,7 @@ class _Step:
         "context",
         "defn",
         "event",
+        "finished",
         "origin",
         "payload",
         "result_value",
@@ -122,6 +125,7 @@ class _Step:
         self.event = event
         self.payload = payload
         self.transitions: list[TransitionTaken] = []
+        self.finished = False  # a transition to __finish__ was taken
 
     def activation(self) -> Activation:
         d = self.defn
@@ -228,16 +232,18 @@ class _Step:
             self.run(t.set)
         event = TIMER_EVENT if t.after is not None else t.event
         self.transitions.append(TransitionTaken(t.source, t.target, event))
+        if t.target == FINISH:
+            self.finished = True
+            return
         self.state = t.target
-        if t.target != FINISH:
-            for action in self.defn.states[t.target].entry:
-                self.run(action)
+        for action in self.defn.states[t.target].entry:
+            self.run(action)
 
     def settle(self) -> Status:
         """Rule 2, repeated until the step comes to rest."""
         d = self.defn
         while True:
-            if self.state == FINISH:
+            if self.finished:
                 return Status.COMPLETED
             kind = d.kinds[self.state]
             if kind is StateKind.WAIT:

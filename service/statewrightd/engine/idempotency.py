@@ -22,7 +22,7 @@ from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry
 from statewrightd.engine.answers import Outcome, Replay
 from statewrightd.engine.commands import Command, RequestKey
-from statewrightd.engine.snapshots import record_at, transitions_from_dicts
+from statewrightd.engine.snapshots import record_at, settled_from, transitions_from_dicts
 from statewrightd.store.records import InstanceRecord, RequestRecord
 from statewrightd.store.repository import Repository
 
@@ -130,7 +130,7 @@ class Idempotency:
                     metadata={"request_id": key.request_id, "original_method": stored.method},
                 )
             revision = int(json.loads(stored.response)["revision"])
-            current = repo.load(stored.workflow_id)
+            current = settled_from(repo, repo.load(stored.workflow_id))
             (history,) = repo.history_after(stored.workflow_id, revision - 1, 1)
             loaded = registry.get(current.definition, current.version)
             return Outcome(

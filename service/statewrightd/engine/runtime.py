@@ -45,7 +45,12 @@ from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.idempotency import request_record
 from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TimerPlan, TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
-from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.engine.snapshots import (
+    history_record,
+    instance_record,
+    settled_from,
+    snapshot_of,
+)
 from statewrightd.store.records import (
     NO_TASKS,
     NO_TIMERS,
@@ -315,7 +320,7 @@ class WorkflowRuntime:
         repo, registry, workflow_id = self._repo, self._registry, job.workflow_id
 
         def load() -> tuple[InstanceRecord, Loaded, tuple[TimerRecord, ...], TaskRecord | None]:
-            record = repo.load(workflow_id)
+            record = settled_from(repo, repo.load(workflow_id))
             loaded = registry.get(record.definition, record.version)
             timers: tuple[TimerRecord, ...] = ()
             if loaded.definition.timed_from:

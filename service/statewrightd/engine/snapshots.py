@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import replace
 from datetime import datetime
 from types import MappingProxyType
 from typing import Any
 
+from statewrightd.definitions.model import FINISH
 from statewrightd.engine.model import Snapshot, Status, StepError, StepResult, TransitionTaken
 from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
+from statewrightd.store.repository import Repository
 
 
 def error_to_dict(error: StepError | None) -> dict[str, Any] | None:
@@ -129,7 +132,7 @@ def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord
         workflow_id=history.workflow_id,
         definition=current.definition,
         version=current.version,
-        state=history.state,
+        state=state_at(history),
         status=history.status,
         context=history.context,
         revision=history.revision,
@@ -137,3 +140,33 @@ def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord
         create_time=current.create_time,
         update_time=history.time,
     )
+
+
+def state_at(history: HistoryRecord) -> str:
+    """The state of a history row. Rows saved before ``__finish__`` stopped being a state
+    an instance rests in say ``__finish__``: the state it left is the one to show."""
+    if history.state != FINISH:
+        return history.state
+    for transition in reversed(history.transitions):
+        if transition.get("to") == FINISH:
+            return str(transition["from"])
+    return history.state
+
+
+def settled(
+    record: InstanceRecord, read_history: Callable[[], list[HistoryRecord]]
+) -> InstanceRecord:
+    """``record`` as users see it: an instance row saved with ``__finish__`` as its state
+    (by an earlier version) shows the state it finished from, read from its last history
+    row (``read_history``, called only then)."""
+    if record.state != FINISH:
+        return record
+    rows = read_history()
+    if not rows or rows[-1].revision != record.revision:
+        return record
+    return replace(record, state=state_at(rows[-1]))
+
+
+def settled_from(repo: Repository, record: InstanceRecord) -> InstanceRecord:
+    """``settled`` with the history read from ``repo`` (blocking I/O, only for old rows)."""
+    return settled(record, lambda: repo.history_after(record.workflow_id, record.revision - 1, 1))

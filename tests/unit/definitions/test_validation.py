@@ -393,3 +393,379 @@ def test_graphs_mark_task_states_and_their_queues() -> None:
 def test_tasks_leave_the_digest_of_definitions_without_them_alone() -> None:
     with_task = json.dumps(_tasked({"queue": "q"}))
     assert load_definition(with_task).digest != load_definition(BASE).digest
+
+
+# -- one mistake, one problem -------------------------------------------------------------------
+
+
+def _renamed(key: str, misspelt: str, **changes: object) -> str:
+    doc = json.loads(_with(**changes))
+    doc[misspelt] = doc.pop(key)
+    return json.dumps(doc)
+
+
+ONE_MISTAKE = [
+    (
+        "a misspelt type, with a set on the field and a guard reading it",
+        _with(
+            context__score={"type": "numbr"},
+            states__send={"entry": [{"set": {"score": "1.5"}}]},
+            transitions__1={"from": "b", "on": "go", "to": "send", "guard": "context.score > 1.0"},
+        ),
+        "context.score.type",
+    ),
+    (
+        "a field with a misspelt key, set with a value its reducer would take",
+        _with(
+            context__notes={"type": "list", "reducr": "append", "default": []},
+            states__send={"entry": [{"set": {"notes": "'one more'"}}]},
+        ),
+        "context.notes.reducr",
+    ),
+    (
+        "a field with a bad name, set",
+        _with(
+            context__Total={"type": "int", "default": 0},
+            states__send={"entry": [{"set": {"Total": "1"}}]},
+        ),
+        "context.Total",
+    ),
+    (
+        "an unknown target: its closest state is not unreachable",
+        _with(transitions__1={"from": "b", "on": "go", "to": "sned"}),
+        "transitions[1].to",
+    ),
+    (
+        "an unknown source: the state it meant still has a way out",
+        _with(transitions__1={"from": "bb", "on": "go", "to": "send"}),
+        "transitions[1].from",
+    ),
+    (
+        "a guard that does not compile on a wait state's only exit",
+        _with(transitions__1={"from": "b", "on": "go", "to": "send", "guard": "1 +"}),
+        "transitions[1].guard",
+    ),
+    (
+        "a reserved event on a wait state's only exit",
+        _with(transitions__1={"from": "b", "on": "resume", "to": "send"}),
+        "transitions[1].on",
+    ),
+    (
+        "a misspelt guard before an unguarded transition: not 'never evaluated'",
+        _with(
+            transitions__2={"from": "send", "to": "__finish__", "gaurd": "context.approved"},
+            transitions=[
+                {"from": "a", "to": "b"},
+                {"from": "b", "on": "go", "to": "send"},
+                {"from": "send", "to": "__finish__", "gaurd": "context.approved"},
+                {"from": "send", "to": "a"},
+            ],
+        ),
+        "transitions[2].gaurd",
+    ),
+    (
+        "a misspelt required key",
+        _with(transitions__0={"form": "a", "to": "b"}),
+        "transitions[0].form",
+    ),
+    ("a misspelt `transitions`", _renamed("transitions", "transitons"), "transitons"),
+    (
+        "a misspelt `context`",
+        _renamed("context", "contxt", states__send={"entry": [{"set": {"approved": "true"}}]}),
+        "contxt",
+    ),
+    ("context that is not a map", _with(context=["approved"]), "context"),
+    ("states that are not a map", _with(states=["a", "b", "send"]), "states"),
+    ("a misspelt `states`", _renamed("states", "sates"), "sates"),
+    ("a misspelt `initial`", _with(inital="b"), "inital"),
+    (
+        "a reserved state name used by a transition",
+        _with(
+            states={"a": {}, "b": {"wait": True}, "__send": {}},
+            transitions__1={"from": "b", "on": "go", "to": "__send"},
+            transitions__2={"from": "__send", "to": "__finish__"},
+        ),
+        "states.__send",
+    ),
+    (
+        "a transition that is not a map",
+        _with(transitions__1="b -> send"),
+        "transitions[1]",
+    ),
+    (
+        "a misspelt task key, with a task_failed transition",
+        _with(
+            states__a={"tsak": {"queue": "q"}},
+            transitions__0={"from": "a", "on": "task_failed", "to": "b"},
+        ),
+        "states.a.tsak",
+    ),
+    (
+        "a refused task, with a task_failed transition",
+        _with(
+            states__a={"task": {"queue": "Q!"}},
+            transitions__0={"from": "a", "on": "task_failed", "to": "b"},
+        ),
+        "states.a.task.queue",
+    ),
+    (
+        "wait: yes, with guarded automatic transitions",
+        _with(
+            states__b={"wait": "yes"},
+            transitions__1={"from": "b", "to": "send", "guard": "true && context.approved"},
+        ),
+        "states.b.wait",
+    ),
+]
+
+
+ONE_MISTAKE.append(
+    (
+        "a repeated `states`, whose first states the transitions use",
+        BASE.replace("transitions:", "states:\n  other: {}\ntransitions:"),
+        "states",
+    )
+)
+
+
+@pytest.mark.parametrize(("case", "source", "path"), ONE_MISTAKE, ids=[c[0] for c in ONE_MISTAKE])
+def test_one_mistake_reports_one_problem(case: str, source: str, path: str) -> None:
+    definition, problems = validate_source(source, case)
+    assert definition is None
+    assert [(p.severity, p.path) for p in problems] == [("error", path)], problems
+
+
+def test_the_skipped_checks_run_again_once_the_mistake_is_fixed() -> None:
+    # The refused transition was the wait state's only exit: fixed, the state is judged.
+    broken = _with(transitions__1={"from": "b", "on": "go", "to": "send", "guard": "1 +"})
+    assert [p.path for p in validate_source(broken)[1]] == ["transitions[1].guard"]
+    fixed = _with(transitions__1={"from": "b", "to": "send"})
+    assert "states.b.wait" in [p.path for p in validate_source(fixed)[1]]
+
+
+def test_independent_mistakes_are_each_reported() -> None:
+    source = _with(
+        context__score={"type": "numbr"},
+        transitions__1={"from": "b", "on": "go", "to": "sned"},
+        states__send={"entry": [{"set": {"scor": "1.5"}}]},
+    )
+    _, problems = validate_source(source)
+    assert [p.path for p in problems] == [
+        "context.score.type",
+        "states.send.entry[0].set.scor",
+        "transitions[1].to",
+    ]
+
+
+# -- did you mean -------------------------------------------------------------------------------
+
+HINTS = [
+    (
+        "top-level key",
+        _with(recursion_limt=5),
+        "unknown key 'recursion_limt'; did you mean 'recursion_limit'?",
+    ),
+    ("state key", _with(states__a={"wiat": True}), "unknown key 'wiat'; did you mean 'wait'?"),
+    (
+        "field key",
+        _with(context__score={"type": "number", "defualt": 1.0}),
+        "did you mean 'default'?",
+    ),
+    (
+        "transition key, a swap",
+        _with(transitions__0={"from": "a", "ot": "b"}),
+        "unknown key 'ot'; did you mean 'to'?",
+    ),
+    (
+        "task key",
+        json.dumps(_tasked({"queue": "q", "retyr": {}})),
+        "unknown key 'retyr'; did you mean 'retry'?",
+    ),
+    (
+        "retry key",
+        json.dumps(_tasked({"queue": "q", "retry": {"max_attemps": 2}})),
+        "did you mean 'max_attempts'?",
+    ),
+    ("type", _with(context__score={"type": "nubmer"}), "any; did you mean 'number'?"),
+    (
+        "reducer",
+        _with(context__notes={"type": "list", "reducer": "apend"}),
+        "did you mean 'append'?",
+    ),
+    (
+        "target state",
+        _with(transitions__0={"from": "a", "to": "B"}),
+        "unknown state 'B'; did you mean 'b'?",
+    ),
+    (
+        "finish",
+        _with(transitions__2={"from": "send", "to": "__finsh__"}),
+        "did you mean '__finish__'?",
+    ),
+    (
+        "source state",
+        _with(transitions__2={"from": "snd", "to": "__finish__"}),
+        "did you mean 'send'?",
+    ),
+    ("initial state", _with(initial="sedn"), "is not a declared state; did you mean 'send'?"),
+    (
+        "set on a field",
+        _with(states__send={"entry": [{"set": {"aproved": "true"}}]}),
+        "set on undeclared context field 'aproved'; did you mean 'approved'?",
+    ),
+    (
+        "field in an expression",
+        _with(transitions__2={"from": "send", "to": "__finish__", "guard": "context.aproved"}),
+        "(at 1:8); did you mean 'context.approved'?",
+    ),
+    (
+        "event variable",
+        _with(transitions__2={"from": "send", "to": "__finish__", "guard": "evnt.name == 'x'"}),
+        "did you mean 'event.name'?",
+    ),
+    (
+        "several names in one expression",
+        _with(
+            transitions__2={
+                "from": "send",
+                "to": "__finish__",
+                "guard": "context.aproved && context.scor > 1.0",
+            }
+        ),
+        "did you mean 'context.approved' for 'context.aproved'?; "
+        "did you mean 'context.score' for 'context.scor'?",
+    ),
+]
+
+
+@pytest.mark.parametrize(("case", "source", "hint"), HINTS, ids=[c[0] for c in HINTS])
+def test_a_misspelt_name_gets_a_hint(case: str, source: str, hint: str) -> None:
+    _, problems = validate_source(source, case)
+    assert any(hint in p.message for p in problems), problems
+
+
+def test_names_unlike_any_get_no_hint() -> None:
+    _, problems = validate_source(_with(transitions__0={"from": "a", "to": "xylophone"}))
+    assert [p.message for p in problems] == ["unknown state 'xylophone'"]
+    _, problems = validate_source(_with(states__a={"colour": "red"}))
+    assert [p.message for p in problems] == ["unknown key 'colour'"]
+
+
+def test_a_key_already_present_is_not_suggested() -> None:
+    # `gaurd` is next to a `guard`: it is not that one misspelt, so no hint names it.
+    _, problems = validate_source(
+        _with(transitions__2={"from": "send", "to": "__finish__", "guard": "true", "gaurd": "x"})
+    )
+    assert [p.message for p in problems] == ["unknown key 'gaurd'"]
+
+
+# -- syntax errors at their place ---------------------------------------------------------------
+
+BROKEN_YAML = 'name: broken\nversion: 1\nstates:\n  start: {entry: [{set: {a: "1"}}\n'
+
+
+def test_a_yaml_syntax_error_has_its_line_column_and_text() -> None:
+    (problem,) = validate_source(BROKEN_YAML)[1]
+    assert (problem.line, problem.column) == (4, 18)
+    assert problem.excerpt == '  start: {entry: [{set: {a: "1"}}'
+    assert "<unicode string>" not in problem.message
+    assert problem.message == (
+        "not valid YAML: expected ',' or ']', but got '<stream end>' (while parsing a flow "
+        "sequence)"
+    )
+    assert problem.render("f.yaml").splitlines() == [
+        f"f.yaml:4:18: error: <document>: {problem.message}",
+        '      start: {entry: [{set: {a: "1"}}',
+        "                     ^",
+    ]
+
+
+def test_a_yaml_error_inside_the_text_points_at_its_own_line() -> None:
+    (problem,) = validate_source("name: x\nstates:\n  a: {}\n b: {}\n")[1]
+    assert (problem.line, problem.column, problem.excerpt) == (4, 2, " b: {}")
+    assert "(while parsing a block mapping that starts at line 1)" in problem.message
+
+
+def test_a_json_syntax_error_has_its_line_column_and_text() -> None:
+    (problem,) = validate_source('{"name": "x",\n "version": }')[1]
+    assert (problem.line, problem.column, problem.excerpt) == (2, 13, ' "version": }')
+    assert problem.message == "not valid JSON: Expecting value"
+
+
+def test_a_repeated_yaml_key_has_its_place() -> None:
+    problems = validate_source(BASE.replace("  send: {}\n", "  send: {}\n  a: {}\n"))[1]
+    (repeated,) = [p for p in problems if "repeated" in p.message]
+    assert (repeated.line, repeated.column) == (12, 3)  # BASE begins with an empty line
+
+
+def test_validate_prints_the_place_and_the_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    broken = tmp_path / "broken.yaml"
+    broken.write_text(BROKEN_YAML)
+    assert validate_command([str(broken)]) == 1
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"{broken}:4:18: error: <document>: not valid YAML: ")
+    assert err[1:] == ['      start: {entry: [{set: {a: "1"}}', "                     ^"]
+
+
+# -- guarded exits with no fallback -------------------------------------------------------------
+
+
+def _guarded(*transitions: dict[str, object], **states: object) -> list[tuple[str, str]]:
+    doc: Any = parse_document(BASE)[0]
+    doc["states"].update(states)
+    doc["transitions"] = [
+        {"from": "a", "to": "b"},
+        {"from": "b", "on": "go", "to": "send"},
+        *transitions,
+    ]
+    definition, problems = validate_source(json.dumps(doc))
+    assert definition is not None, problems
+    return [(p.path, p.message) for p in problems if p.severity == "warning"]
+
+
+def test_a_state_whose_automatic_transitions_are_all_guarded_is_warned() -> None:
+    warnings = _guarded(
+        {"from": "send", "to": "__finish__", "guard": "context.approved"},
+        {"from": "send", "to": "a", "guard": "!context.approved && size(context.notes) > 3"},
+    )
+    assert warnings == [
+        (
+            "states.send",
+            "every automatic transition from 'send' has a guard: when none is true on entering "
+            "it, the instance fails with NO_TRANSITION_MATCHED; end with one that has no guard",
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    "fallback",
+    [{"from": "send", "to": "a"}, {"from": "send", "to": "a", "guard": "true"}],
+    ids=["no guard", "guard true"],
+)
+def test_a_fallback_silences_the_warning(fallback: dict[str, object]) -> None:
+    assert (
+        _guarded({"from": "send", "to": "__finish__", "guard": "context.approved"}, fallback) == []
+    )
+
+
+def test_a_task_state_whose_automatic_transitions_are_all_guarded_is_warned() -> None:
+    warnings = _guarded(
+        {"from": "send", "to": "__finish__", "guard": "context.approved"},
+        send={"task": {"queue": "q", "apply": {"approved": "result.ok == true"}}},
+    )
+    assert [path for path, _ in warnings] == ["states.send"]
+    assert "after its task's result" in warnings[0][1]
+
+
+def test_guarded_events_and_timers_need_no_fallback() -> None:
+    # A wait state and a state left by events or timers never fail for want of a match.
+    assert (
+        _guarded(
+            {"from": "send", "on": "done", "to": "__finish__", "guard": "context.approved"},
+            {"from": "send", "after": "1h", "to": "a", "guard": "context.approved"},
+            {"from": "b", "on": "stop", "to": "__finish__", "guard": "context.approved"},
+        )
+        == []
+    )

@@ -316,7 +316,7 @@ def test_the_mounted_config_map_loads_as_the_definitions_directory(
     os.symlink(payload.name, mount / "..data")
     repo = open_repository(f"sqlite:///{tmp_path / 'statewright.db'}")
     try:
-        loaded = DefinitionRegistry(repo).load_directory(mount)
+        loaded = DefinitionRegistry(repo).load_directory(mount).loaded
     finally:
         repo.close()
     assert sorted(item.definition.name for item in loaded) == sorted(

@@ -6,9 +6,24 @@ says otherwise:
 - no marker: the definition is valid and the validator reports nothing at all;
 - ``<!-- invalid -->``: the definition has errors, and the next block (``text``) lists every
   problem the validator reports, one per line, as ``statewrightd validate`` prints them
-  without the leading file name;
+  without the leading file name (``LINE:COLUMN: error: ...`` when a problem has a place in
+  the text, then the indented lines that quote it);
 - ``<!-- warns -->``: the definition is valid, and the next block lists its warnings so;
 - ``<!-- not a definition -->``: some other YAML or JSON (a manifest, a command's output).
+
+Other blocks may carry a marker too:
+
+- ``<!-- runnable -->`` on a Python block: the end-to-end suite runs it against a real
+  server (tests/e2e/test_docs_snippets.py), in the order of the page, and it must exit 0;
+- ``<!-- runnable: background -->`` on a Python block: a program that runs until it is
+  interrupted (a worker). It is started where it stands, runs while the page's later
+  snippets run, and must exit 0 on Ctrl-C (SIGINT) at the end of the page;
+- ``<!-- output -->`` on a text block after a runnable one (other blocks, such as the
+  command that runs it, may stand between): what that snippet prints, line by line;
+  ``…`` in a line stands for any text (an id, a time);
+- ``<!-- source: PATH -->`` on any block: the block is the file PATH (from the
+  repository's root) verbatim, so that code shown on a page is code that is built and
+  tested where it lives.
 """
 
 from __future__ import annotations
@@ -21,6 +36,9 @@ REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"
 DEFINITION_LANGUAGES = frozenset({"yaml", "yml", "json"})
 MARKERS = frozenset({"invalid", "warns", "not a definition"})
+RUNNABLE = frozenset({"runnable", "runnable: background"})
+OUTPUT = "output"
+SOURCE_PREFIX = "source: "
 
 _OPEN = re.compile(r"^```([A-Za-z0-9_+-]*)[^`]*$")
 _MARKER = re.compile(r"^<!--\s*(.*?)\s*-->$")
@@ -45,6 +63,27 @@ class Block:
     @property
     def is_definition(self) -> bool:
         return self.language in DEFINITION_LANGUAGES and self.marker != "not a definition"
+
+    @property
+    def runnable(self) -> bool:
+        return self.marker in RUNNABLE
+
+    @property
+    def source(self) -> Path | None:
+        """The file this block must equal, for a ``source:`` marker."""
+        if not self.marker.startswith(SOURCE_PREFIX):
+            return None
+        return REPO / self.marker.removeprefix(SOURCE_PREFIX).strip()
+
+
+def _marker_fits(marker: str, language: str) -> bool:
+    if marker in MARKERS:
+        return language in DEFINITION_LANGUAGES
+    if marker in RUNNABLE:
+        return language == "python"
+    if marker == OUTPUT:
+        return language == "text"
+    return marker.startswith(SOURCE_PREFIX)
 
 
 def page_blocks(path: Path) -> list[Block]:
@@ -73,10 +112,11 @@ def page_blocks(path: Path) -> list[Block]:
         if before >= 0 and (found := _MARKER.match(lines[before].strip())):
             marker = found.group(1)
         language = opened.group(1).lower()
-        if marker and (marker not in MARKERS or language not in DEFINITION_LANGUAGES):
+        if marker and not _marker_fits(marker, language):
             raise MarkupError(
                 f"{page}:{start + 1}: marker {marker!r} on a {language or 'plain'} block; "
-                f"markers are {sorted(MARKERS)}, on YAML or JSON blocks only"
+                f"markers are {sorted(MARKERS)} (YAML or JSON), {sorted(RUNNABLE)} "
+                f"(Python), {OUTPUT!r} (text) and {SOURCE_PREFIX!r}PATH (any)"
             )
         text = "\n".join(lines[start + 1 : i]) + "\n"
         blocks.append(Block(page, start + 1, language, text, marker))
@@ -107,3 +147,36 @@ def definitions_with_reports() -> list[tuple[Block, Block | None]]:
                 report = following
             out.append((block, report))
     return out
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A runnable block, with the output its page says it prints (None: not shown)."""
+
+    block: Block
+    output: Block | None
+
+    @property
+    def background(self) -> bool:
+        return self.block.marker == "runnable: background"
+
+
+def runnable_snippets(path: Path) -> list[Snippet]:
+    """The page's runnable blocks in order, each with the output block that belongs to it:
+    the next one marked output, before any other runnable block (a block showing the
+    command that runs it may stand between)."""
+    out: list[Snippet] = []
+    for block in page_blocks(path):
+        if block.runnable:
+            out.append(Snippet(block, None))
+        elif block.marker == OUTPUT:
+            if not out or out[-1].output is not None:
+                raise MarkupError(f"{block.where}: an output block must follow a runnable one")
+            if out[-1].background:
+                raise MarkupError(f"{block.where}: a background snippet's output is not checked")
+            out[-1] = Snippet(out[-1].block, block)
+    return out
+
+
+def pages() -> list[Path]:
+    return sorted(DOCS.rglob("*.md"))

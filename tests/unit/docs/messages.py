@@ -14,9 +14,10 @@ from tests.unit.docs.blocks import REPO
 SOURCES = (
     REPO / "service" / "statewrightd" / "definitions" / "loader.py",
     REPO / "service" / "statewrightd" / "definitions" / "parsing.py",
+    REPO / "service" / "statewrightd" / "definitions" / "problems.py",
 )
-# Functions that return a problem's message instead of reporting it themselves.
-_MESSAGE_FUNCTIONS = frozenset({"_set_type_problem"})
+# Functions that return a problem's message, or a part of one, instead of reporting it.
+_MESSAGE_FUNCTIONS = frozenset({"_set_type_problem", "_reference_hints", "did_you_mean"})
 _REPORTERS = frozenset({"error", "warning"})
 
 
@@ -27,6 +28,8 @@ def _parts(node: ast.expr) -> list[str]:
         return [
             v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str)
         ]
+    if isinstance(node, ast.IfExp):  # `"..." if ... else "..."`: either may be shown
+        return _parts(node.body) + _parts(node.orelse)
     return []
 
 

@@ -14,9 +14,12 @@ import re
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from google.protobuf.descriptor import Descriptor
+from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.definitions.commands import validate_command
 from tests.unit.docs.blocks import (
@@ -25,10 +28,13 @@ from tests.unit.docs.blocks import (
     Block,
     all_blocks,
     definitions_with_reports,
+    runnable_snippets,
 )
 from tests.unit.docs.messages import SOURCES, fragments, normalize
+from tests.unit.docs.reasons import made_reasons
 
 DEFINITIONS = definitions_with_reports()
+_SEVERITY = re.compile(r"^(?:\d+:\d+: )?(error|warning): ")
 BUILD_TIMEOUT = 120
 
 
@@ -39,10 +45,16 @@ def _validate(block: Block, directory: Path) -> tuple[int, list[str]]:
     path.write_text(block.text, encoding="utf-8")
     out, err = io.StringIO(), io.StringIO()
     status = validate_command([str(path)], out=out, err=err)
-    prefix = f"{path}: "
-    lines = err.getvalue().splitlines()
-    assert all(line.startswith(prefix) for line in lines), lines
-    return status, [line.removeprefix(prefix) for line in lines]
+    # Each problem is "FILE: ..." or "FILE:LINE:COLUMN: ...", perhaps followed by indented
+    # lines quoting the text; the page shows them without the file name.
+    shown = []
+    for line in err.getvalue().splitlines():
+        if line.startswith("    "):
+            shown.append(line.rstrip())
+            continue
+        assert line.startswith(f"{path}:"), line
+        shown.append(line.removeprefix(f"{path}:").lstrip(" "))
+    return status, shown
 
 
 @pytest.mark.parametrize(
@@ -55,14 +67,15 @@ def test_each_definition_validates_as_the_page_says(
     if report is None:
         assert (status, problems) == (0, []), f"{block.where} should be valid without warnings"
         return
-    claimed = [line.strip() for line in report.text.splitlines() if line.strip()]
+    claimed = [line.rstrip() for line in report.text.splitlines() if line.strip()]
     assert problems == claimed, f"{block.where}: the validator reports something else"
+    severities = [m.group(1) for line in problems if (m := _SEVERITY.match(line))]
     if block.marker == "invalid":
         assert status == 1
-        assert any(line.startswith("error: ") for line in problems)
+        assert "error" in severities
     else:
         assert status == 0
-        assert problems and all(line.startswith("warning: ") for line in problems)
+        assert severities and set(severities) == {"warning"}
 
 
 def test_the_reference_pages_are_full_of_checked_examples() -> None:
@@ -87,7 +100,7 @@ def test_the_tutorial_definition_is_the_one_its_steps_use() -> None:
     assert python and 'client.start("expense-claim"' in python[0].text
 
 
-_AT_LEAST = {"loader.py": 40, "parsing.py": 4}
+_AT_LEAST = {"loader.py": 40, "parsing.py": 4, "problems.py": 1}
 
 
 @pytest.mark.parametrize("source", SOURCES, ids=[s.name for s in SOURCES])
@@ -168,3 +181,98 @@ def test_the_readme_is_a_front_door_whose_links_work() -> None:
         assert (REPO / target.partition("#")[0]).is_file(), target
     for page in ("tutorial", "concepts", "definitions", "api", "operations"):
         assert f"docs/{page}.md" in targets
+
+
+# -- the API page's reasons, and code shown from where it is built ------------------------------
+
+_ROW = re.compile(r"^\| `([A-Z_]+)` \| `([A-Z_]+)` \|")
+
+
+def _reasons_table() -> dict[str, set[str]]:
+    """Each reason of the page's table, with its codes: a reason may stand in two groups, a
+    request's answer and a step's failure, with a code in each (CONTEXT_TOO_LARGE)."""
+    text = (DOCS / "api.md").read_text(encoding="utf-8")
+    section = text.partition("\n## Every reason\n")[2].partition("\n## ")[0]
+    table: dict[str, set[str]] = {}
+    groups = section.split("\n### ")[1:]
+    assert len(groups) == 5, "the reasons table has lost one of its groups"
+    for group in groups:
+        in_group: set[str] = set()
+        for row in (_ROW.match(line) for line in group.splitlines()):
+            if row is not None:
+                reason, code = row.groups()
+                assert reason not in in_group, f"{reason}: twice in one group of docs/api.md"
+                in_group.add(reason)
+                table.setdefault(reason, set()).add(code)
+    return table
+
+
+def test_the_api_page_lists_every_reason_the_server_makes_and_no_other() -> None:
+    table = _reasons_table()
+    made: dict[str, set[str | None]] = {}
+    for found in made_reasons():
+        made.setdefault(found.reason, set()).add(found.code)
+    assert len(made) >= 60, "the reason scan found too little to work"
+    assert sorted(set(made) - set(table)) == [], "reasons the server makes, missing on the page"
+    assert sorted(set(table) - set(made)) == [], "reasons on the page the server never makes"
+    # A code on the page that the source never raises the reason with is stale too, unless
+    # some place makes the reason through a helper whose class the scan cannot tell.
+    wrong = {
+        reason: (sorted(table[reason]), sorted(str(c) for c in codes))
+        for reason, codes in made.items()
+        if (codes - {None}) - table[reason] or (None not in codes and table[reason] - codes)
+    }
+    assert wrong == {}, "reasons whose codes on the page are not the ones they are raised with"
+
+
+def test_code_shown_from_a_file_is_that_file() -> None:
+    shown = [block for block in all_blocks() if block.source is not None]
+    assert len(shown) >= 8, "fewer source blocks than the client pages show"
+    for block in shown:
+        assert block.source is not None and block.source.is_file(), block.where
+        assert block.text == block.source.read_text(encoding="utf-8"), (
+            f"{block.where} is not {block.source.relative_to(REPO)} as it is now"
+        )
+
+
+def test_runnable_snippets_are_laid_out_as_their_markers_say() -> None:
+    snippets = {page.name: runnable_snippets(page) for page in DOCS.rglob("*.md")}
+    assert sum(len(s) for s in snippets.values()) >= 8
+    for page in ("tutorial.md", "tutorial-escalation.md", "tutorial-worker.md", "python.md"):
+        assert snippets[page] and any(s.output is not None for s in snippets[page]), page
+    assert any(s.background for s in snippets["tutorial-worker.md"])
+
+
+# -- the troubleshooting page explains every diagnostics field ----------------------------------
+
+_DIAGNOSTICS_FILE = "statewright/v1/diagnostics.proto"
+
+
+def _diagnostics_fields(message: Descriptor, prefix: str = "") -> Iterator[str]:
+    """Every field of a diagnostics answer, into the messages diagnostics.proto declares;
+    a field of a type declared elsewhere (a Transition, a Timer, a Status) is explained as
+    a whole."""
+    for field in message.fields:
+        yield f"{prefix}{field.name}"
+        nested = field.message_type
+        if nested is not None and nested.file.name == _DIAGNOSTICS_FILE:
+            yield from _diagnostics_fields(nested, f"{prefix}{field.name}.")
+
+
+def _leaf(field: str) -> str:
+    return field.rpartition(".")[2]
+
+
+def test_the_troubleshooting_page_explains_every_diagnostics_field() -> None:
+    page = (DOCS / "troubleshooting.md").read_text(encoding="utf-8")
+    quoted = " ".join(re.findall(r"`([^`\n]+)`", page))
+    one = pb.GetWorkflowDiagnosticsResponse.DESCRIPTOR.fields_by_name["diagnostics"]
+    assert one.message_type is not None
+    fields = [
+        *_diagnostics_fields(pb.GetDiagnosticsResponse.DESCRIPTOR),
+        *_diagnostics_fields(one.message_type),
+    ]
+    assert len(fields) >= 50, "the field walk found too little to work"
+    # A page names a nested field by itself (`batches`) or with its parent (`timers.armed`).
+    missing = [f for f in fields if not re.search(rf"\b{re.escape(_leaf(f))}\b", quoted)]
+    assert missing == [], f"docs/troubleshooting.md does not explain: {missing}"

@@ -47,11 +47,11 @@ def test_rule1_exit_then_set_then_entry() -> None:
 # Rule 2: the first matching rule decides after entering a state.
 RULE2 = [
     (
-        "finish completes",
+        "finish completes, in the state it left",
         "  a: {}\n",
         "  - {from: a, to: __finish__}\n",
         Status.COMPLETED,
-        "__finish__",
+        "a",
     ),
     (
         "wait halts",

@@ -93,7 +93,7 @@ func (s *fakeServer) StartWorkflow(_ context.Context, req *statewrightv1.StartWo
 	case "review-loop":
 		wf.State, wf.Status, wf.AcceptedEvents = "evaluating", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_RUNNING, []string{"score"}
 	case "order-pricing":
-		wf.State, wf.Status = "__finish__", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
+		wf.State, wf.Status = "shipped", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
 	case "order-fulfilment":
 		s.startOrder(wf, req.GetInput().AsMap())
 	default:
@@ -116,7 +116,11 @@ func (s *fakeServer) ResumeWorkflow(_ context.Context, req *statewrightv1.Resume
 			"actual_revision": strconv.FormatInt(wf.GetRevision(), 10), "expected_revision": strconv.FormatInt(exp, 10),
 		})
 	}
-	wf.State, wf.Status = "__finish__", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
+	// A finished instance stays in the state it finished from, as the server's do.
+	wf.State, wf.Status = "send", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
+	if req.GetEvent() == "reject" {
+		wf.State = "rejected"
+	}
 	return &statewrightv1.ResumeWorkflowResponse{Workflow: s.save(wf, req.GetEvent())}, nil
 }
 
@@ -144,7 +148,7 @@ func (s *fakeServer) SignalWorkflow(_ context.Context, req *statewrightv1.Signal
 		resp.Workflow = proto.Clone(wf).(*statewrightv1.Workflow)
 	case wf.GetState() == "evaluating" && req.GetEvent() == "score":
 		if req.GetPayload().GetFields()["score"].GetNumberValue() >= 0.8 {
-			wf.State, wf.Status = "__finish__", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
+			wf.State, wf.Status = "accepted", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
 		} else {
 			wf.State, wf.AcceptedEvents = "improving", []string{"revised"}
 		}
