@@ -85,7 +85,7 @@ export class StateGraph {
   }
 
   private mark(state: string): void {
-    // A finished instance rests on the diagram's end, [*].
+    // Rows saved by older servers name `__finish__` for a finished instance: the end, [*].
     const id = state === FINISH ? "root_end" : mermaidId(state);
     for (const node of this.figure.querySelectorAll(".sw-current")) {
       node.classList.remove("sw-current");
