@@ -157,9 +157,7 @@ def report(results: list[dict[str, Any]]) -> str:
         for table in [*r["written"], "total"]:
             rows = r["packed"][table]["rows"] / count if table in r["packed"] else None
             shown = f"{rows:>8.2f}" if rows is not None else ""
-            lines.append(
-                f"  {table:<22} {written[table]:>13,.0f} {packed[table]:>12,.0f} {shown}"
-            )
+            lines.append(f"  {table:<22} {written[table]:>13,.0f} {packed[table]:>12,.0f} {shown}")
         lines.append("  history row, average stored bytes per column:")
         for column, size in r["history_columns"].items():
             lines.append(f"    {column:<14} {size:7.1f}")

@@ -237,7 +237,7 @@ class RetentionCounts:
     overdue_instances: int  # counted up to a cap (see Repository.retention_counts)
     oldest_instance_due: datetime | None  # the earliest expire_time that has passed
     overdue_requests: int
-    oldest_request_due: datetime | None  # when the oldest expired request record expired
+    oldest_request_time: datetime | None  # when the oldest of them was recorded
 
 
 @dataclass(frozen=True, slots=True)

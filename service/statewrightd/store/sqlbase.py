@@ -193,7 +193,7 @@ class SqlRepository(BatchWriter):
             if oldest_instance is None
             else self.ROWS.time(oldest_instance),
             overdue_requests=int(requests or 0),
-            oldest_request_due=None if oldest_request is None else self.ROWS.time(oldest_request),
+            oldest_request_time=None if oldest_request is None else self.ROWS.time(oldest_request),
         )
 
     def _removal_failure(

@@ -264,12 +264,12 @@ def test_retention_counts_report_what_is_overdue(repo: Repository) -> None:
     counted = repo.retention_counts(T0 + 2 * HOUR, T0 + timedelta(seconds=1))
     assert counted.overdue_instances == 3
     assert counted.oldest_instance_due == T0
-    assert counted.overdue_requests == 4 and counted.oldest_request_due == T0
+    assert counted.overdue_requests == 4 and counted.oldest_request_time == T0
     capped = repo.retention_counts(T0 + 2 * HOUR, T0, cap=2)
     assert (capped.overdue_instances, capped.overdue_requests) == (2, 2)
     none = repo.retention_counts(T0 - HOUR, T0 - HOUR)
     assert none.overdue_instances == none.overdue_requests == 0
-    assert none.oldest_instance_due is None and none.oldest_request_due is None
+    assert none.oldest_instance_due is None and none.oldest_request_time is None
 
 
 def test_tombstones_are_purged_by_age(repo: Repository) -> None:

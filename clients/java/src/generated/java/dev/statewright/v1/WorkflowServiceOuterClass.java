@@ -87,6 +87,16 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_CancelWorkflowResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_DeleteWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_DeleteWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_DeleteWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_DeleteWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_statewright_v1_WatchWorkflowRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -194,7 +204,14 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "ected_revision\030\003 \001(\003R\020expectedRevision\022\035" +
       "\n\nrequest_id\030\004 \001(\tR\trequestId\"N\n\026CancelW" +
       "orkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
-      "ewright.v1.WorkflowR\010workflow\"i\n\024WatchWo" +
+      "ewright.v1.WorkflowR\010workflow\"\247\001\n\025Delete" +
+      "WorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004e" +
+      "tag\030\002 \001(\tR\004etag\022+\n\021expected_revision\030\003 \001" +
+      "(\003R\020expectedRevision\022\024\n\005force\030\004 \001(\010R\005for" +
+      "ce\022#\n\rallow_missing\030\005 \001(\010R\014allowMissing\"" +
+      "l\n\026DeleteWorkflowResponse\0224\n\010workflow\030\001 " +
+      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\022" +
+      "\034\n\tcancelled\030\002 \001(\010R\tcancelled\"i\n\024WatchWo" +
       "rkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022*\n\016aft" +
       "er_revision\030\002 \001(\003H\000R\rafterRevision\210\001\001B\021\n" +
       "\017_after_revision\"\361\001\n\025WatchWorkflowRespon" +
@@ -204,7 +221,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       ".TransitionR\013transitions\0224\n\010workflow\030\004 \001" +
       "(\0132\030.statewright.v1.WorkflowR\010workflow\022\024" +
       "\n\005event\030\005 \001(\tR\005event\"\027\n\025GetDiagnosticsRe" +
-      "quest\"\264\004\n\026GetDiagnosticsResponse\022C\n\neven" +
+      "quest\"\370\004\n\026GetDiagnosticsResponse\022C\n\neven" +
       "t_loop\030\001 \001(\0132$.statewright.v1.EventLoopD" +
       "iagnosticsR\teventLoop\022D\n\nadmissions\030\002 \001(" +
       "\0132$.statewright.v1.AdmissionDiagnosticsR" +
@@ -218,61 +235,65 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "ime\0228\n\006timers\030\010 \001(\0132 .statewright.v1.Tim" +
       "erDiagnosticsR\006timers\022E\n\013task_queues\030\t \003" +
       "(\0132$.statewright.v1.TaskQueueDiagnostics" +
-      "R\ntaskQueues\"3\n\035GetWorkflowDiagnosticsRe" +
-      "quest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflow" +
-      "DiagnosticsResponse\022E\n\013diagnostics\030\001 \001(\013" +
-      "2#.statewright.v1.WorkflowDiagnosticsR\013d" +
-      "iagnostics\"t\n\026ListDefinitionsRequest\022\036\n\n" +
-      "definition\030\001 \001(\tR\ndefinition\022\033\n\tpage_siz" +
-      "e\030\002 \001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tp" +
-      "ageToken\"\177\n\027ListDefinitionsResponse\022<\n\013d" +
-      "efinitions\030\001 \003(\0132\032.statewright.v1.Defini" +
-      "tionR\013definitions\022&\n\017next_page_token\030\002 \001" +
-      "(\tR\rnextPageToken\"*\n\024GetDefinitionReques" +
-      "t\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRe" +
-      "sponse\022:\n\ndefinition\030\001 \001(\0132\032.statewright" +
-      ".v1.DefinitionR\ndefinition*s\n\016IfExistsPo" +
-      "licy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031" +
-      "\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_P" +
-      "OLICY_RETURN_EXISTING\020\002*\302\001\n\017SignalReject" +
-      "ion\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n" +
-      "\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNA" +
-      "L_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJEC" +
-      "TION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJEC" +
-      "TION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 " +
-      "\n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATC" +
-      "H_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TY" +
-      "PE_STEP\020\0022\304\010\n\017WorkflowService\022\\\n\rStartWo" +
-      "rkflow\022$.statewright.v1.StartWorkflowReq" +
-      "uest\032%.statewright.v1.StartWorkflowRespo" +
-      "nse\022_\n\016ResumeWorkflow\022%.statewright.v1.R" +
-      "esumeWorkflowRequest\032&.statewright.v1.Re" +
-      "sumeWorkflowResponse\022_\n\016SignalWorkflow\022%" +
-      ".statewright.v1.SignalWorkflowRequest\032&." +
-      "statewright.v1.SignalWorkflowResponse\022V\n" +
-      "\013GetWorkflow\022\".statewright.v1.GetWorkflo" +
-      "wRequest\032#.statewright.v1.GetWorkflowRes" +
-      "ponse\022\\\n\rListWorkflows\022$.statewright.v1." +
-      "ListWorkflowsRequest\032%.statewright.v1.Li" +
-      "stWorkflowsResponse\022_\n\016CancelWorkflow\022%." +
-      "statewright.v1.CancelWorkflowRequest\032&.s" +
-      "tatewright.v1.CancelWorkflowResponse\022^\n\r" +
-      "WatchWorkflow\022$.statewright.v1.WatchWork" +
-      "flowRequest\032%.statewright.v1.WatchWorkfl" +
-      "owResponse0\001\022_\n\016GetDiagnostics\022%.statewr" +
-      "ight.v1.GetDiagnosticsRequest\032&.statewri" +
-      "ght.v1.GetDiagnosticsResponse\022w\n\026GetWork" +
-      "flowDiagnostics\022-.statewright.v1.GetWork" +
-      "flowDiagnosticsRequest\032..statewright.v1." +
-      "GetWorkflowDiagnosticsResponse\022b\n\017ListDe" +
-      "finitions\022&.statewright.v1.ListDefinitio" +
-      "nsRequest\032\'.statewright.v1.ListDefinitio" +
-      "nsResponse\022\\\n\rGetDefinition\022$.statewrigh" +
-      "t.v1.GetDefinitionRequest\032%.statewright." +
-      "v1.GetDefinitionResponseBs\n\022dev.statewri" +
-      "ght.v1P\001ZJgithub.com/statewright/statewr" +
-      "ight/clients/go/statewright/v1;statewrig" +
-      "htv1\252\002\016Statewright.V1b\006proto3"
+      "R\ntaskQueues\022B\n\tretention\030\n \001(\0132$.statew" +
+      "right.v1.RetentionDiagnosticsR\tretention" +
+      "\"3\n\035GetWorkflowDiagnosticsRequest\022\022\n\004nam" +
+      "e\030\001 \001(\tR\004name\"g\n\036GetWorkflowDiagnosticsR" +
+      "esponse\022E\n\013diagnostics\030\001 \001(\0132#.statewrig" +
+      "ht.v1.WorkflowDiagnosticsR\013diagnostics\"t" +
+      "\n\026ListDefinitionsRequest\022\036\n\ndefinition\030\001" +
+      " \001(\tR\ndefinition\022\033\n\tpage_size\030\002 \001(\005R\010pag" +
+      "eSize\022\035\n\npage_token\030\003 \001(\tR\tpageToken\"\177\n\027" +
+      "ListDefinitionsResponse\022<\n\013definitions\030\001" +
+      " \003(\0132\032.statewright.v1.DefinitionR\013defini" +
+      "tions\022&\n\017next_page_token\030\002 \001(\tR\rnextPage" +
+      "Token\"*\n\024GetDefinitionRequest\022\022\n\004name\030\001 " +
+      "\001(\tR\004name\"S\n\025GetDefinitionResponse\022:\n\nde" +
+      "finition\030\001 \001(\0132\032.statewright.v1.Definiti" +
+      "onR\ndefinition*s\n\016IfExistsPolicy\022 \n\034IF_E" +
+      "XISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_" +
+      "POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN" +
+      "_EXISTING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNA" +
+      "L_REJECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJE" +
+      "CTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_" +
+      "PERSISTING\020\002\022&\n\"SIGNAL_REJECTION_RECOVER" +
+      "Y_REQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTIN" +
+      "G_DOWN\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVEN" +
+      "T_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE" +
+      "_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\0022\245\t" +
+      "\n\017WorkflowService\022\\\n\rStartWorkflow\022$.sta" +
+      "tewright.v1.StartWorkflowRequest\032%.state" +
+      "wright.v1.StartWorkflowResponse\022_\n\016Resum" +
+      "eWorkflow\022%.statewright.v1.ResumeWorkflo" +
+      "wRequest\032&.statewright.v1.ResumeWorkflow" +
+      "Response\022_\n\016SignalWorkflow\022%.statewright" +
+      ".v1.SignalWorkflowRequest\032&.statewright." +
+      "v1.SignalWorkflowResponse\022V\n\013GetWorkflow" +
+      "\022\".statewright.v1.GetWorkflowRequest\032#.s" +
+      "tatewright.v1.GetWorkflowResponse\022\\\n\rLis" +
+      "tWorkflows\022$.statewright.v1.ListWorkflow" +
+      "sRequest\032%.statewright.v1.ListWorkflowsR" +
+      "esponse\022_\n\016CancelWorkflow\022%.statewright." +
+      "v1.CancelWorkflowRequest\032&.statewright.v" +
+      "1.CancelWorkflowResponse\022_\n\016DeleteWorkfl" +
+      "ow\022%.statewright.v1.DeleteWorkflowReques" +
+      "t\032&.statewright.v1.DeleteWorkflowRespons" +
+      "e\022^\n\rWatchWorkflow\022$.statewright.v1.Watc" +
+      "hWorkflowRequest\032%.statewright.v1.WatchW" +
+      "orkflowResponse0\001\022_\n\016GetDiagnostics\022%.st" +
+      "atewright.v1.GetDiagnosticsRequest\032&.sta" +
+      "tewright.v1.GetDiagnosticsResponse\022w\n\026Ge" +
+      "tWorkflowDiagnostics\022-.statewright.v1.Ge" +
+      "tWorkflowDiagnosticsRequest\032..statewrigh" +
+      "t.v1.GetWorkflowDiagnosticsResponse\022b\n\017L" +
+      "istDefinitions\022&.statewright.v1.ListDefi" +
+      "nitionsRequest\032\'.statewright.v1.ListDefi" +
+      "nitionsResponse\022\\\n\rGetDefinition\022$.state" +
+      "wright.v1.GetDefinitionRequest\032%.statewr" +
+      "ight.v1.GetDefinitionResponseBs\n\022dev.sta" +
+      "tewright.v1P\001ZJgithub.com/statewright/st" +
+      "atewright/clients/go/statewright/v1;stat" +
+      "ewrightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -355,62 +376,74 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_CancelWorkflowResponse_descriptor,
         new java.lang.String[] { "Workflow", });
-    internal_static_statewright_v1_WatchWorkflowRequest_descriptor =
+    internal_static_statewright_v1_DeleteWorkflowRequest_descriptor =
       getDescriptor().getMessageType(12);
+    internal_static_statewright_v1_DeleteWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_DeleteWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Etag", "ExpectedRevision", "Force", "AllowMissing", });
+    internal_static_statewright_v1_DeleteWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(13);
+    internal_static_statewright_v1_DeleteWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_DeleteWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "Cancelled", });
+    internal_static_statewright_v1_WatchWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(14);
     internal_static_statewright_v1_WatchWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WatchWorkflowRequest_descriptor,
         new java.lang.String[] { "Name", "AfterRevision", });
     internal_static_statewright_v1_WatchWorkflowResponse_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(15);
     internal_static_statewright_v1_WatchWorkflowResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WatchWorkflowResponse_descriptor,
         new java.lang.String[] { "Type", "Revision", "Transitions", "Workflow", "Event", });
     internal_static_statewright_v1_GetDiagnosticsRequest_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(16);
     internal_static_statewright_v1_GetDiagnosticsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDiagnosticsRequest_descriptor,
         new java.lang.String[] { });
     internal_static_statewright_v1_GetDiagnosticsResponse_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(17);
     internal_static_statewright_v1_GetDiagnosticsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDiagnosticsResponse_descriptor,
-        new java.lang.String[] { "EventLoop", "Admissions", "Persistence", "Watchers", "Definitions", "Build", "Uptime", "Timers", "TaskQueues", });
+        new java.lang.String[] { "EventLoop", "Admissions", "Persistence", "Watchers", "Definitions", "Build", "Uptime", "Timers", "TaskQueues", "Retention", });
     internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(18);
     internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_statewright_v1_GetWorkflowDiagnosticsResponse_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(19);
     internal_static_statewright_v1_GetWorkflowDiagnosticsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetWorkflowDiagnosticsResponse_descriptor,
         new java.lang.String[] { "Diagnostics", });
     internal_static_statewright_v1_ListDefinitionsRequest_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(20);
     internal_static_statewright_v1_ListDefinitionsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListDefinitionsRequest_descriptor,
         new java.lang.String[] { "Definition", "PageSize", "PageToken", });
     internal_static_statewright_v1_ListDefinitionsResponse_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(21);
     internal_static_statewright_v1_ListDefinitionsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListDefinitionsResponse_descriptor,
         new java.lang.String[] { "Definitions", "NextPageToken", });
     internal_static_statewright_v1_GetDefinitionRequest_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(22);
     internal_static_statewright_v1_GetDefinitionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDefinitionRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_statewright_v1_GetDefinitionResponse_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(23);
     internal_static_statewright_v1_GetDefinitionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDefinitionResponse_descriptor,
