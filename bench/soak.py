@@ -41,6 +41,7 @@ import time
 import uuid
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import grpc
 import psycopg
@@ -50,7 +51,14 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import loadgen
 from bench.loadgen import Plan
-from bench.runtime_bench import ROOT, Served, _launch, _proc_cpu
+from bench.runtime_bench import (
+    ROOT,
+    Served,
+    _launch,
+    _machine_busy,
+    _postgres_pids,
+    _proc_cpu,
+)
 from bench.storage_bytes import with_database
 
 RETENTION = "2m"
@@ -90,7 +98,34 @@ def start_server(database: str, logs: Path) -> Served:
     return _launch("statewrightd", argv, logs / "statewrightd.log", r"serving on [\d.]+:(\d+)")
 
 
-def capacity(target: str) -> float:
+class Usage:
+    """Cumulative CPU seconds of the machine, of this server and of PostgreSQL: two
+    snapshots give each one's cores over a window, and what other work took."""
+
+    def __init__(self, server_pid: int, postgres_port: int) -> None:
+        self._server = server_pid
+        self._port = postgres_port
+
+    def snapshot(self) -> dict[str, float]:
+        postgres = sum(_proc_cpu(f"/proc/{pid}/stat") for pid in _postgres_pids(self._port))
+        return {
+            "at": time.monotonic(),
+            "machine": _machine_busy(),
+            "server": _proc_cpu(f"/proc/{self._server}/stat"),
+            "postgres": postgres,
+        }
+
+    @staticmethod
+    def cores(a: dict[str, float], b: dict[str, float], client: float) -> dict[str, float]:
+        """Cores each used between snapshots ``a`` and ``b``; ``client``: the load's cores."""
+        seconds = max(1e-9, b["at"] - a["at"])
+        out = {k: (b[k] - a[k]) / seconds for k in ("machine", "server", "postgres")}
+        out["client"] = client
+        out["other"] = max(0.0, out["machine"] - out["server"] - out["postgres"] - client)
+        return out
+
+
+def capacity(target: str, usage: Usage) -> dict[str, Any]:
     plan = Plan(
         target=target,
         scenario="hitl",
@@ -101,9 +136,15 @@ def capacity(target: str) -> float:
         request_ids=True,
         engine="go",
     )
+    before = usage.snapshot()
     summary = loadgen.run(plan)
-    print(f"  capacity: {summary.line().strip()}", flush=True)
-    return summary.throughput
+    cores = Usage.cores(before, usage.snapshot(), summary.client_cpu)
+    print(
+        f"  capacity: {summary.line().strip()}  (other work on the machine: "
+        f"{cores['other']:.2f} cores)",
+        flush=True,
+    )
+    return {"throughput": summary.throughput, "p99_ms": summary.p99_ms, "cores": cores}
 
 
 def sample(database: str, stub: pb_grpc.WorkflowServiceStub, began: float) -> dict[str, Any]:
@@ -210,10 +251,11 @@ def main() -> None:
         served = start_server(url, Path(tmp))
         channel = grpc.insecure_channel(served.target)
         stub = pb_grpc.WorkflowServiceStub(channel)
+        usage = Usage(served.process.pid, urlsplit(args.database).port or 5432)
         try:
             print("capacity before the soak (nothing to purge yet)", flush=True)
-            before = capacity(served.target)
-            rate = before / 2
+            before = capacity(served.target, usage)
+            rate = before["throughput"] / 2
             result.update(capacity_before=before, rate=rate, minutes=args.minutes)
             # Let the probe's workflows expire and be purged before the soak starts from a
             # clean slate: the soak's first minute is then a minute without purge work.
@@ -225,9 +267,12 @@ def main() -> None:
             samples: list[dict[str, Any]] = []
             stop = threading.Event()
 
+            snapshots: dict[str, dict[str, float]] = {}
+
             def cpu_mark(name: str, at: float) -> None:
                 stop.wait(max(0.0, began + at - time.monotonic()))
-                cpu_at[name] = _proc_cpu(f"/proc/{served.process.pid}/stat")
+                snapshots[name] = usage.snapshot()
+                cpu_at[name] = snapshots[name]["server"]
 
             marks = [
                 threading.Thread(target=cpu_mark, args=(n, t), daemon=True)
@@ -259,8 +304,19 @@ def main() -> None:
             for mark in marks:
                 mark.join(5)
             print("capacity after the soak (the purge at work)", flush=True)
-            after = capacity(served.target)
-            result.update(capacity_after=after, samples=samples, errors=report["errors"])
+            after = capacity(served.target, usage)
+            # Once the soak's workflows are gone, the same probe without purge work again:
+            # on a shared machine the two probes without it bracket the one with it.
+            time.sleep(args.settle)
+            print("capacity once everything has expired (nothing to purge)", flush=True)
+            again = capacity(served.target, usage)
+            result.update(
+                capacity_after=after,
+                capacity_again=again,
+                samples=samples,
+                errors=report["errors"],
+                offered=rate,
+            )
             series = report["series"]
             result["quiet"] = phase(series, *QUIET_WINDOW)
             result["steady"] = phase(series, STEADY_AFTER, seconds)
@@ -314,7 +370,8 @@ def summarize(r: dict[str, Any]) -> str:
             f" {dead:,} | {vacuums} | {s['purged_instances']:,} | {s['overdue_instances']:,} |"
         )
     ratio = busy["throughput"] / quiet["throughput"] if quiet["throughput"] else 0.0
-    capacity_ratio = r["capacity_after"] / r["capacity_before"] if r["capacity_before"] else 0.0
+    without = (r["capacity_before"]["throughput"] + r["capacity_again"]["throughput"]) / 2
+    capacity_ratio = r["capacity_after"]["throughput"] / without if without else 0.0
     lines += [
         "",
         f"size after {STEADY_AFTER / 60:g} min: mean {mean / 1e6:.1f} MB, "
