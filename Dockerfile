@@ -60,5 +60,5 @@ ENV PATH=/opt/statewright/bin:$PATH \
 WORKDIR /var/lib/statewright
 VOLUME ["/var/lib/statewright"]
 USER 10001:10001
-EXPOSE 50051 9464
+EXPOSE 50051 8081 9464
 ENTRYPOINT ["statewrightd", "serve"]

@@ -99,6 +99,7 @@ image-test: $(STAMP)
 	scripts/with-postgres $(BIN)/pytest -q tests/image
 
 ## Benchmarks (never part of make test): each brings its own PostgreSQL; a few minutes each.
+## bench/run.sh prints the goal table (each goal met or not) and the HITL peers side by side.
 bench: $(STAMP)
 	bench/run.sh
 	bench/run_watch.sh

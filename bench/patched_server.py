@@ -1,6 +1,6 @@
 """Run ``statewrightd`` with experimental patches, to measure a suggested change before it is made.
 
-Not a test, not for production. The profile (BENCHMARKS.md) suggests changes to the
+Not a test, not for production. The profile (bench/NOTES.md) suggests changes to the
 service; each patch here is the smallest monkeypatch that behaves like one suggestion, so
 bench/run.sh ``--server-patch NAME`` can measure its gain against the unpatched server
 in the same run. The service code is not edited; when the service changes, a patch that
@@ -8,12 +8,29 @@ no longer matches what it replaces refuses to start instead of measuring somethi
 
     .venv/bin/python bench/patched_server.py --patch latest-cache -- serve --listen ...
 
+With ``serve --processes N`` every server process the supervisor starts is this script
+again (``--worker``), with the same patches. bench/runtime_bench.py also takes
+``python=PATH`` among the patches: the same server under another interpreter (a virtual
+environment with the project installed), for the A/B of a Python version.
+
 Patches:
 
 - ``latest-cache``: StartWorkflow without a version resolves the latest version from the
   registry's memory while its TTL is fresh, instead of a read-pool round trip per call.
 - ``switch-interval=SECONDS``: ``sys.setswitchinterval``: how long a thread that wants
   the GIL waits for the running one to drop it (CPython's default is 0.005).
+- ``old-convert``: contexts become ``Struct`` the way they did before the exact-type walk
+  (a copy without non-finite numbers, then protobuf's ``Struct.update``): the A/B of that
+  change in the server.
+- ``inline-writer``: no writer thread. The EventLoop runs each group-commit transaction
+  itself, at the end of the batch of commands that queued its saves (the hook the writer's
+  submissions already use), and its answers come back through the EventLoop's own queue.
+  That removes the two thread crossings per step that an asyncio writer on the EventLoop
+  thread would remove, with the same batches, compare-and-swap and reconciliation (the
+  store's own code), but the EventLoop waits for each commit (psycopg's blocking API): an
+  upper bound on what that design saves, not the design itself.
+- ``gc-threshold=A,B,C``: ``gc.set_threshold(A, B, C)`` once the server has started (the
+  default is 700, 10, 10: a young collection every 700 net allocations of containers).
 - ``gc-log``: no change in behaviour; logs every garbage collection that pauses the
   process for more than 10 ms, with its generation and the number of tracked objects.
 """
@@ -24,15 +41,27 @@ import argparse
 import gc
 import inspect
 import logging
+import math
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from statewrightd import cli
+from google.protobuf import struct_pb2
+
+from statewrightd import cli, server
+
+try:
+    from statewrightd import supervisor
+except ImportError:  # a tree from before serve --processes (a before/after run)
+    supervisor = None  # type: ignore[assignment]
+from statewrightd.api import convert
 from statewrightd.application import Application
 from statewrightd.definitions import registry as registry_module
 from statewrightd.definitions.registry import Loaded
+from statewrightd.errors import Conflict, OutcomeUnknown, StoreError
+from statewrightd.store.records import Operation
+from statewrightd.store.writer import Callback, GroupCommitWriter
 
 
 def _expect(fn: Callable[..., Any], *fragments: str) -> None:
@@ -62,6 +91,77 @@ def latest_cache() -> None:
     Application.definition = definition  # type: ignore[method-assign]
 
 
+def old_convert() -> None:
+    _expect(convert.dict_to_struct, "_fill(message, values)")
+
+    def finite(value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return None
+        if isinstance(value, Mapping):
+            return {k: finite(v) for k, v in value.items()}
+        if isinstance(value, list | tuple):
+            return [finite(v) for v in value]
+        return value
+
+    def dict_to_struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
+        message = struct_pb2.Struct()
+        message.update(finite(values))
+        return message
+
+    convert.dict_to_struct = dict_to_struct
+
+
+def inline_writer() -> None:
+    _expect(GroupCommitWriter._run, "self._observe(self._apply", "self._deliver_batch(batch")
+    _expect(GroupCommitWriter.submit_many, "self._queue.append(_Pending(op, callback, now))")
+    submit_many = GroupCommitWriter.submit_many
+
+    def start(self: GroupCommitWriter) -> None:
+        with self._cond:
+            self._accepting = True
+
+    def submit_inline(
+        self: GroupCommitWriter, items: list[tuple[Operation, Callback]]
+    ) -> list[StoreError | None]:
+        refusals = submit_many(self, items)
+        while True:
+            with self._cond:
+                if not self._queue:
+                    break
+                count = min(self._max_batch, len(self._queue))
+                batch = [self._queue.popleft() for _ in range(count)]
+            results = self._observe(self._apply, [p.op for p in batch])
+            done = time.monotonic()
+            with self._cond:
+                self._batches += 1
+                self._saves += len(batch)
+                for pending, result in zip(batch, results, strict=True):
+                    self._latencies.append(done - pending.enqueued)
+                    if isinstance(result, Conflict):
+                        self._conflicts += 1
+                    elif isinstance(result, OutcomeUnknown):
+                        self._unknown += 1
+                    elif isinstance(result, StoreError):
+                        self._failures += 1
+            self._deliver_batch(batch, results)
+        return refusals
+
+    GroupCommitWriter.start = start  # type: ignore[method-assign]
+    GroupCommitWriter.submit_many = submit_inline  # type: ignore[method-assign]
+
+
+def gc_threshold(*thresholds: int) -> None:
+    # After start-up: tune_interpreter's gc.freeze() runs a collection first.
+    names = vars(server)  # the server module's own binding of tune_interpreter
+    original = names["tune_interpreter"]
+
+    def tune() -> None:
+        original()
+        gc.set_threshold(*thresholds)
+
+    names["tune_interpreter"] = tune
+
+
 def gc_log() -> None:
     log = logging.getLogger("bench.gc")
     started: list[float] = [0.0]
@@ -86,18 +186,32 @@ def gc_log() -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patch", action="append", default=[], help="a patch name (repeat)")
+    parser.add_argument(
+        "--worker", action="store_true", help="a server process under the supervisor"
+    )
     parser.add_argument("rest", nargs=argparse.REMAINDER, help="-- statewrightd arguments")
     args = parser.parse_args()
+    patches = [arg for patch in args.patch for arg in ("--patch", patch)]
+    if supervisor is not None:
+        supervisor.worker_command = lambda: [sys.executable, __file__, *patches, "--worker"]
     for patch in args.patch:
         name, _, value = patch.partition("=")
         if name == "latest-cache":
             latest_cache()
         elif name == "switch-interval":
             sys.setswitchinterval(float(value))
+        elif name == "old-convert":
+            old_convert()
+        elif name == "inline-writer":
+            inline_writer()
+        elif name == "gc-threshold":
+            gc_threshold(*(int(part) for part in value.split(",")))
         elif name == "gc-log":
             gc_log()
         else:
             raise SystemExit(f"unknown patch {patch!r}")
+    if args.worker:
+        sys.exit(server.worker_main())
     rest = args.rest[1:] if args.rest[:1] == ["--"] else args.rest
     sys.exit(cli.main(rest))
 

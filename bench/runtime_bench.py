@@ -6,15 +6,15 @@ hand-off (``--mode hop``), then runs each scenario with bench/loadgen.py's load 
 and stops everything it started. Run it through bench/run.sh, which brings its own
 PostgreSQL:
 
-    bench/run.sh                      # the figures in BENCHMARKS.md
-    bench/run.sh --quick              # shorter windows, a smoke run
-    bench/run.sh --profile DIR        # py-spy profiles of the server (scenarios a and b)
-    bench/run.sh --ab                 # plus (a) with the version pinned / with request ids
-    bench/run.sh --server-patch NAME  # a suggested change, prototyped (patched_server.py)
-    bench/run.sh --compare-patch NAME --repeat 3 --only start   # A/B of that change
-    bench/run.sh --server-processes 2 # two statewrightd replicas, each on its own port
-    bench/run.sh --server-processes 2 --shared-port   # the two share one port (SO_REUSEPORT)
-    bench/run.sh --loadgen python     # Python load processes (grpc.aio) instead of bench/goload
+    bench/run.sh --classic            # the figures in bench/NOTES.md (earlier rounds)
+    bench/run.sh --classic --quick              # shorter windows, a smoke run
+    bench/run.sh --classic --profile DIR        # py-spy profiles of the server (scenarios a and b)
+    bench/run.sh --classic --ab                 # plus (a) version pinned / with request ids
+    bench/run.sh --classic --server-patch NAME  # a suggested change, prototyped (patched_server.py)
+    bench/run.sh --classic --compare-patch NAME --repeat 3 --only start   # A/B of that change
+    bench/run.sh --classic --server-processes 2 # two statewrightd replicas, each on its own port
+    bench/run.sh --classic --server-processes 2 --shared-port   # the two on one port
+    bench/run.sh --classic --loadgen python     # Python load processes instead of goload
 
 Besides throughput and latency it records, over each measured window, the CPU each role
 used (server, PostgreSQL, load processes, everything else on the machine) so a reader
@@ -96,11 +96,13 @@ class Served:
                 self.process.wait(5)
 
 
-def _launch(name: str, argv: list[str], log: Path, pattern: str) -> Served:
+def _launch(
+    name: str, argv: list[str], log: Path, pattern: str, env: dict[str, str] | None = None
+) -> Served:
     """Start ``argv`` with output to ``log`` and wait for the line that names its port."""
     with log.open("wb") as out:
         # Output goes to a file, not a pipe, so a chatty server can never block on it.
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT, env=env)
     deadline = time.monotonic() + STARTUP_TIMEOUT
     regex = re.compile(pattern)
     while time.monotonic() < deadline:
@@ -115,15 +117,28 @@ def _launch(name: str, argv: list[str], log: Path, pattern: str) -> Served:
 
 
 def start_statewrightd(
-    database: str, logs: Path, port: int = 0, index: int = 0, patches: list[str] | None = None
+    database: str,
+    logs: Path,
+    port: int = 0,
+    index: int = 0,
+    patches: list[str] | None = None,
+    *,
+    processes: int = 1,
 ) -> Served:
     """``port`` 0 picks a free port; another process may then share it (SO_REUSEPORT).
 
-    With ``patches`` the server runs under bench/patched_server.py (suggested changes).
+    ``processes`` > 1 runs ``serve --processes N``: one supervisor, N server processes on
+    one port (its CPU is read over the whole process tree). With ``patches`` the server
+    runs under bench/patched_server.py (suggested changes), every server process patched.
     """
     command = [str(VENV_BIN / "statewrightd")]
     if patches:
-        command = [sys.executable, str(ROOT / "bench" / "patched_server.py")]
+        # "python=PATH" is no patch but the interpreter (another venv with the project
+        # installed, e.g. a newer Python); every other name is a patch of patched_server.py.
+        pythons = [p.partition("=")[2] for p in patches if p.startswith("python=")]
+        patches = [p for p in patches if not p.startswith("python=")]
+        python = pythons[-1] if pythons else sys.executable
+        command = [python, str(ROOT / "bench" / "patched_server.py")]
         command += [arg for patch in patches for arg in ("--patch", patch)] + ["--"]
     argv = [
         *command,
@@ -138,7 +153,12 @@ def start_statewrightd(
         "INFO",  # the "serving on" line is INFO; slow-dispatch warnings land in the log too
     ]
     log = logs / f"statewrightd-{index}.log"
-    return _launch(f"statewrightd-{index}", argv, log, r"serving on [\d.]+:(\d+)")
+    # The count through the environment, not a flag: a server from before --processes
+    # (python=PATH pointing at an older tree, for a before/after) ignores it and runs one.
+    env = {**os.environ, "STATEWRIGHT_PROCESSES": str(processes)}
+    name = f"statewrightd-{index}"
+    # With several processes the supervisor's line, once every one of them listens.
+    return _launch(name, argv, log, r"serving on [\d.]+:(\d+)", env)
 
 
 def start_echo(mode: str, logs: Path) -> Served:
@@ -157,6 +177,29 @@ def _proc_cpu(path: str) -> float:
         return 0.0
     fields = text[text.rindex(")") + 2 :].split()
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+
+
+def process_tree(pid: int) -> list[int]:
+    """``pid`` and every process below it (a supervisor and its server processes)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            stat = (entry / "stat").read_text()
+            children.setdefault(int(stat[stat.rindex(")") + 2 :].split()[1]), []).append(
+                int(entry.name)
+            )
+    found, stack = [], [pid]
+    while stack:
+        current = stack.pop()
+        found.append(current)
+        stack.extend(children.get(current, []))
+    return found
+
+
+def _tree_cpu(pid: int) -> float:
+    return sum(_proc_cpu(f"/proc/{p}/stat") for p in process_tree(pid))
 
 
 def _context_switches(pid: int) -> float:
@@ -182,23 +225,31 @@ def _machine_busy() -> float:
     return (sum(values[:8]) - idle) / CLOCK_TICKS
 
 
+_POSTMASTERS: dict[int, int] = {}  # port -> pid, found once: it lives as long as the run
+
+
 def _postgres_pids(port: int) -> list[int]:
     """The postmaster listening on ``port`` and its children (backends, writer, WAL...)."""
     parents: dict[int, int] = {}
-    postmaster = 0
+    postmaster = _POSTMASTERS.get(port, 0)
+    if postmaster and not Path(f"/proc/{postmaster}").exists():
+        postmaster = 0
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
             stat = (entry / "stat").read_text()
+            parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
+            if postmaster:
+                continue
             cmdline = (entry / "cmdline").read_bytes().split(b"\0")
-        except OSError:
+        except (OSError, ValueError, IndexError):
             continue
-        parents[int(entry.name)] = int(stat[stat.rindex(")") + 2 :].split()[1])
         if b"-p" in cmdline and str(port).encode() in cmdline and b"postgres" in cmdline[0]:
             postmaster = int(entry.name)
     if not postmaster:
         return []
+    _POSTMASTERS[port] = postmaster
     return [postmaster] + [pid for pid, parent in parents.items() if parent == postmaster]
 
 
@@ -238,10 +289,10 @@ class CpuProbe:
             hook()
 
         def cpu(served: list[Served]) -> float:
-            return sum(_proc_cpu(f"/proc/{s.process.pid}/stat") for s in served)
+            return sum(_tree_cpu(s.process.pid) for s in served)
 
         def switches(served: list[Served]) -> float:
-            return sum(_context_switches(s.process.pid) for s in served)
+            return sum(_context_switches(p) for s in served for p in process_tree(s.process.pid))
 
         snap = {
             "machine": _machine_busy(),
@@ -260,7 +311,7 @@ class CpuProbe:
         # CPU would vanish from a sum) is left out of the difference instead.
         for pid in _postgres_pids(self.pg_port):
             snap[f"pg:{pid}"] = _proc_cpu(f"/proc/{pid}/stat")
-        for pid in [s.process.pid for s in self.servers + self.patched]:
+        for pid in [p for s in self.servers + self.patched for p in process_tree(s.process.pid)]:
             with contextlib.suppress(OSError):
                 for task in Path(f"/proc/{pid}/task").iterdir():
                     snap[f"thread:{task.name}"] = _proc_cpu(str(task / "stat"))
@@ -271,7 +322,8 @@ def thread_names(pids: list[int]) -> dict[str, str]:
     """Native thread id -> Python thread name (py-spy dump), else the kernel's comm."""
     names: dict[str, str] = {}
     for pid in pids:
-        names.update(_thread_names(pid))
+        for member in process_tree(pid):
+            names.update(_thread_names(member))
     return names
 
 
@@ -533,12 +585,12 @@ class Outcome:
 def settle(served: Served, limit: float = 60.0) -> None:
     """Wait until the serving process is idle: an overloaded case leaves a backlog
     (queued saves, in-flight steps) that would otherwise be measured in the next case."""
-    path = f"/proc/{served.process.pid}/stat"
+    pid = served.process.pid
     deadline = time.monotonic() + limit
     while time.monotonic() < deadline:
-        before = _proc_cpu(path)
+        before = _tree_cpu(pid)
         time.sleep(0.5)
-        if (_proc_cpu(path) - before) / 0.5 < 0.05:
+        if (_tree_cpu(pid) - before) / 0.5 < 0.05:
             return
     print(f"{served.name} still busy after {limit:.0f} s; measuring anyway", flush=True)
 
@@ -554,7 +606,12 @@ def run_case(
         settle(busy)
     targets = fleet.targets_of(case.against)
     plan = replace(case.plan, target=",".join(targets))
-    if case.against == "server" and len(fleet.servers) > 1:
+    pod = case.against == "server" and fleet.pod_processes > 1
+    if pod:
+        # One port, N processes: enough connections that the kernel spreads them (each
+        # workflow's calls stay on one connection, so on one process).
+        plan = replace(plan, channels=max(plan.channels, 4 * fleet.pod_processes))
+    elif case.against == "server" and len(fleet.servers) > 1:
         # Own ports: at least one channel per replica (the load processes route each
         # workflow to one channel). Shared port: several connections per process, so that
         # the kernel spreads them over the replicas.
@@ -563,7 +620,7 @@ def run_case(
     # Diagnostics of every replica (with a shared port: of the one this connection reaches).
     is_server = case.role in ("server", "patched")
     shared = fleet.shared_port and case.against == "server" and len(fleet.servers) > 1
-    reader = Diagnostics(targets, keep_open=shared) if is_server else None
+    reader = Diagnostics(targets, keep_open=shared or pod) if is_server else None
     try:
         before = reader.read() if reader is not None else []
         probe.on_first = at_window_start
@@ -814,6 +871,7 @@ class Fleet:
     echo_direct: Served
     echo_hop: Served
     shared_port: bool = False
+    pod_processes: int = 1  # serve --processes N: one Served, N server processes, one port
 
     def target_of(self, against: str) -> Served:
         """The (first) process serving ``against``: the one profiled."""

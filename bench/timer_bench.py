@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -66,10 +66,15 @@ states:
 
 
 @contextmanager
-def server(database: str, definitions: Path, logs: Path, name: str) -> Iterator[tuple[str, int]]:
+def server(
+    database: str, definitions: Path, logs: Path, name: str, extra: Sequence[str] = ()
+) -> Iterator[tuple[str, int]]:
     log = logs / f"{name}.log"
     argv = [str(STATEWRIGHTD), "serve", "--listen", "127.0.0.1:0", "--database", database]
+    # One process, so that the pid's CPU is the server's (a later --processes in ``extra``
+    # wins, and then the figures must add the pod's processes up).
     argv += ["--definitions", str(definitions), "--log-level", "INFO", "--grace", "5"]
+    argv += ["--processes", "1", *extra]
     with log.open("wb") as out:
         process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
     try:

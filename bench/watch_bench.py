@@ -111,6 +111,9 @@ def start_servers(database: str, logs: Path, count: int) -> list[Served]:
                 database,
                 "--definitions",
                 str(definitions),
+                # Each replica one process: the figures per replica stay what they were.
+                "--processes",
+                "1",
             ]
             log = logs / f"statewrightd-{index}.log"
             servers.append(_launch(f"statewrightd-{index}", argv, log, r"serving on [\d.]+:(\d+)"))

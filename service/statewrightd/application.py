@@ -164,6 +164,7 @@ class Application:
             observer=self._step_observer,
             clock=clock,
             retention=self.config.retention_seconds,
+            max_context_bytes=self.config.limits.context_bytes,
         )
         self._runtime.listeners.append(self._publish_step)
         self._timers = TimerScheduler(
@@ -252,12 +253,17 @@ class Application:
             for each in self._listeners:
                 each.start()
 
-    def _publish_step(self, outcome: Outcome, event: str | None) -> None:
+    def _publish_step(self, outcome: Outcome, history: HistoryRecord) -> None:
         # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
         hub = self.watch_hub
         if hub.watched(outcome.record.workflow_id):
             step = StepEvent(
-                outcome.record, outcome.loaded, outcome.transitions, event, timers=outcome.timers
+                outcome.record,
+                outcome.loaded,
+                outcome.transitions,
+                history.event,
+                timers=outcome.timers,
+                actor=history.actor,
             )
             self.loop.reply(functools.partial(hub.publish, step))
 

@@ -7,12 +7,20 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from statewrightd.config import ConfigError, ServerConfig, add_server_arguments, config_from
+from statewrightd.config import (
+    ConfigError,
+    ServerConfig,
+    add_security_arguments,
+    add_server_arguments,
+    config_from,
+)
 
 # `statewrightd dev` needs nothing installed: a SQLite file and the bundled examples.
 DEV_DEFAULTS = ServerConfig(
     database_url="sqlite:///statewright-dev.db",
     definitions_dir=Path("examples/definitions"),
+    reflection=True,
+    processes=1,
 )
 
 
@@ -38,6 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the gRPC server until SIGTERM.",
     )
     add_server_arguments(serve)
+    add_security_arguments(serve)
 
     dev = sub.add_parser(
         "dev",
@@ -47,6 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"{DEV_DEFAULTS.definitions_dir}, unless flags or STATEWRIGHT_* variables say otherwise.",
     )
     add_server_arguments(dev, DEV_DEFAULTS)
+    add_security_arguments(dev, DEV_DEFAULTS)
 
     validate = sub.add_parser(
         "validate",
@@ -82,6 +92,47 @@ def build_parser() -> argparse.ArgumentParser:
         help="postgresql://USER@HOST/DB or sqlite:///PATH (env STATEWRIGHT_DATABASE_URL; "
         f"default {ServerConfig().database_url})",
     )
+    auth = sub.add_parser(
+        "auth",
+        help="make API keys and check auth config files",
+        description="Make an API key for the auth config, or check an auth config file.",
+    )
+    auth_sub = auth.add_subparsers(
+        dest="auth_command", required=True, metavar="ACTION", help="new-key or check"
+    )
+    new_key = auth_sub.add_parser(
+        "new-key",
+        help="print a new random API key and the auth config entry that stores its hash",
+        description="Print a new random API key (once) and its api_keys entry, which holds "
+        "only the key's SHA-256.",
+    )
+    new_key.add_argument("name", help="the key's name: its principal is key:NAME")
+    new_key.add_argument(
+        "--role",
+        choices=("reader", "client", "worker", "admin"),
+        default="client",
+        help="the role the key grants (default client)",
+    )
+    new_key.add_argument(
+        "--definitions",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="only these definitions (glob patterns, e.g. 'mail-*'); default all",
+    )
+    new_key.add_argument(
+        "--queues",
+        nargs="+",
+        default=[],
+        metavar="PATTERN",
+        help="only these task queues (glob patterns); default all",
+    )
+    check = auth_sub.add_parser(
+        "check",
+        help="check an auth config file and report every problem",
+        description="Check an auth config file as the server does at start; exit 1 on problems.",
+    )
+    check.add_argument("file", metavar="FILE", help="the auth config file (YAML)")
     return parser
 
 
@@ -89,12 +140,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command in ("serve", "dev"):
-        from statewrightd.server import run
+        from statewrightd.supervisor import process_count
 
         try:
             config = config_from(args, base=DEV_DEFAULTS if args.command == "dev" else None)
         except ConfigError as exc:
             parser.error(str(exc))
+        count, why = process_count(config)
+        if count > 1:
+            from statewrightd.supervisor import run as run_pod
+
+            return run_pod(config, count, why)
+        # One process needs no supervisor: it is the server itself, as it always was.
+        from statewrightd.server import run
+
         return run(config)
     if args.command == "validate":
         from statewrightd.definitions.commands import validate_command
@@ -104,6 +163,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         from statewrightd.definitions.commands import graph_command
 
         return graph_command(args.file, args.format)
+    if args.command == "auth":
+        from statewrightd.security.commands import check_command, new_key_command
+
+        if args.auth_command == "new-key":
+            return new_key_command(args.name, args.role, args.definitions, args.queues)
+        return check_command(args.file)
     if args.command == "migrate":
         from statewrightd.store.commands import migrate_command
 

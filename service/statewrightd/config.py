@@ -6,7 +6,7 @@ import argparse
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,29 @@ LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
 DEFAULT_LIVENESS_STALL_SECONDS = 10.0
 FOREVER = math.inf
+
+# The deepest a value may nest (definitions.values enforces it on what steps build).
+MAX_NESTING = 20
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one request, one caller and one instance may use. Each has a flag."""
+
+    request_bytes: int = 1024 * 1024  # one request message
+    context_bytes: int = 256 * 1024  # an instance's context, as JSON
+    # Maps and lists inside one value. Every client must be able to read what it is sent:
+    # protobuf decoders stop at 100 nested messages, and a Struct spends three on a level.
+    nesting: int = 20  # at most MAX_NESTING
+    string_bytes: int = 64 * 1024  # one string inside a value
+    list_items: int = 10_000  # one list inside a value
+    map_keys: int = 1_000  # one map inside a value
+    watches_per_caller: int = 1_000  # open WatchWorkflow streams of one principal
+    rate: float = 0.0  # requests per second of one principal; 0: unlimited
+    burst: int = 0  # requests one principal may send at once (default: one second's worth)
+
+
+MAX_PROCESSES = 256
 
 
 @dataclass(frozen=True)
@@ -40,6 +63,16 @@ class ServerConfig:
     retention_seconds: float = 30 * 86400.0
     # How long a request id's record answers retries with the original answer.
     request_window_seconds: float = 86400.0
+    tls_cert: Path | None = None
+    tls_key: Path | None = None
+    tls_client_ca: Path | None = None  # set: every client must present a certificate
+    health_listen: str | None = None  # a plaintext port serving grpc.health.v1 only
+    auth_config: Path | None = None  # None: no authentication, every caller is anonymous
+    reflection: bool = False
+    limits: Limits = field(default_factory=Limits)
+    # Server processes sharing the port; None: one per CPU of the container (see
+    # statewrightd.supervisor.default_processes).
+    processes: int | None = None
 
 
 class ConfigError(ValueError):
@@ -126,12 +159,175 @@ def add_server_arguments(
         f"{_shown(d.request_window_seconds)})",
     )
     parser.add_argument(
+        "--processes",
+        help="server processes sharing the port (SO_REUSEPORT), or auto: one per CPU of the "
+        "container's quota (env STATEWRIGHT_PROCESSES, default auto for serve, 1 for dev; "
+        "SQLite runs one)",
+    )
+    parser.add_argument(
         "--liveness-stall",
         type=float,
         metavar="SECONDS",
         help="how long the EventLoop may make no progress before liveness turns NOT_SERVING "
         f"(env STATEWRIGHT_LIVENESS_STALL; default {d.liveness_stall_seconds:g})",
     )
+
+
+def add_security_arguments(
+    parser: argparse.ArgumentParser, defaults: ServerConfig | None = None
+) -> None:
+    """TLS, authentication, the health port, reflection and input limits."""
+    d = defaults or ServerConfig()
+    lim = d.limits
+    parser.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        help="PEM certificate chain: serve TLS (env STATEWRIGHT_SERVER_TLS_CERT; re-read when the "
+        "file changes)",
+    )
+    parser.add_argument(
+        "--tls-key",
+        metavar="FILE",
+        help="PEM private key of --tls-cert (env STATEWRIGHT_SERVER_TLS_KEY)",
+    )
+    parser.add_argument(
+        "--tls-client-ca",
+        metavar="FILE",
+        help="PEM CA bundle: require client certificates it signed, mTLS (env "
+        "STATEWRIGHT_SERVER_TLS_CLIENT_CA)",
+    )
+    parser.add_argument(
+        "--health-listen",
+        metavar="HOST:PORT",
+        help="a plaintext port serving only grpc.health.v1, for probes (env "
+        f"STATEWRIGHT_HEALTH_LISTEN; default {d.health_listen or 'off'})",
+    )
+    parser.add_argument(
+        "--auth-config",
+        metavar="FILE",
+        help="YAML file of API keys, JWT settings, mTLS identities and their roles (env "
+        "STATEWRIGHT_AUTH_CONFIG; default: no authentication)",
+    )
+    parser.add_argument(
+        "--reflection",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="serve gRPC reflection (env STATEWRIGHT_REFLECTION=1; default "
+        f"{'on' if d.reflection else 'off'})",
+    )
+    for flag, var, unit, value, what in (
+        ("--max-request-size", "MAX_REQUEST_SIZE", "BYTES", lim.request_bytes, "one request"),
+        ("--max-context-size", "MAX_CONTEXT_SIZE", "BYTES", lim.context_bytes, "a context as JSON"),
+        ("--max-nesting", "MAX_NESTING", "N", lim.nesting, "levels of maps and lists in a value"),
+        (
+            "--max-string-size",
+            "MAX_STRING_SIZE",
+            "BYTES",
+            lim.string_bytes,
+            "one string in a value",
+        ),
+        ("--max-list-items", "MAX_LIST_ITEMS", "N", lim.list_items, "items of one list in a value"),
+        ("--max-map-keys", "MAX_MAP_KEYS", "N", lim.map_keys, "keys of one map in a value"),
+        ("--max-watches", "MAX_WATCHES", "N", lim.watches_per_caller, "open watches per caller"),
+        ("--rate-burst", "RATE_BURST", "N", lim.burst, "requests a caller may send at once"),
+    ):
+        parser.add_argument(
+            flag,
+            type=int,
+            metavar=unit,
+            help=f"at most this many for {what} (env STATEWRIGHT_{var}; default {value:,})",
+        )
+    parser.add_argument(
+        "--rate-limit",
+        type=float,
+        metavar="PER_SECOND",
+        help="requests per second of one caller, a token bucket (env STATEWRIGHT_RATE_LIMIT; "
+        f"default {lim.rate:g}: unlimited)",
+    )
+
+
+def security_from(
+    args: argparse.Namespace, env: Mapping[str, str], base: ServerConfig
+) -> dict[str, Any]:
+    """The security settings of ``config_from``: flags, then environment, then ``base``."""
+
+    def pick(name: str, var: str) -> str | None:
+        flag = getattr(args, name, None)
+        if flag is not None:
+            return str(flag)
+        return env.get(var) or None
+
+    def path(name: str, var: str, default: Path | None) -> Path | None:
+        text = pick(name, var)
+        return Path(text) if text else default
+
+    # Not STATEWRIGHT_TLS_CERT/_KEY: those name a client's certificate, for every client.
+    cert = path("tls_cert", "STATEWRIGHT_SERVER_TLS_CERT", base.tls_cert)
+    key = path("tls_key", "STATEWRIGHT_SERVER_TLS_KEY", base.tls_key)
+    client_ca = path("tls_client_ca", "STATEWRIGHT_SERVER_TLS_CLIENT_CA", base.tls_client_ca)
+    if (cert is None) != (key is None):
+        raise ConfigError("--tls-cert and --tls-key go together: give both, or neither")
+    if client_ca is not None and cert is None:
+        raise ConfigError("--tls-client-ca needs --tls-cert and --tls-key: mTLS is TLS first")
+    for given in (cert, key, client_ca):
+        if given is not None and not given.is_file():
+            raise ConfigError(f"TLS file {given} does not exist")
+    health = pick("health_listen", "STATEWRIGHT_HEALTH_LISTEN") or base.health_listen
+    if health:
+        parse_listen(health)
+    auth = path("auth_config", "STATEWRIGHT_AUTH_CONFIG", base.auth_config)
+    reflection = base.reflection
+    flag = getattr(args, "reflection", None)
+    if flag is not None:
+        reflection = bool(flag)
+    elif env.get("STATEWRIGHT_REFLECTION"):
+        reflection = env["STATEWRIGHT_REFLECTION"].strip().lower() in ("1", "true", "yes", "on")
+    limits = base.limits
+    changes: dict[str, Any] = {}
+    for name, var, attr in (
+        ("max_request_size", "STATEWRIGHT_MAX_REQUEST_SIZE", "request_bytes"),
+        ("max_context_size", "STATEWRIGHT_MAX_CONTEXT_SIZE", "context_bytes"),
+        ("max_nesting", "STATEWRIGHT_MAX_NESTING", "nesting"),
+        ("max_string_size", "STATEWRIGHT_MAX_STRING_SIZE", "string_bytes"),
+        ("max_list_items", "STATEWRIGHT_MAX_LIST_ITEMS", "list_items"),
+        ("max_map_keys", "STATEWRIGHT_MAX_MAP_KEYS", "map_keys"),
+        ("max_watches", "STATEWRIGHT_MAX_WATCHES", "watches_per_caller"),
+        ("rate_burst", "STATEWRIGHT_RATE_BURST", "burst"),
+    ):
+        text = pick(name, var)
+        if text is None:
+            continue
+        if not text.isdigit():
+            raise ConfigError(f"--{name.replace('_', '-')} must be a whole number; got {text!r}")
+        changes[attr] = int(text)
+    rate_text = pick("rate_limit", "STATEWRIGHT_RATE_LIMIT")
+    if rate_text is not None:
+        try:
+            changes["rate"] = float(rate_text)
+        except ValueError:
+            raise ConfigError(f"--rate-limit must be a number; got {rate_text!r}") from None
+    limits = replace(limits, **changes)
+    if not 1 <= limits.nesting <= MAX_NESTING:
+        raise ConfigError(
+            f"--max-nesting must be between 1 and {MAX_NESTING}: what the engine stores must be "
+            "readable by every client's protobuf decoder"
+        )
+    if limits.rate < 0:
+        raise ConfigError("--rate-limit must not be negative")
+    if limits.rate > 0 and limits.burst == 0:
+        limits = replace(limits, burst=max(1, round(limits.rate)))
+    for attr in ("request_bytes", "context_bytes", "string_bytes", "list_items", "map_keys"):
+        if getattr(limits, attr) < 1:
+            raise ConfigError(f"the {attr.replace('_', ' ')} limit must be at least 1")
+    return {
+        "tls_cert": cert,
+        "tls_key": key,
+        "tls_client_ca": client_ca,
+        "health_listen": health or None,
+        "auth_config": auth,
+        "reflection": reflection,
+        "limits": limits,
+    }
 
 
 def config_from(
@@ -171,6 +367,8 @@ def config_from(
         raise ConfigError(f"writer queue must be a positive integer; got {queue_text!r}")
     return ServerConfig(
         **_observability_settings(args, env, base),
+        **security_from(args, env, base),
+        processes=_processes(args, env, base, database_url),
         writer_queue=int(queue_text),
         listen=listen,
         database_url=database_url,
@@ -257,6 +455,30 @@ def _shown(seconds: float) -> str:
         if seconds >= 2 * size and seconds % size == 0:
             return f"{int(seconds // size)}{unit}"
     return f"{seconds:g}s"
+
+
+def _processes(
+    args: argparse.Namespace, env: Mapping[str, str], base: ServerConfig, database_url: str
+) -> int | None:
+    flag = getattr(args, "processes", None)
+    text = str(flag) if flag is not None else env.get("STATEWRIGHT_PROCESSES") or ""
+    if not text:
+        return base.processes
+    if text.strip().lower() == "auto":
+        return None
+    if not text.strip().isdigit() or not 1 <= int(text) <= MAX_PROCESSES:
+        raise ConfigError(
+            f"processes must be auto or an integer from 1 to {MAX_PROCESSES}; got {text!r}"
+        )
+    count = int(text)
+    if count > 1 and database_url.startswith("sqlite:"):
+        # One SQLite file takes one writer: a second process would only meet "database is
+        # locked" on every save.
+        raise ConfigError(
+            f"processes {count} needs PostgreSQL: an SQLite database is served by one "
+            "process (use --processes 1, or a postgresql:// database)"
+        )
+    return count
 
 
 def parse_listen(listen: str) -> tuple[str, int]:

@@ -109,8 +109,38 @@ class FailedPrecondition(StatewrightError):
     default_reason = "FAILED_PRECONDITION"
 
 
+class Unauthenticated(StatewrightError):
+    """The call carries no credentials the server accepts."""
+
+    default_reason = "UNAUTHENTICATED"
+
+
+class PermissionDenied(StatewrightError):
+    """The caller is known, but its roles do not allow this call on this target."""
+
+    default_reason = "PERMISSION_DENIED"
+
+
 class ResourceExhausted(StatewrightError):
     default_reason = "OVERLOADED"
+
+
+class RateLimited(ResourceExhausted):
+    """The caller sent more requests than its rate allows; ``retry_after`` seconds from now
+    the next one would be let through (sent to the client as a RetryInfo)."""
+
+    default_reason = "RATE_LIMITED"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        retry_after: float,
+        reason: str | None = None,
+        metadata: Mapping[str, object] | None = None,
+    ) -> None:
+        super().__init__(message, reason=reason, metadata=metadata)
+        self.retry_after = retry_after
 
 
 class Unavailable(StatewrightError):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
+import ipaddress
 import logging
 import os
 import signal
@@ -26,7 +27,12 @@ from statewrightd.errors import StatewrightError
 from statewrightd.health import Health
 from statewrightd.observability import logs
 from statewrightd.observability.setup import Observability
+from statewrightd.pod import WORKER_CONFIG_ENV, PodHealth, SupervisorLink, config_from_env
 from statewrightd.reflection import enable_reflection
+from statewrightd.security.auth_config import load_auth_config
+from statewrightd.security.authn import Authenticator
+from statewrightd.security.interceptor import CallerLimits, CallGate
+from statewrightd.security.tls import ReloadingCredentials, TlsFiles
 from statewrightd.tuning import tune_interpreter
 
 _log = logging.getLogger(__name__)
@@ -53,9 +59,14 @@ TEST_HOOKS_ENV = "STATEWRIGHT_TEST_HOOKS"
 class Server:
     """One statewrightd process: the grpc.aio server and everything it serves."""
 
-    def __init__(self, config: ServerConfig, observability: Observability | None = None) -> None:
+    def __init__(
+        self,
+        config: ServerConfig,
+        observability: Observability | None = None,
+        health: Health | None = None,
+    ) -> None:
         self.config = config
-        self.health = Health()
+        self.health = health or Health()
         self.port: int | None = None
         self.observability = observability or Observability(config)
         probes = self.observability.probes
@@ -63,8 +74,26 @@ class Server:
         self.door = Door()
         self._monitors: list[asyncio.Task[None]] = []
         self._ping: asyncio.Future[None] | None = None
+        limits = config.limits
+        # Read at construction, so that a bad file stops the server before anything binds.
+        authenticator = None
+        if config.auth_config is not None:
+            authenticator = Authenticator(load_auth_config(config.auth_config))
+            authenticator.preload()
+        self.gate = CallGate(
+            self.app,
+            authenticator,
+            CallerLimits(limits.rate, limits.burst, limits.watches_per_caller),
+        )
+        self._tls = (
+            ReloadingCredentials(TlsFiles(config.tls_cert, config.tls_key, config.tls_client_ca))
+            if config.tls_cert is not None and config.tls_key is not None
+            else None
+        )
+        self.health_port: int | None = None
+        self._health_grpc: grpc.aio.Server | None = None
         self._grpc = grpc.aio.server(
-            interceptors=self.observability.interceptors(),
+            interceptors=[*self.observability.interceptors(), self.gate],
             options=[
                 ("grpc.so_reuseport", 1),
                 # grpc core stops taking new calls past 3,000 pending ones by default, and
@@ -72,7 +101,7 @@ class Server:
                 # streams (any RPC) at about 3,000 watchers.
                 ("grpc.server.max_pending_requests", MAX_PENDING_CALLS),
                 ("grpc.server.max_pending_requests_hard_limit", MAX_PENDING_CALLS),
-                ("grpc.max_receive_message_length", 4 * 1024 * 1024),
+                ("grpc.max_receive_message_length", limits.request_bytes),
             ],
         )
 
@@ -92,17 +121,30 @@ class Server:
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
         add_servicer(self._grpc, TASK_SERVICE, TaskServicer(self.app, self.door))
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
-        enable_reflection(
-            self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
-        )
+        if self.config.reflection:
+            enable_reflection(
+                self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
+            )
         await self.health.starting()
-        self.port = self._grpc.add_insecure_port(self.config.listen)
-        if not self.port:
-            raise OSError(f"could not bind {self.config.listen}")
+        self.port = self._bind()
+        if self.config.health_listen is not None:
+            # Probes (the kubelet's gRPC probe) speak neither TLS nor tokens.
+            self._health_grpc = grpc.aio.server()
+            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._health_grpc)
+            self.health_port = self._health_grpc.add_insecure_port(self.config.health_listen)
+            if not self.health_port:
+                raise OSError(f"could not bind {self.config.health_listen}")
+            await self._health_grpc.start()
+            host = self.config.health_listen.rpartition(":")[0]
+            _log.info("health checks (plaintext) on %s:%d", host, self.health_port)
         await self._grpc.start()
         host = self.config.listen.rpartition(":")[0]
-        # Tests and scripts read this line to find the port when listening on port 0.
-        _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
+        if isinstance(self.health, PodHealth):
+            # One of several: the supervisor says "serving on" once all of them listen.
+            _log.info("server process listening on %s:%d", host, self.port)
+        else:
+            # Tests and scripts read this line to find the port when listening on port 0.
+            _log.info("statewrightd %s serving on %s:%d", __version__, host, self.port)
         await self.health.ready(True)
         # Two monitors, so that a database check that hangs never delays liveness.
         self._monitors = [
@@ -110,6 +152,27 @@ class Server:
             asyncio.create_task(self._watch_liveness(), name="liveness-monitor"),
         ]
         return self.port
+
+    def _bind(self) -> int:
+        listen = self.config.listen
+        if self._tls is not None:
+            port = self._grpc.add_secure_port(listen, self._tls.credentials())
+            mode = "mTLS" if self.config.tls_client_ca is not None else "TLS"
+            _log.info("serving %s (certificates re-read when their files change)", mode)
+        else:
+            port = self._grpc.add_insecure_port(listen)
+            host = listen.rpartition(":")[0].strip("[]")
+            if not _loopback(host):
+                _log.warning(
+                    "serving plaintext on %s, which is not a loopback address: anyone on the "
+                    "network can read the traffic; give --tls-cert and --tls-key",
+                    listen,
+                )
+        if not port:
+            raise OSError(f"could not bind {listen}")
+        if self.config.auth_config is None and not _loopback(listen.rpartition(":")[0].strip("[]")):
+            _log.warning("no --auth-config: every caller may do everything")
+        return port
 
     async def _watch_readiness(self) -> None:
         """Readiness follows the database (reachable, and migrated)."""
@@ -174,6 +237,8 @@ class Server:
             _log.warning("draining: %d RPCs still running after %.1fs", self.door.inside, grace)
         # What is left now is health watches and calls that arrived in the last moment.
         await self._grpc.stop(max(0.0, grace - (time.monotonic() - began)))
+        if self._health_grpc is not None:
+            await self._health_grpc.stop(0)
         for monitor in self._monitors:
             monitor.cancel()
         await self.app.close()
@@ -184,13 +249,28 @@ class Server:
         await self._grpc.wait_for_termination()
 
 
-async def serve(config: ServerConfig) -> int:
-    server = Server(config)
-    await server.start()
+async def serve(config: ServerConfig, link: SupervisorLink | None = None) -> int:
+    """Serve until SIGTERM or SIGINT (or, under a supervisor, until it has gone), then drain."""
+    health = PodHealth(link) if link is not None else None
+    server = Server(config, health=health)
+    port = await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    if link is not None and health is not None:
+        endpoint = server.observability.endpoint
+        if endpoint is not None:
+            link.send(f"metrics {endpoint.port}")
+        link.send(f"up {port}")
+
+        def supervisor_lost() -> None:
+            if not stop.is_set():
+                _log.warning("the supervisor has gone: draining")
+            health.supervisor_lost()
+            stop.set()
+
+        link.listen(loop, health.verdict, supervisor_lost)
     await stop.wait()
     for sig in (signal.SIGTERM, signal.SIGINT):
         # A second signal during drain ends the process at once instead of waiting the grace.
@@ -212,6 +292,15 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
     importlib.import_module(name).install(app.loop, aio)
 
 
+def _loopback(host: str) -> bool:
+    if host in ("localhost", ""):
+        return host == "localhost"
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
 def _retrieve(future: asyncio.Future[None]) -> None:
     # Marks the outcome as seen, so asyncio does not report it as never retrieved.
     if not future.cancelled():
@@ -223,12 +312,26 @@ def _exit_now() -> None:
     raise SystemExit(1)
 
 
-def run(config: ServerConfig) -> int:
-    logs.configure(config.log_level, config.log_format)
+def run(config: ServerConfig, link: SupervisorLink | None = None) -> int:
+    process = None if link is None else str(link.index)
+    logs.configure(config.log_level, config.log_format, process)
     try:
-        return asyncio.run(serve(config))
+        return asyncio.run(serve(config, link))
     except (StatewrightError, OSError) as exc:
         # A refused start (conflicting definitions, an invalid file, a port in use, an
         # unreachable database at migration) is an operator's problem: one clear line.
         _log.error("statewrightd cannot start: %s", exc)
         return 2
+
+
+def worker_main() -> int:
+    """A server process started by the supervisor: its link and configuration from the
+    environment (statewrightd.pod)."""
+    link = SupervisorLink.from_env(os.environ)
+    if link is None:
+        raise SystemExit("worker_main: no supervisor link in the environment")
+    config = config_from_env(os.environ[WORKER_CONFIG_ENV])
+    try:
+        return run(config, link)
+    finally:
+        link.close()

@@ -26,13 +26,20 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
 from tests.support.api import Client, error_info
 from tests.support.server import ServerProcess
 
-SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
-METHODS = sorted(SERVICE.methods_by_name)
+# Every RPC of both services: (service, method, request module).
+SERVICES = [
+    (pb.DESCRIPTOR.services_by_name["WorkflowService"], pb),
+    (task_pb.DESCRIPTOR.services_by_name["TaskService"], task_pb),
+]
+METHODS = sorted(
+    f"{service.name}.{name}" for service, _ in SERVICES for name in service.methods_by_name
+)
 
 # The codes the API documents; anything else (UNKNOWN, INTERNAL, a deadline) is a defect.
 DOCUMENTED = {
@@ -55,33 +62,50 @@ class Caller:
 
     def __init__(self, server: ServerProcess) -> None:
         self.channel = server.channel()
+        self.client = Client(server.target)
         self.unary: dict[str, Any] = {}
         self.stream: dict[str, Any] = {}
-        for name, method in SERVICE.methods_by_name.items():
-            path = f"/{SERVICE.full_name}/{name}"
-            if method.server_streaming:
-                self.stream[name] = self.channel.unary_stream(path)
-            else:
-                self.unary[name] = self.channel.unary_unary(path)
+        for service, _ in SERVICES:
+            for name, method in service.methods_by_name.items():
+                path = f"/{service.full_name}/{name}"
+                key = f"{service.name}.{name}"
+                if method.server_streaming:
+                    self.stream[key] = self.channel.unary_stream(path)
+                else:
+                    self.unary[key] = self.channel.unary_unary(path)
+        self.watched: dict[str, int] = {}  # live instance -> its revision as last seen
+
+    def revisions(self) -> dict[str, int]:
+        listed = self.client.list_all(page_size=1000)
+        return {w.workflow_id: w.revision for w in listed if w.workflow_id in self.watched}
 
     def check(self, method: str, body: bytes, kind: str) -> None:
         TRIED[kind] = TRIED.get(kind, 0) + 1
+        if not self._answered_ok(method, body) and self.watched:
+            # A refused request changes nothing: the live instances are as they were.
+            assert self.revisions() == self.watched, (method, body[:200])
+        elif self.watched:
+            self.watched = self.revisions()
+
+    def _answered_ok(self, method: str, body: bytes) -> bool:
         try:
             if method in self.stream:
                 stream = self.stream[method](body, timeout=10)
                 # An open stream on a live instance waits for steps: one message is enough.
                 for _ in stream:
                     stream.cancel()
-                    return
+                    return True
             else:
                 self.unary[method](body, timeout=10)
         except grpc.RpcError as err:
             call: Any = err
             code = call.code()
             if code is grpc.StatusCode.CANCELLED and method in self.stream:
-                return  # our own cancel after the first message
+                return True  # our own cancel after the first message
             assert code in DOCUMENTED, (method, code, call.details(), body[:200])
             error_info(err)
+            return False
+        return True
 
 
 @pytest.fixture(scope="module")
@@ -89,17 +113,22 @@ def caller(module_server: ServerProcess) -> Iterator[Caller]:
     caller = Caller(module_server)
     yield caller
     caller.channel.close()
+    caller.client.close()
 
 
 @pytest.fixture(scope="module")
-def live_ids(module_server: ServerProcess) -> list[str]:
+def live_ids(module_server: ServerProcess, caller: Caller) -> list[str]:
     """Instances that exist, so that generated requests sometimes name a real one."""
     with Client(module_server.target) as c:
-        return [
+        ids = [
             c.start("tally", version=1).workflow.workflow_id,
             c.start("mail-approval").workflow.workflow_id,
             c.start("hostile").workflow.workflow_id,
+            c.start("task-flow", input={"route": "cancel"}).workflow.workflow_id,
         ]
+    caller.watched = dict.fromkeys(ids, 0)
+    caller.watched = caller.revisions()
+    return ids
 
 
 # -- strategies -----------------------------------------------------------------------------
@@ -144,6 +173,7 @@ def _names(live: list[str]) -> st.SearchStrategy[str]:
         st.sampled_from([f"workflows/{wid}" for wid in live]),
         TEXT.map(lambda t: f"workflows/{t}"),
         st.sampled_from(["definitions/tally", "definitions/hostile/versions/1"]),
+        st.sampled_from([f"workflows/{wid}/tasks/1" for wid in live]),
     )
 
 
@@ -157,6 +187,8 @@ def _field(field: FieldDescriptor, live: list[str]) -> st.SearchStrategy[Any]:
             return _names(live)
         if field.name == "definition":
             return st.one_of(st.sampled_from(["tally", "hostile", "mail-approval"]), ODD_TEXT)
+        if field.name == "queue":
+            return st.one_of(st.sampled_from(["e2e.cancel", "payments", ""]), ODD_TEXT)
         if field.name == "event":
             return st.one_of(st.sampled_from(["tick", "go", "deepen", "approve", ""]), ODD_TEXT)
         return ODD_TEXT
@@ -194,8 +226,17 @@ def _build(cls: type[Message], values: dict[str, Any]) -> Message:
     return message
 
 
+def _method(key: str) -> Any:
+    service_name, _, name = key.partition(".")
+    for service, module in SERVICES:
+        if service.name == service_name:
+            return service.methods_by_name[name], module
+    raise AssertionError(key)
+
+
 def _request_class(method: str) -> type[Message]:
-    cls: type[Message] = getattr(pb, SERVICE.methods_by_name[method].input_type.name)
+    descriptor, module = _method(method)
+    cls: type[Message] = getattr(module, descriptor.input_type.name)
     return cls
 
 
@@ -247,7 +288,7 @@ def test_generated_messages(caller: Caller, live_ids: list[str], method: str) ->
         derandomize=True,
         suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
     )
-    @given(_message(SERVICE.methods_by_name[method].input_type, live_ids))
+    @given(_message(_method(method)[0].input_type, live_ids))
     def send(values: dict[str, Any]) -> None:
         caller.check(method, _build(cls, values).SerializeToString(), "generated")
 

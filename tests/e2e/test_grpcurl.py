@@ -78,7 +78,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     # Reflection does not depend on the backend: one SQLite-backed server is enough.
     root = tmp_path_factory.mktemp("grpcurl")
     definitions = definitions_dir(root / "definitions", test_definitions=False)
-    with running_server(f"sqlite:///{root / 'statewright.db'}", definitions, cwd=root) as server:
+    database = f"sqlite:///{root / 'statewright.db'}"
+    with running_server(database, definitions, cwd=root, extra_args=["--reflection"]) as server:
         yield server
     assert "Traceback" not in server.log(), server.log()
 
@@ -232,7 +233,7 @@ def test_calls_through_reflection(grpcurl: Path, server: ServerProcess) -> None:
     assert started["created"] is True
 
     diagnostics = json.loads(_run(grpcurl, server, f"{SERVICE}/GetDiagnostics"))
-    assert "definitions/mail-approval/versions/1" in diagnostics["definitions"]
+    assert "definitions/mail-approval/versions/2" in diagnostics["definitions"]
 
     # An error's ErrorInfo is decoded too: its type resolves through reflection.
     failed = _run(

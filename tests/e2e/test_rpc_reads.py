@@ -167,7 +167,7 @@ def test_list_definitions_with_sources_graphs_and_paging(client: Client) -> None
         assert d.source_name.endswith(f"{d.definition}.yaml")
         assert d.create_time.seconds > 0
     mail = next(d for d in everything if d.definition == "mail-approval")
-    assert list(mail.states) == ["draft", "awaiting_approval", "send", "rejected"]
+    assert list(mail.states) == ["draft", "drafting", "awaiting_approval", "send", "rejected"]
     assert list(mail.events) == ["approve", "reject"]
     assert mail.source == (EXAMPLES / "mail-approval.yaml").read_text()
     # Paging walks the same list, each version once.
@@ -183,7 +183,7 @@ def test_list_definitions_with_sources_graphs_and_paging(client: Client) -> None
             break
     assert seen == [d.name for d in everything]
     only = client.definitions("mail-approval").definitions
-    assert [d.name for d in only] == ["definitions/mail-approval/versions/1"]
+    assert [d.name for d in only] == ["definitions/mail-approval/versions/2"]
     assert list(client.definitions("no-such").definitions) == []
     code, _ = rpc_failure(
         lambda: client.stub.ListDefinitions(pb.ListDefinitionsRequest(page_token="x"), timeout=10)

@@ -27,7 +27,7 @@ def test_generated_id_and_the_instance_after_its_first_step(client: Client) -> N
     assert first.created
     assert wf.workflow_id and wf.workflow_id != second.workflow.workflow_id
     assert wf.name == f"workflows/{wf.workflow_id}"
-    assert (wf.definition, wf.version, wf.revision) == ("mail-approval", 1, 1)
+    assert (wf.definition, wf.version, wf.revision) == ("mail-approval", 2, 1)
     assert (wf.state, wf.status) == ("awaiting_approval", WAITING)
     assert list(wf.accepted_events) == ["approve", "reject"]
     assert context_of(wf)["draft"] == "Dear team: launch"

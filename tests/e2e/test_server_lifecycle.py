@@ -19,7 +19,13 @@ from tests.support.api import Client, error_info
 from tests.support.deployment import definitions_dir
 from tests.support.server import ServerProcess, wait_until
 
-HEALTH_SERVICES = ["", "statewright.v1.WorkflowService", "liveness", "readiness"]
+HEALTH_SERVICES = [
+    "",
+    "statewright.v1.WorkflowService",
+    "statewright.v1.TaskService",
+    "liveness",
+    "readiness",
+]
 
 
 def well_formed_calls(
@@ -120,13 +126,27 @@ def test_all_four_health_services_report_serving(server: ServerProcess) -> None:
         assert response.status == health_pb2.HealthCheckResponse.SERVING, service
 
 
-def test_reflection_lists_the_workflow_service(server: ServerProcess) -> None:
+def test_reflection_lists_the_services_when_asked_for(database_url: str, tmp_path: Path) -> None:
+    request = reflection_pb2.ServerReflectionRequest(list_services="")
+    with ServerProcess(
+        database_url=database_url, cwd=tmp_path, extra_args=["--reflection"]
+    ) as proc:
+        stub: Any = reflection_pb2_grpc.ServerReflectionStub(proc.channel())
+        (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    names = {s.name for s in response.list_services_response.service}
+    assert {"statewright.v1.WorkflowService", "statewright.v1.TaskService"} <= names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_serve_offers_no_reflection_unless_asked(server: ServerProcess) -> None:
     stub: Any = reflection_pb2_grpc.ServerReflectionStub(server.channel())
     request = reflection_pb2.ServerReflectionRequest(list_services="")
-    (response,) = list(stub.ServerReflectionInfo(iter([request]), timeout=5))
-    names = {s.name for s in response.list_services_response.service}
-    assert "statewright.v1.WorkflowService" in names
-    assert "grpc.health.v1.Health" in names
+    try:
+        list(stub.ServerReflectionInfo(iter([request]), timeout=5))
+    except grpc.RpcError as err:
+        assert err.code() == grpc.StatusCode.UNIMPLEMENTED
+    else:
+        raise AssertionError("serve answered reflection without --reflection")
 
 
 def test_every_rpc_answers_for_real_or_unimplemented(server: ServerProcess) -> None:

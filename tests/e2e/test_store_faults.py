@@ -273,13 +273,13 @@ def test_a_start_whose_outcome_is_unknown_is_resolved_either_way(
     wid = uid("created")
     proxy.arm_cut(forward_commit=committed, refuse=True, drop_open=True)
     expect_error(
-        lambda: c.start("mail-approval", workflow_id=wid, version=1, timeout=20),
+        lambda: c.start("mail-approval", workflow_id=wid, version=2, timeout=20),
         grpc.StatusCode.UNKNOWN,
         "OUTCOME_UNKNOWN",
     )
     # The id is reserved until the re-check knows whether the instance exists.
     expect_error(
-        lambda: c.start("mail-approval", workflow_id=wid, version=1),
+        lambda: c.start("mail-approval", workflow_id=wid, version=2),
         PRECONDITION,
         "RECOVERY_REQUIRED",
     )
@@ -289,13 +289,13 @@ def test_a_start_whose_outcome_is_unknown_is_resolved_either_way(
     if committed:
         assert c.get(wid).revision == 1
         expect_error(
-            lambda: c.start("mail-approval", workflow_id=wid, version=1),
+            lambda: c.start("mail-approval", workflow_id=wid, version=2),
             grpc.StatusCode.ALREADY_EXISTS,
             "WORKFLOW_ALREADY_EXISTS",
         )
     else:
         expect_error(lambda: c.get(wid), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND")
-        assert c.start("mail-approval", workflow_id=wid, version=1).created
+        assert c.start("mail-approval", workflow_id=wid, version=2).created
     assert c.resume(wid, "approve").workflow.revision == 2
     assert [h.revision for h in read_history(proxied.direct_url, wid)] == [1, 2]
 
@@ -585,7 +585,7 @@ def _overload(proxied: Proxied) -> None:
         result: pb.StartWorkflowResponse | grpc.RpcError
         try:
             # An explicit version: the start needs no read, only the (stalled) save.
-            result = c.start("mail-approval", workflow_id=wid, version=1, timeout=60)
+            result = c.start("mail-approval", workflow_id=wid, version=2, timeout=60)
         except grpc.RpcError as err:
             result = err
         with done:
@@ -667,7 +667,7 @@ def test_calls_that_need_storage_fail_fast_once_it_is_known_down(
     # The callers' deadlines are long: only a fast failure answers UNAVAILABLE within them.
     for call in (
         lambda: c.stub.GetWorkflow(pb.GetWorkflowRequest(name=f"workflows/{wid}"), timeout=30),
-        lambda: c.start("mail-approval", version=1, timeout=30),
+        lambda: c.start("mail-approval", version=2, timeout=30),
         lambda: c.signal(wid, "tick", {"id": "a"}, timeout=30),
         lambda: c.stub.ListWorkflows(pb.ListWorkflowsRequest(), timeout=30),
     ):

@@ -325,3 +325,26 @@ def test_bad_task_requests_are_refused_with_the_field(client: Client) -> None:
     fake = task_pb2.Task(name=f"workflows/{wid}/tasks/1", lease_token="not-the-lease")
     expect_error(lambda: tasks.complete(fake, {}), PRECONDITION, "LEASE_SUPERSEDED")
     client.cancel(wid)
+
+
+def test_mail_approval_drafts_through_a_worker_when_asked(client: Client) -> None:
+    tasks = _tasks(client)
+    wid = uid("mail")
+    started = client.start(
+        "mail-approval", workflow_id=wid, input={"topic": "launch", "drafter": "worker"}
+    ).workflow
+    assert (started.status, started.state) == (RUNNING, "drafting")
+    task = tasks.poll_one("mail.drafts")
+    assert dict(task.input) == {"topic": "launch", "template": "Dear team: launch"}
+    waiting = tasks.complete(task, {"text": "Hello all: we launch on Monday."}).workflow
+    assert waiting.state == "awaiting_approval"
+    assert context_of(waiting)["draft"] == "Hello all: we launch on Monday."
+    assert client.resume(wid, "approve").workflow.status == COMPLETED
+    # A drafter that gives up leaves the template's draft, and says so.
+    other = uid("mail")
+    client.start("mail-approval", workflow_id=other, input={"topic": "x", "drafter": "worker"})
+    failing = tasks.poll_one("mail.drafts")
+    answer = tasks.fail(failing, "MODEL_DOWN", "no model", non_retryable=True).workflow
+    assert answer.state == "awaiting_approval"
+    assert context_of(answer)["draft"] == "Dear team: x"
+    assert context_of(answer)["notes"] == ["the drafter failed (no model): the template stands"]

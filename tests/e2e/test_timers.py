@@ -45,6 +45,8 @@ def test_a_waiting_instance_escalates_when_its_timer_fires(client: Client) -> No
     steps = [next(stream), next(stream)]
     stream.cancel()
     assert [(m.revision, m.event) for m in steps] == [(1, ""), (2, "after")]
+    # Without authentication a caller is anonymous; a timer's step is the server's own.
+    assert [m.actor for m in steps] == ["anonymous", "statewright:timer"]
     assert [(t.from_state, t.to_state, t.event) for t in steps[1].transitions] == [
         ("awaiting", "escalated", "after")
     ]

@@ -124,7 +124,7 @@ async def test_server_step_and_batch_spans(database_url: str, tmp_path: Path) ->
         assert step.attributes is not None
         assert step.attributes["statewright.workflow_id"] == workflow_id
         assert step.attributes["statewright.definition"] == "mail-approval"
-        assert step.attributes["statewright.definition_version"] == 1
+        assert step.attributes["statewright.definition_version"] == 2
         assert step.attributes["statewright.revision"] == revision
         assert step.attributes["statewright.status"] == status
         # The step (arrival to answer) lies inside its RPC.

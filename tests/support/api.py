@@ -74,9 +74,11 @@ def expect_error(
 class Client:
     """One channel to one server; every call has a deadline."""
 
-    def __init__(self, target: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(
+        self, target: str, timeout: float = DEFAULT_TIMEOUT, channel: grpc.Channel | None = None
+    ) -> None:
         self.target = target
-        self.channel = grpc.insecure_channel(target)
+        self.channel = channel if channel is not None else grpc.insecure_channel(target)
         self.stub = pb_grpc.WorkflowServiceStub(self.channel)
         self.timeout = timeout
 

@@ -64,7 +64,12 @@ def running_server(
 
 
 def run_server_to_exit(
-    database_url: str, definitions: Path, *, cwd: Path, timeout: float = 30.0
+    database_url: str,
+    definitions: Path,
+    *,
+    cwd: Path,
+    timeout: float = 30.0,
+    processes: int = 1,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``statewrightd serve`` expecting it to refuse to start; return how it ended."""
     args = [
@@ -76,6 +81,8 @@ def run_server_to_exit(
         database_url,
         "--definitions",
         str(definitions),
+        "--processes",
+        str(processes),
     ]
     proc = subprocess.Popen(
         args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=cwd

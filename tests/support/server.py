@@ -42,6 +42,9 @@ class ServerProcess:
             "--grace",
             str(grace),
             *(["--definitions", str(definitions)] if definitions else []),
+            # One server process unless a test asks for more: serve's default (one per
+            # CPU) would make every test's outcome depend on the machine's cores.
+            *([] if "--processes" in extra_args else ["--processes", "1"]),
             *extra_args,
         ]
         self.env = {**os.environ, **(env or {})}

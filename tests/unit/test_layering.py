@@ -18,7 +18,9 @@ ROOT = Path(__file__).resolve().parents[2] / "service" / PACKAGE
 # Top to bottom. A unit is a subpackage or a top-level module of statewrightd.
 LAYERS: list[set[str]] = [
     {"cli"},
-    {"server", "health", "reflection", "tuning"},
+    {"supervisor"},
+    {"server", "health", "reflection", "tuning", "pod"},
+    {"security"},
     {"observability"},
     {"api"},
     {"application"},

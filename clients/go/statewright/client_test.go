@@ -10,7 +10,6 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -64,8 +63,7 @@ func newTestClient(t *testing.T, srv statewrightv1.WorkflowServiceServer) *state
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	client, err := statewright.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
+		statewright.WithDialOptions(grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,9 +46,10 @@ type WatchOptions struct {
 // terminal revision (COMPLETED, FAILED or CANCELLED).
 //
 // If the stream breaks (UNAVAILABLE, or CANCELLED, INTERNAL or UNKNOWN without an ErrorInfo
-// reason, which a server never sends deliberately) Watch reconnects after the last
-// revision it handed to fn, with backoff, and gives up returning the last error after
-// ReconnectBudget without progress. Any other error is returned at once, unchanged, so
+// reason, which a server never sends deliberately) or is refused as RATE_LIMITED, Watch
+// reconnects after the last revision it handed to fn, with backoff (and not before the
+// RetryInfo's delay), and gives up returning the last error after ReconnectBudget without
+// progress. Any other error is returned at once, unchanged, so
 // status.Code, ErrorInfo and Reason read it as they read any call's error. An error from
 // fn stops the watch and is returned as is. When ctx ends, Watch returns ctx.Err(); after
 // Close it returns the stream's CANCELED error; in neither case does it reconnect.
@@ -90,6 +91,9 @@ func (c *Client) Watch(ctx context.Context, name string, opts WatchOptions, fn f
 			}
 		}
 		delay, ok := b.delay()
+		if after, limited := RetryDelay(failure); ok && limited && after > delay {
+			delay = after
+		}
 		if !ok {
 			if failure != nil {
 				return failure
@@ -187,11 +191,15 @@ func (w *watcher) finishedQuietly(current *statewrightv1.Workflow) bool {
 // resumable reports whether a stream failure is the transport's, not the server's
 // verdict: a deliberate server error carries an ErrorInfo reason and is final, except
 // UNAVAILABLE (for example SHUTTING_DOWN from a draining replica: another one, or the
-// restarted one, will serve the resumed watch).
+// restarted one, will serve the resumed watch) and a RESOURCE_EXHAUSTED that says when to
+// try again (RATE_LIMITED: the reconnect waits at least that long).
 func resumable(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable:
 		return true
+	case codes.ResourceExhausted:
+		_, ok := RetryDelay(err)
+		return ok
 	case codes.Canceled, codes.Internal, codes.Unknown:
 		return Reason(err) == ""
 	default:

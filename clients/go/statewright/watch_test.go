@@ -258,6 +258,26 @@ func TestWatchSurfacesServerErrorsAtOnce(t *testing.T) {
 	}
 }
 
+func TestWatchWaitsOutARateLimit(t *testing.T) {
+	srv := &watchServer{script: []watchAttempt{
+		{end: rateLimited(t, 5*time.Millisecond)},
+		{msgs: []*statewrightv1.WatchWorkflowResponse{current(1, waiting), step(2, completed)}},
+	}}
+	seen, err := collect(t, newTestClient(t, srv), fastWatch)
+	if err != nil {
+		t.Fatalf("Watch: %v", err)
+	}
+	if want := []int64{1, 2}; !slices.Equal(seen, want) || srv.attempts() != 2 {
+		t.Errorf("revisions = %v over %d streams, want %v over 2", seen, srv.attempts(), want)
+	}
+
+	// Too many watches open says nothing of when to try again: that is final.
+	srv = &watchServer{script: []watchAttempt{{end: withReason(t, codes.ResourceExhausted, "TOO_MANY_WATCHES")}}}
+	if _, err := collect(t, newTestClient(t, srv), fastWatch); statewright.Reason(err) != "TOO_MANY_WATCHES" || srv.attempts() != 1 {
+		t.Errorf("Watch = %v after %d streams, want TOO_MANY_WATCHES after 1", err, srv.attempts())
+	}
+}
+
 func TestWatchResumesAfterAShuttingDownReplica(t *testing.T) {
 	srv := &watchServer{script: []watchAttempt{
 		{msgs: []*statewrightv1.WatchWorkflowResponse{current(1, waiting)}, end: withReason(t, codes.Unavailable, "SHUTTING_DOWN")},

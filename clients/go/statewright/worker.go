@@ -165,9 +165,10 @@ func (w *Worker) Register(queue string, handler Handler) {
 // them to return). It returns nil once done; an error only if it cannot start (no
 // handler registered, or Run called before).
 //
-// Calls that fail are retried with exponential backoff and jitter, indefinitely for
-// polls and for a result's report until its lease has run out; a result refused because
-// the task was cancelled or its lease superseded is dropped quietly.
+// Calls that fail are retried with exponential backoff and jitter (waiting at least the
+// RetryInfo delay the server sends with RATE_LIMITED), indefinitely for polls and for a
+// result's report until its lease has run out; a result refused because the task was
+// cancelled or its lease superseded is dropped quietly.
 func (w *Worker) Run(ctx context.Context) error {
 	w.mu.Lock()
 	if w.started {
@@ -227,7 +228,7 @@ func (w *Worker) pollLoop(ctx, life context.Context, queue string, handler Handl
 			if ctx.Err() != nil {
 				return
 			}
-			delay, _ := b.delay()
+			delay := pause(b, err)
 			w.log.Log(ctx, levelOf(err), "statewright worker: poll failed", "queue", queue,
 				"code", status.Code(err).String(), "reason", Reason(err), "error", err, "retry_in", delay)
 			if !sleep(ctx, delay) {
@@ -386,9 +387,10 @@ func (w *Worker) report(life context.Context, rt *runningTask, out handlerOutcom
 	})
 }
 
-// call makes one report, retrying UNAVAILABLE and DEADLINE_EXCEEDED with backoff (the
-// request id makes that safe) until the lease has run out: after that the server has
-// counted the attempt as timed out. cut is true when life ended first.
+// call makes one report, retrying UNAVAILABLE, DEADLINE_EXCEEDED and a RESOURCE_EXHAUSTED
+// that says when to retry (RATE_LIMITED) with backoff (the request id makes that safe)
+// until the lease has run out: after that the server has counted the attempt as timed
+// out. cut is true when life ended first.
 func (w *Worker) call(life context.Context, rt *runningTask, method string, log *slog.Logger, fn func(context.Context) error) (cut bool) {
 	b := w.newBackoff()
 	for {
@@ -409,7 +411,7 @@ func (w *Worker) call(life context.Context, rt *runningTask, method string, log 
 			log.Warn("statewright worker: "+method+" failed and the lease is over; giving up", "error", err)
 			return false
 		}
-		delay, _ := b.delay()
+		delay := pause(b, err)
 		log.Warn("statewright worker: "+method+" failed", "code", status.Code(err).String(), "error", err, "retry_in", delay)
 		if !sleep(life, delay) {
 			return true
@@ -508,14 +510,28 @@ func dropCause(err error) error {
 }
 
 // transient tells whether a call may succeed if made again: the server (or the way to
-// it) is unavailable or slow.
+// it) is unavailable or slow, or it refused the call for now and said for how long
+// (RATE_LIMITED, with a RetryInfo).
 func transient(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return true
+	case codes.ResourceExhausted:
+		_, ok := RetryDelay(err)
+		return ok
 	default:
 		return false
 	}
+}
+
+// pause is the wait before retrying after err: the backoff's next step, or the server's
+// RetryInfo delay when that is longer, since a call sooner would only be refused again.
+func pause(b *backoff, err error) time.Duration {
+	delay, _ := b.delay()
+	if after, ok := RetryDelay(err); ok && after > delay {
+		return after
+	}
+	return delay
 }
 
 // levelOf logs an outage as a warning and anything else (a bug, on one side or the

@@ -14,9 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -665,6 +663,42 @@ func TestWorkerBacksOffWhileTheServerIsUnavailable(t *testing.T) {
 	}
 }
 
+func TestWorkerWaitsAsLongAsARateLimitSays(t *testing.T) {
+	srv := newTaskServer()
+	limited := rateLimited(t, 30*time.Millisecond)
+	srv.pollErrs = []error{limited}
+	// A completion refused for the rate is tried again, not dropped: the result would be lost.
+	srv.completeErrs = []error{limited}
+	name := srv.schedule(t, "payments", map[string]any{})
+	logs := &logRecorder{}
+	w := statewright.NewWorker(newTaskClient(t, srv), statewright.WorkerOptions{
+		InitialBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond, Logger: slog.New(logs),
+	})
+	w.Register("payments", func(context.Context, *statewright.Task) (map[string]any, error) {
+		return map[string]any{"ok": true}, nil
+	})
+	rw := runWorker(t, w)
+	eventually(t, "the completion", func() bool {
+		var n int
+		srv.read(func() { n = len(srv.accepted) })
+		return n == 1
+	})
+	if err := rw.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	for _, msg := range []string{"statewright worker: poll failed", "statewright worker: CompleteTask failed"} {
+		delays := logs.durations(msg, "retry_in")
+		if len(delays) != 1 || delays[0] < 30*time.Millisecond {
+			t.Errorf("%q waits %v, want one of at least the RetryInfo's 30ms (the backoff alone is 1ms)", msg, delays)
+		}
+	}
+	srv.read(func() {
+		if len(srv.completes) != 2 || srv.completes[1].GetName() != name || srv.accepted[0] != name {
+			t.Errorf("completions %v, accepted %v", srv.completes, srv.accepted)
+		}
+	})
+}
+
 func TestWorkerKeepsPollingWhileNoServerListens(t *testing.T) {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -674,7 +708,7 @@ func TestWorkerKeepsPollingWhileNoServerListens(t *testing.T) {
 	if err := lis.Close(); err != nil {
 		t.Fatal(err)
 	}
-	client, err := statewright.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, err := statewright.NewClient(target)
 	if err != nil {
 		t.Fatal(err)
 	}

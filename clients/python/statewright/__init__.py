@@ -7,6 +7,7 @@
 <WorkflowStatus.COMPLETED: 'COMPLETED'>
 """
 
+from statewright._security import AccessToken, InsecureTokenError
 from statewright._worker import RunningTask, TaskFailure
 from statewright.aio import AsyncClient, AsyncWorker
 from statewright.client import Client
@@ -20,12 +21,15 @@ from statewright.errors import (
     LeaseSuperseded,
     NotFound,
     Overloaded,
+    PermissionDenied,
+    RateLimited,
     RecoveryRequired,
     ResourceExhausted,
     RevisionMismatch,
     StatewrightError,
     TaskCancelled,
     TaskNotFound,
+    Unauthenticated,
     Unavailable,
     UnknownEvent,
     WorkflowAlreadyExists,
@@ -55,6 +59,7 @@ from statewright.worker import Worker
 
 __all__ = [
     "Aborted",
+    "AccessToken",
     "AlreadyExists",
     "AsyncClient",
     "AsyncWorker",
@@ -63,10 +68,13 @@ __all__ = [
     "Definition",
     "DefinitionNotFound",
     "FailedPrecondition",
+    "InsecureTokenError",
     "InvalidArgument",
     "LeaseSuperseded",
     "NotFound",
     "Overloaded",
+    "PermissionDenied",
+    "RateLimited",
     "RecoveryRequired",
     "ResourceExhausted",
     "RevisionMismatch",
@@ -86,6 +94,7 @@ __all__ = [
     "TaskStatus",
     "Timer",
     "Transition",
+    "Unauthenticated",
     "Unavailable",
     "UnknownEvent",
     "WatchEvent",

@@ -43,8 +43,6 @@ from statewright.values import to_struct
 
 SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
-DEFAULT_TARGET = "127.0.0.1:50051"
-TARGET_ENV = "STATEWRIGHT_TARGET"
 
 IfExists = Literal["fail", "return_existing"]
 
@@ -254,8 +252,8 @@ _RESUMABLE_CODES = frozenset(
 
 
 def resumable(error: StatewrightError) -> bool:
-    if error.code is grpc.StatusCode.UNAVAILABLE:
-        return True
+    if error.code is grpc.StatusCode.UNAVAILABLE or error.retry_delay is not None:
+        return True  # a RetryInfo (RATE_LIMITED) is the server saying when to try again
     return error.code in _RESUMABLE_CODES and not error.reason
 
 
@@ -278,8 +276,9 @@ class Backoff:
         self._next = 0.0
         self._since = None
 
-    def delay(self) -> float | None:
-        """Seconds to wait before the next attempt, or None when the budget is spent."""
+    def delay(self, at_least: float | None = None) -> float | None:
+        """Seconds to wait before the next attempt (no less than ``at_least``, the server's
+        RetryInfo), or None when the budget is spent."""
         now = time.monotonic()
         if self._since is None:
             self._since = now
@@ -289,7 +288,8 @@ class Backoff:
             self.initial if self._next == 0.0 else min(self._next * self.multiplier, self.maximum)
         )
         # Equal jitter: never less than half the step, so a restarting server is not hammered.
-        return self._next / 2 + random.uniform(0, self._next / 2)
+        jittered = self._next / 2 + random.uniform(0, self._next / 2)
+        return jittered if at_least is None else max(jittered, at_least)
 
 
 @dataclass

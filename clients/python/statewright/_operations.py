@@ -202,8 +202,10 @@ class Operations:
         STEP per new revision. With it, every revision after it is replayed first. If the
         connection drops or the server restarts, the watch resumes after the last revision
         it yielded, so each revision is seen exactly once; it gives up (raising the last
-        error) after ``reconnect_budget`` seconds without progress. ``timeout`` bounds one
-        stream; by default a watch has no deadline, since it lasts as long as the instance.
+        error) after ``reconnect_budget`` seconds without progress. A stream refused with
+        a RetryInfo (RATE_LIMITED) is opened again after the delay the server asked for.
+        ``timeout`` bounds one stream; by default a watch has no deadline, since it lasts as
+        long as the instance.
         Call ``close()`` (``aclose()`` on an AsyncClient's) on the generator, or stop
         iterating and drop it, to end the stream.
         """
@@ -236,7 +238,7 @@ class Operations:
                 current = yield from self._get(cursor.name, None)
                 if cursor.finished_quietly(current):
                     return
-            delay = backoff.delay()
+            delay = backoff.delay(failure.retry_delay if failure is not None else None)
             if delay is None:
                 raise failure or StatewrightError(
                     f"watch of {cursor.name} kept ending before a terminal revision",

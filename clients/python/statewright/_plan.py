@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import functools
 import inspect
-import os
 from abc import ABC, abstractmethod
-from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Sequence
+from collections.abc import AsyncGenerator, Callable, Coroutine, Generator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from types import MethodType
@@ -27,7 +26,7 @@ import grpc
 import grpc.aio
 from google.protobuf.message import Message
 
-from statewright import _common
+from statewright import _common, _security
 from statewright.errors import StatewrightError, from_rpc_error
 from statewright.v1 import task_service_pb2, task_service_pb2_grpc, workflow_service_pb2
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
@@ -84,6 +83,7 @@ class Sleep:
 
 
 Effect: TypeAlias = Unary | OpenStream | Receive | Sleep
+Metadata: TypeAlias = tuple[tuple[str, str], ...]
 
 # A plan that returns one result, and one that yields its results as it goes.
 Plan: TypeAlias = Generator[Effect, Any, _R]
@@ -144,22 +144,46 @@ class Run(Generic[_T, _R]):
 
 class Driver(ABC, Generic[_Channel]):
     """What both clients hold and how they are made: the target, the channel and its stub,
-    the default deadline and the metadata sent with every call."""
+    the default deadline, the metadata sent with every call, and each call's token."""
 
     def __init__(
         self,
         target: str | None = None,
         *,
+        tls: bool | None = None,
+        tls_ca: _security.Pem | None = None,
+        tls_cert: _security.Pem | None = None,
+        tls_key: _security.Pem | None = None,
+        token: _security.TokenOption | None = None,
+        insecure: bool = False,
         credentials: grpc.ChannelCredentials | None = None,
         channel: _Channel | None = None,
         timeout: float | None = None,
         metadata: Sequence[tuple[str, str]] = (),
         options: Sequence[tuple[str, object]] = (),
+        environ: Mapping[str, str] | None = None,
     ) -> None:
-        self.target = target or os.environ.get(_common.TARGET_ENV) or _common.DEFAULT_TARGET
+        connection = _security.settle(
+            target,
+            tls=tls,
+            tls_ca=tls_ca,
+            tls_cert=tls_cert,
+            tls_key=tls_key,
+            token=token,
+            insecure=insecure,
+            credentials=credentials,
+            own_channel=channel is None,
+            environ=environ,
+        )
+        self._tokens = connection.tokens
+        if self._tokens is not None:
+            self._check_tokens(self._tokens)
+            if any(key.lower() == "authorization" for key, _ in metadata):
+                raise ValueError("give a token or an authorization metadata entry, not both")
+        self.target = connection.target
         self._owns_channel = channel is None
         if channel is None:
-            channel = self._open(credentials, _common.channel_options(options))
+            channel = self._open(connection.credentials, _common.channel_options(options))
         self._channel: _Channel = channel
         self._rpcs = _rpcs(channel)
         self._timeout = timeout
@@ -171,6 +195,9 @@ class Driver(ABC, Generic[_Channel]):
         self, credentials: grpc.ChannelCredentials | None, options: _common.ChannelOptions
     ) -> _Channel: ...
 
+    def _check_tokens(self, tokens: _security.Tokens) -> None:
+        """Refuses a token source this driver cannot call."""
+
     def _deadline(self, effect: Unary | OpenStream) -> float | None:
         if isinstance(effect, OpenStream) or effect.timeout is not None:
             return effect.timeout
@@ -178,8 +205,16 @@ class Driver(ABC, Generic[_Channel]):
             return self._timeout
         return _common.method_timeouts().get(effect.method)
 
-    def _invoke(self, effect: Unary | OpenStream, *, future: bool = False) -> Any:
-        """Starts the call: a response (blocking unary), an awaitable, or a stream call.
+    def _with_token(self, token: str | None) -> Metadata:
+        if token is None:
+            return self._metadata
+        return (*self._metadata, ("authorization", f"Bearer {token}"))
+
+    def _invoke(
+        self, effect: Unary | OpenStream, metadata: Metadata, *, future: bool = False
+    ) -> Any:
+        """Starts the call with ``metadata`` (see ``_call_metadata``): a response (blocking
+        unary), an awaitable, or a stream call.
 
         With ``future`` (blocking channels only) a unary call starts as a ``grpc.Future``,
         so that it can be abandoned with ``cancel()`` from another thread.
@@ -187,7 +222,16 @@ class Driver(ABC, Generic[_Channel]):
         rpc = self._rpcs[effect.method]
         if future:
             rpc = rpc.future
-        return rpc(effect.request, timeout=self._deadline(effect), metadata=self._metadata)
+        return rpc(effect.request, timeout=self._deadline(effect), metadata=metadata)
+
+    def _refused(self, error: grpc.RpcError) -> None:
+        """After a failed call: a cached token the server did not accept is not used again
+        (the provider is asked for a new one at the next call)."""
+        if self._tokens is None:
+            return
+        code = getattr(error, "code", None)
+        if callable(code) and code() is grpc.StatusCode.UNAUTHENTICATED:
+            self._tokens.invalidate()
 
 
 def _rpcs(channel: grpc.Channel | grpc.aio.Channel) -> dict[str, Any]:
@@ -206,6 +250,14 @@ def _rpcs(channel: grpc.Channel | grpc.aio.Channel) -> dict[str, Any]:
 
 class Blocking(Driver[grpc.Channel]):
     """Runs plans by blocking on each effect in turn."""
+
+    def _check_tokens(self, tokens: _security.Tokens) -> None:
+        if tokens.is_async:
+            raise TypeError("a coroutine token provider needs statewright.aio.AsyncClient")
+
+    def _call_metadata(self) -> Metadata:
+        """The metadata for a call about to start, with the current token."""
+        return self._with_token(self._tokens.get() if self._tokens is not None else None)
 
     @abstractmethod
     def _perform(self, effect: Effect) -> Any: ...
@@ -229,6 +281,12 @@ class Blocking(Driver[grpc.Channel]):
 
 class Awaiting(Driver[grpc.aio.Channel]):
     """Runs plans by awaiting each effect in turn."""
+
+    async def _call_metadata(self) -> Metadata:
+        """The metadata for a call about to start, with the current token."""
+        if self._tokens is None:
+            return self._metadata
+        return self._with_token(await self._tokens.get_async())
 
     @abstractmethod
     async def _perform(self, effect: Effect) -> Any: ...

@@ -209,8 +209,13 @@ def backoff() -> _common.Backoff:
     return _common.Backoff(initial=0.1, maximum=5.0, budget=math.inf)
 
 
-def pause(policy: _common.Backoff) -> float:
-    return policy.delay() or policy.maximum  # an unbounded budget always has a next delay
+def pause(policy: _common.Backoff, error: StatewrightError | None = None) -> float:
+    """The next wait: the backoff's, or longer when the server said when to come back (a
+    RetryInfo, as RATE_LIMITED carries)."""
+    delay = policy.delay() or policy.maximum  # an unbounded budget always has a next delay
+    if error is not None and error.retry_delay is not None:
+        return max(delay, error.retry_delay)
+    return delay
 
 
 def next_heartbeat(now: float, expires: datetime | None) -> float:
@@ -490,7 +495,7 @@ class WorkerCore(ABC, Generic[_Client]):
                         level = logging.ERROR
                     log.log(level, "polling %s failed, backing off: %s", queue, exc)
                     failing = True
-                    yield from self._pause(bell, pause(policy))
+                    yield from self._pause(bell, pause(policy, exc))
                     continue
                 finally:
                     self._in_poll -= 1
@@ -558,7 +563,7 @@ class WorkerCore(ABC, Generic[_Client]):
                 return
             level = logging.ERROR if judged is Verdict.GIVE_UP else logging.WARNING
             log.log(level, "heartbeat of %s failed, retrying: %s", task.name, exc)
-            attempt.next_beat = time.monotonic() + pause(attempt.backoff)
+            attempt.next_beat = time.monotonic() + pause(attempt.backoff, exc)
             return
         attempt.backoff.reset()
         attempt.next_beat = next_heartbeat(time.monotonic(), beat.lease_expire_time)
@@ -649,7 +654,7 @@ class WorkerCore(ABC, Generic[_Client]):
                     return
                 if judged is Verdict.RETRY and retry and not self._grace_over:
                     log.warning("%s of %s failed, retrying: %s", what, task.name, exc)
-                    yield Wait(attempt.bell, pause(policy))
+                    yield Wait(attempt.bell, pause(policy, exc))
                     continue
                 log.error("%s of %s failed, giving up: %s", what, task.name, exc)
                 return

@@ -41,10 +41,11 @@ class AsyncClient(Operations, Awaiting):
     """An asyncio client for ``statewright.v1.WorkflowService``.
 
     Behaves like :class:`statewright.Client` (deadlines, UNAVAILABLE-only retries, typed
-    errors, resuming watches) and takes the same arguments, with a ``grpc.aio`` channel;
-    every call is a coroutine, and ``list``, ``list_pages``, ``watch`` and ``definitions``
-    are async iterators. Create it inside a running event loop and ``await client.close()``
-    (or use ``async with``).
+    errors, resuming watches, TLS and tokens from its options or the environment) and takes
+    the same arguments, with a ``grpc.aio`` channel; its token provider may also be a
+    coroutine function. Every call is a coroutine, and ``list``, ``list_pages``, ``watch``
+    and ``definitions`` are async iterators. Create it inside a running event loop and
+    ``await client.close()`` (or use ``async with``).
     """
 
     async def close(self) -> None:
@@ -70,16 +71,20 @@ class AsyncClient(Operations, Awaiting):
         return grpc.aio.secure_channel(self.target, credentials, options=options)
 
     async def _perform(self, effect: Effect) -> Any:
-        match effect:
-            case Unary():
-                return await self._invoke(effect)
-            case OpenStream():
-                return self._invoke(effect)
-            case Receive(call):
-                message = await call.read()
-                return None if message is grpc.aio.EOF else message
-            case Sleep(seconds):
-                await asyncio.sleep(seconds)
+        try:
+            match effect:
+                case Unary():
+                    return await self._invoke(effect, await self._call_metadata())
+                case OpenStream():
+                    return self._invoke(effect, await self._call_metadata())
+                case Receive(call):
+                    message = await call.read()
+                    return None if message is grpc.aio.EOF else message
+                case Sleep(seconds):
+                    await asyncio.sleep(seconds)
+        except grpc.RpcError as exc:
+            self._refused(exc)
+            raise
         return None
 
 
@@ -187,7 +192,10 @@ class AsyncWorker(WorkerCore[AsyncClient]):
     async def _abandonable(self, effect: Unary) -> Any:
         if self.stopping:
             raise abandoned()
-        call = self._client._invoke(effect)
+        metadata = await self._client._call_metadata()
+        if self.stopping:  # stopped while a token provider was asked
+            raise abandoned()
+        call = self._client._invoke(effect, metadata)
         self._calls.add(call)
         try:
             return await call
@@ -195,6 +203,9 @@ class AsyncWorker(WorkerCore[AsyncClient]):
             current = asyncio.current_task()
             if call.cancelled() and (current is None or not current.cancelling()):
                 raise abandoned() from None
+            raise
+        except grpc.RpcError as exc:
+            self._client._refused(exc)
             raise
         finally:
             self._calls.discard(call)

@@ -9,20 +9,23 @@ Every command prints one JSON document on stdout (watch prints one per line; his
 watch print readable lines with --format text). A failed call prints {"error": {...}}
 with the code, ErrorInfo reason and metadata on stderr and exits with status 1; a usage
 error exits with status 2.
+
+The connection comes from --address, --tls, --tls-ca, --tls-cert, --tls-key and --token,
+or from the variables the client library reads: STATEWRIGHT_ADDRESS (or STATEWRIGHT_TARGET),
+STATEWRIGHT_TLS_CA, STATEWRIGHT_TLS_CERT, STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from typing import TextIO
 
 from google.protobuf.message import Message
 
-from statewright import _common, _render
+from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
 from statewright.models import WatchEvent, WorkflowStatus
@@ -174,11 +177,58 @@ def build_parser() -> argparse.ArgumentParser:
         def default(value: object) -> object:
             return value if defaults else argparse.SUPPRESS
 
+        # Unset connection options stay None: the client reads the same variables as the
+        # library does, so the command line and a program connect alike.
         parser.add_argument(
+            "--address",
             "--target",
+            dest="target",
             metavar="HOST:PORT",
-            default=default(os.environ.get(_common.TARGET_ENV) or _common.DEFAULT_TARGET),
-            help=f"server host:port (default: ${_common.TARGET_ENV} or {_common.DEFAULT_TARGET})",
+            default=default(None),
+            help=f"server host:port (default: ${_security.ADDRESS_ENV}, else "
+            f"${_security.TARGET_ENV}, else {_security.DEFAULT_ADDRESS})",
+        )
+        parser.add_argument(
+            "--tls",
+            action=argparse.BooleanOptionalAction,
+            default=default(None),
+            help="connect over TLS, verifying the server with the system's roots unless "
+            "--tls-ca; --no-tls: plaintext whatever the environment says (default: TLS when "
+            "a --tls-* option or STATEWRIGHT_TLS_* variable is set)",
+        )
+        parser.add_argument(
+            "--tls-ca",
+            metavar="FILE",
+            default=default(None),
+            help=f"PEM file of the CA that signed the server's certificate "
+            f"(default: ${_security.TLS_CA_ENV}; turns TLS on)",
+        )
+        parser.add_argument(
+            "--tls-cert",
+            metavar="FILE",
+            default=default(None),
+            help=f"PEM client certificate for mTLS, with --tls-key "
+            f"(default: ${_security.TLS_CERT_ENV})",
+        )
+        parser.add_argument(
+            "--tls-key",
+            metavar="FILE",
+            default=default(None),
+            help=f"PEM private key of --tls-cert (default: ${_security.TLS_KEY_ENV})",
+        )
+        parser.add_argument(
+            "--token",
+            metavar="TOKEN",
+            default=default(None),
+            help=f"bearer token (an API key or a JWT) sent with every call (default: "
+            f"${_security.TOKEN_ENV}, the safer way: a command line is visible to others)",
+        )
+        parser.add_argument(
+            "--insecure",
+            action="store_true",
+            default=default(False),
+            help="allow the token over plaintext to a host other than this one "
+            "(refused otherwise); it does not turn off certificate checks",
         )
         parser.add_argument(
             "--timeout",
@@ -325,11 +375,27 @@ def main(
     args = build_parser().parse_args(argv)
     handler: Handler = args.handler
     try:
-        with Client(args.target, timeout=args.timeout) as client:
+        with Client(
+            args.target,
+            tls=args.tls,
+            tls_ca=args.tls_ca,
+            tls_cert=args.tls_cert,
+            tls_key=args.tls_key,
+            token=args.token,
+            insecure=args.insecure,
+            timeout=args.timeout,
+        ) as client:
             handler(client, args, out)
     except StatewrightError as exc:
         _emit(err, {"error": exc.to_dict()}, compact=args.compact)
         return 1
+    except _security.InsecureTokenError as exc:
+        err.write(
+            f"statewright: error: refusing to send a token in plaintext to {exc.address}: "
+            f"turn TLS on (--tls, --tls-ca or ${_security.TLS_CA_ENV}), or give --insecure "
+            "to send it unencrypted anyway\n"
+        )
+        return 2
     except (ValueError, TypeError) as exc:
         # Arguments that parse but that the client refuses (e.g. a version with a
         # resource name): a usage error, reported like argparse's own.

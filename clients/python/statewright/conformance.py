@@ -1,11 +1,16 @@
 """The Python conformance runner: executes ``clients/conformance/scenario.yaml`` live.
 
-    STATEWRIGHT_TARGET=127.0.0.1:50051 python -m statewright.conformance [SCENARIO]
+    STATEWRIGHT_ADDRESS=127.0.0.1:50051 python -m statewright.conformance [SCENARIO]
 
-Every step goes through the ergonomic :class:`statewright.Client` (not the raw stubs), so
-the run proves the client, not only the server. A step passes only if every expectation
-holds; an op, request field or expectation key the runner does not know fails the step
-too, so a scenario edit can never pass by being silently ignored. The last line is
+The connection is the client's default one: the address (STATEWRIGHT_ADDRESS, or the older
+STATEWRIGHT_TARGET), and TLS and a token from STATEWRIGHT_TLS_CA, STATEWRIGHT_TLS_CERT,
+STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN when they are set.
+
+Every step goes through the ergonomic :class:`statewright.Client` (not the raw stubs), and
+``RunWorker`` through :class:`statewright.Worker`, so the run proves the client, not only
+the server. A step passes only if every expectation holds; an op, request field or
+expectation key the runner does not know fails the step too, so a scenario edit can never
+pass by being silently ignored. The last line is
 ``conformance: N passed, M failed``; the exit status is 1 when anything failed.
 
 Needs PyYAML (installed with the server's development dependencies).
@@ -15,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import re
 import secrets
@@ -28,20 +34,45 @@ from typing import Any, TextIO
 
 import yaml
 
-from statewright import _common
+from statewright import _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
-from statewright.models import SignalResult, StepResult, WatchEvent, Workflow
+from statewright.models import SignalResult, StepResult, Task, WatchEvent, Workflow
+from statewright.worker import RunningTask, TaskFailure, Worker
 
-__all__ = ["ConformanceError", "Runner", "default_scenario_path", "main"]
+__all__ = [
+    "ConformanceError",
+    "Runner",
+    "default_scenario_path",
+    "fill_input",
+    "main",
+    "parse_duration",
+    "subset_mismatches",
+]
 
 # clients/python/statewright/conformance.py -> clients/conformance/scenario.yaml
 DEFAULT_SCENARIO = Path(__file__).resolve().parents[2] / "conformance" / "scenario.yaml"
 WATCH_FIRST_TIMEOUT = 10.0
 WATCH_END_TIMEOUT = 20.0
 READY_TIMEOUT = 30.0
+# RunWorker: how often the instance is read while the worker runs, the worker's grace for
+# running handlers at shutdown (they return at once), and how long run() may take to
+# return after stop() before the step fails.
+WORKER_CHECK_INTERVAL = 0.1
+WORKER_SHUTDOWN_GRACE = 5.0
+WORKER_STOP_TIMEOUT = 30.0
+# A handler that cannot build its answer (a missing ${input.KEY}) fails its task with this
+# type, for good, so the run does not wait out the task's retries.
+RUNNER_FAILURE_TYPE = "CONFORMANCE_RUNNER"
 
 _VARIABLE = re.compile(r"\$\{([A-Za-z0-9_.]+)\}")
+_DURATION = re.compile(r"^(\d+(?:\.\d+)?)(ms|s|m)?$")
+_DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
+_STEP_KEYS = ["id", "op", "request", "expect", "save", "repeat"]
+# Step keys only some ops read: anywhere else they would be ignored, so they fail the step.
+_OP_STEP_KEYS = {"AwaitWatch": ["watch"], "RunWorker": ["handlers", "until", "timeout"]}
+_WORKFLOW_KEYS = ["status", "state", "revision", "accepted_events", "context", "pending_task"]
+_TASK_KEYS = ["state", "queue", "status", "attempt"]
 
 
 class ConformanceError(AssertionError):
@@ -71,6 +102,74 @@ def _require(condition: bool, message: str) -> None:
 def _check_keys(kind: str, given: Mapping[str, Any], known: Sequence[str]) -> None:
     unknown = sorted(set(given) - set(known))
     _require(not unknown, f"unknown {kind} key(s) {unknown}; this runner knows {sorted(known)}")
+
+
+def parse_duration(value: object) -> float:
+    """Seconds from a scenario duration: ``60s``, ``1.5s``, ``250ms``, ``2m`` or a number."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    else:
+        match = _DURATION.match(str(value).strip())
+        _require(match is not None, f"not a duration (like 60s, 250ms, 2m): {value!r}")
+        assert match is not None
+        seconds = float(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
+    _require(seconds > 0, f"a duration must be more than 0: {value!r}")
+    return seconds
+
+
+def fill_input(value: Any, task_input: Mapping[str, Any]) -> Any:
+    """``value`` with every ``${input.KEY}`` in its strings replaced by the task input's KEY
+    (a string as it is, anything else as compact JSON); a missing KEY is a ConformanceError."""
+    if isinstance(value, str):
+
+        def one(match: re.Match[str]) -> str:
+            source, _, key = match.group(1).partition(".")
+            if source != "input":
+                return match.group(0)
+            _require(key in task_input, f"${{input.{key}}}: the task input has no {key!r}")
+            item = task_input[key]
+            return item if isinstance(item, str) else json.dumps(item, separators=(",", ":"))
+
+        return _VARIABLE.sub(one, value)
+    if isinstance(value, list):
+        return [fill_input(item, task_input) for item in value]
+    if isinstance(value, dict):
+        return {key: fill_input(item, task_input) for key, item in value.items()}
+    return value
+
+
+def subset_mismatches(expected: Any, actual: Any, path: str) -> list[str]:
+    """Where ``actual`` does not match ``expected`` (empty when it does).
+
+    A map matches when every key given matches (other keys may exist), recursively; a list
+    when it has as many elements and each matches; a number equals another of any numeric
+    type (context numbers arrive as floats); true and false match only themselves.
+    """
+    if isinstance(expected, Mapping):
+        if not isinstance(actual, Mapping):
+            return [f"{path}: expected a map, got {actual!r}"]
+        found: list[str] = []
+        for key, want in expected.items():
+            if key not in actual:
+                found.append(f"{path}.{key}: missing (expected {want!r})")
+            else:
+                found.extend(subset_mismatches(want, actual[key], f"{path}.{key}"))
+        return found
+    if isinstance(expected, list):
+        if not isinstance(actual, list) or len(actual) != len(expected):
+            return [f"{path}: expected {expected!r}, got {actual!r}"]
+        return [
+            problem
+            for i, (want, got) in enumerate(zip(expected, actual, strict=True))
+            for problem in subset_mismatches(want, got, f"{path}[{i}]")
+        ]
+    if isinstance(expected, bool) or isinstance(actual, bool):
+        same = type(expected) is type(actual) and expected == actual
+    elif isinstance(expected, int | float) and isinstance(actual, int | float):
+        same = expected == actual
+    else:
+        same = type(expected) is type(actual) and expected == actual
+    return [] if same else [f"{path}: expected {expected!r}, got {actual!r}"]
 
 
 @dataclass
@@ -123,6 +222,7 @@ class Runner:
             "AwaitWatch": self._await_watch,
             "ListWorkflows": self._list,
             "GetDiagnostics": self._diagnostics,
+            "RunWorker": self._run_worker,
         }
 
     # --- driver -------------------------------------------------------------------------
@@ -159,11 +259,11 @@ class Runner:
         self.out.flush()
 
     def _run_step(self, step: Mapping[str, Any]) -> str:
-        _check_keys("step", step, ["id", "op", "request", "expect", "save", "repeat", "watch"])
         op = step.get("op")
         handler = self._ops.get(str(op))
         _require(handler is not None, f"unknown op {op!r}; this runner knows {sorted(self._ops)}")
         assert handler is not None
+        _check_keys("step", step, _STEP_KEYS + _OP_STEP_KEYS.get(str(op), []))
         repeat = int(step.get("repeat", 1))
         _require(repeat >= 1, "repeat must be at least 1")
         details = []
@@ -174,18 +274,29 @@ class Runner:
 
     # --- substitution -------------------------------------------------------------------
 
-    def _substitute(self, value: Any, variables: Mapping[str, str]) -> Any:
+    def _substitute(
+        self, value: Any, variables: Mapping[str, str], *, keep: Sequence[str] = ()
+    ) -> Any:
+        """``value`` with ``${...}`` replaced; a ``${source.KEY}`` whose source is in ``keep``
+        stays as it is, for a later substitution (a handler's ``${input.KEY}``)."""
         if isinstance(value, str):
-            return _VARIABLE.sub(lambda m: self._variable(m.group(1), variables), value)
+            return _VARIABLE.sub(lambda m: self._variable(m, variables, keep), value)
         if isinstance(value, list):
-            return [self._substitute(item, variables) for item in value]
+            return [self._substitute(item, variables, keep=keep) for item in value]
         if isinstance(value, dict):
-            return {key: self._substitute(item, variables) for key, item in value.items()}
+            return {
+                key: self._substitute(item, variables, keep=keep) for key, item in value.items()
+            }
         return value
 
-    def _variable(self, name: str, variables: Mapping[str, str]) -> str:
+    def _variable(
+        self, match: re.Match[str], variables: Mapping[str, str], keep: Sequence[str]
+    ) -> str:
+        name = match.group(1)
         if name in variables:
             return variables[name]
+        if "." in name and name.partition(".")[0] in keep:
+            return match.group(0)
         saved, _, attribute = name.partition(".")
         _require(saved in self.saved, f"${{{name}}}: no step saved {saved!r}")
         _require(attribute in self.saved[saved], f"${{{name}}}: no field {attribute!r}")
@@ -246,7 +357,7 @@ class Runner:
         _require(actual == expected, f"{what}: expected {expected!r}, got {actual!r}")
 
     def _check_workflow(self, workflow: Workflow, expect: Mapping[str, Any]) -> None:
-        _check_keys("expect", expect, ["status", "state", "revision", "accepted_events"])
+        _check_keys("expect", expect, _WORKFLOW_KEYS)
         self._compare("status", workflow.status.value, expect.get("status"))
         self._compare("state", workflow.state, expect.get("state"))
         self._compare("revision", workflow.revision, expect.get("revision"))
@@ -254,6 +365,26 @@ class Runner:
             self._compare(
                 "accepted_events", list(workflow.accepted_events), list(expect["accepted_events"])
             )
+        if "context" in expect:
+            problems = subset_mismatches(expect["context"], workflow.context, "context")
+            _require(not problems, "; ".join(problems))
+        if "pending_task" in expect:
+            self._check_pending_task(workflow.pending_task, expect["pending_task"])
+
+    def _check_pending_task(self, task: Task | None, want: Mapping[str, Any] | None) -> None:
+        if want is None:  # `pending_task: null`: the instance waits for no task
+            _require(task is None, f"pending_task: expected none, got {_task_summary(task)}")
+            return
+        _check_keys("pending_task expectation", want, _TASK_KEYS)
+        _require(task is not None, f"pending_task: expected {dict(want)}, got none")
+        assert task is not None
+        self._check_task("pending_task", task, want)
+
+    def _check_task(self, what: str, task: Task, want: Mapping[str, Any]) -> None:
+        self._compare(f"{what} state", task.state, want.get("state"))
+        self._compare(f"{what} queue", task.queue, want.get("queue"))
+        self._compare(f"{what} status", task.status.value, want.get("status"))
+        self._compare(f"{what} attempt", task.attempt, want.get("attempt"))
 
     def _check_signal(self, result: SignalResult, expect: Mapping[str, Any]) -> None:
         self._compare("accepted", result.accepted, expect.get("accepted"))
@@ -422,6 +553,181 @@ class Runner:
         _require(not missing, f"definitions missing: {missing}")
         return f"build {diagnostics.build.version}, {len(diagnostics.definitions)} definitions"
 
+    def _run_worker(self, step: Mapping[str, Any], variables: dict[str, str]) -> str:
+        self._request(step, variables, [])
+        _require("handlers" in step, "RunWorker needs handlers")
+        _require("until" in step, "RunWorker needs until")
+        handlers = self._substitute(step["handlers"], variables, keep=["input"])
+        _require(
+            isinstance(handlers, dict) and bool(handlers), "handlers: a map of queue to handler"
+        )
+        until = self._substitute(step["until"], variables)
+        _require(isinstance(until, dict), "until: a map with the instance's name")
+        _check_keys("until", until, ["name"])
+        _require("name" in until, "until: the instance's name")
+        name = str(until["name"])
+        timeout = parse_duration(step.get("timeout", "60s"))
+        expect = self._expect(step, variables)
+        _check_keys("expect", expect, [*_WORKFLOW_KEYS, "tasks"])
+        wanted_tasks = expect.pop("tasks", None)
+        if wanted_tasks is not None:
+            _require(isinstance(wanted_tasks, list), "expect.tasks: a list of tasks")
+            for i, want in enumerate(wanted_tasks):
+                _require(isinstance(want, dict), f"expect.tasks[{i}]: a map")
+                _check_keys(f"expect.tasks[{i}]", want, _TASK_KEYS)
+
+        handled = _Handled()
+        worker = Worker(
+            self.client,
+            identity=f"conformance-{self.run_id}",
+            shutdown_grace=WORKER_SHUTDOWN_GRACE,
+        )
+        for queue, spec in handlers.items():
+            worker.register(str(queue), _task_handler(str(queue), spec, handled))
+        run = _WorkerRun(worker)
+        run.start(str(step.get("id", "worker")))
+        try:
+            final = self._await_terminal(name, timeout)
+        finally:
+            stopped = run.stop(WORKER_STOP_TIMEOUT)
+        _require(stopped, f"the worker did not shut down within {WORKER_STOP_TIMEOUT}s")
+        if run.error is not None:
+            raise ConformanceError(f"the worker failed: {run.error!r}")
+        _require(not handled.problems, "; ".join(handled.problems))
+        _require(
+            final.terminal,
+            f"{name} not terminal within {timeout}s: {final.status.value} {final.state} "
+            f"r{final.revision}, pending task {_task_summary(final.pending_task)}; "
+            f"{handled.summary()}",
+        )
+        # After the shutdown: the instance as the worker left it.
+        workflow = self.client.get(name)
+        self._check_workflow(workflow, expect)
+        tasks = list(self.client.list_tasks(workflow=name))
+        if wanted_tasks is not None:
+            listed = [_task_summary(t) for t in tasks]
+            _require(
+                len(tasks) == len(wanted_tasks),
+                f"expected {len(wanted_tasks)} tasks, got {len(tasks)}: {listed}",
+            )
+            for i, (task, want) in enumerate(zip(tasks, wanted_tasks, strict=True)):
+                self._check_task(f"tasks[{i}]", task, want)
+        if "save" in step:
+            self.saved[str(step["save"])] = dict(workflow.to_dict())
+        return (
+            f"{workflow.name} {workflow.status.value} r{workflow.revision} {workflow.state}, "
+            f"{len(tasks)} tasks, {handled.count()} attempts handled"
+        )
+
+    def _await_terminal(self, name: str, timeout: float) -> Workflow:
+        """The instance once its status is terminal, or as last read when ``timeout`` passed."""
+        deadline = time.monotonic() + timeout
+        while True:
+            workflow = self.client.get(name)
+            left = deadline - time.monotonic()
+            if workflow.terminal or left <= 0:
+                return workflow
+            time.sleep(min(WORKER_CHECK_INTERVAL, left))
+
+
+class _Handled:
+    """What the handlers did, written from the worker's threads."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.attempts: list[str] = []
+        self.problems: list[str] = []
+
+    def record(self, task: RunningTask, outcome: str) -> None:
+        with self._lock:
+            self.attempts.append(f"{task.queue} {task.name}#{task.attempt} {outcome}")
+
+    def problem(self, text: str) -> None:
+        with self._lock:
+            self.problems.append(text)
+
+    def count(self) -> int:
+        with self._lock:
+            return len(self.attempts)
+
+    def summary(self) -> str:
+        with self._lock:
+            return f"handled {len(self.attempts)}: {self.attempts}"
+
+
+def _task_handler(
+    queue: str, spec: object, handled: _Handled
+) -> Callable[[RunningTask], Mapping[str, object] | None]:
+    """The handler a scenario gives a queue: ``{result: {...}}`` or ``{fail: {...}}``."""
+    what = f"handlers.{queue}"
+    _require(isinstance(spec, dict), f"{what}: a map with result or fail")
+    assert isinstance(spec, dict)
+    _check_keys(what, spec, ["result", "fail"])
+    _require(len(spec) == 1, f"{what}: exactly one of result and fail")
+    if "result" in spec:
+        result = spec["result"]
+        _require(isinstance(result, dict), f"{what}.result: a map")
+
+        def complete(task: RunningTask) -> Mapping[str, object]:
+            try:
+                answer: dict[str, object] = fill_input(result, task.input)
+            except ConformanceError as exc:
+                handled.problem(f"{what} for {task.name}: {exc}")
+                raise TaskFailure(RUNNER_FAILURE_TYPE, str(exc), non_retryable=True) from exc
+            handled.record(task, "completed")
+            return answer
+
+        return complete
+    fail = spec["fail"]
+    _require(isinstance(fail, dict), f"{what}.fail: a map")
+    _check_keys(f"{what}.fail", fail, ["type", "message", "non_retryable"])
+    _require(isinstance(fail.get("type"), str) and bool(fail["type"]), f"{what}.fail: a type")
+    non_retryable = fail.get("non_retryable", False)
+    _require(isinstance(non_retryable, bool), f"{what}.fail.non_retryable: true or false")
+
+    def failing(task: RunningTask) -> Mapping[str, object]:
+        try:
+            kind, message = fill_input([fail["type"], str(fail.get("message", ""))], task.input)
+        except ConformanceError as exc:
+            handled.problem(f"{what} for {task.name}: {exc}")
+            raise TaskFailure(RUNNER_FAILURE_TYPE, str(exc), non_retryable=True) from exc
+        handled.record(task, f"failed {kind}")
+        raise TaskFailure(kind, message, non_retryable=non_retryable)
+
+    return failing
+
+
+class _WorkerRun:
+    """A worker's ``run()`` on a background thread, as a program would run it on its own."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self.error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, name: str) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"worker-{name}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self.worker.run(handle_signals=False)
+        except BaseException as exc:  # reported by the step, never lost
+            self.error = exc
+
+    def stop(self, timeout: float) -> bool:
+        """Stops the worker gracefully; False if run() has not returned within ``timeout``."""
+        self.worker.stop()
+        assert self._thread is not None
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+
+def _task_summary(task: Task | None) -> str:
+    if task is None:
+        return "none"
+    return f"{task.state}/{task.queue} {task.status.value} attempt {task.attempt}"
+
 
 def _code_name(error: BaseException) -> str:
     return error.code.name if isinstance(error, StatewrightError) else type(error).__name__
@@ -435,14 +741,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "scenario", nargs="?", type=Path, default=None, help=f"default: {DEFAULT_SCENARIO}"
     )
+    address = os.environ.get(_security.ADDRESS_ENV) or os.environ.get(_security.TARGET_ENV)
     parser.add_argument(
+        "--address",
         "--target",
-        default=os.environ.get(_common.TARGET_ENV),
-        help=f"host:port (default: ${_common.TARGET_ENV}, required)",
+        dest="target",
+        default=address,
+        help=f"host:port (default: ${_security.ADDRESS_ENV} or ${_security.TARGET_ENV}, required)",
     )
     args = parser.parse_args(argv)
     if not args.target:
-        parser.error(f"set {_common.TARGET_ENV} or pass --target")
+        parser.error(f"set {_security.ADDRESS_ENV} or pass --address")
     path: Path = args.scenario or DEFAULT_SCENARIO
     if not path.is_file():
         parser.error(f"scenario not found: {path}")

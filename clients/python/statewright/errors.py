@@ -5,7 +5,9 @@ Every status the server sends carries exactly one ``google.rpc.ErrorInfo`` (doma
 ``metadata`` holds the dynamic values. :func:`from_rpc_error` turns a ``grpc.RpcError`` into
 the most specific class for that reason; an unknown reason (a newer server) or a status with
 no ErrorInfo (a transport failure such as a refused connection) falls back to the class for
-the status code, so ``except NotFound`` keeps working as reasons are added.
+the status code, so ``except NotFound`` keeps working as reasons are added. A status that
+also carries a ``google.rpc.RetryInfo`` (RATE_LIMITED does) gives its delay as
+``retry_delay``.
 """
 
 from __future__ import annotations
@@ -39,6 +41,8 @@ __all__ = [
     "NotRunning",
     "NotWaiting",
     "Overloaded",
+    "PermissionDenied",
+    "RateLimited",
     "RecoveryRequired",
     "RequestInDoubt",
     "ResourceExhausted",
@@ -62,7 +66,8 @@ class StatewrightError(Exception):
     """A failed Statewright call: its gRPC code, ErrorInfo reason and metadata.
 
     ``reason`` is empty when the status carried no ErrorInfo (for example a connection
-    refused before the request reached a server).
+    refused before the request reached a server). ``retry_delay`` is the seconds the server
+    asked the caller to wait before trying again (its RetryInfo), or None.
     """
 
     code: grpc.StatusCode
@@ -70,6 +75,7 @@ class StatewrightError(Exception):
     domain: str
     metadata: dict[str, str]
     message: str
+    retry_delay: float | None
 
     def __init__(
         self,
@@ -79,6 +85,7 @@ class StatewrightError(Exception):
         reason: str = "",
         domain: str = "",
         metadata: Mapping[str, str] | None = None,
+        retry_delay: float | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -86,6 +93,7 @@ class StatewrightError(Exception):
         self.reason = reason
         self.domain = domain
         self.metadata = dict(metadata or {})
+        self.retry_delay = retry_delay
 
     def __str__(self) -> str:
         label = f"{self.code.name}/{self.reason}" if self.reason else self.code.name
@@ -98,14 +106,18 @@ class StatewrightError(Exception):
         )
 
     def to_dict(self) -> JSONObject:
-        """A JSON-ready view, used by the command-line tool."""
-        return {
+        """A JSON-ready view, used by the command-line tool; ``retry_delay`` (seconds) only
+        when the server sent one."""
+        view: JSONObject = {
             "code": self.code.name,
             "reason": self.reason,
             "domain": self.domain,
             "message": self.message,
             "metadata": {key: value for key, value in self.metadata.items()},
         }
+        if self.retry_delay is not None:
+            view["retry_delay"] = self.retry_delay
+        return view
 
     def _int_metadata(self, key: str) -> int | None:
         # ErrorInfo metadata values are strings by definition; numbers arrive as decimal text.
@@ -164,7 +176,14 @@ class Unavailable(StatewrightError):
 
 
 class Unauthenticated(StatewrightError):
-    """The call carried no valid credentials."""
+    """The call carried no credentials the server accepts: no token, or one that is
+    unknown, expired, for another audience or badly signed; or an unknown client
+    certificate."""
+
+
+class PermissionDenied(StatewrightError):
+    """The caller is known, but its roles (or their scopes: definitions, task queues) do not
+    allow this call. The server says the same whether or not the target exists."""
 
 
 # --- one class per ErrorInfo reason that callers are expected to branch on -------------
@@ -259,6 +278,11 @@ class Overloaded(ResourceExhausted):
     """The server's queues are full; retry with backoff."""
 
 
+class RateLimited(ResourceExhausted):
+    """The caller is over its request rate; ``retry_delay`` says when the server would let
+    the next call through."""
+
+
 class ShuttingDown(Unavailable):
     """The server is draining; the call can be retried on another replica."""
 
@@ -276,6 +300,7 @@ _BY_CODE: dict[grpc.StatusCode, type[StatewrightError]] = {
     grpc.StatusCode.INTERNAL: Internal,
     grpc.StatusCode.UNAVAILABLE: Unavailable,
     grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
 }
 
 
@@ -307,6 +332,7 @@ _REASONS: dict[str, _ReasonClass] = {
     "TASK_CANCELLED": _ReasonClass(grpc.StatusCode.FAILED_PRECONDITION, TaskCancelled),
     "UNKNOWN_EVENT": _ReasonClass(grpc.StatusCode.INVALID_ARGUMENT, UnknownEvent),
     "OVERLOADED": _ReasonClass(grpc.StatusCode.RESOURCE_EXHAUSTED, Overloaded),
+    "RATE_LIMITED": _ReasonClass(grpc.StatusCode.RESOURCE_EXHAUSTED, RateLimited),
     "SHUTTING_DOWN": _ReasonClass(grpc.StatusCode.UNAVAILABLE, ShuttingDown),
 }
 
@@ -323,9 +349,9 @@ def error_class(code: grpc.StatusCode, reason: str) -> type[StatewrightError]:
     return _BY_CODE.get(code, StatewrightError)
 
 
-def _details_from_metadata(
+def _status_from_metadata(
     metadata: Iterable[tuple[str, str | bytes]] | None,
-) -> error_details_pb2.ErrorInfo | None:
+) -> status_pb2.Status | None:
     for key, value in metadata or ():
         if key != _STATUS_DETAILS_KEY or not isinstance(value, bytes):
             continue
@@ -334,7 +360,7 @@ def _details_from_metadata(
             status.ParseFromString(value)
         except DecodeError:
             return None
-        return error_info_from_status(status)
+        return status
     return None
 
 
@@ -348,10 +374,21 @@ def error_info_from_status(status: status_pb2.Status) -> error_details_pb2.Error
     return None
 
 
+def retry_delay_from_status(status: status_pb2.Status) -> float | None:
+    """The delay of the first RetryInfo in a ``google.rpc.Status``, in seconds, or None."""
+    for detail in status.details:
+        retry = error_details_pb2.RetryInfo()
+        if detail.Unpack(retry):
+            return max(0.0, retry.retry_delay.ToNanoseconds() / 1e9)
+    return None
+
+
 def make_error(
     code: grpc.StatusCode,
     message: str,
     info: error_details_pb2.ErrorInfo | None,
+    *,
+    retry_delay: float | None = None,
 ) -> StatewrightError:
     """Builds the typed exception for a code, message and optional ErrorInfo."""
     reason = info.reason if info is not None else ""
@@ -362,6 +399,7 @@ def make_error(
         reason=reason,
         domain=info.domain if info is not None else "",
         metadata=dict(info.metadata) if info is not None else None,
+        retry_delay=retry_delay,
     )
 
 
@@ -369,7 +407,8 @@ def from_rpc_error(error: grpc.RpcError) -> StatewrightError:
     """Converts a failed call (sync ``grpc.Call`` or ``grpc.aio.AioRpcError``) to its type.
 
     Both call kinds expose ``code()``, ``details()`` and ``trailing_metadata()``; the
-    ErrorInfo travels in the ``grpc-status-details-bin`` trailer as a ``google.rpc.Status``.
+    ErrorInfo (and a RetryInfo, if any) travel in the ``grpc-status-details-bin`` trailer as
+    a ``google.rpc.Status``.
     """
     code_fn = getattr(error, "code", None)
     code = code_fn() if callable(code_fn) else grpc.StatusCode.UNKNOWN
@@ -379,4 +418,10 @@ def from_rpc_error(error: grpc.RpcError) -> StatewrightError:
     message = details_fn() if callable(details_fn) else None
     trailers_fn = getattr(error, "trailing_metadata", None)
     trailers = trailers_fn() if callable(trailers_fn) else None
-    return make_error(code, str(message or code.name), _details_from_metadata(trailers))
+    status = _status_from_metadata(trailers)
+    return make_error(
+        code,
+        str(message or code.name),
+        error_info_from_status(status) if status is not None else None,
+        retry_delay=retry_delay_from_status(status) if status is not None else None,
+    )

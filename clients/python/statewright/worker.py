@@ -153,15 +153,20 @@ class Worker(WorkerCore[Client]):
         return self._client._perform(effect)
 
     def _abandonable(self, effect: Unary) -> Any:
+        # Outside the lock: a token provider may take its time.
+        metadata = self._client._call_metadata()
         with self._lock:
             if self.stopping:
                 raise abandoned()
-            call: grpc.Future[Any] = self._client._invoke(effect, future=True)
+            call: grpc.Future[Any] = self._client._invoke(effect, metadata, future=True)
             self._calls.add(call)
         try:
             return call.result()
         except grpc.FutureCancelledError:
             raise abandoned() from None
+        except grpc.RpcError as exc:
+            self._client._refused(exc)
+            raise
         finally:
             with self._lock:
                 self._calls.discard(call)

@@ -1,3 +1,5 @@
+import { isDeepStrictEqual } from "node:util";
+
 import type { Value, ValueMap } from "./scenario.js";
 
 function isMap(v: unknown): v is ValueMap {
@@ -99,6 +101,21 @@ export class Expectation {
     }
   }
 
+  /** Matches got against the expected map as a subset (see subsetMismatches). */
+  checkSubset(key: string, got: unknown): void {
+    const want = this.take(key);
+    if (want === undefined) {
+      return;
+    }
+    if (!isMap(want)) {
+      this.fail(`${key}: expected a map in the scenario, found ${JSON.stringify(want)}`);
+      return;
+    }
+    for (const problem of subsetMismatches(want, got, key)) {
+      this.fail(problem);
+    }
+  }
+
   /** Checks that every expected string is among got. */
   checkContains(key: string, got: readonly string[]): void {
     const want = this.take(key);
@@ -116,6 +133,23 @@ export class Expectation {
       this.fail(`${key}: missing ${JSON.stringify(missing)} among ${got.length} values`);
     }
   }
+}
+
+/**
+ * Where got falls short of want, read as a subset: each key want gives must be in got,
+ * compared recursively when both are maps; anything else (lists, strings, numbers, null)
+ * must be equal. Keys of got that want does not name are ignored.
+ */
+export function subsetMismatches(want: Value, got: unknown, path: string): string[] {
+  if (isMap(want)) {
+    if (!isMap(got)) {
+      return [`${path}: expected a map with ${JSON.stringify(Object.keys(want))}, got ${JSON.stringify(got)}`];
+    }
+    return Object.entries(want).flatMap(([key, w]) =>
+      Object.hasOwn(got, key) ? subsetMismatches(w, got[key], `${path}.${key}`) : [`${path}.${key}: missing`],
+    );
+  }
+  return isDeepStrictEqual(want, got) ? [] : [`${path}: expected ${JSON.stringify(want)}, got ${JSON.stringify(got)}`];
 }
 
 function stringList(v: Value): string[] | undefined {

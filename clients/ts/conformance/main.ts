@@ -1,26 +1,30 @@
-// Executes the shared client conformance scenario against the live Statewright server at
-// $STATEWRIGHT_TARGET and exits non-zero at the first mismatch.
-//   STATEWRIGHT_TARGET=127.0.0.1:50051 node dist/conformance/main.js [scenario.yaml]
+// Executes the shared client conformance scenario against the live Statewright server that
+// the environment names (STATEWRIGHT_ADDRESS, or STATEWRIGHT_TARGET; with
+// STATEWRIGHT_TOKEN and STATEWRIGHT_TLS_CA, _CERT and _KEY when it is secured) and exits
+// non-zero at the first mismatch.
+//   STATEWRIGHT_ADDRESS=127.0.0.1:50051 node dist/conformance/main.js [scenario.yaml]
 import { randomBytes } from "node:crypto";
 import { setTimeout as sleep } from "node:timers/promises";
 
 import { Code, ConnectError } from "@connectrpc/connect";
 
-import { createStatewrightClient } from "../src/client.js";
+import { createStatewrightClientFromEnv } from "../src/client.js";
+import { environmentConfig } from "../src/security.js";
 import { Runner } from "./runner.js";
 import { loadScenario } from "./scenario.js";
 
-const target = process.env["STATEWRIGHT_TARGET"];
-if (!target) {
-  console.error("conformance: STATEWRIGHT_TARGET (host:port of a live server) is not set");
+if (!process.env["STATEWRIGHT_ADDRESS"] && !process.env["STATEWRIGHT_TARGET"]) {
+  console.error("conformance: STATEWRIGHT_ADDRESS (host:port of a live server) is not set");
   process.exit(1);
 }
+const { address: target, options: security } = environmentConfig();
 const scenarioPath = process.argv[2] ?? "../conformance/scenario.yaml";
 const scenario = await loadScenario(scenarioPath);
 const runId = randomBytes(6).toString("hex");
-console.log(`conformance: ${scenarioPath} against ${target}, run ${runId}`);
+const how = [security.tls ? "TLS" : "plaintext", ...(security.cert ? ["a client certificate"] : []), ...(security.token ? ["a token"] : [])];
+console.log(`conformance: ${scenarioPath} against ${target} (${how.join(", ")}), run ${runId}`);
 
-const client = createStatewrightClient(target);
+const client = createStatewrightClientFromEnv();
 await waitForServer(Number(process.env["STATEWRIGHT_WAIT_MS"] ?? 30_000));
 const runner = new Runner({ client, runId });
 const result = await runner.run(scenario);

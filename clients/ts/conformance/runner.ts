@@ -1,9 +1,13 @@
-import { fromJson, toJson, type DescMessage, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import { fromJson, toJson, type DescMessage, type JsonObject, type JsonValue, type MessageShape } from "@bufbuild/protobuf";
 import { ConnectError } from "@connectrpc/connect";
 
 import { ErrorInfoSchema } from "../src/error_info.js";
 import { codeName } from "../src/service_config.js";
-import type { WorkflowServiceClient } from "../src/client.js";
+import type { StatewrightClient, WorkflowServiceClient } from "../src/client.js";
+import { TaskFailure, Worker, type TaskHandler } from "../src/worker.js";
+import { TaskStatus, type Task } from "../src/gen/statewright/v1/task_pb.js";
 import {
   CancelWorkflowRequestSchema,
   CancelWorkflowResponseSchema,
@@ -27,13 +31,19 @@ import {
 } from "../src/gen/statewright/v1/workflow_service_pb.js";
 import { WorkflowStatus, type Workflow } from "../src/gen/statewright/v1/workflow_pb.js";
 import { Expectation } from "./expect.js";
-import { Scope, type Scenario, type Step, type Value, type ValueMap } from "./scenario.js";
+import { Scope, expandInput, type HandlerSpec, type Scenario, type Step, type Value, type ValueMap } from "./scenario.js";
 
-/** Bounds ListWorkflows paging, so that never-ending page tokens fail the step. */
+/** Bounds ListWorkflows and ListTasks paging, so that never-ending page tokens fail the step. */
 const maxPages = 10000;
 
+/** How often RunWorker looks whether its instance has ended. */
+const untilPollMs = 100;
+
+/** What a handler's result may leave for the task's input to fill in. */
+const deferredInput: ReadonlySet<string> = new Set(["input"]);
+
 export interface RunnerOptions {
-  client: WorkflowServiceClient;
+  client: StatewrightClient;
   runId: string;
   /** Where step lines go; console.log by default. */
   log?: (line: string) => void;
@@ -131,7 +141,7 @@ class WatchStream {
 
 /** Executes a scenario's steps in order against a live server, stopping at the first failure. */
 export class Runner {
-  readonly client: WorkflowServiceClient;
+  readonly client: StatewrightClient;
   private readonly abort = new AbortController();
   private readonly log: (line: string) => void;
   private readonly watchTimeoutMs: number;
@@ -211,6 +221,8 @@ export class Runner {
       outcome = await this.openWatch(step, e);
     } else if (step.op === "AwaitWatch") {
       outcome = await this.awaitWatch(step, e);
+    } else if (step.op === "RunWorker") {
+      outcome = await this.runWorker(step, e);
     } else {
       throw new Error(`unsupported op ${JSON.stringify(step.op)}`);
     }
@@ -346,6 +358,149 @@ export class Runner {
     }
     return { summary: `${msgs.length} messages, last ${describeWatchMessage(last)}, ended ${ended}` };
   }
+
+  /**
+   * Runs the client's own Worker with the step's handlers until the instance `until.name`
+   * ends (or the timeout passes), shuts it down gracefully, then checks the final instance,
+   * its context (as a subset) and its tasks as ListTasks gives them.
+   */
+  private async runWorker(step: Step, e: Expectation): Promise<Outcome> {
+    const { handlers, until, timeoutMs } = step;
+    if (!handlers || !until || timeoutMs === undefined) {
+      throw new Error("RunWorker needs handlers, until and timeout");
+    }
+    const name = this.scope.expand(until.name);
+    if (typeof name !== "string") {
+      throw new Error(`until.name: expected a string, got ${JSON.stringify(name)}`);
+    }
+    const worked = new Map<string, number>();
+    // Problems of the runner's own handlers and what the worker logged as errors: each one
+    // fails the step, and a handler's problem also ends the wait at once.
+    const problems: string[] = [];
+    const gaveUp = new AbortController();
+    const worker = new Worker(this.client, {
+      logger: {
+        warn: (message) => this.log(`  worker: ${message}`),
+        error: (message) => problems.push(`the worker logged an error: ${message}`),
+      },
+    });
+    for (const [queue, spec] of handlers) {
+      worker.register(queue, this.handler(queue, spec, worked, (problem) => {
+        problems.push(problem);
+        gaveUp.abort();
+      }));
+    }
+
+    const stop = new AbortController();
+    let stopped: { error: unknown } | undefined;
+    const running = worker.run({ signal: stop.signal }).then(
+      () => void (stopped = { error: undefined }),
+      (error: unknown) => void (stopped = { error }),
+    );
+    let wf: Workflow | undefined;
+    let timedOut = false;
+    let stoppedEarly = false;
+    try {
+      const deadline = Date.now() + timeoutMs;
+      for (;;) {
+        let response;
+        try {
+          response = await this.client.getWorkflow({ name }, { signal: this.signal });
+        } catch (err) {
+          throw new Error(`GetWorkflow ${name}: ${describeError(err)}`);
+        }
+        wf = response.workflow;
+        if (terminal(wf?.status) || gaveUp.signal.aborted) {
+          break;
+        }
+        if (stopped !== undefined) {
+          stoppedEarly = true;
+          break;
+        }
+        const left = deadline - Date.now();
+        if (left <= 0) {
+          timedOut = true;
+          break;
+        }
+        await sleep(Math.min(untilPollMs, left));
+      }
+    } finally {
+      stop.abort();
+      await running;
+    }
+    const tally = describeWorked(worked);
+    const where = `${wf?.workflowId} ${WorkflowStatus[wf?.status ?? 0]} in ${wf?.state} at revision ${wf?.revision}`;
+    const runError = stopped?.error;
+    if (stoppedEarly) {
+      problems.push(`the worker stopped by itself: ${runError === undefined ? "without an error" : describeError(runError)}`);
+    } else if (runError !== undefined) {
+      problems.push(`the worker's run failed: ${describeError(runError)}`);
+    }
+    if (timedOut) {
+      problems.unshift(`${name} did not end within ${timeoutMs} ms: still ${where}`);
+    } else if (!terminal(wf?.status)) {
+      problems.unshift(`${name} had not ended when the worker stopped: ${where}`);
+    }
+    if (problems.length > 0) {
+      throw new Error(`${problems.join("; ")} (worked ${tally})`);
+    }
+
+    checkWorkflow(e, wf);
+    e.checkSubset("context", wf?.context);
+    const tasks = await this.listTasks(name);
+    const wantTasks = e.take("tasks");
+    if (wantTasks !== undefined) {
+      checkTasks(e, wantTasks, tasks);
+    }
+    return { summary: `worked ${tally}; ${where}; ${tasks.length} tasks: ${tasks.map(describeTask).join(", ")}` };
+  }
+
+  /** The runner's handler for queue: completes with the spec's result, or fails as it says. */
+  private handler(queue: string, spec: HandlerSpec, worked: Map<string, number>, giveUp: (problem: string) => void): TaskHandler {
+    const count = () => worked.set(queue, (worked.get(queue) ?? 0) + 1);
+    if ("fail" in spec) {
+      const type = this.scope.expand(spec.fail.type);
+      const message = this.scope.expand(spec.fail.message);
+      return () => {
+        count();
+        throw new TaskFailure(String(type), String(message), { nonRetryable: spec.fail.nonRetryable });
+      };
+    }
+    const result = this.scope.expand(spec.result, deferredInput);
+    return (task) => {
+      count();
+      try {
+        return expandInput(result, task.input) as JsonObject;
+      } catch (err) {
+        const message = err instanceof Error ? err.message : String(err);
+        giveUp(`handlers.${queue}: ${task.name}: ${message}`);
+        // Never a result the scenario did not ask for: the attempt fails for good.
+        throw new TaskFailure("CONFORMANCE_RUNNER", message, { nonRetryable: true });
+      }
+    };
+  }
+
+  /** Every task of the instance, all pages, in the order ListTasks gives them (oldest first). */
+  private async listTasks(workflow: string): Promise<Task[]> {
+    const tasks: Task[] = [];
+    let pageToken = "";
+    for (let page = 1; ; page++) {
+      if (page > maxPages) {
+        throw new Error(`ListTasks: still paging after ${maxPages} pages`);
+      }
+      let response;
+      try {
+        response = await this.client.listTasks({ workflow, pageToken }, { signal: this.signal });
+      } catch (err) {
+        throw new Error(`ListTasks page ${page}: ${describeError(err)}`);
+      }
+      tasks.push(...response.tasks);
+      if (response.nextPageToken === "") {
+        return tasks;
+      }
+      pageToken = response.nextPageToken;
+    }
+  }
 }
 
 /** Resolves true when p settles within ms, false otherwise. */
@@ -399,13 +554,66 @@ function checkError(e: Expectation, err: unknown): string {
   return `failed as expected with ${codeName(ce.code)}, reason ${reason}, metadata ${JSON.stringify(metadata)}`;
 }
 
+function terminal(status: WorkflowStatus | undefined): boolean {
+  return status === WorkflowStatus.COMPLETED || status === WorkflowStatus.FAILED || status === WorkflowStatus.CANCELLED;
+}
+
 function checkWorkflow(e: Expectation, wf: Workflow | undefined): string {
   const status = wf?.status ?? WorkflowStatus.UNSPECIFIED;
   e.checkEnum("status", WorkflowStatus, status);
   e.checkString("state", wf?.state ?? "");
   e.checkInt("revision", wf?.revision ?? 0n);
   e.checkStrings("accepted_events", wf?.acceptedEvents ?? []);
-  return `${wf?.workflowId} ${WorkflowStatus[status]} in ${wf?.state} at revision ${wf?.revision}`;
+  const pending = e.sub("pending_task");
+  if (pending) {
+    if (wf?.pendingTask) {
+      checkTask(pending, wf.pendingTask);
+      e.merge("pending_task", pending);
+    } else {
+      e.fail("pending_task: expected a pending task, the instance has none");
+    }
+  }
+  const task = wf?.pendingTask ? `, pending task ${describeTask(wf.pendingTask)}` : "";
+  return `${wf?.workflowId} ${WorkflowStatus[status]} in ${wf?.state} at revision ${wf?.revision}${task}`;
+}
+
+function checkTask(e: Expectation, task: Task): void {
+  e.checkString("state", task.state);
+  e.checkString("queue", task.queue);
+  e.checkEnum("status", TaskStatus, task.status);
+  e.checkInt("attempt", task.attempt);
+}
+
+/** Compares the tasks element by element, and their number. */
+function checkTasks(e: Expectation, want: Value, got: readonly Task[]): void {
+  if (!Array.isArray(want) || !want.every(isMap)) {
+    e.fail(`tasks: expected a list of maps in the scenario, found ${JSON.stringify(want)}`);
+    return;
+  }
+  want.forEach((w, i) => {
+    const task = got[i];
+    if (task) {
+      const te = new Expectation(w);
+      checkTask(te, task);
+      e.merge(`tasks[${i}]`, te);
+    }
+  });
+  if (got.length !== want.length) {
+    e.fail(`tasks: expected ${want.length} tasks, ListTasks gave ${got.length}: ${got.map(describeTask).join(", ") || "none"}`);
+  }
+}
+
+function describeTask(task: Task): string {
+  return `${task.state}/${task.queue} ${TaskStatus[task.status]} attempt ${task.attempt}`;
+}
+
+function describeWorked(worked: ReadonlyMap<string, number>): string {
+  const parts = [...worked].map(([queue, n]) => `${queue} ×${n}`);
+  return parts.length > 0 ? parts.join(", ") : "no tasks";
+}
+
+function isMap(v: Value): v is ValueMap {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
 }
 
 function checkSignal(e: Expectation, response: SignalWorkflowResponse): string {

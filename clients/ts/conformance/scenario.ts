@@ -5,6 +5,13 @@ import { parse } from "yaml";
 export type Value = string | number | boolean | null | Value[] | { [key: string]: Value };
 export type ValueMap = { [key: string]: Value };
 
+/** What RunWorker's handler for one queue does with every task it gets. */
+export type HandlerSpec =
+  /** Completes the task with this map; its strings may use ${input.KEY}. */
+  | { result: ValueMap }
+  /** Throws the worker's TaskFailure with these fields. */
+  | { fail: { type: string; message: string; nonRetryable: boolean } };
+
 export interface Step {
   id: string;
   op: string;
@@ -13,6 +20,12 @@ export interface Step {
   save?: string;
   repeat?: number;
   watch?: string;
+  /** RunWorker: one handler per queue. */
+  handlers?: Map<string, HandlerSpec>;
+  /** RunWorker: the instance whose terminal status ends the step. */
+  until?: { name: string };
+  /** RunWorker: how long the instance may take to end. */
+  timeoutMs?: number;
 }
 
 export interface Scenario {
@@ -20,7 +33,8 @@ export interface Scenario {
   steps: Step[];
 }
 
-const stepKeys = new Set(["id", "op", "request", "expect", "save", "repeat", "watch"]);
+const stepKeys = new Set(["id", "op", "request", "expect", "save", "repeat", "watch", "handlers", "until", "timeout"]);
+const workerKeys = ["handlers", "until", "timeout"];
 
 function isMap(v: unknown): v is ValueMap {
   return typeof v === "object" && v !== null && !Array.isArray(v);
@@ -59,7 +73,7 @@ export function parseScenario(text: string): Scenario {
         throw new Error(`${where}: unknown key ${JSON.stringify(key)}`);
       }
     }
-    const { id, op, request, expect, save, repeat, watch } = raw;
+    const { id, op, request, expect, save, repeat, watch, handlers, until, timeout } = raw;
     if (typeof id !== "string" || id === "" || typeof op !== "string" || op === "") {
       throw new Error(`${where}: id and op are required strings`);
     }
@@ -93,9 +107,68 @@ export function parseScenario(text: string): Scenario {
       }
       step.repeat = repeat;
     }
+    if (op === "RunWorker") {
+      step.handlers = parseHandlers(handlers, where);
+      if (!isMap(until) || typeof until["name"] !== "string" || Object.keys(until).length !== 1) {
+        throw new Error(`${where}: until must be a map with just a name string`);
+      }
+      step.until = { name: until["name"] };
+      step.timeoutMs = parseTimeout(timeout, where);
+    } else {
+      const misplaced = workerKeys.filter((key) => Object.hasOwn(raw, key));
+      if (misplaced.length > 0) {
+        throw new Error(`${where}: ${misplaced.join(", ")} only belong to RunWorker steps`);
+      }
+    }
     return step;
   });
   return { version: 1, steps };
+}
+
+function parseHandlers(raw: Value | undefined, where: string): Map<string, HandlerSpec> {
+  if (!isMap(raw) || Object.keys(raw).length === 0) {
+    throw new Error(`${where}: handlers must be a map of at least one queue`);
+  }
+  const handlers = new Map<string, HandlerSpec>();
+  for (const [queue, spec] of Object.entries(raw)) {
+    const at = `${where}: handlers.${queue}`;
+    if (!isMap(spec) || Object.keys(spec).length !== 1) {
+      throw new Error(`${at}: expected a map with exactly one of result or fail`);
+    }
+    const { result, fail } = spec;
+    if (result !== undefined) {
+      if (!isMap(result)) throw new Error(`${at}: result must be a map`);
+      handlers.set(queue, { result });
+    } else if (fail !== undefined) {
+      if (!isMap(fail)) throw new Error(`${at}: fail must be a map`);
+      for (const key of Object.keys(fail)) {
+        if (key !== "type" && key !== "message" && key !== "non_retryable") {
+          throw new Error(`${at}.fail: unknown key ${JSON.stringify(key)}`);
+        }
+      }
+      const { type, message = "", non_retryable: nonRetryable = false } = fail;
+      if (typeof type !== "string" || type === "") throw new Error(`${at}.fail: type is a required string`);
+      if (typeof message !== "string") throw new Error(`${at}.fail: message must be a string`);
+      if (typeof nonRetryable !== "boolean") throw new Error(`${at}.fail: non_retryable must be a boolean`);
+      handlers.set(queue, { fail: { type, message, nonRetryable } });
+    } else {
+      throw new Error(`${at}: unknown key ${JSON.stringify(Object.keys(spec)[0])}`);
+    }
+  }
+  return handlers;
+}
+
+const timeoutPattern = /^(\d+(?:\.\d+)?)(ms|s|m)$/;
+const unitMs: Record<string, number> = { ms: 1, s: 1_000, m: 60_000 };
+
+/** A duration such as 500ms, 60s or 2m, in milliseconds. */
+function parseTimeout(raw: Value | undefined, where: string): number {
+  const m = typeof raw === "string" ? timeoutPattern.exec(raw) : null;
+  const ms = m ? Number(m[1]) * (unitMs[m[2] ?? ""] ?? NaN) : NaN;
+  if (!(ms > 0)) {
+    throw new Error(`${where}: timeout must be a positive duration such as 500ms, 60s or 2m, not ${JSON.stringify(raw)}`);
+  }
+  return ms;
 }
 
 export async function loadScenario(path: string): Promise<Scenario> {
@@ -107,6 +180,43 @@ export async function loadScenario(path: string): Promise<Scenario> {
 }
 
 const refPattern = /\$\{([^}]*)\}/g;
+const wholeRef = /^\$\{([^}]*)\}$/;
+const noneDeferred: ReadonlySet<string> = new Set();
+
+/** What a lookup answers for a reference to leave as it is, for a later pass. */
+const KEEP = Symbol("keep");
+
+/**
+ * A copy of v with every ${...} replaced by lookup. A string that is exactly one reference
+ * takes the referenced value with its type; references inside longer strings are
+ * formatted in.
+ */
+function substitute(v: Value, lookup: (ref: string) => Value | typeof KEEP): Value {
+  if (typeof v === "string") {
+    const whole = wholeRef.exec(v);
+    if (whole) {
+      const found = lookup(whole[1] ?? "");
+      return found === KEEP ? v : found;
+    }
+    return v.replace(refPattern, (text, ref: string) => {
+      const found = lookup(ref);
+      return found === KEEP ? text : format(found);
+    });
+  }
+  if (Array.isArray(v)) {
+    return v.map((item) => substitute(item, lookup));
+  }
+  if (isMap(v)) {
+    return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, substitute(item, lookup)]));
+  }
+  return v;
+}
+
+/** The name a reference starts with: `input` for ${input.order}. */
+function refRoot(ref: string): string {
+  const dot = ref.indexOf(".");
+  return dot < 0 ? ref : ref.slice(0, dot);
+}
 
 /**
  * Resolves ${...} references: plain variables (run, i) and values saved by earlier steps
@@ -141,25 +251,34 @@ export class Scope {
   }
 
   /**
-   * A copy of v with every ${...} replaced. A string that is exactly one reference takes
-   * the referenced value with its type; references inside longer strings are formatted in.
+   * A copy of v with every ${...} replaced, except references that start with a name in
+   * deferred (`input`, in a handler's result), which a later pass resolves.
    */
-  expand(v: Value): Value {
-    if (typeof v === "string") {
-      const whole = /^\$\{([^}]*)\}$/.exec(v);
-      if (whole) {
-        return this.lookup(whole[1] ?? "");
-      }
-      return v.replace(refPattern, (_, ref: string) => format(this.lookup(ref)));
-    }
-    if (Array.isArray(v)) {
-      return v.map((item) => this.expand(item));
-    }
-    if (isMap(v)) {
-      return Object.fromEntries(Object.entries(v).map(([k, item]) => [k, this.expand(item)]));
-    }
-    return v;
+  expand(v: Value, deferred: ReadonlySet<string> = noneDeferred): Value {
+    return substitute(v, (ref) => (deferred.has(refRoot(ref)) ? KEEP : this.lookup(ref)));
   }
+}
+
+/**
+ * Resolves the ${input.KEY} references that Scope.expand left in a handler's result, from
+ * the task's input (KEY may be a dotted path into it). Any other reference is an error.
+ */
+export function expandInput(v: Value, input: Value): Value {
+  return substitute(v, (ref) => {
+    if (refRoot(ref) !== "input") {
+      throw new Error(`\${${ref}}: only \${input.KEY} is resolved from the task`);
+    }
+    if (ref === "input") {
+      return input;
+    }
+    const path = ref.slice("input.".length).split(".");
+    const found = walk(input, path);
+    if (found === undefined) {
+      const keys = isMap(input) ? Object.keys(input).sort().join(", ") : "";
+      throw new Error(`\${${ref}}: the task input has no field ${path.join(".")} (it has: ${keys || "nothing"})`);
+    }
+    return found;
+  });
 }
 
 function walk(v: Value | undefined, keys: string[]): Value | undefined {

@@ -3,14 +3,14 @@
 // From the repository root:
 //   make example-ts
 import {
-  createStatewrightClient,
+  createStatewrightClientFromEnv,
   errorInfo,
   errorReason,
   ConnectError,
   WorkflowStatus,
 } from "@statewright/client";
 
-const client = createStatewrightClient(process.argv[2] ?? "127.0.0.1:50051");
+const client = createStatewrightClientFromEnv({ address: process.argv[2] });
 
 // Start: the instance runs its first step and halts in the wait state.
 const started = await client.startWorkflow({

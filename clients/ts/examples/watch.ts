@@ -2,7 +2,7 @@
 // and server restarts; Ctrl-C stops it. From the repository root:
 //   make example-ts-watch WORKFLOW_ID=ID
 import {
-  createStatewrightClient,
+  createStatewrightClientFromEnv,
   codeName,
   errorReason,
   Code,
@@ -11,8 +11,8 @@ import {
   WorkflowStatus,
 } from "@statewright/client";
 
-const [target = "127.0.0.1:50051", workflowId = "order-1"] = process.argv.slice(2);
-const client = createStatewrightClient(target);
+const [address, workflowId = "order-1"] = process.argv.slice(2);
+const client = createStatewrightClientFromEnv({ address });
 const stop = new AbortController();
 process.once("SIGINT", () => stop.abort());
 

@@ -3,9 +3,9 @@
 //   node dist/examples/worker.js 127.0.0.1:50051
 import { setTimeout as sleep } from "node:timers/promises";
 
-import { createStatewrightClient, TaskFailure, Worker } from "@statewright/client";
+import { createStatewrightClientFromEnv, TaskFailure, Worker } from "@statewright/client";
 
-const client = createStatewrightClient(process.argv[2] ?? "127.0.0.1:50051");
+const client = createStatewrightClientFromEnv({ address: process.argv[2] });
 const worker = new Worker(client, { concurrency: 8 });
 
 worker.register("payments", async (task, { signal }) => {

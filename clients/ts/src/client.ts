@@ -4,6 +4,7 @@ import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/conn
 import { defaultServiceConfig } from "./gen/service_config.js";
 import { TaskService } from "./gen/statewright/v1/task_service_pb.js";
 import { WorkflowService, type WatchWorkflowResponse } from "./gen/statewright/v1/workflow_service_pb.js";
+import { environmentConfig, resolveSecurity, type SecurityOptions, type StatewrightEnvironment } from "./security.js";
 import { withServiceConfig, type ServiceConfig } from "./service_config.js";
 import { watch, type WatchOptions } from "./watch.js";
 
@@ -25,21 +26,43 @@ export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & {
   watch(name: string, options?: WatchOptions): AsyncGenerator<WatchWorkflowResponse, void, undefined>;
 };
 
-export type StatewrightClientOptions = Partial<GrpcTransportOptions> & {
-  /** The service config to follow instead of the one shipped with the API. */
-  serviceConfig?: ServiceConfig;
-};
+export type StatewrightClientOptions = Partial<GrpcTransportOptions> &
+  SecurityOptions & {
+    /** The service config to follow instead of the one shipped with the API. */
+    serviceConfig?: ServiceConfig;
+  };
 
 /**
  * A gRPC transport to a Statewright server that follows the service config shipped with
  * the API: per-method timeouts, and retries with backoff for UNAVAILABLE only. target is
- * "host:port" (plaintext HTTP/2) or a URL ("https://host:port" for TLS); options are
- * passed to createGrpcTransport from @connectrpc/connect-node.
+ * "host:port" or a URL ("https://host:port" for TLS). The security options (tls, ca,
+ * cert, key, serverName, token, insecure; see SecurityOptions) are checked here: a
+ * contradiction, an unreadable PEM file or a token bound for plaintext off this machine
+ * throws a StatewrightConfigError. The rest are passed to createGrpcTransport from
+ * @connectrpc/connect-node; its interceptors run outside the one that adds the token.
  */
 export function createStatewrightTransport(target: string, options: StatewrightClientOptions = {}): Transport {
-  const { serviceConfig = defaultServiceConfig, ...transportOptions } = options;
-  const baseUrl = target.includes("://") ? target : `http://${target}`;
-  return withServiceConfig(createGrpcTransport({ baseUrl, ...transportOptions }), serviceConfig);
+  const {
+    serviceConfig = defaultServiceConfig,
+    tls,
+    ca,
+    cert,
+    key,
+    serverName,
+    token,
+    insecure,
+    ...transportOptions
+  } = options;
+  const security = resolveSecurity(target, { tls, ca, cert, key, serverName, token, insecure });
+  const interceptors = [...(transportOptions.interceptors ?? [])];
+  if (security.interceptor) {
+    interceptors.push(security.interceptor);
+  }
+  const nodeOptions = security.nodeOptions ? { ...transportOptions.nodeOptions, ...security.nodeOptions } : transportOptions.nodeOptions;
+  return withServiceConfig(
+    createGrpcTransport({ ...transportOptions, baseUrl: security.baseUrl, nodeOptions, interceptors }),
+    serviceConfig,
+  );
 }
 
 /**
@@ -52,6 +75,22 @@ export function createStatewrightClient(target: string, options: StatewrightClie
   return Object.assign(client, createClient(TaskService, transport), {
     watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
   });
+}
+
+/**
+ * The client that the environment describes (see environmentConfig): STATEWRIGHT_ADDRESS
+ * (or STATEWRIGHT_TARGET), STATEWRIGHT_TOKEN and STATEWRIGHT_TLS_CA, _CERT and _KEY.
+ * options win over the environment, address included, so a program can take the address
+ * from its command line and the credentials from the environment.
+ */
+export function createStatewrightClientFromEnv(
+  options: StatewrightClientOptions & { address?: string | undefined } = {},
+  env: StatewrightEnvironment = process.env,
+): StatewrightClient {
+  const fromEnv = environmentConfig(env);
+  const { address, ...rest } = options;
+  const given = Object.fromEntries(Object.entries(rest).filter(([, value]) => value !== undefined));
+  return createStatewrightClient(address || fromEnv.address, { ...fromEnv.options, ...given });
 }
 
 /** The resource name of the instance with the given id, `workflows/{workflow_id}`. */

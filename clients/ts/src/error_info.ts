@@ -4,6 +4,8 @@ import {
   FieldDescriptorProto_Label,
   FieldDescriptorProto_Type,
   FileDescriptorProtoSchema,
+  file_google_protobuf_duration,
+  type Duration,
 } from "@bufbuild/protobuf/wkt";
 import { ConnectError } from "@connectrpc/connect";
 
@@ -21,19 +23,30 @@ export type ErrorInfo = Message<"google.rpc.ErrorInfo"> & {
   metadata: { [key: string]: string };
 };
 
+/**
+ * google.rpc.RetryInfo: how long the server asks the caller to wait before it tries again
+ * (`retryDelay`). A Statewright server sends one, beside the ErrorInfo, with
+ * RESOURCE_EXHAUSTED `RATE_LIMITED`.
+ */
+export type RetryInfo = Message<"google.rpc.RetryInfo"> & {
+  retryDelay?: Duration;
+};
+
 const { OPTIONAL, REPEATED } = FieldDescriptorProto_Label;
 const { STRING, MESSAGE } = FieldDescriptorProto_Type;
 
 /**
- * The descriptor of google.rpc.ErrorInfo, the one message of google/rpc/error_details.proto
- * this client needs, with the field names and numbers of the googleapis original (which
- * @bufbuild/protobuf does not ship): reason = 1, domain = 2, map<string, string> metadata = 3.
+ * The two messages of google/rpc/error_details.proto this client needs, with the field
+ * names and numbers of the googleapis original (which @bufbuild/protobuf does not ship):
+ * ErrorInfo (reason = 1, domain = 2, map<string, string> metadata = 3) and RetryInfo
+ * (google.protobuf.Duration retry_delay = 1).
  */
-export const ErrorInfoSchema = createFileRegistry(
+const errorDetails = createFileRegistry(
   create(FileDescriptorProtoSchema, {
     name: "google/rpc/error_details.proto",
     package: "google.rpc",
     syntax: "proto3",
+    dependency: ["google/protobuf/duration.proto"],
     messageType: [
       {
         name: "ErrorInfo",
@@ -60,10 +73,29 @@ export const ErrorInfoSchema = createFileRegistry(
           },
         ],
       },
+      {
+        name: "RetryInfo",
+        field: [
+          {
+            name: "retry_delay",
+            jsonName: "retryDelay",
+            number: 1,
+            label: OPTIONAL,
+            type: MESSAGE,
+            typeName: ".google.protobuf.Duration",
+          },
+        ],
+      },
     ],
   }),
-  () => undefined,
-).getMessage("google.rpc.ErrorInfo") as GenMessage<ErrorInfo>;
+  (name) => (name === "google/protobuf/duration.proto" ? file_google_protobuf_duration : undefined),
+);
+
+/** The descriptor of google.rpc.ErrorInfo. */
+export const ErrorInfoSchema = errorDetails.getMessage("google.rpc.ErrorInfo") as GenMessage<ErrorInfo>;
+
+/** The descriptor of google.rpc.RetryInfo. */
+export const RetryInfoSchema = errorDetails.getMessage("google.rpc.RetryInfo") as GenMessage<RetryInfo>;
 
 /**
  * The google.rpc.ErrorInfo in the status details of a failed call's error, or undefined
@@ -80,4 +112,20 @@ export function errorInfo(err: unknown): ErrorInfo | undefined {
 /** The ErrorInfo reason of a failed call's error, or undefined when it has none. */
 export function errorReason(err: unknown): string | undefined {
   return errorInfo(err)?.reason;
+}
+
+/**
+ * The delay in milliseconds that a failed call's RetryInfo asks for (a Statewright server
+ * sends one with RESOURCE_EXHAUSTED `RATE_LIMITED`), or undefined when it has none.
+ */
+export function retryDelayMs(err: unknown): number | undefined {
+  if (!(err instanceof ConnectError)) {
+    return undefined;
+  }
+  const delay = err.findDetails(RetryInfoSchema)[0]?.retryDelay;
+  if (delay === undefined) {
+    return undefined;
+  }
+  const ms = Number(delay.seconds) * 1000 + delay.nanos / 1e6;
+  return Number.isFinite(ms) && ms >= 0 ? ms : undefined;
 }

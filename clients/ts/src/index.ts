@@ -1,8 +1,11 @@
 // The Statewright TypeScript client: generated statewright.v1 messages and service
 // descriptors, a client factory that follows the shipped service config, a resuming watch,
-// a task worker, and helpers for the google.rpc.ErrorInfo every Statewright error carries.
+// a task worker, TLS, mTLS and bearer tokens (from options or the environment), and helpers
+// for the google.rpc.ErrorInfo every Statewright error carries and the RetryInfo of a
+// rate-limited call.
 export {
   createStatewrightClient,
+  createStatewrightClientFromEnv,
   createStatewrightTransport,
   workflowName,
   type StatewrightClient,
@@ -24,7 +27,26 @@ export {
   type WorkerRunOptions,
   type WorkerTask,
 } from "./worker.js";
-export { DOMAIN, ErrorInfoSchema, errorInfo, errorReason, type ErrorInfo } from "./error_info.js";
+export {
+  DOMAIN,
+  ErrorInfoSchema,
+  RetryInfoSchema,
+  errorInfo,
+  errorReason,
+  retryDelayMs,
+  type ErrorInfo,
+  type RetryInfo,
+} from "./error_info.js";
+export {
+  StatewrightConfigError,
+  environmentConfig,
+  isLoopback,
+  type BearerToken,
+  type PemSource,
+  type SecurityOptions,
+  type StatewrightEnvironment,
+  type TokenProvider,
+} from "./security.js";
 export {
   codeName,
   methodPolicy,

@@ -1,6 +1,8 @@
 import type { DescMessage, DescMethodStreaming, DescMethodUnary, MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type ContextValues, type StreamResponse, type Transport, type UnaryResponse } from "@connectrpc/connect";
 
+import { retryDelayMs } from "./error_info.js";
+
 /** A gRPC service config (the subset this client applies: methodConfig). */
 export interface ServiceConfig {
   readonly methodConfig?: readonly MethodConfig[];
@@ -123,7 +125,8 @@ export interface ServiceConfigTransportOptions {
  * Wraps a transport so that every call follows the service config, as gRPC's own service
  * config support does: the method's timeout applies unless the caller's is shorter, and
  * calls failing with a retryable code are retried with jittered exponential backoff, up to
- * maxAttempts, within that one deadline. A server-streaming call is retried only while no
+ * maxAttempts, within that one deadline (waiting at least what a RetryInfo in the error
+ * asks for, and giving up at once when that would pass the deadline). A server-streaming call is retried only while no
  * response has started (the transport's stream() rejected); an error after that is final.
  */
 export function withServiceConfig(
@@ -165,7 +168,8 @@ export function withServiceConfig(
           throw err;
         }
         const cap = Math.min(retry.initialBackoffMs * retry.backoffMultiplier ** (n - 1), retry.maxBackoffMs);
-        const delay = random() * cap;
+        // A RetryInfo is the server saying when it can take the call: never sooner.
+        const delay = Math.max(random() * cap, retryDelayMs(err) ?? 0);
         if (deadline !== undefined && Date.now() + delay >= deadline) {
           throw err;
         }

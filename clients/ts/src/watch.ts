@@ -2,7 +2,7 @@ import type { MessageInitShape } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Client } from "@connectrpc/connect";
 
 import { workflowName } from "./client.js";
-import { errorReason } from "./error_info.js";
+import { errorReason, retryDelayMs } from "./error_info.js";
 import { WorkflowStatus, type Workflow } from "./gen/statewright/v1/workflow_pb.js";
 import type {
   WatchWorkflowRequestSchema,
@@ -40,10 +40,14 @@ const isTerminal = (workflow: Workflow | undefined): boolean =>
 // Transport-level failures of a watch stream that a reconnect can cure. A status carrying
 // an ErrorInfo reason came from the server's own logic and is final, except UNAVAILABLE
 // (SHUTTING_DOWN from a draining replica: another one, or the restarted one, will serve
-// the resumed watch).
+// the resumed watch) and RESOURCE_EXHAUSTED with a RetryInfo (RATE_LIMITED: the reconnect
+// waits at least as long as it asks).
 const RESUMABLE: ReadonlySet<Code> = new Set([Code.Unavailable, Code.Canceled, Code.Internal, Code.Unknown]);
 
 function resumable(err: ConnectError): boolean {
+  if (err.code === Code.ResourceExhausted) {
+    return retryDelayMs(err) !== undefined;
+  }
   return err.code === Code.Unavailable || (RESUMABLE.has(err.code) && !errorReason(err));
 }
 
@@ -152,7 +156,8 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
  * every revision after it is replayed first. If the connection drops or the server
  * restarts, the watch resumes after the last revision it yielded, so each revision is seen
  * exactly once; it gives up, throwing the last error, after reconnectBudgetMs without
- * progress. Other errors (NOT_FOUND, any error with an ErrorInfo reason) are thrown at
+ * progress. A RATE_LIMITED refusal is waited out the same way, for at least the delay its
+ * RetryInfo asks. Other errors (NOT_FOUND, any error with an ErrorInfo reason) are thrown at
  * once as the call's ConnectError. Breaking out of the loop cancels the stream.
  */
 export async function* watch(
@@ -229,6 +234,6 @@ export async function* watch(
     if (delay === undefined) {
       throw failure ?? new ConnectError(`watch of ${cursor.name} kept ending before a terminal revision`, Code.Unavailable);
     }
-    await sleep(delay, signal);
+    await sleep(Math.max(delay, retryDelayMs(failure) ?? 0), signal);
   }
 }

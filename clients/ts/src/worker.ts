@@ -5,7 +5,7 @@ import { timestampMs, type DurationSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 import type { TaskServiceClient } from "./client.js";
-import { errorReason } from "./error_info.js";
+import { errorReason, retryDelayMs } from "./error_info.js";
 import type { Task, TaskError } from "./gen/statewright/v1/task_pb.js";
 import type { FailTaskRequestSchema } from "./gen/statewright/v1/task_service_pb.js";
 
@@ -273,7 +273,7 @@ export class Worker {
           stop.abort();
           break;
         }
-        const delay = backoff.next();
+        const delay = retryDelay(error, backoff);
         this.logger.warn(`statewright worker: polling ${queue} failed, retrying in ${Math.round(delay)} ms: ${describe(error)}`);
         await sleep(delay, stop.signal);
         continue;
@@ -456,7 +456,7 @@ class Execution {
           this.logger.warn(`statewright worker: ${this.task.name}: the lease expired before the report got through: ${describe(error)}`);
           return;
         }
-        await sleep(backoff.next(), this.calls.signal);
+        await sleep(retryDelay(error, backoff), this.calls.signal);
       }
     }
   }
@@ -504,7 +504,7 @@ class Execution {
         log.call(this.logger, `statewright worker: ${this.task.name}: heartbeat failed: ${describe(error)}`);
       }
       // Sooner than the backoff when the lease is about to run out.
-      this.scheduleHeartbeat(Math.min(this.backoff.next(), (this.leaseExpireMs - Date.now()) / 3));
+      this.scheduleHeartbeat(Math.min(retryDelay(error, this.backoff), (this.leaseExpireMs - Date.now()) / 3));
     }
   }
 
@@ -614,22 +614,33 @@ export class Backoff {
 /**
  * Failures that another try may cure: the server is unreachable, restarting or
  * overloaded. Codes that a Statewright server sends with an ErrorInfo reason for its own
- * logic (ABORTED, RESOURCE_EXHAUSTED) are final when they carry one.
+ * logic (ABORTED, RESOURCE_EXHAUSTED) are final when they carry one, except a
+ * RESOURCE_EXHAUSTED with a RetryInfo (RATE_LIMITED), which says when to come back.
  */
 function transient(error: ConnectError): boolean {
   switch (error.code) {
     case Code.Unavailable:
     case Code.DeadlineExceeded:
       return true;
+    case Code.ResourceExhausted:
+      return errorReason(error) === undefined || retryDelayMs(error) !== undefined;
     case Code.Canceled:
     case Code.Unknown:
     case Code.Internal:
     case Code.Aborted:
-    case Code.ResourceExhausted:
       return errorReason(error) === undefined;
     default:
       return false;
   }
+}
+
+/**
+ * How long to wait before trying again after error: the backoff's next delay, but never
+ * less than the server's RetryInfo asks for, so that a rate-limited worker comes back when
+ * its bucket has room and slows down further while it stays limited.
+ */
+function retryDelay(error: ConnectError, backoff: Backoff): number {
+  return Math.max(backoff.next(), retryDelayMs(error) ?? 0);
 }
 
 /** Why the server no longer wants to hear about this attempt, or undefined. */

@@ -1,9 +1,18 @@
 // An in-process WorkflowService (and TaskService) over HTTP/2 with the gRPC protocol, for
 // tests: serve() runs any implementation; fakeWorkflowService() behaves like the example
 // definitions as far as the conformance scenario looks, with knobs that make it deviate on
-// purpose; FakeTaskService leases tasks as the server does and records every call.
-import { createServer, type Http2Server, type ServerHttp2Session } from "node:http2";
+// purpose (given a FakeTaskService, its order-fulfilment instances hand their task states
+// to it); FakeTaskService leases tasks as the server does and records every call.
+import {
+  createSecureServer,
+  createServer,
+  type Http2SecureServer,
+  type Http2Server,
+  type SecureServerOptions,
+  type ServerHttp2Session,
+} from "node:http2";
 import type { AddressInfo } from "node:net";
+import type { TLSSocket } from "node:tls";
 import { EventEmitter, once } from "node:events";
 
 import { clone, create, type JsonObject } from "@bufbuild/protobuf";
@@ -11,7 +20,7 @@ import { timestampFromMs } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@connectrpc/connect";
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
-import { ErrorInfoSchema } from "../src/error_info.js";
+import { ErrorInfoSchema, RetryInfoSchema } from "../src/error_info.js";
 import {
   SignalRejection,
   WatchEventType,
@@ -20,7 +29,7 @@ import {
   type WatchWorkflowResponse,
 } from "../src/gen/statewright/v1/workflow_service_pb.js";
 import { WorkflowSchema, WorkflowStatus, type Workflow } from "../src/gen/statewright/v1/workflow_pb.js";
-import { TaskSchema, TaskStatus, type Task } from "../src/gen/statewright/v1/task_pb.js";
+import { TaskErrorSchema, TaskSchema, TaskStatus, type Task, type TaskError } from "../src/gen/statewright/v1/task_pb.js";
 import {
   CompleteTaskResponseSchema,
   FailTaskResponseSchema,
@@ -38,13 +47,20 @@ export type TaskServiceImpl = Partial<ServiceImpl<typeof TaskService>>;
 
 export interface Served {
   target: string;
+  /** Over TLS: the subjectaltname of each client certificate presented, in order. */
+  peers: string[];
   close(): Promise<void>;
   /** Destroys every client connection, as a crashing server or a broken network would. */
   dropConnections(): void;
 }
 
+export interface ServeOptions {
+  /** Serve TLS with these settings (key, cert; ca and requestCert for mTLS) instead of plaintext. */
+  tls?: SecureServerOptions;
+}
+
 /** Serves impl, and tasks when given (without it, TaskService calls are UNIMPLEMENTED). */
-export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl): Promise<Served> {
+export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl, options: ServeOptions = {}): Promise<Served> {
   const handler = connectNodeAdapter({
     grpc: true,
     connect: false,
@@ -54,7 +70,12 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl):
       if (tasks) router.service(TaskService, tasks);
     },
   });
-  const server: Http2Server = createServer(handler);
+  const server: Http2Server | Http2SecureServer = options.tls ? createSecureServer(options.tls, handler) : createServer(handler);
+  const peers: string[] = [];
+  server.on("secureConnection", (socket: TLSSocket) => {
+    const san = socket.getPeerCertificate().subjectaltname;
+    if (san) peers.push(san);
+  });
   const sessions = new Set<ServerHttp2Session>();
   server.on("session", (session: ServerHttp2Session) => {
     sessions.add(session);
@@ -65,6 +86,7 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl):
   const { port } = server.address() as AddressInfo;
   return {
     target: `127.0.0.1:${port}`,
+    peers,
     dropConnections: () => {
       for (const session of sessions) session.destroy();
     },
@@ -83,18 +105,31 @@ export function statewrightError(code: Code, reason: string, metadata: Record<st
   ]);
 }
 
+/** RESOURCE_EXHAUSTED RATE_LIMITED with a RetryInfo, as the server answers a caller over its rate. */
+export function rateLimited(retryDelayMs: number): ConnectError {
+  const retryDelay = { seconds: BigInt(Math.floor(retryDelayMs / 1000)), nanos: (retryDelayMs % 1000) * 1_000_000 };
+  return new ConnectError("key:worker is over its rate of 5 requests per second", Code.ResourceExhausted, undefined, [
+    { desc: ErrorInfoSchema, value: { reason: "RATE_LIMITED", domain: "statewright.dev", metadata: { limit: "5/s" } } },
+    { desc: RetryInfoSchema, value: { retryDelay } },
+  ]);
+}
+
 export interface FakeKnobs {
   mismatchReason?: string;
   watchEndError?: ConnectError;
   skipRevision?: boolean;
   duplicatePage?: boolean;
   signalStatus?: WorkflowStatus;
+  /** order-fulfilment: the `attempts` that a given-up task's failure says. */
+  failureAttempts?: number;
+  /** order-fulfilment: the status its pending task is shown with. */
+  pendingTaskStatus?: TaskStatus;
 }
 
 const terminal = (s: WorkflowStatus) =>
   s === WorkflowStatus.COMPLETED || s === WorkflowStatus.FAILED || s === WorkflowStatus.CANCELLED;
 
-export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl {
+export function fakeWorkflowService(knobs: FakeKnobs = {}, tasks?: FakeTaskService): WorkflowServiceImpl {
   const workflows = new Map<string, Workflow>();
   const history = new Map<string, WatchWorkflowResponse[]>();
   const changed = new EventEmitter();
@@ -115,6 +150,52 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
     if (!wf) throw statewrightError(Code.NotFound, "WORKFLOW_NOT_FOUND", { name });
     return wf;
   };
+  /** A snapshot with the instance's pending task as the task service has it now. */
+  const withPending = (snapshot: Workflow): Workflow => {
+    const pending = tasks?.pending(snapshot.name);
+    if (pending && knobs.pendingTaskStatus !== undefined) pending.status = knobs.pendingTaskStatus;
+    snapshot.pendingTask = pending;
+    return snapshot;
+  };
+
+  // order-fulfilment, as examples/definitions/order-fulfilment.yaml runs it: each report
+  // takes one step, and a given-up shipment is refunded. Retryable failures are not retried.
+  const settle = (task: Task, report: TaskReport): Workflow | undefined => {
+    const wf = workflows.get(task.workflow);
+    if (!wf || !tasks || wf.status !== WorkflowStatus.RUNNING) return undefined;
+    const context: JsonObject = { ...wf.context };
+    const order = wf.workflowId;
+    let next: { queue: string; state: string; input: JsonObject } | undefined;
+    if ("result" in report) {
+      const id = String(report.result["id"]);
+      if (task.state === "charging") {
+        Object.assign(context, { charge_id: id });
+        next = { queue: "shipping", state: "shipping", input: { order, items: context["items"] ?? [] } };
+      } else if (task.state === "shipping") {
+        Object.assign(context, { tracking: String(report.result["tracking"]) });
+      } else {
+        Object.assign(context, { refund_id: id });
+      }
+      wf.state = { charging: "shipping", shipping: "shipped", refunding: "refunded" }[task.state] ?? "";
+    } else if (report.gaveUp) {
+      const { type, message, details = {} } = report.error;
+      context["failure"] = { type, message, details, attempts: knobs.failureAttempts ?? task.attempt };
+      if (task.state === "shipping") {
+        wf.state = "refunding";
+        next = { queue: "payments", state: "refunding", input: { order, refund: context["charge_id"] ?? "", amount: context["total"] ?? 0 } };
+      } else {
+        wf.state = "declined";
+      }
+    } else {
+      return undefined;
+    }
+    wf.context = context;
+    if (!next) wf.status = WorkflowStatus.COMPLETED;
+    const snapshot = save(wf, "");
+    if (next) tasks.schedule(next.queue, next.input, { workflow: wf.name, state: next.state, revision: wf.revision });
+    return withPending(snapshot);
+  };
+  if (tasks) tasks.onSettle = settle;
 
   return {
     startWorkflow(req) {
@@ -133,6 +214,18 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
         case "order-pricing":
           Object.assign(wf, { state: "__finish__", status: WorkflowStatus.COMPLETED });
           break;
+        case "order-fulfilment": {
+          if (!tasks) throw statewrightError(Code.NotFound, "DEFINITION_NOT_FOUND", { definition: req.definition });
+          const items = req.input?.["items"] ?? [];
+          const price = req.input?.["price"] ?? 0;
+          const total = typeof price === "number" && Array.isArray(items) ? price * items.length : 0;
+          const context = { items, price, total, charge_id: "", tracking: "", refund_id: "", failure: {}, log: ["received"] };
+          Object.assign(wf, { state: "charging", status: WorkflowStatus.RUNNING, context });
+          workflows.set(name, wf);
+          const snapshot = save(wf, "");
+          tasks.schedule("payments", { order: req.workflowId, amount: total }, { workflow: name, state: "charging", revision: wf.revision });
+          return { workflow: withPending(snapshot), created: true };
+        }
         default:
           throw statewrightError(Code.NotFound, "DEFINITION_NOT_FOUND", { definition: req.definition });
       }
@@ -176,7 +269,7 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
     },
 
     getWorkflow(req) {
-      return { workflow: clone(WorkflowSchema, find(req.name)) };
+      return { workflow: withPending(clone(WorkflowSchema, find(req.name))) };
     },
 
     listWorkflows(req) {
@@ -235,6 +328,16 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}): WorkflowServiceImpl 
 
 type TaskMethod = "poll" | "heartbeat" | "complete" | "fail";
 
+/** What a worker reported about a task: its result, or a failure and whether it gave up. */
+export type TaskReport = { result: JsonObject } | { error: TaskError; gaveUp: boolean };
+
+/** Where a scheduled task comes from: an instance of its own by default. */
+export interface TaskOrigin {
+  workflow: string;
+  state: string;
+  revision: bigint;
+}
+
 /**
  * A TaskService that leases scheduled tasks the way the server does (attempt, a fresh
  * lease token and expiry per lease; LEASE_SUPERSEDED for a lease that is not current,
@@ -256,6 +359,13 @@ export class FakeTaskService {
   /** How long a lease from a poll lasts, and one extended by a heartbeat (ms from now). */
   leaseMs = 30_000;
   extendMs = 60_000;
+  /**
+   * Called after a completion or a failure changed a task, for the instance's step; what
+   * it returns is the report's `workflow`.
+   */
+  onSettle: ((task: Task, report: TaskReport) => Workflow | undefined) | undefined;
+  /** ListTasks pages hold at most this many tasks when the request sets no page_size. */
+  listPageSize = 2;
 
   private readonly tasks = new Map<string, Task>();
   private readonly completed = new Map<string, CompleteTaskResponse>();
@@ -268,15 +378,21 @@ export class FakeTaskService {
   }
 
   /** Schedules a task on queue; returns its name. */
-  schedule(queue: string, input: JsonObject = {}): string {
+  schedule(queue: string, input: JsonObject = {}, origin?: TaskOrigin): string {
     const n = ++this.count;
-    const name = `workflows/wf-${n}/tasks/t-${n}`;
-    this.tasks.set(
-      name,
-      create(TaskSchema, { name, workflow: `workflows/wf-${n}`, state: "charge", queue, input, status: TaskStatus.SCHEDULED }),
-    );
+    const workflow = origin?.workflow ?? `workflows/wf-${n}`;
+    const name = `${workflow}/tasks/t-${n}`;
+    const { state = "charge", revision = 0n } = origin ?? {};
+    this.tasks.set(name, create(TaskSchema, { name, workflow, state, queue, input, revision, status: TaskStatus.SCHEDULED }));
     this.emit();
     return name;
+  }
+
+  /** The instance's unfinished task, as GetWorkflow shows it (without its lease token). */
+  pending(workflow: string): Task | undefined {
+    const unfinished = [TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF];
+    const task = [...this.tasks.values()].findLast((t) => t.workflow === workflow && unfinished.includes(t.status));
+    return task && shown(task);
   }
 
   task(name: string): Task {
@@ -381,7 +497,8 @@ export class FakeTaskService {
       const task = this.leased(req.name, req.leaseToken);
       task.status = TaskStatus.COMPLETED;
       task.leaseToken = "";
-      const response = create(CompleteTaskResponseSchema, { task: clone(TaskSchema, task) });
+      const workflow = this.onSettle?.(task, { result: req.result ?? {} });
+      const response = create(CompleteTaskResponseSchema, { task: clone(TaskSchema, task), workflow });
       if (req.requestId) this.completed.set(req.requestId, response);
       this.emit();
       return response;
@@ -396,16 +513,35 @@ export class FakeTaskService {
       task.status = req.nonRetryable ? TaskStatus.FAILED : TaskStatus.BACKOFF;
       task.leaseToken = "";
       if (req.error) task.lastError = req.error;
-      const response = create(FailTaskResponseSchema, { task: clone(TaskSchema, task) });
+      const workflow = this.onSettle?.(task, { error: task.lastError ?? create(TaskErrorSchema), gaveUp: req.nonRetryable });
+      const response = create(FailTaskResponseSchema, { task: clone(TaskSchema, task), workflow });
       if (req.requestId) this.failed.set(req.requestId, response);
       this.emit();
       return response;
     },
 
     getTask: (req) => {
-      const task = clone(TaskSchema, this.task(req.name));
-      task.leaseToken = "";
-      return { task };
+      return { task: shown(this.task(req.name)) };
+    },
+
+    // In the order tasks were scheduled, which is oldest first as the server lists them.
+    listTasks: (req) => {
+      const matching = [...this.tasks.values()].filter(
+        (t) =>
+          (!req.workflow || t.workflow === req.workflow) &&
+          (!req.queue || t.queue === req.queue) &&
+          (req.status === TaskStatus.UNSPECIFIED || t.status === req.status),
+      );
+      const offset = req.pageToken ? Number(req.pageToken) : 0;
+      const end = Math.min(offset + (req.pageSize || this.listPageSize), matching.length);
+      return { tasks: matching.slice(offset, end).map(shown), nextPageToken: end < matching.length ? String(end) : "" };
     },
   };
+}
+
+/** A copy of task without its lease token, as every call but PollTasks shows it. */
+function shown(task: Task): Task {
+  const copy = clone(TaskSchema, task);
+  copy.leaseToken = "";
+  return copy;
 }

@@ -8,6 +8,7 @@ import { Code, ConnectError, type StreamResponse, type Transport, type UnaryResp
 
 import {
   GetWorkflowResponseSchema,
+  RetryInfoSchema,
   WatchWorkflowRequestSchema,
   WatchWorkflowResponseSchema,
   WorkflowService,
@@ -67,13 +68,13 @@ test("methodPolicy falls back to the service entry, then the default entry", () 
 class ScriptedTransport implements Transport {
   readonly timeouts: (number | undefined)[] = [];
   readonly inputs: unknown[] = [];
-  constructor(private readonly failures: Code[]) {}
+  constructor(private readonly failures: (Code | ConnectError)[]) {}
 
   private next(timeoutMs: number | undefined): void {
     this.timeouts.push(timeoutMs);
-    const code = this.failures.shift();
-    if (code !== undefined) {
-      throw new ConnectError("scripted", code);
+    const failure = this.failures.shift();
+    if (failure !== undefined) {
+      throw typeof failure === "number" ? new ConnectError("scripted", failure) : failure;
     }
   }
 
@@ -168,6 +169,21 @@ test("a backoff that would pass the deadline ends the retries", async () => {
   // ~100 ms backoff but only 20 ms left of the caller's deadline.
   await assert.rejects(t.unary(getWorkflow, undefined, 20, undefined, {}));
   assert.equal(inner.timeouts.length, 1);
+});
+
+test("a retry waits at least a RetryInfo's delay: one that would pass the deadline ends the retries", async () => {
+  const pushback = (ms: number) =>
+    new ConnectError("scripted", Code.Unavailable, undefined, [
+      { desc: RetryInfoSchema, value: { retryDelay: { seconds: BigInt(Math.floor(ms / 1000)), nanos: (ms % 1000) * 1e6 } } },
+    ]);
+  // Jitter alone would retry at once (random 0); the server asked for 5 s, 1 s is left.
+  const inner = new ScriptedTransport([pushback(5_000), Code.Unavailable]);
+  await assert.rejects(withServiceConfig(inner, defaultServiceConfig, noJitter).unary(getWorkflow, undefined, 1_000, undefined, {}));
+  assert.equal(inner.timeouts.length, 1);
+  // A short one is waited out, and the call retried.
+  const short = new ScriptedTransport([pushback(5)]);
+  await withServiceConfig(short, defaultServiceConfig, noJitter).unary(getWorkflow, undefined, 1_000, undefined, {});
+  assert.equal(short.timeouts.length, 2);
 });
 
 test("server streams retry UNAVAILABLE before the response starts, replaying the request", async () => {

@@ -15,7 +15,7 @@ import {
   type WatchWorkflowRequest,
   type WatchWorkflowResponse,
 } from "../src/index.js";
-import { fakeWorkflowService, serve, statewrightError, type Served, type WorkflowServiceImpl } from "./fake_server.js";
+import { fakeWorkflowService, rateLimited, serve, statewrightError, type Served, type WorkflowServiceImpl } from "./fake_server.js";
 
 type WatchImpl = NonNullable<WorkflowServiceImpl["watchWorkflow"]>;
 
@@ -168,6 +168,37 @@ test("NOT_FOUND and other errors with an ErrorInfo reason surface at once, witho
   const internal = await outcome(client.watch("c", fast));
   assert.equal(internal.err?.code, Code.Internal);
   assert.equal(errorInfo(internal.err)?.reason, "STORE_ERROR");
+  assert.equal(watchRequests.length, 1);
+});
+
+test("RATE_LIMITED (with a RetryInfo) is waited out and resumed; TOO_MANY_WATCHES is final", limit, async () => {
+  await completedReviewLoop("rl");
+  script = async function* (req, ctx, attempt) {
+    if (attempt === 2) {
+      yield* [];
+      throw rateLimited(5);
+    }
+    let sent = 0;
+    for await (const m of fakeWatch(req, ctx)) {
+      yield m;
+      if (attempt === 1 && ++sent === 1) throw new ConnectError("connection reset", Code.Unavailable);
+    }
+  };
+  const messages = await collect(client.watch("rl", { ...fast, afterRevision: 0n }));
+  assert.deepEqual(revisions(messages), ["STEP 1", "STEP 2", "STEP 3", "STEP 4"]);
+  assert.deepEqual(
+    watchRequests.map((r) => r.afterRevision),
+    [0n, 1n, 1n],
+  );
+
+  watchRequests = [];
+  script = async function* () {
+    yield* [];
+    throw statewrightError(Code.ResourceExhausted, "TOO_MANY_WATCHES", { limit: "2" });
+  };
+  const tooMany = await outcome(client.watch("rl", fast));
+  assert.equal(tooMany.err?.code, Code.ResourceExhausted);
+  assert.equal(errorInfo(tooMany.err)?.reason, "TOO_MANY_WATCHES");
   assert.equal(watchRequests.length, 1);
 });
 

@@ -22,7 +22,7 @@ import {
   type WorkerTask,
 } from "../src/index.js";
 import { Backoff, errorType } from "../src/worker.js";
-import { FakeTaskService, serve, statewrightError } from "./fake_server.js";
+import { FakeTaskService, rateLimited, serve, statewrightError } from "./fake_server.js";
 
 // A worker that fails to stop would otherwise hang the run.
 const limit = { timeout: 20_000 };
@@ -437,6 +437,46 @@ test("polls back off on UNAVAILABLE and DEADLINE_EXCEEDED and go on", limit, asy
   assert.equal(warnings.length, 3);
 });
 
+test("RATE_LIMITED polls and reports wait at least what their RetryInfo asks, and go on", limit, async (t) => {
+  const { fake, worker, stop, run, logs } = await setup(t);
+  fake.errors.poll.push(rateLimited(40));
+  fake.errors.complete.push(rateLimited(30));
+  worker.register("payments", () => ({ ok: true }));
+  const name = fake.schedule("payments");
+  const running = run();
+  await fake.until(() => fake.task(name).status === TaskStatus.COMPLETED, "the completion");
+  stop.abort();
+  await running;
+
+  // The backoff here is at most 8 ms: the delay logged is the server's.
+  const warnings = logs.filter((l) => l.startsWith("warn: statewright worker: polling payments failed"));
+  assert.deepEqual(warnings, [
+    "warn: statewright worker: polling payments failed, retrying in 40 ms: [resource_exhausted] key:worker is over its rate of 5 requests per second (RATE_LIMITED)",
+  ]);
+  assert.equal(fake.completions.length, 2, "the rate-limited completion was sent again");
+  assert.equal(fake.completions[0]?.requestId, fake.completions[1]?.requestId);
+  assert.equal(logs.filter((l) => l.startsWith("error:")).length, 0);
+});
+
+test("UNAUTHENTICATED and PERMISSION_DENIED on a poll shut the worker down", limit, async (t) => {
+  for (const [code, reason] of [
+    [Code.Unauthenticated, "UNAUTHENTICATED"],
+    [Code.PermissionDenied, "PERMISSION_DENIED"],
+  ] as const) {
+    const { fake, worker, run, logs } = await setup(t);
+    fake.errors.poll.push(statewrightError(code, reason));
+    worker.register("payments", () => ({}));
+    const err = await run().then(
+      () => assert.fail("run() resolved"),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof ConnectError);
+    assert.equal(err.code, code);
+    assert.equal(fake.polls.length, 1, reason);
+    assert.match(logs.join("\n"), new RegExp(`polling payments failed, shutting down: .*\\(${reason}\\)`));
+  }
+});
+
 test("a refused connection is retried with backoff until the worker is stopped", limit, async (t) => {
   const { served, worker, stop, run, logs, fake } = await setup(t);
   await served.close();
@@ -531,7 +571,9 @@ test("examples/worker.ts charges, declines for good, and exits on SIGINT", limit
   const charged = fake.schedule("payments", { order: "o-1", amount: 20 });
   const declined = fake.schedule("payments", { order: "o-2", amount: 1500 });
   const example = fileURLToPath(new URL("../examples/worker.js", import.meta.url));
-  const child = spawn(process.execPath, [example, served.target], { stdio: ["ignore", "pipe", "inherit"] });
+  // The fake is plaintext without tokens: what a developer's shell says about a real server stays out.
+  const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("STATEWRIGHT_")));
+  const child = spawn(process.execPath, [example, served.target], { stdio: ["ignore", "pipe", "inherit"], env });
   t.after(() => child.exitCode === null && child.kill());
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));

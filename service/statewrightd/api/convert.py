@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -14,7 +16,7 @@ from statewright.v1 import definition_pb2, task_pb2, workflow_pb2
 from statewrightd import errors
 from statewrightd.api.status import to_status_proto
 from statewrightd.definitions.graph import to_mermaid
-from statewrightd.definitions.model import Definition
+from statewrightd.definitions.model import TASK_FAILED, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
 from statewrightd.engine import fsm
@@ -24,6 +26,7 @@ from statewrightd.errors import InvalidArgument, quote
 from statewrightd.store.records import InstanceRecord, TaskRecord, TaskStatus, TimerRecord
 
 _MAX_SAFE_INT = 2**53
+_isfinite = math.isfinite
 
 STATUS_TO_PB: dict[Status, workflow_pb2.WorkflowStatus.ValueType] = {
     Status.RUNNING: workflow_pb2.WORKFLOW_STATUS_RUNNING,
@@ -34,78 +37,193 @@ STATUS_TO_PB: dict[Status, workflow_pb2.WorkflowStatus.ValueType] = {
 }
 
 
-def _value(value: struct_pb2.Value, field: str, depth: int) -> Any:
-    kind = value.WhichOneof("kind")
-    if kind == "number_value":
-        number = value.number_value
-        # Struct numbers are doubles: integral ones become ints so int fields type-check.
-        if number.is_integer() and abs(number) <= _MAX_SAFE_INT:
-            return int(number)
-        return number
-    if kind == "string_value":
-        return _text(value.string_value, field)
-    if kind == "bool_value":
-        return value.bool_value
-    if kind == "struct_value":
-        _check_depth(field, depth)
-        return {
-            _text(key, field): _value(item, field, depth + 1)
-            for key, item in value.struct_value.fields.items()
-        }
-    if kind == "list_value":
-        _check_depth(field, depth)
-        return [_value(item, field, depth + 1) for item in value.list_value.values]
-    return None
+@dataclass(frozen=True, slots=True)
+class ValueLimits:
+    """What one map of values in a request (an input, a payload, a result) may hold."""
+
+    nesting: int = MAX_NESTING
+    string_bytes: int = 64 * 1024
+    list_items: int = 10_000
+    map_keys: int = 1_000
+    total_bytes: int = 256 * 1024  # the whole map, as JSON: what a context may hold
 
 
-def _check_depth(field: str, depth: int) -> None:
-    if depth >= MAX_NESTING:
-        raise InvalidArgument(
-            f"{field} nests maps and lists more than {MAX_NESTING} levels deep",
-            reason="VALUE_TOO_DEEP",
-            metadata={"field": field, "limit": MAX_NESTING},
-        )
+DEFAULT_LIMITS = ValueLimits()
 
 
-def _text(text: str, field: str) -> str:
-    # Neither PostgreSQL's jsonb nor the CEL runtime keep a NUL character intact (CEL cuts
-    # the string there): refuse it rather than store something other than what was sent.
-    if "\x00" in text:
-        raise InvalidArgument(
-            f"{field} contains a NUL character, which cannot be stored",
-            reason="UNSERIALIZABLE_VALUE",
-            metadata={"field": field},
-        )
-    return text
+def _too_large(field: str, what: str, limit: int) -> InvalidArgument:
+    return InvalidArgument(
+        f"{field} {what} (the limit is {limit:,})",
+        reason="VALUE_TOO_LARGE",
+        metadata={"field": field, "limit": limit},
+    )
 
 
-def struct_to_dict(message: struct_pb2.Struct, field: str) -> dict[str, Any]:
-    """A request's map of values (input, payload) as plain values, each checked on its own.
+class _Reader:
+    __slots__ = ("limits",)
+
+    def __init__(self, limits: ValueLimits) -> None:
+        self.limits = limits
+
+    def value(self, value: struct_pb2.Value, field: str, depth: int) -> Any:
+        kind = value.WhichOneof("kind")
+        if kind == "number_value":
+            number = value.number_value
+            if not math.isfinite(number):
+                # JSON has no NaN or infinities: the store could not keep them faithfully.
+                raise InvalidArgument(
+                    f"{field} is {number}, which JSON cannot hold",
+                    reason="UNSERIALIZABLE_VALUE",
+                    metadata={"field": field},
+                )
+            # Struct numbers are doubles: integral ones become ints so int fields type-check.
+            if number.is_integer() and abs(number) <= _MAX_SAFE_INT:
+                return int(number)
+            return number
+        if kind == "string_value":
+            return self.text(value.string_value, field)
+        if kind == "bool_value":
+            return value.bool_value
+        if kind == "struct_value":
+            self.depth(field, depth)
+            return self.map(value.struct_value, field, depth + 1)
+        if kind == "list_value":
+            self.depth(field, depth)
+            items = value.list_value.values
+            if len(items) > self.limits.list_items:
+                raise _too_large(field, f"has {len(items):,} items", self.limits.list_items)
+            return [self.value(item, field, depth + 1) for item in items]
+        return None
+
+    def map(self, message: struct_pb2.Struct, field: str, depth: int) -> dict[str, Any]:
+        fields = message.fields
+        if len(fields) > self.limits.map_keys:
+            raise _too_large(field, f"has {len(fields):,} keys", self.limits.map_keys)
+        return {self.text(k, field): self.value(v, field, depth) for k, v in fields.items()}
+
+    def depth(self, field: str, depth: int) -> None:
+        if depth >= self.limits.nesting:
+            raise InvalidArgument(
+                f"{field} nests maps and lists more than {self.limits.nesting} levels deep",
+                reason="VALUE_TOO_DEEP",
+                metadata={"field": field, "limit": self.limits.nesting},
+            )
+
+    def text(self, text: str, field: str) -> str:
+        # Neither PostgreSQL's jsonb nor the CEL runtime keep a NUL character intact (CEL
+        # cuts the string there): refuse it rather than store something other than was sent.
+        if "\x00" in text:
+            raise InvalidArgument(
+                f"{field} contains a NUL character, which cannot be stored",
+                reason="UNSERIALIZABLE_VALUE",
+                metadata={"field": field},
+            )
+        limit = self.limits.string_bytes
+        # A character is at most 4 bytes in UTF-8: only a long text needs encoding to check.
+        if len(text) > limit // 4 and len(text.encode("utf-8", "surrogatepass")) > limit:
+            raise _too_large(field, "has a string too long", limit)
+        return text
+
+
+def struct_to_dict(
+    message: struct_pb2.Struct, field: str, limits: ValueLimits = DEFAULT_LIMITS
+) -> dict[str, Any]:
+    """A request's map of values (input, payload) as plain values, each checked on its own
+    against ``limits``, and the whole against their total size.
 
     ``field`` names the request field in errors; a value's own field is ``field.key``.
     """
+    reader = _Reader(limits)
+    fields = message.fields
+    if len(fields) > limits.map_keys:
+        raise _too_large(field, f"has {len(fields):,} keys", limits.map_keys)
     out: dict[str, Any] = {}
-    for key, item in message.fields.items():
-        name = _text(key, field)
-        out[name] = _value(item, f"{field}.{quote(name, 64)}", 0)
+    for key, item in fields.items():
+        name = reader.text(key, field)
+        out[name] = reader.value(item, f"{field}.{quote(name, 64)}", 0)
+    if message.ByteSize() > limits.total_bytes // 2:  # JSON is never much smaller than this
+        size = len(json.dumps(out, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > limits.total_bytes:
+            raise _too_large(field, f"is {size:,} bytes as JSON", limits.total_bytes)
     return out
 
 
 def dict_to_struct(values: Mapping[str, Any]) -> struct_pb2.Struct:
+    """A context as a ``Struct``; NaN and infinities become null (JSON has neither).
+
+    Every response carries one. ``Struct.update`` (protobuf's helper, Python over the C
+    message) costs 2.7 times as much: it first needed a copy without non-finite numbers,
+    then tries ``isinstance`` in turn for every value; the plain JSON types of a context
+    are dispatched here by their exact type, in one walk.
+    """
     message = struct_pb2.Struct()
-    message.update(_finite(values))
+    _fill(message, values)
     return message
 
 
-def _finite(value: Any) -> Any:
-    # Struct cannot carry NaN or infinities faithfully in JSON; the store refuses them too.
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    if isinstance(value, Mapping):
-        return {k: _finite(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_finite(v) for v in value]
-    return value
+def _fill(message: struct_pb2.Struct, values: Mapping[str, Any]) -> None:
+    fields = message.fields
+    for key, value in values.items():
+        _set(fields[key], value)
+
+
+def _set(target: struct_pb2.Value, value: Any) -> None:
+    kind = type(value)
+    if kind is str:
+        target.string_value = value
+    elif kind is float:
+        if _isfinite(value):
+            target.number_value = value
+        else:
+            target.null_value = struct_pb2.NULL_VALUE
+    elif kind is bool:
+        target.bool_value = value
+    elif kind is int:
+        target.number_value = value
+    elif value is None:
+        target.null_value = struct_pb2.NULL_VALUE
+    elif kind is dict:
+        _fill_nested(target, value)
+    elif kind is list:
+        _extend(target, value)
+    else:
+        _set_other(target, value)
+
+
+def _fill_nested(target: struct_pb2.Value, values: Mapping[str, Any]) -> None:
+    if values:
+        _fill(target.struct_value, values)
+    else:
+        target.struct_value.SetInParent()  # present, and empty
+
+
+def _extend(target: struct_pb2.Value, values: list[Any] | tuple[Any, ...]) -> None:
+    if not values:
+        target.list_value.SetInParent()
+        return
+    items = target.list_value.values
+    for item in values:
+        _set(items.add(), item)
+
+
+def _set_other(target: struct_pb2.Value, value: Any) -> None:
+    # Subclasses and other containers, as Struct.update takes them.
+    if isinstance(value, bool):
+        target.bool_value = value
+    elif isinstance(value, str):
+        target.string_value = str(value)
+    elif isinstance(value, int | float):
+        number = float(value)
+        if _isfinite(number):
+            target.number_value = number
+        else:
+            target.null_value = struct_pb2.NULL_VALUE
+    elif isinstance(value, Mapping):
+        _fill_nested(target, value)
+    elif isinstance(value, list | tuple):
+        _extend(target, value)
+    else:
+        raise ValueError(f"a context value of type {type(value).__name__} has no Struct form")
 
 
 def timestamp(value: datetime) -> timestamp_pb2.Timestamp:
@@ -114,9 +232,13 @@ def timestamp(value: datetime) -> timestamp_pb2.Timestamp:
     return message
 
 
-def transitions_pb(transitions: Iterable[TransitionTaken]) -> list[workflow_pb2.Transition]:
+def transitions_pb(
+    transitions: Iterable[TransitionTaken], actor: str | None = None
+) -> list[workflow_pb2.Transition]:
     return [
-        workflow_pb2.Transition(from_state=t.from_state, to_state=t.to_state, event=t.event or "")
+        workflow_pb2.Transition(
+            from_state=t.from_state, to_state=t.to_state, event=t.event or "", actor=actor or ""
+        )
         for t in transitions
     ]
 
@@ -238,7 +360,8 @@ def definition_pb(loaded: Loaded) -> definition_pb2.Definition:
         digest=definition.digest,
         mermaid=to_mermaid(definition),
         states=list(definition.states),
-        events=list(definition.events()),
+        # Those a caller may send: task_failed is only ever fired by a task.
+        events=[e for e in definition.events() if e != TASK_FAILED],
         create_time=timestamp(record.create_time),
         source_name=record.source_name,
     )

@@ -159,7 +159,9 @@ def workflow_diagnostics_response(
         admission_state=_ADMISSION[info.admission],
         cached=info.cached,
         revision=revision,
-        recent_transitions=transitions_pb(info.recent),
+        recent_transitions=[
+            t for taken, actor in info.recent for t in transitions_pb([taken], actor)
+        ],
         timers=timers_pb(timers),
     )
     if info.recovery is not None:

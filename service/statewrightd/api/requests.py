@@ -13,7 +13,9 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api import validation as v
-from statewrightd.api.convert import struct_to_dict
+from statewrightd.api.caller import current_actor
+from statewrightd.api.convert import DEFAULT_LIMITS, ValueLimits, struct_to_dict
+from statewrightd.config import Limits
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.commands import (
     CancelCommand,
@@ -31,6 +33,17 @@ STATUS_FROM_PB: dict[int, Status] = {
     workflow_pb2.WORKFLOW_STATUS_FAILED: Status.FAILED,
     workflow_pb2.WORKFLOW_STATUS_CANCELLED: Status.CANCELLED,
 }
+
+
+def value_limits(limits: Limits) -> ValueLimits:
+    """The server's configured limits on what a request's maps of values may hold."""
+    return ValueLimits(
+        nesting=limits.nesting,
+        string_bytes=limits.string_bytes,
+        list_items=limits.list_items,
+        map_keys=limits.map_keys,
+        total_bytes=limits.context_bytes,
+    )
 
 
 def request_key(method: str, request: Message, request_id: str) -> RequestKey | None:
@@ -53,40 +66,49 @@ def start_target(request: pb.StartWorkflowRequest) -> tuple[str, int | None]:
     return request.definition, request.version or None
 
 
-def start_command(request: pb.StartWorkflowRequest, loaded: Loaded) -> StartCommand:
+def start_command(
+    request: pb.StartWorkflowRequest, loaded: Loaded, limits: ValueLimits = DEFAULT_LIMITS
+) -> StartCommand:
     """A start that ``start_target`` validated, of the definition version it named."""
     return StartCommand(
+        actor=current_actor(),
         workflow_id=request.workflow_id or uuid.uuid4().hex,
         request=request_key("StartWorkflow", request, request.request_id),
         loaded=loaded,
-        input=struct_to_dict(request.input, "input"),
+        input=struct_to_dict(request.input, "input", limits),
         return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
     )
 
 
-def resume_command(request: pb.ResumeWorkflowRequest) -> ResumeCommand:
+def resume_command(
+    request: pb.ResumeWorkflowRequest, limits: ValueLimits = DEFAULT_LIMITS
+) -> ResumeCommand:
     workflow_id = v.workflow_name(request.name)
     v.event_name(request.event, allow_empty=True)
     v.non_negative("expected_revision", request.expected_revision)
     v.request_id(request.request_id)
     return ResumeCommand(
+        actor=current_actor(),
         workflow_id=workflow_id,
         request=request_key("ResumeWorkflow", request, request.request_id),
         event=request.event,
-        input=struct_to_dict(request.input, "input"),
+        input=struct_to_dict(request.input, "input", limits),
         expected_revision=request.expected_revision,
     )
 
 
-def signal_command(request: pb.SignalWorkflowRequest) -> SignalCommand:
+def signal_command(
+    request: pb.SignalWorkflowRequest, limits: ValueLimits = DEFAULT_LIMITS
+) -> SignalCommand:
     workflow_id = v.workflow_name(request.name)
     v.event_name(request.event)
     v.request_id(request.request_id)
     return SignalCommand(
+        actor=current_actor(),
         workflow_id=workflow_id,
         request=request_key("SignalWorkflow", request, request.request_id),
         event=request.event,
-        payload=struct_to_dict(request.payload, "payload"),
+        payload=struct_to_dict(request.payload, "payload", limits),
     )
 
 
@@ -96,6 +118,7 @@ def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
     v.non_negative("expected_revision", request.expected_revision)
     v.request_id(request.request_id)
     return CancelCommand(
+        actor=current_actor(),
         workflow_id=workflow_id,
         request=request_key("CancelWorkflow", request, request.request_id),
         reason=request.reason,

@@ -124,7 +124,8 @@ class WatchMessages:
         return pb.WatchWorkflowResponse(
             type=pb.WATCH_EVENT_TYPE_STEP,
             revision=event.record.revision,
-            transitions=transitions_pb(event.transitions),
+            transitions=transitions_pb(event.transitions, event.actor),
             workflow=workflow,
             event=event.event or "",
+            actor=event.actor or "",
         )

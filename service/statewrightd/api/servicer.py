@@ -23,27 +23,28 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         self._app = app
         self.door = door
         self._watch_message = responses.WatchMessages()
+        self._limits = requests.value_limits(app.config.limits)
 
     @unary
     async def StartWorkflow(
         self, request: pb.StartWorkflowRequest, context: Context
     ) -> pb.StartWorkflowResponse:
         loaded = await self._app.definition(*requests.start_target(request))
-        command = requests.start_command(request, loaded)
+        command = requests.start_command(request, loaded, self._limits)
         return responses.start_response(await self._app.step(command, budget(context)))
 
     @unary
     async def ResumeWorkflow(
         self, request: pb.ResumeWorkflowRequest, context: Context
     ) -> pb.ResumeWorkflowResponse:
-        command = requests.resume_command(request)
+        command = requests.resume_command(request, self._limits)
         return responses.resume_response(await self._app.step(command, budget(context)))
 
     @unary
     async def SignalWorkflow(
         self, request: pb.SignalWorkflowRequest, context: Context
     ) -> pb.SignalWorkflowResponse:
-        command = requests.signal_command(request)
+        command = requests.signal_command(request, self._limits)
         return responses.signal_response(await self._app.step(command, budget(context)))
 
     @unary

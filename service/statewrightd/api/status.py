@@ -29,6 +29,8 @@ _CODES: dict[type[errors.StatewrightError], grpc.StatusCode] = {
     errors.Cancelled: grpc.StatusCode.CANCELLED,
     errors.FailedPrecondition: grpc.StatusCode.FAILED_PRECONDITION,
     errors.ResourceExhausted: grpc.StatusCode.RESOURCE_EXHAUSTED,
+    errors.Unauthenticated: grpc.StatusCode.UNAUTHENTICATED,
+    errors.PermissionDenied: grpc.StatusCode.PERMISSION_DENIED,
     errors.Unavailable: grpc.StatusCode.UNAVAILABLE,
     errors.DeadlineExceeded: grpc.StatusCode.DEADLINE_EXCEEDED,
     errors.Unimplemented: grpc.StatusCode.UNIMPLEMENTED,
@@ -61,7 +63,13 @@ def to_status_proto(error: errors.StatewrightError) -> status_pb2.Status:
         value=error_info(error).SerializeToString(deterministic=True),
     )
     code: int = grpc_code(error).value[0]
-    return status_pb2.Status(code=code, message=error.message, details=[detail])
+    details = [detail]
+    if isinstance(error, errors.RateLimited):
+        retry = error_details_pb2.RetryInfo()
+        retry.retry_delay.FromNanoseconds(max(1, round(error.retry_after * 1e9)))
+        details.append(any_pb2.Any())
+        details[-1].Pack(retry)
+    return status_pb2.Status(code=code, message=error.message, details=details)
 
 
 def to_grpc_status(error: errors.StatewrightError) -> grpc.Status:

@@ -10,7 +10,12 @@ from google.protobuf import duration_pb2
 from statewright.v1 import task_service_pb2 as pb
 
 from statewrightd.api import validation as v
-from statewrightd.api.convert import TASK_STATUS_FROM_PB, struct_to_dict
+from statewrightd.api.convert import (
+    DEFAULT_LIMITS,
+    TASK_STATUS_FROM_PB,
+    ValueLimits,
+    struct_to_dict,
+)
 from statewrightd.api.requests import request_key
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.engine.commands import RequestKey
@@ -106,7 +111,7 @@ def poll(request: pb.PollTasksRequest, time_remaining: float | None) -> Poll:
     return Poll(queue, request.identity, count, wait)
 
 
-def fail(request: pb.FailTaskRequest) -> Fail:
+def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> Fail:
     ref = task_ref(request.name)
     token = lease_token(request.lease_token)
     v.request_id(request.request_id)
@@ -125,7 +130,7 @@ def fail(request: pb.FailTaskRequest) -> Fail:
         ref=ref,
         token=token,
         failure=TaskFailure(
-            error.type, error.message, struct_to_dict(error.details, "error.details")
+            error.type, error.message, struct_to_dict(error.details, "error.details", limits)
         ),
         non_retryable=request.non_retryable,
         retry_after=retry_after,

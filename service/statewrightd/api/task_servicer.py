@@ -12,10 +12,11 @@ from statewright.v1 import task_service_pb2_grpc as pb_grpc
 
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
+from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import struct_to_dict, task_pb, timestamp
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, unary
-from statewrightd.api.requests import request_key
+from statewrightd.api.requests import request_key, value_limits
 from statewrightd.api.responses import found_workflow, outcome_workflow
 from statewrightd.application import Application
 
@@ -24,6 +25,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     def __init__(self, app: Application, door: Door) -> None:
         self._app = app
         self.door = door
+        self._limits = value_limits(app.config.limits)
 
     @unary
     async def PollTasks(
@@ -41,7 +43,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         token = tr.lease_token(request.lease_token)
         details = None
         if request.HasField("details"):
-            details = struct_to_dict(request.details, "details")
+            details = struct_to_dict(request.details, "details", self._limits)
         beat = await self._app.tasks.heartbeat(ref, token, details)
         response = pb.HeartbeatTaskResponse(cancel_requested=beat.cancel_requested)
         if not beat.cancel_requested and beat.task.lease_expire_time is not None:
@@ -55,9 +57,11 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         ref = tr.task_ref(request.name)
         token = tr.lease_token(request.lease_token)
         v.request_id(request.request_id)
-        result = struct_to_dict(request.result, "result")
+        result = struct_to_dict(request.result, "result", self._limits)
         key = request_key("CompleteTask", request, request.request_id)
-        done = await self._app.tasks.complete(ref, token, result, key, budget(context))
+        done = await self._app.tasks.complete(
+            ref, token, result, request=key, budget=budget(context), actor=current_actor()
+        )
         return pb.CompleteTaskResponse(
             workflow=outcome_workflow(done.outcome),
             task=task_pb(done.task),
@@ -65,7 +69,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
 
     @unary
     async def FailTask(self, request: pb.FailTaskRequest, context: Context) -> pb.FailTaskResponse:
-        fail = tr.fail(request)
+        fail = tr.fail(request, self._limits)
         failed = await self._app.tasks.fail(
             fail.ref,
             fail.token,
@@ -74,6 +78,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
             retry_after=fail.retry_after,
             request=fail.request,
             budget=budget(context),
+            actor=current_actor(),
         )
         response = pb.FailTaskResponse(task=task_pb(failed.task))
         if failed.outcome is not None:

@@ -12,6 +12,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Any, TypeAlias, cast
 
+from statewrightd.config import MAX_NESTING as CONFIGURED_MAX_NESTING
+
 JSONValue: TypeAlias = Any
 """A plain JSON-compatible value: str, int, float, bool, None, list, dict[str, ...]."""
 
@@ -19,7 +21,7 @@ JSONValue: TypeAlias = Any
 # a response through protobuf's Struct, which spends two or three message levels per JSON
 # level, and Python's and Java's decoders stop at 100 message levels (about 32 maps deep in
 # a WatchWorkflowResponse): 20 keeps a wide margin in every client.
-MAX_NESTING = 20
+MAX_NESTING = CONFIGURED_MAX_NESTING
 
 
 class FieldType(enum.StrEnum):

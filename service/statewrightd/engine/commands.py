@@ -33,6 +33,8 @@ class Command:
     kind: ClassVar[str]
     workflow_id: str
     request: RequestKey | None = None
+    # Who asked: the caller's principal, or the server itself for the steps it starts.
+    actor: str = "anonymous"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -669,12 +669,30 @@ def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
         reason or "cancelled",
         MappingProxyType({"state": snapshot.state}),
     )
+    return _ended_in_place(defn, snapshot, Status.CANCELLED, error)
+
+
+def context_too_large(defn: Definition, snapshot: Snapshot, size: int, limit: int) -> StepResult:
+    """The step after ``snapshot`` built a context of ``size`` bytes, over ``limit``: none
+    of it is kept, and the instance fails where it was, with the context it had."""
+    error = StepError(
+        Reason.CONTEXT_TOO_LARGE.value,
+        f"the step would make the context {size:,} bytes, over the limit of {limit:,}",
+        MappingProxyType({"state": snapshot.state, "limit": str(limit), "size": str(size)}),
+    )
+    return _ended_in_place(defn, snapshot, Status.FAILED, error)
+
+
+def _ended_in_place(
+    defn: Definition, snapshot: Snapshot, status: Status, error: StepError
+) -> StepResult:
+    """A step that ends the instance in its state, with its context, running no actions."""
     new = Snapshot(
         workflow_id=snapshot.workflow_id,
         definition=snapshot.definition,
         version=snapshot.version,
         state=snapshot.state,
-        status=Status.CANCELLED,
+        status=status,
         context=snapshot.context,
         revision=snapshot.revision + 1,
         error=error,

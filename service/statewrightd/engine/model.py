@@ -40,6 +40,7 @@ class Reason(enum.StrEnum):
     EVALUATION_BUDGET_EXCEEDED = "EVALUATION_BUDGET_EXCEEDED"
     TYPE_MISMATCH = "TYPE_MISMATCH"
     VALUE_TOO_DEEP = "VALUE_TOO_DEEP"
+    CONTEXT_TOO_LARGE = "CONTEXT_TOO_LARGE"
     TASK_FAILED = "TASK_FAILED"
     TASK_TIMED_OUT = "TASK_TIMED_OUT"
     CANCELLED = "CANCELLED"
@@ -55,6 +56,7 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.EVALUATION_BUDGET_EXCEEDED: errors.ResourceExhausted,
         Reason.TYPE_MISMATCH: errors.InvalidArgument,
         Reason.VALUE_TOO_DEEP: errors.InvalidArgument,
+        Reason.CONTEXT_TOO_LARGE: errors.ResourceExhausted,
         Reason.TASK_FAILED: errors.FailedPrecondition,
         Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
         Reason.CANCELLED: errors.Cancelled,

@@ -13,6 +13,7 @@ instance on since it was cached.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import time
@@ -50,6 +51,7 @@ from statewrightd.store.records import (
     NO_TASKS,
     NO_TIMERS,
     Create,
+    HistoryRecord,
     InstanceRecord,
     Operation,
     Purged,
@@ -98,7 +100,10 @@ class Session:
     loaded: Loaded
     snapshot: Snapshot
     record: InstanceRecord
-    recent: deque[TransitionTaken] = field(default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS))
+    # The latest transitions, each with who caused its step.
+    recent: deque[tuple[TransitionTaken, str]] = field(
+        default_factory=lambda: deque(maxlen=RECENT_TRANSITIONS)
+    )
     timers: tuple[TimerRecord, ...] = ()  # armed in the current state, in due order
     task: TaskRecord | None = None  # the open task of the task state it is in, as scheduled
 
@@ -122,7 +127,7 @@ class WorkflowInfo:
     admission: AdmissionState | None
     cached: bool
     revision: int
-    recent: tuple[TransitionTaken, ...]
+    recent: tuple[tuple[TransitionTaken, str], ...]  # with the actor of each one's step
     recovery: Recovery | None
     timers: tuple[TimerRecord, ...] = ()
 
@@ -136,7 +141,7 @@ class RuntimeCounts:
 
 # Called on the EventLoop thread after every committed step, with its answer and its
 # event. Listeners must be quick and must not block.
-StepListener = Callable[[Outcome, str | None], None]
+StepListener = Callable[[Outcome, HistoryRecord], None]
 
 
 class WorkflowRuntime:
@@ -154,6 +159,7 @@ class WorkflowRuntime:
         clock: Clock | None = None,
         cache_size: int = 50_000,
         retention: float = math.inf,
+        max_context_bytes: int = 256 * 1024,
     ) -> None:
         """``retention``: seconds a finished instance is kept (math.inf: for ever) unless
         its definition says otherwise; the step that finishes it records when it expires."""
@@ -167,6 +173,7 @@ class WorkflowRuntime:
         self._observer: StepObserver = observer or Unobserved()
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._cache_size = cache_size
+        self._max_context_bytes = max_context_bytes
         self._admission = AdmissionRegistry()
         self._inflight_requests: dict[str, list[Job]] = {}
         self._recoveries_resolved = 0
@@ -398,6 +405,14 @@ class WorkflowRuntime:
         segment.state = AdmissionState.EXECUTING
         try:
             result = fsm.start(command.loaded.definition, job.workflow_id, command.input)
+            size = _context_size(result)
+            if size > self._max_context_bytes:
+                raise errors.InvalidArgument(
+                    f"the first step would make the context {size:,} bytes, over the limit of "
+                    f"{self._max_context_bytes:,}; nothing was created",
+                    reason="CONTEXT_TOO_LARGE",
+                    metadata={"limit": self._max_context_bytes, "size": size},
+                )
         except errors.StatewrightError as exc:
             self._finish(job, segment.token, exc)
             return
@@ -409,7 +424,7 @@ class WorkflowRuntime:
         tasks, task = task_change(result, record, now)
         op = Create(
             record,
-            history_record(result, None, now, record, armed),
+            history_record(result, None, now, record, armed, actor=command.actor),
             self._request_record(job, record),
             change,
             tasks,
@@ -466,6 +481,11 @@ class WorkflowRuntime:
                 return
             self._finish(job, segment.token, exc)
             return
+        if result.changed and result.snapshot.context is not snapshot.context:
+            size = _context_size(result)
+            if size > self._max_context_bytes:
+                definition = session.loaded.definition
+                result = fsm.context_too_large(definition, snapshot, size, self._max_context_bytes)
         if not result.changed:
             if not job.fresh:
                 self._load(job, segment)  # guards were false on a cached snapshot: confirm
@@ -499,7 +519,9 @@ class WorkflowRuntime:
         op = Save(
             record,
             snapshot.revision,
-            history_record(result, event, now, record, armed if change.arm else ()),
+            history_record(
+                result, event, now, record, armed if change.arm else (), actor=command.actor
+            ),
             self._request_record(job, record),
             change,
             tasks,
@@ -606,7 +628,7 @@ class WorkflowRuntime:
                 else:
                     session.snapshot, session.record = result.snapshot, outcome
                     session.timers, session.task = timers, task
-                session.recent.extend(result.transitions)
+                session.recent.extend((t, command.actor) for t in result.transitions)
                 self._remember(session)
             answer = Outcome(
                 outcome, loaded, result.transitions, saved=True, timers=timers, task=task
@@ -618,7 +640,7 @@ class WorkflowRuntime:
                 self.on_scheduled(op.tasks.schedule)
             for listener in self.listeners:
                 try:
-                    listener(answer, op.history.event)
+                    listener(answer, op.history)
                 except Exception:
                     _log.exception("workflow %s: a step listener failed", job.workflow_id)
             return
@@ -882,6 +904,15 @@ def timer_change(
     if not plan.disarm and not armed and fired is None:
         return NO_TIMERS, armed
     return TimerChange(disarm=plan.disarm, arm=armed, fired=fired), armed
+
+
+def _context_size(result: StepResult) -> int:
+    """The context a step leaves, in bytes of JSON as the store writes it."""
+    return len(
+        json.dumps(
+            dict(result.snapshot.context), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+    )
 
 
 def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:

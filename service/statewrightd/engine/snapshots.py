@@ -77,6 +77,8 @@ def history_record(
     time: datetime,
     of: InstanceRecord | None = None,
     armed: tuple[TimerRecord, ...] = (),
+    *,
+    actor: str | None = None,
 ) -> HistoryRecord:
     """The history row of a step; ``of``, the step's instance row, lends it its context
     dict so the store serializes that context once for both rows. ``armed``: the timers
@@ -93,6 +95,7 @@ def history_record(
         error=error_to_dict(snap.error),
         time=time,
         timers=[timer_to_dict(t) for t in armed] if armed else None,
+        actor=actor,
     )
 
 

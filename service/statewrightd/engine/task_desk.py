@@ -116,6 +116,7 @@ class TaskDesk:
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
         while True:
+            seen = polls.generation(queue)
             tasks = await self._lease(queue, max_tasks)
             if tasks:
                 polls.polled(queue, identity)
@@ -123,7 +124,7 @@ class TaskDesk:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or polls.closed:
                 return []
-            await polls.wait(queue, min(remaining, RECHECK))
+            await polls.wait(queue, min(remaining, RECHECK), since=seen)
             polls.polled(queue, identity)
 
     async def _lease(self, queue: str, limit: int) -> list[TaskRecord]:
@@ -185,13 +186,16 @@ class TaskDesk:
         ref: TaskRef,
         token: str,
         result: dict[str, Any],
+        *,
         request: RequestKey | None,
         budget: float | None,
+        actor: str,
     ) -> Completion:
         task = await self.get(ref)
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             return Completion(await self._replay_or_fence(task, request), _finished(task))
         command = CompleteTaskCommand(
+            actor=actor,
             workflow_id=ref.workflow_id,
             request=request,
             task_id=ref.task_id,
@@ -216,6 +220,7 @@ class TaskDesk:
         retry_after: float | None,
         request: RequestKey | None,
         budget: float | None,
+        actor: str,
     ) -> Failure:
         task = await self.get(ref)
         request_id = request.request_id if request is not None else None
@@ -230,7 +235,9 @@ class TaskDesk:
             retry_after = retry_delay(task.retry, task.attempt, self._rng)
         available = now + timedelta(seconds=retry_after)
         if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
-            return await self._give_up(task, token, error, request, budget)
+            return await self._give_up(
+                task, token, error, request=request, budget=budget, actor=actor
+            )
         repo = self._repo
 
         def retry() -> TaskRecord | None:
@@ -256,10 +263,13 @@ class TaskDesk:
         task: TaskRecord,
         token: str,
         error: dict[str, Any],
+        *,
         request: RequestKey | None,
         budget: float | None,
+        actor: str,
     ) -> Failure:
         command = TaskGiveUpCommand(
+            actor=actor,
             workflow_id=task.workflow_id,
             request=request,
             task_id=task.task_id,

@@ -48,6 +48,8 @@ POLLERS_WINDOW = 60.0
 # connection dropped before the answer arrived) holds it no longer than this. A worker's
 # first heartbeat extends the lease to its full length.
 FIRST_LEASE = 30.0
+# Whom history names for a give-up the server decides (a lease or a deadline ran out).
+SWEEPER_ACTOR = "statewright:tasks"
 
 Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Submit = Callable[[TaskGiveUpCommand, Callable[[Result], None]], None]
@@ -198,6 +200,7 @@ class TaskSweeper:
 
     def _give_up(self, task: TaskRecord, error: dict[str, Any]) -> None:
         command = TaskGiveUpCommand(
+            actor=SWEEPER_ACTOR,
             workflow_id=task.workflow_id,
             task_id=task.task_id,
             state=task.state,
@@ -252,6 +255,9 @@ class TaskSweeper:
 @dataclass(slots=True)
 class _Queue:
     waiters: set[asyncio.Future[None]] = field(default_factory=set)
+    # Bumped by every notify: a poll that read it before its lease query knows, when it
+    # comes to wait, whether a task became ready meanwhile (the notify found no waiter).
+    generation: int = 0
     last_poll: float | None = None
     pollers: dict[str, float] = field(default_factory=dict)  # identity -> last poll time
 
@@ -294,11 +300,18 @@ class TaskPolls:
             for name, _ in sorted(entry.pollers.items(), key=lambda kv: kv[1])[:512]:
                 del entry.pollers[name]
 
-    async def wait(self, queue: str, within: float) -> None:
-        """Until a task may have become ready on ``queue``, or ``within`` seconds."""
+    def generation(self, queue: str) -> int:
+        """Read before looking for ready tasks; pass to ``wait`` after finding none."""
+        return self._queues.setdefault(queue, _Queue()).generation
+
+    async def wait(self, queue: str, within: float, since: int | None = None) -> None:
+        """Until a task may have become ready on ``queue`` (since ``generation`` gave
+        ``since``), or ``within`` seconds."""
         if self.closed:
             return
         entry = self._queues.setdefault(queue, _Queue())
+        if since is not None and entry.generation != since:
+            return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         entry.waiters.add(future)
         try:
@@ -313,6 +326,7 @@ class TaskPolls:
         entry = self._queues.get(queue)
         if entry is None:
             return
+        entry.generation += 1
         for future in list(entry.waiters):
             if not future.done():
                 future.set_result(None)

@@ -38,6 +38,8 @@ LEASE = timedelta(seconds=5)
 LOOK_EVERY = 1.0
 COUNT_EVERY = 5.0
 _LAG_WINDOW = 4096
+# Whom history names for a timer's step.
+TIMER_ACTOR = "statewright:timer"
 
 Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Submit = Callable[[TimerCommand, Callable[[Result], None]], None]
@@ -166,6 +168,7 @@ class TimerScheduler:
 
     def _fire(self, timer: TimerRecord) -> None:
         command = TimerCommand(
+            actor=TIMER_ACTOR,
             workflow_id=timer.workflow_id,
             timer_id=timer.timer_id,
             transition=timer.transition,

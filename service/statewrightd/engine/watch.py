@@ -42,6 +42,7 @@ class StepEvent:
     # The instance as it is when the watch began, rather than a step.
     current: bool = False
     timers: tuple[TimerRecord, ...] = ()  # armed in its state as of this revision
+    actor: str | None = None  # who caused the step, when it is known
 
 
 @dataclass(eq=False, slots=True)
@@ -247,7 +248,12 @@ class WatchFeed:
                         transitions = transitions_from_dicts(row.transitions)
                         armed = timers_from_dicts(workflow_id, row.revision, row.timers)
                         yield StepEvent(
-                            record_at(row, base), loaded, transitions, row.event, timers=armed
+                            record_at(row, base),
+                            loaded,
+                            transitions,
+                            row.event,
+                            timers=armed,
+                            actor=row.actor,
                         )
                         last = row.revision
                         if row.status in TERMINAL:

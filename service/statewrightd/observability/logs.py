@@ -18,10 +18,37 @@ from typing import Any
 
 from opentelemetry import trace
 
+from statewrightd.api.caller import calling
+
 WORKFLOW_ID: ContextVar[str | None] = ContextVar("statewright_workflow_id", default=None)
 RPC_METHOD: ContextVar[str | None] = ContextVar("statewright_rpc_method", default=None)
 
-TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
+TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(statewright_caller)s"
+# With several server processes (``--processes``) every line names the process it came
+# from: ``supervisor`` or the server process's index.
+TAGGED_TEXT_FORMAT = (
+    "%(asctime)s %(levelname)s [%(statewright_process)s] %(name)s: %(message)s"
+    "%(statewright_caller)s"
+)
+
+
+class _Caller(logging.Filter):
+    """A line logged while handling a call names the call's principal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        principal = calling()
+        record.statewright_caller = f" (caller {principal})" if principal is not None else ""
+        return True
+
+
+class _ProcessTag(logging.Filter):
+    def __init__(self, tag: str) -> None:
+        super().__init__()
+        self.tag = tag
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        record.statewright_process = self.tag
+        return True
 
 
 class JsonFormatter(logging.Formatter):
@@ -37,9 +64,15 @@ class JsonFormatter(logging.Formatter):
         workflow_id = getattr(record, "workflow_id", None) or WORKFLOW_ID.get()
         if workflow_id:
             entry["workflow_id"] = workflow_id
+        process = getattr(record, "statewright_process", None)
+        if process is not None:
+            entry["process"] = process
         method = RPC_METHOD.get()
         if method:
             entry["rpc_method"] = method
+        principal = calling()
+        if principal is not None:
+            entry["principal"] = principal
         # Lets a log line be joined with its trace when tracing is on.
         context = trace.get_current_span().get_span_context()
         if context.is_valid:
@@ -52,11 +85,16 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
 
-def configure(level: str, log_format: str) -> None:
-    """Configure the root logger once for the process (stderr, as before)."""
+def configure(level: str, log_format: str, process: str | None = None) -> None:
+    """Configure the root logger once for the process (stderr, as before); ``process``
+    tags every line (text: in brackets; JSON: a ``process`` field)."""
     handler = logging.StreamHandler(sys.stderr)
+    handler.addFilter(_Caller())
+    if process is not None:
+        handler.addFilter(_ProcessTag(process))
     if log_format == "json":
         handler.setFormatter(JsonFormatter())
     else:
-        handler.setFormatter(logging.Formatter(TEXT_FORMAT))
+        text = TEXT_FORMAT if process is None else TAGGED_TEXT_FORMAT
+        handler.setFormatter(logging.Formatter(text))
     logging.basicConfig(level=level, handlers=[handler], force=True)

@@ -394,6 +394,7 @@ _SAVE_FIELDS = (
 )  # fmt: skip
 _HISTORY_FIELDS = (
     "h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time", "h_timers",
+    "h_actor",
 )  # fmt: skip
 _TIMER_FIELDS = ("t_disarm", "t_arm", "t_fired")
 _TEXT, _RAW, _TIME, _BOOL = "text", "raw", "time", "bool"
@@ -401,7 +402,7 @@ _TEXT, _RAW, _TIME, _BOOL = "text", "raw", "time", "bool"
 # and JSON already encoded), or a time.
 _KINDS = {
     **dict.fromkeys(("workflow_id", "definition", "state", "status"), _TEXT),
-    **dict.fromkeys(("h_event", "h_state", "h_status", "t_fired"), _TEXT),
+    **dict.fromkeys(("h_event", "h_state", "h_status", "h_actor", "t_fired"), _TEXT),
     **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token"), _TEXT),
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
     **dict.fromkeys(("context", "error", "h_transitions", "h_error", "h_timers", "t_arm"), _RAW),

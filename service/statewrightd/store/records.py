@@ -177,6 +177,8 @@ class HistoryRecord:
     time: datetime
     # The timers this step armed (as plain values), when it armed any.
     timers: list[dict[str, Any]] | None = None
+    # Who caused the step (a principal); None for rows saved before it was recorded.
+    actor: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

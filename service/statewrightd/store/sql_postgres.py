@@ -46,7 +46,7 @@ hist AS (
     + """)
     SELECT workflow_id, %(revision)s, %(h_event)s, %(h_transitions)s::jsonb, %(h_state)s,
            %(h_status)s, %(h_context)s::jsonb, %(h_error)s::jsonb, %(h_time)s,
-           %(h_timers)s::jsonb
+           %(h_timers)s::jsonb, %(h_actor)s
       FROM changed
 ), req AS (
     INSERT INTO workflow_requests ("""
@@ -207,7 +207,7 @@ hist AS (
            CASE WHEN r.h_status IN """
     + _FINISHED
     + """ THEN r.h_context ELSE COALESCE(r.h_context, r.context) END,
-           r.h_error, r.h_time, r.h_timers
+           r.h_error, r.h_time, r.h_timers, r.h_actor
       FROM rows r JOIN changed USING (workflow_id)
 )
 SELECT workflow_id FROM changed
@@ -215,7 +215,7 @@ SELECT workflow_id FROM changed
 )
 
 _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_status text,
-        h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb"""
+        h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb, h_actor text"""
 _TIMER_ROW_TYPES = ", t_disarm boolean, t_arm json, t_fired text"
 _TASK_ROW_TYPES = """, k_schedule json, k_cancel boolean, k_finish_id text, k_finish_status text,
         k_fence_token text, k_fence_attempt integer, k_fence_leased boolean, k_error jsonb"""
@@ -296,7 +296,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, expire_time, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
-                            h_timers"""
+                            h_timers, h_actor"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
         + (_TASK_ROW_NAMES if tasked else "")
         + """, n)

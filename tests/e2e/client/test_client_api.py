@@ -113,11 +113,11 @@ def test_diagnostics_and_definitions(module_server: ServerProcess) -> None:
     with Client(module_server.target) as client:
         diagnostics = client.diagnostics()
         assert diagnostics.build.version
-        assert "definitions/mail-approval/versions/1" in diagnostics.definitions
+        assert "definitions/mail-approval/versions/2" in diagnostics.definitions
         names = [d.name for d in client.definitions()]
         assert "definitions/review-loop/versions/1" in names
         mail = client.definition("mail-approval")
-        assert mail.states[:2] == ("draft", "awaiting_approval")
+        assert mail.states[:3] == ("draft", "drafting", "awaiting_approval")
         assert "stateDiagram" in mail.mermaid
         started = client.start("mail-approval", workflow_id=uid("diag"))
         one = client.workflow_diagnostics(started.workflow.name)

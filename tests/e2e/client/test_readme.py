@@ -1,4 +1,6 @@
-"""The client README's examples run as written against a real server."""
+"""The client README's examples run as written against a real server: one over mTLS that
+wants a token, reached through the variables the README names, as a secured deployment
+runs them."""
 
 from __future__ import annotations
 
@@ -6,9 +8,12 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
-from tests.support.server import ServerProcess
+import pytest
+
+from tests.e2e.client.secured import Secured, secured_server
 
 README = Path(__file__).resolve().parents[3] / "clients" / "python" / "README.md"
 
@@ -17,24 +22,44 @@ def _blocks(language: str) -> list[str]:
     return re.findall(rf"```{language}\n(.*?)```", README.read_text(encoding="utf-8"), re.S)
 
 
-def _env(server: ServerProcess) -> dict[str, str]:
+@pytest.fixture(scope="module")
+def secured(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Secured]:
+    with secured_server(tmp_path_factory.mktemp("readme"), module_database_url) as server:
+        yield server
+
+
+@pytest.fixture
+def workdir(secured: Secured, tmp_path: Path) -> Path:
+    """The files the Security example names, in the directory it runs in."""
+    (tmp_path / "ca.pem").write_bytes(secured.ca.pem())
+    (tmp_path / "client.pem").write_bytes(secured.worker.cert.read_bytes())
+    (tmp_path / "client.key").write_bytes(secured.worker.key.read_bytes())
+    (tmp_path / "token.txt").write_text(secured.keys["admin"] + "\n")
+    return tmp_path
+
+
+def _env(secured: Secured) -> dict[str, str]:
     bin_dir = str(Path(sys.executable).parent)
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("STATEWRIGHT_")}
     return {
-        **os.environ,
-        "STATEWRIGHT_TARGET": server.target,
+        **inherited,
+        **secured.environ(),
         "PATH": bin_dir + os.pathsep + os.environ.get("PATH", ""),
     }
 
 
-def test_python_examples_run(module_server: ServerProcess) -> None:
+def test_python_examples_run(secured: Secured, workdir: Path) -> None:
     # The Workers examples run until interrupted: tests/unit/client/test_worker.py runs them.
     blocks = [b for b in _blocks("python") if "Worker(" not in b]
-    assert len(blocks) == 2
+    assert len(blocks) == 3
     outputs = []
     for block in blocks:
         done = subprocess.run(
             [sys.executable, "-c", block],
-            env=_env(module_server),
+            env=_env(secured),
+            cwd=workdir,
             capture_output=True,
             text=True,
             timeout=60,
@@ -42,14 +67,31 @@ def test_python_examples_run(module_server: ServerProcess) -> None:
         )
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout.splitlines())
-    sync_out, async_out = outputs
+    sync_out, async_out, security_out = outputs
     assert sync_out[0].endswith("WAITING awaiting_approval")
     assert sync_out[1] == "stale: the server is at revision 1"
     assert sync_out[2] == "COMPLETED 2 True"
     assert async_out == ["CURRENT 1 WAITING", "STEP 2 COMPLETED"]
+    assert security_out == ["WAITING"]
 
 
-def test_command_line_example_runs(module_server: ServerProcess) -> None:
+def test_the_security_example_needs_its_files(secured: Secured, workdir: Path) -> None:
+    (block,) = [b for b in _blocks("python") if "AccessToken" in b]
+    (workdir / "client.key").unlink()
+    done = subprocess.run(
+        [sys.executable, "-c", block],
+        env=_env(secured),
+        cwd=workdir,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "ValueError: tls_key: cannot read client.key" in done.stderr
+
+
+def test_command_line_example_runs(secured: Secured) -> None:
     (block,) = [b for b in _blocks("sh") if "statewright start" in b]
     # The first four commands form the start/resume/get/history example; the rest need
     # other ids.
@@ -59,7 +101,7 @@ def test_command_line_example_runs(module_server: ServerProcess) -> None:
         subprocess.run(
             command,
             shell=True,
-            env=_env(module_server),
+            env=_env(secured),
             capture_output=True,
             text=True,
             timeout=60,

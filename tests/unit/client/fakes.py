@@ -7,6 +7,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent import futures
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
@@ -27,8 +28,11 @@ def abort(
     reason: str = "",
     metadata: dict[str, str] | None = None,
     message: str = "scripted failure",
+    *,
+    retry_delay: float | None = None,
 ) -> None:
-    """Ends the call as the real server does: one ErrorInfo in the status details."""
+    """Ends the call as the real server does: one ErrorInfo in the status details, and a
+    RetryInfo beside it with ``retry_delay`` (as RATE_LIMITED has)."""
     status = status_pb2.Status(code=code.value[0], message=message)
     if reason:
         detail = any_pb2.Any()
@@ -38,6 +42,10 @@ def abort(
             )
         )
         status.details.append(detail)
+    if retry_delay is not None:
+        retry = error_details_pb2.RetryInfo()
+        retry.retry_delay.FromNanoseconds(round(retry_delay * 1e9))
+        status.details.add().Pack(retry)
     context.abort_with_status(rpc_status.to_status(status))
 
 
@@ -82,6 +90,12 @@ def task(
     return message
 
 
+def _sans(context: grpc.ServicerContext) -> list[str]:
+    """The subject alternative names of the client's certificate (none: no certificate)."""
+    found: Any = context.auth_context().get("x509_subject_alternative_name", [])
+    return [value.decode() for value in found]
+
+
 class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskServiceServicer):
     """Answers each RPC of both services with the behaviour a test assigned; records requests
     and deadlines. Method names are unique across the services."""
@@ -90,12 +104,20 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
         self.behaviours: dict[str, Behaviour] = {}
         self.requests: list[tuple[str, Any]] = []
         self.remaining: list[tuple[str, float | None]] = []
+        # Per call: its invocation metadata, and the SANs of the client's certificate.
+        self.metadata: list[tuple[str, dict[str, str]]] = []
+        self.peers: list[tuple[str, list[str]]] = []
         self._lock = threading.Lock()
 
     def _handle(self, method: str, request: Any, context: grpc.ServicerContext) -> Any:
         with self._lock:
             self.requests.append((method, request))
             self.remaining.append((method, context.time_remaining()))
+            sent = {
+                key: value for key, value in context.invocation_metadata() if isinstance(value, str)
+            }
+            self.metadata.append((method, sent))
+            self.peers.append((method, _sans(context)))
         behaviour = self.behaviours.get(method)
         if behaviour is None:
             context.abort(grpc.StatusCode.UNIMPLEMENTED, f"{method} not scripted")
@@ -103,6 +125,11 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
 
     def calls(self, method: str) -> list[Any]:
         return [request for name, request in self.requests if name == method]
+
+    def authorizations(self) -> list[tuple[str, str | None]]:
+        """Each call's method and its ``authorization`` metadata (None: none sent)."""
+        with self._lock:
+            return [(method, sent.get("authorization")) for method, sent in self.metadata]
 
     def StartWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("StartWorkflow", request, context)
@@ -162,15 +189,34 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
         return self._handle("ListTasks", request, context)
 
 
-class FakeServer:
-    """A grpc server on 127.0.0.1 with a :class:`FakeService`; use as a context manager."""
+@dataclass(frozen=True)
+class ServerTls:
+    """The fake server's TLS: its key and certificate (PEM), and a client CA (PEM) that
+    makes client certificates required (mTLS)."""
 
-    def __init__(self, max_workers: int = 4) -> None:
+    key: bytes
+    cert: bytes
+    client_ca: bytes | None = None
+
+
+class FakeServer:
+    """A grpc server on 127.0.0.1 with a :class:`FakeService`; use as a context manager.
+    Plaintext, or TLS (and mTLS) with ``tls``."""
+
+    def __init__(self, max_workers: int = 4, *, tls: ServerTls | None = None) -> None:
         self.service = FakeService()
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         pb_grpc.add_WorkflowServiceServicer_to_server(self.service, self._server)
         task_service_pb2_grpc.add_TaskServiceServicer_to_server(self.service, self._server)
-        self.port = self._server.add_insecure_port("127.0.0.1:0")
+        if tls is None:
+            self.port = self._server.add_insecure_port("127.0.0.1:0")
+        else:
+            credentials = grpc.ssl_server_credentials(
+                [(tls.key, tls.cert)],
+                root_certificates=tls.client_ca,
+                require_client_auth=tls.client_ca is not None,
+            )
+            self.port = self._server.add_secure_port("127.0.0.1:0", credentials)
         self.target = f"127.0.0.1:{self.port}"
 
     def __enter__(self) -> FakeServer:

@@ -204,7 +204,9 @@ def test_workflow_diagnostics_show_states_times_and_the_recovery_error(fake: Fak
     assert fake.service.calls("GetWorkflowDiagnostics")[0].name == "workflows/w"
     assert body["admission_state"] == "RECOVERY_REQUIRED"
     assert body["revision"] == 4 and body["cached"] is False
-    assert body["recent_transitions"] == [{"from_state": "a", "to_state": "b", "event": "go"}]
+    assert body["recent_transitions"] == [
+        {"from_state": "a", "to_state": "b", "event": "go", "actor": ""}
+    ]
     recovery = body["recovery"]
     assert recovery["attempts"] == 2
     assert recovery["since_time"] == "2026-01-01T00:00:00.250Z"

@@ -135,6 +135,14 @@ def test_backoff_grows_to_its_cap_and_stops_at_the_budget() -> None:
         assert delay is not None and step / 2 <= delay <= step
     spent = _common.Backoff(budget=0.0)
     assert spent.delay() is None
+    assert spent.delay(at_least=5.0) is None  # the budget still rules
+
+
+def test_backoff_waits_at_least_what_the_server_asked() -> None:
+    backoff = _common.Backoff(initial=0.1, maximum=0.4, budget=60.0)
+    assert backoff.delay(at_least=3.0) == 3.0
+    later = backoff.delay(at_least=0.001)
+    assert later is not None and 0.1 <= later <= 0.2  # the backoff's own step, when longer
 
 
 def test_resumable_codes() -> None:
@@ -147,6 +155,11 @@ def test_resumable_codes() -> None:
     assert not _common.resumable(err(grpc.StatusCode.INTERNAL, "INTERNAL"))
     assert not _common.resumable(err(grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND"))
     assert not _common.resumable(err(grpc.StatusCode.DEADLINE_EXCEEDED))
+    assert not _common.resumable(err(grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHES"))
+    limited = StatewrightError(
+        "m", code=grpc.StatusCode.RESOURCE_EXHAUSTED, reason="RATE_LIMITED", retry_delay=0.2
+    )
+    assert _common.resumable(limited)
 
 
 def _message(revision: int, status: int) -> pb.WatchWorkflowResponse:

@@ -117,3 +117,42 @@ def test_not_an_int_revision_reads_as_none() -> None:
         "m", code=grpc.StatusCode.ABORTED, metadata={"actual_revision": "x"}
     )
     assert exc.actual_revision is None
+
+
+def test_security_refusals_are_typed_by_code_and_reason() -> None:
+    unknown = errors.from_rpc_error(_call(grpc.StatusCode.UNAUTHENTICATED, "UNAUTHENTICATED", {}))
+    assert type(unknown) is errors.Unauthenticated
+    denied = errors.from_rpc_error(
+        _call(grpc.StatusCode.PERMISSION_DENIED, "PERMISSION_DENIED", {})
+    )
+    assert type(denied) is errors.PermissionDenied
+    assert denied.reason == "PERMISSION_DENIED" and denied.retry_delay is None
+    bare = errors.from_rpc_error(_FakeCall(grpc.StatusCode.PERMISSION_DENIED, "m"))
+    assert type(bare) is errors.PermissionDenied
+    assert "retry_delay" not in bare.to_dict()
+
+
+def test_a_retry_info_beside_the_error_info_gives_the_delay() -> None:
+    info, retry = any_pb2.Any(), any_pb2.Any()
+    info.Pack(error_details_pb2.ErrorInfo(reason="RATE_LIMITED", domain=errors.DOMAIN))
+    delay = error_details_pb2.RetryInfo()
+    delay.retry_delay.FromNanoseconds(1_500_000_000)
+    retry.Pack(delay)
+    code = grpc.StatusCode.RESOURCE_EXHAUSTED
+    status = status_pb2.Status(code=code.value[0], message="slow down", details=[info, retry])
+    call = _FakeCall(code, "slow down", (("grpc-status-details-bin", status.SerializeToString()),))
+    exc = errors.from_rpc_error(call)
+    assert type(exc) is errors.RateLimited
+    assert isinstance(exc, errors.ResourceExhausted)
+    assert exc.retry_delay == 1.5
+    assert exc.to_dict()["retry_delay"] == 1.5
+    # The same reason under another code keeps the code's class, with the delay still read.
+    status.code = grpc.StatusCode.UNAVAILABLE.value[0]
+    other = errors.from_rpc_error(
+        _FakeCall(
+            grpc.StatusCode.UNAVAILABLE,
+            "m",
+            (("grpc-status-details-bin", status.SerializeToString()),),
+        )
+    )
+    assert type(other) is errors.Unavailable and other.retry_delay == 1.5

@@ -735,3 +735,43 @@ def test_the_backoff_doubles_from_a_tenth_to_five_seconds() -> None:
     assert all(2.5 <= d <= 5.0 for d in delays[-3:])
     steps = [0.1 * 2**i for i in range(12)]
     assert all(min(s, 5.0) / 2 <= d <= min(s, 5.0) for s, d in zip(steps, delays, strict=True))
+
+
+def test_the_backoff_waits_at_least_the_servers_retry_delay() -> None:
+    policy = _worker.backoff()
+    limited = make_error(
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        "m",
+        error_details_pb2.ErrorInfo(reason="RATE_LIMITED", domain="statewright.dev"),
+        retry_delay=7.5,
+    )
+    assert _worker.pause(policy, limited) == 7.5
+    for _ in range(10):
+        _worker.pause(policy)
+    # Past a short delay the backoff's own (by now long) step wins.
+    limited.retry_delay = 0.01
+    assert 2.5 <= _worker.pause(policy, limited) <= 5.0
+    plain = make_error(grpc.StatusCode.UNAVAILABLE, "m", None)
+    assert _worker.pause(policy, plain) <= 5.0
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_rate_limited_poll_is_retried_after_the_servers_delay(
+    kind: str, server: FakeServer
+) -> None:
+    tasks = FakeTasks(server.service)
+    name = tasks.add("t1", {"order": "o-1", "amount": 10})
+    refused = itertools.count()
+    poll = server.service.behaviours["PollTasks"]
+
+    def limited(request: Any, context: grpc.ServicerContext) -> Any:
+        if next(refused) == 0:
+            abort(context, grpc.StatusCode.RESOURCE_EXHAUSTED, "RATE_LIMITED", retry_delay=0.05)
+        return poll(request, context)
+
+    server.service.behaviours["PollTasks"] = limited
+    with Running(kind, server.target, {"payments": charge}) as running:
+        assert tasks.wait_until(lambda: name in tasks.completed)
+        running.stop()
+        running.join()
+    assert len(server.service.calls("PollTasks")) >= 2

@@ -15,7 +15,11 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[3]
 K8S = REPO / "k8s"
-KUSTOMIZATIONS = {"base": K8S / "base", "dev": K8S / "overlays" / "dev"}
+KUSTOMIZATIONS = {
+    "base": K8S / "base",
+    "dev": K8S / "overlays" / "dev",
+    "secure": K8S / "overlays" / "secure",
+}
 
 Manifest = dict[str, Any]
 

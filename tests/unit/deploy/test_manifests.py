@@ -24,7 +24,12 @@ import yaml
 
 from statewrightd import __version__, health
 from statewrightd.cli import build_parser
-from statewrightd.config import add_server_arguments, config_from, parse_listen
+from statewrightd.config import (
+    add_security_arguments,
+    add_server_arguments,
+    config_from,
+    parse_listen,
+)
 from statewrightd.definitions.registry import DefinitionRegistry
 from statewrightd.store.repository import open_repository
 from tests.unit.deploy.dockerfile import runtime_user
@@ -126,8 +131,14 @@ def test_probes_ask_the_health_services_the_server_registers(
     container = server_container(rendered[name])
     grpc_ports = [p["containerPort"] for p in container["ports"] if p["name"] == "grpc"]
     assert len(grpc_ports) == 1
-    _, listen_port = parse_listen(literal_env(container)["STATEWRIGHT_LISTEN"])
+    env = literal_env(container)
+    _, listen_port = parse_listen(env["STATEWRIGHT_LISTEN"])
     assert grpc_ports == [listen_port]
+    # Probes go to the plaintext health port: the API port may require TLS and tokens.
+    _, health_port = parse_listen(env["STATEWRIGHT_HEALTH_LISTEN"])
+    assert [p["containerPort"] for p in container["ports"] if p["name"] == "health"] == [
+        health_port
+    ]
     expected = {
         "livenessProbe": health.LIVENESS,
         "readinessProbe": health.READINESS,
@@ -139,7 +150,7 @@ def test_probes_ask_the_health_services_the_server_registers(
         port = probe["grpc"]["port"]
         # Named ports are not allowed in gRPC probes: it must be the literal number.
         assert isinstance(port, int) and not isinstance(port, bool), probe_name
-        assert port == listen_port, probe_name
+        assert port == health_port, probe_name
         assert probe["grpc"]["service"] == service, probe_name
         assert probe["grpc"]["service"] in health.SERVICES
     # The startup probe, not an initial delay, covers a slow start.
@@ -148,15 +159,28 @@ def test_probes_ask_the_health_services_the_server_registers(
 
 @pytest.mark.parametrize("name", list(KUSTOMIZATIONS))
 def test_the_environment_parses_with_the_server_configuration(
-    rendered: dict[str, Rendered], name: str
+    rendered: dict[str, Rendered], name: str, tmp_path: Path
 ) -> None:
     container = server_container(rendered[name])
     env = literal_env(container)
     parser = argparse.ArgumentParser()
     add_server_arguments(parser)
+    add_security_arguments(parser)
+    # The files mounted from Secrets exist only in the pod: stand-ins of the same names.
+    mounted: dict[str, str] = {}
+    for var in (
+        "STATEWRIGHT_SERVER_TLS_CERT",
+        "STATEWRIGHT_SERVER_TLS_KEY",
+        "STATEWRIGHT_AUTH_CONFIG",
+    ):
+        if var in env:
+            stand_in = tmp_path / var
+            stand_in.write_text("")
+            mounted[var] = str(stand_in)
     # The URL itself comes from the Secret; a placeholder of the right scheme stands in.
     config = config_from(
-        parser.parse_args([]), env={**env, "STATEWRIGHT_DATABASE_URL": "postgresql://x@h/db"}
+        parser.parse_args([]),
+        env={**env, **mounted, "STATEWRIGHT_DATABASE_URL": "postgresql://x@h/db"},
     )
     assert config.listen.startswith("0.0.0.0:")  # reachable from the kubelet and Service
     assert config.log_format == "json"
@@ -337,3 +361,38 @@ def test_dev_overlay_runs_one_postgres_with_a_volume_and_points_the_server_at_it
 
 def _secret_value(secret: Manifest, key: str) -> str:
     return base64.b64decode(secret["data"][key]).decode()
+
+
+def test_the_secure_overlay_mounts_tls_and_auth_from_secrets_and_fences_the_api(
+    rendered: dict[str, Rendered],
+) -> None:
+    secure = rendered["secure"]
+    container = server_container(secure)
+    env = literal_env(container)
+    mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
+    for var in (
+        "STATEWRIGHT_SERVER_TLS_CERT",
+        "STATEWRIGHT_SERVER_TLS_KEY",
+        "STATEWRIGHT_AUTH_CONFIG",
+    ):
+        directory = str(Path(env[var]).parent)
+        assert directory in mounts, var
+        # A subPath mount is never updated in place: a renewed certificate would not show.
+        assert "subPath" not in mounts[directory] and mounts[directory]["readOnly"], var
+    volumes = {v["name"]: v for v in pod_spec(secure.one("Deployment"))["volumes"]}
+    assert volumes[mounts["/etc/statewright/tls"]["name"]]["secret"]["secretName"] == (
+        "statewright-tls"
+    )
+    auth_secret = volumes[mounts["/etc/statewright/auth"]["name"]]["secret"]["secretName"]
+    (generated,) = [s for s in secure.all("Secret") if s["metadata"]["name"] == auth_secret]
+    auth_text = base64.b64decode(generated["data"]["auth.yaml"]).decode()
+    from statewrightd.security.auth_config import parse_auth_config
+
+    assert parse_auth_config(auth_text).api_keys  # the server would accept it at start
+    policy = secure.one("NetworkPolicy")
+    api = [rule for rule in policy["spec"]["ingress"] if rule["ports"][0]["port"] == 50051]
+    assert api and api[0]["from"][0]["podSelector"]["matchLabels"] == {
+        "statewright.dev/client": "true"
+    }
+    certificate = yaml.safe_load((K8S / "overlays" / "secure" / "certificate.yaml").read_text())
+    assert certificate["spec"]["secretName"] == "statewright-tls"

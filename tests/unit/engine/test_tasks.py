@@ -273,3 +273,15 @@ def test_a_waiting_poll_wakes_on_notify_and_on_close() -> None:
         return seen
 
     assert asyncio.run(scenario()) == ["notified", "closed"]
+
+
+def test_a_notify_between_looking_and_waiting_is_not_lost() -> None:
+    async def scenario() -> None:
+        polls = TaskPolls(Clock())
+        polls.bind(asyncio.get_running_loop())
+        seen = polls.generation("payments")
+        polls.notify("payments")  # a task became ready while the lease query ran
+        # Only the generation check can end an hour's wait within the bound.
+        await asyncio.wait_for(polls.wait("payments", 3600.0, since=seen), 10)
+
+    asyncio.run(scenario())

@@ -1,7 +1,11 @@
 // Command conformance executes the shared client conformance scenario against a live
 // Statewright server and exits non-zero at the first mismatch.
 //
-//	STATEWRIGHT_TARGET=127.0.0.1:50051 go run ./cmd/conformance [-scenario path]
+//	STATEWRIGHT_ADDRESS=127.0.0.1:50051 go run ./cmd/conformance [-scenario path]
+//
+// It connects as statewright.NewClientFromEnv does: STATEWRIGHT_ADDRESS (or the older
+// STATEWRIGHT_TARGET), and TLS, mTLS and a token from STATEWRIGHT_TLS_CA, _TLS_CERT,
+// _TLS_KEY and _TOKEN.
 package main
 
 import (
@@ -13,9 +17,7 @@ import (
 	"os"
 	"time"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/statewright/statewright/clients/go/internal/conformance"
@@ -35,15 +37,17 @@ func main() {
 }
 
 func run(scenarioPath string, timeout, wait time.Duration) error {
-	target := os.Getenv("STATEWRIGHT_TARGET")
-	if target == "" {
-		return fmt.Errorf("STATEWRIGHT_TARGET (host:port of a live server) is not set")
+	// No default address: a run against whatever listens on the default port by chance
+	// would test the wrong server.
+	if os.Getenv(statewright.EnvAddressVar) == "" && os.Getenv(statewright.EnvTargetVar) == "" {
+		return fmt.Errorf("%s (host:port of a live server) is not set", statewright.EnvAddressVar)
 	}
+	target := statewright.EnvAddress()
 	sc, err := conformance.LoadScenario(scenarioPath)
 	if err != nil {
 		return err
 	}
-	client, err := statewright.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	client, err := statewright.NewClient(target, statewright.FromEnv())
 	if err != nil {
 		return err
 	}
@@ -53,7 +57,7 @@ func run(scenarioPath string, timeout, wait time.Duration) error {
 	if _, err := rand.Read(runID); err != nil {
 		return err
 	}
-	r := &conformance.Runner{Client: client, Out: os.Stdout, RunID: hex.EncodeToString(runID)}
+	r := &conformance.Runner{Client: client, Tasks: client, Out: os.Stdout, RunID: hex.EncodeToString(runID)}
 	fmt.Printf("conformance: %s against %s, run %s\n", scenarioPath, target, r.RunID)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()

@@ -3,6 +3,10 @@
 // approval would. Run it against a server with the example definitions loaded:
 //
 //	go run ./examples/start_resume -target 127.0.0.1:50051
+//
+// -target defaults to $STATEWRIGHT_ADDRESS (or $STATEWRIGHT_TARGET, or 127.0.0.1:50051);
+// STATEWRIGHT_TLS_CA, STATEWRIGHT_TLS_CERT and STATEWRIGHT_TLS_KEY turn TLS (and mTLS) on,
+// and STATEWRIGHT_TOKEN is sent as the bearer token.
 package main
 
 import (
@@ -12,8 +16,6 @@ import (
 	"log"
 	"time"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -22,10 +24,11 @@ import (
 )
 
 func main() {
-	target := flag.String("target", "127.0.0.1:50051", "the Statewright server, host:port")
+	target := flag.String("target", statewright.EnvAddress(), "the Statewright server, host:port")
 	flag.Parse()
 
-	client, err := statewright.NewClient(*target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// TLS and a token, when STATEWRIGHT_TLS_CA, _TLS_CERT, _TLS_KEY or _TOKEN say so.
+	client, err := statewright.NewClient(*target, statewright.FromEnv())
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -53,6 +53,14 @@ func (e *expectation) err() error {
 	return fmt.Errorf("%s", strings.Join(problems, "; "))
 }
 
+// discard marks every key as checked, for when what they describe is missing altogether
+// and one problem says so.
+func (e *expectation) discard() {
+	for k := range e.m {
+		e.used[k] = true
+	}
+}
+
 // sub returns the expectation nested under key, or nil when the key is absent.
 func (e *expectation) sub(key string) *expectation {
 	v, ok := e.take(key)
@@ -189,4 +197,86 @@ func codeName(c codes.Code) string {
 		return name
 	}
 	return fmt.Sprintf("CODE(%d)", uint32(c))
+}
+
+// checkSubset compares got (plain data, as structpb's AsMap gives) with the expected value
+// under key, as a subset: an expected map's keys must be present and match, recursively,
+// and other keys may exist; lists match element by element with the same length; numbers
+// match by value, whatever their Go type.
+func (e *expectation) checkSubset(key string, got any) {
+	if want, ok := e.take(key); ok {
+		for _, p := range subsetMismatches(key, want, got) {
+			e.failf("%s", p)
+		}
+	}
+}
+
+func subsetMismatches(path string, want, got any) []string {
+	switch w := want.(type) {
+	case map[string]any:
+		g, ok := got.(map[string]any)
+		if !ok {
+			return []string{fmt.Sprintf("%s: expected a map, got %s", path, describeValue(got))}
+		}
+		keys := make([]string, 0, len(w))
+		for k := range w {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		var out []string
+		for _, k := range keys {
+			child, present := g[k]
+			if !present {
+				out = append(out, fmt.Sprintf("%s.%s: missing (expected %v)", path, k, w[k]))
+				continue
+			}
+			out = append(out, subsetMismatches(path+"."+k, w[k], child)...)
+		}
+		return out
+	case []any:
+		g, ok := got.([]any)
+		if !ok || len(g) != len(w) {
+			return []string{fmt.Sprintf("%s: expected %v, got %s", path, w, describeValue(got))}
+		}
+		var out []string
+		for i := range w {
+			out = append(out, subsetMismatches(fmt.Sprintf("%s[%d]", path, i), w[i], g[i])...)
+		}
+		return out
+	}
+	if wn, isNum := toFloat(want); isNum {
+		if gn, ok := toFloat(got); !ok || gn != wn {
+			return []string{fmt.Sprintf("%s: expected %v, got %s", path, want, describeValue(got))}
+		}
+		return nil
+	}
+	if want != got {
+		return []string{fmt.Sprintf("%s: expected %v, got %s", path, want, describeValue(got))}
+	}
+	return nil
+}
+
+func toFloat(v any) (float64, bool) {
+	switch n := v.(type) {
+	case int:
+		return float64(n), true
+	case int64:
+		return float64(n), true
+	case uint64:
+		return float64(n), true
+	case float64:
+		return n, true
+	}
+	return 0, false
+}
+
+// describeValue shows a value with its kind, so that "1" (a string) and 1 differ.
+func describeValue(v any) string {
+	switch v.(type) {
+	case string:
+		return fmt.Sprintf("%q", v)
+	case nil:
+		return "nothing"
+	}
+	return fmt.Sprintf("%v", v)
 }

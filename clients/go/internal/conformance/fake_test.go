@@ -23,12 +23,19 @@ type fakeServer struct {
 	skipRevision   bool                          // watch: leave a revision out
 	duplicatePage  bool                          // list: repeat the first workflow on page two
 	signalStatus   *statewrightv1.WorkflowStatus // force the status signal responses report
+	noPendingTask  bool                          // leave Workflow.pending_task out
+	dropRefundID   bool                          // apply a refund's result without its id
+	extraTask      bool                          // list the first task twice
 
 	mu        sync.Mutex
 	order     []string
 	workflows map[string]*statewrightv1.Workflow
 	history   map[string][]*statewrightv1.WatchWorkflowResponse
 	changed   *sync.Cond
+	// Tasks, oldest first; tasksChanged is closed and replaced whenever one is scheduled.
+	tasks        []*statewrightv1.Task
+	tasksChanged chan struct{}
+	leases       int
 }
 
 func newFakeServer() *fakeServer {
@@ -36,6 +43,7 @@ func newFakeServer() *fakeServer {
 		mismatchReason: "REVISION_MISMATCH",
 		workflows:      map[string]*statewrightv1.Workflow{},
 		history:        map[string][]*statewrightv1.WatchWorkflowResponse{},
+		tasksChanged:   make(chan struct{}),
 	}
 	s.changed = sync.NewCond(&s.mu)
 	return s
@@ -86,6 +94,8 @@ func (s *fakeServer) StartWorkflow(_ context.Context, req *statewrightv1.StartWo
 		wf.State, wf.Status, wf.AcceptedEvents = "evaluating", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_RUNNING, []string{"score"}
 	case "order-pricing":
 		wf.State, wf.Status = "__finish__", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
+	case "order-fulfilment":
+		s.startOrder(wf, req.GetInput().AsMap())
 	default:
 		return nil, statusError(codes.NotFound, "DEFINITION_NOT_FOUND", map[string]string{"definition": req.GetDefinition()})
 	}
@@ -108,6 +118,16 @@ func (s *fakeServer) ResumeWorkflow(_ context.Context, req *statewrightv1.Resume
 	}
 	wf.State, wf.Status = "__finish__", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_COMPLETED
 	return &statewrightv1.ResumeWorkflowResponse{Workflow: s.save(wf, req.GetEvent())}, nil
+}
+
+func (s *fakeServer) GetWorkflow(_ context.Context, req *statewrightv1.GetWorkflowRequest) (*statewrightv1.GetWorkflowResponse, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	wf, ok := s.workflows[req.GetName()]
+	if !ok {
+		return nil, statusError(codes.NotFound, "WORKFLOW_NOT_FOUND", nil)
+	}
+	return &statewrightv1.GetWorkflowResponse{Workflow: proto.Clone(wf).(*statewrightv1.Workflow)}, nil
 }
 
 func (s *fakeServer) SignalWorkflow(_ context.Context, req *statewrightv1.SignalWorkflowRequest) (*statewrightv1.SignalWorkflowResponse, error) {

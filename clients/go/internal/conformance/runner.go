@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -23,13 +24,17 @@ import (
 // fails the step instead of looping forever.
 const maxPages = 10000
 
-// Runner executes a scenario. Set Client, Out and RunID; WatchTimeout bounds how long a
-// watch step waits for a stream's first message and AwaitWatch for the stream's end.
+// Runner executes a scenario. Set Client, Tasks (for RunWorker steps), Out and RunID;
+// WatchTimeout bounds how long a watch step waits for a stream's first message and
+// AwaitWatch for the stream's end. WorkerLog receives the log of RunWorker's workers; nil
+// means warnings and errors on standard error.
 type Runner struct {
 	Client       statewrightv1.WorkflowServiceClient
+	Tasks        statewrightv1.TaskServiceClient
 	Out          io.Writer
 	RunID        string
 	WatchTimeout time.Duration
+	WorkerLog    *slog.Logger
 
 	scope   scope
 	watches map[string]*watchStream
@@ -139,6 +144,8 @@ func (r *Runner) runOnce(ctx context.Context, step Step) (string, error) {
 		summary, err = r.openWatch(ctx, step, e)
 	case "AwaitWatch":
 		summary, err = r.awaitWatch(step, e)
+	case "RunWorker":
+		summary, err = r.runWorker(ctx, step, e)
 	default:
 		return "", fmt.Errorf("unsupported op %q", step.Op)
 	}
@@ -258,6 +265,16 @@ func checkWorkflow(e *expectation, wf *statewrightv1.Workflow) string {
 	e.checkString("state", wf.GetState())
 	e.checkInt("revision", wf.GetRevision())
 	e.checkStrings("accepted_events", wf.GetAcceptedEvents())
+	e.checkSubset("context", wf.GetContext().AsMap())
+	if pt := e.sub("pending_task"); pt != nil {
+		if wf.GetPendingTask() == nil {
+			pt.failf("the instance has no pending task")
+			pt.discard()
+		} else {
+			checkTask(pt, wf.GetPendingTask())
+		}
+		e.merge("pending_task", pt)
+	}
 	return fmt.Sprintf("%s %s in %s at revision %d", wf.GetWorkflowId(),
 		strings.TrimPrefix(wf.GetStatus().String(), "WORKFLOW_STATUS_"), wf.GetState(), wf.GetRevision())
 }

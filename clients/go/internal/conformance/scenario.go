@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -26,6 +27,30 @@ type Step struct {
 	Save    string         `yaml:"save"`
 	Repeat  int            `yaml:"repeat"`
 	Watch   string         `yaml:"watch"`
+
+	// RunWorker only: a handler per queue, the instance to wait for, and how long.
+	Handlers map[string]HandlerSpec `yaml:"handlers"`
+	Until    *UntilSpec             `yaml:"until"`
+	Timeout  string                 `yaml:"timeout"`
+}
+
+// HandlerSpec is what a RunWorker handler does with every task of its queue: complete it
+// with Result, or fail it with Fail; exactly one of the two is set.
+type HandlerSpec struct {
+	Result map[string]any `yaml:"result"`
+	Fail   *FailSpec      `yaml:"fail"`
+}
+
+// FailSpec is the task failure a handler throws.
+type FailSpec struct {
+	Type         string `yaml:"type"`
+	Message      string `yaml:"message"`
+	NonRetryable bool   `yaml:"non_retryable"`
+}
+
+// UntilSpec names the instance whose terminal status ends a RunWorker step.
+type UntilSpec struct {
+	Name string `yaml:"name"`
 }
 
 // LoadScenario reads and parses a scenario file.
@@ -69,6 +94,46 @@ func ParseScenario(data []byte) (*Scenario, error) {
 		if st.Repeat < 0 || (st.Repeat > 1 && st.Save != "") {
 			return nil, fmt.Errorf("step %s: repeat must be positive and cannot be combined with save", st.ID)
 		}
+		if err := checkWorkerKeys(st); err != nil {
+			return nil, fmt.Errorf("step %s: %w", st.ID, err)
+		}
 	}
 	return &sc, nil
+}
+
+// checkWorkerKeys allows handlers, until and timeout on RunWorker steps only, and requires
+// them there, so that a misspelt or misplaced key fails the parse.
+func checkWorkerKeys(st Step) error {
+	if st.Op != "RunWorker" {
+		if st.Handlers != nil || st.Until != nil || st.Timeout != "" {
+			return fmt.Errorf("handlers, until and timeout belong to RunWorker steps only")
+		}
+		return nil
+	}
+	if st.Request != nil {
+		return fmt.Errorf("RunWorker takes no request")
+	}
+	if len(st.Handlers) == 0 {
+		return fmt.Errorf("RunWorker needs at least one handler")
+	}
+	for queue, h := range st.Handlers {
+		if (h.Result == nil) == (h.Fail == nil) {
+			return fmt.Errorf("handler %s: exactly one of result and fail is required", queue)
+		}
+	}
+	if st.Until == nil || st.Until.Name == "" {
+		return fmt.Errorf("RunWorker needs until.name")
+	}
+	if _, err := st.timeout(); err != nil {
+		return err
+	}
+	return nil
+}
+
+func (st Step) timeout() (time.Duration, error) {
+	d, err := time.ParseDuration(st.Timeout)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("timeout: expected a positive duration such as 60s, found %q", st.Timeout)
+	}
+	return d, nil
 }

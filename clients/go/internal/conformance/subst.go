@@ -13,9 +13,18 @@ var refPattern = regexp.MustCompile(`\$\{([^}]*)\}`)
 // steps (${name.path}), where path walks the saved response as protojson with proto field
 // names. A path that does not start at the response's top level is also tried under its
 // `workflow` field, so ${mail.revision} means ${mail.workflow.revision}.
+//
+// References under a name in deferred are left as they are, for a later expansion in
+// another scope: a RunWorker handler's ${input.KEY} is known only once a task arrives.
 type scope struct {
-	vars  map[string]any
-	saved map[string]any
+	vars     map[string]any
+	saved    map[string]any
+	deferred map[string]bool
+}
+
+func (s *scope) isDeferred(ref string) bool {
+	name, _, _ := strings.Cut(ref, ".")
+	return s.deferred[name]
 }
 
 func (s *scope) lookup(ref string) (any, error) {
@@ -98,10 +107,16 @@ func (s *scope) expand(v any) (any, error) {
 
 func (s *scope) expandString(str string) (any, error) {
 	if m := refPattern.FindStringSubmatchIndex(str); m != nil && m[0] == 0 && m[1] == len(str) {
+		if s.isDeferred(str[m[2]:m[3]]) {
+			return str, nil
+		}
 		return s.lookup(str[m[2]:m[3]])
 	}
 	var firstErr error
 	out := refPattern.ReplaceAllStringFunc(str, func(ref string) string {
+		if s.isDeferred(ref[2 : len(ref)-1]) {
+			return ref
+		}
 		v, err := s.lookup(ref[2 : len(ref)-1])
 		if err != nil {
 			if firstErr == nil {

@@ -355,7 +355,12 @@ type Transition struct {
 	ToState string `protobuf:"bytes,2,opt,name=to_state,json=toState,proto3" json:"to_state,omitempty"`
 	// Output only. The event that fired it: `after` for a timer; empty for an automatic
 	// transition.
-	Event         string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	Event string `protobuf:"bytes,3,opt,name=event,proto3" json:"event,omitempty"`
+	// Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+	// `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+	// own steps). Empty where it is not known (steps saved before it was recorded, and a
+	// step's own answer, whose caller knows who it is).
+	Actor         string `protobuf:"bytes,4,opt,name=actor,proto3" json:"actor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -411,6 +416,13 @@ func (x *Transition) GetEvent() string {
 	return ""
 }
 
+func (x *Transition) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
 var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
@@ -444,13 +456,14 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12!\n" +
 	"\ftarget_state\x18\x02 \x01(\tR\vtargetState\x12\x14\n" +
 	"\x05after\x18\x03 \x01(\tR\x05after\x125\n" +
-	"\bdue_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\adueTime\"\\\n" +
+	"\bdue_time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\adueTime\"r\n" +
 	"\n" +
 	"Transition\x12\x1d\n" +
 	"\n" +
 	"from_state\x18\x01 \x01(\tR\tfromState\x12\x19\n" +
 	"\bto_state\x18\x02 \x01(\tR\atoState\x12\x14\n" +
-	"\x05event\x18\x03 \x01(\tR\x05event*\xc5\x01\n" +
+	"\x05event\x18\x03 \x01(\tR\x05event\x12\x14\n" +
+	"\x05actor\x18\x04 \x01(\tR\x05actor*\xc5\x01\n" +
 	"\x0eWorkflowStatus\x12\x1f\n" +
 	"\x1bWORKFLOW_STATUS_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17WORKFLOW_STATUS_RUNNING\x10\x01\x12\x1b\n" +

@@ -1178,7 +1178,10 @@ type WatchWorkflowResponse struct {
 	// Output only. The instance at this revision.
 	Workflow *Workflow `protobuf:"bytes,4,opt,name=workflow,proto3" json:"workflow,omitempty"`
 	// Output only. The event that caused the step; empty for a start or a CURRENT message.
-	Event         string `protobuf:"bytes,5,opt,name=event,proto3" json:"event,omitempty"`
+	Event string `protobuf:"bytes,5,opt,name=event,proto3" json:"event,omitempty"`
+	// Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+	// and for steps saved before it was recorded.
+	Actor         string `protobuf:"bytes,6,opt,name=actor,proto3" json:"actor,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1244,6 +1247,13 @@ func (x *WatchWorkflowResponse) GetWorkflow() *Workflow {
 func (x *WatchWorkflowResponse) GetEvent() string {
 	if x != nil {
 		return x.Event
+	}
+	return ""
+}
+
+func (x *WatchWorkflowResponse) GetActor() string {
+	if x != nil {
+		return x.Actor
 	}
 	return ""
 }
@@ -1792,13 +1802,14 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x14WatchWorkflowRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x0eafter_revision\x18\x02 \x01(\x03H\x00R\rafterRevision\x88\x01\x01B\x11\n" +
-	"\x0f_after_revision\"\xf1\x01\n" +
+	"\x0f_after_revision\"\x87\x02\n" +
 	"\x15WatchWorkflowResponse\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.statewright.v1.WatchEventTypeR\x04type\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\x12<\n" +
 	"\vtransitions\x18\x03 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\x124\n" +
 	"\bworkflow\x18\x04 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x14\n" +
-	"\x05event\x18\x05 \x01(\tR\x05event\"\x17\n" +
+	"\x05event\x18\x05 \x01(\tR\x05event\x12\x14\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\"\x17\n" +
 	"\x15GetDiagnosticsRequest\"\xf8\x04\n" +
 	"\x16GetDiagnosticsResponse\x12C\n" +
 	"\n" +

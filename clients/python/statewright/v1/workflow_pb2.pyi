@@ -208,6 +208,7 @@ class Transition(_message.Message):
     FROM_STATE_FIELD_NUMBER: _builtins.int
     TO_STATE_FIELD_NUMBER: _builtins.int
     EVENT_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
     from_state: _builtins.str
     """Output only. The state the transition left."""
     to_state: _builtins.str
@@ -216,16 +217,23 @@ class Transition(_message.Message):
     """Output only. The event that fired it: `after` for a timer; empty for an automatic
     transition.
     """
+    actor: _builtins.str
+    """Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+    `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+    own steps). Empty where it is not known (steps saved before it was recorded, and a
+    step's own answer, whose caller knows who it is).
+    """
     def __init__(
         self,
         *,
         from_state: _builtins.str = ...,
         to_state: _builtins.str = ...,
         event: _builtins.str = ...,
+        actor: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "from_state", b"from_state", "to_state", b"to_state"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "event", b"event", "from_state", b"from_state", "to_state", b"to_state"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -610,12 +610,17 @@ class WatchWorkflowResponse(_message.Message):
     TRANSITIONS_FIELD_NUMBER: _builtins.int
     WORKFLOW_FIELD_NUMBER: _builtins.int
     EVENT_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
     type: Global___WatchEventType.ValueType
     """Output only. Whether this is the current instance or one saved step."""
     revision: _builtins.int
     """Output only. The revision this message describes."""
     event: _builtins.str
     """Output only. The event that caused the step; empty for a start or a CURRENT message."""
+    actor: _builtins.str
+    """Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+    and for steps saved before it was recorded.
+    """
     @_builtins.property
     def transitions(self) -> _containers.RepeatedCompositeFieldContainer[_workflow_pb2.Transition]:
         """Output only. The step's transitions, in order; empty for a CURRENT message."""
@@ -632,10 +637,11 @@ class WatchWorkflowResponse(_message.Message):
         transitions: _abc.Iterable[_workflow_pb2.Transition] | None = ...,
         workflow: _workflow_pb2.Workflow | None = ...,
         event: _builtins.str = ...,
+        actor: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "revision", b"revision", "transitions", b"transitions", "type", b"type", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "event", b"event", "revision", b"revision", "transitions", b"transitions", "type", b"type", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

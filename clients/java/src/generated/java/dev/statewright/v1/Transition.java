@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     fromState_ = "";
     toState_ = "";
     event_ = "";
+    actor_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -198,6 +199,59 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int ACTOR_FIELD_NUMBER = 4;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object actor_ = "";
+  /**
+   * <pre>
+   * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+   * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+   * own steps). Empty where it is not known (steps saved before it was recorded, and a
+   * step's own answer, whose caller knows who it is).
+   * </pre>
+   *
+   * <code>string actor = 4 [json_name = "actor"];</code>
+   * @return The actor.
+   */
+  @java.lang.Override
+  public java.lang.String getActor() {
+    java.lang.Object ref = actor_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      actor_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+   * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+   * own steps). Empty where it is not known (steps saved before it was recorded, and a
+   * step's own answer, whose caller knows who it is).
+   * </pre>
+   *
+   * <code>string actor = 4 [json_name = "actor"];</code>
+   * @return The bytes for actor.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getActorBytes() {
+    java.lang.Object ref = actor_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      actor_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -221,6 +275,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(event_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 3, event_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(actor_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 4, actor_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -233,6 +290,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(event_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(3, event_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(actor_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(4, actor_);
     }
     return size;
   }
@@ -264,6 +324,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getToState())) return false;
     if (!getEvent()
         .equals(other.getEvent())) return false;
+    if (!getActor()
+        .equals(other.getActor())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -281,6 +343,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getToState().hashCode();
     hash = (37 * hash) + EVENT_FIELD_NUMBER;
     hash = (53 * hash) + getEvent().hashCode();
+    hash = (37 * hash) + ACTOR_FIELD_NUMBER;
+    hash = (53 * hash) + getActor().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -419,6 +483,7 @@ private static final long serialVersionUID = 0L;
       fromState_ = "";
       toState_ = "";
       event_ = "";
+      actor_ = "";
       return this;
     }
 
@@ -461,6 +526,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000004) != 0)) {
         result.event_ = event_;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.actor_ = actor_;
+      }
     }
 
     @java.lang.Override
@@ -488,6 +556,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getEvent().isEmpty()) {
         event_ = other.event_;
         bitField0_ |= 0x00000004;
+        onChanged();
+      }
+      if (!other.getActor().isEmpty()) {
+        actor_ = other.actor_;
+        bitField0_ |= 0x00000008;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -529,6 +602,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 34: {
+              actor_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -823,6 +901,113 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       event_ = value;
       bitField0_ |= 0x00000004;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object actor_ = "";
+    /**
+     * <pre>
+     * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+     * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+     * own steps). Empty where it is not known (steps saved before it was recorded, and a
+     * step's own answer, whose caller knows who it is).
+     * </pre>
+     *
+     * <code>string actor = 4 [json_name = "actor"];</code>
+     * @return The actor.
+     */
+    public java.lang.String getActor() {
+      java.lang.Object ref = actor_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        actor_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+     * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+     * own steps). Empty where it is not known (steps saved before it was recorded, and a
+     * step's own answer, whose caller knows who it is).
+     * </pre>
+     *
+     * <code>string actor = 4 [json_name = "actor"];</code>
+     * @return The bytes for actor.
+     */
+    public com.google.protobuf.ByteString
+        getActorBytes() {
+      java.lang.Object ref = actor_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        actor_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+     * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+     * own steps). Empty where it is not known (steps saved before it was recorded, and a
+     * step's own answer, whose caller knows who it is).
+     * </pre>
+     *
+     * <code>string actor = 4 [json_name = "actor"];</code>
+     * @param value The actor to set.
+     * @return This builder for chaining.
+     */
+    public Builder setActor(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      actor_ = value;
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+     * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+     * own steps). Empty where it is not known (steps saved before it was recorded, and a
+     * step's own answer, whose caller knows who it is).
+     * </pre>
+     *
+     * <code>string actor = 4 [json_name = "actor"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearActor() {
+      actor_ = getDefaultInstance().getActor();
+      bitField0_ = (bitField0_ & ~0x00000008);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+     * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+     * own steps). Empty where it is not known (steps saved before it was recorded, and a
+     * step's own answer, whose caller knows who it is).
+     * </pre>
+     *
+     * <code>string actor = 4 [json_name = "actor"];</code>
+     * @param value The bytes for actor to set.
+     * @return This builder for chaining.
+     */
+    public Builder setActorBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      actor_ = value;
+      bitField0_ |= 0x00000008;
       onChanged();
       return this;
     }

@@ -71,4 +71,30 @@ public interface TransitionOrBuilder extends
    */
   com.google.protobuf.ByteString
       getEventBytes();
+
+  /**
+   * <pre>
+   * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+   * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+   * own steps). Empty where it is not known (steps saved before it was recorded, and a
+   * step's own answer, whose caller knows who it is).
+   * </pre>
+   *
+   * <code>string actor = 4 [json_name = "actor"];</code>
+   * @return The actor.
+   */
+  java.lang.String getActor();
+  /**
+   * <pre>
+   * Output only. Who caused the step that took it (`key:NAME`, `jwt:SUBJECT`,
+   * `mtls:SAN`, `anonymous`, or `statewright:timer` / `statewright:tasks` for the server's
+   * own steps). Empty where it is not known (steps saved before it was recorded, and a
+   * step's own answer, whose caller knows who it is).
+   * </pre>
+   *
+   * <code>string actor = 4 [json_name = "actor"];</code>
+   * @return The bytes for actor.
+   */
+  com.google.protobuf.ByteString
+      getActorBytes();
 }

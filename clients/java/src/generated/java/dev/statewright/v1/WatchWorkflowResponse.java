@@ -35,6 +35,7 @@ private static final long serialVersionUID = 0L;
     type_ = 0;
     transitions_ = java.util.Collections.emptyList();
     event_ = "";
+    actor_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -243,6 +244,55 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int ACTOR_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object actor_ = "";
+  /**
+   * <pre>
+   * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+   * and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>string actor = 6 [json_name = "actor"];</code>
+   * @return The actor.
+   */
+  @java.lang.Override
+  public java.lang.String getActor() {
+    java.lang.Object ref = actor_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      actor_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+   * and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>string actor = 6 [json_name = "actor"];</code>
+   * @return The bytes for actor.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getActorBytes() {
+    java.lang.Object ref = actor_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      actor_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -272,6 +322,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(event_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, event_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(actor_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, actor_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -299,6 +352,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(event_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, event_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(actor_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, actor_);
     }
     return size;
   }
@@ -336,6 +392,8 @@ private static final long serialVersionUID = 0L;
     }
     if (!getEvent()
         .equals(other.getEvent())) return false;
+    if (!getActor()
+        .equals(other.getActor())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -362,6 +420,8 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + EVENT_FIELD_NUMBER;
     hash = (53 * hash) + getEvent().hashCode();
+    hash = (37 * hash) + ACTOR_FIELD_NUMBER;
+    hash = (53 * hash) + getActor().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -519,6 +579,7 @@ private static final long serialVersionUID = 0L;
         workflowBuilder_ = null;
       }
       event_ = "";
+      actor_ = "";
       return this;
     }
 
@@ -581,6 +642,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.event_ = event_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.actor_ = actor_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -634,6 +698,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getEvent().isEmpty()) {
         event_ = other.event_;
         bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getActor().isEmpty()) {
+        actor_ = other.actor_;
+        bitField0_ |= 0x00000020;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -695,6 +764,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 50: {
+              actor_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1377,6 +1451,103 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       event_ = value;
       bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object actor_ = "";
+    /**
+     * <pre>
+     * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+     * and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>string actor = 6 [json_name = "actor"];</code>
+     * @return The actor.
+     */
+    public java.lang.String getActor() {
+      java.lang.Object ref = actor_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        actor_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+     * and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>string actor = 6 [json_name = "actor"];</code>
+     * @return The bytes for actor.
+     */
+    public com.google.protobuf.ByteString
+        getActorBytes() {
+      java.lang.Object ref = actor_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        actor_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+     * and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>string actor = 6 [json_name = "actor"];</code>
+     * @param value The actor to set.
+     * @return This builder for chaining.
+     */
+    public Builder setActor(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      actor_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+     * and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>string actor = 6 [json_name = "actor"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearActor() {
+      actor_ = getDefaultInstance().getActor();
+      bitField0_ = (bitField0_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+     * and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>string actor = 6 [json_name = "actor"];</code>
+     * @param value The bytes for actor to set.
+     * @return This builder for chaining.
+     */
+    public Builder setActorBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      actor_ = value;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }

@@ -129,4 +129,26 @@ public interface WatchWorkflowResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getEventBytes();
+
+  /**
+   * <pre>
+   * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+   * and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>string actor = 6 [json_name = "actor"];</code>
+   * @return The actor.
+   */
+  java.lang.String getActor();
+  /**
+   * <pre>
+   * Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
+   * and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>string actor = 6 [json_name = "actor"];</code>
+   * @return The bytes for actor.
+   */
+  com.google.protobuf.ByteString
+      getActorBytes();
 }

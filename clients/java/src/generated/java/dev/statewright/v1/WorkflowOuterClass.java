@@ -74,18 +74,18 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       "mer\022\031\n\010timer_id\030\001 \001(\tR\007timerId\022!\n\014target" +
       "_state\030\002 \001(\tR\013targetState\022\024\n\005after\030\003 \001(\t" +
       "R\005after\0225\n\010due_time\030\004 \001(\0132\032.google.proto" +
-      "buf.TimestampR\007dueTime\"\\\n\nTransition\022\035\n\n" +
+      "buf.TimestampR\007dueTime\"r\n\nTransition\022\035\n\n" +
       "from_state\030\001 \001(\tR\tfromState\022\031\n\010to_state\030" +
-      "\002 \001(\tR\007toState\022\024\n\005event\030\003 \001(\tR\005event*\305\001\n" +
-      "\016WorkflowStatus\022\037\n\033WORKFLOW_STATUS_UNSPE" +
-      "CIFIED\020\000\022\033\n\027WORKFLOW_STATUS_RUNNING\020\001\022\033\n" +
-      "\027WORKFLOW_STATUS_WAITING\020\002\022\035\n\031WORKFLOW_S" +
-      "TATUS_COMPLETED\020\003\022\032\n\026WORKFLOW_STATUS_FAI" +
-      "LED\020\004\022\035\n\031WORKFLOW_STATUS_CANCELLED\020\005Bs\n\022" +
-      "dev.statewright.v1P\001ZJgithub.com/statewr" +
-      "ight/statewright/clients/go/statewright/" +
-      "v1;statewrightv1\252\002\016Statewright.V1b\006proto" +
-      "3"
+      "\002 \001(\tR\007toState\022\024\n\005event\030\003 \001(\tR\005event\022\024\n\005" +
+      "actor\030\004 \001(\tR\005actor*\305\001\n\016WorkflowStatus\022\037\n" +
+      "\033WORKFLOW_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFL" +
+      "OW_STATUS_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_W" +
+      "AITING\020\002\022\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022" +
+      "\032\n\026WORKFLOW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_" +
+      "STATUS_CANCELLED\020\005Bs\n\022dev.statewright.v1" +
+      "P\001ZJgithub.com/statewright/statewright/c" +
+      "lients/go/statewright/v1;statewrightv1\252\002" +
+      "\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -112,7 +112,7 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
     internal_static_statewright_v1_Transition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Transition_descriptor,
-        new java.lang.String[] { "FromState", "ToState", "Event", });
+        new java.lang.String[] { "FromState", "ToState", "Event", "Actor", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

@@ -214,86 +214,87 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "\034\n\tcancelled\030\002 \001(\010R\tcancelled\"i\n\024WatchWo" +
       "rkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022*\n\016aft" +
       "er_revision\030\002 \001(\003H\000R\rafterRevision\210\001\001B\021\n" +
-      "\017_after_revision\"\361\001\n\025WatchWorkflowRespon" +
+      "\017_after_revision\"\207\002\n\025WatchWorkflowRespon" +
       "se\0222\n\004type\030\001 \001(\0162\036.statewright.v1.WatchE" +
       "ventTypeR\004type\022\032\n\010revision\030\002 \001(\003R\010revisi" +
       "on\022<\n\013transitions\030\003 \003(\0132\032.statewright.v1" +
       ".TransitionR\013transitions\0224\n\010workflow\030\004 \001" +
       "(\0132\030.statewright.v1.WorkflowR\010workflow\022\024" +
-      "\n\005event\030\005 \001(\tR\005event\"\027\n\025GetDiagnosticsRe" +
-      "quest\"\370\004\n\026GetDiagnosticsResponse\022C\n\neven" +
-      "t_loop\030\001 \001(\0132$.statewright.v1.EventLoopD" +
-      "iagnosticsR\teventLoop\022D\n\nadmissions\030\002 \001(" +
-      "\0132$.statewright.v1.AdmissionDiagnosticsR" +
-      "\nadmissions\022H\n\013persistence\030\003 \001(\0132&.state" +
-      "wright.v1.PersistenceDiagnosticsR\013persis" +
-      "tence\022>\n\010watchers\030\004 \001(\0132\".statewright.v1" +
-      ".WatcherDiagnosticsR\010watchers\022 \n\013definit" +
-      "ions\030\005 \003(\tR\013definitions\022/\n\005build\030\006 \001(\0132\031" +
-      ".statewright.v1.BuildInfoR\005build\0221\n\006upti" +
-      "me\030\007 \001(\0132\031.google.protobuf.DurationR\006upt" +
-      "ime\0228\n\006timers\030\010 \001(\0132 .statewright.v1.Tim" +
-      "erDiagnosticsR\006timers\022E\n\013task_queues\030\t \003" +
-      "(\0132$.statewright.v1.TaskQueueDiagnostics" +
-      "R\ntaskQueues\022B\n\tretention\030\n \001(\0132$.statew" +
-      "right.v1.RetentionDiagnosticsR\tretention" +
-      "\"3\n\035GetWorkflowDiagnosticsRequest\022\022\n\004nam" +
-      "e\030\001 \001(\tR\004name\"g\n\036GetWorkflowDiagnosticsR" +
-      "esponse\022E\n\013diagnostics\030\001 \001(\0132#.statewrig" +
-      "ht.v1.WorkflowDiagnosticsR\013diagnostics\"t" +
-      "\n\026ListDefinitionsRequest\022\036\n\ndefinition\030\001" +
-      " \001(\tR\ndefinition\022\033\n\tpage_size\030\002 \001(\005R\010pag" +
-      "eSize\022\035\n\npage_token\030\003 \001(\tR\tpageToken\"\177\n\027" +
-      "ListDefinitionsResponse\022<\n\013definitions\030\001" +
-      " \003(\0132\032.statewright.v1.DefinitionR\013defini" +
-      "tions\022&\n\017next_page_token\030\002 \001(\tR\rnextPage" +
-      "Token\"*\n\024GetDefinitionRequest\022\022\n\004name\030\001 " +
-      "\001(\tR\004name\"S\n\025GetDefinitionResponse\022:\n\nde" +
-      "finition\030\001 \001(\0132\032.statewright.v1.Definiti" +
-      "onR\ndefinition*s\n\016IfExistsPolicy\022 \n\034IF_E" +
-      "XISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_" +
-      "POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN" +
-      "_EXISTING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNA" +
-      "L_REJECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJE" +
-      "CTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_" +
-      "PERSISTING\020\002\022&\n\"SIGNAL_REJECTION_RECOVER" +
-      "Y_REQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTIN" +
-      "G_DOWN\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVEN" +
-      "T_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE" +
-      "_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\0022\245\t" +
-      "\n\017WorkflowService\022\\\n\rStartWorkflow\022$.sta" +
-      "tewright.v1.StartWorkflowRequest\032%.state" +
-      "wright.v1.StartWorkflowResponse\022_\n\016Resum" +
-      "eWorkflow\022%.statewright.v1.ResumeWorkflo" +
-      "wRequest\032&.statewright.v1.ResumeWorkflow" +
-      "Response\022_\n\016SignalWorkflow\022%.statewright" +
-      ".v1.SignalWorkflowRequest\032&.statewright." +
-      "v1.SignalWorkflowResponse\022V\n\013GetWorkflow" +
-      "\022\".statewright.v1.GetWorkflowRequest\032#.s" +
-      "tatewright.v1.GetWorkflowResponse\022\\\n\rLis" +
-      "tWorkflows\022$.statewright.v1.ListWorkflow" +
-      "sRequest\032%.statewright.v1.ListWorkflowsR" +
-      "esponse\022_\n\016CancelWorkflow\022%.statewright." +
-      "v1.CancelWorkflowRequest\032&.statewright.v" +
-      "1.CancelWorkflowResponse\022_\n\016DeleteWorkfl" +
-      "ow\022%.statewright.v1.DeleteWorkflowReques" +
-      "t\032&.statewright.v1.DeleteWorkflowRespons" +
-      "e\022^\n\rWatchWorkflow\022$.statewright.v1.Watc" +
-      "hWorkflowRequest\032%.statewright.v1.WatchW" +
-      "orkflowResponse0\001\022_\n\016GetDiagnostics\022%.st" +
-      "atewright.v1.GetDiagnosticsRequest\032&.sta" +
-      "tewright.v1.GetDiagnosticsResponse\022w\n\026Ge" +
-      "tWorkflowDiagnostics\022-.statewright.v1.Ge" +
-      "tWorkflowDiagnosticsRequest\032..statewrigh" +
-      "t.v1.GetWorkflowDiagnosticsResponse\022b\n\017L" +
-      "istDefinitions\022&.statewright.v1.ListDefi" +
-      "nitionsRequest\032\'.statewright.v1.ListDefi" +
-      "nitionsResponse\022\\\n\rGetDefinition\022$.state" +
-      "wright.v1.GetDefinitionRequest\032%.statewr" +
-      "ight.v1.GetDefinitionResponseBs\n\022dev.sta" +
-      "tewright.v1P\001ZJgithub.com/statewright/st" +
-      "atewright/clients/go/statewright/v1;stat" +
-      "ewrightv1\252\002\016Statewright.V1b\006proto3"
+      "\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030\006 \001(\tR\005act" +
+      "or\"\027\n\025GetDiagnosticsRequest\"\370\004\n\026GetDiagn" +
+      "osticsResponse\022C\n\nevent_loop\030\001 \001(\0132$.sta" +
+      "tewright.v1.EventLoopDiagnosticsR\teventL" +
+      "oop\022D\n\nadmissions\030\002 \001(\0132$.statewright.v1" +
+      ".AdmissionDiagnosticsR\nadmissions\022H\n\013per" +
+      "sistence\030\003 \001(\0132&.statewright.v1.Persiste" +
+      "nceDiagnosticsR\013persistence\022>\n\010watchers\030" +
+      "\004 \001(\0132\".statewright.v1.WatcherDiagnostic" +
+      "sR\010watchers\022 \n\013definitions\030\005 \003(\tR\013defini" +
+      "tions\022/\n\005build\030\006 \001(\0132\031.statewright.v1.Bu" +
+      "ildInfoR\005build\0221\n\006uptime\030\007 \001(\0132\031.google." +
+      "protobuf.DurationR\006uptime\0228\n\006timers\030\010 \001(" +
+      "\0132 .statewright.v1.TimerDiagnosticsR\006tim" +
+      "ers\022E\n\013task_queues\030\t \003(\0132$.statewright.v" +
+      "1.TaskQueueDiagnosticsR\ntaskQueues\022B\n\tre" +
+      "tention\030\n \001(\0132$.statewright.v1.Retention" +
+      "DiagnosticsR\tretention\"3\n\035GetWorkflowDia" +
+      "gnosticsRequest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036G" +
+      "etWorkflowDiagnosticsResponse\022E\n\013diagnos" +
+      "tics\030\001 \001(\0132#.statewright.v1.WorkflowDiag" +
+      "nosticsR\013diagnostics\"t\n\026ListDefinitionsR" +
+      "equest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\022\033" +
+      "\n\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npage_toke" +
+      "n\030\003 \001(\tR\tpageToken\"\177\n\027ListDefinitionsRes" +
+      "ponse\022<\n\013definitions\030\001 \003(\0132\032.statewright" +
+      ".v1.DefinitionR\013definitions\022&\n\017next_page" +
+      "_token\030\002 \001(\tR\rnextPageToken\"*\n\024GetDefini" +
+      "tionRequest\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDe" +
+      "finitionResponse\022:\n\ndefinition\030\001 \001(\0132\032.s" +
+      "tatewright.v1.DefinitionR\ndefinition*s\n\016" +
+      "IfExistsPolicy\022 \n\034IF_EXISTS_POLICY_UNSPE" +
+      "CIFIED\020\000\022\031\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n I" +
+      "F_EXISTS_POLICY_RETURN_EXISTING\020\002*\302\001\n\017Si" +
+      "gnalRejection\022 \n\034SIGNAL_REJECTION_UNSPEC" +
+      "IFIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUNNING\020" +
+      "\001\022\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022&\n\"SI" +
+      "GNAL_REJECTION_RECOVERY_REQUIRED\020\003\022\"\n\036SI" +
+      "GNAL_REJECTION_SHUTTING_DOWN\020\004*k\n\016WatchE" +
+      "ventType\022 \n\034WATCH_EVENT_TYPE_UNSPECIFIED" +
+      "\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATC" +
+      "H_EVENT_TYPE_STEP\020\0022\245\t\n\017WorkflowService\022" +
+      "\\\n\rStartWorkflow\022$.statewright.v1.StartW" +
+      "orkflowRequest\032%.statewright.v1.StartWor" +
+      "kflowResponse\022_\n\016ResumeWorkflow\022%.statew" +
+      "right.v1.ResumeWorkflowRequest\032&.statewr" +
+      "ight.v1.ResumeWorkflowResponse\022_\n\016Signal" +
+      "Workflow\022%.statewright.v1.SignalWorkflow" +
+      "Request\032&.statewright.v1.SignalWorkflowR" +
+      "esponse\022V\n\013GetWorkflow\022\".statewright.v1." +
+      "GetWorkflowRequest\032#.statewright.v1.GetW" +
+      "orkflowResponse\022\\\n\rListWorkflows\022$.state" +
+      "wright.v1.ListWorkflowsRequest\032%.statewr" +
+      "ight.v1.ListWorkflowsResponse\022_\n\016CancelW" +
+      "orkflow\022%.statewright.v1.CancelWorkflowR" +
+      "equest\032&.statewright.v1.CancelWorkflowRe" +
+      "sponse\022_\n\016DeleteWorkflow\022%.statewright.v" +
+      "1.DeleteWorkflowRequest\032&.statewright.v1" +
+      ".DeleteWorkflowResponse\022^\n\rWatchWorkflow" +
+      "\022$.statewright.v1.WatchWorkflowRequest\032%" +
+      ".statewright.v1.WatchWorkflowResponse0\001\022" +
+      "_\n\016GetDiagnostics\022%.statewright.v1.GetDi" +
+      "agnosticsRequest\032&.statewright.v1.GetDia" +
+      "gnosticsResponse\022w\n\026GetWorkflowDiagnosti" +
+      "cs\022-.statewright.v1.GetWorkflowDiagnosti" +
+      "csRequest\032..statewright.v1.GetWorkflowDi" +
+      "agnosticsResponse\022b\n\017ListDefinitions\022&.s" +
+      "tatewright.v1.ListDefinitionsRequest\032\'.s" +
+      "tatewright.v1.ListDefinitionsResponse\022\\\n" +
+      "\rGetDefinition\022$.statewright.v1.GetDefin" +
+      "itionRequest\032%.statewright.v1.GetDefinit" +
+      "ionResponseBs\n\022dev.statewright.v1P\001ZJgit" +
+      "hub.com/statewright/statewright/clients/" +
+      "go/statewright/v1;statewrightv1\252\002\016Statew" +
+      "right.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -399,7 +400,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_WatchWorkflowResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WatchWorkflowResponse_descriptor,
-        new java.lang.String[] { "Type", "Revision", "Transitions", "Workflow", "Event", });
+        new java.lang.String[] { "Type", "Revision", "Transitions", "Workflow", "Event", "Actor", });
     internal_static_statewright_v1_GetDiagnosticsRequest_descriptor =
       getDescriptor().getMessageType(16);
     internal_static_statewright_v1_GetDiagnosticsRequest_fieldAccessorTable = new

@@ -12,6 +12,9 @@ import java.util.function.LongSupplier;
  * and reporting through an outage longer than a few retries. Not thread-safe.
  */
 final class Backoff {
+  /** The longest RetryInfo delay honoured as given. */
+  static final Duration MAX_RETRY_DELAY = Duration.ofMinutes(5);
+
   private final long initialNanos;
   private final long maxNanos;
   private final long budgetNanos;
@@ -60,5 +63,18 @@ final class Backoff {
     // Equal jitter: never less than half the step, so a restarting server is not hammered.
     long half = nextNanos / 2;
     return half + ThreadLocalRandom.current().nextLong(nextNanos - half + 1);
+  }
+
+  /**
+   * {@code delay}, or the failure's RetryInfo delay when that is longer (at most {@link
+   * #MAX_RETRY_DELAY}: a server's odd answer must not park a caller for hours).
+   */
+  static long atLeastRetryDelay(long delay, Throwable failure) {
+    if (!(failure instanceof StatewrightException e) || e.retryDelay().isEmpty()) {
+      return delay;
+    }
+    Duration asked = e.retryDelay().get();
+    long nanos = asked.compareTo(MAX_RETRY_DELAY) > 0 ? MAX_RETRY_DELAY.toNanos() : asked.toNanos();
+    return Math.max(delay, nanos);
   }
 }

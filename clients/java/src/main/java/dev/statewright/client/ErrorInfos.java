@@ -3,7 +3,9 @@ package dev.statewright.client;
 import com.google.protobuf.Any;
 import com.google.protobuf.InvalidProtocolBufferException;
 import com.google.rpc.ErrorInfo;
+import com.google.rpc.RetryInfo;
 import io.grpc.protobuf.StatusProto;
+import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -31,6 +33,30 @@ public final class ErrorInfos {
       if (detail.is(ErrorInfo.class)) {
         try {
           return Optional.of(detail.unpack(ErrorInfo.class));
+        } catch (InvalidProtocolBufferException e) {
+          return Optional.empty();
+        }
+      }
+    }
+    return Optional.empty();
+  }
+
+  /**
+   * The delay of the {@code google.rpc.RetryInfo} in a failed call's status details, if any: how
+   * long to wait before trying again. A RESOURCE_EXHAUSTED with reason {@code RATE_LIMITED} carries
+   * one beside its ErrorInfo.
+   */
+  public static Optional<Duration> retryDelay(Throwable t) {
+    com.google.rpc.Status status = StatusProto.fromThrowable(t);
+    if (status == null) {
+      return Optional.empty();
+    }
+    for (Any detail : status.getDetailsList()) {
+      if (detail.is(RetryInfo.class)) {
+        try {
+          com.google.protobuf.Duration delay = detail.unpack(RetryInfo.class).getRetryDelay();
+          Duration d = Duration.ofSeconds(delay.getSeconds(), delay.getNanos());
+          return d.isNegative() ? Optional.of(Duration.ZERO) : Optional.of(d);
         } catch (InvalidProtocolBufferException e) {
           return Optional.empty();
         }

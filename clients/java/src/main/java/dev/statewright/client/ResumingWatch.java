@@ -149,6 +149,9 @@ final class ResumingWatch implements WatchStream {
         return false;
       }
       long delay = backoff.delayNanos();
+      if (delay >= 0) {
+        delay = Backoff.atLeastRetryDelay(delay, failure);
+      }
       if (delay < 0) {
         throw failure != null
             ? failure

@@ -33,16 +33,31 @@ import dev.statewright.v1.WatchWorkflowResponse;
 import dev.statewright.v1.Workflow;
 import dev.statewright.v1.WorkflowServiceGrpc;
 import dev.statewright.v1.WorkflowStatus;
+import io.grpc.Channel;
+import io.grpc.ChannelCredentials;
+import io.grpc.ClientInterceptors;
+import io.grpc.Grpc;
+import io.grpc.InsecureChannelCredentials;
 import io.grpc.ManagedChannel;
 import io.grpc.ManagedChannelBuilder;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import io.grpc.TlsChannelCredentials;
+import java.io.ByteArrayInputStream;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.cert.CertificateException;
+import java.security.cert.CertificateFactory;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
 import java.util.NoSuchElementException;
+import java.util.Objects;
 import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -60,11 +75,28 @@ import java.util.function.Function;
  *   <li>Failures are thrown as {@link StatewrightException} with the ErrorInfo reason.
  *   <li>{@link #watch(String, WatchOptions)} resumes with {@code after_revision} after a dropped
  *       stream, so every revision is delivered exactly once.
+ *   <li>{@link #builder()} sets up TLS (a CA, a client certificate for mTLS) and a bearer token,
+ *       static or from a {@link TokenProvider}, sent on every call; {@link #fromEnvironment()}
+ *       takes them from {@code STATEWRIGHT_ADDRESS}, {@code STATEWRIGHT_TOKEN} and {@code
+ *       STATEWRIGHT_TLS_CA}/{@code _CERT}/{@code _KEY}.
  * </ul>
  */
 public final class StatewrightClient implements AutoCloseable {
-  /** Default target when {@code STATEWRIGHT_TARGET} is not set. */
+  /** The address when none is given (nor {@code STATEWRIGHT_ADDRESS} or {@code STATEWRIGHT_TARGET} set). */
   public static final String DEFAULT_TARGET = "127.0.0.1:50051";
+
+  /** The server's {@code host:port}. */
+  public static final String ENV_ADDRESS = "STATEWRIGHT_ADDRESS";
+  /** The older name of {@link #ENV_ADDRESS}, read when that is not set. */
+  public static final String ENV_TARGET = "STATEWRIGHT_TARGET";
+  /** A static bearer token. */
+  public static final String ENV_TOKEN = "STATEWRIGHT_TOKEN";
+  /** A PEM file of the CAs that sign the server's certificate; set, it means TLS. */
+  public static final String ENV_TLS_CA = "STATEWRIGHT_TLS_CA";
+  /** A PEM file of the client certificate (chain) for mTLS, with {@link #ENV_TLS_KEY}; set, it means TLS. */
+  public static final String ENV_TLS_CERT = "STATEWRIGHT_TLS_CERT";
+  /** A PEM (PKCS#8) file of the client certificate's private key, with {@link #ENV_TLS_CERT}. */
+  public static final String ENV_TLS_KEY = "STATEWRIGHT_TLS_KEY";
 
   private static final Duration FALLBACK_TIMEOUT = Duration.ofSeconds(30);
   /** How much longer than its {@code wait} a PollTasks call may take before it is abandoned. */
@@ -72,6 +104,8 @@ public final class StatewrightClient implements AutoCloseable {
 
   private final ManagedChannel channel;
   private final boolean ownsChannel;
+  // The channel the stubs use: with the bearer token on every call when there is one.
+  private final Channel calls;
   private final WorkflowServiceGrpc.WorkflowServiceBlockingStub stub;
   private final TaskServiceGrpc.TaskServiceBlockingStub taskStub;
   private final Map<String, Duration> timeouts = ServiceConfig.methodTimeouts();
@@ -83,22 +117,52 @@ public final class StatewrightClient implements AutoCloseable {
   }
 
   private StatewrightClient(ManagedChannel channel, boolean ownsChannel) {
+    this(channel, ownsChannel, null);
+  }
+
+  private StatewrightClient(ManagedChannel channel, boolean ownsChannel, BearerAuth auth) {
     this.channel = channel;
     this.ownsChannel = ownsChannel;
-    this.stub = WorkflowServiceGrpc.newBlockingStub(channel);
-    this.taskStub = TaskServiceGrpc.newBlockingStub(channel);
+    this.calls = auth == null ? channel : ClientInterceptors.intercept(channel, auth);
+    this.stub = WorkflowServiceGrpc.newBlockingStub(calls);
+    this.taskStub = TaskServiceGrpc.newBlockingStub(calls);
   }
 
-  /** A plaintext connection to {@code host:port} with the service config and retries on. */
+  /** A plaintext connection to {@code host:port} with the service config and retries on, and no token. */
   public static StatewrightClient connect(String target) {
-    ManagedChannelBuilder<?> builder = ManagedChannelBuilder.forTarget(target).usePlaintext();
-    return new StatewrightClient(ServiceConfig.apply(builder).build(), true);
+    return builder(target).tls(false).build();
   }
 
-  /** Connects to {@code $STATEWRIGHT_TARGET}, or {@value #DEFAULT_TARGET}. */
+  /**
+   * A client configured from the environment: {@code STATEWRIGHT_ADDRESS} (or the older {@code
+   * STATEWRIGHT_TARGET}; default {@value #DEFAULT_TARGET}), {@code STATEWRIGHT_TOKEN}, {@code
+   * STATEWRIGHT_TLS_CA}, {@code STATEWRIGHT_TLS_CERT} and {@code STATEWRIGHT_TLS_KEY}. Any TLS
+   * variable set means TLS; see {@link Builder#fromEnvironment(Map)}.
+   *
+   * @throws IllegalArgumentException when a variable's file cannot be read or holds no PEM
+   * @throws IllegalStateException when the token would go in plaintext to a remote address
+   */
   public static StatewrightClient fromEnvironment() {
-    String target = System.getenv("STATEWRIGHT_TARGET");
-    return connect(target == null || target.isEmpty() ? DEFAULT_TARGET : target);
+    return builder().fromEnvironment().build();
+  }
+
+  /** A builder for {@value #DEFAULT_TARGET}, plaintext, no token, until told otherwise. */
+  public static Builder builder() {
+    return new Builder();
+  }
+
+  /** A builder for the server at {@code address} ({@code host:port}, or any gRPC target). */
+  public static Builder builder(String address) {
+    return new Builder().address(address);
+  }
+
+  /**
+   * The channel every call of this client goes through, with its bearer token (if it has one) on
+   * each call: raw stubs built on it, such as {@code WorkflowServiceGrpc.newStub(client.channel())},
+   * carry the token too.
+   */
+  public Channel channel() {
+    return calls;
   }
 
   @Override
@@ -390,7 +454,8 @@ public final class StatewrightClient implements AutoCloseable {
    * now), then one STEP per new revision; with it, every revision after it is replayed first. When
    * the stream fails with UNAVAILABLE (a dropped connection, a restarting server) or with
    * CANCELLED, INTERNAL or UNKNOWN without an ErrorInfo reason, it is reopened after the last
-   * revision delivered; it gives up, throwing the last error, after {@link
+   * revision delivered (after RESOURCE_EXHAUSTED {@code RATE_LIMITED} too, no sooner than its
+   * RetryInfo delay); it gives up, throwing the last error, after {@link
    * WatchOptions#withReconnectBudget the reconnect budget} passes without a new revision. Any other
    * failure throws {@link StatewrightException} at once. If the instance already ended at a
    * revision at or before {@code afterRevision}, the stream ends without messages.
@@ -433,13 +498,342 @@ public final class StatewrightClient implements AutoCloseable {
         || status == WorkflowStatus.WORKFLOW_STATUS_CANCELLED;
   }
 
-  /** Transport failures a reconnect can cure; errors with an ErrorInfo reason are final. */
+  /**
+   * Transport failures a reconnect can cure, and a rate limit (after its RetryInfo delay); other
+   * errors with an ErrorInfo reason are final.
+   */
   static boolean resumable(StatewrightException e) {
-    if (e.code() == Status.Code.UNAVAILABLE) {
+    if (e.code() == Status.Code.UNAVAILABLE || e.isRateLimited()) {
       return true;
     }
     boolean transport =
         e.code() == Status.Code.CANCELLED || e.code() == Status.Code.INTERNAL || e.code() == Status.Code.UNKNOWN;
     return transport && e.reason().isEmpty();
+  }
+  // --- configuration ----------------------------------------------------------------------
+
+  /**
+   * Configures a {@link StatewrightClient}: where the server is, TLS, and the bearer token.
+   *
+   * <pre>{@code
+   * StatewrightClient client = StatewrightClient.builder("statewright.internal:50051")
+   *     .caFile(Path.of("/etc/statewright/ca.pem"))                      // TLS, trusting this CA
+   *     .clientCertificate(Path.of("tls.crt"), Path.of("tls.key"))       // mTLS
+   *     .token(System.getenv("STATEWRIGHT_TOKEN"))                        // or tokenProvider(...)
+   *     .build();
+   * }</pre>
+   *
+   * <ul>
+   *   <li><b>TLS</b> is on when {@link #tls(boolean) tls(true)} is called, or a CA or a client
+   *       certificate is given; without a CA the system's trusted roots verify the server. The
+   *       server's certificate must name the host of the address (or {@link #authority}).
+   *   <li><b>The token</b> goes as {@code authorization: Bearer <token>} on every call of both
+   *       services, streams included. {@link #build()} refuses to send it in plaintext to an
+   *       address that is not this machine (localhost, a loopback address) unless {@link
+   *       #allowInsecureToken(boolean) allowInsecureToken(true)} says so.
+   *   <li>Files are read once, by {@link #build()}: a client made after a certificate was rotated
+   *       uses the new one.
+   * </ul>
+   */
+  public static final class Builder {
+    private String address = DEFAULT_TARGET;
+    private boolean addressGiven;
+    private ManagedChannel channel;
+    private Boolean tls;
+    private Pem ca;
+    private Pem certificate;
+    private Pem key;
+    private String authority;
+    private String token;
+    private TokenProvider tokenProvider;
+    private boolean insecureToken;
+    private java.util.function.Supplier<Instant> clock = Instant::now;
+
+    private Builder() {}
+
+    /** The server: {@code host:port}, or any target gRPC resolves (default {@value #DEFAULT_TARGET}). */
+    public Builder address(String address) {
+      if (Objects.requireNonNull(address, "address").isBlank()) {
+        throw new IllegalArgumentException("the address must not be blank");
+      }
+      this.address = address.strip();
+      this.addressGiven = true;
+      return this;
+    }
+
+    /**
+     * Uses {@code channel} as it is (not closed by the client) instead of building one, with the
+     * token, if any, added to each call. It cannot be combined with an address or TLS options:
+     * those belong to the channel. The plaintext rule still holds, checked on every call against
+     * the connection's security level and authority.
+     */
+    public Builder channel(ManagedChannel channel) {
+      this.channel = Objects.requireNonNull(channel, "channel");
+      return this;
+    }
+
+    /** TLS on or off. Off is a conflict with a CA or a client certificate. */
+    public Builder tls(boolean on) {
+      this.tls = on;
+      return this;
+    }
+
+    /** TLS, trusting the CA certificates in the PEM file {@code path} instead of the system's. */
+    public Builder caFile(Path path) {
+      this.ca = Pem.file(Objects.requireNonNull(path, "path"), "the CA file " + path);
+      return this;
+    }
+
+    /** TLS, trusting the CA certificates in {@code pem} instead of the system's. */
+    public Builder caPem(byte[] pem) {
+      this.ca = Pem.bytes(Objects.requireNonNull(pem, "pem"), "the CA PEM");
+      return this;
+    }
+
+    /**
+     * mTLS: present the certificate (chain) in the PEM file {@code certificate}, whose private key
+     * is the PKCS#8 PEM file {@code key}. Turns TLS on.
+     */
+    public Builder clientCertificate(Path certificate, Path key) {
+      Objects.requireNonNull(certificate, "certificate");
+      Objects.requireNonNull(key, "key");
+      this.certificate = Pem.file(certificate, "the client certificate file " + certificate);
+      this.key = Pem.file(key, "the client key file " + key);
+      return this;
+    }
+
+    /** mTLS from PEM bytes: the certificate (chain) and its PKCS#8 private key. Turns TLS on. */
+    public Builder clientCertificatePem(byte[] certificate, byte[] key) {
+      Objects.requireNonNull(certificate, "certificate");
+      Objects.requireNonNull(key, "key");
+      this.certificate = Pem.bytes(certificate, "the client certificate PEM");
+      this.key = Pem.bytes(key, "the client key PEM");
+      return this;
+    }
+
+    /** The name the server's certificate is checked against, when it is not the address's host. */
+    public Builder authority(String authority) {
+      this.authority = Objects.requireNonNull(authority, "authority");
+      return this;
+    }
+
+    /** A static bearer token, sent on every call; replaces a {@link #tokenProvider}. */
+    public Builder token(String token) {
+      this.token = BearerToken.of(Objects.requireNonNull(token, "token")).value();
+      this.tokenProvider = null;
+      return this;
+    }
+
+    /**
+     * Bearer tokens from {@code provider}, asked before a call when the token held is used up (see
+     * {@link TokenProvider}); replaces a static {@link #token}.
+     */
+    public Builder tokenProvider(TokenProvider provider) {
+      this.tokenProvider = Objects.requireNonNull(provider, "provider");
+      this.token = null;
+      return this;
+    }
+
+    /**
+     * Allows the token to go in plaintext to any address. Only for a network you trust end to end
+     * (a service mesh that encrypts, say): anyone on the path can read and reuse the token.
+     */
+    public Builder allowInsecureToken(boolean allow) {
+      this.insecureToken = allow;
+      return this;
+    }
+
+    /** The clock tokens' expiry is compared with: for tests. */
+    Builder clock(java.util.function.Supplier<Instant> clock) {
+      this.clock = Objects.requireNonNull(clock, "clock");
+      return this;
+    }
+
+    /** {@link #fromEnvironment(Map)} with this process's environment. */
+    public Builder fromEnvironment() {
+      return fromEnvironment(System.getenv());
+    }
+
+    /**
+     * Takes the settings the variables in {@code env} give, leaving the others as they are (so
+     * calls after this one override it): {@value StatewrightClient#ENV_ADDRESS} (or, when unset,
+     * {@value StatewrightClient#ENV_TARGET}), {@value StatewrightClient#ENV_TOKEN}, {@value
+     * StatewrightClient#ENV_TLS_CA}, and {@value StatewrightClient#ENV_TLS_CERT} with {@value
+     * StatewrightClient#ENV_TLS_KEY}. Any of the TLS variables set means TLS. Empty values count as
+     * unset.
+     *
+     * @throws IllegalArgumentException when only one of the certificate and key is set, or the
+     *     token is not a header value
+     */
+    public Builder fromEnvironment(Map<String, String> env) {
+      String addr = value(env, ENV_ADDRESS);
+      if (addr == null) {
+        addr = value(env, ENV_TARGET);
+      }
+      if (addr != null) {
+        address(addr);
+      }
+      String bearer = value(env, ENV_TOKEN);
+      if (bearer != null) {
+        try {
+          token(bearer);
+        } catch (IllegalArgumentException e) {
+          // The message must not quote the token.
+          throw new IllegalArgumentException(ENV_TOKEN + " is not a usable token: " + e.getMessage());
+        }
+      }
+      String caPath = value(env, ENV_TLS_CA);
+      String certPath = value(env, ENV_TLS_CERT);
+      String keyPath = value(env, ENV_TLS_KEY);
+      if ((certPath == null) != (keyPath == null)) {
+        throw new IllegalArgumentException(
+            ENV_TLS_CERT + " and " + ENV_TLS_KEY + " go together, but only "
+                + (certPath != null ? ENV_TLS_CERT : ENV_TLS_KEY) + " is set");
+      }
+      if (caPath != null) {
+        ca = Pem.file(Path.of(caPath), ENV_TLS_CA + " (" + caPath + ")");
+      }
+      if (certPath != null) {
+        certificate = Pem.file(Path.of(certPath), ENV_TLS_CERT + " (" + certPath + ")");
+        key = Pem.file(Path.of(keyPath), ENV_TLS_KEY + " (" + keyPath + ")");
+      }
+      if (caPath != null || certPath != null) {
+        tls = true;
+      }
+      return this;
+    }
+
+    private static String value(Map<String, String> env, String name) {
+      String v = env.get(name);
+      return v == null || v.strip().isEmpty() ? null : v.strip();
+    }
+
+    /** The address the client built now would use. */
+    String address() {
+      return address;
+    }
+
+    /** Whether a token is set (static or a provider). */
+    boolean hasToken() {
+      return token != null || tokenProvider != null;
+    }
+
+    /** Whether the client built now would use TLS. */
+    boolean usesTls() {
+      return tls != null ? tls : ca != null || certificate != null;
+    }
+
+    /**
+     * Builds the client. Reads and checks the PEM files now.
+     *
+     * @throws IllegalArgumentException when a file cannot be read or holds no usable PEM
+     * @throws IllegalStateException when the options contradict each other, or the token would go
+     *     in plaintext to an address off this machine without {@link #allowInsecureToken}
+     */
+    public StatewrightClient build() {
+      boolean hasToken = hasToken();
+      if (channel != null) {
+        if (addressGiven || tls != null || ca != null || certificate != null || authority != null) {
+          throw new IllegalStateException(
+              "channel(...) is used as it is: the address, TLS options and authority belong to it, do not set them too");
+        }
+        return new StatewrightClient(channel, false, hasToken ? auth() : null);
+      }
+      boolean useTls = usesTls();
+      if (!useTls && (ca != null || certificate != null)) {
+        throw new IllegalStateException("TLS is turned off, but " + (ca != null ? ca.label : certificate.label) + " is given");
+      }
+      if (hasToken && !useTls && !insecureToken && !Targets.isLoopback(address)) {
+        throw new IllegalStateException(BearerAuth.plaintextRefusal(address));
+      }
+      ChannelCredentials credentials = useTls ? tlsCredentials() : InsecureChannelCredentials.create();
+      ManagedChannelBuilder<?> builder = Grpc.newChannelBuilder(address, credentials);
+      if (authority != null) {
+        builder.overrideAuthority(authority);
+      }
+      return new StatewrightClient(ServiceConfig.apply(builder).build(), true, hasToken ? auth() : null);
+    }
+
+    private BearerAuth auth() {
+      return token != null ? BearerAuth.fixed(token, insecureToken) : BearerAuth.provided(tokenProvider, insecureToken, clock);
+    }
+
+    private ChannelCredentials tlsCredentials() {
+      TlsChannelCredentials.Builder builder = TlsChannelCredentials.newBuilder();
+      try {
+        if (ca != null) {
+          builder.trustManager(new ByteArrayInputStream(ca.certificates()));
+        }
+        if (certificate != null) {
+          builder.keyManager(new ByteArrayInputStream(certificate.certificates()), new ByteArrayInputStream(key.privateKey()));
+        }
+      } catch (IOException e) {
+        throw new IllegalArgumentException("the TLS material could not be read: " + e.getMessage(), e);
+      }
+      return builder.build();
+    }
+  }
+
+  /** PEM text from a file or from bytes, named for error messages. */
+  private static final class Pem {
+    final String label;
+    private final Path path;
+    private final byte[] bytes;
+
+    private Pem(String label, Path path, byte[] bytes) {
+      this.label = label;
+      this.path = path;
+      this.bytes = bytes;
+    }
+
+    static Pem file(Path path, String label) {
+      return new Pem(label, path, null);
+    }
+
+    static Pem bytes(byte[] bytes, String label) {
+      return new Pem(label, null, bytes.clone());
+    }
+
+    byte[] read() {
+      if (bytes != null) {
+        return bytes.clone();
+      }
+      try {
+        return Files.readAllBytes(path);
+      } catch (IOException e) {
+        throw new IllegalArgumentException("cannot read " + label + ": " + e, e);
+      }
+    }
+
+    /** The bytes, once they are known to hold at least one X.509 certificate. */
+    byte[] certificates() {
+      byte[] pem = read();
+      try {
+        if (CertificateFactory.getInstance("X.509").generateCertificates(new ByteArrayInputStream(pem)).isEmpty()) {
+          throw new IllegalArgumentException(label + " holds no PEM certificate");
+        }
+      } catch (CertificateException e) {
+        throw new IllegalArgumentException(label + " holds no readable PEM certificate: " + e.getMessage(), e);
+      }
+      return pem;
+    }
+
+    /** The bytes, once they look like the one private key format gRPC Java reads: PKCS#8 PEM. */
+    byte[] privateKey() {
+      byte[] pem = read();
+      String text = new String(pem, StandardCharsets.US_ASCII);
+      if (text.contains("-----BEGIN PRIVATE KEY-----")) {
+        return pem;
+      }
+      if (text.contains("-----BEGIN RSA PRIVATE KEY-----") || text.contains("-----BEGIN EC PRIVATE KEY-----")) {
+        throw new IllegalArgumentException(
+            label + " is not PKCS#8, the key format gRPC Java reads; convert it with"
+                + " `openssl pkcs8 -topk8 -nocrypt -in KEY -out KEY.pkcs8`");
+      }
+      if (text.contains("-----BEGIN ENCRYPTED PRIVATE KEY-----")) {
+        throw new IllegalArgumentException(label + " is encrypted; give the key unencrypted (PKCS#8)");
+      }
+      throw new IllegalArgumentException(label + " holds no PEM private key (-----BEGIN PRIVATE KEY-----)");
+    }
   }
 }

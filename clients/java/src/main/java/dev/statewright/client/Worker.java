@@ -72,12 +72,13 @@ import java.util.regex.Pattern;
  *       "{name}#{attempt}#complete"}; a thrown {@link TaskFailure} to FailTask with its type and
  *       options, any other exception retryably with type = its simple class name ({@code
  *       "{name}#{attempt}#fail"}). UNAVAILABLE and DEADLINE_EXCEEDED are retried with backoff (the
- *       same request id makes that idempotent) until shortly after the lease ends; {@code
+ *       same request id makes that idempotent) until shortly after the lease ends, and so is
+ *       RESOURCE_EXHAUSTED {@code RATE_LIMITED}, no sooner than its RetryInfo says; {@code
  *       LEASE_SUPERSEDED}, {@code TASK_CANCELLED} and {@code NOT_FOUND} drop the task quietly; any
  *       other error is logged.
  *   <li><b>Outages.</b> A poll that fails (UNAVAILABLE, DEADLINE_EXCEEDED, connection refused, or
- *       anything else) is retried after 0.1 s doubling to 5 s, with jitter, for as long as the
- *       worker runs.
+ *       anything else) is retried after 0.1 s doubling to 5 s, with jitter, or after the delay of
+ *       the failure's RetryInfo when that is longer, for as long as the worker runs.
  *   <li><b>Shutdown.</b> {@link #close()} stops polling, waits up to the grace period for running
  *       tasks, then releases those still running with FailTask type {@value #SHUTDOWN_TYPE} and
  *       {@code retry_delay} 0 (another worker takes them at once), cancels and interrupts them,
@@ -404,7 +405,7 @@ public final class Worker implements AutoCloseable {
           LOG.log(level, "polling queue " + queue + " failed, backing off", e);
         }
         failing = true;
-        long delay = backoff.delayNanos();
+        long delay = Backoff.atLeastRetryDelay(backoff.delayNanos(), e);
         backoffListener.accept(delay);
         if (pause(stopPolling, delay)) {
           break;
@@ -494,10 +495,11 @@ public final class Worker implements AutoCloseable {
         || (e.code() == Status.Code.FAILED_PRECONDITION && (e.isReason("LEASE_SUPERSEDED") || e.isReason("TASK_CANCELLED")));
   }
 
-  /** Worth another try with the same request id. */
+  /** Worth another try with the same request id (a rate-limited call after its RetryInfo delay). */
   static boolean transientFailure(StatewrightException e) {
-    return e.code() == Status.Code.UNAVAILABLE || e.code() == Status.Code.DEADLINE_EXCEEDED;
+    return e.code() == Status.Code.UNAVAILABLE || e.code() == Status.Code.DEADLINE_EXCEEDED || e.isRateLimited();
   }
+
 
   /** The {@code error.type} of an exception that is not a {@link TaskFailure}. */
   static String typeOf(Throwable t) {
@@ -801,7 +803,7 @@ public final class Worker implements AutoCloseable {
             LOG.log(Level.WARNING, "{0}: {1} gave up: {2}", this, method, e.getMessage());
             return;
           }
-          long delay = backoff.delayNanos();
+          long delay = Backoff.atLeastRetryDelay(backoff.delayNanos(), e);
           backoffListener.accept(delay);
           if (pause(hardStop, delay)) {
             LOG.log(Level.WARNING, "{0}: {1} abandoned at shutdown: {2}", this, method, e.getMessage());
@@ -908,7 +910,8 @@ public final class Worker implements AutoCloseable {
           } else {
             LOG.log(Level.WARNING, "heartbeat of " + this + " failed", failure);
           }
-          scheduleBeat(Math.min(heartbeatBackoff.delayNanos(), regularDelay(now)));
+          // A heartbeat sooner than the server's RetryInfo allows is refused again.
+          scheduleBeat(Backoff.atLeastRetryDelay(Math.min(heartbeatBackoff.delayNanos(), regularDelay(now)), failure));
         }
       }
       if (cancelWhy != null) {

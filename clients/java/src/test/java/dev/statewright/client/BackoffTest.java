@@ -51,4 +51,15 @@ class BackoffTest {
     Backoff none = new Backoff(Duration.ofMillis(100), Duration.ofSeconds(2), Duration.ZERO, now::get);
     assertEquals(-1, none.delayNanos());
   }
+
+  @Test
+  void aRetryInfoDelayLongerThanTheBackoffWinsWithinItsCap() {
+    StatewrightException limited = StatewrightException.from(FakeService.rateLimited(Duration.ofMillis(300)));
+    assertEquals(Duration.ofMillis(300).toNanos(), Backoff.atLeastRetryDelay(Duration.ofMillis(100).toNanos(), limited));
+    assertEquals(Duration.ofSeconds(1).toNanos(), Backoff.atLeastRetryDelay(Duration.ofSeconds(1).toNanos(), limited));
+    StatewrightException absurd = StatewrightException.from(FakeService.rateLimited(Duration.ofDays(3)));
+    assertEquals(Backoff.MAX_RETRY_DELAY.toNanos(), Backoff.atLeastRetryDelay(1, absurd));
+    assertEquals(7, Backoff.atLeastRetryDelay(7, new RuntimeException("no RetryInfo")));
+    assertEquals(7, Backoff.atLeastRetryDelay(7, StatewrightException.from(io.grpc.Status.UNAVAILABLE.asRuntimeException())));
+  }
 }

@@ -13,17 +13,29 @@ import dev.statewright.v1.StartWorkflowResponse;
 import dev.statewright.v1.WatchWorkflowRequest;
 import dev.statewright.v1.WatchWorkflowResponse;
 import dev.statewright.v1.WorkflowServiceGrpc;
+import com.google.rpc.RetryInfo;
 import io.grpc.Context;
 import io.grpc.Deadline;
+import io.grpc.Grpc;
 import io.grpc.ManagedChannel;
+import io.grpc.Metadata;
 import io.grpc.Server;
+import io.grpc.ServerCall;
+import io.grpc.ServerCallHandler;
+import io.grpc.ServerCredentials;
+import io.grpc.ServerInterceptor;
+import io.grpc.ServerInterceptors;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import io.grpc.inprocess.InProcessChannelBuilder;
 import io.grpc.inprocess.InProcessServerBuilder;
+import io.grpc.netty.shaded.io.grpc.netty.NettyServerBuilder;
 import io.grpc.protobuf.StatusProto;
 import io.grpc.stub.StreamObserver;
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -32,7 +44,8 @@ import java.util.function.Function;
 
 /**
  * An in-process WorkflowService whose answers each test scripts; records what it received. The same
- * server serves {@link #tasks}, a fake TaskService.
+ * server serves {@link #tasks}, a fake TaskService. {@link #onPort} serves both on 127.0.0.1 over
+ * the network transport instead, with the server credentials given (TLS, mTLS, plaintext).
  */
 final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase implements AutoCloseable {
   final List<Object> requests = new CopyOnWriteArrayList<>();
@@ -46,14 +59,63 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
   final FakeTaskService tasks = new FakeTaskService();
 
-  private final String name = InProcessServerBuilder.generateName();
+  /** Every call received, as "Method authorization-header" ("Method -" without one), in order. */
+  final List<String> calls = new CopyOnWriteArrayList<>();
+  /** The attributes of every call's transport (the TLS session among them), in order. */
+  final List<io.grpc.Attributes> callAttributes = new CopyOnWriteArrayList<>();
+
   private final Server server;
+  /** A channel to the in-process server; null for one {@link #onPort}. */
   final ManagedChannel channel;
 
+  private final ServerInterceptor recorder =
+      new ServerInterceptor() {
+        @Override
+        public <Q, R> ServerCall.Listener<Q> interceptCall(ServerCall<Q, R> call, Metadata headers, ServerCallHandler<Q, R> next) {
+          String auth = headers.get(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER));
+          calls.add(call.getMethodDescriptor().getBareMethodName() + " " + (auth == null ? "-" : auth));
+          callAttributes.add(call.getAttributes());
+          return next.startCall(call, headers);
+        }
+      };
+
   FakeService() throws IOException {
-    server = InProcessServerBuilder.forName(name).directExecutor().addService(this).addService(tasks).build().start();
+    String name = InProcessServerBuilder.generateName();
+    server = InProcessServerBuilder.forName(name).directExecutor().addService(ServerInterceptors.intercept(this, recorder))
+        .addService(ServerInterceptors.intercept(tasks, recorder)).build().start();
     // The same configuration a real client channel gets: service config plus retries.
     channel = ServiceConfig.apply(InProcessChannelBuilder.forName(name).directExecutor()).build();
+  }
+
+  private FakeService(ServerCredentials credentials) throws IOException {
+    InetSocketAddress loopback = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
+    server = NettyServerBuilder.forAddress(loopback, credentials).addService(ServerInterceptors.intercept(this, recorder))
+        .addService(ServerInterceptors.intercept(tasks, recorder)).build().start();
+    channel = null;
+  }
+
+  /** Serves on a free port of 127.0.0.1 with {@code credentials}; see {@link #address()}. */
+  static FakeService onPort(ServerCredentials credentials) throws IOException {
+    return new FakeService(credentials);
+  }
+
+  /** {@code 127.0.0.1:port} of a server {@link #onPort}. */
+  String address() {
+    return "127.0.0.1:" + ((InetSocketAddress) server.getListenSockets().get(0)).getPort();
+  }
+
+  /** RESOURCE_EXHAUSTED RATE_LIMITED with a RetryInfo of {@code delay}, as the real server sends. */
+  static StatusRuntimeException rateLimited(Duration delay) {
+    ErrorInfo info = ErrorInfo.newBuilder().setReason("RATE_LIMITED").setDomain(ErrorInfos.DOMAIN).putMetadata("limit", "5/s").build();
+    RetryInfo retry = RetryInfo.newBuilder().setRetryDelay(StatewrightClient.toProto(delay)).build();
+    com.google.rpc.Status status =
+        com.google.rpc.Status.newBuilder()
+            .setCode(Status.Code.RESOURCE_EXHAUSTED.value())
+            .setMessage("key:test is over its rate of 5 requests per second")
+            .addDetails(Any.pack(info))
+            .addDetails(Any.pack(retry))
+            .build();
+    return StatusProto.toStatusRuntimeException(status);
   }
 
   /** A status carrying one ErrorInfo, as the real server sends. */
@@ -104,7 +166,9 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
 
   @Override
   public void close() {
-    channel.shutdownNow();
+    if (channel != null) {
+      channel.shutdownNow();
+    }
     server.shutdownNow();
     tasks.close();
   }

@@ -16,6 +16,7 @@ import dev.statewright.v1.StartWorkflowResponse;
 import dev.statewright.v1.Workflow;
 import dev.statewright.v1.WorkflowStatus;
 import io.grpc.Status;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -135,5 +136,9 @@ class StatewrightClientTest {
     assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.NOT_FOUND, "m", "", "", Map.of(), null)));
     assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.INTERNAL, "m", "INTERNAL", "", Map.of(), null)));
     assertFalse(StatewrightClient.resumable(new StatewrightException(Status.Code.DEADLINE_EXCEEDED, "m", "", "", Map.of(), null)));
+    assertTrue(StatewrightClient.resumable(StatewrightException.from(FakeService.rateLimited(Duration.ofMillis(10)))));
+    assertFalse(StatewrightClient.resumable(StatewrightException.from(FakeService.error(Status.Code.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHES", Map.of()))));
+    assertFalse(StatewrightClient.resumable(StatewrightException.from(FakeService.error(Status.Code.UNAUTHENTICATED, "UNAUTHENTICATED", Map.of()))));
+    assertFalse(StatewrightClient.resumable(StatewrightException.from(FakeService.error(Status.Code.PERMISSION_DENIED, "PERMISSION_DENIED", Map.of()))));
   }
 }

@@ -1,12 +1,15 @@
 package dev.statewright.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.google.protobuf.Struct;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
+import java.time.Duration;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -61,5 +64,43 @@ class StructsAndErrorsTest {
     StatewrightException wrapped = StatewrightException.from(e);
     assertEquals("", wrapped.reason());
     assertEquals(Status.Code.UNAVAILABLE, wrapped.code());
+  }
+
+  @Test
+  void refusedCredentialsAndPermissionsHaveTypesOfTheirOwn() {
+    StatewrightException unauthenticated =
+        StatewrightException.from(FakeService.error(Status.Code.UNAUTHENTICATED, "UNAUTHENTICATED", Map.of()));
+    assertInstanceOf(UnauthenticatedException.class, unauthenticated);
+    assertEquals(Status.Code.UNAUTHENTICATED, unauthenticated.code());
+    assertEquals("UNAUTHENTICATED", unauthenticated.reason());
+    assertEquals(ErrorInfos.DOMAIN, unauthenticated.domain());
+    StatewrightException denied =
+        StatewrightException.from(FakeService.error(Status.Code.PERMISSION_DENIED, "PERMISSION_DENIED", Map.of()));
+    assertInstanceOf(PermissionDeniedException.class, denied);
+    assertEquals("PERMISSION_DENIED", denied.reason());
+    StatewrightException other = StatewrightException.from(FakeService.error(Status.Code.NOT_FOUND, "WORKFLOW_NOT_FOUND", Map.of()));
+    assertEquals(StatewrightException.class, other.getClass());
+  }
+
+  @Test
+  void aRateLimitCarriesItsRetryDelay() {
+    StatusRuntimeException limited = FakeService.rateLimited(Duration.ofMillis(250));
+    assertEquals(Duration.ofMillis(250), ErrorInfos.retryDelay(limited).orElseThrow());
+    assertEquals("RATE_LIMITED", ErrorInfos.fromThrowable(limited).orElseThrow().getReason());
+    StatewrightException e = StatewrightException.from(limited);
+    assertTrue(e.isRateLimited());
+    assertEquals(Duration.ofMillis(250), e.retryDelay().orElseThrow());
+    StatewrightException plain = StatewrightException.from(FakeService.error(Status.Code.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHES", Map.of()));
+    assertFalse(plain.isRateLimited());
+    assertTrue(plain.retryDelay().isEmpty());
+    assertTrue(ErrorInfos.retryDelay(Status.UNAVAILABLE.asRuntimeException()).isEmpty());
+  }
+
+  @Test
+  void aFailureOnThisSideSaysWhyFromItsCause() {
+    StatusRuntimeException e = Status.UNAVAILABLE.withDescription("io exception")
+        .withCause(new java.io.IOException("wrapper", new java.security.cert.CertificateException("unable to find valid certification path")))
+        .asRuntimeException();
+    assertEquals("UNAVAILABLE: io exception (unable to find valid certification path)", StatewrightException.from(e).getMessage());
   }
 }

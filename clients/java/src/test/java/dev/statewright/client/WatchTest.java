@@ -158,6 +158,26 @@ class WatchTest {
   }
 
   @Test
+  void aRateLimitedReconnectIsTriedAgainNotThrown() {
+    fake.watchWorkflow = (request, observer) -> {
+      int n = streams.incrementAndGet();
+      if (n == 1) {
+        observer.onNext(current(1, WAITING));
+        observer.onError(Status.UNAVAILABLE.withDescription("server restarting").asRuntimeException());
+      } else if (n == 2) {
+        // Many watchers reconnecting at once: the server's rate limit answers some of them.
+        observer.onError(FakeService.rateLimited(Duration.ofMillis(5)));
+      } else {
+        observer.onNext(step(2, COMPLETED));
+        observer.onCompleted();
+      }
+    };
+    assertEquals(List.of(1L, 2L), collect("w", FAST));
+    assertEquals(3, streams.get());
+    assertEquals(1, watchRequest(2).getAfterRevision());
+  }
+
+  @Test
   void reconnectsWithTheCallersAfterRevisionUntilSomethingWasHandedOver() {
     fake.watchWorkflow = (request, observer) -> {
       if (streams.incrementAndGet() == 1) {

@@ -604,6 +604,34 @@ class WorkerTest {
   }
 
   @Test
+  void aRateLimitedPollWaitsAtLeastTheServersRetryDelay() {
+    tasks.scriptPolls(FakeService.rateLimited(Duration.ofMillis(40)), task("t1"));
+    worker = builder().register("payments", t -> Map.of()).build();
+    worker.start();
+    await(() -> tasks.completes.size() == 1, "the completion");
+    // The backoff alone would have waited 1 ms or less; the server asked for 40.
+    assertEquals(List.of(Duration.ofMillis(40).toNanos()), delays);
+  }
+
+  @Test
+  void aRateLimitedReportIsRetriedAfterTheRetryDelayWithTheSameRequestId() {
+    AtomicInteger calls = new AtomicInteger();
+    tasks.complete = request -> {
+      if (calls.incrementAndGet() == 1) {
+        throw FakeService.rateLimited(Duration.ofMillis(30));
+      }
+      return dev.statewright.v1.CompleteTaskResponse.getDefaultInstance();
+    };
+    tasks.offer(task("t1"));
+    worker = builder().register("payments", t -> Map.of("id", "ch-1")).build();
+    worker.start();
+    await(() -> calls.get() == 2, "the accepted completion");
+    assertEquals(2, tasks.completes.size());
+    assertEquals(tasks.completes.get(0).getRequestId(), tasks.completes.get(1).getRequestId());
+    assertEquals(List.of(Duration.ofMillis(30).toNanos()), delays);
+  }
+
+  @Test
   void anInvalidArgumentIsLoggedNotRetriedAndTheWorkerGoesOn() {
     tasks.complete = request -> {
       if (request.getName().endsWith("t1")) {
@@ -670,5 +698,8 @@ class WorkerTest {
     assertTrue(Worker.transientFailure(StatewrightException.from(Status.UNAVAILABLE.asRuntimeException())));
     assertTrue(Worker.transientFailure(StatewrightException.from(Status.DEADLINE_EXCEEDED.asRuntimeException())));
     assertFalse(Worker.transientFailure(StatewrightException.from(Status.INVALID_ARGUMENT.asRuntimeException())));
+    assertTrue(Worker.transientFailure(StatewrightException.from(FakeService.rateLimited(Duration.ofMillis(1)))));
+    assertFalse(Worker.transientFailure(StatewrightException.from(FakeService.error(Status.Code.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHES", Map.of()))));
+    assertFalse(Worker.transientFailure(StatewrightException.from(FakeService.error(Status.Code.UNAUTHENTICATED, "UNAUTHENTICATED", Map.of()))));
   }
 }

@@ -8,8 +8,9 @@ import java.util.Map;
 /**
  * Starts a mail-approval instance, approves it and prints each status: WAITING, COMPLETED.
  *
- * <p>Run against {@code $STATEWRIGHT_TARGET} (default 127.0.0.1:50051) with the example
- * definitions loaded.
+ * <p>Run against {@code $STATEWRIGHT_ADDRESS} (default 127.0.0.1:50051) with the example
+ * definitions loaded; {@code STATEWRIGHT_TLS_CA} and {@code STATEWRIGHT_TOKEN}, when set, make it
+ * use TLS and a bearer token.
  */
 public final class MailApproval {
   private MailApproval() {}

@@ -9,7 +9,8 @@ import java.util.Map;
  * Serves the {@code payments} queue until interrupted: charges an order, and declines (for good: no
  * retry) an amount of 1000 or more.
  *
- * <p>Run against {@code $STATEWRIGHT_TARGET} (default 127.0.0.1:50051). Ctrl-C or SIGTERM closes the
+ * <p>Run against {@code $STATEWRIGHT_ADDRESS} (default 127.0.0.1:50051), with TLS and a token when
+ * {@code STATEWRIGHT_TLS_CA} and {@code STATEWRIGHT_TOKEN} say so. Ctrl-C or SIGTERM closes the
  * worker gracefully.
  */
 public final class PaymentsWorker {

@@ -26,11 +26,14 @@ CREATE TABLE workflow_history_new (
     error        TEXT,
     time         INTEGER NOT NULL,
     timers       TEXT,
+    actor        TEXT,
     PRIMARY KEY (workflow_id, revision)
 ) WITHOUT ROWID;
 INSERT INTO workflow_history_new
-    (workflow_id, revision, event, transitions, state, status, context, error, time, timers)
-SELECT workflow_id, revision, event, transitions, state, status, context, error, time, timers
+    (workflow_id, revision, event, transitions, state, status, context, error, time, timers,
+     actor)
+SELECT workflow_id, revision, event, transitions, state, status, context, error, time, timers,
+       actor
   FROM workflow_history;
 DROP TABLE workflow_history;
 ALTER TABLE workflow_history_new RENAME TO workflow_history;

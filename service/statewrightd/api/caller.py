@@ -1,0 +1,28 @@
+"""Who the current call is from, as steps record it (``actor``).
+
+The security interceptor sets it for the call's task before the handler runs; with no
+authentication configured every caller is ``anonymous``.
+"""
+
+from __future__ import annotations
+
+from contextvars import ContextVar
+from typing import Final
+
+ANONYMOUS: Final = "anonymous"
+
+_ACTOR: ContextVar[str | None] = ContextVar("statewright_actor", default=None)
+
+
+def current_actor() -> str:
+    return _ACTOR.get() or ANONYMOUS
+
+
+def calling() -> str | None:
+    """The principal of the call being handled; None outside any call."""
+    return _ACTOR.get()
+
+
+def set_actor(name: str) -> None:
+    """For the rest of the calling task (every call runs in a task of its own)."""
+    _ACTOR.set(name)

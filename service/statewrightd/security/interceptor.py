@@ -1,0 +1,263 @@
+"""The one interceptor that decides, before any handler runs, whether a call may proceed.
+
+For every call it finds the principal (``authn``), checks that one of the principal's
+grants gives the method's role, checks the call's target (a definition name or a task
+queue) against the grants' patterns, charges the principal's request rate, and counts its
+open watch streams. A target that is named only indirectly (an instance by its id, a task
+by its name) is looked up, but only for a principal whose grants are scoped: everyone
+else pays nothing for scopes. An instance or task that does not exist is refused like one
+out of scope, so that a refusal never says whether it exists.
+
+Unauthenticated calls get UNAUTHENTICATED; calls outside the principal's roles or scopes
+get PERMISSION_DENIED; both with one ErrorInfo, as every error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import grpc
+from google.protobuf.message import Message
+
+from statewrightd import errors
+from statewrightd.api import caller
+from statewrightd.api import task_requests as tr
+from statewrightd.api import validation as v
+from statewrightd.api.status import to_grpc_status
+from statewrightd.application import Application
+from statewrightd.security.authn import Authenticator
+from statewrightd.security.roles import (
+    ANONYMOUS,
+    METHOD_RULES,
+    OPEN_SERVICES,
+    UNLISTED,
+    Grant,
+    MethodRule,
+    Principal,
+    Scope,
+    allows,
+    unscoped,
+)
+
+_log = logging.getLogger(__name__)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+Lookup = Callable[[Message], Awaitable[str]]
+Behavior = Callable[..., Any]
+Req = TypeVar("Req")
+Resp = TypeVar("Resp")
+
+
+@dataclass(frozen=True, slots=True)
+class CallerLimits:
+    """Per-principal limits: a token bucket of ``rate`` requests per second with room for
+    ``burst`` at once (0: no limit), and at most ``watches`` open WatchWorkflow streams."""
+
+    rate: float = 0.0
+    burst: int = 0
+    watches: int = 1000
+
+
+class _Bucket:
+    __slots__ = ("stamp", "tokens")
+
+    def __init__(self, tokens: float, stamp: float) -> None:
+        self.tokens = tokens
+        self.stamp = stamp
+
+
+class CallGate(grpc.aio.ServerInterceptor):
+    """Authentication (when configured), authorisation, rate and watch limits."""
+
+    MAX_BUCKETS = 100_000
+
+    def __init__(
+        self, app: Application, authenticator: Authenticator | None, limits: CallerLimits
+    ) -> None:
+        self._app = app
+        self._authn = authenticator
+        self._limits = limits
+        self._buckets: dict[str, _Bucket] = {}
+        self._watching: dict[str, int] = {}
+        self._lookups: dict[str, Lookup] = {
+            "GetWorkflow": self._instance_definition,
+            "WatchWorkflow": self._instance_definition,
+            "ResumeWorkflow": self._instance_definition,
+            "SignalWorkflow": self._instance_definition,
+            "CancelWorkflow": self._instance_definition,
+            "HeartbeatTask": self._task_queue,
+            "CompleteTask": self._task_queue,
+            "FailTask": self._task_queue,
+            "GetTask": self._task_queue,
+        }
+
+    async def intercept_service(
+        self,
+        continuation: Callable[
+            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Req, Resp] | None]
+        ],
+        handler_call_details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler[Req, Resp] | None:
+        handler = await continuation(handler_call_details)
+        method = handler_call_details.method
+        if handler is None or method.startswith(OPEN_SERVICES):
+            return handler
+        rule = METHOD_RULES.get(method, UNLISTED)
+        name = method.rpartition("/")[2]
+        if handler.unary_unary is not None:
+            return grpc.unary_unary_rpc_method_handler(
+                self._unary(handler.unary_unary, rule, name),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        if handler.unary_stream is not None:
+            return grpc.unary_stream_rpc_method_handler(
+                self._stream(handler.unary_stream, rule, name),
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+        return handler
+
+    def _unary(
+        self, behavior: Behavior, rule: MethodRule, name: str
+    ) -> Callable[[Any, Context], Awaitable[Any]]:
+        async def gated(request: Any, context: Context) -> Any:
+            try:
+                principal, grants = await self._admit(rule, name, request, context)
+            except errors.StatewrightError as exc:
+                await context.abort_with_status(to_grpc_status(exc))
+                raise AssertionError("abort_with_status always raises") from exc
+            # Each call runs in a task (and a context) of its own: the value goes with it.
+            caller.set_actor(principal.name)
+            response = await behavior(request, context)
+            if name == "ListDefinitions" and not unscoped(grants, Scope.DEFINITION):
+                _keep_in_scope(response, grants)
+            return response
+
+        return gated
+
+    def _stream(
+        self, behavior: Behavior, rule: MethodRule, name: str
+    ) -> Callable[[Any, Context], AsyncIterator[Any]]:
+        async def gated(request: Any, context: Context) -> AsyncIterator[Any]:
+            try:
+                principal, _ = await self._admit(rule, name, request, context)
+                self._open_watch(principal)
+            except errors.StatewrightError as exc:
+                await context.abort_with_status(to_grpc_status(exc))
+                return
+            caller.set_actor(principal.name)
+            try:
+                async for item in behavior(request, context):
+                    yield item
+            finally:
+                self._close_watch(principal)
+
+        return gated
+
+    # -- the decision ----------------------------------------------------------------
+
+    async def _admit(
+        self, rule: MethodRule, name: str, request: Any, context: Context
+    ) -> tuple[Principal, list[Grant]]:
+        if self._authn is None:
+            principal = ANONYMOUS
+        else:
+            principal = await self._authn.authenticate(
+                tuple(context.invocation_metadata() or ()), context.auth_context()
+            )
+        self._charge(principal)
+        grants = principal.grants_for(rule)
+        if not grants:
+            raise _denied(f"{principal.name} may not call {name}: it needs the {rule.role} role")
+        if unscoped(grants, rule.scope) or not isinstance(request, Message):
+            # Everything in scope; or a body that did not decode, which the handler answers.
+            return principal, grants
+        target = await self._target(rule, name, request)
+        if target is None:
+            if name in ("ListWorkflows", "ListTasks"):
+                what = "definition" if rule.scope is Scope.DEFINITION else "queue"
+                raise _denied(
+                    f"{principal.name} may list only some of them: name the {what} to list"
+                )
+            return principal, grants  # ListDefinitions: its answer is filtered
+        if not allows(grants, rule.scope, target):
+            raise _denied(f"{principal.name} may not call {name} on this {rule.scope.value}")
+        return principal, grants
+
+    async def _target(self, rule: MethodRule, name: str, request: Message) -> str | None:
+        lookup = self._lookups.get(name)
+        if lookup is not None:
+            try:
+                return await lookup(request)
+            except errors.NotFound:
+                # Out of scope and absent look the same to a scoped caller.
+                raise _denied(f"not allowed to call {name} on this target") from None
+        if name in {"StartWorkflow", "ListWorkflows", "ListDefinitions"}:
+            return str(getattr(request, "definition", "")) or None
+        if name == "GetDefinition":
+            return v.definition_resource(str(getattr(request, "name", "")))[0]
+        if name in ("PollTasks", "ListTasks"):
+            return str(getattr(request, "queue", "")) or None
+        return None
+
+    async def _instance_definition(self, request: Message) -> str:
+        workflow_id = v.workflow_name(str(getattr(request, "name", "")))
+        return (await self._app.get(workflow_id)).record.definition
+
+    async def _task_queue(self, request: Message) -> str:
+        ref = tr.task_ref(str(getattr(request, "name", "")))
+        return (await self._app.tasks.get(ref)).queue
+
+    # -- limits ----------------------------------------------------------------------
+
+    def _charge(self, principal: Principal) -> None:
+        rate, burst = self._limits.rate, self._limits.burst
+        if rate <= 0:
+            return
+        now = time.monotonic()
+        bucket = self._buckets.get(principal.name)
+        if bucket is None:
+            if len(self._buckets) >= self.MAX_BUCKETS:
+                self._buckets.clear()  # a bounded table; a full one starts over
+            bucket = self._buckets[principal.name] = _Bucket(float(burst), now)
+        bucket.tokens = min(float(burst), bucket.tokens + (now - bucket.stamp) * rate)
+        bucket.stamp = now
+        if bucket.tokens < 1.0:
+            raise errors.RateLimited(
+                f"{principal.name} is over its rate of {rate:g} requests per second",
+                retry_after=(1.0 - bucket.tokens) / rate,
+                metadata={"limit": f"{rate:g}/s"},
+            )
+        bucket.tokens -= 1.0
+
+    def _open_watch(self, principal: Principal) -> None:
+        open_now = self._watching.get(principal.name, 0)
+        if open_now >= self._limits.watches:
+            raise errors.ResourceExhausted(
+                f"{principal.name} has {open_now} watch streams open, its limit",
+                reason="TOO_MANY_WATCHES",
+                metadata={"limit": self._limits.watches},
+            )
+        self._watching[principal.name] = open_now + 1
+
+    def _close_watch(self, principal: Principal) -> None:
+        left = self._watching.get(principal.name, 1) - 1
+        if left > 0:
+            self._watching[principal.name] = left
+        else:
+            self._watching.pop(principal.name, None)
+
+
+def _denied(message: str) -> errors.PermissionDenied:
+    return errors.PermissionDenied(message, reason="PERMISSION_DENIED")
+
+
+def _keep_in_scope(response: Any, grants: list[Grant]) -> None:
+    kept = [d for d in response.definitions if allows(grants, Scope.DEFINITION, d.definition)]
+    del response.definitions[:]
+    response.definitions.extend(kept)

@@ -1,0 +1,65 @@
+"""A context becomes the same ``Struct`` that protobuf's own ``Struct.update`` builds."""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from typing import Any
+
+import pytest
+from google.protobuf import struct_pb2
+from hypothesis import given
+from hypothesis import strategies as st
+
+from statewrightd.api.convert import dict_to_struct, struct_to_dict
+
+KEYS = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
+scalars = (
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**53), max_value=2**53)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    # What a context can hold: no NUL (refused at the door), no lone surrogates (not UTF-8).
+    | st.text(st.characters(blacklist_characters="\x00", blacklist_categories=["Cs"]), max_size=20)
+)
+values = st.recursive(
+    scalars,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(KEYS, inner, max_size=4),
+    max_leaves=20,
+)
+contexts = st.dictionaries(KEYS, values, max_size=6)
+
+
+def reference(context: dict[str, Any]) -> struct_pb2.Struct:
+    message = struct_pb2.Struct()
+    message.update(context)
+    return message
+
+
+@given(contexts)
+def test_every_json_context_converts_as_struct_update_does(context: dict[str, Any]) -> None:
+    assert dict_to_struct(context) == reference(context)
+
+
+def test_non_finite_numbers_become_null_at_any_depth() -> None:
+    built = dict_to_struct({"a": math.nan, "b": [math.inf, 1.5], "c": {"d": -math.inf}})
+    assert built == reference({"a": None, "b": [None, 1.5], "c": {"d": None}})
+
+
+def test_other_mappings_sequences_and_subclasses_convert_too() -> None:
+    class Name(str):
+        pass
+
+    class Count(int):
+        pass
+
+    context = {"m": OrderedDict(x=1), "t": (1, "two"), "s": Name("n"), "n": Count(3), "b": True}
+    assert dict_to_struct(context) == reference(
+        {"m": {"x": 1}, "t": [1, "two"], "s": "n", "n": 3, "b": True}
+    )
+    assert struct_to_dict(dict_to_struct(context), "input")["t"] == [1, "two"]
+
+
+def test_a_value_with_no_json_form_is_refused() -> None:
+    with pytest.raises(ValueError, match="no Struct form"):
+        dict_to_struct({"when": object()})

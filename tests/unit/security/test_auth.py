@@ -1,0 +1,178 @@
+"""The auth config, the authenticator and the role rules, without a server."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import ec, rsa
+
+from statewrightd.errors import Unauthenticated
+from statewrightd.security.auth_config import AuthConfigInvalid, parse_auth_config
+from statewrightd.security.authn import Authenticator
+from statewrightd.security.roles import METHOD_RULES, Grant, Role, Scope, allows, unscoped
+
+KEY = "sw_test_key_0123456789"
+ISSUER = "https://issuer.test/"
+
+
+def _jwks(tmp_path: Path) -> tuple[Path, Any, Any]:
+    rsa_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    ec_key = ec.generate_private_key(ec.SECP256R1())
+    entries = []
+    for kid, key in (("rsa-1", rsa_key), ("ec-1", ec_key)):
+        jwk = json.loads(
+            jwt.algorithms.get_default_algorithms()[
+                "RS256" if kid.startswith("rsa") else "ES256"
+            ].to_jwk(key.public_key())
+        )
+        jwk["kid"] = kid
+        entries.append(jwk)
+    path = tmp_path / "jwks.json"
+    path.write_text(json.dumps({"keys": entries}))
+    return path, rsa_key, ec_key
+
+
+def _config(tmp_path: Path, jwks: Path) -> str:
+    digest = hashlib.sha256(KEY.encode()).hexdigest()
+    return f"""
+api_keys:
+  - name: ci-bot
+    sha256: {digest}
+    grants: [{{role: client, definitions: ["mail-*"]}}]
+jwt:
+  issuer: {ISSUER}
+  audience: statewright
+  jwks_file: {jwks.name}
+  roles_claim: roles
+principals:
+  - name: "jwt:payments-*"
+    grants: [{{role: worker, queues: [payments]}}]
+"""
+
+
+def _token(key: Any, alg: str, kid: str, **claims: Any) -> str:
+    now = int(time.time())
+    body = {"iss": ISSUER, "aud": "statewright", "sub": "alice", "exp": now + 300, "iat": now}
+    body.update(claims)
+    return jwt.encode(body, key, algorithm=alg, headers={"kid": kid})
+
+
+def _authenticate(authn: Authenticator, token: str | None) -> Any:
+    metadata = [("authorization", f"Bearer {token}")] if token is not None else []
+    return asyncio.run(authn.authenticate(metadata, {}))
+
+
+def test_keys_and_tokens_become_principals_with_their_grants(tmp_path: Path) -> None:
+    jwks, rsa_key, ec_key = _jwks(tmp_path)
+    config = parse_auth_config(_config(tmp_path, jwks), base=tmp_path)
+    authn = Authenticator(config)
+    authn.preload()
+    bot = _authenticate(authn, KEY)
+    assert bot.name == "key:ci-bot"
+    assert bot.grants == (Grant(Role.CLIENT, definitions=("mail-*",)),)
+    alice = _authenticate(authn, _token(rsa_key, "RS256", "rsa-1", roles=["reader", "bogus"]))
+    assert alice.name == "jwt:alice" and alice.grants == (Grant(Role.READER),)
+    worker = _authenticate(authn, _token(ec_key, "ES256", "ec-1", sub="payments-7"))
+    assert worker.grants == (Grant(Role.WORKER, queues=("payments",)),)
+
+
+@pytest.mark.parametrize(
+    ("case", "claims", "message"),
+    [
+        ("expired", {"exp": int(time.time()) - 3600}, "expired"),
+        ("wrong audience", {"aud": "someone-else"}, "audience"),
+        ("wrong issuer", {"iss": "https://evil.test/"}, "issuer"),
+    ],
+)
+def test_bad_tokens_are_unauthenticated(
+    tmp_path: Path, case: str, claims: dict[str, Any], message: str
+) -> None:
+    jwks, rsa_key, _ = _jwks(tmp_path)
+    authn = Authenticator(parse_auth_config(_config(tmp_path, jwks), base=tmp_path))
+    with pytest.raises(Unauthenticated) as refused:
+        _authenticate(authn, _token(rsa_key, "RS256", "rsa-1", **claims))
+    assert message in refused.value.message, case
+
+
+def test_a_forged_signature_an_unknown_key_and_no_credentials_are_refused(tmp_path: Path) -> None:
+    jwks, _, _ = _jwks(tmp_path)
+    authn = Authenticator(parse_auth_config(_config(tmp_path, jwks), base=tmp_path))
+    stranger = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    with pytest.raises(Unauthenticated, match="signature"):
+        _authenticate(authn, _token(stranger, "RS256", "rsa-1"))
+    with pytest.raises(Unauthenticated, match="key the server does not know"):
+        _authenticate(authn, _token(stranger, "RS256", "rsa-9"))
+    with pytest.raises(Unauthenticated, match="needs credentials"):
+        _authenticate(authn, None)
+    with pytest.raises(Unauthenticated):
+        _authenticate(authn, "not-a-key")
+
+
+def test_every_problem_of_a_bad_config_is_reported_with_its_path() -> None:
+    text = """
+api_keys:
+  - name: bot
+    sha256: nothex
+    grants: [{role: superuser}]
+jwt:
+  issuer: https://x/
+  jwks_file: a.json
+  jwks_url: https://x/jwks
+unknown: 1
+"""
+    with pytest.raises(AuthConfigInvalid) as bad:
+        parse_auth_config(text)
+    paths = sorted(p.path for p in bad.value.problems)
+    assert paths == [
+        "api_keys[0].grants[0].role",
+        "api_keys[0].sha256",
+        "jwt",
+        "jwt.audience",
+        "unknown",
+    ]
+
+
+def test_every_rpc_has_a_rule_and_scopes_match_globs() -> None:
+    from statewright.v1 import task_service_pb2, workflow_service_pb2
+
+    for module, service in (
+        (workflow_service_pb2, "WorkflowService"),
+        (task_service_pb2, "TaskService"),
+    ):
+        for method in module.DESCRIPTOR.services_by_name[service].methods:
+            assert f"/statewright.v1.{service}/{method.name}" in METHOD_RULES, method.name
+    grants = [Grant(Role.CLIENT, definitions=("mail-*",))]
+    assert grants[0].covers(Role.READER) and not grants[0].covers(Role.WORKER)
+    assert allows(grants, Scope.DEFINITION, "mail-approval")
+    assert not allows(grants, Scope.DEFINITION, "order-fulfilment")
+    assert not unscoped(grants, Scope.DEFINITION) and unscoped(grants, Scope.NONE)
+    assert Grant(Role.ADMIN).covers(Role.WORKER)
+
+
+def test_new_key_prints_a_key_whose_entry_authenticates_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from statewrightd.cli import main
+
+    assert main(["auth", "new-key", "ci-bot", "--role", "worker", "--queues", "payments"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    key = lines[1]
+    entry = "\n".join(
+        lines[lines.index("# Its entry under api_keys: in the auth config file:") + 1 :]
+    )
+    path = tmp_path / "auth.yaml"
+    path.write_text("api_keys:\n" + entry + "\n")
+    assert main(["auth", "check", str(path)]) == 0
+    principal = _authenticate(Authenticator(parse_auth_config(path.read_text())), key)
+    assert principal.name == "key:ci-bot"
+    assert principal.grants == (Grant(Role.WORKER, queues=("payments",)),)
+    path.write_text("api_keys: [{name: x}]\n")
+    assert main(["auth", "check", str(path)]) == 1
+    assert "api_keys[0].sha256" in capsys.readouterr().err
