@@ -94,6 +94,11 @@ def start_server(database: str, logs: Path) -> Served:
         RETENTION,
         "--request-window",
         REQUEST_WINDOW,
+        # One process, as every benchmark server: its CPU is then one /proc entry's.
+        "--processes",
+        "1",
+        "--log-level",
+        "INFO",  # the "serving on" line is INFO
     ]
     return _launch("statewrightd", argv, logs / "statewrightd.log", r"serving on [\d.]+:(\d+)")
 
