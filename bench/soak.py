@@ -339,11 +339,13 @@ def main() -> None:
             served.stop()
     with psycopg.connect(args.database, autocommit=True) as conn:
         conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
+    if args.out:
+        # The figures first: a report can be made again from them (summarize()).
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "soak.json").write_text(json.dumps(result, indent=2))
     text = summarize(result)
     print(text)
     if args.out:
-        args.out.mkdir(parents=True, exist_ok=True)
-        (args.out / "soak.json").write_text(json.dumps(result, indent=2))
         (args.out / "soak.md").write_text(text + "\n")
 
 
@@ -358,7 +360,8 @@ def summarize(r: dict[str, Any]) -> str:
     held = steady[-1]["tables"]["workflow_instances"]["live"] if steady else 0
     lines = [
         f"retention {r['retention']}, request window {r['request_window']}; "
-        f"HITL open loop at {r['rate']:.0f}/s (half of {r['capacity_before']:.0f}/s) for "
+        f"HITL open loop at {r['rate']:.0f}/s (half of {r['capacity_before']['throughput']:.0f}/s) "
+        f"for "
         f"{r['minutes']:g} min",
         "",
         "| at (s) | size (MB) | instances | history | requests | dead rows | autovacuums |"
@@ -386,8 +389,15 @@ def summarize(r: dict[str, Any]) -> str:
         f"(p50 {quiet['p50_ms']:.1f} ms, p99 {quiet['p99_ms']:.1f} ms); minutes "
         f"{STEADY_AFTER / 60:g}-{r['minutes']:g} (purging) {busy['throughput']:.1f}/s "
         f"(p50 {busy['p50_ms']:.1f} ms, p99 {busy['p99_ms']:.1f} ms): ratio {ratio:.3f}",
-        f"capacity (closed loop): before {r['capacity_before']:.0f}/s, with the purge at work "
-        f"{r['capacity_after']:.0f}/s: ratio {capacity_ratio:.3f}",
+        f"capacity (closed loop, 20 s each): before {r['capacity_before']['throughput']:.0f}/s, "
+        f"with the purge at work {r['capacity_after']['throughput']:.0f}/s, once all is gone "
+        f"{r['capacity_again']['throughput']:.0f}/s: with / mean of without {capacity_ratio:.3f}"
+        " (other work on the machine: "
+        + ", ".join(
+            f"{r[k]['cores']['other']:.2f}"
+            for k in ("capacity_before", "capacity_after", "capacity_again")
+        )
+        + " cores)",
         f"server CPU per workflow: {quiet.get('server_cpu_ms_per_workflow', 0):.2f} ms without "
         f"purge work, {busy.get('server_cpu_ms_per_workflow', 0):.2f} ms with",
         f"errors: {r['errors'] or 'none'}",
