@@ -7,8 +7,8 @@ of 2 minutes and a request window of 1 minute, then:
 1. **Capacity, before any purge work**: human in the loop (mail-approval: a start, then a
    resume to COMPLETED, every call with a request id) in a closed loop for 20 s; the
    maximum it reaches is M.
-2. **The soak**: the same workflow open loop at M/2 for 20 minutes (bench/goload with
-   ``--series-every``: completions and latencies per 10 s). Every 30 s the orchestrator
+2. **The soak**: the same workflow open loop at M/2 (or ``--rate``) for 20 minutes (goload
+   with ``--series-every``: completions and latencies per 10 s). Every 30 s the orchestrator
    reads the size of every Statewright table with its indexes and TOAST
    (``pg_total_relation_size``), the tables' live and dead rows and autovacuum counts,
    and the server's retention diagnostics.
@@ -242,6 +242,13 @@ def main() -> None:
         help="seconds between the first capacity probe and the soak, for the probe's "
         "workflows to expire and go (default 150)",
     )
+    parser.add_argument(
+        "--rate",
+        type=float,
+        help="the soak's offered rate, workflows/s (default: half the first capacity probe's "
+        "throughput; on a shared machine that probe may run while others' work takes cores, "
+        "so a rate from a quiet probe of another run can be given instead)",
+    )
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     if not args.database:
@@ -260,7 +267,7 @@ def main() -> None:
         try:
             print("capacity before the soak (nothing to purge yet)", flush=True)
             before = capacity(served.target, usage)
-            rate = before["throughput"] / 2
+            rate = args.rate or before["throughput"] / 2
             result.update(capacity_before=before, rate=rate, minutes=args.minutes)
             # Let the probe's workflows expire and be purged before the soak starts from a
             # clean slate: the soak's first minute is then a minute without purge work.
@@ -360,8 +367,8 @@ def summarize(r: dict[str, Any]) -> str:
     held = steady[-1]["tables"]["workflow_instances"]["live"] if steady else 0
     lines = [
         f"retention {r['retention']}, request window {r['request_window']}; "
-        f"HITL open loop at {r['rate']:.0f}/s (half of {r['capacity_before']['throughput']:.0f}/s) "
-        f"for "
+        f"HITL open loop at {r['rate']:.0f}/s (the first probe reached "
+        f"{r['capacity_before']['throughput']:.0f}/s) for "
         f"{r['minutes']:g} min",
         "",
         "| at (s) | size (MB) | instances | history | requests | dead rows | autovacuums |"
