@@ -86,6 +86,8 @@ type plan struct {
 	// watch scenario only
 	idsFile             string
 	watchersPerInstance int
+	// series: completions and latencies per bucket of this many seconds (0: none)
+	seriesEvery float64
 }
 
 // report is loadgen.py's ChildReport, field for field.
@@ -101,6 +103,14 @@ type report struct {
 	Capped          int            `json:"capped"`
 	CPUSeconds      float64        `json:"cpu_seconds"`
 	Prepared        int            `json:"prepared"`
+	// Per --series-every bucket of the window, from its start: completed operations and
+	// their latencies (omitted without --series-every).
+	Series []bucket `json:"series,omitempty"`
+}
+
+type bucket struct {
+	Ops       int       `json:"ops"`
+	Latencies []float64 `json:"latencies"`
 }
 
 const (
@@ -163,6 +173,7 @@ func parseFlags() plan {
 	flag.IntVar(&p.maxProcs, "gomaxprocs", 1, "GOMAXPROCS unless the environment sets it; 0: Go's default")
 	flag.StringVar(&p.idsFile, "ids-file", "", "watch: workflow ids to watch and signal, one a line")
 	flag.IntVar(&p.watchersPerInstance, "watchers-per-instance", 1, "watch: streams on each instance")
+	flag.Float64Var(&p.seriesEvery, "series-every", 0, "report completions per bucket of this many seconds; 0: none")
 	flag.Parse()
 	p.targets = splitTargets(target)
 	given := map[string]bool{}
@@ -196,6 +207,8 @@ func parseFlags() plan {
 		fail("need 0 <= --index < --processes")
 	case p.concurrency < 1 || p.channels < 1:
 		fail("--concurrency and --channels must be at least 1")
+	case p.seriesEvery < 0:
+		fail("--series-every must not be negative")
 	case p.rate < 0 || p.warmup < 0 || p.duration <= 0 || p.timeout <= 0:
 		fail("--rate, --warmup must not be negative; --duration, --timeout must be positive")
 	case p.version < 0 || p.version > math.MaxInt32:
@@ -246,6 +259,8 @@ type recorder struct {
 	behindMax       float64
 	capped          int
 	exhaustedAt     time.Time // resume: when the parked pool ran out (zero: never)
+	seriesEvery     time.Duration
+	series          []bucket
 }
 
 func (r *recorder) inWindow(now time.Time) bool {
@@ -266,6 +281,14 @@ func (r *recorder) record(now time.Time, latency float64, start, resume float64,
 	r.mu.Lock()
 	r.ops++
 	r.latencies = append(r.latencies, latency)
+	if r.seriesEvery > 0 {
+		i := int(now.Sub(r.begin) / r.seriesEvery)
+		for len(r.series) <= i {
+			r.series = append(r.series, bucket{Latencies: []float64{}})
+		}
+		r.series[i].Ops++
+		r.series[i].Latencies = append(r.series[i].Latencies, latency)
+	}
 	if hasStart {
 		r.startLatencies = append(r.startLatencies, start)
 	}
@@ -736,6 +759,7 @@ func run(p plan) (*report, error) {
 		startLatencies:  []float64{},
 		resumeLatencies: []float64{},
 		errors:          map[string]int{},
+		seriesEvery:     seconds(p.seriesEvery),
 	}
 	c.rec = rec
 	// Bound everything in time: after the window and one call timeout (plus slack) the
@@ -811,6 +835,7 @@ func run(p plan) (*report, error) {
 		Errors:          rec.errors,
 		BehindMax:       rec.behindMax,
 		Capped:          rec.capped,
+		Series:          rec.series,
 	}
 	if len(samples) == 2 {
 		rep.CPUSeconds = samples[1] - samples[0]

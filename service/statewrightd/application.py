@@ -24,11 +24,12 @@ from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.engine.answers import Outcome, Replay, Result
 from statewrightd.engine.clock import Clock
-from statewrightd.engine.commands import Command
+from statewrightd.engine.commands import CancelCommand, Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
 from statewrightd.engine.idempotency import Idempotency
-from statewrightd.engine.model import TransitionTaken
+from statewrightd.engine.model import TERMINAL, TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
+from statewrightd.engine.retention import RetentionPurger, RetentionStats
 from statewrightd.engine.runtime import (
     RECENT_TRANSITIONS,
     Job,
@@ -47,9 +48,11 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     Page,
+    Purged,
     QueueCounts,
     TaskRecord,
     TimerRecord,
+    Tombstone,
 )
 from statewrightd.store.repository import Repository, open_repository
 from statewrightd.store.writer import BatchObserver, GroupCommitWriter, WriterStats, unobserved
@@ -97,6 +100,7 @@ class Diagnostics:
     watch_catch_ups: int
     timers: TimerStats
     task_queues: list[QueueView]
+    retention: RetentionStats
 
 
 class Application:
@@ -121,6 +125,7 @@ class Application:
         self._requests: Idempotency | None = None
         self._timers: TimerScheduler | None = None
         self._sweeper: TaskSweeper | None = None
+        self._purger: RetentionPurger | None = None
         self._desk: TaskDesk | None = None
         self._polls: TaskPolls | None = None
         self._io = ThreadPoolExecutor(max_workers=8, thread_name_prefix="statewright-io")
@@ -141,7 +146,8 @@ class Application:
 
     async def open(self) -> None:
         url = self.config.database_url
-        repo = await _open_when_reachable(url, STARTUP_DATABASE_WAIT)
+        window = timedelta(seconds=self.config.request_window_seconds)
+        repo = await _open_when_reachable(url, STARTUP_DATABASE_WAIT, window)
         self._repo = repo
         registry = DefinitionRegistry(repo)
         directory = self.config.definitions_dir
@@ -178,6 +184,7 @@ class Application:
             io=self._io,
             observer=self._step_observer,
             clock=clock,
+            retention=self.config.retention_seconds,
             max_context_bytes=self.config.limits.context_bytes,
         )
         self._runtime.listeners.append(self._publish_step)
@@ -190,8 +197,26 @@ class Application:
             observer=self._step_observer,
         )
         self._runtime.on_armed = self._timers.armed
-        self._requests = Idempotency(self._run, repo, registry, self._read)
+        self._requests = Idempotency(
+            self._run, repo, registry, self._read, window=window, clock=clock
+        )
         aio = asyncio.get_running_loop()
+        runtime, hub = self._runtime, self.watch_hub
+
+        def removed(workflow_ids: tuple[str, ...]) -> None:
+            # EventLoop thread: what this replica cached goes here, its watchers there.
+            runtime.forget(workflow_ids)
+            aio.call_soon_threadsafe(hub.gone, workflow_ids)
+
+        self._purger = RetentionPurger(
+            loop=self._loop,
+            repo=repo,
+            offload=self._runtime.offload,
+            clock=clock,
+            retention=self.config.retention_seconds,
+            request_window=self.config.request_window_seconds,
+            removed=removed,
+        )
         polls = TaskPolls(clock)
         polls.bind(aio)
         self._polls = polls
@@ -217,6 +242,7 @@ class Application:
         self._loop.start(aio)
         self._loop.post(self._timers.start)
         self._loop.post(self._sweeper.start)
+        self._loop.post(self._purger.start)
         if self.config.database_url.startswith(("postgresql://", "postgres://")):
             hub = self.watch_hub
 
@@ -278,6 +304,8 @@ class Application:
                 if self._sweeper is not None:
                     # Nor does it fail or cancel tasks: they outlive any server.
                     self._loop.post(self._sweeper.stop)
+                if self._purger is not None:
+                    self._loop.post(self._purger.stop)
         for listener in self._listeners:
             await asyncio.to_thread(listener.stop)
         if self._loop is not None:
@@ -341,7 +369,10 @@ class Application:
         answer, in the same shape."""
         self._require_storage()
         assert self._requests is not None, "application not opened"
-        return await self._requests.step(command, budget)
+        try:
+            return await self._requests.step(command, budget)
+        except errors.NotFound as exc:
+            raise await self._missing(command.workflow_id, exc) from None
 
     async def _run(self, command: Command, budget: float | None) -> Outcome | Replay:
         """Post ``command`` to the EventLoop and await its answer."""
@@ -431,11 +462,7 @@ class Application:
             try:
                 record = settled_from(repo, repo.load(workflow_id))
             except errors.RecordNotFound:
-                raise errors.NotFound(
-                    f"workflow {workflow_id} not found",
-                    reason="WORKFLOW_NOT_FOUND",
-                    metadata={"workflow_id": workflow_id},
-                ) from None
+                raise _not_found(workflow_id, repo.lookup_tombstone(workflow_id)) from None
             loaded = registry.get(record.definition, record.version)
             timers: tuple[TimerRecord, ...] = ()
             if loaded.definition.timed_from:  # only then can it have any
@@ -446,6 +473,65 @@ class Application:
             return Found(record, loaded, timers, task)
 
         return await self._read(read)
+
+    async def _missing(self, workflow_id: str, error: errors.NotFound) -> errors.NotFound:
+        """A step's NOT_FOUND, saying that the instance expired when a tombstone says so."""
+        if error.reason != "WORKFLOW_NOT_FOUND":
+            return error
+        repo = self.repo
+        try:
+            tombstone = await self._read(lambda: repo.lookup_tombstone(workflow_id))
+        except errors.StatewrightError:
+            return error  # the step's answer stands; the explanation is only a courtesy
+        return error if tombstone is None else _not_found(workflow_id, tombstone)
+
+    async def delete(
+        self, workflow_id: str, expected_revision: int, *, force: bool, budget: float | None
+    ) -> Deleted:
+        """DeleteWorkflow: remove one finished instance and everything of it.
+
+        A live one is refused unless ``force``: then it is cancelled first, by a step like
+        any other (so its watchers see it end), and removed at the revision that step
+        saved. ``expected_revision`` (0: any) is the revision the caller saw."""
+        found = await self.get(workflow_id)
+        record, loaded, cancelled = found.record, found.loaded, False
+        if expected_revision and record.revision != expected_revision:
+            raise _revision_mismatch(workflow_id, expected_revision, record.revision)
+        if record.status not in TERMINAL:
+            if not force:
+                raise errors.FailedPrecondition(
+                    f"workflow {workflow_id} is {record.status}: only a finished instance is "
+                    "deleted, unless force is set (which cancels it first)",
+                    reason="WORKFLOW_NOT_FINISHED",
+                    metadata={"workflow_id": workflow_id, "status": record.status},
+                )
+            cancel = CancelCommand(
+                workflow_id=workflow_id,
+                reason="deleted with force",
+                expected_revision=expected_revision,
+            )
+            outcome = await self.step(cancel, budget)
+            record, loaded, cancelled = outcome.record, outcome.loaded, True
+        await self._remove(workflow_id, record.revision)
+        self.watch_hub.gone((workflow_id,))
+        return Deleted(record, loaded, cancelled)
+
+    async def _remove(self, workflow_id: str, revision: int) -> Purged:
+        self._require_storage()
+        loop, runtime = self.loop, self.runtime
+        aio = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = aio.create_future()
+
+        def reply(result: Purged | Exception) -> None:
+            loop.reply(functools.partial(_settle, future, result))
+
+        loop.post(lambda: runtime.remove(workflow_id, revision, reply))
+        try:
+            return await future  # type: ignore[no-any-return]
+        except errors.RecordNotFound:
+            raise _not_found(workflow_id, None) from None
+        except errors.Conflict as exc:
+            raise _revision_mismatch(workflow_id, revision, exc.actual_revision or 0) from None
 
     async def list_workflows(
         self, *, definition: str | None, status: str | None, page_size: int, page_token: str
@@ -560,7 +646,13 @@ class Application:
             watch_catch_ups=self.watch_hub.catch_ups,
             timers=self.timer_stats(),
             task_queues=self.task_queues(),
+            retention=self.retention_stats(),
         )
+
+    def retention_stats(self) -> RetentionStats:
+        """The purge's counts, from any thread (metrics scrapes)."""
+        assert self._purger is not None, "application not opened"
+        return self._purger.stats()
 
     def timer_stats(self) -> TimerStats:
         """The timer scheduler's counts, from any thread (metrics scrapes)."""
@@ -585,14 +677,16 @@ class Application:
         return await self.on_loop(lambda: runtime.info(workflow_id))
 
 
-async def _open_when_reachable(url: str, wait: float) -> Repository:
+async def _open_when_reachable(url: str, wait: float, request_window: timedelta) -> Repository:
     """The repository, migrated; while the database does not answer, tried again with
     backoff for up to ``wait`` seconds."""
     deadline = time.monotonic() + wait
     delay = 0.25
     while True:
         try:
-            return await asyncio.to_thread(open_repository, url, migrate=True)
+            return await asyncio.to_thread(
+                functools.partial(open_repository, url, migrate=True, request_window=request_window)
+            )
         except errors.StorageUnavailable as exc:
             left = deadline - time.monotonic()
             if left <= 0:
@@ -603,6 +697,47 @@ async def _open_when_reachable(url: str, wait: float) -> Repository:
 
 
 _EXPIRED = object()
+
+
+@dataclass(frozen=True, slots=True)
+class Deleted:
+    """What DeleteWorkflow removed: the instance as it was, and whether it was cancelled
+    for it (force)."""
+
+    record: InstanceRecord
+    loaded: Loaded
+    cancelled: bool
+
+
+def _not_found(workflow_id: str, tombstone: Tombstone | None) -> errors.NotFound:
+    if tombstone is None:
+        return errors.NotFound(
+            f"workflow {workflow_id} not found",
+            reason="WORKFLOW_NOT_FOUND",
+            metadata={"workflow_id": workflow_id},
+        )
+    return errors.NotFound(
+        f"workflow {workflow_id} expired: it finished, its retention passed, and it was "
+        f"removed at {tombstone.removed_time.isoformat()}",
+        reason="WORKFLOW_EXPIRED",
+        metadata={
+            "workflow_id": workflow_id,
+            "expire_time": tombstone.expire_time.isoformat(),
+            "removed_time": tombstone.removed_time.isoformat(),
+        },
+    )
+
+
+def _revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.Aborted:
+    return errors.Aborted(
+        f"workflow {workflow_id} is at revision {actual}, not {expected}",
+        reason="REVISION_MISMATCH",
+        metadata={
+            "workflow_id": workflow_id,
+            "expected_revision": expected,
+            "actual_revision": actual,
+        },
+    )
 
 
 def _settle(future: asyncio.Future[Any], value: Any) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
@@ -18,6 +19,8 @@ DEFAULT_WRITER_QUEUE = 10_000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
 DEFAULT_LIVENESS_STALL_SECONDS = 10.0
+FOREVER = math.inf
+
 # The deepest a value may nest (definitions.values enforces it on what steps build).
 MAX_NESTING = 20
 
@@ -56,6 +59,11 @@ class ServerConfig:
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
     # How far ahead of the machine's clock the server's clock runs (tests of timers).
     clock_offset_seconds: float = 0.0
+    # How long a finished instance is kept before it is removed (FOREVER: never), unless
+    # its definition says otherwise.
+    retention_seconds: float = 30 * 86400.0
+    # How long a request id's record answers retries with the original answer.
+    request_window_seconds: float = 86400.0
     tls_cert: Path | None = None
     tls_key: Path | None = None
     tls_client_ca: Path | None = None  # set: every client must present a certificate
@@ -145,6 +153,20 @@ def add_server_arguments(
         "--clock-offset",
         help="for tests: run the server's clock this far ahead of the machine's, e.g. 48h "
         "(env STATEWRIGHT_CLOCK_OFFSET, default 0)",
+    )
+    parser.add_argument(
+        "--retention",
+        metavar="DURATION",
+        help="how long a finished instance (COMPLETED, FAILED, CANCELLED) is kept before it "
+        "is removed with its history, unless its definition sets retention; 'forever' keeps "
+        f"every one (env STATEWRIGHT_RETENTION; default {_shown(d.retention_seconds)})",
+    )
+    parser.add_argument(
+        "--request-window",
+        metavar="DURATION",
+        help="how long a retry with the same request_id gets the original answer; after it "
+        "the id is free again (env STATEWRIGHT_REQUEST_WINDOW; default "
+        f"{_shown(d.request_window_seconds)})",
     )
     parser.add_argument(
         "--processes",
@@ -402,13 +424,54 @@ def _observability_settings(
         if parsed is None:
             raise ConfigError(f"clock offset must be a duration such as 48h; got {offset_text!r}")
         offset = parsed
+    retention = _duration_setting(
+        pick("retention", "STATEWRIGHT_RETENTION", ""),
+        base.retention_seconds,
+        "retention",
+        allow_forever=True,
+    )
+    window = _duration_setting(
+        pick("request_window", "STATEWRIGHT_REQUEST_WINDOW", ""),
+        base.request_window_seconds,
+        "request window",
+        allow_forever=False,
+    )
     return {
         "log_format": log_format,
         "metrics_listen": metrics_listen or None,
         "http_listen": http_listen or None,
         "liveness_stall_seconds": stall,
         "clock_offset_seconds": offset,
+        "retention_seconds": retention,
+        "request_window_seconds": window,
     }
+
+
+def _duration_setting(text: str, default: float, what: str, *, allow_forever: bool) -> float:
+    """A duration flag's seconds: at least 1s; ``forever`` where the flag takes it."""
+    if not text:
+        return default
+    if allow_forever and text.strip() == "forever":
+        return FOREVER
+    seconds = parse_duration(text)
+    alternative = " or forever" if allow_forever else ""
+    if seconds is None:
+        raise ConfigError(
+            f"{what} must be a duration such as 30d or 12h{alternative}; got {text!r}"
+        )
+    if seconds < 1:
+        raise ConfigError(f"{what} must be at least 1s; got {text!r}")
+    return seconds
+
+
+def _shown(seconds: float) -> str:
+    """A duration as the flags take it: ``30d``, ``24h``, ``90s``; ``forever``."""
+    if seconds == FOREVER:
+        return "forever"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= 2 * size and seconds % size == 0:
+            return f"{int(seconds // size)}{unit}"
+    return f"{seconds:g}s"
 
 
 def _processes(

@@ -227,6 +227,12 @@ class RecordExists(StoreError, AlreadyExists):
     default_reason = "ALREADY_EXISTS"
 
 
+class RecordLive(StoreError, FailedPrecondition):
+    """A removal found the instance not finished: only finished instances are removed."""
+
+    default_reason = "WORKFLOW_NOT_FINISHED"
+
+
 class SerializationError(StoreError, InvalidArgument):
     """A value cannot be stored faithfully (not JSON-representable, NaN, too deep...)."""
 

@@ -150,6 +150,7 @@ class Server:
             lambda: door.malformed,
             self.app.timer_stats,
             self.app.task_counts,
+            retention_stats=self.app.retention_stats,
         )
         _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))

@@ -192,6 +192,25 @@ def test_a_jwt_with_roles_is_a_principal(tls: Setup) -> None:
         expect_error(alice.diagnostics, DENIED, "PERMISSION_DENIED")
 
 
+def test_only_an_admin_may_delete_an_instance(tls: Setup) -> None:
+    with tls.client(KEYS["mail-client"]) as scoped:
+        started = scoped.start("mail-approval", input={"topic": "erase"}).workflow.workflow_id
+        request = pb.DeleteWorkflowRequest(name=f"workflows/{started}", force=True)
+        # A client may cancel what its grant covers, but erasing is an admin's.
+        expect_error(
+            lambda: scoped.stub.DeleteWorkflow(request, timeout=10), DENIED, "PERMISSION_DENIED"
+        )
+        assert scoped.get(started).workflow_id == started
+        cancelled = scoped.cancel(started, reason="no longer needed")
+        expect_error(
+            lambda: scoped.stub.DeleteWorkflow(request, timeout=10), DENIED, "PERMISSION_DENIED"
+        )
+    with tls.client(KEYS["admin"]) as admin:
+        removed = admin.stub.DeleteWorkflow(request, timeout=10)
+        assert removed.workflow.revision == cancelled.revision and not removed.cancelled
+        expect_error(lambda: admin.get(started), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND")
+
+
 def test_a_caller_over_its_rate_gets_resource_exhausted_with_retry_info(tls: Setup) -> None:
     with tls.client(tls.token(sub="hasty", roles=["reader"])) as hasty:
         stub = hasty.stub

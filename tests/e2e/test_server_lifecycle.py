@@ -49,6 +49,9 @@ def well_formed_calls(
         "CancelWorkflow": lambda: stub.CancelWorkflow(
             pb.CancelWorkflowRequest(name=name), timeout=5
         ),
+        "DeleteWorkflow": lambda: stub.DeleteWorkflow(
+            pb.DeleteWorkflowRequest(name=name), timeout=5
+        ),
         "WatchWorkflow": lambda: list(
             stub.WatchWorkflow(pb.WatchWorkflowRequest(name=name), timeout=5)
         ),
@@ -64,6 +67,7 @@ def well_formed_calls(
 
 
 MALFORMED: list[tuple[str, Callable[[pb_grpc.WorkflowServiceStub], Any], str]] = [
+    ("DeleteWorkflow", lambda s: s.DeleteWorkflow(pb.DeleteWorkflowRequest()), "name"),
     ("StartWorkflow", lambda s: s.StartWorkflow(pb.StartWorkflowRequest()), "definition"),
     (
         "StartWorkflow",

@@ -91,10 +91,12 @@ def _sqlite_path(url: str) -> str:
 
 
 def read_history(database_url: str, workflow_id: str) -> list[HistoryRow]:
-    """Every stored history row of one instance, by revision, read straight from the table."""
+    """Every stored history row of one instance, by revision, read straight from the table
+    (a finished instance's last row keeps no context of its own: it is the instance's)."""
     sql = (
-        "SELECT revision, event, state, status, context FROM workflow_history"
-        " WHERE workflow_id = {p} ORDER BY revision"
+        "SELECT h.revision, h.event, h.state, h.status, coalesce(h.context, w.context)"
+        " FROM workflow_history h JOIN workflow_instances w ON w.workflow_id = h.workflow_id"
+        " WHERE h.workflow_id = {p} ORDER BY h.revision"
     )
     if database_url.startswith("sqlite:///"):
         with contextlib.closing(sqlite3.connect(_sqlite_path(database_url), timeout=10)) as conn:
@@ -108,8 +110,10 @@ def read_history(database_url: str, workflow_id: str) -> list[HistoryRow]:
 def read_all_history(database_url: str) -> dict[str, list[HistoryRow]]:
     """Every history row of every instance, grouped by instance, each list by revision."""
     sql = (
-        "SELECT workflow_id, revision, event, state, status, context FROM workflow_history"
-        " ORDER BY workflow_id, revision"
+        "SELECT h.workflow_id, h.revision, h.event, h.state, h.status,"
+        " coalesce(h.context, w.context)"
+        " FROM workflow_history h JOIN workflow_instances w ON w.workflow_id = h.workflow_id"
+        " ORDER BY h.workflow_id, h.revision"
     )
     out: dict[str, list[HistoryRow]] = {}
     if database_url.startswith("sqlite:///"):

@@ -55,3 +55,30 @@ def test_flags_override_environment() -> None:
 def test_bad_values_are_reported(argv: tuple[str, ...], env: dict[str, str], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from(parse(*argv), env=env)
+
+
+def test_retention_and_the_request_window_take_durations() -> None:
+    config = config_from(parse("--retention", "90d"), env={"STATEWRIGHT_REQUEST_WINDOW": "2m"})
+    assert config.retention_seconds == 90 * 86400
+    assert config.request_window_seconds == 120
+    assert config_from(parse(), env={"STATEWRIGHT_RETENTION": "forever"}).retention_seconds == (
+        float("inf")
+    )
+    assert (ServerConfig().retention_seconds, ServerConfig().request_window_seconds) == (
+        30 * 86400,
+        86400,
+    )
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (("--retention", "soon"), "retention must be a duration"),
+        (("--retention", "0s"), "retention must be at least 1s"),
+        (("--request-window", "forever"), "request window must be a duration"),
+        (("--request-window", "500ms"), "request window must be at least 1s"),
+    ],
+)
+def test_bad_durations_are_reported(argv: tuple[str, ...], message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        config_from(parse(*argv), env={})

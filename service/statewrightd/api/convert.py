@@ -291,6 +291,8 @@ def workflow_pb(
         message.error.CopyFrom(step_error_status(record.error))
     if task is not None:
         message.pending_task.CopyFrom(task_pb(task))
+    if record.expire_time is not None:
+        message.expire_time.CopyFrom(timestamp(record.expire_time))
     return message
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 
@@ -18,6 +19,7 @@ from statewrightd.api.validation import workflow_name
 from statewrightd.application import Application, Diagnostics
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.model import TransitionTaken
+from statewrightd.engine.retention import RetentionStats
 from statewrightd.engine.runtime import WorkflowInfo
 from statewrightd.engine.tasks import QueueView
 from statewrightd.engine.timers import TimerStats
@@ -91,7 +93,35 @@ def diagnostics_response(d: Diagnostics) -> pb.GetDiagnosticsResponse:
         uptime=_duration(d.uptime),
         timers=_timers(d.timers),
         task_queues=[_queue(view) for view in d.task_queues],
+        retention=_retention(d.retention),
     )
+
+
+def _retention(stats: RetentionStats) -> diagnostics_pb2.RetentionDiagnostics:
+    rows = stats.rows_purged
+    message = diagnostics_pb2.RetentionDiagnostics(
+        request_window=_duration(stats.request_window),
+        instances_purged=rows.get("workflow_instances", 0),
+        history_purged=rows.get("workflow_history", 0),
+        requests_purged=rows.get("workflow_requests", 0),
+        timers_and_tasks_purged=rows.get("workflow_timers", 0) + rows.get("workflow_tasks", 0),
+        overdue_instances=stats.overdue_instances,
+        overdue_requests=stats.overdue_requests,
+    )
+    if not math.isinf(stats.retention):
+        message.retention.CopyFrom(_duration(stats.retention))
+    if stats.last_run is not None:
+        message.last_run_time.FromDatetime(stats.last_run)
+    counted = stats.counted_time
+    if counted is not None:
+        message.counted_time.FromDatetime(counted)
+        if stats.oldest_instance_due is not None:
+            age = (counted - stats.oldest_instance_due).total_seconds()
+            message.oldest_overdue_instance_age.CopyFrom(_duration(max(0.0, age)))
+        if stats.oldest_request_time is not None:
+            age = (counted - stats.oldest_request_time).total_seconds() - stats.request_window
+            message.oldest_overdue_request_age.CopyFrom(_duration(max(0.0, age)))
+    return message
 
 
 def _queue(view: QueueView) -> diagnostics_pb2.TaskQueueDiagnostics:

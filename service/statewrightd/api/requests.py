@@ -141,3 +141,30 @@ def watch_start(request: pb.WatchWorkflowRequest) -> tuple[str, int | None]:
     if not request.HasField("after_revision"):
         return workflow_id, None
     return workflow_id, v.non_negative("after_revision", request.after_revision)
+
+
+def delete_target(request: pb.DeleteWorkflowRequest) -> tuple[str, int]:
+    """The instance a delete names, and the revision it must be at (0: any), from its
+    ``expected_revision`` and its ``etag`` (the Workflow.etag the caller saw)."""
+    workflow_id = v.workflow_name(request.name)
+    expected = v.non_negative("expected_revision", request.expected_revision)
+    if not request.etag:
+        return workflow_id, expected
+    tagged = etag_revision(request.etag, workflow_id)
+    if expected and tagged != expected:
+        raise v.invalid(
+            "etag",
+            f"etag names revision {tagged} and expected_revision {expected}: give one, or "
+            "both for the same revision",
+        )
+    return workflow_id, tagged
+
+
+def etag_revision(etag: str, workflow_id: str) -> int:
+    """The revision a Workflow.etag of ``workflow_id`` stands for (etags are opaque to
+    callers, but the server reads its own): ``"{workflow_id}/{revision}"``."""
+    body = etag[1:-1] if len(etag) >= 2 and etag[0] == etag[-1] == '"' else ""
+    tagged_id, _, revision = body.rpartition("/")
+    if tagged_id != workflow_id or not revision.isdigit() or int(revision) < 1:
+        raise v.invalid("etag", "etag is not one this server gave for this workflow")
+    return int(revision)

@@ -9,7 +9,7 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
-from statewrightd.application import Found
+from statewrightd.application import Deleted, Found
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.watch import StepEvent
@@ -67,6 +67,15 @@ def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
         workflow=workflow_pb(
             outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
         )
+    )
+
+
+def delete_response(deleted: Deleted | None) -> pb.DeleteWorkflowResponse:
+    if deleted is None:  # allow_missing, and nothing was there
+        return pb.DeleteWorkflowResponse()
+    return pb.DeleteWorkflowResponse(
+        workflow=workflow_pb(deleted.record, deleted.loaded.definition),
+        cancelled=deleted.cancelled,
     )
 
 

@@ -15,6 +15,7 @@ from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnost
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, server_stream, unary
 from statewrightd.application import Application
+from statewrightd.errors import NotFound
 
 
 class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
@@ -52,6 +53,21 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.CancelWorkflowResponse:
         command = requests.cancel_command(request)
         return responses.cancel_response(await self._app.step(command, budget(context)))
+
+    @unary
+    async def DeleteWorkflow(
+        self, request: pb.DeleteWorkflowRequest, context: Context
+    ) -> pb.DeleteWorkflowResponse:
+        workflow_id, expected = requests.delete_target(request)
+        try:
+            deleted = await self._app.delete(
+                workflow_id, expected, force=request.force, budget=budget(context)
+            )
+        except NotFound:
+            if not request.allow_missing:
+                raise
+            return responses.delete_response(None)
+        return responses.delete_response(deleted)
 
     @unary
     async def GetWorkflow(

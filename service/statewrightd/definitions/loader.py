@@ -22,6 +22,7 @@ from statewrightd.definitions.model import (
     DEFAULT_RECURSION_LIMIT,
     DEFINITION_NAME,
     FINISH,
+    FOREVER,
     QUEUE_NAME,
     RESUME_ALIAS,
     TASK_COMPLETED,
@@ -55,7 +56,9 @@ EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 MAX_RECURSION_LIMIT = 10_000
 
 _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
-_TOP_KEYS |= {"states", "transitions"}
+_TOP_KEYS |= {"states", "transitions", "retention"}
+# The longest retention a definition may ask for (ten years); `forever` means never.
+MAX_RETENTION_SECONDS = 3650 * 86400.0
 _FIELD_KEYS = {"type", "reducer", "default", "description"}
 _STATE_KEYS = {"wait", "entry", "exit", "description", "task"}
 _TASK_KEYS = {"queue", "input", "apply", "timeouts", "retry"}
@@ -209,6 +212,7 @@ class _Builder:
         limit = self.positive_int(doc, "recursion_limit", required=False)
         if limit is not None and limit > MAX_RECURSION_LIMIT:
             self.error("recursion_limit", f"recursion_limit must be at most {MAX_RECURSION_LIMIT}")
+        retention = self.retention(doc)
 
         fields = self.context_fields(doc.get("context"))
         # An unusable `context` leaves every field unknown: expressions may then read any.
@@ -243,6 +247,9 @@ class _Builder:
         digest = _digest(
             name, version, str(description), limit, str(initial), fields, states, transitions
         )
+        if retention is not None:
+            # Only when set, so that every definition written before it keeps its digest.
+            digest = _with_retention(digest, retention)
         return Definition(
             name=name,
             version=version,
@@ -260,7 +267,29 @@ class _Builder:
             event_transitions=MappingProxyType(by_event),
             all_events=events,
             timed_from=MappingProxyType(self.timed),
+            retention=retention,
         )
+
+    def retention(self, doc: Mapping[str, Any]) -> float | None:
+        """How long finished instances are kept: seconds, FOREVER, or None (the server's)."""
+        raw = doc.get("retention")
+        if raw is None:
+            return None
+        if raw == "forever":
+            return FOREVER
+        seconds = parse_duration(raw) if isinstance(raw, str) else None
+        if seconds is None:
+            self.error(
+                "retention", "retention must be a duration such as 30d, 12h or 90m, or forever"
+            )
+            return None
+        if seconds < 1:
+            self.error("retention", "retention must be at least 1s")
+            return None
+        if seconds > MAX_RETENTION_SECONDS:
+            self.error("retention", "retention must be at most 3650d (or forever)")
+            return None
+        return seconds
 
     def positive_int(self, doc: Mapping[str, Any], key: str, *, required: bool) -> int | None:
         value = doc.get(key)
@@ -888,6 +917,12 @@ def _digest(  # noqa: PLR0917 - one call site, all parts of the identity
         "transitions": [_transition_doc(t) for t in transitions],
     }
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _with_retention(digest: str, retention: float) -> str:
+    shown = "forever" if retention == FOREVER else retention
+    blob = json.dumps({"digest": digest, "retention": shown}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

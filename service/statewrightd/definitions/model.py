@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -25,6 +26,8 @@ QUEUE_NAME = re.compile(r"^[a-z][a-z0-9-.]{0,62}$")
 # The event a resume means when it names none (or names this): the wait state's first.
 RESUME_ALIAS = "resume"
 DEFAULT_RECURSION_LIMIT = 25
+# A definition's ``retention: forever``: its finished instances are never removed.
+FOREVER = math.inf
 
 
 class StateKind(enum.Enum):
@@ -155,6 +158,9 @@ class Definition:
     all_events: tuple[str, ...] = field(repr=False)
     # Timer transitions by source state, in declaration order.
     timed_from: Mapping[str, tuple[Transition, ...]] = field(repr=False)
+    # Seconds a finished instance is kept before it is removed (FOREVER: never); None
+    # leaves it to the server's --retention.
+    retention: float | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Definition):

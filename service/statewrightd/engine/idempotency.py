@@ -15,12 +15,13 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Protocol, TypeVar
 
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry
 from statewrightd.engine.answers import Outcome, Replay
+from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, RequestKey
 from statewrightd.engine.snapshots import record_at, settled_from, transitions_from_dicts
 from statewrightd.store.records import InstanceRecord, RequestRecord
@@ -57,12 +58,22 @@ class Idempotency:
     """Runs commands so that a request id is answered once, whatever the retries."""
 
     def __init__(
-        self, run: Run, repo: Repository, registry: DefinitionRegistry, read: Reader
+        self,
+        run: Run,
+        repo: Repository,
+        registry: DefinitionRegistry,
+        read: Reader,
+        *,
+        window: timedelta | None = None,
+        clock: Clock | None = None,
     ) -> None:
+        """``window``: how long a request record answers retries (None: for ever)."""
         self._run = run
         self._repo = repo
         self._registry = registry
         self._read = read
+        self._window = window
+        self._clock = clock or Clock()
 
     async def step(self, command: Command, budget: float | None) -> Outcome:
         """Run ``command`` within ``budget`` seconds (None: no deadline)."""
@@ -117,9 +128,10 @@ class Idempotency:
         Raises InvalidArgument (REQUEST_ID_REUSED) when the id answered other content.
         """
         repo, registry = self._repo, self._registry
+        live_after = None if self._window is None else self._clock.now() - self._window
 
         def read() -> Outcome | None:
-            stored = repo.lookup_request(key.request_id)
+            stored = repo.lookup_request(key.request_id, live_after)
             if stored is None:
                 return None
             if (stored.method, stored.fingerprint) != (key.method, key.fingerprint):

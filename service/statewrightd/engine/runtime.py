@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import time
 from collections import OrderedDict, deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -58,6 +59,7 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     Operation,
+    Purged,
     RequestRecord,
     Save,
     TaskChange,
@@ -161,9 +163,13 @@ class WorkflowRuntime:
         observer: StepObserver | None = None,
         clock: Clock | None = None,
         cache_size: int = 50_000,
+        retention: float = math.inf,
         max_context_bytes: int = 256 * 1024,
     ) -> None:
+        """``retention``: seconds a finished instance is kept (math.inf: for ever) unless
+        its definition says otherwise; the step that finishes it records when it expires."""
         self._loop = loop
+        self._retention = retention
         self._clock = clock or Clock()
         self._repo = repo
         self._writer = writer
@@ -411,7 +417,9 @@ class WorkflowRuntime:
             self._finish(job, segment.token, exc)
             return
         now = self._clock.now()
-        record = instance_record(result.snapshot, now, now)
+        record = instance_record(
+            result.snapshot, now, now, self._expire_time(command.loaded, result, now)
+        )
         change, armed = timer_change(result.timers, record, now)
         tasks, task = task_change(result, record, now)
         op = Create(
@@ -491,7 +499,12 @@ class WorkflowRuntime:
             self._finish(job, segment.token, outcome)
             return
         now = self._clock.now()
-        record = instance_record(result.snapshot, session.record.create_time, now)
+        record = instance_record(
+            result.snapshot,
+            session.record.create_time,
+            now,
+            self._expire_time(session.loaded, result, now),
+        )
         asked = command.event if isinstance(command, ResumeCommand | SignalCommand) else ""
         event = result.transitions[0].event if result.transitions else (asked or None)
         if isinstance(command, CompleteTaskCommand):
@@ -538,6 +551,14 @@ class WorkflowRuntime:
             lambda: repo.delete_timer(command.workflow_id, command.timer_id),
             lambda result: self._contained(job, consumed, result),
         )
+
+    def _expire_time(self, loaded: Loaded, result: StepResult, now: datetime) -> datetime | None:
+        """When an instance this step finishes may be removed; None while it lives."""
+        if result.snapshot.status not in TERMINAL:
+            return None
+        own = loaded.definition.retention
+        seconds = self._retention if own is None else own
+        return None if math.isinf(seconds) else now + timedelta(seconds=seconds)
 
     @staticmethod
     def _request_record(job: Job, record: InstanceRecord) -> RequestRecord | None:
@@ -784,6 +805,51 @@ class WorkflowRuntime:
         if isinstance(failure, Exception):
             segment.recovery.last_error = failure
         self._schedule_recheck(workflow_id, token, min(delay * 2, RECHECK_MAX_DELAY))
+
+    # -- removal ---------------------------------------------------------------------------
+
+    def forget(self, workflow_ids: Iterable[str]) -> None:
+        """Instances the store no longer has (purged, deleted): drop what is cached of them."""
+        for workflow_id in workflow_ids:
+            self._cache.pop(workflow_id, None)
+
+    def remove(
+        self, workflow_id: str, revision: int, reply: Callable[[Purged | Exception], None]
+    ) -> None:
+        """Remove finished instance ``workflow_id`` at ``revision`` (DeleteWorkflow).
+
+        The removal holds the instance's admission segment, as a step would: no step of
+        this replica runs on it meanwhile, and events that arrive wait, then find it gone.
+        The store removes only a finished instance at that revision, whatever other
+        replicas do."""
+        if self._loop.phase is not Phase.RUNNING:
+            reply(errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN"))
+            return
+        if self._admission.get(workflow_id) is not None:
+            reply(
+                errors.Aborted(
+                    f"workflow {workflow_id} is executing another request; retry",
+                    reason="WORKFLOW_BUSY",
+                    metadata={"workflow_id": workflow_id},
+                )
+            )
+            return
+        segment = self._admission.admit(workflow_id)
+        segment.state = AdmissionState.PERSISTING
+        token, repo = segment.token, self._repo
+
+        def removed(result: Any) -> None:
+            released = self._admission.release(workflow_id, token)
+            self._cache.pop(workflow_id, None)
+            try:
+                reply(result)
+            except Exception:
+                _log.exception("workflow %s: answering a removal failed", workflow_id)
+            if released is not None:
+                for pending in released.pending:
+                    self.submit(pending)
+
+        self._offload(lambda: repo.delete_workflow(workflow_id, revision), removed)
 
     # -- queries ---------------------------------------------------------------------------
 

@@ -46,7 +46,10 @@ def snapshot_of(record: InstanceRecord) -> Snapshot:
 
 
 def instance_record(
-    snapshot: Snapshot, create_time: datetime, update_time: datetime
+    snapshot: Snapshot,
+    create_time: datetime,
+    update_time: datetime,
+    expire_time: datetime | None = None,
 ) -> InstanceRecord:
     return InstanceRecord(
         workflow_id=snapshot.workflow_id,
@@ -59,6 +62,7 @@ def instance_record(
         error=error_to_dict(snapshot.error),
         create_time=create_time,
         update_time=update_time,
+        expire_time=expire_time,
     )
 
 
@@ -139,6 +143,8 @@ def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord
         error=history.error,
         create_time=current.create_time,
         update_time=history.time,
+        # Only the last revision is the finished one; earlier ones had no expiry yet.
+        expire_time=current.expire_time if history.revision == current.revision else None,
     )
 
 

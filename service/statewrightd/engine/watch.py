@@ -56,6 +56,8 @@ class Subscription:
     buffer: list[StepEvent] = field(default_factory=list)
     needs_catch_up: bool = False
     closed: bool = False
+    # The instance was removed from the store (purged or deleted) while watched.
+    gone: bool = False
     # Highest revision known to exist (delivered locally or hinted by another replica).
     latest_known: int = 0
     _waiter: asyncio.Future[None] | None = None
@@ -71,7 +73,7 @@ class Subscription:
         self.wake()
 
     async def wait(self, recheck_after: float | None) -> None:
-        if self.buffer or self.needs_catch_up or self.closed:
+        if self.buffer or self.needs_catch_up or self.closed or self.gone:
             return
         loop = asyncio.get_running_loop()
         self._waiter = waiter = loop.create_future()
@@ -149,6 +151,14 @@ class WatchHub:
                     sub.needs_catch_up = True
                     sub.wake()
 
+    def gone(self, workflow_ids: Iterable[str]) -> None:
+        """Instances removed from the store: their watchers find out, and end."""
+        for workflow_id in workflow_ids:
+            for sub in self._subs.get(workflow_id, ()):
+                sub.gone = True
+                sub.needs_catch_up = True
+                sub.wake()
+
     def catch_up_all(self) -> None:
         """Hints may have been lost (the listener reconnected): every watcher re-reads."""
         for subs in self._subs.values():
@@ -189,7 +199,9 @@ class WatchFeed:
     A subscription is taken before anything is read, so no step can fall between the read
     and the subscription: whatever commits later is either in history or in the buffer.
     Live steps that skip a revision (a gap: a dropped buffer, another replica's step) are
-    refilled from history. The feed ends after the instance's terminal revision.
+    refilled from history. The feed ends after the instance's terminal revision, or with
+    the error a read of the instance gives when history ends before a revision known to
+    exist: the instance was removed (retention, DeleteWorkflow) while it was followed.
     """
 
     def __init__(
@@ -225,6 +237,7 @@ class WatchFeed:
                 if current.status in TERMINAL and last >= current.revision:
                     return
             catch_up = last < current.revision
+            known = current.revision
             # History rows carry their own context: keep only what record_at needs of the
             # instance, not a context per idle watcher.
             base = dataclasses.replace(current, context={}, error=None)
@@ -247,6 +260,11 @@ class WatchFeed:
                             return
                     if len(rows) == self._page:
                         continue
+                    if sub.gone or last < max(known, sub.latest_known):
+                        # History ends before a revision that exists: the instance was
+                        # removed. Reading it says how (NOT_FOUND, expired or not).
+                        sub.gone = False
+                        known = (await self._current(workflow_id)).record.revision
                 if sub.closed:
                     raise _shutting_down()
                 await sub.wait(hub.recheck_after)

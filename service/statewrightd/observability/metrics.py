@@ -23,6 +23,7 @@ from prometheus_client.registry import Collector
 
 from statewrightd.config import parse_listen
 from statewrightd.engine.event_loop import EventLoopMetrics
+from statewrightd.engine.retention import RetentionStats
 from statewrightd.engine.timers import TimerStats
 from statewrightd.store.records import QueueCounts
 from statewrightd.store.writer import WriterStats
@@ -140,14 +141,18 @@ class Metrics:
         malformed_requests: Callable[[], int],
         timer_stats: Callable[[], TimerStats],
         task_counts: Callable[[], list[QueueCounts]],
+        *,
+        retention_stats: Callable[[], RetentionStats] | None = None,
     ) -> None:
-        """Export what the EventLoop, the writer, the door, the timer scheduler and the
-        task sweeper already count, at scrape time."""
+        """Export what the EventLoop, the writer, the door, the timer scheduler, the
+        task sweeper and the retention purge already count, at scrape time."""
         self.registry.register(
             _RuntimeCollector(
                 loop_metrics, writer_stats, malformed_requests, timer_stats, task_counts
             )
         )
+        if retention_stats is not None:
+            self.registry.register(_RetentionCollector(retention_stats))
 
 
 class _RuntimeCollector(Collector):
@@ -242,6 +247,57 @@ class _RuntimeCollector(Collector):
                 "statewright_writer_queue_depth",
                 "Saves waiting for the group-commit writer.",
                 value=writer.queue_depth,
+            )
+
+
+class _RetentionCollector(Collector):
+    def __init__(self, stats: Callable[[], RetentionStats]) -> None:
+        self._stats = stats
+
+    def describe(self) -> list[Metric]:
+        return []
+
+    def collect(self) -> Iterator[Metric]:
+        stats = self._stats()
+        purged = CounterMetricFamily(
+            "statewright_retention_purged_rows",
+            "Rows this server's retention purge removed, by table (request records: expired, "
+            "or removed with their instance).",
+            labels=["table"],
+        )
+        for table, count in sorted(stats.rows_purged.items()):
+            purged.add_metric([table], count)
+        yield purged
+        overdue = GaugeMetricFamily(
+            "statewright_retention_overdue",
+            "Rows past their time and not yet removed (every server's, counted every few "
+            "seconds, up to 100,000): finished instances past their expire_time, request "
+            "records past the request window.",
+            labels=["kind"],
+        )
+        overdue.add_metric(["instance"], stats.overdue_instances)
+        overdue.add_metric(["request"], stats.overdue_requests)
+        yield overdue
+        oldest = GaugeMetricFamily(
+            "statewright_retention_oldest_overdue_seconds",
+            "How long ago the oldest row not yet removed was due (0: nothing overdue).",
+            labels=["kind"],
+        )
+        counted = stats.counted_time
+        instance_age = request_age = 0.0
+        if counted is not None and stats.oldest_instance_due is not None:
+            instance_age = max(0.0, (counted - stats.oldest_instance_due).total_seconds())
+        if counted is not None and stats.oldest_request_time is not None:
+            age = (counted - stats.oldest_request_time).total_seconds() - stats.request_window
+            request_age = max(0.0, age)
+        oldest.add_metric(["instance"], instance_age)
+        oldest.add_metric(["request"], request_age)
+        yield oldest
+        if stats.last_run is not None:
+            yield GaugeMetricFamily(
+                "statewright_retention_last_run_timestamp_seconds",
+                "When this server's retention purge last ran (Unix time).",
+                value=stats.last_run.timestamp(),
             )
 
 

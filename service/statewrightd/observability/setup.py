@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace.export import SpanExporter
 
 from statewrightd.config import ServerConfig
 from statewrightd.engine.event_loop import EventLoopMetrics
+from statewrightd.engine.retention import RetentionStats
 from statewrightd.engine.timers import TimerStats
 from statewrightd.observability.metrics import Metrics, MetricsEndpoint, serve_metrics
 from statewrightd.observability.probes import Probes
@@ -60,13 +61,20 @@ class Observability:
         malformed_requests: Callable[[], int],
         timer_stats: Callable[[], TimerStats],
         task_counts: Callable[[], list[QueueCounts]],
+        *,
+        retention_stats: Callable[[], RetentionStats] | None = None,
     ) -> None:
         """Export what the runtime already counts; each source is read at scrape time."""
         if self.tracing is not None:
             _log.info("tracing: exporting spans through the OTEL_* configuration")
         if self.metrics is not None and self.config.metrics_listen is not None:
             self.metrics.watch_runtime(
-                loop_metrics, writer_stats, malformed_requests, timer_stats, task_counts
+                loop_metrics,
+                writer_stats,
+                malformed_requests,
+                timer_stats,
+                task_counts,
+                retention_stats=retention_stats,
             )
             self.endpoint = serve_metrics(self.metrics, self.config.metrics_listen)
             host = self.config.metrics_listen.rpartition(":")[0]

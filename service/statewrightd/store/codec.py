@@ -19,6 +19,7 @@ from typing import Any
 from statewrightd.errors import InvalidArgument, SerializationError
 from statewrightd.store.records import (
     STATUSES,
+    TERMINAL,
     Create,
     DefinitionRecord,
     HistoryRecord,
@@ -166,6 +167,9 @@ def encode_instance(rec: InstanceRecord) -> dict[str, Any]:
         "error": dumps_optional(rec.error, f"{w} error"),
         "create_time": check_time(rec.create_time, f"{w} create_time"),
         "update_time": check_time(rec.update_time, f"{w} update_time"),
+        "expire_time": None
+        if rec.expire_time is None
+        else check_time(rec.expire_time, f"{w} expire_time"),
     }
 
 
@@ -178,25 +182,74 @@ def _require_dict(value: object, where: str) -> object:
 def _encode_history(h: HistoryRecord, instance_context: object, encoded: str) -> dict[str, Any]:
     """``encoded`` is ``instance_context`` as JSON. The runtime gives a step's history row
     the very dict of its instance row, so it is serialized once; only identity is trusted
-    (``==`` would equate 1 and 1.0, which serialize differently)."""
+    (``==`` would equate 1 and 1.0, which serialize differently).
+
+    The row of a step that finishes its instance stores no context when it is the
+    instance's (``h_context`` None): the instance row keeps it, unchanged from then on, and
+    readers take it from there."""
     w = f"history {h.workflow_id!r}@{h.revision}"
     if h.status not in STATUSES:
         raise SerializationError(f"{w}: unknown status {h.status!r}")
     if not isinstance(h.transitions, list):
         raise SerializationError(f"{w}: transitions must be a list")
+    same = h.context is instance_context
+    context: str | None
+    if same:
+        context = None if h.status in TERMINAL else encoded
+    else:
+        context = dumps(_require_dict(h.context, f"{w} context"), f"{w} context")
     return {
         "h_event": None if h.event is None else check_text(h.event, f"{w} event"),
-        "h_transitions": dumps(h.transitions, f"{w} transitions"),
+        "h_transitions": dumps(encode_transitions(h.transitions), f"{w} transitions"),
         "h_state": check_text(h.state, f"{w} state"),
         "h_status": h.status,
-        "h_context": encoded
-        if h.context is instance_context
-        else dumps(_require_dict(h.context, f"{w} context"), f"{w} context"),
+        "h_context": context,
         "h_error": dumps_optional(h.error, f"{w} error"),
         "h_time": check_time(h.time, f"{w} time"),
         "h_timers": dumps_optional(h.timers, f"{w} timers"),
         "h_actor": None if h.actor is None else check_text(h.actor, f"{w} actor"),
     }
+
+
+# A step's transitions in one string, "from>to@event from>to": state and event names
+# cannot hold these separators, and one jsonb string costs a third of the bytes of a list
+# of {"from", "to", "event"} maps. A list that does not fit the form is stored as it is;
+# readers take either.
+_TRANSITION_KEYS = frozenset({"from", "to", "event"})
+_SEPARATORS = frozenset(" >@")
+
+
+def _compact_name(value: object) -> bool:
+    return isinstance(value, str) and value != "" and _SEPARATORS.isdisjoint(value)
+
+
+def encode_transitions(transitions: list[Any]) -> str | list[Any]:
+    parts: list[str] = []
+    for t in transitions:
+        if not isinstance(t, dict) or not _TRANSITION_KEYS.issuperset(t):
+            return transitions
+        source, target, event = t.get("from"), t.get("to"), t.get("event")
+        if not (_compact_name(source) and _compact_name(target)):
+            return transitions
+        if event is None:
+            parts.append(f"{source}>{target}")
+        elif _compact_name(event):
+            parts.append(f"{source}>{target}@{event}")
+        else:
+            return transitions
+    return " ".join(parts)
+
+
+def decode_transitions(stored: Any) -> list[dict[str, Any]]:
+    """A history row's transitions as ``{"from", "to", "event"}`` maps, from either form."""
+    if not isinstance(stored, str):
+        return list(stored)
+    out: list[dict[str, Any]] = []
+    for part in stored.split():
+        move, _, event = part.partition("@")
+        source, _, target = move.partition(">")
+        out.append({"from": source, "to": target, "event": event or None})
+    return out
 
 
 def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any]:
@@ -229,7 +282,9 @@ def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any
     }
 
 
-def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
+def _encode_request(r: RequestRecord | None, window: timedelta | None) -> dict[str, Any]:
+    """``r_cutoff``: a recorded request id older than this is out of its window, free to
+    be recorded again (a record that old answers no retry)."""
     if r is None:
         return {
             "request_id": None,
@@ -237,6 +292,7 @@ def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
             "r_fingerprint": None,
             "r_response": None,
             "r_time": None,
+            "r_cutoff": None,
         }
     w = f"request {r.request_id!r}"
     if not isinstance(r.response, bytes):
@@ -247,7 +303,17 @@ def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
         "r_fingerprint": check_text(r.fingerprint, f"{w} fingerprint"),
         "r_response": r.response,
         "r_time": check_time(r.create_time, f"{w} create_time"),
+        "r_cutoff": request_cutoff(r.create_time, window),
     }
+
+
+# The cutoff when request records never expire: older than any record.
+NEVER = datetime(1970, 1, 1, tzinfo=UTC)
+
+
+def request_cutoff(now: datetime, window: timedelta | None) -> datetime:
+    """Request records created before this are out of their window at ``now``."""
+    return NEVER if window is None else check_time(now, "now") - window
 
 
 def encode_task(task: TaskRecord) -> dict[str, Any]:
@@ -325,8 +391,10 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
     }
 
 
-def encode_op(op: Operation) -> EncodedOp:
-    """Check an operation completely; raise ``SerializationError`` before any write."""
+def encode_op(op: Operation, request_window: timedelta | None = None) -> EncodedOp:
+    """Check an operation completely; raise ``SerializationError`` before any write.
+
+    ``request_window``: how long a request record answers retries (None: for ever)."""
     target = op.record if isinstance(op, Create) else op.new
     params = encode_instance(target)
     wid = target.workflow_id
@@ -356,7 +424,7 @@ def encode_op(op: Operation) -> EncodedOp:
             )
         params["expected"] = expected
     params.update(_encode_history(op.history, target.context, params["context"]))
-    params.update(_encode_request(op.request))
+    params.update(_encode_request(op.request, request_window))
     if op.timers:
         if isinstance(op, Create) and (op.timers.disarm or op.timers.fired):
             raise SerializationError(

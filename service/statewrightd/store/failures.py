@@ -9,6 +9,7 @@ from __future__ import annotations
 from statewrightd.errors import (
     Conflict,
     RecordExists,
+    RecordLive,
     RecordNotFound,
     StorageUnavailable,
     StoreError,
@@ -21,6 +22,21 @@ from statewrightd.store.records import Create, DefinitionRecord, Operation, targ
 def workflow_not_found(workflow_id: str) -> RecordNotFound:
     return RecordNotFound(
         f"workflow {workflow_id!r} not found", metadata={"workflow_id": workflow_id}
+    )
+
+
+def workflow_live(workflow_id: str, status: str) -> RecordLive:
+    return RecordLive(
+        f"workflow {workflow_id!r} is {status}: only a finished instance can be removed",
+        metadata={"workflow_id": workflow_id, "status": status},
+    )
+
+
+def revision_moved(workflow_id: str, expected: int | None, actual: int) -> Conflict:
+    return Conflict(
+        f"workflow {workflow_id!r} is at revision {actual}, not {expected}",
+        actual_revision=actual,
+        metadata={"workflow_id": workflow_id, "expected_revision": expected},
     )
 
 

@@ -8,7 +8,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from json.encoder import encode_basestring as _json_string
 from typing import Any
 
@@ -19,7 +19,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.store import failures
 from statewrightd.store import sql_postgres as q
-from statewrightd.store.codec import EncodedOp
+from statewrightd.store.codec import EncodedOp, check_time
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import (
     HistoryWitness,
@@ -29,7 +29,14 @@ from statewrightd.store.outcomes import (
     resolve_each,
     unknown,
 )
-from statewrightd.store.records import Create, InstanceRecord, Operation, Save, target_of
+from statewrightd.store.records import (
+    Create,
+    InstanceRecord,
+    Operation,
+    Purged,
+    Save,
+    target_of,
+)
 from statewrightd.store.rows import INSTANCE, Rows
 from statewrightd.store.schema import latest_version, postgres_schema_version
 from statewrightd.store.sqlbase import SqlRepository
@@ -78,6 +85,7 @@ class _CommitLost(Exception):
 class PostgresRepository(SqlRepository):
     SQL = q.SQL
     ROWS = _ROWS
+    SQL_STANDING = q.INSTANCE_STANDING
 
     def __init__(
         self,
@@ -86,8 +94,9 @@ class PostgresRepository(SqlRepository):
         pool_size: int = 16,
         connect_timeout: float = 10.0,
         pool_timeout: float = 10.0,
+        request_window: timedelta | None = None,
     ) -> None:
-        super().__init__(latest_version("postgres"))
+        super().__init__(latest_version("postgres"), request_window)
         self._url = url
         self._connect_timeout = connect_timeout
         self._pool_timeout = pool_timeout
@@ -297,6 +306,23 @@ class PostgresRepository(SqlRepository):
         if queues:
             conn.execute(q.NOTIFY_STEPS, (q.TASKS_CHANNEL, task_queues_payload(queues)))
 
+    # -- removal ---------------------------------------------------------------------
+
+    def purge_expired(self, now: datetime, limit: int) -> Purged:
+        params = {"now": check_time(now, "now"), "limit": limit}
+        with self._writing() as conn:
+            row = conn.execute(q.PURGE_EXPIRED, params).fetchone()
+        return _purged(row)
+
+    def delete_workflow(self, workflow_id: str, revision: int | None = None) -> Purged:
+        params = {"workflow_id": workflow_id, "revision": revision}
+        with self._writing() as conn:
+            row = conn.execute(q.DELETE_WORKFLOW, params).fetchone()
+            purged = _purged(row)
+            if not purged.workflow_ids:
+                raise self._removal_failure(conn, workflow_id, revision)
+        return purged
+
     # -- unknown outcomes ------------------------------------------------------------
 
     def _reconcile(
@@ -364,7 +390,7 @@ class PostgresRepository(SqlRepository):
 _CREATE_FIELDS = INSTANCE
 _SAVE_FIELDS = (
     "workflow_id", "expected", "revision", "state", "status", "context", "error",
-    "update_time",
+    "update_time", "expire_time",
 )  # fmt: skip
 _HISTORY_FIELDS = (
     "h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time", "h_timers",
@@ -381,7 +407,7 @@ _KINDS = {
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
     **dict.fromkeys(("context", "error", "h_transitions", "h_error", "h_timers", "t_arm"), _RAW),
     **dict.fromkeys(("k_schedule", "k_error"), _RAW),
-    **dict.fromkeys(("create_time", "update_time", "h_time"), _TIME),
+    **dict.fromkeys(("create_time", "update_time", "expire_time", "h_time"), _TIME),
     **dict.fromkeys(("t_disarm", "k_cancel", "k_fence_leased"), _BOOL),
 }
 _TASK_FIELDS = (
@@ -390,6 +416,23 @@ _TASK_FIELDS = (
 )  # fmt: skip
 _CREATE_ROW: tuple[str, ...] = _CREATE_FIELDS + _HISTORY_FIELDS
 _SAVE_ROW: tuple[str, ...] = _SAVE_FIELDS + _HISTORY_FIELDS
+
+
+def _purged(row: Any) -> Purged:
+    """A removal statement's answer: the ids it removed, then its child-table counts."""
+    assert row is not None
+    ids, history, timers, tasks, requests = row
+    removed = tuple(ids or ())
+    return Purged(
+        workflow_ids=removed,
+        rows={
+            "workflow_instances": len(removed),
+            "workflow_history": int(history),
+            "workflow_timers": int(timers),
+            "workflow_tasks": int(tasks),
+            "workflow_requests": int(requests),
+        },
+    )
 
 
 def _set_based(encoded: list[EncodedOp]) -> bool:
@@ -427,9 +470,11 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
                 parts.append(f'"{name}":{value}')
             else:  # a time: ISO 8601 with offset, which timestamptz reads exactly
                 parts.append(f'"{name}":"{value.isoformat()}"')
-        # NULL: the same text as the instance's context (codec reuses the very string).
-        if row["h_context"] is not row["context"]:
-            parts.append(f'"h_context":{row["h_context"]}')
+        # Absent: the same text as the instance's context (codec reuses the very string),
+        # or none stored (a finished instance's last row: see sql_postgres._ROWS_HISTORY).
+        h_context = row["h_context"]
+        if h_context is not None and h_context is not row["context"]:
+            parts.append(f'"h_context":{h_context}')
         out.append("{" + ",".join(parts) + "}")
     return "[" + ",".join(out) + "]"
 

@@ -8,7 +8,7 @@ function of its input and a read-back after a lost COMMIT can compare exact valu
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
@@ -40,6 +40,9 @@ class InstanceRecord:
     error: dict[str, Any] | None
     create_time: datetime
     update_time: datetime
+    # When a finished instance may be removed (set by the step that finishes it); None
+    # while it lives, and for instances finished before retention existed.
+    expire_time: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,6 +213,33 @@ class Save:
 
 
 Operation = Create | Save
+
+
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """What the purge left of an instance it removed: when, and when it was due."""
+
+    workflow_id: str
+    expire_time: datetime
+    removed_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
+class Purged:
+    """One purge batch: the instances it removed and the rows of each table it deleted."""
+
+    workflow_ids: tuple[str, ...] = ()
+    rows: dict[str, int] = field(default_factory=dict)  # table -> rows deleted
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionCounts:
+    """What is past its time and not yet removed, as the database counts it now."""
+
+    overdue_instances: int  # counted up to a cap (see Repository.retention_counts)
+    oldest_instance_due: datetime | None  # the earliest expire_time that has passed
+    overdue_requests: int
+    oldest_request_time: datetime | None  # when the oldest of them was recorded
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,7 +7,7 @@ thread and from worker threads, never from an event loop.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, Protocol, runtime_checkable
 
 from statewrightd.errors import StoreError
@@ -20,12 +20,15 @@ from statewrightd.store.records import (
     InstanceRecord,
     Operation,
     Page,
+    Purged,
     QueueCounts,
     RequestRecord,
+    RetentionCounts,
     Save,
     TaskPage,
     TaskRecord,
     TimerRecord,
+    Tombstone,
 )
 from statewrightd.store.sqlite import SqliteRepository
 
@@ -76,9 +79,43 @@ class Repository(Protocol):
 
     def list_definitions(self) -> list[DefinitionRecord]: ...
 
-    def lookup_request(self, request_id: str) -> RequestRecord | None: ...
+    def lookup_request(
+        self, request_id: str, live_after: datetime | None = None
+    ) -> RequestRecord | None:
+        """The record of ``request_id``, unless it was created at or before ``live_after``
+        (out of its window: it answers no retry any more)."""
+        ...
 
-    def purge_requests(self, older_than: datetime) -> int: ...
+    def purge_requests(self, older_than: datetime, limit: int = ...) -> int:
+        """Delete up to ``limit`` request records created at or before ``older_than``."""
+        ...
+
+    # -- retention -------------------------------------------------------------------
+
+    def purge_expired(self, now: datetime, limit: int) -> Purged:
+        """Remove up to ``limit`` finished instances whose expire_time is at or before
+        ``now``, oldest first, with their history, timers, tasks and request records, and
+        leave a tombstone for each. Instances another caller is removing at the same time
+        are skipped, not waited for."""
+        ...
+
+    def delete_workflow(self, workflow_id: str, revision: int | None = None) -> Purged:
+        """Remove one finished instance and everything of it, at ``revision`` (None: any).
+
+        Raises RecordNotFound, RecordLive (not finished) or Conflict (another revision).
+        Leaves no tombstone, and removes one an earlier instance of the id left."""
+        ...
+
+    def purge_tombstones(self, older_than: datetime, limit: int = ...) -> int: ...
+
+    def lookup_tombstone(self, workflow_id: str) -> Tombstone | None: ...
+
+    def retention_counts(
+        self, now: datetime, requests_before: datetime, cap: int = ...
+    ) -> RetentionCounts:
+        """What is overdue: instances past their expire_time at ``now``, request records
+        created at or before ``requests_before``; counts stop at ``cap``."""
+        ...
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
         """The armed timers of each instance that has any, in due order."""
@@ -177,14 +214,23 @@ class Repository(Protocol):
     ) -> Page: ...
 
 
-def open_repository(url: str, *, migrate: bool = True, pool_size: int = 16) -> Repository:
-    """Open ``postgresql://...`` (connection pool) or ``sqlite:///path`` (embedded)."""
+def open_repository(
+    url: str,
+    *,
+    migrate: bool = True,
+    pool_size: int = 16,
+    request_window: timedelta | None = None,
+) -> Repository:
+    """Open ``postgresql://...`` (connection pool) or ``sqlite:///path`` (embedded).
+
+    ``request_window``: how long a request record answers retries of its request id; a
+    step with an id recorded longer ago than that records it afresh (None: for ever)."""
     backend = schema.backend_of(url)
     if migrate:
         schema.migrate(url)
     if backend == "postgres":
-        return PostgresRepository(url, pool_size=pool_size)
-    return SqliteRepository(schema.sqlite_path(url))
+        return PostgresRepository(url, pool_size=pool_size, request_window=request_window)
+    return SqliteRepository(schema.sqlite_path(url), request_window=request_window)
 
 
 __all__ = ["Create", "Repository", "Save", "open_repository"]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from statewrightd.store.codec import decode_transitions
 from statewrightd.store.outcomes import HistoryWitness
 from statewrightd.store.records import (
     DefinitionRecord,
@@ -25,11 +26,12 @@ from statewrightd.store.records import (
     TaskRecord,
     TaskStatus,
     TimerRecord,
+    Tombstone,
 )
 
 INSTANCE = (
     "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
-    "create_time", "update_time",
+    "create_time", "update_time", "expire_time",
 )  # fmt: skip
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
@@ -44,6 +46,7 @@ TASK = (
 )  # fmt: skip
 REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
 DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
+TOMBSTONE = ("workflow_id", "expire_time", "removed_time")
 # The part of a history row that tells whether a lost COMMIT landed (see outcomes).
 WITNESS = ("workflow_id", "revision", "event", "state", "status", "time")
 
@@ -86,6 +89,7 @@ class Rows:
             error=None if row[7] is None else self._json(row[7]),
             create_time=self._time(row[8]),
             update_time=self._time(row[9]),
+            expire_time=None if row[10] is None else self._time(row[10]),
         )
 
     def history(self, row: Sequence[Any]) -> HistoryRecord:
@@ -93,7 +97,7 @@ class Rows:
             workflow_id=row[0],
             revision=row[1],
             event=row[2],
-            transitions=self._json(row[3]),
+            transitions=decode_transitions(self._json(row[3])),
             state=row[4],
             status=Status(row[5]),
             context=self._json(row[6]),
@@ -148,6 +152,11 @@ class Rows:
             fingerprint=row[3],
             response=bytes(row[4]),
             create_time=self._time(row[5]),
+        )
+
+    def tombstone(self, row: Sequence[Any]) -> Tombstone:
+        return Tombstone(
+            workflow_id=row[0], expire_time=self._time(row[1]), removed_time=self._time(row[2])
         )
 
     def definition(self, row: Sequence[Any]) -> DefinitionRecord:

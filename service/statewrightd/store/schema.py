@@ -89,6 +89,11 @@ def _migrate_postgres(url: str) -> list[int]:
     applied: list[int] = []
     try:
         with psycopg.connect(url, connect_timeout=10) as conn:
+            # Held for the whole run, released when the connection closes: a second
+            # migrator waits for the first to finish and then finds nothing to apply,
+            # instead of the two taking turns version by version.
+            conn.execute("SELECT pg_advisory_lock(%s)", (_ADVISORY_LOCK_KEY,))
+            conn.commit()
             with conn.transaction():
                 # Transaction-scoped: released by COMMIT/ROLLBACK even if we crash midway.
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
@@ -182,10 +187,13 @@ def _migrate_sqlite(path: str) -> list[int]:
     except sqlite3.Error as exc:
         raise StorageUnavailable(f"cannot open SQLite database {path!r}: {exc}") from exc
     try:
-        for migration in available("sqlite"):
-            conn.execute("BEGIN IMMEDIATE")
-            try:
-                conn.execute(_SQLITE_VERSION_TABLE)
+        # One write transaction for every pending migration: a second migrator waits for
+        # the first to finish (busy_timeout) and then finds nothing to apply, and a failed
+        # migration leaves the schema as it was.
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute(_SQLITE_VERSION_TABLE)
+            for migration in available("sqlite"):
                 row = conn.execute(
                     "SELECT 1 FROM statewright_schema_version WHERE version = ?",
                     (migration.version,),
@@ -198,10 +206,10 @@ def _migrate_sqlite(path: str) -> list[int]:
                         (migration.version, migration.name, to_micros(datetime.now(UTC))),
                     )
                     applied.append(migration.version)
-                conn.execute("COMMIT")
-            except BaseException:
-                conn.execute("ROLLBACK")
-                raise
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
     except sqlite3.Error as exc:
         raise StorageUnavailable(f"cannot migrate SQLite database {path!r}: {exc}") from exc
     finally:

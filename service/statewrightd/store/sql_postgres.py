@@ -17,14 +17,24 @@ REQUEST_COLUMNS = rows.listed(rows.REQUEST)
 DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
 TIMER_COLUMNS = rows.listed(rows.TIMER)
 TASK_COLUMNS = rows.listed(rows.TASK)
+TOMBSTONE_COLUMNS = rows.listed(rows.TOMBSTONE)
+# A history row as readers get it: a finished instance's last row takes its context from
+# the instance row (it stores none of its own).
+HISTORY_READ = ", ".join(
+    "COALESCE(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
+)
 _OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
+_FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
 
-# A request id that already exists blocks the step (the runtime answers from the stored
-# response instead); the ON CONFLICT only covers two transactions racing on one new id.
+# A request id recorded within its window blocks the step (the runtime answers from the
+# stored response instead); one recorded before ``r_cutoff`` answers nothing any more, and
+# the step records it afresh. The ON CONFLICT covers that, and two transactions racing
+# on one new id (the advisory lock has ordered them: the later sees the earlier's row).
 _REQUEST_FREE = """
 free AS (
     SELECT NOT EXISTS (
-        SELECT 1 FROM workflow_requests WHERE request_id = %(request_id)s::text
+        SELECT 1 FROM workflow_requests
+         WHERE request_id = %(request_id)s::text AND create_time > %(r_cutoff)s::timestamptz
     ) AS ok
 )"""
 
@@ -46,7 +56,11 @@ hist AS (
            %(r_response)s::bytea, %(r_time)s
       FROM changed
      WHERE %(request_id)s::text IS NOT NULL
-    ON CONFLICT (request_id) DO NOTHING
+    ON CONFLICT (request_id) DO UPDATE
+       SET workflow_id = EXCLUDED.workflow_id, method = EXCLUDED.method,
+           fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
+           create_time = EXCLUDED.create_time
+     WHERE workflow_requests.create_time <= %(r_cutoff)s::timestamptz
 )
 SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
 """
@@ -132,7 +146,8 @@ def _save(timed: bool, tasked: bool = False) -> str:
         + """, changed AS (
     UPDATE workflow_instances
        SET state = %(state)s, status = %(status)s, context = %(context)s::jsonb,
-           revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s
+           revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s,
+           expire_time = %(expire_time)s
      WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
        AND (SELECT ok FROM free)"""
         + (_FIRED_ARMED if timed else "")
@@ -155,7 +170,8 @@ def _create(timed: bool, tasked: bool = False) -> str:
         + INSTANCE_COLUMNS
         + """)
     SELECT %(workflow_id)s, %(definition)s, %(version)s, %(state)s, %(status)s,
-           %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s
+           %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s,
+           %(expire_time)s
      WHERE (SELECT ok FROM free)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -175,7 +191,8 @@ SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 # rows travel as one JSON document (json_to_recordset), which saves most of the
 # per-statement cost in both psycopg and PostgreSQL, and costs psycopg one text parameter
 # instead of an array per column. h_context absent (NULL) means "the same as context", so
-# a step's context crosses the wire once. The json type (not jsonb) is only scanned once,
+# a step's context crosses the wire once; a finished instance's last history row then
+# stores none (readers take the instance row's). The json type (not jsonb) is only scanned once,
 # and the jsonb columns parse their values straight from it. The planner guesses 100 rows
 # for json_to_recordset whatever the batch: the UPDATE finds its rows through an array
 # of ids (an index scan whatever the table's statistics say), not a join it could plan
@@ -186,9 +203,11 @@ hist AS (
     INSERT INTO workflow_history ("""
     + HISTORY_COLUMNS
     + """)
-    SELECT r.workflow_id, r.revision, r.h_event, r.h_transitions, r.h_state,
-           r.h_status, COALESCE(r.h_context, r.context), r.h_error, r.h_time, r.h_timers,
-           r.h_actor
+    SELECT r.workflow_id, r.revision, r.h_event, r.h_transitions, r.h_state, r.h_status,
+           CASE WHEN r.h_status IN """
+    + _FINISHED
+    + """ THEN r.h_context ELSE COALESCE(r.h_context, r.context) END,
+           r.h_error, r.h_time, r.h_timers, r.h_actor
       FROM rows r JOIN changed USING (workflow_id)
 )
 SELECT workflow_id FROM changed
@@ -269,13 +288,13 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
-        update_time timestamptz, """
+        update_time timestamptz, expire_time timestamptz, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
         + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
-                            revision, error, create_time, update_time, h_event,
+                            revision, error, create_time, update_time, expire_time, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
                             h_timers, h_actor"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
@@ -286,7 +305,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
-           create_time, update_time
+           create_time, update_time, expire_time
       FROM rows ORDER BY n
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -306,7 +325,7 @@ def _save_many(timed: bool, tasked: bool = False) -> str:
         """WITH rows AS (
     SELECT * FROM json_to_recordset(%s::json) AS r(
         workflow_id text, expected bigint, revision bigint, state text, status text,
-        context jsonb, error jsonb, update_time timestamptz, """
+        context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
@@ -315,7 +334,8 @@ def _save_many(timed: bool, tasked: bool = False) -> str:
 ), changed AS (
     UPDATE workflow_instances w
        SET state = r.state, status = r.status, context = r.context,
-           revision = r.revision, error = r.error, update_time = r.update_time
+           revision = r.revision, error = r.error, update_time = r.update_time,
+           expire_time = r.expire_time
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
@@ -406,13 +426,38 @@ def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
 SQL = Statements(
     load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s",
     history_after=f"""
-SELECT {HISTORY_COLUMNS} FROM workflow_history
- WHERE workflow_id = %s AND revision > %s
- ORDER BY revision
+SELECT {HISTORY_READ}
+  FROM workflow_history h JOIN workflow_instances w ON w.workflow_id = h.workflow_id
+ WHERE h.workflow_id = %s AND h.revision > %s
+ ORDER BY h.revision
  LIMIT %s
 """,
-    lookup_request=f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = %s",
-    purge_requests="DELETE FROM workflow_requests WHERE create_time < %s",
+    lookup_request=(
+        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
+        " WHERE request_id = %s AND create_time > %s"
+    ),
+    purge_requests="""
+DELETE FROM workflow_requests q
+ USING (SELECT request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
+         ORDER BY create_time LIMIT %(limit)s FOR UPDATE SKIP LOCKED) old
+ WHERE q.request_id = old.request_id
+""",
+    purge_tombstones="""
+DELETE FROM workflow_tombstones t
+ USING (SELECT workflow_id FROM workflow_tombstones WHERE removed_time <= %(cutoff)s
+         ORDER BY removed_time LIMIT %(limit)s FOR UPDATE SKIP LOCKED) old
+ WHERE t.workflow_id = old.workflow_id
+""",
+    lookup_tombstone=f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = %s",
+    # Counts stop at the cap: an index range that long is reported as "at least".
+    retention_counts="""
+SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= %(now)s
+                               LIMIT %(cap)s) x),
+       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= %(now)s),
+       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= %(cutoff)s
+                               LIMIT %(cap)s) y),
+       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= %(cutoff)s)
+""",
     insert_definition=f"""
 INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)
 ON CONFLICT (name, version) DO NOTHING
@@ -521,3 +566,64 @@ SELECT queue,
 """,
     list_tasks=_list_tasks,
 )
+
+
+# Removing instances: everything of theirs, child tables first (their rows are counted),
+# in one statement. ``doomed`` picks the instances and locks them; the rest deletes.
+def _removal(doomed: str, tombstone: str) -> str:
+    return f"""
+WITH doomed AS ({doomed}
+), history AS (
+    DELETE FROM workflow_history h USING doomed d WHERE h.workflow_id = d.workflow_id
+    RETURNING 1
+), timers AS (
+    DELETE FROM workflow_timers t USING doomed d WHERE t.workflow_id = d.workflow_id
+    RETURNING 1
+), tasks AS (
+    DELETE FROM workflow_tasks k USING doomed d WHERE k.workflow_id = d.workflow_id
+    RETURNING 1
+), requests AS (
+    DELETE FROM workflow_requests q USING doomed d WHERE q.workflow_id = d.workflow_id
+    RETURNING 1
+), instances AS (
+    DELETE FROM workflow_instances w USING doomed d
+     WHERE w.workflow_id = d.workflow_id AND w.status IN {_FINISHED}
+    RETURNING w.workflow_id, w.expire_time
+), tombstones AS ({tombstone}
+)
+SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances),
+       (SELECT count(*) FROM history), (SELECT count(*) FROM timers),
+       (SELECT count(*) FROM tasks), (SELECT count(*) FROM requests)
+"""
+
+
+# The purge: finished instances past their expire_time, oldest first. SKIP LOCKED: two
+# replicas purging at once take different instances instead of waiting for each other.
+# Each removed instance leaves a tombstone.
+PURGE_EXPIRED = _removal(
+    f"""
+    SELECT workflow_id FROM workflow_instances
+     WHERE expire_time <= %(now)s AND status IN {_FINISHED}
+     ORDER BY expire_time LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED""",
+    """
+    INSERT INTO workflow_tombstones (workflow_id, expire_time, removed_time)
+    SELECT workflow_id, coalesce(expire_time, %(now)s), %(now)s FROM instances
+    ON CONFLICT (workflow_id) DO UPDATE
+       SET expire_time = EXCLUDED.expire_time, removed_time = EXCLUDED.removed_time""",
+)
+
+# DeleteWorkflow: one finished instance at the revision its caller saw (any revision when
+# NULL). It leaves no tombstone and takes away any an earlier instance of that id left.
+DELETE_WORKFLOW = _removal(
+    f"""
+    SELECT workflow_id FROM workflow_instances
+     WHERE workflow_id = %(workflow_id)s AND status IN {_FINISHED}
+       AND (%(revision)s::bigint IS NULL OR revision = %(revision)s::bigint)
+       FOR UPDATE""",
+    """
+    DELETE FROM workflow_tombstones WHERE workflow_id = %(workflow_id)s
+       AND EXISTS (SELECT 1 FROM instances)""",
+)
+
+INSTANCE_STANDING = "SELECT revision, status FROM workflow_instances WHERE workflow_id = %s"

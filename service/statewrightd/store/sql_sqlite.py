@@ -16,21 +16,29 @@ REQUEST_COLUMNS = rows.listed(rows.REQUEST)
 DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
 TIMER_COLUMNS = rows.listed(rows.TIMER)
 TASK_COLUMNS = rows.listed(rows.TASK)
+TOMBSTONE_COLUMNS = rows.listed(rows.TOMBSTONE)
 _OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
+_FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
+# A finished instance's last history row stores no context: readers take the instance's.
+HISTORY_READ = ", ".join(
+    "coalesce(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
+)
 
-REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ?"
+# Taken: recorded within its window (after the cutoff). An older record answers nothing
+# any more, and the step records the id afresh over it.
+REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ? AND create_time > ?"
 
 CREATE = f"""
 INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
 VALUES (:workflow_id, :definition, :version, :state, :status, :context, :revision, :error,
-        :create_time, :update_time)
+        :create_time, :update_time, :expire_time)
 ON CONFLICT (workflow_id) DO NOTHING
 """
 
 SAVE = """
 UPDATE workflow_instances
    SET state = :state, status = :status, context = :context, revision = :revision,
-       error = :error, update_time = :update_time
+       error = :error, update_time = :update_time, expire_time = :expire_time
  WHERE workflow_id = :workflow_id AND revision = :expected
 """
 
@@ -53,6 +61,10 @@ SELECT :workflow_id, json_extract(value, '$.timer_id'), json_extract(value, '$.r
 INSERT_REQUEST = f"""
 INSERT INTO workflow_requests ({REQUEST_COLUMNS})
 VALUES (:request_id, :workflow_id, :r_method, :r_fingerprint, :r_response, :r_time)
+ON CONFLICT (request_id) DO UPDATE
+   SET workflow_id = excluded.workflow_id, method = excluded.method,
+       fingerprint = excluded.fingerprint, response = excluded.response,
+       create_time = excluded.create_time
 """
 
 CURRENT_REVISION = "SELECT revision FROM workflow_instances WHERE workflow_id = ?"
@@ -111,11 +123,32 @@ def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
 SQL = Statements(
     load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = ?",
     history_after=(
-        f"SELECT {HISTORY_COLUMNS} FROM workflow_history"
-        " WHERE workflow_id = ? AND revision > ? ORDER BY revision LIMIT ?"
+        f"SELECT {HISTORY_READ} FROM workflow_history h"
+        " JOIN workflow_instances w ON w.workflow_id = h.workflow_id"
+        " WHERE h.workflow_id = ? AND h.revision > ? ORDER BY h.revision LIMIT ?"
     ),
-    lookup_request=f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = ?",
-    purge_requests="DELETE FROM workflow_requests WHERE create_time < ?",
+    lookup_request=(
+        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = ? AND create_time > ?"
+    ),
+    purge_requests="""
+DELETE FROM workflow_requests WHERE request_id IN (
+       SELECT request_id FROM workflow_requests WHERE create_time <= :cutoff
+        ORDER BY create_time LIMIT :limit)
+""",
+    purge_tombstones="""
+DELETE FROM workflow_tombstones WHERE workflow_id IN (
+       SELECT workflow_id FROM workflow_tombstones WHERE removed_time <= :cutoff
+        ORDER BY removed_time LIMIT :limit)
+""",
+    lookup_tombstone=f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = ?",
+    retention_counts="""
+SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= :now
+                               LIMIT :cap)),
+       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= :now),
+       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= :cutoff
+                               LIMIT :cap)),
+       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= :cutoff)
+""",
     # No RETURNING (SQLite before 3.35 has none): the row is always read back.
     insert_definition=(
         f"INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
@@ -219,3 +252,34 @@ SELECT queue,
 """,
     list_tasks=_list_tasks,
 )
+
+
+# Removing instances, one statement per table inside the purge's transaction (SQLite has
+# one writer: nothing changes between them). :ids is a JSON array of workflow ids.
+EXPIRED = f"""
+SELECT workflow_id FROM workflow_instances
+ WHERE expire_time <= :now AND status IN {_FINISHED}
+ ORDER BY expire_time LIMIT :limit
+"""
+REMOVABLE = f"""
+SELECT workflow_id FROM workflow_instances
+ WHERE workflow_id = :workflow_id AND status IN {_FINISHED}
+   AND (:revision IS NULL OR revision = :revision)
+"""
+CHILD_TABLES = ("workflow_history", "workflow_timers", "workflow_tasks", "workflow_requests")
+REMOVE_CHILDREN = {
+    table: f"DELETE FROM {table} WHERE workflow_id IN (SELECT value FROM json_each(:ids))"
+    for table in CHILD_TABLES
+}
+MARK_REMOVED = """
+INSERT INTO workflow_tombstones (workflow_id, expire_time, removed_time)
+SELECT workflow_id, coalesce(expire_time, :now), :now FROM workflow_instances
+ WHERE workflow_id IN (SELECT value FROM json_each(:ids))
+ON CONFLICT (workflow_id) DO UPDATE
+   SET expire_time = excluded.expire_time, removed_time = excluded.removed_time
+"""
+REMOVE_INSTANCES = (
+    "DELETE FROM workflow_instances WHERE workflow_id IN (SELECT value FROM json_each(:ids))"
+)
+UNMARK = "DELETE FROM workflow_tombstones WHERE workflow_id = ?"
+INSTANCE_STANDING = "SELECT revision, status FROM workflow_instances WHERE workflow_id = ?"

@@ -13,13 +13,14 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
-from statewrightd.errors import InvalidArgument, StorageUnavailable
+from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.store import failures
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
+    NEVER,
     check_status_filter,
     check_time,
     clamp_page_size,
@@ -32,15 +33,18 @@ from statewrightd.store.codec import (
     encode_task_page_token,
 )
 from statewrightd.store.records import (
+    TERMINAL,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
     Page,
     QueueCounts,
     RequestRecord,
+    RetentionCounts,
     TaskPage,
     TaskRecord,
     TimerRecord,
+    Tombstone,
 )
 from statewrightd.store.rows import Rows
 
@@ -67,8 +71,15 @@ class Statements:
 
     load: str  # workflow_id -> INSTANCE
     history_after: str  # workflow_id, after revision, limit -> HISTORY by revision
-    lookup_request: str  # request_id -> REQUEST
-    purge_requests: str  # cutoff time
+    lookup_request: str  # request_id, cutoff -> REQUEST created after the cutoff
+    # Named parameters cutoff and limit: deletes up to limit request records created at or
+    # before the cutoff (tombstones removed then), oldest first.
+    purge_requests: str
+    purge_tombstones: str
+    lookup_tombstone: str  # workflow_id -> TOMBSTONE
+    # now, cutoff (of request records), cap -> (overdue instances, the earliest passed
+    # expire_time, expired request records, the oldest of their create times)
+    retention_counts: str
     # The definition's DEFINITION columns; may return the row it inserted (nothing when
     # the row was already there, or when the backend's INSERT returns nothing at all).
     insert_definition: str
@@ -98,12 +109,21 @@ class Statements:
     list_tasks: Callable[[bool, bool, bool], str]
 
 
+# The most rows one purge statement deletes when its caller names no limit.
+PURGE_LIMIT = 1000
+# Overdue rows are counted up to this many: the count is an index range, and a backlog
+# that long needs no exact figure to be seen.
+COUNT_CAP = 100_000
+
+
 class SqlRepository(BatchWriter):
     SQL: ClassVar[Statements]
     ROWS: ClassVar[Rows]
+    SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
 
-    def __init__(self, schema_version: int) -> None:
+    def __init__(self, schema_version: int, request_window: timedelta | None = None) -> None:
         self._schema_version = schema_version
+        self._request_window = request_window
 
     @abstractmethod
     def _reading(self) -> AbstractContextManager[Connection]:
@@ -137,15 +157,56 @@ class SqlRepository(BatchWriter):
             ).fetchall()
         return [self.ROWS.history(r) for r in rows]
 
-    def lookup_request(self, request_id: str) -> RequestRecord | None:
+    def lookup_request(
+        self, request_id: str, live_after: datetime | None = None
+    ) -> RequestRecord | None:
+        cutoff = self._time(live_after if live_after is not None else NEVER)
         with self._reading() as conn:
-            row = conn.execute(self.SQL.lookup_request, (request_id,)).fetchone()
+            row = conn.execute(self.SQL.lookup_request, (request_id, cutoff)).fetchone()
         return None if row is None else self.ROWS.request(row)
 
-    def purge_requests(self, older_than: datetime) -> int:
-        cutoff = self.ROWS.time_param(check_time(older_than, "older_than"))
+    def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
+        params = {"cutoff": self._time(older_than), "limit": limit}
         with self._writing() as conn:
-            return conn.execute(self.SQL.purge_requests, (cutoff,)).rowcount
+            return conn.execute(self.SQL.purge_requests, params).rowcount
+
+    def purge_tombstones(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
+        params = {"cutoff": self._time(older_than), "limit": limit}
+        with self._writing() as conn:
+            return conn.execute(self.SQL.purge_tombstones, params).rowcount
+
+    def lookup_tombstone(self, workflow_id: str) -> Tombstone | None:
+        with self._reading() as conn:
+            row = conn.execute(self.SQL.lookup_tombstone, (workflow_id,)).fetchone()
+        return None if row is None else self.ROWS.tombstone(row)
+
+    def retention_counts(
+        self, now: datetime, requests_before: datetime, cap: int = COUNT_CAP
+    ) -> RetentionCounts:
+        params = {"now": self._time(now), "cutoff": self._time(requests_before), "cap": cap}
+        with self._reading() as conn:
+            row = conn.execute(self.SQL.retention_counts, params).fetchone()
+        instances, oldest_instance, requests, oldest_request = row
+        return RetentionCounts(
+            overdue_instances=int(instances or 0),
+            oldest_instance_due=None
+            if oldest_instance is None
+            else self.ROWS.time(oldest_instance),
+            overdue_requests=int(requests or 0),
+            oldest_request_time=None if oldest_request is None else self.ROWS.time(oldest_request),
+        )
+
+    def _removal_failure(
+        self, conn: Connection, workflow_id: str, revision: int | None
+    ) -> StoreError:
+        """Why a removal of ``workflow_id`` at ``revision`` removed nothing."""
+        row = conn.execute(self.SQL_STANDING, (workflow_id,)).fetchone()
+        if row is None:
+            return failures.workflow_not_found(workflow_id)
+        actual, status = int(row[0]), str(row[1])
+        if status not in TERMINAL:
+            return failures.workflow_live(workflow_id, status)
+        return failures.revision_moved(workflow_id, revision, actual)
 
     # -- definitions -----------------------------------------------------------------
 

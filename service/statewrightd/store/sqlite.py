@@ -13,14 +13,15 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.store import failures
 from statewrightd.store import sql_sqlite as q
-from statewrightd.store.codec import EncodedOp, from_micros, loads, to_micros
+from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
-from statewrightd.store.records import Create, InstanceRecord, Operation, target_of
+from statewrightd.store.records import Create, InstanceRecord, Operation, Purged, target_of
 from statewrightd.store.rows import Rows
 from statewrightd.store.schema import connect_sqlite, latest_version, sqlite_schema_version
 from statewrightd.store.sqlbase import SqlRepository
@@ -38,9 +39,10 @@ class SqliteRepository(SqlRepository):
     SQL = q.SQL
     # JSON is kept as text, times as integer microseconds (exact, and they sort).
     ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)
+    SQL_STANDING = q.INSTANCE_STANDING
 
-    def __init__(self, path: str) -> None:
-        super().__init__(latest_version("sqlite"))
+    def __init__(self, path: str, *, request_window: timedelta | None = None) -> None:
+        super().__init__(latest_version("sqlite"), request_window)
         self._path = path
         self._lock = threading.Lock()
         self._closed = False
@@ -83,6 +85,26 @@ class SqliteRepository(SqlRepository):
         except StorageUnavailable as exc:
             return [exc for _ in encoded]
 
+    # -- removal ---------------------------------------------------------------------
+
+    def purge_expired(self, now: datetime, limit: int) -> Purged:
+        micros = to_micros(check_time(now, "now"))
+        with self._writing() as conn:
+            found = conn.execute(q.EXPIRED, {"now": micros, "limit": limit}).fetchall()
+            ids = [r[0] for r in found]
+            if not ids:
+                return Purged(rows=dict.fromkeys((*q.CHILD_TABLES, "workflow_instances"), 0))
+            conn.execute(q.MARK_REMOVED, {"ids": json.dumps(ids), "now": micros})
+            return _remove(conn, ids)
+
+    def delete_workflow(self, workflow_id: str, revision: int | None = None) -> Purged:
+        with self._writing() as conn:
+            params = {"workflow_id": workflow_id, "revision": revision}
+            if conn.execute(q.REMOVABLE, params).fetchone() is None:
+                raise self._removal_failure(conn, workflow_id, revision)
+            conn.execute(q.UNMARK, (workflow_id,))
+            return _remove(conn, [workflow_id])
+
     def resolve_outcome(
         self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
     ) -> list[InstanceRecord | StoreError]:
@@ -106,12 +128,27 @@ class SqliteRepository(SqlRepository):
                 self._conn.close()
 
 
+_TIMES = ("create_time", "update_time", "expire_time", "h_time", "r_time", "r_cutoff")
+
+
+def _remove(conn: sqlite3.Connection, ids: list[str]) -> Purged:
+    """Delete instances ``ids`` and everything of theirs, inside the caller's transaction."""
+    params = {"ids": json.dumps(ids)}
+    counts = {
+        table: conn.execute(q.REMOVE_CHILDREN[table], params).rowcount for table in q.CHILD_TABLES
+    }
+    counts["workflow_instances"] = conn.execute(q.REMOVE_INSTANCES, params).rowcount
+    return Purged(workflow_ids=tuple(sorted(ids)), rows=counts)
+
+
 def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | StoreError:
     """One row's CAS inside the batch transaction; a failure here writes nothing."""
     op = e.op
-    p = _micros(e.params, "create_time", "update_time", "h_time", "r_time")
+    p = _micros(
+        e.params, "create_time", "update_time", "expire_time", "h_time", "r_time", "r_cutoff"
+    )
     rid = p["request_id"]
-    if rid is not None and conn.execute(q.REQUEST_TAKEN, (rid,)).fetchone():
+    if rid is not None and conn.execute(q.REQUEST_TAKEN, (rid, p["r_cutoff"])).fetchone():
         return failures.refused(op, request_free=False, actual_revision=None)
     fired = op.timers.fired
     if fired is not None and not conn.execute(q.TIMER_ARMED, (p["workflow_id"], fired)).fetchone():

@@ -769,3 +769,30 @@ def test_guarded_events_and_timers_need_no_fallback() -> None:
         )
         == []
     )
+
+
+def test_retention_is_a_duration_or_forever_and_part_of_the_content() -> None:
+    import math
+
+    plain = load_definition(BASE)
+    assert plain.retention is None
+    kept = load_definition("retention: 12h\n" + BASE)
+    assert kept.retention == 12 * 3600
+    assert load_definition("retention: forever\n" + BASE).retention == math.inf
+    assert kept.digest != plain.digest
+    assert load_definition("retention: 720m\n" + BASE).digest == kept.digest
+
+
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("soon", "retention must be a duration such as 30d, 12h or 90m, or forever"),
+        ("12", "retention must be a duration such as 30d, 12h or 90m, or forever"),
+        ("500ms", "retention must be at least 1s"),
+        ("3651d", "retention must be at most 3650d (or forever)"),
+    ],
+)
+def test_bad_retention_is_reported_at_its_path(value: str, message: str) -> None:
+    definition, problems = validate_source(f"retention: {value!r}\n" + BASE)
+    assert definition is None
+    assert [(p.path, p.message) for p in problems] == [("retention", message)]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
@@ -67,3 +68,54 @@ async def test_an_idle_wait_with_a_recheck_interval_asks_for_a_history_look() ->
     sub = hub.subscribe("a")
     await sub.wait(hub.recheck_after)
     assert sub.take() == ([], True)
+
+
+async def test_a_watch_whose_instance_vanishes_from_history_ends_with_the_read_error() -> None:
+    import dataclasses
+
+    import pytest
+
+    from statewrightd import errors
+    from statewrightd.engine.watch import WatchFeed
+    from statewrightd.store.records import HistoryRecord
+
+    current = event("w", 5).record
+    removed = False
+
+    class Now:
+        def __init__(self) -> None:
+            self.record, self.loaded, self.timers = current, None, ()
+
+    async def read_current(workflow_id: str) -> Any:
+        if removed:
+            raise errors.NotFound("expired", reason="WORKFLOW_EXPIRED")
+        return Now()
+
+    async def read_history(workflow_id: str, after: int, limit: int) -> list[HistoryRecord]:
+        nonlocal removed
+        if after >= 2:
+            removed = True  # the purge took the rest between two pages
+            return []
+        row = HistoryRecord("w", after + 1, None, [], "s", Status.RUNNING, {}, None, NOW)
+        return [row, dataclasses.replace(row, revision=after + 2)]
+
+    feed = WatchFeed(WatchHub(), read_current, read_history, page=2)
+    seen: list[int] = []
+
+    async def follow() -> None:
+        async for step in feed.follow("w", 0):
+            seen.append(step.record.revision)
+
+    # Bounded: a feed that waited for revisions that no longer exist would never end.
+    with pytest.raises(errors.NotFound) as ended:
+        await asyncio.wait_for(follow(), 10)
+    assert ended.value.reason == "WORKFLOW_EXPIRED"
+    assert seen == [1, 2]
+
+
+async def test_gone_wakes_the_watchers_of_removed_instances() -> None:
+    hub = WatchHub()
+    a, b = hub.subscribe("a"), hub.subscribe("b")
+    hub.gone(("a",))
+    assert a.gone and a.needs_catch_up and not b.gone
+    await a.wait(None)  # returns at once

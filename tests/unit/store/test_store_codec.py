@@ -91,3 +91,25 @@ def test_migrations_are_numbered_from_one_on_both_backends() -> None:
 def test_sqlite_script_splitting_skips_comments() -> None:
     script = "-- note\nCREATE TABLE a (x TEXT);\n\nCREATE INDEX i ON a (x);\n"
     assert sqlite_statements(script) == ["CREATE TABLE a (x TEXT);", "CREATE INDEX i ON a (x);"]
+
+
+def test_transitions_are_stored_as_one_compact_string_and_read_back_as_maps() -> None:
+    from statewrightd.store.codec import decode_transitions, encode_transitions
+
+    moves = [
+        {"from": "draft", "to": "review", "event": None},
+        {"from": "review", "to": "__finish__", "event": "task_completed"},
+    ]
+    compact = encode_transitions(moves)
+    assert compact == "draft>review review>__finish__@task_completed"
+    assert decode_transitions(compact) == moves
+    assert decode_transitions(encode_transitions([])) == []
+    # What the compact form cannot say is kept as it is, and read back the same.
+    for odd in (
+        [{"from": "a>b", "to": "c", "event": None}],
+        [{"from": "a", "to": "b", "event": "e", "extra": 1}],
+        [{"from": "a", "to": "", "event": None}],
+        ["not a map"],
+    ):
+        assert encode_transitions(odd) == odd
+        assert decode_transitions(odd) == odd

@@ -969,6 +969,153 @@ func (x *TaskQueueDiagnostics) GetStalled() bool {
 	return false
 }
 
+// Retention, as this server sees it: its purge's work and what the database holds overdue.
+type RetentionDiagnostics struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. How long a finished instance is kept unless its definition says
+	// otherwise; unset when kept for ever.
+	Retention *durationpb.Duration `protobuf:"bytes,1,opt,name=retention,proto3" json:"retention,omitempty"`
+	// Output only. How long a request id's record answers retries.
+	RequestWindow *durationpb.Duration `protobuf:"bytes,2,opt,name=request_window,json=requestWindow,proto3" json:"request_window,omitempty"`
+	// Output only. Finished instances this server removed, since it started.
+	InstancesPurged int64 `protobuf:"varint,3,opt,name=instances_purged,json=instancesPurged,proto3" json:"instances_purged,omitempty"`
+	// Output only. History rows removed with them.
+	HistoryPurged int64 `protobuf:"varint,4,opt,name=history_purged,json=historyPurged,proto3" json:"history_purged,omitempty"`
+	// Output only. Request records removed (expired, or with their instance).
+	RequestsPurged int64 `protobuf:"varint,5,opt,name=requests_purged,json=requestsPurged,proto3" json:"requests_purged,omitempty"`
+	// Output only. Timer and task rows removed with their instances.
+	TimersAndTasksPurged int64 `protobuf:"varint,6,opt,name=timers_and_tasks_purged,json=timersAndTasksPurged,proto3" json:"timers_and_tasks_purged,omitempty"`
+	// Output only. When this server's purge last ran.
+	LastRunTime *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=last_run_time,json=lastRunTime,proto3" json:"last_run_time,omitempty"`
+	// Output only. Finished instances past their expire_time, not yet removed (every
+	// server's, counted up to 100,000), as of counted_time.
+	OverdueInstances int64 `protobuf:"varint,8,opt,name=overdue_instances,json=overdueInstances,proto3" json:"overdue_instances,omitempty"`
+	// Output only. How long ago the oldest of them was due.
+	OldestOverdueInstanceAge *durationpb.Duration `protobuf:"bytes,9,opt,name=oldest_overdue_instance_age,json=oldestOverdueInstanceAge,proto3" json:"oldest_overdue_instance_age,omitempty"`
+	// Output only. Request records past the window, not yet removed, as of counted_time.
+	OverdueRequests int64 `protobuf:"varint,10,opt,name=overdue_requests,json=overdueRequests,proto3" json:"overdue_requests,omitempty"`
+	// Output only. How long ago the oldest of them expired.
+	OldestOverdueRequestAge *durationpb.Duration `protobuf:"bytes,11,opt,name=oldest_overdue_request_age,json=oldestOverdueRequestAge,proto3" json:"oldest_overdue_request_age,omitempty"`
+	// Output only. When the overdue rows were counted (every few seconds).
+	CountedTime   *timestamppb.Timestamp `protobuf:"bytes,12,opt,name=counted_time,json=countedTime,proto3" json:"counted_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetentionDiagnostics) Reset() {
+	*x = RetentionDiagnostics{}
+	mi := &file_statewright_v1_diagnostics_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetentionDiagnostics) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetentionDiagnostics) ProtoMessage() {}
+
+func (x *RetentionDiagnostics) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_diagnostics_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetentionDiagnostics.ProtoReflect.Descriptor instead.
+func (*RetentionDiagnostics) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_diagnostics_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *RetentionDiagnostics) GetRetention() *durationpb.Duration {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
+func (x *RetentionDiagnostics) GetRequestWindow() *durationpb.Duration {
+	if x != nil {
+		return x.RequestWindow
+	}
+	return nil
+}
+
+func (x *RetentionDiagnostics) GetInstancesPurged() int64 {
+	if x != nil {
+		return x.InstancesPurged
+	}
+	return 0
+}
+
+func (x *RetentionDiagnostics) GetHistoryPurged() int64 {
+	if x != nil {
+		return x.HistoryPurged
+	}
+	return 0
+}
+
+func (x *RetentionDiagnostics) GetRequestsPurged() int64 {
+	if x != nil {
+		return x.RequestsPurged
+	}
+	return 0
+}
+
+func (x *RetentionDiagnostics) GetTimersAndTasksPurged() int64 {
+	if x != nil {
+		return x.TimersAndTasksPurged
+	}
+	return 0
+}
+
+func (x *RetentionDiagnostics) GetLastRunTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.LastRunTime
+	}
+	return nil
+}
+
+func (x *RetentionDiagnostics) GetOverdueInstances() int64 {
+	if x != nil {
+		return x.OverdueInstances
+	}
+	return 0
+}
+
+func (x *RetentionDiagnostics) GetOldestOverdueInstanceAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestOverdueInstanceAge
+	}
+	return nil
+}
+
+func (x *RetentionDiagnostics) GetOverdueRequests() int64 {
+	if x != nil {
+		return x.OverdueRequests
+	}
+	return 0
+}
+
+func (x *RetentionDiagnostics) GetOldestOverdueRequestAge() *durationpb.Duration {
+	if x != nil {
+		return x.OldestOverdueRequestAge
+	}
+	return nil
+}
+
+func (x *RetentionDiagnostics) GetCountedTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CountedTime
+	}
+	return nil
+}
+
 var File_statewright_v1_diagnostics_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_diagnostics_proto_rawDesc = "" +
@@ -1046,7 +1193,21 @@ const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	"\x06leased\x18\x04 \x01(\x03R\x06leased\x12@\n" +
 	"\x0elast_poll_time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\flastPollTime\x12\x18\n" +
 	"\apollers\x18\x06 \x03(\tR\apollers\x12\x18\n" +
-	"\astalled\x18\a \x01(\bR\astalled*\xaf\x01\n" +
+	"\astalled\x18\a \x01(\bR\astalled\"\xcc\x05\n" +
+	"\x14RetentionDiagnostics\x127\n" +
+	"\tretention\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\tretention\x12@\n" +
+	"\x0erequest_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rrequestWindow\x12)\n" +
+	"\x10instances_purged\x18\x03 \x01(\x03R\x0finstancesPurged\x12%\n" +
+	"\x0ehistory_purged\x18\x04 \x01(\x03R\rhistoryPurged\x12'\n" +
+	"\x0frequests_purged\x18\x05 \x01(\x03R\x0erequestsPurged\x125\n" +
+	"\x17timers_and_tasks_purged\x18\x06 \x01(\x03R\x14timersAndTasksPurged\x12>\n" +
+	"\rlast_run_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\vlastRunTime\x12+\n" +
+	"\x11overdue_instances\x18\b \x01(\x03R\x10overdueInstances\x12X\n" +
+	"\x1boldest_overdue_instance_age\x18\t \x01(\v2\x19.google.protobuf.DurationR\x18oldestOverdueInstanceAge\x12)\n" +
+	"\x10overdue_requests\x18\n" +
+	" \x01(\x03R\x0foverdueRequests\x12V\n" +
+	"\x1aoldest_overdue_request_age\x18\v \x01(\v2\x19.google.protobuf.DurationR\x17oldestOverdueRequestAge\x12=\n" +
+	"\fcounted_time\x18\f \x01(\v2\x1a.google.protobuf.TimestampR\vcountedTime*\xaf\x01\n" +
 	"\x0eEventLoopPhase\x12 \n" +
 	"\x1cEVENT_LOOP_PHASE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18EVENT_LOOP_PHASE_RUNNING\x10\x01\x12\x1d\n" +
@@ -1075,7 +1236,7 @@ func file_statewright_v1_diagnostics_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_diagnostics_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_statewright_v1_diagnostics_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_statewright_v1_diagnostics_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
 var file_statewright_v1_diagnostics_proto_goTypes = []any{
 	(EventLoopPhase)(0),            // 0: statewright.v1.EventLoopPhase
 	(AdmissionState)(0),            // 1: statewright.v1.AdmissionState
@@ -1088,37 +1249,44 @@ var file_statewright_v1_diagnostics_proto_goTypes = []any{
 	(*WorkflowDiagnostics)(nil),    // 8: statewright.v1.WorkflowDiagnostics
 	(*TimerDiagnostics)(nil),       // 9: statewright.v1.TimerDiagnostics
 	(*TaskQueueDiagnostics)(nil),   // 10: statewright.v1.TaskQueueDiagnostics
-	(*durationpb.Duration)(nil),    // 11: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),  // 12: google.protobuf.Timestamp
-	(*status.Status)(nil),          // 13: google.rpc.Status
-	(*Transition)(nil),             // 14: statewright.v1.Transition
-	(*Timer)(nil),                  // 15: statewright.v1.Timer
+	(*RetentionDiagnostics)(nil),   // 11: statewright.v1.RetentionDiagnostics
+	(*durationpb.Duration)(nil),    // 12: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),  // 13: google.protobuf.Timestamp
+	(*status.Status)(nil),          // 14: google.rpc.Status
+	(*Transition)(nil),             // 15: statewright.v1.Transition
+	(*Timer)(nil),                  // 16: statewright.v1.Timer
 }
 var file_statewright_v1_diagnostics_proto_depIdxs = []int32{
 	0,  // 0: statewright.v1.EventLoopDiagnostics.phase:type_name -> statewright.v1.EventLoopPhase
-	11, // 1: statewright.v1.EventLoopDiagnostics.lag_last:type_name -> google.protobuf.Duration
-	11, // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
-	11, // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
-	11, // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
-	11, // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
-	11, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
-	12, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
-	13, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
-	12, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
+	12, // 1: statewright.v1.EventLoopDiagnostics.lag_last:type_name -> google.protobuf.Duration
+	12, // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
+	12, // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
+	12, // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
+	12, // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
+	12, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
+	13, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
+	14, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
+	13, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
 	1,  // 10: statewright.v1.WorkflowDiagnostics.admission_state:type_name -> statewright.v1.AdmissionState
-	14, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
+	15, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
 	7,  // 12: statewright.v1.WorkflowDiagnostics.recovery:type_name -> statewright.v1.RecoveryInfo
-	15, // 13: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
-	12, // 14: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
-	11, // 15: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
-	11, // 16: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
-	11, // 17: statewright.v1.TaskQueueDiagnostics.oldest_scheduled_age:type_name -> google.protobuf.Duration
-	12, // 18: statewright.v1.TaskQueueDiagnostics.last_poll_time:type_name -> google.protobuf.Timestamp
-	19, // [19:19] is the sub-list for method output_type
-	19, // [19:19] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	16, // 13: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
+	13, // 14: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
+	12, // 15: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
+	12, // 16: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
+	12, // 17: statewright.v1.TaskQueueDiagnostics.oldest_scheduled_age:type_name -> google.protobuf.Duration
+	13, // 18: statewright.v1.TaskQueueDiagnostics.last_poll_time:type_name -> google.protobuf.Timestamp
+	12, // 19: statewright.v1.RetentionDiagnostics.retention:type_name -> google.protobuf.Duration
+	12, // 20: statewright.v1.RetentionDiagnostics.request_window:type_name -> google.protobuf.Duration
+	13, // 21: statewright.v1.RetentionDiagnostics.last_run_time:type_name -> google.protobuf.Timestamp
+	12, // 22: statewright.v1.RetentionDiagnostics.oldest_overdue_instance_age:type_name -> google.protobuf.Duration
+	12, // 23: statewright.v1.RetentionDiagnostics.oldest_overdue_request_age:type_name -> google.protobuf.Duration
+	13, // 24: statewright.v1.RetentionDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
+	25, // [25:25] is the sub-list for method output_type
+	25, // [25:25] is the sub-list for method input_type
+	25, // [25:25] is the sub-list for extension type_name
+	25, // [25:25] is the sub-list for extension extendee
+	0,  // [0:25] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_diagnostics_proto_init() }
@@ -1133,7 +1301,7 @@ func file_statewright_v1_diagnostics_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_diagnostics_proto_rawDesc), len(file_statewright_v1_diagnostics_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   9,
+			NumMessages:   10,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

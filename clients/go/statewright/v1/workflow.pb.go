@@ -121,7 +121,10 @@ type Workflow struct {
 	// Output only. The timers armed in the instance's current state, in due order.
 	Timers []*Timer `protobuf:"bytes,14,rep,name=timers,proto3" json:"timers,omitempty"`
 	// Output only. The task of the task state the instance is in, while it has one.
-	PendingTask   *Task `protobuf:"bytes,15,opt,name=pending_task,json=pendingTask,proto3" json:"pending_task,omitempty"`
+	PendingTask *Task `protobuf:"bytes,15,opt,name=pending_task,json=pendingTask,proto3" json:"pending_task,omitempty"`
+	// Output only. When a finished instance is due to be removed, with its history: its
+	// finish time plus its retention. Unset while it lives, and when it is kept for ever.
+	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -257,6 +260,13 @@ func (x *Workflow) GetTimers() []*Timer {
 func (x *Workflow) GetPendingTask() *Task {
 	if x != nil {
 		return x.PendingTask
+	}
+	return nil
+}
+
+func (x *Workflow) GetExpireTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ExpireTime
 	}
 	return nil
 }
@@ -417,7 +427,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xdf\x04\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\x9c\x05\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -439,7 +449,9 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\vupdate_time\x18\r \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x12-\n" +
 	"\x06timers\x18\x0e \x03(\v2\x15.statewright.v1.TimerR\x06timers\x127\n" +
-	"\fpending_task\x18\x0f \x01(\v2\x14.statewright.v1.TaskR\vpendingTask\"\x92\x01\n" +
+	"\fpending_task\x18\x0f \x01(\v2\x14.statewright.v1.TaskR\vpendingTask\x12;\n" +
+	"\vexpire_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"expireTime\"\x92\x01\n" +
 	"\x05Timer\x12\x19\n" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12!\n" +
 	"\ftarget_state\x18\x02 \x01(\tR\vtargetState\x12\x14\n" +
@@ -493,12 +505,13 @@ var file_statewright_v1_workflow_proto_depIdxs = []int32{
 	6, // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
 	2, // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
 	7, // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
-	6, // 7: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	6, // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
+	6, // 8: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_proto_init() }

@@ -967,6 +967,149 @@ func (x *CancelWorkflowResponse) GetWorkflow() *Workflow {
 	return nil
 }
 
+// Request of DeleteWorkflow.
+type DeleteWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. The Workflow.etag the caller last saw; when set and not current, the call
+	// fails with ABORTED and nothing is removed.
+	Etag string `protobuf:"bytes,2,opt,name=etag,proto3" json:"etag,omitempty"`
+	// Optional. When non-zero, the instance is removed only if the stored revision equals
+	// it (ABORTED otherwise). With etag too, both must name the same revision.
+	ExpectedRevision int64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. Remove a live instance too: it is cancelled first (a saved step, which its
+	// watchers see), then removed. Without it a live instance is refused with
+	// FAILED_PRECONDITION.
+	Force bool `protobuf:"varint,4,opt,name=force,proto3" json:"force,omitempty"`
+	// Optional. When the instance does not exist, succeed with nothing removed instead of
+	// NOT_FOUND (a retry of a delete that succeeded).
+	AllowMissing  bool `protobuf:"varint,5,opt,name=allow_missing,json=allowMissing,proto3" json:"allow_missing,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowRequest) Reset() {
+	*x = DeleteWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowRequest) ProtoMessage() {}
+
+func (x *DeleteWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DeleteWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *DeleteWorkflowRequest) GetEtag() string {
+	if x != nil {
+		return x.Etag
+	}
+	return ""
+}
+
+func (x *DeleteWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *DeleteWorkflowRequest) GetForce() bool {
+	if x != nil {
+		return x.Force
+	}
+	return false
+}
+
+func (x *DeleteWorkflowRequest) GetAllowMissing() bool {
+	if x != nil {
+		return x.AllowMissing
+	}
+	return false
+}
+
+// Response of DeleteWorkflow.
+type DeleteWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance as it was when it was removed (CANCELLED when force
+	// cancelled it); unset when allow_missing found nothing to remove.
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. True when the instance was live and force cancelled it first.
+	Cancelled     bool `protobuf:"varint,2,opt,name=cancelled,proto3" json:"cancelled,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteWorkflowResponse) Reset() {
+	*x = DeleteWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteWorkflowResponse) ProtoMessage() {}
+
+func (x *DeleteWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*DeleteWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *DeleteWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *DeleteWorkflowResponse) GetCancelled() bool {
+	if x != nil {
+		return x.Cancelled
+	}
+	return false
+}
+
 // Request of WatchWorkflow.
 type WatchWorkflowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -981,7 +1124,7 @@ type WatchWorkflowRequest struct {
 
 func (x *WatchWorkflowRequest) Reset() {
 	*x = WatchWorkflowRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[12]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -993,7 +1136,7 @@ func (x *WatchWorkflowRequest) String() string {
 func (*WatchWorkflowRequest) ProtoMessage() {}
 
 func (x *WatchWorkflowRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[12]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1006,7 +1149,7 @@ func (x *WatchWorkflowRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchWorkflowRequest.ProtoReflect.Descriptor instead.
 func (*WatchWorkflowRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{12}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *WatchWorkflowRequest) GetName() string {
@@ -1045,7 +1188,7 @@ type WatchWorkflowResponse struct {
 
 func (x *WatchWorkflowResponse) Reset() {
 	*x = WatchWorkflowResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[13]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1057,7 +1200,7 @@ func (x *WatchWorkflowResponse) String() string {
 func (*WatchWorkflowResponse) ProtoMessage() {}
 
 func (x *WatchWorkflowResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[13]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1070,7 +1213,7 @@ func (x *WatchWorkflowResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WatchWorkflowResponse.ProtoReflect.Descriptor instead.
 func (*WatchWorkflowResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{13}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *WatchWorkflowResponse) GetType() WatchEventType {
@@ -1124,7 +1267,7 @@ type GetDiagnosticsRequest struct {
 
 func (x *GetDiagnosticsRequest) Reset() {
 	*x = GetDiagnosticsRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[14]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1136,7 +1279,7 @@ func (x *GetDiagnosticsRequest) String() string {
 func (*GetDiagnosticsRequest) ProtoMessage() {}
 
 func (x *GetDiagnosticsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[14]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1149,7 +1292,7 @@ func (x *GetDiagnosticsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiagnosticsRequest.ProtoReflect.Descriptor instead.
 func (*GetDiagnosticsRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{14}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{16}
 }
 
 // Response of GetDiagnostics.
@@ -1172,14 +1315,16 @@ type GetDiagnosticsResponse struct {
 	// Output only. Durable timers: armed, overdue, and this server's fire lag.
 	Timers *TimerDiagnostics `protobuf:"bytes,8,opt,name=timers,proto3" json:"timers,omitempty"`
 	// Output only. Every task queue with tasks or pollers.
-	TaskQueues    []*TaskQueueDiagnostics `protobuf:"bytes,9,rep,name=task_queues,json=taskQueues,proto3" json:"task_queues,omitempty"`
+	TaskQueues []*TaskQueueDiagnostics `protobuf:"bytes,9,rep,name=task_queues,json=taskQueues,proto3" json:"task_queues,omitempty"`
+	// Output only. Retention: what this server's purge removed, and what is overdue.
+	Retention     *RetentionDiagnostics `protobuf:"bytes,10,opt,name=retention,proto3" json:"retention,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *GetDiagnosticsResponse) Reset() {
 	*x = GetDiagnosticsResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[15]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1191,7 +1336,7 @@ func (x *GetDiagnosticsResponse) String() string {
 func (*GetDiagnosticsResponse) ProtoMessage() {}
 
 func (x *GetDiagnosticsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[15]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1204,7 +1349,7 @@ func (x *GetDiagnosticsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiagnosticsResponse.ProtoReflect.Descriptor instead.
 func (*GetDiagnosticsResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{15}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *GetDiagnosticsResponse) GetEventLoop() *EventLoopDiagnostics {
@@ -1270,6 +1415,13 @@ func (x *GetDiagnosticsResponse) GetTaskQueues() []*TaskQueueDiagnostics {
 	return nil
 }
 
+func (x *GetDiagnosticsResponse) GetRetention() *RetentionDiagnostics {
+	if x != nil {
+		return x.Retention
+	}
+	return nil
+}
+
 // Request of GetWorkflowDiagnostics.
 type GetWorkflowDiagnosticsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1281,7 +1433,7 @@ type GetWorkflowDiagnosticsRequest struct {
 
 func (x *GetWorkflowDiagnosticsRequest) Reset() {
 	*x = GetWorkflowDiagnosticsRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1293,7 +1445,7 @@ func (x *GetWorkflowDiagnosticsRequest) String() string {
 func (*GetWorkflowDiagnosticsRequest) ProtoMessage() {}
 
 func (x *GetWorkflowDiagnosticsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1306,7 +1458,7 @@ func (x *GetWorkflowDiagnosticsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowDiagnosticsRequest.ProtoReflect.Descriptor instead.
 func (*GetWorkflowDiagnosticsRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{16}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetWorkflowDiagnosticsRequest) GetName() string {
@@ -1327,7 +1479,7 @@ type GetWorkflowDiagnosticsResponse struct {
 
 func (x *GetWorkflowDiagnosticsResponse) Reset() {
 	*x = GetWorkflowDiagnosticsResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1339,7 +1491,7 @@ func (x *GetWorkflowDiagnosticsResponse) String() string {
 func (*GetWorkflowDiagnosticsResponse) ProtoMessage() {}
 
 func (x *GetWorkflowDiagnosticsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1352,7 +1504,7 @@ func (x *GetWorkflowDiagnosticsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowDiagnosticsResponse.ProtoReflect.Descriptor instead.
 func (*GetWorkflowDiagnosticsResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{17}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetWorkflowDiagnosticsResponse) GetDiagnostics() *WorkflowDiagnostics {
@@ -1377,7 +1529,7 @@ type ListDefinitionsRequest struct {
 
 func (x *ListDefinitionsRequest) Reset() {
 	*x = ListDefinitionsRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1389,7 +1541,7 @@ func (x *ListDefinitionsRequest) String() string {
 func (*ListDefinitionsRequest) ProtoMessage() {}
 
 func (x *ListDefinitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1402,7 +1554,7 @@ func (x *ListDefinitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDefinitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDefinitionsRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{18}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *ListDefinitionsRequest) GetDefinition() string {
@@ -1439,7 +1591,7 @@ type ListDefinitionsResponse struct {
 
 func (x *ListDefinitionsResponse) Reset() {
 	*x = ListDefinitionsResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1451,7 +1603,7 @@ func (x *ListDefinitionsResponse) String() string {
 func (*ListDefinitionsResponse) ProtoMessage() {}
 
 func (x *ListDefinitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1464,7 +1616,7 @@ func (x *ListDefinitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDefinitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListDefinitionsResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{19}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListDefinitionsResponse) GetDefinitions() []*Definition {
@@ -1493,7 +1645,7 @@ type GetDefinitionRequest struct {
 
 func (x *GetDefinitionRequest) Reset() {
 	*x = GetDefinitionRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1505,7 +1657,7 @@ func (x *GetDefinitionRequest) String() string {
 func (*GetDefinitionRequest) ProtoMessage() {}
 
 func (x *GetDefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1518,7 +1670,7 @@ func (x *GetDefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDefinitionRequest.ProtoReflect.Descriptor instead.
 func (*GetDefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{20}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *GetDefinitionRequest) GetName() string {
@@ -1539,7 +1691,7 @@ type GetDefinitionResponse struct {
 
 func (x *GetDefinitionResponse) Reset() {
 	*x = GetDefinitionResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1551,7 +1703,7 @@ func (x *GetDefinitionResponse) String() string {
 func (*GetDefinitionResponse) ProtoMessage() {}
 
 func (x *GetDefinitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1564,7 +1716,7 @@ func (x *GetDefinitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDefinitionResponse.ProtoReflect.Descriptor instead.
 func (*GetDefinitionResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{21}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetDefinitionResponse) GetDefinition() *Definition {
@@ -1637,7 +1789,16 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\x04 \x01(\tR\trequestId\"N\n" +
 	"\x16CancelWorkflowResponse\x124\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"i\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xa7\x01\n" +
+	"\x15DeleteWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04etag\x18\x02 \x01(\tR\x04etag\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x03R\x10expectedRevision\x12\x14\n" +
+	"\x05force\x18\x04 \x01(\bR\x05force\x12#\n" +
+	"\rallow_missing\x18\x05 \x01(\bR\fallowMissing\"l\n" +
+	"\x16DeleteWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x1c\n" +
+	"\tcancelled\x18\x02 \x01(\bR\tcancelled\"i\n" +
 	"\x14WatchWorkflowRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x0eafter_revision\x18\x02 \x01(\x03H\x00R\rafterRevision\x88\x01\x01B\x11\n" +
@@ -1649,7 +1810,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\bworkflow\x18\x04 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x14\n" +
 	"\x05event\x18\x05 \x01(\tR\x05event\x12\x14\n" +
 	"\x05actor\x18\x06 \x01(\tR\x05actor\"\x17\n" +
-	"\x15GetDiagnosticsRequest\"\xb4\x04\n" +
+	"\x15GetDiagnosticsRequest\"\xf8\x04\n" +
 	"\x16GetDiagnosticsResponse\x12C\n" +
 	"\n" +
 	"event_loop\x18\x01 \x01(\v2$.statewright.v1.EventLoopDiagnosticsR\teventLoop\x12D\n" +
@@ -1663,7 +1824,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x06uptime\x18\a \x01(\v2\x19.google.protobuf.DurationR\x06uptime\x128\n" +
 	"\x06timers\x18\b \x01(\v2 .statewright.v1.TimerDiagnosticsR\x06timers\x12E\n" +
 	"\vtask_queues\x18\t \x03(\v2$.statewright.v1.TaskQueueDiagnosticsR\n" +
-	"taskQueues\"3\n" +
+	"taskQueues\x12B\n" +
+	"\tretention\x18\n" +
+	" \x01(\v2$.statewright.v1.RetentionDiagnosticsR\tretention\"3\n" +
 	"\x1dGetWorkflowDiagnosticsRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"g\n" +
 	"\x1eGetWorkflowDiagnosticsResponse\x12E\n" +
@@ -1697,14 +1860,15 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n" +
-	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\xc4\b\n" +
+	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\xa5\t\n" +
 	"\x0fWorkflowService\x12\\\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\x12_\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\x12_\n" +
 	"\x0eSignalWorkflow\x12%.statewright.v1.SignalWorkflowRequest\x1a&.statewright.v1.SignalWorkflowResponse\x12V\n" +
 	"\vGetWorkflow\x12\".statewright.v1.GetWorkflowRequest\x1a#.statewright.v1.GetWorkflowResponse\x12\\\n" +
 	"\rListWorkflows\x12$.statewright.v1.ListWorkflowsRequest\x1a%.statewright.v1.ListWorkflowsResponse\x12_\n" +
-	"\x0eCancelWorkflow\x12%.statewright.v1.CancelWorkflowRequest\x1a&.statewright.v1.CancelWorkflowResponse\x12^\n" +
+	"\x0eCancelWorkflow\x12%.statewright.v1.CancelWorkflowRequest\x1a&.statewright.v1.CancelWorkflowResponse\x12_\n" +
+	"\x0eDeleteWorkflow\x12%.statewright.v1.DeleteWorkflowRequest\x1a&.statewright.v1.DeleteWorkflowResponse\x12^\n" +
 	"\rWatchWorkflow\x12$.statewright.v1.WatchWorkflowRequest\x1a%.statewright.v1.WatchWorkflowResponse0\x01\x12_\n" +
 	"\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\x12w\n" +
 	"\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\x12b\n" +
@@ -1725,7 +1889,7 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                    // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                   // 1: statewright.v1.SignalRejection
@@ -1742,88 +1906,95 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*ListWorkflowsResponse)(nil),          // 12: statewright.v1.ListWorkflowsResponse
 	(*CancelWorkflowRequest)(nil),          // 13: statewright.v1.CancelWorkflowRequest
 	(*CancelWorkflowResponse)(nil),         // 14: statewright.v1.CancelWorkflowResponse
-	(*WatchWorkflowRequest)(nil),           // 15: statewright.v1.WatchWorkflowRequest
-	(*WatchWorkflowResponse)(nil),          // 16: statewright.v1.WatchWorkflowResponse
-	(*GetDiagnosticsRequest)(nil),          // 17: statewright.v1.GetDiagnosticsRequest
-	(*GetDiagnosticsResponse)(nil),         // 18: statewright.v1.GetDiagnosticsResponse
-	(*GetWorkflowDiagnosticsRequest)(nil),  // 19: statewright.v1.GetWorkflowDiagnosticsRequest
-	(*GetWorkflowDiagnosticsResponse)(nil), // 20: statewright.v1.GetWorkflowDiagnosticsResponse
-	(*ListDefinitionsRequest)(nil),         // 21: statewright.v1.ListDefinitionsRequest
-	(*ListDefinitionsResponse)(nil),        // 22: statewright.v1.ListDefinitionsResponse
-	(*GetDefinitionRequest)(nil),           // 23: statewright.v1.GetDefinitionRequest
-	(*GetDefinitionResponse)(nil),          // 24: statewright.v1.GetDefinitionResponse
-	(*structpb.Struct)(nil),                // 25: google.protobuf.Struct
-	(*Workflow)(nil),                       // 26: statewright.v1.Workflow
-	(*Transition)(nil),                     // 27: statewright.v1.Transition
-	(WorkflowStatus)(0),                    // 28: statewright.v1.WorkflowStatus
-	(*EventLoopDiagnostics)(nil),           // 29: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),           // 30: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),         // 31: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),             // 32: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                      // 33: statewright.v1.BuildInfo
-	(*durationpb.Duration)(nil),            // 34: google.protobuf.Duration
-	(*TimerDiagnostics)(nil),               // 35: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),           // 36: statewright.v1.TaskQueueDiagnostics
-	(*WorkflowDiagnostics)(nil),            // 37: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                     // 38: statewright.v1.Definition
+	(*DeleteWorkflowRequest)(nil),          // 15: statewright.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),         // 16: statewright.v1.DeleteWorkflowResponse
+	(*WatchWorkflowRequest)(nil),           // 17: statewright.v1.WatchWorkflowRequest
+	(*WatchWorkflowResponse)(nil),          // 18: statewright.v1.WatchWorkflowResponse
+	(*GetDiagnosticsRequest)(nil),          // 19: statewright.v1.GetDiagnosticsRequest
+	(*GetDiagnosticsResponse)(nil),         // 20: statewright.v1.GetDiagnosticsResponse
+	(*GetWorkflowDiagnosticsRequest)(nil),  // 21: statewright.v1.GetWorkflowDiagnosticsRequest
+	(*GetWorkflowDiagnosticsResponse)(nil), // 22: statewright.v1.GetWorkflowDiagnosticsResponse
+	(*ListDefinitionsRequest)(nil),         // 23: statewright.v1.ListDefinitionsRequest
+	(*ListDefinitionsResponse)(nil),        // 24: statewright.v1.ListDefinitionsResponse
+	(*GetDefinitionRequest)(nil),           // 25: statewright.v1.GetDefinitionRequest
+	(*GetDefinitionResponse)(nil),          // 26: statewright.v1.GetDefinitionResponse
+	(*structpb.Struct)(nil),                // 27: google.protobuf.Struct
+	(*Workflow)(nil),                       // 28: statewright.v1.Workflow
+	(*Transition)(nil),                     // 29: statewright.v1.Transition
+	(WorkflowStatus)(0),                    // 30: statewright.v1.WorkflowStatus
+	(*EventLoopDiagnostics)(nil),           // 31: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),           // 32: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),         // 33: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),             // 34: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                      // 35: statewright.v1.BuildInfo
+	(*durationpb.Duration)(nil),            // 36: google.protobuf.Duration
+	(*TimerDiagnostics)(nil),               // 37: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),           // 38: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),           // 39: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),            // 40: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                     // 41: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	25, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	27, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	26, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	27, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	25, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	26, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	27, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	25, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	28, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	29, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	27, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	28, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	29, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	27, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 8: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	26, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	27, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	26, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	28, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	26, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	26, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	2,  // 15: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	27, // 16: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	26, // 17: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	29, // 18: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	30, // 19: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	31, // 20: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	32, // 21: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	33, // 22: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	34, // 23: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	35, // 24: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	36, // 25: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	37, // 26: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	38, // 27: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	38, // 28: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	3,  // 29: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	5,  // 30: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	7,  // 31: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	9,  // 32: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	11, // 33: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	13, // 34: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	15, // 35: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	17, // 36: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	19, // 37: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	21, // 38: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	23, // 39: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	4,  // 40: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	6,  // 41: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	8,  // 42: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	10, // 43: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	12, // 44: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	14, // 45: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	16, // 46: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	18, // 47: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	20, // 48: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	22, // 49: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	24, // 50: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	40, // [40:51] is the sub-list for method output_type
-	29, // [29:40] is the sub-list for method input_type
-	29, // [29:29] is the sub-list for extension type_name
-	29, // [29:29] is the sub-list for extension extendee
-	0,  // [0:29] is the sub-list for field type_name
+	28, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	29, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	28, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	30, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	28, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	28, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	28, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	2,  // 16: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
+	29, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	28, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	31, // 19: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	32, // 20: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	33, // 21: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	34, // 22: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	35, // 23: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	36, // 24: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	37, // 25: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	38, // 26: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	39, // 27: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	40, // 28: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	41, // 29: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	41, // 30: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	3,  // 31: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	5,  // 32: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	7,  // 33: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	9,  // 34: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	11, // 35: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	13, // 36: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	15, // 37: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	17, // 38: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	19, // 39: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	21, // 40: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	23, // 41: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	25, // 42: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	4,  // 43: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	6,  // 44: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	8,  // 45: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	10, // 46: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	12, // 47: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	14, // 48: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	16, // 49: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	18, // 50: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	20, // 51: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	22, // 52: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	24, // 53: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	26, // 54: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	43, // [43:55] is the sub-list for method output_type
+	31, // [31:43] is the sub-list for method input_type
+	31, // [31:31] is the sub-list for extension type_name
+	31, // [31:31] is the sub-list for extension extendee
+	0,  // [0:31] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -1834,14 +2005,14 @@ func file_statewright_v1_workflow_service_proto_init() {
 	file_statewright_v1_definition_proto_init()
 	file_statewright_v1_diagnostics_proto_init()
 	file_statewright_v1_workflow_proto_init()
-	file_statewright_v1_workflow_service_proto_msgTypes[12].OneofWrappers = []any{}
+	file_statewright_v1_workflow_service_proto_msgTypes[14].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   22,
+			NumMessages:   24,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	WorkflowService_GetWorkflow_FullMethodName            = "/statewright.v1.WorkflowService/GetWorkflow"
 	WorkflowService_ListWorkflows_FullMethodName          = "/statewright.v1.WorkflowService/ListWorkflows"
 	WorkflowService_CancelWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/CancelWorkflow"
+	WorkflowService_DeleteWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/DeleteWorkflow"
 	WorkflowService_WatchWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/WatchWorkflow"
 	WorkflowService_GetDiagnostics_FullMethodName         = "/statewright.v1.WorkflowService/GetDiagnostics"
 	WorkflowService_GetWorkflowDiagnostics_FullMethodName = "/statewright.v1.WorkflowService/GetWorkflowDiagnostics"
@@ -50,6 +51,10 @@ type WorkflowServiceClient interface {
 	ListWorkflows(ctx context.Context, in *ListWorkflowsRequest, opts ...grpc.CallOption) (*ListWorkflowsResponse, error)
 	// Cancels an instance that has not ended.
 	CancelWorkflow(ctx context.Context, in *CancelWorkflowRequest, opts ...grpc.CallOption) (*CancelWorkflowResponse, error)
+	// Removes one finished instance and everything of it (history, timers, tasks, request
+	// records) at once; with force, cancels a live instance first. For erasure requests:
+	// finished instances are otherwise removed when their retention passes.
+	DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error)
 	// Streams every revision of an instance in order, from history and then live.
 	WatchWorkflow(ctx context.Context, in *WatchWorkflowRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[WatchWorkflowResponse], error)
 	// Reports the runtime's health measurements.
@@ -124,6 +129,16 @@ func (c *workflowServiceClient) CancelWorkflow(ctx context.Context, in *CancelWo
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(CancelWorkflowResponse)
 	err := c.cc.Invoke(ctx, WorkflowService_CancelWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workflowServiceClient) DeleteWorkflow(ctx context.Context, in *DeleteWorkflowRequest, opts ...grpc.CallOption) (*DeleteWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DeleteWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_DeleteWorkflow_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -207,6 +222,10 @@ type WorkflowServiceServer interface {
 	ListWorkflows(context.Context, *ListWorkflowsRequest) (*ListWorkflowsResponse, error)
 	// Cancels an instance that has not ended.
 	CancelWorkflow(context.Context, *CancelWorkflowRequest) (*CancelWorkflowResponse, error)
+	// Removes one finished instance and everything of it (history, timers, tasks, request
+	// records) at once; with force, cancels a live instance first. For erasure requests:
+	// finished instances are otherwise removed when their retention passes.
+	DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error)
 	// Streams every revision of an instance in order, from history and then live.
 	WatchWorkflow(*WatchWorkflowRequest, grpc.ServerStreamingServer[WatchWorkflowResponse]) error
 	// Reports the runtime's health measurements.
@@ -244,6 +263,9 @@ func (UnimplementedWorkflowServiceServer) ListWorkflows(context.Context, *ListWo
 }
 func (UnimplementedWorkflowServiceServer) CancelWorkflow(context.Context, *CancelWorkflowRequest) (*CancelWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) DeleteWorkflow(context.Context, *DeleteWorkflowRequest) (*DeleteWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method DeleteWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) WatchWorkflow(*WatchWorkflowRequest, grpc.ServerStreamingServer[WatchWorkflowResponse]) error {
 	return status.Error(codes.Unimplemented, "method WatchWorkflow not implemented")
@@ -389,6 +411,24 @@ func _WorkflowService_CancelWorkflow_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_DeleteWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DeleteWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).DeleteWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_DeleteWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).DeleteWorkflow(ctx, req.(*DeleteWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _WorkflowService_WatchWorkflow_Handler(srv interface{}, stream grpc.ServerStream) error {
 	m := new(WatchWorkflowRequest)
 	if err := stream.RecvMsg(m); err != nil {
@@ -502,6 +542,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelWorkflow",
 			Handler:    _WorkflowService_CancelWorkflow_Handler,
+		},
+		{
+			MethodName: "DeleteWorkflow",
+			Handler:    _WorkflowService_DeleteWorkflow_Handler,
 		},
 		{
 			MethodName: "GetDiagnostics",

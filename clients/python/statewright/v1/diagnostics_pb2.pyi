@@ -504,3 +504,85 @@ class TaskQueueDiagnostics(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___TaskQueueDiagnostics: _TypeAlias = TaskQueueDiagnostics  # noqa: Y015
+
+@_typing.final
+class RetentionDiagnostics(_message.Message):
+    """Retention, as this server sees it: its purge's work and what the database holds overdue."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RETENTION_FIELD_NUMBER: _builtins.int
+    REQUEST_WINDOW_FIELD_NUMBER: _builtins.int
+    INSTANCES_PURGED_FIELD_NUMBER: _builtins.int
+    HISTORY_PURGED_FIELD_NUMBER: _builtins.int
+    REQUESTS_PURGED_FIELD_NUMBER: _builtins.int
+    TIMERS_AND_TASKS_PURGED_FIELD_NUMBER: _builtins.int
+    LAST_RUN_TIME_FIELD_NUMBER: _builtins.int
+    OVERDUE_INSTANCES_FIELD_NUMBER: _builtins.int
+    OLDEST_OVERDUE_INSTANCE_AGE_FIELD_NUMBER: _builtins.int
+    OVERDUE_REQUESTS_FIELD_NUMBER: _builtins.int
+    OLDEST_OVERDUE_REQUEST_AGE_FIELD_NUMBER: _builtins.int
+    COUNTED_TIME_FIELD_NUMBER: _builtins.int
+    instances_purged: _builtins.int
+    """Output only. Finished instances this server removed, since it started."""
+    history_purged: _builtins.int
+    """Output only. History rows removed with them."""
+    requests_purged: _builtins.int
+    """Output only. Request records removed (expired, or with their instance)."""
+    timers_and_tasks_purged: _builtins.int
+    """Output only. Timer and task rows removed with their instances."""
+    overdue_instances: _builtins.int
+    """Output only. Finished instances past their expire_time, not yet removed (every
+    server's, counted up to 100,000), as of counted_time.
+    """
+    overdue_requests: _builtins.int
+    """Output only. Request records past the window, not yet removed, as of counted_time."""
+    @_builtins.property
+    def retention(self) -> _duration_pb2.Duration:
+        """Output only. How long a finished instance is kept unless its definition says
+        otherwise; unset when kept for ever.
+        """
+
+    @_builtins.property
+    def request_window(self) -> _duration_pb2.Duration:
+        """Output only. How long a request id's record answers retries."""
+
+    @_builtins.property
+    def last_run_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When this server's purge last ran."""
+
+    @_builtins.property
+    def oldest_overdue_instance_age(self) -> _duration_pb2.Duration:
+        """Output only. How long ago the oldest of them was due."""
+
+    @_builtins.property
+    def oldest_overdue_request_age(self) -> _duration_pb2.Duration:
+        """Output only. How long ago the oldest of them expired."""
+
+    @_builtins.property
+    def counted_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the overdue rows were counted (every few seconds)."""
+
+    def __init__(
+        self,
+        *,
+        retention: _duration_pb2.Duration | None = ...,
+        request_window: _duration_pb2.Duration | None = ...,
+        instances_purged: _builtins.int = ...,
+        history_purged: _builtins.int = ...,
+        requests_purged: _builtins.int = ...,
+        timers_and_tasks_purged: _builtins.int = ...,
+        last_run_time: _timestamp_pb2.Timestamp | None = ...,
+        overdue_instances: _builtins.int = ...,
+        oldest_overdue_instance_age: _duration_pb2.Duration | None = ...,
+        overdue_requests: _builtins.int = ...,
+        oldest_overdue_request_age: _duration_pb2.Duration | None = ...,
+        counted_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["counted_time", b"counted_time", "last_run_time", b"last_run_time", "oldest_overdue_instance_age", b"oldest_overdue_instance_age", "oldest_overdue_request_age", b"oldest_overdue_request_age", "request_window", b"request_window", "retention", b"retention"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["counted_time", b"counted_time", "history_purged", b"history_purged", "instances_purged", b"instances_purged", "last_run_time", b"last_run_time", "oldest_overdue_instance_age", b"oldest_overdue_instance_age", "oldest_overdue_request_age", b"oldest_overdue_request_age", "overdue_instances", b"overdue_instances", "overdue_requests", b"overdue_requests", "request_window", b"request_window", "requests_purged", b"requests_purged", "retention", b"retention", "timers_and_tasks_purged", b"timers_and_tasks_purged"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetentionDiagnostics: _TypeAlias = RetentionDiagnostics  # noqa: Y015

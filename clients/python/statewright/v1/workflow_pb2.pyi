@@ -80,6 +80,7 @@ class Workflow(_message.Message):
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     TIMERS_FIELD_NUMBER: _builtins.int
     PENDING_TASK_FIELD_NUMBER: _builtins.int
+    EXPIRE_TIME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -124,6 +125,12 @@ class Workflow(_message.Message):
     def pending_task(self) -> _task_pb2.Task:
         """Output only. The task of the task state the instance is in, while it has one."""
 
+    @_builtins.property
+    def expire_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When a finished instance is due to be removed, with its history: its
+        finish time plus its retention. Unset while it lives, and when it is kept for ever.
+        """
+
     def __init__(
         self,
         *,
@@ -142,10 +149,11 @@ class Workflow(_message.Message):
         update_time: _timestamp_pb2.Timestamp | None = ...,
         timers: _abc.Iterable[Global___Timer] | None = ...,
         pending_task: _task_pb2.Task | None = ...,
+        expire_time: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "name", b"name", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "name", b"name", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -493,6 +493,83 @@ class CancelWorkflowResponse(_message.Message):
 Global___CancelWorkflowResponse: _TypeAlias = CancelWorkflowResponse  # noqa: Y015
 
 @_typing.final
+class DeleteWorkflowRequest(_message.Message):
+    """Request of DeleteWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    ETAG_FIELD_NUMBER: _builtins.int
+    EXPECTED_REVISION_FIELD_NUMBER: _builtins.int
+    FORCE_FIELD_NUMBER: _builtins.int
+    ALLOW_MISSING_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. The instance's resource name, `workflows/{workflow_id}`."""
+    etag: _builtins.str
+    """Optional. The Workflow.etag the caller last saw; when set and not current, the call
+    fails with ABORTED and nothing is removed.
+    """
+    expected_revision: _builtins.int
+    """Optional. When non-zero, the instance is removed only if the stored revision equals
+    it (ABORTED otherwise). With etag too, both must name the same revision.
+    """
+    force: _builtins.bool
+    """Optional. Remove a live instance too: it is cancelled first (a saved step, which its
+    watchers see), then removed. Without it a live instance is refused with
+    FAILED_PRECONDITION.
+    """
+    allow_missing: _builtins.bool
+    """Optional. When the instance does not exist, succeed with nothing removed instead of
+    NOT_FOUND (a retry of a delete that succeeded).
+    """
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        etag: _builtins.str = ...,
+        expected_revision: _builtins.int = ...,
+        force: _builtins.bool = ...,
+        allow_missing: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["allow_missing", b"allow_missing", "etag", b"etag", "expected_revision", b"expected_revision", "force", b"force", "name", b"name"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteWorkflowRequest: _TypeAlias = DeleteWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class DeleteWorkflowResponse(_message.Message):
+    """Response of DeleteWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    CANCELLED_FIELD_NUMBER: _builtins.int
+    cancelled: _builtins.bool
+    """Output only. True when the instance was live and force cancelled it first."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance as it was when it was removed (CANCELLED when force
+        cancelled it); unset when allow_missing found nothing to remove.
+        """
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        cancelled: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cancelled", b"cancelled", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___DeleteWorkflowResponse: _TypeAlias = DeleteWorkflowResponse  # noqa: Y015
+
+@_typing.final
 class WatchWorkflowRequest(_message.Message):
     """Request of WatchWorkflow."""
 
@@ -602,6 +679,7 @@ class GetDiagnosticsResponse(_message.Message):
     UPTIME_FIELD_NUMBER: _builtins.int
     TIMERS_FIELD_NUMBER: _builtins.int
     TASK_QUEUES_FIELD_NUMBER: _builtins.int
+    RETENTION_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event_loop(self) -> _diagnostics_pb2.EventLoopDiagnostics:
         """Output only. The EventLoop thread's measurements."""
@@ -638,6 +716,10 @@ class GetDiagnosticsResponse(_message.Message):
     def task_queues(self) -> _containers.RepeatedCompositeFieldContainer[_diagnostics_pb2.TaskQueueDiagnostics]:
         """Output only. Every task queue with tasks or pollers."""
 
+    @_builtins.property
+    def retention(self) -> _diagnostics_pb2.RetentionDiagnostics:
+        """Output only. Retention: what this server's purge removed, and what is overdue."""
+
     def __init__(
         self,
         *,
@@ -650,10 +732,11 @@ class GetDiagnosticsResponse(_message.Message):
         uptime: _duration_pb2.Duration | None = ...,
         timers: _diagnostics_pb2.TimerDiagnostics | None = ...,
         task_queues: _abc.Iterable[_diagnostics_pb2.TaskQueueDiagnostics] | None = ...,
+        retention: _diagnostics_pb2.RetentionDiagnostics | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "event_loop", b"event_loop", "persistence", b"persistence", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "event_loop", b"event_loop", "persistence", b"persistence", "retention", b"retention", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "definitions", b"definitions", "event_loop", b"event_loop", "persistence", b"persistence", "task_queues", b"task_queues", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admissions", b"admissions", "build", b"build", "definitions", b"definitions", "event_loop", b"event_loop", "persistence", b"persistence", "retention", b"retention", "task_queues", b"task_queues", "timers", b"timers", "uptime", b"uptime", "watchers", b"watchers"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

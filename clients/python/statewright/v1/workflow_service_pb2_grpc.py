@@ -65,6 +65,11 @@ class WorkflowServiceStub:
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.CancelWorkflowRequest.SerializeToString,
                 response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.CancelWorkflowResponse.FromString,
                 _registered_method=True)
+        self.DeleteWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/DeleteWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.DeleteWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.DeleteWorkflowResponse.FromString,
+                _registered_method=True)
         self.WatchWorkflow = channel.unary_stream(
                 '/statewright.v1.WorkflowService/WatchWorkflow',
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.WatchWorkflowRequest.SerializeToString,
@@ -138,6 +143,15 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def DeleteWorkflow(self, request, context):
+        """Removes one finished instance and everything of it (history, timers, tasks, request
+        records) at once; with force, cancels a live instance first. For erasure requests:
+        finished instances are otherwise removed when their retention passes.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def WatchWorkflow(self, request, context):
         """Streams every revision of an instance in order, from history and then live.
         """
@@ -205,6 +219,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.CancelWorkflow,
                     request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.CancelWorkflowRequest.FromString,
                     response_serializer=statewright_dot_v1_dot_workflow__service__pb2.CancelWorkflowResponse.SerializeToString,
+            ),
+            'DeleteWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.DeleteWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.DeleteWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.DeleteWorkflowResponse.SerializeToString,
             ),
             'WatchWorkflow': grpc.unary_stream_rpc_method_handler(
                     servicer.WatchWorkflow,
@@ -395,6 +414,33 @@ class WorkflowService:
             '/statewright.v1.WorkflowService/CancelWorkflow',
             statewright_dot_v1_dot_workflow__service__pb2.CancelWorkflowRequest.SerializeToString,
             statewright_dot_v1_dot_workflow__service__pb2.CancelWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DeleteWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/DeleteWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.DeleteWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.DeleteWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

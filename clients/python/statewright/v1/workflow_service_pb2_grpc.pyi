@@ -45,6 +45,11 @@ class WorkflowServiceStub:
     """Lists instances, filtered and paged."""
     CancelWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.CancelWorkflowRequest, _workflow_service_pb2.CancelWorkflowResponse]
     """Cancels an instance that has not ended."""
+    DeleteWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.DeleteWorkflowRequest, _workflow_service_pb2.DeleteWorkflowResponse]
+    """Removes one finished instance and everything of it (history, timers, tasks, request
+    records) at once; with force, cancels a live instance first. For erasure requests:
+    finished instances are otherwise removed when their retention passes.
+    """
     WatchWorkflow: _grpc.UnaryStreamMultiCallable[_workflow_service_pb2.WatchWorkflowRequest, _workflow_service_pb2.WatchWorkflowResponse]
     """Streams every revision of an instance in order, from history and then live."""
     GetDiagnostics: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.GetDiagnosticsRequest, _workflow_service_pb2.GetDiagnosticsResponse]
@@ -73,6 +78,11 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """Lists instances, filtered and paged."""
     CancelWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.CancelWorkflowRequest, _workflow_service_pb2.CancelWorkflowResponse]  # type: ignore[assignment]
     """Cancels an instance that has not ended."""
+    DeleteWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.DeleteWorkflowRequest, _workflow_service_pb2.DeleteWorkflowResponse]  # type: ignore[assignment]
+    """Removes one finished instance and everything of it (history, timers, tasks, request
+    records) at once; with force, cancels a live instance first. For erasure requests:
+    finished instances are otherwise removed when their retention passes.
+    """
     WatchWorkflow: _aio.UnaryStreamMultiCallable[_workflow_service_pb2.WatchWorkflowRequest, _workflow_service_pb2.WatchWorkflowResponse]  # type: ignore[assignment]
     """Streams every revision of an instance in order, from history and then live."""
     GetDiagnostics: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.GetDiagnosticsRequest, _workflow_service_pb2.GetDiagnosticsResponse]  # type: ignore[assignment]
@@ -134,6 +144,17 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_service_pb2.CancelWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.CancelWorkflowResponse]]:
         """Cancels an instance that has not ended."""
+
+    @_abc_1.abstractmethod
+    def DeleteWorkflow(
+        self,
+        request: _workflow_service_pb2.DeleteWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.DeleteWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.DeleteWorkflowResponse]]:
+        """Removes one finished instance and everything of it (history, timers, tasks, request
+        records) at once; with force, cancels a live instance first. For erasure requests:
+        finished instances are otherwise removed when their retention passes.
+        """
 
     @_abc_1.abstractmethod
     def WatchWorkflow(

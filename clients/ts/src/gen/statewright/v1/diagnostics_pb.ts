@@ -16,7 +16,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/diagnostics.proto.
  */
 export const file_statewright_v1_diagnostics: GenFile = /*@__PURE__*/
-  fileDesc("CiBzdGF0ZXdyaWdodC92MS9kaWFnbm9zdGljcy5wcm90bxIOc3RhdGV3cmlnaHQudjEi7QIKFEV2ZW50TG9vcERpYWdub3N0aWNzEi0KBXBoYXNlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuRXZlbnRMb29wUGhhc2USEwoLcXVldWVfZGVwdGgYAiABKAMSFwoPbWF4X3F1ZXVlX2RlcHRoGAMgASgDEisKCGxhZ19sYXN0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KC2xhZ19hdmVyYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEioKB2xhZ19tYXgYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoOZGlzcGF0Y2hfY291bnQYByABKAMSGwoTc2xvd19kaXNwYXRjaF9jb3VudBgIIAEoAxI6ChdzbG93X2Rpc3BhdGNoX3RocmVzaG9sZBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKEAQoUQWRtaXNzaW9uRGlhZ25vc3RpY3MSEQoJYWRtaXR0aW5nGAEgASgDEhEKCWV4ZWN1dGluZxgCIAEoAxISCgpwZXJzaXN0aW5nGAMgASgDEhkKEXJlY292ZXJ5X3JlcXVpcmVkGAQgASgDEhcKD2NhY2hlZF9zZXNzaW9ucxgFIAEoAyKmAgoWUGVyc2lzdGVuY2VEaWFnbm9zdGljcxIPCgdiYWNrZW5kGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgDEhYKDnF1ZXVlX2NhcGFjaXR5GAMgASgDEg8KB2JhdGNoZXMYBCABKAMSFwoPbWVhbl9iYXRjaF9zaXplGAUgASgBEjMKEHNhdmVfbGF0ZW5jeV9wNTAYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQc2F2ZV9sYXRlbmN5X3A5ORgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCgljb25mbGljdHMYCCABKAMSGAoQdW5rbm93bl9vdXRjb21lcxgJIAEoAxINCgVzYXZlcxgKIAEoAyJAChJXYXRjaGVyRGlhZ25vc3RpY3MSFwoPYWN0aXZlX3dhdGNoZXJzGAEgASgDEhEKCWNhdGNoX3VwcxgCIAEoAyJKCglCdWlsZEluZm8SDwoHdmVyc2lvbhgBIAEoCRIWCg5weXRob25fdmVyc2lvbhgCIAEoCRIUCgxncnBjX3ZlcnNpb24YAyABKAkirwEKDFJlY292ZXJ5SW5mbxIQCghhdHRlbXB0cxgBIAEoAxI1ChFuZXh0X2F0dGVtcHRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoKbGFzdF9lcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCnNpbmNlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIo0CChNXb3JrZmxvd0RpYWdub3N0aWNzEgwKBG5hbWUYASABKAkSNwoPYWRtaXNzaW9uX3N0YXRlGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uU3RhdGUSDgoGY2FjaGVkGAMgASgIEhAKCHJldmlzaW9uGAQgASgDEjYKEnJlY2VudF90cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SLgoIcmVjb3ZlcnkYBiABKAsyHC5zdGF0ZXdyaWdodC52MS5SZWNvdmVyeUluZm8SJQoGdGltZXJzGAcgAygLMhUuc3RhdGV3cmlnaHQudjEuVGltZXIi5wEKEFRpbWVyRGlhZ25vc3RpY3MSDQoFYXJtZWQYASABKAMSDwoHb3ZlcmR1ZRgCIAEoAxIwCgxjb3VudGVkX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWZpcmVkGAQgASgDEhAKCGNvbnN1bWVkGAUgASgDEi8KDGZpcmVfbGFnX3A1MBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxmaXJlX2xhZ19wOTkYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i1QEKFFRhc2tRdWV1ZURpYWdub3N0aWNzEg0KBXF1ZXVlGAEgASgJEg8KB2JhY2tsb2cYAiABKAMSNwoUb2xkZXN0X3NjaGVkdWxlZF9hZ2UYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGbGVhc2VkGAQgASgDEjIKDmxhc3RfcG9sbF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdwb2xsZXJzGAYgAygJEg8KB3N0YWxsZWQYByABKAgqrwEKDkV2ZW50TG9vcFBoYXNlEiAKHEVWRU5UX0xPT1BfUEhBU0VfVU5TUEVDSUZJRUQQABIcChhFVkVOVF9MT09QX1BIQVNFX1JVTk5JTkcQARIdChlFVkVOVF9MT09QX1BIQVNFX0RSQUlOSU5HEAISHQoZRVZFTlRfTE9PUF9QSEFTRV9TVE9QUElORxADEh8KG0VWRU5UX0xPT1BfUEhBU0VfVEVSTUlOQVRFRBAEKtABCg5BZG1pc3Npb25TdGF0ZRIfChtBRE1JU1NJT05fU1RBVEVfVU5TUEVDSUZJRUQQABIYChRBRE1JU1NJT05fU1RBVEVfSURMRRABEh0KGUFETUlTU0lPTl9TVEFURV9BRE1JVFRJTkcQAhIdChlBRE1JU1NJT05fU1RBVEVfRVhFQ1VUSU5HEAMSHgoaQURNSVNTSU9OX1NUQVRFX1BFUlNJU1RJTkcQBBIlCiFBRE1JU1NJT05fU1RBVEVfUkVDT1ZFUllfUkVRVUlSRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_workflow]);
+  fileDesc("CiBzdGF0ZXdyaWdodC92MS9kaWFnbm9zdGljcy5wcm90bxIOc3RhdGV3cmlnaHQudjEi7QIKFEV2ZW50TG9vcERpYWdub3N0aWNzEi0KBXBoYXNlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuRXZlbnRMb29wUGhhc2USEwoLcXVldWVfZGVwdGgYAiABKAMSFwoPbWF4X3F1ZXVlX2RlcHRoGAMgASgDEisKCGxhZ19sYXN0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEi4KC2xhZ19hdmVyYWdlGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEioKB2xhZ19tYXgYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SFgoOZGlzcGF0Y2hfY291bnQYByABKAMSGwoTc2xvd19kaXNwYXRjaF9jb3VudBgIIAEoAxI6ChdzbG93X2Rpc3BhdGNoX3RocmVzaG9sZBgJIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbiKEAQoUQWRtaXNzaW9uRGlhZ25vc3RpY3MSEQoJYWRtaXR0aW5nGAEgASgDEhEKCWV4ZWN1dGluZxgCIAEoAxISCgpwZXJzaXN0aW5nGAMgASgDEhkKEXJlY292ZXJ5X3JlcXVpcmVkGAQgASgDEhcKD2NhY2hlZF9zZXNzaW9ucxgFIAEoAyKmAgoWUGVyc2lzdGVuY2VEaWFnbm9zdGljcxIPCgdiYWNrZW5kGAEgASgJEhMKC3F1ZXVlX2RlcHRoGAIgASgDEhYKDnF1ZXVlX2NhcGFjaXR5GAMgASgDEg8KB2JhdGNoZXMYBCABKAMSFwoPbWVhbl9iYXRjaF9zaXplGAUgASgBEjMKEHNhdmVfbGF0ZW5jeV9wNTAYBiABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMwoQc2F2ZV9sYXRlbmN5X3A5ORgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIRCgljb25mbGljdHMYCCABKAMSGAoQdW5rbm93bl9vdXRjb21lcxgJIAEoAxINCgVzYXZlcxgKIAEoAyJAChJXYXRjaGVyRGlhZ25vc3RpY3MSFwoPYWN0aXZlX3dhdGNoZXJzGAEgASgDEhEKCWNhdGNoX3VwcxgCIAEoAyJKCglCdWlsZEluZm8SDwoHdmVyc2lvbhgBIAEoCRIWCg5weXRob25fdmVyc2lvbhgCIAEoCRIUCgxncnBjX3ZlcnNpb24YAyABKAkirwEKDFJlY292ZXJ5SW5mbxIQCghhdHRlbXB0cxgBIAEoAxI1ChFuZXh0X2F0dGVtcHRfdGltZRgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASJgoKbGFzdF9lcnJvchgDIAEoCzISLmdvb2dsZS5ycGMuU3RhdHVzEi4KCnNpbmNlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIo0CChNXb3JrZmxvd0RpYWdub3N0aWNzEgwKBG5hbWUYASABKAkSNwoPYWRtaXNzaW9uX3N0YXRlGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uU3RhdGUSDgoGY2FjaGVkGAMgASgIEhAKCHJldmlzaW9uGAQgASgDEjYKEnJlY2VudF90cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SLgoIcmVjb3ZlcnkYBiABKAsyHC5zdGF0ZXdyaWdodC52MS5SZWNvdmVyeUluZm8SJQoGdGltZXJzGAcgAygLMhUuc3RhdGV3cmlnaHQudjEuVGltZXIi5wEKEFRpbWVyRGlhZ25vc3RpY3MSDQoFYXJtZWQYASABKAMSDwoHb3ZlcmR1ZRgCIAEoAxIwCgxjb3VudGVkX3RpbWUYAyABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEg0KBWZpcmVkGAQgASgDEhAKCGNvbnN1bWVkGAUgASgDEi8KDGZpcmVfbGFnX3A1MBgGIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIvCgxmaXJlX2xhZ19wOTkYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24i1QEKFFRhc2tRdWV1ZURpYWdub3N0aWNzEg0KBXF1ZXVlGAEgASgJEg8KB2JhY2tsb2cYAiABKAMSNwoUb2xkZXN0X3NjaGVkdWxlZF9hZ2UYAyABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SDgoGbGVhc2VkGAQgASgDEjIKDmxhc3RfcG9sbF90aW1lGAUgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIPCgdwb2xsZXJzGAYgAygJEg8KB3N0YWxsZWQYByABKAgi/AMKFFJldGVudGlvbkRpYWdub3N0aWNzEiwKCXJldGVudGlvbhgBIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIxCg5yZXF1ZXN0X3dpbmRvdxgCIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIYChBpbnN0YW5jZXNfcHVyZ2VkGAMgASgDEhYKDmhpc3RvcnlfcHVyZ2VkGAQgASgDEhcKD3JlcXVlc3RzX3B1cmdlZBgFIAEoAxIfChd0aW1lcnNfYW5kX3Rhc2tzX3B1cmdlZBgGIAEoAxIxCg1sYXN0X3J1bl90aW1lGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIZChFvdmVyZHVlX2luc3RhbmNlcxgIIAEoAxI+ChtvbGRlc3Rfb3ZlcmR1ZV9pbnN0YW5jZV9hZ2UYCSABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SGAoQb3ZlcmR1ZV9yZXF1ZXN0cxgKIAEoAxI9ChpvbGRlc3Rfb3ZlcmR1ZV9yZXF1ZXN0X2FnZRgLIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgxjb3VudGVkX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wKq8BCg5FdmVudExvb3BQaGFzZRIgChxFVkVOVF9MT09QX1BIQVNFX1VOU1BFQ0lGSUVEEAASHAoYRVZFTlRfTE9PUF9QSEFTRV9SVU5OSU5HEAESHQoZRVZFTlRfTE9PUF9QSEFTRV9EUkFJTklORxACEh0KGUVWRU5UX0xPT1BfUEhBU0VfU1RPUFBJTkcQAxIfChtFVkVOVF9MT09QX1BIQVNFX1RFUk1JTkFURUQQBCrQAQoOQWRtaXNzaW9uU3RhdGUSHwobQURNSVNTSU9OX1NUQVRFX1VOU1BFQ0lGSUVEEAASGAoUQURNSVNTSU9OX1NUQVRFX0lETEUQARIdChlBRE1JU1NJT05fU1RBVEVfQURNSVRUSU5HEAISHQoZQURNSVNTSU9OX1NUQVRFX0VYRUNVVElORxADEh4KGkFETUlTU0lPTl9TVEFURV9QRVJTSVNUSU5HEAQSJQohQURNSVNTSU9OX1NUQVRFX1JFQ09WRVJZX1JFUVVJUkVEEAVCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_workflow]);
 
 /**
  * Measurements of the EventLoop thread.
@@ -521,6 +521,106 @@ export type TaskQueueDiagnostics = Message<"statewright.v1.TaskQueueDiagnostics"
  */
 export const TaskQueueDiagnosticsSchema: GenMessage<TaskQueueDiagnostics> = /*@__PURE__*/
   messageDesc(file_statewright_v1_diagnostics, 8);
+
+/**
+ * Retention, as this server sees it: its purge's work and what the database holds overdue.
+ *
+ * @generated from message statewright.v1.RetentionDiagnostics
+ */
+export type RetentionDiagnostics = Message<"statewright.v1.RetentionDiagnostics"> & {
+  /**
+   * Output only. How long a finished instance is kept unless its definition says
+   * otherwise; unset when kept for ever.
+   *
+   * @generated from field: google.protobuf.Duration retention = 1;
+   */
+  retention?: Duration | undefined;
+
+  /**
+   * Output only. How long a request id's record answers retries.
+   *
+   * @generated from field: google.protobuf.Duration request_window = 2;
+   */
+  requestWindow?: Duration | undefined;
+
+  /**
+   * Output only. Finished instances this server removed, since it started.
+   *
+   * @generated from field: int64 instances_purged = 3;
+   */
+  instancesPurged: bigint;
+
+  /**
+   * Output only. History rows removed with them.
+   *
+   * @generated from field: int64 history_purged = 4;
+   */
+  historyPurged: bigint;
+
+  /**
+   * Output only. Request records removed (expired, or with their instance).
+   *
+   * @generated from field: int64 requests_purged = 5;
+   */
+  requestsPurged: bigint;
+
+  /**
+   * Output only. Timer and task rows removed with their instances.
+   *
+   * @generated from field: int64 timers_and_tasks_purged = 6;
+   */
+  timersAndTasksPurged: bigint;
+
+  /**
+   * Output only. When this server's purge last ran.
+   *
+   * @generated from field: google.protobuf.Timestamp last_run_time = 7;
+   */
+  lastRunTime?: Timestamp | undefined;
+
+  /**
+   * Output only. Finished instances past their expire_time, not yet removed (every
+   * server's, counted up to 100,000), as of counted_time.
+   *
+   * @generated from field: int64 overdue_instances = 8;
+   */
+  overdueInstances: bigint;
+
+  /**
+   * Output only. How long ago the oldest of them was due.
+   *
+   * @generated from field: google.protobuf.Duration oldest_overdue_instance_age = 9;
+   */
+  oldestOverdueInstanceAge?: Duration | undefined;
+
+  /**
+   * Output only. Request records past the window, not yet removed, as of counted_time.
+   *
+   * @generated from field: int64 overdue_requests = 10;
+   */
+  overdueRequests: bigint;
+
+  /**
+   * Output only. How long ago the oldest of them expired.
+   *
+   * @generated from field: google.protobuf.Duration oldest_overdue_request_age = 11;
+   */
+  oldestOverdueRequestAge?: Duration | undefined;
+
+  /**
+   * Output only. When the overdue rows were counted (every few seconds).
+   *
+   * @generated from field: google.protobuf.Timestamp counted_time = 12;
+   */
+  countedTime?: Timestamp | undefined;
+};
+
+/**
+ * Describes the message statewright.v1.RetentionDiagnostics.
+ * Use `create(RetentionDiagnosticsSchema)` to create a new message.
+ */
+export const RetentionDiagnosticsSchema: GenMessage<RetentionDiagnostics> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_diagnostics, 9);
 
 /**
  * The lifecycle phase of the EventLoop thread.

@@ -8,7 +8,7 @@ import type { Duration } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Definition } from "./definition_pb.js";
 import { file_statewright_v1_definition } from "./definition_pb.js";
-import type { AdmissionDiagnostics, BuildInfo, EventLoopDiagnostics, PersistenceDiagnostics, TaskQueueDiagnostics, TimerDiagnostics, WatcherDiagnostics, WorkflowDiagnostics } from "./diagnostics_pb.js";
+import type { AdmissionDiagnostics, BuildInfo, EventLoopDiagnostics, PersistenceDiagnostics, RetentionDiagnostics, TaskQueueDiagnostics, TimerDiagnostics, WatcherDiagnostics, WorkflowDiagnostics } from "./diagnostics_pb.js";
 import { file_statewright_v1_diagnostics } from "./diagnostics_pb.js";
 import type { Transition, Workflow, WorkflowStatus } from "./workflow_pb.js";
 import { file_statewright_v1_workflow } from "./workflow_pb.js";
@@ -18,7 +18,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cigQEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3ciVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiLSAQoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3Qi1gMKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24qcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIyxAgKD1dvcmtmbG93U2VydmljZRJcCg1TdGFydFdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5TdGFydFdvcmtmbG93UmVzcG9uc2USXwoOUmVzdW1lV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1Jlc3BvbnNlEl8KDlNpZ25hbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuU2lnbmFsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuU2lnbmFsV29ya2Zsb3dSZXNwb25zZRJWCgtHZXRXb3JrZmxvdxIiLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVxdWVzdBojLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVzcG9uc2USXAoNTGlzdFdvcmtmbG93cxIkLnN0YXRld3JpZ2h0LnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlEl8KDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRJeCg1XYXRjaFdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5XYXRjaFdvcmtmbG93UmVzcG9uc2UwARJfCg5HZXREaWFnbm9zdGljcxIlLnN0YXRld3JpZ2h0LnYxLkdldERpYWdub3N0aWNzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkdldERpYWdub3N0aWNzUmVzcG9uc2USdwoWR2V0V29ya2Zsb3dEaWFnbm9zdGljcxItLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXF1ZXN0Gi4uc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dEaWFnbm9zdGljc1Jlc3BvbnNlEmIKD0xpc3REZWZpbml0aW9ucxImLnN0YXRld3JpZ2h0LnYxLkxpc3REZWZpbml0aW9uc1JlcXVlc3QaJy5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXNwb25zZRJcCg1HZXREZWZpbml0aW9uEiQuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5HZXREZWZpbml0aW9uUmVzcG9uc2VCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cigQEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiLSAQoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24qcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIypQkKD1dvcmtmbG93U2VydmljZRJcCg1TdGFydFdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5TdGFydFdvcmtmbG93UmVzcG9uc2USXwoOUmVzdW1lV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1Jlc3BvbnNlEl8KDlNpZ25hbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuU2lnbmFsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuU2lnbmFsV29ya2Zsb3dSZXNwb25zZRJWCgtHZXRXb3JrZmxvdxIiLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVxdWVzdBojLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVzcG9uc2USXAoNTGlzdFdvcmtmbG93cxIkLnN0YXRld3JpZ2h0LnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlEl8KDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRJfCg5EZWxldGVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USXgoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlMAESXwoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlEncKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRJiCg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2USXAoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -448,6 +448,89 @@ export const CancelWorkflowResponseSchema: GenMessage<CancelWorkflowResponse> = 
   messageDesc(file_statewright_v1_workflow_service, 11);
 
 /**
+ * Request of DeleteWorkflow.
+ *
+ * @generated from message statewright.v1.DeleteWorkflowRequest
+ */
+export type DeleteWorkflowRequest = Message<"statewright.v1.DeleteWorkflowRequest"> & {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Optional. The Workflow.etag the caller last saw; when set and not current, the call
+   * fails with ABORTED and nothing is removed.
+   *
+   * @generated from field: string etag = 2;
+   */
+  etag: string;
+
+  /**
+   * Optional. When non-zero, the instance is removed only if the stored revision equals
+   * it (ABORTED otherwise). With etag too, both must name the same revision.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision: bigint;
+
+  /**
+   * Optional. Remove a live instance too: it is cancelled first (a saved step, which its
+   * watchers see), then removed. Without it a live instance is refused with
+   * FAILED_PRECONDITION.
+   *
+   * @generated from field: bool force = 4;
+   */
+  force: boolean;
+
+  /**
+   * Optional. When the instance does not exist, succeed with nothing removed instead of
+   * NOT_FOUND (a retry of a delete that succeeded).
+   *
+   * @generated from field: bool allow_missing = 5;
+   */
+  allowMissing: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.DeleteWorkflowRequest.
+ * Use `create(DeleteWorkflowRequestSchema)` to create a new message.
+ */
+export const DeleteWorkflowRequestSchema: GenMessage<DeleteWorkflowRequest> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 12);
+
+/**
+ * Response of DeleteWorkflow.
+ *
+ * @generated from message statewright.v1.DeleteWorkflowResponse
+ */
+export type DeleteWorkflowResponse = Message<"statewright.v1.DeleteWorkflowResponse"> & {
+  /**
+   * Output only. The instance as it was when it was removed (CANCELLED when force
+   * cancelled it); unset when allow_missing found nothing to remove.
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. True when the instance was live and force cancelled it first.
+   *
+   * @generated from field: bool cancelled = 2;
+   */
+  cancelled: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.DeleteWorkflowResponse.
+ * Use `create(DeleteWorkflowResponseSchema)` to create a new message.
+ */
+export const DeleteWorkflowResponseSchema: GenMessage<DeleteWorkflowResponse> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 13);
+
+/**
  * Request of WatchWorkflow.
  *
  * @generated from message statewright.v1.WatchWorkflowRequest
@@ -474,7 +557,7 @@ export type WatchWorkflowRequest = Message<"statewright.v1.WatchWorkflowRequest"
  * Use `create(WatchWorkflowRequestSchema)` to create a new message.
  */
 export const WatchWorkflowRequestSchema: GenMessage<WatchWorkflowRequest> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 12);
+  messageDesc(file_statewright_v1_workflow_service, 14);
 
 /**
  * One message of a WatchWorkflow stream.
@@ -531,7 +614,7 @@ export type WatchWorkflowResponse = Message<"statewright.v1.WatchWorkflowRespons
  * Use `create(WatchWorkflowResponseSchema)` to create a new message.
  */
 export const WatchWorkflowResponseSchema: GenMessage<WatchWorkflowResponse> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 13);
+  messageDesc(file_statewright_v1_workflow_service, 15);
 
 /**
  * Request of GetDiagnostics.
@@ -546,7 +629,7 @@ export type GetDiagnosticsRequest = Message<"statewright.v1.GetDiagnosticsReques
  * Use `create(GetDiagnosticsRequestSchema)` to create a new message.
  */
 export const GetDiagnosticsRequestSchema: GenMessage<GetDiagnosticsRequest> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 14);
+  messageDesc(file_statewright_v1_workflow_service, 16);
 
 /**
  * Response of GetDiagnostics.
@@ -616,6 +699,13 @@ export type GetDiagnosticsResponse = Message<"statewright.v1.GetDiagnosticsRespo
    * @generated from field: repeated statewright.v1.TaskQueueDiagnostics task_queues = 9;
    */
   taskQueues: TaskQueueDiagnostics[];
+
+  /**
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   *
+   * @generated from field: statewright.v1.RetentionDiagnostics retention = 10;
+   */
+  retention?: RetentionDiagnostics | undefined;
 };
 
 /**
@@ -623,7 +713,7 @@ export type GetDiagnosticsResponse = Message<"statewright.v1.GetDiagnosticsRespo
  * Use `create(GetDiagnosticsResponseSchema)` to create a new message.
  */
 export const GetDiagnosticsResponseSchema: GenMessage<GetDiagnosticsResponse> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 15);
+  messageDesc(file_statewright_v1_workflow_service, 17);
 
 /**
  * Request of GetWorkflowDiagnostics.
@@ -644,7 +734,7 @@ export type GetWorkflowDiagnosticsRequest = Message<"statewright.v1.GetWorkflowD
  * Use `create(GetWorkflowDiagnosticsRequestSchema)` to create a new message.
  */
 export const GetWorkflowDiagnosticsRequestSchema: GenMessage<GetWorkflowDiagnosticsRequest> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 16);
+  messageDesc(file_statewright_v1_workflow_service, 18);
 
 /**
  * Response of GetWorkflowDiagnostics.
@@ -665,7 +755,7 @@ export type GetWorkflowDiagnosticsResponse = Message<"statewright.v1.GetWorkflow
  * Use `create(GetWorkflowDiagnosticsResponseSchema)` to create a new message.
  */
 export const GetWorkflowDiagnosticsResponseSchema: GenMessage<GetWorkflowDiagnosticsResponse> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 17);
+  messageDesc(file_statewright_v1_workflow_service, 19);
 
 /**
  * Request of ListDefinitions.
@@ -700,7 +790,7 @@ export type ListDefinitionsRequest = Message<"statewright.v1.ListDefinitionsRequ
  * Use `create(ListDefinitionsRequestSchema)` to create a new message.
  */
 export const ListDefinitionsRequestSchema: GenMessage<ListDefinitionsRequest> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 18);
+  messageDesc(file_statewright_v1_workflow_service, 20);
 
 /**
  * Response of ListDefinitions.
@@ -728,7 +818,7 @@ export type ListDefinitionsResponse = Message<"statewright.v1.ListDefinitionsRes
  * Use `create(ListDefinitionsResponseSchema)` to create a new message.
  */
 export const ListDefinitionsResponseSchema: GenMessage<ListDefinitionsResponse> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 19);
+  messageDesc(file_statewright_v1_workflow_service, 21);
 
 /**
  * Request of GetDefinition.
@@ -750,7 +840,7 @@ export type GetDefinitionRequest = Message<"statewright.v1.GetDefinitionRequest"
  * Use `create(GetDefinitionRequestSchema)` to create a new message.
  */
 export const GetDefinitionRequestSchema: GenMessage<GetDefinitionRequest> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 20);
+  messageDesc(file_statewright_v1_workflow_service, 22);
 
 /**
  * Response of GetDefinition.
@@ -771,7 +861,7 @@ export type GetDefinitionResponse = Message<"statewright.v1.GetDefinitionRespons
  * Use `create(GetDefinitionResponseSchema)` to create a new message.
  */
 export const GetDefinitionResponseSchema: GenMessage<GetDefinitionResponse> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 21);
+  messageDesc(file_statewright_v1_workflow_service, 23);
 
 /**
  * What StartWorkflow does when the requested workflow_id already exists.
@@ -954,6 +1044,18 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof CancelWorkflowRequestSchema;
     output: typeof CancelWorkflowResponseSchema;
+  },
+  /**
+   * Removes one finished instance and everything of it (history, timers, tasks, request
+   * records) at once; with force, cancels a live instance first. For erasure requests:
+   * finished instances are otherwise removed when their retention passes.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.DeleteWorkflow
+   */
+  deleteWorkflow: {
+    methodKind: "unary";
+    input: typeof DeleteWorkflowRequestSchema;
+    output: typeof DeleteWorkflowResponseSchema;
   },
   /**
    * Streams every revision of an instance in order, from history and then live.

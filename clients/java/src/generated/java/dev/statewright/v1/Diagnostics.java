@@ -71,6 +71,11 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_TaskQueueDiagnostics_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_RetentionDiagnostics_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_RetentionDiagnostics_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -146,20 +151,38 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "e\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n\016last_poll_t" +
       "ime\030\005 \001(\0132\032.google.protobuf.TimestampR\014l" +
       "astPollTime\022\030\n\007pollers\030\006 \003(\tR\007pollers\022\030\n" +
-      "\007stalled\030\007 \001(\010R\007stalled*\257\001\n\016EventLoopPha" +
-      "se\022 \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030" +
-      "EVENT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LOOP" +
-      "_PHASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_ST" +
-      "OPPING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATED\020" +
-      "\004*\320\001\n\016AdmissionState\022\037\n\033ADMISSION_STATE_" +
-      "UNSPECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022" +
-      "\035\n\031ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMISS" +
-      "ION_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STATE" +
-      "_PERSISTING\020\004\022%\n!ADMISSION_STATE_RECOVER" +
-      "Y_REQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJgi" +
-      "thub.com/statewright/statewright/clients" +
-      "/go/statewright/v1;statewrightv1\252\002\016State" +
-      "wright.V1b\006proto3"
+      "\007stalled\030\007 \001(\010R\007stalled\"\314\005\n\024RetentionDia" +
+      "gnostics\0227\n\tretention\030\001 \001(\0132\031.google.pro" +
+      "tobuf.DurationR\tretention\022@\n\016request_win" +
+      "dow\030\002 \001(\0132\031.google.protobuf.DurationR\rre" +
+      "questWindow\022)\n\020instances_purged\030\003 \001(\003R\017i" +
+      "nstancesPurged\022%\n\016history_purged\030\004 \001(\003R\r" +
+      "historyPurged\022\'\n\017requests_purged\030\005 \001(\003R\016" +
+      "requestsPurged\0225\n\027timers_and_tasks_purge" +
+      "d\030\006 \001(\003R\024timersAndTasksPurged\022>\n\rlast_ru" +
+      "n_time\030\007 \001(\0132\032.google.protobuf.Timestamp" +
+      "R\013lastRunTime\022+\n\021overdue_instances\030\010 \001(\003" +
+      "R\020overdueInstances\022X\n\033oldest_overdue_ins" +
+      "tance_age\030\t \001(\0132\031.google.protobuf.Durati" +
+      "onR\030oldestOverdueInstanceAge\022)\n\020overdue_" +
+      "requests\030\n \001(\003R\017overdueRequests\022V\n\032oldes" +
+      "t_overdue_request_age\030\013 \001(\0132\031.google.pro" +
+      "tobuf.DurationR\027oldestOverdueRequestAge\022" +
+      "=\n\014counted_time\030\014 \001(\0132\032.google.protobuf." +
+      "TimestampR\013countedTime*\257\001\n\016EventLoopPhas" +
+      "e\022 \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030E" +
+      "VENT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LOOP_" +
+      "PHASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_STO" +
+      "PPING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATED\020\004" +
+      "*\320\001\n\016AdmissionState\022\037\n\033ADMISSION_STATE_U" +
+      "NSPECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022\035" +
+      "\n\031ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMISSI" +
+      "ON_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STATE_" +
+      "PERSISTING\020\004\022%\n!ADMISSION_STATE_RECOVERY" +
+      "_REQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJgit" +
+      "hub.com/statewright/statewright/clients/" +
+      "go/statewright/v1;statewrightv1\252\002\016Statew" +
+      "right.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -223,6 +246,12 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_TaskQueueDiagnostics_descriptor,
         new java.lang.String[] { "Queue", "Backlog", "OldestScheduledAge", "Leased", "LastPollTime", "Pollers", "Stalled", });
+    internal_static_statewright_v1_RetentionDiagnostics_descriptor =
+      getDescriptor().getMessageType(9);
+    internal_static_statewright_v1_RetentionDiagnostics_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_RetentionDiagnostics_descriptor,
+        new java.lang.String[] { "Retention", "RequestWindow", "InstancesPurged", "HistoryPurged", "RequestsPurged", "TimersAndTasksPurged", "LastRunTime", "OverdueInstances", "OldestOverdueInstanceAge", "OverdueRequests", "OldestOverdueRequestAge", "CountedTime", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

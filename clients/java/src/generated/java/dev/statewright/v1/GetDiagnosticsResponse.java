@@ -436,6 +436,44 @@ private static final long serialVersionUID = 0L;
     return taskQueues_.get(index);
   }
 
+  public static final int RETENTION_FIELD_NUMBER = 10;
+  private dev.statewright.v1.RetentionDiagnostics retention_;
+  /**
+   * <pre>
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   * </pre>
+   *
+   * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+   * @return Whether the retention field is set.
+   */
+  @java.lang.Override
+  public boolean hasRetention() {
+    return ((bitField0_ & 0x00000080) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   * </pre>
+   *
+   * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+   * @return The retention.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.RetentionDiagnostics getRetention() {
+    return retention_ == null ? dev.statewright.v1.RetentionDiagnostics.getDefaultInstance() : retention_;
+  }
+  /**
+   * <pre>
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   * </pre>
+   *
+   * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.RetentionDiagnosticsOrBuilder getRetentionOrBuilder() {
+    return retention_ == null ? dev.statewright.v1.RetentionDiagnostics.getDefaultInstance() : retention_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -476,6 +514,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < taskQueues_.size(); i++) {
       output.writeMessage(9, taskQueues_.get(i));
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      output.writeMessage(10, getRetention());
     }
     getUnknownFields().writeTo(output);
   }
@@ -526,6 +567,10 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(10, getRetention());
+    }
     return size;
   }
   @java.lang.Override
@@ -589,6 +634,11 @@ private static final long serialVersionUID = 0L;
     }
     if (!getTaskQueuesList()
         .equals(other.getTaskQueuesList())) return false;
+    if (hasRetention() != other.hasRetention()) return false;
+    if (hasRetention()) {
+      if (!getRetention()
+          .equals(other.getRetention())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -635,6 +685,10 @@ private static final long serialVersionUID = 0L;
     if (getTaskQueuesCount() > 0) {
       hash = (37 * hash) + TASK_QUEUES_FIELD_NUMBER;
       hash = (53 * hash) + getTaskQueuesList().hashCode();
+    }
+    if (hasRetention()) {
+      hash = (37 * hash) + RETENTION_FIELD_NUMBER;
+      hash = (53 * hash) + getRetention().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -778,6 +832,7 @@ private static final long serialVersionUID = 0L;
         internalGetUptimeFieldBuilder();
         internalGetTimersFieldBuilder();
         internalGetTaskQueuesFieldBuilder();
+        internalGetRetentionFieldBuilder();
       }
     }
     @java.lang.Override
@@ -828,6 +883,11 @@ private static final long serialVersionUID = 0L;
         taskQueuesBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000100);
+      retention_ = null;
+      if (retentionBuilder_ != null) {
+        retentionBuilder_.dispose();
+        retentionBuilder_ = null;
+      }
       return this;
     }
 
@@ -921,6 +981,12 @@ private static final long serialVersionUID = 0L;
             : timersBuilder_.build();
         to_bitField0_ |= 0x00000040;
       }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.retention_ = retentionBuilder_ == null
+            ? retention_
+            : retentionBuilder_.build();
+        to_bitField0_ |= 0x00000080;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -992,6 +1058,9 @@ private static final long serialVersionUID = 0L;
             taskQueuesBuilder_.addAllMessages(other.taskQueues_);
           }
         }
+      }
+      if (other.hasRetention()) {
+        mergeRetention(other.getRetention());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1084,6 +1153,13 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 74
+            case 82: {
+              input.readMessage(
+                  internalGetRetentionFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 82
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2637,6 +2713,161 @@ private static final long serialVersionUID = 0L;
         taskQueues_ = null;
       }
       return taskQueuesBuilder_;
+    }
+
+    private dev.statewright.v1.RetentionDiagnostics retention_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.RetentionDiagnostics, dev.statewright.v1.RetentionDiagnostics.Builder, dev.statewright.v1.RetentionDiagnosticsOrBuilder> retentionBuilder_;
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     * @return Whether the retention field is set.
+     */
+    public boolean hasRetention() {
+      return ((bitField0_ & 0x00000200) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     * @return The retention.
+     */
+    public dev.statewright.v1.RetentionDiagnostics getRetention() {
+      if (retentionBuilder_ == null) {
+        return retention_ == null ? dev.statewright.v1.RetentionDiagnostics.getDefaultInstance() : retention_;
+      } else {
+        return retentionBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    public Builder setRetention(dev.statewright.v1.RetentionDiagnostics value) {
+      if (retentionBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        retention_ = value;
+      } else {
+        retentionBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    public Builder setRetention(
+        dev.statewright.v1.RetentionDiagnostics.Builder builderForValue) {
+      if (retentionBuilder_ == null) {
+        retention_ = builderForValue.build();
+      } else {
+        retentionBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    public Builder mergeRetention(dev.statewright.v1.RetentionDiagnostics value) {
+      if (retentionBuilder_ == null) {
+        if (((bitField0_ & 0x00000200) != 0) &&
+          retention_ != null &&
+          retention_ != dev.statewright.v1.RetentionDiagnostics.getDefaultInstance()) {
+          getRetentionBuilder().mergeFrom(value);
+        } else {
+          retention_ = value;
+        }
+      } else {
+        retentionBuilder_.mergeFrom(value);
+      }
+      if (retention_ != null) {
+        bitField0_ |= 0x00000200;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    public Builder clearRetention() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      retention_ = null;
+      if (retentionBuilder_ != null) {
+        retentionBuilder_.dispose();
+        retentionBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    public dev.statewright.v1.RetentionDiagnostics.Builder getRetentionBuilder() {
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return internalGetRetentionFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    public dev.statewright.v1.RetentionDiagnosticsOrBuilder getRetentionOrBuilder() {
+      if (retentionBuilder_ != null) {
+        return retentionBuilder_.getMessageOrBuilder();
+      } else {
+        return retention_ == null ?
+            dev.statewright.v1.RetentionDiagnostics.getDefaultInstance() : retention_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Retention: what this server's purge removed, and what is overdue.
+     * </pre>
+     *
+     * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.RetentionDiagnostics, dev.statewright.v1.RetentionDiagnostics.Builder, dev.statewright.v1.RetentionDiagnosticsOrBuilder> 
+        internalGetRetentionFieldBuilder() {
+      if (retentionBuilder_ == null) {
+        retentionBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.RetentionDiagnostics, dev.statewright.v1.RetentionDiagnostics.Builder, dev.statewright.v1.RetentionDiagnosticsOrBuilder>(
+                getRetention(),
+                getParentForChildren(),
+                isClean());
+        retention_ = null;
+      }
+      return retentionBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.GetDiagnosticsResponse)

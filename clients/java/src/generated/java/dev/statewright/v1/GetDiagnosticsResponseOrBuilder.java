@@ -283,4 +283,31 @@ public interface GetDiagnosticsResponseOrBuilder extends
    */
   dev.statewright.v1.TaskQueueDiagnosticsOrBuilder getTaskQueuesOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   * </pre>
+   *
+   * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+   * @return Whether the retention field is set.
+   */
+  boolean hasRetention();
+  /**
+   * <pre>
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   * </pre>
+   *
+   * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+   * @return The retention.
+   */
+  dev.statewright.v1.RetentionDiagnostics getRetention();
+  /**
+   * <pre>
+   * Output only. Retention: what this server's purge removed, and what is overdue.
+   * </pre>
+   *
+   * <code>.statewright.v1.RetentionDiagnostics retention = 10 [json_name = "retention"];</code>
+   */
+  dev.statewright.v1.RetentionDiagnosticsOrBuilder getRetentionOrBuilder();
 }

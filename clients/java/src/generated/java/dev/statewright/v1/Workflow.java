@@ -657,6 +657,47 @@ private static final long serialVersionUID = 0L;
     return pendingTask_ == null ? dev.statewright.v1.Task.getDefaultInstance() : pendingTask_;
   }
 
+  public static final int EXPIRE_TIME_FIELD_NUMBER = 16;
+  private com.google.protobuf.Timestamp expireTime_;
+  /**
+   * <pre>
+   * Output only. When a finished instance is due to be removed, with its history: its
+   * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+   * @return Whether the expireTime field is set.
+   */
+  @java.lang.Override
+  public boolean hasExpireTime() {
+    return ((bitField0_ & 0x00000020) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. When a finished instance is due to be removed, with its history: its
+   * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+   * @return The expireTime.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getExpireTime() {
+    return expireTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : expireTime_;
+  }
+  /**
+   * <pre>
+   * Output only. When a finished instance is due to be removed, with its history: its
+   * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getExpireTimeOrBuilder() {
+    return expireTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : expireTime_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -715,6 +756,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000010) != 0)) {
       output.writeMessage(15, getPendingTask());
+    }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      output.writeMessage(16, getExpireTime());
     }
     getUnknownFields().writeTo(output);
   }
@@ -784,6 +828,10 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(15, getPendingTask());
     }
+    if (((bitField0_ & 0x00000020) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(16, getExpireTime());
+    }
     return size;
   }
   @java.lang.Override
@@ -852,6 +900,11 @@ private static final long serialVersionUID = 0L;
       if (!getPendingTask()
           .equals(other.getPendingTask())) return false;
     }
+    if (hasExpireTime() != other.hasExpireTime()) return false;
+    if (hasExpireTime()) {
+      if (!getExpireTime()
+          .equals(other.getExpireTime())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -907,6 +960,10 @@ private static final long serialVersionUID = 0L;
     if (hasPendingTask()) {
       hash = (37 * hash) + PENDING_TASK_FIELD_NUMBER;
       hash = (53 * hash) + getPendingTask().hashCode();
+    }
+    if (hasExpireTime()) {
+      hash = (37 * hash) + EXPIRE_TIME_FIELD_NUMBER;
+      hash = (53 * hash) + getExpireTime().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1048,6 +1105,7 @@ private static final long serialVersionUID = 0L;
         internalGetUpdateTimeFieldBuilder();
         internalGetTimersFieldBuilder();
         internalGetPendingTaskFieldBuilder();
+        internalGetExpireTimeFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1095,6 +1153,11 @@ private static final long serialVersionUID = 0L;
       if (pendingTaskBuilder_ != null) {
         pendingTaskBuilder_.dispose();
         pendingTaskBuilder_ = null;
+      }
+      expireTime_ = null;
+      if (expireTimeBuilder_ != null) {
+        expireTimeBuilder_.dispose();
+        expireTimeBuilder_ = null;
       }
       return this;
     }
@@ -1201,6 +1264,12 @@ private static final long serialVersionUID = 0L;
             : pendingTaskBuilder_.build();
         to_bitField0_ |= 0x00000010;
       }
+      if (((from_bitField0_ & 0x00008000) != 0)) {
+        result.expireTime_ = expireTimeBuilder_ == null
+            ? expireTime_
+            : expireTimeBuilder_.build();
+        to_bitField0_ |= 0x00000020;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1300,6 +1369,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasPendingTask()) {
         mergePendingTask(other.getPendingTask());
+      }
+      if (other.hasExpireTime()) {
+        mergeExpireTime(other.getExpireTime());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1418,6 +1490,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00004000;
               break;
             } // case 122
+            case 130: {
+              input.readMessage(
+                  internalGetExpireTimeFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00008000;
+              break;
+            } // case 130
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3281,6 +3360,170 @@ private static final long serialVersionUID = 0L;
         pendingTask_ = null;
       }
       return pendingTaskBuilder_;
+    }
+
+    private com.google.protobuf.Timestamp expireTime_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> expireTimeBuilder_;
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     * @return Whether the expireTime field is set.
+     */
+    public boolean hasExpireTime() {
+      return ((bitField0_ & 0x00008000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     * @return The expireTime.
+     */
+    public com.google.protobuf.Timestamp getExpireTime() {
+      if (expireTimeBuilder_ == null) {
+        return expireTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : expireTime_;
+      } else {
+        return expireTimeBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    public Builder setExpireTime(com.google.protobuf.Timestamp value) {
+      if (expireTimeBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        expireTime_ = value;
+      } else {
+        expireTimeBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    public Builder setExpireTime(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (expireTimeBuilder_ == null) {
+        expireTime_ = builderForValue.build();
+      } else {
+        expireTimeBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    public Builder mergeExpireTime(com.google.protobuf.Timestamp value) {
+      if (expireTimeBuilder_ == null) {
+        if (((bitField0_ & 0x00008000) != 0) &&
+          expireTime_ != null &&
+          expireTime_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getExpireTimeBuilder().mergeFrom(value);
+        } else {
+          expireTime_ = value;
+        }
+      } else {
+        expireTimeBuilder_.mergeFrom(value);
+      }
+      if (expireTime_ != null) {
+        bitField0_ |= 0x00008000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    public Builder clearExpireTime() {
+      bitField0_ = (bitField0_ & ~0x00008000);
+      expireTime_ = null;
+      if (expireTimeBuilder_ != null) {
+        expireTimeBuilder_.dispose();
+        expireTimeBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getExpireTimeBuilder() {
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return internalGetExpireTimeFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getExpireTimeOrBuilder() {
+      if (expireTimeBuilder_ != null) {
+        return expireTimeBuilder_.getMessageOrBuilder();
+      } else {
+        return expireTime_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : expireTime_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. When a finished instance is due to be removed, with its history: its
+     * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetExpireTimeFieldBuilder() {
+      if (expireTimeBuilder_ == null) {
+        expireTimeBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getExpireTime(),
+                getParentForChildren(),
+                isClean());
+        expireTime_ = null;
+      }
+      return expireTimeBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Workflow)

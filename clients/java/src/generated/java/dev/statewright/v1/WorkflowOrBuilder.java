@@ -368,4 +368,34 @@ public interface WorkflowOrBuilder extends
    * <code>.statewright.v1.Task pending_task = 15 [json_name = "pendingTask"];</code>
    */
   dev.statewright.v1.TaskOrBuilder getPendingTaskOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. When a finished instance is due to be removed, with its history: its
+   * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+   * @return Whether the expireTime field is set.
+   */
+  boolean hasExpireTime();
+  /**
+   * <pre>
+   * Output only. When a finished instance is due to be removed, with its history: its
+   * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+   * @return The expireTime.
+   */
+  com.google.protobuf.Timestamp getExpireTime();
+  /**
+   * <pre>
+   * Output only. When a finished instance is due to be removed, with its history: its
+   * finish time plus its retention. Unset while it lives, and when it is kept for ever.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getExpireTimeOrBuilder();
 }

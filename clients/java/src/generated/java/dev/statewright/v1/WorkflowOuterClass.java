@@ -54,7 +54,7 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       "ight.v1\032\034google/protobuf/struct.proto\032\037g" +
       "oogle/protobuf/timestamp.proto\032\027google/r" +
       "pc/status.proto\032\031statewright/v1/task.pro" +
-      "to\"\337\004\n\010Workflow\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013w" +
+      "to\"\234\005\n\010Workflow\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013w" +
       "orkflow_id\030\002 \001(\tR\nworkflowId\022\036\n\ndefiniti" +
       "on\030\003 \001(\tR\ndefinition\022\030\n\007version\030\004 \001(\005R\007v" +
       "ersion\022\024\n\005state\030\005 \001(\tR\005state\0226\n\006status\030\006" +
@@ -69,22 +69,23 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       "otobuf.TimestampR\nupdateTime\022-\n\006timers\030\016" +
       " \003(\0132\025.statewright.v1.TimerR\006timers\0227\n\014p" +
       "ending_task\030\017 \001(\0132\024.statewright.v1.TaskR" +
-      "\013pendingTask\"\222\001\n\005Timer\022\031\n\010timer_id\030\001 \001(\t" +
-      "R\007timerId\022!\n\014target_state\030\002 \001(\tR\013targetS" +
-      "tate\022\024\n\005after\030\003 \001(\tR\005after\0225\n\010due_time\030\004" +
-      " \001(\0132\032.google.protobuf.TimestampR\007dueTim" +
-      "e\"r\n\nTransition\022\035\n\nfrom_state\030\001 \001(\tR\tfro" +
-      "mState\022\031\n\010to_state\030\002 \001(\tR\007toState\022\024\n\005eve" +
-      "nt\030\003 \001(\tR\005event\022\024\n\005actor\030\004 \001(\tR\005actor*\305\001" +
-      "\n\016WorkflowStatus\022\037\n\033WORKFLOW_STATUS_UNSP" +
-      "ECIFIED\020\000\022\033\n\027WORKFLOW_STATUS_RUNNING\020\001\022\033" +
-      "\n\027WORKFLOW_STATUS_WAITING\020\002\022\035\n\031WORKFLOW_" +
-      "STATUS_COMPLETED\020\003\022\032\n\026WORKFLOW_STATUS_FA" +
-      "ILED\020\004\022\035\n\031WORKFLOW_STATUS_CANCELLED\020\005Bs\n" +
-      "\022dev.statewright.v1P\001ZJgithub.com/statew" +
-      "right/statewright/clients/go/statewright" +
-      "/v1;statewrightv1\252\002\016Statewright.V1b\006prot" +
-      "o3"
+      "\013pendingTask\022;\n\013expire_time\030\020 \001(\0132\032.goog" +
+      "le.protobuf.TimestampR\nexpireTime\"\222\001\n\005Ti" +
+      "mer\022\031\n\010timer_id\030\001 \001(\tR\007timerId\022!\n\014target" +
+      "_state\030\002 \001(\tR\013targetState\022\024\n\005after\030\003 \001(\t" +
+      "R\005after\0225\n\010due_time\030\004 \001(\0132\032.google.proto" +
+      "buf.TimestampR\007dueTime\"r\n\nTransition\022\035\n\n" +
+      "from_state\030\001 \001(\tR\tfromState\022\031\n\010to_state\030" +
+      "\002 \001(\tR\007toState\022\024\n\005event\030\003 \001(\tR\005event\022\024\n\005" +
+      "actor\030\004 \001(\tR\005actor*\305\001\n\016WorkflowStatus\022\037\n" +
+      "\033WORKFLOW_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFL" +
+      "OW_STATUS_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_W" +
+      "AITING\020\002\022\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022" +
+      "\032\n\026WORKFLOW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_" +
+      "STATUS_CANCELLED\020\005Bs\n\022dev.statewright.v1" +
+      "P\001ZJgithub.com/statewright/statewright/c" +
+      "lients/go/statewright/v1;statewrightv1\252\002" +
+      "\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -99,7 +100,7 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
     internal_static_statewright_v1_Workflow_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Workflow_descriptor,
-        new java.lang.String[] { "Name", "WorkflowId", "Definition", "Version", "State", "Status", "Context", "Revision", "Etag", "AcceptedEvents", "Error", "CreateTime", "UpdateTime", "Timers", "PendingTask", });
+        new java.lang.String[] { "Name", "WorkflowId", "Definition", "Version", "State", "Status", "Context", "Revision", "Etag", "AcceptedEvents", "Error", "CreateTime", "UpdateTime", "Timers", "PendingTask", "ExpireTime", });
     internal_static_statewright_v1_Timer_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_Timer_fieldAccessorTable = new

@@ -201,6 +201,37 @@ public final class WorkflowServiceGrpc {
     return getCancelWorkflowMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.DeleteWorkflowRequest,
+      dev.statewright.v1.DeleteWorkflowResponse> getDeleteWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "DeleteWorkflow",
+      requestType = dev.statewright.v1.DeleteWorkflowRequest.class,
+      responseType = dev.statewright.v1.DeleteWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.DeleteWorkflowRequest,
+      dev.statewright.v1.DeleteWorkflowResponse> getDeleteWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.DeleteWorkflowRequest, dev.statewright.v1.DeleteWorkflowResponse> getDeleteWorkflowMethod;
+    if ((getDeleteWorkflowMethod = WorkflowServiceGrpc.getDeleteWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getDeleteWorkflowMethod = WorkflowServiceGrpc.getDeleteWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getDeleteWorkflowMethod = getDeleteWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.DeleteWorkflowRequest, dev.statewright.v1.DeleteWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "DeleteWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.DeleteWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.DeleteWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("DeleteWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getDeleteWorkflowMethod;
+  }
+
   private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.WatchWorkflowRequest,
       dev.statewright.v1.WatchWorkflowResponse> getWatchWorkflowMethod;
 
@@ -484,6 +515,18 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Removes one finished instance and everything of it (history, timers, tasks, request
+     * records) at once; with force, cancels a live instance first. For erasure requests:
+     * finished instances are otherwise removed when their retention passes.
+     * </pre>
+     */
+    default void deleteWorkflow(dev.statewright.v1.DeleteWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.DeleteWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getDeleteWorkflowMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
      * Streams every revision of an instance in order, from history and then live.
      * </pre>
      */
@@ -634,6 +677,19 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Removes one finished instance and everything of it (history, timers, tasks, request
+     * records) at once; with force, cancels a live instance first. For erasure requests:
+     * finished instances are otherwise removed when their retention passes.
+     * </pre>
+     */
+    public void deleteWorkflow(dev.statewright.v1.DeleteWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.DeleteWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getDeleteWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
      * Streams every revision of an instance in order, from history and then live.
      * </pre>
      */
@@ -769,6 +825,18 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Removes one finished instance and everything of it (history, timers, tasks, request
+     * records) at once; with force, cancels a live instance first. For erasure requests:
+     * finished instances are otherwise removed when their retention passes.
+     * </pre>
+     */
+    public dev.statewright.v1.DeleteWorkflowResponse deleteWorkflow(dev.statewright.v1.DeleteWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getDeleteWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
      * Streams every revision of an instance in order, from history and then live.
      * </pre>
      */
@@ -897,6 +965,18 @@ public final class WorkflowServiceGrpc {
     public dev.statewright.v1.CancelWorkflowResponse cancelWorkflow(dev.statewright.v1.CancelWorkflowRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getCancelWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Removes one finished instance and everything of it (history, timers, tasks, request
+     * records) at once; with force, cancels a live instance first. For erasure requests:
+     * finished instances are otherwise removed when their retention passes.
+     * </pre>
+     */
+    public dev.statewright.v1.DeleteWorkflowResponse deleteWorkflow(dev.statewright.v1.DeleteWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getDeleteWorkflowMethod(), getCallOptions(), request);
     }
 
     /**
@@ -1038,6 +1118,19 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Removes one finished instance and everything of it (history, timers, tasks, request
+     * records) at once; with force, cancels a live instance first. For erasure requests:
+     * finished instances are otherwise removed when their retention passes.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.DeleteWorkflowResponse> deleteWorkflow(
+        dev.statewright.v1.DeleteWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getDeleteWorkflowMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
      * Reports the runtime's health measurements.
      * </pre>
      */
@@ -1087,11 +1180,12 @@ public final class WorkflowServiceGrpc {
   private static final int METHODID_GET_WORKFLOW = 3;
   private static final int METHODID_LIST_WORKFLOWS = 4;
   private static final int METHODID_CANCEL_WORKFLOW = 5;
-  private static final int METHODID_WATCH_WORKFLOW = 6;
-  private static final int METHODID_GET_DIAGNOSTICS = 7;
-  private static final int METHODID_GET_WORKFLOW_DIAGNOSTICS = 8;
-  private static final int METHODID_LIST_DEFINITIONS = 9;
-  private static final int METHODID_GET_DEFINITION = 10;
+  private static final int METHODID_DELETE_WORKFLOW = 6;
+  private static final int METHODID_WATCH_WORKFLOW = 7;
+  private static final int METHODID_GET_DIAGNOSTICS = 8;
+  private static final int METHODID_GET_WORKFLOW_DIAGNOSTICS = 9;
+  private static final int METHODID_LIST_DEFINITIONS = 10;
+  private static final int METHODID_GET_DEFINITION = 11;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1133,6 +1227,10 @@ public final class WorkflowServiceGrpc {
         case METHODID_CANCEL_WORKFLOW:
           serviceImpl.cancelWorkflow((dev.statewright.v1.CancelWorkflowRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.CancelWorkflowResponse>) responseObserver);
+          break;
+        case METHODID_DELETE_WORKFLOW:
+          serviceImpl.deleteWorkflow((dev.statewright.v1.DeleteWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.DeleteWorkflowResponse>) responseObserver);
           break;
         case METHODID_WATCH_WORKFLOW:
           serviceImpl.watchWorkflow((dev.statewright.v1.WatchWorkflowRequest) request,
@@ -1214,6 +1312,13 @@ public final class WorkflowServiceGrpc {
               dev.statewright.v1.CancelWorkflowRequest,
               dev.statewright.v1.CancelWorkflowResponse>(
                 service, METHODID_CANCEL_WORKFLOW)))
+        .addMethod(
+          getDeleteWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.DeleteWorkflowRequest,
+              dev.statewright.v1.DeleteWorkflowResponse>(
+                service, METHODID_DELETE_WORKFLOW)))
         .addMethod(
           getWatchWorkflowMethod(),
           io.grpc.stub.ServerCalls.asyncServerStreamingCall(
@@ -1303,6 +1408,7 @@ public final class WorkflowServiceGrpc {
               .addMethod(getGetWorkflowMethod())
               .addMethod(getListWorkflowsMethod())
               .addMethod(getCancelWorkflowMethod())
+              .addMethod(getDeleteWorkflowMethod())
               .addMethod(getWatchWorkflowMethod())
               .addMethod(getGetDiagnosticsMethod())
               .addMethod(getGetWorkflowDiagnosticsMethod())

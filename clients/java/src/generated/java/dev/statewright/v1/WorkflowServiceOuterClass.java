@@ -87,6 +87,16 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_CancelWorkflowResponse_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_DeleteWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_DeleteWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_DeleteWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_DeleteWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_statewright_v1_WatchWorkflowRequest_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -194,7 +204,14 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "ected_revision\030\003 \001(\003R\020expectedRevision\022\035" +
       "\n\nrequest_id\030\004 \001(\tR\trequestId\"N\n\026CancelW" +
       "orkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
-      "ewright.v1.WorkflowR\010workflow\"i\n\024WatchWo" +
+      "ewright.v1.WorkflowR\010workflow\"\247\001\n\025Delete" +
+      "WorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004e" +
+      "tag\030\002 \001(\tR\004etag\022+\n\021expected_revision\030\003 \001" +
+      "(\003R\020expectedRevision\022\024\n\005force\030\004 \001(\010R\005for" +
+      "ce\022#\n\rallow_missing\030\005 \001(\010R\014allowMissing\"" +
+      "l\n\026DeleteWorkflowResponse\0224\n\010workflow\030\001 " +
+      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\022" +
+      "\034\n\tcancelled\030\002 \001(\010R\tcancelled\"i\n\024WatchWo" +
       "rkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022*\n\016aft" +
       "er_revision\030\002 \001(\003H\000R\rafterRevision\210\001\001B\021\n" +
       "\017_after_revision\"\207\002\n\025WatchWorkflowRespon" +
@@ -204,7 +221,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       ".TransitionR\013transitions\0224\n\010workflow\030\004 \001" +
       "(\0132\030.statewright.v1.WorkflowR\010workflow\022\024" +
       "\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030\006 \001(\tR\005act" +
-      "or\"\027\n\025GetDiagnosticsRequest\"\264\004\n\026GetDiagn" +
+      "or\"\027\n\025GetDiagnosticsRequest\"\370\004\n\026GetDiagn" +
       "osticsResponse\022C\n\nevent_loop\030\001 \001(\0132$.sta" +
       "tewright.v1.EventLoopDiagnosticsR\teventL" +
       "oop\022D\n\nadmissions\030\002 \001(\0132$.statewright.v1" +
@@ -218,62 +235,66 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "protobuf.DurationR\006uptime\0228\n\006timers\030\010 \001(" +
       "\0132 .statewright.v1.TimerDiagnosticsR\006tim" +
       "ers\022E\n\013task_queues\030\t \003(\0132$.statewright.v" +
-      "1.TaskQueueDiagnosticsR\ntaskQueues\"3\n\035Ge" +
-      "tWorkflowDiagnosticsRequest\022\022\n\004name\030\001 \001(" +
-      "\tR\004name\"g\n\036GetWorkflowDiagnosticsRespons" +
-      "e\022E\n\013diagnostics\030\001 \001(\0132#.statewright.v1." +
-      "WorkflowDiagnosticsR\013diagnostics\"t\n\026List" +
-      "DefinitionsRequest\022\036\n\ndefinition\030\001 \001(\tR\n" +
-      "definition\022\033\n\tpage_size\030\002 \001(\005R\010pageSize\022" +
-      "\035\n\npage_token\030\003 \001(\tR\tpageToken\"\177\n\027ListDe" +
-      "finitionsResponse\022<\n\013definitions\030\001 \003(\0132\032" +
-      ".statewright.v1.DefinitionR\013definitions\022" +
-      "&\n\017next_page_token\030\002 \001(\tR\rnextPageToken\"" +
-      "*\n\024GetDefinitionRequest\022\022\n\004name\030\001 \001(\tR\004n" +
-      "ame\"S\n\025GetDefinitionResponse\022:\n\ndefiniti" +
-      "on\030\001 \001(\0132\032.statewright.v1.DefinitionR\nde" +
-      "finition*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS_" +
-      "POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLICY" +
-      "_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXIST" +
-      "ING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJE" +
-      "CTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_" +
-      "NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSIS" +
-      "TING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQU" +
-      "IRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOWN" +
-      "\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYPE" +
-      "_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRE" +
-      "NT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\0022\304\010\n\017Work" +
-      "flowService\022\\\n\rStartWorkflow\022$.statewrig" +
-      "ht.v1.StartWorkflowRequest\032%.statewright" +
-      ".v1.StartWorkflowResponse\022_\n\016ResumeWorkf" +
-      "low\022%.statewright.v1.ResumeWorkflowReque" +
-      "st\032&.statewright.v1.ResumeWorkflowRespon" +
-      "se\022_\n\016SignalWorkflow\022%.statewright.v1.Si" +
-      "gnalWorkflowRequest\032&.statewright.v1.Sig" +
-      "nalWorkflowResponse\022V\n\013GetWorkflow\022\".sta" +
-      "tewright.v1.GetWorkflowRequest\032#.statewr" +
-      "ight.v1.GetWorkflowResponse\022\\\n\rListWorkf" +
-      "lows\022$.statewright.v1.ListWorkflowsReque" +
-      "st\032%.statewright.v1.ListWorkflowsRespons" +
-      "e\022_\n\016CancelWorkflow\022%.statewright.v1.Can" +
-      "celWorkflowRequest\032&.statewright.v1.Canc" +
-      "elWorkflowResponse\022^\n\rWatchWorkflow\022$.st" +
-      "atewright.v1.WatchWorkflowRequest\032%.stat" +
-      "ewright.v1.WatchWorkflowResponse0\001\022_\n\016Ge" +
-      "tDiagnostics\022%.statewright.v1.GetDiagnos" +
-      "ticsRequest\032&.statewright.v1.GetDiagnost" +
-      "icsResponse\022w\n\026GetWorkflowDiagnostics\022-." +
-      "statewright.v1.GetWorkflowDiagnosticsReq" +
-      "uest\032..statewright.v1.GetWorkflowDiagnos" +
-      "ticsResponse\022b\n\017ListDefinitions\022&.statew" +
-      "right.v1.ListDefinitionsRequest\032\'.statew" +
-      "right.v1.ListDefinitionsResponse\022\\\n\rGetD" +
-      "efinition\022$.statewright.v1.GetDefinition" +
-      "Request\032%.statewright.v1.GetDefinitionRe" +
-      "sponseBs\n\022dev.statewright.v1P\001ZJgithub.c" +
-      "om/statewright/statewright/clients/go/st" +
-      "atewright/v1;statewrightv1\252\002\016Statewright" +
-      ".V1b\006proto3"
+      "1.TaskQueueDiagnosticsR\ntaskQueues\022B\n\tre" +
+      "tention\030\n \001(\0132$.statewright.v1.Retention" +
+      "DiagnosticsR\tretention\"3\n\035GetWorkflowDia" +
+      "gnosticsRequest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036G" +
+      "etWorkflowDiagnosticsResponse\022E\n\013diagnos" +
+      "tics\030\001 \001(\0132#.statewright.v1.WorkflowDiag" +
+      "nosticsR\013diagnostics\"t\n\026ListDefinitionsR" +
+      "equest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\022\033" +
+      "\n\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npage_toke" +
+      "n\030\003 \001(\tR\tpageToken\"\177\n\027ListDefinitionsRes" +
+      "ponse\022<\n\013definitions\030\001 \003(\0132\032.statewright" +
+      ".v1.DefinitionR\013definitions\022&\n\017next_page" +
+      "_token\030\002 \001(\tR\rnextPageToken\"*\n\024GetDefini" +
+      "tionRequest\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDe" +
+      "finitionResponse\022:\n\ndefinition\030\001 \001(\0132\032.s" +
+      "tatewright.v1.DefinitionR\ndefinition*s\n\016" +
+      "IfExistsPolicy\022 \n\034IF_EXISTS_POLICY_UNSPE" +
+      "CIFIED\020\000\022\031\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n I" +
+      "F_EXISTS_POLICY_RETURN_EXISTING\020\002*\302\001\n\017Si" +
+      "gnalRejection\022 \n\034SIGNAL_REJECTION_UNSPEC" +
+      "IFIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUNNING\020" +
+      "\001\022\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022&\n\"SI" +
+      "GNAL_REJECTION_RECOVERY_REQUIRED\020\003\022\"\n\036SI" +
+      "GNAL_REJECTION_SHUTTING_DOWN\020\004*k\n\016WatchE" +
+      "ventType\022 \n\034WATCH_EVENT_TYPE_UNSPECIFIED" +
+      "\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATC" +
+      "H_EVENT_TYPE_STEP\020\0022\245\t\n\017WorkflowService\022" +
+      "\\\n\rStartWorkflow\022$.statewright.v1.StartW" +
+      "orkflowRequest\032%.statewright.v1.StartWor" +
+      "kflowResponse\022_\n\016ResumeWorkflow\022%.statew" +
+      "right.v1.ResumeWorkflowRequest\032&.statewr" +
+      "ight.v1.ResumeWorkflowResponse\022_\n\016Signal" +
+      "Workflow\022%.statewright.v1.SignalWorkflow" +
+      "Request\032&.statewright.v1.SignalWorkflowR" +
+      "esponse\022V\n\013GetWorkflow\022\".statewright.v1." +
+      "GetWorkflowRequest\032#.statewright.v1.GetW" +
+      "orkflowResponse\022\\\n\rListWorkflows\022$.state" +
+      "wright.v1.ListWorkflowsRequest\032%.statewr" +
+      "ight.v1.ListWorkflowsResponse\022_\n\016CancelW" +
+      "orkflow\022%.statewright.v1.CancelWorkflowR" +
+      "equest\032&.statewright.v1.CancelWorkflowRe" +
+      "sponse\022_\n\016DeleteWorkflow\022%.statewright.v" +
+      "1.DeleteWorkflowRequest\032&.statewright.v1" +
+      ".DeleteWorkflowResponse\022^\n\rWatchWorkflow" +
+      "\022$.statewright.v1.WatchWorkflowRequest\032%" +
+      ".statewright.v1.WatchWorkflowResponse0\001\022" +
+      "_\n\016GetDiagnostics\022%.statewright.v1.GetDi" +
+      "agnosticsRequest\032&.statewright.v1.GetDia" +
+      "gnosticsResponse\022w\n\026GetWorkflowDiagnosti" +
+      "cs\022-.statewright.v1.GetWorkflowDiagnosti" +
+      "csRequest\032..statewright.v1.GetWorkflowDi" +
+      "agnosticsResponse\022b\n\017ListDefinitions\022&.s" +
+      "tatewright.v1.ListDefinitionsRequest\032\'.s" +
+      "tatewright.v1.ListDefinitionsResponse\022\\\n" +
+      "\rGetDefinition\022$.statewright.v1.GetDefin" +
+      "itionRequest\032%.statewright.v1.GetDefinit" +
+      "ionResponseBs\n\022dev.statewright.v1P\001ZJgit" +
+      "hub.com/statewright/statewright/clients/" +
+      "go/statewright/v1;statewrightv1\252\002\016Statew" +
+      "right.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -356,62 +377,74 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_CancelWorkflowResponse_descriptor,
         new java.lang.String[] { "Workflow", });
-    internal_static_statewright_v1_WatchWorkflowRequest_descriptor =
+    internal_static_statewright_v1_DeleteWorkflowRequest_descriptor =
       getDescriptor().getMessageType(12);
+    internal_static_statewright_v1_DeleteWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_DeleteWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Etag", "ExpectedRevision", "Force", "AllowMissing", });
+    internal_static_statewright_v1_DeleteWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(13);
+    internal_static_statewright_v1_DeleteWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_DeleteWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "Cancelled", });
+    internal_static_statewright_v1_WatchWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(14);
     internal_static_statewright_v1_WatchWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WatchWorkflowRequest_descriptor,
         new java.lang.String[] { "Name", "AfterRevision", });
     internal_static_statewright_v1_WatchWorkflowResponse_descriptor =
-      getDescriptor().getMessageType(13);
+      getDescriptor().getMessageType(15);
     internal_static_statewright_v1_WatchWorkflowResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WatchWorkflowResponse_descriptor,
         new java.lang.String[] { "Type", "Revision", "Transitions", "Workflow", "Event", "Actor", });
     internal_static_statewright_v1_GetDiagnosticsRequest_descriptor =
-      getDescriptor().getMessageType(14);
+      getDescriptor().getMessageType(16);
     internal_static_statewright_v1_GetDiagnosticsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDiagnosticsRequest_descriptor,
         new java.lang.String[] { });
     internal_static_statewright_v1_GetDiagnosticsResponse_descriptor =
-      getDescriptor().getMessageType(15);
+      getDescriptor().getMessageType(17);
     internal_static_statewright_v1_GetDiagnosticsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDiagnosticsResponse_descriptor,
-        new java.lang.String[] { "EventLoop", "Admissions", "Persistence", "Watchers", "Definitions", "Build", "Uptime", "Timers", "TaskQueues", });
+        new java.lang.String[] { "EventLoop", "Admissions", "Persistence", "Watchers", "Definitions", "Build", "Uptime", "Timers", "TaskQueues", "Retention", });
     internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_descriptor =
-      getDescriptor().getMessageType(16);
+      getDescriptor().getMessageType(18);
     internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetWorkflowDiagnosticsRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_statewright_v1_GetWorkflowDiagnosticsResponse_descriptor =
-      getDescriptor().getMessageType(17);
+      getDescriptor().getMessageType(19);
     internal_static_statewright_v1_GetWorkflowDiagnosticsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetWorkflowDiagnosticsResponse_descriptor,
         new java.lang.String[] { "Diagnostics", });
     internal_static_statewright_v1_ListDefinitionsRequest_descriptor =
-      getDescriptor().getMessageType(18);
+      getDescriptor().getMessageType(20);
     internal_static_statewright_v1_ListDefinitionsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListDefinitionsRequest_descriptor,
         new java.lang.String[] { "Definition", "PageSize", "PageToken", });
     internal_static_statewright_v1_ListDefinitionsResponse_descriptor =
-      getDescriptor().getMessageType(19);
+      getDescriptor().getMessageType(21);
     internal_static_statewright_v1_ListDefinitionsResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListDefinitionsResponse_descriptor,
         new java.lang.String[] { "Definitions", "NextPageToken", });
     internal_static_statewright_v1_GetDefinitionRequest_descriptor =
-      getDescriptor().getMessageType(20);
+      getDescriptor().getMessageType(22);
     internal_static_statewright_v1_GetDefinitionRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDefinitionRequest_descriptor,
         new java.lang.String[] { "Name", });
     internal_static_statewright_v1_GetDefinitionResponse_descriptor =
-      getDescriptor().getMessageType(21);
+      getDescriptor().getMessageType(23);
     internal_static_statewright_v1_GetDefinitionResponse_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDefinitionResponse_descriptor,

@@ -1,0 +1,209 @@
+"""Retention: what the database keeps is bounded by time, not by how long the server runs.
+
+``RetentionPurger`` runs on the EventLoop thread of every replica, like the timer scheduler
+and the task sweeper, and offloads its store calls. A round removes, each in a bounded
+batch of its own transaction:
+
+- finished instances whose expire_time has passed (the step that finished each one set
+  it: its finish time plus its definition's retention, or the server's), with their
+  history, timers, tasks and request records, leaving a tombstone for each;
+- request records older than the request window, which answer no retry any more;
+- tombstones older than the request window.
+
+Replicas coordinate through the database: a batch takes its rows ``FOR UPDATE SKIP
+LOCKED``, so two replicas purging at once remove different rows, and neither waits for
+the other. Live instances are never touched: only a finishing step sets an expire_time,
+and the store removes finished instances only, so the purge cannot race a step.
+
+Throttled: one batch in flight per replica, and after a full batch (more is due) the next
+waits at least as long as the last one took, so the purge holds a database connection at
+most half the time and never a lock for long. When a round finds less than a batch, it
+looks again after ``IDLE_EVERY``. What it removed is counted, with what is overdue (read
+every ``COUNT_EVERY``): diagnostics and metrics show both.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from statewrightd.engine.clock import Clock
+from statewrightd.engine.event_loop import EventLoop, TimerHandle
+from statewrightd.store.records import Purged, RetentionCounts
+from statewrightd.store.repository import Repository
+
+_log = logging.getLogger(__name__)
+
+BATCH = 500
+IDLE_EVERY = 1.0
+MIN_PAUSE = 0.05
+PAUSE_FACTOR = 1.0  # the pause after a full batch, as a multiple of the batch's duration
+COUNT_EVERY = 5.0
+
+Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
+Removed = Callable[[tuple[str, ...]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class RetentionStats:
+    retention: float  # the server's default, seconds (math.inf: for ever)
+    request_window: float  # seconds
+    rows_purged: dict[str, int] = field(default_factory=dict)  # by table, by this replica
+    tombstones_purged: int = 0
+    rounds: int = 0  # purge rounds this replica ran (three bounded statements each)
+    failures: int = 0
+    last_run: datetime | None = None  # when this replica's last round ended
+    last_round_seconds: float = 0.0
+    # As the database last counted (every replica's rows), at counted_time:
+    overdue_instances: int = 0
+    oldest_instance_due: datetime | None = None
+    overdue_requests: int = 0
+    oldest_request_time: datetime | None = None
+    counted_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Round:
+    instances: Purged
+    requests: int
+    tombstones: int
+    seconds: float
+    ended: datetime
+
+
+class RetentionPurger:
+    """EventLoop thread only, except ``stats`` (a snapshot read from any thread)."""
+
+    def __init__(
+        self,
+        *,
+        loop: EventLoop,
+        repo: Repository,
+        offload: Offload,
+        clock: Clock,
+        retention: float,
+        request_window: float,
+        removed: Removed,
+        batch: int = BATCH,
+    ) -> None:
+        """``removed`` is told, on this thread, of the instances each batch removed."""
+        self._loop = loop
+        self._repo = repo
+        self._offload = offload
+        self._clock = clock
+        self._retention = retention
+        self._window = timedelta(seconds=request_window)
+        self._removed = removed
+        self._batch = batch
+        self._stopped = False
+        self._running = False
+        self._counting = False
+        self._wake: TimerHandle | None = None
+        self._rows: dict[str, int] = {}
+        self._tombstones = 0
+        self._rounds = 0
+        self._failures = 0
+        self._last_run: datetime | None = None
+        self._last_seconds = 0.0
+        self._counts: tuple[RetentionCounts, datetime] | None = None
+
+    def start(self) -> None:
+        self._schedule(0.0)
+        self._loop.call_later(0.0, self._count)
+
+    def stop(self) -> None:
+        self._stopped = True
+        if self._wake is not None:
+            self._wake.cancel()
+
+    def stats(self) -> RetentionStats:
+        counts, counted = self._counts if self._counts is not None else (None, None)
+        return RetentionStats(
+            retention=self._retention,
+            request_window=self._window.total_seconds(),
+            rows_purged=dict(self._rows),
+            tombstones_purged=self._tombstones,
+            rounds=self._rounds,
+            failures=self._failures,
+            last_run=self._last_run,
+            last_round_seconds=self._last_seconds,
+            overdue_instances=counts.overdue_instances if counts else 0,
+            oldest_instance_due=counts.oldest_instance_due if counts else None,
+            overdue_requests=counts.overdue_requests if counts else 0,
+            oldest_request_time=counts.oldest_request_time if counts else None,
+            counted_time=counted,
+        )
+
+    # -- purging ---------------------------------------------------------------------
+
+    def _schedule(self, delay: float) -> None:
+        if self._stopped:
+            return
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake = self._loop.call_later(delay, self._round)
+
+    def _round(self) -> None:
+        self._wake = None
+        if self._stopped or self._running:
+            return
+        self._running = True
+        repo, clock, batch, window = self._repo, self._clock, self._batch, self._window
+
+        def purge() -> _Round:
+            began = time.monotonic()
+            now = clock.now()
+            instances = repo.purge_expired(now, batch)
+            requests = repo.purge_requests(now - window, batch)
+            tombstones = repo.purge_tombstones(now - window, batch)
+            return _Round(instances, requests, tombstones, time.monotonic() - began, clock.now())
+
+        self._offload(purge, self._purged)
+
+    def _purged(self, result: Any) -> None:
+        self._running = False
+        if not isinstance(result, _Round):
+            self._failures += 1
+            _log.warning("retention purge failed: %s", result)
+            self._schedule(IDLE_EVERY)
+            return
+        removed = result.instances
+        self._rounds += 1
+        for table, count in removed.rows.items():
+            self._rows[table] = self._rows.get(table, 0) + count
+        # Request records the window expired, apart from those removed with instances.
+        self._rows["workflow_requests"] = self._rows.get("workflow_requests", 0) + result.requests
+        self._tombstones += result.tombstones
+        self._last_run, self._last_seconds = result.ended, result.seconds
+        if removed.workflow_ids:
+            try:
+                self._removed(removed.workflow_ids)
+            except Exception:
+                _log.exception("telling of %d removed instances failed", len(removed.workflow_ids))
+        full = max(len(removed.workflow_ids), result.requests, result.tombstones) >= self._batch
+        if full:
+            # More is due: go on, but leave the database at least as long as this took.
+            self._schedule(max(MIN_PAUSE, result.seconds * PAUSE_FACTOR))
+        else:
+            self._schedule(IDLE_EVERY)
+
+    # -- counting --------------------------------------------------------------------
+
+    def _count(self) -> None:
+        if self._stopped or self._counting:
+            return
+        self._counting = True
+        repo, now = self._repo, self._clock.now()
+
+        def counted(result: Any) -> None:
+            self._counting = False
+            if isinstance(result, RetentionCounts):
+                self._counts = (result, now)
+            if not self._stopped:
+                self._loop.call_later(COUNT_EVERY, self._count)
+
+        self._offload(lambda: repo.retention_counts(now, now - self._window), counted)
