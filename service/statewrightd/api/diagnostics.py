@@ -191,8 +191,10 @@ async def workflow_diagnostics(app: Application, name: str) -> pb.GetWorkflowDia
     if not info.cached and info.admission is None:
         found = await app.get(workflow_id)  # NOT_FOUND for unknown ids
         revision, timers = found.record.revision, found.timers
-    if not recent:
+    if not recent and not info.cached:
         # The server keeps no session of an instance it is not running (a finished one,
-        # one it never loaded): its last transitions are in its history.
+        # one it never loaded): its last transitions are in its history. A cached session
+        # answers alone, so that diagnostics of a live instance need no database (they are
+        # what an operator reads while the database is in trouble).
         recent = await app.recent_transitions(workflow_id, revision)
     return workflow_diagnostics_response(name, info, revision, timers, recent)
