@@ -25,6 +25,7 @@ from tests.unit.docs.blocks import REPO
 
 SERVER = REPO / "service" / "statewrightd"
 _REASON = "reason"
+_REASON_SHAPE = re.compile(r"[A-Z][A-Z0-9_]*")
 _WORD = re.compile(r"[A-Z][A-Z0-9_]+")
 
 
@@ -75,6 +76,9 @@ def made_reasons() -> Iterator[Made]:
                         keyword.arg == _REASON
                         and isinstance(value, ast.Constant)
                         and isinstance(value.value, str)
+                        # ErrorInfo reasons are UPPER_SNAKE_CASE; a command's `reason` (a
+                        # cancel's, say) is free text for people.
+                        and _REASON_SHAPE.fullmatch(value.value)
                     ):
                         cls = _error_class(module, _called(node))
                         code = _code_of(cls) if cls is not None else None
