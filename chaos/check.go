@@ -20,6 +20,36 @@ type transition struct {
 	Event *string `json:"event"`
 }
 
+// transitionList reads a history row's transitions in either of the forms the store
+// writes: a list of {from, to, event} maps, or the compact "from>to@event from>to" string
+// (state and event names cannot hold its separators).
+type transitionList []transition
+
+func (l *transitionList) UnmarshalJSON(data []byte) error {
+	var compact string
+	if err := json.Unmarshal(data, &compact); err != nil {
+		var list []transition
+		if err := json.Unmarshal(data, &list); err != nil {
+			return err
+		}
+		*l = list
+		return nil
+	}
+	out := transitionList{}
+	for _, part := range strings.Fields(compact) {
+		move, event, hasEvent := strings.Cut(part, "@")
+		from, to, _ := strings.Cut(move, ">")
+		t := transition{From: from, To: to}
+		if hasEvent && event != "" {
+			e := event
+			t.Event = &e
+		}
+		out = append(out, t)
+	}
+	*l = out
+	return nil
+}
+
 type stepError struct {
 	Reason  string `json:"reason"`
 	Message string `json:"message"`
@@ -35,7 +65,7 @@ type histRow struct {
 	WorkflowID  string         `json:"workflow_id"`
 	Revision    int64          `json:"revision"`
 	Event       *string        `json:"event"`
-	Transitions []transition   `json:"transitions"`
+	Transitions transitionList `json:"transitions"`
 	State       string         `json:"state"`
 	Status      string         `json:"status"`
 	Context     map[string]any `json:"context"`
@@ -115,6 +145,13 @@ var allowed = map[string]map[string]string{
 	defAccount: {"active": "RUNNING", "held": "WAITING", "closed": "COMPLETED"},
 	defOrder:   {"work": "RUNNING", "__finish__": "COMPLETED", "gave_up": "COMPLETED"},
 	defTimer:   {"ticking": "RUNNING", "__finish__": "COMPLETED", "stopped": "COMPLETED"},
+}
+
+// finishedFrom are the states with a transition to __finish__: an instance that takes it
+// rests, COMPLETED, in the state it finished from (older servers wrote __finish__).
+var finishedFrom = map[string]map[string]bool{
+	defOrder: {"work": true},
+	defTimer: {"counted": true},
 }
 
 // logical is one logical operation: all the attempts of one id.
@@ -259,6 +296,14 @@ func (c *checker) load() error {
 	}
 	for _, r := range insts {
 		c.instances[r.WorkflowID] = r
+		// The store keeps a finished instance's last context only in its instance row (its
+		// last history row holds none of its own), as the server reads it back.
+		if rows := c.history[r.WorkflowID]; len(rows) > 0 {
+			last := &rows[len(rows)-1]
+			if last.Context == nil && last.Revision == r.Revision {
+				last.Context = r.Context
+			}
+		}
 	}
 	tasks, err := readJSONL[taskRow](filepath.Join(db, "tasks.jsonl"))
 	if err != nil {
@@ -422,6 +467,9 @@ func (c *checker) checkInstances() {
 		for _, r := range rows {
 			c.checked[propStates]++
 			if r.Status == "CANCELLED" {
+				continue
+			}
+			if r.Status == "COMPLETED" && finishedFrom[def][r.State] {
 				continue
 			}
 			if want, ok := allowed[def][r.State]; !ok || want != r.Status {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -203,4 +204,24 @@ func TestATimerThatFiresTwiceIsReported(t *testing.T) {
 		timers: []timerRow{{WorkflowID: wf, TimerID: "3.0", Revision: 3}},
 	}
 	expectAnomaly(t, f.check(t), propTimers, "fired twice")
+}
+
+func TestHistoryTransitionsReadInEitherStoredForm(t *testing.T) {
+	var compact, listed histRow
+	if err := json.Unmarshal([]byte(`{"transitions": "a>b@go b>c"}`), &compact); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal([]byte(`{"transitions": [{"from": "a", "to": "b", "event": "go"}, {"from": "b", "to": "c", "event": null}]}`), &listed); err != nil {
+		t.Fatal(err)
+	}
+	for name, got := range map[string]transitionList{"compact": compact.Transitions, "listed": listed.Transitions} {
+		if len(got) != 2 || got[0].From != "a" || got[0].To != "b" || got[0].Event == nil || *got[0].Event != "go" ||
+			got[1].From != "b" || got[1].To != "c" || got[1].Event != nil {
+			t.Fatalf("%s: %+v", name, got)
+		}
+	}
+	var empty histRow
+	if err := json.Unmarshal([]byte(`{"transitions": ""}`), &empty); err != nil || len(empty.Transitions) != 0 {
+		t.Fatalf("empty: %v %+v", err, empty.Transitions)
+	}
 }
