@@ -358,6 +358,8 @@ class Endpoints:
             await stream.send("end", "{}")
         except errors.StatewrightError as exc:
             await stream.send("error", _error_data(exc))
+        except ConnectionError:
+            pass  # the page went away (closed, reloaded): there is no one left to tell
         return await stream.close()
 
     async def watch_workflows(self, request: web.Request) -> web.StreamResponse:
@@ -370,6 +372,8 @@ class Endpoints:
                 await self._follow_list(stream, message, first)
             except errors.StatewrightError as exc:
                 await stream.send("error", _error_data(exc))
+            except ConnectionError:
+                pass  # the page went away
             return await stream.close()
 
     async def _follow_list(
@@ -409,12 +413,15 @@ class Endpoints:
             stream = EventStream(request)
             await stream.open()
             sampler = self._sampler
-            while not self._closing.is_set():
-                for stamp, data in sampler.after(last):
-                    await stream.send("diagnostics", data, str(stamp))
-                    last = stamp
-                await sampler.wait()
-            await stream.send("error", _error_data(_shutting_down()))
+            try:
+                while not self._closing.is_set():
+                    for stamp, data in sampler.after(last):
+                        await stream.send("diagnostics", data, str(stamp))
+                        last = stamp
+                    await sampler.wait()
+                await stream.send("error", _error_data(_shutting_down()))
+            except ConnectionError:
+                pass  # the page went away
             return await stream.close()
 
 
