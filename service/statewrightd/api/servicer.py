@@ -11,6 +11,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 from statewrightd.api import requests, responses
 from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
+from statewrightd.api.definitions_page import list_definitions
 from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, server_stream, unary
@@ -113,19 +114,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def ListDefinitions(
         self, request: pb.ListDefinitionsRequest, context: Context
     ) -> pb.ListDefinitionsResponse:
-        if request.definition:
-            v.definition_name(request.definition)
-        size = v.page_size(request.page_size)
-        items = [
-            item
-            for item in await self._app.definitions()
-            if not request.definition or item.definition.name == request.definition
-        ]
-        offset = _offset_token(request.page_token, len(items))
-        page = items[offset : offset + size]
-        next_offset = offset + len(page)
-        next_token = f"o{next_offset}" if next_offset < len(items) else ""
-        return responses.definitions_response(page, next_token)
+        return await list_definitions(self._app, request)
 
     @unary
     async def GetDefinition(
@@ -133,12 +122,3 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.GetDefinitionResponse:
         loaded = await self._app.definition(*v.definition_resource(request.name))
         return pb.GetDefinitionResponse(definition=definition_pb(loaded))
-
-
-def _offset_token(token: str, limit: int) -> int:
-    # Definitions are few and immutable, ordered by (name, version): an offset is stable.
-    if not token:
-        return 0
-    if not token.startswith("o") or not token[1:].isdigit() or int(token[1:]) > limit:
-        raise v.bad_page_token()
-    return int(token[1:])

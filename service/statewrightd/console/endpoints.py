@@ -35,9 +35,9 @@ from statewrightd import errors
 from statewrightd.api import caller, requests, responses
 from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
+from statewrightd.api.definitions_page import list_definitions
 from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
-from statewrightd.api.servicer import _offset_token
 from statewrightd.api.status import error_json
 from statewrightd.application import Application
 from statewrightd.console.streams import DiagnosticsSampler, EventStream
@@ -211,19 +211,7 @@ class Endpoints:
     async def list_definitions(self, request: web.Request) -> web.StreamResponse:
         message = from_query(request, pb.ListDefinitionsRequest(), "ListDefinitions")
         async with self._admitted(request, "ListDefinitions", message) as (_, grants):
-            if message.definition:
-                v.definition_name(message.definition)
-            size = v.page_size(message.page_size)
-            items = [
-                item
-                for item in await self._app.definitions()
-                if not message.definition or item.definition.name == message.definition
-            ]
-            offset = _offset_token(message.page_token, len(items))
-            page = items[offset : offset + size]
-            following = offset + len(page)
-            token = f"o{following}" if following < len(items) else ""
-            response = responses.definitions_response(page, token)
+            response = await list_definitions(self._app, message)
             keep_in_scope(response, grants)
             return answer(response)
 
