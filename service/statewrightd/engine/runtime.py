@@ -180,7 +180,8 @@ class WorkflowRuntime:
         self._cache_size = cache_size
         self._max_context_bytes = max_context_bytes
         self._admission = AdmissionRegistry()
-        self._inflight_requests: dict[str, list[Job]] = {}
+        # Keyed by (workflow id, request id): a request id is unique per instance.
+        self._inflight_requests: dict[tuple[str, str], list[Job]] = {}
         self._recoveries_resolved = 0
         self.listeners: list[StepListener] = []
         # Told of every committed step's newly armed timers (the timer scheduler wakes for
@@ -225,7 +226,7 @@ class WorkflowRuntime:
             self._refuse_shutting_down(job)
             return
         if command.request is not None:
-            parked = self._inflight_requests.get(command.request.request_id)
+            parked = self._inflight_requests.get((job.workflow_id, command.request.request_id))
             if parked is not None:
                 # The same request is being executed: answer both from its outcome.
                 parked.append(job)
@@ -237,7 +238,7 @@ class WorkflowRuntime:
         segment = self._admission.admit(job.workflow_id)
         job.token = segment.token
         if command.request is not None:
-            self._inflight_requests[command.request.request_id] = []
+            self._inflight_requests[(job.workflow_id, command.request.request_id)] = []
         if isinstance(command, StartCommand):
             self._start(job, command, segment)
             return
@@ -702,7 +703,7 @@ class WorkflowRuntime:
         """Answer the retries of ``job``'s request id that arrived while it ran."""
         key = job.command.request
         if key is not None:
-            for duplicate in self._inflight_requests.pop(key.request_id, []):
+            for duplicate in self._inflight_requests.pop((job.workflow_id, key.request_id), []):
                 self._answer(duplicate, result)
 
     def _answer(self, job: Job, result: Result) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import weakref
@@ -251,15 +250,7 @@ class PostgresRepository(SqlRepository):
         # Lock rows in a global order (by id; stable, so one instance's ops keep their
         # order) so that concurrent batches from other replicas cannot deadlock.
         order = sorted(range(len(encoded)), key=lambda i: target_of(encoded[i].op).workflow_id)
-        lock_keys = sorted(
-            {request_lock_key(e.op.request.request_id) for e in encoded if e.op.request}
-        )
         with conn.pipeline():
-            if lock_keys:
-                # Two replicas recording one request id must not both see it as free: the
-                # CAS statements after this one start new snapshots once the lock is held,
-                # so the later transaction sees the earlier one's request row.
-                conn.execute(q.LOCK_REQUEST_IDS, (lock_keys,))
             cursors = {
                 i: conn.execute(_row_statement(encoded[i]), encoded[i].params) for i in order
             }
@@ -500,12 +491,6 @@ def _key(op: Operation) -> tuple[str, int]:
 
 def _all(encoded: list[EncodedOp], error: StoreError) -> list[InstanceRecord | StoreError]:
     return [error for _ in encoded]
-
-
-def request_lock_key(request_id: str) -> int:
-    """A stable signed 64-bit advisory-lock key for a request id."""
-    digest = hashlib.blake2b(b"statewright-request:" + request_id.encode(), digest_size=8)
-    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def _unknown_for(

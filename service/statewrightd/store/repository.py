@@ -80,10 +80,11 @@ class Repository(Protocol):
     def list_definitions(self) -> list[DefinitionRecord]: ...
 
     def lookup_request(
-        self, request_id: str, live_after: datetime | None = None
+        self, workflow_id: str, request_id: str, live_after: datetime | None = None
     ) -> RequestRecord | None:
-        """The record of ``request_id``, unless it was created at or before ``live_after``
-        (out of its window: it answers no retry any more)."""
+        """The record of ``request_id`` on instance ``workflow_id`` (request ids are unique
+        per instance), unless it was created at or before ``live_after`` (out of its
+        window: it answers no retry any more)."""
         ...
 
     def purge_requests(self, older_than: datetime, limit: int = ...) -> int:

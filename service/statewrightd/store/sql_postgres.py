@@ -26,15 +26,16 @@ HISTORY_READ = ", ".join(
 _OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
 _FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
 
-# A request id recorded within its window blocks the step (the runtime answers from the
-# stored response instead); one recorded before ``r_cutoff`` answers nothing any more, and
-# the step records it afresh. The ON CONFLICT covers that, and two transactions racing
-# on one new id (the advisory lock has ordered them: the later sees the earlier's row).
+# A request id recorded for the instance within its window blocks the step (the runtime
+# answers from the stored response instead); one recorded before ``r_cutoff`` answers
+# nothing any more, and the step records it afresh (the ON CONFLICT). Two steps racing
+# with one new id are steps of one instance: its compare-and-swap lets one of them write.
 _REQUEST_FREE = """
 free AS (
     SELECT NOT EXISTS (
         SELECT 1 FROM workflow_requests
-         WHERE request_id = %(request_id)s::text AND create_time > %(r_cutoff)s::timestamptz
+         WHERE workflow_id = %(workflow_id)s AND request_id = %(request_id)s::text
+           AND create_time > %(r_cutoff)s::timestamptz
     ) AS ok
 )"""
 
@@ -56,8 +57,8 @@ hist AS (
            %(r_response)s::bytea, %(r_time)s
       FROM changed
      WHERE %(request_id)s::text IS NOT NULL
-    ON CONFLICT (request_id) DO UPDATE
-       SET workflow_id = EXCLUDED.workflow_id, method = EXCLUDED.method,
+    ON CONFLICT (workflow_id, request_id) DO UPDATE
+       SET method = EXCLUDED.method,
            fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
            create_time = EXCLUDED.create_time
      WHERE workflow_requests.create_time <= %(r_cutoff)s::timestamptz
@@ -382,11 +383,6 @@ SELECT {rows.listed(rows.WITNESS, "h.")}
     ON h.workflow_id = k.workflow_id AND h.revision = k.revision
 """
 
-LOCK_REQUEST_IDS = (
-    "SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, i) "
-    "ORDER BY i"
-)
-
 # Watchers on other replicas learn of new revisions through one coalesced NOTIFY per
 # batch transaction (delivered only if it commits); the payload is a hint, and watchers
 # read the history table for the facts.
@@ -398,16 +394,16 @@ BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 
 
-def _list_instances(by_definition: bool, by_status: bool) -> str:
-    """Keyset page over seq; filters are appended only when set so indexes stay usable."""
-    where = ["seq > %(after)s"]
-    if by_definition:
-        where.append("definition = %(definition)s")
-    if by_status:
-        where.append("status = %(status)s")
+def _list_instances(by_definition: bool, by_status: bool, after: bool) -> str:
+    """Keyset page over (create_time, workflow_id); filters are appended only when set so
+    indexes stay usable."""
+    where = ["(create_time, workflow_id) > (%(after_time)s, %(after_id)s)"] * after
+    where += ["definition = %(definition)s"] * by_definition
+    where += ["status = %(status)s"] * by_status
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
     return (
-        f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
-        f" WHERE {' AND '.join(where)} ORDER BY seq LIMIT %(limit)s"
+        f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
+        " ORDER BY create_time, workflow_id LIMIT %(limit)s"
     )
 
 
@@ -434,7 +430,7 @@ SELECT {HISTORY_READ}
 """,
     lookup_request=(
         f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
-        " WHERE request_id = %s AND create_time > %s"
+        " WHERE workflow_id = %s AND request_id = %s AND create_time > %s"
     ),
     purge_requests="""
 DELETE FROM workflow_requests q

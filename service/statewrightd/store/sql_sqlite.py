@@ -26,7 +26,9 @@ HISTORY_READ = ", ".join(
 
 # Taken: recorded within its window (after the cutoff). An older record answers nothing
 # any more, and the step records the id afresh over it.
-REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ? AND create_time > ?"
+REQUEST_TAKEN = (
+    "SELECT 1 FROM workflow_requests WHERE workflow_id = ? AND request_id = ? AND create_time > ?"
+)
 
 CREATE = f"""
 INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
@@ -61,8 +63,8 @@ SELECT :workflow_id, json_extract(value, '$.timer_id'), json_extract(value, '$.r
 INSERT_REQUEST = f"""
 INSERT INTO workflow_requests ({REQUEST_COLUMNS})
 VALUES (:request_id, :workflow_id, :r_method, :r_fingerprint, :r_response, :r_time)
-ON CONFLICT (request_id) DO UPDATE
-   SET workflow_id = excluded.workflow_id, method = excluded.method,
+ON CONFLICT (workflow_id, request_id) DO UPDATE
+   SET method = excluded.method,
        fingerprint = excluded.fingerprint, response = excluded.response,
        create_time = excluded.create_time
 """
@@ -95,16 +97,16 @@ WITNESS = (
 )
 
 
-def _list_instances(by_definition: bool, by_status: bool) -> str:
-    """Keyset page over seq; a filter is in the statement only when set."""
-    where = " AND ".join(
-        ["seq > :after"]
-        + ["definition = :definition"] * by_definition
-        + ["status = :status"] * by_status
-    )
+def _list_instances(by_definition: bool, by_status: bool, after: bool) -> str:
+    """Keyset page over (create_time, workflow_id); a filter is in the statement only
+    when set."""
+    where = ["(create_time, workflow_id) > (:after_time, :after_id)"] * after
+    where += ["definition = :definition"] * by_definition
+    where += ["status = :status"] * by_status
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
     return (
-        f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
-        f" WHERE {where} ORDER BY seq LIMIT :limit"
+        f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
+        " ORDER BY create_time, workflow_id LIMIT :limit"
     )
 
 
@@ -128,11 +130,12 @@ SQL = Statements(
         " WHERE h.workflow_id = ? AND h.revision > ? ORDER BY h.revision LIMIT ?"
     ),
     lookup_request=(
-        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests WHERE request_id = ? AND create_time > ?"
+        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
+        " WHERE workflow_id = ? AND request_id = ? AND create_time > ?"
     ),
     purge_requests="""
-DELETE FROM workflow_requests WHERE request_id IN (
-       SELECT request_id FROM workflow_requests WHERE create_time <= :cutoff
+DELETE FROM workflow_requests WHERE (workflow_id, request_id) IN (
+       SELECT workflow_id, request_id FROM workflow_requests WHERE create_time <= :cutoff
         ORDER BY create_time LIMIT :limit)
 """,
     purge_tombstones="""

@@ -71,7 +71,8 @@ class Statements:
 
     load: str  # workflow_id -> INSTANCE
     history_after: str  # workflow_id, after revision, limit -> HISTORY by revision
-    lookup_request: str  # request_id, cutoff -> REQUEST created after the cutoff
+    # workflow_id, request_id, cutoff -> REQUEST created after the cutoff
+    lookup_request: str
     # Named parameters cutoff and limit: deletes up to limit request records created at or
     # before the cutoff (tombstones removed then), oldest first.
     purge_requests: str
@@ -86,9 +87,10 @@ class Statements:
     get_definition: str  # name, version -> DEFINITION
     get_latest_definition: str  # name -> DEFINITION
     list_definitions: str  # -> DEFINITION by name, version
-    # (by_definition, by_status) -> keyset page over seq: seq then INSTANCE, with the named
-    # parameters after, definition, status and limit.
-    list_instances: Callable[[bool, bool], str]
+    # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
+    # (create_time, workflow_id), with the named parameters after_time, after_id,
+    # definition, status and limit.
+    list_instances: Callable[[bool, bool, bool], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -158,11 +160,13 @@ class SqlRepository(BatchWriter):
         return [self.ROWS.history(r) for r in rows]
 
     def lookup_request(
-        self, request_id: str, live_after: datetime | None = None
+        self, workflow_id: str, request_id: str, live_after: datetime | None = None
     ) -> RequestRecord | None:
         cutoff = self._time(live_after if live_after is not None else NEVER)
         with self._reading() as conn:
-            row = conn.execute(self.SQL.lookup_request, (request_id, cutoff)).fetchone()
+            row = conn.execute(
+                self.SQL.lookup_request, (workflow_id, request_id, cutoff)
+            ).fetchone()
         return None if row is None else self.ROWS.request(row)
 
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
@@ -442,11 +446,19 @@ class SqlRepository(BatchWriter):
         check_status_filter(status)
         size = clamp_page_size(page_size)
         after = decode_page_token(page_token, definition, status)
-        sql = self.SQL.list_instances(definition is not None, status is not None)
-        params = {"after": after, "definition": definition, "status": status, "limit": size + 1}
+        sql = self.SQL.list_instances(definition is not None, status is not None, after is not None)
+        params = {
+            "after_time": None if after is None else self._time(after[0]),
+            "after_id": None if after is None else after[1],
+            "definition": definition,
+            "status": status,
+            "limit": size + 1,
+        }
         with self._reading() as conn:
             rows = conn.execute(sql, params).fetchall()
-        more = len(rows) > size
-        rows = rows[:size]
-        token = encode_page_token(rows[-1][0], definition, status) if more else ""
-        return Page(items=[self.ROWS.instance(r[1:]) for r in rows], next_page_token=token)
+        items = [self.ROWS.instance(r) for r in rows[:size]]
+        token = ""
+        if len(rows) > size:
+            last = items[-1]
+            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
+        return Page(items=items, next_page_token=token)
