@@ -85,6 +85,8 @@ class PostgresRepository(SqlRepository):
     SQL = q.SQL
     ROWS = _ROWS
     SQL_STANDING = q.INSTANCE_STANDING
+    # Whether pooled connections run each statement as its own transaction.
+    AUTOCOMMIT = False
 
     def __init__(
         self,
@@ -108,7 +110,7 @@ class PostgresRepository(SqlRepository):
             url,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs={"connect_timeout": int(connect_timeout)},
+            kwargs={"connect_timeout": int(connect_timeout), "autocommit": self.AUTOCOMMIT},
             configure=self._configure,
             check=self._check,
             timeout=pool_timeout,
@@ -325,7 +327,7 @@ class PostgresRepository(SqlRepository):
             with psycopg.connect(
                 self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
             ) as conn:
-                if lost.backend_pid is not None and not _wait_backend_gone(conn, lost.backend_pid):
+                if lost.backend_pid is not None and not self._backend_gone(conn, lost.backend_pid):
                     return _unknown_for(ops, lost.executed, written, lost.backend_pid)
                 revisions, witnesses = _read_back(conn, [ops[i] for i in written])
         except psycopg.Error:
@@ -364,12 +366,17 @@ class PostgresRepository(SqlRepository):
             ) as conn:
                 # Until the server process that ran the lost COMMIT is gone, the pre-state
                 # proves nothing: the commit may land a moment after we read.
-                if not all(_wait_backend_gone(conn, pid) for pid in backend_pids):
+                if not all(self._backend_gone(conn, pid) for pid in backend_pids):
                     return [unknown(op) for op in ops]
                 revisions, witnesses = _read_back(conn, list(ops))
         except psycopg.Error as exc:
             raise StorageUnavailable(f"cannot read back: {exc}") from exc
         return resolve_each(ops, revisions, witnesses)
+
+    def _backend_gone(self, conn: Conn, pid: int) -> bool:
+        """Whether the server process that ran a lost COMMIT is gone (waiting a while, and
+        then terminating it): only then is a row read back final."""
+        return _wait_backend_gone(conn, pid)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -388,7 +395,7 @@ _HISTORY_FIELDS = (
     "h_actor",
 )  # fmt: skip
 _TIMER_FIELDS = ("t_disarm", "t_arm", "t_fired")
-_TEXT, _RAW, _TIME, _BOOL = "text", "raw", "time", "bool"
+_TEXT, _RAW, _TIME, _BOOL, _BYTES = "text", "raw", "time", "bool", "bytes"
 # How each field goes into the JSON document: a JSON string, its text as it is (numbers
 # and JSON already encoded), or a time.
 _KINDS = {
@@ -400,6 +407,11 @@ _KINDS = {
     **dict.fromkeys(("k_schedule", "k_error"), _RAW),
     **dict.fromkeys(("create_time", "update_time", "expire_time", "h_time"), _TIME),
     **dict.fromkeys(("t_disarm", "k_cancel", "k_fence_leased"), _BOOL),
+    # Request records and a row's position, for the batches that carry them (Citus).
+    **dict.fromkeys(("request_id", "r_method", "r_fingerprint"), _TEXT),
+    **dict.fromkeys(("r_time", "r_cutoff"), _TIME),
+    "r_response": _BYTES,
+    "n": _RAW,
 }
 _TASK_FIELDS = (
     "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",
@@ -459,6 +471,8 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
                 parts.append(f'"{name}":{_json_string(value)}')
             elif kind is _RAW:
                 parts.append(f'"{name}":{value}')
+            elif kind is _BYTES:  # bytea's hex input form
+                parts.append(f'"{name}":"\\\\x{value.hex()}"')
             else:  # a time: ISO 8601 with offset, which timestamptz reads exactly
                 parts.append(f'"{name}":"{value.isoformat()}"')
         # Absent: the same text as the instance's context (codec reuses the very string),

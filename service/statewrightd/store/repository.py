@@ -12,6 +12,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from statewrightd.errors import StoreError
 from statewrightd.store import schema
+from statewrightd.store.citus import CitusRepository
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
     Create,
@@ -222,13 +223,19 @@ def open_repository(
     pool_size: int = 16,
     request_window: timedelta | None = None,
 ) -> Repository:
-    """Open ``postgresql://...`` (connection pool) or ``sqlite:///path`` (embedded).
+    """Open ``postgresql://...`` (connection pool; a Citus coordinator is recognised by its
+    extension) or ``sqlite:///path`` (embedded).
 
     ``request_window``: how long a request record answers retries of its request id; a
     step with an id recorded longer ago than that records it afresh (None: for ever)."""
     backend = schema.backend_of(url)
+    citus = False
     if migrate:
-        schema.migrate(url)
+        citus = schema.migrate_database(url).citus
+    elif backend == "postgres":
+        citus = schema.is_citus(url)
+    if citus:
+        return CitusRepository(url, pool_size=pool_size, request_window=request_window)
     if backend == "postgres":
         return PostgresRepository(url, pool_size=pool_size, request_window=request_window)
     return SqliteRepository(schema.sqlite_path(url), request_window=request_window)

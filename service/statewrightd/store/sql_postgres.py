@@ -198,7 +198,7 @@ SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 # for json_to_recordset whatever the batch: the UPDATE finds its rows through an array
 # of ids (an index scan whatever the table's statistics say), not a join it could plan
 # as a scan of the whole table.
-_ROWS_HISTORY = (
+_ROWS_HISTORY_INSERT = (
     """
 hist AS (
     INSERT INTO workflow_history ("""
@@ -210,10 +210,9 @@ hist AS (
     + """ THEN r.h_context ELSE COALESCE(r.h_context, r.context) END,
            r.h_error, r.h_time, r.h_timers, r.h_actor
       FROM rows r JOIN changed USING (workflow_id)
+)"""
 )
-SELECT workflow_id FROM changed
-"""
-)
+_ROWS_HISTORY = _ROWS_HISTORY_INSERT + "\nSELECT workflow_id FROM changed\n"
 
 _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_status text,
         h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb, h_actor text"""
@@ -434,9 +433,9 @@ SELECT {HISTORY_READ}
     ),
     purge_requests="""
 DELETE FROM workflow_requests q
- USING (SELECT request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
+ USING (SELECT workflow_id, request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
          ORDER BY create_time LIMIT %(limit)s FOR UPDATE SKIP LOCKED) old
- WHERE q.request_id = old.request_id
+ WHERE q.workflow_id = old.workflow_id AND q.request_id = old.request_id
 """,
     purge_tombstones="""
 DELETE FROM workflow_tombstones t
@@ -566,7 +565,9 @@ SELECT queue,
 
 # Removing instances: everything of theirs, child tables first (their rows are counted),
 # in one statement. ``doomed`` picks the instances and locks them; the rest deletes.
-def _removal(doomed: str, tombstone: str) -> str:
+def _removal(doomed: str, tombstone: str, *, taken: bool = False) -> str:
+    """``taken``: the answer also counts the instances removed (Citus's scans)."""
+    counted = ", (SELECT count(*) FROM instances) AS taken" if taken else ""
     return f"""
 WITH doomed AS ({doomed}
 ), history AS (
@@ -587,27 +588,28 @@ WITH doomed AS ({doomed}
     RETURNING w.workflow_id, w.expire_time
 ), tombstones AS ({tombstone}
 )
-SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances),
-       (SELECT count(*) FROM history), (SELECT count(*) FROM timers),
-       (SELECT count(*) FROM tasks), (SELECT count(*) FROM requests)
+SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances)
+           AS ids,
+       (SELECT count(*) FROM history) AS history, (SELECT count(*) FROM timers) AS timers,
+       (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM requests) AS requests{counted}
 """
 
 
 # The purge: finished instances past their expire_time, oldest first. SKIP LOCKED: two
 # replicas purging at once take different instances instead of waiting for each other.
 # Each removed instance leaves a tombstone.
-PURGE_EXPIRED = _removal(
-    f"""
+_PURGE_DOOMED = f"""
     SELECT workflow_id FROM workflow_instances
      WHERE expire_time <= %(now)s AND status IN {_FINISHED}
      ORDER BY expire_time LIMIT %(limit)s
-       FOR UPDATE SKIP LOCKED""",
-    """
+       FOR UPDATE SKIP LOCKED"""
+_PURGE_TOMBSTONE = """
     INSERT INTO workflow_tombstones (workflow_id, expire_time, removed_time)
     SELECT workflow_id, coalesce(expire_time, %(now)s), %(now)s FROM instances
     ON CONFLICT (workflow_id) DO UPDATE
-       SET expire_time = EXCLUDED.expire_time, removed_time = EXCLUDED.removed_time""",
-)
+       SET expire_time = EXCLUDED.expire_time, removed_time = EXCLUDED.removed_time"""
+PURGE_EXPIRED = _removal(_PURGE_DOOMED, _PURGE_TOMBSTONE)
+PURGE_EXPIRED_NAMED = _removal(_PURGE_DOOMED, _PURGE_TOMBSTONE, taken=True)
 
 # DeleteWorkflow: one finished instance at the revision its caller saw (any revision when
 # NULL). It leaves no tombstone and takes away any an earlier instance of that id left.

@@ -1,4 +1,4 @@
-"""Backend parametrization: every contract test runs on PostgreSQL and on SQLite."""
+"""Backend parametrization: every contract test runs on PostgreSQL, SQLite and Citus."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from statewrightd.store import Repository, open_repository
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
+@pytest.fixture(params=["postgres", "sqlite", pytest.param("citus", marks=pytest.mark.citus)])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -18,8 +18,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated, empty database of the parametrized backend."""
-    if backend == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
+    if backend in ("postgres", "citus"):
+        return str(request.getfixturevalue(f"{backend}_url"))
     from statewrightd.store.schema import migrate
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
@@ -30,8 +30,8 @@ def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database with no schema yet, of the parametrized backend."""
-    if backend == "postgres":
-        return str(request.getfixturevalue("empty_postgres_url"))
+    if backend in ("postgres", "citus"):
+        return str(request.getfixturevalue(f"empty_{backend}_url"))
     return f"sqlite:///{tmp_path / 'empty.db'}"
 
 

@@ -43,20 +43,24 @@ BEGIN
 END $fn$;
 
 -- Rows: ``statements[i]`` runs on the rows of ``batches[i]`` (a JSON array of objects with
--- a workflow_id and a position n), once per shard group, with the group's rows as $1.
--- It answers one row per input row with at least n and changed; a row it did not change
--- whose request id was free (a compare-and-swap or a fence that refused it) is looked up
--- again with ``detail`` in a statement of its own, which sees what the refusing step
--- committed. Parts run in order, so a later part sees what an earlier one wrote.
+-- a workflow_id and a position n), once per shard group, with the group's rows as $1 and
+-- $2 = how many rows are still wanted of the call (a claim stops at ``wanted``; a row
+-- with a "taken" field counts that many). A write answers one row per input row with at
+-- least n and changed; a row it did not change whose request id was free (a
+-- compare-and-swap or a fence that refused it) is looked up again with ``detail`` in a
+-- statement of its own, which sees what the refusing step committed. Parts run in
+-- order, so a later part sees what an earlier one wrote.
 CREATE OR REPLACE FUNCTION statewright_shard_rows(
-    route text, statements text[], batches json[], detail text)
+    route text, statements text[], batches json[], detail text, wanted int)
 RETURNS SETOF json LANGUAGE plpgsql AS $fn$
 DECLARE
     part int;
     grp record;
     res record;
+    doc json;
     local_shards bigint[];
     refused json[];
+    remaining int := wanted;
 BEGIN
     FOR part IN 1 .. coalesce(array_length(statements, 1), 0) LOOP
         FOR grp IN
@@ -68,6 +72,7 @@ BEGIN
              GROUP BY x.shard
              ORDER BY x.shard
         LOOP
+            EXIT WHEN remaining <= 0;
             local_shards := statewright_lock_local_shards(ARRAY[grp.shard]);
             IF NOT grp.shard = ANY(local_shards) THEN
                 RETURN QUERY
@@ -77,10 +82,12 @@ BEGIN
             END IF;
             refused := '{}';
             FOR res IN EXECUTE format(statements[part], VARIADIC statewright_shard_tables(grp.shard))
-                       USING grp.docs LOOP
-                RETURN NEXT to_json(res);
-                IF NOT res.changed AND res.free THEN
-                    refused := refused || to_json(res);
+                       USING grp.docs, remaining LOOP
+                doc := to_json(res);
+                RETURN NEXT doc;
+                remaining := remaining - coalesce((doc->>'taken')::int, 1);
+                IF (doc->>'changed') = 'false' AND (doc->>'free') = 'true' THEN
+                    refused := refused || doc;
                 END IF;
             END LOOP;
             IF array_length(refused, 1) > 0 THEN
@@ -133,7 +140,7 @@ END $fn$;
 SELECT create_distributed_function('statewright_shard_tables(bigint)');
 SELECT create_distributed_function('statewright_lock_local_shards(bigint[])');
 SELECT create_distributed_function(
-    'statewright_shard_rows(text, text[], json[], text)', '$1',
+    'statewright_shard_rows(text, text[], json[], text, int)', '$1',
     colocate_with := 'workflow_instances');
 SELECT create_distributed_function(
     'statewright_shard_scan(text, text, json, int, int)', '$1',

@@ -1,0 +1,709 @@
+"""Citus backend: PostgreSQL distributed by workflow id, every step on one node.
+
+The schema is the PostgreSQL backend's, distributed (see citus_layout); reads of one
+instance are Citus router queries through the coordinator, as they are. What changes is
+everything that would otherwise span shards, each sent to the node that holds the rows
+as one call of a shard function (migrations/citus) that Citus delegates to that node:
+
+- A group-commit batch is grouped by the node that owns each instance's shard
+  (citus_routing); each group is one call, one round trip, one local transaction with a
+  one-phase commit, whose per-row compare-and-swap answers are those of PostgreSQL.
+  Calls are made outside any transaction block (autocommit): only so does Citus delegate
+  them. Rows the node does not hold (a shard moved) are answered "misrouted", not
+  written, and sent again once the shard map is read anew.
+- Claims of due timers, tasks and expired leases, the purges and the counts run on each
+  node's shard groups one by one, ``FOR UPDATE SKIP LOCKED`` staying local to a shard;
+  each call starts at another shard group and each claim at another node, so replicas
+  spread over the shard groups and every one is visited within a few calls.
+- Step hints are NOTIFYed on the coordinator after the calls, where every replica
+  listens (LISTEN/NOTIFY is local to a node).
+
+A call whose connection is lost is read back like a lost COMMIT on PostgreSQL, once no
+process of it is left on any node and in-doubt two-phase commits have been resolved.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import random
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import psycopg
+import psycopg.errors
+from psycopg_pool import PoolTimeout
+
+from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.store import citus_layout, failures
+from statewrightd.store import sql_citus as c
+from statewrightd.store import sql_postgres as q
+from statewrightd.store.citus_routing import Shard, ShardMap
+from statewrightd.store.codec import EncodedOp, check_time, dumps_optional
+from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
+from statewrightd.store.postgres import (
+    _CREATE_ROW,
+    _RETRYABLE,
+    _SAVE_ROW,
+    _TASK_FIELDS,
+    _TIMER_FIELDS,
+    Conn,
+    PostgresRepository,
+    _CommitLost,
+    _rows_json,
+)
+from statewrightd.store.records import (
+    Create,
+    InstanceRecord,
+    Purged,
+    QueueCounts,
+    RetentionCounts,
+    TaskRecord,
+    TimerRecord,
+    target_of,
+)
+from statewrightd.store.rows import Rows
+from statewrightd.store.schema import latest_version
+from statewrightd.store.sqlbase import COUNT_CAP, PURGE_LIMIT
+
+_log = logging.getLogger(__name__)
+
+# A batch's misrouted rows are sent again this many times, each after the shard map is
+# read anew; what is still misrouted then (shards moving back and forth) is refused as
+# not written.
+_ROUTE_ATTEMPTS = 3
+# The shard map is read again at most this often when calls keep finding rows elsewhere.
+_MAP_MIN_AGE_S = 0.2
+# A scan that visits every shard group (counts, the next due time) wants this many rows.
+_ALL = 1 << 30
+# How often a claim looks again when other replicas took the rows it was offered.
+_CLAIM_ROUNDS = 3
+_REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
+_CALL_ROWS = "SELECT * FROM statewright_shard_rows(%s, %s, %s::json[], %s, %s)"
+_CALL_SCAN = "SELECT * FROM statewright_shard_scan(%s, %s, %s::json, %s, %s)"
+_SHARD_MAP = """
+SELECT s.shardminvalue::integer, s.shardmaxvalue::integer, p.groupid
+  FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
+ WHERE s.logicalrelid = 'workflow_instances'::regclass
+"""
+_GPID = "SELECT citus_backend_gpid()"
+# Every process of a distributed statement, on every node, carries its global pid.
+_GPID_ALIVE = "SELECT nodeid, pid FROM citus_stat_activity WHERE global_pid = %s"
+_TERMINATE_ON_NODE = """
+SELECT success FROM master_run_on_worker(
+    ARRAY[(SELECT nodename FROM pg_dist_node WHERE nodeid = %s)],
+    ARRAY[(SELECT nodeport FROM pg_dist_node WHERE nodeid = %s)],
+    ARRAY[format('SELECT pg_terminate_backend(%%s)', %s::integer)], false)
+"""
+# Two-phase commits the coordinator started and did not finish are committed or rolled
+# back now, rather than by the maintenance daemon a minute later: a read-back before
+# that could see the pre-state of a transaction that then commits.
+_RECOVER_2PC = "SELECT recover_prepared_transactions()"
+_GRACE_S = 1.0
+
+
+def _iso(value: Any) -> datetime:
+    # to_json spells a timestamptz in ISO 8601 with its offset.
+    return datetime.fromisoformat(value).astimezone(UTC) if isinstance(value, str) else value
+
+
+def _as_is(value: Any) -> Any:
+    return value
+
+
+# Rows that come back as JSON objects from the shard functions.
+_JSON_ROWS = Rows(json=_as_is, time=_iso, time_param=_as_is)
+
+
+def _fields(doc: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(doc.get(name) for name in names)
+
+
+@dataclass(frozen=True, slots=True)
+class NodeCall:
+    """One node's share of a batch: its operations (their positions in the batch) and
+    the statements that apply them, part after part, each with its rows as JSON."""
+
+    group: int
+    route: str  # a workflow id of the group: the call is delegated to its node
+    positions: list[int]
+    statements: list[str]
+    batches: list[str]
+
+
+def plan_calls(
+    encoded: Sequence[EncodedOp], positions: Iterable[int], shards: ShardMap
+) -> list[NodeCall]:
+    """The calls that apply ``encoded[i]`` for every ``i`` in ``positions``, one per node.
+
+    Within a call, the k-th step of an instance goes in the k-th wave, so that each
+    statement touches an instance once and a later step sees its earlier one. A wave's
+    saves lock their rows first, in one order, so that two replicas' batches cannot
+    deadlock.
+    """
+    by_group: dict[int, list[int]] = {}
+    for i in positions:
+        group = shards.group_of(target_of(encoded[i].op).workflow_id)
+        by_group.setdefault(group, []).append(i)
+    calls = []
+    for group, members in sorted(by_group.items()):
+        statements: list[str] = []
+        batches: list[str] = []
+        for wave in _waves(encoded, members):
+            creates = [
+                (n, encoded[members[n]]) for n in wave if isinstance(encoded[members[n]].op, Create)
+            ]
+            saves = [
+                (n, encoded[members[n]])
+                for n in wave
+                if not isinstance(encoded[members[n]].op, Create)
+            ]
+            if creates:
+                kind = _work(e for _, e in creates)
+                statements.append(c.CREATE_ROWS[kind])
+                batches.append(_rows(creates, _CREATE_ROW, kind))
+            if saves:
+                ids = [{"workflow_id": target_of(e.op).workflow_id} for _, e in saves]
+                statements.append(c.LOCK_ROWS)
+                batches.append(json.dumps(ids, ensure_ascii=False))
+                kind = _work(e for _, e in saves)
+                statements.append(c.SAVE_ROWS[kind])
+                batches.append(_rows(saves, _SAVE_ROW, kind))
+        route = target_of(encoded[members[0]].op).workflow_id
+        calls.append(NodeCall(group, route, members, statements, batches))
+    return calls
+
+
+def _waves(encoded: Sequence[EncodedOp], members: list[int]) -> list[list[int]]:
+    """Positions within ``members`` by wave: an instance's k-th operation in wave k."""
+    seen: dict[str, int] = {}
+    waves: list[list[int]] = []
+    for n, i in enumerate(members):
+        wid = target_of(encoded[i].op).workflow_id
+        k = seen.get(wid, 0)
+        seen[wid] = k + 1
+        if k == len(waves):
+            waves.append([])
+        waves[k].append(n)
+    return waves
+
+
+def _work(encoded: Iterable[EncodedOp]) -> tuple[bool, bool]:
+    timed = tasked = False
+    for e in encoded:
+        timed = timed or bool(e.op.timers)
+        tasked = tasked or bool(e.op.tasks)
+    return timed, tasked
+
+
+def _rows(
+    members: list[tuple[int, EncodedOp]], base: tuple[str, ...], kind: tuple[bool, bool]
+) -> str:
+    fields = (
+        base
+        + (_TIMER_FIELDS if kind[0] else ())
+        + (_TASK_FIELDS if kind[1] else ())
+        + _REQUEST_FIELDS
+        + ("n",)
+    )
+    return _rows_json([{**e.params, "n": n} for n, e in members], fields)
+
+
+_MISROUTED = object()
+
+
+def call_results(
+    call: NodeCall, encoded: Sequence[EncodedOp], answers: list[dict[str, Any]]
+) -> list[Any]:
+    """Each operation's outcome from a node call's answer rows: its record, the error that
+    refused it, or ``_MISROUTED`` (not written: its shard is on another node)."""
+    written: dict[int, dict[str, Any]] = {}
+    detail: dict[int, dict[str, Any]] = {}
+    misrouted: set[int] = set()
+    for row in answers:
+        n = row.get("n")
+        if n is None:
+            continue  # a lock part's count
+        if row.get("misrouted"):
+            misrouted.add(n)
+        elif "changed" in row:
+            written[n] = row
+        else:
+            detail[n] = row
+    out: list[Any] = []
+    for n, i in enumerate(call.positions):
+        op = encoded[i].op
+        if n in misrouted:
+            out.append(_MISROUTED)
+            continue
+        mine = written.get(n)
+        if mine is None:
+            out.append(StoreError("the node answered nothing for a row", reason="STORE_ERROR"))
+        elif mine["changed"]:
+            out.append(target_of(op))
+        else:
+            found = detail.get(n, {})
+            task = None
+            if found.get("task_status") is not None:
+                task = (found["task_status"], found.get("task_token"))
+            out.append(
+                failures.refused(
+                    op,
+                    request_free=bool(mine["free"]),
+                    actual_revision=found.get("revision"),
+                    task=task,
+                )
+            )
+    return out
+
+
+class CitusRepository(PostgresRepository):
+    # Citus delegates a function call to the node that holds its rows only outside a
+    # transaction block; the reads are single statements anyway.
+    AUTOCOMMIT = True
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        pool_size: int = 16,
+        connect_timeout: float = 10.0,
+        pool_timeout: float = 10.0,
+        request_window: timedelta | None = None,
+    ) -> None:
+        super().__init__(
+            url,
+            pool_size=pool_size,
+            connect_timeout=connect_timeout,
+            pool_timeout=pool_timeout,
+            request_window=request_window,
+        )
+        self._citus_version = latest_version("citus")
+        self._map: ShardMap | None = None
+        self._map_time = 0.0
+        self._map_lock = threading.Lock()
+        # Global pids (node id and pid) of this pool's coordinator processes.
+        self._gpids: dict[int, int] = {}
+        self._turn = itertools.count(random.randrange(1 << 20))
+
+    def _configure(self, conn: Conn) -> None:
+        super()._configure(conn)
+        row = conn.execute(_GPID).fetchone()
+        if row is not None:
+            self._gpids[conn.info.backend_pid] = int(row[0])
+
+    # -- the shard map ---------------------------------------------------------------
+
+    def _shards(self, *, stale: bool = False) -> ShardMap:
+        """The shard map; ``stale``: a call found rows elsewhere, read it anew."""
+        with self._map_lock:
+            fresh = time.monotonic() - self._map_time < _MAP_MIN_AGE_S
+            if self._map is None or (stale and not fresh):
+                with self._reading() as conn:
+                    found = conn.execute(_SHARD_MAP).fetchall()
+                self._map = ShardMap(Shard(low, high, group) for low, high, group in found)
+                self._map_time = time.monotonic()
+            return self._map
+
+    # -- writes ----------------------------------------------------------------------
+
+    def _write(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        results: list[Any] = [None] * len(encoded)
+        todo: list[int] = list(range(len(encoded)))
+        for attempt in range(_ROUTE_ATTEMPTS):
+            try:
+                calls = plan_calls(encoded, todo, self._shards(stale=attempt > 0))
+            except StorageUnavailable as exc:
+                return _fill(results, exc)
+            todo = []
+            for call, outcome in self._run_calls(encoded, calls):
+                for i, result in zip(call.positions, outcome, strict=True):
+                    if result is _MISROUTED:
+                        todo.append(i)
+                    else:
+                        results[i] = result
+            if not todo:
+                break
+        moving = StorageUnavailable(
+            "the instance's shard is moving between nodes; nothing was written, retry"
+        )
+        return _fill(results, moving)
+
+    def _run_calls(
+        self, encoded: list[EncodedOp], calls: list[NodeCall]
+    ) -> list[tuple[NodeCall, list[Any]]]:
+        """Each call's outcomes, the calls one after the other on one connection (each
+        its own transaction), then the hints of what they wrote."""
+        done: list[tuple[NodeCall, list[Any]]] = []
+        try:
+            with self._pooled(self._pool_timeout) as conn:
+                for k, call in enumerate(calls):
+                    try:
+                        done.append((call, self._call(conn, encoded, call)))
+                    except _CommitLost as lost:
+                        sub = [encoded[i] for i in call.positions]
+                        done.append((call, self._reconcile(sub, lost)))
+                        gone = StorageUnavailable("database unavailable: connection lost")
+                        done.extend(
+                            (later, [gone] * len(later.positions)) for later in calls[k + 1 :]
+                        )
+                        return done
+                self._notify_written(conn, encoded, done)
+        except PoolTimeout as exc:
+            return self._fail_rest(
+                calls, done, StorageUnavailable(f"no database connection: {exc}")
+            )
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            # Lost after the calls, while hinting: what they wrote stands, hints are
+            # allowed to be lost.
+            if len(done) == len(calls):
+                _log.info("step hints not sent: %s", exc)
+                return done
+            return self._fail_rest(calls, done, StorageUnavailable(f"database unavailable: {exc}"))
+        return done
+
+    @staticmethod
+    def _fail_rest(
+        calls: list[NodeCall], done: list[tuple[NodeCall, list[Any]]], error: StoreError
+    ) -> list[tuple[NodeCall, list[Any]]]:
+        return done + [(call, [error] * len(call.positions)) for call in calls[len(done) :]]
+
+    def _call(self, conn: Conn, encoded: list[EncodedOp], call: NodeCall) -> list[Any]:
+        """One node call, retried when the node's transaction deadlocked (nothing was
+        written); a row the database refuses fails alone."""
+        params = (call.route, call.statements, call.batches, c.DETAIL, _ALL)
+        for attempt in range(1, 4):
+            try:
+                answers = [row[0] for row in conn.execute(_CALL_ROWS, params).fetchall()]
+                return call_results(call, encoded, answers)
+            except _RETRYABLE as exc:
+                if attempt == 3:
+                    return [StorageUnavailable(f"transaction kept failing: {exc}")] * len(
+                        call.positions
+                    )
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                raise _CommitLost(self._gpids.get(conn.info.backend_pid), []) from exc
+            except psycopg.Error as exc:
+                if len(call.positions) == 1:
+                    return [StoreError(f"database rejected the write: {exc}", reason="STORE_ERROR")]
+                # A row the database refuses must not fail its neighbours: each alone.
+                shards = self._shards()
+                return [
+                    self._call(conn, encoded, plan_calls(encoded, [i], shards)[0])[0]
+                    for i in call.positions
+                ]
+        raise AssertionError("unreachable")
+
+    def _reconcile(
+        self, encoded: list[EncodedOp], lost: _CommitLost
+    ) -> list[InstanceRecord | StoreError]:
+        # The call ran one transaction on one node: every row of it was written, or none.
+        executed: list[InstanceRecord | StoreError] = [target_of(e.op) for e in encoded]
+        return super()._reconcile(encoded, _CommitLost(lost.backend_pid, executed))
+
+    def _notify_written(
+        self, conn: Conn, encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]
+    ) -> None:
+        written = [
+            encoded[i].op
+            for call, outcome in done
+            for i, result in zip(call.positions, outcome, strict=True)
+            if isinstance(result, InstanceRecord)
+        ]
+        for payload in step_hints_payloads(target_of(op) for op in written):
+            conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
+        queues = [op.tasks.schedule.queue for op in written if op.tasks.schedule is not None]
+        if queues:
+            conn.execute(q.NOTIFY_STEPS, (q.TASKS_CHANNEL, task_queues_payload(queues)))
+
+    # -- unknown outcomes ------------------------------------------------------------
+
+    def _backend_gone(self, conn: Conn, pid: int) -> bool:
+        """``pid`` is a global pid here: the call's processes on the coordinator and on
+        the node it was delegated to all carry it."""
+        deadline = time.monotonic() + _GRACE_S
+        while time.monotonic() < deadline:
+            if not conn.execute(_GPID_ALIVE, (pid,)).fetchall():
+                conn.execute(_RECOVER_2PC)
+                return True
+            time.sleep(0.02)
+        for nodeid, node_pid in conn.execute(_GPID_ALIVE, (pid,)).fetchall():
+            conn.execute(_TERMINATE_ON_NODE, (nodeid, nodeid, node_pid))
+        if conn.execute(_GPID_ALIVE, (pid,)).fetchall():
+            return False
+        conn.execute(_RECOVER_2PC)
+        return True
+
+    # -- scans -----------------------------------------------------------------------
+
+    def _scan(self, statement: str, params: dict[str, Any], wanted: int) -> list[dict[str, Any]]:
+        """``statement`` on every node's shard groups until ``wanted`` rows came back;
+        each scan starts at another node and another shard group."""
+        shards = self._shards()
+        groups = list(shards.groups)
+        turn = next(self._turn)
+        start = turn % len(groups)
+        order = groups[start:] + groups[:start]
+        doc = json.dumps(params)
+        found: list[dict[str, Any]] = []
+        remaining = wanted
+        with self._reading() as conn:
+            for group in order:
+                if remaining <= 0:
+                    break
+                rows = conn.execute(
+                    _CALL_SCAN, (shards.route(group), statement, doc, remaining, turn)
+                ).fetchall()
+                for (row,) in rows:
+                    found.append(row)
+                    remaining -= int(row.get("taken", 1))
+        return found
+
+    def _by_node(self, statement: str, docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+        """``statement`` on the rows ``docs`` name (each has a workflow_id), one call per
+        node. What comes back from rows a node no longer holds is left out."""
+        shards = self._shards()
+        groups: dict[int, list[dict[str, Any]]] = {}
+        for doc in docs:
+            groups.setdefault(shards.group_of(doc["workflow_id"]), []).append(doc)
+        found: list[dict[str, Any]] = []
+        with self._reading() as conn:
+            for members in groups.values():
+                batch = json.dumps([{**d, "n": n} for n, d in enumerate(members)])
+                rows = conn.execute(
+                    _CALL_ROWS, (members[0]["workflow_id"], [statement], [batch], c.DETAIL, _ALL)
+                ).fetchall()
+                found.extend(row for (row,) in rows if not row.get("misrouted"))
+        return found
+
+    def _ordered(
+        self, peek: str, claim: str, params: dict[str, Any], limit: int, keys: tuple[str, ...]
+    ) -> list[dict[str, Any]]:
+        """Claim up to ``limit`` rows, the oldest first: every shard's oldest candidates
+        are read (``peek``, with a ``sort`` value) and offered to ``claim`` on their nodes
+        in order, as many as are still wanted at a time; a node claims what it is offered
+        unless another replica holds it by then, and the next candidates are offered in
+        its place. Replicas racing for the same rows thus take different ones, and a
+        claim reads the candidates again a few times at most."""
+        taken: list[dict[str, Any]] = []
+        shards = self._shards()
+        for _peek in range(_CLAIM_ROUNDS):
+            wanted = limit - len(taken)
+            if wanted <= 0:
+                break
+            found = self._scan(peek, {**params, "each": 2 * wanted}, _ALL)
+            found.sort(key=lambda r: (_iso(r["sort"]), *(r[k] for k in keys)))
+            candidates = found[: 2 * wanted]
+            while candidates and len(taken) < limit:
+                offered = candidates[: limit - len(taken)]
+                candidates = candidates[len(offered) :]
+                taken.extend(self._claim_on_nodes(shards, claim, params, offered, keys))
+            if len(found) < 2 * wanted:
+                break  # every candidate was offered: nothing more is due
+        return taken
+
+    def _claim_on_nodes(
+        self,
+        shards: ShardMap,
+        claim: str,
+        params: dict[str, Any],
+        offered: list[dict[str, Any]],
+        keys: tuple[str, ...],
+    ) -> list[dict[str, Any]]:
+        by_group: dict[int, list[dict[str, Any]]] = {}
+        for r in offered:
+            doc = {**params, **{k: r[k] for k in keys}}
+            by_group.setdefault(shards.group_of(r["workflow_id"]), []).append(doc)
+        taken: list[dict[str, Any]] = []
+        with self._reading() as conn:
+            for docs in by_group.values():
+                batch = json.dumps([{**d, "n": n} for n, d in enumerate(docs)])
+                rows = conn.execute(
+                    _CALL_ROWS, (docs[0]["workflow_id"], [claim], [batch], c.DETAIL, len(docs))
+                ).fetchall()
+                taken.extend(row for (row,) in rows if not row.get("misrouted"))
+        return taken
+
+    @staticmethod
+    def _when(value: datetime, name: str) -> str:
+        return check_time(value, name).isoformat()
+
+    def claim_timers(self, now: datetime, until: datetime, limit: int) -> list[TimerRecord]:
+        params = {"now": self._when(now, "now"), "until": self._when(until, "until")}
+        rows = self._ordered(
+            c.PEEK_TIMERS, c.CLAIM_TIMERS, params, limit, ("workflow_id", "timer_id")
+        )
+        timers = [_JSON_ROWS.timer(_fields(r, c.TIMER_FIELDS)) for r in rows]
+        return sorted(timers, key=lambda t: (t.due_time, t.workflow_id))
+
+    def next_timer_due(self, now: datetime) -> datetime | None:
+        rows = self._scan(c.NEXT_TIMER_DUE, {"now": self._when(now, "now")}, _ALL)
+        due = [_iso(r["due"]) for r in rows if r.get("due") is not None]
+        return min(due) if due else None
+
+    def timer_counts(self, now: datetime) -> tuple[int, int]:
+        rows = self._scan(c.TIMER_COUNTS, {"now": self._when(now, "now")}, _ALL)
+        return sum(int(r["armed"]) for r in rows), sum(int(r["due"]) for r in rows)
+
+    def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
+        if not workflow_ids:
+            return {}
+        out: dict[str, list[TimerRecord]] = {}
+        docs = [{"workflow_id": w} for w in dict.fromkeys(workflow_ids)]
+        timers = (
+            _JSON_ROWS.timer(_fields(r, c.TIMER_FIELDS))
+            for r in self._by_node(c.ARMED_TIMERS, docs)
+        )
+        for timer in sorted(timers, key=lambda t: (t.workflow_id, t.due_time)):
+            out.setdefault(timer.workflow_id, []).append(timer)
+        return out
+
+    def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]:
+        if not workflow_ids:
+            return {}
+        docs = [{"workflow_id": w} for w in dict.fromkeys(workflow_ids)]
+        rows = self._by_node(c.OPEN_TASKS, docs)
+        return {
+            t.workflow_id: t for t in (_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows)
+        }
+
+    def lease_tasks(
+        self, queue: str, now: datetime, limit: int, first_lease: float
+    ) -> list[TaskRecord]:
+        params = {
+            "queue": queue,
+            "now": self._when(now, "now"),
+            "first_ms": round(first_lease * 1000),
+        }
+        rows = self._ordered(c.PEEK_TASKS, c.LEASE_TASKS, params, limit, ("workflow_id", "task_id"))
+        tasks = [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
+        return sorted(tasks, key=lambda t: (t.available_time, t.workflow_id))
+
+    def heartbeat_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        now: datetime,
+        details: dict[str, Any] | None,
+    ) -> TaskRecord | None:
+        doc = {
+            "workflow_id": workflow_id,
+            "task_id": task_id,
+            "token": token,
+            "now": self._when(now, "now"),
+            "details": dumps_optional(details, "heartbeat details"),
+        }
+        rows = self._by_node(c.HEARTBEAT_TASK, [doc])
+        return _JSON_ROWS.task(_fields(rows[0], c.TASK_FIELDS)) if rows else None
+
+    def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
+        params = {"now": self._when(now, "now"), "until": self._when(until, "until")}
+        rows = self._scan(c.CLAIM_EXPIRED_TASKS, params, limit)
+        return [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
+
+    def queue_stats(self, now: datetime) -> list[QueueCounts]:
+        merged: dict[str, QueueCounts] = {}
+        for r in self._scan(c.QUEUE_STATS, {"now": self._when(now, "now")}, _ALL):
+            name, ready, leased = r["queue"], int(r["ready"]), int(r["leased"])
+            oldest = None if r["oldest"] is None else _iso(r["oldest"])
+            seen = merged.get(name)
+            if seen is not None:
+                ready, leased = ready + seen.ready, leased + seen.leased
+                times = [t for t in (oldest, seen.oldest_ready) if t is not None]
+                oldest = min(times) if times else None
+            merged[name] = QueueCounts(name, ready, oldest, leased)
+        return [merged[name] for name in sorted(merged)]
+
+    # -- retention -------------------------------------------------------------------
+
+    def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
+        return len(self._scan(c.PURGE_REQUESTS, {"cutoff": self._when(older_than, "time")}, limit))
+
+    def purge_tombstones(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
+        return len(
+            self._scan(c.PURGE_TOMBSTONES, {"cutoff": self._when(older_than, "time")}, limit)
+        )
+
+    def purge_expired(self, now: datetime, limit: int) -> Purged:
+        params = {"now": self._when(now, "now")}
+        rows = self._ordered(c.PEEK_EXPIRED, c.PURGE_EXPIRED, params, limit, ("workflow_id",))
+        return _merged_purges(rows)
+
+    def delete_workflow(self, workflow_id: str, revision: int | None = None) -> Purged:
+        doc = json.dumps([{"workflow_id": workflow_id, "revision": revision, "n": 0}])
+        with self._writing() as conn:
+            rows = conn.execute(
+                _CALL_ROWS, (workflow_id, [c.DELETE_WORKFLOW], [doc], c.DETAIL, _ALL)
+            ).fetchall()
+            answers = [row for (row,) in rows]
+            if any(a.get("misrouted") for a in answers):
+                raise StorageUnavailable("the instance's shard is moving between nodes; retry")
+            purged = _merged_purges(answers)
+            if not purged.workflow_ids:
+                raise self._removal_failure(conn, workflow_id, revision)
+        return purged
+
+    def retention_counts(
+        self, now: datetime, requests_before: datetime, cap: int = COUNT_CAP
+    ) -> RetentionCounts:
+        params = {
+            "now": self._when(now, "now"),
+            "cutoff": self._when(requests_before, "time"),
+            "cap": cap,
+        }
+        rows = self._scan(c.RETENTION_COUNTS, params, _ALL)
+
+        def earliest(key: str) -> datetime | None:
+            found = [_iso(r[key]) for r in rows if r.get(key) is not None]
+            return min(found) if found else None
+
+        return RetentionCounts(
+            overdue_instances=min(cap, sum(int(r["instances"]) for r in rows)),
+            oldest_instance_due=earliest("oldest_instance"),
+            overdue_requests=min(cap, sum(int(r["requests"]) for r in rows)),
+            oldest_request_time=earliest("oldest_request"),
+        )
+
+    # -- lifecycle -------------------------------------------------------------------
+
+    def ping(self) -> None:
+        super().ping()
+        try:
+            with self._pooled(min(self._pool_timeout, 5.0)) as conn:
+                version = citus_layout.citus_schema_version(conn)
+        except (psycopg.Error, PoolTimeout) as exc:
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
+        if version < self._citus_version:
+            raise failures.schema_behind(version, self._citus_version)
+
+
+def _merged_purges(rows: list[dict[str, Any]]) -> Purged:
+    ids: list[str] = []
+    counts = dict.fromkeys(("history", "timers", "tasks", "requests"), 0)
+    for r in rows:
+        if "ids" not in r:
+            continue
+        ids.extend(r["ids"] or ())
+        for key in counts:
+            counts[key] += int(r[key])
+    removed = tuple(sorted(ids))
+    return Purged(
+        workflow_ids=removed,
+        rows={
+            "workflow_instances": len(removed),
+            "workflow_history": counts["history"],
+            "workflow_timers": counts["timers"],
+            "workflow_tasks": counts["tasks"],
+            "workflow_requests": counts["requests"],
+        },
+    )
+
+
+def _fill(results: list[Any], error: StoreError) -> list[InstanceRecord | StoreError]:
+    return [error if r is None else r for r in results]
