@@ -14,6 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
+from tests.support import citus
+
 ENV = "STATEWRIGHT_TEST_POSTGRES_URL"
 
 
@@ -83,10 +85,6 @@ def postgres_url(postgres_server_url: str, migrated_template: str) -> Iterator[s
 
 # -- Citus: the coordinator and workers `scripts/with-citus` starts ------------------------
 
-CITUS_ENV = "STATEWRIGHT_TEST_CITUS_URL"
-# Shards per table in the test databases: enough for several shard groups on each
-# worker, few enough that cleaning a database between tests is quick.
-CITUS_TEST_SHARDS = 4
 _CITUS_TABLES = (
     "workflow_instances, workflow_history, workflow_timers, workflow_tasks, workflow_requests,"
     " workflow_tombstones, workflow_definitions"
@@ -97,10 +95,10 @@ _CITUS_TABLES = (
 def citus_server_url() -> str:
     """The coordinator's maintenance URL; a run without it fails, never skips (deselect
     the Citus tests with ``-m "not citus"``)."""
-    url = os.environ.get(CITUS_ENV)
+    url = os.environ.get(citus.ENV)
     if not url:
         pytest.fail(
-            f"{CITUS_ENV} is not set: the Citus tests need a real cluster. Run them as "
+            f"{citus.ENV} is not set: the Citus tests need a real cluster. Run them as "
             "`scripts/with-citus .venv/bin/pytest ...` (make test does), or deselect them "
             'with -m "not citus".',
             pytrace=False,
@@ -108,62 +106,21 @@ def citus_server_url() -> str:
     return url
 
 
-def _citus_nodes(server_url: str) -> list[str]:
-    """The maintenance URL of every node, the coordinator first."""
-    parts = urlsplit(server_url)
-    with psycopg.connect(server_url, autocommit=True) as conn:
-        workers = conn.execute(
-            "SELECT nodename, nodeport FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid"
-        ).fetchall()
-    user = parts.username or "postgres"
-    return [server_url] + [
-        urlunsplit(parts._replace(netloc=f"{user}@{host}:{port}")) for host, port in workers
-    ]
-
-
-def create_citus_database(server_url: str) -> str:
-    """A new database on every node with Citus created and the workers added, no schema;
-    its coordinator URL."""
-    name = f"sw_citus_{uuid.uuid4().hex[:12]}"
-    nodes = _citus_nodes(server_url)
-    for node in nodes:
-        with psycopg.connect(node, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}".encode())
-        with psycopg.connect(with_database(node, name), autocommit=True) as conn:
-            conn.execute("CREATE EXTENSION citus")
-    coordinator = with_database(server_url, name)
-    with psycopg.connect(coordinator, autocommit=True) as conn:
-        host, port = urlsplit(server_url).hostname, urlsplit(server_url).port
-        conn.execute("SELECT citus_set_coordinator_host(%s, %s)", (host, port))
-        for node in nodes[1:]:
-            parts = urlsplit(node)
-            conn.execute("SELECT citus_add_node(%s, %s)", (parts.hostname, parts.port))
-        conn.execute(f"ALTER DATABASE {name} SET citus.shard_count = {CITUS_TEST_SHARDS}".encode())
-    return coordinator
-
-
-def drop_citus_database(server_url: str, coordinator_url: str) -> None:
-    name = urlsplit(coordinator_url).path.lstrip("/")
-    for node in _citus_nodes(server_url):
-        with psycopg.connect(node, autocommit=True) as conn:
-            conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
-
-
 @pytest.fixture(scope="session")
 def citus_database(citus_server_url: str) -> Iterator[str]:
     """One migrated, distributed database for the session's Citus tests."""
     from statewrightd.store.schema import migrate
 
-    url = create_citus_database(citus_server_url)
+    url = citus.create_database(citus_server_url)
     migrate(url)
     yield url
-    drop_citus_database(citus_server_url, url)
+    citus.drop_database(citus_server_url, url)
 
 
 @pytest.fixture
 def citus_url(citus_database: str) -> str:
     """The session's Citus database, emptied for this test (a database per test, made on
-    every node, would cost several seconds each)."""
+    every node, would cost seconds each)."""
     with psycopg.connect(citus_database, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {_CITUS_TABLES}".encode())
     return citus_database
@@ -172,6 +129,6 @@ def citus_url(citus_database: str) -> str:
 @pytest.fixture
 def empty_citus_url(citus_server_url: str) -> Iterator[str]:
     """A brand-new Citus database with no schema (for migration tests)."""
-    url = create_citus_database(citus_server_url)
+    url = citus.create_database(citus_server_url)
     yield url
-    drop_citus_database(citus_server_url, url)
+    citus.drop_database(citus_server_url, url)
