@@ -19,13 +19,15 @@ install: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/statewrightd dev
 
-## Run every check and test, against a private PostgreSQL this command starts and stops:
-## the Python suites, then every client's build, unit tests and conformance run.
+## Run every check and test, against a private PostgreSQL and a private Citus cluster (a
+## coordinator and two workers) this command starts and stops: the Python suites, then
+## every client's build, unit tests and conformance run. The first run on a machine builds
+## Citus (scripts/install-citus; STATEWRIGHT_CITUS_SOURCE names its source archive).
 test: $(STAMP)
 	$(MAKE) buf-lint buf-breaking check-generated check-console lint typecheck
 	scripts/install-kustomize >/dev/null
 	scripts/install-chromium >/dev/null
-	scripts/with-postgres scripts/test-suite
+	scripts/with-postgres scripts/with-citus scripts/test-suite
 
 ## The documentation site on http://127.0.0.1:8000, rebuilt on every save. `make test` builds
 ## it strictly (tests/unit/docs): a broken link or a page missing from the nav fails.
@@ -84,10 +86,10 @@ unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
 
 integration: $(STAMP)
-	scripts/with-postgres $(BIN)/pytest -q tests/integration
+	scripts/with-postgres scripts/with-citus $(BIN)/pytest -q tests/integration
 
 e2e: $(STAMP)
-	scripts/with-postgres $(BIN)/pytest -q tests/e2e
+	scripts/with-postgres scripts/with-citus $(BIN)/pytest -q tests/e2e
 
 ## The server image, built with podman from the Dockerfile with no network (scripts/build-image);
 ## IMAGE_BASE=local builds on a base made from Debian's packages even where the registry's is.

@@ -46,6 +46,7 @@ from statewrightd.store import sql_postgres as q
 from statewrightd.store.citus_routing import Shard, ShardMap
 from statewrightd.store.codec import EncodedOp, check_time, dumps_optional
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
+from statewrightd.store.outcomes import resolve_each, unknown
 from statewrightd.store.postgres import (
     _CREATE_ROW,
     _RETRYABLE,
@@ -55,6 +56,7 @@ from statewrightd.store.postgres import (
     Conn,
     PostgresRepository,
     _CommitLost,
+    _read_back,
     _rows_json,
 )
 from statewrightd.store.records import (
@@ -77,8 +79,6 @@ _log = logging.getLogger(__name__)
 # read anew; what is still misrouted then (shards moving back and forth) is refused as
 # not written.
 _ROUTE_ATTEMPTS = 3
-# The shard map is read again at most this often when calls keep finding rows elsewhere.
-_MAP_MIN_AGE_S = 0.2
 # A scan that visits every shard group (counts, the next due time) wants this many rows.
 _ALL = 1 << 30
 # How often a claim looks again when other replicas took the rows it was offered.
@@ -285,7 +285,6 @@ class CitusRepository(PostgresRepository):
         )
         self._citus_version = latest_version("citus")
         self._map: ShardMap | None = None
-        self._map_time = 0.0
         self._map_lock = threading.Lock()
         # Global pids (node id and pid) of this pool's coordinator processes.
         self._gpids: dict[int, int] = {}
@@ -299,15 +298,14 @@ class CitusRepository(PostgresRepository):
 
     # -- the shard map ---------------------------------------------------------------
 
-    def _shards(self, *, stale: bool = False) -> ShardMap:
-        """The shard map; ``stale``: a call found rows elsewhere, read it anew."""
+    def _shards(self, stale: ShardMap | None = None) -> ShardMap:
+        """The shard map; ``stale``: a map that sent rows to a node that does not hold
+        them, read anew unless another thread has done so since."""
         with self._map_lock:
-            fresh = time.monotonic() - self._map_time < _MAP_MIN_AGE_S
-            if self._map is None or (stale and not fresh):
+            if self._map is None or (stale is not None and self._map is stale):
                 with self._reading() as conn:
                     found = conn.execute(_SHARD_MAP).fetchall()
                 self._map = ShardMap(Shard(low, high, group) for low, high, group in found)
-                self._map_time = time.monotonic()
             return self._map
 
     # -- writes ----------------------------------------------------------------------
@@ -315,9 +313,11 @@ class CitusRepository(PostgresRepository):
     def _write(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
         results: list[Any] = [None] * len(encoded)
         todo: list[int] = list(range(len(encoded)))
-        for attempt in range(_ROUTE_ATTEMPTS):
+        shards: ShardMap | None = None
+        for _attempt in range(_ROUTE_ATTEMPTS):
             try:
-                calls = plan_calls(encoded, todo, self._shards(stale=attempt > 0))
+                shards = self._shards(stale=shards)
+                calls = plan_calls(encoded, todo, shards)
             except StorageUnavailable as exc:
                 return _fill(results, exc)
             todo = []
@@ -377,6 +377,8 @@ class CitusRepository(PostgresRepository):
         """One node call, retried when the node's transaction deadlocked (nothing was
         written); a row the database refuses fails alone."""
         params = (call.route, call.statements, call.batches, c.DETAIL, _ALL)
+        # Read while the connection is alive: its global pid names the call's processes.
+        gpid = self._gpids.get(conn.info.backend_pid)
         for attempt in range(1, 4):
             try:
                 answers = [row[0] for row in conn.execute(_CALL_ROWS, params).fetchall()]
@@ -387,7 +389,7 @@ class CitusRepository(PostgresRepository):
                         call.positions
                     )
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                raise _CommitLost(self._gpids.get(conn.info.backend_pid), []) from exc
+                raise _CommitLost(gpid, []) from exc
             except psycopg.Error as exc:
                 if len(call.positions) == 1:
                     return [StoreError(f"database rejected the write: {exc}", reason="STORE_ERROR")]
@@ -402,9 +404,20 @@ class CitusRepository(PostgresRepository):
     def _reconcile(
         self, encoded: list[EncodedOp], lost: _CommitLost
     ) -> list[InstanceRecord | StoreError]:
-        # The call ran one transaction on one node: every row of it was written, or none.
-        executed: list[InstanceRecord | StoreError] = [target_of(e.op) for e in encoded]
-        return super()._reconcile(encoded, _CommitLost(lost.backend_pid, executed))
+        """A node call whose answer was lost: its rows read back, each on its own (its
+        answers were lost with the rest, so no row's refusal is known beforehand), once
+        none of its processes is left on any node."""
+        ops = [e.op for e in encoded]
+        try:
+            with psycopg.connect(
+                self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
+            ) as conn:
+                if lost.backend_pid is None or not self._backend_gone(conn, lost.backend_pid):
+                    return [unknown(op, lost.backend_pid) for op in ops]
+                revisions, witnesses = _read_back(conn, ops)
+        except psycopg.Error:
+            return [unknown(op, lost.backend_pid) for op in ops]
+        return resolve_each(ops, revisions, witnesses)
 
     def _notify_written(
         self, conn: Conn, encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]
