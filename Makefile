@@ -110,10 +110,14 @@ bench: $(STAMP)
 ## The fault suite at full size (never part of make test; its small run is): 100,000+
 ## operations against two replicas under every kind of fault, then checked. The report is
 ## in build/chaos/report.txt; CHAOS_SEED=N replays a run's schedule. See RELIABILITY.md.
+## CHAOS_DB=citus runs it on a Citus cluster (a coordinator and two workers), with one
+## more fault: a worker node restarted.
 CHAOS_SEED ?= 0
+CHAOS_DB ?= postgres
 chaos: $(STAMP)
 	cd chaos && go build -o ../.cache/chaos/chaos .
-	.cache/chaos/chaos run --size full --seed $(CHAOS_SEED) --out build/chaos --repo .
+	if [ "$(CHAOS_DB)" = citus ]; then scripts/install-citus; fi
+	.cache/chaos/chaos run --size full --seed $(CHAOS_SEED) --db $(CHAOS_DB) --out build/chaos --repo .
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info
