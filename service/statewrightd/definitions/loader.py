@@ -66,7 +66,7 @@ MAX_CONTEXT_FIELDS = 500
 MAX_EXPRESSION_LENGTH = 16 * 1024
 # Past this many problems, no more "did you mean" searches (each compares a name with
 # every state): a definition with thousands of mistakes is still judged in linear time.
-_HINTED_PROBLEMS = 100
+_HINTED_PROBLEMS = 20
 
 _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
 _TOP_KEYS |= {"states", "transitions", "retention"}
