@@ -11,15 +11,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import grpc
 import pytest
 from google.rpc import error_details_pb2
 from statewright.v1 import workflow_pb2
 
 from statewrightd.definitions.loader import MAX_STATES
 from tests.e2e.conftest import _database_for
-from tests.support.api import FAILED, RUNNING, Client, uid
+from tests.support.api import FAILED, RUNNING, Client, expect_error, uid
 from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
 from tests.support.server import ServerProcess
+from tests.support.tasks import SCHEDULED, Tasks
 
 BUDGETS = """\
 name: budgets
@@ -48,6 +50,23 @@ transitions:
 """
 
 
+BULKY = """\
+name: bulky
+version: 1
+context:
+  blob: {type: string, default: ""}
+states:
+  working:
+    task:
+      queue: limits.bulky
+      input: "{'a': context.blob, 'b': context.blob, 'c': context.blob, 'd': context.blob}"
+  done: {}
+transitions:
+  - {from: working, to: done}
+"""
+BLOB = 60_000  # characters; a task's input holds it four times (about 240 KB)
+
+
 @pytest.fixture(scope="module")
 def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
@@ -55,7 +74,7 @@ def server(
     root = tmp_path_factory.mktemp("limits")
     url = _database_for("postgresql", request, root)
     definitions = definitions_dir(
-        root / "definitions", examples=False, extra={"budgets.yaml": BUDGETS}
+        root / "definitions", examples=False, extra={"budgets.yaml": BUDGETS, "bulky.yaml": BULKY}
     )
     with running_server(url, definitions, cwd=root) as running:
         yield running
@@ -139,3 +158,49 @@ def test_a_definition_past_the_state_limit_is_refused_at_start_with_the_limit(
     assert ended.returncode != 0, ended.stdout
     assert f"more than the limit of {MAX_STATES:,}" in ended.stdout, ended.stdout
     assert "Traceback" not in ended.stdout
+
+
+# -- a poll's answer is sized to its caller ------------------------------------------------
+
+
+def test_a_poll_leases_only_what_its_answer_has_room_for(client: Client) -> None:
+    """Twelve tasks of about 240 KB each would make an answer of almost 3 MB: a poll
+    asking for 1 MiB gets four, and the others stay ready, their attempts untouched."""
+    tasks = Tasks(client.channel)
+    queue = "limits.bulky"
+    while tasks.poll(queue, wait=0, max_tasks=100):  # what an earlier test left
+        pass
+    ids = [uid("bulky") for _ in range(12)]
+    for wid in ids:
+        client.start("bulky", workflow_id=wid, input={"blob": "z" * BLOB})
+
+    first = tasks.poll(queue, wait=0, max_tasks=12, max_bytes=1024 * 1024)
+    assert 1 <= len(first) <= 4, len(first)
+    assert sum(t.ByteSize() for t in first) <= 1024 * 1024
+    # Nothing it could not send was leased: every other task is as it was scheduled.
+    left = [w for w in ids if w not in {t.workflow.removeprefix("workflows/") for t in first}]
+    for wid in left:
+        pending = client.get(wid).pending_task
+        assert (pending.status, pending.attempt) == (SCHEDULED, 0), pending
+
+    # One task alone is larger than the smallest answer a caller may ask for: left ready.
+    assert tasks.poll(queue, wait=0, max_tasks=12, max_bytes=16 * 1024) == []
+    assert client.get(left[0]).pending_task.attempt == 0
+
+    # The default (3 MiB) fits under gRPC's default receive limit of 4 MiB, which this
+    # channel has: the rest arrives, in answers the client can read.
+    rest: list[object] = []
+    while len(rest) < len(left):
+        got = tasks.poll(queue, wait=0, max_tasks=12)
+        assert got, f"{len(left) - len(rest)} task(s) never came"
+        rest += got
+    assert len(rest) == len(left)
+
+
+def test_a_poll_asking_for_too_small_an_answer_is_refused(client: Client) -> None:
+    info = expect_error(
+        lambda: Tasks(client.channel).poll("limits.bulky", wait=0, max_bytes=1000),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_FIELD",
+    )
+    assert info.metadata["field"] == "max_bytes", info
