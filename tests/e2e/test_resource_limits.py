@@ -17,6 +17,7 @@ from google.rpc import error_details_pb2
 from statewright.v1 import workflow_pb2
 
 from statewrightd.definitions.loader import MAX_STATES
+from statewrightd.engine.tasks import MAX_POLLERS
 from tests.e2e.conftest import _database_for
 from tests.support.api import FAILED, RUNNING, Client, expect_error, uid
 from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
@@ -60,9 +61,12 @@ states:
     task:
       queue: limits.bulky
       input: "{'a': context.blob, 'b': context.blob, 'c': context.blob, 'd': context.blob}"
+  idle:
+    task: {queue: limits.idle}
   done: {}
 transitions:
   - {from: working, to: done}
+  - {from: idle, to: done}
 """
 BLOB = 60_000  # characters; a task's input holds it four times (about 240 KB)
 
@@ -204,3 +208,45 @@ def test_a_poll_asking_for_too_small_an_answer_is_refused(client: Client) -> Non
         "INVALID_FIELD",
     )
     assert info.metadata["field"] == "max_bytes", info
+
+
+# -- per-name memory is bounded ---------------------------------------------------------------
+
+
+def test_names_a_caller_invents_leave_nothing_behind(client: Client) -> None:
+    """Polls of queues no definition names, reads and signals of instances that do not
+    exist, starts of definitions that do not exist: none is remembered once answered."""
+    tasks = Tasks(client.channel)
+    before = client.diagnostics()
+    for i in range(600):
+        assert tasks.poll(f"nobody.{i}", wait=0, identity=f"ghost-{i}") == []
+        expect_error(
+            lambda i=i: client.get(f"ghost-{i}"), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND"
+        )
+        expect_error(
+            lambda i=i: client.signal(f"ghost-{i}", "poke"),
+            grpc.StatusCode.NOT_FOUND,
+            "WORKFLOW_NOT_FOUND",
+        )
+        expect_error(
+            lambda i=i: client.start(f"no-such-definition-{i}"),
+            grpc.StatusCode.NOT_FOUND,
+            "DEFINITION_NOT_FOUND",
+        )
+    after = client.diagnostics()
+    queues = [q.queue for q in after.task_queues]
+    assert not [q for q in queues if q.startswith("nobody.")], queues
+    assert len(queues) <= len(before.task_queues) + 1, queues
+    admissions = after.admissions
+    assert admissions.cached_sessions <= before.admissions.cached_sessions
+    assert (admissions.admitting, admissions.executing, admissions.persisting) == (0, 0, 0)
+
+
+def test_a_queue_remembers_its_most_recent_pollers_only(client: Client) -> None:
+    tasks = Tasks(client.channel)
+    for i in range(MAX_POLLERS + 50):
+        tasks.poll("limits.idle", wait=0, identity=f"worker-{i}")
+    (queue,) = [q for q in client.diagnostics().task_queues if q.queue == "limits.idle"]
+    assert len(queue.pollers) == MAX_POLLERS
+    assert f"worker-{MAX_POLLERS + 49}" in queue.pollers
+    assert "worker-0" not in queue.pollers

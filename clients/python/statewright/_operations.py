@@ -321,7 +321,8 @@ class Operations:
         answer: the server leases only the tasks that fit. :class:`statewright.Worker` does
         all of this for you.
         """
-        limit = max_bytes or getattr(self, "receive_limit", _common.DEFAULT_RECEIVE_LIMIT)
+        receives: int = getattr(self, "receive_limit", _common.DEFAULT_RECEIVE_LIMIT)
+        limit = max_bytes or receives
         request = _common.poll_request(
             queue, identity=identity, max_tasks=max_tasks, wait=wait, max_bytes=limit
         )
