@@ -9,6 +9,7 @@ step is stopped as soon as it passes the context limit.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 
 import grpc
@@ -218,21 +219,13 @@ def test_names_a_caller_invents_leave_nothing_behind(client: Client) -> None:
     exist, starts of definitions that do not exist: none is remembered once answered."""
     tasks = Tasks(client.channel)
     before = client.diagnostics()
+    missing = grpc.StatusCode.NOT_FOUND
     for i in range(600):
-        assert tasks.poll(f"nobody.{i}", wait=0, identity=f"ghost-{i}") == []
-        expect_error(
-            lambda i=i: client.get(f"ghost-{i}"), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND"
-        )
-        expect_error(
-            lambda i=i: client.signal(f"ghost-{i}", "poke"),
-            grpc.StatusCode.NOT_FOUND,
-            "WORKFLOW_NOT_FOUND",
-        )
-        expect_error(
-            lambda i=i: client.start(f"no-such-definition-{i}"),
-            grpc.StatusCode.NOT_FOUND,
-            "DEFINITION_NOT_FOUND",
-        )
+        ghost = f"ghost-{i}"
+        assert tasks.poll(f"nobody.{i}", wait=0, identity=ghost) == []
+        expect_error(partial(client.get, ghost), missing, "WORKFLOW_NOT_FOUND")
+        expect_error(partial(client.signal, ghost, "poke"), missing, "WORKFLOW_NOT_FOUND")
+        expect_error(partial(client.start, f"no-such-{i}"), missing, "DEFINITION_NOT_FOUND")
     after = client.diagnostics()
     queues = [q.queue for q in after.task_queues]
     assert not [q for q in queues if q.startswith("nobody.")], queues
