@@ -268,6 +268,16 @@ _SCALAR_RESULTS = frozenset(
 )  # fmt: skip
 
 
+# Nodes the estimate of one evaluation may visit. A comprehension's step is visited a few
+# times (for the growth of its accumulator), so nested ones multiply: an expression
+# nested deeply enough to need more than this is judged over the time budget unseen.
+_MAX_VISITS = 2_000
+
+
+class _TooComplex(Exception):
+    pass
+
+
 class _Estimator:
     def __init__(
         self, variables: Mapping[str, Shape], overloads: Mapping[int, tuple[str, ...]]
@@ -275,12 +285,16 @@ class _Estimator:
         self.variables = variables
         self.overloads = overloads
         self.peak = 0  # the largest mass of any value built
+        self.visits = 0
 
     def built(self, shape: Shape) -> Shape:
         self.peak = max(self.peak, shape[0][1])
         return shape
 
     def run(self, node: Node, scope: Mapping[str, Shape]) -> tuple[Shape, int]:
+        self.visits += 1
+        if self.visits > _MAX_VISITS:
+            raise _TooComplex
         kind = node.kind
         if kind == "const":
             return ((node.size, _SCALAR + node.size),) if node.size else SCALAR, 0
@@ -375,7 +389,10 @@ def estimate(
 ) -> Estimate:
     """The bound of one evaluation of ``node`` given the shapes of its variables."""
     estimator = _Estimator(variables, overloads)
-    _, cost = estimator.run(node, {})
+    try:
+        _, cost = estimator.run(node, {})
+    except _TooComplex:
+        return Estimate(COST_LIMIT_NS + 1, 0)
     converted = sum(shape[0][1] for shape in variables.values())
     peak = max([estimator.peak, *(shape[0][1] for shape in variables.values())])
     return Estimate(cost + _CONVERT * converted, peak)

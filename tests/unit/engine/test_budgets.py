@@ -116,3 +116,17 @@ def test_estimates_of_list_building_grow_with_the_square_of_the_length(size: int
     if size >= 100:
         assert doubled.time_ns > 3 * found.time_ns
     assert found.memory_bytes >= 16 * size  # at least the list it builds
+
+
+def test_deeply_nested_comprehensions_are_judged_without_exploring_every_level() -> None:
+    """Each level of nesting multiplies the estimate's own work: past a bound, the
+    expression is judged over budget rather than explored (even over a short list)."""
+    expression = "true"
+    for level in range(12):
+        expression = f"context.items.exists(x{level}, {expression})"
+    defn = load_definition(DEFINITION.replace("context.items.exists(x, x < 0)", expression))
+    started = start(defn, "w", {"items": [1, 2]})
+    failed = signal(defn, started.snapshot, "scan", {}).snapshot
+    assert failed.error is not None
+    assert failed.error.reason == "EVALUATION_BUDGET_EXCEEDED"
+    assert failed.error.metadata["budget"] == "time"
