@@ -30,7 +30,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -495,14 +495,23 @@ class CitusRepository(PostgresRepository):
         return found
 
     def _ordered(
-        self, peek: str, claim: str, params: dict[str, Any], limit: int, keys: tuple[str, ...]
+        self,
+        peek: str,
+        claim: str,
+        params: dict[str, Any],
+        limit: int,
+        keys: tuple[str, ...],
+        *,
+        pick: Callable[[list[dict[str, Any]]], list[dict[str, Any]]] | None = None,
     ) -> list[dict[str, Any]]:
         """Claim up to ``limit`` rows, the oldest first: every shard's oldest candidates
         are read (``peek``, with a ``sort`` value) and offered to ``claim`` on their nodes
         in order, as many as are still wanted at a time; a node claims what it is offered
         unless another replica holds it by then, and the next candidates are offered in
         its place. Replicas racing for the same rows thus take different ones, and a
-        claim reads the candidates again a few times at most."""
+        claim reads the candidates again a few times at most. ``pick``, when given,
+        chooses once among the oldest ``limit`` candidates which to offer (and only
+        those)."""
         taken: list[dict[str, Any]] = []
         shards = self._shards()
         for _peek in range(_CLAIM_ROUNDS):
@@ -511,6 +520,9 @@ class CitusRepository(PostgresRepository):
                 break
             found = self._scan(peek, {**params, "each": 2 * wanted}, _ALL)
             found.sort(key=lambda r: (_iso(r["sort"]), *(r[k] for k in keys)))
+            if pick is not None:
+                chosen = pick(found[:limit])
+                return self._claim_on_nodes(shards, claim, params, chosen, keys) if chosen else []
             candidates = found[: 2 * wanted]
             while candidates and len(taken) < limit:
                 offered = candidates[: limit - len(taken)]
@@ -586,14 +598,28 @@ class CitusRepository(PostgresRepository):
         }
 
     def lease_tasks(
-        self, queue: str, now: datetime, limit: int, first_lease: float
+        self,
+        queue: str,
+        now: datetime,
+        limit: int,
+        first_lease: float,
+        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
     ) -> list[TaskRecord]:
         params = {
             "queue": queue,
             "now": self._when(now, "now"),
             "first_ms": round(first_lease * 1000),
         }
-        rows = self._ordered(c.PEEK_TASKS, c.LEASE_TASKS, params, limit, ("workflow_id", "task_id"))
+        pick = None
+        if choose is not None:
+
+            def pick(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+                ready = [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
+                wanted = {(t.workflow_id, t.task_id) for t in choose(ready)}
+                return [r for r in rows if (r["workflow_id"], r["task_id"]) in wanted]
+
+        keys = ("workflow_id", "task_id")
+        rows = self._ordered(c.PEEK_TASKS, c.LEASE_TASKS, params, limit, keys, pick=pick)
         tasks = [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
         return sorted(tasks, key=lambda t: (t.available_time, t.workflow_id))
 

@@ -258,8 +258,9 @@ SELECT workflow_id, timer_id, due_time AS sort FROM workflow_timers
 CLAIM_TIMERS = _chosen(
     q.SQL.claim_timers, "ORDER BY due_time LIMIT %(limit)s", "workflow_id, timer_id"
 )
-PEEK_TASKS = on_shard("""
-SELECT workflow_id, task_id, available_time AS sort FROM workflow_tasks
+# Whole rows: a poll may choose among them (by size) before it leases.
+PEEK_TASKS = on_shard(f"""
+SELECT {q.TASK_COLUMNS}, available_time AS sort FROM workflow_tasks
  WHERE queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
    AND available_time <= %(now)s AND deadline > %(now)s
  ORDER BY available_time LIMIT %(each)s
