@@ -315,41 +315,70 @@ def test_a_batch_cut_on_its_first_node_fails_only_what_is_unknown(
     assert isinstance(results[0], Conflict)
 
 
-def test_the_store_rides_out_a_worker_restart(repo: CitusRepository, citus_url: str) -> None:
-    """A worker that restarts fails the steps that reach it meanwhile, as known failures
-    or unknown outcomes, never wrong answers; then everything works again."""
+def _pg_ctl(data: str, *args: str) -> None:
+    as_postgres = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
+    pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl"
+    subprocess.run(
+        [*as_postgres, pg_ctl, "-D", data, "-l", f"{data}.log", "-w", *args],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
+
+
+def test_a_stopped_worker_fails_only_its_own_instances_steps(
+    repo: CitusRepository, citus_url: str
+) -> None:
+    """While a worker is down, steps of the instances it holds fail as known failures
+    (nothing written, retry later), never as unknown outcomes or wrong answers, and the
+    other worker's instances step on; once it is back, everything works again."""
+    data = os.environ.get("STATEWRIGHT_TEST_CITUS_DATA", "").split()
+    if len(data) < 2:
+        pytest.fail("scripts/with-citus exports STATEWRIGHT_TEST_CITUS_DATA", pytrace=False)
+    ids = [f"down-{i}" for i in range(16)]
+    for wid in ids:
+        _created(repo, wid)
+    groups = _groups_of(citus_url, ids)
+    with psycopg.connect(citus_url, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT groupid FROM pg_dist_node WHERE groupid <> 0 ORDER BY nodeid LIMIT 1"
+        ).fetchone()
+    assert row is not None
+    stopped_group = row[0]
+    before = {w: repo.load(w) for w in ids}
+    _pg_ctl(data[1], "-m", "fast", "stop")
+    try:
+        results = repo.apply_batch([_step(before[w]) for w in ids])
+    finally:
+        _pg_ctl(data[1], "start")
+    for wid, result in zip(ids, results, strict=True):
+        if groups[wid] == stopped_group:
+            assert isinstance(result, StorageUnavailable), result
+            assert not isinstance(result, OutcomeUnknown), result
+        else:
+            assert isinstance(result, InstanceRecord), result
+    after = [repo_load_retrying(repo, w) for w in ids]
+    assert [a.revision for a in after] == [2 if groups[w] != stopped_group else 1 for w in ids]
+    # Back up: every step goes through, the stopped worker's instances included.
+    again = repo.apply_batch([_step(a) for a in after])
+    assert all(isinstance(r, InstanceRecord) for r in again), again
+
+
+def test_the_store_rides_out_a_worker_restart(repo: CitusRepository) -> None:
     data = os.environ.get("STATEWRIGHT_TEST_CITUS_DATA", "").split()
     if len(data) < 2:
         pytest.fail("scripts/with-citus exports STATEWRIGHT_TEST_CITUS_DATA", pytrace=False)
     ids = [f"restart-{i}" for i in range(12)]
     for wid in ids:
         _created(repo, wid)
-    pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl"
-    as_postgres = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
-    subprocess.run(
-        [
-            *as_postgres,
-            pg_ctl,
-            "-D",
-            data[1],
-            "-l",
-            f"{data[1]}.log",
-            "-m",
-            "fast",
-            "-w",
-            "restart",
-        ],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
+    _pg_ctl(data[1], "-m", "fast", "restart")
     results = repo.apply_batch([_step(repo_load_retrying(repo, w)) for w in ids])
     for wid, result in zip(ids, results, strict=True):
         if isinstance(result, InstanceRecord):
             assert repo.load(wid).revision == 2
         else:
             assert isinstance(result, StorageUnavailable), result
-    # Once the worker is back, every step goes through.
+            assert not isinstance(result, OutcomeUnknown), result
     again = repo.apply_batch([_step(repo.load(w)) for w in ids])
     assert all(isinstance(r, InstanceRecord) for r in again), again
 
