@@ -39,7 +39,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import PoolTimeout
 
-from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.errors import RecordNotFound, StorageUnavailable, StoreError
 from statewrightd.store import citus_layout, failures
 from statewrightd.store import sql_citus as c
 from statewrightd.store import sql_postgres as q
@@ -61,6 +61,7 @@ from statewrightd.store.postgres import (
 )
 from statewrightd.store.records import (
     Create,
+    DefinitionRecord,
     InstanceRecord,
     Purged,
     QueueCounts,
@@ -389,6 +390,11 @@ class CitusRepository(PostgresRepository):
                         call.positions
                     )
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if not conn.broken:
+                    # The coordinator answered with the error (a node it could not reach):
+                    # the call's transaction rolled back, nothing of it was written.
+                    error = StorageUnavailable(f"database unavailable: {exc}")
+                    return [error] * len(call.positions)
                 raise _CommitLost(gpid, []) from exc
             except psycopg.Error as exc:
                 if len(call.positions) == 1:
@@ -708,6 +714,18 @@ class CitusRepository(PostgresRepository):
             overdue_requests=min(cap, sum(int(r["requests"]) for r in rows)),
             oldest_request_time=earliest("oldest_request"),
         )
+
+    # -- definitions -----------------------------------------------------------------
+
+    def put_definition(self, rec: DefinitionRecord) -> DefinitionRecord:
+        """Read first: a definition recorded already needs no write, and a write to a
+        reference table reaches every node (in two phases), so that a server starts while
+        a worker is down unless it brings a definition version new to the database."""
+        try:
+            stored = self.get_definition(rec.name, rec.version)
+        except RecordNotFound:
+            return super().put_definition(rec)
+        return failures.same_definition_or_raise(stored, rec)
 
     # -- lifecycle -------------------------------------------------------------------
 
