@@ -89,14 +89,20 @@ class ListFeeds:
     def key(request: pb.ListWorkflowsRequest) -> bytes:
         return request.SerializeToString(deterministic=True)
 
-    def join(self, request: pb.ListWorkflowsRequest, page: str, count: str, steps: int) -> Feed:
-        """The feed of ``request``'s listing, made from a first read if there is none."""
+    async def join(self, request: pb.ListWorkflowsRequest) -> Feed:
+        """The feed of ``request``'s listing; a new one reads the listing first (and a
+        listing that cannot be read, a bad filter, raises here)."""
         key = self.key(request)
         feed = self._feeds.get(key)
         if feed is None:
-            feed = self._feeds[key] = Feed(key, request, page, count, steps)
-            if self._task is None or self._task.done():
-                self._task = asyncio.create_task(self._run(), name="console-list-feeds")
+            steps = self._steps()
+            page, count = await self._read(request)
+            # Another stream of the listing may have made it meanwhile.
+            feed = self._feeds.get(key)
+            if feed is None:
+                feed = self._feeds[key] = Feed(key, request, page, count, steps)
+                if self._task is None or self._task.done():
+                    self._task = asyncio.create_task(self._run(), name="console-list-feeds")
         feed.subscribers += 1
         return feed
 

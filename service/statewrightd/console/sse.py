@@ -153,14 +153,11 @@ class EventStreams:
         message = await transcoder.request_message(route, values, request)
         assert isinstance(message, pb.ListWorkflowsRequest)
         async with self._admission.admitted(request, route.rpc, message) as (principal, _):
-            steps = self._app.committed_steps
-            page, count = await self._read_listing(message)  # a bad filter: a plain error
             with self._admission.stream(principal):
-                feed = self.feeds.join(message, page, count, steps)
-                del page, count  # the feed holds the one copy
+                feed = await self.feeds.join(message)  # a bad filter: a plain HTTP error
                 stream = EventStream(request)
-                await stream.open()
                 try:
+                    await stream.open()
                     await self._follow_feed(stream, feed)
                 except errors.StatewrightError as exc:
                     await stream.send("error", error_data(exc))

@@ -281,7 +281,7 @@ class _Protocol(web_protocol.RequestHandler):
     """aiohttp's connection handler, answering a request that is not valid HTTP (a request
     line or header past the parser's limits, a bad chunked body...) as the API answers bad
     input, with one quiet log line instead of an ERROR with a traceback: it is the
-    caller's mistake, not the server's."""
+    caller's mistake, not the server's. A caller that hung up is not an error either."""
 
     def handle_error(
         self,
@@ -290,6 +290,13 @@ class _Protocol(web_protocol.RequestHandler):
         exc: BaseException | None = None,
         message: str | None = None,
     ) -> web.StreamResponse:
+        if isinstance(exc, ConnectionError):
+            # The caller went away while its answer was being written (a page closed as
+            # its stream opened): there is no one to answer, and nothing went wrong here.
+            _log.debug("%s %s: the caller went away (%s)", request.method, request.path, exc)
+            gone = web.Response(status=499)  # nginx's "client closed request"
+            gone.force_close()
+            return gone
         if not isinstance(exc, http_exceptions.HttpProcessingError) or status >= 500:
             return super().handle_error(request, status, exc, message)
         problem = errors.quote(str(exc.message or exc), 200)
