@@ -59,8 +59,12 @@ class EventStream:
         # Canonical JSON has no raw newlines (json_format escapes them in strings), so
         # the data is one line; the id is a number.
         head = f"id: {event_id}\n" if event_id is not None else ""
+        head += f"event: {event}\ndata: "
         async with self._writing:
-            await self._response.write(f"{head}event: {event}\ndata: ".encode())
+            if len(data) <= WRITE_CHUNK:  # nearly every event: one write
+                await self._response.write(f"{head}{data}\n\n".encode())
+                return
+            await self._response.write(head.encode())
             for start in range(0, len(data), WRITE_CHUNK):
                 # write() waits for the connection to drain past 64 KiB buffered.
                 await self._response.write(data[start : start + WRITE_CHUNK].encode())

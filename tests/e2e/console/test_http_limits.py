@@ -131,6 +131,9 @@ def _grpc_watch(server: ServerProcess, workflow_id: str, token: str | None = Non
 
 
 def _refused(stream: EventStream) -> tuple[int, dict[str, Any]]:
+    if stream.status == 200:  # opened: its body never ends
+        stream.close()
+        return 200, {"reason": "", "metadata": {}}
     body = json.loads(stream.response.read())
     stream.close()
     return stream.status, body
