@@ -262,7 +262,10 @@ class RouteTable:
             values = route.template.match(raw_path)
             if values is None:
                 continue
-            if route.http_method == http_method:
+            if route.http_method == http_method or (
+                # HEAD: a read's headers without its body (aiohttp sends none).
+                http_method == "HEAD" and route.http_method == "GET" and not route.streaming
+            ):
                 return route, values
             allowed.append(route.http_method)
         if allowed:

@@ -67,6 +67,10 @@ def test_no_route_and_a_wrong_method_are_told_apart() -> None:
     assert table.match("GET", "/api/v1/nothing") is None
     assert table.match("GET", "/api/v1/workflows/") is None  # an empty segment
     assert table.match("GET", "/api/v1/workflows:watch") is None  # an event stream's
+    head = table.match("HEAD", "/api/v1/workflows/o-1")
+    assert head is not None and head[0].method.name == "GetWorkflow"
+    with pytest.raises(LookupError):
+        table.match("HEAD", "/api/v1/workflows/o-1/watch")  # a stream has no HEAD
     with pytest.raises(LookupError) as allowed:
         table.match("PUT", "/api/v1/workflows/o-1")
     assert allowed.value.args[0] == ["DELETE", "GET"]
