@@ -45,7 +45,7 @@ from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, Phase, TimerHandle
 from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.observer import Unobserved
-from statewrightd.engine.runtime import Job, WorkflowRuntime
+from statewrightd.engine.runtime import Job, StepListener, WorkflowRuntime
 from statewrightd.engine.snapshots import settled_from
 from statewrightd.engine.task_desk import Completion, Failure, TaskDesk, TaskFailure, TaskRef
 from statewrightd.engine.tasks import TaskPolls, TaskSweeper
@@ -248,6 +248,11 @@ class Sandbox:
         self._loop.post(self._timers.start)
         self._loop.post(self._sweeper.start)
         self._settle()
+
+    def on_step(self, listener: StepListener) -> None:
+        """Tell ``listener`` of every step that commits, whoever started it (a request, a
+        timer, the task sweeper), with the transitions it took."""
+        self._runtime.listeners.append(listener)
 
     def close(self) -> None:
         self._loop.stop()
