@@ -20,10 +20,11 @@ INLINE = 60
 
 def shown_path(path: Path) -> str:
     """A file as the report names it: relative to the working directory when inside it."""
+    absolute = path.resolve()
     try:
-        return os.path.relpath(path)
+        return str(absolute.relative_to(Path.cwd()))
     except ValueError:
-        return str(path)
+        return str(absolute)
 
 
 def result_line(result: ScenarioResult) -> str:

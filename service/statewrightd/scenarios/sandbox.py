@@ -245,9 +245,9 @@ class Sandbox:
             rng=rng,
         )
         self._aio: asyncio.AbstractEventLoop | None = None
-        self._loop.post(self._timers.start)
-        self._loop.post(self._sweeper.start)
-        self._settle()
+        # Neither the timer scheduler nor the sweeper is started: their periodic looks
+        # stand for the passing of real time, which here passes only in ``advance_to``,
+        # and that has them look at every instant something comes due.
 
     def on_step(self, listener: StepListener) -> None:
         """Tell ``listener`` of every step that commits, whoever started it (a request, a
