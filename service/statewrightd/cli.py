@@ -186,9 +186,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             return new_key_command(args.name, args.role, args.definitions, args.queues)
         return check_command(args.file)
     if args.command == "test":
-        from statewrightd.scenarios.command import test_command
+        from statewrightd.scenarios.command import scenarios_command
 
-        return test_command(args)
+        return scenarios_command(args)
     if args.command == "migrate":
         from statewrightd.store.commands import migrate_command
 

@@ -30,7 +30,7 @@ EXIT_FAILED = 1
 EXIT_INVALID = 2
 
 
-def test_command(
+def scenarios_command(
     args: argparse.Namespace, *, out: TextIO | None = None, err: TextIO | None = None
 ) -> int:
     out = out or sys.stdout
@@ -80,10 +80,15 @@ def test_command(
         write_junit(Path(args.junit), junit_xml(results))
     verdict = EXIT_PASSED if all(r.passed for r in results) else EXIT_FAILED
     coverages = coverage_of(results)
-    if args.coverage == "text" or (args.min_coverage is not None and args.coverage is None):
+    if args.coverage or args.min_coverage is not None:
         print(coverage_text(coverages), file=out)
-    elif args.coverage == "mermaid":
+    if args.coverage_graph == "-":
         print(coverage_mermaid(coverages), file=out, end="")
+    elif args.coverage_graph:
+        graph = Path(args.coverage_graph)
+        markdown = graph.suffix == ".md"
+        graph.parent.mkdir(parents=True, exist_ok=True)
+        graph.write_text(coverage_mermaid(coverages, markdown=markdown), encoding="utf-8")
     if args.min_coverage is not None:
         short = [c for c in coverages if c.percent + 1e-9 < args.min_coverage]
         for c in short:

@@ -82,8 +82,9 @@ def coverage_text(coverages: Sequence[Coverage]) -> str:
     return "\n".join(lines)
 
 
-def coverage_mermaid(coverages: Sequence[Coverage]) -> str:
-    """Each definition's state diagram, what the scenarios never reached marked."""
+def coverage_mermaid(coverages: Sequence[Coverage], *, markdown: bool = False) -> str:
+    """Each definition's state diagram, what the scenarios never reached marked; as a
+    Markdown page (a section and a ``mermaid`` block per definition) when ``markdown``."""
     blocks = []
     for c in coverages:
         diagram = to_mermaid(
@@ -91,7 +92,18 @@ def coverage_mermaid(coverages: Sequence[Coverage]) -> str:
             unvisited=frozenset(c.unvisited_states()),
             untaken=frozenset(t.index for t in c.untaken()),
         )
+        if markdown:
+            d = c.definition
+            diagram = (
+                f"## {d.name} v{d.version}\n\n"
+                f"Transitions {len(c.transitions)}/{c.transition_count}, states "
+                f"{len(c.states)}/{c.state_count}. Dashed red: never entered; "
+                f'"(never taken)": a transition no scenario took.\n\n'
+                f"```mermaid\n{diagram}```\n"
+            )
         blocks.append(diagram)
+    if markdown:
+        return "# Scenario coverage\n\n" + "\n".join(blocks)
     return "\n".join(blocks)
 
 

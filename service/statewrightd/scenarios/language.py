@@ -277,14 +277,17 @@ class _Marks:
         except yaml.YAMLError:
             self._root = None
 
-    def at(self, path: Path_) -> tuple[int | None, int | None]:
+    def at(self, path: Path_, *, key: bool = False) -> tuple[int | None, int | None]:
+        """The line and column of the element at ``path`` (with ``key``: of its key)."""
         node = self._root
         if node is None:
             return None, None
-        for part in path:
+        for i, part in enumerate(path):
             child = None
             if isinstance(node, yaml.MappingNode) and isinstance(part, str):
-                child = next((v for k, v in node.value if k.value == part), None)
+                pair = next(((k, v) for k, v in node.value if k.value == part), None)
+                if pair is not None:
+                    child = pair[0] if key and i == len(path) - 1 else pair[1]
             elif isinstance(node, yaml.SequenceNode) and isinstance(part, int):
                 child = node.value[part] if 0 <= part < len(node.value) else None
             if child is None:
@@ -306,11 +309,12 @@ class _Reader:
         self.catalog = catalog
         self.marks = _Marks(text)
         self.problems: list[Problem] = []
+        self.definition_broken = False
 
     # -- problems --
 
-    def problem(self, path: Path_, message: str) -> _Invalid:
-        line, column = self.marks.at(path)
+    def problem(self, path: Path_, message: str, *, key: bool = False) -> _Invalid:
+        line, column = self.marks.at(path, key=key)
         self.problems.append(Problem(render_path(path), message, line=line, column=column))
         return _Invalid()
 
@@ -324,6 +328,7 @@ class _Reader:
                     (*path, str(key)),
                     f"unknown key {key!r}; expected one of {', '.join(allowed)}"
                     + did_you_mean(key, allowed),
+                    key=True,
                 )
 
     # -- plain values --
@@ -401,7 +406,10 @@ class _Reader:
         except _Invalid:
             return []
         self.keys(top, _FILE_KEYS, ())
-        definition = self.definition_of(top.get("definition"), ("definition",), None)
+        try:
+            definition = self.definition_of(top.get("definition"), ("definition",), None)
+        except _Invalid:
+            definition, self.definition_broken = None, True
         clock = DEFAULT_START
         if "clock" in top:
             with contextlib.suppress(_Invalid):
@@ -495,6 +503,8 @@ class _Reader:
         name = self.text(name if isinstance(name, str) else str(name), (*path, "name"), "name")
         report = self.definition_of(raw.get("definition"), (*path, "definition"), inherited)
         if report is None:
+            if self.definition_broken:
+                raise _Invalid()  # the file's `definition` has its problem already
             raise self.problem(
                 path,
                 "no definition: name one with `definition:` (in the scenario or at the top of "

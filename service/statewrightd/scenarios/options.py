@@ -41,12 +41,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--coverage",
-        nargs="?",
-        const="text",
-        default=None,
-        choices=("text", "mermaid"),
+        action="store_true",
         help="report which states and transitions of each definition the scenarios went "
-        "through: as text, or as Mermaid state diagrams with what was missed marked",
+        "through, and which never",
+    )
+    parser.add_argument(
+        "--coverage-graph",
+        default=None,
+        metavar="FILE",
+        help="write each definition's state diagram (Mermaid) with what the scenarios never "
+        "reached marked: a Markdown page when FILE ends in .md, else Mermaid text; - for "
+        "standard output",
     )
     parser.add_argument(
         "--min-coverage",
