@@ -25,6 +25,7 @@ from __future__ import annotations
 
 try:
     from statewrightd.scenarios.fluent import (
+        NoTask,
         Scenario,
         ScenarioFileInvalid,
         StepRefused,
@@ -39,4 +40,12 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "checkout: pip install -e . -e clients/python)"
     ) from exc
 
-__all__ = ["Scenario", "ScenarioFileInvalid", "StepRefused", "Task", "Timer", "run_scenario"]
+__all__ = [
+    "NoTask",
+    "Scenario",
+    "ScenarioFileInvalid",
+    "StepRefused",
+    "Task",
+    "Timer",
+    "run_scenario",
+]

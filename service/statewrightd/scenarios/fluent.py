@@ -25,7 +25,7 @@ from statewrightd.scenarios.language import (
 )
 from statewrightd.scenarios.report import failure_text, result_line
 from statewrightd.scenarios.runner import Refused, ScenarioResult, run_scenarios
-from statewrightd.scenarios.sandbox import DEFAULT_START, Found, Sandbox
+from statewrightd.scenarios.sandbox import DEFAULT_START, Found, NoTask, Sandbox
 
 
 class StepRefused(Exception):
@@ -77,7 +77,7 @@ class Scenario:
     in ``definitions`` (directories; default: the working directory).
 
     Every step returns the scenario, so that steps chain; a step the engine refuses
-    raises ``StepRefused``."""
+    raises ``StepRefused``, a task step that finds no task of its queue ``NoTask``."""
 
     def __init__(
         self,
@@ -262,3 +262,14 @@ def run_scenario(
         report = "\n".join(f"{result_line(r)}\n{failure_text(r)}" for r in failed)
         raise AssertionError(f"{len(failed)} of {len(results)} scenario(s) failed:\n{report}")
     return results
+
+
+__all__ = [
+    "NoTask",
+    "Scenario",
+    "ScenarioFileInvalid",
+    "StepRefused",
+    "Task",
+    "Timer",
+    "run_scenario",
+]

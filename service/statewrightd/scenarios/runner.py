@@ -37,7 +37,7 @@ from statewrightd.scenarios.language import (
     TaskExpect,
     TimerExpect,
 )
-from statewrightd.scenarios.sandbox import Found, Sandbox
+from statewrightd.scenarios.sandbox import Found, NoTask, Sandbox
 from statewrightd.store.records import HistoryRecord, TaskRecord, TimerRecord
 
 
@@ -202,7 +202,10 @@ class _Driver:
 
     def task(self, step: Step, action: Task) -> StepFailure | None:
         sandbox = self.sandbox
-        task = sandbox.take(action.queue, self.workflow_id)
+        try:
+            task = sandbox.take(action.queue, self.workflow_id)
+        except NoTask as exc:
+            return StepFailure(step, f"a worker found no task: {exc}")
         if action.input is not None:
             mismatches = list(_subset(action.input, task.input, "task.input"))
             if mismatches:

@@ -168,10 +168,13 @@ class Found:
     tasks: tuple[TaskRecord, ...]
 
 
-class NoTask(errors.FailedPrecondition):
-    """A worker polled a queue on which no task of the instance is open."""
+class NoTask(LookupError):
+    """A worker waited for a task of a queue on which none is open, or will be: the
+    scenario, not the server, is at odds with what happened."""
 
-    default_reason = "NO_OPEN_TASK"
+
+class Unsettled(RuntimeError):
+    """Time did not settle: something kept coming due at the same instant."""
 
 
 class Sandbox:
@@ -290,10 +293,9 @@ class Sandbox:
                     self._stop_at(until)
                 return
             self._stop_at(due)
-        raise errors.Internal(
+        raise Unsettled(
             f"time did not settle: more than {MAX_STOPS:,} instants with something due "
-            f"before {until.isoformat()}",
-            reason="TIMELINE_DID_NOT_SETTLE",
+            f"before {until.isoformat()}"
         )
 
     def _stop_at(self, when: datetime) -> None:
@@ -388,7 +390,7 @@ class Sandbox:
         try:
             struct = dict_to_struct(values)
         except (ValueError, TypeError) as exc:
-            raise errors.InvalidArgument(f"{field}: {exc}", reason="INVALID_VALUE") from None
+            raise TypeError(f"{field}: {exc}") from None
         return struct_to_dict(struct, field, self._limits)
 
     # -- requests ----------------------------------------------------------------------
@@ -453,13 +455,10 @@ class Sandbox:
         for _ in range(MAX_STOPS):
             waiting = self._open_tasks(workflow_id, queue)
             if not waiting:
-                raise NoTask(f"no task is open on queue {queue!r}", metadata={"queue": queue})
+                raise NoTask(f"no task is open on queue {queue!r}")
             ready = [t for t in waiting if t.status is not TaskStatus.LEASED]
             if not ready:
-                raise NoTask(
-                    f"every open task of queue {queue!r} is leased by another worker",
-                    metadata={"queue": queue},
-                )
+                raise NoTask(f"every open task of queue {queue!r} is leased by another worker")
             soonest = min(t.available_time for t in ready)
             if soonest > self.clock.now():
                 self.advance_to(soonest)
@@ -467,7 +466,7 @@ class Sandbox:
             leased = self.lease(queue)
             if leased is not None:
                 return leased
-        raise errors.Internal("a task never became ready", reason="TIMELINE_DID_NOT_SETTLE")
+        raise Unsettled(f"no task of queue {queue!r} became ready")
 
     def complete(self, task: TaskRecord, result: Mapping[str, Any] | None = None) -> Completion:
         assert task.lease_token is not None, "only a leased task is completed"

@@ -160,7 +160,7 @@ def test_a_refusal_expected_lifts_the_checks_of_names(project: Path) -> None:
               - resume: nonsense
                 expect: {refused: UNKNOWN_EVENT}
               - task: {queue: elsewhere, complete: {}}
-                expect: {refused: NO_OPEN_TASK}
+                expect: {refused: TASK_CANCELLED}
         """,
     )
     assert problems == []

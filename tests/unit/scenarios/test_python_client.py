@@ -6,7 +6,14 @@ from datetime import timedelta
 from pathlib import Path
 
 import pytest
-from statewright.testing import Scenario, ScenarioFileInvalid, StepRefused, Timer, run_scenario
+from statewright.testing import (
+    NoTask,
+    Scenario,
+    ScenarioFileInvalid,
+    StepRefused,
+    Timer,
+    run_scenario,
+)
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "definitions"
 
@@ -37,6 +44,8 @@ def test_workers_complete_fail_and_time_out_tasks() -> None:
     assert wf.state == "shipping"
     wf.fail_task("shipping", "LOST", non_retryable=True)
     assert wf.state == "refunding"
+    with pytest.raises(NoTask, match="no task is open on queue 'shipping'"):
+        wf.complete_task("shipping")
     wf.close()
 
 

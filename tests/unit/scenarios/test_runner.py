@@ -290,3 +290,8 @@ def test_quiet_prints_failures_and_the_summary(run: Runner) -> None:
         "-q",
     )
     assert "PASS" not in result.out and "FAIL  ticket.test.yaml: bad" in result.out
+
+
+def test_a_worker_that_finds_no_task_fails_the_step(run: Runner) -> None:
+    out = failing(run, "      - start: {}\n      - task: {queue: work, complete: {}}\n")
+    assert "step 2 `task work complete`: a worker found no task: no task is open on queue" in out
