@@ -128,8 +128,10 @@ def main() -> None:
     per_cpu = steps / cpu
     per_wall = steps / wall
     print(f"typical 20-step scenario, {args.rounds} rounds on one core:")
-    print(f"  {per_wall:,.0f} steps/s wall, {per_cpu:,.0f} steps/s of CPU "
-          f"({cpu / steps * 1e6:,.0f} us of CPU per step)")
+    print(
+        f"  {per_wall:,.0f} steps/s wall, {per_cpu:,.0f} steps/s of CPU "
+        f"({cpu / steps * 1e6:,.0f} us of CPU per step)"
+    )
     print(f"  one scenario of 20 steps: p50 {p50:.1f} ms, p99 {p99:.1f} ms")
 
     suite: list[float] = []
