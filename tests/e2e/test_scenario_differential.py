@@ -44,7 +44,7 @@ from statewrightd.scenarios.runner import Refused, same
 from statewrightd.scenarios.sandbox import Sandbox
 from statewrightd.store.records import TaskRecord
 from tests.support.api import Client, error_info
-from tests.support.deployment import EXAMPLES, running_server
+from tests.support.deployment import EXAMPLES
 from tests.support.server import ServerProcess
 from tests.support.tasks import Tasks
 
@@ -57,6 +57,7 @@ ROUNDS = (timedelta(minutes=7),) * 4
 SETTLING = (timedelta(hours=25),) * 3
 RETRY_AFTER = 120.0  # a failed attempt's retry delay, given by the worker: no jitter
 QUIET_WITHIN = 60.0
+STARTUP_WITHIN = 300.0
 BACKOFF_WITHIN = 20.0  # the longest retry backoff of a lapsed lease in these definitions
 
 Op = tuple[Any, ...]
@@ -327,7 +328,6 @@ class Server:
         self.database, self.definitions, self.cwd = database, definitions, cwd
         self.offset = 0.0
         self.process: ServerProcess | None = None
-        self._running: Any = None
 
     def now(self) -> datetime:
         return datetime.now(UTC) + timedelta(seconds=self.offset)
@@ -336,21 +336,24 @@ class Server:
         self.stop()
         self.offset = (virtual - datetime.now(UTC)).total_seconds()
         assert self.offset > 0, "the rounds' clock fell behind the machine's"
-        self._running = running_server(
-            self.database,
-            self.definitions,
+        self.process = ServerProcess(
+            database_url=self.database,
+            definitions=self.definitions,
+            grace=2.0,
             cwd=self.cwd,
-            extra_args=["--clock-offset", f"{self.offset:.3f}s"],
+            extra_args=["--log-level", "INFO", "--clock-offset", f"{self.offset:.3f}s"],
         )
-        self.process = self._running.__enter__()
-        return self.process
+        # Hundreds of definition files to compile: a slow start on a busy machine.
+        return self.process.start(timeout=STARTUP_WITHIN)
 
     def stop(self) -> None:
-        if self._running is not None:
-            self._running.__exit__(None, None, None)
-            if self.process is not None:
-                assert "Traceback" not in self.process.log(), self.process.log()
-            self._running = self.process = None
+        process, self.process = self.process, None
+        if process is not None:
+            try:
+                process.stop(timeout=15)
+            finally:
+                process.kill()
+            assert "Traceback" not in process.log(), process.log()
 
 
 def quiet(client: Client, tasks: Tasks, server: Server) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -89,3 +91,17 @@ async def test_it_works_from_an_async_test() -> None:
     wf = Scenario(EXAMPLES / "review-loop.yaml")
     wf.start().signal("score", {"score": 1})
     assert wf.state == "accepted"
+
+
+def test_without_the_server_the_import_says_what_to_install() -> None:
+    # The client distribution does not depend on the server's: the import explains.
+    code = (
+        "import sys; sys.modules['statewrightd'] = None\n"
+        "try:\n    import statewright.testing\n"
+        "except ImportError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert "comes with the server distribution 'statewrightd'" in done.stdout
+    assert "pip install -e . -e clients/python" in done.stdout
