@@ -464,8 +464,9 @@ class Sandbox:
                 self.advance_to(soonest)
                 continue
             leased = self.lease(queue)
-            if leased is not None:
-                return leased
+            if leased is None:
+                raise NoTask(f"the open task of queue {queue!r} is not ready to be leased")
+            return leased
         raise Unsettled(f"no task of queue {queue!r} became ready")
 
     def complete(self, task: TaskRecord, result: Mapping[str, Any] | None = None) -> Completion:
