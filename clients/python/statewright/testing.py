@@ -5,7 +5,8 @@ virtual clock and an in-memory store, so a day of timers takes no time; ``run_sc
 runs scenario files (``*.test.yaml``, as ``statewrightd test`` does) and raises
 ``AssertionError`` with a report when one fails::
 
-    from statewright.testing import Scenario, run_scenario
+    import pytest
+    from statewright.testing import Scenario, run_scenario, scenarios
 
     def test_escalates_after_fifteen_minutes():
         wf = Scenario("definitions/ticket-escalation.yaml")
@@ -15,6 +16,10 @@ runs scenario files (``*.test.yaml``, as ``statewrightd test`` does) and raises
 
     def test_scenario_files():
         run_scenario("definitions/")
+
+    @pytest.mark.parametrize("case", scenarios("definitions/"), ids=str)
+    def test_scenario(case):  # one test per scenario
+        case.run()
 
 The steps run on the server's own engine, which comes with the server distribution
 (``statewrightd``): it must be installed beside this client, e.g. ``pip install -e .
@@ -27,11 +32,13 @@ try:
     from statewrightd.scenarios.fluent import (
         NoTask,
         Scenario,
+        ScenarioCase,
         ScenarioFileInvalid,
         StepRefused,
         Task,
         Timer,
         run_scenario,
+        scenarios,
     )
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
@@ -43,9 +50,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 __all__ = [
     "NoTask",
     "Scenario",
+    "ScenarioCase",
     "ScenarioFileInvalid",
     "StepRefused",
     "Task",
     "Timer",
     "run_scenario",
+    "scenarios",
 ]

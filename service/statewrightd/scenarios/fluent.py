@@ -23,6 +23,7 @@ from statewrightd.scenarios.language import (
     read_scenario_file,
     scenario_files,
 )
+from statewrightd.scenarios.language import Scenario as LanguageScenario
 from statewrightd.scenarios.report import failure_text, result_line
 from statewrightd.scenarios.runner import Refused, ScenarioResult, run_scenarios
 from statewrightd.scenarios.sandbox import DEFAULT_START, Found, NoTask, Sandbox
@@ -238,6 +239,42 @@ class Scenario:
         return self._sandbox.now()
 
 
+@dataclass(frozen=True, slots=True)
+class ScenarioCase:
+    """One scenario of a file, to run as a test of its own (``pytest.mark.parametrize``
+    over ``scenarios(...)``, with ``ids=str``)."""
+
+    scenario: LanguageScenario
+
+    def __str__(self) -> str:
+        return f"{self.scenario.file.name}::{self.scenario.name}"
+
+    def run(self) -> ScenarioResult:
+        """Run it; ``AssertionError`` with the runner's report when it fails."""
+        (result,) = run_scenarios([self.scenario])
+        if not result.passed:
+            raise AssertionError(f"{result_line(result)}\n{failure_text(result)}")
+        return result
+
+
+def scenarios(path: str | Path, *, definitions: Sequence[str | Path] = ()) -> list[ScenarioCase]:
+    """Every scenario of a scenario file (or of every ``*.test.yaml`` under a directory),
+    each to run on its own; ``ScenarioFileInvalid`` when a file is itself invalid."""
+    return [ScenarioCase(s) for s in _read(path, definitions)]
+
+
+def _read(path: str | Path, definitions: Sequence[str | Path]) -> list[LanguageScenario]:
+    files, missing = scenario_files([str(path)])
+    if missing or not files:
+        raise FileNotFoundError(f"no scenario file at {path}")
+    catalog = Catalog([Path(d) for d in definitions])
+    read = [read_scenario_file(f, catalog) for f in files]
+    problems = [line for f in read for line in f.lines() if f.errors]
+    if problems:
+        raise ScenarioFileInvalid(problems)
+    return [s for f in read for s in f.scenarios]
+
+
 def run_scenario(
     path: str | Path,
     *,
@@ -247,16 +284,8 @@ def run_scenario(
     """Run a scenario file (or every ``*.test.yaml`` under a directory); raise
     ``AssertionError`` with the runner's report when a scenario fails, and
     ``ScenarioFileInvalid`` when a file is itself invalid."""
-    files, missing = scenario_files([str(path)])
-    if missing or not files:
-        raise FileNotFoundError(f"no scenario file at {path}")
-    catalog = Catalog([Path(d) for d in definitions])
-    read = [read_scenario_file(f, catalog) for f in files]
-    problems = [line for f in read for line in f.lines() if f.errors]
-    if problems:
-        raise ScenarioFileInvalid(problems)
-    scenarios = [s for f in read for s in f.scenarios if match is None or match in s.name]
-    results = run_scenarios(scenarios)
+    found = [s for s in _read(path, definitions) if match is None or match in s.name]
+    results = run_scenarios(found)
     failed = [r for r in results if not r.passed]
     if failed:
         report = "\n".join(f"{result_line(r)}\n{failure_text(r)}" for r in failed)
@@ -267,9 +296,11 @@ def run_scenario(
 __all__ = [
     "NoTask",
     "Scenario",
+    "ScenarioCase",
     "ScenarioFileInvalid",
     "StepRefused",
     "Task",
     "Timer",
     "run_scenario",
+    "scenarios",
 ]

@@ -11,10 +11,12 @@ import pytest
 from statewright.testing import (
     NoTask,
     Scenario,
+    ScenarioCase,
     ScenarioFileInvalid,
     StepRefused,
     Timer,
     run_scenario,
+    scenarios,
 )
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "definitions"
@@ -105,3 +107,21 @@ def test_without_the_server_the_import_says_what_to_install() -> None:
     )
     assert "comes with the server distribution 'statewrightd'" in done.stdout
     assert "pip install -e . -e clients/python" in done.stdout
+
+
+@pytest.mark.parametrize("case", scenarios(EXAMPLES / "review-loop.test.yaml"), ids=str)
+def test_each_scenario_of_a_file_is_a_test_of_its_own(case: ScenarioCase) -> None:
+    assert str(case).startswith("review-loop.test.yaml::")
+    assert case.run().passed
+
+
+def test_a_failing_case_raises_with_the_report(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.test.yaml"
+    bad.write_text(
+        f"definition: {EXAMPLES / 'review-loop.yaml'}\n"
+        "scenarios:\n  - name: wrong\n    steps:\n      - start: {}\n"
+        "        expect: {state: accepted}\n"
+    )
+    (case,) = scenarios(bad)
+    with pytest.raises(AssertionError, match='expected: "accepted"'):
+        case.run()
