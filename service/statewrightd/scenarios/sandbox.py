@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, ParamSpec, TypeVar
 
-from google.protobuf import duration_pb2
+from google.protobuf import duration_pb2, struct_pb2
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
@@ -384,14 +384,18 @@ class Sandbox:
     def _step(self, command: Command) -> Outcome:
         return self._await(self._requests.step(command, None))
 
-    def _values(self, values: Mapping[str, Any], field: str) -> dict[str, Any]:
-        """A map of values as the server receives it: through a protobuf Struct (numbers
-        are doubles there; integral ones come back as ints), within the server's limits."""
+    @staticmethod
+    def _struct(values: Mapping[str, Any], field: str) -> struct_pb2.Struct:
+        """A map of values as a request carries it: a protobuf Struct."""
         try:
-            struct = dict_to_struct(values)
+            return dict_to_struct(values)
         except (ValueError, TypeError) as exc:
             raise TypeError(f"{field}: {exc}") from None
-        return struct_to_dict(struct, field, self._limits)
+
+    def _values(self, values: Mapping[str, Any], field: str) -> dict[str, Any]:
+        """A map of values as the server receives it: through a Struct (numbers are doubles
+        there; integral ones come back as ints), within the server's limits."""
+        return struct_to_dict(self._struct(values, field), field, self._limits)
 
     # -- requests ----------------------------------------------------------------------
 
@@ -407,7 +411,7 @@ class Sandbox:
             definition=definition,
             version=version or 0,
             workflow_id=workflow_id,
-            input=dict_to_struct(self._values(input or {}, "input")),
+            input=self._struct(input or {}, "input"),
         )
         loaded = self.registry.get(*api_requests.start_target(request))
         return self._step(api_requests.start_command(request, loaded, self._limits))
@@ -418,7 +422,7 @@ class Sandbox:
         request = pb.ResumeWorkflowRequest(
             name=f"workflows/{workflow_id}",
             event=event,
-            input=dict_to_struct(self._values(input or {}, "input")),
+            input=self._struct(input or {}, "input"),
         )
         return self._step(api_requests.resume_command(request, self._limits))
 
@@ -429,7 +433,7 @@ class Sandbox:
         request = pb.SignalWorkflowRequest(
             name=f"workflows/{workflow_id}",
             event=event,
-            payload=dict_to_struct(self._values(payload or {}, "payload")),
+            payload=self._struct(payload or {}, "payload"),
         )
         return self._step(api_requests.signal_command(request, self._limits))
 
@@ -499,7 +503,7 @@ class Sandbox:
         )
         request.error.type = type
         request.error.message = message
-        request.error.details.CopyFrom(dict_to_struct(self._values(details or {}, "details")))
+        request.error.details.CopyFrom(self._struct(details or {}, "details"))
         if retry_after is not None:
             request.retry_delay.CopyFrom(duration_pb2.Duration())
             request.retry_delay.FromTimedelta(retry_after)
