@@ -247,7 +247,6 @@ class Sandbox:
             observer=observer,
             rng=rng,
         )
-        self._aio: asyncio.AbstractEventLoop | None = None
         # Neither the timer scheduler nor the sweeper is started: their periodic looks
         # stand for the passing of real time, which here passes only in ``advance_to``,
         # and that has them look at every instant something comes due.
@@ -259,9 +258,6 @@ class Sandbox:
 
     def close(self) -> None:
         self._loop.stop()
-        if self._aio is not None:
-            self._aio.close()
-            self._aio = None
         self.repo.close()
 
     # -- definitions -------------------------------------------------------------------
@@ -355,21 +351,20 @@ class Sandbox:
     async def _read(fn: Callable[[], T]) -> T:
         return fn()
 
-    def _await(self, coro: Coroutine[Any, Any, T]) -> T:
-        """Run one of the server's coroutines to its end, on this sandbox's own asyncio
-        loop (in a helper thread when the caller's thread runs a loop of its own)."""
-        if self._aio is None:
-            self._aio = asyncio.new_event_loop()
-        aio = self._aio
+    @staticmethod
+    def _await(coro: Coroutine[Any, Any, T]) -> T:
+        """Run one of the server's coroutines to its end, on the calling thread's asyncio
+        loop of sandboxes (in a helper thread when the caller's thread runs a loop of its
+        own, as an async test does)."""
         try:
             asyncio.get_running_loop()
         except RuntimeError:
-            return aio.run_until_complete(coro)
+            return _thread_loop().run_until_complete(coro)
         box: list[T | BaseException] = []
 
         def run() -> None:
             try:
-                box.append(aio.run_until_complete(coro))
+                box.append(_thread_loop().run_until_complete(coro))
             except BaseException as exc:
                 box.append(exc)
 
@@ -540,3 +535,28 @@ class Sandbox:
             timers = tuple(self.repo.armed_timers([workflow_id]).get(workflow_id, ()))
         tasks = tuple(self._open_tasks(workflow_id))
         return Found(record, loaded, timers, tasks)
+
+
+class _LoopHolder:
+    """A thread's asyncio loop for sandboxes, closed when the thread (or the process)
+    lets go of it: one per thread however many sandboxes it runs, each loop holding file
+    descriptors of its own."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+
+    def __del__(self) -> None:
+        self.loop.close()
+
+
+class _ThreadLoops(threading.local):
+    holder: _LoopHolder | None = None
+
+
+_LOOPS = _ThreadLoops()
+
+
+def _thread_loop() -> asyncio.AbstractEventLoop:
+    if _LOOPS.holder is None:
+        _LOOPS.holder = _LoopHolder()
+    return _LOOPS.holder.loop
