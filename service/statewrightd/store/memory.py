@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import secrets
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -462,7 +462,12 @@ class MemoryRepository(BatchWriter):
         return None if instance is None else instance.tasks.get(task_id)
 
     def lease_tasks(
-        self, queue: str, now: datetime, limit: int, first_lease: float
+        self,
+        queue: str,
+        now: datetime,
+        limit: int,
+        first_lease: float,
+        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
     ) -> list[TaskRecord]:
         at, first_ms = _time(now), round(first_lease * 1000)
         with self._held():
@@ -477,6 +482,11 @@ class MemoryRepository(BatchWriter):
                 ),
                 key=lambda t: t["available_time"],
             )[:limit]
+            if choose is not None:
+                chosen = {
+                    (c.workflow_id, c.task_id) for c in choose([_task_record(t) for t in ready])
+                }
+                ready = [t for t in ready if (t["workflow_id"], t["task_id"]) in chosen]
             for task in ready:
                 stc = task["start_to_close_ms"]
                 heartbeat = task["heartbeat_ms"] if task["heartbeat_ms"] is not None else stc
