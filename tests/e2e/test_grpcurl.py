@@ -145,14 +145,16 @@ def test_describe_a_service_a_method_and_a_message(grpcurl: Path, server: Server
     assert f"{SERVICE} is a service:" in service
     assert (
         "rpc WatchWorkflow ( .statewright.v1.WatchWorkflowRequest ) returns "
-        "( stream .statewright.v1.WatchWorkflowResponse );"
+        "( stream .statewright.v1.WatchWorkflowResponse )"
     ) in service
+    # Each RPC shows its HTTP route, the google.api.http annotation.
+    assert 'get: "/api/v1/{name=workflows/*}/watch"' in service
 
     method = _run(grpcurl, server, "describe", f"{SERVICE}.StartWorkflow")
     assert f"{SERVICE}.StartWorkflow is a method:" in method
     assert (
         "rpc StartWorkflow ( .statewright.v1.StartWorkflowRequest ) returns "
-        "( .statewright.v1.StartWorkflowResponse );"
+        "( .statewright.v1.StartWorkflowResponse )"
     ) in method
 
     message = _run(grpcurl, server, "describe", "statewright.v1.StartWorkflowRequest")
