@@ -169,7 +169,7 @@ def _comment_above(proto: str, line: str) -> str:
     """The comment the proto file has right above ``line``, as grpcurl prints it."""
     lines = (REPO / "proto/statewright/v1" / proto).read_text(encoding="utf-8").splitlines()
     at = next(i for i, text in enumerate(lines) if text.strip().startswith(line))
-    above = []
+    above: list[str] = []
     while lines[at - 1].strip().startswith("//"):
         at -= 1
         above.insert(0, lines[at].strip())

@@ -528,9 +528,7 @@ class WorkerCore(ABC, Generic[_Client]):
                 yield from self._release(attempt)
                 return
             task = attempt.task
-            log.info(
-                "task %s (queue %s, attempt %d): working", task.name, task.queue, task.attempt
-            )
+            log.info("task %s (queue %s, attempt %d): working", task.name, task.queue, task.attempt)
             attempt.handle = self._launch(attempt)
             while attempt.outcome is None:
                 if self._grace_over:
