@@ -163,10 +163,9 @@ def _definitions(client: Client, args: argparse.Namespace, out: TextIO) -> None:
 
 def _status(text: str) -> WorkflowStatus:
     try:
-        return WorkflowStatus(text.upper())
-    except ValueError:
-        choices = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
-        raise argparse.ArgumentTypeError(f"status must be one of {choices}") from None
+        return WorkflowStatus.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def build_parser() -> argparse.ArgumentParser:

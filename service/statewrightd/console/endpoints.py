@@ -38,6 +38,7 @@ from statewrightd.api.convert import definition_pb
 from statewrightd.api.definitions_page import list_definitions
 from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
+from statewrightd.api.enum_names import full_enum_names
 from statewrightd.api.status import error_json
 from statewrightd.application import Application
 from statewrightd.console.streams import DiagnosticsSampler, EventStream
@@ -91,7 +92,7 @@ def from_query(request: web.Request, message: M, method: str) -> M:
             raise _malformed(method, f"{key} is given {len(values)} times")
         fields[key] = values[0]
     try:
-        json_format.ParseDict(fields, message)
+        json_format.ParseDict(full_enum_names(message, fields), message)
     except json_format.ParseError as exc:
         raise _malformed(method, str(exc)) from None
     return message
