@@ -23,17 +23,18 @@ dev: $(STAMP)
 ## prerequisites are checked first (scripts/check-prerequisites); each phase prints its
 ## name and duration as it ends, and the run ends with the list of them all.
 PHASE := scripts/phase
+SUBMAKE := $(MAKE) -s --no-print-directory
 test:
 	@scripts/check-prerequisites
 	@export STATEWRIGHT_PHASES=$$(mktemp); \
 	trap '$(PHASE) --summary "$$STATEWRIGHT_PHASES"; rm -f "$$STATEWRIGHT_PHASES"' EXIT; \
-	$(PHASE) install $(MAKE) --no-print-directory install && \
-	$(PHASE) "buf lint" $(MAKE) --no-print-directory buf-lint && \
-	$(PHASE) "buf breaking" $(MAKE) --no-print-directory buf-breaking && \
-	$(PHASE) "generated code" $(MAKE) --no-print-directory check-generated && \
-	$(PHASE) "console bundle" $(MAKE) --no-print-directory check-console && \
-	$(PHASE) "ruff" $(MAKE) --no-print-directory lint && \
-	$(PHASE) "mypy" $(MAKE) --no-print-directory typecheck && \
+	$(PHASE) install $(SUBMAKE) install && \
+	$(PHASE) "buf lint" $(SUBMAKE) buf-lint && \
+	$(PHASE) "buf breaking" $(SUBMAKE) buf-breaking && \
+	$(PHASE) "generated code" $(SUBMAKE) check-generated && \
+	$(PHASE) "console bundle" $(SUBMAKE) check-console && \
+	$(PHASE) "ruff" $(SUBMAKE) lint && \
+	$(PHASE) "mypy" $(SUBMAKE) typecheck && \
 	$(PHASE) "kustomize" sh -c 'scripts/install-kustomize >/dev/null' && \
 	$(PHASE) "chromium" sh -c 'scripts/install-chromium >/dev/null' && \
 	scripts/with-postgres scripts/test-suite
