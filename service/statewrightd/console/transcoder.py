@@ -28,6 +28,7 @@ from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
 from statewrightd import errors
+from statewrightd.api.enum_names import full_enum_names
 from statewrightd.api.handlers import undecorated
 from statewrightd.console import inputs
 from statewrightd.console.admission import Admission
@@ -171,7 +172,7 @@ class Transcoder:
                 raise inputs.malformed(method, "this call takes no body")
             bound = {**values, **({route.body: ""} if route.body else {})}
             fields = inputs.query_fields(request.query, route.method.input_type, method, bound)
-            inputs.parse_fields(fields, message, method)
+            inputs.parse_fields(full_enum_names(message, fields), message, method)
         inputs.bind_path(values, message, method)
         return message
 

@@ -14,6 +14,7 @@ get PERMISSION_DENIED; both with one ErrorInfo, as every error.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -185,6 +186,11 @@ class CallGate(grpc.aio.ServerInterceptor):
         grants = principal.grants_for(rule)
         if not grants:
             raise _denied(f"{principal.name} may not call {name}: it needs the {rule.role} role")
+        caller.set_definition_scope(
+            None
+            if unscoped(grants, Scope.DEFINITION)
+            else functools.partial(allows, grants, Scope.DEFINITION)
+        )
         if unscoped(grants, rule.scope) or not isinstance(request, Message):
             # Everything in scope; or a body that did not decode, which the handler answers.
             return principal, grants
