@@ -97,7 +97,9 @@ class TaskDesk:
         step: Step,
         replayed: Replayed,
         observer: StepObserver,
+        rng: random.Random | None = None,
     ) -> None:
+        """``rng`` draws the retry delays (a seeded one makes them repeatable)."""
         self._repo = repo
         self._polls = polls
         self._clock = clock
@@ -105,7 +107,7 @@ class TaskDesk:
         self._step = step
         self._replayed = replayed
         self._observer = observer
-        self._rng = random.Random()
+        self._rng = rng or random.Random()
 
     # -- polls -----------------------------------------------------------------------
 
