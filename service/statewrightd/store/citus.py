@@ -85,8 +85,8 @@ _ALL = 1 << 30
 # How often a claim looks again when other replicas took the rows it was offered.
 _CLAIM_ROUNDS = 3
 _REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
-_CALL_ROWS = "SELECT * FROM statewright_shard_rows(%s, %s, %s::json[], %s, %s)"
-_CALL_SCAN = "SELECT * FROM statewright_shard_scan(%s, %s, %s::json, %s, %s)"
+_CALL_ROWS = "SELECT * FROM statewright_shard_rows(%s, %s, %s, %s, %s)"
+_CALL_SCAN = "SELECT * FROM statewright_shard_scan(%s, %s, %s, %s, %s)"
 _SHARD_MAP = """
 SELECT s.shardminvalue::integer, s.shardmaxvalue::integer, p.groupid
   FROM pg_dist_shard s JOIN pg_dist_placement p USING (shardid)
@@ -377,7 +377,7 @@ class CitusRepository(PostgresRepository):
     def _call(self, conn: Conn, encoded: list[EncodedOp], call: NodeCall) -> list[Any]:
         """One node call, retried when the node's transaction deadlocked (nothing was
         written); a row the database refuses fails alone."""
-        params = (call.route, call.statements, call.batches, c.DETAIL, _ALL)
+        params = _rows_params(call.route, call.statements, call.batches, _ALL)
         # Read while the connection is alive: its global pid names the call's processes.
         gpid = self._gpids.get(conn.info.backend_pid)
         for attempt in range(1, 4):
@@ -495,7 +495,7 @@ class CitusRepository(PostgresRepository):
             for members in groups.values():
                 batch = json.dumps([{**d, "n": n} for n, d in enumerate(members)])
                 rows = conn.execute(
-                    _CALL_ROWS, (members[0]["workflow_id"], [statement], [batch], c.DETAIL, _ALL)
+                    _CALL_ROWS, _rows_params(members[0]["workflow_id"], [statement], [batch], _ALL)
                 ).fetchall()
                 found.extend(row for (row,) in rows if not row.get("misrouted"))
         return found
@@ -555,7 +555,7 @@ class CitusRepository(PostgresRepository):
             for docs in by_group.values():
                 batch = json.dumps([{**d, "n": n} for n, d in enumerate(docs)])
                 rows = conn.execute(
-                    _CALL_ROWS, (docs[0]["workflow_id"], [claim], [batch], c.DETAIL, len(docs))
+                    _CALL_ROWS, _rows_params(docs[0]["workflow_id"], [claim], [batch], len(docs))
                 ).fetchall()
                 taken.extend(row for (row,) in rows if not row.get("misrouted"))
         return taken
@@ -684,7 +684,7 @@ class CitusRepository(PostgresRepository):
         doc = json.dumps([{"workflow_id": workflow_id, "revision": revision, "n": 0}])
         with self._writing() as conn:
             rows = conn.execute(
-                _CALL_ROWS, (workflow_id, [c.DELETE_WORKFLOW], [doc], c.DETAIL, _ALL)
+                _CALL_ROWS, _rows_params(workflow_id, [c.DELETE_WORKFLOW], [doc], _ALL)
             ).fetchall()
             answers = [row for (row,) in rows]
             if any(a.get("misrouted") for a in answers):
@@ -738,6 +738,14 @@ class CitusRepository(PostgresRepository):
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
         if version < self._citus_version:
             raise failures.schema_behind(version, self._citus_version)
+
+
+def _rows_params(
+    route: str, statements: list[str], batches: list[str], wanted: int
+) -> tuple[str, str, str, str, int]:
+    """A shard-rows call's parameters: the statements and the batches (each already a
+    JSON text) as one JSON text each, which the coordinator forwards without parsing."""
+    return (route, json.dumps(statements), "[" + ",".join(batches) + "]", c.DETAIL, wanted)
 
 
 def _merged_purges(rows: list[dict[str, Any]]) -> Purged:

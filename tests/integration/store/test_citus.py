@@ -316,10 +316,15 @@ def test_a_batch_cut_on_its_first_node_fails_only_what_is_unknown(
 
 
 def _pg_ctl(data: str, *args: str) -> None:
+    """pg_ctl on a node of scripts/with-citus (its port and socket directory kept: a
+    plain ``start`` would not reuse them)."""
     as_postgres = ["runuser", "-u", "postgres", "--"] if os.getuid() == 0 else []
     pg_ctl = "/usr/lib/postgresql/15/bin/pg_ctl"
+    nodes = os.environ["STATEWRIGHT_TEST_CITUS_DATA"].split()
+    port = os.environ["STATEWRIGHT_TEST_CITUS_PORTS"].split()[nodes.index(data)]
+    options = f"-p {port} -k {os.path.dirname(data)}"
     subprocess.run(
-        [*as_postgres, pg_ctl, "-D", data, "-l", f"{data}.log", "-w", *args],
+        [*as_postgres, pg_ctl, "-D", data, "-l", f"{data}.log", "-w", "-o", options, *args],
         check=True,
         capture_output=True,
         timeout=120,

@@ -42,8 +42,11 @@ BEGIN
     RETURN here;
 END $fn$;
 
--- Rows: ``statements[i]`` runs on the rows of ``batches[i]`` (a JSON array of objects with
--- a workflow_id and a position n), once per shard group, with the group's rows as $1 and
+-- Rows: ``statements`` (a JSON array of shard templates) and ``batches`` (a JSON array of
+-- JSON arrays) come as plain text, which the coordinator forwards as it is (a json[]
+-- parameter would cost it a parse and an escape of every quote). The i-th statement runs
+-- on the rows of the i-th batch (objects with a workflow_id and a position n), once per
+-- shard group, with the group's rows as $1 and
 -- $2 = how many rows are still wanted of the call (a claim stops at ``wanted``; a row
 -- with a "taken" field counts that many). A write answers one row per input row with at
 -- least n and changed; a row it did not change whose request id was free (a
@@ -51,9 +54,11 @@ END $fn$;
 -- statement of its own, which sees what the refusing step committed. Parts run in
 -- order, so a later part sees what an earlier one wrote.
 CREATE OR REPLACE FUNCTION statewright_shard_rows(
-    route text, statements text[], batches json[], detail text, wanted int)
+    route text, statements text, batches text, detail text, wanted int)
 RETURNS SETOF json LANGUAGE plpgsql AS $fn$
 DECLARE
+    templates text[] := ARRAY(SELECT json_array_elements_text(statements::json));
+    parts json[] := ARRAY(SELECT json_array_elements(batches::json));
     part int;
     grp record;
     res record;
@@ -62,13 +67,13 @@ DECLARE
     refused json[];
     remaining int := wanted;
 BEGIN
-    FOR part IN 1 .. coalesce(array_length(statements, 1), 0) LOOP
+    FOR part IN 1 .. coalesce(array_length(templates, 1), 0) LOOP
         FOR grp IN
             SELECT x.shard, json_agg(x.doc ORDER BY x.i) AS docs
               FROM (SELECT get_shard_id_for_distribution_column(
                                'workflow_instances', d.doc->>'workflow_id') AS shard,
                            d.doc, d.i
-                      FROM json_array_elements(batches[part]) WITH ORDINALITY AS d(doc, i)) x
+                      FROM json_array_elements(parts[part]) WITH ORDINALITY AS d(doc, i)) x
              GROUP BY x.shard
              ORDER BY x.shard
         LOOP
@@ -81,7 +86,7 @@ BEGIN
                 CONTINUE;
             END IF;
             refused := '{}';
-            FOR res IN EXECUTE format(statements[part], VARIADIC statewright_shard_tables(grp.shard))
+            FOR res IN EXECUTE format(templates[part], VARIADIC statewright_shard_tables(grp.shard))
                        USING grp.docs, remaining LOOP
                 doc := to_json(res);
                 RETURN NEXT doc;
@@ -105,7 +110,7 @@ END $fn$;
 -- none is left behind), with $1 = ``params`` and $2 = how many rows are still wanted,
 -- until ``wanted`` rows have come back (a row with a "taken" field counts that many).
 CREATE OR REPLACE FUNCTION statewright_shard_scan(
-    route text, statement text, params json, wanted int, start int)
+    route text, statement text, params text, wanted int, start int)
 RETURNS SETOF json LANGUAGE plpgsql AS $fn$
 DECLARE
     shards bigint[];
@@ -129,7 +134,7 @@ BEGIN
         here := statewright_lock_local_shards(ARRAY[shard]);
         CONTINUE WHEN NOT shard = ANY(here);
         FOR res IN EXECUTE format(statement, VARIADIC statewright_shard_tables(shard))
-                   USING params, remaining LOOP
+                   USING params::json, remaining LOOP
             doc := to_json(res);
             RETURN NEXT doc;
             remaining := remaining - coalesce((doc->>'taken')::int, 1);
@@ -140,8 +145,8 @@ END $fn$;
 SELECT create_distributed_function('statewright_shard_tables(bigint)');
 SELECT create_distributed_function('statewright_lock_local_shards(bigint[])');
 SELECT create_distributed_function(
-    'statewright_shard_rows(text, text[], json[], text, int)', '$1',
+    'statewright_shard_rows(text, text, text, text, int)', '$1',
     colocate_with := 'workflow_instances');
 SELECT create_distributed_function(
-    'statewright_shard_scan(text, text, json, int, int)', '$1',
+    'statewright_shard_scan(text, text, text, int, int)', '$1',
     colocate_with := 'workflow_instances');
