@@ -82,39 +82,60 @@ def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_p
     faults = report["faults"]
     assert set(faults) == FAULT_KINDS, text
     for kind, stats in faults.items():
-        assert stats["count"] >= 1 and stats["errors"] == 0, (kind, text)
-    assert report["invocations"] >= 4500, text
+        assert stats["count"] >= 1, (kind, text)
+    assert report["client_invocations"] >= 5000, text
     assert report["settled"], text
-    assert report["linearizability"]["not_linearizable"] == 0, text
+    linear = report["linearizability"]
+    assert linear["not_linearizable"] == 0 and linear["inconclusive"] == 0, text
+    # Every instance was followed by a watch stream, and the timer races were run: some
+    # racing calls were in flight as their timer came due.
+    assert report["watch"]["instances_followed"] == report["instances"], text
+    assert report["timer_races"]["in_flight_at_due"] > 0, text
 
 
 # Each break mode of the server, the property the checker must find broken, and words of
-# the anomaly it must report.
-BREAKS = {
+# the anomaly it must report (any of them).
+BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ack-before-save": (
         "every acknowledged operation is in its instance's history exactly once, at the "
         "revision it was told",
-        "acknowledged",
+        ("acknowledged",),
     ),
     "skip-cas": (
-        "each instance's revision is a linearizable compare-and-swap register (porcupine)",
-        "cannot",
+        "each instance is a linearizable compare-and-swap register of (revision, state, "
+        "context) (porcupine), none inconclusive",
+        ("cannot",),
     ),
     "double-complete": (
         "every task is finished at most once, and every acknowledged completion exactly once, "
         "by its own task",
-        "completed twice",
+        ("completed twice",),
     ),
     "double-fire": (
         "every armed timer that was not disarmed fired exactly once, never early",
-        "fired twice",
+        ("fired twice",),
     ),
     "drop-watch": (
-        "every watch stream saw each revision in order, with no gap or duplicate, through "
-        "reconnects",
-        "missing",
+        "every instance is followed by a watch stream that sees each revision in order, as "
+        "history has it, with no gap or duplicate, through reconnects, and soon",
+        ("missing",),
+    ),
+    "stale-retry": (
+        "every step is a transition its definition allows from the revision before it "
+        "(state, event, reachability) and begins from that revision's context",
+        ("stale copy", "the revision before rests in"),
+    ),
+    "skip-timer-fence": (
+        "every armed timer that was not disarmed fired exactly once, never early",
+        ("before it was due", "fired twice"),
     ),
 }
+
+
+# A timer's fence is crossed only when a racing step commits between the timer's claim
+# and its step's save, a few milliseconds that a racing call hits now and then: this run
+# is twice the others' size, so that it makes enough races to hit them several times.
+MORE_OPS = {"skip-timer-fence": ("--ops", "3000")}
 
 
 @pytest.mark.postgres
@@ -132,6 +153,7 @@ def test_the_checker_reports_a_server_broken_on_purpose(
         postgres_admin_url(),
         "--break",
         mode,
+        *MORE_OPS.get(mode, ()),
         timeout=180,
     )
     print(text)
@@ -140,4 +162,4 @@ def test_the_checker_reports_a_server_broken_on_purpose(
     assert report["break"] == mode
     found = [a for a in report["anomaly_list"] if a["property"] == prop]
     assert found, text
-    assert any(words in a["detail"] for a in found), text
+    assert any(w in a["detail"] for a in found for w in words), text
