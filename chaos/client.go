@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -92,9 +93,9 @@ type client struct {
 	raced    map[string]int64 // per instance: the due time of the last timer raced
 	chain    map[string]int   // per instance: races in a row, each armed by the one before
 	races    sync.WaitGroup
-	latency  atomic.Int64 // a moving average of accepted signals' latency, in ns
-	hold     bool         // after the budget, go on until released (the faults are over)
-	mix      [3]float64   // shares of accounts, orders, countdowns
+	lat      latencies  // of accepted signals: when a racing call is sent
+	hold     bool       // after the budget, go on until released (the faults are over)
+	mix      [3]float64 // shares of accounts, orders, countdowns
 }
 
 // defaultMix: most operations on accounts (signals, resumes, reads: the register), the
@@ -115,6 +116,32 @@ func parseMix(s string) ([3]float64, error) {
 		w[i] /= total
 	}
 	return w, nil
+}
+
+// latencies keeps the latest calls' latencies; their median is what a racing call aims
+// by (a mean would follow the slow tail).
+type latencies struct {
+	mu   sync.Mutex
+	ring [64]time.Duration
+	n    int
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ring[l.n%len(l.ring)] = d
+	l.n++
+	l.mu.Unlock()
+}
+
+func (l *latencies) median() time.Duration {
+	l.mu.Lock()
+	recent := append([]time.Duration(nil), l.ring[:min(l.n, len(l.ring))]...)
+	l.mu.Unlock()
+	if len(recent) == 0 {
+		return 0
+	}
+	sort.Slice(recent, func(i, j int) bool { return recent[i] < recent[j] })
+	return recent[len(recent)/2]
 }
 
 // holdReleased: SIGUSR1 came, the run's faults are over (set before any client exists, so
@@ -582,7 +609,7 @@ func (c *client) maybeRace(rng *rand.Rand, op *Op) {
 	at := due.Add(time.Duration(rng.IntN(int(raceSpread/time.Millisecond)))*time.Millisecond - raceLead)
 	if rng.Float64() < 0.75 {
 		jitter := time.Duration(rng.IntN(int(2*raceJitter/time.Millisecond)))*time.Millisecond - raceJitter
-		at = due.Add(raceAim + jitter - time.Duration(c.latency.Load()))
+		at = due.Add(raceAim + jitter - c.lat.median())
 	}
 	if at.After(c.deadline) {
 		return
@@ -617,11 +644,7 @@ func (c *client) attempt(id string, try int, k call, rc *replicaConn) Op {
 		op.Outcome = outcomeOK
 		c.learn(&op)
 		if op.Kind == "signal" && op.Accepted {
-			d := op.Ret - op.Call
-			if old := c.latency.Load(); old != 0 {
-				d = (7*old + d) / 8
-			}
-			c.latency.Store(d)
+			c.lat.add(time.Duration(op.Ret - op.Call))
 		}
 	}
 	c.hist.write(op)

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -44,6 +45,10 @@ type runConfig struct {
 	Layout      layout        `json:"layout"`
 	Watch       string        `json:"watch"`
 	Mix         string        `json:"mix"` // the clients' shares of accounts, orders, countdowns
+	// Server processes per replica ("": the server's default, one per CPU).
+	Processes string `json:"processes,omitempty"`
+	// Each step's COMMIT is delayed this long by the proxy (a database far away).
+	CommitDelay time.Duration `json:"commit_delay,omitempty"`
 }
 
 // presets: the small run of `make test` and the large one of `make chaos`.
@@ -63,7 +68,9 @@ func preset(size string) (runConfig, error) {
 			Layout: layout{Epoch: 12 * time.Second, Accounts: 24, Orders: 12, Timers: 8}}, nil
 	case "none":
 		// No faults: the checker's own tests (break modes) use it, with their own sizes.
-		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 1500, Rate: 100,
+		// One process per replica: each starts in half the time, and a break is a break
+		// whatever the processes.
+		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 1500, Rate: 100, Processes: "1",
 			Duration: 40 * time.Second, Rounds: 1, Gap: 3 * time.Second, Pause: 7 * time.Second,
 			Flood: 600, WriterQueue: 128, Watch: "all", SettleLimit: 30 * time.Second,
 			Layout: layout{Epoch: 8 * time.Second, Accounts: 8, Orders: 10, Timers: 12}}, nil
@@ -85,6 +92,7 @@ func runMain(args []string) error {
 	duration := fs.Duration("duration", 0, "longest time the load runs (default: the size's)")
 	rate := fs.Float64("rate", 0, "client invocations per second, at most (default: the size's)")
 	mix := fs.String("mix", defaultMix, "the clients' shares of operations on accounts, orders and countdowns")
+	commitDelay := fs.Duration("commit-delay", 0, "delay every step's COMMIT this long (a database far away)")
 	fs.Parse(args)
 	if _, err := parseMix(*mix); err != nil {
 		return err
@@ -106,7 +114,7 @@ func runMain(args []string) error {
 	if cfg.Python == "" {
 		cfg.Python = filepath.Join(cfg.Repo, ".venv", "bin", "python")
 	}
-	cfg.PostgresURL, cfg.Break, cfg.Mix = *pgURL, *breakMode, *mix
+	cfg.PostgresURL, cfg.Break, cfg.Mix, cfg.CommitDelay = *pgURL, *breakMode, *mix, *commitDelay
 	if *faults == "none" {
 		cfg.Faults = nil
 	} else if *faults != "" {
@@ -242,6 +250,7 @@ func execute(cfg runConfig) (*report, error) {
 		return nil, err
 	}
 	defer proxy.close()
+	proxy.commitDelay = cfg.CommitDelay
 
 	env := []string{"PYTHONPATH=" + cfg.Repo}
 	if cfg.Break != "" {
@@ -261,7 +270,7 @@ func execute(cfg runConfig) (*report, error) {
 	}()
 	for i := 0; i < cfg.Replicas; i++ {
 		r, err := newReplica(i, cfg.Python, cfg.Repo, withPort(url, proxy.port()), definitions,
-			filepath.Join(cfg.Out, fmt.Sprintf("replica-%d.log", i)), cfg.WriterQueue, env)
+			filepath.Join(cfg.Out, fmt.Sprintf("replica-%d.log", i)), cfg.WriterQueue, cfg.Processes, env)
 		if err != nil {
 			return nil, err
 		}
@@ -400,10 +409,7 @@ func execute(cfg runConfig) (*report, error) {
 	meta.Dumped = nowNS()
 	hist.close()
 	faultLog.close()
-	for _, r := range replicas {
-		r.stop()
-		r.close()
-	}
+	stopAll(replicas)
 	meta.Final.Tracebacks, meta.Final.Exceptions, meta.Final.Unexpected = scanLogs(cfg.Out, len(replicas))
 	replicas = nil
 	meta.Ended = nowNS()
@@ -423,6 +429,16 @@ func execute(cfg runConfig) (*report, error) {
 	}
 	fmt.Print(rep.text())
 	return rep, nil
+}
+
+// stopAll drains every replica at once.
+func stopAll(replicas []*replica) {
+	var wg sync.WaitGroup
+	for _, r := range replicas {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.stop(); r.close() }()
+	}
+	wg.Wait()
 }
 
 // prepareOut makes an empty output directory, removing an earlier run's (and nothing

@@ -133,9 +133,11 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
 
 
 # A timer's fence is crossed only when a racing step commits between the timer's claim
-# and its step's save, a few milliseconds that a racing call hits now and then: this run
-# is twice the others' size, so that it makes enough races to hit them several times.
-MORE_OPS = {"skip-timer-fence": ("--ops", "3000")}
+# and its step's save, moments that a racing call hits now and then: this run is twice
+# the others' size, against a database 40 ms away (each step's COMMIT delayed, as with a
+# synchronous standby in another zone, which widens those moments), so that its races
+# hit them several times.
+MORE = {"skip-timer-fence": ("--ops", "3000", "--commit-delay", "40ms")}
 
 
 @pytest.mark.postgres
@@ -153,7 +155,7 @@ def test_the_checker_reports_a_server_broken_on_purpose(
         postgres_admin_url(),
         "--break",
         mode,
-        *MORE_OPS.get(mode, ()),
+        *MORE.get(mode, ()),
         timeout=180,
     )
     print(text)
