@@ -90,7 +90,9 @@ class Idempotency:
             except errors.InvalidArgument:
                 raise
             except (errors.StatewrightError, TimeoutError):
-                raise exc from None  # the step's own error is the answer, not the lookup's
+                # Whether an earlier attempt was applied is not known, and a refusal would say
+                # it was not: the step this attempt found may be that attempt's own.
+                raise _undecided(key, exc) from None
             if replayed is not None:
                 return replayed
             raise
@@ -153,3 +155,11 @@ class Idempotency:
             )
 
         return await self._read(read)
+
+
+def _undecided(key: RequestKey, refusal: errors.StatewrightError) -> errors.DeadlineExceeded:
+    return errors.DeadlineExceeded(
+        f"could not tell in time whether request_id {key.request_id!r} was applied before "
+        f"(this attempt was refused: {refusal.reason}); retry with the same request_id",
+        metadata={"request_id": key.request_id},
+    )
