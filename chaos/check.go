@@ -159,6 +159,7 @@ const (
 	recoveryBound      = 20 * time.Second                // from a fault's end (healed) to a write served by every replica
 	watchDelayBound    = 20 * time.Second                // from a step to its arrival on a stream open before it was made
 	retryableFailCodes = "Unavailable ResourceExhausted" // a refusal of this attempt alone: nothing said of the request
+	busyReason         = "WORKFLOW_BUSY"                 // ABORTED: the instance was executing another request; this attempt alone
 )
 
 // linearTimeout is porcupine's time for one instance; past it, the instance is

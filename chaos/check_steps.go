@@ -147,7 +147,7 @@ func (c *checker) checkRetries() {
 // was. Applied at one revision: every answer that says it was applied names that
 // revision, and once one such answer has come back, every later attempt is answered so
 // too (a replay), or refused for that attempt alone (the replica unavailable, or
-// overloaded). An attempt that saved nothing records nothing, so an answer that it was
+// overloaded, or the instance busy with another request). An attempt that saved nothing records nothing, so an answer that it was
 // not applied (a signal not accepted, a refusal) is right while no answer said otherwise.
 func (c *checker) answeredAsApplied(prop string, l *logical) {
 	if len(l.applied) != 1 {
@@ -167,7 +167,7 @@ func (c *checker) answeredAsApplied(prop string, l *logical) {
 		case a.Outcome == outcomeOK:
 			c.flag(prop, l.wf, l.id, "attempt %d of this %s was answered as not applied (revision %d %s), after an answer that it was applied at revision %d",
 				a.Try, l.kind, a.Rev, firstOf(a.Rejection, a.TaskStatus), rev)
-		case a.Outcome == outcomeFail && !strings.Contains(retryableFailCodes, a.Code):
+		case a.Outcome == outcomeFail && !strings.Contains(retryableFailCodes, a.Code) && a.Reason != busyReason:
 			c.flag(prop, l.wf, l.id, "attempt %d of this %s was answered %s %s, after an answer that it was applied at revision %d", a.Try, l.kind, a.Code, a.Reason, rev)
 		}
 	}

@@ -97,7 +97,7 @@ func (c *checker) checkLeases() {
 	type lease struct {
 		rec        *Op
 		validUntil int64   // as the poll's answer and accepted heartbeats said
-		endCall    int64   // the earliest call that may have ended it (a completion applied, a failure answered), 0: none
+		endCall    int64   // the earliest call that may have ended it (a completion applied, a failure not refused), 0: none
 		beats      []*Op   // heartbeats of this lease
 		calls      []*Op   // completions and failures presenting it
 		_          [0]bool // not comparable
@@ -136,7 +136,9 @@ func (c *checker) checkLeases() {
 		for _, a := range l.attempts {
 			if t := byToken[a.Lease]; t != nil {
 				t.calls = append(t.calls, a)
-				ends := len(l.applied) > 0 || (a.Kind == "fail" && a.Outcome == outcomeOK)
+				// A failure that was not refused may have ended the lease (a retry to come is
+				// no step, so history cannot tell): it gets the benefit of the doubt.
+				ends := len(l.applied) > 0 || (a.Kind == "fail" && a.Outcome != outcomeFail)
 				if ends && (t.endCall == 0 || a.Call < t.endCall) {
 					t.endCall = a.Call
 				}
