@@ -75,7 +75,7 @@ def test_the_suite_builds_and_its_unit_tests_pass(chaos_binary: Path) -> None:
 
 
 def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_path: Path) -> None:
-    code, report, text = _run(chaos_binary, tmp_path / "run", "--size", "small", timeout=240)
+    code, report, text = _run(chaos_binary, tmp_path / "run", "--size", "small", timeout=480)
     print(text)
     assert report["anomalies"] == 0, text
     assert code == 0, text
@@ -137,7 +137,7 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
 # the others' size, against a database 40 ms away (each step's COMMIT delayed, as with a
 # synchronous standby in another zone, which widens those moments), so that its races
 # hit them several times.
-MORE = {"skip-timer-fence": ("--ops", "3000", "--commit-delay", "40ms")}
+MORE = {"skip-timer-fence": ("--ops", "3000", "--duration", "90s", "--commit-delay", "40ms")}
 
 
 @pytest.mark.postgres
@@ -156,7 +156,7 @@ def test_the_checker_reports_a_server_broken_on_purpose(
         "--break",
         mode,
         *MORE.get(mode, ()),
-        timeout=180,
+        timeout=300,
     )
     print(text)
     prop, words = BREAKS[mode]
