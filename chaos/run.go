@@ -56,7 +56,7 @@ func preset(size string) (runConfig, error) {
 	switch size {
 	case "small":
 		// Duration only bounds the load (a loaded machine makes its 5,000 operations slowly).
-		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 5000, Rate: 70,
+		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 5000, Rate: 55,
 			Duration: 240 * time.Second, Faults: allFaults, Rounds: 1, Gap: 3 * time.Second, Overlap: 0,
 			Pause: 7 * time.Second, Flood: 600, WriterQueue: 128, FullPlan: true, Watch: "all", SettleLimit: 90 * time.Second,
 			Layout: layout{Epoch: 10 * time.Second, Accounts: 14, Orders: 8, Timers: 6}}, nil
@@ -71,7 +71,7 @@ func preset(size string) (runConfig, error) {
 		// No faults: the checker's own tests (break modes) use it, with their own sizes.
 		// One process per replica: each starts in half the time, and a break is a break
 		// whatever the processes.
-		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 1500, Rate: 100, Processes: "1",
+		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 1000, Rate: 100, Processes: "1",
 			Duration: 40 * time.Second, Rounds: 1, Gap: 3 * time.Second, Pause: 7 * time.Second,
 			Flood: 600, WriterQueue: 128, Watch: "all", SettleLimit: 30 * time.Second,
 			Layout: layout{Epoch: 8 * time.Second, Accounts: 8, Orders: 10, Timers: 12}}, nil
@@ -87,7 +87,7 @@ func runMain(args []string) error {
 	repo := fs.String("repo", ".", "the repository root")
 	python := fs.String("python", "", "the Python that runs statewrightd (default REPO/.venv/bin/python)")
 	pgURL := fs.String("postgres-url", "", "use this PostgreSQL (a fresh database on it) instead of a private one; no restarts")
-	breakMode := fs.String("break", "", "a test-only break mode of the server (tests/chaos/breaks.py)")
+	breakMode := fs.String("break", "", "test-only break modes of the server, comma-separated (tests/chaos/breaks.py)")
 	faults := fs.String("faults", "", "fault kinds, comma-separated (default: the size's; \"none\" for no faults)")
 	ops := fs.Int64("ops", 0, "client invocations (default: the size's)")
 	duration := fs.Duration("duration", 0, "longest time the load runs (default: the size's)")

@@ -2,8 +2,9 @@
 real bugs.
 
 A server started with ``STATEWRIGHT_TEST_HOOKS=tests.chaos.breaks`` (and the repository on
-its ``PYTHONPATH``) loads this module; ``STATEWRIGHT_CHAOS_BREAK=MODE`` then breaks one of
-its promises on purpose, by replacing a piece of the server in this process only:
+its ``PYTHONPATH``) loads this module; ``STATEWRIGHT_CHAOS_BREAK=MODE`` (or ``MODE,MODE``)
+then breaks one of its promises (or several) on purpose, by replacing a piece of the
+server in this process only:
 
 - ``ack-before-save``: a signal is answered accepted as soon as its step is handed to the
   writer, before the save's outcome is known (a conflict re-applies it at another revision,
@@ -238,13 +239,16 @@ MODES: dict[str, Callable[[], None]] = {
 def install(
     loop: EventLoop, aio: asyncio.AbstractEventLoop, env: Mapping[str, str] | None = None
 ) -> bool:
-    """Break the server as ``STATEWRIGHT_CHAOS_BREAK`` says; True if it did."""
+    """Break the server as ``STATEWRIGHT_CHAOS_BREAK`` says (one mode, or several that
+    break different promises, comma-separated); True if it did."""
     env = os.environ if env is None else env
-    mode = env.get(BREAK_ENV, "").strip()
-    if not mode:
+    modes = [m.strip() for m in env.get(BREAK_ENV, "").split(",") if m.strip()]
+    if not modes:
         return False
-    if mode not in MODES:
-        raise ValueError(f"{BREAK_ENV}={mode!r}: not one of {', '.join(sorted(MODES))}")
-    MODES[mode]()
-    _log.warning("chaos: this server is broken on purpose (%s); for tests only", mode)
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"{BREAK_ENV}={mode!r}: not one of {', '.join(sorted(MODES))}")
+    for mode in modes:
+        MODES[mode]()
+    _log.warning("chaos: this server is broken on purpose (%s); for tests only", ", ".join(modes))
     return True
