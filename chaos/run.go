@@ -56,7 +56,7 @@ func preset(size string) (runConfig, error) {
 	switch size {
 	case "small":
 		// Duration only bounds the load (a loaded machine makes its 5,000 operations slowly).
-		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 5000, Rate: 55,
+		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 5000, Rate: 70,
 			Duration: 240 * time.Second, Faults: allFaults, Rounds: 1, Gap: 3 * time.Second, Overlap: 0,
 			Pause: 7 * time.Second, Flood: 600, WriterQueue: 128, FullPlan: true, Watch: "all", SettleLimit: 90 * time.Second,
 			Layout: layout{Epoch: 10 * time.Second, Accounts: 14, Orders: 8, Timers: 6}}, nil
