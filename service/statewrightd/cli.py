@@ -1,4 +1,4 @@
-"""The statewrightd command line: serve, dev, validate, graph, migrate."""
+"""The statewrightd command line: serve, dev, validate, graph, test, migrate."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from statewrightd import __version__
 from statewrightd.config import (
     ConfigError,
     ServerConfig,
@@ -14,6 +15,7 @@ from statewrightd.config import (
     add_server_arguments,
     config_from,
 )
+from statewrightd.scenarios import options as scenario_options
 
 # `statewrightd dev` needs nothing installed: a SQLite file and the bundled examples.
 DEV_DEFAULTS = ServerConfig(
@@ -39,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="statewrightd",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"statewrightd {__version__} (API statewright.v1)"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -84,6 +89,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="mermaid",
         help="mermaid (a stateDiagram-v2) or dot (Graphviz); default mermaid",
     )
+
+    test = sub.add_parser(
+        "test",
+        help="run scenario files against the engine (virtual clock, no database)",
+        description=scenario_options.DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scenario_options.add_arguments(test)
 
     migrate = sub.add_parser(
         "migrate",
@@ -176,6 +189,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.auth_command == "new-key":
             return new_key_command(args.name, args.role, args.definitions, args.queues)
         return check_command(args.file)
+    if args.command == "test":
+        from statewrightd.scenarios.command import scenarios_command
+
+        return scenarios_command(args)
     if args.command == "migrate":
         from statewrightd.store.commands import migrate_command
 

@@ -68,7 +68,12 @@ def closest(word: object, choices: Iterable[str]) -> str | None:
         return by_fold[word.casefold()]
     allowed = 1 if len(word) <= 4 else 2
     # Among equally near ones, the one with the same letters (a swap) is likelier.
-    near = sorted((_typos(word, c), sorted(c) != sorted(word), c) for c in options)
+    # Edits are at least the difference in length: only names that near are compared.
+    near = sorted(
+        (_typos(word, c), sorted(c) != sorted(word), c)
+        for c in options
+        if abs(len(c) - len(word)) <= allowed
+    )
     if near and near[0][0] <= allowed:
         return near[0][2]
     found = difflib.get_close_matches(word, options, n=1, cutoff=0.75)
@@ -78,7 +83,12 @@ def closest(word: object, choices: Iterable[str]) -> str | None:
 def did_you_mean(word: object, choices: Iterable[str]) -> str:
     """``"; did you mean 'X'?"`` to end a message with, or nothing."""
     match = closest(word, choices)
-    return f"; did you mean {match!r}?" if match else ""
+    return suggestion(match) if match else ""
+
+
+def suggestion(match: str) -> str:
+    """How a message ends that suggests ``match``."""
+    return f"; did you mean {match!r}?"
 
 
 class DefinitionInvalid(InvalidArgument):
