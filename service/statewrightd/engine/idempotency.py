@@ -54,6 +54,11 @@ def request_record(key: RequestKey, record: InstanceRecord, time: datetime) -> R
     )
 
 
+# Refusals of one attempt alone (storage down, overloaded, out of time): the caller retries
+# whatever an earlier attempt did, so they answer as they are when the look-up fails.
+_THIS_ATTEMPT_ONLY = (errors.Unavailable, errors.ResourceExhausted, errors.DeadlineExceeded)
+
+
 class Idempotency:
     """Runs commands so that a request id is answered once, whatever the retries."""
 
@@ -90,6 +95,8 @@ class Idempotency:
             except errors.InvalidArgument:
                 raise
             except (errors.StatewrightError, TimeoutError):
+                if isinstance(exc, _THIS_ATTEMPT_ONLY):
+                    raise exc from None  # it says nothing of an earlier attempt: it stands
                 # Whether an earlier attempt was applied is not known, and a refusal would say
                 # it was not: the step this attempt found may be that attempt's own.
                 raise _undecided(key, exc) from None

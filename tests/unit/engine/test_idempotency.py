@@ -49,3 +49,29 @@ async def test_a_refusal_whose_lookup_finds_no_record_stands() -> None:
     with pytest.raises(errors.Aborted) as raised:
         await service.step(_resume(), budget=1.0)
     assert raised.value.reason == "REVISION_MISMATCH"
+
+
+@pytest.mark.parametrize(
+    "refusal",
+    [
+        errors.StorageUnavailable("storage is down"),
+        errors.Overloaded("the writer's queue is full"),
+        errors.DeadlineExceeded("out of time"),
+    ],
+    ids=["unavailable", "overloaded", "deadline"],
+)
+async def test_a_refusal_of_this_attempt_alone_stands_when_the_lookup_fails(
+    refusal: errors.StatewrightError,
+) -> None:
+    # Storage known down answers UNAVAILABLE, request id or not: the look-up fails on the
+    # same storage, and the refusal says nothing of an earlier attempt.
+    async def run(command: Any, budget: float | None) -> Any:
+        raise refusal
+
+    async def read(fn: Callable[[], Any]) -> Any:
+        raise errors.StorageUnavailable("storage is down")
+
+    service = Idempotency(run, repo=None, registry=None, read=read)  # type: ignore[arg-type]
+    with pytest.raises(type(refusal)) as raised:
+        await service.step(_resume(), budget=1.0)
+    assert raised.value is refusal
