@@ -348,7 +348,7 @@ class CitusRepository(PostgresRepository):
                         done.append((call, self._call(conn, encoded, call)))
                     except _CommitLost as lost:
                         sub = [encoded[i] for i in call.positions]
-                        done.append((call, self._reconcile(sub, lost)))
+                        done.append((call, self._reconcile(sub, lost, _written(encoded, done))))
                         gone = StorageUnavailable("database unavailable: connection lost")
                         done.extend(
                             (later, [gone] * len(later.positions)) for later in calls[k + 1 :]
@@ -408,32 +408,44 @@ class CitusRepository(PostgresRepository):
         raise AssertionError("unreachable")
 
     def _reconcile(
-        self, encoded: list[EncodedOp], lost: _CommitLost
+        self, encoded: list[EncodedOp], lost: _CommitLost, earlier: Sequence[Any] = ()
     ) -> list[InstanceRecord | StoreError]:
         """A node call whose answer was lost: its rows read back, each on its own (its
         answers were lost with the rest, so no row's refusal is known beforehand), once
-        none of its processes is left on any node."""
+        none of its processes is left on any node. ``earlier``: what the batch's calls
+        before it wrote, whose hints were to follow the batch."""
         ops = [e.op for e in encoded]
         try:
             with psycopg.connect(
                 self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
             ) as conn:
+                results: list[InstanceRecord | StoreError]
                 if lost.backend_pid is None or not self._backend_gone(conn, lost.backend_pid):
-                    return [unknown(op, lost.backend_pid) for op in ops]
-                revisions, witnesses = _read_back(conn, ops)
+                    results = [unknown(op, lost.backend_pid) for op in ops]
+                else:
+                    results = resolve_each(ops, *_read_back(conn, ops))
+                # A node call's hints go after it, not in its transaction (as on
+                # PostgreSQL): those of the calls before the lost one, and of its steps
+                # found applied, go now, or watchers on other servers would learn of
+                # these steps only when they next poll.
+                applied = [
+                    op for op, r in zip(ops, results, strict=True) if isinstance(r, InstanceRecord)
+                ]
+                try:
+                    self._hint(conn, [*earlier, *applied])
+                except psycopg.Error as exc:
+                    _log.info("step hints not sent: %s", exc)
+                return results
         except psycopg.Error:
             return [unknown(op, lost.backend_pid) for op in ops]
-        return resolve_each(ops, revisions, witnesses)
 
     def _notify_written(
         self, conn: Conn, encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]
     ) -> None:
-        written = [
-            encoded[i].op
-            for call, outcome in done
-            for i, result in zip(call.positions, outcome, strict=True)
-            if isinstance(result, InstanceRecord)
-        ]
+        self._hint(conn, _written(encoded, done))
+
+    @staticmethod
+    def _hint(conn: Conn, written: list[Any]) -> None:
         for payload in step_hints_payloads(target_of(op) for op in written):
             conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
         queues = [op.tasks.schedule.queue for op in written if op.tasks.schedule is not None]
@@ -746,6 +758,16 @@ def _rows_params(
     """A shard-rows call's parameters: the statements and the batches (each already a
     JSON text) as one JSON text each, which the coordinator forwards without parsing."""
     return (route, json.dumps(statements), "[" + ",".join(batches) + "]", c.DETAIL, wanted)
+
+
+def _written(encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]) -> list[Any]:
+    """The operations of ``done`` that were applied."""
+    return [
+        encoded[i].op
+        for call, outcome in done
+        for i, result in zip(call.positions, outcome, strict=True)
+        if isinstance(result, InstanceRecord)
+    ]
 
 
 def _merged_purges(rows: list[dict[str, Any]]) -> Purged:
