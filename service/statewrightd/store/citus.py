@@ -63,6 +63,7 @@ from statewrightd.store.records import (
     Create,
     DefinitionRecord,
     InstanceRecord,
+    Operation,
     Purged,
     QueueCounts,
     RetentionCounts,
@@ -438,6 +439,21 @@ class CitusRepository(PostgresRepository):
                 return results
         except psycopg.Error:
             return [unknown(op, lost.backend_pid) for op in ops]
+
+    def resolve_outcome(
+        self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
+    ) -> list[InstanceRecord | StoreError]:
+        """As on PostgreSQL, and a step found applied sends its hint now: on Citus the
+        hint was not part of the step's transaction, so it was lost with the answer."""
+        results = super().resolve_outcome(ops, backend_pids=backend_pids)
+        applied = [op for op, r in zip(ops, results, strict=True) if isinstance(r, InstanceRecord)]
+        if applied:
+            try:
+                with self._pooled(self._pool_timeout) as conn:
+                    self._hint(conn, applied)
+            except (PoolTimeout, psycopg.Error) as exc:
+                _log.info("step hints not sent: %s", exc)
+        return results
 
     def _notify_written(
         self, conn: Conn, encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]
