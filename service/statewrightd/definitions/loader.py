@@ -50,9 +50,9 @@ from statewrightd.definitions.values import (
 )
 from statewrightd.durations import parse_duration
 
-FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
-EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
+FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
+STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}\Z")
+EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}\Z")
 MAX_RECURSION_LIMIT = 10_000
 
 _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
