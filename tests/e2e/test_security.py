@@ -158,6 +158,31 @@ def test_calls_without_good_credentials_are_unauthenticated(tls: Setup) -> None:
             assert info.domain == "statewright.dev", case
 
 
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [
+        ("roles", {"admin": True, "client": True}),
+        ("roles", 42),
+        ("roles", "admin"),
+        ("roles", [{"role": "admin"}]),
+        ("sub", {"id": "alice"}),
+        ("sub", 7),
+        ("exp", "never"),
+        ("aud", {"statewright": True}),
+    ],
+)
+def test_a_token_claim_of_the_wrong_type_is_unauthenticated_naming_it(
+    tls: Setup, claim: str, value: Any
+) -> None:
+    # Signed with the trusted key: only the claim's type is wrong.
+    with tls.client(tls.token(**{claim: value})) as holder:
+        info = expect_error(lambda: holder.get(uid("any")), UNAUTHENTICATED, "TOKEN_CLAIM_INVALID")
+        assert info.metadata["claim"] == claim
+        # Nothing was granted: a map's keys never become roles.
+        info = expect_error(holder.diagnostics, UNAUTHENTICATED, "TOKEN_CLAIM_INVALID")
+        assert info.metadata["claim"] == claim
+
+
 def test_roles_and_scopes_are_enforced_without_saying_what_exists(tls: Setup) -> None:
     with tls.client(KEYS["admin"]) as admin:
         mail = admin.start("mail-approval", input={"topic": "t"}).workflow.workflow_id
