@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from statewrightd import errors
+from statewrightd import errors, visibility
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.engine.answers import Outcome, Replay, Result
@@ -370,9 +370,25 @@ class Application:
         self._require_storage()
         assert self._requests is not None, "application not opened"
         try:
-            return await self._requests.step(command, budget)
+            outcome = await self._requests.step(command, budget)
         except errors.NotFound as exc:
             raise await self._missing(command.workflow_id, exc) from None
+        except errors.AlreadyExists:
+            await self._exists_in_view(command.workflow_id)
+            raise
+        # Whatever answers: a fresh step, a replayed one, an instance a start found.
+        visibility.check(outcome.record.definition)
+        return outcome
+
+    async def _exists_in_view(self, workflow_id: str) -> None:
+        """Raise the refusal unless the caller may learn that ``workflow_id`` exists."""
+        view = visibility.current()
+        if view is None:
+            return
+        try:
+            await self.get(workflow_id)  # refused there when out of view
+        except errors.NotFound:
+            raise visibility.refusal(view.method) from None
 
     async def _run(self, command: Command, budget: float | None) -> Outcome | Replay:
         """Post ``command`` to the EventLoop and await its answer."""
@@ -436,7 +452,9 @@ class Application:
 
     def watch(self, workflow_id: str, after: int | None) -> AsyncIterator[StepEvent]:
         """Every revision of the instance in order, from ``after`` (None: as it is now)."""
-        return self._feed.follow(workflow_id, after)
+        events = self._feed.follow(workflow_id, after)
+        view = visibility.current()
+        return events if view is None else _in_view(events, view)
 
     # -- reads -------------------------------------------------------------------------------
 
@@ -472,7 +490,9 @@ class Application:
                 task = repo.open_tasks([workflow_id]).get(workflow_id)
             return Found(record, loaded, timers, task)
 
-        return await self._read(read)
+        found = await self._read(read)
+        visibility.check(found.record.definition)
+        return found
 
     async def _missing(self, workflow_id: str, error: errors.NotFound) -> errors.NotFound:
         """A step's NOT_FOUND, saying that the instance expired when a tombstone says so."""
@@ -738,6 +758,14 @@ def _revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.A
             "actual_revision": actual,
         },
     )
+
+
+async def _in_view(
+    events: AsyncIterator[StepEvent], view: visibility.View
+) -> AsyncIterator[StepEvent]:
+    async for event in events:
+        visibility.check(event.record.definition, view)
+        yield event
 
 
 def _settle(future: asyncio.Future[Any], value: Any) -> None:

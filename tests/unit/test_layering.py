@@ -27,7 +27,7 @@ LAYERS: list[set[str]] = [
     {"engine"},
     {"definitions"},
     {"store"},
-    {"errors", "config", "durations", "__init__"},
+    {"errors", "config", "durations", "visibility", "__init__"},
 ]
 LAYER_OF = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 
