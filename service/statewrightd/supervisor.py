@@ -43,7 +43,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
-from statewrightd import __version__
+from statewrightd import __version__, ports
 from statewrightd.config import ServerConfig, parse_listen
 from statewrightd.observability import logs
 from statewrightd.pod import (
@@ -195,16 +195,18 @@ class Supervisor:
         self._verdict: PodVerdict | None = None
         self._child_config = config
         self._reserved: list[socket.socket] = []
+        self._reserved_listens: set[str] = set()
+        self._locks = ports.PortLock()
         self._metrics: tuple[WSGIServer, threading.Thread] | None = None
         self._started = False
         self._watchers: set[asyncio.Task[None]] = set()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        listen = self._reserve_port(self.config.listen)
+        listen = self._claim_port(self.config.listen, "--listen")
         http_listen = self.config.http_listen
         if http_listen is not None:
-            http_listen = self._reserve_port(http_listen)
+            http_listen = self._claim_port(http_listen, "--http-listen")
         self._child_config = replace(
             self.config,
             listen=listen,
@@ -236,6 +238,15 @@ class Supervisor:
 
     # -- processes --
 
+    def _claim_port(self, listen: str, flag: str) -> str:
+        """The address every process listens on, this supervisor's alone: no other server
+        may hold the port, nor claim it while this one runs (statewrightd.ports)."""
+        listen = self._reserve_port(listen)
+        self._locks.take(listen, flag)
+        if listen not in self._reserved_listens:
+            ports.check_free(listen, flag)
+        return listen
+
     def _reserve_port(self, listen: str) -> str:
         """Port 0 becomes one free port that every process binds (and rebinds on restart):
         the supervisor holds it bound, never listening, so nothing else takes it."""
@@ -248,7 +259,9 @@ class Supervisor:
         sock.bind((host, 0))
         self._reserved.append(sock)
         shown = f"[{host}]" if family == socket.AF_INET6 else host
-        return f"{shown}:{sock.getsockname()[1]}"
+        reserved = f"{shown}:{sock.getsockname()[1]}"
+        self._reserved_listens.add(reserved)
+        return reserved
 
     async def _spawn(self, child: Child) -> None:
         down_r, down_w = os.pipe()  # supervisor -> process
@@ -404,6 +417,7 @@ class Supervisor:
         self._close_metrics()
         for sock in self._reserved:
             sock.close()
+        self._locks.release()
         codes = [p.returncode for p in running]
         if any(code != 0 for code in codes):
             _log.error("stopped; server process exit codes %s", codes)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +24,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.api import Client
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
-from tests.support.server import ServerProcess, wait_until
+from tests.support.server import STATEWRIGHTD, ServerProcess, wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 # Each new channel is a new connection, which the kernel hashes to one of the processes:
@@ -185,3 +186,28 @@ def test_sqlite_refuses_several_processes(tmp_path: Path) -> None:
     )
     assert ended.returncode == 2, ended.stdout
     assert "needs PostgreSQL" in ended.stdout
+
+
+def test_only_the_pods_own_processes_share_its_port(
+    pod: ServerProcess, postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    port = pod.port
+    other = postgres_databases.create()
+    children = {int(pid) for pid in re.findall(r"server process \d started: pid (\d+)", pod.log())}
+    for processes in (2, 1):
+        # Another supervisor, or a server on its own, each with a database of its own.
+        ended = subprocess.run(
+            [*STATEWRIGHTD, "serve", "--listen", f"127.0.0.1:{port}", "--database", other,
+             "--processes", str(processes)],
+            capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert ended.returncode == 2, ended.stderr
+        assert "Traceback" not in ended.stderr, ended.stderr
+        (line,) = [x for x in ended.stderr.splitlines() if "cannot start" in x]
+        assert f"port {port} (127.0.0.1:{port}) is already in use by pid" in line, line
+        holder = int(line.split("by pid ")[1].split()[0])
+        assert holder in children, (holder, children)
+        assert "server process 0 started" not in ended.stderr  # refused before any started
+    # The pod still serves every call, from its own database.
+    spread_over_both(pod)
+    postgres_databases.drop_soon(other)

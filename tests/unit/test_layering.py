@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2] / "service" / PACKAGE
 LAYERS: list[set[str]] = [
     {"cli"},
     {"supervisor"},
-    {"server", "health", "reflection", "tuning", "pod", "console"},
+    {"server", "health", "reflection", "tuning", "pod", "console", "ports"},
     {"security"},
     {"observability"},
     {"api"},
