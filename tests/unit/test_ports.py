@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -56,4 +57,4 @@ def test_a_second_supervisors_lock_on_the_same_port_is_refused() -> None:
 
 
 def test_no_holder_is_named_when_none_can_be_found() -> None:
-    assert ports.holder(1, proc=ports.Path("/nonexistent-proc")) is None
+    assert ports.holder(1, proc=Path("/nonexistent-proc")) is None
