@@ -71,10 +71,12 @@ class PortLock:
     """Held by a supervisor for each port it serves, for as long as it runs."""
 
     def __init__(self) -> None:
-        self._held: list[socket.socket] = []
+        self._held: dict[int, socket.socket] = {}
 
     def take(self, listen: str, flag: str) -> None:
         _, port = parse_listen(listen)
+        if port in self._held:
+            return
         lock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             lock.bind(f"\0statewrightd-port-{port}")
@@ -83,10 +85,10 @@ class PortLock:
             if exc.errno == errno.EADDRINUSE:
                 raise taken(listen, flag) from None
             return  # no abstract sockets here (not Linux): the check alone stands
-        self._held.append(lock)
+        self._held[port] = lock
 
     def release(self) -> None:
-        for lock in self._held:
+        for lock in self._held.values():
             lock.close()
         self._held.clear()
 

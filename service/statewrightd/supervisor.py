@@ -66,6 +66,9 @@ RESTART_DELAY_MAX = 30.0
 # After the grace period, how long the processes get to close their stores and exit.
 EXIT_MARGIN = 15.0
 SCRAPE_TIMEOUT = 2.0
+# A port held at start is looked at again this often, for the grace period and this long.
+PORT_WAIT_STEP = 0.25
+PORT_WAIT_MARGIN = 2.0
 
 
 def worker_command() -> list[str]:
@@ -203,10 +206,10 @@ class Supervisor:
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        listen = self._claim_port(self.config.listen, "--listen")
+        listen = await self._claim_port(self.config.listen, "--listen")
         http_listen = self.config.http_listen
         if http_listen is not None:
-            http_listen = self._claim_port(http_listen, "--http-listen")
+            http_listen = await self._claim_port(http_listen, "--http-listen")
         self._child_config = replace(
             self.config,
             listen=listen,
@@ -238,14 +241,29 @@ class Supervisor:
 
     # -- processes --
 
-    def _claim_port(self, listen: str, flag: str) -> str:
+    async def _claim_port(self, listen: str, flag: str) -> str:
         """The address every process listens on, this supervisor's alone: no other server
-        may hold the port, nor claim it while this one runs (statewrightd.ports)."""
+        may hold the port, nor claim it while this one runs (statewrightd.ports).
+
+        A port still held is waited for, a grace period and a margin at most: the processes
+        of a supervisor that was killed drain for that long before they let it go."""
         listen = self._reserve_port(listen)
-        self._locks.take(listen, flag)
-        if listen not in self._reserved_listens:
-            ports.check_free(listen, flag)
-        return listen
+        deadline = time.monotonic() + self.config.grace_seconds + PORT_WAIT_MARGIN
+        waiting = False
+        while True:
+            try:
+                self._locks.take(listen, flag)
+                if listen not in self._reserved_listens:
+                    ports.check_free(listen, flag)
+                return listen
+            except ports.PortTaken as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                if not waiting:
+                    _log.warning("%s; waiting up to %.0fs for it to be released", exc, left)
+                    waiting = True
+                await asyncio.sleep(min(PORT_WAIT_STEP, left))
 
     def _reserve_port(self, listen: str) -> str:
         """Port 0 becomes one free port that every process binds (and rebinds on restart):
