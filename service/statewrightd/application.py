@@ -321,6 +321,8 @@ class Application:
             await asyncio.to_thread(self._writer.stop, True)
         self._io.shutdown(wait=False, cancel_futures=True)
         self._reads.shutdown(wait=False, cancel_futures=True)
+        for waiting in list(self._reading):  # reads the shutdown dropped are not waited for
+            _settle(waiting, errors.Unavailable("the server is stopping", reason="SHUTTING_DOWN"))
         if self._repo is not None:
             await asyncio.to_thread(self._repo.close)
 
