@@ -224,7 +224,7 @@ class Application:
             request_window=self.config.request_window_seconds,
             removed=removed,
         )
-        polls = TaskPolls(clock)
+        polls = TaskPolls(clock, self.registry.names_queue)
         polls.bind(aio)
         self._polls = polls
         self._sweeper = TaskSweeper(

@@ -18,6 +18,7 @@ ROOT = Path(__file__).resolve().parents[2] / "service" / PACKAGE
 # Top to bottom. A unit is a subpackage or a top-level module of statewrightd.
 LAYERS: list[set[str]] = [
     {"cli"},
+    {"scenarios"},
     {"supervisor"},
     {"server", "health", "reflection", "tuning", "pod", "console", "ports"},
     {"security"},

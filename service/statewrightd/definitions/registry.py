@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.loader import load_definition, validate_source, with_version
 from statewrightd.definitions.model import Definition
 from statewrightd.definitions.problems import Problem
@@ -30,7 +31,6 @@ from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
-SUFFIXES = (".yaml", ".yml", ".json")
 LATEST_TTL = 5.0
 
 
@@ -86,7 +86,7 @@ class FileReport:
 
 
 def definition_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES and p.is_file())
+    return sorted(p for p in directory.iterdir() if is_definition_file(p) and p.is_file())
 
 
 def read_file(path: Path) -> FileReport:
@@ -170,6 +170,7 @@ class DefinitionRegistry:
         self._by_key: dict[tuple[str, int], Loaded] = {}
         self._latest: dict[str, int] = {}
         self._latest_checked: dict[str, float] = {}
+        self._queues: set[str] = set()  # named by a task state of a definition here
 
     def load_directory(self, directory: Path, *, dev: bool = False) -> DirectoryLoad:
         """Compile every file, refuse any error or conflicting content, then record each
@@ -285,10 +286,16 @@ class DefinitionRegistry:
 
     def _add(self, loaded: Loaded) -> None:
         name, version = loaded.definition.key
+        queues = {s.task.queue for s in loaded.definition.states.values() if s.task}
         with self._lock:
             self._by_key[(name, version)] = loaded
             if version > self._latest.get(name, 0):
                 self._latest[name] = version
+            self._queues |= queues
+
+    def names_queue(self, queue: str) -> bool:
+        """Whether a definition this process has compiled has a task state on ``queue``."""
+        return queue in self._queues
 
     def get(self, name: str, version: int | None = None) -> Loaded:
         """The compiled definition; None means the latest. Falls back to the store (I/O)."""
@@ -320,8 +327,11 @@ class DefinitionRegistry:
             stored = self._repo.get_definition(name, None).version
         except RecordNotFound:
             stored = 0
-        self._latest_checked[name] = now
         latest = max(known or 0, stored)
+        if latest:
+            # Only names that exist are remembered: a caller cannot grow this by asking
+            # for names that do not.
+            self._latest_checked[name] = now
         if not latest:
             raise NotFound(
                 f"definition {name!r} not found",

@@ -179,6 +179,7 @@ class WorkflowRuntime:
         self._cache: OrderedDict[str, Session] = OrderedDict()
         self._cache_size = cache_size
         self._max_context_bytes = max_context_bytes
+        self._step_limits = fsm.StepLimits(value_bytes=max_context_bytes)
         self._admission = AdmissionRegistry()
         self._inflight_requests: dict[str, list[Job]] = {}
         self._recoveries_resolved = 0
@@ -404,8 +405,12 @@ class WorkflowRuntime:
             return
         segment.state = AdmissionState.EXECUTING
         try:
-            result = fsm.start(command.loaded.definition, job.workflow_id, command.input)
+            with fsm.limited(self._step_limits):
+                result = fsm.start(command.loaded.definition, job.workflow_id, command.input)
             size = _context_size(result)
+            error = result.snapshot.error
+            if error is not None and error.reason == "CONTEXT_TOO_LARGE":
+                size = int(error.metadata["size"])
             if size > self._max_context_bytes:
                 raise errors.InvalidArgument(
                     f"the first step would make the context {size:,} bytes, over the limit of "
@@ -464,7 +469,8 @@ class WorkflowRuntime:
             self._load(job, segment)
             return
         try:
-            result = self._step(command, session.loaded.definition, snapshot)
+            with fsm.limited(self._step_limits):
+                result = self._step(command, session.loaded.definition, snapshot)
         except errors.StatewrightError as exc:
             if not job.fresh:
                 self._load(job, segment)  # confirm the refusal against the store

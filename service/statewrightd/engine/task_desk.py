@@ -50,6 +50,7 @@ class Reader(Protocol):
 
 
 Step = Callable[[Command, float | None], Awaitable[Outcome]]
+Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
 Replayed = Callable[[RequestKey], Awaitable[Outcome | None]]
 
 
@@ -95,7 +96,9 @@ class TaskDesk:
         step: Step,
         replayed: Replayed,
         observer: StepObserver,
+        rng: random.Random | None = None,
     ) -> None:
+        """``rng`` draws the retry delays (a seeded one makes them repeatable)."""
         self._repo = repo
         self._polls = polls
         self._clock = clock
@@ -103,21 +106,27 @@ class TaskDesk:
         self._step = step
         self._replayed = replayed
         self._observer = observer
-        self._rng = random.Random()
+        self._rng = rng or random.Random()
 
     # -- polls -----------------------------------------------------------------------
 
     async def poll(
-        self, queue: str, identity: str, max_tasks: int, wait: float
+        self,
+        queue: str,
+        identity: str,
+        max_tasks: int,
+        wait: float,
+        choose: Choose | None = None,
     ) -> list[TaskRecord]:
         """Lease up to ``max_tasks`` ready tasks of ``queue``, waiting up to ``wait``
-        seconds for one; none when the wait runs out or the server drains."""
+        seconds for one; none when the wait runs out or the server drains. ``choose``
+        picks among the ready tasks those to lease (the ones the answer has room for)."""
         polls = self._polls
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
         while True:
             seen = polls.generation(queue)
-            tasks = await self._lease(queue, max_tasks)
+            tasks = await self._lease(queue, max_tasks, choose)
             if tasks:
                 polls.polled(queue, identity)
                 return tasks
@@ -127,11 +136,11 @@ class TaskDesk:
             await polls.wait(queue, min(remaining, RECHECK), since=seen)
             polls.polled(queue, identity)
 
-    async def _lease(self, queue: str, limit: int) -> list[TaskRecord]:
+    async def _lease(self, queue: str, limit: int, choose: Choose | None) -> list[TaskRecord]:
         repo, clock = self._repo, self._clock
         now = clock.now()
         leasing = asyncio.ensure_future(
-            self._read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE))
+            self._read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE, choose))
         )
         try:
             tasks = await asyncio.shield(leasing)

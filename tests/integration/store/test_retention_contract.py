@@ -30,6 +30,7 @@ from statewrightd.store import (
     Status,
     open_repository,
 )
+from statewrightd.store.memory import MemoryRepository
 from statewrightd.store.records import (
     TaskChange,
     TaskRecord,
@@ -350,8 +351,14 @@ def test_transitions_that_do_not_fit_the_compact_form_are_kept_as_they_are(
 
 
 @pytest.fixture
-def windowed(db_url: str) -> Any:
-    repository = open_repository(db_url, migrate=False, request_window=timedelta(minutes=1))
+def windowed(backend: str, request: pytest.FixtureRequest) -> Any:
+    window = timedelta(minutes=1)
+    repository: Repository
+    if backend == "memory":
+        repository = MemoryRepository(request_window=window)
+    else:
+        url = str(request.getfixturevalue("db_url"))
+        repository = open_repository(url, migrate=False, request_window=window)
     yield repository
     repository.close()
 
