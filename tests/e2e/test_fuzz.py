@@ -32,6 +32,7 @@ from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.definitions import load_definition_file
+from statewrightd.definitions.files import is_definition_file
 from tests.support.api import FAILED, Client, error_info, rpc_failure
 from tests.support.server import ServerProcess
 
@@ -373,6 +374,7 @@ def test_names_the_fuzzer_invented_are_not_remembered(caller: Caller) -> None:
         state.task.queue
         for folder in (REPO / "examples" / "definitions", REPO / "tests" / "e2e" / "definitions")
         for path in folder.glob("*.yaml")
+        if is_definition_file(path)  # not a scenario file beside them
         for state in load_definition_file(path).states.values()
         if state.task is not None
     }
