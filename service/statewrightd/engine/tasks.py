@@ -131,7 +131,7 @@ class TaskSweeper:
         self._stopped = False
         self._counts: list[QueueCounts] = []
         self._counted_at = 0.0
-        self._warned: dict[str, float] = {}
+        self._stalled: set[str] = set()  # reported stalled, not yet reported recovered
         self.gave_up = 0
         self.requeued = 0
 
@@ -251,19 +251,21 @@ class TaskSweeper:
         self._offload(lambda: repo.queue_stats(now), counted)
 
     def _warn_stalled(self, counts: list[QueueCounts]) -> None:
+        """One warning when a queue becomes stalled, one line when it recovers: a queue
+        nobody polls is news once, not every count."""
         now = self._polls.now()
-        for queue in counts:
-            if not self._polls.stalled(queue, now):
-                continue
-            if now - self._warned.get(queue.queue, 0.0) >= STALLED_AFTER:
-                self._warned[queue.queue] = now
-                _log.warning(
-                    "task queue %s has %d task(s) waiting and no poll for %.0fs or more: "
-                    "is a worker running for it?",
-                    queue.queue,
-                    queue.ready,
-                    STALLED_AFTER,
-                )
+        stalled = {q.queue: q for q in counts if self._polls.stalled(q, now)}
+        for name in sorted(stalled.keys() - self._stalled):
+            _log.warning(
+                "task queue %s has %d task(s) waiting and no poll for %.0fs or more: "
+                "is a worker running for it?",
+                name,
+                stalled[name].ready,
+                STALLED_AFTER,
+            )
+        for name in sorted(self._stalled - stalled.keys()):
+            _log.info("task queue %s is no longer stalled: polled, or nothing waits", name)
+        self._stalled = set(stalled)
 
 
 @dataclass(slots=True)

@@ -197,3 +197,16 @@ def test_a_scoped_start_over_https_never_answers_with_an_instance_out_of_scope(
     known = scoped.get(f"{W}/{loop_id}")
     assert (known.status, known.body) == (absent.status, absent.body)
     assert admin.get(f"{W}/{loop_id}").body["workflow"]["revision"] == "1"
+
+
+def test_credentials_do_not_let_a_foreign_host_or_a_form_through(secured: Setup) -> None:
+    # A token in a page's storage does not help a rebound name or another site's form.
+    admin = secured.http(KEYS["admin"])
+    started = admin.post(W, {"definition": "review-loop"})
+    assert started.status == 200, started.body
+    path = f"{W}/{started.body['workflow']['workflowId']}"
+    rebound = admin.request("GET", path, headers={"Host": "attacker.example"})
+    assert rebound.error == ("PERMISSION_DENIED", "HOST_NOT_ALLOWED")
+    form = admin.request("POST", f"{path}/cancel", b"", headers={"Content-Type": "text/plain"})
+    assert form.error == ("INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE")
+    assert admin.get(path).body["workflow"]["status"] != "WORKFLOW_STATUS_CANCELLED"

@@ -17,7 +17,9 @@ SOURCES = (
     REPO / "service" / "statewrightd" / "definitions" / "problems.py",
 )
 # Functions that return a problem's message, or a part of one, instead of reporting it.
-_MESSAGE_FUNCTIONS = frozenset({"_set_type_problem", "_reference_hints", "did_you_mean"})
+_MESSAGE_FUNCTIONS = frozenset(
+    {"_set_type_problem", "_reference_hints", "did_you_mean", "suggestion"}
+)
 _REPORTERS = frozenset({"error", "warning"})
 
 
