@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import time
 import urllib.request
 from collections import OrderedDict
@@ -227,6 +228,8 @@ def _describe(value: object) -> str:
         return "null"
     if isinstance(value, bool):
         return "a boolean"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
     if isinstance(value, int | float):
         return "a number"
     if isinstance(value, str):
@@ -242,8 +245,12 @@ def _check_claim_types(claims: Mapping[str, Any], settings: JwtSettings) -> None
     """Refuse the first claim the server reads whose value is not of its type."""
     for claim in _TIME_CLAIMS:
         value = claims.get(claim)
-        if claim in claims and (isinstance(value, bool) or not isinstance(value, int | float)):
-            raise _bad_claim(claim, "a number of seconds since the epoch", value, True)
+        if claim in claims and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)  # JSON as Python reads it has NaN and Infinity
+        ):
+            raise _bad_claim(claim, "a finite number of seconds since the epoch", value, True)
     if "iss" in claims and not isinstance(claims["iss"], str):
         raise _bad_claim("iss", "a string", claims["iss"], True)
     aud = claims.get("aud")

@@ -118,6 +118,8 @@ WRONG_TYPES = [
     ("exp", [1]),
     ("nbf", {"at": 1}),
     ("iat", True),
+    ("exp", float("nan")),
+    ("nbf", float("inf")),
     ("aud", {"aud": "statewright"}),
     ("aud", 5),
     ("iss", ["https://issuer.test/"]),
