@@ -1,6 +1,6 @@
 """Listening ports: only a supervisor's own server processes share one.
 
-Both listeners (gRPC and HTTP) set SO_REUSEPORT only under a supervisor (``--processes
+The listeners (gRPC, HTTP and health) set SO_REUSEPORT only under a supervisor (``--processes
 N``), where every process serves the same database. A server on its own binds its ports
 exclusively, so that a second server started on a port another one holds, with a database
 of its own, fails at start instead of taking half of the connections: the kernel refuses

@@ -177,13 +177,17 @@ class Server:
         self.port = self._bind()
         if self.config.health_listen is not None:
             # Probes (the kubelet's gRPC probe) speak neither TLS nor tokens.
-            self._health_grpc = grpc.aio.server()
-            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._health_grpc)
-            self.health_port = self._health_grpc.add_insecure_port(self.config.health_listen)
+            health_listen = self.config.health_listen
+            probes = grpc.aio.server(options=[("grpc.so_reuseport", 1 if self._share_port else 0)])
+            self._health_grpc = probes
+            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, probes)
+            self.health_port = _add_port(lambda: probes.add_insecure_port(health_listen))
             if not self.health_port:
-                raise OSError(f"could not bind {self.config.health_listen}")
-            await self._health_grpc.start()
-            host = self.config.health_listen.rpartition(":")[0]
+                if not self._share_port:
+                    raise ports.taken(health_listen, "--health-listen")
+                raise OSError(f"could not bind {health_listen}")
+            await probes.start()
+            host = health_listen.rpartition(":")[0]
             _log.info("health checks (plaintext) on %s:%d", host, self.health_port)
         await self._grpc.start()
         if self.console is not None:
@@ -215,6 +219,8 @@ class Server:
             ports.check_free(listen, "--listen")
             if self.config.http_listen is not None:
                 ports.check_free(self.config.http_listen, "--http-listen")
+            if self.config.health_listen is not None:
+                ports.check_free(self.config.health_listen, "--health-listen")
         if self._tls is not None:
             credentials = self._tls.credentials()
             port = _add_port(lambda: self._grpc.add_secure_port(listen, credentials))

@@ -210,10 +210,14 @@ class Supervisor:
         http_listen = self.config.http_listen
         if http_listen is not None:
             http_listen = await self._claim_port(http_listen, "--http-listen")
+        health_listen = self.config.health_listen
+        if health_listen is not None:
+            health_listen = await self._claim_port(health_listen, "--health-listen")
         self._child_config = replace(
             self.config,
             listen=listen,
             http_listen=http_listen,
+            health_listen=health_listen,
             processes=1,
             # Each process's own endpoint, on loopback only: the supervisor's is the pod's.
             metrics_listen="127.0.0.1:0" if self.config.metrics_listen else None,

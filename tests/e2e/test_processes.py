@@ -7,6 +7,7 @@ restarted, and SIGTERM drains both and exits 0.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
@@ -41,7 +42,7 @@ def pod(postgres_databases: PostgresDatabases, tmp_path: Path) -> Iterator[Serve
         definitions=definitions_dir(tmp_path / "definitions"),
         grace=3.0,
         cwd=tmp_path,
-        extra_args=["--processes", "2", "--metrics-listen", "127.0.0.1:0"],
+        extra_args=["--processes", "2", *METRICS, "--health-listen", "127.0.0.1:0"],
     )
     server.start()
     # The pod's one "serving on" line comes once both processes listen.
@@ -195,10 +196,12 @@ def test_only_the_pods_own_processes_share_its_port(
     port = pod.port
     other = postgres_databases.create()
     children = {int(pid) for pid in re.findall(r"server process \d started: pid (\d+)", pod.log())}
-    for processes in (2, 1):
+    (health,) = set(re.findall(r"health checks \(plaintext\) on 127\.0\.0\.1:(\d+)", pod.log()))
+    held = [("--listen", port, []), ("--health-listen", int(health), ["--listen", "127.0.0.1:0"])]
+    for (flag, port, more), processes in itertools.product(held, (2, 1)):
         # Another supervisor, or a server on its own, each with a database of its own.
         ended = subprocess.run(
-            [*STATEWRIGHTD, "serve", "--listen", f"127.0.0.1:{port}", "--database", other,
+            [*STATEWRIGHTD, "serve", flag, f"127.0.0.1:{port}", *more, "--database", other,
              "--processes", str(processes), "--grace", "1"],
             capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
         )  # fmt: skip
@@ -210,6 +213,7 @@ def test_only_the_pods_own_processes_share_its_port(
         assert f"port {port} (127.0.0.1:{port}) is already in use by pid" in line, line
         holder = int(line.split("by pid ")[1].split()[0])
         assert holder in children, (holder, children)
+        assert f"{flag} HOST:PORT" in line, line
         assert "server process 0 started" not in ended.stderr  # refused before any started
     # The pod still serves every call, from its own database.
     spread_over_both(pod)

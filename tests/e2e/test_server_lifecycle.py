@@ -319,11 +319,14 @@ def test_a_second_server_on_a_port_one_holds_fails_at_start_naming_it(tmp_path: 
         database_url=f"sqlite:///{tmp_path / 'first.db'}",
         definitions=definitions,
         cwd=tmp_path,
-        extra_args=["--http-listen", "127.0.0.1:0"],
+        extra_args=["--http-listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"],
     )
     with first, Client(first.target) as client:
         grpc_port = first.port
         http_port = int(first.log().split("web console on http://127.0.0.1:")[1].split("/")[0])
+        health_port = int(
+            first.log().split("health checks (plaintext) on 127.0.0.1:")[1].split()[0]
+        )
         for command in (
             ["serve", "--listen", f"127.0.0.1:{grpc_port}"],
             ["dev", "--listen", f"127.0.0.1:{grpc_port}", "--definitions", str(definitions)],
@@ -337,6 +340,11 @@ def test_a_second_server_on_a_port_one_holds_fails_at_start_naming_it(tmp_path: 
         (line,) = _refusals(_second_server(tmp_path, *http))
         assert f"port {http_port} (" in line and f"by pid {first.proc.pid} (" in line, line
         assert "--http-listen HOST:PORT" in line
+        # The probes' port too: a kubelet's probe must reach the server it is about.
+        health = ["serve", "--listen", "127.0.0.1:0", "--health-listen", f"127.0.0.1:{health_port}"]
+        (line,) = _refusals(_second_server(tmp_path, *health))
+        assert f"port {health_port} (" in line and f"by pid {first.proc.pid} (" in line, line
+        assert "--health-listen HOST:PORT" in line
         # The first server alone has every instance: nothing went to another database.
         started = [client.start("mail-approval").workflow.workflow_id for _ in range(10)]
         assert all(client.get(wid).workflow_id == wid for wid in started)
