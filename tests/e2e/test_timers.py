@@ -225,3 +225,18 @@ def test_a_definition_with_a_literal_timer_past_the_longest_is_refused_at_start(
     assert ended.returncode == 2, ended.stdout
     assert "after must be at most 100 years" in ended.stdout
     assert "Traceback" not in ended.stdout
+
+
+def test_a_timer_due_at_the_last_representable_time_is_armed_and_read_back(
+    client: Client,
+) -> None:
+    # A timestamp rather than a duration: the latest one CEL, protobuf and every client
+    # can hold. It is armed like any other (nothing can add to it and overflow).
+    for due in ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59.999999Z"):
+        wid = uid("last")
+        answer = client.start("escalation", workflow_id=wid, input={"due": due}).workflow
+        assert (answer.status, answer.state) == (WAITING, "scheduled"), answer
+        (timer,) = answer.timers
+        assert timer.due_time.ToDatetime().year == 9999
+        assert client.get(wid) == answer
+        assert client.resume(wid, "approve").workflow.state == "done"
