@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, TypeVar
 
-from statewrightd import errors
+from statewrightd import errors, visibility
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.engine.answers import Outcome, Replay, Result
@@ -74,6 +74,10 @@ HINT_DELAY_SECONDS = 0.02
 STARTUP_DATABASE_WAIT = 30.0
 # Instances read per query when counting them (the store's largest page).
 COUNT_PAGE = 1000
+# Once storage is found down, a step still in flight gets this long to reach its own
+# answer (most do at once: waits for a connection are cut short) before its caller is
+# told that its outcome is not known yet, rather than left to wait out its deadline.
+STEP_RELEASE_GRACE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +142,9 @@ class Application:
         # that need it are then refused at once, so that clients' retries can go elsewhere
         # instead of each waiting out its deadline on a dead database.
         self._storage_down: str | None = None
+        # Calls waiting on storage (reads, and steps), answered as soon as it is found down.
+        self._reading: set[asyncio.Future[Any]] = set()
+        self._stepping: dict[asyncio.Future[object], str] = {}
         # Steps this process has committed: the web console recounts its lists when it
         # moves. Written by the EventLoop thread only; read from the asyncio thread.
         self.committed_steps = 0
@@ -314,6 +321,8 @@ class Application:
             await asyncio.to_thread(self._writer.stop, True)
         self._io.shutdown(wait=False, cancel_futures=True)
         self._reads.shutdown(wait=False, cancel_futures=True)
+        for waiting in list(self._reading):  # reads the shutdown dropped are not waited for
+            _settle(waiting, errors.Unavailable("the server is stopping", reason="SHUTTING_DOWN"))
         if self._repo is not None:
             await asyncio.to_thread(self._repo.close)
 
@@ -347,12 +356,34 @@ class Application:
     # -- storage health ----------------------------------------------------------------------
 
     def storage_verdict(self, down: str | None) -> None:
-        """Record the latest storage check: why storage is down, or None when it answered."""
-        if down is not None and self._storage_down is None:
-            _log.warning("storage is down (%s): calls that need it fail fast", down)
-        elif down is None and self._storage_down is not None:
-            _log.info("storage is back: calls that need it are served again")
+        """Record the latest storage check: why storage is down, or None when it answered
+        (asyncio loop)."""
+        was_down = self._storage_down is not None
         self._storage_down = down
+        if self._repo is not None:
+            self._repo.set_unreachable(down is not None)
+        if down is not None and not was_down:
+            _log.warning("storage is down (%s): calls that need it fail fast", down)
+            self._release_waiting_calls(down)
+        elif down is None and was_down:
+            _log.info("storage is back: calls that need it are served again")
+
+    def _release_waiting_calls(self, down: str) -> None:
+        """Answer every call still waiting on storage now that it is known down: reads at
+        once (the read goes on, unheeded), steps once they have had a moment to end."""
+        message = f"storage went down while this call waited ({down}); retry with backoff"
+        for waiting in list(self._reading):
+            _settle(waiting, errors.StorageUnavailable(message, reason="STORAGE_UNAVAILABLE"))
+        if self._polls is not None:
+            for queue in self._polls.queues():
+                self._polls.notify(queue)  # waiting polls look again, and are refused
+        asyncio.get_running_loop().call_later(STEP_RELEASE_GRACE, self._release_steps)
+
+    def _release_steps(self) -> None:
+        if self._storage_down is None:
+            return
+        for waiting, workflow_id in list(self._stepping.items()):
+            _settle(waiting, _in_doubt(workflow_id))
 
     def _require_storage(self) -> None:
         down = self._storage_down
@@ -370,9 +401,25 @@ class Application:
         self._require_storage()
         assert self._requests is not None, "application not opened"
         try:
-            return await self._requests.step(command, budget)
+            outcome = await self._requests.step(command, budget)
         except errors.NotFound as exc:
             raise await self._missing(command.workflow_id, exc) from None
+        except errors.AlreadyExists:
+            await self._exists_in_view(command.workflow_id)
+            raise
+        # Whatever answers: a fresh step, a replayed one, an instance a start found.
+        visibility.check(outcome.record.definition)
+        return outcome
+
+    async def _exists_in_view(self, workflow_id: str) -> None:
+        """Raise the refusal unless the caller may learn that ``workflow_id`` exists."""
+        view = visibility.current()
+        if view is None:
+            return
+        try:
+            await self.get(workflow_id)  # refused there when out of view
+        except errors.NotFound:
+            raise visibility.refusal(view.method) from None
 
     async def _run(self, command: Command, budget: float | None) -> Outcome | Replay:
         """Post ``command`` to the EventLoop and await its answer."""
@@ -389,6 +436,7 @@ class Application:
 
         job = Job(command, reply, observed=self._step_observer.requested())
         loop.post(functools.partial(self.runtime.submit, job))
+        self._stepping[future] = command.workflow_id
         # A plain timer rather than wait_for(shield(...)): one less task per call. The
         # step goes on regardless; only this caller stops waiting for it.
         expired = False
@@ -403,6 +451,7 @@ class Application:
         try:
             result = await future
         finally:
+            del self._stepping[future]
             if timer is not None:
                 timer.cancel()
         if expired:
@@ -436,13 +485,31 @@ class Application:
 
     def watch(self, workflow_id: str, after: int | None) -> AsyncIterator[StepEvent]:
         """Every revision of the instance in order, from ``after`` (None: as it is now)."""
-        return self._feed.follow(workflow_id, after)
+        events = self._feed.follow(workflow_id, after)
+        view = visibility.current()
+        return events if view is None else _in_view(events, view)
 
     # -- reads -------------------------------------------------------------------------------
 
     async def _read(self, fn: Callable[[], T]) -> T:
         self._require_storage()
-        return await asyncio.get_running_loop().run_in_executor(self._reads, fn)
+        aio = asyncio.get_running_loop()
+        waiting: asyncio.Future[T] = aio.create_future()
+
+        def run() -> None:
+            try:
+                value: Any = fn()
+            except Exception as exc:
+                value = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                aio.call_soon_threadsafe(_settle, waiting, value)
+
+        self._reads.submit(run)
+        self._reading.add(waiting)
+        try:
+            return await waiting
+        finally:
+            self._reading.discard(waiting)
 
     async def definition(self, name: str, version: int | None) -> Loaded:
         registry = self.registry
@@ -472,7 +539,9 @@ class Application:
                 task = repo.open_tasks([workflow_id]).get(workflow_id)
             return Found(record, loaded, timers, task)
 
-        return await self._read(read)
+        found = await self._read(read)
+        visibility.check(found.record.definition)
+        return found
 
     async def _missing(self, workflow_id: str, error: errors.NotFound) -> errors.NotFound:
         """A step's NOT_FOUND, saying that the instance expired when a tombstone says so."""
@@ -699,6 +768,15 @@ async def _open_when_reachable(url: str, wait: float, request_window: timedelta)
 _EXPIRED = object()
 
 
+def _in_doubt(workflow_id: str) -> errors.Unknown:
+    return errors.Unknown(
+        "storage went down while this step was on its way: it may or may not be saved. Read "
+        "the instance (or retry with the same request_id) once storage is back",
+        reason="OUTCOME_UNKNOWN",
+        metadata={"workflow_id": workflow_id},
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class Deleted:
     """What DeleteWorkflow removed: the instance as it was, and whether it was cancelled
@@ -738,6 +816,14 @@ def _revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.A
             "actual_revision": actual,
         },
     )
+
+
+async def _in_view(
+    events: AsyncIterator[StepEvent], view: visibility.View
+) -> AsyncIterator[StepEvent]:
+    async for event in events:
+        visibility.check(event.record.definition, view)
+        yield event
 
 
 def _settle(future: asyncio.Future[Any], value: Any) -> None:

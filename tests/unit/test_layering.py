@@ -20,7 +20,7 @@ LAYERS: list[set[str]] = [
     {"cli"},
     {"scenarios"},
     {"supervisor"},
-    {"server", "health", "reflection", "tuning", "pod", "console"},
+    {"server", "health", "reflection", "tuning", "pod", "console", "ports"},
     {"security"},
     {"observability"},
     {"api"},
@@ -28,7 +28,7 @@ LAYERS: list[set[str]] = [
     {"engine"},
     {"definitions"},
     {"store"},
-    {"errors", "config", "durations", "__init__"},
+    {"errors", "config", "durations", "visibility", "__init__"},
 ]
 LAYER_OF = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 

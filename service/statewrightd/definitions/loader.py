@@ -48,11 +48,11 @@ from statewrightd.definitions.values import (
     conform,
     freeze,
 )
-from statewrightd.durations import parse_duration
+from statewrightd.durations import MAX_DURATION_TEXT, parse_duration, too_long
 
-FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
-EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
+FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
+STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}\Z")
+EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}\Z")
 MAX_RECURSION_LIMIT = 10_000
 
 # The largest definition accepted (documented in docs/definitions.md): what is past these
@@ -585,6 +585,9 @@ class _Builder:
         if seconds <= 0:
             self.error(path, "a timeout must be a positive duration")
             return None
+        if too_long(seconds):
+            self.error(path, f"a duration must be at most {MAX_DURATION_TEXT}")
+            return None
         return seconds
 
     def actions(self, raw: object, path: str) -> tuple[SetAction, ...]:
@@ -786,6 +789,9 @@ class _Builder:
                 return False
             if seconds <= 0:
                 self.error(f"{path}.after", "after must be a positive duration")
+                return False
+            if too_long(seconds):
+                self.error(f"{path}.after", f"after must be at most {MAX_DURATION_TEXT}")
                 return False
             return Delay(raw, seconds=seconds)
         if has_expr:

@@ -43,6 +43,7 @@ class Reason(enum.StrEnum):
     CONTEXT_TOO_LARGE = "CONTEXT_TOO_LARGE"
     TASK_FAILED = "TASK_FAILED"
     TASK_TIMED_OUT = "TASK_TIMED_OUT"
+    TIMER_OUT_OF_RANGE = "TIMER_OUT_OF_RANGE"
     CANCELLED = "CANCELLED"
 
 
@@ -59,6 +60,7 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.CONTEXT_TOO_LARGE: errors.ResourceExhausted,
         Reason.TASK_FAILED: errors.FailedPrecondition,
         Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
+        Reason.TIMER_OUT_OF_RANGE: errors.InvalidArgument,
         Reason.CANCELLED: errors.Cancelled,
     }
 )
