@@ -760,7 +760,7 @@ class CitusRepository(PostgresRepository):
     def ping(self) -> None:
         super().ping()
         try:
-            with self._pooled(min(self._pool_timeout, 5.0)) as conn:
+            with self._pooled(min(self._pool_timeout, 5.0), probe=True) as conn:
                 version = citus_layout.citus_schema_version(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
