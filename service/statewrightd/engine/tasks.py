@@ -174,7 +174,15 @@ class TaskSweeper:
 
     def _expire(self, task: TaskRecord) -> None:
         now = self._clock.now()
-        if now >= task.deadline:
+        # A server that was down past both a lease's end and the task's deadline answers
+        # for the one that ran out first, as a server running throughout would have.
+        lease_ran_out_first = (
+            task.status is TaskStatus.LEASED
+            and task.lease_expire_time is not None
+            and task.lease_expire_time < task.deadline
+            and now >= task.lease_expire_time
+        )
+        if now >= task.deadline and not lease_ran_out_first:
             error = {"type": "TIMED_OUT", "message": "schedule_to_close passed", "details": {}}
             self._give_up(task, error)
             return
