@@ -22,6 +22,7 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from statewrightd.domain import Status
 from statewrightd.errors import StoreError
 from statewrightd.store import (
     Create,
@@ -30,7 +31,6 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
-    Status,
     open_repository,
 )
 

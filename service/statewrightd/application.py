@@ -22,12 +22,13 @@ from typing import Any, TypeVar
 from statewrightd import errors
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
+from statewrightd.domain import TERMINAL
 from statewrightd.engine.answers import Outcome, Replay, Result
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import CancelCommand, Command
 from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics, Phase
 from statewrightd.engine.idempotency import Idempotency
-from statewrightd.engine.model import TERMINAL, TransitionTaken
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.retention import RetentionPurger, RetentionStats
 from statewrightd.engine.runtime import (
@@ -43,6 +44,7 @@ from statewrightd.engine.task_desk import TaskDesk
 from statewrightd.engine.tasks import QueueView, TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler, TimerStats
 from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
+from statewrightd.store.backends import open_repository
 from statewrightd.store.notifications import HintListener, step_listener, task_listener
 from statewrightd.store.records import (
     HistoryRecord,
@@ -54,7 +56,7 @@ from statewrightd.store.records import (
     TimerRecord,
     Tombstone,
 )
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.repository import Repository
 from statewrightd.store.writer import BatchObserver, GroupCommitWriter, WriterStats, unobserved
 
 _log = logging.getLogger(__name__)

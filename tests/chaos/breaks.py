@@ -29,6 +29,7 @@ from datetime import datetime
 from typing import Any
 
 from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import TaskStatus
 from statewrightd.engine import runtime as runtime_module
 from statewrightd.engine import task_desk
 from statewrightd.engine.answers import Outcome, Result
@@ -44,7 +45,6 @@ from statewrightd.store.records import (
     InstanceRecord,
     Operation,
     TaskRecord,
-    TaskStatus,
     TimerChange,
     TimerRecord,
     target_of,

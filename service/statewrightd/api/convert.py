@@ -19,11 +19,12 @@ from statewrightd.definitions.graph import to_mermaid
 from statewrightd.definitions.model import TASK_FAILED, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.engine import fsm
-from statewrightd.engine.model import FAILURE_ERRORS, Status, TransitionTaken
+from statewrightd.engine.model import FAILURE_ERRORS, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
 from statewrightd.errors import InvalidArgument, quote
-from statewrightd.store.records import InstanceRecord, TaskRecord, TaskStatus, TimerRecord
+from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 
 _MAX_SAFE_INT = 2**53
 _isfinite = math.isfinite

@@ -12,13 +12,13 @@ from statewright.v1 import task_service_pb2_grpc as pb_grpc
 
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
-from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import struct_to_dict, task_pb, timestamp
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, unary
 from statewrightd.api.requests import request_key, value_limits
 from statewrightd.api.responses import found_workflow, outcome_workflow
 from statewrightd.application import Application
+from statewrightd.context import current_actor
 
 
 class TaskServicer(pb_grpc.TaskServiceServicer):

@@ -32,7 +32,7 @@ from google.protobuf.message import Message
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import errors
-from statewrightd.api import caller, requests, responses
+from statewrightd.api import requests, responses
 from statewrightd.api import validation as v
 from statewrightd.api.convert import definition_pb
 from statewrightd.api.definitions_page import list_definitions
@@ -41,7 +41,8 @@ from statewrightd.api.door import Door
 from statewrightd.api.status import error_json
 from statewrightd.application import Application
 from statewrightd.console.streams import DiagnosticsSampler, EventStream
-from statewrightd.engine.model import TERMINAL
+from statewrightd.context import set_actor
+from statewrightd.domain import TERMINAL
 from statewrightd.engine.watch import StepEvent
 from statewrightd.security.interceptor import CallGate, keep_in_scope
 from statewrightd.security.roles import METHOD_RULES, UNLISTED, Grant, Principal
@@ -201,7 +202,7 @@ class Endpoints:
                 rule, method, message, metadata, _auth_context(request)
             )
             # History records who stepped: the same principal names as over gRPC.
-            caller.set_actor(principal.name)
+            set_actor(principal.name)
             yield principal, grants
         finally:
             self._door.leave()

@@ -49,15 +49,14 @@ from statewrightd.definitions.values import (
     reduce,
     to_json,
 )
+from statewrightd.domain import TERMINAL, Status
 from statewrightd.engine.model import (
     NO_TASK_WORK,
     NO_TIMER_WORK,
-    TERMINAL,
     PlannedTask,
     PlannedTimer,
     Reason,
     Snapshot,
-    Status,
     StepError,
     StepResult,
     TaskPlan,

@@ -11,18 +11,16 @@ from types import MappingProxyType
 from statewrightd import errors
 from statewrightd.definitions.model import TaskSpec
 from statewrightd.definitions.values import JSONValue
-from statewrightd.store.records import TERMINAL, Status
+from statewrightd.domain import Status
 
 __all__ = [
     "FAILURE_ERRORS",
     "NO_TASK_WORK",
     "NO_TIMER_WORK",
-    "TERMINAL",
     "PlannedTask",
     "PlannedTimer",
     "Reason",
     "Snapshot",
-    "Status",
     "StepError",
     "StepResult",
     "TaskPlan",

@@ -27,6 +27,7 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.definitions.model import TASK_COMPLETED, Definition
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.domain import TERMINAL, TaskStatus
 from statewrightd.engine import fsm
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
 from statewrightd.engine.answers import Outcome, Replay, Reply, Result
@@ -44,7 +45,7 @@ from statewrightd.engine.commands import (
 )
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.idempotency import request_record
-from statewrightd.engine.model import TERMINAL, Snapshot, StepResult, TimerPlan, TransitionTaken
+from statewrightd.engine.model import Snapshot, StepResult, TimerPlan, TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.snapshots import (
     history_record,
@@ -65,7 +66,6 @@ from statewrightd.store.records import (
     TaskChange,
     TaskFinish,
     TaskRecord,
-    TaskStatus,
     TimerChange,
     TimerRecord,
 )

@@ -30,12 +30,13 @@ from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
 from statewrightd import errors
+from statewrightd.domain import TaskStatus
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKey, TaskGiveUpCommand
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
-from statewrightd.store.records import TaskPage, TaskRecord, TaskStatus
+from statewrightd.store.records import TaskPage, TaskRecord
 from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)

@@ -27,12 +27,13 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.domain import TaskStatus
 from statewrightd.engine.answers import Result
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import TaskGiveUpCommand
 from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.observer import StepObserver
-from statewrightd.store.records import QueueCounts, TaskRecord, TaskStatus
+from statewrightd.store.records import QueueCounts, TaskRecord
 from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)

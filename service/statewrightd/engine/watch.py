@@ -21,7 +21,8 @@ from typing import Protocol
 
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
-from statewrightd.engine.model import TERMINAL, TransitionTaken
+from statewrightd.domain import TERMINAL
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.snapshots import record_at, timers_from_dicts, transitions_from_dicts
 from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
 

@@ -21,7 +21,7 @@ import grpc
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from statewrightd.observability.logs import RPC_METHOD, WORKFLOW_ID
+from statewrightd.context import RPC_METHOD, WORKFLOW_ID
 from statewrightd.observability.metrics import Metrics
 
 Context = grpc.aio.ServicerContext[Any, Any]

@@ -24,11 +24,11 @@ import grpc
 from google.protobuf.message import Message
 
 from statewrightd import errors
-from statewrightd.api import caller
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
 from statewrightd.api.status import to_grpc_status
 from statewrightd.application import Application
+from statewrightd.context import set_actor
 from statewrightd.security.authn import Authenticator
 from statewrightd.security.roles import (
     ANONYMOUS,
@@ -134,7 +134,7 @@ class CallGate(grpc.aio.ServerInterceptor):
                 await context.abort_with_status(to_grpc_status(exc))
                 raise AssertionError("abort_with_status always raises") from exc
             # Each call runs in a task (and a context) of its own: the value goes with it.
-            caller.set_actor(principal.name)
+            set_actor(principal.name)
             response = await behavior(request, context)
             if name == "ListDefinitions":
                 keep_in_scope(response, grants)
@@ -154,7 +154,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             except errors.StatewrightError as exc:
                 await context.abort_with_status(to_grpc_status(exc))
                 return
-            caller.set_actor(principal.name)
+            set_actor(principal.name)
             try:
                 async for item in behavior(request, context):
                     yield item

@@ -3,6 +3,7 @@
 The runtime uses :func:`open_repository`, the records, and :class:`GroupCommitWriter`.
 """
 
+from statewrightd.store.backends import open_repository
 from statewrightd.store.records import (
     Create,
     DefinitionRecord,
@@ -12,9 +13,8 @@ from statewrightd.store.records import (
     Page,
     RequestRecord,
     Save,
-    Status,
 )
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.repository import Repository
 from statewrightd.store.schema import migrate
 from statewrightd.store.writer import GroupCommitWriter, WriterStats
 
@@ -29,7 +29,6 @@ __all__ = [
     "Repository",
     "RequestRecord",
     "Save",
-    "Status",
     "WriterStats",
     "migrate",
     "open_repository",

@@ -16,10 +16,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from statewrightd.domain import STATUSES, TERMINAL
 from statewrightd.errors import InvalidArgument, SerializationError
 from statewrightd.store.records import (
-    STATUSES,
-    TERMINAL,
     Create,
     DefinitionRecord,
     HistoryRecord,

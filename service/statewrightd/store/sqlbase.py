@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
+from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.store import failures
 from statewrightd.store.batching import BatchWriter
@@ -33,7 +34,6 @@ from statewrightd.store.codec import (
     encode_task_page_token,
 )
 from statewrightd.store.records import (
-    TERMINAL,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,

@@ -26,8 +26,9 @@ from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.commands import CancelCommand, ResumeCommand, SignalCommand, StartCommand
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.store.backends import open_repository
 from statewrightd.store.records import InstanceRecord, Save
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.repository import Repository
 
 REPO = Path(__file__).resolve().parents[3]
 TALLY = REPO / "tests" / "e2e" / "definitions" / "tally.yaml"

@@ -9,6 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import Conflict, Overloaded, StorageUnavailable, StoreError
 from statewrightd.store import (
     Create,
@@ -17,7 +18,6 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
-    Status,
 )
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import (
     Conflict,
     InvalidArgument,
@@ -29,7 +30,6 @@ from statewrightd.store import (
     Repository,
     RequestRecord,
     Save,
-    Status,
     open_repository,
 )
 

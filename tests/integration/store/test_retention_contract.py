@@ -19,6 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.errors import Conflict, RecordExists, RecordLive, RecordNotFound
 from statewrightd.store import (
     Create,
@@ -27,16 +28,9 @@ from statewrightd.store import (
     Repository,
     RequestRecord,
     Save,
-    Status,
     open_repository,
 )
-from statewrightd.store.records import (
-    TaskChange,
-    TaskRecord,
-    TaskStatus,
-    TimerChange,
-    TimerRecord,
-)
+from statewrightd.store.records import TaskChange, TaskRecord, TimerChange, TimerRecord
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -12,6 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import Conflict, SerializationError, TimerGone
 from statewrightd.store import (
     Create,
@@ -19,7 +20,6 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
-    Status,
     open_repository,
 )
 from statewrightd.store.records import TimerChange, TimerRecord

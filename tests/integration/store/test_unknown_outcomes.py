@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import (
     Conflict,
     OutcomeUnknown,
@@ -26,7 +27,6 @@ from statewrightd.store import (
     InstanceRecord,
     Repository,
     Save,
-    Status,
     open_repository,
 )
 from statewrightd.store.postgres import PostgresRepository

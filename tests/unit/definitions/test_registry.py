@@ -14,7 +14,8 @@ from statewrightd.definitions.registry import (
     DefinitionsRefused,
     read_file,
 )
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.backends import open_repository
+from statewrightd.store.repository import Repository
 
 FLOW = """\
 name: flow
