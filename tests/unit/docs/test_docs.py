@@ -172,6 +172,18 @@ def test_no_page_points_outside_the_repository() -> None:
         assert not _ELSEWHERE.search(text), f"{path.relative_to(REPO)}: {_ELSEWHERE.search(text)}"
 
 
+# The benchmark report is read, not searched: what a run measured in detail goes to the
+# notebook (bench/NOTES.md), and the report keeps the figures and what they mean.
+BENCHMARKS_LIMIT = 25_000
+
+
+def test_the_benchmark_report_stays_a_report() -> None:
+    size = len((REPO / "BENCHMARKS.md").read_bytes())
+    assert size < BENCHMARKS_LIMIT, (
+        f"BENCHMARKS.md is {size:,} bytes: move detail to bench/NOTES.md"
+    )
+
+
 def test_the_readme_is_a_front_door_whose_links_work() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "make dev" in readme and "make test" in readme and "make docs" in readme
