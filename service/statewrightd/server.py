@@ -22,7 +22,7 @@ from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig
 from statewrightd.console import Console
 from statewrightd.definitions.registry import DefinitionsRefused, check_directory
@@ -144,13 +144,14 @@ class Server:
     async def _start_serving(self) -> int:
         tune_interpreter()
         door = self.door
+        stats = self.app.diagnostics
         self.observability.start(
-            self.app.loop.metrics,
-            self.app.writer_stats,
+            stats.loop_metrics,
+            stats.writer_stats,
             lambda: door.malformed,
-            self.app.timer_stats,
-            self.app.task_counts,
-            retention_stats=self.app.retention_stats,
+            stats.timer_stats,
+            stats.task_counts,
+            retention_stats=stats.retention_stats,
         )
         _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
@@ -263,7 +264,7 @@ class Server:
         alive = True
         while True:
             await asyncio.sleep(HEALTH_INTERVAL / 4)
-            stalled = time.monotonic() - self.app.loop.metrics().last_progress
+            stalled = time.monotonic() - self.app.engine.loop.metrics().last_progress
             if (stalled < limit) != alive:
                 alive = not alive
                 if alive:
@@ -342,7 +343,7 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
     _log.warning(
         "%s=%s: installing test hooks (never set this in production)", TEST_HOOKS_ENV, name
     )
-    importlib.import_module(name).install(app.loop, aio)
+    importlib.import_module(name).install(app.engine.loop, aio)
 
 
 def _add_port(add: Callable[[], int]) -> int:

@@ -26,7 +26,7 @@ LAYERS: list[set[str]] = [
     {"console"},
     {"security", "observability"},
     {"api"},
-    {"application"},
+    {"app"},
     {"engine"},
     {"definitions"},
     {"store"},
@@ -151,7 +151,7 @@ def test_the_walk_sees_imports_of_every_kind() -> None:
     found = [t for _, t in imports(ROOT / "engine" / "runtime.py")]
     assert "statewrightd.engine.fsm" in found or "statewrightd.engine" in found
     sample = ROOT / "api" / "servicer.py"
-    assert any(t.startswith("statewrightd.application") for _, t in imports(sample))
+    assert any(t.startswith("statewrightd.app") for _, t in imports(sample))
 
 
 def _copy_of_the_package(tmp_path: Path) -> Path:

@@ -9,9 +9,10 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
-from statewrightd.application import Deleted, Found
+from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.answers import Outcome
+from statewrightd.engine.loading import Found
 from statewrightd.engine.watch import StepEvent
 from statewrightd.store.records import Page
 

@@ -17,9 +17,9 @@ from statewrightd.api.convert import (
     struct_to_dict,
 )
 from statewrightd.api.requests import request_key
+from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.engine.commands import RequestKey
-from statewrightd.engine.task_desk import TaskFailure, TaskRef
 
 MAX_TASKS: Final = 100
 MAX_WAIT: Final = 60.0

@@ -1,8 +1,8 @@
 """The TaskService servicer: workers poll, heartbeat, complete and fail tasks.
 
 A service of its own, apart from WorkflowService, so that workers can be authorised apart
-from clients. Like the workflow servicer it converts, asks the application, and converts
-back; the task desk decides.
+from clients. Like the workflow servicer it converts, calls its use case (the task desk,
+which decides), and converts back.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, unary
 from statewrightd.api.requests import request_key, value_limits
 from statewrightd.api.responses import found_workflow, outcome_workflow
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.context import current_actor
 
 
@@ -84,7 +84,9 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         if failed.outcome is not None:
             response.workflow.CopyFrom(outcome_workflow(failed.outcome))
         else:  # retried: the instance did not change, and is read as it is
-            response.workflow.CopyFrom(found_workflow(await self._app.get(fail.ref.workflow_id)))
+            response.workflow.CopyFrom(
+                found_workflow(await self._app.reads.get(fail.ref.workflow_id))
+            )
         return response
 
     @unary

@@ -39,7 +39,8 @@ from statewrightd.api.definitions_page import list_definitions
 from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
 from statewrightd.api.status import error_json
-from statewrightd.application import Application
+from statewrightd.app.reads import WorkflowFilter
+from statewrightd.app.wiring import Application
 from statewrightd.console.streams import DiagnosticsSampler, EventStream
 from statewrightd.context import set_actor
 from statewrightd.domain import TERMINAL
@@ -223,7 +224,7 @@ class Endpoints:
             name += "/versions/" + request.match_info["version"]
         _named(message, name, "GetDefinition")
         async with self._admitted(request, "GetDefinition", message):
-            loaded = await self._app.definition(*v.definition_resource(message.name))
+            loaded = await self._app.reads.definition(*v.definition_resource(message.name))
             return answer(pb.GetDefinitionResponse(definition=definition_pb(loaded)))
 
     # -- workflows -------------------------------------------------------------------
@@ -236,27 +237,26 @@ class Endpoints:
     async def _list(self, message: pb.ListWorkflowsRequest) -> pb.ListWorkflowsResponse:
         if message.definition:
             v.definition_name(message.definition)
-        page, found = await self._app.list_workflows(
-            definition=message.definition or None,
-            status=requests.status_filter(message.status),
-            page_size=v.page_size(message.page_size),
-            page_token=message.page_token,
+        page, found = await self._app.reads.list_workflows(
+            WorkflowFilter(message.definition or None, requests.status_filter(message.status)),
+            v.page_size(message.page_size),
+            message.page_token,
         )
         return responses.list_response(page, found)
 
     async def start_workflow(self, request: web.Request) -> web.StreamResponse:
         message = await from_body(request, pb.StartWorkflowRequest(), "StartWorkflow")
         async with self._admitted(request, "StartWorkflow", message):
-            loaded = await self._app.definition(*requests.start_target(message))
+            loaded = await self._app.reads.definition(*requests.start_target(message))
             command = requests.start_command(message, loaded, self._limits)
-            outcome = await self._app.step(command, STEP_BUDGET_SECONDS)
+            outcome = await self._app.workflows.step(command, STEP_BUDGET_SECONDS)
             return answer(responses.start_response(outcome))
 
     async def get_workflow(self, request: web.Request) -> web.StreamResponse:
         message = from_query(request, pb.GetWorkflowRequest(), "GetWorkflow")
         _named(message, "workflows/" + request.match_info["workflow_id"], "GetWorkflow")
         async with self._admitted(request, "GetWorkflow", message):
-            found = await self._app.get(v.workflow_name(message.name))
+            found = await self._app.reads.get(v.workflow_name(message.name))
             return answer(responses.get_response(found))
 
     async def resume_workflow(self, request: web.Request) -> web.StreamResponse:
@@ -264,7 +264,7 @@ class Endpoints:
         _named(message, "workflows/" + request.match_info["workflow_id"], "ResumeWorkflow")
         async with self._admitted(request, "ResumeWorkflow", message):
             command = requests.resume_command(message, self._limits)
-            outcome = await self._app.step(command, STEP_BUDGET_SECONDS)
+            outcome = await self._app.workflows.step(command, STEP_BUDGET_SECONDS)
             return answer(responses.resume_response(outcome))
 
     async def signal_workflow(self, request: web.Request) -> web.StreamResponse:
@@ -272,7 +272,7 @@ class Endpoints:
         _named(message, "workflows/" + request.match_info["workflow_id"], "SignalWorkflow")
         async with self._admitted(request, "SignalWorkflow", message):
             command = requests.signal_command(message, self._limits)
-            outcome = await self._app.step(command, STEP_BUDGET_SECONDS)
+            outcome = await self._app.workflows.step(command, STEP_BUDGET_SECONDS)
             return answer(responses.signal_response(outcome))
 
     async def cancel_workflow(self, request: web.Request) -> web.StreamResponse:
@@ -280,7 +280,7 @@ class Endpoints:
         _named(message, "workflows/" + request.match_info["workflow_id"], "CancelWorkflow")
         async with self._admitted(request, "CancelWorkflow", message):
             command = requests.cancel_command(message)
-            outcome = await self._app.step(command, STEP_BUDGET_SECONDS)
+            outcome = await self._app.workflows.step(command, STEP_BUDGET_SECONDS)
             return answer(responses.cancel_response(outcome))
 
     # -- diagnostics -----------------------------------------------------------------
@@ -288,7 +288,7 @@ class Endpoints:
     async def diagnostics(self, request: web.Request) -> web.StreamResponse:
         message = from_query(request, pb.GetDiagnosticsRequest(), "GetDiagnostics")
         async with self._admitted(request, "GetDiagnostics", message):
-            return answer(diagnostics_response(await self._app.diagnostics()))
+            return answer(diagnostics_response(await self._app.diagnostics.runtime()))
 
     async def workflow_diagnostics(self, request: web.Request) -> web.StreamResponse:
         method = "GetWorkflowDiagnostics"
@@ -310,7 +310,7 @@ class Endpoints:
             workflow_id, after = requests.watch_start(message)
             # Read first, so that an unknown instance or a revision that does not exist
             # yet is a plain HTTP error rather than an event on an open stream.
-            now = (await self._app.get(workflow_id)).record
+            now = (await self._app.reads.get(workflow_id)).record
             if after is not None and after > now.revision:
                 raise errors.OutOfRange(
                     f"workflow {workflow_id} is at revision {now.revision}; after_revision "
@@ -337,7 +337,7 @@ class Endpoints:
         stream = EventStream(request)
         await stream.open()
         try:
-            async for event in self._app.watch(workflow_id, after):
+            async for event in self._app.workflows.watch(workflow_id, after):
                 data = self._watch_json.get(event)
                 if data is None:
                     data = _json(self._watch_message(event))
@@ -369,8 +369,7 @@ class Endpoints:
         self, stream: EventStream, message: pb.ListWorkflowsRequest, page: pb.ListWorkflowsResponse
     ) -> None:
         app = self._app
-        status = requests.status_filter(message.status)
-        definition = message.definition or None
+        which = WorkflowFilter(message.definition or None, requests.status_filter(message.status))
         sent_page = sent_count = ""
         while True:
             steps, refreshed = app.committed_steps, time.monotonic()
@@ -378,9 +377,7 @@ class Endpoints:
             if data != sent_page:
                 await stream.send("page", data)
                 sent_page = data
-            count, more = await app.count_workflows(
-                definition=definition, status=status, limit=COUNT_LIMIT
-            )
+            count, more = await app.reads.count_workflows(which, COUNT_LIMIT)
             # A google.protobuf.Struct: the one message of this API that no RPC answers.
             counted = f'{{"count": {count}, "more": {"true" if more else "false"}}}'
             if counted != sent_count:

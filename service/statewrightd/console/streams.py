@@ -13,7 +13,7 @@ from aiohttp import web
 from google.protobuf import json_format
 
 from statewrightd.api.diagnostics import diagnostics_response
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 
 _log = logging.getLogger(__name__)
 
@@ -98,7 +98,7 @@ class DiagnosticsSampler:
 
     async def sample(self) -> None:
         try:
-            message = diagnostics_response(await self._app.diagnostics())
+            message = diagnostics_response(await self._app.diagnostics.runtime())
         except Exception as exc:  # a sample missed is a gap in a chart, nothing more
             _log.debug("diagnostics sample failed: %s", exc)
             return

@@ -16,7 +16,7 @@ from aiohttp import web
 from statewrightd import errors
 from statewrightd.api.door import Door
 from statewrightd.api.status import error_json, http_status
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig, parse_listen
 from statewrightd.console.endpoints import Endpoints
 from statewrightd.console.streams import DiagnosticsSampler

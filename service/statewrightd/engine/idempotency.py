@@ -1,10 +1,11 @@
 """Request ids: a retried request gets the answer its first attempt got.
 
 A step that writes carries its request record into the same compare-and-swap
-transaction, and the store refuses a request id already recorded; the runtime then
-answers ``Replay`` and this service rebuilds the original answer from the history row
-at the recorded revision. A step that writes nothing, or fails, looks its request id up
-afterwards, since a retry may meet the state its original left behind.
+transaction (engine/writes.py builds it), and the store refuses a request id already
+recorded; the runtime then answers ``Replay`` and this service rebuilds the original
+answer from the history row at the recorded revision. A step that writes nothing, or
+fails, looks its request id up afterwards, since a retry may meet the state its
+original left behind.
 
 Callers see one shape either way: an ``Outcome``, fresh or replayed.
 """
@@ -15,7 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import Protocol, TypeVar
 
 from statewrightd import errors
@@ -24,7 +25,6 @@ from statewrightd.engine.answers import Outcome, Replay
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, RequestKey
 from statewrightd.engine.snapshots import record_at, settled_from, transitions_from_dicts
-from statewrightd.store.records import InstanceRecord, RequestRecord
 from statewrightd.store.repository import Repository
 
 T = TypeVar("T")
@@ -39,19 +39,6 @@ class Reader(Protocol):
     """Runs a blocking store read off the asyncio thread."""
 
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
-
-
-def request_record(key: RequestKey, record: InstanceRecord, time: datetime) -> RequestRecord:
-    """What the step that answers ``key`` writes with itself. The answer is rebuilt from
-    the history row at this revision on replay, so only the revision is stored."""
-    return RequestRecord(
-        request_id=key.request_id,
-        workflow_id=record.workflow_id,
-        method=key.method,
-        fingerprint=key.fingerprint,
-        response=json.dumps({"revision": record.revision}).encode(),
-        create_time=time,
-    )
 
 
 class Idempotency:

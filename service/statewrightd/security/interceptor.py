@@ -27,7 +27,7 @@ from statewrightd import errors
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
 from statewrightd.api.status import to_grpc_status
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.context import set_actor
 from statewrightd.security.authn import Authenticator
 from statewrightd.security.roles import (
@@ -216,7 +216,7 @@ class CallGate(grpc.aio.ServerInterceptor):
 
     async def _instance_definition(self, request: Message) -> str:
         workflow_id = v.workflow_name(str(getattr(request, "name", "")))
-        return (await self._app.get(workflow_id)).record.definition
+        return (await self._app.reads.get(workflow_id)).record.definition
 
     async def _task_queue(self, request: Message) -> str:
         ref = tr.task_ref(str(getattr(request, "name", "")))

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import timedelta
-
 from statewrightd.store import schema
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.repository import Repository
@@ -15,15 +13,11 @@ def open_repository(
     *,
     migrate: bool = True,
     pool_size: int = 16,
-    request_window: timedelta | None = None,
 ) -> Repository:
-    """Open ``postgresql://...`` (connection pool) or ``sqlite:///path`` (embedded).
-
-    ``request_window``: how long a request record answers retries of its request id; a
-    step with an id recorded longer ago than that records it afresh (None: for ever)."""
+    """Open ``postgresql://...`` (connection pool) or ``sqlite:///path`` (embedded)."""
     backend = schema.backend_of(url)
     if migrate:
         schema.migrate(url)
     if backend == "postgres":
-        return PostgresRepository(url, pool_size=pool_size, request_window=request_window)
-    return SqliteRepository(schema.sqlite_path(url), request_window=request_window)
+        return PostgresRepository(url, pool_size=pool_size)
+    return SqliteRepository(schema.sqlite_path(url))

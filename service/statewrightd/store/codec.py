@@ -281,7 +281,7 @@ def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any
     }
 
 
-def _encode_request(r: RequestRecord | None, window: timedelta | None) -> dict[str, Any]:
+def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
     """``r_cutoff``: a recorded request id older than this is out of its window, free to
     be recorded again (a record that old answers no retry)."""
     if r is None:
@@ -302,17 +302,12 @@ def _encode_request(r: RequestRecord | None, window: timedelta | None) -> dict[s
         "r_fingerprint": check_text(r.fingerprint, f"{w} fingerprint"),
         "r_response": r.response,
         "r_time": check_time(r.create_time, f"{w} create_time"),
-        "r_cutoff": request_cutoff(r.create_time, window),
+        "r_cutoff": NEVER if r.live_after is None else check_time(r.live_after, f"{w} live_after"),
     }
 
 
 # The cutoff when request records never expire: older than any record.
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def request_cutoff(now: datetime, window: timedelta | None) -> datetime:
-    """Request records created before this are out of their window at ``now``."""
-    return NEVER if window is None else check_time(now, "now") - window
 
 
 def encode_task(task: TaskRecord) -> dict[str, Any]:
@@ -390,7 +385,7 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
     }
 
 
-def encode_op(op: Operation, request_window: timedelta | None = None) -> EncodedOp:
+def encode_op(op: Operation) -> EncodedOp:
     """Check an operation completely; raise ``SerializationError`` before any write.
 
     ``request_window``: how long a request record answers retries (None: for ever)."""
@@ -423,7 +418,7 @@ def encode_op(op: Operation, request_window: timedelta | None = None) -> Encoded
             )
         params["expected"] = expected
     params.update(_encode_history(op.history, target.context, params["context"]))
-    params.update(_encode_request(op.request, request_window))
+    params.update(_encode_request(op.request))
     if op.timers:
         if isinstance(op, Create) and (op.timers.disarm or op.timers.fired):
             raise SerializationError(

@@ -8,7 +8,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any
 
@@ -94,9 +94,8 @@ class PostgresRepository(SqlRepository):
         pool_size: int = 16,
         connect_timeout: float = 10.0,
         pool_timeout: float = 10.0,
-        request_window: timedelta | None = None,
     ) -> None:
-        super().__init__(latest_version("postgres"), request_window)
+        super().__init__(latest_version("postgres"))
         self._url = url
         self._connect_timeout = connect_timeout
         self._pool_timeout = pool_timeout

@@ -164,6 +164,9 @@ class RequestRecord:
     fingerprint: str
     response: bytes
     create_time: datetime
+    # A record of the same request id created at or before this is out of its window (it
+    # answers no retry any more): this one takes its place. None: records never expire.
+    live_after: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

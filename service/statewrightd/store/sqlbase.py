@@ -13,7 +13,7 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
 from statewrightd.domain import TERMINAL
@@ -121,9 +121,8 @@ class SqlRepository(BatchWriter):
     ROWS: ClassVar[Rows]
     SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
 
-    def __init__(self, schema_version: int, request_window: timedelta | None = None) -> None:
+    def __init__(self, schema_version: int) -> None:
         self._schema_version = schema_version
-        self._request_window = request_window
 
     @abstractmethod
     def _reading(self) -> AbstractContextManager[Connection]:

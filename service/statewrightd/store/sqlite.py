@@ -13,7 +13,7 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
@@ -41,8 +41,8 @@ class SqliteRepository(SqlRepository):
     ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)
     SQL_STANDING = q.INSTANCE_STANDING
 
-    def __init__(self, path: str, *, request_window: timedelta | None = None) -> None:
-        super().__init__(latest_version("sqlite"), request_window)
+    def __init__(self, path: str) -> None:
+        super().__init__(latest_version("sqlite"))
         self._path = path
         self._lock = threading.Lock()
         self._closed = False
