@@ -29,6 +29,7 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.domain import TaskStatus
 from statewrightd.engine.answers import Result
+from statewrightd.engine.background import BackgroundLoop, Offload
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import TaskGiveUpCommand
 from statewrightd.engine.event_loop import EventLoop
@@ -41,7 +42,6 @@ _log = logging.getLogger(__name__)
 SWEEP_EVERY = 1.0
 SWEEP_BATCH = 256
 SWEEP_CLAIM = timedelta(seconds=5)
-COUNT_EVERY = 5.0
 # A queue with a backlog and no poll for this long is reported (diagnostics, the log).
 STALLED_AFTER = 60.0
 POLLERS_WINDOW = 60.0
@@ -52,7 +52,6 @@ FIRST_LEASE = 30.0
 # Whom history names for a give-up the server decides (a lease or a deadline ran out).
 SWEEPER_ACTOR = "statewright:tasks"
 
-Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Submit = Callable[[TaskGiveUpCommand, Callable[[Result], None]], None]
 
 
@@ -97,8 +96,11 @@ class QueueView:
     stalled: bool
 
 
-class TaskSweeper:
+class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
     """EventLoop thread only, except ``counts`` (a snapshot read from any thread)."""
+
+    label = "task sweep"
+    idle_every = SWEEP_EVERY
 
     def __init__(
         self,
@@ -111,53 +113,30 @@ class TaskSweeper:
         polls: TaskPolls,
         observer: StepObserver,
     ) -> None:
+        super().__init__(loop=loop, repo=repo, offload=offload, clock=clock)
         self._observer = observer
-        self._loop = loop
-        self._repo = repo
-        self._offload = offload
-        self._clock = clock
         self._submit = submit
         self._polls = polls
         self._rng = random.Random()
-        self._sweeping = False
-        self._stopped = False
         self._counts: list[QueueCounts] = []
         self._counted_at = 0.0
         self._warned: dict[str, float] = {}
         self.gave_up = 0
         self.requeued = 0
 
-    def start(self) -> None:
-        self._loop.call_later(0.0, self._sweep)
-        self._loop.call_later(0.0, self._count)
-
-    def stop(self) -> None:
-        self._stopped = True
-
     def counts(self) -> list[QueueCounts]:
         return list(self._counts)
 
     # -- leases and deadlines --------------------------------------------------------
 
-    def _sweep(self) -> None:
-        if self._stopped or self._sweeping:
-            return
-        self._sweeping = True
+    def _claim(self) -> Callable[[], list[TaskRecord]]:
         repo, now = self._repo, self._clock.now()
-        self._offload(
-            lambda: repo.claim_expired_tasks(now, now + SWEEP_CLAIM, SWEEP_BATCH), self._swept
-        )
+        return lambda: repo.claim_expired_tasks(now, now + SWEEP_CLAIM, SWEEP_BATCH)
 
-    def _swept(self, result: Any) -> None:
-        self._sweeping = False
-        if isinstance(result, Exception):
-            _log.warning("task sweep failed: %s", result)
-        else:
-            for task in result:
-                self._expire(task)
-        if not self._stopped:
-            full = not isinstance(result, Exception) and len(result) == SWEEP_BATCH
-            self._loop.call_later(0.0 if full else SWEEP_EVERY, self._sweep)
+    def _fire(self, claimed: list[TaskRecord]) -> float | None:
+        for task in claimed:
+            self._expire(task)
+        return 0.0 if len(claimed) == SWEEP_BATCH else SWEEP_EVERY
 
     def _expire(self, task: TaskRecord) -> None:
         now = self._clock.now()
@@ -191,7 +170,7 @@ class TaskSweeper:
                 expired_only=True,
             )
 
-        def requeued(result: Any) -> None:
+        def requeued(result: TaskRecord | errors.StatewrightError | None) -> None:
             if isinstance(result, TaskRecord):
                 self.requeued += 1
                 self._observer.task_attempt_ended(task.queue, "timed_out")
@@ -222,20 +201,14 @@ class TaskSweeper:
 
     # -- counting --------------------------------------------------------------------
 
-    def _count(self) -> None:
-        if self._stopped:
-            return
-        repo, now = self._repo, self._clock.now()
+    def _counter(self, now: datetime) -> Callable[[], list[QueueCounts]]:
+        repo = self._repo
+        return lambda: repo.queue_stats(now)
 
-        def counted(result: Any) -> None:
-            if not isinstance(result, Exception):
-                self._counts = result
-                self._counted_at = self._polls.now()
-                self._warn_stalled(result)
-            if not self._stopped:
-                self._loop.call_later(COUNT_EVERY, self._count)
-
-        self._offload(lambda: repo.queue_stats(now), counted)
+    def _counted(self, counts: list[QueueCounts], now: datetime) -> None:
+        self._counts = counts
+        self._counted_at = self._polls.now()
+        self._warn_stalled(counts)
 
     def _warn_stalled(self, counts: list[QueueCounts]) -> None:
         now = self._polls.now()

@@ -9,22 +9,19 @@ the surrounding (batch) transaction.
 from __future__ import annotations
 
 from statewrightd.store import rows
-from statewrightd.store.sqlbase import Statements
-
-INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
-HISTORY_COLUMNS = rows.listed(rows.HISTORY)
-REQUEST_COLUMNS = rows.listed(rows.REQUEST)
-DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
-TIMER_COLUMNS = rows.listed(rows.TIMER)
-TASK_COLUMNS = rows.listed(rows.TASK)
-TOMBSTONE_COLUMNS = rows.listed(rows.TOMBSTONE)
-# A history row as readers get it: a finished instance's last row takes its context from
-# the instance row (it stores none of its own).
-HISTORY_READ = ", ".join(
-    "COALESCE(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
+from statewrightd.store.sql_builder import (
+    DEFINITION_COLUMNS,
+    HISTORY_COLUMNS,
+    INSTANCE_COLUMNS,
+    POSTGRES,
+    REQUEST_COLUMNS,
+    TASK_COLUMNS,
+    TIMER_COLUMNS,
+    instance_standing,
+    statements,
 )
-_OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
-_FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
+from statewrightd.store.sql_builder import FINISHED as _FINISHED
+from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
 # A request id recorded within its window blocks the step (the runtime answers from the
 # stored response instead); one recorded before ``r_cutoff`` answers nothing any more, and
@@ -398,44 +395,8 @@ BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 
 
-def _list_instances(by_definition: bool, by_status: bool) -> str:
-    """Keyset page over seq; filters are appended only when set so indexes stay usable."""
-    where = ["seq > %(after)s"]
-    if by_definition:
-        where.append("definition = %(definition)s")
-    if by_status:
-        where.append("status = %(status)s")
-    return (
-        f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
-        f" WHERE {' AND '.join(where)} ORDER BY seq LIMIT %(limit)s"
-    )
-
-
-def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
-    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
-    where = ["(schedule_time, workflow_id, task_id) > (%(after_time)s, %(after_w)s, %(after_t)s)"]
-    where += ["queue = %(queue)s"] * by_queue
-    where += ["workflow_id = %(workflow_id)s"] * by_workflow
-    where += ["status = %(status)s"] * by_status
-    return (
-        f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
-        " ORDER BY schedule_time, workflow_id, task_id LIMIT %(limit)s"
-    )
-
-
-SQL = Statements(
-    load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s",
-    history_after=f"""
-SELECT {HISTORY_READ}
-  FROM workflow_history h JOIN workflow_instances w ON w.workflow_id = h.workflow_id
- WHERE h.workflow_id = %s AND h.revision > %s
- ORDER BY h.revision
- LIMIT %s
-""",
-    lookup_request=(
-        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
-        " WHERE request_id = %s AND create_time > %s"
-    ),
+SQL = statements(
+    POSTGRES,
     purge_requests="""
 DELETE FROM workflow_requests q
  USING (SELECT request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
@@ -448,31 +409,11 @@ DELETE FROM workflow_tombstones t
          ORDER BY removed_time LIMIT %(limit)s FOR UPDATE SKIP LOCKED) old
  WHERE t.workflow_id = old.workflow_id
 """,
-    lookup_tombstone=f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = %s",
-    # Counts stop at the cap: an index range that long is reported as "at least".
-    retention_counts="""
-SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= %(now)s
-                               LIMIT %(cap)s) x),
-       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= %(now)s),
-       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= %(cutoff)s
-                               LIMIT %(cap)s) y),
-       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= %(cutoff)s)
-""",
     insert_definition=f"""
 INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)
 ON CONFLICT (name, version) DO NOTHING
 RETURNING {DEFINITION_COLUMNS}
 """,
-    get_definition=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s AND version = %s"
-    ),
-    get_latest_definition=f"""
-SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s ORDER BY version DESC LIMIT 1
-""",
-    list_definitions=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
-    ),
-    list_instances=_list_instances,
     armed_timers=f"""
 SELECT {TIMER_COLUMNS} FROM workflow_timers
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
@@ -488,12 +429,6 @@ UPDATE workflow_timers t SET claimed_until = %(until)s
  WHERE t.workflow_id = due.workflow_id AND t.timer_id = due.timer_id
 RETURNING {rows.listed(rows.TIMER, "t.")}
 """,
-    next_timer_due="""
-SELECT due_time FROM workflow_timers
- WHERE claimed_until IS NULL OR claimed_until <= %(now)s
- ORDER BY due_time LIMIT 1
-""",
-    delete_timer="DELETE FROM workflow_timers WHERE workflow_id = %s AND timer_id = %s",
     timer_counts=(
         "SELECT count(*), count(*) FILTER (WHERE due_time <= %(now)s) FROM workflow_timers"
     ),
@@ -531,15 +466,6 @@ UPDATE workflow_tasks
    AND (NOT %(expired_only)s OR lease_expire_time <= %(now)s)
 RETURNING {TASK_COLUMNS}
 """,
-    release_task=f"""
-UPDATE workflow_tasks
-   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
-       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
-       attempt_start_time = NULL, claimed_until = NULL, update_time = %(now)s
- WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s
-   AND lease_token = %(token)s AND status = 'LEASED'
-RETURNING {TASK_COLUMNS}
-""",
     claim_expired_tasks=f"""
 UPDATE workflow_tasks k SET claimed_until = %(until)s
   FROM (SELECT workflow_id, task_id FROM workflow_tasks
@@ -550,7 +476,6 @@ UPDATE workflow_tasks k SET claimed_until = %(until)s
  WHERE k.workflow_id = due.workflow_id AND k.task_id = due.task_id
 RETURNING {rows.listed(rows.TASK, "k.")}
 """,
-    get_task=f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = %s AND task_id = %s",
     open_tasks=f"""
 SELECT {TASK_COLUMNS} FROM workflow_tasks
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
@@ -564,7 +489,6 @@ SELECT queue,
        count(*) FILTER (WHERE status = 'LEASED')
   FROM workflow_tasks WHERE status IN {_OPEN} GROUP BY queue ORDER BY queue
 """,
-    list_tasks=_list_tasks,
 )
 
 
@@ -626,4 +550,4 @@ DELETE_WORKFLOW = _removal(
        AND EXISTS (SELECT 1 FROM instances)""",
 )
 
-INSTANCE_STANDING = "SELECT revision, status FROM workflow_instances WHERE workflow_id = %s"
+INSTANCE_STANDING = instance_standing(POSTGRES)
