@@ -144,15 +144,7 @@ class Server:
     async def _start_serving(self) -> int:
         tune_interpreter()
         door = self.door
-        stats = self.app.diagnostics
-        self.observability.start(
-            stats.loop_metrics,
-            stats.writer_stats,
-            lambda: door.malformed,
-            stats.timer_stats,
-            stats.task_counts,
-            retention_stats=stats.retention_stats,
-        )
+        self.observability.start(self.app.diagnostics, lambda: door.malformed)
         _install_test_hooks(self.app, asyncio.get_running_loop())
         add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
         add_servicer(self._grpc, TASK_SERVICE, TaskServicer(self.app, self.door))

@@ -148,7 +148,7 @@ def test_no_cycle_between_units() -> None:
 def test_the_walk_sees_imports_of_every_kind() -> None:
     # The checks above are only as good as the import reader: it must see these.
     assert unit_of("statewrightd.store.writer") == "store"
-    found = [t for _, t in imports(ROOT / "engine" / "runtime.py")]
+    found = [t for _, t in imports(ROOT / "engine" / "stepping.py")]
     assert "statewrightd.engine.fsm" in found or "statewrightd.engine" in found
     sample = ROOT / "api" / "servicer.py"
     assert any(t.startswith("statewrightd.app") for _, t in imports(sample))

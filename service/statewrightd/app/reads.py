@@ -17,6 +17,7 @@ from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
+from statewrightd.engine.stepping import workflow_not_found
 from statewrightd.store.records import HistoryRecord, Page, Tombstone
 from statewrightd.store.repository import Repository
 
@@ -144,11 +145,7 @@ class Reads:
 
 def not_found(workflow_id: str, tombstone: Tombstone | None) -> errors.NotFound:
     if tombstone is None:
-        return errors.NotFound(
-            f"workflow {workflow_id} not found",
-            reason="WORKFLOW_NOT_FOUND",
-            metadata={"workflow_id": workflow_id},
-        )
+        return workflow_not_found(workflow_id)
     return errors.NotFound(
         f"workflow {workflow_id} expired: it finished, its retention passed, and it was "
         f"removed at {tombstone.removed_time.isoformat()}",

@@ -29,6 +29,7 @@ from statewrightd.app.workflows import Workflows
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport
 from statewrightd.engine.answers import Outcome
+from statewrightd.engine.background import Background
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.idempotency import Idempotency
@@ -223,15 +224,9 @@ class Application:
         )
         hub = WatchHub()
         runtime.listeners.append(functools.partial(self._publish_step, loop, hub))
-        observer, offload, aio = self._step_observer, runtime.offload, asyncio.get_running_loop()
-        timers = TimerScheduler(
-            loop=loop,
-            repo=repo,
-            offload=offload,
-            clock=clock,
-            submit=runtime.fire,
-            observer=observer,
-        )
+        observer, aio = self._step_observer, asyncio.get_running_loop()
+        background = Background(loop, repo, runtime.offload, clock)
+        timers = TimerScheduler(background, submit=runtime.fire, observer=observer)
         runtime.on_armed = timers.armed
 
         def removed(workflow_ids: tuple[str, ...]) -> None:
@@ -240,25 +235,14 @@ class Application:
             aio.call_soon_threadsafe(hub.gone, workflow_ids)
 
         purger = RetentionPurger(
-            loop=loop,
-            repo=repo,
-            offload=offload,
-            clock=clock,
+            background,
             retention=config.retention_seconds,
             request_window=config.request_window_seconds,
             removed=removed,
         )
         polls = TaskPolls(clock)
         polls.bind(aio)
-        sweeper = TaskSweeper(
-            loop=loop,
-            repo=repo,
-            offload=offload,
-            clock=clock,
-            submit=runtime.fire,
-            polls=polls,
-            observer=observer,
-        )
+        sweeper = TaskSweeper(background, submit=runtime.fire, polls=polls, observer=observer)
         runtime.on_scheduled = lambda task: polls.notify_soon(task.queue)
         engine = Engine(
             loop,
@@ -274,8 +258,8 @@ class Application:
         )
         loop.start(aio)
         closing.push_async_callback(asyncio.to_thread, loop.stop)
-        for background in (timers, sweeper, purger):
-            loop.post(background.start)
+        for each in (timers, sweeper, purger):
+            loop.post(each.start)
         if config.database_url.startswith(("postgresql://", "postgres://")):
             await self._listen(repo, engine, aio)
         # Timers are durable: a stopping replica only stops claiming them. Nor does it fail

@@ -8,7 +8,7 @@ runs on the EventLoop, answered once per request id whatever the retries.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from statewrightd import errors
 from statewrightd.app.handoff import Handoff
@@ -19,6 +19,7 @@ from statewrightd.domain import TERMINAL
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.commands import CancelCommand, Command
 from statewrightd.engine.idempotency import Idempotency
+from statewrightd.engine.stepping import revision_mismatch
 from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
 from statewrightd.store.records import InstanceRecord
 
@@ -33,31 +34,26 @@ class Deleted:
     cancelled: bool
 
 
+@dataclass(kw_only=True)
 class Workflows:
-    def __init__(
-        self,
-        *,
-        handoff: Handoff,
-        requests: Idempotency,
-        storage: Storage,
-        reads: Reads,
-        hub: WatchHub,
-    ) -> None:
-        self._handoff = handoff
-        self._requests = requests
-        self._storage = storage
-        self._reads = reads
-        self._hub = hub
-        self._feed = WatchFeed(hub, reads.get, reads.history_after)
+    handoff: Handoff
+    requests: Idempotency
+    storage: Storage
+    reads: Reads
+    hub: WatchHub
+    _feed: WatchFeed = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._feed = WatchFeed(self.hub, self.reads.get, self.reads.history_after)
 
     async def step(self, command: Command, budget: float | None) -> Outcome:
         """Run one step within ``budget`` seconds; a retried request id gets its original
         answer, in the same shape."""
-        self._storage.require()
+        self.storage.require()
         try:
-            return await self._requests.step(command, budget)
+            return await self.requests.step(command, budget)
         except errors.NotFound as exc:
-            raise await self._reads.explain_missing(command.workflow_id, exc) from None
+            raise await self.reads.explain_missing(command.workflow_id, exc) from None
 
     async def delete(
         self, workflow_id: str, expected_revision: int, *, force: bool, budget: float | None
@@ -67,10 +63,10 @@ class Workflows:
         A live one is refused unless ``force``: then it is cancelled first, by a step like
         any other (so its watchers see it end), and removed at the revision that step
         saved. ``expected_revision`` (0: any) is the revision the caller saw."""
-        found = await self._reads.get(workflow_id)
+        found = await self.reads.get(workflow_id)
         record, loaded, cancelled = found.record, found.loaded, False
         if expected_revision and record.revision != expected_revision:
-            raise _revision_mismatch(workflow_id, expected_revision, record.revision)
+            raise revision_mismatch(workflow_id, expected_revision, record.revision)
         if record.status not in TERMINAL:
             if not force:
                 raise errors.FailedPrecondition(
@@ -86,29 +82,17 @@ class Workflows:
             )
             outcome = await self.step(cancel, budget)
             record, loaded, cancelled = outcome.record, outcome.loaded, True
-        self._storage.require()
+        self.storage.require()
         try:
-            await self._handoff.remove(workflow_id, record.revision)
+            await self.handoff.remove(workflow_id, record.revision)
         except errors.RecordNotFound:
             raise not_found(workflow_id, None) from None
         except errors.Conflict as exc:
             actual = exc.actual_revision or 0
-            raise _revision_mismatch(workflow_id, record.revision, actual) from None
-        self._hub.gone((workflow_id,))
+            raise revision_mismatch(workflow_id, record.revision, actual) from None
+        self.hub.gone((workflow_id,))
         return Deleted(record, loaded, cancelled)
 
     def watch(self, workflow_id: str, after: int | None) -> AsyncIterator[StepEvent]:
         """Every revision of the instance in order, from ``after`` (None: as it is now)."""
         return self._feed.follow(workflow_id, after)
-
-
-def _revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.Aborted:
-    return errors.Aborted(
-        f"workflow {workflow_id} is at revision {actual}, not {expected}",
-        reason="REVISION_MISMATCH",
-        metadata={
-            "workflow_id": workflow_id,
-            "expected_revision": expected,
-            "actual_revision": actual,
-        },
-    )

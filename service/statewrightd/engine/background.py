@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from abc import ABC, abstractmethod
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, ClassVar, Generic, TypeVar
 
@@ -36,6 +37,16 @@ Counted = TypeVar("Counted")
 Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 
 
+@dataclass(frozen=True, slots=True)
+class Background:
+    """What every background loop of a server runs on."""
+
+    loop: EventLoop
+    repo: Repository
+    offload: Offload
+    clock: Clock
+
+
 class BackgroundLoop(ABC, Generic[Claimed, Counted]):
     """EventLoop thread only, except what a subclass reports (whole-value reads)."""
 
@@ -45,16 +56,9 @@ class BackgroundLoop(ABC, Generic[Claimed, Counted]):
     idle_every: ClassVar[float] = 1.0
     count_every: ClassVar[float] = 5.0
 
-    def __init__(
-        self, *, loop: EventLoop, repo: Repository, offload: Offload, clock: Clock
-    ) -> None:
-        self._loop = loop
-        self._repo = repo
-        self._offload = offload
-        self._clock = clock
-        self._stopped = False
-        self._claiming = False
-        self._counting = False
+    def __init__(self, on: Background) -> None:
+        self._loop, self._repo, self._offload, self._clock = on.loop, on.repo, on.offload, on.clock
+        self._stopped = self._claiming = self._counting = False
         self._wake: TimerHandle | None = None
         self._wake_at: datetime | None = None
         self.failures = 0  # rounds the store failed

@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import KW_ONLY, dataclass, field
 from datetime import timedelta
 from typing import Protocol, TypeVar
 
@@ -41,33 +42,24 @@ class Reader(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
+@dataclass
 class Idempotency:
     """Runs commands so that a request id is answered once, whatever the retries."""
 
-    def __init__(
-        self,
-        run: Run,
-        repo: Repository,
-        registry: DefinitionRegistry,
-        read: Reader,
-        *,
-        window: timedelta | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        """``window``: how long a request record answers retries (None: for ever)."""
-        self._run = run
-        self._repo = repo
-        self._registry = registry
-        self._read = read
-        self._window = window
-        self._clock = clock or Clock()
+    run: Run
+    repo: Repository
+    registry: DefinitionRegistry
+    read: Reader
+    _: KW_ONLY
+    window: timedelta | None = None  # how long a request record answers retries (None: ever)
+    clock: Clock = field(default_factory=Clock)
 
     async def step(self, command: Command, budget: float | None) -> Outcome:
         """Run ``command`` within ``budget`` seconds (None: no deadline)."""
         key = command.request
         deadline = None if budget is None else time.monotonic() + budget
         try:
-            result = await self._run(command, budget)
+            result = await self.run(command, budget)
         except errors.StatewrightError as exc:
             # An unknown outcome is the answer as it is: the request record shares its fate.
             if key is None or isinstance(exc, errors.InvalidArgument | errors.Unknown):
@@ -114,8 +106,8 @@ class Idempotency:
 
         Raises InvalidArgument (REQUEST_ID_REUSED) when the id answered other content.
         """
-        repo, registry = self._repo, self._registry
-        live_after = None if self._window is None else self._clock.now() - self._window
+        repo, registry = self.repo, self.registry
+        live_after = None if self.window is None else self.clock.now() - self.window
 
         def read() -> Outcome | None:
             stored = repo.lookup_request(key.request_id, live_after)
@@ -139,4 +131,4 @@ class Idempotency:
                 saved=True,
             )
 
-        return await self._read(read)
+        return await self.read(read)

@@ -30,11 +30,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from statewrightd.engine.background import BackgroundLoop, Offload
-from statewrightd.engine.clock import Clock
-from statewrightd.engine.event_loop import EventLoop
+from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.store.records import Purged, RetentionCounts
-from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
@@ -83,18 +80,15 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
 
     def __init__(
         self,
+        on: Background,
         *,
-        loop: EventLoop,
-        repo: Repository,
-        offload: Offload,
-        clock: Clock,
         retention: float,
         request_window: float,
         removed: Removed,
         batch: int = BATCH,
     ) -> None:
         """``removed`` is told, on this thread, of the instances each batch removed."""
-        super().__init__(loop=loop, repo=repo, offload=offload, clock=clock)
+        super().__init__(on)
         self._retention = retention
         self._window = timedelta(seconds=request_window)
         self._removed = removed

@@ -31,20 +31,36 @@ from typing import ParamSpec, TypeVar
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.domain import TERMINAL
-from statewrightd.engine import fsm
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
 from statewrightd.engine.answers import Outcome, Replay, Reply, Result
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
 from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.jobs import Job, Replies
 from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import StepResult, TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.offload import Offload
 from statewrightd.engine.recovery import Recoveries
+from statewrightd.engine.removal import Removal
+from statewrightd.engine.saves import SaveQueue
 from statewrightd.engine.sessions import RECENT_TRANSITIONS, Session, SessionCache
 from statewrightd.engine.snapshots import snapshot_of
-from statewrightd.engine.writes import Planned, StepWrites, context_size
+from statewrightd.engine.stepping import (
+    Answer,
+    Cleanup,
+    Decision,
+    Persist,
+    Reload,
+    Stepper,
+    already_exists,
+    busy,
+    recovery_required,
+    revision_mismatch,
+    shutting_down,
+    workflow_not_found,
+)
+from statewrightd.engine.writes import Planned, StepWrites
 from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
@@ -66,23 +82,6 @@ MAX_PENDING_SIGNALS = 1024
 __all__ = ["RECENT_TRANSITIONS", "Job", "RuntimeCounts", "WorkflowInfo", "WorkflowRuntime"]
 
 
-@dataclass(slots=True, eq=False)
-class Job:
-    """A command being executed, and what the runtime keeps beside it."""
-
-    command: Command
-    reply: Reply
-    observed: object | None = None  # what the observer noted where the command was built
-    attempts: int = 0  # conflict retries so far
-    fresh: bool = False  # the session was loaded from the store by this job
-    token: int = 0  # the admission segment this job holds, once admitted
-
-    @property
-    def workflow_id(self) -> str:
-        return self.command.workflow_id
-
-
-Saved = Callable[[InstanceRecord | errors.StoreError], None]
 Loading = Callable[[Job, int, Found | errors.StatewrightError], None]
 
 
@@ -147,24 +146,30 @@ class WorkflowRuntime:
         request id (None: for ever)."""
         self._loop = loop
         self._repo = repo
-        self._writer = writer
         self._loader = InstanceLoader(repo, registry)
         self._offload = Offload(loop, io)
         self._observer: StepObserver = observer or Unobserved()
         self._admission = AdmissionRegistry()
         self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
-        self._step_writes = StepWrites(clock or Clock(), retention, request_window)
-        self._max_context_bytes = max_context_bytes
+        writes = StepWrites(clock or Clock(), retention, request_window)
+        self._stepper = Stepper(repo, writes, max_context_bytes)
         self._recoveries = Recoveries(loop, self._admission, repo, self._offload)
-        self._inflight_requests: dict[str, list[Job]] = {}
+        self._replies = Replies(self._observer)
         self.listeners: list[StepListener] = []
         # Told of every committed step's newly armed timers (the timer scheduler wakes for
         # one due before it would have looked again).
         self.on_armed: Callable[[tuple[TimerRecord, ...]], None] | None = None
         # Told of every committed step's newly scheduled task (waiting polls wake for it).
         self.on_scheduled: Callable[[TaskRecord], None] | None = None
-        self._saves: list[tuple[_SaveInFlight, Saved]] = []
-        loop.at_batch_end(self._submit_saves)
+        self._removal = Removal(
+            loop=loop,
+            admission=self._admission,
+            cache=self._cache,
+            repo=repo,
+            offload=self._offload,
+            resubmit=self.submit,
+        )
+        self._saves = SaveQueue(loop, writer, saved=self._saved, refused=self._refused_save)
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -209,23 +214,17 @@ class WorkflowRuntime:
     def _admit(self, job: Job) -> None:
         command = job.command
         if self._loop.phase is not Phase.RUNNING:
-            error = errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN")
-            self._refuse(job, self._cache.peek(job.workflow_id), error)
+            self._refuse(job, self._cache.peek(job.workflow_id), shutting_down())
             return
-        if command.request is not None:
-            parked = self._inflight_requests.get(command.request.request_id)
-            if parked is not None:
-                # The same request is being executed: answer both from its outcome.
-                parked.append(job)
-                return
+        if self._replies.parked(job):
+            return  # the same request is being executed: answer both from its outcome
         segment = self._admission.get(job.workflow_id)
         if segment is not None:
             self._refuse_busy(job, segment)
             return
         segment = self._admission.admit(job.workflow_id)
         job.token = segment.token
-        if command.request is not None:
-            self._inflight_requests[command.request.request_id] = []
+        self._replies.running(job)
         if isinstance(command, StartCommand):
             self._start(job, command, segment)
             return
@@ -243,29 +242,18 @@ class WorkflowRuntime:
         answer = None
         if session is not None:
             answer = job.command.refusal(session.record, session.loaded, why or error.reason)
-        self._answer(job, answer if answer is not None else error)
+        self._replies.answer(job, answer if answer is not None else error)
 
     def _refuse_busy(self, job: Job, segment: Segment) -> None:
-        meta = {"workflow_id": job.workflow_id}
         if segment.state is AdmissionState.RECOVERY_REQUIRED:
             recovery = segment.recovery
-            error = errors.FailedPrecondition(
-                f"workflow {job.workflow_id} awaits recovery of a save whose outcome is "
-                "unknown; retry later",
-                reason="RECOVERY_REQUIRED",
-                metadata=meta,
-            )
-            self._refuse(job, recovery.session if recovery is not None else None, error)
+            session = recovery.session if recovery is not None else None
+            self._refuse(job, session, recovery_required(job.workflow_id))
             return
         if job.command.queues and len(segment.pending) < MAX_PENDING_SIGNALS:
             segment.pending.append(job)
             return
-        busy = errors.Aborted(
-            f"workflow {job.workflow_id} is executing another request; retry",
-            reason="WORKFLOW_BUSY",
-            metadata=meta,
-        )
-        self._refuse(job, self._cache.peek(job.workflow_id), busy, "PERSISTING")
+        self._refuse(job, self._cache.peek(job.workflow_id), busy(job.workflow_id), "PERSISTING")
 
     # -- loaded ----------------------------------------------------------------------------
 
@@ -320,99 +308,45 @@ class WorkflowRuntime:
     # -- stepped ---------------------------------------------------------------------------
 
     def _start(self, job: Job, command: StartCommand, segment: Segment) -> None:
-        if self._cache.get(job.workflow_id) is not None:
-            if command.return_existing:
-                # The answer is the instance as stored: another replica may have stepped it
-                # since this one cached it.
-                self._load(job, segment, self._on_existing)
-            else:
-                self._finish(job, segment.token, _already_exists(job.workflow_id))
-            return
         segment.state = AdmissionState.EXECUTING
-        try:
-            result = command.first_step()
-            size = context_size(result)
-            if size > self._max_context_bytes:
-                raise errors.InvalidArgument(
-                    f"the first step would make the context {size:,} bytes, over the limit of "
-                    f"{self._max_context_bytes:,}; nothing was created",
-                    reason="CONTEXT_TOO_LARGE",
-                    metadata={"limit": self._max_context_bytes, "size": size},
-                )
-        except errors.StatewrightError as exc:
-            self._finish(job, segment.token, exc)
-            return
-        planned = self._step_writes.create(command, result)
+        cached = self._cache.get(job.workflow_id) is not None
         taken = self._on_existing if command.return_existing else None
-        self._persist(job, segment, planned, result, command.loaded, taken)
+        self._act(job, segment, self._stepper.start(command, cached), command.loaded, taken)
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
         segment.state = AdmissionState.EXECUTING
         command = job.command
         assert isinstance(command, StepCommand)
-        snapshot = session.snapshot
-        expected = command.expected()
-        stale = (expected and expected != snapshot.revision) or command.behind(snapshot)
-        if stale and not job.fresh:
-            self._load(job, segment, self._on_loaded)  # the cached snapshot is behind
-            return
-        if expected and expected != snapshot.revision:
-            self._finish(job, segment.token, _revision_mismatch(job, expected, snapshot.revision))
-            return
-        try:
-            result = command.step(session.loaded.definition, snapshot)
-        except errors.StatewrightError as exc:
-            self._not_stepped(job, command, segment, session, exc)
-            return
-        if result.changed and result.snapshot.context is not snapshot.context:
-            size = context_size(result)
-            if size > self._max_context_bytes:
-                definition = session.loaded.definition
-                result = fsm.context_too_large(definition, snapshot, size, self._max_context_bytes)
-        if not result.changed:
-            self._not_stepped(job, command, segment, session, None)  # every guard was false
-            return
-        planned = self._step_writes.save(command, session, result)
-        self._persist(job, segment, planned, result, session.loaded)
+        decision = self._stepper.step(command, session, job.fresh)
+        if isinstance(decision, Cleanup):
+            fired = command.fired()
+            session.timers = tuple(t for t in session.timers if t.timer_id != fired)
+        self._act(job, segment, decision, session.loaded)
 
-    def _not_stepped(
+    def _act(
         self,
         job: Job,
-        command: StepCommand,
         segment: Segment,
-        session: Session,
-        refused: errors.StatewrightError | None,
+        decision: Decision,
+        loaded: Loaded,
+        taken: Loading | None = None,
     ) -> None:
-        """A command that does not step the instance: refused (``refused``), or accepted
-        with no guard true. Decided on a cached snapshot, it is confirmed against the
-        store first; the command may still leave something to remove (a timer)."""
-        if not job.fresh:
-            self._load(job, segment, self._on_loaded)
-            return
-        token, record, loaded = segment.token, session.record, session.loaded
-        cleanup = command.unstepped(self._repo)
-        answer: Result
-        if refused is not None:
-            refusal = command.refusal(record, loaded, refused.reason)
-            answer = refusal if refusal is not None else refused
-        elif cleanup is None:
-            answer = Outcome(record, loaded, timers=session.timers, task=session.task)
-        else:
-            answer = Outcome(record, loaded)
-        if cleanup is None:
-            self._finish(job, token, answer)
-            return
-        fired = command.fired()
-        session.timers = tuple(t for t in session.timers if t.timer_id != fired)
+        """Carry out what the stepper decided."""
+        token = segment.token
+        match decision:
+            case Reload():
+                self._load(job, segment, taken or self._on_loaded)
+            case Answer(result):
+                self._finish(job, token, result)
+            case Persist(planned, result):
+                self._persist(job, segment, planned, result, loaded, taken)
+            case Cleanup(cleanup, answer):
 
-        def cleaned(result: object) -> None:
-            self._finish(
-                job, token, result if isinstance(result, errors.StatewrightError) else answer
-            )
+                def cleaned(result: object) -> None:
+                    failed = result if isinstance(result, errors.StatewrightError) else None
+                    self._finish(job, token, failed or answer)
 
-        self._offload(cleanup, lambda result: self._contained(job, cleaned, result))
-
-    # -- persisted and saved ---------------------------------------------------------------
+                self._offload(cleanup, lambda result: self._contained(job, cleaned, result))
 
     def _persist(  # noqa: PLR0917 - one step's parts, passed on to its save
         self,
@@ -423,38 +357,23 @@ class WorkflowRuntime:
         loaded: Loaded,
         taken: Loading | None = None,
     ) -> None:
+        """Hand the step's save to the writer (with the batch's other saves)."""
         segment.state = AdmissionState.PERSISTING
-        loop = self._loop
-        in_flight = _SaveInFlight(job, segment.token, planned, result, loaded, taken)
+        save = _SaveInFlight(job, segment.token, planned, result, loaded, taken)
+        self._saves.add(save, planned.op)
 
-        def saved(outcome: InstanceRecord | errors.StoreError) -> None:
-            if loop.in_loop():  # the writer posts a batch's outcomes here in one hand-off
-                self._contained(job, self._on_saved, in_flight, outcome)
-                return
-            try:
-                loop.post(lambda: self._contained(job, self._on_saved, in_flight, outcome))
-            except errors.Unavailable:
-                _log.warning("event loop stopped before a save outcome was delivered")
+    # -- saved -----------------------------------------------------------------------------
 
-        # Submitted at the end of the EventLoop's batch, all together (_submit_saves).
-        self._saves.append((in_flight, saved))
+    def _refused_save(
+        self, save: _SaveInFlight, error: errors.StatewrightError, unknown: bool
+    ) -> None:
+        if unknown:
+            # Whether the writer took it is unknown: the store decides what is cached.
+            self._cache.drop(save.job.workflow_id)
+        self._finish(save.job, save.token, error)
 
-    def _submit_saves(self) -> None:
-        if not self._saves:
-            return
-        saves, self._saves = self._saves, []
-        refusals: list[errors.StatewrightError | None]
-        try:
-            refusals = list(self._writer.submit_many([(s.planned.op, saved) for s, saved in saves]))
-        except Exception as exc:
-            _log.exception("handing %d saves to the writer failed", len(saves))
-            # Which of them the writer took is unknown: the store decides what is cached.
-            for save, _ in saves:
-                self._cache.drop(save.job.workflow_id)
-            refusals = [errors.Internal.wrapping(exc) for _ in saves]
-        for (save, _), refusal in zip(saves, refusals, strict=True):
-            if refusal is not None:
-                self._finish(save.job, save.token, refusal)
+    def _saved(self, save: _SaveInFlight, verdict: InstanceRecord | errors.StoreError) -> None:
+        self._contained(save.job, self._on_saved, save, verdict)
 
     def _on_saved(self, save: _SaveInFlight, outcome: InstanceRecord | errors.StoreError) -> None:
         job, token = save.job, save.token
@@ -512,13 +431,13 @@ class WorkflowRuntime:
             elif save.taken is not None:
                 self._reload(job, save.taken)
             else:
-                self._finish(job, token, _already_exists(job.workflow_id))
+                self._finish(job, token, already_exists(job.workflow_id))
             return
         if isinstance(failure, errors.Conflict):
             expected = command.expected()
             if expected:
                 actual = failure.actual_revision or 0
-                self._finish(job, token, _revision_mismatch(job, expected, actual))
+                self._finish(job, token, revision_mismatch(job.workflow_id, expected, actual))
                 return
             if job.attempts < MAX_CONFLICT_RETRIES:
                 # Another replica saved first: reload and apply this command to its result.
@@ -541,8 +460,8 @@ class WorkflowRuntime:
         session = self._cache.drop(job.workflow_id)
         self._recoveries.begin(job.workflow_id, token, planned.op, error, session)
         # The caller is answered now rather than left waiting for the re-check.
-        self._answer(job, error)
-        self._answer_duplicates(job, error)
+        self._replies.answer(job, error)
+        self._replies.retries(job, error)
         segment = self._admission.get(job.workflow_id)
         assert segment is not None
         pending, segment.pending = list(segment.pending), deque()
@@ -554,35 +473,11 @@ class WorkflowRuntime:
     def _finish(self, job: Job, token: int, result: Result) -> None:
         # Release first: whatever answering does, the instance is free for the next step.
         segment = self._admission.release(job.workflow_id, token)
-        self._answer(job, result)
-        key = job.command.request
-        # A retry that arrived while the original ran gets what the original got: the
-        # original's answer if it failed, a replay of it if it succeeded.
-        self._answer_duplicates(
-            job,
-            Replay(key.request_id) if key is not None and isinstance(result, Outcome) else result,
-        )
+        self._replies.finished(job, result)
         if segment is not None:
             # Re-submitting keeps arrival order: the first re-admits, the rest queue behind it.
             for pending in segment.pending:
                 self.submit(pending)
-
-    def _answer_duplicates(self, job: Job, result: Result) -> None:
-        """Answer the retries of ``job``'s request id that arrived while it ran."""
-        key = job.command.request
-        if key is not None:
-            for duplicate in self._inflight_requests.pop(key.request_id, []):
-                self._answer(duplicate, result)
-
-    def _answer(self, job: Job, result: Result) -> None:
-        try:
-            job.reply(result)
-        except Exception:
-            _log.exception("workflow %s: answering a step failed", job.workflow_id)
-        try:
-            self._observer.finished(job.command, job.attempts, job.observed, result)
-        except Exception:
-            _log.exception("workflow %s: observing a step failed", job.workflow_id)
 
     # -- removal ---------------------------------------------------------------------------
 
@@ -593,40 +488,8 @@ class WorkflowRuntime:
     def remove(
         self, workflow_id: str, revision: int, reply: Callable[[Purged | Exception], None]
     ) -> None:
-        """Remove finished instance ``workflow_id`` at ``revision`` (DeleteWorkflow).
-
-        The removal holds the instance's admission segment, as a step would: no step of
-        this replica runs on it meanwhile, and events that arrive wait, then find it gone.
-        The store removes only a finished instance at that revision, whatever other
-        replicas do."""
-        if self._loop.phase is not Phase.RUNNING:
-            reply(errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN"))
-            return
-        if self._admission.get(workflow_id) is not None:
-            reply(
-                errors.Aborted(
-                    f"workflow {workflow_id} is executing another request; retry",
-                    reason="WORKFLOW_BUSY",
-                    metadata={"workflow_id": workflow_id},
-                )
-            )
-            return
-        segment = self._admission.admit(workflow_id)
-        segment.state = AdmissionState.PERSISTING
-        token, repo = segment.token, self._repo
-
-        def removed(result: Purged | errors.StatewrightError) -> None:
-            released = self._admission.release(workflow_id, token)
-            self._cache.drop(workflow_id)
-            try:
-                reply(result)
-            except Exception:
-                _log.exception("workflow %s: answering a removal failed", workflow_id)
-            if released is not None:
-                for pending in released.pending:
-                    self.submit(pending)
-
-        self._offload(lambda: repo.delete_workflow(workflow_id, revision), removed)
+        """Remove finished instance ``workflow_id`` at ``revision`` (DeleteWorkflow)."""
+        self._removal.remove(workflow_id, revision, reply)
 
     # -- queries ---------------------------------------------------------------------------
 
@@ -657,32 +520,6 @@ class WorkflowRuntime:
         return len(self._admission)
 
 
-def _already_exists(workflow_id: str) -> errors.AlreadyExists:
-    return errors.AlreadyExists(
-        f"workflow {workflow_id} already exists",
-        reason="WORKFLOW_ALREADY_EXISTS",
-        metadata={"workflow_id": workflow_id},
-    )
-
-
 def _missing(workflow_id: str, error: errors.StatewrightError) -> errors.StatewrightError:
     """``error``, with the store's missing row said as the instance it is."""
-    if not isinstance(error, errors.RecordNotFound):
-        return error
-    return errors.NotFound(
-        f"workflow {workflow_id} not found",
-        reason="WORKFLOW_NOT_FOUND",
-        metadata={"workflow_id": workflow_id},
-    )
-
-
-def _revision_mismatch(job: Job, expected: int, actual: int) -> errors.Aborted:
-    return errors.Aborted(
-        f"workflow {job.workflow_id} is at revision {actual}, not {expected}",
-        reason="REVISION_MISMATCH",
-        metadata={
-            "workflow_id": job.workflow_id,
-            "expected_revision": expected,
-            "actual_revision": actual,
-        },
-    )
+    return workflow_not_found(workflow_id) if isinstance(error, errors.RecordNotFound) else error

@@ -29,13 +29,11 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.domain import TaskStatus
 from statewrightd.engine.answers import Result
-from statewrightd.engine.background import BackgroundLoop, Offload
+from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import TaskGiveUpCommand
-from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.observer import StepObserver
 from statewrightd.store.records import QueueCounts, TaskRecord
-from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
@@ -104,16 +102,13 @@ class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
 
     def __init__(
         self,
+        on: Background,
         *,
-        loop: EventLoop,
-        repo: Repository,
-        offload: Offload,
-        clock: Clock,
         submit: Submit,
         polls: TaskPolls,
         observer: StepObserver,
     ) -> None:
-        super().__init__(loop=loop, repo=repo, offload=offload, clock=clock)
+        super().__init__(on)
         self._observer = observer
         self._submit = submit
         self._polls = polls

@@ -23,13 +23,10 @@ from datetime import datetime, timedelta
 
 from statewrightd import errors
 from statewrightd.engine.answers import Outcome, Result
-from statewrightd.engine.background import BackgroundLoop, Offload
-from statewrightd.engine.clock import Clock
+from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.commands import TimerCommand
-from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.store.records import TimerRecord
-from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
@@ -66,15 +63,12 @@ class TimerScheduler(BackgroundLoop[_Claim, tuple[int, int]]):
 
     def __init__(
         self,
+        on: Background,
         *,
-        loop: EventLoop,
-        repo: Repository,
-        offload: Offload,
-        clock: Clock,
         submit: Submit,
         observer: StepObserver | None = None,
     ) -> None:
-        super().__init__(loop=loop, repo=repo, offload=offload, clock=clock)
+        super().__init__(on)
         self._observer: StepObserver = observer or Unobserved()
         self._submit = submit
         self._more_due = False  # the last claim was a full batch
