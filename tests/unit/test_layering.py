@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"engine"},
     {"definitions"},
     {"store"},
-    {"domain", "context", "errors", "config", "durations", "__init__"},
+    {"domain", "context", "reasons", "errors", "config", "durations", "__init__"},
 ]
 LAYER_OF = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 

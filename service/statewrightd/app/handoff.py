@@ -17,6 +17,7 @@ from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.runtime import Job, WorkflowRuntime
+from statewrightd.reasons import Reason
 from statewrightd.store.records import Purged
 
 T = TypeVar("T")
@@ -40,7 +41,7 @@ class Handoff:
         loop = self._loop
         if loop.queue_depth() > MAX_LOOP_QUEUE:
             raise errors.ResourceExhausted(
-                "the server is overloaded; retry with backoff", reason="OVERLOADED"
+                "the server is overloaded; retry with backoff", reason=Reason.OVERLOADED
             )
         aio = asyncio.get_running_loop()
         runtime, observed = self._runtime, self._observer.requested()

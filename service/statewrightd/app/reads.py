@@ -18,6 +18,7 @@ from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
 from statewrightd.engine.stepping import workflow_not_found
+from statewrightd.reasons import Reason
 from statewrightd.store.records import HistoryRecord, Page, Tombstone
 from statewrightd.store.repository import Repository
 
@@ -107,7 +108,7 @@ class Reads:
 
     async def explain_missing(self, workflow_id: str, error: errors.NotFound) -> errors.NotFound:
         """A step's NOT_FOUND, saying that the instance expired when a tombstone says so."""
-        if error.reason != "WORKFLOW_NOT_FOUND":
+        if error.reason != Reason.WORKFLOW_NOT_FOUND:
             return error
         repo = self._repo
         try:
@@ -149,7 +150,7 @@ def not_found(workflow_id: str, tombstone: Tombstone | None) -> errors.NotFound:
     return errors.NotFound(
         f"workflow {workflow_id} expired: it finished, its retention passed, and it was "
         f"removed at {tombstone.removed_time.isoformat()}",
-        reason="WORKFLOW_EXPIRED",
+        reason=Reason.WORKFLOW_EXPIRED,
         metadata={
             "workflow_id": workflow_id,
             "expire_time": tombstone.expire_time.isoformat(),

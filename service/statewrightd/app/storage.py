@@ -9,6 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from statewrightd import errors
+from statewrightd.reasons import Reason
 from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
@@ -46,7 +47,7 @@ class Storage:
         if down is not None:
             raise errors.StorageUnavailable(
                 f"storage is unavailable ({down}); retry with backoff",
-                reason="STORAGE_UNAVAILABLE",
+                reason=Reason.STORAGE_UNAVAILABLE,
             )
 
     async def read(self, fn: Callable[[], T]) -> T:

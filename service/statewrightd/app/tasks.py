@@ -36,6 +36,7 @@ from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKey, TaskGiveUpCommand
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
+from statewrightd.reasons import Reason
 from statewrightd.store.records import TaskPage, TaskRecord
 from statewrightd.store.repository import Repository
 
@@ -311,10 +312,10 @@ class TaskDesk:
         try:
             return await self.step(command, budget)
         except errors.FailedPrecondition as exc:
-            if exc.reason != "TASK_CANCELLED":
+            if exc.reason != Reason.TASK_CANCELLED:
                 raise
             fenced = self._fenced(await self.get(ref))
-        if fenced.reason == "TASK_CANCELLED":
+        if fenced.reason == Reason.TASK_CANCELLED:
             self.observer.task_attempt_ended(fenced.metadata.get("queue", ""), "cancelled")
         raise fenced
 
@@ -334,13 +335,13 @@ class TaskDesk:
             return errors.TaskFenced(
                 f"task {task.task_id} of workflow {task.workflow_id} was cancelled: "
                 f"the instance left state {task.state!r}",
-                reason="TASK_CANCELLED",
+                reason=Reason.TASK_CANCELLED,
                 metadata=meta,
             )
         return errors.TaskFenced(
             f"task {task.task_id} of workflow {task.workflow_id}: this lease is no longer "
             f"current (the task is {task.status}, attempt {task.attempt})",
-            reason="LEASE_SUPERSEDED",
+            reason=Reason.LEASE_SUPERSEDED,
             metadata=meta,
         )
 

@@ -21,6 +21,7 @@ from statewrightd.engine.commands import CancelCommand, Command
 from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.stepping import revision_mismatch
 from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
+from statewrightd.reasons import Reason
 from statewrightd.store.records import InstanceRecord
 
 
@@ -72,7 +73,7 @@ class Workflows:
                 raise errors.FailedPrecondition(
                     f"workflow {workflow_id} is {record.status}: only a finished instance is "
                     "deleted, unless force is set (which cancels it first)",
-                    reason="WORKFLOW_NOT_FINISHED",
+                    reason=Reason.WORKFLOW_NOT_FINISHED,
                     metadata={"workflow_id": workflow_id, "status": record.status},
                 )
             cancel = CancelCommand(

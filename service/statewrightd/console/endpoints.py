@@ -45,6 +45,7 @@ from statewrightd.console.streams import DiagnosticsSampler, EventStream
 from statewrightd.context import set_actor
 from statewrightd.domain import TERMINAL
 from statewrightd.engine.watch import StepEvent
+from statewrightd.reasons import Reason
 from statewrightd.security.interceptor import CallGate, keep_in_scope
 from statewrightd.security.roles import METHOD_RULES, UNLISTED, Grant, Principal
 
@@ -79,7 +80,7 @@ def answer(message: Message) -> web.Response:
 def _malformed(method: str, problem: str) -> errors.InvalidArgument:
     return errors.InvalidArgument(
         f"the request is not a valid {method} request: {errors.quote(problem, 300)}",
-        reason="MALFORMED_REQUEST",
+        reason=Reason.MALFORMED_REQUEST,
         metadata={"method": method},
     )
 
@@ -108,7 +109,7 @@ async def from_body(request: web.Request, message: M, method: str) -> M:
         # asking first, never a JSON one (CORS), and this API answers no CORS request.
         raise errors.InvalidArgument(
             "the request body must be JSON, sent with Content-Type: application/json",
-            reason="UNSUPPORTED_MEDIA_TYPE",
+            reason=Reason.UNSUPPORTED_MEDIA_TYPE,
             metadata={"content_type": kind},
         )
     try:
@@ -131,7 +132,7 @@ def _same_origin(request: web.Request) -> None:
         return
     if urlsplit(origin).netloc != request.host:
         raise errors.PermissionDenied(
-            "requests from pages of another origin are refused", reason="CROSS_ORIGIN"
+            "requests from pages of another origin are refused", reason=Reason.CROSS_ORIGIN
         )
 
 
@@ -315,7 +316,7 @@ class Endpoints:
                 raise errors.OutOfRange(
                     f"workflow {workflow_id} is at revision {now.revision}; after_revision "
                     f"{after} does not exist yet",
-                    reason="REVISION_OUT_OF_RANGE",
+                    reason=Reason.REVISION_OUT_OF_RANGE,
                     metadata={
                         "workflow_id": workflow_id,
                         "after_revision": after,
@@ -418,7 +419,7 @@ def _last_event_id(request: web.Request) -> int | None:
     if not text.isdigit() or len(text) > 19:
         raise errors.InvalidArgument(
             f"Last-Event-ID must be a revision (a whole number); got {errors.quote(text)}",
-            reason="INVALID_FIELD",
+            reason=Reason.INVALID_FIELD,
             metadata={"field": "Last-Event-ID"},
         )
     return int(text)
@@ -431,5 +432,5 @@ def _error_data(error: errors.StatewrightError) -> str:
 def _shutting_down() -> errors.Unavailable:
     return errors.Unavailable(
         "the server is shutting down; reconnect with Last-Event-ID set to the last event's id",
-        reason="SHUTTING_DOWN",
+        reason=Reason.SHUTTING_DOWN,
     )

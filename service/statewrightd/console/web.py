@@ -20,6 +20,7 @@ from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig, parse_listen
 from statewrightd.console.endpoints import Endpoints
 from statewrightd.console.streams import DiagnosticsSampler
+from statewrightd.reasons import Reason
 from statewrightd.security.interceptor import CallGate
 
 _log = logging.getLogger(__name__)
@@ -139,7 +140,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error_response(
                 errors.NotFound(
                     f"there is no API endpoint {request.method} {request.path}",
-                    reason="ENDPOINT_NOT_FOUND",
+                    reason=Reason.ENDPOINT_NOT_FOUND,
                     metadata={"path": request.path},
                 )
             )
@@ -147,7 +148,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error_response(
                 errors.Unimplemented(
                     f"{request.path} does not answer {request.method}",
-                    reason="METHOD_NOT_ALLOWED",
+                    reason=Reason.METHOD_NOT_ALLOWED,
                     metadata={"method": request.method},
                 )
             )
@@ -155,7 +156,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error_response(
                 errors.InvalidArgument(
                     "the request body is larger than the server accepts",
-                    reason="REQUEST_TOO_LARGE",
+                    reason=Reason.REQUEST_TOO_LARGE,
                 )
             )
         raise

@@ -25,6 +25,7 @@ from statewrightd.definitions.loader import load_definition, validate_source, wi
 from statewrightd.definitions.model import Definition
 from statewrightd.definitions.problems import Problem
 from statewrightd.errors import InvalidArgument, NotFound, RecordExists, RecordNotFound
+from statewrightd.reasons import Reason
 from statewrightd.store.records import DefinitionRecord
 from statewrightd.store.repository import Repository
 
@@ -43,7 +44,7 @@ class Loaded:
 class DefinitionConflict(InvalidArgument):
     """The same (name, version) with different content, from two sources."""
 
-    default_reason = "DEFINITION_VERSION_CONFLICT"
+    default_reason = Reason.DEFINITION_VERSION_CONFLICT
 
 
 def _conflict(
@@ -302,7 +303,7 @@ class DefinitionRegistry:
         except RecordNotFound:
             raise NotFound(
                 f"definition {name!r} version {version} not found",
-                reason="DEFINITION_NOT_FOUND",
+                reason=Reason.DEFINITION_NOT_FOUND,
                 metadata={"definition": name, "version": version},
             ) from None
         loaded = self._compile(record)
@@ -325,7 +326,7 @@ class DefinitionRegistry:
         if not latest:
             raise NotFound(
                 f"definition {name!r} not found",
-                reason="DEFINITION_NOT_FOUND",
+                reason=Reason.DEFINITION_NOT_FOUND,
                 metadata={"definition": name},
             )
         return latest

@@ -9,7 +9,8 @@ from statewrightd.engine.fsm import (
     start,
     validate_input,
 )
-from statewrightd.engine.model import Reason, Snapshot, StepError, StepResult, TransitionTaken
+from statewrightd.engine.model import Snapshot, StepError, StepResult, TransitionTaken
+from statewrightd.reasons import Reason
 
 __all__ = [
     "TERMINAL",

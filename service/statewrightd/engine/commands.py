@@ -32,14 +32,12 @@ from statewrightd.definitions.model import TASK_COMPLETED, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TaskStatus
 from statewrightd.engine import fsm
-from statewrightd.engine.answers import Outcome
+from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.model import Snapshot, StepResult
 from statewrightd.store.records import InstanceRecord, TaskFinish
 from statewrightd.store.repository import Repository
 
-# A signal's refusals that are answers (accepted false, with the reason), not errors: the
-# instance's own state explains them, and a retry later may well be accepted.
-SIGNAL_REJECTIONS = frozenset({"NOT_RUNNING", "PERSISTING", "RECOVERY_REQUIRED", "SHUTTING_DOWN"})
+_REJECTIONS = {r.value: r for r in Rejection}
 
 
 @dataclass(frozen=True, slots=True)
@@ -156,9 +154,10 @@ class SignalCommand(StepCommand):
         return result.transitions[0].event if result.transitions else (self.event or None)
 
     def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
-        if reason not in SIGNAL_REJECTIONS:
+        rejection = _REJECTIONS.get(reason)
+        if rejection is None:
             return None
-        return Outcome(record, loaded, accepted=False, rejection=reason)
+        return Outcome(record, loaded, accepted=False, rejection=rejection)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd.errors import Unavailable
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -105,7 +106,7 @@ class EventLoop:
 
     def post(self, fn: Callable[[], None]) -> None:
         if self.phase in (Phase.STOPPING, Phase.TERMINATED):
-            raise Unavailable("the server is shutting down", reason="SHUTTING_DOWN")
+            raise Unavailable("the server is shutting down", reason=Reason.SHUTTING_DOWN)
         self._queue.put((time.monotonic(), fn))
 
     def queue_depth(self) -> int:

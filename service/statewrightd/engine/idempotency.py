@@ -26,6 +26,7 @@ from statewrightd.engine.answers import Outcome, Replay
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, RequestKey
 from statewrightd.engine.snapshots import record_at, settled_from, transitions_from_dicts
+from statewrightd.reasons import Reason
 from statewrightd.store.repository import Repository
 
 T = TypeVar("T")
@@ -79,7 +80,7 @@ class Idempotency:
             if replayed is None:
                 raise errors.Aborted(
                     "the original request with this request_id did not complete; retry",
-                    reason="REQUEST_IN_DOUBT",
+                    reason=Reason.REQUEST_IN_DOUBT,
                     metadata={"request_id": key.request_id},
                 )
             return replayed
@@ -117,7 +118,7 @@ class Idempotency:
                 raise errors.InvalidArgument(
                     f"request_id {key.request_id!r} was already used for a different request "
                     f"({stored.method}); use a new request_id for new content",
-                    reason="REQUEST_ID_REUSED",
+                    reason=Reason.REQUEST_ID_REUSED,
                     metadata={"request_id": key.request_id, "original_method": stored.method},
                 )
             revision = int(json.loads(stored.response)["revision"])

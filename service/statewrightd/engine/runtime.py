@@ -32,7 +32,7 @@ from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.domain import TERMINAL
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
-from statewrightd.engine.answers import Outcome, Replay, Reply, Result
+from statewrightd.engine.answers import Outcome, Rejection, Replay, Reply, Result
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
 from statewrightd.engine.event_loop import EventLoop, Phase
@@ -61,6 +61,7 @@ from statewrightd.engine.stepping import (
     workflow_not_found,
 )
 from statewrightd.engine.writes import Planned, StepWrites
+from statewrightd.reasons import Reason
 from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
@@ -253,7 +254,9 @@ class WorkflowRuntime:
         if job.command.queues and len(segment.pending) < MAX_PENDING_SIGNALS:
             segment.pending.append(job)
             return
-        self._refuse(job, self._cache.peek(job.workflow_id), busy(job.workflow_id), "PERSISTING")
+        self._refuse(
+            job, self._cache.peek(job.workflow_id), busy(job.workflow_id), Rejection.PERSISTING
+        )
 
     # -- loaded ----------------------------------------------------------------------------
 
@@ -426,7 +429,7 @@ class WorkflowRuntime:
             self._finish(job, token, failure)
             return
         if isinstance(failure, errors.RecordExists):
-            if failure.reason == "REQUEST_EXISTS" and command.request is not None:
+            if failure.reason == Reason.REQUEST_EXISTS and command.request is not None:
                 self._finish(job, token, Replay(command.request.request_id))
             elif save.taken is not None:
                 self._reload(job, save.taken)

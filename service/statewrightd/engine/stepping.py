@@ -20,6 +20,7 @@ from statewrightd.engine.commands import StartCommand, StepCommand
 from statewrightd.engine.model import StepResult
 from statewrightd.engine.sessions import Session
 from statewrightd.engine.writes import Planned, StepWrites, context_size
+from statewrightd.reasons import Reason
 from statewrightd.store.repository import Repository
 
 
@@ -71,7 +72,7 @@ class Stepper:
                 raise errors.InvalidArgument(
                     f"the first step would make the context {size:,} bytes, over the limit of "
                     f"{self._max_context_bytes:,}; nothing was created",
-                    reason="CONTEXT_TOO_LARGE",
+                    reason=Reason.CONTEXT_TOO_LARGE,
                     metadata={"limit": self._max_context_bytes, "size": size},
                 )
         except errors.StatewrightError as exc:
@@ -125,13 +126,13 @@ class Stepper:
 
 
 def shutting_down() -> errors.Unavailable:
-    return errors.Unavailable("the server is shutting down", reason="SHUTTING_DOWN")
+    return errors.Unavailable("the server is shutting down", reason=Reason.SHUTTING_DOWN)
 
 
 def busy(workflow_id: str) -> errors.Aborted:
     return errors.Aborted(
         f"workflow {workflow_id} is executing another request; retry",
-        reason="WORKFLOW_BUSY",
+        reason=Reason.WORKFLOW_BUSY,
         metadata={"workflow_id": workflow_id},
     )
 
@@ -139,7 +140,7 @@ def busy(workflow_id: str) -> errors.Aborted:
 def recovery_required(workflow_id: str) -> errors.FailedPrecondition:
     return errors.FailedPrecondition(
         f"workflow {workflow_id} awaits recovery of a save whose outcome is unknown; retry later",
-        reason="RECOVERY_REQUIRED",
+        reason=Reason.RECOVERY_REQUIRED,
         metadata={"workflow_id": workflow_id},
     )
 
@@ -147,7 +148,7 @@ def recovery_required(workflow_id: str) -> errors.FailedPrecondition:
 def workflow_not_found(workflow_id: str) -> errors.NotFound:
     return errors.NotFound(
         f"workflow {workflow_id} not found",
-        reason="WORKFLOW_NOT_FOUND",
+        reason=Reason.WORKFLOW_NOT_FOUND,
         metadata={"workflow_id": workflow_id},
     )
 
@@ -155,7 +156,7 @@ def workflow_not_found(workflow_id: str) -> errors.NotFound:
 def already_exists(workflow_id: str) -> errors.AlreadyExists:
     return errors.AlreadyExists(
         f"workflow {workflow_id} already exists",
-        reason="WORKFLOW_ALREADY_EXISTS",
+        reason=Reason.WORKFLOW_ALREADY_EXISTS,
         metadata={"workflow_id": workflow_id},
     )
 
@@ -163,7 +164,7 @@ def already_exists(workflow_id: str) -> errors.AlreadyExists:
 def revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.Aborted:
     return errors.Aborted(
         f"workflow {workflow_id} is at revision {actual}, not {expected}",
-        reason="REVISION_MISMATCH",
+        reason=Reason.REVISION_MISMATCH,
         metadata={
             "workflow_id": workflow_id,
             "expected_revision": expected,

@@ -23,6 +23,7 @@ from typing import Any
 import jwt
 
 from statewrightd import errors
+from statewrightd.reasons import Reason
 from statewrightd.security.auth_config import AuthConfig, JwtSettings
 from statewrightd.security.roles import Grant, Principal, Role, matches
 
@@ -38,7 +39,7 @@ SAN_KEYS = ("x509_subject_alternative_name",)
 
 
 def _unauthenticated(message: str) -> errors.Unauthenticated:
-    return errors.Unauthenticated(message, reason="UNAUTHENTICATED")
+    return errors.Unauthenticated(message, reason=Reason.UNAUTHENTICATED)
 
 
 class _Jwks:

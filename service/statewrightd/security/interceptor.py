@@ -29,6 +29,7 @@ from statewrightd.api import validation as v
 from statewrightd.api.status import to_grpc_status
 from statewrightd.app.wiring import Application
 from statewrightd.context import set_actor
+from statewrightd.reasons import Reason
 from statewrightd.security.authn import Authenticator
 from statewrightd.security.roles import (
     ANONYMOUS,
@@ -249,7 +250,7 @@ class CallGate(grpc.aio.ServerInterceptor):
         if open_now >= self._limits.watches:
             raise errors.ResourceExhausted(
                 f"{principal.name} has {open_now} watch streams open, its limit",
-                reason="TOO_MANY_WATCHES",
+                reason=Reason.TOO_MANY_WATCHES,
                 metadata={"limit": self._limits.watches},
             )
         self._watching[principal.name] = open_now + 1
@@ -263,7 +264,7 @@ class CallGate(grpc.aio.ServerInterceptor):
 
 
 def _denied(message: str) -> errors.PermissionDenied:
-    return errors.PermissionDenied(message, reason="PERMISSION_DENIED")
+    return errors.PermissionDenied(message, reason=Reason.PERMISSION_DENIED)
 
 
 def _metadata(context: Context) -> tuple[tuple[str, str | bytes], ...]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from statewrightd.domain import STATUSES, TERMINAL
 from statewrightd.errors import InvalidArgument, SerializationError
+from statewrightd.reasons import Reason
 from statewrightd.store.records import (
     Create,
     DefinitionRecord,
@@ -259,7 +260,8 @@ def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any
     for timer in change.arm:
         if timer.workflow_id != target.workflow_id or timer.revision != target.revision:
             raise SerializationError(
-                f"{w}: a timer is armed by the step that saves it", reason="INCONSISTENT_OPERATION"
+                f"{w}: a timer is armed by the step that saves it",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         due = check_time(timer.due_time, f"{w} timer due_time")
         armed.append(
@@ -369,7 +371,7 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
         ):
             raise SerializationError(
                 f"{w}: a task is scheduled by the step that saves it",
-                reason="INCONSISTENT_OPERATION",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         schedule = dumps(encode_task(change.schedule), f"{w} task")
     finish = change.finish
@@ -395,18 +397,18 @@ def encode_op(op: Operation) -> EncodedOp:
     if op.history.workflow_id != wid or op.history.revision != target.revision:
         raise SerializationError(
             f"workflow {wid!r}: the history row must belong to revision {target.revision}",
-            reason="INCONSISTENT_OPERATION",
+            reason=Reason.INCONSISTENT_OPERATION,
         )
     if op.request is not None and op.request.workflow_id != wid:
         raise SerializationError(
             f"workflow {wid!r}: the request record names another workflow",
-            reason="INCONSISTENT_OPERATION",
+            reason=Reason.INCONSISTENT_OPERATION,
         )
     if isinstance(op, Create):
         if target.revision != 1:
             raise SerializationError(
                 f"workflow {wid!r}: a new instance starts at revision 1",
-                reason="INCONSISTENT_OPERATION",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
     elif isinstance(op, Save):
         expected = _check_int(op.expected_revision, f"workflow {wid!r} expected_revision", 1)
@@ -414,7 +416,7 @@ def encode_op(op: Operation) -> EncodedOp:
             raise SerializationError(
                 f"workflow {wid!r}: a save moves revision {expected} to {expected + 1}, "
                 f"not {target.revision}",
-                reason="INCONSISTENT_OPERATION",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         params["expected"] = expected
     params.update(_encode_history(op.history, target.context, params["context"]))
@@ -423,14 +425,14 @@ def encode_op(op: Operation) -> EncodedOp:
         if isinstance(op, Create) and (op.timers.disarm or op.timers.fired):
             raise SerializationError(
                 f"workflow {wid!r}: a new instance has no timers to disarm or fire",
-                reason="INCONSISTENT_OPERATION",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         params.update(_encode_timers(op.timers, target))
     if op.tasks:
         if isinstance(op, Create) and (op.tasks.cancel or op.tasks.finish):
             raise SerializationError(
                 f"workflow {wid!r}: a new instance has no task to cancel or finish",
-                reason="INCONSISTENT_OPERATION",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         params.update(_encode_tasks(op.tasks, target))
     return EncodedOp(op=op, params=params)
@@ -506,7 +508,9 @@ def decode_task_page_token(token: str, key: str) -> tuple[datetime, str, str]:
 
 
 def _bad_token(message: str) -> InvalidArgument:
-    return InvalidArgument(message, reason="INVALID_PAGE_TOKEN", metadata={"field": "page_token"})
+    return InvalidArgument(
+        message, reason=Reason.INVALID_PAGE_TOKEN, metadata={"field": "page_token"}
+    )
 
 
 DEFAULT_PAGE_SIZE = 50
@@ -515,7 +519,7 @@ MAX_PAGE_SIZE = 1000
 
 def clamp_page_size(page_size: int) -> int:
     if page_size < 0:
-        raise InvalidArgument("page_size must not be negative", reason="INVALID_PAGE_SIZE")
+        raise InvalidArgument("page_size must not be negative", reason=Reason.INVALID_PAGE_SIZE)
     if page_size == 0:
         return DEFAULT_PAGE_SIZE
     return min(page_size, MAX_PAGE_SIZE)
@@ -523,4 +527,4 @@ def clamp_page_size(page_size: int) -> int:
 
 def check_status_filter(status: str | None) -> None:
     if status is not None and status not in STATUSES:
-        raise InvalidArgument(f"unknown status filter {status!r}", reason="INVALID_FILTER")
+        raise InvalidArgument(f"unknown status filter {status!r}", reason=Reason.INVALID_FILTER)

@@ -17,6 +17,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
@@ -198,7 +199,9 @@ class PostgresRepository(SqlRepository):
                     # A row the database refuses (a bug, or data it rejects) must not
                     # fail its neighbours: run each row on its own.
                     return [self._write([e])[0] for e in encoded]
-                return [StoreError(f"database rejected the write: {exc}", reason="STORE_ERROR")]
+                return [
+                    StoreError(f"database rejected the write: {exc}", reason=Reason.STORE_ERROR)
+                ]
         raise AssertionError("unreachable")
 
     def _transaction(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:

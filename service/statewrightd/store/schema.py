@@ -18,6 +18,7 @@ from typing import Any
 import psycopg
 
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store.codec import to_micros
 
 # An arbitrary constant that names "statewright schema migration" among advisory locks.
@@ -59,7 +60,8 @@ def backend_of(url: str) -> str:
     if url.startswith("sqlite:///"):
         return "sqlite"
     raise InvalidArgument(
-        "database URL must start with postgresql:// or sqlite:///", reason="INVALID_DATABASE_URL"
+        "database URL must start with postgresql:// or sqlite:///",
+        reason=Reason.INVALID_DATABASE_URL,
     )
 
 

@@ -18,6 +18,7 @@ from typing import Any, ClassVar, Protocol
 
 from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
@@ -149,7 +150,7 @@ class SqlRepository(BatchWriter):
         self, workflow_id: str, after_revision: int, limit: int
     ) -> list[HistoryRecord]:
         if limit <= 0:
-            raise InvalidArgument("limit must be positive", reason="INVALID_LIMIT")
+            raise InvalidArgument("limit must be positive", reason=Reason.INVALID_LIMIT)
         with self._reading() as conn:
             rows = conn.execute(
                 self.SQL.history_after, (workflow_id, after_revision, limit)

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store import sql_sqlite as q
 from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
@@ -55,7 +56,7 @@ class SqliteRepository(SqlRepository):
     def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._closed:
-                raise StorageUnavailable("the repository is closed", reason="STORE_CLOSED")
+                raise StorageUnavailable("the repository is closed", reason=Reason.STORE_CLOSED)
             try:
                 yield self._conn
             except sqlite3.OperationalError as exc:
