@@ -179,7 +179,7 @@ class Server:
         directory = self.config.definitions_dir
         if self.config.dev_mode and directory is not None:
             self._watcher = DefinitionWatcher(
-                self.app.registry, directory, self.app.definition_files
+                self.app.parts.registry, directory, self.app.definition_files
             )
             self._watcher.start()
         # Two monitors, so that a database check that hangs never delays liveness.
@@ -256,7 +256,7 @@ class Server:
         alive = True
         while True:
             await asyncio.sleep(HEALTH_INTERVAL / 4)
-            stalled = time.monotonic() - self.app.engine.loop.metrics().last_progress
+            stalled = time.monotonic() - self.app.parts.engine.loop.metrics().last_progress
             if (stalled < limit) != alive:
                 alive = not alive
                 if alive:
@@ -335,7 +335,7 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
     _log.warning(
         "%s=%s: installing test hooks (never set this in production)", TEST_HOOKS_ENV, name
     )
-    importlib.import_module(name).install(app.engine.loop, aio)
+    importlib.import_module(name).install(app.parts.engine.loop, aio)
 
 
 def _add_port(add: Callable[[], int]) -> int:

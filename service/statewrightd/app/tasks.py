@@ -186,15 +186,7 @@ class TaskDesk:
         task = await self.get(ref)
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             return Completion(await self._replay_or_fence(task, request), _finished(task))
-        command = CompleteTaskCommand(
-            actor=actor,
-            workflow_id=ref.workflow_id,
-            request=request,
-            task_id=ref.task_id,
-            state=task.state,
-            lease_token=token,
-            result=result,
-        )
+        command = CompleteTaskCommand.of(task, token, result, actor=actor, request=request)
         outcome = await self._fenced_step(command, ref, budget)
         if outcome.saved:
             self.observer.task_attempt_ended(task.queue, "completed")
@@ -260,16 +252,9 @@ class TaskDesk:
         budget: float | None,
         actor: str,
     ) -> Failure:
-        command = TaskGiveUpCommand(
-            actor=actor,
-            workflow_id=task.workflow_id,
-            request=request,
-            task_id=task.task_id,
-            state=task.state,
-            lease_token=token,
-            attempt=task.attempt,
-            leased=True,
-            failure=failure_payload(task, error),
+        failure = failure_payload(task, error)
+        command = TaskGiveUpCommand.of(
+            task, failure, actor=actor, lease_token=token, leased=True, request=request
         )
         outcome = await self._fenced_step(command, TaskRef(task.workflow_id, task.task_id), budget)
         if outcome.saved:

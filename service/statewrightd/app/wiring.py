@@ -67,7 +67,7 @@ class UseCases:
 
 
 @dataclass(frozen=True, slots=True)
-class _Parts:
+class Parts:
     repo: Repository
     registry: DefinitionRegistry
     storage: Storage
@@ -95,7 +95,7 @@ class Application:
         # moves. Written by the EventLoop thread only; read from the asyncio thread.
         self.committed_steps = 0
         self._closing = contextlib.AsyncExitStack()
-        self._parts: _Parts | None = None
+        self._parts: Parts | None = None
 
     # -- the use cases, once open ----------------------------------------------------
 
@@ -121,26 +121,11 @@ class Application:
     # -- the parts the process itself uses -------------------------------------------
 
     @property
-    def repo(self) -> Repository:
-        return self._opened().repo
+    def parts(self) -> Parts:
+        """The opened parts: the store, the definitions, the engine."""
+        return self._opened()
 
-    @property
-    def registry(self) -> DefinitionRegistry:
-        return self._opened().registry
-
-    @property
-    def storage(self) -> Storage:
-        return self._opened().storage
-
-    @property
-    def engine(self) -> Engine:
-        return self._opened().engine
-
-    @property
-    def handoff(self) -> Handoff:
-        return self._opened().handoff
-
-    def _opened(self) -> _Parts:
+    def _opened(self) -> Parts:
         assert self._parts is not None, "application not opened"
         return self._parts
 
@@ -177,7 +162,7 @@ class Application:
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
         diagnostics = Diagnostics(engine, handoff, reads, backend)
         cases = UseCases(workflows, reads, tasks, diagnostics)
-        self._parts = _Parts(repo, registry, storage, engine, handoff, cases)
+        self._parts = Parts(repo, registry, storage, engine, handoff, cases)
 
     async def _definitions(self, repo: Repository) -> DefinitionRegistry:
         registry = DefinitionRegistry(repo)

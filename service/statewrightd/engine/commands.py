@@ -34,7 +34,7 @@ from statewrightd.domain import TaskStatus
 from statewrightd.engine import fsm
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.model import Snapshot, StepResult
-from statewrightd.store.records import InstanceRecord, TaskFinish
+from statewrightd.store.records import InstanceRecord, TaskFinish, TaskRecord, TimerRecord
 from statewrightd.store.repository import Repository
 
 _REJECTIONS = {r.value: r for r in Rejection}
@@ -187,6 +187,18 @@ class TimerCommand(StepCommand):
     revision: int
     due_time: datetime
 
+    @classmethod
+    def of(cls, timer: TimerRecord, actor: str) -> TimerCommand:
+        """The firing of armed ``timer``, claimed by ``actor``."""
+        return cls(
+            actor=actor,
+            workflow_id=timer.workflow_id,
+            timer_id=timer.timer_id,
+            transition=timer.transition,
+            revision=timer.revision,
+            due_time=timer.due_time,
+        )
+
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.timer(definition, snapshot, self.transition)
 
@@ -213,6 +225,27 @@ class CompleteTaskCommand(StepCommand):
     lease_token: str
     result: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls,
+        task: TaskRecord,
+        token: str,
+        result: Mapping[str, Any],
+        *,
+        actor: str,
+        request: RequestKey | None,
+    ) -> CompleteTaskCommand:
+        """The completion of ``task`` by the worker holding lease ``token``."""
+        return cls(
+            actor=actor,
+            workflow_id=task.workflow_id,
+            request=request,
+            task_id=task.task_id,
+            state=task.state,
+            lease_token=token,
+            result=result,
+        )
+
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.complete_task(definition, snapshot, self.state, self.result)
 
@@ -238,6 +271,32 @@ class TaskGiveUpCommand(StepCommand):
     leased: bool
     failure: Mapping[str, Any]
     timed_out: bool = False
+
+    @classmethod
+    def of(
+        cls,
+        task: TaskRecord,
+        failure: Mapping[str, Any],
+        *,
+        actor: str,
+        lease_token: str | None,
+        leased: bool,
+        request: RequestKey | None = None,
+        timed_out: bool = False,
+    ) -> TaskGiveUpCommand:
+        """``task`` gives up with ``failure``, fenced by ``lease_token`` at its attempt."""
+        return cls(
+            actor=actor,
+            workflow_id=task.workflow_id,
+            request=request,
+            task_id=task.task_id,
+            state=task.state,
+            lease_token=lease_token,
+            attempt=task.attempt,
+            leased=leased,
+            failure=failure,
+            timed_out=timed_out,
+        )
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.task_gave_up(definition, snapshot, self.state, self.failure)

@@ -174,15 +174,13 @@ class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
         self._offload(requeue, requeued)
 
     def _give_up(self, task: TaskRecord, error: dict[str, Any]) -> None:
-        command = TaskGiveUpCommand(
+        failure = failure_payload(task, error)
+        command = TaskGiveUpCommand.of(
+            task,
+            failure,
             actor=SWEEPER_ACTOR,
-            workflow_id=task.workflow_id,
-            task_id=task.task_id,
-            state=task.state,
             lease_token=task.lease_token,
-            attempt=task.attempt,
             leased=False,
-            failure=failure_payload(task, error),
             timed_out=True,
         )
 

@@ -133,14 +133,7 @@ class TimerScheduler(BackgroundLoop[_Claim, tuple[int, int]]):
         return delay
 
     def _fire_one(self, timer: TimerRecord) -> None:
-        command = TimerCommand(
-            actor=TIMER_ACTOR,
-            workflow_id=timer.workflow_id,
-            timer_id=timer.timer_id,
-            transition=timer.transition,
-            revision=timer.revision,
-            due_time=timer.due_time,
-        )
+        command = TimerCommand.of(timer, TIMER_ACTOR)
         self._in_flight += 1
         # The runtime answers a step on this thread: the answer is counted right here.
         self._submit(command, lambda result: self._answered(command, result))

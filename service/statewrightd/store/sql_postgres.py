@@ -8,6 +8,8 @@ the surrounding (batch) transaction.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from statewrightd.store import rows
 from statewrightd.store.sql_builder import (
     DEFINITION_COLUMNS,
@@ -152,10 +154,13 @@ def _save(timed: bool, tasked: bool = False) -> str:
         + """
     RETURNING workflow_id
 ),"""
-        + (_TIMER_WORK if timed else "")
-        + (_TASK_WORK if tasked else "")
-        + _HISTORY_AND_REQUEST
+        + _work(timed, tasked)
     )
+
+
+def _work(timed: bool, tasked: bool) -> str:
+    """What a step's statement does after its compare-and-swap, when that succeeded."""
+    return (_TIMER_WORK if timed else "") + (_TASK_WORK if tasked else "") + _HISTORY_AND_REQUEST
 
 
 def _create(timed: bool, tasked: bool = False) -> str:
@@ -173,15 +178,16 @@ def _create(timed: bool, tasked: bool = False) -> str:
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + (_TIMER_WORK if timed else "")
-        + (_TASK_WORK if tasked else "")
-        + _HISTORY_AND_REQUEST
+        + _work(timed, tasked)
     )
 
 
-# Every statement a step may need, by (timer work, task work): built once.
-SAVES = {(t, k): _save(t, k) for t in (False, True) for k in (False, True)}
-CREATES = {(t, k): _create(t, k) for t in (False, True) for k in (False, True)}
+def _variants(build: Callable[[bool, bool], str]) -> dict[tuple[bool, bool], str]:
+    """Every statement a step may need, by (timer work, task work): built once."""
+    return {(t, k): build(t, k) for t in (False, True) for k in (False, True)}
+
+
+SAVES, CREATES = _variants(_save), _variants(_create)
 SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 
 # Batches without request ids take one statement per kind instead of one per row: the
@@ -279,6 +285,11 @@ disarmed AS (
 )
 
 
+def _rows_work(timed: bool, tasked: bool) -> str:
+    """``_work`` for a batch's rows."""
+    return (_ROWS_TIMER_WORK if timed else "") + (_ROWS_TASK_WORK if tasked else "") + _ROWS_HISTORY
+
+
 def _create_many(timed: bool, tasked: bool = False) -> str:
     return (
         """WITH rows AS (
@@ -307,9 +318,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + (_ROWS_TIMER_WORK if timed else "")
-        + (_ROWS_TASK_WORK if tasked else "")
-        + _ROWS_HISTORY
+        + _rows_work(timed, tasked)
     )
 
 
@@ -341,14 +350,11 @@ def _save_many(timed: bool, tasked: bool = False) -> str:
         + """
     RETURNING w.workflow_id
 ),"""
-        + (_ROWS_TIMER_WORK if timed else "")
-        + (_ROWS_TASK_WORK if tasked else "")
-        + _ROWS_HISTORY
+        + _rows_work(timed, tasked)
     )
 
 
-CREATE_MANYS = {(t, k): _create_many(t, k) for t in (False, True) for k in (False, True)}
-SAVE_MANYS = {(t, k): _save_many(t, k) for t in (False, True) for k in (False, True)}
+CREATE_MANYS, SAVE_MANYS = _variants(_create_many), _variants(_save_many)
 CREATE_MANY, SAVE_MANY = CREATE_MANYS[False, False], SAVE_MANYS[False, False]
 
 # The failed saves' tasks: whether a fence held decides how the step is answered.

@@ -75,8 +75,8 @@ async def signal(app: Application, workflow_id: str, event: str, **payload: Any)
 
 
 async def _info(app: Application, workflow_id: str) -> WorkflowInfo:
-    runtime = app.engine.runtime
-    return await app.handoff.call(lambda: runtime.info(workflow_id))
+    runtime = app.parts.engine.runtime
+    return await app.parts.handoff.call(lambda: runtime.info(workflow_id))
 
 
 def save_behind_the_back(repo: Repository, workflow_id: str, event: str, **payload: Any) -> None:
@@ -99,7 +99,7 @@ async def test_a_stale_cache_loses_the_cas_race_then_reloads_and_reapplies(
     assert outcome.accepted
     assert outcome.record.revision == 4
     assert outcome.record.context["seen"] == ["mine-1", "theirs", "mine-2"]
-    history = app.repo.history_after("w", 0, 10)
+    history = app.parts.repo.history_after("w", 0, 10)
     assert [h.revision for h in history] == [1, 2, 3, 4]
 
 
@@ -158,7 +158,7 @@ async def test_signals_arriving_while_a_step_persists_queue_in_arrival_order(
     ids = [f"s{i}" for i in range(40)]
     outcomes = await asyncio.gather(*(signal(app, "q", "tick", id=i) for i in ids))
     assert all(o.accepted for o in outcomes)
-    final = app.repo.load("q")
+    final = app.parts.repo.load("q")
     assert final.context["seen"] == ids
     assert final.revision == 41
 
@@ -179,7 +179,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
     app: Application, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await start(app, "r")
-    writer = app.engine.writer
+    writer = app.parts.engine.writer
     assert writer is not None
     real_submit = writer.submit_many
     seen_ops: list[Any] = []
@@ -197,7 +197,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
 
     monkeypatch.setattr(writer, "submit_many", lose_commit)
     checks: list[tuple[int, ...]] = []
-    real_resolve = app.repo.resolve_outcome
+    real_resolve = app.parts.repo.resolve_outcome
 
     def resolve(ops: Any, *, backend_pids: Any = ()) -> Any:
         checks.append(tuple(backend_pids))
@@ -205,7 +205,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
             return [errors.OutcomeUnknown("still cannot tell")]
         return real_resolve(ops, backend_pids=())
 
-    monkeypatch.setattr(app.repo, "resolve_outcome", resolve)
+    monkeypatch.setattr(app.parts.repo, "resolve_outcome", resolve)
     with pytest.raises(errors.OutcomeUnknown):
         await signal(app, "r", "tick", id="x")
     monkeypatch.setattr(writer, "submit_many", real_submit)
@@ -252,11 +252,11 @@ def _break(target: object, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _stage_admission(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(app.engine.runtime._admission, "admit", mp)
+    _break(app.parts.engine.runtime._admission, "admit", mp)
 
 
 def _stage_load(app: Application, mp: pytest.MonkeyPatch) -> None:
-    app.engine.runtime._cache.forget(["x"])  # the instance must be loaded from the store
+    app.parts.engine.runtime._cache.forget(["x"])  # the instance must be loaded from the store
     _break(runtime_module, "snapshot_of", mp)
 
 
@@ -269,16 +269,16 @@ def _stage_build_save(app: Application, mp: pytest.MonkeyPatch) -> None:
 
 
 def _stage_hand_off(app: Application, mp: pytest.MonkeyPatch) -> None:
-    assert app.engine.writer is not None
-    _break(app.engine.writer, "submit_many", mp)
+    assert app.parts.engine.writer is not None
+    _break(app.parts.engine.writer, "submit_many", mp)
 
 
 def _stage_storage(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(app.repo, "apply_batch", mp)
+    _break(app.parts.repo, "apply_batch", mp)
 
 
 def _stage_saved(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(app.engine.runtime._cache, "remember", mp)
+    _break(app.parts.engine.runtime._cache, "remember", mp)
 
 
 STAGES = {
@@ -302,12 +302,12 @@ async def test_a_stage_that_raises_answers_its_command_and_releases_the_instance
     breaker(app, monkeypatch)
     with pytest.raises(expected):
         await signal(app, "x", "tick", id="broken")  # answered within its 5 s budget
-    assert await app.handoff.call(app.engine.runtime.live_segments) == 0
+    assert await app.parts.handoff.call(app.parts.engine.runtime.live_segments) == 0
     after = await signal(app, "x", "tick", id="after")
     # A stage past the commit ("saved") broke after the step was durable: it stands.
     broken_saved = ["broken"] if stage == "saved" else []
     assert after.record.context["seen"] == ["before", *broken_saved, "after"]
-    assert [h.revision for h in app.repo.history_after("x", 0, 10)] == list(
+    assert [h.revision for h in app.parts.repo.history_after("x", 0, 10)] == list(
         range(1, after.record.revision + 1)
     )
 
@@ -318,9 +318,9 @@ async def test_a_failure_after_the_answer_leaves_the_step_answered(
 ) -> None:
     await start(app, "y")
     if where == "answer":
-        _break(app.engine.runtime._observer, "finished", monkeypatch)
+        _break(app.parts.engine.runtime._observer, "finished", monkeypatch)
     else:
-        app.engine.runtime.listeners.insert(0, _boom)
+        app.parts.engine.runtime.listeners.insert(0, _boom)
     outcome = await signal(app, "y", "tick", id="a")
     assert outcome.accepted and outcome.record.revision == 2
     assert (await signal(app, "y", "tick", id="b")).record.revision == 3

@@ -11,14 +11,8 @@ import pytest
 
 from statewrightd.domain import Status
 from statewrightd.errors import Conflict, Overloaded, StorageUnavailable, StoreError
-from statewrightd.store import (
-    Create,
-    GroupCommitWriter,
-    HistoryRecord,
-    InstanceRecord,
-    Repository,
-    Save,
-)
+from statewrightd.store import GroupCommitWriter, Repository
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 Result = InstanceRecord | StoreError

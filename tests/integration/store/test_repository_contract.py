@@ -22,15 +22,14 @@ from statewrightd.errors import (
     SerializationError,
     StoreError,
 )
-from statewrightd.store import (
+from statewrightd.store import Repository, open_repository
+from statewrightd.store.records import (
     Create,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
-    Repository,
     RequestRecord,
     Save,
-    open_repository,
 )
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)

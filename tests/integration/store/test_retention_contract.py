@@ -21,16 +21,18 @@ import pytest
 
 from statewrightd.domain import Status, TaskStatus
 from statewrightd.errors import Conflict, RecordExists, RecordLive, RecordNotFound
-from statewrightd.store import (
+from statewrightd.store import Repository, open_repository
+from statewrightd.store.records import (
     Create,
     HistoryRecord,
     InstanceRecord,
-    Repository,
     RequestRecord,
     Save,
-    open_repository,
+    TaskChange,
+    TaskRecord,
+    TimerChange,
+    TimerRecord,
 )
-from statewrightd.store.records import TaskChange, TaskRecord, TimerChange, TimerRecord
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 HOUR = timedelta(hours=1)

@@ -21,15 +21,9 @@ from statewrightd.errors import (
     OutcomeUnknown,
     StorageUnavailable,
 )
-from statewrightd.store import (
-    Create,
-    HistoryRecord,
-    InstanceRecord,
-    Repository,
-    Save,
-    open_repository,
-)
+from statewrightd.store import Repository, open_repository
 from statewrightd.store.postgres import PostgresRepository
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 from tests.support.pgproxy import PgProxy, _cstrings, _is_end_of_transaction
 
 
