@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.model import TransitionTaken
+from statewrightd.reasons import Reason
 from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 
 
@@ -16,10 +17,10 @@ class Rejection(enum.StrEnum):
     """Why a signal was not applied, when that is its answer (accepted false) rather than
     an error: the instance's own state explains it, and a retry later may be accepted."""
 
-    NOT_RUNNING = "NOT_RUNNING"
-    PERSISTING = "PERSISTING"
-    RECOVERY_REQUIRED = "RECOVERY_REQUIRED"
-    SHUTTING_DOWN = "SHUTTING_DOWN"
+    NOT_RUNNING = Reason.NOT_RUNNING
+    PERSISTING = "PERSISTING"  # the instance is busy, and too many events wait for it already
+    RECOVERY_REQUIRED = Reason.RECOVERY_REQUIRED
+    SHUTTING_DOWN = Reason.SHUTTING_DOWN
 
 
 @dataclass(frozen=True, slots=True)

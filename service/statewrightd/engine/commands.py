@@ -236,15 +236,7 @@ class CompleteTaskCommand(StepCommand):
         request: RequestKey | None,
     ) -> CompleteTaskCommand:
         """The completion of ``task`` by the worker holding lease ``token``."""
-        return cls(
-            actor=actor,
-            workflow_id=task.workflow_id,
-            request=request,
-            task_id=task.task_id,
-            state=task.state,
-            lease_token=token,
-            result=result,
-        )
+        return cls(**_of_task(task, actor, request), lease_token=token, result=result)
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.complete_task(definition, snapshot, self.state, self.result)
@@ -286,11 +278,7 @@ class TaskGiveUpCommand(StepCommand):
     ) -> TaskGiveUpCommand:
         """``task`` gives up with ``failure``, fenced by ``lease_token`` at its attempt."""
         return cls(
-            actor=actor,
-            workflow_id=task.workflow_id,
-            request=request,
-            task_id=task.task_id,
-            state=task.state,
+            **_of_task(task, actor, request),
             lease_token=lease_token,
             attempt=task.attempt,
             leased=leased,
@@ -310,3 +298,14 @@ class TaskGiveUpCommand(StepCommand):
             leased=self.leased,
             last_error={k: self.failure.get(k) for k in ("type", "message", "details")},
         )
+
+
+def _of_task(task: TaskRecord, actor: str, request: RequestKey | None) -> dict[str, Any]:
+    """What a command about ``task`` says of its instance, its task and its caller."""
+    return {
+        "actor": actor,
+        "workflow_id": task.workflow_id,
+        "request": request,
+        "task_id": task.task_id,
+        "state": task.state,
+    }

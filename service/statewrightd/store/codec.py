@@ -387,6 +387,26 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
     }
 
 
+def _inconsistency(op: Operation, target: InstanceRecord) -> str | None:
+    """What makes ``op`` contradict itself, if anything: a defect of whoever built it."""
+    if op.history.workflow_id != target.workflow_id or op.history.revision != target.revision:
+        return f"the history row must belong to revision {target.revision}"
+    if op.request is not None and op.request.workflow_id != target.workflow_id:
+        return "the request record names another workflow"
+    if isinstance(op, Save):
+        expected = op.expected_revision
+        if target.revision != expected + 1:
+            return f"a save moves revision {expected} to {expected + 1}, not {target.revision}"
+        return None
+    if target.revision != 1:
+        return "a new instance starts at revision 1"
+    if op.timers.disarm or op.timers.fired:
+        return "a new instance has no timers to disarm or fire"
+    if op.tasks.cancel or op.tasks.finish:
+        return "a new instance has no task to cancel or finish"
+    return None
+
+
 def encode_op(op: Operation) -> EncodedOp:
     """Check an operation completely; raise ``SerializationError`` before any write.
 
@@ -394,46 +414,19 @@ def encode_op(op: Operation) -> EncodedOp:
     target = op.record if isinstance(op, Create) else op.new
     params = encode_instance(target)
     wid = target.workflow_id
-    if op.history.workflow_id != wid or op.history.revision != target.revision:
-        raise SerializationError(
-            f"workflow {wid!r}: the history row must belong to revision {target.revision}",
-            reason=Reason.INCONSISTENT_OPERATION,
-        )
-    if op.request is not None and op.request.workflow_id != wid:
-        raise SerializationError(
-            f"workflow {wid!r}: the request record names another workflow",
-            reason=Reason.INCONSISTENT_OPERATION,
-        )
-    if isinstance(op, Create):
-        if target.revision != 1:
-            raise SerializationError(
-                f"workflow {wid!r}: a new instance starts at revision 1",
-                reason=Reason.INCONSISTENT_OPERATION,
-            )
-    elif isinstance(op, Save):
+    if isinstance(op, Save):
         expected = _check_int(op.expected_revision, f"workflow {wid!r} expected_revision", 1)
-        if target.revision != expected + 1:
-            raise SerializationError(
-                f"workflow {wid!r}: a save moves revision {expected} to {expected + 1}, "
-                f"not {target.revision}",
-                reason=Reason.INCONSISTENT_OPERATION,
-            )
         params["expected"] = expected
+    problem = _inconsistency(op, target)
+    if problem is not None:
+        raise SerializationError(
+            f"workflow {wid!r}: {problem}", reason=Reason.INCONSISTENT_OPERATION
+        )
     params.update(_encode_history(op.history, target.context, params["context"]))
     params.update(_encode_request(op.request))
     if op.timers:
-        if isinstance(op, Create) and (op.timers.disarm or op.timers.fired):
-            raise SerializationError(
-                f"workflow {wid!r}: a new instance has no timers to disarm or fire",
-                reason=Reason.INCONSISTENT_OPERATION,
-            )
         params.update(_encode_timers(op.timers, target))
     if op.tasks:
-        if isinstance(op, Create) and (op.tasks.cancel or op.tasks.finish):
-            raise SerializationError(
-                f"workflow {wid!r}: a new instance has no task to cancel or finish",
-                reason=Reason.INCONSISTENT_OPERATION,
-            )
         params.update(_encode_tasks(op.tasks, target))
     return EncodedOp(op=op, params=params)
 
