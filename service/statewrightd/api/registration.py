@@ -8,6 +8,7 @@ builds the same handlers from the service descriptor, with decoders that never r
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import grpc
@@ -42,3 +43,29 @@ def add_servicer(server: grpc.aio.Server, service: ServiceDescriptor, servicer: 
         (grpc.method_handlers_generic_handler(service.full_name, handlers),)
     )
     server.add_registered_method_handlers(service.full_name, handlers)
+
+
+Behavior = Callable[..., Any]
+
+
+def rewrapped(
+    handler: grpc.RpcMethodHandler[Any, Any],
+    unary: Callable[[Behavior], Behavior],
+    stream: Callable[[Behavior], Behavior],
+) -> grpc.RpcMethodHandler[Any, Any]:
+    """``handler`` with its behaviour wrapped, its (de)serializers kept (what an interceptor
+    hands grpc back): ``unary`` wraps a unary call's, ``stream`` a response stream's.
+    Client and bidirectional streams (only reflection has them) are left as they are."""
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            unary(handler.unary_unary),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            stream(handler.unary_stream),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return handler

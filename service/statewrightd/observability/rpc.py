@@ -21,6 +21,7 @@ import grpc
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+from statewrightd.api.registration import rewrapped
 from statewrightd.context import RPC_METHOD, WORKFLOW_ID
 from statewrightd.observability.metrics import Metrics
 
@@ -86,27 +87,16 @@ class RpcObserver(grpc.aio.ServerInterceptor):
             return handler  # unknown method: grpc answers UNIMPLEMENTED itself
         method = handler_call_details.method
         service, _, name = method.lstrip("/").rpartition("/")
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, method, (service, name, "unary")),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            behavior = handler.unary_stream
+
+        def stream(behavior: Behavior) -> Behavior:
             labels = (service, name, "server_stream")
-            wrapped = (
-                self._stream(behavior, method, labels)
-                if inspect.isasyncgenfunction(behavior)
-                else self._unary(behavior, method, labels)
-            )
-            return grpc.unary_stream_rpc_method_handler(
-                wrapped,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        # Client and bidirectional streams: only reflection uses them; not observed.
-        return handler
+            if inspect.isasyncgenfunction(behavior):
+                return self._stream(behavior, method, labels)
+            return self._unary(behavior, method, labels)
+
+        return rewrapped(
+            handler, lambda b: self._unary(b, method, (service, name, "unary")), stream
+        )
 
     def _begin(self, method: str, labels: tuple[str, str, str], request: object) -> float:
         workflow_id = workflow_of(request)

@@ -26,6 +26,7 @@ from google.protobuf.message import Message
 from statewrightd import errors
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
+from statewrightd.api.registration import rewrapped
 from statewrightd.api.status import to_grpc_status
 from statewrightd.app.wiring import Application
 from statewrightd.context import set_actor
@@ -109,19 +110,9 @@ class CallGate(grpc.aio.ServerInterceptor):
             return handler
         rule = METHOD_RULES.get(method, UNLISTED)
         name = method.rpartition("/")[2]
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, rule, name),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, rule, name),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrapped(
+            handler, lambda b: self._unary(b, rule, name), lambda b: self._stream(b, rule, name)
+        )
 
     def _unary(
         self, behavior: Behavior, rule: MethodRule, name: str
