@@ -46,7 +46,7 @@ def _wall(seconds: float) -> Timestamp:
 
 def diagnostics_response(d: RuntimeDiagnostics) -> pb.GetDiagnosticsResponse:
     loop, counts, writer = d.loop, d.counts, d.writer
-    phase = diagnostics_pb2.EventLoopPhase.Value(f"EVENT_LOOP_PHASE_{loop.phase.value}")
+    phase = diagnostics_pb2.EventLoopPhase.Value(f"EVENT_LOOP_PHASE_{loop.phase.name}")
     return pb.GetDiagnosticsResponse(
         event_loop=diagnostics_pb2.EventLoopDiagnostics(
             phase=phase,

@@ -8,7 +8,7 @@ builds the same handlers from the service descriptor, with decoders that never r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import grpc
@@ -46,13 +46,14 @@ def add_servicer(server: grpc.aio.Server, service: ServiceDescriptor, servicer: 
 
 
 Behavior = Callable[..., Any]
+Handler = grpc.RpcMethodHandler[Any, Any]
+# What an interceptor calls for the handler of a call (None: no such method).
+Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]
 
 
 def rewrapped(
-    handler: grpc.RpcMethodHandler[Any, Any],
-    unary: Callable[[Behavior], Behavior],
-    stream: Callable[[Behavior], Behavior],
-) -> grpc.RpcMethodHandler[Any, Any]:
+    handler: Handler, unary: Callable[[Behavior], Behavior], stream: Callable[[Behavior], Behavior]
+) -> Handler:
     """``handler`` with its behaviour wrapped, its (de)serializers kept (what an interceptor
     hands grpc back): ``unary`` wraps a unary call's, ``stream`` a response stream's.
     Client and bidirectional streams (only reflection has them) are left as they are."""

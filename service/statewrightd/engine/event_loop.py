@@ -34,11 +34,13 @@ MAX_BATCH = 64
 MAX_BATCH_SECONDS = 0.003
 
 
-class Phase(enum.StrEnum):
-    RUNNING = "RUNNING"
-    DRAINING = "DRAINING"
-    STOPPING = "STOPPING"
-    TERMINATED = "TERMINATED"
+class Phase(enum.Enum):
+    """Where the EventLoop is in its life; diagnostics show its name."""
+
+    RUNNING = enum.auto()
+    DRAINING = enum.auto()
+    STOPPING = enum.auto()
+    TERMINATED = enum.auto()
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,7 @@ import grpc
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from statewrightd.api.registration import rewrapped
+from statewrightd.api.registration import Continuation, Handler, rewrapped
 from statewrightd.context import RPC_METHOD, WORKFLOW_ID
 from statewrightd.observability.metrics import Metrics
 
@@ -76,12 +76,8 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         self._metrics = metrics
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Req, Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Req, Resp] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler  # unknown method: grpc answers UNIMPLEMENTED itself

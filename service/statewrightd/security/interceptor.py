@@ -26,7 +26,7 @@ from google.protobuf.message import Message
 from statewrightd import errors
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
-from statewrightd.api.registration import rewrapped
+from statewrightd.api.registration import Continuation, Handler, rewrapped
 from statewrightd.api.status import to_grpc_status
 from statewrightd.app.wiring import Application
 from statewrightd.context import set_actor
@@ -98,12 +98,8 @@ class CallGate(grpc.aio.ServerInterceptor):
         }
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Req, Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Req, Resp] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is None or method.startswith(OPEN_SERVICES):
