@@ -92,12 +92,8 @@ class EventLoop:
         self._aio: asyncio.AbstractEventLoop | None = None
         self.phase = Phase.RUNNING
         self._slow = slow_dispatch_threshold
-        self._max_depth = 0
-        self._lag_last = 0.0
-        self._lag_sum = 0.0
-        self._lag_max = 0.0
-        self._dispatches = 0
-        self._slow_dispatches = 0
+        self._lag_last = self._lag_sum = self._lag_max = 0.0
+        self._max_depth = self._dispatches = self._slow_dispatches = 0
         self._last_progress = time.monotonic()
 
     # -- any thread ---------------------------------------------------------------------

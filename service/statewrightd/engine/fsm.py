@@ -17,6 +17,7 @@ Choices made here that the rules leave open:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from datetime import datetime, timedelta
 from types import MappingProxyType
@@ -692,16 +693,7 @@ def _ended_in_place(
     defn: Definition, snapshot: Snapshot, status: Status, error: StepError
 ) -> StepResult:
     """A step that ends the instance in its state, with its context, running no actions."""
-    new = Snapshot(
-        workflow_id=snapshot.workflow_id,
-        definition=snapshot.definition,
-        version=snapshot.version,
-        state=snapshot.state,
-        status=status,
-        context=snapshot.context,
-        revision=snapshot.revision + 1,
-        error=error,
-    )
+    new = dataclasses.replace(snapshot, status=status, revision=snapshot.revision + 1, error=error)
     disarm = snapshot.state in defn.timed_from
     state = defn.states.get(snapshot.state)
     task = TaskPlan(cancel=True) if state is not None and state.task is not None else NO_TASK_WORK

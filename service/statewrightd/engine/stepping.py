@@ -31,11 +31,15 @@ class Reload:
 
 @dataclass(frozen=True, slots=True)
 class Answer:
+    """Answer the caller now; nothing is saved."""
+
     result: Result
 
 
 @dataclass(frozen=True, slots=True)
 class Persist:
+    """Save the step (its operation), then answer with what the save says."""
+
     planned: Planned
     result: StepResult
 
