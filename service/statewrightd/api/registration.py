@@ -9,7 +9,7 @@ builds the same handlers from the service descriptor, with decoders that never r
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf import message_factory
@@ -46,9 +46,10 @@ def add_servicer(server: grpc.aio.Server, service: ServiceDescriptor, servicer: 
 
 
 Behavior = Callable[..., Any]
-Handler = grpc.RpcMethodHandler[Any, Any]
+# grpc's handler types are generic in its stubs only: these are for annotations.
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
 # What an interceptor calls for the handler of a call (None: no such method).
-Continuation = Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]
+Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
 
 
 def rewrapped(

@@ -12,9 +12,10 @@ keep the shape of what it wraps; wrapping both as generators breaks the coroutin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
@@ -131,19 +132,27 @@ class RpcObserver(grpc.aio.ServerInterceptor):
             if method == WATCH_METHOD:
                 self._metrics.watchers.dec()
 
+    @contextlib.contextmanager
+    def _observing(
+        self, method: str, labels: tuple[str, str, str], request: object, context: Context
+    ) -> Iterator[None]:
+        """One call, from its start to its status (whatever ends it, cancellation too)."""
+        began = self._begin(method, labels, request)
+        error: BaseException | None = None
+        try:
+            yield
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._end(method, labels, context, began, error)
+
     def _unary(
         self, behavior: Behavior, method: str, labels: tuple[str, str, str]
     ) -> Callable[[Any, Context], Awaitable[Any]]:
         async def observed(request: Any, context: Context) -> Any:
-            began = self._begin(method, labels, request)
-            error: BaseException | None = None
-            try:
+            with self._observing(method, labels, request, context):
                 return await behavior(request, context)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._end(method, labels, context, began, error)
 
         return observed
 
@@ -151,15 +160,8 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         self, behavior: Behavior, method: str, labels: tuple[str, str, str]
     ) -> Callable[[Any, Context], AsyncIterator[Any]]:
         async def observed(request: Any, context: Context) -> AsyncIterator[Any]:
-            began = self._begin(method, labels, request)
-            error: BaseException | None = None
-            try:
+            with self._observing(method, labels, request, context):
                 async for response in behavior(request, context):
                     yield response
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._end(method, labels, context, began, error)
 
         return observed
