@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -29,9 +30,11 @@ from hypothesis import strategies as st
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
+from statewrightd.definitions import load_definition_file
 from tests.support.api import Client, error_info
 from tests.support.server import ServerProcess
 
+REPO = Path(__file__).resolve().parents[2]
 # Every RPC of both services: (service, method, request module).
 SERVICES = [
     (pb.DESCRIPTOR.services_by_name["WorkflowService"], pb),
@@ -164,6 +167,14 @@ STRUCT_VALUES = st.one_of(
     st.dictionaries(TEXT, JSON, max_size=6),
     st.builds(lambda d, key: {key: _deep(d)}, st.integers(15, 40), st.sampled_from(["big", "x"])),
     st.fixed_dictionaries({"big": st.lists(st.integers(0, 400), max_size=400)}),
+    # The hostile guard over a list at the item limit: refused from its cost estimate
+    # (it used to hold the EventLoop for seconds).
+    st.just({"big": list(range(10_000))}),
+)
+# A poll's answer size: zero (the default), the bounds and just past them.
+POLL_BYTES = st.one_of(
+    st.sampled_from([0, 1, 16 * 1024 - 1, 16 * 1024, 3 * 2**20, 2**28, 2**28 + 1, -1]),
+    st.integers(-(2**31), 2**31 - 1),
 )
 
 
@@ -192,6 +203,8 @@ def _field(field: FieldDescriptor, live: list[str]) -> st.SearchStrategy[Any]:
         if field.name == "event":
             return st.one_of(st.sampled_from(["tick", "go", "deepen", "approve", ""]), ODD_TEXT)
         return ODD_TEXT
+    if field.full_name == "statewright.v1.PollTasksRequest.max_bytes":
+        return POLL_BYTES
     if field.full_name == "statewright.v1.DeleteWorkflowRequest.force":
         # A forced delete of a live instance succeeds by design: it would leave the
         # methods fuzzed after it no live instance whose revisions a refusal must keep.
@@ -304,3 +317,17 @@ def test_report_the_number_of_inputs_tried(caller: Caller) -> None:
     total = sum(TRIED.values())
     print(f"fuzz inputs tried on this backend so far: {total} {TRIED}")
     assert total >= 2 * EXAMPLES * len(METHODS)  # hypothesis may stop early on small spaces
+
+
+def test_names_the_fuzzer_invented_are_not_remembered(caller: Caller) -> None:
+    """Thousands of made-up queue names were polled above: only the queues a definition
+    names are remembered (and shown), whatever a caller sends."""
+    named = {
+        state.task.queue
+        for folder in (REPO / "examples" / "definitions", REPO / "tests" / "e2e" / "definitions")
+        for path in folder.glob("*.yaml")
+        for state in load_definition_file(path).states.values()
+        if state.task is not None
+    }
+    shown = {q.queue for q in caller.client.diagnostics().task_queues}
+    assert shown <= named, shown - named

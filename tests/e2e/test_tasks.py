@@ -271,10 +271,12 @@ def test_diagnostics_show_each_queues_backlog_and_pollers(client: Client) -> Non
     assert wait_until(lambda: getattr(queue("e2e.handled"), "backlog", 0) >= 1, 15)
     handled = queue("e2e.handled")
     assert handled is not None and handled.oldest_scheduled_age.ToTimedelta().total_seconds() >= 0
-    polled = queue("e2e.nobody")
+    # No definition names e2e.nobody: its poll was answered, and nothing of it remembered.
+    assert queue("e2e.nobody") is None
+    task = tasks.poll_one("e2e.handled", identity="diagnostics-poller")
+    polled = queue("e2e.handled")
     assert polled is not None and "diagnostics-poller" in polled.pollers
     assert polled.last_poll_time.ToDatetime(tzinfo=UTC).year >= 2026
-    task = tasks.poll_one("e2e.handled")
     assert tasks.complete(task, {"by": "diag"}).workflow.workflow_id == wid
 
 

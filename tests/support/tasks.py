@@ -37,10 +37,20 @@ class Tasks:
         self.timeout = timeout
 
     def poll(
-        self, queue: str, *, wait: float = 5.0, max_tasks: int = 1, identity: str = "e2e"
+        self,
+        queue: str,
+        *,
+        wait: float = 5.0,
+        max_tasks: int = 1,
+        identity: str = "e2e",
+        max_bytes: int = 0,
     ) -> list[task_pb2.Task]:
         request = pb.PollTasksRequest(
-            queue=queue, identity=identity, max_tasks=max_tasks, wait=duration(wait)
+            queue=queue,
+            identity=identity,
+            max_tasks=max_tasks,
+            wait=duration(wait),
+            max_bytes=max_bytes,
         )
         return list(self.stub.PollTasks(request, timeout=wait + self.timeout).tasks)
 

@@ -33,6 +33,7 @@ const (
 	// The server's limits on a poll.
 	maxPollWait  = 60 * time.Second
 	maxPollTasks = 100
+	maxPollBytes = 256 << 20
 	// A poll's call deadline exceeds its wait by this much, so the server's empty answer,
 	// not the deadline, normally ends it.
 	pollDeadlineSlack = 5 * time.Second
@@ -81,7 +82,15 @@ type WorkerOptions struct {
 	InitialBackoff, MaxBackoff time.Duration
 	// Logger receives the worker's log; nil means slog.Default().
 	Logger *slog.Logger
+	// MaxReceiveBytes is the largest message the worker's connection receives; zero means
+	// DefaultMaxReceiveBytes (gRPC's default). Each poll sends it as max_bytes, and the
+	// server leases only the tasks whose answer fits: set it to the grpc.MaxCallRecvMsgSize
+	// the connection was made with, if another.
+	MaxReceiveBytes int
 }
+
+// DefaultMaxReceiveBytes is gRPC's default limit on a received message, 4 MiB.
+const DefaultMaxReceiveBytes = 4 << 20
 
 // Worker polls queues for tasks and runs the handler registered for each. Create it with
 // NewWorker, Register handlers, then Run it.
@@ -107,6 +116,9 @@ func NewWorker(client statewrightv1.TaskServiceClient, opts WorkerOptions) *Work
 	}
 	if opts.Identity == "" {
 		opts.Identity = defaultIdentity()
+	}
+	if opts.MaxReceiveBytes <= 0 {
+		opts.MaxReceiveBytes = DefaultMaxReceiveBytes
 	}
 	opts.PollWait = min(orDefault(opts.PollWait, DefaultPollWait), maxPollWait)
 	opts.ShutdownGrace = orDefault(opts.ShutdownGrace, DefaultShutdownGrace)
@@ -267,6 +279,7 @@ func (w *Worker) poll(ctx context.Context, queue string, n int) ([]*statewrightv
 		Identity: w.opts.Identity,
 		MaxTasks: int32(n),
 		Wait:     durationpb.New(w.opts.PollWait),
+		MaxBytes: int32(min(w.opts.MaxReceiveBytes, maxPollBytes)),
 	})
 	return resp.GetTasks(), err
 }

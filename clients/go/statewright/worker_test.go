@@ -62,6 +62,9 @@ func TestWorkerCompletesATask(t *testing.T) {
 		if p.GetQueue() != "payments" || p.GetIdentity() != "test-worker" || p.GetMaxTasks() != 4 || p.GetWait().AsDuration() != statewright.DefaultPollWait {
 			t.Errorf("first poll = %v, want payments, test-worker, 4 tasks, the default wait", p)
 		}
+		if p.GetMaxBytes() != statewright.DefaultMaxReceiveBytes {
+			t.Errorf("first poll's max_bytes = %d, want the receive limit %d", p.GetMaxBytes(), statewright.DefaultMaxReceiveBytes)
+		}
 	})
 }
 

@@ -363,8 +363,22 @@ def duration(seconds: float) -> duration_pb2.Duration:
     return value
 
 
+# gRPC's default limit on a received message, and the range of a poll's max_bytes.
+DEFAULT_RECEIVE_LIMIT = 4 * 1024 * 1024
+MIN_POLL_BYTES = 16 * 1024
+MAX_POLL_BYTES = 256 * 1024 * 1024
+
+
+def receive_limit(options: Sequence[tuple[str, object]]) -> int:
+    """The largest message a channel made with ``options`` receives (-1: no limit)."""
+    limit = dict(options).get("grpc.max_receive_message_length", DEFAULT_RECEIVE_LIMIT)
+    if not isinstance(limit, int) or limit < 0:
+        return MAX_POLL_BYTES
+    return limit
+
+
 def poll_request(
-    queue: str, *, identity: str | None, max_tasks: int, wait: float
+    queue: str, *, identity: str | None, max_tasks: int, wait: float, max_bytes: int
 ) -> task_pb.PollTasksRequest:
     if not 1 <= max_tasks <= MAX_POLL_TASKS:
         raise ValueError(f"max_tasks must be 1 to {MAX_POLL_TASKS}, not {max_tasks}")
@@ -373,6 +387,8 @@ def poll_request(
         identity=identity or default_identity(),
         max_tasks=max_tasks,
         wait=duration(wait),
+        # The server sizes its answer to this, and leases nothing it cannot send.
+        max_bytes=min(max(max_bytes, MIN_POLL_BYTES), MAX_POLL_BYTES),
     )
 
 

@@ -308,6 +308,7 @@ class Operations:
         wait: float = 20.0,
         identity: str | None = None,
         timeout: float | None = None,
+        max_bytes: int | None = None,
     ) -> Plan[tuple[Task, ...]]:
         """Leases up to ``max_tasks`` (1 to 100) tasks of ``queue``, waiting up to ``wait``
         seconds (at most 60) for one; none when the wait ran out.
@@ -315,10 +316,16 @@ class Operations:
         Each task comes with its lease (``lease_token``, ``lease_expire_time``). The first
         lease is short: heartbeat well before it expires, then complete or fail the task.
         ``identity`` (default ``pid@host``) names the poller in diagnostics. The deadline is
-        ``wait`` plus a few seconds unless ``timeout``. :class:`statewright.Worker` does all
-        of this for you.
+        ``wait`` plus a few seconds unless ``timeout``. ``max_bytes`` (default: what this
+        client's channel receives, 4 MiB unless its options say otherwise) bounds the
+        answer: the server leases only the tasks that fit. :class:`statewright.Worker` does
+        all of this for you.
         """
-        request = _common.poll_request(queue, identity=identity, max_tasks=max_tasks, wait=wait)
+        receives: int = getattr(self, "receive_limit", _common.DEFAULT_RECEIVE_LIMIT)
+        limit = max_bytes or receives
+        request = _common.poll_request(
+            queue, identity=identity, max_tasks=max_tasks, wait=wait, max_bytes=limit
+        )
         deadline = wait + _common.POLL_DEADLINE_MARGIN if timeout is None else timeout
         response: task_pb.PollTasksResponse = yield Unary("PollTasks", request, deadline)
         return tuple(Task.from_proto(t) for t in response.tasks)

@@ -186,6 +186,8 @@ class Driver(ABC, Generic[_Channel]):
             channel = self._open(connection.credentials, _common.channel_options(options))
         self._channel: _Channel = channel
         self._rpcs = _rpcs(channel)
+        # What this client can receive in one answer: polls ask the server to send no more.
+        self.receive_limit = _common.receive_limit(options)
         self._timeout = timeout
         # A sequence of pairs is what both gRPC APIs accept (grpc.aio converts it itself).
         self._metadata = tuple(metadata)

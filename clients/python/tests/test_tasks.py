@@ -52,6 +52,7 @@ def test_poll_tasks_leases_and_converts(fake: FakeServer, client: Client) -> Non
     assert request.max_tasks == 3
     assert request.wait.ToTimedelta().total_seconds() == 1.5
     assert request.identity == f"{os.getpid()}@{socket.gethostname()}"
+    assert request.max_bytes == 4 * 1024 * 1024, "gRPC's default receive limit"
     first = tasks[0]
     assert [t.name for t in tasks] == ["workflows/w/tasks/t1", "workflows/w/tasks/t2"]
     assert first.input == {"order": "o-1", "amount": 12}
@@ -63,6 +64,15 @@ def test_poll_tasks_leases_and_converts(fake: FakeServer, client: Client) -> Non
     # The long poll's deadline follows its wait: a few seconds more than 1.5 s.
     ((_, remaining),) = fake.service.remaining
     assert remaining is not None and 1.5 < remaining <= 7.0
+
+
+def test_poll_tasks_asks_for_no_more_than_the_channel_receives(fake: FakeServer) -> None:
+    fake.service.behaviours["PollTasks"] = lambda r, c: tpb.PollTasksResponse()
+    limit = 1024 * 1024
+    with Client(fake.target, options=[("grpc.max_receive_message_length", limit)]) as small:
+        small.poll_tasks("payments", wait=0)
+        small.poll_tasks("payments", wait=0, max_bytes=100_000)
+    assert [r.max_bytes for r in fake.service.calls("PollTasks")] == [limit, 100_000]
 
 
 def test_poll_tasks_checks_max_tasks(client: Client) -> None:

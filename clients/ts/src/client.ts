@@ -19,6 +19,8 @@ export type TaskServiceClient = Client<typeof TaskService>;
  * span several calls.
  */
 export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & {
+  /** The largest message this client receives (its transport's readMaxBytes). */
+  readonly readMaxBytes: number;
   /**
    * Yields every revision of an instance in order, resuming after dropped connections,
    * and returns after a terminal one; see watch() in watch.ts.
@@ -59,11 +61,15 @@ export function createStatewrightTransport(target: string, options: StatewrightC
     interceptors.push(security.interceptor);
   }
   const nodeOptions = security.nodeOptions ? { ...transportOptions.nodeOptions, ...security.nodeOptions } : transportOptions.nodeOptions;
+  const readMaxBytes = transportOptions.readMaxBytes ?? DEFAULT_READ_MAX_BYTES;
   return withServiceConfig(
-    createGrpcTransport({ ...transportOptions, baseUrl: security.baseUrl, nodeOptions, interceptors }),
+    createGrpcTransport({ ...transportOptions, readMaxBytes, baseUrl: security.baseUrl, nodeOptions, interceptors }),
     serviceConfig,
   );
 }
+
+/** The largest message a client receives unless readMaxBytes says otherwise: gRPC's default, 4 MiB. */
+export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
  * A WorkflowService and TaskService client for target over one transport, with watch();
@@ -73,6 +79,7 @@ export function createStatewrightClient(target: string, options: StatewrightClie
   const transport = createStatewrightTransport(target, options);
   const client = createClient(WorkflowService, transport);
   return Object.assign(client, createClient(TaskService, transport), {
+    readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
     watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
   });
 }

@@ -132,6 +132,11 @@ export interface WorkerOptions {
   /** The longest delay between failed calls (5 s). */
   maxBackoffMs?: number;
   logger?: WorkerLogger;
+  /**
+   * The largest answer the client receives: the client's readMaxBytes, or 4 MiB. Each poll
+   * sends it as max_bytes, and the server leases only the tasks whose answer fits.
+   */
+  maxReceiveBytes?: number;
 }
 
 export interface WorkerRunOptions {
@@ -141,6 +146,10 @@ export interface WorkerRunOptions {
 
 const QUEUE = /^[a-z][a-z0-9-.]{0,62}$/;
 const MAX_TASKS_PER_POLL = 100;
+/** The range of a poll's max_bytes the server takes. */
+const MIN_POLL_BYTES = 16 * 1024;
+const MAX_POLL_BYTES = 256 * 1024 * 1024;
+const DEFAULT_RECEIVE_BYTES = 4 * 1024 * 1024;
 const POLL_DEADLINE_MARGIN_MS = 5_000;
 /** A lease is never heartbeated more often than this, whatever the clocks say. */
 const MIN_HEARTBEAT_MS = 100;
@@ -171,6 +180,7 @@ export class Worker {
   private readonly initialBackoffMs: number;
   private readonly maxBackoffMs: number;
   private readonly logger: WorkerLogger;
+  private readonly maxBytes: number;
   private running = false;
 
   constructor(
@@ -187,6 +197,9 @@ export class Worker {
     this.initialBackoffMs = nonNegative(options.initialBackoffMs ?? 100, "initialBackoffMs");
     this.maxBackoffMs = Math.max(nonNegative(options.maxBackoffMs ?? 5_000, "maxBackoffMs"), this.initialBackoffMs);
     this.logger = options.logger ?? defaultLogger;
+    const receives = options.maxReceiveBytes ?? (client as { readMaxBytes?: number }).readMaxBytes;
+    const limit = positiveInteger(receives ?? DEFAULT_RECEIVE_BYTES, "maxReceiveBytes");
+    this.maxBytes = Math.min(Math.max(limit, MIN_POLL_BYTES), MAX_POLL_BYTES);
   }
 
   /** Handles the tasks of queue with handler; one handler per queue. */
@@ -257,7 +270,13 @@ export class Worker {
       let tasks: Task[];
       try {
         const response = await this.client.pollTasks(
-          { queue, identity: this.identity, maxTasks: reserved, wait: duration(this.pollWaitMs) },
+          {
+            queue,
+            identity: this.identity,
+            maxTasks: reserved,
+            wait: duration(this.pollWaitMs),
+            maxBytes: this.maxBytes,
+          },
           { signal: stop.signal, timeoutMs: this.pollWaitMs + POLL_DEADLINE_MARGIN_MS },
         );
         tasks = response.tasks;

@@ -97,6 +97,7 @@ test("a handler's result completes the task, with a request id stable for the at
   assert.equal(poll.identity, `${process.pid}@${hostname()}`);
   assert.equal(poll.maxTasks, 4);
   assert.equal(poll.wait?.seconds, 20n);
+  assert.equal(poll.maxBytes, 4 * 1024 * 1024, "the client's receive limit");
   assert.deepEqual(logs, []);
 });
 

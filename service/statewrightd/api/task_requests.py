@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
@@ -15,11 +16,13 @@ from statewrightd.api.convert import (
     TASK_STATUS_FROM_PB,
     ValueLimits,
     struct_to_dict,
+    task_pb,
 )
 from statewrightd.api.requests import request_key
 from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.engine.commands import RequestKey
+from statewrightd.store.records import TaskRecord
 
 MAX_TASKS: Final = 100
 MAX_WAIT: Final = 60.0
@@ -34,12 +37,20 @@ ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
 _TASK_NAME_HINT: Final = "'workflows/{workflow_id}/tasks/{task_id}'"
 
 
+# The size of a poll's answer when the caller names none: under gRPC's default receive
+# limit (4 MiB), with room to spare. What a caller may name instead: from 16 KiB.
+DEFAULT_POLL_BYTES: Final = 3 * 1024 * 1024
+MIN_POLL_BYTES: Final = 16 * 1024
+MAX_POLL_BYTES: Final = 256 * 1024 * 1024
+
+
 @dataclass(frozen=True, slots=True)
 class Poll:
     queue: str
     identity: str
     max_tasks: int
     wait: float
+    max_bytes: int = DEFAULT_POLL_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +119,14 @@ def poll(request: pb.PollTasksRequest, time_remaining: float | None) -> Poll:
     if time_remaining is not None:
         # Answer before the caller's deadline, so that what a poll leases reaches it.
         wait = max(0.0, min(wait, time_remaining - 1.0))
-    return Poll(queue, request.identity, count, wait)
+    size = request.max_bytes or DEFAULT_POLL_BYTES
+    if not MIN_POLL_BYTES <= size <= MAX_POLL_BYTES:
+        raise v.invalid(
+            "max_bytes",
+            f"max_bytes must be {MIN_POLL_BYTES:,} to {MAX_POLL_BYTES:,}; got {size:,}",
+            limit=MAX_POLL_BYTES,
+        )
+    return Poll(queue, request.identity, count, wait, size)
 
 
 def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> Fail:
@@ -149,3 +167,30 @@ def list_filters(request: pb.ListTasksRequest) -> tuple[str | None, str | None, 
             raise v.invalid("status", f"unknown status {request.status}", value=request.status)
         status = found.value
     return queue, workflow, status
+
+
+# What a lease adds to a task as it is sent (a token, two times, the attempt), at most;
+# and what one task adds to the answer around it (a field tag and a length).
+_LEASE_BYTES = 96
+_ENTRY_BYTES = 6
+
+
+def fitting(max_bytes: int) -> Callable[[list[TaskRecord]], list[TaskRecord]]:
+    """Choose, among ready tasks in order, those whose answer fits in ``max_bytes``: a
+    task too large for what is left is passed over (a later, smaller one may fit), and
+    one too large on its own is left for a worker that accepts it."""
+
+    def choose(ready: list[TaskRecord]) -> list[TaskRecord]:
+        left = max_bytes - _GRPC_FRAME_BYTES
+        chosen = []
+        for task in ready:
+            size = task_pb(task, with_lease=True).ByteSize() + _LEASE_BYTES + _ENTRY_BYTES
+            if size <= left:
+                chosen.append(task)
+                left -= size
+        return chosen
+
+    return choose
+
+
+_GRPC_FRAME_BYTES = 5

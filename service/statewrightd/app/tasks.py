@@ -52,6 +52,7 @@ class Reader(Protocol):
 
 
 Step = Callable[[Command, float | None], Awaitable[Outcome]]
+Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
 Replayed = Callable[[RequestKey], Awaitable[Outcome | None]]
 
 
@@ -100,16 +101,22 @@ class TaskDesk:
     # -- polls -----------------------------------------------------------------------
 
     async def poll(
-        self, queue: str, identity: str, max_tasks: int, wait: float
+        self,
+        queue: str,
+        identity: str,
+        max_tasks: int,
+        wait: float,
+        choose: Choose | None = None,
     ) -> list[TaskRecord]:
         """Lease up to ``max_tasks`` ready tasks of ``queue``, waiting up to ``wait``
-        seconds for one; none when the wait runs out or the server drains."""
+        seconds for one; none when the wait runs out or the server drains. ``choose``
+        picks among the ready tasks those to lease (the ones the answer has room for)."""
         polls = self.polls
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
         while True:
             seen = polls.generation(queue)
-            tasks = await self._lease(queue, max_tasks)
+            tasks = await self._lease(queue, max_tasks, choose)
             if tasks:
                 polls.polled(queue, identity)
                 return tasks
@@ -119,11 +126,11 @@ class TaskDesk:
             await polls.wait(queue, min(remaining, RECHECK), since=seen)
             polls.polled(queue, identity)
 
-    async def _lease(self, queue: str, limit: int) -> list[TaskRecord]:
+    async def _lease(self, queue: str, limit: int, choose: Choose | None) -> list[TaskRecord]:
         repo, clock = self.repo, self.clock
         now = clock.now()
         leasing = asyncio.ensure_future(
-            self.read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE))
+            self.read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE, choose))
         )
         try:
             tasks = await asyncio.shield(leasing)

@@ -225,7 +225,7 @@ class Application:
             request_window=config.request_window_seconds,
             removed=removed,
         )
-        polls = TaskPolls(clock)
+        polls = TaskPolls(clock, registry.names_queue)
         polls.bind(aio)
         sweeper = TaskSweeper(background, submit=runtime.fire, polls=polls, observer=observer)
         runtime.on_scheduled = lambda task: polls.notify_soon(task.queue)

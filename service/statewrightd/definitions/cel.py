@@ -22,6 +22,16 @@ from typing import Any
 
 from cel_expr_python import cel as _cel
 
+from statewrightd.definitions.cost import (
+    COST_LIMIT_NS,
+    ITERATION_BUDGET,
+    MEMORY_LIMIT_BYTES,
+    Estimate,
+    Node,
+    estimate,
+    needs_estimate,
+    shape_of,
+)
 from statewrightd.definitions.values import FieldType, JSONValue
 
 _T = _cel.Type
@@ -67,21 +77,38 @@ class CelEvaluationError(RuntimeError):
     """The expression failed at run time (no such key, division by zero, bad operand)."""
 
 
-# cel-cpp stops an evaluation after this many comprehension iterations (map, filter, all,
-# exists, exists_one), summed over the whole expression, nested ones multiplied. It is the
-# library's fixed budget; naming it here lets errors and documentation state it.
-ITERATION_BUDGET = 10_000
+# cel-cpp stops an evaluation after ITERATION_BUDGET comprehension iterations (map,
+# filter, all, exists, exists_one), summed over the whole expression, nested ones
+# multiplied: the library's fixed budget. Time and memory are bounded before evaluating
+# (statewrightd.definitions.cost), since an evaluation cannot be stopped once started.
 
 
 class CelBudgetExceeded(CelEvaluationError):
-    """The evaluation ran out of its iteration budget (``ITERATION_BUDGET``)."""
+    """The evaluation would exceed, or ran out of, its budget: ``budget`` says which
+    (``iterations``, ``time`` or ``memory``) and ``limit`` its size."""
 
-    def __init__(self) -> None:
-        super().__init__(
-            f"the expression ran more than {ITERATION_BUDGET:,} comprehension iterations, "
-            "its evaluation budget"
-        )
-        self.limit = ITERATION_BUDGET
+    def __init__(self, budget: str = "iterations", found: Estimate | None = None) -> None:
+        if budget == "time" and found is not None:
+            message = (
+                f"the expression would take about {found.time_ns / 1e6:,.0f} ms with these "
+                f"values, more than its budget of {COST_LIMIT_NS / 1e6:,.0f} ms"
+            )
+            limit = f"{COST_LIMIT_NS / 1e6:g}ms"
+        elif budget == "memory" and found is not None:
+            message = (
+                f"the expression could build values of {found.memory_bytes:,} bytes with "
+                f"these values, more than its budget of {MEMORY_LIMIT_BYTES:,}"
+            )
+            limit = str(MEMORY_LIMIT_BYTES)
+        else:
+            message = (
+                f"the expression ran more than {ITERATION_BUDGET:,} comprehension "
+                "iterations, its evaluation budget"
+            )
+            limit = str(ITERATION_BUDGET)
+        super().__init__(message)
+        self.budget = budget
+        self.limit = limit
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,8 +158,14 @@ class CompiledExpression:
     # they are read straight from the step's own mappings rather than from a copy.
     _bindings: tuple[tuple[str, int, str], ...]
 
+    # The syntax tree and its calls' overloads when an evaluation can cost more than its
+    # inputs' size (it has a comprehension): each evaluation is then estimated first.
+    # None: never needed; _UNREAD: not read yet.
+    _costed: tuple[Node, Mapping[int, tuple[str, ...]]] | None = None
+
     def evaluate(self, activation: Activation) -> JSONValue:
-        """Evaluate; the result is plain Python. Raises CelEvaluationError."""
+        """Evaluate; the result is plain Python. Raises CelEvaluationError, and
+        CelBudgetExceeded (without evaluating) when it would cost more than its budget."""
         scopes = (activation.context, activation.event, activation.workflow, activation.result)
         data: dict[str, object] = {}
         for name, scope, key in self._bindings:
@@ -141,6 +174,17 @@ class CompiledExpression:
                 data[name] = values  # a variable that is its whole scope (result)
             elif key in values:
                 data[name] = values[key]
+        costed = self._costed
+        if costed is _UNREAD:
+            costed = _syntax_tree(self._program.serialize())
+            costed = costed if needs_estimate(costed[0]) else None
+            object.__setattr__(self, "_costed", costed)
+        if costed is not None:
+            tree, overloads = costed
+            found = estimate(tree, overloads, {k: shape_of(v) for k, v in data.items()})
+            budget = found.exceeded()
+            if budget is not None:
+                raise CelBudgetExceeded(budget, found)
         try:
             value = self._program.eval(data=data)
         except RuntimeError as exc:
@@ -154,6 +198,10 @@ class CompiledExpression:
         return value.plain_value()
 
 
+# A variable an expression may read: a scope, or a scope's field (``context . topic``);
+# a string literal that looks like one only binds a variable that is not read.
+_REFERENCE = re.compile(r"\b(context|event|workflow|result)\b(?:\s*\.\s*([A-Za-z_]\w*))?")
+_MACRO = re.compile(r"\.\s*(?:map|filter|all|exists|exists_one)\s*\(")
 _CONTEXT, _EVENT, _WORKFLOW, _RESULT = 0, 1, 2, 3
 _SCOPES = {"context": _CONTEXT, "event": _EVENT, "workflow": _WORKFLOW, "result": _RESULT}
 _NO_RESULT: Mapping[str, JSONValue] = MappingProxyType({})
@@ -199,22 +247,30 @@ class Environment:
             variables["result"] = _T.Map(_T.STRING, _T.DYN)
         self.names: tuple[str, ...] = tuple(variables)
         self._env = _cel.NewEnv(variables=variables)
-        self._patterns = {
-            key: re.compile(r"\b" + r"\s*\.\s*".join(map(re.escape, key.split("."))) + r"\b")
-            for key in variables
-        }
 
     def compile(self, source: str) -> CompiledExpression:
         try:
             program = self._env.compile(source)
         except RuntimeError as exc:
             raise CelCompileError(_clean_message(str(exc))) from None
+        mentioned = set()
+        for scope, key in _REFERENCE.findall(source):
+            mentioned.add(scope)
+            mentioned.add(f"{scope}.{key}")
         bindings = tuple(
             (name, _SCOPES[name.partition(".")[0]], name.partition(".")[2])
-            for name, pattern in self._patterns.items()
-            if pattern.search(source)
+            for name in self.names
+            if name in mentioned
         )
-        return CompiledExpression(source, _result_type(program.return_type()), program, bindings)
+        compiled = CompiledExpression(
+            source, _result_type(program.return_type()), program, bindings
+        )
+        # Only a comprehension can cost more than its inputs' size; its tree is read at
+        # the first evaluation (reading it takes longer than compiling, and most
+        # expressions of a large definition are never evaluated by a given process).
+        if _MACRO.search(source):
+            object.__setattr__(compiled, "_costed", _UNREAD)
+        return compiled
 
     def activation(
         self,
@@ -241,3 +297,137 @@ def _clean_message(raw: str) -> str:
             msg = msg.replace(" (in container '')", "")
             lines.append(f"{msg} (at {pos})")
     return "; ".join(lines) if lines else raw.splitlines()[0]
+
+
+# -- the checked syntax tree ----------------------------------------------------------------
+#
+# ``Expression.serialize`` gives a google.protobuf.Any holding a cel.expr.CheckedExpr, a
+# published and stable format. Its few fields that costs need are read straight from
+# the wire format (field numbers from cel/expr/syntax.proto and checked.proto), which
+# needs no generated code for a message the server never builds.
+
+
+def _varint(data: bytes, at: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        byte = data[at]
+        at += 1
+        value |= (byte & 0x7F) << shift
+        shift += 7
+        if byte < 0x80:
+            return value, at
+
+
+def _fields(data: bytes) -> list[tuple[int, int | bytes]]:
+    """(field number, value) of each field: ints for varints, bytes for the rest."""
+    out: list[tuple[int, int | bytes]] = []
+    at, end = 0, len(data)
+    while at < end:
+        key, at = _varint(data, at)
+        number, wire = key >> 3, key & 7
+        value: int | bytes
+        if wire == 0:
+            value, at = _varint(data, at)
+        elif wire == 2:
+            length, at = _varint(data, at)
+            value, at = data[at : at + length], at + length
+        elif wire == 1:
+            value, at = data[at : at + 8], at + 8
+        elif wire == 5:
+            value, at = data[at : at + 4], at + 4
+        else:
+            raise ValueError(f"unexpected wire type {wire}")
+        out.append((number, value))
+    return out
+
+
+def _bytes(value: int | bytes) -> bytes:
+    assert isinstance(value, bytes)
+    return value
+
+
+_UNREAD: Any = (Node("const"), {})
+
+
+def _syntax_tree(serialized: bytes) -> tuple[Node, Mapping[int, tuple[str, ...]]]:
+    """The checked expression's tree, and the overloads chosen for its ``+`` calls."""
+    checked = b""
+    for number, value in _fields(serialized):
+        if number == 2:  # Any.value
+            checked = _bytes(value)
+    expr = b""
+    references: list[bytes] = []
+    for number, value in _fields(checked):
+        if number == 2:  # reference_map entry: key id, value Reference
+            references.append(_bytes(value))
+        elif number == 4:
+            expr = _bytes(value)
+    wanted: set[int] = set()
+    tree = _node(expr, wanted)
+    overloads: dict[int, tuple[str, ...]] = {}
+    for entry in references:
+        node_id = _varint(entry, 1)[0] if entry[:1] == b"\x08" else -1
+        if node_id not in wanted:
+            continue
+        reference = dict(_fields(entry)).get(2, b"")
+        found = tuple(_bytes(v).decode() for f, v in _fields(_bytes(reference)) if f == 3)
+        overloads[node_id] = found
+    return tree, overloads
+
+
+def _node(data: bytes, wanted: set[int]) -> Node:
+    node_id = 0
+    for number, value in _fields(data):
+        if number == 2 and isinstance(value, int):
+            node_id = value
+        elif number == 3:  # constant
+            size = 0
+            for kind, const in _fields(_bytes(value)):
+                if kind in (6, 7):  # string_value, bytes_value
+                    size = len(_bytes(const))
+            return Node("const", size=size)
+        elif number == 4:  # ident
+            name = dict(_fields(_bytes(value))).get(1, b"")
+            return Node("ident", _bytes(name).decode())
+        elif number == 5:  # select: operand, field, test_only
+            parts = dict(_fields(_bytes(value)))
+            operand = _node(_bytes(parts.get(1, b"")), wanted)
+            field = _bytes(parts.get(2, b"")).decode()
+            return Node("select", field, (operand,), test_only=bool(parts.get(3, 0)))
+        elif number == 6:  # call: target, function, args
+            target: list[Node] = []
+            args: list[Node] = []
+            function = ""
+            for part, item in _fields(_bytes(value)):
+                if part == 1:
+                    target.append(_node(_bytes(item), wanted))
+                elif part == 2:
+                    function = _bytes(item).decode()
+                elif part == 3:
+                    args.append(_node(_bytes(item), wanted))
+            if function == "_+_":
+                wanted.add(node_id)  # its overloads tell a list's from a string's
+            return Node("call", function, (*target, *args), node_id=node_id)
+        elif number == 7:  # list: elements
+            elements = [_node(_bytes(v), wanted) for f, v in _fields(_bytes(value)) if f == 1]
+            return Node("list", args=tuple(elements))
+        elif number == 8:  # struct or map: entries with map_key and value
+            items: list[Node] = []
+            for f, entry in _fields(_bytes(value)):
+                if f != 2:
+                    continue
+                parts = dict(_fields(_bytes(entry)))
+                key = parts.get(3)
+                items.append(_node(_bytes(key), wanted) if key is not None else Node("const"))
+                items.append(_node(_bytes(parts.get(4, b"")), wanted))
+            return Node("map", args=tuple(items))
+        elif number == 9:  # comprehension
+            parts = dict(_fields(_bytes(value)))
+            children = tuple(_node(_bytes(parts.get(k, b"")), wanted) for k in (2, 4, 5, 6, 7))
+            return Node(
+                "compr",
+                args=children,
+                iter_var=_bytes(parts.get(1, b"")).decode(),
+                accu_var=_bytes(parts.get(3, b"")).decode(),
+            )
+    return Node("const")  # an empty expression: nothing to cost

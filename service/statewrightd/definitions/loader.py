@@ -55,6 +55,19 @@ STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
 EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
 MAX_RECURSION_LIMIT = 10_000
 
+# The largest definition accepted (documented in docs/definitions.md): what is past these
+# is refused before anything else is checked, and validating a definition at every limit
+# takes well under two seconds (bench/definition_limits.py).
+MAX_DEFINITION_BYTES = 1024 * 1024
+MAX_STATES = 1_000
+MAX_TRANSITIONS = 2_000
+MAX_EXPRESSIONS = 2_000
+MAX_CONTEXT_FIELDS = 500
+MAX_EXPRESSION_LENGTH = 16 * 1024
+# Past this many problems, no more "did you mean" searches (each compares a name with
+# every state): a definition with thousands of mistakes is still judged in linear time.
+_HINTED_PROBLEMS = 20
+
 _TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
 _TOP_KEYS |= {"states", "transitions", "retention"}
 # The longest retention a definition may ask for (ten years); `forever` means never.
@@ -87,6 +100,15 @@ def validate_source(
     source: str | bytes, source_name: str = "<string>"
 ) -> tuple[Definition | None, list[Problem]]:
     """Return the definition (None when there is any error) and every problem found."""
+    size = len(source) if isinstance(source, bytes) else len(source.encode("utf-8"))
+    if size > MAX_DEFINITION_BYTES:
+        return None, [
+            Problem(
+                "",
+                f"the definition is {size:,} bytes, more than the limit of "
+                f"{MAX_DEFINITION_BYTES:,}",
+            )
+        ]
     if isinstance(source, bytes):
         try:
             text = source.decode("utf-8")
@@ -97,11 +119,31 @@ def validate_source(
     document, problems = parse_document(text)
     if document is None and problems:
         return None, problems
+    too_large = _over_limits(document)
+    if too_large:
+        return None, too_large
     builder = _Builder(text, problems)
     definition = builder.build(document)
     if any(p.severity == "error" for p in builder.problems):
         return None, builder.problems
     return definition, builder.problems
+
+
+def _over_limits(document: object) -> list[Problem]:
+    """The limits on states and transitions a document is over, before judging either."""
+    if not isinstance(document, dict):
+        return []
+    found = []
+    limits = (
+        ("states", MAX_STATES, "states"),
+        ("transitions", MAX_TRANSITIONS, "transitions"),
+        ("context", MAX_CONTEXT_FIELDS, "context fields"),
+    )
+    for key, limit, what in limits:
+        items = document.get(key)
+        if isinstance(items, dict | list) and len(items) > limit:
+            found.append(Problem(key, f"{len(items):,} {what}, more than the limit of {limit:,}"))
+    return found
 
 
 _UNDECLARED = re.compile(r"undeclared reference to '([A-Za-z_][A-Za-z0-9_.]*)'")
@@ -160,6 +202,17 @@ class _Builder:
         self.refused_edges: list[tuple[str | None, str | None]] = []
         self.graph_unknown = False  # `states` or `transitions` itself is unusable
         self.sources_unknown = False  # a refused transition from no known state
+        self.expressions = 0  # compiled so far, against MAX_EXPRESSIONS
+
+    def hinting(self) -> bool:
+        """Whether there are few enough problems yet for "did you mean" searches."""
+        return len(self.problems) < _HINTED_PROBLEMS
+
+    def hint(self, word: object, choices: Any) -> str:
+        return did_you_mean(word, choices) if self.hinting() else ""
+
+    def near(self, word: object, choices: Any) -> str | None:
+        return closest(word, choices) if self.hinting() else None
 
     def unknown_keys(self, spec: Mapping[Any, Any], allowed: set[str], path: str) -> bool:
         """Report each key not in ``allowed``, with the key it looks like; True if any."""
@@ -170,11 +223,12 @@ class _Builder:
             found = True
             # A key that is there already is not the one this was meant to be.
             absent = sorted(k for k in allowed if k not in spec)
-            match = closest(str(key), absent)
+            match = self.near(str(key), absent)
             if match is not None:
                 self.misspelt.add(f"{path}.{match}" if path else match)
             where = f"{path}.{key}" if path else str(key)
-            self.error(where, f"unknown key {key!r}{did_you_mean(str(key), absent)}")
+            hint = f"; did you mean {match!r}?" if match else ""
+            self.error(where, f"unknown key {key!r}{hint}")
         return found
 
     def required(self, path: str) -> None:
@@ -235,7 +289,7 @@ class _Builder:
         elif (not isinstance(initial, str) or initial not in state_names) and not (
             initial in self.refused_states or self.graph_unknown
         ):
-            hint = did_you_mean(initial, state_names)
+            hint = self.hint(initial, state_names)
             self.error("initial", f"initial state {initial!r} is not a declared state{hint}")
         states = self.states(raw_states, state_names)
         transitions = self.transitions(doc.get("transitions"), set(state_names))
@@ -344,14 +398,14 @@ class _Builder:
         try:
             ftype = FieldType(str(spec.get("type")))
         except ValueError:
-            hint = did_you_mean(spec.get("type"), types)
+            hint = self.hint(spec.get("type"), types)
             self.error(f"{path}.type", f"type must be one of: {' '.join(types)}{hint}")
             return None
         reducers = [r.value for r in Reducer]
         try:
             reducer = Reducer(str(spec.get("reducer", "replace")))
         except ValueError:
-            hint = did_you_mean(spec.get("reducer"), reducers)
+            hint = self.hint(spec.get("reducer"), reducers)
             self.error(f"{path}.reducer", f"reducer must be one of: {' '.join(reducers)}{hint}")
             return None
         if reducer is Reducer.APPEND and ftype not in (FieldType.LIST, FieldType.ANY):
@@ -562,7 +616,7 @@ class _Builder:
             field = self.fields.get(field_name) if isinstance(field_name, str) else None
             if field is None:
                 if not self.open_context and field_name not in self.broken_fields:
-                    hint = did_you_mean(field_name, self.fields)
+                    hint = self.hint(field_name, self.fields)
                     self.error(expr_path, f"set on undeclared context field {field_name!r}{hint}")
                 self.compile(expr, expr_path, env=env)
                 continue
@@ -587,10 +641,26 @@ class _Builder:
             self.error(path, "expected a CEL expression (a non-empty string)")
             return None
         env = env or self.env
+        self.expressions += 1
+        if self.expressions > MAX_EXPRESSIONS:
+            if self.expressions == MAX_EXPRESSIONS + 1:
+                self.error(
+                    path,
+                    f"more than {MAX_EXPRESSIONS:,} expressions, the limit of a definition",
+                )
+            return None
+        if len(raw) > MAX_EXPRESSION_LENGTH:
+            self.error(
+                path,
+                f"the expression is {len(raw):,} characters, more than the limit of "
+                f"{MAX_EXPRESSION_LENGTH:,}",
+            )
+            return None
         try:
             return env.compile(raw)
         except CelCompileError as exc:
-            self.error(path, f"invalid CEL: {exc}{_reference_hints(str(exc), env.names)}")
+            hints = _reference_hints(str(exc), env.names) if self.hinting() else ""
+            self.error(path, f"invalid CEL: {exc}{hints}")
             return None
 
     # -- transitions --------------------------------------------------------------
@@ -631,7 +701,7 @@ class _Builder:
             return None
         if name in names or name in self.refused_states:
             return name
-        return closest(name, sorted(names))
+        return self.near(name, names)
 
     def transition(
         self, i: int, spec: Mapping[str, Any], path: str, states: set[str]
@@ -644,7 +714,7 @@ class _Builder:
         elif source not in states:
             if source not in self.refused_states and not self.graph_unknown:
                 hint = " (__finish__ can only be a target)" if source == FINISH else ""
-                hint = hint or did_you_mean(source, sorted(states))
+                hint = hint or self.hint(source, states)
                 self.error(f"{path}.from", f"unknown state {source!r}{hint}")
             ok = False
         if target is None:
@@ -652,7 +722,7 @@ class _Builder:
             ok = False
         elif target != FINISH and target not in states:
             if target not in self.refused_states and not self.graph_unknown:
-                hint = did_you_mean(target, [*sorted(states), FINISH])
+                hint = self.hint(target, [*states, FINISH])
                 self.error(f"{path}.to", f"unknown state {target!r}{hint}")
             ok = False
         event = spec.get("on")
@@ -865,17 +935,18 @@ class _Builder:
     ) -> None:
         if initial not in states or "initial" in self.misspelt or self.graph_unknown:
             return
-        edges = [(t.source, t.target) for t in transitions]
+        targets: dict[str, list[str]] = {}
+        for t in transitions:
+            targets.setdefault(t.source, []).append(t.target)
         for source, target in self.refused_edges:
             if source is None or target is None:
                 return  # a transition whose ends are unknown could reach any state
-            edges.append((source, target))
-        seen = {initial}
+            targets.setdefault(source, []).append(target)
+        seen = {initial, FINISH}
         frontier = [initial]
         while frontier:
-            current = frontier.pop()
-            for source, target in edges:
-                if source == current and target not in seen and target != FINISH:
+            for target in targets.get(frontier.pop(), ()):
+                if target not in seen:
                     seen.add(target)
                     frontier.append(target)
         for name in states:

@@ -69,7 +69,12 @@ def closest(word: object, choices: Iterable[str]) -> str | None:
         return by_fold[word.casefold()]
     allowed = 1 if len(word) <= 4 else 2
     # Among equally near ones, the one with the same letters (a swap) is likelier.
-    near = sorted((_typos(word, c), sorted(c) != sorted(word), c) for c in options)
+    # Edits are at least the difference in length: only names that near are compared.
+    near = sorted(
+        (_typos(word, c), sorted(c) != sorted(word), c)
+        for c in options
+        if abs(len(c) - len(word)) <= allowed
+    )
     if near and near[0][0] <= allowed:
         return near[0][2]
     found = difflib.get_close_matches(word, options, n=1, cutoff=0.75)

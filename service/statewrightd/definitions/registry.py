@@ -171,6 +171,7 @@ class DefinitionRegistry:
         self._by_key: dict[tuple[str, int], Loaded] = {}
         self._latest: dict[str, int] = {}
         self._latest_checked: dict[str, float] = {}
+        self._queues: set[str] = set()  # named by a task state of a definition here
 
     def load_directory(self, directory: Path, *, dev: bool = False) -> DirectoryLoad:
         """Compile every file, refuse any error or conflicting content, then record each
@@ -286,10 +287,16 @@ class DefinitionRegistry:
 
     def _add(self, loaded: Loaded) -> None:
         name, version = loaded.definition.key
+        queues = {s.task.queue for s in loaded.definition.states.values() if s.task}
         with self._lock:
             self._by_key[(name, version)] = loaded
             if version > self._latest.get(name, 0):
                 self._latest[name] = version
+            self._queues |= queues
+
+    def names_queue(self, queue: str) -> bool:
+        """Whether a definition this process has compiled has a task state on ``queue``."""
+        return queue in self._queues
 
     def get(self, name: str, version: int | None = None) -> Loaded:
         """The compiled definition; None means the latest. Falls back to the store (I/O)."""
@@ -321,8 +328,11 @@ class DefinitionRegistry:
             stored = self._repo.get_definition(name, None).version
         except RecordNotFound:
             stored = 0
-        self._latest_checked[name] = now
         latest = max(known or 0, stored)
+        if latest:
+            # Only names that exist are remembered: a caller cannot grow this by asking
+            # for names that do not.
+            self._latest_checked[name] = now
         if not latest:
             raise NotFound(
                 f"definition {name!r} not found",

@@ -1,8 +1,10 @@
 """The FSM as pure functions: (definition, snapshot, event) -> StepResult.
 
-No I/O, clocks, threads or randomness: the same arguments always give the same result,
-which is what lets the runtime replay, test and reason about steps. The rules are the
-ones docs/execution.md states.
+No I/O, threads or randomness: the same arguments always give the same result, which
+is what lets the runtime replay, test and reason about steps, with one exception: a step
+has a budget of processor time (``StepLimits``), and one that runs out of it fails
+(EVALUATION_BUDGET_EXCEEDED) at its next evaluation, so that no step holds the EventLoop
+for long. The rules are the ones docs/execution.md states.
 
 Choices made here that the rules leave open:
 - ``workflow.revision`` in expressions is the revision the step will produce.
@@ -18,7 +20,12 @@ Choices made here that the rules leave open:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+import json
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from types import MappingProxyType
 
@@ -77,6 +84,48 @@ class _StepFailed(Exception):
 
 _LIVE = frozenset({Status.RUNNING, Status.WAITING})
 
+# Processor time one step may use for its evaluations: past it, the step fails at its
+# next evaluation. Each evaluation is bounded beforehand (statewrightd.definitions.cost),
+# so a step ends within this plus one evaluation's budget.
+STEP_CPU_SECONDS = 0.05
+
+
+@dataclass(frozen=True, slots=True)
+class StepLimits:
+    """What one step may use: processor time, and the size of any one context value as
+    JSON (checked as each is set, so that a value doubled step after step is stopped as
+    soon as it is too large rather than when the step ends)."""
+
+    cpu_seconds: float = STEP_CPU_SECONDS
+    value_bytes: int = 256 * 1024
+
+
+_DEFAULT_LIMITS = StepLimits()
+_LIMITS: ContextVar[StepLimits | None] = ContextVar("step_limits", default=None)
+
+
+@contextmanager
+def limited(limits: StepLimits) -> Iterator[None]:
+    """Run the steps inside under ``limits`` (the server's configured ones)."""
+    token = _LIMITS.set(limits)
+    try:
+        yield
+    finally:
+        _LIMITS.reset(token)
+
+
+def _json_size(value: JSONValue, limit: int) -> int:
+    """The value's size in bytes of JSON, or a lower bound of it over ``limit``."""
+    if value is None or isinstance(value, bool | int | float):
+        return 8
+    if isinstance(value, str):
+        if len(value) > limit:
+            return len(value)  # at least one byte a character
+        if 6 * len(value) + 2 <= limit:
+            return len(value) + 2  # even fully escaped it fits: no need to encode
+    encoded = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return len(encoded.encode())
+
 
 def _step_error(reason: Reason, message: str, **metadata: object) -> _StepFailed:
     meta = {k: str(v) for k, v in metadata.items() if v is not None}
@@ -88,6 +137,8 @@ class _Step:
 
     __slots__ = (
         "context",
+        "cpu_deadline",
+        "cpu_seconds",
         "defn",
         "event",
         "finished",
@@ -98,6 +149,7 @@ class _Step:
         "starting",
         "state",
         "transitions",
+        "value_bytes",
         "workflow_id",
     )
 
@@ -126,6 +178,12 @@ class _Step:
         self.payload = payload
         self.transitions: list[TransitionTaken] = []
         self.finished = False  # a transition to __finish__ was taken
+        limits = _LIMITS.get() or _DEFAULT_LIMITS
+        self.cpu_seconds = limits.cpu_seconds
+        # The thread's processor time, not the wall clock: a step is not failed because
+        # the machine was busy with something else.
+        self.cpu_deadline = time.thread_time() + limits.cpu_seconds
+        self.value_bytes = limits.value_bytes
 
     def activation(self) -> Activation:
         d = self.defn
@@ -143,6 +201,18 @@ class _Step:
         return d.environment.activation(self.context, self.event, self.payload, workflow)
 
     def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
+        if time.thread_time() > self.cpu_deadline:
+            ms = f"{self.cpu_seconds * 1000:g}"
+            raise _step_error(
+                Reason.EVALUATION_BUDGET_EXCEEDED,
+                f"{path}: the step has used more than its budget of {ms} ms of processor "
+                "time for evaluations",
+                path=path,
+                state=self.state,
+                expression=expr.source,
+                budget="step",
+                limit=f"{ms}ms",
+            )
         try:
             return expr.evaluate(act)
         except CelBudgetExceeded as exc:
@@ -152,6 +222,7 @@ class _Step:
                 path=path,
                 state=self.state,
                 expression=expr.source,
+                budget=exc.budget,
                 limit=exc.limit,
             ) from None
         except CelEvaluationError as exc:
@@ -196,7 +267,20 @@ class _Step:
                     update = conform(value, field.type, nullable=field.nullable)
                 else:
                     update = to_json(value)
-                self.context[field.name] = reduce(field.reducer, self.context[field.name], update)
+                new = reduce(field.reducer, self.context[field.name], update)
+                size = _json_size(new, self.value_bytes)
+                if size > self.value_bytes:
+                    raise _step_error(
+                        Reason.CONTEXT_TOO_LARGE,
+                        f"{assignment.path}: field {field.name!r} would be {size:,} bytes of "
+                        f"JSON, over the context limit of {self.value_bytes:,}",
+                        path=assignment.path,
+                        state=self.state,
+                        field=field.name,
+                        limit=self.value_bytes,
+                        size=size,
+                    )
+                self.context[field.name] = new
             except ValueTooDeep as exc:
                 raise _step_error(
                     Reason.VALUE_TOO_DEEP,

@@ -60,6 +60,7 @@ class Stepper:
         self._repo = repo
         self._writes = writes
         self._max_context_bytes = max_context_bytes
+        self._limits = fsm.StepLimits(value_bytes=max_context_bytes)
 
     def start(self, command: StartCommand, cached: bool) -> Decision:
         """The first step of a new instance; ``cached``: this replica holds the id."""
@@ -70,8 +71,12 @@ class Stepper:
                 return Reload()
             return Answer(already_exists(command.workflow_id))
         try:
-            result = command.first_step()
+            with fsm.limited(self._limits):
+                result = command.first_step()
             size = context_size(result)
+            error = result.snapshot.error
+            if error is not None and error.reason == Reason.CONTEXT_TOO_LARGE:
+                size = int(error.metadata["size"])
             if size > self._max_context_bytes:
                 raise errors.InvalidArgument(
                     f"the first step would make the context {size:,} bytes, over the limit of "
@@ -93,7 +98,8 @@ class Stepper:
         if mismatch:
             return Answer(revision_mismatch(command.workflow_id, expected, snapshot.revision))
         try:
-            result = command.step(session.loaded.definition, snapshot)
+            with fsm.limited(self._limits):
+                result = command.step(session.loaded.definition, snapshot)
         except errors.StatewrightError as exc:
             return self._not_stepped(command, session, fresh, exc)
         if result.changed and result.snapshot.context is not snapshot.context:

@@ -13,7 +13,9 @@ fenced compare-and-swap decides whether it still applies. It also counts every q
 open tasks for diagnostics, and warns about a queue with a backlog nobody polls.
 
 ``TaskPolls`` is the asyncio side's record of polls: whom to wake when a task becomes
-ready on this replica, and who polled what, when.
+ready on this replica, and who polled what, when. What it keeps is bounded: it remembers
+only queues some definition names (a poll of any other waits like the rest but leaves no
+trace once it ends), and at most ``MAX_POLLERS`` identities a queue, the most recent.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import random
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -43,6 +46,9 @@ SWEEP_CLAIM = timedelta(seconds=5)
 # A queue with a backlog and no poll for this long is reported (diagnostics, the log).
 STALLED_AFTER = 60.0
 POLLERS_WINDOW = 60.0
+# The identities remembered for one queue (the most recent pollers): diagnostics show
+# those of the last POLLERS_WINDOW.
+MAX_POLLERS = 1024
 # The longest first lease: a worker that took a task from a poll it then abandoned (the
 # connection dropped before the answer arrived) holds it no longer than this. A worker's
 # first heartbeat extends the lease to its full length.
@@ -226,15 +232,20 @@ class _Queue:
     # comes to wait, whether a task became ready meanwhile (the notify found no waiter).
     generation: int = 0
     last_poll: float | None = None
-    pollers: dict[str, float] = field(default_factory=dict)  # identity -> last poll time
+    # identity -> last poll time, least recent first
+    pollers: OrderedDict[str, float] = field(default_factory=OrderedDict)
 
 
 class TaskPolls:
     """Who waits for which queue, and who polled it when. ``poll``/``notify`` on the
-    asyncio loop; ``stalled`` and ``view`` read from any thread (whole-value reads)."""
+    asyncio loop; ``stalled`` and ``view`` read from any thread (whole-value reads).
 
-    def __init__(self, clock: Clock) -> None:
+    ``named(queue)`` says whether a definition names the queue: only those are remembered
+    (by default, every queue is)."""
+
+    def __init__(self, clock: Clock, named: Callable[[str], bool] | None = None) -> None:
         self._clock = clock
+        self._named = named or (lambda queue: True)
         self._queues: dict[str, _Queue] = {}
         self._aio: asyncio.AbstractEventLoop | None = None
         self._started = self.now()
@@ -258,25 +269,39 @@ class TaskPolls:
     def waiting(self) -> int:
         return sum(len(entry.waiters) for entry in list(self._queues.values()))
 
+    def _entry(self, queue: str) -> _Queue | None:
+        """The queue's record: made for a queue a definition names, else only found."""
+        entry = self._queues.get(queue)
+        if entry is None and self._named(queue):
+            entry = self._queues[queue] = _Queue()
+        return entry
+
     def polled(self, queue: str, identity: str) -> None:
+        entry = self._entry(queue)
+        if entry is None:
+            return  # no definition names it: nothing to remember
         now = self.now()
-        entry = self._queues.setdefault(queue, _Queue())
         entry.last_poll = now
-        entry.pollers[identity] = now
-        if len(entry.pollers) > 1024:  # a bounded record: keep the most recent
-            for name, _ in sorted(entry.pollers.items(), key=lambda kv: kv[1])[:512]:
-                del entry.pollers[name]
+        pollers = entry.pollers
+        pollers[identity] = now
+        pollers.move_to_end(identity)
+        while len(pollers) > MAX_POLLERS:
+            pollers.popitem(last=False)
 
     def generation(self, queue: str) -> int:
         """Read before looking for ready tasks; pass to ``wait`` after finding none."""
-        return self._queues.setdefault(queue, _Queue()).generation
+        entry = self._entry(queue)
+        return entry.generation if entry is not None else 0
 
     async def wait(self, queue: str, within: float, since: int | None = None) -> None:
         """Until a task may have become ready on ``queue`` (since ``generation`` gave
         ``since``), or ``within`` seconds."""
         if self.closed:
             return
-        entry = self._queues.setdefault(queue, _Queue())
+        entry = self._queues.get(queue)
+        if entry is None:
+            # Held only while someone waits on it, if no definition names it.
+            entry = self._queues[queue] = _Queue()
         if since is not None and entry.generation != since:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -287,6 +312,8 @@ class TaskPolls:
             pass
         finally:
             entry.waiters.discard(future)
+            if not entry.waiters and entry.last_poll is None and not self._named(queue):
+                self._queues.pop(queue, None)
 
     def notify(self, queue: str) -> None:
         """A task is ready on ``queue`` (asyncio loop): wake its waiting polls."""
@@ -333,4 +360,5 @@ class TaskPolls:
         return QueueView(queue, counts, oldest, last, pollers, stalled)
 
     def queues(self) -> list[str]:
-        return list(self._queues)
+        """The queues remembered: those polled that a definition names."""
+        return [name for name, entry in list(self._queues.items()) if entry.last_poll is not None]

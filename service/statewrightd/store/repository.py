@@ -6,7 +6,7 @@ thread and from worker threads, never from an event loop.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
@@ -136,10 +136,17 @@ class Repository(Protocol):
         ...
 
     def lease_tasks(
-        self, queue: str, now: datetime, limit: int, first_lease: float
+        self,
+        queue: str,
+        now: datetime,
+        limit: int,
+        first_lease: float,
+        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
     ) -> list[TaskRecord]:
         """Lease up to ``limit`` of ``queue``'s ready tasks: a new attempt each, a fresh
-        token, a lease of at most ``first_lease`` seconds that a heartbeat extends."""
+        token, a lease of at most ``first_lease`` seconds that a heartbeat extends.
+        ``choose``, given the ready tasks in order (as they are before the lease), picks
+        those to lease, in the same transaction: the rest stay ready, untouched."""
         ...
 
     def heartbeat_task(

@@ -62,6 +62,8 @@ def statements(
     claim_timers: str,
     timer_counts: str,
     lease_tasks: str,
+    ready_tasks: str,
+    lease_chosen: str,
     heartbeat_task: str,
     retry_task: str,
     claim_expired_tasks: str,
@@ -118,6 +120,8 @@ SELECT due_time FROM workflow_timers
         delete_timer=f"DELETE FROM workflow_timers WHERE workflow_id = {q} AND timer_id = {q}",
         timer_counts=timer_counts,
         lease_tasks=lease_tasks,
+        ready_tasks=ready_tasks,
+        lease_chosen=lease_chosen,
         heartbeat_task=heartbeat_task,
         retry_task=retry_task,
         release_task=f"""

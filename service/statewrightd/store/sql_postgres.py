@@ -401,6 +401,16 @@ BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 
 
+# A lease: a new attempt, a fresh token, and a first lease no longer than first_ms.
+_LEASE = """status = 'LEASED', attempt = k.attempt + 1, lease_token = gen_random_uuid()::text,
+       attempt_start_time = %(now)s,
+       lease_expire_time = LEAST(k.deadline, %(now)s + LEAST(k.start_to_close_ms,
+           COALESCE(k.heartbeat_ms, k.start_to_close_ms), %(first_ms)s) * interval '1 ms'),
+       claimed_until = NULL, update_time = %(now)s"""
+_READY = """queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
+           AND available_time <= %(now)s AND deadline > %(now)s"""
+
+
 SQL = statements(
     POSTGRES,
     purge_requests="""
@@ -440,16 +450,25 @@ RETURNING {rows.listed(rows.TIMER, "t.")}
     ),
     lease_tasks=f"""
 UPDATE workflow_tasks k
-   SET status = 'LEASED', attempt = k.attempt + 1, lease_token = gen_random_uuid()::text,
-       attempt_start_time = %(now)s,
-       lease_expire_time = LEAST(k.deadline, %(now)s + LEAST(k.start_to_close_ms,
-           COALESCE(k.heartbeat_ms, k.start_to_close_ms), %(first_ms)s) * interval '1 ms'),
-       claimed_until = NULL, update_time = %(now)s
+   SET {_LEASE}
   FROM (SELECT workflow_id, task_id FROM workflow_tasks
-         WHERE queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
-           AND available_time <= %(now)s AND deadline > %(now)s
+         WHERE {_READY}
          ORDER BY available_time LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED) ready
+ WHERE k.workflow_id = ready.workflow_id AND k.task_id = ready.task_id
+RETURNING {rows.listed(rows.TASK, "k.")}
+""",
+    ready_tasks=f"""
+SELECT {rows.listed(rows.TASK)} FROM workflow_tasks
+ WHERE {_READY}
+ ORDER BY available_time LIMIT %(limit)s
+   FOR UPDATE SKIP LOCKED
+""",
+    lease_chosen=f"""
+UPDATE workflow_tasks k
+   SET {_LEASE}
+  FROM unnest(%(chosen_workflows)s::text[], %(chosen_tasks)s::text[])
+       AS ready(workflow_id, task_id)
  WHERE k.workflow_id = ready.workflow_id AND k.task_id = ready.task_id
 RETURNING {rows.listed(rows.TASK, "k.")}
 """,

@@ -93,6 +93,16 @@ WITNESS = (
 )
 
 
+# A lease: a new attempt, a fresh token, and a first lease no longer than first_ms.
+_LEASE = """status = 'LEASED', attempt = attempt + 1, lease_token = lower(hex(randomblob(16))),
+       attempt_start_time = :now,
+       lease_expire_time = min(deadline, :now + min(start_to_close_ms,
+           coalesce(heartbeat_ms, start_to_close_ms), :first_ms) * 1000),
+       claimed_until = NULL, update_time = :now"""
+_READY = """queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
+          AND available_time <= :now AND deadline > :now"""
+
+
 SQL = statements(
     SQLITE,
     purge_requests="""
@@ -125,16 +135,23 @@ RETURNING {TIMER_COLUMNS}
     timer_counts="SELECT count(*), coalesce(sum(due_time <= :now), 0) FROM workflow_timers",
     lease_tasks=f"""
 UPDATE workflow_tasks
-   SET status = 'LEASED', attempt = attempt + 1, lease_token = lower(hex(randomblob(16))),
-       attempt_start_time = :now,
-       lease_expire_time = min(deadline, :now + min(start_to_close_ms,
-           coalesce(heartbeat_ms, start_to_close_ms), :first_ms) * 1000),
-       claimed_until = NULL, update_time = :now
+   SET {_LEASE}
  WHERE (workflow_id, task_id) IN (
        SELECT workflow_id, task_id FROM workflow_tasks
-        WHERE queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
-          AND available_time <= :now AND deadline > :now
+        WHERE {_READY}
         ORDER BY available_time LIMIT :limit)
+RETURNING {TASK_COLUMNS}
+""",
+    ready_tasks=f"""
+SELECT {TASK_COLUMNS} FROM workflow_tasks
+ WHERE {_READY}
+ ORDER BY available_time LIMIT :limit
+""",
+    lease_chosen=f"""
+UPDATE workflow_tasks
+   SET {_LEASE}
+ WHERE (workflow_id, task_id) IN (
+       SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') FROM json_each(:chosen))
 RETURNING {TASK_COLUMNS}
 """,
     heartbeat_task=f"""

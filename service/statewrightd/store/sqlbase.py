@@ -99,6 +99,11 @@ class Statements:
     timer_counts: str  # now -> (armed, due by now)
     # Tasks. Named parameters as each statement names them; rows in TASK order.
     lease_tasks: str  # queue, now, limit, first_ms -> the tasks it leased
+    # The same ready tasks, read (and locked, where the database can) but not leased:
+    ready_tasks: str  # queue, now, limit -> TASK rows
+    # Lease the ones chosen among them (in the same transaction): chosen is a list of
+    # [workflow_id, task_id] (an array pair or JSON, as the dialect takes it).
+    lease_chosen: str  # chosen_workflows, chosen_tasks, chosen (JSON), now, first_ms
     heartbeat_task: str  # workflow_id, task_id, token, now, details -> the renewed task
     retry_task: str  # ..., available, error, request_id, expired_only -> the task in BACKOFF
     release_task: str  # workflow_id, task_id, token, now -> the task, ready again
@@ -280,16 +285,32 @@ class SqlRepository(BatchWriter):
     # -- tasks -----------------------------------------------------------------------
 
     def lease_tasks(
-        self, queue: str, now: datetime, limit: int, first_lease: float
+        self,
+        queue: str,
+        now: datetime,
+        limit: int,
+        first_lease: float,
+        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
     ) -> list[TaskRecord]:
-        params = {
+        params: dict[str, Any] = {
             "queue": queue,
             "now": self._time(now),
             "limit": limit,
             "first_ms": round(first_lease * 1000),
         }
         with self._writing() as conn:
-            rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
+            if choose is None:
+                rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
+            else:
+                found = conn.execute(self.SQL.ready_tasks, params).fetchall()
+                ready = [self.ROWS.task(r) for r in found]
+                chosen = choose(sorted(ready, key=lambda t: t.available_time))
+                if not chosen:
+                    return []
+                params["chosen_workflows"] = [t.workflow_id for t in chosen]
+                params["chosen_tasks"] = [t.task_id for t in chosen]
+                params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
+                rows = conn.execute(self.SQL.lease_chosen, params).fetchall()
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
 
     def heartbeat_task(

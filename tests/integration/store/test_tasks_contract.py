@@ -140,6 +140,29 @@ def test_a_step_schedules_a_task_that_a_poll_leases(repo: Repository) -> None:
     assert lease(repo) == [], "a leased task is not leased again"
 
 
+def test_a_lease_takes_only_the_tasks_chosen_and_leaves_the_rest_untouched(
+    repo: Repository,
+) -> None:
+    """What a poll cannot send (its answer would be too large) is never leased."""
+    for wid in ("k-pick-1", "k-pick-2", "k-pick-3"):
+        scheduled(repo, wid)
+    seen: list[list[str]] = []
+
+    def every_other(ready: list[TaskRecord]) -> list[TaskRecord]:
+        seen.append([t.workflow_id for t in ready])
+        assert all(t.status is TaskStatus.SCHEDULED and t.attempt == 0 for t in ready)
+        return ready[::2]
+
+    leased = repo.lease_tasks("payments", NOW, 10, FIRST_LEASE, every_other)
+    assert seen == [["k-pick-1", "k-pick-2", "k-pick-3"]], "the ready tasks, in order"
+    assert [t.workflow_id for t in leased] == ["k-pick-1", "k-pick-3"]
+    assert all(t.status is TaskStatus.LEASED and t.attempt == 1 for t in leased)
+    left = repo.get_task("k-pick-2", "1")
+    assert (left.status, left.attempt, left.lease_token) == (TaskStatus.SCHEDULED, 0, None)
+    assert repo.lease_tasks("payments", NOW, 10, FIRST_LEASE, lambda ready: []) == []
+    assert [t.workflow_id for t in lease(repo)] == ["k-pick-2"]
+
+
 def test_a_heartbeat_extends_the_lease_to_its_full_length(repo: Repository) -> None:
     scheduled(repo, "k-beat", start_to_close=120.0, heartbeat=20.0)
     (leased,) = lease(repo)

@@ -16,6 +16,7 @@ from statewrightd.engine import fsm
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.model import NO_TASK_WORK
 from statewrightd.engine.tasks import (
+    MAX_POLLERS,
     STALLED_AFTER,
     TaskPolls,
     failure_payload,
@@ -286,3 +287,29 @@ def test_a_notify_between_looking_and_waiting_is_not_lost() -> None:
         await asyncio.wait_for(polls.wait("payments", 3600.0, since=seen), 10)
 
     asyncio.run(scenario())
+
+
+def test_polls_of_queues_no_definition_names_are_not_remembered() -> None:
+    async def scenario() -> TaskPolls:
+        polls = TaskPolls(Clock(), named=lambda queue: queue == "payments")
+        polls.bind(asyncio.get_running_loop())
+        for i in range(500):
+            polls.polled(f"made-up-{i}", f"w{i}")
+            seen = polls.generation(f"made-up-{i}")
+            await polls.wait(f"made-up-{i}", 0.0, since=seen)
+        polls.polled("payments", "w")
+        return polls
+
+    polls = asyncio.run(scenario())
+    assert polls.queues() == ["payments"]
+    assert polls._queues.keys() == {"payments"}
+
+
+def test_a_queue_keeps_its_most_recent_pollers() -> None:
+    polls = TaskPolls(Clock())
+    for i in range(MAX_POLLERS * 3):
+        polls.polled("payments", f"w{i}")
+    polls.polled("payments", f"w{MAX_POLLERS * 2 + 1}")  # polls again: most recent now
+    view = polls.view(None, "payments", polls.now())
+    assert len(view.pollers) == MAX_POLLERS
+    assert f"w{MAX_POLLERS * 3 - 1}" in view.pollers and "w0" not in view.pollers

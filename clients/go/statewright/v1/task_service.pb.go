@@ -35,7 +35,12 @@ type PollTasksRequest struct {
 	MaxTasks int32 `protobuf:"varint,3,opt,name=max_tasks,json=maxTasks,proto3" json:"max_tasks,omitempty"`
 	// Optional. How long to wait for a task when none is ready, at most 60 s; zero answers
 	// at once.
-	Wait          *durationpb.Duration `protobuf:"bytes,4,opt,name=wait,proto3" json:"wait,omitempty"`
+	Wait *durationpb.Duration `protobuf:"bytes,4,opt,name=wait,proto3" json:"wait,omitempty"`
+	// Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+	// default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+	// not send; a task larger than this on its own is left for a worker that accepts it.
+	// Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+	MaxBytes      int32 `protobuf:"varint,5,opt,name=max_bytes,json=maxBytes,proto3" json:"max_bytes,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -96,6 +101,13 @@ func (x *PollTasksRequest) GetWait() *durationpb.Duration {
 		return x.Wait
 	}
 	return nil
+}
+
+func (x *PollTasksRequest) GetMaxBytes() int32 {
+	if x != nil {
+		return x.MaxBytes
+	}
+	return 0
 }
 
 // Response of PollTasks.
@@ -770,12 +782,13 @@ var File_statewright_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	"!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\x90\x01\n" +
+	"!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\xad\x01\n" +
 	"\x10PollTasksRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\x12\x1b\n" +
 	"\tmax_tasks\x18\x03 \x01(\x05R\bmaxTasks\x12-\n" +
-	"\x04wait\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04wait\"?\n" +
+	"\x04wait\x18\x04 \x01(\v2\x19.google.protobuf.DurationR\x04wait\x12\x1b\n" +
+	"\tmax_bytes\x18\x05 \x01(\x05R\bmaxBytes\"?\n" +
 	"\x11PollTasksResponse\x12*\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x14.statewright.v1.TaskR\x05tasks\"~\n" +
 	"\x14HeartbeatTaskRequest\x12\x12\n" +

@@ -29,7 +29,7 @@ from statewright.v1 import task_pb2 as statewright_dot_v1_dot_task__pb2
 from statewright.v1 import workflow_pb2 as statewright_dot_v1_dot_workflow__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\x90\x01\n\x10PollTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08identity\x18\x02 \x01(\tR\x08identity\x12\x1b\n\tmax_tasks\x18\x03 \x01(\x05R\x08maxTasks\x12-\n\x04wait\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x04wait\"?\n\x11PollTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\"~\n\x14HeartbeatTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12\x31\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07\x64\x65tails\"\x8a\x01\n\x15HeartbeatTaskResponse\x12\x46\n\x11lease_expire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12)\n\x10\x63\x61ncel_requested\x18\x02 \x01(\x08R\x0f\x63\x61ncelRequested\"\x9a\x01\n\x13\x43ompleteTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x06result\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x06result\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"v\n\x14\x43ompleteTaskResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12(\n\x04task\x18\x02 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xf7\x01\n\x0f\x46\x61ilTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x19.statewright.v1.TaskErrorR\x05\x65rror\x12#\n\rnon_retryable\x18\x04 \x01(\x08R\x0cnonRetryable\x12:\n\x0bretry_delay\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\nretryDelay\x12\x1d\n\nrequest_id\x18\x06 \x01(\tR\trequestId\"r\n\x10\x46\x61ilTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\x12\x34\n\x08workflow\x18\x02 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"$\n\x0eGetTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\";\n\x0fGetTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xb4\x01\n\x10ListTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08workflow\x18\x02 \x01(\tR\x08workflow\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\x1a.statewright.v1.TaskStatusR\x06status\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\"g\n\x11ListTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x85\x04\n\x0bTaskService\x12P\n\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\x12\\\n\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\x12Y\n\x0c\x43ompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\x12M\n\x08\x46\x61ilTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\x12J\n\x07GetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\x12P\n\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponseBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\xad\x01\n\x10PollTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08identity\x18\x02 \x01(\tR\x08identity\x12\x1b\n\tmax_tasks\x18\x03 \x01(\x05R\x08maxTasks\x12-\n\x04wait\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x04wait\x12\x1b\n\tmax_bytes\x18\x05 \x01(\x05R\x08maxBytes\"?\n\x11PollTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\"~\n\x14HeartbeatTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12\x31\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07\x64\x65tails\"\x8a\x01\n\x15HeartbeatTaskResponse\x12\x46\n\x11lease_expire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12)\n\x10\x63\x61ncel_requested\x18\x02 \x01(\x08R\x0f\x63\x61ncelRequested\"\x9a\x01\n\x13\x43ompleteTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x06result\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x06result\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"v\n\x14\x43ompleteTaskResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12(\n\x04task\x18\x02 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xf7\x01\n\x0f\x46\x61ilTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x19.statewright.v1.TaskErrorR\x05\x65rror\x12#\n\rnon_retryable\x18\x04 \x01(\x08R\x0cnonRetryable\x12:\n\x0bretry_delay\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\nretryDelay\x12\x1d\n\nrequest_id\x18\x06 \x01(\tR\trequestId\"r\n\x10\x46\x61ilTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\x12\x34\n\x08workflow\x18\x02 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"$\n\x0eGetTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\";\n\x0fGetTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xb4\x01\n\x10ListTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08workflow\x18\x02 \x01(\tR\x08workflow\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\x1a.statewright.v1.TaskStatusR\x06status\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\"g\n\x11ListTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x85\x04\n\x0bTaskService\x12P\n\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\x12\\\n\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\x12Y\n\x0c\x43ompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\x12M\n\x08\x46\x61ilTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\x12J\n\x07GetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\x12P\n\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponseBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -38,29 +38,29 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\022dev.statewright.v1P\001ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\252\002\016Statewright.V1'
   _globals['_POLLTASKSREQUEST']._serialized_start=207
-  _globals['_POLLTASKSREQUEST']._serialized_end=351
-  _globals['_POLLTASKSRESPONSE']._serialized_start=353
-  _globals['_POLLTASKSRESPONSE']._serialized_end=416
-  _globals['_HEARTBEATTASKREQUEST']._serialized_start=418
-  _globals['_HEARTBEATTASKREQUEST']._serialized_end=544
-  _globals['_HEARTBEATTASKRESPONSE']._serialized_start=547
-  _globals['_HEARTBEATTASKRESPONSE']._serialized_end=685
-  _globals['_COMPLETETASKREQUEST']._serialized_start=688
-  _globals['_COMPLETETASKREQUEST']._serialized_end=842
-  _globals['_COMPLETETASKRESPONSE']._serialized_start=844
-  _globals['_COMPLETETASKRESPONSE']._serialized_end=962
-  _globals['_FAILTASKREQUEST']._serialized_start=965
-  _globals['_FAILTASKREQUEST']._serialized_end=1212
-  _globals['_FAILTASKRESPONSE']._serialized_start=1214
-  _globals['_FAILTASKRESPONSE']._serialized_end=1328
-  _globals['_GETTASKREQUEST']._serialized_start=1330
-  _globals['_GETTASKREQUEST']._serialized_end=1366
-  _globals['_GETTASKRESPONSE']._serialized_start=1368
-  _globals['_GETTASKRESPONSE']._serialized_end=1427
-  _globals['_LISTTASKSREQUEST']._serialized_start=1430
-  _globals['_LISTTASKSREQUEST']._serialized_end=1610
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1612
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1715
-  _globals['_TASKSERVICE']._serialized_start=1718
-  _globals['_TASKSERVICE']._serialized_end=2235
+  _globals['_POLLTASKSREQUEST']._serialized_end=380
+  _globals['_POLLTASKSRESPONSE']._serialized_start=382
+  _globals['_POLLTASKSRESPONSE']._serialized_end=445
+  _globals['_HEARTBEATTASKREQUEST']._serialized_start=447
+  _globals['_HEARTBEATTASKREQUEST']._serialized_end=573
+  _globals['_HEARTBEATTASKRESPONSE']._serialized_start=576
+  _globals['_HEARTBEATTASKRESPONSE']._serialized_end=714
+  _globals['_COMPLETETASKREQUEST']._serialized_start=717
+  _globals['_COMPLETETASKREQUEST']._serialized_end=871
+  _globals['_COMPLETETASKRESPONSE']._serialized_start=873
+  _globals['_COMPLETETASKRESPONSE']._serialized_end=991
+  _globals['_FAILTASKREQUEST']._serialized_start=994
+  _globals['_FAILTASKREQUEST']._serialized_end=1241
+  _globals['_FAILTASKRESPONSE']._serialized_start=1243
+  _globals['_FAILTASKRESPONSE']._serialized_end=1357
+  _globals['_GETTASKREQUEST']._serialized_start=1359
+  _globals['_GETTASKREQUEST']._serialized_end=1395
+  _globals['_GETTASKRESPONSE']._serialized_start=1397
+  _globals['_GETTASKRESPONSE']._serialized_end=1456
+  _globals['_LISTTASKSREQUEST']._serialized_start=1459
+  _globals['_LISTTASKSREQUEST']._serialized_end=1639
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1641
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1744
+  _globals['_TASKSERVICE']._serialized_start=1747
+  _globals['_TASKSERVICE']._serialized_end=2264
 # @@protoc_insertion_point(module_scope)

@@ -33,12 +33,19 @@ class PollTasksRequest(_message.Message):
     IDENTITY_FIELD_NUMBER: _builtins.int
     MAX_TASKS_FIELD_NUMBER: _builtins.int
     WAIT_FIELD_NUMBER: _builtins.int
+    MAX_BYTES_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     """Required. The queue to take tasks from, `[a-z][a-z0-9-.]{0,62}`."""
     identity: _builtins.str
     """Required. Who polls (a host name and process id, say): shown in diagnostics."""
     max_tasks: _builtins.int
     """Optional. How many tasks at most, 1 to 100; zero means 1."""
+    max_bytes: _builtins.int
+    """Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+    default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+    not send; a task larger than this on its own is left for a worker that accepts it.
+    Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+    """
     @_builtins.property
     def wait(self) -> _duration_pb2.Duration:
         """Optional. How long to wait for a task when none is ready, at most 60 s; zero answers
@@ -52,10 +59,11 @@ class PollTasksRequest(_message.Message):
         identity: _builtins.str = ...,
         max_tasks: _builtins.int = ...,
         wait: _duration_pb2.Duration | None = ...,
+        max_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["wait", b"wait"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "max_tasks", b"max_tasks", "queue", b"queue", "wait", b"wait"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["identity", b"identity", "max_bytes", b"max_bytes", "max_tasks", b"max_tasks", "queue", b"queue", "wait", b"wait"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -205,6 +205,24 @@ private static final long serialVersionUID = 0L;
     return wait_ == null ? com.google.protobuf.Duration.getDefaultInstance() : wait_;
   }
 
+  public static final int MAX_BYTES_FIELD_NUMBER = 5;
+  private int maxBytes_ = 0;
+  /**
+   * <pre>
+   * Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+   * default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+   * not send; a task larger than this on its own is left for a worker that accepts it.
+   * Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+   * </pre>
+   *
+   * <code>int32 max_bytes = 5 [json_name = "maxBytes"];</code>
+   * @return The maxBytes.
+   */
+  @java.lang.Override
+  public int getMaxBytes() {
+    return maxBytes_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -231,6 +249,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(4, getWait());
     }
+    if (maxBytes_ != 0) {
+      output.writeInt32(5, maxBytes_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -248,6 +269,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(4, getWait());
+    }
+    if (maxBytes_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(5, maxBytes_);
     }
     return size;
   }
@@ -284,6 +309,8 @@ private static final long serialVersionUID = 0L;
       if (!getWait()
           .equals(other.getWait())) return false;
     }
+    if (getMaxBytes()
+        != other.getMaxBytes()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -305,6 +332,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + WAIT_FIELD_NUMBER;
       hash = (53 * hash) + getWait().hashCode();
     }
+    hash = (37 * hash) + MAX_BYTES_FIELD_NUMBER;
+    hash = (53 * hash) + getMaxBytes();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -454,6 +483,7 @@ private static final long serialVersionUID = 0L;
         waitBuilder_.dispose();
         waitBuilder_ = null;
       }
+      maxBytes_ = 0;
       return this;
     }
 
@@ -503,6 +533,9 @@ private static final long serialVersionUID = 0L;
             : waitBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.maxBytes_ = maxBytes_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -533,6 +566,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasWait()) {
         mergeWait(other.getWait());
+      }
+      if (other.getMaxBytes() != 0) {
+        setMaxBytes(other.getMaxBytes());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -580,6 +616,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 40: {
+              maxBytes_ = input.readInt32();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 40
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -987,6 +1028,59 @@ private static final long serialVersionUID = 0L;
         wait_ = null;
       }
       return waitBuilder_;
+    }
+
+    private int maxBytes_ ;
+    /**
+     * <pre>
+     * Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+     * default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+     * not send; a task larger than this on its own is left for a worker that accepts it.
+     * Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+     * </pre>
+     *
+     * <code>int32 max_bytes = 5 [json_name = "maxBytes"];</code>
+     * @return The maxBytes.
+     */
+    @java.lang.Override
+    public int getMaxBytes() {
+      return maxBytes_;
+    }
+    /**
+     * <pre>
+     * Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+     * default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+     * not send; a task larger than this on its own is left for a worker that accepts it.
+     * Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+     * </pre>
+     *
+     * <code>int32 max_bytes = 5 [json_name = "maxBytes"];</code>
+     * @param value The maxBytes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setMaxBytes(int value) {
+
+      maxBytes_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+     * default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+     * not send; a task larger than this on its own is left for a worker that accepts it.
+     * Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+     * </pre>
+     *
+     * <code>int32 max_bytes = 5 [json_name = "maxBytes"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearMaxBytes() {
+      bitField0_ = (bitField0_ & ~0x00000010);
+      maxBytes_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.PollTasksRequest)

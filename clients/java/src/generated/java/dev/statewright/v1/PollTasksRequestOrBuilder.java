@@ -89,4 +89,17 @@ public interface PollTasksRequestOrBuilder extends
    * <code>.google.protobuf.Duration wait = 4 [json_name = "wait"];</code>
    */
   com.google.protobuf.DurationOrBuilder getWaitOrBuilder();
+
+  /**
+   * <pre>
+   * Optional. The most bytes the answer may take: the caller's receive limit (gRPC's
+   * default is 4 MiB). The server leases only tasks whose answer fits, never one it does
+   * not send; a task larger than this on its own is left for a worker that accepts it.
+   * Zero means 3 MiB (3,145,728 bytes); otherwise 16 KiB to 256 MiB.
+   * </pre>
+   *
+   * <code>int32 max_bytes = 5 [json_name = "maxBytes"];</code>
+   * @return The maxBytes.
+   */
+  int getMaxBytes();
 }

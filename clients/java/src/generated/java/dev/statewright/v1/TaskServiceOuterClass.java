@@ -100,60 +100,61 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
       "oto\032\034google/protobuf/struct.proto\032\037googl" +
       "e/protobuf/timestamp.proto\032\031statewright/" +
       "v1/task.proto\032\035statewright/v1/workflow.p" +
-      "roto\"\220\001\n\020PollTasksRequest\022\024\n\005queue\030\001 \001(\t" +
+      "roto\"\255\001\n\020PollTasksRequest\022\024\n\005queue\030\001 \001(\t" +
       "R\005queue\022\032\n\010identity\030\002 \001(\tR\010identity\022\033\n\tm" +
       "ax_tasks\030\003 \001(\005R\010maxTasks\022-\n\004wait\030\004 \001(\0132\031" +
-      ".google.protobuf.DurationR\004wait\"?\n\021PollT" +
-      "asksResponse\022*\n\005tasks\030\001 \003(\0132\024.statewrigh" +
-      "t.v1.TaskR\005tasks\"~\n\024HeartbeatTaskRequest" +
-      "\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease_token\030\002 \001(" +
-      "\tR\nleaseToken\0221\n\007details\030\003 \001(\0132\027.google." +
-      "protobuf.StructR\007details\"\212\001\n\025HeartbeatTa" +
-      "skResponse\022F\n\021lease_expire_time\030\001 \001(\0132\032." +
-      "google.protobuf.TimestampR\017leaseExpireTi" +
-      "me\022)\n\020cancel_requested\030\002 \001(\010R\017cancelRequ" +
-      "ested\"\232\001\n\023CompleteTaskRequest\022\022\n\004name\030\001 " +
+      ".google.protobuf.DurationR\004wait\022\033\n\tmax_b" +
+      "ytes\030\005 \001(\005R\010maxBytes\"?\n\021PollTasksRespons" +
+      "e\022*\n\005tasks\030\001 \003(\0132\024.statewright.v1.TaskR\005" +
+      "tasks\"~\n\024HeartbeatTaskRequest\022\022\n\004name\030\001 " +
       "\001(\tR\004name\022\037\n\013lease_token\030\002 \001(\tR\nleaseTok" +
-      "en\022/\n\006result\030\003 \001(\0132\027.google.protobuf.Str" +
-      "uctR\006result\022\035\n\nrequest_id\030\004 \001(\tR\trequest" +
-      "Id\"v\n\024CompleteTaskResponse\0224\n\010workflow\030\001" +
-      " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
-      "\022(\n\004task\030\002 \001(\0132\024.statewright.v1.TaskR\004ta" +
-      "sk\"\367\001\n\017FailTaskRequest\022\022\n\004name\030\001 \001(\tR\004na" +
-      "me\022\037\n\013lease_token\030\002 \001(\tR\nleaseToken\022/\n\005e" +
-      "rror\030\003 \001(\0132\031.statewright.v1.TaskErrorR\005e" +
-      "rror\022#\n\rnon_retryable\030\004 \001(\010R\014nonRetryabl" +
-      "e\022:\n\013retry_delay\030\005 \001(\0132\031.google.protobuf" +
-      ".DurationR\nretryDelay\022\035\n\nrequest_id\030\006 \001(" +
-      "\tR\trequestId\"r\n\020FailTaskResponse\022(\n\004task" +
-      "\030\001 \001(\0132\024.statewright.v1.TaskR\004task\0224\n\010wo" +
-      "rkflow\030\002 \001(\0132\030.statewright.v1.WorkflowR\010" +
-      "workflow\"$\n\016GetTaskRequest\022\022\n\004name\030\001 \001(\t" +
-      "R\004name\";\n\017GetTaskResponse\022(\n\004task\030\001 \001(\0132" +
-      "\024.statewright.v1.TaskR\004task\"\264\001\n\020ListTask" +
-      "sRequest\022\024\n\005queue\030\001 \001(\tR\005queue\022\032\n\010workfl" +
-      "ow\030\002 \001(\tR\010workflow\0222\n\006status\030\003 \001(\0162\032.sta" +
-      "tewright.v1.TaskStatusR\006status\022\033\n\tpage_s" +
-      "ize\030\004 \001(\005R\010pageSize\022\035\n\npage_token\030\005 \001(\tR" +
-      "\tpageToken\"g\n\021ListTasksResponse\022*\n\005tasks" +
-      "\030\001 \003(\0132\024.statewright.v1.TaskR\005tasks\022&\n\017n" +
-      "ext_page_token\030\002 \001(\tR\rnextPageToken2\205\004\n\013" +
-      "TaskService\022P\n\tPollTasks\022 .statewright.v" +
-      "1.PollTasksRequest\032!.statewright.v1.Poll" +
-      "TasksResponse\022\\\n\rHeartbeatTask\022$.statewr" +
-      "ight.v1.HeartbeatTaskRequest\032%.statewrig" +
-      "ht.v1.HeartbeatTaskResponse\022Y\n\014CompleteT" +
-      "ask\022#.statewright.v1.CompleteTaskRequest" +
-      "\032$.statewright.v1.CompleteTaskResponse\022M" +
-      "\n\010FailTask\022\037.statewright.v1.FailTaskRequ" +
-      "est\032 .statewright.v1.FailTaskResponse\022J\n" +
-      "\007GetTask\022\036.statewright.v1.GetTaskRequest" +
-      "\032\037.statewright.v1.GetTaskResponse\022P\n\tLis" +
-      "tTasks\022 .statewright.v1.ListTasksRequest" +
-      "\032!.statewright.v1.ListTasksResponseBs\n\022d" +
-      "ev.statewright.v1P\001ZJgithub.com/statewri" +
-      "ght/statewright/clients/go/statewright/v" +
-      "1;statewrightv1\252\002\016Statewright.V1b\006proto3"
+      "en\0221\n\007details\030\003 \001(\0132\027.google.protobuf.St" +
+      "ructR\007details\"\212\001\n\025HeartbeatTaskResponse\022" +
+      "F\n\021lease_expire_time\030\001 \001(\0132\032.google.prot" +
+      "obuf.TimestampR\017leaseExpireTime\022)\n\020cance" +
+      "l_requested\030\002 \001(\010R\017cancelRequested\"\232\001\n\023C" +
+      "ompleteTaskRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037" +
+      "\n\013lease_token\030\002 \001(\tR\nleaseToken\022/\n\006resul" +
+      "t\030\003 \001(\0132\027.google.protobuf.StructR\006result" +
+      "\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"v\n\024Compl" +
+      "eteTaskResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
+      "ewright.v1.WorkflowR\010workflow\022(\n\004task\030\002 " +
+      "\001(\0132\024.statewright.v1.TaskR\004task\"\367\001\n\017Fail" +
+      "TaskRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease" +
+      "_token\030\002 \001(\tR\nleaseToken\022/\n\005error\030\003 \001(\0132" +
+      "\031.statewright.v1.TaskErrorR\005error\022#\n\rnon" +
+      "_retryable\030\004 \001(\010R\014nonRetryable\022:\n\013retry_" +
+      "delay\030\005 \001(\0132\031.google.protobuf.DurationR\n" +
+      "retryDelay\022\035\n\nrequest_id\030\006 \001(\tR\trequestI" +
+      "d\"r\n\020FailTaskResponse\022(\n\004task\030\001 \001(\0132\024.st" +
+      "atewright.v1.TaskR\004task\0224\n\010workflow\030\002 \001(" +
+      "\0132\030.statewright.v1.WorkflowR\010workflow\"$\n" +
+      "\016GetTaskRequest\022\022\n\004name\030\001 \001(\tR\004name\";\n\017G" +
+      "etTaskResponse\022(\n\004task\030\001 \001(\0132\024.statewrig" +
+      "ht.v1.TaskR\004task\"\264\001\n\020ListTasksRequest\022\024\n" +
+      "\005queue\030\001 \001(\tR\005queue\022\032\n\010workflow\030\002 \001(\tR\010w" +
+      "orkflow\0222\n\006status\030\003 \001(\0162\032.statewright.v1" +
+      ".TaskStatusR\006status\022\033\n\tpage_size\030\004 \001(\005R\010" +
+      "pageSize\022\035\n\npage_token\030\005 \001(\tR\tpageToken\"" +
+      "g\n\021ListTasksResponse\022*\n\005tasks\030\001 \003(\0132\024.st" +
+      "atewright.v1.TaskR\005tasks\022&\n\017next_page_to" +
+      "ken\030\002 \001(\tR\rnextPageToken2\205\004\n\013TaskService" +
+      "\022P\n\tPollTasks\022 .statewright.v1.PollTasks" +
+      "Request\032!.statewright.v1.PollTasksRespon" +
+      "se\022\\\n\rHeartbeatTask\022$.statewright.v1.Hea" +
+      "rtbeatTaskRequest\032%.statewright.v1.Heart" +
+      "beatTaskResponse\022Y\n\014CompleteTask\022#.state" +
+      "wright.v1.CompleteTaskRequest\032$.statewri" +
+      "ght.v1.CompleteTaskResponse\022M\n\010FailTask\022" +
+      "\037.statewright.v1.FailTaskRequest\032 .state" +
+      "wright.v1.FailTaskResponse\022J\n\007GetTask\022\036." +
+      "statewright.v1.GetTaskRequest\032\037.statewri" +
+      "ght.v1.GetTaskResponse\022P\n\tListTasks\022 .st" +
+      "atewright.v1.ListTasksRequest\032!.statewri" +
+      "ght.v1.ListTasksResponseBs\n\022dev.statewri" +
+      "ght.v1P\001ZJgithub.com/statewright/statewr" +
+      "ight/clients/go/statewright/v1;statewrig" +
+      "htv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -169,7 +170,7 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_statewright_v1_PollTasksRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_PollTasksRequest_descriptor,
-        new java.lang.String[] { "Queue", "Identity", "MaxTasks", "Wait", });
+        new java.lang.String[] { "Queue", "Identity", "MaxTasks", "Wait", "MaxBytes", });
     internal_static_statewright_v1_PollTasksResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_PollTasksResponse_fieldAccessorTable = new

@@ -101,6 +101,8 @@ public final class StatewrightClient implements AutoCloseable {
   private static final Duration FALLBACK_TIMEOUT = Duration.ofSeconds(30);
   /** How much longer than its {@code wait} a PollTasks call may take before it is abandoned. */
   static final Duration POLL_DEADLINE_MARGIN = Duration.ofSeconds(5);
+  /** What a poll's answer may take unless its request says otherwise: gRPC's default receive limit. */
+  public static final int DEFAULT_MAX_RECEIVE_BYTES = 4 * 1024 * 1024;
 
   private final ManagedChannel channel;
   private final boolean ownsChannel;
@@ -354,7 +356,12 @@ public final class StatewrightClient implements AutoCloseable {
    */
   public PollTasksResponse pollTasks(PollTasksRequest request) {
     Duration wait = Duration.ofSeconds(request.getWait().getSeconds(), request.getWait().getNanos());
-    return taskCall(wait.plus(POLL_DEADLINE_MARGIN), s -> s.pollTasks(request));
+    // The call receives as much as the request asks for, and the server sends no more: it
+    // leases only the tasks whose answer fits in max_bytes.
+    int maxBytes = request.getMaxBytes() > 0 ? request.getMaxBytes() : DEFAULT_MAX_RECEIVE_BYTES;
+    PollTasksRequest sized = request.toBuilder().setMaxBytes(maxBytes).build();
+    return taskCall(
+        wait.plus(POLL_DEADLINE_MARGIN), s -> s.withMaxInboundMessageSize(maxBytes).pollTasks(sized));
   }
 
   /** {@link #pollTasks(PollTasksRequest)} for one queue: the tasks leased, each with its lease. */

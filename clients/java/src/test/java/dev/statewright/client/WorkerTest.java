@@ -151,6 +151,7 @@ class WorkerTest {
     assertEquals("payments", poll.getQueue());
     assertEquals("test-worker", poll.getIdentity());
     assertEquals(Worker.DEFAULT_CONCURRENCY, poll.getMaxTasks());
+    assertEquals(StatewrightClient.DEFAULT_MAX_RECEIVE_BYTES, poll.getMaxBytes());
     assertEquals(5, poll.getWait().getSeconds());
     // The call outlives the long poll it carries.
     long left = tasks.pollDeadlines.get(0).timeRemaining(TimeUnit.MILLISECONDS);
