@@ -88,15 +88,7 @@ def statements(
         lookup_tombstone=(
             f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = {q}"
         ),
-        # Counts stop at the cap: an index range that long is reported as "at least".
-        retention_counts=f"""
-SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= {p("now")}
-                               LIMIT {p("cap")}) x),
-       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= {p("now")}),
-       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= {p("cutoff")}
-                               LIMIT {p("cap")}) y),
-       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= {p("cutoff")})
-""",
+        retention_counts=_retention_counts(d),
         insert_definition=insert_definition,
         get_definition=(
             f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions"
@@ -124,15 +116,7 @@ SELECT due_time FROM workflow_timers
         lease_chosen=lease_chosen,
         heartbeat_task=heartbeat_task,
         retry_task=retry_task,
-        release_task=f"""
-UPDATE workflow_tasks
-   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
-       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
-       attempt_start_time = NULL, claimed_until = NULL, update_time = {p("now")}
- WHERE workflow_id = {p("workflow_id")} AND task_id = {p("task_id")}
-   AND lease_token = {p("token")} AND status = 'LEASED'
-RETURNING {TASK_COLUMNS}
-""",
+        release_task=_release_task(d),
         claim_expired_tasks=claim_expired_tasks,
         get_task=(
             f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = {q} AND task_id = {q}"
@@ -141,6 +125,33 @@ RETURNING {TASK_COLUMNS}
         queue_stats=queue_stats,
         list_tasks=functools.partial(_list_tasks, d),
     )
+
+
+def _retention_counts(p: Dialect) -> str:
+    """now, cutoff, cap -> (overdue instances, the earliest passed expire_time, expired
+    request records, the oldest of their create times). Counts stop at the cap: an index
+    range that long is reported as "at least"."""
+    return f"""
+SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= {p("now")}
+                               LIMIT {p("cap")}) x),
+       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= {p("now")}),
+       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= {p("cutoff")}
+                               LIMIT {p("cap")}) y),
+       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= {p("cutoff")})
+"""
+
+
+def _release_task(p: Dialect) -> str:
+    """workflow_id, task_id, token, now -> the task, ready again (its attempt not counted)."""
+    return f"""
+UPDATE workflow_tasks
+   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
+       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
+       attempt_start_time = NULL, claimed_until = NULL, update_time = {p("now")}
+ WHERE workflow_id = {p("workflow_id")} AND task_id = {p("task_id")}
+   AND lease_token = {p("token")} AND status = 'LEASED'
+RETURNING {TASK_COLUMNS}
+"""
 
 
 def _list_instances(d: Dialect, by_definition: bool, by_status: bool) -> str:
