@@ -65,77 +65,86 @@ SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
 """
 )
 
+# A step's own parts, in either form of its statement: one step (each value a parameter,
+# ``_param``), or a batch's rows (each value a column of ``r``, ``_column``).
+#
 # A step that fires a timer saves only while the timer is still armed; one that touches
-# timers deletes its instance's (it left their state) and inserts what it armed, in the
-# same statement, only when its compare-and-swap succeeded. Steps without timer work use
-# the plain statements.
-_FIRED_ARMED = """
-       AND (%(t_fired)s::text IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_timers
-             WHERE workflow_id = %(workflow_id)s AND timer_id = %(t_fired)s::text))"""
+# timers deletes its instance's (it left their state) and inserts what it armed, only when
+# its compare-and-swap succeeded. A step that finishes a task saves only while the task is
+# as the step saw it (fenced by its lease); one that leaves a task state cancels the open
+# task; one that enters one inserts its task. Steps without such work leave them out.
+Value = Callable[[str, str], str]
+
+
+def _param(name: str, cast: str) -> str:
+    return f"%({name})s::{cast}" if cast else f"%({name})s"
+
+
+def _column(name: str, cast: str) -> str:
+    return f"r.{name}"
+
+
+def _fired_armed(v: Value, owner: str) -> str:
+    return f"""
+       AND ({v("t_fired", "text")} IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_timers t
+             WHERE t.workflow_id = {owner} AND t.timer_id = {v("t_fired", "text")}))"""
+
+
+def _timer_work(v: Value, source: str, owner: str) -> str:
+    return f"""
+disarmed AS (
+    DELETE FROM workflow_timers t USING {source}
+     WHERE t.workflow_id = {owner} AND {v("t_disarm", "")}
+), armed AS (
+    INSERT INTO workflow_timers ({TIMER_COLUMNS})
+    SELECT {owner}, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
+      FROM {source}, json_to_recordset({v("t_arm", "json")}) AS x({_TIMER_RECORD})
+),"""
+
+
+def _task_fence(v: Value, owner: str) -> str:
+    return f"""
+       AND ({v("k_finish_id", "text")} IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_tasks k
+             WHERE k.workflow_id = {owner} AND k.task_id = {v("k_finish_id", "text")}
+               AND k.lease_token IS NOT DISTINCT FROM {v("k_fence_token", "text")}
+               AND ({v("k_fence_attempt", "integer")} IS NULL
+                    OR k.attempt = {v("k_fence_attempt", "")})
+               AND (k.status = 'LEASED'
+                    OR (NOT {v("k_fence_leased", "")} AND k.status IN {_OPEN}))))"""
+
+
+def _task_work(v: Value, source: str, owner: str) -> str:
+    return f"""
+task_finished AS (
+    UPDATE workflow_tasks k
+       SET status = {v("k_finish_status", "text")},
+           last_error = COALESCE({v("k_error", "jsonb")}, k.last_error),
+           claimed_until = NULL, update_time = {v("update_time", "")}
+      FROM {source}
+     WHERE k.workflow_id = {owner} AND k.task_id = {v("k_finish_id", "text")}
+), task_cancelled AS (
+    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = {v("update_time", "")}
+      FROM {source}
+     WHERE k.workflow_id = {owner} AND {v("k_cancel", "")} AND k.status IN {_OPEN}
+       AND k.task_id IS DISTINCT FROM {v("k_finish_id", "text")}
+), task_scheduled AS (
+    INSERT INTO workflow_tasks ({TASK_COLUMNS})
+    SELECT {rows.listed(rows.TASK, "x.")}
+      FROM {source},
+           json_populate_record(NULL::workflow_tasks, {v("k_schedule", "json")}) AS x
+     WHERE {v("k_schedule", "json")} IS NOT NULL
+),"""
+
 
 _TIMER_RECORD = """timer_id text, revision bigint, transition integer, target text, after text,
         due_time timestamptz"""
-
-_TIMER_WORK = (
-    """
-disarmed AS (
-    DELETE FROM workflow_timers t USING changed c
-     WHERE t.workflow_id = c.workflow_id AND %(t_disarm)s
-), armed AS (
-    INSERT INTO workflow_timers ("""
-    + TIMER_COLUMNS
-    + """)
-    SELECT c.workflow_id, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
-      FROM changed c, json_to_recordset(%(t_arm)s::json) AS x("""
-    + _TIMER_RECORD
-    + """)
-),"""
-)
-
-
-# A step that finishes a task saves only while the task is as the step saw it (fenced by
-# its lease); one that leaves a task state cancels the open task; one that enters one
-# inserts its task. All in the step's statement, only when its compare-and-swap succeeded.
-_TASK_FENCE = (
-    """
-       AND (%(k_finish_id)s::text IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_tasks
-             WHERE workflow_id = %(workflow_id)s AND task_id = %(k_finish_id)s::text
-               AND lease_token IS NOT DISTINCT FROM %(k_fence_token)s::text
-               AND (%(k_fence_attempt)s::integer IS NULL OR attempt = %(k_fence_attempt)s)
-               AND (status = 'LEASED' OR (NOT %(k_fence_leased)s AND status IN """
-    + _OPEN
-    + """))))"""
-)
-
-_TASK_WORK = (
-    """
-task_finished AS (
-    UPDATE workflow_tasks k
-       SET status = %(k_finish_status)s::text,
-           last_error = COALESCE(%(k_error)s::jsonb, k.last_error),
-           claimed_until = NULL, update_time = %(update_time)s
-      FROM changed c
-     WHERE k.workflow_id = c.workflow_id AND k.task_id = %(k_finish_id)s::text
-), task_cancelled AS (
-    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = %(update_time)s
-      FROM changed c
-     WHERE k.workflow_id = c.workflow_id AND %(k_cancel)s AND k.status IN """
-    + _OPEN
-    + """
-       AND k.task_id IS DISTINCT FROM %(k_finish_id)s::text
-), task_scheduled AS (
-    INSERT INTO workflow_tasks ("""
-    + TASK_COLUMNS
-    + """)
-    SELECT """
-    + rows.listed(rows.TASK, "x.")
-    + """
-      FROM changed c, json_populate_record(NULL::workflow_tasks, %(k_schedule)s::json) AS x
-     WHERE %(k_schedule)s::json IS NOT NULL
-),"""
-)
+_ONE, _ONE_ID = "changed c", "c.workflow_id"
+_FIRED_ARMED = _fired_armed(_param, "%(workflow_id)s")
+_TIMER_WORK = _timer_work(_param, _ONE, _ONE_ID)
+_TASK_FENCE = _task_fence(_param, "%(workflow_id)s")
+_TASK_WORK = _task_work(_param, _ONE, _ONE_ID)
 
 
 def _save(timed: bool, tasked: bool = False) -> str:
@@ -227,62 +236,11 @@ _TASK_ROW_NAMES = (
     " k_fence_leased, k_error"
 )
 
-_ROWS_TASK_FENCE = (
-    """
-       AND (r.k_finish_id IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_tasks k
-             WHERE k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
-               AND k.lease_token IS NOT DISTINCT FROM r.k_fence_token
-               AND (r.k_fence_attempt IS NULL OR k.attempt = r.k_fence_attempt)
-               AND (k.status = 'LEASED' OR (NOT r.k_fence_leased AND k.status IN """
-    + _OPEN
-    + """))))"""
-)
-
-_ROWS_TASK_WORK = (
-    """
-task_finished AS (
-    UPDATE workflow_tasks k
-       SET status = r.k_finish_status, last_error = COALESCE(r.k_error, k.last_error),
-           claimed_until = NULL, update_time = r.update_time
-      FROM rows r JOIN changed USING (workflow_id)
-     WHERE k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
-), task_cancelled AS (
-    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = r.update_time
-      FROM rows r JOIN changed USING (workflow_id)
-     WHERE k.workflow_id = r.workflow_id AND r.k_cancel AND k.status IN """
-    + _OPEN
-    + """
-       AND k.task_id IS DISTINCT FROM r.k_finish_id
-), task_scheduled AS (
-    INSERT INTO workflow_tasks ("""
-    + TASK_COLUMNS
-    + """)
-    SELECT """
-    + rows.listed(rows.TASK, "x.")
-    + """
-      FROM rows r JOIN changed USING (workflow_id),
-           json_populate_record(NULL::workflow_tasks, r.k_schedule) AS x
-     WHERE r.k_schedule IS NOT NULL
-),"""
-)
-
-_ROWS_TIMER_WORK = (
-    """
-disarmed AS (
-    DELETE FROM workflow_timers t USING rows r JOIN changed USING (workflow_id)
-     WHERE t.workflow_id = r.workflow_id AND r.t_disarm
-), armed AS (
-    INSERT INTO workflow_timers ("""
-    + TIMER_COLUMNS
-    + """)
-    SELECT r.workflow_id, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
-      FROM rows r JOIN changed USING (workflow_id),
-           json_to_recordset(r.t_arm) AS x("""
-    + _TIMER_RECORD
-    + """)
-),"""
-)
+_ROWS, _ROWS_ID = "rows r JOIN changed USING (workflow_id)", "r.workflow_id"
+_ROWS_FIRED_ARMED = _fired_armed(_column, _ROWS_ID)
+_ROWS_TIMER_WORK = _timer_work(_column, _ROWS, _ROWS_ID)
+_ROWS_TASK_FENCE = _task_fence(_column, _ROWS_ID)
+_ROWS_TASK_WORK = _task_work(_column, _ROWS, _ROWS_ID)
 
 
 def _rows_work(timed: bool, tasked: bool) -> str:
@@ -323,10 +281,6 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
 
 
 def _save_many(timed: bool, tasked: bool = False) -> str:
-    fired = """
-       AND (r.t_fired IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_timers t
-             WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
     return (
         """WITH rows AS (
     SELECT * FROM json_to_recordset(%s::json) AS r(
@@ -345,7 +299,7 @@ def _save_many(timed: bool, tasked: bool = False) -> str:
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
-        + (fired if timed else "")
+        + (_ROWS_FIRED_ARMED if timed else "")
         + (_ROWS_TASK_FENCE if tasked else "")
         + """
     RETURNING w.workflow_id
