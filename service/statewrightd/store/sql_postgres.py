@@ -474,20 +474,16 @@ SELECT queue,
 # Removing instances: everything of theirs, child tables first (their rows are counted),
 # in one statement. ``doomed`` picks the instances and locks them; the rest deletes.
 def _removal(doomed: str, tombstone: str) -> str:
+    children = "".join(
+        f"""
+), {name} AS (
+    DELETE FROM {table} c USING doomed d WHERE c.workflow_id = d.workflow_id
+    RETURNING 1"""
+        for name, table in _CHILDREN
+    )
+    counts = ", ".join(f"(SELECT count(*) FROM {name})" for name, _ in _CHILDREN)
     return f"""
-WITH doomed AS ({doomed}
-), history AS (
-    DELETE FROM workflow_history h USING doomed d WHERE h.workflow_id = d.workflow_id
-    RETURNING 1
-), timers AS (
-    DELETE FROM workflow_timers t USING doomed d WHERE t.workflow_id = d.workflow_id
-    RETURNING 1
-), tasks AS (
-    DELETE FROM workflow_tasks k USING doomed d WHERE k.workflow_id = d.workflow_id
-    RETURNING 1
-), requests AS (
-    DELETE FROM workflow_requests q USING doomed d WHERE q.workflow_id = d.workflow_id
-    RETURNING 1
+WITH doomed AS ({doomed}{children}
 ), instances AS (
     DELETE FROM workflow_instances w USING doomed d
      WHERE w.workflow_id = d.workflow_id AND w.status IN {_FINISHED}
@@ -495,9 +491,17 @@ WITH doomed AS ({doomed}
 ), tombstones AS ({tombstone}
 )
 SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances),
-       (SELECT count(*) FROM history), (SELECT count(*) FROM timers),
-       (SELECT count(*) FROM tasks), (SELECT count(*) FROM requests)
+       {counts}
 """
+
+
+# Every table that holds rows of an instance, with the name of its rows' count.
+_CHILDREN = (
+    ("history", "workflow_history"),
+    ("timers", "workflow_timers"),
+    ("tasks", "workflow_tasks"),
+    ("requests", "workflow_requests"),
+)
 
 
 # The purge: finished instances past their expire_time, oldest first. SKIP LOCKED: two
