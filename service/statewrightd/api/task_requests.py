@@ -89,6 +89,11 @@ def queue_name(value: str, field: str = "queue") -> str:
     return value
 
 
+def leased(name: str, token: str) -> tuple[TaskRef, str]:
+    """The task a worker's call names, and the lease token it holds, both checked."""
+    return task_ref(name), lease_token(token)
+
+
 def lease_token(value: str, field: str = "lease_token") -> str:
     v.required(field, value)
     return v.at_most(field, value, MAX_TOKEN_LENGTH)
@@ -130,8 +135,7 @@ def poll(request: pb.PollTasksRequest, time_remaining: float | None) -> Poll:
 
 
 def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> Fail:
-    ref = task_ref(request.name)
-    token = lease_token(request.lease_token)
+    ref, token = leased(request.name, request.lease_token)
     v.request_id(request.request_id)
     error = request.error
     v.required("error.type", error.type)

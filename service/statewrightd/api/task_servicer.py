@@ -41,8 +41,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     async def HeartbeatTask(
         self, request: pb.HeartbeatTaskRequest, context: Context
     ) -> pb.HeartbeatTaskResponse:
-        ref = tr.task_ref(request.name)
-        token = tr.lease_token(request.lease_token)
+        ref, token = tr.leased(request.name, request.lease_token)
         details = None
         if request.HasField("details"):
             details = struct_to_dict(request.details, "details", self._limits)
@@ -56,8 +55,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     async def CompleteTask(
         self, request: pb.CompleteTaskRequest, context: Context
     ) -> pb.CompleteTaskResponse:
-        ref = tr.task_ref(request.name)
-        token = tr.lease_token(request.lease_token)
+        ref, token = tr.leased(request.name, request.lease_token)
         v.request_id(request.request_id)
         result = struct_to_dict(request.result, "result", self._limits)
         key = request_key("CompleteTask", request, request.request_id)
