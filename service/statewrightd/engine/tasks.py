@@ -30,7 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
-from statewrightd.domain import TaskStatus
+from statewrightd.domain import SWEEPER_ACTOR, TaskStatus
 from statewrightd.engine.answers import Result
 from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.clock import Clock
@@ -53,8 +53,6 @@ MAX_POLLERS = 1024
 # connection dropped before the answer arrived) holds it no longer than this. A worker's
 # first heartbeat extends the lease to its full length.
 FIRST_LEASE = 30.0
-# Whom history names for a give-up the server decides (a lease or a deadline ran out).
-SWEEPER_ACTOR = "statewright:tasks"
 
 Submit = Callable[[TaskGiveUpCommand, Callable[[Result], None]], None]
 

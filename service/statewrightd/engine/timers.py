@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from statewrightd import errors
+from statewrightd.domain import TIMER_ACTOR
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.commands import TimerCommand
@@ -34,8 +35,6 @@ BATCH = 256
 LEASE = timedelta(seconds=5)
 LOOK_EVERY = 1.0
 _LAG_WINDOW = 4096
-# Whom history names for a timer's step.
-TIMER_ACTOR = "statewright:timer"
 
 Submit = Callable[[TimerCommand, Callable[[Result], None]], None]
 # What a round claims: the timers, and when the next unclaimed one is due (None after a

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from statewrightd.definitions.registry import Loaded
-from statewrightd.domain import TERMINAL, TaskStatus
+from statewrightd.domain import TERMINAL, TaskStatus, task_id_of, timer_id_of
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
 from statewrightd.engine.model import StepResult, TimerPlan
@@ -143,7 +143,7 @@ def timer_change(
             (
                 TimerRecord(
                     workflow_id=record.workflow_id,
-                    timer_id=f"{record.revision}.{t.transition}",
+                    timer_id=timer_id_of(record.revision, t.transition),
                     revision=record.revision,
                     transition=t.transition,
                     target=t.target,
@@ -171,7 +171,7 @@ def task_change(
         retry = spec.retry
         scheduled = TaskRecord(
             workflow_id=record.workflow_id,
-            task_id=str(record.revision),
+            task_id=task_id_of(record.revision),
             revision=record.revision,
             state=plan.schedule.state,
             queue=spec.queue,
