@@ -46,6 +46,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import loadgen
 from bench.timer_bench import cpu_seconds, percentile, server, workspace
+from statewrightd.definitions.files import is_definition_file
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "definitions"
@@ -408,7 +409,7 @@ def main() -> None:
         args.rounds, args.seconds, args.latency_seconds, args.idle_seconds = 1, 4.0, 8.0, 5.0
 
     database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
-    definitions = {p.name: p.read_text() for p in EXAMPLES.glob("*.yaml")}
+    definitions = {p.name: p.read_text() for p in EXAMPLES.glob("*.yaml") if is_definition_file(p)}
     with (
         workspace(definitions, "console-bench-") as (folder, logs),
         server(database, folder, logs, "statewrightd", ["--http-listen", "127.0.0.1:0"]) as (

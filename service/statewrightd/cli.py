@@ -1,4 +1,4 @@
-"""The statewrightd command line: serve, dev, validate, graph, migrate."""
+"""The statewrightd command line: serve, dev, validate, graph, test, migrate."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from statewrightd.config import (
     add_server_arguments,
     config_from,
 )
+from statewrightd.scenarios import options as scenario_options
 
 # `statewrightd dev` needs nothing installed: a SQLite file and the bundled examples.
 DEV_DEFAULTS = ServerConfig(
@@ -84,6 +85,14 @@ def build_parser() -> argparse.ArgumentParser:
         default="mermaid",
         help="mermaid (a stateDiagram-v2) or dot (Graphviz); default mermaid",
     )
+
+    test = sub.add_parser(
+        "test",
+        help="run scenario files against the engine (virtual clock, no database)",
+        description=scenario_options.DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    scenario_options.add_arguments(test)
 
     migrate = sub.add_parser(
         "migrate",
@@ -176,6 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.auth_command == "new-key":
             return new_key_command(args.name, args.role, args.definitions, args.queues)
         return check_command(args.file)
+    if args.command == "test":
+        from statewrightd.scenarios.command import scenarios_command
+
+        return scenarios_command(args)
     if args.command == "migrate":
         from statewrightd.store.commands import migrate_command
 

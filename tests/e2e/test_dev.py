@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 from tests.support.api import COMPLETED, WAITING, Client, context_of
-from tests.support.deployment import EXAMPLES
+from tests.support.deployment import EXAMPLES, example_definitions
 from tests.support.server import STATEWRIGHTD, ServerProcess
 
 
@@ -18,7 +18,7 @@ def test_dev_serves_the_examples_from_a_sqlite_file(tmp_path: Path) -> None:
     server.args = [*STATEWRIGHTD, "dev", "--listen", "127.0.0.1:0"]
     with server, Client(server.target) as c:
         names = {d.definition for d in c.definitions().definitions}
-        assert names == {p.stem for p in EXAMPLES.glob("*.yaml")}
+        assert names == {p.stem for p in example_definitions()}
         assert c.diagnostics().persistence.backend == "sqlite"
         started = c.start("mail-approval", input={"topic": "quarterly report"}).workflow
         assert (started.status, started.state) == (WAITING, "awaiting_approval")

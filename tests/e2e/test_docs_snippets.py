@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.deployment import EXAMPLES, definitions_dir, running_server
+from tests.support.deployment import definitions_dir, example_definitions, running_server
 from tests.support.server import ServerProcess
 from tests.unit.docs.blocks import REPO, Snippet, page_blocks, pages, runnable_snippets
 
@@ -31,7 +31,7 @@ PAGES = [page for page in pages() if runnable_snippets(page)]
 
 def _page_definitions() -> dict[str, str]:
     """The valid definitions of the pages with snippets, but the examples' own names."""
-    examples = {path.stem for path in EXAMPLES.glob("*.yaml")}
+    examples = {path.stem for path in example_definitions()}
     files: dict[str, str] = {}
     for page in PAGES:
         for block in page_blocks(page):

@@ -20,11 +20,11 @@ from tests.support.api import (
     rpc_failure,
     uid,
 )
-from tests.support.deployment import EXAMPLES, TEST_DEFINITIONS
+from tests.support.deployment import EXAMPLES, TEST_DEFINITIONS, example_definitions
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
-DEFINITION_FILES = sorted([*EXAMPLES.glob("*.yaml"), *TEST_DEFINITIONS.glob("*.yaml")])
+DEFINITION_FILES = sorted([*example_definitions(), *TEST_DEFINITIONS.glob("*.yaml")])
 ALL_DEFINITIONS = sorted(p.stem for p in DEFINITION_FILES)
 # Each file's (name, version) as it declares them.
 VERSIONS = {

@@ -8,11 +8,17 @@ import subprocess
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
+from statewrightd.definitions.files import is_definition_file
 from tests.support.server import STATEWRIGHTD, ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples" / "definitions"
 TEST_DEFINITIONS = REPO / "tests" / "e2e" / "definitions"
+
+
+def example_definitions() -> list[Path]:
+    """The example definitions (not the scenario files beside them)."""
+    return sorted(p for p in EXAMPLES.glob("*.yaml") if is_definition_file(p))
 
 
 def definitions_dir(
@@ -27,7 +33,8 @@ def definitions_dir(
     sources = ([EXAMPLES] if examples else []) + ([TEST_DEFINITIONS] if test_definitions else [])
     for source in sources:
         for path in sorted(source.glob("*.yaml")):
-            shutil.copy(path, target / path.name)
+            if is_definition_file(path):
+                shutil.copy(path, target / path.name)
     for name, text in (extra or {}).items():
         (target / name).write_text(text, encoding="utf-8")
     return target

@@ -16,11 +16,13 @@ PACKAGE = "statewrightd"
 ROOT = Path(__file__).resolve().parents[2] / "service" / PACKAGE
 
 # The one list of layers, top to bottom, in the order of the architecture: the commands,
-# the processes, the doors (HTTP, then what every call passes, then gRPC), the use cases,
-# the engine, the definitions, the store, and the words every layer shares. A unit is a
-# subpackage or a top-level module of statewrightd.
+# the scenario runner (the engine driven from a test, on a virtual clock), the processes,
+# the doors (HTTP, then what every call passes, then gRPC), the use cases, the engine, the
+# definitions, the store, and the words every layer shares. A unit is a subpackage or a
+# top-level module of statewrightd.
 LAYERS: list[set[str]] = [
     {"cli"},
+    {"scenarios"},
     {"supervisor"},
     {"server", "pod", "health", "reflection", "tuning"},
     {"console"},

@@ -96,7 +96,8 @@ class TaskDesk:
     step: Step
     replayed: Replayed
     observer: StepObserver
-    _rng: random.Random = field(default_factory=random.Random, init=False)
+    # Draws the retry delays; a seeded one makes them repeatable (``statewrightd test``).
+    rng: random.Random = field(default_factory=random.Random)
 
     # -- polls -----------------------------------------------------------------------
 
@@ -223,7 +224,7 @@ class TaskDesk:
         error = {"type": failure.type, "message": failure.message, "details": failure.details}
         now = self.clock.now()
         if retry_after is None:
-            retry_after = retry_delay(task.retry, task.attempt, self._rng)
+            retry_after = retry_delay(task.retry, task.attempt, self.rng)
         available = now + timedelta(seconds=retry_after)
         if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
             return await self._give_up(

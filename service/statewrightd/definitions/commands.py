@@ -6,11 +6,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.graph import to_dot, to_mermaid
 from statewrightd.definitions.loader import validate_source
 from statewrightd.definitions.model import Definition
-
-SUFFIXES = (".yaml", ".yml", ".json")
 
 
 def _expand(paths: list[str]) -> tuple[list[Path], list[str]]:
@@ -19,7 +18,7 @@ def _expand(paths: list[str]) -> tuple[list[Path], list[str]]:
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.suffix in SUFFIXES))
+            files.extend(sorted(p for p in path.rglob("*") if is_definition_file(p)))
         elif path.is_file():
             files.append(path)
         else:

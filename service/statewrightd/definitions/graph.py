@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from statewrightd.definitions.model import FINISH, Definition, StateKind, Transition
 
 
@@ -34,10 +36,16 @@ def _mermaid_id(name: str) -> str:
     return "s_" + name.replace("-", "_")
 
 
-def to_mermaid(defn: Definition) -> str:
+def to_mermaid(
+    defn: Definition,
+    *,
+    unvisited: Collection[str] = frozenset(),
+    untaken: Collection[int] = frozenset(),
+) -> str:
     """A ``stateDiagram-v2``: wait states and task states (with their queue) in classes
     of their own, automatic edges unlabeled except for their guard, event edges labeled
-    with the event name."""
+    with the event name. States in ``unvisited`` and transitions (by index) in
+    ``untaken`` are marked as such (what ``statewrightd test --coverage`` never reached)."""
     lines = ["stateDiagram-v2", f"    %% {defn.name} v{defn.version}"]
     for name, state in defn.states.items():
         suffix = " (wait)" if state.wait else ""
@@ -48,6 +56,8 @@ def to_mermaid(defn: Definition) -> str:
     for t in defn.transitions:
         target = "[*]" if t.target == FINISH else _mermaid_id(t.target)
         label = _label(t)
+        if t.index in untaken:
+            label = f"{label} (never taken)" if label else "never taken"
         arrow = f"    {_mermaid_id(t.source)} --> {target}"
         lines.append(f"{arrow} : {_mermaid_text(label)}" if label else arrow)
     for name in defn.states:
@@ -61,6 +71,13 @@ def to_mermaid(defn: Definition) -> str:
     if tasks:
         lines.append("    classDef task fill:#dbeafe,stroke:#1d4ed8,stroke-width:2px")
         lines.append(f"    class {','.join(tasks)} task")
+    missed = [_mermaid_id(n) for n in defn.states if n in unvisited]
+    if missed:
+        lines.append(
+            "    classDef unvisited fill:#fde2e2,stroke:#b91c1c,stroke-width:2px,"
+            "stroke-dasharray:5 5"
+        )
+        lines.append(f"    class {','.join(missed)} unvisited")
     return "\n".join(lines) + "\n"
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.loader import load_definition, validate_source, with_version
 from statewrightd.definitions.model import Definition
 from statewrightd.definitions.problems import Problem
@@ -31,7 +32,6 @@ from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
-SUFFIXES = (".yaml", ".yml", ".json")
 LATEST_TTL = 5.0
 
 
@@ -87,7 +87,7 @@ class FileReport:
 
 
 def definition_files(directory: Path) -> list[Path]:
-    return sorted(p for p in directory.iterdir() if p.suffix in SUFFIXES and p.is_file())
+    return sorted(p for p in directory.iterdir() if is_definition_file(p) and p.is_file())
 
 
 def read_file(path: Path) -> FileReport:

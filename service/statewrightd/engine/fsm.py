@@ -315,7 +315,7 @@ class _Step:
         if t.set is not None:
             self.run(t.set)
         event = TIMER_EVENT if t.after is not None else t.event
-        self.transitions.append(TransitionTaken(t.source, t.target, event))
+        self.transitions.append(TransitionTaken(t.source, t.target, event, t.index))
         if t.target == FINISH:
             self.finished = True
             return

@@ -57,11 +57,16 @@ class StepError:
 
 @dataclass(frozen=True, slots=True)
 class TransitionTaken:
-    """One fired transition. ``event`` is None for an automatic transition."""
+    """One fired transition. ``event`` is None for an automatic transition.
+
+    ``index`` is the transition's place in its definition, known to the step that fired
+    it (not kept in history): what tells apart two transitions between the same states on
+    the same event, as coverage of a definition's transitions must."""
 
     from_state: str
     to_state: str
     event: str | None
+    index: int | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

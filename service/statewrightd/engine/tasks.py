@@ -111,12 +111,14 @@ class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
         submit: Submit,
         polls: TaskPolls,
         observer: StepObserver,
+        rng: random.Random | None = None,
     ) -> None:
+        """``rng`` draws the retry delays (a seeded one makes them repeatable)."""
         super().__init__(on)
         self._observer = observer
         self._submit = submit
         self._polls = polls
-        self._rng = random.Random()
+        self._rng = rng or random.Random()
         self._counts: list[QueueCounts] = []
         self._counted_at = 0.0
         self._warned: dict[str, float] = {}

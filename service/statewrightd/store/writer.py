@@ -196,20 +196,38 @@ class GroupCommitWriter:
             batch = self._next_batch()
             if batch is None:
                 return
-            results = self._observe(self._apply, [p.op for p in batch])
-            done = time.monotonic()
+            self._commit(batch)
+
+    def commit_queued(self) -> int:
+        """Commit every queued save on the calling thread, a batch at a time, and return
+        how many there were: how a writer that was never started (the scenario runner's,
+        which runs without threads) does what its thread would."""
+        count = 0
+        while True:
             with self._cond:
-                self._batches += 1
-                self._saves += len(batch)
-                for pending, result in zip(batch, results, strict=True):
-                    self._latencies.append(done - pending.enqueued)
-                    if isinstance(result, Conflict):
-                        self._conflicts += 1
-                    elif isinstance(result, OutcomeUnknown):
-                        self._unknown += 1
-                    elif isinstance(result, StoreError):
-                        self._failures += 1
-            self._deliver_batch(batch, results)
+                if not self._queue:
+                    return count
+                size = min(self._max_batch, len(self._queue))
+                batch = [self._queue.popleft() for _ in range(size)]
+            self._commit(batch)
+            count += len(batch)
+
+    def _commit(self, batch: list[_Pending]) -> None:
+        """One group-commit transaction, counted, its outcomes delivered."""
+        results = self._observe(self._apply, [p.op for p in batch])
+        done = time.monotonic()
+        with self._cond:
+            self._batches += 1
+            self._saves += len(batch)
+            for pending, result in zip(batch, results, strict=True):
+                self._latencies.append(done - pending.enqueued)
+                if isinstance(result, Conflict):
+                    self._conflicts += 1
+                elif isinstance(result, OutcomeUnknown):
+                    self._unknown += 1
+                elif isinstance(result, StoreError):
+                    self._failures += 1
+        self._deliver_batch(batch, results)
 
     def _deliver_batch(
         self, batch: list[_Pending], results: list[InstanceRecord | StoreError]

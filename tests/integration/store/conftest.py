@@ -1,4 +1,6 @@
-"""Backend parametrization: every contract test runs on PostgreSQL and on SQLite."""
+"""Backend parametrization: every contract test runs on PostgreSQL and on SQLite, and each
+that needs no database URL (to open a second repository on it, or to read its tables
+around the repository) on the in-memory store the scenario runner uses too."""
 
 from __future__ import annotations
 
@@ -8,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from statewrightd.store import Repository, open_repository
+from statewrightd.store.memory import MemoryRepository
 
 
-@pytest.fixture(params=["postgres", "sqlite"])
+@pytest.fixture(params=["postgres", "sqlite", "memory"])
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -18,6 +21,8 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture
 def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated, empty database of the parametrized backend."""
+    if backend == "memory":
+        pytest.skip("the in-memory store has no URL: a test that opens one needs a database")
     if backend == "postgres":
         return str(request.getfixturevalue("postgres_url"))
     from statewrightd.store.schema import migrate
@@ -30,13 +35,21 @@ def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
 @pytest.fixture
 def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A database with no schema yet, of the parametrized backend."""
+    if backend == "memory":
+        pytest.skip("the in-memory store has no schema")
     if backend == "postgres":
         return str(request.getfixturevalue("empty_postgres_url"))
     return f"sqlite:///{tmp_path / 'empty.db'}"
 
 
 @pytest.fixture
-def repo(db_url: str) -> Iterator[Repository]:
+def repo(backend: str, request: pytest.FixtureRequest) -> Iterator[Repository]:
+    if backend == "memory":
+        memory = MemoryRepository()
+        yield memory
+        memory.close()
+        return
+    db_url = str(request.getfixturevalue("db_url"))
     repository = open_repository(db_url, migrate=False, pool_size=8)
     yield repository
     repository.close()

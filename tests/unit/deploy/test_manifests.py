@@ -30,6 +30,7 @@ from statewrightd.config import (
     config_from,
     parse_listen,
 )
+from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.registry import DefinitionRegistry
 from statewrightd.store.backends import open_repository
 from tests.unit.deploy.dockerfile import runtime_user
@@ -37,6 +38,13 @@ from tests.unit.deploy.rendering import K8S, KUSTOMIZATIONS, REPO, Manifest, Ren
 
 KUBERNETES_VERSIONS = ["1.27", "1.32"]
 EXAMPLES = REPO / "examples" / "definitions"
+
+
+def example_definitions() -> list[Path]:
+    """The example definitions (not the scenario files beside them)."""
+    return sorted(p for p in EXAMPLES.glob("*.yaml") if is_definition_file(p))
+
+
 WORKLOADS = ("Deployment", "StatefulSet", "Job")
 IMAGE = "statewright/statewrightd"
 
@@ -285,7 +293,7 @@ def test_definitions_config_map_holds_exactly_the_examples(
         for m in rendered[name].all("ConfigMap")
         if m["metadata"]["name"].startswith("statewright-definitions")
     )
-    examples = {p.name: p.read_text(encoding="utf-8") for p in EXAMPLES.glob("*.yaml")}
+    examples = {p.name: p.read_text(encoding="utf-8") for p in example_definitions()}
     assert config_map["data"] == examples, "k8s/base/definitions drifted from examples/"
     volumes = {v["name"]: v for v in pod_spec(rendered[name].one("Deployment"))["volumes"]}
     assert volumes["definitions"]["configMap"]["name"] == config_map["metadata"]["name"]
@@ -293,7 +301,7 @@ def test_definitions_config_map_holds_exactly_the_examples(
 
 def test_definition_copies_are_identical_to_the_examples() -> None:
     copies = {p.name: p.read_bytes() for p in (K8S / "base" / "definitions").iterdir()}
-    examples = {p.name: p.read_bytes() for p in EXAMPLES.glob("*.yaml")}
+    examples = {p.name: p.read_bytes() for p in example_definitions()}
     assert copies == examples, "copy examples/definitions/*.yaml to k8s/base/definitions/"
 
 

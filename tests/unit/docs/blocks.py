@@ -23,7 +23,11 @@ Other blocks may carry a marker too:
   ``…`` in a line stands for any text (an id, a time);
 - ``<!-- source: PATH -->`` on any block: the block is the file PATH (from the
   repository's root) verbatim, so that code shown on a page is code that is built and
-  tested where it lives.
+  tested where it lives;
+- ``<!-- scenario -->`` on a YAML block: a scenario file (``statewrightd test``), whose
+  definitions are the examples'; it must pass. ``<!-- scenario: fails -->``: it must fail,
+  and the next text block is what the runner prints, line by line (``…`` stands for any
+  text). A first line ``# NAME.test.yaml`` names the file it is shown as.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ MARKERS = frozenset({"invalid", "warns", "not a definition"})
 RUNNABLE = frozenset({"runnable", "runnable: background"})
 OUTPUT = "output"
 SOURCE_PREFIX = "source: "
+SCENARIO = frozenset({"scenario", "scenario: fails"})
 
 _OPEN = re.compile(r"^```([A-Za-z0-9_+-]*)[^`]*$")
 _MARKER = re.compile(r"^<!--\s*(.*?)\s*-->$")
@@ -62,6 +67,8 @@ class Block:
 
     @property
     def is_definition(self) -> bool:
+        if self.marker in SCENARIO or self.marker.endswith(".test.yaml"):
+            return False
         return self.language in DEFINITION_LANGUAGES and self.marker != "not a definition"
 
     @property
@@ -83,6 +90,8 @@ def _marker_fits(marker: str, language: str) -> bool:
         return language == "python"
     if marker == OUTPUT:
         return language == "text"
+    if marker in SCENARIO:
+        return language in ("yaml", "yml")
     return marker.startswith(SOURCE_PREFIX)
 
 
@@ -116,7 +125,8 @@ def page_blocks(path: Path) -> list[Block]:
             raise MarkupError(
                 f"{page}:{start + 1}: marker {marker!r} on a {language or 'plain'} block; "
                 f"markers are {sorted(MARKERS)} (YAML or JSON), {sorted(RUNNABLE)} "
-                f"(Python), {OUTPUT!r} (text) and {SOURCE_PREFIX!r}PATH (any)"
+                f"(Python), {OUTPUT!r} (text), {sorted(SCENARIO)} (YAML) and "
+                f"{SOURCE_PREFIX!r}PATH (any)"
             )
         text = "\n".join(lines[start + 1 : i]) + "\n"
         blocks.append(Block(page, start + 1, language, text, marker))
@@ -180,3 +190,25 @@ def runnable_snippets(path: Path) -> list[Snippet]:
 
 def pages() -> list[Path]:
     return sorted(DOCS.rglob("*.md"))
+
+
+def scenario_blocks() -> list[tuple[Block, Block | None]]:
+    """Each scenario block, with the text block of what the runner prints when it is one
+    that must fail."""
+    out: list[tuple[Block, Block | None]] = []
+    for path in pages():
+        blocks = page_blocks(path)
+        for index, block in enumerate(blocks):
+            if block.marker not in SCENARIO:
+                continue
+            printed = None
+            if block.marker == "scenario: fails":
+                following = blocks[index + 1] if index + 1 < len(blocks) else None
+                if following is None or following.language != "text":
+                    raise MarkupError(
+                        f"{block.where}: a scenario that fails is followed by a text block "
+                        "of what the runner prints"
+                    )
+                printed = following
+            out.append((block, printed))
+    return out

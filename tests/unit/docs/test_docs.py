@@ -8,6 +8,7 @@ succeeds, and fails on a broken link or a page left out of the nav.
 
 from __future__ import annotations
 
+import argparse
 import io
 import os
 import re
@@ -24,6 +25,8 @@ from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.definitions.commands import validate_command
 from statewrightd.reasons import Reason
+from statewrightd.scenarios.command import scenarios_command
+from statewrightd.scenarios.options import add_arguments
 from tests.unit.docs.blocks import (
     DOCS,
     REPO,
@@ -31,11 +34,13 @@ from tests.unit.docs.blocks import (
     all_blocks,
     definitions_with_reports,
     runnable_snippets,
+    scenario_blocks,
 )
 from tests.unit.docs.messages import SOURCES, fragments, normalize
 from tests.unit.docs.reasons import made_reasons, written_by_hand
 
 DEFINITIONS = definitions_with_reports()
+SCENARIOS = scenario_blocks()
 _SEVERITY = re.compile(r"^(?:\d+:\d+: )?(error|warning): ")
 BUILD_TIMEOUT = 120
 
@@ -352,3 +357,35 @@ def test_the_troubleshooting_page_explains_every_diagnostics_field() -> None:
     # A page names a nested field by itself (`batches`) or with its parent (`timers.armed`).
     missing = [f for f in fields if not re.search(rf"\b{re.escape(_leaf(f))}\b", quoted)]
     assert missing == [], f"docs/troubleshooting.md does not explain: {missing}"
+
+
+@pytest.mark.parametrize(
+    ("block", "printed"), SCENARIOS, ids=[block.where for block, _ in SCENARIOS]
+)
+def test_each_scenario_runs_as_the_page_says(
+    block: Block, printed: Block | None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = block.text.splitlines()[0]
+    name = first.removeprefix("# ").strip() if first.startswith("# ") else "doc.test.yaml"
+    (tmp_path / name).write_text(block.text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--definitions", str(REPO / "examples" / "definitions"), name])
+    out, err = io.StringIO(), io.StringIO()
+    status = scenarios_command(args, out=out, err=err)
+    if printed is None:
+        assert status == 0, f"{block.where}: {out.getvalue()}{err.getvalue()}"
+        return
+    assert status == 1, f"{block.where} should fail: {out.getvalue()}{err.getvalue()}"
+    claimed = printed.text.splitlines()
+    shown = out.getvalue().splitlines()
+    assert len(shown) == len(claimed), f"{printed.where}: the runner prints {shown}"
+    for line, claim in zip(shown, claimed, strict=True):
+        pattern = ".*".join(re.escape(part) for part in claim.split("…"))
+        assert re.fullmatch(pattern, line), f"{printed.where}: {line!r} is not {claim!r}"
+
+
+def test_the_testing_page_shows_scenarios_that_run() -> None:
+    pages = {block.page for block, _ in SCENARIOS}
+    assert "docs/testing.md" in pages and len(SCENARIOS) >= 4

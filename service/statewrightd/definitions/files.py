@@ -1,0 +1,19 @@
+"""Which files are definitions: what a definitions directory is read for."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+SUFFIXES = (".yaml", ".yml", ".json")
+# Scenario files (``statewrightd test``) live beside the definitions they test: a file
+# named like this is one of them, never a definition.
+SCENARIO_SUFFIXES = (".test.yaml", ".test.yml", ".test.json")
+
+
+def is_definition_file(path: Path) -> bool:
+    """A definition's file name: YAML or JSON, and not a scenario file."""
+    return path.suffix in SUFFIXES and not path.name.endswith(SCENARIO_SUFFIXES)
+
+
+def is_scenario_file(path: Path) -> bool:
+    return path.name.endswith(SCENARIO_SUFFIXES)
