@@ -30,7 +30,7 @@ RUN /opt/statewright/bin/pip install --require-hashes --no-deps --only-binary=:a
     && rm -r /opt/statewright/lib/python3.*/site-packages/cel_expr_python/ext
 # The generated stubs ship in the client distribution; the server depends on it.
 COPY clients/python/ clients/python/
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE NOTICE ./
 COPY service/ service/
 # Both distributions are built with the locked setuptools and need nothing else (no
 # index, no dependencies); `pip check` fails the build if the lock misses one. pip

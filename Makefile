@@ -7,11 +7,10 @@ STAMP := $(VENV)/.installed
 
 .PHONY: dev test docs docs-build bench chaos clients install generate check-generated console check-console console-screenshots buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
 
+# scripts/install-venv says what it does as it goes (the first run takes a few minutes).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
-	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e 'clients/python[conformance]' -e '.[dev]'
-	touch $(STAMP)
+	@PYTHON=$(PYTHON) VENV=$(VENV) scripts/install-venv
+	@touch $(STAMP)
 
 install: $(STAMP)
 
@@ -20,11 +19,24 @@ dev: $(STAMP)
 	$(BIN)/statewrightd dev
 
 ## Run every check and test, against a private PostgreSQL this command starts and stops:
-## the Python suites, then every client's build, unit tests and conformance run.
-test: $(STAMP)
-	$(MAKE) buf-lint buf-breaking check-generated check-console lint typecheck
-	scripts/install-kustomize >/dev/null
-	scripts/install-chromium >/dev/null
+## the Python suites, then every client's build, unit tests and conformance run. The
+## prerequisites are checked first (scripts/check-prerequisites); each phase prints its
+## name and duration as it ends, and the run ends with the list of them all.
+PHASE := scripts/phase
+SUBMAKE := $(MAKE) -s --no-print-directory
+test:
+	@scripts/check-prerequisites
+	@export STATEWRIGHT_PHASES=$$(mktemp); \
+	trap '$(PHASE) --summary "$$STATEWRIGHT_PHASES"; rm -f "$$STATEWRIGHT_PHASES"' EXIT; \
+	$(PHASE) install $(SUBMAKE) install && \
+	$(PHASE) "buf lint" $(SUBMAKE) buf-lint && \
+	$(PHASE) "buf breaking" $(SUBMAKE) buf-breaking && \
+	$(PHASE) "generated code" $(SUBMAKE) check-generated && \
+	$(PHASE) "console bundle" $(SUBMAKE) check-console && \
+	$(PHASE) "ruff" $(SUBMAKE) lint && \
+	$(PHASE) "mypy" $(SUBMAKE) typecheck && \
+	$(PHASE) "kustomize" sh -c 'scripts/install-kustomize >/dev/null' && \
+	$(PHASE) "chromium" sh -c 'scripts/install-chromium >/dev/null' && \
 	scripts/with-postgres scripts/test-suite
 
 ## The documentation site on http://127.0.0.1:8000, rebuilt on every save. `make test` builds

@@ -2,8 +2,8 @@
 # Build the console's front end into service/statewrightd/console/static (committed, so that
 # `make dev` serves the console with no front-end build), or check that a fresh build equals
 # what is committed.
-#   console/build.sh          install (npm ci, pinned by package-lock.json), generate the
-#                             API's JSON types, type-check, bundle into static/
+#   console/build.sh          install (npm ci, pinned by package-lock.json), type-check,
+#                             bundle into static/
 #   console/build.sh --check  the same into a scratch directory; fail if it differs
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,10 +18,10 @@ if [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 
-buf=${BUF:-$root/.venv/bin/buf}
-[ -x "$buf" ] || buf=$(command -v buf) || { echo "console/build.sh: buf not found (run 'make install')" >&2; exit 1; }
-rm -rf src/gen
-(cd "$root" && "$buf" generate --template console/buf.gen.yaml)
+# The API's JSON types are the TypeScript client's generated ones (clients/ts/src/gen,
+# imported as @statewright/client/gen/*: tsconfig.json maps it, and @bufbuild/protobuf,
+# which they import, to this directory's own copy); only types are imported, which the
+# bundler erases.
 node_modules/.bin/tsc -p .
 
 if [ "${1:-}" = "--check" ]; then

@@ -8,3 +8,9 @@ cd "$(dirname "$0")"
 rm -rf dist
 node_modules/.bin/tsc -p .
 node --test dist/test/*.test.js
+# The package must carry the licence and its notice.
+packed=$(npm pack --dry-run --json 2>/dev/null)
+for name in LICENSE NOTICE; do
+  grep -q "\"path\": \"$name\"" <<<"$packed" ||
+    { echo "npm pack leaves out $name" >&2; exit 1; }
+done

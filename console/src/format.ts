@@ -1,5 +1,5 @@
 import { h } from "./dom.js";
-import type { WorkflowStatusJson } from "./gen/statewright/v1/workflow_pb.js";
+import type { WorkflowStatusJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 
 // Icons as SVG paths (24x24), so that no font can leave a status without its shape.
 export const ICONS: Record<string, string> = {

@@ -19,6 +19,8 @@ async function mermaid(): Promise<Mermaid> {
   loading ??= import("mermaid").then(({ default: m }) => {
     m.initialize({
       startOnLoad: false,
+      // Mermaid's own default is ELK, which the console does not ship (build.mjs).
+      layout: "dagre",
       securityLevel: "strict",
       theme: dark() ? "dark" : "neutral",
       fontFamily: "inherit",

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
+from statewrightd import __version__
 from statewrightd.config import (
     ConfigError,
     ServerConfig,
@@ -40,6 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="statewrightd",
         description=DESCRIPTION,
         formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--version", action="version", version=f"statewrightd {__version__} (API statewright.v1)"
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 

@@ -37,7 +37,8 @@ class Limits:
     string_bytes: int = 64 * 1024  # one string inside a value
     list_items: int = 10_000  # one list inside a value
     map_keys: int = 1_000  # one map inside a value
-    watches_per_caller: int = 1_000  # open WatchWorkflow streams of one principal
+    watches_per_caller: int = 1_000  # open watch streams (gRPC and HTTP) of one principal
+    watches_total: int = 10_000  # open watch streams of every caller together
     rate: float = 0.0  # requests per second of one principal; 0: unlimited
     burst: int = 0  # requests one principal may send at once (default: one second's worth)
 
@@ -56,6 +57,8 @@ class ServerConfig:
     log_format: str = "text"
     metrics_listen: str | None = None  # HOST:PORT of the Prometheus endpoint; None: off
     http_listen: str | None = None  # HOST:PORT of the web console and its HTTP API; None: off
+    # Names the HTTP server answers to besides its listen address (the Host header).
+    http_allowed_hosts: tuple[str, ...] = ()
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
     # How far ahead of the machine's clock the server's clock runs (tests of timers).
     clock_offset_seconds: float = 0.0
@@ -150,6 +153,14 @@ def add_server_arguments(
         f"STATEWRIGHT_HTTP_LISTEN; default {d.http_listen or 'off'})",
     )
     parser.add_argument(
+        "--http-allowed-hosts",
+        metavar="NAMES",
+        help="comma-separated names the HTTP server answers to besides its listen address "
+        "(the Host header; .example.com: every name under it; *: any) (env "
+        "STATEWRIGHT_HTTP_ALLOWED_HOSTS; default: the listen address, and localhost when it "
+        "is a loopback or every address)",
+    )
+    parser.add_argument(
         "--clock-offset",
         help="for tests: run the server's clock this far ahead of the machine's, e.g. 48h "
         "(env STATEWRIGHT_CLOCK_OFFSET, default 0)",
@@ -239,6 +250,13 @@ def add_security_arguments(
         ("--max-list-items", "MAX_LIST_ITEMS", "N", lim.list_items, "items of one list in a value"),
         ("--max-map-keys", "MAX_MAP_KEYS", "N", lim.map_keys, "keys of one map in a value"),
         ("--max-watches", "MAX_WATCHES", "N", lim.watches_per_caller, "open watches per caller"),
+        (
+            "--max-watches-total",
+            "MAX_WATCHES_TOTAL",
+            "N",
+            lim.watches_total,
+            "open watches of all callers",
+        ),
         ("--rate-burst", "RATE_BURST", "N", lim.burst, "requests a caller may send at once"),
     ):
         parser.add_argument(
@@ -315,6 +333,7 @@ def _limits_setting(pick: Callable[[str, str], str | None], base: Limits) -> Lim
         ("max_list_items", "STATEWRIGHT_MAX_LIST_ITEMS", "list_items"),
         ("max_map_keys", "STATEWRIGHT_MAX_MAP_KEYS", "map_keys"),
         ("max_watches", "STATEWRIGHT_MAX_WATCHES", "watches_per_caller"),
+        ("max_watches_total", "STATEWRIGHT_MAX_WATCHES_TOTAL", "watches_total"),
         ("rate_burst", "STATEWRIGHT_RATE_BURST", "burst"),
     ):
         text = pick(name, var)
@@ -413,6 +432,11 @@ def _observability_settings(
         http_listen = ""
     if http_listen:
         parse_listen(http_listen)
+    allowed_text = pick("http_allowed_hosts", "STATEWRIGHT_HTTP_ALLOWED_HOSTS", "")
+    allowed = tuple(n.strip() for n in allowed_text.split(",") if n.strip())
+    for name in allowed:
+        if any(c.isspace() or c in "/@" for c in name):
+            raise ConfigError(f"--http-allowed-hosts takes host names; got {name!r}")
     stall_text = pick(
         "liveness_stall", "STATEWRIGHT_LIVENESS_STALL", str(base.liveness_stall_seconds)
     )
@@ -445,6 +469,7 @@ def _observability_settings(
         "log_format": log_format,
         "metrics_listen": metrics_listen or None,
         "http_listen": http_listen or None,
+        "http_allowed_hosts": allowed or base.http_allowed_hosts,
         "liveness_stall_seconds": stall,
         "clock_offset_seconds": offset,
         "retention_seconds": retention,

@@ -8,6 +8,7 @@ three. A bottom module, so that any layer may read the call it serves.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from contextvars import ContextVar
 from typing import Final
 
@@ -16,6 +17,10 @@ ANONYMOUS: Final = "anonymous"
 CALLER: ContextVar[str | None] = ContextVar("statewright_actor", default=None)
 WORKFLOW_ID: ContextVar[str | None] = ContextVar("statewright_workflow_id", default=None)
 RPC_METHOD: ContextVar[str | None] = ContextVar("statewright_rpc_method", default=None)
+# Which definition names the caller's grants reach; None: all of them.
+_DEFINITIONS: ContextVar[Callable[[str], bool] | None] = ContextVar(
+    "statewright_definition_scope", default=None
+)
 
 
 def current_actor() -> str:
@@ -31,3 +36,14 @@ def calling() -> str | None:
 def set_actor(name: str) -> None:
     """For the rest of the calling task."""
     CALLER.set(name)
+
+
+def set_definition_scope(reaches: Callable[[str], bool] | None) -> None:
+    """For the rest of the calling task: the definitions the caller may know of (None: all),
+    so that an answer names no other (a "did you mean" suggestion)."""
+    _DEFINITIONS.set(reaches)
+
+
+def may_know_definition(name: str) -> bool:
+    reaches = _DEFINITIONS.get()
+    return reaches is None or reaches(name)

@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
 
+from google.protobuf import descriptor_pool, message_factory
+from google.protobuf.message import Message
 from grpc_health.v1 import health_pb2
 from grpc_health.v1._async import HealthServicer
 
@@ -26,11 +28,40 @@ SERVING: Final = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING: Final = health_pb2.HealthCheckResponse.NOT_SERVING
 
 
+# The typing stubs of grpcio-health-checking predate List: its answer's class is found
+# through the descriptor the real module carries.
+_LIST_RESPONSE = message_factory.GetMessageClass(
+    descriptor_pool.Default().FindMessageTypeByName("grpc.health.v1.HealthListResponse")
+)
+
+
+class ListingHealthServicer(HealthServicer):
+    """grpcio-health-checking's asyncio servicer, with ``List``: its base class answers
+    List with UNIMPLEMENTED and an error logged with a traceback."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._statuses: dict[str, int] = {OVERALL: SERVING}
+
+    async def set(self, service: str, status: int) -> None:
+        self._statuses[service] = status
+        await super().set(service, status)
+
+    async def List(self, request: Message, context: Any) -> Message:
+        """Every service's status: a snapshot, as the protocol allows."""
+        return _LIST_RESPONSE(
+            statuses={
+                service: health_pb2.HealthCheckResponse(status=status)
+                for service, status in self._statuses.items()
+            }
+        )
+
+
 class Health:
     """Owns the health servicer and the transitions between serving statuses."""
 
     def __init__(self) -> None:
-        self.servicer = HealthServicer()
+        self.servicer = ListingHealthServicer()
         self._draining = False
 
     async def starting(self) -> None:

@@ -97,6 +97,7 @@ def config_from_env(text: str) -> ServerConfig:
         value = values.get(name)
         values[name] = Path(value) if value else None
     values["limits"] = Limits(**values["limits"])
+    values["http_allowed_hosts"] = tuple(values.get("http_allowed_hosts", ()))
     return ServerConfig(**values)
 
 

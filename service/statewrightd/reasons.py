@@ -103,6 +103,8 @@ class Reason(enum.StrEnum):
     # -- Only the HTTP API gives these, about HTTP requests gRPC cannot receive.
     CROSS_ORIGIN = "CROSS_ORIGIN"  # a request from a page of another origin
     ENDPOINT_NOT_FOUND = "ENDPOINT_NOT_FOUND"  # a path that is no endpoint of the API
+    # a Host header that names neither the listen address nor an allowed host
+    HOST_NOT_ALLOWED = "HOST_NOT_ALLOWED"
     METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"  # an HTTP method the path does not answer
     REQUEST_TOO_LARGE = "REQUEST_TOO_LARGE"  # a request body larger than the server accepts
     # an action's body not sent as application/json

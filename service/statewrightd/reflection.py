@@ -6,11 +6,18 @@ pool does: the pool knows messages, fields, enums and services, but not a method
 enum, which is what ``grpcurl describe`` asks for. This servicer answers both versions (their
 messages are the same on the wire, only the package differs) from one implementation,
 and resolves any symbol that names a member of a descriptor the pool knows.
+
+The generated modules compile their files without source info, so a pool knows no
+comments; ``make generate`` also writes the same files with their comments
+(``statewright/v1/descriptors.binpb``), and the files served carry those comments, which
+``grpcurl describe`` prints above each service, method, message and field.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable, Sequence
+import logging
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from importlib import resources
 from typing import Any
 
 import grpc
@@ -18,6 +25,8 @@ from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import FileDescriptor
 from google.rpc import error_details_pb2, status_pb2
 from grpc_reflection.v1alpha import reflection_pb2 as pb
+
+_log = logging.getLogger(__name__)
 
 V1ALPHA = "grpc.reflection.v1alpha.ServerReflection"
 V1 = "grpc.reflection.v1.ServerReflection"
@@ -83,8 +92,38 @@ def file_containing_symbol(pool: Pool, symbol: str) -> FileDescriptor:
         return pool.FindFileContainingSymbol(parent)
 
 
-def _with_dependencies(file: FileDescriptor) -> list[bytes]:
-    """The file first, then everything it imports, each once, as serialized protos."""
+Comments = Mapping[str, descriptor_pb2.SourceCodeInfo]
+
+
+def source_info(pool: Pool, package: str = "statewright.v1") -> Comments:
+    """Each file's comments from ``package``'s descriptor set, by file name: only for a
+    file the set describes exactly as ``pool`` does (a stale set would point comments at
+    the wrong elements)."""
+    try:
+        data = (resources.files(package) / "descriptors.binpb").read_bytes()
+    except OSError:
+        _log.warning("%s has no descriptors.binpb: reflection serves no comments", package)
+        return {}
+    found: dict[str, descriptor_pb2.SourceCodeInfo] = {}
+    for file in descriptor_pb2.FileDescriptorSet.FromString(data).file:
+        info = descriptor_pb2.SourceCodeInfo()
+        info.CopyFrom(file.source_code_info)
+        file.ClearField("source_code_info")
+        pooled = descriptor_pb2.FileDescriptorProto()
+        try:
+            pool.FindFileByName(file.name).CopyToProto(pooled)
+        except KeyError:
+            continue
+        if pooled == file:
+            found[file.name] = info
+        else:
+            _log.warning("%s differs from the served API: served without comments", file.name)
+    return found
+
+
+def _with_dependencies(file: FileDescriptor, comments: Comments) -> list[bytes]:
+    """The file first, then everything it imports, each once, as serialized protos, with
+    the comments known for them."""
     seen: dict[str, FileDescriptor] = {}
     stack = [file]
     while stack:
@@ -97,6 +136,9 @@ def _with_dependencies(file: FileDescriptor) -> list[bytes]:
     for descriptor in seen.values():
         proto = descriptor_pb2.FileDescriptorProto()
         descriptor.CopyToProto(proto)
+        info = comments.get(descriptor.name)
+        if info is not None:
+            proto.source_code_info.CopyFrom(info)
         out.append(proto.SerializeToString())
     return out
 
@@ -107,6 +149,7 @@ class Reflection:
     def __init__(self, services: Iterable[str], pool: Pool | None = None) -> None:
         self._pool = pool if pool is not None else descriptor_pool.Default()
         _add_v1_file(self._pool)
+        self._comments = source_info(self._pool)
         self._services = tuple(sorted({*services, V1, V1ALPHA}))
 
     def answer(self, request: pb.ServerReflectionRequest) -> pb.ServerReflectionResponse:
@@ -128,17 +171,23 @@ class Reflection:
                 pb.ServiceResponse(name=name) for name in self._services
             )
         elif asked == "file_by_filename":
-            files = _with_dependencies(pool.FindFileByName(request.file_by_filename))
+            files = _with_dependencies(
+                pool.FindFileByName(request.file_by_filename), self._comments
+            )
             response.file_descriptor_response.file_descriptor_proto.extend(files)
         elif asked == "file_containing_symbol":
             file = file_containing_symbol(pool, request.file_containing_symbol)
-            response.file_descriptor_response.file_descriptor_proto.extend(_with_dependencies(file))
+            response.file_descriptor_response.file_descriptor_proto.extend(
+                _with_dependencies(file, self._comments)
+            )
         elif asked == "file_containing_extension":
             wanted = request.file_containing_extension
             message = pool.FindMessageTypeByName(wanted.containing_type)
             extension = pool.FindExtensionByNumber(message, wanted.extension_number)
             response.file_descriptor_response.file_descriptor_proto.extend(
-                _with_dependencies(pool.FindFileContainingSymbol(extension.full_name))
+                _with_dependencies(
+                    pool.FindFileContainingSymbol(extension.full_name), self._comments
+                )
             )
         elif asked == "all_extension_numbers_of_type":
             message = pool.FindMessageTypeByName(request.all_extension_numbers_of_type)

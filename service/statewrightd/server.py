@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 
 import grpc
+from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health_pb2_grpc
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
@@ -88,7 +89,9 @@ class Server:
         self.gate = CallGate(
             self.app,
             authenticator,
-            CallerLimits(limits.rate, limits.burst, limits.watches_per_caller),
+            CallerLimits(
+                limits.rate, limits.burst, limits.watches_per_caller, limits.watches_total
+            ),
         )
         self._tls = (
             ReloadingCredentials(TlsFiles(config.tls_cert, config.tls_key, config.tls_client_ca))
@@ -97,9 +100,14 @@ class Server:
         )
         self.health_port: int | None = None
         self._health_grpc: grpc.aio.Server | None = None
+        # One servicer per service: the gRPC server and the HTTP API call the same handlers.
+        self._servicers: dict[ServiceDescriptor, object] = {
+            WORKFLOW_SERVICE: WorkflowServicer(self.app, self.door),
+            TASK_SERVICE: TaskServicer(self.app, self.door),
+        }
         # The web console: the same application, door and call gate as the gRPC API.
         self.console = (
-            Console(self.app, self.gate, self.door, config)
+            Console(self.app, self.gate, self.door, config, self._servicers)
             if config.http_listen is not None
             else None
         )
@@ -146,8 +154,8 @@ class Server:
         door = self.door
         self.observability.start(self.app.diagnostics, lambda: door.malformed)
         _install_test_hooks(self.app, asyncio.get_running_loop())
-        add_servicer(self._grpc, WORKFLOW_SERVICE, WorkflowServicer(self.app, self.door))
-        add_servicer(self._grpc, TASK_SERVICE, TaskServicer(self.app, self.door))
+        for service, servicer in self._servicers.items():
+            add_servicer(self._grpc, service, servicer)
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
         if self.config.reflection:
             enable_reflection(

@@ -59,7 +59,7 @@ def _every_read_says(client: Client, target: str, workflow_id: str, state: str) 
         (2, state),
     ]
     assert [t.to_state for t in steps[-1].transitions][-1] == FINISH
-    shown = json.loads(_cli(target, "get", f"workflows/{workflow_id}"))
+    shown = json.loads(_cli(target, "get", f"workflows/{workflow_id}", "-o", "json"))
     assert shown["state"] == state
     history = _cli(target, "history", f"workflows/{workflow_id}", "--format", "text")
     last = history.splitlines()[-1]

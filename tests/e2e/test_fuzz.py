@@ -10,15 +10,24 @@ Three kinds of input, each sent to every method:
 Every answer must carry a code of the documented set, and every error exactly one
 ErrorInfo in the service's domain. The module server (one per backend) then asserts at
 teardown that nothing was an unhandled error in its log.
+
+The same server's HTTP API gets the inputs an HTTP parser meets: bodies that are not UTF-8
+or not JSON, charsets that lie, digits that are digits only to Unicode, numbers past every
+integer type, query strings and headers past the parser's limits, requests that are not
+HTTP at all, and hypothesis-generated bodies and query strings for every route of the
+route table. Each must be answered below 500, an error with the API's JSON error body.
 """
 
 from __future__ import annotations
 
+import json
 import math
 import random
+import socket
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote, urlencode, urlsplit
 
 import grpc
 import pytest
@@ -30,8 +39,11 @@ from hypothesis import strategies as st
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
+from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.definitions import load_definition_file
 from tests.support.api import Client, error_info
+from tests.support.console import Http, console_url
+from tests.support.deployment import definitions_dir, running_server
 from tests.support.server import ServerProcess
 
 REPO = Path(__file__).resolve().parents[2]
@@ -109,6 +121,20 @@ class Caller:
             error_info(err)
             return False
         return True
+
+
+@pytest.fixture(scope="module")
+def module_server(
+    module_database_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    """The module's server (one per backend), with its HTTP API on too."""
+    root = tmp_path_factory.mktemp("server")
+    definitions = definitions_dir(root / "definitions")
+    args = ["--http-listen", "127.0.0.1:0"]
+    with running_server(module_database_url, definitions, cwd=root, extra_args=args) as server:
+        yield server
+    # Every failure the module provoked was an answered error, never an unhandled one.
+    assert "Traceback" not in server.log(), server.log()
 
 
 @pytest.fixture(scope="module")
@@ -308,6 +334,216 @@ def test_generated_messages(caller: Caller, live_ids: list[str], method: str) ->
     @given(_message(_method(method)[0].input_type, live_ids))
     def send(values: dict[str, Any]) -> None:
         caller.check(method, _build(cls, values).SerializeToString(), "generated")
+
+    send()
+
+
+# -- the HTTP API ---------------------------------------------------------------------------
+
+HTTP_ROUTES = RouteTable(routes([service for service, _ in SERVICES]))
+JSON_TYPE = {"Content-Type": "application/json"}
+
+
+@pytest.fixture(scope="module")
+def http(module_server: ServerProcess) -> Http:
+    return Http(console_url(module_server), timeout=20)
+
+
+def _answered(answer_status: int, body: Any, what: object) -> None:
+    """Below 500; an error is the API's JSON error body."""
+    TRIED["http"] = TRIED.get("http", 0) + 1
+    assert answer_status < 500, (what, answer_status, body)
+    if answer_status >= 400:
+        assert isinstance(body, dict), (what, answer_status, body)
+        assert set(body) >= {"code", "message", "reason", "metadata"}, (what, body)
+
+
+def _send(
+    http: Http,
+    method: str,
+    path: str,
+    body: bytes | None = None,
+    headers: dict[str, str] | None = None,
+) -> None:
+    headers = headers or {}
+    answer = http.request(method, path, body, headers=headers)
+    _answered(answer.status, answer.body, (method, path[:200], (body or b"")[:200], headers))
+
+
+def _raw(http: Http, request: bytes) -> tuple[int, Any]:
+    """``request`` as sent, on a connection of its own; the status and JSON body of the
+    answer (0 when the server closed without one)."""
+    url = urlsplit(http.base)
+    assert url.hostname is not None and url.port is not None
+    with socket.create_connection((url.hostname, url.port), timeout=20) as conn:
+        conn.sendall(request)
+        conn.shutdown(socket.SHUT_WR)
+        received = b""
+        while chunk := conn.recv(65536):
+            received += chunk
+    if not received:
+        return 0, None
+    head, _, payload = received.partition(b"\r\n\r\n")
+    status = int(head.split(b" ", 2)[1])
+    return status, json.loads(payload) if b"application/json" in head.lower() else payload
+
+
+def test_http_bodies_in_bad_encodings(http: Http) -> None:
+    start = "/api/v1/workflows"
+    valid = b'{"definition": "tally"}'
+    for body, content_type in (
+        (b'{"definition": "tally", "workflowId": "\xff\xfe"}', "application/json"),
+        (b'{"definition": "\xc3"}', "application/json; charset=utf-8"),
+        (valid, "application/json; charset=bogus"),
+        (valid, "application/json; charset=utf-16"),
+        (valid, "application/json; charset=latin-1"),
+        (valid.decode().encode("utf-16"), "application/json; charset=utf-16"),
+        (valid, "text/plain"),
+        (b"", "text/plain"),
+        (b"", "application/x-www-form-urlencoded"),
+        (b"definition=tally", "application/x-www-form-urlencoded"),
+        (valid, "multipart/form-data; boundary=x"),
+        (valid, "application/json; charset"),
+        (valid, ";;;"),
+        (b"[]", "application/json"),
+        (b"null", "application/json"),
+        (b'"x"', "application/json"),
+        (b'{"definition": "tally", "version": 1e999}', "application/json"),
+        (b'{"definition": "tally", "version": 99999999999999999999}', "application/json"),
+        (
+            b'{"definition": "tally", "input": ' + b"[" * 50_000 + b"]" * 50_000 + b"}",
+            "application/json",
+        ),
+        (b'{"definition": "tally", "input": {"x": NaN}}', "application/json"),
+        (b'{"definition": "tally", "definition": "tally"}', "application/json"),
+        (b"\x00" * 64, "application/json"),
+    ):
+        _send(http, "POST", start, body, {"Content-Type": content_type})
+    # No Content-Type at all, and a write with an empty body: refused, not applied.
+    _send(http, "POST", f"{start}/fuzz-absent/cancel", b"")
+    refused = http.request("POST", f"{start}/fuzz-absent/cancel", b"", headers={})
+    assert refused.error == ("INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE")
+
+
+def test_http_odd_digits_and_numbers(http: Http) -> None:
+    odd = [
+        "²",
+        "٣",
+        "\uff11",
+        "-1",
+        "0",
+        "1.5",
+        "1e3",
+        "9999999999999999999",
+        "9" * 40,
+        " 1",
+        "0x10",
+    ]
+    for text in odd:
+        token = quote(text)
+        _send(http, "GET", f"/api/v1/definitions/tally/versions/{token}")
+        _send(http, "GET", f"/api/v1/definitions?pageSize={token}")
+        _send(http, "GET", f"/api/v1/definitions?pageToken=o{token}")
+        _send(http, "GET", f"/api/v1/workflows?pageSize={token}&status={token}")
+        _send(http, "GET", f"/api/v1/tasks?pageSize={token}")
+        _send(http, "DELETE", f"/api/v1/workflows/fuzz-absent?expectedRevision={token}")
+        etag = quote(f'"fuzz-absent/{text}"')
+        _send(http, "DELETE", f"/api/v1/workflows/fuzz-absent?etag={etag}")
+        _send(http, "DELETE", f"/api/v1/workflows/fuzz-absent?force={token}")
+        _send(http, "GET", f"/api/v1/workflows/fuzz-absent/watch?afterRevision={token}")
+        body = json.dumps({"expectedRevision": text, "event": "tick"}).encode()
+        _send(http, "POST", "/api/v1/workflows/fuzz-absent/resume", body, JSON_TYPE)
+        for stream in ("/api/v1/workflows/fuzz-absent/watch", "/api/v1/diagnostics:watch"):
+            status, payload = _raw(
+                http,
+                f"GET {stream} HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: {text}\r\n"
+                "Connection: close\r\n\r\n".encode(),
+            )
+            if (
+                text.isascii()
+                and text.isdigit()
+                and int(text) < 2**63
+                and stream.endswith("s:watch")
+            ):
+                continue  # a fine id: the stream opened, and our shutdown ended it
+            _answered(status, payload, (stream, text))
+
+
+def test_http_inputs_past_the_parser_s_limits(http: Http) -> None:
+    for size in (8_000, 20_000, 100_000):
+        _send(http, "GET", "/api/v1/workflows?definition=" + "x" * size)
+        _send(http, "GET", "/api/v1/workflows/" + "x" * size)
+        _send(http, "GET", "/api/v1/definitions", None, {"X-Padding": "x" * size})
+        _send(http, "GET", "/api/v1/definitions", None, {"Authorization": "Bearer " + "x" * size})
+    for request in (
+        b"GET /api/v1/definitions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        + b"".join(b"X-%d: y\r\n" % n for n in range(300))
+        + b"\r\n",
+        b"GET /api/v1/definitions HTTP/1.1\r\nHost: 127.0.0.1\r\nBad Header: x\r\n\r\n",
+        b"GET /api/v1/definitions HTTP/1.1\r\nHost: \x00\xff\r\n\r\n",
+        b"POST /api/v1/workflows HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json"
+        b"\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n{}\r\n0\r\n\r\n",
+        b"POST /api/v1/workflows HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: -5\r\n\r\n",
+        b"POST /api/v1/workflows HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 10\r\n"
+        b"Content-Length: 2\r\n\r\n{}",
+        b"GET /api/v1/workflows/%ff HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /api/v1/workflows?definition=%ff%fe HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /api/v1/workflows/%zz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /api/v1/\xff\xfe HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"BREW /api/v1/workflows HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+        b"GET /api/v1/definitions HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n",
+        b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+        bytes(range(256)) * 4,
+    ):
+        status, payload = _raw(http, request)
+        if status:
+            _answered(status, payload, request[:120])
+
+
+def _route_path(route: Route, data: st.DataObject) -> str:
+    path = route.template.text
+    while "{" in path:
+        start, end = path.index("{"), path.index("}")
+        _, _, pattern = path[start + 1 : end].partition("=")
+        parts = [
+            quote(data.draw(st.one_of(st.just("fuzz-absent"), TEXT.filter(bool))), safe="")
+            if p == "*"
+            else p
+            for p in (pattern or "*").split("/")
+        ]
+        path = path[:start] + "/".join(parts) + path[end + 1 :]
+    return path
+
+
+@pytest.mark.parametrize(
+    "route", list(HTTP_ROUTES), ids=lambda r: f"{r.http_method} {r.template.text}"
+)
+def test_http_generated_requests(http: Http, route: Route) -> None:
+    @settings(
+        max_examples=EXAMPLES // 4,
+        deadline=None,
+        derandomize=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+    )
+    @given(st.data())
+    def send(data: st.DataObject) -> None:
+        path = _route_path(route, data)
+        fields = data.draw(st.dictionaries(TEXT, st.one_of(ODD_TEXT, NUMBERS.map(str)), max_size=4))
+        body = None
+        if route.body:
+            value = data.draw(st.one_of(JSON, st.dictionaries(TEXT, JSON, max_size=6)))
+            body = json.dumps(value, allow_nan=True).encode()
+        elif fields:
+            path += "?" + urlencode(fields)
+        if route.streaming:
+            status, payload = _raw(
+                http,
+                f"GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n".encode(),
+            )
+            if status != 200:
+                _answered(status, payload, path)
+            return
+        _send(http, route.http_method, path, body, JSON_TYPE if body is not None else None)
 
     send()
 

@@ -145,14 +145,16 @@ def test_describe_a_service_a_method_and_a_message(grpcurl: Path, server: Server
     assert f"{SERVICE} is a service:" in service
     assert (
         "rpc WatchWorkflow ( .statewright.v1.WatchWorkflowRequest ) returns "
-        "( stream .statewright.v1.WatchWorkflowResponse );"
+        "( stream .statewright.v1.WatchWorkflowResponse )"
     ) in service
+    # Each RPC shows its HTTP route, the google.api.http annotation.
+    assert 'get: "/api/v1/{name=workflows/*}/watch"' in service
 
     method = _run(grpcurl, server, "describe", f"{SERVICE}.StartWorkflow")
     assert f"{SERVICE}.StartWorkflow is a method:" in method
     assert (
         "rpc StartWorkflow ( .statewright.v1.StartWorkflowRequest ) returns "
-        "( .statewright.v1.StartWorkflowResponse );"
+        "( .statewright.v1.StartWorkflowResponse )"
     ) in method
 
     message = _run(grpcurl, server, "describe", "statewright.v1.StartWorkflowRequest")
@@ -163,6 +165,41 @@ def test_describe_a_service_a_method_and_a_message(grpcurl: Path, server: Server
 
     value = _run(grpcurl, server, "describe", "statewright.v1.IfExistsPolicy.IF_EXISTS_POLICY_FAIL")
     assert "is an enum value:" in value and "IF_EXISTS_POLICY_FAIL = 1;" in value
+
+
+def _comment_above(proto: str, line: str) -> str:
+    """The comment the proto file has right above ``line``, as grpcurl prints it."""
+    lines = (REPO / "proto/statewright/v1" / proto).read_text(encoding="utf-8").splitlines()
+    at = next(i for i, text in enumerate(lines) if text.strip().startswith(line))
+    above: list[str] = []
+    while lines[at - 1].strip().startswith("//"):
+        at -= 1
+        above.insert(0, lines[at].strip())
+    assert above, f"{proto} has no comment above {line}"
+    return "\n".join(above)
+
+
+def test_describe_shows_the_protos_comments(grpcurl: Path, server: ServerProcess) -> None:
+    service = _run(grpcurl, server, "describe", SERVICE)
+    assert _comment_above("workflow_service.proto", "service WorkflowService") in service
+    method = _run(grpcurl, server, "describe", f"{SERVICE}.StartWorkflow")
+    assert _comment_above("workflow_service.proto", "rpc StartWorkflow(") in method
+    message = _run(grpcurl, server, "describe", "statewright.v1.Workflow")
+    assert _comment_above("workflow.proto", "message Workflow {") in message
+    tasks = _run(grpcurl, server, "describe", f"{TASK_SERVICE}.PollTasks")
+    assert _comment_above("task_service.proto", "rpc PollTasks(") in tasks
+
+
+def test_health_list_answers_every_service(grpcurl: Path, server: ServerProcess) -> None:
+    listed = json.loads(_run(grpcurl, server, "grpc.health.v1.Health/List"))
+    statuses = {name: value["status"] for name, value in listed["statuses"].items()}
+    assert statuses == {
+        "": "SERVING",
+        SERVICE: "SERVING",
+        TASK_SERVICE: "SERVING",
+        "liveness": "SERVING",
+        "readiness": "SERVING",
+    }
 
 
 def test_every_symbol_resolves(grpcurl: Path, server: ServerProcess) -> None:

@@ -98,3 +98,14 @@ def test_the_worker_example_charges_ships_and_declines(
         worker.send_signal(signal.SIGINT)
         output = worker.communicate(timeout=30)[0]
     assert worker.returncode == 0, output
+    # It says what it works: each task as it starts and as it ends, at INFO.
+    shipped_id, declined_id = ids
+    for line in (
+        f"task workflows/{shipped_id}/tasks/1 (queue payments, attempt 1): working",
+        f"task workflows/{shipped_id}/tasks/1 (queue payments): completed in ",
+        f"task workflows/{shipped_id}/tasks/2 (queue shipping, attempt 1): working",
+        f"task workflows/{shipped_id}/tasks/2 (queue shipping): completed in ",
+        f"task workflows/{declined_id}/tasks/1 (queue payments, attempt 1): working",
+        f"task workflows/{declined_id}/tasks/1 attempt 1 failed: TaskFailure('CARD_DECLINED'",
+    ):
+        assert line in output, output

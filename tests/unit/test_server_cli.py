@@ -6,7 +6,7 @@ import argparse
 
 import pytest
 
-from statewrightd.cli import DEV_DEFAULTS, build_parser
+from statewrightd.cli import DEV_DEFAULTS, build_parser, main
 from statewrightd.config import ServerConfig, config_from
 
 
@@ -64,3 +64,10 @@ def test_top_level_help_has_no_markup(capsys: pytest.CaptureFixture[str]) -> Non
     assert "``" not in text and ":class:" not in text
     for command in ("serve", "dev", "validate", "graph", "migrate"):
         assert command in text
+
+
+def test_version_names_the_server(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0
+    assert capsys.readouterr().out == "statewrightd 0.1.0 (API statewright.v1)\n"

@@ -208,7 +208,7 @@ def list_request(
         definition=definition or "", page_size=page_size or 0, page_token=page_token
     )
     if status is not None:
-        request.status = WorkflowStatus(str(status).upper()).to_proto()
+        request.status = WorkflowStatus.parse(status).to_proto()
     return request
 
 

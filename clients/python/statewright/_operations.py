@@ -423,7 +423,7 @@ class Operations:
             page_size=page_size or 0,
         )
         if status is not None:
-            name = TaskStatus(str(status).upper()).value
+            name = TaskStatus.parse(status).value
             request.status = task_pb2.TaskStatus.Value("TASK_STATUS_" + name)
         token: str | None = ""
         while token is not None:

@@ -1,4 +1,5 @@
-"""What the command-line tool shows a person: diagnostics as plain JSON, steps as lines.
+"""What the command-line tool shows a person: diagnostics as plain JSON, steps as lines,
+instances and histories as tables.
 
 Diagnostics are protobuf messages whose proto3 JSON form is made for machines (int64 as
 strings, prefixed enum names, durations as ``"0.000026236s"``). ``message_dict`` walks the
@@ -8,7 +9,9 @@ without changing this module.
 
 from __future__ import annotations
 
+import json
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 from google.protobuf import duration_pb2, timestamp_pb2
@@ -18,7 +21,16 @@ from google.rpc import status_pb2
 from statewright.models import Transition, WatchEvent, WatchEventType, Workflow, status_error
 from statewright.values import JSONObject, JSONValue
 
-__all__ = ["duration_text", "history_step", "message_dict", "step_line", "time_text"]
+__all__ = [
+    "duration_text",
+    "history_step",
+    "history_table",
+    "message_dict",
+    "step_line",
+    "time_text",
+    "workflow_table",
+    "workflows_table",
+]
 
 _UPPER = re.compile(r"(?<!^)(?=[A-Z])")
 
@@ -157,3 +169,93 @@ def history_step(event: WatchEvent) -> JSONObject:
         "context": workflow["context"],
         "error": workflow["error"],
     }
+
+
+# -- tables: what get, list and history print unless asked for JSON ---------------------------
+
+
+def _columns(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
+    """Left-aligned columns two spaces apart; the last one is not padded."""
+    widths = [max(len(row[i]) for row in [header, *rows]) for i in range(len(header) - 1)]
+    lines = []
+    for row in [header, *rows]:
+        cells = [cell.ljust(width) for cell, width in zip(row, widths, strict=False)]
+        lines.append("  ".join([*cells, row[-1]]).rstrip())
+    return "\n".join(lines)
+
+
+def _short_time(value: datetime | None) -> str:
+    """To the second, in UTC: a table's column, where milliseconds are noise."""
+    if value is None:
+        return "-"
+    return value.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%SZ")
+
+
+def _json_text(value: JSONValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def workflow_table(workflow: Workflow) -> str:
+    """One instance as ``field: value`` lines, its context last, one field a line."""
+    rows: list[tuple[str, str]] = [
+        ("name", workflow.name),
+        ("definition", f"{workflow.definition} v{workflow.version}"),
+        ("status", workflow.status.value),
+        ("state", workflow.state),
+        ("revision", str(workflow.revision)),
+        ("accepts", ", ".join(workflow.accepted_events) or "-"),
+        ("created", _short_time(workflow.create_time)),
+        ("updated", _short_time(workflow.update_time)),
+    ]
+    if workflow.error is not None:
+        error = workflow.error
+        rows.append(("error", f"{error.code.name} {error.reason}: {error.message}".strip()))
+    timers = [
+        f"-> {t.target_state} at {_short_time(t.due_time)} (after {t.after})"
+        for t in workflow.timers
+    ]
+    rows.append(("timers", "; ".join(timers) or "none"))
+    task = workflow.pending_task
+    if task is not None:
+        where = f"queue {task.queue}, {task.status.value}, attempt {task.attempt}"
+        rows.append(("task", f"{task.name}: {where}"))
+    width = max(len(key) for key, _ in rows) + 1
+    lines = [f"{key + ':':<{width}}  {value}" for key, value in rows]
+    lines.append("context:" if workflow.context else "context:".ljust(width) + "  {}")
+    # By name: a Struct keeps no order of its own.
+    lines += [f"  {key}: {_json_text(workflow.context[key])}" for key in sorted(workflow.context)]
+    return "\n".join(lines)
+
+
+def workflows_table(workflows: list[Workflow]) -> str:
+    """One instance a row."""
+    if not workflows:
+        return "no workflows"
+    rows = [
+        (
+            w.workflow_id,
+            f"{w.definition} v{w.version}",
+            w.status.value,
+            w.state,
+            str(w.revision),
+            _short_time(w.update_time),
+        )
+        for w in workflows
+    ]
+    return _columns(("WORKFLOW", "DEFINITION", "STATUS", "STATE", "REV", "UPDATED"), rows)
+
+
+def history_table(steps: list[WatchEvent]) -> str:
+    """One saved step a row: what caused it, what it did, where it left the instance."""
+    rows = [
+        (
+            str(step.revision),
+            _short_time(step.workflow.update_time),
+            step.event or ("(start)" if step.revision == 1 else "(step)"),
+            _chain(step.transitions) or "-",
+            step.workflow.status.value,
+            step.workflow.state,
+        )
+        for step in steps
+    ]
+    return _columns(("REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE"), rows)

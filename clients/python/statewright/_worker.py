@@ -260,6 +260,7 @@ class Attempt:
         self.dropped = False
         self.next_beat = next_heartbeat(time.monotonic(), task.lease_expire_time)
         self.backoff = backoff()
+        self.started = time.monotonic()
 
     def cancel(self) -> None:
         self.dropped = True
@@ -526,6 +527,8 @@ class WorkerCore(ABC, Generic[_Client]):
                 # Leased by a poll that raced the stop: hand it straight back.
                 yield from self._release(attempt)
                 return
+            task = attempt.task
+            log.info("task %s (queue %s, attempt %d): working", task.name, task.queue, task.attempt)
             attempt.handle = self._launch(attempt)
             while attempt.outcome is None:
                 if self._grace_over:
@@ -576,7 +579,7 @@ class WorkerCore(ABC, Generic[_Client]):
         failure = _failure_of_run(run)
         if failure is None:
             result = run.result()
-            yield from self._deliver(
+            delivered = yield from self._deliver(
                 attempt,
                 "completion",
                 lambda: Operations.complete_task(
@@ -588,6 +591,9 @@ class WorkerCore(ABC, Generic[_Client]):
                 ),
                 retry=True,
             )
+            if delivered:
+                took = (time.monotonic() - attempt.started) * 1000
+                log.info("task %s (queue %s): completed in %.0f ms", task.name, task.queue, took)
             return
         error = None if run.cancelled() else run.exception()
         if error is not None and not isinstance(error, TaskFailure):
@@ -637,27 +643,27 @@ class WorkerCore(ABC, Generic[_Client]):
         call: Callable[[], Generator[Effect, Any, Any]],
         *,
         retry: bool,
-    ) -> WorkerPlan:
+    ) -> Generator[Effect | Wait, Any, bool]:
         """Makes ``call`` (a completion, failure or release), retrying with backoff while
         the server is unavailable; idempotent by lease and request id. After the grace
-        period a failed call is not tried again."""
+        period a failed call is not tried again. True if the call was made."""
         task = attempt.task
         policy = backoff()
         while True:
             try:
                 yield from call()
-                return
+                return True
             except StatewrightError as exc:
                 judged = verdict(exc)
                 if judged is Verdict.DROP:
                     log.info("%s of %s dropped: %s", what, task.name, exc)
-                    return
+                    return False
                 if judged is Verdict.RETRY and retry and not self._grace_over:
                     log.warning("%s of %s failed, retrying: %s", what, task.name, exc)
                     yield Wait(attempt.bell, pause(policy, exc))
                     continue
                 log.error("%s of %s failed, giving up: %s", what, task.name, exc)
-                return
+                return False
 
 
 def _failure_of_run(run: Settled) -> TaskFailure | None:

@@ -1,26 +1,34 @@
-"""statewright: the command-line client, printing JSON.
+"""statewright: the command-line client.
 
     statewright start mail-approval --input '{"topic": "launch"}'
     statewright resume workflows/ID --event approve
-    statewright history workflows/ID --format text    # every step so far, one per line
+    statewright get workflows/ID                      # a readable table; -o json for JSON
+    statewright list --status waiting                 # one instance a row
+    statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
 
-Every command prints one JSON document on stdout (watch prints one per line; history and
-watch print readable lines with --format text). A failed call prints {"error": {...}}
-with the code, ErrorInfo reason and metadata on stderr and exits with status 1; a usage
-error exits with status 2.
+``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
+``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
+step with ``-o text``. The other commands print one JSON document. A failed call prints
+its code, ErrorInfo reason and message on stderr (as ``{"error": {...}}`` where the output
+is JSON) and exits with status 1; a server that cannot be reached is one line saying so,
+status 1; a usage error exits with status 2.
 
-The connection comes from --address, --tls, --tls-ca, --tls-cert, --tls-key and --token,
-or from the variables the client library reads: STATEWRIGHT_ADDRESS (or STATEWRIGHT_TARGET),
-STATEWRIGHT_TLS_CA, STATEWRIGHT_TLS_CERT, STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN.
+The connection comes from --address, --tls, --tls-ca, --tls-cert, --tls-key, --token,
+--insecure and --timeout, before or after the command, or from the variables the client
+library reads: STATEWRIGHT_ADDRESS (or STATEWRIGHT_TARGET), STATEWRIGHT_TLS_CA,
+STATEWRIGHT_TLS_CERT, STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from importlib import metadata
 from typing import TextIO
 
 from google.protobuf.message import Message
@@ -28,12 +36,21 @@ from google.protobuf.message import Message
 from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
-from statewright.models import WatchEvent, WorkflowStatus
+from statewright.models import StepResult, WatchEvent, Workflow, WorkflowStatus
 from statewright.values import JSONObject, JSONValue
 
 __all__ = ["main"]
 
-Handler = Callable[[Client, argparse.Namespace, TextIO], None]
+TABLE, JSON, TEXT = "table", "json", "text"
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """A subcommand: what it runs, the output forms it has, and its default form."""
+
+    run: Callable[[Client, argparse.Namespace, TextIO, str], None]
+    forms: tuple[str, ...] = (JSON,)
+    default: str = JSON
 
 
 def _json_object(text: str) -> JSONObject:
@@ -54,7 +71,19 @@ def _emit(out: TextIO, value: JSONValue, *, compact: bool) -> None:
     out.flush()
 
 
-def _start(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _print(out: TextIO, text: str) -> None:
+    out.write(text + "\n")
+    out.flush()
+
+
+def _step(out: TextIO, result: StepResult, args: argparse.Namespace, form: str) -> None:
+    if form == TABLE:
+        _print(out, _render.workflow_table(result.workflow))
+        return
+    _emit(out, result.to_dict(), compact=args.compact)
+
+
+def _start(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     result = client.start(
         args.definition,
         args.input,
@@ -63,10 +92,10 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO) -> None:
         request_id=args.request_id,
         if_exists=args.if_exists,
     )
-    _emit(out, result.to_dict(), compact=args.compact)
+    _step(out, result, args, form)
 
 
-def _resume(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _resume(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     result = client.resume(
         args.name,
         args.event,
@@ -74,60 +103,78 @@ def _resume(client: Client, args: argparse.Namespace, out: TextIO) -> None:
         expected_revision=args.expected_revision,
         request_id=args.request_id,
     )
-    _emit(out, result.to_dict(), compact=args.compact)
+    _step(out, result, args, form)
 
 
-def _signal(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _signal(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     result = client.signal(args.name, args.event, args.payload, request_id=args.request_id)
+    if form == TABLE:
+        reason = result.reason.value if result.reason is not None else "no reason given"
+        accepted = "accepted" if result.accepted else f"not accepted: {reason}"
+        _print(out, f"signal {args.event}: {accepted}")
+        _print(out, _render.workflow_table(result.workflow))
+        return
     _emit(out, result.to_dict(), compact=args.compact)
 
 
-def _get(client: Client, args: argparse.Namespace, out: TextIO) -> None:
-    _emit(out, client.get(args.name).to_dict(), compact=args.compact)
+def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    workflow = client.get(args.name)
+    if form == TABLE:
+        _print(out, _render.workflow_table(workflow))
+    else:
+        _emit(out, workflow.to_dict(), compact=args.compact)
 
 
-def _list(client: Client, args: argparse.Namespace, out: TextIO) -> None:
-    items: list[JSONValue] = []
+def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    found: list[Workflow] = []
     for workflow in client.list(
         definition=args.definition, status=args.status, page_size=args.page_size
     ):
-        if args.limit is not None and len(items) >= args.limit:
+        if args.limit is not None and len(found) >= args.limit:
             break
-        items.append(workflow.to_dict())
-    _emit(out, items, compact=args.compact)
+        found.append(workflow)
+    if form == TABLE:
+        _print(out, _render.workflows_table(found))
+    else:
+        items: list[JSONValue] = [w.to_dict() for w in found]
+        _emit(out, items, compact=args.compact)
 
 
-def _cancel(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _cancel(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     workflow = client.cancel(
         args.name,
         args.reason,
         expected_revision=args.expected_revision,
         request_id=args.request_id,
     )
-    _emit(out, workflow.to_dict(), compact=args.compact)
+    if form == TABLE:
+        _print(out, _render.workflow_table(workflow))
+    else:
+        _emit(out, workflow.to_dict(), compact=args.compact)
 
 
-def _watch(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _watch(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     # One line per revision: a consumer can act on each as it arrives.
     for event in client.watch(args.name, after_revision=args.after_revision):
-        _emit_event(out, event, args.format)
+        _emit_event(out, event, form)
 
 
 def _emit_event(out: TextIO, event: WatchEvent, form: str) -> None:
-    if form == "text":
-        out.write(_render.step_line(event) + "\n")
-        out.flush()
+    if form == TEXT:
+        _print(out, _render.step_line(event))
     else:
         _emit(out, event.to_dict(), compact=True)
 
 
-def _history(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _history(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     steps = _history_events(client, args.name)
-    if args.format == "text":
+    if form == TEXT:
         for event in steps:
-            _emit_event(out, event, "text")
-        return
-    _emit(out, [_render.history_step(e) for e in steps], compact=args.compact)
+            _emit_event(out, event, TEXT)
+    elif form == TABLE:
+        _print(out, _render.history_table(list(steps)))
+    else:
+        _emit(out, [_render.history_step(e) for e in steps], compact=args.compact)
 
 
 def _history_events(client: Client, name: str) -> Iterator[WatchEvent]:
@@ -148,12 +195,12 @@ def _history_events(client: Client, name: str) -> Iterator[WatchEvent]:
         watch.close()
 
 
-def _diagnostics(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _diagnostics(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     message: Message = client.workflow_diagnostics(args.name) if args.name else client.diagnostics()
     _emit(out, _render.message_dict(message), compact=args.compact)
 
 
-def _definitions(client: Client, args: argparse.Namespace, out: TextIO) -> None:
+def _definitions(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     if args.name:
         _emit(out, client.definition(args.name, args.version).to_dict(), compact=args.compact)
         return
@@ -163,101 +210,167 @@ def _definitions(client: Client, args: argparse.Namespace, out: TextIO) -> None:
 
 def _status(text: str) -> WorkflowStatus:
     try:
-        return WorkflowStatus(text.upper())
-    except ValueError:
-        choices = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
-        raise argparse.ArgumentTypeError(f"status must be one of {choices}") from None
+        return WorkflowStatus.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def version() -> str:
+    try:
+        number = metadata.version("statewright")
+    except metadata.PackageNotFoundError:
+        number = "unknown"  # run from a source tree that was never installed
+    return f"statewright {number} (Python client of the statewright.v1 API)"
+
+
+CONNECTION = ("--address", "--tls", "--tls-ca", "--tls-cert", "--tls-key", "--token",
+              "--insecure", "--timeout")  # fmt: skip
+OUTPUT = ("-o", "--json", "--compact")
+
+
+def _common_options(parser: argparse.ArgumentParser, *, shown: bool) -> None:
+    """The connection and output options. The main parser shows them, grouped; each
+    command takes them too (`statewright get ID --address X`) without repeating them in its
+    help, and with SUPPRESS defaults, so that only what was given overrides the main
+    parser's values."""
+
+    def default(value: object) -> object:
+        return value if shown else argparse.SUPPRESS
+
+    def text(help: str) -> str:
+        return help if shown else argparse.SUPPRESS
+
+    connection = parser.add_argument_group(
+        "connection options (before or after the command)" if shown else None
+    )
+    # Unset connection options stay None: the client reads the same variables as the
+    # library does, so the command line and a program connect alike.
+    connection.add_argument(
+        "--address",
+        "--target",
+        dest="target",
+        metavar="HOST:PORT",
+        default=default(None),
+        help=text(
+            f"server host:port (default: ${_security.ADDRESS_ENV}, else "
+            f"${_security.TARGET_ENV}, else {_security.DEFAULT_ADDRESS})"
+        ),
+    )
+    connection.add_argument(
+        "--tls",
+        action=argparse.BooleanOptionalAction,
+        default=default(None),
+        help=text(
+            "connect over TLS, verifying the server with the system's roots unless "
+            "--tls-ca; --no-tls: plaintext whatever the environment says (default: TLS when "
+            "a --tls-* option or STATEWRIGHT_TLS_* variable is set)"
+        ),
+    )
+    connection.add_argument(
+        "--tls-ca",
+        metavar="FILE",
+        default=default(None),
+        help=text(
+            f"PEM file of the CA that signed the server's certificate "
+            f"(default: ${_security.TLS_CA_ENV}; turns TLS on)"
+        ),
+    )
+    connection.add_argument(
+        "--tls-cert",
+        metavar="FILE",
+        default=default(None),
+        help=text(
+            f"PEM client certificate for mTLS, with --tls-key (default: ${_security.TLS_CERT_ENV})"
+        ),
+    )
+    connection.add_argument(
+        "--tls-key",
+        metavar="FILE",
+        default=default(None),
+        help=text(f"PEM private key of --tls-cert (default: ${_security.TLS_KEY_ENV})"),
+    )
+    connection.add_argument(
+        "--token",
+        metavar="TOKEN",
+        default=default(None),
+        help=text(
+            f"bearer token (an API key or a JWT) sent with every call (default: "
+            f"${_security.TOKEN_ENV}, the safer way: a command line is visible to others)"
+        ),
+    )
+    connection.add_argument(
+        "--insecure",
+        action="store_true",
+        default=default(False),
+        help=text(
+            "allow the token over plaintext to a host other than this one "
+            "(refused otherwise); it does not turn off certificate checks"
+        ),
+    )
+    connection.add_argument(
+        "--timeout",
+        metavar="SECONDS",
+        type=float,
+        default=default(None),
+        help=text(
+            "deadline of each unary call in seconds (default: 10 for reads, 30 for "
+            "start, resume, signal and cancel; watch has none)"
+        ),
+    )
+    output = parser.add_argument_group("output options" if shown else None)
+    output.add_argument(
+        "-o",
+        "--output",
+        choices=[TABLE, JSON, TEXT],
+        default=default(None),
+        help=text(
+            "table: readable columns (the default of get, list and history); json: JSON "
+            "(the default of the others); text: one line per step (history, watch)"
+        ),
+    )
+    output.add_argument(
+        "--json",
+        dest="output",
+        action="store_const",
+        const=JSON,
+        default=default(None),
+        help=text("the same as -o json"),
+    )
+    output.add_argument(
+        "--compact",
+        action="store_true",
+        default=default(False),
+        help=text("print JSON, each document on one line (watch always does)"),
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
-    # The connection options are accepted before or after the command name
-    # (`statewright --target X get ID` and `statewright get ID --target X`): subcommands
-    # take them with SUPPRESS defaults so they only override what was actually given.
-    def connection_options(parser: argparse.ArgumentParser, *, defaults: bool) -> None:
-        def default(value: object) -> object:
-            return value if defaults else argparse.SUPPRESS
-
-        # Unset connection options stay None: the client reads the same variables as the
-        # library does, so the command line and a program connect alike.
-        parser.add_argument(
-            "--address",
-            "--target",
-            dest="target",
-            metavar="HOST:PORT",
-            default=default(None),
-            help=f"server host:port (default: ${_security.ADDRESS_ENV}, else "
-            f"${_security.TARGET_ENV}, else {_security.DEFAULT_ADDRESS})",
-        )
-        parser.add_argument(
-            "--tls",
-            action=argparse.BooleanOptionalAction,
-            default=default(None),
-            help="connect over TLS, verifying the server with the system's roots unless "
-            "--tls-ca; --no-tls: plaintext whatever the environment says (default: TLS when "
-            "a --tls-* option or STATEWRIGHT_TLS_* variable is set)",
-        )
-        parser.add_argument(
-            "--tls-ca",
-            metavar="FILE",
-            default=default(None),
-            help=f"PEM file of the CA that signed the server's certificate "
-            f"(default: ${_security.TLS_CA_ENV}; turns TLS on)",
-        )
-        parser.add_argument(
-            "--tls-cert",
-            metavar="FILE",
-            default=default(None),
-            help=f"PEM client certificate for mTLS, with --tls-key "
-            f"(default: ${_security.TLS_CERT_ENV})",
-        )
-        parser.add_argument(
-            "--tls-key",
-            metavar="FILE",
-            default=default(None),
-            help=f"PEM private key of --tls-cert (default: ${_security.TLS_KEY_ENV})",
-        )
-        parser.add_argument(
-            "--token",
-            metavar="TOKEN",
-            default=default(None),
-            help=f"bearer token (an API key or a JWT) sent with every call (default: "
-            f"${_security.TOKEN_ENV}, the safer way: a command line is visible to others)",
-        )
-        parser.add_argument(
-            "--insecure",
-            action="store_true",
-            default=default(False),
-            help="allow the token over plaintext to a host other than this one "
-            "(refused otherwise); it does not turn off certificate checks",
-        )
-        parser.add_argument(
-            "--timeout",
-            metavar="SECONDS",
-            type=float,
-            default=default(None),
-            help="deadline of each unary call in seconds (default: 10 for reads, 30 for "
-            "start, resume, signal and cancel; watch has none)",
-        )
-        parser.add_argument(
-            "--compact",
-            action="store_true",
-            default=default(False),
-            help="print each JSON document on one line (watch always does)",
-        )
-
     parser = argparse.ArgumentParser(
         prog="statewright",
-        description="Command-line client for the Statewright service. Every command prints "
-        "JSON; 'statewright COMMAND --help' shows a command's options.",
+        description="Command-line client for the Statewright service. "
+        "'statewright COMMAND --help' shows a command's own options; the connection and "
+        "output options below go before or after the command.",
     )
-    connection_options(parser, defaults=True)
+    parser.add_argument("--version", action="version", version=version())
+    _common_options(parser, shown=True)
     common = argparse.ArgumentParser(add_help=False)
-    connection_options(common, defaults=False)
+    _common_options(common, shown=False)
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    epilog = (
+        f"The connection options ({', '.join(CONNECTION)}) and the output options "
+        f"({', '.join(OUTPUT)}) work here too: 'statewright --help' describes them."
+    )
 
-    def command(name: str, handler: Handler, help: str) -> argparse.ArgumentParser:
-        sub = commands.add_parser(name, help=help, description=help, parents=[common])
-        sub.set_defaults(handler=handler)
+    def command(name: str, spec: Command, help: str) -> argparse.ArgumentParser:
+        forms = ", ".join(f"{f} (default)" if f == spec.default else f for f in spec.forms)
+        sub = commands.add_parser(
+            name,
+            help=help,
+            description=f"{help[0].upper()}{help[1:]}. Output: {forms}.",
+            epilog=epilog,
+            parents=[common],
+        )
+        sub.set_defaults(command_spec=spec)
         return sub
 
     revision_help = (
@@ -267,8 +380,9 @@ def build_parser() -> argparse.ArgumentParser:
     request_help = (
         "idempotency key: a retry with the same key gets the first answer (default: generated)"
     )
+    stepped = Command(_start, (JSON, TABLE), JSON)
 
-    p = command("start", _start, "start an instance of a definition")
+    p = command("start", stepped, "start an instance of a definition")
     p.add_argument("definition", help="definition name, e.g. mail-approval")
     p.add_argument(
         "--input", type=_json_object, metavar="JSON", help="initial context as a JSON object"
@@ -283,7 +397,7 @@ def build_parser() -> argparse.ArgumentParser:
         "with created false (default: fail)",
     )
 
-    p = command("resume", _resume, "fire an event on a WAITING instance")
+    p = command("resume", Command(_resume, (JSON, TABLE)), "fire an event on a WAITING instance")
     p.add_argument("name", help="workflows/ID or ID")
     p.add_argument("--event", help="event to fire (default: the wait state's first event)")
     p.add_argument(
@@ -295,7 +409,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 
-    p = command("signal", _signal, "deliver an event to a RUNNING instance")
+    p = command("signal", Command(_signal, (JSON, TABLE)), "deliver an event to a RUNNING instance")
     p.add_argument("name", help="workflows/ID or ID")
     p.add_argument("event", help="event to deliver, e.g. score")
     p.add_argument(
@@ -306,30 +420,35 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 
-    p = command("get", _get, "read one instance")
+    p = command("get", Command(_get, (TABLE, JSON), TABLE), "read one instance")
     p.add_argument("name", help="workflows/ID or ID")
 
-    p = command("list", _list, "list instances (all pages)")
+    p = command("list", Command(_list, (TABLE, JSON), TABLE), "list instances (all pages)")
     p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
     statuses = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
     p.add_argument(
         "--status",
         type=_status,
-        help=f"only instances with this status: {statuses} (any case; default: any)",
+        help=f"only instances with this status: {statuses} (any case, also as "
+        "WORKFLOW_STATUS_WAITING; default: any)",
     )
     p.add_argument(
         "--page-size", type=int, metavar="N", help="instances per request (default: server's, 50)"
     )
     p.add_argument("--limit", type=int, metavar="N", help="stop after this many instances")
 
-    p = command("cancel", _cancel, "cancel an instance that has not ended")
+    p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")
     p.add_argument("--reason", help="why, recorded with the cancellation")
     p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 
-    format_help = "json: one JSON object per line; text: one readable line each (default: json)"
-    p = command("watch", _watch, "follow an instance: every revision, live, until a terminal one")
+    format_help = "the same as -o: json (one JSON object a line) or text (one readable line a step)"
+    p = command(
+        "watch",
+        Command(_watch, (JSON, TEXT)),
+        "follow an instance: every revision, live, until a terminal one",
+    )
     p.add_argument("name", help="workflows/ID or ID")
     p.add_argument(
         "--after-revision",
@@ -337,25 +456,30 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="replay every revision after N first (default: start with the instance now)",
     )
-    p.add_argument("--format", choices=["json", "text"], default="json", help=format_help)
-
-    p = command("history", _history, "every saved step of an instance, with transitions and event")
-    p.add_argument("name", help="workflows/ID or ID")
     p.add_argument(
-        "--format",
-        choices=["json", "text"],
-        default="json",
-        help="json: one JSON array of steps; text: one readable line per step (default: json)",
+        "--format", dest="output", choices=[JSON, TEXT], default=argparse.SUPPRESS, help=format_help
     )
 
-    p = command("diagnostics", _diagnostics, "runtime diagnostics, or one instance's")
+    p = command(
+        "history",
+        Command(_history, (TABLE, JSON, TEXT), TABLE),
+        "every saved step of an instance, with transitions and event",
+    )
+    p.add_argument("name", help="workflows/ID or ID")
+    p.add_argument(
+        "--format", dest="output", choices=[JSON, TEXT], default=argparse.SUPPRESS, help=format_help
+    )
+
+    p = command("diagnostics", Command(_diagnostics), "runtime diagnostics, or one instance's")
     p.add_argument(
         "name",
         nargs="?",
         help="workflows/ID or ID for one instance's diagnostics (default: the server's)",
     )
 
-    p = command("definitions", _definitions, "list definitions, or show one with its source")
+    p = command(
+        "definitions", Command(_definitions), "list definitions, or show one with its source"
+    )
     p.add_argument(
         "name",
         nargs="?",
@@ -367,13 +491,68 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _form(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:
+    spec: Command = args.command_spec
+    form = args.output or (JSON if args.compact else spec.default)
+    if form not in spec.forms:
+        parser.error(
+            f"{args.command} prints {' or '.join(spec.forms)}, not {form} (-o {spec.forms[0]})"
+        )
+    if args.compact and form != JSON:
+        parser.error(f"--compact prints JSON; -o {form} is not JSON")
+    return str(form)
+
+
+# How gRPC says why a connection failed, and how a person would.
+_CONNECT_FAILURES = (
+    (re.compile(r"connection refused", re.I), "connection refused"),
+    (re.compile(r"dns resolution failed|name or service not known", re.I), "no such host"),
+    (re.compile(r"ssl|tls|handshake|certificate", re.I), "the TLS handshake failed"),
+    (re.compile(r"timed? ?out|deadline", re.I), "no answer in time"),
+    (re.compile(r"network is unreachable|no route to host", re.I), "no route to the host"),
+)
+
+
+def _unreachable(exc: StatewrightError) -> str | None:
+    """One readable line for a call that never reached the server, or None for an answer."""
+    if exc.reason or exc.code.name not in ("UNAVAILABLE", "DEADLINE_EXCEEDED"):
+        return None  # the server answered: its ErrorInfo says why
+    raw = exc.message.lower()
+    if exc.code.name == "UNAVAILABLE" and not any(
+        word in raw for word in ("connect", "resolution", "ssl", "handshake", "socket")
+    ):
+        return None
+    why = next((text for pattern, text in _CONNECT_FAILURES if pattern.search(raw)), None)
+    return why or " ".join(exc.message.split())[:200]
+
+
+def _report(
+    err: TextIO, exc: StatewrightError, address: str, form: str, args: argparse.Namespace
+) -> None:
+    why = _unreachable(exc)
+    if why is not None:
+        err.write(
+            f"statewright: cannot reach the server at {address}: {why}. Is it running? "
+            f"('make dev' starts one; --address HOST:PORT or ${_security.ADDRESS_ENV} "
+            "names another)\n"
+        )
+    elif form == JSON:
+        _emit(err, {"error": exc.to_dict()}, compact=args.compact)
+    else:
+        reason = f" {exc.reason}" if exc.reason else ""
+        err.write(f"statewright: {exc.code.name}{reason}: {exc.message}\n")
+
+
 def main(
     argv: Sequence[str] | None = None, *, stdout: TextIO | None = None, stderr: TextIO | None = None
 ) -> int:
     out = stdout or sys.stdout
     err = stderr or sys.stderr
-    args = build_parser().parse_args(argv)
-    handler: Handler = args.handler
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    spec: Command = args.command_spec
+    form = _form(parser, args)
+    address = args.target or _security.DEFAULT_ADDRESS
     try:
         with Client(
             args.target,
@@ -385,9 +564,10 @@ def main(
             insecure=args.insecure,
             timeout=args.timeout,
         ) as client:
-            handler(client, args, out)
+            address = client.target
+            spec.run(client, args, out, form)
     except StatewrightError as exc:
-        _emit(err, {"error": exc.to_dict()}, compact=args.compact)
+        _report(err, exc, address, form, args)
         return 1
     except _security.InsecureTokenError as exc:
         err.write(

@@ -62,6 +62,22 @@ def _member(cls: type[_Enum], values: _ProtoEnum, prefix: str, number: int) -> _
     return cls(values.Name(number).removeprefix(prefix))
 
 
+def _parse(cls: type[_Enum], prefix: str, text: object) -> _Enum:
+    """The member ``text`` names: a member, its name (``WAITING``) or the proto's name of it
+    (``WORKFLOW_STATUS_WAITING``), in any case."""
+    if isinstance(text, cls):
+        return text
+    name = str(text).strip().upper()
+    try:
+        return cls(name.removeprefix(prefix))
+    except ValueError:
+        choices = ", ".join(m.value for m in cls if m.value != "UNSPECIFIED")
+        raise ValueError(
+            f"{str(text)[:64]!r} is not a {cls.__name__}: one of {choices} "
+            f"(any case, with or without the {prefix} prefix)"
+        ) from None
+
+
 def workflow_name(name_or_id: str) -> str:
     """``workflows/{id}`` for either a resource name or a bare workflow id."""
     return name_or_id if name_or_id.startswith(WORKFLOWS_PREFIX) else WORKFLOWS_PREFIX + name_or_id
@@ -93,6 +109,11 @@ class WorkflowStatus(_Named):
     @classmethod
     def from_proto(cls, value: int) -> WorkflowStatus:
         return _member(cls, workflow_pb2.WorkflowStatus, "WORKFLOW_STATUS_", value)
+
+    @classmethod
+    def parse(cls, text: object) -> WorkflowStatus:
+        """``WAITING``, ``waiting`` or ``WORKFLOW_STATUS_WAITING``; ValueError otherwise."""
+        return _parse(cls, "WORKFLOW_STATUS_", text)
 
     def to_proto(self) -> workflow_pb2.WorkflowStatus.ValueType:
         return workflow_pb2.WorkflowStatus.Value("WORKFLOW_STATUS_" + self.value)
@@ -142,6 +163,11 @@ class TaskStatus(_Named):
     @classmethod
     def from_proto(cls, value: int) -> TaskStatus:
         return _member(cls, task_pb2.TaskStatus, "TASK_STATUS_", value)
+
+    @classmethod
+    def parse(cls, text: object) -> TaskStatus:
+        """``LEASED``, ``leased`` or ``TASK_STATUS_LEASED``; ValueError otherwise."""
+        return _parse(cls, "TASK_STATUS_", text)
 
 
 _TASK_TERMINAL = frozenset(

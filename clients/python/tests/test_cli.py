@@ -1,4 +1,4 @@
-"""The statewright command-line tool: arguments, JSON output and exit statuses."""
+"""The statewright command-line tool: arguments, tables and JSON output, exit statuses."""
 
 from __future__ import annotations
 
@@ -90,12 +90,14 @@ def test_list_collects_all_pages_up_to_the_limit(fake: FakeServer) -> None:
         workflows=[workflow(f"p{r.page_token or 0}-{i}") for i in range(2)],
         next_page_token="" if r.page_token else "1",
     )
-    status, body, _ = _run(fake, "list", "--status", "waiting", "--page-size", "2")
+    status, body, _ = _run(fake, "list", "--status", "waiting", "--page-size", "2", "-o", "json")
     assert status == 0
     assert [w["workflow_id"] for w in body] == ["p0-0", "p0-1", "p1-0", "p1-1"]
     assert fake.service.calls("ListWorkflows")[0].status == workflow_pb2.WORKFLOW_STATUS_WAITING
-    _, limited, _ = _run(fake, "list", "--limit", "3")
+    _, limited, _ = _run(fake, "--json", "list", "--limit", "3")
     assert len(limited) == 3
+    _, _, _ = _run(fake, "list", "--status", "WORKFLOW_STATUS_FAILED", "--json")
+    assert fake.service.calls("ListWorkflows")[-1].status == workflow_pb2.WORKFLOW_STATUS_FAILED
 
 
 def test_watch_prints_json_lines(fake: FakeServer) -> None:
@@ -269,7 +271,7 @@ def test_history_replays_every_step_from_revision_zero(fake: FakeServer) -> None
         workflow=workflow(revision=2, status=workflow_pb2.WORKFLOW_STATUS_COMPLETED)
     )
     fake.service.behaviours["WatchWorkflow"] = lambda r, c: iter(_steps())
-    status, body, _ = _run(fake, "history", "w")
+    status, body, _ = _run(fake, "history", "w", "-o", "json")
     assert status == 0
     (request,) = fake.service.calls("WatchWorkflow")
     assert request.HasField("after_revision") and request.after_revision == 0
@@ -324,3 +326,148 @@ def test_watch_prints_one_readable_line_per_step(fake: FakeServer) -> None:
     assert second.startswith("r2 ") and second.endswith(
         "approve: awaiting_approval -approve-> send -> done => COMPLETED in awaiting_approval"
     )
+
+
+# -- tables, --version, grouped options, readable failures --------------------------------------
+
+
+def _text(fake: FakeServer, *argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    status = cli.main(["--target", fake.target, *argv], stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_get_prints_a_readable_table_by_default(fake: FakeServer) -> None:
+    wf = workflow("cli-t", revision=3)
+    wf.definition, wf.version = "mail-approval", 2
+    wf.accepted_events[:] = ["approve", "reject"]
+    wf.context.update({"topic": "launch", "notes": ["a", "b"]})
+    fake.service.behaviours["GetWorkflow"] = lambda r, c: pb.GetWorkflowResponse(workflow=wf)
+    status, out, _ = _text(fake, "get", "cli-t")
+    assert status == 0
+    lines = out.splitlines()
+    assert lines[0].split() == ["name:", "workflows/cli-t"]
+    fields = {line.split(":")[0]: line.split(":", 1)[1].strip() for line in lines[1:9]}
+    assert fields["definition"] == "mail-approval v2"
+    assert fields["status"] == "WAITING"
+    assert fields["state"] == "awaiting_approval"
+    assert fields["revision"] == "3"
+    assert fields["accepts"] == "approve, reject"
+    assert "\ntimers:      none\n" in out
+    assert lines[-3:] == ["context:", '  notes: ["a", "b"]', '  topic: "launch"'], "by name"
+    # The same with -o json, --json or --compact, before or after the command.
+    for form in (["-o", "json"], ["--json"], ["--compact"]):
+        status, out, _ = _text(fake, *form, "get", "cli-t")
+        assert json.loads(out)["revision"] == 3, form
+        status, out, _ = _text(fake, "get", "cli-t", *form)
+        assert json.loads(out)["revision"] == 3, form
+
+
+def test_list_prints_one_row_per_instance(fake: FakeServer) -> None:
+    fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse(
+        workflows=[
+            workflow("order-1"),
+            workflow("order-22", revision=12, status=workflow_pb2.WORKFLOW_STATUS_COMPLETED),
+        ]
+    )
+    status, out, _ = _text(fake, "list", "--status", "WORKFLOW_STATUS_WAITING")
+    assert status == 0
+    header, first, second = out.splitlines()
+    assert header.split() == ["WORKFLOW", "DEFINITION", "STATUS", "STATE", "REV", "UPDATED"]
+    assert first.split()[:6] == [
+        "order-1",
+        "mail-approval",
+        "v1",
+        "WAITING",
+        "awaiting_approval",
+        "1",
+    ]
+    assert second.split()[3:6] == ["COMPLETED", "awaiting_approval", "12"]
+    assert header.index("STATUS") == first.index("WAITING") == second.index("COMPLETED")
+    fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse()
+    assert _text(fake, "list")[1] == "no workflows\n"
+
+
+def test_history_prints_one_row_per_step(fake: FakeServer) -> None:
+    fake.service.behaviours["GetWorkflow"] = lambda r, c: pb.GetWorkflowResponse(
+        workflow=workflow(revision=2, status=workflow_pb2.WORKFLOW_STATUS_COMPLETED)
+    )
+    fake.service.behaviours["WatchWorkflow"] = lambda r, c: iter(_steps())
+    status, out, _ = _text(fake, "history", "w")
+    assert status == 0
+    header, first, second = out.splitlines()
+    assert header.split() == ["REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE"]
+    assert first.split()[0] == "1" and "(start)" in first
+    assert "draft -> awaiting_approval" in first and "WAITING" in first
+    assert second.split()[0] == "2" and " approve " in second
+    assert "awaiting_approval -approve-> send -> done" in second and "COMPLETED" in second
+
+
+def test_version_names_the_client_and_its_api(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as done:
+        cli.main(["--version"])
+    assert done.value.code == 0
+    out = capsys.readouterr().out
+    assert out.startswith("statewright 0.") and "statewright.v1" in out
+
+
+def test_a_commands_help_shows_its_own_options_not_the_connection_ones(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit):
+        cli.main(["get", "--help"])
+    sub = capsys.readouterr().out
+    assert "--tls-ca FILE" not in sub and "--timeout SECONDS" not in sub
+    assert "connection options (--address" in " ".join(sub.split())
+    assert "Output: table (default), json." in " ".join(sub.split())
+    with pytest.raises(SystemExit):
+        cli.main(["--help"])
+    top = capsys.readouterr().out
+    assert "connection options (before or after the command):" in top
+    assert "output options:" in top
+    assert top.count("  --tls-ca FILE ") == 1  # described once, in its group
+
+
+def test_a_form_a_command_does_not_have_is_a_usage_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["watch", "w", "-o", "table"])
+    assert caught.value.code == 2
+    assert "watch prints json or text, not table" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["history", "w", "--compact", "-o", "text"])
+    assert caught.value.code == 2
+
+
+def test_a_failure_in_a_table_is_one_readable_line(fake: FakeServer) -> None:
+    def missing(request: Any, context: grpc.ServicerContext) -> Any:
+        abort(context, grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND", {"workflow_id": "x"})
+
+    fake.service.behaviours["GetWorkflow"] = missing
+    status, out, err = _text(fake, "get", "x")
+    assert (status, out) == (1, "")
+    assert err.startswith("statewright: NOT_FOUND WORKFLOW_NOT_FOUND: ")
+    assert err.count("\n") == 1
+    status, _, err = _text(fake, "get", "x", "--json")
+    assert json.loads(err)["error"]["reason"] == "WORKFLOW_NOT_FOUND"
+
+
+def test_an_unreachable_server_is_one_readable_line() -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        port = taken.getsockname()[1]
+    # Nothing listens on the port now: the connection is refused.
+    for argv in (["get", "x"], ["start", "mail-approval"], ["list", "--json"]):
+        out, err = io.StringIO(), io.StringIO()
+        status = cli.main(
+            ["--address", f"127.0.0.1:{port}", "--timeout", "5", *argv], stdout=out, stderr=err
+        )
+        assert status == 1
+        assert err.getvalue() == (
+            f"statewright: cannot reach the server at 127.0.0.1:{port}: connection refused. "
+            "Is it running? ('make dev' starts one; --address HOST:PORT or "
+            "$STATEWRIGHT_ADDRESS names another)\n"
+        ), argv

@@ -313,6 +313,7 @@ def test_the_cli_takes_tls_options_and_a_token(pki: Pki, mtls_fake: FakeServer) 
             str(pki.client_key),
             "--token",
             "cli-token",
+            "--json",
         ],
         stdout=out,
         stderr=err,

@@ -13,6 +13,7 @@ export {
   type TaskServiceClient,
   type WorkflowServiceClient,
 } from "./client.js";
+export { parseTaskStatus, parseWorkflowStatus } from "./status.js";
 export { watch, type WatchOptions } from "./watch.js";
 export {
   TaskAbortError,

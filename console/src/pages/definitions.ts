@@ -1,8 +1,8 @@
 import * as api from "../api.js";
 import { h, link, replace } from "../dom.js";
 import { ago, errorNotice } from "../format.js";
-import type { DefinitionJson } from "../gen/statewright/v1/definition_pb.js";
-import type { ListDefinitionsResponseJson, GetDefinitionResponseJson, StartWorkflowResponseJson } from "../gen/statewright/v1/workflow_service_pb.js";
+import type { DefinitionJson } from "@statewright/client/gen/statewright/v1/definition_pb.js";
+import type { ListDefinitionsResponseJson, GetDefinitionResponseJson, StartWorkflowResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { StateGraph } from "../graph.js";
 import { navigate, type Page } from "../router.js";
 

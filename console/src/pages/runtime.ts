@@ -2,7 +2,7 @@ import uPlot from "uplot";
 import * as api from "../api.js";
 import { h, replace } from "../dom.js";
 import { errorNotice, millis, number, seconds, toneBadge, uptime } from "../format.js";
-import type { GetDiagnosticsResponseJson } from "../gen/statewright/v1/workflow_service_pb.js";
+import type { GetDiagnosticsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import type { Page } from "../router.js";
 import { connection } from "../status.js";
 

@@ -1,8 +1,8 @@
 import * as api from "../api.js";
 import { h, link, replace } from "../dom.js";
 import { clockTime, countdown, errorNotice, icon, prettyJson, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
-import type { TaskJson } from "../gen/statewright/v1/task_pb.js";
-import type { WorkflowJson } from "../gen/statewright/v1/workflow_pb.js";
+import type { TaskJson } from "@statewright/client/gen/statewright/v1/task_pb.js";
+import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 import type {
   CancelWorkflowResponseJson,
   GetDefinitionResponseJson,
@@ -10,7 +10,7 @@ import type {
   ResumeWorkflowResponseJson,
   SignalWorkflowResponseJson,
   WatchWorkflowResponseJson,
-} from "../gen/statewright/v1/workflow_service_pb.js";
+} from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { isTaskState, StateGraph } from "../graph.js";
 import type { Page } from "../router.js";
 import { connection } from "../status.js";

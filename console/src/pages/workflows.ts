@@ -1,7 +1,7 @@
 import * as api from "../api.js";
 import { h, link, replace } from "../dom.js";
 import { ago, errorNotice, number, STATUSES, statusBadge, statusLabel } from "../format.js";
-import type { ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "../gen/statewright/v1/workflow_service_pb.js";
+import type { ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { navigate, type Page } from "../router.js";
 import { connection } from "../status.js";
 

@@ -31,6 +31,12 @@ def _offset_token(token: str, limit: int) -> int:
     # Definitions are few and immutable, ordered by (name, version): an offset is stable.
     if not token:
         return 0
-    if not token.startswith("o") or not token[1:].isdigit() or int(token[1:]) > limit:
+    digits = token[1:]
+    # isascii: a digit to str.isdigit such as "²" is none to int().
+    if (
+        not token.startswith("o")
+        or not (digits.isascii() and digits.isdigit())
+        or int(digits) > limit
+    ):
         raise v.bad_page_token()
     return int(token[1:])

@@ -4,11 +4,15 @@ Handlers raise ``StatewrightError``; only these wrappers talk to ``context.abort
 unexpected exception becomes INTERNAL with an ErrorInfo rather than grpc's bare UNKNOWN.
 Every call passes its servicer's door first (``door.Door``): a request that did not
 decode, or a call that arrives while the server drains, is answered there.
+
+The HTTP API calls the same handlers without these wrappers (``undecorated``): it passes
+the door itself and maps errors to HTTP answers, giving a ``CallContext`` of its own.
 """
 
 from __future__ import annotations
 
 import functools
+import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol, TypeVar
@@ -36,7 +40,13 @@ Resp = TypeVar("Resp")
 Context = grpc.aio.ServicerContext[Any, Any]
 
 
-def budget(context: Context) -> float | None:
+class CallContext(Protocol):
+    """What a handler reads of its call's context: a gRPC call's, or an HTTP call's."""
+
+    def time_remaining(self) -> float | None: ...
+
+
+def budget(context: CallContext) -> float | None:
     """The caller's remaining time, which its step may use; None without a deadline."""
     remaining = context.time_remaining()
     return remaining if remaining is not None and remaining < 1e9 else None
@@ -99,3 +109,10 @@ def server_stream(
             door.leave()
 
     return handler
+
+
+def undecorated(servicer: object, method: str) -> Callable[[Any, CallContext], Any]:
+    """The handler of RPC ``method`` of ``servicer`` without ``unary``/``server_stream``
+    (the door, the status mapping), bound to the servicer: ``handler(request, context)``
+    returns the response (a coroutine) or the response stream (an async iterator)."""
+    return functools.partial(inspect.unwrap(getattr(type(servicer), method)), servicer)

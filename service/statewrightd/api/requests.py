@@ -165,6 +165,10 @@ def etag_revision(etag: str, workflow_id: str) -> int:
     callers, but the server reads its own): ``"{workflow_id}/{revision}"``."""
     body = etag[1:-1] if len(etag) >= 2 and etag[0] == etag[-1] == '"' else ""
     tagged_id, _, revision = body.rpartition("/")
-    if tagged_id != workflow_id or not revision.isdigit() or int(revision) < 1:
+    if (
+        tagged_id != workflow_id
+        or not (revision.isascii() and revision.isdigit())
+        or int(revision) < 1
+    ):
         raise v.invalid("etag", "etag is not one this server gave for this workflow")
     return int(revision)

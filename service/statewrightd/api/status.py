@@ -14,7 +14,9 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from statewrightd import context as caller
 from statewrightd import errors
+from statewrightd.definitions.problems import suggestion
 
 _log = logging.getLogger(__name__)
 
@@ -73,7 +75,23 @@ def to_status_proto(error: errors.StatewrightError) -> status_pb2.Status:
 
 
 def to_grpc_status(error: errors.StatewrightError) -> grpc.Status:
-    return rpc_status.to_status(to_status_proto(error))
+    return rpc_status.to_status(to_status_proto(for_caller(error)))
+
+
+def for_caller(error: errors.StatewrightError) -> errors.StatewrightError:
+    """``error`` as the current caller may see it: without a suggested definition name its
+    grants do not reach (a scoped caller learns no name it could not list)."""
+    meant = error.metadata.get("did_you_mean")
+    if (
+        meant is None
+        or error.reason != "DEFINITION_NOT_FOUND"
+        or not isinstance(error, errors.NotFound)
+        or caller.may_know_definition(meant)
+    ):
+        return error
+    metadata = {k: v for k, v in error.metadata.items() if k != "did_you_mean"}
+    message = error.message.removesuffix(suggestion(meant))
+    return type(error)(message, reason=error.reason, metadata=metadata)
 
 
 # The HTTP status of each gRPC code, as Google's HTTP/JSON APIs answer them
@@ -106,6 +124,7 @@ def http_status(error: errors.StatewrightError) -> int:
 def error_json(error: errors.StatewrightError) -> dict[str, object]:
     """An error as the HTTP API answers it: the gRPC code's name, the message, and the
     ErrorInfo's reason and metadata, the same values a gRPC client reads."""
+    error = for_caller(error)
     body: dict[str, object] = {
         "code": grpc_code(error).name,
         "message": error.message,

@@ -27,6 +27,7 @@ _WORKFLOW_PREFIX: Final = "workflows/"
 # definitions/{name}/versions/{version}: the name and up to 19 digits.
 MAX_DEFINITION_RESOURCE_LENGTH: Final = 12 + MAX_DEFINITION_NAME_LENGTH + 10 + 19
 
+MAX_VERSION: Final = 2**31 - 1
 DEFAULT_PAGE_SIZE: Final = 50
 MAX_PAGE_SIZE: Final = 1000
 
@@ -104,10 +105,11 @@ def definition_resource(value: str, field: str = "name") -> tuple[str, int | Non
         len(parts) in (2, 4)
         and parts[0] == "definitions"
         and DEFINITION_NAME.match(parts[1]) is not None
-        and (len(parts) == 2 or (parts[2] == "versions" and parts[3].isdigit()))
+        # isascii: '²' is a digit to str.isdigit, not to int(); versions are int32.
+        and (len(parts) == 2 or (parts[2] == "versions" and _is_number(parts[3], 10)))
     )
     version = int(parts[3]) if ok and len(parts) == 4 else None
-    if not ok or version == 0:
+    if not ok or version == 0 or (version is not None and version > MAX_VERSION):
         raise invalid(
             field,
             f"{field} must be 'definitions/{{name}}' or 'definitions/{{name}}/versions/{{n}}' "
@@ -115,6 +117,10 @@ def definition_resource(value: str, field: str = "name") -> tuple[str, int | Non
             value=value,
         )
     return parts[1], version
+
+
+def _is_number(text: str, digits: int) -> bool:
+    return text.isascii() and text.isdigit() and len(text) <= digits
 
 
 def event_name(value: str, field: str = "event", *, allow_empty: bool = False) -> str:

@@ -6,14 +6,18 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import json
 import logging
 import time
 
 from aiohttp import web
 from google.protobuf import json_format
 
+from statewrightd import errors
 from statewrightd.api.diagnostics import diagnostics_response
+from statewrightd.api.status import error_json
 from statewrightd.app.wiring import Application
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -23,11 +27,16 @@ KEEPALIVE_SECONDS = 15.0
 RETRY_MILLISECONDS = 1000
 SAMPLE_SECONDS = 2.0
 SAMPLES_KEPT = 150  # five minutes
+# An event is written this many characters at a time, each part waiting until the
+# connection has taken the one before: a page that reads slowly (or not at all) holds
+# about this much of the server's memory, however large the event (a list of 1,000
+# instances), rather than the whole event in its connection's buffer.
+WRITE_CHUNK = 64 * 1024
 
 
 class EventStream:
-    """One ``text/event-stream`` response. Writes from its keep-alive task and its
-    producer interleave whole: each write is one event or one comment."""
+    """One ``text/event-stream`` response. Its keep-alive comments and its events never
+    interleave: each is written whole, under the stream's lock."""
 
     def __init__(self, request: web.Request) -> None:
         self._request = request
@@ -40,6 +49,7 @@ class EventStream:
             }
         )
         self._keepalive: asyncio.Task[None] | None = None
+        self._writing = asyncio.Lock()
 
     async def open(self) -> None:
         await self._response.prepare(self._request)
@@ -50,13 +60,23 @@ class EventStream:
         # Canonical JSON has no raw newlines (json_format escapes them in strings), so
         # the data is one line; the id is a number.
         head = f"id: {event_id}\n" if event_id is not None else ""
-        await self._response.write(f"{head}event: {event}\ndata: {data}\n\n".encode())
+        head += f"event: {event}\ndata: "
+        async with self._writing:
+            if len(data) <= WRITE_CHUNK:  # nearly every event: one write
+                await self._response.write(f"{head}{data}\n\n".encode())
+                return
+            await self._response.write(head.encode())
+            for start in range(0, len(data), WRITE_CHUNK):
+                # write() waits for the connection to drain past 64 KiB buffered.
+                await self._response.write(data[start : start + WRITE_CHUNK].encode())
+            await self._response.write(b"\n\n")
 
     async def _ping(self) -> None:
         with contextlib.suppress(ConnectionError, RuntimeError):
             while True:
                 await asyncio.sleep(KEEPALIVE_SECONDS)
-                await self._response.write(b": keep-alive\n\n")
+                async with self._writing:
+                    await self._response.write(b": keep-alive\n\n")
 
     async def close(self) -> web.StreamResponse:
         if self._keepalive is not None:
@@ -66,6 +86,18 @@ class EventStream:
         with contextlib.suppress(ConnectionError, RuntimeError):
             await self._response.write_eof()
         return self._response
+
+
+def error_data(error: errors.StatewrightError) -> str:
+    """An ``error`` event's data: the HTTP API's error body."""
+    return json.dumps(error_json(error), separators=(",", ":"))
+
+
+def shutting_down() -> errors.Unavailable:
+    return errors.Unavailable(
+        "the server is shutting down; reconnect with Last-Event-ID set to the last event's id",
+        reason=Reason.SHUTTING_DOWN,
+    )
 
 
 class DiagnosticsSampler:

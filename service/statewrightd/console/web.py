@@ -1,5 +1,6 @@
 """The console's HTTP server: aiohttp on the server's asyncio loop, TLS when the server has
-it, the API's routes, the built pages, and drain."""
+it, the API's routes (transcoded from the protos, plus the event streams and the OpenAPI
+document), the built pages, and drain."""
 
 from __future__ import annotations
 
@@ -8,24 +9,30 @@ import contextlib
 import logging
 import os
 import ssl
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 
-from aiohttp import web
+from aiohttp import http_exceptions, web, web_protocol
+from google.protobuf.descriptor import ServiceDescriptor
 
 from statewrightd import errors
 from statewrightd.api.door import Door
 from statewrightd.api.status import error_json, http_status
 from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig, parse_listen
-from statewrightd.console.endpoints import Endpoints
+from statewrightd.console.admission import Admission
+from statewrightd.console.guard import HostGuard
+from statewrightd.console.sse import EventStreams
 from statewrightd.console.streams import DiagnosticsSampler
+from statewrightd.console.transcoder import Transcoder
 from statewrightd.reasons import Reason
 from statewrightd.security.interceptor import CallGate
 
 _log = logging.getLogger(__name__)
 
 STATIC = Path(__file__).parent / "static"
+# Generated from the protos' annotations with the clients (make generate).
+OPENAPI = Path(__file__).parent / "openapi.swagger.json"
 # How often the TLS files are looked at for a rotation (new connections get the new pair).
 TLS_RECHECK_SECONDS = 5.0
 # The pages' Content-Security-Policy: nothing from other hosts. Mermaid writes its
@@ -39,23 +46,41 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 class Console:
-    """The web console of one server process."""
+    """The web console of one server process: its HTTP API calls ``servicers``' handlers,
+    the ones the gRPC server calls."""
 
-    def __init__(self, app: Application, gate: CallGate, door: Door, config: ServerConfig) -> None:
+    def __init__(
+        self,
+        app: Application,
+        gate: CallGate,
+        door: Door,
+        config: ServerConfig,
+        servicers: Mapping[ServiceDescriptor, object],
+    ) -> None:
         self._config = config
         self._closing = asyncio.Event()
         self.sampler = DiagnosticsSampler(app, self._closing)
-        self.endpoints = Endpoints(app, gate, door, self.sampler, self._closing)
+        admission = Admission(gate, door)
+        self.streams = EventStreams(app, admission, self.sampler, self._closing)
+        self.transcoder = Transcoder(
+            servicers, admission, {"WatchWorkflow": self.streams.watch_workflow}
+        )
+        self.streams.attach(self.transcoder)
+        assert config.http_listen is not None, "the console needs --http-listen"
+        self._hosts = HostGuard(parse_listen(config.http_listen)[0], config.http_allowed_hosts)
         self._runner: web.AppRunner | None = None
         self._tls: _ReloadingContext | None = None
         self.port: int | None = None
 
     def _web_app(self) -> web.Application:
         web_app = web.Application(
-            middlewares=[_headers, _errors],
+            middlewares=[self._host_check, _headers, _errors],
             client_max_size=self._config.limits.request_bytes,
         )
-        self.endpoints.add_routes(web_app.router)
+        router = web_app.router
+        router.add_get("/api/v1/openapi.json", _openapi)
+        self.streams.add_routes(router)
+        router.add_route("*", "/api/{tail:.*}", self.transcoder.handle)
         web_app.router.add_get("/favicon.svg", _asset("favicon.svg"))
         web_app.router.add_static("/static/", STATIC, append_version=False)
         # Every other path is a page of the console, which the front end routes.
@@ -71,7 +96,7 @@ class Console:
         if config.tls_cert is not None and config.tls_key is not None:
             self._tls = _ReloadingContext(config.tls_cert, config.tls_key, config.tls_client_ca)
             context = self._tls.context
-        runner = web.AppRunner(
+        runner = _Runner(
             self._web_app(),
             handle_signals=False,
             access_log=None,
@@ -101,11 +126,21 @@ class Console:
     async def close(self) -> None:
         self._closing.set()
         await self.sampler.stop()
+        await self.streams.feeds.close()
         if self._tls is not None:
             await self._tls.stop()
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+
+    @web.middleware
+    async def _host_check(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """Only requests naming this server (guard.HostGuard): pages and API alike."""
+        try:
+            self._hosts.check(request)
+        except errors.StatewrightError as exc:
+            return error_response(exc)
+        return await handler(request)
 
 
 @web.middleware
@@ -165,6 +200,10 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except Exception as exc:
         _log.exception("unhandled error in %s %s", request.method, request.path)
         return error_response(errors.Internal.wrapping(exc))
+
+
+async def _openapi(request: web.Request) -> web.StreamResponse:
+    return web.FileResponse(OPENAPI, headers={"Content-Type": "application/json"})
 
 
 def error_response(error: errors.StatewrightError) -> web.Response:
@@ -237,3 +276,51 @@ class _ReloadingContext:
                     _log.info("web console: TLS certificate reloaded from %s", self._cert)
             except (OSError, ssl.SSLError) as exc:
                 _log.warning("web console: TLS files could not be re-read (%s)", exc)
+
+
+class _Protocol(web_protocol.RequestHandler):
+    """aiohttp's connection handler, answering a request that is not valid HTTP (a request
+    line or header past the parser's limits, a bad chunked body...) as the API answers bad
+    input, with one quiet log line instead of an ERROR with a traceback: it is the
+    caller's mistake, not the server's. A caller that hung up is not an error either."""
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        if isinstance(exc, ConnectionError):
+            # The caller went away while its answer was being written (a page closed as
+            # its stream opened): there is no one to answer, and nothing went wrong here.
+            _log.debug("%s %s: the caller went away (%s)", request.method, request.path, exc)
+            gone = web.Response(status=499)  # nginx's "client closed request"
+            gone.force_close()
+            return gone
+        if not isinstance(exc, http_exceptions.HttpProcessingError) or status >= 500:
+            return super().handle_error(request, status, exc, message)
+        problem = errors.quote(str(exc.message or exc), 200)
+        _log.debug("malformed HTTP request from %s: %s", request.remote, problem)
+        if request.writer.output_size > 0:
+            raise ConnectionError("an answer was sent already")
+        error = errors.InvalidArgument(
+            f"the request is not valid HTTP: {problem}", reason=Reason.MALFORMED_REQUEST
+        )
+        response = error_response(error)
+        response.force_close()
+        return response
+
+
+class _Server(web.Server):
+    def __call__(self) -> web_protocol.RequestHandler:
+        return _Protocol(self, loop=self._loop, **self._kwargs)
+
+
+class _Runner(web.AppRunner):
+    async def _make_server(self) -> web.Server:
+        server = await super()._make_server()
+        # The application's own server, made by aiohttp; only its connection handler's
+        # class differs (web.Server has no hook for it).
+        server.__class__ = _Server
+        return server

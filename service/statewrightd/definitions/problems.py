@@ -84,7 +84,12 @@ def closest(word: object, choices: Iterable[str]) -> str | None:
 def did_you_mean(word: object, choices: Iterable[str]) -> str:
     """``"; did you mean 'X'?"`` to end a message with, or nothing."""
     match = closest(word, choices)
-    return f"; did you mean {match!r}?" if match else ""
+    return suggestion(match) if match else ""
+
+
+def suggestion(match: str) -> str:
+    """How a message ends that suggests ``match``."""
+    return f"; did you mean {match!r}?"
 
 
 class DefinitionInvalid(InvalidArgument):

@@ -24,7 +24,7 @@ from pathlib import Path
 from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.loader import load_definition, validate_source, with_version
 from statewrightd.definitions.model import Definition
-from statewrightd.definitions.problems import Problem
+from statewrightd.definitions.problems import Problem, closest, suggestion
 from statewrightd.errors import InvalidArgument, NotFound, RecordExists, RecordNotFound
 from statewrightd.reasons import Reason
 from statewrightd.store.records import DefinitionRecord
@@ -33,6 +33,8 @@ from statewrightd.store.repository import Repository
 _log = logging.getLogger(__name__)
 
 LATEST_TTL = 5.0
+# A likeness is sought among at most this many names (it takes time on the caller's thread).
+MAX_SUGGESTION_CHOICES = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -308,10 +310,9 @@ class DefinitionRegistry:
         try:
             record = self._repo.get_definition(name, version)
         except RecordNotFound:
-            raise NotFound(
+            raise self._not_found(
                 f"definition {name!r} version {version} not found",
-                reason=Reason.DEFINITION_NOT_FOUND,
-                metadata={"definition": name, "version": version},
+                {"definition": name, "version": version},
             ) from None
         loaded = self._compile(record)
         self._add(loaded)
@@ -334,12 +335,22 @@ class DefinitionRegistry:
             # for names that do not.
             self._latest_checked[name] = now
         if not latest:
-            raise NotFound(
-                f"definition {name!r} not found",
-                reason=Reason.DEFINITION_NOT_FOUND,
-                metadata={"definition": name},
-            )
+            raise self._not_found(f"definition {name!r} not found", {"definition": name})
         return latest
+
+    def _not_found(self, message: str, metadata: dict[str, object]) -> NotFound:
+        """DEFINITION_NOT_FOUND, suggesting the known name a typo most likely meant (in
+        ``did_you_mean``; the API drops it for a caller whose scope does not reach it)."""
+        known = list(self._latest)  # one step under the GIL: another thread may add names
+        name = metadata["definition"]
+        meant = None
+        # A known name whose version is missing is no typo.
+        if name not in known and len(known) <= MAX_SUGGESTION_CHOICES:
+            meant = closest(name, known)
+        if meant is not None:
+            message += suggestion(meant)
+            metadata = {**metadata, "did_you_mean": meant}
+        return NotFound(message, reason=Reason.DEFINITION_NOT_FOUND, metadata=metadata)
 
     def latest_cached(self, name: str) -> Loaded | None:
         """Without I/O: the latest version, if this process checked it within LATEST_TTL."""

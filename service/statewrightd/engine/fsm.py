@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -47,6 +47,7 @@ from statewrightd.definitions.model import (
     TaskSpec,
     Transition,
 )
+from statewrightd.definitions.problems import closest
 from statewrightd.definitions.values import (
     JSONValue,
     Reducer,
@@ -562,20 +563,36 @@ def _candidates(defn: Definition, snapshot: Snapshot, event: str) -> tuple[Trans
     if found:
         return found
     meta = {"event": event, "state": snapshot.state, "workflow_id": snapshot.workflow_id}
+    here = defn.events_from(snapshot.state)
     if event in defn.all_events:
+        accepted = f" (it accepts {', '.join(here)})" if here else ""
         raise FailedPrecondition(
-            f"event {event!r} is not accepted in state {snapshot.state!r}",
+            f"event {event!r} is not accepted in state {snapshot.state!r}{accepted}",
             reason=Reason.EVENT_NOT_ALLOWED,
             metadata=meta,
         )
+    meant = _meant(event, here, defn.all_events)
     raise InvalidArgument(
-        f"{defn.name} v{defn.version} declares no event {event!r}",
+        f"{defn.name} v{defn.version} declares no event {event!r}"
+        + (f"; did you mean {meant!r}?" if meant else ""),
         reason=Reason.UNKNOWN_EVENT,
-        metadata=meta,
+        metadata={**meta, "did_you_mean": meant} if meant else meta,
     )
 
 
 _EMPTY_EVENTS: Mapping[str, tuple[Transition, ...]] = MappingProxyType({})
+# Looking for a likeness costs time on the loop thread: past this many names, none is sought.
+_MAX_SUGGESTION_CHOICES = 200
+
+
+def _meant(event: str, here: tuple[str, ...], everywhere: Collection[str]) -> str | None:
+    """The event a typo most likely meant: one this state accepts, else any declared."""
+    for choices in (here, everywhere):
+        if len(choices) <= _MAX_SUGGESTION_CHOICES:
+            found = closest(event, choices)
+            if found:
+                return found
+    return None
 
 
 def resume(

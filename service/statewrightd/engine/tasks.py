@@ -43,6 +43,7 @@ _log = logging.getLogger(__name__)
 SWEEP_EVERY = 1.0
 SWEEP_BATCH = 256
 SWEEP_CLAIM = timedelta(seconds=5)
+COUNT_EVERY = 5.0  # queues are counted (diagnostics, metrics, stalled queues)
 # A queue with a backlog and no poll for this long is reported (diagnostics, the log).
 STALLED_AFTER = 60.0
 POLLERS_WINDOW = 60.0
@@ -103,6 +104,7 @@ class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
 
     label = "task sweep"
     idle_every = SWEEP_EVERY
+    count_every = COUNT_EVERY
 
     def __init__(
         self,
@@ -121,7 +123,7 @@ class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
         self._rng = rng or random.Random()
         self._counts: list[QueueCounts] = []
         self._counted_at = 0.0
-        self._warned: dict[str, float] = {}
+        self._stalled: set[str] = set()  # reported stalled, not yet reported recovered
         self.gave_up = 0
         self.requeued = 0
 
@@ -210,19 +212,21 @@ class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
         self._warn_stalled(counts)
 
     def _warn_stalled(self, counts: list[QueueCounts]) -> None:
+        """One warning when a queue becomes stalled, one line when it recovers: a queue
+        nobody polls is news once, not every count."""
         now = self._polls.now()
-        for queue in counts:
-            if not self._polls.stalled(queue, now):
-                continue
-            if now - self._warned.get(queue.queue, 0.0) >= STALLED_AFTER:
-                self._warned[queue.queue] = now
-                _log.warning(
-                    "task queue %s has %d task(s) waiting and no poll for %.0fs or more: "
-                    "is a worker running for it?",
-                    queue.queue,
-                    queue.ready,
-                    STALLED_AFTER,
-                )
+        stalled = {q.queue: q for q in counts if self._polls.stalled(q, now)}
+        for name in sorted(stalled.keys() - self._stalled):
+            _log.warning(
+                "task queue %s has %d task(s) waiting and no poll for %.0fs or more: "
+                "is a worker running for it?",
+                name,
+                stalled[name].ready,
+                STALLED_AFTER,
+            )
+        for name in sorted(self._stalled - stalled.keys()):
+            _log.info("task queue %s is no longer stalled: polled, or nothing waits", name)
+        self._stalled = set(stalled)
 
 
 @dataclass(slots=True)

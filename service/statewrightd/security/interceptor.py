@@ -14,6 +14,7 @@ get PERMISSION_DENIED; both with one ErrorInfo, as every error.
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
@@ -29,7 +30,7 @@ from statewrightd.api import validation as v
 from statewrightd.api.registration import Continuation, Handler, rewrapped
 from statewrightd.api.status import to_grpc_status
 from statewrightd.app.wiring import Application
-from statewrightd.context import set_actor
+from statewrightd.context import set_actor, set_definition_scope
 from statewrightd.reasons import Reason
 from statewrightd.security.authn import Authenticator
 from statewrightd.security.roles import (
@@ -57,11 +58,13 @@ Resp = TypeVar("Resp")
 @dataclass(frozen=True, slots=True)
 class CallerLimits:
     """Per-principal limits: a token bucket of ``rate`` requests per second with room for
-    ``burst`` at once (0: no limit), and at most ``watches`` open WatchWorkflow streams."""
+    ``burst`` at once (0: no limit), and at most ``watches`` open streams (WatchWorkflow
+    over gRPC, every event stream over HTTP); at most ``watches_total`` of all callers."""
 
     rate: float = 0.0
     burst: int = 0
     watches: int = 1000
+    watches_total: int = 10_000
 
 
 class _Bucket:
@@ -85,6 +88,7 @@ class CallGate(grpc.aio.ServerInterceptor):
         self._limits = limits
         self._buckets: dict[str, _Bucket] = {}
         self._watching: dict[str, int] = {}
+        self._watching_total = 0
         self._lookups: dict[str, Lookup] = {
             "GetWorkflow": self._instance_definition,
             "WatchWorkflow": self._instance_definition,
@@ -124,8 +128,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             # Each call runs in a task (and a context) of its own: the value goes with it.
             set_actor(principal.name)
             response = await behavior(request, context)
-            if name == "ListDefinitions":
-                keep_in_scope(response, grants)
+            self.screen(name, response, grants)
             return response
 
         return gated
@@ -171,6 +174,11 @@ class CallGate(grpc.aio.ServerInterceptor):
         grants = principal.grants_for(rule)
         if not grants:
             raise _denied(f"{principal.name} may not call {name}: it needs the {rule.role} role")
+        set_definition_scope(
+            None
+            if unscoped(grants, Scope.DEFINITION)
+            else functools.partial(allows, grants, Scope.DEFINITION)
+        )
         if unscoped(grants, rule.scope) or not isinstance(request, Message):
             # Everything in scope; or a body that did not decode, which the handler answers.
             return principal, grants
@@ -210,6 +218,11 @@ class CallGate(grpc.aio.ServerInterceptor):
         ref = tr.task_ref(str(getattr(request, "name", "")))
         return (await self._app.tasks.get(ref)).queue
 
+    def screen(self, name: str, response: Any, grants: list[Grant]) -> None:
+        """What a call's answer may show of what the caller's grants reach (both doors)."""
+        if name == "ListDefinitions":
+            keep_in_scope(response, grants)
+
     # -- limits ----------------------------------------------------------------------
 
     def _charge(self, principal: Principal) -> None:
@@ -240,9 +253,18 @@ class CallGate(grpc.aio.ServerInterceptor):
                 reason=Reason.TOO_MANY_WATCHES,
                 metadata={"limit": self._limits.watches},
             )
+        if self._watching_total >= self._limits.watches_total:
+            raise errors.ResourceExhausted(
+                f"the server has {self._watching_total} watch streams open, its limit; "
+                "retry later or on another replica",
+                reason=Reason.TOO_MANY_WATCHES,
+                metadata={"limit": self._limits.watches_total, "scope": "server"},
+            )
         self._watching[principal.name] = open_now + 1
+        self._watching_total += 1
 
     def close_watch(self, principal: Principal) -> None:
+        self._watching_total = max(0, self._watching_total - 1)
         left = self._watching.get(principal.name, 1) - 1
         if left > 0:
             self._watching[principal.name] = left

@@ -51,8 +51,9 @@ def _env(secured: Secured) -> dict[str, str]:
 
 
 def test_python_examples_run(secured: Secured, workdir: Path) -> None:
-    # The Workers examples run until interrupted: clients/python/tests/test_worker.py runs them.
-    blocks = [b for b in _blocks("python") if "Worker(" not in b]
+    # The Workers examples run until interrupted: clients/python/tests/test_worker.py runs them;
+    # the Testing example is a pytest module, run by the test below.
+    blocks = [b for b in _blocks("python") if "Worker(" not in b and "statewright.testing" not in b]
     assert len(blocks) == 3
     outputs = []
     for block in blocks:
@@ -73,6 +74,22 @@ def test_python_examples_run(secured: Secured, workdir: Path) -> None:
     assert sync_out[2] == "COMPLETED 2 True"
     assert async_out == ["CURRENT 1 WAITING", "STEP 2 COMPLETED"]
     assert security_out == ["WAITING"]
+
+
+def test_the_testing_example_passes_as_a_pytest_module(tmp_path: Path) -> None:
+    (block,) = [b for b in _blocks("python") if "statewright.testing" in b]
+    module = tmp_path / "test_readme_scenarios.py"
+    module.write_text(block, encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(module)],
+        cwd=README.parents[2],  # the example names examples/definitions from the checkout
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert re.search(r"\b(\d+) passed\b", done.stdout), done.stdout
 
 
 def test_the_security_example_needs_its_files(secured: Secured, workdir: Path) -> None:

@@ -176,3 +176,16 @@ def test_a_rotated_certificate_is_served_to_new_connections(secured: Setup) -> N
     current.write_bytes(rotated.cert.read_bytes())
     assert wait_until(lambda: served() != before, timeout=20, interval=0.5)
     assert secured.http(KEYS["reader"]).get("/api/v1/definitions").status == 200
+
+
+def test_credentials_do_not_let_a_foreign_host_or_a_form_through(secured: Setup) -> None:
+    # A token in a page's storage does not help a rebound name or another site's form.
+    admin = secured.http(KEYS["admin"])
+    started = admin.post(W, {"definition": "review-loop"})
+    assert started.status == 200, started.body
+    path = f"{W}/{started.body['workflow']['workflowId']}"
+    rebound = admin.request("GET", path, headers={"Host": "attacker.example"})
+    assert rebound.error == ("PERMISSION_DENIED", "HOST_NOT_ALLOWED")
+    form = admin.request("POST", f"{path}/cancel", b"", headers={"Content-Type": "text/plain"})
+    assert form.error == ("INVALID_ARGUMENT", "UNSUPPORTED_MEDIA_TYPE")
+    assert admin.get(path).body["workflow"]["status"] != "WORKFLOW_STATUS_CANCELLED"

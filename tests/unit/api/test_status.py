@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import contextvars
+from collections.abc import Callable
+from typing import Any
+
 import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
+from statewrightd import context as caller
 from statewrightd import errors
-from statewrightd.api.status import grpc_code, to_grpc_status
+from statewrightd.api.status import error_json, grpc_code, to_grpc_status
 
 MAPPING: list[tuple[type[errors.StatewrightError], grpc.StatusCode, str]] = [
     (errors.InvalidArgument, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT"),
@@ -97,3 +102,31 @@ def test_unexpected_exceptions_become_internal_without_leaking_text() -> None:
     info = _infos(status)[0]
     assert info.reason == "INTERNAL"
     assert info.metadata["exception"] == "KeyError"
+
+
+def _in_scope(reaches: Callable[[str], bool] | None, error: errors.StatewrightError) -> Any:
+    def answer() -> tuple[grpc.Status, dict[str, object]]:
+        caller.set_definition_scope(reaches)
+        return to_grpc_status(error), error_json(error)
+
+    return contextvars.copy_context().run(answer)
+
+
+def test_a_suggested_definition_outside_the_callers_scope_is_left_out() -> None:
+    error = errors.NotFound(
+        "definition 'mail-review-loop' not found; did you mean 'review-loop'?",
+        reason="DEFINITION_NOT_FOUND",
+        metadata={"definition": "mail-review-loop", "did_you_mean": "review-loop"},
+    )
+    status, body = _in_scope(lambda name: name.startswith("mail-"), error)
+    assert body["message"] == "definition 'mail-review-loop' not found"
+    assert body["metadata"] == {"definition": "mail-review-loop"}
+    assert status.details == "definition 'mail-review-loop' not found"
+    sent = status_pb2.Status.FromString(dict(status.trailing_metadata)["grpc-status-details-bin"])
+    info = error_details_pb2.ErrorInfo()
+    assert sent.details[0].Unpack(info) and "did_you_mean" not in info.metadata
+    # A caller whose grants reach it, or one with no scope at all, sees it.
+    for reaches in (lambda name: name.startswith("review-"), None):
+        status, body = _in_scope(reaches, error)
+        assert body["metadata"]["did_you_mean"] == "review-loop"
+        assert status.details.endswith("did you mean 'review-loop'?")

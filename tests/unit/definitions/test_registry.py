@@ -14,6 +14,7 @@ from statewrightd.definitions.registry import (
     DefinitionsRefused,
     read_file,
 )
+from statewrightd.errors import NotFound
 from statewrightd.store.backends import open_repository
 from statewrightd.store.repository import Repository
 
@@ -171,3 +172,29 @@ def test_dev_says_so_when_it_cannot_rewrite_the_version(repo: Repository, tmp_pa
     (directory / "flow.yaml").write_text(flow.replace("done: {}", "done: {description: x}"))
     with pytest.raises(DefinitionConflict, match=r"write `version: 2` in the file"):
         registry.place(read_file(directory / "flow.yaml"))
+
+
+def test_an_unknown_name_suggests_the_known_one_a_typo_meant(
+    repo: Repository, tmp_path: Path
+) -> None:
+    directory = _directory(
+        tmp_path / "defs",
+        **{"flow.yaml": FLOW, "other.yaml": FLOW.replace("name: flow", "name: mail-approval")},
+    )
+    registry = DefinitionRegistry(repo)
+    registry.load_directory(directory, dev=True)
+    with pytest.raises(NotFound) as typo:
+        registry.get("mail-aproval")
+    assert typo.value.reason == "DEFINITION_NOT_FOUND"
+    assert (
+        typo.value.message == "definition 'mail-aproval' not found; did you mean 'mail-approval'?"
+    )
+    assert typo.value.metadata == {"definition": "mail-aproval", "did_you_mean": "mail-approval"}
+    with pytest.raises(NotFound) as unlike:
+        registry.get("payroll")
+    assert unlike.value.message == "definition 'payroll' not found"
+    assert "did_you_mean" not in unlike.value.metadata
+    # A version that does not exist of a name that does is no typo of another name.
+    with pytest.raises(NotFound) as version:
+        registry.get("flow", 7)
+    assert "did you mean" not in version.value.message

@@ -28,7 +28,9 @@ SOURCES: dict[str, tuple[Path, ...]] = {
     "problems": (_DEFINITIONS / "problems.py",),
 }
 # Functions that return a problem's message, or a part of one, instead of reporting it.
-_MESSAGE_FUNCTIONS = frozenset({"set_type_problem", "reference_hints", "did_you_mean"})
+_MESSAGE_FUNCTIONS = frozenset(
+    {"set_type_problem", "reference_hints", "did_you_mean", "suggestion"}
+)
 _REPORTERS = frozenset({"error", "warning"})
 
 

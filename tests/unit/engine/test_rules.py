@@ -197,6 +197,25 @@ def test_rule5_unknown_event_is_invalid_argument() -> None:
     with pytest.raises(InvalidArgument) as info:
         signal(d, snap, "nope", {})
     assert info.value.reason == "UNKNOWN_EVENT"
+    assert "did you mean" not in info.value.message and "did_you_mean" not in info.value.metadata
+
+
+def test_an_unknown_event_suggests_the_one_a_typo_meant() -> None:
+    d, snap = _waiting()
+    with pytest.raises(InvalidArgument) as info:
+        resume(d, snap, "aprove", {"n": 2})
+    assert info.value.message.endswith("declares no event 'aprove'; did you mean 'approve'?")
+    assert info.value.metadata["did_you_mean"] == "approve"
+    with pytest.raises(InvalidArgument) as cased:
+        resume(d, snap, "Reject", {})
+    assert cased.value.metadata["did_you_mean"] == "reject"
+
+
+def test_an_event_of_another_state_names_those_this_state_accepts() -> None:
+    d, snap = _running()
+    with pytest.raises(FailedPrecondition) as info:
+        signal(d, snap, "back", {})
+    assert info.value.message == "event 'back' is not accepted in state 'a' (it accepts go)"
 
 
 # Rule 6: resume.

@@ -7,6 +7,7 @@
 package statewrightv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -782,7 +783,7 @@ var File_statewright_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"\n" +
-	"!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\xad\x01\n" +
+	"!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\xad\x01\n" +
 	"\x10PollTasksRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n" +
 	"\bidentity\x18\x02 \x01(\tR\bidentity\x12\x1b\n" +
@@ -835,14 +836,14 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"g\n" +
 	"\x11ListTasksResponse\x12*\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x14.statewright.v1.TaskR\x05tasks\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x85\x04\n" +
-	"\vTaskService\x12P\n" +
-	"\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\x12\\\n" +
-	"\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\x12Y\n" +
-	"\fCompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\x12M\n" +
-	"\bFailTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\x12J\n" +
-	"\aGetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\x12P\n" +
-	"\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponseBs\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x8f\x06\n" +
+	"\vTaskService\x12o\n" +
+	"\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/v1/tasks:poll\x12\x95\x01\n" +
+	"\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\"7\x82\xd3\xe4\x93\x021:\x01*\",/api/v1/{name=workflows/*/tasks/*}/heartbeat\x12\x91\x01\n" +
+	"\fCompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/api/v1/{name=workflows/*/tasks/*}/complete\x12\x81\x01\n" +
+	"\bFailTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/{name=workflows/*/tasks/*}/fail\x12v\n" +
+	"\aGetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\"*\x82\xd3\xe4\x93\x02$\x12\"/api/v1/{name=workflows/*/tasks/*}\x12g\n" +
+	"\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/tasksBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (

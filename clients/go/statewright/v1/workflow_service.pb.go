@@ -7,6 +7,7 @@
 package statewrightv1
 
 import (
+	_ "google.golang.org/genproto/googleapis/api/annotations"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
 	durationpb "google.golang.org/protobuf/types/known/durationpb"
@@ -1730,7 +1731,7 @@ var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
-	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xfc\x01\n" +
+	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xfc\x01\n" +
 	"\x14StartWorkflowRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -1860,20 +1861,20 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n" +
-	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\xa5\t\n" +
-	"\x0fWorkflowService\x12\\\n" +
-	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\x12_\n" +
-	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\x12_\n" +
-	"\x0eSignalWorkflow\x12%.statewright.v1.SignalWorkflowRequest\x1a&.statewright.v1.SignalWorkflowResponse\x12V\n" +
-	"\vGetWorkflow\x12\".statewright.v1.GetWorkflowRequest\x1a#.statewright.v1.GetWorkflowResponse\x12\\\n" +
-	"\rListWorkflows\x12$.statewright.v1.ListWorkflowsRequest\x1a%.statewright.v1.ListWorkflowsResponse\x12_\n" +
-	"\x0eCancelWorkflow\x12%.statewright.v1.CancelWorkflowRequest\x1a&.statewright.v1.CancelWorkflowResponse\x12_\n" +
-	"\x0eDeleteWorkflow\x12%.statewright.v1.DeleteWorkflowRequest\x1a&.statewright.v1.DeleteWorkflowResponse\x12^\n" +
-	"\rWatchWorkflow\x12$.statewright.v1.WatchWorkflowRequest\x1a%.statewright.v1.WatchWorkflowResponse0\x01\x12_\n" +
-	"\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\x12w\n" +
-	"\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\x12b\n" +
-	"\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a'.statewright.v1.ListDefinitionsResponse\x12\\\n" +
-	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponseBs\n" +
+	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\x9c\r\n" +
+	"\x0fWorkflowService\x12z\n" +
+	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
+	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
+	"\x0eSignalWorkflow\x12%.statewright.v1.SignalWorkflowRequest\x1a&.statewright.v1.SignalWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/signal\x12z\n" +
+	"\vGetWorkflow\x12\".statewright.v1.GetWorkflowRequest\x1a#.statewright.v1.GetWorkflowResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/api/v1/{name=workflows/*}\x12w\n" +
+	"\rListWorkflows\x12$.statewright.v1.ListWorkflowsRequest\x1a%.statewright.v1.ListWorkflowsResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/workflows\x12\x8d\x01\n" +
+	"\x0eCancelWorkflow\x12%.statewright.v1.CancelWorkflowRequest\x1a&.statewright.v1.CancelWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/cancel\x12\x83\x01\n" +
+	"\x0eDeleteWorkflow\x12%.statewright.v1.DeleteWorkflowRequest\x1a&.statewright.v1.DeleteWorkflowResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/api/v1/{name=workflows/*}\x12\x88\x01\n" +
+	"\rWatchWorkflow\x12$.statewright.v1.WatchWorkflowRequest\x1a%.statewright.v1.WatchWorkflowResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /api/v1/{name=workflows/*}/watch0\x01\x12|\n" +
+	"\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/diagnostics\x12\xa7\x01\n" +
+	"\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/{name=workflows/*}/diagnostics\x12\x7f\n" +
+	"\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a'.statewright.v1.ListDefinitionsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/definitions\x12\xad\x01\n" +
+	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02IZ\x1e\x12\x1c/api/v1/{name=definitions/*}\x12'/api/v1/{name=definitions/*/versions/*}Bs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (

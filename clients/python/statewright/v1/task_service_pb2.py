@@ -22,6 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
@@ -29,7 +30,7 @@ from statewright.v1 import task_pb2 as statewright_dot_v1_dot_task__pb2
 from statewright.v1 import workflow_pb2 as statewright_dot_v1_dot_workflow__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\xad\x01\n\x10PollTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08identity\x18\x02 \x01(\tR\x08identity\x12\x1b\n\tmax_tasks\x18\x03 \x01(\x05R\x08maxTasks\x12-\n\x04wait\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x04wait\x12\x1b\n\tmax_bytes\x18\x05 \x01(\x05R\x08maxBytes\"?\n\x11PollTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\"~\n\x14HeartbeatTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12\x31\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07\x64\x65tails\"\x8a\x01\n\x15HeartbeatTaskResponse\x12\x46\n\x11lease_expire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12)\n\x10\x63\x61ncel_requested\x18\x02 \x01(\x08R\x0f\x63\x61ncelRequested\"\x9a\x01\n\x13\x43ompleteTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x06result\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x06result\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"v\n\x14\x43ompleteTaskResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12(\n\x04task\x18\x02 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xf7\x01\n\x0f\x46\x61ilTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x19.statewright.v1.TaskErrorR\x05\x65rror\x12#\n\rnon_retryable\x18\x04 \x01(\x08R\x0cnonRetryable\x12:\n\x0bretry_delay\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\nretryDelay\x12\x1d\n\nrequest_id\x18\x06 \x01(\tR\trequestId\"r\n\x10\x46\x61ilTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\x12\x34\n\x08workflow\x18\x02 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"$\n\x0eGetTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\";\n\x0fGetTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xb4\x01\n\x10ListTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08workflow\x18\x02 \x01(\tR\x08workflow\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\x1a.statewright.v1.TaskStatusR\x06status\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\"g\n\x11ListTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x85\x04\n\x0bTaskService\x12P\n\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\x12\\\n\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\x12Y\n\x0c\x43ompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\x12M\n\x08\x46\x61ilTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\x12J\n\x07GetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\x12P\n\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponseBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n!statewright/v1/task_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x19statewright/v1/task.proto\x1a\x1dstatewright/v1/workflow.proto\"\xad\x01\n\x10PollTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08identity\x18\x02 \x01(\tR\x08identity\x12\x1b\n\tmax_tasks\x18\x03 \x01(\x05R\x08maxTasks\x12-\n\x04wait\x18\x04 \x01(\x0b\x32\x19.google.protobuf.DurationR\x04wait\x12\x1b\n\tmax_bytes\x18\x05 \x01(\x05R\x08maxBytes\"?\n\x11PollTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\"~\n\x14HeartbeatTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12\x31\n\x07\x64\x65tails\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07\x64\x65tails\"\x8a\x01\n\x15HeartbeatTaskResponse\x12\x46\n\x11lease_expire_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12)\n\x10\x63\x61ncel_requested\x18\x02 \x01(\x08R\x0f\x63\x61ncelRequested\"\x9a\x01\n\x13\x43ompleteTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x06result\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x06result\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"v\n\x14\x43ompleteTaskResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12(\n\x04task\x18\x02 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xf7\x01\n\x0f\x46\x61ilTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0blease_token\x18\x02 \x01(\tR\nleaseToken\x12/\n\x05\x65rror\x18\x03 \x01(\x0b\x32\x19.statewright.v1.TaskErrorR\x05\x65rror\x12#\n\rnon_retryable\x18\x04 \x01(\x08R\x0cnonRetryable\x12:\n\x0bretry_delay\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\nretryDelay\x12\x1d\n\nrequest_id\x18\x06 \x01(\tR\trequestId\"r\n\x10\x46\x61ilTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\x12\x34\n\x08workflow\x18\x02 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"$\n\x0eGetTaskRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\";\n\x0fGetTaskResponse\x12(\n\x04task\x18\x01 \x01(\x0b\x32\x14.statewright.v1.TaskR\x04task\"\xb4\x01\n\x10ListTasksRequest\x12\x14\n\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n\x08workflow\x18\x02 \x01(\tR\x08workflow\x12\x32\n\x06status\x18\x03 \x01(\x0e\x32\x1a.statewright.v1.TaskStatusR\x06status\x12\x1b\n\tpage_size\x18\x04 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x05 \x01(\tR\tpageToken\"g\n\x11ListTasksResponse\x12*\n\x05tasks\x18\x01 \x03(\x0b\x32\x14.statewright.v1.TaskR\x05tasks\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x8f\x06\n\x0bTaskService\x12o\n\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\"\x1d\x82\xd3\xe4\x93\x02\x17\"\x12/api/v1/tasks:poll:\x01*\x12\x95\x01\n\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\"7\x82\xd3\xe4\x93\x02\x31\",/api/v1/{name=workflows/*/tasks/*}/heartbeat:\x01*\x12\x91\x01\n\x0c\x43ompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\"6\x82\xd3\xe4\x93\x02\x30\"+/api/v1/{name=workflows/*/tasks/*}/complete:\x01*\x12\x81\x01\n\x08\x46\x61ilTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\"2\x82\xd3\xe4\x93\x02,\"\'/api/v1/{name=workflows/*/tasks/*}/fail:\x01*\x12v\n\x07GetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\"*\x82\xd3\xe4\x93\x02$\x12\"/api/v1/{name=workflows/*/tasks/*}\x12g\n\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/tasksBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,30 +38,42 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'statewright.v1.task_service
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\022dev.statewright.v1P\001ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\252\002\016Statewright.V1'
-  _globals['_POLLTASKSREQUEST']._serialized_start=207
-  _globals['_POLLTASKSREQUEST']._serialized_end=380
-  _globals['_POLLTASKSRESPONSE']._serialized_start=382
-  _globals['_POLLTASKSRESPONSE']._serialized_end=445
-  _globals['_HEARTBEATTASKREQUEST']._serialized_start=447
-  _globals['_HEARTBEATTASKREQUEST']._serialized_end=573
-  _globals['_HEARTBEATTASKRESPONSE']._serialized_start=576
-  _globals['_HEARTBEATTASKRESPONSE']._serialized_end=714
-  _globals['_COMPLETETASKREQUEST']._serialized_start=717
-  _globals['_COMPLETETASKREQUEST']._serialized_end=871
-  _globals['_COMPLETETASKRESPONSE']._serialized_start=873
-  _globals['_COMPLETETASKRESPONSE']._serialized_end=991
-  _globals['_FAILTASKREQUEST']._serialized_start=994
-  _globals['_FAILTASKREQUEST']._serialized_end=1241
-  _globals['_FAILTASKRESPONSE']._serialized_start=1243
-  _globals['_FAILTASKRESPONSE']._serialized_end=1357
-  _globals['_GETTASKREQUEST']._serialized_start=1359
-  _globals['_GETTASKREQUEST']._serialized_end=1395
-  _globals['_GETTASKRESPONSE']._serialized_start=1397
-  _globals['_GETTASKRESPONSE']._serialized_end=1456
-  _globals['_LISTTASKSREQUEST']._serialized_start=1459
-  _globals['_LISTTASKSREQUEST']._serialized_end=1639
-  _globals['_LISTTASKSRESPONSE']._serialized_start=1641
-  _globals['_LISTTASKSRESPONSE']._serialized_end=1744
-  _globals['_TASKSERVICE']._serialized_start=1747
-  _globals['_TASKSERVICE']._serialized_end=2264
+  _globals['_TASKSERVICE'].methods_by_name['PollTasks']._loaded_options = None
+  _globals['_TASKSERVICE'].methods_by_name['PollTasks']._serialized_options = b'\202\323\344\223\002\027\"\022/api/v1/tasks:poll:\001*'
+  _globals['_TASKSERVICE'].methods_by_name['HeartbeatTask']._loaded_options = None
+  _globals['_TASKSERVICE'].methods_by_name['HeartbeatTask']._serialized_options = b'\202\323\344\223\0021\",/api/v1/{name=workflows/*/tasks/*}/heartbeat:\001*'
+  _globals['_TASKSERVICE'].methods_by_name['CompleteTask']._loaded_options = None
+  _globals['_TASKSERVICE'].methods_by_name['CompleteTask']._serialized_options = b'\202\323\344\223\0020\"+/api/v1/{name=workflows/*/tasks/*}/complete:\001*'
+  _globals['_TASKSERVICE'].methods_by_name['FailTask']._loaded_options = None
+  _globals['_TASKSERVICE'].methods_by_name['FailTask']._serialized_options = b'\202\323\344\223\002,\"\'/api/v1/{name=workflows/*/tasks/*}/fail:\001*'
+  _globals['_TASKSERVICE'].methods_by_name['GetTask']._loaded_options = None
+  _globals['_TASKSERVICE'].methods_by_name['GetTask']._serialized_options = b'\202\323\344\223\002$\022\"/api/v1/{name=workflows/*/tasks/*}'
+  _globals['_TASKSERVICE'].methods_by_name['ListTasks']._loaded_options = None
+  _globals['_TASKSERVICE'].methods_by_name['ListTasks']._serialized_options = b'\202\323\344\223\002\017\022\r/api/v1/tasks'
+  _globals['_POLLTASKSREQUEST']._serialized_start=237
+  _globals['_POLLTASKSREQUEST']._serialized_end=410
+  _globals['_POLLTASKSRESPONSE']._serialized_start=412
+  _globals['_POLLTASKSRESPONSE']._serialized_end=475
+  _globals['_HEARTBEATTASKREQUEST']._serialized_start=477
+  _globals['_HEARTBEATTASKREQUEST']._serialized_end=603
+  _globals['_HEARTBEATTASKRESPONSE']._serialized_start=606
+  _globals['_HEARTBEATTASKRESPONSE']._serialized_end=744
+  _globals['_COMPLETETASKREQUEST']._serialized_start=747
+  _globals['_COMPLETETASKREQUEST']._serialized_end=901
+  _globals['_COMPLETETASKRESPONSE']._serialized_start=903
+  _globals['_COMPLETETASKRESPONSE']._serialized_end=1021
+  _globals['_FAILTASKREQUEST']._serialized_start=1024
+  _globals['_FAILTASKREQUEST']._serialized_end=1271
+  _globals['_FAILTASKRESPONSE']._serialized_start=1273
+  _globals['_FAILTASKRESPONSE']._serialized_end=1387
+  _globals['_GETTASKREQUEST']._serialized_start=1389
+  _globals['_GETTASKREQUEST']._serialized_end=1425
+  _globals['_GETTASKRESPONSE']._serialized_start=1427
+  _globals['_GETTASKRESPONSE']._serialized_end=1486
+  _globals['_LISTTASKSREQUEST']._serialized_start=1489
+  _globals['_LISTTASKSREQUEST']._serialized_end=1669
+  _globals['_LISTTASKSRESPONSE']._serialized_start=1671
+  _globals['_LISTTASKSRESPONSE']._serialized_end=1774
+  _globals['_TASKSERVICE']._serialized_start=1777
+  _globals['_TASKSERVICE']._serialized_end=2560
 # @@protoc_insertion_point(module_scope)

@@ -22,6 +22,7 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from google.api import annotations_pb2 as google_dot_api_dot_annotations__pb2
 from google.protobuf import duration_pb2 as google_dot_protobuf_dot_duration__pb2
 from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from statewright.v1 import definition_pb2 as statewright_dot_v1_dot_definition__pb2
@@ -29,7 +30,7 @@ from statewright.v1 import diagnostics_pb2 as statewright_dot_v1_dot_diagnostics
 from statewright.v1 import workflow_pb2 as statewright_dot_v1_dot_workflow__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xfc\x01\n\x14StartWorkflowRequest\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x02 \x01(\x05R\x07version\x12\x1f\n\x0bworkflow_id\x18\x03 \x01(\tR\nworkflowId\x12-\n\x05input\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x05input\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestId\x12;\n\tif_exists\x18\x06 \x01(\x0e\x32\x1e.statewright.v1.IfExistsPolicyR\x08ifExists\"\xa5\x01\n\x15StartWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12<\n\x0btransitions\x18\x02 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\x12\x18\n\x07\x63reated\x18\x03 \x01(\x08R\x07\x63reated\"\xbc\x01\n\x15ResumeWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x65vent\x18\x02 \x01(\tR\x05\x65vent\x12-\n\x05input\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x05input\x12+\n\x11\x65xpected_revision\x18\x04 \x01(\x03R\x10\x65xpectedRevision\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestId\"\x8c\x01\n\x16ResumeWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12<\n\x0btransitions\x18\x02 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\"\x93\x01\n\x15SignalWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x65vent\x18\x02 \x01(\tR\x05\x65vent\x12\x31\n\x07payload\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07payload\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"\xe1\x01\n\x16SignalWorkflowResponse\x12\x1a\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08R\x08\x61\x63\x63\x65pted\x12\x37\n\x06reason\x18\x02 \x01(\x0e\x32\x1f.statewright.v1.SignalRejectionR\x06reason\x12\x34\n\x08workflow\x18\x03 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12<\n\x0btransitions\x18\x04 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\"(\n\x12GetWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"K\n\x13GetWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"\xaa\x01\n\x14ListWorkflowsRequest\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x36\n\x06status\x18\x02 \x01(\x0e\x32\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"w\n\x15ListWorkflowsResponse\x12\x36\n\tworkflows\x18\x01 \x03(\x0b\x32\x18.statewright.v1.WorkflowR\tworkflows\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x01\n\x15\x43\x61ncelWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n\x11\x65xpected_revision\x18\x03 \x01(\x03R\x10\x65xpectedRevision\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"N\n\x16\x43\x61ncelWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"\xa7\x01\n\x15\x44\x65leteWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x65tag\x18\x02 \x01(\tR\x04\x65tag\x12+\n\x11\x65xpected_revision\x18\x03 \x01(\x03R\x10\x65xpectedRevision\x12\x14\n\x05\x66orce\x18\x04 \x01(\x08R\x05\x66orce\x12#\n\rallow_missing\x18\x05 \x01(\x08R\x0c\x61llowMissing\"l\n\x16\x44\x65leteWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12\x1c\n\tcancelled\x18\x02 \x01(\x08R\tcancelled\"i\n\x14WatchWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x0e\x61\x66ter_revision\x18\x02 \x01(\x03H\x00R\rafterRevision\x88\x01\x01\x42\x11\n\x0f_after_revision\"\x87\x02\n\x15WatchWorkflowResponse\x12\x32\n\x04type\x18\x01 \x01(\x0e\x32\x1e.statewright.v1.WatchEventTypeR\x04type\x12\x1a\n\x08revision\x18\x02 \x01(\x03R\x08revision\x12<\n\x0btransitions\x18\x03 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\x12\x34\n\x08workflow\x18\x04 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12\x14\n\x05\x65vent\x18\x05 \x01(\tR\x05\x65vent\x12\x14\n\x05\x61\x63tor\x18\x06 \x01(\tR\x05\x61\x63tor\"\x17\n\x15GetDiagnosticsRequest\"\xf8\x04\n\x16GetDiagnosticsResponse\x12\x43\n\nevent_loop\x18\x01 \x01(\x0b\x32$.statewright.v1.EventLoopDiagnosticsR\teventLoop\x12\x44\n\nadmissions\x18\x02 \x01(\x0b\x32$.statewright.v1.AdmissionDiagnosticsR\nadmissions\x12H\n\x0bpersistence\x18\x03 \x01(\x0b\x32&.statewright.v1.PersistenceDiagnosticsR\x0bpersistence\x12>\n\x08watchers\x18\x04 \x01(\x0b\x32\".statewright.v1.WatcherDiagnosticsR\x08watchers\x12 \n\x0b\x64\x65\x66initions\x18\x05 \x03(\tR\x0b\x64\x65\x66initions\x12/\n\x05\x62uild\x18\x06 \x01(\x0b\x32\x19.statewright.v1.BuildInfoR\x05\x62uild\x12\x31\n\x06uptime\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06uptime\x12\x38\n\x06timers\x18\x08 \x01(\x0b\x32 .statewright.v1.TimerDiagnosticsR\x06timers\x12\x45\n\x0btask_queues\x18\t \x03(\x0b\x32$.statewright.v1.TaskQueueDiagnosticsR\ntaskQueues\x12\x42\n\tretention\x18\n \x01(\x0b\x32$.statewright.v1.RetentionDiagnosticsR\tretention\"3\n\x1dGetWorkflowDiagnosticsRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"g\n\x1eGetWorkflowDiagnosticsResponse\x12\x45\n\x0b\x64iagnostics\x18\x01 \x01(\x0b\x32#.statewright.v1.WorkflowDiagnosticsR\x0b\x64iagnostics\"t\n\x16ListDefinitionsRequest\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x7f\n\x17ListDefinitionsResponse\x12<\n\x0b\x64\x65\x66initions\x18\x01 \x03(\x0b\x32\x1a.statewright.v1.DefinitionR\x0b\x64\x65\x66initions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"*\n\x14GetDefinitionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"S\n\x15GetDefinitionResponse\x12:\n\ndefinition\x18\x01 \x01(\x0b\x32\x1a.statewright.v1.DefinitionR\ndefinition*s\n\x0eIfExistsPolicy\x12 \n\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02*\xc2\x01\n\x0fSignalRejection\x12 \n\x1cSIGNAL_REJECTION_UNSPECIFIED\x10\x00\x12 \n\x1cSIGNAL_REJECTION_NOT_RUNNING\x10\x01\x12\x1f\n\x1bSIGNAL_REJECTION_PERSISTING\x10\x02\x12&\n\"SIGNAL_REJECTION_RECOVERY_REQUIRED\x10\x03\x12\"\n\x1eSIGNAL_REJECTION_SHUTTING_DOWN\x10\x04*k\n\x0eWatchEventType\x12 \n\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n\x15WATCH_EVENT_TYPE_STEP\x10\x02\x32\xa5\t\n\x0fWorkflowService\x12\\\n\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\x12_\n\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\x12_\n\x0eSignalWorkflow\x12%.statewright.v1.SignalWorkflowRequest\x1a&.statewright.v1.SignalWorkflowResponse\x12V\n\x0bGetWorkflow\x12\".statewright.v1.GetWorkflowRequest\x1a#.statewright.v1.GetWorkflowResponse\x12\\\n\rListWorkflows\x12$.statewright.v1.ListWorkflowsRequest\x1a%.statewright.v1.ListWorkflowsResponse\x12_\n\x0e\x43\x61ncelWorkflow\x12%.statewright.v1.CancelWorkflowRequest\x1a&.statewright.v1.CancelWorkflowResponse\x12_\n\x0e\x44\x65leteWorkflow\x12%.statewright.v1.DeleteWorkflowRequest\x1a&.statewright.v1.DeleteWorkflowResponse\x12^\n\rWatchWorkflow\x12$.statewright.v1.WatchWorkflowRequest\x1a%.statewright.v1.WatchWorkflowResponse0\x01\x12_\n\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\x12w\n\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\x12\x62\n\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a\'.statewright.v1.ListDefinitionsResponse\x12\\\n\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponseBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xfc\x01\n\x14StartWorkflowRequest\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x02 \x01(\x05R\x07version\x12\x1f\n\x0bworkflow_id\x18\x03 \x01(\tR\nworkflowId\x12-\n\x05input\x18\x04 \x01(\x0b\x32\x17.google.protobuf.StructR\x05input\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestId\x12;\n\tif_exists\x18\x06 \x01(\x0e\x32\x1e.statewright.v1.IfExistsPolicyR\x08ifExists\"\xa5\x01\n\x15StartWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12<\n\x0btransitions\x18\x02 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\x12\x18\n\x07\x63reated\x18\x03 \x01(\x08R\x07\x63reated\"\xbc\x01\n\x15ResumeWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x65vent\x18\x02 \x01(\tR\x05\x65vent\x12-\n\x05input\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x05input\x12+\n\x11\x65xpected_revision\x18\x04 \x01(\x03R\x10\x65xpectedRevision\x12\x1d\n\nrequest_id\x18\x05 \x01(\tR\trequestId\"\x8c\x01\n\x16ResumeWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12<\n\x0btransitions\x18\x02 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\"\x93\x01\n\x15SignalWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x65vent\x18\x02 \x01(\tR\x05\x65vent\x12\x31\n\x07payload\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x07payload\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"\xe1\x01\n\x16SignalWorkflowResponse\x12\x1a\n\x08\x61\x63\x63\x65pted\x18\x01 \x01(\x08R\x08\x61\x63\x63\x65pted\x12\x37\n\x06reason\x18\x02 \x01(\x0e\x32\x1f.statewright.v1.SignalRejectionR\x06reason\x12\x34\n\x08workflow\x18\x03 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12<\n\x0btransitions\x18\x04 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\"(\n\x12GetWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"K\n\x13GetWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"\xaa\x01\n\x14ListWorkflowsRequest\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x36\n\x06status\x18\x02 \x01(\x0e\x32\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x1b\n\tpage_size\x18\x03 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x04 \x01(\tR\tpageToken\"w\n\x15ListWorkflowsResponse\x12\x36\n\tworkflows\x18\x01 \x03(\x0b\x32\x18.statewright.v1.WorkflowR\tworkflows\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x01\n\x15\x43\x61ncelWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n\x11\x65xpected_revision\x18\x03 \x01(\x03R\x10\x65xpectedRevision\x12\x1d\n\nrequest_id\x18\x04 \x01(\tR\trequestId\"N\n\x16\x43\x61ncelWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\"\xa7\x01\n\x15\x44\x65leteWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04\x65tag\x18\x02 \x01(\tR\x04\x65tag\x12+\n\x11\x65xpected_revision\x18\x03 \x01(\x03R\x10\x65xpectedRevision\x12\x14\n\x05\x66orce\x18\x04 \x01(\x08R\x05\x66orce\x12#\n\rallow_missing\x18\x05 \x01(\x08R\x0c\x61llowMissing\"l\n\x16\x44\x65leteWorkflowResponse\x12\x34\n\x08workflow\x18\x01 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12\x1c\n\tcancelled\x18\x02 \x01(\x08R\tcancelled\"i\n\x14WatchWorkflowRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12*\n\x0e\x61\x66ter_revision\x18\x02 \x01(\x03H\x00R\rafterRevision\x88\x01\x01\x42\x11\n\x0f_after_revision\"\x87\x02\n\x15WatchWorkflowResponse\x12\x32\n\x04type\x18\x01 \x01(\x0e\x32\x1e.statewright.v1.WatchEventTypeR\x04type\x12\x1a\n\x08revision\x18\x02 \x01(\x03R\x08revision\x12<\n\x0btransitions\x18\x03 \x03(\x0b\x32\x1a.statewright.v1.TransitionR\x0btransitions\x12\x34\n\x08workflow\x18\x04 \x01(\x0b\x32\x18.statewright.v1.WorkflowR\x08workflow\x12\x14\n\x05\x65vent\x18\x05 \x01(\tR\x05\x65vent\x12\x14\n\x05\x61\x63tor\x18\x06 \x01(\tR\x05\x61\x63tor\"\x17\n\x15GetDiagnosticsRequest\"\xf8\x04\n\x16GetDiagnosticsResponse\x12\x43\n\nevent_loop\x18\x01 \x01(\x0b\x32$.statewright.v1.EventLoopDiagnosticsR\teventLoop\x12\x44\n\nadmissions\x18\x02 \x01(\x0b\x32$.statewright.v1.AdmissionDiagnosticsR\nadmissions\x12H\n\x0bpersistence\x18\x03 \x01(\x0b\x32&.statewright.v1.PersistenceDiagnosticsR\x0bpersistence\x12>\n\x08watchers\x18\x04 \x01(\x0b\x32\".statewright.v1.WatcherDiagnosticsR\x08watchers\x12 \n\x0b\x64\x65\x66initions\x18\x05 \x03(\tR\x0b\x64\x65\x66initions\x12/\n\x05\x62uild\x18\x06 \x01(\x0b\x32\x19.statewright.v1.BuildInfoR\x05\x62uild\x12\x31\n\x06uptime\x18\x07 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06uptime\x12\x38\n\x06timers\x18\x08 \x01(\x0b\x32 .statewright.v1.TimerDiagnosticsR\x06timers\x12\x45\n\x0btask_queues\x18\t \x03(\x0b\x32$.statewright.v1.TaskQueueDiagnosticsR\ntaskQueues\x12\x42\n\tretention\x18\n \x01(\x0b\x32$.statewright.v1.RetentionDiagnosticsR\tretention\"3\n\x1dGetWorkflowDiagnosticsRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"g\n\x1eGetWorkflowDiagnosticsResponse\x12\x45\n\x0b\x64iagnostics\x18\x01 \x01(\x0b\x32#.statewright.v1.WorkflowDiagnosticsR\x0b\x64iagnostics\"t\n\x16ListDefinitionsRequest\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x1b\n\tpage_size\x18\x02 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x03 \x01(\tR\tpageToken\"\x7f\n\x17ListDefinitionsResponse\x12<\n\x0b\x64\x65\x66initions\x18\x01 \x03(\x0b\x32\x1a.statewright.v1.DefinitionR\x0b\x64\x65\x66initions\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"*\n\x14GetDefinitionRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"S\n\x15GetDefinitionResponse\x12:\n\ndefinition\x18\x01 \x01(\x0b\x32\x1a.statewright.v1.DefinitionR\ndefinition*s\n\x0eIfExistsPolicy\x12 \n\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02*\xc2\x01\n\x0fSignalRejection\x12 \n\x1cSIGNAL_REJECTION_UNSPECIFIED\x10\x00\x12 \n\x1cSIGNAL_REJECTION_NOT_RUNNING\x10\x01\x12\x1f\n\x1bSIGNAL_REJECTION_PERSISTING\x10\x02\x12&\n\"SIGNAL_REJECTION_RECOVERY_REQUIRED\x10\x03\x12\"\n\x1eSIGNAL_REJECTION_SHUTTING_DOWN\x10\x04*k\n\x0eWatchEventType\x12 \n\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n\x15WATCH_EVENT_TYPE_STEP\x10\x02\x32\x9c\r\n\x0fWorkflowService\x12z\n\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16\"\x11/api/v1/workflows:\x01*\x12\x8d\x01\n\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&\"!/api/v1/{name=workflows/*}/resume:\x01*\x12\x8d\x01\n\x0eSignalWorkflow\x12%.statewright.v1.SignalWorkflowRequest\x1a&.statewright.v1.SignalWorkflowResponse\",\x82\xd3\xe4\x93\x02&\"!/api/v1/{name=workflows/*}/signal:\x01*\x12z\n\x0bGetWorkflow\x12\".statewright.v1.GetWorkflowRequest\x1a#.statewright.v1.GetWorkflowResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/api/v1/{name=workflows/*}\x12w\n\rListWorkflows\x12$.statewright.v1.ListWorkflowsRequest\x1a%.statewright.v1.ListWorkflowsResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/workflows\x12\x8d\x01\n\x0e\x43\x61ncelWorkflow\x12%.statewright.v1.CancelWorkflowRequest\x1a&.statewright.v1.CancelWorkflowResponse\",\x82\xd3\xe4\x93\x02&\"!/api/v1/{name=workflows/*}/cancel:\x01*\x12\x83\x01\n\x0e\x44\x65leteWorkflow\x12%.statewright.v1.DeleteWorkflowRequest\x1a&.statewright.v1.DeleteWorkflowResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/api/v1/{name=workflows/*}\x12\x88\x01\n\rWatchWorkflow\x12$.statewright.v1.WatchWorkflowRequest\x1a%.statewright.v1.WatchWorkflowResponse\"(\x82\xd3\xe4\x93\x02\"\x12 /api/v1/{name=workflows/*}/watch0\x01\x12|\n\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/diagnostics\x12\xa7\x01\n\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/{name=workflows/*}/diagnostics\x12\x7f\n\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a\'.statewright.v1.ListDefinitionsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/definitions\x12\xad\x01\n\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02I\x12\'/api/v1/{name=definitions/*/versions/*}Z\x1e\x12\x1c/api/v1/{name=definitions/*}Bs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -37,60 +38,84 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'statewright.v1.workflow_ser
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\022dev.statewright.v1P\001ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\252\002\016Statewright.V1'
-  _globals['_IFEXISTSPOLICY']._serialized_start=3838
-  _globals['_IFEXISTSPOLICY']._serialized_end=3953
-  _globals['_SIGNALREJECTION']._serialized_start=3956
-  _globals['_SIGNALREJECTION']._serialized_end=4150
-  _globals['_WATCHEVENTTYPE']._serialized_start=4152
-  _globals['_WATCHEVENTTYPE']._serialized_end=4259
-  _globals['_STARTWORKFLOWREQUEST']._serialized_start=218
-  _globals['_STARTWORKFLOWREQUEST']._serialized_end=470
-  _globals['_STARTWORKFLOWRESPONSE']._serialized_start=473
-  _globals['_STARTWORKFLOWRESPONSE']._serialized_end=638
-  _globals['_RESUMEWORKFLOWREQUEST']._serialized_start=641
-  _globals['_RESUMEWORKFLOWREQUEST']._serialized_end=829
-  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_start=832
-  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_end=972
-  _globals['_SIGNALWORKFLOWREQUEST']._serialized_start=975
-  _globals['_SIGNALWORKFLOWREQUEST']._serialized_end=1122
-  _globals['_SIGNALWORKFLOWRESPONSE']._serialized_start=1125
-  _globals['_SIGNALWORKFLOWRESPONSE']._serialized_end=1350
-  _globals['_GETWORKFLOWREQUEST']._serialized_start=1352
-  _globals['_GETWORKFLOWREQUEST']._serialized_end=1392
-  _globals['_GETWORKFLOWRESPONSE']._serialized_start=1394
-  _globals['_GETWORKFLOWRESPONSE']._serialized_end=1469
-  _globals['_LISTWORKFLOWSREQUEST']._serialized_start=1472
-  _globals['_LISTWORKFLOWSREQUEST']._serialized_end=1642
-  _globals['_LISTWORKFLOWSRESPONSE']._serialized_start=1644
-  _globals['_LISTWORKFLOWSRESPONSE']._serialized_end=1763
-  _globals['_CANCELWORKFLOWREQUEST']._serialized_start=1766
-  _globals['_CANCELWORKFLOWREQUEST']._serialized_end=1909
-  _globals['_CANCELWORKFLOWRESPONSE']._serialized_start=1911
-  _globals['_CANCELWORKFLOWRESPONSE']._serialized_end=1989
-  _globals['_DELETEWORKFLOWREQUEST']._serialized_start=1992
-  _globals['_DELETEWORKFLOWREQUEST']._serialized_end=2159
-  _globals['_DELETEWORKFLOWRESPONSE']._serialized_start=2161
-  _globals['_DELETEWORKFLOWRESPONSE']._serialized_end=2269
-  _globals['_WATCHWORKFLOWREQUEST']._serialized_start=2271
-  _globals['_WATCHWORKFLOWREQUEST']._serialized_end=2376
-  _globals['_WATCHWORKFLOWRESPONSE']._serialized_start=2379
-  _globals['_WATCHWORKFLOWRESPONSE']._serialized_end=2642
-  _globals['_GETDIAGNOSTICSREQUEST']._serialized_start=2644
-  _globals['_GETDIAGNOSTICSREQUEST']._serialized_end=2667
-  _globals['_GETDIAGNOSTICSRESPONSE']._serialized_start=2670
-  _globals['_GETDIAGNOSTICSRESPONSE']._serialized_end=3302
-  _globals['_GETWORKFLOWDIAGNOSTICSREQUEST']._serialized_start=3304
-  _globals['_GETWORKFLOWDIAGNOSTICSREQUEST']._serialized_end=3355
-  _globals['_GETWORKFLOWDIAGNOSTICSRESPONSE']._serialized_start=3357
-  _globals['_GETWORKFLOWDIAGNOSTICSRESPONSE']._serialized_end=3460
-  _globals['_LISTDEFINITIONSREQUEST']._serialized_start=3462
-  _globals['_LISTDEFINITIONSREQUEST']._serialized_end=3578
-  _globals['_LISTDEFINITIONSRESPONSE']._serialized_start=3580
-  _globals['_LISTDEFINITIONSRESPONSE']._serialized_end=3707
-  _globals['_GETDEFINITIONREQUEST']._serialized_start=3709
-  _globals['_GETDEFINITIONREQUEST']._serialized_end=3751
-  _globals['_GETDEFINITIONRESPONSE']._serialized_start=3753
-  _globals['_GETDEFINITIONRESPONSE']._serialized_end=3836
-  _globals['_WORKFLOWSERVICE']._serialized_start=4262
-  _globals['_WORKFLOWSERVICE']._serialized_end=5451
+  _globals['_WORKFLOWSERVICE'].methods_by_name['StartWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['StartWorkflow']._serialized_options = b'\202\323\344\223\002\026\"\021/api/v1/workflows:\001*'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['ResumeWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['ResumeWorkflow']._serialized_options = b'\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/resume:\001*'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['SignalWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['SignalWorkflow']._serialized_options = b'\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/signal:\001*'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetWorkflow']._serialized_options = b'\202\323\344\223\002\034\022\032/api/v1/{name=workflows/*}'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['ListWorkflows']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['ListWorkflows']._serialized_options = b'\202\323\344\223\002\023\022\021/api/v1/workflows'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['CancelWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['CancelWorkflow']._serialized_options = b'\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/cancel:\001*'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['DeleteWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['DeleteWorkflow']._serialized_options = b'\202\323\344\223\002\034*\032/api/v1/{name=workflows/*}'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['WatchWorkflow']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['WatchWorkflow']._serialized_options = b'\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/watch'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetDiagnostics']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetDiagnostics']._serialized_options = b'\202\323\344\223\002\025\022\023/api/v1/diagnostics'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetWorkflowDiagnostics']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetWorkflowDiagnostics']._serialized_options = b'\202\323\344\223\002(\022&/api/v1/{name=workflows/*}/diagnostics'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['ListDefinitions']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['ListDefinitions']._serialized_options = b'\202\323\344\223\002\025\022\023/api/v1/definitions'
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetDefinition']._loaded_options = None
+  _globals['_WORKFLOWSERVICE'].methods_by_name['GetDefinition']._serialized_options = b'\202\323\344\223\002I\022\'/api/v1/{name=definitions/*/versions/*}Z\036\022\034/api/v1/{name=definitions/*}'
+  _globals['_IFEXISTSPOLICY']._serialized_start=3868
+  _globals['_IFEXISTSPOLICY']._serialized_end=3983
+  _globals['_SIGNALREJECTION']._serialized_start=3986
+  _globals['_SIGNALREJECTION']._serialized_end=4180
+  _globals['_WATCHEVENTTYPE']._serialized_start=4182
+  _globals['_WATCHEVENTTYPE']._serialized_end=4289
+  _globals['_STARTWORKFLOWREQUEST']._serialized_start=248
+  _globals['_STARTWORKFLOWREQUEST']._serialized_end=500
+  _globals['_STARTWORKFLOWRESPONSE']._serialized_start=503
+  _globals['_STARTWORKFLOWRESPONSE']._serialized_end=668
+  _globals['_RESUMEWORKFLOWREQUEST']._serialized_start=671
+  _globals['_RESUMEWORKFLOWREQUEST']._serialized_end=859
+  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_start=862
+  _globals['_RESUMEWORKFLOWRESPONSE']._serialized_end=1002
+  _globals['_SIGNALWORKFLOWREQUEST']._serialized_start=1005
+  _globals['_SIGNALWORKFLOWREQUEST']._serialized_end=1152
+  _globals['_SIGNALWORKFLOWRESPONSE']._serialized_start=1155
+  _globals['_SIGNALWORKFLOWRESPONSE']._serialized_end=1380
+  _globals['_GETWORKFLOWREQUEST']._serialized_start=1382
+  _globals['_GETWORKFLOWREQUEST']._serialized_end=1422
+  _globals['_GETWORKFLOWRESPONSE']._serialized_start=1424
+  _globals['_GETWORKFLOWRESPONSE']._serialized_end=1499
+  _globals['_LISTWORKFLOWSREQUEST']._serialized_start=1502
+  _globals['_LISTWORKFLOWSREQUEST']._serialized_end=1672
+  _globals['_LISTWORKFLOWSRESPONSE']._serialized_start=1674
+  _globals['_LISTWORKFLOWSRESPONSE']._serialized_end=1793
+  _globals['_CANCELWORKFLOWREQUEST']._serialized_start=1796
+  _globals['_CANCELWORKFLOWREQUEST']._serialized_end=1939
+  _globals['_CANCELWORKFLOWRESPONSE']._serialized_start=1941
+  _globals['_CANCELWORKFLOWRESPONSE']._serialized_end=2019
+  _globals['_DELETEWORKFLOWREQUEST']._serialized_start=2022
+  _globals['_DELETEWORKFLOWREQUEST']._serialized_end=2189
+  _globals['_DELETEWORKFLOWRESPONSE']._serialized_start=2191
+  _globals['_DELETEWORKFLOWRESPONSE']._serialized_end=2299
+  _globals['_WATCHWORKFLOWREQUEST']._serialized_start=2301
+  _globals['_WATCHWORKFLOWREQUEST']._serialized_end=2406
+  _globals['_WATCHWORKFLOWRESPONSE']._serialized_start=2409
+  _globals['_WATCHWORKFLOWRESPONSE']._serialized_end=2672
+  _globals['_GETDIAGNOSTICSREQUEST']._serialized_start=2674
+  _globals['_GETDIAGNOSTICSREQUEST']._serialized_end=2697
+  _globals['_GETDIAGNOSTICSRESPONSE']._serialized_start=2700
+  _globals['_GETDIAGNOSTICSRESPONSE']._serialized_end=3332
+  _globals['_GETWORKFLOWDIAGNOSTICSREQUEST']._serialized_start=3334
+  _globals['_GETWORKFLOWDIAGNOSTICSREQUEST']._serialized_end=3385
+  _globals['_GETWORKFLOWDIAGNOSTICSRESPONSE']._serialized_start=3387
+  _globals['_GETWORKFLOWDIAGNOSTICSRESPONSE']._serialized_end=3490
+  _globals['_LISTDEFINITIONSREQUEST']._serialized_start=3492
+  _globals['_LISTDEFINITIONSREQUEST']._serialized_end=3608
+  _globals['_LISTDEFINITIONSRESPONSE']._serialized_start=3610
+  _globals['_LISTDEFINITIONSRESPONSE']._serialized_end=3737
+  _globals['_GETDEFINITIONREQUEST']._serialized_start=3739
+  _globals['_GETDEFINITIONREQUEST']._serialized_end=3781
+  _globals['_GETDEFINITIONRESPONSE']._serialized_start=3783
+  _globals['_GETDEFINITIONRESPONSE']._serialized_end=3866
+  _globals['_WORKFLOWSERVICE']._serialized_start=4292
+  _globals['_WORKFLOWSERVICE']._serialized_end=5984
 # @@protoc_insertion_point(module_scope)

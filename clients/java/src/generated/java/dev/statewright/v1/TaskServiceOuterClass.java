@@ -96,69 +96,78 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
   static {
     java.lang.String[] descriptorData = {
       "\n!statewright/v1/task_service.proto\022\016sta" +
-      "tewright.v1\032\036google/protobuf/duration.pr" +
-      "oto\032\034google/protobuf/struct.proto\032\037googl" +
-      "e/protobuf/timestamp.proto\032\031statewright/" +
-      "v1/task.proto\032\035statewright/v1/workflow.p" +
-      "roto\"\255\001\n\020PollTasksRequest\022\024\n\005queue\030\001 \001(\t" +
-      "R\005queue\022\032\n\010identity\030\002 \001(\tR\010identity\022\033\n\tm" +
-      "ax_tasks\030\003 \001(\005R\010maxTasks\022-\n\004wait\030\004 \001(\0132\031" +
-      ".google.protobuf.DurationR\004wait\022\033\n\tmax_b" +
-      "ytes\030\005 \001(\005R\010maxBytes\"?\n\021PollTasksRespons" +
-      "e\022*\n\005tasks\030\001 \003(\0132\024.statewright.v1.TaskR\005" +
-      "tasks\"~\n\024HeartbeatTaskRequest\022\022\n\004name\030\001 " +
-      "\001(\tR\004name\022\037\n\013lease_token\030\002 \001(\tR\nleaseTok" +
-      "en\0221\n\007details\030\003 \001(\0132\027.google.protobuf.St" +
-      "ructR\007details\"\212\001\n\025HeartbeatTaskResponse\022" +
-      "F\n\021lease_expire_time\030\001 \001(\0132\032.google.prot" +
-      "obuf.TimestampR\017leaseExpireTime\022)\n\020cance" +
-      "l_requested\030\002 \001(\010R\017cancelRequested\"\232\001\n\023C" +
-      "ompleteTaskRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037" +
-      "\n\013lease_token\030\002 \001(\tR\nleaseToken\022/\n\006resul" +
-      "t\030\003 \001(\0132\027.google.protobuf.StructR\006result" +
-      "\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"v\n\024Compl" +
-      "eteTaskResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
-      "ewright.v1.WorkflowR\010workflow\022(\n\004task\030\002 " +
-      "\001(\0132\024.statewright.v1.TaskR\004task\"\367\001\n\017Fail" +
-      "TaskRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease" +
-      "_token\030\002 \001(\tR\nleaseToken\022/\n\005error\030\003 \001(\0132" +
-      "\031.statewright.v1.TaskErrorR\005error\022#\n\rnon" +
-      "_retryable\030\004 \001(\010R\014nonRetryable\022:\n\013retry_" +
-      "delay\030\005 \001(\0132\031.google.protobuf.DurationR\n" +
-      "retryDelay\022\035\n\nrequest_id\030\006 \001(\tR\trequestI" +
-      "d\"r\n\020FailTaskResponse\022(\n\004task\030\001 \001(\0132\024.st" +
-      "atewright.v1.TaskR\004task\0224\n\010workflow\030\002 \001(" +
-      "\0132\030.statewright.v1.WorkflowR\010workflow\"$\n" +
-      "\016GetTaskRequest\022\022\n\004name\030\001 \001(\tR\004name\";\n\017G" +
-      "etTaskResponse\022(\n\004task\030\001 \001(\0132\024.statewrig" +
-      "ht.v1.TaskR\004task\"\264\001\n\020ListTasksRequest\022\024\n" +
-      "\005queue\030\001 \001(\tR\005queue\022\032\n\010workflow\030\002 \001(\tR\010w" +
-      "orkflow\0222\n\006status\030\003 \001(\0162\032.statewright.v1" +
-      ".TaskStatusR\006status\022\033\n\tpage_size\030\004 \001(\005R\010" +
-      "pageSize\022\035\n\npage_token\030\005 \001(\tR\tpageToken\"" +
-      "g\n\021ListTasksResponse\022*\n\005tasks\030\001 \003(\0132\024.st" +
-      "atewright.v1.TaskR\005tasks\022&\n\017next_page_to" +
-      "ken\030\002 \001(\tR\rnextPageToken2\205\004\n\013TaskService" +
-      "\022P\n\tPollTasks\022 .statewright.v1.PollTasks" +
-      "Request\032!.statewright.v1.PollTasksRespon" +
-      "se\022\\\n\rHeartbeatTask\022$.statewright.v1.Hea" +
-      "rtbeatTaskRequest\032%.statewright.v1.Heart" +
-      "beatTaskResponse\022Y\n\014CompleteTask\022#.state" +
+      "tewright.v1\032\034google/api/annotations.prot" +
+      "o\032\036google/protobuf/duration.proto\032\034googl" +
+      "e/protobuf/struct.proto\032\037google/protobuf" +
+      "/timestamp.proto\032\031statewright/v1/task.pr" +
+      "oto\032\035statewright/v1/workflow.proto\"\255\001\n\020P" +
+      "ollTasksRequest\022\024\n\005queue\030\001 \001(\tR\005queue\022\032\n" +
+      "\010identity\030\002 \001(\tR\010identity\022\033\n\tmax_tasks\030\003" +
+      " \001(\005R\010maxTasks\022-\n\004wait\030\004 \001(\0132\031.google.pr" +
+      "otobuf.DurationR\004wait\022\033\n\tmax_bytes\030\005 \001(\005" +
+      "R\010maxBytes\"?\n\021PollTasksResponse\022*\n\005tasks" +
+      "\030\001 \003(\0132\024.statewright.v1.TaskR\005tasks\"~\n\024H" +
+      "eartbeatTaskRequest\022\022\n\004name\030\001 \001(\tR\004name\022" +
+      "\037\n\013lease_token\030\002 \001(\tR\nleaseToken\0221\n\007deta" +
+      "ils\030\003 \001(\0132\027.google.protobuf.StructR\007deta" +
+      "ils\"\212\001\n\025HeartbeatTaskResponse\022F\n\021lease_e" +
+      "xpire_time\030\001 \001(\0132\032.google.protobuf.Times" +
+      "tampR\017leaseExpireTime\022)\n\020cancel_requeste" +
+      "d\030\002 \001(\010R\017cancelRequested\"\232\001\n\023CompleteTas" +
+      "kRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease_to" +
+      "ken\030\002 \001(\tR\nleaseToken\022/\n\006result\030\003 \001(\0132\027." +
+      "google.protobuf.StructR\006result\022\035\n\nreques" +
+      "t_id\030\004 \001(\tR\trequestId\"v\n\024CompleteTaskRes" +
+      "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
+      ".WorkflowR\010workflow\022(\n\004task\030\002 \001(\0132\024.stat" +
+      "ewright.v1.TaskR\004task\"\367\001\n\017FailTaskReques" +
+      "t\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease_token\030\002 \001" +
+      "(\tR\nleaseToken\022/\n\005error\030\003 \001(\0132\031.statewri" +
+      "ght.v1.TaskErrorR\005error\022#\n\rnon_retryable" +
+      "\030\004 \001(\010R\014nonRetryable\022:\n\013retry_delay\030\005 \001(" +
+      "\0132\031.google.protobuf.DurationR\nretryDelay" +
+      "\022\035\n\nrequest_id\030\006 \001(\tR\trequestId\"r\n\020FailT" +
+      "askResponse\022(\n\004task\030\001 \001(\0132\024.statewright." +
+      "v1.TaskR\004task\0224\n\010workflow\030\002 \001(\0132\030.statew" +
+      "right.v1.WorkflowR\010workflow\"$\n\016GetTaskRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\";\n\017GetTaskResp" +
+      "onse\022(\n\004task\030\001 \001(\0132\024.statewright.v1.Task" +
+      "R\004task\"\264\001\n\020ListTasksRequest\022\024\n\005queue\030\001 \001" +
+      "(\tR\005queue\022\032\n\010workflow\030\002 \001(\tR\010workflow\0222\n" +
+      "\006status\030\003 \001(\0162\032.statewright.v1.TaskStatu" +
+      "sR\006status\022\033\n\tpage_size\030\004 \001(\005R\010pageSize\022\035" +
+      "\n\npage_token\030\005 \001(\tR\tpageToken\"g\n\021ListTas" +
+      "ksResponse\022*\n\005tasks\030\001 \003(\0132\024.statewright." +
+      "v1.TaskR\005tasks\022&\n\017next_page_token\030\002 \001(\tR" +
+      "\rnextPageToken2\217\006\n\013TaskService\022o\n\tPollTa" +
+      "sks\022 .statewright.v1.PollTasksRequest\032!." +
+      "statewright.v1.PollTasksResponse\"\035\202\323\344\223\002\027" +
+      "\"\022/api/v1/tasks:poll:\001*\022\225\001\n\rHeartbeatTas" +
+      "k\022$.statewright.v1.HeartbeatTaskRequest\032" +
+      "%.statewright.v1.HeartbeatTaskResponse\"7" +
+      "\202\323\344\223\0021\",/api/v1/{name=workflows/*/tasks/" +
+      "*}/heartbeat:\001*\022\221\001\n\014CompleteTask\022#.state" +
       "wright.v1.CompleteTaskRequest\032$.statewri" +
-      "ght.v1.CompleteTaskResponse\022M\n\010FailTask\022" +
-      "\037.statewright.v1.FailTaskRequest\032 .state" +
-      "wright.v1.FailTaskResponse\022J\n\007GetTask\022\036." +
-      "statewright.v1.GetTaskRequest\032\037.statewri" +
-      "ght.v1.GetTaskResponse\022P\n\tListTasks\022 .st" +
-      "atewright.v1.ListTasksRequest\032!.statewri" +
-      "ght.v1.ListTasksResponseBs\n\022dev.statewri" +
-      "ght.v1P\001ZJgithub.com/statewright/statewr" +
-      "ight/clients/go/statewright/v1;statewrig" +
-      "htv1\252\002\016Statewright.V1b\006proto3"
+      "ght.v1.CompleteTaskResponse\"6\202\323\344\223\0020\"+/ap" +
+      "i/v1/{name=workflows/*/tasks/*}/complete" +
+      ":\001*\022\201\001\n\010FailTask\022\037.statewright.v1.FailTa" +
+      "skRequest\032 .statewright.v1.FailTaskRespo" +
+      "nse\"2\202\323\344\223\002,\"\'/api/v1/{name=workflows/*/t" +
+      "asks/*}/fail:\001*\022v\n\007GetTask\022\036.statewright" +
+      ".v1.GetTaskRequest\032\037.statewright.v1.GetT" +
+      "askResponse\"*\202\323\344\223\002$\022\"/api/v1/{name=workf" +
+      "lows/*/tasks/*}\022g\n\tListTasks\022 .statewrig" +
+      "ht.v1.ListTasksRequest\032!.statewright.v1." +
+      "ListTasksResponse\"\025\202\323\344\223\002\017\022\r/api/v1/tasks" +
+      "Bs\n\022dev.statewright.v1P\001ZJgithub.com/sta" +
+      "tewright/statewright/clients/go/statewri" +
+      "ght/v1;statewrightv1\252\002\016Statewright.V1b\006p" +
+      "roto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
+          com.google.api.AnnotationsProto.getDescriptor(),
           com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.StructProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
@@ -238,11 +247,17 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
         internal_static_statewright_v1_ListTasksResponse_descriptor,
         new java.lang.String[] { "Tasks", "NextPageToken", });
     descriptor.resolveAllFeaturesImmutable();
+    com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
     dev.statewright.v1.TaskOuterClass.getDescriptor();
     dev.statewright.v1.WorkflowOuterClass.getDescriptor();
+    com.google.protobuf.ExtensionRegistry registry =
+        com.google.protobuf.ExtensionRegistry.newInstance();
+    registry.add(com.google.api.AnnotationsProto.http);
+    com.google.protobuf.Descriptors.FileDescriptor
+        .internalUpdateFileDescriptor(descriptor, registry);
   }
 
   // @@protoc_insertion_point(outer_class_scope)

@@ -156,149 +156,163 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static {
     java.lang.String[] descriptorData = {
       "\n%statewright/v1/workflow_service.proto\022" +
-      "\016statewright.v1\032\036google/protobuf/duratio" +
-      "n.proto\032\034google/protobuf/struct.proto\032\037s" +
-      "tatewright/v1/definition.proto\032 statewri" +
-      "ght/v1/diagnostics.proto\032\035statewright/v1" +
-      "/workflow.proto\"\374\001\n\024StartWorkflowRequest" +
-      "\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\022\030\n\007vers" +
-      "ion\030\002 \001(\005R\007version\022\037\n\013workflow_id\030\003 \001(\tR" +
-      "\nworkflowId\022-\n\005input\030\004 \001(\0132\027.google.prot" +
-      "obuf.StructR\005input\022\035\n\nrequest_id\030\005 \001(\tR\t" +
-      "requestId\022;\n\tif_exists\030\006 \001(\0162\036.statewrig" +
-      "ht.v1.IfExistsPolicyR\010ifExists\"\245\001\n\025Start" +
-      "WorkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.sta" +
-      "tewright.v1.WorkflowR\010workflow\022<\n\013transi" +
-      "tions\030\002 \003(\0132\032.statewright.v1.TransitionR" +
-      "\013transitions\022\030\n\007created\030\003 \001(\010R\007created\"\274" +
-      "\001\n\025ResumeWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004" +
-      "name\022\024\n\005event\030\002 \001(\tR\005event\022-\n\005input\030\003 \001(" +
-      "\0132\027.google.protobuf.StructR\005input\022+\n\021exp" +
-      "ected_revision\030\004 \001(\003R\020expectedRevision\022\035" +
-      "\n\nrequest_id\030\005 \001(\tR\trequestId\"\214\001\n\026Resume" +
-      "WorkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.sta" +
-      "tewright.v1.WorkflowR\010workflow\022<\n\013transi" +
-      "tions\030\002 \003(\0132\032.statewright.v1.TransitionR" +
-      "\013transitions\"\223\001\n\025SignalWorkflowRequest\022\022" +
-      "\n\004name\030\001 \001(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event" +
-      "\0221\n\007payload\030\003 \001(\0132\027.google.protobuf.Stru" +
-      "ctR\007payload\022\035\n\nrequest_id\030\004 \001(\tR\trequest" +
-      "Id\"\341\001\n\026SignalWorkflowResponse\022\032\n\010accepte" +
-      "d\030\001 \001(\010R\010accepted\0227\n\006reason\030\002 \001(\0162\037.stat" +
-      "ewright.v1.SignalRejectionR\006reason\0224\n\010wo" +
-      "rkflow\030\003 \001(\0132\030.statewright.v1.WorkflowR\010" +
-      "workflow\022<\n\013transitions\030\004 \003(\0132\032.statewri" +
-      "ght.v1.TransitionR\013transitions\"(\n\022GetWor" +
-      "kflowRequest\022\022\n\004name\030\001 \001(\tR\004name\"K\n\023GetW" +
+      "\016statewright.v1\032\034google/api/annotations." +
+      "proto\032\036google/protobuf/duration.proto\032\034g" +
+      "oogle/protobuf/struct.proto\032\037statewright" +
+      "/v1/definition.proto\032 statewright/v1/dia" +
+      "gnostics.proto\032\035statewright/v1/workflow." +
+      "proto\"\374\001\n\024StartWorkflowRequest\022\036\n\ndefini" +
+      "tion\030\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R" +
+      "\007version\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowI" +
+      "d\022-\n\005input\030\004 \001(\0132\027.google.protobuf.Struc" +
+      "tR\005input\022\035\n\nrequest_id\030\005 \001(\tR\trequestId\022" +
+      ";\n\tif_exists\030\006 \001(\0162\036.statewright.v1.IfEx" +
+      "istsPolicyR\010ifExists\"\245\001\n\025StartWorkflowRe" +
+      "sponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v" +
+      "1.WorkflowR\010workflow\022<\n\013transitions\030\002 \003(" +
+      "\0132\032.statewright.v1.TransitionR\013transitio" +
+      "ns\022\030\n\007created\030\003 \001(\010R\007created\"\274\001\n\025ResumeW" +
+      "orkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005ev" +
+      "ent\030\002 \001(\tR\005event\022-\n\005input\030\003 \001(\0132\027.google" +
+      ".protobuf.StructR\005input\022+\n\021expected_revi" +
+      "sion\030\004 \001(\003R\020expectedRevision\022\035\n\nrequest_" +
+      "id\030\005 \001(\tR\trequestId\"\214\001\n\026ResumeWorkflowRe" +
+      "sponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v" +
+      "1.WorkflowR\010workflow\022<\n\013transitions\030\002 \003(" +
+      "\0132\032.statewright.v1.TransitionR\013transitio" +
+      "ns\"\223\001\n\025SignalWorkflowRequest\022\022\n\004name\030\001 \001" +
+      "(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\0221\n\007payloa" +
+      "d\030\003 \001(\0132\027.google.protobuf.StructR\007payloa" +
+      "d\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"\341\001\n\026Sig" +
+      "nalWorkflowResponse\022\032\n\010accepted\030\001 \001(\010R\010a" +
+      "ccepted\0227\n\006reason\030\002 \001(\0162\037.statewright.v1" +
+      ".SignalRejectionR\006reason\0224\n\010workflow\030\003 \001" +
+      "(\0132\030.statewright.v1.WorkflowR\010workflow\022<" +
+      "\n\013transitions\030\004 \003(\0132\032.statewright.v1.Tra" +
+      "nsitionR\013transitions\"(\n\022GetWorkflowReque" +
+      "st\022\022\n\004name\030\001 \001(\tR\004name\"K\n\023GetWorkflowRes" +
+      "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
+      ".WorkflowR\010workflow\"\252\001\n\024ListWorkflowsReq" +
+      "uest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\0226\n\006" +
+      "status\030\002 \001(\0162\036.statewright.v1.WorkflowSt" +
+      "atusR\006status\022\033\n\tpage_size\030\003 \001(\005R\010pageSiz" +
+      "e\022\035\n\npage_token\030\004 \001(\tR\tpageToken\"w\n\025List" +
+      "WorkflowsResponse\0226\n\tworkflows\030\001 \003(\0132\030.s" +
+      "tatewright.v1.WorkflowR\tworkflows\022&\n\017nex" +
+      "t_page_token\030\002 \001(\tR\rnextPageToken\"\217\001\n\025Ca" +
+      "ncelWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022" +
+      "\026\n\006reason\030\002 \001(\tR\006reason\022+\n\021expected_revi" +
+      "sion\030\003 \001(\003R\020expectedRevision\022\035\n\nrequest_" +
+      "id\030\004 \001(\tR\trequestId\"N\n\026CancelWorkflowRes" +
+      "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
+      ".WorkflowR\010workflow\"\247\001\n\025DeleteWorkflowRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004etag\030\002 \001(\tR" +
+      "\004etag\022+\n\021expected_revision\030\003 \001(\003R\020expect" +
+      "edRevision\022\024\n\005force\030\004 \001(\010R\005force\022#\n\rallo" +
+      "w_missing\030\005 \001(\010R\014allowMissing\"l\n\026DeleteW" +
       "orkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
-      "ewright.v1.WorkflowR\010workflow\"\252\001\n\024ListWo" +
-      "rkflowsRequest\022\036\n\ndefinition\030\001 \001(\tR\ndefi" +
-      "nition\0226\n\006status\030\002 \001(\0162\036.statewright.v1." +
-      "WorkflowStatusR\006status\022\033\n\tpage_size\030\003 \001(" +
-      "\005R\010pageSize\022\035\n\npage_token\030\004 \001(\tR\tpageTok" +
-      "en\"w\n\025ListWorkflowsResponse\0226\n\tworkflows" +
-      "\030\001 \003(\0132\030.statewright.v1.WorkflowR\tworkfl" +
-      "ows\022&\n\017next_page_token\030\002 \001(\tR\rnextPageTo" +
-      "ken\"\217\001\n\025CancelWorkflowRequest\022\022\n\004name\030\001 " +
-      "\001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022+\n\021exp" +
-      "ected_revision\030\003 \001(\003R\020expectedRevision\022\035" +
-      "\n\nrequest_id\030\004 \001(\tR\trequestId\"N\n\026CancelW" +
-      "orkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
-      "ewright.v1.WorkflowR\010workflow\"\247\001\n\025Delete" +
-      "WorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004e" +
-      "tag\030\002 \001(\tR\004etag\022+\n\021expected_revision\030\003 \001" +
-      "(\003R\020expectedRevision\022\024\n\005force\030\004 \001(\010R\005for" +
-      "ce\022#\n\rallow_missing\030\005 \001(\010R\014allowMissing\"" +
-      "l\n\026DeleteWorkflowResponse\0224\n\010workflow\030\001 " +
-      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\022" +
-      "\034\n\tcancelled\030\002 \001(\010R\tcancelled\"i\n\024WatchWo" +
-      "rkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022*\n\016aft" +
-      "er_revision\030\002 \001(\003H\000R\rafterRevision\210\001\001B\021\n" +
-      "\017_after_revision\"\207\002\n\025WatchWorkflowRespon" +
-      "se\0222\n\004type\030\001 \001(\0162\036.statewright.v1.WatchE" +
-      "ventTypeR\004type\022\032\n\010revision\030\002 \001(\003R\010revisi" +
-      "on\022<\n\013transitions\030\003 \003(\0132\032.statewright.v1" +
-      ".TransitionR\013transitions\0224\n\010workflow\030\004 \001" +
-      "(\0132\030.statewright.v1.WorkflowR\010workflow\022\024" +
-      "\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030\006 \001(\tR\005act" +
-      "or\"\027\n\025GetDiagnosticsRequest\"\370\004\n\026GetDiagn" +
-      "osticsResponse\022C\n\nevent_loop\030\001 \001(\0132$.sta" +
-      "tewright.v1.EventLoopDiagnosticsR\teventL" +
-      "oop\022D\n\nadmissions\030\002 \001(\0132$.statewright.v1" +
-      ".AdmissionDiagnosticsR\nadmissions\022H\n\013per" +
-      "sistence\030\003 \001(\0132&.statewright.v1.Persiste" +
-      "nceDiagnosticsR\013persistence\022>\n\010watchers\030" +
-      "\004 \001(\0132\".statewright.v1.WatcherDiagnostic" +
-      "sR\010watchers\022 \n\013definitions\030\005 \003(\tR\013defini" +
-      "tions\022/\n\005build\030\006 \001(\0132\031.statewright.v1.Bu" +
-      "ildInfoR\005build\0221\n\006uptime\030\007 \001(\0132\031.google." +
-      "protobuf.DurationR\006uptime\0228\n\006timers\030\010 \001(" +
-      "\0132 .statewright.v1.TimerDiagnosticsR\006tim" +
-      "ers\022E\n\013task_queues\030\t \003(\0132$.statewright.v" +
-      "1.TaskQueueDiagnosticsR\ntaskQueues\022B\n\tre" +
-      "tention\030\n \001(\0132$.statewright.v1.Retention" +
-      "DiagnosticsR\tretention\"3\n\035GetWorkflowDia" +
-      "gnosticsRequest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036G" +
-      "etWorkflowDiagnosticsResponse\022E\n\013diagnos" +
-      "tics\030\001 \001(\0132#.statewright.v1.WorkflowDiag" +
-      "nosticsR\013diagnostics\"t\n\026ListDefinitionsR" +
-      "equest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\022\033" +
-      "\n\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npage_toke" +
-      "n\030\003 \001(\tR\tpageToken\"\177\n\027ListDefinitionsRes" +
-      "ponse\022<\n\013definitions\030\001 \003(\0132\032.statewright" +
-      ".v1.DefinitionR\013definitions\022&\n\017next_page" +
-      "_token\030\002 \001(\tR\rnextPageToken\"*\n\024GetDefini" +
-      "tionRequest\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDe" +
-      "finitionResponse\022:\n\ndefinition\030\001 \001(\0132\032.s" +
-      "tatewright.v1.DefinitionR\ndefinition*s\n\016" +
-      "IfExistsPolicy\022 \n\034IF_EXISTS_POLICY_UNSPE" +
-      "CIFIED\020\000\022\031\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n I" +
-      "F_EXISTS_POLICY_RETURN_EXISTING\020\002*\302\001\n\017Si" +
-      "gnalRejection\022 \n\034SIGNAL_REJECTION_UNSPEC" +
-      "IFIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUNNING\020" +
-      "\001\022\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022&\n\"SI" +
-      "GNAL_REJECTION_RECOVERY_REQUIRED\020\003\022\"\n\036SI" +
-      "GNAL_REJECTION_SHUTTING_DOWN\020\004*k\n\016WatchE" +
-      "ventType\022 \n\034WATCH_EVENT_TYPE_UNSPECIFIED" +
-      "\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATC" +
-      "H_EVENT_TYPE_STEP\020\0022\245\t\n\017WorkflowService\022" +
-      "\\\n\rStartWorkflow\022$.statewright.v1.StartW" +
-      "orkflowRequest\032%.statewright.v1.StartWor" +
-      "kflowResponse\022_\n\016ResumeWorkflow\022%.statew" +
-      "right.v1.ResumeWorkflowRequest\032&.statewr" +
-      "ight.v1.ResumeWorkflowResponse\022_\n\016Signal" +
-      "Workflow\022%.statewright.v1.SignalWorkflow" +
-      "Request\032&.statewright.v1.SignalWorkflowR" +
-      "esponse\022V\n\013GetWorkflow\022\".statewright.v1." +
-      "GetWorkflowRequest\032#.statewright.v1.GetW" +
-      "orkflowResponse\022\\\n\rListWorkflows\022$.state" +
-      "wright.v1.ListWorkflowsRequest\032%.statewr" +
-      "ight.v1.ListWorkflowsResponse\022_\n\016CancelW" +
-      "orkflow\022%.statewright.v1.CancelWorkflowR" +
-      "equest\032&.statewright.v1.CancelWorkflowRe" +
-      "sponse\022_\n\016DeleteWorkflow\022%.statewright.v" +
-      "1.DeleteWorkflowRequest\032&.statewright.v1" +
-      ".DeleteWorkflowResponse\022^\n\rWatchWorkflow" +
-      "\022$.statewright.v1.WatchWorkflowRequest\032%" +
-      ".statewright.v1.WatchWorkflowResponse0\001\022" +
-      "_\n\016GetDiagnostics\022%.statewright.v1.GetDi" +
-      "agnosticsRequest\032&.statewright.v1.GetDia" +
-      "gnosticsResponse\022w\n\026GetWorkflowDiagnosti" +
-      "cs\022-.statewright.v1.GetWorkflowDiagnosti" +
-      "csRequest\032..statewright.v1.GetWorkflowDi" +
-      "agnosticsResponse\022b\n\017ListDefinitions\022&.s" +
-      "tatewright.v1.ListDefinitionsRequest\032\'.s" +
-      "tatewright.v1.ListDefinitionsResponse\022\\\n" +
-      "\rGetDefinition\022$.statewright.v1.GetDefin" +
-      "itionRequest\032%.statewright.v1.GetDefinit" +
-      "ionResponseBs\n\022dev.statewright.v1P\001ZJgit" +
-      "hub.com/statewright/statewright/clients/" +
-      "go/statewright/v1;statewrightv1\252\002\016Statew" +
-      "right.V1b\006proto3"
+      "ewright.v1.WorkflowR\010workflow\022\034\n\tcancell" +
+      "ed\030\002 \001(\010R\tcancelled\"i\n\024WatchWorkflowRequ" +
+      "est\022\022\n\004name\030\001 \001(\tR\004name\022*\n\016after_revisio" +
+      "n\030\002 \001(\003H\000R\rafterRevision\210\001\001B\021\n\017_after_re" +
+      "vision\"\207\002\n\025WatchWorkflowResponse\0222\n\004type" +
+      "\030\001 \001(\0162\036.statewright.v1.WatchEventTypeR\004" +
+      "type\022\032\n\010revision\030\002 \001(\003R\010revision\022<\n\013tran" +
+      "sitions\030\003 \003(\0132\032.statewright.v1.Transitio" +
+      "nR\013transitions\0224\n\010workflow\030\004 \001(\0132\030.state" +
+      "wright.v1.WorkflowR\010workflow\022\024\n\005event\030\005 " +
+      "\001(\tR\005event\022\024\n\005actor\030\006 \001(\tR\005actor\"\027\n\025GetD" +
+      "iagnosticsRequest\"\370\004\n\026GetDiagnosticsResp" +
+      "onse\022C\n\nevent_loop\030\001 \001(\0132$.statewright.v" +
+      "1.EventLoopDiagnosticsR\teventLoop\022D\n\nadm" +
+      "issions\030\002 \001(\0132$.statewright.v1.Admission" +
+      "DiagnosticsR\nadmissions\022H\n\013persistence\030\003" +
+      " \001(\0132&.statewright.v1.PersistenceDiagnos" +
+      "ticsR\013persistence\022>\n\010watchers\030\004 \001(\0132\".st" +
+      "atewright.v1.WatcherDiagnosticsR\010watcher" +
+      "s\022 \n\013definitions\030\005 \003(\tR\013definitions\022/\n\005b" +
+      "uild\030\006 \001(\0132\031.statewright.v1.BuildInfoR\005b" +
+      "uild\0221\n\006uptime\030\007 \001(\0132\031.google.protobuf.D" +
+      "urationR\006uptime\0228\n\006timers\030\010 \001(\0132 .statew" +
+      "right.v1.TimerDiagnosticsR\006timers\022E\n\013tas" +
+      "k_queues\030\t \003(\0132$.statewright.v1.TaskQueu" +
+      "eDiagnosticsR\ntaskQueues\022B\n\tretention\030\n " +
+      "\001(\0132$.statewright.v1.RetentionDiagnostic" +
+      "sR\tretention\"3\n\035GetWorkflowDiagnosticsRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflow" +
+      "DiagnosticsResponse\022E\n\013diagnostics\030\001 \001(\013" +
+      "2#.statewright.v1.WorkflowDiagnosticsR\013d" +
+      "iagnostics\"t\n\026ListDefinitionsRequest\022\036\n\n" +
+      "definition\030\001 \001(\tR\ndefinition\022\033\n\tpage_siz" +
+      "e\030\002 \001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tp" +
+      "ageToken\"\177\n\027ListDefinitionsResponse\022<\n\013d" +
+      "efinitions\030\001 \003(\0132\032.statewright.v1.Defini" +
+      "tionR\013definitions\022&\n\017next_page_token\030\002 \001" +
+      "(\tR\rnextPageToken\"*\n\024GetDefinitionReques" +
+      "t\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRe" +
+      "sponse\022:\n\ndefinition\030\001 \001(\0132\032.statewright" +
+      ".v1.DefinitionR\ndefinition*s\n\016IfExistsPo" +
+      "licy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031" +
+      "\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_P" +
+      "OLICY_RETURN_EXISTING\020\002*\302\001\n\017SignalReject" +
+      "ion\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n" +
+      "\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNA" +
+      "L_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJEC" +
+      "TION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJEC" +
+      "TION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 " +
+      "\n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATC" +
+      "H_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TY" +
+      "PE_STEP\020\0022\234\r\n\017WorkflowService\022z\n\rStartWo" +
+      "rkflow\022$.statewright.v1.StartWorkflowReq" +
+      "uest\032%.statewright.v1.StartWorkflowRespo" +
+      "nse\"\034\202\323\344\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016Re" +
+      "sumeWorkflow\022%.statewright.v1.ResumeWork" +
+      "flowRequest\032&.statewright.v1.ResumeWorkf" +
+      "lowResponse\",\202\323\344\223\002&\"!/api/v1/{name=workf" +
+      "lows/*}/resume:\001*\022\215\001\n\016SignalWorkflow\022%.s" +
+      "tatewright.v1.SignalWorkflowRequest\032&.st" +
+      "atewright.v1.SignalWorkflowResponse\",\202\323\344" +
+      "\223\002&\"!/api/v1/{name=workflows/*}/signal:\001" +
+      "*\022z\n\013GetWorkflow\022\".statewright.v1.GetWor" +
+      "kflowRequest\032#.statewright.v1.GetWorkflo" +
+      "wResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workflo" +
+      "ws/*}\022w\n\rListWorkflows\022$.statewright.v1." +
+      "ListWorkflowsRequest\032%.statewright.v1.Li" +
+      "stWorkflowsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/wor" +
+      "kflows\022\215\001\n\016CancelWorkflow\022%.statewright." +
+      "v1.CancelWorkflowRequest\032&.statewright.v" +
+      "1.CancelWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
+      "1/{name=workflows/*}/cancel:\001*\022\203\001\n\016Delet" +
+      "eWorkflow\022%.statewright.v1.DeleteWorkflo" +
+      "wRequest\032&.statewright.v1.DeleteWorkflow" +
+      "Response\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflow" +
+      "s/*}\022\210\001\n\rWatchWorkflow\022$.statewright.v1." +
+      "WatchWorkflowRequest\032%.statewright.v1.Wa" +
+      "tchWorkflowResponse\"(\202\323\344\223\002\"\022 /api/v1/{na" +
+      "me=workflows/*}/watch0\001\022|\n\016GetDiagnostic" +
+      "s\022%.statewright.v1.GetDiagnosticsRequest" +
+      "\032&.statewright.v1.GetDiagnosticsResponse" +
+      "\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics\022\247\001\n\026GetWor" +
+      "kflowDiagnostics\022-.statewright.v1.GetWor" +
+      "kflowDiagnosticsRequest\032..statewright.v1" +
+      ".GetWorkflowDiagnosticsResponse\".\202\323\344\223\002(\022" +
+      "&/api/v1/{name=workflows/*}/diagnostics\022" +
+      "\177\n\017ListDefinitions\022&.statewright.v1.List" +
+      "DefinitionsRequest\032\'.statewright.v1.List" +
+      "DefinitionsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/def" +
+      "initions\022\255\001\n\rGetDefinition\022$.statewright" +
+      ".v1.GetDefinitionRequest\032%.statewright.v" +
+      "1.GetDefinitionResponse\"O\202\323\344\223\002I\022\'/api/v1" +
+      "/{name=definitions/*/versions/*}Z\036\022\034/api" +
+      "/v1/{name=definitions/*}Bs\n\022dev.statewri" +
+      "ght.v1P\001ZJgithub.com/statewright/statewr" +
+      "ight/clients/go/statewright/v1;statewrig" +
+      "htv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
+          com.google.api.AnnotationsProto.getDescriptor(),
           com.google.protobuf.DurationProto.getDescriptor(),
           com.google.protobuf.StructProto.getDescriptor(),
           dev.statewright.v1.DefinitionOuterClass.getDescriptor(),
@@ -450,11 +464,17 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
         internal_static_statewright_v1_GetDefinitionResponse_descriptor,
         new java.lang.String[] { "Definition", });
     descriptor.resolveAllFeaturesImmutable();
+    com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
     com.google.protobuf.StructProto.getDescriptor();
     dev.statewright.v1.DefinitionOuterClass.getDescriptor();
     dev.statewright.v1.Diagnostics.getDescriptor();
     dev.statewright.v1.WorkflowOuterClass.getDescriptor();
+    com.google.protobuf.ExtensionRegistry registry =
+        com.google.protobuf.ExtensionRegistry.newInstance();
+    registry.add(com.google.api.AnnotationsProto.http);
+    com.google.protobuf.Descriptors.FileDescriptor
+        .internalUpdateFileDescriptor(descriptor, registry);
   }
 
   // @@protoc_insertion_point(outer_class_scope)

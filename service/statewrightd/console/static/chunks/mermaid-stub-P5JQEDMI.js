@@ -1,0 +1,1 @@
+import"./chunk-6DHFEWGX.js";var e=()=>{throw new Error("the console draws state diagrams only")},o=new Proxy({},{get:e}),s=e,n=r=>r.replace(/[&<>"']/g,t=>`&#${t.charCodeAt(0)};`),a={renderToString:r=>n(`$$${r}$$`)};export{a as default,o as diagram,s as render};

@@ -1,0 +1,204 @@
+"""Every RPC of the protos over HTTP, at the routes transcoded from its google.api.http
+annotation, against a real server on PostgreSQL.
+
+The first walk is generated from the descriptors, so an RPC added to a proto is walked
+with no change here: each route is called with its path filled in and an empty request,
+and answers as the same request over gRPC does (the same code and reason, or both
+succeed). The second calls every RPC with a request that succeeds, and checks that each
+answer is its response message; it names the RPCs it knows, and fails for one it does not.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from typing import Any
+
+import grpc
+from google.protobuf import json_format, message_factory
+from google.protobuf.message import Message
+from statewright.v1 import task_service_pb2 as task_pb
+from statewright.v1 import workflow_service_pb2 as pb
+
+from statewrightd.console.http_rules import Route, RouteTable, routes
+from tests.support.api import error_info, uid
+from tests.support.console import Answer, Http
+from tests.support.server import ServerProcess
+
+SERVICES = [
+    pb.DESCRIPTOR.services_by_name["WorkflowService"],
+    task_pb.DESCRIPTOR.services_by_name["TaskService"],
+]
+TABLE = RouteTable(routes(SERVICES))
+EVERY_RPC = {route.method.name for route in TABLE}
+_absent = itertools.count(1)
+
+
+def _fill(route: Route) -> tuple[str, dict[str, str]]:
+    """The route's path with each variable's wildcards filled with a name nobody uses."""
+    path = route.template.text
+    values: dict[str, str] = {}
+    for variable in route.template.variables:
+        start = path.index("{" + variable.field_path)
+        end = path.index("}", start)
+        _, _, pattern = path[start + 1 : end].partition("=")
+        parts = [f"absent{next(_absent)}" if p == "*" else p for p in (pattern or "*").split("/")]
+        value = "/".join(parts)
+        values[variable.field_path] = value
+        path = path[:start] + value + path[end + 1 :]
+    return path, values
+
+
+def _over_grpc(server: ServerProcess, route: Route, message: Message) -> tuple[str, str]:
+    """(code, reason) of ``message`` sent to the route's RPC over gRPC; ("OK", "") if it
+    succeeds (a stream: its first message arrives)."""
+    response = message_factory.GetMessageClass(route.method.output_type)
+    with server.channel() as channel:
+        try:
+            if route.streaming:
+                call = channel.unary_stream(
+                    route.rpc,
+                    request_serializer=type(message).SerializeToString,
+                    response_deserializer=response.FromString,
+                )(message, timeout=10)
+                next(iter(call))
+                call.cancel()
+            else:
+                channel.unary_unary(
+                    route.rpc,
+                    request_serializer=type(message).SerializeToString,
+                    response_deserializer=response.FromString,
+                )(message, timeout=10)
+        except grpc.RpcError as err:
+            code: grpc.StatusCode = err.code()
+            return code.name, error_info(err).reason
+    return "OK", ""
+
+
+def _over_http(http: Http, route: Route, path: str) -> Answer:
+    if route.streaming:
+        stream = http.events(path)
+        try:
+            body: Any = json.loads(stream.response.read()) if stream.status != 200 else {}
+            return Answer(stream.status, body, {})
+        finally:
+            stream.close()
+    body_text = "{}" if route.body else None
+    headers = {"Content-Type": "application/json"} if route.body else None
+    return http.request(route.http_method, path, body_text, headers=headers)
+
+
+def test_every_route_of_the_protos_answers_as_its_rpc_does(
+    console_server: ServerProcess, http: Http
+) -> None:
+    walked = set()
+    for route in TABLE:
+        path, values = _fill(route)
+        answer = _over_http(http, route, path)
+        assert answer.status < 500, (route.rpc, path, answer.body)
+        message = message_factory.GetMessageClass(route.method.input_type)()
+        for field, value in values.items():
+            setattr(message, field, value)
+        grpc_code, grpc_reason = _over_grpc(console_server, route, message)
+        if answer.status == 200:
+            assert grpc_code == "OK", (route.rpc, grpc_code, grpc_reason)
+            if not route.streaming:
+                response = message_factory.GetMessageClass(route.method.output_type)()
+                json_format.ParseDict(answer.body, response)
+        else:
+            code, reason = answer.error
+            assert reason not in ("ENDPOINT_NOT_FOUND", "METHOD_NOT_ALLOWED"), (route.rpc, path)
+            assert (code, reason) == (grpc_code, grpc_reason), (route.rpc, path, answer.body)
+        walked.add(route.method.name)
+    assert walked == {m.name for s in SERVICES for m in s.methods}
+
+
+def _ok(answer: Answer, rpc: str, seen: set[str]) -> dict[str, Any]:
+    assert answer.status == 200, (rpc, answer.status, answer.body)
+    route = next(r for r in TABLE if r.method.name == rpc)
+    response = message_factory.GetMessageClass(route.method.output_type)()
+    json_format.ParseDict(answer.body, response)  # exactly the response message's fields
+    seen.add(rpc)
+    body: dict[str, Any] = answer.body
+    return body
+
+
+def test_every_rpc_succeeds_over_http(http: Http) -> None:
+    seen: set[str] = set()
+    W = "/api/v1/workflows"
+    _ok(http.get("/api/v1/definitions"), "ListDefinitions", seen)
+    _ok(http.get("/api/v1/definitions/task-flow"), "GetDefinition", seen)
+
+    def start(definition: str, **input_: Any) -> str:
+        started = _ok(
+            http.post(W, {"definition": definition, "input": input_}), "StartWorkflow", seen
+        )
+        workflow_id: str = started["workflow"]["workflowId"]
+        return workflow_id
+
+    waiting = start("mail-approval", topic="t")
+    resumed = _ok(http.post(f"{W}/{waiting}/resume", {"event": "approve"}), "ResumeWorkflow", seen)
+    assert resumed["workflow"]["status"] == "WORKFLOW_STATUS_COMPLETED"
+
+    working = start("task-flow", route="cancel")
+    _ok(http.get(f"{W}/{working}"), "GetWorkflow", seen)
+    listed = _ok(http.get(W, definition="task-flow", pageSize=1000), "ListWorkflows", seen)
+    assert working in {w["workflowId"] for w in listed["workflows"]}
+    _ok(http.get(f"{W}/{working}/diagnostics"), "GetWorkflowDiagnostics", seen)
+    _ok(http.get("/api/v1/diagnostics"), "GetDiagnostics", seen)
+    stream = http.events(f"{W}/{working}/watch")
+    assert stream.until("current").data["revision"] == "1"
+    stream.close()
+    seen.add("WatchWorkflow")
+
+    tasks = _ok(http.get("/api/v1/tasks", queue="e2e.cancel"), "ListTasks", seen)["tasks"]
+    assert [t["name"].rpartition("/tasks/")[0] for t in tasks] == [f"workflows/{working}"]
+    poll = {"queue": "e2e.cancel", "identity": "http-test", "wait": "5s"}
+    (task,) = _ok(http.post("/api/v1/tasks:poll", poll), "PollTasks", seen)["tasks"]
+    name, lease = task["name"], {"leaseToken": task["leaseToken"]}
+    _ok(http.get(f"/api/v1/{name}"), "GetTask", seen)
+    _ok(http.post(f"/api/v1/{name}/heartbeat", lease), "HeartbeatTask", seen)
+    done = _ok(
+        http.post(
+            f"/api/v1/{name}/complete", {**lease, "result": {"by": "http"}, "requestId": uid()}
+        ),
+        "CompleteTask",
+        seen,
+    )
+    assert done["workflow"]["status"] == "WORKFLOW_STATUS_COMPLETED"
+
+    retried = start("task-flow", route="retry")
+    poll = {"queue": "e2e.retry", "identity": "http-test", "wait": "5s"}
+    (task,) = _ok(http.post("/api/v1/tasks:poll", poll), "PollTasks", seen)["tasks"]
+    failure = {"leaseToken": task["leaseToken"], "error": {"type": "FLAKY", "message": "once"}}
+    failed = _ok(http.post(f"/api/v1/{task['name']}/fail", failure), "FailTask", seen)
+    assert failed["task"]["status"] == "TASK_STATUS_BACKOFF"
+
+    signalled = start("task-flow", route="cancel")
+    answer = _ok(http.post(f"{W}/{signalled}/signal", {"event": "stop"}), "SignalWorkflow", seen)
+    assert answer["accepted"] is True
+
+    cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
+    assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"
+    deleted = _ok(http.request("DELETE", f"{W}/{retried}"), "DeleteWorkflow", seen)
+    assert deleted["workflow"]["workflowId"] == retried
+    assert http.get(f"{W}/{retried}").status == 404
+    gone = _ok(http.request("DELETE", f"{W}/{retried}?allowMissing=true"), "DeleteWorkflow", seen)
+    assert "workflow" not in gone or not gone["workflow"]["workflowId"]
+
+    assert seen == EVERY_RPC, f"walk these RPCs too: {sorted(EVERY_RPC - seen)}"
+
+
+def test_the_openapi_document_describes_every_route(http: Http) -> None:
+    answer = http.get("/api/v1/openapi.json")
+    assert answer.status == 200 and answer.headers["content-type"].startswith("application/json")
+    document = answer.body
+    assert document["swagger"] == "2.0"
+    # One operation per route; an RPC's additional bindings are numbered (GetDefinition2).
+    operations = [
+        operation["operationId"].rstrip("0123456789")
+        for methods in document["paths"].values()
+        for operation in methods.values()
+    ]
+    assert len(operations) == len(list(TABLE))
+    assert set(operations) == {f"{r.method.containing_service.name}_{r.method.name}" for r in TABLE}
