@@ -117,12 +117,13 @@ def test_a_broken_edit_is_reported_and_the_last_good_version_stays(
         file.write_text(BROKEN, encoding="utf-8")
         stays = f"dev: {file} has 2 error(s); drafting v1 stays loaded"
         assert wait_until(lambda: _logged(server, stays), RELOAD_TIMEOUT), server.log()
-        # Every problem, each as `statewrightd validate` prints it.
-        assert _logged(server, f"{file}: error: states.parked.wiat: unknown key 'wiat'")
-        assert _logged(
-            server,
+        # Every problem, each as `statewrightd validate` prints it (logged after the summary
+        # line, so each is awaited too).
+        for problem in (
+            f"{file}: error: states.parked.wiat: unknown key 'wiat'",
             f"{file}: error: transitions[0].to: unknown state 'dnoe'; did you mean 'done'?",
-        )
+        ):
+            assert wait_until(lambda p=problem: _logged(server, p), RELOAD_TIMEOUT), server.log()
         assert _latest(c, "drafting") == 1
         assert c.start("drafting").workflow.version == 1
 
@@ -135,7 +136,8 @@ def test_a_broken_edit_is_reported_and_the_last_good_version_stays(
             return any(d.definition == "added-later" for d in c.definitions().definitions)
 
         assert wait_until(added, RELOAD_TIMEOUT), server.log()
-        assert _logged(server, f"dev: loaded added-later v1 from {directory / 'added.yaml'}")
+        loaded = f"dev: loaded added-later v1 from {directory / 'added.yaml'}"
+        assert wait_until(lambda: _logged(server, loaded), RELOAD_TIMEOUT), server.log()
         assert c.start("added-later").workflow.status == WAITING
 
 

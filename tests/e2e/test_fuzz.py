@@ -25,7 +25,6 @@ import math
 import random
 import socket
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote, urlencode, urlsplit
 
@@ -43,10 +42,14 @@ from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.definitions import load_definition_file
 from tests.support.api import Client, error_info
 from tests.support.console import Http, console_url
-from tests.support.deployment import definitions_dir, running_server
+from tests.support.deployment import (
+    TEST_DEFINITIONS,
+    definitions_dir,
+    example_definitions,
+    running_server,
+)
 from tests.support.server import ServerProcess
 
-REPO = Path(__file__).resolve().parents[2]
 # Every RPC of both services: (service, method, request module).
 SERVICES = [
     (pb.DESCRIPTOR.services_by_name["WorkflowService"], pb),
@@ -560,8 +563,7 @@ def test_names_the_fuzzer_invented_are_not_remembered(caller: Caller) -> None:
     names are remembered (and shown), whatever a caller sends."""
     named = {
         state.task.queue
-        for folder in (REPO / "examples" / "definitions", REPO / "tests" / "e2e" / "definitions")
-        for path in folder.glob("*.yaml")
+        for path in [*example_definitions(), *TEST_DEFINITIONS.glob("*.yaml")]
         for state in load_definition_file(path).states.values()
         if state.task is not None
     }

@@ -172,7 +172,15 @@ def test_malformed_requests_are_counted(tmp_path: Path) -> None:
                 assert err.code() is grpc.StatusCode.INVALID_ARGUMENT
         samples = scrape(metrics_url(server))
         assert value(samples, "statewright_malformed_requests_total") == 3
-        handled = value(
-            samples, "grpc_server_handled_total", **rpc("GetWorkflow"), grpc_code="INVALID_ARGUMENT"
-        )
-        assert handled == 3
+
+        # grpc sends an aborted call's status before the handler's interceptor counts it:
+        # the caller may scrape first, so the count is awaited, not read once.
+        def handled() -> float:
+            return value(
+                scrape(metrics_url(server)),
+                "grpc_server_handled_total",
+                **rpc("GetWorkflow"),
+                grpc_code="INVALID_ARGUMENT",
+            )
+
+        assert wait_until(lambda: handled() == 3, 10), handled()

@@ -462,11 +462,10 @@ def test_the_runner_and_a_server_end_every_sequence_alike(
 ) -> None:
     drawn = {name: drawn_sequences(name) for name in KINDS}
     assert all(len(found) == SEQUENCES for found in drawn.values())
-    start = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
     root = tmp_path_factory.mktemp("differential")
     definitions = root / "definitions"
     definitions.mkdir()
-    instances: list[Instance] = []
+    prepared: list[tuple[str, str, dict[str, str], FileReport, list[list[Op]]]] = []
     for name, its_sequences in drawn.items():
         source = (EXAMPLES / f"{name}.yaml").read_text(encoding="utf-8")
         shared = None
@@ -486,7 +485,11 @@ def test_the_runner_and_a_server_end_every_sequence_alike(
                     path.write_text(source, encoding="utf-8")
                     shared = read_file(path)
                 report = shared
-            instances.append(Instance(f"{name}-{n}", definition, queues, report, rounds, start))
+            prepared.append((f"{name}-{n}", definition, queues, report, rounds))
+    # The virtual start is a minute ahead of the machine's clock once the files are written
+    # (compiling hundreds of them may take longer than that on a busy machine).
+    start = datetime.now(UTC).replace(microsecond=0) + timedelta(minutes=1)
+    instances = [Instance(*fields, start) for fields in prepared]
     server = Server(f"sqlite:///{root / 'server.db'}", definitions, root)
     moment = start
     try:
