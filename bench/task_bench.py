@@ -13,6 +13,12 @@ Not a test. Run it through bench/run_tasks.sh, which brings its own PostgreSQL. 
    completed per second, schedule-to-start p50/p99 (the task's schedule time to the
    worker's receipt of it), end-to-end p50/p99 (an instance's creation to its last
    task's completion), and server CPU per task step.
+
+Every run starts from an empty queue: the instances a run leaves in flight (its workers
+stop, its population does not) are cancelled before the next run, and the run begins only
+once the database holds no open task of the queue (the report says what was cancelled and
+what was open at its start), so that a second run works ``--population`` instances, not
+that many more.
 """
 
 from __future__ import annotations
@@ -31,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import grpc
+import psycopg
 from google.protobuf import duration_pb2
 from statewright.v1 import task_service_pb2 as tpb
 from statewright.v1 import task_service_pb2_grpc as tpb_grpc
@@ -69,7 +76,9 @@ states:
 """,
 }
 COMPLETED = workflow_pb2.WORKFLOW_STATUS_COMPLETED
+RUNNING = workflow_pb2.WORKFLOW_STATUS_RUNNING
 SAMPLE = 20_000  # latencies kept per worker
+EMPTY_WAIT = 30.0  # seconds the queue may take to empty before a run, at most
 
 
 # -- the worker process ------------------------------------------------------------------
@@ -161,6 +170,68 @@ def start_population(targets: list[str], count: int) -> None:
     asyncio.run(run())
 
 
+def cancel_in_flight(targets: list[str]) -> int:
+    """Cancel every ``four-tasks`` instance still running (what an earlier run left), and
+    say how many were."""
+
+    async def run() -> int:
+        channels = [grpc.aio.insecure_channel(t) for t in targets]
+        stubs = [pb_grpc.WorkflowServiceStub(c) for c in channels]
+        names: list[str] = []
+        token = ""
+        while True:
+            page = await stubs[0].ListWorkflows(
+                pb.ListWorkflowsRequest(
+                    definition="four-tasks", status=RUNNING, page_size=500, page_token=token
+                ),
+                timeout=30,
+            )
+            names += [w.name for w in page.workflows]
+            token = page.next_page_token
+            if not token:
+                break
+        for first in range(0, len(names), 200):
+            # One that completed meanwhile is refused (ALREADY_TERMINAL): as good.
+            await asyncio.gather(
+                *(
+                    stubs[i % len(stubs)].CancelWorkflow(
+                        pb.CancelWorkflowRequest(name=name, reason="bench: between runs"),
+                        timeout=30,
+                    )
+                    for i, name in enumerate(names[first : first + 200], first)
+                ),
+                return_exceptions=True,
+            )
+        for channel in channels:
+            await channel.close()
+        return len(names)
+
+    return asyncio.run(run())
+
+
+def open_tasks(database: str) -> dict[str, int]:
+    """The queue's tasks that are not finished, by status, as the database holds them."""
+    with psycopg.connect(database, autocommit=True) as conn:
+        rows = conn.execute(
+            "SELECT status, count(*) FROM workflow_tasks WHERE queue = %s"
+            " AND status IN ('SCHEDULED', 'LEASED', 'BACKOFF') GROUP BY status",
+            (QUEUE,),
+        ).fetchall()
+    return {str(status): int(count) for status, count in rows}
+
+
+def empty_queue(targets: list[str], database: str) -> dict[str, Any]:
+    """Cancel what an earlier run left in flight and wait until no task of the queue is
+    open; refuse to measure on top of a backlog."""
+    cancelled = cancel_in_flight(targets)
+    deadline = time.monotonic() + EMPTY_WAIT
+    while (left := open_tasks(database)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    if left:
+        raise SystemExit(f"the queue did not empty before the run: {left} open tasks")
+    return {"cancelled_before": cancelled, "open_tasks_at_start": 0}
+
+
 def baseline(targets: list[str], seconds: float) -> float:
     async def run() -> float:
         rates = await asyncio.gather(*(closed_loop(t, seconds, concurrency=16) for t in targets))
@@ -170,7 +241,10 @@ def baseline(targets: list[str], seconds: float) -> float:
     return asyncio.run(run())
 
 
-def tasks_run(args: argparse.Namespace, targets: list[str], pids: list[int]) -> dict[str, Any]:
+def tasks_run(
+    args: argparse.Namespace, targets: list[str], pids: list[int], database: str
+) -> dict[str, Any]:
+    emptied = empty_queue(targets, database)
     start_population(targets, args.population)
     begin = time.time() + args.warmup
     end = begin + args.seconds
@@ -209,6 +283,7 @@ def tasks_run(args: argparse.Namespace, targets: list[str], pids: list[int]) -> 
     to_start = [x for r in results for x in r["to_start"]]
     e2e = [x for r in results for x in r["end_to_end"]]
     return {
+        **emptied,
         "task_steps_per_s": steps / args.seconds,
         "workflows_per_s": sum(r["completed_workflows"] for r in results) / args.seconds,
         "errors": sum(r["errors"] for r in results),
@@ -264,7 +339,7 @@ def main() -> None:
         # Interleaved, so that a drift of the machine's speed hits both alike.
         for _ in range(args.repeat):
             base = baseline(targets, args.seconds)
-            run = tasks_run(args, targets, pids)
+            run = tasks_run(args, targets, pids, database)
             run["start_to_complete_per_s"] = base
             run["ratio_task_steps_to_start_to_complete"] = run["task_steps_per_s"] / base
             report["runs"].append(run)

@@ -81,9 +81,23 @@ func (r *histRow) eventName() string {
 	return *r.Event
 }
 
-func (r *histRow) last() string {
-	s, _ := r.Context["last"].(string)
+func (r *histRow) last() string { return r.str("last") }
+
+func (r *histRow) str(field string) string {
+	s, _ := r.Context[field].(string)
 	return s
+}
+
+// num is a context field that is a number, if it is one.
+func (r *histRow) num(field string) (int64, bool) {
+	f, ok := r.Context[field].(float64)
+	return int64(f), ok
+}
+
+func (r *histRow) digest() string { return digest(r.Context) }
+
+func terminal(status string) bool {
+	return status == "COMPLETED" || status == "FAILED" || status == "CANCELLED"
 }
 
 type instRow struct {
@@ -122,42 +136,46 @@ type anomaly struct {
 
 // The properties, in the order the report lists them.
 const (
-	propAckedOnce     = "every acknowledged operation is in its instance's history exactly once, at the revision it was told"
-	propFailedAbsent  = "no operation that definitely failed appears in a history"
-	propUnknownOnce   = "every operation with an unknown outcome appears at most once"
-	propNoPhantom     = "every step in history was asked for by an operation (or is the server's own: a timer, a task giving up)"
-	propDense         = "revisions are dense from 1, and the instance row is its last revision"
-	propSignalsOnce   = "every accepted signal is applied exactly once"
-	propTimers        = "every armed timer that was not disarmed fired exactly once, never early"
-	propTasks         = "every task is finished at most once, and every acknowledged completion exactly once, by its own task"
-	propWatch         = "every watch stream saw each revision in order, with no gap or duplicate, through reconnects"
-	propStates        = "every instance rests in a state its definition allows"
-	propRecovered     = "no instance stays in recovery_required, and the work settles, after the faults stop"
-	propLinearizable  = "each instance's revision is a linearizable compare-and-swap register (porcupine)"
-	propServerHealthy = "no step fails unexpectedly in a server"
+	propAckedOnce      = "every acknowledged operation is in its instance's history exactly once, at the revision it was told"
+	propFailedAbsent   = "no operation that definitely failed appears in a history"
+	propUnknownOnce    = "every operation with an unknown outcome appears at most once"
+	propNoPhantom      = "every step in history was asked for by an operation (or is the server's own: a timer, a task giving up)"
+	propDense          = "revisions are dense from 1, and the instance row is its last revision"
+	propSteps          = "every step is a transition its definition allows from the revision before it (state, event, reachability) and begins from that revision's context"
+	propAnswers        = "every answer (a read or a write) shows the state and context history holds at the revision it names"
+	propRetries        = "a request retried with its request id is answered as it was applied"
+	propSignalsOnce    = "every accepted signal is applied exactly once"
+	propTimers         = "every armed timer that was not disarmed fired exactly once, never early"
+	propTasks          = "every task is finished at most once, and every acknowledged completion exactly once, by its own task"
+	propDuplicates     = "a duplicate task completion is answered as the first one was, or refused, and never applied again"
+	propLeases         = "a task lease is exclusive: no two workers hold one task at once, a heartbeat extends only the current lease, a finished task is never leased again"
+	propWatch          = "every instance is followed by a watch stream that sees each revision in order, as history has it, with no gap or duplicate, through reconnects, and soon"
+	propStates         = "every instance rests in a state its definition allows"
+	propRecovered      = "no instance stays in recovery_required, and the work settles, after the faults stop"
+	propRecoveryBound  = "after every fault, every replica serves a write again within the recovery bound"
+	propPlan           = "the run did what it promised: its operations, and every fault of its schedule, with effect"
+	propLinearizable   = "each instance is a linearizable compare-and-swap register of (revision, state, context) (porcupine), none inconclusive"
+	propServerHealthy  = "no replica logs a traceback or a step that failed unexpectedly"
+	recoveryBound      = 20 * time.Second                // from a fault's end (healed) to a write served by every replica
+	watchDelayBound    = 20 * time.Second                // from a step to its arrival on a stream open before it was made
+	retryableFailCodes = "Unavailable ResourceExhausted" // a refusal of this attempt alone: nothing said of the request
+	busyReason         = "WORKFLOW_BUSY"                 // ABORTED: the instance was executing another request; this attempt alone
 )
 
+// linearTimeout is porcupine's time for one instance; past it, the instance is
+// inconclusive, which fails the run.
+var linearTimeout = 20 * time.Second
+
 var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
-	propSignalsOnce, propTimers, propTasks, propWatch, propStates, propRecovered, propLinearizable, propServerHealthy}
-
-// allowed is where each definition's instances may rest: state -> status.
-var allowed = map[string]map[string]string{
-	defAccount: {"active": "RUNNING", "held": "WAITING", "closed": "COMPLETED"},
-	defOrder:   {"work": "RUNNING", "__finish__": "COMPLETED", "gave_up": "COMPLETED"},
-	defTimer:   {"ticking": "RUNNING", "__finish__": "COMPLETED", "stopped": "COMPLETED"},
-}
-
-// finishedFrom are the states with a transition to __finish__: an instance that takes it
-// rests, COMPLETED, in the state it finished from (older servers wrote __finish__).
-var finishedFrom = map[string]map[string]bool{
-	defOrder: {"work": true},
-	defTimer: {"counted": true},
-}
+	propSteps, propAnswers, propRetries, propSignalsOnce, propTimers, propTasks, propDuplicates, propLeases,
+	propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
 
 // logical is one logical operation: all the attempts of one id.
 type logical struct {
 	id       string
 	kind, wf string
+	event    string // a signal's or resume's
+	rid      string
 	attempts []*Op
 	acked    bool  // an attempt was answered with a step written
 	ackRev   int64 // the revision that answer named
@@ -224,7 +242,9 @@ func stepOp(prev, row *histRow) (id, kind string) {
 type checker struct {
 	dir       string
 	meta      runMeta
+	defs      map[string]*definition
 	ops       []Op
+	taskCalls []*Op // leases and heartbeats: what workers held, not steps
 	logicals  map[string]*logical
 	byWF      map[string][]*logical
 	history   map[string][]histRow
@@ -255,8 +275,13 @@ func checkDir(dir string) (*report, error) {
 	c.group()
 	c.checkInstances()
 	c.checkOperations()
+	c.checkAnswers()
+	c.checkRetries()
+	c.checkDuplicates()
+	c.checkLeases()
 	c.checkWatches()
 	c.checkFinal()
+	c.checkRun()
 	c.checkLinearizable()
 	c.rep.finish(c)
 	return c.rep, nil
@@ -277,6 +302,14 @@ func (c *checker) load() error {
 		return err
 	}
 	if c.faults, err = readJSONL[FaultRec](filepath.Join(c.dir, "faults.jsonl")); err != nil {
+		return err
+	}
+	// The definitions the run served (a run copies them into its directory).
+	defDir := filepath.Join(c.dir, "definitions")
+	if _, err := os.Stat(defDir); err != nil {
+		defDir = filepath.Join(c.meta.Config.Repo, "chaos", "definitions")
+	}
+	if c.defs, err = loadDefinitions(defDir); err != nil {
 		return err
 	}
 	db := filepath.Join(c.dir, "db")
@@ -327,9 +360,14 @@ func (c *checker) load() error {
 func (c *checker) group() {
 	for i := range c.ops {
 		a := &c.ops[i]
+		if a.Kind == "lease" || a.Kind == "heartbeat" {
+			c.taskCalls = append(c.taskCalls, a)
+			continue
+		}
 		l := c.logicals[a.ID]
 		if l == nil {
-			l = &logical{id: a.ID, kind: a.Kind, wf: a.WF, call: a.Call, cas: (a.Kind == "resume" || a.Kind == "cancel") && a.Exp > 0, exp: a.Exp}
+			l = &logical{id: a.ID, kind: a.Kind, wf: a.WF, event: a.Event, rid: a.RID, call: a.Call,
+				cas: (a.Kind == "resume" || a.Kind == "cancel") && a.Exp > 0, exp: a.Exp}
 			c.logicals[a.ID] = l
 			c.byWF[a.WF] = append(c.byWF[a.WF], l)
 		}
@@ -344,9 +382,6 @@ func (c *checker) group() {
 			case writes(a):
 				if !l.acked || a.Ret < l.ackRet {
 					l.ackRet = a.Ret
-				}
-				if l.acked && a.Rev != l.ackRev {
-					c.flag(propAckedOnce, l.wf, l.id, "attempts of one request id were answered with different revisions: %d and %d", l.ackRev, a.Rev)
 				}
 				if !l.acked {
 					l.ackRev = a.Rev
@@ -393,6 +428,8 @@ func (c *checker) checkOperations() {
 		for _, a := range l.applied {
 			if a.wf != l.wf {
 				c.flag(propNoPhantom, a.wf, l.id, "applied to %s at revision %d but it was sent to %s", a.wf, a.rev, l.wf)
+			} else {
+				c.checkAppliedAs(l, a.rev)
 			}
 		}
 		switch {
@@ -463,21 +500,20 @@ func (c *checker) checkInstances() {
 			c.flag(propDense, wf, "", "instance row (revision %d, %s %s) is not its last history row (revision %d, %s %s)",
 				inst.Revision, inst.State, inst.Status, last.Revision, last.State, last.Status)
 		}
-		def := inst.Definition
+		def := c.defs[inst.Definition]
+		if def == nil {
+			c.flag(propStates, wf, "", "runs definition %q, which the run did not serve", inst.Definition)
+			continue
+		}
 		for _, r := range rows {
 			c.checked[propStates]++
-			if r.Status == "CANCELLED" {
-				continue
-			}
-			if r.Status == "COMPLETED" && finishedFrom[def][r.State] {
-				continue
-			}
-			if want, ok := allowed[def][r.State]; !ok || want != r.Status {
-				c.flag(propStates, wf, "", "revision %d rests in %s with status %s, which %s does not allow", r.Revision, r.State, r.Status, def)
+			if !def.allows(r.State, r.Status) {
+				c.flag(propStates, wf, "", "revision %d rests in %s with status %s, which %s does not allow", r.Revision, r.State, r.Status, def.Name)
 			}
 		}
+		c.checkSteps(wf, def, rows)
 		c.checkTimers(wf, rows)
-		if def == defOrder {
+		if inst.Definition == defOrder {
 			c.checkTasks(wf, rows)
 		}
 	}
@@ -627,6 +663,7 @@ func (c *checker) checkWatches() {
 		last     int64
 		ended    bool
 		sessions int
+		opened   int64 // when the current stream was opened
 	}
 	follows := map[key]*follow{}
 	var order []key
@@ -641,6 +678,7 @@ func (c *checker) checkWatches() {
 		switch w.What {
 		case "open":
 			f.sessions++
+			f.opened = w.T
 			c.rep.Watch.Sessions++
 			if w.After > 0 {
 				c.rep.Watch.Reconnects++
@@ -657,9 +695,19 @@ func (c *checker) checkWatches() {
 			}
 			if w.Rev >= 1 && int(w.Rev) <= len(rows) {
 				r := rows[w.Rev-1]
-				if r.State != w.State || r.Status != w.Status || r.last() != w.Last {
-					c.flag(propWatch, w.WF, "", "%s: revision %d streamed as %s %s %q, history has %s %s %q",
-						w.Proc, w.Rev, w.State, w.Status, w.Last, r.State, r.Status, r.last())
+				// A revision made while the stream was open: how long it took to arrive.
+				if made := r.TimeUS * 1000; f.opened != 0 && f.opened < made {
+					delay := w.T - made
+					c.rep.Watch.LiveMessages++
+					c.rep.Watch.MaxDelayS = max(c.rep.Watch.MaxDelayS, float64(delay)/1e9)
+					if delay > int64(watchDelayBound) {
+						c.flag(propWatch, w.WF, "", "%s: revision %d reached a stream open since before it was made only %.1fs later (bound %s)",
+							w.Proc, w.Rev, float64(delay)/1e9, watchDelayBound)
+					}
+				}
+				if r.State != w.State || r.Status != w.Status || r.last() != w.Last || (w.Ctx != "" && w.Ctx != r.digest()) {
+					c.flag(propWatch, w.WF, "", "%s: revision %d streamed as %s %s %q (context %s), history has %s %s %q (context %s)",
+						w.Proc, w.Rev, w.State, w.Status, w.Last, w.Ctx, r.State, r.Status, r.last(), r.digest())
 				}
 			} else {
 				c.flag(propWatch, w.WF, "", "%s: revision %d streamed, but history has %d revisions", w.Proc, w.Rev, len(rows))
@@ -671,6 +719,7 @@ func (c *checker) checkWatches() {
 			f.ended = true
 		}
 	}
+	followed := map[string]bool{}
 	for _, k := range order {
 		f := follows[k]
 		inst, ok := c.instances[k.wf]
@@ -678,9 +727,20 @@ func (c *checker) checkWatches() {
 			continue // never created: nothing to see
 		}
 		c.checked[propWatch]++
-		c.rep.Watch.Followed++
+		if !followed[k.wf] {
+			followed[k.wf] = true
+			c.rep.Watch.Followed++
+		}
 		if f.last < inst.Revision {
 			c.flag(propWatch, k.wf, "", "%s: the stream stopped at revision %d of %d", k.proc, f.last, inst.Revision)
+		}
+	}
+	if c.meta.Config.Watch == "all" {
+		// Every instance the run made is followed, from revision 0 to its last.
+		for _, wf := range sortedKeys(c.instances) {
+			if !followed[wf] {
+				c.flag(propWatch, wf, "", "no watch stream followed this instance")
+			}
 		}
 	}
 }
@@ -697,12 +757,6 @@ func (c *checker) checkFinal() {
 			c.flag(propRecovered, "", "", "%s still has %d instances in recovery_required after the faults stopped", replica, n)
 		}
 	}
-	for log, n := range f.Unexpected {
-		c.checked[propServerHealthy]++
-		if n > 0 {
-			c.flag(propServerHealthy, "", "", "%s logs %d steps that failed unexpectedly", log, n)
-		}
-	}
 }
 
 func (c *checker) checkLinearizable() {
@@ -713,20 +767,21 @@ func (c *checker) checkLinearizable() {
 	sort.Strings(wfs)
 	drawn := 0
 	for _, wf := range wfs {
-		ops := linearOps(wf, c.byWF[wf], c.history[wf])
+		ops := linearOps(wf, c.defs[c.instances[wf].Definition], c.byWF[wf], c.history[wf])
 		c.checked[propLinearizable]++
-		res, why := linearizable(ops, 10*time.Second)
+		res, why := linearizable(ops, linearTimeout)
 		switch res {
 		case porcupine.Ok:
 			c.rep.Linear.Ok++
 		case porcupine.Unknown:
 			c.rep.Linear.TimedOut++
+			c.flag(propLinearizable, wf, "", "inconclusive: porcupine did not decide within %s (%d operations)", linearTimeout, len(ops))
 		case porcupine.Illegal:
 			c.rep.Linear.Illegal++
 			c.flag(propLinearizable, wf, "", "%s", why)
 			if drawn < 5 {
 				drawn++
-				_, info := porcupine.CheckOperationsVerbose(registerModel, ops, 10*time.Second)
+				_, info := porcupine.CheckOperationsVerbose(registerModel, ops, linearTimeout)
 				porcupine.VisualizePath(registerModel, info, filepath.Join(c.dir, "linear-"+wf+".html"))
 			}
 		}

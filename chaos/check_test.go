@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,10 @@ type runFixture struct {
 	rows   []histRow
 	watch  []WatchRec
 	timers []timerRow
+	tasks  []taskRow
+	faults []FaultRec
+	config *runConfig
+	final  final
 }
 
 const t0 = int64(1_800_000_000_000_000_000)
@@ -31,13 +36,43 @@ func row(wf string, rev int64, event, state, status, last string, at int64) hist
 	return r
 }
 
+// chain fills in what every step of the suite's definitions records: the revision it was
+// computed for (`at`) and the `last` of the revision before (`prev`).
+func chain(rows []histRow) []histRow {
+	for i := range rows {
+		ctx := map[string]any{}
+		for k, v := range rows[i].Context {
+			ctx[k] = v
+		}
+		if i > 0 && rows[i].WorkflowID == rows[i-1].WorkflowID {
+			ctx["prev"] = rows[i-1].last()
+			ctx["at"] = float64(rows[i].Revision)
+		}
+		rows[i].Context = ctx
+	}
+	return rows
+}
+
+// answered fills in an answer from the history row at its revision, as a server that
+// keeps its promises answers.
+func answered(op Op, rows []histRow) Op {
+	for i := range rows {
+		r := &rows[i]
+		if r.WorkflowID == op.WF && r.Revision == op.Rev {
+			op.State, op.Status, op.Last, op.Prev, op.Ctx = r.State, r.Status, r.last(), r.str("prev"), r.digest()
+			op.At, _ = r.num("at")
+		}
+	}
+	return op
+}
+
 func okOp(id, kind, wf string, call, ret, rev int64) Op {
 	op := Op{Proc: "c0", ID: id, Kind: kind, WF: wf, Call: call, Ret: ret, Outcome: outcomeOK, Rev: rev, Status: "RUNNING"}
 	switch kind {
 	case "start":
 		op.Created = true
 	case "signal":
-		op.Accepted = true
+		op.Accepted, op.Event = true, "note"
 	}
 	return op
 }
@@ -45,18 +80,18 @@ func okOp(id, kind, wf string, call, ret, rev int64) Op {
 // account: a clean history of one account, started and noted twice.
 func account() *runFixture {
 	wf := "acct-0-0"
-	return &runFixture{
+	f := &runFixture{
 		ops: []Op{
 			okOp("op-c0-1", "start", wf, t0, t0+10, 1),
 			okOp("op-c0-2", "signal", wf, t0+20, t0+30, 2),
 			okOp("op-c0-3", "signal", wf, t0+40, t0+50, 3),
 			okOp("op-c0-4", "get", wf, t0+60, t0+70, 3),
 		},
-		rows: []histRow{
+		rows: chain([]histRow{
 			row(wf, 1, "", "active", "RUNNING", "op-c0-1", t0+5),
 			row(wf, 2, "note", "active", "RUNNING", "op-c0-2", t0+25),
 			row(wf, 3, "note", "active", "RUNNING", "op-c0-3", t0+45),
-		},
+		}),
 		watch: []WatchRec{
 			{Proc: "v0", WF: wf, What: "open"},
 			{Proc: "v0", WF: wf, What: "msg", Rev: 1, State: "active", Status: "RUNNING", Last: "op-c0-1"},
@@ -66,6 +101,10 @@ func account() *runFixture {
 			{Proc: "v0", WF: wf, Session: 1, What: "msg", Rev: 3, State: "active", Status: "RUNNING", Last: "op-c0-3"},
 		},
 	}
+	for i := range f.ops {
+		f.ops[i] = answered(f.ops[i], f.rows)
+	}
+	return f
 }
 
 func (f *runFixture) check(t *testing.T) *report {
@@ -109,10 +148,24 @@ func (f *runFixture) check(t *testing.T) *report {
 	put("watch/v0.jsonl", watch...)
 	put("db/history.jsonl", rows...)
 	put("db/instances.jsonl", insts...)
-	put("db/tasks.jsonl")
+	var tasks []any
+	for _, tk := range f.tasks {
+		tasks = append(tasks, tk)
+	}
+	put("db/tasks.jsonl", tasks...)
 	put("db/timers.jsonl", timers...)
-	put("faults.jsonl")
-	meta := runMeta{Config: runConfig{Size: "test"}, Started: t0, Settled: t0 + 1e9, Dumped: t0 + 2e9, Ended: t0 + 3e9}
+	var faults []any
+	for _, f := range f.faults {
+		faults = append(faults, f)
+	}
+	put("faults.jsonl", faults...)
+	if err := copyDefinitions("definitions", filepath.Join(dir, "definitions")); err != nil {
+		t.Fatal(err)
+	}
+	meta := runMeta{Config: runConfig{Size: "test"}, Started: t0, Settled: t0 + 1e9, Dumped: t0 + 2e9, Ended: t0 + 3e9, Final: f.final}
+	if f.config != nil {
+		meta.Config = *f.config
+	}
 	if err := writeJSON(filepath.Join(dir, "run.json"), meta); err != nil {
 		t.Fatal(err)
 	}
@@ -192,15 +245,20 @@ func TestATimerThatFiresTwiceIsReported(t *testing.T) {
 		return []armedTimer{{TimerID: string(rune('0'+rev)) + ".0", Target: "counted",
 			DueTime: time.Unix(0, at+int64(time.Second)).UTC().Format(time.RFC3339Nano)}}
 	}
+	tick := func(rev int64, at int64) histRow {
+		r := row(wf, rev, "after", "ticking", "RUNNING", fmt.Sprintf("tick@%d", rev), at)
+		r.Transitions = []transition{{From: "ticking", To: "counted", Event: ev("after")}, {From: "counted", To: "ticking"}}
+		return r
+	}
 	r1 := row(wf, 1, "", "ticking", "RUNNING", "op-c0-1", t0)
 	r1.Timers = armed(1, t0)
-	r2 := row(wf, 2, "after", "ticking", "RUNNING", "tick", t0+int64(time.Second)+1000)
+	r2 := tick(2, t0+int64(time.Second)+1000)
 	r2.Timers = armed(2, t0+int64(time.Second)+1000)
-	r3 := row(wf, 3, "after", "ticking", "RUNNING", "tick", t0+int64(time.Second)+5000000) // 5 ms later
+	r3 := tick(3, t0+int64(time.Second)+5000000) // 5 ms later
 	r3.Timers = armed(3, t0+int64(time.Second)+5000000)
 	f := &runFixture{
 		ops:    []Op{okOp("op-c0-1", "start", wf, t0-100, t0+100, 1)},
-		rows:   []histRow{r1, r2, r3},
+		rows:   chain([]histRow{r1, r2, r3}),
 		timers: []timerRow{{WorkflowID: wf, TimerID: "3.0", Revision: 3}},
 	}
 	expectAnomaly(t, f.check(t), propTimers, "fired twice")

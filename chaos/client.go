@@ -6,8 +6,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/signal"
+	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"google.golang.org/protobuf/types/known/structpb"
@@ -86,7 +90,89 @@ type client struct {
 	seq      atomic.Int64
 	mu       sync.Mutex
 	know     map[string]known
+	raced    map[string]int64 // per instance: the due time of the last timer raced
+	chain    map[string]int   // per instance: races in a row, each armed by the one before
+	races    sync.WaitGroup
+	lat      latencies  // of accepted signals: when a racing call is sent
+	hold     bool       // after the budget, go on until released (the faults are over)
+	mix      [3]float64 // shares of accounts, orders, countdowns
 }
+
+// defaultMix: most operations on accounts (signals, resumes, reads: the register), the
+// rest on orders (tasks) and countdowns (timers).
+const defaultMix = "66,17,17"
+
+// parseMix reads "accounts,orders,countdowns" (weights, in any unit) as shares.
+func parseMix(s string) ([3]float64, error) {
+	var w [3]float64
+	if _, err := fmt.Sscanf(s, "%g,%g,%g", &w[0], &w[1], &w[2]); err != nil {
+		return w, fmt.Errorf("--mix %q: want accounts,orders,countdowns: %w", s, err)
+	}
+	total := w[0] + w[1] + w[2]
+	if total <= 0 || w[0] < 0 || w[1] < 0 || w[2] < 0 {
+		return w, fmt.Errorf("--mix %q: the weights must be positive", s)
+	}
+	for i := range w {
+		w[i] /= total
+	}
+	return w, nil
+}
+
+// latencies keeps the latest calls' latencies; their median is what a racing call aims
+// by (a mean would follow the slow tail).
+type latencies struct {
+	mu   sync.Mutex
+	ring [64]time.Duration
+	n    int
+}
+
+func (l *latencies) add(d time.Duration) {
+	l.mu.Lock()
+	l.ring[l.n%len(l.ring)] = d
+	l.n++
+	l.mu.Unlock()
+}
+
+func (l *latencies) median() time.Duration {
+	l.mu.Lock()
+	recent := append([]time.Duration(nil), l.ring[:min(l.n, len(l.ring))]...)
+	l.mu.Unlock()
+	if len(recent) == 0 {
+		return 0
+	}
+	sort.Slice(recent, func(i, j int) bool { return recent[i] < recent[j] })
+	return recent[len(recent)/2]
+}
+
+// holdReleased: SIGUSR1 came, the run's faults are over (set before any client exists, so
+// a process-wide flag).
+var holdReleased atomic.Bool
+
+// more says whether a lane makes another invocation: until the budget is spent (and, when
+// holding, the faults are over), and never past the deadline.
+func (c *client) more() bool {
+	if !time.Now().Before(c.deadline) {
+		return false
+	}
+	return c.done.Load() < c.budget || (c.hold && !holdReleased.Load())
+}
+
+// The timer races: the share of answers arming a timer that get a racing call, and when
+// that call is sent, relative to the due time: from raceLead before to raceSpread-raceLead
+// after it.
+// The call's own latency (from a few milliseconds on a quiet machine to a few hundred on
+// a loaded one) decides when it lands: most are sent that long before the moment to land
+// in (raceAim after the due time, between the timer's claim and its step's commit, give
+// or take raceJitter), as the process last measured its writes' latency; the others
+// anywhere from raceLead before the due time to raceSpread-raceLead after it.
+const (
+	raceShare  = 0.8
+	raceChain  = 6
+	raceAim    = 25 * time.Millisecond
+	raceJitter = 45 * time.Millisecond
+	raceLead   = 160 * time.Millisecond
+	raceSpread = 190 * time.Millisecond
+)
 
 func clientMain(args []string) error {
 	fs := flag.NewFlagSet("client", flag.ExitOnError)
@@ -101,7 +187,18 @@ func clientMain(args []string) error {
 	duration := fs.Duration("duration", time.Minute, "how long to run, at most")
 	rate := fs.Float64("rate", 0, "invocations per second, at most (0: no limit)")
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each call")
+	hold := fs.Bool("hold", false, "once --ops are made, go on until SIGUSR1 (the run's faults are over) or --duration")
+	mixFlag := fs.String("mix", defaultMix, "shares of the operations on accounts, orders and countdowns")
 	fs.Parse(args)
+	mix, err := parseMix(*mixFlag)
+	if err != nil {
+		return err
+	}
+	if *hold {
+		released := make(chan os.Signal, 1)
+		signal.Notify(released, syscall.SIGUSR1)
+		go func() { <-released; holdReleased.Store(true) }()
+	}
 	conns, err := dialAll(splitList(*targets))
 	if err != nil {
 		return err
@@ -114,6 +211,7 @@ func clientMain(args []string) error {
 	c := &client{
 		proc: *proc, rt: newRouter(conns, *seed), hist: hist, lay: lay, timeout: *timeout,
 		budget: *ops, deadline: time.Now().Add(*duration), lim: newLimiter(*rate), know: map[string]known{},
+		raced: map[string]int64{}, chain: map[string]int{}, hold: *hold, mix: mix,
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < *lanes; i++ {
@@ -121,13 +219,14 @@ func clientMain(args []string) error {
 		go func(i int) {
 			defer wg.Done()
 			rng := rand.New(rand.NewPCG(*seed, uint64(i)+1))
-			for c.done.Load() < c.budget && time.Now().Before(c.deadline) {
+			for c.more() {
 				c.lim.wait()
 				c.step(rng)
 			}
 		}(i)
 	}
 	wg.Wait()
+	c.races.Wait()
 	if err := hist.close(); err != nil {
 		return err
 	}
@@ -142,6 +241,7 @@ type call struct {
 	rid                  string
 	exp                  int64
 	existing             bool
+	race                 race // the timer this call races, if it does
 	send                 func(ctx context.Context, rc *replicaConn, op *Op) error
 }
 
@@ -171,10 +271,10 @@ func (c *client) step(rng *rand.Rand) {
 	r := rng.Float64()
 	var wf string
 	switch {
-	case r < 0.66:
+	case r < c.mix[0]:
 		wf = instanceID("acct", epoch, rng.IntN(c.lay.Accounts))
 		c.account(rng, wf, late)
-	case r < 0.83:
+	case r < c.mix[0]+c.mix[1]:
 		wf = instanceID("order", epoch, rng.IntN(c.lay.Orders))
 		c.order(rng, wf, late)
 	default:
@@ -358,10 +458,20 @@ func (c *client) start(rng *rand.Rand, wf, def string, input map[string]any, exi
 		}})
 }
 
-func (c *client) signal(rng *rand.Rand, wf, event string) {
+func (c *client) signal(rng *rand.Rand, wf, event string) { c.signalAt(rng, wf, event, race{}) }
+
+// race is what a call sent to race a timer knows of it: its due time (the history records
+// it) and the replica that armed it, whose scheduler most likely fires it.
+type race struct {
+	due int64
+	via string
+}
+
+// signalAt sends a signal, racing r's timer when r is set.
+func (c *client) signalAt(rng *rand.Rand, wf, event string, r race) {
 	id := c.newID()
 	req := &pb.SignalWorkflowRequest{Name: "workflows/" + wf, Event: event, Payload: mustStruct(map[string]any{"op": id}), RequestId: c.maybeRID(rng, id)}
-	c.run(rng, id, call{kind: "signal", wf: wf, event: event, rid: req.RequestId,
+	c.run(rng, id, call{kind: "signal", wf: wf, event: event, rid: req.RequestId, race: r,
 		send: func(ctx context.Context, rc *replicaConn, op *Op) error {
 			resp, err := rc.wf.SignalWorkflow(ctx, req)
 			if err == nil {
@@ -375,16 +485,19 @@ func (c *client) signal(rng *rand.Rand, wf, event string) {
 		}})
 }
 
-func (c *client) resume(rng *rand.Rand, wf string, k known) {
+func (c *client) resume(rng *rand.Rand, wf string, k known) { c.resumeAt(rng, wf, k, race{}) }
+
+func (c *client) resumeAt(rng *rand.Rand, wf string, k known, r race) {
 	id := c.newID()
-	req := &pb.ResumeWorkflowRequest{Name: "workflows/" + wf, Input: mustStruct(map[string]any{"last": id}), RequestId: c.maybeRID(rng, id)}
+	// The definition records the resume's `op` as the step's `last` (after `prev`).
+	req := &pb.ResumeWorkflowRequest{Name: "workflows/" + wf, Input: mustStruct(map[string]any{"op": id}), RequestId: c.maybeRID(rng, id)}
 	if rng.Float64() < 0.5 {
 		req.Event = "release"
 	}
 	if rng.Float64() < 0.5 && k.rev > 0 {
 		req.ExpectedRevision = k.rev
 	}
-	c.run(rng, id, call{kind: "resume", wf: wf, event: "release", rid: req.RequestId, exp: req.ExpectedRevision,
+	c.run(rng, id, call{kind: "resume", wf: wf, event: "release", rid: req.RequestId, exp: req.ExpectedRevision, race: r,
 		send: func(ctx context.Context, rc *replicaConn, op *Op) error {
 			resp, err := rc.wf.ResumeWorkflow(ctx, req)
 			if err == nil {
@@ -427,6 +540,14 @@ func (c *client) get(rng *rand.Rand, wf string) {
 // again after its answer, or twice at once through both replicas.
 func (c *client) run(rng *rand.Rand, id string, k call) {
 	first := c.rt.pick()
+	if k.race.via != "" {
+		// Not to the replica that armed the timer, whose scheduler fires it: there the two
+		// steps would take turns on the instance. From the other one, the racing step
+		// commits between the timer's claim and its step's save, which the store's
+		// compare-and-swap sends back to a fresh copy of the instance, where only the
+		// timer's fence (is it still armed?) stops it.
+		first = c.rt.other(c.rt.byTarget(k.race.via))
+	}
 	if k.rid != "" && rng.Float64() < 0.08 {
 		var wg sync.WaitGroup
 		wg.Add(1)
@@ -436,21 +557,81 @@ func (c *client) run(rng *rand.Rand, id string, k call) {
 		return
 	}
 	op := c.attempt(id, 0, k, first)
+	c.maybeRace(rng, &op)
 	if k.rid == "" {
 		return
 	}
 	for try := 1; try <= 2 && op.Outcome == outcomeUnknown && time.Now().Before(c.deadline); try++ {
 		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 		op = c.attempt(id, try, k, c.rt.pick())
+		c.maybeRace(rng, &op)
 	}
 	if op.Outcome != outcomeUnknown && rng.Float64() < 0.1 {
 		c.attempt(id, op.Try+1, k, c.rt.other(first))
 	}
 }
 
+// maybeRace sends, now and then, a signal or resume timed to arrive just as the timer
+// that op's answer armed comes due: the step that fires the timer and the step that
+// leaves (or re-enters) its state then race, and only the timer's fence (it fires only
+// while the entry that armed it lasts) keeps a disarmed timer from firing.
+func (c *client) maybeRace(rng *rand.Rand, op *Op) {
+	if op.Outcome != outcomeOK || op.Due == 0 || rng.Float64() >= raceShare {
+		return
+	}
+	var kind string
+	switch {
+	case strings.HasPrefix(op.WF, "tick-") && op.State == "ticking" && op.Status == "RUNNING":
+		kind = "poke" // re-enters ticking: the old timer is disarmed, a new one armed
+		if rng.Float64() < 0.2 {
+			kind = "stop"
+		}
+	case strings.HasPrefix(op.WF, "acct-") && op.State == "held" && op.Status == "WAITING":
+		kind = "release"
+	default:
+		return
+	}
+	c.mu.Lock()
+	// Once per timer; a racing poke's answer arms the next one, which may be raced in turn,
+	// up to raceChain times in a row.
+	if c.raced[op.WF] >= op.Due || (op.Race != 0 && c.chain[op.WF] >= raceChain) {
+		c.mu.Unlock()
+		return
+	}
+	c.raced[op.WF] = op.Due
+	if op.Race != 0 {
+		c.chain[op.WF]++
+	} else {
+		c.chain[op.WF] = 0
+	}
+	c.mu.Unlock()
+	due := time.Unix(0, op.Due)
+	at := due.Add(time.Duration(rng.IntN(int(raceSpread/time.Millisecond)))*time.Millisecond - raceLead)
+	if rng.Float64() < 0.75 {
+		jitter := time.Duration(rng.IntN(int(2*raceJitter/time.Millisecond)))*time.Millisecond - raceJitter
+		at = due.Add(raceAim + jitter - c.lat.median())
+	}
+	if at.After(c.deadline) {
+		return
+	}
+	wf, target := op.WF, race{due: op.Due, via: op.Target}
+	seed := rng.Uint64()
+	c.races.Add(1)
+	go func() {
+		defer c.races.Done()
+		time.Sleep(time.Until(at))
+		r := rand.New(rand.NewPCG(seed, 11))
+		if kind == "release" {
+			c.resumeAt(r, wf, c.known(wf), target)
+		} else {
+			c.signalAt(r, wf, kind, target)
+		}
+	}()
+}
+
 func (c *client) attempt(id string, try int, k call, rc *replicaConn) Op {
 	op := Op{Proc: c.proc, ID: id, Try: try, Kind: k.kind, WF: k.wf, Def: k.def, Event: k.event,
-		RID: k.rid, Exp: k.exp, Existing: k.existing, Target: rc.target}
+		RID: k.rid, Exp: k.exp, Existing: k.existing, Race: k.race.due, Target: rc.target}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	op.Call = nowNS()
 	err := k.send(ctx, rc, &op)
@@ -462,6 +643,9 @@ func (c *client) attempt(id string, try int, k call, rc *replicaConn) Op {
 	} else {
 		op.Outcome = outcomeOK
 		c.learn(&op)
+		if op.Kind == "signal" && op.Accepted {
+			c.lat.add(time.Duration(op.Ret - op.Call))
+		}
 	}
 	c.hist.write(op)
 	c.done.Add(1)

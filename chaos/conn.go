@@ -81,6 +81,16 @@ func (r *router) pick() *replicaConn {
 	return healthy[r.rng.IntN(len(healthy))]
 }
 
+// byTarget is the replica at target (any, if none is).
+func (r *router) byTarget(target string) *replicaConn {
+	for _, c := range r.conns {
+		if c.target == target {
+			return c
+		}
+	}
+	return r.pick()
+}
+
 // other is a replica other than c (c itself when there is only one).
 func (r *router) other(c *replicaConn) *replicaConn {
 	for i, x := range r.conns {

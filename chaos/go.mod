@@ -7,6 +7,7 @@ require (
 	github.com/statewright/statewright/clients/go v0.0.0-00010101000000-000000000000
 	google.golang.org/grpc v1.85.0
 	google.golang.org/protobuf v1.36.12
+	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"io"
 	"os"
 	"path/filepath"
@@ -42,16 +43,24 @@ type Op struct {
 	Existing bool   `json:"existing,omitempty"` // a start with if_exists RETURN_EXISTING
 	Task     int64  `json:"task,omitempty"`     // the task's id: the revision that scheduled it
 	Attempt  int32  `json:"attempt,omitempty"`
-	Late     bool   `json:"late,omitempty"` // sent after the lease ran out, on purpose
-	Target   string `json:"target"`
-	Call     int64  `json:"call"` // Unix nanoseconds
-	Ret      int64  `json:"ret"`
-	Outcome  string `json:"outcome"`
+	Late     bool   `json:"late,omitempty"`      // sent after the lease ran out, on purpose
+	Lease    string `json:"lease,omitempty"`     // the lease token a task call presented (or a poll got)
+	LeaseExp int64  `json:"lease_exp,omitempty"` // when that lease runs out (a poll's or a heartbeat's answer), Unix ns
+	// A signal or resume sent to land just as a timer of the instance comes due (Unix ns).
+	Race    int64  `json:"race,omitempty"`
+	Target  string `json:"target"`
+	Call    int64  `json:"call"` // Unix nanoseconds
+	Ret     int64  `json:"ret"`
+	Outcome string `json:"outcome"`
 	// What a response said about the instance.
 	Rev        int64  `json:"rev,omitempty"`
 	State      string `json:"state,omitempty"`
 	Status     string `json:"status,omitempty"`
 	Last       string `json:"last,omitempty"`
+	Prev       string `json:"prev,omitempty"`
+	At         int64  `json:"at,omitempty"`
+	Ctx        string `json:"ctx,omitempty"` // digest of the whole context
+	Due        int64  `json:"due,omitempty"` // the earliest timer the answer shows armed, Unix ns
 	Accepted   bool   `json:"accepted,omitempty"`
 	Rejection  string `json:"rejection,omitempty"`
 	Created    bool   `json:"created,omitempty"`
@@ -71,6 +80,7 @@ type FaultRec struct {
 	Target    string            `json:"target,omitempty"`
 	Start     int64             `json:"start"`
 	End       int64             `json:"end"`
+	GroupEnd  int64             `json:"group_end,omitempty"` // the end of the last fault on with it (overlapping)
 	Recovered int64             `json:"recovered,omitempty"`
 	Detail    map[string]string `json:"detail,omitempty"`
 	Err       string            `json:"err,omitempty"`
@@ -89,6 +99,7 @@ type WatchRec struct {
 	State   string `json:"state,omitempty"`
 	Status  string `json:"status,omitempty"`
 	Last    string `json:"last,omitempty"`
+	Ctx     string `json:"ctx,omitempty"`
 	Event   string `json:"event,omitempty"`
 	Target  string `json:"target,omitempty"`
 	Code    string `json:"code,omitempty"`
@@ -253,9 +264,59 @@ func noteWorkflow(op *Op, w *pb.Workflow) {
 	op.Rev = w.GetRevision()
 	op.State = w.GetState()
 	op.Status = statusName(w.GetStatus())
-	if f, ok := w.GetContext().GetFields()["last"]; ok {
-		op.Last = f.GetStringValue()
+	ctx := w.GetContext().AsMap()
+	op.Last, _ = ctx["last"].(string)
+	op.Prev, _ = ctx["prev"].(string)
+	if at, ok := ctx["at"].(float64); ok {
+		op.At = int64(at)
 	}
+	op.Ctx = digest(ctx)
+	for _, t := range w.GetTimers() {
+		if due := t.GetDueTime().AsTime().UnixNano(); op.Due == 0 || due < op.Due {
+			op.Due = due
+		}
+	}
+}
+
+// digest names a context by its content: the same fields and values, the same digest,
+// whichever way they came (a response's Struct, the database's JSON).
+func digest(ctx map[string]any) string {
+	if ctx == nil {
+		ctx = map[string]any{}
+	}
+	data, err := json.Marshal(normalise(ctx)) // encoding/json sorts a map's keys
+	if err != nil {
+		return "unencodable: " + err.Error()
+	}
+	h := fnv.New64a()
+	h.Write(data)
+	return fmt.Sprintf("%016x", h.Sum64())
+}
+
+// normalise makes every number a float64, as a Struct holds it.
+func normalise(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = normalise(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = normalise(e)
+		}
+		return out
+	case json.Number:
+		f, _ := x.Float64()
+		return f
+	case int:
+		return float64(x)
+	case int64:
+		return float64(x)
+	}
+	return v
 }
 
 func statusName(s pb.WorkflowStatus) string {

@@ -5,7 +5,8 @@
 // broken promise with the operation and the instance concerned.
 //
 //	chaos run --size small|full|none --out DIR [--seed N] [--repo .] [--postgres-url URL]
-//	          [--break MODE] [--faults kind,...] [--ops N] [--duration D] [--rate R]
+//	          [--break MODE] [--faults kind,...] [--ops N] [--duration D] [--rate R] [--mix A,O,T]
+//	          [--commit-delay D]
 //	chaos check DIR            # check a run's directory again (the checker alone)
 //
 // The run spawns the other subcommands (client, worker, watch) as its own processes.

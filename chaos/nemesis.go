@@ -49,6 +49,36 @@ type nemesis struct {
 	faults   int
 	mu       sync.Mutex
 	records  []FaultRec
+	busy     map[*replica]bool // under a replica fault right now
+}
+
+// target picks a replica for a replica fault and marks it busy until done is called.
+func (n *nemesis) target() (*replica, func()) {
+	n.mu.Lock()
+	r := n.replicas[n.rng.IntN(len(n.replicas))]
+	if n.busy == nil {
+		n.busy = map[*replica]bool{}
+	}
+	n.busy[r] = true
+	n.mu.Unlock()
+	return r, func() { n.mu.Lock(); delete(n.busy, r); n.mu.Unlock() }
+}
+
+// serving picks a replica no replica fault is on (a flood at a replica being killed would
+// reach no writer queue), or any if every one is.
+func (n *nemesis) serving() *replica {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var free []*replica
+	for _, r := range n.replicas {
+		if !n.busy[r] {
+			free = append(free, r)
+		}
+	}
+	if len(free) == 0 {
+		free = n.replicas
+	}
+	return free[n.rng.IntN(len(free))]
 }
 
 // plan is the order of faults: each kind once per round, shuffled, for as many rounds as
@@ -65,8 +95,19 @@ func (n *nemesis) plan(kinds []string, rounds int) []string {
 
 // run injects the planned faults one after another (some overlapping when overlap is
 // set), with a gap between them, until the plan is done or ctx ends. Each fault is healed
-// before run returns.
+// before run returns. A fault that did not take effect (a flood whose replica another
+// fault had just taken down, say) is tried again at the end of the plan, up to twice: the
+// run promises each planned fault with effect, and the checker holds it to that.
 func (n *nemesis) run(ctx context.Context, plan []string, gap time.Duration, overlap float64) {
+	again := map[string]int{}
+	retry := func(recs ...FaultRec) {
+		for _, r := range recs {
+			if r.Err != "" && again[r.Kind] < 2 {
+				again[r.Kind]++
+				plan = append(plan, r.Kind)
+			}
+		}
+	}
 	for i := 0; i < len(plan) && ctx.Err() == nil; i++ {
 		sleepCtx(ctx, gap/2+time.Duration(n.rng.Int64N(int64(gap))))
 		if ctx.Err() != nil {
@@ -85,9 +126,12 @@ func (n *nemesis) run(ctx context.Context, plan []string, gap time.Duration, ove
 			go func() { defer wg.Done(); time.Sleep(delay); recs[1] = n.inject(second) }()
 			wg.Wait()
 			n.settle(recs...)
+			retry(recs...)
 			continue
 		}
-		n.settle(n.inject(kind))
+		rec := n.inject(kind)
+		n.settle(rec)
+		retry(rec)
 	}
 }
 
@@ -95,8 +139,13 @@ func (n *nemesis) run(ctx context.Context, plan []string, gap time.Duration, ove
 // that time as their recovery.
 func (n *nemesis) settle(recs ...FaultRec) {
 	recovered := n.probe(60 * time.Second)
+	var groupEnd int64
+	for _, rec := range recs {
+		groupEnd = max(groupEnd, rec.End)
+	}
 	for _, rec := range recs {
 		rec.Recovered = recovered
+		rec.GroupEnd = groupEnd
 		n.log.write(rec)
 		n.mu.Lock()
 		n.records = append(n.records, rec)
@@ -109,7 +158,8 @@ func (n *nemesis) inject(kind string) FaultRec {
 	var err error
 	switch kind {
 	case faultKill:
-		r := n.replicas[n.rng.IntN(len(n.replicas))]
+		r, done := n.target()
+		defer done()
 		rec.Target = r.target()
 		r.kill()
 		time.Sleep(time.Duration(500+n.rng.IntN(1500)) * time.Millisecond)
@@ -121,7 +171,8 @@ func (n *nemesis) inject(kind string) FaultRec {
 			rec.Detail[fmt.Sprintf("start_%d", attempt)] = err.Error()
 		}
 	case faultDrain:
-		r := n.replicas[n.rng.IntN(len(n.replicas))]
+		r, done := n.target()
+		defer done()
 		rec.Target = r.target()
 		began := time.Now()
 		r.signal(syscall.SIGTERM)
@@ -138,7 +189,8 @@ func (n *nemesis) inject(kind string) FaultRec {
 			}
 		}
 	case faultPause:
-		r := n.replicas[n.rng.IntN(len(n.replicas))]
+		r, done := n.target()
+		defer done()
 		rec.Target = r.target()
 		if err = r.signal(syscall.SIGSTOP); err == nil {
 			time.Sleep(n.pause)
@@ -184,7 +236,7 @@ func (n *nemesis) inject(kind string) FaultRec {
 	case faultFlood:
 		// The writer commits faster than one replica takes requests, so its queue fills
 		// only while commits are slow: the burst arrives while they are held.
-		r := n.replicas[n.rng.IntN(len(n.replicas))]
+		r := n.serving()
 		rec.Target = r.target()
 		n.proxy.holdCommits()
 		release := time.AfterFunc(time.Duration(1500+n.rng.IntN(1000))*time.Millisecond, n.proxy.resume)

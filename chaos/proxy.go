@@ -39,6 +39,10 @@ type pgProxy struct {
 	cuts     atomic.Int64
 	held     atomic.Int64
 	closed   atomic.Bool
+	// Every step's COMMIT waits this long before it is forwarded: a database far away (a
+	// synchronous standby in another zone), which widens the moments between a read and
+	// the commit of the step built on it.
+	commitDelay time.Duration
 }
 
 const startupV3 = 196608
@@ -261,6 +265,9 @@ func (p *pgProxy) clientToServer(c *proxyConn) {
 			}
 			cut := ""
 			if c.observe(kind, msg[5:]) {
+				if p.commitDelay > 0 {
+					time.Sleep(p.commitDelay)
+				}
 				p.commits.pass(func() { p.held.Add(1) })
 				cut = p.takeCut(c)
 			}

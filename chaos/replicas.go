@@ -32,7 +32,7 @@ type replica struct {
 
 func (r *replica) target() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 
-func newReplica(idx int, python, repo, databaseURL, definitions, logPath string, writerQueue int, env []string) (*replica, error) {
+func newReplica(idx int, python, repo, databaseURL, definitions, logPath string, writerQueue int, processes string, env []string) (*replica, error) {
 	port, err := freePort()
 	if err != nil {
 		return nil, err
@@ -45,6 +45,9 @@ func newReplica(idx int, python, repo, databaseURL, definitions, logPath string,
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--database", databaseURL,
 		"--definitions", definitions, "--grace", "2", "--log-level", "INFO",
 		"--writer-queue", fmt.Sprint(writerQueue)}
+	if processes != "" {
+		argv = append(argv, "--processes", processes)
+	}
 	return &replica{idx: idx, port: port, argv: argv, env: env, dir: repo, logf: logf}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -43,27 +44,37 @@ type runConfig struct {
 	SettleLimit time.Duration `json:"settle_limit"`
 	Layout      layout        `json:"layout"`
 	Watch       string        `json:"watch"`
+	Mix         string        `json:"mix"` // the clients' shares of accounts, orders, countdowns
+	// Server processes per replica ("": the server's default, one per CPU).
+	Processes string `json:"processes,omitempty"`
+	// Each step's COMMIT is delayed this long by the proxy (a database far away).
+	CommitDelay time.Duration `json:"commit_delay,omitempty"`
 }
 
 // presets: the small run of `make test` and the large one of `make chaos`.
 func preset(size string) (runConfig, error) {
 	switch size {
 	case "small":
+		// Duration only bounds the load (a loaded machine makes its 5,000 operations slowly).
 		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 5000, Rate: 70,
-			Duration: 150 * time.Second, Faults: allFaults, Rounds: 1, Gap: 3 * time.Second, Overlap: 0,
-			Pause: 7 * time.Second, Flood: 600, WriterQueue: 128, FullPlan: true, Watch: "3,2,2", SettleLimit: 90 * time.Second,
+			Duration: 240 * time.Second, Faults: allFaults, Rounds: 1, Gap: 3 * time.Second, Overlap: 0,
+			Pause: 7 * time.Second, Flood: 600, WriterQueue: 128, FullPlan: true, Watch: "all", SettleLimit: 90 * time.Second,
 			Layout: layout{Epoch: 10 * time.Second, Accounts: 14, Orders: 8, Timers: 6}}, nil
 	case "full":
-		return runConfig{Size: size, Replicas: 2, Clients: 4, Lanes: 8, Workers: 2, Ops: 100000, Rate: 260,
-			Duration: 11 * time.Minute, Faults: allFaults, Rounds: 40, Gap: 4 * time.Second, Overlap: 0.3,
-			Pause: 7 * time.Second, Flood: 1000, WriterQueue: 128, Watch: "3,2,2", SettleLimit: 90 * time.Second,
+		// The load goes on until every planned fault has run (and at least Ops were
+		// made); Duration only bounds it.
+		return runConfig{Size: size, Replicas: 2, Clients: 4, Lanes: 8, Workers: 2, Ops: 100000, Rate: 220,
+			Duration: 20 * time.Minute, Faults: allFaults, Rounds: 6, Gap: 4 * time.Second, Overlap: 0.3,
+			Pause: 7 * time.Second, Flood: 1000, WriterQueue: 128, FullPlan: true, Watch: "all", SettleLimit: 90 * time.Second,
 			Layout: layout{Epoch: 12 * time.Second, Accounts: 24, Orders: 12, Timers: 8}}, nil
 	case "none":
 		// No faults: the checker's own tests (break modes) use it, with their own sizes.
-		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 1500, Rate: 100,
+		// One process per replica: each starts in half the time, and a break is a break
+		// whatever the processes.
+		return runConfig{Size: size, Replicas: 2, Clients: 2, Lanes: 6, Workers: 2, Ops: 1000, Rate: 100, Processes: "1",
 			Duration: 40 * time.Second, Rounds: 1, Gap: 3 * time.Second, Pause: 7 * time.Second,
-			Flood: 600, WriterQueue: 128, Watch: "3,2,2", SettleLimit: 30 * time.Second,
-			Layout: layout{Epoch: 8 * time.Second, Accounts: 8, Orders: 10, Timers: 6}}, nil
+			Flood: 600, WriterQueue: 128, Watch: "all", SettleLimit: 30 * time.Second,
+			Layout: layout{Epoch: 8 * time.Second, Accounts: 8, Orders: 10, Timers: 12}}, nil
 	}
 	return runConfig{}, fmt.Errorf("--size must be small, full or none; got %q", size)
 }
@@ -76,12 +87,17 @@ func runMain(args []string) error {
 	repo := fs.String("repo", ".", "the repository root")
 	python := fs.String("python", "", "the Python that runs statewrightd (default REPO/.venv/bin/python)")
 	pgURL := fs.String("postgres-url", "", "use this PostgreSQL (a fresh database on it) instead of a private one; no restarts")
-	breakMode := fs.String("break", "", "a test-only break mode of the server (tests/chaos/breaks.py)")
+	breakMode := fs.String("break", "", "test-only break modes of the server, comma-separated (tests/chaos/breaks.py)")
 	faults := fs.String("faults", "", "fault kinds, comma-separated (default: the size's; \"none\" for no faults)")
 	ops := fs.Int64("ops", 0, "client invocations (default: the size's)")
 	duration := fs.Duration("duration", 0, "longest time the load runs (default: the size's)")
 	rate := fs.Float64("rate", 0, "client invocations per second, at most (default: the size's)")
+	mix := fs.String("mix", defaultMix, "the clients' shares of operations on accounts, orders and countdowns")
+	commitDelay := fs.Duration("commit-delay", 0, "delay every step's COMMIT this long (a database far away)")
 	fs.Parse(args)
+	if _, err := parseMix(*mix); err != nil {
+		return err
+	}
 	cfg, err := preset(*size)
 	if err != nil {
 		return err
@@ -99,7 +115,7 @@ func runMain(args []string) error {
 	if cfg.Python == "" {
 		cfg.Python = filepath.Join(cfg.Repo, ".venv", "bin", "python")
 	}
-	cfg.PostgresURL, cfg.Break = *pgURL, *breakMode
+	cfg.PostgresURL, cfg.Break, cfg.Mix, cfg.CommitDelay = *pgURL, *breakMode, *mix, *commitDelay
 	if *faults == "none" {
 		cfg.Faults = nil
 	} else if *faults != "" {
@@ -190,12 +206,13 @@ type runMeta struct {
 }
 
 type final struct {
-	Recovery    map[string]int64 `json:"recovery_required"` // per replica, after the faults stopped
-	OpenTasks   int64            `json:"open_tasks"`
-	ArmedTimers int64            `json:"armed_timers"`
-	Tracebacks  map[string]int   `json:"tracebacks"`
-	Unexpected  map[string]int   `json:"unexpected"` // steps that failed unexpectedly, per replica log
-	SettleError string           `json:"settle_error,omitempty"`
+	Recovery    map[string]int64    `json:"recovery_required"` // per replica, after the faults stopped
+	OpenTasks   int64               `json:"open_tasks"`
+	ArmedTimers int64               `json:"armed_timers"`
+	Tracebacks  map[string]int      `json:"tracebacks"`
+	Exceptions  map[string][]string `json:"exceptions,omitempty"` // per replica log: the first tracebacks' last lines
+	Unexpected  map[string]int      `json:"unexpected"`           // steps that failed unexpectedly, per replica log
+	SettleError string              `json:"settle_error,omitempty"`
 }
 
 func execute(cfg runConfig) (*report, error) {
@@ -234,12 +251,17 @@ func execute(cfg runConfig) (*report, error) {
 		return nil, err
 	}
 	defer proxy.close()
+	proxy.commitDelay = cfg.CommitDelay
 
 	env := []string{"PYTHONPATH=" + cfg.Repo}
 	if cfg.Break != "" {
 		env = append(env, "STATEWRIGHT_TEST_HOOKS=tests.chaos.breaks", "STATEWRIGHT_CHAOS_BREAK="+cfg.Break)
 	}
 	definitions := filepath.Join(cfg.Repo, "chaos", "definitions")
+	// The checker reads the definitions the run served from its directory.
+	if err := copyDefinitions(definitions, filepath.Join(cfg.Out, "definitions")); err != nil {
+		return nil, err
+	}
 	var replicas []*replica
 	defer func() {
 		for _, r := range replicas {
@@ -249,16 +271,23 @@ func execute(cfg runConfig) (*report, error) {
 	}()
 	for i := 0; i < cfg.Replicas; i++ {
 		r, err := newReplica(i, cfg.Python, cfg.Repo, withPort(url, proxy.port()), definitions,
-			filepath.Join(cfg.Out, fmt.Sprintf("replica-%d.log", i)), cfg.WriterQueue, env)
+			filepath.Join(cfg.Out, fmt.Sprintf("replica-%d.log", i)), cfg.WriterQueue, cfg.Processes, env)
 		if err != nil {
 			return nil, err
 		}
 		onInterrupt(r.halt)
-		// One at a time: the first migrates the database.
-		if err := r.start(90 * time.Second); err != nil {
+		replicas = append(replicas, r)
+	}
+	// All at once: the server's migration takes an advisory lock, so one replica
+	// migrates and the others find nothing left to do.
+	started := make(chan error, len(replicas))
+	for _, r := range replicas {
+		go func() { started <- r.start(90 * time.Second) }()
+	}
+	for range replicas {
+		if err := <-started; err != nil {
 			return nil, err
 		}
-		replicas = append(replicas, r)
 	}
 	var targets []string
 	for _, r := range replicas {
@@ -303,11 +332,17 @@ func execute(cfg runConfig) (*report, error) {
 		}
 		workers = append(workers, w)
 	}
+	// With faults to run to the end of their plan, the load holds on until they are over.
+	hold := cfg.FullPlan && len(cfg.Faults) > 0
 	for i := 0; i < cfg.Clients; i++ {
 		name := fmt.Sprintf("c%d", i)
+		ops := cfg.Ops / int64(cfg.Clients)
+		if int64(i) < cfg.Ops%int64(cfg.Clients) {
+			ops++
+		}
 		c, err := spawn(cfg.Out, name, append([]string{"client", "--targets", tlist, "--proc", name,
 			"--seed", fmt.Sprint(rng.Uint64()), "--out", filepath.Join(cfg.Out, "history", name+".jsonl"),
-			"--lanes", fmt.Sprint(cfg.Lanes), "--ops", fmt.Sprint(cfg.Ops / int64(cfg.Clients)),
+			"--lanes", fmt.Sprint(cfg.Lanes), "--ops", fmt.Sprint(ops), fmt.Sprintf("--hold=%v", hold), "--mix", cfg.Mix,
 			"--duration", cfg.Duration.String(), "--rate", fmt.Sprint(cfg.Rate / float64(cfg.Clients)),
 			"--timeout", timeout}, lay...)...)
 		if err != nil {
@@ -323,6 +358,14 @@ func execute(cfg runConfig) (*report, error) {
 		time.Sleep(2 * time.Second)
 		nem.run(ctx, nem.plan(cfg.Faults, cfg.Rounds), cfg.Gap, cfg.Overlap)
 	}()
+	if hold {
+		go func() {
+			<-faultsDone
+			for _, c := range clients {
+				c.signal(syscall.SIGUSR1) // the faults are over: stop once the budget is spent
+			}
+		}()
+	}
 	var problems []string
 	for _, c := range clients {
 		if err := c.wait(cfg.Duration + time.Minute); err != nil {
@@ -367,11 +410,8 @@ func execute(cfg runConfig) (*report, error) {
 	meta.Dumped = nowNS()
 	hist.close()
 	faultLog.close()
-	for _, r := range replicas {
-		r.stop()
-		r.close()
-	}
-	meta.Final.Tracebacks, meta.Final.Unexpected = scanLogs(cfg.Out, len(replicas))
+	stopAll(replicas)
+	meta.Final.Tracebacks, meta.Final.Exceptions, meta.Final.Unexpected = scanLogs(cfg.Out, len(replicas))
 	replicas = nil
 	meta.Ended = nowNS()
 	if err := writeJSON(filepath.Join(cfg.Out, "run.json"), meta); err != nil {
@@ -390,6 +430,16 @@ func execute(cfg runConfig) (*report, error) {
 	}
 	fmt.Print(rep.text())
 	return rep, nil
+}
+
+// stopAll drains every replica at once.
+func stopAll(replicas []*replica) {
+	var wg sync.WaitGroup
+	for _, r := range replicas {
+		wg.Add(1)
+		go func() { defer wg.Done(); r.stop(); r.close() }()
+	}
+	wg.Wait()
 }
 
 // prepareOut makes an empty output directory, removing an earlier run's (and nothing
@@ -460,10 +510,11 @@ func finalRevisions(url, path string) error {
 	return os.WriteFile(path, out, 0o644)
 }
 
-// scanLogs counts, per replica log, the tracebacks and the steps that failed
+// scanLogs counts, per replica log, the tracebacks (each a server bug, or a fault the
+// server did not handle) with the last line of the first few, and the steps that failed
 // unexpectedly (a server bug by definition).
-func scanLogs(dir string, n int) (tracebacks, unexpected map[string]int) {
-	tracebacks, unexpected = map[string]int{}, map[string]int{}
+func scanLogs(dir string, n int) (tracebacks map[string]int, exceptions map[string][]string, unexpected map[string]int) {
+	tracebacks, exceptions, unexpected = map[string]int{}, map[string][]string{}, map[string]int{}
 	for i := 0; i < n; i++ {
 		name := fmt.Sprintf("replica-%d.log", i)
 		data, err := os.ReadFile(filepath.Join(dir, name))
@@ -473,8 +524,43 @@ func scanLogs(dir string, n int) (tracebacks, unexpected map[string]int) {
 		text := string(data)
 		tracebacks[name] = strings.Count(text, "Traceback (most recent call last)")
 		unexpected[name] = strings.Count(text, "failed unexpectedly")
+		lines := strings.Split(text, "\n")
+		for j := 0; j < len(lines) && len(exceptions[name]) < 5; j++ {
+			if !strings.HasPrefix(lines[j], "Traceback (most recent call last)") {
+				continue
+			}
+			// The exception is the first line after the traceback that is not indented.
+			for k := j + 1; k < len(lines); k++ {
+				if lines[k] != "" && lines[k][0] != ' ' {
+					exceptions[name] = append(exceptions[name], truncate(lines[k], 300))
+					j = k
+					break
+				}
+			}
+		}
 	}
-	return tracebacks, unexpected
+	return tracebacks, exceptions, unexpected
+}
+
+// copyDefinitions copies the definitions' files into the run's directory.
+func copyDefinitions(from, to string) error {
+	if err := os.MkdirAll(to, 0o755); err != nil {
+		return err
+	}
+	paths, err := filepath.Glob(filepath.Join(from, "*.yaml"))
+	if err != nil {
+		return err
+	}
+	for _, p := range paths {
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(to, filepath.Base(p)), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func writeJSON(path string, v any) error {

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/signal"
+	"sort"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,14 +48,16 @@ func watchMain(args []string) error {
 	proc := fs.String("proc", "v0", "this process's name in the history")
 	seed := fs.Uint64("seed", 1, "random seed")
 	out := fs.String("out", "", "watch log to write")
-	perEpoch := fs.String("watch", "3,2,2", "accounts,orders,countdowns of each epoch to watch")
+	perEpoch := fs.String("watch", "all", "accounts,orders,countdowns of each epoch to watch, or all of them")
 	duration := fs.Duration("duration", time.Minute, "until when new epochs' instances are watched")
 	finalPath := fs.String("final", "", "on SIGUSR1: a JSON map of workflow id to final revision to reach, then exit (SIGUSR2: the load is over)")
 	finalWait := fs.Duration("final-wait", 45*time.Second, "how long streams may take to reach their final revisions")
 	fs.Parse(args)
-	var na, no, nt int
-	if _, err := fmt.Sscanf(*perEpoch, "%d,%d,%d", &na, &no, &nt); err != nil {
-		return fmt.Errorf("--watch: %w", err)
+	na, no, nt := lay.Accounts, lay.Orders, lay.Timers
+	if *perEpoch != "all" {
+		if _, err := fmt.Sscanf(*perEpoch, "%d,%d,%d", &na, &no, &nt); err != nil {
+			return fmt.Errorf("--watch: %w", err)
+		}
 	}
 	conns, err := dialAll(splitList(*targets))
 	if err != nil {
@@ -95,6 +98,7 @@ func watchMain(args []string) error {
 	var wg sync.WaitGroup
 	until := time.Now().Add(*duration)
 	rng := rand.New(rand.NewPCG(*seed, 3))
+	followed := map[string]bool{}
 	for epoch := 0; ; epoch++ {
 		begins := time.Unix(0, lay.Start+int64(epoch)*int64(lay.Epoch))
 		if begins.After(until) {
@@ -112,11 +116,22 @@ func watchMain(args []string) error {
 		for _, w := range [][2]any{{"acct", na}, {"order", no}, {"tick", nt}} {
 			for k := 0; k < w[1].(int); k++ {
 				wf := instanceID(w[0].(string), epoch, k)
+				followed[wf] = true
 				wg.Add(1)
 				s := rng.Uint64()
 				go func() { defer wg.Done(); v.follow(ctx, rand.New(rand.NewPCG(s, 9)), wf) }()
 			}
 		}
+	}
+	if *perEpoch == "all" {
+		// Every other instance the run made (the floods', the probes', any the load
+		// reached that no epoch listed), once the run has settled: from revision 0, each to
+		// its final revision, a few at a time.
+		select {
+		case <-v.settled:
+		case <-ctx.Done():
+		}
+		v.followRest(ctx, rng, followed)
 	}
 	wg.Wait()
 	cancel()
@@ -128,6 +143,40 @@ func watchMain(args []string) error {
 }
 
 func (v *watcher) isSettling() bool { return isClosed(v.settled) }
+
+// followRest follows, restSlots at a time, every instance of the final revisions that the
+// epochs did not list.
+func (v *watcher) followRest(ctx context.Context, rng *rand.Rand, followed map[string]bool) {
+	v.mu.Lock()
+	var rest []string
+	for wf := range v.final {
+		if !followed[wf] {
+			rest = append(rest, wf)
+		}
+	}
+	v.mu.Unlock()
+	sort.Strings(rest)
+	slots := make(chan struct{}, restSlots)
+	var wg sync.WaitGroup
+	for _, wf := range rest {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+			wg.Wait()
+			return
+		}
+		wg.Add(1)
+		s := rng.Uint64()
+		go func() {
+			defer func() { <-slots; wg.Done() }()
+			v.follow(ctx, rand.New(rand.NewPCG(s, 9)), wf)
+		}()
+	}
+	wg.Wait()
+}
+
+// restSlots: streams at once for the instances followed only once the run has settled.
+const restSlots = 24
 
 func isClosed(ch chan struct{}) bool {
 	select {
@@ -235,12 +284,15 @@ func (v *watcher) stream(ctx context.Context, rng *rand.Rand, rc *replicaConn, w
 			Type: msg.GetType().String(), Event: msg.GetEvent(), T: nowNS()}
 		op := Op{}
 		noteWorkflow(&op, w)
-		rec.State, rec.Status, rec.Last = op.State, op.Status, op.Last
+		rec.State, rec.Status, rec.Last, rec.Ctx = op.State, op.Status, op.Last, op.Ctx
 		v.hist.write(rec)
 		last.Store(msg.GetRevision())
 		switch rec.Status {
 		case "COMPLETED", "FAILED", "CANCELLED":
 			return true, nil
+		}
+		if v.reached(wf, msg.GetRevision()) {
+			return true, nil // settled, and its final revision is here
 		}
 		if n+1 == closeAfter {
 			return false, nil

@@ -92,9 +92,11 @@ func (w *worker) poll(ctx context.Context, rng *rand.Rand) {
 	for ctx.Err() == nil && time.Now().Before(w.deadline) {
 		rc := w.rt.pick()
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		call := nowNS()
 		resp, err := rc.tasks.PollTasks(pctx, &pb.PollTasksRequest{
 			Queue: taskQueue, Identity: w.proc, MaxTasks: 4, Wait: durationpb.New(time.Second),
 		})
+		ret := nowNS()
 		cancel()
 		w.polls.Add(1)
 		if err != nil {
@@ -105,6 +107,13 @@ func (w *worker) poll(ctx context.Context, rng *rand.Rand) {
 			continue
 		}
 		for _, t := range resp.GetTasks() {
+			// Each lease is recorded: the checker checks that no two workers held one task at
+			// once (the lease was granted between the poll's call and its answer).
+			wf, task := taskRef(t.GetName())
+			w.hist.write(Op{Proc: w.proc, ID: fmt.Sprintf("lease-%s-%d", w.proc, w.seq.Add(1)), Kind: "lease",
+				WF: wf, Task: task, Def: defOrder, Attempt: t.GetAttempt(), Lease: t.GetLeaseToken(),
+				LeaseExp: t.GetLeaseExpireTime().AsTime().UnixNano(), Target: rc.target,
+				Call: call, Ret: ret, Outcome: outcomeOK})
 			w.leased.Add(1)
 			w.inflight.Add(1)
 			seed := rng.Uint64()
@@ -140,6 +149,9 @@ func (w *worker) handle(rng *rand.Rand, t *pb.Task) {
 	case r < 0.63: // late: after the lease has run out
 		expire := t.GetLeaseExpireTime().AsTime()
 		time.Sleep(time.Until(expire) + time.Duration(200+rng.IntN(1200))*time.Millisecond)
+		if rng.Float64() < 0.5 {
+			w.heartbeat(t) // a lease that ran out is extended only if nobody took it over
+		}
 		w.complete(rng, t, true)
 	case r < 0.73: // with heartbeats first
 		for i := 0; i < 1+rng.IntN(2); i++ {
@@ -239,14 +251,16 @@ func (w *worker) fail(rng *rand.Rand, t *pb.Task, final bool) {
 
 func (w *worker) heartbeat(t *pb.Task) {
 	rc := w.rt.pick()
-	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
-	defer cancel()
-	_, err := rc.tasks.HeartbeatTask(ctx, &pb.HeartbeatTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken()})
-	if err != nil {
-		op := Op{}
-		classify(&op, err)
-		w.rt.failed(rc, &op)
-	}
+	w.attempt(Op{ID: w.newID(), Kind: "heartbeat"}, t, rc, func(ctx context.Context, op *Op) error {
+		resp, err := rc.tasks.HeartbeatTask(ctx, &pb.HeartbeatTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken()})
+		if err == nil {
+			op.LeaseExp = resp.GetLeaseExpireTime().AsTime().UnixNano()
+			if resp.GetCancelRequested() {
+				op.TaskStatus = "CANCEL_REQUESTED"
+			}
+		}
+		return err
+	})
 }
 
 func (w *worker) attempt(op Op, t *pb.Task, rc *replicaConn, send func(context.Context, *Op) error) Op {
@@ -254,6 +268,7 @@ func (w *worker) attempt(op Op, t *pb.Task, rc *replicaConn, send func(context.C
 	op.WF, op.Task = taskRef(t.GetName())
 	op.Def = defOrder
 	op.Attempt = t.GetAttempt()
+	op.Lease = t.GetLeaseToken()
 	op.Target = rc.target
 	ctx, cancel := context.WithTimeout(context.Background(), w.timeout)
 	op.Call = nowNS()

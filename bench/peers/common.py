@@ -9,6 +9,10 @@ completed. ``lanes`` workflows are in flight at any moment (closed loop); a work
 if it completes inside the measured window, and its latency runs from its start to its
 completion. CPU is read from /proc over the window for each role: the processes the peer
 runs (its own and their children), PostgreSQL's (when the peer uses it), and the machine.
+A role's CPU counts every one of its processes, however short-lived: those it had at both
+ends of the window, those it started during it (a pool that opens connections as threads
+ask for them: a PostgreSQL backend each), and those that exited during it (counted by the
+parent that reaped them).
 """
 
 from __future__ import annotations
@@ -33,13 +37,15 @@ OVERRUN_SECONDS = 30.0
 
 
 def proc_cpu(pid: int) -> float:
-    """utime + stime of ``pid`` (all its threads), in seconds; 0 if it is gone."""
+    """The CPU ``pid`` and its reaped children used, in seconds: utime + stime (every
+    thread of the process) + cutime + cstime (the children it has waited for, such as the
+    backends a postmaster reaps); 0 if it is gone."""
     try:
         text = Path(f"/proc/{pid}/stat").read_text()
     except OSError:
         return 0.0
     fields = text[text.rindex(")") + 2 :].split()
-    return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
+    return sum(int(f) for f in fields[11:15]) / CLOCK_TICKS
 
 
 def descendants(pid: int) -> list[int]:
@@ -79,9 +85,10 @@ def machine_busy() -> float:
 
 @dataclass
 class Roles:
-    """How to find the processes of each role, looked up again at each end of the window
-    (connections opened during the warm-up are backends that did not exist before). A
-    process that starts or exits inside the window drops out instead of counting wrong."""
+    """How to find the processes of each role, looked up again at each end of the window:
+    connections opened during the window are backends that did not exist before it, and
+    those closed during it exist no more at its end (their CPU is their postmaster's
+    reaped children's by then)."""
 
     finders: dict[str, Callable[[], list[int]]] = field(default_factory=dict)
 
@@ -101,10 +108,13 @@ def postgres(url: str) -> Callable[[], list[int]]:
 def cpu_over(
     before: dict[str, dict[int, float]], after: dict[str, dict[int, float]]
 ) -> dict[str, float]:
+    """Each role's CPU over the window: what all its processes had used at its end, less
+    what they had at its start. A process started inside the window counts from zero; one
+    that exited inside it is in its parent's reaped children's CPU at the end (the role's
+    root outlives the window), so neither is lost nor counted twice."""
     out: dict[str, float] = {}
     for role, pids in after.items():
-        start = before.get(role, {})
-        out[role] = sum(v - start[p] for p, v in pids.items() if p in start and v >= start[p])
+        out[role] = max(0.0, sum(pids.values()) - sum(before.get(role, {}).values()))
     return out
 
 

@@ -2,8 +2,9 @@
 real bugs.
 
 A server started with ``STATEWRIGHT_TEST_HOOKS=tests.chaos.breaks`` (and the repository on
-its ``PYTHONPATH``) loads this module; ``STATEWRIGHT_CHAOS_BREAK=MODE`` then breaks one of
-its promises on purpose, by replacing a piece of the server in this process only:
+its ``PYTHONPATH``) loads this module; ``STATEWRIGHT_CHAOS_BREAK=MODE`` (or ``MODE,MODE``)
+then breaks one of its promises (or several) on purpose, by replacing a piece of the
+server in this process only:
 
 - ``ack-before-save``: a signal is answered accepted as soon as its step is handed to the
   writer, before the save's outcome is known (a conflict re-applies it at another revision,
@@ -15,6 +16,12 @@ its promises on purpose, by replacing a piece of the server in this process only
 - ``double-fire``: a timer that fired is fired once more, and the firing step no longer
   checks that its timer is still armed.
 - ``drop-watch``: WatchWorkflow streams leave out revision 3.
+- ``stale-retry``: after a compare-and-swap conflict (another replica saved first), the
+  step is applied again to the state and context this replica had cached, at the stored
+  revision, instead of to the instance as stored: a lost update.
+- ``skip-timer-fence``: a timer's step no longer checks that the entry of the state that
+  armed the timer still lasts (the timer is still armed), so a timer disarmed by a step
+  that re-entered its state fires in the new entry.
 
 Nothing here is imported by the server package: it exists for tests/chaos only.
 """
@@ -22,12 +29,14 @@ Nothing here is imported by the server package: it exists for tests/chaos only.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from datetime import datetime
 from typing import Any
 
+from statewrightd import errors
 from statewrightd.app import tasks as task_desk
 from statewrightd.app.tasks import Completion, TaskDesk, TaskRef
 from statewrightd.definitions.registry import Loaded
@@ -37,7 +46,7 @@ from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import CompleteTaskCommand, RequestKey, SignalCommand
 from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.model import StepResult, TimerPlan
-from statewrightd.engine.runtime import Job, Loading, WorkflowRuntime
+from statewrightd.engine.runtime import MAX_CONFLICT_RETRIES, Job, Loading, WorkflowRuntime
 from statewrightd.engine.timers import TimerScheduler
 from statewrightd.engine.watch import StepEvent, WatchFeed
 from statewrightd.engine.writes import Planned
@@ -141,15 +150,19 @@ def _double_complete() -> None:
     TaskDesk.complete = complete  # type: ignore[method-assign]
 
 
-def _double_fire() -> None:
+def _skip_timer_fence() -> None:
     change = writes_module.timer_change
 
-    def unchecked(
+    def unfenced(
         plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
     ) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
         return change(plan, record, now, None)  # the save no longer checks it is armed
 
-    writes_module.timer_change = unchecked
+    writes_module.timer_change = unfenced
+
+
+def _double_fire() -> None:
+    _skip_timer_fence()
     answered = TimerScheduler._answered
     fired_again: set[tuple[str, str]] = set()
 
@@ -178,25 +191,58 @@ def _drop_watch() -> None:
     WatchFeed.follow = dropping  # type: ignore[method-assign]
 
 
+def _stale_retry() -> None:
+    on_saved = WorkflowRuntime._on_saved
+
+    def reapply_to_cache(self: WorkflowRuntime, save: Any, outcome: Any) -> None:
+        job = save.job
+        session = self._cache.get(job.workflow_id)
+        actual = getattr(outcome, "actual_revision", None)
+        if (
+            isinstance(outcome, errors.Conflict)
+            and actual
+            and not job.command.expected()
+            and session is not None
+            and job.attempts < MAX_CONFLICT_RETRIES
+            and self._admission.owns(job.workflow_id, save.token)
+        ):
+            # Learn only the stored revision; keep the state and context cached.
+            job.attempts += 1
+            session.snapshot = dataclasses.replace(session.snapshot, revision=actual)
+            session.record = dataclasses.replace(session.record, revision=actual)
+            segment = self._admission.get(job.workflow_id)
+            assert segment is not None
+            self._execute(job, segment, session)
+            return
+        on_saved(self, save, outcome)
+
+    WorkflowRuntime._on_saved = reapply_to_cache  # type: ignore[method-assign]
+
+
 MODES: dict[str, Callable[[], None]] = {
     "ack-before-save": _ack_before_save,
     "skip-cas": _skip_cas,
     "double-complete": _double_complete,
     "double-fire": _double_fire,
     "drop-watch": _drop_watch,
+    "stale-retry": _stale_retry,
+    "skip-timer-fence": _skip_timer_fence,
 }
 
 
 def install(
     loop: EventLoop, aio: asyncio.AbstractEventLoop, env: Mapping[str, str] | None = None
 ) -> bool:
-    """Break the server as ``STATEWRIGHT_CHAOS_BREAK`` says; True if it did."""
+    """Break the server as ``STATEWRIGHT_CHAOS_BREAK`` says (one mode, or several that
+    break different promises, comma-separated); True if it did."""
     env = os.environ if env is None else env
-    mode = env.get(BREAK_ENV, "").strip()
-    if not mode:
+    modes = [m.strip() for m in env.get(BREAK_ENV, "").split(",") if m.strip()]
+    if not modes:
         return False
-    if mode not in MODES:
-        raise ValueError(f"{BREAK_ENV}={mode!r}: not one of {', '.join(sorted(MODES))}")
-    MODES[mode]()
-    _log.warning("chaos: this server is broken on purpose (%s); for tests only", mode)
+    for mode in modes:
+        if mode not in MODES:
+            raise ValueError(f"{BREAK_ENV}={mode!r}: not one of {', '.join(sorted(MODES))}")
+    for mode in modes:
+        MODES[mode]()
+    _log.warning("chaos: this server is broken on purpose (%s); for tests only", ", ".join(modes))
     return True

@@ -75,52 +75,92 @@ def test_the_suite_builds_and_its_unit_tests_pass(chaos_binary: Path) -> None:
 
 
 def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_path: Path) -> None:
-    code, report, text = _run(chaos_binary, tmp_path / "run", "--size", "small", timeout=240)
+    code, report, text = _run(chaos_binary, tmp_path / "run", "--size", "small", timeout=480)
     print(text)
     assert report["anomalies"] == 0, text
     assert code == 0, text
     faults = report["faults"]
     assert set(faults) == FAULT_KINDS, text
     for kind, stats in faults.items():
-        assert stats["count"] >= 1 and stats["errors"] == 0, (kind, text)
-    assert report["invocations"] >= 4500, text
+        assert stats["count"] >= 1, (kind, text)
+    assert report["client_invocations"] >= 5000, text
     assert report["settled"], text
-    assert report["linearizability"]["not_linearizable"] == 0, text
+    linear = report["linearizability"]
+    assert linear["not_linearizable"] == 0 and linear["inconclusive"] == 0, text
+    # Every instance was followed by a watch stream, and the timer races were run: some
+    # racing calls were in flight as their timer came due.
+    assert report["watch"]["instances_followed"] == report["instances"], text
+    assert report["timer_races"]["in_flight_at_due"] > 0, text
 
 
 # Each break mode of the server, the property the checker must find broken, and words of
-# the anomaly it must report.
-BREAKS = {
+# the anomaly it must report (any of them).
+BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
     "ack-before-save": (
         "every acknowledged operation is in its instance's history exactly once, at the "
         "revision it was told",
-        "acknowledged",
+        ("acknowledged",),
     ),
     "skip-cas": (
-        "each instance's revision is a linearizable compare-and-swap register (porcupine)",
-        "cannot",
+        "each instance is a linearizable compare-and-swap register of (revision, state, "
+        "context) (porcupine), none inconclusive",
+        ("cannot",),
     ),
     "double-complete": (
         "every task is finished at most once, and every acknowledged completion exactly once, "
         "by its own task",
-        "completed twice",
+        ("completed twice",),
     ),
     "double-fire": (
         "every armed timer that was not disarmed fired exactly once, never early",
-        "fired twice",
+        ("fired twice",),
     ),
     "drop-watch": (
-        "every watch stream saw each revision in order, with no gap or duplicate, through "
-        "reconnects",
-        "missing",
+        "every instance is followed by a watch stream that sees each revision in order, as "
+        "history has it, with no gap or duplicate, through reconnects, and soon",
+        ("missing",),
+    ),
+    "stale-retry": (
+        "every step is a transition its definition allows from the revision before it "
+        "(state, event, reachability) and begins from that revision's context",
+        ("stale copy", "the revision before rests in"),
+    ),
+    "skip-timer-fence": (
+        "every armed timer that was not disarmed fired exactly once, never early",
+        ("before it was due", "fired twice"),
     ),
 }
 
 
+# A timer's fence is crossed only when a racing step commits between the timer's claim
+# and its step's save, moments that a racing call hits now and then: this run is twice
+# the others' size, against a database 40 ms away (each step's COMMIT delayed, as with a
+# synchronous standby in another zone, which widens those moments), so that its races
+# hit them several times.
+MORE = {"skip-timer-fence": ("--ops", "3000", "--duration", "90s", "--commit-delay", "40ms")}
+
+
+# The runs, each against a server broken one way, or several ways that break promises no
+# other of them touches (the tasks', the timers' and the watch streams'): each mode's
+# anomaly can come from that mode only.
+RUNS = [
+    ("double-complete", "double-fire", "drop-watch"),
+    ("ack-before-save",),
+    ("skip-cas",),
+    ("stale-retry",),
+    ("skip-timer-fence",),
+]
+
+
+def test_every_break_mode_is_run() -> None:
+    run = [mode for modes in RUNS for mode in modes]
+    assert sorted(run) == sorted(BREAKS) and len(run) == len(set(run))
+
+
 @pytest.mark.postgres
-@pytest.mark.parametrize("mode", sorted(BREAKS))
+@pytest.mark.parametrize("modes", RUNS, ids=["+".join(m) for m in RUNS])
 def test_the_checker_reports_a_server_broken_on_purpose(
-    chaos_binary: Path, tmp_path: Path, mode: str
+    chaos_binary: Path, tmp_path: Path, modes: tuple[str, ...]
 ) -> None:
     assert os.environ.get(ENV), "run under scripts/with-postgres"
     code, report, text = _run(
@@ -131,13 +171,15 @@ def test_the_checker_reports_a_server_broken_on_purpose(
         "--postgres-url",
         postgres_admin_url(),
         "--break",
-        mode,
-        timeout=180,
+        ",".join(modes),
+        *(arg for mode in modes for arg in MORE.get(mode, ())),
+        timeout=300,
     )
     print(text)
-    prop, words = BREAKS[mode]
     assert code != 0, text
-    assert report["break"] == mode
-    found = [a for a in report["anomaly_list"] if a["property"] == prop]
-    assert found, text
-    assert any(words in a["detail"] for a in found), text
+    assert report["break"] == ",".join(modes)
+    for mode in modes:
+        prop, words = BREAKS[mode]
+        found = [a for a in report["anomaly_list"] if a["property"] == prop]
+        assert found, (mode, text)
+        assert any(w in a["detail"] for a in found for w in words), (mode, text)

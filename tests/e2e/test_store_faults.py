@@ -671,6 +671,8 @@ def test_calls_that_need_storage_fail_fast_once_it_is_known_down(
         lambda: c.stub.GetWorkflow(pb.GetWorkflowRequest(name=f"workflows/{wid}"), timeout=30),
         lambda: c.start("mail-approval", version=2, timeout=30),
         lambda: c.signal(wid, "tick", {"id": "a"}, timeout=30),
+        # With a request id too: the look-up of an earlier attempt fails on the same storage.
+        lambda: c.signal(wid, "tick", {"id": "a"}, request_id=uid("req"), timeout=30),
         lambda: c.stub.ListWorkflows(pb.ListWorkflowsRequest(), timeout=30),
     ):
         expect_error(call, grpc.StatusCode.UNAVAILABLE, "STORAGE_UNAVAILABLE")

@@ -43,6 +43,11 @@ class Reader(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
+# Refusals of one attempt alone (storage down, overloaded, out of time): the caller retries
+# whatever an earlier attempt did, so they answer as they are when the look-up fails.
+_THIS_ATTEMPT_ONLY = (errors.Unavailable, errors.ResourceExhausted, errors.DeadlineExceeded)
+
+
 @dataclass
 class Idempotency:
     """Runs commands so that a request id is answered once, whatever the retries."""
@@ -70,7 +75,11 @@ class Idempotency:
             except errors.InvalidArgument:
                 raise
             except (errors.StatewrightError, TimeoutError):
-                raise exc from None  # the step's own error is the answer, not the lookup's
+                if isinstance(exc, _THIS_ATTEMPT_ONLY):
+                    raise exc from None  # it says nothing of an earlier attempt: it stands
+                # Whether an earlier attempt was applied is not known, and a refusal would say
+                # it was not: the step this attempt found may be that attempt's own.
+                raise _undecided(key, exc) from None
             if replayed is not None:
                 return replayed
             raise
@@ -133,3 +142,11 @@ class Idempotency:
             )
 
         return await self.read(read)
+
+
+def _undecided(key: RequestKey, refusal: errors.StatewrightError) -> errors.DeadlineExceeded:
+    return errors.DeadlineExceeded(
+        f"could not tell in time whether request_id {key.request_id!r} was applied before "
+        f"(this attempt was refused: {refusal.reason}); retry with the same request_id",
+        metadata={"request_id": key.request_id},
+    )

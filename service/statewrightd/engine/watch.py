@@ -62,6 +62,11 @@ class Subscription:
     gone: bool = False
     # Highest revision known to exist (delivered locally or hinted by another replica).
     latest_known: int = 0
+    # Highest revision this watcher has in hand: read from history, or buffered from a
+    # local step. A hint above it sends the watcher to history, even when an earlier hint
+    # named the same revision: a hint can be spurious (a save whose compare-and-swap
+    # failed), and the one that follows it for the revision really saved must not be lost.
+    seen: int = 0
     _waiter: asyncio.Future[None] | None = None
 
     def wake(self) -> None:
@@ -135,6 +140,7 @@ class WatchHub:
     def publish(self, event: StepEvent) -> None:
         for sub in self._subs.get(event.record.workflow_id, ()):
             sub.latest_known = max(sub.latest_known, event.record.revision)
+            sub.seen = max(sub.seen, event.record.revision)
             if sub.needs_catch_up:
                 continue  # history will have this one too
             if len(sub.buffer) >= sub.capacity:
@@ -148,8 +154,8 @@ class WatchHub:
     def hint(self, hints: Iterable[tuple[str, int]]) -> None:
         for workflow_id, revision in hints:
             for sub in self._subs.get(workflow_id, ()):
-                if revision > sub.latest_known:
-                    sub.latest_known = revision
+                sub.latest_known = max(sub.latest_known, revision)
+                if revision > sub.seen:
                     sub.needs_catch_up = True
                     sub.wake()
 
@@ -238,6 +244,7 @@ class WatchFeed:
                     raise _beyond(workflow_id, after, current.revision)
                 if current.status in TERMINAL and last >= current.revision:
                     return
+            sub.seen = max(sub.seen, last)
             catch_up = last < current.revision
             known = current.revision
             # History rows carry their own context: keep only what record_at needs of the
@@ -258,6 +265,7 @@ class WatchFeed:
                             actor=row.actor,
                         )
                         last = row.revision
+                        sub.seen = max(sub.seen, last)
                         if row.status in TERMINAL:
                             return
                     if len(rows) == self._page:

@@ -55,6 +55,21 @@ async def test_hints_only_wake_watchers_behind_the_hinted_revision() -> None:
     assert sub.take() == ([], True)
 
 
+async def test_a_spurious_hint_does_not_swallow_the_hint_of_the_revision_saved() -> None:
+    # Another replica's batch hints revision 4 for a save whose compare-and-swap failed;
+    # the watcher reads history and finds nothing new. When revision 4 is then saved (by
+    # any replica), its hint must send the watcher to history again, not be taken for the
+    # one already heard: otherwise the stream stalls until its periodic look.
+    hub = WatchHub()
+    sub = hub.subscribe("a")
+    hub.publish(event("a", 3))
+    sub.take()
+    hub.hint([("a", 4)])  # spurious
+    assert sub.take() == ([], True)
+    hub.hint([("a", 4)])  # the save that really made revision 4
+    assert sub.take() == ([], True)
+
+
 async def test_close_wakes_every_watcher_and_refuses_new_ones() -> None:
     hub = WatchHub()
     sub = hub.subscribe("a")
