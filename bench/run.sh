@@ -15,7 +15,7 @@
 #                                   spends far less client CPU on the cores the server needs
 #   bench/run.sh --server-processes 2   two statewrightd replicas, each on its own port; the load
 #                                   processes route each workflow to one of them (--shared-port:
-#                                   one port shared with SO_REUSEPORT instead)
+#                                   one port instead, as one `serve --processes 2`)
 # Not a test: `make test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -26,8 +26,9 @@ free port and the load processes get all N targets (``host:port,host:port``); th
 at least one channel per replica and route like a client that routes each workflow to one
 replica (bench/loadgen.py: every call of one workflow through the same channel), so a
 resume reaches the replica that started or parked its instance. ``--shared-port`` runs
-the replicas on one port instead (SO_REUSEPORT) with 2 x N channels per load process: the
-kernel hashes each connection to a replica, which can leave a replica without any.
+them on one port instead, as ``serve --processes N`` (one supervisor's processes are all
+that may share a port), with 4 x N channels per load process: the kernel hashes each
+connection to a process, which can leave a process without any.
 With several replicas, the server's CPU (per thread group too) is the sum over the
 replicas; the diagnostics sum the counts (saves, batches, dispatches, conflicts) and take
 the largest of the replicas' save latency percentiles, loop lag and queue depth (among
@@ -613,14 +614,11 @@ def run_case(
         plan = replace(plan, channels=max(plan.channels, 4 * fleet.pod_processes))
     elif case.against == "server" and len(fleet.servers) > 1:
         # Own ports: at least one channel per replica (the load processes route each
-        # workflow to one channel). Shared port: several connections per process, so that
-        # the kernel spreads them over the replicas.
-        channels = 2 * len(fleet.servers) if fleet.shared_port else len(targets)
-        plan = replace(plan, channels=max(plan.channels, channels))
-    # Diagnostics of every replica (with a shared port: of the one this connection reaches).
+        # workflow to one channel).
+        plan = replace(plan, channels=max(plan.channels, len(targets)))
+    # Diagnostics of every replica (of a pod: of the process this connection reaches).
     is_server = case.role in ("server", "patched")
-    shared = fleet.shared_port and case.against == "server" and len(fleet.servers) > 1
-    reader = Diagnostics(targets, keep_open=shared or pod) if is_server else None
+    reader = Diagnostics(targets, keep_open=pod) if is_server else None
     try:
         before = reader.read() if reader is not None else []
         probe.on_first = at_window_start
@@ -730,8 +728,8 @@ def _replica_note(meta: dict[str, Any]) -> str:
         return ""
     if meta.get("shared_port"):
         return (
-            " sharing one port (SO_REUSEPORT; diagnostics from the one replica the "
-            "orchestrator's connection reaches; server CPU summed over the replicas)"
+            " sharing one port as one `serve --processes N` (diagnostics from the process "
+            "the orchestrator's connection reaches; server CPU summed over the processes)"
         )
     return (
         " each on its own port, load routed per workflow (every call of a workflow to one "
@@ -864,13 +862,12 @@ class Profiler:
 @dataclass
 class Fleet:
     """Everything this run started: the statewrightd processes (each on its own port, or
-    all on one with ``shared_port``) and the echoes."""
+    one pod of ``pod_processes`` on one port) and the echoes."""
 
     servers: list[Served]
     patched: list[Served]  # at most one: the A/B twin running --compare-patch patches
     echo_direct: Served
     echo_hop: Served
-    shared_port: bool = False
     pod_processes: int = 1  # serve --processes N: one Served, N server processes, one port
 
     def target_of(self, against: str) -> Served:
@@ -882,8 +879,8 @@ class Fleet:
         )
 
     def targets_of(self, against: str) -> list[str]:
-        """Where the load goes: every replica's address for "server" (one, if shared)."""
-        if against == "server" and not self.shared_port:
+        """Where the load goes: every replica's address for "server"."""
+        if against == "server":
             return [served.target for served in self.servers]
         return [self.target_of(against).target]
 
@@ -903,15 +900,13 @@ def fleet_up(
     shared_port: bool = False,
 ) -> Iterator[Fleet]:
     started: list[Served] = []
+    # Only one supervisor's processes share a port: N processes on one port is a pod.
+    pod = server_processes if shared_port else 1
     try:
-        first = start_statewrightd(database, logs, patches=patches)
+        first = start_statewrightd(database, logs, patches=patches, processes=pod)
         started.append(first)
-        for index in range(1, server_processes):
-            # Its own free port, or the first one's (SO_REUSEPORT) with shared_port.
-            port = first.port if shared_port else 0
-            started.append(
-                start_statewrightd(database, logs, port=port, index=index, patches=patches)
-            )
+        for index in range(1, 1 if shared_port else server_processes):
+            started.append(start_statewrightd(database, logs, index=index, patches=patches))
         servers = list(started)
         patched = []
         if compare_patches:
@@ -919,7 +914,7 @@ def fleet_up(
             started.append(patched[0])
         started.append(start_echo("direct", logs))
         started.append(start_echo("hop", logs))
-        yield Fleet(servers, patched, started[-2], started[-1], shared_port)
+        yield Fleet(servers, patched, started[-2], started[-1], pod_processes=pod)
     finally:
         for served in reversed(started):
             served.stop()

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from statewrightd.durations import parse_duration
+from statewrightd.durations import MAX_DURATION_TEXT, parse_duration, too_long
 
 DEFAULT_LISTEN = "127.0.0.1:50051"
 DEFAULT_DATABASE_URL = "sqlite:///statewright.db"
@@ -452,6 +452,8 @@ def _observability_settings(
         parsed = 0.0 if offset_text.strip() == "0" else parse_duration(offset_text)
         if parsed is None:
             raise ConfigError(f"clock offset must be a duration such as 48h; got {offset_text!r}")
+        if too_long(parsed):
+            raise ConfigError(f"clock offset must be at most {MAX_DURATION_TEXT}")
         offset = parsed
     retention = _duration_setting(
         pick("retention", "STATEWRIGHT_RETENTION", ""),
@@ -491,6 +493,8 @@ def _duration_setting(text: str, default: float, what: str, *, allow_forever: bo
         )
     if seconds < 1:
         raise ConfigError(f"{what} must be at least 1s; got {text!r}")
+    if too_long(seconds):
+        raise ConfigError(f"{what} must be at most {MAX_DURATION_TEXT}; got {text!r}")
     return seconds
 
 

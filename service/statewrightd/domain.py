@@ -52,7 +52,7 @@ def task_id_of(revision: int) -> str:
 
 
 # What ``task_id_of`` makes: a revision, in decimal.
-TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}$")
+TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}\Z")
 
 
 def timer_id_of(revision: int, transition: int) -> str:

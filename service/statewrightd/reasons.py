@@ -57,6 +57,8 @@ class Reason(enum.StrEnum):
     STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"
     TASK_CANCELLED = "TASK_CANCELLED"  # the task's state was left
     TASK_NOT_FOUND = "TASK_NOT_FOUND"  # no such task
+    # a JWT, correctly signed, with a claim the server reads missing or of the wrong type
+    TOKEN_CLAIM_INVALID = "TOKEN_CLAIM_INVALID"
     TOO_MANY_WATCHES = "TOO_MANY_WATCHES"  # the caller already has --max-watches watch streams open
     UNAUTHENTICATED = "UNAUTHENTICATED"  # no credentials, or credentials the server does not accept
     UNKNOWN_EVENT = "UNKNOWN_EVENT"  # an event the definition does not declare at all
@@ -84,6 +86,8 @@ class Reason(enum.StrEnum):
     STEP_FAILED = "STEP_FAILED"  # a saved failure that names no reason of its own
     TASK_FAILED = "TASK_FAILED"  # a task gave up, and no task_failed transition took it
     TASK_TIMED_OUT = "TASK_TIMED_OUT"  # as TASK_FAILED, when the last attempt timed out
+    # an after_expr that gave a delay longer than the longest wait (100 years)
+    TIMER_OUT_OF_RANGE = "TIMER_OUT_OF_RANGE"
     # a value of the wrong type for its field, a guard that gave no bool
     TYPE_MISMATCH = "TYPE_MISMATCH"
 

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2_grpc
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
-from statewrightd import __version__
+from statewrightd import __version__, ports
 from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
 from statewrightd.api.servicer import WorkflowServicer
@@ -69,8 +69,13 @@ class Server:
         config: ServerConfig,
         observability: Observability | None = None,
         health: Health | None = None,
+        *,
+        share_port: bool = False,
     ) -> None:
+        """``share_port``: this is one of a supervisor's processes, which share the ports
+        (SO_REUSEPORT); a server on its own holds its ports alone (statewrightd.ports)."""
         self.config = config
+        self._share_port = share_port
         self.health = health or Health()
         self.port: int | None = None
         self.observability = observability or Observability(config)
@@ -115,7 +120,7 @@ class Server:
         self._grpc = grpc.aio.server(
             interceptors=[*self.observability.interceptors(), self.gate],
             options=[
-                ("grpc.so_reuseport", 1),
+                ("grpc.so_reuseport", 1 if share_port else 0),
                 # grpc core stops taking new calls past 3,000 pending ones by default, and
                 # open WatchWorkflow streams count: without this a server stalls new
                 # streams (any RPC) at about 3,000 watchers.
@@ -165,17 +170,21 @@ class Server:
         self.port = self._bind()
         if self.config.health_listen is not None:
             # Probes (the kubelet's gRPC probe) speak neither TLS nor tokens.
-            self._health_grpc = grpc.aio.server()
-            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._health_grpc)
-            self.health_port = self._health_grpc.add_insecure_port(self.config.health_listen)
+            health_listen = self.config.health_listen
+            probes = grpc.aio.server(options=[("grpc.so_reuseport", 1 if self._share_port else 0)])
+            self._health_grpc = probes
+            health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, probes)
+            self.health_port = _add_port(lambda: probes.add_insecure_port(health_listen))
             if not self.health_port:
-                raise OSError(f"could not bind {self.config.health_listen}")
-            await self._health_grpc.start()
-            host = self.config.health_listen.rpartition(":")[0]
+                if not self._share_port:
+                    raise ports.taken(health_listen, "--health-listen")
+                raise OSError(f"could not bind {health_listen}")
+            await probes.start()
+            host = health_listen.rpartition(":")[0]
             _log.info("health checks (plaintext) on %s:%d", host, self.health_port)
         await self._grpc.start()
         if self.console is not None:
-            self.http_port = await self.console.start()
+            self.http_port = await self.console.start(share_port=self._share_port)
         host = self.config.listen.rpartition(":")[0]
         if isinstance(self.health, PodHealth):
             # One of several: the supervisor says "serving on" once all of them listen.
@@ -199,6 +208,12 @@ class Server:
 
     def _bind(self) -> int:
         listen = self.config.listen
+        if not self._share_port:
+            ports.check_free(listen, "--listen")
+            if self.config.http_listen is not None:
+                ports.check_free(self.config.http_listen, "--http-listen")
+            if self.config.health_listen is not None:
+                ports.check_free(self.config.health_listen, "--health-listen")
         if self._tls is not None:
             credentials = self._tls.credentials()
             port = _add_port(lambda: self._grpc.add_secure_port(listen, credentials))
@@ -214,10 +229,9 @@ class Server:
                     listen,
                 )
         if not port:
-            raise OSError(
-                f"could not bind {listen}: is another server running there? "
-                "(--listen HOST:PORT picks another address)"
-            )
+            if not self._share_port:
+                raise ports.taken(listen, "--listen")
+            raise OSError(f"could not bind {listen} (--listen HOST:PORT picks another address)")
         if self.config.auth_config is None and not _loopback(listen.rpartition(":")[0].strip("[]")):
             _log.warning("no --auth-config: every caller may do everything")
         return port
@@ -306,7 +320,7 @@ class Server:
 async def serve(config: ServerConfig, link: SupervisorLink | None = None) -> int:
     """Serve until SIGTERM or SIGINT (or, under a supervisor, until it has gone), then drain."""
     health = PodHealth(link) if link is not None else None
-    server = Server(config, health=health)
+    server = Server(config, health=health, share_port=link is not None)
     port = await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()

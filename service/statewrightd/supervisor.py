@@ -43,7 +43,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.registry import Collector
 from prometheus_client.samples import Sample
 
-from statewrightd import __version__
+from statewrightd import __version__, ports
 from statewrightd.config import ServerConfig, parse_listen
 from statewrightd.observability import logs
 from statewrightd.pod import (
@@ -67,6 +67,9 @@ RESTART_DELAY_MAX = 30.0
 # After the grace period, how long the processes get to close their stores and exit.
 EXIT_MARGIN = 15.0
 SCRAPE_TIMEOUT = 2.0
+# A port held at start is looked at again this often, for the grace period and this long.
+PORT_WAIT_STEP = 0.25
+PORT_WAIT_MARGIN = 2.0
 
 
 def worker_command() -> list[str]:
@@ -196,20 +199,26 @@ class Supervisor:
         self._verdict: PodVerdict | None = None
         self._child_config = config
         self._reserved: list[socket.socket] = []
+        self._reserved_listens: set[str] = set()
+        self._locks = ports.PortLock()
         self._metrics: tuple[WSGIServer, threading.Thread] | None = None
         self._started = False
         self._watchers: set[asyncio.Task[None]] = set()
 
     async def run(self) -> int:
         loop = asyncio.get_running_loop()
-        listen = self._reserve_port(self.config.listen)
+        listen = await self._claim_port(self.config.listen, "--listen")
         http_listen = self.config.http_listen
         if http_listen is not None:
-            http_listen = self._reserve_port(http_listen)
+            http_listen = await self._claim_port(http_listen, "--http-listen")
+        health_listen = self.config.health_listen
+        if health_listen is not None:
+            health_listen = await self._claim_port(health_listen, "--health-listen")
         self._child_config = replace(
             self.config,
             listen=listen,
             http_listen=http_listen,
+            health_listen=health_listen,
             processes=1,
             # Each process's own endpoint, on loopback only: the supervisor's is the pod's.
             metrics_listen="127.0.0.1:0" if self.config.metrics_listen else None,
@@ -237,6 +246,30 @@ class Supervisor:
 
     # -- processes --
 
+    async def _claim_port(self, listen: str, flag: str) -> str:
+        """The address every process listens on, this supervisor's alone: no other server
+        may hold the port, nor claim it while this one runs (statewrightd.ports).
+
+        A port still held is waited for, a grace period and a margin at most: the processes
+        of a supervisor that was killed drain for that long before they let it go."""
+        listen = self._reserve_port(listen)
+        deadline = time.monotonic() + self.config.grace_seconds + PORT_WAIT_MARGIN
+        waiting = False
+        while True:
+            try:
+                self._locks.take(listen, flag)
+                if listen not in self._reserved_listens:
+                    ports.check_free(listen, flag)
+                return listen
+            except ports.PortTaken as exc:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise
+                if not waiting:
+                    _log.warning("%s; waiting up to %.0fs for it to be released", exc, left)
+                    waiting = True
+                await asyncio.sleep(min(PORT_WAIT_STEP, left))
+
     def _reserve_port(self, listen: str) -> str:
         """Port 0 becomes one free port that every process binds (and rebinds on restart):
         the supervisor holds it bound, never listening, so nothing else takes it."""
@@ -249,7 +282,9 @@ class Supervisor:
         sock.bind((host, 0))
         self._reserved.append(sock)
         shown = f"[{host}]" if family == socket.AF_INET6 else host
-        return f"{shown}:{sock.getsockname()[1]}"
+        reserved = f"{shown}:{sock.getsockname()[1]}"
+        self._reserved_listens.add(reserved)
+        return reserved
 
     async def _spawn(self, child: Child) -> None:
         down_r, down_w = os.pipe()  # supervisor -> process
@@ -399,6 +434,7 @@ class Supervisor:
         self._close_metrics()
         for sock in self._reserved:
             sock.close()
+        self._locks.release()
         codes = [p.returncode for p in running]
         if any(code != 0 for code in codes):
             _log.error("stopped; server process exit codes %s", codes)

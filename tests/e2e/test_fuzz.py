@@ -20,6 +20,7 @@ route table. Each must be answered below 500, an error with the API's JSON error
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import random
@@ -40,7 +41,7 @@ from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.definitions import load_definition_file
-from tests.support.api import Client, error_info
+from tests.support.api import FAILED, Client, error_info, rpc_failure
 from tests.support.console import Http, console_url
 from tests.support.deployment import (
     TEST_DEFINITIONS,
@@ -166,11 +167,26 @@ def live_ids(module_server: ServerProcess, caller: Caller) -> list[str]:
 # -- strategies -----------------------------------------------------------------------------
 
 TEXT = st.text(st.characters(blacklist_categories=["Cs"]), max_size=40)
+# Inputs that once got through or broke something: ids with a final newline or another
+# character outside the documented set, and durations past the longest a timer may wait.
+FOUND = [
+    "wf-nl\n",
+    "\nwf",
+    "wf\t1",
+    "wf\r",
+    "wf@tenant:a.b_c-d",
+    "87600000h",
+    "99999999999d",
+    "-87600000h",
+    "876000h",
+    "2026-01-01T00:00:00Z",
+]
 ODD_TEXT = st.one_of(
     TEXT,
     st.text(st.characters(blacklist_categories=["Cs"]), min_size=100, max_size=2_000),
     st.sampled_from(["", " ", "\x00", "workflows/", "definitions/x/versions/99", "é" * 300]),
-    st.builds(lambda n: "x" * n, st.sampled_from([129, 1_025, 100_000])),
+    st.sampled_from(FOUND),
+    st.builds(lambda n: "x" * n, st.sampled_from([129, 257, 1_025, 100_000])),
 )
 NUMBERS = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
@@ -194,6 +210,7 @@ def _deep(depth: int) -> Any:
 
 STRUCT_VALUES = st.one_of(
     st.dictionaries(TEXT, JSON, max_size=6),
+    st.fixed_dictionaries({"respond_within": st.sampled_from(FOUND)}),
     st.builds(lambda d, key: {key: _deep(d)}, st.integers(15, 40), st.sampled_from(["big", "x"])),
     st.fixed_dictionaries({"big": st.lists(st.integers(0, 400), max_size=400)}),
     # The hostile guard over a list at the item limit: refused from its cost estimate
@@ -214,6 +231,7 @@ def _names(live: list[str]) -> st.SearchStrategy[str]:
         TEXT.map(lambda t: f"workflows/{t}"),
         st.sampled_from(["definitions/tally", "definitions/hostile/versions/1"]),
         st.sampled_from([f"workflows/{wid}/tasks/1" for wid in live]),
+        st.sampled_from([f"workflows/{wid}{odd}" for wid in live for odd in ("\n", "\t", " ")]),
     )
 
 
@@ -226,7 +244,8 @@ def _field(field: FieldDescriptor, live: list[str]) -> st.SearchStrategy[Any]:
         if field.name in ("name", "workflow_id"):
             return _names(live)
         if field.name == "definition":
-            return st.one_of(st.sampled_from(["tally", "hostile", "mail-approval"]), ODD_TEXT)
+            names = ["tally", "hostile", "mail-approval", "ticket-escalation"]
+            return st.one_of(st.sampled_from(names), ODD_TEXT)
         if field.name == "queue":
             return st.one_of(st.sampled_from(["e2e.cancel", "payments", ""]), ODD_TEXT)
         if field.name == "event":
@@ -339,6 +358,34 @@ def test_generated_messages(caller: Caller, live_ids: list[str], method: str) ->
         caller.check(method, _build(cls, values).SerializeToString(), "generated")
 
     send()
+
+
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+
+
+def test_the_inputs_found_before_get_their_documented_answers(
+    caller: Caller, live_ids: list[str]
+) -> None:
+    """Each input that once got through, or broke the server, answered as documented."""
+    c, live = caller.client, live_ids[0]
+    for odd in ("\n", "\r", "\t", " ", "\x00", "/x", "é"):
+        calls: list[tuple[str, Callable[[], object]]] = [
+            ("workflow_id", functools.partial(c.start, "tally", version=1, workflow_id=f"nl{odd}")),
+            ("name", functools.partial(c.get, f"{live}{odd}")),
+            ("name", functools.partial(c.signal, f"{live}{odd}", "tick", {"id": "x"})),
+        ]
+        if odd != "/x":  # '/' is one of a request id's characters
+            calls.append(
+                ("request_id", functools.partial(c.start, "tally", version=1, request_id=f"r{odd}"))
+            )
+        for field, call in calls:
+            code, info = rpc_failure(call)
+            assert (code, info.reason, info.metadata["field"]) == (INVALID, "INVALID_FIELD", field)
+    # A timer ten thousand years ahead fails its step with its reason, never INTERNAL.
+    far = c.start("ticket-escalation", input={"respond_within": "87600000h"}).workflow
+    assert far.status == FAILED and not far.timers
+    assert "100 years" in far.error.message
+    assert c.get(far.workflow_id) == far
 
 
 # -- the HTTP API ---------------------------------------------------------------------------

@@ -207,6 +207,34 @@ def test_no_error_trailer_exceeds_a_few_kilobytes_whatever_the_input(client: Cli
         assert trailer_bytes(err) <= MAX_TRAILER_BYTES, trailer_bytes(err)
 
 
+# Outside the documented id characters: a final newline (which a regular expression's ``$``
+# lets through), other control characters, spaces, quotes and non-ASCII letters.
+BAD_IDS = ["nl-id\n", "tab\tid", "nul\x00id", "cr-id\r", "sp id", "q'id", "caf\u00e9", "pct%id"]
+
+
+@pytest.mark.parametrize("bad", BAD_IDS)
+def test_ids_outside_the_documented_set_are_refused_naming_the_field(
+    client: Client, bad: str
+) -> None:
+    live = client.start("tally", version=1).workflow.workflow_id
+    calls: list[tuple[str, Callable[[], object]]] = [
+        ("workflow_id", lambda: client.start("tally", version=1, workflow_id=bad)),
+        ("workflow_id", lambda: client.start("tally", version=1, workflow_id="ok-" + bad)),
+        ("request_id", lambda: client.start("tally", version=1, request_id=bad)),
+        ("request_id", lambda: client.signal(live, "tick", {"id": "a"}, request_id=bad)),
+        ("request_id", lambda: client.cancel(live, request_id=bad)),
+        ("name", lambda: client.get(bad)),
+        ("name", lambda: client.signal(bad, "tick", {"id": "a"})),
+    ]
+    for field, call in calls:
+        code, info = rpc_failure(call)
+        assert (code, info.reason, info.metadata["field"]) == (INVALID, "INVALID_FIELD", field)
+    # Nothing was stored under the id, and the live instance was not touched.
+    listed = {w.workflow_id for w in client.list_all(page_size=1000)}
+    assert not any(wid.startswith(("nl-id", "ok-")) for wid in listed)
+    assert client.get(live).revision == 1
+
+
 # -- undecodable bodies -------------------------------------------------------------------------
 
 METHODS = sorted(pb.DESCRIPTOR.services_by_name["WorkflowService"].methods_by_name)

@@ -7,9 +7,11 @@ restarted, and SIGTERM drains both and exits 0.
 
 from __future__ import annotations
 
+import itertools
 import os
 import re
 import signal
+import subprocess
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,12 +25,13 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.support.api import Client
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
-from tests.support.server import ServerProcess, wait_until
+from tests.support.server import STATEWRIGHTD, ServerProcess, wait_until
 
 SERVING = health_pb2.HealthCheckResponse.SERVING
 # Each new channel is a new connection, which the kernel hashes to one of the processes:
 # with two processes, 64 connections all landing on one would happen once in 2**63 runs.
 MAX_CONNECTIONS = 64
+METRICS = ["--metrics-listen", "127.0.0.1:0"]
 
 
 @pytest.fixture
@@ -39,7 +42,7 @@ def pod(postgres_databases: PostgresDatabases, tmp_path: Path) -> Iterator[Serve
         definitions=definitions_dir(tmp_path / "definitions"),
         grace=3.0,
         cwd=tmp_path,
-        extra_args=["--processes", "2", "--metrics-listen", "127.0.0.1:0"],
+        extra_args=["--processes", "2", *METRICS, "--health-listen", "127.0.0.1:0"],
     )
     server.start()
     # The pod's one "serving on" line comes once both processes listen.
@@ -185,3 +188,57 @@ def test_sqlite_refuses_several_processes(tmp_path: Path) -> None:
     )
     assert ended.returncode == 2, ended.stdout
     assert "needs PostgreSQL" in ended.stdout
+
+
+def test_only_the_pods_own_processes_share_its_port(
+    pod: ServerProcess, postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    port = pod.port
+    other = postgres_databases.create()
+    children = {int(pid) for pid in re.findall(r"server process \d started: pid (\d+)", pod.log())}
+    (health,) = set(re.findall(r"health checks \(plaintext\) on 127\.0\.0\.1:(\d+)", pod.log()))
+    held = [("--listen", port, []), ("--health-listen", int(health), ["--listen", "127.0.0.1:0"])]
+    for (flag, port, more), processes in itertools.product(held, (2, 1)):
+        # Another supervisor, or a server on its own, each with a database of its own.
+        ended = subprocess.run(
+            [*STATEWRIGHTD, "serve", flag, f"127.0.0.1:{port}", *more, "--database", other,
+             "--processes", str(processes), "--grace", "1"],
+            capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+        )  # fmt: skip
+        assert ended.returncode == 2, ended.stderr
+        assert "Traceback" not in ended.stderr, ended.stderr
+        (line,) = [x for x in ended.stderr.splitlines() if "cannot start" in x]
+        if processes > 1:  # a supervisor first waits a moment for a port to be let go
+            assert "waiting up to" in ended.stderr, ended.stderr
+        assert f"port {port} (127.0.0.1:{port}) is already in use by pid" in line, line
+        holder = int(line.split("by pid ")[1].split()[0])
+        assert holder in children, (holder, children)
+        assert f"{flag} HOST:PORT" in line, line
+        assert "server process 0 started" not in ended.stderr  # refused before any started
+    # The pod still serves every call, from its own database.
+    spread_over_both(pod)
+    postgres_databases.drop_soon(other)
+
+
+def test_a_pod_restarted_after_its_supervisor_was_killed_waits_for_the_old_processes(
+    pod: ServerProcess, postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    port, old = pod.port, set(child_pids(pod).values())
+    pod.kill()  # SIGKILL: the supervisor alone; its processes drain, then let the port go
+    url = postgres_databases.create()
+    again = ServerProcess(
+        database_url=url,
+        definitions=definitions_dir(tmp_path / "again"),
+        grace=3.0,
+        cwd=tmp_path,
+        extra_args=["--processes", "2", "--listen", f"127.0.0.1:{port}", *METRICS],
+    )
+    # ServerProcess always asks for a free port first; the last --listen is the one taken.
+    try:
+        again.start(timeout=60)
+        assert again.port == port, again.log()
+        assert not set(child_pids(again).values()) & old
+        spread_over_both(again)
+    finally:
+        again.kill()
+        postgres_databases.drop_soon(url)

@@ -42,6 +42,7 @@ KEYS = {
     "mail-client": "sw-mail-client-88d0e1",
     "payments-worker": "sw-payments-worker-19ab33",
     "admin": "sw-admin-7e22c9",
+    "mail-admin": "sw-mail-admin-5a6b7c",
 }
 
 
@@ -88,6 +89,7 @@ def _auth_config(root: Path) -> tuple[Path, Any]:
         + key("mail-client", '{role: client, definitions: ["mail-*"]}')
         + key("payments-worker", "{role: worker, queues: [payments]}")
         + key("admin", "{role: admin}")
+        + key("mail-admin", '{role: admin, definitions: ["mail-*"]}')
         + f"jwt:\n  issuer: {ISSUER}\n  audience: statewright\n  jwks_file: jwks.json\n"
         + "  roles_claim: roles\n"
         + "mtls:\n  - {san: 'spiffe://statewright.test/worker/*', grants: [{role: worker}]}\n"
@@ -156,6 +158,31 @@ def test_calls_without_good_credentials_are_unauthenticated(tls: Setup) -> None:
             call = functools.partial(c.get, uid("any"))
             info = expect_error(call, UNAUTHENTICATED, "UNAUTHENTICATED")
             assert info.domain == "statewright.dev", case
+
+
+@pytest.mark.parametrize(
+    ("claim", "value"),
+    [
+        ("roles", {"admin": True, "client": True}),
+        ("roles", 42),
+        ("roles", "admin"),
+        ("roles", [{"role": "admin"}]),
+        ("sub", {"id": "alice"}),
+        ("sub", 7),
+        ("exp", "never"),
+        ("aud", {"statewright": True}),
+    ],
+)
+def test_a_token_claim_of_the_wrong_type_is_unauthenticated_naming_it(
+    tls: Setup, claim: str, value: Any
+) -> None:
+    # Signed with the trusted key: only the claim's type is wrong.
+    with tls.client(tls.token(**{claim: value})) as holder:
+        info = expect_error(lambda: holder.get(uid("any")), UNAUTHENTICATED, "TOKEN_CLAIM_INVALID")
+        assert info.metadata["claim"] == claim
+        # Nothing was granted: a map's keys never become roles.
+        info = expect_error(holder.diagnostics, UNAUTHENTICATED, "TOKEN_CLAIM_INVALID")
+        assert info.metadata["claim"] == claim
 
 
 def test_roles_and_scopes_are_enforced_without_saying_what_exists(tls: Setup) -> None:
@@ -306,3 +333,117 @@ def test_history_and_diagnostics_record_each_steps_principal(tls: Setup) -> None
         recent = admin.workflow_diagnostics(wid).diagnostics.recent_transitions
         # A finished instance's session may be gone; what is shown names its principal.
         assert all(t.actor in ("key:mail-client", "jwt:bob") for t in recent)
+
+
+# -- a scoped caller never reads, nor learns of, an instance out of its scope ---------------
+
+RETURN_EXISTING = pb.IF_EXISTS_POLICY_RETURN_EXISTING
+
+
+def _refusal(call: Any) -> str:
+    """The details of the PERMISSION_DENIED ``call`` must get, with no metadata."""
+    with pytest.raises(grpc.RpcError) as caught:
+        result = call()
+        if hasattr(result, "__next__"):
+            next(result)  # a stream: its first message, or its refusal
+    err: Any = caught.value
+    info = error_info(err)
+    assert (err.code(), info.reason, dict(info.metadata)) == (DENIED, "PERMISSION_DENIED", {})
+    return str(err.details())
+
+
+def test_a_start_never_answers_with_or_reveals_an_instance_out_of_scope(tls: Setup) -> None:
+    with tls.client(KEYS["admin"]) as admin:
+        review = admin.start("review-loop", input={"document": "secret"}).workflow.workflow_id
+    with tls.client(KEYS["mail-client"]) as scoped:
+        absent = uid("absent")
+        answers = {
+            _refusal(
+                functools.partial(
+                    scoped.start, "mail-approval", workflow_id=review, if_exists=policy
+                )
+            )
+            for policy in (RETURN_EXISTING, pb.IF_EXISTS_POLICY_UNSPECIFIED)
+        }
+        # The same answer as for an id that names nothing at all (a start on which would
+        # create it), so the refusal tells nothing of what the id is used for.
+        assert answers == {"not allowed to call StartWorkflow on this target"}
+        assert scoped.start("mail-approval", workflow_id=absent).workflow.workflow_id == absent
+        # Its own instances answer as ever.
+        again = scoped.start("mail-approval", workflow_id=absent, if_exists=RETURN_EXISTING)
+        assert again.workflow.workflow_id == absent and not again.created
+        expect_error(
+            lambda: scoped.start("mail-approval", workflow_id=absent),
+            grpc.StatusCode.ALREADY_EXISTS,
+            "WORKFLOW_ALREADY_EXISTS",
+        )
+    with tls.client(KEYS["admin"]) as admin:
+        assert admin.get(review).revision == 1  # untouched
+
+
+def test_a_replayed_request_id_never_answers_with_an_instance_out_of_scope(tls: Setup) -> None:
+    wid, rid = uid("reused"), uid("rid")
+    with tls.client(KEYS["mail-client"]) as scoped:
+        first = scoped.start("mail-approval", workflow_id=wid, request_id=rid).workflow
+        # A retry within the window gets the original answer...
+        retried = scoped.start("mail-approval", workflow_id=wid, request_id=rid).workflow
+        assert retried == first
+    with tls.client(KEYS["admin"]) as admin:
+        admin.stub.DeleteWorkflow(pb.DeleteWorkflowRequest(name=f"workflows/{wid}", force=True))
+        admin.start("review-loop", workflow_id=wid, input={"document": "not yours"})
+    with tls.client(KEYS["mail-client"]) as scoped:
+        # ...but never one that now stands for an instance it may not see.
+        refused = _refusal(lambda: scoped.start("mail-approval", workflow_id=wid, request_id=rid))
+        assert refused == "not allowed to call StartWorkflow on this target"
+
+
+def _instance_calls(client: Client, wid: str) -> dict[str, Any]:
+    stub, name = client.stub, f"workflows/{wid}"
+    watch = pb.WatchWorkflowRequest(name=name, after_revision=0)
+    delete = pb.DeleteWorkflowRequest(name=name, force=True)
+    return {
+        "get": lambda: client.get(wid),
+        "watch": lambda: stub.WatchWorkflow(watch, timeout=10),
+        "resume": lambda: client.resume(wid, "approve"),
+        "signal": lambda: client.signal(wid, "score", {"score": 1}),
+        "cancel": lambda: client.cancel(wid),
+        "diagnostics": lambda: client.workflow_diagnostics(wid),
+        "delete": lambda: stub.DeleteWorkflow(delete, timeout=10),
+    }
+
+
+def test_every_call_naming_an_out_of_scope_instance_is_refused_as_an_absent_one(
+    tls: Setup,
+) -> None:
+    with tls.client(KEYS["admin"]) as admin:
+        review = admin.start("review-loop").workflow.workflow_id
+    absent = uid("absent")
+    for key in ("mail-client", "mail-admin"):
+        with tls.client(KEYS[key]) as scoped:
+            for (what, present), absent_call in zip(
+                _instance_calls(scoped, review).items(),
+                _instance_calls(scoped, absent).values(),
+                strict=True,
+            ):
+                if key == "mail-client" and what in ("diagnostics", "delete"):
+                    continue  # refused for want of the admin role, before any lookup
+                assert _refusal(present) == _refusal(absent_call), (key, what)
+    with tls.client(KEYS["admin"]) as admin:
+        assert admin.get(review).revision == 1  # nothing reached it
+    with tls.client(KEYS["mail-admin"]) as scoped_admin:
+        own = scoped_admin.start("mail-approval", input={"topic": "mine"}).workflow.workflow_id
+        assert scoped_admin.workflow_diagnostics(own).diagnostics.name == f"workflows/{own}"
+
+
+def test_a_task_out_of_a_workers_queues_is_refused_as_an_absent_one(tls: Setup) -> None:
+    with tls.client(KEYS["admin"]) as admin:
+        drafting = admin.start("mail-approval", input={"topic": "t", "drafter": "worker"})
+        wid = drafting.workflow.workflow_id
+        (draft,) = Tasks(admin.channel).list(workflow=f"workflows/{wid}")
+        assert draft.queue == "mail.drafts"
+    with tls.client(KEYS["payments-worker"]) as worker:
+        tasks = Tasks(worker.channel)
+        other_queue = _refusal(lambda: tasks.get(draft.name))
+        no_such_task = _refusal(lambda: tasks.get(f"workflows/{wid}/tasks/999"))
+        no_such_instance = _refusal(lambda: tasks.get(f"workflows/{uid('absent')}/tasks/1"))
+        assert other_queue == no_such_task == no_such_instance

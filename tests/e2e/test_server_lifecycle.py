@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import threading
@@ -293,5 +294,58 @@ def test_a_port_taken_by_another_program_is_one_clear_line(tmp_path: Path) -> No
     finally:
         holder.close()
     assert ended.returncode == 2, ended.stderr
-    assert f"statewrightd cannot start: could not bind 127.0.0.1:{port}" in ended.stderr
+    line = f"statewrightd cannot start: port {port} (127.0.0.1:{port}) is already in use by pid"
+    assert f"{line} {os.getpid()} (" in ended.stderr, ended.stderr
     assert "Traceback" not in ended.stderr
+
+
+def _second_server(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """A server with a database of its own, expected to refuse to start."""
+    return subprocess.run(
+        [*STATEWRIGHTD, *args, "--database", f"sqlite:///{tmp_path / 'second.db'}"],
+        capture_output=True, text=True, timeout=60, check=False, cwd=tmp_path,
+    )  # fmt: skip
+
+
+def _refusals(ended: subprocess.CompletedProcess[str]) -> list[str]:
+    assert ended.returncode == 2, ended.stderr
+    assert "Traceback" not in ended.stderr, ended.stderr
+    return [line for line in ended.stderr.splitlines() if "cannot start" in line]
+
+
+def test_a_second_server_on_a_port_one_holds_fails_at_start_naming_it(tmp_path: Path) -> None:
+    definitions = definitions_dir(tmp_path / "definitions")
+    first = ServerProcess(
+        database_url=f"sqlite:///{tmp_path / 'first.db'}",
+        definitions=definitions,
+        cwd=tmp_path,
+        extra_args=["--http-listen", "127.0.0.1:0", "--health-listen", "127.0.0.1:0"],
+    )
+    with first, Client(first.target) as client:
+        grpc_port = first.port
+        http_port = int(first.log().split("web console on http://127.0.0.1:")[1].split("/")[0])
+        health_port = int(
+            first.log().split("health checks (plaintext) on 127.0.0.1:")[1].split()[0]
+        )
+        for command in (
+            ["serve", "--listen", f"127.0.0.1:{grpc_port}"],
+            ["dev", "--listen", f"127.0.0.1:{grpc_port}", "--definitions", str(definitions)],
+            # The host written another way is the same port.
+            ["serve", "--listen", f"localhost:{grpc_port}"],
+        ):
+            (line,) = _refusals(_second_server(tmp_path, *command))
+            assert f"port {grpc_port} (" in line and f"by pid {first.proc.pid} (" in line, line
+            assert "--listen HOST:PORT" in line
+        http = ["serve", "--listen", "127.0.0.1:0", "--http-listen", f"127.0.0.1:{http_port}"]
+        (line,) = _refusals(_second_server(tmp_path, *http))
+        assert f"port {http_port} (" in line and f"by pid {first.proc.pid} (" in line, line
+        assert "--http-listen HOST:PORT" in line
+        # The probes' port too: a kubelet's probe must reach the server it is about.
+        health = ["serve", "--listen", "127.0.0.1:0", "--health-listen", f"127.0.0.1:{health_port}"]
+        (line,) = _refusals(_second_server(tmp_path, *health))
+        assert f"port {health_port} (" in line and f"by pid {first.proc.pid} (" in line, line
+        assert "--health-listen HOST:PORT" in line
+        # The first server alone has every instance: nothing went to another database.
+        started = [client.start("mail-approval").workflow.workflow_id for _ in range(10)]
+        assert all(client.get(wid).workflow_id == wid for wid in started)
+    assert not (tmp_path / "second.db").exists() or first.proc.returncode is not None

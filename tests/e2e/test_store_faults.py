@@ -18,7 +18,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -716,3 +717,87 @@ def test_a_server_started_while_the_database_is_dark_serves_once_it_answers(
             starting.join(60)
             server.kill()
     postgres_databases.drop_soon(url)
+
+
+# Long enough for the server to find the database down (a readiness check every second, a
+# check that gives up after two) and answer, far shorter than the ten seconds a call used
+# to wait for a pooled connection that could never come.
+LOAD_DEADLINE = 6.0
+LOAD_THREADS = 6
+ANSWERS_WHILE_DOWN = {
+    grpc.StatusCode.UNAVAILABLE,
+    # A step whose save was on its way when the database went: it may or may not be saved.
+    grpc.StatusCode.UNKNOWN,
+}
+
+
+@pytest.mark.parametrize("outage", ["stopped", "stalled"])
+def test_under_load_no_call_waits_out_its_deadline_once_the_database_is_down(
+    proxied: Proxied, outage: str
+) -> None:
+    c, proxy, server = proxied.client, proxied.proxy, proxied.server
+    live = [c.start("tally", version=1).workflow.workflow_id for _ in range(LOAD_THREADS)]
+    health: Any = health_pb2_grpc.HealthStub(server.channel())
+    down = threading.Event()
+    stop = threading.Event()
+    answers: list[tuple[str, grpc.StatusCode, bool]] = []  # (call, code, known down at start)
+
+    def load(index: int) -> None:
+        with Client(server.target, timeout=LOAD_DEADLINE) as own:
+            calls: dict[str, Callable[[], object]] = {
+                "get": lambda: own.get(live[index]),
+                "start": lambda: own.start("mail-approval", version=2),
+                "signal": lambda: own.signal(live[index], "tick", {"id": uid("op")}),
+                "list": lambda: own.stub.ListWorkflows(
+                    pb.ListWorkflowsRequest(page_size=5), timeout=LOAD_DEADLINE
+                ),
+                "resume": lambda: own.resume(uid("none"), "approve"),
+            }
+            for n in range(2_000):  # bounded; the test stops it much sooner
+                if stop.is_set():
+                    return
+                name = list(calls)[(n + index) % len(calls)]
+                known = down.is_set()
+                try:
+                    calls[name]()
+                    code = grpc.StatusCode.OK
+                except grpc.RpcError as err:
+                    failed: Any = err
+                    code = failed.code()
+                    if code in ANSWERS_WHILE_DOWN:
+                        error_info(err)  # answered by the server, with its ErrorInfo
+                answers.append((name, code, known))
+
+    def not_ready() -> bool:
+        request = health_pb2.HealthCheckRequest(service="readiness")
+        return bool(
+            health.Check(request, timeout=5).status == health_pb2.HealthCheckResponse.NOT_SERVING
+        )
+
+    with ThreadPoolExecutor(LOAD_THREADS) as pool:
+        running = [pool.submit(load, i) for i in range(LOAD_THREADS)]
+        assert wait_until(lambda: len(answers) >= 50, 30), server.log()
+        proxy.go_dark() if outage == "stopped" else proxy.stall()
+        assert wait_until(not_ready, 20), server.log()
+        down.set()
+        time.sleep(3.0)  # calls keep coming while the database is known down
+        stop.set()
+        for future in running:
+            future.result(timeout=LOAD_DEADLINE * 3)
+    proxy.resume()
+    proxy.heal()
+    deadline = grpc.StatusCode.DEADLINE_EXCEEDED
+    waited_out = [(name, known) for name, code, known in answers if code is deadline]
+    assert waited_out == [], (waited_out, len(answers))
+    healthy = {"resume": grpc.StatusCode.NOT_FOUND}  # of an id that names nothing
+    unexpected = [
+        (name, code)
+        for name, code, _ in answers
+        if code not in ANSWERS_WHILE_DOWN | {grpc.StatusCode.OK, healthy.get(name)}
+    ]
+    assert unexpected == [], unexpected
+    # Every call made once it was known down was refused at once as unavailable.
+    after = {code for _, code, known in answers if known}
+    assert after == {grpc.StatusCode.UNAVAILABLE}, after
+    assert wait_until(lambda: not not_ready(), 20), server.log()
+    _until_storage_usable(proxied)

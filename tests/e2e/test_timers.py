@@ -15,12 +15,21 @@ from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+from google.rpc import error_details_pb2
+from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.support.api import RUNNING, WAITING, Client, uid
+from tests.support.api import FAILED, RUNNING, WAITING, Client, uid
 from tests.support.databases import PostgresDatabases, read_all_history, read_history
-from tests.support.deployment import definitions_dir, running_server
+from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
 from tests.support.server import ServerProcess, wait_until
+
+
+def error_info_of(workflow: workflow_pb2.Workflow) -> error_details_pb2.ErrorInfo:
+    (detail,) = workflow.error.details
+    info = error_details_pb2.ErrorInfo()
+    assert detail.Unpack(info)
+    return info
 
 
 def _due(seconds: float) -> str:
@@ -184,3 +193,50 @@ def test_the_test_clock_fires_a_two_day_timer_without_waiting(
         Client(server.target) as c,
     ):
         assert wait_until(lambda: c.get(wid).state == "escalated", 15)
+
+
+def test_a_timer_past_the_longest_wait_fails_its_step_cleanly(client: Client) -> None:
+    # Ten thousand years: its due time would be past the year 9999.
+    wid = uid("far")
+    answer = client.start(
+        "ticket-escalation", workflow_id=wid, input={"respond_within": "87600000h"}
+    ).workflow
+    assert (answer.status, answer.state, answer.revision) == (FAILED, "open", 1)
+    assert list(answer.timers) == []
+    info = error_info_of(answer)
+    assert info.reason == "TIMER_OUT_OF_RANGE" and "100 years" in answer.error.message
+    # What the caller was answered is what is stored: one whole step, nothing armed.
+    assert client.get(wid) == answer
+    # Within the longest wait, the same definition arms its timer as usual.
+    near = client.start("ticket-escalation", input={"respond_within": "876000h"}).workflow
+    assert near.status == WAITING and [t.target_state for t in near.timers] == ["escalated"]
+
+
+def test_a_definition_with_a_literal_timer_past_the_longest_is_refused_at_start(
+    tmp_path: Path,
+) -> None:
+    far = "name: far-timer\nversion: 1\nstates: {a: {wait: true}, b: {}}\n" + (
+        "transitions:\n  - {from: a, on: go, to: b}\n  - {from: a, after: 99999999999d, to: b}\n"
+    )
+    definitions = definitions_dir(
+        tmp_path / "definitions", examples=False, test_definitions=False, extra={"far.yaml": far}
+    )
+    ended = run_server_to_exit(f"sqlite:///{tmp_path / 'db'}", definitions, cwd=tmp_path)
+    assert ended.returncode == 2, ended.stdout
+    assert "after must be at most 100 years" in ended.stdout
+    assert "Traceback" not in ended.stdout
+
+
+def test_a_timer_due_at_the_last_representable_time_is_armed_and_read_back(
+    client: Client,
+) -> None:
+    # A timestamp rather than a duration: the latest one CEL, protobuf and every client
+    # can hold. It is armed like any other (nothing can add to it and overflow).
+    for due in ("9999-12-31T23:59:59Z", "9999-12-31T23:59:59.999999Z"):
+        wid = uid("last")
+        answer = client.start("escalation", workflow_id=wid, input={"due": due}).workflow
+        assert (answer.status, answer.state) == (WAITING, "scheduled"), answer
+        (timer,) = answer.timers
+        assert timer.due_time.ToDatetime().year == 9999
+        assert client.get(wid) == answer
+        assert client.resume(wid, "approve").workflow.state == "done"

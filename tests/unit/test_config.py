@@ -77,6 +77,8 @@ def test_retention_and_the_request_window_take_durations() -> None:
         (("--retention", "0s"), "retention must be at least 1s"),
         (("--request-window", "forever"), "request window must be a duration"),
         (("--request-window", "500ms"), "request window must be at least 1s"),
+        (("--request-window", "99999999999d"), "request window must be at most 100 years"),
+        (("--retention", "36501d"), "retention must be at most 100 years"),
     ],
 )
 def test_bad_durations_are_reported(argv: tuple[str, ...], message: str) -> None:

@@ -17,22 +17,23 @@ ROOT = Path(__file__).resolve().parents[2] / "service" / PACKAGE
 
 # The one list of layers, top to bottom, in the order of the architecture: the commands,
 # the scenario runner (the engine driven from a test, on a virtual clock), the processes,
-# the doors (HTTP, then what every call passes, then gRPC), the use cases, the engine, the
-# definitions, the store, and the words every layer shares. A unit is a subpackage or a
-# top-level module of statewrightd.
+# the doors (HTTP and the ports every listener binds, then what every call passes, then
+# gRPC), the use cases, the engine, the definitions, the store, and the words every layer
+# shares (among them the call's context and its view of instances). A unit is a
+# subpackage or a top-level module of statewrightd.
 LAYERS: list[set[str]] = [
     {"cli"},
     {"scenarios"},
     {"supervisor"},
     {"server", "pod", "health", "reflection", "tuning"},
-    {"console"},
+    {"console", "ports"},
     {"security", "observability"},
     {"api"},
     {"app"},
     {"engine"},
     {"definitions"},
     {"store"},
-    {"domain", "context", "reasons", "errors", "config", "durations", "__init__"},
+    {"domain", "context", "visibility", "reasons", "errors", "config", "durations", "__init__"},
 ]
 LAYER_OF = {unit: depth for depth, units in enumerate(LAYERS) for unit in units}
 

@@ -21,6 +21,7 @@ from statewrightd.api.convert import (
 from statewrightd.api.requests import request_key
 from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
+from statewrightd.domain import TASK_ID
 from statewrightd.engine.commands import RequestKey
 from statewrightd.store.records import TaskRecord
 
@@ -32,8 +33,7 @@ MAX_ERROR_TYPE_LENGTH: Final = 128
 MAX_ERROR_MESSAGE_LENGTH: Final = 4096
 # A retry delay beyond this is a mistake (schedule_to_close caps it in any case).
 MAX_RETRY_DELAY: Final = 7 * 24 * 3600.0
-TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}$")
-ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
+ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 _TASK_NAME_HINT: Final = "'workflows/{workflow_id}/tasks/{task_id}'"
 
 

@@ -10,18 +10,28 @@ import re
 from collections.abc import Collection
 from typing import Final
 
+from statewrightd import errors
 from statewrightd.definitions.model import DEFINITION_NAME
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
 
-WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
-EVENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}$")
-REQUEST_ID: Final = re.compile(r"^[\x21-\x7e]{1,128}$")
+# Ids are keys in URLs, logs, metrics labels and other ids (a child's
+# ``<parent id>.<state>.<revision>``, a schedule's ``<schedule id>-<RFC 3339 UTC time>``):
+# ASCII letters, digits and a few separators, never a space, a control character or a
+# character that needs quoting. ``\Z``, not ``$``: ``$`` also matches before a final newline.
+WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+EVENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}\Z")
+# Request ids take the same characters, and ``/`` and ``#`` besides: every client's worker
+# builds its reports' ids from the task's name (``workflows/{id}/tasks/{n}#{attempt}#complete``).
+REQUEST_ID: Final = re.compile(r"^[A-Za-z0-9._:@/#-]{1,256}\Z")
 
 MAX_WORKFLOW_ID_LENGTH: Final = 128
 MAX_DEFINITION_NAME_LENGTH: Final = 63
 MAX_EVENT_LENGTH: Final = 128
-MAX_REQUEST_ID_LENGTH: Final = 128
+# Room for a worker's id of a task of an instance whose id is as long as it may be.
+MAX_REQUEST_ID_LENGTH: Final = 256
+WORKFLOW_ID_CHARACTERS: Final = "letters, digits, '.', '_', '-', ':' or '@'"
+REQUEST_ID_CHARACTERS: Final = "letters, digits, '.', '_', '-', ':', '@', '/' or '#'"
 MAX_REASON_LENGTH: Final = 1024
 _WORKFLOW_PREFIX: Final = "workflows/"
 # definitions/{name}/versions/{version}: the name and up to 19 digits.
@@ -65,8 +75,9 @@ def workflow_name(value: str, field: str = "name") -> str:
     if prefix != "workflows" or not WORKFLOW_ID.match(workflow_id):
         raise invalid(
             field,
-            f"{field} must be 'workflows/{{workflow_id}}' where the id is 1 to 128 letters, "
-            f"digits, '.', '_', ':' or '-' starting with a letter or digit; got {value!r}",
+            f"{field} must be 'workflows/{{workflow_id}}' where the id is 1 to "
+            f"{MAX_WORKFLOW_ID_LENGTH} {WORKFLOW_ID_CHARACTERS}, starting with a letter or "
+            f"digit; got {errors.quote(repr(value), 200)}",
             value=value,
         )
     return workflow_id
@@ -77,8 +88,8 @@ def workflow_id(value: str, field: str = "workflow_id") -> str:
     if not WORKFLOW_ID.match(value):
         raise invalid(
             field,
-            f"{field} must be 1 to 128 letters, digits, '.', '_', ':' or '-' starting with a "
-            f"letter or digit; got {value!r}",
+            f"{field} must be 1 to {MAX_WORKFLOW_ID_LENGTH} {WORKFLOW_ID_CHARACTERS}, starting "
+            f"with a letter or digit; got {errors.quote(repr(value), 200)}",
             value=value,
         )
     return value
@@ -141,7 +152,11 @@ def event_name(value: str, field: str = "event", *, allow_empty: bool = False) -
 def request_id(value: str, field: str = "request_id") -> str:
     at_most(field, value, MAX_REQUEST_ID_LENGTH)
     if value and not REQUEST_ID.match(value):
-        raise invalid(field, f"{field} must be 1 to 128 printable ASCII characters without spaces")
+        raise invalid(
+            field,
+            f"{field} must be 1 to {MAX_REQUEST_ID_LENGTH} {REQUEST_ID_CHARACTERS}; "
+            f"got {errors.quote(repr(value), 200)}",
+        )
     return value
 
 

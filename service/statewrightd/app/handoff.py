@@ -34,6 +34,9 @@ class Handoff:
         self._loop = loop
         self._runtime = runtime
         self._observer = observer
+        # Steps on their way, by the instance each is of: answered OUTCOME_UNKNOWN if
+        # storage goes down under them (``release_steps``).
+        self._stepping: dict[asyncio.Future[Any], str] = {}
 
     async def step(self, command: Command, budget: float | None) -> Outcome | Replay:
         """Run ``command`` on the EventLoop and await its answer, for at most ``budget``
@@ -46,6 +49,7 @@ class Handoff:
         aio = asyncio.get_running_loop()
         runtime, observed = self._runtime, self._observer.requested()
         future = self._post(aio, lambda reply: runtime.submit(Job(command, reply, observed)))
+        self._stepping[future] = command.workflow_id
         # A plain timer rather than wait_for(shield(...)): one less task per call. The
         # step goes on regardless; only this caller stops waiting for it.
         timer = None
@@ -54,6 +58,7 @@ class Handoff:
         try:
             result = await future
         finally:
+            del self._stepping[future]
             if timer is not None:
                 timer.cancel()
         if result is _EXPIRED:
@@ -64,6 +69,12 @@ class Handoff:
             )
         assert isinstance(result, Outcome | Replay)
         return result
+
+    def release_steps(self) -> None:
+        """Answer every step still on its way OUTCOME_UNKNOWN: storage went down under it
+        (the step goes on; only its caller stops waiting)."""
+        for waiting, workflow_id in list(self._stepping.items()):
+            settle(waiting, _in_doubt(workflow_id))
 
     async def call(self, fn: Callable[[], T]) -> T:
         """Run ``fn`` on the EventLoop thread (to read live state) and return its result."""
@@ -95,10 +106,19 @@ class Handoff:
         future: asyncio.Future[Any] = aio.create_future()
 
         def reply(result: Result | object) -> None:
-            loop.reply(functools.partial(_settle, future, result))
+            loop.reply(functools.partial(settle, future, result))
 
         loop.post(functools.partial(start, reply))
         return future
+
+
+def _in_doubt(workflow_id: str) -> errors.Unknown:
+    return errors.Unknown(
+        "storage went down while this step was on its way: it may or may not be saved. Read "
+        "the instance (or retry with the same request_id) once storage is back",
+        reason=Reason.OUTCOME_UNKNOWN,
+        metadata={"workflow_id": workflow_id},
+    )
 
 
 def _expire(future: asyncio.Future[Any]) -> None:
@@ -106,7 +126,8 @@ def _expire(future: asyncio.Future[Any]) -> None:
         future.set_result(_EXPIRED)
 
 
-def _settle(future: asyncio.Future[Any], value: Any) -> None:
+def settle(future: asyncio.Future[Any], value: Any) -> None:
+    """Answer ``future`` with ``value`` (raised when an exception), unless it has been."""
     if future.done():
         return
     if isinstance(value, BaseException):

@@ -3,14 +3,15 @@
 Plain reads go straight to the store on the read pool (``Storage``): they touch no live
 state, so they need not pass the EventLoop. An instance is read whole by the engine's
 one loader; one that is not there is explained by its tombstone when retention removed
-it.
+it. An instance out of the call's view is refused as one that is not there
+(statewrightd.visibility).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from statewrightd import errors
+from statewrightd import errors, visibility
 from statewrightd.app.storage import Storage
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.engine.loading import Found, InstanceLoader
@@ -66,7 +67,9 @@ class Reads:
             except errors.RecordNotFound:
                 raise not_found(workflow_id, repo.lookup_tombstone(workflow_id)) from None
 
-        return await self._storage.read(read)
+        found = await self._storage.read(read)
+        visibility.check(found.record.definition)
+        return found
 
     async def list_workflows(
         self, which: WorkflowFilter, page_size: int, page_token: str

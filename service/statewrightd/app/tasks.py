@@ -101,6 +101,11 @@ class TaskDesk:
 
     # -- polls -----------------------------------------------------------------------
 
+    def storage_down(self, down: str) -> None:
+        """Storage was found down (asyncio loop): waiting polls look again, and are refused."""
+        for queue in self.polls.queues():
+            self.polls.notify(queue)
+
     async def poll(
         self,
         queue: str,

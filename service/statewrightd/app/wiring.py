@@ -159,6 +159,7 @@ class Application:
             replayed=requests.replay,
             observer=self._step_observer,
         )
+        storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
         diagnostics = Diagnostics(engine, handoff, reads, backend)
         cases = UseCases(workflows, reads, tasks, diagnostics)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import os
 import ssl
@@ -15,7 +16,7 @@ from pathlib import Path
 from aiohttp import http_exceptions, web, web_protocol
 from google.protobuf.descriptor import ServiceDescriptor
 
-from statewrightd import errors
+from statewrightd import errors, ports
 from statewrightd.api.door import Door
 from statewrightd.api.status import error_json, http_status
 from statewrightd.app.wiring import Application
@@ -87,7 +88,8 @@ class Console:
         web_app.router.add_get("/{page:.*}", _page)
         return web_app
 
-    async def start(self) -> int:
+    async def start(self, *, share_port: bool = False) -> int:
+        """Listen; ``share_port`` under a supervisor, whose processes share the port."""
         listen = self._config.http_listen
         assert listen is not None, "the console needs --http-listen"
         host, port = parse_listen(listen)
@@ -106,9 +108,13 @@ class Console:
         )
         await runner.setup()
         self._runner = runner
-        # Several server processes share the port, as they share the gRPC one.
-        site = web.TCPSite(runner, host, port, ssl_context=context, reuse_port=True)
-        await site.start()
+        site = web.TCPSite(runner, host, port, ssl_context=context, reuse_port=share_port)
+        try:
+            await site.start()
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise ports.taken(listen, "--http-listen") from None
+            raise
         self.port = int(runner.addresses[0][1])
         self.sampler.start()
         if self._tls is not None:

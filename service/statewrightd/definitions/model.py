@@ -20,9 +20,9 @@ TASK_COMPLETED = "task_completed"
 # The event name history and watchers report for a step a timer started.
 TIMER_EVENT = "after"
 # A definition's name, which is also part of resource names and URLs.
-DEFINITION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}$")
+DEFINITION_NAME = re.compile(r"^[a-z][a-z0-9-]{0,62}\Z")
 # A task queue's name, which workers poll by.
-QUEUE_NAME = re.compile(r"^[a-z][a-z0-9-.]{0,62}$")
+QUEUE_NAME = re.compile(r"^[a-z][a-z0-9-.]{0,62}\Z")
 # The event a resume means when it names none (or names this): the wait state's first.
 RESUME_ALIAS = "resume"
 DEFAULT_RECURSION_LIMIT = 25

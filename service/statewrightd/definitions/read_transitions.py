@@ -13,7 +13,7 @@ from statewrightd.definitions.model import (
     Transition,
 )
 from statewrightd.definitions.reading import EVENT_RE, TRANSITION_KEYS, Reading, describe
-from statewrightd.durations import parse_duration
+from statewrightd.durations import MAX_DURATION_TEXT, parse_duration, too_long
 
 
 class TransitionReading(Reading):
@@ -140,6 +140,9 @@ class TransitionReading(Reading):
                 return False
             if seconds <= 0:
                 self.error(f"{path}.after", "after must be a positive duration")
+                return False
+            if too_long(seconds):
+                self.error(f"{path}.after", f"after must be at most {MAX_DURATION_TEXT}")
                 return False
             return Delay(raw, seconds=seconds)
         if has_expr:

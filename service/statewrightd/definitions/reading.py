@@ -27,11 +27,11 @@ from statewrightd.definitions.values import (
     FieldType,
     Reducer,
 )
-from statewrightd.durations import parse_duration
+from statewrightd.durations import MAX_DURATION_TEXT, parse_duration, too_long
 
-FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}$")
-STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}$")
-EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}$")
+FIELD_RE = re.compile(r"^[a-z_][a-z0-9_]{0,62}\Z")
+STATE_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,62}\Z")
+EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}\Z")
 
 # Past this many problems, no more "did you mean" searches (each compares a name with
 # every state): a definition with thousands of mistakes is still judged in linear time.
@@ -192,6 +192,9 @@ class Reading:
             return None
         if seconds <= 0:
             self.error(path, "a timeout must be a positive duration")
+            return None
+        if too_long(seconds):
+            self.error(path, f"a duration must be at most {MAX_DURATION_TEXT}")
             return None
         return seconds
 

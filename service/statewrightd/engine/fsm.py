@@ -59,6 +59,7 @@ from statewrightd.definitions.values import (
     to_json,
 )
 from statewrightd.domain import TERMINAL, Status
+from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.engine.model import (
     NO_TASK_WORK,
     NO_TIMER_WORK,
@@ -406,6 +407,15 @@ class _Step:
         path = f"{t.path}.after_expr"
         value = self.evaluate(delay.expression, path, act)
         if isinstance(value, timedelta):
+            if too_long(value.total_seconds()):
+                raise _step_error(
+                    Reason.TIMER_OUT_OF_RANGE,
+                    f"{path}: after_expr gave {value.days:,} days, more than the longest "
+                    f"a timer may wait, {MAX_DURATION_TEXT}",
+                    path=path,
+                    state=self.state,
+                    limit=MAX_DURATION_TEXT,
+                )
             return PlannedTimer(t.index, t.target, delay.text, delay=value)
         if isinstance(value, datetime) and value.tzinfo is not None:
             return PlannedTimer(t.index, t.target, delay.text, at=value)

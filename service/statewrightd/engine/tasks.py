@@ -62,11 +62,12 @@ def retry_delay(retry: dict[str, Any], attempt: int, rng: random.Random) -> floa
     """Seconds before the retry that follows failed attempt ``attempt`` (from 1): full
     jitter over an exponential ceiling, so that many failing tasks do not retry in step."""
     initial = float(retry.get("initial_interval", 1.0))
-    ceiling = min(
-        float(retry.get("max_interval", 60.0)),
-        initial * float(retry.get("backoff", 2.0)) ** max(0, attempt - 1),
-    )
-    return rng.uniform(0.0, ceiling)
+    longest = float(retry.get("max_interval", 60.0))
+    try:
+        grown = initial * float(retry.get("backoff", 2.0)) ** max(0, attempt - 1)
+    except OverflowError:  # a thousand attempts and more: the ceiling is long reached
+        grown = longest
+    return rng.uniform(0.0, min(longest, grown))
 
 
 def gives_up(task: TaskRecord, error_type: str, now: datetime, non_retryable: bool) -> bool:

@@ -42,8 +42,8 @@ from statewrightd.reasons import Reason
 from statewrightd.security.roles import ANY, Grant, Role
 
 ALGORITHMS = ("RS256", "ES256", "EdDSA")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._@:/-]{0,127}\Z")
 _TOP_KEYS = {"api_keys", "jwt", "mtls", "principals"}
 _JWT_KEYS = {
     "issuer",

@@ -14,6 +14,7 @@ import asyncio
 import hashlib
 import json
 import logging
+import math
 import time
 import urllib.request
 from collections import OrderedDict
@@ -186,16 +187,15 @@ class Authenticator:
                 leeway=settings.leeway,
                 options={"require": ["exp", "iss", "aud", settings.subject_claim]},
             )
-        except jwt.ExpiredSignatureError:
-            raise _unauthenticated("the token has expired") from None
-        except jwt.InvalidAudienceError:
-            raise _unauthenticated("the token is not meant for this server (audience)") from None
-        except jwt.InvalidIssuerError:
-            raise _unauthenticated("the token's issuer is not the one the server trusts") from None
         except jwt.InvalidSignatureError:
             raise _unauthenticated("the token's signature does not verify") from None
+        except jwt.MissingRequiredClaimError as exc:
+            raise _bad_claim(exc.claim, "present: the server requires it") from None
         except jwt.PyJWTError as exc:
-            raise _unauthenticated(f"the token is not valid: {exc}") from None
+            # The signature held (PyJWT checks it before any claim): a claim of the wrong
+            # type is named as such, not reported as a mismatch or a traceback.
+            raise _claims_error(token, settings, exc) from None
+        _check_claim_types(claims, settings)
         name = f"jwt:{claims[settings.subject_claim]}"
         grants: list[Grant] = []
         if settings.roles_claim is not None:
@@ -207,6 +207,93 @@ class Authenticator:
         return tuple(
             g for p in self._config.principals if matches([p.name], name) for g in p.grants
         )
+
+
+MAX_SUBJECT_LENGTH = 256
+_TIME_CLAIMS = ("exp", "nbf", "iat")
+
+
+def _bad_claim(
+    claim: str, should_be: str, value: object = None, given: bool = False
+) -> errors.Unauthenticated:
+    got = f", not {_describe(value)}" if given else ""
+    return errors.Unauthenticated(
+        f"the token's {claim!r} claim must be {should_be}{got}",
+        reason=Reason.TOKEN_CLAIM_INVALID,
+        metadata={"claim": claim},
+    )
+
+
+def _describe(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string" if value else "an empty string"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a map"
+    return type(value).__name__
+
+
+def _check_claim_types(claims: Mapping[str, Any], settings: JwtSettings) -> None:
+    """Refuse the first claim the server reads whose value is not of its type."""
+    for claim in _TIME_CLAIMS:
+        value = claims.get(claim)
+        if claim in claims and (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)  # JSON as Python reads it has NaN and Infinity
+        ):
+            raise _bad_claim(claim, "a finite number of seconds since the epoch", value, True)
+    if "iss" in claims and not isinstance(claims["iss"], str):
+        raise _bad_claim("iss", "a string", claims["iss"], True)
+    aud = claims.get("aud")
+    if "aud" in claims and not (
+        isinstance(aud, str) or (isinstance(aud, list) and all(isinstance(a, str) for a in aud))
+    ):
+        raise _bad_claim("aud", "a string or a list of strings", aud, True)
+    subject = claims.get(settings.subject_claim)
+    if (
+        not isinstance(subject, str)
+        or not subject
+        or len(subject) > MAX_SUBJECT_LENGTH
+        or not subject.isprintable()
+    ):
+        should_be = f"a non-empty string of up to {MAX_SUBJECT_LENGTH} printable characters"
+        raise _bad_claim(settings.subject_claim, should_be, subject, True)
+    if settings.roles_claim is not None:
+        roles = claims.get(settings.roles_claim)
+        if roles is not None and not (
+            isinstance(roles, list) and all(isinstance(r, str) for r in roles)
+        ):
+            raise _bad_claim(settings.roles_claim, "a list of role names", roles, True)
+
+
+def _claims_error(token: str, settings: JwtSettings, exc: jwt.PyJWTError) -> errors.Unauthenticated:
+    """What a claim check PyJWT refused means to the caller."""
+    try:
+        claims = jwt.decode(token, options={"verify_signature": False})
+    except jwt.PyJWTError:
+        claims = None
+    if isinstance(claims, dict):
+        try:
+            _check_claim_types(claims, settings)
+        except errors.Unauthenticated as typed:
+            return typed
+    if isinstance(exc, jwt.ExpiredSignatureError):
+        return _unauthenticated("the token has expired")
+    if isinstance(exc, jwt.InvalidAudienceError):
+        return _unauthenticated("the token is not meant for this server (audience)")
+    if isinstance(exc, jwt.InvalidIssuerError):
+        return _unauthenticated("the token's issuer is not the one the server trusts")
+    return _unauthenticated(f"the token is not valid: {exc}")
 
 
 def _bearer(metadata: Sequence[tuple[str, str | bytes]]) -> str | None:

@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 import grpc
 from google.protobuf.message import Message
 
-from statewrightd import errors
+from statewrightd import errors, visibility
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
 from statewrightd.api.registration import Continuation, Handler, rewrapped
@@ -95,6 +95,8 @@ class CallGate(grpc.aio.ServerInterceptor):
             "ResumeWorkflow": self._instance_definition,
             "SignalWorkflow": self._instance_definition,
             "CancelWorkflow": self._instance_definition,
+            "DeleteWorkflow": self._instance_definition,
+            "GetWorkflowDiagnostics": self._instance_definition,
             "HeartbeatTask": self._task_queue,
             "CompleteTask": self._task_queue,
             "FailTask": self._task_queue,
@@ -165,7 +167,11 @@ class CallGate(grpc.aio.ServerInterceptor):
         auth_context: Mapping[str, Any],
     ) -> tuple[Principal, list[Grant]]:
         """The principal of a call to ``name`` and its grants for ``rule``, or the error
-        that refuses the call. The web console's API (statewrightd.console) asks too."""
+        that refuses the call. The web console's API (statewrightd.console) asks too.
+
+        Once admitted, the call's view of instances is recorded for the application core
+        to check every instance it answers with against (statewrightd.visibility)."""
+        visibility.limit(None)  # a connection's earlier call must not lend this one its view
         if self._authn is None:
             principal = ANONYMOUS
         else:
@@ -189,10 +195,14 @@ class CallGate(grpc.aio.ServerInterceptor):
                 raise _denied(
                     f"{principal.name} may list only some of them: name the {what} to list"
                 )
-            return principal, grants  # ListDefinitions: its answer is filtered
-        if not allows(grants, rule.scope, target):
+        elif not allows(grants, rule.scope, target):
+            if name in self._lookups:
+                # Found by its id: refused exactly as an id that names nothing.
+                raise visibility.refusal(name)
             raise _denied(f"{principal.name} may not call {name} on this {rule.scope.value}")
-        return principal, grants
+        if rule.scope is Scope.DEFINITION:
+            visibility.limit(visibility.View(name, functools.partial(_in_scope, tuple(grants))))
+        return principal, grants  # ListDefinitions: its answer is filtered
 
     async def _target(self, rule: MethodRule, name: str, request: Message) -> str | None:
         lookup = self._lookups.get(name)
@@ -201,7 +211,7 @@ class CallGate(grpc.aio.ServerInterceptor):
                 return await lookup(request)
             except errors.NotFound:
                 # Out of scope and absent look the same to a scoped caller.
-                raise _denied(f"not allowed to call {name} on this target") from None
+                raise visibility.refusal(name) from None
         if name in {"StartWorkflow", "ListWorkflows", "ListDefinitions"}:
             return str(getattr(request, "definition", "")) or None
         if name == "GetDefinition":
@@ -270,6 +280,10 @@ class CallGate(grpc.aio.ServerInterceptor):
             self._watching[principal.name] = left
         else:
             self._watching.pop(principal.name, None)
+
+
+def _in_scope(grants: tuple[Grant, ...], definition: str) -> bool:
+    return allows(grants, Scope.DEFINITION, definition)
 
 
 def _denied(message: str) -> errors.PermissionDenied:

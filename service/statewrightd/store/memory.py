@@ -377,6 +377,9 @@ class MemoryRepository(MemoryWork, BatchWriter):
         with self._held():
             return
 
+    def set_unreachable(self, unreachable: bool) -> None:
+        """Memory is never out of reach: nothing to cut short."""
+
     def close(self) -> None:
         with self._lock:
             self._closed = True

@@ -50,6 +50,9 @@ _RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailu
 _MAX_ATTEMPTS = 3
 # A pooled connection returned this recently is handed out again without a liveness check.
 _RECENT_S = 1.0
+# A call waiting for a pooled connection looks this often whether the database has been
+# found down meanwhile (``set_unreachable``): then it gives up instead of waiting on.
+_WAIT_SLICE_S = 0.25
 # How long a read-back waits for the old server process to finish on its own before
 # terminating it; only once it is gone is the row we read final.
 _BACKEND_GRACE_S = 1.0
@@ -105,6 +108,7 @@ class PostgresRepository(SqlRepository):
         self.backend_pids: set[int] = set()
         self._last_returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._trouble_at = 0.0
+        self._unreachable = False
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -135,8 +139,28 @@ class PostgresRepository(SqlRepository):
         if last is None or last < self._trouble_at or time.monotonic() - last > _RECENT_S:
             ConnectionPool.check_connection(conn)
 
+    def set_unreachable(self, unreachable: bool) -> None:
+        self._unreachable = unreachable
+
+    def _getconn(self, timeout: float, probe: bool) -> Conn:
+        """A connection from the pool within ``timeout``; at once PoolTimeout while the
+        database is known down, unless this is the ``probe`` that finds it back."""
+        if probe:
+            return self._pool.getconn(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._unreachable:
+                raise PoolTimeout("the database is known to be down")
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise PoolTimeout(f"no connection came within {timeout:g}s")
+            try:
+                return self._pool.getconn(timeout=min(left, _WAIT_SLICE_S))
+            except PoolTimeout:
+                continue
+
     @contextmanager
-    def _pooled(self, timeout: float) -> Iterator[Conn]:
+    def _pooled(self, timeout: float, *, probe: bool = False) -> Iterator[Conn]:
         """A pooled connection, marked as alive when the block using it succeeds.
 
         The mark is what lets ``_check`` skip the liveness round trip. It is set here, not
@@ -145,9 +169,13 @@ class PostgresRepository(SqlRepository):
         transaction.
         """
         try:
-            with self._pool.connection(timeout=timeout) as conn:
-                yield conn
-                self._last_returned[conn] = time.monotonic()
+            conn = self._getconn(timeout, probe)
+            try:
+                with conn:  # commits when the block succeeds, as the pool's own would
+                    yield conn
+                    self._last_returned[conn] = time.monotonic()
+            finally:
+                self._pool.putconn(conn)
         except _RETRYABLE:
             raise  # the database answered: the connection is fine
         except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError, _CommitLost):
@@ -173,7 +201,7 @@ class PostgresRepository(SqlRepository):
 
     def _stored_schema_version(self) -> int:
         try:
-            with self._pooled(min(self._pool_timeout, 5.0)) as conn:
+            with self._pooled(min(self._pool_timeout, 5.0), probe=True) as conn:
                 return postgres_schema_version(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             raise StorageUnavailable(f"database unavailable: {exc}") from exc

@@ -202,7 +202,15 @@ class Repository(Protocol):
     ) -> TaskPage: ...
 
     def ping(self) -> None:
-        """Raise StorageUnavailable unless the database answers and is fully migrated."""
+        """Raise StorageUnavailable unless the database answers and is fully migrated.
+
+        It waits for the database even while it is known to be unreachable: it is how the
+        server finds it back."""
+        ...
+
+    def set_unreachable(self, unreachable: bool) -> None:
+        """While True the database is known to be down (the server's readiness check
+        found it so): a call that would wait for a connection fails at once instead."""
         ...
 
     def close(self) -> None: ...

@@ -446,6 +446,9 @@ class SqlRepository(BatchWriter):
 
     # -- lifecycle -------------------------------------------------------------------
 
+    def set_unreachable(self, unreachable: bool) -> None:
+        """An embedded database has no connections to wait for: nothing to cut short."""
+
     def ping(self) -> None:
         version = self._stored_schema_version()
         if version < self._schema_version:

@@ -178,6 +178,27 @@ def test_a_rotated_certificate_is_served_to_new_connections(secured: Setup) -> N
     assert secured.http(KEYS["reader"]).get("/api/v1/definitions").status == 200
 
 
+def test_a_scoped_start_over_https_never_answers_with_an_instance_out_of_scope(
+    secured: Setup,
+) -> None:
+    admin = secured.http(KEYS["admin"])
+    loop = admin.post(W, {"definition": "review-loop", "input": {"document": "secret"}})
+    assert loop.status == 200, loop.body
+    loop_id = loop.body["workflow"]["workflowId"]
+    scoped = secured.http(KEYS["mail-client"])
+    absent = scoped.get(f"{W}/no-such-instance-{loop_id}")
+    for policy in ("IF_EXISTS_POLICY_RETURN_EXISTING", "IF_EXISTS_POLICY_UNSPECIFIED"):
+        start = {"definition": "mail-approval", "workflowId": loop_id, "ifExists": policy}
+        refused = scoped.post(W, start)
+        assert refused.status == 403, refused.body
+        assert refused.error == ("PERMISSION_DENIED", "PERMISSION_DENIED")
+        assert refused.body["metadata"] == {} and "secret" not in str(refused.body)
+    # Reading it is refused exactly as reading an id that names nothing.
+    known = scoped.get(f"{W}/{loop_id}")
+    assert (known.status, known.body) == (absent.status, absent.body)
+    assert admin.get(f"{W}/{loop_id}").body["workflow"]["revision"] == "1"
+
+
 def test_credentials_do_not_let_a_foreign_host_or_a_form_through(secured: Setup) -> None:
     # A token in a page's storage does not help a rebound name or another site's form.
     admin = secured.http(KEYS["admin"])

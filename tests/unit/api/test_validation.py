@@ -84,4 +84,62 @@ def test_request_ids() -> None:
     with pytest.raises(InvalidArgument):
         v.request_id("with space")
     with pytest.raises(InvalidArgument):
-        v.request_id("x" * 129)
+        v.request_id("x" * 257)
+
+
+# Control characters (a final newline above all: ``$`` matches before it), spaces,
+# quotes, non-ASCII letters and anything a URL or a log line would have to escape.
+OUTSIDE_THE_SET = [
+    "nl\n",
+    "\nnl",
+    "tab\t1",
+    "nul\x00",
+    "sp ace",
+    "quote'",
+    'dq"',
+    "uml\u00e4ut",
+    "x\u2028",
+    "semi;colon",
+    "per%cent",
+    "plus+",
+    "star*",
+    "back\\slash",
+    "cr\r",
+]
+
+
+@pytest.mark.parametrize("bad", OUTSIDE_THE_SET)
+def test_ids_outside_the_documented_set_are_invalid_argument_naming_the_field(bad: str) -> None:
+    for check, field in ((v.workflow_id, "workflow_id"), (v.request_id, "request_id")):
+        with pytest.raises(InvalidArgument) as caught:
+            check(bad)
+        assert caught.value.metadata["field"] == field, bad
+        assert caught.value.reason == "INVALID_FIELD"
+    with pytest.raises(InvalidArgument) as named:
+        v.workflow_name("workflows/" + bad)
+    assert named.value.metadata["field"] == "name"
+
+
+@pytest.mark.parametrize(
+    "derived",
+    [
+        # A child instance's default id: <parent id>.<state>.<revision>.
+        "order-17.verify_identity.3",
+        "tenant@acme:order-17.charge-items.12",
+        # A schedule's fire: <schedule id>-<fire time, RFC 3339 in UTC>.
+        "nightly-2026-01-01T00:00:00Z",
+        "nightly-2026-01-01T00:00:00.250Z",
+        # Shapes the clients, examples and tests use.
+        "6f1c2a0e9b7d4c3e8a5f1d2b3c4e5f60",
+        "mail:2024-05-01:alice@example.com",
+    ],
+)
+def test_derived_and_usual_ids_fit_the_set(derived: str) -> None:
+    assert v.workflow_id(derived) == derived
+    assert v.request_id(derived) == derived
+
+
+def test_a_workers_request_id_fits_for_the_longest_workflow_id() -> None:
+    # Every client's worker names its report after the task: name#attempt#kind.
+    task = "workflows/" + "w" * v.MAX_WORKFLOW_ID_LENGTH + "/tasks/" + "9" * 19
+    assert v.request_id(f"{task}#12#complete") == f"{task}#12#complete"

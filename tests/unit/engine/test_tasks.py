@@ -289,6 +289,13 @@ def test_a_notify_between_looking_and_waiting_is_not_lost() -> None:
     asyncio.run(scenario())
 
 
+def test_the_retry_delay_of_a_thousandth_attempt_is_its_ceiling_not_an_overflow() -> None:
+    retry = {"initial_interval": 1.0, "backoff": 2.0, "max_interval": 60.0}
+    rng = random.Random(7)
+    delays = [retry_delay(retry, attempt, rng) for attempt in (1_100, 10**6)]
+    assert all(0.0 <= d <= 60.0 for d in delays)
+
+
 def test_polls_of_queues_no_definition_names_are_not_remembered() -> None:
     async def scenario() -> TaskPolls:
         polls = TaskPolls(Clock(), named=lambda queue: queue == "payments")

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import pytest
 
-from statewrightd.definitions import load_definition
+from statewrightd.definitions import DefinitionInvalid, load_definition
 from statewrightd.definitions.model import Definition
 from statewrightd.domain import Status
 from statewrightd.engine import fsm
@@ -149,3 +150,50 @@ def test_a_wait_state_with_only_a_timer_is_valid_and_refuses_a_bare_resume() -> 
     with pytest.raises(FailedPrecondition) as caught:
         fsm.resume(only_timer, started, "", {})
     assert caught.value.reason == "EVENT_NOT_ALLOWED"
+
+
+REPO = Path(__file__).resolve().parents[3]
+ESCALATION = (REPO / "examples" / "definitions" / "ticket-escalation.yaml").read_text()
+
+
+@pytest.mark.parametrize("respond_within", ["87600000h", "876024h", "3153600001s"])
+def test_an_after_expr_past_the_longest_wait_fails_the_step_with_its_reason(
+    respond_within: str,
+) -> None:
+    escalation = load_definition(ESCALATION)
+    result = fsm.start(escalation, "w", {"respond_within": respond_within})
+    assert result.snapshot.status is Status.FAILED
+    assert result.error is not None and result.error.reason == "TIMER_OUT_OF_RANGE"
+    assert "100 years" in result.error.message
+    assert result.timers.arm == ()
+
+
+def test_an_after_expr_at_the_longest_wait_arms_its_timer() -> None:
+    escalation = load_definition(ESCALATION)
+    result = fsm.start(escalation, "w", {"respond_within": "876000h"})
+    (timer,) = result.timers.arm
+    assert timer.delay == timedelta(days=36500)
+    # The due time stays far inside what a datetime (and every store and client) can hold.
+    assert datetime(2026, 1, 1, tzinfo=UTC) + timer.delay < datetime(9999, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("where", "text"),
+    [
+        ("after", "99999999999d"),
+        ("after", "36501d"),
+        ("after", "9" * 400 + "d"),
+        ("timeouts", "99999999999d"),
+        ("retry", "876001h"),
+    ],
+)
+def test_a_duration_past_the_longest_is_refused_at_load(where: str, text: str) -> None:
+    if where == "after":
+        body = f"states: {{a: {{}}, b: {{}}}}\ntransitions: [{{from: a, after: '{text}', to: b}}]"
+    elif where == "timeouts":
+        body = f"states:\n  a: {{task: {{queue: q, timeouts: {{start_to_close: '{text}'}}}}}}\n"
+    else:
+        body = f"states:\n  a: {{task: {{queue: q, retry: {{max_interval: '{text}'}}}}}}\n"
+    with pytest.raises(DefinitionInvalid) as refused:
+        load_definition(f"name: far\nversion: 1\n{body}\n")
+    assert any("at most 100 years" in p.message for p in refused.value.problems), refused.value

@@ -61,7 +61,9 @@ def _token(key: Any, alg: str, kid: str, **claims: Any) -> str:
     now = int(time.time())
     body = {"iss": ISSUER, "aud": "statewright", "sub": "alice", "exp": now + 300, "iat": now}
     body.update(claims)
-    return jwt.encode(body, key, algorithm=alg, headers={"kid": kid})
+    # Signed as given: PyJWT's own encode refuses some of the wrong types tested here.
+    payload = json.dumps(body).encode()
+    return jwt.PyJWS().encode(payload, key, algorithm=alg, headers={"kid": kid, "typ": "JWT"})
 
 
 def _authenticate(authn: Authenticator, token: str | None) -> Any:
@@ -99,6 +101,57 @@ def test_bad_tokens_are_unauthenticated(
     with pytest.raises(Unauthenticated) as refused:
         _authenticate(authn, _token(rsa_key, "RS256", "rsa-1", **claims))
     assert message in refused.value.message, case
+
+
+WRONG_TYPES = [
+    ("roles", {"admin": True}),
+    ("roles", 7),
+    ("roles", "admin"),
+    ("roles", [["admin"]]),
+    ("roles", [{"role": "admin"}]),
+    ("sub", {"name": "alice"}),
+    ("sub", 42),
+    ("sub", ""),
+    ("sub", "line\nbreak"),
+    ("sub", "x" * 300),
+    ("exp", "tomorrow"),
+    ("exp", [1]),
+    ("nbf", {"at": 1}),
+    ("iat", True),
+    ("exp", float("nan")),
+    ("nbf", float("inf")),
+    ("aud", {"aud": "statewright"}),
+    ("aud", 5),
+    ("iss", ["https://issuer.test/"]),
+]
+
+
+@pytest.mark.parametrize(("claim", "value"), WRONG_TYPES)
+def test_a_claim_of_the_wrong_type_is_unauthenticated_naming_the_claim(
+    tmp_path: Path, claim: str, value: Any
+) -> None:
+    jwks, rsa_key, _ = _jwks(tmp_path)
+    authn = Authenticator(parse_auth_config(_config(tmp_path, jwks), base=tmp_path))
+    with pytest.raises(Unauthenticated) as refused:
+        _authenticate(authn, _token(rsa_key, "RS256", "rsa-1", **{claim: value}))
+    assert refused.value.reason == "TOKEN_CLAIM_INVALID", refused.value
+    assert refused.value.metadata == {"claim": claim}
+    assert f"'{claim}' claim" in refused.value.message
+
+
+def test_absent_or_null_roles_give_no_role_and_a_missing_subject_is_named(tmp_path: Path) -> None:
+    jwks, rsa_key, _ = _jwks(tmp_path)
+    authn = Authenticator(parse_auth_config(_config(tmp_path, jwks), base=tmp_path))
+    assert _authenticate(authn, _token(rsa_key, "RS256", "rsa-1", roles=None)).grants == ()
+    assert _authenticate(authn, _token(rsa_key, "RS256", "rsa-1", sub="bob")).grants == ()
+    body = {"iss": ISSUER, "aud": "statewright", "exp": int(time.time()) + 300}
+    token = jwt.encode(body, rsa_key, algorithm="RS256", headers={"kid": "rsa-1"})
+    with pytest.raises(Unauthenticated) as refused:
+        _authenticate(authn, token)
+    assert (refused.value.reason, refused.value.metadata) == (
+        "TOKEN_CLAIM_INVALID",
+        {"claim": "sub"},
+    )
 
 
 def test_a_forged_signature_an_unknown_key_and_no_credentials_are_refused(tmp_path: Path) -> None:
