@@ -91,9 +91,11 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	cd clients/python && ../../$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
+	cd clients/python && ../../$(BIN)/pytest -q
 
 integration: $(STAMP)
 	scripts/with-postgres $(BIN)/pytest -q tests/integration

@@ -262,7 +262,7 @@ def sandbox_answer(instance: Instance, op: Op) -> tuple[str, ...]:
         elif kind == "signal":
             outcome = box.signal(wid, op[1], op[2])
             if not outcome.accepted:
-                return ("rejected", outcome.rejection)
+                return ("rejected", str(outcome.rejection))
         elif kind == "cancel":
             box.cancel(wid, "enough")
         else:
