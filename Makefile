@@ -95,9 +95,11 @@ lint: $(STAMP)
 
 typecheck: $(STAMP)
 	$(BIN)/mypy
+	cd clients/python && ../../$(BIN)/mypy
 
 unit: $(STAMP)
 	$(BIN)/pytest -q tests/unit
+	cd clients/python && ../../$(BIN)/pytest -q
 
 integration: $(STAMP)
 	scripts/with-postgres scripts/with-citus --optional $(BIN)/pytest -q tests/integration

@@ -18,14 +18,14 @@ import os
 import time
 from collections.abc import Callable
 
-from statewrightd.definitions.loader import (
+from statewrightd.definitions.limits import (
     MAX_CONTEXT_FIELDS,
     MAX_DEFINITION_BYTES,
     MAX_EXPRESSIONS,
     MAX_STATES,
     MAX_TRANSITIONS,
-    validate_source,
 )
+from statewrightd.definitions.loader import validate_source
 
 GOAL_SECONDS = 2.0
 

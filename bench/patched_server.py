@@ -56,7 +56,7 @@ try:
 except ImportError:  # a tree from before serve --processes (a before/after run)
     supervisor = None  # type: ignore[assignment]
 from statewrightd.api import convert
-from statewrightd.application import Application
+from statewrightd.app.reads import Reads
 from statewrightd.definitions import registry as registry_module
 from statewrightd.definitions.registry import Loaded
 from statewrightd.errors import Conflict, OutcomeUnknown, StoreError
@@ -73,12 +73,12 @@ def _expect(fn: Callable[..., Any], *fragments: str) -> None:
 
 
 def latest_cache() -> None:
-    original = Application.definition
-    _expect(original, "return await self._read(lambda: registry.get(name, version))")
+    original = Reads.definition
+    _expect(original, "return await self._storage.read(lambda: registry.get(name, version))")
     _expect(registry_module.DefinitionRegistry._latest_version, "LATEST_TTL", "_latest_checked")
 
-    async def definition(self: Application, name: str, version: int | None) -> Loaded:
-        registry = self.registry
+    async def definition(self: Reads, name: str, version: int | None) -> Loaded:
+        registry = self._registry
         if version is None:
             known = registry._latest.get(name)
             checked = registry._latest_checked.get(name, 0.0)
@@ -88,7 +88,7 @@ def latest_cache() -> None:
                     return cached  # no I/O and no thread hop while the TTL is fresh
         return await original(self, name, version)
 
-    Application.definition = definition  # type: ignore[method-assign]
+    Reads.definition = definition  # type: ignore[method-assign]
 
 
 def old_convert() -> None:

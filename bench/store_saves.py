@@ -22,17 +22,10 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 
+from statewrightd.domain import Status
 from statewrightd.errors import StoreError
-from statewrightd.store import (
-    Create,
-    GroupCommitWriter,
-    HistoryRecord,
-    InstanceRecord,
-    Repository,
-    Save,
-    Status,
-    open_repository,
-)
+from statewrightd.store import GroupCommitWriter, Repository, open_repository
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

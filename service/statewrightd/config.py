@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -310,7 +310,20 @@ def security_from(
         reflection = bool(flag)
     elif env.get("STATEWRIGHT_REFLECTION"):
         reflection = env["STATEWRIGHT_REFLECTION"].strip().lower() in ("1", "true", "yes", "on")
-    limits = base.limits
+    limits = _limits_setting(pick, base.limits)
+    return {
+        "tls_cert": cert,
+        "tls_key": key,
+        "tls_client_ca": client_ca,
+        "health_listen": health or None,
+        "auth_config": auth,
+        "reflection": reflection,
+        "limits": limits,
+    }
+
+
+def _limits_setting(pick: Callable[[str, str], str | None], base: Limits) -> Limits:
+    """The input limits of ``security_from``: each flag, then its environment variable."""
     changes: dict[str, Any] = {}
     for name, var, attr in (
         ("max_request_size", "STATEWRIGHT_MAX_REQUEST_SIZE", "request_bytes"),
@@ -335,7 +348,7 @@ def security_from(
             changes["rate"] = float(rate_text)
         except ValueError:
             raise ConfigError(f"--rate-limit must be a number; got {rate_text!r}") from None
-    limits = replace(limits, **changes)
+    limits = replace(base, **changes)
     if not 1 <= limits.nesting <= MAX_NESTING:
         raise ConfigError(
             f"--max-nesting must be between 1 and {MAX_NESTING}: what the engine stores must be "
@@ -348,15 +361,7 @@ def security_from(
     for attr in ("request_bytes", "context_bytes", "string_bytes", "list_items", "map_keys"):
         if getattr(limits, attr) < 1:
             raise ConfigError(f"the {attr.replace('_', ' ')} limit must be at least 1")
-    return {
-        "tls_cert": cert,
-        "tls_key": key,
-        "tls_client_ca": client_ca,
-        "health_listen": health or None,
-        "auth_config": auth,
-        "reflection": reflection,
-        "limits": limits,
-    }
+    return limits
 
 
 def config_from(

@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from typing import ClassVar
 
+from statewrightd.reasons import Reason
+
 DOMAIN = "statewright.dev"
 
 _REASON = re.compile(r"^[A-Z][A-Z0-9_]*[A-Z0-9]$")
@@ -41,7 +43,7 @@ def _cut(text: str, limit: int) -> str:
 class StatewrightError(Exception):
     """Base of every error the service reports to a caller."""
 
-    default_reason: ClassVar[str] = "INTERNAL"
+    default_reason: ClassVar[str] = Reason.INTERNAL
 
     def __init__(
         self,
@@ -74,62 +76,62 @@ def _stringify(value: object) -> str:
 class InvalidArgument(StatewrightError):
     """The request itself is wrong; retrying it unchanged can never succeed."""
 
-    default_reason = "INVALID_ARGUMENT"
+    default_reason = Reason.INVALID_ARGUMENT
 
 
 class NotFound(StatewrightError):
-    default_reason = "NOT_FOUND"
+    default_reason = Reason.NOT_FOUND
 
 
 class AlreadyExists(StatewrightError):
-    default_reason = "ALREADY_EXISTS"
+    default_reason = Reason.ALREADY_EXISTS
 
 
 class OutOfRange(StatewrightError):
     """The request reaches past what exists (a revision not yet written)."""
 
-    default_reason = "OUT_OF_RANGE"
+    default_reason = Reason.OUT_OF_RANGE
 
 
 class Cancelled(StatewrightError):
     """Stopped on request: how a cancelled instance reports why it ended."""
 
-    default_reason = "CANCELLED"
+    default_reason = Reason.CANCELLED
 
 
 class Aborted(StatewrightError):
     """A concurrency conflict: re-read and decide again."""
 
-    default_reason = "ABORTED"
+    default_reason = Reason.ABORTED
 
 
 class FailedPrecondition(StatewrightError):
     """The instance is not in a status or state where this request applies."""
 
-    default_reason = "FAILED_PRECONDITION"
+    default_reason = Reason.FAILED_PRECONDITION
 
 
 class Unauthenticated(StatewrightError):
     """The call carries no credentials the server accepts."""
 
-    default_reason = "UNAUTHENTICATED"
+    default_reason = Reason.UNAUTHENTICATED
 
 
 class PermissionDenied(StatewrightError):
     """The caller is known, but its roles do not allow this call on this target."""
 
-    default_reason = "PERMISSION_DENIED"
+    default_reason = Reason.PERMISSION_DENIED
 
 
 class ResourceExhausted(StatewrightError):
-    default_reason = "OVERLOADED"
+    default_reason = Reason.OVERLOADED
 
 
 class RateLimited(ResourceExhausted):
     """The caller sent more requests than its rate allows; ``retry_after`` seconds from now
     the next one would be let through (sent to the client as a RetryInfo)."""
 
-    default_reason = "RATE_LIMITED"
+    default_reason = Reason.RATE_LIMITED
 
     def __init__(
         self,
@@ -146,19 +148,19 @@ class RateLimited(ResourceExhausted):
 class Unavailable(StatewrightError):
     """Transient: storage down or the server shutting down; safe to retry with backoff."""
 
-    default_reason = "UNAVAILABLE"
+    default_reason = Reason.UNAVAILABLE
 
 
 class DeadlineExceeded(StatewrightError):
-    default_reason = "DEADLINE_EXCEEDED"
+    default_reason = Reason.DEADLINE_EXCEEDED
 
 
 class Unimplemented(StatewrightError):
-    default_reason = "NOT_IMPLEMENTED"
+    default_reason = Reason.NOT_IMPLEMENTED
 
 
 class Internal(StatewrightError):
-    default_reason = "INTERNAL"
+    default_reason = Reason.INTERNAL
 
     @classmethod
     def wrapping(cls, exc: BaseException) -> Internal:
@@ -166,7 +168,7 @@ class Internal(StatewrightError):
         (the server log has the traceback)."""
         return cls(
             "internal error; the server log has the details",
-            reason="INTERNAL",
+            reason=Reason.INTERNAL,
             metadata={"exception": type(exc).__name__},
         )
 
@@ -174,7 +176,7 @@ class Internal(StatewrightError):
 class Unknown(StatewrightError):
     """The outcome of a write could not be determined; see ``OutcomeUnknown``."""
 
-    default_reason = "OUTCOME_UNKNOWN"
+    default_reason = Reason.OUTCOME_UNKNOWN
 
 
 # Storage errors are part of the same hierarchy so that a store failure that escapes to
@@ -188,7 +190,7 @@ class StoreError(StatewrightError):
 class Conflict(StoreError, Aborted):
     """A compare-and-swap save found a different revision than expected."""
 
-    default_reason = "REVISION_CONFLICT"
+    default_reason = Reason.REVISION_CONFLICT
 
     def __init__(
         self,
@@ -209,47 +211,47 @@ class TimerGone(StoreError, FailedPrecondition):
     """A step that fires a timer found it no longer armed: fired or consumed already, or
     disarmed by a step that left its state."""
 
-    default_reason = "TIMER_GONE"
+    default_reason = Reason.TIMER_GONE
 
 
 class TaskFenced(StoreError, FailedPrecondition):
     """A step that finishes a task found it no longer as it saw it: reason
     ``LEASE_SUPERSEDED`` (leased again, or finished) or ``TASK_CANCELLED``."""
 
-    default_reason = "LEASE_SUPERSEDED"
+    default_reason = Reason.LEASE_SUPERSEDED
 
 
 class RecordNotFound(StoreError, NotFound):
-    default_reason = "NOT_FOUND"
+    default_reason = Reason.NOT_FOUND
 
 
 class RecordExists(StoreError, AlreadyExists):
-    default_reason = "ALREADY_EXISTS"
+    default_reason = Reason.ALREADY_EXISTS
 
 
 class RecordLive(StoreError, FailedPrecondition):
     """A removal found the instance not finished: only finished instances are removed."""
 
-    default_reason = "WORKFLOW_NOT_FINISHED"
+    default_reason = Reason.WORKFLOW_NOT_FINISHED
 
 
 class SerializationError(StoreError, InvalidArgument):
     """A value cannot be stored faithfully (not JSON-representable, NaN, too deep...)."""
 
-    default_reason = "UNSERIALIZABLE_VALUE"
+    default_reason = Reason.UNSERIALIZABLE_VALUE
 
 
 class StorageUnavailable(StoreError, Unavailable):
-    default_reason = "STORAGE_UNAVAILABLE"
+    default_reason = Reason.STORAGE_UNAVAILABLE
 
 
 class OutcomeUnknown(StoreError, Unknown):
     """The connection was lost around COMMIT and reading back could not tell the result."""
 
-    default_reason = "OUTCOME_UNKNOWN"
+    default_reason = Reason.OUTCOME_UNKNOWN
 
 
 class Overloaded(StoreError, ResourceExhausted):
     """The writer queue is full; raised at once instead of blocking the caller."""
 
-    default_reason = "OVERLOADED"
+    default_reason = Reason.OVERLOADED

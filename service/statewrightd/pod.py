@@ -144,19 +144,13 @@ class SupervisorLink:
         """Read the supervisor's lines on ``loop``; ``on_lost`` when it has gone (EOF)."""
 
         def readable() -> None:
-            try:
-                chunk = os.read(self._read_fd, 4096)
-            except BlockingIOError:
-                return
-            except OSError:
-                chunk = b""
-            if not chunk:
+            read = read_lines(self._read_fd, self._buffer)
+            if read is None:
                 loop.remove_reader(self._read_fd)
                 self._lost = True
                 on_lost()
                 return
-            self._buffer += chunk
-            *lines, self._buffer = self._buffer.split(b"\n")
+            lines, self._buffer = read
             for raw in lines:
                 words = raw.decode("ascii", "replace").split()
                 verdict = parse_verdict(words[1:]) if words[:1] == ["pod"] else None
@@ -235,3 +229,19 @@ class PodHealth(Health):
 def _retrieve(task: asyncio.Task[None]) -> None:
     if not task.cancelled() and task.exception() is not None:
         _log.error("publishing the pod's health failed", exc_info=task.exception())
+
+
+def read_lines(fd: int, buffer: bytes) -> tuple[list[bytes], bytes] | None:
+    """The whole lines a pipe has now, read after ``buffer`` (what is left of a line
+    before): the lines and what is left now; no lines when nothing is ready; None when the
+    other end has gone (EOF)."""
+    try:
+        chunk = os.read(fd, 4096)
+    except BlockingIOError:
+        return [], buffer
+    except OSError:
+        chunk = b""
+    if not chunk:
+        return None
+    *lines, rest = (buffer + chunk).split(b"\n")
+    return lines, rest

@@ -23,7 +23,7 @@ from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig
 from statewrightd.console import Console
 from statewrightd.definitions.registry import DefinitionsRefused, check_directory
@@ -157,14 +157,7 @@ class Server:
     async def _start_serving(self) -> int:
         tune_interpreter()
         door = self.door
-        self.observability.start(
-            self.app.loop.metrics,
-            self.app.writer_stats,
-            lambda: door.malformed,
-            self.app.timer_stats,
-            self.app.task_counts,
-            retention_stats=self.app.retention_stats,
-        )
+        self.observability.start(self.app.diagnostics, lambda: door.malformed)
         _install_test_hooks(self.app, asyncio.get_running_loop())
         for service, servicer in self._servicers.items():
             add_servicer(self._grpc, service, servicer)
@@ -203,7 +196,7 @@ class Server:
         directory = self.config.definitions_dir
         if self.config.dev_mode and directory is not None:
             self._watcher = DefinitionWatcher(
-                self.app.registry, directory, self.app.definition_files
+                self.app.parts.registry, directory, self.app.definition_files
             )
             self._watcher.start()
         # Two monitors, so that a database check that hangs never delays liveness.
@@ -285,7 +278,7 @@ class Server:
         alive = True
         while True:
             await asyncio.sleep(HEALTH_INTERVAL / 4)
-            stalled = time.monotonic() - self.app.loop.metrics().last_progress
+            stalled = time.monotonic() - self.app.parts.engine.loop.metrics().last_progress
             if (stalled < limit) != alive:
                 alive = not alive
                 if alive:
@@ -364,7 +357,7 @@ def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> Non
     _log.warning(
         "%s=%s: installing test hooks (never set this in production)", TEST_HOOKS_ENV, name
     )
-    importlib.import_module(name).install(app.loop, aio)
+    importlib.import_module(name).install(app.parts.engine.loop, aio)
 
 
 def _add_port(add: Callable[[], int]) -> int:

@@ -53,6 +53,7 @@ from statewrightd.pod import (
     ProcessStatus,
     config_to_env,
     parse_status,
+    read_lines,
 )
 
 _log = logging.getLogger("statewrightd.supervisor")
@@ -314,17 +315,11 @@ class Supervisor:
         task.add_done_callback(self._watchers.discard)
 
     def _readable(self, child: Child) -> None:
-        try:
-            chunk = os.read(child.from_child, 4096)
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
+        read = read_lines(child.from_child, child.buffer)
+        if read is None:
             asyncio.get_running_loop().remove_reader(child.from_child)
             return
-        child.buffer += chunk
-        *lines, child.buffer = child.buffer.split(b"\n")
+        lines, child.buffer = read
         for raw in lines:
             words = raw.decode("ascii", "replace").split()
             if words[:1] == ["up"] and len(words) == 2 and words[1].isdigit():

@@ -24,6 +24,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 
 from statewrightd.errors import PermissionDenied
+from statewrightd.reasons import Reason
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,5 +61,5 @@ def refusal(method: str) -> PermissionDenied:
     """The one answer to a scoped caller about an instance it may not see, or that does
     not exist: the two must not be told apart."""
     return PermissionDenied(
-        f"not allowed to call {method} on this target", reason="PERMISSION_DENIED"
+        f"not allowed to call {method} on this target", reason=Reason.PERMISSION_DENIED
     )

@@ -37,28 +37,22 @@ from datetime import datetime
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.app import tasks as task_desk
+from statewrightd.app.tasks import Completion, TaskDesk, TaskRef
 from statewrightd.definitions.registry import Loaded
-from statewrightd.engine import runtime as runtime_module
-from statewrightd.engine import task_desk
+from statewrightd.domain import TaskStatus
+from statewrightd.engine import writes as writes_module
 from statewrightd.engine.answers import Outcome, Result
-from statewrightd.engine.commands import (
-    CompleteTaskCommand,
-    RequestKey,
-    SignalCommand,
-    expected_revision,
-)
+from statewrightd.engine.commands import CompleteTaskCommand, RequestKey, SignalCommand
 from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.model import StepResult, TimerPlan
-from statewrightd.engine.runtime import MAX_CONFLICT_RETRIES, Job, WorkflowRuntime
-from statewrightd.engine.task_desk import Completion, TaskDesk, TaskRef
+from statewrightd.engine.runtime import MAX_CONFLICT_RETRIES, Job, Loading, WorkflowRuntime
 from statewrightd.engine.timers import TimerScheduler
 from statewrightd.engine.watch import StepEvent, WatchFeed
+from statewrightd.engine.writes import Planned
 from statewrightd.store import sql_postgres
 from statewrightd.store.records import (
     InstanceRecord,
-    Operation,
-    TaskRecord,
-    TaskStatus,
     TimerChange,
     TimerRecord,
     target_of,
@@ -77,17 +71,17 @@ def _ack_before_save() -> None:
         self: WorkflowRuntime,
         job: Job,
         segment: Any,
-        op: Operation,
+        planned: Planned,
         result: StepResult,
         loaded: Loaded,
-        timers: tuple[TimerRecord, ...],
-        task: TaskRecord | None,
+        taken: Loading | None = None,
     ) -> None:
         if isinstance(job.command, SignalCommand):
             reply = job.reply
             job.reply = _ignore  # whatever the save's outcome, the caller has its answer
+            op, timers = planned.op, planned.timers
             reply(Outcome(target_of(op), loaded, result.transitions, saved=True, timers=timers))
-        persist(self, job, segment, op, result, loaded, timers, task)
+        persist(self, job, segment, planned, result, loaded, taken)
 
     WorkflowRuntime._persist = early_persist  # type: ignore[method-assign]
 
@@ -157,14 +151,14 @@ def _double_complete() -> None:
 
 
 def _skip_timer_fence() -> None:
-    change = runtime_module.timer_change
+    change = writes_module.timer_change
 
     def unfenced(
         plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
     ) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
         return change(plan, record, now, None)  # the save no longer checks it is armed
 
-    runtime_module.timer_change = unfenced
+    writes_module.timer_change = unfenced
 
 
 def _double_fire() -> None:
@@ -207,7 +201,7 @@ def _stale_retry() -> None:
         if (
             isinstance(outcome, errors.Conflict)
             and actual
-            and not expected_revision(job.command)
+            and not job.command.expected()
             and session is not None
             and job.attempts < MAX_CONFLICT_RETRIES
             and self._admission.owns(job.workflow_id, save.token)

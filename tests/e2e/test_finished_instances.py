@@ -15,8 +15,9 @@ from pathlib import Path
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.definitions import load_definition_file
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save, Status
-from statewrightd.store.repository import open_repository
+from statewrightd.domain import Status
+from statewrightd.store.backends import open_repository
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 from tests.support.api import COMPLETED, WAITING, Client, uid
 from tests.support.deployment import EXAMPLES, definitions_dir, running_server
 from tests.support.server import ServerProcess

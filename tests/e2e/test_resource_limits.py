@@ -17,7 +17,7 @@ import pytest
 from google.rpc import error_details_pb2
 from statewright.v1 import workflow_pb2
 
-from statewrightd.definitions.loader import MAX_STATES
+from statewrightd.definitions.limits import MAX_STATES
 from statewrightd.engine.tasks import MAX_POLLERS
 from tests.e2e.conftest import _database_for
 from tests.support.api import FAILED, RUNNING, Client, expect_error, uid

@@ -20,4 +20,4 @@ COUNT_EVERY = 0.5
 
 def install(loop: EventLoop, aio: asyncio.AbstractEventLoop) -> None:
     tasks.STALLED_AFTER = STALLED_AFTER
-    tasks.COUNT_EVERY = COUNT_EVERY
+    tasks.TaskSweeper.count_every = COUNT_EVERY

@@ -13,7 +13,8 @@ from opentelemetry.sdk.trace.export import ConsoleSpanExporter
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.config import ConfigError, ServerConfig, add_server_arguments, config_from
-from statewrightd.observability.logs import WORKFLOW_ID, JsonFormatter
+from statewrightd.context import WORKFLOW_ID
+from statewrightd.observability.logs import JsonFormatter
 from statewrightd.observability.rpc import workflow_of
 from statewrightd.observability.tracing import exporters_from_env, tracing_requested
 

@@ -17,10 +17,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import Status
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.commands import ResumeCommand
 from statewrightd.observability.probes import LINK_WAIT_SECONDS, Outcomes, Probes
-from statewrightd.store.records import HistoryRecord, InstanceRecord, Operation, Save, Status
+from statewrightd.store.records import HistoryRecord, InstanceRecord, Operation, Save
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 LOADED = cast(Loaded, object())  # the probes never read it

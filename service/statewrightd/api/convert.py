@@ -19,11 +19,13 @@ from statewrightd.definitions.graph import to_mermaid
 from statewrightd.definitions.model import TASK_FAILED, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.engine import fsm
-from statewrightd.engine.model import FAILURE_ERRORS, Status, TransitionTaken
+from statewrightd.engine.model import FAILURE_ERRORS, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
 from statewrightd.errors import InvalidArgument, quote
-from statewrightd.store.records import InstanceRecord, TaskRecord, TaskStatus, TimerRecord
+from statewrightd.reasons import Reason
+from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 
 _MAX_SAFE_INT = 2**53
 _isfinite = math.isfinite
@@ -54,7 +56,7 @@ DEFAULT_LIMITS = ValueLimits()
 def _too_large(field: str, what: str, limit: int) -> InvalidArgument:
     return InvalidArgument(
         f"{field} {what} (the limit is {limit:,})",
-        reason="VALUE_TOO_LARGE",
+        reason=Reason.VALUE_TOO_LARGE,
         metadata={"field": field, "limit": limit},
     )
 
@@ -73,7 +75,7 @@ class _Reader:
                 # JSON has no NaN or infinities: the store could not keep them faithfully.
                 raise InvalidArgument(
                     f"{field} is {number}, which JSON cannot hold",
-                    reason="UNSERIALIZABLE_VALUE",
+                    reason=Reason.UNSERIALIZABLE_VALUE,
                     metadata={"field": field},
                 )
             # Struct numbers are doubles: integral ones become ints so int fields type-check.
@@ -105,7 +107,7 @@ class _Reader:
         if depth >= self.limits.nesting:
             raise InvalidArgument(
                 f"{field} nests maps and lists more than {self.limits.nesting} levels deep",
-                reason="VALUE_TOO_DEEP",
+                reason=Reason.VALUE_TOO_DEEP,
                 metadata={"field": field, "limit": self.limits.nesting},
             )
 
@@ -115,7 +117,7 @@ class _Reader:
         if "\x00" in text:
             raise InvalidArgument(
                 f"{field} contains a NUL character, which cannot be stored",
-                reason="UNSERIALIZABLE_VALUE",
+                reason=Reason.UNSERIALIZABLE_VALUE,
                 metadata={"field": field},
             )
         limit = self.limits.string_bytes
@@ -245,7 +247,7 @@ def transitions_pb(
 
 def step_error_status(error: Mapping[str, Any]) -> status_pb2.Status:
     """``Workflow.error``: why a step failed the instance, as the error it stands for."""
-    reason = str(error.get("reason") or "STEP_FAILED")
+    reason = str(error.get("reason") or Reason.STEP_FAILED)
     kind = FAILURE_ERRORS.get(reason, errors.FailedPrecondition)
     failure = kind(
         str(error.get("message", "")), reason=reason, metadata=error.get("metadata") or {}

@@ -6,7 +6,7 @@ from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api import responses
 from statewrightd.api import validation as v
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 
 
 async def list_definitions(
@@ -17,7 +17,7 @@ async def list_definitions(
     size = v.page_size(request.page_size)
     items = [
         item
-        for item in await app.definitions()
+        for item in await app.reads.definitions()
         if not request.definition or item.definition.name == request.definition
     ]
     offset = _offset_token(request.page_token, len(items))

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import sys
-from collections.abc import Sequence
 
 import grpc
 from google.protobuf import duration_pb2
@@ -16,15 +15,13 @@ from statewrightd import __version__
 from statewrightd.api.convert import timers_pb, transitions_pb
 from statewrightd.api.status import to_status_proto
 from statewrightd.api.validation import workflow_name
-from statewrightd.application import Application, Diagnostics
+from statewrightd.app.diagnostics import InstanceDiagnostics, RuntimeDiagnostics
+from statewrightd.app.wiring import Application
 from statewrightd.engine.admission import AdmissionState
-from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.retention import RetentionStats
-from statewrightd.engine.runtime import WorkflowInfo
 from statewrightd.engine.tasks import QueueView
 from statewrightd.engine.timers import TimerStats
 from statewrightd.errors import StatewrightError
-from statewrightd.store.records import TimerRecord
 
 _ADMISSION = {
     None: diagnostics_pb2.ADMISSION_STATE_IDLE,
@@ -47,9 +44,9 @@ def _wall(seconds: float) -> Timestamp:
     return message
 
 
-def diagnostics_response(d: Diagnostics) -> pb.GetDiagnosticsResponse:
+def diagnostics_response(d: RuntimeDiagnostics) -> pb.GetDiagnosticsResponse:
     loop, counts, writer = d.loop, d.counts, d.writer
-    phase = diagnostics_pb2.EventLoopPhase.Value(f"EVENT_LOOP_PHASE_{loop.phase.value}")
+    phase = diagnostics_pb2.EventLoopPhase.Value(f"EVENT_LOOP_PHASE_{loop.phase.name}")
     return pb.GetDiagnosticsResponse(
         event_loop=diagnostics_pb2.EventLoopDiagnostics(
             phase=phase,
@@ -154,19 +151,18 @@ def _timers(stats: TimerStats) -> diagnostics_pb2.TimerDiagnostics:
 
 
 def workflow_diagnostics_response(
-    name: str,
-    info: WorkflowInfo,
-    revision: int,
-    timers: Sequence[TimerRecord],
-    recent: Sequence[tuple[TransitionTaken, str]],
+    name: str, found: InstanceDiagnostics
 ) -> pb.GetWorkflowDiagnosticsResponse:
+    info = found.info
     diagnostics = diagnostics_pb2.WorkflowDiagnostics(
         name=name,
         admission_state=_ADMISSION[info.admission],
         cached=info.cached,
-        revision=revision,
-        recent_transitions=[t for taken, actor in recent for t in transitions_pb([taken], actor)],
-        timers=timers_pb(timers),
+        revision=found.revision,
+        recent_transitions=[
+            t for taken, actor in found.recent for t in transitions_pb([taken], actor)
+        ],
+        timers=timers_pb(found.timers),
     )
     if info.recovery is not None:
         recovery = info.recovery
@@ -185,16 +181,5 @@ def workflow_diagnostics_response(
 async def workflow_diagnostics(app: Application, name: str) -> pb.GetWorkflowDiagnosticsResponse:
     """GetWorkflowDiagnostics of the instance named ``name`` (checked), for the gRPC API and
     the console alike."""
-    workflow_id = workflow_name(name)
-    info = await app.workflow_info(workflow_id)
-    revision, timers, recent = info.revision, info.timers, info.recent
-    if not info.cached and info.admission is None:
-        found = await app.get(workflow_id)  # NOT_FOUND for unknown ids
-        revision, timers = found.record.revision, found.timers
-    if not recent and not info.cached:
-        # The server keeps no session of an instance it is not running (a finished one,
-        # one it never loaded): its last transitions are in its history. A cached session
-        # answers alone, so that diagnostics of a live instance need no database (they are
-        # what an operator reads while the database is in trouble).
-        recent = await app.recent_transitions(workflow_id, revision)
-    return workflow_diagnostics_response(name, info, revision, timers, recent)
+    found = await app.diagnostics.instance(workflow_name(name))
+    return workflow_diagnostics_response(name, found)

@@ -27,6 +27,7 @@ from collections.abc import Callable
 from google.protobuf.message import DecodeError, Message
 
 from statewrightd import errors
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -79,13 +80,13 @@ class Door:
             self._report(request, peer)
             raise errors.InvalidArgument(
                 "the request body is not a valid message for this method",
-                reason="MALFORMED_REQUEST",
+                reason=Reason.MALFORMED_REQUEST,
                 metadata={"method": request.method},
             )
         if not self._open:
             raise errors.Unavailable(
                 "the server is shutting down; retry on another replica",
-                reason="SHUTTING_DOWN",
+                reason=Reason.SHUTTING_DOWN,
             )
         self._inside += 1
 

@@ -8,7 +8,8 @@ builds the same handlers from the service descriptor, with decoders that never r
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeAlias
 
 import grpc
 from google.protobuf import message_factory
@@ -42,3 +43,31 @@ def add_servicer(server: grpc.aio.Server, service: ServiceDescriptor, servicer: 
         (grpc.method_handlers_generic_handler(service.full_name, handlers),)
     )
     server.add_registered_method_handlers(service.full_name, handlers)
+
+
+Behavior = Callable[..., Any]
+# grpc's handler types are generic in its stubs only: these are for annotations.
+Handler: TypeAlias = "grpc.RpcMethodHandler[Any, Any]"
+# What an interceptor calls for the handler of a call (None: no such method).
+Continuation: TypeAlias = "Callable[[grpc.HandlerCallDetails], Awaitable[Handler | None]]"
+
+
+def rewrapped(
+    handler: Handler, unary: Callable[[Behavior], Behavior], stream: Callable[[Behavior], Behavior]
+) -> Handler:
+    """``handler`` with its behaviour wrapped, its (de)serializers kept (what an interceptor
+    hands grpc back): ``unary`` wraps a unary call's, ``stream`` a response stream's.
+    Client and bidirectional streams (only reflection has them) are left as they are."""
+    if handler.unary_unary is not None:
+        return grpc.unary_unary_rpc_method_handler(
+            unary(handler.unary_unary),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    if handler.unary_stream is not None:
+        return grpc.unary_stream_rpc_method_handler(
+            stream(handler.unary_stream),
+            request_deserializer=handler.request_deserializer,
+            response_serializer=handler.response_serializer,
+        )
+    return handler

@@ -13,10 +13,11 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api import validation as v
-from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import DEFAULT_LIMITS, ValueLimits, struct_to_dict
 from statewrightd.config import Limits
+from statewrightd.context import current_actor
 from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import Status
 from statewrightd.engine.commands import (
     CancelCommand,
     RequestKey,
@@ -24,7 +25,6 @@ from statewrightd.engine.commands import (
     SignalCommand,
     StartCommand,
 )
-from statewrightd.store.records import Status
 
 STATUS_FROM_PB: dict[int, Status] = {
     workflow_pb2.WORKFLOW_STATUS_RUNNING: Status.RUNNING,

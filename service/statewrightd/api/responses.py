@@ -9,18 +9,19 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
-from statewrightd.application import Deleted, Found
+from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
-from statewrightd.engine.answers import Outcome
+from statewrightd.engine.answers import Outcome, Rejection
+from statewrightd.engine.loading import Found
 from statewrightd.engine.watch import StepEvent
 from statewrightd.store.records import Page
 
 _REJECTIONS = {
-    "": pb.SIGNAL_REJECTION_UNSPECIFIED,
-    "NOT_RUNNING": pb.SIGNAL_REJECTION_NOT_RUNNING,
-    "PERSISTING": pb.SIGNAL_REJECTION_PERSISTING,
-    "RECOVERY_REQUIRED": pb.SIGNAL_REJECTION_RECOVERY_REQUIRED,
-    "SHUTTING_DOWN": pb.SIGNAL_REJECTION_SHUTTING_DOWN,
+    None: pb.SIGNAL_REJECTION_UNSPECIFIED,
+    Rejection.NOT_RUNNING: pb.SIGNAL_REJECTION_NOT_RUNNING,
+    Rejection.PERSISTING: pb.SIGNAL_REJECTION_PERSISTING,
+    Rejection.RECOVERY_REQUIRED: pb.SIGNAL_REJECTION_RECOVERY_REQUIRED,
+    Rejection.SHUTTING_DOWN: pb.SIGNAL_REJECTION_SHUTTING_DOWN,
 }
 
 

@@ -1,5 +1,6 @@
-"""The WorkflowService servicer: each handler converts a request, asks the application,
-and converts the answer. It holds no workflow state and makes no decisions of its own."""
+"""The WorkflowService servicer: each handler converts a request, calls its use case (the
+application core), and converts the answer. It holds no workflow state and makes no
+decisions of its own."""
 
 from __future__ import annotations
 
@@ -15,7 +16,8 @@ from statewrightd.api.definitions_page import list_definitions
 from statewrightd.api.diagnostics import diagnostics_response, workflow_diagnostics
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, server_stream, unary
-from statewrightd.application import Application
+from statewrightd.app.reads import WorkflowFilter
+from statewrightd.app.wiring import Application
 from statewrightd.errors import NotFound
 
 
@@ -30,30 +32,30 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def StartWorkflow(
         self, request: pb.StartWorkflowRequest, context: Context
     ) -> pb.StartWorkflowResponse:
-        loaded = await self._app.definition(*requests.start_target(request))
+        loaded = await self._app.reads.definition(*requests.start_target(request))
         command = requests.start_command(request, loaded, self._limits)
-        return responses.start_response(await self._app.step(command, budget(context)))
+        return responses.start_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
     async def ResumeWorkflow(
         self, request: pb.ResumeWorkflowRequest, context: Context
     ) -> pb.ResumeWorkflowResponse:
         command = requests.resume_command(request, self._limits)
-        return responses.resume_response(await self._app.step(command, budget(context)))
+        return responses.resume_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
     async def SignalWorkflow(
         self, request: pb.SignalWorkflowRequest, context: Context
     ) -> pb.SignalWorkflowResponse:
         command = requests.signal_command(request, self._limits)
-        return responses.signal_response(await self._app.step(command, budget(context)))
+        return responses.signal_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
     async def CancelWorkflow(
         self, request: pb.CancelWorkflowRequest, context: Context
     ) -> pb.CancelWorkflowResponse:
         command = requests.cancel_command(request)
-        return responses.cancel_response(await self._app.step(command, budget(context)))
+        return responses.cancel_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
     async def DeleteWorkflow(
@@ -61,7 +63,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     ) -> pb.DeleteWorkflowResponse:
         workflow_id, expected = requests.delete_target(request)
         try:
-            deleted = await self._app.delete(
+            deleted = await self._app.workflows.delete(
                 workflow_id, expected, force=request.force, budget=budget(context)
             )
         except NotFound:
@@ -74,7 +76,7 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def GetWorkflow(
         self, request: pb.GetWorkflowRequest, context: Context
     ) -> pb.GetWorkflowResponse:
-        return responses.get_response(await self._app.get(v.workflow_name(request.name)))
+        return responses.get_response(await self._app.reads.get(v.workflow_name(request.name)))
 
     @unary
     async def ListWorkflows(
@@ -83,11 +85,10 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         if request.definition:
             v.definition_name(request.definition)
         status = requests.status_filter(request.status)
-        page, found = await self._app.list_workflows(
-            definition=request.definition or None,
-            status=status,
-            page_size=v.page_size(request.page_size),
-            page_token=request.page_token,
+        page, found = await self._app.reads.list_workflows(
+            WorkflowFilter(request.definition or None, status),
+            v.page_size(request.page_size),
+            request.page_token,
         )
         return responses.list_response(page, found)
 
@@ -95,14 +96,14 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def WatchWorkflow(
         self, request: pb.WatchWorkflowRequest, context: Context
     ) -> AsyncIterator[pb.WatchWorkflowResponse]:
-        async for event in self._app.watch(*requests.watch_start(request)):
+        async for event in self._app.workflows.watch(*requests.watch_start(request)):
             yield self._watch_message(event)
 
     @unary
     async def GetDiagnostics(
         self, request: pb.GetDiagnosticsRequest, context: Context
     ) -> pb.GetDiagnosticsResponse:
-        return diagnostics_response(await self._app.diagnostics())
+        return diagnostics_response(await self._app.diagnostics.runtime())
 
     @unary
     async def GetWorkflowDiagnostics(
@@ -120,5 +121,5 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
     async def GetDefinition(
         self, request: pb.GetDefinitionRequest, context: Context
     ) -> pb.GetDefinitionResponse:
-        loaded = await self._app.definition(*v.definition_resource(request.name))
+        loaded = await self._app.reads.definition(*v.definition_resource(request.name))
         return pb.GetDefinitionResponse(definition=definition_pb(loaded))

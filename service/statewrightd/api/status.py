@@ -14,9 +14,10 @@ from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
+from statewrightd import context as caller
 from statewrightd import errors
-from statewrightd.api import caller
 from statewrightd.definitions.problems import suggestion
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -84,7 +85,7 @@ def for_caller(error: errors.StatewrightError) -> errors.StatewrightError:
     meant = error.metadata.get("did_you_mean")
     if (
         meant is None
-        or error.reason != "DEFINITION_NOT_FOUND"
+        or error.reason != Reason.DEFINITION_NOT_FOUND
         or not isinstance(error, errors.NotFound)
         or caller.may_know_definition(meant)
     ):

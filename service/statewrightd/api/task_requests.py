@@ -19,9 +19,10 @@ from statewrightd.api.convert import (
     task_pb,
 )
 from statewrightd.api.requests import request_key
+from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
+from statewrightd.domain import TASK_ID
 from statewrightd.engine.commands import RequestKey
-from statewrightd.engine.task_desk import TaskFailure, TaskRef
 from statewrightd.store.records import TaskRecord
 
 MAX_TASKS: Final = 100
@@ -32,7 +33,6 @@ MAX_ERROR_TYPE_LENGTH: Final = 128
 MAX_ERROR_MESSAGE_LENGTH: Final = 4096
 # A retry delay beyond this is a mistake (schedule_to_close caps it in any case).
 MAX_RETRY_DELAY: Final = 7 * 24 * 3600.0
-TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}\Z")
 ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 _TASK_NAME_HINT: Final = "'workflows/{workflow_id}/tasks/{task_id}'"
 
@@ -89,6 +89,11 @@ def queue_name(value: str, field: str = "queue") -> str:
     return value
 
 
+def leased(name: str, token: str) -> tuple[TaskRef, str]:
+    """The task a worker's call names, and the lease token it holds, both checked."""
+    return task_ref(name), lease_token(token)
+
+
 def lease_token(value: str, field: str = "lease_token") -> str:
     v.required(field, value)
     return v.at_most(field, value, MAX_TOKEN_LENGTH)
@@ -130,8 +135,7 @@ def poll(request: pb.PollTasksRequest, time_remaining: float | None) -> Poll:
 
 
 def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> Fail:
-    ref = task_ref(request.name)
-    token = lease_token(request.lease_token)
+    ref, token = leased(request.name, request.lease_token)
     v.request_id(request.request_id)
     error = request.error
     v.required("error.type", error.type)

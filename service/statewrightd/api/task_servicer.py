@@ -1,8 +1,8 @@
 """The TaskService servicer: workers poll, heartbeat, complete and fail tasks.
 
 A service of its own, apart from WorkflowService, so that workers can be authorised apart
-from clients. Like the workflow servicer it converts, asks the application, and converts
-back; the task desk decides.
+from clients. Like the workflow servicer it converts, calls its use case (the task desk,
+which decides), and converts back.
 """
 
 from __future__ import annotations
@@ -12,13 +12,13 @@ from statewright.v1 import task_service_pb2_grpc as pb_grpc
 
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
-from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import struct_to_dict, task_pb, timestamp
 from statewrightd.api.door import Door
 from statewrightd.api.handlers import Context, budget, unary
 from statewrightd.api.requests import request_key, value_limits
 from statewrightd.api.responses import found_workflow, outcome_workflow
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
+from statewrightd.context import current_actor
 
 
 class TaskServicer(pb_grpc.TaskServiceServicer):
@@ -41,8 +41,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     async def HeartbeatTask(
         self, request: pb.HeartbeatTaskRequest, context: Context
     ) -> pb.HeartbeatTaskResponse:
-        ref = tr.task_ref(request.name)
-        token = tr.lease_token(request.lease_token)
+        ref, token = tr.leased(request.name, request.lease_token)
         details = None
         if request.HasField("details"):
             details = struct_to_dict(request.details, "details", self._limits)
@@ -56,8 +55,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     async def CompleteTask(
         self, request: pb.CompleteTaskRequest, context: Context
     ) -> pb.CompleteTaskResponse:
-        ref = tr.task_ref(request.name)
-        token = tr.lease_token(request.lease_token)
+        ref, token = tr.leased(request.name, request.lease_token)
         v.request_id(request.request_id)
         result = struct_to_dict(request.result, "result", self._limits)
         key = request_key("CompleteTask", request, request.request_id)
@@ -86,7 +84,9 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         if failed.outcome is not None:
             response.workflow.CopyFrom(outcome_workflow(failed.outcome))
         else:  # retried: the instance did not change, and is read as it is
-            response.workflow.CopyFrom(found_workflow(await self._app.get(fail.ref.workflow_id)))
+            response.workflow.CopyFrom(
+                found_workflow(await self._app.reads.get(fail.ref.workflow_id))
+            )
         return response
 
     @unary

@@ -13,6 +13,7 @@ from typing import Final
 from statewrightd import errors
 from statewrightd.definitions.model import DEFINITION_NAME
 from statewrightd.errors import InvalidArgument
+from statewrightd.reasons import Reason
 
 # Ids are keys in URLs, logs, metrics labels and other ids (a child's
 # ``<parent id>.<state>.<revision>``, a schedule's ``<schedule id>-<RFC 3339 UTC time>``):
@@ -44,13 +45,15 @@ MAX_PAGE_SIZE: Final = 1000
 def required(field: str, value: str) -> str:
     if not value:
         raise InvalidArgument(
-            f"{field} is required", reason="FIELD_REQUIRED", metadata={"field": field}
+            f"{field} is required", reason=Reason.FIELD_REQUIRED, metadata={"field": field}
         )
     return value
 
 
 def invalid(field: str, message: str, **metadata: object) -> InvalidArgument:
-    return InvalidArgument(message, reason="INVALID_FIELD", metadata={"field": field, **metadata})
+    return InvalidArgument(
+        message, reason=Reason.INVALID_FIELD, metadata={"field": field, **metadata}
+    )
 
 
 def at_most(field: str, value: str, limit: int) -> str:
@@ -180,7 +183,7 @@ def page_size(value: int, field: str = "page_size") -> int:
 def bad_page_token(field: str = "page_token") -> InvalidArgument:
     return InvalidArgument(
         f"{field} is malformed, or from another listing; start again without it",
-        reason="INVALID_PAGE_TOKEN",
+        reason=Reason.INVALID_PAGE_TOKEN,
         metadata={"field": field},
     )
 

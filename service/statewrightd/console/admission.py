@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator, Iterator
 from aiohttp import web
 from google.protobuf.message import Message
 
-from statewrightd.api import caller
+from statewrightd import context as caller
 from statewrightd.api.door import Door
 from statewrightd.console.guard import check_origin
 from statewrightd.security.interceptor import CallGate

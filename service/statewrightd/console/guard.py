@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from aiohttp import web
 
 from statewrightd import errors
+from statewrightd.reasons import Reason
 
 _WILDCARDS = ("", "0.0.0.0", "::")
 
@@ -83,7 +84,7 @@ class HostGuard:
             raise errors.PermissionDenied(
                 f"this server does not answer to the name {errors.quote(header or '', 100)!r}; "
                 "a name it serves under is given with --http-allowed-hosts",
-                reason="HOST_NOT_ALLOWED",
+                reason=Reason.HOST_NOT_ALLOWED,
                 metadata={"host": errors.quote(header or "", 100)},
             )
 
@@ -99,5 +100,5 @@ def check_origin(request: web.BaseRequest) -> None:
         netloc = ""
     if netloc.lower() != request.headers.get("Host", "").lower():
         raise errors.PermissionDenied(
-            "requests from pages of another origin are refused", reason="CROSS_ORIGIN"
+            "requests from pages of another origin are refused", reason=Reason.CROSS_ORIGIN
         )

@@ -19,6 +19,7 @@ from google.protobuf.message import Message
 from multidict import MultiMapping
 
 from statewrightd import errors
+from statewrightd.reasons import Reason
 
 JSON = "application/json"
 _UTF8 = ("utf-8", "utf8")
@@ -29,7 +30,7 @@ MAX_EVENT_ID = 2**63 - 1
 def malformed(method: str, problem: str) -> errors.InvalidArgument:
     return errors.InvalidArgument(
         f"the request is not a valid {method} request: {errors.quote(problem, 300)}",
-        reason="MALFORMED_REQUEST",
+        reason=Reason.MALFORMED_REQUEST,
         metadata={"method": method},
     )
 
@@ -39,7 +40,7 @@ def unsupported_media_type(kind: str, why: str) -> errors.InvalidArgument:
     # without asking first, never a JSON one (CORS), and this API answers no CORS request.
     return errors.InvalidArgument(
         f"the request body must be JSON in UTF-8, sent with Content-Type: application/json; {why}",
-        reason="UNSUPPORTED_MEDIA_TYPE",
+        reason=Reason.UNSUPPORTED_MEDIA_TYPE,
         metadata={"content_type": errors.quote(kind, 100)},
     )
 
@@ -170,7 +171,7 @@ def last_event_id(text: str | None) -> int | None:
         raise errors.InvalidArgument(
             f"Last-Event-ID must be the id of an event of this stream (a whole number); "
             f"got {errors.quote(text, 40)}",
-            reason="INVALID_FIELD",
+            reason=Reason.INVALID_FIELD,
             metadata={"field": "Last-Event-ID"},
         )
     return int(text)

@@ -27,7 +27,8 @@ from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import errors
 from statewrightd.api import requests, responses
-from statewrightd.application import Application
+from statewrightd.app.reads import WorkflowFilter
+from statewrightd.app.wiring import Application
 from statewrightd.console.admission import Admission
 from statewrightd.console.inputs import last_event_id
 from statewrightd.console.list_feeds import Feed, ListFeeds
@@ -38,8 +39,9 @@ from statewrightd.console.streams import (
     shutting_down,
 )
 from statewrightd.console.transcoder import HttpCall, Transcoder, to_json
-from statewrightd.engine.model import TERMINAL
+from statewrightd.domain import TERMINAL
 from statewrightd.engine.watch import StepEvent
+from statewrightd.reasons import Reason
 
 SERVICE = "/statewright.v1.WorkflowService/"
 # Counting stops here: past it the count says "at least".
@@ -90,12 +92,12 @@ class EventStreams:
             workflow_id, after = requests.watch_start(message)
             # Read first, so that an unknown instance or a revision that does not exist
             # yet is a plain HTTP error rather than an event on an open stream.
-            now = (await self._app.get(workflow_id)).record
+            now = (await self._app.reads.get(workflow_id)).record
             if after is not None and after > now.revision:
                 raise errors.OutOfRange(
                     f"workflow {workflow_id} is at revision {now.revision}; after_revision "
                     f"{after} does not exist yet",
-                    reason="REVISION_OUT_OF_RANGE",
+                    reason=Reason.REVISION_OUT_OF_RANGE,
                     metadata={
                         "workflow_id": workflow_id,
                         "after_revision": after,
@@ -114,7 +116,7 @@ class EventStreams:
         stream = EventStream(request)
         await stream.open()
         try:
-            async for event in self._app.watch(workflow_id, after):
+            async for event in self._app.workflows.watch(workflow_id, after):
                 data = self._watch_json.get(event)
                 if data is None:
                     data = to_json(self._watch_message(event))
@@ -138,11 +140,8 @@ class EventStreams:
         """A listing's page and count, as JSON: ListWorkflows' own handler, then a count."""
         handler: ListHandler = self._listing().handler(SERVICE + "ListWorkflows")
         page = await handler(message, HttpCall(None))
-        count, more = await self._app.count_workflows(
-            definition=message.definition or None,
-            status=requests.status_filter(message.status),
-            limit=COUNT_LIMIT,
-        )
+        which = WorkflowFilter(message.definition or None, requests.status_filter(message.status))
+        count, more = await self._app.reads.count_workflows(which, COUNT_LIMIT)
         # A google.protobuf.Struct: the one message of this API that no RPC answers.
         counted = f'{{"count": {count}, "more": {"true" if more else "false"}}}'
         return to_json(page), counted

@@ -16,7 +16,8 @@ from google.protobuf import json_format
 from statewrightd import errors
 from statewrightd.api.diagnostics import diagnostics_response
 from statewrightd.api.status import error_json
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -95,7 +96,7 @@ def error_data(error: errors.StatewrightError) -> str:
 def shutting_down() -> errors.Unavailable:
     return errors.Unavailable(
         "the server is shutting down; reconnect with Last-Event-ID set to the last event's id",
-        reason="SHUTTING_DOWN",
+        reason=Reason.SHUTTING_DOWN,
     )
 
 
@@ -129,7 +130,7 @@ class DiagnosticsSampler:
 
     async def sample(self) -> None:
         try:
-            message = diagnostics_response(await self._app.diagnostics())
+            message = diagnostics_response(await self._app.diagnostics.runtime())
         except Exception as exc:  # a sample missed is a gap in a chart, nothing more
             _log.debug("diagnostics sample failed: %s", exc)
             return

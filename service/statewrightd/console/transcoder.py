@@ -34,6 +34,7 @@ from statewrightd.console import inputs
 from statewrightd.console.admission import Admission
 from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.console.streams import EventStream, error_data
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -126,17 +127,17 @@ class Transcoder:
         except LookupError as allowed:
             raise errors.Unimplemented(
                 f"{request.path} does not answer {request.method}",
-                reason="METHOD_NOT_ALLOWED",
+                reason=Reason.METHOD_NOT_ALLOWED,
                 metadata={"method": request.method, "allowed": ", ".join(allowed.args[0])},
             ) from None
         except UnicodeDecodeError:
             raise errors.InvalidArgument(
-                "the path is not UTF-8 once percent-decoded", reason="MALFORMED_REQUEST"
+                "the path is not UTF-8 once percent-decoded", reason=Reason.MALFORMED_REQUEST
             ) from None
         if found is None:
             raise errors.NotFound(
                 f"there is no API endpoint {request.method} {errors.quote(request.path, 200)}",
-                reason="ENDPOINT_NOT_FOUND",
+                reason=Reason.ENDPOINT_NOT_FOUND,
                 metadata={"path": errors.quote(request.path, 200)},
             )
         route, values = found

@@ -19,13 +19,14 @@ from google.protobuf.descriptor import ServiceDescriptor
 from statewrightd import errors, ports
 from statewrightd.api.door import Door
 from statewrightd.api.status import error_json, http_status
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig, parse_listen
 from statewrightd.console.admission import Admission
 from statewrightd.console.guard import HostGuard
 from statewrightd.console.sse import EventStreams
 from statewrightd.console.streams import DiagnosticsSampler
 from statewrightd.console.transcoder import Transcoder
+from statewrightd.reasons import Reason
 from statewrightd.security.interceptor import CallGate
 
 _log = logging.getLogger(__name__)
@@ -180,7 +181,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error_response(
                 errors.NotFound(
                     f"there is no API endpoint {request.method} {request.path}",
-                    reason="ENDPOINT_NOT_FOUND",
+                    reason=Reason.ENDPOINT_NOT_FOUND,
                     metadata={"path": request.path},
                 )
             )
@@ -188,7 +189,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error_response(
                 errors.Unimplemented(
                     f"{request.path} does not answer {request.method}",
-                    reason="METHOD_NOT_ALLOWED",
+                    reason=Reason.METHOD_NOT_ALLOWED,
                     metadata={"method": request.method},
                 )
             )
@@ -196,7 +197,7 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
             return error_response(
                 errors.InvalidArgument(
                     "the request body is larger than the server accepts",
-                    reason="REQUEST_TOO_LARGE",
+                    reason=Reason.REQUEST_TOO_LARGE,
                 )
             )
         raise
@@ -310,7 +311,7 @@ class _Protocol(web_protocol.RequestHandler):
         if request.writer.output_size > 0:
             raise ConnectionError("an answer was sent already")
         error = errors.InvalidArgument(
-            f"the request is not valid HTTP: {problem}", reason="MALFORMED_REQUEST"
+            f"the request is not valid HTTP: {problem}", reason=Reason.MALFORMED_REQUEST
         )
         response = error_response(error)
         response.force_close()

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from statewrightd.errors import InvalidArgument
+from statewrightd.reasons import Reason
 
 Severity = Literal["error", "warning"]
 
@@ -94,7 +95,7 @@ def suggestion(match: str) -> str:
 class DefinitionInvalid(InvalidArgument):
     """A definition has at least one error; ``problems`` lists every finding, warnings too."""
 
-    default_reason = "DEFINITION_INVALID"
+    default_reason = Reason.DEFINITION_INVALID
 
     def __init__(self, source_name: str, problems: list[Problem]) -> None:
         errors = [p for p in problems if p.severity == "error"]

@@ -26,6 +26,7 @@ from statewrightd.definitions.loader import load_definition, validate_source, wi
 from statewrightd.definitions.model import Definition
 from statewrightd.definitions.problems import Problem, closest, suggestion
 from statewrightd.errors import InvalidArgument, NotFound, RecordExists, RecordNotFound
+from statewrightd.reasons import Reason
 from statewrightd.store.records import DefinitionRecord
 from statewrightd.store.repository import Repository
 
@@ -45,7 +46,7 @@ class Loaded:
 class DefinitionConflict(InvalidArgument):
     """The same (name, version) with different content, from two sources."""
 
-    default_reason = "DEFINITION_VERSION_CONFLICT"
+    default_reason = Reason.DEFINITION_VERSION_CONFLICT
 
 
 def _conflict(
@@ -349,7 +350,7 @@ class DefinitionRegistry:
         if meant is not None:
             message += suggestion(meant)
             metadata = {**metadata, "did_you_mean": meant}
-        return NotFound(message, reason="DEFINITION_NOT_FOUND", metadata=metadata)
+        return NotFound(message, reason=Reason.DEFINITION_NOT_FOUND, metadata=metadata)
 
     def latest_cached(self, name: str) -> Loaded | None:
         """Without I/O: the latest version, if this process checked it within LATEST_TTL."""

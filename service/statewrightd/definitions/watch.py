@@ -26,6 +26,7 @@ _log = logging.getLogger(__name__)
 
 POLL_SECONDS = 1.0
 _Stat = tuple[int, int]  # (mtime in ns, size)
+_UNSEEN: _Stat = (-1, -1)
 
 
 class DefinitionWatcher:
@@ -47,11 +48,10 @@ class DefinitionWatcher:
         self._serving: dict[Path, tuple[str, int]] = {
             r.path: r.definition.key for r in reports if r.definition is not None
         }
-        self._stats: dict[Path, _Stat] = {}
-        for path in self._digests:
-            stat = _stat(path)
-            if stat is not None:
-                self._stats[path] = stat
+        # No stat yet: the first poll reads every file and compares its bytes with what the
+        # server read at start, so that an edit made after that read and before this
+        # watcher began is not taken for the file as it was.
+        self._stats: dict[Path, _Stat] = dict.fromkeys(self._digests, _UNSEEN)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="definition-watcher", daemon=True)
 

@@ -2,13 +2,25 @@
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.model import TransitionTaken
+from statewrightd.reasons import Reason
 from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
+
+
+class Rejection(enum.StrEnum):
+    """Why a signal was not applied, when that is its answer (accepted false) rather than
+    an error: the instance's own state explains it, and a retry later may be accepted."""
+
+    NOT_RUNNING = Reason.NOT_RUNNING
+    PERSISTING = "PERSISTING"  # the instance is busy, and too many events wait for it already
+    RECOVERY_REQUIRED = Reason.RECOVERY_REQUIRED
+    SHUTTING_DOWN = Reason.SHUTTING_DOWN
 
 
 @dataclass(frozen=True, slots=True)
@@ -21,7 +33,7 @@ class Outcome:
     transitions: tuple[TransitionTaken, ...] = ()
     created: bool = True
     accepted: bool = True
-    rejection: str = ""  # SignalRejection name when accepted is False
+    rejection: Rejection | None = None  # when accepted is False
     saved: bool = False  # this command's step was written (and its request id with it)
     timers: tuple[TimerRecord, ...] = ()  # armed in the instance's state after the step
     task: TaskRecord | None = None  # the instance's open task after the step

@@ -1,20 +1,43 @@
-"""The typed commands a step starts from, one class per kind of step.
+"""The typed commands a step starts from, one class per kind of step, each with its rules.
 
-A command says what was asked of one instance, as values the engine understands; the
-servicer builds one from a request and the runtime executes it. It carries nothing of the
+A command says what was asked of one instance, as values the engine understands; a door
+builds one from a request and the runtime executes it. It carries nothing of the
 transport and nothing of its own execution (attempts, admission, the caller's reply): the
-runtime keeps that beside it. The family is open: every kind of step the runtime executes
-is a subclass of :class:`Command`.
+runtime keeps that beside it.
+
+What differs from one kind of step to another lives on its class, so that the runtime
+asks rather than checks kinds, and a new kind of step is a class of its own:
+
+- admitted: whether it waits its turn behind a step in progress (``queues``);
+- loaded: the revision its caller saw (``expected``), and whether a cached snapshot is
+  provably behind it (``behind``);
+- stepped: the FSM's step for it (``step``), and what a step that does not apply still
+  leaves to remove from the store (``unstepped``);
+- saved: the event history names (``history_event``), the timer it fires (``fired``), the task
+  it finishes (``finishes``);
+- answered: a refusal its caller gets as an answer rather than an error (``refusal``).
+
+``StartCommand`` creates an instance; every other command is a ``StepCommand``, which
+steps one that exists.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, ClassVar
 
+from statewrightd.definitions.model import TASK_COMPLETED, Definition
 from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import TaskStatus
+from statewrightd.engine import fsm
+from statewrightd.engine.answers import Outcome, Rejection
+from statewrightd.engine.model import Snapshot, StepResult
+from statewrightd.store.records import InstanceRecord, TaskFinish, TaskRecord, TimerRecord
+from statewrightd.store.repository import Repository
+
+_REJECTIONS = {r.value: r for r in Rejection}
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,10 +54,22 @@ class Command:
     """One step asked of one instance. ``request`` makes it idempotent."""
 
     kind: ClassVar[str]
+    # An event that waits its turn behind a step in progress, rather than being refused
+    # WORKFLOW_BUSY: it is no decision against a revision its caller saw.
+    queues: ClassVar[bool] = False
     workflow_id: str
     request: RequestKey | None = None
     # Who asked: the caller's principal, or the server itself for the steps it starts.
     actor: str = "anonymous"
+
+    def expected(self) -> int:
+        """The revision the caller expects the instance at; 0 when it does not care."""
+        return 0
+
+    def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
+        """The answer to a refusal for ``reason`` (the instance as last known for
+        certain), when this kind answers refusals rather than raising them; None: raise."""
+        return None
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,9 +82,43 @@ class StartCommand(Command):
     input: Mapping[str, Any] = field(default_factory=dict)
     return_existing: bool = False
 
+    def first_step(self) -> StepResult:
+        return fsm.start(self.loaded.definition, self.workflow_id, self.input)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class ResumeCommand(Command):
+class StepCommand(Command):
+    """A step of an instance that exists."""
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        """The FSM's step for this command; raises the refusal when it does not apply."""
+        raise NotImplementedError
+
+    def behind(self, snapshot: Snapshot) -> bool:
+        """Whether ``snapshot`` (a cached one) is provably older than what this command
+        was decided on, so that only a fresh load can answer it."""
+        return False
+
+    def unstepped(self, repo: Repository) -> Callable[[], object] | None:
+        """What a command that does not step the instance (refused, or no guard true)
+        still does in the store, as a blocking call; None: nothing."""
+        return None
+
+    def history_event(self, result: StepResult) -> str | None:
+        """The event history and watchers show for this command's step."""
+        return result.transitions[0].event if result.transitions else None
+
+    def fired(self) -> str | None:
+        """The timer whose firing this step is (it saves only while that timer is armed)."""
+        return None
+
+    def finishes(self) -> TaskFinish | None:
+        """The task this step finishes, fenced as the command saw it."""
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResumeCommand(StepCommand):
     """Resume a WAITING instance with an event (empty: the first one declared)."""
 
     kind: ClassVar[str] = "resume"
@@ -57,29 +126,60 @@ class ResumeCommand(Command):
     input: Mapping[str, Any] = field(default_factory=dict)
     expected_revision: int = 0
 
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.resume(definition, snapshot, self.event, self.input)
+
+    def history_event(self, result: StepResult) -> str | None:
+        return result.transitions[0].event if result.transitions else (self.event or None)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class SignalCommand(Command):
-    """Deliver an event to a RUNNING instance."""
+class SignalCommand(StepCommand):
+    """Deliver an event to a RUNNING instance. Its refusals for the instance's own reasons
+    (not running, persisting, recovery required, shutting down) are answers:
+    ``accepted`` false, with the reason."""
 
     kind: ClassVar[str] = "signal"
+    queues: ClassVar[bool] = True
     event: str
     payload: Mapping[str, Any] = field(default_factory=dict)
 
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.signal(definition, snapshot, self.event, self.payload)
+
+    def history_event(self, result: StepResult) -> str | None:
+        return result.transitions[0].event if result.transitions else (self.event or None)
+
+    def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
+        rejection = _REJECTIONS.get(reason)
+        if rejection is None:
+            return None
+        return Outcome(record, loaded, accepted=False, rejection=rejection)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CancelCommand(Command):
+class CancelCommand(StepCommand):
     """Stop a live instance where it is."""
 
     kind: ClassVar[str] = "cancel"
     reason: str = ""
     expected_revision: int = 0
 
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.cancel(definition, snapshot, self.reason)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TimerCommand(Command):
+class TimerCommand(StepCommand):
     """A claimed timer came due: fire ``transition`` if the instance still rests in the
-    state whose entry (at ``revision``) armed timer ``timer_id``."""
+    state whose entry (at ``revision``) armed timer ``timer_id``. A timer that does not
+    fire (its guard false, or the instance moved on) is consumed."""
 
     kind: ClassVar[str] = "timer"
     timer_id: str
@@ -87,26 +187,75 @@ class TimerCommand(Command):
     revision: int
     due_time: datetime
 
+    @classmethod
+    def of(cls, timer: TimerRecord, actor: str) -> TimerCommand:
+        """The firing of armed ``timer``, claimed by ``actor``."""
+        return cls(
+            actor=actor,
+            workflow_id=timer.workflow_id,
+            timer_id=timer.timer_id,
+            transition=timer.transition,
+            revision=timer.revision,
+            due_time=timer.due_time,
+        )
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.timer(definition, snapshot, self.transition)
+
+    def behind(self, snapshot: Snapshot) -> bool:
+        # Armed by a step this replica has not seen.
+        return self.revision > snapshot.revision
+
+    def unstepped(self, repo: Repository) -> Callable[[], object] | None:
+        return lambda: repo.delete_timer(self.workflow_id, self.timer_id)
+
+    def fired(self) -> str | None:
+        return self.timer_id
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CompleteTaskCommand(Command):
+class CompleteTaskCommand(StepCommand):
     """A worker completed task ``task_id`` of task state ``state`` under ``lease_token``:
     apply ``result`` if that lease is still the current one."""
 
     kind: ClassVar[str] = "complete_task"
+    queues: ClassVar[bool] = True
     task_id: str
     state: str
     lease_token: str
     result: Mapping[str, Any] = field(default_factory=dict)
 
+    @classmethod
+    def of(
+        cls,
+        task: TaskRecord,
+        token: str,
+        result: Mapping[str, Any],
+        *,
+        actor: str,
+        request: RequestKey | None,
+    ) -> CompleteTaskCommand:
+        """The completion of ``task`` by the worker holding lease ``token``."""
+        return cls(**_of_task(task, actor, request), lease_token=token, result=result)
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.complete_task(definition, snapshot, self.state, self.result)
+
+    def history_event(self, result: StepResult) -> str | None:
+        return TASK_COMPLETED  # what history and watchers show for the result's step
+
+    def finishes(self) -> TaskFinish | None:
+        return TaskFinish(self.task_id, TaskStatus.COMPLETED, self.lease_token, None, leased=True)
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class TaskGiveUpCommand(Command):
+class TaskGiveUpCommand(StepCommand):
     """Task ``task_id`` of ``state`` gave up (``failure``: type, message, details,
     attempts): fire ``task_failed``, if the task is still as it was seen (``lease_token``,
     ``attempt``; ``leased``: it must still be leased)."""
 
     kind: ClassVar[str] = "task_gave_up"
+    queues: ClassVar[bool] = True
     task_id: str
     state: str
     lease_token: str | None
@@ -115,9 +264,48 @@ class TaskGiveUpCommand(Command):
     failure: Mapping[str, Any]
     timed_out: bool = False
 
+    @classmethod
+    def of(
+        cls,
+        task: TaskRecord,
+        failure: Mapping[str, Any],
+        *,
+        actor: str,
+        lease_token: str | None,
+        leased: bool,
+        request: RequestKey | None = None,
+        timed_out: bool = False,
+    ) -> TaskGiveUpCommand:
+        """``task`` gives up with ``failure``, fenced by ``lease_token`` at its attempt."""
+        return cls(
+            **_of_task(task, actor, request),
+            lease_token=lease_token,
+            attempt=task.attempt,
+            leased=leased,
+            failure=failure,
+            timed_out=timed_out,
+        )
 
-def expected_revision(command: Command) -> int:
-    """The revision the caller expects the instance at; 0 when it does not care."""
-    if isinstance(command, ResumeCommand | CancelCommand):
-        return command.expected_revision
-    return 0
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.task_gave_up(definition, snapshot, self.state, self.failure)
+
+    def finishes(self) -> TaskFinish | None:
+        return TaskFinish(
+            self.task_id,
+            TaskStatus.TIMED_OUT if self.timed_out else TaskStatus.FAILED,
+            self.lease_token,
+            self.attempt,
+            leased=self.leased,
+            last_error={k: self.failure.get(k) for k in ("type", "message", "details")},
+        )
+
+
+def _of_task(task: TaskRecord, actor: str, request: RequestKey | None) -> dict[str, Any]:
+    """What a command about ``task`` says of its instance, its task and its caller."""
+    return {
+        "actor": actor,
+        "workflow_id": task.workflow_id,
+        "request": request,
+        "task_id": task.task_id,
+        "state": task.state,
+    }

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd.errors import Unavailable
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
@@ -33,11 +34,13 @@ MAX_BATCH = 64
 MAX_BATCH_SECONDS = 0.003
 
 
-class Phase(enum.StrEnum):
-    RUNNING = "RUNNING"
-    DRAINING = "DRAINING"
-    STOPPING = "STOPPING"
-    TERMINATED = "TERMINATED"
+class Phase(enum.Enum):
+    """Where the EventLoop is in its life; diagnostics show its name."""
+
+    RUNNING = enum.auto()
+    DRAINING = enum.auto()
+    STOPPING = enum.auto()
+    TERMINATED = enum.auto()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +92,8 @@ class EventLoop:
         self._aio: asyncio.AbstractEventLoop | None = None
         self.phase = Phase.RUNNING
         self._slow = slow_dispatch_threshold
-        self._max_depth = 0
-        self._lag_last = 0.0
-        self._lag_sum = 0.0
-        self._lag_max = 0.0
-        self._dispatches = 0
-        self._slow_dispatches = 0
+        self._lag_last = self._lag_sum = self._lag_max = 0.0
+        self._max_depth = self._dispatches = self._slow_dispatches = 0
         self._last_progress = time.monotonic()
 
     # -- any thread ---------------------------------------------------------------------
@@ -105,7 +104,7 @@ class EventLoop:
 
     def post(self, fn: Callable[[], None]) -> None:
         if self.phase in (Phase.STOPPING, Phase.TERMINATED):
-            raise Unavailable("the server is shutting down", reason="SHUTTING_DOWN")
+            raise Unavailable("the server is shutting down", reason=Reason.SHUTTING_DOWN)
         self._queue.put((time.monotonic(), fn))
 
     def queue_depth(self) -> int:

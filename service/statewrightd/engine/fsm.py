@@ -19,6 +19,7 @@ Choices made here that the rules leave open:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import time
 from collections.abc import Collection, Iterator, Mapping
@@ -57,16 +58,14 @@ from statewrightd.definitions.values import (
     reduce,
     to_json,
 )
+from statewrightd.domain import TERMINAL, Status
 from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.engine.model import (
     NO_TASK_WORK,
     NO_TIMER_WORK,
-    TERMINAL,
     PlannedTask,
     PlannedTimer,
-    Reason,
     Snapshot,
-    Status,
     StepError,
     StepResult,
     TaskPlan,
@@ -74,6 +73,7 @@ from statewrightd.engine.model import (
     TransitionTaken,
 )
 from statewrightd.errors import FailedPrecondition, InvalidArgument, quote
+from statewrightd.reasons import Reason
 
 
 class _StepFailed(Exception):
@@ -475,7 +475,7 @@ def validate_input(defn: Definition, input: Mapping[str, object]) -> dict[str, J
     a map; other fields take a value of their type.
     """
     if not isinstance(input, Mapping):
-        raise InvalidArgument("input must be a map of context fields", reason="INVALID_INPUT")
+        raise InvalidArgument("input must be a map of context fields", reason=Reason.INVALID_INPUT)
     out: dict[str, JSONValue] = {}
     fields = defn.context_fields
     for name, value in input.items():
@@ -483,7 +483,7 @@ def validate_input(defn: Definition, input: Mapping[str, object]) -> dict[str, J
         if field is None:
             raise InvalidArgument(
                 f"{quote(name)!r} is not a context field of {defn.name} v{defn.version}",
-                reason="UNKNOWN_FIELD",
+                reason=Reason.UNKNOWN_FIELD,
                 metadata={"field": name, "definition": defn.name},
             )
         try:
@@ -498,7 +498,7 @@ def validate_input(defn: Definition, input: Mapping[str, object]) -> dict[str, J
         except ValueTypeError as exc:
             raise InvalidArgument(
                 f"input field {name!r}: {exc}",
-                reason="INPUT_TYPE_MISMATCH",
+                reason=Reason.INPUT_TYPE_MISMATCH,
                 metadata={"field": name, "expected": field.type.value, "got": describe(value)},
             ) from None
     return out
@@ -554,7 +554,7 @@ def _check(defn: Definition, snapshot: Snapshot) -> None:
         raise FailedPrecondition(
             f"instance runs {snapshot.definition} v{snapshot.version}, "
             f"not {defn.name} v{defn.version}",
-            reason="DEFINITION_MISMATCH",
+            reason=Reason.DEFINITION_MISMATCH,
             metadata={"workflow_id": snapshot.workflow_id},
         )
 
@@ -566,7 +566,7 @@ def _candidates(defn: Definition, snapshot: Snapshot, event: str) -> tuple[Trans
     if event in _TASK_EVENTS:
         raise InvalidArgument(
             f"{event} is reserved: only a task (giving up, or completed) fires it",
-            reason="RESERVED_EVENT",
+            reason=Reason.RESERVED_EVENT,
             metadata={"event": event, "workflow_id": snapshot.workflow_id},
         )
     found = defn.event_transitions.get(snapshot.state, _EMPTY_EVENTS).get(event)
@@ -578,14 +578,14 @@ def _candidates(defn: Definition, snapshot: Snapshot, event: str) -> tuple[Trans
         accepted = f" (it accepts {', '.join(here)})" if here else ""
         raise FailedPrecondition(
             f"event {event!r} is not accepted in state {snapshot.state!r}{accepted}",
-            reason="EVENT_NOT_ALLOWED",
+            reason=Reason.EVENT_NOT_ALLOWED,
             metadata=meta,
         )
     meant = _meant(event, here, defn.all_events)
     raise InvalidArgument(
         f"{defn.name} v{defn.version} declares no event {event!r}"
         + (f"; did you mean {meant!r}?" if meant else ""),
-        reason="UNKNOWN_EVENT",
+        reason=Reason.UNKNOWN_EVENT,
         metadata={**meta, "did_you_mean": meant} if meant else meta,
     )
 
@@ -613,7 +613,7 @@ def resume(
     if snapshot.status is not Status.WAITING:
         raise FailedPrecondition(
             f"workflow {snapshot.workflow_id} is {snapshot.status}, not WAITING",
-            reason="NOT_WAITING",
+            reason=Reason.NOT_WAITING,
             metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
     if event in ("", RESUME_ALIAS):
@@ -621,7 +621,7 @@ def resume(
         if not declared:
             raise FailedPrecondition(
                 f"wait state {snapshot.state!r} accepts no event: only its timers leave it",
-                reason="EVENT_NOT_ALLOWED",
+                reason=Reason.EVENT_NOT_ALLOWED,
                 metadata={"state": snapshot.state, "workflow_id": snapshot.workflow_id},
             )
         event = declared[0]
@@ -638,7 +638,7 @@ def resume(
     if chosen is None:
         raise FailedPrecondition(
             f"every guard of event {event!r} from {snapshot.state!r} is false",
-            reason="GUARD_REJECTED",
+            reason=Reason.GUARD_REJECTED,
             metadata={"event": event, "state": snapshot.state, "workflow_id": snapshot.workflow_id},
         )
     return step.settle_result(chosen)
@@ -652,19 +652,19 @@ def signal(
     if snapshot.status is not Status.RUNNING:
         raise FailedPrecondition(
             f"workflow {snapshot.workflow_id} is {snapshot.status}, not RUNNING",
-            reason="NOT_RUNNING",
+            reason=Reason.NOT_RUNNING,
             metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
     candidates = _candidates(defn, snapshot, event)
     if not isinstance(payload, Mapping):
-        raise InvalidArgument("payload must be a map", reason="INVALID_PAYLOAD")
+        raise InvalidArgument("payload must be a map", reason=Reason.INVALID_PAYLOAD)
     try:
         if not all(isinstance(k, str) for k in payload):
             raise ValueTypeError("map keys must be strings")
         # Each value on its own: a payload value nests as deep as a context value may.
         plain = {k: to_json(v) for k, v in payload.items()}
     except ValueTypeError as exc:
-        raise InvalidArgument(f"payload: {exc}", reason="INVALID_PAYLOAD") from None
+        raise InvalidArgument(f"payload: {exc}", reason=Reason.INVALID_PAYLOAD) from None
     step = _next_step(defn, snapshot, event, plain)
     try:
         chosen = step.first_passing(candidates)
@@ -684,7 +684,7 @@ def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
     if t is None or t.after is None or t.source != snapshot.state or snapshot.status not in _LIVE:
         raise FailedPrecondition(
             f"workflow {snapshot.workflow_id} is not in the state that armed this timer",
-            reason="TIMER_STALE",
+            reason=Reason.TIMER_STALE,
             metadata={"workflow_id": snapshot.workflow_id, "state": snapshot.state},
         )
     step = _next_step(defn, snapshot, TIMER_EVENT, {})
@@ -702,7 +702,7 @@ def _task_state(defn: Definition, snapshot: Snapshot, state: str) -> TaskSpec:
     if spec is None or snapshot.state != state or snapshot.status is not Status.RUNNING:
         raise FailedPrecondition(
             f"workflow {snapshot.workflow_id} has left task state {state!r}",
-            reason="TASK_CANCELLED",
+            reason=Reason.TASK_CANCELLED,
             metadata={"workflow_id": snapshot.workflow_id, "state": state},
         )
     return spec
@@ -718,7 +718,7 @@ def complete_task(
     try:
         plain = {str(k): to_json(v) for k, v in result.items()}
     except ValueTypeError as exc:
-        raise InvalidArgument(f"result: {exc}", reason="INVALID_RESULT") from None
+        raise InvalidArgument(f"result: {exc}", reason=Reason.INVALID_RESULT) from None
     step = _next_step(defn, snapshot, "", {}, result=plain)
     try:
         if spec.apply is not None:
@@ -778,7 +778,7 @@ def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
     if snapshot.status in TERMINAL:
         raise FailedPrecondition(
             f"workflow {snapshot.workflow_id} is already {snapshot.status}",
-            reason="ALREADY_TERMINAL",
+            reason=Reason.ALREADY_TERMINAL,
             metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
     error = StepError(
@@ -804,16 +804,7 @@ def _ended_in_place(
     defn: Definition, snapshot: Snapshot, status: Status, error: StepError
 ) -> StepResult:
     """A step that ends the instance in its state, with its context, running no actions."""
-    new = Snapshot(
-        workflow_id=snapshot.workflow_id,
-        definition=snapshot.definition,
-        version=snapshot.version,
-        state=snapshot.state,
-        status=status,
-        context=snapshot.context,
-        revision=snapshot.revision + 1,
-        error=error,
-    )
+    new = dataclasses.replace(snapshot, status=status, revision=snapshot.revision + 1, error=error)
     disarm = snapshot.state in defn.timed_from
     state = defn.states.get(snapshot.state)
     task = TaskPlan(cancel=True) if state is not None and state.task is not None else NO_TASK_WORK

@@ -1,10 +1,11 @@
 """Request ids: a retried request gets the answer its first attempt got.
 
 A step that writes carries its request record into the same compare-and-swap
-transaction, and the store refuses a request id already recorded; the runtime then
-answers ``Replay`` and this service rebuilds the original answer from the history row
-at the recorded revision. A step that writes nothing, or fails, looks its request id up
-afterwards, since a retry may meet the state its original left behind.
+transaction (engine/writes.py builds it), and the store refuses a request id already
+recorded; the runtime then answers ``Replay`` and this service rebuilds the original
+answer from the history row at the recorded revision. A step that writes nothing, or
+fails, looks its request id up afterwards, since a retry may meet the state its
+original left behind.
 
 Callers see one shape either way: an ``Outcome``, fresh or replayed.
 """
@@ -15,7 +16,8 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable
-from datetime import datetime, timedelta
+from dataclasses import KW_ONLY, dataclass, field
+from datetime import timedelta
 from typing import Protocol, TypeVar
 
 from statewrightd import errors
@@ -24,7 +26,7 @@ from statewrightd.engine.answers import Outcome, Replay
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, RequestKey
 from statewrightd.engine.snapshots import record_at, settled_from, transitions_from_dicts
-from statewrightd.store.records import InstanceRecord, RequestRecord
+from statewrightd.reasons import Reason
 from statewrightd.store.repository import Repository
 
 T = TypeVar("T")
@@ -41,51 +43,29 @@ class Reader(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
-def request_record(key: RequestKey, record: InstanceRecord, time: datetime) -> RequestRecord:
-    """What the step that answers ``key`` writes with itself. The answer is rebuilt from
-    the history row at this revision on replay, so only the revision is stored."""
-    return RequestRecord(
-        request_id=key.request_id,
-        workflow_id=record.workflow_id,
-        method=key.method,
-        fingerprint=key.fingerprint,
-        response=json.dumps({"revision": record.revision}).encode(),
-        create_time=time,
-    )
-
-
 # Refusals of one attempt alone (storage down, overloaded, out of time): the caller retries
 # whatever an earlier attempt did, so they answer as they are when the look-up fails.
 _THIS_ATTEMPT_ONLY = (errors.Unavailable, errors.ResourceExhausted, errors.DeadlineExceeded)
 
 
+@dataclass
 class Idempotency:
     """Runs commands so that a request id is answered once, whatever the retries."""
 
-    def __init__(
-        self,
-        run: Run,
-        repo: Repository,
-        registry: DefinitionRegistry,
-        read: Reader,
-        *,
-        window: timedelta | None = None,
-        clock: Clock | None = None,
-    ) -> None:
-        """``window``: how long a request record answers retries (None: for ever)."""
-        self._run = run
-        self._repo = repo
-        self._registry = registry
-        self._read = read
-        self._window = window
-        self._clock = clock or Clock()
+    run: Run
+    repo: Repository
+    registry: DefinitionRegistry
+    read: Reader
+    _: KW_ONLY
+    window: timedelta | None = None  # how long a request record answers retries (None: ever)
+    clock: Clock = field(default_factory=Clock)
 
     async def step(self, command: Command, budget: float | None) -> Outcome:
         """Run ``command`` within ``budget`` seconds (None: no deadline)."""
         key = command.request
         deadline = None if budget is None else time.monotonic() + budget
         try:
-            result = await self._run(command, budget)
+            result = await self.run(command, budget)
         except errors.StatewrightError as exc:
             # An unknown outcome is the answer as it is: the request record shares its fate.
             if key is None or isinstance(exc, errors.InvalidArgument | errors.Unknown):
@@ -109,7 +89,7 @@ class Idempotency:
             if replayed is None:
                 raise errors.Aborted(
                     "the original request with this request_id did not complete; retry",
-                    reason="REQUEST_IN_DOUBT",
+                    reason=Reason.REQUEST_IN_DOUBT,
                     metadata={"request_id": key.request_id},
                 )
             return replayed
@@ -139,8 +119,8 @@ class Idempotency:
 
         Raises InvalidArgument (REQUEST_ID_REUSED) when the id answered other content.
         """
-        repo, registry = self._repo, self._registry
-        live_after = None if self._window is None else self._clock.now() - self._window
+        repo, registry = self.repo, self.registry
+        live_after = None if self.window is None else self.clock.now() - self.window
 
         def read() -> Outcome | None:
             stored = repo.lookup_request(workflow_id, key.request_id, live_after)
@@ -150,7 +130,7 @@ class Idempotency:
                 raise errors.InvalidArgument(
                     f"request_id {key.request_id!r} was already used for a different request "
                     f"({stored.method}); use a new request_id for new content",
-                    reason="REQUEST_ID_REUSED",
+                    reason=Reason.REQUEST_ID_REUSED,
                     metadata={"request_id": key.request_id, "original_method": stored.method},
                 )
             revision = int(json.loads(stored.response)["revision"])
@@ -164,7 +144,7 @@ class Idempotency:
                 saved=True,
             )
 
-        return await self._read(read)
+        return await self.read(read)
 
 
 def _undecided(key: RequestKey, refusal: errors.StatewrightError) -> errors.DeadlineExceeded:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -11,40 +10,22 @@ from types import MappingProxyType
 from statewrightd import errors
 from statewrightd.definitions.model import TaskSpec
 from statewrightd.definitions.values import JSONValue
-from statewrightd.store.records import TERMINAL, Status
+from statewrightd.domain import Status
+from statewrightd.reasons import Reason
 
 __all__ = [
     "FAILURE_ERRORS",
     "NO_TASK_WORK",
     "NO_TIMER_WORK",
-    "TERMINAL",
     "PlannedTask",
     "PlannedTimer",
-    "Reason",
     "Snapshot",
-    "Status",
     "StepError",
     "StepResult",
     "TaskPlan",
     "TimerPlan",
     "TransitionTaken",
 ]
-
-
-class Reason(enum.StrEnum):
-    """Reasons a step fails the instance (StepError.reason)."""
-
-    NO_TRANSITION_MATCHED = "NO_TRANSITION_MATCHED"
-    RECURSION_LIMIT = "RECURSION_LIMIT"
-    EVALUATION_ERROR = "EVALUATION_ERROR"
-    EVALUATION_BUDGET_EXCEEDED = "EVALUATION_BUDGET_EXCEEDED"
-    TYPE_MISMATCH = "TYPE_MISMATCH"
-    VALUE_TOO_DEEP = "VALUE_TOO_DEEP"
-    CONTEXT_TOO_LARGE = "CONTEXT_TOO_LARGE"
-    TASK_FAILED = "TASK_FAILED"
-    TASK_TIMED_OUT = "TASK_TIMED_OUT"
-    TIMER_OUT_OF_RANGE = "TIMER_OUT_OF_RANGE"
-    CANCELLED = "CANCELLED"
 
 
 # What each reason a step fails an instance stands for as an error: it gives

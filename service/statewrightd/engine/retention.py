@@ -29,12 +29,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
 
-from statewrightd.engine.clock import Clock
-from statewrightd.engine.event_loop import EventLoop, TimerHandle
+from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.store.records import Purged, RetentionCounts
-from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
@@ -44,7 +41,6 @@ MIN_PAUSE = 0.05
 PAUSE_FACTOR = 1.0  # the pause after a full batch, as a multiple of the batch's duration
 COUNT_EVERY = 5.0
 
-Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Removed = Callable[[tuple[str, ...]], None]
 
 
@@ -75,50 +71,34 @@ class _Round:
     ended: datetime
 
 
-class RetentionPurger:
+class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
     """EventLoop thread only, except ``stats`` (a snapshot read from any thread)."""
+
+    label = "retention purge"
+    idle_every = IDLE_EVERY
+    count_every = COUNT_EVERY
 
     def __init__(
         self,
+        on: Background,
         *,
-        loop: EventLoop,
-        repo: Repository,
-        offload: Offload,
-        clock: Clock,
         retention: float,
         request_window: float,
         removed: Removed,
         batch: int = BATCH,
     ) -> None:
         """``removed`` is told, on this thread, of the instances each batch removed."""
-        self._loop = loop
-        self._repo = repo
-        self._offload = offload
-        self._clock = clock
+        super().__init__(on)
         self._retention = retention
         self._window = timedelta(seconds=request_window)
         self._removed = removed
         self._batch = batch
-        self._stopped = False
-        self._running = False
-        self._counting = False
-        self._wake: TimerHandle | None = None
         self._rows: dict[str, int] = {}
         self._tombstones = 0
         self._rounds = 0
-        self._failures = 0
         self._last_run: datetime | None = None
         self._last_seconds = 0.0
         self._counts: tuple[RetentionCounts, datetime] | None = None
-
-    def start(self) -> None:
-        self._schedule(0.0)
-        self._loop.call_later(0.0, self._count)
-
-    def stop(self) -> None:
-        self._stopped = True
-        if self._wake is not None:
-            self._wake.cancel()
 
     def stats(self) -> RetentionStats:
         counts, counted = self._counts if self._counts is not None else (None, None)
@@ -128,7 +108,7 @@ class RetentionPurger:
             rows_purged=dict(self._rows),
             tombstones_purged=self._tombstones,
             rounds=self._rounds,
-            failures=self._failures,
+            failures=self.failures,
             last_run=self._last_run,
             last_round_seconds=self._last_seconds,
             overdue_instances=counts.overdue_instances if counts else 0,
@@ -140,18 +120,7 @@ class RetentionPurger:
 
     # -- purging ---------------------------------------------------------------------
 
-    def _schedule(self, delay: float) -> None:
-        if self._stopped:
-            return
-        if self._wake is not None:
-            self._wake.cancel()
-        self._wake = self._loop.call_later(delay, self._round)
-
-    def _round(self) -> None:
-        self._wake = None
-        if self._stopped or self._running:
-            return
-        self._running = True
+    def _claim(self) -> Callable[[], _Round]:
         repo, clock, batch, window = self._repo, self._clock, self._batch, self._window
 
         def purge() -> _Round:
@@ -162,48 +131,33 @@ class RetentionPurger:
             tombstones = repo.purge_tombstones(now - window, batch)
             return _Round(instances, requests, tombstones, time.monotonic() - began, clock.now())
 
-        self._offload(purge, self._purged)
+        return purge
 
-    def _purged(self, result: Any) -> None:
-        self._running = False
-        if not isinstance(result, _Round):
-            self._failures += 1
-            _log.warning("retention purge failed: %s", result)
-            self._schedule(IDLE_EVERY)
-            return
-        removed = result.instances
+    def _fire(self, claimed: _Round) -> float | None:
+        removed = claimed.instances
         self._rounds += 1
         for table, count in removed.rows.items():
             self._rows[table] = self._rows.get(table, 0) + count
         # Request records the window expired, apart from those removed with instances.
-        self._rows["workflow_requests"] = self._rows.get("workflow_requests", 0) + result.requests
-        self._tombstones += result.tombstones
-        self._last_run, self._last_seconds = result.ended, result.seconds
+        self._rows["workflow_requests"] = self._rows.get("workflow_requests", 0) + claimed.requests
+        self._tombstones += claimed.tombstones
+        self._last_run, self._last_seconds = claimed.ended, claimed.seconds
         if removed.workflow_ids:
             try:
                 self._removed(removed.workflow_ids)
             except Exception:
                 _log.exception("telling of %d removed instances failed", len(removed.workflow_ids))
-        full = max(len(removed.workflow_ids), result.requests, result.tombstones) >= self._batch
+        full = max(len(removed.workflow_ids), claimed.requests, claimed.tombstones) >= self._batch
         if full:
             # More is due: go on, but leave the database at least as long as this took.
-            self._schedule(max(MIN_PAUSE, result.seconds * PAUSE_FACTOR))
-        else:
-            self._schedule(IDLE_EVERY)
+            return max(MIN_PAUSE, claimed.seconds * PAUSE_FACTOR)
+        return IDLE_EVERY
 
     # -- counting --------------------------------------------------------------------
 
-    def _count(self) -> None:
-        if self._stopped or self._counting:
-            return
-        self._counting = True
-        repo, now = self._repo, self._clock.now()
+    def _counter(self, now: datetime) -> Callable[[], RetentionCounts]:
+        repo, window = self._repo, self._window
+        return lambda: repo.retention_counts(now, now - window)
 
-        def counted(result: Any) -> None:
-            self._counting = False
-            if isinstance(result, RetentionCounts):
-                self._counts = (result, now)
-            if not self._stopped:
-                self._loop.call_later(COUNT_EVERY, self._count)
-
-        self._offload(lambda: repo.retention_counts(now, now - self._window), counted)
+    def _counted(self, counts: RetentionCounts, now: datetime) -> None:
+        self._counts = (counts, now)

@@ -9,7 +9,8 @@ from types import MappingProxyType
 from typing import Any
 
 from statewrightd.definitions.model import FINISH
-from statewrightd.engine.model import Snapshot, Status, StepError, StepResult, TransitionTaken
+from statewrightd.domain import Status
+from statewrightd.engine.model import Snapshot, StepError, StepResult, TransitionTaken
 from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
 from statewrightd.store.repository import Repository
 

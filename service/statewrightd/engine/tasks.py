@@ -30,20 +30,20 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.domain import SWEEPER_ACTOR, TaskStatus
 from statewrightd.engine.answers import Result
+from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import TaskGiveUpCommand
-from statewrightd.engine.event_loop import EventLoop
 from statewrightd.engine.observer import StepObserver
-from statewrightd.store.records import QueueCounts, TaskRecord, TaskStatus
-from statewrightd.store.repository import Repository
+from statewrightd.store.records import QueueCounts, TaskRecord
 
 _log = logging.getLogger(__name__)
 
 SWEEP_EVERY = 1.0
 SWEEP_BATCH = 256
 SWEEP_CLAIM = timedelta(seconds=5)
-COUNT_EVERY = 5.0
+COUNT_EVERY = 5.0  # queues are counted (diagnostics, metrics, stalled queues)
 # A queue with a backlog and no poll for this long is reported (diagnostics, the log).
 STALLED_AFTER = 60.0
 POLLERS_WINDOW = 60.0
@@ -54,10 +54,7 @@ MAX_POLLERS = 1024
 # connection dropped before the answer arrived) holds it no longer than this. A worker's
 # first heartbeat extends the lease to its full length.
 FIRST_LEASE = 30.0
-# Whom history names for a give-up the server decides (a lease or a deadline ran out).
-SWEEPER_ACTOR = "statewright:tasks"
 
-Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Submit = Callable[[TaskGiveUpCommand, Callable[[Result], None]], None]
 
 
@@ -103,78 +100,59 @@ class QueueView:
     stalled: bool
 
 
-class TaskSweeper:
+class TaskSweeper(BackgroundLoop[list[TaskRecord], list[QueueCounts]]):
     """EventLoop thread only, except ``counts`` (a snapshot read from any thread)."""
+
+    label = "task sweep"
+    idle_every = SWEEP_EVERY
+    count_every = COUNT_EVERY
 
     def __init__(
         self,
+        on: Background,
         *,
-        loop: EventLoop,
-        repo: Repository,
-        offload: Offload,
-        clock: Clock,
         submit: Submit,
         polls: TaskPolls,
         observer: StepObserver,
         rng: random.Random | None = None,
     ) -> None:
         """``rng`` draws the retry delays (a seeded one makes them repeatable)."""
+        super().__init__(on)
         self._observer = observer
-        self._loop = loop
-        self._repo = repo
-        self._offload = offload
-        self._clock = clock
         self._submit = submit
         self._polls = polls
         self._rng = rng or random.Random()
-        self._sweeping = False
-        self._stopped = False
         self._counts: list[QueueCounts] = []
         self._counted_at = 0.0
         self._stalled: set[str] = set()  # reported stalled, not yet reported recovered
         self.gave_up = 0
         self.requeued = 0
 
-    def start(self) -> None:
-        self._loop.call_later(0.0, self._sweep)
-        self._loop.call_later(0.0, self._count)
-
-    def stop(self) -> None:
-        self._stopped = True
-
     def counts(self) -> list[QueueCounts]:
         return list(self._counts)
 
-    def sweep_now(self) -> None:
-        """Sweep now rather than at the next scheduled sweep: how a virtual clock that
-        jumps (``statewrightd test``) has every lease and deadline handled when it runs out."""
-        self._sweep()
-
     # -- leases and deadlines --------------------------------------------------------
 
-    def _sweep(self) -> None:
-        if self._stopped or self._sweeping:
-            return
-        self._sweeping = True
+    def _claim(self) -> Callable[[], list[TaskRecord]]:
         repo, now = self._repo, self._clock.now()
-        self._offload(
-            lambda: repo.claim_expired_tasks(now, now + SWEEP_CLAIM, SWEEP_BATCH), self._swept
-        )
+        return lambda: repo.claim_expired_tasks(now, now + SWEEP_CLAIM, SWEEP_BATCH)
 
-    def _swept(self, result: Any) -> None:
-        self._sweeping = False
-        if isinstance(result, Exception):
-            _log.warning("task sweep failed: %s", result)
-        else:
-            for task in result:
-                self._expire(task)
-        if not self._stopped:
-            full = not isinstance(result, Exception) and len(result) == SWEEP_BATCH
-            self._loop.call_later(0.0 if full else SWEEP_EVERY, self._sweep)
+    def _fire(self, claimed: list[TaskRecord]) -> float | None:
+        for task in claimed:
+            self._expire(task)
+        return 0.0 if len(claimed) == SWEEP_BATCH else SWEEP_EVERY
 
     def _expire(self, task: TaskRecord) -> None:
         now = self._clock.now()
-        if now >= task.deadline:
+        # A server that was down past both a lease's end and the task's deadline answers
+        # for the one that ran out first, as a server running throughout would have.
+        lease_ran_out_first = (
+            task.status is TaskStatus.LEASED
+            and task.lease_expire_time is not None
+            and task.lease_expire_time < task.deadline
+            and now >= task.lease_expire_time
+        )
+        if now >= task.deadline and not lease_ran_out_first:
             error = {"type": "TIMED_OUT", "message": "schedule_to_close passed", "details": {}}
             self._give_up(task, error)
             return
@@ -204,7 +182,7 @@ class TaskSweeper:
                 expired_only=True,
             )
 
-        def requeued(result: Any) -> None:
+        def requeued(result: TaskRecord | errors.StatewrightError | None) -> None:
             if isinstance(result, TaskRecord):
                 self.requeued += 1
                 self._observer.task_attempt_ended(task.queue, "timed_out")
@@ -213,15 +191,13 @@ class TaskSweeper:
         self._offload(requeue, requeued)
 
     def _give_up(self, task: TaskRecord, error: dict[str, Any]) -> None:
-        command = TaskGiveUpCommand(
+        failure = failure_payload(task, error)
+        command = TaskGiveUpCommand.of(
+            task,
+            failure,
             actor=SWEEPER_ACTOR,
-            workflow_id=task.workflow_id,
-            task_id=task.task_id,
-            state=task.state,
             lease_token=task.lease_token,
-            attempt=task.attempt,
             leased=False,
-            failure=failure_payload(task, error),
             timed_out=True,
         )
 
@@ -235,20 +211,14 @@ class TaskSweeper:
 
     # -- counting --------------------------------------------------------------------
 
-    def _count(self) -> None:
-        if self._stopped:
-            return
-        repo, now = self._repo, self._clock.now()
+    def _counter(self, now: datetime) -> Callable[[], list[QueueCounts]]:
+        repo = self._repo
+        return lambda: repo.queue_stats(now)
 
-        def counted(result: Any) -> None:
-            if not isinstance(result, Exception):
-                self._counts = result
-                self._counted_at = self._polls.now()
-                self._warn_stalled(result)
-            if not self._stopped:
-                self._loop.call_later(COUNT_EVERY, self._count)
-
-        self._offload(lambda: repo.queue_stats(now), counted)
+    def _counted(self, counts: list[QueueCounts], now: datetime) -> None:
+        self._counts = counts
+        self._counted_at = self._polls.now()
+        self._warn_stalled(counts)
 
     def _warn_stalled(self, counts: list[QueueCounts]) -> None:
         """One warning when a queue becomes stalled, one line when it recovers: a queue

@@ -20,29 +20,26 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
 
 from statewrightd import errors
+from statewrightd.domain import TIMER_ACTOR
 from statewrightd.engine.answers import Outcome, Result
-from statewrightd.engine.clock import Clock
+from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.commands import TimerCommand
-from statewrightd.engine.event_loop import EventLoop, TimerHandle
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.store.records import TimerRecord
-from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
 
 BATCH = 256
 LEASE = timedelta(seconds=5)
 LOOK_EVERY = 1.0
-COUNT_EVERY = 5.0
 _LAG_WINDOW = 4096
-# Whom history names for a timer's step.
-TIMER_ACTOR = "statewright:timer"
 
-Offload = Callable[[Callable[[], Any], Callable[[Any], None]], None]
 Submit = Callable[[TimerCommand, Callable[[Result], None]], None]
+# What a round claims: the timers, and when the next unclaimed one is due (None after a
+# full batch: more are due now).
+_Claim = tuple[list[TimerRecord], datetime | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,51 +54,28 @@ class TimerStats:
     in_flight: int
 
 
-class TimerScheduler:
+class TimerScheduler(BackgroundLoop[_Claim, tuple[int, int]]):
     """EventLoop thread only, except ``stats`` (a snapshot read from any thread)."""
+
+    label = "timer claim"
+    idle_every = LOOK_EVERY
 
     def __init__(
         self,
+        on: Background,
         *,
-        loop: EventLoop,
-        repo: Repository,
-        offload: Offload,
-        clock: Clock,
         submit: Submit,
         observer: StepObserver | None = None,
     ) -> None:
-        self._loop = loop
+        super().__init__(on)
         self._observer: StepObserver = observer or Unobserved()
-        self._repo = repo
-        self._offload = offload
-        self._clock = clock
         self._submit = submit
-        self._wake: TimerHandle | None = None
-        self._wake_at: datetime | None = None
-        self._claiming = False
         self._more_due = False  # the last claim was a full batch
         self._in_flight = 0
-        self._stopped = False
         self._fired = 0
         self._consumed = 0
         self._lags: deque[float] = deque(maxlen=_LAG_WINDOW)
         self._counts: tuple[int, int, datetime | None] = (0, 0, None)
-        self._counting = False
-
-    def start(self) -> None:
-        self._schedule(0.0)
-        self._loop.call_later(0.0, self._count)
-
-    def stop(self) -> None:
-        self._stopped = True
-        if self._wake is not None:
-            self._wake.cancel()
-
-    def look_now(self) -> None:
-        """Claim and fire what is due now rather than at the next scheduled look: how a
-        virtual clock that jumps (``statewrightd test``) has every timer fire at its due
-        time, whatever looks the jump skipped."""
-        self._look()
 
     def armed(self, timers: tuple[TimerRecord, ...]) -> None:
         """This replica committed a step that armed ``timers``: wake early for them."""
@@ -127,60 +101,38 @@ class TimerScheduler:
 
     # -- looking for due timers ------------------------------------------------------
 
-    def _schedule(self, delay: float) -> None:
-        if self._stopped:
-            return
-        if self._wake is not None:
-            self._wake.cancel()
-        self._wake_at = self._clock.now() + timedelta(seconds=delay)
-        self._wake = self._loop.call_later(delay, self._look)
-
-    def _look(self) -> None:
-        self._wake = self._wake_at = None
-        if self._stopped or self._claiming:
-            return
+    def _may_claim(self) -> bool:
         if self._in_flight >= BATCH:
             self._more_due = True  # the fired steps' answers look again as they get through
-            return
-        self._claiming = True
+            return False
+        return True
+
+    def _claim(self) -> Callable[[], _Claim]:
         repo, now = self._repo, self._clock.now()
         limit = BATCH - self._in_flight
 
-        def claim() -> tuple[list[TimerRecord], datetime | None]:
+        def claim() -> _Claim:
             claimed = repo.claim_timers(now, now + LEASE, limit)
             # A full batch means more are due: no need to ask when the next one is.
             upcoming = None if len(claimed) == limit else repo.next_timer_due(now)
             return claimed, upcoming
 
-        self._offload(claim, self._claimed)
+        return claim
 
-    def _claimed(self, result: Any) -> None:
-        self._claiming = False
-        if isinstance(result, Exception):
-            # The database did not answer: look again after a while, as if idle.
-            _log.warning("timer claim failed: %s", result)
-            self._schedule(LOOK_EVERY)
-            return
-        claimed, upcoming = result
-        self._more_due = bool(claimed) and upcoming is None
-        for timer in claimed:
-            self._fire(timer)
+    def _fire(self, claimed: _Claim) -> float | None:
+        timers, upcoming = claimed
+        self._more_due = bool(timers) and upcoming is None
+        for timer in timers:
+            self._fire_one(timer)
         if self._more_due:
-            return  # a full batch: _answered looks again as the steps get through
+            return None  # a full batch: _answered looks again as the steps get through
         delay = LOOK_EVERY
         if upcoming is not None:
             delay = min(delay, max(0.0, (upcoming - self._clock.now()).total_seconds()))
-        self._schedule(delay)
+        return delay
 
-    def _fire(self, timer: TimerRecord) -> None:
-        command = TimerCommand(
-            actor=TIMER_ACTOR,
-            workflow_id=timer.workflow_id,
-            timer_id=timer.timer_id,
-            transition=timer.transition,
-            revision=timer.revision,
-            due_time=timer.due_time,
-        )
+    def _fire_one(self, timer: TimerRecord) -> None:
+        command = TimerCommand.of(timer, TIMER_ACTOR)
         self._in_flight += 1
         # The runtime answers a step on this thread: the answer is counted right here.
         self._submit(command, lambda result: self._answered(command, result))
@@ -206,20 +158,12 @@ class TimerScheduler:
 
     # -- counting --------------------------------------------------------------------
 
-    def _count(self) -> None:
-        if self._stopped or self._counting:
-            return
-        self._counting = True
-        repo, now = self._repo, self._clock.now()
+    def _counter(self, now: datetime) -> Callable[[], tuple[int, int]]:
+        repo = self._repo
+        return lambda: repo.timer_counts(now)
 
-        def counted(result: Any) -> None:
-            self._counting = False
-            if not isinstance(result, Exception):
-                self._counts = (result[0], result[1], now)
-            if not self._stopped:
-                self._loop.call_later(COUNT_EVERY, self._count)
-
-        self._offload(lambda: repo.timer_counts(now), counted)
+    def _counted(self, counts: tuple[int, int], now: datetime) -> None:
+        self._counts = (counts[0], counts[1], now)
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:

@@ -21,8 +21,10 @@ from typing import Protocol
 
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
-from statewrightd.engine.model import TERMINAL, TransitionTaken
+from statewrightd.domain import TERMINAL
+from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.snapshots import record_at, timers_from_dicts, transitions_from_dicts
+from statewrightd.reasons import Reason
 from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
 
 DEFAULT_BUFFER = 64
@@ -296,7 +298,7 @@ def _shutting_down() -> errors.Unavailable:
     return errors.Unavailable(
         "the server is shutting down; reconnect with after_revision set to the last "
         "revision received",
-        reason="SHUTTING_DOWN",
+        reason=Reason.SHUTTING_DOWN,
     )
 
 
@@ -306,6 +308,6 @@ def _beyond(workflow_id: str, after: int, current: int) -> errors.OutOfRange:
     return errors.OutOfRange(
         f"workflow {workflow_id} is at revision {current}; after_revision {after} does not "
         "exist yet",
-        reason="REVISION_OUT_OF_RANGE",
+        reason=Reason.REVISION_OUT_OF_RANGE,
         metadata={"workflow_id": workflow_id, "after_revision": after, "current_revision": current},
     )

@@ -12,16 +12,12 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from contextvars import ContextVar
 from datetime import UTC, datetime
 from typing import Any
 
 from opentelemetry import trace
 
-from statewrightd.api.caller import calling
-
-WORKFLOW_ID: ContextVar[str | None] = ContextVar("statewright_workflow_id", default=None)
-RPC_METHOD: ContextVar[str | None] = ContextVar("statewright_rpc_method", default=None)
+from statewrightd.context import RPC_METHOD, WORKFLOW_ID, calling
 
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s%(statewright_caller)s"
 # With several server processes (``--processes``) every line names the process it came

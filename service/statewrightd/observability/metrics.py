@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, start_http_server
@@ -135,40 +136,33 @@ class Metrics:
         )
 
     def watch_runtime(
-        self,
-        loop_metrics: Callable[[], EventLoopMetrics],
-        writer_stats: Callable[[], WriterStats | None],
-        malformed_requests: Callable[[], int],
-        timer_stats: Callable[[], TimerStats],
-        task_counts: Callable[[], list[QueueCounts]],
-        *,
-        retention_stats: Callable[[], RetentionStats] | None = None,
+        self, counters: RuntimeCounters, malformed_requests: Callable[[], int]
     ) -> None:
         """Export what the EventLoop, the writer, the door, the timer scheduler, the
         task sweeper and the retention purge already count, at scrape time."""
-        self.registry.register(
-            _RuntimeCollector(
-                loop_metrics, writer_stats, malformed_requests, timer_stats, task_counts
-            )
-        )
-        if retention_stats is not None:
-            self.registry.register(_RetentionCollector(retention_stats))
+        self.registry.register(_RuntimeCollector(counters, malformed_requests))
+        self.registry.register(_RetentionCollector(counters.retention_stats))
+
+
+class RuntimeCounters(Protocol):
+    """What a running server counts anyway, each read from any thread (a recent value,
+    no consistent snapshot: a scrape needs no more)."""
+
+    def loop_metrics(self) -> EventLoopMetrics: ...
+
+    def writer_stats(self) -> WriterStats | None: ...
+
+    def timer_stats(self) -> TimerStats: ...
+
+    def task_counts(self) -> list[QueueCounts]: ...
+
+    def retention_stats(self) -> RetentionStats: ...
 
 
 class _RuntimeCollector(Collector):
-    def __init__(
-        self,
-        loop_metrics: Callable[[], EventLoopMetrics],
-        writer_stats: Callable[[], WriterStats | None],
-        malformed_requests: Callable[[], int],
-        timer_stats: Callable[[], TimerStats],
-        task_counts: Callable[[], list[QueueCounts]],
-    ) -> None:
-        self._task_counts = task_counts
-        self._loop_metrics = loop_metrics
-        self._writer_stats = writer_stats
+    def __init__(self, counters: RuntimeCounters, malformed_requests: Callable[[], int]) -> None:
+        self._counters = counters
         self._malformed_requests = malformed_requests
-        self._timer_stats = timer_stats
 
     def describe(self) -> list[Metric]:
         # Empty: the registry must not call collect() at registration, before open().
@@ -177,7 +171,7 @@ class _RuntimeCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         # Read from the scrape thread without locks: each value is a single attribute
         # read, and a scrape only needs a recent value, not a consistent snapshot.
-        loop = self._loop_metrics()
+        loop = self._counters.loop_metrics()
         yield GaugeMetricFamily(
             "statewright_eventloop_queue_depth",
             "Commands waiting for the EventLoop thread.",
@@ -214,7 +208,7 @@ class _RuntimeCollector(Collector):
             "Requests whose body did not decode, answered INVALID_ARGUMENT MALFORMED_REQUEST.",
             value=self._malformed_requests(),
         )
-        timers = self._timer_stats()
+        timers = self._counters.timer_stats()
         yield GaugeMetricFamily(
             "statewright_timers_armed",
             "Timers armed in the database (every replica's), counted every few seconds.",
@@ -236,12 +230,12 @@ class _RuntimeCollector(Collector):
             "Tasks leased to a worker, per queue, counted with statewright_tasks_scheduled.",
             labels=["queue"],
         )
-        for queue in self._task_counts():
+        for queue in self._counters.task_counts():
             scheduled.add_metric([queue.queue], queue.ready)
             leased.add_metric([queue.queue], queue.leased)
         yield scheduled
         yield leased
-        writer = self._writer_stats()
+        writer = self._counters.writer_stats()
         if writer is not None:
             yield GaugeMetricFamily(
                 "statewright_writer_queue_depth",

@@ -12,16 +12,18 @@ keep the shape of what it wraps; wrapping both as generators breaks the coroutin
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
 
 import grpc
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
-from statewrightd.observability.logs import RPC_METHOD, WORKFLOW_ID
+from statewrightd.api.registration import Continuation, Handler, rewrapped
+from statewrightd.context import RPC_METHOD, WORKFLOW_ID
 from statewrightd.observability.metrics import Metrics
 
 Context = grpc.aio.ServicerContext[Any, Any]
@@ -75,38 +77,23 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         self._metrics = metrics
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Req, Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Req, Resp] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         handler = await continuation(handler_call_details)
         if handler is None:
             return handler  # unknown method: grpc answers UNIMPLEMENTED itself
         method = handler_call_details.method
         service, _, name = method.lstrip("/").rpartition("/")
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, method, (service, name, "unary")),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            behavior = handler.unary_stream
+
+        def stream(behavior: Behavior) -> Behavior:
             labels = (service, name, "server_stream")
-            wrapped = (
-                self._stream(behavior, method, labels)
-                if inspect.isasyncgenfunction(behavior)
-                else self._unary(behavior, method, labels)
-            )
-            return grpc.unary_stream_rpc_method_handler(
-                wrapped,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        # Client and bidirectional streams: only reflection uses them; not observed.
-        return handler
+            if inspect.isasyncgenfunction(behavior):
+                return self._stream(behavior, method, labels)
+            return self._unary(behavior, method, labels)
+
+        return rewrapped(
+            handler, lambda b: self._unary(b, method, (service, name, "unary")), stream
+        )
 
     def _begin(self, method: str, labels: tuple[str, str, str], request: object) -> float:
         workflow_id = workflow_of(request)
@@ -145,19 +132,27 @@ class RpcObserver(grpc.aio.ServerInterceptor):
             if method == WATCH_METHOD:
                 self._metrics.watchers.dec()
 
+    @contextlib.contextmanager
+    def _observing(
+        self, method: str, labels: tuple[str, str, str], request: object, context: Context
+    ) -> Iterator[None]:
+        """One call, from its start to its status (whatever ends it, cancellation too)."""
+        began = self._begin(method, labels, request)
+        error: BaseException | None = None
+        try:
+            yield
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            self._end(method, labels, context, began, error)
+
     def _unary(
         self, behavior: Behavior, method: str, labels: tuple[str, str, str]
     ) -> Callable[[Any, Context], Awaitable[Any]]:
         async def observed(request: Any, context: Context) -> Any:
-            began = self._begin(method, labels, request)
-            error: BaseException | None = None
-            try:
+            with self._observing(method, labels, request, context):
                 return await behavior(request, context)
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._end(method, labels, context, began, error)
 
         return observed
 
@@ -165,15 +160,8 @@ class RpcObserver(grpc.aio.ServerInterceptor):
         self, behavior: Behavior, method: str, labels: tuple[str, str, str]
     ) -> Callable[[Any, Context], AsyncIterator[Any]]:
         async def observed(request: Any, context: Context) -> AsyncIterator[Any]:
-            began = self._begin(method, labels, request)
-            error: BaseException | None = None
-            try:
+            with self._observing(method, labels, request, context):
                 async for response in behavior(request, context):
                     yield response
-            except BaseException as exc:
-                error = exc
-                raise
-            finally:
-                self._end(method, labels, context, began, error)
 
         return observed

@@ -10,15 +10,15 @@ import grpc
 from opentelemetry.sdk.trace.export import SpanExporter
 
 from statewrightd.config import ServerConfig
-from statewrightd.engine.event_loop import EventLoopMetrics
-from statewrightd.engine.retention import RetentionStats
-from statewrightd.engine.timers import TimerStats
-from statewrightd.observability.metrics import Metrics, MetricsEndpoint, serve_metrics
+from statewrightd.observability.metrics import (
+    Metrics,
+    MetricsEndpoint,
+    RuntimeCounters,
+    serve_metrics,
+)
 from statewrightd.observability.probes import Probes
 from statewrightd.observability.rpc import RpcObserver
 from statewrightd.observability.tracing import Tracing, exporters_from_env, tracing_requested
-from statewrightd.store.records import QueueCounts
-from statewrightd.store.writer import WriterStats
 
 _log = logging.getLogger(__name__)
 
@@ -54,28 +54,12 @@ class Observability:
             chain.append(RpcObserver(self.metrics))
         return chain
 
-    def start(
-        self,
-        loop_metrics: Callable[[], EventLoopMetrics],
-        writer_stats: Callable[[], WriterStats | None],
-        malformed_requests: Callable[[], int],
-        timer_stats: Callable[[], TimerStats],
-        task_counts: Callable[[], list[QueueCounts]],
-        *,
-        retention_stats: Callable[[], RetentionStats] | None = None,
-    ) -> None:
+    def start(self, counters: RuntimeCounters, malformed_requests: Callable[[], int]) -> None:
         """Export what the runtime already counts; each source is read at scrape time."""
         if self.tracing is not None:
             _log.info("tracing: exporting spans through the OTEL_* configuration")
         if self.metrics is not None and self.config.metrics_listen is not None:
-            self.metrics.watch_runtime(
-                loop_metrics,
-                writer_stats,
-                malformed_requests,
-                timer_stats,
-                task_counts,
-                retention_stats=retention_stats,
-            )
+            self.metrics.watch_runtime(counters, malformed_requests)
             self.endpoint = serve_metrics(self.metrics, self.config.metrics_listen)
             host = self.config.metrics_listen.rpartition(":")[0]
             # Tests and scripts read this line to find the port when listening on port 0.

@@ -25,9 +25,9 @@ from statewrightd.definitions.model import TASK_FAILED, Definition
 from statewrightd.definitions.parsing import parse_document
 from statewrightd.definitions.problems import Problem, did_you_mean
 from statewrightd.definitions.registry import FileReport, read_file
+from statewrightd.domain import Status
 from statewrightd.durations import parse_duration
 from statewrightd.scenarios.sandbox import DEFAULT_START
-from statewrightd.store.records import Status
 
 DEFAULT_WORKFLOW_ID = "test"
 STATUSES = tuple(s.value for s in Status)

@@ -185,7 +185,7 @@ class _Driver:
             if not outcome.accepted:
                 return Refused(
                     "FAILED_PRECONDITION",
-                    outcome.rejection,
+                    outcome.rejection or "",
                     f"the signal was not accepted: the instance is {outcome.record.status}",
                 )
             return None

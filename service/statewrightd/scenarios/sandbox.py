@@ -35,11 +35,14 @@ from statewright.v1 import workflow_service_pb2 as pb
 from statewrightd import errors
 from statewrightd.api import requests as api_requests
 from statewrightd.api import task_requests
-from statewrightd.api.caller import current_actor
 from statewrightd.api.convert import dict_to_struct, struct_to_dict
+from statewrightd.app.tasks import Completion, Failure, TaskDesk, TaskFailure, TaskRef
 from statewrightd.config import Limits, ServerConfig
+from statewrightd.context import current_actor
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
+from statewrightd.domain import OPEN_TASK, TaskStatus
 from statewrightd.engine.answers import Outcome, Replay, Result
+from statewrightd.engine.background import Background
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, Phase, TimerHandle
@@ -47,17 +50,11 @@ from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.observer import Unobserved
 from statewrightd.engine.runtime import Job, StepListener, WorkflowRuntime
 from statewrightd.engine.snapshots import settled_from
-from statewrightd.engine.task_desk import Completion, Failure, TaskDesk, TaskFailure, TaskRef
 from statewrightd.engine.tasks import TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler
+from statewrightd.reasons import Reason
 from statewrightd.store.memory import MemoryRepository
-from statewrightd.store.records import (
-    OPEN_TASK,
-    InstanceRecord,
-    TaskRecord,
-    TaskStatus,
-    TimerRecord,
-)
+from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 from statewrightd.store.writer import GroupCommitWriter
 
 T = TypeVar("T")
@@ -106,7 +103,7 @@ class ManualLoop(EventLoop):
 
     def post(self, fn: Callable[[], None]) -> None:
         if self.phase in (Phase.STOPPING, Phase.TERMINATED):
-            raise errors.Unavailable("the sandbox is closed", reason="SHUTTING_DOWN")
+            raise errors.Unavailable("the sandbox is closed", reason=Reason.SHUTTING_DOWN)
         self._ready.append(fn)
 
     def queue_depth(self) -> int:
@@ -190,9 +187,8 @@ class Sandbox:
         """``seed`` draws the retry delays that tasks' backoff leaves to chance."""
         config = config or ServerConfig()
         self.clock = VirtualClock(start)
-        self.repo = MemoryRepository(
-            request_window=timedelta(seconds=config.request_window_seconds)
-        )
+        self.repo = MemoryRepository()
+        window = timedelta(seconds=config.request_window_seconds)
         self.registry = DefinitionRegistry(self.repo)
         self._limits = api_requests.value_limits(config.limits or Limits())
         self._loop = ManualLoop(self.clock)
@@ -206,32 +202,24 @@ class Sandbox:
             clock=self.clock,
             retention=config.retention_seconds,
             max_context_bytes=config.limits.context_bytes,
+            request_window=window,
         )
         observer = Unobserved()
-        self._timers = TimerScheduler(
-            loop=self._loop,
-            repo=self.repo,
-            offload=self._runtime.offload,
-            clock=self.clock,
-            submit=self._runtime.fire,
-            observer=observer,
-        )
+        background = Background(self._loop, self.repo, self._runtime.offload, self.clock)
+        self._timers = TimerScheduler(background, submit=self._runtime.fire, observer=observer)
         self._runtime.on_armed = self._timers.armed
         self._requests = Idempotency(
             self._run,
             self.repo,
             self.registry,
             self._read,
-            window=timedelta(seconds=config.request_window_seconds),
+            window=window,
             clock=self.clock,
         )
         polls = TaskPolls(self.clock)
         rng = random.Random(seed)
         self._sweeper = TaskSweeper(
-            loop=self._loop,
-            repo=self.repo,
-            offload=self._runtime.offload,
-            clock=self.clock,
+            background,
             submit=self._runtime.fire,
             polls=polls,
             observer=observer,
@@ -297,8 +285,8 @@ class Sandbox:
     def _stop_at(self, when: datetime) -> None:
         self.clock.set(when)
         self._loop.drain()
-        self._timers.look_now()
-        self._sweeper.sweep_now()
+        self._timers.round_now()
+        self._sweeper.round_now()
         self._settle()
 
     def _next_due(self) -> datetime | None:

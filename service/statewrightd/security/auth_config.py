@@ -38,6 +38,7 @@ import yaml
 from statewrightd.definitions.problems import Problem
 from statewrightd.durations import parse_duration
 from statewrightd.errors import InvalidArgument
+from statewrightd.reasons import Reason
 from statewrightd.security.roles import ANY, Grant, Role
 
 ALGORITHMS = ("RS256", "ES256", "EdDSA")
@@ -58,7 +59,7 @@ _GRANT_KEYS = {"role", "definitions", "queues"}
 
 
 class AuthConfigInvalid(InvalidArgument):
-    default_reason = "AUTH_CONFIG_INVALID"
+    default_reason = Reason.AUTH_CONFIG_INVALID
 
     def __init__(self, source: str, problems: list[Problem]) -> None:
         listed = "; ".join(f"{p.path or '<document>'}: {p.message}" for p in problems)

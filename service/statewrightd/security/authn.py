@@ -24,6 +24,7 @@ from typing import Any
 import jwt
 
 from statewrightd import errors
+from statewrightd.reasons import Reason
 from statewrightd.security.auth_config import AuthConfig, JwtSettings
 from statewrightd.security.roles import Grant, Principal, Role, matches
 
@@ -39,7 +40,7 @@ SAN_KEYS = ("x509_subject_alternative_name",)
 
 
 def _unauthenticated(message: str) -> errors.Unauthenticated:
-    return errors.Unauthenticated(message, reason="UNAUTHENTICATED")
+    return errors.Unauthenticated(message, reason=Reason.UNAUTHENTICATED)
 
 
 class _Jwks:
@@ -218,7 +219,7 @@ def _bad_claim(
     got = f", not {_describe(value)}" if given else ""
     return errors.Unauthenticated(
         f"the token's {claim!r} claim must be {should_be}{got}",
-        reason="TOKEN_CLAIM_INVALID",
+        reason=Reason.TOKEN_CLAIM_INVALID,
         metadata={"claim": claim},
     )
 

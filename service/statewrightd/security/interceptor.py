@@ -25,11 +25,13 @@ import grpc
 from google.protobuf.message import Message
 
 from statewrightd import errors, visibility
-from statewrightd.api import caller
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
+from statewrightd.api.registration import Continuation, Handler, rewrapped
 from statewrightd.api.status import to_grpc_status
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
+from statewrightd.context import set_actor, set_definition_scope
+from statewrightd.reasons import Reason
 from statewrightd.security.authn import Authenticator
 from statewrightd.security.roles import (
     ANONYMOUS,
@@ -102,31 +104,17 @@ class CallGate(grpc.aio.ServerInterceptor):
         }
 
     async def intercept_service(
-        self,
-        continuation: Callable[
-            [grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler[Req, Resp] | None]
-        ],
-        handler_call_details: grpc.HandlerCallDetails,
-    ) -> grpc.RpcMethodHandler[Req, Resp] | None:
+        self, continuation: Continuation, handler_call_details: grpc.HandlerCallDetails
+    ) -> Handler | None:
         handler = await continuation(handler_call_details)
         method = handler_call_details.method
         if handler is None or method.startswith(OPEN_SERVICES):
             return handler
         rule = METHOD_RULES.get(method, UNLISTED)
         name = method.rpartition("/")[2]
-        if handler.unary_unary is not None:
-            return grpc.unary_unary_rpc_method_handler(
-                self._unary(handler.unary_unary, rule, name),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        if handler.unary_stream is not None:
-            return grpc.unary_stream_rpc_method_handler(
-                self._stream(handler.unary_stream, rule, name),
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
-            )
-        return handler
+        return rewrapped(
+            handler, lambda b: self._unary(b, rule, name), lambda b: self._stream(b, rule, name)
+        )
 
     def _unary(
         self, behavior: Behavior, rule: MethodRule, name: str
@@ -140,7 +128,7 @@ class CallGate(grpc.aio.ServerInterceptor):
                 await context.abort_with_status(to_grpc_status(exc))
                 raise AssertionError("abort_with_status always raises") from exc
             # Each call runs in a task (and a context) of its own: the value goes with it.
-            caller.set_actor(principal.name)
+            set_actor(principal.name)
             response = await behavior(request, context)
             self.screen(name, response, grants)
             return response
@@ -159,7 +147,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             except errors.StatewrightError as exc:
                 await context.abort_with_status(to_grpc_status(exc))
                 return
-            caller.set_actor(principal.name)
+            set_actor(principal.name)
             try:
                 async for item in behavior(request, context):
                     yield item
@@ -192,7 +180,7 @@ class CallGate(grpc.aio.ServerInterceptor):
         grants = principal.grants_for(rule)
         if not grants:
             raise _denied(f"{principal.name} may not call {name}: it needs the {rule.role} role")
-        caller.set_definition_scope(
+        set_definition_scope(
             None
             if unscoped(grants, Scope.DEFINITION)
             else functools.partial(allows, grants, Scope.DEFINITION)
@@ -234,7 +222,7 @@ class CallGate(grpc.aio.ServerInterceptor):
 
     async def _instance_definition(self, request: Message) -> str:
         workflow_id = v.workflow_name(str(getattr(request, "name", "")))
-        return (await self._app.get(workflow_id)).record.definition
+        return (await self._app.reads.get(workflow_id)).record.definition
 
     async def _task_queue(self, request: Message) -> str:
         ref = tr.task_ref(str(getattr(request, "name", "")))
@@ -272,14 +260,14 @@ class CallGate(grpc.aio.ServerInterceptor):
         if open_now >= self._limits.watches:
             raise errors.ResourceExhausted(
                 f"{principal.name} has {open_now} watch streams open, its limit",
-                reason="TOO_MANY_WATCHES",
+                reason=Reason.TOO_MANY_WATCHES,
                 metadata={"limit": self._limits.watches},
             )
         if self._watching_total >= self._limits.watches_total:
             raise errors.ResourceExhausted(
                 f"the server has {self._watching_total} watch streams open, its limit; "
                 "retry later or on another replica",
-                reason="TOO_MANY_WATCHES",
+                reason=Reason.TOO_MANY_WATCHES,
                 metadata={"limit": self._limits.watches_total, "scope": "server"},
             )
         self._watching[principal.name] = open_now + 1
@@ -299,7 +287,7 @@ def _in_scope(grants: tuple[Grant, ...], definition: str) -> bool:
 
 
 def _denied(message: str) -> errors.PermissionDenied:
-    return errors.PermissionDenied(message, reason="PERMISSION_DENIED")
+    return errors.PermissionDenied(message, reason=Reason.PERMISSION_DENIED)
 
 
 def _metadata(context: Context) -> tuple[tuple[str, str | bytes], ...]:

@@ -1,36 +1,12 @@
 """Durable storage: the only package that speaks SQL.
 
-The runtime uses :func:`open_repository`, the records, and :class:`GroupCommitWriter`.
+The runtime opens a :class:`Repository` with :func:`open_repository`, hands it the
+records of store/records.py, and saves through the :class:`GroupCommitWriter`.
 """
 
-from statewrightd.store.records import (
-    Create,
-    DefinitionRecord,
-    HistoryRecord,
-    InstanceRecord,
-    Operation,
-    Page,
-    RequestRecord,
-    Save,
-    Status,
-)
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.backends import open_repository
+from statewrightd.store.repository import Repository
 from statewrightd.store.schema import migrate
 from statewrightd.store.writer import GroupCommitWriter, WriterStats
 
-__all__ = [
-    "Create",
-    "DefinitionRecord",
-    "GroupCommitWriter",
-    "HistoryRecord",
-    "InstanceRecord",
-    "Operation",
-    "Page",
-    "Repository",
-    "RequestRecord",
-    "Save",
-    "Status",
-    "WriterStats",
-    "migrate",
-    "open_repository",
-]
+__all__ = ["GroupCommitWriter", "Repository", "WriterStats", "migrate", "open_repository"]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from datetime import timedelta
 
 from statewrightd.errors import SerializationError, StoreError
 from statewrightd.store.codec import EncodedOp, encode_op
@@ -12,9 +11,6 @@ from statewrightd.store.records import Create, InstanceRecord, Operation, Save
 
 
 class BatchWriter(ABC):
-    # How long a request record answers retries (None: for ever); set by the backend.
-    _request_window: timedelta | None = None
-
     def create(self, op: Create) -> InstanceRecord:
         result = self.apply_batch([op])[0]
         if isinstance(result, StoreError):
@@ -34,7 +30,7 @@ class BatchWriter(ABC):
         encoded: list[tuple[int, EncodedOp]] = []
         for i, op in enumerate(ops):
             try:
-                encoded.append((i, encode_op(op, self._request_window)))
+                encoded.append((i, encode_op(op)))
             except SerializationError as exc:
                 results[i] = exc
         if encoded:

@@ -23,6 +23,7 @@ from typing import Any
 import psycopg
 
 from statewrightd.errors import StoreError
+from statewrightd.reasons import Reason
 
 # Every table with one row set per instance, colocated with the instances (the first).
 DISTRIBUTED = (
@@ -47,10 +48,6 @@ CREATE TABLE IF NOT EXISTS statewright_citus_version (
 Conn = psycopg.Connection[Any]
 
 
-def refusal(message: str, reason: str) -> StoreError:
-    return StoreError(message, reason=reason)
-
-
 def is_citus(conn: Conn) -> bool:
     """Whether this database is a Citus coordinator Statewright can use; raises why not
     when it is Citus but not usable, and answers False for a plain PostgreSQL."""
@@ -59,29 +56,29 @@ def is_citus(conn: Conn) -> bool:
         preload = conn.execute("SELECT current_setting('shared_preload_libraries')").fetchone()
         if preload is not None and "citus" in str(preload[0]):
             database = conn.info.dbname
-            raise refusal(
+            raise StoreError(
                 f"this server loads Citus but database {database!r} has not created the "
                 "extension: run CREATE EXTENSION citus in it (and add the workers with "
                 "citus_add_node), then migrate again",
-                "CITUS_EXTENSION_MISSING",
+                reason=Reason.CITUS_EXTENSION_MISSING,
             )
         return False
     # Group 0 is the coordinator's (and a new node's, before it is added anywhere).
     group = conn.execute("SELECT groupid FROM pg_dist_local_group").fetchone()
     if group is None or group[0] != 0:
-        raise refusal(
+        raise StoreError(
             "this is a Citus worker node: point the database URL at the coordinator",
-            "CITUS_NOT_COORDINATOR",
+            reason=Reason.CITUS_NOT_COORDINATOR,
         )
     workers = conn.execute(
         "SELECT count(*) FROM pg_dist_node"
         " WHERE noderole = 'primary' AND isactive AND shouldhaveshards AND groupid <> 0"
     ).fetchone()
     if workers is None or workers[0] == 0:
-        raise refusal(
+        raise StoreError(
             "this Citus coordinator has no worker node to hold shards: add workers with "
             "SELECT citus_add_node('host', port) on the coordinator, then migrate again",
-            "CITUS_NO_WORKERS",
+            reason=Reason.CITUS_NO_WORKERS,
         )
     return True
 
@@ -139,11 +136,11 @@ def _check_single_placement(conn: Conn) -> None:
         (list(DISTRIBUTED),),
     ).fetchone()
     if row is not None and row[0]:
-        raise refusal(
+        raise StoreError(
             "the workflow tables' shards are kept in more than one copy "
             "(citus.shard_replication_factor > 1): Statewright needs one placement per "
             "shard; make each node highly available with PostgreSQL streaming replication",
-            "CITUS_SHARD_REPLICAS",
+            reason=Reason.CITUS_SHARD_REPLICAS,
         )
 
 

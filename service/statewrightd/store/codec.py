@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from statewrightd.domain import STATUSES, TERMINAL
 from statewrightd.errors import InvalidArgument, SerializationError
+from statewrightd.reasons import Reason
 from statewrightd.store.records import (
-    STATUSES,
-    TERMINAL,
     Create,
     DefinitionRecord,
     HistoryRecord,
@@ -260,7 +260,8 @@ def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any
     for timer in change.arm:
         if timer.workflow_id != target.workflow_id or timer.revision != target.revision:
             raise SerializationError(
-                f"{w}: a timer is armed by the step that saves it", reason="INCONSISTENT_OPERATION"
+                f"{w}: a timer is armed by the step that saves it",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         due = check_time(timer.due_time, f"{w} timer due_time")
         armed.append(
@@ -282,7 +283,7 @@ def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any
     }
 
 
-def _encode_request(r: RequestRecord | None, window: timedelta | None) -> dict[str, Any]:
+def _encode_request(r: RequestRecord | None) -> dict[str, Any]:
     """``r_cutoff``: a recorded request id older than this is out of its window, free to
     be recorded again (a record that old answers no retry)."""
     if r is None:
@@ -303,17 +304,12 @@ def _encode_request(r: RequestRecord | None, window: timedelta | None) -> dict[s
         "r_fingerprint": check_text(r.fingerprint, f"{w} fingerprint"),
         "r_response": r.response,
         "r_time": check_time(r.create_time, f"{w} create_time"),
-        "r_cutoff": request_cutoff(r.create_time, window),
+        "r_cutoff": NEVER if r.live_after is None else check_time(r.live_after, f"{w} live_after"),
     }
 
 
 # The cutoff when request records never expire: older than any record.
 NEVER = datetime(1970, 1, 1, tzinfo=UTC)
-
-
-def request_cutoff(now: datetime, window: timedelta | None) -> datetime:
-    """Request records created before this are out of their window at ``now``."""
-    return NEVER if window is None else check_time(now, "now") - window
 
 
 def encode_task(task: TaskRecord) -> dict[str, Any]:
@@ -375,7 +371,7 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
         ):
             raise SerializationError(
                 f"{w}: a task is scheduled by the step that saves it",
-                reason="INCONSISTENT_OPERATION",
+                reason=Reason.INCONSISTENT_OPERATION,
             )
         schedule = dumps(encode_task(change.schedule), f"{w} task")
     finish = change.finish
@@ -391,53 +387,46 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
     }
 
 
-def encode_op(op: Operation, request_window: timedelta | None = None) -> EncodedOp:
+def _inconsistency(op: Operation, target: InstanceRecord) -> str | None:
+    """What makes ``op`` contradict itself, if anything: a defect of whoever built it."""
+    if op.history.workflow_id != target.workflow_id or op.history.revision != target.revision:
+        return f"the history row must belong to revision {target.revision}"
+    if op.request is not None and op.request.workflow_id != target.workflow_id:
+        return "the request record names another workflow"
+    if isinstance(op, Save):
+        expected = op.expected_revision
+        if target.revision != expected + 1:
+            return f"a save moves revision {expected} to {expected + 1}, not {target.revision}"
+        return None
+    if target.revision != 1:
+        return "a new instance starts at revision 1"
+    if op.timers.disarm or op.timers.fired:
+        return "a new instance has no timers to disarm or fire"
+    if op.tasks.cancel or op.tasks.finish:
+        return "a new instance has no task to cancel or finish"
+    return None
+
+
+def encode_op(op: Operation) -> EncodedOp:
     """Check an operation completely; raise ``SerializationError`` before any write.
 
     ``request_window``: how long a request record answers retries (None: for ever)."""
     target = op.record if isinstance(op, Create) else op.new
     params = encode_instance(target)
     wid = target.workflow_id
-    if op.history.workflow_id != wid or op.history.revision != target.revision:
-        raise SerializationError(
-            f"workflow {wid!r}: the history row must belong to revision {target.revision}",
-            reason="INCONSISTENT_OPERATION",
-        )
-    if op.request is not None and op.request.workflow_id != wid:
-        raise SerializationError(
-            f"workflow {wid!r}: the request record names another workflow",
-            reason="INCONSISTENT_OPERATION",
-        )
-    if isinstance(op, Create):
-        if target.revision != 1:
-            raise SerializationError(
-                f"workflow {wid!r}: a new instance starts at revision 1",
-                reason="INCONSISTENT_OPERATION",
-            )
-    elif isinstance(op, Save):
+    if isinstance(op, Save):
         expected = _check_int(op.expected_revision, f"workflow {wid!r} expected_revision", 1)
-        if target.revision != expected + 1:
-            raise SerializationError(
-                f"workflow {wid!r}: a save moves revision {expected} to {expected + 1}, "
-                f"not {target.revision}",
-                reason="INCONSISTENT_OPERATION",
-            )
         params["expected"] = expected
+    problem = _inconsistency(op, target)
+    if problem is not None:
+        raise SerializationError(
+            f"workflow {wid!r}: {problem}", reason=Reason.INCONSISTENT_OPERATION
+        )
     params.update(_encode_history(op.history, target.context, params["context"]))
-    params.update(_encode_request(op.request, request_window))
+    params.update(_encode_request(op.request))
     if op.timers:
-        if isinstance(op, Create) and (op.timers.disarm or op.timers.fired):
-            raise SerializationError(
-                f"workflow {wid!r}: a new instance has no timers to disarm or fire",
-                reason="INCONSISTENT_OPERATION",
-            )
         params.update(_encode_timers(op.timers, target))
     if op.tasks:
-        if isinstance(op, Create) and (op.tasks.cancel or op.tasks.finish):
-            raise SerializationError(
-                f"workflow {wid!r}: a new instance has no task to cancel or finish",
-                reason="INCONSISTENT_OPERATION",
-            )
         params.update(_encode_tasks(op.tasks, target))
     return EncodedOp(op=op, params=params)
 
@@ -516,7 +505,9 @@ def decode_task_page_token(token: str, key: str) -> tuple[datetime, str, str]:
 
 
 def _bad_token(message: str) -> InvalidArgument:
-    return InvalidArgument(message, reason="INVALID_PAGE_TOKEN", metadata={"field": "page_token"})
+    return InvalidArgument(
+        message, reason=Reason.INVALID_PAGE_TOKEN, metadata={"field": "page_token"}
+    )
 
 
 DEFAULT_PAGE_SIZE = 50
@@ -525,7 +516,7 @@ MAX_PAGE_SIZE = 1000
 
 def clamp_page_size(page_size: int) -> int:
     if page_size < 0:
-        raise InvalidArgument("page_size must not be negative", reason="INVALID_PAGE_SIZE")
+        raise InvalidArgument("page_size must not be negative", reason=Reason.INVALID_PAGE_SIZE)
     if page_size == 0:
         return DEFAULT_PAGE_SIZE
     return min(page_size, MAX_PAGE_SIZE)
@@ -533,4 +524,4 @@ def clamp_page_size(page_size: int) -> int:
 
 def check_status_filter(status: str | None) -> None:
     if status is not None and status not in STATUSES:
-        raise InvalidArgument(f"unknown status filter {status!r}", reason="INVALID_FILTER")
+        raise InvalidArgument(f"unknown status filter {status!r}", reason=Reason.INVALID_FILTER)

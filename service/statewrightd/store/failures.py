@@ -16,6 +16,7 @@ from statewrightd.errors import (
     TaskFenced,
     TimerGone,
 )
+from statewrightd.reasons import Reason
 from statewrightd.store.records import Create, DefinitionRecord, Operation, target_of
 
 
@@ -49,7 +50,7 @@ def workflow_exists(workflow_id: str) -> RecordExists:
 def request_used(request_id: str, workflow_id: str) -> RecordExists:
     return RecordExists(
         f"request id {request_id!r} was already used",
-        reason="REQUEST_EXISTS",
+        reason=Reason.REQUEST_EXISTS,
         metadata={"request_id": request_id, "workflow_id": workflow_id},
     )
 
@@ -101,12 +102,12 @@ def task_fence_broken(
     if found is not None and found[0] == "CANCELLED":
         return TaskFenced(
             f"task {task_id} of {workflow_id!r} was cancelled",
-            reason="TASK_CANCELLED",
+            reason=Reason.TASK_CANCELLED,
             metadata=meta,
         )
     return TaskFenced(
         f"task {task_id} of {workflow_id!r}: this lease is no longer current",
-        reason="LEASE_SUPERSEDED",
+        reason=Reason.LEASE_SUPERSEDED,
         metadata=meta,
     )
 
@@ -114,7 +115,7 @@ def task_fence_broken(
 def task_not_found(workflow_id: str, task_id: str) -> RecordNotFound:
     return RecordNotFound(
         f"task {task_id} of workflow {workflow_id!r} not found",
-        reason="TASK_NOT_FOUND",
+        reason=Reason.TASK_NOT_FOUND,
         metadata={"workflow_id": workflow_id, "task_id": task_id},
     )
 
@@ -123,7 +124,7 @@ def definition_not_found(name: str, version: int | None) -> RecordNotFound:
     what = f"definition {name!r}" + ("" if version is None else f" version {version}")
     return RecordNotFound(
         f"{what} not found",
-        reason="DEFINITION_NOT_FOUND",
+        reason=Reason.DEFINITION_NOT_FOUND,
         metadata={"name": name, "version": "latest" if version is None else version},
     )
 
@@ -136,7 +137,7 @@ def same_definition_or_raise(stored: DefinitionRecord, rec: DefinitionRecord) ->
         f"definition {rec.name} version {rec.version} already exists with different content "
         f"(stored from {stored.source_name!r}, offered from {rec.source_name!r}); "
         "definitions are immutable: bump the version",
-        reason="DEFINITION_VERSION_EXISTS",
+        reason=Reason.DEFINITION_VERSION_EXISTS,
         metadata={
             "name": rec.name,
             "version": rec.version,
@@ -150,5 +151,5 @@ def schema_behind(version: int, needed: int) -> StorageUnavailable:
     return StorageUnavailable(
         f"database schema is at version {version}, this server needs "
         f"{needed}; run `statewrightd migrate`",
-        reason="SCHEMA_NOT_MIGRATED",
+        reason=Reason.SCHEMA_NOT_MIGRATED,
     )

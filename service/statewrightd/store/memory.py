@@ -13,37 +13,41 @@ batch of operations is applied (each row's compare-and-swap on its own) as one.
 
 from __future__ import annotations
 
-import secrets
-import threading
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     EncodedOp,
     check_status_filter,
-    check_time,
     clamp_page_size,
     decode_page_token,
-    decode_task_page_token,
-    dumps,
-    dumps_optional,
     encode_definition,
     encode_page_token,
-    encode_task_page_token,
     from_micros,
     loads,
     to_micros,
 )
+from statewrightd.store.memory_state import (
+    CHILD_TABLES,
+    COUNT_CAP,
+    FINISHED,
+    OPEN,
+    PURGE_LIMIT,
+    ROWS,
+    Instance,
+    micros,
+    stamp,
+    stored_task,
+)
+from statewrightd.store.memory_work import MemoryWork
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
 from statewrightd.store.records import (
-    TERMINAL,
     Create,
     DefinitionRecord,
     HistoryRecord,
@@ -51,70 +55,16 @@ from statewrightd.store.records import (
     Operation,
     Page,
     Purged,
-    QueueCounts,
     RequestRecord,
     RetentionCounts,
     TaskFinish,
-    TaskPage,
-    TaskRecord,
-    TimerRecord,
     Tombstone,
     target_of,
 )
-from statewrightd.store.rows import TASK, Rows
-
-ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)
-PURGE_LIMIT = 1000
-COUNT_CAP = 100_000
-_OPEN = frozenset({"SCHEDULED", "LEASED", "BACKOFF"})
-_READY = frozenset({"SCHEDULED", "BACKOFF"})
-_FINISHED = frozenset(str(s) for s in TERMINAL)
-_CHILD_TABLES = ("workflow_history", "workflow_timers", "workflow_tasks", "workflow_requests")
 
 
-@dataclass(slots=True)
-class _Instance:
-    row: list[Any]  # rows.INSTANCE order, SQLite's representation
-    history: dict[int, list[Any]] = field(default_factory=dict)  # revision -> rows.HISTORY
-    timers: dict[str, list[Any]] = field(default_factory=dict)  # id -> rows.TIMER + claim
-    tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> columns + claim
-
-    @property
-    def revision(self) -> int:
-        return int(self.row[6])
-
-    @property
-    def status(self) -> str:
-        return str(self.row[4])
-
-
-def _micros(value: datetime | None) -> int | None:
-    return None if value is None else to_micros(value)
-
-
-def _time(value: datetime, where: str = "time") -> int:
-    return to_micros(check_time(value, where))
-
-
-class MemoryRepository(BatchWriter):
+class MemoryRepository(MemoryWork, BatchWriter):
     """The repository contract in this process's memory; gone when the process ends."""
-
-    def __init__(self, *, request_window: timedelta | None = None) -> None:
-        self._request_window = request_window
-        self._lock = threading.RLock()
-        self._closed = False
-        self._instances: dict[str, _Instance] = {}
-        # Keyed by (workflow id, request id): a request id is unique per instance.
-        self._requests: dict[tuple[str, str], tuple[str, str, str, str, bytes, int]] = {}
-        self._definitions: dict[tuple[str, int], tuple[str, int, str, str, str, int]] = {}
-        self._tombstones: dict[str, tuple[str, int, int]] = {}
-
-    @contextmanager
-    def _held(self) -> Iterator[None]:
-        with self._lock:
-            if self._closed:
-                raise StorageUnavailable("the repository is closed", reason="STORE_CLOSED")
-            yield
 
     # -- writes ----------------------------------------------------------------------
 
@@ -130,20 +80,10 @@ class MemoryRepository(BatchWriter):
         op, p = e.op, e.params
         wid = p["workflow_id"]
         rid = p["request_id"]
-        if rid is not None:
-            taken = self._requests.get((wid, rid))
-            if taken is not None and taken[5] > to_micros(p["r_cutoff"]):
-                return failures.refused(op, request_free=False, actual_revision=None)
         instance = self._instances.get(wid)
-        fired = op.timers.fired
-        if fired is not None and (instance is None or fired not in instance.timers):
-            return self._refused(op, instance)
-        finish = op.tasks.finish
-        if finish is not None:
-            task = None if instance is None else instance.tasks.get(finish.task_id)
-            if task is None or not _fence_holds(task, finish):
-                found = None if task is None else (task["status"], task["lease_token"])
-                return self._refused(op, instance, found)
+        refusal = self._fenced(op, p, instance)
+        if refusal is not None:
+            return refusal
         row = [
             wid,
             p["definition"],
@@ -155,12 +95,12 @@ class MemoryRepository(BatchWriter):
             p["error"],
             to_micros(p["create_time"]),
             to_micros(p["update_time"]),
-            _micros(p["expire_time"]),
+            micros(p["expire_time"]),
         ]
         if isinstance(op, Create):
             if instance is not None:
                 return self._refused(op, instance)
-            instance = self._instances[wid] = _Instance(row)
+            instance = self._instances[wid] = Instance(row)
         else:
             if instance is None or instance.revision != p["expected"]:
                 return self._refused(op, instance)
@@ -206,8 +146,29 @@ class MemoryRepository(BatchWriter):
             self._task_work(instance, p)
         return target_of(op)
 
+    def _fenced(
+        self, op: Operation, p: dict[str, Any], instance: Instance | None
+    ) -> StoreError | None:
+        """Why the step may not save (its request id taken, its timer gone, its task not as
+        it saw it), checked before anything changes; None when it may."""
+        rid = p["request_id"]
+        if rid is not None:
+            taken = self._requests.get((p["workflow_id"], rid))
+            if taken is not None and taken[5] > to_micros(p["r_cutoff"]):
+                return failures.refused(op, request_free=False, actual_revision=None)
+        fired = op.timers.fired
+        if fired is not None and (instance is None or fired not in instance.timers):
+            return self._refused(op, instance)
+        finish = op.tasks.finish
+        if finish is not None:
+            task = None if instance is None else instance.tasks.get(finish.task_id)
+            if task is None or not _fence_holds(task, finish):
+                found = None if task is None else (task["status"], task["lease_token"])
+                return self._refused(op, instance, found)
+        return None
+
     @staticmethod
-    def _task_work(instance: _Instance, p: dict[str, Any]) -> None:
+    def _task_work(instance: Instance, p: dict[str, Any]) -> None:
         update_time = to_micros(p["update_time"])
         finish_id = p["k_finish_id"]
         if finish_id is not None:
@@ -219,17 +180,17 @@ class MemoryRepository(BatchWriter):
             task["update_time"] = update_time
         if p["k_cancel"]:
             for task_id, task in instance.tasks.items():
-                if task["status"] in _OPEN and task_id != finish_id:
+                if task["status"] in OPEN and task_id != finish_id:
                     task["status"] = "CANCELLED"
                     task["update_time"] = update_time
         if p["k_schedule"] is not None:
-            task = _stored_task(loads(p["k_schedule"]))
+            task = stored_task(loads(p["k_schedule"]))
             instance.tasks[task["task_id"]] = task
 
     def _refused(
         self,
         op: Operation,
-        instance: _Instance | None,
+        instance: Instance | None,
         task: tuple[str, str | None] | None = None,
     ) -> StoreError:
         actual = None
@@ -270,7 +231,7 @@ class MemoryRepository(BatchWriter):
         self, workflow_id: str, after_revision: int, limit: int
     ) -> list[HistoryRecord]:
         if limit <= 0:
-            raise InvalidArgument("limit must be positive", reason="INVALID_LIMIT")
+            raise InvalidArgument("limit must be positive", reason=Reason.INVALID_LIMIT)
         with self._held():
             instance = self._instances.get(workflow_id)
             if instance is None:
@@ -289,13 +250,13 @@ class MemoryRepository(BatchWriter):
     def lookup_request(
         self, workflow_id: str, request_id: str, live_after: datetime | None = None
     ) -> RequestRecord | None:
-        cutoff = _time(live_after if live_after is not None else NEVER)
+        cutoff = stamp(live_after if live_after is not None else NEVER)
         with self._held():
             row = self._requests.get((workflow_id, request_id))
         return None if row is None or row[5] <= cutoff else ROWS.request(row)
 
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
-        cutoff = _time(older_than)
+        cutoff = stamp(older_than)
         with self._held():
             due = sorted((r[5], key) for key, r in self._requests.items() if r[5] <= cutoff)
             for _, key in due[:limit]:
@@ -305,16 +266,16 @@ class MemoryRepository(BatchWriter):
     # -- retention -------------------------------------------------------------------
 
     def purge_expired(self, now: datetime, limit: int) -> Purged:
-        at = _time(now, "now")
+        at = stamp(now, "now")
         with self._held():
             expired = sorted(
                 (i.row[10], wid)
                 for wid, i in self._instances.items()
-                if i.row[10] is not None and i.row[10] <= at and i.status in _FINISHED
+                if i.row[10] is not None and i.row[10] <= at and i.status in FINISHED
             )[:limit]
             ids = [wid for _, wid in expired]
             if not ids:
-                return Purged(rows=dict.fromkeys((*_CHILD_TABLES, "workflow_instances"), 0))
+                return Purged(rows=dict.fromkeys((*CHILD_TABLES, "workflow_instances"), 0))
             for wid in ids:
                 expire = self._instances[wid].row[10]
                 self._tombstones[wid] = (wid, expire if expire is not None else at, at)
@@ -325,7 +286,7 @@ class MemoryRepository(BatchWriter):
             instance = self._instances.get(workflow_id)
             if instance is None:
                 raise failures.workflow_not_found(workflow_id)
-            if instance.status not in _FINISHED:
+            if instance.status not in FINISHED:
                 raise failures.workflow_live(workflow_id, instance.status)
             if revision is not None and instance.revision != revision:
                 raise failures.revision_moved(workflow_id, revision, instance.revision)
@@ -333,7 +294,7 @@ class MemoryRepository(BatchWriter):
             return self._remove([workflow_id])
 
     def _remove(self, ids: list[str]) -> Purged:
-        counts = dict.fromkeys((*_CHILD_TABLES, "workflow_instances"), 0)
+        counts = dict.fromkeys((*CHILD_TABLES, "workflow_instances"), 0)
         gone = set(ids)
         for wid in ids:
             instance = self._instances.pop(wid)
@@ -348,7 +309,7 @@ class MemoryRepository(BatchWriter):
         return Purged(workflow_ids=tuple(sorted(ids)), rows=counts)
 
     def purge_tombstones(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
-        cutoff = _time(older_than)
+        cutoff = stamp(older_than)
         with self._held():
             due = sorted((t[2], wid) for wid, t in self._tombstones.items() if t[2] <= cutoff)
             for _, wid in due[:limit]:
@@ -363,7 +324,7 @@ class MemoryRepository(BatchWriter):
     def retention_counts(
         self, now: datetime, requests_before: datetime, cap: int = COUNT_CAP
     ) -> RetentionCounts:
-        at, cutoff = _time(now, "now"), _time(requests_before)
+        at, cutoff = stamp(now, "now"), stamp(requests_before)
         with self._held():
             expiring = [
                 i.row[10]
@@ -407,270 +368,7 @@ class MemoryRepository(BatchWriter):
 
     # -- timers ----------------------------------------------------------------------
 
-    def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
-        out: dict[str, list[TimerRecord]] = {}
-        with self._held():
-            for wid in sorted(set(workflow_ids)):
-                instance = self._instances.get(wid)
-                if instance is not None and instance.timers:
-                    rows = sorted(instance.timers.values(), key=lambda t: (t[6], t[1]))
-                    out[wid] = [ROWS.timer(t) for t in rows]
-        return out
-
-    def _timers(self) -> Iterator[list[Any]]:
-        for instance in self._instances.values():
-            yield from instance.timers.values()
-
-    def claim_timers(self, now: datetime, until: datetime, limit: int) -> list[TimerRecord]:
-        at, held = _time(now, "now"), _time(until, "until")
-        with self._held():
-            due = sorted(
-                (t for t in self._timers() if t[6] <= at and (t[7] is None or t[7] <= at)),
-                key=lambda t: t[6],
-            )[:limit]
-            for timer in due:
-                timer[7] = held
-            return [ROWS.timer(t) for t in due]
-
-    def next_timer_due(self, now: datetime) -> datetime | None:
-        at = _time(now, "now")
-        with self._held():
-            dues = [t[6] for t in self._timers() if t[7] is None or t[7] <= at]
-        return from_micros(min(dues)) if dues else None
-
-    def delete_timer(self, workflow_id: str, timer_id: str) -> bool:
-        with self._held():
-            instance = self._instances.get(workflow_id)
-            return instance is not None and instance.timers.pop(timer_id, None) is not None
-
-    def timer_counts(self, now: datetime) -> tuple[int, int]:
-        at = _time(now, "now")
-        with self._held():
-            dues = [t[6] for t in self._timers()]
-        return len(dues), sum(1 for due in dues if due <= at)
-
     # -- tasks -----------------------------------------------------------------------
-
-    def _tasks(self) -> Iterator[dict[str, Any]]:
-        for instance in self._instances.values():
-            yield from instance.tasks.values()
-
-    def _task(self, workflow_id: str, task_id: str) -> dict[str, Any] | None:
-        instance = self._instances.get(workflow_id)
-        return None if instance is None else instance.tasks.get(task_id)
-
-    def lease_tasks(
-        self,
-        queue: str,
-        now: datetime,
-        limit: int,
-        first_lease: float,
-        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
-    ) -> list[TaskRecord]:
-        at, first_ms = _time(now), round(first_lease * 1000)
-        with self._held():
-            ready = sorted(
-                (
-                    t
-                    for t in self._tasks()
-                    if t["queue"] == queue
-                    and t["status"] in _READY
-                    and t["available_time"] <= at
-                    and t["deadline"] > at
-                ),
-                key=lambda t: t["available_time"],
-            )[:limit]
-            if choose is not None:
-                chosen = {
-                    (c.workflow_id, c.task_id) for c in choose([_task_record(t) for t in ready])
-                }
-                ready = [t for t in ready if (t["workflow_id"], t["task_id"]) in chosen]
-            for task in ready:
-                stc = task["start_to_close_ms"]
-                heartbeat = task["heartbeat_ms"] if task["heartbeat_ms"] is not None else stc
-                task["status"] = "LEASED"
-                task["attempt"] += 1
-                task["lease_token"] = secrets.token_hex(16)
-                task["attempt_start_time"] = at
-                task["lease_expire_time"] = min(
-                    task["deadline"], at + min(stc, heartbeat, first_ms) * 1000
-                )
-                task["claimed_until"] = None
-                task["update_time"] = at
-            return [_task_record(t) for t in ready]
-
-    def heartbeat_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        now: datetime,
-        details: dict[str, Any] | None,
-    ) -> TaskRecord | None:
-        at = _time(now)
-        encoded = dumps_optional(details, "heartbeat details")
-        with self._held():
-            task = self._task(workflow_id, task_id)
-            if (
-                task is None
-                or task["lease_token"] != token
-                or task["status"] != "LEASED"
-                or not task["lease_expire_time"] > at
-            ):
-                return None
-            stc = task["start_to_close_ms"]
-            heartbeat = task["heartbeat_ms"] if task["heartbeat_ms"] is not None else stc
-            task["lease_expire_time"] = min(
-                task["deadline"], task["attempt_start_time"] + stc * 1000, at + heartbeat * 1000
-            )
-            if encoded is not None:
-                task["heartbeat_details"] = encoded
-            task["update_time"] = at
-            return _task_record(task)
-
-    def retry_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        *,
-        now: datetime,
-        available: datetime,
-        error: dict[str, Any],
-        request_id: str | None = None,
-        expired_only: bool = False,
-    ) -> TaskRecord | None:
-        at, ready_at = _time(now), _time(available)
-        encoded = dumps(error, "task error")
-        with self._held():
-            task = self._task(workflow_id, task_id)
-            if task is None or task["lease_token"] != token or task["status"] != "LEASED":
-                return None
-            if expired_only and not task["lease_expire_time"] <= at:
-                return None
-            task.update(
-                status="BACKOFF",
-                lease_token=None,
-                lease_expire_time=None,
-                available_time=ready_at,
-                last_error=encoded,
-                last_request_id=request_id,
-                claimed_until=None,
-                update_time=at,
-            )
-            return _task_record(task)
-
-    def release_task(
-        self, workflow_id: str, task_id: str, token: str, now: datetime
-    ) -> TaskRecord | None:
-        at = _time(now)
-        with self._held():
-            task = self._task(workflow_id, task_id)
-            if task is None or task["lease_token"] != token or task["status"] != "LEASED":
-                return None
-            task.update(
-                status="SCHEDULED" if task["attempt"] <= 1 else "BACKOFF",
-                attempt=task["attempt"] - 1,
-                lease_token=None,
-                lease_expire_time=None,
-                attempt_start_time=None,
-                claimed_until=None,
-                update_time=at,
-            )
-            return _task_record(task)
-
-    def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
-        at, held = _time(now), _time(until)
-        with self._held():
-            expired = [
-                t
-                for t in self._tasks()
-                if (
-                    (t["status"] == "LEASED" and t["lease_expire_time"] <= at)
-                    or (t["status"] in _OPEN and t["deadline"] <= at)
-                )
-                and (t["claimed_until"] is None or t["claimed_until"] <= at)
-            ][:limit]
-            for task in expired:
-                task["claimed_until"] = held
-            return [_task_record(t) for t in expired]
-
-    def get_task(self, workflow_id: str, task_id: str) -> TaskRecord:
-        with self._held():
-            task = self._task(workflow_id, task_id)
-            if task is None:
-                raise failures.task_not_found(workflow_id, task_id)
-            return _task_record(task)
-
-    def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]:
-        out: dict[str, TaskRecord] = {}
-        with self._held():
-            for wid in workflow_ids:
-                instance = self._instances.get(wid)
-                for task in () if instance is None else instance.tasks.values():
-                    if task["status"] in _OPEN:
-                        out[wid] = _task_record(task)
-        return out
-
-    def queue_stats(self, now: datetime) -> list[QueueCounts]:
-        at = _time(now)
-        queues: dict[str, list[Any]] = {}
-        with self._held():
-            for task in self._tasks():
-                if task["status"] not in _OPEN:
-                    continue
-                entry = queues.setdefault(task["queue"], [0, None, 0])
-                if task["status"] in _READY and task["available_time"] <= at:
-                    entry[0] += 1
-                    oldest = entry[1]
-                    entry[1] = (
-                        task["available_time"]
-                        if oldest is None
-                        else min(oldest, task["available_time"])
-                    )
-                elif task["status"] == "LEASED":
-                    entry[2] += 1
-        return [
-            QueueCounts(
-                queue=name,
-                ready=ready,
-                oldest_ready=None if oldest is None else from_micros(oldest),
-                leased=leased,
-            )
-            for name, (ready, oldest, leased) in sorted(queues.items())
-        ]
-
-    def list_tasks(
-        self,
-        *,
-        queue: str | None = None,
-        workflow_id: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> TaskPage:
-        size = clamp_page_size(page_size)
-        key = f"{queue}|{workflow_id}|{status}"
-        after_time, after_w, after_t = decode_task_page_token(page_token, key)
-        after = (to_micros(after_time), after_w, after_t)
-        with self._held():
-            found = sorted(
-                (
-                    t
-                    for t in self._tasks()
-                    if (t["schedule_time"], t["workflow_id"], t["task_id"]) > after
-                    and (queue is None or t["queue"] == queue)
-                    and (workflow_id is None or t["workflow_id"] == workflow_id)
-                    and (status is None or t["status"] == status)
-                ),
-                key=lambda t: (t["schedule_time"], t["workflow_id"], t["task_id"]),
-            )[: size + 1]
-            tasks = [_task_record(t) for t in found[:size]]
-        token = ""
-        if len(found) > size:
-            last = tasks[-1]
-            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
-        return TaskPage(items=tasks, next_page_token=token)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -723,24 +421,10 @@ class MemoryRepository(BatchWriter):
         return Page(items=items, next_page_token=token)
 
 
-def _stored_task(task: dict[str, Any]) -> dict[str, Any]:
-    """An encoded task (codec.encode_task) as this store keeps it: SQLite's columns."""
-    out = {**task, **task["us"]}
-    del out["us"]
-    for name in ("input", "retry", "heartbeat_details", "last_error"):
-        out[name] = None if out[name] is None else dumps(out[name], f"task {name}")
-    out["claimed_until"] = None
-    return out
-
-
 def _fence_holds(task: dict[str, Any], finish: TaskFinish) -> bool:
     """Whether the task is still as the finishing step saw it (the backends' fence)."""
     if task["lease_token"] != finish.lease_token:
         return False
     if finish.attempt is not None and task["attempt"] != finish.attempt:
         return False
-    return bool(task["status"] == "LEASED" or (not finish.leased and task["status"] in _OPEN))
-
-
-def _task_record(task: dict[str, Any]) -> TaskRecord:
-    return ROWS.task([task[c] for c in TASK])
+    return bool(task["status"] == "LEASED" or (not finish.leased and task["status"] in OPEN))

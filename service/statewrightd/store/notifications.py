@@ -15,6 +15,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Container, Iterable, Iterator
+from dataclasses import KW_ONLY, dataclass, field
 from typing import Generic, TypeVar
 
 import psycopg
@@ -65,6 +66,7 @@ def parse_hints(payload: str) -> list[Hint]:
     return hints
 
 
+@dataclass(eq=False)
 class HintListener(Generic[H]):
     """A daemon thread holding a LISTEN connection on ``channel``, reconnecting with
     backoff, and handing each payload's hints (``parse``) to ``callback``.
@@ -84,28 +86,23 @@ class HintListener(Generic[H]):
     LINGER_SECONDS = 10.0
     GATHER_SECONDS = 0.02
 
-    def __init__(
-        self,
-        url: str,
-        channel: str,
-        parse: Callable[[str], list[H]],
-        callback: Callable[[list[H]], None],
-        *,
-        on_connected: Callable[[], None] | None = None,
-        own_pids: Container[int] = (),
-        wanted: Callable[[], bool] = lambda: True,
-    ) -> None:
-        self._channel = channel
-        self._parse = parse
-        self._own_pids = own_pids
-        self._url = url
-        self._callback = callback
-        self._on_connected = on_connected
-        self._wanted = wanted
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"{channel}-listener", daemon=True)
-        self.connected = threading.Event()  # set while LISTEN is in effect
+    url: str
+    channel: str
+    parse: Callable[[str], list[H]]
+    callback: Callable[[list[H]], None]
+    _: KW_ONLY
+    on_connected: Callable[[], None] | None = None
+    own_pids: Container[int] = ()
+    wanted: Callable[[], bool] = lambda: True
+    # Set while LISTEN is in effect.
+    connected: threading.Event = field(init=False, default_factory=threading.Event)
+    _stop: threading.Event = field(init=False, default_factory=threading.Event)
+    _wake: threading.Event = field(init=False, default_factory=threading.Event)  # listen now
+    _thread: threading.Thread = field(init=False)
+
+    def __post_init__(self) -> None:
+        name = f"{self.channel}-listener"
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
 
     def start(self) -> None:
         self._thread.start()
@@ -126,29 +123,29 @@ class HintListener(Generic[H]):
             if not self._wait_until_wanted():
                 return
             try:
-                with psycopg.connect(self._url, autocommit=True, connect_timeout=5) as conn:
+                with psycopg.connect(self.url, autocommit=True, connect_timeout=5) as conn:
                     while self._wait_until_wanted():
-                        conn.execute(f"LISTEN {self._channel}")
+                        conn.execute(f"LISTEN {self.channel}")
                         self.connected.set()
                         delay = 0.1
-                        if self._on_connected is not None:
-                            self._on_connected()
+                        if self.on_connected is not None:
+                            self.on_connected()
                         self._listen(conn)
-                        conn.execute(f"UNLISTEN {self._channel}")
+                        conn.execute(f"UNLISTEN {self.channel}")
                         self.connected.clear()
                         # Notifications that arrived before UNLISTEN are of no use now.
                         for _ in conn.notifies(timeout=0):
                             pass
             except psycopg.Error as exc:
                 self.connected.clear()
-                _log.warning("%s listener lost its connection (%s); retrying", self._channel, exc)
+                _log.warning("%s listener lost its connection (%s); retrying", self.channel, exc)
                 self._stop.wait(delay)
                 delay = min(delay * 2, 5.0)
 
     def _wait_until_wanted(self) -> bool:
         """Block while no watcher needs hints; False once stopping."""
         while not self._stop.is_set():
-            if self._wanted():
+            if self.wanted():
                 return True
             self._wake.wait(self.POLL_SECONDS)
             self._wake.clear()
@@ -158,7 +155,7 @@ class HintListener(Generic[H]):
         """Deliver hints until stopping or until nobody has watched for a while."""
         unwanted_since: float | None = None
         while not self._stop.is_set():
-            if self._wanted():
+            if self.wanted():
                 unwanted_since = None
             elif unwanted_since is None:
                 unwanted_since = time.monotonic()
@@ -177,10 +174,10 @@ class HintListener(Generic[H]):
             self._stop.wait(self.GATHER_SECONDS)
             arrived.extend(conn.notifies(timeout=0.001))
             for notify in arrived:
-                if notify.pid not in self._own_pids:
-                    hints.extend(self._parse(notify.payload))
+                if notify.pid not in self.own_pids:
+                    hints.extend(self.parse(notify.payload))
             if hints:
-                self._callback(hints)
+                self.callback(hints)
 
 
 def step_listener(

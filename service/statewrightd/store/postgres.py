@@ -7,7 +7,7 @@ import time
 import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any
 
@@ -16,6 +16,7 @@ import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
@@ -98,9 +99,8 @@ class PostgresRepository(SqlRepository):
         pool_size: int = 16,
         connect_timeout: float = 10.0,
         pool_timeout: float = 10.0,
-        request_window: timedelta | None = None,
     ) -> None:
-        super().__init__(latest_version("postgres"), request_window)
+        super().__init__(latest_version("postgres"))
         self._url = url
         self._connect_timeout = connect_timeout
         self._pool_timeout = pool_timeout
@@ -228,7 +228,9 @@ class PostgresRepository(SqlRepository):
                     # A row the database refuses (a bug, or data it rejects) must not
                     # fail its neighbours: run each row on its own.
                     return [self._write([e])[0] for e in encoded]
-                return [StoreError(f"database rejected the write: {exc}", reason="STORE_ERROR")]
+                return [
+                    StoreError(f"database rejected the write: {exc}", reason=Reason.STORE_ERROR)
+                ]
         raise AssertionError("unreachable")
 
     def _transaction(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:

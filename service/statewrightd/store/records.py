@@ -7,25 +7,11 @@ function of its input and a read-back after a lost COMMIT can compare exact valu
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-
-class Status(enum.StrEnum):
-    """An instance's status: the one type the engine, the store and the API share. The
-    store spells it as its text."""
-
-    RUNNING = "RUNNING"
-    WAITING = "WAITING"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-
-
-STATUSES = frozenset(Status)
-TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+from statewrightd.domain import Status, TaskStatus
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,19 +61,6 @@ class TimerChange:
 
 
 NO_TIMERS = TimerChange()
-
-
-class TaskStatus(enum.StrEnum):
-    SCHEDULED = "SCHEDULED"
-    LEASED = "LEASED"
-    BACKOFF = "BACKOFF"
-    COMPLETED = "COMPLETED"
-    FAILED = "FAILED"
-    CANCELLED = "CANCELLED"
-    TIMED_OUT = "TIMED_OUT"
-
-
-OPEN_TASK = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF})
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +164,9 @@ class RequestRecord:
     fingerprint: str
     response: bytes
     create_time: datetime
+    # A record of the same request id created at or before this is out of its window (it
+    # answers no retry any more): this one takes its place. None: records never expire.
+    live_after: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

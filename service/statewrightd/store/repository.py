@@ -1,4 +1,4 @@
-"""The storage contract the runtime programs against, and the factory that picks a backend.
+"""The storage contract the runtime programs against (``open_repository`` picks a backend).
 
 Implementations are synchronous and thread-safe: the runtime calls them from its writer
 thread and from worker threads, never from an event loop.
@@ -7,13 +7,10 @@ thread and from worker threads, never from an event loop.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from statewrightd.errors import StoreError
-from statewrightd.store import schema
-from statewrightd.store.citus import CitusRepository
-from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
     Create,
     DefinitionRecord,
@@ -31,7 +28,6 @@ from statewrightd.store.records import (
     TimerRecord,
     Tombstone,
 )
-from statewrightd.store.sqlite import SqliteRepository
 
 
 @runtime_checkable
@@ -231,29 +227,4 @@ class Repository(Protocol):
     ) -> Page: ...
 
 
-def open_repository(
-    url: str,
-    *,
-    migrate: bool = True,
-    pool_size: int = 16,
-    request_window: timedelta | None = None,
-) -> Repository:
-    """Open ``postgresql://...`` (connection pool; a Citus coordinator is recognised by its
-    extension) or ``sqlite:///path`` (embedded).
-
-    ``request_window``: how long a request record answers retries of its request id; a
-    step with an id recorded longer ago than that records it afresh (None: for ever)."""
-    backend = schema.backend_of(url)
-    citus = False
-    if migrate:
-        citus = schema.migrate_database(url).citus
-    elif backend == "postgres":
-        citus = schema.is_citus(url)
-    if citus:
-        return CitusRepository(url, pool_size=pool_size, request_window=request_window)
-    if backend == "postgres":
-        return PostgresRepository(url, pool_size=pool_size, request_window=request_window)
-    return SqliteRepository(schema.sqlite_path(url), request_window=request_window)
-
-
-__all__ = ["Create", "Repository", "Save", "open_repository"]
+__all__ = ["Create", "Repository", "Save"]

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.store.codec import decode_transitions
 from statewrightd.store.outcomes import HistoryWitness
 from statewrightd.store.records import (
@@ -22,9 +23,7 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     RequestRecord,
-    Status,
     TaskRecord,
-    TaskStatus,
     TimerRecord,
     Tombstone,
 )

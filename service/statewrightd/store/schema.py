@@ -20,6 +20,7 @@ from typing import Any
 import psycopg
 
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import citus_layout
 from statewrightd.store.codec import to_micros
 
@@ -62,7 +63,8 @@ def backend_of(url: str) -> str:
     if url.startswith("sqlite:///"):
         return "sqlite"
     raise InvalidArgument(
-        "database URL must start with postgresql:// or sqlite:///", reason="INVALID_DATABASE_URL"
+        "database URL must start with postgresql:// or sqlite:///",
+        reason=Reason.INVALID_DATABASE_URL,
     )
 
 
@@ -105,13 +107,15 @@ def is_citus(url: str) -> bool:
         raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
 
-_PG_VERSION_TABLE = """
-CREATE TABLE IF NOT EXISTS statewright_schema_version (
-    version     integer PRIMARY KEY,
-    name        text NOT NULL,
-    applied_at  timestamptz NOT NULL
-)
-"""
+def _version_table(integer: str, text: str, time: str) -> str:
+    """The table of applied migrations, in a backend's column types."""
+    return (
+        "CREATE TABLE IF NOT EXISTS statewright_schema_version ("
+        f"version {integer} PRIMARY KEY, name {text} NOT NULL, applied_at {time} NOT NULL)"
+    )
+
+
+_PG_VERSION_TABLE = _version_table("integer", "text", "timestamptz")
 
 
 def _migrate_postgres(url: str) -> Migrated:
@@ -169,13 +173,7 @@ def postgres_schema_version(conn: psycopg.Connection[Any]) -> int:
     return int(row[0]) if row else 0
 
 
-_SQLITE_VERSION_TABLE = """
-CREATE TABLE IF NOT EXISTS statewright_schema_version (
-    version     INTEGER PRIMARY KEY,
-    name        TEXT NOT NULL,
-    applied_at  INTEGER NOT NULL
-)
-"""
+_SQLITE_VERSION_TABLE = _version_table("INTEGER", "TEXT", "INTEGER")
 
 
 def sqlite_statements(sql: str) -> list[str]:

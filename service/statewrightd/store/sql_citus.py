@@ -4,10 +4,11 @@ Every statement here runs inside one of the shard functions (migrations/citus), 
 node that holds the shards, against plain shard tables: ``%1$s`` .. ``%6$s`` name the
 shard of each table (``TABLES`` order), ``$1`` is the statement's input (the rows of a
 batch as a JSON array, or a JSON object of parameters) and, in a scan, ``$2`` the number
-of rows still wanted. They are the PostgreSQL backend's statements (sql_postgres), with
-the table names and parameters rewritten by ``on_shard``; what exists only here is what
-PostgreSQL does with other means: a batch whose steps carry request ids in one
-statement (PostgreSQL takes those one row at a time), and per-shard counts.
+of rows still wanted. They are the PostgreSQL backend's statements (sql_postgres, and
+those sql_builder writes for every dialect), with the table names rewritten and the
+parameters spelt in the shard dialect (``shard_dialect``) by ``on_shard``; what exists
+only here is what PostgreSQL does with other means: a batch whose steps carry request
+ids in one statement (PostgreSQL takes those one row at a time), and per-shard counts.
 """
 
 from __future__ import annotations
@@ -16,6 +17,17 @@ import re
 
 from statewrightd.store import rows
 from statewrightd.store import sql_postgres as q
+from statewrightd.store.sql_builder import (
+    FINISHED,
+    INSTANCE_COLUMNS,
+    OPEN_TASK,
+    POSTGRES,
+    REQUEST_COLUMNS,
+    TASK_COLUMNS,
+    TIMER_COLUMNS,
+    Dialect,
+    retention_counts,
+)
 
 # The per-instance tables in the order the shard functions name their shards.
 TABLES = (
@@ -49,17 +61,23 @@ SCAN = "$1"
 FIRST_ROW = "$1->0"
 
 
-def on_shard(sql: str, params: str = SCAN) -> str:
-    """A PostgreSQL statement as a shard template: tables become ``%N$s``, ``%(limit)s``
-    the rows still wanted ($2), other named parameters fields of ``params``."""
+def shard_dialect(params: str = SCAN) -> Dialect:
+    """How a shard template spells a named parameter: ``limit`` is the rows still wanted
+    ($2), any other a field of ``params`` cast to its type."""
 
-    def param(match: re.Match[str]) -> str:
-        name = match[1]
+    def named(name: str) -> str:
         if name == "limit":
             return "$2"
         return f"({params}->>'{name}')::{_PARAM_TYPES[name]}"
 
-    shaped = _PARAM.sub(param, sql)
+    return Dialect(named=named, positional="$1")
+
+
+def on_shard(sql: str, params: str = SCAN) -> str:
+    """A PostgreSQL statement as a shard template: tables become ``%N$s``, its named
+    parameters those of the shard dialect."""
+    dialect = shard_dialect(params)
+    shaped = _PARAM.sub(lambda match: dialect(match[1]), sql)
     if "%" in shaped:
         raise ValueError(f"a statement with a literal % cannot be a template: {sql[:60]!r}")
     return _TABLE.sub(lambda m: f"%{TABLES.index(m[1]) + 1}$s", shaped)
@@ -90,7 +108,7 @@ rows AS (
 # window, which the step records afresh.
 _REQUESTS = f"""
 req AS (
-    INSERT INTO workflow_requests ({q.REQUEST_COLUMNS})
+    INSERT INTO workflow_requests ({REQUEST_COLUMNS})
     SELECT r.request_id, r.workflow_id, r.r_method, r.r_fingerprint, r.r_response, r.r_time
       FROM rows r JOIN changed USING (workflow_id)
      WHERE r.request_id IS NOT NULL
@@ -150,7 +168,7 @@ def _create_rows(timed: bool, tasked: bool) -> str:
         + """
 changed AS (
     INSERT INTO workflow_instances ("""
-        + q.INSTANCE_COLUMNS
+        + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
            create_time, update_time, expire_time
@@ -217,10 +235,10 @@ SELECT r.n, w.revision, k.status AS task_status, k.lease_token AS task_token
 
 # -- reads of a few instances, grouped by node -----------------------------------------
 _IDS = "ANY(ARRAY(SELECT d->>'workflow_id' FROM json_array_elements($1) d))"
-ARMED_TIMERS = on_shard(f"SELECT {q.TIMER_COLUMNS} FROM workflow_timers WHERE workflow_id = {_IDS}")
+ARMED_TIMERS = on_shard(f"SELECT {TIMER_COLUMNS} FROM workflow_timers WHERE workflow_id = {_IDS}")
 OPEN_TASKS = on_shard(
-    f"SELECT {q.TASK_COLUMNS} FROM workflow_tasks"
-    f" WHERE workflow_id = {_IDS} AND status IN {q._OPEN}"
+    f"SELECT {TASK_COLUMNS} FROM workflow_tasks"
+    f" WHERE workflow_id = {_IDS} AND status IN {OPEN_TASK}"
 )
 
 # -- one instance's removal and a task's heartbeat: on its node -------------------------
@@ -260,7 +278,7 @@ CLAIM_TIMERS = _chosen(
 )
 # Whole rows: a poll may choose among them (by size) before it leases.
 PEEK_TASKS = on_shard(f"""
-SELECT {q.TASK_COLUMNS}, available_time AS sort FROM workflow_tasks
+SELECT {TASK_COLUMNS}, available_time AS sort FROM workflow_tasks
  WHERE queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
    AND available_time <= %(now)s AND deadline > %(now)s
  ORDER BY available_time LIMIT %(each)s
@@ -270,7 +288,7 @@ LEASE_TASKS = _chosen(
 )
 PEEK_EXPIRED = on_shard(f"""
 SELECT workflow_id, expire_time AS sort FROM workflow_instances
- WHERE expire_time <= %(now)s AND status IN {q._FINISHED}
+ WHERE expire_time <= %(now)s AND status IN {FINISHED}
  ORDER BY expire_time LIMIT %(each)s
 """)
 PURGE_EXPIRED = _chosen(q.PURGE_EXPIRED, "ORDER BY expire_time LIMIT %(limit)s", "workflow_id")
@@ -294,18 +312,9 @@ SELECT queue,
        min(available_time) FILTER (
            WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s) AS oldest,
        count(*) FILTER (WHERE status = 'LEASED') AS leased
-  FROM workflow_tasks WHERE status IN {q._OPEN} GROUP BY queue
+  FROM workflow_tasks WHERE status IN {OPEN_TASK} GROUP BY queue
 """)
-RETENTION_COUNTS = on_shard("""
-SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= %(now)s
-                               LIMIT %(cap)s) x) AS instances,
-       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= %(now)s)
-           AS oldest_instance,
-       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= %(cutoff)s
-                               LIMIT %(cap)s) y) AS requests,
-       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= %(cutoff)s)
-           AS oldest_request
-""")
+RETENTION_COUNTS = on_shard(retention_counts(POSTGRES))
 
 # The columns of rows a scan hands back as JSON objects, in the order the mappers read.
 TIMER_FIELDS = rows.TIMER

@@ -8,23 +8,22 @@ the surrounding (batch) transaction.
 
 from __future__ import annotations
 
-from statewrightd.store import rows
-from statewrightd.store.sqlbase import Statements
+from collections.abc import Callable
 
-INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
-HISTORY_COLUMNS = rows.listed(rows.HISTORY)
-REQUEST_COLUMNS = rows.listed(rows.REQUEST)
-DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
-TIMER_COLUMNS = rows.listed(rows.TIMER)
-TASK_COLUMNS = rows.listed(rows.TASK)
-TOMBSTONE_COLUMNS = rows.listed(rows.TOMBSTONE)
-# A history row as readers get it: a finished instance's last row takes its context from
-# the instance row (it stores none of its own).
-HISTORY_READ = ", ".join(
-    "COALESCE(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
+from statewrightd.store import rows
+from statewrightd.store.sql_builder import (
+    DEFINITION_COLUMNS,
+    HISTORY_COLUMNS,
+    INSTANCE_COLUMNS,
+    POSTGRES,
+    REQUEST_COLUMNS,
+    TASK_COLUMNS,
+    TIMER_COLUMNS,
+    instance_standing,
+    statements,
 )
-_OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
-_FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
+from statewrightd.store.sql_builder import FINISHED as _FINISHED
+from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
 # A request id recorded for the instance within its window blocks the step (the runtime
 # answers from the stored response instead); one recorded before ``r_cutoff`` answers
@@ -67,77 +66,86 @@ SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
 """
 )
 
+# A step's own parts, in either form of its statement: one step (each value a parameter,
+# ``_param``), or a batch's rows (each value a column of ``r``, ``_column``).
+#
 # A step that fires a timer saves only while the timer is still armed; one that touches
-# timers deletes its instance's (it left their state) and inserts what it armed, in the
-# same statement, only when its compare-and-swap succeeded. Steps without timer work use
-# the plain statements.
-_FIRED_ARMED = """
-       AND (%(t_fired)s::text IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_timers
-             WHERE workflow_id = %(workflow_id)s AND timer_id = %(t_fired)s::text))"""
+# timers deletes its instance's (it left their state) and inserts what it armed, only when
+# its compare-and-swap succeeded. A step that finishes a task saves only while the task is
+# as the step saw it (fenced by its lease); one that leaves a task state cancels the open
+# task; one that enters one inserts its task. Steps without such work leave them out.
+Value = Callable[[str, str], str]
+
+
+def _param(name: str, cast: str) -> str:
+    return f"%({name})s::{cast}" if cast else f"%({name})s"
+
+
+def _column(name: str, cast: str) -> str:
+    return f"r.{name}"
+
+
+def _fired_armed(v: Value, owner: str) -> str:
+    return f"""
+       AND ({v("t_fired", "text")} IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_timers t
+             WHERE t.workflow_id = {owner} AND t.timer_id = {v("t_fired", "text")}))"""
+
+
+def _timer_work(v: Value, source: str, owner: str) -> str:
+    return f"""
+disarmed AS (
+    DELETE FROM workflow_timers t USING {source}
+     WHERE t.workflow_id = {owner} AND {v("t_disarm", "")}
+), armed AS (
+    INSERT INTO workflow_timers ({TIMER_COLUMNS})
+    SELECT {owner}, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
+      FROM {source}, json_to_recordset({v("t_arm", "json")}) AS x({_TIMER_RECORD})
+),"""
+
+
+def _task_fence(v: Value, owner: str) -> str:
+    return f"""
+       AND ({v("k_finish_id", "text")} IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_tasks k
+             WHERE k.workflow_id = {owner} AND k.task_id = {v("k_finish_id", "text")}
+               AND k.lease_token IS NOT DISTINCT FROM {v("k_fence_token", "text")}
+               AND ({v("k_fence_attempt", "integer")} IS NULL
+                    OR k.attempt = {v("k_fence_attempt", "")})
+               AND (k.status = 'LEASED'
+                    OR (NOT {v("k_fence_leased", "")} AND k.status IN {_OPEN}))))"""
+
+
+def _task_work(v: Value, source: str, owner: str) -> str:
+    return f"""
+task_finished AS (
+    UPDATE workflow_tasks k
+       SET status = {v("k_finish_status", "text")},
+           last_error = COALESCE({v("k_error", "jsonb")}, k.last_error),
+           claimed_until = NULL, update_time = {v("update_time", "")}
+      FROM {source}
+     WHERE k.workflow_id = {owner} AND k.task_id = {v("k_finish_id", "text")}
+), task_cancelled AS (
+    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = {v("update_time", "")}
+      FROM {source}
+     WHERE k.workflow_id = {owner} AND {v("k_cancel", "")} AND k.status IN {_OPEN}
+       AND k.task_id IS DISTINCT FROM {v("k_finish_id", "text")}
+), task_scheduled AS (
+    INSERT INTO workflow_tasks ({TASK_COLUMNS})
+    SELECT {rows.listed(rows.TASK, "x.")}
+      FROM {source},
+           json_populate_record(NULL::workflow_tasks, {v("k_schedule", "json")}) AS x
+     WHERE {v("k_schedule", "json")} IS NOT NULL
+),"""
+
 
 _TIMER_RECORD = """timer_id text, revision bigint, transition integer, target text, after text,
         due_time timestamptz"""
-
-_TIMER_WORK = (
-    """
-disarmed AS (
-    DELETE FROM workflow_timers t USING changed c
-     WHERE t.workflow_id = c.workflow_id AND %(t_disarm)s
-), armed AS (
-    INSERT INTO workflow_timers ("""
-    + TIMER_COLUMNS
-    + """)
-    SELECT c.workflow_id, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
-      FROM changed c, json_to_recordset(%(t_arm)s::json) AS x("""
-    + _TIMER_RECORD
-    + """)
-),"""
-)
-
-
-# A step that finishes a task saves only while the task is as the step saw it (fenced by
-# its lease); one that leaves a task state cancels the open task; one that enters one
-# inserts its task. All in the step's statement, only when its compare-and-swap succeeded.
-_TASK_FENCE = (
-    """
-       AND (%(k_finish_id)s::text IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_tasks
-             WHERE workflow_id = %(workflow_id)s AND task_id = %(k_finish_id)s::text
-               AND lease_token IS NOT DISTINCT FROM %(k_fence_token)s::text
-               AND (%(k_fence_attempt)s::integer IS NULL OR attempt = %(k_fence_attempt)s)
-               AND (status = 'LEASED' OR (NOT %(k_fence_leased)s AND status IN """
-    + _OPEN
-    + """))))"""
-)
-
-_TASK_WORK = (
-    """
-task_finished AS (
-    UPDATE workflow_tasks k
-       SET status = %(k_finish_status)s::text,
-           last_error = COALESCE(%(k_error)s::jsonb, k.last_error),
-           claimed_until = NULL, update_time = %(update_time)s
-      FROM changed c
-     WHERE k.workflow_id = c.workflow_id AND k.task_id = %(k_finish_id)s::text
-), task_cancelled AS (
-    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = %(update_time)s
-      FROM changed c
-     WHERE k.workflow_id = c.workflow_id AND %(k_cancel)s AND k.status IN """
-    + _OPEN
-    + """
-       AND k.task_id IS DISTINCT FROM %(k_finish_id)s::text
-), task_scheduled AS (
-    INSERT INTO workflow_tasks ("""
-    + TASK_COLUMNS
-    + """)
-    SELECT """
-    + rows.listed(rows.TASK, "x.")
-    + """
-      FROM changed c, json_populate_record(NULL::workflow_tasks, %(k_schedule)s::json) AS x
-     WHERE %(k_schedule)s::json IS NOT NULL
-),"""
-)
+_ONE, _ONE_ID = "changed c", "c.workflow_id"
+_FIRED_ARMED = _fired_armed(_param, "%(workflow_id)s")
+_TIMER_WORK = _timer_work(_param, _ONE, _ONE_ID)
+_TASK_FENCE = _task_fence(_param, "%(workflow_id)s")
+_TASK_WORK = _task_work(_param, _ONE, _ONE_ID)
 
 
 def _save(timed: bool, tasked: bool = False) -> str:
@@ -156,10 +164,13 @@ def _save(timed: bool, tasked: bool = False) -> str:
         + """
     RETURNING workflow_id
 ),"""
-        + (_TIMER_WORK if timed else "")
-        + (_TASK_WORK if tasked else "")
-        + _HISTORY_AND_REQUEST
+        + _work(timed, tasked)
     )
+
+
+def _work(timed: bool, tasked: bool) -> str:
+    """What a step's statement does after its compare-and-swap, when that succeeded."""
+    return (_TIMER_WORK if timed else "") + (_TASK_WORK if tasked else "") + _HISTORY_AND_REQUEST
 
 
 def _create(timed: bool, tasked: bool = False) -> str:
@@ -177,15 +188,16 @@ def _create(timed: bool, tasked: bool = False) -> str:
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + (_TIMER_WORK if timed else "")
-        + (_TASK_WORK if tasked else "")
-        + _HISTORY_AND_REQUEST
+        + _work(timed, tasked)
     )
 
 
-# Every statement a step may need, by (timer work, task work): built once.
-SAVES = {(t, k): _save(t, k) for t in (False, True) for k in (False, True)}
-CREATES = {(t, k): _create(t, k) for t in (False, True) for k in (False, True)}
+def _variants(build: Callable[[bool, bool], str]) -> dict[tuple[bool, bool], str]:
+    """Every statement a step may need, by (timer work, task work): built once."""
+    return {(t, k): build(t, k) for t in (False, True) for k in (False, True)}
+
+
+SAVES, CREATES = _variants(_save), _variants(_create)
 SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 
 # Batches without request ids take one statement per kind instead of one per row: the
@@ -224,62 +236,16 @@ _TASK_ROW_NAMES = (
     " k_fence_leased, k_error"
 )
 
-_ROWS_TASK_FENCE = (
-    """
-       AND (r.k_finish_id IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_tasks k
-             WHERE k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
-               AND k.lease_token IS NOT DISTINCT FROM r.k_fence_token
-               AND (r.k_fence_attempt IS NULL OR k.attempt = r.k_fence_attempt)
-               AND (k.status = 'LEASED' OR (NOT r.k_fence_leased AND k.status IN """
-    + _OPEN
-    + """))))"""
-)
+_ROWS, _ROWS_ID = "rows r JOIN changed USING (workflow_id)", "r.workflow_id"
+_ROWS_FIRED_ARMED = _fired_armed(_column, _ROWS_ID)
+_ROWS_TIMER_WORK = _timer_work(_column, _ROWS, _ROWS_ID)
+_ROWS_TASK_FENCE = _task_fence(_column, _ROWS_ID)
+_ROWS_TASK_WORK = _task_work(_column, _ROWS, _ROWS_ID)
 
-_ROWS_TASK_WORK = (
-    """
-task_finished AS (
-    UPDATE workflow_tasks k
-       SET status = r.k_finish_status, last_error = COALESCE(r.k_error, k.last_error),
-           claimed_until = NULL, update_time = r.update_time
-      FROM rows r JOIN changed USING (workflow_id)
-     WHERE k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
-), task_cancelled AS (
-    UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = r.update_time
-      FROM rows r JOIN changed USING (workflow_id)
-     WHERE k.workflow_id = r.workflow_id AND r.k_cancel AND k.status IN """
-    + _OPEN
-    + """
-       AND k.task_id IS DISTINCT FROM r.k_finish_id
-), task_scheduled AS (
-    INSERT INTO workflow_tasks ("""
-    + TASK_COLUMNS
-    + """)
-    SELECT """
-    + rows.listed(rows.TASK, "x.")
-    + """
-      FROM rows r JOIN changed USING (workflow_id),
-           json_populate_record(NULL::workflow_tasks, r.k_schedule) AS x
-     WHERE r.k_schedule IS NOT NULL
-),"""
-)
 
-_ROWS_TIMER_WORK = (
-    """
-disarmed AS (
-    DELETE FROM workflow_timers t USING rows r JOIN changed USING (workflow_id)
-     WHERE t.workflow_id = r.workflow_id AND r.t_disarm
-), armed AS (
-    INSERT INTO workflow_timers ("""
-    + TIMER_COLUMNS
-    + """)
-    SELECT r.workflow_id, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
-      FROM rows r JOIN changed USING (workflow_id),
-           json_to_recordset(r.t_arm) AS x("""
-    + _TIMER_RECORD
-    + """)
-),"""
-)
+def _rows_work(timed: bool, tasked: bool) -> str:
+    """``_work`` for a batch's rows."""
+    return (_ROWS_TIMER_WORK if timed else "") + (_ROWS_TASK_WORK if tasked else "") + _ROWS_HISTORY
 
 
 def _create_many(timed: bool, tasked: bool = False) -> str:
@@ -310,17 +276,11 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + (_ROWS_TIMER_WORK if timed else "")
-        + (_ROWS_TASK_WORK if tasked else "")
-        + _ROWS_HISTORY
+        + _rows_work(timed, tasked)
     )
 
 
 def _save_many(timed: bool, tasked: bool = False) -> str:
-    fired = """
-       AND (r.t_fired IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_timers t
-             WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
     return (
         """WITH rows AS (
     SELECT * FROM json_to_recordset(%s::json) AS r(
@@ -339,19 +299,16 @@ def _save_many(timed: bool, tasked: bool = False) -> str:
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
-        + (fired if timed else "")
+        + (_ROWS_FIRED_ARMED if timed else "")
         + (_ROWS_TASK_FENCE if tasked else "")
         + """
     RETURNING w.workflow_id
 ),"""
-        + (_ROWS_TIMER_WORK if timed else "")
-        + (_ROWS_TASK_WORK if tasked else "")
-        + _ROWS_HISTORY
+        + _rows_work(timed, tasked)
     )
 
 
-CREATE_MANYS = {(t, k): _create_many(t, k) for t in (False, True) for k in (False, True)}
-SAVE_MANYS = {(t, k): _save_many(t, k) for t in (False, True) for k in (False, True)}
+CREATE_MANYS, SAVE_MANYS = _variants(_create_many), _variants(_save_many)
 CREATE_MANY, SAVE_MANY = CREATE_MANYS[False, False], SAVE_MANYS[False, False]
 
 # The failed saves' tasks: whether a fence held decides how the step is answered.
@@ -393,31 +350,6 @@ BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 
 
-def _list_instances(by_definition: bool, by_status: bool, after: bool) -> str:
-    """Keyset page over (create_time, workflow_id); filters are appended only when set so
-    indexes stay usable."""
-    where = ["(create_time, workflow_id) > (%(after_time)s, %(after_id)s)"] * after
-    where += ["definition = %(definition)s"] * by_definition
-    where += ["status = %(status)s"] * by_status
-    filtered = f" WHERE {' AND '.join(where)}" if where else ""
-    return (
-        f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
-        " ORDER BY create_time, workflow_id LIMIT %(limit)s"
-    )
-
-
-def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
-    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
-    where = ["(schedule_time, workflow_id, task_id) > (%(after_time)s, %(after_w)s, %(after_t)s)"]
-    where += ["queue = %(queue)s"] * by_queue
-    where += ["workflow_id = %(workflow_id)s"] * by_workflow
-    where += ["status = %(status)s"] * by_status
-    return (
-        f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
-        " ORDER BY schedule_time, workflow_id, task_id LIMIT %(limit)s"
-    )
-
-
 # A lease: a new attempt, a fresh token, and a first lease no longer than first_ms.
 _LEASE = """status = 'LEASED', attempt = k.attempt + 1, lease_token = gen_random_uuid()::text,
        attempt_start_time = %(now)s,
@@ -428,19 +360,8 @@ _READY = """queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
            AND available_time <= %(now)s AND deadline > %(now)s"""
 
 
-SQL = Statements(
-    load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = %s",
-    history_after=f"""
-SELECT {HISTORY_READ}
-  FROM workflow_history h JOIN workflow_instances w ON w.workflow_id = h.workflow_id
- WHERE h.workflow_id = %s AND h.revision > %s
- ORDER BY h.revision
- LIMIT %s
-""",
-    lookup_request=(
-        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
-        " WHERE workflow_id = %s AND request_id = %s AND create_time > %s"
-    ),
+SQL = statements(
+    POSTGRES,
     purge_requests="""
 DELETE FROM workflow_requests q
  USING (SELECT workflow_id, request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
@@ -453,31 +374,11 @@ DELETE FROM workflow_tombstones t
          ORDER BY removed_time LIMIT %(limit)s FOR UPDATE SKIP LOCKED) old
  WHERE t.workflow_id = old.workflow_id
 """,
-    lookup_tombstone=f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = %s",
-    # Counts stop at the cap: an index range that long is reported as "at least".
-    retention_counts="""
-SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= %(now)s
-                               LIMIT %(cap)s) x),
-       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= %(now)s),
-       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= %(cutoff)s
-                               LIMIT %(cap)s) y),
-       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= %(cutoff)s)
-""",
     insert_definition=f"""
 INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, %s, %s)
 ON CONFLICT (name, version) DO NOTHING
 RETURNING {DEFINITION_COLUMNS}
 """,
-    get_definition=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s AND version = %s"
-    ),
-    get_latest_definition=f"""
-SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = %s ORDER BY version DESC LIMIT 1
-""",
-    list_definitions=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
-    ),
-    list_instances=_list_instances,
     armed_timers=f"""
 SELECT {TIMER_COLUMNS} FROM workflow_timers
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
@@ -493,12 +394,6 @@ UPDATE workflow_timers t SET claimed_until = %(until)s
  WHERE t.workflow_id = due.workflow_id AND t.timer_id = due.timer_id
 RETURNING {rows.listed(rows.TIMER, "t.")}
 """,
-    next_timer_due="""
-SELECT due_time FROM workflow_timers
- WHERE claimed_until IS NULL OR claimed_until <= %(now)s
- ORDER BY due_time LIMIT 1
-""",
-    delete_timer="DELETE FROM workflow_timers WHERE workflow_id = %s AND timer_id = %s",
     timer_counts=(
         "SELECT count(*), count(*) FILTER (WHERE due_time <= %(now)s) FROM workflow_timers"
     ),
@@ -545,15 +440,6 @@ UPDATE workflow_tasks
    AND (NOT %(expired_only)s OR lease_expire_time <= %(now)s)
 RETURNING {TASK_COLUMNS}
 """,
-    release_task=f"""
-UPDATE workflow_tasks
-   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
-       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
-       attempt_start_time = NULL, claimed_until = NULL, update_time = %(now)s
- WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s
-   AND lease_token = %(token)s AND status = 'LEASED'
-RETURNING {TASK_COLUMNS}
-""",
     claim_expired_tasks=f"""
 UPDATE workflow_tasks k SET claimed_until = %(until)s
   FROM (SELECT workflow_id, task_id FROM workflow_tasks
@@ -564,7 +450,6 @@ UPDATE workflow_tasks k SET claimed_until = %(until)s
  WHERE k.workflow_id = due.workflow_id AND k.task_id = due.task_id
 RETURNING {rows.listed(rows.TASK, "k.")}
 """,
-    get_task=f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = %s AND task_id = %s",
     open_tasks=f"""
 SELECT {TASK_COLUMNS} FROM workflow_tasks
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
@@ -578,29 +463,23 @@ SELECT queue,
        count(*) FILTER (WHERE status = 'LEASED')
   FROM workflow_tasks WHERE status IN {_OPEN} GROUP BY queue ORDER BY queue
 """,
-    list_tasks=_list_tasks,
 )
 
 
 # Removing instances: everything of theirs, child tables first (their rows are counted),
 # in one statement. ``doomed`` picks the instances and locks them; the rest deletes.
-def _removal(doomed: str, tombstone: str, *, taken: bool = False) -> str:
-    """``taken``: the answer also counts the instances removed (Citus's scans)."""
-    counted = ", (SELECT count(*) FROM instances) AS taken" if taken else ""
+def _removal(doomed: str, tombstone: str) -> str:
+    children = "".join(
+        f"""
+), {name} AS (
+    DELETE FROM {table} c USING doomed d WHERE c.workflow_id = d.workflow_id
+    RETURNING 1"""
+        for name, table in _CHILDREN
+    )
+    # Named columns: Citus hands a node's answer back as one JSON object.
+    counts = ", ".join(f"(SELECT count(*) FROM {name}) AS {name}" for name, _ in _CHILDREN)
     return f"""
-WITH doomed AS ({doomed}
-), history AS (
-    DELETE FROM workflow_history h USING doomed d WHERE h.workflow_id = d.workflow_id
-    RETURNING 1
-), timers AS (
-    DELETE FROM workflow_timers t USING doomed d WHERE t.workflow_id = d.workflow_id
-    RETURNING 1
-), tasks AS (
-    DELETE FROM workflow_tasks k USING doomed d WHERE k.workflow_id = d.workflow_id
-    RETURNING 1
-), requests AS (
-    DELETE FROM workflow_requests q USING doomed d WHERE q.workflow_id = d.workflow_id
-    RETURNING 1
+WITH doomed AS ({doomed}{children}
 ), instances AS (
     DELETE FROM workflow_instances w USING doomed d
      WHERE w.workflow_id = d.workflow_id AND w.status IN {_FINISHED}
@@ -609,26 +488,34 @@ WITH doomed AS ({doomed}
 )
 SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances)
            AS ids,
-       (SELECT count(*) FROM history) AS history, (SELECT count(*) FROM timers) AS timers,
-       (SELECT count(*) FROM tasks) AS tasks, (SELECT count(*) FROM requests) AS requests{counted}
+       {counts}
 """
+
+
+# Every table that holds rows of an instance, with the name of its rows' count.
+_CHILDREN = (
+    ("history", "workflow_history"),
+    ("timers", "workflow_timers"),
+    ("tasks", "workflow_tasks"),
+    ("requests", "workflow_requests"),
+)
 
 
 # The purge: finished instances past their expire_time, oldest first. SKIP LOCKED: two
 # replicas purging at once take different instances instead of waiting for each other.
 # Each removed instance leaves a tombstone.
-_PURGE_DOOMED = f"""
+PURGE_EXPIRED = _removal(
+    f"""
     SELECT workflow_id FROM workflow_instances
      WHERE expire_time <= %(now)s AND status IN {_FINISHED}
      ORDER BY expire_time LIMIT %(limit)s
-       FOR UPDATE SKIP LOCKED"""
-_PURGE_TOMBSTONE = """
+       FOR UPDATE SKIP LOCKED""",
+    """
     INSERT INTO workflow_tombstones (workflow_id, expire_time, removed_time)
     SELECT workflow_id, coalesce(expire_time, %(now)s), %(now)s FROM instances
     ON CONFLICT (workflow_id) DO UPDATE
-       SET expire_time = EXCLUDED.expire_time, removed_time = EXCLUDED.removed_time"""
-PURGE_EXPIRED = _removal(_PURGE_DOOMED, _PURGE_TOMBSTONE)
-PURGE_EXPIRED_NAMED = _removal(_PURGE_DOOMED, _PURGE_TOMBSTONE, taken=True)
+       SET expire_time = EXCLUDED.expire_time, removed_time = EXCLUDED.removed_time""",
+)
 
 # DeleteWorkflow: one finished instance at the revision its caller saw (any revision when
 # NULL). It leaves no tombstone and takes away any an earlier instance of that id left.
@@ -643,4 +530,4 @@ DELETE_WORKFLOW = _removal(
        AND EXISTS (SELECT 1 FROM instances)""",
 )
 
-INSTANCE_STANDING = "SELECT revision, status FROM workflow_instances WHERE workflow_id = %s"
+INSTANCE_STANDING = instance_standing(POSTGRES)

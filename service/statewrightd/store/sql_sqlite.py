@@ -8,21 +8,19 @@ writer, so nothing can change between the compare-and-swap and the inserts after
 from __future__ import annotations
 
 from statewrightd.store import rows
-from statewrightd.store.sqlbase import Statements
-
-INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
-HISTORY_COLUMNS = rows.listed(rows.HISTORY)
-REQUEST_COLUMNS = rows.listed(rows.REQUEST)
-DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
-TIMER_COLUMNS = rows.listed(rows.TIMER)
-TASK_COLUMNS = rows.listed(rows.TASK)
-TOMBSTONE_COLUMNS = rows.listed(rows.TOMBSTONE)
-_OPEN = "('SCHEDULED', 'LEASED', 'BACKOFF')"
-_FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
-# A finished instance's last history row stores no context: readers take the instance's.
-HISTORY_READ = ", ".join(
-    "coalesce(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
+from statewrightd.store.sql_builder import (
+    DEFINITION_COLUMNS,
+    HISTORY_COLUMNS,
+    INSTANCE_COLUMNS,
+    REQUEST_COLUMNS,
+    SQLITE,
+    TASK_COLUMNS,
+    TIMER_COLUMNS,
+    instance_standing,
+    statements,
 )
+from statewrightd.store.sql_builder import FINISHED as _FINISHED
+from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
 # Taken: recorded within its window (after the cutoff). An older record answers nothing
 # any more, and the step records the id afresh over it.
@@ -97,31 +95,6 @@ WITNESS = (
 )
 
 
-def _list_instances(by_definition: bool, by_status: bool, after: bool) -> str:
-    """Keyset page over (create_time, workflow_id); a filter is in the statement only
-    when set."""
-    where = ["(create_time, workflow_id) > (:after_time, :after_id)"] * after
-    where += ["definition = :definition"] * by_definition
-    where += ["status = :status"] * by_status
-    filtered = f" WHERE {' AND '.join(where)}" if where else ""
-    return (
-        f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
-        " ORDER BY create_time, workflow_id LIMIT :limit"
-    )
-
-
-def _list_tasks(by_queue: bool, by_workflow: bool, by_status: bool) -> str:
-    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
-    where = ["(schedule_time, workflow_id, task_id) > (:after_time, :after_w, :after_t)"]
-    where += ["queue = :queue"] * by_queue
-    where += ["workflow_id = :workflow_id"] * by_workflow
-    where += ["status = :status"] * by_status
-    return (
-        f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
-        " ORDER BY schedule_time, workflow_id, task_id LIMIT :limit"
-    )
-
-
 # A lease: a new attempt, a fresh token, and a first lease no longer than first_ms.
 _LEASE = """status = 'LEASED', attempt = attempt + 1, lease_token = lower(hex(randomblob(16))),
        attempt_start_time = :now,
@@ -132,17 +105,8 @@ _READY = """queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
           AND available_time <= :now AND deadline > :now"""
 
 
-SQL = Statements(
-    load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = ?",
-    history_after=(
-        f"SELECT {HISTORY_READ} FROM workflow_history h"
-        " JOIN workflow_instances w ON w.workflow_id = h.workflow_id"
-        " WHERE h.workflow_id = ? AND h.revision > ? ORDER BY h.revision LIMIT ?"
-    ),
-    lookup_request=(
-        f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
-        " WHERE workflow_id = ? AND request_id = ? AND create_time > ?"
-    ),
+SQL = statements(
+    SQLITE,
     purge_requests="""
 DELETE FROM workflow_requests WHERE (workflow_id, request_id) IN (
        SELECT workflow_id, request_id FROM workflow_requests WHERE create_time <= :cutoff
@@ -153,31 +117,10 @@ DELETE FROM workflow_tombstones WHERE workflow_id IN (
        SELECT workflow_id FROM workflow_tombstones WHERE removed_time <= :cutoff
         ORDER BY removed_time LIMIT :limit)
 """,
-    lookup_tombstone=f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = ?",
-    retention_counts="""
-SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= :now
-                               LIMIT :cap)),
-       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= :now),
-       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= :cutoff
-                               LIMIT :cap)),
-       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= :cutoff)
-""",
-    # No RETURNING (SQLite before 3.35 has none): the row is always read back.
     insert_definition=(
         f"INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (name, version) DO NOTHING"
     ),
-    get_definition=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions WHERE name = ? AND version = ?"
-    ),
-    get_latest_definition=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions"
-        " WHERE name = ? ORDER BY version DESC LIMIT 1"
-    ),
-    list_definitions=(
-        f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
-    ),
-    list_instances=_list_instances,
     armed_timers=f"""
 SELECT {TIMER_COLUMNS} FROM workflow_timers
  WHERE workflow_id IN (SELECT value FROM json_each(:ids))
@@ -191,12 +134,6 @@ UPDATE workflow_timers SET claimed_until = :until
         ORDER BY due_time LIMIT :limit)
 RETURNING {TIMER_COLUMNS}
 """,
-    next_timer_due="""
-SELECT due_time FROM workflow_timers
- WHERE claimed_until IS NULL OR claimed_until <= :now
- ORDER BY due_time LIMIT 1
-""",
-    delete_timer="DELETE FROM workflow_timers WHERE workflow_id = ? AND timer_id = ?",
     timer_counts="SELECT count(*), coalesce(sum(due_time <= :now), 0) FROM workflow_timers",
     lease_tasks=f"""
 UPDATE workflow_tasks
@@ -238,15 +175,6 @@ UPDATE workflow_tasks
    AND (NOT :expired_only OR lease_expire_time <= :now)
 RETURNING {TASK_COLUMNS}
 """,
-    release_task=f"""
-UPDATE workflow_tasks
-   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
-       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
-       attempt_start_time = NULL, claimed_until = NULL, update_time = :now
- WHERE workflow_id = :workflow_id AND task_id = :task_id
-   AND lease_token = :token AND status = 'LEASED'
-RETURNING {TASK_COLUMNS}
-""",
     claim_expired_tasks=f"""
 UPDATE workflow_tasks SET claimed_until = :until
  WHERE (workflow_id, task_id) IN (
@@ -257,7 +185,6 @@ UPDATE workflow_tasks SET claimed_until = :until
         LIMIT :limit)
 RETURNING {TASK_COLUMNS}
 """,
-    get_task=f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = ? AND task_id = ?",
     open_tasks=f"""
 SELECT {TASK_COLUMNS} FROM workflow_tasks
  WHERE workflow_id IN (SELECT value FROM json_each(:ids)) AND status IN {_OPEN}
@@ -270,7 +197,6 @@ SELECT queue,
        coalesce(sum(status = 'LEASED'), 0)
   FROM workflow_tasks WHERE status IN {_OPEN} GROUP BY queue ORDER BY queue
 """,
-    list_tasks=_list_tasks,
 )
 
 
@@ -302,4 +228,4 @@ REMOVE_INSTANCES = (
     "DELETE FROM workflow_instances WHERE workflow_id IN (SELECT value FROM json_each(:ids))"
 )
 UNMARK = "DELETE FROM workflow_tombstones WHERE workflow_id = ?"
-INSTANCE_STANDING = "SELECT revision, status FROM workflow_instances WHERE workflow_id = ?"
+INSTANCE_STANDING = instance_standing(SQLITE)

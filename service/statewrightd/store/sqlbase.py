@@ -13,10 +13,12 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, ClassVar, Protocol
 
+from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
@@ -33,7 +35,6 @@ from statewrightd.store.codec import (
     encode_task_page_token,
 )
 from statewrightd.store.records import (
-    TERMINAL,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
@@ -128,9 +129,8 @@ class SqlRepository(BatchWriter):
     ROWS: ClassVar[Rows]
     SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
 
-    def __init__(self, schema_version: int, request_window: timedelta | None = None) -> None:
+    def __init__(self, schema_version: int) -> None:
         self._schema_version = schema_version
-        self._request_window = request_window
 
     @abstractmethod
     def _reading(self) -> AbstractContextManager[Connection]:
@@ -157,7 +157,7 @@ class SqlRepository(BatchWriter):
         self, workflow_id: str, after_revision: int, limit: int
     ) -> list[HistoryRecord]:
         if limit <= 0:
-            raise InvalidArgument("limit must be positive", reason="INVALID_LIMIT")
+            raise InvalidArgument("limit must be positive", reason=Reason.INVALID_LIMIT)
         with self._reading() as conn:
             rows = conn.execute(
                 self.SQL.history_after, (workflow_id, after_revision, limit)

@@ -13,10 +13,11 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.reasons import Reason
 from statewrightd.store import failures
 from statewrightd.store import sql_sqlite as q
 from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
@@ -41,8 +42,8 @@ class SqliteRepository(SqlRepository):
     ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)
     SQL_STANDING = q.INSTANCE_STANDING
 
-    def __init__(self, path: str, *, request_window: timedelta | None = None) -> None:
-        super().__init__(latest_version("sqlite"), request_window)
+    def __init__(self, path: str) -> None:
+        super().__init__(latest_version("sqlite"))
         self._path = path
         self._lock = threading.Lock()
         self._closed = False
@@ -55,7 +56,7 @@ class SqliteRepository(SqlRepository):
     def _reading(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
             if self._closed:
-                raise StorageUnavailable("the repository is closed", reason="STORE_CLOSED")
+                raise StorageUnavailable("the repository is closed", reason=Reason.STORE_CLOSED)
             try:
                 yield self._conn
             except sqlite3.OperationalError as exc:

@@ -21,6 +21,7 @@ from statewrightd.errors import (
     StorageUnavailable,
     StoreError,
 )
+from statewrightd.reasons import Reason
 from statewrightd.store.records import InstanceRecord, Operation
 from statewrightd.store.repository import Repository
 
@@ -125,7 +126,7 @@ class GroupCommitWriter:
         """
         with self._cond:
             if self._stopping:
-                stopped = StorageUnavailable("the writer is stopping", reason="WRITER_STOPPED")
+                stopped = StorageUnavailable("the writer is stopping", reason=Reason.WRITER_STOPPED)
                 return [stopped for _ in items]
             now = time.monotonic()
             refusals: list[StoreError | None] = []
@@ -160,7 +161,7 @@ class GroupCommitWriter:
             self._queue.clear()
         for pending in leftovers:
             self._deliver(
-                pending, StorageUnavailable("the writer stopped", reason="WRITER_STOPPED")
+                pending, StorageUnavailable("the writer stopped", reason=Reason.WRITER_STOPPED)
             )
 
     def stats(self) -> WriterStats:
@@ -252,7 +253,7 @@ class GroupCommitWriter:
         except Exception as exc:
             # The thread must survive a bug in one batch; every caller still gets an answer.
             log.exception("group commit batch failed")
-            error = StoreError(f"batch failed: {exc}", reason="STORE_ERROR")
+            error = StoreError(f"batch failed: {exc}", reason=Reason.STORE_ERROR)
             return [error for _ in ops]
 
     @staticmethod

@@ -51,7 +51,7 @@ def _env(secured: Secured) -> dict[str, str]:
 
 
 def test_python_examples_run(secured: Secured, workdir: Path) -> None:
-    # The Workers examples run until interrupted: tests/unit/client/test_worker.py runs them;
+    # The Workers examples run until interrupted: clients/python/tests/test_worker.py runs them;
     # the Testing example is a pytest module, run by the test below.
     blocks = [b for b in _blocks("python") if "Worker(" not in b and "statewright.testing" not in b]
     assert len(blocks) == 3

@@ -17,17 +17,20 @@ from typing import Any
 import pytest
 
 from statewrightd import errors
-from statewrightd.application import Application
+from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig
 from statewrightd.definitions import load_definition_file
 from statewrightd.engine import fsm
 from statewrightd.engine import runtime as runtime_module
+from statewrightd.engine import writes as writes_module
 from statewrightd.engine.admission import AdmissionState
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.commands import CancelCommand, ResumeCommand, SignalCommand, StartCommand
+from statewrightd.engine.runtime import WorkflowInfo
 from statewrightd.engine.snapshots import history_record, instance_record, snapshot_of
+from statewrightd.store.backends import open_repository
 from statewrightd.store.records import InstanceRecord, Save
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.repository import Repository
 
 REPO = Path(__file__).resolve().parents[3]
 TALLY = REPO / "tests" / "e2e" / "definitions" / "tally.yaml"
@@ -57,16 +60,23 @@ def replica(app: Application) -> Any:
 
 
 async def start(app: Application, workflow_id: str, definition: str = "tally") -> Outcome:
-    loaded = await app.definition(definition, None)
-    result = await app.step(StartCommand(workflow_id=workflow_id, loaded=loaded), 5)
+    loaded = await app.reads.definition(definition, None)
+    result = await app.workflows.step(StartCommand(workflow_id=workflow_id, loaded=loaded), 5)
     assert isinstance(result, Outcome)
     return result
 
 
 async def signal(app: Application, workflow_id: str, event: str, **payload: Any) -> Outcome:
-    result = await app.step(SignalCommand(workflow_id=workflow_id, event=event, payload=payload), 5)
+    result = await app.workflows.step(
+        SignalCommand(workflow_id=workflow_id, event=event, payload=payload), 5
+    )
     assert isinstance(result, Outcome)
     return result
+
+
+async def _info(app: Application, workflow_id: str) -> WorkflowInfo:
+    runtime = app.parts.engine.runtime
+    return await app.parts.handoff.call(lambda: runtime.info(workflow_id))
 
 
 def save_behind_the_back(repo: Repository, workflow_id: str, event: str, **payload: Any) -> None:
@@ -89,7 +99,7 @@ async def test_a_stale_cache_loses_the_cas_race_then_reloads_and_reapplies(
     assert outcome.accepted
     assert outcome.record.revision == 4
     assert outcome.record.context["seen"] == ["mine-1", "theirs", "mine-2"]
-    history = app.repo.history_after("w", 0, 10)
+    history = app.parts.repo.history_after("w", 0, 10)
     assert [h.revision for h in history] == [1, 2, 3, 4]
 
 
@@ -110,7 +120,9 @@ async def test_an_expected_revision_against_a_stale_cache_is_checked_against_the
         )
     )
     with pytest.raises(errors.Aborted) as caught:
-        await app.step(ResumeCommand(workflow_id="m", event="approve", expected_revision=1), 5)
+        await app.workflows.step(
+            ResumeCommand(workflow_id="m", event="approve", expected_revision=1), 5
+        )
     assert caught.value.reason == "REVISION_MISMATCH"
     assert caught.value.metadata["actual_revision"] == "2"
 
@@ -146,17 +158,19 @@ async def test_signals_arriving_while_a_step_persists_queue_in_arrival_order(
     ids = [f"s{i}" for i in range(40)]
     outcomes = await asyncio.gather(*(signal(app, "q", "tick", id=i) for i in ids))
     assert all(o.accepted for o in outcomes)
-    final = app.repo.load("q")
+    final = app.parts.repo.load("q")
     assert final.context["seen"] == ids
     assert final.revision == 41
 
 
 async def test_a_competing_resume_while_a_segment_is_live_is_busy(app: Application) -> None:
     await start(app, "b", definition="mail-approval")
-    first = asyncio.ensure_future(app.step(ResumeCommand(workflow_id="b", event="approve"), 5))
+    first = asyncio.ensure_future(
+        app.workflows.step(ResumeCommand(workflow_id="b", event="approve"), 5)
+    )
     await asyncio.sleep(0)  # the first is posted before the second
     with pytest.raises(errors.Aborted) as caught:
-        await app.step(ResumeCommand(workflow_id="b", event="reject"), 5)
+        await app.workflows.step(ResumeCommand(workflow_id="b", event="reject"), 5)
     assert caught.value.reason == "WORKFLOW_BUSY"
     assert isinstance(await first, Outcome)
 
@@ -165,7 +179,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
     app: Application, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     await start(app, "r")
-    writer = app._writer
+    writer = app.parts.engine.writer
     assert writer is not None
     real_submit = writer.submit_many
     seen_ops: list[Any] = []
@@ -183,7 +197,7 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
 
     monkeypatch.setattr(writer, "submit_many", lose_commit)
     checks: list[tuple[int, ...]] = []
-    real_resolve = app.repo.resolve_outcome
+    real_resolve = app.parts.repo.resolve_outcome
 
     def resolve(ops: Any, *, backend_pids: Any = ()) -> Any:
         checks.append(tuple(backend_pids))
@@ -191,24 +205,24 @@ async def test_an_unknown_outcome_means_recovery_required_until_a_recheck_resolv
             return [errors.OutcomeUnknown("still cannot tell")]
         return real_resolve(ops, backend_pids=())
 
-    monkeypatch.setattr(app.repo, "resolve_outcome", resolve)
+    monkeypatch.setattr(app.parts.repo, "resolve_outcome", resolve)
     with pytest.raises(errors.OutcomeUnknown):
         await signal(app, "r", "tick", id="x")
     monkeypatch.setattr(writer, "submit_many", real_submit)
 
-    info = await app.workflow_info("r")
+    info = await _info(app, "r")
     assert info.admission is AdmissionState.RECOVERY_REQUIRED
     rejected = await signal(app, "r", "tick", id="y")
     assert not rejected.accepted and rejected.rejection == "RECOVERY_REQUIRED"
     with pytest.raises(errors.FailedPrecondition) as caught:
-        await app.step(CancelCommand(workflow_id="r"), 5)
+        await app.workflows.step(CancelCommand(workflow_id="r"), 5)
     assert caught.value.reason == "RECOVERY_REQUIRED"
 
     for _ in range(100):  # re-checks back off from 0.2 s; bounded wait
-        if (await app.workflow_info("r")).admission is None:
+        if (await _info(app, "r")).admission is None:
             break
         await asyncio.sleep(0.05)
-    assert (await app.workflow_info("r")).admission is None
+    assert (await _info(app, "r")).admission is None
     assert checks[0] == (1,), "the re-check waits for the backend that ran the lost COMMIT"
     # Resolved as committed: the next step builds on revision 2.
     after = await signal(app, "r", "tick", id="z")
@@ -238,11 +252,11 @@ def _break(target: object, name: str, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def _stage_admission(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(app.runtime._admission, "admit", mp)
+    _break(app.parts.engine.runtime._admission, "admit", mp)
 
 
 def _stage_load(app: Application, mp: pytest.MonkeyPatch) -> None:
-    app.runtime._cache.clear()  # the instance must be loaded from the store
+    app.parts.engine.runtime._cache.forget(["x"])  # the instance must be loaded from the store
     _break(runtime_module, "snapshot_of", mp)
 
 
@@ -251,20 +265,20 @@ def _stage_execute(app: Application, mp: pytest.MonkeyPatch) -> None:
 
 
 def _stage_build_save(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(runtime_module, "history_record", mp)
+    _break(writes_module, "history_record", mp)
 
 
 def _stage_hand_off(app: Application, mp: pytest.MonkeyPatch) -> None:
-    assert app._writer is not None
-    _break(app._writer, "submit_many", mp)
+    assert app.parts.engine.writer is not None
+    _break(app.parts.engine.writer, "submit_many", mp)
 
 
 def _stage_storage(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(app.repo, "apply_batch", mp)
+    _break(app.parts.repo, "apply_batch", mp)
 
 
 def _stage_saved(app: Application, mp: pytest.MonkeyPatch) -> None:
-    _break(app.runtime, "_remember", mp)
+    _break(app.parts.engine.runtime._cache, "remember", mp)
 
 
 STAGES = {
@@ -288,12 +302,12 @@ async def test_a_stage_that_raises_answers_its_command_and_releases_the_instance
     breaker(app, monkeypatch)
     with pytest.raises(expected):
         await signal(app, "x", "tick", id="broken")  # answered within its 5 s budget
-    assert await app.on_loop(app.runtime.live_segments) == 0
+    assert await app.parts.handoff.call(app.parts.engine.runtime.live_segments) == 0
     after = await signal(app, "x", "tick", id="after")
     # A stage past the commit ("saved") broke after the step was durable: it stands.
     broken_saved = ["broken"] if stage == "saved" else []
     assert after.record.context["seen"] == ["before", *broken_saved, "after"]
-    assert [h.revision for h in app.repo.history_after("x", 0, 10)] == list(
+    assert [h.revision for h in app.parts.repo.history_after("x", 0, 10)] == list(
         range(1, after.record.revision + 1)
     )
 
@@ -304,9 +318,9 @@ async def test_a_failure_after_the_answer_leaves_the_step_answered(
 ) -> None:
     await start(app, "y")
     if where == "answer":
-        _break(app.runtime._observer, "finished", monkeypatch)
+        _break(app.parts.engine.runtime._observer, "finished", monkeypatch)
     else:
-        app.runtime.listeners.insert(0, _boom)
+        app.parts.engine.runtime.listeners.insert(0, _boom)
     outcome = await signal(app, "y", "tick", id="a")
     assert outcome.accepted and outcome.record.revision == 2
     assert (await signal(app, "y", "tick", id="b")).record.revision == 3

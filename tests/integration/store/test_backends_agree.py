@@ -15,14 +15,8 @@ from pathlib import Path
 import pytest
 
 from statewrightd.errors import Conflict, StatewrightError, StoreError
-from statewrightd.store import (
-    Create,
-    DefinitionRecord,
-    InstanceRecord,
-    Operation,
-    Repository,
-    open_repository,
-)
+from statewrightd.store import Repository, open_repository
+from statewrightd.store.records import Create, DefinitionRecord, InstanceRecord, Operation
 from tests.integration.store.test_repository_contract import (
     T0,
     create_op,

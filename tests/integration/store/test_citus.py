@@ -21,21 +21,14 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import Conflict, OutcomeUnknown, StorageUnavailable, StoreError
-from statewrightd.store import (
-    Create,
-    HistoryRecord,
-    InstanceRecord,
-    Repository,
-    Save,
-    Status,
-    migrate,
-    open_repository,
-)
+from statewrightd.store import Repository, migrate, open_repository
 from statewrightd.store.citus import CitusRepository, plan_calls
 from statewrightd.store.citus_routing import Shard, ShardMap, hash_text
 from statewrightd.store.codec import encode_op
 from statewrightd.store.commands import migrate_command
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 from tests.support import citus
 from tests.support.pgproxy import PgProxy
 

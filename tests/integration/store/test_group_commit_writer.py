@@ -9,16 +9,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import Conflict, Overloaded, StorageUnavailable, StoreError
-from statewrightd.store import (
-    Create,
-    GroupCommitWriter,
-    HistoryRecord,
-    InstanceRecord,
-    Repository,
-    Save,
-    Status,
-)
+from statewrightd.store import GroupCommitWriter, Repository
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 
 T0 = datetime(2026, 3, 1, tzinfo=UTC)
 Result = InstanceRecord | StoreError

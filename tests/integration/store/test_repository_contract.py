@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import (
     Conflict,
     InvalidArgument,
@@ -21,16 +22,14 @@ from statewrightd.errors import (
     SerializationError,
     StoreError,
 )
-from statewrightd.store import (
+from statewrightd.store import Repository, open_repository
+from statewrightd.store.records import (
     Create,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
-    Repository,
     RequestRecord,
     Save,
-    Status,
-    open_repository,
 )
 
 T0 = datetime(2026, 1, 2, 3, 4, 5, 123456, tzinfo=UTC)

@@ -19,22 +19,17 @@ from typing import Any
 import psycopg
 import pytest
 
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.errors import Conflict, RecordExists, RecordLive, RecordNotFound
-from statewrightd.store import (
+from statewrightd.store import Repository, open_repository
+from statewrightd.store.records import (
     Create,
     HistoryRecord,
     InstanceRecord,
-    Repository,
     RequestRecord,
     Save,
-    Status,
-    open_repository,
-)
-from statewrightd.store.memory import MemoryRepository
-from statewrightd.store.records import (
     TaskChange,
     TaskRecord,
-    TaskStatus,
     TimerChange,
     TimerRecord,
 )
@@ -93,9 +88,23 @@ def history_of(
 
 
 def request(
-    rec: InstanceRecord, rid: str, at: datetime = T0, method: str = "Start"
+    rec: InstanceRecord,
+    rid: str,
+    at: datetime = T0,
+    method: str = "Start",
+    window: timedelta | None = None,
 ) -> RequestRecord:
-    return RequestRecord(rid, rec.workflow_id, method, f"fp-{method}", b'{"revision": 1}', at)
+    """A step's request record; ``window``: how long records of its id answer retries (the
+    engine stamps what that means at ``at``)."""
+    return RequestRecord(
+        rid,
+        rec.workflow_id,
+        method,
+        f"fp-{method}",
+        b'{"revision": 1}',
+        at,
+        live_after=None if window is None else at - window,
+    )
 
 
 def finished(wid: str, expire: datetime, request_id: str | None = None) -> Create:
@@ -350,22 +359,13 @@ def test_transitions_that_do_not_fit_the_compact_form_are_kept_as_they_are(
 # -- request records -------------------------------------------------------------------
 
 
-@pytest.fixture
-def windowed(backend: str, request: pytest.FixtureRequest) -> Any:
-    window = timedelta(minutes=1)
-    repository: Repository
-    if backend == "memory":
-        repository = MemoryRepository(request_window=window)
-    else:
-        url = str(request.getfixturevalue("db_url"))
-        repository = open_repository(url, migrate=False, request_window=window)
-    yield repository
-    repository.close()
+MINUTE = timedelta(minutes=1)
 
 
-def test_a_request_record_answers_only_inside_its_window(windowed: Repository) -> None:
+def test_a_request_record_answers_only_inside_its_window(repo: Repository) -> None:
+    windowed = repo
     first = instance("r1")
-    windowed.create(Create(first, history_of(first), request(first, "rid")))
+    windowed.create(Create(first, history_of(first), request(first, "rid", window=MINUTE)))
     assert windowed.lookup_request("r1", "rid", live_after=T0 - timedelta(seconds=59)) is not None
     assert windowed.lookup_request("r1", "rid", live_after=T0) is None
     assert windowed.lookup_request("r1", "rid") is not None  # no window asked for: any record
@@ -374,7 +374,12 @@ def test_a_request_record_answers_only_inside_its_window(windowed: Repository) -
     inside = dataclasses.replace(first, revision=2, state="inside")
     with pytest.raises(RecordExists) as taken:
         windowed.save(
-            Save(inside, 1, history_of(inside), request(inside, "rid", T0 + timedelta(seconds=59)))
+            Save(
+                inside,
+                1,
+                history_of(inside),
+                request(inside, "rid", T0 + timedelta(seconds=59), window=MINUTE),
+            )
         )
     assert taken.value.reason == "REQUEST_EXISTS"
     assert windowed.load("r1") == first
@@ -382,17 +387,20 @@ def test_a_request_record_answers_only_inside_its_window(windowed: Repository) -
     # After it the id is free: the step runs and records the id afresh.
     later = T0 + timedelta(minutes=1)
     after = dataclasses.replace(first, revision=2, state="after")
-    windowed.save(Save(after, 1, history_of(after), request(after, "rid", later, "Resume")))
+    windowed.save(
+        Save(after, 1, history_of(after), request(after, "rid", later, "Resume", window=MINUTE))
+    )
     record = windowed.lookup_request("r1", "rid", live_after=later - timedelta(minutes=1))
     assert record is not None
     assert (record.workflow_id, record.method, record.create_time) == ("r1", "Resume", later)
 
 
-def test_a_save_records_an_expired_request_id_afresh(windowed: Repository) -> None:
+def test_a_save_records_an_expired_request_id_afresh(repo: Repository) -> None:
+    windowed = repo
     first = instance("s1")
-    windowed.create(Create(first, history_of(first), request(first, "sid")))
+    windowed.create(Create(first, history_of(first), request(first, "sid", window=MINUTE)))
     nxt = dataclasses.replace(first, revision=2, state="next", update_time=T0 + HOUR)
-    saved = Save(nxt, 1, history_of(nxt), request(nxt, "sid", T0 + HOUR, "Signal"))
+    saved = Save(nxt, 1, history_of(nxt), request(nxt, "sid", T0 + HOUR, "Signal", MINUTE))
     assert windowed.save(saved) == 2
     record = windowed.lookup_request("s1", "sid")
     assert record is not None and (record.method, record.create_time) == ("Signal", T0 + HOUR)

@@ -13,9 +13,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.errors import Conflict, RecordNotFound, TaskFenced
-from statewrightd.store import Create, HistoryRecord, InstanceRecord, Repository, Save, Status
-from statewrightd.store.records import TaskChange, TaskFinish, TaskRecord, TaskStatus
+from statewrightd.store import Repository
+from statewrightd.store.records import (
+    Create,
+    HistoryRecord,
+    InstanceRecord,
+    Save,
+    TaskChange,
+    TaskFinish,
+    TaskRecord,
+)
 
 NOW = datetime.now(UTC).replace(microsecond=123456)
 FIRST_LEASE = 30.0

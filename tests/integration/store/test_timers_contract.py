@@ -12,17 +12,17 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import Conflict, SerializationError, TimerGone
-from statewrightd.store import (
+from statewrightd.store import Repository, open_repository
+from statewrightd.store.records import (
     Create,
     HistoryRecord,
     InstanceRecord,
-    Repository,
     Save,
-    Status,
-    open_repository,
+    TimerChange,
+    TimerRecord,
 )
-from statewrightd.store.records import TimerChange, TimerRecord
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 

@@ -15,21 +15,15 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import (
     Conflict,
     OutcomeUnknown,
     StorageUnavailable,
 )
-from statewrightd.store import (
-    Create,
-    HistoryRecord,
-    InstanceRecord,
-    Repository,
-    Save,
-    Status,
-    open_repository,
-)
+from statewrightd.store import Repository, open_repository
 from statewrightd.store.postgres import PostgresRepository
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 from tests.support.pgproxy import PgProxy, _cstrings, _is_end_of_transaction
 
 

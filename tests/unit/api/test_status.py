@@ -10,8 +10,8 @@ import grpc
 import pytest
 from google.rpc import error_details_pb2, status_pb2
 
+from statewrightd import context as caller
 from statewrightd import errors
-from statewrightd.api import caller
 from statewrightd.api.status import error_json, grpc_code, to_grpc_status
 
 MAPPING: list[tuple[type[errors.StatewrightError], grpc.StatusCode, str]] = [

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from statewrightd.definitions import validate_source
-from statewrightd.definitions.loader import (
+from statewrightd.definitions.limits import (
     MAX_CONTEXT_FIELDS,
     MAX_DEFINITION_BYTES,
     MAX_EXPRESSION_LENGTH,

@@ -15,7 +15,8 @@ from statewrightd.definitions.registry import (
     read_file,
 )
 from statewrightd.errors import NotFound
-from statewrightd.store.repository import Repository, open_repository
+from statewrightd.store.backends import open_repository
+from statewrightd.store.repository import Repository
 
 FLOW = """\
 name: flow

@@ -32,7 +32,7 @@ from statewrightd.config import (
 )
 from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.registry import DefinitionRegistry
-from statewrightd.store.repository import open_repository
+from statewrightd.store.backends import open_repository
 from tests.unit.deploy.dockerfile import runtime_user
 from tests.unit.deploy.rendering import K8S, KUSTOMIZATIONS, REPO, Manifest, Rendered
 

@@ -11,14 +11,25 @@ from pathlib import Path
 
 from tests.unit.docs.blocks import REPO
 
-SOURCES = (
-    REPO / "service" / "statewrightd" / "definitions" / "loader.py",
-    REPO / "service" / "statewrightd" / "definitions" / "parsing.py",
-    REPO / "service" / "statewrightd" / "definitions" / "problems.py",
-)
+_DEFINITIONS = REPO / "service" / "statewrightd" / "definitions"
+# The loader reads a document in several modules; its messages are judged together.
+SOURCES: dict[str, tuple[Path, ...]] = {
+    "loader": tuple(
+        _DEFINITIONS / name
+        for name in (
+            "loader.py",
+            "reading.py",
+            "read_states.py",
+            "read_transitions.py",
+            "analysis.py",
+        )
+    ),
+    "parsing": (_DEFINITIONS / "parsing.py",),
+    "problems": (_DEFINITIONS / "problems.py",),
+}
 # Functions that return a problem's message, or a part of one, instead of reporting it.
 _MESSAGE_FUNCTIONS = frozenset(
-    {"_set_type_problem", "_reference_hints", "did_you_mean", "suggestion"}
+    {"set_type_problem", "reference_hints", "did_you_mean", "suggestion"}
 )
 _REPORTERS = frozenset({"error", "warning"})
 
@@ -53,15 +64,16 @@ def _message_nodes(tree: ast.AST) -> list[ast.expr]:
     return found
 
 
-def fragments(path: Path) -> list[str]:
-    """The literal parts of every message in ``path``, trimmed, in source order."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+def fragments(paths: tuple[Path, ...]) -> list[str]:
+    """The literal parts of every message in ``paths``, trimmed, in source order."""
     out: list[str] = []
-    for node in _message_nodes(tree):
-        for part in _parts(node):
-            text = part.strip(" :;,")
-            if len(text) >= 3 and text not in out:
-                out.append(text)
+    for path in paths:
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in _message_nodes(tree):
+            for part in _parts(node):
+                text = part.strip(" :;,")
+                if len(text) >= 3 and text not in out:
+                    out.append(text)
     return out
 
 

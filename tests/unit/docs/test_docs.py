@@ -20,9 +20,11 @@ from pathlib import Path
 
 import pytest
 from google.protobuf.descriptor import Descriptor
+from statewright import errors as client_errors
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.definitions.commands import validate_command
+from statewrightd.reasons import Reason
 from statewrightd.scenarios.command import scenarios_command
 from statewrightd.scenarios.options import add_arguments
 from tests.unit.docs.blocks import (
@@ -35,7 +37,7 @@ from tests.unit.docs.blocks import (
     scenario_blocks,
 )
 from tests.unit.docs.messages import SOURCES, fragments, normalize
-from tests.unit.docs.reasons import made_reasons
+from tests.unit.docs.reasons import made_reasons, written_by_hand
 
 DEFINITIONS = definitions_with_reports()
 SCENARIOS = scenario_blocks()
@@ -105,14 +107,14 @@ def test_the_tutorial_definition_is_the_one_its_steps_use() -> None:
     assert python and 'client.start("expense-claim"' in python[0].text
 
 
-_AT_LEAST = {"loader.py": 40, "parsing.py": 4, "problems.py": 1}
+_AT_LEAST = {"loader": 40, "parsing": 4, "problems": 1}
 
 
-@pytest.mark.parametrize("source", SOURCES, ids=[s.name for s in SOURCES])
-def test_every_loader_message_is_on_the_validation_page(source: Path) -> None:
+@pytest.mark.parametrize("source", sorted(SOURCES))
+def test_every_loader_message_is_on_the_validation_page(source: str) -> None:
     page = normalize((DOCS / "validation.md").read_text(encoding="utf-8"))
-    found = fragments(source)
-    assert len(found) >= _AT_LEAST[source.name], "the message scan found too little to work"
+    found = fragments(SOURCES[source])
+    assert len(found) >= _AT_LEAST[source], "the message scan found too little to work"
     missing = [text for text in found if normalize(text) not in page]
     assert missing == [], f"docs/validation.md does not mention: {missing}"
 
@@ -177,6 +179,18 @@ def test_no_page_points_outside_the_repository() -> None:
         assert not _ELSEWHERE.search(text), f"{path.relative_to(REPO)}: {_ELSEWHERE.search(text)}"
 
 
+# The benchmark report is read, not searched: what a run measured in detail goes to the
+# notebook (bench/NOTES.md), and the report keeps the figures and what they mean.
+BENCHMARKS_LIMIT = 25_000
+
+
+def test_the_benchmark_report_stays_a_report() -> None:
+    size = len((REPO / "BENCHMARKS.md").read_bytes())
+    assert size < BENCHMARKS_LIMIT, (
+        f"BENCHMARKS.md is {size:,} bytes: move detail to bench/NOTES.md"
+    )
+
+
 def test_the_readme_is_a_front_door_whose_links_work() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "make dev" in readme and "make test" in readme and "make docs" in readme
@@ -228,6 +242,68 @@ def test_the_api_page_lists_every_reason_the_server_makes_and_no_other() -> None
         if (codes - {None}) - table[reason] or (None not in codes and table[reason] - codes)
     }
     assert wrong == {}, "reasons whose codes on the page are not the ones they are raised with"
+
+
+def test_every_reason_is_named_from_the_one_registry() -> None:
+    assert written_by_hand() == [], (
+        "reasons written as strings: name them from statewrightd.reasons"
+    )
+    registry = {str(r) for r in Reason}
+    made = {found.reason for found in made_reasons()}
+    assert sorted(made - registry) == [], "names that are no member of the registry"
+    assert sorted(registry - made) == [], "registry members the server never makes"
+    assert set(_reasons_table()) == registry, "the page's table is not the registry"
+
+
+def _made_codes() -> dict[str, set[str]]:
+    made: dict[str, set[str]] = {}
+    for found in made_reasons():
+        if found.code is not None:
+            made.setdefault(found.reason, set()).add(found.code)
+    return made
+
+
+CLIENTS = REPO / "clients"
+# How each client names a reason it branches on, with the code beside it where it says.
+_CLIENT_REASONS = {
+    "go": (
+        "go/statewright",
+        "*.go",
+        re.compile(r'Reason\w*\s*=\s*"([A-Z][A-Z0-9_]+)"|^\s*case "([A-Z][A-Z0-9_]+)":'),
+    ),
+    "java": ("java/src/main", "*.java", re.compile(r'isReason\("([A-Z][A-Z0-9_]+)"\)')),
+    "ts": ("ts/src", "*.ts", re.compile(r'reason === "([A-Z][A-Z0-9_]+)"')),
+}
+_CODE_ON_THE_LINE = re.compile(r"(?:Status\.Code\.|Code\.)([A-Za-z_]+)")
+
+
+def _code_name(spelled: str) -> str:
+    """FAILED_PRECONDITION (Java) and FailedPrecondition (TypeScript) alike."""
+    return spelled if spelled.isupper() else re.sub(r"(?<!^)(?=[A-Z])", "_", spelled).upper()
+
+
+def test_the_clients_error_classes_name_reasons_of_the_registry_with_their_codes() -> None:
+    registry = {str(r) for r in Reason}
+    made = _made_codes()
+    # The Python client's table of reason classes, each valid under one code.
+    python = {reason: entry.code.name for reason, entry in client_errors._REASONS.items()}
+    assert sorted(set(python) - registry) == [], "Python client reasons the server never gives"
+    wrong = {r: (code, sorted(made[r])) for r, code in python.items() if code not in made[r]}
+    assert wrong == {}, "Python client reason classes under codes the server does not use"
+    seen: dict[str, set[str]] = {}
+    for language, (folder, pattern, reasons) in _CLIENT_REASONS.items():
+        for path in sorted((CLIENTS / folder).rglob(pattern)):
+            if path.name.endswith("_test.go"):
+                continue
+            for line in path.read_text(encoding="utf-8").splitlines():
+                for found in reasons.finditer(line):
+                    reason = next(g for g in found.groups() if g)
+                    seen.setdefault(language, set()).add(reason)
+                    assert reason in registry, f"{path.relative_to(REPO)}: {reason} is no reason"
+                    for code in _CODE_ON_THE_LINE.findall(line):
+                        assert _code_name(code) in made[reason], (path.name, reason, code)
+    # The scan must see what each client branches on (a rename there would hide it).
+    assert {"LEASE_SUPERSEDED", "TASK_CANCELLED"} <= seen["go"] & seen["java"] & seen["ts"]
 
 
 def test_code_shown_from_a_file_is_that_file() -> None:

@@ -11,16 +11,8 @@ from hypothesis import strategies as st
 
 from statewrightd.definitions import Definition, validate_source
 from statewrightd.definitions.values import ValueTypeError, conform
-from statewrightd.engine import (
-    TERMINAL,
-    Snapshot,
-    Status,
-    StepResult,
-    cancel,
-    resume,
-    signal,
-    start,
-)
+from statewrightd.domain import TERMINAL, Status
+from statewrightd.engine import Snapshot, StepResult, cancel, resume, signal, start
 from statewrightd.errors import FailedPrecondition, StatewrightError
 
 EVENTS = ["e0", "e1", "e2"]

@@ -16,6 +16,7 @@ import pytest
 
 from statewrightd import errors
 from statewrightd.engine import retention
+from statewrightd.engine.background import Background
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.event_loop import EventLoop, TimerHandle
 from statewrightd.engine.retention import RetentionPurger
@@ -121,10 +122,7 @@ def purger(
     loop: ManualLoop, store: ScriptedStore, removed: list[tuple[str, ...]]
 ) -> RetentionPurger:
     return RetentionPurger(
-        loop=cast(EventLoop, loop),
-        repo=cast(Repository, store),
-        offload=offload,
-        clock=FixedClock(),
+        Background(cast(EventLoop, loop), cast(Repository, store), offload, FixedClock()),
         retention=120.0,
         request_window=WINDOW,
         removed=removed.append,
@@ -238,10 +236,7 @@ def test_a_failing_listener_does_not_stop_the_purge(loop: ManualLoop, store: Scr
         raise RuntimeError("listener broke")
 
     purger = RetentionPurger(
-        loop=cast(EventLoop, loop),
-        repo=cast(Repository, store),
-        offload=offload,
-        clock=FixedClock(),
+        Background(cast(EventLoop, loop), cast(Repository, store), offload, FixedClock()),
         retention=120.0,
         request_window=WINDOW,
         removed=broken,

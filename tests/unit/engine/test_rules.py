@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from statewrightd.definitions import Definition, load_definition, load_definition_file
+from statewrightd.domain import Status
 from statewrightd.engine import (
     Snapshot,
-    Status,
     TransitionTaken,
     accepted_events,
     cancel,

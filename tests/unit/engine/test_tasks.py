@@ -11,9 +11,10 @@ import pytest
 
 from statewrightd.definitions import load_definition
 from statewrightd.definitions.model import Definition
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.engine import fsm
 from statewrightd.engine.clock import Clock
-from statewrightd.engine.model import NO_TASK_WORK, Status
+from statewrightd.engine.model import NO_TASK_WORK
 from statewrightd.engine.tasks import (
     MAX_POLLERS,
     STALLED_AFTER,
@@ -23,7 +24,7 @@ from statewrightd.engine.tasks import (
     retry_delay,
 )
 from statewrightd.errors import FailedPrecondition, InvalidArgument
-from statewrightd.store.records import QueueCounts, TaskRecord, TaskStatus
+from statewrightd.store.records import QueueCounts, TaskRecord
 
 SOURCE = """
 name: tasked

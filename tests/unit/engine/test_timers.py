@@ -9,8 +9,9 @@ import pytest
 
 from statewrightd.definitions import DefinitionInvalid, load_definition
 from statewrightd.definitions.model import Definition
+from statewrightd.domain import Status
 from statewrightd.engine import fsm
-from statewrightd.engine.model import NO_TIMER_WORK, Status
+from statewrightd.engine.model import NO_TIMER_WORK
 from statewrightd.errors import FailedPrecondition
 
 SOURCE = """

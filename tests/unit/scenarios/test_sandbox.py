@@ -9,9 +9,9 @@ import pytest
 
 from statewrightd import errors
 from statewrightd.definitions.registry import read_file
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.engine.tasks import FIRST_LEASE
 from statewrightd.scenarios.sandbox import DEFAULT_START, NoTask, Sandbox, VirtualClock
-from statewrightd.store.records import Status, TaskStatus
 
 
 @pytest.fixture

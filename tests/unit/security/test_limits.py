@@ -19,8 +19,8 @@ from statewrightd.config import (
     config_from,
 )
 from statewrightd.definitions import load_definition
+from statewrightd.domain import Status
 from statewrightd.engine import fsm
-from statewrightd.engine.model import Status
 from statewrightd.errors import InvalidArgument
 
 

@@ -8,12 +8,13 @@ from datetime import UTC, datetime
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import StorageUnavailable
 from statewrightd.store import sql_citus
 from statewrightd.store.citus import plan_calls
 from statewrightd.store.citus_routing import Shard, ShardMap, hash_text
 from statewrightd.store.codec import encode_op
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save, Status
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from statewrightd.domain import Status
 from statewrightd.store.outcomes import HistoryWitness, Verdict, classify
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save, Status
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -6,8 +6,9 @@ import asyncio
 from datetime import UTC, datetime
 from typing import Any
 
+from statewrightd.domain import Status
 from statewrightd.engine.watch import StepEvent, WatchHub
-from statewrightd.store.records import InstanceRecord, Status
+from statewrightd.store.records import InstanceRecord
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 

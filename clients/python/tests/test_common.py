@@ -13,7 +13,7 @@ from statewright.models import WorkflowStatus, workflow_name
 from statewright.v1 import task_service_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.unit.client.fakes import workflow
+from tests.fakes import workflow
 
 SHARED_CONFIG = Path(__file__).resolve().parents[3] / "clients" / "service-config.json"
 

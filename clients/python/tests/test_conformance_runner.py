@@ -28,7 +28,7 @@ from statewright.v1 import task_service_pb2 as tpb
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.values import from_struct, to_struct
 
-from tests.unit.client.fakes import FakeServer, FakeTasks, task, workflow
+from tests.fakes import FakeServer, FakeTasks, task, workflow
 
 SCENARIO = Path(__file__).resolve().parents[3] / "clients" / "conformance" / "scenario.yaml"
 OPS = {

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 from statewright import Client
 
-from tests.unit.client.fakes import FakeServer
+from tests.fakes import FakeServer
 
 
 @pytest.fixture(autouse=True)

@@ -17,7 +17,7 @@ from statewright import _render, cli
 from statewright.v1 import diagnostics_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.unit.client.fakes import FakeServer, abort, workflow
+from tests.fakes import FakeServer, abort, workflow
 
 
 def _run(fake: FakeServer, *argv: str) -> tuple[int, Any, str]:

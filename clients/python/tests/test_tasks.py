@@ -24,7 +24,7 @@ from statewright.v1 import task_pb2, workflow_pb2
 from statewright.v1 import task_service_pb2 as tpb
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.unit.client.fakes import FakeServer, abort, task, workflow
+from tests.fakes import FakeServer, abort, task, workflow
 
 LEASED = task_pb2.TASK_STATUS_LEASED
 

@@ -25,17 +25,19 @@ import logging
 import random
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 from typing import Any, Protocol, TypeVar
 
 from statewrightd import errors
+from statewrightd.domain import TaskStatus
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKey, TaskGiveUpCommand
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
-from statewrightd.store.records import TaskPage, TaskRecord, TaskStatus
+from statewrightd.reasons import Reason
+from statewrightd.store.records import TaskPage, TaskRecord
 from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
@@ -86,30 +88,24 @@ class TaskFailure:
     details: dict[str, Any]
 
 
+@dataclass(kw_only=True)
 class TaskDesk:
-    def __init__(
-        self,
-        *,
-        repo: Repository,
-        polls: TaskPolls,
-        clock: Clock,
-        read: Reader,
-        step: Step,
-        replayed: Replayed,
-        observer: StepObserver,
-        rng: random.Random | None = None,
-    ) -> None:
-        """``rng`` draws the retry delays (a seeded one makes them repeatable)."""
-        self._repo = repo
-        self._polls = polls
-        self._clock = clock
-        self._read = read
-        self._step = step
-        self._replayed = replayed
-        self._observer = observer
-        self._rng = rng or random.Random()
+    repo: Repository
+    polls: TaskPolls
+    clock: Clock
+    read: Reader
+    step: Step
+    replayed: Replayed
+    observer: StepObserver
+    # Draws the retry delays; a seeded one makes them repeatable (``statewrightd test``).
+    rng: random.Random = field(default_factory=random.Random)
 
     # -- polls -----------------------------------------------------------------------
+
+    def storage_down(self, down: str) -> None:
+        """Storage was found down (asyncio loop): waiting polls look again, and are refused."""
+        for queue in self.polls.queues():
+            self.polls.notify(queue)
 
     async def poll(
         self,
@@ -122,7 +118,7 @@ class TaskDesk:
         """Lease up to ``max_tasks`` ready tasks of ``queue``, waiting up to ``wait``
         seconds for one; none when the wait runs out or the server drains. ``choose``
         picks among the ready tasks those to lease (the ones the answer has room for)."""
-        polls = self._polls
+        polls = self.polls
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
         while True:
@@ -138,10 +134,10 @@ class TaskDesk:
             polls.polled(queue, identity)
 
     async def _lease(self, queue: str, limit: int, choose: Choose | None) -> list[TaskRecord]:
-        repo, clock = self._repo, self._clock
+        repo, clock = self.repo, self.clock
         now = clock.now()
         leasing = asyncio.ensure_future(
-            self._read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE, choose))
+            self.read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE, choose))
         )
         try:
             tasks = await asyncio.shield(leasing)
@@ -151,13 +147,13 @@ class TaskDesk:
             raise
         for task in tasks:
             waited = max(0.0, (now - task.available_time).total_seconds())
-            self._observer.task_leased(task.queue, waited)
+            self.observer.task_leased(task.queue, waited)
         return tasks
 
     def _release_abandoned(self, leasing: asyncio.Future[list[TaskRecord]]) -> None:
         if leasing.cancelled() or leasing.exception() is not None:
             return
-        repo, now = self._repo, self._clock.now()
+        repo, now = self.repo, self.clock.now()
         tasks = leasing.result()
         for task in tasks:
             token = task.lease_token or ""
@@ -165,27 +161,27 @@ class TaskDesk:
             def release(task: TaskRecord = task, token: str = token) -> Any:
                 return repo.release_task(task.workflow_id, task.task_id, token, now)
 
-            future = asyncio.ensure_future(self._read(release))
+            future = asyncio.ensure_future(self.read(release))
             future.add_done_callback(_logged_release)
         if tasks:
-            self._polls.notify(tasks[0].queue)
+            self.polls.notify(tasks[0].queue)
 
     # -- heartbeats ------------------------------------------------------------------
 
     async def heartbeat(
         self, ref: TaskRef, token: str, details: dict[str, Any] | None
     ) -> Heartbeat:
-        repo, now = self._repo, self._clock.now()
+        repo, now = self.repo, self.clock.now()
 
         def beat() -> TaskRecord | None:
             return repo.heartbeat_task(ref.workflow_id, ref.task_id, token, now, details)
 
-        renewed = await self._read(beat)
+        renewed = await self.read(beat)
         if renewed is not None:
             return Heartbeat(renewed, cancel_requested=False)
         task = await self.get(ref)
         if task.status is TaskStatus.CANCELLED and task.lease_token == token:
-            self._observer.task_attempt_ended(task.queue, "cancelled")
+            self.observer.task_attempt_ended(task.queue, "cancelled")
             return Heartbeat(task, cancel_requested=True)
         raise self._fenced(task)
 
@@ -204,18 +200,10 @@ class TaskDesk:
         task = await self.get(ref)
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             return Completion(await self._replay_or_fence(task, request), _finished(task))
-        command = CompleteTaskCommand(
-            actor=actor,
-            workflow_id=ref.workflow_id,
-            request=request,
-            task_id=ref.task_id,
-            state=task.state,
-            lease_token=token,
-            result=result,
-        )
+        command = CompleteTaskCommand.of(task, token, result, actor=actor, request=request)
         outcome = await self._fenced_step(command, ref, budget)
         if outcome.saved:
-            self._observer.task_attempt_ended(task.queue, "completed")
+            self.observer.task_attempt_ended(task.queue, "completed")
         return Completion(outcome, _finished(task, TaskStatus.COMPLETED))
 
     # -- failures --------------------------------------------------------------------
@@ -240,15 +228,15 @@ class TaskDesk:
             outcome = await self._replay_or_fence(task, request)
             return Failure(_finished(task), outcome)
         error = {"type": failure.type, "message": failure.message, "details": failure.details}
-        now = self._clock.now()
+        now = self.clock.now()
         if retry_after is None:
-            retry_after = retry_delay(task.retry, task.attempt, self._rng)
+            retry_after = retry_delay(task.retry, task.attempt, self.rng)
         available = now + timedelta(seconds=retry_after)
         if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
             return await self._give_up(
                 task, token, error, request=request, budget=budget, actor=actor
             )
-        repo = self._repo
+        repo = self.repo
 
         def retry() -> TaskRecord | None:
             return repo.retry_task(
@@ -261,11 +249,11 @@ class TaskDesk:
                 request_id=request_id,
             )
 
-        retried = await self._read(retry)
+        retried = await self.read(retry)
         if retried is None:
             raise self._fenced(await self.get(ref))
-        self._observer.task_attempt_ended(task.queue, "failed")
-        self._polls.ready_at(task.queue, retry_after)
+        self.observer.task_attempt_ended(task.queue, "failed")
+        self.polls.ready_at(task.queue, retry_after)
         return Failure(retried, None)
 
     async def _give_up(
@@ -278,28 +266,21 @@ class TaskDesk:
         budget: float | None,
         actor: str,
     ) -> Failure:
-        command = TaskGiveUpCommand(
-            actor=actor,
-            workflow_id=task.workflow_id,
-            request=request,
-            task_id=task.task_id,
-            state=task.state,
-            lease_token=token,
-            attempt=task.attempt,
-            leased=True,
-            failure=failure_payload(task, error),
+        failure = failure_payload(task, error)
+        command = TaskGiveUpCommand.of(
+            task, failure, actor=actor, lease_token=token, leased=True, request=request
         )
         outcome = await self._fenced_step(command, TaskRef(task.workflow_id, task.task_id), budget)
         if outcome.saved:
-            self._observer.task_attempt_ended(task.queue, "failed")
+            self.observer.task_attempt_ended(task.queue, "failed")
         gave_up = replace(_finished(task, TaskStatus.FAILED), last_error=error)
         return Failure(gave_up, outcome)
 
     # -- reads -----------------------------------------------------------------------
 
     async def get(self, ref: TaskRef) -> TaskRecord:
-        repo = self._repo
-        return await self._read(lambda: repo.get_task(ref.workflow_id, ref.task_id))
+        repo = self.repo
+        return await self.read(lambda: repo.get_task(ref.workflow_id, ref.task_id))
 
     async def list(
         self,
@@ -310,8 +291,8 @@ class TaskDesk:
         page_size: int,
         page_token: str,
     ) -> TaskPage:
-        repo = self._repo
-        return await self._read(
+        repo = self.repo
+        return await self.read(
             lambda: repo.list_tasks(
                 queue=queue,
                 workflow_id=workflow_id,
@@ -328,20 +309,20 @@ class TaskDesk:
         the task's state, which is all it knows; the task itself says why (completed by a
         rival call, or cancelled), and that is the answer."""
         try:
-            return await self._step(command, budget)
+            return await self.step(command, budget)
         except errors.FailedPrecondition as exc:
-            if exc.reason != "TASK_CANCELLED":
+            if exc.reason != Reason.TASK_CANCELLED:
                 raise
             fenced = self._fenced(await self.get(ref))
-        if fenced.reason == "TASK_CANCELLED":
-            self._observer.task_attempt_ended(fenced.metadata.get("queue", ""), "cancelled")
+        if fenced.reason == Reason.TASK_CANCELLED:
+            self.observer.task_attempt_ended(fenced.metadata.get("queue", ""), "cancelled")
         raise fenced
 
     async def _replay_or_fence(self, task: TaskRecord, request: RequestKey | None) -> Outcome:
         """A call whose lease is not current: its own earlier answer, if it was this call's
         retry that got one; otherwise the fence's error."""
         if request is not None:
-            replayed = await self._replayed(task.workflow_id, request)
+            replayed = await self.replayed(task.workflow_id, request)
             if replayed is not None:
                 return replayed
         raise self._fenced(task)
@@ -353,13 +334,13 @@ class TaskDesk:
             return errors.TaskFenced(
                 f"task {task.task_id} of workflow {task.workflow_id} was cancelled: "
                 f"the instance left state {task.state!r}",
-                reason="TASK_CANCELLED",
+                reason=Reason.TASK_CANCELLED,
                 metadata=meta,
             )
         return errors.TaskFenced(
             f"task {task.task_id} of workflow {task.workflow_id}: this lease is no longer "
             f"current (the task is {task.status}, attempt {task.attempt})",
-            reason="LEASE_SUPERSEDED",
+            reason=Reason.LEASE_SUPERSEDED,
             metadata=meta,
         )
 

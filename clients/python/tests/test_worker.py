@@ -30,7 +30,7 @@ from google.rpc import error_details_pb2
 from statewright import AsyncClient, AsyncWorker, Client, RunningTask, TaskFailure, Worker, _worker
 from statewright.errors import make_error
 
-from tests.unit.client.fakes import FakeServer, FakeTasks, abort
+from tests.fakes import FakeServer, FakeTasks, abort
 
 KINDS = ["sync", "async"]
 Body = Callable[[RunningTask], Any]

@@ -1,7 +1,9 @@
-"""Who the current call is from, as steps record it (``actor``).
+"""What the call being handled is: who makes it, which RPC it is, which instance it names.
 
-The security interceptor sets it for the call's task before the handler runs; with no
-authentication configured every caller is ``anonymous``.
+The doors set these for the call's task (every call runs in a task of its own): the
+security gate the caller, the RPC observer the method and the workflow id. Whatever runs
+within the call reads them: a step records its caller as its actor, log lines name all
+three. A bottom module, so that any layer may read the call it serves.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from typing import Final
 
 ANONYMOUS: Final = "anonymous"
 
-_ACTOR: ContextVar[str | None] = ContextVar("statewright_actor", default=None)
+CALLER: ContextVar[str | None] = ContextVar("statewright_actor", default=None)
+WORKFLOW_ID: ContextVar[str | None] = ContextVar("statewright_workflow_id", default=None)
+RPC_METHOD: ContextVar[str | None] = ContextVar("statewright_rpc_method", default=None)
 # Which definition names the caller's grants reach; None: all of them.
 _DEFINITIONS: ContextVar[Callable[[str], bool] | None] = ContextVar(
     "statewright_definition_scope", default=None
@@ -20,17 +24,18 @@ _DEFINITIONS: ContextVar[Callable[[str], bool] | None] = ContextVar(
 
 
 def current_actor() -> str:
-    return _ACTOR.get() or ANONYMOUS
+    """Who a step of this call is recorded as: its caller, ``anonymous`` without one."""
+    return CALLER.get() or ANONYMOUS
 
 
 def calling() -> str | None:
     """The principal of the call being handled; None outside any call."""
-    return _ACTOR.get()
+    return CALLER.get()
 
 
 def set_actor(name: str) -> None:
-    """For the rest of the calling task (every call runs in a task of its own)."""
-    _ACTOR.set(name)
+    """For the rest of the calling task."""
+    CALLER.set(name)
 
 
 def set_definition_scope(reaches: Callable[[str], bool] | None) -> None:

@@ -17,6 +17,7 @@ from typing import Any
 
 import grpc
 import pytest
+from certs import ScratchCA
 from statewright import (
     AccessToken,
     AsyncClient,
@@ -34,8 +35,7 @@ from statewright import (
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.support.certs import ScratchCA
-from tests.unit.client.fakes import FakeServer, FakeTasks, ServerTls, abort, workflow
+from tests.fakes import FakeServer, FakeTasks, ServerTls, abort, workflow
 
 SAN = "spiffe://statewright.test/worker/payments"
 COMPLETED = workflow_pb2.WORKFLOW_STATUS_COMPLETED

@@ -25,7 +25,7 @@ from statewright import (
 from statewright.v1 import definition_pb2, diagnostics_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from tests.unit.client.fakes import FakeServer, abort, workflow
+from tests.fakes import FakeServer, abort, workflow
 
 WAITING = workflow_pb2.WORKFLOW_STATUS_WAITING
 RUNNING = workflow_pb2.WORKFLOW_STATUS_RUNNING

@@ -1,0 +1,162 @@
+"""Reads: definitions, one instance, a page of them, a count, history.
+
+Plain reads go straight to the store on the read pool (``Storage``): they touch no live
+state, so they need not pass the EventLoop. An instance is read whole by the engine's
+one loader; one that is not there is explained by its tombstone when retention removed
+it. An instance out of the call's view is refused as one that is not there
+(statewrightd.visibility).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from statewrightd import errors, visibility
+from statewrightd.app.storage import Storage
+from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.engine.loading import Found, InstanceLoader
+from statewrightd.engine.model import TransitionTaken
+from statewrightd.engine.sessions import RECENT_TRANSITIONS
+from statewrightd.engine.snapshots import transitions_from_dicts
+from statewrightd.engine.stepping import workflow_not_found
+from statewrightd.reasons import Reason
+from statewrightd.store.records import HistoryRecord, Page, Tombstone
+from statewrightd.store.repository import Repository
+
+# Instances read per query when counting them (the store's largest page).
+COUNT_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowFilter:
+    """Which instances a list or a count is of (None: any)."""
+
+    definition: str | None = None
+    status: str | None = None
+
+
+class Reads:
+    def __init__(self, repo: Repository, registry: DefinitionRegistry, storage: Storage) -> None:
+        self._repo = repo
+        self._registry = registry
+        self._loader = InstanceLoader(repo, registry)
+        self._storage = storage
+
+    # -- definitions -----------------------------------------------------------------
+
+    async def definition(self, name: str, version: int | None) -> Loaded:
+        """One version of a definition (None: the latest), compiled."""
+        registry = self._registry
+        cached = registry.cached(name, version) if version else registry.latest_cached(name)
+        if cached is not None:
+            return cached
+        return await self._storage.read(lambda: registry.get(name, version))
+
+    async def definitions(self) -> list[Loaded]:
+        """Every version of every definition recorded, by name and version."""
+        return await self._storage.read(self._registry.all_recorded)
+
+    # -- instances -------------------------------------------------------------------
+
+    async def get(self, workflow_id: str) -> Found:
+        loader, repo = self._loader, self._repo
+
+        def read() -> Found:
+            try:
+                return loader.load(workflow_id)
+            except errors.RecordNotFound:
+                raise not_found(workflow_id, repo.lookup_tombstone(workflow_id)) from None
+
+        found = await self._storage.read(read)
+        visibility.check(found.record.definition)
+        return found
+
+    async def list_workflows(
+        self, which: WorkflowFilter, page_size: int, page_token: str
+    ) -> tuple[Page, list[Found]]:
+        """One page of instances, each whole (their timers and tasks in one query each)."""
+        repo, loader = self._repo, self._loader
+
+        def read() -> tuple[Page, list[Found]]:
+            page = repo.list(
+                definition=which.definition,
+                status=which.status,
+                page_size=page_size,
+                page_token=page_token,
+            )
+            return page, loader.complete(page.items)
+
+        return await self._storage.read(read)
+
+    async def count_workflows(self, which: WorkflowFilter, limit: int) -> tuple[int, bool]:
+        """How many instances match, counted up to ``limit``; True when there are more."""
+        repo = self._repo
+
+        def read() -> tuple[int, bool]:
+            count, token = 0, ""
+            while count < limit:
+                page = repo.list(
+                    definition=which.definition,
+                    status=which.status,
+                    page_size=min(COUNT_PAGE, limit - count),
+                    page_token=token,
+                )
+                count += len(page.items)
+                token = page.next_page_token
+                if not token:
+                    return count, False
+            return count, True
+
+        return await self._storage.read(read)
+
+    async def explain_missing(self, workflow_id: str, error: errors.NotFound) -> errors.NotFound:
+        """A step's NOT_FOUND, saying that the instance expired when a tombstone says so."""
+        if error.reason != Reason.WORKFLOW_NOT_FOUND:
+            return error
+        repo = self._repo
+        try:
+            tombstone = await self._storage.read(lambda: repo.lookup_tombstone(workflow_id))
+        except errors.StatewrightError:
+            return error  # the step's answer stands; the explanation is only a courtesy
+        return error if tombstone is None else not_found(workflow_id, tombstone)
+
+    # -- history ---------------------------------------------------------------------
+
+    async def history_after(
+        self, workflow_id: str, after_revision: int, limit: int
+    ) -> list[HistoryRecord]:
+        repo = self._repo
+        return await self._storage.read(
+            lambda: repo.history_after(workflow_id, after_revision, limit)
+        )
+
+    async def recent_transitions(
+        self, workflow_id: str, revision: int
+    ) -> tuple[tuple[TransitionTaken, str], ...]:
+        """The last transitions of an instance's saved steps (up to as many as a session
+        remembers), each with who caused its step, from its history; none when storage
+        cannot be read."""
+        after = max(0, revision - RECENT_TRANSITIONS)
+        try:
+            rows = await self.history_after(workflow_id, after, RECENT_TRANSITIONS)
+        except errors.StatewrightError:
+            return ()
+        taken = [
+            (t, row.actor or "") for row in rows for t in transitions_from_dicts(row.transitions)
+        ]
+        return tuple(taken[-RECENT_TRANSITIONS:])
+
+
+def not_found(workflow_id: str, tombstone: Tombstone | None) -> errors.NotFound:
+    if tombstone is None:
+        return workflow_not_found(workflow_id)
+    return errors.NotFound(
+        f"workflow {workflow_id} expired: it finished, its retention passed, and it was "
+        f"removed at {tombstone.removed_time.isoformat()}",
+        reason=Reason.WORKFLOW_EXPIRED,
+        metadata={
+            "workflow_id": workflow_id,
+            "expire_time": tombstone.expire_time.isoformat(),
+            "removed_time": tombstone.removed_time.isoformat(),
+        },
+    )

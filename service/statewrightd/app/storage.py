@@ -1,0 +1,111 @@
+"""Reads of the store from the asyncio side, and whether the store answers at all.
+
+Once the readiness check finds storage down, no call waits out its deadline on it: new
+calls that need it are refused at once, reads already waiting are answered at once (the
+read goes on, unheeded), and whatever else waits on storage is told (``on_down``: waiting
+polls, steps on their way).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
+
+from statewrightd import errors
+from statewrightd.app.handoff import settle
+from statewrightd.reasons import Reason
+from statewrightd.store.repository import Repository
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+READ_WORKERS = 8
+
+
+class Storage:
+    """Blocking store reads run on a small pool of their own, off the asyncio thread; they
+    touch no live state, so they need not pass the EventLoop.
+
+    While the readiness check finds storage down, calls that need it are refused at once
+    (UNAVAILABLE), so that clients' retries can go elsewhere instead of each waiting out
+    its deadline on a dead database."""
+
+    def __init__(self, repo: Repository) -> None:
+        self._repo = repo
+        self._pool = ThreadPoolExecutor(
+            max_workers=READ_WORKERS, thread_name_prefix="statewright-read"
+        )
+        self._down: str | None = None
+        # Reads waiting on the pool, answered as soon as storage is found down.
+        self._reading: set[asyncio.Future[Any]] = set()
+        # Told, on the asyncio loop, why storage went down when the check first finds it so.
+        self.on_down: list[Callable[[str], None]] = []
+
+    @property
+    def down(self) -> str | None:
+        """Why storage is down; None while it answers."""
+        return self._down
+
+    def verdict(self, down: str | None) -> None:
+        """Record the latest storage check: why storage is down, or None when it answered
+        (asyncio loop)."""
+        was_down = self._down is not None
+        self._down = down
+        self._repo.set_unreachable(down is not None)
+        if down is not None and not was_down:
+            _log.warning("storage is down (%s): calls that need it fail fast", down)
+            self._release_waiting_calls(down)
+        elif down is None and was_down:
+            _log.info("storage is back: calls that need it are served again")
+
+    def _release_waiting_calls(self, down: str) -> None:
+        message = f"storage went down while this call waited ({down}); retry with backoff"
+        for waiting in list(self._reading):
+            settle(waiting, errors.StorageUnavailable(message, reason=Reason.STORAGE_UNAVAILABLE))
+        for tell in self.on_down:
+            tell(down)
+
+    def require(self) -> None:
+        down = self._down
+        if down is not None:
+            raise errors.StorageUnavailable(
+                f"storage is unavailable ({down}); retry with backoff",
+                reason=Reason.STORAGE_UNAVAILABLE,
+            )
+
+    async def read(self, fn: Callable[[], T]) -> T:
+        """``fn`` (blocking) on the read pool, unless storage is known to be down; answered
+        STORAGE_UNAVAILABLE at once if storage is found down while it waits."""
+        self.require()
+        aio = asyncio.get_running_loop()
+        waiting: asyncio.Future[T] = aio.create_future()
+
+        def run() -> None:
+            try:
+                value: Any = fn()
+            except Exception as exc:
+                value = exc
+            with contextlib.suppress(RuntimeError):  # the loop closed: nobody waits
+                aio.call_soon_threadsafe(settle, waiting, value)
+
+        self._pool.submit(run)
+        self._reading.add(waiting)
+        try:
+            return await waiting
+        finally:
+            self._reading.discard(waiting)
+
+    async def ping(self) -> None:
+        # Never refused: it is how storage is found to be back.
+        await asyncio.get_running_loop().run_in_executor(self._pool, self._repo.ping)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        for waiting in list(self._reading):  # reads the shutdown dropped are not waited for
+            stopping = errors.Unavailable("the server is stopping", reason=Reason.SHUTTING_DOWN)
+            settle(waiting, stopping)

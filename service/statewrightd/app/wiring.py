@@ -1,0 +1,350 @@
+"""The wiring of one server process: its parts opened in order, closed in reverse.
+
+Storage first (migrated, waited for while the database starts), the definitions, then the
+engine: the EventLoop, the group-commit writer, the runtime, the background schedulers
+(timers, task sweeper, retention) and, on PostgreSQL, the listeners for other replicas'
+hints. The use cases are built over those parts; the doors call nothing else. No use case
+is written here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from statewrightd import errors
+from statewrightd.app.diagnostics import Diagnostics, Engine
+from statewrightd.app.handoff import Handoff
+from statewrightd.app.reads import Reads
+from statewrightd.app.storage import Storage
+from statewrightd.app.tasks import TaskDesk
+from statewrightd.app.workflows import Workflows
+from statewrightd.config import ServerConfig
+from statewrightd.definitions.registry import DefinitionRegistry, FileReport
+from statewrightd.engine.answers import Outcome
+from statewrightd.engine.background import Background
+from statewrightd.engine.clock import Clock
+from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.idempotency import Idempotency
+from statewrightd.engine.observer import StepObserver, Unobserved
+from statewrightd.engine.retention import RetentionPurger
+from statewrightd.engine.runtime import WorkflowRuntime
+from statewrightd.engine.tasks import TaskPolls, TaskSweeper
+from statewrightd.engine.timers import TimerScheduler
+from statewrightd.engine.watch import StepEvent, WatchHub
+from statewrightd.store.backends import open_repository
+from statewrightd.store.notifications import HintListener, step_listener, task_listener
+from statewrightd.store.records import HistoryRecord
+from statewrightd.store.repository import Repository
+from statewrightd.store.writer import BatchObserver, GroupCommitWriter, unobserved
+
+_log = logging.getLogger(__name__)
+
+# How often an idle watcher re-reads history when other replicas may write (PostgreSQL):
+# the bound on the delay a lost LISTEN/NOTIFY hint can cause.
+WATCH_RECHECK_SECONDS = 30.0
+HINT_DELAY_SECONDS = 0.02
+# How long a server that starts while its database does not answer keeps trying (with
+# backoff) before it gives up: enough to ride out a database restart, well inside the two
+# minutes the Kubernetes startup probe allows, instead of exiting into a crash loop.
+STARTUP_DATABASE_WAIT = 30.0
+IO_WORKERS = 8
+
+
+@dataclass(frozen=True, slots=True)
+class UseCases:
+    workflows: Workflows
+    reads: Reads
+    tasks: TaskDesk
+    diagnostics: Diagnostics
+
+
+@dataclass(frozen=True, slots=True)
+class Parts:
+    repo: Repository
+    registry: DefinitionRegistry
+    storage: Storage
+    engine: Engine
+    handoff: Handoff
+    cases: UseCases
+
+
+class Application:
+    """One server process's parts and the use cases over them."""
+
+    def __init__(
+        self,
+        config: ServerConfig,
+        *,
+        step_observer: StepObserver | None = None,
+        batch_observer: BatchObserver = unobserved,
+    ) -> None:
+        self.config = config
+        self._step_observer: StepObserver = step_observer or Unobserved()
+        self._batch_observer = batch_observer
+        # The definition files as read at start (a dev server's watcher starts from them).
+        self.definition_files: list[FileReport] = []
+        # Steps this process has committed: the web console recounts its lists when it
+        # moves. Written by the EventLoop thread only; read from the asyncio thread.
+        self.committed_steps = 0
+        self._closing = contextlib.AsyncExitStack()
+        self._parts: Parts | None = None
+
+    # -- the use cases, once open ----------------------------------------------------
+
+    @property
+    def workflows(self) -> Workflows:
+        return self._opened().cases.workflows
+
+    @property
+    def reads(self) -> Reads:
+        return self._opened().cases.reads
+
+    @property
+    def tasks(self) -> TaskDesk:
+        """Where workers' calls go: polls, heartbeats, completions and failures."""
+        parts = self._opened()
+        parts.storage.require()
+        return parts.cases.tasks
+
+    @property
+    def diagnostics(self) -> Diagnostics:
+        return self._opened().cases.diagnostics
+
+    # -- the parts the process itself uses -------------------------------------------
+
+    @property
+    def parts(self) -> Parts:
+        """The opened parts: the store, the definitions, the engine."""
+        return self._opened()
+
+    def _opened(self) -> Parts:
+        assert self._parts is not None, "application not opened"
+        return self._parts
+
+    # -- opening and closing ---------------------------------------------------------
+
+    async def open(self) -> None:
+        closing = self._closing
+        repo = await _open_when_reachable(self.config.database_url, STARTUP_DATABASE_WAIT)
+        closing.push_async_callback(asyncio.to_thread, repo.close)
+        storage = Storage(repo)
+        closing.callback(storage.close)
+        registry = await self._definitions(repo)
+        io = ThreadPoolExecutor(max_workers=IO_WORKERS, thread_name_prefix="statewright-io")
+        closing.callback(io.shutdown, wait=False, cancel_futures=True)
+        engine = await self._engine(repo, registry, io)
+        handoff = Handoff(engine.loop, engine.runtime, self._step_observer)
+        reads = Reads(repo, registry, storage)
+        clock = Clock(timedelta(seconds=self.config.clock_offset_seconds))
+        requests = Idempotency(
+            handoff.step, repo, registry, storage.read, window=self._window(), clock=clock
+        )
+        workflows = Workflows(
+            handoff=handoff, requests=requests, storage=storage, reads=reads, hub=engine.hub
+        )
+        tasks = TaskDesk(
+            repo=repo,
+            polls=engine.polls,
+            clock=clock,
+            read=storage.read,
+            step=workflows.step,
+            replayed=requests.replay,
+            observer=self._step_observer,
+        )
+        storage.on_down += [tasks.storage_down, workflows.storage_down]
+        backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
+        diagnostics = Diagnostics(engine, handoff, reads, backend)
+        cases = UseCases(workflows, reads, tasks, diagnostics)
+        self._parts = Parts(repo, registry, storage, engine, handoff, cases)
+
+    async def _definitions(self, repo: Repository) -> DefinitionRegistry:
+        registry = DefinitionRegistry(repo)
+        directory = self.config.definitions_dir
+        if directory is not None:
+            dev = self.config.dev_mode
+            load = await asyncio.to_thread(registry.load_directory, directory, dev=dev)
+            _log.info("loaded %d definitions from %s", len(load.loaded), directory)
+            for line in load.warnings:
+                _log.warning("%s", line)
+            for line in load.refused:
+                _log.error("%s", line)
+            for placed in load.placed:
+                if placed.note:
+                    _log.info("dev: %s", placed.note)
+            self.definition_files = load.reports
+        stored = await asyncio.to_thread(registry.load_stored)
+        if stored:
+            _log.info("compiled %d more definition versions recorded in the store", stored)
+        return registry
+
+    async def _engine(
+        self, repo: Repository, registry: DefinitionRegistry, io: ThreadPoolExecutor
+    ) -> Engine:
+        config, closing = self.config, self._closing
+        loop = EventLoop()
+        writer = GroupCommitWriter(
+            repo, max_queue=config.writer_queue, post=loop.post, observe=self._batch_observer
+        )
+        writer.start()
+        closing.push_async_callback(asyncio.to_thread, writer.stop, True)
+        clock = Clock(timedelta(seconds=config.clock_offset_seconds))
+        runtime = WorkflowRuntime(
+            loop=loop,
+            repo=repo,
+            writer=writer,
+            registry=registry,
+            io=io,
+            observer=self._step_observer,
+            clock=clock,
+            retention=config.retention_seconds,
+            max_context_bytes=config.limits.context_bytes,
+            request_window=self._window(),
+        )
+        hub = WatchHub()
+        runtime.listeners.append(functools.partial(self._publish_step, loop, hub))
+        observer, aio = self._step_observer, asyncio.get_running_loop()
+        background = Background(loop, repo, runtime.offload, clock)
+        timers = TimerScheduler(background, submit=runtime.fire, observer=observer)
+        runtime.on_armed = timers.armed
+
+        def removed(workflow_ids: tuple[str, ...]) -> None:
+            # EventLoop thread: what this replica cached goes here, its watchers there.
+            runtime.forget(workflow_ids)
+            aio.call_soon_threadsafe(hub.gone, workflow_ids)
+
+        purger = RetentionPurger(
+            background,
+            retention=config.retention_seconds,
+            request_window=config.request_window_seconds,
+            removed=removed,
+        )
+        polls = TaskPolls(clock, registry.names_queue)
+        polls.bind(aio)
+        sweeper = TaskSweeper(background, submit=runtime.fire, polls=polls, observer=observer)
+        runtime.on_scheduled = lambda task: polls.notify_soon(task.queue)
+        engine = Engine(
+            loop,
+            runtime,
+            writer,
+            config.writer_queue,
+            registry,
+            hub,
+            timers,
+            sweeper,
+            polls,
+            purger,
+        )
+        loop.start(aio)
+        closing.push_async_callback(asyncio.to_thread, loop.stop)
+        for each in (timers, sweeper, purger):
+            loop.post(each.start)
+        if config.database_url.startswith(("postgresql://", "postgres://")):
+            await self._listen(repo, engine, aio)
+        # Timers are durable: a stopping replica only stops claiming them. Nor does it fail
+        # or cancel tasks: they outlive any server. Stopped first, before anything else.
+        closing.callback(_post_quietly, loop, [timers.stop, sweeper.stop, purger.stop])
+        return engine
+
+    async def _listen(
+        self, repo: Repository, engine: Engine, aio: asyncio.AbstractEventLoop
+    ) -> None:
+        """Hints from other replicas: their committed steps (for watchers) and their newly
+        ready tasks (for polls)."""
+        url, hub, polls = self.config.database_url, engine.hub, engine.polls
+
+        def deliver(hints: list[tuple[str, int]]) -> None:
+            # Hints for this replica's own commits race its local publish; a short delay
+            # lets the local copy win, so they cost no history read.
+            aio.call_soon_threadsafe(aio.call_later, HINT_DELAY_SECONDS, hub.hint, hints)
+
+        def reconnected() -> None:
+            aio.call_soon_threadsafe(hub.catch_up_all)
+
+        def ready(queues: list[str]) -> None:
+            for queue in set(queues):
+                polls.notify_soon(queue)
+
+        hub.recheck_after = WATCH_RECHECK_SECONDS
+        own_pids = getattr(repo, "backend_pids", ())
+        steps = step_listener(
+            url, deliver, on_connected=reconnected, own_pids=own_pids, wanted=lambda: hub.count > 0
+        )
+        hub.on_first = steps.wake
+        tasks = task_listener(url, ready, own_pids=own_pids, wanted=lambda: polls.waiting() > 0)
+        listeners: list[HintListener[Any]] = [steps, tasks]
+        for listener in listeners:
+            listener.start()
+            self._closing.push_async_callback(asyncio.to_thread, listener.stop)
+
+    def _publish_step(
+        self, loop: EventLoop, hub: WatchHub, outcome: Outcome, history: HistoryRecord
+    ) -> None:
+        # EventLoop thread: hand watched steps to the asyncio side with the batched replies.
+        self.committed_steps += 1
+        if hub.watched(outcome.record.workflow_id):
+            step = StepEvent(
+                outcome.record,
+                outcome.loaded,
+                outcome.transitions,
+                history.event,
+                timers=outcome.timers,
+                actor=history.actor,
+            )
+            loop.reply(functools.partial(hub.publish, step))
+
+    def _window(self) -> timedelta:
+        return timedelta(seconds=self.config.request_window_seconds)
+
+    def begin_drain(self) -> None:
+        if self._parts is None:
+            return
+        engine = self._parts.engine
+        engine.hub.close()
+        engine.polls.close()  # waiting polls answer now: a drain must not wait them out
+        if engine.loop.phase is Phase.RUNNING:
+            engine.loop.phase = Phase.DRAINING
+
+    async def close(self) -> None:
+        """Close what was opened, last first (also after an open that failed halfway)."""
+        await self._closing.aclose()
+
+    # -- the process's own checks ------------------------------------------------------
+
+    def storage_verdict(self, down: str | None) -> None:
+        """Record the latest storage check: why storage is down, or None when it answered."""
+        if self._parts is not None:
+            self._parts.storage.verdict(down)
+
+    async def ping(self) -> None:
+        await self._opened().storage.ping()
+
+
+def _post_quietly(loop: EventLoop, stops: list[Any]) -> None:
+    with contextlib.suppress(errors.Unavailable):
+        for stop in stops:
+            loop.post(stop)
+
+
+async def _open_when_reachable(url: str, wait: float) -> Repository:
+    """The repository, migrated; while the database does not answer, tried again with
+    backoff for up to ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    delay = 0.25
+    while True:
+        try:
+            return await asyncio.to_thread(functools.partial(open_repository, url, migrate=True))
+        except errors.StorageUnavailable as exc:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise
+            _log.warning("the database does not answer (%s); trying again for %.0fs", exc, left)
+            await asyncio.sleep(min(delay, left))
+            delay = min(delay * 2, 5.0)

@@ -1,0 +1,60 @@
+"""The words every layer shares: an instance's status, a task's status, which of them are
+final, and the ids the server makes.
+
+A bottom module: the store spells these as its column values, the engine decides with
+them, the doors show them. Nothing here depends on anything else of the server.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from typing import Final
+
+
+class Status(enum.StrEnum):
+    """An instance's status. The store spells it as its text."""
+
+    RUNNING = "RUNNING"
+    WAITING = "WAITING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+
+STATUSES = frozenset(Status)
+# Nothing steps an instance in one of these again.
+TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+
+class TaskStatus(enum.StrEnum):
+    SCHEDULED = "SCHEDULED"
+    LEASED = "LEASED"
+    BACKOFF = "BACKOFF"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+    TIMED_OUT = "TIMED_OUT"
+
+
+# A task in one of these is open: a worker may still lease it or hold it.
+OPEN_TASK = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF})
+
+
+# The principals history names for the steps the server starts itself.
+TIMER_ACTOR: Final = "statewright:timer"  # a due timer fired
+SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadline ran out
+
+
+def task_id_of(revision: int) -> str:
+    """A task's id: the revision of the step that scheduled it (one task per entry)."""
+    return str(revision)
+
+
+# What ``task_id_of`` makes: a revision, in decimal.
+TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}\Z")
+
+
+def timer_id_of(revision: int, transition: int) -> str:
+    """A timer's id: the step that armed it, and the transition it fires."""
+    return f"{revision}.{transition}"

@@ -1,0 +1,212 @@
+"""What a step writes: its instance row, its history row, its request record, and what it
+does to the instance's timers and task, as the store's one operation.
+
+The engine decides every value here, policies included: when a finished instance
+expires (its definition's retention, or the server's), and until when a request record
+answers retries of its request id (the request window), so the store only compares.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import TERMINAL, TaskStatus, task_id_of, timer_id_of
+from statewrightd.engine.clock import Clock
+from statewrightd.engine.commands import Command, StartCommand, StepCommand
+from statewrightd.engine.model import StepResult, TimerPlan
+from statewrightd.engine.sessions import Session
+from statewrightd.engine.snapshots import history_record, instance_record
+from statewrightd.store.records import (
+    NO_TASKS,
+    NO_TIMERS,
+    Create,
+    InstanceRecord,
+    Operation,
+    RequestRecord,
+    Save,
+    TaskChange,
+    TaskFinish,
+    TaskRecord,
+    TimerChange,
+    TimerRecord,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Planned:
+    """A step's operation, and what the instance has once it commits."""
+
+    op: Operation
+    timers: tuple[TimerRecord, ...]  # armed in its state after the step, in due order
+    task: TaskRecord | None  # its open task after the step
+
+
+class StepWrites:
+    """Builds the operation of a step from its result."""
+
+    def __init__(
+        self, clock: Clock, retention: float, request_window: timedelta | None = None
+    ) -> None:
+        """``retention``: seconds a finished instance is kept (math.inf: for ever) unless
+        its definition says otherwise; ``request_window``: how long a request record
+        answers retries (None: for ever)."""
+        self._clock = clock
+        self._retention = retention
+        self._window = request_window
+
+    def create(self, command: StartCommand, result: StepResult) -> Planned:
+        now = self._clock.now()
+        record = instance_record(
+            result.snapshot, now, now, self._expire_time(command.loaded, result, now)
+        )
+        change, armed = timer_change(result.timers, record, now)
+        tasks, task = task_change(result, record, now)
+        op = Create(
+            record,
+            history_record(result, None, now, record, armed, actor=command.actor),
+            self._request_record(command, record),
+            change,
+            tasks,
+        )
+        return Planned(op, armed, task)
+
+    def save(self, command: StepCommand, session: Session, result: StepResult) -> Planned:
+        now = self._clock.now()
+        record = instance_record(
+            result.snapshot,
+            session.record.create_time,
+            now,
+            self._expire_time(session.loaded, result, now),
+        )
+        change, armed = timer_change(result.timers, record, now, command.fired())
+        if not result.timers.disarm and not armed:
+            armed = session.timers  # the step stayed in its state: its timers stay armed
+        tasks, task = task_change(result, record, now, command.finishes())
+        if task is None and not tasks.cancel and tasks.finish is None:
+            task = session.task  # the step did not touch the task: it stays open
+        history = history_record(
+            result,
+            command.history_event(result),
+            now,
+            record,
+            armed if change.arm else (),
+            actor=command.actor,
+        )
+        op = Save(
+            record,
+            session.snapshot.revision,
+            history,
+            self._request_record(command, record),
+            change,
+            tasks,
+        )
+        return Planned(op, armed, task)
+
+    def _expire_time(self, loaded: Loaded, result: StepResult, now: datetime) -> datetime | None:
+        """When an instance this step finishes may be removed; None while it lives."""
+        if result.snapshot.status not in TERMINAL:
+            return None
+        own = loaded.definition.retention
+        seconds = self._retention if own is None else own
+        return None if math.isinf(seconds) else now + timedelta(seconds=seconds)
+
+    def _request_record(self, command: Command, record: InstanceRecord) -> RequestRecord | None:
+        """What the step that answers the command's request id writes with itself. The
+        answer is rebuilt from the history row at this revision on replay, so only the
+        revision is stored. A record of the same id older than the window answers no
+        retry any more: this one takes its place."""
+        key = command.request
+        if key is None:
+            return None
+        now = record.update_time
+        return RequestRecord(
+            request_id=key.request_id,
+            workflow_id=record.workflow_id,
+            method=key.method,
+            fingerprint=key.fingerprint,
+            response=json.dumps({"revision": record.revision}).encode(),
+            create_time=now,
+            live_after=None if self._window is None else now - self._window,
+        )
+
+
+def timer_change(
+    plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
+) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
+    """A step's timer plan as the store's work, and the timers it arms, in due order."""
+    armed = tuple(
+        sorted(
+            (
+                TimerRecord(
+                    workflow_id=record.workflow_id,
+                    timer_id=timer_id_of(record.revision, t.transition),
+                    revision=record.revision,
+                    transition=t.transition,
+                    target=t.target,
+                    after=t.after,
+                    due_time=t.at if t.at is not None else now + (t.delay or timedelta(0)),
+                )
+                for t in plan.arm
+            ),
+            key=lambda t: t.due_time,
+        )
+    )
+    if not plan.disarm and not armed and fired is None:
+        return NO_TIMERS, armed
+    return TimerChange(disarm=plan.disarm, arm=armed, fired=fired), armed
+
+
+def task_change(
+    result: StepResult, record: InstanceRecord, now: datetime, finish: TaskFinish | None = None
+) -> tuple[TaskChange, TaskRecord | None]:
+    """A step's task plan as the store's work, and the task it schedules, if any."""
+    plan = result.task
+    scheduled = None
+    if plan.schedule is not None:
+        spec = plan.schedule.spec
+        retry = spec.retry
+        scheduled = TaskRecord(
+            workflow_id=record.workflow_id,
+            task_id=task_id_of(record.revision),
+            revision=record.revision,
+            state=plan.schedule.state,
+            queue=spec.queue,
+            input=dict(plan.schedule.input),
+            status=TaskStatus.SCHEDULED,
+            attempt=0,
+            max_attempts=retry.max_attempts,
+            lease_token=None,
+            lease_expire_time=None,
+            attempt_start_time=None,
+            available_time=now,
+            schedule_time=now,
+            deadline=now + timedelta(seconds=spec.schedule_to_close),
+            start_to_close=spec.start_to_close,
+            heartbeat=spec.heartbeat,
+            retry={
+                "initial_interval": retry.initial_interval,
+                "backoff": retry.backoff,
+                "max_interval": retry.max_interval,
+                "non_retryable": sorted(retry.non_retryable),
+            },
+            heartbeat_details=None,
+            last_error=None,
+            last_request_id=None,
+            update_time=now,
+        )
+    if scheduled is None and not plan.cancel and finish is None:
+        return NO_TASKS, None
+    return TaskChange(schedule=scheduled, cancel=plan.cancel, finish=finish), scheduled
+
+
+def context_size(result: StepResult) -> int:
+    """The context a step leaves, in bytes of JSON as the store writes it."""
+    return len(
+        json.dumps(
+            dict(result.snapshot.context), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+    )

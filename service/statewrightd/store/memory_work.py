@@ -1,0 +1,295 @@
+"""The in-process store's timers and tasks: claims, leases, heartbeats, retries, pages.
+
+Part of ``MemoryRepository`` (store/memory.py), on the same rows behind the same lock."""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Iterator, Sequence
+from datetime import datetime
+from typing import Any
+
+from statewrightd.store import failures
+from statewrightd.store.codec import (
+    clamp_page_size,
+    decode_task_page_token,
+    dumps,
+    dumps_optional,
+    encode_task_page_token,
+    from_micros,
+    to_micros,
+)
+from statewrightd.store.memory_state import OPEN, READY, ROWS, MemoryState, stamp, task_record
+from statewrightd.store.records import (
+    QueueCounts,
+    TaskPage,
+    TaskRecord,
+    TimerRecord,
+)
+
+
+class MemoryWork(MemoryState):
+    """The timers and tasks of the repository contract, held in memory."""
+
+    def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
+        out: dict[str, list[TimerRecord]] = {}
+        with self._held():
+            for wid in sorted(set(workflow_ids)):
+                instance = self._instances.get(wid)
+                if instance is not None and instance.timers:
+                    rows = sorted(instance.timers.values(), key=lambda t: (t[6], t[1]))
+                    out[wid] = [ROWS.timer(t) for t in rows]
+        return out
+
+    def _timers(self) -> Iterator[list[Any]]:
+        for instance in self._instances.values():
+            yield from instance.timers.values()
+
+    def claim_timers(self, now: datetime, until: datetime, limit: int) -> list[TimerRecord]:
+        at, held = stamp(now, "now"), stamp(until, "until")
+        with self._held():
+            due = sorted(
+                (t for t in self._timers() if t[6] <= at and (t[7] is None or t[7] <= at)),
+                key=lambda t: t[6],
+            )[:limit]
+            for timer in due:
+                timer[7] = held
+            return [ROWS.timer(t) for t in due]
+
+    def next_timer_due(self, now: datetime) -> datetime | None:
+        at = stamp(now, "now")
+        with self._held():
+            dues = [t[6] for t in self._timers() if t[7] is None or t[7] <= at]
+        return from_micros(min(dues)) if dues else None
+
+    def delete_timer(self, workflow_id: str, timer_id: str) -> bool:
+        with self._held():
+            instance = self._instances.get(workflow_id)
+            return instance is not None and instance.timers.pop(timer_id, None) is not None
+
+    def timer_counts(self, now: datetime) -> tuple[int, int]:
+        at = stamp(now, "now")
+        with self._held():
+            dues = [t[6] for t in self._timers()]
+        return len(dues), sum(1 for due in dues if due <= at)
+
+    def _tasks(self) -> Iterator[dict[str, Any]]:
+        for instance in self._instances.values():
+            yield from instance.tasks.values()
+
+    def _task(self, workflow_id: str, task_id: str) -> dict[str, Any] | None:
+        instance = self._instances.get(workflow_id)
+        return None if instance is None else instance.tasks.get(task_id)
+
+    def lease_tasks(
+        self,
+        queue: str,
+        now: datetime,
+        limit: int,
+        first_lease: float,
+        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
+    ) -> list[TaskRecord]:
+        at, first_ms = stamp(now), round(first_lease * 1000)
+        with self._held():
+            ready = sorted(
+                (
+                    t
+                    for t in self._tasks()
+                    if t["queue"] == queue
+                    and t["status"] in READY
+                    and t["available_time"] <= at
+                    and t["deadline"] > at
+                ),
+                key=lambda t: t["available_time"],
+            )[:limit]
+            if choose is not None:
+                chosen = {
+                    (c.workflow_id, c.task_id) for c in choose([task_record(t) for t in ready])
+                }
+                ready = [t for t in ready if (t["workflow_id"], t["task_id"]) in chosen]
+            for task in ready:
+                stc = task["start_to_close_ms"]
+                heartbeat = task["heartbeat_ms"] if task["heartbeat_ms"] is not None else stc
+                task["status"] = "LEASED"
+                task["attempt"] += 1
+                task["lease_token"] = secrets.token_hex(16)
+                task["attempt_start_time"] = at
+                task["lease_expire_time"] = min(
+                    task["deadline"], at + min(stc, heartbeat, first_ms) * 1000
+                )
+                task["claimed_until"] = None
+                task["update_time"] = at
+            return [task_record(t) for t in ready]
+
+    def heartbeat_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        now: datetime,
+        details: dict[str, Any] | None,
+    ) -> TaskRecord | None:
+        at = stamp(now)
+        encoded = dumps_optional(details, "heartbeat details")
+        with self._held():
+            task = self._task(workflow_id, task_id)
+            if (
+                task is None
+                or task["lease_token"] != token
+                or task["status"] != "LEASED"
+                or not task["lease_expire_time"] > at
+            ):
+                return None
+            stc = task["start_to_close_ms"]
+            heartbeat = task["heartbeat_ms"] if task["heartbeat_ms"] is not None else stc
+            task["lease_expire_time"] = min(
+                task["deadline"], task["attempt_start_time"] + stc * 1000, at + heartbeat * 1000
+            )
+            if encoded is not None:
+                task["heartbeat_details"] = encoded
+            task["update_time"] = at
+            return task_record(task)
+
+    def retry_task(
+        self,
+        workflow_id: str,
+        task_id: str,
+        token: str,
+        *,
+        now: datetime,
+        available: datetime,
+        error: dict[str, Any],
+        request_id: str | None = None,
+        expired_only: bool = False,
+    ) -> TaskRecord | None:
+        at, ready_at = stamp(now), stamp(available)
+        encoded = dumps(error, "task error")
+        with self._held():
+            task = self._task(workflow_id, task_id)
+            if task is None or task["lease_token"] != token or task["status"] != "LEASED":
+                return None
+            if expired_only and not task["lease_expire_time"] <= at:
+                return None
+            task.update(
+                status="BACKOFF",
+                lease_token=None,
+                lease_expire_time=None,
+                available_time=ready_at,
+                last_error=encoded,
+                last_request_id=request_id,
+                claimed_until=None,
+                update_time=at,
+            )
+            return task_record(task)
+
+    def release_task(
+        self, workflow_id: str, task_id: str, token: str, now: datetime
+    ) -> TaskRecord | None:
+        at = stamp(now)
+        with self._held():
+            task = self._task(workflow_id, task_id)
+            if task is None or task["lease_token"] != token or task["status"] != "LEASED":
+                return None
+            task.update(
+                status="SCHEDULED" if task["attempt"] <= 1 else "BACKOFF",
+                attempt=task["attempt"] - 1,
+                lease_token=None,
+                lease_expire_time=None,
+                attempt_start_time=None,
+                claimed_until=None,
+                update_time=at,
+            )
+            return task_record(task)
+
+    def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
+        at, held = stamp(now), stamp(until)
+        with self._held():
+            expired = [
+                t
+                for t in self._tasks()
+                if (
+                    (t["status"] == "LEASED" and t["lease_expire_time"] <= at)
+                    or (t["status"] in OPEN and t["deadline"] <= at)
+                )
+                and (t["claimed_until"] is None or t["claimed_until"] <= at)
+            ][:limit]
+            for task in expired:
+                task["claimed_until"] = held
+            return [task_record(t) for t in expired]
+
+    def get_task(self, workflow_id: str, task_id: str) -> TaskRecord:
+        with self._held():
+            task = self._task(workflow_id, task_id)
+            if task is None:
+                raise failures.task_not_found(workflow_id, task_id)
+            return task_record(task)
+
+    def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]:
+        out: dict[str, TaskRecord] = {}
+        with self._held():
+            for wid in workflow_ids:
+                instance = self._instances.get(wid)
+                for task in () if instance is None else instance.tasks.values():
+                    if task["status"] in OPEN:
+                        out[wid] = task_record(task)
+        return out
+
+    def queue_stats(self, now: datetime) -> list[QueueCounts]:
+        at = stamp(now)
+        queues: dict[str, list[Any]] = {}
+        with self._held():
+            for task in self._tasks():
+                if task["status"] not in OPEN:
+                    continue
+                entry = queues.setdefault(task["queue"], [0, None, 0])
+                if task["status"] in READY and task["available_time"] <= at:
+                    entry[0] += 1
+                    oldest = entry[1]
+                    entry[1] = (
+                        task["available_time"]
+                        if oldest is None
+                        else min(oldest, task["available_time"])
+                    )
+                elif task["status"] == "LEASED":
+                    entry[2] += 1
+        return [
+            QueueCounts(
+                queue=name,
+                ready=ready,
+                oldest_ready=None if oldest is None else from_micros(oldest),
+                leased=leased,
+            )
+            for name, (ready, oldest, leased) in sorted(queues.items())
+        ]
+
+    def list_tasks(
+        self,
+        *,
+        queue: str | None = None,
+        workflow_id: str | None = None,
+        status: str | None = None,
+        page_size: int = 0,
+        page_token: str = "",
+    ) -> TaskPage:
+        size = clamp_page_size(page_size)
+        key = f"{queue}|{workflow_id}|{status}"
+        after_time, after_w, after_t = decode_task_page_token(page_token, key)
+        after = (to_micros(after_time), after_w, after_t)
+        with self._held():
+            found = sorted(
+                (
+                    t
+                    for t in self._tasks()
+                    if (t["schedule_time"], t["workflow_id"], t["task_id"]) > after
+                    and (queue is None or t["queue"] == queue)
+                    and (workflow_id is None or t["workflow_id"] == workflow_id)
+                    and (status is None or t["status"] == status)
+                ),
+                key=lambda t: (t["schedule_time"], t["workflow_id"], t["task_id"]),
+            )[: size + 1]
+            tasks = [task_record(t) for t in found[:size]]
+        token = ""
+        if len(found) > size:
+            last = tasks[-1]
+            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
+        return TaskPage(items=tasks, next_page_token=token)

@@ -1,0 +1,186 @@
+"""The SQL both backends write alike, built once per dialect.
+
+PostgreSQL (psycopg) and SQLite differ in how a statement names its parameters
+(``%(name)s`` and ``%s``; ``:name`` and ``?``), and in much else besides: each backend's
+module (sql_postgres.py, sql_sqlite.py) keeps what is its own, and takes from here every
+statement that differs only in its placeholders, so that such a statement is written
+once. Citus runs the PostgreSQL statements; where it runs them on a shard group
+(sql_citus.py), its dialect takes a statement's parameters from the JSON input of the
+shard function that runs it.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from statewrightd.store import rows
+from statewrightd.store.sqlbase import Statements
+
+INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
+HISTORY_COLUMNS = rows.listed(rows.HISTORY)
+REQUEST_COLUMNS = rows.listed(rows.REQUEST)
+DEFINITION_COLUMNS = rows.listed(rows.DEFINITION)
+TIMER_COLUMNS = rows.listed(rows.TIMER)
+TASK_COLUMNS = rows.listed(rows.TASK)
+TOMBSTONE_COLUMNS = rows.listed(rows.TOMBSTONE)
+# A history row as readers get it: a finished instance's last row takes its context from
+# the instance row (it stores none of its own).
+HISTORY_READ = ", ".join(
+    "coalesce(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
+)
+OPEN_TASK = "('SCHEDULED', 'LEASED', 'BACKOFF')"
+FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
+
+
+@dataclass(frozen=True, slots=True)
+class Dialect:
+    """How one database's driver spells a statement's parameters."""
+
+    named: Callable[[str], str]  # a named parameter
+    positional: str  # a positional one
+
+    def __call__(self, name: str) -> str:
+        return self.named(name)
+
+
+POSTGRES = Dialect(named=lambda name: f"%({name})s", positional="%s")
+SQLITE = Dialect(named=lambda name: f":{name}", positional="?")
+
+
+def instance_standing(d: Dialect) -> str:
+    """workflow_id -> (revision, status)."""
+    return f"SELECT revision, status FROM workflow_instances WHERE workflow_id = {d.positional}"
+
+
+def statements(
+    d: Dialect,
+    *,
+    purge_requests: str,
+    purge_tombstones: str,
+    insert_definition: str,
+    armed_timers: str,
+    claim_timers: str,
+    timer_counts: str,
+    lease_tasks: str,
+    ready_tasks: str,
+    lease_chosen: str,
+    heartbeat_task: str,
+    retry_task: str,
+    claim_expired_tasks: str,
+    open_tasks: str,
+    queue_stats: str,
+) -> Statements:
+    """A backend's statements: the shared ones in its dialect, with its own."""
+    p, q = d, d.positional
+    return Statements(
+        load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = {q}",
+        history_after=(
+            f"SELECT {HISTORY_READ} FROM workflow_history h"
+            " JOIN workflow_instances w ON w.workflow_id = h.workflow_id"
+            f" WHERE h.workflow_id = {q} AND h.revision > {q} ORDER BY h.revision LIMIT {q}"
+        ),
+        lookup_request=(
+            f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
+            f" WHERE workflow_id = {q} AND request_id = {q} AND create_time > {q}"
+        ),
+        purge_requests=purge_requests,
+        purge_tombstones=purge_tombstones,
+        lookup_tombstone=(
+            f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = {q}"
+        ),
+        retention_counts=retention_counts(d),
+        insert_definition=insert_definition,
+        get_definition=(
+            f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions"
+            f" WHERE name = {q} AND version = {q}"
+        ),
+        get_latest_definition=(
+            f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions"
+            f" WHERE name = {q} ORDER BY version DESC LIMIT 1"
+        ),
+        list_definitions=(
+            f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
+        ),
+        list_instances=functools.partial(_list_instances, d),
+        armed_timers=armed_timers,
+        claim_timers=claim_timers,
+        next_timer_due=f"""
+SELECT due_time FROM workflow_timers
+ WHERE claimed_until IS NULL OR claimed_until <= {p("now")}
+ ORDER BY due_time LIMIT 1
+""",
+        delete_timer=f"DELETE FROM workflow_timers WHERE workflow_id = {q} AND timer_id = {q}",
+        timer_counts=timer_counts,
+        lease_tasks=lease_tasks,
+        ready_tasks=ready_tasks,
+        lease_chosen=lease_chosen,
+        heartbeat_task=heartbeat_task,
+        retry_task=retry_task,
+        release_task=_release_task(d),
+        claim_expired_tasks=claim_expired_tasks,
+        get_task=(
+            f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE workflow_id = {q} AND task_id = {q}"
+        ),
+        open_tasks=open_tasks,
+        queue_stats=queue_stats,
+        list_tasks=functools.partial(_list_tasks, d),
+    )
+
+
+def retention_counts(p: Dialect) -> str:
+    """now, cutoff, cap -> (overdue instances, the earliest passed expire_time, expired
+    request records, the oldest of their create times). Counts stop at the cap: an index
+    range that long is reported as "at least". The columns are named for the backends that
+    read rows by name (Citus's shard groups answer JSON objects)."""
+    return f"""
+SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= {p("now")}
+                               LIMIT {p("cap")}) x) AS instances,
+       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= {p("now")})
+           AS oldest_instance,
+       (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= {p("cutoff")}
+                               LIMIT {p("cap")}) y) AS requests,
+       (SELECT min(create_time) FROM workflow_requests WHERE create_time <= {p("cutoff")})
+           AS oldest_request
+"""
+
+
+def _release_task(p: Dialect) -> str:
+    """workflow_id, task_id, token, now -> the task, ready again (its attempt not counted)."""
+    return f"""
+UPDATE workflow_tasks
+   SET status = CASE WHEN attempt <= 1 THEN 'SCHEDULED' ELSE 'BACKOFF' END,
+       attempt = attempt - 1, lease_token = NULL, lease_expire_time = NULL,
+       attempt_start_time = NULL, claimed_until = NULL, update_time = {p("now")}
+ WHERE workflow_id = {p("workflow_id")} AND task_id = {p("task_id")}
+   AND lease_token = {p("token")} AND status = 'LEASED'
+RETURNING {TASK_COLUMNS}
+"""
+
+
+def _list_instances(d: Dialect, by_definition: bool, by_status: bool, after: bool) -> str:
+    """Keyset page over (create_time, workflow_id), not a sequence (on Citus a sequence's
+    values do not follow the order rows were made in); a filter is in the statement only
+    when set, so that the indexes stay usable."""
+    where = [f"(create_time, workflow_id) > ({d('after_time')}, {d('after_id')})"] * after
+    where += [f"definition = {d('definition')}"] * by_definition
+    where += [f"status = {d('status')}"] * by_status
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
+    return (
+        f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
+        f" ORDER BY create_time, workflow_id LIMIT {d('limit')}"
+    )
+
+
+def _list_tasks(d: Dialect, by_queue: bool, by_workflow: bool, by_status: bool) -> str:
+    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
+    after = f"({d('after_time')}, {d('after_w')}, {d('after_t')})"
+    where = [f"(schedule_time, workflow_id, task_id) > {after}"]
+    where += [f"queue = {d('queue')}"] * by_queue
+    where += [f"workflow_id = {d('workflow_id')}"] * by_workflow
+    where += [f"status = {d('status')}"] * by_status
+    return (
+        f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
+        f" ORDER BY schedule_time, workflow_id, task_id LIMIT {d('limit')}"
+    )
