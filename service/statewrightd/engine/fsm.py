@@ -605,17 +605,31 @@ def _meant(event: str, here: tuple[str, ...], everywhere: Collection[str]) -> st
     return None
 
 
+def _require_status(snapshot: Snapshot, status: Status, reason: Reason) -> None:
+    if snapshot.status is not status:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not {status}",
+            reason=reason,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+
+
+def _settle_first(step: _Step, candidates: tuple[Transition, ...]) -> StepResult | None:
+    """The step settled by the first candidate whose guard passes (a guard that fails to
+    evaluate fails the instance); None when no guard passes."""
+    try:
+        chosen = step.first_passing(candidates)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    return None if chosen is None else step.settle_result(chosen)
+
+
 def resume(
     defn: Definition, snapshot: Snapshot, event: str, input: Mapping[str, object]
 ) -> StepResult:
     """Rule 6: resume a WAITING instance with an event (default: the first declared)."""
     _check(defn, snapshot)
-    if snapshot.status is not Status.WAITING:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is {snapshot.status}, not WAITING",
-            reason=Reason.NOT_WAITING,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+    _require_status(snapshot, Status.WAITING, Reason.NOT_WAITING)
     if event in ("", RESUME_ALIAS):
         declared = defn.events_from(snapshot.state)
         if not declared:
@@ -631,17 +645,14 @@ def resume(
     _merge(defn, context, values)
     # CEL needs a real dict; the step never mutates it.
     step = _next_step(defn, snapshot, event, dict(values), context=context)
-    try:
-        chosen = step.first_passing(candidates)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    if chosen is None:
+    settled = _settle_first(step, candidates)
+    if settled is None:
         raise FailedPrecondition(
             f"every guard of event {event!r} from {snapshot.state!r} is false",
             reason=Reason.GUARD_REJECTED,
             metadata={"event": event, "state": snapshot.state, "workflow_id": snapshot.workflow_id},
         )
-    return step.settle_result(chosen)
+    return settled
 
 
 def signal(
@@ -649,12 +660,7 @@ def signal(
 ) -> StepResult:
     """Rules 5 and 7: deliver an event to a RUNNING instance."""
     _check(defn, snapshot)
-    if snapshot.status is not Status.RUNNING:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is {snapshot.status}, not RUNNING",
-            reason=Reason.NOT_RUNNING,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+    _require_status(snapshot, Status.RUNNING, Reason.NOT_RUNNING)
     candidates = _candidates(defn, snapshot, event)
     if not isinstance(payload, Mapping):
         raise InvalidArgument("payload must be a map", reason=Reason.INVALID_PAYLOAD)
@@ -665,14 +671,8 @@ def signal(
         plain = {k: to_json(v) for k, v in payload.items()}
     except ValueTypeError as exc:
         raise InvalidArgument(f"payload: {exc}", reason=Reason.INVALID_PAYLOAD) from None
-    step = _next_step(defn, snapshot, event, plain)
-    try:
-        chosen = step.first_passing(candidates)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    if chosen is None:
-        return StepResult(snapshot, (), changed=False)
-    return step.settle_result(chosen)
+    settled = _settle_first(_next_step(defn, snapshot, event, plain), candidates)
+    return StepResult(snapshot, (), changed=False) if settled is None else settled
 
 
 def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
@@ -749,12 +749,9 @@ def task_gave_up(
     payload = dict(failure)
     step = _next_step(defn, snapshot, TASK_FAILED, payload)
     candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(TASK_FAILED, ())
-    try:
-        chosen = step.first_passing(candidates)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    if chosen is not None:
-        return step.settle_result(chosen)
+    settled = _settle_first(step, candidates)
+    if settled is not None:
+        return settled
     timed_out = payload.get("type") == "TIMED_OUT"
     reason = Reason.TASK_TIMED_OUT if timed_out else Reason.TASK_FAILED
     error = StepError(

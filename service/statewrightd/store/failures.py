@@ -86,11 +86,7 @@ def refused(
             f"workflow {wid!r}: timer {fired} is no longer armed",
             metadata={"workflow_id": wid, "timer_id": fired},
         )
-    return Conflict(
-        f"workflow {wid!r} is at revision {actual_revision}, not {op.expected_revision}",
-        actual_revision=actual_revision,
-        metadata={"workflow_id": wid, "expected_revision": op.expected_revision},
-    )
+    return revision_moved(wid, op.expected_revision, actual_revision)
 
 
 def task_fence_broken(
