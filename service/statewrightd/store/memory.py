@@ -20,19 +20,15 @@ from typing import Any
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
 from statewrightd.store import failures
-from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     EncodedOp,
-    check_status_filter,
-    clamp_page_size,
-    decode_page_token,
     encode_definition,
-    encode_page_token,
     from_micros,
     loads,
     to_micros,
 )
+from statewrightd.store.common import Params
 from statewrightd.store.memory_state import (
     CHILD_TABLES,
     COUNT_CAP,
@@ -53,7 +49,6 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     Operation,
-    Page,
     Purged,
     RequestRecord,
     RetentionCounts,
@@ -63,7 +58,7 @@ from statewrightd.store.records import (
 )
 
 
-class MemoryRepository(MemoryWork, BatchWriter):
+class MemoryRepository(MemoryWork):
     """The repository contract in this process's memory; gone when the process ends."""
 
     # -- writes ----------------------------------------------------------------------
@@ -384,18 +379,8 @@ class MemoryRepository(MemoryWork, BatchWriter):
         with self._lock:
             self._closed = True
 
-    # Last in the class: the method name shadows the builtin in later annotations.
-    def list(
-        self,
-        *,
-        definition: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> Page:
-        check_status_filter(status)
-        size = clamp_page_size(page_size)
-        after = decode_page_token(page_token, definition, status)
+    def _instances_after(self, p: Params) -> list[tuple[int, InstanceRecord]]:
+        after, definition, status = p["after"], p["definition"], p["status"]
         with self._held():
             found = sorted(
                 (i for i in self._instances.values() if i.seq > after),
@@ -406,12 +391,8 @@ class MemoryRepository(MemoryWork, BatchWriter):
                 for i in found
                 if (definition is None or i.row[1] == definition)
                 and (status is None or i.status == status)
-            ][: size + 1]
-            rows = [(i.seq, list(i.row)) for i in found]
-        more = len(rows) > size
-        rows = rows[:size]
-        token = encode_page_token(rows[-1][0], definition, status) if more else ""
-        return Page(items=[ROWS.instance(r) for _, r in rows], next_page_token=token)
+            ][: p["limit"]]
+            return [(i.seq, ROWS.instance(i.row)) for i in found]
 
 
 def _fence_holds(task: dict[str, Any], finish: TaskFinish) -> bool:
