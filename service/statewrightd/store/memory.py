@@ -254,10 +254,7 @@ class MemoryRepository(MemoryWork):
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
         cutoff = stamp(older_than)
         with self._held():
-            due = sorted((r[5], rid) for rid, r in self._requests.items() if r[5] <= cutoff)
-            for _, rid in due[:limit]:
-                del self._requests[rid]
-            return len(due[:limit])
+            return _purge_oldest(self._requests, 5, cutoff, limit)
 
     # -- retention -------------------------------------------------------------------
 
@@ -307,10 +304,7 @@ class MemoryRepository(MemoryWork):
     def purge_tombstones(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
         cutoff = stamp(older_than)
         with self._held():
-            due = sorted((t[2], wid) for wid, t in self._tombstones.items() if t[2] <= cutoff)
-            for _, wid in due[:limit]:
-                del self._tombstones[wid]
-            return len(due[:limit])
+            return _purge_oldest(self._tombstones, 2, cutoff, limit)
 
     def lookup_tombstone(self, workflow_id: str) -> Tombstone | None:
         with self._held():
@@ -393,6 +387,15 @@ class MemoryRepository(MemoryWork):
                 and (status is None or i.status == status)
             ][: p["limit"]]
             return [(i.seq, ROWS.instance(i.row)) for i in found]
+
+
+def _purge_oldest(table: dict[str, Any], column: int, cutoff: int, limit: int) -> int:
+    """Delete up to ``limit`` rows of ``table`` whose time (at ``column``) is at or before
+    ``cutoff``, oldest first; how many it deleted."""
+    due = sorted((row[column], key) for key, row in table.items() if row[column] <= cutoff)
+    for _, key in due[:limit]:
+        del table[key]
+    return len(due[:limit])
 
 
 def _fence_holds(task: dict[str, Any], finish: TaskFinish) -> bool:
