@@ -28,7 +28,6 @@ from statewrightd.store.codec import (
     loads,
     to_micros,
 )
-from statewrightd.store.common import Params
 from statewrightd.store.memory_state import (
     CHILD_TABLES,
     COUNT_CAP,
@@ -56,6 +55,7 @@ from statewrightd.store.records import (
     Tombstone,
     target_of,
 )
+from statewrightd.store.repository import Params
 
 
 class MemoryRepository(MemoryWork):

@@ -10,13 +10,14 @@ from datetime import datetime
 from typing import Any
 
 from statewrightd.store import failures
+from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import from_micros, to_micros
-from statewrightd.store.common import Choose, CommonRepository, Params
 from statewrightd.store.memory_state import OPEN, READY, ROWS, MemoryState, stamp, task_record
 from statewrightd.store.records import QueueCounts, TaskRecord, TimerRecord
+from statewrightd.store.repository import Choose, Params, Repository
 
 
-class MemoryWork(MemoryState, CommonRepository):
+class MemoryWork(MemoryState, BatchWriter, Repository):
     """The timers and tasks of the repository contract, held in memory."""
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:

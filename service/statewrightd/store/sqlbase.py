@@ -20,12 +20,12 @@ from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
 from statewrightd.store import failures
+from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     check_time,
     encode_definition,
 )
-from statewrightd.store.common import Choose, CommonRepository, Params
 from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
@@ -37,6 +37,7 @@ from statewrightd.store.records import (
     TimerRecord,
     Tombstone,
 )
+from statewrightd.store.repository import Choose, Params, Repository
 from statewrightd.store.rows import Rows
 
 
@@ -112,7 +113,7 @@ PURGE_LIMIT = 1000
 COUNT_CAP = 100_000
 
 
-class SqlRepository(CommonRepository):
+class SqlRepository(BatchWriter, Repository):
     SQL: ClassVar[Statements]
     ROWS: ClassVar[Rows]
     SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
