@@ -592,15 +592,6 @@ def _meant(event: str, here: tuple[str, ...], everywhere: Collection[str]) -> st
     return None
 
 
-def _require_status(snapshot: Snapshot, status: Status, reason: Reason) -> None:
-    if snapshot.status is not status:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is {snapshot.status}, not {status}",
-            reason=reason,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
-
-
 def _settle_first(step: _Step, candidates: tuple[Transition, ...]) -> StepResult | None:
     """The step settled by the first candidate whose guard passes (a guard that fails to
     evaluate fails the instance); None when no guard passes."""
@@ -616,7 +607,12 @@ def resume(
 ) -> StepResult:
     """Rule 6: resume a WAITING instance with an event (default: the first declared)."""
     _check(defn, snapshot)
-    _require_status(snapshot, Status.WAITING, Reason.NOT_WAITING)
+    if snapshot.status is not Status.WAITING:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not WAITING",
+            reason=Reason.NOT_WAITING,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
     if event in ("", RESUME_ALIAS):
         declared = defn.events_from(snapshot.state)
         if not declared:
@@ -647,7 +643,12 @@ def signal(
 ) -> StepResult:
     """Rules 5 and 7: deliver an event to a RUNNING instance."""
     _check(defn, snapshot)
-    _require_status(snapshot, Status.RUNNING, Reason.NOT_RUNNING)
+    if snapshot.status is not Status.RUNNING:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not RUNNING",
+            reason=Reason.NOT_RUNNING,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
     candidates = _candidates(defn, snapshot, event)
     if not isinstance(payload, Mapping):
         raise InvalidArgument("payload must be a map", reason=Reason.INVALID_PAYLOAD)

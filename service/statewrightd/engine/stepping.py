@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 from statewrightd import errors
 from statewrightd.engine import fsm
@@ -140,33 +139,36 @@ def shutting_down() -> errors.Unavailable:
     return errors.Unavailable("the server is shutting down", reason=Reason.SHUTTING_DOWN)
 
 
-_E = TypeVar("_E", bound=errors.StatewrightError)
-
-
-def _of_workflow(error: type[_E], workflow_id: str, reason: Reason, what: str) -> _E:
-    """An error about one instance, which its metadata names."""
-    return error(
-        f"workflow {workflow_id} {what}", reason=reason, metadata={"workflow_id": workflow_id}
+def busy(workflow_id: str) -> errors.Aborted:
+    return errors.Aborted(
+        f"workflow {workflow_id} is executing another request; retry",
+        reason=Reason.WORKFLOW_BUSY,
+        metadata={"workflow_id": workflow_id},
     )
 
 
-def busy(workflow_id: str) -> errors.Aborted:
-    what = "is executing another request; retry"
-    return _of_workflow(errors.Aborted, workflow_id, Reason.WORKFLOW_BUSY, what)
-
-
 def recovery_required(workflow_id: str) -> errors.FailedPrecondition:
-    what = "awaits recovery of a save whose outcome is unknown; retry later"
-    return _of_workflow(errors.FailedPrecondition, workflow_id, Reason.RECOVERY_REQUIRED, what)
+    return errors.FailedPrecondition(
+        f"workflow {workflow_id} awaits recovery of a save whose outcome is unknown; retry later",
+        reason=Reason.RECOVERY_REQUIRED,
+        metadata={"workflow_id": workflow_id},
+    )
 
 
 def workflow_not_found(workflow_id: str) -> errors.NotFound:
-    return _of_workflow(errors.NotFound, workflow_id, Reason.WORKFLOW_NOT_FOUND, "not found")
+    return errors.NotFound(
+        f"workflow {workflow_id} not found",
+        reason=Reason.WORKFLOW_NOT_FOUND,
+        metadata={"workflow_id": workflow_id},
+    )
 
 
 def already_exists(workflow_id: str) -> errors.AlreadyExists:
-    reason = Reason.WORKFLOW_ALREADY_EXISTS
-    return _of_workflow(errors.AlreadyExists, workflow_id, reason, "already exists")
+    return errors.AlreadyExists(
+        f"workflow {workflow_id} already exists",
+        reason=Reason.WORKFLOW_ALREADY_EXISTS,
+        metadata={"workflow_id": workflow_id},
+    )
 
 
 def revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.Aborted:
