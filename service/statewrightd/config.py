@@ -45,6 +45,21 @@ class Limits:
 
 MAX_PROCESSES = 256
 
+# The whole-number input limits: the flag, the Limits field it sets, its unit, and what it
+# bounds. Each is also read from an environment variable named after the flag
+# (--max-nesting: STATEWRIGHT_MAX_NESTING).
+_INT_LIMITS = (
+    ("--max-request-size", "request_bytes", "BYTES", "one request"),
+    ("--max-context-size", "context_bytes", "BYTES", "a context as JSON"),
+    ("--max-nesting", "nesting", "N", "levels of maps and lists in a value"),
+    ("--max-string-size", "string_bytes", "BYTES", "one string in a value"),
+    ("--max-list-items", "list_items", "N", "items of one list in a value"),
+    ("--max-map-keys", "map_keys", "N", "keys of one map in a value"),
+    ("--max-watches", "watches_per_caller", "N", "open watches per caller"),
+    ("--max-watches-total", "watches_total", "N", "open watches of all callers"),
+    ("--rate-burst", "burst", "N", "requests a caller may send at once"),
+)
+
 
 @dataclass(frozen=True)
 class ServerConfig:
@@ -236,34 +251,13 @@ def add_security_arguments(
         help="serve gRPC reflection (env STATEWRIGHT_REFLECTION=1; default "
         f"{'on' if d.reflection else 'off'})",
     )
-    for flag, var, unit, value, what in (
-        ("--max-request-size", "MAX_REQUEST_SIZE", "BYTES", lim.request_bytes, "one request"),
-        ("--max-context-size", "MAX_CONTEXT_SIZE", "BYTES", lim.context_bytes, "a context as JSON"),
-        ("--max-nesting", "MAX_NESTING", "N", lim.nesting, "levels of maps and lists in a value"),
-        (
-            "--max-string-size",
-            "MAX_STRING_SIZE",
-            "BYTES",
-            lim.string_bytes,
-            "one string in a value",
-        ),
-        ("--max-list-items", "MAX_LIST_ITEMS", "N", lim.list_items, "items of one list in a value"),
-        ("--max-map-keys", "MAX_MAP_KEYS", "N", lim.map_keys, "keys of one map in a value"),
-        ("--max-watches", "MAX_WATCHES", "N", lim.watches_per_caller, "open watches per caller"),
-        (
-            "--max-watches-total",
-            "MAX_WATCHES_TOTAL",
-            "N",
-            lim.watches_total,
-            "open watches of all callers",
-        ),
-        ("--rate-burst", "RATE_BURST", "N", lim.burst, "requests a caller may send at once"),
-    ):
+    for flag, attr, unit, what in _INT_LIMITS:
         parser.add_argument(
             flag,
             type=int,
             metavar=unit,
-            help=f"at most this many for {what} (env STATEWRIGHT_{var}; default {value:,})",
+            help=f"at most this many for {what} "
+            f"(env {_env_var(flag)}; default {getattr(lim, attr):,})",
         )
     parser.add_argument(
         "--rate-limit",
@@ -322,25 +316,19 @@ def security_from(
     }
 
 
+def _env_var(flag: str) -> str:
+    return "STATEWRIGHT_" + flag.removeprefix("--").replace("-", "_").upper()
+
+
 def _limits_setting(pick: Callable[[str, str], str | None], base: Limits) -> Limits:
     """The input limits of ``security_from``: each flag, then its environment variable."""
     changes: dict[str, Any] = {}
-    for name, var, attr in (
-        ("max_request_size", "STATEWRIGHT_MAX_REQUEST_SIZE", "request_bytes"),
-        ("max_context_size", "STATEWRIGHT_MAX_CONTEXT_SIZE", "context_bytes"),
-        ("max_nesting", "STATEWRIGHT_MAX_NESTING", "nesting"),
-        ("max_string_size", "STATEWRIGHT_MAX_STRING_SIZE", "string_bytes"),
-        ("max_list_items", "STATEWRIGHT_MAX_LIST_ITEMS", "list_items"),
-        ("max_map_keys", "STATEWRIGHT_MAX_MAP_KEYS", "map_keys"),
-        ("max_watches", "STATEWRIGHT_MAX_WATCHES", "watches_per_caller"),
-        ("max_watches_total", "STATEWRIGHT_MAX_WATCHES_TOTAL", "watches_total"),
-        ("rate_burst", "STATEWRIGHT_RATE_BURST", "burst"),
-    ):
-        text = pick(name, var)
+    for flag, attr, _, _ in _INT_LIMITS:
+        text = pick(flag.removeprefix("--").replace("-", "_"), _env_var(flag))
         if text is None:
             continue
         if not text.isdigit():
-            raise ConfigError(f"--{name.replace('_', '-')} must be a whole number; got {text!r}")
+            raise ConfigError(f"{flag} must be a whole number; got {text!r}")
         changes[attr] = int(text)
     rate_text = pick("rate_limit", "STATEWRIGHT_RATE_LIMIT")
     if rate_text is not None:

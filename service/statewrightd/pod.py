@@ -55,7 +55,7 @@ class ProcessStatus:
     draining: bool
 
     def line(self) -> str:
-        return f"status {int(self.alive)} {int(self.ready)} {int(self.draining)}"
+        return _flags_line("status", self.alive, self.ready, self.draining)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,19 +64,28 @@ class PodVerdict:
     ready: bool
 
     def line(self) -> str:
-        return f"pod {int(self.alive)} {int(self.ready)}"
+        return _flags_line("pod", self.alive, self.ready)
 
 
 def parse_status(words: list[str]) -> ProcessStatus | None:
-    if len(words) != 3 or any(w not in ("0", "1") for w in words):
-        return None
-    return ProcessStatus(words[0] == "1", words[1] == "1", words[2] == "1")
+    flags = _flags(words, 3)
+    return None if flags is None else ProcessStatus(*flags)
 
 
 def parse_verdict(words: list[str]) -> PodVerdict | None:
-    if len(words) != 2 or any(w not in ("0", "1") for w in words):
+    flags = _flags(words, 2)
+    return None if flags is None else PodVerdict(*flags)
+
+
+def _flags_line(word: str, *flags: bool) -> str:
+    return " ".join([word, *(str(int(flag)) for flag in flags)])
+
+
+def _flags(words: list[str], count: int) -> list[bool] | None:
+    """``count`` flags, each written 0 or 1; None when the words are not that."""
+    if len(words) != count or any(w not in ("0", "1") for w in words):
         return None
-    return PodVerdict(words[0] == "1", words[1] == "1")
+    return [w == "1" for w in words]
 
 
 # The fields holding paths, which JSON carries as strings.

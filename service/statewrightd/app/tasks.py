@@ -38,7 +38,7 @@ from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
 from statewrightd.reasons import Reason
 from statewrightd.store.records import TaskPage, TaskRecord
-from statewrightd.store.repository import Repository
+from statewrightd.store.repository import Choose, Repository
 
 _log = logging.getLogger(__name__)
 
@@ -52,7 +52,6 @@ class Reader(Protocol):
 
 
 Step = Callable[[Command, float | None], Awaitable[Outcome]]
-Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
 # (workflow id, request key) -> the stored answer: request ids are unique per instance.
 Replayed = Callable[[str, RequestKey], Awaitable[Outcome | None]]
 

@@ -176,13 +176,8 @@ class StateReading(Reading):
             queue = None
         task_input = None
         if "input" in raw:
-            task_input = self.compile(raw["input"], f"{path}.input")
-            if task_input is not None and task_input.result_type.kind not in ("map", "dyn"):
-                self.error(
-                    f"{path}.input",
-                    f"input must give a map, but this one gives {task_input.result_type.kind}",
-                )
-                task_input = None
+            wrong = "input must give a map, but this one gives {kind}"
+            task_input = self.compile_giving(raw["input"], f"{path}.input", ("map", "dyn"), wrong)
         apply = None
         if "apply" in raw:
             apply = self.set_action(raw["apply"], f"{path}.apply", env=self.task_env)

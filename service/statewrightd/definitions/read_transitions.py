@@ -106,13 +106,8 @@ class TransitionReading(Reading):
             ok = False
         guard = None
         if "guard" in spec:
-            guard = self.compile(spec["guard"], f"{path}.guard")
-            if guard is not None and guard.result_type.kind not in ("bool", "dyn"):
-                self.error(
-                    f"{path}.guard",
-                    f"a guard must be bool, but this one is {guard.result_type.kind}",
-                )
-                ok = False
+            wrong = "a guard must be bool, but this one is {kind}"
+            guard = self.compile_giving(spec["guard"], f"{path}.guard", ("bool", "dyn"), wrong)
             ok = ok and guard is not None
         action = None
         if "set" in spec:
@@ -146,15 +141,13 @@ class TransitionReading(Reading):
                 return False
             return Delay(raw, seconds=seconds)
         if has_expr:
-            compiled = self.compile(spec["after_expr"], f"{path}.after_expr")
+            wrong = (
+                "after_expr must give a duration or a timestamp, but this one gives {kind} "
+                "(wrap it: duration(...), timestamp(...))"
+            )
+            kinds = ("duration", "timestamp")
+            compiled = self.compile_giving(spec["after_expr"], f"{path}.after_expr", kinds, wrong)
             if compiled is None:
-                return False
-            if compiled.result_type.kind not in ("duration", "timestamp"):
-                self.error(
-                    f"{path}.after_expr",
-                    "after_expr must give a duration or a timestamp, but this one gives "
-                    f"{compiled.result_type.kind} (wrap it: duration(...), timestamp(...))",
-                )
                 return False
             return Delay(compiled.source, expression=compiled)
         return None

@@ -231,6 +231,17 @@ class Reading:
             self.error(path, f"invalid CEL: {exc}{hints}")
             return None
 
+    def compile_giving(
+        self, raw: object, path: str, kinds: tuple[str, ...], wrong: str
+    ) -> CompiledExpression | None:
+        """``raw`` compiled, if its result is one of ``kinds``; ``wrong``, a message with
+        ``{kind}`` in it, says what else it gives."""
+        compiled = self.compile(raw, path)
+        if compiled is not None and compiled.result_type.kind not in kinds:
+            self.error(path, wrong.format(kind=compiled.result_type.kind))
+            return None
+        return compiled
+
     def actions(self, raw: object, path: str) -> tuple[SetAction, ...]:
         if raw is None:
             return ()

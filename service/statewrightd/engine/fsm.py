@@ -187,6 +187,10 @@ class _Step:
         self.cpu_deadline = time.thread_time() + limits.cpu_seconds
         self.value_bytes = limits.value_bytes
 
+    def failed(self, reason: Reason, path: str, message: str, **metadata: object) -> _StepFailed:
+        """The error of the definition's ``path``, in the state the step has reached."""
+        return _step_error(reason, f"{path}: {message}", path=path, state=self.state, **metadata)
+
     def activation(self) -> Activation:
         d = self.defn
         workflow = {
@@ -205,12 +209,11 @@ class _Step:
     def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
         if time.thread_time() > self.cpu_deadline:
             ms = f"{self.cpu_seconds * 1000:g}"
-            raise _step_error(
+            raise self.failed(
                 Reason.EVALUATION_BUDGET_EXCEEDED,
-                f"{path}: the step has used more than its budget of {ms} ms of processor "
+                path,
+                f"the step has used more than its budget of {ms} ms of processor "
                 "time for evaluations",
-                path=path,
-                state=self.state,
                 expression=expr.source,
                 budget="step",
                 limit=f"{ms}ms",
@@ -218,22 +221,17 @@ class _Step:
         try:
             return expr.evaluate(act)
         except CelBudgetExceeded as exc:
-            raise _step_error(
+            raise self.failed(
                 Reason.EVALUATION_BUDGET_EXCEEDED,
-                f"{path}: {exc}",
-                path=path,
-                state=self.state,
+                path,
+                str(exc),
                 expression=expr.source,
                 budget=exc.budget,
                 limit=exc.limit,
             ) from None
         except CelEvaluationError as exc:
-            raise _step_error(
-                Reason.EVALUATION_ERROR,
-                f"{path}: {exc}",
-                path=path,
-                state=self.state,
-                expression=expr.source,
+            raise self.failed(
+                Reason.EVALUATION_ERROR, path, str(exc), expression=expr.source
             ) from None
 
     def guard_passes(self, t: Transition, act: Activation) -> bool:
@@ -242,11 +240,10 @@ class _Step:
         path = f"{t.path}.guard"
         value = self.evaluate(t.guard, path, act)
         if not isinstance(value, bool):
-            raise _step_error(
+            raise self.failed(
                 Reason.TYPE_MISMATCH,
-                f"{path}: a guard must give a bool, this one gave {describe(value)}",
-                path=path,
-                state=self.state,
+                path,
+                f"a guard must give a bool, this one gave {describe(value)}",
                 expression=t.guard.source,
             )
         return value
@@ -272,33 +269,27 @@ class _Step:
                 new = reduce(field.reducer, self.context[field.name], update)
                 size = _json_size(new, self.value_bytes)
                 if size > self.value_bytes:
-                    raise _step_error(
+                    raise self.failed(
                         Reason.CONTEXT_TOO_LARGE,
-                        f"{assignment.path}: field {field.name!r} would be {size:,} bytes of "
+                        assignment.path,
+                        f"field {field.name!r} would be {size:,} bytes of "
                         f"JSON, over the context limit of {self.value_bytes:,}",
-                        path=assignment.path,
-                        state=self.state,
                         field=field.name,
                         limit=self.value_bytes,
                         size=size,
                     )
                 self.context[field.name] = new
             except ValueTooDeep as exc:
-                raise _step_error(
+                raise self.failed(
                     Reason.VALUE_TOO_DEEP,
-                    f"{assignment.path}: {exc}",
-                    path=assignment.path,
-                    state=self.state,
+                    assignment.path,
+                    str(exc),
                     field=field.name,
                     limit=exc.limit,
                 ) from None
             except ValueTypeError as exc:
-                raise _step_error(
-                    Reason.TYPE_MISMATCH,
-                    f"{assignment.path}: {exc}",
-                    path=assignment.path,
-                    state=self.state,
-                    field=field.name,
+                raise self.failed(
+                    Reason.TYPE_MISMATCH, assignment.path, str(exc), field=field.name
                 ) from None
 
     def fire(self, t: Transition) -> None:
@@ -388,11 +379,10 @@ class _Step:
         except ValueTypeError as exc:
             raise _step_error(Reason.TYPE_MISMATCH, f"{path}: {exc}", path=path) from None
         if not isinstance(plain, dict):
-            raise _step_error(
+            raise self.failed(
                 Reason.TYPE_MISMATCH,
-                f"{path}: a task's input must be a map, this one gave {describe(value)}",
-                path=path,
-                state=self.state,
+                path,
+                f"a task's input must be a map, this one gave {describe(value)}",
             )
         return plain
 
@@ -408,23 +398,20 @@ class _Step:
         value = self.evaluate(delay.expression, path, act)
         if isinstance(value, timedelta):
             if too_long(value.total_seconds()):
-                raise _step_error(
+                raise self.failed(
                     Reason.TIMER_OUT_OF_RANGE,
-                    f"{path}: after_expr gave {value.days:,} days, more than the longest "
+                    path,
+                    f"after_expr gave {value.days:,} days, more than the longest "
                     f"a timer may wait, {MAX_DURATION_TEXT}",
-                    path=path,
-                    state=self.state,
                     limit=MAX_DURATION_TEXT,
                 )
             return PlannedTimer(t.index, t.target, delay.text, delay=value)
         if isinstance(value, datetime) and value.tzinfo is not None:
             return PlannedTimer(t.index, t.target, delay.text, at=value)
-        raise _step_error(
+        raise self.failed(
             Reason.TYPE_MISMATCH,
-            f"{path}: after_expr must give a duration or a timestamp, this one gave "
-            f"{describe(value)}",
-            path=path,
-            state=self.state,
+            path,
+            f"after_expr must give a duration or a timestamp, this one gave {describe(value)}",
             expression=delay.expression.source,
         )
 
@@ -605,6 +592,16 @@ def _meant(event: str, here: tuple[str, ...], everywhere: Collection[str]) -> st
     return None
 
 
+def _settle_first(step: _Step, candidates: tuple[Transition, ...]) -> StepResult | None:
+    """The step settled by the first candidate whose guard passes (a guard that fails to
+    evaluate fails the instance); None when no guard passes."""
+    try:
+        chosen = step.first_passing(candidates)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    return None if chosen is None else step.settle_result(chosen)
+
+
 def resume(
     defn: Definition, snapshot: Snapshot, event: str, input: Mapping[str, object]
 ) -> StepResult:
@@ -631,17 +628,14 @@ def resume(
     _merge(defn, context, values)
     # CEL needs a real dict; the step never mutates it.
     step = _next_step(defn, snapshot, event, dict(values), context=context)
-    try:
-        chosen = step.first_passing(candidates)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    if chosen is None:
+    settled = _settle_first(step, candidates)
+    if settled is None:
         raise FailedPrecondition(
             f"every guard of event {event!r} from {snapshot.state!r} is false",
             reason=Reason.GUARD_REJECTED,
             metadata={"event": event, "state": snapshot.state, "workflow_id": snapshot.workflow_id},
         )
-    return step.settle_result(chosen)
+    return settled
 
 
 def signal(
@@ -665,14 +659,8 @@ def signal(
         plain = {k: to_json(v) for k, v in payload.items()}
     except ValueTypeError as exc:
         raise InvalidArgument(f"payload: {exc}", reason=Reason.INVALID_PAYLOAD) from None
-    step = _next_step(defn, snapshot, event, plain)
-    try:
-        chosen = step.first_passing(candidates)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    if chosen is None:
-        return StepResult(snapshot, (), changed=False)
-    return step.settle_result(chosen)
+    settled = _settle_first(_next_step(defn, snapshot, event, plain), candidates)
+    return StepResult(snapshot, (), changed=False) if settled is None else settled
 
 
 def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
@@ -749,12 +737,9 @@ def task_gave_up(
     payload = dict(failure)
     step = _next_step(defn, snapshot, TASK_FAILED, payload)
     candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(TASK_FAILED, ())
-    try:
-        chosen = step.first_passing(candidates)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    if chosen is not None:
-        return step.settle_result(chosen)
+    settled = _settle_first(step, candidates)
+    if settled is not None:
+        return settled
     timed_out = payload.get("type") == "TIMED_OUT"
     reason = Reason.TASK_TIMED_OUT if timed_out else Reason.TASK_FAILED
     error = StepError(

@@ -206,30 +206,28 @@ class _Reader:
         return ApiKey(name, digest.lower(), grants)
 
     def mtls(self, raw: object, path: str) -> MtlsIdentity | None:
-        entry = self.map(raw, path, {"san", "grants"})
-        if entry is None:
-            return None
-        san = entry.get("san")
-        if not isinstance(san, str) or not san:
-            self.error(f"{path}.san", "san must be a subject alternative name, or a glob of one")
-            san = None
-        grants = self.grants(entry.get("grants"), f"{path}.grants")
-        if san is None or grants is None:
-            return None
-        return MtlsIdentity(san, grants)
+        found = self.pattern_grants(raw, path, "san", "a subject alternative name")
+        return None if found is None else MtlsIdentity(*found)
 
     def principal(self, raw: object, path: str) -> PrincipalGrants | None:
-        entry = self.map(raw, path, {"name", "grants"})
+        found = self.pattern_grants(raw, path, "name", "a principal (jwt:SUBJECT)")
+        return None if found is None else PrincipalGrants(*found)
+
+    def pattern_grants(
+        self, raw: object, path: str, key: str, what: str
+    ) -> tuple[str, tuple[Grant, ...]] | None:
+        """An entry of ``key`` (``what``, or a glob of one) and the grants it gets."""
+        entry = self.map(raw, path, {key, "grants"})
         if entry is None:
             return None
-        name = entry.get("name")
-        if not isinstance(name, str) or not name:
-            self.error(f"{path}.name", "name must be a principal (jwt:SUBJECT), or a glob of one")
-            name = None
+        pattern = entry.get(key)
+        if not isinstance(pattern, str) or not pattern:
+            self.error(f"{path}.{key}", f"{key} must be {what}, or a glob of one")
+            pattern = None
         grants = self.grants(entry.get("grants"), f"{path}.grants")
-        if name is None or grants is None:
+        if pattern is None or grants is None:
             return None
-        return PrincipalGrants(name, grants)
+        return pattern, grants
 
     def grants(self, raw: object, path: str) -> tuple[Grant, ...] | None:
         if not isinstance(raw, list) or not raw:

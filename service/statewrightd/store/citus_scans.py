@@ -20,7 +20,7 @@ from typing import Any
 from statewrightd.errors import StorageUnavailable
 from statewrightd.store import sql_citus as c
 from statewrightd.store.citus_routing import Shard, ShardMap
-from statewrightd.store.codec import check_time, dumps_optional
+from statewrightd.store.codec import check_time
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
     Purged,
@@ -29,6 +29,7 @@ from statewrightd.store.records import (
     TaskRecord,
     TimerRecord,
 )
+from statewrightd.store.repository import Choose, Params
 from statewrightd.store.rows import Rows
 from statewrightd.store.sqlbase import COUNT_CAP, PURGE_LIMIT
 
@@ -242,18 +243,11 @@ class CitusScans(PostgresRepository):
             t.workflow_id: t for t in (_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows)
         }
 
-    def lease_tasks(
-        self,
-        queue: str,
-        now: datetime,
-        limit: int,
-        first_lease: float,
-        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
-    ) -> list[TaskRecord]:
-        params = {
-            "queue": queue,
-            "now": self._when(now, "now"),
-            "first_ms": round(first_lease * 1000),
+    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+        doc = {
+            "queue": params["queue"],
+            "now": params["now"].isoformat(),
+            "first_ms": params["first_ms"],
         }
         pick = None
         if choose is not None:
@@ -264,25 +258,12 @@ class CitusScans(PostgresRepository):
                 return [r for r in rows if (r["workflow_id"], r["task_id"]) in wanted]
 
         keys = ("workflow_id", "task_id")
-        rows = self._ordered(c.PEEK_TASKS, c.LEASE_TASKS, params, limit, keys, pick=pick)
+        rows = self._ordered(c.PEEK_TASKS, c.LEASE_TASKS, doc, params["limit"], keys, pick=pick)
         tasks = [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
         return sorted(tasks, key=lambda t: (t.available_time, t.workflow_id))
 
-    def heartbeat_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        now: datetime,
-        details: dict[str, Any] | None,
-    ) -> TaskRecord | None:
-        doc = {
-            "workflow_id": workflow_id,
-            "task_id": task_id,
-            "token": token,
-            "now": self._when(now, "now"),
-            "details": dumps_optional(details, "heartbeat details"),
-        }
+    def _heartbeat_task(self, params: Params) -> TaskRecord | None:
+        doc = {**params, "now": params["now"].isoformat()}
         rows = self._by_node(c.HEARTBEAT_TASK, [doc])
         return _JSON_ROWS.task(_fields(rows[0], c.TASK_FIELDS)) if rows else None
 

@@ -6,6 +6,8 @@ these itself.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 from statewrightd.errors import (
     Conflict,
     RecordExists,
@@ -19,18 +21,23 @@ from statewrightd.errors import (
 from statewrightd.reasons import Reason
 from statewrightd.store.records import Create, DefinitionRecord, Operation, target_of
 
+_E = TypeVar("_E", bound=StoreError)
+
+
+def _of_workflow(error: type[_E], workflow_id: str, what: str, **metadata: object) -> _E:
+    """An error about one instance, which its metadata names."""
+    return error(
+        f"workflow {workflow_id!r} {what}", metadata={"workflow_id": workflow_id, **metadata}
+    )
+
 
 def workflow_not_found(workflow_id: str) -> RecordNotFound:
-    return RecordNotFound(
-        f"workflow {workflow_id!r} not found", metadata={"workflow_id": workflow_id}
-    )
+    return _of_workflow(RecordNotFound, workflow_id, "not found")
 
 
 def workflow_live(workflow_id: str, status: str) -> RecordLive:
-    return RecordLive(
-        f"workflow {workflow_id!r} is {status}: only a finished instance can be removed",
-        metadata={"workflow_id": workflow_id, "status": status},
-    )
+    what = f"is {status}: only a finished instance can be removed"
+    return _of_workflow(RecordLive, workflow_id, what, status=status)
 
 
 def revision_moved(workflow_id: str, expected: int | None, actual: int) -> Conflict:
@@ -42,9 +49,7 @@ def revision_moved(workflow_id: str, expected: int | None, actual: int) -> Confl
 
 
 def workflow_exists(workflow_id: str) -> RecordExists:
-    return RecordExists(
-        f"workflow {workflow_id!r} already exists", metadata={"workflow_id": workflow_id}
-    )
+    return _of_workflow(RecordExists, workflow_id, "already exists")
 
 
 def request_used(request_id: str, workflow_id: str) -> RecordExists:
@@ -86,11 +91,7 @@ def refused(
             f"workflow {wid!r}: timer {fired} is no longer armed",
             metadata={"workflow_id": wid, "timer_id": fired},
         )
-    return Conflict(
-        f"workflow {wid!r} is at revision {actual_revision}, not {op.expected_revision}",
-        actual_revision=actual_revision,
-        metadata={"workflow_id": wid, "expected_revision": op.expected_revision},
-    )
+    return revision_moved(wid, op.expected_revision, actual_revision)
 
 
 def task_fence_broken(

@@ -20,15 +20,10 @@ from typing import Any
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
 from statewrightd.store import failures
-from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     EncodedOp,
-    check_status_filter,
-    clamp_page_size,
-    decode_page_token,
     encode_definition,
-    encode_page_token,
     from_micros,
     loads,
     to_micros,
@@ -53,7 +48,6 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     Operation,
-    Page,
     Purged,
     RequestRecord,
     RetentionCounts,
@@ -61,9 +55,10 @@ from statewrightd.store.records import (
     Tombstone,
     target_of,
 )
+from statewrightd.store.repository import Params
 
 
-class MemoryRepository(MemoryWork, BatchWriter):
+class MemoryRepository(MemoryWork):
     """The repository contract in this process's memory; gone when the process ends."""
 
     # -- writes ----------------------------------------------------------------------
@@ -258,10 +253,7 @@ class MemoryRepository(MemoryWork, BatchWriter):
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
         cutoff = stamp(older_than)
         with self._held():
-            due = sorted((r[5], key) for key, r in self._requests.items() if r[5] <= cutoff)
-            for _, key in due[:limit]:
-                del self._requests[key]
-            return len(due[:limit])
+            return _purge_oldest(self._requests, 5, cutoff, limit)
 
     # -- retention -------------------------------------------------------------------
 
@@ -311,10 +303,7 @@ class MemoryRepository(MemoryWork, BatchWriter):
     def purge_tombstones(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
         cutoff = stamp(older_than)
         with self._held():
-            due = sorted((t[2], wid) for wid, t in self._tombstones.items() if t[2] <= cutoff)
-            for _, wid in due[:limit]:
-                del self._tombstones[wid]
-            return len(due[:limit])
+            return _purge_oldest(self._tombstones, 2, cutoff, limit)
 
     def lookup_tombstone(self, workflow_id: str) -> Tombstone | None:
         with self._held():
@@ -383,20 +372,11 @@ class MemoryRepository(MemoryWork, BatchWriter):
         with self._lock:
             self._closed = True
 
-    # Last in the class: the method name shadows the builtin in later annotations.
-    def list(
-        self,
-        *,
-        definition: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> Page:
-        check_status_filter(status)
-        size = clamp_page_size(page_size)
-        after = decode_page_token(page_token, definition, status)
+    def _instances_after(self, p: Params) -> list[InstanceRecord]:
+        definition, status = p["definition"], p["status"]
         # SQLite's representation: create_time (index 8) in microseconds.
-        position = None if after is None else (to_micros(after[0]), after[1])
+        after = p["after_time"]
+        position = None if after is None else (to_micros(after), p["after_id"])
         with self._held():
             found = sorted(
                 (
@@ -411,14 +391,17 @@ class MemoryRepository(MemoryWork, BatchWriter):
                 for i in found
                 if (definition is None or i.row[1] == definition)
                 and (status is None or i.status == status)
-            ][: size + 1]
-            rows = [list(i.row) for i in found]
-        items = [ROWS.instance(r) for r in rows[:size]]
-        token = ""
-        if len(rows) > size:
-            last = items[-1]
-            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
-        return Page(items=items, next_page_token=token)
+            ][: p["limit"]]
+            return [ROWS.instance(i.row) for i in found]
+
+
+def _purge_oldest(table: dict[Any, Any], column: int, cutoff: int, limit: int) -> int:
+    """Delete up to ``limit`` rows of ``table`` whose time (at ``column``) is at or before
+    ``cutoff``, oldest first; how many it deleted."""
+    due = sorted((row[column], key) for key, row in table.items() if row[column] <= cutoff)
+    for _, key in due[:limit]:
+        del table[key]
+    return len(due[:limit])
 
 
 def _fence_holds(task: dict[str, Any], finish: TaskFinish) -> bool:

@@ -5,30 +5,19 @@ Part of ``MemoryRepository`` (store/memory.py), on the same rows behind the same
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from datetime import datetime
 from typing import Any
 
 from statewrightd.store import failures
-from statewrightd.store.codec import (
-    clamp_page_size,
-    decode_task_page_token,
-    dumps,
-    dumps_optional,
-    encode_task_page_token,
-    from_micros,
-    to_micros,
-)
+from statewrightd.store.batching import BatchWriter
+from statewrightd.store.codec import from_micros, to_micros
 from statewrightd.store.memory_state import OPEN, READY, ROWS, MemoryState, stamp, task_record
-from statewrightd.store.records import (
-    QueueCounts,
-    TaskPage,
-    TaskRecord,
-    TimerRecord,
-)
+from statewrightd.store.records import QueueCounts, TaskRecord, TimerRecord
+from statewrightd.store.repository import Choose, Params, Repository
 
 
-class MemoryWork(MemoryState):
+class MemoryWork(MemoryState, BatchWriter, Repository):
     """The timers and tasks of the repository contract, held in memory."""
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
@@ -81,27 +70,27 @@ class MemoryWork(MemoryState):
         instance = self._instances.get(workflow_id)
         return None if instance is None else instance.tasks.get(task_id)
 
-    def lease_tasks(
-        self,
-        queue: str,
-        now: datetime,
-        limit: int,
-        first_lease: float,
-        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
-    ) -> list[TaskRecord]:
-        at, first_ms = stamp(now), round(first_lease * 1000)
+    def _leased(self, p: Params) -> dict[str, Any] | None:
+        """The task, while it is leased with the token ``p`` names."""
+        task = self._task(p["workflow_id"], p["task_id"])
+        if task is None or task["lease_token"] != p["token"] or task["status"] != "LEASED":
+            return None
+        return task
+
+    def _lease_tasks(self, p: Params, choose: Choose | None) -> list[TaskRecord]:
+        at, first_ms = to_micros(p["now"]), p["first_ms"]
         with self._held():
             ready = sorted(
                 (
                     t
                     for t in self._tasks()
-                    if t["queue"] == queue
+                    if t["queue"] == p["queue"]
                     and t["status"] in READY
                     and t["available_time"] <= at
                     and t["deadline"] > at
                 ),
                 key=lambda t: t["available_time"],
-            )[:limit]
+            )[: p["limit"]]
             if choose is not None:
                 chosen = {
                     (c.workflow_id, c.task_id) for c in choose([task_record(t) for t in ready])
@@ -121,85 +110,51 @@ class MemoryWork(MemoryState):
                 task["update_time"] = at
             return [task_record(t) for t in ready]
 
-    def heartbeat_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        now: datetime,
-        details: dict[str, Any] | None,
-    ) -> TaskRecord | None:
-        at = stamp(now)
-        encoded = dumps_optional(details, "heartbeat details")
+    def _heartbeat_task(self, p: Params) -> TaskRecord | None:
+        at = to_micros(p["now"])
         with self._held():
-            task = self._task(workflow_id, task_id)
-            if (
-                task is None
-                or task["lease_token"] != token
-                or task["status"] != "LEASED"
-                or not task["lease_expire_time"] > at
-            ):
+            task = self._leased(p)
+            if task is None or not task["lease_expire_time"] > at:
                 return None
             stc = task["start_to_close_ms"]
             heartbeat = task["heartbeat_ms"] if task["heartbeat_ms"] is not None else stc
             task["lease_expire_time"] = min(
                 task["deadline"], task["attempt_start_time"] + stc * 1000, at + heartbeat * 1000
             )
-            if encoded is not None:
-                task["heartbeat_details"] = encoded
+            if p["details"] is not None:
+                task["heartbeat_details"] = p["details"]
             task["update_time"] = at
             return task_record(task)
 
-    def retry_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        *,
-        now: datetime,
-        available: datetime,
-        error: dict[str, Any],
-        request_id: str | None = None,
-        expired_only: bool = False,
-    ) -> TaskRecord | None:
-        at, ready_at = stamp(now), stamp(available)
-        encoded = dumps(error, "task error")
+    def _retry_task(self, p: Params) -> TaskRecord | None:
+        at = to_micros(p["now"])
         with self._held():
-            task = self._task(workflow_id, task_id)
-            if task is None or task["lease_token"] != token or task["status"] != "LEASED":
+            task = self._leased(p)
+            if task is None:
                 return None
-            if expired_only and not task["lease_expire_time"] <= at:
+            if p["expired_only"] and not task["lease_expire_time"] <= at:
                 return None
-            task.update(
+            return _unleased(
+                task,
+                at,
                 status="BACKOFF",
-                lease_token=None,
-                lease_expire_time=None,
-                available_time=ready_at,
-                last_error=encoded,
-                last_request_id=request_id,
-                claimed_until=None,
-                update_time=at,
+                available_time=to_micros(p["available"]),
+                last_error=p["error"],
+                last_request_id=p["request_id"],
             )
-            return task_record(task)
 
-    def release_task(
-        self, workflow_id: str, task_id: str, token: str, now: datetime
-    ) -> TaskRecord | None:
-        at = stamp(now)
+    def _release_task(self, p: Params) -> TaskRecord | None:
         with self._held():
-            task = self._task(workflow_id, task_id)
-            if task is None or task["lease_token"] != token or task["status"] != "LEASED":
+            task = self._leased(p)
+            if task is None:
                 return None
-            task.update(
+            return _unleased(
+                task,
+                to_micros(p["now"]),
                 status="SCHEDULED" if task["attempt"] <= 1 else "BACKOFF",
                 attempt=task["attempt"] - 1,
-                lease_token=None,
-                lease_expire_time=None,
                 attempt_start_time=None,
-                claimed_until=None,
-                update_time=at,
             )
-            return task_record(task)
 
     def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
         at, held = stamp(now), stamp(until)
@@ -262,34 +217,27 @@ class MemoryWork(MemoryState):
             for name, (ready, oldest, leased) in sorted(queues.items())
         ]
 
-    def list_tasks(
-        self,
-        *,
-        queue: str | None = None,
-        workflow_id: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> TaskPage:
-        size = clamp_page_size(page_size)
-        key = f"{queue}|{workflow_id}|{status}"
-        after_time, after_w, after_t = decode_task_page_token(page_token, key)
-        after = (to_micros(after_time), after_w, after_t)
+    def _tasks_after(self, p: Params) -> list[TaskRecord]:
+        start = (to_micros(p["after_time"]), p["after_w"], p["after_t"])
+        queue, workflow_id, status = p["queue"], p["workflow_id"], p["status"]
         with self._held():
             found = sorted(
                 (
                     t
                     for t in self._tasks()
-                    if (t["schedule_time"], t["workflow_id"], t["task_id"]) > after
+                    if (t["schedule_time"], t["workflow_id"], t["task_id"]) > start
                     and (queue is None or t["queue"] == queue)
                     and (workflow_id is None or t["workflow_id"] == workflow_id)
                     and (status is None or t["status"] == status)
                 ),
                 key=lambda t: (t["schedule_time"], t["workflow_id"], t["task_id"]),
-            )[: size + 1]
-            tasks = [task_record(t) for t in found[:size]]
-        token = ""
-        if len(found) > size:
-            last = tasks[-1]
-            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
-        return TaskPage(items=tasks, next_page_token=token)
+            )[: p["limit"]]
+            return [task_record(t) for t in found]
+
+
+def _unleased(task: dict[str, Any], at: int, **changes: Any) -> TaskRecord:
+    """The task with its lease (and any claim on it) ended, and ``changes`` made."""
+    task.update(
+        lease_token=None, lease_expire_time=None, claimed_until=None, update_time=at, **changes
+    )
+    return task_record(task)

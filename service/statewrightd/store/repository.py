@@ -1,7 +1,11 @@
 """The storage contract the runtime programs against (``open_repository`` picks a backend).
 
 Implementations are synchronous and thread-safe: the runtime calls them from its writer
-thread and from worker threads, never from an event loop.
+thread and from worker threads, never from an event loop. They subclass the contract:
+where every backend takes a call's arguments the same way (pages: filters checked, sizes
+clamped, tokens decoded and issued; task leases: times checked, values encoded), the
+contract does it here once, and a backend brings only the rows, through the narrow
+``_...`` methods.
 """
 
 from __future__ import annotations
@@ -11,6 +15,17 @@ from datetime import datetime
 from typing import Any, Protocol, runtime_checkable
 
 from statewrightd.errors import StoreError
+from statewrightd.store.codec import (
+    check_status_filter,
+    check_time,
+    clamp_page_size,
+    decode_page_token,
+    decode_task_page_token,
+    dumps,
+    dumps_optional,
+    encode_page_token,
+    encode_task_page_token,
+)
 from statewrightd.store.records import (
     Create,
     DefinitionRecord,
@@ -28,6 +43,11 @@ from statewrightd.store.records import (
     TimerRecord,
     Tombstone,
 )
+
+Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
+# Named values, as the SQL statements name them: times checked (aware, in UTC), maps
+# encoded as JSON text.
+Params = dict[str, Any]
 
 
 @runtime_checkable
@@ -148,7 +168,13 @@ class Repository(Protocol):
         token, a lease of at most ``first_lease`` seconds that a heartbeat extends.
         ``choose``, given the ready tasks in order (as they are before the lease), picks
         those to lease, in the same transaction: the rest stay ready, untouched."""
-        ...
+        params = {
+            "queue": queue,
+            "now": _time(now),
+            "limit": limit,
+            "first_ms": round(first_lease * 1000),
+        }
+        return self._lease_tasks(params, choose)
 
     def heartbeat_task(
         self,
@@ -159,7 +185,9 @@ class Repository(Protocol):
         details: dict[str, Any] | None,
     ) -> TaskRecord | None:
         """Extend the lease ``token`` holds; None when it is not current."""
-        ...
+        params = _lease(workflow_id, task_id, token, now)
+        params["details"] = dumps_optional(details, "heartbeat details")
+        return self._heartbeat_task(params)
 
     def retry_task(
         self,
@@ -174,13 +202,18 @@ class Repository(Protocol):
         expired_only: bool = False,
     ) -> TaskRecord | None:
         """End the attempt leased with ``token``, to be retried at ``available``."""
-        ...
+        params = _lease(workflow_id, task_id, token, now)
+        params["available"] = _time(available)
+        params["error"] = dumps(error, "task error")
+        params["request_id"] = request_id
+        params["expired_only"] = expired_only
+        return self._retry_task(params)
 
     def release_task(
         self, workflow_id: str, task_id: str, token: str, now: datetime
     ) -> TaskRecord | None:
         """Undo the lease ``token`` holds without counting its attempt."""
-        ...
+        return self._release_task(_lease(workflow_id, task_id, token, now))
 
     def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
         """Claim tasks whose lease or deadline has passed, until ``until``."""
@@ -200,7 +233,56 @@ class Repository(Protocol):
         status: str | None = None,
         page_size: int = 0,
         page_token: str = "",
-    ) -> TaskPage: ...
+    ) -> TaskPage:
+        size = clamp_page_size(page_size)
+        key = f"{queue}|{workflow_id}|{status}"
+        after_time, after_w, after_t = decode_task_page_token(page_token, key)
+        params = {
+            "after_time": _time(after_time),
+            "after_w": after_w,
+            "after_t": after_t,
+            "queue": queue,
+            "workflow_id": workflow_id,
+            "status": status,
+            "limit": size + 1,
+        }
+        found = self._tasks_after(params)
+        tasks = found[:size]
+        token = ""
+        if len(found) > size:
+            last = tasks[-1]
+            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
+        return TaskPage(items=tasks, next_page_token=token)
+
+    # What a backend brings: the rows, from values checked and encoded.
+
+    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+        """Lease (queue, now, limit, first_ms) the ready tasks ``choose`` picks (all if
+        None), in the order they became ready."""
+        ...
+
+    def _heartbeat_task(self, params: Params) -> TaskRecord | None:
+        """Lease (workflow_id, task_id, token, now), details."""
+        ...
+
+    def _retry_task(self, params: Params) -> TaskRecord | None:
+        """Lease, available, error, request_id, expired_only."""
+        ...
+
+    def _release_task(self, params: Params) -> TaskRecord | None:
+        """Lease (workflow_id, task_id, token, now)."""
+        ...
+
+    def _tasks_after(self, params: Params) -> list[TaskRecord]:
+        """Up to ``limit`` tasks past (after_time, after_w, after_t) in (schedule time,
+        workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
+        ...
+
+    def _instances_after(self, params: Params) -> list[InstanceRecord]:
+        """Up to ``limit`` instances past (after_time, after_id) in (create time, workflow
+        id) order (from the first when after_time is None), of ``definition`` and
+        ``status`` where named."""
+        ...
 
     def ping(self) -> None:
         """Raise StorageUnavailable unless the database answers and is fully migrated.
@@ -224,7 +306,32 @@ class Repository(Protocol):
         status: str | None = None,
         page_size: int = 0,
         page_token: str = "",
-    ) -> Page: ...
+    ) -> Page:
+        check_status_filter(status)
+        size = clamp_page_size(page_size)
+        after = decode_page_token(page_token, definition, status)
+        params = {
+            "after_time": None if after is None else _time(after[0]),
+            "after_id": None if after is None else after[1],
+            "definition": definition,
+            "status": status,
+            "limit": size + 1,
+        }
+        found = self._instances_after(params)
+        items = found[:size]
+        token = ""
+        if len(found) > size:
+            last = items[-1]
+            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
+        return Page(items=items, next_page_token=token)
+
+
+def _lease(workflow_id: str, task_id: str, token: str, now: datetime) -> Params:
+    return {"workflow_id": workflow_id, "task_id": task_id, "token": token, "now": _time(now)}
+
+
+def _time(value: datetime) -> datetime:
+    return check_time(value, "time")
 
 
 __all__ = ["Create", "Repository", "Save"]

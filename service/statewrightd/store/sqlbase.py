@@ -23,30 +23,21 @@ from statewrightd.store import failures
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
-    check_status_filter,
     check_time,
-    clamp_page_size,
-    decode_page_token,
-    decode_task_page_token,
-    dumps,
-    dumps_optional,
     encode_definition,
-    encode_page_token,
-    encode_task_page_token,
 )
 from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
-    Page,
     QueueCounts,
     RequestRecord,
     RetentionCounts,
-    TaskPage,
     TaskRecord,
     TimerRecord,
     Tombstone,
 )
+from statewrightd.store.repository import Choose, Params, Repository
 from statewrightd.store.rows import Rows
 
 
@@ -124,7 +115,7 @@ PURGE_LIMIT = 1000
 COUNT_CAP = 100_000
 
 
-class SqlRepository(BatchWriter):
+class SqlRepository(BatchWriter, Repository):
     SQL: ClassVar[Statements]
     ROWS: ClassVar[Rows]
     SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
@@ -288,20 +279,8 @@ class SqlRepository(BatchWriter):
 
     # -- tasks -----------------------------------------------------------------------
 
-    def lease_tasks(
-        self,
-        queue: str,
-        now: datetime,
-        limit: int,
-        first_lease: float,
-        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
-    ) -> list[TaskRecord]:
-        params: dict[str, Any] = {
-            "queue": queue,
-            "now": self._time(now),
-            "limit": limit,
-            "first_ms": round(first_lease * 1000),
-        }
+    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+        params = self._bound(params)
         with self._writing() as conn:
             if choose is None:
                 rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
@@ -317,68 +296,26 @@ class SqlRepository(BatchWriter):
                 rows = conn.execute(self.SQL.lease_chosen, params).fetchall()
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
 
-    def heartbeat_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        now: datetime,
-        details: dict[str, Any] | None,
-    ) -> TaskRecord | None:
-        """The task with its lease extended, or None when this lease is not current."""
-        params = {
-            "workflow_id": workflow_id,
-            "task_id": task_id,
-            "token": token,
-            "now": self._time(now),
-            "details": dumps_optional(details, "heartbeat details"),
-        }
+    def _heartbeat_task(self, params: Params) -> TaskRecord | None:
+        return self._one_task(self.SQL.heartbeat_task, params)
+
+    def _retry_task(self, params: Params) -> TaskRecord | None:
+        return self._one_task(self.SQL.retry_task, params)
+
+    def _release_task(self, params: Params) -> TaskRecord | None:
+        return self._one_task(self.SQL.release_task, params)
+
+    def _one_task(self, sql: str, params: Params) -> TaskRecord | None:
+        """The task a write statement returns; None when it wrote none."""
         with self._writing() as conn:
-            row = conn.execute(self.SQL.heartbeat_task, params).fetchone()
+            row = conn.execute(sql, self._bound(params)).fetchone()
         return None if row is None else self.ROWS.task(row)
 
-    def retry_task(
-        self,
-        workflow_id: str,
-        task_id: str,
-        token: str,
-        *,
-        now: datetime,
-        available: datetime,
-        error: dict[str, Any],
-        request_id: str | None = None,
-        expired_only: bool = False,
-    ) -> TaskRecord | None:
-        """End the attempt leased with ``token`` and retry at ``available``; None when the
-        lease is not current (or, with ``expired_only``, has not expired)."""
-        params = {
-            "workflow_id": workflow_id,
-            "task_id": task_id,
-            "token": token,
-            "now": self._time(now),
-            "available": self._time(available),
-            "error": dumps(error, "task error"),
-            "request_id": request_id,
-            "expired_only": expired_only,
+    def _bound(self, params: Params) -> Params:
+        """``params`` with times as this database takes them."""
+        return {
+            k: self.ROWS.time_param(v) if isinstance(v, datetime) else v for k, v in params.items()
         }
-        with self._writing() as conn:
-            row = conn.execute(self.SQL.retry_task, params).fetchone()
-        return None if row is None else self.ROWS.task(row)
-
-    def release_task(
-        self, workflow_id: str, task_id: str, token: str, now: datetime
-    ) -> TaskRecord | None:
-        """Undo the lease ``token`` holds, as if it had never been taken (its attempt is not
-        counted); None when the lease is not current."""
-        params = {
-            "workflow_id": workflow_id,
-            "task_id": task_id,
-            "token": token,
-            "now": self._time(now),
-        }
-        with self._writing() as conn:
-            row = conn.execute(self.SQL.release_task, params).fetchone()
-        return None if row is None else self.ROWS.task(row)
 
     def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
         params = {"now": self._time(now), "until": self._time(until), "limit": limit}
@@ -414,36 +351,15 @@ class SqlRepository(BatchWriter):
             for r in rows
         ]
 
-    def list_tasks(
-        self,
-        *,
-        queue: str | None = None,
-        workflow_id: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> TaskPage:
-        size = clamp_page_size(page_size)
-        key = f"{queue}|{workflow_id}|{status}"
-        after_time, after_w, after_t = decode_task_page_token(page_token, key)
-        sql = self.SQL.list_tasks(queue is not None, workflow_id is not None, status is not None)
-        params = {
-            "after_time": self._time(after_time),
-            "after_w": after_w,
-            "after_t": after_t,
-            "queue": queue,
-            "workflow_id": workflow_id,
-            "status": status,
-            "limit": size + 1,
-        }
+    def _tasks_after(self, params: Params) -> list[TaskRecord]:
+        sql = self.SQL.list_tasks(
+            params["queue"] is not None,
+            params["workflow_id"] is not None,
+            params["status"] is not None,
+        )
         with self._reading() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        tasks = [self.ROWS.task(r) for r in rows[:size]]
-        token = ""
-        if len(rows) > size:
-            last = tasks[-1]
-            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
-        return TaskPage(items=tasks, next_page_token=token)
+            rows = conn.execute(sql, self._bound(params)).fetchall()
+        return [self.ROWS.task(r) for r in rows]
 
     def _time(self, value: datetime) -> Any:
         return self.ROWS.time_param(check_time(value, "time"))
@@ -458,31 +374,12 @@ class SqlRepository(BatchWriter):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
-    # Last in the class: the method name shadows the builtin in later annotations.
-    def list(
-        self,
-        *,
-        definition: str | None = None,
-        status: str | None = None,
-        page_size: int = 0,
-        page_token: str = "",
-    ) -> Page:
-        check_status_filter(status)
-        size = clamp_page_size(page_size)
-        after = decode_page_token(page_token, definition, status)
-        sql = self.SQL.list_instances(definition is not None, status is not None, after is not None)
-        params = {
-            "after_time": None if after is None else self._time(after[0]),
-            "after_id": None if after is None else after[1],
-            "definition": definition,
-            "status": status,
-            "limit": size + 1,
-        }
+    def _instances_after(self, params: Params) -> list[InstanceRecord]:
+        sql = self.SQL.list_instances(
+            params["definition"] is not None,
+            params["status"] is not None,
+            params["after_time"] is not None,
+        )
         with self._reading() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        items = [self.ROWS.instance(r) for r in rows[:size]]
-        token = ""
-        if len(rows) > size:
-            last = items[-1]
-            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
-        return Page(items=items, next_page_token=token)
+            rows = conn.execute(sql, self._bound(params)).fetchall()
+        return [self.ROWS.instance(r) for r in rows]
