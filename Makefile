@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test docs docs-build bench chaos clients install generate check-generated console check-console console-screenshots buf-lint buf-breaking lint typecheck unit integration e2e image image-test clean baseline example-go example-ts example-ts-watch example-java
+.PHONY: dev test docs docs-build bench chaos clients install generate check-generated console check-console console-screenshots buf-lint buf-breaking lint typecheck unit integration e2e test-citus image image-test clean baseline example-go example-ts example-ts-watch example-java
 
 # scripts/install-venv says what it does as it goes (the first run takes a few minutes).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
@@ -18,10 +18,13 @@ install: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/statewrightd dev
 
-## Run every check and test, against a private PostgreSQL this command starts and stops:
-## the Python suites, then every client's build, unit tests and conformance run. The
-## prerequisites are checked first (scripts/check-prerequisites); each phase prints its
-## name and duration as it ends, and the run ends with the list of them all.
+## Run every check and test, against a private PostgreSQL and a private Citus cluster (a
+## coordinator and two workers) this command starts and stops: the Python suites, then
+## every client's build, unit tests and conformance run. The prerequisites are checked
+## first (scripts/check-prerequisites); each phase prints its name and duration as it ends,
+## and the run ends with the list of them all. The first run on a machine builds Citus
+## (scripts/install-citus; STATEWRIGHT_CITUS_SOURCE names its source archive); a machine
+## that cannot have it runs everything else and says the Citus suites were skipped.
 PHASE := scripts/phase
 SUBMAKE := $(MAKE) -s --no-print-directory
 test:
@@ -37,7 +40,8 @@ test:
 	$(PHASE) "mypy" $(SUBMAKE) typecheck && \
 	$(PHASE) "kustomize" sh -c 'scripts/install-kustomize >/dev/null' && \
 	$(PHASE) "chromium" sh -c 'scripts/install-chromium >/dev/null' && \
-	scripts/with-postgres scripts/test-suite
+	$(PHASE) "citus" scripts/install-citus --optional && \
+	scripts/with-postgres scripts/with-citus --optional scripts/test-suite
 
 ## The documentation site on http://127.0.0.1:8000, rebuilt on every save. `make test` builds
 ## it strictly (tests/unit/docs): a broken link or a page missing from the nav fails.
@@ -98,10 +102,15 @@ unit: $(STAMP)
 	cd clients/python && ../../$(BIN)/pytest -q
 
 integration: $(STAMP)
-	scripts/with-postgres $(BIN)/pytest -q tests/integration
+	scripts/with-postgres scripts/with-citus --optional $(BIN)/pytest -q tests/integration
 
 e2e: $(STAMP)
-	scripts/with-postgres $(BIN)/pytest -q tests/e2e
+	scripts/with-postgres scripts/with-citus --optional $(BIN)/pytest -q tests/e2e
+
+## Only the tests on Citus (the store's contract and Citus tests, the end-to-end scenarios),
+## building Citus first if this machine does not have it: these fail, never skip.
+test-citus: $(STAMP)
+	scripts/with-citus $(BIN)/pytest -q -m citus tests/integration tests/e2e
 
 ## The server image, built with podman from the Dockerfile with no network (scripts/build-image);
 ## IMAGE_BASE=local builds on a base made from Debian's packages even where the registry's is.
@@ -123,13 +132,16 @@ bench: $(STAMP)
 ## operations against two replicas under every kind of fault, then checked; it fails on any
 ## anomaly, or if it ran fewer operations or faults than it promised. The report is in
 ## build/chaos/report.txt; CHAOS_SEED=N replays a run's schedule. See RELIABILITY.md.
-## Bounded: stopped (and cleaned up) after CHAOS_LIMIT.
+## Bounded: stopped (and cleaned up) after CHAOS_LIMIT. CHAOS_DB=citus runs it on a Citus
+## cluster (a coordinator and two workers), with one more fault: a worker node restarted.
 CHAOS_SEED ?= 0
 CHAOS_LIMIT ?= 60m
+CHAOS_DB ?= postgres
 chaos: $(STAMP)
 	cd chaos && go build -o ../.cache/chaos/chaos .
+	if [ "$(CHAOS_DB)" = citus ]; then scripts/install-citus; fi
 	timeout --signal=TERM --kill-after=2m $(CHAOS_LIMIT) \
-	  .cache/chaos/chaos run --size full --seed $(CHAOS_SEED) --out build/chaos --repo .
+	  .cache/chaos/chaos run --size full --seed $(CHAOS_SEED) --db $(CHAOS_DB) --out build/chaos --repo .
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -23,6 +23,9 @@ const (
 	faultCutBefore   = "cut-before-commit"    // a step's connection cut just before its COMMIT
 	faultStall       = "stall"                // the proxy holds all database traffic for a while
 	faultFlood       = "flood"                // a burst of starts, while commits are slow, that overfills a writer queue
+	// Citus only (--db citus): a worker node stopped (fast or immediate, by turns) and
+	// started, while the coordinator and the other worker go on.
+	faultWorkerRestart = "worker-restart"
 )
 
 var allFaults = []string{faultKill, faultDrain, faultPause, faultPGFast, faultPGImmediate, faultCutAfter, faultCutBefore, faultStall, faultFlood}
@@ -32,12 +35,12 @@ var faultGroup = map[string]string{
 	faultKill: "replica", faultDrain: "replica", faultPause: "replica",
 	faultPGFast: "db", faultPGImmediate: "db", faultStall: "db",
 	faultCutAfter: "conn", faultCutBefore: "conn",
-	faultFlood: "load",
+	faultFlood: "load", faultWorkerRestart: "db",
 }
 
 type nemesis struct {
 	replicas []*replica
-	pg       *cluster // nil: the database is not ours to restart
+	pg       database // nil: the database is not ours to restart
 	proxy    *pgProxy
 	conns    []*replicaConn
 	hist     *jsonl // the probes' and the flood's invocations
@@ -201,6 +204,17 @@ func (n *nemesis) inject(kind string) FaultRec {
 		err = n.pg.restart("fast")
 	case faultPGImmediate:
 		err = n.pg.restart("immediate")
+	case faultWorkerRestart:
+		citus, ok := n.pg.(*citusCluster)
+		if !ok {
+			err = fmt.Errorf("%s needs a Citus cluster", kind)
+			break
+		}
+		i := n.rng.IntN(len(citus.workers))
+		mode := [2]string{"fast", "immediate"}[n.rng.IntN(2)]
+		rec.Target = fmt.Sprintf("worker-%d", i)
+		rec.Detail["mode"] = mode
+		err = citus.restartWorker(i, mode)
 	case faultCutAfter, faultCutBefore:
 		before, refusedBefore := n.proxy.cuts.Load(), n.proxy.refused.Load()
 		cuts := 2 + n.rng.IntN(3)

@@ -25,6 +25,15 @@ type cluster struct {
 	runAs []string
 	uid   int
 	gid   int
+	extra string // more server options (a Citus node's)
+}
+
+// database is the run's own database server: one PostgreSQL, or a Citus cluster.
+type database interface {
+	url() string
+	restart(mode string) error
+	stop()
+	createDatabase(name string) (string, error) // a fresh database for the run; its URL
 }
 
 func pgBin() string {
@@ -34,8 +43,10 @@ func pgBin() string {
 	return "/usr/lib/postgresql/15/bin"
 }
 
-func newCluster() (*cluster, error) {
-	c := &cluster{bin: pgBin(), uid: -1, gid: -1}
+func newCluster() (*cluster, error) { return newClusterWith("") }
+
+func newClusterWith(extra string) (*cluster, error) {
+	c := &cluster{bin: pgBin(), uid: -1, gid: -1, extra: extra}
 	if _, err := os.Stat(filepath.Join(c.bin, "initdb")); err != nil {
 		return nil, fmt.Errorf("PostgreSQL 15 binaries not found in %s (apt-get install postgresql-15)", c.bin)
 	}
@@ -88,7 +99,7 @@ func (c *cluster) pg(tool string, args ...string) ([]byte, error) {
 }
 
 func (c *cluster) options() string {
-	return fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB", c.port, c.dir)
+	return strings.TrimSpace(fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB %s", c.port, c.dir, c.extra))
 }
 
 func (c *cluster) start() error {
@@ -115,6 +126,13 @@ func (c *cluster) stop() {
 
 func (c *cluster) url() string {
 	return fmt.Sprintf("postgresql://postgres@127.0.0.1:%d/postgres", c.port)
+}
+
+func (c *cluster) createDatabase(name string) (string, error) {
+	if _, err := psql(c.url(), "CREATE DATABASE "+name); err != nil {
+		return "", err
+	}
+	return withDatabase(c.url(), name), nil
 }
 
 func freePort() (int, error) {

@@ -49,9 +49,18 @@ const startupV3 = 196608
 
 var stepMarker = []byte("INSERT INTO workflow_history")
 
+// On Citus a step is a call of a shard function on a connection in autocommit: the call
+// commits on its own, and carries its statements (the history insert among them) as
+// parameters (see tests/support/pgproxy.py).
+var (
+	shardCall       = []byte("statewright_shard_rows")
+	shardStepMarker = []byte("INSERT INTO %2$s")
+)
+
 type proxyConn struct {
 	client, server net.Conn
 	statements     map[string]bool // prepared statement name -> writes a step
+	shardCalls     map[string]bool // prepared statement name -> calls a shard function
 	wroteStep      bool
 	cut            atomic.Bool
 }
@@ -172,7 +181,7 @@ func (p *pgProxy) accept() {
 			client.Close()
 			continue
 		}
-		c := &proxyConn{client: client, server: server, statements: map[string]bool{}}
+		c := &proxyConn{client: client, server: server, statements: map[string]bool{}, shardCalls: map[string]bool{}}
 		p.mu.Lock()
 		p.conns[c] = struct{}{}
 		p.mu.Unlock()
@@ -334,10 +343,14 @@ func (c *proxyConn) observe(kind byte, payload []byte) bool {
 		parts := cstrings(payload, 2)
 		query, hasQuery = parts[1], true
 		c.statements[parts[0]] = bytes.Contains([]byte(query), stepMarker)
+		c.shardCalls[parts[0]] = bytes.Contains([]byte(query), shardCall)
 	case 'B':
 		parts := cstrings(payload, 2)
 		if c.statements[parts[1]] {
 			c.wroteStep = true
+		}
+		if c.shardCalls[parts[1]] && bytes.Contains(payload, shardStepMarker) {
+			return true // a step's shard call: it commits as it runs
 		}
 	}
 	if !hasQuery {

@@ -17,7 +17,7 @@ func message(kind byte, parts ...string) []byte {
 }
 
 func TestTheProxyRecognisesTheCommitOfAStepOnly(t *testing.T) {
-	c := &proxyConn{statements: map[string]bool{}}
+	c := &proxyConn{statements: map[string]bool{}, shardCalls: map[string]bool{}}
 	observe := func(m []byte) bool { return c.observe(m[0], m[5:]) }
 	if observe(message('Q', "BEGIN")) || observe(message('Q', "SELECT 1")) || observe(message('Q', "COMMIT")) {
 		t.Fatal("a transaction that wrote no step was taken for a step")
@@ -35,6 +35,15 @@ func TestTheProxyRecognisesTheCommitOfAStepOnly(t *testing.T) {
 	observe(message('B', "", "s1"))
 	if !observe(message('P', "", "COMMIT")) {
 		t.Fatal("the COMMIT of a step bound by name was not recognised")
+	}
+	// Citus: a step is a shard function call that commits on its own, its statements
+	// among its parameters; a call of it that writes no step (a claim) is not one.
+	observe(message('P', "_pg3_1", "SELECT * FROM statewright_shard_rows($1, $2, $3::json[], $4, $5)"))
+	if observe(message('B', "", "_pg3_1", "route", "{UPDATE %3$s t SET claimed_until}")) {
+		t.Fatal("a shard call that writes no step was taken for a step")
+	}
+	if !observe(message('B', "", "_pg3_1", "route", "{WITH input AS (...) INSERT INTO %2$s ...}")) {
+		t.Fatal("the shard call of a step was not recognised")
 	}
 }
 

@@ -25,6 +25,7 @@ type runConfig struct {
 	Repo        string        `json:"repo"`
 	Python      string        `json:"python"`
 	PostgresURL string        `json:"postgres_url,omitempty"` // an existing server: no restarts
+	DB          string        `json:"db"`                     // postgres, or citus (a coordinator and two workers)
 	Break       string        `json:"break,omitempty"`
 	Replicas    int           `json:"replicas"`
 	Clients     int           `json:"clients"`
@@ -87,6 +88,7 @@ func runMain(args []string) error {
 	repo := fs.String("repo", ".", "the repository root")
 	python := fs.String("python", "", "the Python that runs statewrightd (default REPO/.venv/bin/python)")
 	pgURL := fs.String("postgres-url", "", "use this PostgreSQL (a fresh database on it) instead of a private one; no restarts")
+	db := fs.String("db", "postgres", "the run's own database: postgres, or citus (a coordinator and two workers; adds the worker-restart fault)")
 	breakMode := fs.String("break", "", "test-only break modes of the server, comma-separated (tests/chaos/breaks.py)")
 	faults := fs.String("faults", "", "fault kinds, comma-separated (default: the size's; \"none\" for no faults)")
 	ops := fs.Int64("ops", 0, "client invocations (default: the size's)")
@@ -115,7 +117,15 @@ func runMain(args []string) error {
 	if cfg.Python == "" {
 		cfg.Python = filepath.Join(cfg.Repo, ".venv", "bin", "python")
 	}
-	cfg.PostgresURL, cfg.Break, cfg.Mix, cfg.CommitDelay = *pgURL, *breakMode, *mix, *commitDelay
+	cfg.PostgresURL, cfg.Break, cfg.Mix, cfg.CommitDelay, cfg.DB = *pgURL, *breakMode, *mix, *commitDelay, *db
+	switch {
+	case cfg.DB != "postgres" && cfg.DB != "citus":
+		return fmt.Errorf("--db must be postgres or citus; got %q", cfg.DB)
+	case cfg.DB == "citus" && cfg.PostgresURL != "":
+		return fmt.Errorf("--db citus runs its own cluster (no --postgres-url)")
+	case cfg.DB == "citus" && cfg.Faults != nil:
+		cfg.Faults = append(append([]string(nil), cfg.Faults...), faultWorkerRestart)
+	}
 	if *faults == "none" {
 		cfg.Faults = nil
 	} else if *faults != "" {
@@ -127,6 +137,9 @@ func runMain(args []string) error {
 		}
 		if cfg.PostgresURL != "" && (f == faultPGFast || f == faultPGImmediate) {
 			return fmt.Errorf("%s needs the run's own PostgreSQL (no --postgres-url)", f)
+		}
+		if cfg.DB != "citus" && f == faultWorkerRestart {
+			return fmt.Errorf("%s needs a Citus cluster (--db citus)", f)
 		}
 	}
 	if *ops > 0 {
@@ -223,11 +236,16 @@ func execute(cfg runConfig) (*report, error) {
 	fmt.Printf("chaos: %s run, seed %d, into %s\n", cfg.Size, cfg.Seed, cfg.Out)
 	rng := rand.New(rand.NewPCG(cfg.Seed, 1))
 
-	var pg *cluster
+	var pg database
 	admin := cfg.PostgresURL
 	if admin == "" {
 		var err error
-		if pg, err = newCluster(); err != nil {
+		if cfg.DB == "citus" {
+			pg, err = newCitusCluster(2)
+		} else {
+			pg, err = newCluster()
+		}
+		if err != nil {
 			return nil, err
 		}
 		onInterrupt(pg.stop)
@@ -235,10 +253,18 @@ func execute(cfg runConfig) (*report, error) {
 		admin = pg.url()
 	}
 	dbName := fmt.Sprintf("chaos_%d_%d", cfg.Seed, time.Now().UnixNano()%1_000_000)
-	if _, err := psql(admin, "CREATE DATABASE "+dbName); err != nil {
-		return nil, err
+	var url string
+	if pg != nil {
+		var err error
+		if url, err = pg.createDatabase(dbName); err != nil {
+			return nil, err
+		}
+	} else {
+		if _, err := psql(admin, "CREATE DATABASE "+dbName); err != nil {
+			return nil, err
+		}
+		url = withDatabase(admin, dbName)
 	}
-	url := withDatabase(admin, dbName)
 	if cfg.PostgresURL != "" {
 		drop := func() { psql(admin, "DROP DATABASE IF EXISTS "+dbName+" WITH (FORCE)") }
 		onInterrupt(drop)

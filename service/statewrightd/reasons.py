@@ -117,6 +117,12 @@ class Reason(enum.StrEnum):
     # -- The server's own: how its parts tell each other what happened. A client that sees one
     # has found a defect.
     AUTH_CONFIG_INVALID = "AUTH_CONFIG_INVALID"  # an --auth-config file with problems
+    # a database that loads Citus without the extension: migrate refuses it
+    CITUS_EXTENSION_MISSING = "CITUS_EXTENSION_MISSING"
+    CITUS_NO_WORKERS = "CITUS_NO_WORKERS"  # a Citus coordinator without workers
+    CITUS_NOT_COORDINATOR = "CITUS_NOT_COORDINATOR"  # a Citus worker's URL, not the coordinator's
+    # the workflow tables' shards kept in more than one copy: migrate refuses them
+    CITUS_SHARD_REPLICAS = "CITUS_SHARD_REPLICAS"
     # a step was asked of a definition version the instance does not run
     DEFINITION_MISMATCH = "DEFINITION_MISMATCH"
     # two sources of one (name, version) differ: the server refuses to start

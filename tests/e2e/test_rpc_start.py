@@ -186,7 +186,7 @@ def test_concurrent_retries_with_one_request_id_start_one_instance(client: Clien
 
 def test_request_id_reused_for_different_content_is_invalid(client: Client) -> None:
     rid = uid("req")
-    client.start("mail-approval", input={"topic": "a"}, request_id=rid)
+    first = client.start("mail-approval", input={"topic": "a"}, request_id=rid).workflow
     info = expect_error(
         lambda: client.start("mail-approval", input={"topic": "b"}, request_id=rid),
         INVALID,
@@ -194,7 +194,12 @@ def test_request_id_reused_for_different_content_is_invalid(client: Client) -> N
     )
     assert info.metadata["request_id"] == rid
     expect_error(lambda: client.start("catalog", request_id=rid), INVALID, "REQUEST_ID_REUSED")
-    # Reused by another method, it is just as wrong.
+    # Reused by another method on the instance it started, it is just as wrong.
+    expect_error(
+        lambda: client.resume(first.workflow_id, request_id=rid), INVALID, "REQUEST_ID_REUSED"
+    )
+    assert client.get(first.workflow_id).revision == 1
+    # On another instance it is another request: request ids are unique per instance.
     waiting = client.start("mail-approval").workflow.workflow_id
-    expect_error(lambda: client.resume(waiting, request_id=rid), INVALID, "REQUEST_ID_REUSED")
-    assert client.get(waiting).revision == 1
+    client.resume(waiting, request_id=rid)
+    assert client.get(waiting).revision == 2

@@ -14,6 +14,8 @@ from urllib.parse import urlsplit, urlunsplit
 import psycopg
 import pytest
 
+from tests.support import citus
+
 ENV = "STATEWRIGHT_TEST_POSTGRES_URL"
 
 
@@ -79,3 +81,54 @@ def postgres_url(postgres_server_url: str, migrated_template: str) -> Iterator[s
     name = _create_database(postgres_server_url, template=migrated_template)
     yield with_database(postgres_server_url, name)
     _drop_database(postgres_server_url, name)
+
+
+# -- Citus: the coordinator and workers `scripts/with-citus` starts ------------------------
+
+_CITUS_TABLES = (
+    "workflow_instances, workflow_history, workflow_timers, workflow_tasks, workflow_requests,"
+    " workflow_tombstones, workflow_definitions"
+)
+
+
+@pytest.fixture(scope="session")
+def citus_server_url() -> str:
+    """The coordinator's maintenance URL; a run without it fails, never skips (deselect
+    the Citus tests with ``-m "not citus"``)."""
+    url = os.environ.get(citus.ENV)
+    if not url:
+        pytest.fail(
+            f"{citus.ENV} is not set: the Citus tests need a real cluster. Run them as "
+            "`scripts/with-citus .venv/bin/pytest ...` (make test does), or deselect them "
+            'with -m "not citus".',
+            pytrace=False,
+        )
+    return url
+
+
+@pytest.fixture(scope="session")
+def citus_database(citus_server_url: str) -> Iterator[str]:
+    """One migrated, distributed database for the session's Citus tests."""
+    from statewrightd.store.schema import migrate
+
+    url = citus.create_database(citus_server_url)
+    migrate(url)
+    yield url
+    citus.drop_database(citus_server_url, url)
+
+
+@pytest.fixture
+def citus_url(citus_database: str) -> str:
+    """The session's Citus database, emptied for this test (a database per test, made on
+    every node, would cost seconds each)."""
+    with psycopg.connect(citus_database, autocommit=True) as conn:
+        conn.execute(f"TRUNCATE {_CITUS_TABLES}".encode())
+    return citus_database
+
+
+@pytest.fixture
+def empty_citus_url(citus_server_url: str) -> Iterator[str]:
+    """A brand-new Citus database with no schema (for migration tests)."""
+    url = citus.create_database(citus_server_url)
+    yield url
+    citus.drop_database(citus_server_url, url)

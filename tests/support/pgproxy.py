@@ -7,7 +7,8 @@ messages) so it can act on exact protocol events:
 - ``arm_cut``: at the next COMMIT of a transaction that wrote a workflow step (a statement
   inserting into ``workflow_history``) the connection is cut, either right after the
   COMMIT was forwarded (PostgreSQL commits, the client never hears the answer) or right
-  before (PostgreSQL never sees it and rolls back). Other transactions (pings, reads,
+  before (PostgreSQL never sees it and rolls back). On Citus the step's shard function
+  call is its own commit, and the cut comes at that call. Other transactions (pings, reads,
   definition loads) are never cut. With ``refuse``, new connections are then accepted
   and closed at once until ``heal``; with ``drop_open`` as well, every other open
   connection is cut at the same moment: the database has gone dark.
@@ -31,6 +32,11 @@ from urllib.parse import urlsplit, urlunsplit
 
 _STARTUP_V3 = 196608  # protocol 3.0; other untyped codes are SSL/GSS/cancel requests
 STEP_MARKER = b"INSERT INTO workflow_history"
+# On Citus a step is a call of a shard function on a connection in autocommit: the call
+# commits on its own, and carries its statements (the history insert among them) as
+# parameters.
+SHARD_CALL = b"statewright_shard_rows"
+SHARD_STEP_MARKER = b"INSERT INTO %2$s"
 
 
 def _cstrings(payload: bytes, count: int) -> list[bytes]:
@@ -53,6 +59,7 @@ class _Connection:
     client: socket.socket
     upstream: socket.socket
     statements: dict[bytes, bool] = field(default_factory=dict)  # name -> writes a step
+    shard_calls: set[bytes] = field(default_factory=set)  # names of shard function calls
     wrote_step: bool = False
     cut: bool = False
 
@@ -273,10 +280,16 @@ class PgProxy:
         elif kind == b"P":
             name, query = _cstrings(payload, 2)
             conn.statements[name] = STEP_MARKER in query
+            if SHARD_CALL in query:
+                conn.shard_calls.add(name)
+            else:
+                conn.shard_calls.discard(name)
         elif kind == b"B":
             _portal, statement = _cstrings(payload, 2)
             if conn.statements.get(statement):
                 conn.wrote_step = True
+            if statement in conn.shard_calls and SHARD_STEP_MARKER in payload:
+                return True  # a step's shard call: it commits as it runs
         if query is None:
             return False
         end = _is_end_of_transaction(query)

@@ -55,6 +55,19 @@ def request_key(method: str, request: Message, request_id: str) -> RequestKey | 
     return RequestKey(request_id, method, digest.hexdigest())
 
 
+# Names the ids of starts that name no instance but carry a request id.
+_DERIVED_IDS = uuid.UUID("5f0b7a52-2c1e-4d59-9a57-6d7cf1a3e0b4")
+
+
+def new_workflow_id(request_id: str) -> str:
+    """The id of a started instance that its request does not name: derived from the
+    request id when there is one, so that a retry of the start names the same instance
+    (request ids are unique per instance), else a fresh one."""
+    if request_id:
+        return uuid.uuid5(_DERIVED_IDS, request_id).hex
+    return uuid.uuid4().hex
+
+
 def start_target(request: pb.StartWorkflowRequest) -> tuple[str, int | None]:
     """Validates a start; returns the definition name and version (None: the latest)."""
     v.definition_name(request.definition)
@@ -72,7 +85,7 @@ def start_command(
     """A start that ``start_target`` validated, of the definition version it named."""
     return StartCommand(
         actor=current_actor(),
-        workflow_id=request.workflow_id or uuid.uuid4().hex,
+        workflow_id=request.workflow_id or new_workflow_id(request.request_id),
         request=request_key("StartWorkflow", request, request.request_id),
         loaded=loaded,
         input=struct_to_dict(request.input, "input", limits),

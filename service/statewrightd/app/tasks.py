@@ -52,7 +52,8 @@ class Reader(Protocol):
 
 
 Step = Callable[[Command, float | None], Awaitable[Outcome]]
-Replayed = Callable[[RequestKey], Awaitable[Outcome | None]]
+# (workflow id, request key) -> the stored answer: request ids are unique per instance.
+Replayed = Callable[[str, RequestKey], Awaitable[Outcome | None]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -320,7 +321,7 @@ class TaskDesk:
         """A call whose lease is not current: its own earlier answer, if it was this call's
         retry that got one; otherwise the fence's error."""
         if request is not None:
-            replayed = await self.replayed(request)
+            replayed = await self.replayed(task.workflow_id, request)
             if replayed is not None:
                 return replayed
         raise self._fenced(task)

@@ -71,7 +71,7 @@ class Idempotency:
             if key is None or isinstance(exc, errors.InvalidArgument | errors.Unknown):
                 raise
             try:
-                replayed = await self._lookup(key, deadline)
+                replayed = await self._lookup(command.workflow_id, key, deadline)
             except errors.InvalidArgument:
                 raise
             except (errors.StatewrightError, TimeoutError):
@@ -85,7 +85,7 @@ class Idempotency:
             raise
         if isinstance(result, Replay):
             assert key is not None
-            replayed = await self.replay(key)
+            replayed = await self.replay(command.workflow_id, key)
             if replayed is None:
                 raise errors.Aborted(
                     "the original request with this request_id did not complete; retry",
@@ -95,7 +95,7 @@ class Idempotency:
             return replayed
         if key is not None and not result.saved:
             try:
-                replayed = await self._lookup(key, deadline)
+                replayed = await self._lookup(command.workflow_id, key, deadline)
             except errors.InvalidArgument:
                 raise
             except (errors.StatewrightError, TimeoutError):
@@ -104,15 +104,18 @@ class Idempotency:
                 return replayed
         return result
 
-    async def _lookup(self, key: RequestKey, deadline: float | None) -> Outcome | None:
+    async def _lookup(
+        self, workflow_id: str, key: RequestKey, deadline: float | None
+    ) -> Outcome | None:
         """The stored answer to ``key``, within half of what is left of the caller's time."""
         limit = REPLAY_BUDGET
         if deadline is not None:
             limit = min(limit, (deadline - time.monotonic()) / 2)
-        return await asyncio.wait_for(self.replay(key), limit)
+        return await asyncio.wait_for(self.replay(workflow_id, key), limit)
 
-    async def replay(self, key: RequestKey) -> Outcome | None:
-        """The original answer to ``key``'s request id, or None if it was never answered.
+    async def replay(self, workflow_id: str, key: RequestKey) -> Outcome | None:
+        """The original answer to ``key``'s request id on instance ``workflow_id`` (request
+        ids are unique per instance), or None if it was never answered.
 
         Raises InvalidArgument (REQUEST_ID_REUSED) when the id answered other content.
         """
@@ -120,7 +123,7 @@ class Idempotency:
         live_after = None if self.window is None else self.clock.now() - self.window
 
         def read() -> Outcome | None:
-            stored = repo.lookup_request(key.request_id, live_after)
+            stored = repo.lookup_request(workflow_id, key.request_id, live_after)
             if stored is None:
                 return None
             if (stored.method, stored.fingerprint) != (key.method, key.fingerprint):

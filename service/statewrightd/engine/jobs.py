@@ -34,7 +34,9 @@ class Replies:
 
     def __init__(self, observer: StepObserver) -> None:
         self._observer = observer
-        self._running: dict[str, list[Job]] = {}  # request id -> its retries meanwhile
+        # (workflow id, request id) -> its retries meanwhile: a request id is unique per
+        # instance, so two instances' requests may share one.
+        self._running: dict[tuple[str, str], list[Job]] = {}
 
     def parked(self, job: Job) -> bool:
         """Whether ``job`` is a retry of a request being executed: then it waits for that
@@ -42,7 +44,7 @@ class Replies:
         key = job.command.request
         if key is None:
             return False
-        retries = self._running.get(key.request_id)
+        retries = self._running.get((job.workflow_id, key.request_id))
         if retries is None:
             return False
         retries.append(job)
@@ -52,7 +54,7 @@ class Replies:
         """``job`` is admitted: retries of its request id wait for its answer."""
         key = job.command.request
         if key is not None:
-            self._running[key.request_id] = []
+            self._running[(job.workflow_id, key.request_id)] = []
 
     def finished(self, job: Job, result: Result) -> None:
         """Answer ``job``, and the retries that arrived while it ran: with what it got when
@@ -68,7 +70,7 @@ class Replies:
         """Answer the retries of ``job``'s request id that arrived while it ran."""
         key = job.command.request
         if key is not None:
-            for retry in self._running.pop(key.request_id, []):
+            for retry in self._running.pop((job.workflow_id, key.request_id), []):
                 self.answer(retry, result)
 
     def answer(self, job: Job, result: Result) -> None:

@@ -454,26 +454,30 @@ def _filter_key(definition: str | None, status: str | None) -> str:
     return hashlib.sha256(raw).hexdigest()[:12]
 
 
-def encode_page_token(last_seq: int, definition: str | None, status: str | None) -> str:
-    raw = f"v1:{last_seq}:{_filter_key(definition, status)}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+def encode_page_token(
+    after_time: datetime, workflow_id: str, definition: str | None, status: str | None
+) -> str:
+    raw = json.dumps(["i1", to_micros(after_time), workflow_id, _filter_key(definition, status)])
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_page_token(token: str, definition: str | None, status: str | None) -> int:
-    """The sequence number after which the next page starts (0 for the first page)."""
+def decode_page_token(
+    token: str, definition: str | None, status: str | None
+) -> tuple[datetime, str] | None:
+    """The (create time, workflow id) after which the next page starts (None: the first
+    page)."""
     if token == "":
-        return 0
+        return None
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-        tag, seq_text, key = raw.split(":")
-        seq = int(seq_text)
-    except (ValueError, binascii.Error, UnicodeDecodeError):
+        tag, micros, workflow_id, key = json.loads(raw)
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
         raise _bad_token("page_token is malformed") from None
-    if tag != "v1" or seq < 0:
+    if tag != "i1" or not isinstance(micros, int) or not isinstance(workflow_id, str):
         raise _bad_token("page_token is malformed")
     if key != _filter_key(definition, status):
         raise _bad_token("page_token was issued for different filters")
-    return seq
+    return from_micros(micros), workflow_id
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

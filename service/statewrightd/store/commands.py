@@ -6,7 +6,7 @@ import os
 import sys
 
 from statewrightd.errors import StatewrightError
-from statewrightd.store.schema import latest_version, migrate
+from statewrightd.store.schema import latest_version, migrate_database
 
 DEFAULT_DATABASE_URL = "sqlite:///statewright.db"
 
@@ -18,15 +18,23 @@ def resolve_database_url(url: str | None) -> str:
 def migrate_command(url: str | None) -> int:
     target = resolve_database_url(url)
     try:
-        applied = migrate(target)
+        done = migrate_database(target)
     except StatewrightError as exc:
         print(f"statewrightd migrate: {exc.message}", file=sys.stderr)
         return 1
     shown = _redact(target)
-    if applied:
-        print(f"{shown}: applied migrations {', '.join(str(v) for v in applied)}")
+    if done.versions:
+        print(f"{shown}: applied migrations {', '.join(str(v) for v in done.versions)}")
     else:
         print(f"{shown}: schema already at version {_latest(target)}")
+    if done.citus:
+        if done.distributed:
+            print(f"{shown}: distributed by workflow id on Citus: {', '.join(done.distributed)}")
+        else:
+            print(f"{shown}: Citus coordinator, schema already distributed")
+        if done.citus_versions:
+            applied = ", ".join(str(v) for v in done.citus_versions)
+            print(f"{shown}: applied Citus migrations {applied}")
     return 0
 
 

@@ -95,8 +95,7 @@ class MemoryRepository(MemoryWork):
         if isinstance(op, Create):
             if instance is not None:
                 return self._refused(op, instance)
-            self._seq += 1
-            instance = self._instances[wid] = Instance(self._seq, row)
+            instance = self._instances[wid] = Instance(row)
         else:
             if instance is None or instance.revision != p["expected"]:
                 return self._refused(op, instance)
@@ -116,7 +115,7 @@ class MemoryRepository(MemoryWork):
             p["h_actor"],
         ]
         if rid is not None:
-            self._requests[rid] = (
+            self._requests[(wid, rid)] = (
                 rid,
                 wid,
                 p["r_method"],
@@ -149,7 +148,7 @@ class MemoryRepository(MemoryWork):
         it saw it), checked before anything changes; None when it may."""
         rid = p["request_id"]
         if rid is not None:
-            taken = self._requests.get(rid)
+            taken = self._requests.get((p["workflow_id"], rid))
             if taken is not None and taken[5] > to_micros(p["r_cutoff"]):
                 return failures.refused(op, request_free=False, actual_revision=None)
         fired = op.timers.fired
@@ -244,11 +243,11 @@ class MemoryRepository(MemoryWork):
     # -- request records -------------------------------------------------------------
 
     def lookup_request(
-        self, request_id: str, live_after: datetime | None = None
+        self, workflow_id: str, request_id: str, live_after: datetime | None = None
     ) -> RequestRecord | None:
         cutoff = stamp(live_after if live_after is not None else NEVER)
         with self._held():
-            row = self._requests.get(request_id)
+            row = self._requests.get((workflow_id, request_id))
         return None if row is None or row[5] <= cutoff else ROWS.request(row)
 
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
@@ -295,9 +294,9 @@ class MemoryRepository(MemoryWork):
             counts["workflow_timers"] += len(instance.timers)
             counts["workflow_tasks"] += len(instance.tasks)
             counts["workflow_instances"] += 1
-        requests = [rid for rid, r in self._requests.items() if r[1] in gone]
-        for rid in requests:
-            del self._requests[rid]
+        requests = [key for key, r in self._requests.items() if r[1] in gone]
+        for key in requests:
+            del self._requests[key]
         counts["workflow_requests"] = len(requests)
         return Purged(workflow_ids=tuple(sorted(ids)), rows=counts)
 
@@ -373,12 +372,19 @@ class MemoryRepository(MemoryWork):
         with self._lock:
             self._closed = True
 
-    def _instances_after(self, p: Params) -> list[tuple[int, InstanceRecord]]:
-        after, definition, status = p["after"], p["definition"], p["status"]
+    def _instances_after(self, p: Params) -> list[InstanceRecord]:
+        definition, status = p["definition"], p["status"]
+        # SQLite's representation: create_time (index 8) in microseconds.
+        after = p["after_time"]
+        position = None if after is None else (to_micros(after), p["after_id"])
         with self._held():
             found = sorted(
-                (i for i in self._instances.values() if i.seq > after),
-                key=lambda i: i.seq,
+                (
+                    i
+                    for i in self._instances.values()
+                    if position is None or (i.row[8], i.row[0]) > position
+                ),
+                key=lambda i: (i.row[8], i.row[0]),
             )
             found = [
                 i
@@ -386,10 +392,10 @@ class MemoryRepository(MemoryWork):
                 if (definition is None or i.row[1] == definition)
                 and (status is None or i.status == status)
             ][: p["limit"]]
-            return [(i.seq, ROWS.instance(i.row)) for i in found]
+            return [ROWS.instance(i.row) for i in found]
 
 
-def _purge_oldest(table: dict[str, Any], column: int, cutoff: int, limit: int) -> int:
+def _purge_oldest(table: dict[Any, Any], column: int, cutoff: int, limit: int) -> int:
     """Delete up to ``limit`` rows of ``table`` whose time (at ``column``) is at or before
     ``cutoff``, oldest first; how many it deleted."""
     due = sorted((row[column], key) for key, row in table.items() if row[column] <= cutoff)

@@ -36,7 +36,6 @@ CHILD_TABLES = ("workflow_history", "workflow_timers", "workflow_tasks", "workfl
 
 @dataclass(slots=True)
 class Instance:
-    seq: int
     row: list[Any]  # rows.INSTANCE order, SQLite's representation
     history: dict[int, list[Any]] = field(default_factory=dict)  # revision -> rows.HISTORY
     timers: dict[str, list[Any]] = field(default_factory=dict)  # id -> rows.TIMER + claim
@@ -79,9 +78,9 @@ class MemoryState:
     def __init__(self) -> None:
         self._lock = threading.RLock()
         self._closed = False
-        self._seq = 0
         self._instances: dict[str, Instance] = {}
-        self._requests: dict[str, tuple[str, str, str, str, bytes, int]] = {}
+        # Keyed by (workflow id, request id): a request id is unique per instance.
+        self._requests: dict[tuple[str, str], tuple[str, str, str, str, bytes, int]] = {}
         self._definitions: dict[tuple[str, int], tuple[str, int, str, str, str, int]] = {}
         self._tombstones: dict[str, tuple[str, int, int]] = {}
 

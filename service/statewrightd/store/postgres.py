@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import time
 import weakref
@@ -90,6 +89,8 @@ class PostgresRepository(SqlRepository):
     SQL = q.SQL
     ROWS = _ROWS
     SQL_STANDING = q.INSTANCE_STANDING
+    # Whether pooled connections run each statement as its own transaction.
+    AUTOCOMMIT = False
 
     def __init__(
         self,
@@ -113,7 +114,7 @@ class PostgresRepository(SqlRepository):
             url,
             min_size=1,
             max_size=max(1, pool_size),
-            kwargs={"connect_timeout": int(connect_timeout)},
+            kwargs={"connect_timeout": int(connect_timeout), "autocommit": self.AUTOCOMMIT},
             configure=self._configure,
             check=self._check,
             timeout=pool_timeout,
@@ -281,15 +282,7 @@ class PostgresRepository(SqlRepository):
         # Lock rows in a global order (by id; stable, so one instance's ops keep their
         # order) so that concurrent batches from other replicas cannot deadlock.
         order = sorted(range(len(encoded)), key=lambda i: target_of(encoded[i].op).workflow_id)
-        lock_keys = sorted(
-            {request_lock_key(e.op.request.request_id) for e in encoded if e.op.request}
-        )
         with conn.pipeline():
-            if lock_keys:
-                # Two replicas recording one request id must not both see it as free: the
-                # CAS statements after this one start new snapshots once the lock is held,
-                # so the later transaction sees the earlier one's request row.
-                conn.execute(q.LOCK_REQUEST_IDS, (lock_keys,))
             cursors = {
                 i: conn.execute(_row_statement(encoded[i]), encoded[i].params) for i in order
             }
@@ -364,7 +357,7 @@ class PostgresRepository(SqlRepository):
             with psycopg.connect(
                 self._url, autocommit=True, connect_timeout=int(self._connect_timeout)
             ) as conn:
-                if lost.backend_pid is not None and not _wait_backend_gone(conn, lost.backend_pid):
+                if lost.backend_pid is not None and not self._backend_gone(conn, lost.backend_pid):
                     return _unknown_for(ops, lost.executed, written, lost.backend_pid)
                 revisions, witnesses = _read_back(conn, [ops[i] for i in written])
         except psycopg.Error:
@@ -403,12 +396,17 @@ class PostgresRepository(SqlRepository):
             ) as conn:
                 # Until the server process that ran the lost COMMIT is gone, the pre-state
                 # proves nothing: the commit may land a moment after we read.
-                if not all(_wait_backend_gone(conn, pid) for pid in backend_pids):
+                if not all(self._backend_gone(conn, pid) for pid in backend_pids):
                     return [unknown(op) for op in ops]
                 revisions, witnesses = _read_back(conn, list(ops))
         except psycopg.Error as exc:
             raise StorageUnavailable(f"cannot read back: {exc}") from exc
         return resolve_each(ops, revisions, witnesses)
+
+    def _backend_gone(self, conn: Conn, pid: int) -> bool:
+        """Whether the server process that ran a lost COMMIT is gone (waiting a while, and
+        then terminating it): only then is a row read back final."""
+        return _wait_backend_gone(conn, pid)
 
     # -- lifecycle -------------------------------------------------------------------
 
@@ -427,7 +425,7 @@ _HISTORY_FIELDS = (
     "h_actor",
 )  # fmt: skip
 _TIMER_FIELDS = ("t_disarm", "t_arm", "t_fired")
-_TEXT, _RAW, _TIME, _BOOL = "text", "raw", "time", "bool"
+_TEXT, _RAW, _TIME, _BOOL, _BYTES = "text", "raw", "time", "bool", "bytes"
 # How each field goes into the JSON document: a JSON string, its text as it is (numbers
 # and JSON already encoded), or a time.
 _KINDS = {
@@ -439,6 +437,11 @@ _KINDS = {
     **dict.fromkeys(("k_schedule", "k_error"), _RAW),
     **dict.fromkeys(("create_time", "update_time", "expire_time", "h_time"), _TIME),
     **dict.fromkeys(("t_disarm", "k_cancel", "k_fence_leased"), _BOOL),
+    # Request records and a row's position, for the batches that carry them (Citus).
+    **dict.fromkeys(("request_id", "r_method", "r_fingerprint"), _TEXT),
+    **dict.fromkeys(("r_time", "r_cutoff"), _TIME),
+    "r_response": _BYTES,
+    "n": _RAW,
 }
 _TASK_FIELDS = (
     "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",
@@ -498,6 +501,8 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
                 parts.append(f'"{name}":{_json_string(value)}')
             elif kind is _RAW:
                 parts.append(f'"{name}":{value}')
+            elif kind is _BYTES:  # bytea's hex input form
+                parts.append(f'"{name}":"\\\\x{value.hex()}"')
             else:  # a time: ISO 8601 with offset, which timestamptz reads exactly
                 parts.append(f'"{name}":"{value.isoformat()}"')
         # Absent: the same text as the instance's context (codec reuses the very string),
@@ -530,12 +535,6 @@ def _key(op: Operation) -> tuple[str, int]:
 
 def _all(encoded: list[EncodedOp], error: StoreError) -> list[InstanceRecord | StoreError]:
     return [error for _ in encoded]
-
-
-def request_lock_key(request_id: str) -> int:
-    """A stable signed 64-bit advisory-lock key for a request id."""
-    digest = hashlib.blake2b(b"statewright-request:" + request_id.encode(), digest_size=8)
-    return int.from_bytes(digest.digest(), "big", signed=True)
 
 
 def _unknown_for(

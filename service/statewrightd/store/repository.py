@@ -97,10 +97,11 @@ class Repository(Protocol):
     def list_definitions(self) -> list[DefinitionRecord]: ...
 
     def lookup_request(
-        self, request_id: str, live_after: datetime | None = None
+        self, workflow_id: str, request_id: str, live_after: datetime | None = None
     ) -> RequestRecord | None:
-        """The record of ``request_id``, unless it was created at or before ``live_after``
-        (out of its window: it answers no retry any more)."""
+        """The record of ``request_id`` on instance ``workflow_id`` (request ids are unique
+        per instance), unless it was created at or before ``live_after`` (out of its
+        window: it answers no retry any more)."""
         ...
 
     def purge_requests(self, older_than: datetime, limit: int = ...) -> int:
@@ -277,9 +278,10 @@ class Repository(Protocol):
         workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
         ...
 
-    def _instances_after(self, params: Params) -> list[tuple[int, InstanceRecord]]:
-        """Up to ``limit`` instances past sequence number ``after``, in its order, each
-        with its sequence number, of ``definition`` and ``status`` where named."""
+    def _instances_after(self, params: Params) -> list[InstanceRecord]:
+        """Up to ``limit`` instances past (after_time, after_id) in (create time, workflow
+        id) order (from the first when after_time is None), of ``definition`` and
+        ``status`` where named."""
         ...
 
     def ping(self) -> None:
@@ -308,12 +310,20 @@ class Repository(Protocol):
         check_status_filter(status)
         size = clamp_page_size(page_size)
         after = decode_page_token(page_token, definition, status)
-        params = {"after": after, "definition": definition, "status": status, "limit": size + 1}
+        params = {
+            "after_time": None if after is None else _time(after[0]),
+            "after_id": None if after is None else after[1],
+            "definition": definition,
+            "status": status,
+            "limit": size + 1,
+        }
         found = self._instances_after(params)
-        more = len(found) > size
-        found = found[:size]
-        token = encode_page_token(found[-1][0], definition, status) if more else ""
-        return Page(items=[record for _, record in found], next_page_token=token)
+        items = found[:size]
+        token = ""
+        if len(found) > size:
+            last = items[-1]
+            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
+        return Page(items=items, next_page_token=token)
 
 
 def _lease(workflow_id: str, task_id: str, token: str, now: datetime) -> Params:

@@ -3,6 +3,8 @@
 Each pending file is applied in one transaction together with its version row, so a
 migration is all or nothing. Two replicas starting at once serialize on a PostgreSQL
 advisory lock (SQLite: on ``BEGIN IMMEDIATE``); the loser finds nothing left to apply.
+On a Citus coordinator the same run then distributes the schema (see citus_layout); the
+lock is the coordinator's, which every migrator connects to.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 import re
 import sqlite3
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
@@ -19,6 +21,7 @@ import psycopg
 
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
+from statewrightd.store import citus_layout
 from statewrightd.store.codec import to_micros
 
 # An arbitrary constant that names "statewright schema migration" among advisory locks.
@@ -70,12 +73,38 @@ def sqlite_path(url: str) -> str:
     return url.removeprefix("sqlite:///")
 
 
+@dataclass(frozen=True, slots=True)
+class Migrated:
+    """What one migrator run did."""
+
+    versions: list[int]  # the migrations it applied
+    citus: bool = False  # the database is a Citus coordinator
+    distributed: list[str] = field(default_factory=list)  # tables it distributed (Citus)
+    citus_versions: list[int] = field(default_factory=list)  # Citus migrations it applied
+
+
 def migrate(url: str) -> list[int]:
     """Apply every pending migration; return the versions applied by this call."""
+    return migrate_database(url).versions
+
+
+def migrate_database(url: str) -> Migrated:
+    """Apply every pending migration (and, on a Citus coordinator, distribute the schema);
+    say what this call did."""
     backend = backend_of(url)
     if backend == "postgres":
         return _migrate_postgres(url)
-    return _migrate_sqlite(sqlite_path(url))
+    return Migrated(_migrate_sqlite(sqlite_path(url)))
+
+
+def is_citus(url: str) -> bool:
+    """Whether ``url`` (a PostgreSQL URL) names a Citus coordinator; raises StoreError
+    when it is Citus that Statewright cannot use as it is (see citus_layout)."""
+    try:
+        with psycopg.connect(url, connect_timeout=10, autocommit=True) as conn:
+            return citus_layout.is_citus(conn)
+    except psycopg.OperationalError as exc:
+        raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
 
 def _version_table(integer: str, text: str, time: str) -> str:
@@ -89,10 +118,13 @@ def _version_table(integer: str, text: str, time: str) -> str:
 _PG_VERSION_TABLE = _version_table("integer", "text", "timestamptz")
 
 
-def _migrate_postgres(url: str) -> list[int]:
+def _migrate_postgres(url: str) -> Migrated:
     applied: list[int] = []
     try:
         with psycopg.connect(url, connect_timeout=10) as conn:
+            # A Citus database that cannot be used is refused before anything changes.
+            citus = citus_layout.is_citus(conn)
+            conn.commit()
             # Held for the whole run, released when the connection closes: a second
             # migrator waits for the first to finish and then finds nothing to apply,
             # instead of the two taking turns version by version.
@@ -118,9 +150,17 @@ def _migrate_postgres(url: str) -> list[int]:
                         (migration.version, migration.name, datetime.now(UTC)),
                     )
                     applied.append(migration.version)
+            if not citus:
+                return Migrated(applied)
+            # Still under the session lock: one migrator distributes, the others find
+            # every table distributed.
+            distributed = citus_layout.distribute(conn)
+            citus_applied = citus_layout.apply_migrations(
+                conn, available("citus"), _ADVISORY_LOCK_KEY
+            )
+            return Migrated(applied, True, distributed, citus_applied)
     except psycopg.OperationalError as exc:
         raise StorageUnavailable(f"cannot migrate the database: {exc}") from exc
-    return applied
 
 
 def postgres_schema_version(conn: psycopg.Connection[Any]) -> int:

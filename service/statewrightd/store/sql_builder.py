@@ -4,7 +4,9 @@ PostgreSQL (psycopg) and SQLite differ in how a statement names its parameters
 (``%(name)s`` and ``%s``; ``:name`` and ``?``), and in much else besides: each backend's
 module (sql_postgres.py, sql_sqlite.py) keeps what is its own, and takes from here every
 statement that differs only in its placeholders, so that such a statement is written
-once.
+once. Citus runs the PostgreSQL statements; where it runs them on a shard group
+(sql_citus.py), its dialect takes a statement's parameters from the JSON input of the
+shard function that runs it.
 """
 
 from __future__ import annotations
@@ -81,14 +83,14 @@ def statements(
         ),
         lookup_request=(
             f"SELECT {REQUEST_COLUMNS} FROM workflow_requests"
-            f" WHERE request_id = {q} AND create_time > {q}"
+            f" WHERE workflow_id = {q} AND request_id = {q} AND create_time > {q}"
         ),
         purge_requests=purge_requests,
         purge_tombstones=purge_tombstones,
         lookup_tombstone=(
             f"SELECT {TOMBSTONE_COLUMNS} FROM workflow_tombstones WHERE workflow_id = {q}"
         ),
-        retention_counts=_retention_counts(d),
+        retention_counts=retention_counts(d),
         insert_definition=insert_definition,
         get_definition=(
             f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions"
@@ -127,17 +129,20 @@ SELECT due_time FROM workflow_timers
     )
 
 
-def _retention_counts(p: Dialect) -> str:
+def retention_counts(p: Dialect) -> str:
     """now, cutoff, cap -> (overdue instances, the earliest passed expire_time, expired
     request records, the oldest of their create times). Counts stop at the cap: an index
-    range that long is reported as "at least"."""
+    range that long is reported as "at least". The columns are named for the backends that
+    read rows by name (Citus's shard groups answer JSON objects)."""
     return f"""
 SELECT (SELECT count(*) FROM (SELECT 1 FROM workflow_instances WHERE expire_time <= {p("now")}
-                               LIMIT {p("cap")}) x),
-       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= {p("now")}),
+                               LIMIT {p("cap")}) x) AS instances,
+       (SELECT min(expire_time) FROM workflow_instances WHERE expire_time <= {p("now")})
+           AS oldest_instance,
        (SELECT count(*) FROM (SELECT 1 FROM workflow_requests WHERE create_time <= {p("cutoff")}
-                               LIMIT {p("cap")}) y),
+                               LIMIT {p("cap")}) y) AS requests,
        (SELECT min(create_time) FROM workflow_requests WHERE create_time <= {p("cutoff")})
+           AS oldest_request
 """
 
 
@@ -154,15 +159,17 @@ RETURNING {TASK_COLUMNS}
 """
 
 
-def _list_instances(d: Dialect, by_definition: bool, by_status: bool) -> str:
-    """Keyset page over seq; a filter is in the statement only when set, so that the
-    indexes stay usable."""
-    where = [f"seq > {d('after')}"]
+def _list_instances(d: Dialect, by_definition: bool, by_status: bool, after: bool) -> str:
+    """Keyset page over (create_time, workflow_id), not a sequence (on Citus a sequence's
+    values do not follow the order rows were made in); a filter is in the statement only
+    when set, so that the indexes stay usable."""
+    where = [f"(create_time, workflow_id) > ({d('after_time')}, {d('after_id')})"] * after
     where += [f"definition = {d('definition')}"] * by_definition
     where += [f"status = {d('status')}"] * by_status
+    filtered = f" WHERE {' AND '.join(where)}" if where else ""
     return (
-        f"SELECT seq, {INSTANCE_COLUMNS} FROM workflow_instances"
-        f" WHERE {' AND '.join(where)} ORDER BY seq LIMIT {d('limit')}"
+        f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
+        f" ORDER BY create_time, workflow_id LIMIT {d('limit')}"
     )
 
 

@@ -25,15 +25,16 @@ from statewrightd.store.sql_builder import (
 from statewrightd.store.sql_builder import FINISHED as _FINISHED
 from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
-# A request id recorded within its window blocks the step (the runtime answers from the
-# stored response instead); one recorded before ``r_cutoff`` answers nothing any more, and
-# the step records it afresh. The ON CONFLICT covers that, and two transactions racing
-# on one new id (the advisory lock has ordered them: the later sees the earlier's row).
+# A request id recorded for the instance within its window blocks the step (the runtime
+# answers from the stored response instead); one recorded before ``r_cutoff`` answers
+# nothing any more, and the step records it afresh (the ON CONFLICT). Two steps racing
+# with one new id are steps of one instance: its compare-and-swap lets one of them write.
 _REQUEST_FREE = """
 free AS (
     SELECT NOT EXISTS (
         SELECT 1 FROM workflow_requests
-         WHERE request_id = %(request_id)s::text AND create_time > %(r_cutoff)s::timestamptz
+         WHERE workflow_id = %(workflow_id)s AND request_id = %(request_id)s::text
+           AND create_time > %(r_cutoff)s::timestamptz
     ) AS ok
 )"""
 
@@ -55,8 +56,8 @@ hist AS (
            %(r_response)s::bytea, %(r_time)s
       FROM changed
      WHERE %(request_id)s::text IS NOT NULL
-    ON CONFLICT (request_id) DO UPDATE
-       SET workflow_id = EXCLUDED.workflow_id, method = EXCLUDED.method,
+    ON CONFLICT (workflow_id, request_id) DO UPDATE
+       SET method = EXCLUDED.method,
            fingerprint = EXCLUDED.fingerprint, response = EXCLUDED.response,
            create_time = EXCLUDED.create_time
      WHERE workflow_requests.create_time <= %(r_cutoff)s::timestamptz
@@ -209,7 +210,7 @@ SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 # for json_to_recordset whatever the batch: the UPDATE finds its rows through an array
 # of ids (an index scan whatever the table's statistics say), not a join it could plan
 # as a scan of the whole table.
-_ROWS_HISTORY = (
+_ROWS_HISTORY_INSERT = (
     """
 hist AS (
     INSERT INTO workflow_history ("""
@@ -221,10 +222,9 @@ hist AS (
     + """ THEN r.h_context ELSE COALESCE(r.h_context, r.context) END,
            r.h_error, r.h_time, r.h_timers, r.h_actor
       FROM rows r JOIN changed USING (workflow_id)
+)"""
 )
-SELECT workflow_id FROM changed
-"""
-)
+_ROWS_HISTORY = _ROWS_HISTORY_INSERT + "\nSELECT workflow_id FROM changed\n"
 
 _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_status text,
         h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb, h_actor text"""
@@ -339,11 +339,6 @@ SELECT {rows.listed(rows.WITNESS, "h.")}
     ON h.workflow_id = k.workflow_id AND h.revision = k.revision
 """
 
-LOCK_REQUEST_IDS = (
-    "SELECT pg_advisory_xact_lock(k) FROM unnest(%s::bigint[]) WITH ORDINALITY AS t(k, i) "
-    "ORDER BY i"
-)
-
 # Watchers on other replicas learn of new revisions through one coalesced NOTIFY per
 # batch transaction (delivered only if it commits); the payload is a hint, and watchers
 # read the history table for the facts.
@@ -369,9 +364,9 @@ SQL = statements(
     POSTGRES,
     purge_requests="""
 DELETE FROM workflow_requests q
- USING (SELECT request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
+ USING (SELECT workflow_id, request_id FROM workflow_requests WHERE create_time <= %(cutoff)s
          ORDER BY create_time LIMIT %(limit)s FOR UPDATE SKIP LOCKED) old
- WHERE q.request_id = old.request_id
+ WHERE q.workflow_id = old.workflow_id AND q.request_id = old.request_id
 """,
     purge_tombstones="""
 DELETE FROM workflow_tombstones t
@@ -481,7 +476,8 @@ def _removal(doomed: str, tombstone: str) -> str:
     RETURNING 1"""
         for name, table in _CHILDREN
     )
-    counts = ", ".join(f"(SELECT count(*) FROM {name})" for name, _ in _CHILDREN)
+    # Named columns: Citus hands a node's answer back as one JSON object.
+    counts = ", ".join(f"(SELECT count(*) FROM {name}) AS {name}" for name, _ in _CHILDREN)
     return f"""
 WITH doomed AS ({doomed}{children}
 ), instances AS (
@@ -490,7 +486,8 @@ WITH doomed AS ({doomed}{children}
     RETURNING w.workflow_id, w.expire_time
 ), tombstones AS ({tombstone}
 )
-SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances),
+SELECT (SELECT coalesce(json_agg(workflow_id ORDER BY workflow_id), '[]') FROM instances)
+           AS ids,
        {counts}
 """
 

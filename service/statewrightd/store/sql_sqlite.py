@@ -24,7 +24,9 @@ from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
 # Taken: recorded within its window (after the cutoff). An older record answers nothing
 # any more, and the step records the id afresh over it.
-REQUEST_TAKEN = "SELECT 1 FROM workflow_requests WHERE request_id = ? AND create_time > ?"
+REQUEST_TAKEN = (
+    "SELECT 1 FROM workflow_requests WHERE workflow_id = ? AND request_id = ? AND create_time > ?"
+)
 
 CREATE = f"""
 INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
@@ -59,8 +61,8 @@ SELECT :workflow_id, json_extract(value, '$.timer_id'), json_extract(value, '$.r
 INSERT_REQUEST = f"""
 INSERT INTO workflow_requests ({REQUEST_COLUMNS})
 VALUES (:request_id, :workflow_id, :r_method, :r_fingerprint, :r_response, :r_time)
-ON CONFLICT (request_id) DO UPDATE
-   SET workflow_id = excluded.workflow_id, method = excluded.method,
+ON CONFLICT (workflow_id, request_id) DO UPDATE
+   SET method = excluded.method,
        fingerprint = excluded.fingerprint, response = excluded.response,
        create_time = excluded.create_time
 """
@@ -106,8 +108,8 @@ _READY = """queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
 SQL = statements(
     SQLITE,
     purge_requests="""
-DELETE FROM workflow_requests WHERE request_id IN (
-       SELECT request_id FROM workflow_requests WHERE create_time <= :cutoff
+DELETE FROM workflow_requests WHERE (workflow_id, request_id) IN (
+       SELECT workflow_id, request_id FROM workflow_requests WHERE create_time <= :cutoff
         ORDER BY create_time LIMIT :limit)
 """,
     purge_tombstones="""

@@ -63,7 +63,8 @@ class Statements:
 
     load: str  # workflow_id -> INSTANCE
     history_after: str  # workflow_id, after revision, limit -> HISTORY by revision
-    lookup_request: str  # request_id, cutoff -> REQUEST created after the cutoff
+    # workflow_id, request_id, cutoff -> REQUEST created after the cutoff
+    lookup_request: str
     # Named parameters cutoff and limit: deletes up to limit request records created at or
     # before the cutoff (tombstones removed then), oldest first.
     purge_requests: str
@@ -78,9 +79,10 @@ class Statements:
     get_definition: str  # name, version -> DEFINITION
     get_latest_definition: str  # name -> DEFINITION
     list_definitions: str  # -> DEFINITION by name, version
-    # (by_definition, by_status) -> keyset page over seq: seq then INSTANCE, with the named
-    # parameters after, definition, status and limit.
-    list_instances: Callable[[bool, bool], str]
+    # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
+    # (create_time, workflow_id), with the named parameters after_time, after_id,
+    # definition, status and limit.
+    list_instances: Callable[[bool, bool, bool], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -154,11 +156,13 @@ class SqlRepository(BatchWriter, Repository):
         return [self.ROWS.history(r) for r in rows]
 
     def lookup_request(
-        self, request_id: str, live_after: datetime | None = None
+        self, workflow_id: str, request_id: str, live_after: datetime | None = None
     ) -> RequestRecord | None:
         cutoff = self._time(live_after if live_after is not None else NEVER)
         with self._reading() as conn:
-            row = conn.execute(self.SQL.lookup_request, (request_id, cutoff)).fetchone()
+            row = conn.execute(
+                self.SQL.lookup_request, (workflow_id, request_id, cutoff)
+            ).fetchone()
         return None if row is None else self.ROWS.request(row)
 
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
@@ -370,10 +374,12 @@ class SqlRepository(BatchWriter, Repository):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
-    def _instances_after(self, params: Params) -> list[tuple[int, InstanceRecord]]:
+    def _instances_after(self, params: Params) -> list[InstanceRecord]:
         sql = self.SQL.list_instances(
-            params["definition"] is not None, params["status"] is not None
+            params["definition"] is not None,
+            params["status"] is not None,
+            params["after_time"] is not None,
         )
         with self._reading() as conn:
-            rows = conn.execute(sql, params).fetchall()
-        return [(r[0], self.ROWS.instance(r[1:])) for r in rows]
+            rows = conn.execute(sql, self._bound(params)).fetchall()
+        return [self.ROWS.instance(r) for r in rows]

@@ -149,7 +149,10 @@ def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | Store
         e.params, "create_time", "update_time", "expire_time", "h_time", "r_time", "r_cutoff"
     )
     rid = p["request_id"]
-    if rid is not None and conn.execute(q.REQUEST_TAKEN, (rid, p["r_cutoff"])).fetchone():
+    if (
+        rid is not None
+        and conn.execute(q.REQUEST_TAKEN, (p["workflow_id"], rid, p["r_cutoff"])).fetchone()
+    ):
         return failures.refused(op, request_free=False, actual_revision=None)
     fired = op.timers.fired
     if fired is not None and not conn.execute(q.TIMER_ARMED, (p["workflow_id"], fired)).fetchone():

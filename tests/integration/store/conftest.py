@@ -1,5 +1,5 @@
-"""Backend parametrization: every contract test runs on PostgreSQL and on SQLite, and each
-that needs no database URL (to open a second repository on it, or to read its tables
+"""Backend parametrization: every contract test runs on PostgreSQL, SQLite and Citus, and
+each that needs no database URL (to open a second repository on it, or to read its tables
 around the repository) on the in-memory store the scenario runner uses too."""
 
 from __future__ import annotations
@@ -13,7 +13,9 @@ from statewrightd.store import Repository, open_repository
 from statewrightd.store.memory import MemoryRepository
 
 
-@pytest.fixture(params=["postgres", "sqlite", "memory"])
+@pytest.fixture(
+    params=["postgres", "sqlite", pytest.param("citus", marks=pytest.mark.citus), "memory"]
+)
 def backend(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
@@ -23,8 +25,8 @@ def db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
     """A migrated, empty database of the parametrized backend."""
     if backend == "memory":
         pytest.skip("the in-memory store has no URL: a test that opens one needs a database")
-    if backend == "postgres":
-        return str(request.getfixturevalue("postgres_url"))
+    if backend in ("postgres", "citus"):
+        return str(request.getfixturevalue(f"{backend}_url"))
     from statewrightd.store.schema import migrate
 
     url = f"sqlite:///{tmp_path / 'store.db'}"
@@ -37,8 +39,8 @@ def empty_db_url(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -
     """A database with no schema yet, of the parametrized backend."""
     if backend == "memory":
         pytest.skip("the in-memory store has no schema")
-    if backend == "postgres":
-        return str(request.getfixturevalue("empty_postgres_url"))
+    if backend in ("postgres", "citus"):
+        return str(request.getfixturevalue(f"empty_{backend}_url"))
     return f"sqlite:///{tmp_path / 'empty.db'}"
 
 

@@ -74,7 +74,12 @@ def _script(repo: Repository) -> list[object]:
         out.append(repo.load(wid))
         out.append(repo.history_after(wid, 0, 10))
     out.append(_answer(lambda: repo.history_after("a", 0, 0)))
-    out.append([repo.lookup_request(rid) for rid in ("r-a", "r-b", "r-c", "r-none")])
+    out.append(
+        [
+            repo.lookup_request(wid, rid)
+            for wid, rid in (("a", "r-a"), ("b", "r-b"), ("c", "r-c"), ("a", "none"), ("b", "r-a"))
+        ]
+    )
     out.append(repo.purge_requests(T0 + timedelta(days=1)))
     out.append(repo.put_definition(_definition(1, "d1", "mail.yaml")))
     out.append(repo.put_definition(_definition(1, "d1", "again.yaml")))

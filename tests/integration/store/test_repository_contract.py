@@ -195,16 +195,16 @@ def test_history_is_written_if_and_only_if_the_state_is(repo: Repository) -> Non
 
 def test_request_id_is_recorded_with_the_step_and_not_on_conflict(repo: Repository) -> None:
     rec = repo.create(create_op("w-req", request_id="req-start"))
-    start = repo.lookup_request("req-start")
+    start = repo.lookup_request("w-req", "req-start")
     assert start is not None
     assert (start.workflow_id, start.response) == ("w-req", b"\x00resp")
 
     repo.save(save_op(rec, request_id="req-1"))
-    assert repo.lookup_request("req-1") is not None
+    assert repo.lookup_request("w-req", "req-1") is not None
 
     with pytest.raises(Conflict):
         repo.save(save_op(rec, request_id="req-lost"))
-    assert repo.lookup_request("req-lost") is None
+    assert repo.lookup_request("w-req", "req-lost") is None
 
     # Reusing a request id blocks the whole step: nothing of it is written.
     current = repo.load("w-req")
@@ -226,8 +226,8 @@ def test_purge_requests_removes_only_old_records(repo: Repository) -> None:
     repo.create(old)
     repo.create(new)
     assert repo.purge_requests(T0 + timedelta(days=1)) == 1
-    assert repo.lookup_request("r-old") is None
-    assert repo.lookup_request("r-new") is not None
+    assert repo.lookup_request("w-old", "r-old") is None
+    assert repo.lookup_request("w-new", "r-new") is not None
 
 
 # -- listing -------------------------------------------------------------------------
@@ -454,7 +454,8 @@ def test_batch_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
     assert repo.load("a").revision == 2 and repo.load("b").revision == 2
     assert repo.load("c").revision == 1
     assert [h.state for h in repo.history_after("b", 0, 10)] == ["draft", "next"]
-    assert repo.lookup_request("r-a") is not None and repo.lookup_request("r-new") is not None
+    assert repo.lookup_request("a", "r-a") is not None
+    assert repo.lookup_request("new-1", "r-new") is not None
     with pytest.raises(RecordNotFound):
         repo.load("bad")
 
@@ -543,13 +544,28 @@ def test_empty_batch(repo: Repository) -> None:
 
 
 def test_batch_with_duplicate_request_ids_keeps_the_first(repo: Repository) -> None:
+    d1 = instance("d1")
+    first = save_op(d1, request_id="same")
     results = repo.apply_batch(
-        [create_op("d1", request_id="same"), create_op("d2", request_id="same")]
+        [create_op("d1"), first, save_op(first.new, request_id="same"), create_op("d2")]
     )
-    assert isinstance(results[0], InstanceRecord)
-    assert isinstance(results[1], StoreError) and results[1].reason == "REQUEST_EXISTS"
-    with pytest.raises(RecordNotFound):
-        repo.load("d2")
+    assert isinstance(results[1], InstanceRecord)
+    assert isinstance(results[2], StoreError) and results[2].reason == "REQUEST_EXISTS"
+    assert isinstance(results[3], InstanceRecord)
+    assert repo.load("d1").revision == 2
+
+
+def test_request_ids_are_unique_per_instance(repo: Repository) -> None:
+    """The same request id on two instances is two requests: each is recorded with its
+    own instance, and each instance answers it alone."""
+    results = repo.apply_batch(
+        [create_op("u1", request_id="same"), create_op("u2", request_id="same")]
+    )
+    assert all(isinstance(r, InstanceRecord) for r in results)
+    one, two = repo.lookup_request("u1", "same"), repo.lookup_request("u2", "same")
+    assert one is not None and one.workflow_id == "u1"
+    assert two is not None and two.workflow_id == "u2"
+    assert repo.lookup_request("u3", "same") is None
 
 
 # -- definitions ---------------------------------------------------------------------

@@ -225,7 +225,7 @@ def test_a_finished_instance_goes_with_everything_of_it_once_due(
     with pytest.raises(RecordNotFound):
         repo.load("w-all")
     assert repo.history_after("w-all", 0, 10) == []
-    assert repo.lookup_request("w-all-start") is None
+    assert repo.lookup_request("w-all", "w-all-start") is None
     tombstone = repo.lookup_tombstone("w-all")
     assert tombstone is not None
     assert (tombstone.expire_time, tombstone.removed_time) == (T0 + HOUR, T0 + HOUR)
@@ -366,33 +366,33 @@ def test_a_request_record_answers_only_inside_its_window(repo: Repository) -> No
     windowed = repo
     first = instance("r1")
     windowed.create(Create(first, history_of(first), request(first, "rid", window=MINUTE)))
-    assert windowed.lookup_request("rid", live_after=T0 - timedelta(seconds=59)) is not None
-    assert windowed.lookup_request("rid", live_after=T0) is None
-    assert windowed.lookup_request("rid") is not None  # no window asked for: any record
+    assert windowed.lookup_request("r1", "rid", live_after=T0 - timedelta(seconds=59)) is not None
+    assert windowed.lookup_request("r1", "rid", live_after=T0) is None
+    assert windowed.lookup_request("r1", "rid") is not None  # no window asked for: any record
 
     # Inside the window the id is taken: the retry is answered from the record.
-    inside = instance("r2")
+    inside = dataclasses.replace(first, revision=2, state="inside")
     with pytest.raises(RecordExists) as taken:
-        windowed.create(
-            Create(
+        windowed.save(
+            Save(
                 inside,
+                1,
                 history_of(inside),
                 request(inside, "rid", T0 + timedelta(seconds=59), window=MINUTE),
             )
         )
     assert taken.value.reason == "REQUEST_EXISTS"
-    with pytest.raises(RecordNotFound):
-        windowed.load("r2")
+    assert windowed.load("r1") == first
 
     # After it the id is free: the step runs and records the id afresh.
     later = T0 + timedelta(minutes=1)
-    after = instance("r3")
-    windowed.create(
-        Create(after, history_of(after), request(after, "rid", later, "Resume", window=MINUTE))
+    after = dataclasses.replace(first, revision=2, state="after")
+    windowed.save(
+        Save(after, 1, history_of(after), request(after, "rid", later, "Resume", window=MINUTE))
     )
-    record = windowed.lookup_request("rid", live_after=later - timedelta(minutes=1))
+    record = windowed.lookup_request("r1", "rid", live_after=later - timedelta(minutes=1))
     assert record is not None
-    assert (record.workflow_id, record.method, record.create_time) == ("r3", "Resume", later)
+    assert (record.workflow_id, record.method, record.create_time) == ("r1", "Resume", later)
 
 
 def test_a_save_records_an_expired_request_id_afresh(repo: Repository) -> None:
@@ -402,7 +402,7 @@ def test_a_save_records_an_expired_request_id_afresh(repo: Repository) -> None:
     nxt = dataclasses.replace(first, revision=2, state="next", update_time=T0 + HOUR)
     saved = Save(nxt, 1, history_of(nxt), request(nxt, "sid", T0 + HOUR, "Signal", MINUTE))
     assert windowed.save(saved) == 2
-    record = windowed.lookup_request("sid")
+    record = windowed.lookup_request("s1", "sid")
     assert record is not None and (record.method, record.create_time) == ("Signal", T0 + HOUR)
 
 

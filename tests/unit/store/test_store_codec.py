@@ -51,9 +51,10 @@ def test_depth_is_bounded() -> None:
 
 
 def test_page_token_round_trip_and_binding() -> None:
-    token = encode_page_token(42, "mail", "RUNNING")
-    assert decode_page_token(token, "mail", "RUNNING") == 42
-    assert decode_page_token("", None, None) == 0
+    when = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    token = encode_page_token(when, "w-1", "mail", "RUNNING")
+    assert decode_page_token(token, "mail", "RUNNING") == (when, "w-1")
+    assert decode_page_token("", None, None) is None
     with pytest.raises(InvalidArgument):
         decode_page_token(token, "mail", None)
     with pytest.raises(InvalidArgument):

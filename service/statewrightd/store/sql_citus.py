@@ -1,0 +1,321 @@
+"""SQL for Citus: the PostgreSQL statements, as templates run on one shard group.
+
+Every statement here runs inside one of the shard functions (migrations/citus), on the
+node that holds the shards, against plain shard tables: ``%1$s`` .. ``%6$s`` name the
+shard of each table (``TABLES`` order), ``$1`` is the statement's input (the rows of a
+batch as a JSON array, or a JSON object of parameters) and, in a scan, ``$2`` the number
+of rows still wanted. They are the PostgreSQL backend's statements (sql_postgres, and
+those sql_builder writes for every dialect), with the table names rewritten and the
+parameters spelt in the shard dialect (``shard_dialect``) by ``on_shard``; what exists
+only here is what PostgreSQL does with other means: a batch whose steps carry request
+ids in one statement (PostgreSQL takes those one row at a time), and per-shard counts.
+"""
+
+from __future__ import annotations
+
+import re
+
+from statewrightd.store import rows
+from statewrightd.store import sql_postgres as q
+from statewrightd.store.sql_builder import (
+    FINISHED,
+    INSTANCE_COLUMNS,
+    OPEN_TASK,
+    POSTGRES,
+    REQUEST_COLUMNS,
+    TASK_COLUMNS,
+    TIMER_COLUMNS,
+    Dialect,
+    retention_counts,
+)
+
+# The per-instance tables in the order the shard functions name their shards.
+TABLES = (
+    "workflow_instances",
+    "workflow_history",
+    "workflow_timers",
+    "workflow_tasks",
+    "workflow_requests",
+    "workflow_tombstones",
+)
+_TABLE = re.compile(r"\b(" + "|".join(TABLES) + r")\b")
+_PARAM = re.compile(r"%\((\w+)\)s")
+# How a scan's named parameters arrive: fields of the JSON object $1, cast to their type.
+_PARAM_TYPES = {
+    "now": "timestamptz",
+    "until": "timestamptz",
+    "cutoff": "timestamptz",
+    "queue": "text",
+    "first_ms": "bigint",
+    "cap": "bigint",
+    "each": "integer",
+    "workflow_id": "text",
+    "task_id": "text",
+    "token": "text",
+    "details": "jsonb",
+    "revision": "bigint",
+}
+# Where a template finds its named parameters: in a scan's object, or in the first row of
+# a call on rows (every row carries them).
+SCAN = "$1"
+FIRST_ROW = "$1->0"
+
+
+def shard_dialect(params: str = SCAN) -> Dialect:
+    """How a shard template spells a named parameter: ``limit`` is the rows still wanted
+    ($2), any other a field of ``params`` cast to its type."""
+
+    def named(name: str) -> str:
+        if name == "limit":
+            return "$2"
+        return f"({params}->>'{name}')::{_PARAM_TYPES[name]}"
+
+    return Dialect(named=named, positional="$1")
+
+
+def on_shard(sql: str, params: str = SCAN) -> str:
+    """A PostgreSQL statement as a shard template: tables become ``%N$s``, its named
+    parameters those of the shard dialect."""
+    dialect = shard_dialect(params)
+    shaped = _PARAM.sub(lambda match: dialect(match[1]), sql)
+    if "%" in shaped:
+        raise ValueError(f"a statement with a literal % cannot be a template: {sql[:60]!r}")
+    return _TABLE.sub(lambda m: f"%{TABLES.index(m[1]) + 1}$s", shaped)
+
+
+# -- a batch of steps -----------------------------------------------------------------
+# One statement per kind of step (create or save, with or without timer and task work);
+# each input row carries its position ``n`` in the node's call and, if the step has one,
+# its request id. It answers every row: n, workflow_id, whether its compare-and-swap
+# changed it, whether its request id was free, and the task it finishes (for the fence).
+
+_REQUEST_ROW_TYPES = """, n integer, request_id text, r_method text, r_fingerprint text,
+        r_response bytea, r_time timestamptz, r_cutoff timestamptz"""
+
+# A request id recorded for the instance within its window blocks the row (see
+# sql_postgres._REQUEST_FREE).
+_FREE = """
+rows AS (
+    SELECT i.*, (i.request_id IS NULL OR NOT EXISTS (
+               SELECT 1 FROM workflow_requests q
+                WHERE q.workflow_id = i.workflow_id AND q.request_id = i.request_id
+                  AND q.create_time > i.r_cutoff)) AS free
+      FROM input i
+)"""
+
+# Two steps racing with one request id are steps of one instance, and its
+# compare-and-swap lets one of them write: a conflict here is with a record out of its
+# window, which the step records afresh.
+_REQUESTS = f"""
+req AS (
+    INSERT INTO workflow_requests ({REQUEST_COLUMNS})
+    SELECT r.request_id, r.workflow_id, r.r_method, r.r_fingerprint, r.r_response, r.r_time
+      FROM rows r JOIN changed USING (workflow_id)
+     WHERE r.request_id IS NOT NULL
+    ON CONFLICT (workflow_id, request_id) DO UPDATE
+       SET method = EXCLUDED.method, fingerprint = EXCLUDED.fingerprint,
+           response = EXCLUDED.response, create_time = EXCLUDED.create_time
+),"""
+
+
+def _answer(tasked: bool) -> str:
+    finish = "r.k_finish_id" if tasked else "NULL::text"
+    return f"""
+SELECT r.n, r.workflow_id, c.workflow_id IS NOT NULL AS changed, r.free,
+       {finish} AS k_finish_id
+  FROM rows r LEFT JOIN changed c USING (workflow_id)
+"""
+
+
+def _input(columns: str, timed: bool, tasked: bool) -> str:
+    return (
+        """WITH input AS (
+    SELECT * FROM json_to_recordset($1) AS r("""
+        + columns
+        + q._HISTORY_ROW_TYPES
+        + (q._TIMER_ROW_TYPES if timed else "")
+        + (q._TASK_ROW_TYPES if tasked else "")
+        + _REQUEST_ROW_TYPES
+        + """
+    )
+),"""
+        + _FREE
+        + ","
+    )
+
+
+def _work(timed: bool, tasked: bool) -> str:
+    return (
+        (q._ROWS_TIMER_WORK if timed else "")
+        + (q._ROWS_TASK_WORK if tasked else "")
+        + q._ROWS_HISTORY_INSERT
+        + ","
+        + _REQUESTS.rstrip(",")
+        + _answer(tasked)
+    )
+
+
+def _create_rows(timed: bool, tasked: bool) -> str:
+    return on_shard(
+        _input(
+            """
+        workflow_id text, definition text, version integer, state text, status text,
+        context jsonb, revision bigint, error jsonb, create_time timestamptz,
+        update_time timestamptz, expire_time timestamptz, """,
+            timed,
+            tasked,
+        )
+        + """
+changed AS (
+    INSERT INTO workflow_instances ("""
+        + INSTANCE_COLUMNS
+        + """)
+    SELECT workflow_id, definition, version, state, status, context, revision, error,
+           create_time, update_time, expire_time
+      FROM rows WHERE free ORDER BY workflow_id
+    ON CONFLICT (workflow_id) DO NOTHING
+    RETURNING workflow_id
+),"""
+        + _work(timed, tasked)
+    )
+
+
+def _save_rows(timed: bool, tasked: bool) -> str:
+    fired = """
+       AND (r.t_fired IS NULL OR EXISTS (
+            SELECT 1 FROM workflow_timers t
+             WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
+    return on_shard(
+        _input(
+            """
+        workflow_id text, expected bigint, revision bigint, state text, status text,
+        context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz, """,
+            timed,
+            tasked,
+        )
+        + """
+changed AS (
+    UPDATE workflow_instances w
+       SET state = r.state, status = r.status, context = r.context,
+           revision = r.revision, error = r.error, update_time = r.update_time,
+           expire_time = r.expire_time
+      FROM rows r
+     WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
+       AND w.workflow_id = r.workflow_id AND w.revision = r.expected AND r.free"""
+        + (fired if timed else "")
+        + (q._ROWS_TASK_FENCE if tasked else "")
+        + """
+    RETURNING w.workflow_id
+),"""
+        + _work(timed, tasked)
+    )
+
+
+CREATE_ROWS = {(t, k): _create_rows(t, k) for t in (False, True) for k in (False, True)}
+SAVE_ROWS = {(t, k): _save_rows(t, k) for t in (False, True) for k in (False, True)}
+
+# Before a batch's saves: their instances' rows locked in one order (by id, within a
+# shard; the shard function takes the shards in order), so that two replicas' batches
+# over the same instances cannot deadlock (see sql_postgres.LOCK_INSTANCES).
+LOCK_ROWS = on_shard("""
+SELECT count(*) AS locked FROM (
+    SELECT 1 FROM workflow_instances
+     WHERE workflow_id = ANY(ARRAY(SELECT d->>'workflow_id' FROM json_array_elements($1) d))
+     ORDER BY workflow_id FOR UPDATE) x
+""")
+
+# Rows whose compare-and-swap or fence refused them, looked up in a statement of its own:
+# it sees the revision (and the task) that the refusing step committed.
+DETAIL = on_shard("""
+SELECT r.n, w.revision, k.status AS task_status, k.lease_token AS task_token
+  FROM json_to_recordset($1) AS r(n integer, workflow_id text, k_finish_id text)
+  LEFT JOIN workflow_instances w ON w.workflow_id = r.workflow_id
+  LEFT JOIN workflow_tasks k ON k.workflow_id = r.workflow_id AND k.task_id = r.k_finish_id
+""")
+
+# -- reads of a few instances, grouped by node -----------------------------------------
+_IDS = "ANY(ARRAY(SELECT d->>'workflow_id' FROM json_array_elements($1) d))"
+ARMED_TIMERS = on_shard(f"SELECT {TIMER_COLUMNS} FROM workflow_timers WHERE workflow_id = {_IDS}")
+OPEN_TASKS = on_shard(
+    f"SELECT {TASK_COLUMNS} FROM workflow_tasks"
+    f" WHERE workflow_id = {_IDS} AND status IN {OPEN_TASK}"
+)
+
+# -- one instance's removal and a task's heartbeat: on its node -------------------------
+DELETE_WORKFLOW = on_shard(q.DELETE_WORKFLOW, FIRST_ROW)
+# Citus refuses a router UPDATE that computes with timestamps (a STABLE operator) on
+# columns; on the shard itself it is plain PostgreSQL.
+HEARTBEAT_TASK = on_shard(q.SQL.heartbeat_task, FIRST_ROW)
+
+# -- claims and purges that take the oldest first ---------------------------------------
+# In two calls per node: each shard's oldest candidates are read (no lock), the oldest
+# ``limit`` of them all are chosen, and those are claimed on their nodes, skipping any
+# another replica holds by then. PostgreSQL does it in one statement (ORDER BY ... LIMIT
+# ... FOR UPDATE SKIP LOCKED); on Citus that statement would span every shard.
+
+
+def _chosen(sql: str, order_limit: str, keys: str) -> str:
+    """``sql`` (a PostgreSQL claim) restricted to the chosen rows (the rows of the call,
+    $1), its ``ORDER BY ... LIMIT`` kept: rows that another replica holds are skipped and
+    the next chosen ones taken, until the call has claimed what is wanted ($2)."""
+    if order_limit not in sql:
+        raise ValueError(f"the claim statement no longer reads {order_limit!r}")
+    chosen = f"AND ({keys}) IN (SELECT {_fields_of(keys)} FROM json_array_elements($1) e)"
+    return on_shard(sql.replace(order_limit, f"{chosen}\n         {order_limit}"), FIRST_ROW)
+
+
+def _fields_of(keys: str) -> str:
+    return ", ".join(f"e->>'{k.strip()}'" for k in keys.split(","))
+
+
+PEEK_TIMERS = on_shard("""
+SELECT workflow_id, timer_id, due_time AS sort FROM workflow_timers
+ WHERE due_time <= %(now)s AND (claimed_until IS NULL OR claimed_until <= %(now)s)
+ ORDER BY due_time LIMIT %(each)s
+""")
+CLAIM_TIMERS = _chosen(
+    q.SQL.claim_timers, "ORDER BY due_time LIMIT %(limit)s", "workflow_id, timer_id"
+)
+# Whole rows: a poll may choose among them (by size) before it leases.
+PEEK_TASKS = on_shard(f"""
+SELECT {TASK_COLUMNS}, available_time AS sort FROM workflow_tasks
+ WHERE queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
+   AND available_time <= %(now)s AND deadline > %(now)s
+ ORDER BY available_time LIMIT %(each)s
+""")
+LEASE_TASKS = _chosen(
+    q.SQL.lease_tasks, "ORDER BY available_time LIMIT %(limit)s", "workflow_id, task_id"
+)
+PEEK_EXPIRED = on_shard(f"""
+SELECT workflow_id, expire_time AS sort FROM workflow_instances
+ WHERE expire_time <= %(now)s AND status IN {FINISHED}
+ ORDER BY expire_time LIMIT %(each)s
+""")
+PURGE_EXPIRED = _chosen(q.PURGE_EXPIRED, "ORDER BY expire_time LIMIT %(limit)s", "workflow_id")
+
+# -- scans: run on every shard group of a node, until enough rows came back -----------
+CLAIM_EXPIRED_TASKS = on_shard(q.SQL.claim_expired_tasks)
+PURGE_REQUESTS = on_shard(q.SQL.purge_requests.rstrip() + "\nRETURNING 1 AS one\n")
+PURGE_TOMBSTONES = on_shard(q.SQL.purge_tombstones.rstrip() + "\nRETURNING 1 AS one\n")
+NEXT_TIMER_DUE = on_shard("""
+SELECT min(due_time) AS due FROM workflow_timers
+ WHERE claimed_until IS NULL OR claimed_until <= %(now)s
+""")
+TIMER_COUNTS = on_shard("""
+SELECT count(*) AS armed, count(*) FILTER (WHERE due_time <= %(now)s) AS due
+  FROM workflow_timers
+""")
+QUEUE_STATS = on_shard(f"""
+SELECT queue,
+       count(*) FILTER (WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s)
+           AS ready,
+       min(available_time) FILTER (
+           WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s) AS oldest,
+       count(*) FILTER (WHERE status = 'LEASED') AS leased
+  FROM workflow_tasks WHERE status IN {OPEN_TASK} GROUP BY queue
+""")
+RETENTION_COUNTS = on_shard(retention_counts(POSTGRES))
+
+# The columns of rows a scan hands back as JSON objects, in the order the mappers read.
+TIMER_FIELDS = rows.TIMER
+TASK_FIELDS = rows.TASK
