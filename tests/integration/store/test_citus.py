@@ -9,7 +9,6 @@ connection is lost, and a worker that restarts under the store.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import random
 import string
@@ -28,9 +27,10 @@ from statewrightd.store.citus import CitusRepository, plan_calls
 from statewrightd.store.citus_routing import Shard, ShardMap, hash_text
 from statewrightd.store.codec import encode_op
 from statewrightd.store.commands import migrate_command
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
+from statewrightd.store.records import Create, InstanceRecord
 from tests.support import citus
 from tests.support.pgproxy import PgProxy
+from tests.support.store_records import created, history, step
 
 pytestmark = pytest.mark.citus
 
@@ -38,33 +38,7 @@ T0 = datetime(2026, 7, 1, tzinfo=UTC)
 
 
 def _created(repo: Repository, wid: str) -> InstanceRecord:
-    rec = InstanceRecord(wid, "def", 1, "start", Status.RUNNING, {"k": 0}, 1, None, T0, T0)
-    return repo.create(Create(rec, _history(rec)))
-
-
-def _history(rec: InstanceRecord) -> HistoryRecord:
-    return HistoryRecord(
-        rec.workflow_id,
-        rec.revision,
-        "go",
-        [{"from": "start", "to": rec.state, "event": "go"}],
-        rec.state,
-        rec.status,
-        rec.context,
-        None,
-        rec.update_time,
-    )
-
-
-def _step(rec: InstanceRecord, state: str = "next") -> Save:
-    new = dataclasses.replace(
-        rec,
-        revision=rec.revision + 1,
-        state=state,
-        context={"k": rec.revision},
-        update_time=rec.update_time + timedelta(seconds=1),
-    )
-    return Save(new, rec.revision, _history(new))
+    return created(repo, wid, T0)
 
 
 @pytest.fixture
@@ -182,9 +156,9 @@ def test_the_hash_is_citus_s(citus_url: str) -> None:
 
 def test_a_batch_is_one_call_per_node(repo: CitusRepository, citus_url: str) -> None:
     ids = [f"route-{i}" for i in range(40)]
-    repo.apply_batch([Create(r, _history(r)) for r in (_rec(w) for w in ids)])
+    repo.apply_batch([Create(r, history(r)) for r in (_rec(w) for w in ids)])
     groups = _groups_of(citus_url, ids)
-    ops = [_step(repo.load(w)) for w in ids] + [_step(_step(repo.load(ids[0])).new)]
+    ops = [step(repo.load(w)) for w in ids] + [step(step(repo.load(ids[0])).new)]
     encoded = [encode_op(op) for op in ops]
     calls = plan_calls(encoded, range(len(encoded)), repo._shards())
     assert len(calls) == len(set(groups.values())) == 2
@@ -210,7 +184,7 @@ def test_a_stale_shard_map_costs_a_retry_not_a_wrong_write(
     # first row, and the rows of the other node come back misrouted.
     swapped = ShardMap(Shard(s.low, s.high, real.groups[0]) for s in real._shards)
     repo._map = swapped
-    results = repo.apply_batch([Create(r, _history(r)) for r in (_rec(w) for w in ids)])
+    results = repo.apply_batch([Create(r, history(r)) for r in (_rec(w) for w in ids)])
     assert all(isinstance(r, InstanceRecord) for r in results), results
     assert repo._map is not swapped  # read anew
     assert [repo.load(w).revision for w in ids] == [1] * 20
@@ -255,11 +229,11 @@ def test_a_call_cut_after_it_ran_is_reconciled_as_success(
 ) -> None:
     rec = _created(proxied, "w")
     proxy.arm_cut(forward_commit=True)
-    op = _step(rec)
+    op = step(rec)
     assert proxied.save(op) == 2
     assert proxy.cuts == 1, "the fault was not injected"
     assert repo.load("w") == op.new
-    assert proxied.save(_step(op.new)) == 3
+    assert proxied.save(step(op.new)) == 3
 
 
 def test_a_call_cut_before_it_ran_is_a_known_failure(
@@ -268,11 +242,11 @@ def test_a_call_cut_before_it_ran_is_a_known_failure(
     rec = _created(proxied, "w")
     proxy.arm_cut(forward_commit=False)
     with pytest.raises(StorageUnavailable) as failure:
-        proxied.save(_step(rec))
+        proxied.save(step(rec))
     assert not isinstance(failure.value, OutcomeUnknown)
     assert proxy.cuts == 1
     assert repo.load("w") == rec
-    assert proxied.save(_step(rec)) == 2
+    assert proxied.save(step(rec)) == 2
 
 
 def test_an_unreadable_outcome_is_unknown_until_resolved(
@@ -280,7 +254,7 @@ def test_an_unreadable_outcome_is_unknown_until_resolved(
 ) -> None:
     rec = _created(proxied, "w")
     proxy.arm_cut(forward_commit=True, refuse=True)
-    op = _step(rec)
+    op = step(rec)
     with pytest.raises(OutcomeUnknown) as caught:
         proxied.save(op)
     # The global pid names the call's processes on the coordinator and on the worker.
@@ -299,9 +273,9 @@ def test_a_batch_cut_on_its_first_node_fails_only_what_is_unknown(
     groups = _groups_of(citus_url, ids)
     assert len(set(groups.values())) > 1, groups
     first = next(w for w in ids if groups[w] == min(groups.values()))
-    proxied.save(_step(repo.load(first)))  # now at 2: the batch's save of it conflicts
+    proxied.save(step(repo.load(first)))  # now at 2: the batch's save of it conflicts
     proxy.arm_cut(forward_commit=False)
-    ops = [_step(repo.load(w)) if w != first else _step(_rec(w), "other") for w in ids]
+    ops = [step(repo.load(w)) if w != first else step(_rec(w), "other") for w in ids]
     results = proxied.apply_batch(ops)
     assert proxy.cuts == 1
     # Nothing reached the database: every row is a known failure, none unknown.
@@ -351,7 +325,7 @@ def test_a_stopped_worker_fails_only_its_own_instances_steps(
     before = {w: repo.load(w) for w in ids}
     _pg_ctl(data[1], "-m", "fast", "stop")
     try:
-        results = repo.apply_batch([_step(before[w]) for w in ids])
+        results = repo.apply_batch([step(before[w]) for w in ids])
     finally:
         _pg_ctl(data[1], "start")
     for wid, result in zip(ids, results, strict=True):
@@ -363,7 +337,7 @@ def test_a_stopped_worker_fails_only_its_own_instances_steps(
     after = [repo_load_retrying(repo, w) for w in ids]
     assert [a.revision for a in after] == [2 if groups[w] != stopped_group else 1 for w in ids]
     # Back up: every step goes through, the stopped worker's instances included.
-    again = repo.apply_batch([_step(a) for a in after])
+    again = repo.apply_batch([step(a) for a in after])
     assert all(isinstance(r, InstanceRecord) for r in again), again
 
 
@@ -375,14 +349,14 @@ def test_the_store_rides_out_a_worker_restart(repo: CitusRepository) -> None:
     for wid in ids:
         _created(repo, wid)
     _pg_ctl(data[1], "-m", "fast", "restart")
-    results = repo.apply_batch([_step(repo_load_retrying(repo, w)) for w in ids])
+    results = repo.apply_batch([step(repo_load_retrying(repo, w)) for w in ids])
     for wid, result in zip(ids, results, strict=True):
         if isinstance(result, InstanceRecord):
             assert repo.load(wid).revision == 2
         else:
             assert isinstance(result, StorageUnavailable), result
             assert not isinstance(result, OutcomeUnknown), result
-    again = repo.apply_batch([_step(repo.load(w)) for w in ids])
+    again = repo.apply_batch([step(repo.load(w)) for w in ids])
     assert all(isinstance(r, InstanceRecord) for r in again), again
 
 

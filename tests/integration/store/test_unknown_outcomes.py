@@ -11,11 +11,10 @@ from __future__ import annotations
 import dataclasses
 import socket
 from collections.abc import Iterator
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
 import pytest
 
-from statewrightd.domain import Status
 from statewrightd.errors import (
     Conflict,
     OutcomeUnknown,
@@ -23,8 +22,9 @@ from statewrightd.errors import (
 )
 from statewrightd.store import Repository, open_repository
 from statewrightd.store.postgres import PostgresRepository
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
+from statewrightd.store.records import InstanceRecord
 from tests.support.pgproxy import PgProxy, _cstrings, _is_end_of_transaction
+from tests.support.store_records import created, step
 
 
 @pytest.fixture
@@ -51,33 +51,7 @@ T0 = datetime(2026, 5, 1, tzinfo=UTC)
 
 
 def _created(repo: Repository, wid: str) -> InstanceRecord:
-    rec = InstanceRecord(wid, "def", 1, "start", Status.RUNNING, {"k": 0}, 1, None, T0, T0)
-    return repo.create(Create(rec, _history(rec)))
-
-
-def _history(rec: InstanceRecord) -> HistoryRecord:
-    return HistoryRecord(
-        rec.workflow_id,
-        rec.revision,
-        "go",
-        [{"from": "start", "to": rec.state, "event": "go"}],
-        rec.state,
-        rec.status,
-        rec.context,
-        None,
-        rec.update_time,
-    )
-
-
-def _step(rec: InstanceRecord, state: str = "next") -> Save:
-    new = dataclasses.replace(
-        rec,
-        revision=rec.revision + 1,
-        state=state,
-        context={"k": rec.revision},
-        update_time=rec.update_time + timedelta(seconds=1),
-    )
-    return Save(new, rec.revision, _history(new))
+    return created(repo, wid, T0)
 
 
 def test_cut_after_commit_is_reconciled_as_success(
@@ -85,13 +59,13 @@ def test_cut_after_commit_is_reconciled_as_success(
 ) -> None:
     rec = _created(proxied, "w")
     proxy.arm_cut(forward_commit=True)
-    op = _step(rec)
+    op = step(rec)
     assert proxied.save(op) == 2
     assert proxy.cuts == 1, "the fault was not injected"
     assert direct.load("w") == op.new
     assert [h.revision for h in direct.history_after("w", 0, 10)] == [1, 2]
     # The repository keeps working through the proxy after the fault.
-    assert proxied.save(_step(op.new)) == 3
+    assert proxied.save(step(op.new)) == 3
 
 
 def test_cut_before_commit_is_a_known_failure(
@@ -100,13 +74,13 @@ def test_cut_before_commit_is_a_known_failure(
     rec = _created(proxied, "w")
     proxy.arm_cut(forward_commit=False)
     with pytest.raises(StorageUnavailable) as failure:
-        proxied.save(_step(rec))
+        proxied.save(step(rec))
     assert not isinstance(failure.value, OutcomeUnknown)
     assert proxy.cuts == 1
     assert direct.load("w") == rec
     assert len(direct.history_after("w", 0, 10)) == 1
     # Nothing was written, so the same step can be retried.
-    assert proxied.save(_step(rec)) == 2
+    assert proxied.save(step(rec)) == 2
 
 
 def test_unreadable_outcome_is_unknown_until_resolved(
@@ -114,7 +88,7 @@ def test_unreadable_outcome_is_unknown_until_resolved(
 ) -> None:
     rec = _created(proxied, "w")
     proxy.arm_cut(forward_commit=True, refuse=True)
-    op = _step(rec)
+    op = step(rec)
     with pytest.raises(OutcomeUnknown) as caught:
         proxied.save(op)
     # A later re-check (the runtime's background resolver) settles it, once the server
@@ -127,9 +101,9 @@ def test_batch_cut_after_commit_keeps_per_row_results(
     proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     a, b, c = (_created(proxied, w) for w in "abc")
-    proxied.save(_step(c))
+    proxied.save(step(c))
     proxy.arm_cut(forward_commit=True)
-    ops = [_step(a), _step(b), _step(c)]
+    ops = [step(a), step(b), step(c)]
     results = proxied.apply_batch(ops)
     assert proxy.cuts == 1
     assert results[:2] == [ops[0].new, ops[1].new]
@@ -141,9 +115,9 @@ def test_batch_cut_before_commit_fails_only_the_written_rows(
     proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     a, b = (_created(proxied, w) for w in "ab")
-    proxied.save(_step(b))
+    proxied.save(step(b))
     proxy.arm_cut(forward_commit=False)
-    results = proxied.apply_batch([_step(a), _step(b)])
+    results = proxied.apply_batch([step(a), step(b)])
     assert isinstance(results[0], StorageUnavailable)
     assert not isinstance(results[0], OutcomeUnknown)
     assert isinstance(results[1], Conflict)
@@ -152,16 +126,16 @@ def test_batch_cut_before_commit_fails_only_the_written_rows(
 
 def test_resolve_outcome_classifies_each_operation(direct: Repository) -> None:
     rec = _created(direct, "w")
-    never_sent = _step(rec, state="never")
+    never_sent = step(rec, state="never")
     assert isinstance(direct.resolve_outcome([never_sent])[0], StorageUnavailable)
-    winner = _step(rec, state="winner")
+    winner = step(rec, state="winner")
     direct.save(winner)
     # Someone else's step owns revision 2: ours cannot have committed.
     lost = direct.resolve_outcome([never_sent])[0]
     assert isinstance(lost, Conflict) and lost.actual_revision == 2
     assert direct.resolve_outcome([winner]) == [winner.new]
     # Far in the future with no witness row: nothing can be said.
-    ahead = _step(dataclasses.replace(rec, revision=9))
+    ahead = step(dataclasses.replace(rec, revision=9))
     assert isinstance(direct.resolve_outcome([ahead])[0], OutcomeUnknown)
 
 
