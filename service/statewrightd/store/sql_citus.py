@@ -17,6 +17,7 @@ import re
 
 from statewrightd.store import rows
 from statewrightd.store import sql_postgres as q
+from statewrightd.store.citus_layout import DISTRIBUTED
 from statewrightd.store.sql_builder import (
     FINISHED,
     INSTANCE_COLUMNS,
@@ -29,15 +30,8 @@ from statewrightd.store.sql_builder import (
     retention_counts,
 )
 
-# The per-instance tables in the order the shard functions name their shards.
-TABLES = (
-    "workflow_instances",
-    "workflow_history",
-    "workflow_timers",
-    "workflow_tasks",
-    "workflow_requests",
-    "workflow_tombstones",
-)
+# The per-instance tables, in the order the shard functions name their shards.
+TABLES = DISTRIBUTED
 _TABLE = re.compile(r"\b(" + "|".join(TABLES) + r")\b")
 _PARAM = re.compile(r"%\((\w+)\)s")
 # How a scan's named parameters arrive: fields of the JSON object $1, cast to their type.
