@@ -573,6 +573,9 @@ def test_the_readme_workers_run_until_interrupted(
     process = _start_script(blocks[example], server.target)
     try:
         assert tasks.wait_until(lambda: ok in tasks.completed and declined in tasks.failed, 30)
+        # The signal must find the next long poll waiting: on a busy machine the handlers can
+        # report before the worker has sent it, and a worker stopped between polls abandons none.
+        assert _until(lambda: len(server.service.calls("PollTasks")) == 2, 30)
         process.send_signal(stop_with)
     finally:
         _, err = _finish(process)
