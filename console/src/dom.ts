@@ -38,3 +38,25 @@ export function replace(parent: Element, ...children: Children[]): void {
 export function link(href: string, ...children: Children[]): HTMLAnchorElement {
   return h("a", { href, "data-route": true }, ...children);
 }
+
+/**
+ * Runs ``apply`` when a choice is picked from ``select`` with the pointer, or confirmed with
+ * Enter; not when arrow keys move through a closed select, which in Chromium changes its
+ * value at once: navigating then would take a keyboard user away on every key
+ * (WCAG 3.2.2, on input). The form's own button applies what the keys chose.
+ */
+export function onPick(select: HTMLSelectElement, apply: () => void): void {
+  let keyed = false;
+  select.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      apply();
+    } else keyed = true;
+  });
+  select.addEventListener("pointerdown", () => {
+    keyed = false;
+  });
+  select.addEventListener("change", () => {
+    if (!keyed) apply();
+  });
+}

@@ -1,4 +1,4 @@
-import { h } from "./dom.js";
+import { h, link } from "./dom.js";
 import type { WorkflowStatusJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 
 // Icons as SVG paths (24x24), so that no font can leave a status without its shape.
@@ -152,4 +152,32 @@ export function errorNotice(error: unknown, title = "The server refused"): HTMLE
     h("p", { class: "error-message" }, e.message ?? String(error)),
     meta.length ? h("dl", { class: "meta" }, meta.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])) : null,
   );
+}
+
+/**
+ * An id that may be long (up to 128 characters): shown whole where it wraps, cut short
+ * with an ellipsis where it must stay on one line, the full id always in its tooltip and
+ * one click from the clipboard.
+ */
+export function longId(id: string, what = "id", target?: string): HTMLElement {
+  const text = h("code", { class: "long-id-text", title: id }, id);
+  return h("span", { class: "long-id" }, target === undefined ? text : link(target, text), copyButton(id, what));
+}
+
+export function copyButton(value: string, what: string): HTMLButtonElement {
+  const label = `Copy ${what}`;
+  const button = h("button", { type: "button", class: "copy", title: label, "aria-label": label, "data-copy": value },
+    h("span", { "aria-hidden": "true" }, "⧉"));
+  button.addEventListener("click", () => {
+    const done = (word: string) => {
+      button.setAttribute("aria-label", `${label}: ${word}`);
+      button.dataset.copied = word;
+      window.setTimeout(() => {
+        button.setAttribute("aria-label", label);
+        delete button.dataset.copied;
+      }, 2000);
+    };
+    navigator.clipboard.writeText(value).then(() => done("copied"), () => done("not copied"));
+  });
+  return button;
 }

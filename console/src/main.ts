@@ -47,5 +47,12 @@ api.authListeners.add(() => {
   }
 });
 
+// The top bar is sticky: what takes the focus is scrolled into view below it, not under
+// it (scroll-padding-top in style.css reads its height, which changes as it wraps).
+const topbar = document.querySelector<HTMLElement>(".topbar");
+if (topbar) {
+  new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-height", `${topbar.offsetHeight}px`)).observe(topbar);
+}
+
 showToken();
 start();

@@ -120,22 +120,24 @@ def test_cancel_asks_first_and_then_cancels(
 def test_a_refused_action_shows_the_server_s_error(
     browser: webdriver.Chrome, base_url: str, http: Http
 ) -> None:
-    workflow_id = start(http, "review-loop", workflowId=uid("browser-refused"))
+    workflow_id = start(http, "mail-approval", workflowId=uid("browser-refused"))
     open_page(browser, base_url, f"/workflows/{workflow_id}")
-    wait_for(browser, lambda d: current_state(d) == "evaluating")
-    css(browser, "#signal-event").send_keys("applause")
-    browser.find_element(By.ID, "signal-button").click()
+    wait_for(browser, lambda d: current_state(d) == "awaiting_approval")
+    Select(css(browser, "#resume-event")).select_by_value("approve")
+    # `approver` is declared a string: the server refuses a number.
+    browser.find_element(By.ID, "resume-input").send_keys('{"approver": 5}')
+    browser.find_element(By.ID, "resume-button").click()
     alert = css(browser, ".action-outcome [role='alert']")
-    assert "UNKNOWN_EVENT" in alert.text and "INVALID_ARGUMENT" in alert.text
-    assert "applause" in alert.find_element(By.CSS_SELECTOR, ".error-message").text
+    assert "INPUT_TYPE_MISMATCH" in alert.text and "INVALID_ARGUMENT" in alert.text
+    assert "approver" in alert.find_element(By.CSS_SELECTOR, ".error-message").text
     # Nothing moved.
-    assert current_state(browser) == "evaluating"
+    assert current_state(browser) == "awaiting_approval"
     assert http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["revision"] == "1"
     # Input that is not JSON is caught before anything is sent.
-    css(browser, "#signal-event").clear()
-    browser.find_element(By.ID, "signal-event").send_keys("score")
-    browser.find_element(By.ID, "signal-payload").send_keys("{score: high}")
-    browser.find_element(By.ID, "signal-button").click()
+    resume_input = browser.find_element(By.ID, "resume-input")
+    resume_input.clear()
+    resume_input.send_keys("{approver: ann}")
+    browser.find_element(By.ID, "resume-button").click()
     wait_for(
         browser, lambda d: "Not sent" in d.find_element(By.CSS_SELECTOR, ".action-outcome").text
     )
