@@ -60,3 +60,24 @@ export function onPick(select: HTMLSelectElement, apply: () => void): void {
     if (!keyed) apply();
   });
 }
+
+/**
+ * Names each body cell of the tables under ``root`` by its column's header (data-label):
+ * on a narrow screen a table reflows into one block per row, each value under its name
+ * (style.css), instead of scrolling sideways.
+ */
+export function labelCells(root: ParentNode): void {
+  for (const table of root.querySelectorAll<HTMLTableElement>("table.data")) {
+    const heads = [...(table.tHead?.rows[0]?.cells ?? [])].map((c) => c.textContent?.trim() ?? "");
+    for (const body of table.tBodies) {
+      for (const row of body.rows) {
+        let column = 0;
+        for (const cell of row.cells) {
+          const name = cell.colSpan === 1 ? heads[column] : undefined;
+          if (name && cell.dataset.label !== name) cell.dataset.label = name;
+          column += cell.colSpan;
+        }
+      }
+    }
+  }
+}

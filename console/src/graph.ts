@@ -143,6 +143,7 @@ export class StateGraph {
   private readonly zoomLabel: HTMLElement;
   private current: string | null = null;
   private rendered: Promise<void>;
+  private revealed = false;
 
   constructor(source: string, label: string) {
     this.caption = h("figcaption", { class: "graph-caption" });
@@ -202,6 +203,16 @@ export class StateGraph {
     if (scrolls) this.figure.setAttribute("tabindex", "0");
     else this.figure.removeAttribute("tabindex");
     this.zoomLabel.textContent = `${Math.round(this.scale() * 100)}%`;
+  }
+
+  /** A graph larger than its box opens on the current state (once: then it is the
+   * reader's to pan). */
+  private reveal(node: SVGGElement): void {
+    this.revealed = true;
+    const box = this.figure.getBoundingClientRect();
+    const at = node.getBoundingClientRect();
+    this.figure.scrollLeft += at.left + at.width / 2 - (box.left + box.width / 2);
+    this.figure.scrollTop += at.top + at.height / 2 - (box.top + box.height / 2);
   }
 
   /** Dragging the graph pans it within its box. */
@@ -268,6 +279,7 @@ export class StateGraph {
       if (pattern.test(node.id)) {
         node.classList.add("sw-current");
         node.setAttribute("data-current", state);
+        if (!this.revealed) this.reveal(node);
         // A classDef's colours are inline and !important: only inline styles outrank them.
         const colour = getComputedStyle(this.figure).getPropertyValue("--current").trim() || "#b93d0c";
         for (const shape of node.querySelectorAll<SVGElement>("rect, path, polygon, circle")) {

@@ -53,6 +53,17 @@ def shown(chrome: webdriver.Chrome, selector: str) -> bool:
     return any(e.is_displayed() for e in chrome.find_elements(By.CSS_SELECTOR, selector))
 
 
+def tables_reflowed(chrome: webdriver.Chrome) -> list[object]:
+    """For each table: how far it scrolls sideways in its box, and a labelled cell's layout."""
+    found: list[object] = chrome.execute_script(
+        "return [...document.querySelectorAll('.table-wrap')].map((w) => {"
+        "  const cell = w.querySelector('tbody td[data-label]');"
+        "  return [w.scrollWidth - w.clientWidth, cell && getComputedStyle(cell).display];"
+        "})"
+    )
+    return found
+
+
 def page_overflow(chrome: webdriver.Chrome) -> int:
     width: int = chrome.execute_script(
         "return document.documentElement.scrollWidth - document.documentElement.clientWidth"
@@ -230,12 +241,17 @@ def test_a_long_id_on_a_400px_screen(browser: webdriver.Chrome, base_url: str, h
         css(browser, "button[data-zoom='zoom-in']").click()
         assert browser.execute_script(width, canvas) > fitted
         assert page_overflow(browser) <= 1
+        # The history table reflows: a block per row, each value under its column's name.
+        css(browser, ".timeline tbody tr td[data-label='Event']")
+        assert tables_reflowed(browser) == [[0, "flex"]]
         # In the list: cut short, whole in its tooltip, and the page does not widen.
         open_page(browser, base_url, "/workflows?definition=order-fulfilment")
         cell = css(browser, f"tr[data-workflow='{workflow_id}'] .long-id-text")
         assert cell.get_attribute("title") == workflow_id
         assert cell.size["width"] < 400
         assert page_overflow(browser) <= 1
+        assert css(browser, f"tr[data-workflow='{workflow_id}'] td[data-label='Status']")
+        assert tables_reflowed(browser) == [[0, "flex"]]
     finally:
         browser.set_window_size(1280, 800)
 
