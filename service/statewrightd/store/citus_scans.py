@@ -71,17 +71,8 @@ class CitusScans(PostgresRepository):
     # transaction block; the reads are single statements anyway.
     AUTOCOMMIT = True
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        pool_size: int = 16,
-        connect_timeout: float = 10.0,
-        pool_timeout: float = 10.0,
-    ) -> None:
-        super().__init__(
-            url, pool_size=pool_size, connect_timeout=connect_timeout, pool_timeout=pool_timeout
-        )
+    def _before_open(self) -> None:
+        super()._before_open()
         self._map: ShardMap | None = None
         self._map_lock = threading.Lock()
         self._turn = itertools.count(random.randrange(1 << 20))
