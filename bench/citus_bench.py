@@ -5,6 +5,7 @@ private Citus cluster (a coordinator and 1, 2 or 4 workers) for each invocation:
 
     bench/run_citus.sh                   # 1, 2 and 4 workers, about 8 minutes
     bench/run_citus.sh --quick           # shorter windows, a smoke run
+    bench/run_citus.sh --rate 150        # both databases offered 150 steps/s (open loop)
     .venv/bin/python bench/citus_bench.py --report DIR   # the tables and the cost model
 
 One invocation (one worker count) runs, on 127.0.0.1 only, one ``statewrightd serve`` on a
@@ -112,6 +113,7 @@ def measure(
                 scenario=scenario,
                 processes=1,
                 concurrency=args.concurrency,
+                rate=args.rate / steps,
                 duration=args.duration,
                 warmup=args.warmup,
                 engine="go",
@@ -160,6 +162,7 @@ def run(args: argparse.Namespace) -> None:
         "workers": workers,
         "background_cores": background,
         "load_before": os.getloadavg(),
+        "offered_steps": args.rate,
         "runs": [],
     }
     print(f"citus bench: {workers} worker(s), {background:.2f} cores busy before", flush=True)
@@ -194,8 +197,10 @@ def report(directory: Path) -> str:
         data = json.loads(path.read_text())
         n = data["workers"]
         load = ", ".join(f"{v:.1f}" for v in data["load_before"])
+        offered = data.get("offered_steps", 0.0)
+        loop = f"{offered:,.0f} steps/s offered to each" if offered else "closed loop"
         lines.append(
-            f"\n{n} worker(s) (load average before: {load}; "
+            f"\n{n} worker(s), {loop} (load average before: {load}; "
             f"{data['background_cores']:.2f} cores busy with others' work)\n"
         )
         lines.append(
@@ -273,6 +278,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=3.0)
     parser.add_argument("--duration", type=float, default=12.0)
     parser.add_argument("--concurrency", type=int, default=48)
+    parser.add_argument(
+        "--rate",
+        type=float,
+        default=0.0,
+        help="steps/s offered to both databases alike (open loop; 0: closed loop, each as fast "
+        "as it goes, which gives the slower one smaller group commits)",
+    )
     parser.add_argument("--quick", action="store_true", help="1 round, 1 s warmup, 5 s windows")
     args = parser.parse_args()
     if args.report is not None:
