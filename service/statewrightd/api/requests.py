@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import uuid
+from typing import Any
 
 from google.protobuf.message import Message
 from statewright.v1 import workflow_pb2
@@ -93,17 +94,29 @@ def start_command(
     )
 
 
+def _asked(
+    workflow_id: str,
+    method: str,
+    request: pb.ResumeWorkflowRequest | pb.SignalWorkflowRequest | pb.CancelWorkflowRequest,
+) -> dict[str, Any]:
+    """What every step a caller asks of an instance carries: who asks, the instance, and
+    the request's idempotency key (its request id validated here)."""
+    v.request_id(request.request_id)
+    return {
+        "actor": current_actor(),
+        "workflow_id": workflow_id,
+        "request": request_key(method, request, request.request_id),
+    }
+
+
 def resume_command(
     request: pb.ResumeWorkflowRequest, limits: ValueLimits = DEFAULT_LIMITS
 ) -> ResumeCommand:
     workflow_id = v.workflow_name(request.name)
     v.event_name(request.event, allow_empty=True)
     v.non_negative("expected_revision", request.expected_revision)
-    v.request_id(request.request_id)
     return ResumeCommand(
-        actor=current_actor(),
-        workflow_id=workflow_id,
-        request=request_key("ResumeWorkflow", request, request.request_id),
+        **_asked(workflow_id, "ResumeWorkflow", request),
         event=request.event,
         input=struct_to_dict(request.input, "input", limits),
         expected_revision=request.expected_revision,
@@ -115,11 +128,8 @@ def signal_command(
 ) -> SignalCommand:
     workflow_id = v.workflow_name(request.name)
     v.event_name(request.event)
-    v.request_id(request.request_id)
     return SignalCommand(
-        actor=current_actor(),
-        workflow_id=workflow_id,
-        request=request_key("SignalWorkflow", request, request.request_id),
+        **_asked(workflow_id, "SignalWorkflow", request),
         event=request.event,
         payload=struct_to_dict(request.payload, "payload", limits),
     )
@@ -129,11 +139,8 @@ def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
     workflow_id = v.workflow_name(request.name)
     v.reason_text(request.reason)
     v.non_negative("expected_revision", request.expected_revision)
-    v.request_id(request.request_id)
     return CancelCommand(
-        actor=current_actor(),
-        workflow_id=workflow_id,
-        request=request_key("CancelWorkflow", request, request.request_id),
+        **_asked(workflow_id, "CancelWorkflow", request),
         reason=request.reason,
         expected_revision=request.expected_revision,
     )

@@ -56,6 +56,17 @@ def invalid(field: str, message: str, **metadata: object) -> InvalidArgument:
     )
 
 
+def _matching(
+    field: str, value: str, pattern: re.Pattern[str], must: str, *, cut: bool = False
+) -> str:
+    """``value`` if ``pattern`` matches it; else refused as "{field} must {must}", with the
+    value shown (``cut``: quoted and cut short, for a value that may be long)."""
+    if not pattern.match(value):
+        shown = errors.quote(repr(value), 200) if cut else repr(value)
+        raise invalid(field, f"{field} must {must}; got {shown}", value=value)
+    return value
+
+
 def at_most(field: str, value: str, limit: int) -> str:
     """Length first, so that no later check or message has to handle a huge value."""
     if len(value) > limit:
@@ -85,26 +96,17 @@ def workflow_name(value: str, field: str = "name") -> str:
 
 def workflow_id(value: str, field: str = "workflow_id") -> str:
     at_most(field, value, MAX_WORKFLOW_ID_LENGTH)
-    if not WORKFLOW_ID.match(value):
-        raise invalid(
-            field,
-            f"{field} must be 1 to {MAX_WORKFLOW_ID_LENGTH} {WORKFLOW_ID_CHARACTERS}, starting "
-            f"with a letter or digit; got {errors.quote(repr(value), 200)}",
-            value=value,
-        )
-    return value
+    must = (
+        f"be 1 to {MAX_WORKFLOW_ID_LENGTH} {WORKFLOW_ID_CHARACTERS}, starting with a letter "
+        "or digit"
+    )
+    return _matching(field, value, WORKFLOW_ID, must, cut=True)
 
 
 def definition_name(value: str, field: str = "definition") -> str:
     required(field, value)
     at_most(field, value, MAX_DEFINITION_NAME_LENGTH)
-    if not DEFINITION_NAME.match(value):
-        raise invalid(
-            field,
-            f"{field} must match [a-z][a-z0-9-]{{0,62}}; got {value!r}",
-            value=value,
-        )
-    return value
+    return _matching(field, value, DEFINITION_NAME, "match [a-z][a-z0-9-]{0,62}")
 
 
 def definition_resource(value: str, field: str = "name") -> tuple[str, int | None]:
@@ -140,13 +142,8 @@ def event_name(value: str, field: str = "event", *, allow_empty: bool = False) -
             return value
         return required(field, value)
     at_most(field, value, MAX_EVENT_LENGTH)
-    if not EVENT_NAME.match(value):
-        raise invalid(
-            field,
-            f"{field} must be an identifier of letters, digits, '_', '.' or '-'; got {value!r}",
-            value=value,
-        )
-    return value
+    must = "be an identifier of letters, digits, '_', '.' or '-'"
+    return _matching(field, value, EVENT_NAME, must)
 
 
 def request_id(value: str, field: str = "request_id") -> str:

@@ -18,6 +18,7 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 
 from statewright.v1 import workflow_service_pb2 as pb
 
@@ -32,36 +33,21 @@ REFRESHES_PER_SECOND = 20.0
 Reader = Callable[[pb.ListWorkflowsRequest], Awaitable[tuple[str, str]]]
 
 
+@dataclass(eq=False, slots=True)
 class Feed:
     """One listing: its latest page and count as JSON, each with a version that grows
     when it changes."""
 
-    __slots__ = (
-        "changed",
-        "count",
-        "count_version",
-        "key",
-        "page",
-        "page_version",
-        "refreshed",
-        "request",
-        "steps",
-        "subscribers",
-    )
-
-    def __init__(
-        self, key: bytes, request: pb.ListWorkflowsRequest, page: str, count: str, steps: int
-    ) -> None:
-        self.key = key
-        self.request = request
-        self.page = page
-        self.count = count
-        self.page_version = 1
-        self.count_version = 1
-        self.subscribers = 0
-        self.steps = steps
-        self.refreshed = time.monotonic()
-        self.changed = asyncio.Event()
+    key: bytes
+    request: pb.ListWorkflowsRequest
+    page: str
+    count: str
+    steps: int
+    page_version: int = 1
+    count_version: int = 1
+    subscribers: int = 0
+    refreshed: float = field(default_factory=time.monotonic)
+    changed: asyncio.Event = field(default_factory=asyncio.Event)
 
     def update(self, page: str, count: str) -> None:
         moved = False

@@ -56,6 +56,29 @@ def answer(message: Message) -> web.Response:
     return web.Response(text=to_json(message), content_type="application/json")
 
 
+def no_endpoint(request: web.Request) -> errors.NotFound:
+    """A path the API has no route for (cut short in the answer, as it may be long)."""
+    path = errors.quote(request.path, 200)
+    return errors.NotFound(
+        f"there is no API endpoint {request.method} {path}",
+        reason=Reason.ENDPOINT_NOT_FOUND,
+        metadata={"path": path},
+    )
+
+
+def method_not_allowed(request: web.Request, allowed: Iterable[str] = ()) -> errors.Unimplemented:
+    """A path the API routes, asked with a method it does not answer there (``allowed``:
+    the ones it answers, when known)."""
+    metadata = {"method": request.method}
+    if answered := ", ".join(allowed):
+        metadata["allowed"] = answered
+    return errors.Unimplemented(
+        f"{request.path} does not answer {request.method}",
+        reason=Reason.METHOD_NOT_ALLOWED,
+        metadata=metadata,
+    )
+
+
 def method_timeouts() -> dict[str, float]:
     """Each RPC's timeout in the service config the clients ship (a gRPC client's default
     deadline), by method name; an HTTP call has no deadline of its own."""
@@ -125,21 +148,13 @@ class Transcoder:
         try:
             found = self.table.match(request.method, raw_path)
         except LookupError as allowed:
-            raise errors.Unimplemented(
-                f"{request.path} does not answer {request.method}",
-                reason=Reason.METHOD_NOT_ALLOWED,
-                metadata={"method": request.method, "allowed": ", ".join(allowed.args[0])},
-            ) from None
+            raise method_not_allowed(request, allowed.args[0]) from None
         except UnicodeDecodeError:
             raise errors.InvalidArgument(
                 "the path is not UTF-8 once percent-decoded", reason=Reason.MALFORMED_REQUEST
             ) from None
         if found is None:
-            raise errors.NotFound(
-                f"there is no API endpoint {request.method} {errors.quote(request.path, 200)}",
-                reason=Reason.ENDPOINT_NOT_FOUND,
-                metadata={"path": errors.quote(request.path, 200)},
-            )
+            raise no_endpoint(request)
         route, values = found
         message = await self.request_message(route, values, request)
         if route.streaming:

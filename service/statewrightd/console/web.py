@@ -25,7 +25,7 @@ from statewrightd.console.admission import Admission
 from statewrightd.console.guard import HostGuard
 from statewrightd.console.sse import EventStreams
 from statewrightd.console.streams import DiagnosticsSampler
-from statewrightd.console.transcoder import Transcoder
+from statewrightd.console.transcoder import Transcoder, method_not_allowed, no_endpoint
 from statewrightd.reasons import Reason
 from statewrightd.security.interceptor import CallGate
 
@@ -181,22 +181,11 @@ async def _errors(request: web.Request, handler: Handler) -> web.StreamResponse:
     except errors.StatewrightError as exc:
         return error_response(exc)
     except web.HTTPException as exc:
+        # aiohttp's own refusals, where no API route takes the request.
         if exc.status == 404:
-            return error_response(
-                errors.NotFound(
-                    f"there is no API endpoint {request.method} {request.path}",
-                    reason=Reason.ENDPOINT_NOT_FOUND,
-                    metadata={"path": request.path},
-                )
-            )
+            return error_response(no_endpoint(request))
         if exc.status == 405:
-            return error_response(
-                errors.Unimplemented(
-                    f"{request.path} does not answer {request.method}",
-                    reason=Reason.METHOD_NOT_ALLOWED,
-                    metadata={"method": request.method},
-                )
-            )
+            return error_response(method_not_allowed(request))
         if exc.status == 413:
             return error_response(
                 errors.InvalidArgument(

@@ -109,9 +109,7 @@ class StateReading(Reading):
                 self.error("states", "a definition needs at least one state")
             return []
         if not isinstance(raw, dict):
-            self.error("states", f"states must be an ordered map, not {describe(raw)}")
-            self.graph_unknown = True
-            return []
+            return self.graph_refused("states", "an ordered map", raw)
         names = []
         for name in raw:
             if not isinstance(name, str) or name.startswith("__"):

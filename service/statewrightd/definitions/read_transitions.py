@@ -23,9 +23,7 @@ class TransitionReading(Reading):
         if raw is None:
             return []
         if not isinstance(raw, list):
-            self.error("transitions", f"transitions must be a list, not {describe(raw)}")
-            self.graph_unknown = True
-            return []
+            return self.graph_refused("transitions", "a list", raw)
         out = []
         for i, spec in enumerate(raw):
             path = f"transitions[{i}]"

@@ -174,6 +174,14 @@ class Reading:
     def warning(self, path: str, message: str) -> None:
         self.problems.append(Problem(path, message, "warning"))
 
+    def graph_refused(self, key: str, must_be: str, raw: object) -> list[Any]:
+        """``states`` or ``transitions`` given as something else than ``must_be``: said,
+        and nothing read of it, so that no check of the graph speaks of what it cannot
+        know."""
+        self.error(key, f"{key} must be {must_be}, not {describe(raw)}")
+        self.graph_unknown = True
+        return []
+
     def positive_int(self, doc: Mapping[str, Any], key: str, *, required: bool) -> int | None:
         value = doc.get(key)
         if value is None:

@@ -228,17 +228,8 @@ class CitusRepository(CitusScans):
     """Writes as node calls, their lost answers read back, and the Citus schema's check
     (the shard map, scans and claims are CitusScans')."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        pool_size: int = 16,
-        connect_timeout: float = 10.0,
-        pool_timeout: float = 10.0,
-    ) -> None:
-        super().__init__(
-            url, pool_size=pool_size, connect_timeout=connect_timeout, pool_timeout=pool_timeout
-        )
+    def _before_open(self) -> None:
+        super()._before_open()
         self._citus_version = latest_version("citus")
         # Global pids (node id and pid) of this pool's coordinator processes.
         self._gpids: dict[int, int] = {}

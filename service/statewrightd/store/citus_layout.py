@@ -17,7 +17,6 @@ shards kept in more than one copy (the shard functions write one placement).
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
 
 import psycopg
@@ -37,8 +36,9 @@ DISTRIBUTED = (
 # Tables every node reads whole.
 REFERENCE = ("workflow_definitions",)
 
-VERSION_TABLE = """
-CREATE TABLE IF NOT EXISTS statewright_citus_version (
+VERSION_TABLE_NAME = "statewright_citus_version"
+VERSION_TABLE = f"""
+CREATE TABLE IF NOT EXISTS {VERSION_TABLE_NAME} (
     version     integer PRIMARY KEY,
     name        text NOT NULL,
     applied_at  timestamptz NOT NULL
@@ -142,31 +142,6 @@ def _check_single_placement(conn: Conn) -> None:
             "shard; make each node highly available with PostgreSQL streaming replication",
             reason=Reason.CITUS_SHARD_REPLICAS,
         )
-
-
-def apply_migrations(conn: Conn, migrations: list[Any], lock_key: int) -> list[int]:
-    """Apply the Citus migrations not yet recorded (the ``schema.Migration`` list of
-    migrations/citus), each in a transaction with its version row."""
-    with conn.transaction():
-        conn.execute(VERSION_TABLE)
-    applied: list[int] = []
-    for migration in migrations:
-        with conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s)", (lock_key,))
-            seen = conn.execute(
-                "SELECT 1 FROM statewright_citus_version WHERE version = %s",
-                (migration.version,),
-            ).fetchone()
-            if seen is not None:
-                continue
-            conn.execute(migration.sql.encode())
-            conn.execute(
-                "INSERT INTO statewright_citus_version (version, name, applied_at)"
-                " VALUES (%s, %s, %s)",
-                (migration.version, migration.name, datetime.now(UTC)),
-            )
-            applied.append(migration.version)
-    return applied
 
 
 def citus_schema_version(conn: Conn) -> int:

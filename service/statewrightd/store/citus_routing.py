@@ -23,6 +23,9 @@ _M = 0xFFFFFFFF
 # dozen do; only a node holding nothing but slivers of the hash range would need more.
 _ROUTE_SEARCH = 100_000
 _WORDS = struct.Struct("<III")
+# The rotations of lookup3's mix and final rounds.
+_MIX = (4, 6, 8, 16, 19, 4)
+_FINAL = (14, 11, 25, 16, 4, 14, 24)
 
 
 def _rot(x: int, k: int) -> int:
@@ -42,35 +45,21 @@ def hash_text(text: str) -> int:
     for i in range(0, end, 12):
         x, y, z = _WORDS.unpack_from(data, i)
         a, b, c = (a + x) & _M, (b + y) & _M, (c + z) & _M
-        a = ((a - c) & _M) ^ _rot(c, 4)
-        c = (c + b) & _M
-        b = ((b - a) & _M) ^ _rot(a, 6)
-        a = (a + c) & _M
-        c = ((c - b) & _M) ^ _rot(b, 8)
-        b = (b + a) & _M
-        a = ((a - c) & _M) ^ _rot(c, 16)
-        c = (c + b) & _M
-        b = ((b - a) & _M) ^ _rot(a, 19)
-        a = (a + c) & _M
-        c = ((c - b) & _M) ^ _rot(b, 4)
-        b = (b + a) & _M
+        # lookup3's mix: one round (x -= z, x ^= rot(z, r), z += y) on the words turned by
+        # one each time, (a, b, c), (b, c, a), (c, a, b), ..., six rounds: back to (a, b, c).
+        for r in _MIX:
+            a = ((a - c) & _M) ^ _rot(c, r)
+            c = (c + b) & _M
+            a, b, c = b, c, a
     x, y, z = _WORDS.unpack_from(data[end:] + bytes(12))
     # The last bytes: the lowest byte of c is left for the length (already in the seed).
-    a, b, c = (a + x) & _M, (b + y) & _M, (c + (z << 8)) & _M
-    c ^= b
-    c = (c - _rot(b, 14)) & _M
-    a ^= c
-    a = (a - _rot(c, 11)) & _M
-    b ^= a
-    b = (b - _rot(a, 25)) & _M
-    c ^= b
-    c = (c - _rot(b, 16)) & _M
-    a ^= c
-    a = (a - _rot(c, 4)) & _M
-    b ^= a
-    b = (b - _rot(a, 14)) & _M
-    c ^= b
-    c = (c - _rot(b, 24)) & _M
+    p, q, s = (c + (z << 8)) & _M, (b + y) & _M, (a + x) & _M
+    # lookup3's final: one round (x ^= y, x -= rot(y, r)) on (c, b), (a, c), (b, a), (c, b),
+    # ...; after the seventh, on c, the turn leaves c in q.
+    for r in _FINAL:
+        p = ((p ^ q) - _rot(q, r)) & _M
+        p, q, s = s, p, q
+    c = q
     signed: int = c - (1 << 32) if c & 0x80000000 else c
     return signed
 

@@ -71,17 +71,8 @@ class CitusScans(PostgresRepository):
     # transaction block; the reads are single statements anyway.
     AUTOCOMMIT = True
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        pool_size: int = 16,
-        connect_timeout: float = 10.0,
-        pool_timeout: float = 10.0,
-    ) -> None:
-        super().__init__(
-            url, pool_size=pool_size, connect_timeout=connect_timeout, pool_timeout=pool_timeout
-        )
+    def _before_open(self) -> None:
+        super()._before_open()
         self._map: ShardMap | None = None
         self._map_lock = threading.Lock()
         self._turn = itertools.count(random.randrange(1 << 20))
@@ -123,10 +114,19 @@ class CitusScans(PostgresRepository):
                     remaining -= int(row.get("taken", 1))
         return found
 
-    def _by_node(self, statement: str, docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    def _by_node(
+        self,
+        statement: str,
+        docs: Sequence[dict[str, Any]],
+        shards: ShardMap | None = None,
+        *,
+        one_each: bool = False,
+    ) -> list[dict[str, Any]]:
         """``statement`` on the rows ``docs`` name (each has a workflow_id), one call per
-        node. What comes back from rows a node no longer holds is left out."""
-        shards = self._shards()
+        node (by ``shards``, or the current map); ``one_each``: a node gives back a row for
+        each doc at most (a claim). What comes back from rows a node no longer holds is
+        left out."""
+        shards = shards or self._shards()
         groups: dict[int, list[dict[str, Any]]] = {}
         for doc in docs:
             groups.setdefault(shards.group_of(doc["workflow_id"]), []).append(doc)
@@ -134,8 +134,10 @@ class CitusScans(PostgresRepository):
         with self._reading() as conn:
             for members in groups.values():
                 batch = json.dumps([{**d, "n": n} for n, d in enumerate(members)])
+                wanted = len(members) if one_each else ALL
                 rows = conn.execute(
-                    CALL_ROWS, rows_params(members[0]["workflow_id"], [statement], [batch], ALL)
+                    CALL_ROWS,
+                    rows_params(members[0]["workflow_id"], [statement], [batch], wanted),
                 ).fetchall()
                 found.extend(row for (row,) in rows if not row.get("misrouted"))
         return found
@@ -160,6 +162,11 @@ class CitusScans(PostgresRepository):
         those)."""
         taken: list[dict[str, Any]] = []
         shards = self._shards()
+
+        def offer(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+            docs = [{**params, **{k: r[k] for k in keys}} for r in rows]
+            return self._by_node(claim, docs, shards, one_each=True)
+
         for _peek in range(_CLAIM_ROUNDS):
             wanted = limit - len(taken)
             if wanted <= 0:
@@ -168,36 +175,14 @@ class CitusScans(PostgresRepository):
             found.sort(key=lambda r: (_iso(r["sort"]), *(r[k] for k in keys)))
             if pick is not None:
                 chosen = pick(found[:limit])
-                return self._claim_on_nodes(shards, claim, params, chosen, keys) if chosen else []
+                return offer(chosen) if chosen else []
             candidates = found[: 2 * wanted]
             while candidates and len(taken) < limit:
                 offered = candidates[: limit - len(taken)]
                 candidates = candidates[len(offered) :]
-                taken.extend(self._claim_on_nodes(shards, claim, params, offered, keys))
+                taken.extend(offer(offered))
             if len(found) < 2 * wanted:
                 break  # every candidate was offered: nothing more is due
-        return taken
-
-    def _claim_on_nodes(
-        self,
-        shards: ShardMap,
-        claim: str,
-        params: dict[str, Any],
-        offered: list[dict[str, Any]],
-        keys: tuple[str, ...],
-    ) -> list[dict[str, Any]]:
-        by_group: dict[int, list[dict[str, Any]]] = {}
-        for r in offered:
-            doc = {**params, **{k: r[k] for k in keys}}
-            by_group.setdefault(shards.group_of(r["workflow_id"]), []).append(doc)
-        taken: list[dict[str, Any]] = []
-        with self._reading() as conn:
-            for docs in by_group.values():
-                batch = json.dumps([{**d, "n": n} for n, d in enumerate(docs)])
-                rows = conn.execute(
-                    CALL_ROWS, rows_params(docs[0]["workflow_id"], [claim], [batch], len(docs))
-                ).fetchall()
-                taken.extend(row for (row,) in rows if not row.get("misrouted"))
         return taken
 
     @staticmethod

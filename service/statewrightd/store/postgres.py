@@ -110,6 +110,7 @@ class PostgresRepository(SqlRepository):
         self._last_returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._trouble_at = 0.0
         self._unreachable = False
+        self._before_open()
         self._pool = ConnectionPool(
             url,
             min_size=1,
@@ -124,6 +125,10 @@ class PostgresRepository(SqlRepository):
         # Not waiting: the service starts (and reports not-ready via ping) while the
         # database is still coming up.
         self._pool.open(wait=False)
+
+    def _before_open(self) -> None:
+        """Sets what a backend built on this one keeps besides the pool; it runs before the
+        pool opens, whose connections' set-up may already need it."""
 
     def _configure(self, conn: Conn) -> None:
         _configure(conn)

@@ -18,6 +18,7 @@ from importlib import resources
 from typing import Any
 
 import psycopg
+from psycopg import sql
 
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
@@ -118,8 +119,28 @@ def _version_table(integer: str, text: str, time: str) -> str:
 _PG_VERSION_TABLE = _version_table("integer", "text", "timestamptz")
 
 
-def _migrate_postgres(url: str) -> Migrated:
+def _apply_postgres(
+    conn: psycopg.Connection[Any], migrations: list[Migration], table: str
+) -> list[int]:
+    """Apply the migrations not yet recorded in ``table``, each in a transaction with its
+    row there, under the migration lock."""
     applied: list[int] = []
+    recorded = sql.SQL("SELECT 1 FROM {} WHERE version = %s").format(sql.Identifier(table))
+    record = sql.SQL("INSERT INTO {} (version, name, applied_at) VALUES (%s, %s, %s)").format(
+        sql.Identifier(table)
+    )
+    for migration in migrations:
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
+            if conn.execute(recorded, (migration.version,)).fetchone() is not None:
+                continue
+            conn.execute(migration.sql.encode())
+            conn.execute(record, (migration.version, migration.name, datetime.now(UTC)))
+            applied.append(migration.version)
+    return applied
+
+
+def _migrate_postgres(url: str) -> Migrated:
     try:
         with psycopg.connect(url, connect_timeout=10) as conn:
             # A Citus database that cannot be used is refused before anything changes.
@@ -134,29 +155,16 @@ def _migrate_postgres(url: str) -> Migrated:
                 # Transaction-scoped: released by COMMIT/ROLLBACK even if we crash midway.
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
                 conn.execute(_PG_VERSION_TABLE)
-            for migration in available("postgres"):
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s)", (_ADVISORY_LOCK_KEY,))
-                    row = conn.execute(
-                        "SELECT 1 FROM statewright_schema_version WHERE version = %s",
-                        (migration.version,),
-                    ).fetchone()
-                    if row is not None:
-                        continue
-                    conn.execute(migration.sql.encode())
-                    conn.execute(
-                        "INSERT INTO statewright_schema_version (version, name, applied_at)"
-                        " VALUES (%s, %s, %s)",
-                        (migration.version, migration.name, datetime.now(UTC)),
-                    )
-                    applied.append(migration.version)
+            applied = _apply_postgres(conn, available("postgres"), "statewright_schema_version")
             if not citus:
                 return Migrated(applied)
             # Still under the session lock: one migrator distributes, the others find
             # every table distributed.
             distributed = citus_layout.distribute(conn)
-            citus_applied = citus_layout.apply_migrations(
-                conn, available("citus"), _ADVISORY_LOCK_KEY
+            with conn.transaction():
+                conn.execute(citus_layout.VERSION_TABLE)
+            citus_applied = _apply_postgres(
+                conn, available("citus"), citus_layout.VERSION_TABLE_NAME
             )
             return Migrated(applied, True, distributed, citus_applied)
     except psycopg.OperationalError as exc:
