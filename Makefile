@@ -157,7 +157,7 @@ check-console: $(STAMP)
 ## The console's screenshots in docs/images, taken by its browser tests.
 console-screenshots: $(STAMP)
 	scripts/install-chromium >/dev/null
-	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py
+	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py tests/e2e/console/test_browser_operations.py
 
 ## Record the current API as the baseline the breaking check compares against (at a release).
 baseline: $(STAMP)

@@ -8,9 +8,10 @@
 // are swapped here for a stub that says the console does not draw them, so they are never
 // shipped (see console/src/mermaid-stub.ts).
 import * as esbuild from "esbuild";
-import { copyFileSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { constants, gzipSync } from "node:zlib";
 
 const here = dirname(fileURLToPath(import.meta.url));
 const out = process.argv[2] ?? join(here, "..", "service", "statewrightd", "console", "static");
@@ -55,3 +56,16 @@ const result = await esbuild.build({
 copyFileSync(join(here, "src", "index.html"), join(out, "index.html"));
 copyFileSync(join(here, "src", "favicon.svg"), join(out, "favicon.svg"));
 if (metafile !== undefined) writeFileSync(metafile, JSON.stringify(result.metafile));
+
+// Each text file also gzipped beside it (NAME.gz), once, here: the server sends that copy,
+// with Content-Encoding: gzip, to a browser that accepts it (aiohttp's FileResponse does),
+// and never compresses on the fly. Small files gain nothing and are left alone.
+const COMPRESSED = /\.(js|css|html|svg)$/;
+for (const entry of readdirSync(out, { recursive: true, withFileTypes: true })) {
+  if (!entry.isFile() || !COMPRESSED.test(entry.name)) continue;
+  const file = join(entry.parentPath ?? entry.path, entry.name);
+  const data = readFileSync(file);
+  if (data.length < 1024) continue;
+  const packed = gzipSync(data, { level: constants.Z_BEST_COMPRESSION });
+  if (packed.length < data.length) writeFileSync(`${file}.gz`, packed);
+}

@@ -38,3 +38,46 @@ export function replace(parent: Element, ...children: Children[]): void {
 export function link(href: string, ...children: Children[]): HTMLAnchorElement {
   return h("a", { href, "data-route": true }, ...children);
 }
+
+/**
+ * Runs ``apply`` when a choice is picked from ``select`` with the pointer, or confirmed with
+ * Enter; not when arrow keys move through a closed select, which in Chromium changes its
+ * value at once: navigating then would take a keyboard user away on every key
+ * (WCAG 3.2.2, on input). The form's own button applies what the keys chose.
+ */
+export function onPick(select: HTMLSelectElement, apply: () => void): void {
+  let keyed = false;
+  select.addEventListener("keydown", (event) => {
+    if (event.key === "Enter") {
+      event.preventDefault();
+      apply();
+    } else keyed = true;
+  });
+  select.addEventListener("pointerdown", () => {
+    keyed = false;
+  });
+  select.addEventListener("change", () => {
+    if (!keyed) apply();
+  });
+}
+
+/**
+ * Names each body cell of the tables under ``root`` by its column's header (data-label):
+ * on a narrow screen a table reflows into one block per row, each value under its name
+ * (style.css), instead of scrolling sideways.
+ */
+export function labelCells(root: ParentNode): void {
+  for (const table of root.querySelectorAll<HTMLTableElement>("table.data")) {
+    const heads = [...(table.tHead?.rows[0]?.cells ?? [])].map((c) => c.textContent?.trim() ?? "");
+    for (const body of table.tBodies) {
+      for (const row of body.rows) {
+        let column = 0;
+        for (const cell of row.cells) {
+          const name = cell.colSpan === 1 ? heads[column] : undefined;
+          if (name && cell.dataset.label !== name) cell.dataset.label = name;
+          column += cell.colSpan;
+        }
+      }
+    }
+  }
+}

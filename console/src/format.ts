@@ -1,4 +1,4 @@
-import { h } from "./dom.js";
+import { h, link } from "./dom.js";
 import type { WorkflowStatusJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 
 // Icons as SVG paths (24x24), so that no font can leave a status without its shape.
@@ -9,6 +9,7 @@ export const ICONS: Record<string, string> = {
   failed: "M18.3 5.7 16.9 4.3 12 9.2 7.1 4.3 5.7 5.7 10.6 10.6 5.7 15.5l1.4 1.4 4.9-4.9 4.9 4.9 1.4-1.4-4.9-4.9z",
   cancelled: "M12 2a10 10 0 1 0 0 20 10 10 0 0 0 0-20zm0 2a8 8 0 0 1 6.3 12.9L7.1 5.7A8 8 0 0 1 12 4zM4 12c0-1.8.6-3.5 1.7-4.9l11.2 11.2A8 8 0 0 1 4 12z",
   unknown: "M11 17h2v2h-2zm1-14a6 6 0 0 0-6 6h2a4 4 0 1 1 4 4h-1v3h2v-1.1A6 6 0 0 0 12 3z",
+  copy: "M9 7h11v14H9zm2 2v10h7V9zM4 3h12v2H6v12H4z",
 };
 
 export function icon(name: string): SVGSVGElement {
@@ -152,4 +153,32 @@ export function errorNotice(error: unknown, title = "The server refused"): HTMLE
     h("p", { class: "error-message" }, e.message ?? String(error)),
     meta.length ? h("dl", { class: "meta" }, meta.map(([k, v]) => [h("dt", {}, k), h("dd", {}, v)])) : null,
   );
+}
+
+/**
+ * An id that may be long (up to 128 characters): shown whole where it wraps, cut short
+ * with an ellipsis where it must stay on one line, the full id always in its tooltip and
+ * one click from the clipboard.
+ */
+export function longId(id: string, what = "id", target?: string): HTMLElement {
+  const text = h("code", { class: "long-id-text", title: id }, id);
+  return h("span", { class: "long-id" }, target === undefined ? text : link(target, text), copyButton(id, what));
+}
+
+export function copyButton(value: string, what: string): HTMLButtonElement {
+  const label = `Copy ${what}`;
+  const button = h("button", { type: "button", class: "copy", title: label, "aria-label": label, "data-copy": value },
+    icon("copy"));
+  button.addEventListener("click", () => {
+    const done = (word: string) => {
+      button.setAttribute("aria-label", `${label}: ${word}`);
+      button.dataset.copied = word;
+      window.setTimeout(() => {
+        button.setAttribute("aria-label", label);
+        delete button.dataset.copied;
+      }, 2000);
+    };
+    navigator.clipboard.writeText(value).then(() => done("copied"), () => done("not copied"));
+  });
+  return button;
 }

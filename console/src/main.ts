@@ -1,5 +1,5 @@
 import * as api from "./api.js";
-import { h } from "./dom.js";
+import { h, labelCells } from "./dom.js";
 import { definitionPage, definitionsPage } from "./pages/definitions.js";
 import { runtimePage } from "./pages/runtime.js";
 import { workflowPage } from "./pages/workflow.js";
@@ -46,6 +46,20 @@ api.authListeners.add(() => {
     button.textContent = "Token needed";
   }
 });
+
+// The top bar is sticky: what takes the focus is scrolled into view below it, not under
+// it (scroll-padding-top in style.css reads its height, which changes as it wraps).
+const topbar = document.querySelector<HTMLElement>(".topbar");
+if (topbar) {
+  new ResizeObserver(() => document.documentElement.style.setProperty("--topbar-height", `${topbar.offsetHeight}px`)).observe(topbar);
+}
+
+// Whatever table a page draws, or redraws rows of, can reflow on a narrow screen.
+const content = document.getElementById("content") as HTMLElement;
+new MutationObserver((records) => {
+  const rows = records.some((r) => [...r.addedNodes].some((n) => n instanceof Element && (n.matches("table, tbody, tr") || n.querySelector("tr") !== null)));
+  if (rows) labelCells(content);
+}).observe(content, { childList: true, subtree: true });
 
 showToken();
 start();

@@ -1,6 +1,6 @@
 import * as api from "../api.js";
-import { h, link, replace } from "../dom.js";
-import { clockTime, countdown, errorNotice, icon, prettyJson, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
+import { append, h, link, replace } from "../dom.js";
+import { clockTime, copyButton, countdown, errorNotice, icon, prettyJson, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
 import type { TaskJson } from "@statewright/client/gen/statewright/v1/task_pb.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 import type {
@@ -47,7 +47,7 @@ export function workflowPage(id: string): Page {
       const path = `/api/v1/workflows/${encodeURIComponent(id)}`;
       const body = h("div", { "aria-busy": "true" }, h("p", { class: "muted" }, "Loading…"));
       main.append(
-        h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("ol", {}, h("li", {}, link("/workflows", "Workflows")), h("li", { "aria-current": "page" }, id))),
+        h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("ol", {}, h("li", {}, link("/workflows", "Workflows")), h("li", { "aria-current": "page", class: "crumb-id", title: id }, id))),
         body,
       );
       let closed = false;
@@ -61,10 +61,10 @@ export function workflowPage(id: string): Page {
         const def = await api.get<GetDefinitionResponseJson>(`/api/v1/definitions/${encodeURIComponent(workflow.definition ?? "")}/versions/${workflow.version}`);
         if (closed) return;
         const mermaidSource = def.definition?.mermaid ?? "";
-        const definitionEvents = def.definition?.events ?? [];
         body.removeAttribute("aria-busy");
 
-        const heading = h("div", { class: "page-head" });
+        const headFacts = h("div", { class: "head-facts" });
+        const heading = h("div", { class: "page-head" }, h("h1", { class: "id-heading" }, h("code", {}, id), copyButton(id, "workflow id")), headFacts);
         const graph = new StateGraph(mermaidSource, `State graph of ${workflow.definition} version ${workflow.version}, current state highlighted`);
         const facts = h("dl", { class: "facts" });
         const accepted = h("div", {});
@@ -132,49 +132,69 @@ export function workflowPage(id: string): Page {
             t.lastError ? [h("dt", {}, "Last error"), h("dd", {}, h("code", {}, t.lastError.type ?? ""), " ", t.lastError.message ?? "")] : null,
           ));
         };
+        // The Actions card is built once and then updated in place: a step landing while
+        // someone types into a form must not take their input, their caret or their focus.
+        // Only what can work is offered: Resume on a waiting instance with its wait state's
+        // events, Signal on a running one with its state's events, Cancel while it is live.
+        const resumeEvent = h("select", { id: "resume-event", name: "event" });
+        const resumeInput = h("textarea", { id: "resume-input", rows: 3, spellcheck: "false", class: "code-input", placeholder: "{}" });
+        const resume = h("form", { class: "stack", "aria-labelledby": "resume-title", "data-action": "resume" },
+          h("h3", { id: "resume-title" }, "Resume"),
+          h("label", { for: "resume-event" }, "Event"), resumeEvent,
+          h("label", { for: "resume-input" }, "Input ", h("span", { class: "muted" }, "(JSON object, optional)")), resumeInput,
+          h("div", {}, h("button", { type: "submit", class: "button primary", id: "resume-button" }, "Resume")),
+        );
+        resume.addEventListener("submit", (event) => {
+          event.preventDefault();
+          const input = parseJson(resumeInput.value, "input");
+          if (!input.ok) return void replace(outcome, errorNotice(input.error, "Not sent"));
+          act(`Resumed with ${resumeEvent.value}`, api.post<ResumeWorkflowResponseJson>(`${path}/resume`, { event: resumeEvent.value, input: input.value, expectedRevision: workflow.revision }));
+        });
+        const signalEvent = h("select", { id: "signal-event", name: "event" });
+        const signalPayload = h("textarea", { id: "signal-payload", rows: 2, spellcheck: "false", class: "code-input", placeholder: "{}" });
+        const signal = h("form", { class: "stack", "aria-labelledby": "signal-title", "data-action": "signal" },
+          h("h3", { id: "signal-title" }, "Signal"),
+          h("label", { for: "signal-event" }, "Event"), signalEvent,
+          h("label", { for: "signal-payload" }, "Payload ", h("span", { class: "muted" }, "(JSON object, optional)")), signalPayload,
+          h("div", {}, h("button", { type: "submit", class: "button", id: "signal-button" }, "Send signal")),
+        );
+        signal.addEventListener("submit", (event) => {
+          event.preventDefault();
+          const payload = parseJson(signalPayload.value, "payload");
+          if (!payload.ok) return void replace(outcome, errorNotice(payload.error, "Not sent"));
+          act(`Signal ${signalEvent.value}`, api.post<SignalWorkflowResponseJson>(`${path}/signal`, { event: signalEvent.value, payload: payload.value }));
+        });
+        const idle = h("p", { class: "muted", id: "actions-idle" });
+        const cancel = h("div", { class: "stack", "data-action": "cancel" },
+          h("h3", {}, "Cancel"),
+          h("div", {}, h("button", { type: "button", class: "button danger", id: "cancel-button", onclick: () => confirmCancel() }, "Cancel workflow…")),
+        );
+        const ended = h("p", { class: "empty", id: "actions-ended" });
+        append(actions, resume, signal, idle, cancel, ended);
+        const offer = (select: HTMLSelectElement, events: string[]) => {
+          const now = [...select.options].map((o) => o.value);
+          if (now.length === events.length && now.every((e, i) => e === events[i])) return;
+          const kept = select.value;
+          select.replaceChildren(...events.map((e) => h("option", { value: e }, e)));
+          if (events.includes(kept)) select.value = kept;
+        };
         const drawActions = () => {
-          if (terminal(workflow.status)) {
-            replace(actions, h("p", { class: "empty" }, `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more.`));
-            return;
-          }
-          if (actions.dataset.drawn === workflow.revision) return;
-          actions.dataset.drawn = workflow.revision ?? "";
+          const over = terminal(workflow.status);
+          const waiting = workflow.status === "WORKFLOW_STATUS_WAITING";
+          const running = workflow.status === "WORKFLOW_STATUS_RUNNING";
           const events = workflow.acceptedEvents ?? [];
-          const resumeEvent = h("select", { id: "resume-event", name: "event" }, events.map((e) => h("option", { value: e }, e)));
-          const resumeInput = h("textarea", { id: "resume-input", rows: 3, spellcheck: "false", class: "code-input", placeholder: "{}" });
-          const resume = h("form", { class: "stack", "aria-labelledby": "resume-title" },
-            h("h3", { id: "resume-title" }, "Resume"),
-            events.length
-              ? [h("label", { for: "resume-event" }, "Event"), resumeEvent, h("label", { for: "resume-input" }, "Input ", h("span", { class: "muted" }, "(JSON object, optional)")), resumeInput,
-                 h("div", {}, h("button", { type: "submit", class: "button primary", id: "resume-button" }, "Resume"))]
-              : h("p", { class: "muted" }, "The current state accepts no event."),
-          );
-          resume.addEventListener("submit", (event) => {
-            event.preventDefault();
-            const input = parseJson(resumeInput.value, "input");
-            if (!input.ok) return void replace(outcome, errorNotice(input.error, "Not sent"));
-            act(`Resumed with ${resumeEvent.value}`, api.post<ResumeWorkflowResponseJson>(`${path}/resume`, { event: resumeEvent.value, input: input.value, expectedRevision: workflow.revision }));
-          });
-          const signalEvent = h("input", { id: "signal-event", name: "event", type: "text", list: "signal-events", autocomplete: "off", spellcheck: "false", required: true });
-          const signalPayload = h("textarea", { id: "signal-payload", rows: 2, spellcheck: "false", class: "code-input", placeholder: "{}" });
-          const signal = h("form", { class: "stack", "aria-labelledby": "signal-title" },
-            h("h3", { id: "signal-title" }, "Signal"),
-            h("label", { for: "signal-event" }, "Event"), signalEvent,
-            h("datalist", { id: "signal-events" }, definitionEvents.map((e) => h("option", { value: e }))),
-            h("label", { for: "signal-payload" }, "Payload ", h("span", { class: "muted" }, "(JSON object, optional)")), signalPayload,
-            h("div", {}, h("button", { type: "submit", class: "button", id: "signal-button" }, "Send signal")),
-          );
-          signal.addEventListener("submit", (event) => {
-            event.preventDefault();
-            const payload = parseJson(signalPayload.value, "payload");
-            if (!payload.ok) return void replace(outcome, errorNotice(payload.error, "Not sent"));
-            act(`Signal ${signalEvent.value}`, api.post<SignalWorkflowResponseJson>(`${path}/signal`, { event: signalEvent.value, payload: payload.value }));
-          });
-          const cancel = h("div", { class: "stack" },
-            h("h3", {}, "Cancel"),
-            h("div", {}, h("button", { type: "button", class: "button danger", id: "cancel-button", onclick: () => confirmCancel() }, "Cancel workflow…")),
-          );
-          replace(actions, resume, signal, cancel);
+          offer(resumeEvent, waiting ? events : []);
+          offer(signalEvent, running ? events : []);
+          resume.hidden = !(waiting && events.length);
+          signal.hidden = !(running && events.length);
+          idle.hidden = over || events.length > 0;
+          idle.textContent = running
+            ? "The current state accepts no signal: it moves on by itself (a task, a timer or an automatic transition)."
+            : "The current state accepts no event.";
+          cancel.hidden = over;
+          ended.hidden = !over;
+          ended.textContent = over ? `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more.` : "";
+          actions.dataset.status = workflow.status ?? "";
         };
         const confirmCancel = () => {
           const reason = h("textarea", { id: "cancel-reason", rows: 2, maxlength: 1024 });
@@ -224,14 +244,11 @@ export function workflowPage(id: string): Page {
           drawTask();
         };
         const draw = () => {
-          replace(heading,
-            h("h1", {}, h("code", {}, id)),
-            h("div", { class: "head-facts" },
+          replace(headFacts,
               statusBadge(workflow.status),
               h("span", { class: "chip" }, "state ", h("code", { id: "current-state" }, workflow.state ?? "")),
               h("span", { class: "chip" }, link(`/definitions/${encodeURIComponent(workflow.definition ?? "")}?version=${workflow.version}`, `${workflow.definition} v${workflow.version}`)),
               h("span", { class: "chip" }, "revision ", h("strong", { id: "current-revision" }, workflow.revision ?? "0")),
-            ),
           );
           void graph.highlight(workflow.state ?? "", statusLabel(workflow.status));
           replace(facts,

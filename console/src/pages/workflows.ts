@@ -1,6 +1,6 @@
 import * as api from "../api.js";
-import { h, link, replace } from "../dom.js";
-import { ago, errorNotice, number, STATUSES, statusBadge, statusLabel } from "../format.js";
+import { h, link, onPick, replace } from "../dom.js";
+import { ago, errorNotice, longId, number, STATUSES, statusBadge, statusLabel } from "../format.js";
 import type { ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { navigate, type Page } from "../router.js";
 import { connection } from "../status.js";
@@ -50,8 +50,8 @@ export function workflowsPage(query: URLSearchParams): Page {
         navigate(`/workflows${next.size ? `?${next}` : ""}`);
       };
       filters.addEventListener("submit", apply);
-      definitionSelect.addEventListener("change", apply);
-      statusSelect.addEventListener("change", apply);
+      onPick(definitionSelect, apply);
+      onPick(statusSelect, apply);
       main.append(
         h("div", { class: "page-head" }, h("h1", {}, "Workflows"), count),
         filters,
@@ -83,7 +83,7 @@ export function workflowsPage(query: URLSearchParams): Page {
         const items = page.workflows ?? [];
         replace(rows, items.length ? items.map((w) =>
           h("tr", { "data-workflow": w.workflowId ?? "" },
-            h("th", { scope: "row" }, link(`/workflows/${encodeURIComponent(w.workflowId ?? "")}`, h("code", {}, w.workflowId ?? ""))),
+            h("th", { scope: "row" }, longId(w.workflowId ?? "", "workflow id", `/workflows/${encodeURIComponent(w.workflowId ?? "")}`)),
             h("td", {}, link(`/definitions/${encodeURIComponent(w.definition ?? "")}?version=${w.version}`, `${w.definition} v${w.version}`)),
             h("td", {}, h("code", {}, w.state ?? "")),
             h("td", {}, statusBadge(w.status)),

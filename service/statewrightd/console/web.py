@@ -156,6 +156,10 @@ async def _headers(request: web.Request, handler: Handler) -> web.StreamResponse
     headers.setdefault("X-Content-Type-Options", "nosniff")
     headers.setdefault("Referrer-Policy", "no-referrer")
     if not request.path.startswith("/api/"):
+        # Static files go out gzipped (their .gz copies) to whoever accepts it, as they are
+        # to everybody else: a cache keeps the two apart.
+        if "accept-encoding" not in headers.get("Vary", "").lower():
+            headers.add("Vary", "Accept-Encoding")
         headers.setdefault("Content-Security-Policy", CSP)
         headers.setdefault("X-Frame-Options", "DENY")
         if "/chunks/" in request.path:

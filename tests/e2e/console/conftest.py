@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from selenium import webdriver
 
+from tests.support.browser import new_chrome
 from tests.support.console import Http, console_url
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
@@ -35,3 +39,22 @@ def base_url(console_server: ServerProcess) -> str:
 @pytest.fixture
 def http(base_url: str) -> Http:
     return Http(base_url)
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
+    chrome = new_chrome(tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield chrome
+    finally:
+        chrome.quit()
+
+
+@pytest.fixture(scope="module")
+def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Where the pages' screenshots go: STATEWRIGHT_SCREENSHOTS when set (`make
+    console-screenshots` sets docs/images), else the test's scratch directory."""
+    wanted = os.environ.get("STATEWRIGHT_SCREENSHOTS")
+    target = Path(wanted) if wanted else tmp_path_factory.mktemp("screenshots")
+    target.mkdir(parents=True, exist_ok=True)
+    return target

@@ -6,133 +6,24 @@ into the test's scratch directory."""
 
 from __future__ import annotations
 
-import base64
-import os
-import subprocess
-from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
 
-import pytest
 from selenium import webdriver
-from selenium.common.exceptions import JavascriptException, StaleElementReferenceException
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
-from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import Select, WebDriverWait
+from selenium.webdriver.support.ui import Select
 
 from tests.support.api import uid
+from tests.support.browser import (
+    css,
+    current_state,
+    not_reloaded,
+    open_page,
+    screenshot,
+    start,
+    wait_for,
+)
 from tests.support.console import Http
-
-REPO = Path(__file__).resolve().parents[3]
-WAIT = 30.0  # seconds an element may take to appear: Mermaid's first load on a busy machine
-T = TypeVar("T")
-
-
-def _chromium() -> tuple[str, str]:
-    """The browser and its driver, installed by scripts/install-chromium when missing."""
-    done = subprocess.run(
-        [str(REPO / "scripts" / "install-chromium")],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=900,
-    )
-    assert done.returncode == 0, done.stderr
-    browser = done.stdout.strip()
-    driver = os.environ.get("STATEWRIGHT_CHROMEDRIVER", "/usr/bin/chromedriver")
-    return browser, driver
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[webdriver.Chrome]:
-    binary, driver = _chromium()
-    options = webdriver.ChromeOptions()
-    options.binary_location = binary
-    for argument in (
-        "--headless=new",
-        "--no-sandbox",  # the test may run as root, where Chromium's sandbox will not start
-        "--disable-dev-shm-usage",
-        "--disable-gpu",
-        "--window-size=1280,800",
-        "--force-prefers-reduced-motion",
-        "--lang=en-GB",
-        f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}",
-    ):
-        options.add_argument(argument)
-    chrome = webdriver.Chrome(options=options, service=Service(executable_path=driver))
-    try:
-        yield chrome
-    finally:
-        chrome.quit()
-
-
-@pytest.fixture(scope="module")
-def shots(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    wanted = os.environ.get("STATEWRIGHT_SCREENSHOTS")
-    target = Path(wanted) if wanted else tmp_path_factory.mktemp("screenshots")
-    target.mkdir(parents=True, exist_ok=True)
-    return target
-
-
-def screenshot(chrome: webdriver.Chrome, shots: Path, name: str) -> None:
-    """The page at 1280x800 exactly, whatever the window's frame takes."""
-    # The caret and the focus ring of whatever was clicked last are not part of the page.
-    chrome.execute_script("document.activeElement?.blur(); window.scrollTo(0, 0)")
-    metrics = {"width": 1280, "height": 800, "deviceScaleFactor": 1, "mobile": False}
-    chrome.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", metrics)
-    try:
-        # Let the layout (and the charts, which follow their box's size) settle at that size.
-        chrome.execute_async_script(
-            "const done = arguments[0];"
-            "requestAnimationFrame(() => requestAnimationFrame(() => done(true)))"
-        )
-        shot = chrome.execute_cdp_cmd("Page.captureScreenshot", {"format": "png"})
-    finally:
-        chrome.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
-    path = shots / f"console-{name}.png"
-    path.write_bytes(base64.b64decode(shot["data"]))
-    assert path.stat().st_size > 10_000, "a blank screenshot"
-
-
-def wait_for(chrome: webdriver.Chrome, found: Callable[[webdriver.Chrome], T | None]) -> T:
-    def probe(driver: webdriver.Chrome) -> T | None:
-        try:
-            return found(driver)
-        except (StaleElementReferenceException, JavascriptException):
-            return None  # the page redrew under the probe: look again
-
-    result = WebDriverWait(chrome, WAIT, poll_frequency=0.1).until(probe)
-    assert result is not None
-    return result
-
-
-def css(chrome: webdriver.Chrome, selector: str) -> WebElement:
-    return wait_for(chrome, lambda d: next(iter(d.find_elements(By.CSS_SELECTOR, selector)), None))
-
-
-def current_state(chrome: webdriver.Chrome) -> str | None:
-    """The state the drawn graph lights (on the SVG node itself, not the caption)."""
-    node = chrome.find_elements(By.CSS_SELECTOR, ".graph-canvas[data-rendered] g.node.sw-current")
-    return node[0].get_attribute("data-current") if node else None
-
-
-def open_page(chrome: webdriver.Chrome, base_url: str, path: str) -> None:
-    chrome.get(base_url + path)
-    # A marker that only a full page load removes: "without a reload" is checked by it.
-    chrome.execute_script("window.__statewrightMarker = 'kept'")
-
-
-def not_reloaded(chrome: webdriver.Chrome) -> bool:
-    return bool(chrome.execute_script("return window.__statewrightMarker === 'kept'"))
-
-
-def start(http: Http, definition: str, **fields: object) -> str:
-    answer = http.post("/api/v1/workflows", {"definition": definition, **fields})
-    assert answer.status == 200, answer.body
-    workflow_id: str = answer.body["workflow"]["workflowId"]
-    return workflow_id
 
 
 def test_the_definitions_page_draws_each_graph(
@@ -229,22 +120,24 @@ def test_cancel_asks_first_and_then_cancels(
 def test_a_refused_action_shows_the_server_s_error(
     browser: webdriver.Chrome, base_url: str, http: Http
 ) -> None:
-    workflow_id = start(http, "review-loop", workflowId=uid("browser-refused"))
+    workflow_id = start(http, "mail-approval", workflowId=uid("browser-refused"))
     open_page(browser, base_url, f"/workflows/{workflow_id}")
-    wait_for(browser, lambda d: current_state(d) == "evaluating")
-    css(browser, "#signal-event").send_keys("applause")
-    browser.find_element(By.ID, "signal-button").click()
+    wait_for(browser, lambda d: current_state(d) == "awaiting_approval")
+    Select(css(browser, "#resume-event")).select_by_value("approve")
+    # `approver` is declared a string: the server refuses a number.
+    browser.find_element(By.ID, "resume-input").send_keys('{"approver": 5}')
+    browser.find_element(By.ID, "resume-button").click()
     alert = css(browser, ".action-outcome [role='alert']")
-    assert "UNKNOWN_EVENT" in alert.text and "INVALID_ARGUMENT" in alert.text
-    assert "applause" in alert.find_element(By.CSS_SELECTOR, ".error-message").text
+    assert "INPUT_TYPE_MISMATCH" in alert.text and "INVALID_ARGUMENT" in alert.text
+    assert "approver" in alert.find_element(By.CSS_SELECTOR, ".error-message").text
     # Nothing moved.
-    assert current_state(browser) == "evaluating"
+    assert current_state(browser) == "awaiting_approval"
     assert http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["revision"] == "1"
     # Input that is not JSON is caught before anything is sent.
-    css(browser, "#signal-event").clear()
-    browser.find_element(By.ID, "signal-event").send_keys("score")
-    browser.find_element(By.ID, "signal-payload").send_keys("{score: high}")
-    browser.find_element(By.ID, "signal-button").click()
+    resume_input = browser.find_element(By.ID, "resume-input")
+    resume_input.clear()
+    resume_input.send_keys("{approver: ann}")
+    browser.find_element(By.ID, "resume-button").click()
     wait_for(
         browser, lambda d: "Not sent" in d.find_element(By.CSS_SELECTOR, ".action-outcome").text
     )
