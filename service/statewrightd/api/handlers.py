@@ -11,6 +11,7 @@ the door itself and maps errors to HTTP answers, giving a ``CallContext`` of its
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import inspect
 import logging
@@ -53,7 +54,17 @@ def budget(context: CallContext) -> float | None:
 
 
 async def abort(context: Context, error: errors.StatewrightError) -> None:
-    await context.abort_with_status(to_grpc_status(error))
+    try:
+        await context.abort_with_status(to_grpc_status(error))
+    except grpc.aio.AbortError:
+        raise
+    except Exception as exc:
+        if not context.done():
+            raise
+        # The call ended while the handler worked (its deadline passed, or its client
+        # left): there is no one to answer, and grpc would log the failed send as an
+        # error. Ending as a cancelled call is what it is.
+        raise asyncio.CancelledError from exc
 
 
 def _as_service_error(method: str, exc: Exception) -> errors.StatewrightError:

@@ -442,7 +442,7 @@ class WorkflowRuntime:
                 actual = failure.actual_revision or 0
                 self._finish(job, token, revision_mismatch(job.workflow_id, expected, actual))
                 return
-            if job.attempts < MAX_CONFLICT_RETRIES:
+            if job.attempts < MAX_CONFLICT_RETRIES and isinstance(command, StepCommand):
                 # Another replica saved first: reload and apply this command to its result.
                 job.attempts += 1
                 job.fresh = False

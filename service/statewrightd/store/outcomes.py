@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from statewrightd.errors import Conflict, OutcomeUnknown, StorageUnavailable, StoreError
+from statewrightd.store import failures
 from statewrightd.store.records import Create, InstanceRecord, Operation, target_of
 
 
@@ -81,6 +82,11 @@ def answer(op: Operation, verdict: Verdict, current: int | None) -> InstanceReco
             metadata={"workflow_id": wid},
         )
     if verdict is Verdict.LOST_RACE:
+        if isinstance(op, Create):
+            # Another start created this id first: the answer a create that met the row
+            # at once would have had, never a revision conflict (a start has no revision
+            # to step from, so a retry as a step would be wrong).
+            return failures.workflow_exists(wid)
         return Conflict(
             f"workflow {wid!r}: another step saved revision {target.revision} first",
             actual_revision=current,

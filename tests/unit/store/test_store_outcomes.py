@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 from statewrightd.domain import Status
-from statewrightd.store.outcomes import HistoryWitness, Verdict, classify
+from statewrightd.errors import Conflict, RecordExists
+from statewrightd.store.outcomes import HistoryWitness, Verdict, answer, classify
 from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 
 T = datetime(2026, 1, 1, tzinfo=UTC)
@@ -39,3 +40,15 @@ def test_create_without_row_is_not_committed() -> None:
     op = Create(rec, HistoryRecord("w", 1, None, [], "s", Status.RUNNING, {}, None, T))
     assert classify(op, None, None) is Verdict.NOT_COMMITTED
     assert classify(op, 1, None) is Verdict.UNKNOWN
+
+
+def test_a_create_that_lost_to_another_start_is_answered_as_an_existing_id() -> None:
+    """A start whose COMMIT was lost, and whose id another start then took, is answered as a
+    start that met the row: exists (the start's own if-exists rules apply), not a conflict
+    of revisions that would retry it as a step of an instance it never stepped."""
+    rec = InstanceRecord("w", "d", 1, "s", Status.RUNNING, {}, 1, None, T, T)
+    op = Create(rec, HistoryRecord("w", 1, None, [], "s", Status.RUNNING, {}, None, T))
+    verdict = classify(op, 1, HistoryWitness("other", "s", "RUNNING", T))
+    assert verdict is Verdict.LOST_RACE
+    assert isinstance(answer(op, verdict, 1), RecordExists)
+    assert isinstance(answer(_save(1), Verdict.LOST_RACE, 2), Conflict)
