@@ -48,9 +48,21 @@ from statewrightd.store.writer import BatchObserver, GroupCommitWriter, unobserv
 _log = logging.getLogger(__name__)
 
 # How often an idle watcher re-reads history when other replicas may write (PostgreSQL):
-# the bound on the delay a lost LISTEN/NOTIFY hint can cause.
+# the bound on the delay a lost LISTEN/NOTIFY hint can cause. On PostgreSQL a hint is part
+# of its step's transaction and is lost only with the listener's connection (which sends
+# every watcher to history when it is back); where hints are sent after the commit
+# (Citus), a replica that dies in between loses one, so watchers look more often.
 WATCH_RECHECK_SECONDS = 30.0
+WATCH_RECHECK_UNHINTED_SECONDS = 10.0
 HINT_DELAY_SECONDS = 0.02
+
+
+def watch_recheck_seconds(repo: object) -> float:
+    """How often an idle watcher reads history, given how ``repo`` sends step hints."""
+    unhinted = getattr(repo, "hints_after_commit", False)
+    return WATCH_RECHECK_UNHINTED_SECONDS if unhinted else WATCH_RECHECK_SECONDS
+
+
 # How long a server that starts while its database does not answer keeps trying (with
 # backoff) before it gives up: enough to ride out a database restart, well inside the two
 # minutes the Kubernetes startup probe allows, instead of exiting into a crash loop.
@@ -272,7 +284,7 @@ class Application:
             for queue in set(queues):
                 polls.notify_soon(queue)
 
-        hub.recheck_after = WATCH_RECHECK_SECONDS
+        hub.recheck_after = watch_recheck_seconds(repo)
         own_pids = getattr(repo, "backend_pids", ())
         steps = step_listener(
             url, deliver, on_connected=reconnected, own_pids=own_pids, wanted=lambda: hub.count > 0

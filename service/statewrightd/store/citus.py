@@ -228,6 +228,11 @@ class CitusRepository(CitusScans):
     """Writes as node calls, their lost answers read back, and the Citus schema's check
     (the shard map, scans and claims are CitusScans')."""
 
+    # A step's hint is NOTIFYed after its node call, not inside its transaction: a process
+    # that dies in between leaves the step unhinted, and other replicas' watchers learn
+    # of it only from their periodic look at history.
+    hints_after_commit = True
+
     def _before_open(self) -> None:
         super()._before_open()
         self._citus_version = latest_version("citus")
