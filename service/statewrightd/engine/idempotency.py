@@ -79,7 +79,7 @@ class Idempotency:
                     raise exc from None  # it says nothing of an earlier attempt: it stands
                 # Whether an earlier attempt was applied is not known, and a refusal would say
                 # it was not: the step this attempt found may be that attempt's own.
-                raise _undecided(key, exc) from None
+                raise _undecided(key, exc.reason) from None
             if replayed is not None:
                 return replayed
             raise
@@ -99,7 +99,11 @@ class Idempotency:
             except errors.InvalidArgument:
                 raise
             except (errors.StatewrightError, TimeoutError):
-                replayed = None  # nothing written: this answer stands on its own
+                # Nothing was written by this attempt, but an earlier one may have been
+                # applied (a retry meets the state its original left, or an instance in
+                # recovery): a refusal would tell the caller it was not.
+                why = result.rejection.name if result.rejection is not None else "no change"
+                raise _undecided(key, why) from None
             if replayed is not None:
                 return replayed
         return result
@@ -147,9 +151,9 @@ class Idempotency:
         return await self.read(read)
 
 
-def _undecided(key: RequestKey, refusal: errors.StatewrightError) -> errors.DeadlineExceeded:
+def _undecided(key: RequestKey, refused: str) -> errors.DeadlineExceeded:
     return errors.DeadlineExceeded(
         f"could not tell in time whether request_id {key.request_id!r} was applied before "
-        f"(this attempt was refused: {refusal.reason}); retry with the same request_id",
+        f"(this attempt was refused: {refused}); retry with the same request_id",
         metadata={"request_id": key.request_id},
     )

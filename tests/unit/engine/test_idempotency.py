@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from statewrightd import errors
+from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.commands import RequestKey, ResumeCommand
 from statewrightd.engine.idempotency import Idempotency
 
@@ -75,3 +76,24 @@ async def test_a_refusal_of_this_attempt_alone_stands_when_the_lookup_fails(
     with pytest.raises(type(refusal)) as raised:
         await service.step(_resume(), budget=1.0)
     assert raised.value is refusal
+
+
+async def test_a_rejected_retry_whose_lookup_fails_is_answered_undecided() -> None:
+    # A signal applied at revision 12; a later step's outcome is unknown, so the instance
+    # is in recovery; the retry is rejected RECOVERY_REQUIRED and the look-up of its request
+    # id fails on the same faulty storage. "Not applied" would be false: it was.
+    async def run(command: Any, budget: float | None) -> Any:
+        return Outcome(
+            record=None,  # type: ignore[arg-type]
+            loaded=None,  # type: ignore[arg-type]
+            accepted=False,
+            rejection=Rejection.RECOVERY_REQUIRED,
+        )
+
+    async def read(fn: Callable[[], Any]) -> Any:
+        raise errors.StorageUnavailable("the connection was cut")
+
+    service = Idempotency(run, repo=None, registry=None, read=read)  # type: ignore[arg-type]
+    with pytest.raises(errors.DeadlineExceeded) as raised:
+        await service.step(_resume(), budget=1.0)
+    assert "rid-1" in str(raised.value) and "RECOVERY_REQUIRED" in str(raised.value)
