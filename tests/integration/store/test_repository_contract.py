@@ -339,7 +339,7 @@ def test_fifty_racing_writers_get_one_winner_per_revision(db_url: str) -> None:
         target = 120
         wins: Counter[int] = Counter()
         lock = threading.Lock()
-        deadline = time.monotonic() + 45
+        deadline = time.monotonic() + 120  # a bound, not a goal: a busy machine is slow
         start = threading.Barrier(50, timeout=20)
 
         def writer(me: int) -> None:
