@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import loadgen
 from bench.timer_bench import cpu_seconds, percentile, server, workspace
 from statewrightd.definitions.files import is_definition_file
+from tests.support.browser import chromium
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples" / "definitions"
@@ -288,13 +289,7 @@ class BrowserPage:
 
     def __init__(self, base: str) -> None:
         self.base = base
-        browser = subprocess.run(
-            [str(ROOT / "scripts" / "install-chromium")],
-            check=True,
-            capture_output=True,
-            text=True,
-            timeout=900,
-        ).stdout.strip()
+        browser, _ = chromium()
         options = webdriver.ChromeOptions()
         options.binary_location = browser
         for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage"):
