@@ -5,7 +5,7 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Duration, DurationJson, StructJson } from "@bufbuild/protobuf/wkt";
+import type { Duration, DurationJson, StructJson, Value, ValueJson } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Definition, DefinitionJson } from "./definition_pb.js";
 import { file_statewright_v1_definition } from "./definition_pb.js";
@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cigQEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiLSAQoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24qcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIynA0KD1dvcmtmbG93U2VydmljZRJ6Cg1TdGFydFdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5TdGFydFdvcmtmbG93UmVzcG9uc2UiHILT5JMCFjoBKiIRL2FwaS92MS93b3JrZmxvd3MSjQEKDlJlc3VtZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuUmVzdW1lV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuUmVzdW1lV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9yZXN1bWUSjQEKDlNpZ25hbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuU2lnbmFsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuU2lnbmFsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9zaWduYWwSegoLR2V0V29ya2Zsb3cSIi5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd1JlcXVlc3QaIy5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd1Jlc3BvbnNlIiKC0+STAhwSGi9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9EncKDUxpc3RXb3JrZmxvd3MSJC5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLkxpc3RXb3JrZmxvd3NSZXNwb25zZSIZgtPkkwITEhEvYXBpL3YxL3dvcmtmbG93cxKNAQoOQ2FuY2VsV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5DYW5jZWxXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5DYW5jZWxXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L2NhbmNlbBKDAQoORGVsZXRlV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5EZWxldGVXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5EZWxldGVXb3JrZmxvd1Jlc3BvbnNlIiKC0+STAhwqGi9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9EogBCg1XYXRjaFdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5XYXRjaFdvcmtmbG93UmVzcG9uc2UiKILT5JMCIhIgL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vd2F0Y2gwARJ8Cg5HZXREaWFnbm9zdGljcxIlLnN0YXRld3JpZ2h0LnYxLkdldERpYWdub3N0aWNzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkdldERpYWdub3N0aWNzUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kaWFnbm9zdGljcxKnAQoWR2V0V29ya2Zsb3dEaWFnbm9zdGljcxItLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXF1ZXN0Gi4uc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dEaWFnbm9zdGljc1Jlc3BvbnNlIi6C0+STAigSJi9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L2RpYWdub3N0aWNzEn8KD0xpc3REZWZpbml0aW9ucxImLnN0YXRld3JpZ2h0LnYxLkxpc3REZWZpbml0aW9uc1JlcXVlc3QaJy5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXNwb25zZSIbgtPkkwIVEhMvYXBpL3YxL2RlZmluaXRpb25zEq0BCg1HZXREZWZpbml0aW9uEiQuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5HZXREZWZpbml0aW9uUmVzcG9uc2UiT4LT5JMCSVoeEhwvYXBpL3YxL3tuYW1lPWRlZmluaXRpb25zLyp9EicvYXBpL3YxL3tuYW1lPWRlZmluaXRpb25zLyovdmVyc2lvbnMvKn1CcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cigQEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiK4AgoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCRImCgVpbnB1dBgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSPAoNY29udGV4dF9wYXRjaBgIIAMoCzIlLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRQYXRjaE9wZXJhdGlvbiJxChVDb250ZXh0UGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCglmcm9tX3BhdGgYBCABKAlSBGZyb20iFwoVR2V0RGlhZ25vc3RpY3NSZXF1ZXN0Io8EChZHZXREaWFnbm9zdGljc1Jlc3BvbnNlEjgKCmV2ZW50X2xvb3AYASABKAsyJC5zdGF0ZXdyaWdodC52MS5FdmVudExvb3BEaWFnbm9zdGljcxI4CgphZG1pc3Npb25zGAIgASgLMiQuc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uRGlhZ25vc3RpY3MSOwoLcGVyc2lzdGVuY2UYAyABKAsyJi5zdGF0ZXdyaWdodC52MS5QZXJzaXN0ZW5jZURpYWdub3N0aWNzEjQKCHdhdGNoZXJzGAQgASgLMiIuc3RhdGV3cmlnaHQudjEuV2F0Y2hlckRpYWdub3N0aWNzEhMKC2RlZmluaXRpb25zGAUgAygJEigKBWJ1aWxkGAYgASgLMhkuc3RhdGV3cmlnaHQudjEuQnVpbGRJbmZvEikKBnVwdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgZ0aW1lcnMYCCABKAsyIC5zdGF0ZXdyaWdodC52MS5UaW1lckRpYWdub3N0aWNzEjkKC3Rhc2tfcXVldWVzGAkgAygLMiQuc3RhdGV3cmlnaHQudjEuVGFza1F1ZXVlRGlhZ25vc3RpY3MSNwoJcmV0ZW50aW9uGAogASgLMiQuc3RhdGV3cmlnaHQudjEuUmV0ZW50aW9uRGlhZ25vc3RpY3MiLQodR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJaCh5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2USOAoLZGlhZ25vc3RpY3MYASABKAsyIy5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0RpYWdub3N0aWNzIlMKFkxpc3REZWZpbml0aW9uc1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChdMaXN0RGVmaW5pdGlvbnNSZXNwb25zZRIvCgtkZWZpbml0aW9ucxgBIAMoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFEdldERlZmluaXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiRwoVR2V0RGVmaW5pdGlvblJlc3BvbnNlEi4KCmRlZmluaXRpb24YASABKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uKnMKDklmRXhpc3RzUG9saWN5EiAKHElGX0VYSVNUU19QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVJRl9FWElTVFNfUE9MSUNZX0ZBSUwQARIkCiBJRl9FWElTVFNfUE9MSUNZX1JFVFVSTl9FWElTVElORxACKsIBCg9TaWduYWxSZWplY3Rpb24SIAocU0lHTkFMX1JFSkVDVElPTl9VTlNQRUNJRklFRBAAEiAKHFNJR05BTF9SRUpFQ1RJT05fTk9UX1JVTk5JTkcQARIfChtTSUdOQUxfUkVKRUNUSU9OX1BFUlNJU1RJTkcQAhImCiJTSUdOQUxfUkVKRUNUSU9OX1JFQ09WRVJZX1JFUVVJUkVEEAMSIgoeU0lHTkFMX1JFSkVDVElPTl9TSFVUVElOR19ET1dOEAQqawoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhwKGFdBVENIX0VWRU5UX1RZUEVfQ1VSUkVOVBABEhkKFVdBVENIX0VWRU5UX1RZUEVfU1RFUBACMpwNCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9QnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -1042,6 +1042,27 @@ export type WatchWorkflowResponse = Message<"statewright.v1.WatchWorkflowRespons
    * @generated from field: string actor = 6;
    */
   actor: string;
+
+  /**
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   *
+   * @generated from field: google.protobuf.Struct input = 7;
+   */
+  input?: JsonObject | undefined;
+
+  /**
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   *
+   * @generated from field: repeated statewright.v1.ContextPatchOperation context_patch = 8;
+   */
+  contextPatch: ContextPatchOperation[];
 };
 
 /**
@@ -1092,6 +1113,27 @@ export type WatchWorkflowResponseJson = {
    * @generated from field: string actor = 6;
    */
   actor?: string;
+
+  /**
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   *
+   * @generated from field: google.protobuf.Struct input = 7;
+   */
+  input?: StructJson;
+
+  /**
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   *
+   * @generated from field: repeated statewright.v1.ContextPatchOperation context_patch = 8;
+   */
+  contextPatch?: ContextPatchOperationJson[];
 };
 
 /**
@@ -1100,6 +1142,83 @@ export type WatchWorkflowResponseJson = {
  */
 export const WatchWorkflowResponseSchema: GenMessage<WatchWorkflowResponse, {jsonType: WatchWorkflowResponseJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow_service, 15);
+
+/**
+ * One JSON Patch (RFC 6902) operation; in JSON it reads as the RFC writes it.
+ *
+ * @generated from message statewright.v1.ContextPatchOperation
+ */
+export type ContextPatchOperation = Message<"statewright.v1.ContextPatchOperation"> & {
+  /**
+   * Output only. `add`, `remove`, `replace`, `move` or `copy`.
+   *
+   * @generated from field: string op = 1;
+   */
+  op: string;
+
+  /**
+   * Output only. The JSON Pointer (RFC 6901) the operation applies to.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Output only. The value it sets, for `add` and `replace`.
+   *
+   * @generated from field: google.protobuf.Value value = 3;
+   */
+  value?: Value | undefined;
+
+  /**
+   * Output only. The JSON Pointer it moves or copies from, for `move` and `copy`.
+   *
+   * @generated from field: string from_path = 4 [json_name = "from"];
+   */
+  fromPath: string;
+};
+
+/**
+ * One JSON Patch (RFC 6902) operation; in JSON it reads as the RFC writes it.
+ *
+ * @generated from message statewright.v1.ContextPatchOperation
+ */
+export type ContextPatchOperationJson = {
+  /**
+   * Output only. `add`, `remove`, `replace`, `move` or `copy`.
+   *
+   * @generated from field: string op = 1;
+   */
+  op?: string;
+
+  /**
+   * Output only. The JSON Pointer (RFC 6901) the operation applies to.
+   *
+   * @generated from field: string path = 2;
+   */
+  path?: string;
+
+  /**
+   * Output only. The value it sets, for `add` and `replace`.
+   *
+   * @generated from field: google.protobuf.Value value = 3;
+   */
+  value?: ValueJson;
+
+  /**
+   * Output only. The JSON Pointer it moves or copies from, for `move` and `copy`.
+   *
+   * @generated from field: string from_path = 4 [json_name = "from"];
+   */
+  from?: string;
+};
+
+/**
+ * Describes the message statewright.v1.ContextPatchOperation.
+ * Use `create(ContextPatchOperationSchema)` to create a new message.
+ */
+export const ContextPatchOperationSchema: GenMessage<ContextPatchOperation, {jsonType: ContextPatchOperationJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 16);
 
 /**
  * Request of GetDiagnostics.
@@ -1122,7 +1241,7 @@ export type GetDiagnosticsRequestJson = {
  * Use `create(GetDiagnosticsRequestSchema)` to create a new message.
  */
 export const GetDiagnosticsRequestSchema: GenMessage<GetDiagnosticsRequest, {jsonType: GetDiagnosticsRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 16);
+  messageDesc(file_statewright_v1_workflow_service, 17);
 
 /**
  * Response of GetDiagnostics.
@@ -1283,7 +1402,7 @@ export type GetDiagnosticsResponseJson = {
  * Use `create(GetDiagnosticsResponseSchema)` to create a new message.
  */
 export const GetDiagnosticsResponseSchema: GenMessage<GetDiagnosticsResponse, {jsonType: GetDiagnosticsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 17);
+  messageDesc(file_statewright_v1_workflow_service, 18);
 
 /**
  * Request of GetWorkflowDiagnostics.
@@ -1318,7 +1437,7 @@ export type GetWorkflowDiagnosticsRequestJson = {
  * Use `create(GetWorkflowDiagnosticsRequestSchema)` to create a new message.
  */
 export const GetWorkflowDiagnosticsRequestSchema: GenMessage<GetWorkflowDiagnosticsRequest, {jsonType: GetWorkflowDiagnosticsRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 18);
+  messageDesc(file_statewright_v1_workflow_service, 19);
 
 /**
  * Response of GetWorkflowDiagnostics.
@@ -1353,7 +1472,7 @@ export type GetWorkflowDiagnosticsResponseJson = {
  * Use `create(GetWorkflowDiagnosticsResponseSchema)` to create a new message.
  */
 export const GetWorkflowDiagnosticsResponseSchema: GenMessage<GetWorkflowDiagnosticsResponse, {jsonType: GetWorkflowDiagnosticsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 19);
+  messageDesc(file_statewright_v1_workflow_service, 20);
 
 /**
  * Request of ListDefinitions.
@@ -1416,7 +1535,7 @@ export type ListDefinitionsRequestJson = {
  * Use `create(ListDefinitionsRequestSchema)` to create a new message.
  */
 export const ListDefinitionsRequestSchema: GenMessage<ListDefinitionsRequest, {jsonType: ListDefinitionsRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 20);
+  messageDesc(file_statewright_v1_workflow_service, 21);
 
 /**
  * Response of ListDefinitions.
@@ -1465,7 +1584,7 @@ export type ListDefinitionsResponseJson = {
  * Use `create(ListDefinitionsResponseSchema)` to create a new message.
  */
 export const ListDefinitionsResponseSchema: GenMessage<ListDefinitionsResponse, {jsonType: ListDefinitionsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 21);
+  messageDesc(file_statewright_v1_workflow_service, 22);
 
 /**
  * Request of GetDefinition.
@@ -1502,7 +1621,7 @@ export type GetDefinitionRequestJson = {
  * Use `create(GetDefinitionRequestSchema)` to create a new message.
  */
 export const GetDefinitionRequestSchema: GenMessage<GetDefinitionRequest, {jsonType: GetDefinitionRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 22);
+  messageDesc(file_statewright_v1_workflow_service, 23);
 
 /**
  * Response of GetDefinition.
@@ -1537,7 +1656,7 @@ export type GetDefinitionResponseJson = {
  * Use `create(GetDefinitionResponseSchema)` to create a new message.
  */
 export const GetDefinitionResponseSchema: GenMessage<GetDefinitionResponse, {jsonType: GetDefinitionResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 23);
+  messageDesc(file_statewright_v1_workflow_service, 24);
 
 /**
  * What StartWorkflow does when the requested workflow_id already exists.
