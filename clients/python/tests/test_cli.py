@@ -14,9 +14,9 @@ import pytest
 from google.protobuf import any_pb2, duration_pb2, timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 from statewright import _render, cli
-from statewright.values import to_struct, to_value
 from statewright.v1 import diagnostics_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
+from statewright.values import to_struct, to_value
 
 from tests.fakes import FakeServer, abort, workflow
 
