@@ -252,10 +252,7 @@ class WatchFeed:
             sub.seen = max(sub.seen, last)
             catch_up = last < current.revision
             known = current.revision
-            # The context at ``last``, which the next step's patch is taken from: known
-            # already when the watch starts at the instance as it is, and otherwise read
-            # with the first page of history (its row at ``last``). Revision 0 is before
-            # the start: an empty context.
+            # The context at ``last``, the next step's patch's base (see _page).
             before: Mapping[str, Any] | None = (
                 current.context if last == current.revision else {} if last == 0 else None
             )
@@ -264,12 +261,7 @@ class WatchFeed:
             base = dataclasses.replace(current, context={}, error=None)
             while True:
                 if catch_up:
-                    if before is None:
-                        rows = await self._history(workflow_id, last - 1, self._page + 1)
-                        if rows and rows[0].revision == last:
-                            before = rows.pop(0).context
-                    else:
-                        rows = await self._history(workflow_id, last, self._page)
+                    rows, before = await self._page_after(workflow_id, last, before)
                     for row in rows:
                         transitions = transitions_from_dicts(row.transitions)
                         armed = timers_from_dicts(workflow_id, row.revision, row.timers)
@@ -315,6 +307,21 @@ class WatchFeed:
                         return
         finally:
             hub.unsubscribe(sub)
+
+    async def _page_after(
+        self, workflow_id: str, last: int, before: Mapping[str, Any] | None
+    ) -> tuple[list[HistoryRecord], Mapping[str, Any] | None]:
+        """The next page of history after revision ``last``, and the context at ``last``
+        (``before``), which the first row's context patch is taken from. When it is not
+        known yet the same read takes the row at ``last`` too. An idle watcher keeps this
+        one context: after a live step it is the very dict the instance's cached session
+        holds; only after a read of history is it a copy of its own."""
+        if before is not None:
+            return await self._history(workflow_id, last, self._page), before
+        rows = await self._history(workflow_id, last - 1, self._page + 1)
+        if rows and rows[0].revision == last:
+            return rows[1:], rows[0].context
+        return rows, None
 
 
 def _shutting_down() -> errors.Unavailable:
