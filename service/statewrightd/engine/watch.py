@@ -252,7 +252,7 @@ class WatchFeed:
             sub.seen = max(sub.seen, last)
             catch_up = last < current.revision
             known = current.revision
-            # The context at ``last``, the next step's patch's base (see _page).
+            # The context at ``last``, the next step's patch's base (see _page_after).
             before: Mapping[str, Any] | None = (
                 current.context if last == current.revision else {} if last == 0 else None
             )
