@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from statewrightd.errors import StoreError
 from statewrightd.store.codec import (
@@ -48,6 +48,15 @@ Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
 # Named values, as the SQL statements name them: times checked (aware, in UTC), maps
 # encoded as JSON text.
 Params = dict[str, Any]
+
+Item = TypeVar("Item")
+
+
+def _page(found: list[Item], size: int, token_of: Callable[[Item], str]) -> tuple[list[Item], str]:
+    """The first ``size`` of ``found`` (read one longer: a row past them says more follow),
+    and the token that names the page after them ("" when none does)."""
+    items = found[:size]
+    return items, token_of(items[-1]) if len(found) > size else ""
 
 
 @runtime_checkable
@@ -246,12 +255,13 @@ class Repository(Protocol):
             "status": status,
             "limit": size + 1,
         }
-        found = self._tasks_after(params)
-        tasks = found[:size]
-        token = ""
-        if len(found) > size:
-            last = tasks[-1]
-            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
+        tasks, token = _page(
+            self._tasks_after(params),
+            size,
+            lambda last: encode_task_page_token(
+                last.schedule_time, last.workflow_id, last.task_id, key
+            ),
+        )
         return TaskPage(items=tasks, next_page_token=token)
 
     # What a backend brings: the rows, from values checked and encoded.
@@ -317,12 +327,11 @@ class Repository(Protocol):
             "status": status,
             "limit": size + 1,
         }
-        found = self._instances_after(params)
-        items = found[:size]
-        token = ""
-        if len(found) > size:
-            last = items[-1]
-            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
+        items, token = _page(
+            self._instances_after(params),
+            size,
+            lambda last: encode_page_token(last.create_time, last.workflow_id, definition, status),
+        )
         return Page(items=items, next_page_token=token)
 
 

@@ -115,6 +115,12 @@ PURGE_LIMIT = 1000
 COUNT_CAP = 100_000
 
 
+def _named(params: Params, *keys: str) -> tuple[bool, ...]:
+    """Which of ``keys`` ``params`` gives a value for: a listing's statement has a variant
+    for each set of filters named."""
+    return tuple(params[k] is not None for k in keys)
+
+
 class SqlRepository(BatchWriter, Repository):
     SQL: ClassVar[Statements]
     ROWS: ClassVar[Rows]
@@ -137,6 +143,12 @@ class SqlRepository(BatchWriter, Repository):
 
     # -- reads -----------------------------------------------------------------------
 
+    def _read_all(self, sql: str, params: Any = None) -> list[Any]:
+        """Every row ``sql`` reads, with ``params`` when it takes any."""
+        with self._reading() as conn:
+            cursor = conn.execute(sql) if params is None else conn.execute(sql, params)
+            return cursor.fetchall()
+
     def load(self, workflow_id: str) -> InstanceRecord:
         with self._reading() as conn:
             row = conn.execute(self.SQL.load, (workflow_id,)).fetchone()
@@ -149,10 +161,7 @@ class SqlRepository(BatchWriter, Repository):
     ) -> list[HistoryRecord]:
         if limit <= 0:
             raise InvalidArgument("limit must be positive", reason=Reason.INVALID_LIMIT)
-        with self._reading() as conn:
-            rows = conn.execute(
-                self.SQL.history_after, (workflow_id, after_revision, limit)
-            ).fetchall()
+        rows = self._read_all(self.SQL.history_after, (workflow_id, after_revision, limit))
         return [self.ROWS.history(r) for r in rows]
 
     def lookup_request(
@@ -232,9 +241,7 @@ class SqlRepository(BatchWriter, Repository):
         return self.ROWS.definition(row)
 
     def list_definitions(self) -> list[DefinitionRecord]:
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.list_definitions).fetchall()
-        return [self.ROWS.definition(r) for r in rows]
+        return [self.ROWS.definition(r) for r in self._read_all(self.SQL.list_definitions)]
 
     # -- timers ----------------------------------------------------------------------
 
@@ -242,8 +249,7 @@ class SqlRepository(BatchWriter, Repository):
         if not workflow_ids:
             return {}
         ids = json.dumps(list(workflow_ids), ensure_ascii=False)
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.armed_timers, {"ids": ids}).fetchall()
+        rows = self._read_all(self.SQL.armed_timers, {"ids": ids})
         out: dict[str, list[TimerRecord]] = {}
         for row in rows:
             timer = self.ROWS.timer(row)
@@ -334,13 +340,11 @@ class SqlRepository(BatchWriter, Repository):
         if not workflow_ids:
             return {}
         ids = json.dumps(list(workflow_ids), ensure_ascii=False)
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.open_tasks, {"ids": ids}).fetchall()
+        rows = self._read_all(self.SQL.open_tasks, {"ids": ids})
         return {t.workflow_id: t for t in map(self.ROWS.task, rows)}
 
     def queue_stats(self, now: datetime) -> list[QueueCounts]:
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.queue_stats, {"now": self._time(now)}).fetchall()
+        rows = self._read_all(self.SQL.queue_stats, {"now": self._time(now)})
         return [
             QueueCounts(
                 queue=r[0],
@@ -352,14 +356,8 @@ class SqlRepository(BatchWriter, Repository):
         ]
 
     def _tasks_after(self, params: Params) -> list[TaskRecord]:
-        sql = self.SQL.list_tasks(
-            params["queue"] is not None,
-            params["workflow_id"] is not None,
-            params["status"] is not None,
-        )
-        with self._reading() as conn:
-            rows = conn.execute(sql, self._bound(params)).fetchall()
-        return [self.ROWS.task(r) for r in rows]
+        sql = self.SQL.list_tasks(*_named(params, "queue", "workflow_id", "status"))
+        return [self.ROWS.task(r) for r in self._read_all(sql, self._bound(params))]
 
     def _time(self, value: datetime) -> Any:
         return self.ROWS.time_param(check_time(value, "time"))
@@ -375,11 +373,5 @@ class SqlRepository(BatchWriter, Repository):
             raise failures.schema_behind(version, self._schema_version)
 
     def _instances_after(self, params: Params) -> list[InstanceRecord]:
-        sql = self.SQL.list_instances(
-            params["definition"] is not None,
-            params["status"] is not None,
-            params["after_time"] is not None,
-        )
-        with self._reading() as conn:
-            rows = conn.execute(sql, self._bound(params)).fetchall()
-        return [self.ROWS.instance(r) for r in rows]
+        sql = self.SQL.list_instances(*_named(params, "definition", "status", "after_time"))
+        return [self.ROWS.instance(r) for r in self._read_all(sql, self._bound(params))]
