@@ -31,6 +31,7 @@ from statewrightd.app.reads import WorkflowFilter
 from statewrightd.app.wiring import Application
 from statewrightd.console.admission import Admission
 from statewrightd.console.inputs import last_event_id
+from statewrightd.console.json_text import to_json
 from statewrightd.console.list_feeds import Feed, ListFeeds
 from statewrightd.console.streams import (
     DiagnosticsSampler,
@@ -38,7 +39,7 @@ from statewrightd.console.streams import (
     error_data,
     shutting_down,
 )
-from statewrightd.console.transcoder import HttpCall, Transcoder, to_json
+from statewrightd.console.transcoder import HttpCall, Transcoder
 from statewrightd.domain import TERMINAL
 from statewrightd.engine.watch import StepEvent
 from statewrightd.reasons import Reason

@@ -6,6 +6,7 @@ into the test's scratch directory."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from selenium import webdriver
@@ -44,6 +45,35 @@ def test_the_definitions_page_draws_each_graph(
     assert "initial: evaluating" in browser.find_element(By.CSS_SELECTOR, "pre.source").text
     assert not_reloaded(browser), "the list opened the definition by reloading"
     screenshot(browser, shots, "definition")
+
+
+def test_the_start_form_begins_with_the_declared_defaults(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    open_page(browser, base_url, "/definitions/order-pricing")
+    area = css(browser, "#start-input")
+    prefilled = json.loads(wait_for(browser, lambda d: area.get_attribute("value") or None))
+    assert prefilled == {
+        "items": [],
+        "quantity": 1,
+        "price": 0,
+        "total": 0,
+        "in_stock": True,
+        "express": False,
+        "log": [],
+        "shipment": {},
+        "reason": None,
+    }
+    edited = {**prefilled, "items": ["a"], "quantity": 3, "price": 2.5}
+    area.clear()
+    area.send_keys(json.dumps(edited))
+    workflow_id = uid("browser-prefill")
+    browser.find_element(By.CSS_SELECTOR, "#start-id").send_keys(workflow_id)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for(browser, lambda d: workflow_id in d.current_url)
+    context = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["context"]
+    assert context["quantity"] == 3 and context["total"] == 7.5
+    assert context["log"][0] == "received"  # the append reducer took [] from the form
 
 
 def test_resume_with_a_button_and_see_the_state_move_without_a_reload(
