@@ -155,6 +155,11 @@ def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
     assert {r.definition for r in requests} == {"order-pricing"}
     pages_seen = list(client.list_pages(page_size=2))
     assert [p.next_page_token for p in pages_seen] == ["1", "2", ""]
+    newest = list(client.list(order_by="create_time desc", id_prefix="o-"))
+    assert len(newest) == 5
+    ordered = fake.service.calls("ListWorkflows")[-3:]
+    assert {(r.order_by, r.id_prefix) for r in ordered} == {("create_time desc", "o-")}
+    assert [r.page_token for r in ordered] == ["", "1", "2"]
 
 
 def test_list_is_lazy(fake: FakeServer, client: Client) -> None:

@@ -141,7 +141,11 @@ class EventStreams:
         """A listing's page and count, as JSON: ListWorkflows' own handler, then a count."""
         handler: ListHandler = self._listing().handler(SERVICE + "ListWorkflows")
         page = await handler(message, HttpCall(None))
-        which = WorkflowFilter(message.definition or None, requests.status_filter(message.status))
+        which = WorkflowFilter(
+            message.definition or None,
+            requests.status_filter(message.status),
+            message.id_prefix or None,  # the handler above has checked it
+        )
         count, more = await self._app.reads.count_workflows(which, COUNT_LIMIT)
         # A google.protobuf.Struct: the one message of this API that no RPC answers.
         counted = f'{{"count": {count}, "more": {"true" if more else "false"}}}'

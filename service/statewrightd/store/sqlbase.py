@@ -30,6 +30,7 @@ from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
+    ListOrder,
     QueueCounts,
     RequestRecord,
     RetentionCounts,
@@ -82,7 +83,7 @@ class Statements:
     # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
     # (create_time, workflow_id), with the named parameters after_time, after_id,
     # definition, status and limit.
-    list_instances: Callable[[bool, bool, bool], str]
+    list_instances: Callable[[str, frozenset[str]], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -372,6 +373,9 @@ class SqlRepository(BatchWriter, Repository):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
-    def _instances_after(self, params: Params) -> list[InstanceRecord]:
-        sql = self.SQL.list_instances(*_named(params, "definition", "status", "after_time"))
+    def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
+        given = ("after_time", "definition", "status", "id_prefix")
+        sql = self.SQL.list_instances(
+            order.spelled, frozenset(name for name in given if params[name] is not None)
+        )
         return [self.ROWS.instance(r) for r in self._read_all(sql, self._bound(params))]

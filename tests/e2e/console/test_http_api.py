@@ -127,6 +127,26 @@ def test_start_get_and_list(http: Http) -> None:
     assert workflow_id not in {w["workflowId"] for w in none.body.get("workflows", [])}
 
 
+def test_the_list_orders_and_searches_by_query_parameters(http: Http) -> None:
+    prefix = uid("ordered")
+    made = [start(http, "tally", workflowId=f"{prefix}-{i}")["workflowId"] for i in range(3)]
+    newest = http.get(W, orderBy="create_time desc", idPrefix=prefix, pageSize=2)
+    assert [w["workflowId"] for w in newest.body["workflows"]] == made[:0:-1]
+    rest = http.get(
+        W, order_by="create_time desc", id_prefix=prefix, pageToken=newest.body["nextPageToken"]
+    )
+    assert [w["workflowId"] for w in rest.body["workflows"]] == made[:1]
+    refused = http.get(W, orderBy="newest")
+    assert refused.status == 400 and refused.error == ("INVALID_ARGUMENT", "INVALID_ORDER_BY")
+    assert http.get(W, idPrefix="-no").error == ("INVALID_ARGUMENT", "INVALID_FIELD")
+    stream = http.events(f"{W}:watch?orderBy=create_time%20desc&idPrefix={prefix}&pageSize=1")
+    try:
+        assert [w["workflowId"] for w in stream.until("page").data["workflows"]] == made[-1:]
+        assert stream.until("count").data == {"count": 3, "more": False}
+    finally:
+        stream.close()
+
+
 def test_workflow_errors_are_the_grpc_api_s(http: Http) -> None:
     absent = http.get(f"{W}/{uid('absent')}")
     assert absent.status == 404 and absent.error == ("NOT_FOUND", "WORKFLOW_NOT_FOUND")
