@@ -30,6 +30,23 @@ interface Palette {
   taskBorder: string;
   unvisited: string;
   unvisitedBorder: string;
+  /** The outline of the states visited and the edges taken (3:1 on the canvas at least). */
+  path: string;
+  /** The fill and outline of the state an instance ended in, by its outcome. */
+  completed: string;
+  completedBorder: string;
+  failed: string;
+  failedBorder: string;
+  cancelled: string;
+  cancelledBorder: string;
+}
+
+export type Outcome = "completed" | "failed" | "cancelled";
+
+/** A step's transition as the history gives it (a start's comes from no state). */
+export interface Taken {
+  fromState?: string;
+  toState?: string;
 }
 
 const LIGHT: Palette = {
@@ -44,6 +61,13 @@ const LIGHT: Palette = {
   taskBorder: "#1d4ed8",
   unvisited: "#fde2e2",
   unvisitedBorder: "#b91c1c",
+  path: "#6d28d9",
+  completed: "#d9f7e3",
+  completedBorder: "#15803d",
+  failed: "#fde2e2",
+  failedBorder: "#b91c1c",
+  cancelled: "#e4e7ec",
+  cancelledBorder: "#4b5563",
 };
 
 const DARK: Palette = {
@@ -58,6 +82,13 @@ const DARK: Palette = {
   taskBorder: "#8fb0ff",
   unvisited: "#3a1d1b",
   unvisitedBorder: "#ff8a80",
+  path: "#c4a7ff",
+  completed: "#12301d",
+  completedBorder: "#6ee7a0",
+  failed: "#3a1414",
+  failedBorder: "#ff8a80",
+  cancelled: "#2a2f38",
+  cancelledBorder: "#c0c6d2",
 };
 
 export function palette(): Palette {
@@ -144,6 +175,10 @@ export class StateGraph {
   private current: string | null = null;
   private rendered: Promise<void>;
   private revealed = false;
+  // The path taken, as Mermaid ids: the states visited and the edges taken ("from>to").
+  private readonly visited = new Set<string>();
+  private readonly taken = new Set<string>();
+  private outcome: Outcome | null = null;
 
   constructor(source: string, label: string) {
     this.caption = h("figcaption", { class: "graph-caption" });
@@ -254,40 +289,125 @@ export class StateGraph {
     if (this.current !== null) this.mark(this.current);
   }
 
-  /** Light ``state`` (and only it); resolves once the graph shows it. */
-  async highlight(state: string, status: string): Promise<void> {
+  /** Light ``state`` (and only it); resolves once the graph shows it. ``outcome``: how
+   * the instance ended, when it has (its state is then coloured by it). */
+  async highlight(state: string, status: string, outcome: Outcome | null = null): Promise<void> {
     this.current = state;
+    this.outcome = outcome;
     this.caption.replaceChildren("Current state: ", h("strong", { "data-current-state": state }, state), ` (${status})`);
     await this.rendered;
     this.mark(state);
   }
 
-  private mark(state: string): void {
-    // Rows saved by older servers name `__finish__` for a finished instance: the end, [*].
-    const id = state === FINISH ? "root_end" : mermaidId(state);
-    for (const node of this.figure.querySelectorAll(".sw-current")) {
-      node.classList.remove("sw-current");
-      node.removeAttribute("data-current");
-      for (const shape of node.querySelectorAll<SVGElement>("[data-sw-style]")) {
-        shape.setAttribute("style", shape.dataset.swStyle ?? "");
-        delete shape.dataset.swStyle;
-      }
+  /** Adds a step's transitions to the path taken (``initial``: the state a first step
+   * started in, entered from the start); resolves once the graph shows them. */
+  async trace(transitions: readonly Taken[], initial: string | null = null): Promise<void> {
+    const all = initial ? [{ toState: initial }, ...transitions] : transitions;
+    for (const t of all) {
+      const from = t.fromState ? nodeId(t.fromState) : "root_start";
+      const to = nodeId(t.toState ?? "");
+      this.visited.add(from).add(to);
+      this.taken.add(`${from}>${to}`);
     }
-    // Mermaid names a state's node "<render id>-state-<state id>-<n>".
-    const pattern = new RegExp(`(^|-)state-${id}-\\d+$`);
-    for (const node of this.figure.querySelectorAll<SVGGElement>("g.node")) {
-      if (pattern.test(node.id)) {
-        node.classList.add("sw-current");
-        node.setAttribute("data-current", state);
-        if (!this.revealed) this.reveal(node);
-        // A classDef's colours are inline and !important: only inline styles outrank them.
-        const colour = getComputedStyle(this.figure).getPropertyValue("--current").trim() || "#b93d0c";
-        for (const shape of node.querySelectorAll<SVGElement>("rect, path, polygon, circle")) {
-          shape.dataset.swStyle = shape.getAttribute("style") ?? "";
-          shape.style.setProperty("stroke", colour, "important");
-          shape.style.setProperty("stroke-width", "4px", "important");
+    await this.rendered;
+    if (this.current !== null) this.mark(this.current);
+  }
+
+  /** Draws the marks afresh: the path taken, the outcome, then the current state on top.
+   * A classDef's colours are inline and !important: only inline styles outrank them, so
+   * each mark is an inline style over the shape's own, which is kept to go back to. */
+  private mark(state: string): void {
+    for (const shape of this.figure.querySelectorAll<SVGElement>("[data-sw-style]")) {
+      shape.setAttribute("style", shape.dataset.swStyle ?? "");
+      delete shape.dataset.swStyle;
+    }
+    for (const node of this.figure.querySelectorAll(".sw-current, .sw-visited, .sw-taken, [data-outcome]")) {
+      node.classList.remove("sw-current", "sw-visited", "sw-taken");
+      node.removeAttribute("data-current");
+      node.removeAttribute("data-outcome");
+    }
+    const styled = (shape: SVGElement, style: Record<string, string>) => {
+      shape.dataset.swStyle ??= shape.getAttribute("style") ?? "";
+      for (const [name, value] of Object.entries(style)) shape.style.setProperty(name, value, "important");
+    };
+    const shapes = "rect, path, polygon, circle";
+    const p = palette();
+    const nodes = this.nodes();
+    const ended = this.outcome === "completed" && state !== FINISH && this.visited.has(nodeId(state))
+      ? [nodeId(state), "root_end"] : [nodeId(state)];
+    const completedEnd = this.outcome === "completed" && state !== FINISH ? `${nodeId(state)}>root_end` : null;
+    for (const [path, [from, to]] of this.edges(nodes)) {
+      const key = `${from}>${to}`;
+      if (!this.taken.has(key) && key !== completedEnd) continue;
+      path.classList.add("sw-taken");
+      styled(path, { stroke: p.path, "stroke-width": "3px" });
+    }
+    for (const [node, id] of nodes) {
+      if (this.visited.has(id) || (completedEnd && id === "root_end")) {
+        node.classList.add("sw-visited");
+        for (const shape of node.querySelectorAll<SVGElement>(shapes)) styled(shape, { stroke: p.path, "stroke-width": "3px" });
+      }
+      if (this.outcome && ended.includes(id)) {
+        node.setAttribute("data-outcome", this.outcome);
+        const [fill, border] = {
+          completed: [p.completed, p.completedBorder],
+          failed: [p.failed, p.failedBorder],
+          cancelled: [p.cancelled, p.cancelledBorder],
+        }[this.outcome];
+        const end = id === "root_end";
+        for (const shape of node.querySelectorAll<SVGElement>(shapes)) {
+          styled(shape, end ? { stroke: border, "stroke-width": "3px" } : { fill, stroke: border, "stroke-width": "3px" });
         }
       }
     }
+    // Rows saved by older servers name `__finish__` for a finished instance: the end, [*].
+    const id = nodeId(state);
+    const colour = getComputedStyle(this.figure).getPropertyValue("--current").trim() || "#b93d0c";
+    for (const [node, nodeOf] of nodes) {
+      if (nodeOf !== id) continue;
+      node.classList.add("sw-current");
+      node.setAttribute("data-current", state);
+      if (!this.revealed) this.reveal(node);
+      for (const shape of node.querySelectorAll<SVGElement>(shapes)) styled(shape, { stroke: colour, "stroke-width": "4px" });
+    }
   }
+
+  /** Each drawn state with its Mermaid id (Mermaid names a state's node
+   * "<render id>-state-<state id>-<n>"). */
+  private nodes(): Map<SVGGElement, string> {
+    const found = new Map<SVGGElement, string>();
+    for (const node of this.figure.querySelectorAll<SVGGElement>("g.node")) {
+      const match = /(?:^|-)state-(.+)-\d+$/.exec(node.id);
+      if (match) found.set(node, match[1]);
+    }
+    return found;
+  }
+
+  /** Each drawn edge with the states it joins. Mermaid's SVG does not name them: an edge
+   * joins the nodes nearest its two ends. */
+  private edges(nodes: Map<SVGGElement, string>): Map<SVGPathElement, [string, string]> {
+    const boxes = [...nodes].map(([node, id]) => [node.getBoundingClientRect(), id] as const);
+    const nearest = (x: number, y: number) => {
+      let best = "", distance = Infinity;
+      for (const [r, id] of boxes) {
+        const d = Math.hypot(Math.max(r.left - x, 0, x - r.right), Math.max(r.top - y, 0, y - r.bottom));
+        if (d < distance) [best, distance] = [id, d];
+      }
+      return best;
+    };
+    const found = new Map<SVGPathElement, [string, string]>();
+    for (const path of this.figure.querySelectorAll<SVGPathElement>("path[data-edge]")) {
+      const matrix = path.getScreenCTM();
+      const length = path.getTotalLength();
+      if (!matrix || !length) continue;
+      const [a, b] = [path.getPointAtLength(0), path.getPointAtLength(length)].map((point) => new DOMPoint(point.x, point.y).matrixTransform(matrix));
+      found.set(path, [nearest(a.x, a.y), nearest(b.x, b.y)]);
+    }
+    return found;
+  }
+}
+
+/** The Mermaid id of the node that stands for ``state``: the end, [*], for `__finish__`. */
+function nodeId(state: string): string {
+  return state === FINISH ? "root_end" : mermaidId(state);
 }

@@ -20,9 +20,11 @@ export function notFound(page: Route): void {
   fallback = page;
 }
 
-export function navigate(href: string, replace = false): void {
-  if (replace) history.replaceState(null, "", href);
-  else history.pushState(null, "", href);
+/** Goes to ``href``; ``state`` is kept with that history entry (what its page remembers
+ * that the URL need not carry, such as the way back through a listing's pages). */
+export function navigate(href: string, replace = false, state: unknown = null): void {
+  if (replace) history.replaceState(state, "", href);
+  else history.pushState(state, "", href);
   void show(!replace);
 }
 

@@ -29,6 +29,7 @@ class Reason(enum.StrEnum):
     INPUT_TYPE_MISMATCH = "INPUT_TYPE_MISMATCH"
     INVALID_FIELD = "INVALID_FIELD"  # a request field with a malformed or out-of-range value
     INVALID_INPUT = "INVALID_INPUT"  # an input that is not a map of context fields
+    INVALID_ORDER_BY = "INVALID_ORDER_BY"  # a list order_by that is not one of the orders
     INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"  # a page_token this server did not hand out
     INVALID_PAYLOAD = "INVALID_PAYLOAD"  # a signal payload that cannot be stored
     INVALID_RESULT = "INVALID_RESULT"  # a task result that cannot be stored

@@ -77,6 +77,50 @@ def test_list_filters_and_pages_without_duplicates_or_gaps(client: Client) -> No
     assert client.list_page(definition="catalog", page_size=1).workflows[0] == client.get(ids[0])
 
 
+def test_list_newest_first_by_prefix_with_pages_that_hold_still(client: Client) -> None:
+    prefix = uid("ordered")
+    ids = [
+        client.start("tally", workflow_id=f"{prefix}-{i}").workflow.workflow_id for i in range(5)
+    ]
+    client.start("tally", workflow_id=uid("other"))
+
+    def page(token: str = "", order_by: str = "create_time desc") -> pb.ListWorkflowsResponse:
+        request = pb.ListWorkflowsRequest(
+            order_by=order_by, id_prefix=prefix, page_size=2, page_token=token
+        )
+        return client.stub.ListWorkflows(request, timeout=10)
+
+    first = page()
+    assert [w.workflow_id for w in first.workflows] == [ids[4], ids[3]]
+    # An instance started between pages is newer than the first page: it never shifts a
+    # later one.
+    late = client.start("tally", workflow_id=f"{prefix}-late").workflow.workflow_id
+    second = page(first.next_page_token)
+    third = page(second.next_page_token)
+    assert [w.workflow_id for w in [*second.workflows, *third.workflows]] == [
+        ids[2],
+        ids[1],
+        ids[0],
+    ]
+    assert third.next_page_token == ""
+    assert [w.workflow_id for w in page().workflows] == [late, ids[4]]
+    assert [w.workflow_id for w in page(order_by="create_time").workflows] == ids[:2]
+    # The instance changed last comes first by update time.
+    client.signal(ids[1], "close")
+    assert page(order_by="update_time desc").workflows[0].workflow_id == ids[1]
+    # A token continues only the order it was issued for.
+    code, _ = rpc_failure(lambda: page(first.next_page_token, "create_time"))
+    assert code is INVALID
+    info = expect_error(lambda: page(order_by="newest"), INVALID, "INVALID_ORDER_BY")
+    assert info.metadata["field"] == "order_by"
+    info = expect_error(
+        lambda: client.stub.ListWorkflows(pb.ListWorkflowsRequest(id_prefix="-x"), timeout=10),
+        INVALID,
+        "INVALID_FIELD",
+    )
+    assert info.metadata["field"] == "id_prefix"
+
+
 def test_list_refuses_bad_page_tokens_and_sizes(client: Client) -> None:
     for token in ("garbage", "%%%", "o5"):
         code, _ = rpc_failure(lambda t=token: client.list_page(page_token=t))  # type: ignore[misc]

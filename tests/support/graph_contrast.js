@@ -2,7 +2,8 @@
 // elements stacked at the text's centre, from the top, until one is opaque (an HTML
 // background or an SVG shape's fill), blended as the browser blends them. Marks without
 // text (the start and end circles) are measured against the canvas; the lit node's
-// outline too. Run by tests/support/browser.py's graph_contrast in the page.
+// outline too, and the outlines of the path taken (the states visited, the edges taken);
+// the state an instance ended in is measured again as its outcome ('ended completed'). Run by tests/support/browser.py's graph_contrast in the page.
 const canvas = document.querySelector('.graph-canvas[data-rendered]');
 const parse = (c) => {
   const m = /rgba?\(([^)]+)\)/.exec(c || '');
@@ -54,6 +55,9 @@ for (const [g, t] of texts) {
     : g.classList.contains('sw-current') ? 'current' : g.classList.contains('task') ? 'task'
     : g.classList.contains('wait') ? 'wait' : 'state';
   out.push({kind, text: t.textContent.trim(), ratio: ratio(over(fg, bg), bg), fg: s.color, bg: bg.join()});
+  if (g.dataset.outcome) {
+    out.push({kind: `ended ${g.dataset.outcome}`, text: t.textContent.trim(), ratio: ratio(over(fg, bg), bg), fg: s.color, bg: bg.join()});
+  }
 }
 for (const g of canvas.querySelectorAll('g.node[id*="root_start"], g.node[id*="root_end"]')) {
   g.scrollIntoView({block: 'center', inline: 'center'});
@@ -64,5 +68,12 @@ for (const g of canvas.querySelectorAll('g.node[id*="root_start"], g.node[id*="r
 for (const g of canvas.querySelectorAll('g.node.sw-current')) {
   const stroke = parse(getComputedStyle(g.querySelector(shapes)).stroke);
   out.push({kind: 'current outline', text: g.getAttribute('data-current'), ratio: ratio(stroke, base), fg: '', bg: base.join()});
+}
+for (const g of canvas.querySelectorAll('g.node.sw-visited:not(.sw-current)')) {
+  const stroke = parse(getComputedStyle(g.querySelector(shapes)).stroke);
+  out.push({kind: 'path outline', text: g.id, ratio: ratio(stroke, base), fg: '', bg: base.join()});
+}
+for (const path of canvas.querySelectorAll('path.sw-taken')) {
+  out.push({kind: 'taken edge', text: path.id, ratio: ratio(parse(getComputedStyle(path).stroke), base), fg: '', bg: base.join()});
 }
 return out;

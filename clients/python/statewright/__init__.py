@@ -37,6 +37,7 @@ from statewright.errors import (
     WorkflowNotFound,
 )
 from statewright.models import (
+    ContextField,
     Definition,
     SignalRejection,
     SignalResult,
@@ -64,6 +65,7 @@ __all__ = [
     "AsyncClient",
     "AsyncWorker",
     "Client",
+    "ContextField",
     "DeadlineExceeded",
     "Definition",
     "DefinitionNotFound",

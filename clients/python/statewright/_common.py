@@ -203,9 +203,15 @@ def list_request(
     status: WorkflowStatus | str | None,
     page_size: int | None,
     page_token: str,
+    order_by: str | None = None,
+    id_prefix: str | None = None,
 ) -> pb.ListWorkflowsRequest:
     request = pb.ListWorkflowsRequest(
-        definition=definition or "", page_size=page_size or 0, page_token=page_token
+        definition=definition or "",
+        page_size=page_size or 0,
+        page_token=page_token,
+        order_by=order_by or "",
+        id_prefix=id_prefix or "",
     )
     if status is not None:
         request.status = WorkflowStatus.parse(status).to_proto()

@@ -9,6 +9,7 @@ inside their own plans.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import NamedTuple
 
 import grpc
 
@@ -34,6 +35,16 @@ from statewright.models import (
 from statewright.v1 import diagnostics_pb2, task_pb2
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
+
+
+class _Listing(NamedTuple):
+    """What a workflow listing is of, the same on every page."""
+
+    definition: str | None
+    status: WorkflowStatus | str | None
+    page_size: int | None
+    order_by: str | None
+    id_prefix: str | None
 
 
 class Operations:
@@ -142,15 +153,21 @@ class Operations:
         status: WorkflowStatus | str | None = None,
         page_size: int | None = None,
         page_token: str = "",
+        order_by: str | None = None,
+        id_prefix: str | None = None,
         timeout: float | None = None,
     ) -> Feed[WorkflowPage]:
         """Yields pages of instances, following ``next_page_token`` until it is empty.
 
-        Each page is fetched lazily with its own deadline.
+        Each page is fetched lazily with its own deadline. ``order_by`` is one of
+        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``
+        and ``"update_time"`` (None: oldest first); ``id_prefix`` keeps only instances
+        whose id starts with it.
         """
+        which = _Listing(definition, status, page_size, order_by, id_prefix)
         token: str | None = page_token
         while token is not None:
-            page = yield from self._page(definition, status, page_size, token, timeout)
+            page = yield from self._page(which, token, timeout)
             yield page
             token = page.next_page_token or None
 
@@ -161,25 +178,27 @@ class Operations:
         definition: str | None = None,
         status: WorkflowStatus | str | None = None,
         page_size: int | None = None,
+        order_by: str | None = None,
+        id_prefix: str | None = None,
         timeout: float | None = None,
     ) -> Feed[Workflow]:
-        """Yields every matching instance, oldest first, across all pages."""
+        """Yields every matching instance across all pages, oldest first unless
+        ``order_by`` says otherwise (see ``list_pages``)."""
+        which = _Listing(definition, status, page_size, order_by, id_prefix)
         token: str | None = ""
         while token is not None:
-            page = yield from self._page(definition, status, page_size, token, timeout)
+            page = yield from self._page(which, token, timeout)
             yield from page.workflows
             token = page.next_page_token or None
 
-    def _page(
-        self,
-        definition: str | None,
-        status: WorkflowStatus | str | None,
-        page_size: int | None,
-        token: str,
-        timeout: float | None,
-    ) -> Plan[WorkflowPage]:
+    def _page(self, which: _Listing, token: str, timeout: float | None) -> Plan[WorkflowPage]:
         request = _common.list_request(
-            definition=definition, status=status, page_size=page_size, page_token=token
+            definition=which.definition,
+            status=which.status,
+            page_size=which.page_size,
+            page_token=token,
+            order_by=which.order_by,
+            id_prefix=which.id_prefix,
         )
         response: pb.ListWorkflowsResponse = yield Unary("ListWorkflows", request, timeout)
         return WorkflowPage(

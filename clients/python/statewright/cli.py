@@ -4,6 +4,7 @@
     statewright resume workflows/ID --event approve
     statewright get workflows/ID                      # a readable table; -o json for JSON
     statewright list --status waiting                 # one instance a row
+    statewright list --order-by "create_time desc" --id-prefix order-  # newest first
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
 
@@ -125,10 +126,18 @@ def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> No
         _emit(out, workflow.to_dict(), compact=args.compact)
 
 
+# ListWorkflows' orders, as the server spells them.
+ORDERS = ("create_time desc", "create_time", "update_time desc", "update_time")
+
+
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     found: list[Workflow] = []
     for workflow in client.list(
-        definition=args.definition, status=args.status, page_size=args.page_size
+        definition=args.definition,
+        status=args.status,
+        page_size=args.page_size,
+        order_by=args.order_by,
+        id_prefix=args.id_prefix,
     ):
         if args.limit is not None and len(found) >= args.limit:
             break
@@ -435,6 +444,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--page-size", type=int, metavar="N", help="instances per request (default: server's, 50)"
     )
+    p.add_argument(
+        "--order-by",
+        choices=ORDERS,
+        help="the order of the listing (default: create_time, oldest first); "
+        "'create_time desc' lists the newest first",
+    )
+    p.add_argument("--id-prefix", metavar="TEXT", help="only instances whose id starts with it")
     p.add_argument("--limit", type=int, metavar="N", help="stop after this many instances")
 
     p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")

@@ -545,6 +545,38 @@ class WorkflowPage:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextField:
+    """One declared field of a definition's context: its type (``string``, ``int``,
+    ``number``, ``bool``, ``list``, ``map`` or ``any``), its reducer (``replace``,
+    ``append`` or ``merge``) and the value an instance starts with."""
+
+    name: str
+    type: str
+    reducer: str
+    default: JSONValue
+    nullable: bool
+
+    @classmethod
+    def from_proto(cls, msg: definition_pb2.ContextField) -> ContextField:
+        return cls(
+            name=msg.name,
+            type=msg.type,
+            reducer=msg.reducer,
+            default=from_value(msg.default_value),
+            nullable=msg.nullable,
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "reducer": self.reducer,
+            "default": self.default,
+            "nullable": self.nullable,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class Definition:
     """One immutable definition version."""
 
@@ -560,6 +592,9 @@ class Definition:
     events: tuple[str, ...]
     create_time: datetime | None
     proto: definition_pb2.Definition = field(repr=False, compare=False)
+    # The declared context, in declaration order; {f.name: f.default} is a start's input
+    # that sets nothing new.
+    context_fields: tuple[ContextField, ...] = ()
 
     @classmethod
     def from_proto(cls, msg: definition_pb2.Definition) -> Definition:
@@ -576,6 +611,7 @@ class Definition:
             events=tuple(msg.events),
             create_time=_time(msg.create_time, msg.HasField("create_time")),
             proto=msg,
+            context_fields=tuple(ContextField.from_proto(f) for f in msg.context_fields),
         )
 
     def to_dict(self, *, source: bool = True) -> JSONObject:
@@ -589,6 +625,7 @@ class Definition:
             "states": list(self.states),
             "events": list(self.events),
             "create_time": _iso(self.create_time),
+            "context_fields": [f.to_dict() for f in self.context_fields],
         }
         if source:
             out["source"] = self.source

@@ -99,6 +99,16 @@ def test_list_collects_all_pages_up_to_the_limit(fake: FakeServer) -> None:
     assert len(limited) == 3
     _, _, _ = _run(fake, "list", "--status", "WORKFLOW_STATUS_FAILED", "--json")
     assert fake.service.calls("ListWorkflows")[-1].status == workflow_pb2.WORKFLOW_STATUS_FAILED
+    _run(fake, "list", "--order-by", "create_time desc", "--id-prefix", "p0", "--json")
+    last = fake.service.calls("ListWorkflows")[-1]
+    assert (last.order_by, last.id_prefix) == ("create_time desc", "p0")
+
+
+def test_unknown_order_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as caught:
+        cli.main(["list", "--order-by", "newest"])
+    assert caught.value.code == 2
+    assert "create_time desc" in capsys.readouterr().err
 
 
 def test_watch_prints_json_lines(fake: FakeServer) -> None:

@@ -11,6 +11,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import struct_pb2
 from statewright import (
     AsyncClient,
     Client,
@@ -154,6 +155,11 @@ def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
     assert {r.definition for r in requests} == {"order-pricing"}
     pages_seen = list(client.list_pages(page_size=2))
     assert [p.next_page_token for p in pages_seen] == ["1", "2", ""]
+    newest = list(client.list(order_by="create_time desc", id_prefix="o-"))
+    assert len(newest) == 5
+    ordered = fake.service.calls("ListWorkflows")[-3:]
+    assert {(r.order_by, r.id_prefix) for r in ordered} == {("create_time desc", "o-")}
+    assert [r.page_token for r in ordered] == ["", "1", "2"]
 
 
 def test_list_is_lazy(fake: FakeServer, client: Client) -> None:
@@ -278,8 +284,16 @@ def test_diagnostics_and_definitions(fake: FakeServer, client: Client) -> None:
         )
 
     fake.service.behaviours["ListDefinitions"] = definitions
+    quantity = definition_pb2.ContextField(name="quantity", type="int", reducer="replace")
+    quantity.default_value.number_value = 1
+    notes = definition_pb2.ContextField(name="notes", type="list", reducer="append")
+    notes.default_value.list_value.SetInParent()
+    reason = definition_pb2.ContextField(name="reason", type="string", nullable=True)
+    reason.default_value.null_value = struct_pb2.NULL_VALUE
     fake.service.behaviours["GetDefinition"] = lambda r, c: pb.GetDefinitionResponse(
-        definition=definition_pb2.Definition(name=r.name, states=["draft"])
+        definition=definition_pb2.Definition(
+            name=r.name, states=["draft"], context_fields=[quantity, notes, reason]
+        )
     )
     assert client.diagnostics().build.version == "0.1.0"
     assert [d.name for d in client.definitions()] == [
@@ -289,6 +303,19 @@ def test_diagnostics_and_definitions(fake: FakeServer, client: Client) -> None:
     one = client.definition("mail-approval", 1)
     assert one.name == "definitions/mail-approval/versions/1"
     assert one.states == ("draft",)
+    assert [(f.name, f.type, f.reducer, f.default, f.nullable) for f in one.context_fields] == [
+        ("quantity", "int", "replace", 1, False),
+        ("notes", "list", "append", [], False),
+        ("reason", "string", "", None, True),
+    ]
+    assert type(one.context_fields[0].default) is int
+    assert one.context_fields[0].to_dict() == {
+        "name": "quantity",
+        "type": "int",
+        "reducer": "replace",
+        "default": 1,
+        "nullable": False,
+    }
 
 
 def test_connection_refused_maps_to_unavailable_after_retries() -> None:

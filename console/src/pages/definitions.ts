@@ -1,7 +1,7 @@
 import * as api from "../api.js";
 import { h, link, replace } from "../dom.js";
 import { ago, errorNotice } from "../format.js";
-import type { DefinitionJson } from "@statewright/client/gen/statewright/v1/definition_pb.js";
+import type { ContextFieldJson, DefinitionJson } from "@statewright/client/gen/statewright/v1/definition_pb.js";
 import type { ListDefinitionsResponseJson, GetDefinitionResponseJson, StartWorkflowResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { StateGraph } from "../graph.js";
 import { navigate, type Page } from "../router.js";
@@ -120,7 +120,7 @@ export function definitionPage(name: string, query: URLSearchParams): Page {
                   h("dt", {}, "Events"), h("dd", {}, (d.events ?? []).join(", ") || "—"),
                 ),
               ),
-              startForm(name, d.version ?? 0),
+              startForm(name, d.version ?? 0, d.contextFields ?? []),
               h("section", { class: "card span-2", "aria-labelledby": "source-title" },
                 h("h2", { id: "source-title" }, "Source"),
                 h("pre", { class: "source", tabindex: 0, "aria-label": "Definition source" }, h("code", {}, d.source ?? "")),
@@ -134,13 +134,24 @@ export function definitionPage(name: string, query: URLSearchParams): Page {
   };
 }
 
-function startForm(name: string, version: number): HTMLElement {
+// The start form begins with every declared field at its default, so that what an
+// instance can be started with is on the page to edit rather than looked up in the source.
+function contextDefaults(fields: ContextFieldJson[]): string {
+  if (fields.length === 0) return "";
+  const defaults: Record<string, unknown> = {};
+  for (const field of fields) defaults[field.name ?? ""] = field.defaultValue ?? null;
+  return JSON.stringify(defaults, null, 2);
+}
+
+function startForm(name: string, version: number, fields: ContextFieldJson[]): HTMLElement {
   const result = h("div", { "aria-live": "polite" });
-  const input = h("textarea", { id: "start-input", name: "input", rows: 4, spellcheck: "false", class: "code-input", placeholder: "{}" });
+  const prefill = contextDefaults(fields);
+  const input = h("textarea", { id: "start-input", name: "input", rows: Math.min(12, Math.max(4, fields.length + 2)), spellcheck: "false", class: "code-input", placeholder: "{}" });
+  input.value = prefill;
   const id = h("input", { id: "start-id", name: "workflowId", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "generated when empty" });
   const form = h("form", { class: "stack" },
     h("label", { for: "start-id" }, "Workflow id ", h("span", { class: "muted" }, "(optional)")), id,
-    h("label", { for: "start-input" }, "Input ", h("span", { class: "muted" }, "(JSON object, optional)")), input,
+    h("label", { for: "start-input" }, "Input ", h("span", { class: "muted" }, prefill ? "(JSON object: the context's declared defaults, edit or remove any)" : "(JSON object, optional)")), input,
     h("div", {}, h("button", { type: "submit", class: "button primary" }, `Start ${name} v${version}`)),
     result,
   );

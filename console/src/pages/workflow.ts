@@ -12,13 +12,19 @@ import type {
   SignalWorkflowResponseJson,
   WatchWorkflowResponseJson,
 } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
-import { isTaskState, StateGraph } from "../graph.js";
+import { isTaskState, type Outcome, StateGraph } from "../graph.js";
 import type { Page } from "../router.js";
 import { connection } from "../status.js";
 
 // The timeline opens with this many revisions at most (a watch replays only these); "Load
 // earlier" adds as many again each time it is pressed.
 const HISTORY_SHOWN = 200;
+// How a finished instance ended, as its graph colours the state it ended in.
+const OUTCOMES: Record<string, Outcome> = {
+  WORKFLOW_STATUS_COMPLETED: "completed",
+  WORKFLOW_STATUS_FAILED: "failed",
+  WORKFLOW_STATUS_CANCELLED: "cancelled",
+};
 const TASK_POLL_MS = 3000;
 
 const TASK_STATUS: Record<string, string> = {
@@ -102,7 +108,7 @@ export function workflowPage(id: string): Page {
 
         const headFacts = h("div", { class: "head-facts" });
         const heading = h("div", { class: "page-head" }, h("h1", { class: "id-heading" }, h("code", {}, id), copyButton(id, "workflow id")), headFacts);
-        const graph = new StateGraph(mermaidSource, `State graph of ${workflow.definition} version ${workflow.version}, current state highlighted`);
+        const graph = new StateGraph(mermaidSource, `State graph of ${workflow.definition} version ${workflow.version}, current state highlighted, the path taken outlined`);
         const facts = h("dl", { class: "facts" });
         const accepted = h("div", {});
         const context = h("div", {});
@@ -293,7 +299,7 @@ export function workflowPage(id: string): Page {
               h("span", { class: "chip" }, link(`/definitions/${encodeURIComponent(workflow.definition ?? "")}?version=${workflow.version}`, `${workflow.definition} v${workflow.version}`)),
               h("span", { class: "chip" }, "revision ", h("strong", { id: "current-revision" }, workflow.revision ?? "0")),
           );
-          void graph.highlight(workflow.state ?? "", statusLabel(workflow.status));
+          void graph.highlight(workflow.state ?? "", statusLabel(workflow.status), OUTCOMES[String(workflow.status)] ?? null);
           replace(facts,
             h("dt", {}, "Status"), h("dd", {}, statusBadge(workflow.status)),
             h("dt", {}, "State"), h("dd", {}, h("code", {}, workflow.state ?? "")),
@@ -317,6 +323,9 @@ export function workflowPage(id: string): Page {
         // until opened) what the step took and how it changed the context.
         const historyEntry = (step: WatchWorkflowResponseJson): HTMLElement[] => {
           const transitions = step.transitions ?? [];
+          // A first step starts in the initial state, whether or not it moved on from it.
+          const initial = Number(step.revision) === 1 ? transitions[0]?.fromState || step.workflow?.state || "" : null;
+          void graph.trace(transitions, initial);
           const revision = String(step.revision ?? "");
           const cancelled = isCancellation(step);
           const detailId = `history-detail-${revision}`;

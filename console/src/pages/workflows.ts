@@ -6,6 +6,28 @@ import { navigate, type Page } from "../router.js";
 import { connection } from "../status.js";
 
 const PAGE_SIZE = 25;
+// ListWorkflows' orders, as the sort control names them; the first is the default, which
+// the URL leaves out.
+const ORDERS: [string, string][] = [
+  ["create_time desc", "Newest first"],
+  ["create_time", "Oldest first"],
+  ["update_time desc", "Recently updated"],
+  ["update_time", "Least recently updated"],
+];
+const DEFAULT_ORDER = ORDERS[0][0];
+
+/** What a page of the list remembers in its history entry: the page tokens of the pages
+ * before it (the first page's is ""), so that the URL holds only the current page's token
+ * however far one pages, and "Previous" and the browser's Back both go back. */
+interface Trail {
+  trail: string[];
+}
+
+function trailOf(state: unknown, pageToken: string): string[] {
+  const found = (state as Partial<Trail> | null)?.trail;
+  if (pageToken && Array.isArray(found) && found.every((t) => typeof t === "string")) return found;
+  return [];
+}
 
 interface Count {
   count: number;
@@ -15,9 +37,12 @@ interface Count {
 export function workflowsPage(query: URLSearchParams): Page {
   const definition = query.get("definition") ?? "";
   const status = query.get("status") ?? "";
+  const idPrefix = query.get("idPrefix") ?? "";
+  const orderBy = query.get("orderBy") || DEFAULT_ORDER;
   const pageToken = query.get("pageToken") ?? "";
-  // Tokens of the pages before this one, for "Previous".
-  const trail = (query.get("trail") ?? "").split(",").filter(Boolean);
+  // A page size of the URL's own (none: PAGE_SIZE), kept across pages.
+  const sized = Math.min(Math.max(Math.trunc(Number(query.get("pageSize"))) || 0, 0), 1000);
+  const trail = trailOf(history.state, pageToken);
   return {
     title: "Workflows",
     render(main) {
@@ -25,7 +50,7 @@ export function workflowsPage(query: URLSearchParams): Page {
       const rows = h("tbody", {});
       const table = h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Workflows" },
         h("table", { class: "data", "aria-describedby": "workflow-count" },
-          h("thead", {}, h("tr", {}, ["Workflow", "Definition", "State", "Status", "Revision", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
+          h("thead", {}, h("tr", {}, ["Workflow", "Definition", "State", "Status", "Revision", "Started", "Updated"].map((t) => h("th", { scope: "col" }, t)))),
           rows,
         ),
       );
@@ -37,21 +62,34 @@ export function workflowsPage(query: URLSearchParams): Page {
         h("option", { value: "" }, "Any status"),
         STATUSES.map((s) => h("option", { value: s, selected: s === status }, statusLabel(s))),
       );
+      const prefixInput = h("input", {
+        id: "filter-prefix", name: "idPrefix", type: "search", value: idPrefix, placeholder: "order-2026",
+        autocomplete: "off", spellcheck: "false", maxlength: 128,
+      });
+      const orderSelect = h("select", { id: "sort-order", name: "orderBy" },
+        ORDERS.map(([value, label]) => h("option", { value, selected: value === orderBy }, label)),
+      );
       const filters = h("form", { class: "filters", role: "search", "aria-label": "Filter workflows" },
+        h("div", { class: "field" }, h("label", { for: "filter-prefix" }, "Id starts with"), prefixInput),
         h("div", { class: "field" }, h("label", { for: "filter-definition" }, "Definition"), definitionSelect),
         h("div", { class: "field" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
+        h("div", { class: "field" }, h("label", { for: "sort-order" }, "Sort"), orderSelect),
         h("button", { type: "submit", class: "button" }, "Filter"),
       );
       const apply = (event?: Event) => {
         event?.preventDefault();
         const next = new URLSearchParams();
+        const prefix = prefixInput.value.trim();
+        if (prefix) next.set("idPrefix", prefix);
         if (definitionSelect.value) next.set("definition", definitionSelect.value);
         if (statusSelect.value) next.set("status", statusSelect.value);
+        if (orderSelect.value !== DEFAULT_ORDER) next.set("orderBy", orderSelect.value);
         navigate(`/workflows${next.size ? `?${next}` : ""}`);
       };
       filters.addEventListener("submit", apply);
       onPick(definitionSelect, apply);
       onPick(statusSelect, apply);
+      onPick(orderSelect, apply);
       main.append(
         h("div", { class: "page-head" }, h("h1", {}, "Workflows"), count),
         filters,
@@ -64,19 +102,39 @@ export function workflowsPage(query: URLSearchParams): Page {
         for (const name of names) if (name !== definition) definitionSelect.append(h("option", { value: name }, name));
       }, () => undefined);
 
-      const here = (extra: Record<string, string>) => {
+      // The listing's URL: its filters and order, and the one page token of the page shown.
+      const here = (token: string) => {
         const q = new URLSearchParams();
+        if (idPrefix) q.set("idPrefix", idPrefix);
         if (definition) q.set("definition", definition);
         if (status) q.set("status", status);
-        for (const [k, v] of Object.entries(extra)) if (v) q.set(k, v);
-        return `/workflows?${q}`;
+        if (orderBy !== DEFAULT_ORDER) q.set("orderBy", orderBy);
+        if (sized) q.set("pageSize", String(sized));
+        if (token) q.set("pageToken", token);
+        return `/workflows${q.size ? `?${q}` : ""}`;
+      };
+      // A pager link: a plain link (it opens in a new tab, with no way back there), which
+      // followed here carries the trail in its history entry.
+      const pageLink = (token: string, goes: string[], text: string, rel: string) => {
+        const a = link(here(token), text);
+        a.rel = rel;
+        a.addEventListener("click", (event) => {
+          if (event.button !== 0 || event.metaKey || event.ctrlKey || event.shiftKey || event.altKey) return;
+          event.preventDefault();
+          navigate(a.pathname + a.search, false, { trail: goes } satisfies Trail);
+        });
+        return a;
       };
       const drawPager = (next: string) => {
-        const previous = trail.length ? here({ pageToken: trail[trail.length - 1] === "-" ? "" : trail[trail.length - 1], trail: trail.slice(0, -1).join(",") }) : null;
+        const none = (text: string) => h("span", { class: "muted", "aria-disabled": "true" }, text);
+        // Reached from a shared link, a later page knows no way back but to the first.
+        const back = !pageToken ? none("← Previous")
+          : trail.length ? pageLink(trail[trail.length - 1], trail.slice(0, -1), "← Previous", "prev")
+            : pageLink("", [], "← First page", "first");
         replace(pager,
-          previous ? link(previous, "← Previous") : h("span", { class: "muted" }, "← Previous"),
-          h("span", { class: "page-number" }, `Page ${trail.length + 1}`),
-          next ? link(here({ pageToken: next, trail: [...trail, pageToken || "-"].join(",") }), "Next →") : h("span", { class: "muted" }, "Next →"),
+          back,
+          h("span", { class: "page-number" }, pageToken && !trail.length ? "A later page" : `Page ${trail.length + 1}`),
+          next ? pageLink(next, [...trail, pageToken], "Next →", "next") : none("Next →"),
         );
       };
       const drawPage = (page: ListWorkflowsResponseJson) => {
@@ -88,12 +146,18 @@ export function workflowsPage(query: URLSearchParams): Page {
             h("td", {}, h("code", {}, w.state ?? "")),
             h("td", {}, statusBadge(w.status)),
             h("td", { class: "num" }, w.revision ?? "0"),
+            h("td", { class: "started" }, ago(w.createTime)),
             h("td", {}, ago(w.updateTime)),
-          )) : h("tr", {}, h("td", { colspan: 6, class: "empty" }, "No workflows match.")));
+          )) : h("tr", {}, h("td", { colspan: 7, class: "empty" }, "No workflows match.")));
         drawPager(page.nextPageToken ?? "");
       };
-      const filtered = definition || status ? " match" : "";
-      const stream = api.stream(`/api/v1/workflows:watch?${new URLSearchParams({ pageSize: String(PAGE_SIZE), ...(definition ? { definition } : {}), ...(status ? { status } : {}), ...(pageToken ? { pageToken } : {}) })}`, {
+      const filtered = definition || status || idPrefix ? " match" : "";
+      const asked = new URLSearchParams({ pageSize: String(sized || PAGE_SIZE), orderBy });
+      if (idPrefix) asked.set("idPrefix", idPrefix);
+      if (definition) asked.set("definition", definition);
+      if (status) asked.set("status", status);
+      if (pageToken) asked.set("pageToken", pageToken);
+      const stream = api.stream(`/api/v1/workflows:watch?${asked}`, {
         event(type, data) {
           if (type === "page") drawPage(data as ListWorkflowsResponseJson);
           else if (type === "count") {

@@ -17,7 +17,7 @@ from statewright.v1 import definition_pb2, task_pb2, workflow_pb2, workflow_serv
 from statewrightd import errors
 from statewrightd.api.status import to_status_proto
 from statewrightd.definitions.graph import to_mermaid
-from statewrightd.definitions.model import TASK_FAILED, Definition
+from statewrightd.definitions.model import TASK_FAILED, ContextField, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
 from statewrightd.domain import Status, TaskStatus
@@ -387,4 +387,16 @@ def definition_pb(loaded: Loaded) -> definition_pb2.Definition:
         events=[e for e in definition.events() if e != TASK_FAILED],
         create_time=timestamp(record.create_time),
         source_name=record.source_name,
+        context_fields=[context_field_pb(field) for field in definition.context_fields.values()],
     )
+
+
+def context_field_pb(field: ContextField) -> definition_pb2.ContextField:
+    message = definition_pb2.ContextField(
+        name=field.name,
+        type=field.type.value,
+        reducer=field.reducer.value,
+        nullable=field.nullable,
+    )
+    _set(message.default_value, field.default_value())
+    return message

@@ -85,10 +85,12 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         if request.definition:
             v.definition_name(request.definition)
         status = requests.status_filter(request.status)
+        order = v.list_order(request.order_by)
         page, found = await self._app.reads.list_workflows(
-            WorkflowFilter(request.definition or None, status),
+            WorkflowFilter(request.definition or None, status, v.id_prefix(request.id_prefix)),
             v.page_size(request.page_size),
             request.page_token,
+            order,
         )
         return responses.list_response(page, found)
 

@@ -14,6 +14,7 @@ from statewrightd import errors
 from statewrightd.definitions.model import DEFINITION_NAME
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
+from statewrightd.store.records import OLDEST_FIRST, ListOrder
 
 # Ids are keys in URLs, logs, metrics labels and other ids (a child's
 # ``<parent id>.<state>.<revision>``, a schedule's ``<schedule id>-<RFC 3339 UTC time>``):
@@ -175,6 +176,39 @@ def page_size(value: int, field: str = "page_size") -> int:
     if value == 0:
         return DEFAULT_PAGE_SIZE
     return min(value, MAX_PAGE_SIZE)
+
+
+# ListWorkflows' orders, as order_by spells them (empty: the default, oldest first).
+LIST_ORDERS: Final = {
+    order.spelled: order
+    for order in (
+        ListOrder("create_time", descending=True),
+        ListOrder("create_time"),
+        ListOrder("update_time", descending=True),
+        ListOrder("update_time"),
+    )
+}
+
+
+def list_order(value: str, field: str = "order_by") -> ListOrder:
+    """A listing's order, spelled exactly as one of LIST_ORDERS (empty: oldest first)."""
+    if value == "":
+        return OLDEST_FIRST
+    found = LIST_ORDERS.get(value)
+    if found is None:
+        allowed = ", ".join(f"'{name}'" for name in LIST_ORDERS)
+        raise InvalidArgument(
+            f"{field} must be one of {allowed}; got {errors.quote(repr(value), 80)}",
+            reason=Reason.INVALID_ORDER_BY,
+            metadata={"field": field, "allowed": ", ".join(LIST_ORDERS)},
+        )
+    return found
+
+
+def id_prefix(value: str, field: str = "id_prefix") -> str | None:
+    """A listing's workflow id prefix (None: any id): the start of an id, so an id's
+    characters, beginning as an id does."""
+    return workflow_id(value, field) if value else None
 
 
 def bad_page_token(field: str = "page_token") -> InvalidArgument:

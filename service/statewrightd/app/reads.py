@@ -20,7 +20,7 @@ from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
 from statewrightd.engine.stepping import workflow_not_found
 from statewrightd.reasons import Reason
-from statewrightd.store.records import HistoryRecord, Page, Tombstone
+from statewrightd.store.records import OLDEST_FIRST, HistoryRecord, ListOrder, Page, Tombstone
 from statewrightd.store.repository import Repository
 
 # Instances read per query when counting them (the store's largest page).
@@ -33,6 +33,7 @@ class WorkflowFilter:
 
     definition: str | None = None
     status: str | None = None
+    id_prefix: str | None = None
 
 
 class Reads:
@@ -72,7 +73,11 @@ class Reads:
         return found
 
     async def list_workflows(
-        self, which: WorkflowFilter, page_size: int, page_token: str
+        self,
+        which: WorkflowFilter,
+        page_size: int,
+        page_token: str,
+        order: ListOrder = OLDEST_FIRST,
     ) -> tuple[Page, list[Found]]:
         """One page of instances, each whole (their timers and tasks in one query each)."""
         repo, loader = self._repo, self._loader
@@ -83,6 +88,8 @@ class Reads:
                 status=which.status,
                 page_size=page_size,
                 page_token=page_token,
+                order=order,
+                id_prefix=which.id_prefix,
             )
             return page, loader.complete(page.items)
 
@@ -100,6 +107,7 @@ class Reads:
                     status=which.status,
                     page_size=min(COUNT_PAGE, limit - count),
                     page_token=token,
+                    id_prefix=which.id_prefix,
                 )
                 count += len(page.items)
                 token = page.next_page_token

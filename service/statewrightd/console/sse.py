@@ -31,6 +31,7 @@ from statewrightd.app.reads import WorkflowFilter
 from statewrightd.app.wiring import Application
 from statewrightd.console.admission import Admission
 from statewrightd.console.inputs import last_event_id
+from statewrightd.console.json_text import to_json
 from statewrightd.console.list_feeds import Feed, ListFeeds
 from statewrightd.console.streams import (
     DiagnosticsSampler,
@@ -38,7 +39,7 @@ from statewrightd.console.streams import (
     error_data,
     shutting_down,
 )
-from statewrightd.console.transcoder import HttpCall, Transcoder, to_json
+from statewrightd.console.transcoder import HttpCall, Transcoder
 from statewrightd.domain import TERMINAL
 from statewrightd.engine.watch import StepEvent
 from statewrightd.reasons import Reason
@@ -140,7 +141,11 @@ class EventStreams:
         """A listing's page and count, as JSON: ListWorkflows' own handler, then a count."""
         handler: ListHandler = self._listing().handler(SERVICE + "ListWorkflows")
         page = await handler(message, HttpCall(None))
-        which = WorkflowFilter(message.definition or None, requests.status_filter(message.status))
+        which = WorkflowFilter(
+            message.definition or None,
+            requests.status_filter(message.status),
+            message.id_prefix or None,  # the handler above has checked it
+        )
         count, more = await self._app.reads.count_workflows(which, COUNT_LIMIT)
         # A google.protobuf.Struct: the one message of this API that no RPC answers.
         counted = f'{{"count": {count}, "more": {"true" if more else "false"}}}'

@@ -11,12 +11,12 @@ import logging
 import time
 
 from aiohttp import web
-from google.protobuf import json_format
 
 from statewrightd import errors
 from statewrightd.api.diagnostics import diagnostics_response
 from statewrightd.api.status import error_json
 from statewrightd.app.wiring import Application
+from statewrightd.console.json_text import to_json
 from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
@@ -137,9 +137,7 @@ class DiagnosticsSampler:
         stamp = int(time.time() * 1000)
         if self.samples and stamp <= self.samples[-1][0]:
             stamp = self.samples[-1][0] + 1  # ids only ever grow: they resume a stream
-        text = json_format.MessageToJson(
-            message, indent=None, always_print_fields_with_no_presence=True
-        )
+        text = to_json(message)
         self.samples.append((stamp, text))
         self.wake()
 

@@ -23,7 +23,7 @@ from importlib import resources
 from typing import Any
 
 from aiohttp import web
-from google.protobuf import json_format, message_factory
+from google.protobuf import message_factory
 from google.protobuf.descriptor import ServiceDescriptor
 from google.protobuf.message import Message
 
@@ -33,6 +33,7 @@ from statewrightd.api.handlers import undecorated
 from statewrightd.console import inputs
 from statewrightd.console.admission import Admission
 from statewrightd.console.http_rules import Route, RouteTable, routes
+from statewrightd.console.json_text import to_json
 from statewrightd.console.streams import EventStream, error_data
 from statewrightd.reasons import Reason
 
@@ -42,14 +43,6 @@ _log = logging.getLogger(__name__)
 _WRITES = frozenset({"POST", "PUT", "PATCH"})
 
 StreamAdapter = Callable[[web.Request, Message], Awaitable[web.StreamResponse]]
-
-
-def to_json(message: Message) -> str:
-    # Fields at their default too (false, 0, []): canonical JSON either way, and a caller
-    # reading `accepted` finds false rather than nothing.
-    return json_format.MessageToJson(
-        message, indent=None, always_print_fields_with_no_presence=True
-    )
 
 
 def answer(message: Message) -> web.Response:

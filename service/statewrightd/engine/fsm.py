@@ -536,13 +536,21 @@ def _next_step(
     )
 
 
-def _check(defn: Definition, snapshot: Snapshot) -> None:
+def _check(defn: Definition, snapshot: Snapshot, status: Status | None = None) -> None:
+    """Refuse a step of an instance of another definition, or not in ``status`` (when
+    named: a resume takes a WAITING instance, a signal a RUNNING one)."""
     if (snapshot.definition, snapshot.version) != (defn.name, defn.version):
         raise FailedPrecondition(
             f"instance runs {snapshot.definition} v{snapshot.version}, "
             f"not {defn.name} v{defn.version}",
             reason=Reason.DEFINITION_MISMATCH,
             metadata={"workflow_id": snapshot.workflow_id},
+        )
+    if status is not None and snapshot.status is not status:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not {status}",
+            reason=Reason.NOT_WAITING if status is Status.WAITING else Reason.NOT_RUNNING,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
 
 
@@ -606,13 +614,7 @@ def resume(
     defn: Definition, snapshot: Snapshot, event: str, input: Mapping[str, object]
 ) -> StepResult:
     """Rule 6: resume a WAITING instance with an event (default: the first declared)."""
-    _check(defn, snapshot)
-    if snapshot.status is not Status.WAITING:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is {snapshot.status}, not WAITING",
-            reason=Reason.NOT_WAITING,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+    _check(defn, snapshot, Status.WAITING)
     if event in ("", RESUME_ALIAS):
         declared = defn.events_from(snapshot.state)
         if not declared:
@@ -642,13 +644,7 @@ def signal(
     defn: Definition, snapshot: Snapshot, event: str, payload: Mapping[str, object]
 ) -> StepResult:
     """Rules 5 and 7: deliver an event to a RUNNING instance."""
-    _check(defn, snapshot)
-    if snapshot.status is not Status.RUNNING:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is {snapshot.status}, not RUNNING",
-            reason=Reason.NOT_RUNNING,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+    _check(defn, snapshot, Status.RUNNING)
     candidates = _candidates(defn, snapshot, event)
     if not isinstance(payload, Mapping):
         raise InvalidArgument("payload must be a map", reason=Reason.INVALID_PAYLOAD)

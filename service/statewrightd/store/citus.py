@@ -69,6 +69,21 @@ _log = logging.getLogger(__name__)
 # read anew; what is still misrouted then (shards moving back and forth) is refused as
 # not written.
 _ROUTE_ATTEMPTS = 3
+# What the coordinator says when it could not open a connection to a node at all (Citus
+# words it "connection to the remote node H:P failed with the following error: ..." with
+# libpq's or the node's reason): the call never left the coordinator. Any other loss of
+# the node mid-call leaves its outcome unknown.
+_NEVER_REACHED = (
+    "connection refused",
+    "could not connect",
+    "could not establish",
+    "could not translate host name",
+    "no route to host",
+    "the database system is starting up",
+    "the database system is shutting down",
+    "the database system is not yet accepting connections",
+    "the database system is in recovery mode",
+)
 _REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
 _GPID = "SELECT citus_backend_gpid()"
 # Every process of a distributed statement, on every node, carries its global pid.
@@ -224,6 +239,12 @@ def call_results(
     return out
 
 
+def node_never_reached(exc: psycopg.Error) -> bool:
+    """Whether a node call's error says that the coordinator never reached the node."""
+    text = str(exc).lower()
+    return "remote node" in text and any(words in text for words in _NEVER_REACHED)
+
+
 class CitusRepository(CitusScans):
     """Writes as node calls, their lost answers read back, and the Citus schema's check
     (the shard map, scans and claims are CitusScans')."""
@@ -326,11 +347,15 @@ class CitusRepository(CitusScans):
                         call.positions
                     )
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if not conn.broken:
-                    # The coordinator answered with the error (a node it could not reach):
-                    # the call's transaction rolled back, nothing of it was written.
+                if not conn.broken and node_never_reached(exc):
+                    # The coordinator could not open a connection to the call's node:
+                    # nothing of the call was sent, nothing of it was written.
                     error = StorageUnavailable(f"database unavailable: {exc}")
                     return [error] * len(call.positions)
+                # Either our connection to the coordinator broke, or the coordinator's to
+                # the node broke mid-call ("connection not open"): the node may have
+                # committed before it went away (a worker restarted right after its
+                # commit, or its prepared transaction recovered later). Read back.
                 raise _CommitLost(gpid, []) from exc
             except psycopg.Error as exc:
                 if len(call.positions) == 1:

@@ -450,23 +450,41 @@ def encode_definition(rec: DefinitionRecord) -> tuple[str, int, str, str, str, d
 # token replayed with other filters is rejected instead of silently skipping rows.
 
 
-def _filter_key(definition: str | None, status: str | None) -> str:
-    raw = f"{definition or ''}\x1f{status or ''}".encode()
-    return hashlib.sha256(raw).hexdigest()[:12]
+def _filter_key(
+    definition: str | None, status: str | None, order: str = "", id_prefix: str | None = None
+) -> str:
+    # The default listing's key is the one tokens had before orders and prefixes existed,
+    # so that a token issued by an older server still continues its listing.
+    raw = f"{definition or ''}\x1f{status or ''}"
+    if order or id_prefix:
+        raw += f"\x1f{order}\x1f{id_prefix or ''}"
+    return hashlib.sha256(raw.encode()).hexdigest()[:12]
 
 
 def encode_page_token(
-    after_time: datetime, workflow_id: str, definition: str | None, status: str | None
+    after_time: datetime,
+    workflow_id: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str = "",
+    id_prefix: str | None = None,
 ) -> str:
-    raw = json.dumps(["i1", to_micros(after_time), workflow_id, _filter_key(definition, status)])
+    key = _filter_key(definition, status, order, id_prefix)
+    raw = json.dumps(["i1", to_micros(after_time), workflow_id, key])
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
 def decode_page_token(
-    token: str, definition: str | None, status: str | None
+    token: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str = "",
+    id_prefix: str | None = None,
 ) -> tuple[datetime, str] | None:
-    """The (create time, workflow id) after which the next page starts (None: the first
-    page)."""
+    """The (time, workflow id) past which the next page starts, in the listing's order
+    (None: the first page). ``order`` is the order's spelling, empty for the default."""
     if token == "":
         return None
     try:
@@ -476,7 +494,7 @@ def decode_page_token(
         raise _bad_token("page_token is malformed") from None
     if tag != "i1" or not isinstance(micros, int) or not isinstance(workflow_id, str):
         raise _bad_token("page_token is malformed")
-    if key != _filter_key(definition, status):
+    if key != _filter_key(definition, status, order, id_prefix):
         raise _bad_token("page_token was issued for different filters")
     return from_micros(micros), workflow_id
 

@@ -47,6 +47,7 @@ from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
+    ListOrder,
     Operation,
     Purged,
     RequestRecord,
@@ -373,25 +374,33 @@ class MemoryRepository(MemoryWork):
         with self._lock:
             self._closed = True
 
-    def _instances_after(self, p: Params) -> list[InstanceRecord]:
-        definition, status = p["definition"], p["status"]
-        # SQLite's representation: create_time (index 8) in microseconds.
+    def _instances_after(self, p: Params, order: ListOrder) -> list[InstanceRecord]:
+        definition, status, prefix = p["definition"], p["status"], p["id_prefix"]
+        # SQLite's representation: create_time (index 8), update_time (9) in microseconds.
+        column = 9 if order.column == "update_time" else 8
         after = p["after_time"]
         position = None if after is None else (to_micros(after), p["after_id"])
+
+        def past(key: tuple[int, str]) -> bool:
+            assert position is not None
+            return key < position if order.descending else key > position
+
         with self._held():
             found = sorted(
                 (
                     i
                     for i in self._instances.values()
-                    if position is None or (i.row[8], i.row[0]) > position
+                    if position is None or past((i.row[column], i.row[0]))
                 ),
-                key=lambda i: (i.row[8], i.row[0]),
+                key=lambda i: (i.row[column], i.row[0]),
+                reverse=order.descending,
             )
             found = [
                 i
                 for i in found
                 if (definition is None or i.row[1] == definition)
                 and (status is None or i.status == status)
+                and (prefix is None or i.row[0].startswith(prefix))
             ][: p["limit"]]
             return [ROWS.instance(i.row) for i in found]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 
 from statewrightd.domain import Status, TaskStatus
 
@@ -236,6 +236,23 @@ class DefinitionRecord:
 class Page:
     items: list[InstanceRecord]
     next_page_token: str  # "" when there are no more items
+
+
+@dataclass(frozen=True, slots=True)
+class ListOrder:
+    """The order of an instance listing: by a time column, ties broken by workflow id in
+    the same direction, so that (time, id) is a total order a page token can resume."""
+
+    column: Literal["create_time", "update_time"] = "create_time"
+    descending: bool = False
+
+    @property
+    def spelled(self) -> str:
+        """As ListWorkflowsRequest.order_by spells it."""
+        return self.column + " desc" * self.descending
+
+
+OLDEST_FIRST = ListOrder()
 
 
 def target_of(op: Operation) -> InstanceRecord:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from statewrightd.errors import StoreError
 from statewrightd.store.codec import (
@@ -27,10 +27,12 @@ from statewrightd.store.codec import (
     encode_task_page_token,
 )
 from statewrightd.store.records import (
+    OLDEST_FIRST,
     Create,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
+    ListOrder,
     Operation,
     Page,
     Purged,
@@ -48,6 +50,15 @@ Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
 # Named values, as the SQL statements name them: times checked (aware, in UTC), maps
 # encoded as JSON text.
 Params = dict[str, Any]
+
+Item = TypeVar("Item")
+
+
+def _page(found: list[Item], size: int, token_of: Callable[[Item], str]) -> tuple[list[Item], str]:
+    """The first ``size`` of ``found`` (read one longer: a row past them says more follow),
+    and the token that names the page after them ("" when none does)."""
+    items = found[:size]
+    return items, token_of(items[-1]) if len(found) > size else ""
 
 
 @runtime_checkable
@@ -246,12 +257,13 @@ class Repository(Protocol):
             "status": status,
             "limit": size + 1,
         }
-        found = self._tasks_after(params)
-        tasks = found[:size]
-        token = ""
-        if len(found) > size:
-            last = tasks[-1]
-            token = encode_task_page_token(last.schedule_time, last.workflow_id, last.task_id, key)
+        tasks, token = _page(
+            self._tasks_after(params),
+            size,
+            lambda last: encode_task_page_token(
+                last.schedule_time, last.workflow_id, last.task_id, key
+            ),
+        )
         return TaskPage(items=tasks, next_page_token=token)
 
     # What a backend brings: the rows, from values checked and encoded.
@@ -278,10 +290,10 @@ class Repository(Protocol):
         workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
         ...
 
-    def _instances_after(self, params: Params) -> list[InstanceRecord]:
-        """Up to ``limit`` instances past (after_time, after_id) in (create time, workflow
-        id) order (from the first when after_time is None), of ``definition`` and
-        ``status`` where named."""
+    def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
+        """Up to ``limit`` instances past (after_time, after_id) in ``order`` (from the
+        first when after_time is None), of ``definition`` and ``status`` where named, and
+        whose id starts with ``id_prefix`` where named."""
         ...
 
     def ping(self) -> None:
@@ -306,23 +318,33 @@ class Repository(Protocol):
         status: str | None = None,
         page_size: int = 0,
         page_token: str = "",
+        order: ListOrder = OLDEST_FIRST,
+        id_prefix: str | None = None,
     ) -> Page:
         check_status_filter(status)
         size = clamp_page_size(page_size)
-        after = decode_page_token(page_token, definition, status)
+        # The default order is spelled "" in tokens: a token of an older server resumes.
+        spelled = "" if order == OLDEST_FIRST else order.spelled
+        after = decode_page_token(
+            page_token, definition, status, order=spelled, id_prefix=id_prefix
+        )
         params = {
             "after_time": None if after is None else _time(after[0]),
             "after_id": None if after is None else after[1],
             "definition": definition,
             "status": status,
+            "id_prefix": id_prefix or None,
+            "prefix_length": len(id_prefix or ""),
             "limit": size + 1,
         }
-        found = self._instances_after(params)
-        items = found[:size]
-        token = ""
-        if len(found) > size:
-            last = items[-1]
-            token = encode_page_token(last.create_time, last.workflow_id, definition, status)
+
+        def token_of(last: InstanceRecord) -> str:
+            when = last.update_time if order.column == "update_time" else last.create_time
+            return encode_page_token(
+                when, last.workflow_id, definition, status, order=spelled, id_prefix=id_prefix
+            )
+
+        items, token = _page(self._instances_after(params, order), size, token_of)
         return Page(items=items, next_page_token=token)
 
 

@@ -159,17 +159,26 @@ RETURNING {TASK_COLUMNS}
 """
 
 
-def _list_instances(d: Dialect, by_definition: bool, by_status: bool, after: bool) -> str:
-    """Keyset page over (create_time, workflow_id), not a sequence (on Citus a sequence's
-    values do not follow the order rows were made in); a filter is in the statement only
-    when set, so that the indexes stay usable."""
-    where = [f"(create_time, workflow_id) > ({d('after_time')}, {d('after_id')})"] * after
-    where += [f"definition = {d('definition')}"] * by_definition
-    where += [f"status = {d('status')}"] * by_status
+def _list_instances(d: Dialect, order: str, given: frozenset[str]) -> str:
+    """Keyset page over (time, workflow_id) in ``order`` (a ListOrder's spelling), not a
+    sequence (on Citus a sequence's values do not follow the order rows were made in); a
+    filter is in the statement only when ``given`` (of after_time, definition, status,
+    id_prefix), so that the indexes stay usable. Both columns run the same way, so that
+    one index on (time, workflow_id) serves either direction, read forwards or backwards."""
+    column, _, desc = order.partition(" ")
+    past = "<" if desc else ">"
+    where = [f"({column}, workflow_id) {past} ({d('after_time')}, {d('after_id')})"]
+    where *= "after_time" in given
+    where += [f"definition = {d('definition')}"] * ("definition" in given)
+    where += [f"status = {d('status')}"] * ("status" in given)
+    # substr, not LIKE: '_' is a LIKE wildcard and SQLite's LIKE ignores case.
+    prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
+    where += [prefix] * ("id_prefix" in given)
     filtered = f" WHERE {' AND '.join(where)}" if where else ""
+    way = " DESC" if desc else ""
     return (
         f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
-        f" ORDER BY create_time, workflow_id LIMIT {d('limit')}"
+        f" ORDER BY {column}{way}, workflow_id{way} LIMIT {d('limit')}"
     )
 
 

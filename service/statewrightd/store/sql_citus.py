@@ -180,22 +180,11 @@ def _save_rows(timed: bool, tasked: bool) -> str:
             SELECT 1 FROM workflow_timers t
              WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
     return on_shard(
-        _input(
-            """
-        workflow_id text, expected bigint, revision bigint, state text, status text,
-        context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz, """,
-            timed,
-            tasked,
-        )
+        _input(q.SAVE_ROW_TYPES, timed, tasked)
         + """
-changed AS (
-    UPDATE workflow_instances w
-       SET state = r.state, status = r.status, context = r.context,
-           revision = r.revision, error = r.error, update_time = r.update_time,
-           expire_time = r.expire_time
-      FROM rows r
-     WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
-       AND w.workflow_id = r.workflow_id AND w.revision = r.expected AND r.free"""
+changed AS ("""
+        + q.SAVE_UPDATE
+        + " AND r.free"
         + (fired if timed else "")
         + (q._ROWS_TASK_FENCE if tasked else "")
         + """

@@ -281,18 +281,12 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     )
 
 
-def _save_many(timed: bool, tasked: bool = False) -> str:
-    return (
-        """WITH rows AS (
-    SELECT * FROM json_to_recordset(%s::json) AS r(
+# A batch's saves: the columns of each row, and the UPDATE that applies each one whose
+# expected revision holds (both layouts; Citus adds its own conditions after it).
+SAVE_ROW_TYPES = """
         workflow_id text, expected bigint, revision bigint, state text, status text,
         context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz, """
-        + _HISTORY_ROW_TYPES
-        + (_TIMER_ROW_TYPES if timed else "")
-        + (_TASK_ROW_TYPES if tasked else "")
-        + """
-    )
-), changed AS (
+SAVE_UPDATE = """
     UPDATE workflow_instances w
        SET state = r.state, status = r.status, context = r.context,
            revision = r.revision, error = r.error, update_time = r.update_time,
@@ -300,6 +294,20 @@ def _save_many(timed: bool, tasked: bool = False) -> str:
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
+
+
+def _save_many(timed: bool, tasked: bool = False) -> str:
+    return (
+        """WITH rows AS (
+    SELECT * FROM json_to_recordset(%s::json) AS r("""
+        + SAVE_ROW_TYPES
+        + _HISTORY_ROW_TYPES
+        + (_TIMER_ROW_TYPES if timed else "")
+        + (_TASK_ROW_TYPES if tasked else "")
+        + """
+    )
+), changed AS ("""
+        + SAVE_UPDATE
         + (_ROWS_FIRED_ARMED if timed else "")
         + (_ROWS_TASK_FENCE if tasked else "")
         + """

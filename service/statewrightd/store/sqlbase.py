@@ -30,6 +30,7 @@ from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
+    ListOrder,
     QueueCounts,
     RequestRecord,
     RetentionCounts,
@@ -82,7 +83,7 @@ class Statements:
     # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
     # (create_time, workflow_id), with the named parameters after_time, after_id,
     # definition, status and limit.
-    list_instances: Callable[[bool, bool, bool], str]
+    list_instances: Callable[[str, frozenset[str]], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -115,6 +116,12 @@ PURGE_LIMIT = 1000
 COUNT_CAP = 100_000
 
 
+def _named(params: Params, *keys: str) -> tuple[bool, ...]:
+    """Which of ``keys`` ``params`` gives a value for: a listing's statement has a variant
+    for each set of filters named."""
+    return tuple(params[k] is not None for k in keys)
+
+
 class SqlRepository(BatchWriter, Repository):
     SQL: ClassVar[Statements]
     ROWS: ClassVar[Rows]
@@ -137,6 +144,12 @@ class SqlRepository(BatchWriter, Repository):
 
     # -- reads -----------------------------------------------------------------------
 
+    def _read_all(self, sql: str, params: Any = None) -> list[Any]:
+        """Every row ``sql`` reads, with ``params`` when it takes any."""
+        with self._reading() as conn:
+            cursor = conn.execute(sql) if params is None else conn.execute(sql, params)
+            return cursor.fetchall()
+
     def load(self, workflow_id: str) -> InstanceRecord:
         with self._reading() as conn:
             row = conn.execute(self.SQL.load, (workflow_id,)).fetchone()
@@ -149,10 +162,7 @@ class SqlRepository(BatchWriter, Repository):
     ) -> list[HistoryRecord]:
         if limit <= 0:
             raise InvalidArgument("limit must be positive", reason=Reason.INVALID_LIMIT)
-        with self._reading() as conn:
-            rows = conn.execute(
-                self.SQL.history_after, (workflow_id, after_revision, limit)
-            ).fetchall()
+        rows = self._read_all(self.SQL.history_after, (workflow_id, after_revision, limit))
         return [self.ROWS.history(r) for r in rows]
 
     def lookup_request(
@@ -232,9 +242,7 @@ class SqlRepository(BatchWriter, Repository):
         return self.ROWS.definition(row)
 
     def list_definitions(self) -> list[DefinitionRecord]:
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.list_definitions).fetchall()
-        return [self.ROWS.definition(r) for r in rows]
+        return [self.ROWS.definition(r) for r in self._read_all(self.SQL.list_definitions)]
 
     # -- timers ----------------------------------------------------------------------
 
@@ -242,8 +250,7 @@ class SqlRepository(BatchWriter, Repository):
         if not workflow_ids:
             return {}
         ids = json.dumps(list(workflow_ids), ensure_ascii=False)
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.armed_timers, {"ids": ids}).fetchall()
+        rows = self._read_all(self.SQL.armed_timers, {"ids": ids})
         out: dict[str, list[TimerRecord]] = {}
         for row in rows:
             timer = self.ROWS.timer(row)
@@ -334,13 +341,11 @@ class SqlRepository(BatchWriter, Repository):
         if not workflow_ids:
             return {}
         ids = json.dumps(list(workflow_ids), ensure_ascii=False)
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.open_tasks, {"ids": ids}).fetchall()
+        rows = self._read_all(self.SQL.open_tasks, {"ids": ids})
         return {t.workflow_id: t for t in map(self.ROWS.task, rows)}
 
     def queue_stats(self, now: datetime) -> list[QueueCounts]:
-        with self._reading() as conn:
-            rows = conn.execute(self.SQL.queue_stats, {"now": self._time(now)}).fetchall()
+        rows = self._read_all(self.SQL.queue_stats, {"now": self._time(now)})
         return [
             QueueCounts(
                 queue=r[0],
@@ -352,14 +357,8 @@ class SqlRepository(BatchWriter, Repository):
         ]
 
     def _tasks_after(self, params: Params) -> list[TaskRecord]:
-        sql = self.SQL.list_tasks(
-            params["queue"] is not None,
-            params["workflow_id"] is not None,
-            params["status"] is not None,
-        )
-        with self._reading() as conn:
-            rows = conn.execute(sql, self._bound(params)).fetchall()
-        return [self.ROWS.task(r) for r in rows]
+        sql = self.SQL.list_tasks(*_named(params, "queue", "workflow_id", "status"))
+        return [self.ROWS.task(r) for r in self._read_all(sql, self._bound(params))]
 
     def _time(self, value: datetime) -> Any:
         return self.ROWS.time_param(check_time(value, "time"))
@@ -374,12 +373,9 @@ class SqlRepository(BatchWriter, Repository):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
-    def _instances_after(self, params: Params) -> list[InstanceRecord]:
+    def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
+        given = ("after_time", "definition", "status", "id_prefix")
         sql = self.SQL.list_instances(
-            params["definition"] is not None,
-            params["status"] is not None,
-            params["after_time"] is not None,
+            order.spelled, frozenset(name for name in given if params[name] is not None)
         )
-        with self._reading() as conn:
-            rows = conn.execute(sql, self._bound(params)).fetchall()
-        return [self.ROWS.instance(r) for r in rows]
+        return [self.ROWS.instance(r) for r in self._read_all(sql, self._bound(params))]

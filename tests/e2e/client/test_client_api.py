@@ -107,6 +107,10 @@ def test_signals_cancel_and_paging(module_server: ServerProcess) -> None:
         assert [i for i in ids if i.startswith(prefix)] == [f"{prefix}-{i}" for i in range(5)]
         completed = list(client.list(definition="order-pricing", status="COMPLETED"))
         assert {f"{prefix}-{i}" for i in range(5)} <= {w.workflow_id for w in completed}
+        newest = client.list(order_by="create_time desc", id_prefix=prefix, page_size=2)
+        assert [w.workflow_id for w in newest] == [f"{prefix}-{i}" for i in reversed(range(5))]
+        first = next(iter(client.list_pages(order_by="update_time", id_prefix=f"{prefix}-3")))
+        assert [w.workflow_id for w in first.workflows] == [f"{prefix}-3"]
 
 
 def test_diagnostics_and_definitions(module_server: ServerProcess) -> None:

@@ -6,6 +6,8 @@ into the test's scratch directory."""
 
 from __future__ import annotations
 
+import json
+from functools import partial
 from pathlib import Path
 
 from selenium import webdriver
@@ -44,6 +46,35 @@ def test_the_definitions_page_draws_each_graph(
     assert "initial: evaluating" in browser.find_element(By.CSS_SELECTOR, "pre.source").text
     assert not_reloaded(browser), "the list opened the definition by reloading"
     screenshot(browser, shots, "definition")
+
+
+def test_the_start_form_begins_with_the_declared_defaults(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    open_page(browser, base_url, "/definitions/order-pricing")
+    area = css(browser, "#start-input")
+    prefilled = json.loads(wait_for(browser, lambda d: area.get_attribute("value") or None))
+    assert prefilled == {
+        "items": [],
+        "quantity": 1,
+        "price": 0,
+        "total": 0,
+        "in_stock": True,
+        "express": False,
+        "log": [],
+        "shipment": {},
+        "reason": None,
+    }
+    edited = {**prefilled, "items": ["a"], "quantity": 3, "price": 2.5}
+    area.clear()
+    area.send_keys(json.dumps(edited))
+    workflow_id = uid("browser-prefill")
+    browser.find_element(By.CSS_SELECTOR, "#start-id").send_keys(workflow_id)
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for(browser, lambda d: workflow_id in d.current_url)
+    context = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["context"]
+    assert context["quantity"] == 3 and context["total"] == 7.5
+    assert context["log"][0] == "received"  # the append reducer took [] from the form
 
 
 def test_resume_with_a_button_and_see_the_state_move_without_a_reload(
@@ -181,6 +212,71 @@ def test_the_workflows_list_filters_and_counts_live(
     css(browser, "#workflow-count[data-count]")
     css(browser, "tbody tr[data-workflow]")
     screenshot(browser, shots, "workflows")
+
+
+def _on_page(chrome: webdriver.Chrome, number: int) -> bool:
+    return css(chrome, ".page-number").text == f"Page {number}"
+
+
+def _moved_from(chrome: webdriver.Chrome, seen: list[str]) -> bool:
+    return listed_ids(chrome) not in ([], seen)
+
+
+def listed_ids(chrome: webdriver.Chrome) -> list[str]:
+    rows = chrome.find_elements(By.CSS_SELECTOR, "tbody tr[data-workflow]")
+    return [row.get_attribute("data-workflow") or "" for row in rows]
+
+
+def test_the_list_is_newest_first_sorts_searches_and_pages_by_one_token(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    prefix = uid("newest")
+    made = [start(http, "tally", workflowId=f"{prefix}-{i:02d}") for i in range(9)]
+    other = start(http, "tally", workflowId=uid("elsewhere"))
+    # The first page, with no filter at all, starts with the newest instance.
+    open_page(browser, base_url, "/workflows")
+    wait_for(browser, lambda d: listed_ids(d)[:2] == [other, made[-1]])
+    started = css(browser, "tbody tr[data-workflow] td.started time")
+    assert started.get_attribute("datetime")
+    # The id search: only this test's instances, still newest first.
+    box = css(browser, "#filter-prefix")
+    box.send_keys(prefix, Keys.ENTER)
+    wait_for(browser, lambda d: f"idPrefix={prefix}" in d.current_url)
+    wait_for(browser, lambda d: listed_ids(d) == made[::-1])
+    # The sort control: oldest first, saved in the URL.
+    Select(css(browser, "#sort-order")).select_by_value("create_time")
+    wait_for(browser, lambda d: "orderBy=create_time" in d.current_url)
+    wait_for(browser, lambda d: listed_ids(d) == made)
+    # Paging two at a time: the URL carries the current page's token only, so its length
+    # stays the same however far one goes; Previous and the browser's Back go back.
+    open_page(browser, base_url, f"/workflows?idPrefix={prefix}&pageSize=2")
+    wait_for(browser, lambda d: listed_ids(d) == made[::-1][:2])
+    lengths, pages = [], [listed_ids(browser)]
+    for n in range(2, 6):
+        css(browser, ".pager a[rel=next]").click()
+        wait_for(browser, partial(_on_page, number=n))
+        wait_for(browser, partial(_moved_from, seen=pages[-1]))
+        pages.append(listed_ids(browser))
+        lengths.append(len(browser.current_url))
+        assert "trail" not in browser.current_url and browser.current_url.count("pageToken") == 1
+    assert [wid for page in pages for wid in page] == made[::-1]
+    assert max(lengths) - min(lengths) <= 4, lengths
+    assert not browser.find_elements(By.CSS_SELECTOR, ".pager a[rel=next]")
+    css(browser, ".pager a[rel=prev]").click()
+    wait_for(browser, lambda d: css(d, ".page-number").text == "Page 4")
+    wait_for(browser, lambda d: listed_ids(d) == pages[3])
+    browser.back()
+    wait_for(browser, lambda d: css(d, ".page-number").text == "Page 5")
+    wait_for(browser, lambda d: listed_ids(d) == pages[4])
+    # A later page's link opened afresh (not reloaded: a reload keeps its history entry's
+    # way back) knows one way back: to the first page.
+    later = browser.current_url.removeprefix(base_url)
+    open_page(browser, base_url, "/definitions")
+    open_page(browser, base_url, later)
+    wait_for(browser, lambda d: css(d, ".page-number").text == "A later page")
+    css(browser, ".pager a[rel=first]").click()
+    wait_for(browser, lambda d: listed_ids(d) == pages[0])
+    assert not_reloaded(browser)
 
 
 def test_the_runtime_page_refreshes_live(

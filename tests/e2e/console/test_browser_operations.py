@@ -89,6 +89,8 @@ def test_every_graph_label_and_node_is_readable(
         assert {"current", "state", "start", "final", "current outline"} <= kinds, kinds
         if lit != "send":
             assert {"edge label"} <= kinds, kinds
+        else:  # finished: its state coloured by the outcome, the path to it outlined
+            assert {"ended completed", "path outline", "taken edge"} <= kinds, kinds
         low = [
             item
             for item in found
@@ -129,6 +131,74 @@ def test_axe_finds_nothing_serious_on_any_page(
         open_page(browser, base_url, path)
         css(browser, ready)
         assert_accessible(browser, f"{scheme} {path}")
+
+
+MARKS = """
+const canvas = document.querySelector('.graph-canvas[data-rendered]');
+const id = (g) => (/(?:^|-)state-(.+)-\\d+$/.exec(g.id) || [])[1];
+return {
+  visited: [...canvas.querySelectorAll('g.node.sw-visited')].map(id).sort(),
+  taken: canvas.querySelectorAll('path.sw-taken').length,
+  edges: canvas.querySelectorAll('path[data-edge]').length,
+  ended: [...canvas.querySelectorAll('g.node[data-outcome]')].map(
+    (g) => [id(g), g.dataset.outcome]).sort(),
+};
+"""
+
+
+@pytest.mark.parametrize("scheme", ["light", "dark"], indirect=True)
+def test_the_path_taken_and_the_outcome_are_marked_on_the_graph(
+    browser: webdriver.Chrome, base_url: str, http: Http, shots: Path, scheme: str
+) -> None:
+    done = start(http, "mail-approval", workflowId=uid("path-done"), input={"topic": "path"})
+    assert http.post(f"/api/v1/workflows/{done}/resume", {"event": "approve"}).status == 200
+    failed = start(
+        http, "fragile", workflowId=uid("path-failed"), input={"mode": "park", "divisor": 0}
+    )
+    assert http.post(f"/api/v1/workflows/{failed}/resume", {"event": "go"}).status == 200
+    assert http.get(f"/api/v1/workflows/{failed}").body["workflow"]["status"] == (
+        "WORKFLOW_STATUS_FAILED"
+    )
+    expected = {
+        # start -> draft -> awaiting_approval -> send -> the end; drafting never entered.
+        done: {
+            "visited": ["root_end", "root_start", "s_awaiting_approval", "s_draft", "s_send"],
+            "taken": 4,
+            "ended": [["root_end", "completed"], ["s_send", "completed"]],
+        },
+        # start -> begin -> parked -> compute on `go`, whose way on (100 / 0) failed the
+        # instance there: no end reached, done never entered.
+        failed: {
+            "visited": ["root_start", "s_begin", "s_compute", "s_parked"],
+            "taken": 3,
+            "ended": [["s_compute", "failed"]],
+        },
+    }
+    for workflow_id, want in expected.items():
+        open_page(browser, base_url, f"/workflows/{workflow_id}")
+        css(browser, ".graph-canvas[data-rendered] g.node.sw-current")
+        marks = wait_for(
+            browser,
+            lambda d: (m := d.execute_script(MARKS))["ended"] and m["taken"] and m,
+        )
+        assert {k: marks[k] for k in want} == want, (scheme, marks)
+        assert marks["edges"] > marks["taken"]
+        found = graph_contrast(browser)
+        ended = want["ended"]
+        assert isinstance(ended, list)
+        outcome = ended[-1][1]
+        kinds = {item["kind"] for item in found}
+        assert {f"ended {outcome}", "path outline", "taken edge"} <= kinds, kinds
+        low = [
+            item
+            for item in found
+            if item["ratio"]
+            < (OUTLINE_CONTRAST if item["kind"] == "current outline" else TEXT_CONTRAST)
+        ]
+        assert not low, (scheme, workflow_id, low)
+        assert_accessible(browser, f"{scheme} /workflows/{workflow_id} path")
+    if scheme == "light":
+        screenshot(browser, shots, "workflow-failed")
 
 
 def test_only_the_actions_that_can_work_are_offered(

@@ -45,6 +45,34 @@ def test_definitions_are_listed_paged_and_read_by_name_and_version(http: Http) -
     assert pinned.body == latest.body
 
 
+def test_a_definition_declares_its_context_fields_with_their_defaults(http: Http) -> None:
+    pricing = http.get("/api/v1/definitions/order-pricing").body["definition"]
+    fields = {f["name"]: f for f in pricing["contextFields"]}
+    assert list(fields)[:3] == ["items", "quantity", "price"]  # declaration order
+    assert fields["quantity"] == {
+        "name": "quantity",
+        "type": "int",
+        "reducer": "replace",
+        "defaultValue": 1,
+        "nullable": False,
+    }
+    assert fields["log"]["reducer"] == "append" and fields["log"]["defaultValue"] == []
+    assert fields["shipment"]["defaultValue"] == {}
+    assert fields["reason"]["nullable"] is True and fields["reason"]["defaultValue"] is None
+
+
+def test_whole_numbers_read_back_as_integers(http: Http) -> None:
+    started = http.post(
+        W, {"definition": "order-pricing", "input": {"quantity": 4, "price": 2.5, "items": ["a"]}}
+    )
+    assert started.status == 200, started.body
+    context = started.body["workflow"]["context"]
+    # A Struct holds every number as a double, which canonical JSON writes as 4.0.
+    assert type(context["quantity"]) is int and context["quantity"] == 4
+    assert type(context["price"]) is float and context["price"] == 2.5
+    assert type(context["total"]) is int and context["total"] == 10
+
+
 def test_definition_errors_are_the_grpc_api_s(http: Http) -> None:
     assert http.get("/api/v1/definitions/no-such-thing").error == (
         "NOT_FOUND",
@@ -97,6 +125,26 @@ def test_start_get_and_list(http: Http) -> None:
         W, definition="mail-approval", status="WORKFLOW_STATUS_CANCELLED", pageSize=1000
     )
     assert workflow_id not in {w["workflowId"] for w in none.body.get("workflows", [])}
+
+
+def test_the_list_orders_and_searches_by_query_parameters(http: Http) -> None:
+    prefix = uid("ordered")
+    made = [start(http, "tally", workflowId=f"{prefix}-{i}")["workflowId"] for i in range(3)]
+    newest = http.get(W, orderBy="create_time desc", idPrefix=prefix, pageSize=2)
+    assert [w["workflowId"] for w in newest.body["workflows"]] == made[:0:-1]
+    rest = http.get(
+        W, order_by="create_time desc", id_prefix=prefix, pageToken=newest.body["nextPageToken"]
+    )
+    assert [w["workflowId"] for w in rest.body["workflows"]] == made[:1]
+    refused = http.get(W, orderBy="newest")
+    assert refused.status == 400 and refused.error == ("INVALID_ARGUMENT", "INVALID_ORDER_BY")
+    assert http.get(W, idPrefix="-no").error == ("INVALID_ARGUMENT", "INVALID_FIELD")
+    stream = http.events(f"{W}:watch?orderBy=create_time%20desc&idPrefix={prefix}&pageSize=1")
+    try:
+        assert [w["workflowId"] for w in stream.until("page").data["workflows"]] == made[-1:]
+        assert stream.until("count").data == {"count": 3, "more": False}
+    finally:
+        stream.close()
 
 
 def test_workflow_errors_are_the_grpc_api_s(http: Http) -> None:

@@ -28,6 +28,7 @@ from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
+    ListOrder,
     RequestRecord,
     Save,
 )
@@ -269,6 +270,100 @@ def test_list_filters_by_status_and_definition(repo: Repository) -> None:
     assert len(first.items) == 2 and first.next_page_token
     rest = repo.list(definition="a", page_size=2, page_token=first.next_page_token)
     assert [r.workflow_id for r in rest.items] == ["f-2"]
+
+
+def made(wid: str, created: int, updated: int | None = None, **kw: Any) -> Create:
+    """An instance created ``created`` minutes after T0 and last changed ``updated``
+    minutes after it (as late as it was created when not said)."""
+    rec = dataclasses.replace(
+        instance(wid, **kw),
+        create_time=T0 + timedelta(minutes=created),
+        update_time=T0 + timedelta(minutes=created if updated is None else updated),
+    )
+    return Create(rec, history_of(rec), None)
+
+
+NEWEST = ListOrder("create_time", descending=True)
+
+
+def listed(repo: Repository, order: ListOrder, size: int, **kw: Any) -> list[str]:
+    """Every id of a listing in ``order``, read ``size`` at a time."""
+    seen: list[str] = []
+    token = ""
+    for _ in range(100):
+        page = repo.list(page_size=size, page_token=token, order=order, **kw)
+        seen.extend(r.workflow_id for r in page.items)
+        token = page.next_page_token
+        if not token:
+            return seen
+    raise AssertionError("paging did not finish")
+
+
+def test_newest_first_paging_is_stable_while_rows_are_inserted(repo: Repository) -> None:
+    for i in range(20):
+        repo.create(made(f"w-{i:03d}", created=i))
+    seen: list[str] = []
+    token = ""
+    for page_no in range(20):
+        page = repo.list(page_size=6, page_token=token, order=NEWEST)
+        seen.extend(r.workflow_id for r in page.items)
+        # Newer instances made between pages belong before the first page: never on a
+        # later one, never shifting what a later page holds.
+        repo.create(made(f"late-{page_no}", created=1000 + page_no))
+        token = page.next_page_token
+        if not token:
+            break
+    assert token == "", "paging did not finish"
+    assert seen == [f"w-{i:03d}" for i in reversed(range(20))]
+    assert listed(repo, NEWEST, 50)[:2] == [f"late-{page_no}", f"late-{page_no - 1}"]
+
+
+def test_each_order_lists_by_its_time_with_ties_by_id(repo: Repository) -> None:
+    # (id, created, updated): "b" and "c" were created together, "c" and "a" last changed
+    # together; each tie goes by id, in the order's direction.
+    for wid, created, updated in [("a", 1, 9), ("b", 2, 5), ("c", 2, 9), ("d", 3, 4)]:
+        repo.create(made(wid, created, updated))
+    orders = {
+        order.spelled: listed(repo, order, 2)
+        for order in (
+            ListOrder("create_time"),
+            NEWEST,
+            ListOrder("update_time"),
+            ListOrder("update_time", descending=True),
+        )
+    }
+    assert orders == {
+        "create_time": ["a", "b", "c", "d"],
+        "create_time desc": ["d", "c", "b", "a"],
+        "update_time": ["d", "b", "a", "c"],
+        "update_time desc": ["c", "a", "b", "d"],
+    }
+    assert listed(repo, ListOrder(), 3) == listed(repo, ListOrder("create_time"), 1)
+
+
+def test_id_prefix_matches_the_start_of_ids_exactly(repo: Repository) -> None:
+    # '_' is a wildcard to LIKE, and SQLite's LIKE ignores case: neither may leak in.
+    for i, wid in enumerate(["a_b-1", "axb-2", "A_b-3", "a_b-4", "za_b-5", "a_"]):
+        repo.create(made(wid, created=i, status="WAITING" if i == 3 else "RUNNING"))
+    assert listed(repo, NEWEST, 1, id_prefix="a_b") == ["a_b-4", "a_b-1"]
+    assert listed(repo, ListOrder(), 10, id_prefix="a_") == ["a_b-1", "a_b-4", "a_"]
+    assert listed(repo, NEWEST, 10, id_prefix="a_b", status="WAITING") == ["a_b-4"]
+    assert listed(repo, NEWEST, 10, id_prefix="nothing") == []
+
+
+def test_page_token_is_bound_to_its_order_and_prefix(repo: Repository) -> None:
+    for i in range(3):
+        repo.create(made(f"o-{i}", created=i))
+    token = repo.list(page_size=1, order=NEWEST).next_page_token
+    assert [
+        r.workflow_id for r in repo.list(page_size=1, page_token=token, order=NEWEST).items
+    ] == ["o-1"]
+    for other in ({"order": ListOrder()}, {"order": NEWEST, "id_prefix": "o-"}):
+        with pytest.raises(InvalidArgument):
+            repo.list(page_size=1, page_token=token, **other)
+    plain = repo.list(page_size=1).next_page_token
+    with pytest.raises(InvalidArgument):
+        repo.list(page_size=1, page_token=plain, order=NEWEST)
 
 
 @pytest.mark.parametrize("token", ["garbage!", "djE6eDp5", "dj-6MTpx"])

@@ -6,6 +6,8 @@ import pytest
 
 from statewrightd.api import validation as v
 from statewrightd.errors import InvalidArgument
+from statewrightd.reasons import Reason
+from statewrightd.store.records import OLDEST_FIRST
 
 
 @pytest.mark.parametrize(
@@ -143,3 +145,24 @@ def test_a_workers_request_id_fits_for_the_longest_workflow_id() -> None:
     # Every client's worker names its report after the task: name#attempt#kind.
     task = "workflows/" + "w" * v.MAX_WORKFLOW_ID_LENGTH + "/tasks/" + "9" * 19
     assert v.request_id(f"{task}#12#complete") == f"{task}#12#complete"
+
+
+def test_list_orders_are_the_four_spellings_and_nothing_else() -> None:
+    assert v.list_order("") == OLDEST_FIRST
+    assert {name: v.list_order(name).spelled for name in v.LIST_ORDERS} == {
+        name: name
+        for name in ("create_time desc", "create_time", "update_time desc", "update_time")
+    }
+    for bad in ("newest", "create_time asc", "CREATE_TIME DESC", "create_time  desc", "state"):
+        with pytest.raises(InvalidArgument) as refused:
+            v.list_order(bad)
+        assert refused.value.reason == Reason.INVALID_ORDER_BY
+        assert refused.value.metadata["field"] == "order_by"
+
+
+def test_id_prefixes_are_validated_like_ids() -> None:
+    assert v.id_prefix("") is None
+    assert v.id_prefix("order-2026") == "order-2026"
+    for bad in ("-x", "a b", "a%", "x" * 129):
+        with pytest.raises(InvalidArgument):
+            v.id_prefix(bad)

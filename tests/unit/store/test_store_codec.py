@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import json
 import math
 from datetime import UTC, datetime, timedelta, timezone
 
@@ -59,6 +62,23 @@ def test_page_token_round_trip_and_binding() -> None:
         decode_page_token(token, "mail", None)
     with pytest.raises(InvalidArgument):
         decode_page_token(token[:-2], "mail", "RUNNING")
+
+
+def test_page_token_is_bound_to_order_and_prefix_and_old_tokens_still_decode() -> None:
+    when = datetime(2026, 1, 2, 3, 4, 5, 6, tzinfo=UTC)
+    token = encode_page_token(when, "w-1", None, None, order="create_time desc", id_prefix="w-")
+    assert decode_page_token(token, None, None, order="create_time desc", id_prefix="w-") == (
+        when,
+        "w-1",
+    )
+    for order, prefix in [("", "w-"), ("create_time desc", None), ("update_time desc", "w-")]:
+        with pytest.raises(InvalidArgument):
+            decode_page_token(token, None, None, order=order, id_prefix=prefix)
+    # A token of the default listing, as servers issued them before orders existed.
+    key = hashlib.sha256(b"mail\x1fRUNNING").hexdigest()[:12]
+    raw = json.dumps(["i1", 1_767_323_045_000_006, "w-1", key]).encode()
+    old = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    assert decode_page_token(old, "mail", "RUNNING") == (when, "w-1")
 
 
 def test_page_size_defaults_and_limits() -> None:

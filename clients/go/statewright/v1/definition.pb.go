@@ -9,6 +9,7 @@ package statewrightv1
 import (
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
+	structpb "google.golang.org/protobuf/types/known/structpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -46,7 +47,10 @@ type Definition struct {
 	// Output only. When this version was first recorded by the service.
 	CreateTime *timestamppb.Timestamp `protobuf:"bytes,10,opt,name=create_time,json=createTime,proto3" json:"create_time,omitempty"`
 	// Output only. Where this version was loaded from (a file name).
-	SourceName    string `protobuf:"bytes,11,opt,name=source_name,json=sourceName,proto3" json:"source_name,omitempty"`
+	SourceName string `protobuf:"bytes,11,opt,name=source_name,json=sourceName,proto3" json:"source_name,omitempty"`
+	// Output only. The declared context fields, in declaration order: what a start's input
+	// may set, and what an instance's context holds before its first step.
+	ContextFields []*ContextField `protobuf:"bytes,12,rep,name=context_fields,json=contextFields,proto3" json:"context_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -158,11 +162,104 @@ func (x *Definition) GetSourceName() string {
 	return ""
 }
 
+func (x *Definition) GetContextFields() []*ContextField {
+	if x != nil {
+		return x.ContextFields
+	}
+	return nil
+}
+
+// One declared field of a definition's context.
+type ContextField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The field's name.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Output only. The declared type: `string`, `int`, `number`, `bool`, `list`, `map` or
+	// `any`.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Output only. How a step's value combines with the current one: `replace`, `append`
+	// or `merge`.
+	Reducer string `protobuf:"bytes,3,opt,name=reducer,proto3" json:"reducer,omitempty"`
+	// Output only. The value the context starts with; null for a field declared without a
+	// default (see nullable).
+	DefaultValue *structpb.Value `protobuf:"bytes,4,opt,name=default_value,json=defaultValue,proto3" json:"default_value,omitempty"`
+	// Output only. Whether the field was declared without a default: it starts as null and
+	// may be set to null.
+	Nullable      bool `protobuf:"varint,5,opt,name=nullable,proto3" json:"nullable,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextField) Reset() {
+	*x = ContextField{}
+	mi := &file_statewright_v1_definition_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextField) ProtoMessage() {}
+
+func (x *ContextField) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_definition_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextField.ProtoReflect.Descriptor instead.
+func (*ContextField) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_definition_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *ContextField) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ContextField) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *ContextField) GetReducer() string {
+	if x != nil {
+		return x.Reducer
+	}
+	return ""
+}
+
+func (x *ContextField) GetDefaultValue() *structpb.Value {
+	if x != nil {
+		return x.DefaultValue
+	}
+	return nil
+}
+
+func (x *ContextField) GetNullable() bool {
+	if x != nil {
+		return x.Nullable
+	}
+	return false
+}
+
 var File_statewright_v1_definition_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_definition_proto_rawDesc = "" +
 	"\n" +
-	"\x1fstatewright/v1/definition.proto\x12\x0estatewright.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\xd4\x02\n" +
+	"\x1fstatewright/v1/definition.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x03\n" +
 	"\n" +
 	"Definition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
@@ -180,7 +277,14 @@ const file_statewright_v1_definition_proto_rawDesc = "" +
 	" \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"createTime\x12\x1f\n" +
 	"\vsource_name\x18\v \x01(\tR\n" +
-	"sourceNameBs\n" +
+	"sourceName\x12C\n" +
+	"\x0econtext_fields\x18\f \x03(\v2\x1c.statewright.v1.ContextFieldR\rcontextFields\"\xa9\x01\n" +
+	"\fContextField\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
+	"\areducer\x18\x03 \x01(\tR\areducer\x12;\n" +
+	"\rdefault_value\x18\x04 \x01(\v2\x16.google.protobuf.ValueR\fdefaultValue\x12\x1a\n" +
+	"\bnullable\x18\x05 \x01(\bR\bnullableBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -195,18 +299,22 @@ func file_statewright_v1_definition_proto_rawDescGZIP() []byte {
 	return file_statewright_v1_definition_proto_rawDescData
 }
 
-var file_statewright_v1_definition_proto_msgTypes = make([]protoimpl.MessageInfo, 1)
+var file_statewright_v1_definition_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
 var file_statewright_v1_definition_proto_goTypes = []any{
 	(*Definition)(nil),            // 0: statewright.v1.Definition
-	(*timestamppb.Timestamp)(nil), // 1: google.protobuf.Timestamp
+	(*ContextField)(nil),          // 1: statewright.v1.ContextField
+	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
+	(*structpb.Value)(nil),        // 3: google.protobuf.Value
 }
 var file_statewright_v1_definition_proto_depIdxs = []int32{
-	1, // 0: statewright.v1.Definition.create_time:type_name -> google.protobuf.Timestamp
-	1, // [1:1] is the sub-list for method output_type
-	1, // [1:1] is the sub-list for method input_type
-	1, // [1:1] is the sub-list for extension type_name
-	1, // [1:1] is the sub-list for extension extendee
-	0, // [0:1] is the sub-list for field type_name
+	2, // 0: statewright.v1.Definition.create_time:type_name -> google.protobuf.Timestamp
+	1, // 1: statewright.v1.Definition.context_fields:type_name -> statewright.v1.ContextField
+	3, // 2: statewright.v1.ContextField.default_value:type_name -> google.protobuf.Value
+	3, // [3:3] is the sub-list for method output_type
+	3, // [3:3] is the sub-list for method input_type
+	3, // [3:3] is the sub-list for extension type_name
+	3, // [3:3] is the sub-list for extension extendee
+	0, // [0:3] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_definition_proto_init() }
@@ -220,7 +328,7 @@ func file_statewright_v1_definition_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_definition_proto_rawDesc), len(file_statewright_v1_definition_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   1,
+			NumMessages:   2,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -731,7 +731,18 @@ type ListWorkflowsRequest struct {
 	// Optional. The most instances to return; zero means 50, and values above 1000 are capped.
 	PageSize int32 `protobuf:"varint,3,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional. The next_page_token of a previous response, to continue that listing.
-	PageToken     string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Optional. The order of the listing: `create_time desc` (newest first),
+	// `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+	// ties are broken by workflow id in the same direction. Empty lists by create time,
+	// oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+	// A page token continues the order it was issued for, and instances created after it
+	// never shift a later page; under an update_time order, an instance that changes while
+	// the listing is read may move past the pages already read.
+	OrderBy string `protobuf:"bytes,5,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
+	// Optional. Only instances whose workflow id starts with this text (a workflow id's
+	// characters only).
+	IdPrefix      string `protobuf:"bytes,6,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -794,10 +805,24 @@ func (x *ListWorkflowsRequest) GetPageToken() string {
 	return ""
 }
 
+func (x *ListWorkflowsRequest) GetOrderBy() string {
+	if x != nil {
+		return x.OrderBy
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetIdPrefix() string {
+	if x != nil {
+		return x.IdPrefix
+	}
+	return ""
+}
+
 // Response of ListWorkflows.
 type ListWorkflowsResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// Output only. One page of instances, oldest first.
+	// Output only. One page of instances, in the requested order (oldest first by default).
 	Workflows []*Workflow `protobuf:"bytes,1,rep,name=workflows,proto3" json:"workflows,omitempty"`
 	// Output only. The token for the next page; empty on the last page.
 	NextPageToken string `protobuf:"bytes,2,opt,name=next_page_token,json=nextPageToken,proto3" json:"next_page_token,omitempty"`
@@ -1869,7 +1894,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x12GetWorkflowRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x13GetWorkflowResponse\x124\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xaa\x01\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xe2\x01\n" +
 	"\x14ListWorkflowsRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -1877,7 +1902,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\x0e2\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x1b\n" +
 	"\tpage_size\x18\x03 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x04 \x01(\tR\tpageToken\"w\n" +
+	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x19\n" +
+	"\border_by\x18\x05 \x01(\tR\aorderBy\x12\x1b\n" +
+	"\tid_prefix\x18\x06 \x01(\tR\bidPrefix\"w\n" +
 	"\x15ListWorkflowsResponse\x126\n" +
 	"\tworkflows\x18\x01 \x03(\v2\x18.statewright.v1.WorkflowR\tworkflows\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x01\n" +

@@ -6,6 +6,7 @@ isort:skip_file
 from collections import abc as _abc
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
+from google.protobuf import struct_pb2 as _struct_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 import builtins as _builtins
@@ -36,6 +37,7 @@ class Definition(_message.Message):
     EVENTS_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     SOURCE_NAME_FIELD_NUMBER: _builtins.int
+    CONTEXT_FIELDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `definitions/{definition}/versions/{version}`."""
     definition: _builtins.str
@@ -64,6 +66,12 @@ class Definition(_message.Message):
     def create_time(self) -> _timestamp_pb2.Timestamp:
         """Output only. When this version was first recorded by the service."""
 
+    @_builtins.property
+    def context_fields(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextField]:
+        """Output only. The declared context fields, in declaration order: what a start's input
+        may set, and what an instance's context holds before its first step.
+        """
+
     def __init__(
         self,
         *,
@@ -78,11 +86,60 @@ class Definition(_message.Message):
         events: _abc.Iterable[_builtins.str] | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         source_name: _builtins.str = ...,
+        context_fields: _abc.Iterable[Global___ContextField] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time", "definition", b"definition", "description", b"description", "digest", b"digest", "events", b"events", "mermaid", b"mermaid", "name", b"name", "source", b"source", "source_name", b"source_name", "states", b"states", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_fields", b"context_fields", "create_time", b"create_time", "definition", b"definition", "description", b"description", "digest", b"digest", "events", b"events", "mermaid", b"mermaid", "name", b"name", "source", b"source", "source_name", b"source_name", "states", b"states", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Definition: _TypeAlias = Definition  # noqa: Y015
+
+@_typing.final
+class ContextField(_message.Message):
+    """One declared field of a definition's context."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    REDUCER_FIELD_NUMBER: _builtins.int
+    DEFAULT_VALUE_FIELD_NUMBER: _builtins.int
+    NULLABLE_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Output only. The field's name."""
+    type: _builtins.str
+    """Output only. The declared type: `string`, `int`, `number`, `bool`, `list`, `map` or
+    `any`.
+    """
+    reducer: _builtins.str
+    """Output only. How a step's value combines with the current one: `replace`, `append`
+    or `merge`.
+    """
+    nullable: _builtins.bool
+    """Output only. Whether the field was declared without a default: it starts as null and
+    may be set to null.
+    """
+    @_builtins.property
+    def default_value(self) -> _struct_pb2.Value:
+        """Output only. The value the context starts with; null for a field declared without a
+        default (see nullable).
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        type: _builtins.str = ...,
+        reducer: _builtins.str = ...,
+        default_value: _struct_pb2.Value | None = ...,
+        nullable: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["default_value", b"default_value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["default_value", b"default_value", "name", b"name", "nullable", b"nullable", "reducer", b"reducer", "type", b"type"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContextField: _TypeAlias = ContextField  # noqa: Y015

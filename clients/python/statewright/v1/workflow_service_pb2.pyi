@@ -382,6 +382,8 @@ class ListWorkflowsRequest(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    ORDER_BY_FIELD_NUMBER: _builtins.int
+    ID_PREFIX_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Optional. Only instances of this definition name."""
     status: _workflow_pb2.WorkflowStatus.ValueType
@@ -390,6 +392,19 @@ class ListWorkflowsRequest(_message.Message):
     """Optional. The most instances to return; zero means 50, and values above 1000 are capped."""
     page_token: _builtins.str
     """Optional. The next_page_token of a previous response, to continue that listing."""
+    order_by: _builtins.str
+    """Optional. The order of the listing: `create_time desc` (newest first),
+    `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+    ties are broken by workflow id in the same direction. Empty lists by create time,
+    oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+    A page token continues the order it was issued for, and instances created after it
+    never shift a later page; under an update_time order, an instance that changes while
+    the listing is read may move past the pages already read.
+    """
+    id_prefix: _builtins.str
+    """Optional. Only instances whose workflow id starts with this text (a workflow id's
+    characters only).
+    """
     def __init__(
         self,
         *,
@@ -397,10 +412,12 @@ class ListWorkflowsRequest(_message.Message):
         status: _workflow_pb2.WorkflowStatus.ValueType = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        order_by: _builtins.str = ...,
+        id_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "id_prefix", b"id_prefix", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -418,7 +435,7 @@ class ListWorkflowsResponse(_message.Message):
     """Output only. The token for the next page; empty on the last page."""
     @_builtins.property
     def workflows(self) -> _containers.RepeatedCompositeFieldContainer[_workflow_pb2.Workflow]:
-        """Output only. One page of instances, oldest first."""
+        """Output only. One page of instances, in the requested order (oldest first by default)."""
 
     def __init__(
         self,

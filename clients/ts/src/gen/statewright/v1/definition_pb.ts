@@ -4,15 +4,15 @@
 
 import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Timestamp, TimestampJson } from "@bufbuild/protobuf/wkt";
-import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
+import type { Timestamp, TimestampJson, Value, ValueJson } from "@bufbuild/protobuf/wkt";
+import { file_google_protobuf_struct, file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file statewright/v1/definition.proto.
  */
 export const file_statewright_v1_definition: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zdGF0ZXdyaWdodC92MS9kZWZpbml0aW9uLnByb3RvEg5zdGF0ZXdyaWdodC52MSLrAQoKRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhIKCmRlZmluaXRpb24YAiABKAkSDwoHdmVyc2lvbhgDIAEoBRITCgtkZXNjcmlwdGlvbhgEIAEoCRIOCgZzb3VyY2UYBSABKAkSDgoGZGlnZXN0GAYgASgJEg8KB21lcm1haWQYByABKAkSDgoGc3RhdGVzGAggAygJEg4KBmV2ZW50cxgJIAMoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLc291cmNlX25hbWUYCyABKAlCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_protobuf_timestamp]);
+  fileDesc("Ch9zdGF0ZXdyaWdodC92MS9kZWZpbml0aW9uLnByb3RvEg5zdGF0ZXdyaWdodC52MSKhAgoKRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhIKCmRlZmluaXRpb24YAiABKAkSDwoHdmVyc2lvbhgDIAEoBRITCgtkZXNjcmlwdGlvbhgEIAEoCRIOCgZzb3VyY2UYBSABKAkSDgoGZGlnZXN0GAYgASgJEg8KB21lcm1haWQYByABKAkSDgoGc3RhdGVzGAggAygJEg4KBmV2ZW50cxgJIAMoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLc291cmNlX25hbWUYCyABKAkSNAoOY29udGV4dF9maWVsZHMYDCADKAsyHC5zdGF0ZXdyaWdodC52MS5Db250ZXh0RmllbGQifAoMQ29udGV4dEZpZWxkEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIPCgdyZWR1Y2VyGAMgASgJEi0KDWRlZmF1bHRfdmFsdWUYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEAoIbnVsbGFibGUYBSABKAhCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One immutable version of a workflow definition.
@@ -96,6 +96,14 @@ export type Definition = Message<"statewright.v1.Definition"> & {
    * @generated from field: string source_name = 11;
    */
   sourceName: string;
+
+  /**
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   *
+   * @generated from field: repeated statewright.v1.ContextField context_fields = 12;
+   */
+  contextFields: ContextField[];
 };
 
 /**
@@ -180,6 +188,14 @@ export type DefinitionJson = {
    * @generated from field: string source_name = 11;
    */
   sourceName?: string;
+
+  /**
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   *
+   * @generated from field: repeated statewright.v1.ContextField context_fields = 12;
+   */
+  contextFields?: ContextFieldJson[];
 };
 
 /**
@@ -188,4 +204,103 @@ export type DefinitionJson = {
  */
 export const DefinitionSchema: GenMessage<Definition, {jsonType: DefinitionJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_definition, 0);
+
+/**
+ * One declared field of a definition's context.
+ *
+ * @generated from message statewright.v1.ContextField
+ */
+export type ContextField = Message<"statewright.v1.ContextField"> & {
+  /**
+   * Output only. The field's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Output only. The declared type: `string`, `int`, `number`, `bool`, `list`, `map` or
+   * `any`.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * Output only. How a step's value combines with the current one: `replace`, `append`
+   * or `merge`.
+   *
+   * @generated from field: string reducer = 3;
+   */
+  reducer: string;
+
+  /**
+   * Output only. The value the context starts with; null for a field declared without a
+   * default (see nullable).
+   *
+   * @generated from field: google.protobuf.Value default_value = 4;
+   */
+  defaultValue?: Value | undefined;
+
+  /**
+   * Output only. Whether the field was declared without a default: it starts as null and
+   * may be set to null.
+   *
+   * @generated from field: bool nullable = 5;
+   */
+  nullable: boolean;
+};
+
+/**
+ * One declared field of a definition's context.
+ *
+ * @generated from message statewright.v1.ContextField
+ */
+export type ContextFieldJson = {
+  /**
+   * Output only. The field's name.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Output only. The declared type: `string`, `int`, `number`, `bool`, `list`, `map` or
+   * `any`.
+   *
+   * @generated from field: string type = 2;
+   */
+  type?: string;
+
+  /**
+   * Output only. How a step's value combines with the current one: `replace`, `append`
+   * or `merge`.
+   *
+   * @generated from field: string reducer = 3;
+   */
+  reducer?: string;
+
+  /**
+   * Output only. The value the context starts with; null for a field declared without a
+   * default (see nullable).
+   *
+   * @generated from field: google.protobuf.Value default_value = 4;
+   */
+  defaultValue?: ValueJson;
+
+  /**
+   * Output only. Whether the field was declared without a default: it starts as null and
+   * may be set to null.
+   *
+   * @generated from field: bool nullable = 5;
+   */
+  nullable?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.ContextField.
+ * Use `create(ContextFieldSchema)` to create a new message.
+ */
+export const ContextFieldSchema: GenMessage<ContextField, {jsonType: ContextFieldJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_definition, 1);
 

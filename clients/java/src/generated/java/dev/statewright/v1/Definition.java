@@ -43,6 +43,7 @@ private static final long serialVersionUID = 0L;
     events_ =
         com.google.protobuf.LazyStringArrayList.emptyList();
     sourceName_ = "";
+    contextFields_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -552,6 +553,72 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CONTEXT_FIELDS_FIELD_NUMBER = 12;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.statewright.v1.ContextField> contextFields_;
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.statewright.v1.ContextField> getContextFieldsList() {
+    return contextFields_;
+  }
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.statewright.v1.ContextFieldOrBuilder> 
+      getContextFieldsOrBuilderList() {
+    return contextFields_;
+  }
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  @java.lang.Override
+  public int getContextFieldsCount() {
+    return contextFields_.size();
+  }
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.ContextField getContextFields(int index) {
+    return contextFields_.get(index);
+  }
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.ContextFieldOrBuilder getContextFieldsOrBuilder(
+      int index) {
+    return contextFields_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -598,6 +665,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sourceName_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 11, sourceName_);
+    }
+    for (int i = 0; i < contextFields_.size(); i++) {
+      output.writeMessage(12, contextFields_.get(i));
     }
     getUnknownFields().writeTo(output);
   }
@@ -648,6 +718,15 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(sourceName_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(11, sourceName_);
     }
+
+        {
+          final int count = contextFields_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(contextFields_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -697,6 +776,8 @@ private static final long serialVersionUID = 0L;
     }
     if (!getSourceName()
         .equals(other.getSourceName())) return false;
+    if (!getContextFieldsList()
+        .equals(other.getContextFieldsList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -736,6 +817,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + SOURCE_NAME_FIELD_NUMBER;
     hash = (53 * hash) + getSourceName().hashCode();
+    if (getContextFieldsCount() > 0) {
+      hash = (37 * hash) + CONTEXT_FIELDS_FIELD_NUMBER;
+      hash = (53 * hash) + getContextFieldsList().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -871,6 +956,7 @@ private static final long serialVersionUID = 0L;
       if (com.google.protobuf.GeneratedMessage
               .alwaysUseFieldBuilders) {
         internalGetCreateTimeFieldBuilder();
+        internalGetContextFieldsFieldBuilder();
       }
     }
     @java.lang.Override
@@ -894,6 +980,13 @@ private static final long serialVersionUID = 0L;
         createTimeBuilder_ = null;
       }
       sourceName_ = "";
+      if (contextFieldsBuilder_ == null) {
+        contextFields_ = java.util.Collections.emptyList();
+      } else {
+        contextFields_ = null;
+        contextFieldsBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000800);
       return this;
     }
 
@@ -920,9 +1013,22 @@ private static final long serialVersionUID = 0L;
     @java.lang.Override
     public dev.statewright.v1.Definition buildPartial() {
       dev.statewright.v1.Definition result = new dev.statewright.v1.Definition(this);
+      buildPartialRepeatedFields(result);
       if (bitField0_ != 0) { buildPartial0(result); }
       onBuilt();
       return result;
+    }
+
+    private void buildPartialRepeatedFields(dev.statewright.v1.Definition result) {
+      if (contextFieldsBuilder_ == null) {
+        if (((bitField0_ & 0x00000800) != 0)) {
+          contextFields_ = java.util.Collections.unmodifiableList(contextFields_);
+          bitField0_ = (bitField0_ & ~0x00000800);
+        }
+        result.contextFields_ = contextFields_;
+      } else {
+        result.contextFields_ = contextFieldsBuilder_.build();
+      }
     }
 
     private void buildPartial0(dev.statewright.v1.Definition result) {
@@ -1042,6 +1148,32 @@ private static final long serialVersionUID = 0L;
         bitField0_ |= 0x00000400;
         onChanged();
       }
+      if (contextFieldsBuilder_ == null) {
+        if (!other.contextFields_.isEmpty()) {
+          if (contextFields_.isEmpty()) {
+            contextFields_ = other.contextFields_;
+            bitField0_ = (bitField0_ & ~0x00000800);
+          } else {
+            ensureContextFieldsIsMutable();
+            contextFields_.addAll(other.contextFields_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.contextFields_.isEmpty()) {
+          if (contextFieldsBuilder_.isEmpty()) {
+            contextFieldsBuilder_.dispose();
+            contextFieldsBuilder_ = null;
+            contextFields_ = other.contextFields_;
+            bitField0_ = (bitField0_ & ~0x00000800);
+            contextFieldsBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetContextFieldsFieldBuilder() : null;
+          } else {
+            contextFieldsBuilder_.addAllMessages(other.contextFields_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1123,6 +1255,19 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000400;
               break;
             } // case 90
+            case 98: {
+              dev.statewright.v1.ContextField m =
+                  input.readMessage(
+                      dev.statewright.v1.ContextField.parser(),
+                      extensionRegistry);
+              if (contextFieldsBuilder_ == null) {
+                ensureContextFieldsIsMutable();
+                contextFields_.add(m);
+              } else {
+                contextFieldsBuilder_.addMessage(m);
+              }
+              break;
+            } // case 98
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2275,6 +2420,330 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000400;
       onChanged();
       return this;
+    }
+
+    private java.util.List<dev.statewright.v1.ContextField> contextFields_ =
+      java.util.Collections.emptyList();
+    private void ensureContextFieldsIsMutable() {
+      if (!((bitField0_ & 0x00000800) != 0)) {
+        contextFields_ = new java.util.ArrayList<dev.statewright.v1.ContextField>(contextFields_);
+        bitField0_ |= 0x00000800;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.ContextField, dev.statewright.v1.ContextField.Builder, dev.statewright.v1.ContextFieldOrBuilder> contextFieldsBuilder_;
+
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public java.util.List<dev.statewright.v1.ContextField> getContextFieldsList() {
+      if (contextFieldsBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(contextFields_);
+      } else {
+        return contextFieldsBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public int getContextFieldsCount() {
+      if (contextFieldsBuilder_ == null) {
+        return contextFields_.size();
+      } else {
+        return contextFieldsBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public dev.statewright.v1.ContextField getContextFields(int index) {
+      if (contextFieldsBuilder_ == null) {
+        return contextFields_.get(index);
+      } else {
+        return contextFieldsBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder setContextFields(
+        int index, dev.statewright.v1.ContextField value) {
+      if (contextFieldsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureContextFieldsIsMutable();
+        contextFields_.set(index, value);
+        onChanged();
+      } else {
+        contextFieldsBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder setContextFields(
+        int index, dev.statewright.v1.ContextField.Builder builderForValue) {
+      if (contextFieldsBuilder_ == null) {
+        ensureContextFieldsIsMutable();
+        contextFields_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        contextFieldsBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder addContextFields(dev.statewright.v1.ContextField value) {
+      if (contextFieldsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureContextFieldsIsMutable();
+        contextFields_.add(value);
+        onChanged();
+      } else {
+        contextFieldsBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder addContextFields(
+        int index, dev.statewright.v1.ContextField value) {
+      if (contextFieldsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureContextFieldsIsMutable();
+        contextFields_.add(index, value);
+        onChanged();
+      } else {
+        contextFieldsBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder addContextFields(
+        dev.statewright.v1.ContextField.Builder builderForValue) {
+      if (contextFieldsBuilder_ == null) {
+        ensureContextFieldsIsMutable();
+        contextFields_.add(builderForValue.build());
+        onChanged();
+      } else {
+        contextFieldsBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder addContextFields(
+        int index, dev.statewright.v1.ContextField.Builder builderForValue) {
+      if (contextFieldsBuilder_ == null) {
+        ensureContextFieldsIsMutable();
+        contextFields_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        contextFieldsBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder addAllContextFields(
+        java.lang.Iterable<? extends dev.statewright.v1.ContextField> values) {
+      if (contextFieldsBuilder_ == null) {
+        ensureContextFieldsIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, contextFields_);
+        onChanged();
+      } else {
+        contextFieldsBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder clearContextFields() {
+      if (contextFieldsBuilder_ == null) {
+        contextFields_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000800);
+        onChanged();
+      } else {
+        contextFieldsBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public Builder removeContextFields(int index) {
+      if (contextFieldsBuilder_ == null) {
+        ensureContextFieldsIsMutable();
+        contextFields_.remove(index);
+        onChanged();
+      } else {
+        contextFieldsBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public dev.statewright.v1.ContextField.Builder getContextFieldsBuilder(
+        int index) {
+      return internalGetContextFieldsFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public dev.statewright.v1.ContextFieldOrBuilder getContextFieldsOrBuilder(
+        int index) {
+      if (contextFieldsBuilder_ == null) {
+        return contextFields_.get(index);  } else {
+        return contextFieldsBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public java.util.List<? extends dev.statewright.v1.ContextFieldOrBuilder> 
+         getContextFieldsOrBuilderList() {
+      if (contextFieldsBuilder_ != null) {
+        return contextFieldsBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(contextFields_);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public dev.statewright.v1.ContextField.Builder addContextFieldsBuilder() {
+      return internalGetContextFieldsFieldBuilder().addBuilder(
+          dev.statewright.v1.ContextField.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public dev.statewright.v1.ContextField.Builder addContextFieldsBuilder(
+        int index) {
+      return internalGetContextFieldsFieldBuilder().addBuilder(
+          index, dev.statewright.v1.ContextField.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. The declared context fields, in declaration order: what a start's input
+     * may set, and what an instance's context holds before its first step.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+     */
+    public java.util.List<dev.statewright.v1.ContextField.Builder> 
+         getContextFieldsBuilderList() {
+      return internalGetContextFieldsFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.ContextField, dev.statewright.v1.ContextField.Builder, dev.statewright.v1.ContextFieldOrBuilder> 
+        internalGetContextFieldsFieldBuilder() {
+      if (contextFieldsBuilder_ == null) {
+        contextFieldsBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.statewright.v1.ContextField, dev.statewright.v1.ContextField.Builder, dev.statewright.v1.ContextFieldOrBuilder>(
+                contextFields_,
+                ((bitField0_ & 0x00000800) != 0),
+                getParentForChildren(),
+                isClean());
+        contextFields_ = null;
+      }
+      return contextFieldsBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Definition)

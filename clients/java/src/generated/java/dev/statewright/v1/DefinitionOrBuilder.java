@@ -268,4 +268,53 @@ public interface DefinitionOrBuilder extends
    */
   com.google.protobuf.ByteString
       getSourceNameBytes();
+
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  java.util.List<dev.statewright.v1.ContextField> 
+      getContextFieldsList();
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  dev.statewright.v1.ContextField getContextFields(int index);
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  int getContextFieldsCount();
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  java.util.List<? extends dev.statewright.v1.ContextFieldOrBuilder> 
+      getContextFieldsOrBuilderList();
+  /**
+   * <pre>
+   * Output only. The declared context fields, in declaration order: what a start's input
+   * may set, and what an instance's context holds before its first step.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextField context_fields = 12 [json_name = "contextFields"];</code>
+   */
+  dev.statewright.v1.ContextFieldOrBuilder getContextFieldsOrBuilder(
+      int index);
 }

@@ -31,6 +31,11 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_Definition_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ContextField_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ContextField_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -41,23 +46,31 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
   static {
     java.lang.String[] descriptorData = {
       "\n\037statewright/v1/definition.proto\022\016state" +
-      "wright.v1\032\037google/protobuf/timestamp.pro" +
-      "to\"\324\002\n\nDefinition\022\022\n\004name\030\001 \001(\tR\004name\022\036\n" +
-      "\ndefinition\030\002 \001(\tR\ndefinition\022\030\n\007version" +
-      "\030\003 \001(\005R\007version\022 \n\013description\030\004 \001(\tR\013de" +
-      "scription\022\026\n\006source\030\005 \001(\tR\006source\022\026\n\006dig" +
-      "est\030\006 \001(\tR\006digest\022\030\n\007mermaid\030\007 \001(\tR\007merm" +
-      "aid\022\026\n\006states\030\010 \003(\tR\006states\022\026\n\006events\030\t " +
-      "\003(\tR\006events\022;\n\013create_time\030\n \001(\0132\032.googl" +
-      "e.protobuf.TimestampR\ncreateTime\022\037\n\013sour" +
-      "ce_name\030\013 \001(\tR\nsourceNameBs\n\022dev.statewr" +
-      "ight.v1P\001ZJgithub.com/statewright/statew" +
-      "right/clients/go/statewright/v1;statewri" +
-      "ghtv1\252\002\016Statewright.V1b\006proto3"
+      "wright.v1\032\034google/protobuf/struct.proto\032" +
+      "\037google/protobuf/timestamp.proto\"\231\003\n\nDef" +
+      "inition\022\022\n\004name\030\001 \001(\tR\004name\022\036\n\ndefinitio" +
+      "n\030\002 \001(\tR\ndefinition\022\030\n\007version\030\003 \001(\005R\007ve" +
+      "rsion\022 \n\013description\030\004 \001(\tR\013description\022" +
+      "\026\n\006source\030\005 \001(\tR\006source\022\026\n\006digest\030\006 \001(\tR" +
+      "\006digest\022\030\n\007mermaid\030\007 \001(\tR\007mermaid\022\026\n\006sta" +
+      "tes\030\010 \003(\tR\006states\022\026\n\006events\030\t \003(\tR\006event" +
+      "s\022;\n\013create_time\030\n \001(\0132\032.google.protobuf" +
+      ".TimestampR\ncreateTime\022\037\n\013source_name\030\013 " +
+      "\001(\tR\nsourceName\022C\n\016context_fields\030\014 \003(\0132" +
+      "\034.statewright.v1.ContextFieldR\rcontextFi" +
+      "elds\"\251\001\n\014ContextField\022\022\n\004name\030\001 \001(\tR\004nam" +
+      "e\022\022\n\004type\030\002 \001(\tR\004type\022\030\n\007reducer\030\003 \001(\tR\007" +
+      "reducer\022;\n\rdefault_value\030\004 \001(\0132\026.google." +
+      "protobuf.ValueR\014defaultValue\022\032\n\010nullable" +
+      "\030\005 \001(\010R\010nullableBs\n\022dev.statewright.v1P\001" +
+      "ZJgithub.com/statewright/statewright/cli" +
+      "ents/go/statewright/v1;statewrightv1\252\002\016S" +
+      "tatewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
         new com.google.protobuf.Descriptors.FileDescriptor[] {
+          com.google.protobuf.StructProto.getDescriptor(),
           com.google.protobuf.TimestampProto.getDescriptor(),
         });
     internal_static_statewright_v1_Definition_descriptor =
@@ -65,8 +78,15 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
     internal_static_statewright_v1_Definition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Definition_descriptor,
-        new java.lang.String[] { "Name", "Definition", "Version", "Description", "Source", "Digest", "Mermaid", "States", "Events", "CreateTime", "SourceName", });
+        new java.lang.String[] { "Name", "Definition", "Version", "Description", "Source", "Digest", "Mermaid", "States", "Events", "CreateTime", "SourceName", "ContextFields", });
+    internal_static_statewright_v1_ContextField_descriptor =
+      getDescriptor().getMessageType(1);
+    internal_static_statewright_v1_ContextField_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ContextField_descriptor,
+        new java.lang.String[] { "Name", "Type", "Reducer", "DefaultValue", "Nullable", });
     descriptor.resolveAllFeaturesImmutable();
+    com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();
   }
 

@@ -35,6 +35,8 @@ private static final long serialVersionUID = 0L;
     definition_ = "";
     status_ = 0;
     pageToken_ = "";
+    orderBy_ = "";
+    idPrefix_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -190,6 +192,114 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int ORDER_BY_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object orderBy_ = "";
+  /**
+   * <pre>
+   * Optional. The order of the listing: `create_time desc` (newest first),
+   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+   * ties are broken by workflow id in the same direction. Empty lists by create time,
+   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * A page token continues the order it was issued for, and instances created after it
+   * never shift a later page; under an update_time order, an instance that changes while
+   * the listing is read may move past the pages already read.
+   * </pre>
+   *
+   * <code>string order_by = 5 [json_name = "orderBy"];</code>
+   * @return The orderBy.
+   */
+  @java.lang.Override
+  public java.lang.String getOrderBy() {
+    java.lang.Object ref = orderBy_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      orderBy_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. The order of the listing: `create_time desc` (newest first),
+   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+   * ties are broken by workflow id in the same direction. Empty lists by create time,
+   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * A page token continues the order it was issued for, and instances created after it
+   * never shift a later page; under an update_time order, an instance that changes while
+   * the listing is read may move past the pages already read.
+   * </pre>
+   *
+   * <code>string order_by = 5 [json_name = "orderBy"];</code>
+   * @return The bytes for orderBy.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getOrderByBytes() {
+    java.lang.Object ref = orderBy_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      orderBy_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int ID_PREFIX_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object idPrefix_ = "";
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text (a workflow id's
+   * characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+   * @return The idPrefix.
+   */
+  @java.lang.Override
+  public java.lang.String getIdPrefix() {
+    java.lang.Object ref = idPrefix_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      idPrefix_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text (a workflow id's
+   * characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+   * @return The bytes for idPrefix.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getIdPrefixBytes() {
+    java.lang.Object ref = idPrefix_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      idPrefix_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -216,6 +326,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pageToken_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, pageToken_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(orderBy_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, orderBy_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, idPrefix_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -233,6 +349,12 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pageToken_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, pageToken_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(orderBy_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, orderBy_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, idPrefix_);
     }
     return size;
   }
@@ -265,6 +387,10 @@ private static final long serialVersionUID = 0L;
         != other.getPageSize()) return false;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
+    if (!getOrderBy()
+        .equals(other.getOrderBy())) return false;
+    if (!getIdPrefix()
+        .equals(other.getIdPrefix())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -284,6 +410,10 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageSize();
     hash = (37 * hash) + PAGE_TOKEN_FIELD_NUMBER;
     hash = (53 * hash) + getPageToken().hashCode();
+    hash = (37 * hash) + ORDER_BY_FIELD_NUMBER;
+    hash = (53 * hash) + getOrderBy().hashCode();
+    hash = (37 * hash) + ID_PREFIX_FIELD_NUMBER;
+    hash = (53 * hash) + getIdPrefix().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -423,6 +553,8 @@ private static final long serialVersionUID = 0L;
       status_ = 0;
       pageSize_ = 0;
       pageToken_ = "";
+      orderBy_ = "";
+      idPrefix_ = "";
       return this;
     }
 
@@ -468,6 +600,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.pageToken_ = pageToken_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.orderBy_ = orderBy_;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.idPrefix_ = idPrefix_;
+      }
     }
 
     @java.lang.Override
@@ -496,6 +634,16 @@ private static final long serialVersionUID = 0L;
       if (!other.getPageToken().isEmpty()) {
         pageToken_ = other.pageToken_;
         bitField0_ |= 0x00000008;
+        onChanged();
+      }
+      if (!other.getOrderBy().isEmpty()) {
+        orderBy_ = other.orderBy_;
+        bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getIdPrefix().isEmpty()) {
+        idPrefix_ = other.idPrefix_;
+        bitField0_ |= 0x00000020;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -542,6 +690,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 42: {
+              orderBy_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
+            case 50: {
+              idPrefix_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -855,6 +1013,225 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       pageToken_ = value;
       bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object orderBy_ = "";
+    /**
+     * <pre>
+     * Optional. The order of the listing: `create_time desc` (newest first),
+     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+     * ties are broken by workflow id in the same direction. Empty lists by create time,
+     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * A page token continues the order it was issued for, and instances created after it
+     * never shift a later page; under an update_time order, an instance that changes while
+     * the listing is read may move past the pages already read.
+     * </pre>
+     *
+     * <code>string order_by = 5 [json_name = "orderBy"];</code>
+     * @return The orderBy.
+     */
+    public java.lang.String getOrderBy() {
+      java.lang.Object ref = orderBy_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        orderBy_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The order of the listing: `create_time desc` (newest first),
+     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+     * ties are broken by workflow id in the same direction. Empty lists by create time,
+     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * A page token continues the order it was issued for, and instances created after it
+     * never shift a later page; under an update_time order, an instance that changes while
+     * the listing is read may move past the pages already read.
+     * </pre>
+     *
+     * <code>string order_by = 5 [json_name = "orderBy"];</code>
+     * @return The bytes for orderBy.
+     */
+    public com.google.protobuf.ByteString
+        getOrderByBytes() {
+      java.lang.Object ref = orderBy_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        orderBy_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The order of the listing: `create_time desc` (newest first),
+     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+     * ties are broken by workflow id in the same direction. Empty lists by create time,
+     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * A page token continues the order it was issued for, and instances created after it
+     * never shift a later page; under an update_time order, an instance that changes while
+     * the listing is read may move past the pages already read.
+     * </pre>
+     *
+     * <code>string order_by = 5 [json_name = "orderBy"];</code>
+     * @param value The orderBy to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOrderBy(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      orderBy_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The order of the listing: `create_time desc` (newest first),
+     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+     * ties are broken by workflow id in the same direction. Empty lists by create time,
+     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * A page token continues the order it was issued for, and instances created after it
+     * never shift a later page; under an update_time order, an instance that changes while
+     * the listing is read may move past the pages already read.
+     * </pre>
+     *
+     * <code>string order_by = 5 [json_name = "orderBy"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearOrderBy() {
+      orderBy_ = getDefaultInstance().getOrderBy();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The order of the listing: `create_time desc` (newest first),
+     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+     * ties are broken by workflow id in the same direction. Empty lists by create time,
+     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * A page token continues the order it was issued for, and instances created after it
+     * never shift a later page; under an update_time order, an instance that changes while
+     * the listing is read may move past the pages already read.
+     * </pre>
+     *
+     * <code>string order_by = 5 [json_name = "orderBy"];</code>
+     * @param value The bytes for orderBy to set.
+     * @return This builder for chaining.
+     */
+    public Builder setOrderByBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      orderBy_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object idPrefix_ = "";
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text (a workflow id's
+     * characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+     * @return The idPrefix.
+     */
+    public java.lang.String getIdPrefix() {
+      java.lang.Object ref = idPrefix_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        idPrefix_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text (a workflow id's
+     * characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+     * @return The bytes for idPrefix.
+     */
+    public com.google.protobuf.ByteString
+        getIdPrefixBytes() {
+      java.lang.Object ref = idPrefix_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        idPrefix_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text (a workflow id's
+     * characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+     * @param value The idPrefix to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdPrefix(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      idPrefix_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text (a workflow id's
+     * characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIdPrefix() {
+      idPrefix_ = getDefaultInstance().getIdPrefix();
+      bitField0_ = (bitField0_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text (a workflow id's
+     * characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+     * @param value The bytes for idPrefix to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdPrefixBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      idPrefix_ = value;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }

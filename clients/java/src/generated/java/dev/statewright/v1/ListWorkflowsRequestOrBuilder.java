@@ -78,4 +78,58 @@ public interface ListWorkflowsRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getPageTokenBytes();
+
+  /**
+   * <pre>
+   * Optional. The order of the listing: `create_time desc` (newest first),
+   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+   * ties are broken by workflow id in the same direction. Empty lists by create time,
+   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * A page token continues the order it was issued for, and instances created after it
+   * never shift a later page; under an update_time order, an instance that changes while
+   * the listing is read may move past the pages already read.
+   * </pre>
+   *
+   * <code>string order_by = 5 [json_name = "orderBy"];</code>
+   * @return The orderBy.
+   */
+  java.lang.String getOrderBy();
+  /**
+   * <pre>
+   * Optional. The order of the listing: `create_time desc` (newest first),
+   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
+   * ties are broken by workflow id in the same direction. Empty lists by create time,
+   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * A page token continues the order it was issued for, and instances created after it
+   * never shift a later page; under an update_time order, an instance that changes while
+   * the listing is read may move past the pages already read.
+   * </pre>
+   *
+   * <code>string order_by = 5 [json_name = "orderBy"];</code>
+   * @return The bytes for orderBy.
+   */
+  com.google.protobuf.ByteString
+      getOrderByBytes();
+
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text (a workflow id's
+   * characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+   * @return The idPrefix.
+   */
+  java.lang.String getIdPrefix();
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text (a workflow id's
+   * characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 6 [json_name = "idPrefix"];</code>
+   * @return The bytes for idPrefix.
+   */
+  com.google.protobuf.ByteString
+      getIdPrefixBytes();
 }

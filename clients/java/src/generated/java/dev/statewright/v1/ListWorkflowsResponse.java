@@ -59,7 +59,7 @@ private static final long serialVersionUID = 0L;
   private java.util.List<dev.statewright.v1.Workflow> workflows_;
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -70,7 +70,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -82,7 +82,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -93,7 +93,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -104,7 +104,7 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -553,7 +553,7 @@ private static final long serialVersionUID = 0L;
 
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -567,7 +567,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -581,7 +581,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -595,7 +595,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -614,7 +614,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -632,7 +632,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -650,7 +650,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -669,7 +669,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -687,7 +687,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -705,7 +705,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -724,7 +724,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -741,7 +741,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -758,7 +758,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -769,7 +769,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -783,7 +783,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -798,7 +798,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -809,7 +809,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -821,7 +821,7 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. One page of instances, oldest first.
+     * Output only. One page of instances, in the requested order (oldest first by default).
      * </pre>
      *
      * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>

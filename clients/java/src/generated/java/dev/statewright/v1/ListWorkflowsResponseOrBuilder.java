@@ -12,7 +12,7 @@ public interface ListWorkflowsResponseOrBuilder extends
 
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -21,7 +21,7 @@ public interface ListWorkflowsResponseOrBuilder extends
       getWorkflowsList();
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -29,7 +29,7 @@ public interface ListWorkflowsResponseOrBuilder extends
   dev.statewright.v1.Workflow getWorkflows(int index);
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -37,7 +37,7 @@ public interface ListWorkflowsResponseOrBuilder extends
   int getWorkflowsCount();
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
@@ -46,7 +46,7 @@ public interface ListWorkflowsResponseOrBuilder extends
       getWorkflowsOrBuilderList();
   /**
    * <pre>
-   * Output only. One page of instances, oldest first.
+   * Output only. One page of instances, in the requested order (oldest first by default).
    * </pre>
    *
    * <code>repeated .statewright.v1.Workflow workflows = 1 [json_name = "workflows"];</code>
