@@ -44,6 +44,9 @@ def test_a_row_opens_to_its_signal_payload_and_context_patch(
     assert any(op.startswith("add /history/0 = ") and "0.4" in op for op in operations)
     assert_accessible(browser, "an opened history row")
     screenshot(browser, shots, "workflow-history-row")
+    # The history card alone, opened row included (the page's shot shows its top).
+    card = css(browser, "section[aria-labelledby='history-title']")
+    card.screenshot(str(shots / "console-workflow-history-card.png"))
     toggle.click()
     wait_for(browser, lambda d: not detail.is_displayed())
 
