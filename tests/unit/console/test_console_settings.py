@@ -43,8 +43,23 @@ def test_every_grpc_code_has_an_http_status_and_errors_keep_their_reason() -> No
     }
     for error, status in cases.items():
         assert http_status(error) == status, error
-        body = error_json(error)
-        assert body["code"] == grpc_code(error).name
-        assert body["reason"] == error.reason and body["message"] == "x"
-    assert error_json(errors.RateLimited("x", retry_after=0.25))["retryDelay"] == "0.250s"
-    assert error_json(errors.NotFound("x", metadata={"n": 3}))["metadata"] == {"n": "3"}
+        body = error_json(error)["error"]
+        assert isinstance(body, dict) and set(body) == {"code", "message", "status", "details"}
+        assert (body["code"], body["status"], body["message"]) == (
+            status,
+            grpc_code(error).name,
+            "x",
+        )
+        info = body["details"][0]
+        assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+        assert (info["reason"], info["domain"]) == (error.reason, errors.DOMAIN)
+    limited = error_json(errors.RateLimited("x", retry_after=0.25))["error"]
+    assert isinstance(limited, dict)
+    assert limited["details"][1] == {
+        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+        "retryDelay": "0.250s",
+    }
+    found = error_json(errors.NotFound("x", metadata={"n": 3}))["error"]
+    assert isinstance(found, dict) and found["details"][0]["metadata"] == {"n": "3"}
+    plain = error_json(errors.NotFound("x"))["error"]
+    assert isinstance(plain, dict) and plain["details"][0]["metadata"] == {}
