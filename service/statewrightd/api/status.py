@@ -117,9 +117,14 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
 }
 
+# Reasons HTTP has a more exact status for than their code's: a body over the size limit
+# is 413 to every HTTP client and proxy (its code stays INVALID_ARGUMENT, as Google's APIs
+# answer an oversized request).
+HTTP_STATUS_BY_REASON: dict[str, int] = {Reason.REQUEST_TOO_LARGE: 413}
+
 
 def http_status(error: errors.StatewrightError) -> int:
-    return HTTP_STATUS[grpc_code(error)]
+    return HTTP_STATUS_BY_REASON.get(error.reason) or HTTP_STATUS[grpc_code(error)]
 
 
 def error_json(error: errors.StatewrightError) -> dict[str, object]:

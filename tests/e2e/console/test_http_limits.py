@@ -91,7 +91,15 @@ def test_open_watches_per_caller_are_capped(limited: Http) -> None:
 
 def test_what_a_caller_sends_is_bounded(limited: Http) -> None:
     huge = limited.post(W, {"definition": "review-loop", "input": {"document": "x" * 8000}})
-    assert huge.status == 400 and huge.error == ("INVALID_ARGUMENT", "REQUEST_TOO_LARGE")
+    assert huge.status == 413 and huge.error == ("INVALID_ARGUMENT", "REQUEST_TOO_LARGE")
+    # Said by the length the request declares, before a byte of its body is read.
+    declared = limited.request(
+        "POST",
+        W,
+        b"{" + b" " * 5000 + b"}",
+        headers={"Content-Type": "application/json"},
+    )
+    assert declared.status == 413 and declared.error == ("INVALID_ARGUMENT", "REQUEST_TOO_LARGE")
     long = limited.post(W, {"definition": "review-loop", "input": {"document": "x" * 100}})
     assert long.status == 400 and long.error == ("INVALID_ARGUMENT", "VALUE_TOO_LARGE")
     fits = limited.post(W, {"definition": "review-loop", "input": {"document": "x" * 60}})
