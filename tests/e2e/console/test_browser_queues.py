@@ -55,3 +55,20 @@ def test_a_task_on_a_queue_nobody_polls_is_pointed_out(
     assert polled.status == 200, polled.body
     assert [t["workflow"] for t in polled.body["tasks"]] == [f"workflows/{workflow_id}"]
     wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "[data-stalled-queue]"))
+
+    # Its attempt fails and the task waits again: once the queue is a minute past that
+    # poll, the page says how long since it.
+    task = polled.body["tasks"][0]
+    failed = http.post(
+        f"/api/v1/{task['name']}/fail",
+        {
+            "leaseToken": task["leaseToken"],
+            "error": {"type": "GATEWAY_DOWN", "message": "no answer"},
+            "retryDelay": "1s",
+        },
+    )
+    assert failed.status == 200 and failed.body["task"]["status"] == "TASK_STATUS_BACKOFF"
+    assert wait_until(lambda: _stalled(http, "payments"), timeout=STALL_WAIT, interval=1.0)
+    again = css(browser, "[data-stalled-queue='payments']")
+    assert "No worker has polled payments for " in again.text and "min" in again.text
+    assert "since this server started" not in again.text
