@@ -42,7 +42,7 @@ from statewright.v1 import workflow_service_pb2 as pb
 from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.definitions import load_definition_file
 from tests.support.api import FAILED, Client, error_info, rpc_failure
-from tests.support.console import Http, console_url
+from tests.support.console import Http, console_url, http_error_info
 from tests.support.deployment import (
     TEST_DEFINITIONS,
     definitions_dir,
@@ -405,7 +405,8 @@ def _answered(answer_status: int, body: Any, what: object) -> None:
     assert answer_status < 500, (what, answer_status, body)
     if answer_status >= 400:
         assert isinstance(body, dict), (what, answer_status, body)
-        assert set(body) >= {"code", "message", "reason", "metadata"}, (what, body)
+        assert body.get("error", {}).get("code") == answer_status, (what, body)
+        http_error_info(body)  # Google's error shape, with one ErrorInfo
 
 
 def _send(
