@@ -20,6 +20,7 @@ route table. Each must be answered below 500, an error with the API's JSON error
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import math
@@ -428,7 +429,10 @@ def _raw(http: Http, request: bytes) -> tuple[int, Any]:
     assert url.hostname is not None and url.port is not None
     with socket.create_connection((url.hostname, url.port), timeout=20) as conn:
         conn.sendall(request)
-        conn.shutdown(socket.SHUT_WR)
+        # A server that answered at once and closed has already shut the connection: what
+        # it sent is still to be read.
+        with contextlib.suppress(OSError):
+            conn.shutdown(socket.SHUT_WR)
         received = b""
         while chunk := conn.recv(65536):
             received += chunk
