@@ -162,7 +162,10 @@ async def pages_process(args: argparse.Namespace) -> None:
                 async with session.post(url, json=body) as answer:
                     got = await answer.json()
                 if answer.status != 200:
-                    failed(f"{answer.status} {got.get('reason', '')}")
+                    # An error body: {"error": {..., "details": [ErrorInfo, ...]}}.
+                    details = got.get("error", {}).get("details", [])
+                    reason = next((d["reason"] for d in details if "reason" in d), "")
+                    failed(f"{answer.status} {reason}")
                 elif got.get("accepted") is not True:
                     failed(f"not accepted {got.get('reason', '')}")
                 else:

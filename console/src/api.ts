@@ -1,6 +1,6 @@
 // The console's only back end: the HTTP/JSON API under /api/v1. Requests and answers are
 // the API's messages in protobuf's canonical JSON (their types are generated from the
-// protos into ./gen), errors the API's {code, message, reason, metadata}.
+// protos into ./gen), errors in Google's JSON error shape (see ErrorBody).
 
 const TOKEN_KEY = "statewright.token";
 
@@ -13,11 +13,34 @@ export function setToken(value: string | null): void {
   else sessionStorage.removeItem(TOKEN_KEY);
 }
 
-export interface ErrorBody {
+/** What an ApiError is made of: the gRPC code's name, the message, the ErrorInfo. */
+export interface ErrorParts {
   code: string;
   message: string;
   reason: string;
   metadata: Record<string, string>;
+}
+
+/** An error as the API answers it (and an `error` event's data), as Google's APIs do:
+ * `code` the HTTP status, `status` the gRPC code's name, `details` the gRPC status's
+ * details in protobuf JSON, among them one google.rpc.ErrorInfo. */
+export interface ErrorBody {
+  error: {
+    code: number;
+    message: string;
+    status: string;
+    details?: { "@type": string; reason?: string; metadata?: Record<string, string> }[];
+  };
+}
+
+const ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo";
+
+/** The parts of an error body; null when `body` is not one. */
+export function errorParts(body: unknown): ErrorParts | null {
+  const error = (body as Partial<ErrorBody> | null)?.error;
+  if (typeof error !== "object" || error === null || typeof error.status !== "string") return null;
+  const info = (error.details ?? []).find((d) => d["@type"] === ERROR_INFO);
+  return { code: error.status, message: error.message ?? "", reason: info?.reason ?? "", metadata: info?.metadata ?? {} };
 }
 
 /** A refusal or failure as the server stated it: the same code and reason as over gRPC. */
@@ -27,11 +50,11 @@ export class ApiError extends Error {
   readonly metadata: Record<string, string>;
   readonly status: number;
 
-  constructor(body: ErrorBody, status: number) {
-    super(body.message);
-    this.code = body.code;
-    this.reason = body.reason;
-    this.metadata = body.metadata ?? {};
+  constructor(parts: ErrorParts, status: number) {
+    super(parts.message);
+    this.code = parts.code;
+    this.reason = parts.reason;
+    this.metadata = parts.metadata ?? {};
     this.status = status;
   }
 }
@@ -47,13 +70,14 @@ function headers(extra: Record<string, string> = {}): Headers {
 }
 
 async function failure(response: Response): Promise<ApiError> {
-  let body: ErrorBody;
+  let parts: ErrorParts | null = null;
   try {
-    body = (await response.json()) as ErrorBody;
+    parts = errorParts(await response.json());
   } catch {
-    body = { code: "UNKNOWN", message: `HTTP ${response.status} ${response.statusText}`, reason: "", metadata: {} };
+    // Not JSON (a proxy's page): told by its HTTP status below.
   }
-  const error = new ApiError(body, response.status);
+  parts ??= { code: "UNKNOWN", message: `HTTP ${response.status} ${response.statusText}`, reason: "", metadata: {} };
+  const error = new ApiError(parts, response.status);
   if (response.status === 401) for (const listener of authListeners) listener(error);
   return error;
 }
@@ -176,7 +200,10 @@ export function stream(path: string, handlers: StreamHandlers): Stream {
               }
               const parsed: unknown = JSON.parse(text);
               if (type === "error") {
-                const error = new ApiError(parsed as ErrorBody, 0);
+                const error = new ApiError(
+                  errorParts(parsed) ?? { code: "UNKNOWN", message: text, reason: "", metadata: {} },
+                  0,
+                );
                 if (error.code === "UNAVAILABLE") {
                   setState("reconnecting", error);
                   return "again";

@@ -108,8 +108,8 @@ def test_a_mistyped_definition_or_event_gets_a_suggestion(client: Client, http: 
     assert info.metadata["did_you_mean"] == "mail-approval"
     answer = http.post("/api/v1/workflows", {"definition": "mail-aproval"})
     assert answer.status == 404
-    assert answer.body["message"].endswith("did you mean 'mail-approval'?")
-    assert answer.body["metadata"]["did_you_mean"] == "mail-approval"
+    assert answer.message.endswith("did you mean 'mail-approval'?")
+    assert answer.metadata["did_you_mean"] == "mail-approval"
 
     waiting = client.start("mail-approval").workflow
     info = expect_error(

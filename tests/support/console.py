@@ -37,10 +37,40 @@ class Answer:
 
     @property
     def error(self) -> tuple[str, str]:
-        """(code, reason) of an error answer."""
+        """(status, reason) of an error answer: the gRPC code's name and the ErrorInfo's
+        reason, checked to be in Google's error shape with this answer's HTTP status."""
         assert self.status >= 400, (self.status, self.body)
-        assert set(self.body) >= {"code", "message", "reason", "metadata"}, self.body
-        return self.body["code"], self.body["reason"]
+        assert self.body["error"]["code"] == self.status, self.body
+        return self.body["error"]["status"], http_error_info(self.body)["reason"]
+
+    @property
+    def message(self) -> str:
+        return str(self.body["error"]["message"])
+
+    @property
+    def metadata(self) -> dict[str, str]:
+        return dict(http_error_info(self.body)["metadata"])
+
+
+ERROR_INFO = "type.googleapis.com/google.rpc.ErrorInfo"
+RETRY_INFO = "type.googleapis.com/google.rpc.RetryInfo"
+
+
+def http_error_info(body: Any) -> dict[str, Any]:
+    """The ErrorInfo of an error body (an answer's, or an ``error`` event's data), checked
+    to be Google's HTTP/JSON error shape:
+    ``{"error": {"code", "message", "status", "details": [ErrorInfo, ...]}}``."""
+    assert set(body) == {"error"}, body
+    error = body["error"]
+    assert set(error) == {"code", "message", "status", "details"}, body
+    assert isinstance(error["code"], int) and error["code"] >= 400, body
+    assert isinstance(error["message"], str) and error["status"].isupper(), body
+    infos = [d for d in error["details"] if d["@type"] == ERROR_INFO]
+    assert len(infos) == 1, body
+    info: dict[str, Any] = infos[0]
+    assert set(info) == {"@type", "reason", "domain", "metadata"}, body
+    assert info["domain"] == "statewright.dev", body
+    return info
 
 
 @dataclass

@@ -1,12 +1,13 @@
 import * as api from "../api.js";
 import { append, h, link, replace } from "../dom.js";
-import { clockTime, copyButton, countdown, errorNotice, icon, prettyJson, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
+import { clockTime, copyButton, countdown, errorNotice, icon, prettyJson, seconds, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
 import type { TaskJson } from "@statewright/client/gen/statewright/v1/task_pb.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 import type {
   CancelWorkflowResponseJson,
   ContextPatchOperationJson,
   GetDefinitionResponseJson,
+  GetDiagnosticsResponseJson,
   GetWorkflowResponseJson,
   ResumeWorkflowResponseJson,
   SignalWorkflowResponseJson,
@@ -26,6 +27,16 @@ const OUTCOMES: Record<string, Outcome> = {
   WORKFLOW_STATUS_CANCELLED: "cancelled",
 };
 const TASK_POLL_MS = 3000;
+// How often a task waiting for a worker has its queue's health looked at (diagnostics).
+const QUEUE_CHECK_MS = 10_000;
+// Task statuses in which the task waits for a worker to poll its queue.
+const WAITING_FOR_WORKER = new Set(["TASK_STATUS_SCHEDULED", "TASK_STATUS_BACKOFF"]);
+
+/** "13 min", "2 h 5 min": how long a queue has gone unpolled, to the minute. */
+function minutes(ms: number): string {
+  const total = Math.max(1, Math.floor(ms / 60_000));
+  return total < 60 ? `${total} min` : `${Math.floor(total / 60)} h ${total % 60} min`;
+}
 
 const TASK_STATUS: Record<string, string> = {
   TASK_STATUS_SCHEDULED: "Scheduled",
@@ -97,6 +108,7 @@ export function workflowPage(id: string): Page {
       let stream: api.Stream | null = null;
       let ticker = 0;
       let taskPoll = 0;
+      let queueCheck = 0;
       let refreshTimer = 0;
 
       api.get<GetWorkflowResponseJson>(path).then(async (got) => {
@@ -114,6 +126,7 @@ export function workflowPage(id: string): Page {
         const context = h("div", {});
         const timers = h("div", {});
         const task = h("div", {});
+        const queueHealth = h("div", { class: "queue-health", "aria-live": "polite" });
         const actions = h("div", {});
         const outcome = h("div", { class: "action-outcome", "aria-live": "assertive" });
         const historyRows = h("tbody", {});
@@ -138,7 +151,7 @@ export function workflowPage(id: string): Page {
           ),
           h("div", { class: "grid two" },
             h("section", { class: "card", "aria-labelledby": "timers-title" }, h("h2", { id: "timers-title" }, "Armed timers"), timers),
-            h("section", { class: "card", "aria-labelledby": "task-title" }, h("h2", { id: "task-title" }, "Pending task"), task),
+            h("section", { class: "card", "aria-labelledby": "task-title" }, h("h2", { id: "task-title" }, "Pending task"), queueHealth, task),
             h("section", { class: "card span-2", "aria-labelledby": "context-title" }, h("h2", { id: "context-title" }, "Context"), context),
             h("section", { class: "card span-2", "aria-labelledby": "history-title" },
               h("h2", { id: "history-title" }, "History"),
@@ -168,6 +181,7 @@ export function workflowPage(id: string): Page {
         };
         const drawTask = () => {
           const t = pendingTask;
+          if (!t || !WAITING_FOR_WORKER.has(t.status ?? "")) replace(queueHealth);
           if (!t) {
             replace(task, h("p", { class: "empty" }, "No task is pending."));
             return;
@@ -179,6 +193,34 @@ export function workflowPage(id: string): Page {
             h("dt", {}, "Lease"), h("dd", {}, t.leaseExpireTime ? h("span", { class: "countdown", "data-due": t.leaseExpireTime }, countdown(t.leaseExpireTime)) : "not leased"),
             h("dt", {}, "Deadline"), h("dd", {}, timestamp(t.deadline)),
             t.lastError ? [h("dt", {}, "Last error"), h("dd", {}, h("code", {}, t.lastError.type ?? ""), " ", t.lastError.message ?? "")] : null,
+          ));
+        };
+        // A task waiting for a worker, on a queue the server reports stalled (a backlog
+        // and no poll for a minute): say so, with how long, since a workflow that does
+        // not move for want of a worker looks the same as one that is slow. The server's
+        // diagnostics are its own process's polls; a caller without access to them (a
+        // scoped key) is shown nothing.
+        const checkQueue = async () => {
+          const t = pendingTask;
+          if (!t?.queue || !WAITING_FOR_WORKER.has(t.status ?? "")) return void replace(queueHealth);
+          let d: GetDiagnosticsResponseJson;
+          try {
+            d = await api.get<GetDiagnosticsResponseJson>("/api/v1/diagnostics");
+          } catch {
+            return void replace(queueHealth);
+          }
+          if (closed) return;
+          const q = (d.taskQueues ?? []).find((x) => x.queue === t.queue);
+          if (!q?.stalled || pendingTask?.queue !== t.queue || !WAITING_FOR_WORKER.has(pendingTask.status ?? "")) return void replace(queueHealth);
+          const now = Date.now();
+          const polled = q.lastPollTime ? Date.parse(q.lastPollTime) : null;
+          const since = polled ?? now - seconds(d.uptime) * 1000;
+          const words = polled === null
+            ? ["No worker has polled ", h("code", {}, t.queue), ` since this server started ${minutes(now - since)} ago`]
+            : ["No worker has polled ", h("code", {}, t.queue), ` for ${minutes(now - since)}`];
+          replace(queueHealth, h("div", { class: "notice notice-warn", role: "status", "data-stalled-queue": t.queue },
+            h("p", {}, ...words, "."),
+            h("p", {}, "The task waits until one does. ", link("/runtime", "Task queues on the runtime page")),
           ));
         };
         // The Actions card is built once and then updated in place: a step landing while
@@ -435,6 +477,8 @@ export function workflowPage(id: string): Page {
           const now = Date.now();
           for (const el of main.querySelectorAll<HTMLElement>(".countdown[data-due]")) el.textContent = countdown(el.dataset.due, now);
         }, 1000);
+        void checkQueue();
+        queueCheck = window.setInterval(() => void checkQueue(), QUEUE_CHECK_MS);
         taskPoll = window.setInterval(() => {
           if (!terminal(workflow.status) && isTaskState(mermaidSource, workflow.state ?? "")) scheduleRefresh();
         }, TASK_POLL_MS);
@@ -445,6 +489,7 @@ export function workflowPage(id: string): Page {
         stream?.close();
         window.clearInterval(ticker);
         window.clearInterval(taskPoll);
+        window.clearInterval(queueCheck);
         window.clearTimeout(refreshTimer);
         connection(null);
       };

@@ -20,7 +20,7 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.loading import Found
 from statewrightd.engine.watch import StepEvent
-from statewrightd.store.records import Page
+from statewrightd.store.records import InstanceRecord, Page
 
 _REJECTIONS = {
     None: pb.SIGNAL_REJECTION_UNSPECIFIED,
@@ -90,7 +90,7 @@ def get_response(found: Found) -> pb.GetWorkflowResponse:
     return pb.GetWorkflowResponse(workflow=found_workflow(found))
 
 
-def list_response(page: Page, found: Sequence[Found]) -> pb.ListWorkflowsResponse:
+def list_response(page: Page[InstanceRecord], found: Sequence[Found]) -> pb.ListWorkflowsResponse:
     return pb.ListWorkflowsResponse(
         workflows=[found_workflow(f) for f in found],
         next_page_token=page.next_page_token,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 import grpc
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, json_format
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
 
@@ -95,8 +95,8 @@ def for_caller(error: errors.StatewrightError) -> errors.StatewrightError:
     return type(error)(message, reason=error.reason, metadata=metadata)
 
 
-# The HTTP status of each gRPC code, as Google's HTTP/JSON APIs answer them
-# (google/rpc/code.proto): the console's API (statewrightd.console) answers with these.
+# The HTTP status of each gRPC code, as google/rpc/code.proto maps them (Google's HTTP/JSON
+# APIs answer so): the HTTP API (statewrightd.console) answers with these.
 HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.OK: 200,
     grpc.StatusCode.CANCELLED: 499,
@@ -117,21 +117,30 @@ HTTP_STATUS: dict[grpc.StatusCode, int] = {
     grpc.StatusCode.UNAUTHENTICATED: 401,
 }
 
+# Reasons HTTP has a more exact status for than their code's: a body over the size limit
+# is 413 to every HTTP client and proxy (its code stays INVALID_ARGUMENT, as Google's APIs
+# answer an oversized request).
+HTTP_STATUS_BY_REASON: dict[str, int] = {Reason.REQUEST_TOO_LARGE: 413}
+
 
 def http_status(error: errors.StatewrightError) -> int:
-    return HTTP_STATUS[grpc_code(error)]
+    return HTTP_STATUS_BY_REASON.get(error.reason) or HTTP_STATUS[grpc_code(error)]
 
 
 def error_json(error: errors.StatewrightError) -> dict[str, object]:
-    """An error as the HTTP API answers it: the gRPC code's name, the message, and the
-    ErrorInfo's reason and metadata, the same values a gRPC client reads."""
+    """An error as the HTTP API answers it, in Google's HTTP/JSON error shape:
+    ``{"error": {"code": HTTP status, "message", "status": gRPC code name, "details"}}``,
+    whose details are the gRPC status's own (the ErrorInfo, and RetryInfo when rate
+    limited) in protobuf's JSON, the same values a gRPC client reads."""
     error = for_caller(error)
-    body: dict[str, object] = {
-        "code": grpc_code(error).name,
-        "message": error.message,
-        "reason": error.reason,
-        "metadata": dict(error.metadata),
+    status = json_format.MessageToDict(
+        to_status_proto(error), always_print_fields_with_no_presence=True
+    )
+    return {
+        "error": {
+            "code": http_status(error),
+            "message": error.message,
+            "status": grpc_code(error).name,
+            "details": status["details"],
+        }
     }
-    if isinstance(error, errors.RateLimited):
-        body["retryDelay"] = f"{max(error.retry_after, 0.001):.3f}s"
-    return body

@@ -20,7 +20,14 @@ from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
 from statewrightd.engine.stepping import workflow_not_found
 from statewrightd.reasons import Reason
-from statewrightd.store.records import OLDEST_FIRST, HistoryRecord, ListOrder, Page, Tombstone
+from statewrightd.store.records import (
+    OLDEST_FIRST,
+    HistoryRecord,
+    InstanceRecord,
+    ListOrder,
+    Page,
+    Tombstone,
+)
 from statewrightd.store.repository import Repository
 
 # Instances read per query when counting them (the store's largest page).
@@ -78,11 +85,11 @@ class Reads:
         page_size: int,
         page_token: str,
         order: ListOrder = OLDEST_FIRST,
-    ) -> tuple[Page, list[Found]]:
+    ) -> tuple[Page[InstanceRecord], list[Found]]:
         """One page of instances, each whole (their timers and tasks in one query each)."""
         repo, loader = self._repo, self._loader
 
-        def read() -> tuple[Page, list[Found]]:
+        def read() -> tuple[Page[InstanceRecord], list[Found]]:
             page = repo.list(
                 definition=which.definition,
                 status=which.status,

@@ -37,7 +37,7 @@ from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKe
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
 from statewrightd.reasons import Reason
-from statewrightd.store.records import TaskPage, TaskRecord
+from statewrightd.store.records import Page, TaskRecord
 from statewrightd.store.repository import Choose, Repository
 
 _log = logging.getLogger(__name__)
@@ -289,7 +289,7 @@ class TaskDesk:
         status: str | None,
         page_size: int,
         page_token: str,
-    ) -> TaskPage:
+    ) -> Page[TaskRecord]:
         repo = self.repo
         return await self.read(
             lambda: repo.list_tasks(

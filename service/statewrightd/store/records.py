@@ -9,9 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 from statewrightd.domain import Status, TaskStatus
+
+_Item = TypeVar("_Item")
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +91,6 @@ class TaskRecord:
     last_error: dict[str, Any] | None  # type, message, details
     last_request_id: str | None
     update_time: datetime
-
-
-@dataclass(frozen=True, slots=True)
-class TaskPage:
-    items: list[TaskRecord]
-    next_page_token: str  # "" when there are no more items
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,8 +229,10 @@ class DefinitionRecord:
 
 
 @dataclass(frozen=True, slots=True)
-class Page:
-    items: list[InstanceRecord]
+class Page(Generic[_Item]):
+    """One page of a listing (instances, tasks)."""
+
+    items: list[_Item]
     next_page_token: str  # "" when there are no more items
 
 

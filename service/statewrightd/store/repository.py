@@ -40,7 +40,6 @@ from statewrightd.store.records import (
     RequestRecord,
     RetentionCounts,
     Save,
-    TaskPage,
     TaskRecord,
     TimerRecord,
     Tombstone,
@@ -244,7 +243,7 @@ class Repository(Protocol):
         status: str | None = None,
         page_size: int = 0,
         page_token: str = "",
-    ) -> TaskPage:
+    ) -> Page[TaskRecord]:
         size = clamp_page_size(page_size)
         key = f"{queue}|{workflow_id}|{status}"
         after_time, after_w, after_t = decode_task_page_token(page_token, key)
@@ -264,7 +263,7 @@ class Repository(Protocol):
                 last.schedule_time, last.workflow_id, last.task_id, key
             ),
         )
-        return TaskPage(items=tasks, next_page_token=token)
+        return Page(items=tasks, next_page_token=token)
 
     # What a backend brings: the rows, from values checked and encoded.
 
@@ -320,7 +319,7 @@ class Repository(Protocol):
         page_token: str = "",
         order: ListOrder = OLDEST_FIRST,
         id_prefix: str | None = None,
-    ) -> Page:
+    ) -> Page[InstanceRecord]:
         check_status_filter(status)
         size = clamp_page_size(page_size)
         # The default order is spelled "" in tokens: a token of an older server resumes.

@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 from tests.support.api import uid
-from tests.support.console import Http, console_url
+from tests.support.console import Http, console_url, http_error_info
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
 
@@ -150,7 +150,7 @@ def test_the_list_orders_and_searches_by_query_parameters(http: Http) -> None:
 def test_workflow_errors_are_the_grpc_api_s(http: Http) -> None:
     absent = http.get(f"{W}/{uid('absent')}")
     assert absent.status == 404 and absent.error == ("NOT_FOUND", "WORKFLOW_NOT_FOUND")
-    assert absent.body["metadata"]["workflow_id"]
+    assert absent.metadata["workflow_id"]
     assert http.get(f"{W}/bad%20id").status == 400
     assert http.get(W, status="WORKFLOW_STATUS_SLEEPING").error == (
         "INVALID_ARGUMENT",
@@ -210,6 +210,13 @@ def test_resume_signal_and_cancel_and_their_refusals(http: Http) -> None:
     cancelled = http.post(f"{path}/cancel", {"reason": "enough"})
     assert cancelled.status == 200
     assert cancelled.body["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"
+    # The instance's error is a google.rpc.Status: the fields of an error answer's, with
+    # the gRPC code's number, and the same ErrorInfo.
+    failure = cancelled.body["workflow"]["error"]
+    assert (failure["code"], failure["message"]) == (1, "enough")
+    assert [(d["@type"], d["reason"], d["domain"]) for d in failure["details"]] == [
+        ("type.googleapis.com/google.rpc.ErrorInfo", "CANCELLED", "statewright.dev")
+    ]
     late = http.post(f"{path}/signal", {"event": "revised", "payload": {"document": "x"}})
     assert late.status == 200 and late.body["accepted"] is False
     assert late.body["reason"] == "SIGNAL_REJECTION_NOT_RUNNING"
@@ -397,8 +404,9 @@ def test_streams_end_cleanly_at_drain(
         server.signal(signal.SIGTERM)
         for stream in (watch, listing, runtime):
             error = stream.until("error")
-            assert error.data["code"] == "UNAVAILABLE"
-            assert error.data["reason"] == "SHUTTING_DOWN"
+            assert error.data["error"]["status"] == "UNAVAILABLE"
+            assert error.data["error"]["code"] == 503
+            assert http_error_info(error.data)["reason"] == "SHUTTING_DOWN"
             assert stream.next() is None
             stream.close()
         assert server.wait(20) == 0

@@ -19,7 +19,7 @@ from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from tests.support.api import error_info
-from tests.support.console import EventStream, Http, console_url
+from tests.support.console import RETRY_INFO, EventStream, Http, console_url, http_error_info
 from tests.support.deployment import definitions_dir, running_server
 from tests.support.server import ServerProcess, wait_until
 
@@ -53,7 +53,9 @@ def test_a_caller_s_rate_is_limited_with_a_delay_to_wait(tmp_path: Path) -> None
         assert {a.status for a in refused} == {429}
         first = refused[0]
         assert first.error == ("RESOURCE_EXHAUSTED", "RATE_LIMITED")
-        assert first.body["retryDelay"].endswith("s") and float(first.body["retryDelay"][:-1]) > 0
+        retry = [d for d in first.body["error"]["details"] if d["@type"] == RETRY_INFO]
+        delay = retry[0]["retryDelay"]
+        assert delay.endswith("s") and float(delay[:-1]) > 0
         assert int(first.headers["retry-after"]) >= 1
         # Streams count against the same bucket: refused before they open.
         stream = http.events("/api/v1/diagnostics:watch")
@@ -89,7 +91,15 @@ def test_open_watches_per_caller_are_capped(limited: Http) -> None:
 
 def test_what_a_caller_sends_is_bounded(limited: Http) -> None:
     huge = limited.post(W, {"definition": "review-loop", "input": {"document": "x" * 8000}})
-    assert huge.status == 400 and huge.error == ("INVALID_ARGUMENT", "REQUEST_TOO_LARGE")
+    assert huge.status == 413 and huge.error == ("INVALID_ARGUMENT", "REQUEST_TOO_LARGE")
+    # Said by the length the request declares, before a byte of its body is read.
+    declared = limited.request(
+        "POST",
+        W,
+        b"{" + b" " * 5000 + b"}",
+        headers={"Content-Type": "application/json"},
+    )
+    assert declared.status == 413 and declared.error == ("INVALID_ARGUMENT", "REQUEST_TOO_LARGE")
     long = limited.post(W, {"definition": "review-loop", "input": {"document": "x" * 100}})
     assert long.status == 400 and long.error == ("INVALID_ARGUMENT", "VALUE_TOO_LARGE")
     fits = limited.post(W, {"definition": "review-loop", "input": {"document": "x" * 60}})
@@ -136,7 +146,8 @@ def _refused(stream: EventStream) -> tuple[int, dict[str, Any]]:
         return 200, {"reason": "", "metadata": {}}
     body = json.loads(stream.response.read())
     stream.close()
-    return stream.status, body
+    assert body["error"]["code"] == stream.status, body
+    return stream.status, http_error_info(body)
 
 
 def test_every_stream_counts_against_the_caller_s_limit(tmp_path: Path) -> None:

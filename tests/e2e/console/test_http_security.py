@@ -192,7 +192,7 @@ def test_a_scoped_start_over_https_never_answers_with_an_instance_out_of_scope(
         refused = scoped.post(W, start)
         assert refused.status == 403, refused.body
         assert refused.error == ("PERMISSION_DENIED", "PERMISSION_DENIED")
-        assert refused.body["metadata"] == {} and "secret" not in str(refused.body)
+        assert refused.metadata == {} and "secret" not in str(refused.body)
     # Reading it is refused exactly as reading an id that names nothing.
     known = scoped.get(f"{W}/{loop_id}")
     assert (known.status, known.body) == (absent.status, absent.body)

@@ -112,6 +112,10 @@ def _in_scope(reaches: Callable[[str], bool] | None, error: errors.StatewrightEr
     return contextvars.copy_context().run(answer)
 
 
+def _http(body: dict[str, object]) -> Any:
+    return body["error"]
+
+
 def test_a_suggested_definition_outside_the_callers_scope_is_left_out() -> None:
     error = errors.NotFound(
         "definition 'mail-review-loop' not found; did you mean 'review-loop'?",
@@ -119,8 +123,8 @@ def test_a_suggested_definition_outside_the_callers_scope_is_left_out() -> None:
         metadata={"definition": "mail-review-loop", "did_you_mean": "review-loop"},
     )
     status, body = _in_scope(lambda name: name.startswith("mail-"), error)
-    assert body["message"] == "definition 'mail-review-loop' not found"
-    assert body["metadata"] == {"definition": "mail-review-loop"}
+    assert _http(body)["message"] == "definition 'mail-review-loop' not found"
+    assert _http(body)["details"][0]["metadata"] == {"definition": "mail-review-loop"}
     assert status.details == "definition 'mail-review-loop' not found"
     sent = status_pb2.Status.FromString(dict(status.trailing_metadata)["grpc-status-details-bin"])
     info = error_details_pb2.ErrorInfo()
@@ -128,5 +132,5 @@ def test_a_suggested_definition_outside_the_callers_scope_is_left_out() -> None:
     # A caller whose grants reach it, or one with no scope at all, sees it.
     for reaches in (lambda name: name.startswith("review-"), None):
         status, body = _in_scope(reaches, error)
-        assert body["metadata"]["did_you_mean"] == "review-loop"
+        assert _http(body)["details"][0]["metadata"]["did_you_mean"] == "review-loop"
         assert status.details.endswith("did you mean 'review-loop'?")

@@ -9,6 +9,7 @@ from statewrightd import errors
 from statewrightd.api.status import HTTP_STATUS, error_json, grpc_code, http_status
 from statewrightd.cli import DEV_DEFAULTS, build_parser
 from statewrightd.config import ConfigError, config_from
+from statewrightd.reasons import Reason
 
 
 def _config(argv: list[str], env: dict[str, str] | None = None) -> str | None:
@@ -43,8 +44,30 @@ def test_every_grpc_code_has_an_http_status_and_errors_keep_their_reason() -> No
     }
     for error, status in cases.items():
         assert http_status(error) == status, error
-        body = error_json(error)
-        assert body["code"] == grpc_code(error).name
-        assert body["reason"] == error.reason and body["message"] == "x"
-    assert error_json(errors.RateLimited("x", retry_after=0.25))["retryDelay"] == "0.250s"
-    assert error_json(errors.NotFound("x", metadata={"n": 3}))["metadata"] == {"n": "3"}
+        body = error_json(error)["error"]
+        assert isinstance(body, dict) and set(body) == {"code", "message", "status", "details"}
+        assert (body["code"], body["status"], body["message"]) == (
+            status,
+            grpc_code(error).name,
+            "x",
+        )
+        info = body["details"][0]
+        assert info["@type"] == "type.googleapis.com/google.rpc.ErrorInfo"
+        assert (info["reason"], info["domain"]) == (error.reason, errors.DOMAIN)
+    limited = error_json(errors.RateLimited("x", retry_after=0.25))["error"]
+    assert isinstance(limited, dict)
+    assert limited["details"][1] == {
+        "@type": "type.googleapis.com/google.rpc.RetryInfo",
+        "retryDelay": "0.250s",
+    }
+    found = error_json(errors.NotFound("x", metadata={"n": 3}))["error"]
+    assert isinstance(found, dict) and found["details"][0]["metadata"] == {"n": "3"}
+    plain = error_json(errors.NotFound("x"))["error"]
+    assert isinstance(plain, dict) and plain["details"][0]["metadata"] == {}
+
+
+def test_a_body_over_the_limit_is_413_and_keeps_its_code() -> None:
+    error = errors.InvalidArgument("too big", reason=Reason.REQUEST_TOO_LARGE)
+    assert http_status(error) == 413 and grpc_code(error) is grpc.StatusCode.INVALID_ARGUMENT
+    body = error_json(error)["error"]
+    assert isinstance(body, dict) and (body["code"], body["status"]) == (413, "INVALID_ARGUMENT")
