@@ -168,6 +168,8 @@ def history_step(event: WatchEvent) -> JSONObject:
         "state": workflow["state"],
         "context": workflow["context"],
         "error": workflow["error"],
+        "input": event.input,
+        "context_patch": list(event.context_patch),
     }
 
 
@@ -255,7 +257,34 @@ def history_table(steps: list[WatchEvent]) -> str:
             _chain(step.transitions) or "-",
             step.workflow.status.value,
             step.workflow.state,
+            _clipped("-" if step.input is None else _json_text(step.input)),
+            _clipped(patch_text(step.context_patch) or "-"),
         )
         for step in steps
     ]
-    return _columns(("REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE"), rows)
+    return _columns(
+        ("REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE", "INPUT", "CONTEXT CHANGE"), rows
+    )
+
+
+# A table cell's longest text: a large input or patch would push every row off the
+# screen; `history -o json` has them whole.
+_CELL = 60
+
+
+def _clipped(text: str) -> str:
+    return text if len(text) <= _CELL else text[: _CELL - 1] + "…"
+
+
+def patch_text(patch: Sequence[JSONObject]) -> str:
+    """A context patch in brief: ``/path=value`` set, ``-/path`` removed, moves as arrows."""
+    parts = []
+    for op in patch:
+        kind, path = op.get("op"), str(op.get("path"))
+        if kind in ("add", "replace"):
+            parts.append(f"{path}={_json_text(op.get('value'))}")
+        elif kind == "remove":
+            parts.append(f"-{path}")
+        else:  # move, copy
+            parts.append(f"{op.get('from')} {'->' if kind == 'move' else '=>'} {path}")
+    return ", ".join(parts)

@@ -470,13 +470,21 @@ class SignalResult:
 
 @dataclass(frozen=True, slots=True)
 class WatchEvent:
-    """One message of a watch: the instance at ``revision`` and how it got there."""
+    """One message of a watch: the instance at ``revision`` and how it got there.
+
+    ``input`` is what the step took (a resume's input, a signal's payload, a task's result
+    or failure, the timer that fired, a cancellation's reason, a start's input); None for
+    a CURRENT message and for steps saved before history recorded it. ``context_patch``
+    is how the step changed the context, as JSON Patch (RFC 6902) operations, each a dict
+    as the RFC writes it (``op``, ``path``, and ``value`` or ``from``)."""
 
     type: WatchEventType
     revision: int
     event: str
     transitions: tuple[Transition, ...]
     workflow: Workflow
+    input: JSONObject | None = None
+    context_patch: tuple[JSONObject, ...] = ()
 
     @classmethod
     def from_proto(cls, msg: workflow_service_pb2.WatchWorkflowResponse) -> WatchEvent:
@@ -486,6 +494,8 @@ class WatchEvent:
             event=msg.event,
             transitions=tuple(Transition.from_proto(t) for t in msg.transitions),
             workflow=Workflow.from_proto(msg.workflow),
+            input=from_struct(msg.input) if msg.HasField("input") else None,
+            context_patch=tuple(_patch_operation(op) for op in msg.context_patch),
         )
 
     def to_dict(self) -> JSONObject:
@@ -495,7 +505,19 @@ class WatchEvent:
             "event": self.event,
             "transitions": [t.to_dict() for t in self.transitions],
             "workflow": self.workflow.to_dict(),
+            "input": self.input,
+            "context_patch": list(self.context_patch),
         }
+
+
+def _patch_operation(op: workflow_service_pb2.ContextPatchOperation) -> JSONObject:
+    """One JSON Patch operation as RFC 6902 writes it."""
+    out: JSONObject = {"op": op.op, "path": op.path}
+    if op.HasField("value"):
+        out["value"] = from_value(op.value)
+    if op.from_path:
+        out["from"] = op.from_path
+    return out
 
 
 @dataclass(frozen=True, slots=True)

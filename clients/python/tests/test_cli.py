@@ -16,6 +16,7 @@ from google.rpc import error_details_pb2, status_pb2
 from statewright import _render, cli
 from statewright.v1 import diagnostics_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
+from statewright.values import to_struct, to_value
 
 from tests.fakes import FakeServer, abort, workflow
 
@@ -272,6 +273,12 @@ def _steps() -> list[pb.WatchWorkflowResponse]:
                 workflow_pb2.Transition(from_state="send", to_state="done"),
             ],
             workflow=workflow(revision=2, status=workflow_pb2.WORKFLOW_STATUS_COMPLETED),
+            input=to_struct({"by": "ann", "note": "ok"}),
+            context_patch=[
+                pb.ContextPatchOperation(op="add", path="/approved", value=to_value(True)),
+                pb.ContextPatchOperation(op="remove", path="/draft"),
+                pb.ContextPatchOperation(op="move", path="/b", from_path="/a"),
+            ],
         ),
     ]
 
@@ -294,6 +301,13 @@ def test_history_replays_every_step_from_revision_zero(fake: FakeServer) -> None
         {"from_state": "send", "to_state": "done", "event": ""},
     ]
     assert body[1]["state"] == "awaiting_approval" and body[1]["context"] == {}
+    assert body[0]["input"] is None and body[0]["context_patch"] == []
+    assert body[1]["input"] == {"by": "ann", "note": "ok"}
+    assert body[1]["context_patch"] == [
+        {"op": "add", "path": "/approved", "value": True},
+        {"op": "remove", "path": "/draft"},
+        {"op": "move", "path": "/b", "from": "/a"},
+    ]
 
 
 def test_history_of_a_live_instance_stops_once_caught_up(fake: FakeServer) -> None:
@@ -406,11 +420,16 @@ def test_history_prints_one_row_per_step(fake: FakeServer) -> None:
     status, out, _ = _text(fake, "history", "w")
     assert status == 0
     header, first, second = out.splitlines()
-    assert header.split() == ["REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE"]
+    assert header.split() == [
+        "REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE", "INPUT", "CONTEXT", "CHANGE"
+    ]  # fmt: skip
     assert first.split()[0] == "1" and "(start)" in first
     assert "draft -> awaiting_approval" in first and "WAITING" in first
     assert second.split()[0] == "2" and " approve " in second
     assert "awaiting_approval -approve-> send -> done" in second and "COMPLETED" in second
+    assert first.split()[-2:] == ["-", "-"]  # no input recorded, no context change
+    assert second.index('{"by": "ann", "note": "ok"}') == header.index("INPUT")
+    assert second.endswith("/approved=true, -/draft, /a -> /b")
 
 
 def test_version_names_the_client_and_its_api(capsys: pytest.CaptureFixture[str]) -> None:

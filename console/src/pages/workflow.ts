@@ -5,6 +5,7 @@ import type { TaskJson } from "@statewright/client/gen/statewright/v1/task_pb.js
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 import type {
   CancelWorkflowResponseJson,
+  ContextPatchOperationJson,
   GetDefinitionResponseJson,
   GetDiagnosticsResponseJson,
   GetWorkflowResponseJson,
@@ -16,7 +17,8 @@ import { isTaskState, type Outcome, StateGraph } from "../graph.js";
 import type { Page } from "../router.js";
 import { connection } from "../status.js";
 
-// The timeline shows this many revisions at most; a watch replays only these.
+// The timeline opens with this many revisions at most (a watch replays only these); "Load
+// earlier" adds as many again each time it is pressed.
 const HISTORY_SHOWN = 200;
 // How a finished instance ended, as its graph colours the state it ended in.
 const OUTCOMES: Record<string, Outcome> = {
@@ -57,6 +59,41 @@ function parseJson(text: string, what: string): { ok: true; value: unknown } | {
   }
 }
 
+// The step that cancelled the instance: it left it CANCELLED, and says why in its input.
+function isCancellation(step: WatchWorkflowResponseJson): boolean {
+  return step.workflow?.status === "WORKFLOW_STATUS_CANCELLED" && step.input !== undefined && "reason" in (step.input ?? {});
+}
+
+function patchOperation(op: ContextPatchOperationJson): HTMLElement {
+  const verb = op.op ?? "";
+  return h("li", { class: `patch-op patch-${verb}` },
+    h("span", { class: "patch-verb" }, verb), " ",
+    op.from !== undefined && op.from !== "" ? [h("code", {}, op.from), " → "] : null,
+    h("code", {}, op.path || "/"),
+    verb === "add" || verb === "replace" ? [" = ", h("code", { class: "patch-value" }, JSON.stringify(op.value ?? null))] : null,
+  );
+}
+
+// What a step took and what it changed, shown when its row is opened.
+function historyDetail(step: WatchWorkflowResponseJson, cancelled: boolean): HTMLElement {
+  const patch = step.contextPatch ?? [];
+  const input = step.input;
+  return h("div", { class: "history-detail-body" },
+    h("div", {},
+      h("h3", {}, cancelled ? "Cancellation reason" : "Input"),
+      input === undefined
+        ? h("p", { class: "empty" }, "Not recorded for this step.")
+        : cancelled
+          ? h("p", { class: "cancel-reason" }, String((input as { reason?: unknown }).reason || "no reason given"))
+          : prettyJson(input)),
+    h("div", {},
+      h("h3", {}, "Context change"),
+      patch.length
+        ? h("ol", { class: "patch", "aria-label": "JSON Patch operations" }, patch.map(patchOperation))
+        : h("p", { class: "empty" }, "The context did not change.")),
+  );
+}
+
 export function workflowPage(id: string): Page {
   return {
     title: id,
@@ -93,7 +130,13 @@ export function workflowPage(id: string): Page {
         const actions = h("div", {});
         const outcome = h("div", { class: "action-outcome", "aria-live": "assertive" });
         const historyRows = h("tbody", {});
-        const earlier = h("p", { class: "muted" });
+        const earlier = h("p", { class: "muted", id: "history-earlier" });
+        const earlierButton = h("button", { type: "button", class: "secondary", id: "load-earlier" }, "Load earlier") as HTMLButtonElement;
+        const earlierStatus = h("span", { class: "muted small", role: "status" });
+        // Revisions 1 to `hiddenBefore - 1` are not in the table yet; the live feed may
+        // add rows above without ever trimming ones a person asked for.
+        let hiddenBefore = 1;
+        let rowCap = HISTORY_SHOWN;
         let pendingTask: TaskJson | undefined = workflow.pendingTask;
 
         replace(
@@ -118,7 +161,7 @@ export function workflowPage(id: string): Page {
                   historyRows,
                 ),
               ),
-              earlier,
+              h("div", { class: "pager history-pager" }, earlier, earlierStatus, earlierButton),
             ),
           ),
         );
@@ -305,7 +348,11 @@ export function workflowPage(id: string): Page {
             h("dt", {}, "Revision"), h("dd", {}, workflow.revision ?? "0"),
             h("dt", {}, "Created"), h("dd", {}, timestamp(workflow.createTime)),
             h("dt", {}, "Updated"), h("dd", {}, timestamp(workflow.updateTime)),
-            workflow.error ? [h("dt", {}, "Error"), h("dd", { class: "error-text" }, workflow.error.message ?? "")] : null,
+            workflow.error
+              ? workflow.status === "WORKFLOW_STATUS_CANCELLED"
+                ? [h("dt", {}, "Cancelled"), h("dd", {}, workflow.error.message ?? "")]
+                : [h("dt", {}, "Error"), h("dd", { class: "error-text" }, workflow.error.message ?? "")]
+              : null,
           );
           replace(accepted, h("h3", {}, "Accepted events"), (workflow.acceptedEvents ?? []).length
             ? h("ul", { class: "chips" }, (workflow.acceptedEvents ?? []).map((e) => h("li", { class: "chip" }, h("code", {}, e))))
@@ -314,23 +361,96 @@ export function workflowPage(id: string): Page {
           drawTimers();
           drawActions();
         };
-        const addHistory = (step: WatchWorkflowResponseJson) => {
+        // One step as two rows: its summary, with a disclosure button, and below it (hidden
+        // until opened) what the step took and how it changed the context.
+        const historyEntry = (step: WatchWorkflowResponseJson): HTMLElement[] => {
           const transitions = step.transitions ?? [];
           // A first step starts in the initial state, whether or not it moved on from it.
           const initial = Number(step.revision) === 1 ? transitions[0]?.fromState || step.workflow?.state || "" : null;
           void graph.trace(transitions, initial);
-          const row = h("tr", { "data-revision": step.revision ?? "" },
-            h("td", { class: "num" }, step.revision ?? ""),
-            h("td", {}, step.event ? h("code", {}, step.event) : h("span", { class: "muted" }, Number(step.revision) === 1 ? "start" : "automatic")),
+          const revision = String(step.revision ?? "");
+          const cancelled = isCancellation(step);
+          const detailId = `history-detail-${revision}`;
+          const toggle = h("button", { type: "button", class: "disclosure", "aria-expanded": "false", "aria-controls": detailId, "aria-label": `Revision ${revision}: input and context change` }, revision) as HTMLButtonElement;
+          const detail = h("tr", { class: "history-detail", id: detailId, hidden: "" },
+            h("td", { colspan: "5" }, historyDetail(step, cancelled)));
+          toggle.addEventListener("click", () => {
+            const open = toggle.getAttribute("aria-expanded") !== "true";
+            toggle.setAttribute("aria-expanded", String(open));
+            detail.hidden = !open;
+          });
+          const row = h("tr", { "data-revision": revision, class: "history-row" },
+            h("td", { class: "num" }, toggle),
+            h("td", {}, cancelled
+              ? h("span", { class: "chip cancellation" }, "cancelled")
+              : step.event ? h("code", {}, step.event) : h("span", { class: "muted" }, Number(step.revision) === 1 ? "start" : "automatic")),
             h("td", {}, transitions.length
               ? h("ol", { class: "transitions" }, transitions.map((t) => h("li", {}, h("code", {}, t.fromState || "∅"), " → ", h("code", {}, t.toState ?? ""), t.event ? h("span", { class: "muted" }, ` on ${t.event}`) : null)))
               : h("span", { class: "muted" }, "none")),
             h("td", {}, step.actor || h("span", { class: "muted" }, "—")),
             h("td", {}, timestamp(step.workflow?.updateTime)),
           );
-          historyRows.prepend(row);
-          while (historyRows.children.length > HISTORY_SHOWN) historyRows.lastElementChild?.remove();
+          return [row, detail];
         };
+        const addHistory = (step: WatchWorkflowResponseJson) => {
+          historyRows.prepend(...historyEntry(step));
+          while (historyRows.querySelectorAll("tr.history-row").length > rowCap) {
+            historyRows.lastElementChild?.remove();
+            historyRows.lastElementChild?.remove();
+            hiddenBefore = Number(historyRows.lastElementChild?.previousElementSibling?.getAttribute("data-revision") ?? hiddenBefore);
+          }
+          showEarlier();
+        };
+        const showEarlier = () => {
+          const hidden = hiddenBefore - 1;
+          earlier.textContent = hidden > 0 ? `Revisions 1 to ${hidden} are not shown.` : "";
+          earlierButton.hidden = hidden <= 0;
+        };
+        // The revisions just before the oldest shown, read by a watch of their own that
+        // is closed once it reaches the oldest shown one.
+        const loadEarlier = () => {
+          const until = hiddenBefore;
+          const after = Math.max(0, until - 1 - HISTORY_SHOWN);
+          if (until <= 1) return;
+          earlierButton.disabled = true;
+          earlierStatus.textContent = "Loading…";
+          const steps: WatchWorkflowResponseJson[] = [];
+          const done = (error?: unknown) => {
+            page.close();
+            earlierButton.disabled = false;
+            if (error !== undefined) {
+              earlierStatus.textContent = "";
+              replace(earlierStatus, errorNotice(error, "Earlier revisions could not be read"));
+              return;
+            }
+            for (const step of steps) historyRows.append(...historyEntry(step));
+            rowCap += steps.length;
+            hiddenBefore = after + 1;
+            earlierStatus.textContent = `Loaded revisions ${after + 1} to ${until - 1}.`;
+            showEarlier();
+          };
+          let finished = false;
+          const page = api.stream(`${path}/watch?afterRevision=${after}`, {
+            event(type, data) {
+              if (finished || type !== "step") return;
+              const step = data as WatchWorkflowResponseJson;
+              const revision = Number(step.revision ?? 0);
+              if (revision < until) steps.unshift(step);
+              if (revision >= until - 1) {
+                finished = true;
+                done();
+              }
+            },
+            state(state, error) {
+              if (finished) return;
+              if (state === "failed" || state === "ended") {
+                finished = true;
+                done(state === "failed" ? error : undefined);
+              }
+            },
+          });
+        };
+        earlierButton.addEventListener("click", loadEarlier);
         const scheduleRefresh = () => {
           if (refreshTimer) return;
           refreshTimer = window.setTimeout(() => {
@@ -342,7 +462,8 @@ export function workflowPage(id: string): Page {
         draw();
         drawTask();
         const from = Math.max(0, Number(workflow.revision ?? 0) - HISTORY_SHOWN);
-        earlier.textContent = from > 0 ? `Revisions 1 to ${from} are not shown.` : "";
+        hiddenBefore = from + 1;
+        showEarlier();
         stream = api.stream(`${path}/watch?afterRevision=${from}`, {
           event(type, data) {
             if (type !== "step") return;

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import jsonpatch
 from google.protobuf import struct_pb2, timestamp_pb2
 from google.rpc import status_pb2
-from statewright.v1 import definition_pb2, task_pb2, workflow_pb2
+from statewright.v1 import definition_pb2, task_pb2, workflow_pb2, workflow_service_pb2
 
 from statewrightd import errors
 from statewrightd.api.status import to_status_proto
@@ -226,6 +227,26 @@ def _set_other(target: struct_pb2.Value, value: Any) -> None:
         _extend(target, value)
     else:
         raise ValueError(f"a context value of type {type(value).__name__} has no Struct form")
+
+
+def context_patch_pb(
+    before: Mapping[str, Any], after: Mapping[str, Any]
+) -> list[workflow_service_pb2.ContextPatchOperation]:
+    """How a step changed a context, as JSON Patch (RFC 6902) operations.
+
+    Computed when history is read rather than stored: every revision keeps its context,
+    so the patch costs the step nothing and never disagrees with what was saved."""
+    if before == after:
+        return []
+    operations = []
+    for op in jsonpatch.make_patch(dict(before), dict(after)).patch:
+        message = workflow_service_pb2.ContextPatchOperation(
+            op=op["op"], path=op["path"], from_path=op.get("from", "")
+        )
+        if "value" in op:
+            _set(message.value, op["value"])
+        operations.append(message)
+    return operations
 
 
 def timestamp(value: datetime) -> timestamp_pb2.Timestamp:

@@ -8,7 +8,13 @@ from collections.abc import Sequence
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from statewrightd.api.convert import definition_pb, transitions_pb, workflow_pb
+from statewrightd.api.convert import (
+    context_patch_pb,
+    definition_pb,
+    dict_to_struct,
+    transitions_pb,
+    workflow_pb,
+)
 from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
 from statewrightd.engine.answers import Outcome, Rejection
@@ -129,4 +135,8 @@ class WatchMessages:
             workflow=workflow,
             event=event.event or "",
             actor=event.actor or "",
+            input=None if event.input is None else dict_to_struct(event.input),
+            context_patch=(
+                () if event.before is None else context_patch_pb(event.before, event.record.context)
+            ),
         )

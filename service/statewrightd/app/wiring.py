@@ -309,6 +309,7 @@ class Application:
                 history.event,
                 timers=outcome.timers,
                 actor=history.actor,
+                input=history.input,
             )
             loop.reply(functools.partial(hub.publish, step))
 

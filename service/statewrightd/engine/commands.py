@@ -13,8 +13,8 @@ asks rather than checks kinds, and a new kind of step is a class of its own:
   provably behind it (``behind``);
 - stepped: the FSM's step for it (``step``), and what a step that does not apply still
   leaves to remove from the store (``unstepped``);
-- saved: the event history names (``history_event``), the timer it fires (``fired``), the task
-  it finishes (``finishes``);
+- saved: the event history names (``history_event``), what history records it took
+  (``taken``), the timer it fires (``fired``), the task it finishes (``finishes``);
 - answered: a refusal its caller gets as an answer rather than an error (``refusal``).
 
 ``StartCommand`` creates an instance; every other command is a ``StepCommand``, which
@@ -66,6 +66,10 @@ class Command:
         """The revision the caller expects the instance at; 0 when it does not care."""
         return 0
 
+    def taken(self) -> dict[str, Any] | None:
+        """What the step took, as its history row records it; None: nothing."""
+        return None
+
     def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
         """The answer to a refusal for ``reason`` (the instance as last known for
         certain), when this kind answers refusals rather than raising them; None: raise."""
@@ -84,6 +88,9 @@ class StartCommand(Command):
 
     def first_step(self) -> StepResult:
         return fsm.start(self.loaded.definition, self.workflow_id, self.input)
+
+    def taken(self) -> dict[str, Any] | None:
+        return dict(self.input)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -132,6 +139,9 @@ class ResumeCommand(StepCommand):
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.resume(definition, snapshot, self.event, self.input)
 
+    def taken(self) -> dict[str, Any] | None:
+        return dict(self.input)
+
     def history_event(self, result: StepResult) -> str | None:
         return result.transitions[0].event if result.transitions else (self.event or None)
 
@@ -149,6 +159,9 @@ class SignalCommand(StepCommand):
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.signal(definition, snapshot, self.event, self.payload)
+
+    def taken(self) -> dict[str, Any] | None:
+        return dict(self.payload)
 
     def history_event(self, result: StepResult) -> str | None:
         return result.transitions[0].event if result.transitions else (self.event or None)
@@ -173,6 +186,9 @@ class CancelCommand(StepCommand):
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.cancel(definition, snapshot, self.reason)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"reason": self.reason}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -201,6 +217,9 @@ class TimerCommand(StepCommand):
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.timer(definition, snapshot, self.transition)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"timer_id": self.timer_id, "due_time": self.due_time.isoformat()}
 
     def behind(self, snapshot: Snapshot) -> bool:
         # Armed by a step this replica has not seen.
@@ -240,6 +259,9 @@ class CompleteTaskCommand(StepCommand):
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.complete_task(definition, snapshot, self.state, self.result)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"task_id": self.task_id, "result": dict(self.result)}
 
     def history_event(self, result: StepResult) -> str | None:
         return TASK_COMPLETED  # what history and watchers show for the result's step
@@ -288,6 +310,12 @@ class TaskGiveUpCommand(StepCommand):
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.task_gave_up(definition, snapshot, self.state, self.failure)
+
+    def taken(self) -> dict[str, Any] | None:
+        # The failure as the worker reported it; its details can be large and are kept
+        # on the task (last_error), so history keeps what a reader scans for.
+        failure = {k: self.failure[k] for k in ("type", "message") if k in self.failure}
+        return {"task_id": self.task_id, "timed_out": self.timed_out, "failure": failure}
 
     def finishes(self) -> TaskFinish | None:
         return TaskFinish(

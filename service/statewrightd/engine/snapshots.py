@@ -83,6 +83,7 @@ def history_record(
     armed: tuple[TimerRecord, ...] = (),
     *,
     actor: str | None = None,
+    taken: dict[str, Any] | None = None,
 ) -> HistoryRecord:
     """The history row of a step; ``of``, the step's instance row, lends it its context
     dict so the store serializes that context once for both rows. ``armed``: the timers
@@ -100,6 +101,7 @@ def history_record(
         time=time,
         timers=[timer_to_dict(t) for t in armed] if armed else None,
         actor=actor,
+        input=taken,
     )
 
 

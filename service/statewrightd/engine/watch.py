@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from statewrightd import errors
 from statewrightd.definitions.registry import Loaded
@@ -45,6 +45,11 @@ class StepEvent:
     current: bool = False
     timers: tuple[TimerRecord, ...] = ()  # armed in its state as of this revision
     actor: str | None = None  # who caused the step, when it is known
+    input: dict[str, Any] | None = None  # what the step took, when it is known
+    # The context at the revision before, which the step's context patch is taken from.
+    # A live step's is set by the first feed that delivers it: every feed delivers the
+    # revisions of an instance in order, so each would set the same one.
+    before: Mapping[str, Any] | None = None
 
 
 @dataclass(eq=False, slots=True)
@@ -247,12 +252,16 @@ class WatchFeed:
             sub.seen = max(sub.seen, last)
             catch_up = last < current.revision
             known = current.revision
+            # The context at ``last``, the next step's patch's base (see _page_after).
+            before: Mapping[str, Any] | None = (
+                current.context if last == current.revision else {} if last == 0 else None
+            )
             # History rows carry their own context: keep only what record_at needs of the
-            # instance, not a context per idle watcher.
+            # instance.
             base = dataclasses.replace(current, context={}, error=None)
             while True:
                 if catch_up:
-                    rows = await self._history(workflow_id, last, self._page)
+                    rows, before = await self._page_after(workflow_id, last, before)
                     for row in rows:
                         transitions = transitions_from_dicts(row.transitions)
                         armed = timers_from_dicts(workflow_id, row.revision, row.timers)
@@ -263,12 +272,15 @@ class WatchFeed:
                             row.event,
                             timers=armed,
                             actor=row.actor,
+                            input=row.input,
+                            before=before,
                         )
+                        before = row.context
                         last = row.revision
                         sub.seen = max(sub.seen, last)
                         if row.status in TERMINAL:
                             return
-                    if len(rows) == self._page:
+                    if len(rows) >= self._page:
                         continue
                     if sub.gone or last < max(known, sub.latest_known):
                         # History ends before a revision that exists: the instance was
@@ -286,12 +298,30 @@ class WatchFeed:
                     if revision != last + 1:
                         catch_up = True  # a gap: history has what is missing
                         break
+                    if event.before is None:
+                        event.before = before
                     yield event
+                    before = event.record.context
                     last = revision
                     if event.record.status in TERMINAL:
                         return
         finally:
             hub.unsubscribe(sub)
+
+    async def _page_after(
+        self, workflow_id: str, last: int, before: Mapping[str, Any] | None
+    ) -> tuple[list[HistoryRecord], Mapping[str, Any] | None]:
+        """The next page of history after revision ``last``, and the context at ``last``
+        (``before``), which the first row's context patch is taken from. When it is not
+        known yet the same read takes the row at ``last`` too. An idle watcher keeps this
+        one context: after a live step it is the very dict the instance's cached session
+        holds; only after a read of history is it a copy of its own."""
+        if before is not None:
+            return await self._history(workflow_id, last, self._page), before
+        rows = await self._history(workflow_id, last - 1, self._page + 1)
+        if rows and rows[0].revision == last:
+            return rows[1:], rows[0].context
+        return rows, None
 
 
 def _shutting_down() -> errors.Unavailable:

@@ -67,7 +67,9 @@ class StepWrites:
         tasks, task = task_change(result, record, now)
         op = Create(
             record,
-            history_record(result, None, now, record, armed, actor=command.actor),
+            history_record(
+                result, None, now, record, armed, actor=command.actor, taken=command.taken()
+            ),
             self._request_record(command, record),
             change,
             tasks,
@@ -95,6 +97,7 @@ class StepWrites:
             record,
             armed if change.arm else (),
             actor=command.actor,
+            taken=command.taken(),
         )
         op = Save(
             record,

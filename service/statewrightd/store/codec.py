@@ -208,6 +208,7 @@ def _encode_history(h: HistoryRecord, instance_context: object, encoded: str) ->
         "h_time": check_time(h.time, f"{w} time"),
         "h_timers": dumps_optional(h.timers, f"{w} timers"),
         "h_actor": None if h.actor is None else check_text(h.actor, f"{w} actor"),
+        "h_input": dumps_optional(h.input, f"{w} input"),
     }
 
 

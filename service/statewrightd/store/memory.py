@@ -114,6 +114,7 @@ class MemoryRepository(MemoryWork):
             to_micros(p["h_time"]),
             p["h_timers"],
             p["h_actor"],
+            p["h_input"],
         ]
         if rid is not None:
             self._requests[(wid, rid)] = (

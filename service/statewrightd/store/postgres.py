@@ -427,7 +427,7 @@ _SAVE_FIELDS = (
 )  # fmt: skip
 _HISTORY_FIELDS = (
     "h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time", "h_timers",
-    "h_actor",
+    "h_actor", "h_input",
 )  # fmt: skip
 _TIMER_FIELDS = ("t_disarm", "t_arm", "t_fired")
 _TEXT, _RAW, _TIME, _BOOL, _BYTES = "text", "raw", "time", "bool", "bytes"
@@ -438,7 +438,9 @@ _KINDS = {
     **dict.fromkeys(("h_event", "h_state", "h_status", "h_actor", "t_fired"), _TEXT),
     **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token"), _TEXT),
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
-    **dict.fromkeys(("context", "error", "h_transitions", "h_error", "h_timers", "t_arm"), _RAW),
+    **dict.fromkeys(
+        ("context", "error", "h_transitions", "h_error", "h_timers", "h_input", "t_arm"), _RAW
+    ),
     **dict.fromkeys(("k_schedule", "k_error"), _RAW),
     **dict.fromkeys(("create_time", "update_time", "expire_time", "h_time"), _TIME),
     **dict.fromkeys(("t_disarm", "k_cancel", "k_fence_leased"), _BOOL),

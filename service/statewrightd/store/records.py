@@ -148,6 +148,10 @@ class HistoryRecord:
     timers: list[dict[str, Any]] | None = None
     # Who caused the step (a principal); None for rows saved before it was recorded.
     actor: str | None = None
+    # What the step took (a resume's input, a signal's payload, a task's result or
+    # failure, the fired timer, a cancellation's reason, a start's input); None for rows
+    # saved before it was recorded.
+    input: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -34,7 +34,7 @@ INSTANCE = (
 )  # fmt: skip
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
-    "time", "timers", "actor",
+    "time", "timers", "actor", "input",
 )  # fmt: skip
 TIMER = ("workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time")
 TASK = (
@@ -104,6 +104,7 @@ class Rows:
             time=self._time(row[8]),
             timers=None if row[9] is None else self._json(row[9]),
             actor=row[10],
+            input=None if row[11] is None else self._json(row[11]),
         )
 
     def task(self, row: Sequence[Any]) -> TaskRecord:

@@ -46,7 +46,7 @@ hist AS (
     + """)
     SELECT workflow_id, %(revision)s, %(h_event)s, %(h_transitions)s::jsonb, %(h_state)s,
            %(h_status)s, %(h_context)s::jsonb, %(h_error)s::jsonb, %(h_time)s,
-           %(h_timers)s::jsonb, %(h_actor)s
+           %(h_timers)s::jsonb, %(h_actor)s, %(h_input)s::jsonb
       FROM changed
 ), req AS (
     INSERT INTO workflow_requests ("""
@@ -220,14 +220,15 @@ hist AS (
            CASE WHEN r.h_status IN """
     + _FINISHED
     + """ THEN r.h_context ELSE COALESCE(r.h_context, r.context) END,
-           r.h_error, r.h_time, r.h_timers, r.h_actor
+           r.h_error, r.h_time, r.h_timers, r.h_actor, r.h_input
       FROM rows r JOIN changed USING (workflow_id)
 )"""
 )
 _ROWS_HISTORY = _ROWS_HISTORY_INSERT + "\nSELECT workflow_id FROM changed\n"
 
 _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_status text,
-        h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb, h_actor text"""
+        h_context jsonb, h_error jsonb, h_time timestamptz, h_timers jsonb, h_actor text,
+        h_input jsonb"""
 _TIMER_ROW_TYPES = ", t_disarm boolean, t_arm json, t_fired text"
 _TASK_ROW_TYPES = """, k_schedule json, k_cancel boolean, k_finish_id text, k_finish_status text,
         k_fence_token text, k_fence_attempt integer, k_fence_leased boolean, k_error jsonb"""
@@ -262,7 +263,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, expire_time, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
-                            h_timers, h_actor"""
+                            h_timers, h_actor, h_input"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
         + (_TASK_ROW_NAMES if tasked else "")
         + """, n)

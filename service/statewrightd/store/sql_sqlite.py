@@ -45,7 +45,7 @@ UPDATE workflow_instances
 INSERT_HISTORY = f"""
 INSERT INTO workflow_history ({HISTORY_COLUMNS})
 VALUES (:workflow_id, :revision, :h_event, :h_transitions, :h_state, :h_status, :h_context,
-        :h_error, :h_time, :h_timers, :h_actor)
+        :h_error, :h_time, :h_timers, :h_actor, :h_input)
 """
 
 TIMER_ARMED = "SELECT 1 FROM workflow_timers WHERE workflow_id = ? AND timer_id = ?"

@@ -117,7 +117,7 @@ def test_steps_taken_elsewhere_move_the_graph_live(
     wait_for(browser, lambda d: current_state(d) == "evaluating")
     wait_for(browser, lambda d: d.find_element(By.ID, "current-revision").text == "3")
     assert not_reloaded(browser)
-    history = browser.find_elements(By.CSS_SELECTOR, ".timeline tbody tr")
+    history = browser.find_elements(By.CSS_SELECTOR, ".timeline tbody tr.history-row")
     assert [row.get_attribute("data-revision") for row in history] == ["3", "2", "1"]
     assert "anonymous" in history[0].text and "revised" in history[0].text
     screenshot(browser, shots, "workflow")

@@ -9,7 +9,7 @@ import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -704,3 +704,47 @@ def test_definitions_are_immutable_per_name_and_version(repo: Repository) -> Non
 
 def test_ping_succeeds_on_a_migrated_database(repo: Repository) -> None:
     repo.ping()
+
+
+_Op = TypeVar("_Op", Create, Save)
+
+
+def test_history_rows_keep_what_their_step_took(repo: Repository) -> None:
+    # Every way a step reaches the store: one create and one save, a batch that takes
+    # PostgreSQL's set-based statements (no request ids, one step per instance), and one
+    # that takes its per-row statements (request ids). A row without input stays without.
+    odd = 'q"uote \\back\\slash\n é 🚀'
+    taken = {"approved": True, "note": odd, "items": [1, 2.5, None, {"k": odd}], "n": 2**62}
+
+    def took(op: _Op, value: dict[str, Any] | None) -> _Op:
+        return dataclasses.replace(op, history=dataclasses.replace(op.history, input=value))
+
+    repo.create(took(create_op("in-one"), {"start": odd}))
+    one = repo.load("in-one")
+    repo.save(took(save_op(one), taken))
+    set_based = [took(create_op(f"in-set-{i}"), {"i": i, "v": odd}) for i in range(3)]
+    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(set_based))
+    saves = [took(save_op(repo.load(f"in-set-{i}")), taken if i else None) for i in range(3)]
+    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(saves))
+    finished = dataclasses.replace(
+        repo.load("in-set-0"), revision=3, status=Status.CANCELLED, state="next"
+    )
+    per_row: list[Create | Save] = [
+        took(create_op("in-req", request_id="r-1"), {"x": odd}),
+        took(
+            Save(finished, 2, history_of(finished), request_for(finished, "r-2")), {"reason": odd}
+        ),
+    ]
+    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(per_row))
+
+    assert [h.input for h in repo.history_after("in-one", 0, 10)] == [{"start": odd}, taken]
+    for i in range(3):
+        first, second, *_ = repo.history_after(f"in-set-{i}", 0, 10)
+        assert first.input == {"i": i, "v": odd}
+        assert second.input == (taken if i else None)
+    (row,) = repo.history_after("in-req", 0, 10)
+    assert row.input == {"x": odd}
+    last = repo.history_after("in-set-0", 0, 10)[-1]
+    # A finished instance's last row may store no context; its input is its own.
+    assert last.status == Status.CANCELLED and last.input == {"reason": odd}
+    assert last.context == finished.context

@@ -6,12 +6,13 @@ import math
 from collections import OrderedDict
 from typing import Any
 
+import jsonpatch
 import pytest
-from google.protobuf import struct_pb2
+from google.protobuf import json_format, struct_pb2
 from hypothesis import given
 from hypothesis import strategies as st
 
-from statewrightd.api.convert import dict_to_struct, struct_to_dict
+from statewrightd.api.convert import context_patch_pb, dict_to_struct, struct_to_dict
 
 KEYS = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
 scalars = (
@@ -63,3 +64,22 @@ def test_other_mappings_sequences_and_subclasses_convert_too() -> None:
 def test_a_value_with_no_json_form_is_refused() -> None:
     with pytest.raises(ValueError, match="no Struct form"):
         dict_to_struct({"when": object()})
+
+
+@given(contexts, contexts)
+def test_a_context_patch_turns_the_context_before_into_the_one_after(
+    before: dict[str, Any], after: dict[str, Any]
+) -> None:
+    # As a client reads it: each operation in JSON, as RFC 6902 writes it.
+    patch = [json_format.MessageToDict(op) for op in context_patch_pb(before, after)]
+    assert jsonpatch.apply_patch(before, patch) == after
+    assert (patch == []) == (before == after)
+
+
+def test_a_patch_names_moves_and_nulls_as_the_rfc_does() -> None:
+    ops = context_patch_pb(
+        {"a": {"x": 1, "y": [1, 2, 3]}}, {"b": {"x": 1, "y": [1, 2, 3]}, "n": None}
+    )
+    as_json = [json_format.MessageToDict(op) for op in ops]
+    assert {"op": "move", "from": "/a", "path": "/b"} in as_json
+    assert {"op": "add", "path": "/n", "value": None} in as_json

@@ -1207,7 +1207,18 @@ type WatchWorkflowResponse struct {
 	Event string `protobuf:"bytes,5,opt,name=event,proto3" json:"event,omitempty"`
 	// Output only. Who caused the step (see Transition.actor); empty for a CURRENT message
 	// and for steps saved before it was recorded.
-	Actor         string `protobuf:"bytes,6,opt,name=actor,proto3" json:"actor,omitempty"`
+	Actor string `protobuf:"bytes,6,opt,name=actor,proto3" json:"actor,omitempty"`
+	// Output only. What the step took, as its history recorded it: a start's or a resume's
+	// input, a signal's payload, `{"task_id", "result"}` for a completed task,
+	// `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+	// `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+	// Unset for a CURRENT message and for steps saved before it was recorded.
+	Input *structpb.Struct `protobuf:"bytes,7,opt,name=input,proto3" json:"input,omitempty"`
+	// Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+	// that turn the context of the revision before into this one's (a start's patch is
+	// from the empty object). Empty when the context did not change, for a CURRENT
+	// message, and when the context before is not known.
+	ContextPatch  []*ContextPatchOperation `protobuf:"bytes,8,rep,name=context_patch,json=contextPatch,proto3" json:"context_patch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1284,6 +1295,93 @@ func (x *WatchWorkflowResponse) GetActor() string {
 	return ""
 }
 
+func (x *WatchWorkflowResponse) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *WatchWorkflowResponse) GetContextPatch() []*ContextPatchOperation {
+	if x != nil {
+		return x.ContextPatch
+	}
+	return nil
+}
+
+// One JSON Patch (RFC 6902) operation; in JSON it reads as the RFC writes it.
+type ContextPatchOperation struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. `add`, `remove`, `replace`, `move` or `copy`.
+	Op string `protobuf:"bytes,1,opt,name=op,proto3" json:"op,omitempty"`
+	// Output only. The JSON Pointer (RFC 6901) the operation applies to.
+	Path string `protobuf:"bytes,2,opt,name=path,proto3" json:"path,omitempty"`
+	// Output only. The value it sets, for `add` and `replace`.
+	Value *structpb.Value `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// Output only. The JSON Pointer it moves or copies from, for `move` and `copy`.
+	FromPath      string `protobuf:"bytes,4,opt,name=from_path,json=from,proto3" json:"from_path,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextPatchOperation) Reset() {
+	*x = ContextPatchOperation{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextPatchOperation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextPatchOperation) ProtoMessage() {}
+
+func (x *ContextPatchOperation) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextPatchOperation.ProtoReflect.Descriptor instead.
+func (*ContextPatchOperation) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *ContextPatchOperation) GetOp() string {
+	if x != nil {
+		return x.Op
+	}
+	return ""
+}
+
+func (x *ContextPatchOperation) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *ContextPatchOperation) GetValue() *structpb.Value {
+	if x != nil {
+		return x.Value
+	}
+	return nil
+}
+
+func (x *ContextPatchOperation) GetFromPath() string {
+	if x != nil {
+		return x.FromPath
+	}
+	return ""
+}
+
 // Request of GetDiagnostics.
 type GetDiagnosticsRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -1293,7 +1391,7 @@ type GetDiagnosticsRequest struct {
 
 func (x *GetDiagnosticsRequest) Reset() {
 	*x = GetDiagnosticsRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1305,7 +1403,7 @@ func (x *GetDiagnosticsRequest) String() string {
 func (*GetDiagnosticsRequest) ProtoMessage() {}
 
 func (x *GetDiagnosticsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[16]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1318,7 +1416,7 @@ func (x *GetDiagnosticsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiagnosticsRequest.ProtoReflect.Descriptor instead.
 func (*GetDiagnosticsRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{16}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{17}
 }
 
 // Response of GetDiagnostics.
@@ -1350,7 +1448,7 @@ type GetDiagnosticsResponse struct {
 
 func (x *GetDiagnosticsResponse) Reset() {
 	*x = GetDiagnosticsResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1362,7 +1460,7 @@ func (x *GetDiagnosticsResponse) String() string {
 func (*GetDiagnosticsResponse) ProtoMessage() {}
 
 func (x *GetDiagnosticsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[17]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1375,7 +1473,7 @@ func (x *GetDiagnosticsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDiagnosticsResponse.ProtoReflect.Descriptor instead.
 func (*GetDiagnosticsResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{17}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *GetDiagnosticsResponse) GetEventLoop() *EventLoopDiagnostics {
@@ -1459,7 +1557,7 @@ type GetWorkflowDiagnosticsRequest struct {
 
 func (x *GetWorkflowDiagnosticsRequest) Reset() {
 	*x = GetWorkflowDiagnosticsRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1471,7 +1569,7 @@ func (x *GetWorkflowDiagnosticsRequest) String() string {
 func (*GetWorkflowDiagnosticsRequest) ProtoMessage() {}
 
 func (x *GetWorkflowDiagnosticsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[18]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1484,7 +1582,7 @@ func (x *GetWorkflowDiagnosticsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowDiagnosticsRequest.ProtoReflect.Descriptor instead.
 func (*GetWorkflowDiagnosticsRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{18}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *GetWorkflowDiagnosticsRequest) GetName() string {
@@ -1505,7 +1603,7 @@ type GetWorkflowDiagnosticsResponse struct {
 
 func (x *GetWorkflowDiagnosticsResponse) Reset() {
 	*x = GetWorkflowDiagnosticsResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1517,7 +1615,7 @@ func (x *GetWorkflowDiagnosticsResponse) String() string {
 func (*GetWorkflowDiagnosticsResponse) ProtoMessage() {}
 
 func (x *GetWorkflowDiagnosticsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[19]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1530,7 +1628,7 @@ func (x *GetWorkflowDiagnosticsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetWorkflowDiagnosticsResponse.ProtoReflect.Descriptor instead.
 func (*GetWorkflowDiagnosticsResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{19}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *GetWorkflowDiagnosticsResponse) GetDiagnostics() *WorkflowDiagnostics {
@@ -1555,7 +1653,7 @@ type ListDefinitionsRequest struct {
 
 func (x *ListDefinitionsRequest) Reset() {
 	*x = ListDefinitionsRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1567,7 +1665,7 @@ func (x *ListDefinitionsRequest) String() string {
 func (*ListDefinitionsRequest) ProtoMessage() {}
 
 func (x *ListDefinitionsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[20]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1580,7 +1678,7 @@ func (x *ListDefinitionsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDefinitionsRequest.ProtoReflect.Descriptor instead.
 func (*ListDefinitionsRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{20}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *ListDefinitionsRequest) GetDefinition() string {
@@ -1617,7 +1715,7 @@ type ListDefinitionsResponse struct {
 
 func (x *ListDefinitionsResponse) Reset() {
 	*x = ListDefinitionsResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1629,7 +1727,7 @@ func (x *ListDefinitionsResponse) String() string {
 func (*ListDefinitionsResponse) ProtoMessage() {}
 
 func (x *ListDefinitionsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[21]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1642,7 +1740,7 @@ func (x *ListDefinitionsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListDefinitionsResponse.ProtoReflect.Descriptor instead.
 func (*ListDefinitionsResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{21}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *ListDefinitionsResponse) GetDefinitions() []*Definition {
@@ -1671,7 +1769,7 @@ type GetDefinitionRequest struct {
 
 func (x *GetDefinitionRequest) Reset() {
 	*x = GetDefinitionRequest{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[22]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1683,7 +1781,7 @@ func (x *GetDefinitionRequest) String() string {
 func (*GetDefinitionRequest) ProtoMessage() {}
 
 func (x *GetDefinitionRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[22]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1696,7 +1794,7 @@ func (x *GetDefinitionRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDefinitionRequest.ProtoReflect.Descriptor instead.
 func (*GetDefinitionRequest) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{22}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *GetDefinitionRequest) GetName() string {
@@ -1717,7 +1815,7 @@ type GetDefinitionResponse struct {
 
 func (x *GetDefinitionResponse) Reset() {
 	*x = GetDefinitionResponse{}
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[23]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1729,7 +1827,7 @@ func (x *GetDefinitionResponse) String() string {
 func (*GetDefinitionResponse) ProtoMessage() {}
 
 func (x *GetDefinitionResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_service_proto_msgTypes[23]
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1742,7 +1840,7 @@ func (x *GetDefinitionResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetDefinitionResponse.ProtoReflect.Descriptor instead.
 func (*GetDefinitionResponse) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{23}
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *GetDefinitionResponse) GetDefinition() *Definition {
@@ -1830,14 +1928,21 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x14WatchWorkflowRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12*\n" +
 	"\x0eafter_revision\x18\x02 \x01(\x03H\x00R\rafterRevision\x88\x01\x01B\x11\n" +
-	"\x0f_after_revision\"\x87\x02\n" +
+	"\x0f_after_revision\"\x82\x03\n" +
 	"\x15WatchWorkflowResponse\x122\n" +
 	"\x04type\x18\x01 \x01(\x0e2\x1e.statewright.v1.WatchEventTypeR\x04type\x12\x1a\n" +
 	"\brevision\x18\x02 \x01(\x03R\brevision\x12<\n" +
 	"\vtransitions\x18\x03 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\x124\n" +
 	"\bworkflow\x18\x04 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x14\n" +
 	"\x05event\x18\x05 \x01(\tR\x05event\x12\x14\n" +
-	"\x05actor\x18\x06 \x01(\tR\x05actor\"\x17\n" +
+	"\x05actor\x18\x06 \x01(\tR\x05actor\x12-\n" +
+	"\x05input\x18\a \x01(\v2\x17.google.protobuf.StructR\x05input\x12J\n" +
+	"\rcontext_patch\x18\b \x03(\v2%.statewright.v1.ContextPatchOperationR\fcontextPatch\"\x82\x01\n" +
+	"\x15ContextPatchOperation\x12\x0e\n" +
+	"\x02op\x18\x01 \x01(\tR\x02op\x12\x12\n" +
+	"\x04path\x18\x02 \x01(\tR\x04path\x12,\n" +
+	"\x05value\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05value\x12\x17\n" +
+	"\tfrom_path\x18\x04 \x01(\tR\x04from\"\x17\n" +
 	"\x15GetDiagnosticsRequest\"\xf8\x04\n" +
 	"\x16GetDiagnosticsResponse\x12C\n" +
 	"\n" +
@@ -1917,7 +2022,7 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 24)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                    // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                   // 1: statewright.v1.SignalRejection
@@ -1938,91 +2043,96 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*DeleteWorkflowResponse)(nil),         // 16: statewright.v1.DeleteWorkflowResponse
 	(*WatchWorkflowRequest)(nil),           // 17: statewright.v1.WatchWorkflowRequest
 	(*WatchWorkflowResponse)(nil),          // 18: statewright.v1.WatchWorkflowResponse
-	(*GetDiagnosticsRequest)(nil),          // 19: statewright.v1.GetDiagnosticsRequest
-	(*GetDiagnosticsResponse)(nil),         // 20: statewright.v1.GetDiagnosticsResponse
-	(*GetWorkflowDiagnosticsRequest)(nil),  // 21: statewright.v1.GetWorkflowDiagnosticsRequest
-	(*GetWorkflowDiagnosticsResponse)(nil), // 22: statewright.v1.GetWorkflowDiagnosticsResponse
-	(*ListDefinitionsRequest)(nil),         // 23: statewright.v1.ListDefinitionsRequest
-	(*ListDefinitionsResponse)(nil),        // 24: statewright.v1.ListDefinitionsResponse
-	(*GetDefinitionRequest)(nil),           // 25: statewright.v1.GetDefinitionRequest
-	(*GetDefinitionResponse)(nil),          // 26: statewright.v1.GetDefinitionResponse
-	(*structpb.Struct)(nil),                // 27: google.protobuf.Struct
-	(*Workflow)(nil),                       // 28: statewright.v1.Workflow
-	(*Transition)(nil),                     // 29: statewright.v1.Transition
-	(WorkflowStatus)(0),                    // 30: statewright.v1.WorkflowStatus
-	(*EventLoopDiagnostics)(nil),           // 31: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),           // 32: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),         // 33: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),             // 34: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                      // 35: statewright.v1.BuildInfo
-	(*durationpb.Duration)(nil),            // 36: google.protobuf.Duration
-	(*TimerDiagnostics)(nil),               // 37: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),           // 38: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),           // 39: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),            // 40: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                     // 41: statewright.v1.Definition
+	(*ContextPatchOperation)(nil),          // 19: statewright.v1.ContextPatchOperation
+	(*GetDiagnosticsRequest)(nil),          // 20: statewright.v1.GetDiagnosticsRequest
+	(*GetDiagnosticsResponse)(nil),         // 21: statewright.v1.GetDiagnosticsResponse
+	(*GetWorkflowDiagnosticsRequest)(nil),  // 22: statewright.v1.GetWorkflowDiagnosticsRequest
+	(*GetWorkflowDiagnosticsResponse)(nil), // 23: statewright.v1.GetWorkflowDiagnosticsResponse
+	(*ListDefinitionsRequest)(nil),         // 24: statewright.v1.ListDefinitionsRequest
+	(*ListDefinitionsResponse)(nil),        // 25: statewright.v1.ListDefinitionsResponse
+	(*GetDefinitionRequest)(nil),           // 26: statewright.v1.GetDefinitionRequest
+	(*GetDefinitionResponse)(nil),          // 27: statewright.v1.GetDefinitionResponse
+	(*structpb.Struct)(nil),                // 28: google.protobuf.Struct
+	(*Workflow)(nil),                       // 29: statewright.v1.Workflow
+	(*Transition)(nil),                     // 30: statewright.v1.Transition
+	(WorkflowStatus)(0),                    // 31: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                 // 32: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),           // 33: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),           // 34: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),         // 35: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),             // 36: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                      // 37: statewright.v1.BuildInfo
+	(*durationpb.Duration)(nil),            // 38: google.protobuf.Duration
+	(*TimerDiagnostics)(nil),               // 39: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),           // 40: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),           // 41: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),            // 42: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                     // 43: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	27, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	28, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	28, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	29, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	27, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	28, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	29, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	27, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	29, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	30, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	28, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	29, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	30, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	28, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 8: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	28, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	29, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	28, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	28, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	28, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	28, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	29, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	30, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	29, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	31, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	29, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	29, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	29, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	2,  // 16: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	29, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	28, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	31, // 19: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	32, // 20: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	33, // 21: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	34, // 22: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	35, // 23: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	36, // 24: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	37, // 25: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	38, // 26: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	39, // 27: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	40, // 28: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	41, // 29: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	41, // 30: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	3,  // 31: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	5,  // 32: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	7,  // 33: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	9,  // 34: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	11, // 35: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	13, // 36: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	15, // 37: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	17, // 38: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	19, // 39: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	21, // 40: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	23, // 41: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	25, // 42: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	4,  // 43: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	6,  // 44: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	8,  // 45: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	10, // 46: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	12, // 47: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	14, // 48: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	16, // 49: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	18, // 50: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	20, // 51: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	22, // 52: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	24, // 53: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	26, // 54: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	43, // [43:55] is the sub-list for method output_type
-	31, // [31:43] is the sub-list for method input_type
-	31, // [31:31] is the sub-list for extension type_name
-	31, // [31:31] is the sub-list for extension extendee
-	0,  // [0:31] is the sub-list for field type_name
+	30, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	29, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	28, // 19: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	19, // 20: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
+	32, // 21: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	33, // 22: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	34, // 23: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	35, // 24: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	36, // 25: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	37, // 26: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	38, // 27: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	39, // 28: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	40, // 29: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	41, // 30: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	42, // 31: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	43, // 32: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	43, // 33: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	3,  // 34: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	5,  // 35: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	7,  // 36: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	9,  // 37: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	11, // 38: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	13, // 39: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	15, // 40: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	17, // 41: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	20, // 42: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	22, // 43: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	24, // 44: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	26, // 45: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	4,  // 46: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	6,  // 47: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	8,  // 48: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	10, // 49: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	12, // 50: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	14, // 51: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	16, // 52: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	18, // 53: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	21, // 54: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	23, // 55: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	25, // 56: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	27, // 57: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	46, // [46:58] is the sub-list for method output_type
+	34, // [34:46] is the sub-list for method input_type
+	34, // [34:34] is the sub-list for extension type_name
+	34, // [34:34] is the sub-list for extension extendee
+	0,  // [0:34] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -2040,7 +2150,7 @@ func file_statewright_v1_workflow_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   24,
+			NumMessages:   25,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

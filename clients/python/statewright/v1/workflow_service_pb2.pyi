@@ -628,6 +628,8 @@ class WatchWorkflowResponse(_message.Message):
     WORKFLOW_FIELD_NUMBER: _builtins.int
     EVENT_FIELD_NUMBER: _builtins.int
     ACTOR_FIELD_NUMBER: _builtins.int
+    INPUT_FIELD_NUMBER: _builtins.int
+    CONTEXT_PATCH_FIELD_NUMBER: _builtins.int
     type: Global___WatchEventType.ValueType
     """Output only. Whether this is the current instance or one saved step."""
     revision: _builtins.int
@@ -646,6 +648,23 @@ class WatchWorkflowResponse(_message.Message):
     def workflow(self) -> _workflow_pb2.Workflow:
         """Output only. The instance at this revision."""
 
+    @_builtins.property
+    def input(self) -> _struct_pb2.Struct:
+        """Output only. What the step took, as its history recorded it: a start's or a resume's
+        input, a signal's payload, `{"task_id", "result"}` for a completed task,
+        `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+        `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+        Unset for a CURRENT message and for steps saved before it was recorded.
+        """
+
+    @_builtins.property
+    def context_patch(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextPatchOperation]:
+        """Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+        that turn the context of the revision before into this one's (a start's patch is
+        from the empty object). Empty when the context did not change, for a CURRENT
+        message, and when the context before is not known.
+        """
+
     def __init__(
         self,
         *,
@@ -655,14 +674,52 @@ class WatchWorkflowResponse(_message.Message):
         workflow: _workflow_pb2.Workflow | None = ...,
         event: _builtins.str = ...,
         actor: _builtins.str = ...,
+        input: _struct_pb2.Struct | None = ...,
+        context_patch: _abc.Iterable[Global___ContextPatchOperation] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "workflow", b"workflow"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "event", b"event", "revision", b"revision", "transitions", b"transitions", "type", b"type", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "context_patch", b"context_patch", "event", b"event", "input", b"input", "revision", b"revision", "transitions", b"transitions", "type", b"type", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WatchWorkflowResponse: _TypeAlias = WatchWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class ContextPatchOperation(_message.Message):
+    """One JSON Patch (RFC 6902) operation; in JSON it reads as the RFC writes it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OP_FIELD_NUMBER: _builtins.int
+    PATH_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    FROM_PATH_FIELD_NUMBER: _builtins.int
+    op: _builtins.str
+    """Output only. `add`, `remove`, `replace`, `move` or `copy`."""
+    path: _builtins.str
+    """Output only. The JSON Pointer (RFC 6901) the operation applies to."""
+    from_path: _builtins.str
+    """Output only. The JSON Pointer it moves or copies from, for `move` and `copy`."""
+    @_builtins.property
+    def value(self) -> _struct_pb2.Value:
+        """Output only. The value it sets, for `add` and `replace`."""
+
+    def __init__(
+        self,
+        *,
+        op: _builtins.str = ...,
+        path: _builtins.str = ...,
+        value: _struct_pb2.Value | None = ...,
+        from_path: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_path", b"from_path", "op", b"op", "path", b"path", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContextPatchOperation: _TypeAlias = ContextPatchOperation  # noqa: Y015
 
 @_typing.final
 class GetDiagnosticsRequest(_message.Message):

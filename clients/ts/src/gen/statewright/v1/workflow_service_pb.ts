@@ -5,7 +5,7 @@
 import type { GenEnum, GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
 import { file_google_api_annotations } from "../../google/api/annotations_pb.js";
-import type { Duration, DurationJson, StructJson } from "@bufbuild/protobuf/wkt";
+import type { Duration, DurationJson, StructJson, Value, ValueJson } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_duration, file_google_protobuf_struct } from "@bufbuild/protobuf/wkt";
 import type { Definition, DefinitionJson } from "./definition_pb.js";
 import { file_statewright_v1_definition } from "./definition_pb.js";
@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cipgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJIl0KFUxpc3RXb3JrZmxvd3NSZXNwb25zZRIrCgl3b3JrZmxvd3MYASADKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiZAoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEhIKCnJlcXVlc3RfaWQYBCABKAkiRAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93InQKFURlbGV0ZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSDQoFZm9yY2UYBCABKAgSFQoNYWxsb3dfbWlzc2luZxgFIAEoCCJXChZEZWxldGVXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSEQoJY2FuY2VsbGVkGAIgASgIIlQKFFdhdGNoV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSGwoOYWZ0ZXJfcmV2aXNpb24YAiABKANIAIgBAUIRCg9fYWZ0ZXJfcmV2aXNpb24i0gEKFVdhdGNoV29ya2Zsb3dSZXNwb25zZRIsCgR0eXBlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuV2F0Y2hFdmVudFR5cGUSEAoIcmV2aXNpb24YAiABKAMSLwoLdHJhbnNpdGlvbnMYAyADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEioKCHdvcmtmbG93GAQgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSDQoFZXZlbnQYBSABKAkSDQoFYWN0b3IYBiABKAkiFwoVR2V0RGlhZ25vc3RpY3NSZXF1ZXN0Io8EChZHZXREaWFnbm9zdGljc1Jlc3BvbnNlEjgKCmV2ZW50X2xvb3AYASABKAsyJC5zdGF0ZXdyaWdodC52MS5FdmVudExvb3BEaWFnbm9zdGljcxI4CgphZG1pc3Npb25zGAIgASgLMiQuc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uRGlhZ25vc3RpY3MSOwoLcGVyc2lzdGVuY2UYAyABKAsyJi5zdGF0ZXdyaWdodC52MS5QZXJzaXN0ZW5jZURpYWdub3N0aWNzEjQKCHdhdGNoZXJzGAQgASgLMiIuc3RhdGV3cmlnaHQudjEuV2F0Y2hlckRpYWdub3N0aWNzEhMKC2RlZmluaXRpb25zGAUgAygJEigKBWJ1aWxkGAYgASgLMhkuc3RhdGV3cmlnaHQudjEuQnVpbGRJbmZvEikKBnVwdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgZ0aW1lcnMYCCABKAsyIC5zdGF0ZXdyaWdodC52MS5UaW1lckRpYWdub3N0aWNzEjkKC3Rhc2tfcXVldWVzGAkgAygLMiQuc3RhdGV3cmlnaHQudjEuVGFza1F1ZXVlRGlhZ25vc3RpY3MSNwoJcmV0ZW50aW9uGAogASgLMiQuc3RhdGV3cmlnaHQudjEuUmV0ZW50aW9uRGlhZ25vc3RpY3MiLQodR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJaCh5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2USOAoLZGlhZ25vc3RpY3MYASABKAsyIy5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0RpYWdub3N0aWNzIlMKFkxpc3REZWZpbml0aW9uc1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChdMaXN0RGVmaW5pdGlvbnNSZXNwb25zZRIvCgtkZWZpbml0aW9ucxgBIAMoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFEdldERlZmluaXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiRwoVR2V0RGVmaW5pdGlvblJlc3BvbnNlEi4KCmRlZmluaXRpb24YASABKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uKnMKDklmRXhpc3RzUG9saWN5EiAKHElGX0VYSVNUU19QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVJRl9FWElTVFNfUE9MSUNZX0ZBSUwQARIkCiBJRl9FWElTVFNfUE9MSUNZX1JFVFVSTl9FWElTVElORxACKsIBCg9TaWduYWxSZWplY3Rpb24SIAocU0lHTkFMX1JFSkVDVElPTl9VTlNQRUNJRklFRBAAEiAKHFNJR05BTF9SRUpFQ1RJT05fTk9UX1JVTk5JTkcQARIfChtTSUdOQUxfUkVKRUNUSU9OX1BFUlNJU1RJTkcQAhImCiJTSUdOQUxfUkVKRUNUSU9OX1JFQ09WRVJZX1JFUVVJUkVEEAMSIgoeU0lHTkFMX1JFSkVDVElPTl9TSFVUVElOR19ET1dOEAQqawoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhwKGFdBVENIX0VWRU5UX1RZUEVfQ1VSUkVOVBABEhkKFVdBVENIX0VWRU5UX1RZUEVfU1RFUBACMpwNCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9QnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cipgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJIl0KFUxpc3RXb3JrZmxvd3NSZXNwb25zZRIrCgl3b3JrZmxvd3MYASADKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiZAoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEhIKCnJlcXVlc3RfaWQYBCABKAkiRAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93InQKFURlbGV0ZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSDQoFZm9yY2UYBCABKAgSFQoNYWxsb3dfbWlzc2luZxgFIAEoCCJXChZEZWxldGVXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSEQoJY2FuY2VsbGVkGAIgASgIIlQKFFdhdGNoV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSGwoOYWZ0ZXJfcmV2aXNpb24YAiABKANIAIgBAUIRCg9fYWZ0ZXJfcmV2aXNpb24iuAIKFVdhdGNoV29ya2Zsb3dSZXNwb25zZRIsCgR0eXBlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuV2F0Y2hFdmVudFR5cGUSEAoIcmV2aXNpb24YAiABKAMSLwoLdHJhbnNpdGlvbnMYAyADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEioKCHdvcmtmbG93GAQgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSDQoFZXZlbnQYBSABKAkSDQoFYWN0b3IYBiABKAkSJgoFaW5wdXQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjwKDWNvbnRleHRfcGF0Y2gYCCADKAsyJS5zdGF0ZXdyaWdodC52MS5Db250ZXh0UGF0Y2hPcGVyYXRpb24icQoVQ29udGV4dFBhdGNoT3BlcmF0aW9uEgoKAm9wGAEgASgJEgwKBHBhdGgYAiABKAkSJQoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoJZnJvbV9wYXRoGAQgASgJUgRmcm9tIhcKFUdldERpYWdub3N0aWNzUmVxdWVzdCKPBAoWR2V0RGlhZ25vc3RpY3NSZXNwb25zZRI4CgpldmVudF9sb29wGAEgASgLMiQuc3RhdGV3cmlnaHQudjEuRXZlbnRMb29wRGlhZ25vc3RpY3MSOAoKYWRtaXNzaW9ucxgCIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkFkbWlzc2lvbkRpYWdub3N0aWNzEjsKC3BlcnNpc3RlbmNlGAMgASgLMiYuc3RhdGV3cmlnaHQudjEuUGVyc2lzdGVuY2VEaWFnbm9zdGljcxI0Cgh3YXRjaGVycxgEIAEoCzIiLnN0YXRld3JpZ2h0LnYxLldhdGNoZXJEaWFnbm9zdGljcxITCgtkZWZpbml0aW9ucxgFIAMoCRIoCgVidWlsZBgGIAEoCzIZLnN0YXRld3JpZ2h0LnYxLkJ1aWxkSW5mbxIpCgZ1cHRpbWUYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMAoGdGltZXJzGAggASgLMiAuc3RhdGV3cmlnaHQudjEuVGltZXJEaWFnbm9zdGljcxI5Cgt0YXNrX3F1ZXVlcxgJIAMoCzIkLnN0YXRld3JpZ2h0LnYxLlRhc2tRdWV1ZURpYWdub3N0aWNzEjcKCXJldGVudGlvbhgKIAEoCzIkLnN0YXRld3JpZ2h0LnYxLlJldGVudGlvbkRpYWdub3N0aWNzIi0KHUdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXF1ZXN0EgwKBG5hbWUYASABKAkiWgoeR2V0V29ya2Zsb3dEaWFnbm9zdGljc1Jlc3BvbnNlEjgKC2RpYWdub3N0aWNzGAEgASgLMiMuc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dEaWFnbm9zdGljcyJTChZMaXN0RGVmaW5pdGlvbnNSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiYwoXTGlzdERlZmluaXRpb25zUmVzcG9uc2USLwoLZGVmaW5pdGlvbnMYASADKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIkChRHZXREZWZpbml0aW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJIkcKFUdldERlZmluaXRpb25SZXNwb25zZRIuCgpkZWZpbml0aW9uGAEgASgLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbipzCg5JZkV4aXN0c1BvbGljeRIgChxJRl9FWElTVFNfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGQoVSUZfRVhJU1RTX1BPTElDWV9GQUlMEAESJAogSUZfRVhJU1RTX1BPTElDWV9SRVRVUk5fRVhJU1RJTkcQAirCAQoPU2lnbmFsUmVqZWN0aW9uEiAKHFNJR05BTF9SRUpFQ1RJT05fVU5TUEVDSUZJRUQQABIgChxTSUdOQUxfUkVKRUNUSU9OX05PVF9SVU5OSU5HEAESHwobU0lHTkFMX1JFSkVDVElPTl9QRVJTSVNUSU5HEAISJgoiU0lHTkFMX1JFSkVDVElPTl9SRUNPVkVSWV9SRVFVSVJFRBADEiIKHlNJR05BTF9SRUpFQ1RJT05fU0hVVFRJTkdfRE9XThAEKmsKDldhdGNoRXZlbnRUeXBlEiAKHFdBVENIX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIcChhXQVRDSF9FVkVOVF9UWVBFX0NVUlJFTlQQARIZChVXQVRDSF9FVkVOVF9UWVBFX1NURVAQAjKcDQoPV29ya2Zsb3dTZXJ2aWNlEnoKDVN0YXJ0V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5TdGFydFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZSIcgtPkkwIWOgEqIhEvYXBpL3YxL3dvcmtmbG93cxKNAQoOUmVzdW1lV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc3VtZRKNAQoOU2lnbmFsV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5TaWduYWxXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5TaWduYWxXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3NpZ25hbBJ6CgtHZXRXb3JrZmxvdxIiLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVxdWVzdBojLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVzcG9uc2UiIoLT5JMCHBIaL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0SdwoNTGlzdFdvcmtmbG93cxIkLnN0YXRld3JpZ2h0LnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlIhmC0+STAhMSES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5DYW5jZWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkNhbmNlbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vY2FuY2VsEoMBCg5EZWxldGVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2UiIoLT5JMCHCoaL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0SiAEKDVdhdGNoV29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5XYXRjaFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXNwb25zZSIogtPkkwIiEiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS93YXRjaDABEnwKDkdldERpYWdub3N0aWNzEiUuc3RhdGV3cmlnaHQudjEuR2V0RGlhZ25vc3RpY3NSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuR2V0RGlhZ25vc3RpY3NSZXNwb25zZSIbgtPkkwIVEhMvYXBpL3YxL2RpYWdub3N0aWNzEqcBChZHZXRXb3JrZmxvd0RpYWdub3N0aWNzEi0uc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QaLi5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2UiLoLT5JMCKBImL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vZGlhZ25vc3RpY3MSfwoPTGlzdERlZmluaXRpb25zEiYuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVxdWVzdBonLnN0YXRld3JpZ2h0LnYxLkxpc3REZWZpbml0aW9uc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGVmaW5pdGlvbnMSrQEKDUdldERlZmluaXRpb24SJC5zdGF0ZXdyaWdodC52MS5HZXREZWZpbml0aW9uUmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXNwb25zZSJPgtPkkwJJWh4SHC9hcGkvdjEve25hbWU9ZGVmaW5pdGlvbnMvKn0SJy9hcGkvdjEve25hbWU9ZGVmaW5pdGlvbnMvKi92ZXJzaW9ucy8qfUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -1084,6 +1084,27 @@ export type WatchWorkflowResponse = Message<"statewright.v1.WatchWorkflowRespons
    * @generated from field: string actor = 6;
    */
   actor: string;
+
+  /**
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   *
+   * @generated from field: google.protobuf.Struct input = 7;
+   */
+  input?: JsonObject | undefined;
+
+  /**
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   *
+   * @generated from field: repeated statewright.v1.ContextPatchOperation context_patch = 8;
+   */
+  contextPatch: ContextPatchOperation[];
 };
 
 /**
@@ -1134,6 +1155,27 @@ export type WatchWorkflowResponseJson = {
    * @generated from field: string actor = 6;
    */
   actor?: string;
+
+  /**
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   *
+   * @generated from field: google.protobuf.Struct input = 7;
+   */
+  input?: StructJson;
+
+  /**
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   *
+   * @generated from field: repeated statewright.v1.ContextPatchOperation context_patch = 8;
+   */
+  contextPatch?: ContextPatchOperationJson[];
 };
 
 /**
@@ -1142,6 +1184,83 @@ export type WatchWorkflowResponseJson = {
  */
 export const WatchWorkflowResponseSchema: GenMessage<WatchWorkflowResponse, {jsonType: WatchWorkflowResponseJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow_service, 15);
+
+/**
+ * One JSON Patch (RFC 6902) operation; in JSON it reads as the RFC writes it.
+ *
+ * @generated from message statewright.v1.ContextPatchOperation
+ */
+export type ContextPatchOperation = Message<"statewright.v1.ContextPatchOperation"> & {
+  /**
+   * Output only. `add`, `remove`, `replace`, `move` or `copy`.
+   *
+   * @generated from field: string op = 1;
+   */
+  op: string;
+
+  /**
+   * Output only. The JSON Pointer (RFC 6901) the operation applies to.
+   *
+   * @generated from field: string path = 2;
+   */
+  path: string;
+
+  /**
+   * Output only. The value it sets, for `add` and `replace`.
+   *
+   * @generated from field: google.protobuf.Value value = 3;
+   */
+  value?: Value | undefined;
+
+  /**
+   * Output only. The JSON Pointer it moves or copies from, for `move` and `copy`.
+   *
+   * @generated from field: string from_path = 4 [json_name = "from"];
+   */
+  fromPath: string;
+};
+
+/**
+ * One JSON Patch (RFC 6902) operation; in JSON it reads as the RFC writes it.
+ *
+ * @generated from message statewright.v1.ContextPatchOperation
+ */
+export type ContextPatchOperationJson = {
+  /**
+   * Output only. `add`, `remove`, `replace`, `move` or `copy`.
+   *
+   * @generated from field: string op = 1;
+   */
+  op?: string;
+
+  /**
+   * Output only. The JSON Pointer (RFC 6901) the operation applies to.
+   *
+   * @generated from field: string path = 2;
+   */
+  path?: string;
+
+  /**
+   * Output only. The value it sets, for `add` and `replace`.
+   *
+   * @generated from field: google.protobuf.Value value = 3;
+   */
+  value?: ValueJson;
+
+  /**
+   * Output only. The JSON Pointer it moves or copies from, for `move` and `copy`.
+   *
+   * @generated from field: string from_path = 4 [json_name = "from"];
+   */
+  from?: string;
+};
+
+/**
+ * Describes the message statewright.v1.ContextPatchOperation.
+ * Use `create(ContextPatchOperationSchema)` to create a new message.
+ */
+export const ContextPatchOperationSchema: GenMessage<ContextPatchOperation, {jsonType: ContextPatchOperationJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 16);
 
 /**
  * Request of GetDiagnostics.
@@ -1164,7 +1283,7 @@ export type GetDiagnosticsRequestJson = {
  * Use `create(GetDiagnosticsRequestSchema)` to create a new message.
  */
 export const GetDiagnosticsRequestSchema: GenMessage<GetDiagnosticsRequest, {jsonType: GetDiagnosticsRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 16);
+  messageDesc(file_statewright_v1_workflow_service, 17);
 
 /**
  * Response of GetDiagnostics.
@@ -1325,7 +1444,7 @@ export type GetDiagnosticsResponseJson = {
  * Use `create(GetDiagnosticsResponseSchema)` to create a new message.
  */
 export const GetDiagnosticsResponseSchema: GenMessage<GetDiagnosticsResponse, {jsonType: GetDiagnosticsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 17);
+  messageDesc(file_statewright_v1_workflow_service, 18);
 
 /**
  * Request of GetWorkflowDiagnostics.
@@ -1360,7 +1479,7 @@ export type GetWorkflowDiagnosticsRequestJson = {
  * Use `create(GetWorkflowDiagnosticsRequestSchema)` to create a new message.
  */
 export const GetWorkflowDiagnosticsRequestSchema: GenMessage<GetWorkflowDiagnosticsRequest, {jsonType: GetWorkflowDiagnosticsRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 18);
+  messageDesc(file_statewright_v1_workflow_service, 19);
 
 /**
  * Response of GetWorkflowDiagnostics.
@@ -1395,7 +1514,7 @@ export type GetWorkflowDiagnosticsResponseJson = {
  * Use `create(GetWorkflowDiagnosticsResponseSchema)` to create a new message.
  */
 export const GetWorkflowDiagnosticsResponseSchema: GenMessage<GetWorkflowDiagnosticsResponse, {jsonType: GetWorkflowDiagnosticsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 19);
+  messageDesc(file_statewright_v1_workflow_service, 20);
 
 /**
  * Request of ListDefinitions.
@@ -1458,7 +1577,7 @@ export type ListDefinitionsRequestJson = {
  * Use `create(ListDefinitionsRequestSchema)` to create a new message.
  */
 export const ListDefinitionsRequestSchema: GenMessage<ListDefinitionsRequest, {jsonType: ListDefinitionsRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 20);
+  messageDesc(file_statewright_v1_workflow_service, 21);
 
 /**
  * Response of ListDefinitions.
@@ -1507,7 +1626,7 @@ export type ListDefinitionsResponseJson = {
  * Use `create(ListDefinitionsResponseSchema)` to create a new message.
  */
 export const ListDefinitionsResponseSchema: GenMessage<ListDefinitionsResponse, {jsonType: ListDefinitionsResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 21);
+  messageDesc(file_statewright_v1_workflow_service, 22);
 
 /**
  * Request of GetDefinition.
@@ -1544,7 +1663,7 @@ export type GetDefinitionRequestJson = {
  * Use `create(GetDefinitionRequestSchema)` to create a new message.
  */
 export const GetDefinitionRequestSchema: GenMessage<GetDefinitionRequest, {jsonType: GetDefinitionRequestJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 22);
+  messageDesc(file_statewright_v1_workflow_service, 23);
 
 /**
  * Response of GetDefinition.
@@ -1579,7 +1698,7 @@ export type GetDefinitionResponseJson = {
  * Use `create(GetDefinitionResponseSchema)` to create a new message.
  */
 export const GetDefinitionResponseSchema: GenMessage<GetDefinitionResponse, {jsonType: GetDefinitionResponseJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow_service, 23);
+  messageDesc(file_statewright_v1_workflow_service, 24);
 
 /**
  * What StartWorkflow does when the requested workflow_id already exists.

@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     transitions_ = java.util.Collections.emptyList();
     event_ = "";
     actor_ = "";
+    contextPatch_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -293,6 +294,132 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int INPUT_FIELD_NUMBER = 7;
+  private com.google.protobuf.Struct input_;
+  /**
+   * <pre>
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+   * @return Whether the input field is set.
+   */
+  @java.lang.Override
+  public boolean hasInput() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+   * @return The input.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Struct getInput() {
+    return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
+  }
+  /**
+   * <pre>
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.StructOrBuilder getInputOrBuilder() {
+    return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
+  }
+
+  public static final int CONTEXT_PATCH_FIELD_NUMBER = 8;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.statewright.v1.ContextPatchOperation> contextPatch_;
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.statewright.v1.ContextPatchOperation> getContextPatchList() {
+    return contextPatch_;
+  }
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.statewright.v1.ContextPatchOperationOrBuilder> 
+      getContextPatchOrBuilderList() {
+    return contextPatch_;
+  }
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  @java.lang.Override
+  public int getContextPatchCount() {
+    return contextPatch_.size();
+  }
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.ContextPatchOperation getContextPatch(int index) {
+    return contextPatch_.get(index);
+  }
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.ContextPatchOperationOrBuilder getContextPatchOrBuilder(
+      int index) {
+    return contextPatch_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -325,6 +452,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(actor_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 6, actor_);
     }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      output.writeMessage(7, getInput());
+    }
+    for (int i = 0; i < contextPatch_.size(); i++) {
+      output.writeMessage(8, contextPatch_.get(i));
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -356,6 +489,19 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(actor_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(6, actor_);
     }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(7, getInput());
+    }
+
+        {
+          final int count = contextPatch_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(contextPatch_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -394,6 +540,13 @@ private static final long serialVersionUID = 0L;
         .equals(other.getEvent())) return false;
     if (!getActor()
         .equals(other.getActor())) return false;
+    if (hasInput() != other.hasInput()) return false;
+    if (hasInput()) {
+      if (!getInput()
+          .equals(other.getInput())) return false;
+    }
+    if (!getContextPatchList()
+        .equals(other.getContextPatchList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -422,6 +575,14 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getEvent().hashCode();
     hash = (37 * hash) + ACTOR_FIELD_NUMBER;
     hash = (53 * hash) + getActor().hashCode();
+    if (hasInput()) {
+      hash = (37 * hash) + INPUT_FIELD_NUMBER;
+      hash = (53 * hash) + getInput().hashCode();
+    }
+    if (getContextPatchCount() > 0) {
+      hash = (37 * hash) + CONTEXT_PATCH_FIELD_NUMBER;
+      hash = (53 * hash) + getContextPatchList().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -558,6 +719,8 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetTransitionsFieldBuilder();
         internalGetWorkflowFieldBuilder();
+        internalGetInputFieldBuilder();
+        internalGetContextPatchFieldBuilder();
       }
     }
     @java.lang.Override
@@ -580,6 +743,18 @@ private static final long serialVersionUID = 0L;
       }
       event_ = "";
       actor_ = "";
+      input_ = null;
+      if (inputBuilder_ != null) {
+        inputBuilder_.dispose();
+        inputBuilder_ = null;
+      }
+      if (contextPatchBuilder_ == null) {
+        contextPatch_ = java.util.Collections.emptyList();
+      } else {
+        contextPatch_ = null;
+        contextPatchBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00000080);
       return this;
     }
 
@@ -622,6 +797,15 @@ private static final long serialVersionUID = 0L;
       } else {
         result.transitions_ = transitionsBuilder_.build();
       }
+      if (contextPatchBuilder_ == null) {
+        if (((bitField0_ & 0x00000080) != 0)) {
+          contextPatch_ = java.util.Collections.unmodifiableList(contextPatch_);
+          bitField0_ = (bitField0_ & ~0x00000080);
+        }
+        result.contextPatch_ = contextPatch_;
+      } else {
+        result.contextPatch_ = contextPatchBuilder_.build();
+      }
     }
 
     private void buildPartial0(dev.statewright.v1.WatchWorkflowResponse result) {
@@ -644,6 +828,12 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.actor_ = actor_;
+      }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.input_ = inputBuilder_ == null
+            ? input_
+            : inputBuilder_.build();
+        to_bitField0_ |= 0x00000002;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -704,6 +894,35 @@ private static final long serialVersionUID = 0L;
         actor_ = other.actor_;
         bitField0_ |= 0x00000020;
         onChanged();
+      }
+      if (other.hasInput()) {
+        mergeInput(other.getInput());
+      }
+      if (contextPatchBuilder_ == null) {
+        if (!other.contextPatch_.isEmpty()) {
+          if (contextPatch_.isEmpty()) {
+            contextPatch_ = other.contextPatch_;
+            bitField0_ = (bitField0_ & ~0x00000080);
+          } else {
+            ensureContextPatchIsMutable();
+            contextPatch_.addAll(other.contextPatch_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.contextPatch_.isEmpty()) {
+          if (contextPatchBuilder_.isEmpty()) {
+            contextPatchBuilder_.dispose();
+            contextPatchBuilder_ = null;
+            contextPatch_ = other.contextPatch_;
+            bitField0_ = (bitField0_ & ~0x00000080);
+            contextPatchBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetContextPatchFieldBuilder() : null;
+          } else {
+            contextPatchBuilder_.addAllMessages(other.contextPatch_);
+          }
+        }
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -769,6 +988,26 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 58: {
+              input.readMessage(
+                  internalGetInputFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
+            case 66: {
+              dev.statewright.v1.ContextPatchOperation m =
+                  input.readMessage(
+                      dev.statewright.v1.ContextPatchOperation.parser(),
+                      extensionRegistry);
+              if (contextPatchBuilder_ == null) {
+                ensureContextPatchIsMutable();
+                contextPatch_.add(m);
+              } else {
+                contextPatchBuilder_.addMessage(m);
+              }
+              break;
+            } // case 66
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1550,6 +1789,557 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000020;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Struct input_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> inputBuilder_;
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     * @return Whether the input field is set.
+     */
+    public boolean hasInput() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     * @return The input.
+     */
+    public com.google.protobuf.Struct getInput() {
+      if (inputBuilder_ == null) {
+        return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
+      } else {
+        return inputBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    public Builder setInput(com.google.protobuf.Struct value) {
+      if (inputBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        input_ = value;
+      } else {
+        inputBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    public Builder setInput(
+        com.google.protobuf.Struct.Builder builderForValue) {
+      if (inputBuilder_ == null) {
+        input_ = builderForValue.build();
+      } else {
+        inputBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    public Builder mergeInput(com.google.protobuf.Struct value) {
+      if (inputBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0) &&
+          input_ != null &&
+          input_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          getInputBuilder().mergeFrom(value);
+        } else {
+          input_ = value;
+        }
+      } else {
+        inputBuilder_.mergeFrom(value);
+      }
+      if (input_ != null) {
+        bitField0_ |= 0x00000040;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    public Builder clearInput() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      input_ = null;
+      if (inputBuilder_ != null) {
+        inputBuilder_.dispose();
+        inputBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    public com.google.protobuf.Struct.Builder getInputBuilder() {
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return internalGetInputFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    public com.google.protobuf.StructOrBuilder getInputOrBuilder() {
+      if (inputBuilder_ != null) {
+        return inputBuilder_.getMessageOrBuilder();
+      } else {
+        return input_ == null ?
+            com.google.protobuf.Struct.getDefaultInstance() : input_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. What the step took, as its history recorded it: a start's or a resume's
+     * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+     * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+     * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+     * Unset for a CURRENT message and for steps saved before it was recorded.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        internalGetInputFieldBuilder() {
+      if (inputBuilder_ == null) {
+        inputBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+                getInput(),
+                getParentForChildren(),
+                isClean());
+        input_ = null;
+      }
+      return inputBuilder_;
+    }
+
+    private java.util.List<dev.statewright.v1.ContextPatchOperation> contextPatch_ =
+      java.util.Collections.emptyList();
+    private void ensureContextPatchIsMutable() {
+      if (!((bitField0_ & 0x00000080) != 0)) {
+        contextPatch_ = new java.util.ArrayList<dev.statewright.v1.ContextPatchOperation>(contextPatch_);
+        bitField0_ |= 0x00000080;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.ContextPatchOperation, dev.statewright.v1.ContextPatchOperation.Builder, dev.statewright.v1.ContextPatchOperationOrBuilder> contextPatchBuilder_;
+
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public java.util.List<dev.statewright.v1.ContextPatchOperation> getContextPatchList() {
+      if (contextPatchBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(contextPatch_);
+      } else {
+        return contextPatchBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public int getContextPatchCount() {
+      if (contextPatchBuilder_ == null) {
+        return contextPatch_.size();
+      } else {
+        return contextPatchBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public dev.statewright.v1.ContextPatchOperation getContextPatch(int index) {
+      if (contextPatchBuilder_ == null) {
+        return contextPatch_.get(index);
+      } else {
+        return contextPatchBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder setContextPatch(
+        int index, dev.statewright.v1.ContextPatchOperation value) {
+      if (contextPatchBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureContextPatchIsMutable();
+        contextPatch_.set(index, value);
+        onChanged();
+      } else {
+        contextPatchBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder setContextPatch(
+        int index, dev.statewright.v1.ContextPatchOperation.Builder builderForValue) {
+      if (contextPatchBuilder_ == null) {
+        ensureContextPatchIsMutable();
+        contextPatch_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        contextPatchBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder addContextPatch(dev.statewright.v1.ContextPatchOperation value) {
+      if (contextPatchBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureContextPatchIsMutable();
+        contextPatch_.add(value);
+        onChanged();
+      } else {
+        contextPatchBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder addContextPatch(
+        int index, dev.statewright.v1.ContextPatchOperation value) {
+      if (contextPatchBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureContextPatchIsMutable();
+        contextPatch_.add(index, value);
+        onChanged();
+      } else {
+        contextPatchBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder addContextPatch(
+        dev.statewright.v1.ContextPatchOperation.Builder builderForValue) {
+      if (contextPatchBuilder_ == null) {
+        ensureContextPatchIsMutable();
+        contextPatch_.add(builderForValue.build());
+        onChanged();
+      } else {
+        contextPatchBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder addContextPatch(
+        int index, dev.statewright.v1.ContextPatchOperation.Builder builderForValue) {
+      if (contextPatchBuilder_ == null) {
+        ensureContextPatchIsMutable();
+        contextPatch_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        contextPatchBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder addAllContextPatch(
+        java.lang.Iterable<? extends dev.statewright.v1.ContextPatchOperation> values) {
+      if (contextPatchBuilder_ == null) {
+        ensureContextPatchIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, contextPatch_);
+        onChanged();
+      } else {
+        contextPatchBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder clearContextPatch() {
+      if (contextPatchBuilder_ == null) {
+        contextPatch_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00000080);
+        onChanged();
+      } else {
+        contextPatchBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public Builder removeContextPatch(int index) {
+      if (contextPatchBuilder_ == null) {
+        ensureContextPatchIsMutable();
+        contextPatch_.remove(index);
+        onChanged();
+      } else {
+        contextPatchBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public dev.statewright.v1.ContextPatchOperation.Builder getContextPatchBuilder(
+        int index) {
+      return internalGetContextPatchFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public dev.statewright.v1.ContextPatchOperationOrBuilder getContextPatchOrBuilder(
+        int index) {
+      if (contextPatchBuilder_ == null) {
+        return contextPatch_.get(index);  } else {
+        return contextPatchBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public java.util.List<? extends dev.statewright.v1.ContextPatchOperationOrBuilder> 
+         getContextPatchOrBuilderList() {
+      if (contextPatchBuilder_ != null) {
+        return contextPatchBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(contextPatch_);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public dev.statewright.v1.ContextPatchOperation.Builder addContextPatchBuilder() {
+      return internalGetContextPatchFieldBuilder().addBuilder(
+          dev.statewright.v1.ContextPatchOperation.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public dev.statewright.v1.ContextPatchOperation.Builder addContextPatchBuilder(
+        int index) {
+      return internalGetContextPatchFieldBuilder().addBuilder(
+          index, dev.statewright.v1.ContextPatchOperation.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+     * that turn the context of the revision before into this one's (a start's patch is
+     * from the empty object). Empty when the context did not change, for a CURRENT
+     * message, and when the context before is not known.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+     */
+    public java.util.List<dev.statewright.v1.ContextPatchOperation.Builder> 
+         getContextPatchBuilderList() {
+      return internalGetContextPatchFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.ContextPatchOperation, dev.statewright.v1.ContextPatchOperation.Builder, dev.statewright.v1.ContextPatchOperationOrBuilder> 
+        internalGetContextPatchFieldBuilder() {
+      if (contextPatchBuilder_ == null) {
+        contextPatchBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.statewright.v1.ContextPatchOperation, dev.statewright.v1.ContextPatchOperation.Builder, dev.statewright.v1.ContextPatchOperationOrBuilder>(
+                contextPatch_,
+                ((bitField0_ & 0x00000080) != 0),
+                getParentForChildren(),
+                isClean());
+        contextPatch_ = null;
+      }
+      return contextPatchBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.WatchWorkflowResponse)

@@ -151,4 +151,102 @@ public interface WatchWorkflowResponseOrBuilder extends
    */
   com.google.protobuf.ByteString
       getActorBytes();
+
+  /**
+   * <pre>
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+   * @return Whether the input field is set.
+   */
+  boolean hasInput();
+  /**
+   * <pre>
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+   * @return The input.
+   */
+  com.google.protobuf.Struct getInput();
+  /**
+   * <pre>
+   * Output only. What the step took, as its history recorded it: a start's or a resume's
+   * input, a signal's payload, `{"task_id", "result"}` for a completed task,
+   * `{"task_id", "timed_out", "failure": {"type", "message"}}` for one that gave up,
+   * `{"timer_id", "due_time"}` for a timer that fired, `{"reason"}` for a cancellation.
+   * Unset for a CURRENT message and for steps saved before it was recorded.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct input = 7 [json_name = "input"];</code>
+   */
+  com.google.protobuf.StructOrBuilder getInputOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  java.util.List<dev.statewright.v1.ContextPatchOperation> 
+      getContextPatchList();
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  dev.statewright.v1.ContextPatchOperation getContextPatch(int index);
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  int getContextPatchCount();
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  java.util.List<? extends dev.statewright.v1.ContextPatchOperationOrBuilder> 
+      getContextPatchOrBuilderList();
+  /**
+   * <pre>
+   * Output only. How the step changed the context, as JSON Patch (RFC 6902) operations
+   * that turn the context of the revision before into this one's (a start's patch is
+   * from the empty object). Empty when the context did not change, for a CURRENT
+   * message, and when the context before is not known.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.ContextPatchOperation context_patch = 8 [json_name = "contextPatch"];</code>
+   */
+  dev.statewright.v1.ContextPatchOperationOrBuilder getContextPatchOrBuilder(
+      int index);
 }
