@@ -259,8 +259,11 @@ def test_get_list_and_history_print_tables_and_json_on_request(
     assert cells[3:6] == ["COMPLETED", "send", "2"]
 
     history = _cli(server, "history", workflow_id).stdout.splitlines()
-    assert history[0].split() == ["REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE"]
+    assert history[0].split() == [
+        *("REV", "TIME", "EVENT", "TRANSITIONS", "STATUS", "STATE", "INPUT", "CONTEXT", "CHANGE")
+    ]
     assert history[1].split()[0] == "1" and "(start)" in history[1]
+    assert '"topic": "launch"' in history[1] or '"topic":"launch"' in history[1]
     assert history[2].split()[0] == "2" and " approve " in history[2]
     assert "awaiting_approval -approve-> send" in history[2] and "COMPLETED" in history[2]
     steps = json.loads(_cli(server, "history", workflow_id, "-o", "json").stdout)
