@@ -194,7 +194,9 @@ def _short_time(value: datetime | None) -> str:
 
 
 def _json_text(value: JSONValue) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    # A Struct's keys come in no set order (a protobuf map): sorted, a value reads the same
+    # on every run.
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "), sort_keys=True)
 
 
 def workflow_table(workflow: Workflow) -> str:
