@@ -48,6 +48,7 @@ def running_server(
     cwd: Path,
     extra_args: Sequence[str] = (),
     grace: float = 2.0,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[ServerProcess]:
     """A started server, stopped with SIGTERM (then killed) when the block ends."""
     server = ServerProcess(
@@ -56,6 +57,7 @@ def running_server(
         grace=grace,
         cwd=cwd,
         extra_args=["--log-level", "INFO", *extra_args],
+        env=dict(env) if env else None,
     )
     server.start()
     try:

@@ -1,12 +1,18 @@
 """A workflow whose task waits on a queue no worker polls says so on its page, with a link
 to the queues; the notice goes once a worker takes the task. On a server of its own, whose
-queues nobody else polls."""
+queues nobody else polls, and which counts a queue stalled after two seconds without a
+poll instead of a minute (tests.support.quick_stall_window), so the test waits seconds."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
+import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
 
+from statewrightd.server import TEST_HOOKS_ENV
+from tests.support import quick_stall_window
 from tests.support.api import uid
 from tests.support.browser import (
     assert_accessible,
@@ -17,11 +23,31 @@ from tests.support.browser import (
     wait_for,
 )
 from tests.support.console import Http
-from tests.support.server import wait_until
+from tests.support.databases import PostgresDatabases
+from tests.support.deployment import REPO, definitions_dir, running_server
+from tests.support.server import ServerProcess, wait_until
 
-# The server reports a queue stalled after a minute without a poll: bound the wait for it
-# well past that on a loaded machine.
-STALL_WAIT = 240.0
+# Past the hook's two seconds and the page's 10 s look at the queues, on a loaded machine.
+STALL_WAIT = 120.0
+
+
+@pytest.fixture(scope="module")
+def console_server(
+    postgres_databases: PostgresDatabases, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    url = postgres_databases.create()
+    root = tmp_path_factory.mktemp("console-queues")
+    hook = {TEST_HOOKS_ENV: quick_stall_window.MODULE, "PYTHONPATH": str(REPO)}
+    with running_server(
+        url,
+        definitions_dir(root / "definitions"),
+        cwd=root,
+        extra_args=["--http-listen", "127.0.0.1:0"],
+        env=hook,
+    ) as server:
+        yield server
+    postgres_databases.drop_soon(url)
+    assert "Traceback" not in server.log(), server.log()
 
 
 def _stalled(http: Http, queue: str) -> bool:
