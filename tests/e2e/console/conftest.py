@@ -17,14 +17,24 @@ from tests.support.server import ServerProcess
 
 
 @pytest.fixture(scope="module")
+def console_server_env() -> dict[str, str]:
+    """Extra environment of the module's server; a module overrides it (a test hook)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
 def console_server(
-    postgres_databases: PostgresDatabases, tmp_path_factory: pytest.TempPathFactory
+    postgres_databases: PostgresDatabases,
+    tmp_path_factory: pytest.TempPathFactory,
+    console_server_env: dict[str, str],
 ) -> Iterator[ServerProcess]:
     url = postgres_databases.create()
     root = tmp_path_factory.mktemp("console")
     definitions = definitions_dir(root / "definitions")
     args = ["--http-listen", "127.0.0.1:0"]
-    with running_server(url, definitions, cwd=root, extra_args=args) as server:
+    with running_server(
+        url, definitions, cwd=root, extra_args=args, env=console_server_env
+    ) as server:
         yield server
     postgres_databases.drop_soon(url)
     # Every refusal the module provoked was an answered error, never an unhandled one.

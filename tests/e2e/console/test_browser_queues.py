@@ -5,8 +5,6 @@ poll instead of a minute (tests.support.quick_stall_window), so the test waits s
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from selenium import webdriver
 from selenium.webdriver.common.by import By
@@ -23,31 +21,16 @@ from tests.support.browser import (
     wait_for,
 )
 from tests.support.console import Http
-from tests.support.databases import PostgresDatabases
-from tests.support.deployment import REPO, definitions_dir, running_server
-from tests.support.server import ServerProcess, wait_until
+from tests.support.deployment import REPO
+from tests.support.server import wait_until
 
 # Past the hook's two seconds and the page's 10 s look at the queues, on a loaded machine.
 STALL_WAIT = 120.0
 
 
 @pytest.fixture(scope="module")
-def console_server(
-    postgres_databases: PostgresDatabases, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[ServerProcess]:
-    url = postgres_databases.create()
-    root = tmp_path_factory.mktemp("console-queues")
-    hook = {TEST_HOOKS_ENV: quick_stall_window.MODULE, "PYTHONPATH": str(REPO)}
-    with running_server(
-        url,
-        definitions_dir(root / "definitions"),
-        cwd=root,
-        extra_args=["--http-listen", "127.0.0.1:0"],
-        env=hook,
-    ) as server:
-        yield server
-    postgres_databases.drop_soon(url)
-    assert "Traceback" not in server.log(), server.log()
+def console_server_env() -> dict[str, str]:
+    return {TEST_HOOKS_ENV: quick_stall_window.MODULE, "PYTHONPATH": str(REPO)}
 
 
 def _stalled(http: Http, queue: str) -> bool:
