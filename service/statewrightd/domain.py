@@ -44,6 +44,7 @@ OPEN_TASK = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKO
 # The principals history names for the steps the server starts itself.
 TIMER_ACTOR: Final = "statewright:timer"  # a due timer fired
 SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadline ran out
+SCHEDULE_ACTOR: Final = "statewright:schedule"  # a schedule fired (the start, or a cancel)
 
 
 def task_id_of(revision: int) -> str:

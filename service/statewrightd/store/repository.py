@@ -40,6 +40,7 @@ from statewrightd.store.records import (
     RequestRecord,
     RetentionCounts,
     Save,
+    ScheduleRecord,
     TaskRecord,
     TimerRecord,
     Tombstone,
@@ -165,6 +166,45 @@ class Repository(Protocol):
     def timer_counts(self, now: datetime) -> tuple[int, int]:
         """(armed timers, of them due by ``now``)."""
         ...
+
+    # -- schedules -------------------------------------------------------------------
+
+    def insert_schedule(
+        self, schedule_id: str, document: dict[str, Any], next_fire: datetime | None, now: datetime
+    ) -> ScheduleRecord:
+        """Create a schedule at version 1; RecordExists when the id is taken."""
+        ...
+
+    def get_schedule(self, schedule_id: str) -> ScheduleRecord | None: ...
+
+    def list_schedules(self, after: str, limit: int) -> list[ScheduleRecord]:
+        """Up to ``limit`` schedules with ids after ``after``, by id."""
+        ...
+
+    def put_schedule(
+        self,
+        schedule_id: str,
+        version: int,
+        document: dict[str, Any],
+        next_fire: datetime | None,
+        now: datetime,
+    ) -> ScheduleRecord | None:
+        """Write a schedule read at ``version`` (releasing any claim on it); None when it
+        changed since, or is gone."""
+        ...
+
+    def delete_schedule(self, schedule_id: str) -> bool: ...
+
+    def claim_schedules(self, now: datetime, until: datetime, limit: int) -> list[ScheduleRecord]:
+        """Claim up to ``limit`` schedules due by ``now`` that nobody holds, until
+        ``until``, as timers are claimed."""
+        ...
+
+    def next_schedule_due(self, now: datetime) -> datetime | None:
+        """The earliest next fire time among schedules nobody holds at ``now``."""
+        ...
+
+    def schedule_count(self) -> int: ...
 
     def lease_tasks(
         self,
