@@ -239,15 +239,16 @@ def catchup(doc: dict[str, Any]) -> float:
 def plan(schedule_id: str, doc: dict[str, Any], now: datetime, *, last_open: bool) -> Plan:
     """What is due at ``now``: fires older than the catch-up window are recorded as
     missed (oldest first); then the oldest fire due, if any: a buffered fire once the
-    instance it waited for has ended, a regular one, a backfill's. Paused: nothing."""
+    instance it waited for has ended, a regular one, a backfill's. Paused: only a
+    backfill's."""
     doc = _copy(doc)
+    spec = Spec.of(doc["spec"])
     if doc.get("state", {}).get("paused"):
-        return Plan(doc, None)
+        return Plan(doc, _backfill(schedule_id, doc, spec))
     buffered = doc.get("buffered")
     if buffered and not last_open:
         nominal = parse_iso(buffered)
         return Plan(doc, Candidate("buffered", nominal, workflow_id_for(schedule_id, nominal)))
-    spec = Spec.of(doc["spec"])
     window = timedelta(seconds=catchup(doc))
     cursor = parse_iso(doc["cursor"])
     for _ in range(MISS_WALK):
@@ -259,11 +260,17 @@ def plan(schedule_id: str, doc: dict[str, Any], now: datetime, *, last_open: boo
         missed = Candidate("regular", regular, "")
         doc = record(schedule_id, doc, missed, MISSED, now, reason=Reason.SCHEDULE_CATCHUP_PASSED)
         cursor = regular
+    return Plan(doc, _backfill(schedule_id, doc, spec))
+
+
+def _backfill(schedule_id: str, doc: dict[str, Any], spec: Spec) -> Candidate | None:
+    """The next fire of the oldest pending backfill (a paused schedule runs these too:
+    a backfill is asked for explicitly)."""
     for backfill in doc.get("backfills", ()):
         filled = spec.next_after(parse_iso(backfill["cursor"]))
         if filled is not None and filled <= parse_iso(backfill["end"]):
-            return Plan(doc, Candidate("backfill", filled, workflow_id_for(schedule_id, filled)))
-    return Plan(doc, None)
+            return Candidate("backfill", filled, workflow_id_for(schedule_id, filled))
+    return None
 
 
 def decide(doc: dict[str, Any], candidate: Candidate, *, exists: bool, last_open: bool) -> str:
@@ -326,12 +333,12 @@ def record(
 
 def next_look(schedule_id: str, doc: dict[str, Any], now: datetime) -> datetime | None:
     """When a replica should next look at the schedule (the row's next_fire_time)."""
+    if doc.get("backfills"):
+        return now + BACKFILL_PACE
     if doc.get("state", {}).get("paused"):
         return None
     if doc.get("buffered"):
         return now + BUFFER_RECHECK
-    if doc.get("backfills"):
-        return now + BACKFILL_PACE
     spec = Spec.of(doc["spec"])
     nominal = spec.next_after(parse_iso(doc["cursor"]))
     return None if nominal is None else spec.due(schedule_id, nominal)

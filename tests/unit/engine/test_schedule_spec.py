@@ -183,3 +183,10 @@ def test_paused_plans_nothing_and_shows_no_next_fire() -> None:
     assert s.plan("x", d, utc(2026, 1, 2), last_open=False).candidate is None
     assert s.next_look("x", d, utc(2026, 1, 2)) is None
     assert s.next_fire_times(d, utc(2026, 1, 2)) == []
+    # A backfill still runs while paused: it was asked for.
+    d["backfills"] = [
+        {"cursor": s.iso(utc(2025, 12, 31, 23, 59, 59)), "end": s.iso(utc(2026, 1, 1))}
+    ]
+    p = s.plan("x", d, utc(2026, 1, 2), last_open=True)
+    assert p.candidate is not None and p.candidate.kind == "backfill"
+    assert s.next_look("x", d, utc(2026, 1, 2)) == utc(2026, 1, 2) + s.BACKFILL_PACE
