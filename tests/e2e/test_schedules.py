@@ -33,6 +33,8 @@ from tests.support.server import ServerProcess, wait_until
 DONE = """
 name: sched-done
 version: 1
+context:
+  at: {type: string, default: ""}
 initial: done
 states:
   done: {}
@@ -128,8 +130,10 @@ def test_an_every_second_schedule_starts_instances_with_derived_ids(
 ) -> None:
     stub, client = stubs
     sid = uid("tick")
+    schedule = every_second()
+    schedule.action.input_expressions["at"] = "string(schedule.nominal_time)"
     created = stub.CreateSchedule(
-        spb.CreateScheduleRequest(schedule_id=sid, schedule=every_second()), timeout=TIMEOUT
+        spb.CreateScheduleRequest(schedule_id=sid, schedule=schedule), timeout=TIMEOUT
     ).schedule
     assert created.name == f"schedules/{sid}" and len(created.info.next_fire_times) == 10
     assert wait_until(lambda: len(started_ids(client, sid)) >= 3, 15)
@@ -142,6 +146,7 @@ def test_an_every_second_schedule_starts_instances_with_derived_ids(
         # Never early: created at or after its nominal time.
         assert started.create_time.ToDatetime(tzinfo=UTC) >= nominal
         assert started.status == COMPLETED
+        assert started.context["at"] == wid.removeprefix(sid + "-")  # an input expression
     seconds = sorted(nominal_of(sid, w) for w in ids)
     assert len(set(seconds)) == len(seconds)
     shown = get(stub, sid)

@@ -79,6 +79,7 @@ def document_of(schedule: pb.Schedule, limits: Any) -> dict[str, Any]:
             "definition": a.definition,
             "version": a.version,
             "input": struct_to_dict(a.input, "schedule.action.input", limits),
+            "input_expressions": dict(a.input_expressions),
         },
         "policies": {
             "overlap": "SKIP" if overlap == "UNSPECIFIED" else overlap,
@@ -127,6 +128,7 @@ def schedule_pb(record: ScheduleRecord, now: datetime) -> pb.Schedule:
     out.action.definition = a["definition"]
     out.action.version = int(a.get("version") or 0)
     out.action.input.CopyFrom(dict_to_struct(a.get("input") or {}))
+    out.action.input_expressions.update(a.get("input_expressions") or {})
     out.policies.overlap = pb.OverlapPolicy.Value("OVERLAP_POLICY_" + spec.overlap(doc))
     out.policies.catchup_window.CopyFrom(_duration(spec.catchup(doc)))
     state = doc.get("state", {})

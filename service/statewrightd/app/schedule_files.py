@@ -30,6 +30,7 @@ FILE_ACTOR = "statewright:schedule-file"
 _KEYS = frozenset({
     "id", "definition", "version", "input", "cron", "interval", "phase", "time_zone",
     "jitter", "start_time", "end_time", "overlap", "catchup_window", "paused", "note",
+    "input_expressions",
 })  # fmt: skip
 
 
@@ -83,6 +84,9 @@ def entry_document(entry: Any) -> tuple[str, dict[str, Any]]:
             "definition": str(entry["definition"]),
             "version": int(entry.get("version") or 0),
             "input": dict(entry.get("input") or {}),
+            "input_expressions": {
+                str(k): str(v) for k, v in (entry.get("input_expressions") or {}).items()
+            },
         },
         "policies": {
             "overlap": overlap,
@@ -91,6 +95,7 @@ def entry_document(entry: Any) -> tuple[str, dict[str, Any]]:
         "state": {"paused": bool(entry.get("paused")), "note": str(entry.get("note") or "")},
     }
     spec.Spec.of(document["spec"])
+    spec.input_expressions(document["action"])
     return str(entry["id"]), document
 
 

@@ -64,6 +64,7 @@ class Schedules:
         self, schedule_id: str, document: dict[str, Any], *, actor: str, source: str = "api"
     ) -> ScheduleRecord:
         spec.Spec.of(document["spec"])  # refused before anything is written
+        spec.input_expressions(document["action"])
         now = self.clock.now()
         doc = {
             **document,
@@ -112,6 +113,8 @@ class Schedules:
         """Replace the spec, action and policies. ``by_api``: a caller's change, which
         its definitions file no longer overrides (schedule_files)."""
         spec.Spec.of(changes["spec"])
+        if "action" in changes:
+            spec.input_expressions(changes["action"])
 
         def change(doc: dict[str, Any]) -> dict[str, Any]:
             if expected_revision and int(doc.get("revision", 0)) != expected_revision:
@@ -198,7 +201,9 @@ class Schedules:
             outcome = spec.STARTED
         if outcome == spec.STARTED:
             try:
-                command = await self.read(lambda: start_command(self.registry, doc, candidate))
+                command = await self.read(
+                    lambda: start_command(self.registry, schedule_id, doc, candidate)
+                )
                 await self.workflows.step(command, budget)
             except errors.StatewrightError as exc:
                 outcome, reason = spec.FAILED, exc.reason or type(exc).__name__

@@ -30,6 +30,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from cronsim import CronSim, CronSimError
 
 from statewrightd import errors
+from statewrightd.definitions.cel import CelCompileError, CelEvaluationError, ScheduleExpression
+from statewrightd.definitions.values import JSONValue
 from statewrightd.reasons import Reason
 
 EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -206,6 +208,35 @@ def jitter_of(schedule_id: str, nominal: datetime, bound: float) -> float:
     digest = hashlib.sha256(f"{schedule_id}|{iso(nominal)}".encode()).digest()
     fraction = int.from_bytes(digest[:8], "big") / 2**64
     return round(fraction * bound, 3)
+
+
+def input_expressions(doc: dict[str, Any]) -> dict[str, ScheduleExpression]:
+    """The action's input expressions, compiled; INVALID_SCHEDULE names the first that is
+    not one."""
+    compiled = {}
+    for key, source in (doc.get("input_expressions") or {}).items():
+        try:
+            compiled[key] = ScheduleExpression(source)
+        except CelCompileError as exc:
+            raise _invalid(f"input expression {key!r}: {exc}", "action.input_expressions") from None
+    return compiled
+
+
+def evaluate_inputs(
+    schedule_id: str, doc: dict[str, Any], candidate: Candidate
+) -> dict[str, JSONValue]:
+    """The input values of a fire's expressions; a failed one raises INVALID_SCHEDULE (the
+    fire is recorded FAILED with it)."""
+    action = doc["action"]
+    due = Spec.of(doc["spec"]).due(schedule_id, candidate.nominal)
+    fire_time = due if candidate.kind in ("regular", "buffered", "backfill") else candidate.nominal
+    values = {}
+    for key, expression in input_expressions(action).items():
+        try:
+            values[key] = expression.evaluate(schedule_id, fire_time, candidate.nominal)
+        except CelEvaluationError as exc:
+            raise _invalid(f"input expression {key!r}: {exc}", "action.input_expressions") from None
+    return values
 
 
 # -- the firing part of the document ----------------------------------------------------

@@ -76,7 +76,7 @@ def prepare(
     refused = ""
     if decision in (spec.STARTED, "cancel") and not exists:
         try:
-            start = start_command(registry, planned.document, candidate)
+            start = start_command(registry, record.schedule_id, planned.document, candidate)
         except errors.StatewrightError as exc:
             refused = exc.reason or type(exc).__name__
     if decision == "cancel" and isinstance(last, str):
@@ -106,16 +106,19 @@ def unrecorded(
 
 
 def start_command(
-    registry: DefinitionRegistry, doc: dict[str, Any], candidate: spec.Candidate
+    registry: DefinitionRegistry, schedule_id: str, doc: dict[str, Any], candidate: spec.Candidate
 ) -> StartCommand:
     """The start of a fire (blocking: the definition may be read from the store)."""
     action = doc["action"]
     version = int(action.get("version") or 0) or None
     loaded = registry.get(str(action["definition"]), version)
+    values = dict(action.get("input") or {})
+    if action.get("input_expressions"):
+        values.update(spec.evaluate_inputs(schedule_id, doc, candidate))
     return StartCommand(
         workflow_id=candidate.workflow_id,
         loaded=loaded,
-        input=dict(action.get("input") or {}),
+        input=values,
         return_existing=True,
         actor=SCHEDULE_ACTOR,
     )

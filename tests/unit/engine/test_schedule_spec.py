@@ -190,3 +190,26 @@ def test_paused_plans_nothing_and_shows_no_next_fire() -> None:
     p = s.plan("x", d, utc(2026, 1, 2), last_open=True)
     assert p.candidate is not None and p.candidate.kind == "backfill"
     assert s.next_look("x", d, utc(2026, 1, 2)) == utc(2026, 1, 2) + s.BACKFILL_PACE
+
+
+def test_input_expressions_read_the_fire_and_are_checked_before_they_are_kept() -> None:
+    d = doc({"interval": 60, "jitter": 30}, utc(2026, 1, 1))
+    d["action"] = {
+        "definition": "report",
+        "input_expressions": {
+            "label": "schedule.id + ' at ' + string(schedule.nominal_time)",
+            "due": "schedule.fire_time",
+            "late": "schedule.fire_time - schedule.nominal_time",
+        },
+    }
+    nominal = utc(2026, 1, 1, 0, 1)
+    cand = s.Candidate("regular", nominal, s.workflow_id_for("nightly", nominal))
+    values = s.evaluate_inputs("nightly", d, cand)
+    jitter = s.jitter_of("nightly", nominal, 30)
+    assert values["label"] == "nightly at 2026-01-01T00:01:00Z"
+    assert values["due"] == s.iso(nominal + timedelta(seconds=jitter))
+    assert values["late"] == pytest.approx(jitter)
+    with pytest.raises(errors.InvalidArgument):
+        s.input_expressions({"input_expressions": {"x": "context.topic"}})
+    with pytest.raises(errors.InvalidArgument):
+        s.input_expressions({"input_expressions": {"x": "schedule.id +"}})

@@ -100,7 +100,8 @@ const (
 	ScheduleActionOutcome_SCHEDULE_ACTION_OUTCOME_MISSED ScheduleActionOutcome = 3
 	// Kept to start when the open instance ends (BUFFER_ONE).
 	ScheduleActionOutcome_SCHEDULE_ACTION_OUTCOME_BUFFERED ScheduleActionOutcome = 4
-	// The start was refused (the definition is missing, or its input does not fit).
+	// The start was refused (the definition is missing, an input expression failed, or the
+	// input does not fit).
 	ScheduleActionOutcome_SCHEDULE_ACTION_OUTCOME_FAILED ScheduleActionOutcome = 5
 )
 
@@ -263,9 +264,14 @@ type ScheduleAction struct {
 	// Optional. A pinned version; zero means the latest at the fire.
 	Version int32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
 	// Optional. The start's input.
-	Input         *structpb.Struct `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Input *structpb.Struct `protobuf:"bytes,3,opt,name=input,proto3" json:"input,omitempty"`
+	// Optional. More input values, each a CEL expression over `schedule.id` (a string),
+	// `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+	// `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+	// They override `input` keys of the same name.
+	InputExpressions map[string]string `protobuf:"bytes,4,rep,name=input_expressions,json=inputExpressions,proto3" json:"input_expressions,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *ScheduleAction) Reset() {
@@ -315,6 +321,13 @@ func (x *ScheduleAction) GetVersion() int32 {
 func (x *ScheduleAction) GetInput() *structpb.Struct {
 	if x != nil {
 		return x.Input
+	}
+	return nil
+}
+
+func (x *ScheduleAction) GetInputExpressions() map[string]string {
+	if x != nil {
+		return x.InputExpressions
 	}
 	return nil
 }
@@ -1662,13 +1675,17 @@ const file_statewright_v1_schedule_service_proto_rawDesc = "" +
 	"\x06jitter\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\x06jitter\x129\n" +
 	"\n" +
 	"start_time\x18\x06 \x01(\v2\x1a.google.protobuf.TimestampR\tstartTime\x125\n" +
-	"\bend_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"y\n" +
+	"\bend_time\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\"\xa1\x02\n" +
 	"\x0eScheduleAction\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
 	"definition\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\x05R\aversion\x12-\n" +
-	"\x05input\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x05input\"\x8d\x01\n" +
+	"\x05input\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x05input\x12a\n" +
+	"\x11input_expressions\x18\x04 \x03(\v24.statewright.v1.ScheduleAction.InputExpressionsEntryR\x10inputExpressions\x1aC\n" +
+	"\x15InputExpressionsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x8d\x01\n" +
 	"\x10SchedulePolicies\x127\n" +
 	"\aoverlap\x18\x01 \x01(\x0e2\x1d.statewright.v1.OverlapPolicyR\aoverlap\x12@\n" +
 	"\x0ecatchup_window\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\rcatchupWindow\";\n" +
@@ -1791,7 +1808,7 @@ func file_statewright_v1_schedule_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_schedule_service_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_statewright_v1_schedule_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_statewright_v1_schedule_service_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
 var file_statewright_v1_schedule_service_proto_goTypes = []any{
 	(OverlapPolicy)(0),               // 0: statewright.v1.OverlapPolicy
 	(ScheduleActionOutcome)(0),       // 1: statewright.v1.ScheduleActionOutcome
@@ -1820,66 +1837,68 @@ var file_statewright_v1_schedule_service_proto_goTypes = []any{
 	(*TriggerScheduleResponse)(nil),  // 24: statewright.v1.TriggerScheduleResponse
 	(*BackfillScheduleRequest)(nil),  // 25: statewright.v1.BackfillScheduleRequest
 	(*BackfillScheduleResponse)(nil), // 26: statewright.v1.BackfillScheduleResponse
-	(*durationpb.Duration)(nil),      // 27: google.protobuf.Duration
-	(*timestamppb.Timestamp)(nil),    // 28: google.protobuf.Timestamp
-	(*structpb.Struct)(nil),          // 29: google.protobuf.Struct
+	nil,                              // 27: statewright.v1.ScheduleAction.InputExpressionsEntry
+	(*durationpb.Duration)(nil),      // 28: google.protobuf.Duration
+	(*timestamppb.Timestamp)(nil),    // 29: google.protobuf.Timestamp
+	(*structpb.Struct)(nil),          // 30: google.protobuf.Struct
 }
 var file_statewright_v1_schedule_service_proto_depIdxs = []int32{
-	27, // 0: statewright.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
-	27, // 1: statewright.v1.ScheduleSpec.phase:type_name -> google.protobuf.Duration
-	27, // 2: statewright.v1.ScheduleSpec.jitter:type_name -> google.protobuf.Duration
-	28, // 3: statewright.v1.ScheduleSpec.start_time:type_name -> google.protobuf.Timestamp
-	28, // 4: statewright.v1.ScheduleSpec.end_time:type_name -> google.protobuf.Timestamp
-	29, // 5: statewright.v1.ScheduleAction.input:type_name -> google.protobuf.Struct
-	0,  // 6: statewright.v1.SchedulePolicies.overlap:type_name -> statewright.v1.OverlapPolicy
-	27, // 7: statewright.v1.SchedulePolicies.catchup_window:type_name -> google.protobuf.Duration
-	28, // 8: statewright.v1.ScheduleActionResult.nominal_time:type_name -> google.protobuf.Timestamp
-	28, // 9: statewright.v1.ScheduleActionResult.actual_time:type_name -> google.protobuf.Timestamp
-	1,  // 10: statewright.v1.ScheduleActionResult.outcome:type_name -> statewright.v1.ScheduleActionOutcome
-	28, // 11: statewright.v1.ScheduleInfo.next_fire_times:type_name -> google.protobuf.Timestamp
-	6,  // 12: statewright.v1.ScheduleInfo.recent_actions:type_name -> statewright.v1.ScheduleActionResult
-	28, // 13: statewright.v1.ScheduleInfo.buffered_time:type_name -> google.protobuf.Timestamp
-	2,  // 14: statewright.v1.Schedule.spec:type_name -> statewright.v1.ScheduleSpec
-	3,  // 15: statewright.v1.Schedule.action:type_name -> statewright.v1.ScheduleAction
-	4,  // 16: statewright.v1.Schedule.policies:type_name -> statewright.v1.SchedulePolicies
-	5,  // 17: statewright.v1.Schedule.state:type_name -> statewright.v1.ScheduleState
-	7,  // 18: statewright.v1.Schedule.info:type_name -> statewright.v1.ScheduleInfo
-	28, // 19: statewright.v1.Schedule.create_time:type_name -> google.protobuf.Timestamp
-	28, // 20: statewright.v1.Schedule.update_time:type_name -> google.protobuf.Timestamp
-	8,  // 21: statewright.v1.CreateScheduleRequest.schedule:type_name -> statewright.v1.Schedule
-	8,  // 22: statewright.v1.CreateScheduleResponse.schedule:type_name -> statewright.v1.Schedule
-	8,  // 23: statewright.v1.GetScheduleResponse.schedule:type_name -> statewright.v1.Schedule
-	8,  // 24: statewright.v1.ListSchedulesResponse.schedules:type_name -> statewright.v1.Schedule
-	8,  // 25: statewright.v1.UpdateScheduleRequest.schedule:type_name -> statewright.v1.Schedule
-	8,  // 26: statewright.v1.UpdateScheduleResponse.schedule:type_name -> statewright.v1.Schedule
-	8,  // 27: statewright.v1.PauseScheduleResponse.schedule:type_name -> statewright.v1.Schedule
-	8,  // 28: statewright.v1.UnpauseScheduleResponse.schedule:type_name -> statewright.v1.Schedule
-	6,  // 29: statewright.v1.TriggerScheduleResponse.action:type_name -> statewright.v1.ScheduleActionResult
-	28, // 30: statewright.v1.BackfillScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
-	28, // 31: statewright.v1.BackfillScheduleRequest.end_time:type_name -> google.protobuf.Timestamp
-	9,  // 32: statewright.v1.ScheduleService.CreateSchedule:input_type -> statewright.v1.CreateScheduleRequest
-	11, // 33: statewright.v1.ScheduleService.GetSchedule:input_type -> statewright.v1.GetScheduleRequest
-	13, // 34: statewright.v1.ScheduleService.ListSchedules:input_type -> statewright.v1.ListSchedulesRequest
-	15, // 35: statewright.v1.ScheduleService.UpdateSchedule:input_type -> statewright.v1.UpdateScheduleRequest
-	17, // 36: statewright.v1.ScheduleService.DeleteSchedule:input_type -> statewright.v1.DeleteScheduleRequest
-	19, // 37: statewright.v1.ScheduleService.PauseSchedule:input_type -> statewright.v1.PauseScheduleRequest
-	21, // 38: statewright.v1.ScheduleService.UnpauseSchedule:input_type -> statewright.v1.UnpauseScheduleRequest
-	23, // 39: statewright.v1.ScheduleService.TriggerSchedule:input_type -> statewright.v1.TriggerScheduleRequest
-	25, // 40: statewright.v1.ScheduleService.BackfillSchedule:input_type -> statewright.v1.BackfillScheduleRequest
-	10, // 41: statewright.v1.ScheduleService.CreateSchedule:output_type -> statewright.v1.CreateScheduleResponse
-	12, // 42: statewright.v1.ScheduleService.GetSchedule:output_type -> statewright.v1.GetScheduleResponse
-	14, // 43: statewright.v1.ScheduleService.ListSchedules:output_type -> statewright.v1.ListSchedulesResponse
-	16, // 44: statewright.v1.ScheduleService.UpdateSchedule:output_type -> statewright.v1.UpdateScheduleResponse
-	18, // 45: statewright.v1.ScheduleService.DeleteSchedule:output_type -> statewright.v1.DeleteScheduleResponse
-	20, // 46: statewright.v1.ScheduleService.PauseSchedule:output_type -> statewright.v1.PauseScheduleResponse
-	22, // 47: statewright.v1.ScheduleService.UnpauseSchedule:output_type -> statewright.v1.UnpauseScheduleResponse
-	24, // 48: statewright.v1.ScheduleService.TriggerSchedule:output_type -> statewright.v1.TriggerScheduleResponse
-	26, // 49: statewright.v1.ScheduleService.BackfillSchedule:output_type -> statewright.v1.BackfillScheduleResponse
-	41, // [41:50] is the sub-list for method output_type
-	32, // [32:41] is the sub-list for method input_type
-	32, // [32:32] is the sub-list for extension type_name
-	32, // [32:32] is the sub-list for extension extendee
-	0,  // [0:32] is the sub-list for field type_name
+	28, // 0: statewright.v1.ScheduleSpec.interval:type_name -> google.protobuf.Duration
+	28, // 1: statewright.v1.ScheduleSpec.phase:type_name -> google.protobuf.Duration
+	28, // 2: statewright.v1.ScheduleSpec.jitter:type_name -> google.protobuf.Duration
+	29, // 3: statewright.v1.ScheduleSpec.start_time:type_name -> google.protobuf.Timestamp
+	29, // 4: statewright.v1.ScheduleSpec.end_time:type_name -> google.protobuf.Timestamp
+	30, // 5: statewright.v1.ScheduleAction.input:type_name -> google.protobuf.Struct
+	27, // 6: statewright.v1.ScheduleAction.input_expressions:type_name -> statewright.v1.ScheduleAction.InputExpressionsEntry
+	0,  // 7: statewright.v1.SchedulePolicies.overlap:type_name -> statewright.v1.OverlapPolicy
+	28, // 8: statewright.v1.SchedulePolicies.catchup_window:type_name -> google.protobuf.Duration
+	29, // 9: statewright.v1.ScheduleActionResult.nominal_time:type_name -> google.protobuf.Timestamp
+	29, // 10: statewright.v1.ScheduleActionResult.actual_time:type_name -> google.protobuf.Timestamp
+	1,  // 11: statewright.v1.ScheduleActionResult.outcome:type_name -> statewright.v1.ScheduleActionOutcome
+	29, // 12: statewright.v1.ScheduleInfo.next_fire_times:type_name -> google.protobuf.Timestamp
+	6,  // 13: statewright.v1.ScheduleInfo.recent_actions:type_name -> statewright.v1.ScheduleActionResult
+	29, // 14: statewright.v1.ScheduleInfo.buffered_time:type_name -> google.protobuf.Timestamp
+	2,  // 15: statewright.v1.Schedule.spec:type_name -> statewright.v1.ScheduleSpec
+	3,  // 16: statewright.v1.Schedule.action:type_name -> statewright.v1.ScheduleAction
+	4,  // 17: statewright.v1.Schedule.policies:type_name -> statewright.v1.SchedulePolicies
+	5,  // 18: statewright.v1.Schedule.state:type_name -> statewright.v1.ScheduleState
+	7,  // 19: statewright.v1.Schedule.info:type_name -> statewright.v1.ScheduleInfo
+	29, // 20: statewright.v1.Schedule.create_time:type_name -> google.protobuf.Timestamp
+	29, // 21: statewright.v1.Schedule.update_time:type_name -> google.protobuf.Timestamp
+	8,  // 22: statewright.v1.CreateScheduleRequest.schedule:type_name -> statewright.v1.Schedule
+	8,  // 23: statewright.v1.CreateScheduleResponse.schedule:type_name -> statewright.v1.Schedule
+	8,  // 24: statewright.v1.GetScheduleResponse.schedule:type_name -> statewright.v1.Schedule
+	8,  // 25: statewright.v1.ListSchedulesResponse.schedules:type_name -> statewright.v1.Schedule
+	8,  // 26: statewright.v1.UpdateScheduleRequest.schedule:type_name -> statewright.v1.Schedule
+	8,  // 27: statewright.v1.UpdateScheduleResponse.schedule:type_name -> statewright.v1.Schedule
+	8,  // 28: statewright.v1.PauseScheduleResponse.schedule:type_name -> statewright.v1.Schedule
+	8,  // 29: statewright.v1.UnpauseScheduleResponse.schedule:type_name -> statewright.v1.Schedule
+	6,  // 30: statewright.v1.TriggerScheduleResponse.action:type_name -> statewright.v1.ScheduleActionResult
+	29, // 31: statewright.v1.BackfillScheduleRequest.start_time:type_name -> google.protobuf.Timestamp
+	29, // 32: statewright.v1.BackfillScheduleRequest.end_time:type_name -> google.protobuf.Timestamp
+	9,  // 33: statewright.v1.ScheduleService.CreateSchedule:input_type -> statewright.v1.CreateScheduleRequest
+	11, // 34: statewright.v1.ScheduleService.GetSchedule:input_type -> statewright.v1.GetScheduleRequest
+	13, // 35: statewright.v1.ScheduleService.ListSchedules:input_type -> statewright.v1.ListSchedulesRequest
+	15, // 36: statewright.v1.ScheduleService.UpdateSchedule:input_type -> statewright.v1.UpdateScheduleRequest
+	17, // 37: statewright.v1.ScheduleService.DeleteSchedule:input_type -> statewright.v1.DeleteScheduleRequest
+	19, // 38: statewright.v1.ScheduleService.PauseSchedule:input_type -> statewright.v1.PauseScheduleRequest
+	21, // 39: statewright.v1.ScheduleService.UnpauseSchedule:input_type -> statewright.v1.UnpauseScheduleRequest
+	23, // 40: statewright.v1.ScheduleService.TriggerSchedule:input_type -> statewright.v1.TriggerScheduleRequest
+	25, // 41: statewright.v1.ScheduleService.BackfillSchedule:input_type -> statewright.v1.BackfillScheduleRequest
+	10, // 42: statewright.v1.ScheduleService.CreateSchedule:output_type -> statewright.v1.CreateScheduleResponse
+	12, // 43: statewright.v1.ScheduleService.GetSchedule:output_type -> statewright.v1.GetScheduleResponse
+	14, // 44: statewright.v1.ScheduleService.ListSchedules:output_type -> statewright.v1.ListSchedulesResponse
+	16, // 45: statewright.v1.ScheduleService.UpdateSchedule:output_type -> statewright.v1.UpdateScheduleResponse
+	18, // 46: statewright.v1.ScheduleService.DeleteSchedule:output_type -> statewright.v1.DeleteScheduleResponse
+	20, // 47: statewright.v1.ScheduleService.PauseSchedule:output_type -> statewright.v1.PauseScheduleResponse
+	22, // 48: statewright.v1.ScheduleService.UnpauseSchedule:output_type -> statewright.v1.UnpauseScheduleResponse
+	24, // 49: statewright.v1.ScheduleService.TriggerSchedule:output_type -> statewright.v1.TriggerScheduleResponse
+	26, // 50: statewright.v1.ScheduleService.BackfillSchedule:output_type -> statewright.v1.BackfillScheduleResponse
+	42, // [42:51] is the sub-list for method output_type
+	33, // [33:42] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_schedule_service_proto_init() }
@@ -1893,7 +1912,7 @@ func file_statewright_v1_schedule_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_schedule_service_proto_rawDesc), len(file_statewright_v1_schedule_service_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   25,
+			NumMessages:   26,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -28,7 +28,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%statewright/v1/schedule_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x02\n\x0cScheduleSpec\x12)\n\x10\x63ron_expressions\x18\x01 \x03(\tR\x0f\x63ronExpressions\x12\x35\n\x08interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08interval\x12/\n\x05phase\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05phase\x12\x1b\n\ttime_zone\x18\x04 \x01(\tR\x08timeZone\x12\x31\n\x06jitter\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06jitter\x12\x39\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"y\n\x0eScheduleAction\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x02 \x01(\x05R\x07version\x12-\n\x05input\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x05input\"\x8d\x01\n\x10SchedulePolicies\x12\x37\n\x07overlap\x18\x01 \x01(\x0e\x32\x1d.statewright.v1.OverlapPolicyR\x07overlap\x12@\n\x0e\x63\x61tchup_window\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\rcatchupWindow\";\n\rScheduleState\x12\x16\n\x06paused\x18\x01 \x01(\x08R\x06paused\x12\x12\n\x04note\x18\x02 \x01(\tR\x04note\"\x87\x02\n\x14ScheduleActionResult\x12=\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0bnominalTime\x12;\n\x0b\x61\x63tual_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nactualTime\x12\x1a\n\x08workflow\x18\x03 \x01(\tR\x08workflow\x12?\n\x07outcome\x18\x04 \x01(\x0e\x32%.statewright.v1.ScheduleActionOutcomeR\x07outcome\x12\x16\n\x06reason\x18\x05 \x01(\tR\x06reason\"\xcf\x02\n\x0cScheduleInfo\x12\x42\n\x0fnext_fire_times\x18\x01 \x03(\x0b\x32\x1a.google.protobuf.TimestampR\rnextFireTimes\x12K\n\x0erecent_actions\x18\x02 \x03(\x0b\x32$.statewright.v1.ScheduleActionResultR\rrecentActions\x12\x14\n\x05\x66ires\x18\x03 \x01(\x03R\x05\x66ires\x12\x14\n\x05skips\x18\x04 \x01(\x03R\x05skips\x12\x16\n\x06misses\x18\x05 \x01(\x03R\x06misses\x12)\n\x10\x62\x61\x63kfill_pending\x18\x06 \x01(\x03R\x0f\x62\x61\x63kfillPending\x12?\n\rbuffered_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x62ufferedTime\"\xfc\x03\n\x08Schedule\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0bschedule_id\x18\x02 \x01(\tR\nscheduleId\x12\x30\n\x04spec\x18\x03 \x01(\x0b\x32\x1c.statewright.v1.ScheduleSpecR\x04spec\x12\x36\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x1e.statewright.v1.ScheduleActionR\x06\x61\x63tion\x12<\n\x08policies\x18\x05 \x01(\x0b\x32 .statewright.v1.SchedulePoliciesR\x08policies\x12\x33\n\x05state\x18\x06 \x01(\x0b\x32\x1d.statewright.v1.ScheduleStateR\x05state\x12\x30\n\x04info\x18\x07 \x01(\x0b\x32\x1c.statewright.v1.ScheduleInfoR\x04info\x12;\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x1a\n\x08revision\x18\n \x01(\x03R\x08revision\x12\x16\n\x06source\x18\x0b \x01(\tR\x06source\"n\n\x15\x43reateScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x34\n\x08schedule\x18\x02 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"N\n\x16\x43reateScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"(\n\x12GetScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"K\n\x13GetScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"R\n\x14ListSchedulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"w\n\x15ListSchedulesResponse\x12\x36\n\tschedules\x18\x01 \x03(\x0b\x32\x18.statewright.v1.ScheduleR\tschedules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"z\n\x15UpdateScheduleRequest\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\x12+\n\x11\x65xpected_revision\x18\x02 \x01(\x03R\x10\x65xpectedRevision\"N\n\x16UpdateScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"+\n\x15\x44\x65leteScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x18\n\x16\x44\x65leteScheduleResponse\">\n\x14PauseScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04note\x18\x02 \x01(\tR\x04note\"M\n\x15PauseScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"@\n\x16UnpauseScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04note\x18\x02 \x01(\tR\x04note\"O\n\x17UnpauseScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"B\n\x16TriggerScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x66orce\x18\x02 \x01(\x08R\x05\x66orce\"W\n\x17TriggerScheduleResponse\x12<\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32$.statewright.v1.ScheduleActionResultR\x06\x61\x63tion\"\x9f\x01\n\x17\x42\x61\x63kfillScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"0\n\x18\x42\x61\x63kfillScheduleResponse\x12\x14\n\x05\x66ires\x18\x01 \x01(\x03R\x05\x66ires*\xa6\x01\n\rOverlapPolicy\x12\x1e\n\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12\x1c\n\x18OVERLAP_POLICY_ALLOW_ALL\x10\x03\x12\x1f\n\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x04*\xf8\x01\n\x15ScheduleActionOutcome\x12\'\n#SCHEDULE_ACTION_OUTCOME_UNSPECIFIED\x10\x00\x12#\n\x1fSCHEDULE_ACTION_OUTCOME_STARTED\x10\x01\x12#\n\x1fSCHEDULE_ACTION_OUTCOME_SKIPPED\x10\x02\x12\"\n\x1eSCHEDULE_ACTION_OUTCOME_MISSED\x10\x03\x12$\n SCHEDULE_ACTION_OUTCOME_BUFFERED\x10\x04\x12\"\n\x1eSCHEDULE_ACTION_OUTCOME_FAILED\x10\x05\x32\xf8\t\n\x0fScheduleService\x12\x84\x01\n\x0e\x43reateSchedule\x12%.statewright.v1.CreateScheduleRequest\x1a&.statewright.v1.CreateScheduleResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x11/api/v1/schedules:\x08schedule\x12z\n\x0bGetSchedule\x12\".statewright.v1.GetScheduleRequest\x1a#.statewright.v1.GetScheduleResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/api/v1/{name=schedules/*}\x12w\n\rListSchedules\x12$.statewright.v1.ListSchedulesRequest\x1a%.statewright.v1.ListSchedulesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/schedules\x12\x96\x01\n\x0eUpdateSchedule\x12%.statewright.v1.UpdateScheduleRequest\x1a&.statewright.v1.UpdateScheduleResponse\"5\x82\xd3\xe4\x93\x02/2#/api/v1/{schedule.name=schedules/*}:\x08schedule\x12\x83\x01\n\x0e\x44\x65leteSchedule\x12%.statewright.v1.DeleteScheduleRequest\x1a&.statewright.v1.DeleteScheduleResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/api/v1/{name=schedules/*}\x12\x89\x01\n\rPauseSchedule\x12$.statewright.v1.PauseScheduleRequest\x1a%.statewright.v1.PauseScheduleResponse\"+\x82\xd3\xe4\x93\x02%\" /api/v1/{name=schedules/*}:pause:\x01*\x12\x91\x01\n\x0fUnpauseSchedule\x12&.statewright.v1.UnpauseScheduleRequest\x1a\'.statewright.v1.UnpauseScheduleResponse\"-\x82\xd3\xe4\x93\x02\'\"\"/api/v1/{name=schedules/*}:unpause:\x01*\x12\x91\x01\n\x0fTriggerSchedule\x12&.statewright.v1.TriggerScheduleRequest\x1a\'.statewright.v1.TriggerScheduleResponse\"-\x82\xd3\xe4\x93\x02\'\"\"/api/v1/{name=schedules/*}:trigger:\x01*\x12\x95\x01\n\x10\x42\x61\x63kfillSchedule\x12\'.statewright.v1.BackfillScheduleRequest\x1a(.statewright.v1.BackfillScheduleResponse\".\x82\xd3\xe4\x93\x02(\"#/api/v1/{name=schedules/*}:backfill:\x01*Bs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n%statewright/v1/schedule_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe3\x02\n\x0cScheduleSpec\x12)\n\x10\x63ron_expressions\x18\x01 \x03(\tR\x0f\x63ronExpressions\x12\x35\n\x08interval\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\x08interval\x12/\n\x05phase\x18\x03 \x01(\x0b\x32\x19.google.protobuf.DurationR\x05phase\x12\x1b\n\ttime_zone\x18\x04 \x01(\tR\x08timeZone\x12\x31\n\x06jitter\x18\x05 \x01(\x0b\x32\x19.google.protobuf.DurationR\x06jitter\x12\x39\n\nstart_time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"\xa1\x02\n\x0eScheduleAction\x12\x1e\n\ndefinition\x18\x01 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x02 \x01(\x05R\x07version\x12-\n\x05input\x18\x03 \x01(\x0b\x32\x17.google.protobuf.StructR\x05input\x12\x61\n\x11input_expressions\x18\x04 \x03(\x0b\x32\x34.statewright.v1.ScheduleAction.InputExpressionsEntryR\x10inputExpressions\x1a\x43\n\x15InputExpressionsEntry\x12\x10\n\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n\x05value\x18\x02 \x01(\tR\x05value:\x02\x38\x01\"\x8d\x01\n\x10SchedulePolicies\x12\x37\n\x07overlap\x18\x01 \x01(\x0e\x32\x1d.statewright.v1.OverlapPolicyR\x07overlap\x12@\n\x0e\x63\x61tchup_window\x18\x02 \x01(\x0b\x32\x19.google.protobuf.DurationR\rcatchupWindow\";\n\rScheduleState\x12\x16\n\x06paused\x18\x01 \x01(\x08R\x06paused\x12\x12\n\x04note\x18\x02 \x01(\tR\x04note\"\x87\x02\n\x14ScheduleActionResult\x12=\n\x0cnominal_time\x18\x01 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0bnominalTime\x12;\n\x0b\x61\x63tual_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nactualTime\x12\x1a\n\x08workflow\x18\x03 \x01(\tR\x08workflow\x12?\n\x07outcome\x18\x04 \x01(\x0e\x32%.statewright.v1.ScheduleActionOutcomeR\x07outcome\x12\x16\n\x06reason\x18\x05 \x01(\tR\x06reason\"\xcf\x02\n\x0cScheduleInfo\x12\x42\n\x0fnext_fire_times\x18\x01 \x03(\x0b\x32\x1a.google.protobuf.TimestampR\rnextFireTimes\x12K\n\x0erecent_actions\x18\x02 \x03(\x0b\x32$.statewright.v1.ScheduleActionResultR\rrecentActions\x12\x14\n\x05\x66ires\x18\x03 \x01(\x03R\x05\x66ires\x12\x14\n\x05skips\x18\x04 \x01(\x03R\x05skips\x12\x16\n\x06misses\x18\x05 \x01(\x03R\x06misses\x12)\n\x10\x62\x61\x63kfill_pending\x18\x06 \x01(\x03R\x0f\x62\x61\x63kfillPending\x12?\n\rbuffered_time\x18\x07 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x0c\x62ufferedTime\"\xfc\x03\n\x08Schedule\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n\x0bschedule_id\x18\x02 \x01(\tR\nscheduleId\x12\x30\n\x04spec\x18\x03 \x01(\x0b\x32\x1c.statewright.v1.ScheduleSpecR\x04spec\x12\x36\n\x06\x61\x63tion\x18\x04 \x01(\x0b\x32\x1e.statewright.v1.ScheduleActionR\x06\x61\x63tion\x12<\n\x08policies\x18\x05 \x01(\x0b\x32 .statewright.v1.SchedulePoliciesR\x08policies\x12\x33\n\x05state\x18\x06 \x01(\x0b\x32\x1d.statewright.v1.ScheduleStateR\x05state\x12\x30\n\x04info\x18\x07 \x01(\x0b\x32\x1c.statewright.v1.ScheduleInfoR\x04info\x12;\n\x0b\x63reate_time\x18\x08 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12;\n\x0bupdate_time\x18\t \x01(\x0b\x32\x1a.google.protobuf.TimestampR\nupdateTime\x12\x1a\n\x08revision\x18\n \x01(\x03R\x08revision\x12\x16\n\x06source\x18\x0b \x01(\tR\x06source\"n\n\x15\x43reateScheduleRequest\x12\x1f\n\x0bschedule_id\x18\x01 \x01(\tR\nscheduleId\x12\x34\n\x08schedule\x18\x02 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"N\n\x16\x43reateScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"(\n\x12GetScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"K\n\x13GetScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"R\n\x14ListSchedulesRequest\x12\x1b\n\tpage_size\x18\x01 \x01(\x05R\x08pageSize\x12\x1d\n\npage_token\x18\x02 \x01(\tR\tpageToken\"w\n\x15ListSchedulesResponse\x12\x36\n\tschedules\x18\x01 \x03(\x0b\x32\x18.statewright.v1.ScheduleR\tschedules\x12&\n\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"z\n\x15UpdateScheduleRequest\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\x12+\n\x11\x65xpected_revision\x18\x02 \x01(\x03R\x10\x65xpectedRevision\"N\n\x16UpdateScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"+\n\x15\x44\x65leteScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\"\x18\n\x16\x44\x65leteScheduleResponse\">\n\x14PauseScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04note\x18\x02 \x01(\tR\x04note\"M\n\x15PauseScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"@\n\x16UnpauseScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04note\x18\x02 \x01(\tR\x04note\"O\n\x17UnpauseScheduleResponse\x12\x34\n\x08schedule\x18\x01 \x01(\x0b\x32\x18.statewright.v1.ScheduleR\x08schedule\"B\n\x16TriggerScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n\x05\x66orce\x18\x02 \x01(\x08R\x05\x66orce\"W\n\x17TriggerScheduleResponse\x12<\n\x06\x61\x63tion\x18\x01 \x01(\x0b\x32$.statewright.v1.ScheduleActionResultR\x06\x61\x63tion\"\x9f\x01\n\x17\x42\x61\x63kfillScheduleRequest\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x39\n\nstart_time\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\tstartTime\x12\x35\n\x08\x65nd_time\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.TimestampR\x07\x65ndTime\"0\n\x18\x42\x61\x63kfillScheduleResponse\x12\x14\n\x05\x66ires\x18\x01 \x01(\x03R\x05\x66ires*\xa6\x01\n\rOverlapPolicy\x12\x1e\n\x1aOVERLAP_POLICY_UNSPECIFIED\x10\x00\x12\x17\n\x13OVERLAP_POLICY_SKIP\x10\x01\x12\x1d\n\x19OVERLAP_POLICY_BUFFER_ONE\x10\x02\x12\x1c\n\x18OVERLAP_POLICY_ALLOW_ALL\x10\x03\x12\x1f\n\x1bOVERLAP_POLICY_CANCEL_OTHER\x10\x04*\xf8\x01\n\x15ScheduleActionOutcome\x12\'\n#SCHEDULE_ACTION_OUTCOME_UNSPECIFIED\x10\x00\x12#\n\x1fSCHEDULE_ACTION_OUTCOME_STARTED\x10\x01\x12#\n\x1fSCHEDULE_ACTION_OUTCOME_SKIPPED\x10\x02\x12\"\n\x1eSCHEDULE_ACTION_OUTCOME_MISSED\x10\x03\x12$\n SCHEDULE_ACTION_OUTCOME_BUFFERED\x10\x04\x12\"\n\x1eSCHEDULE_ACTION_OUTCOME_FAILED\x10\x05\x32\xf8\t\n\x0fScheduleService\x12\x84\x01\n\x0e\x43reateSchedule\x12%.statewright.v1.CreateScheduleRequest\x1a&.statewright.v1.CreateScheduleResponse\"#\x82\xd3\xe4\x93\x02\x1d\"\x11/api/v1/schedules:\x08schedule\x12z\n\x0bGetSchedule\x12\".statewright.v1.GetScheduleRequest\x1a#.statewright.v1.GetScheduleResponse\"\"\x82\xd3\xe4\x93\x02\x1c\x12\x1a/api/v1/{name=schedules/*}\x12w\n\rListSchedules\x12$.statewright.v1.ListSchedulesRequest\x1a%.statewright.v1.ListSchedulesResponse\"\x19\x82\xd3\xe4\x93\x02\x13\x12\x11/api/v1/schedules\x12\x96\x01\n\x0eUpdateSchedule\x12%.statewright.v1.UpdateScheduleRequest\x1a&.statewright.v1.UpdateScheduleResponse\"5\x82\xd3\xe4\x93\x02/2#/api/v1/{schedule.name=schedules/*}:\x08schedule\x12\x83\x01\n\x0e\x44\x65leteSchedule\x12%.statewright.v1.DeleteScheduleRequest\x1a&.statewright.v1.DeleteScheduleResponse\"\"\x82\xd3\xe4\x93\x02\x1c*\x1a/api/v1/{name=schedules/*}\x12\x89\x01\n\rPauseSchedule\x12$.statewright.v1.PauseScheduleRequest\x1a%.statewright.v1.PauseScheduleResponse\"+\x82\xd3\xe4\x93\x02%\" /api/v1/{name=schedules/*}:pause:\x01*\x12\x91\x01\n\x0fUnpauseSchedule\x12&.statewright.v1.UnpauseScheduleRequest\x1a\'.statewright.v1.UnpauseScheduleResponse\"-\x82\xd3\xe4\x93\x02\'\"\"/api/v1/{name=schedules/*}:unpause:\x01*\x12\x91\x01\n\x0fTriggerSchedule\x12&.statewright.v1.TriggerScheduleRequest\x1a\'.statewright.v1.TriggerScheduleResponse\"-\x82\xd3\xe4\x93\x02\'\"\"/api/v1/{name=schedules/*}:trigger:\x01*\x12\x95\x01\n\x10\x42\x61\x63kfillSchedule\x12\'.statewright.v1.BackfillScheduleRequest\x1a(.statewright.v1.BackfillScheduleResponse\".\x82\xd3\xe4\x93\x02(\"#/api/v1/{name=schedules/*}:backfill:\x01*Bs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -36,6 +36,8 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'statewright.v1.schedule_ser
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\022dev.statewright.v1P\001ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\252\002\016Statewright.V1'
+  _globals['_SCHEDULEACTION_INPUTEXPRESSIONSENTRY']._loaded_options = None
+  _globals['_SCHEDULEACTION_INPUTEXPRESSIONSENTRY']._serialized_options = b'8\001'
   _globals['_SCHEDULESERVICE'].methods_by_name['CreateSchedule']._loaded_options = None
   _globals['_SCHEDULESERVICE'].methods_by_name['CreateSchedule']._serialized_options = b'\202\323\344\223\002\035\"\021/api/v1/schedules:\010schedule'
   _globals['_SCHEDULESERVICE'].methods_by_name['GetSchedule']._loaded_options = None
@@ -54,60 +56,62 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_SCHEDULESERVICE'].methods_by_name['TriggerSchedule']._serialized_options = b'\202\323\344\223\002\'\"\"/api/v1/{name=schedules/*}:trigger:\001*'
   _globals['_SCHEDULESERVICE'].methods_by_name['BackfillSchedule']._loaded_options = None
   _globals['_SCHEDULESERVICE'].methods_by_name['BackfillSchedule']._serialized_options = b'\202\323\344\223\002(\"#/api/v1/{name=schedules/*}:backfill:\001*'
-  _globals['_OVERLAPPOLICY']._serialized_start=3434
-  _globals['_OVERLAPPOLICY']._serialized_end=3600
-  _globals['_SCHEDULEACTIONOUTCOME']._serialized_start=3603
-  _globals['_SCHEDULEACTIONOUTCOME']._serialized_end=3851
+  _globals['_OVERLAPPOLICY']._serialized_start=3603
+  _globals['_OVERLAPPOLICY']._serialized_end=3769
+  _globals['_SCHEDULEACTIONOUTCOME']._serialized_start=3772
+  _globals['_SCHEDULEACTIONOUTCOME']._serialized_end=4020
   _globals['_SCHEDULESPEC']._serialized_start=183
   _globals['_SCHEDULESPEC']._serialized_end=538
-  _globals['_SCHEDULEACTION']._serialized_start=540
-  _globals['_SCHEDULEACTION']._serialized_end=661
-  _globals['_SCHEDULEPOLICIES']._serialized_start=664
-  _globals['_SCHEDULEPOLICIES']._serialized_end=805
-  _globals['_SCHEDULESTATE']._serialized_start=807
-  _globals['_SCHEDULESTATE']._serialized_end=866
-  _globals['_SCHEDULEACTIONRESULT']._serialized_start=869
-  _globals['_SCHEDULEACTIONRESULT']._serialized_end=1132
-  _globals['_SCHEDULEINFO']._serialized_start=1135
-  _globals['_SCHEDULEINFO']._serialized_end=1470
-  _globals['_SCHEDULE']._serialized_start=1473
-  _globals['_SCHEDULE']._serialized_end=1981
-  _globals['_CREATESCHEDULEREQUEST']._serialized_start=1983
-  _globals['_CREATESCHEDULEREQUEST']._serialized_end=2093
-  _globals['_CREATESCHEDULERESPONSE']._serialized_start=2095
-  _globals['_CREATESCHEDULERESPONSE']._serialized_end=2173
-  _globals['_GETSCHEDULEREQUEST']._serialized_start=2175
-  _globals['_GETSCHEDULEREQUEST']._serialized_end=2215
-  _globals['_GETSCHEDULERESPONSE']._serialized_start=2217
-  _globals['_GETSCHEDULERESPONSE']._serialized_end=2292
-  _globals['_LISTSCHEDULESREQUEST']._serialized_start=2294
-  _globals['_LISTSCHEDULESREQUEST']._serialized_end=2376
-  _globals['_LISTSCHEDULESRESPONSE']._serialized_start=2378
-  _globals['_LISTSCHEDULESRESPONSE']._serialized_end=2497
-  _globals['_UPDATESCHEDULEREQUEST']._serialized_start=2499
-  _globals['_UPDATESCHEDULEREQUEST']._serialized_end=2621
-  _globals['_UPDATESCHEDULERESPONSE']._serialized_start=2623
-  _globals['_UPDATESCHEDULERESPONSE']._serialized_end=2701
-  _globals['_DELETESCHEDULEREQUEST']._serialized_start=2703
-  _globals['_DELETESCHEDULEREQUEST']._serialized_end=2746
-  _globals['_DELETESCHEDULERESPONSE']._serialized_start=2748
-  _globals['_DELETESCHEDULERESPONSE']._serialized_end=2772
-  _globals['_PAUSESCHEDULEREQUEST']._serialized_start=2774
-  _globals['_PAUSESCHEDULEREQUEST']._serialized_end=2836
-  _globals['_PAUSESCHEDULERESPONSE']._serialized_start=2838
-  _globals['_PAUSESCHEDULERESPONSE']._serialized_end=2915
-  _globals['_UNPAUSESCHEDULEREQUEST']._serialized_start=2917
-  _globals['_UNPAUSESCHEDULEREQUEST']._serialized_end=2981
-  _globals['_UNPAUSESCHEDULERESPONSE']._serialized_start=2983
-  _globals['_UNPAUSESCHEDULERESPONSE']._serialized_end=3062
-  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_start=3064
-  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_end=3130
-  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_start=3132
-  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_end=3219
-  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_start=3222
-  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_end=3381
-  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_start=3383
-  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_end=3431
-  _globals['_SCHEDULESERVICE']._serialized_start=3854
-  _globals['_SCHEDULESERVICE']._serialized_end=5126
+  _globals['_SCHEDULEACTION']._serialized_start=541
+  _globals['_SCHEDULEACTION']._serialized_end=830
+  _globals['_SCHEDULEACTION_INPUTEXPRESSIONSENTRY']._serialized_start=763
+  _globals['_SCHEDULEACTION_INPUTEXPRESSIONSENTRY']._serialized_end=830
+  _globals['_SCHEDULEPOLICIES']._serialized_start=833
+  _globals['_SCHEDULEPOLICIES']._serialized_end=974
+  _globals['_SCHEDULESTATE']._serialized_start=976
+  _globals['_SCHEDULESTATE']._serialized_end=1035
+  _globals['_SCHEDULEACTIONRESULT']._serialized_start=1038
+  _globals['_SCHEDULEACTIONRESULT']._serialized_end=1301
+  _globals['_SCHEDULEINFO']._serialized_start=1304
+  _globals['_SCHEDULEINFO']._serialized_end=1639
+  _globals['_SCHEDULE']._serialized_start=1642
+  _globals['_SCHEDULE']._serialized_end=2150
+  _globals['_CREATESCHEDULEREQUEST']._serialized_start=2152
+  _globals['_CREATESCHEDULEREQUEST']._serialized_end=2262
+  _globals['_CREATESCHEDULERESPONSE']._serialized_start=2264
+  _globals['_CREATESCHEDULERESPONSE']._serialized_end=2342
+  _globals['_GETSCHEDULEREQUEST']._serialized_start=2344
+  _globals['_GETSCHEDULEREQUEST']._serialized_end=2384
+  _globals['_GETSCHEDULERESPONSE']._serialized_start=2386
+  _globals['_GETSCHEDULERESPONSE']._serialized_end=2461
+  _globals['_LISTSCHEDULESREQUEST']._serialized_start=2463
+  _globals['_LISTSCHEDULESREQUEST']._serialized_end=2545
+  _globals['_LISTSCHEDULESRESPONSE']._serialized_start=2547
+  _globals['_LISTSCHEDULESRESPONSE']._serialized_end=2666
+  _globals['_UPDATESCHEDULEREQUEST']._serialized_start=2668
+  _globals['_UPDATESCHEDULEREQUEST']._serialized_end=2790
+  _globals['_UPDATESCHEDULERESPONSE']._serialized_start=2792
+  _globals['_UPDATESCHEDULERESPONSE']._serialized_end=2870
+  _globals['_DELETESCHEDULEREQUEST']._serialized_start=2872
+  _globals['_DELETESCHEDULEREQUEST']._serialized_end=2915
+  _globals['_DELETESCHEDULERESPONSE']._serialized_start=2917
+  _globals['_DELETESCHEDULERESPONSE']._serialized_end=2941
+  _globals['_PAUSESCHEDULEREQUEST']._serialized_start=2943
+  _globals['_PAUSESCHEDULEREQUEST']._serialized_end=3005
+  _globals['_PAUSESCHEDULERESPONSE']._serialized_start=3007
+  _globals['_PAUSESCHEDULERESPONSE']._serialized_end=3084
+  _globals['_UNPAUSESCHEDULEREQUEST']._serialized_start=3086
+  _globals['_UNPAUSESCHEDULEREQUEST']._serialized_end=3150
+  _globals['_UNPAUSESCHEDULERESPONSE']._serialized_start=3152
+  _globals['_UNPAUSESCHEDULERESPONSE']._serialized_end=3231
+  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_start=3233
+  _globals['_TRIGGERSCHEDULEREQUEST']._serialized_end=3299
+  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_start=3301
+  _globals['_TRIGGERSCHEDULERESPONSE']._serialized_end=3388
+  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_start=3391
+  _globals['_BACKFILLSCHEDULEREQUEST']._serialized_end=3550
+  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_start=3552
+  _globals['_BACKFILLSCHEDULERESPONSE']._serialized_end=3600
+  _globals['_SCHEDULESERVICE']._serialized_start=4023
+  _globals['_SCHEDULESERVICE']._serialized_end=5295
 # @@protoc_insertion_point(module_scope)

@@ -71,7 +71,9 @@ class _ScheduleActionOutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[
     SCHEDULE_ACTION_OUTCOME_BUFFERED: _ScheduleActionOutcome.ValueType  # 4
     """Kept to start when the open instance ends (BUFFER_ONE)."""
     SCHEDULE_ACTION_OUTCOME_FAILED: _ScheduleActionOutcome.ValueType  # 5
-    """The start was refused (the definition is missing, or its input does not fit)."""
+    """The start was refused (the definition is missing, an input expression failed, or the
+    input does not fit).
+    """
 
 class ScheduleActionOutcome(_ScheduleActionOutcome, metaclass=_ScheduleActionOutcomeEnumTypeWrapper):
     """What became of one fire."""
@@ -87,7 +89,9 @@ SCHEDULE_ACTION_OUTCOME_MISSED: ScheduleActionOutcome.ValueType  # 3
 SCHEDULE_ACTION_OUTCOME_BUFFERED: ScheduleActionOutcome.ValueType  # 4
 """Kept to start when the open instance ends (BUFFER_ONE)."""
 SCHEDULE_ACTION_OUTCOME_FAILED: ScheduleActionOutcome.ValueType  # 5
-"""The start was refused (the definition is missing, or its input does not fit)."""
+"""The start was refused (the definition is missing, an input expression failed, or the
+input does not fit).
+"""
 Global___ScheduleActionOutcome: _TypeAlias = ScheduleActionOutcome  # noqa: Y015
 
 @_typing.final
@@ -161,9 +165,30 @@ class ScheduleAction(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class InputExpressionsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     DEFINITION_FIELD_NUMBER: _builtins.int
     VERSION_FIELD_NUMBER: _builtins.int
     INPUT_FIELD_NUMBER: _builtins.int
+    INPUT_EXPRESSIONS_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Required. The definition to start."""
     version: _builtins.int
@@ -172,16 +197,25 @@ class ScheduleAction(_message.Message):
     def input(self) -> _struct_pb2.Struct:
         """Optional. The start's input."""
 
+    @_builtins.property
+    def input_expressions(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Optional. More input values, each a CEL expression over `schedule.id` (a string),
+        `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+        `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+        They override `input` keys of the same name.
+        """
+
     def __init__(
         self,
         *,
         definition: _builtins.str = ...,
         version: _builtins.int = ...,
         input: _struct_pb2.Struct | None = ...,
+        input_expressions: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "input", b"input", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "input", b"input", "input_expressions", b"input_expressions", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -45,6 +45,18 @@ private static final long serialVersionUID = 0L;
     return dev.statewright.v1.ScheduleServiceOuterClass.internal_static_statewright_v1_ScheduleAction_descriptor;
   }
 
+  @SuppressWarnings({"rawtypes"})
+  @java.lang.Override
+  protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+      int number) {
+    switch (number) {
+      case 4:
+        return internalGetInputExpressions();
+      default:
+        throw new RuntimeException(
+            "Invalid map field number: " + number);
+    }
+  }
   @java.lang.Override
   protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internalGetFieldAccessorTable() {
@@ -154,6 +166,113 @@ private static final long serialVersionUID = 0L;
     return input_ == null ? com.google.protobuf.Struct.getDefaultInstance() : input_;
   }
 
+  public static final int INPUT_EXPRESSIONS_FIELD_NUMBER = 4;
+  private static final class InputExpressionsDefaultEntryHolder {
+    static final com.google.protobuf.MapEntry<
+        java.lang.String, java.lang.String> defaultEntry =
+            com.google.protobuf.MapEntry
+            .<java.lang.String, java.lang.String>newDefaultInstance(
+                dev.statewright.v1.ScheduleServiceOuterClass.internal_static_statewright_v1_ScheduleAction_InputExpressionsEntry_descriptor, 
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "",
+                com.google.protobuf.WireFormat.FieldType.STRING,
+                "");
+  }
+  @SuppressWarnings("serial")
+  private com.google.protobuf.MapField<
+      java.lang.String, java.lang.String> inputExpressions_;
+  private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+  internalGetInputExpressions() {
+    if (inputExpressions_ == null) {
+      return com.google.protobuf.MapField.emptyMapField(
+          InputExpressionsDefaultEntryHolder.defaultEntry);
+    }
+    return inputExpressions_;
+  }
+  public int getInputExpressionsCount() {
+    return internalGetInputExpressions().getMap().size();
+  }
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  @java.lang.Override
+  public boolean containsInputExpressions(
+      java.lang.String key) {
+    java.util.Objects.requireNonNull(key, "map key");
+    return internalGetInputExpressions().getMap().containsKey(key);
+  }
+  /**
+   * Use {@link #getInputExpressionsMap()} instead.
+   */
+  @java.lang.Override
+  @java.lang.Deprecated
+  public java.util.Map<java.lang.String, java.lang.String> getInputExpressions() {
+    return getInputExpressionsMap();
+  }
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  @java.lang.Override
+  public java.util.Map<java.lang.String, java.lang.String> getInputExpressionsMap() {
+    return internalGetInputExpressions().getMap();
+  }
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  @java.lang.Override
+  public /* nullable */
+java.lang.String getInputExpressionsOrDefault(
+      java.lang.String key,
+      /* nullable */
+java.lang.String defaultValue) {
+    java.util.Objects.requireNonNull(key, "map key");
+    java.util.Map<java.lang.String, java.lang.String> map =
+        internalGetInputExpressions().getMap();
+    return map.containsKey(key) ? map.get(key) : defaultValue;
+  }
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  @java.lang.Override
+  public java.lang.String getInputExpressionsOrThrow(
+      java.lang.String key) {
+    java.util.Objects.requireNonNull(key, "map key");
+    java.util.Map<java.lang.String, java.lang.String> map =
+        internalGetInputExpressions().getMap();
+    if (!map.containsKey(key)) {
+      throw new java.lang.IllegalArgumentException();
+    }
+    return map.get(key);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -177,6 +296,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       output.writeMessage(3, getInput());
     }
+    com.google.protobuf.GeneratedMessage
+      .serializeStringMapTo(
+        output,
+        internalGetInputExpressions(),
+        InputExpressionsDefaultEntryHolder.defaultEntry,
+        4);
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -191,6 +316,16 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000001) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(3, getInput());
+    }
+    for (java.util.Map.Entry<java.lang.String, java.lang.String> entry
+         : internalGetInputExpressions().getMap().entrySet()) {
+      com.google.protobuf.MapEntry<java.lang.String, java.lang.String>
+      inputExpressions__ = InputExpressionsDefaultEntryHolder.defaultEntry.newBuilderForType()
+          .setKey(entry.getKey())
+          .setValue(entry.getValue())
+          .buildPartial();
+      size += com.google.protobuf.CodedOutputStream
+          .computeMessageSize(4, inputExpressions__);
     }
     return size;
   }
@@ -225,6 +360,8 @@ private static final long serialVersionUID = 0L;
       if (!getInput()
           .equals(other.getInput())) return false;
     }
+    if (!internalGetInputExpressions().equals(
+        other.internalGetInputExpressions())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -243,6 +380,10 @@ private static final long serialVersionUID = 0L;
     if (hasInput()) {
       hash = (37 * hash) + INPUT_FIELD_NUMBER;
       hash = (53 * hash) + getInput().hashCode();
+    }
+    if (!internalGetInputExpressions().getMap().isEmpty()) {
+      hash = (37 * hash) + INPUT_EXPRESSIONS_FIELD_NUMBER;
+      hash = (53 * hash) + internalGetInputExpressions().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -357,6 +498,28 @@ private static final long serialVersionUID = 0L;
       return dev.statewright.v1.ScheduleServiceOuterClass.internal_static_statewright_v1_ScheduleAction_descriptor;
     }
 
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 4:
+          return internalGetInputExpressions();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
+    @SuppressWarnings({"rawtypes"})
+    protected com.google.protobuf.MapFieldReflectionAccessor internalGetMutableMapFieldReflection(
+        int number) {
+      switch (number) {
+        case 4:
+          return internalGetMutableInputExpressions();
+        default:
+          throw new RuntimeException(
+              "Invalid map field number: " + number);
+      }
+    }
     @java.lang.Override
     protected com.google.protobuf.GeneratedMessage.FieldAccessorTable
         internalGetFieldAccessorTable() {
@@ -392,6 +555,7 @@ private static final long serialVersionUID = 0L;
         inputBuilder_.dispose();
         inputBuilder_ = null;
       }
+      internalGetMutableInputExpressions().clear();
       return this;
     }
 
@@ -438,6 +602,10 @@ private static final long serialVersionUID = 0L;
             : inputBuilder_.build();
         to_bitField0_ |= 0x00000001;
       }
+      if (((from_bitField0_ & 0x00000008) != 0)) {
+        result.inputExpressions_ = internalGetInputExpressions();
+        result.inputExpressions_.makeImmutable();
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -464,6 +632,9 @@ private static final long serialVersionUID = 0L;
       if (other.hasInput()) {
         mergeInput(other.getInput());
       }
+      internalGetMutableInputExpressions().mergeFrom(
+          other.internalGetInputExpressions());
+      bitField0_ |= 0x00000008;
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -505,6 +676,15 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000004;
               break;
             } // case 26
+            case 34: {
+              com.google.protobuf.MapEntry<java.lang.String, java.lang.String>
+              inputExpressions__ = input.readMessage(
+                  InputExpressionsDefaultEntryHolder.defaultEntry.getParserForType(), extensionRegistry);
+              internalGetMutableInputExpressions().getMutableMap().put(
+                  inputExpressions__.getKey(), inputExpressions__.getValue());
+              bitField0_ |= 0x00000008;
+              break;
+            } // case 34
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -811,6 +991,182 @@ private static final long serialVersionUID = 0L;
         input_ = null;
       }
       return inputBuilder_;
+    }
+
+    private com.google.protobuf.MapField<
+        java.lang.String, java.lang.String> inputExpressions_;
+    private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+        internalGetInputExpressions() {
+      if (inputExpressions_ == null) {
+        return com.google.protobuf.MapField.emptyMapField(
+            InputExpressionsDefaultEntryHolder.defaultEntry);
+      }
+      return inputExpressions_;
+    }
+    private com.google.protobuf.MapField<java.lang.String, java.lang.String>
+        internalGetMutableInputExpressions() {
+      if (inputExpressions_ == null) {
+        inputExpressions_ = com.google.protobuf.MapField.newMapField(
+            InputExpressionsDefaultEntryHolder.defaultEntry);
+      }
+      if (!inputExpressions_.isMutable()) {
+        inputExpressions_ = inputExpressions_.copy();
+      }
+      bitField0_ |= 0x00000008;
+      onChanged();
+      return inputExpressions_;
+    }
+    public int getInputExpressionsCount() {
+      return internalGetInputExpressions().getMap().size();
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    @java.lang.Override
+    public boolean containsInputExpressions(
+        java.lang.String key) {
+      java.util.Objects.requireNonNull(key, "map key");
+      return internalGetInputExpressions().getMap().containsKey(key);
+    }
+    /**
+     * Use {@link #getInputExpressionsMap()} instead.
+     */
+    @java.lang.Override
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, java.lang.String> getInputExpressions() {
+      return getInputExpressionsMap();
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    @java.lang.Override
+    public java.util.Map<java.lang.String, java.lang.String> getInputExpressionsMap() {
+      return internalGetInputExpressions().getMap();
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    @java.lang.Override
+    public /* nullable */
+java.lang.String getInputExpressionsOrDefault(
+        java.lang.String key,
+        /* nullable */
+java.lang.String defaultValue) {
+      java.util.Objects.requireNonNull(key, "map key");
+      java.util.Map<java.lang.String, java.lang.String> map =
+          internalGetInputExpressions().getMap();
+      return map.containsKey(key) ? map.get(key) : defaultValue;
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    @java.lang.Override
+    public java.lang.String getInputExpressionsOrThrow(
+        java.lang.String key) {
+      java.util.Objects.requireNonNull(key, "map key");
+      java.util.Map<java.lang.String, java.lang.String> map =
+          internalGetInputExpressions().getMap();
+      if (!map.containsKey(key)) {
+        throw new java.lang.IllegalArgumentException();
+      }
+      return map.get(key);
+    }
+    public Builder clearInputExpressions() {
+      bitField0_ = (bitField0_ & ~0x00000008);
+      internalGetMutableInputExpressions().getMutableMap()
+          .clear();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    public Builder removeInputExpressions(
+        java.lang.String key) {
+      java.util.Objects.requireNonNull(key, "map key");
+      internalGetMutableInputExpressions().getMutableMap()
+          .remove(key);
+      return this;
+    }
+    /**
+     * Use alternate mutation accessors instead.
+     */
+    @java.lang.Deprecated
+    public java.util.Map<java.lang.String, java.lang.String>
+        getMutableInputExpressions() {
+      bitField0_ |= 0x00000008;
+      return internalGetMutableInputExpressions().getMutableMap();
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    public Builder putInputExpressions(
+        java.lang.String key,
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(key, "map key");
+      java.util.Objects.requireNonNull(value, "map value");
+      internalGetMutableInputExpressions().getMutableMap()
+          .put(key, value);
+      bitField0_ |= 0x00000008;
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+     * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+     * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+     * They override `input` keys of the same name.
+     * </pre>
+     *
+     * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+     */
+    public Builder putAllInputExpressions(
+        java.util.Map<java.lang.String, java.lang.String> values) {
+      internalGetMutableInputExpressions().getMutableMap()
+          .putAll(values);
+      bitField0_ |= 0x00000008;
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.ScheduleAction)

@@ -66,4 +66,73 @@ public interface ScheduleActionOrBuilder extends
    * <code>.google.protobuf.Struct input = 3 [json_name = "input"];</code>
    */
   com.google.protobuf.StructOrBuilder getInputOrBuilder();
+
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  int getInputExpressionsCount();
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  boolean containsInputExpressions(
+      java.lang.String key);
+  /**
+   * Use {@link #getInputExpressionsMap()} instead.
+   */
+  @java.lang.Deprecated
+  java.util.Map<java.lang.String, java.lang.String>
+  getInputExpressions();
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  java.util.Map<java.lang.String, java.lang.String>
+  getInputExpressionsMap();
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  /* nullable */
+java.lang.String getInputExpressionsOrDefault(
+      java.lang.String key,
+      /* nullable */
+java.lang.String defaultValue);
+  /**
+   * <pre>
+   * Optional. More input values, each a CEL expression over `schedule.id` (a string),
+   * `schedule.fire_time` (when the fire was due: its nominal time plus its jitter) and
+   * `schedule.nominal_time` (timestamps); a timestamp result is stored as RFC 3339 text.
+   * They override `input` keys of the same name.
+   * </pre>
+   *
+   * <code>map&lt;string, string&gt; input_expressions = 4 [json_name = "inputExpressions"];</code>
+   */
+  java.lang.String getInputExpressionsOrThrow(
+      java.lang.String key);
 }

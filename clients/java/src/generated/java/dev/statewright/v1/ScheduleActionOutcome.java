@@ -57,7 +57,8 @@ public enum ScheduleActionOutcome
   SCHEDULE_ACTION_OUTCOME_BUFFERED(4),
   /**
    * <pre>
-   * The start was refused (the definition is missing, or its input does not fit).
+   * The start was refused (the definition is missing, an input expression failed, or the
+   * input does not fit).
    * </pre>
    *
    * <code>SCHEDULE_ACTION_OUTCOME_FAILED = 5;</code>
@@ -117,7 +118,8 @@ public enum ScheduleActionOutcome
   public static final int SCHEDULE_ACTION_OUTCOME_BUFFERED_VALUE = 4;
   /**
    * <pre>
-   * The start was refused (the definition is missing, or its input does not fit).
+   * The start was refused (the definition is missing, an input expression failed, or the
+   * input does not fit).
    * </pre>
    *
    * <code>SCHEDULE_ACTION_OUTCOME_FAILED = 5;</code>

@@ -37,6 +37,11 @@ public final class ScheduleServiceOuterClass extends com.google.protobuf.Generat
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_ScheduleAction_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ScheduleAction_InputExpressionsEntry_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ScheduleAction_InputExpressionsEntry_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_statewright_v1_SchedulePolicies_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -173,125 +178,129 @@ public final class ScheduleServiceOuterClass extends com.google.protobuf.Generat
       "rotobuf.DurationR\006jitter\0229\n\nstart_time\030\006" +
       " \001(\0132\032.google.protobuf.TimestampR\tstartT" +
       "ime\0225\n\010end_time\030\007 \001(\0132\032.google.protobuf." +
-      "TimestampR\007endTime\"y\n\016ScheduleAction\022\036\n\n" +
-      "definition\030\001 \001(\tR\ndefinition\022\030\n\007version\030" +
-      "\002 \001(\005R\007version\022-\n\005input\030\003 \001(\0132\027.google.p" +
-      "rotobuf.StructR\005input\"\215\001\n\020SchedulePolici" +
-      "es\0227\n\007overlap\030\001 \001(\0162\035.statewright.v1.Ove" +
-      "rlapPolicyR\007overlap\022@\n\016catchup_window\030\002 " +
-      "\001(\0132\031.google.protobuf.DurationR\rcatchupW" +
-      "indow\";\n\rScheduleState\022\026\n\006paused\030\001 \001(\010R\006" +
-      "paused\022\022\n\004note\030\002 \001(\tR\004note\"\207\002\n\024ScheduleA" +
-      "ctionResult\022=\n\014nominal_time\030\001 \001(\0132\032.goog" +
-      "le.protobuf.TimestampR\013nominalTime\022;\n\013ac" +
-      "tual_time\030\002 \001(\0132\032.google.protobuf.Timest" +
-      "ampR\nactualTime\022\032\n\010workflow\030\003 \001(\tR\010workf" +
-      "low\022?\n\007outcome\030\004 \001(\0162%.statewright.v1.Sc" +
-      "heduleActionOutcomeR\007outcome\022\026\n\006reason\030\005" +
-      " \001(\tR\006reason\"\317\002\n\014ScheduleInfo\022B\n\017next_fi" +
-      "re_times\030\001 \003(\0132\032.google.protobuf.Timesta" +
-      "mpR\rnextFireTimes\022K\n\016recent_actions\030\002 \003(" +
-      "\0132$.statewright.v1.ScheduleActionResultR" +
-      "\rrecentActions\022\024\n\005fires\030\003 \001(\003R\005fires\022\024\n\005" +
-      "skips\030\004 \001(\003R\005skips\022\026\n\006misses\030\005 \001(\003R\006miss" +
-      "es\022)\n\020backfill_pending\030\006 \001(\003R\017backfillPe" +
-      "nding\022?\n\rbuffered_time\030\007 \001(\0132\032.google.pr" +
-      "otobuf.TimestampR\014bufferedTime\"\374\003\n\010Sched" +
-      "ule\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013schedule_id\030\002" +
-      " \001(\tR\nscheduleId\0220\n\004spec\030\003 \001(\0132\034.statewr" +
-      "ight.v1.ScheduleSpecR\004spec\0226\n\006action\030\004 \001" +
-      "(\0132\036.statewright.v1.ScheduleActionR\006acti" +
-      "on\022<\n\010policies\030\005 \001(\0132 .statewright.v1.Sc" +
-      "hedulePoliciesR\010policies\0223\n\005state\030\006 \001(\0132" +
-      "\035.statewright.v1.ScheduleStateR\005state\0220\n" +
-      "\004info\030\007 \001(\0132\034.statewright.v1.ScheduleInf" +
-      "oR\004info\022;\n\013create_time\030\010 \001(\0132\032.google.pr" +
-      "otobuf.TimestampR\ncreateTime\022;\n\013update_t" +
-      "ime\030\t \001(\0132\032.google.protobuf.TimestampR\nu" +
-      "pdateTime\022\032\n\010revision\030\n \001(\003R\010revision\022\026\n" +
-      "\006source\030\013 \001(\tR\006source\"n\n\025CreateScheduleR" +
-      "equest\022\037\n\013schedule_id\030\001 \001(\tR\nscheduleId\022" +
-      "4\n\010schedule\030\002 \001(\0132\030.statewright.v1.Sched" +
-      "uleR\010schedule\"N\n\026CreateScheduleResponse\022" +
-      "4\n\010schedule\030\001 \001(\0132\030.statewright.v1.Sched" +
-      "uleR\010schedule\"(\n\022GetScheduleRequest\022\022\n\004n" +
-      "ame\030\001 \001(\tR\004name\"K\n\023GetScheduleResponse\0224" +
-      "\n\010schedule\030\001 \001(\0132\030.statewright.v1.Schedu" +
-      "leR\010schedule\"R\n\024ListSchedulesRequest\022\033\n\t" +
-      "page_size\030\001 \001(\005R\010pageSize\022\035\n\npage_token\030" +
-      "\002 \001(\tR\tpageToken\"w\n\025ListSchedulesRespons" +
-      "e\0226\n\tschedules\030\001 \003(\0132\030.statewright.v1.Sc" +
-      "heduleR\tschedules\022&\n\017next_page_token\030\002 \001" +
-      "(\tR\rnextPageToken\"z\n\025UpdateScheduleReque" +
-      "st\0224\n\010schedule\030\001 \001(\0132\030.statewright.v1.Sc" +
-      "heduleR\010schedule\022+\n\021expected_revision\030\002 " +
-      "\001(\003R\020expectedRevision\"N\n\026UpdateScheduleR" +
-      "esponse\0224\n\010schedule\030\001 \001(\0132\030.statewright." +
-      "v1.ScheduleR\010schedule\"+\n\025DeleteScheduleR" +
-      "equest\022\022\n\004name\030\001 \001(\tR\004name\"\030\n\026DeleteSche" +
-      "duleResponse\">\n\024PauseScheduleRequest\022\022\n\004" +
-      "name\030\001 \001(\tR\004name\022\022\n\004note\030\002 \001(\tR\004note\"M\n\025" +
-      "PauseScheduleResponse\0224\n\010schedule\030\001 \001(\0132" +
-      "\030.statewright.v1.ScheduleR\010schedule\"@\n\026U" +
-      "npauseScheduleRequest\022\022\n\004name\030\001 \001(\tR\004nam" +
-      "e\022\022\n\004note\030\002 \001(\tR\004note\"O\n\027UnpauseSchedule" +
+      "TimestampR\007endTime\"\241\002\n\016ScheduleAction\022\036\n" +
+      "\ndefinition\030\001 \001(\tR\ndefinition\022\030\n\007version" +
+      "\030\002 \001(\005R\007version\022-\n\005input\030\003 \001(\0132\027.google." +
+      "protobuf.StructR\005input\022a\n\021input_expressi" +
+      "ons\030\004 \003(\01324.statewright.v1.ScheduleActio" +
+      "n.InputExpressionsEntryR\020inputExpression" +
+      "s\032C\n\025InputExpressionsEntry\022\020\n\003key\030\001 \001(\tR" +
+      "\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001\"\215\001\n\020Sched" +
+      "ulePolicies\0227\n\007overlap\030\001 \001(\0162\035.statewrig" +
+      "ht.v1.OverlapPolicyR\007overlap\022@\n\016catchup_" +
+      "window\030\002 \001(\0132\031.google.protobuf.DurationR" +
+      "\rcatchupWindow\";\n\rScheduleState\022\026\n\006pause" +
+      "d\030\001 \001(\010R\006paused\022\022\n\004note\030\002 \001(\tR\004note\"\207\002\n\024" +
+      "ScheduleActionResult\022=\n\014nominal_time\030\001 \001" +
+      "(\0132\032.google.protobuf.TimestampR\013nominalT" +
+      "ime\022;\n\013actual_time\030\002 \001(\0132\032.google.protob" +
+      "uf.TimestampR\nactualTime\022\032\n\010workflow\030\003 \001" +
+      "(\tR\010workflow\022?\n\007outcome\030\004 \001(\0162%.statewri" +
+      "ght.v1.ScheduleActionOutcomeR\007outcome\022\026\n" +
+      "\006reason\030\005 \001(\tR\006reason\"\317\002\n\014ScheduleInfo\022B" +
+      "\n\017next_fire_times\030\001 \003(\0132\032.google.protobu" +
+      "f.TimestampR\rnextFireTimes\022K\n\016recent_act" +
+      "ions\030\002 \003(\0132$.statewright.v1.ScheduleActi" +
+      "onResultR\rrecentActions\022\024\n\005fires\030\003 \001(\003R\005" +
+      "fires\022\024\n\005skips\030\004 \001(\003R\005skips\022\026\n\006misses\030\005 " +
+      "\001(\003R\006misses\022)\n\020backfill_pending\030\006 \001(\003R\017b" +
+      "ackfillPending\022?\n\rbuffered_time\030\007 \001(\0132\032." +
+      "google.protobuf.TimestampR\014bufferedTime\"" +
+      "\374\003\n\010Schedule\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013sche" +
+      "dule_id\030\002 \001(\tR\nscheduleId\0220\n\004spec\030\003 \001(\0132" +
+      "\034.statewright.v1.ScheduleSpecR\004spec\0226\n\006a" +
+      "ction\030\004 \001(\0132\036.statewright.v1.ScheduleAct" +
+      "ionR\006action\022<\n\010policies\030\005 \001(\0132 .statewri" +
+      "ght.v1.SchedulePoliciesR\010policies\0223\n\005sta" +
+      "te\030\006 \001(\0132\035.statewright.v1.ScheduleStateR" +
+      "\005state\0220\n\004info\030\007 \001(\0132\034.statewright.v1.Sc" +
+      "heduleInfoR\004info\022;\n\013create_time\030\010 \001(\0132\032." +
+      "google.protobuf.TimestampR\ncreateTime\022;\n" +
+      "\013update_time\030\t \001(\0132\032.google.protobuf.Tim" +
+      "estampR\nupdateTime\022\032\n\010revision\030\n \001(\003R\010re" +
+      "vision\022\026\n\006source\030\013 \001(\tR\006source\"n\n\025Create" +
+      "ScheduleRequest\022\037\n\013schedule_id\030\001 \001(\tR\nsc" +
+      "heduleId\0224\n\010schedule\030\002 \001(\0132\030.statewright" +
+      ".v1.ScheduleR\010schedule\"N\n\026CreateSchedule" +
       "Response\0224\n\010schedule\030\001 \001(\0132\030.statewright" +
-      ".v1.ScheduleR\010schedule\"B\n\026TriggerSchedul" +
-      "eRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005force\030\002 " +
-      "\001(\010R\005force\"W\n\027TriggerScheduleResponse\022<\n" +
-      "\006action\030\001 \001(\0132$.statewright.v1.ScheduleA" +
-      "ctionResultR\006action\"\237\001\n\027BackfillSchedule" +
-      "Request\022\022\n\004name\030\001 \001(\tR\004name\0229\n\nstart_tim" +
-      "e\030\002 \001(\0132\032.google.protobuf.TimestampR\tsta" +
-      "rtTime\0225\n\010end_time\030\003 \001(\0132\032.google.protob" +
-      "uf.TimestampR\007endTime\"0\n\030BackfillSchedul" +
-      "eResponse\022\024\n\005fires\030\001 \001(\003R\005fires*\246\001\n\rOver" +
-      "lapPolicy\022\036\n\032OVERLAP_POLICY_UNSPECIFIED\020" +
-      "\000\022\027\n\023OVERLAP_POLICY_SKIP\020\001\022\035\n\031OVERLAP_PO" +
-      "LICY_BUFFER_ONE\020\002\022\034\n\030OVERLAP_POLICY_ALLO" +
-      "W_ALL\020\003\022\037\n\033OVERLAP_POLICY_CANCEL_OTHER\020\004" +
-      "*\370\001\n\025ScheduleActionOutcome\022\'\n#SCHEDULE_A" +
-      "CTION_OUTCOME_UNSPECIFIED\020\000\022#\n\037SCHEDULE_" +
-      "ACTION_OUTCOME_STARTED\020\001\022#\n\037SCHEDULE_ACT" +
-      "ION_OUTCOME_SKIPPED\020\002\022\"\n\036SCHEDULE_ACTION" +
-      "_OUTCOME_MISSED\020\003\022$\n SCHEDULE_ACTION_OUT" +
-      "COME_BUFFERED\020\004\022\"\n\036SCHEDULE_ACTION_OUTCO" +
-      "ME_FAILED\020\0052\370\t\n\017ScheduleService\022\204\001\n\016Crea" +
-      "teSchedule\022%.statewright.v1.CreateSchedu" +
-      "leRequest\032&.statewright.v1.CreateSchedul" +
-      "eResponse\"#\202\323\344\223\002\035\"\021/api/v1/schedules:\010sc" +
-      "hedule\022z\n\013GetSchedule\022\".statewright.v1.G" +
-      "etScheduleRequest\032#.statewright.v1.GetSc" +
-      "heduleResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{name=sc" +
-      "hedules/*}\022w\n\rListSchedules\022$.statewrigh" +
-      "t.v1.ListSchedulesRequest\032%.statewright." +
-      "v1.ListSchedulesResponse\"\031\202\323\344\223\002\023\022\021/api/v" +
-      "1/schedules\022\226\001\n\016UpdateSchedule\022%.statewr" +
-      "ight.v1.UpdateScheduleRequest\032&.statewri" +
-      "ght.v1.UpdateScheduleResponse\"5\202\323\344\223\002/2#/" +
-      "api/v1/{schedule.name=schedules/*}:\010sche" +
-      "dule\022\203\001\n\016DeleteSchedule\022%.statewright.v1" +
-      ".DeleteScheduleRequest\032&.statewright.v1." +
-      "DeleteScheduleResponse\"\"\202\323\344\223\002\034*\032/api/v1/" +
-      "{name=schedules/*}\022\211\001\n\rPauseSchedule\022$.s" +
-      "tatewright.v1.PauseScheduleRequest\032%.sta" +
-      "tewright.v1.PauseScheduleResponse\"+\202\323\344\223\002" +
-      "%\" /api/v1/{name=schedules/*}:pause:\001*\022\221" +
-      "\001\n\017UnpauseSchedule\022&.statewright.v1.Unpa" +
-      "useScheduleRequest\032\'.statewright.v1.Unpa" +
-      "useScheduleResponse\"-\202\323\344\223\002\'\"\"/api/v1/{na" +
-      "me=schedules/*}:unpause:\001*\022\221\001\n\017TriggerSc" +
-      "hedule\022&.statewright.v1.TriggerScheduleR" +
-      "equest\032\'.statewright.v1.TriggerScheduleR" +
-      "esponse\"-\202\323\344\223\002\'\"\"/api/v1/{name=schedules" +
-      "/*}:trigger:\001*\022\225\001\n\020BackfillSchedule\022\'.st" +
-      "atewright.v1.BackfillScheduleRequest\032(.s" +
-      "tatewright.v1.BackfillScheduleResponse\"." +
-      "\202\323\344\223\002(\"#/api/v1/{name=schedules/*}:backf" +
-      "ill:\001*Bs\n\022dev.statewright.v1P\001ZJgithub.c" +
-      "om/statewright/statewright/clients/go/st" +
-      "atewright/v1;statewrightv1\252\002\016Statewright" +
-      ".V1b\006proto3"
+      ".v1.ScheduleR\010schedule\"(\n\022GetScheduleReq" +
+      "uest\022\022\n\004name\030\001 \001(\tR\004name\"K\n\023GetScheduleR" +
+      "esponse\0224\n\010schedule\030\001 \001(\0132\030.statewright." +
+      "v1.ScheduleR\010schedule\"R\n\024ListSchedulesRe" +
+      "quest\022\033\n\tpage_size\030\001 \001(\005R\010pageSize\022\035\n\npa" +
+      "ge_token\030\002 \001(\tR\tpageToken\"w\n\025ListSchedul" +
+      "esResponse\0226\n\tschedules\030\001 \003(\0132\030.statewri" +
+      "ght.v1.ScheduleR\tschedules\022&\n\017next_page_" +
+      "token\030\002 \001(\tR\rnextPageToken\"z\n\025UpdateSche" +
+      "duleRequest\0224\n\010schedule\030\001 \001(\0132\030.statewri" +
+      "ght.v1.ScheduleR\010schedule\022+\n\021expected_re" +
+      "vision\030\002 \001(\003R\020expectedRevision\"N\n\026Update" +
+      "ScheduleResponse\0224\n\010schedule\030\001 \001(\0132\030.sta" +
+      "tewright.v1.ScheduleR\010schedule\"+\n\025Delete" +
+      "ScheduleRequest\022\022\n\004name\030\001 \001(\tR\004name\"\030\n\026D" +
+      "eleteScheduleResponse\">\n\024PauseScheduleRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004note\030\002 \001(\tR" +
+      "\004note\"M\n\025PauseScheduleResponse\0224\n\010schedu" +
+      "le\030\001 \001(\0132\030.statewright.v1.ScheduleR\010sche" +
+      "dule\"@\n\026UnpauseScheduleRequest\022\022\n\004name\030\001" +
+      " \001(\tR\004name\022\022\n\004note\030\002 \001(\tR\004note\"O\n\027Unpaus" +
+      "eScheduleResponse\0224\n\010schedule\030\001 \001(\0132\030.st" +
+      "atewright.v1.ScheduleR\010schedule\"B\n\026Trigg" +
+      "erScheduleRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n" +
+      "\005force\030\002 \001(\010R\005force\"W\n\027TriggerScheduleRe" +
+      "sponse\022<\n\006action\030\001 \001(\0132$.statewright.v1." +
+      "ScheduleActionResultR\006action\"\237\001\n\027Backfil" +
+      "lScheduleRequest\022\022\n\004name\030\001 \001(\tR\004name\0229\n\n" +
+      "start_time\030\002 \001(\0132\032.google.protobuf.Times" +
+      "tampR\tstartTime\0225\n\010end_time\030\003 \001(\0132\032.goog" +
+      "le.protobuf.TimestampR\007endTime\"0\n\030Backfi" +
+      "llScheduleResponse\022\024\n\005fires\030\001 \001(\003R\005fires" +
+      "*\246\001\n\rOverlapPolicy\022\036\n\032OVERLAP_POLICY_UNS" +
+      "PECIFIED\020\000\022\027\n\023OVERLAP_POLICY_SKIP\020\001\022\035\n\031O" +
+      "VERLAP_POLICY_BUFFER_ONE\020\002\022\034\n\030OVERLAP_PO" +
+      "LICY_ALLOW_ALL\020\003\022\037\n\033OVERLAP_POLICY_CANCE" +
+      "L_OTHER\020\004*\370\001\n\025ScheduleActionOutcome\022\'\n#S" +
+      "CHEDULE_ACTION_OUTCOME_UNSPECIFIED\020\000\022#\n\037" +
+      "SCHEDULE_ACTION_OUTCOME_STARTED\020\001\022#\n\037SCH" +
+      "EDULE_ACTION_OUTCOME_SKIPPED\020\002\022\"\n\036SCHEDU" +
+      "LE_ACTION_OUTCOME_MISSED\020\003\022$\n SCHEDULE_A" +
+      "CTION_OUTCOME_BUFFERED\020\004\022\"\n\036SCHEDULE_ACT" +
+      "ION_OUTCOME_FAILED\020\0052\370\t\n\017ScheduleService" +
+      "\022\204\001\n\016CreateSchedule\022%.statewright.v1.Cre" +
+      "ateScheduleRequest\032&.statewright.v1.Crea" +
+      "teScheduleResponse\"#\202\323\344\223\002\035\"\021/api/v1/sche" +
+      "dules:\010schedule\022z\n\013GetSchedule\022\".statewr" +
+      "ight.v1.GetScheduleRequest\032#.statewright" +
+      ".v1.GetScheduleResponse\"\"\202\323\344\223\002\034\022\032/api/v1" +
+      "/{name=schedules/*}\022w\n\rListSchedules\022$.s" +
+      "tatewright.v1.ListSchedulesRequest\032%.sta" +
+      "tewright.v1.ListSchedulesResponse\"\031\202\323\344\223\002" +
+      "\023\022\021/api/v1/schedules\022\226\001\n\016UpdateSchedule\022" +
+      "%.statewright.v1.UpdateScheduleRequest\032&" +
+      ".statewright.v1.UpdateScheduleResponse\"5" +
+      "\202\323\344\223\002/2#/api/v1/{schedule.name=schedules" +
+      "/*}:\010schedule\022\203\001\n\016DeleteSchedule\022%.state" +
+      "wright.v1.DeleteScheduleRequest\032&.statew" +
+      "right.v1.DeleteScheduleResponse\"\"\202\323\344\223\002\034*" +
+      "\032/api/v1/{name=schedules/*}\022\211\001\n\rPauseSch" +
+      "edule\022$.statewright.v1.PauseScheduleRequ" +
+      "est\032%.statewright.v1.PauseScheduleRespon" +
+      "se\"+\202\323\344\223\002%\" /api/v1/{name=schedules/*}:p" +
+      "ause:\001*\022\221\001\n\017UnpauseSchedule\022&.statewrigh" +
+      "t.v1.UnpauseScheduleRequest\032\'.statewrigh" +
+      "t.v1.UnpauseScheduleResponse\"-\202\323\344\223\002\'\"\"/a" +
+      "pi/v1/{name=schedules/*}:unpause:\001*\022\221\001\n\017" +
+      "TriggerSchedule\022&.statewright.v1.Trigger" +
+      "ScheduleRequest\032\'.statewright.v1.Trigger" +
+      "ScheduleResponse\"-\202\323\344\223\002\'\"\"/api/v1/{name=" +
+      "schedules/*}:trigger:\001*\022\225\001\n\020BackfillSche" +
+      "dule\022\'.statewright.v1.BackfillScheduleRe" +
+      "quest\032(.statewright.v1.BackfillScheduleR" +
+      "esponse\".\202\323\344\223\002(\"#/api/v1/{name=schedules" +
+      "/*}:backfill:\001*Bs\n\022dev.statewright.v1P\001Z" +
+      "Jgithub.com/statewright/statewright/clie" +
+      "nts/go/statewright/v1;statewrightv1\252\002\016St" +
+      "atewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -312,7 +321,13 @@ public final class ScheduleServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_ScheduleAction_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ScheduleAction_descriptor,
-        new java.lang.String[] { "Definition", "Version", "Input", });
+        new java.lang.String[] { "Definition", "Version", "Input", "InputExpressions", });
+    internal_static_statewright_v1_ScheduleAction_InputExpressionsEntry_descriptor =
+      internal_static_statewright_v1_ScheduleAction_descriptor.getNestedType(0);
+    internal_static_statewright_v1_ScheduleAction_InputExpressionsEntry_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ScheduleAction_InputExpressionsEntry_descriptor,
+        new java.lang.String[] { "Key", "Value", });
     internal_static_statewright_v1_SchedulePolicies_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_statewright_v1_SchedulePolicies_fieldAccessorTable = new
