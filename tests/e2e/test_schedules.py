@@ -120,6 +120,22 @@ def pause(stub: spb_grpc.ScheduleServiceStub, schedule_id: str) -> None:
     stub.PauseSchedule(spb.PauseScheduleRequest(name=f"schedules/{schedule_id}"), timeout=TIMEOUT)
 
 
+def settled(
+    stub: spb_grpc.ScheduleServiceStub, client: Client, schedule_id: str
+) -> tuple[spb.Schedule, list[str]]:
+    """After a pause: the schedule and its instances once a fire that was under way when
+    the pause landed is recorded too (its start and its record are two writes)."""
+    found: list[tuple[spb.Schedule, list[str]]] = []
+
+    def consistent() -> bool:
+        shown, ids = get(stub, schedule_id), started_ids(client, schedule_id)
+        found[:] = [(shown, ids)]
+        return shown.info.fires == len(ids)
+
+    assert wait_until(consistent, 10), found
+    return found[0]
+
+
 def get(stub: spb_grpc.ScheduleServiceStub, schedule_id: str) -> spb.Schedule:
     request = spb.GetScheduleRequest(name=f"schedules/{schedule_id}")
     return stub.GetSchedule(request, timeout=TIMEOUT).schedule
@@ -138,7 +154,7 @@ def test_an_every_second_schedule_starts_instances_with_derived_ids(
     assert created.name == f"schedules/{sid}" and len(created.info.next_fire_times) == 10
     assert wait_until(lambda: len(started_ids(client, sid)) >= 3, 15)
     stub.PauseSchedule(spb.PauseScheduleRequest(name=f"schedules/{sid}", note="t"), timeout=TIMEOUT)
-    ids = started_ids(client, sid)
+    shown, ids = settled(stub, client, sid)
     for wid in ids:
         nominal = nominal_of(sid, wid)
         assert nominal.microsecond == 0  # each one a whole second: the interval's fires
@@ -249,8 +265,8 @@ def test_two_replicas_start_exactly_one_instance_per_nominal_second(
             spb.CreateScheduleRequest(schedule_id=sid, schedule=every_second()), timeout=TIMEOUT
         )
         time.sleep(5)
-        stub.PauseSchedule(spb.PauseScheduleRequest(name=f"schedules/{sid}"), timeout=TIMEOUT)
-        ids = started_ids(client, sid)
+        pause(stub, sid)
+        _, ids = settled(stub, client, sid)
         seconds = [nominal_of(sid, w) for w in ids]
         assert len(seconds) >= 3 and len(set(seconds)) == len(seconds)
         # Consecutive seconds, none left out, between the first and the last.
@@ -282,8 +298,7 @@ def test_after_a_sigkill_fires_within_the_catchup_window_run_once_older_ones_are
             stub = spb_grpc.ScheduleServiceStub(client.channel)
             assert wait_until(lambda: get(stub, sid).info.misses >= 1, 15)
             pause(stub, sid)
-            shown = get(stub, sid)
-            ids = started_ids(client, sid)
+            shown, ids = settled(stub, client, sid)
     seconds = sorted(nominal_of(sid, w) for w in ids)
     assert len(set(seconds)) == len(seconds)
     assert shown.info.fires == len(ids) and shown.info.misses >= 1

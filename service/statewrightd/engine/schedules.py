@@ -139,6 +139,33 @@ def _exists(repo: Repository, workflow_id: str) -> bool:
     return True
 
 
+# What a fire writes of a schedule's document; an API change (a pause, an update) writes
+# the rest.
+FIRING = ("cursor", "buffered", "backfills", "counts", "recent", "last_workflow_id")
+
+
+def record_fire(
+    repo: Repository,
+    record: ScheduleRecord,
+    doc: dict[str, Any],
+    look: datetime | None,
+    now: datetime,
+) -> ScheduleRecord | None:
+    """Write what a fire did (blocking). When an API change wrote the schedule since it
+    was read, the fire's part goes onto that change, unless fires were recorded meanwhile
+    (another replica's, after this claim lapsed): then they stand, and this one's instance,
+    which exists, is found by its id at the next fire of that time."""
+    written = repo.put_schedule(record.schedule_id, record.version, doc, look, now)
+    if written is not None:
+        return written
+    fresh = repo.get_schedule(record.schedule_id)
+    if fresh is None or any(fresh.document.get(k) != record.document.get(k) for k in FIRING):
+        return None
+    merged = {**fresh.document, **{k: doc.get(k) for k in FIRING}}
+    look = spec.next_look(record.schedule_id, merged, now)
+    return repo.put_schedule(record.schedule_id, fresh.version, merged, look, now)
+
+
 _Claim = tuple[list[Job], datetime | None]
 
 
@@ -245,7 +272,7 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
         look = spec.next_look(record.schedule_id, doc, now)
 
         def put() -> ScheduleRecord | None:
-            return repo.put_schedule(record.schedule_id, record.version, doc, look, now)
+            return record_fire(repo, record, doc, look, now)
 
         def done(answer: ScheduleRecord | errors.StatewrightError | None) -> None:
             self._in_flight -= 1
