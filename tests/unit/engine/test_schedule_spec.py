@@ -213,3 +213,28 @@ def test_input_expressions_read_the_fire_and_are_checked_before_they_are_kept() 
         s.input_expressions({"input_expressions": {"x": "context.topic"}})
     with pytest.raises(errors.InvalidArgument):
         s.input_expressions({"input_expressions": {"x": "schedule.id +"}})
+
+
+def test_a_fire_recorded_after_a_pause_lands_on_top_of_the_pause() -> None:
+    from statewrightd.engine.schedules import record_fire
+    from statewrightd.store.memory import MemoryRepository
+
+    repo = MemoryRepository()
+    now = utc(2026, 1, 1, 0, 0, 5)
+    d = doc({"interval": 1}, utc(2026, 1, 1))
+    read = repo.insert_schedule("x", d, now, now)
+    fired = s.plan("x", read.document, now, last_open=False)
+    assert fired.candidate is not None
+    after = s.record("x", fired.document, fired.candidate, s.STARTED, now)
+    # A pause lands between the claim's read and the fire's record.
+    paused = {**read.document, "state": {"paused": True, "note": "stop"}}
+    assert repo.put_schedule("x", read.version, paused, None, now) is not None
+    written = record_fire(repo, read, after, s.next_look("x", after, now), now)
+    assert written is not None and written.next_fire_time is None
+    assert written.document["state"]["paused"] is True
+    assert (
+        written.document["counts"]["fires"] == 1 and written.document["cursor"] == after["cursor"]
+    )
+    # A fire recorded meanwhile by another replica stands: this record is dropped.
+    stale = record_fire(repo, read, after, None, now)
+    assert stale is None
