@@ -188,6 +188,7 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
         self._registry = registry
         self._observer: StepObserver = observer or Unobserved()
         self._in_flight = 0
+        self._more_due = False  # a round found a full batch, or was held back by one
         self._count_value = 0
 
     def poke(self) -> None:
@@ -202,7 +203,10 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
     # -- rounds ----------------------------------------------------------------------
 
     def _may_claim(self) -> bool:
-        return self._in_flight < BATCH
+        if self._in_flight >= BATCH:
+            self._more_due = True  # the fires' records look again as they get through
+            return False
+        return True
 
     def _claim(self) -> Callable[[], _Claim]:
         repo, registry, now = self._repo, self._registry, self._clock.now()
@@ -278,7 +282,11 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
             self._in_flight -= 1
             if isinstance(answer, errors.StatewrightError):
                 _log.info("schedule %s: fire not recorded: %s", record.schedule_id, answer)
-            if look is not None:
+            through = self._in_flight <= BATCH // 2
+            if self._more_due and through and self._wake is None and not self._claiming:
+                self._more_due = False
+                self._schedule(0.0)  # more were due than a batch: half is through, claim more
+            elif look is not None:
                 delay = max(0.0, (look - self._clock.now()).total_seconds())
                 if self._wake_at is None or look < self._wake_at:
                     self._schedule(delay)
