@@ -107,7 +107,7 @@ def test_a_patch_is_the_same_whatever_the_key_order_and_the_process() -> None:
     after = {key: 1 for key in reversed(keys[4:])}
     patches = set()
     for seed, (source, target) in enumerate(
-        [(before, after), (dict(reversed(before.items())), dict(reversed(after.items())))] * 3
+        [(before, after), (dict(reversed(before.items())), dict(reversed(after.items())))]
     ):
         answer = subprocess.run(
             [sys.executable, "-c", PATCH_IN_A_FRESH_PROCESS, json.dumps([source, target])],
