@@ -13,19 +13,20 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
 from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures
+from statewrightd.store import failures, flow
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     check_time,
     encode_definition,
 )
+from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
@@ -40,6 +41,7 @@ from statewrightd.store.records import (
 )
 from statewrightd.store.repository import Choose, Params, Repository
 from statewrightd.store.rows import Rows
+from statewrightd.store.sql_flow import FlowStatements
 
 
 class Cursor(Protocol):
@@ -124,6 +126,7 @@ def _named(params: Params, *keys: str) -> tuple[bool, ...]:
 
 class SqlRepository(BatchWriter, Repository):
     SQL: ClassVar[Statements]
+    FLOW: ClassVar[FlowStatements]
     ROWS: ClassVar[Rows]
     SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
 
@@ -287,21 +290,147 @@ class SqlRepository(BatchWriter, Repository):
     # -- tasks -----------------------------------------------------------------------
 
     def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+        now = params["now"]
         params = self._bound(params)
         with self._writing() as conn:
+            limits = conn.execute(self.FLOW.lock_config, params).fetchone()
+            if limits is not None:
+                # In the order the claim served them: priority, the keys' turns, age.
+                return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
             if choose is None:
                 rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
             else:
                 found = conn.execute(self.SQL.ready_tasks, params).fetchall()
                 ready = [self.ROWS.task(r) for r in found]
                 chosen = choose(sorted(ready, key=lambda t: t.available_time))
-                if not chosen:
-                    return []
-                params["chosen_workflows"] = [t.workflow_id for t in chosen]
-                params["chosen_tasks"] = [t.task_id for t in chosen]
-                params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
-                rows = conn.execute(self.SQL.lease_chosen, params).fetchall()
+                rows = self._lease_chosen(conn, chosen, params)
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
+
+    def _lease_chosen(
+        self, conn: Connection, chosen: list[TaskRecord], params: Params
+    ) -> list[Any]:
+        if not chosen:
+            return []
+        params["chosen_workflows"] = [t.workflow_id for t in chosen]
+        params["chosen_tasks"] = [t.task_id for t in chosen]
+        params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
+        return list(conn.execute(self.SQL.lease_chosen, params).fetchall())
+
+    def _limited_lease(
+        self,
+        conn: Connection,
+        stored: StoredQueue,
+        now: datetime,
+        params: Params,
+        choose: Choose | None,
+    ) -> list[TaskRecord]:
+        """The claim of a queue with limits, under its config row's lock (store/flow.py)."""
+        config, limit = stored.config, params["limit"]
+        by_key: dict[str, int] = {}
+        leased = 0
+        for key, count in conn.execute(self.FLOW.leased_by_key, params).fetchall():
+            leased += int(count)
+            if key is not None:
+                by_key[key] = int(count)
+        refill = config.key_bucket / config.key_rate if config.key_rate else 0.0
+        params["full_since"] = self.ROWS.time_param(now - timedelta(seconds=refill))
+        keys = {
+            r[0]: self._key_state(r) for r in conn.execute(self.FLOW.hot_keys, params).fetchall()
+        }
+        state = QueueState(config, stored.tokens, stored.refill_time, leased, by_key, keys)
+        if flow.room(state, limit, now) == 0:
+            return []  # full, or out of tokens: nothing to read
+        blocked = flow.blocked_keys(state, now)
+        params.update(window=flow.WINDOW, blocked=blocked, blocked_json=json.dumps(blocked))
+        found = conn.execute(self.FLOW.ranked_ready, params).fetchall()
+        ready = [self.ROWS.task(r) for r in found]
+        unknown = sorted({t.concurrency_key for t in ready if t.concurrency_key} - keys.keys())
+        if unknown:
+            params.update(keys=unknown, keys_json=json.dumps(unknown))
+            for r in conn.execute(self.FLOW.keys_named, params).fetchall():
+                keys[r[0]] = self._key_state(r)
+        claim = flow.plan_claim(state, ready, limit, now)
+        if choose is not None and claim.chosen:
+            claim = flow.plan_claim(state, choose(claim.chosen), limit, now)
+        rows = self._lease_chosen(conn, claim.chosen, params)
+        if rows and config.rate:
+            conn.execute(self.FLOW.save_tokens, {**params, "tokens": claim.tokens})
+        for ks in claim.keys if rows else []:
+            refill_time = None if ks.refill_time is None else self.ROWS.time_param(ks.refill_time)
+            conn.execute(
+                self.FLOW.save_key,
+                {
+                    "queue": params["queue"],
+                    "key": ks.key,
+                    "tokens": ks.tokens,
+                    "refill_time": refill_time,
+                    "now": params["now"],
+                },
+            )
+        made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, rows)}
+        return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
+
+    def _stored_queue(self, row: Sequence[Any]) -> StoredQueue:
+        config = QueueConfig(
+            queue=row[0],
+            max_leased=row[1] or 0,
+            rate=row[2] or 0.0,
+            burst=row[3] or 0,
+            key_max_leased=row[4] or 0,
+            key_rate=row[5] or 0.0,
+            key_burst=row[6] or 0,
+            update_time=self.ROWS.time(row[7]),
+        )
+        refill = None if row[9] is None else self.ROWS.time(row[9])
+        return StoredQueue(config, float(row[8] or 0.0), refill)
+
+    def _key_state(self, row: Sequence[Any]) -> KeyState:
+        def time(value: Any) -> datetime | None:
+            return None if value is None else self.ROWS.time(value)
+
+        tokens = None if row[1] is None else float(row[1])
+        return KeyState(row[0], tokens, time(row[2]), time(row[3]), time(row[4]))
+
+    # -- flow control ----------------------------------------------------------------
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        params: Params = {"queue": config.queue, "now": self._time(now)}
+        with self._writing() as conn:
+            if not config.limited:
+                conn.execute(self.FLOW.delete_config, params)
+                return None
+            params.update(
+                max_leased=config.max_leased,
+                rate=config.rate,
+                burst=config.burst,
+                key_max_leased=config.key_max_leased,
+                key_rate=config.key_rate,
+                key_burst=config.key_burst,
+                tokens=float(config.bucket),
+            )
+            conn.execute(self.FLOW.put_config, params)
+            row = conn.execute(self.FLOW.get_config, params).fetchone()
+        return self._stored_queue(row).config
+
+    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
+        if queue is not None:
+            rows = self._read_all(self.FLOW.get_config, {"queue": queue})
+        else:
+            rows = self._read_all(self.FLOW.list_configs)
+        return [self._stored_queue(r) for r in rows]
+
+    def close_key(self, queue: str, key: str, until: datetime) -> None:
+        params = {"queue": queue, "key": key, "until": self._time(until)}
+        with self._writing() as conn:
+            conn.execute(self.FLOW.close_key, params)
+
+    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]:
+        rows = self._read_all(self.FLOW.closed_keys, {"queue": queue, "now": self._time(now)})
+        return [self._key_state(r) for r in rows]
+
+    def key_counts(self, now: datetime) -> list[KeyCounts]:
+        rows = self._read_all(self.FLOW.key_counts, {"now": self._time(now)})
+        return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
 
     def _heartbeat_task(self, params: Params) -> TaskRecord | None:
         return self._one_task(self.SQL.heartbeat_task, params)
