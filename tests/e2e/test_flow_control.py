@@ -63,6 +63,12 @@ transitions:
 """
 
 
+QUEUES = """
+queues:
+  flow.file: {max_leased: 2, rate: 50, key_max_leased: 1}
+"""
+
+
 @pytest.fixture(scope="module")
 def database(postgres_databases: PostgresDatabases) -> Iterator[str]:
     url = postgres_databases.create()
@@ -74,7 +80,10 @@ def database(postgres_databases: PostgresDatabases) -> Iterator[str]:
 def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("flow")
     definitions = definitions_dir(
-        root / "definitions", examples=False, test_definitions=False, extra={"flow.yaml": FLOW}
+        root / "definitions",
+        examples=False,
+        test_definitions=False,
+        extra={"flow.yaml": FLOW, "queues.yaml": QUEUES},
     )
     with running_server(database, definitions, cwd=root) as process:
         yield process
@@ -297,7 +306,7 @@ def test_a_closed_key_waits_until_its_time_and_others_flow(
     other = tasks.poll_one("flow.close")
     assert other.workflow == f"workflows/{b1}", "another key flows"
     tasks.complete(other, {})
-    seen = []
+    seen: list[task_pb2.Task] = []
     while len(seen) < 2:
         seen += tasks.poll("flow.close", wait=5.0, max_tasks=2)
         assert datetime.now(UTC) >= until or not seen, "a task of a closed key went early"
@@ -318,3 +327,9 @@ def test_a_config_of_zeros_removes_the_limits(client: Client) -> None:
     assert not configure(client, "flow.gone").queue
     got = tasks.stub.GetQueueConfig(pb.GetQueueConfigRequest(queue="flow.gone"), timeout=10)
     assert not got.HasField("config")
+
+
+def test_a_queues_file_is_applied_at_start(client: Client) -> None:
+    tasks = Tasks(client.channel)
+    got = tasks.stub.GetQueueConfig(pb.GetQueueConfigRequest(queue="flow.file"), timeout=10)
+    assert (got.config.max_leased, got.config.rate, got.config.key_max_leased) == (2, 50.0, 1)

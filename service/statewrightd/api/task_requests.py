@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -22,7 +21,7 @@ from statewrightd.api.convert import (
     timestamp,
 )
 from statewrightd.api.requests import request_key
-from statewrightd.app.queues import DEFAULT_KEYS, MAX_KEYS, QueueStatus
+from statewrightd.app.queues import DEFAULT_KEYS, MAX_KEYS, QueueStatus, checked_config
 from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.domain import TASK_ID
@@ -38,9 +37,6 @@ MAX_ERROR_TYPE_LENGTH: Final = 128
 MAX_ERROR_MESSAGE_LENGTH: Final = 4096
 # A retry delay beyond this is a mistake (schedule_to_close caps it in any case).
 MAX_RETRY_DELAY: Final = 7 * 24 * 3600.0
-# A queue's limits: counts of tasks, and tasks a second.
-MAX_LIMIT: Final = 1_000_000
-MAX_RATE: Final = 100_000.0
 ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}\Z")
 _TASK_NAME_HINT: Final = "'workflows/{workflow_id}/tasks/{task_id}'"
 
@@ -186,31 +182,8 @@ def instant(value: timestamp_pb2.Timestamp, field: str) -> datetime:
 def queue_config(config: pb.QueueConfig) -> QueueConfig:
     """A SetQueueConfig's config, each limit checked: zero or more, rates finite."""
     queue = queue_name(config.queue, "config.queue")
-    for name in ("max_leased", "burst", "key_max_leased", "key_burst"):
-        number = getattr(config, name)
-        if not 0 <= number <= MAX_LIMIT:
-            raise v.invalid(
-                f"config.{name}",
-                f"config.{name} must be 0 (none) to {MAX_LIMIT:,}; got {number}",
-                limit=MAX_LIMIT,
-            )
-    for name in ("rate", "key_rate"):
-        rate = getattr(config, name)
-        if not (math.isfinite(rate) and 0 <= rate <= MAX_RATE):
-            raise v.invalid(
-                f"config.{name}",
-                f"config.{name} must be 0 (none) to {MAX_RATE:,} a second; got {rate}",
-                limit=MAX_RATE,
-            )
-    return QueueConfig(
-        queue=queue,
-        max_leased=config.max_leased,
-        rate=config.rate,
-        burst=config.burst,
-        key_max_leased=config.key_max_leased,
-        key_rate=config.key_rate,
-        key_burst=config.key_burst,
-    )
+    names = ("max_leased", "rate", "burst", "key_max_leased", "key_rate", "key_burst")
+    return checked_config(queue, {n: getattr(config, n) for n in names}, "config")
 
 
 def queue_config_pb(config: QueueConfig) -> pb.QueueConfig:

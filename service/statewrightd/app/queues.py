@@ -9,15 +9,24 @@ recheck only.
 
 from __future__ import annotations
 
+import asyncio
+import math
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from pathlib import Path
 from typing import Protocol, TypeVar
 
+import yaml
+
+from statewrightd import errors
+from statewrightd.definitions.files import is_queues_file
+from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.tasks import TaskPolls
+from statewrightd.reasons import Reason
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueue
 from statewrightd.store.records import QueueCounts
 from statewrightd.store.repository import Repository
@@ -38,6 +47,83 @@ T = TypeVar("T")
 
 class Reader(Protocol):
     def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
+
+# A queue's limits: counts of tasks, and tasks a second.
+MAX_LIMIT = 1_000_000
+MAX_RATE = 100_000.0
+COUNTS = ("max_leased", "burst", "key_max_leased", "key_burst")
+RATES = ("rate", "key_rate")
+
+
+def checked_config(queue: str, values: Mapping[str, object], where: str) -> QueueConfig:
+    """A queue's config from its named limits, each checked (``where`` names the field's
+    parent in messages: ``config`` for the API, a file's path for a queues file)."""
+    if not isinstance(queue, str) or not QUEUE_NAME.match(queue):
+        raise errors.InvalidArgument(
+            f"{where}: a queue name must match [a-z][a-z0-9-.]{{0,62}}; got {queue!r}",
+            reason=Reason.INVALID_FIELD,
+            metadata={"field": f"{where}.queue"},
+        )
+    limits: dict[str, float] = {}
+    for name, value in values.items():
+        field_name = f"{where}.{name}"
+        if name in COUNTS:
+            ok = isinstance(value, int) and not isinstance(value, bool)
+            ok = ok and 0 <= value <= MAX_LIMIT  # type: ignore[operator]
+            rule = f"a whole number from 0 (none) to {MAX_LIMIT:,}"
+        elif name in RATES:
+            ok = isinstance(value, int | float) and not isinstance(value, bool)
+            ok = ok and math.isfinite(value) and 0 <= value <= MAX_RATE  # type: ignore[arg-type,operator]
+            rule = f"tasks a second, from 0 (none) to {MAX_RATE:,.0f}"
+        else:
+            known = ", ".join(COUNTS[:1] + RATES[:1] + COUNTS[1:] + RATES[1:])
+            raise errors.InvalidArgument(
+                f"{field_name}: unknown limit; a queue takes {known}",
+                reason=Reason.INVALID_FIELD,
+                metadata={"field": field_name},
+            )
+        if not ok:
+            raise errors.InvalidArgument(
+                f"{field_name} must be {rule}; got {value!r}",
+                reason=Reason.INVALID_FIELD,
+                metadata={"field": field_name},
+            )
+        limits[name] = value  # type: ignore[assignment]
+    return QueueConfig(queue, **limits)  # type: ignore[arg-type]
+
+
+def read_queue_files(directory: Path) -> list[QueueConfig]:
+    """The queue configs of a definitions directory's queues files, by queue. Each file is
+    a map ``queues: {name: {max_leased: 5, rate: 20, ...}}``; a queue in two files, or a
+    file that does not read, is refused with its path."""
+    found: dict[str, tuple[QueueConfig, Path]] = {}
+    for path in sorted(p for p in directory.iterdir() if p.is_file() and is_queues_file(p)):
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise errors.InvalidArgument(
+                f"{path}: cannot read it: {exc}", reason=Reason.INVALID_FIELD
+            ) from None
+        queues = doc.get("queues") if isinstance(doc, dict) else None
+        if not isinstance(queues, dict) or set(doc) != {"queues"}:
+            raise errors.InvalidArgument(
+                f"{path}: a queues file is a map with one key, queues: a map of queue "
+                "names to their limits",
+                reason=Reason.INVALID_FIELD,
+            )
+        for name, limits in queues.items():
+            where = f"{path}: queues.{name}"
+            if not isinstance(limits, dict):
+                raise errors.InvalidArgument(
+                    f"{where} must be a map of limits", reason=Reason.INVALID_FIELD
+                )
+            if name in found:
+                raise errors.InvalidArgument(
+                    f"{where}: also set in {found[name][1]}", reason=Reason.INVALID_FIELD
+                )
+            found[name] = (checked_config(name, limits, where), path)
+    return [config for _, (config, _) in sorted(found.items())]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +180,14 @@ class QueueDesk:
         self._known_at = time.monotonic()
 
     # -- the API ---------------------------------------------------------------------
+
+    async def apply_files(self, directory: Path) -> list[QueueConfig]:
+        """Set the configs of the directory's queues files (at start): the files win over
+        what the API set before; a queue they do not name keeps its config."""
+        configs = await asyncio.to_thread(read_queue_files, directory)
+        for config in configs:
+            await self.set_config(config)
+        return configs
 
     async def set_config(self, config: QueueConfig) -> QueueConfig | None:
         repo, now = self.repo, self.clock.now()

@@ -190,6 +190,14 @@ class Application:
         storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
         diagnostics = Diagnostics(engine, handoff, reads, backend)
+        if self.config.definitions_dir is not None:
+            applied = await queues.apply_files(self.config.definitions_dir)
+            if applied:
+                _log.info(
+                    "set the flow control of %d queue(s) from the queues files: %s",
+                    len(applied),
+                    ", ".join(c.queue for c in applied),
+                )
         cases = UseCases(workflows, reads, tasks, diagnostics, queues)
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
 
