@@ -34,7 +34,7 @@ from statewrightd.store.records import TaskRecord
 AGING = 10.0
 # The ready tasks of each priority a limited claim looks at (oldest first), besides
 # those of keys that cannot take one now.
-WINDOW = 512
+WINDOW = 128
 _EPOCH = datetime.min
 
 

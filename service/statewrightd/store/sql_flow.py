@@ -34,7 +34,8 @@ class FlowStatements:
     # first, none of a blocked key; locked where the database can.
     ranked_ready: str
     save_tokens: str  # queue, tokens, now
-    save_key: str  # queue, key, tokens, refill_time, now -> upserted (last served now)
+    # queue, now, served (JSON: [{key, tokens, refill_time}]) -> upserted, last served now
+    save_keys: str
     close_key: str  # queue, key, until -> closed until then (or later, if it was)
     closed_keys: str  # queue, now -> KEY rows closed past now
     key_counts: str  # now -> (queue, key, ready, leased) of every keyed open task
@@ -98,9 +99,10 @@ SELECT {KEY_COLUMNS} FROM task_queue_keys
     ranked_ready=_ranked_postgres(),
     save_tokens="UPDATE task_queues SET tokens = %(tokens)s, refill_time = %(now)s"
     " WHERE queue = %(queue)s",
-    save_key="""
+    save_keys="""
 INSERT INTO task_queue_keys (queue, key, tokens, refill_time, last_lease_time)
-VALUES (%(queue)s, %(key)s, %(tokens)s, %(refill_time)s, %(now)s)
+SELECT %(queue)s, s.key, s.tokens, s.refill_time, %(now)s
+  FROM json_to_recordset(%(served)s::json) AS s(key text, tokens float8, refill_time timestamptz)
 ON CONFLICT (queue, key) DO UPDATE SET tokens = excluded.tokens,
     refill_time = excluded.refill_time, last_lease_time = excluded.last_lease_time
 """,
@@ -152,9 +154,11 @@ SELECT {KEY_COLUMNS} FROM task_queue_keys
 """,
     ranked_ready=_ranked_sqlite(),
     save_tokens="UPDATE task_queues SET tokens = :tokens, refill_time = :now WHERE queue = :queue",
-    save_key="""
+    save_keys="""
 INSERT INTO task_queue_keys (queue, key, tokens, refill_time, last_lease_time)
-VALUES (:queue, :key, :tokens, :refill_time, :now)
+SELECT :queue, json_extract(value, '$.key'), json_extract(value, '$.tokens'),
+       json_extract(value, '$.refill_time'), :now
+  FROM json_each(:served) WHERE true
 ON CONFLICT (queue, key) DO UPDATE SET tokens = excluded.tokens,
     refill_time = excluded.refill_time, last_lease_time = excluded.last_lease_time
 """,

@@ -355,20 +355,21 @@ class SqlRepository(BatchWriter, Repository):
         rows = self._lease_chosen(conn, claim.chosen, params)
         if rows and config.rate:
             conn.execute(self.FLOW.save_tokens, {**params, "tokens": claim.tokens})
-        for ks in claim.keys if rows else []:
-            refill_time = None if ks.refill_time is None else self.ROWS.time_param(ks.refill_time)
-            conn.execute(
-                self.FLOW.save_key,
-                {
-                    "queue": params["queue"],
-                    "key": ks.key,
-                    "tokens": ks.tokens,
-                    "refill_time": refill_time,
-                    "now": params["now"],
-                },
-            )
+        if rows and claim.keys:
+            served = [
+                {"key": ks.key, "tokens": ks.tokens, "refill_time": self._json_time(ks.refill_time)}
+                for ks in claim.keys
+            ]
+            conn.execute(self.FLOW.save_keys, {**params, "served": json.dumps(served)})
         made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, rows)}
         return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
+
+    def _json_time(self, value: datetime | None) -> Any:
+        """A time inside a JSON parameter: as this database reads it from JSON text."""
+        if value is None:
+            return None
+        param = self.ROWS.time_param(value)
+        return param.isoformat() if isinstance(param, datetime) else param
 
     def _stored_queue(self, row: Sequence[Any]) -> StoredQueue:
         config = QueueConfig(
