@@ -186,6 +186,23 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     gone = _ok(http.request("DELETE", f"{W}/{retried}?allowMissing=true"), "DeleteWorkflow", seen)
     assert "workflow" not in gone or not gone["workflow"]["workflowId"]
 
+    limits = {"queue": "e2e.http-limits", "maxLeased": 3, "rate": 5}
+    stored = _ok(
+        http.request(
+            "PUT",
+            "/api/v1/queues/e2e.http-limits/config",
+            json.dumps(limits),
+            {"Content-Type": "application/json"},
+        ),
+        "SetQueueConfig",
+        seen,
+    )
+    assert stored["config"]["maxLeased"] == 3
+    got = _ok(http.get("/api/v1/queues/e2e.http-limits/config"), "GetQueueConfig", seen)
+    assert got["config"]["rate"] == 5
+    queues = _ok(http.get("/api/v1/queues", keyCount=3), "ListQueues", seen)["queues"]
+    assert "e2e.http-limits" in [q["queue"] for q in queues]
+
     assert seen == EVERY_RPC, f"walk these RPCs too: {sorted(EVERY_RPC - seen)}"
 
 
