@@ -87,7 +87,7 @@ class _CommitLost(Exception):
 
 class PostgresRepository(SqlRepository):
     SQL = q.SQL
-    FLOW = sql_flow.POSTGRES
+    FLOW = sql_flow.with_lease(sql_flow.POSTGRES, q.SQL.lease_chosen)
     ROWS = _ROWS
     SQL_STANDING = q.INSTANCE_STANDING
     # Whether pooled connections run each statement as its own transaction.

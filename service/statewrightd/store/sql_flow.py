@@ -6,6 +6,7 @@ them (timestamptz; integer microseconds in SQLite).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 
 from statewrightd.store import rows
@@ -25,45 +26,56 @@ class FlowStatements:
     list_configs: str  # -> CONFIG rows by queue
     put_config: str  # the config's fields, now, tokens -> upserted
     delete_config: str  # queue
-    leased_by_key: str  # queue -> (concurrency_key, leased)
-    # queue, now, full_since -> KEY rows that may hold a key back: closed, or a bucket
-    # that has not refilled since full_since.
-    hot_keys: str
-    keys_named: str  # queue, keys -> KEY rows
+    # queue, now, full_since -> one read of where the queue stands: rows ('L', key,
+    # leased) for its leases by key, and ('K', KEY columns) for the keys that may hold
+    # one back (closed, or a bucket that has not refilled since full_since).
+    standing: str
     # queue, now, window, blocked -> up to ``window`` ready tasks of each priority, oldest
-    # first, none of a blocked key; locked where the database can.
+    # first, none of a blocked key; locked where the database can. Each row: TASK, then
+    # what the queue knows of its key (tokens, refill_time, last_lease_time, closed_until).
     ranked_ready: str
     save_tokens: str  # queue, tokens, now
     # queue, now, served (JSON: [{key, tokens, refill_time}]) -> upserted, last served now
     save_keys: str
+    # Where the database can: the lease of the chosen tasks (SQL.lease_chosen's parameters)
+    # with save_keys and save_tokens (when spend_tokens) in the same statement.
+    lease_and_save: str | None
     close_key: str  # queue, key, until -> closed until then (or later, if it was)
     closed_keys: str  # queue, now -> KEY rows closed past now
     key_counts: str  # now -> (queue, key, ready, leased) of every keyed open task
 
 
-_TASK = rows.listed(rows.TASK)
+_KEYED = "s.tokens, s.refill_time, s.last_lease_time, s.closed_until"
 
 
 def _ranked_postgres() -> str:
-    ready = _READY.format(q="%(queue)s", now="%(now)s")
+    ready = _READY.format(q="%(queue)s", now="%(now)s").replace("queue =", "t.queue =")
+    ready = ready.replace("status IN", "t.status IN").replace(
+        "available_time <=", "t.available_time <="
+    )
     return f"""
 SELECT c.* FROM generate_series(1, 5) AS p(priority),
-LATERAL (SELECT {_TASK} FROM workflow_tasks t
+LATERAL (SELECT {rows.listed(rows.TASK, "t.")}, {_KEYED} FROM workflow_tasks t
+           LEFT JOIN task_queue_keys s ON s.queue = t.queue AND s.key = t.concurrency_key
           WHERE {ready} AND t.deadline > %(now)s AND t.priority = p.priority
             AND (t.concurrency_key IS NULL OR NOT t.concurrency_key = ANY(%(blocked)s::text[]))
           ORDER BY t.available_time LIMIT %(window)s
-            FOR UPDATE SKIP LOCKED) c
+            FOR UPDATE OF t SKIP LOCKED) c
 """
 
 
 def _ranked_sqlite() -> str:
-    ready = _READY.format(q=":queue", now=":now")
+    ready = _READY.format(q=":queue", now=":now").replace("queue =", "t.queue =")
+    ready = ready.replace("status IN", "t.status IN").replace(
+        "available_time <=", "t.available_time <="
+    )
     parts = [
-        f"""SELECT * FROM (SELECT {_TASK} FROM workflow_tasks
-          WHERE {ready} AND deadline > :now AND priority = {p}
-            AND (concurrency_key IS NULL
-                 OR concurrency_key NOT IN (SELECT value FROM json_each(:blocked_json)))
-          ORDER BY available_time LIMIT :window)"""
+        f"""SELECT * FROM (SELECT {rows.listed(rows.TASK, "t.")}, {_KEYED} FROM workflow_tasks t
+           LEFT JOIN task_queue_keys s ON s.queue = t.queue AND s.key = t.concurrency_key
+          WHERE {ready} AND t.deadline > :now AND t.priority = {p}
+            AND (t.concurrency_key IS NULL
+                 OR t.concurrency_key NOT IN (SELECT value FROM json_each(:blocked_json)))
+          ORDER BY t.available_time LIMIT :window)"""
         for p in range(1, 6)
     ]
     return "\nUNION ALL\n".join(parts)
@@ -84,17 +96,13 @@ ON CONFLICT (queue) DO UPDATE SET max_leased = excluded.max_leased, rate = exclu
     tokens = LEAST(task_queues.tokens, excluded.tokens), update_time = excluded.update_time
 """,
     delete_config="DELETE FROM task_queues WHERE queue = %(queue)s",
-    leased_by_key="""
-SELECT concurrency_key, count(*) FROM workflow_tasks
- WHERE queue = %(queue)s AND status = 'LEASED' GROUP BY concurrency_key
-""",
-    hot_keys=f"""
-SELECT {KEY_COLUMNS} FROM task_queue_keys
+    standing="""
+SELECT 'L', concurrency_key, count(*)::float8, NULL::timestamptz, NULL::timestamptz,
+       NULL::timestamptz
+  FROM workflow_tasks WHERE queue = %(queue)s AND status = 'LEASED' GROUP BY concurrency_key
+UNION ALL
+SELECT 'K', key, tokens, refill_time, last_lease_time, closed_until FROM task_queue_keys
  WHERE queue = %(queue)s AND (closed_until > %(now)s OR refill_time > %(full_since)s)
-""",
-    keys_named=f"""
-SELECT {KEY_COLUMNS} FROM task_queue_keys
- WHERE queue = %(queue)s AND key = ANY(%(keys)s::text[])
 """,
     ranked_ready=_ranked_postgres(),
     save_tokens="UPDATE task_queues SET tokens = %(tokens)s, refill_time = %(now)s"
@@ -115,6 +123,7 @@ ON CONFLICT (queue, key) DO UPDATE SET closed_until =
 SELECT {KEY_COLUMNS} FROM task_queue_keys
  WHERE queue = %(queue)s AND closed_until > %(now)s ORDER BY key
 """,
+    lease_and_save=None,  # see with_lease
     key_counts="""
 SELECT queue, concurrency_key,
        count(*) FILTER (WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s),
@@ -140,17 +149,12 @@ ON CONFLICT (queue) DO UPDATE SET max_leased = excluded.max_leased, rate = exclu
     tokens = min(task_queues.tokens, excluded.tokens), update_time = excluded.update_time
 """,
     delete_config="DELETE FROM task_queues WHERE queue = :queue",
-    leased_by_key="""
-SELECT concurrency_key, count(*) FROM workflow_tasks
- WHERE queue = :queue AND status = 'LEASED' GROUP BY concurrency_key
-""",
-    hot_keys=f"""
-SELECT {KEY_COLUMNS} FROM task_queue_keys
+    standing="""
+SELECT 'L', concurrency_key, count(*), NULL, NULL, NULL
+  FROM workflow_tasks WHERE queue = :queue AND status = 'LEASED' GROUP BY concurrency_key
+UNION ALL
+SELECT 'K', key, tokens, refill_time, last_lease_time, closed_until FROM task_queue_keys
  WHERE queue = :queue AND (closed_until > :now OR refill_time > :full_since)
-""",
-    keys_named=f"""
-SELECT {KEY_COLUMNS} FROM task_queue_keys
- WHERE queue = :queue AND key IN (SELECT value FROM json_each(:keys_json))
 """,
     ranked_ready=_ranked_sqlite(),
     save_tokens="UPDATE task_queues SET tokens = :tokens, refill_time = :now WHERE queue = :queue",
@@ -171,6 +175,7 @@ ON CONFLICT (queue, key) DO UPDATE SET closed_until =
 SELECT {KEY_COLUMNS} FROM task_queue_keys
  WHERE queue = :queue AND closed_until > :now ORDER BY key
 """,
+    lease_and_save=None,
     key_counts="""
 SELECT queue, concurrency_key,
        coalesce(sum(status IN ('SCHEDULED', 'BACKOFF') AND available_time <= :now), 0),
@@ -180,3 +185,20 @@ SELECT queue, concurrency_key,
  GROUP BY queue, concurrency_key
 """,
 )
+
+
+def with_lease(statements: FlowStatements, lease_chosen: str) -> FlowStatements:
+    """``statements`` with lease_and_save built on the dialect's lease of chosen tasks:
+    one round trip fewer under the queue's lock, as the served keys and the spent tokens
+    are saved by the lease's own statement (data-modifying CTEs run whether or not read)."""
+    return dataclasses.replace(
+        statements,
+        lease_and_save=f"""
+WITH served AS ({statements.save_keys.strip()}),
+spent AS (
+    UPDATE task_queues SET tokens = %(tokens)s, refill_time = %(now)s
+     WHERE queue = %(queue)s AND %(spend_tokens)s
+)
+{lease_chosen.strip()}
+""",
+    )

@@ -40,7 +40,7 @@ from statewrightd.store.records import (
     Tombstone,
 )
 from statewrightd.store.repository import Choose, Params, Repository
-from statewrightd.store.rows import Rows
+from statewrightd.store.rows import TASK, Rows
 from statewrightd.store.sql_flow import FlowStatements
 
 
@@ -307,14 +307,14 @@ class SqlRepository(BatchWriter, Repository):
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
 
     def _lease_chosen(
-        self, conn: Connection, chosen: list[TaskRecord], params: Params
+        self, conn: Connection, chosen: list[TaskRecord], params: Params, sql: str | None = None
     ) -> list[Any]:
         if not chosen:
             return []
         params["chosen_workflows"] = [t.workflow_id for t in chosen]
         params["chosen_tasks"] = [t.task_id for t in chosen]
         params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
-        return list(conn.execute(self.SQL.lease_chosen, params).fetchall())
+        return list(conn.execute(sql or self.SQL.lease_chosen, params).fetchall())
 
     def _limited_lease(
         self,
@@ -326,42 +326,51 @@ class SqlRepository(BatchWriter, Repository):
     ) -> list[TaskRecord]:
         """The claim of a queue with limits, under its config row's lock (store/flow.py)."""
         config, limit = stored.config, params["limit"]
-        by_key: dict[str, int] = {}
-        leased = 0
-        for key, count in conn.execute(self.FLOW.leased_by_key, params).fetchall():
-            leased += int(count)
-            if key is not None:
-                by_key[key] = int(count)
         refill = config.key_bucket / config.key_rate if config.key_rate else 0.0
         params["full_since"] = self.ROWS.time_param(now - timedelta(seconds=refill))
-        keys = {
-            r[0]: self._key_state(r) for r in conn.execute(self.FLOW.hot_keys, params).fetchall()
-        }
+        by_key: dict[str, int] = {}
+        keys: dict[str, KeyState] = {}
+        leased = 0
+        for row in conn.execute(self.FLOW.standing, params).fetchall():
+            if row[0] == "L":
+                leased += int(row[2])
+                if row[1] is not None:
+                    by_key[row[1]] = int(row[2])
+            else:
+                keys[row[1]] = self._key_state(row[1:])
         state = QueueState(config, stored.tokens, stored.refill_time, leased, by_key, keys)
         if flow.room(state, limit, now) == 0:
             return []  # full, or out of tokens: nothing to read
         blocked = flow.blocked_keys(state, now)
         params.update(window=flow.WINDOW, blocked=blocked, blocked_json=json.dumps(blocked))
-        found = conn.execute(self.FLOW.ranked_ready, params).fetchall()
-        ready = [self.ROWS.task(r) for r in found]
-        unknown = sorted({t.concurrency_key for t in ready if t.concurrency_key} - keys.keys())
-        if unknown:
-            params.update(keys=unknown, keys_json=json.dumps(unknown))
-            for r in conn.execute(self.FLOW.keys_named, params).fetchall():
-                keys[r[0]] = self._key_state(r)
+        width = len(TASK)
+        ready = []
+        for r in conn.execute(self.FLOW.ranked_ready, params).fetchall():
+            task = self.ROWS.task(r[:width])
+            ready.append(task)
+            if task.concurrency_key is not None and task.concurrency_key not in keys:
+                keys[task.concurrency_key] = self._key_state((task.concurrency_key, *r[width:]))
         claim = flow.plan_claim(state, ready, limit, now)
         if choose is not None and claim.chosen:
             claim = flow.plan_claim(state, choose(claim.chosen), limit, now)
-        rows = self._lease_chosen(conn, claim.chosen, params)
-        if rows and config.rate:
-            conn.execute(self.FLOW.save_tokens, {**params, "tokens": claim.tokens})
-        if rows and claim.keys:
-            served = [
-                {"key": ks.key, "tokens": ks.tokens, "refill_time": self._json_time(ks.refill_time)}
-                for ks in claim.keys
-            ]
-            conn.execute(self.FLOW.save_keys, {**params, "served": json.dumps(served)})
-        made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, rows)}
+        if not claim.chosen:
+            return []
+        served = [
+            {"key": ks.key, "tokens": ks.tokens, "refill_time": self._json_time(ks.refill_time)}
+            for ks in claim.keys
+        ]
+        params.update(
+            served=json.dumps(served), tokens=claim.tokens, spend_tokens=bool(config.rate)
+        )
+        if self.FLOW.lease_and_save is not None:
+            found = self._lease_chosen(conn, claim.chosen, params, self.FLOW.lease_and_save)
+        else:
+            found = self._lease_chosen(conn, claim.chosen, params)
+            if found and config.rate:
+                conn.execute(self.FLOW.save_tokens, params)
+            if found and claim.keys:
+                conn.execute(self.FLOW.save_keys, params)
+        made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, found)}
         return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
 
     def _json_time(self, value: datetime | None) -> Any:
