@@ -26,7 +26,7 @@ import os
 import statistics
 import sys
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 import grpc
@@ -99,9 +99,10 @@ async def work_off(target: str, queue: str, tasks: int, pollers: int) -> float:
 
 def steps(database: str, args: argparse.Namespace) -> dict[str, object]:
     out: dict[str, list[float]] = {"free": [], "keyed": []}
-    with workspace(DEFINITIONS, "flow-bench-") as (definitions, logs), server(
-        database, definitions, logs, "flow"
-    ) as (target, _pid):
+    with (
+        workspace(DEFINITIONS, "flow-bench-") as (definitions, logs),
+        server(database, definitions, logs, "flow") as (target, _pid),
+    ):
         with grpc.insecure_channel(target) as channel:
             config = tpb.QueueConfig(queue="bench.keyed", key_max_leased=1)
             tpb_grpc.TaskServiceStub(channel).SetQueueConfig(
