@@ -39,6 +39,9 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.timer_bench import server, workspace
+from statewrightd.store import open_repository
+from statewrightd.store.flow import QueueConfig
+from statewrightd.store.schema import migrate
 
 DEFINITIONS = {
     f"flow-{name}.yaml": f"""
@@ -119,9 +122,6 @@ def steps(database: str, args: argparse.Namespace) -> dict[str, object]:
 
 
 def claim(database: str, args: argparse.Namespace) -> dict[str, object]:
-    from statewrightd.store import open_repository
-    from statewrightd.store.flow import QueueConfig
-
     now = datetime.now(UTC)
     with psycopg.connect(database, autocommit=True) as conn:
         conn.execute(
@@ -150,11 +150,11 @@ SELECT 'c-' || i, '1', 1, 'work', q.queue, '{}'::jsonb, 'SCHEDULED', 3,
     times: dict[str, list[float]] = {"claim.free": [], "claim.keyed": []}
     try:
         for _ in range(args.claims):
-            for queue in times:
+            for queue, spent in times.items():
                 at = datetime.now(UTC)
                 began = time.perf_counter()
                 leased = repo.lease_tasks(queue, at, 10, 30.0)
-                times[queue].append((time.perf_counter() - began) * 1000)
+                spent.append((time.perf_counter() - began) * 1000)
                 assert len(leased) == 10, (queue, len(leased))
                 for t in leased:
                     repo.release_task(t.workflow_id, t.task_id, t.lease_token or "", at)
@@ -190,8 +190,6 @@ def main() -> None:
         database = admin.rsplit("/", 1)[0] + "/" + name
         try:
             if part == "claim":
-                from statewrightd.store.schema import migrate
-
                 migrate(database)
                 report.update(claim(database, args))
             else:
