@@ -20,6 +20,7 @@ from google.protobuf import timestamp_pb2
 from statewright.v1 import task_pb2
 from statewright.v1 import task_service_pb2 as pb
 
+from tests.e2e.test_metrics import metrics_url, scrape, value
 from tests.support.api import COMPLETED, Client, uid
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
@@ -85,7 +86,8 @@ def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[
         test_definitions=False,
         extra={"flow.yaml": FLOW, "queues.yaml": QUEUES},
     )
-    with running_server(database, definitions, cwd=root) as process:
+    metrics = ["--metrics-listen", "127.0.0.1:0"]
+    with running_server(database, definitions, cwd=root, extra_args=metrics) as process:
         yield process
     assert "Traceback" not in process.log(), process.log()
 
@@ -329,7 +331,10 @@ def test_a_config_of_zeros_removes_the_limits(client: Client) -> None:
     assert not got.HasField("config")
 
 
-def test_a_queues_file_is_applied_at_start(client: Client) -> None:
+def test_a_queues_file_is_applied_at_start(client: Client, server: ServerProcess) -> None:
     tasks = Tasks(client.channel)
     got = tasks.stub.GetQueueConfig(pb.GetQueueConfigRequest(queue="flow.file"), timeout=10)
     assert (got.config.max_leased, got.config.rate, got.config.key_max_leased) == (2, 50.0, 1)
+    samples = scrape(metrics_url(server))
+    assert value(samples, "statewright_queue_limit", queue="flow.file", limit="rate") == 50.0
+    assert value(samples, "statewright_queue_limit", queue="flow.file", limit="max_leased") == 2

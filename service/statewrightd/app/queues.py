@@ -149,6 +149,10 @@ class QueueDesk:
 
     # -- what polls ask --------------------------------------------------------------
 
+    def known(self) -> list[QueueConfig]:
+        """Every queue's config as last read (from any thread: one whole-value read)."""
+        return list(self._known.values())
+
     def limits(self, queue: str) -> QueueConfig | None:
         """The queue's config as last read (no database call)."""
         return self._known.get(queue)

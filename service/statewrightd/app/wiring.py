@@ -190,6 +190,7 @@ class Application:
         storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
         diagnostics = Diagnostics(engine, handoff, reads, backend)
+        diagnostics.limits_from(queues.known)
         if self.config.definitions_dir is not None:
             applied = await queues.apply_files(self.config.definitions_dir)
             if applied:

@@ -26,6 +26,7 @@ from statewrightd.config import parse_listen
 from statewrightd.engine.event_loop import EventLoopMetrics
 from statewrightd.engine.retention import RetentionStats
 from statewrightd.engine.timers import TimerStats
+from statewrightd.store.flow import QueueConfig
 from statewrightd.store.records import QueueCounts
 from statewrightd.store.writer import WriterStats
 
@@ -156,6 +157,8 @@ class RuntimeCounters(Protocol):
 
     def task_counts(self) -> list[QueueCounts]: ...
 
+    def queue_limits(self) -> list[QueueConfig]: ...
+
     def retention_stats(self) -> RetentionStats: ...
 
 
@@ -235,6 +238,16 @@ class _RuntimeCollector(Collector):
             leased.add_metric([queue.queue], queue.leased)
         yield scheduled
         yield leased
+        limit = GaugeMetricFamily(
+            "statewright_queue_limit",
+            "A task queue's flow-control limits (as this server last read them): max_leased, "
+            "key_max_leased (tasks), rate, key_rate (tasks a second); a limit of 0 is none.",
+            labels=["queue", "limit"],
+        )
+        for config in self._counters.queue_limits():
+            for name in ("max_leased", "rate", "key_max_leased", "key_rate"):
+                limit.add_metric([config.queue, name], float(getattr(config, name)))
+        yield limit
         writer = self._counters.writer_stats()
         if writer is not None:
             yield GaugeMetricFamily(
