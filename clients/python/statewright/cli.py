@@ -232,7 +232,7 @@ def _queue(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> 
     current = client.get_queue_config(args.queue).config
     base = current.to_dict() if current is not None else {}
     values = {name: base.get(name) or 0 for name in _LIMITS} | limits
-    stored = client.set_queue_config(QueueConfig(args.queue, **values))  # type: ignore[arg-type]
+    stored = client.set_queue_config(QueueConfig(args.queue, **values))
     _emit(out, stored.to_dict() if stored is not None else None, compact=args.compact)
 
 
