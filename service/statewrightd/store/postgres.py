@@ -87,7 +87,9 @@ class _CommitLost(Exception):
 
 class PostgresRepository(SqlRepository):
     SQL = q.SQL
-    FLOW = sql_flow.with_lease(sql_flow.POSTGRES, q.SQL.lease_chosen)
+    FLOW = sql_flow.with_lease(
+        sql_flow.POSTGRES, q.SQL.lease_chosen, (q.UNLIMITED_LEASE, q.UNLIMITED_READY)
+    )
     ROWS = _ROWS
     SQL_STANDING = q.INSTANCE_STANDING
     # Whether pooled connections run each statement as its own transaction.

@@ -37,12 +37,16 @@ class FlowStatements:
     save_tokens: str  # queue, tokens, now
     # queue, now, served (JSON: [{key, tokens, refill_time}]) -> upserted, last served now
     save_keys: str
-    # Where the database can: the lease of the chosen tasks (SQL.lease_chosen's parameters)
-    # with save_keys and save_tokens (when spend_tokens) in the same statement.
-    lease_and_save: str | None
     close_key: str  # queue, key, until -> closed until then (or later, if it was)
     closed_keys: str  # queue, now -> KEY rows closed past now
     key_counts: str  # now -> (queue, key, ready, leased) of every keyed open task
+    # Where the database can: the lease of the chosen tasks (SQL.lease_chosen's parameters)
+    # with save_keys and save_tokens (when spend_tokens) in the same statement.
+    lease_and_save: str | None = None
+    # Where a round trip is worth saving: SQL.lease_tasks and SQL.ready_tasks that find
+    # nothing on a queue with a config (which is then claimed under its lock).
+    unlimited_lease: str | None = None
+    unlimited_ready: str | None = None
 
 
 _KEYED = "s.tokens, s.refill_time, s.last_lease_time, s.closed_until"
@@ -187,12 +191,17 @@ SELECT queue, concurrency_key,
 )
 
 
-def with_lease(statements: FlowStatements, lease_chosen: str) -> FlowStatements:
+def with_lease(
+    statements: FlowStatements, lease_chosen: str, unlimited: tuple[str, str]
+) -> FlowStatements:
     """``statements`` with lease_and_save built on the dialect's lease of chosen tasks:
     one round trip fewer under the queue's lock, as the served keys and the spent tokens
-    are saved by the lease's own statement (data-modifying CTEs run whether or not read)."""
+    are saved by the lease's own statement (data-modifying CTEs run whether or not read);
+    and with the ``unlimited`` (lease, ready) claims."""
     return dataclasses.replace(
         statements,
+        unlimited_lease=unlimited[0],
+        unlimited_ready=unlimited[1],
         lease_and_save=f"""
 WITH served AS ({statements.save_keys.strip()}),
 spent AS (

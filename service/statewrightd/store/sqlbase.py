@@ -292,19 +292,34 @@ class SqlRepository(BatchWriter, Repository):
     def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
         now = params["now"]
         params = self._bound(params)
+        flows = self.FLOW
         with self._writing() as conn:
-            limits = conn.execute(self.FLOW.lock_config, params).fetchone()
+            if flows.unlimited_lease is not None and flows.unlimited_ready is not None:
+                # The claim of a queue without limits first, as it always was; a queue
+                # with limits answers it nothing, and is then claimed under its lock.
+                rows = self._unlimited(
+                    conn, params, choose, flows.unlimited_lease, flows.unlimited_ready
+                )
+                if rows:
+                    return sorted(map(self.ROWS.task, rows), key=lambda t: t.available_time)
+            limits = conn.execute(flows.lock_config, params).fetchone()
             if limits is not None:
                 # In the order the claim served them: priority, the keys' turns, age.
                 return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
-            if choose is None:
-                rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
-            else:
-                found = conn.execute(self.SQL.ready_tasks, params).fetchall()
-                ready = [self.ROWS.task(r) for r in found]
-                chosen = choose(sorted(ready, key=lambda t: t.available_time))
-                rows = self._lease_chosen(conn, chosen, params)
+            if flows.unlimited_lease is not None:
+                return []
+            rows = self._unlimited(conn, params, choose, self.SQL.lease_tasks, self.SQL.ready_tasks)
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
+
+    def _unlimited(
+        self, conn: Connection, params: Params, choose: Choose | None, lease: str, ready: str
+    ) -> list[Any]:
+        if choose is None:
+            return list(conn.execute(lease, params).fetchall())
+        found = [self.ROWS.task(r) for r in conn.execute(ready, params).fetchall()]
+        return self._lease_chosen(
+            conn, choose(sorted(found, key=lambda t: t.available_time)), params
+        )
 
     def _lease_chosen(
         self, conn: Connection, chosen: list[TaskRecord], params: Params, sql: str | None = None
