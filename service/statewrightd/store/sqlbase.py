@@ -124,7 +124,91 @@ def _named(params: Params, *keys: str) -> tuple[bool, ...]:
     return tuple(params[k] is not None for k in keys)
 
 
-class SqlRepository(BatchWriter, Repository):
+class _FlowControl:
+    """The queue configs and keys of flow control (store/flow.py), kept apart from the
+    claim (``SqlRepository._limited_lease``) only to keep each class readable."""
+
+    FLOW: ClassVar[FlowStatements]
+    ROWS: ClassVar[Rows]
+
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
+
+    @abstractmethod
+    def _time(self, value: datetime) -> Any: ...
+
+    def _json_time(self, value: datetime | None) -> Any:
+        """A time inside a JSON parameter: as this database reads it from JSON text."""
+        if value is None:
+            return None
+        param = self.ROWS.time_param(value)
+        return param.isoformat() if isinstance(param, datetime) else param
+
+    def _stored_queue(self, row: Sequence[Any]) -> StoredQueue:
+        config = QueueConfig(
+            queue=row[0],
+            max_leased=row[1] or 0,
+            rate=row[2] or 0.0,
+            burst=row[3] or 0,
+            key_max_leased=row[4] or 0,
+            key_rate=row[5] or 0.0,
+            key_burst=row[6] or 0,
+            update_time=self.ROWS.time(row[7]),
+        )
+        refill = None if row[9] is None else self.ROWS.time(row[9])
+        return StoredQueue(config, float(row[8] or 0.0), refill)
+
+    def _key_state(self, row: Sequence[Any]) -> KeyState:
+        def time(value: Any) -> datetime | None:
+            return None if value is None else self.ROWS.time(value)
+
+        tokens = None if row[1] is None else float(row[1])
+        return KeyState(row[0], tokens, time(row[2]), time(row[3]), time(row[4]))
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        params: Params = {"queue": config.queue, "now": self._time(now)}
+        with self._writing() as conn:
+            if not config.limited:
+                conn.execute(self.FLOW.delete_config, params)
+                return None
+            params.update(
+                max_leased=config.max_leased,
+                rate=config.rate,
+                burst=config.burst,
+                key_max_leased=config.key_max_leased,
+                key_rate=config.key_rate,
+                key_burst=config.key_burst,
+                tokens=float(config.bucket),
+            )
+            conn.execute(self.FLOW.put_config, params)
+            row = conn.execute(self.FLOW.get_config, params).fetchone()
+        return self._stored_queue(row).config
+
+    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
+        if queue is not None:
+            rows = self._read_all(self.FLOW.get_config, {"queue": queue})
+        else:
+            rows = self._read_all(self.FLOW.list_configs)
+        return [self._stored_queue(r) for r in rows]
+
+    def close_key(self, queue: str, key: str, until: datetime) -> None:
+        params = {"queue": queue, "key": key, "until": self._time(until)}
+        with self._writing() as conn:
+            conn.execute(self.FLOW.close_key, params)
+
+    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]:
+        rows = self._read_all(self.FLOW.closed_keys, {"queue": queue, "now": self._time(now)})
+        return [self._key_state(r) for r in rows]
+
+    def key_counts(self, now: datetime) -> list[KeyCounts]:
+        rows = self._read_all(self.FLOW.key_counts, {"now": self._time(now)})
+        return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
+
+
+class SqlRepository(_FlowControl, BatchWriter, Repository):
     SQL: ClassVar[Statements]
     FLOW: ClassVar[FlowStatements]
     ROWS: ClassVar[Rows]
@@ -387,75 +471,6 @@ class SqlRepository(BatchWriter, Repository):
                 conn.execute(self.FLOW.save_keys, params)
         made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, found)}
         return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
-
-    def _json_time(self, value: datetime | None) -> Any:
-        """A time inside a JSON parameter: as this database reads it from JSON text."""
-        if value is None:
-            return None
-        param = self.ROWS.time_param(value)
-        return param.isoformat() if isinstance(param, datetime) else param
-
-    def _stored_queue(self, row: Sequence[Any]) -> StoredQueue:
-        config = QueueConfig(
-            queue=row[0],
-            max_leased=row[1] or 0,
-            rate=row[2] or 0.0,
-            burst=row[3] or 0,
-            key_max_leased=row[4] or 0,
-            key_rate=row[5] or 0.0,
-            key_burst=row[6] or 0,
-            update_time=self.ROWS.time(row[7]),
-        )
-        refill = None if row[9] is None else self.ROWS.time(row[9])
-        return StoredQueue(config, float(row[8] or 0.0), refill)
-
-    def _key_state(self, row: Sequence[Any]) -> KeyState:
-        def time(value: Any) -> datetime | None:
-            return None if value is None else self.ROWS.time(value)
-
-        tokens = None if row[1] is None else float(row[1])
-        return KeyState(row[0], tokens, time(row[2]), time(row[3]), time(row[4]))
-
-    # -- flow control ----------------------------------------------------------------
-
-    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
-        params: Params = {"queue": config.queue, "now": self._time(now)}
-        with self._writing() as conn:
-            if not config.limited:
-                conn.execute(self.FLOW.delete_config, params)
-                return None
-            params.update(
-                max_leased=config.max_leased,
-                rate=config.rate,
-                burst=config.burst,
-                key_max_leased=config.key_max_leased,
-                key_rate=config.key_rate,
-                key_burst=config.key_burst,
-                tokens=float(config.bucket),
-            )
-            conn.execute(self.FLOW.put_config, params)
-            row = conn.execute(self.FLOW.get_config, params).fetchone()
-        return self._stored_queue(row).config
-
-    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
-        if queue is not None:
-            rows = self._read_all(self.FLOW.get_config, {"queue": queue})
-        else:
-            rows = self._read_all(self.FLOW.list_configs)
-        return [self._stored_queue(r) for r in rows]
-
-    def close_key(self, queue: str, key: str, until: datetime) -> None:
-        params = {"queue": queue, "key": key, "until": self._time(until)}
-        with self._writing() as conn:
-            conn.execute(self.FLOW.close_key, params)
-
-    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]:
-        rows = self._read_all(self.FLOW.closed_keys, {"queue": queue, "now": self._time(now)})
-        return [self._key_state(r) for r in rows]
-
-    def key_counts(self, now: datetime) -> list[KeyCounts]:
-        rows = self._read_all(self.FLOW.key_counts, {"now": self._time(now)})
-        return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
 
     def _heartbeat_task(self, params: Params) -> TaskRecord | None:
         return self._one_task(self.SQL.heartbeat_task, params)
