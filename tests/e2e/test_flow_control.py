@@ -49,6 +49,8 @@ states:
     task: {queue: flow.prio, priority: context.prio}
   on_close:
     task: {queue: flow.close, concurrency_key: context.key}
+  on_two:
+    task: {queue: flow.two}
   done: {}
 transitions:
   - {from: begin, to: on_max, guard: "context.route == 'max'"}
@@ -56,11 +58,13 @@ transitions:
   - {from: begin, to: on_rate, guard: "context.route == 'rate'"}
   - {from: begin, to: on_prio, guard: "context.route == 'prio'"}
   - {from: begin, to: on_close, guard: "context.route == 'close'"}
+  - {from: begin, to: on_two, guard: "context.route == 'two'"}
   - {from: on_max, to: done}
   - {from: on_key, to: done}
   - {from: on_rate, to: done}
   - {from: on_prio, to: done}
   - {from: on_close, to: done}
+  - {from: on_two, to: done}
 """
 
 
@@ -161,6 +165,7 @@ def work(
     pollers: int = 4,
     hold: float = 0.02,
     deadline: float = 60.0,
+    also: ServerProcess | None = None,
 ) -> Watch:
     """``pollers`` workers on their own channels poll ``queue`` and complete each task
     after ``hold`` seconds, until ``total`` are done."""
@@ -170,7 +175,9 @@ def work(
 
     def worker(n: int) -> None:
         try:
-            with Client(server.target) as own:
+            # With ``also``, every other poller works through that replica.
+            replica = also if also is not None and n % 2 else server
+            with Client(replica.target) as own:
                 tasks = Tasks(own.channel)
                 while time.monotonic() < end:
                     with watch.lock:
@@ -338,3 +345,30 @@ def test_a_queues_file_is_applied_at_start(client: Client, server: ServerProcess
     samples = scrape(metrics_url(server))
     assert value(samples, "statewright_queue_limit", queue="flow.file", limit="rate") == 50.0
     assert value(samples, "statewright_queue_limit", queue="flow.file", limit="max_leased") == 2
+
+
+def test_two_replicas_share_one_limit(
+    client: Client, server: ServerProcess, database: str, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    total = 24 * SCALE
+    configure(client, "flow.two", max_leased=3)
+    start(client, "two", total)
+    root = tmp_path_factory.mktemp("flow-replica")
+    definitions = definitions_dir(
+        root / "definitions", examples=False, test_definitions=False, extra={"flow.yaml": FLOW}
+    )
+    stop = threading.Event()
+    counts: list[int] = []
+    with running_server(database, definitions, cwd=root) as second:
+        sampler = threading.Thread(
+            target=lambda: counts.extend(sample_leased(database, "flow.two", stop))
+        )
+        sampler.start()
+        try:
+            watch = work(server, "flow.two", total, pollers=4, also=second)
+        finally:
+            stop.set()
+            sampler.join(30)
+    assert watch.most[""] <= 3
+    assert counts and max(counts) <= 3, "never more than 3 leased across both replicas"
+    assert len({t.name for t in watch.leased}) == total
