@@ -98,7 +98,11 @@ def test_every_route_of_the_protos_answers_as_its_rpc_does(
         assert answer.status < 500, (route.rpc, path, answer.body)
         message = message_factory.GetMessageClass(route.method.input_type)()
         for field, value in values.items():
-            setattr(message, field, value)
+            *parents, leaf = field.split(".")  # a path variable may name a nested field
+            target = message
+            for parent in parents:
+                target = getattr(target, parent)
+            setattr(target, leaf, value)
         grpc_code, grpc_reason = _over_grpc(console_server, route, message)
         if answer.status == 200:
             assert grpc_code == "OK", (route.rpc, grpc_code, grpc_reason)
