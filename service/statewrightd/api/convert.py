@@ -374,6 +374,8 @@ def task_pb(task: TaskRecord, *, with_lease: bool = False) -> task_pb2.Task:
         deadline=timestamp(task.deadline),
         status=TASK_STATUS_TO_PB[task.status],
         revision=task.revision,
+        priority=task.priority,
+        concurrency_key=task.concurrency_key or "",
     )
     if task.status is TaskStatus.LEASED and task.lease_expire_time is not None:
         message.lease_expire_time.CopyFrom(timestamp(task.lease_expire_time))
