@@ -14,6 +14,7 @@ from statewrightd import errors
 from statewrightd.definitions.model import DEFINITION_NAME
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
+from statewrightd.store.filters import MAX_FILTER_LENGTH
 from statewrightd.store.records import OLDEST_FIRST, ListOrder
 
 # Ids are keys in URLs, logs, metrics labels and other ids (a child's
@@ -203,6 +204,12 @@ def list_order(value: str, field: str = "order_by") -> ListOrder:
             metadata={"field": field, "allowed": ", ".join(LIST_ORDERS)},
         )
     return found
+
+
+def list_filter(value: str, field: str = "filter") -> str:
+    """A list filter's text, bounded; its grammar and fields are checked where the search
+    fields are known (app.reads)."""
+    return at_most(field, value, MAX_FILTER_LENGTH)
 
 
 def id_prefix(value: str, field: str = "id_prefix") -> str | None:

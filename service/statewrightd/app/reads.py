@@ -14,12 +14,14 @@ from dataclasses import dataclass
 from statewrightd import errors, visibility
 from statewrightd.app.storage import Storage
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.domain import SearchKind
 from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
 from statewrightd.engine.stepping import workflow_not_found
 from statewrightd.reasons import Reason
+from statewrightd.store.filters import Filter, parse_filter
 from statewrightd.store.records import (
     OLDEST_FIRST,
     HistoryRecord,
@@ -41,6 +43,7 @@ class WorkflowFilter:
     definition: str | None = None
     status: str | None = None
     id_prefix: str | None = None
+    filter: str = ""  # a list filter (store.filters), checked against the search fields
 
 
 class Reads:
@@ -97,10 +100,27 @@ class Reads:
                 page_token=page_token,
                 order=order,
                 id_prefix=which.id_prefix,
+                which=self._filter(which.filter),
             )
             return page, loader.complete(page.items)
 
         return await self._storage.read(read)
+
+    async def count_by_status(self, filter_text: str) -> dict[str, int]:
+        """How many instances a list filter matches, by status."""
+        repo = self._repo
+        return await self._storage.read(lambda: repo.count_by_status(self._filter(filter_text)))
+
+    def _filter(self, text: str) -> Filter | None:
+        """A list filter, checked against the search fields of every recorded definition
+        (I/O: run on the read pool)."""
+        if not text.strip():
+            return None
+        fields: dict[str, SearchKind] = {}
+        for loaded in sorted(self._registry.all_recorded(), key=lambda x: x.definition.key):
+            for field_def in loaded.definition.search_fields.values():
+                fields.setdefault(field_def.name, field_def.kind)
+        return parse_filter(text, fields)
 
     async def count_workflows(self, which: WorkflowFilter, limit: int) -> tuple[int, bool]:
         """How many instances match, counted up to ``limit``; True when there are more."""

@@ -28,6 +28,7 @@ from statewrightd.store.codec import (
     loads,
     to_micros,
 )
+from statewrightd.store.filters import Filter, matches
 from statewrightd.store.memory_state import (
     CHILD_TABLES,
     COUNT_CAP,
@@ -141,6 +142,8 @@ class MemoryRepository(MemoryWork):
                 ]
         if op.tasks:
             self._task_work(instance, p)
+        if op.search is not None:
+            instance.search = op.search
         return target_of(op)
 
     def _fenced(
@@ -374,8 +377,17 @@ class MemoryRepository(MemoryWork):
         with self._lock:
             self._closed = True
 
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self._held():
+            for i in self._instances.values():
+                if which is None or matches(which.root, ROWS.instance(i.row), i.search):
+                    counts[i.status] = counts.get(i.status, 0) + 1
+        return counts
+
     def _instances_after(self, p: Params, order: ListOrder) -> list[InstanceRecord]:
         definition, status, prefix = p["definition"], p["status"], p["id_prefix"]
+        which: Filter | None = p.get("filter")
         # SQLite's representation: create_time (index 8), update_time (9) in microseconds.
         column = 9 if order.column == "update_time" else 8
         after = p["after_time"]
@@ -401,8 +413,15 @@ class MemoryRepository(MemoryWork):
                 if (definition is None or i.row[1] == definition)
                 and (status is None or i.status == status)
                 and (prefix is None or i.row[0].startswith(prefix))
-            ][: p["limit"]]
-            return [ROWS.instance(i.row) for i in found]
+            ]
+            out: list[InstanceRecord] = []
+            for i in found:
+                if len(out) == p["limit"]:
+                    break
+                record = ROWS.instance(i.row)
+                if which is None or matches(which.root, record, i.search):
+                    out.append(record)
+            return out
 
 
 def _purge_oldest(table: dict[Any, Any], column: int, cutoff: int, limit: int) -> int:

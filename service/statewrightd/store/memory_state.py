@@ -21,6 +21,7 @@ from statewrightd.store.codec import (
     to_micros,
 )
 from statewrightd.store.records import (
+    SearchValues,
     TaskRecord,
 )
 from statewrightd.store.rows import TASK, Rows
@@ -40,6 +41,7 @@ class Instance:
     history: dict[int, list[Any]] = field(default_factory=dict)  # revision -> rows.HISTORY
     timers: dict[str, list[Any]] = field(default_factory=dict)  # id -> rows.TIMER + claim
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> columns + claim
+    search: SearchValues = ()  # the values of its search fields
 
     @property
     def revision(self) -> int:

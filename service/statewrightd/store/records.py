@@ -170,12 +170,28 @@ class RequestRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchValue:
+    """One projected value of a search field: ``text`` for the text kinds (a text field's
+    value in lower case, one row per element of a keyword list), ``number`` for the
+    others (a bool as 0 or 1, a timestamp as its seconds since the epoch)."""
+
+    field: str
+    text: str | None = None
+    number: float | None = None
+
+
+# An instance's search values after a save; None on an operation: they did not change.
+SearchValues = tuple[SearchValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Create:
     record: InstanceRecord
     history: HistoryRecord
     request: RequestRecord | None = None
     timers: TimerChange = NO_TIMERS
     tasks: TaskChange = NO_TASKS
+    search: SearchValues | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -186,6 +202,7 @@ class Save:
     request: RequestRecord | None = None
     timers: TimerChange = NO_TIMERS
     tasks: TaskChange = NO_TASKS
+    search: SearchValues | None = None
 
 
 Operation = Create | Save

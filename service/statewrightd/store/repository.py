@@ -26,6 +26,7 @@ from statewrightd.store.codec import (
     encode_page_token,
     encode_task_page_token,
 )
+from statewrightd.store.filters import Filter
 from statewrightd.store.records import (
     OLDEST_FIRST,
     Create,
@@ -289,6 +290,10 @@ class Repository(Protocol):
         workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
         ...
 
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        """How many instances match ``which`` (None: all), by status (only those found)."""
+        ...
+
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         """Up to ``limit`` instances past (after_time, after_id) in ``order`` (from the
         first when after_time is None), of ``definition`` and ``status`` where named, and
@@ -319,11 +324,17 @@ class Repository(Protocol):
         page_token: str = "",
         order: ListOrder = OLDEST_FIRST,
         id_prefix: str | None = None,
+        which: Filter | None = None,
     ) -> Page[InstanceRecord]:
+        """One page of instances in ``order``, of ``definition``, ``status`` and
+        ``id_prefix`` when given, and matching ``which`` (a list filter) when given."""
         check_status_filter(status)
         size = clamp_page_size(page_size)
         # The default order is spelled "" in tokens: a token of an older server resumes.
+        # A token is bound to its filter too: it resumes that listing only.
         spelled = "" if order == OLDEST_FIRST else order.spelled
+        if which is not None:
+            spelled = f"{spelled}|{which.text}"
         after = decode_page_token(
             page_token, definition, status, order=spelled, id_prefix=id_prefix
         )
@@ -335,6 +346,7 @@ class Repository(Protocol):
             "id_prefix": id_prefix or None,
             "prefix_length": len(id_prefix or ""),
             "limit": size + 1,
+            "filter": which,
         }
 
         def token_of(last: InstanceRecord) -> str:

@@ -104,6 +104,7 @@ def statements(
             f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
         ),
         list_instances=functools.partial(_list_instances, d),
+        named=d.named,
         armed_timers=armed_timers,
         claim_timers=claim_timers,
         next_timer_due=f"""
@@ -159,12 +160,13 @@ RETURNING {TASK_COLUMNS}
 """
 
 
-def _list_instances(d: Dialect, order: str, given: frozenset[str]) -> str:
+def _list_instances(d: Dialect, order: str, given: frozenset[str], condition: str = "") -> str:
     """Keyset page over (time, workflow_id) in ``order`` (a ListOrder's spelling), not a
     sequence (on Citus a sequence's values do not follow the order rows were made in); a
     filter is in the statement only when ``given`` (of after_time, definition, status,
-    id_prefix), so that the indexes stay usable. Both columns run the same way, so that
-    one index on (time, workflow_id) serves either direction, read forwards or backwards."""
+    id_prefix), so that the indexes stay usable; ``condition`` is a list filter's. Both
+    columns run the same way, so that one index on (time, workflow_id) serves either
+    direction, read forwards or backwards."""
     column, _, desc = order.partition(" ")
     past = "<" if desc else ">"
     where = [f"({column}, workflow_id) {past} ({d('after_time')}, {d('after_id')})"]
@@ -174,6 +176,7 @@ def _list_instances(d: Dialect, order: str, given: frozenset[str]) -> str:
     # substr, not LIKE: '_' is a LIKE wildcard and SQLite's LIKE ignores case.
     prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
     where += [prefix] * ("id_prefix" in given)
+    where += [condition] * bool(condition)  # a filter's (store.filters): values as parameters
     filtered = f" WHERE {' AND '.join(where)}" if where else ""
     way = " DESC" if desc else ""
     return (

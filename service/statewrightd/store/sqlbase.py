@@ -26,6 +26,7 @@ from statewrightd.store.codec import (
     check_time,
     encode_definition,
 )
+from statewrightd.store.filters import Filter, SqlFilter
 from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
@@ -83,7 +84,9 @@ class Statements:
     # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
     # (create_time, workflow_id), with the named parameters after_time, after_id,
     # definition, status and limit.
-    list_instances: Callable[[str, frozenset[str]], str]
+    # The third argument is a filter's condition (store.filters), "" for none.
+    list_instances: Callable[[str, frozenset[str], str], str]
+    named: Callable[[str], str]  # a named parameter's placeholder
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -373,9 +376,23 @@ class SqlRepository(BatchWriter, Repository):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        condition, params = "", {}
+        if which is not None:
+            compiled = SqlFilter(self.SQL.named)
+            condition, params = f" WHERE {compiled.condition(which.root)}", compiled.params
+        sql = f"SELECT status, count(*) FROM workflow_instances{condition} GROUP BY status"
+        return {str(r[0]): int(r[1]) for r in self._read_all(sql, self._bound(params))}
+
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")
+        which: Filter | None = params.pop("filter", None)
+        condition = ""
+        if which is not None:
+            compiled = SqlFilter(self.SQL.named)
+            condition = compiled.condition(which.root)
+            params = {**params, **compiled.params}
         sql = self.SQL.list_instances(
-            order.spelled, frozenset(name for name in given if params[name] is not None)
+            order.spelled, frozenset(name for name in given if params[name] is not None), condition
         )
         return [self.ROWS.instance(r) for r in self._read_all(sql, self._bound(params))]
