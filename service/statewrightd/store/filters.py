@@ -52,15 +52,16 @@ _NOT: "NOT"
 _PARSER = lark.Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
 # The instance columns a filter may name, and the kind of value each compares with.
+# (Spelled unlike every SearchKind: a kind is either a column's or a search field's.)
 COLUMNS: Final = {
-    "definition": "text",
-    "version": "int",
-    "state": "text",
+    "definition": "string",
+    "version": "integer",
+    "state": "string",
     "status": "status",
     "create_time": "time",
     "update_time": "time",
 }
-_ORDERED_KINDS = {"int", "time", "text", SearchKind.INT, SearchKind.NUMBER}
+_ORDERED_KINDS = {"integer", "time", "string", SearchKind.INT, SearchKind.NUMBER}
 _ORDERED_KINDS |= {SearchKind.TIMESTAMP, SearchKind.KEYWORD}
 
 
@@ -206,7 +207,7 @@ def _unquote(raw: str) -> str:
 
 
 def _value(name: str, kind: str, raw: str, at: int) -> Any:
-    if kind in ("text", SearchKind.KEYWORD, SearchKind.KEYWORD_LIST):
+    if kind in ("string", SearchKind.KEYWORD, SearchKind.KEYWORD_LIST):
         return raw
     if kind is SearchKind.TEXT:
         return raw.lower()
@@ -224,12 +225,12 @@ def _value(name: str, kind: str, raw: str, at: int) -> Any:
         if raw not in ("true", "false"):
             raise invalid(f"{name} wants true or false, not {raw!r}", at)
         return 1.0 if raw == "true" else 0.0
-    if kind in ("int", SearchKind.INT):
+    if kind in ("integer", SearchKind.INT):
         try:
             whole = int(raw)
         except ValueError:
             raise invalid(f"{name} wants an integer, not {raw!r}", at) from None
-        return whole if kind == "int" else float(whole)
+        return whole if kind == "integer" else float(whole)
     try:
         number = float(raw)
     except ValueError:
@@ -272,16 +273,24 @@ class SqlFilter:
         if isinstance(node, Not):
             return f"NOT ({self.condition(node.term)})"
         if isinstance(node, Both):
+            if not node.all and all(_search_only(t) for t in node.terms):
+                # One set of ids, the union of each term's index range: the planner turns
+                # an OR of IN subqueries into a scan of every instance tested against each.
+                return f"workflow_id IN ({' UNION '.join(self._ids(t) for t in node.terms)})"
             joiner = " AND " if node.all else " OR "
             return "(" + joiner.join(self.condition(t) for t in node.terms) + ")"
         if node.field.startswith("search."):
-            return self._search(node)
+            return f"workflow_id IN ({self._ids(node)})"
         column = node.field
         assert column in COLUMNS  # only ever a name from the whitelist
         # A time stays a datetime: the repository binds it as its database stores times.
         return f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
 
-    def _search(self, node: Compare) -> str:
+    def _ids(self, node: Node) -> str:
+        """The ids of the instances a search comparison, or an OR of them, matches."""
+        if isinstance(node, Both):
+            return " UNION ".join(self._ids(t) for t in node.terms)
+        assert isinstance(node, Compare)
         field = self._param(node.field.removeprefix("search."))
         kind = node.kind
         column = "text" if kind in TEXT_KINDS else "number"
@@ -290,10 +299,14 @@ class SqlFilter:
             test = f"text LIKE {self._param(pattern)} ESCAPE '\\'"
         else:
             test = f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
-        return (
-            f"workflow_id IN (SELECT workflow_id FROM workflow_search"
-            f" WHERE field = {field} AND {test})"
-        )
+        return f"SELECT workflow_id FROM workflow_search WHERE field = {field} AND {test}"
+
+
+def _search_only(node: Node) -> bool:
+    """Whether ``node`` is a search comparison, or an OR of them."""
+    if isinstance(node, Compare):
+        return node.field.startswith("search.")
+    return isinstance(node, Both) and not node.all and all(_search_only(t) for t in node.terms)
 
 
 def _like_escaped(value: str) -> str:

@@ -1,0 +1,74 @@
+"""Search values are written with the save that carries them, in its transaction: a save
+whose compare-and-swap fails (or whose batch neighbour fails) leaves none, a save that
+changes them replaces them, and the filter then answers from them. On every backend
+(Citus refuses search filters: its saves do not project them)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from statewrightd.domain import SearchKind
+from statewrightd.errors import Conflict, FailedPrecondition, StoreError
+from statewrightd.store import Repository
+from statewrightd.store.filters import Filter, parse_filter
+from statewrightd.store.records import SearchValue
+from tests.integration.store.test_repository_contract import create_op, save_op
+
+FIELDS = {"customer": SearchKind.KEYWORD, "amount": SearchKind.NUMBER}
+
+
+def which(text: str) -> Filter:
+    found = parse_filter(text, FIELDS)
+    assert found is not None
+    return found
+
+
+def ids(repo: Repository, text: str) -> list[str]:
+    return [r.workflow_id for r in repo.list(which=which(text), page_size=100).items]
+
+
+def test_search_values_follow_the_saves_that_succeed(repo: Repository, backend: str) -> None:
+    if backend == "citus":
+        repo.create(create_op("w-1"))
+        with pytest.raises(FailedPrecondition) as refused:
+            ids(repo, "search.customer = c-1")
+        assert refused.value.reason == "SEARCH_NOT_SUPPORTED"
+        assert ids(repo, "state = draft") == ["w-1"]
+        return
+    c1 = (SearchValue("customer", text="c-1"), SearchValue("amount", number=10.0))
+    first = repo.create(dataclasses.replace(create_op("w-1"), search=c1))
+    repo.create(dataclasses.replace(create_op("w-2"), search=(SearchValue("amount", number=5.0),)))
+    assert ids(repo, "search.customer = c-1") == ["w-1"]
+    assert ids(repo, "search.amount >= 5") == ["w-1", "w-2"]
+
+    # A save that loses its compare-and-swap writes no search value.
+    saved = repo.save(
+        dataclasses.replace(save_op(first), search=(SearchValue("customer", text="c-2"),))
+    )
+    assert saved == 2
+    stale = dataclasses.replace(save_op(first), search=(SearchValue("customer", text="c-9"),))
+    with pytest.raises(Conflict):
+        repo.save(stale)
+    assert ids(repo, "search.customer = c-9") == []
+    # The successful one replaced every value of the instance (amount is gone).
+    assert ids(repo, "search.customer = c-2") == ["w-1"]
+    assert ids(repo, "search.amount >= 0") == ["w-2"]
+    # A save that carries no search values leaves them as they are.
+    repo.save(save_op(repo.load("w-1")))
+    assert ids(repo, "search.customer = c-2") == ["w-1"]
+    # A batch: the failed row writes nothing, its neighbour what it carries.
+    current = repo.load("w-2")
+    outcomes = repo.apply_batch(
+        [
+            dataclasses.replace(save_op(current), search=(SearchValue("customer", text="c-3"),)),
+            dataclasses.replace(save_op(first), search=(SearchValue("customer", text="c-8"),)),
+        ]
+    )
+    assert not isinstance(outcomes[0], StoreError)
+    assert isinstance(outcomes[1], Conflict)
+    assert ids(repo, "search.customer = c-3") == ["w-2"]
+    assert ids(repo, "search.customer = c-8") == []
+    counts = repo.count_by_status(which("search.customer >= c-2"))
+    assert counts == {"RUNNING": 2}
