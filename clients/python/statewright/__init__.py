@@ -39,6 +39,7 @@ from statewright.errors import (
 from statewright.models import (
     ContextField,
     Definition,
+    SearchField,
     SignalRejection,
     SignalResult,
     StartResult,
@@ -53,6 +54,7 @@ from statewright.models import (
     WatchEvent,
     WatchEventType,
     Workflow,
+    WorkflowCount,
     WorkflowPage,
     WorkflowStatus,
 )
@@ -81,6 +83,7 @@ __all__ = [
     "ResourceExhausted",
     "RevisionMismatch",
     "RunningTask",
+    "SearchField",
     "SignalRejection",
     "SignalResult",
     "StartResult",
@@ -105,6 +108,7 @@ __all__ = [
     "Workflow",
     "WorkflowAlreadyExists",
     "WorkflowBusy",
+    "WorkflowCount",
     "WorkflowNotFound",
     "WorkflowPage",
     "WorkflowStatus",

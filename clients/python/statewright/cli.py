@@ -5,6 +5,8 @@
     statewright get workflows/ID                      # a readable table; -o json for JSON
     statewright list --status waiting                 # one instance a row
     statewright list --order-by "create_time desc" --id-prefix order-  # newest first
+    statewright list --filter 'status = WAITING AND search.customer = "c-42"'
+    statewright count --filter 'definition = mail-approval'
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
 
@@ -138,6 +140,7 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> N
         page_size=args.page_size,
         order_by=args.order_by,
         id_prefix=args.id_prefix,
+        filter=args.filter,
     ):
         if args.limit is not None and len(found) >= args.limit:
             break
@@ -147,6 +150,15 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> N
     else:
         items: list[JSONValue] = [w.to_dict() for w in found]
         _emit(out, items, compact=args.compact)
+
+
+def _count(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    counted = client.count(args.filter)
+    if form == TABLE:
+        by_status = [(str(s), n) for s, n in counted.by_status.items()]
+        _print(out, _render.count_table(counted.total, by_status))
+    else:
+        _emit(out, counted.to_dict(), compact=args.compact)
 
 
 def _cancel(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -432,6 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("get", Command(_get, (TABLE, JSON), TABLE), "read one instance")
     p.add_argument("name", help="workflows/ID or ID")
 
+    filter_help = (
+        "only instances this AIP-160 filter matches, e.g. "
+        "'status = WAITING AND search.customer = \"c-42\"' (fields: definition, version, "
+        "state, status, create_time, update_time, search.<field>)"
+    )
     p = command("list", Command(_list, (TABLE, JSON), TABLE), "list instances (all pages)")
     p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
     statuses = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
@@ -451,7 +468,11 @@ def build_parser() -> argparse.ArgumentParser:
         "'create_time desc' lists the newest first",
     )
     p.add_argument("--id-prefix", metavar="TEXT", help="only instances whose id starts with it")
+    p.add_argument("--filter", metavar="FILTER", help=filter_help)
     p.add_argument("--limit", type=int, metavar="N", help="stop after this many instances")
+
+    p = command("count", Command(_count, (TABLE, JSON), TABLE), "count instances, by status")
+    p.add_argument("--filter", metavar="FILTER", help=filter_help)
 
     p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")
