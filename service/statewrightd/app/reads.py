@@ -128,6 +128,7 @@ class Reads:
 
         def read() -> tuple[int, bool]:
             count, token = 0, ""
+            listed = self._filter(which.filter)
             while count < limit:
                 page = repo.list(
                     definition=which.definition,
@@ -135,6 +136,7 @@ class Reads:
                     page_size=min(COUNT_PAGE, limit - count),
                     page_token=token,
                     id_prefix=which.id_prefix,
+                    which=listed,
                 )
                 count += len(page.items)
                 token = page.next_page_token

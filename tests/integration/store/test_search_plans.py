@@ -37,7 +37,7 @@ SELECT 'w-' || i, 'amount', NULL, i FROM generate_series(1, %(rows)s) AS i;
 FILTERS = [
     'search.customer = "c-42"',
     'search.customer = "c-42" AND status = WAITING',
-    "search.amount > 19990",
+    f"search.amount > {ROWS - 10}",
     'search.customer = "c-7" OR search.customer = "c-8"',
     'NOT state = done AND (search.customer = "c-7" OR search.amount < 3)',
 ]
