@@ -61,6 +61,7 @@ from statewrightd.store.records import (
     InstanceRecord,
     ListOrder,
     Operation,
+    SearchValues,
     target_of,
 )
 from statewrightd.store.repository import Params
@@ -278,6 +279,12 @@ class CitusRepository(CitusScans):
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
         _no_search(which)
         return super().count_by_status(which)
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        raise FailedPrecondition(
+            "a Citus database keeps no search values: there is nothing to re-project",
+            reason=Reason.SEARCH_NOT_SUPPORTED,
+        )
 
     # -- writes ----------------------------------------------------------------------
 

@@ -53,6 +53,7 @@ from statewrightd.store.records import (
     Purged,
     RequestRecord,
     RetentionCounts,
+    SearchValues,
     TaskFinish,
     Tombstone,
     target_of,
@@ -376,6 +377,16 @@ class MemoryRepository(MemoryWork):
     def close(self) -> None:
         with self._lock:
             self._closed = True
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        replaced = 0
+        with self._held():
+            for workflow_id, revision, values in items:
+                instance = self._instances.get(workflow_id)
+                if instance is not None and instance.revision == revision:
+                    instance.search = tuple(values)
+                    replaced += 1
+        return replaced
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
         counts: dict[str, int] = {}

@@ -91,6 +91,7 @@ class PostgresRepository(SqlRepository):
     SQL_STANDING = q.INSTANCE_STANDING
     # Whether pooled connections run each statement as its own transaction.
     AUTOCOMMIT = False
+    REVISION_FOR_UPDATE = " FOR UPDATE"
 
     def __init__(
         self,

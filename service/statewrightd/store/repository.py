@@ -41,6 +41,7 @@ from statewrightd.store.records import (
     RequestRecord,
     RetentionCounts,
     Save,
+    SearchValues,
     TaskRecord,
     TimerRecord,
     Tombstone,
@@ -292,6 +293,11 @@ class Repository(Protocol):
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
         """How many instances match ``which`` (None: all), by status (only those found)."""
+        ...
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        """Replace the search values of each (workflow id, revision, values) whose instance
+        is still at that revision (a save since wrote its own); how many were replaced."""
         ...
 
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:

@@ -35,6 +35,7 @@ from statewrightd.store.records import (
     QueueCounts,
     RequestRecord,
     RetentionCounts,
+    SearchValues,
     TaskRecord,
     TimerRecord,
     Tombstone,
@@ -375,6 +376,34 @@ class SqlRepository(BatchWriter, Repository):
         version = self._stored_schema_version()
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
+
+    # Locks the instance's row where the database can, so that no save commits between
+    # the revision read and the rows written (SQLite's writer holds the whole database).
+    REVISION_FOR_UPDATE: ClassVar[str] = ""
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        n = self.SQL.named
+        delete = f"DELETE FROM workflow_search WHERE workflow_id = {n('id')}"
+        insert = (
+            "INSERT INTO workflow_search (workflow_id, field, text, number)"
+            f" VALUES ({n('id')}, {n('field')}, {n('text')}, {n('number')})"
+        )
+        current = (
+            f"SELECT revision FROM workflow_instances WHERE workflow_id = {n('id')}"
+            + self.REVISION_FOR_UPDATE
+        )
+        replaced = 0
+        with self._writing() as conn:
+            for workflow_id, revision, values in items:
+                row = conn.execute(current, {"id": workflow_id}).fetchone()
+                if row is None or int(row[0]) != revision:
+                    continue
+                conn.execute(delete, {"id": workflow_id})
+                for v in values:
+                    fields = {"field": v.field, "text": v.text, "number": v.number}
+                    conn.execute(insert, {"id": workflow_id, **fields})
+                replaced += 1
+        return replaced
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
         condition, params = "", {}

@@ -72,3 +72,54 @@ def test_search_values_follow_the_saves_that_succeed(repo: Repository, backend: 
     assert ids(repo, "search.customer = c-8") == []
     counts = repo.count_by_status(which("search.customer >= c-2"))
     assert counts == {"RUNNING": 2}
+
+
+SOURCE = """
+name: mail-approval
+version: 1
+context:
+  n: {type: int, default: 0}
+search:
+  n: {type: int, value: "context.n"}
+  odd: {type: bool, value: "context.n % 2 == 1"}
+states:
+  draft: {wait: true}
+  next: {wait: true}
+transitions:
+  - {from: draft, on: go, to: next}
+  - {from: next, on: go, to: __finish__}
+"""
+
+
+def test_reprojection_fills_in_what_saves_did_not_write(repo: Repository, backend: str) -> None:
+    from statewrightd.app.reproject import reproject
+    from statewrightd.definitions import load_definition
+    from statewrightd.store.records import DefinitionRecord
+    from tests.integration.store.test_repository_contract import T0
+
+    loaded = load_definition(SOURCE)
+    repo.put_definition(
+        DefinitionRecord("mail-approval", 1, SOURCE, loaded.digest, "mail.yaml", T0)
+    )
+    for i in range(7):  # saved without search values, as a server before them did
+        repo.create(create_op(f"w-{i}", context={"n": i}))
+    stale = repo.load("w-3")
+    if backend == "citus":
+        with pytest.raises(FailedPrecondition):
+            reproject(repo, page_size=3)
+        return
+    fields = {"n": SearchKind.INT, "odd": SearchKind.BOOL}
+    some = parse_filter("search.n >= 0", fields)
+    assert repo.list(which=some).items == []
+    seen: list[tuple[int, int]] = []
+    assert reproject(repo, page_size=3, progress=lambda r, n: seen.append((r, n))) == (7, 7)
+    assert seen == [(3, 3), (6, 6), (7, 7)]
+    odd = parse_filter("search.odd = true AND search.n > 1", fields)
+    assert [r.workflow_id for r in repo.list(which=odd).items] == ["w-3", "w-5"]
+    # A save since the read wins: its instance's values are not replaced.
+    repo.save(dataclasses.replace(save_op(stale), search=(SearchValue("n", number=99.0),)))
+    assert repo.replace_search([("w-3", stale.revision, (SearchValue("n", number=3.0),))]) == 0
+    ninety_nine = parse_filter("search.n = 99", fields)
+    assert [r.workflow_id for r in repo.list(which=ninety_nine).items] == ["w-3"]
+    # Again: the same answer.
+    assert reproject(repo, definition="mail-approval") == (7, 7)
