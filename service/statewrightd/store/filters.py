@@ -277,14 +277,41 @@ class SqlFilter:
                 # One set of ids, the union of each term's index range: the planner turns
                 # an OR of IN subqueries into a scan of every instance tested against each.
                 return f"workflow_id IN ({' UNION '.join(self._ids(t) for t in node.terms)})"
-            joiner = " AND " if node.all else " OR "
-            return "(" + joiner.join(self.condition(t) for t in node.terms) + ")"
+            if node.all:
+                return "(" + " AND ".join(self._all_of(node.terms)) + ")"
+            return "(" + " OR ".join(self.condition(t) for t in node.terms) + ")"
         if node.field.startswith("search."):
             return f"workflow_id IN ({self._ids(node)})"
         column = node.field
         assert column in COLUMNS  # only ever a name from the whitelist
         # A time stays a datetime: the repository binds it as its database stores times.
         return f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
+
+    def _all_of(self, terms: tuple[Node, ...]) -> list[str]:
+        """The conditions of an AND: the comparisons of one single-valued search field in
+        one range of its index (``search.total >= 5 AND search.total < 9``), not one set
+        of ids per comparison to intersect."""
+        ranges: dict[str, list[Compare]] = {}
+        for term in terms:
+            if _in_range(term):
+                assert isinstance(term, Compare)
+                ranges.setdefault(term.field, []).append(term)
+        out: list[str] = []
+        for term in terms:
+            if not _in_range(term):
+                out.append(self.condition(term))
+            elif isinstance(term, Compare) and term.field in ranges:
+                out.append(f"workflow_id IN ({self._range(ranges.pop(term.field))})")
+        return out
+
+    def _range(self, compares: list[Compare]) -> str:
+        first = compares[0]
+        field = self._param(first.field.removeprefix("search."))
+        column = "text" if first.kind in TEXT_KINDS else "number"
+        tests = [f"{column} {_SQL_OPS.get(c.op, '=')} {self._param(c.value)}" for c in compares]
+        return f"SELECT workflow_id FROM workflow_search WHERE field = {field} AND " + (
+            " AND ".join(tests)
+        )
 
     def _ids(self, node: Node) -> str:
         """The ids of the instances a search comparison, or an OR of them, matches."""
@@ -300,6 +327,17 @@ class SqlFilter:
         else:
             test = f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
         return f"SELECT workflow_id FROM workflow_search WHERE field = {field} AND {test}"
+
+
+def _in_range(node: Node) -> bool:
+    """Whether ``node`` compares a single-valued search field with its index's order (so
+    that an AND's comparisons of that field are one range of the index)."""
+    return (
+        isinstance(node, Compare)
+        and node.field.startswith("search.")
+        and node.kind is not SearchKind.KEYWORD_LIST
+        and not (node.op == ":" and node.kind is SearchKind.TEXT)
+    )
 
 
 def _search_only(node: Node) -> bool:

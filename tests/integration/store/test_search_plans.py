@@ -38,6 +38,7 @@ FILTERS = [
     'search.customer = "c-42"',
     'search.customer = "c-42" AND status = WAITING',
     f"search.amount > {ROWS - 10}",
+    "search.amount >= 500 AND search.amount < 600",
     'search.customer = "c-7" OR search.customer = "c-8"',
     'NOT state = done AND (search.customer = "c-7" OR search.amount < 3)',
 ]

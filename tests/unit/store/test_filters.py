@@ -256,3 +256,15 @@ def test_sqlite_answers_what_memory_answers(tmp_path: Path, text: str) -> None:
     assert 0 < len(expected) < len(instances), "a filter that cannot tell instances apart"
     if "search." in text and re.search(r"search\.\w+ ?[=<>]", text):
         assert "workflow_search_" in plan, plan  # the search table is read by its index
+
+
+def test_an_and_of_one_fields_comparisons_is_one_range_of_its_index() -> None:
+    sql, params = sql_of("search.amount >= 5 AND state = a AND search.amount < 9")
+    assert sql == (
+        "(workflow_id IN (SELECT workflow_id FROM workflow_search WHERE field = :f0"
+        " AND number >= :f1 AND number < :f2) AND state = :f3)"
+    )
+    assert params == {"f0": "amount", "f1": 5.0, "f2": 9.0, "f3": "a"}
+    # A keyword list's elements are separate rows: each comparison is a set of its own.
+    sql, _ = sql_of("search.tags:a AND search.tags:b")
+    assert sql.count("SELECT workflow_id") == 2
