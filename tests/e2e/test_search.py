@@ -234,3 +234,38 @@ def test_definitions_show_their_search_fields(client: Client) -> None:
         ("customer", "keyword"),
         ("priority", "int"),
     ]
+
+
+def test_a_listing_ordered_by_a_search_field_pages_in_its_order(
+    client: Client, seeded: dict[str, dict[str, object]]
+) -> None:
+    # (The instances other tests start late are left out: their customer is "late".)
+    text = 'definition = search-order AND search.amount >= 0 AND search.customer != "late"'
+    orders = [(g["total"], w) for w, g in seeded.items() if g["definition"] == "search-order"]
+    expected = [w for _, w in sorted(orders, reverse=True)]  # ties by id, the same way
+    pages: list[str] = []
+    token = ""
+    for n in range(200):
+        request = pb.ListWorkflowsRequest(
+            filter=text, order_by="search.amount desc", page_size=37, page_token=token
+        )
+        page = client.stub.ListWorkflows(request)
+        pages.extend(w.workflow_id for w in page.workflows)
+        if n < 3:  # outside the filter: never listed
+            client.start("search-order", input={"customer": "late", "total": -1.0})
+        token = page.next_page_token
+        if not token:
+            break
+    assert pages == expected
+    ascending = listed(client, text, "search.amount")
+    assert ascending == [w for _, w in sorted(orders)]
+    for bad, problem in (
+        ("search.amout", "unknown field search.amout, did you mean search.amount"),
+        ("search.tags desc", "search.tags cannot order a listing (a keyword_list field)"),
+    ):
+        info = expect_error(
+            lambda bad=bad: listed(client, "", bad),  # type: ignore[misc]
+            grpc.StatusCode.INVALID_ARGUMENT,
+            "INVALID_ORDER_BY",
+        )
+        assert info.metadata["problem"] == problem

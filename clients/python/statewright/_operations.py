@@ -163,8 +163,9 @@ class Operations:
         """Yields pages of instances, following ``next_page_token`` until it is empty.
 
         Each page is fetched lazily with its own deadline. ``order_by`` is one of
-        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``
-        and ``"update_time"`` (None: oldest first); ``id_prefix`` keeps only instances
+        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``,
+        ``"update_time"`` and a search field (``"search.amount desc"``; None: oldest
+        first); ``id_prefix`` keeps only instances
         whose id starts with it; ``filter`` is an AIP-160 filter over ``definition``,
         ``version``, ``state``, ``status``, ``create_time``, ``update_time`` and
         ``search.<field>``, such as ``'status = WAITING AND search.customer = "c-42"'``.

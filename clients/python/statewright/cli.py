@@ -130,6 +130,17 @@ def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> No
 
 # ListWorkflows' orders, as the server spells them.
 ORDERS = ("create_time desc", "create_time", "update_time desc", "update_time")
+_SEARCH_ORDER = re.compile(r"^search\.[a-z_][a-z0-9_]{0,62}( desc)?\Z")
+
+
+def _order(text: str) -> str:
+    """An --order-by value: one of ORDERS, or a search field (the server checks the field)."""
+    if text in ORDERS or _SEARCH_ORDER.match(text):
+        return text
+    allowed = ", ".join(repr(o) for o in ORDERS)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is none of {allowed}, nor a search field ('search.amount desc')"
+    )
 
 
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -463,9 +474,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--order-by",
-        choices=ORDERS,
-        help="the order of the listing (default: create_time, oldest first); "
-        "'create_time desc' lists the newest first",
+        type=_order,
+        metavar="ORDER",
+        help=f"the order of the listing: {', '.join(ORDERS)}, or a search field "
+        "('search.amount desc'); default: create_time, oldest first",
     )
     p.add_argument("--id-prefix", metavar="TEXT", help="only instances whose id starts with it")
     p.add_argument("--filter", metavar="FILTER", help=filter_help)

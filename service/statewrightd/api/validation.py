@@ -191,15 +191,24 @@ LIST_ORDERS: Final = {
 }
 
 
+# An order by a search field: `search.amount` or `search.amount desc`.
+SEARCH_ORDER: Final = re.compile(r"^(search\.[a-z_][a-z0-9_]{0,62}) *( desc)?\Z")
+
+
 def list_order(value: str, field: str = "order_by") -> ListOrder:
     """A listing's order, spelled exactly as one of LIST_ORDERS (empty: oldest first)."""
     if value == "":
         return OLDEST_FIRST
     found = LIST_ORDERS.get(value)
+    searched = SEARCH_ORDER.match(value)
+    if found is None and searched is not None:
+        # Whether the field exists, and can order, is known where the fields are (app).
+        return ListOrder(searched.group(1), descending=bool(searched.group(2)))
     if found is None:
         allowed = ", ".join(f"'{name}'" for name in LIST_ORDERS)
         raise InvalidArgument(
-            f"{field} must be one of {allowed}; got {errors.quote(repr(value), 80)}",
+            f"{field} must be one of {allowed}, or a search field ('search.amount desc');"
+            f" got {errors.quote(repr(value), 80)}",
             reason=Reason.INVALID_ORDER_BY,
             metadata={"field": field, "allowed": ", ".join(LIST_ORDERS)},
         )

@@ -9,12 +9,15 @@ it. An instance out of the call's view is refused as one that is not there
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from dataclasses import dataclass
+from typing import Literal
 
 from statewrightd import errors, visibility
 from statewrightd.app.storage import Storage
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
-from statewrightd.domain import SearchKind
+from statewrightd.domain import TEXT_KINDS, SearchKind
 from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.sessions import RECENT_TRANSITIONS
@@ -98,7 +101,7 @@ class Reads:
                 status=which.status,
                 page_size=page_size,
                 page_token=page_token,
-                order=order,
+                order=self._order(order),
                 id_prefix=which.id_prefix,
                 which=self._filter(which.filter),
             )
@@ -116,11 +119,38 @@ class Reads:
         (I/O: run on the read pool)."""
         if not text.strip():
             return None
+        return parse_filter(text, self._search_fields())
+
+    def _search_fields(self) -> dict[str, SearchKind]:
+        """Every search field some recorded definition declares, by name (I/O)."""
         fields: dict[str, SearchKind] = {}
         for loaded in sorted(self._registry.all_recorded(), key=lambda x: x.definition.key):
             for field_def in loaded.definition.search_fields.values():
                 fields.setdefault(field_def.name, field_def.kind)
-        return parse_filter(text, fields)
+        return fields
+
+    def _order(self, order: ListOrder) -> ListOrder:
+        """An order by a search field, checked against the declared ones (I/O)."""
+        if not order.column.startswith("search."):
+            return order
+        name = order.column.removeprefix("search.")
+        fields = self._search_fields()
+        kind = fields.get(name)
+        if kind is None or kind in (SearchKind.KEYWORD_LIST, SearchKind.TEXT):
+            close = difflib.get_close_matches(name, list(fields), n=1)
+            why = (
+                f"search.{name} cannot order a listing (a {kind} field)"
+                if kind is not None
+                else f"unknown field search.{name}"
+                + (f", did you mean search.{close[0]}" if close else "")
+            )
+            raise errors.InvalidArgument(
+                f"order_by: {why}",
+                reason=Reason.INVALID_ORDER_BY,
+                metadata={"field": "order_by", "problem": why},
+            )
+        column: Literal["text", "number"] = "text" if kind in TEXT_KINDS else "number"
+        return dataclasses.replace(order, value_column=column)
 
     async def count_workflows(self, which: WorkflowFilter, limit: int) -> tuple[int, bool]:
         """How many instances match, counted up to ``limit``; True when there are more."""

@@ -276,6 +276,14 @@ class CitusRepository(CitusScans):
         _no_search(params.get("filter"))
         return super()._instances_after(params, order)
 
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        raise FailedPrecondition(
+            "a Citus database keeps no search values: order by create_time or update_time",
+            reason=Reason.SEARCH_NOT_SUPPORTED,
+        )
+
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
         _no_search(which)
         return super().count_by_status(which)

@@ -29,6 +29,7 @@ from statewrightd.store.codec import (
     to_micros,
 )
 from statewrightd.store.filters import Filter, matches
+from statewrightd.store.memory_search import MemorySearch
 from statewrightd.store.memory_state import (
     CHILD_TABLES,
     COUNT_CAP,
@@ -53,7 +54,6 @@ from statewrightd.store.records import (
     Purged,
     RequestRecord,
     RetentionCounts,
-    SearchValues,
     TaskFinish,
     Tombstone,
     target_of,
@@ -61,7 +61,7 @@ from statewrightd.store.records import (
 from statewrightd.store.repository import Params
 
 
-class MemoryRepository(MemoryWork):
+class MemoryRepository(MemorySearch, MemoryWork):
     """The repository contract in this process's memory; gone when the process ends."""
 
     # -- writes ----------------------------------------------------------------------
@@ -377,24 +377,6 @@ class MemoryRepository(MemoryWork):
     def close(self) -> None:
         with self._lock:
             self._closed = True
-
-    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
-        replaced = 0
-        with self._held():
-            for workflow_id, revision, values in items:
-                instance = self._instances.get(workflow_id)
-                if instance is not None and instance.revision == revision:
-                    instance.search = tuple(values)
-                    replaced += 1
-        return replaced
-
-    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
-        counts: dict[str, int] = {}
-        with self._held():
-            for i in self._instances.values():
-                if which is None or matches(which.root, ROWS.instance(i.row), i.search):
-                    counts[i.status] = counts.get(i.status, 0) + 1
-        return counts
 
     def _instances_after(self, p: Params, order: ListOrder) -> list[InstanceRecord]:
         definition, status, prefix = p["definition"], p["status"], p["id_prefix"]

@@ -258,8 +258,15 @@ class ListOrder:
     """The order of an instance listing: by a time column, ties broken by workflow id in
     the same direction, so that (time, id) is a total order a page token can resume."""
 
-    column: Literal["create_time", "update_time"] = "create_time"
+    column: str = "create_time"  # create_time, update_time or search.<field>
     descending: bool = False
+    # For a search field: the search table's column its values are in (text or number).
+    value_column: Literal["", "text", "number"] = ""
+
+    @property
+    def search_field(self) -> str | None:
+        """The search field it orders by (ties by workflow id), or None."""
+        return self.column.removeprefix("search.") if self.value_column else None
 
     @property
     def spelled(self) -> str:

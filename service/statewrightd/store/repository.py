@@ -21,10 +21,12 @@ from statewrightd.store.codec import (
     clamp_page_size,
     decode_page_token,
     decode_task_page_token,
+    decode_value_page_token,
     dumps,
     dumps_optional,
     encode_page_token,
     encode_task_page_token,
+    encode_value_page_token,
 )
 from statewrightd.store.filters import Filter
 from statewrightd.store.records import (
@@ -306,6 +308,13 @@ class Repository(Protocol):
         whose id starts with ``id_prefix`` where named."""
         ...
 
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        """The same, ordered by the search field ``order_field`` (past (after_value,
+        after_id) when after_value is not None), each with its value."""
+        ...
+
     def ping(self) -> None:
         """Raise StorageUnavailable unless the database answers and is fully migrated.
 
@@ -341,9 +350,12 @@ class Repository(Protocol):
         spelled = "" if order == OLDEST_FIRST else order.spelled
         if which is not None:
             spelled = f"{spelled}|{which.text}"
-        after = decode_page_token(
-            page_token, definition, status, order=spelled, id_prefix=id_prefix
-        )
+        by_value = order.search_field is not None
+        after = None
+        if not by_value:
+            after = decode_page_token(
+                page_token, definition, status, order=spelled, id_prefix=id_prefix
+            )
         params = {
             "after_time": None if after is None else _time(after[0]),
             "after_id": None if after is None else after[1],
@@ -361,7 +373,41 @@ class Repository(Protocol):
                 when, last.workflow_id, definition, status, order=spelled, id_prefix=id_prefix
             )
 
+        if by_value:
+            return self._page_by_value(params, order, spelled, page_token, size)
         items, token = _page(self._instances_after(params, order), size, token_of)
+        return Page(items=items, next_page_token=token)
+
+    def _page_by_value(
+        self, params: Params, order: ListOrder, spelled: str, page_token: str, size: int
+    ) -> Page[InstanceRecord]:
+        """A page ordered by a search field's value, ties by workflow id; only instances
+        that have a value of it are listed."""
+        definition, status, prefix = params["definition"], params["status"], params["id_prefix"]
+        after = decode_value_page_token(
+            page_token, definition, status, order=spelled, id_prefix=prefix
+        )
+        params = {
+            **params,
+            "after_time": None,
+            "after_value": None if after is None else after[0],
+            "after_id": None if after is None else after[1],
+            "order_field": order.search_field,
+        }
+        found = self._instances_by_value(params, order)
+        values = {record.workflow_id: value for record, value in found}
+
+        def token_of(last: InstanceRecord) -> str:
+            return encode_value_page_token(
+                values[last.workflow_id],
+                last.workflow_id,
+                definition,
+                status,
+                order=spelled,
+                id_prefix=prefix,
+            )
+
+        items, token = _page([record for record, _ in found], size, token_of)
         return Page(items=items, next_page_token=token)
 
 

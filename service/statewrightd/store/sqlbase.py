@@ -41,7 +41,7 @@ from statewrightd.store.records import (
     Tombstone,
 )
 from statewrightd.store.repository import Choose, Params, Repository
-from statewrightd.store.rows import Rows
+from statewrightd.store.rows import INSTANCE, Rows
 
 
 class Cursor(Protocol):
@@ -88,6 +88,8 @@ class Statements:
     # The third argument is a filter's condition (store.filters), "" for none.
     list_instances: Callable[[str, frozenset[str], str], str]
     named: Callable[[str], str]  # a named parameter's placeholder
+    # (value column, descending, given, filter condition) -> a page by a search field.
+    list_by_value: Callable[[str, bool, frozenset[str], str], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -412,6 +414,26 @@ class SqlRepository(BatchWriter, Repository):
             condition, params = f" WHERE {compiled.condition(which.root)}", compiled.params
         sql = f"SELECT status, count(*) FROM workflow_instances{condition} GROUP BY status"
         return {str(r[0]): int(r[1]) for r in self._read_all(sql, self._bound(params))}
+
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        given = ("after_value", "definition", "status", "id_prefix")
+        which: Filter | None = params.pop("filter", None)
+        condition = ""
+        if which is not None:
+            compiled = SqlFilter(self.SQL.named)
+            condition = compiled.condition(which.root)
+            params = {**params, **compiled.params}
+        sql = self.SQL.list_by_value(
+            order.value_column,
+            order.descending,
+            frozenset(name for name in given if params[name] is not None),
+            condition,
+        )
+        rows = self._read_all(sql, self._bound(params))
+        width = len(INSTANCE)
+        return [(self.ROWS.instance(r), r[width]) for r in rows]
 
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")

@@ -10,7 +10,7 @@ import dataclasses
 import pytest
 
 from statewrightd.domain import SearchKind
-from statewrightd.errors import Conflict, FailedPrecondition, StoreError
+from statewrightd.errors import Conflict, FailedPrecondition, InvalidArgument, StoreError
 from statewrightd.store import Repository
 from statewrightd.store.filters import Filter, parse_filter
 from statewrightd.store.records import SearchValue
@@ -123,3 +123,39 @@ def test_reprojection_fills_in_what_saves_did_not_write(repo: Repository, backen
     assert [r.workflow_id for r in repo.list(which=ninety_nine).items] == ["w-3"]
     # Again: the same answer.
     assert reproject(repo, definition="mail-approval") == (7, 7)
+
+
+@pytest.mark.parametrize("descending", [False, True])
+def test_listing_by_a_search_field_pages_each_instance_once_in_order(
+    repo: Repository, backend: str, descending: bool
+) -> None:
+    from statewrightd.store.records import ListOrder
+
+    order = ListOrder("search.amount", descending=descending, value_column="number")
+    amounts = [5.0, 1.0, 3.0, 3.0, 9.0, 1.0, 7.0, 3.0]
+    for i, amount in enumerate(amounts):
+        values = (SearchValue("amount", number=amount), SearchValue("customer", text=f"c-{i % 2}"))
+        repo.create(dataclasses.replace(create_op(f"w-{i}"), search=values))
+    repo.create(create_op("w-none"))  # no value: not in a listing by it
+    if backend == "citus":
+        with pytest.raises(FailedPrecondition):
+            repo.list(order=order)
+        return
+    expected = sorted(((a, f"w-{i}") for i, a in enumerate(amounts)), reverse=descending)
+    pages, token = [], ""
+    for _ in range(10):
+        page = repo.list(order=order, page_size=3, page_token=token)
+        pages.append([r.workflow_id for r in page.items])
+        if len(pages) == 1:  # a late instance sorts where its value says
+            late = (SearchValue("amount", number=0.5 if descending else 100.0),)
+            repo.create(dataclasses.replace(create_op("w-late"), search=late))
+        token = page.next_page_token
+        if not token:
+            break
+    assert [w for p in pages for w in p] == [w for _, w in expected] + ["w-late"]
+    filtered = repo.list(order=order, which=which("search.customer = c-1"), page_size=100)
+    assert [r.workflow_id for r in filtered.items] == [
+        w for _, w in expected if int(w[2:]) % 2 == 1
+    ]
+    with pytest.raises(InvalidArgument):  # a time listing's token is none of this one's
+        repo.list(order=order, page_token=repo.list(page_size=1).next_page_token)

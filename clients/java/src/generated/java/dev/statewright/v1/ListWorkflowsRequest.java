@@ -199,9 +199,11 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -226,9 +228,11 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -1105,9 +1109,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1131,9 +1137,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1158,9 +1166,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1181,9 +1191,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1201,9 +1213,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
