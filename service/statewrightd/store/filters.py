@@ -125,6 +125,9 @@ def parse_filter(text: str, search: Mapping[str, SearchKind]) -> Filter | None:
         return None
     if len(text) > MAX_FILTER_LENGTH:
         raise invalid(f"a filter is at most {MAX_FILTER_LENGTH} characters", MAX_FILTER_LENGTH)
+    if "\x00" in text:
+        # No database stores the character, so no value can equal one that holds it.
+        raise invalid("a filter cannot hold the NUL character", text.index("\x00"))
     try:
         tree = _PARSER.parse(text)
     except lark.exceptions.UnexpectedCharacters as exc:
@@ -138,6 +141,8 @@ def parse_filter(text: str, search: Mapping[str, SearchKind]) -> Filter | None:
         raise invalid(f"unexpected {str(token)!r}", position) from None
     except lark.exceptions.UnexpectedEOF:
         raise invalid("the filter ends too early", len(text)) from None
+    except lark.exceptions.UnexpectedInput as exc:  # any other way the text fails to parse
+        raise invalid("the filter does not parse", max(0, exc.pos_in_stream or 0)) from None
     counted = [0]
     return Filter(text, _build(tree, search, counted))
 

@@ -152,6 +152,7 @@ def test_values_never_reach_the_statement(value: str, dialect: Any) -> None:
         ("state = a b", 10, "unexpected 'b'"),
         ('state = "a', 8, "unexpected character '\"'"),
         ("state == a", 7, "unexpected '='"),
+        ('state = "a\x00"', 10, "a filter cannot hold the NUL character"),
     ],
 )
 def test_bad_filters_name_position_and_problem(text: str, position: int, problem: str) -> None:
