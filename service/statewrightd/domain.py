@@ -62,3 +62,22 @@ TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}\Z")
 def timer_id_of(revision: int, transition: int) -> str:
     """A timer's id: the step that armed it, and the transition it fires."""
     return f"{revision}.{transition}"
+
+
+class SearchKind(enum.StrEnum):
+    """The type of a definition's search field: how its value is projected and compared.
+    Text compares case-insensitively by containment; a keyword list holds several values
+    and ``:`` asks whether one of them is the given one."""
+
+    KEYWORD = "keyword"
+    TEXT = "text"
+    INT = "int"
+    NUMBER = "number"
+    BOOL = "bool"
+    TIMESTAMP = "timestamp"
+    KEYWORD_LIST = "keyword_list"
+
+
+# The kinds whose values are stored as text (the others as numbers: a timestamp as its
+# seconds since the epoch, a bool as 0 or 1).
+TEXT_KINDS: Final = frozenset({SearchKind.KEYWORD, SearchKind.TEXT, SearchKind.KEYWORD_LIST})

@@ -64,6 +64,9 @@ def well_formed_calls(
         "GetDefinition": lambda: stub.GetDefinition(
             pb.GetDefinitionRequest(name="definitions/mail-approval"), timeout=5
         ),
+        "CountWorkflows": lambda: stub.CountWorkflows(
+            pb.CountWorkflowsRequest(filter="status = WAITING"), timeout=5
+        ),
     }
 
 

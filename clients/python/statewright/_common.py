@@ -206,6 +206,7 @@ def list_request(
     page_token: str,
     order_by: str | None = None,
     id_prefix: str | None = None,
+    filter: str | None = None,
 ) -> pb.ListWorkflowsRequest:
     request = pb.ListWorkflowsRequest(
         definition=definition or "",
@@ -213,6 +214,7 @@ def list_request(
         page_token=page_token,
         order_by=order_by or "",
         id_prefix=id_prefix or "",
+        filter=filter or "",
     )
     if status is not None:
         request.status = WorkflowStatus.parse(status).to_proto()

@@ -33,6 +33,7 @@ from statewright.models import (
     TaskStatus,
     WatchEvent,
     Workflow,
+    WorkflowCount,
     WorkflowPage,
     WorkflowStatus,
     workflow_name,
@@ -50,6 +51,7 @@ class _Listing(NamedTuple):
     page_size: int | None
     order_by: str | None
     id_prefix: str | None
+    filter: str | None = None
 
 
 class Operations:
@@ -160,16 +162,20 @@ class Operations:
         page_token: str = "",
         order_by: str | None = None,
         id_prefix: str | None = None,
+        filter: str | None = None,
         timeout: float | None = None,
     ) -> Feed[WorkflowPage]:
         """Yields pages of instances, following ``next_page_token`` until it is empty.
 
         Each page is fetched lazily with its own deadline. ``order_by`` is one of
-        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``
-        and ``"update_time"`` (None: oldest first); ``id_prefix`` keeps only instances
-        whose id starts with it.
+        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``,
+        ``"update_time"`` and a search field (``"search.amount desc"``; None: oldest
+        first); ``id_prefix`` keeps only instances
+        whose id starts with it; ``filter`` is an AIP-160 filter over ``definition``,
+        ``version``, ``state``, ``status``, ``create_time``, ``update_time`` and
+        ``search.<field>``, such as ``'status = WAITING AND search.customer = "c-42"'``.
         """
-        which = _Listing(definition, status, page_size, order_by, id_prefix)
+        which = _Listing(definition, status, page_size, order_by, id_prefix, filter)
         token: str | None = page_token
         while token is not None:
             page = yield from self._page(which, token, timeout)
@@ -185,11 +191,12 @@ class Operations:
         page_size: int | None = None,
         order_by: str | None = None,
         id_prefix: str | None = None,
+        filter: str | None = None,
         timeout: float | None = None,
     ) -> Feed[Workflow]:
         """Yields every matching instance across all pages, oldest first unless
         ``order_by`` says otherwise (see ``list_pages``)."""
-        which = _Listing(definition, status, page_size, order_by, id_prefix)
+        which = _Listing(definition, status, page_size, order_by, id_prefix, filter)
         token: str | None = ""
         while token is not None:
             page = yield from self._page(which, token, timeout)
@@ -204,12 +211,23 @@ class Operations:
             page_token=token,
             order_by=which.order_by,
             id_prefix=which.id_prefix,
+            filter=which.filter,
         )
         response: pb.ListWorkflowsResponse = yield Unary("ListWorkflows", request, timeout)
         return WorkflowPage(
             workflows=tuple(Workflow.from_proto(w) for w in response.workflows),
             next_page_token=response.next_page_token,
         )
+
+    @returning
+    def count(
+        self, filter: str | None = None, *, timeout: float | None = None
+    ) -> Plan[WorkflowCount]:
+        """How many instances ``filter`` (as ``list`` takes it; None: all) matches, in all
+        and by status."""
+        request = pb.CountWorkflowsRequest(filter=filter or "")
+        response: pb.CountWorkflowsResponse = yield Unary("CountWorkflows", request, timeout)
+        return WorkflowCount.from_proto(response)
 
     @yielding
     def watch(

@@ -5,6 +5,8 @@
     statewright get workflows/ID                      # a readable table; -o json for JSON
     statewright list --status waiting                 # one instance a row
     statewright list --order-by "create_time desc" --id-prefix order-  # newest first
+    statewright list --filter 'status = WAITING AND search.customer = "c-42"'
+    statewright count --filter 'definition = mail-approval'
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
     statewright queue set payments --rate 25 --burst 5  # flow control; queue get / list
@@ -129,6 +131,17 @@ def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> No
 
 # ListWorkflows' orders, as the server spells them.
 ORDERS = ("create_time desc", "create_time", "update_time desc", "update_time")
+_SEARCH_ORDER = re.compile(r"^search\.[a-z_][a-z0-9_]{0,62}( desc)?\Z")
+
+
+def _order(text: str) -> str:
+    """An --order-by value: one of ORDERS, or a search field (the server checks the field)."""
+    if text in ORDERS or _SEARCH_ORDER.match(text):
+        return text
+    allowed = ", ".join(repr(o) for o in ORDERS)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is none of {allowed}, nor a search field ('search.amount desc')"
+    )
 
 
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -139,6 +152,7 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> N
         page_size=args.page_size,
         order_by=args.order_by,
         id_prefix=args.id_prefix,
+        filter=args.filter,
     ):
         if args.limit is not None and len(found) >= args.limit:
             break
@@ -148,6 +162,15 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> N
     else:
         items: list[JSONValue] = [w.to_dict() for w in found]
         _emit(out, items, compact=args.compact)
+
+
+def _count(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    counted = client.count(args.filter)
+    if form == TABLE:
+        by_status = [(str(s), n) for s, n in counted.by_status.items()]
+        _print(out, _render.count_table(counted.total, by_status))
+    else:
+        _emit(out, counted.to_dict(), compact=args.compact)
 
 
 def _cancel(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -459,6 +482,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("get", Command(_get, (TABLE, JSON), TABLE), "read one instance")
     p.add_argument("name", help="workflows/ID or ID")
 
+    filter_help = (
+        "only instances this AIP-160 filter matches, e.g. "
+        "'status = WAITING AND search.customer = \"c-42\"' (fields: definition, version, "
+        "state, status, create_time, update_time, search.<field>)"
+    )
     p = command("list", Command(_list, (TABLE, JSON), TABLE), "list instances (all pages)")
     p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
     statuses = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
@@ -473,12 +501,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--order-by",
-        choices=ORDERS,
-        help="the order of the listing (default: create_time, oldest first); "
-        "'create_time desc' lists the newest first",
+        type=_order,
+        metavar="ORDER",
+        help=f"the order of the listing: {', '.join(ORDERS)}, or a search field "
+        "('search.amount desc'); default: create_time, oldest first",
     )
     p.add_argument("--id-prefix", metavar="TEXT", help="only instances whose id starts with it")
+    p.add_argument("--filter", metavar="FILTER", help=filter_help)
     p.add_argument("--limit", type=int, metavar="N", help="stop after this many instances")
+
+    p = command("count", Command(_count, (TABLE, JSON), TABLE), "count instances, by status")
+    p.add_argument("--filter", metavar="FILTER", help=filter_help)
 
     p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")

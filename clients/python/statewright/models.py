@@ -9,6 +9,7 @@ in ``proto`` for anything not surfaced here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -697,6 +698,52 @@ class WorkflowPage:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowCount:
+    """CountWorkflows: how many instances a filter matches, and how many in each status
+    (a status with none is left out)."""
+
+    total: int
+    by_status: Mapping[WorkflowStatus, int]
+
+    @classmethod
+    def from_proto(cls, msg: workflow_service_pb2.CountWorkflowsResponse) -> WorkflowCount:
+        return cls(
+            total=msg.total,
+            by_status={WorkflowStatus.from_proto(c.status): c.count for c in msg.by_status},
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "total": self.total,
+            "by_status": {str(s): n for s, n in self.by_status.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchField:
+    """One declared search field of a definition: a filter names it ``search.<name>``;
+    ``type`` is ``keyword``, ``text``, ``int``, ``number``, ``bool``, ``timestamp`` or
+    ``keyword_list``; ``value`` the CEL expression projected at every save."""
+
+    name: str
+    type: str
+    value: str
+    description: str = ""
+
+    @classmethod
+    def from_proto(cls, msg: definition_pb2.SearchField) -> SearchField:
+        return cls(name=msg.name, type=msg.type, value=msg.value, description=msg.description)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "value": self.value,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ContextField:
     """One declared field of a definition's context: its type (``string``, ``int``,
     ``number``, ``bool``, ``list``, ``map`` or ``any``), its reducer (``replace``,
@@ -747,6 +794,8 @@ class Definition:
     # The declared context, in declaration order; {f.name: f.default} is a start's input
     # that sets nothing new.
     context_fields: tuple[ContextField, ...] = ()
+    # The declared search fields, in declaration order: what filters may name.
+    search_fields: tuple[SearchField, ...] = ()
 
     @classmethod
     def from_proto(cls, msg: definition_pb2.Definition) -> Definition:
@@ -764,6 +813,7 @@ class Definition:
             create_time=_time(msg.create_time, msg.HasField("create_time")),
             proto=msg,
             context_fields=tuple(ContextField.from_proto(f) for f in msg.context_fields),
+            search_fields=tuple(SearchField.from_proto(f) for f in msg.search_fields),
         )
 
     def to_dict(self, *, source: bool = True) -> JSONObject:
@@ -778,6 +828,7 @@ class Definition:
             "events": list(self.events),
             "create_time": _iso(self.create_time),
             "context_fields": [f.to_dict() for f in self.context_fields],
+            "search_fields": [f.to_dict() for f in self.search_fields],
         }
         if source:
             out["source"] = self.source

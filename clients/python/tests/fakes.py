@@ -149,6 +149,9 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def CancelWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CancelWorkflow", request, context)
 
+    def CountWorkflows(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("CountWorkflows", request, context)
+
     def DeleteWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("DeleteWorkflow", request, context)
 

@@ -162,6 +162,27 @@ def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
     assert [r.page_token for r in ordered] == ["", "1", "2"]
 
 
+def test_list_sends_its_filter_and_count_reads_by_status(fake: FakeServer, client: Client) -> None:
+    fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse(
+        workflows=[workflow("a")]
+    )
+    text = 'status = WAITING AND search.customer = "c-42"'
+    assert [w.workflow_id for w in client.list(filter=text)] == ["a"]
+    assert fake.service.calls("ListWorkflows")[-1].filter == text
+    fake.service.behaviours["CountWorkflows"] = lambda r, c: pb.CountWorkflowsResponse(
+        total=5,
+        by_status=[
+            pb.StatusCount(status=WAITING, count=2),
+            pb.StatusCount(status=COMPLETED, count=3),
+        ],
+    )
+    counted = client.count(text)
+    assert fake.service.calls("CountWorkflows")[-1].filter == text
+    assert counted.total == 5
+    assert counted.by_status == {WorkflowStatus.WAITING: 2, WorkflowStatus.COMPLETED: 3}
+    assert counted.to_dict() == {"total": 5, "by_status": {"WAITING": 2, "COMPLETED": 3}}
+
+
 def test_list_is_lazy(fake: FakeServer, client: Client) -> None:
     fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse(
         workflows=[workflow("a"), workflow("b")], next_page_token="more"
@@ -401,7 +422,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     assert {"start", "resume", "signal", "get", "cancel", "watch", "definitions"} <= public
     assert {"poll_tasks", "list_tasks"} <= public
     unary = {"start", "resume", "signal", "get", "cancel", "diagnostics"}
-    unary |= {"workflow_diagnostics", "definition"}
+    unary |= {"workflow_diagnostics", "definition", "count"}
     unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}
     for name in public - {"close", "target"}:

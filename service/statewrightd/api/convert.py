@@ -415,6 +415,12 @@ def definition_pb(loaded: Loaded) -> definition_pb2.Definition:
         create_time=timestamp(record.create_time),
         source_name=record.source_name,
         context_fields=[context_field_pb(field) for field in definition.context_fields.values()],
+        search_fields=[
+            definition_pb2.SearchField(
+                name=f.name, type=f.kind.value, value=f.value.source, description=f.description
+            )
+            for f in definition.search_fields.values()
+        ],
     )
 
 

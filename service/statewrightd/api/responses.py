@@ -9,6 +9,7 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import (
+    STATUS_TO_PB,
     context_patch_pb,
     definition_pb,
     dict_to_struct,
@@ -17,6 +18,7 @@ from statewrightd.api.convert import (
 )
 from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import Status
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.loading import Found
 from statewrightd.engine.watch import StepEvent
@@ -94,6 +96,16 @@ def list_response(page: Page[InstanceRecord], found: Sequence[Found]) -> pb.List
     return pb.ListWorkflowsResponse(
         workflows=[found_workflow(f) for f in found],
         next_page_token=page.next_page_token,
+    )
+
+
+def count_response(counts: dict[str, int]) -> pb.CountWorkflowsResponse:
+    return pb.CountWorkflowsResponse(
+        total=sum(counts.values()),
+        by_status=[
+            pb.StatusCount(status=STATUS_TO_PB[Status(s)], count=n)
+            for s, n in sorted(counts.items())
+        ],
     )
 
 

@@ -87,7 +87,12 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         status = requests.status_filter(request.status)
         order = v.list_order(request.order_by)
         page, found = await self._app.reads.list_workflows(
-            WorkflowFilter(request.definition or None, status, v.id_prefix(request.id_prefix)),
+            WorkflowFilter(
+                request.definition or None,
+                status,
+                v.id_prefix(request.id_prefix),
+                v.list_filter(request.filter),
+            ),
             v.page_size(request.page_size),
             request.page_token,
             order,
@@ -112,6 +117,13 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         self, request: pb.GetWorkflowDiagnosticsRequest, context: Context
     ) -> pb.GetWorkflowDiagnosticsResponse:
         return await workflow_diagnostics(self._app, request.name)
+
+    @unary
+    async def CountWorkflows(
+        self, request: pb.CountWorkflowsRequest, context: Context
+    ) -> pb.CountWorkflowsResponse:
+        counts = await self._app.reads.count_by_status(v.list_filter(request.filter))
+        return responses.count_response(counts)
 
     @unary
     async def ListDefinitions(

@@ -152,7 +152,9 @@ class WorkflowRuntime:
         self._observer: StepObserver = observer or Unobserved()
         self._admission = AdmissionRegistry()
         self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
-        writes = StepWrites(clock or Clock(), retention, request_window)
+        writes = StepWrites(
+            clock or Clock(), retention, request_window, self._observer.projection_failed
+        )
         self._stepper = Stepper(repo, writes, max_context_bytes)
         self._recoveries = Recoveries(loop, self._admission, repo, self._offload)
         self._replies = Replies(self._observer)

@@ -130,6 +130,12 @@ class Metrics:
             ["queue", "outcome"],
             registry=r,
         )
+        self.projection_failures = Counter(
+            "statewright_search_projection_failures",
+            "Search field values stored as null: the expression failed or gave another type.",
+            ["definition", "field"],
+            registry=r,
+        )
         self.cas_conflicts = Counter(
             "statewright_cas_conflicts_total",
             "Saves refused by the compare-and-swap (another writer had moved the revision).",

@@ -190,6 +190,8 @@ class CallGate(grpc.aio.ServerInterceptor):
             return principal, grants
         target = await self._target(rule, name, request)
         if target is None:
+            if name == "CountWorkflows":
+                raise _denied(f"{principal.name} may see only some definitions: it cannot count")
             if name in ("ListWorkflows", "ListTasks"):
                 what = "definition" if rule.scope is Scope.DEFINITION else "queue"
                 raise _denied(

@@ -54,6 +54,8 @@ _T = "/statewright.v1.TaskService/"
 METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "GetWorkflow": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "ListWorkflows": MethodRule(Role.READER, Scope.DEFINITION),
+    # Counts name no definition: a caller that sees only some definitions is refused.
+    _W + "CountWorkflows": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "WatchWorkflow": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "ListDefinitions": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "GetDefinition": MethodRule(Role.READER, Scope.DEFINITION),

@@ -32,6 +32,7 @@ DISTRIBUTED = (
     "workflow_tasks",
     "workflow_requests",
     "workflow_tombstones",
+    "workflow_search",
 )
 # Tables every node reads whole.
 REFERENCE = ("workflow_definitions",)

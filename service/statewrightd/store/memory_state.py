@@ -22,6 +22,7 @@ from statewrightd.store.codec import (
 )
 from statewrightd.store.flow import KeyState, StoredQueue
 from statewrightd.store.records import (
+    SearchValues,
     TaskRecord,
 )
 from statewrightd.store.rows import TASK, Rows
@@ -41,6 +42,7 @@ class Instance:
     history: dict[int, list[Any]] = field(default_factory=dict)  # revision -> rows.HISTORY
     timers: dict[str, list[Any]] = field(default_factory=dict)  # id -> rows.TIMER + claim
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> columns + claim
+    search: SearchValues = ()  # the values of its search fields
 
     @property
     def revision(self) -> int:

@@ -549,3 +549,12 @@ DELETE_WORKFLOW = _removal(
 )
 
 INSTANCE_STANDING = instance_standing(POSTGRES)
+
+# The search rows of saved instances: those of an instance whose values changed are
+# replaced as a whole. %s: the ids; then a JSON array of rows.
+DELETE_SEARCH = "DELETE FROM workflow_search WHERE workflow_id = ANY(%s)"
+INSERT_SEARCH = """
+INSERT INTO workflow_search (workflow_id, field, text, number)
+SELECT workflow_id, field, text, number
+  FROM jsonb_to_recordset(%s::jsonb) AS x(workflow_id text, field text, text text, number float8)
+"""

@@ -26,6 +26,7 @@ from statewrightd.store.codec import (
     check_time,
     encode_definition,
 )
+from statewrightd.store.filters import Filter, SqlFilter
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.records import (
     DefinitionRecord,
@@ -35,12 +36,13 @@ from statewrightd.store.records import (
     QueueCounts,
     RequestRecord,
     RetentionCounts,
+    SearchValues,
     TaskRecord,
     TimerRecord,
     Tombstone,
 )
 from statewrightd.store.repository import Choose, Params, Repository
-from statewrightd.store.rows import TASK, Rows
+from statewrightd.store.rows import INSTANCE, TASK, Rows
 from statewrightd.store.sql_flow import FlowStatements
 
 
@@ -85,7 +87,11 @@ class Statements:
     # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
     # (create_time, workflow_id), with the named parameters after_time, after_id,
     # definition, status and limit.
-    list_instances: Callable[[str, frozenset[str]], str]
+    # The third argument is a filter's condition (store.filters), "" for none.
+    list_instances: Callable[[str, frozenset[str], str], str]
+    named: Callable[[str], str]  # a named parameter's placeholder
+    # (value column, descending, given, filter condition) -> a page by a search field.
+    list_by_value: Callable[[str, bool, frozenset[str], str], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -542,9 +548,71 @@ class SqlRepository(_FlowControl, BatchWriter, Repository):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
+    # Locks the instance's row where the database can, so that no save commits between
+    # the revision read and the rows written (SQLite's writer holds the whole database).
+    REVISION_FOR_UPDATE: ClassVar[str] = ""
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        n = self.SQL.named
+        delete = f"DELETE FROM workflow_search WHERE workflow_id = {n('id')}"
+        insert = (
+            "INSERT INTO workflow_search (workflow_id, field, text, number)"
+            f" VALUES ({n('id')}, {n('field')}, {n('text')}, {n('number')})"
+        )
+        current = (
+            f"SELECT revision FROM workflow_instances WHERE workflow_id = {n('id')}"
+            + self.REVISION_FOR_UPDATE
+        )
+        replaced = 0
+        with self._writing() as conn:
+            for workflow_id, revision, values in items:
+                row = conn.execute(current, {"id": workflow_id}).fetchone()
+                if row is None or int(row[0]) != revision:
+                    continue
+                conn.execute(delete, {"id": workflow_id})
+                for v in values:
+                    fields = {"field": v.field, "text": v.text, "number": v.number}
+                    conn.execute(insert, {"id": workflow_id, **fields})
+                replaced += 1
+        return replaced
+
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        condition, params = "", {}
+        if which is not None:
+            compiled = SqlFilter(self.SQL.named)
+            condition, params = f" WHERE {compiled.condition(which.root)}", compiled.params
+        sql = f"SELECT status, count(*) FROM workflow_instances{condition} GROUP BY status"
+        return {str(r[0]): int(r[1]) for r in self._read_all(sql, self._bound(params))}
+
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        given = ("after_value", "definition", "status", "id_prefix")
+        which: Filter | None = params.pop("filter", None)
+        condition = ""
+        if which is not None:
+            compiled = SqlFilter(self.SQL.named)
+            condition = compiled.condition(which.root)
+            params = {**params, **compiled.params}
+        sql = self.SQL.list_by_value(
+            order.value_column,
+            order.descending,
+            frozenset(name for name in given if params[name] is not None),
+            condition,
+        )
+        rows = self._read_all(sql, self._bound(params))
+        width = len(INSTANCE)
+        return [(self.ROWS.instance(r), r[width]) for r in rows]
+
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")
+        which: Filter | None = params.pop("filter", None)
+        condition = ""
+        if which is not None:
+            compiled = SqlFilter(self.SQL.named)
+            condition = compiled.condition(which.root)
+            params = {**params, **compiled.params}
         sql = self.SQL.list_instances(
-            order.spelled, frozenset(name for name in given if params[name] is not None)
+            order.spelled, frozenset(name for name in given if params[name] is not None), condition
         )
         return [self.ROWS.instance(r) for r in self._read_all(sql, self._bound(params))]

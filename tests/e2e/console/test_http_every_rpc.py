@@ -148,6 +148,8 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     _ok(http.get(f"{W}/{working}"), "GetWorkflow", seen)
     listed = _ok(http.get(W, definition="task-flow", pageSize=1000), "ListWorkflows", seen)
     assert working in {w["workflowId"] for w in listed["workflows"]}
+    counted = _ok(http.get(f"{W}:count", filter="definition = task-flow"), "CountWorkflows", seen)
+    assert int(counted["total"]) == len(listed["workflows"])
     _ok(http.get(f"{W}/{working}/diagnostics"), "GetWorkflowDiagnostics", seen)
     _ok(http.get("/api/v1/diagnostics"), "GetDiagnostics", seen)
     stream = http.events(f"{W}/{working}/watch")

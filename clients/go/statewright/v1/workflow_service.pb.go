@@ -733,16 +733,26 @@ type ListWorkflowsRequest struct {
 	// Optional. The next_page_token of a previous response, to continue that listing.
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. The order of the listing: `create_time desc` (newest first),
-	// `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-	// ties are broken by workflow id in the same direction. Empty lists by create time,
-	// oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+	// `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+	// search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
+	// or timestamp field; only instances with a value of it are listed); ties are broken by
+	// workflow id in the same direction. Empty lists by create time, oldest first. Any other
+	// value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
 	// A page token continues the order it was issued for, and instances created after it
 	// never shift a later page; under an update_time order, an instance that changes while
 	// the listing is read may move past the pages already read.
 	OrderBy string `protobuf:"bytes,5,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	// Optional. Only instances whose workflow id starts with this text (a workflow id's
 	// characters only).
-	IdPrefix      string `protobuf:"bytes,6,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
+	IdPrefix string `protobuf:"bytes,6,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
+	// Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
+	// "has": text containment, keyword-list membership) of `definition`, `version`,
+	// `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
+	// definition's search fields), combined with AND, OR, NOT and parentheses; for example
+	// `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+	// names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+	// metadata has the `position` and the `problem`). A page token is bound to its filter.
+	Filter        string `protobuf:"bytes,7,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,6 +825,13 @@ func (x *ListWorkflowsRequest) GetOrderBy() string {
 func (x *ListWorkflowsRequest) GetIdPrefix() string {
 	if x != nil {
 		return x.IdPrefix
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
 	}
 	return ""
 }
@@ -1850,6 +1867,163 @@ func (x *GetDefinitionResponse) GetDefinition() *Definition {
 	return nil
 }
 
+// Request of CountWorkflows.
+type CountWorkflowsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. A filter, as ListWorkflowsRequest.filter takes it; empty counts every
+	// instance.
+	Filter        string `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountWorkflowsRequest) Reset() {
+	*x = CountWorkflowsRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountWorkflowsRequest) ProtoMessage() {}
+
+func (x *CountWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*CountWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CountWorkflowsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+// Response of CountWorkflows.
+type CountWorkflowsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. How many instances match.
+	Total int64 `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	// Output only. How many of them are in each status (a status none is in is left out).
+	ByStatus      []*StatusCount `protobuf:"bytes,2,rep,name=by_status,json=byStatus,proto3" json:"by_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountWorkflowsResponse) Reset() {
+	*x = CountWorkflowsResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountWorkflowsResponse) ProtoMessage() {}
+
+func (x *CountWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*CountWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CountWorkflowsResponse) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *CountWorkflowsResponse) GetByStatus() []*StatusCount {
+	if x != nil {
+		return x.ByStatus
+	}
+	return nil
+}
+
+// The instances of one status that a count found.
+type StatusCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The status.
+	Status WorkflowStatus `protobuf:"varint,1,opt,name=status,proto3,enum=statewright.v1.WorkflowStatus" json:"status,omitempty"`
+	// Output only. How many instances are in it.
+	Count         int64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusCount) Reset() {
+	*x = StatusCount{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusCount) ProtoMessage() {}
+
+func (x *StatusCount) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusCount.ProtoReflect.Descriptor instead.
+func (*StatusCount) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *StatusCount) GetStatus() WorkflowStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WorkflowStatus_WORKFLOW_STATUS_UNSPECIFIED
+}
+
+func (x *StatusCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
 var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
@@ -1894,7 +2068,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x12GetWorkflowRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x13GetWorkflowResponse\x124\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xe2\x01\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xfa\x01\n" +
 	"\x14ListWorkflowsRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -1904,7 +2078,8 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x19\n" +
 	"\border_by\x18\x05 \x01(\tR\aorderBy\x12\x1b\n" +
-	"\tid_prefix\x18\x06 \x01(\tR\bidPrefix\"w\n" +
+	"\tid_prefix\x18\x06 \x01(\tR\bidPrefix\x12\x16\n" +
+	"\x06filter\x18\a \x01(\tR\x06filter\"w\n" +
 	"\x15ListWorkflowsResponse\x126\n" +
 	"\tworkflows\x18\x01 \x03(\v2\x18.statewright.v1.WorkflowR\tworkflows\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x01\n" +
@@ -1979,7 +2154,15 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x15GetDefinitionResponse\x12:\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\v2\x1a.statewright.v1.DefinitionR\n" +
-	"definition*s\n" +
+	"definition\"/\n" +
+	"\x15CountWorkflowsRequest\x12\x16\n" +
+	"\x06filter\x18\x01 \x01(\tR\x06filter\"h\n" +
+	"\x16CountWorkflowsResponse\x12\x14\n" +
+	"\x05total\x18\x01 \x01(\x03R\x05total\x128\n" +
+	"\tby_status\x18\x02 \x03(\v2\x1b.statewright.v1.StatusCountR\bbyStatus\"[\n" +
+	"\vStatusCount\x126\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count*s\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
@@ -1993,7 +2176,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n" +
-	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\x9c\r\n" +
+	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\x9f\x0e\n" +
 	"\x0fWorkflowService\x12z\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
@@ -2006,7 +2189,8 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/diagnostics\x12\xa7\x01\n" +
 	"\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/{name=workflows/*}/diagnostics\x12\x7f\n" +
 	"\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a'.statewright.v1.ListDefinitionsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/definitions\x12\xad\x01\n" +
-	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02IZ\x1e\x12\x1c/api/v1/{name=definitions/*}\x12'/api/v1/{name=definitions/*/versions/*}Bs\n" +
+	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02IZ\x1e\x12\x1c/api/v1/{name=definitions/*}\x12'/api/v1/{name=definitions/*/versions/*}\x12\x80\x01\n" +
+	"\x0eCountWorkflows\x12%.statewright.v1.CountWorkflowsRequest\x1a&.statewright.v1.CountWorkflowsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/workflows:countBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -2022,7 +2206,7 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                    // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                   // 1: statewright.v1.SignalRejection
@@ -2052,87 +2236,94 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*ListDefinitionsResponse)(nil),        // 25: statewright.v1.ListDefinitionsResponse
 	(*GetDefinitionRequest)(nil),           // 26: statewright.v1.GetDefinitionRequest
 	(*GetDefinitionResponse)(nil),          // 27: statewright.v1.GetDefinitionResponse
-	(*structpb.Struct)(nil),                // 28: google.protobuf.Struct
-	(*Workflow)(nil),                       // 29: statewright.v1.Workflow
-	(*Transition)(nil),                     // 30: statewright.v1.Transition
-	(WorkflowStatus)(0),                    // 31: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                 // 32: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),           // 33: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),           // 34: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),         // 35: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),             // 36: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                      // 37: statewright.v1.BuildInfo
-	(*durationpb.Duration)(nil),            // 38: google.protobuf.Duration
-	(*TimerDiagnostics)(nil),               // 39: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),           // 40: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),           // 41: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),            // 42: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                     // 43: statewright.v1.Definition
+	(*CountWorkflowsRequest)(nil),          // 28: statewright.v1.CountWorkflowsRequest
+	(*CountWorkflowsResponse)(nil),         // 29: statewright.v1.CountWorkflowsResponse
+	(*StatusCount)(nil),                    // 30: statewright.v1.StatusCount
+	(*structpb.Struct)(nil),                // 31: google.protobuf.Struct
+	(*Workflow)(nil),                       // 32: statewright.v1.Workflow
+	(*Transition)(nil),                     // 33: statewright.v1.Transition
+	(WorkflowStatus)(0),                    // 34: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                 // 35: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),           // 36: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),           // 37: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),         // 38: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),             // 39: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                      // 40: statewright.v1.BuildInfo
+	(*durationpb.Duration)(nil),            // 41: google.protobuf.Duration
+	(*TimerDiagnostics)(nil),               // 42: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),           // 43: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),           // 44: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),            // 45: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                     // 46: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	28, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	31, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	29, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	28, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	29, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	28, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	32, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	33, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	31, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	32, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	33, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	31, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 8: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	29, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	29, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	31, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	29, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	29, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	29, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	32, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	33, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	32, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	32, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	32, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	32, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	2,  // 16: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	30, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	29, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	28, // 19: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	33, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	32, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	31, // 19: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
 	19, // 20: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	32, // 21: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	33, // 22: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	34, // 23: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	35, // 24: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	36, // 25: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	37, // 26: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	38, // 27: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	39, // 28: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	40, // 29: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	41, // 30: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	42, // 31: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	43, // 32: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	43, // 33: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	3,  // 34: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	5,  // 35: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	7,  // 36: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	9,  // 37: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	11, // 38: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	13, // 39: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	15, // 40: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	17, // 41: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	20, // 42: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	22, // 43: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	24, // 44: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	26, // 45: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	4,  // 46: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	6,  // 47: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	8,  // 48: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	10, // 49: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	12, // 50: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	14, // 51: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	16, // 52: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	18, // 53: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	21, // 54: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	23, // 55: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	25, // 56: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	27, // 57: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	46, // [46:58] is the sub-list for method output_type
-	34, // [34:46] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	35, // 21: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	36, // 22: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	37, // 23: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	38, // 24: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	39, // 25: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	40, // 26: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	41, // 27: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	42, // 28: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	43, // 29: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	44, // 30: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	45, // 31: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	46, // 32: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	46, // 33: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	30, // 34: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
+	34, // 35: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
+	3,  // 36: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	5,  // 37: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	7,  // 38: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	9,  // 39: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	11, // 40: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	13, // 41: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	15, // 42: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	17, // 43: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	20, // 44: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	22, // 45: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	24, // 46: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	26, // 47: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	28, // 48: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
+	4,  // 49: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	6,  // 50: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	8,  // 51: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	10, // 52: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	12, // 53: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	14, // 54: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	16, // 55: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	18, // 56: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	21, // 57: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	23, // 58: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	25, // 59: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	27, // 60: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	29, // 61: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
+	49, // [49:62] is the sub-list for method output_type
+	36, // [36:49] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -2150,7 +2341,7 @@ func file_statewright_v1_workflow_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   25,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

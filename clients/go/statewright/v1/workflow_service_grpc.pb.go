@@ -31,6 +31,7 @@ const (
 	WorkflowService_GetWorkflowDiagnostics_FullMethodName = "/statewright.v1.WorkflowService/GetWorkflowDiagnostics"
 	WorkflowService_ListDefinitions_FullMethodName        = "/statewright.v1.WorkflowService/ListDefinitions"
 	WorkflowService_GetDefinition_FullMethodName          = "/statewright.v1.WorkflowService/GetDefinition"
+	WorkflowService_CountWorkflows_FullMethodName         = "/statewright.v1.WorkflowService/CountWorkflows"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -65,6 +66,8 @@ type WorkflowServiceClient interface {
 	ListDefinitions(ctx context.Context, in *ListDefinitionsRequest, opts ...grpc.CallOption) (*ListDefinitionsResponse, error)
 	// Reads one definition version, with its source and a Mermaid graph.
 	GetDefinition(ctx context.Context, in *GetDefinitionRequest, opts ...grpc.CallOption) (*GetDefinitionResponse, error)
+	// Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+	CountWorkflows(ctx context.Context, in *CountWorkflowsRequest, opts ...grpc.CallOption) (*CountWorkflowsResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -204,6 +207,16 @@ func (c *workflowServiceClient) GetDefinition(ctx context.Context, in *GetDefini
 	return out, nil
 }
 
+func (c *workflowServiceClient) CountWorkflows(ctx context.Context, in *CountWorkflowsRequest, opts ...grpc.CallOption) (*CountWorkflowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountWorkflowsResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_CountWorkflows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -236,6 +249,8 @@ type WorkflowServiceServer interface {
 	ListDefinitions(context.Context, *ListDefinitionsRequest) (*ListDefinitionsResponse, error)
 	// Reads one definition version, with its source and a Mermaid graph.
 	GetDefinition(context.Context, *GetDefinitionRequest) (*GetDefinitionResponse, error)
+	// Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+	CountWorkflows(context.Context, *CountWorkflowsRequest) (*CountWorkflowsResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -281,6 +296,9 @@ func (UnimplementedWorkflowServiceServer) ListDefinitions(context.Context, *List
 }
 func (UnimplementedWorkflowServiceServer) GetDefinition(context.Context, *GetDefinitionRequest) (*GetDefinitionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetDefinition not implemented")
+}
+func (UnimplementedWorkflowServiceServer) CountWorkflows(context.Context, *CountWorkflowsRequest) (*CountWorkflowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountWorkflows not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -512,6 +530,24 @@ func _WorkflowService_GetDefinition_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_CountWorkflows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountWorkflowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).CountWorkflows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_CountWorkflows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).CountWorkflows(ctx, req.(*CountWorkflowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -562,6 +598,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetDefinition",
 			Handler:    _WorkflowService_GetDefinition_Handler,
+		},
+		{
+			MethodName: "CountWorkflows",
+			Handler:    _WorkflowService_CountWorkflows_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -384,6 +384,7 @@ class ListWorkflowsRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     ORDER_BY_FIELD_NUMBER: _builtins.int
     ID_PREFIX_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Optional. Only instances of this definition name."""
     status: _workflow_pb2.WorkflowStatus.ValueType
@@ -394,9 +395,11 @@ class ListWorkflowsRequest(_message.Message):
     """Optional. The next_page_token of a previous response, to continue that listing."""
     order_by: _builtins.str
     """Optional. The order of the listing: `create_time desc` (newest first),
-    `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-    ties are broken by workflow id in the same direction. Empty lists by create time,
-    oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+    `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+    search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
+    or timestamp field; only instances with a value of it are listed); ties are broken by
+    workflow id in the same direction. Empty lists by create time, oldest first. Any other
+    value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
     A page token continues the order it was issued for, and instances created after it
     never shift a later page; under an update_time order, an instance that changes while
     the listing is read may move past the pages already read.
@@ -404,6 +407,15 @@ class ListWorkflowsRequest(_message.Message):
     id_prefix: _builtins.str
     """Optional. Only instances whose workflow id starts with this text (a workflow id's
     characters only).
+    """
+    filter: _builtins.str
+    """Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
+    "has": text containment, keyword-list membership) of `definition`, `version`,
+    `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
+    definition's search fields), combined with AND, OR, NOT and parentheses; for example
+    `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+    names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+    metadata has the `position` and the `problem`). A page token is bound to its filter.
     """
     def __init__(
         self,
@@ -414,10 +426,11 @@ class ListWorkflowsRequest(_message.Message):
         page_token: _builtins.str = ...,
         order_by: _builtins.str = ...,
         id_prefix: _builtins.str = ...,
+        filter: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "id_prefix", b"id_prefix", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "filter", b"filter", "id_prefix", b"id_prefix", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -967,3 +980,81 @@ class GetDefinitionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetDefinitionResponse: _TypeAlias = GetDefinitionResponse  # noqa: Y015
+
+@_typing.final
+class CountWorkflowsRequest(_message.Message):
+    """Request of CountWorkflows."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    filter: _builtins.str
+    """Optional. A filter, as ListWorkflowsRequest.filter takes it; empty counts every
+    instance.
+    """
+    def __init__(
+        self,
+        *,
+        filter: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountWorkflowsRequest: _TypeAlias = CountWorkflowsRequest  # noqa: Y015
+
+@_typing.final
+class CountWorkflowsResponse(_message.Message):
+    """Response of CountWorkflows."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOTAL_FIELD_NUMBER: _builtins.int
+    BY_STATUS_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    """Output only. How many instances match."""
+    @_builtins.property
+    def by_status(self) -> _containers.RepeatedCompositeFieldContainer[Global___StatusCount]:
+        """Output only. How many of them are in each status (a status none is in is left out)."""
+
+    def __init__(
+        self,
+        *,
+        total: _builtins.int = ...,
+        by_status: _abc.Iterable[Global___StatusCount] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_status", b"by_status", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountWorkflowsResponse: _TypeAlias = CountWorkflowsResponse  # noqa: Y015
+
+@_typing.final
+class StatusCount(_message.Message):
+    """The instances of one status that a count found."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    status: _workflow_pb2.WorkflowStatus.ValueType
+    """Output only. The status."""
+    count: _builtins.int
+    """Output only. How many instances are in it."""
+    def __init__(
+        self,
+        *,
+        status: _workflow_pb2.WorkflowStatus.ValueType = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StatusCount: _TypeAlias = StatusCount  # noqa: Y015

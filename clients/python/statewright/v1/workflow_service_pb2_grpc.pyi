@@ -60,6 +60,8 @@ class WorkflowServiceStub:
     """Lists the definition versions the service knows."""
     GetDefinition: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.GetDefinitionRequest, _workflow_service_pb2.GetDefinitionResponse]
     """Reads one definition version, with its source and a Mermaid graph."""
+    CountWorkflows: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.CountWorkflowsRequest, _workflow_service_pb2.CountWorkflowsResponse]
+    """Counts the instances a filter (as ListWorkflows takes it) matches, by status too."""
 
 @_typing.type_check_only
 class WorkflowServiceAsyncStub(WorkflowServiceStub):
@@ -93,6 +95,8 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """Lists the definition versions the service knows."""
     GetDefinition: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.GetDefinitionRequest, _workflow_service_pb2.GetDefinitionResponse]  # type: ignore[assignment]
     """Reads one definition version, with its source and a Mermaid graph."""
+    CountWorkflows: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.CountWorkflowsRequest, _workflow_service_pb2.CountWorkflowsResponse]  # type: ignore[assignment]
+    """Counts the instances a filter (as ListWorkflows takes it) matches, by status too."""
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs durable finite-state-machine workflows."""
@@ -195,5 +199,13 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_service_pb2.GetDefinitionResponse, _abc.Awaitable[_workflow_service_pb2.GetDefinitionResponse]]:
         """Reads one definition version, with its source and a Mermaid graph."""
+
+    @_abc_1.abstractmethod
+    def CountWorkflows(
+        self,
+        request: _workflow_service_pb2.CountWorkflowsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.CountWorkflowsResponse, _abc.Awaitable[_workflow_service_pb2.CountWorkflowsResponse]]:
+        """Counts the instances a filter (as ListWorkflows takes it) matches, by status too."""
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -387,6 +387,37 @@ public final class WorkflowServiceGrpc {
     return getGetDefinitionMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.CountWorkflowsRequest,
+      dev.statewright.v1.CountWorkflowsResponse> getCountWorkflowsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "CountWorkflows",
+      requestType = dev.statewright.v1.CountWorkflowsRequest.class,
+      responseType = dev.statewright.v1.CountWorkflowsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.CountWorkflowsRequest,
+      dev.statewright.v1.CountWorkflowsResponse> getCountWorkflowsMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.CountWorkflowsRequest, dev.statewright.v1.CountWorkflowsResponse> getCountWorkflowsMethod;
+    if ((getCountWorkflowsMethod = WorkflowServiceGrpc.getCountWorkflowsMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getCountWorkflowsMethod = WorkflowServiceGrpc.getCountWorkflowsMethod) == null) {
+          WorkflowServiceGrpc.getCountWorkflowsMethod = getCountWorkflowsMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.CountWorkflowsRequest, dev.statewright.v1.CountWorkflowsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "CountWorkflows"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.CountWorkflowsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.CountWorkflowsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("CountWorkflows"))
+              .build();
+        }
+      }
+    }
+    return getCountWorkflowsMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -574,6 +605,16 @@ public final class WorkflowServiceGrpc {
         io.grpc.stub.StreamObserver<dev.statewright.v1.GetDefinitionResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getGetDefinitionMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    default void countWorkflows(dev.statewright.v1.CountWorkflowsRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.CountWorkflowsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCountWorkflowsMethod(), responseObserver);
+    }
   }
 
   /**
@@ -742,6 +783,17 @@ public final class WorkflowServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getGetDefinitionMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public void countWorkflows(dev.statewright.v1.CountWorkflowsRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.CountWorkflowsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getCountWorkflowsMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -886,6 +938,16 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getGetDefinitionMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public dev.statewright.v1.CountWorkflowsResponse countWorkflows(dev.statewright.v1.CountWorkflowsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getCountWorkflowsMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1028,6 +1090,16 @@ public final class WorkflowServiceGrpc {
     public dev.statewright.v1.GetDefinitionResponse getDefinition(dev.statewright.v1.GetDefinitionRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getGetDefinitionMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public dev.statewright.v1.CountWorkflowsResponse countWorkflows(dev.statewright.v1.CountWorkflowsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getCountWorkflowsMethod(), getCallOptions(), request);
     }
   }
 
@@ -1172,6 +1244,17 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getGetDefinitionMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.CountWorkflowsResponse> countWorkflows(
+        dev.statewright.v1.CountWorkflowsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getCountWorkflowsMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_START_WORKFLOW = 0;
@@ -1186,6 +1269,7 @@ public final class WorkflowServiceGrpc {
   private static final int METHODID_GET_WORKFLOW_DIAGNOSTICS = 9;
   private static final int METHODID_LIST_DEFINITIONS = 10;
   private static final int METHODID_GET_DEFINITION = 11;
+  private static final int METHODID_COUNT_WORKFLOWS = 12;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1251,6 +1335,10 @@ public final class WorkflowServiceGrpc {
         case METHODID_GET_DEFINITION:
           serviceImpl.getDefinition((dev.statewright.v1.GetDefinitionRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.GetDefinitionResponse>) responseObserver);
+          break;
+        case METHODID_COUNT_WORKFLOWS:
+          serviceImpl.countWorkflows((dev.statewright.v1.CountWorkflowsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.CountWorkflowsResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1354,6 +1442,13 @@ public final class WorkflowServiceGrpc {
               dev.statewright.v1.GetDefinitionRequest,
               dev.statewright.v1.GetDefinitionResponse>(
                 service, METHODID_GET_DEFINITION)))
+        .addMethod(
+          getCountWorkflowsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.CountWorkflowsRequest,
+              dev.statewright.v1.CountWorkflowsResponse>(
+                service, METHODID_COUNT_WORKFLOWS)))
         .build();
   }
 
@@ -1414,6 +1509,7 @@ public final class WorkflowServiceGrpc {
               .addMethod(getGetWorkflowDiagnosticsMethod())
               .addMethod(getListDefinitionsMethod())
               .addMethod(getGetDefinitionMethod())
+              .addMethod(getCountWorkflowsMethod())
               .build();
         }
       }

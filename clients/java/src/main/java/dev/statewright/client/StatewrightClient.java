@@ -4,6 +4,8 @@ import dev.statewright.v1.CancelWorkflowRequest;
 import dev.statewright.v1.CancelWorkflowResponse;
 import dev.statewright.v1.CompleteTaskRequest;
 import dev.statewright.v1.CompleteTaskResponse;
+import dev.statewright.v1.CountWorkflowsRequest;
+import dev.statewright.v1.CountWorkflowsResponse;
 import dev.statewright.v1.Definition;
 import dev.statewright.v1.FailTaskRequest;
 import dev.statewright.v1.FailTaskResponse;
@@ -251,6 +253,11 @@ public final class StatewrightClient implements AutoCloseable {
 
   public ListWorkflowsResponse listPage(ListWorkflowsRequest request) {
     return call("ListWorkflows", s -> s.listWorkflows(request));
+  }
+
+  /** How many instances a filter (as ListWorkflowsRequest's takes it) matches, and by status. */
+  public CountWorkflowsResponse count(CountWorkflowsRequest request) {
+    return call("CountWorkflows", s -> s.countWorkflows(request));
   }
 
   // --- conveniences -------------------------------------------------------------------
