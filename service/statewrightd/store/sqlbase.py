@@ -577,23 +577,24 @@ class SqlRepository(_FlowControl, BatchWriter, Repository):
         return replaced
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
-        condition, params = "", {}
-        if which is not None:
-            compiled = SqlFilter(self.SQL.named)
-            condition, params = f" WHERE {compiled.condition(which.root)}", compiled.params
-        sql = f"SELECT status, count(*) FROM workflow_instances{condition} GROUP BY status"
+        condition, params = self._filtered({"filter": which})
+        where = f" WHERE {condition}" if condition else ""
+        sql = f"SELECT status, count(*) FROM workflow_instances{where} GROUP BY status"
         return {str(r[0]): int(r[1]) for r in self._read_all(sql, self._bound(params))}
+
+    def _filtered(self, params: Params) -> tuple[str, Params]:
+        """The list's filter as a SQL condition ("" for none), its values as parameters."""
+        which: Filter | None = params.pop("filter", None)
+        if which is None:
+            return "", params
+        compiled = SqlFilter(self.SQL.named)
+        return compiled.condition(which.root), {**params, **compiled.params}
 
     def _instances_by_value(
         self, params: Params, order: ListOrder
     ) -> list[tuple[InstanceRecord, Any]]:
         given = ("after_value", "definition", "status", "id_prefix")
-        which: Filter | None = params.pop("filter", None)
-        condition = ""
-        if which is not None:
-            compiled = SqlFilter(self.SQL.named)
-            condition = compiled.condition(which.root)
-            params = {**params, **compiled.params}
+        condition, params = self._filtered(params)
         sql = self.SQL.list_by_value(
             order.value_column,
             order.descending,
@@ -606,12 +607,7 @@ class SqlRepository(_FlowControl, BatchWriter, Repository):
 
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")
-        which: Filter | None = params.pop("filter", None)
-        condition = ""
-        if which is not None:
-            compiled = SqlFilter(self.SQL.named)
-            condition = compiled.condition(which.root)
-            params = {**params, **compiled.params}
+        condition, params = self._filtered(params)
         sql = self.SQL.list_instances(
             order.spelled, frozenset(name for name in given if params[name] is not None), condition
         )
