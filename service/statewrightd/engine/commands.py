@@ -92,6 +92,46 @@ class StartCommand(Command):
     def taken(self) -> dict[str, Any] | None:
         return dict(self.input)
 
+    def history_event(self) -> str | None:
+        """The event history and watchers show for the first step (none: a start)."""
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalWithStartCommand(StartCommand):
+    """Create the instance with ``event`` delivered in its first step (one save, revision
+    1); an instance that exists gets the event as a ``SignalCommand`` (``as_signal``),
+    the runtime deciding which once it knows, from its cache or from the store's unique
+    insert, so that of callers racing on one id exactly one creates it."""
+
+    kind: ClassVar[str] = "signal_with_start"
+    # Behind a step in progress it waits, as a signal does: it is no decision against a
+    # revision its caller saw.
+    queues: ClassVar[bool] = True
+    event: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+
+    def first_step(self) -> StepResult:
+        return fsm.signal_with_start(
+            self.loaded.definition, self.workflow_id, self.input, self.event, self.payload
+        )
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"input": dict(self.input), "payload": dict(self.payload)}
+
+    def history_event(self) -> str | None:
+        return self.event
+
+    def as_signal(self) -> SignalCommand:
+        """The same request, as a signal of the instance that exists."""
+        return SignalCommand(
+            workflow_id=self.workflow_id,
+            request=self.request,
+            actor=self.actor,
+            event=self.event,
+            payload=self.payload,
+        )
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StepCommand(Command):

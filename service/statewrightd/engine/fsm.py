@@ -659,6 +659,58 @@ def signal(
     return StepResult(snapshot, (), changed=False) if settled is None else settled
 
 
+def signal_with_start(
+    defn: Definition,
+    workflow_id: str,
+    input: Mapping[str, object],
+    event: str,
+    payload: Mapping[str, object],
+) -> StepResult:
+    """The first step of a new instance with an event delivered at its end, as one step:
+    revision 1 holds both, so that no reader, watcher or other replica ever sees the
+    instance without its event. The event is delivered as ``signal`` would deliver it to
+    the instance its start left (guards see revision 1): a first step that does not rest
+    RUNNING, or an event that state refuses, refuses the whole, and nothing is created.
+    With every guard false the event is accepted and the start alone is the step."""
+    started = start(defn, workflow_id, input)
+    if started.status is not Status.RUNNING:
+        raise FailedPrecondition(
+            f"the first step of {defn.name} v{defn.version} leaves the instance "
+            f"{started.status} in state {started.snapshot.state!r}: the event cannot be "
+            "delivered to it; nothing was created",
+            reason=Reason.NOT_RUNNING,
+            metadata={
+                "workflow_id": workflow_id,
+                "status": started.status.value,
+                "state": started.snapshot.state,
+            },
+        )
+    # Delivered from "revision 0": the event's part of the step produces revision 1 too.
+    before = dataclasses.replace(started.snapshot, revision=0)
+    delivered = signal(defn, before, event, payload)
+    if not delivered.changed:
+        return started
+    # Nothing is armed or open before revision 1: what the event's part disarms or
+    # cancels is the start's plan, replaced by its own when it moved on.
+    timers = delivered.timers
+    if timers.disarm or timers.arm:
+        timers = TimerPlan(False, timers.arm) if timers.arm else NO_TIMER_WORK
+    else:
+        timers = started.timers
+    task = delivered.task
+    if task.cancel or task.schedule is not None:
+        task = TaskPlan(False, task.schedule) if task.schedule is not None else NO_TASK_WORK
+    else:
+        task = started.task
+    return StepResult(
+        delivered.snapshot,
+        started.transitions + delivered.transitions,
+        True,
+        timers,
+        task,
+    )
+
+
 def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
     """A timer of the state the instance rests in came due: its transition fires like an
     event (event ``after``); with its guard false the timer is consumed and nothing

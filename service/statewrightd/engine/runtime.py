@@ -34,7 +34,12 @@ from statewrightd.domain import TERMINAL
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
 from statewrightd.engine.answers import Outcome, Rejection, Replay, Reply, Result
 from statewrightd.engine.clock import Clock
-from statewrightd.engine.commands import Command, StartCommand, StepCommand
+from statewrightd.engine.commands import (
+    Command,
+    SignalWithStartCommand,
+    StartCommand,
+    StepCommand,
+)
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.jobs import Job, Replies
 from statewrightd.engine.loading import Found, InstanceLoader
@@ -55,6 +60,7 @@ from statewrightd.engine.stepping import (
     Stepper,
     already_exists,
     busy,
+    definition_mismatch,
     recovery_required,
     revision_mismatch,
     shutting_down,
@@ -312,9 +318,53 @@ class WorkflowRuntime:
 
     def _start(self, job: Job, command: StartCommand, segment: Segment) -> None:
         segment.state = AdmissionState.EXECUTING
-        cached = self._cache.get(job.workflow_id) is not None
+        session = self._cache.get(job.workflow_id)
+        if isinstance(command, SignalWithStartCommand):
+            if session is not None:
+                self._signal_existing(job, command, segment, session)
+                return
+            # The store's unique insert decides between callers racing on the id (here
+            # or on another replica): the one that loses signals what the winner made.
+            decision = self._stepper.start(command, cached=False)
+            self._act(job, segment, decision, command.loaded, self._on_existing_signal)
+            return
         taken = self._on_existing if command.return_existing else None
-        self._act(job, segment, self._stepper.start(command, cached), command.loaded, taken)
+        decision = self._stepper.start(command, session is not None)
+        self._act(job, segment, decision, command.loaded, taken)
+
+    def _signal_existing(
+        self, job: Job, command: SignalWithStartCommand, segment: Segment, session: Session
+    ) -> None:
+        """Signal-with-start of an instance that exists: from here on, a signal like any
+        other (its conflicts reload and re-apply it), under the same request id."""
+        mine, theirs = command.loaded.definition.name, session.loaded.definition.name
+        if mine != theirs:
+            self._finish(job, segment.token, definition_mismatch(job.workflow_id, mine, theirs))
+            return
+        job.command = command.as_signal()
+        self._execute(job, segment, session)
+
+    def _on_existing_signal(
+        self, job: Job, token: int, result: Found | errors.StatewrightError
+    ) -> None:
+        """A signal-with-start found its id taken in the store: it signals the instance."""
+        command = job.command
+        assert isinstance(command, SignalWithStartCommand)
+        segment = self._admission.get(job.workflow_id)
+        if (
+            isinstance(result, errors.RecordNotFound)
+            and segment is not None
+            and segment.token == token
+            and job.attempts < MAX_CONFLICT_RETRIES
+        ):
+            job.attempts += 1  # removed since it was found taken: start it after all
+            self._start(job, command, segment)
+            return
+        session = self._session(job, token, result)
+        if session is not None:
+            segment = self._admission.get(job.workflow_id)
+            assert segment is not None
+            self._signal_existing(job, command, segment, session)
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
         segment.state = AdmissionState.EXECUTING

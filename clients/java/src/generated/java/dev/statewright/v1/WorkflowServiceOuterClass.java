@@ -151,6 +151,16 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_GetDefinitionResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SignalWithStartWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -264,63 +274,85 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "PageToken\"*\n\024GetDefinitionRequest\022\022\n\004nam" +
       "e\030\001 \001(\tR\004name\"S\n\025GetDefinitionResponse\022:" +
       "\n\ndefinition\030\001 \001(\0132\032.statewright.v1.Defi" +
-      "nitionR\ndefinition*s\n\016IfExistsPolicy\022 \n\034" +
-      "IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXI" +
-      "STS_POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_RE" +
-      "TURN_EXISTING\020\002*\302\001\n\017SignalRejection\022 \n\034S" +
-      "IGNAL_REJECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_" +
-      "REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECT" +
-      "ION_PERSISTING\020\002\022&\n\"SIGNAL_REJECTION_REC" +
-      "OVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHU" +
-      "TTING_DOWN\020\004*k\n\016WatchEventType\022 \n\034WATCH_" +
-      "EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_" +
-      "TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020" +
-      "\0022\234\r\n\017WorkflowService\022z\n\rStartWorkflow\022$" +
-      ".statewright.v1.StartWorkflowRequest\032%.s" +
-      "tatewright.v1.StartWorkflowResponse\"\034\202\323\344" +
-      "\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016ResumeWork" +
-      "flow\022%.statewright.v1.ResumeWorkflowRequ" +
-      "est\032&.statewright.v1.ResumeWorkflowRespo" +
-      "nse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/" +
-      "resume:\001*\022\215\001\n\016SignalWorkflow\022%.statewrig" +
-      "ht.v1.SignalWorkflowRequest\032&.statewrigh" +
-      "t.v1.SignalWorkflowResponse\",\202\323\344\223\002&\"!/ap" +
-      "i/v1/{name=workflows/*}/signal:\001*\022z\n\013Get" +
-      "Workflow\022\".statewright.v1.GetWorkflowReq" +
-      "uest\032#.statewright.v1.GetWorkflowRespons" +
-      "e\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workflows/*}\022w\n" +
-      "\rListWorkflows\022$.statewright.v1.ListWork" +
-      "flowsRequest\032%.statewright.v1.ListWorkfl" +
-      "owsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215" +
-      "\001\n\016CancelWorkflow\022%.statewright.v1.Cance" +
-      "lWorkflowRequest\032&.statewright.v1.Cancel" +
-      "WorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name=" +
-      "workflows/*}/cancel:\001*\022\203\001\n\016DeleteWorkflo" +
-      "w\022%.statewright.v1.DeleteWorkflowRequest" +
-      "\032&.statewright.v1.DeleteWorkflowResponse" +
-      "\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflows/*}\022\210\001\n" +
-      "\rWatchWorkflow\022$.statewright.v1.WatchWor" +
-      "kflowRequest\032%.statewright.v1.WatchWorkf" +
-      "lowResponse\"(\202\323\344\223\002\"\022 /api/v1/{name=workf" +
-      "lows/*}/watch0\001\022|\n\016GetDiagnostics\022%.stat" +
-      "ewright.v1.GetDiagnosticsRequest\032&.state" +
-      "wright.v1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025" +
-      "\022\023/api/v1/diagnostics\022\247\001\n\026GetWorkflowDia" +
-      "gnostics\022-.statewright.v1.GetWorkflowDia" +
-      "gnosticsRequest\032..statewright.v1.GetWork" +
-      "flowDiagnosticsResponse\".\202\323\344\223\002(\022&/api/v1" +
-      "/{name=workflows/*}/diagnostics\022\177\n\017ListD" +
-      "efinitions\022&.statewright.v1.ListDefiniti" +
-      "onsRequest\032\'.statewright.v1.ListDefiniti" +
-      "onsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions" +
-      "\022\255\001\n\rGetDefinition\022$.statewright.v1.GetD" +
-      "efinitionRequest\032%.statewright.v1.GetDef" +
-      "initionResponse\"O\202\323\344\223\002I\022\'/api/v1/{name=d" +
-      "efinitions/*/versions/*}Z\036\022\034/api/v1/{nam" +
-      "e=definitions/*}Bs\n\022dev.statewright.v1P\001" +
-      "ZJgithub.com/statewright/statewright/cli" +
-      "ents/go/statewright/v1;statewrightv1\252\002\016S" +
-      "tatewright.V1b\006proto3"
+      "nitionR\ndefinition\"\325\002\n\036SignalWithStartWo" +
+      "rkflowRequest\022\036\n\ndefinition\030\001 \001(\tR\ndefin" +
+      "ition\022\030\n\007version\030\002 \001(\005R\007version\022\037\n\013workf" +
+      "low_id\030\003 \001(\tR\nworkflowId\022-\n\005input\030\004 \001(\0132" +
+      "\027.google.protobuf.StructR\005input\022\024\n\005event" +
+      "\030\005 \001(\tR\005event\0221\n\007payload\030\006 \001(\0132\027.google." +
+      "protobuf.StructR\007payload\022\035\n\nrequest_id\030\007" +
+      " \001(\tR\trequestId\022A\n\013if_finished\030\010 \001(\0162 .s" +
+      "tatewright.v1.IfFinishedPolicyR\nifFinish" +
+      "ed\"\204\002\n\037SignalWithStartWorkflowResponse\0224" +
+      "\n\010workflow\030\001 \001(\0132\030.statewright.v1.Workfl" +
+      "owR\010workflow\022\030\n\007started\030\002 \001(\010R\007started\022\032" +
+      "\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006reason\030\004 \001" +
+      "(\0162\037.statewright.v1.SignalRejectionR\006rea" +
+      "son\022<\n\013transitions\030\005 \003(\0132\032.statewright.v" +
+      "1.TransitionR\013transitions*s\n\016IfExistsPol" +
+      "icy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n" +
+      "\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_PO" +
+      "LICY_RETURN_EXISTING\020\002*\302\001\n\017SignalRejecti" +
+      "on\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n\034" +
+      "SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL" +
+      "_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJECT" +
+      "ION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJECT" +
+      "ION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 \n" +
+      "\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH" +
+      "_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYP" +
+      "E_STEP\020\002*w\n\020IfFinishedPolicy\022\"\n\036IF_FINIS" +
+      "HED_POLICY_UNSPECIFIED\020\000\022\035\n\031IF_FINISHED_" +
+      "POLICY_REFUSE\020\001\022 \n\034IF_FINISHED_POLICY_ST" +
+      "ART_NEW\020\0022\307\016\n\017WorkflowService\022z\n\rStartWo" +
+      "rkflow\022$.statewright.v1.StartWorkflowReq" +
+      "uest\032%.statewright.v1.StartWorkflowRespo" +
+      "nse\"\034\202\323\344\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016Re" +
+      "sumeWorkflow\022%.statewright.v1.ResumeWork" +
+      "flowRequest\032&.statewright.v1.ResumeWorkf" +
+      "lowResponse\",\202\323\344\223\002&\"!/api/v1/{name=workf" +
+      "lows/*}/resume:\001*\022\215\001\n\016SignalWorkflow\022%.s" +
+      "tatewright.v1.SignalWorkflowRequest\032&.st" +
+      "atewright.v1.SignalWorkflowResponse\",\202\323\344" +
+      "\223\002&\"!/api/v1/{name=workflows/*}/signal:\001" +
+      "*\022z\n\013GetWorkflow\022\".statewright.v1.GetWor" +
+      "kflowRequest\032#.statewright.v1.GetWorkflo" +
+      "wResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workflo" +
+      "ws/*}\022w\n\rListWorkflows\022$.statewright.v1." +
+      "ListWorkflowsRequest\032%.statewright.v1.Li" +
+      "stWorkflowsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/wor" +
+      "kflows\022\215\001\n\016CancelWorkflow\022%.statewright." +
+      "v1.CancelWorkflowRequest\032&.statewright.v" +
+      "1.CancelWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
+      "1/{name=workflows/*}/cancel:\001*\022\203\001\n\016Delet" +
+      "eWorkflow\022%.statewright.v1.DeleteWorkflo" +
+      "wRequest\032&.statewright.v1.DeleteWorkflow" +
+      "Response\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflow" +
+      "s/*}\022\210\001\n\rWatchWorkflow\022$.statewright.v1." +
+      "WatchWorkflowRequest\032%.statewright.v1.Wa" +
+      "tchWorkflowResponse\"(\202\323\344\223\002\"\022 /api/v1/{na" +
+      "me=workflows/*}/watch0\001\022|\n\016GetDiagnostic" +
+      "s\022%.statewright.v1.GetDiagnosticsRequest" +
+      "\032&.statewright.v1.GetDiagnosticsResponse" +
+      "\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics\022\247\001\n\026GetWor" +
+      "kflowDiagnostics\022-.statewright.v1.GetWor" +
+      "kflowDiagnosticsRequest\032..statewright.v1" +
+      ".GetWorkflowDiagnosticsResponse\".\202\323\344\223\002(\022" +
+      "&/api/v1/{name=workflows/*}/diagnostics\022" +
+      "\177\n\017ListDefinitions\022&.statewright.v1.List" +
+      "DefinitionsRequest\032\'.statewright.v1.List" +
+      "DefinitionsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/def" +
+      "initions\022\255\001\n\rGetDefinition\022$.statewright" +
+      ".v1.GetDefinitionRequest\032%.statewright.v" +
+      "1.GetDefinitionResponse\"O\202\323\344\223\002I\022\'/api/v1" +
+      "/{name=definitions/*/versions/*}Z\036\022\034/api" +
+      "/v1/{name=definitions/*}\022\250\001\n\027SignalWithS" +
+      "tartWorkflow\022..statewright.v1.SignalWith" +
+      "StartWorkflowRequest\032/.statewright.v1.Si" +
+      "gnalWithStartWorkflowResponse\",\202\323\344\223\002&\"!/" +
+      "api/v1/workflows:signalWithStart:\001*Bs\n\022d" +
+      "ev.statewright.v1P\001ZJgithub.com/statewri" +
+      "ght/statewright/clients/go/statewright/v" +
+      "1;statewrightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -482,6 +514,18 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDefinitionResponse_descriptor,
         new java.lang.String[] { "Definition", });
+    internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(25);
+    internal_static_statewright_v1_SignalWithStartWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor,
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "Event", "Payload", "RequestId", "IfFinished", });
+    internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(26);
+    internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "Started", "Accepted", "Reason", "Transitions", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
