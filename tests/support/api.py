@@ -155,6 +155,29 @@ class Client:
         )
         return self.stub.SignalWorkflow(request, timeout=timeout or self.timeout)
 
+    def signal_with_start(
+        self,
+        definition: str,
+        workflow_id: str,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        input: Mapping[str, Any] | None = None,
+        request_id: str = "",
+        if_finished: pb.IfFinishedPolicy.ValueType = pb.IF_FINISHED_POLICY_UNSPECIFIED,
+        timeout: float | None = None,
+    ) -> pb.SignalWithStartWorkflowResponse:
+        request = pb.SignalWithStartWorkflowRequest(
+            definition=definition,
+            workflow_id=workflow_id,
+            event=event,
+            payload=struct(payload),
+            input=struct(input),
+            request_id=request_id,
+            if_finished=if_finished,
+        )
+        return self.stub.SignalWithStartWorkflow(request, timeout=timeout or self.timeout)
+
     def cancel(
         self,
         workflow_id: str,
