@@ -139,7 +139,7 @@ def test_bad_requests_are_refused_at_the_door_and_create_nothing(client: Client)
     expect_error(
         lambda: client.signal_with_start("mail-approval", wid, "approve"),
         grpc.StatusCode.FAILED_PRECONDITION,
-        "NOT_RUNNING",
+        "SIGNAL_NOT_DELIVERABLE",
     )
     expect_error(lambda: client.get(wid), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND")
 

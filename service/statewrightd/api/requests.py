@@ -78,6 +78,8 @@ def start_target(request: pb.StartWorkflowRequest) -> tuple[str, int | None]:
         v.workflow_id(request.workflow_id)
     v.request_id(request.request_id)
     v.one_of("if_exists", request.if_exists, pb.IfExistsPolicy.values())
+    if request.HasField("start_delay"):
+        v.delay("start_delay", request.start_delay)
     return request.definition, request.version or None
 
 
@@ -92,6 +94,7 @@ def start_command(
         loaded=loaded,
         input=struct_to_dict(request.input, "input", limits),
         return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+        delay=request.start_delay.ToTimedelta() if request.HasField("start_delay") else None,
     )
 
 
@@ -124,6 +127,7 @@ def signal_with_start_command(
         input=struct_to_dict(request.input, "input", limits),
         event=request.event,
         payload=struct_to_dict(request.payload, "payload", limits),
+        start_now=request.start_now,
     )
 
 

@@ -88,7 +88,11 @@ class Workflows:
         deadline = None if budget is None else time.monotonic() + budget
         for _ in range(START_NEW_ATTEMPTS):
             left = None if deadline is None else max(0.0, deadline - time.monotonic())
-            outcome = await self.step(command, left)
+            try:
+                outcome = await self.step(command, left)
+            except errors.NotFound:
+                # Found taken by the insert, then removed (replaced) before its load.
+                continue
             record = outcome.record
             if outcome.accepted or record.status not in TERMINAL:
                 return outcome

@@ -60,7 +60,6 @@ from statewrightd.engine.stepping import (
     Stepper,
     already_exists,
     busy,
-    definition_mismatch,
     recovery_required,
     revision_mismatch,
     shutting_down,
@@ -319,30 +318,17 @@ class WorkflowRuntime:
     def _start(self, job: Job, command: StartCommand, segment: Segment) -> None:
         segment.state = AdmissionState.EXECUTING
         session = self._cache.get(job.workflow_id)
-        if isinstance(command, SignalWithStartCommand):
-            if session is not None:
-                self._signal_existing(job, command, segment, session)
-                return
-            # The store's unique insert decides between callers racing on the id (here
-            # or on another replica): the one that loses signals what the winner made.
-            decision = self._stepper.start(command, cached=False)
-            self._act(job, segment, decision, command.loaded, self._on_existing_signal)
+        if isinstance(command, SignalWithStartCommand) and session is not None:
+            job.command = command.as_signal()  # from here on, a signal like any other
+            self._execute(job, segment, session)
             return
+        # A signal-with-start leaves it to the store's unique insert to decide between
+        # callers racing on the id (here or on another replica): the losers signal.
         taken = self._on_existing if command.return_existing else None
+        if isinstance(command, SignalWithStartCommand):
+            taken = self._on_existing_signal
         decision = self._stepper.start(command, session is not None)
         self._act(job, segment, decision, command.loaded, taken)
-
-    def _signal_existing(
-        self, job: Job, command: SignalWithStartCommand, segment: Segment, session: Session
-    ) -> None:
-        """Signal-with-start of an instance that exists: from here on, a signal like any
-        other (its conflicts reload and re-apply it), under the same request id."""
-        mine, theirs = command.loaded.definition.name, session.loaded.definition.name
-        if mine != theirs:
-            self._finish(job, segment.token, definition_mismatch(job.workflow_id, mine, theirs))
-            return
-        job.command = command.as_signal()
-        self._execute(job, segment, session)
 
     def _on_existing_signal(
         self, job: Job, token: int, result: Found | errors.StatewrightError
@@ -350,21 +336,8 @@ class WorkflowRuntime:
         """A signal-with-start found its id taken in the store: it signals the instance."""
         command = job.command
         assert isinstance(command, SignalWithStartCommand)
-        segment = self._admission.get(job.workflow_id)
-        if (
-            isinstance(result, errors.RecordNotFound)
-            and segment is not None
-            and segment.token == token
-            and job.attempts < MAX_CONFLICT_RETRIES
-        ):
-            job.attempts += 1  # removed since it was found taken: start it after all
-            self._start(job, command, segment)
-            return
-        session = self._session(job, token, result)
-        if session is not None:
-            segment = self._admission.get(job.workflow_id)
-            assert segment is not None
-            self._signal_existing(job, command, segment, session)
+        job.command = command.as_signal()
+        self._on_loaded(job, token, result)
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
         segment.state = AdmissionState.EXECUTING
@@ -547,30 +520,29 @@ class WorkflowRuntime:
     # -- queries ---------------------------------------------------------------------------
 
     def info(self, workflow_id: str) -> WorkflowInfo:
-        segment = self._admission.get(workflow_id)
-        session = self._cache.peek(workflow_id)
-        cached = session is not None
-        if session is None and segment is not None and segment.recovery is not None:
-            session = segment.recovery.session  # the last state known for certain
-        return WorkflowInfo(
-            workflow_id=workflow_id,
-            admission=segment.state if segment else None,
-            cached=cached,
-            revision=session.snapshot.revision if session else 0,
-            recent=tuple(session.recent) if session else (),
-            recovery=segment.recovery if segment else None,
-            timers=session.timers if session else (),
-        )
+        return _info(workflow_id, self._admission.get(workflow_id), self._cache.peek(workflow_id))
 
     def counts(self) -> RuntimeCounts:
-        return RuntimeCounts(
-            admissions=dict(self._admission.counts()),
-            cached_sessions=len(self._cache),
-            recoveries_resolved=self._recoveries.resolved,
-        )
+        admissions, resolved = dict(self._admission.counts()), self._recoveries.resolved
+        return RuntimeCounts(admissions, len(self._cache), resolved)
 
     def live_segments(self) -> int:
         return len(self._admission)
+
+
+def _info(workflow_id: str, segment: Segment | None, session: Session | None) -> WorkflowInfo:
+    cached = session is not None
+    if session is None and segment is not None and segment.recovery is not None:
+        session = segment.recovery.session  # the last state known for certain
+    return WorkflowInfo(
+        workflow_id=workflow_id,
+        admission=segment.state if segment else None,
+        cached=cached,
+        revision=session.snapshot.revision if session else 0,
+        recent=tuple(session.recent) if session else (),
+        recovery=segment.recovery if segment else None,
+        timers=session.timers if session else (),
+    )
 
 
 def _missing(workflow_id: str, error: errors.StatewrightError) -> errors.StatewrightError:

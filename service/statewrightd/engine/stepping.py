@@ -171,14 +171,6 @@ def already_exists(workflow_id: str) -> errors.AlreadyExists:
     )
 
 
-def definition_mismatch(workflow_id: str, asked: str, runs: str) -> errors.FailedPrecondition:
-    return errors.FailedPrecondition(
-        f"workflow {workflow_id} runs definition {runs}, not {asked}",
-        reason=Reason.DEFINITION_MISMATCH,
-        metadata={"workflow_id": workflow_id, "definition": runs},
-    )
-
-
 def revision_mismatch(workflow_id: str, expected: int, actual: int) -> errors.Aborted:
     return errors.Aborted(
         f"workflow {workflow_id} is at revision {actual}, not {expected}",

@@ -156,7 +156,7 @@ async def test_a_first_step_that_does_not_rest_running_creates_nothing(
     # mail-approval's first step rests WAITING: no signal can be delivered to it.
     with pytest.raises(errors.FailedPrecondition) as refused:
         await sws(app, "m", "x", event="approve", definition="mail-approval", topic="t")
-    assert refused.value.reason == "NOT_RUNNING"
+    assert refused.value.reason == "SIGNAL_NOT_DELIVERABLE"
     with pytest.raises(errors.RecordNotFound):
         app.parts.repo.load("m")
 
@@ -173,5 +173,5 @@ async def test_an_instance_of_another_definition_is_refused(app: Application) ->
     await sws(app, "d", "one")
     with pytest.raises(errors.FailedPrecondition) as refused:
         await sws(app, "d", "x", event="approve", definition="mail-approval")
-    assert refused.value.reason == "DEFINITION_MISMATCH"
+    assert refused.value.reason == "DEFINITION_DIFFERS"
     assert app.parts.repo.load("d").revision == 1

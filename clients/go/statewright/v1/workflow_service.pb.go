@@ -259,7 +259,12 @@ type StartWorkflowRequest struct {
 	// Optional. An idempotency key: a retry with the same key returns the original response.
 	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Optional. What to do when workflow_id already exists; FAIL by default.
-	IfExists      IfExistsPolicy `protobuf:"varint,6,opt,name=if_exists,json=ifExists,proto3,enum=statewright.v1.IfExistsPolicy" json:"if_exists,omitempty"`
+	IfExists IfExistsPolicy `protobuf:"varint,6,opt,name=if_exists,json=ifExists,proto3,enum=statewright.v1.IfExistsPolicy" json:"if_exists,omitempty"`
+	// Optional. Run the first step this long after the start, on a durable timer; zero or
+	// unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+	// with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+	// cancelled, and it is not resumed or signalled.
+	StartDelay    *durationpb.Duration `protobuf:"bytes,7,opt,name=start_delay,json=startDelay,proto3" json:"start_delay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -334,6 +339,13 @@ func (x *StartWorkflowRequest) GetIfExists() IfExistsPolicy {
 		return x.IfExists
 	}
 	return IfExistsPolicy_IF_EXISTS_POLICY_UNSPECIFIED
+}
+
+func (x *StartWorkflowRequest) GetStartDelay() *durationpb.Duration {
+	if x != nil {
+		return x.StartDelay
+	}
+	return nil
 }
 
 // Response of StartWorkflow.
@@ -1922,7 +1934,11 @@ type SignalWithStartWorkflowRequest struct {
 	// Optional. An idempotency key: a retry with the same key returns the original response.
 	RequestId string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Optional. What to do when the instance exists and has finished; REFUSE by default.
-	IfFinished    IfFinishedPolicy `protobuf:"varint,8,opt,name=if_finished,json=ifFinished,proto3,enum=statewright.v1.IfFinishedPolicy" json:"if_finished,omitempty"`
+	IfFinished IfFinishedPolicy `protobuf:"varint,8,opt,name=if_finished,json=ifFinished,proto3,enum=statewright.v1.IfFinishedPolicy" json:"if_finished,omitempty"`
+	// Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+	// has not run yet, start it now with the event, in one step. Otherwise such an instance
+	// answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+	StartNow      bool `protobuf:"varint,9,opt,name=start_now,json=startNow,proto3" json:"start_now,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2013,6 +2029,13 @@ func (x *SignalWithStartWorkflowRequest) GetIfFinished() IfFinishedPolicy {
 	return IfFinishedPolicy_IF_FINISHED_POLICY_UNSPECIFIED
 }
 
+func (x *SignalWithStartWorkflowRequest) GetStartNow() bool {
+	if x != nil {
+		return x.StartNow
+	}
+	return false
+}
+
 // Response of SignalWithStartWorkflow.
 type SignalWithStartWorkflowResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2100,7 +2123,7 @@ var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
-	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xfc\x01\n" +
+	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xb8\x02\n" +
 	"\x14StartWorkflowRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -2111,7 +2134,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x05 \x01(\tR\trequestId\x12;\n" +
-	"\tif_exists\x18\x06 \x01(\x0e2\x1e.statewright.v1.IfExistsPolicyR\bifExists\"\xa5\x01\n" +
+	"\tif_exists\x18\x06 \x01(\x0e2\x1e.statewright.v1.IfExistsPolicyR\bifExists\x12:\n" +
+	"\vstart_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"startDelay\"\xa5\x01\n" +
 	"\x15StartWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12<\n" +
 	"\vtransitions\x18\x02 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\x12\x18\n" +
@@ -2225,7 +2250,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x15GetDefinitionResponse\x12:\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\v2\x1a.statewright.v1.DefinitionR\n" +
-	"definition\"\xd5\x02\n" +
+	"definition\"\xf2\x02\n" +
 	"\x1eSignalWithStartWorkflowRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -2239,7 +2264,8 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
 	"request_id\x18\a \x01(\tR\trequestId\x12A\n" +
 	"\vif_finished\x18\b \x01(\x0e2 .statewright.v1.IfFinishedPolicyR\n" +
-	"ifFinished\"\x84\x02\n" +
+	"ifFinished\x12\x1b\n" +
+	"\tstart_now\x18\t \x01(\bR\bstartNow\"\x84\x02\n" +
 	"\x1fSignalWithStartWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x18\n" +
 	"\astarted\x18\x02 \x01(\bR\astarted\x12\x1a\n" +
@@ -2327,16 +2353,16 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*SignalWithStartWorkflowRequest)(nil),  // 29: statewright.v1.SignalWithStartWorkflowRequest
 	(*SignalWithStartWorkflowResponse)(nil), // 30: statewright.v1.SignalWithStartWorkflowResponse
 	(*structpb.Struct)(nil),                 // 31: google.protobuf.Struct
-	(*Workflow)(nil),                        // 32: statewright.v1.Workflow
-	(*Transition)(nil),                      // 33: statewright.v1.Transition
-	(WorkflowStatus)(0),                     // 34: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                  // 35: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),            // 36: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),            // 37: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),          // 38: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),              // 39: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                       // 40: statewright.v1.BuildInfo
-	(*durationpb.Duration)(nil),             // 41: google.protobuf.Duration
+	(*durationpb.Duration)(nil),             // 32: google.protobuf.Duration
+	(*Workflow)(nil),                        // 33: statewright.v1.Workflow
+	(*Transition)(nil),                      // 34: statewright.v1.Transition
+	(WorkflowStatus)(0),                     // 35: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                  // 36: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),            // 37: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),            // 38: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),          // 39: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),              // 40: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                       // 41: statewright.v1.BuildInfo
 	(*TimerDiagnostics)(nil),                // 42: statewright.v1.TimerDiagnostics
 	(*TaskQueueDiagnostics)(nil),            // 43: statewright.v1.TaskQueueDiagnostics
 	(*RetentionDiagnostics)(nil),            // 44: statewright.v1.RetentionDiagnostics
@@ -2346,75 +2372,76 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
 	31, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	32, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	33, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	31, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	32, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	33, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	31, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
-	1,  // 8: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	32, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	33, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	32, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	34, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	32, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	32, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	32, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	2,  // 16: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	33, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	32, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	31, // 19: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
-	20, // 20: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	35, // 21: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	36, // 22: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	37, // 23: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	38, // 24: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	39, // 25: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	40, // 26: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	41, // 27: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	42, // 28: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	43, // 29: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	44, // 30: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	45, // 31: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	46, // 32: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	46, // 33: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	31, // 34: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
-	31, // 35: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
-	3,  // 36: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
-	32, // 37: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	1,  // 38: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	33, // 39: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	4,  // 40: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	6,  // 41: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	8,  // 42: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	10, // 43: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	12, // 44: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	14, // 45: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	16, // 46: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	18, // 47: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	21, // 48: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	23, // 49: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	25, // 50: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	27, // 51: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	29, // 52: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
-	5,  // 53: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	7,  // 54: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	9,  // 55: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	11, // 56: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	13, // 57: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	15, // 58: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	17, // 59: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	19, // 60: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	22, // 61: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	24, // 62: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	26, // 63: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	28, // 64: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	30, // 65: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
-	53, // [53:66] is the sub-list for method output_type
-	40, // [40:53] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	32, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
+	33, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	31, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	33, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	31, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	1,  // 9: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
+	33, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	33, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	35, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	33, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	33, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	33, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	2,  // 17: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
+	34, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	33, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	31, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	20, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
+	36, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	37, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	38, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	39, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	40, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	41, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	32, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	42, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	43, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	44, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	45, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	46, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	46, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	31, // 35: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	31, // 36: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	3,  // 37: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
+	33, // 38: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	1,  // 39: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
+	34, // 40: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	4,  // 41: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	6,  // 42: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	8,  // 43: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	10, // 44: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	12, // 45: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	14, // 46: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	16, // 47: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	18, // 48: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	21, // 49: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	23, // 50: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	25, // 51: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	27, // 52: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	29, // 53: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
+	5,  // 54: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	7,  // 55: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	9,  // 56: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	11, // 57: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	13, // 58: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	15, // 59: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	17, // 60: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	19, // 61: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	22, // 62: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	24, // 63: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	26, // 64: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	28, // 65: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	30, // 66: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
+	54, // [54:67] is the sub-list for method output_type
+	41, // [41:54] is the sub-list for method input_type
+	41, // [41:41] is the sub-list for extension type_name
+	41, // [41:41] is the sub-list for extension extendee
+	0,  // [0:41] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }

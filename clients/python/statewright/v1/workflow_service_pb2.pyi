@@ -144,6 +144,7 @@ class StartWorkflowRequest(_message.Message):
     INPUT_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     IF_EXISTS_FIELD_NUMBER: _builtins.int
+    START_DELAY_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Required. The name of the definition to run."""
     version: _builtins.int
@@ -158,6 +159,14 @@ class StartWorkflowRequest(_message.Message):
     def input(self) -> _struct_pb2.Struct:
         """Optional. Initial context values, checked against the declared field types."""
 
+    @_builtins.property
+    def start_delay(self) -> _duration_pb2.Duration:
+        """Optional. Run the first step this long after the start, on a durable timer; zero or
+        unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+        with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+        cancelled, and it is not resumed or signalled.
+        """
+
     def __init__(
         self,
         *,
@@ -167,10 +176,11 @@ class StartWorkflowRequest(_message.Message):
         input: _struct_pb2.Struct | None = ...,
         request_id: _builtins.str = ...,
         if_exists: Global___IfExistsPolicy.ValueType = ...,
+        start_delay: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "start_delay", b"start_delay"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "if_exists", b"if_exists", "input", b"input", "request_id", b"request_id", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "if_exists", b"if_exists", "input", b"input", "request_id", b"request_id", "start_delay", b"start_delay", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1010,6 +1020,7 @@ class SignalWithStartWorkflowRequest(_message.Message):
     PAYLOAD_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     IF_FINISHED_FIELD_NUMBER: _builtins.int
+    START_NOW_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Required. The name of the definition to start when the instance does not exist."""
     version: _builtins.int
@@ -1022,6 +1033,11 @@ class SignalWithStartWorkflowRequest(_message.Message):
     """Optional. An idempotency key: a retry with the same key returns the original response."""
     if_finished: Global___IfFinishedPolicy.ValueType
     """Optional. What to do when the instance exists and has finished; REFUSE by default."""
+    start_now: _builtins.bool
+    """Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+    has not run yet, start it now with the event, in one step. Otherwise such an instance
+    answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+    """
     @_builtins.property
     def input(self) -> _struct_pb2.Struct:
         """Optional. Initial context values of a started instance; ignored when it exists."""
@@ -1041,10 +1057,11 @@ class SignalWithStartWorkflowRequest(_message.Message):
         payload: _struct_pb2.Struct | None = ...,
         request_id: _builtins.str = ...,
         if_finished: Global___IfFinishedPolicy.ValueType = ...,
+        start_now: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "payload", b"payload"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "event", b"event", "if_finished", b"if_finished", "input", b"input", "payload", b"payload", "request_id", b"request_id", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "event", b"event", "if_finished", b"if_finished", "input", b"input", "payload", b"payload", "request_id", b"request_id", "start_now", b"start_now", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -363,6 +363,23 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.statewright.v1.IfFinishedPolicy.UNRECOGNIZED : result;
   }
 
+  public static final int START_NOW_FIELD_NUMBER = 9;
+  private boolean startNow_ = false;
+  /**
+   * <pre>
+   * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+   * has not run yet, start it now with the event, in one step. Otherwise such an instance
+   * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+   * </pre>
+   *
+   * <code>bool start_now = 9 [json_name = "startNow"];</code>
+   * @return The startNow.
+   */
+  @java.lang.Override
+  public boolean getStartNow() {
+    return startNow_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -401,6 +418,9 @@ private static final long serialVersionUID = 0L;
     if (ifFinished_ != dev.statewright.v1.IfFinishedPolicy.IF_FINISHED_POLICY_UNSPECIFIED.getNumber()) {
       output.writeEnum(8, ifFinished_);
     }
+    if (startNow_ != false) {
+      output.writeBool(9, startNow_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -432,6 +452,10 @@ private static final long serialVersionUID = 0L;
     if (ifFinished_ != dev.statewright.v1.IfFinishedPolicy.IF_FINISHED_POLICY_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(8, ifFinished_);
+    }
+    if (startNow_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(9, startNow_);
     }
     return size;
   }
@@ -478,6 +502,8 @@ private static final long serialVersionUID = 0L;
     if (!getRequestId()
         .equals(other.getRequestId())) return false;
     if (ifFinished_ != other.ifFinished_) return false;
+    if (getStartNow()
+        != other.getStartNow()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -509,6 +535,9 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getRequestId().hashCode();
     hash = (37 * hash) + IF_FINISHED_FIELD_NUMBER;
     hash = (53 * hash) + ifFinished_;
+    hash = (37 * hash) + START_NOW_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getStartNow());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -667,6 +696,7 @@ private static final long serialVersionUID = 0L;
       }
       requestId_ = "";
       ifFinished_ = 0;
+      startNow_ = false;
       return this;
     }
 
@@ -731,6 +761,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000080) != 0)) {
         result.ifFinished_ = ifFinished_;
       }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.startNow_ = startNow_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -777,6 +810,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.ifFinished_ != 0) {
         setIfFinishedValue(other.getIfFinishedValue());
+      }
+      if (other.getStartNow() != false) {
+        setStartNow(other.getStartNow());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -846,6 +882,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000080;
               break;
             } // case 64
+            case 72: {
+              startNow_ = input.readBool();
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 72
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1653,6 +1694,56 @@ private static final long serialVersionUID = 0L;
     public Builder clearIfFinished() {
       bitField0_ = (bitField0_ & ~0x00000080);
       ifFinished_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private boolean startNow_ ;
+    /**
+     * <pre>
+     * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+     * has not run yet, start it now with the event, in one step. Otherwise such an instance
+     * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+     * </pre>
+     *
+     * <code>bool start_now = 9 [json_name = "startNow"];</code>
+     * @return The startNow.
+     */
+    @java.lang.Override
+    public boolean getStartNow() {
+      return startNow_;
+    }
+    /**
+     * <pre>
+     * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+     * has not run yet, start it now with the event, in one step. Otherwise such an instance
+     * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+     * </pre>
+     *
+     * <code>bool start_now = 9 [json_name = "startNow"];</code>
+     * @param value The startNow to set.
+     * @return This builder for chaining.
+     */
+    public Builder setStartNow(boolean value) {
+
+      startNow_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+     * has not run yet, start it now with the event, in one step. Otherwise such an instance
+     * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+     * </pre>
+     *
+     * <code>bool start_now = 9 [json_name = "startNow"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearStartNow() {
+      bitField0_ = (bitField0_ & ~0x00000100);
+      startNow_ = false;
       onChanged();
       return this;
     }

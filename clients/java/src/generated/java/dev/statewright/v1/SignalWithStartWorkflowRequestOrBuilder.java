@@ -172,4 +172,16 @@ public interface SignalWithStartWorkflowRequestOrBuilder extends
    * @return The ifFinished.
    */
   dev.statewright.v1.IfFinishedPolicy getIfFinished();
+
+  /**
+   * <pre>
+   * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+   * has not run yet, start it now with the event, in one step. Otherwise such an instance
+   * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+   * </pre>
+   *
+   * <code>bool start_now = 9 [json_name = "startNow"];</code>
+   * @return The startNow.
+   */
+  boolean getStartNow();
 }

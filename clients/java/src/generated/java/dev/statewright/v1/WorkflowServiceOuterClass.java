@@ -176,183 +176,186 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "oogle/protobuf/struct.proto\032\037statewright" +
       "/v1/definition.proto\032 statewright/v1/dia" +
       "gnostics.proto\032\035statewright/v1/workflow." +
-      "proto\"\374\001\n\024StartWorkflowRequest\022\036\n\ndefini" +
+      "proto\"\270\002\n\024StartWorkflowRequest\022\036\n\ndefini" +
       "tion\030\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R" +
       "\007version\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowI" +
       "d\022-\n\005input\030\004 \001(\0132\027.google.protobuf.Struc" +
       "tR\005input\022\035\n\nrequest_id\030\005 \001(\tR\trequestId\022" +
       ";\n\tif_exists\030\006 \001(\0162\036.statewright.v1.IfEx" +
-      "istsPolicyR\010ifExists\"\245\001\n\025StartWorkflowRe" +
-      "sponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v" +
-      "1.WorkflowR\010workflow\022<\n\013transitions\030\002 \003(" +
-      "\0132\032.statewright.v1.TransitionR\013transitio" +
-      "ns\022\030\n\007created\030\003 \001(\010R\007created\"\274\001\n\025ResumeW" +
-      "orkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005ev" +
-      "ent\030\002 \001(\tR\005event\022-\n\005input\030\003 \001(\0132\027.google" +
-      ".protobuf.StructR\005input\022+\n\021expected_revi" +
-      "sion\030\004 \001(\003R\020expectedRevision\022\035\n\nrequest_" +
-      "id\030\005 \001(\tR\trequestId\"\214\001\n\026ResumeWorkflowRe" +
-      "sponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v" +
-      "1.WorkflowR\010workflow\022<\n\013transitions\030\002 \003(" +
-      "\0132\032.statewright.v1.TransitionR\013transitio" +
-      "ns\"\223\001\n\025SignalWorkflowRequest\022\022\n\004name\030\001 \001" +
-      "(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\0221\n\007payloa" +
-      "d\030\003 \001(\0132\027.google.protobuf.StructR\007payloa" +
-      "d\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"\341\001\n\026Sig" +
-      "nalWorkflowResponse\022\032\n\010accepted\030\001 \001(\010R\010a" +
-      "ccepted\0227\n\006reason\030\002 \001(\0162\037.statewright.v1" +
-      ".SignalRejectionR\006reason\0224\n\010workflow\030\003 \001" +
-      "(\0132\030.statewright.v1.WorkflowR\010workflow\022<" +
-      "\n\013transitions\030\004 \003(\0132\032.statewright.v1.Tra" +
-      "nsitionR\013transitions\"(\n\022GetWorkflowReque" +
-      "st\022\022\n\004name\030\001 \001(\tR\004name\"K\n\023GetWorkflowRes" +
-      "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
-      ".WorkflowR\010workflow\"\342\001\n\024ListWorkflowsReq" +
-      "uest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\0226\n\006" +
-      "status\030\002 \001(\0162\036.statewright.v1.WorkflowSt" +
-      "atusR\006status\022\033\n\tpage_size\030\003 \001(\005R\010pageSiz" +
-      "e\022\035\n\npage_token\030\004 \001(\tR\tpageToken\022\031\n\010orde" +
-      "r_by\030\005 \001(\tR\007orderBy\022\033\n\tid_prefix\030\006 \001(\tR\010" +
-      "idPrefix\"w\n\025ListWorkflowsResponse\0226\n\twor" +
-      "kflows\030\001 \003(\0132\030.statewright.v1.WorkflowR\t" +
-      "workflows\022&\n\017next_page_token\030\002 \001(\tR\rnext" +
-      "PageToken\"\217\001\n\025CancelWorkflowRequest\022\022\n\004n" +
-      "ame\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022" +
-      "+\n\021expected_revision\030\003 \001(\003R\020expectedRevi" +
-      "sion\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"N\n\026C" +
-      "ancelWorkflowResponse\0224\n\010workflow\030\001 \001(\0132" +
-      "\030.statewright.v1.WorkflowR\010workflow\"\247\001\n\025" +
-      "DeleteWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004nam" +
-      "e\022\022\n\004etag\030\002 \001(\tR\004etag\022+\n\021expected_revisi" +
-      "on\030\003 \001(\003R\020expectedRevision\022\024\n\005force\030\004 \001(" +
-      "\010R\005force\022#\n\rallow_missing\030\005 \001(\010R\014allowMi" +
-      "ssing\"l\n\026DeleteWorkflowResponse\0224\n\010workf" +
-      "low\030\001 \001(\0132\030.statewright.v1.WorkflowR\010wor" +
-      "kflow\022\034\n\tcancelled\030\002 \001(\010R\tcancelled\"i\n\024W" +
-      "atchWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022" +
-      "*\n\016after_revision\030\002 \001(\003H\000R\rafterRevision" +
-      "\210\001\001B\021\n\017_after_revision\"\202\003\n\025WatchWorkflow" +
-      "Response\0222\n\004type\030\001 \001(\0162\036.statewright.v1." +
-      "WatchEventTypeR\004type\022\032\n\010revision\030\002 \001(\003R\010" +
-      "revision\022<\n\013transitions\030\003 \003(\0132\032.statewri" +
-      "ght.v1.TransitionR\013transitions\0224\n\010workfl" +
-      "ow\030\004 \001(\0132\030.statewright.v1.WorkflowR\010work" +
-      "flow\022\024\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030\006 \001(" +
-      "\tR\005actor\022-\n\005input\030\007 \001(\0132\027.google.protobu" +
-      "f.StructR\005input\022J\n\rcontext_patch\030\010 \003(\0132%" +
-      ".statewright.v1.ContextPatchOperationR\014c" +
-      "ontextPatch\"\202\001\n\025ContextPatchOperation\022\016\n" +
-      "\002op\030\001 \001(\tR\002op\022\022\n\004path\030\002 \001(\tR\004path\022,\n\005val" +
-      "ue\030\003 \001(\0132\026.google.protobuf.ValueR\005value\022" +
-      "\027\n\tfrom_path\030\004 \001(\tR\004from\"\027\n\025GetDiagnosti" +
-      "csRequest\"\370\004\n\026GetDiagnosticsResponse\022C\n\n" +
-      "event_loop\030\001 \001(\0132$.statewright.v1.EventL" +
-      "oopDiagnosticsR\teventLoop\022D\n\nadmissions\030" +
-      "\002 \001(\0132$.statewright.v1.AdmissionDiagnost" +
-      "icsR\nadmissions\022H\n\013persistence\030\003 \001(\0132&.s" +
-      "tatewright.v1.PersistenceDiagnosticsR\013pe" +
-      "rsistence\022>\n\010watchers\030\004 \001(\0132\".statewrigh" +
-      "t.v1.WatcherDiagnosticsR\010watchers\022 \n\013def" +
-      "initions\030\005 \003(\tR\013definitions\022/\n\005build\030\006 \001" +
-      "(\0132\031.statewright.v1.BuildInfoR\005build\0221\n\006" +
-      "uptime\030\007 \001(\0132\031.google.protobuf.DurationR" +
-      "\006uptime\0228\n\006timers\030\010 \001(\0132 .statewright.v1" +
-      ".TimerDiagnosticsR\006timers\022E\n\013task_queues" +
-      "\030\t \003(\0132$.statewright.v1.TaskQueueDiagnos" +
-      "ticsR\ntaskQueues\022B\n\tretention\030\n \001(\0132$.st" +
-      "atewright.v1.RetentionDiagnosticsR\treten" +
-      "tion\"3\n\035GetWorkflowDiagnosticsRequest\022\022\n" +
-      "\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflowDiagnost" +
-      "icsResponse\022E\n\013diagnostics\030\001 \001(\0132#.state" +
-      "wright.v1.WorkflowDiagnosticsR\013diagnosti" +
-      "cs\"t\n\026ListDefinitionsRequest\022\036\n\ndefiniti" +
-      "on\030\001 \001(\tR\ndefinition\022\033\n\tpage_size\030\002 \001(\005R" +
-      "\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tpageToken" +
-      "\"\177\n\027ListDefinitionsResponse\022<\n\013definitio" +
-      "ns\030\001 \003(\0132\032.statewright.v1.DefinitionR\013de" +
-      "finitions\022&\n\017next_page_token\030\002 \001(\tR\rnext" +
-      "PageToken\"*\n\024GetDefinitionRequest\022\022\n\004nam" +
-      "e\030\001 \001(\tR\004name\"S\n\025GetDefinitionResponse\022:" +
-      "\n\ndefinition\030\001 \001(\0132\032.statewright.v1.Defi" +
-      "nitionR\ndefinition\"\325\002\n\036SignalWithStartWo" +
-      "rkflowRequest\022\036\n\ndefinition\030\001 \001(\tR\ndefin" +
-      "ition\022\030\n\007version\030\002 \001(\005R\007version\022\037\n\013workf" +
-      "low_id\030\003 \001(\tR\nworkflowId\022-\n\005input\030\004 \001(\0132" +
-      "\027.google.protobuf.StructR\005input\022\024\n\005event" +
-      "\030\005 \001(\tR\005event\0221\n\007payload\030\006 \001(\0132\027.google." +
-      "protobuf.StructR\007payload\022\035\n\nrequest_id\030\007" +
-      " \001(\tR\trequestId\022A\n\013if_finished\030\010 \001(\0162 .s" +
-      "tatewright.v1.IfFinishedPolicyR\nifFinish" +
-      "ed\"\204\002\n\037SignalWithStartWorkflowResponse\0224" +
-      "\n\010workflow\030\001 \001(\0132\030.statewright.v1.Workfl" +
-      "owR\010workflow\022\030\n\007started\030\002 \001(\010R\007started\022\032" +
-      "\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006reason\030\004 \001" +
-      "(\0162\037.statewright.v1.SignalRejectionR\006rea" +
-      "son\022<\n\013transitions\030\005 \003(\0132\032.statewright.v" +
-      "1.TransitionR\013transitions*s\n\016IfExistsPol" +
-      "icy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n" +
-      "\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_PO" +
-      "LICY_RETURN_EXISTING\020\002*\302\001\n\017SignalRejecti" +
-      "on\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n\034" +
-      "SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL" +
-      "_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJECT" +
-      "ION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJECT" +
-      "ION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 \n" +
-      "\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH" +
-      "_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYP" +
-      "E_STEP\020\002*w\n\020IfFinishedPolicy\022\"\n\036IF_FINIS" +
-      "HED_POLICY_UNSPECIFIED\020\000\022\035\n\031IF_FINISHED_" +
-      "POLICY_REFUSE\020\001\022 \n\034IF_FINISHED_POLICY_ST" +
-      "ART_NEW\020\0022\307\016\n\017WorkflowService\022z\n\rStartWo" +
-      "rkflow\022$.statewright.v1.StartWorkflowReq" +
-      "uest\032%.statewright.v1.StartWorkflowRespo" +
-      "nse\"\034\202\323\344\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016Re" +
-      "sumeWorkflow\022%.statewright.v1.ResumeWork" +
-      "flowRequest\032&.statewright.v1.ResumeWorkf" +
-      "lowResponse\",\202\323\344\223\002&\"!/api/v1/{name=workf" +
-      "lows/*}/resume:\001*\022\215\001\n\016SignalWorkflow\022%.s" +
-      "tatewright.v1.SignalWorkflowRequest\032&.st" +
-      "atewright.v1.SignalWorkflowResponse\",\202\323\344" +
-      "\223\002&\"!/api/v1/{name=workflows/*}/signal:\001" +
-      "*\022z\n\013GetWorkflow\022\".statewright.v1.GetWor" +
-      "kflowRequest\032#.statewright.v1.GetWorkflo" +
-      "wResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workflo" +
-      "ws/*}\022w\n\rListWorkflows\022$.statewright.v1." +
-      "ListWorkflowsRequest\032%.statewright.v1.Li" +
-      "stWorkflowsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/wor" +
-      "kflows\022\215\001\n\016CancelWorkflow\022%.statewright." +
-      "v1.CancelWorkflowRequest\032&.statewright.v" +
-      "1.CancelWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
-      "1/{name=workflows/*}/cancel:\001*\022\203\001\n\016Delet" +
-      "eWorkflow\022%.statewright.v1.DeleteWorkflo" +
-      "wRequest\032&.statewright.v1.DeleteWorkflow" +
-      "Response\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflow" +
-      "s/*}\022\210\001\n\rWatchWorkflow\022$.statewright.v1." +
-      "WatchWorkflowRequest\032%.statewright.v1.Wa" +
-      "tchWorkflowResponse\"(\202\323\344\223\002\"\022 /api/v1/{na" +
-      "me=workflows/*}/watch0\001\022|\n\016GetDiagnostic" +
-      "s\022%.statewright.v1.GetDiagnosticsRequest" +
-      "\032&.statewright.v1.GetDiagnosticsResponse" +
-      "\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics\022\247\001\n\026GetWor" +
-      "kflowDiagnostics\022-.statewright.v1.GetWor" +
-      "kflowDiagnosticsRequest\032..statewright.v1" +
-      ".GetWorkflowDiagnosticsResponse\".\202\323\344\223\002(\022" +
-      "&/api/v1/{name=workflows/*}/diagnostics\022" +
-      "\177\n\017ListDefinitions\022&.statewright.v1.List" +
-      "DefinitionsRequest\032\'.statewright.v1.List" +
-      "DefinitionsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/def" +
-      "initions\022\255\001\n\rGetDefinition\022$.statewright" +
-      ".v1.GetDefinitionRequest\032%.statewright.v" +
-      "1.GetDefinitionResponse\"O\202\323\344\223\002I\022\'/api/v1" +
-      "/{name=definitions/*/versions/*}Z\036\022\034/api" +
-      "/v1/{name=definitions/*}\022\250\001\n\027SignalWithS" +
-      "tartWorkflow\022..statewright.v1.SignalWith" +
-      "StartWorkflowRequest\032/.statewright.v1.Si" +
-      "gnalWithStartWorkflowResponse\",\202\323\344\223\002&\"!/" +
-      "api/v1/workflows:signalWithStart:\001*Bs\n\022d" +
-      "ev.statewright.v1P\001ZJgithub.com/statewri" +
-      "ght/statewright/clients/go/statewright/v" +
-      "1;statewrightv1\252\002\016Statewright.V1b\006proto3"
+      "istsPolicyR\010ifExists\022:\n\013start_delay\030\007 \001(" +
+      "\0132\031.google.protobuf.DurationR\nstartDelay" +
+      "\"\245\001\n\025StartWorkflowResponse\0224\n\010workflow\030\001" +
+      " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
+      "\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1.T" +
+      "ransitionR\013transitions\022\030\n\007created\030\003 \001(\010R" +
+      "\007created\"\274\001\n\025ResumeWorkflowRequest\022\022\n\004na" +
+      "me\030\001 \001(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\022-\n\005" +
+      "input\030\003 \001(\0132\027.google.protobuf.StructR\005in" +
+      "put\022+\n\021expected_revision\030\004 \001(\003R\020expected" +
+      "Revision\022\035\n\nrequest_id\030\005 \001(\tR\trequestId\"" +
+      "\214\001\n\026ResumeWorkflowResponse\0224\n\010workflow\030\001" +
+      " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
+      "\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1.T" +
+      "ransitionR\013transitions\"\223\001\n\025SignalWorkflo" +
+      "wRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005event\030\002 " +
+      "\001(\tR\005event\0221\n\007payload\030\003 \001(\0132\027.google.pro" +
+      "tobuf.StructR\007payload\022\035\n\nrequest_id\030\004 \001(" +
+      "\tR\trequestId\"\341\001\n\026SignalWorkflowResponse\022" +
+      "\032\n\010accepted\030\001 \001(\010R\010accepted\0227\n\006reason\030\002 " +
+      "\001(\0162\037.statewright.v1.SignalRejectionR\006re" +
+      "ason\0224\n\010workflow\030\003 \001(\0132\030.statewright.v1." +
+      "WorkflowR\010workflow\022<\n\013transitions\030\004 \003(\0132" +
+      "\032.statewright.v1.TransitionR\013transitions" +
+      "\"(\n\022GetWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004na" +
+      "me\"K\n\023GetWorkflowResponse\0224\n\010workflow\030\001 " +
+      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\"" +
+      "\342\001\n\024ListWorkflowsRequest\022\036\n\ndefinition\030\001" +
+      " \001(\tR\ndefinition\0226\n\006status\030\002 \001(\0162\036.state" +
+      "wright.v1.WorkflowStatusR\006status\022\033\n\tpage" +
+      "_size\030\003 \001(\005R\010pageSize\022\035\n\npage_token\030\004 \001(" +
+      "\tR\tpageToken\022\031\n\010order_by\030\005 \001(\tR\007orderBy\022" +
+      "\033\n\tid_prefix\030\006 \001(\tR\010idPrefix\"w\n\025ListWork" +
+      "flowsResponse\0226\n\tworkflows\030\001 \003(\0132\030.state" +
+      "wright.v1.WorkflowR\tworkflows\022&\n\017next_pa" +
+      "ge_token\030\002 \001(\tR\rnextPageToken\"\217\001\n\025Cancel" +
+      "WorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\026\n\006r" +
+      "eason\030\002 \001(\tR\006reason\022+\n\021expected_revision" +
+      "\030\003 \001(\003R\020expectedRevision\022\035\n\nrequest_id\030\004" +
+      " \001(\tR\trequestId\"N\n\026CancelWorkflowRespons" +
+      "e\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1.Wor" +
+      "kflowR\010workflow\"\247\001\n\025DeleteWorkflowReques" +
+      "t\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004etag\030\002 \001(\tR\004eta" +
+      "g\022+\n\021expected_revision\030\003 \001(\003R\020expectedRe" +
+      "vision\022\024\n\005force\030\004 \001(\010R\005force\022#\n\rallow_mi" +
+      "ssing\030\005 \001(\010R\014allowMissing\"l\n\026DeleteWorkf" +
+      "lowResponse\0224\n\010workflow\030\001 \001(\0132\030.statewri" +
+      "ght.v1.WorkflowR\010workflow\022\034\n\tcancelled\030\002" +
+      " \001(\010R\tcancelled\"i\n\024WatchWorkflowRequest\022" +
+      "\022\n\004name\030\001 \001(\tR\004name\022*\n\016after_revision\030\002 " +
+      "\001(\003H\000R\rafterRevision\210\001\001B\021\n\017_after_revisi" +
+      "on\"\202\003\n\025WatchWorkflowResponse\0222\n\004type\030\001 \001" +
+      "(\0162\036.statewright.v1.WatchEventTypeR\004type" +
+      "\022\032\n\010revision\030\002 \001(\003R\010revision\022<\n\013transiti" +
+      "ons\030\003 \003(\0132\032.statewright.v1.TransitionR\013t" +
+      "ransitions\0224\n\010workflow\030\004 \001(\0132\030.statewrig" +
+      "ht.v1.WorkflowR\010workflow\022\024\n\005event\030\005 \001(\tR" +
+      "\005event\022\024\n\005actor\030\006 \001(\tR\005actor\022-\n\005input\030\007 " +
+      "\001(\0132\027.google.protobuf.StructR\005input\022J\n\rc" +
+      "ontext_patch\030\010 \003(\0132%.statewright.v1.Cont" +
+      "extPatchOperationR\014contextPatch\"\202\001\n\025Cont" +
+      "extPatchOperation\022\016\n\002op\030\001 \001(\tR\002op\022\022\n\004pat" +
+      "h\030\002 \001(\tR\004path\022,\n\005value\030\003 \001(\0132\026.google.pr" +
+      "otobuf.ValueR\005value\022\027\n\tfrom_path\030\004 \001(\tR\004" +
+      "from\"\027\n\025GetDiagnosticsRequest\"\370\004\n\026GetDia" +
+      "gnosticsResponse\022C\n\nevent_loop\030\001 \001(\0132$.s" +
+      "tatewright.v1.EventLoopDiagnosticsR\teven" +
+      "tLoop\022D\n\nadmissions\030\002 \001(\0132$.statewright." +
+      "v1.AdmissionDiagnosticsR\nadmissions\022H\n\013p" +
+      "ersistence\030\003 \001(\0132&.statewright.v1.Persis" +
+      "tenceDiagnosticsR\013persistence\022>\n\010watcher" +
+      "s\030\004 \001(\0132\".statewright.v1.WatcherDiagnost" +
+      "icsR\010watchers\022 \n\013definitions\030\005 \003(\tR\013defi" +
+      "nitions\022/\n\005build\030\006 \001(\0132\031.statewright.v1." +
+      "BuildInfoR\005build\0221\n\006uptime\030\007 \001(\0132\031.googl" +
+      "e.protobuf.DurationR\006uptime\0228\n\006timers\030\010 " +
+      "\001(\0132 .statewright.v1.TimerDiagnosticsR\006t" +
+      "imers\022E\n\013task_queues\030\t \003(\0132$.statewright" +
+      ".v1.TaskQueueDiagnosticsR\ntaskQueues\022B\n\t" +
+      "retention\030\n \001(\0132$.statewright.v1.Retenti" +
+      "onDiagnosticsR\tretention\"3\n\035GetWorkflowD" +
+      "iagnosticsRequest\022\022\n\004name\030\001 \001(\tR\004name\"g\n" +
+      "\036GetWorkflowDiagnosticsResponse\022E\n\013diagn" +
+      "ostics\030\001 \001(\0132#.statewright.v1.WorkflowDi" +
+      "agnosticsR\013diagnostics\"t\n\026ListDefinition" +
+      "sRequest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition" +
+      "\022\033\n\tpage_size\030\002 \001(\005R\010pageSize\022\035\n\npage_to" +
+      "ken\030\003 \001(\tR\tpageToken\"\177\n\027ListDefinitionsR" +
+      "esponse\022<\n\013definitions\030\001 \003(\0132\032.statewrig" +
+      "ht.v1.DefinitionR\013definitions\022&\n\017next_pa" +
+      "ge_token\030\002 \001(\tR\rnextPageToken\"*\n\024GetDefi" +
+      "nitionRequest\022\022\n\004name\030\001 \001(\tR\004name\"S\n\025Get" +
+      "DefinitionResponse\022:\n\ndefinition\030\001 \001(\0132\032" +
+      ".statewright.v1.DefinitionR\ndefinition\"\362" +
+      "\002\n\036SignalWithStartWorkflowRequest\022\036\n\ndef" +
+      "inition\030\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001" +
+      "(\005R\007version\022\037\n\013workflow_id\030\003 \001(\tR\nworkfl" +
+      "owId\022-\n\005input\030\004 \001(\0132\027.google.protobuf.St" +
+      "ructR\005input\022\024\n\005event\030\005 \001(\tR\005event\0221\n\007pay" +
+      "load\030\006 \001(\0132\027.google.protobuf.StructR\007pay" +
+      "load\022\035\n\nrequest_id\030\007 \001(\tR\trequestId\022A\n\013i" +
+      "f_finished\030\010 \001(\0162 .statewright.v1.IfFini" +
+      "shedPolicyR\nifFinished\022\033\n\tstart_now\030\t \001(" +
+      "\010R\010startNow\"\204\002\n\037SignalWithStartWorkflowR" +
+      "esponse\0224\n\010workflow\030\001 \001(\0132\030.statewright." +
+      "v1.WorkflowR\010workflow\022\030\n\007started\030\002 \001(\010R\007" +
+      "started\022\032\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006r" +
+      "eason\030\004 \001(\0162\037.statewright.v1.SignalRejec" +
+      "tionR\006reason\022<\n\013transitions\030\005 \003(\0132\032.stat" +
+      "ewright.v1.TransitionR\013transitions*s\n\016If" +
+      "ExistsPolicy\022 \n\034IF_EXISTS_POLICY_UNSPECI" +
+      "FIED\020\000\022\031\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_" +
+      "EXISTS_POLICY_RETURN_EXISTING\020\002*\302\001\n\017Sign" +
+      "alRejection\022 \n\034SIGNAL_REJECTION_UNSPECIF" +
+      "IED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022" +
+      "\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022&\n\"SIGN" +
+      "AL_REJECTION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGN" +
+      "AL_REJECTION_SHUTTING_DOWN\020\004*k\n\016WatchEve" +
+      "ntType\022 \n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000" +
+      "\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_" +
+      "EVENT_TYPE_STEP\020\002*w\n\020IfFinishedPolicy\022\"\n" +
+      "\036IF_FINISHED_POLICY_UNSPECIFIED\020\000\022\035\n\031IF_" +
+      "FINISHED_POLICY_REFUSE\020\001\022 \n\034IF_FINISHED_" +
+      "POLICY_START_NEW\020\0022\307\016\n\017WorkflowService\022z" +
+      "\n\rStartWorkflow\022$.statewright.v1.StartWo" +
+      "rkflowRequest\032%.statewright.v1.StartWork" +
+      "flowResponse\"\034\202\323\344\223\002\026\"\021/api/v1/workflows:" +
+      "\001*\022\215\001\n\016ResumeWorkflow\022%.statewright.v1.R" +
+      "esumeWorkflowRequest\032&.statewright.v1.Re" +
+      "sumeWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{n" +
+      "ame=workflows/*}/resume:\001*\022\215\001\n\016SignalWor" +
+      "kflow\022%.statewright.v1.SignalWorkflowReq" +
+      "uest\032&.statewright.v1.SignalWorkflowResp" +
+      "onse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*}" +
+      "/signal:\001*\022z\n\013GetWorkflow\022\".statewright." +
+      "v1.GetWorkflowRequest\032#.statewright.v1.G" +
+      "etWorkflowResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{nam" +
+      "e=workflows/*}\022w\n\rListWorkflows\022$.statew" +
+      "right.v1.ListWorkflowsRequest\032%.statewri" +
+      "ght.v1.ListWorkflowsResponse\"\031\202\323\344\223\002\023\022\021/a" +
+      "pi/v1/workflows\022\215\001\n\016CancelWorkflow\022%.sta" +
+      "tewright.v1.CancelWorkflowRequest\032&.stat" +
+      "ewright.v1.CancelWorkflowResponse\",\202\323\344\223\002" +
+      "&\"!/api/v1/{name=workflows/*}/cancel:\001*\022" +
+      "\203\001\n\016DeleteWorkflow\022%.statewright.v1.Dele" +
+      "teWorkflowRequest\032&.statewright.v1.Delet" +
+      "eWorkflowResponse\"\"\202\323\344\223\002\034*\032/api/v1/{name" +
+      "=workflows/*}\022\210\001\n\rWatchWorkflow\022$.statew" +
+      "right.v1.WatchWorkflowRequest\032%.statewri" +
+      "ght.v1.WatchWorkflowResponse\"(\202\323\344\223\002\"\022 /a" +
+      "pi/v1/{name=workflows/*}/watch0\001\022|\n\016GetD" +
+      "iagnostics\022%.statewright.v1.GetDiagnosti" +
+      "csRequest\032&.statewright.v1.GetDiagnostic" +
+      "sResponse\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics\022\247" +
+      "\001\n\026GetWorkflowDiagnostics\022-.statewright." +
+      "v1.GetWorkflowDiagnosticsRequest\032..state" +
+      "wright.v1.GetWorkflowDiagnosticsResponse" +
+      "\".\202\323\344\223\002(\022&/api/v1/{name=workflows/*}/dia" +
+      "gnostics\022\177\n\017ListDefinitions\022&.statewrigh" +
+      "t.v1.ListDefinitionsRequest\032\'.statewrigh" +
+      "t.v1.ListDefinitionsResponse\"\033\202\323\344\223\002\025\022\023/a" +
+      "pi/v1/definitions\022\255\001\n\rGetDefinition\022$.st" +
+      "atewright.v1.GetDefinitionRequest\032%.stat" +
+      "ewright.v1.GetDefinitionResponse\"O\202\323\344\223\002I" +
+      "\022\'/api/v1/{name=definitions/*/versions/*" +
+      "}Z\036\022\034/api/v1/{name=definitions/*}\022\250\001\n\027Si" +
+      "gnalWithStartWorkflow\022..statewright.v1.S" +
+      "ignalWithStartWorkflowRequest\032/.statewri" +
+      "ght.v1.SignalWithStartWorkflowResponse\"," +
+      "\202\323\344\223\002&\"!/api/v1/workflows:signalWithStar" +
+      "t:\001*Bs\n\022dev.statewright.v1P\001ZJgithub.com" +
+      "/statewright/statewright/clients/go/stat" +
+      "ewright/v1;statewrightv1\252\002\016Statewright.V" +
+      "1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -369,7 +372,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_StartWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_StartWorkflowRequest_descriptor,
-        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "RequestId", "IfExists", });
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "RequestId", "IfExists", "StartDelay", });
     internal_static_statewright_v1_StartWorkflowResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_StartWorkflowResponse_fieldAccessorTable = new
@@ -519,7 +522,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_SignalWithStartWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor,
-        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "Event", "Payload", "RequestId", "IfFinished", });
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "Event", "Payload", "RequestId", "IfFinished", "StartNow", });
     internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor =
       getDescriptor().getMessageType(26);
     internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable = new
