@@ -65,6 +65,9 @@ def test_a_delayed_instance_takes_no_event_and_is_cancelled(client: Client) -> N
 def test_signal_with_start_starts_it_early_only_when_asked(client: Client) -> None:
     wid = uid("delay")
     client.start("tally", workflow_id=wid, start_delay=LATER)
+    read = client.get(wid)  # read back from the store: its start timer with it
+    assert [t.after for t in read.timers] == ["start_delay 3600s"]
+    assert "START_DELAYED" in str(read.error)
     early = client.signal_with_start("tally", wid, "tick", {"id": "early"})
     assert not early.accepted and early.reason == pb.SIGNAL_REJECTION_NOT_RUNNING
     assert early.workflow.revision == 1
