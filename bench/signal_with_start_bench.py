@@ -36,8 +36,8 @@ from google.protobuf import struct_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from timer_bench import server, workspace
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.timer_bench import server, workspace
 
 DEFINITIONS = {
     "counter.yaml": """
@@ -54,7 +54,7 @@ transitions:
 """,
 }
 
-Call = Callable[[pb_grpc.WorkflowServiceStub, int], Awaitable[object]]
+Call = Callable[[pb_grpc.WorkflowServiceAsyncStub, int], Awaitable[object]]
 
 
 def _payload() -> struct_pb2.Struct:
@@ -83,24 +83,24 @@ async def _loop(target: str, seconds: float, concurrency: int, call: Call) -> fl
 def calls(keys: list[str]) -> dict[str, Call]:
     payload = _payload()
 
-    async def start(stub: pb_grpc.WorkflowServiceStub, lane: int) -> object:
+    async def start(stub: pb_grpc.WorkflowServiceAsyncStub, lane: int) -> object:
         request = pb.StartWorkflowRequest(definition="counter", workflow_id=uuid.uuid4().hex)
         return await stub.StartWorkflow(request, timeout=30)
 
-    async def sws_new(stub: pb_grpc.WorkflowServiceStub, lane: int) -> object:
+    async def sws_new(stub: pb_grpc.WorkflowServiceAsyncStub, lane: int) -> object:
         request = pb.SignalWithStartWorkflowRequest(
             definition="counter", workflow_id=uuid.uuid4().hex, event="add", payload=payload
         )
         return await stub.SignalWithStartWorkflow(request, timeout=30)
 
-    async def sws_existing(stub: pb_grpc.WorkflowServiceStub, lane: int) -> object:
+    async def sws_existing(stub: pb_grpc.WorkflowServiceAsyncStub, lane: int) -> object:
         # Each lane its own instance: no two calls wait for one instance's turn.
         request = pb.SignalWithStartWorkflowRequest(
             definition="counter", workflow_id=keys[lane], event="add", payload=payload
         )
         return await stub.SignalWithStartWorkflow(request, timeout=30)
 
-    async def signal(stub: pb_grpc.WorkflowServiceStub, lane: int) -> object:
+    async def signal(stub: pb_grpc.WorkflowServiceAsyncStub, lane: int) -> object:
         request = pb.SignalWorkflowRequest(
             name=f"workflows/{keys[lane]}", event="add", payload=payload
         )
