@@ -131,6 +131,11 @@ class SignalWithStartCommand(StartCommand):
     def history_event(self) -> str | None:
         return self.event
 
+    def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
+        # Refused before it could tell whether the instance exists (busy, shutting down,
+        # in recovery), it answers as the signal of the instance that does.
+        return self.as_signal().refusal(record, loaded, reason)
+
     def as_signal(self) -> SignalCommand:
         """The same request, as a signal of the instance that exists."""
         return SignalCommand(
