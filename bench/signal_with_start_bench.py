@@ -33,6 +33,7 @@ from typing import Any
 
 import grpc
 from google.protobuf import struct_pb2
+from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
@@ -54,7 +55,7 @@ transitions:
 """,
 }
 
-Call = Callable[[pb_grpc.WorkflowServiceAsyncStub, int], Awaitable[object]]
+Call = Callable[["pb_grpc.WorkflowServiceAsyncStub", int], Awaitable[object]]
 
 
 def _payload() -> struct_pb2.Struct:
@@ -73,7 +74,17 @@ async def _loop(target: str, seconds: float, concurrency: int, call: Call) -> fl
         async def lane(i: int) -> None:
             nonlocal done
             while time.monotonic() < stop:
-                await call(stub, i)
+                try:
+                    await call(stub, i)
+                except grpc.aio.AioRpcError as exc:
+                    # Say why (an instance the load failed, say) rather than only that.
+                    why = f"lane {i}: {exc.code().name}: {exc.details()}"
+                    words = (exc.details() or "").split()
+                    if exc.code() is grpc.StatusCode.FAILED_PRECONDITION and len(words) > 1:
+                        name = f"workflows/{words[1]}"
+                        got = await stub.GetWorkflow(pb.GetWorkflowRequest(name=name))
+                        why += f"; its error: {got.workflow.error}"
+                    raise SystemExit(why) from None
                 done += 1
 
         await asyncio.gather(*(lane(i) for i in range(concurrency)))
@@ -113,7 +124,10 @@ async def _prepare(target: str, keys: list[str]) -> None:
     async with grpc.aio.insecure_channel(target) as channel:
         stub = pb_grpc.WorkflowServiceStub(channel)
         for wid in keys:
-            await stub.StartWorkflow(pb.StartWorkflowRequest(definition="counter", workflow_id=wid))
+            started = await stub.StartWorkflow(
+                pb.StartWorkflowRequest(definition="counter", workflow_id=wid)
+            )
+            assert started.workflow.status == workflow_pb2.WORKFLOW_STATUS_RUNNING, started
 
 
 def main() -> None:
