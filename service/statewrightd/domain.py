@@ -39,6 +39,10 @@ class TaskStatus(enum.StrEnum):
 
 # A task in one of these is open: a worker may still lease it or hold it.
 OPEN_TASK = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF})
+# Flow control: a task's priority when its state names none (1 is served first, 5 last),
+# and the longest concurrency key (a customer id, a tenant: short, indexed text).
+DEFAULT_PRIORITY: Final = 3
+MAX_KEY_LENGTH: Final = 256
 
 
 # The principals history names for the steps the server starts itself.

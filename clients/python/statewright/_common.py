@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -474,6 +475,7 @@ def fail_request(
     non_retryable: bool,
     retry_delay: float | None,
     request_id: str | None,
+    close_key_until: datetime | None = None,
 ) -> task_pb.FailTaskRequest:
     request = task_pb.FailTaskRequest(
         name=name,
@@ -486,6 +488,10 @@ def fail_request(
         # Set even when zero: an explicit 0 s means "retry at once", not "use the policy".
         request.retry_delay.CopyFrom(duration(retry_delay))
         request.retry_delay.SetInParent()
+    if close_key_until is not None:
+        if close_key_until.tzinfo is None:
+            raise ValueError("close_key_until must be an aware datetime (with its time zone)")
+        request.close_key_until.FromDatetime(close_key_until)
     return request
 
 

@@ -8,7 +8,9 @@ inside their own plans.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping
+from datetime import datetime
 from typing import NamedTuple
 
 import grpc
@@ -19,6 +21,9 @@ from statewright._plan import Feed, OpenStream, Plan, Receive, Sleep, Unary, ret
 from statewright.errors import StatewrightError
 from statewright.models import (
     Definition,
+    QueueConfig,
+    QueueSettings,
+    QueueStatus,
     SignalResult,
     SignalWithStartResult,
     StartResult,
@@ -442,10 +447,13 @@ class Operations:
         retry_delay: float | None = None,
         request_id: str | None = None,
         timeout: float | None = None,
+        close_key_until: datetime | None = None,
     ) -> Plan[TaskOutcome]:
         """Fails a leased attempt with an error of ``type`` (UPPER_SNAKE, what definitions
         match on). The task is retried with backoff (after ``retry_delay`` seconds, if given)
         unless ``non_retryable``, a non-retryable type or the last attempt gives it up.
+        ``close_key_until`` (an aware datetime) closes the task's concurrency key on its
+        queue until then: no task of that key is handed out before it.
         """
         error = _common.task_error(type, message, details)
         request = _common.fail_request(
@@ -455,9 +463,37 @@ class Operations:
             non_retryable=non_retryable,
             retry_delay=retry_delay,
             request_id=request_id,
+            close_key_until=close_key_until,
         )
         response: task_pb.FailTaskResponse = yield Unary("FailTask", request, timeout)
         return _common.task_outcome(response.task, response.workflow)
+
+    @returning
+    def set_queue_config(
+        self, config: QueueConfig, *, timeout: float | None = None
+    ) -> Plan[QueueConfig | None]:
+        """Sets a queue's flow control (the admin role); every limit zero removes it. The
+        config as stored, or None when the queue has no limits now."""
+        request = task_pb.SetQueueConfigRequest(config=config.to_proto())
+        response: task_pb.SetQueueConfigResponse = yield Unary("SetQueueConfig", request, timeout)
+        return QueueConfig.from_proto(response.config) if response.HasField("config") else None
+
+    @returning
+    def get_queue_config(self, queue: str, *, timeout: float | None = None) -> Plan[QueueSettings]:
+        """A queue's flow control (None: no limits) and the keys closed on it now."""
+        request = task_pb.GetQueueConfigRequest(queue=queue)
+        response: task_pb.GetQueueConfigResponse = yield Unary("GetQueueConfig", request, timeout)
+        return QueueSettings.from_proto(response)
+
+    @returning
+    def list_queues(
+        self, *, key_count: int = 0, timeout: float | None = None
+    ) -> Plan[builtins.list[QueueStatus]]:
+        """Every queue with limits or open tasks: backlog, leases, the oldest wait, tokens,
+        the ``key_count`` busiest keys (0: 5) and the closed keys."""
+        request = task_pb.ListQueuesRequest(key_count=key_count)
+        response: task_pb.ListQueuesResponse = yield Unary("ListQueues", request, timeout)
+        return [QueueStatus.from_proto(q) for q in response.queues]
 
     @returning
     def get_task(self, name: str, *, timeout: float | None = None) -> Plan[Task]:

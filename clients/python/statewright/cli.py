@@ -9,6 +9,7 @@
     statewright list --order-by "create_time desc" --id-prefix order-  # newest first
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
+    statewright queue set payments --rate 25 --burst 5  # flow control; queue get / list
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
 ``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
@@ -39,7 +40,7 @@ from google.protobuf.message import Message
 from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
-from statewright.models import StepResult, WatchEvent, Workflow, WorkflowStatus
+from statewright.models import QueueConfig, StepResult, WatchEvent, Workflow, WorkflowStatus
 from statewright.values import JSONObject, JSONValue
 
 __all__ = ["main"]
@@ -247,6 +248,32 @@ def _history_events(client: Client, name: str) -> Iterator[WatchEvent]:
 def _diagnostics(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     message: Message = client.workflow_diagnostics(args.name) if args.name else client.diagnostics()
     _emit(out, _render.message_dict(message), compact=args.compact)
+
+
+_LIMITS = ("max_leased", "rate", "burst", "key_max_leased", "key_rate", "key_burst")
+
+
+def _queue(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    if args.action == "list":
+        queues = client.list_queues(key_count=args.keys or 0)
+        _emit(out, [q.to_dict() for q in queues], compact=args.compact)
+        return
+    if not args.queue:
+        raise ValueError(f"queue {args.action} needs a queue name")
+    if args.action == "get":
+        _emit(out, client.get_queue_config(args.queue).to_dict(), compact=args.compact)
+        return
+    limits = {name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None}
+    if not limits:
+        raise ValueError(
+            "queue set needs at least one limit (--max-leased, --rate, --burst, "
+            "--key-max-leased, --key-rate, --key-burst); all 0 removes them"
+        )
+    current = client.get_queue_config(args.queue).config
+    base = current.to_dict() if current is not None else {}
+    values = {name: base.get(name) or 0 for name in _LIMITS} | limits
+    stored = client.set_queue_config(QueueConfig(args.queue, **values))
+    _emit(out, stored.to_dict() if stored is not None else None, compact=args.compact)
 
 
 def _definitions(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -570,6 +597,21 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="workflows/ID or ID for one instance's diagnostics (default: the server's)",
     )
+
+    p = command(
+        "queue",
+        Command(_queue),
+        "set, read or list task queues' flow control (limits, closed keys, backlog)",
+    )
+    p.add_argument("action", choices=["set", "get", "list"], help="what to do")
+    p.add_argument("queue", nargs="?", help="the queue (for set and get)")
+    p.add_argument("--max-leased", type=int, help="tasks of the queue leased at once")
+    p.add_argument("--rate", type=float, help="tasks handed out per second")
+    p.add_argument("--burst", type=int, help="the rate's bucket size (0: the rate rounded up)")
+    p.add_argument("--key-max-leased", type=int, help="tasks of one key leased at once")
+    p.add_argument("--key-rate", type=float, help="tasks of one key handed out per second")
+    p.add_argument("--key-burst", type=int, help="one key's bucket size")
+    p.add_argument("--keys", type=int, help="list: the busiest keys shown per queue (default 5)")
 
     p = command(
         "definitions", Command(_definitions), "list definitions, or show one with its source"

@@ -191,6 +191,15 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def ListTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("ListTasks", request, context)
 
+    def SetQueueConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("SetQueueConfig", request, context)
+
+    def GetQueueConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("GetQueueConfig", request, context)
+
+    def ListQueues(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("ListQueues", request, context)
+
 
 @dataclass(frozen=True)
 class ServerTls:

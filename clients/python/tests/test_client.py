@@ -441,6 +441,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     unary = {"start", "resume", "signal", "signal_with_start", "get", "cancel", "diagnostics"}
     unary |= {"workflow_diagnostics", "definition"}
     unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
+    unary |= {"set_queue_config", "get_queue_config", "list_queues"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

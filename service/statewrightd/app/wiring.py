@@ -22,6 +22,7 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
+from statewrightd.app.queues import QueueDesk
 from statewrightd.app.reads import Reads
 from statewrightd.app.storage import Storage
 from statewrightd.app.tasks import TaskDesk
@@ -76,6 +77,7 @@ class UseCases:
     reads: Reads
     tasks: TaskDesk
     diagnostics: Diagnostics
+    queues: QueueDesk
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,6 +129,13 @@ class Application:
         return parts.cases.tasks
 
     @property
+    def queues(self) -> QueueDesk:
+        """Flow control on task queues: their configs and their health."""
+        parts = self._opened()
+        parts.storage.require()
+        return parts.cases.queues
+
+    @property
     def diagnostics(self) -> Diagnostics:
         return self._opened().cases.diagnostics
 
@@ -162,7 +171,14 @@ class Application:
         workflows = Workflows(
             handoff=handoff, requests=requests, storage=storage, reads=reads, hub=engine.hub
         )
+        queues = QueueDesk(
+            repo=repo,
+            read=storage.read,
+            clock=clock,
+            polls=engine.polls,
+        )
         tasks = TaskDesk(
+            queues=queues,
             repo=repo,
             polls=engine.polls,
             clock=clock,
@@ -174,7 +190,16 @@ class Application:
         storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
         diagnostics = Diagnostics(engine, handoff, reads, backend)
-        cases = UseCases(workflows, reads, tasks, diagnostics)
+        diagnostics.limits_from(queues.known)
+        if self.config.definitions_dir is not None:
+            applied = await queues.apply_files(self.config.definitions_dir)
+            if applied:
+                _log.info(
+                    "set the flow control of %d queue(s) from the queues files: %s",
+                    len(applied),
+                    ", ".join(c.queue for c in applied),
+                )
+        cases = UseCases(workflows, reads, tasks, diagnostics, queues)
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
 
     async def _definitions(self, repo: Repository) -> DefinitionRegistry:

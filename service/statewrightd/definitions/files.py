@@ -11,8 +11,17 @@ SCENARIO_SUFFIXES = (".test.yaml", ".test.yml", ".test.json")
 
 
 def is_definition_file(path: Path) -> bool:
-    """A definition's file name: YAML or JSON, and not a scenario file."""
-    return path.suffix in SUFFIXES and not path.name.endswith(SCENARIO_SUFFIXES)
+    """A definition's file name: YAML or JSON, and not a scenario or queues file."""
+    return (
+        path.suffix in SUFFIXES
+        and not path.name.endswith(SCENARIO_SUFFIXES)
+        and not is_queues_file(path)
+    )
+
+
+def is_queues_file(path: Path) -> bool:
+    """A file of queue configs (flow control): ``queues.yaml`` or ``<name>.queues.yaml``."""
+    return path.suffix in SUFFIXES and (path.stem == "queues" or path.stem.endswith(".queues"))
 
 
 def is_scenario_file(path: Path) -> bool:

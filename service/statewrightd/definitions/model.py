@@ -107,6 +107,10 @@ class TaskSpec:
     heartbeat: float | None = None  # the longest a worker may go without a heartbeat
     schedule_to_close: float = 3600.0  # every attempt together
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Flow control on the queue: an int 1 (served first) .. 5, and the key a queue's
+    # per-key limits count by (None: the default priority, and no key).
+    priority: CompiledExpression | None = None
+    concurrency_key: CompiledExpression | None = None
 
 
 @dataclass(frozen=True, slots=True)

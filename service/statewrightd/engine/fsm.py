@@ -58,7 +58,7 @@ from statewrightd.definitions.values import (
     reduce,
     to_json,
 )
-from statewrightd.domain import TERMINAL, Status
+from statewrightd.domain import DEFAULT_PRIORITY, MAX_KEY_LENGTH, TERMINAL, Status
 from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.engine.model import (
     NO_TASK_WORK,
@@ -366,7 +366,14 @@ class _Step:
         schedule = None
         state = d.states.get(self.state)
         if moved and status in _LIVE and state is not None and state.task is not None:
-            schedule = PlannedTask(self.state, state.task, self.task_input(state.task))
+            spec = state.task
+            schedule = PlannedTask(
+                self.state,
+                spec,
+                self.task_input(spec),
+                priority=self.task_priority(spec),
+                concurrency_key=self.task_key(spec),
+            )
         return TaskPlan(cancel, schedule) if cancel or schedule else NO_TASK_WORK
 
     def task_input(self, spec: TaskSpec) -> dict[str, JSONValue]:
@@ -385,6 +392,33 @@ class _Step:
                 f"a task's input must be a map, this one gave {describe(value)}",
             )
         return plain
+
+    def task_priority(self, spec: TaskSpec) -> int:
+        if spec.priority is None:
+            return DEFAULT_PRIORITY
+        path = f"states.{self.state}.task.priority"
+        value = self.evaluate(spec.priority, path, self.activation())
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+            raise self.failed(
+                Reason.TYPE_MISMATCH,
+                path,
+                f"a task's priority must be an int from 1 to 5, this one gave {describe(value)}",
+            )
+        return value
+
+    def task_key(self, spec: TaskSpec) -> str | None:
+        if spec.concurrency_key is None:
+            return None
+        path = f"states.{self.state}.task.concurrency_key"
+        value = self.evaluate(spec.concurrency_key, path, self.activation())
+        if not isinstance(value, str) or len(value) > MAX_KEY_LENGTH:
+            raise self.failed(
+                Reason.TYPE_MISMATCH,
+                path,
+                f"a task's concurrency_key must be a string of at most {MAX_KEY_LENGTH} "
+                f"characters, this one gave {describe(value)}",
+            )
+        return value or None  # the empty string: no key
 
     def planned(self, t: Transition, act: Activation) -> PlannedTimer:
         delay = t.after

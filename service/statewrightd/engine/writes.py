@@ -206,6 +206,8 @@ def task_change(
             last_error=None,
             last_request_id=None,
             update_time=now,
+            priority=plan.schedule.priority,
+            concurrency_key=plan.schedule.concurrency_key,
         )
     if scheduled is None and not plan.cancel and finish is None:
         return NO_TASKS, None

@@ -71,6 +71,9 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _T + "FailTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "GetTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "ListTasks": MethodRule(Role.WORKER, Scope.QUEUE),
+    _T + "SetQueueConfig": MethodRule(Role.ADMIN, Scope.NONE),
+    _T + "GetQueueConfig": MethodRule(Role.READER, Scope.NONE),
+    _T + "ListQueues": MethodRule(Role.READER, Scope.NONE),
 }
 UNLISTED: Final = MethodRule(Role.ADMIN, Scope.NONE)
 # Served to anyone: the probes of orchestrators, and (when on) reflection.

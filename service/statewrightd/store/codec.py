@@ -349,6 +349,8 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
         "last_error": task.last_error,
         "last_request_id": task.last_request_id,
         "update_time": when(task.update_time, "update_time"),
+        "priority": _check_int(task.priority, f"{w} priority", 1),
+        "concurrency_key": task.concurrency_key,
         # SQLite keeps times as integer microseconds: the same values, its way.
         "us": {
             "lease_expire_time": micros(task.lease_expire_time),

@@ -20,6 +20,7 @@ from statewrightd.store.codec import (
     loads,
     to_micros,
 )
+from statewrightd.store.flow import KeyState, StoredQueue
 from statewrightd.store.records import (
     TaskRecord,
 )
@@ -83,6 +84,9 @@ class MemoryState:
         self._requests: dict[tuple[str, str], tuple[str, str, str, str, bytes, int]] = {}
         self._definitions: dict[tuple[str, int], tuple[str, int, str, str, str, int]] = {}
         self._tombstones: dict[str, tuple[str, int, int]] = {}
+        # Flow control: queue -> its config and bucket; queue -> key -> what it knows.
+        self._flow_queues: dict[str, StoredQueue] = {}
+        self._flow_keys: dict[str, dict[str, KeyState]] = {}
 
     @contextmanager
     def _held(self) -> Iterator[None]:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from statewrightd.domain import Status, TaskStatus
+from statewrightd.domain import DEFAULT_PRIORITY, Status, TaskStatus
 
 _Item = TypeVar("_Item")
 
@@ -91,6 +91,8 @@ class TaskRecord:
     last_error: dict[str, Any] | None  # type, message, details
     last_request_id: str | None
     update_time: datetime
+    priority: int = DEFAULT_PRIORITY  # 1 (served first) .. 5
+    concurrency_key: str | None = None  # what the queue's per-key limits count by
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,6 +26,7 @@ from statewrightd.store.codec import (
     encode_page_token,
     encode_task_page_token,
 )
+from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueue
 from statewrightd.store.records import (
     OLDEST_FIRST,
     Create,
@@ -227,6 +228,26 @@ class Repository(Protocol):
 
     def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
         """Claim tasks whose lease or deadline has passed, until ``until``."""
+        ...
+
+    # Flow control (store/flow.py): a queue's limits, shared by every replica.
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        """Store ``config`` (its limits all zero: remove the queue's); the stored one."""
+        ...
+
+    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
+        """The queues with a config (only ``queue``'s if named), by name."""
+        ...
+
+    def close_key(self, queue: str, key: str, until: datetime) -> None:
+        """No task of ``key`` on ``queue`` leased before ``until`` (or a later time set)."""
+        ...
+
+    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]: ...
+
+    def key_counts(self, now: datetime) -> list[KeyCounts]:
+        """The open tasks of every concurrency key: ready and leased."""
         ...
 
     def get_task(self, workflow_id: str, task_id: str) -> TaskRecord: ...

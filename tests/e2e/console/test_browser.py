@@ -17,6 +17,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.support.api import uid
 from tests.support.browser import (
+    assert_accessible,
     css,
     current_state,
     not_reloaded,
@@ -301,6 +302,29 @@ def test_the_runtime_page_refreshes_live(
         c.find_element(By.CSS_SELECTOR, ".chart-summary").text.startswith("Now:") for c in charts
     )
     screenshot(browser, shots, "runtime")
+
+
+def test_the_runtime_page_shows_each_queues_flow_control(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    limits = {"queue": "e2e.flow-console", "maxLeased": 2, "rate": 4, "keyMaxLeased": 1}
+    answer = http.request(
+        "PUT",
+        "/api/v1/queues/e2e.flow-console/config",
+        json.dumps(limits),
+        {"Content-Type": "application/json"},
+    )
+    assert answer.status == 200, answer.body
+    open_page(browser, base_url, "/runtime")
+    row = wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-flow-queue='e2e.flow-console']")
+    )[0]
+    cells = [c.text for c in row.find_elements(By.CSS_SELECTOR, "th, td")]
+    assert cells[0] == "e2e.flow-console"
+    assert cells[1] == "at most 2 leased, 4/s (burst 4), 1 per key"
+    assert cells[4] == "4", "a full bucket"
+    assert cells[7] == "none", "no closed key"
+    assert_accessible(browser, "runtime page with flow control")
 
 
 def test_the_keyboard_reaches_the_content_with_a_visible_focus(

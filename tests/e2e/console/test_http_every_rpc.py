@@ -98,7 +98,11 @@ def test_every_route_of_the_protos_answers_as_its_rpc_does(
         assert answer.status < 500, (route.rpc, path, answer.body)
         message = message_factory.GetMessageClass(route.method.input_type)()
         for field, value in values.items():
-            setattr(message, field, value)
+            *parents, leaf = field.split(".")  # a path variable may name a nested field
+            target = message
+            for parent in parents:
+                target = getattr(target, parent)
+            setattr(target, leaf, value)
         grpc_code, grpc_reason = _over_grpc(console_server, route, message)
         if answer.status == 200:
             assert grpc_code == "OK", (route.rpc, grpc_code, grpc_reason)
@@ -189,6 +193,23 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     assert http.get(f"{W}/{retried}").status == 404
     gone = _ok(http.request("DELETE", f"{W}/{retried}?allowMissing=true"), "DeleteWorkflow", seen)
     assert "workflow" not in gone or not gone["workflow"]["workflowId"]
+
+    limits = {"queue": "e2e.http-limits", "maxLeased": 3, "rate": 5}
+    stored = _ok(
+        http.request(
+            "PUT",
+            "/api/v1/queues/e2e.http-limits/config",
+            json.dumps(limits),
+            {"Content-Type": "application/json"},
+        ),
+        "SetQueueConfig",
+        seen,
+    )
+    assert stored["config"]["maxLeased"] == 3
+    got = _ok(http.get("/api/v1/queues/e2e.http-limits/config"), "GetQueueConfig", seen)
+    assert got["config"]["rate"] == 5
+    queues = _ok(http.get("/api/v1/queues", keyCount=3), "ListQueues", seen)["queues"]
+    assert "e2e.http-limits" in [q["queue"] for q in queues]
 
     assert seen == EVERY_RPC, f"walk these RPCs too: {sorted(EVERY_RPC - seen)}"
 

@@ -105,6 +105,18 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.TaskService",
           "method": "ListTasks"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "SetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "GetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "ListQueues"
         }
       ],
       "timeout": "10s",

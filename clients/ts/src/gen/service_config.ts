@@ -104,6 +104,18 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.TaskService",
           "method": "ListTasks"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "SetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "GetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "ListQueues"
         }
       ],
       "timeout": "10s",

@@ -9,20 +9,27 @@ import dev.statewright.v1.FailTaskRequest;
 import dev.statewright.v1.FailTaskResponse;
 import dev.statewright.v1.GetDiagnosticsRequest;
 import dev.statewright.v1.GetDiagnosticsResponse;
+import dev.statewright.v1.GetQueueConfigRequest;
+import dev.statewright.v1.GetQueueConfigResponse;
 import dev.statewright.v1.GetTaskRequest;
 import dev.statewright.v1.GetWorkflowRequest;
 import dev.statewright.v1.HeartbeatTaskRequest;
 import dev.statewright.v1.HeartbeatTaskResponse;
 import dev.statewright.v1.ListDefinitionsRequest;
 import dev.statewright.v1.ListDefinitionsResponse;
+import dev.statewright.v1.ListQueuesRequest;
 import dev.statewright.v1.ListTasksRequest;
 import dev.statewright.v1.ListTasksResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.PollTasksRequest;
 import dev.statewright.v1.PollTasksResponse;
+import dev.statewright.v1.QueueConfig;
+import dev.statewright.v1.QueueStatus;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
+import dev.statewright.v1.SetQueueConfigRequest;
+import dev.statewright.v1.SetQueueConfigResponse;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.SignalWorkflowRequest;
@@ -477,6 +484,28 @@ public final class StatewrightClient implements AutoCloseable {
       token = page.getNextPageToken();
     } while (!token.isEmpty());
     return all;
+  }
+
+  /** Sets a queue's flow control (the admin role); every limit zero removes it. The config as stored (empty: none). */
+  public SetQueueConfigResponse setQueueConfig(QueueConfig config) {
+    SetQueueConfigRequest request = SetQueueConfigRequest.newBuilder().setConfig(config).build();
+    return taskCall("SetQueueConfig", s -> s.setQueueConfig(request));
+  }
+
+  /** A queue's flow control (unset: no limits) and the keys closed on it now. */
+  public GetQueueConfigResponse getQueueConfig(String queue) {
+    GetQueueConfigRequest request = GetQueueConfigRequest.newBuilder().setQueue(queue).build();
+    return taskCall("GetQueueConfig", s -> s.getQueueConfig(request));
+  }
+
+  /** Every queue with limits or open tasks: backlog, leases, tokens, busiest and closed keys. */
+  public List<QueueStatus> listQueues(int keyCount) {
+    ListQueuesRequest request = ListQueuesRequest.newBuilder().setKeyCount(keyCount).build();
+    return taskCall("ListQueues", s -> s.listQueues(request)).getQueuesList();
+  }
+
+  static com.google.protobuf.Timestamp toProto(java.time.Instant t) {
+    return com.google.protobuf.Timestamp.newBuilder().setSeconds(t.getEpochSecond()).setNanos(t.getNano()).build();
   }
 
   static com.google.protobuf.Duration toProto(Duration d) {
