@@ -79,6 +79,12 @@ class Reason(enum.StrEnum):
     # a DeleteWorkflow of an instance that has not finished, without force
     WORKFLOW_NOT_FINISHED = "WORKFLOW_NOT_FINISHED"
     WORKFLOW_NOT_FOUND = "WORKFLOW_NOT_FOUND"  # no such workflow
+    # a signal-with-start naming a definition other than the one the instance runs
+    DEFINITION_DIFFERS = "DEFINITION_DIFFERS"
+    # a signal-with-start whose new instance's first step does not rest RUNNING
+    SIGNAL_NOT_DELIVERABLE = "SIGNAL_NOT_DELIVERABLE"
+    # a resume of an instance whose delayed start has not run yet; also its Workflow.error
+    START_DELAYED = "START_DELAYED"
 
     # -- Why a step failed an instance (in Workflow.error; the RPC itself succeeds).
     CANCELLED = "CANCELLED"  # the instance was cancelled

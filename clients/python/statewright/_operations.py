@@ -16,7 +16,7 @@ from typing import NamedTuple
 import grpc
 
 from statewright import _common
-from statewright._common import IfExists
+from statewright._common import IfExists, IfFinished
 from statewright._plan import Feed, OpenStream, Plan, Receive, Sleep, Unary, returning, yielding
 from statewright.errors import StatewrightError
 from statewright.models import (
@@ -25,6 +25,7 @@ from statewright.models import (
     QueueSettings,
     QueueStatus,
     SignalResult,
+    SignalWithStartResult,
     StartResult,
     StepResult,
     Task,
@@ -70,9 +71,13 @@ class Operations:
         version: int | None = None,
         request_id: str | None = None,
         if_exists: IfExists | None = None,
+        start_delay: float | None = None,
         timeout: float | None = None,
     ) -> Plan[StartResult]:
-        """Starts an instance of ``definition`` (latest version unless ``version``)."""
+        """Starts an instance of ``definition`` (latest version unless ``version``).
+
+        With ``start_delay`` (seconds) the instance is created at once, WAITING with the
+        reason START_DELAYED, and its first step runs after the delay."""
         request = _common.start_request(
             definition,
             input=input,
@@ -80,6 +85,7 @@ class Operations:
             version=version,
             request_id=request_id,
             if_exists=if_exists,
+            start_delay=start_delay,
         )
         response: pb.StartWorkflowResponse = yield Unary("StartWorkflow", request, timeout)
         return _common.start_result(response)
@@ -124,6 +130,41 @@ class Operations:
         request = _common.signal_request(name, event, payload=payload, request_id=request_id)
         response: pb.SignalWorkflowResponse = yield Unary("SignalWorkflow", request, timeout)
         return _common.signal_result(response)
+
+    @returning
+    def signal_with_start(
+        self,
+        definition: str,
+        workflow_id: str,
+        event: str,
+        payload: Mapping[str, object] | None = None,
+        *,
+        input: Mapping[str, object] | None = None,
+        version: int | None = None,
+        request_id: str | None = None,
+        if_finished: IfFinished | None = None,
+        start_now: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[SignalWithStartResult]:
+        """Delivers ``event`` to instance ``workflow_id``, starting it from ``definition``
+        with ``input`` first when it does not exist (one step: its first revision carries
+        the event). A finished instance is refused unless ``if_finished="start_new"``;
+        ``start_now`` starts an instance whose delayed start has not run yet."""
+        request = _common.signal_with_start_request(
+            definition,
+            workflow_id,
+            event,
+            payload=payload,
+            input=input,
+            version=version,
+            request_id=request_id,
+            if_finished=if_finished,
+            start_now=start_now,
+        )
+        response: pb.SignalWithStartWorkflowResponse = yield Unary(
+            "SignalWithStartWorkflow", request, timeout
+        )
+        return _common.signal_with_start_result(response)
 
     @returning
     def get(self, name: str, *, timeout: float | None = None) -> Plan[Workflow]:

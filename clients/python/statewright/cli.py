@@ -1,7 +1,9 @@
 """statewright: the command-line client.
 
     statewright start mail-approval --input '{"topic": "launch"}'
+    statewright start tally --delay 30s               # the first step runs in 30 seconds
     statewright resume workflows/ID --event approve
+    statewright signal-with-start tally customer-42 tick --payload '{"id": "a"}'
     statewright get workflows/ID                      # a readable table; -o json for JSON
     statewright list --status waiting                 # one instance a row
     statewright list --order-by "create_time desc" --id-prefix order-  # newest first
@@ -67,6 +69,21 @@ def _json_object(text: str) -> JSONObject:
     return value
 
 
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(text: str) -> float:
+    """A duration as the definition language writes one (``30s``, ``1h30m``, ``1.5s``),
+    in seconds."""
+    parts = list(_DURATION_PART.finditer(text))
+    if not text or not parts or "".join(m.group(0) for m in parts) != text:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} (write it as 30s, 5m, 1h30m, 2d or 500ms)"
+        )
+    return sum(float(m.group(1)) * _UNIT_SECONDS[m.group(2)] for m in parts)
+
+
 def _emit(out: TextIO, value: JSONValue, *, compact: bool) -> None:
     if compact:
         out.write(json.dumps(value, separators=(",", ":"), ensure_ascii=False) + "\n")
@@ -95,6 +112,7 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> 
         version=args.version,
         request_id=args.request_id,
         if_exists=args.if_exists,
+        start_delay=args.delay,
     )
     _step(out, result, args, form)
 
@@ -116,6 +134,28 @@ def _signal(client: Client, args: argparse.Namespace, out: TextIO, form: str) ->
         reason = result.reason.value if result.reason is not None else "no reason given"
         accepted = "accepted" if result.accepted else f"not accepted: {reason}"
         _print(out, f"signal {args.event}: {accepted}")
+        _print(out, _render.workflow_table(result.workflow))
+        return
+    _emit(out, result.to_dict(), compact=args.compact)
+
+
+def _signal_with_start(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    result = client.signal_with_start(
+        args.definition,
+        args.id,
+        args.event,
+        args.payload,
+        input=args.input,
+        version=args.version,
+        request_id=args.request_id,
+        if_finished=args.if_finished,
+        start_now=args.start_now,
+    )
+    if form == TABLE:
+        reason = result.reason.value if result.reason is not None else "no reason given"
+        accepted = "accepted" if result.accepted else f"not accepted: {reason}"
+        started = "started it" if result.started else "it existed"
+        _print(out, f"signal {args.event}: {accepted} ({started})")
         _print(out, _render.workflow_table(result.workflow))
         return
     _emit(out, result.to_dict(), compact=args.compact)
@@ -373,7 +413,7 @@ def _common_options(parser: argparse.ArgumentParser, *, shown: bool) -> None:
         default=default(None),
         help=text(
             "deadline of each unary call in seconds (default: 10 for reads, 30 for "
-            "start, resume, signal and cancel; watch has none)"
+            "start, resume, signal, signal-with-start and cancel; watch has none)"
         ),
     )
     output = parser.add_argument_group("output options" if shown else None)
@@ -455,6 +495,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="when --id is taken: fail with ALREADY_EXISTS, or return the existing instance "
         "with created false (default: fail)",
     )
+    p.add_argument(
+        "--delay",
+        type=_duration,
+        metavar="DURATION",
+        help="run the first step this long after the start (30s, 5m, 1h30m): the instance "
+        "exists at once, WAITING with the reason START_DELAYED (default: at once)",
+    )
 
     p = command("resume", Command(_resume, (JSON, TABLE)), "fire an event on a WAITING instance")
     p.add_argument("name", help="workflows/ID or ID")
@@ -478,6 +525,37 @@ def build_parser() -> argparse.ArgumentParser:
         help="event payload as a JSON object (guards and actions read it as event.payload)",
     )
     p.add_argument("--request-id", metavar="KEY", help=request_help)
+
+    p = command(
+        "signal-with-start",
+        Command(_signal_with_start, (JSON, TABLE)),
+        "deliver an event to an instance, starting it first if it does not exist",
+    )
+    p.add_argument("definition", help="definition to start the instance from, e.g. tally")
+    p.add_argument("id", help="workflow id: the instance signalled, or started")
+    p.add_argument("event", help="event to deliver, e.g. tick")
+    p.add_argument(
+        "--payload", type=_json_object, metavar="JSON", help="event payload as a JSON object"
+    )
+    p.add_argument(
+        "--input",
+        type=_json_object,
+        metavar="JSON",
+        help="initial context of a started instance, as a JSON object (ignored if it exists)",
+    )
+    p.add_argument("--version", type=int, help="definition version to start (default: latest)")
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    p.add_argument(
+        "--if-finished",
+        choices=["refuse", "start_new"],
+        help="when the instance has finished: refuse with ALREADY_TERMINAL, or replace it "
+        "with a new one (default: refuse)",
+    )
+    p.add_argument(
+        "--start-now",
+        action="store_true",
+        help="start an instance whose delayed start has not run yet, with the event",
+    )
 
     p = command("get", Command(_get, (TABLE, JSON), TABLE), "read one instance")
     p.add_argument("name", help="workflows/ID or ID")

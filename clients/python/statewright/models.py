@@ -622,6 +622,28 @@ class SignalResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalWithStartResult:
+    """SignalWithStartWorkflow's answer: ``started`` when this call created the instance
+    (its first revision already carries the event); ``accepted`` and ``reason`` as a
+    signal's."""
+
+    started: bool
+    accepted: bool
+    reason: SignalRejection | None
+    workflow: Workflow
+    transitions: tuple[Transition, ...]
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "started": self.started,
+            "accepted": self.accepted,
+            "reason": self.reason.value if self.reason is not None else None,
+            "workflow": self.workflow.to_dict(),
+            "transitions": [t.to_dict() for t in self.transitions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     """One message of a watch: the instance at ``revision`` and how it got there.
 

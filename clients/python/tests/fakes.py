@@ -140,6 +140,9 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def SignalWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("SignalWorkflow", request, context)
 
+    def SignalWithStartWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("SignalWithStartWorkflow", request, context)
+
     def GetWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("GetWorkflow", request, context)
 

@@ -46,6 +46,54 @@ def test_start_prints_the_step_as_json(fake: FakeServer) -> None:
     assert request.input.fields["topic"].string_value == "x"
 
 
+def test_start_takes_a_delay_in_the_definition_language_s_units(fake: FakeServer) -> None:
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=workflow("d"), created=True
+    )
+    status, _, _ = _run(fake, "start", "tally", "--delay", "1h30m")
+    assert status == 0
+    (request,) = fake.service.calls("StartWorkflow")
+    assert request.start_delay.seconds == 5400
+
+
+def test_a_bad_delay_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["start", "tally", "--delay", "soon"])
+    assert exited.value.code == 2
+    assert "not a duration" in capsys.readouterr().err
+
+
+def test_signal_with_start_passes_every_option(fake: FakeServer) -> None:
+    fake.service.behaviours["SignalWithStartWorkflow"] = lambda r, c: (
+        pb.SignalWithStartWorkflowResponse(
+            workflow=workflow("c-42", status=workflow_pb2.WORKFLOW_STATUS_RUNNING),
+            started=True,
+            accepted=True,
+        )
+    )
+    status, body, _ = _run(
+        fake,
+        "signal-with-start",
+        "tally",
+        "c-42",
+        "tick",
+        "--payload",
+        '{"id": "a"}',
+        "--input",
+        '{"limit": 2}',
+        "--if-finished",
+        "start_new",
+        "--start-now",
+    )
+    assert status == 0
+    assert body["started"] is True and body["accepted"] is True
+    (request,) = fake.service.calls("SignalWithStartWorkflow")
+    assert (request.definition, request.workflow_id, request.event) == ("tally", "c-42", "tick")
+    assert request.payload.fields["id"].string_value == "a"
+    assert request.input.fields["limit"].number_value == 2
+    assert request.if_finished == pb.IF_FINISHED_POLICY_START_NEW and request.start_now
+
+
 def test_options_are_accepted_after_the_command(fake: FakeServer) -> None:
     fake.service.behaviours["GetWorkflow"] = lambda r, c: pb.GetWorkflowResponse(
         workflow=workflow("w")

@@ -137,6 +137,44 @@ def test_signal_reports_rejections(fake: FakeServer, client: Client) -> None:
     assert request.payload.fields["score"].number_value == 0.1
 
 
+def test_signal_with_start_sends_every_field_and_reports_started(
+    fake: FakeServer, client: Client
+) -> None:
+    fake.service.behaviours["SignalWithStartWorkflow"] = _flaky(
+        1,
+        pb.SignalWithStartWorkflowResponse(
+            workflow=workflow(status=RUNNING), started=True, accepted=True
+        ),
+    )
+    result = client.signal_with_start(
+        "tally",
+        "customer-42",
+        "tick",
+        {"id": "a"},
+        input={"limit": 3},
+        if_finished="start_new",
+        start_now=True,
+    )
+    assert result.started and result.accepted and result.reason is None
+    first, retry = fake.service.calls("SignalWithStartWorkflow")
+    assert first.request_id and retry.request_id == first.request_id
+    assert (first.definition, first.workflow_id, first.event) == ("tally", "customer-42", "tick")
+    assert first.payload.fields["id"].string_value == "a"
+    assert first.input.fields["limit"].number_value == 3
+    assert first.if_finished == pb.IF_FINISHED_POLICY_START_NEW and first.start_now
+    with pytest.raises(ValueError, match="if_finished"):
+        client.signal_with_start("tally", "c", "tick", if_finished="restart")  # type: ignore[arg-type]
+
+
+def test_start_sends_a_start_delay(fake: FakeServer, client: Client) -> None:
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=workflow(), created=True
+    )
+    client.start("tally", start_delay=90.5)
+    (request,) = fake.service.calls("StartWorkflow")
+    assert request.start_delay.ToTimedelta().total_seconds() == 90.5
+
+
 def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
     def pages(request: pb.ListWorkflowsRequest, context: grpc.ServicerContext) -> Any:
         page = int(request.page_token or "0")
@@ -421,7 +459,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     assert public == {name for name in dir(AsyncClient) if not name.startswith("_")}
     assert {"start", "resume", "signal", "get", "cancel", "watch", "definitions"} <= public
     assert {"poll_tasks", "list_tasks"} <= public
-    unary = {"start", "resume", "signal", "get", "cancel", "diagnostics"}
+    unary = {"start", "resume", "signal", "signal_with_start", "get", "cancel", "diagnostics"}
     unary |= {"workflow_diagnostics", "definition", "count"}
     unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}

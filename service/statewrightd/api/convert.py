@@ -335,7 +335,9 @@ def workflow_pb(
         update_time=timestamp(record.update_time),
         timers=timers_pb(timers),
     )
-    if record.error and snapshot.status in (Status.FAILED, Status.CANCELLED):
+    if record.error and (
+        snapshot.status in (Status.FAILED, Status.CANCELLED) or fsm.is_delayed(snapshot)
+    ):
         message.error.CopyFrom(step_error_status(record.error))
     if task is not None:
         message.pending_task.CopyFrom(task_pb(task))

@@ -71,6 +71,19 @@ def signal_response(outcome: Outcome) -> pb.SignalWorkflowResponse:
     )
 
 
+def signal_with_start_response(outcome: Outcome) -> pb.SignalWithStartWorkflowResponse:
+    return pb.SignalWithStartWorkflowResponse(
+        workflow=workflow_pb(
+            outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
+        ),
+        # Only a creation is saved at revision 1, and a replay rebuilds that revision.
+        started=outcome.saved and outcome.record.revision == 1,
+        accepted=outcome.accepted,
+        reason=_REJECTIONS[outcome.rejection],
+        transitions=transitions_pb(outcome.transitions),
+    )
+
+
 def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
     return pb.CancelWorkflowResponse(
         workflow=workflow_pb(

@@ -51,6 +51,19 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         return responses.signal_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
+    async def SignalWithStartWorkflow(
+        self, request: pb.SignalWithStartWorkflowRequest, context: Context
+    ) -> pb.SignalWithStartWorkflowResponse:
+        target = requests.signal_with_start_target(request)
+        loaded = await self._app.reads.definition(*target)
+        command = requests.signal_with_start_command(request, loaded, self._limits)
+        start_new = request.if_finished == pb.IF_FINISHED_POLICY_START_NEW
+        outcome = await self._app.workflows.signal_with_start(
+            command, start_new=start_new, budget=budget(context)
+        )
+        return responses.signal_with_start_response(outcome)
+
+    @unary
     async def CancelWorkflow(
         self, request: pb.CancelWorkflowRequest, context: Context
     ) -> pb.CancelWorkflowResponse:

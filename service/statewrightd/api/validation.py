@@ -10,8 +10,11 @@ import re
 from collections.abc import Collection
 from typing import Final
 
+from google.protobuf import duration_pb2
+
 from statewrightd import errors
 from statewrightd.definitions.model import DEFINITION_NAME
+from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
 from statewrightd.store.filters import MAX_FILTER_LENGTH
@@ -237,3 +240,13 @@ def bad_page_token(field: str = "page_token") -> InvalidArgument:
 
 def reason_text(value: str, field: str = "reason") -> str:
     return at_most(field, value, MAX_REASON_LENGTH)
+
+
+def delay(field: str, value: duration_pb2.Duration) -> float:
+    """A delay's seconds: not negative, and no longer than the longest wait of a timer."""
+    if value.seconds < 0 or value.nanos < 0:
+        raise invalid(field, f"{field} must not be negative")
+    seconds = value.seconds + value.nanos / 1e9
+    if too_long(seconds):
+        raise invalid(field, f"{field} must be at most {MAX_DURATION_TEXT}")
+    return seconds

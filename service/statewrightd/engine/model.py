@@ -43,6 +43,8 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
         Reason.TIMER_OUT_OF_RANGE: errors.InvalidArgument,
         Reason.CANCELLED: errors.Cancelled,
+        # Not a failure: why a delayed instance is WAITING before its first step.
+        Reason.START_DELAYED: errors.FailedPrecondition,
     }
 )
 

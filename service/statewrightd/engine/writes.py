@@ -75,7 +75,13 @@ class StepWrites:
         op = Create(
             record,
             history_record(
-                result, None, now, record, armed, actor=command.actor, taken=command.taken()
+                result,
+                command.history_event(),
+                now,
+                record,
+                armed,
+                actor=command.actor,
+                taken=command.taken(),
             ),
             self._request_record(command, record),
             change,

@@ -214,7 +214,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             except errors.NotFound:
                 # Out of scope and absent look the same to a scoped caller.
                 raise visibility.refusal(name) from None
-        if name in {"StartWorkflow", "ListWorkflows", "ListDefinitions"}:
+        if name in {"StartWorkflow", "SignalWithStartWorkflow", "ListWorkflows", "ListDefinitions"}:
             return str(getattr(request, "definition", "")) or None
         if name == "GetDefinition":
             return v.definition_resource(str(getattr(request, "name", "")))[0]

@@ -63,6 +63,7 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "ResumeWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
     _W + "SignalWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
     _W + "CancelWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
+    _W + "SignalWithStartWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
     _W + "GetDiagnostics": MethodRule(Role.ADMIN, Scope.NONE),
     _W + "GetWorkflowDiagnostics": MethodRule(Role.ADMIN, Scope.DEFINITION),
     _W + "DeleteWorkflow": MethodRule(Role.ADMIN, Scope.DEFINITION),

@@ -366,3 +366,34 @@ def test_a_narrow_screen_needs_no_sideways_scrolling(
             assert overflow <= 1, (path, overflow)
     finally:
         browser.set_window_size(1280, 800)
+
+
+def test_a_delayed_start_from_the_form_shows_when_it_starts_and_is_cancelled(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    open_page(browser, base_url, "/definitions/review-loop")
+    css(browser, "#start-input")
+    workflow_id = uid("browser-delay")
+    browser.find_element(By.CSS_SELECTOR, "#start-id").send_keys(workflow_id)
+    browser.find_element(By.CSS_SELECTOR, "#start-delay").send_keys("soon")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    notice = css(browser, ".notice-error")
+    assert "not a duration" in notice.text
+    delay = browser.find_element(By.CSS_SELECTOR, "#start-delay")
+    delay.clear()
+    delay.send_keys("1h")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for(browser, lambda d: workflow_id in d.current_url)
+    starts = css(browser, "#start-time")
+    assert "delayed start" in starts.text
+    assert "has not started yet" in css(browser, "#actions-idle").text
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_WAITING" and got["revision"] == "1"
+    assert got["timers"][0]["after"] == "start_delay 3600s"
+    css(browser, "#cancel-button").click()
+    css(browser, "#confirm-cancel").click()
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Cancelled"
+    )
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_CANCELLED" and not got.get("timers")

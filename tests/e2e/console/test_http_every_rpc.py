@@ -183,6 +183,10 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     signalled = start("task-flow", route="cancel")
     answer = _ok(http.post(f"{W}/{signalled}/signal", {"event": "stop"}), "SignalWorkflow", seen)
     assert answer["accepted"] is True
+    body: dict[str, Any] = {"definition": "task-flow", "workflowId": uid(), "event": "stop"}
+    body["input"] = {"route": "cancel"}
+    both = _ok(http.post(f"{W}:signalWithStart", body), "SignalWithStartWorkflow", seen)
+    assert both["started"] is True and both["accepted"] is True
 
     cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"

@@ -62,6 +62,10 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.WorkflowService",
           "method": "CancelWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "SignalWithStartWorkflow"
         }
       ],
       "timeout": "30s",

@@ -19,19 +19,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkflowService_StartWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/StartWorkflow"
-	WorkflowService_ResumeWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/ResumeWorkflow"
-	WorkflowService_SignalWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/SignalWorkflow"
-	WorkflowService_GetWorkflow_FullMethodName            = "/statewright.v1.WorkflowService/GetWorkflow"
-	WorkflowService_ListWorkflows_FullMethodName          = "/statewright.v1.WorkflowService/ListWorkflows"
-	WorkflowService_CancelWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/CancelWorkflow"
-	WorkflowService_DeleteWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/DeleteWorkflow"
-	WorkflowService_WatchWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/WatchWorkflow"
-	WorkflowService_GetDiagnostics_FullMethodName         = "/statewright.v1.WorkflowService/GetDiagnostics"
-	WorkflowService_GetWorkflowDiagnostics_FullMethodName = "/statewright.v1.WorkflowService/GetWorkflowDiagnostics"
-	WorkflowService_ListDefinitions_FullMethodName        = "/statewright.v1.WorkflowService/ListDefinitions"
-	WorkflowService_GetDefinition_FullMethodName          = "/statewright.v1.WorkflowService/GetDefinition"
-	WorkflowService_CountWorkflows_FullMethodName         = "/statewright.v1.WorkflowService/CountWorkflows"
+	WorkflowService_StartWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/StartWorkflow"
+	WorkflowService_ResumeWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/ResumeWorkflow"
+	WorkflowService_SignalWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/SignalWorkflow"
+	WorkflowService_GetWorkflow_FullMethodName             = "/statewright.v1.WorkflowService/GetWorkflow"
+	WorkflowService_ListWorkflows_FullMethodName           = "/statewright.v1.WorkflowService/ListWorkflows"
+	WorkflowService_CancelWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/CancelWorkflow"
+	WorkflowService_DeleteWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/DeleteWorkflow"
+	WorkflowService_WatchWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/WatchWorkflow"
+	WorkflowService_GetDiagnostics_FullMethodName          = "/statewright.v1.WorkflowService/GetDiagnostics"
+	WorkflowService_GetWorkflowDiagnostics_FullMethodName  = "/statewright.v1.WorkflowService/GetWorkflowDiagnostics"
+	WorkflowService_ListDefinitions_FullMethodName         = "/statewright.v1.WorkflowService/ListDefinitions"
+	WorkflowService_GetDefinition_FullMethodName           = "/statewright.v1.WorkflowService/GetDefinition"
+	WorkflowService_CountWorkflows_FullMethodName          = "/statewright.v1.WorkflowService/CountWorkflows"
+	WorkflowService_SignalWithStartWorkflow_FullMethodName = "/statewright.v1.WorkflowService/SignalWithStartWorkflow"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -68,6 +69,9 @@ type WorkflowServiceClient interface {
 	GetDefinition(ctx context.Context, in *GetDefinitionRequest, opts ...grpc.CallOption) (*GetDefinitionResponse, error)
 	// Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
 	CountWorkflows(ctx context.Context, in *CountWorkflowsRequest, opts ...grpc.CallOption) (*CountWorkflowsResponse, error)
+	// Starts the instance if it does not exist and delivers an event to it, in one saved
+	// step; delivers the event as SignalWorkflow does when it exists.
+	SignalWithStartWorkflow(ctx context.Context, in *SignalWithStartWorkflowRequest, opts ...grpc.CallOption) (*SignalWithStartWorkflowResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -217,6 +221,16 @@ func (c *workflowServiceClient) CountWorkflows(ctx context.Context, in *CountWor
 	return out, nil
 }
 
+func (c *workflowServiceClient) SignalWithStartWorkflow(ctx context.Context, in *SignalWithStartWorkflowRequest, opts ...grpc.CallOption) (*SignalWithStartWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SignalWithStartWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_SignalWithStartWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -251,6 +265,9 @@ type WorkflowServiceServer interface {
 	GetDefinition(context.Context, *GetDefinitionRequest) (*GetDefinitionResponse, error)
 	// Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
 	CountWorkflows(context.Context, *CountWorkflowsRequest) (*CountWorkflowsResponse, error)
+	// Starts the instance if it does not exist and delivers an event to it, in one saved
+	// step; delivers the event as SignalWorkflow does when it exists.
+	SignalWithStartWorkflow(context.Context, *SignalWithStartWorkflowRequest) (*SignalWithStartWorkflowResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -299,6 +316,9 @@ func (UnimplementedWorkflowServiceServer) GetDefinition(context.Context, *GetDef
 }
 func (UnimplementedWorkflowServiceServer) CountWorkflows(context.Context, *CountWorkflowsRequest) (*CountWorkflowsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CountWorkflows not implemented")
+}
+func (UnimplementedWorkflowServiceServer) SignalWithStartWorkflow(context.Context, *SignalWithStartWorkflowRequest) (*SignalWithStartWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SignalWithStartWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -548,6 +568,24 @@ func _WorkflowService_CountWorkflows_Handler(srv interface{}, ctx context.Contex
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_SignalWithStartWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SignalWithStartWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).SignalWithStartWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_SignalWithStartWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).SignalWithStartWorkflow(ctx, req.(*SignalWithStartWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -602,6 +640,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CountWorkflows",
 			Handler:    _WorkflowService_CountWorkflows_Handler,
+		},
+		{
+			MethodName: "SignalWithStartWorkflow",
+			Handler:    _WorkflowService_SignalWithStartWorkflow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -61,6 +61,10 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.WorkflowService",
           "method": "CancelWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "SignalWithStartWorkflow"
         }
       ],
       "timeout": "30s",

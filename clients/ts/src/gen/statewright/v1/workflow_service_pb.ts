@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3citgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJEg4KBmZpbHRlchgHIAEoCSJdChVMaXN0V29ya2Zsb3dzUmVzcG9uc2USKwoJd29ya2Zsb3dzGAEgAygLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImQKFUNhbmNlbFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJIkQKFkNhbmNlbFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdyJ0ChVEZWxldGVXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEg0KBWZvcmNlGAQgASgIEhUKDWFsbG93X21pc3NpbmcYBSABKAgiVwoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhEKCWNhbmNlbGxlZBgCIAEoCCJUChRXYXRjaFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3JldmlzaW9uGAIgASgDSACIAQFCEQoPX2FmdGVyX3JldmlzaW9uIrgCChVXYXRjaFdvcmtmbG93UmVzcG9uc2USLAoEdHlwZRgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldhdGNoRXZlbnRUeXBlEhAKCHJldmlzaW9uGAIgASgDEi8KC3RyYW5zaXRpb25zGAMgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbhIqCgh3b3JrZmxvdxgEIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg0KBWV2ZW50GAUgASgJEg0KBWFjdG9yGAYgASgJEiYKBWlucHV0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI8Cg1jb250ZXh0X3BhdGNoGAggAygLMiUuc3RhdGV3cmlnaHQudjEuQ29udGV4dFBhdGNoT3BlcmF0aW9uInEKFUNvbnRleHRQYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIMCgRwYXRoGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKCWZyb21fcGF0aBgEIAEoCVIEZnJvbSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24iJwoVQ291bnRXb3JrZmxvd3NSZXF1ZXN0Eg4KBmZpbHRlchgBIAEoCSJXChZDb3VudFdvcmtmbG93c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEi4KCWJ5X3N0YXR1cxgCIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlN0YXR1c0NvdW50IkwKC1N0YXR1c0NvdW50Ei4KBnN0YXR1cxgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEg0KBWNvdW50GAIgASgDKnMKDklmRXhpc3RzUG9saWN5EiAKHElGX0VYSVNUU19QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVJRl9FWElTVFNfUE9MSUNZX0ZBSUwQARIkCiBJRl9FWElTVFNfUE9MSUNZX1JFVFVSTl9FWElTVElORxACKsIBCg9TaWduYWxSZWplY3Rpb24SIAocU0lHTkFMX1JFSkVDVElPTl9VTlNQRUNJRklFRBAAEiAKHFNJR05BTF9SRUpFQ1RJT05fTk9UX1JVTk5JTkcQARIfChtTSUdOQUxfUkVKRUNUSU9OX1BFUlNJU1RJTkcQAhImCiJTSUdOQUxfUkVKRUNUSU9OX1JFQ09WRVJZX1JFUVVJUkVEEAMSIgoeU0lHTkFMX1JFSkVDVElPTl9TSFVUVElOR19ET1dOEAQqawoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhwKGFdBVENIX0VWRU5UX1RZUEVfQ1VSUkVOVBABEhkKFVdBVENIX0VWRU5UX1RZUEVfU1RFUBACMp8OCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnRCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSLvAQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3citgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJEg4KBmZpbHRlchgHIAEoCSJdChVMaXN0V29ya2Zsb3dzUmVzcG9uc2USKwoJd29ya2Zsb3dzGAEgAygLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImQKFUNhbmNlbFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJIkQKFkNhbmNlbFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdyJ0ChVEZWxldGVXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEg0KBWZvcmNlGAQgASgIEhUKDWFsbG93X21pc3NpbmcYBSABKAgiVwoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhEKCWNhbmNlbGxlZBgCIAEoCCJUChRXYXRjaFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3JldmlzaW9uGAIgASgDSACIAQFCEQoPX2FmdGVyX3JldmlzaW9uIrgCChVXYXRjaFdvcmtmbG93UmVzcG9uc2USLAoEdHlwZRgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldhdGNoRXZlbnRUeXBlEhAKCHJldmlzaW9uGAIgASgDEi8KC3RyYW5zaXRpb25zGAMgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbhIqCgh3b3JrZmxvdxgEIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg0KBWV2ZW50GAUgASgJEg0KBWFjdG9yGAYgASgJEiYKBWlucHV0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI8Cg1jb250ZXh0X3BhdGNoGAggAygLMiUuc3RhdGV3cmlnaHQudjEuQ29udGV4dFBhdGNoT3BlcmF0aW9uInEKFUNvbnRleHRQYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIMCgRwYXRoGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKCWZyb21fcGF0aBgEIAEoCVIEZnJvbSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24iJwoVQ291bnRXb3JrZmxvd3NSZXF1ZXN0Eg4KBmZpbHRlchgBIAEoCSJXChZDb3VudFdvcmtmbG93c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEi4KCWJ5X3N0YXR1cxgCIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlN0YXR1c0NvdW50IkwKC1N0YXR1c0NvdW50Ei4KBnN0YXR1cxgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEg0KBWNvdW50GAIgASgDIpkCCh5TaWduYWxXaXRoU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVldmVudBgFIAEoCRIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAcgASgJEjUKC2lmX2ZpbmlzaGVkGAggASgOMiAuc3RhdGV3cmlnaHQudjEuSWZGaW5pc2hlZFBvbGljeRIRCglzdGFydF9ub3cYCSABKAgi0gEKH1NpZ25hbFdpdGhTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIPCgdzdGFydGVkGAIgASgIEhAKCGFjY2VwdGVkGAMgASgIEi8KBnJlYXNvbhgEIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIvCgt0cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24qcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIqdwoQSWZGaW5pc2hlZFBvbGljeRIiCh5JRl9GSU5JU0hFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIdChlJRl9GSU5JU0hFRF9QT0xJQ1lfUkVGVVNFEAESIAocSUZfRklOSVNIRURfUE9MSUNZX1NUQVJUX05FVxACMsoPCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnRCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -68,6 +68,16 @@ export type StartWorkflowRequest = Message<"statewright.v1.StartWorkflowRequest"
    * @generated from field: statewright.v1.IfExistsPolicy if_exists = 6;
    */
   ifExists: IfExistsPolicy;
+
+  /**
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   *
+   * @generated from field: google.protobuf.Duration start_delay = 7;
+   */
+  startDelay?: Duration | undefined;
 };
 
 /**
@@ -117,6 +127,16 @@ export type StartWorkflowRequestJson = {
    * @generated from field: statewright.v1.IfExistsPolicy if_exists = 6;
    */
   ifExists?: IfExistsPolicyJson;
+
+  /**
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   *
+   * @generated from field: google.protobuf.Duration start_delay = 7;
+   */
+  startDelay?: DurationJson;
 };
 
 /**
@@ -1866,6 +1886,250 @@ export const StatusCountSchema: GenMessage<StatusCount, {jsonType: StatusCountJs
   messageDesc(file_statewright_v1_workflow_service, 27);
 
 /**
+ * Request of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowRequest
+ */
+export type SignalWithStartWorkflowRequest = Message<"statewright.v1.SignalWithStartWorkflowRequest"> & {
+  /**
+   * Required. The name of the definition to start when the instance does not exist.
+   *
+   * @generated from field: string definition = 1;
+   */
+  definition: string;
+
+  /**
+   * Optional. The definition version to start; zero means the latest version.
+   *
+   * @generated from field: int32 version = 2;
+   */
+  version: number;
+
+  /**
+   * Required. The instance's identifier: the one signalled, or started.
+   *
+   * @generated from field: string workflow_id = 3;
+   */
+  workflowId: string;
+
+  /**
+   * Optional. Initial context values of a started instance; ignored when it exists.
+   *
+   * @generated from field: google.protobuf.Struct input = 4;
+   */
+  input?: JsonObject | undefined;
+
+  /**
+   * Required. The event to deliver.
+   *
+   * @generated from field: string event = 5;
+   */
+  event: string;
+
+  /**
+   * Optional. The event payload, visible to guards and actions as `event.payload`.
+   *
+   * @generated from field: google.protobuf.Struct payload = 6;
+   */
+  payload?: JsonObject | undefined;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
+
+  /**
+   * Optional. What to do when the instance exists and has finished; REFUSE by default.
+   *
+   * @generated from field: statewright.v1.IfFinishedPolicy if_finished = 8;
+   */
+  ifFinished: IfFinishedPolicy;
+
+  /**
+   * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+   * has not run yet, start it now with the event, in one step. Otherwise such an instance
+   * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+   *
+   * @generated from field: bool start_now = 9;
+   */
+  startNow: boolean;
+};
+
+/**
+ * Request of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowRequest
+ */
+export type SignalWithStartWorkflowRequestJson = {
+  /**
+   * Required. The name of the definition to start when the instance does not exist.
+   *
+   * @generated from field: string definition = 1;
+   */
+  definition?: string;
+
+  /**
+   * Optional. The definition version to start; zero means the latest version.
+   *
+   * @generated from field: int32 version = 2;
+   */
+  version?: number;
+
+  /**
+   * Required. The instance's identifier: the one signalled, or started.
+   *
+   * @generated from field: string workflow_id = 3;
+   */
+  workflowId?: string;
+
+  /**
+   * Optional. Initial context values of a started instance; ignored when it exists.
+   *
+   * @generated from field: google.protobuf.Struct input = 4;
+   */
+  input?: StructJson;
+
+  /**
+   * Required. The event to deliver.
+   *
+   * @generated from field: string event = 5;
+   */
+  event?: string;
+
+  /**
+   * Optional. The event payload, visible to guards and actions as `event.payload`.
+   *
+   * @generated from field: google.protobuf.Struct payload = 6;
+   */
+  payload?: StructJson;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. What to do when the instance exists and has finished; REFUSE by default.
+   *
+   * @generated from field: statewright.v1.IfFinishedPolicy if_finished = 8;
+   */
+  ifFinished?: IfFinishedPolicyJson;
+
+  /**
+   * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+   * has not run yet, start it now with the event, in one step. Otherwise such an instance
+   * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+   *
+   * @generated from field: bool start_now = 9;
+   */
+  startNow?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.SignalWithStartWorkflowRequest.
+ * Use `create(SignalWithStartWorkflowRequestSchema)` to create a new message.
+ */
+export const SignalWithStartWorkflowRequestSchema: GenMessage<SignalWithStartWorkflowRequest, {jsonType: SignalWithStartWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 28);
+
+/**
+ * Response of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowResponse
+ */
+export type SignalWithStartWorkflowResponse = Message<"statewright.v1.SignalWithStartWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the step, or as it is when not accepted.
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. True when this call created the instance (revision 1 carries the event).
+   *
+   * @generated from field: bool started = 2;
+   */
+  started: boolean;
+
+  /**
+   * Output only. True when the event was applied and durably saved.
+   *
+   * @generated from field: bool accepted = 3;
+   */
+  accepted: boolean;
+
+  /**
+   * Output only. Why the event was not accepted; UNSPECIFIED when accepted.
+   *
+   * @generated from field: statewright.v1.SignalRejection reason = 4;
+   */
+  reason: SignalRejection;
+
+  /**
+   * Output only. The transitions of the step, in order (a started instance's first step,
+   * then the event's).
+   *
+   * @generated from field: repeated statewright.v1.Transition transitions = 5;
+   */
+  transitions: Transition[];
+};
+
+/**
+ * Response of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowResponse
+ */
+export type SignalWithStartWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the step, or as it is when not accepted.
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. True when this call created the instance (revision 1 carries the event).
+   *
+   * @generated from field: bool started = 2;
+   */
+  started?: boolean;
+
+  /**
+   * Output only. True when the event was applied and durably saved.
+   *
+   * @generated from field: bool accepted = 3;
+   */
+  accepted?: boolean;
+
+  /**
+   * Output only. Why the event was not accepted; UNSPECIFIED when accepted.
+   *
+   * @generated from field: statewright.v1.SignalRejection reason = 4;
+   */
+  reason?: SignalRejectionJson;
+
+  /**
+   * Output only. The transitions of the step, in order (a started instance's first step,
+   * then the event's).
+   *
+   * @generated from field: repeated statewright.v1.Transition transitions = 5;
+   */
+  transitions?: TransitionJson[];
+};
+
+/**
+ * Describes the message statewright.v1.SignalWithStartWorkflowResponse.
+ * Use `create(SignalWithStartWorkflowResponseSchema)` to create a new message.
+ */
+export const SignalWithStartWorkflowResponseSchema: GenMessage<SignalWithStartWorkflowResponse, {jsonType: SignalWithStartWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 29);
+
+/**
  * What StartWorkflow does when the requested workflow_id already exists.
  *
  * @generated from enum statewright.v1.IfExistsPolicy
@@ -2001,6 +2265,48 @@ export type WatchEventTypeJson = "WATCH_EVENT_TYPE_UNSPECIFIED" | "WATCH_EVENT_T
  */
 export const WatchEventTypeSchema: GenEnum<WatchEventType, WatchEventTypeJson> = /*@__PURE__*/
   enumDesc(file_statewright_v1_workflow_service, 2);
+
+/**
+ * What SignalWithStartWorkflow does when the instance exists and has finished.
+ *
+ * @generated from enum statewright.v1.IfFinishedPolicy
+ */
+export enum IfFinishedPolicy {
+  /**
+   * Same as IF_FINISHED_POLICY_REFUSE.
+   *
+   * @generated from enum value: IF_FINISHED_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Answer FAILED_PRECONDITION (ALREADY_TERMINAL); nothing changes.
+   *
+   * @generated from enum value: IF_FINISHED_POLICY_REFUSE = 1;
+   */
+  REFUSE = 1,
+
+  /**
+   * Remove the finished instance (its history with it, as DeleteWorkflow does) and start
+   * a new one under the same workflow_id, with the event delivered.
+   *
+   * @generated from enum value: IF_FINISHED_POLICY_START_NEW = 2;
+   */
+  START_NEW = 2,
+}
+
+/**
+ * What SignalWithStartWorkflow does when the instance exists and has finished.
+ *
+ * @generated from enum statewright.v1.IfFinishedPolicy
+ */
+export type IfFinishedPolicyJson = "IF_FINISHED_POLICY_UNSPECIFIED" | "IF_FINISHED_POLICY_REFUSE" | "IF_FINISHED_POLICY_START_NEW";
+
+/**
+ * Describes the enum statewright.v1.IfFinishedPolicy.
+ */
+export const IfFinishedPolicySchema: GenEnum<IfFinishedPolicy, IfFinishedPolicyJson> = /*@__PURE__*/
+  enumDesc(file_statewright_v1_workflow_service, 3);
 
 /**
  * Runs durable finite-state-machine workflows.
@@ -2139,6 +2445,17 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof CountWorkflowsRequestSchema;
     output: typeof CountWorkflowsResponseSchema;
+  },
+  /**
+   * Starts the instance if it does not exist and delivers an event to it, in one saved
+   * step; delivers the event as SignalWorkflow does when it exists.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.SignalWithStartWorkflow
+   */
+  signalWithStartWorkflow: {
+    methodKind: "unary";
+    input: typeof SignalWithStartWorkflowRequestSchema;
+    output: typeof SignalWithStartWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_statewright_v1_workflow_service, 0);

@@ -32,6 +32,8 @@ import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
 import dev.statewright.v1.SetQueueConfigRequest;
 import dev.statewright.v1.SetQueueConfigResponse;
+import dev.statewright.v1.SignalWithStartWorkflowRequest;
+import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.SignalWorkflowRequest;
 import dev.statewright.v1.SignalWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
@@ -246,6 +248,12 @@ public final class StatewrightClient implements AutoCloseable {
     return call("SignalWorkflow", s -> s.signalWorkflow(r));
   }
 
+  public SignalWithStartWorkflowResponse signalWithStart(SignalWithStartWorkflowRequest request) {
+    SignalWithStartWorkflowRequest r =
+        request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("SignalWithStartWorkflow", s -> s.signalWithStartWorkflow(r));
+  }
+
   public CancelWorkflowResponse cancel(CancelWorkflowRequest request) {
     CancelWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
     return call("CancelWorkflow", s -> s.cancelWorkflow(r));
@@ -291,6 +299,27 @@ public final class StatewrightClient implements AutoCloseable {
             .setName(workflowName(name))
             .setEvent(event)
             .setPayload(Structs.toStruct(payload))
+            .build());
+  }
+
+  /**
+   * Delivers {@code event} to instance {@code workflowId}, starting it from {@code definition}
+   * (latest version) with {@code input} first when it does not exist, in one step; check
+   * {@code getStarted()} and {@code getAccepted()} on the answer.
+   */
+  public SignalWithStartWorkflowResponse signalWithStart(
+      String definition,
+      String workflowId,
+      String event,
+      Map<String, ?> payload,
+      Map<String, ?> input) {
+    return signalWithStart(
+        SignalWithStartWorkflowRequest.newBuilder()
+            .setDefinition(definition)
+            .setWorkflowId(workflowId)
+            .setEvent(event)
+            .setPayload(Structs.toStruct(payload))
+            .setInput(Structs.toStruct(input))
             .build());
   }
 
