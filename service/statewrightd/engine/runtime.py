@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar, cast
 
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
@@ -157,9 +157,8 @@ class WorkflowRuntime:
         self._observer: StepObserver = observer or Unobserved()
         self._admission = AdmissionRegistry()
         self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
-        writes = StepWrites(
-            clock or Clock(), retention, request_window, self._observer.projection_failed
-        )
+        failed_projection = self._observer.projection_failed
+        writes = StepWrites(clock or Clock(), retention, request_window, failed_projection)
         self._stepper = Stepper(repo, writes, max_context_bytes)
         self._recoveries = Recoveries(loop, self._admission, repo, self._offload)
         self._replies = Replies(self._observer)
@@ -336,9 +335,7 @@ class WorkflowRuntime:
         self, job: Job, token: int, result: Found | errors.StatewrightError
     ) -> None:
         """A signal-with-start found its id taken in the store: it signals the instance."""
-        command = job.command
-        assert isinstance(command, SignalWithStartCommand)
-        job.command = command.as_signal()
+        job.command = cast(SignalWithStartCommand, job.command).as_signal()
         self._on_loaded(job, token, result)
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
