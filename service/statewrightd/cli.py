@@ -1,4 +1,4 @@
-"""The statewrightd command line: serve, dev, validate, graph, test, migrate."""
+"""The statewrightd command line: serve, dev, validate, graph, test, migrate, reproject."""
 
 from __future__ import annotations
 
@@ -110,6 +110,23 @@ def build_parser() -> argparse.ArgumentParser:
         help="postgresql://USER@HOST/DB or sqlite:///PATH (env STATEWRIGHT_DATABASE_URL; "
         f"default {ServerConfig().database_url})",
     )
+    reproject = sub.add_parser(
+        "reproject",
+        help="recompute the search values of existing instances",
+        description="Recompute the search values (a definition's `search` fields) of the "
+        "instances in a database from their stored contexts, a page at a time, as a save "
+        "would. Safe beside running servers, and to run again.",
+    )
+    reproject.add_argument(
+        "--database",
+        default=None,
+        metavar="URL",
+        help="postgresql://USER@HOST/DB or sqlite:///PATH (env STATEWRIGHT_DATABASE_URL)",
+    )
+    reproject.add_argument("--definition", metavar="NAME", help="only this definition's")
+    reproject.add_argument(
+        "--page-size", type=int, default=500, metavar="N", help="instances per transaction"
+    )
     auth = sub.add_parser(
         "auth",
         help="make API keys and check auth config files",
@@ -197,6 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from statewrightd.store.commands import migrate_command
 
         return migrate_command(args.database)
+    if args.command == "reproject":
+        from statewrightd.app.reproject import reproject_command
+
+        return reproject_command(args.database, args.definition, args.page_size)
     raise AssertionError(f"unhandled command {args.command}")
 
 

@@ -39,6 +39,10 @@ class TaskStatus(enum.StrEnum):
 
 # A task in one of these is open: a worker may still lease it or hold it.
 OPEN_TASK = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF})
+# Flow control: a task's priority when its state names none (1 is served first, 5 last),
+# and the longest concurrency key (a customer id, a tenant: short, indexed text).
+DEFAULT_PRIORITY: Final = 3
+MAX_KEY_LENGTH: Final = 256
 
 
 # The principals history names for the steps the server starts itself.
@@ -59,3 +63,22 @@ TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}\Z")
 def timer_id_of(revision: int, transition: int) -> str:
     """A timer's id: the step that armed it, and the transition it fires."""
     return f"{revision}.{transition}"
+
+
+class SearchKind(enum.StrEnum):
+    """The type of a definition's search field: how its value is projected and compared.
+    Text compares case-insensitively by containment; a keyword list holds several values
+    and ``:`` asks whether one of them is the given one."""
+
+    KEYWORD = "keyword"
+    TEXT = "text"
+    INT = "int"
+    NUMBER = "number"
+    BOOL = "bool"
+    TIMESTAMP = "timestamp"
+    KEYWORD_LIST = "keyword_list"
+
+
+# The kinds whose values are stored as text (the others as numbers: a timestamp as its
+# seconds since the epoch, a bool as 0 or 1).
+TEXT_KINDS: Final = frozenset({SearchKind.KEYWORD, SearchKind.TEXT, SearchKind.KEYWORD_LIST})

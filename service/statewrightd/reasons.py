@@ -28,6 +28,7 @@ class Reason(enum.StrEnum):
     # a start or resume input value of the wrong type for its field
     INPUT_TYPE_MISMATCH = "INPUT_TYPE_MISMATCH"
     INVALID_FIELD = "INVALID_FIELD"  # a request field with a malformed or out-of-range value
+    INVALID_FILTER = "INVALID_FILTER"  # a list filter that does not parse or names no field
     INVALID_INPUT = "INVALID_INPUT"  # an input that is not a map of context fields
     INVALID_ORDER_BY = "INVALID_ORDER_BY"  # a list order_by that is not one of the orders
     INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"  # a page_token this server did not hand out
@@ -61,6 +62,8 @@ class Reason(enum.StrEnum):
     # a watch after_revision beyond the current revision
     REVISION_OUT_OF_RANGE = "REVISION_OUT_OF_RANGE"
     SCHEMA_NOT_MIGRATED = "SCHEMA_NOT_MIGRATED"  # the database schema is behind this server
+    # a list filter on search fields, on a database that does not keep them (Citus)
+    SEARCH_NOT_SUPPORTED = "SEARCH_NOT_SUPPORTED"
     SHUTTING_DOWN = "SHUTTING_DOWN"  # the server is draining
     # the database is known to be down, or did not answer
     STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"
@@ -84,6 +87,12 @@ class Reason(enum.StrEnum):
     # a DeleteWorkflow of an instance that has not finished, without force
     WORKFLOW_NOT_FINISHED = "WORKFLOW_NOT_FINISHED"
     WORKFLOW_NOT_FOUND = "WORKFLOW_NOT_FOUND"  # no such workflow
+    # a signal-with-start naming a definition other than the one the instance runs
+    DEFINITION_DIFFERS = "DEFINITION_DIFFERS"
+    # a signal-with-start whose new instance's first step does not rest RUNNING
+    SIGNAL_NOT_DELIVERABLE = "SIGNAL_NOT_DELIVERABLE"
+    # a resume of an instance whose delayed start has not run yet; also its Workflow.error
+    START_DELAYED = "START_DELAYED"
 
     # -- Why a step failed an instance (in Workflow.error; the RPC itself succeeds).
     CANCELLED = "CANCELLED"  # the instance was cancelled
@@ -140,7 +149,6 @@ class Reason(enum.StrEnum):
     DEFINITION_VERSION_EXISTS = "DEFINITION_VERSION_EXISTS"
     INCONSISTENT_OPERATION = "INCONSISTENT_OPERATION"  # a save built wrongly
     INVALID_DATABASE_URL = "INVALID_DATABASE_URL"  # a database URL the store cannot open
-    INVALID_FILTER = "INVALID_FILTER"  # a list filter the store cannot apply
     INVALID_LIMIT = "INVALID_LIMIT"  # a history read of a nonsensical size
     INVALID_PAGE_SIZE = "INVALID_PAGE_SIZE"  # a page size the store cannot apply
     # a signal to an instance that is not RUNNING: answered accepted false, never raised

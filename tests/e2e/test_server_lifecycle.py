@@ -13,6 +13,7 @@ from typing import Any
 
 import grpc
 import pytest
+from google.protobuf import duration_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 from statewright.v1 import workflow_service_pb2 as pb
@@ -64,6 +65,15 @@ def well_formed_calls(
         "GetDefinition": lambda: stub.GetDefinition(
             pb.GetDefinitionRequest(name="definitions/mail-approval"), timeout=5
         ),
+        "CountWorkflows": lambda: stub.CountWorkflows(
+            pb.CountWorkflowsRequest(filter="status = WAITING"), timeout=5
+        ),
+        "SignalWithStartWorkflow": lambda: stub.SignalWithStartWorkflow(
+            pb.SignalWithStartWorkflowRequest(
+                definition="review-loop", workflow_id="wf-1", event="score"
+            ),
+            timeout=5,
+        ),
     }
 
 
@@ -102,6 +112,22 @@ MALFORMED: list[tuple[str, Callable[[pb_grpc.WorkflowServiceStub], Any], str]] =
         "page_size",
     ),
     ("CancelWorkflow", lambda s: s.CancelWorkflow(pb.CancelWorkflowRequest()), "name"),
+    (
+        "SignalWithStartWorkflow",
+        lambda s: s.SignalWithStartWorkflow(
+            pb.SignalWithStartWorkflowRequest(definition="tally", event="tick")
+        ),
+        "workflow_id",
+    ),
+    (
+        "StartWorkflow",
+        lambda s: s.StartWorkflow(
+            pb.StartWorkflowRequest(
+                definition="tally", start_delay=duration_pb2.Duration(seconds=-5)
+            )
+        ),
+        "start_delay",
+    ),
     (
         "WatchWorkflow",
         lambda s: list(s.WatchWorkflow(pb.WatchWorkflowRequest(name="workflows/"))),

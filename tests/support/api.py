@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Mapping
+from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
@@ -108,6 +109,7 @@ class Client:
         request_id: str = "",
         if_exists: pb.IfExistsPolicy.ValueType = pb.IF_EXISTS_POLICY_UNSPECIFIED,
         timeout: float | None = None,
+        start_delay: timedelta | None = None,
     ) -> pb.StartWorkflowResponse:
         request = pb.StartWorkflowRequest(
             definition=definition,
@@ -117,6 +119,8 @@ class Client:
             request_id=request_id,
             if_exists=if_exists,
         )
+        if start_delay is not None:
+            request.start_delay.FromTimedelta(start_delay)
         return self.stub.StartWorkflow(request, timeout=timeout or self.timeout)
 
     def resume(
@@ -154,6 +158,31 @@ class Client:
             request_id=request_id,
         )
         return self.stub.SignalWorkflow(request, timeout=timeout or self.timeout)
+
+    def signal_with_start(
+        self,
+        definition: str,
+        workflow_id: str,
+        event: str,
+        payload: Mapping[str, Any] | None = None,
+        *,
+        input: Mapping[str, Any] | None = None,
+        request_id: str = "",
+        if_finished: pb.IfFinishedPolicy.ValueType = pb.IF_FINISHED_POLICY_UNSPECIFIED,
+        start_now: bool = False,
+        timeout: float | None = None,
+    ) -> pb.SignalWithStartWorkflowResponse:
+        request = pb.SignalWithStartWorkflowRequest(
+            definition=definition,
+            workflow_id=workflow_id,
+            event=event,
+            payload=struct(payload),
+            input=struct(input),
+            request_id=request_id,
+            if_finished=if_finished,
+            start_now=start_now,
+        )
+        return self.stub.SignalWithStartWorkflow(request, timeout=timeout or self.timeout)
 
     def cancel(
         self,

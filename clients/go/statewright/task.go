@@ -110,6 +110,9 @@ type TaskFailure struct {
 	NonRetryable bool
 	// RetryDelay, when positive, retries after this long instead of the policy's backoff.
 	RetryDelay time.Duration
+	// CloseKeyUntil, when set, closes the task's concurrency key on its queue until then
+	// (an API's Retry-After, say): no task of that key is handed out before it.
+	CloseKeyUntil time.Time
 }
 
 func (f TaskFailure) Error() string {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/timestamppb"
 
 	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
 )
@@ -393,6 +394,9 @@ func (w *Worker) report(life context.Context, rt *runningTask, out handlerOutcom
 	}
 	if f.RetryDelay > 0 {
 		req.RetryDelay = durationpb.New(f.RetryDelay)
+	}
+	if !f.CloseKeyUntil.IsZero() {
+		req.CloseKeyUntil = timestamppb.New(f.CloseKeyUntil)
 	}
 	return w.call(life, rt, "FailTask", log, func(ctx context.Context) error {
 		_, err := w.client.FailTask(ctx, req)

@@ -84,6 +84,7 @@ func TestWorkerFailsATaskWithTheHandlersError(t *testing.T) {
 		details      map[string]any
 		nonRetryable bool
 		retryDelay   time.Duration
+		closeUntil   time.Time
 	}{
 		{name: "plain error", err: errors.New("boom"), typ: "ERROR", message: "boom"},
 		{name: "wrapped typed error", err: fmt.Errorf("reading: %w", pathErr), typ: "PATH_ERROR", message: "reading: open /cards: file does not exist"},
@@ -97,6 +98,11 @@ func TestWorkerFailsATaskWithTheHandlersError(t *testing.T) {
 			name: "wrapped *TaskFailure with a retry delay",
 			err:  fmt.Errorf("charging: %w", &statewright.TaskFailure{Type: "RATE_LIMITED", RetryDelay: 3 * time.Second}),
 			typ:  "RATE_LIMITED", retryDelay: 3 * time.Second,
+		},
+		{
+			name: "TaskFailure closing its key",
+			err:  statewright.TaskFailure{Type: "RATE_LIMITED", CloseKeyUntil: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)},
+			typ:  "RATE_LIMITED", closeUntil: time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC),
 		},
 		{
 			name: "TaskFailure without a type, details needing JSON",
@@ -151,6 +157,12 @@ func TestWorkerFailsATaskWithTheHandlersError(t *testing.T) {
 				}
 				if f.GetNonRetryable() != tc.nonRetryable {
 					t.Errorf("non_retryable = %v, want %v", f.GetNonRetryable(), tc.nonRetryable)
+				}
+				switch {
+				case tc.closeUntil.IsZero() && f.GetCloseKeyUntil() != nil:
+					t.Errorf("close_key_until = %v, want it unset", f.GetCloseKeyUntil().AsTime())
+				case !tc.closeUntil.IsZero() && !f.GetCloseKeyUntil().AsTime().Equal(tc.closeUntil):
+					t.Errorf("close_key_until = %v, want %v", f.GetCloseKeyUntil().AsTime(), tc.closeUntil)
 				}
 				switch {
 				case tc.retryDelay == 0 && f.GetRetryDelay() != nil:

@@ -15,6 +15,7 @@ import time
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -26,6 +27,7 @@ from statewright.errors import StatewrightError
 from statewright.models import (
     SignalRejection,
     SignalResult,
+    SignalWithStartResult,
     StartResult,
     StepResult,
     Task,
@@ -45,6 +47,7 @@ SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
 
 IfExists = Literal["fail", "return_existing"]
+IfFinished = Literal["refuse", "start_new"]
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")
 
@@ -131,6 +134,12 @@ _IF_EXISTS: dict[str, pb.IfExistsPolicy.ValueType] = {
 }
 
 
+_IF_FINISHED: dict[str, pb.IfFinishedPolicy.ValueType] = {
+    "refuse": pb.IF_FINISHED_POLICY_REFUSE,
+    "start_new": pb.IF_FINISHED_POLICY_START_NEW,
+}
+
+
 def start_request(
     definition: str,
     *,
@@ -139,6 +148,7 @@ def start_request(
     version: int | None,
     request_id: str | None,
     if_exists: IfExists | None,
+    start_delay: float | None = None,
 ) -> pb.StartWorkflowRequest:
     request = pb.StartWorkflowRequest(
         definition=definition,
@@ -151,6 +161,43 @@ def start_request(
         if if_exists not in _IF_EXISTS:
             raise ValueError(f"if_exists must be one of {sorted(_IF_EXISTS)}, not {if_exists!r}")
         request.if_exists = _IF_EXISTS[if_exists]
+    if start_delay:
+        request.start_delay.CopyFrom(
+            duration_pb2.Duration(
+                seconds=int(start_delay), nanos=round((start_delay % 1) * 1_000_000_000)
+            )
+        )
+    return request
+
+
+def signal_with_start_request(
+    definition: str,
+    workflow_id: str,
+    event: str,
+    *,
+    payload: Mapping[str, object] | None,
+    input: Mapping[str, object] | None,
+    version: int | None,
+    request_id: str | None,
+    if_finished: IfFinished | None,
+    start_now: bool,
+) -> pb.SignalWithStartWorkflowRequest:
+    request = pb.SignalWithStartWorkflowRequest(
+        definition=definition,
+        version=version or 0,
+        workflow_id=workflow_id,
+        event=event,
+        request_id=request_id or new_request_id(),
+        start_now=start_now,
+    )
+    set_struct(request.payload, payload)
+    set_struct(request.input, input)
+    if if_finished is not None:
+        if if_finished not in _IF_FINISHED:
+            raise ValueError(
+                f"if_finished must be one of {sorted(_IF_FINISHED)}, not {if_finished!r}"
+            )
+        request.if_finished = _IF_FINISHED[if_finished]
     return request
 
 
@@ -205,6 +252,7 @@ def list_request(
     page_token: str,
     order_by: str | None = None,
     id_prefix: str | None = None,
+    filter: str | None = None,
 ) -> pb.ListWorkflowsRequest:
     request = pb.ListWorkflowsRequest(
         definition=definition or "",
@@ -212,6 +260,7 @@ def list_request(
         page_token=page_token,
         order_by=order_by or "",
         id_prefix=id_prefix or "",
+        filter=filter or "",
     )
     if status is not None:
         request.status = WorkflowStatus.parse(status).to_proto()
@@ -237,6 +286,18 @@ def start_result(response: pb.StartWorkflowResponse) -> StartResult:
 
 def signal_result(response: pb.SignalWorkflowResponse) -> SignalResult:
     return SignalResult(
+        accepted=response.accepted,
+        reason=None if response.accepted else SignalRejection.from_proto(response.reason),
+        workflow=Workflow.from_proto(response.workflow),
+        transitions=tuple(Transition.from_proto(t) for t in response.transitions),
+    )
+
+
+def signal_with_start_result(
+    response: pb.SignalWithStartWorkflowResponse,
+) -> SignalWithStartResult:
+    return SignalWithStartResult(
+        started=response.started,
         accepted=response.accepted,
         reason=None if response.accepted else SignalRejection.from_proto(response.reason),
         workflow=Workflow.from_proto(response.workflow),
@@ -416,6 +477,7 @@ def fail_request(
     non_retryable: bool,
     retry_delay: float | None,
     request_id: str | None,
+    close_key_until: datetime | None = None,
 ) -> task_pb.FailTaskRequest:
     request = task_pb.FailTaskRequest(
         name=name,
@@ -428,6 +490,10 @@ def fail_request(
         # Set even when zero: an explicit 0 s means "retry at once", not "use the policy".
         request.retry_delay.CopyFrom(duration(retry_delay))
         request.retry_delay.SetInParent()
+    if close_key_until is not None:
+        if close_key_until.tzinfo is None:
+            raise ValueError("close_key_until must be an aware datetime (with its time zone)")
+        request.close_key_until.FromDatetime(close_key_until)
     return request
 
 

@@ -8,6 +8,7 @@ inside their own plans.
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
@@ -15,12 +16,16 @@ from typing import NamedTuple
 import grpc
 
 from statewright import _common
-from statewright._common import IfExists
+from statewright._common import IfExists, IfFinished
 from statewright._plan import Feed, OpenStream, Plan, Receive, Sleep, Unary, returning, yielding
 from statewright.errors import StatewrightError
 from statewright.models import (
     Definition,
+    QueueConfig,
+    QueueSettings,
+    QueueStatus,
     SignalResult,
+    SignalWithStartResult,
     StartResult,
     StepResult,
     Task,
@@ -29,6 +34,7 @@ from statewright.models import (
     TaskStatus,
     WatchEvent,
     Workflow,
+    WorkflowCount,
     WorkflowPage,
     WorkflowStatus,
     workflow_name,
@@ -47,6 +53,7 @@ class _Listing(NamedTuple):
     page_size: int | None
     order_by: str | None
     id_prefix: str | None
+    filter: str | None = None
 
 
 class Operations:
@@ -65,9 +72,13 @@ class Operations:
         version: int | None = None,
         request_id: str | None = None,
         if_exists: IfExists | None = None,
+        start_delay: float | None = None,
         timeout: float | None = None,
     ) -> Plan[StartResult]:
-        """Starts an instance of ``definition`` (latest version unless ``version``)."""
+        """Starts an instance of ``definition`` (latest version unless ``version``).
+
+        With ``start_delay`` (seconds) the instance is created at once, WAITING with the
+        reason START_DELAYED, and its first step runs after the delay."""
         request = _common.start_request(
             definition,
             input=input,
@@ -75,6 +86,7 @@ class Operations:
             version=version,
             request_id=request_id,
             if_exists=if_exists,
+            start_delay=start_delay,
         )
         response: pb.StartWorkflowResponse = yield Unary("StartWorkflow", request, timeout)
         return _common.start_result(response)
@@ -121,6 +133,41 @@ class Operations:
         return _common.signal_result(response)
 
     @returning
+    def signal_with_start(
+        self,
+        definition: str,
+        workflow_id: str,
+        event: str,
+        payload: Mapping[str, object] | None = None,
+        *,
+        input: Mapping[str, object] | None = None,
+        version: int | None = None,
+        request_id: str | None = None,
+        if_finished: IfFinished | None = None,
+        start_now: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[SignalWithStartResult]:
+        """Delivers ``event`` to instance ``workflow_id``, starting it from ``definition``
+        with ``input`` first when it does not exist (one step: its first revision carries
+        the event). A finished instance is refused unless ``if_finished="start_new"``;
+        ``start_now`` starts an instance whose delayed start has not run yet."""
+        request = _common.signal_with_start_request(
+            definition,
+            workflow_id,
+            event,
+            payload=payload,
+            input=input,
+            version=version,
+            request_id=request_id,
+            if_finished=if_finished,
+            start_now=start_now,
+        )
+        response: pb.SignalWithStartWorkflowResponse = yield Unary(
+            "SignalWithStartWorkflow", request, timeout
+        )
+        return _common.signal_with_start_result(response)
+
+    @returning
     def get(self, name: str, *, timeout: float | None = None) -> Plan[Workflow]:
         """Reads one instance at its latest revision."""
         return (yield from self._get(name, timeout))
@@ -157,16 +204,20 @@ class Operations:
         page_token: str = "",
         order_by: str | None = None,
         id_prefix: str | None = None,
+        filter: str | None = None,
         timeout: float | None = None,
     ) -> Feed[WorkflowPage]:
         """Yields pages of instances, following ``next_page_token`` until it is empty.
 
         Each page is fetched lazily with its own deadline. ``order_by`` is one of
-        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``
-        and ``"update_time"`` (None: oldest first); ``id_prefix`` keeps only instances
-        whose id starts with it.
+        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``,
+        ``"update_time"`` and a search field (``"search.amount desc"``; None: oldest
+        first); ``id_prefix`` keeps only instances
+        whose id starts with it; ``filter`` is an AIP-160 filter over ``definition``,
+        ``version``, ``state``, ``status``, ``create_time``, ``update_time`` and
+        ``search.<field>``, such as ``'status = WAITING AND search.customer = "c-42"'``.
         """
-        which = _Listing(definition, status, page_size, order_by, id_prefix)
+        which = _Listing(definition, status, page_size, order_by, id_prefix, filter)
         token: str | None = page_token
         while token is not None:
             page = yield from self._page(which, token, timeout)
@@ -182,11 +233,12 @@ class Operations:
         page_size: int | None = None,
         order_by: str | None = None,
         id_prefix: str | None = None,
+        filter: str | None = None,
         timeout: float | None = None,
     ) -> Feed[Workflow]:
         """Yields every matching instance across all pages, oldest first unless
         ``order_by`` says otherwise (see ``list_pages``)."""
-        which = _Listing(definition, status, page_size, order_by, id_prefix)
+        which = _Listing(definition, status, page_size, order_by, id_prefix, filter)
         token: str | None = ""
         while token is not None:
             page = yield from self._page(which, token, timeout)
@@ -201,12 +253,23 @@ class Operations:
             page_token=token,
             order_by=which.order_by,
             id_prefix=which.id_prefix,
+            filter=which.filter,
         )
         response: pb.ListWorkflowsResponse = yield Unary("ListWorkflows", request, timeout)
         return WorkflowPage(
             workflows=tuple(Workflow.from_proto(w) for w in response.workflows),
             next_page_token=response.next_page_token,
         )
+
+    @returning
+    def count(
+        self, filter: str | None = None, *, timeout: float | None = None
+    ) -> Plan[WorkflowCount]:
+        """How many instances ``filter`` (as ``list`` takes it; None: all) matches, in all
+        and by status."""
+        request = pb.CountWorkflowsRequest(filter=filter or "")
+        response: pb.CountWorkflowsResponse = yield Unary("CountWorkflows", request, timeout)
+        return WorkflowCount.from_proto(response)
 
     @yielding
     def watch(
@@ -403,10 +466,13 @@ class Operations:
         retry_delay: float | None = None,
         request_id: str | None = None,
         timeout: float | None = None,
+        close_key_until: datetime | None = None,
     ) -> Plan[TaskOutcome]:
         """Fails a leased attempt with an error of ``type`` (UPPER_SNAKE, what definitions
         match on). The task is retried with backoff (after ``retry_delay`` seconds, if given)
         unless ``non_retryable``, a non-retryable type or the last attempt gives it up.
+        ``close_key_until`` (an aware datetime) closes the task's concurrency key on its
+        queue until then: no task of that key is handed out before it.
         """
         error = _common.task_error(type, message, details)
         request = _common.fail_request(
@@ -416,9 +482,37 @@ class Operations:
             non_retryable=non_retryable,
             retry_delay=retry_delay,
             request_id=request_id,
+            close_key_until=close_key_until,
         )
         response: task_pb.FailTaskResponse = yield Unary("FailTask", request, timeout)
         return _common.task_outcome(response.task, response.workflow)
+
+    @returning
+    def set_queue_config(
+        self, config: QueueConfig, *, timeout: float | None = None
+    ) -> Plan[QueueConfig | None]:
+        """Sets a queue's flow control (the admin role); every limit zero removes it. The
+        config as stored, or None when the queue has no limits now."""
+        request = task_pb.SetQueueConfigRequest(config=config.to_proto())
+        response: task_pb.SetQueueConfigResponse = yield Unary("SetQueueConfig", request, timeout)
+        return QueueConfig.from_proto(response.config) if response.HasField("config") else None
+
+    @returning
+    def get_queue_config(self, queue: str, *, timeout: float | None = None) -> Plan[QueueSettings]:
+        """A queue's flow control (None: no limits) and the keys closed on it now."""
+        request = task_pb.GetQueueConfigRequest(queue=queue)
+        response: task_pb.GetQueueConfigResponse = yield Unary("GetQueueConfig", request, timeout)
+        return QueueSettings.from_proto(response)
+
+    @returning
+    def list_queues(
+        self, *, key_count: int = 0, timeout: float | None = None
+    ) -> Plan[builtins.list[QueueStatus]]:
+        """Every queue with limits or open tasks: backlog, leases, the oldest wait, tokens,
+        the ``key_count`` busiest keys (0: 5) and the closed keys."""
+        request = task_pb.ListQueuesRequest(key_count=key_count)
+        response: task_pb.ListQueuesResponse = yield Unary("ListQueues", request, timeout)
+        return [QueueStatus.from_proto(q) for q in response.queues]
 
     @returning
     def get_task(self, name: str, *, timeout: float | None = None) -> Plan[Task]:

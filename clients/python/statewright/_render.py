@@ -249,6 +249,11 @@ def workflows_table(workflows: list[Workflow]) -> str:
     return _columns(("WORKFLOW", "DEFINITION", "STATUS", "STATE", "REV", "UPDATED"), rows)
 
 
+def count_table(total: int, by_status: Sequence[tuple[str, int]]) -> str:
+    rows = [(status, str(n)) for status, n in by_status]
+    return _columns(("STATUS", "COUNT"), [*rows, ("total", str(total))])
+
+
 def history_table(steps: list[WatchEvent]) -> str:
     """One saved step a row: what caused it, what it did, where it left the instance."""
     rows = [

@@ -59,8 +59,10 @@ class TaskFailure(Exception):
     ``type`` is the UPPER_SNAKE name a definition's ``retry.non_retryable`` and
     ``task_failed`` transitions match on; ``details`` (a JSON object) reach the workflow
     with it. ``non_retryable`` gives the task up at once; ``retry_delay`` (seconds) replaces
-    the retry policy's backoff for the next attempt. Any other exception fails the attempt
-    too, retryably, with its class name as the type.
+    the retry policy's backoff for the next attempt; ``close_key_until`` (an aware
+    datetime, an API's Retry-After, say) holds back every task of the task's concurrency
+    key on its queue until then. Any other exception fails the attempt too, retryably,
+    with its class name as the type.
     """
 
     def __init__(
@@ -71,15 +73,19 @@ class TaskFailure(Exception):
         details: Mapping[str, object] | None = None,
         non_retryable: bool = False,
         retry_delay: float | None = None,
+        close_key_until: datetime | None = None,
     ) -> None:
         if not type:
             raise ValueError("a task failure needs a type")
+        if close_key_until is not None and close_key_until.tzinfo is None:
+            raise ValueError("close_key_until must be an aware datetime (with its time zone)")
         super().__init__(message or type)
         self.type = type
         self.message = message
         self.details = details
         self.non_retryable = non_retryable
         self.retry_delay = retry_delay
+        self.close_key_until = close_key_until
 
     def __repr__(self) -> str:
         return (
@@ -614,6 +620,7 @@ class WorkerCore(ABC, Generic[_Client]):
                 non_retryable=failure.non_retryable,
                 retry_delay=failure.retry_delay,
                 request_id=request_id(task, "fail"),
+                close_key_until=failure.close_key_until,
             ),
             retry=True,
         )

@@ -1,14 +1,19 @@
 """statewright: the command-line client.
 
     statewright start mail-approval --input '{"topic": "launch"}'
+    statewright start tally --delay 30s               # the first step runs in 30 seconds
     statewright resume workflows/ID --event approve
+    statewright signal-with-start tally customer-42 tick --payload '{"id": "a"}'
     statewright get workflows/ID                      # a readable table; -o json for JSON
     statewright list --status waiting                 # one instance a row
     statewright list --order-by "create_time desc" --id-prefix order-  # newest first
+    statewright list --filter 'status = WAITING AND search.customer = "c-42"'
+    statewright count --filter 'definition = mail-approval'
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
     statewright schedule create nightly report --cron "0 2 * * *" --time-zone Europe/Berlin
     statewright schedule get nightly                  # next fires, recent actions, counts
+    statewright queue set payments --rate 25 --burst 5  # flow control; queue get / list
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
 ``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
@@ -41,7 +46,7 @@ from google.protobuf.message import Message
 from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
-from statewright.models import StepResult, WatchEvent, Workflow, WorkflowStatus
+from statewright.models import QueueConfig, StepResult, WatchEvent, Workflow, WorkflowStatus
 from statewright.values import JSONObject, JSONValue
 
 __all__ = ["main"]
@@ -66,6 +71,21 @@ def _json_object(text: str) -> JSONObject:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError('must be a JSON object, e.g. \'{"topic": "x"}\'')
     return value
+
+
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)(ms|s|m|h|d)")
+_UNIT_SECONDS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(text: str) -> float:
+    """A duration as the definition language writes one (``30s``, ``1h30m``, ``1.5s``),
+    in seconds."""
+    parts = list(_DURATION_PART.finditer(text))
+    if not text or not parts or "".join(m.group(0) for m in parts) != text:
+        raise argparse.ArgumentTypeError(
+            f"not a duration: {text!r} (write it as 30s, 5m, 1h30m, 2d or 500ms)"
+        )
+    return sum(float(m.group(1)) * _UNIT_SECONDS[m.group(2)] for m in parts)
 
 
 def _emit(out: TextIO, value: JSONValue, *, compact: bool) -> None:
@@ -96,6 +116,7 @@ def _start(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> 
         version=args.version,
         request_id=args.request_id,
         if_exists=args.if_exists,
+        start_delay=args.delay,
     )
     _step(out, result, args, form)
 
@@ -122,6 +143,28 @@ def _signal(client: Client, args: argparse.Namespace, out: TextIO, form: str) ->
     _emit(out, result.to_dict(), compact=args.compact)
 
 
+def _signal_with_start(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    result = client.signal_with_start(
+        args.definition,
+        args.id,
+        args.event,
+        args.payload,
+        input=args.input,
+        version=args.version,
+        request_id=args.request_id,
+        if_finished=args.if_finished,
+        start_now=args.start_now,
+    )
+    if form == TABLE:
+        reason = result.reason.value if result.reason is not None else "no reason given"
+        accepted = "accepted" if result.accepted else f"not accepted: {reason}"
+        started = "started it" if result.started else "it existed"
+        _print(out, f"signal {args.event}: {accepted} ({started})")
+        _print(out, _render.workflow_table(result.workflow))
+        return
+    _emit(out, result.to_dict(), compact=args.compact)
+
+
 def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     workflow = client.get(args.name)
     if form == TABLE:
@@ -132,6 +175,17 @@ def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> No
 
 # ListWorkflows' orders, as the server spells them.
 ORDERS = ("create_time desc", "create_time", "update_time desc", "update_time")
+_SEARCH_ORDER = re.compile(r"^search\.[a-z_][a-z0-9_]{0,62}( desc)?\Z")
+
+
+def _order(text: str) -> str:
+    """An --order-by value: one of ORDERS, or a search field (the server checks the field)."""
+    if text in ORDERS or _SEARCH_ORDER.match(text):
+        return text
+    allowed = ", ".join(repr(o) for o in ORDERS)
+    raise argparse.ArgumentTypeError(
+        f"{text!r} is none of {allowed}, nor a search field ('search.amount desc')"
+    )
 
 
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -142,6 +196,7 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> N
         page_size=args.page_size,
         order_by=args.order_by,
         id_prefix=args.id_prefix,
+        filter=args.filter,
     ):
         if args.limit is not None and len(found) >= args.limit:
             break
@@ -151,6 +206,15 @@ def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> N
     else:
         items: list[JSONValue] = [w.to_dict() for w in found]
         _emit(out, items, compact=args.compact)
+
+
+def _count(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    counted = client.count(args.filter)
+    if form == TABLE:
+        by_status = [(str(s), n) for s, n in counted.by_status.items()]
+        _print(out, _render.count_table(counted.total, by_status))
+    else:
+        _emit(out, counted.to_dict(), compact=args.compact)
 
 
 def _cancel(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -211,6 +275,32 @@ def _history_events(client: Client, name: str) -> Iterator[WatchEvent]:
 def _diagnostics(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     message: Message = client.workflow_diagnostics(args.name) if args.name else client.diagnostics()
     _emit(out, _render.message_dict(message), compact=args.compact)
+
+
+_LIMITS = ("max_leased", "rate", "burst", "key_max_leased", "key_rate", "key_burst")
+
+
+def _queue(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    if args.action == "list":
+        queues = client.list_queues(key_count=args.keys or 0)
+        _emit(out, [q.to_dict() for q in queues], compact=args.compact)
+        return
+    if not args.queue:
+        raise ValueError(f"queue {args.action} needs a queue name")
+    if args.action == "get":
+        _emit(out, client.get_queue_config(args.queue).to_dict(), compact=args.compact)
+        return
+    limits = {name: getattr(args, name) for name in _LIMITS if getattr(args, name) is not None}
+    if not limits:
+        raise ValueError(
+            "queue set needs at least one limit (--max-leased, --rate, --burst, "
+            "--key-max-leased, --key-rate, --key-burst); all 0 removes them"
+        )
+    current = client.get_queue_config(args.queue).config
+    base = current.to_dict() if current is not None else {}
+    values = {name: base.get(name) or 0 for name in _LIMITS} | limits
+    stored = client.set_queue_config(QueueConfig(args.queue, **values))
+    _emit(out, stored.to_dict() if stored is not None else None, compact=args.compact)
 
 
 def _definitions(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -327,7 +417,7 @@ def _common_options(parser: argparse.ArgumentParser, *, shown: bool) -> None:
         default=default(None),
         help=text(
             "deadline of each unary call in seconds (default: 10 for reads, 30 for "
-            "start, resume, signal and cancel; watch has none)"
+            "start, resume, signal, signal-with-start and cancel; watch has none)"
         ),
     )
     output = parser.add_argument_group("output options" if shown else None)
@@ -409,6 +499,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="when --id is taken: fail with ALREADY_EXISTS, or return the existing instance "
         "with created false (default: fail)",
     )
+    p.add_argument(
+        "--delay",
+        type=_duration,
+        metavar="DURATION",
+        help="run the first step this long after the start (30s, 5m, 1h30m): the instance "
+        "exists at once, WAITING with the reason START_DELAYED (default: at once)",
+    )
 
     p = command("resume", Command(_resume, (JSON, TABLE)), "fire an event on a WAITING instance")
     p.add_argument("name", help="workflows/ID or ID")
@@ -433,9 +530,45 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 
+    p = command(
+        "signal-with-start",
+        Command(_signal_with_start, (JSON, TABLE)),
+        "deliver an event to an instance, starting it first if it does not exist",
+    )
+    p.add_argument("definition", help="definition to start the instance from, e.g. tally")
+    p.add_argument("id", help="workflow id: the instance signalled, or started")
+    p.add_argument("event", help="event to deliver, e.g. tick")
+    p.add_argument(
+        "--payload", type=_json_object, metavar="JSON", help="event payload as a JSON object"
+    )
+    p.add_argument(
+        "--input",
+        type=_json_object,
+        metavar="JSON",
+        help="initial context of a started instance, as a JSON object (ignored if it exists)",
+    )
+    p.add_argument("--version", type=int, help="definition version to start (default: latest)")
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    p.add_argument(
+        "--if-finished",
+        choices=["refuse", "start_new"],
+        help="when the instance has finished: refuse with ALREADY_TERMINAL, or replace it "
+        "with a new one (default: refuse)",
+    )
+    p.add_argument(
+        "--start-now",
+        action="store_true",
+        help="start an instance whose delayed start has not run yet, with the event",
+    )
+
     p = command("get", Command(_get, (TABLE, JSON), TABLE), "read one instance")
     p.add_argument("name", help="workflows/ID or ID")
 
+    filter_help = (
+        "only instances this AIP-160 filter matches, e.g. "
+        "'status = WAITING AND search.customer = \"c-42\"' (fields: definition, version, "
+        "state, status, create_time, update_time, search.<field>)"
+    )
     p = command("list", Command(_list, (TABLE, JSON), TABLE), "list instances (all pages)")
     p.add_argument("--definition", metavar="NAME", help="only instances of this definition")
     statuses = ", ".join(s.value for s in WorkflowStatus if s is not WorkflowStatus.UNSPECIFIED)
@@ -450,12 +583,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--order-by",
-        choices=ORDERS,
-        help="the order of the listing (default: create_time, oldest first); "
-        "'create_time desc' lists the newest first",
+        type=_order,
+        metavar="ORDER",
+        help=f"the order of the listing: {', '.join(ORDERS)}, or a search field "
+        "('search.amount desc'); default: create_time, oldest first",
     )
     p.add_argument("--id-prefix", metavar="TEXT", help="only instances whose id starts with it")
+    p.add_argument("--filter", metavar="FILTER", help=filter_help)
     p.add_argument("--limit", type=int, metavar="N", help="stop after this many instances")
+
+    p = command("count", Command(_count, (TABLE, JSON), TABLE), "count instances, by status")
+    p.add_argument("--filter", metavar="FILTER", help=filter_help)
 
     p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")
@@ -496,6 +634,21 @@ def build_parser() -> argparse.ArgumentParser:
         nargs="?",
         help="workflows/ID or ID for one instance's diagnostics (default: the server's)",
     )
+
+    p = command(
+        "queue",
+        Command(_queue),
+        "set, read or list task queues' flow control (limits, closed keys, backlog)",
+    )
+    p.add_argument("action", choices=["set", "get", "list"], help="what to do")
+    p.add_argument("queue", nargs="?", help="the queue (for set and get)")
+    p.add_argument("--max-leased", type=int, help="tasks of the queue leased at once")
+    p.add_argument("--rate", type=float, help="tasks handed out per second")
+    p.add_argument("--burst", type=int, help="the rate's bucket size (0: the rate rounded up)")
+    p.add_argument("--key-max-leased", type=int, help="tasks of one key leased at once")
+    p.add_argument("--key-rate", type=float, help="tasks of one key handed out per second")
+    p.add_argument("--key-burst", type=int, help="one key's bucket size")
+    p.add_argument("--keys", type=int, help="list: the busiest keys shown per queue (default 5)")
 
     p = command(
         "definitions", Command(_definitions), "list definitions, or show one with its source"

@@ -9,6 +9,7 @@ in ``proto`` for anything not surfaced here.
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol, TypeVar
@@ -262,6 +263,8 @@ class Task:
     heartbeat_details: JSONObject
     last_error: TaskError | None
     revision: int
+    priority: int  # 1 (served first) to 5
+    concurrency_key: str  # what its queue's per-key limits count it by; "" for none
     proto: task_pb2.Task = field(repr=False, compare=False)
 
     @property
@@ -286,6 +289,8 @@ class Task:
             heartbeat_details=from_struct(msg.heartbeat_details),
             last_error=TaskError.from_proto(msg.last_error) if msg.HasField("last_error") else None,
             revision=msg.revision,
+            priority=msg.priority,
+            concurrency_key=msg.concurrency_key,
             proto=msg,
         )
 
@@ -305,7 +310,155 @@ class Task:
             "heartbeat_details": self.heartbeat_details,
             "last_error": self.last_error.to_dict() if self.last_error is not None else None,
             "revision": self.revision,
+            "priority": self.priority,
+            "concurrency_key": self.concurrency_key,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueConfig:
+    """A task queue's flow control: every limit is shared by all server replicas; 0 means
+    none. ``burst`` / ``key_burst``: the token buckets' sizes (0: the rate rounded up)."""
+
+    queue: str
+    max_leased: int = 0
+    rate: float = 0.0
+    burst: int = 0
+    key_max_leased: int = 0
+    key_rate: float = 0.0
+    key_burst: int = 0
+    update_time: datetime | None = None
+
+    @classmethod
+    def from_proto(cls, msg: task_service_pb2.QueueConfig) -> QueueConfig:
+        return cls(
+            queue=msg.queue,
+            max_leased=msg.max_leased,
+            rate=msg.rate,
+            burst=msg.burst,
+            key_max_leased=msg.key_max_leased,
+            key_rate=msg.key_rate,
+            key_burst=msg.key_burst,
+            update_time=_time(msg.update_time, msg.HasField("update_time")),
+        )
+
+    def to_proto(self) -> task_service_pb2.QueueConfig:
+        return task_service_pb2.QueueConfig(
+            queue=self.queue,
+            max_leased=self.max_leased,
+            rate=self.rate,
+            burst=self.burst,
+            key_max_leased=self.key_max_leased,
+            key_rate=self.key_rate,
+            key_burst=self.key_burst,
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "queue": self.queue,
+            "max_leased": self.max_leased,
+            "rate": self.rate,
+            "burst": self.burst,
+            "key_max_leased": self.key_max_leased,
+            "key_rate": self.key_rate,
+            "key_burst": self.key_burst,
+            "update_time": _iso(self.update_time),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueKey:
+    """One concurrency key of a queue: its tasks waiting and leased, and until when it is
+    closed (None: open)."""
+
+    key: str
+    backlog: int = 0
+    leased: int = 0
+    closed_until: datetime | None = None
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "key": self.key,
+            "backlog": self.backlog,
+            "leased": self.leased,
+            "closed_until": _iso(self.closed_until),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSettings:
+    """GetQueueConfig's answer: the config (None: the queue has no limits) and the keys
+    closed now."""
+
+    config: QueueConfig | None
+    closed_keys: list[QueueKey]
+
+    @classmethod
+    def from_proto(cls, msg: task_service_pb2.GetQueueConfigResponse) -> QueueSettings:
+        return cls(
+            config=QueueConfig.from_proto(msg.config) if msg.HasField("config") else None,
+            closed_keys=[_closed(k) for k in msg.closed_keys],
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "config": self.config.to_dict() if self.config is not None else None,
+            "closed_keys": [k.to_dict() for k in self.closed_keys],
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    """A queue's health and limits, as ListQueues shows them."""
+
+    queue: str
+    config: QueueConfig | None
+    backlog: int
+    leased: int
+    oldest_waiting: float | None  # seconds
+    tokens: float
+    busiest_keys: list[QueueKey]
+    closed_keys: list[QueueKey]
+
+    @classmethod
+    def from_proto(cls, msg: task_service_pb2.QueueStatus) -> QueueStatus:
+        oldest = None
+        if msg.HasField("oldest_waiting"):
+            oldest = msg.oldest_waiting.ToTimedelta().total_seconds()
+        return cls(
+            queue=msg.queue,
+            config=QueueConfig.from_proto(msg.config) if msg.HasField("config") else None,
+            backlog=msg.backlog,
+            leased=msg.leased,
+            oldest_waiting=oldest,
+            tokens=msg.tokens,
+            busiest_keys=[
+                QueueKey(
+                    k.key,
+                    k.backlog,
+                    k.leased,
+                    _time(k.closed_until, k.HasField("closed_until")),
+                )
+                for k in msg.busiest_keys
+            ],
+            closed_keys=[_closed(k) for k in msg.closed_keys],
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "queue": self.queue,
+            "config": self.config.to_dict() if self.config is not None else None,
+            "backlog": self.backlog,
+            "leased": self.leased,
+            "oldest_waiting": self.oldest_waiting,
+            "tokens": self.tokens,
+            "busiest_keys": [k.to_dict() for k in self.busiest_keys],
+            "closed_keys": [k.to_dict() for k in self.closed_keys],
+        }
+
+
+def _closed(msg: task_service_pb2.ClosedKey) -> QueueKey:
+    return QueueKey(msg.key, closed_until=_time(msg.closed_until, msg.HasField("closed_until")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +622,28 @@ class SignalResult:
 
 
 @dataclass(frozen=True, slots=True)
+class SignalWithStartResult:
+    """SignalWithStartWorkflow's answer: ``started`` when this call created the instance
+    (its first revision already carries the event); ``accepted`` and ``reason`` as a
+    signal's."""
+
+    started: bool
+    accepted: bool
+    reason: SignalRejection | None
+    workflow: Workflow
+    transitions: tuple[Transition, ...]
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "started": self.started,
+            "accepted": self.accepted,
+            "reason": self.reason.value if self.reason is not None else None,
+            "workflow": self.workflow.to_dict(),
+            "transitions": [t.to_dict() for t in self.transitions],
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class WatchEvent:
     """One message of a watch: the instance at ``revision`` and how it got there.
 
@@ -545,6 +720,52 @@ class WorkflowPage:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowCount:
+    """CountWorkflows: how many instances a filter matches, and how many in each status
+    (a status with none is left out)."""
+
+    total: int
+    by_status: Mapping[WorkflowStatus, int]
+
+    @classmethod
+    def from_proto(cls, msg: workflow_service_pb2.CountWorkflowsResponse) -> WorkflowCount:
+        return cls(
+            total=msg.total,
+            by_status={WorkflowStatus.from_proto(c.status): c.count for c in msg.by_status},
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "total": self.total,
+            "by_status": {str(s): n for s, n in self.by_status.items()},
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class SearchField:
+    """One declared search field of a definition: a filter names it ``search.<name>``;
+    ``type`` is ``keyword``, ``text``, ``int``, ``number``, ``bool``, ``timestamp`` or
+    ``keyword_list``; ``value`` the CEL expression projected at every save."""
+
+    name: str
+    type: str
+    value: str
+    description: str = ""
+
+    @classmethod
+    def from_proto(cls, msg: definition_pb2.SearchField) -> SearchField:
+        return cls(name=msg.name, type=msg.type, value=msg.value, description=msg.description)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "name": self.name,
+            "type": self.type,
+            "value": self.value,
+            "description": self.description,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class ContextField:
     """One declared field of a definition's context: its type (``string``, ``int``,
     ``number``, ``bool``, ``list``, ``map`` or ``any``), its reducer (``replace``,
@@ -595,6 +816,8 @@ class Definition:
     # The declared context, in declaration order; {f.name: f.default} is a start's input
     # that sets nothing new.
     context_fields: tuple[ContextField, ...] = ()
+    # The declared search fields, in declaration order: what filters may name.
+    search_fields: tuple[SearchField, ...] = ()
 
     @classmethod
     def from_proto(cls, msg: definition_pb2.Definition) -> Definition:
@@ -612,6 +835,7 @@ class Definition:
             create_time=_time(msg.create_time, msg.HasField("create_time")),
             proto=msg,
             context_fields=tuple(ContextField.from_proto(f) for f in msg.context_fields),
+            search_fields=tuple(SearchField.from_proto(f) for f in msg.search_fields),
         )
 
     def to_dict(self, *, source: bool = True) -> JSONObject:
@@ -626,6 +850,7 @@ class Definition:
             "events": list(self.events),
             "create_time": _iso(self.create_time),
             "context_fields": [f.to_dict() for f in self.context_fields],
+            "search_fields": [f.to_dict() for f in self.search_fields],
         }
         if source:
             out["source"] = self.source

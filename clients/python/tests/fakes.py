@@ -140,6 +140,9 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def SignalWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("SignalWorkflow", request, context)
 
+    def SignalWithStartWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("SignalWithStartWorkflow", request, context)
+
     def GetWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("GetWorkflow", request, context)
 
@@ -148,6 +151,9 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
 
     def CancelWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CancelWorkflow", request, context)
+
+    def CountWorkflows(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("CountWorkflows", request, context)
 
     def DeleteWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("DeleteWorkflow", request, context)
@@ -187,6 +193,15 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
 
     def ListTasks(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("ListTasks", request, context)
+
+    def SetQueueConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("SetQueueConfig", request, context)
+
+    def GetQueueConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("GetQueueConfig", request, context)
+
+    def ListQueues(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("ListQueues", request, context)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import any_pb2, duration_pb2, timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 from statewright import _render, cli
-from statewright.v1 import diagnostics_pb2, workflow_pb2
+from statewright.v1 import diagnostics_pb2, task_service_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.values import to_struct, to_value
 
@@ -44,6 +44,54 @@ def test_start_prints_the_step_as_json(fake: FakeServer) -> None:
     (request,) = fake.service.calls("StartWorkflow")
     assert request.workflow_id == "cli-1"
     assert request.input.fields["topic"].string_value == "x"
+
+
+def test_start_takes_a_delay_in_the_definition_language_s_units(fake: FakeServer) -> None:
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=workflow("d"), created=True
+    )
+    status, _, _ = _run(fake, "start", "tally", "--delay", "1h30m")
+    assert status == 0
+    (request,) = fake.service.calls("StartWorkflow")
+    assert request.start_delay.seconds == 5400
+
+
+def test_a_bad_delay_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        cli.main(["start", "tally", "--delay", "soon"])
+    assert exited.value.code == 2
+    assert "not a duration" in capsys.readouterr().err
+
+
+def test_signal_with_start_passes_every_option(fake: FakeServer) -> None:
+    fake.service.behaviours["SignalWithStartWorkflow"] = lambda r, c: (
+        pb.SignalWithStartWorkflowResponse(
+            workflow=workflow("c-42", status=workflow_pb2.WORKFLOW_STATUS_RUNNING),
+            started=True,
+            accepted=True,
+        )
+    )
+    status, body, _ = _run(
+        fake,
+        "signal-with-start",
+        "tally",
+        "c-42",
+        "tick",
+        "--payload",
+        '{"id": "a"}',
+        "--input",
+        '{"limit": 2}',
+        "--if-finished",
+        "start_new",
+        "--start-now",
+    )
+    assert status == 0
+    assert body["started"] is True and body["accepted"] is True
+    (request,) = fake.service.calls("SignalWithStartWorkflow")
+    assert (request.definition, request.workflow_id, request.event) == ("tally", "c-42", "tick")
+    assert request.payload.fields["id"].string_value == "a"
+    assert request.input.fields["limit"].number_value == 2
+    assert request.if_finished == pb.IF_FINISHED_POLICY_START_NEW and request.start_now
 
 
 def test_options_are_accepted_after_the_command(fake: FakeServer) -> None:
@@ -500,3 +548,40 @@ def test_an_unreachable_server_is_one_readable_line() -> None:
             "Is it running? ('make dev' starts one; --address HOST:PORT or "
             "$STATEWRIGHT_ADDRESS names another)\n"
         ), argv
+
+
+def test_queue_set_keeps_the_limits_it_does_not_name(fake: FakeServer) -> None:
+    stored = task_service_pb2.QueueConfig(queue="payments", max_leased=5, rate=2.0)
+    fake.service.behaviours["GetQueueConfig"] = lambda r, c: (
+        task_service_pb2.GetQueueConfigResponse(config=stored)
+    )
+    fake.service.behaviours["SetQueueConfig"] = lambda r, c: (
+        task_service_pb2.SetQueueConfigResponse(config=r.config)
+    )
+    status, body, _ = _run(fake, "queue", "set", "payments", "--rate", "25", "--burst", "5")
+    assert status == 0
+    (request,) = fake.service.calls("SetQueueConfig")
+    assert (request.config.max_leased, request.config.rate, request.config.burst) == (5, 25.0, 5)
+    assert body["rate"] == 25.0 and body["max_leased"] == 5
+    status, _, err = _run(fake, "queue", "set", "payments")
+    assert status == 2 and "at least one limit" in err
+
+
+def test_queue_list_and_get_print_json(fake: FakeServer) -> None:
+    queue = task_service_pb2.QueueStatus(queue="payments", backlog=7, leased=2)
+    queue.busiest_keys.add(key="c-1", backlog=5, leased=1)
+    fake.service.behaviours["ListQueues"] = lambda r, c: task_service_pb2.ListQueuesResponse(
+        queues=[queue]
+    )
+    status, body, _ = _run(fake, "queue", "list", "--keys", "3")
+    assert status == 0
+    assert body[0]["queue"] == "payments" and body[0]["busiest_keys"][0]["key"] == "c-1"
+    assert fake.service.calls("ListQueues")[0].key_count == 3
+    closed = task_service_pb2.ClosedKey(key="c-2")
+    closed.closed_until.FromSeconds(1_900_000_000)
+    fake.service.behaviours["GetQueueConfig"] = lambda r, c: (
+        task_service_pb2.GetQueueConfigResponse(closed_keys=[closed])
+    )
+    status, body, _ = _run(fake, "queue", "get", "payments")
+    assert status == 0 and body["config"] is None
+    assert body["closed_keys"][0]["key"] == "c-2" and body["closed_keys"][0]["closed_until"]

@@ -137,6 +137,44 @@ def test_signal_reports_rejections(fake: FakeServer, client: Client) -> None:
     assert request.payload.fields["score"].number_value == 0.1
 
 
+def test_signal_with_start_sends_every_field_and_reports_started(
+    fake: FakeServer, client: Client
+) -> None:
+    fake.service.behaviours["SignalWithStartWorkflow"] = _flaky(
+        1,
+        pb.SignalWithStartWorkflowResponse(
+            workflow=workflow(status=RUNNING), started=True, accepted=True
+        ),
+    )
+    result = client.signal_with_start(
+        "tally",
+        "customer-42",
+        "tick",
+        {"id": "a"},
+        input={"limit": 3},
+        if_finished="start_new",
+        start_now=True,
+    )
+    assert result.started and result.accepted and result.reason is None
+    first, retry = fake.service.calls("SignalWithStartWorkflow")
+    assert first.request_id and retry.request_id == first.request_id
+    assert (first.definition, first.workflow_id, first.event) == ("tally", "customer-42", "tick")
+    assert first.payload.fields["id"].string_value == "a"
+    assert first.input.fields["limit"].number_value == 3
+    assert first.if_finished == pb.IF_FINISHED_POLICY_START_NEW and first.start_now
+    with pytest.raises(ValueError, match="if_finished"):
+        client.signal_with_start("tally", "c", "tick", if_finished="restart")  # type: ignore[arg-type]
+
+
+def test_start_sends_a_start_delay(fake: FakeServer, client: Client) -> None:
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=workflow(), created=True
+    )
+    client.start("tally", start_delay=90.5)
+    (request,) = fake.service.calls("StartWorkflow")
+    assert request.start_delay.ToTimedelta().total_seconds() == 90.5
+
+
 def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
     def pages(request: pb.ListWorkflowsRequest, context: grpc.ServicerContext) -> Any:
         page = int(request.page_token or "0")
@@ -160,6 +198,27 @@ def test_list_follows_page_tokens(fake: FakeServer, client: Client) -> None:
     ordered = fake.service.calls("ListWorkflows")[-3:]
     assert {(r.order_by, r.id_prefix) for r in ordered} == {("create_time desc", "o-")}
     assert [r.page_token for r in ordered] == ["", "1", "2"]
+
+
+def test_list_sends_its_filter_and_count_reads_by_status(fake: FakeServer, client: Client) -> None:
+    fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse(
+        workflows=[workflow("a")]
+    )
+    text = 'status = WAITING AND search.customer = "c-42"'
+    assert [w.workflow_id for w in client.list(filter=text)] == ["a"]
+    assert fake.service.calls("ListWorkflows")[-1].filter == text
+    fake.service.behaviours["CountWorkflows"] = lambda r, c: pb.CountWorkflowsResponse(
+        total=5,
+        by_status=[
+            pb.StatusCount(status=WAITING, count=2),
+            pb.StatusCount(status=COMPLETED, count=3),
+        ],
+    )
+    counted = client.count(text)
+    assert fake.service.calls("CountWorkflows")[-1].filter == text
+    assert counted.total == 5
+    assert counted.by_status == {WorkflowStatus.WAITING: 2, WorkflowStatus.COMPLETED: 3}
+    assert counted.to_dict() == {"total": 5, "by_status": {"WAITING": 2, "COMPLETED": 3}}
 
 
 def test_list_is_lazy(fake: FakeServer, client: Client) -> None:
@@ -400,9 +459,10 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     assert public == {name for name in dir(AsyncClient) if not name.startswith("_")}
     assert {"start", "resume", "signal", "get", "cancel", "watch", "definitions"} <= public
     assert {"poll_tasks", "list_tasks"} <= public
-    unary = {"start", "resume", "signal", "get", "cancel", "diagnostics"}
-    unary |= {"workflow_diagnostics", "definition"}
+    unary = {"start", "resume", "signal", "signal_with_start", "get", "cancel", "diagnostics"}
+    unary |= {"workflow_diagnostics", "definition", "count"}
     unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
+    unary |= {"set_queue_config", "get_queue_config", "list_queues"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

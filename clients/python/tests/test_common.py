@@ -48,7 +48,7 @@ def test_method_names_are_unique_across_the_services() -> None:
     workflows = pb.DESCRIPTOR.services_by_name["WorkflowService"].methods_by_name
     tasks = task_service_pb2.DESCRIPTOR.services_by_name["TaskService"].methods_by_name
     assert set(workflows).isdisjoint(tasks)
-    assert len(tasks) == 6
+    assert len(tasks) == 9
 
 
 def test_channel_options_install_config_and_enable_retries() -> None:

@@ -169,7 +169,12 @@ def charge(task: RunningTask) -> dict[str, object]:
         )
     if amount < 0:
         raise ValueError("negative amount")
+    if amount == 429:
+        raise TaskFailure("RATE_LIMITED", "slow down", close_key_until=REOPENS)
     return {"id": f"ch-{task.input['order']}", "attempt": task.attempt}
+
+
+REOPENS = datetime(2030, 1, 2, 3, 4, 5, tzinfo=UTC)
 
 
 # --- the contract, for both workers --------------------------------------------------------
@@ -214,7 +219,23 @@ def test_raised_errors_fail_the_task(server: FakeServer, kind: str) -> None:
     assert not value.non_retryable and not value.HasField("retry_delay")
     # A result that is not a JSON object cannot complete a task: it fails it, retryably.
     assert tasks.failed[odd].error.type == "TypeError"
+    assert not tasks.failed[odd].HasField("close_key_until")
     assert not tasks.completed
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_failure_may_close_its_tasks_key(server: FakeServer, kind: str) -> None:
+    tasks = FakeTasks(server.service)
+    limited = tasks.add("t1", {"order": "o-1", "amount": 429})
+    with Running(kind, server.target, {"payments": charge}) as running:
+        assert tasks.wait_until(lambda: len(tasks.failed) == 1)
+        running.stop()
+        running.join()
+    request = tasks.failed[limited]
+    assert request.error.type == "RATE_LIMITED"
+    assert request.close_key_until.ToDatetime(tzinfo=UTC) == REOPENS
+    with pytest.raises(ValueError, match="aware"):
+        TaskFailure("X", close_key_until=datetime(2030, 1, 1))
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -1,7 +1,7 @@
 import { hostname } from "node:os";
 
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
-import { timestampMs, type DurationSchema } from "@bufbuild/protobuf/wkt";
+import { timestampFromDate, timestampMs, type DurationSchema } from "@bufbuild/protobuf/wkt";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 import type { TaskServiceClient } from "./client.js";
@@ -58,6 +58,11 @@ export interface TaskFailureOptions {
   nonRetryable?: boolean;
   /** Retry after this long instead of the policy's backoff. */
   retryDelayMs?: number;
+  /**
+   * Close the task's concurrency key on its queue until then (an API's Retry-After, say):
+   * no task of that key is handed out before it.
+   */
+  closeKeyUntil?: Date;
   cause?: unknown;
 }
 
@@ -72,6 +77,7 @@ export class TaskFailure extends Error {
   readonly details: JsonObject | undefined;
   readonly nonRetryable: boolean;
   readonly retryDelayMs: number | undefined;
+  readonly closeKeyUntil: Date | undefined;
 
   constructor(type: string, message: string, options: TaskFailureOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -88,7 +94,12 @@ export class TaskFailure extends Error {
     this.type = type;
     this.details = options.details;
     this.nonRetryable = options.nonRetryable ?? false;
+    const until = options.closeKeyUntil;
+    if (until !== undefined && !(until instanceof Date && Number.isFinite(until.getTime()))) {
+      throw new TypeError(`TaskFailure: closeKeyUntil must be a valid Date, not ${String(until)}`);
+    }
     this.retryDelayMs = delay;
+    this.closeKeyUntil = until;
   }
 }
 
@@ -445,6 +456,7 @@ class Execution {
         error: { type: err.type, message: err.message, details: err.details },
         nonRetryable: err.nonRetryable,
         retryDelay: err.retryDelayMs === undefined ? undefined : duration(err.retryDelayMs),
+        closeKeyUntil: err.closeKeyUntil === undefined ? undefined : timestampFromDate(err.closeKeyUntil),
       };
     }
     return { ...base, error: { type: errorType(err), message: err instanceof Error ? err.message : String(err) } };

@@ -108,6 +108,7 @@ test("a TaskFailure fails the attempt with its type, message, details, non_retry
       details: { limit: 1000, codes: ["51"] },
       nonRetryable: true,
       retryDelayMs: 1500,
+      closeKeyUntil: new Date(Date.UTC(2030, 0, 2, 3, 4, 5)),
     });
   });
   const name = fake.schedule("payments", { amount: 1200 });
@@ -125,6 +126,7 @@ test("a TaskFailure fails the attempt with its type, message, details, non_retry
   );
   assert.equal(failure.nonRetryable, true);
   assert.deepEqual([failure.retryDelay?.seconds, failure.retryDelay?.nanos], [1n, 500_000_000]);
+  assert.equal(failure.closeKeyUntil?.seconds, BigInt(Date.UTC(2030, 0, 2, 3, 4, 5) / 1000));
   assert.equal(fake.task(name).status, TaskStatus.FAILED);
   assert.equal(fake.completions.length, 0);
 });
@@ -529,6 +531,7 @@ test("TaskFailure checks its type, details and retry delay", () => {
   assert.ok(failure instanceof Error);
   assert.throws(() => new TaskFailure("", "x"), TypeError);
   assert.throws(() => new TaskFailure("X", "x", { retryDelayMs: -1 }), TypeError);
+  assert.throws(() => new TaskFailure("X", "x", { closeKeyUntil: new Date(Number.NaN) }), TypeError);
   assert.throws(() => new TaskFailure("X", "x", { details: { n: Number.NaN } }), /NaN at n/);
 });
 

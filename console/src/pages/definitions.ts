@@ -143,15 +143,27 @@ function contextDefaults(fields: ContextFieldJson[]): string {
   return JSON.stringify(defaults, null, 2);
 }
 
+const UNIT_SECONDS: Record<string, number> = { ms: 0.001, s: 1, m: 60, h: 3600, d: 86400 };
+
+// A duration as the definition language writes one (30s, 1h30m, 500ms), in seconds; null
+// when the text is not one.
+function durationSeconds(text: string): number | null {
+  const parts = [...text.matchAll(/(\d+(?:\.\d+)?)(ms|s|m|h|d)/g)];
+  if (!parts.length || parts.map((m) => m[0]).join("") !== text) return null;
+  return parts.reduce((sum, m) => sum + Number(m[1]) * (UNIT_SECONDS[m[2] ?? "s"] ?? 1), 0);
+}
+
 function startForm(name: string, version: number, fields: ContextFieldJson[]): HTMLElement {
   const result = h("div", { "aria-live": "polite" });
   const prefill = contextDefaults(fields);
   const input = h("textarea", { id: "start-input", name: "input", rows: Math.min(12, Math.max(4, fields.length + 2)), spellcheck: "false", class: "code-input", placeholder: "{}" });
   input.value = prefill;
   const id = h("input", { id: "start-id", name: "workflowId", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "generated when empty" });
+  const delay = h("input", { id: "start-delay", name: "startDelay", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "at once" });
   const form = h("form", { class: "stack" },
     h("label", { for: "start-id" }, "Workflow id ", h("span", { class: "muted" }, "(optional)")), id,
     h("label", { for: "start-input" }, "Input ", h("span", { class: "muted" }, prefill ? "(JSON object: the context's declared defaults, edit or remove any)" : "(JSON object, optional)")), input,
+    h("label", { for: "start-delay" }, "Start delay ", h("span", { class: "muted" }, "(optional: 30s, 5m, 1h30m; the instance exists at once and its first step runs then)")), delay,
     h("div", {}, h("button", { type: "submit", class: "button primary" }, `Start ${name} v${version}`)),
     result,
   );
@@ -164,7 +176,14 @@ function startForm(name: string, version: number, fields: ContextFieldJson[]): H
       replace(result, errorNotice({ code: "INVALID_JSON", message: `The input is not JSON: ${(error as Error).message}` }, "Not sent"));
       return;
     }
-    api.post<StartWorkflowResponseJson>("/api/v1/workflows", { definition: name, version, workflowId: id.value.trim(), input: parsed }).then(
+    const seconds = delay.value.trim() ? durationSeconds(delay.value.trim()) : 0;
+    if (seconds === null) {
+      replace(result, errorNotice({ code: "INVALID_DURATION", message: `The start delay is not a duration: write it as 30s, 5m, 1h30m or 2d.` }, "Not sent"));
+      return;
+    }
+    const body: Record<string, unknown> = { definition: name, version, workflowId: id.value.trim(), input: parsed };
+    if (seconds > 0) body["startDelay"] = `${seconds}s`;
+    api.post<StartWorkflowResponseJson>("/api/v1/workflows", body).then(
       (started) => navigate(`/workflows/${encodeURIComponent(started.workflow?.workflowId ?? "")}`),
       (error) => replace(result, errorNotice(error, "The start was refused")),
     );

@@ -3,6 +3,7 @@ import * as api from "../api.js";
 import { h, replace } from "../dom.js";
 import { errorNotice, millis, number, seconds, toneBadge, uptime } from "../format.js";
 import type { GetDiagnosticsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
+import type { ListQueuesResponseJson, QueueConfigJson } from "@statewright/client/gen/statewright/v1/task_service_pb.js";
 import type { Page } from "../router.js";
 import { connection } from "../status.js";
 
@@ -105,6 +106,41 @@ function metric(label: string, value: string, id: string, note?: string): HTMLEl
   return h("div", { class: "metric" }, h("dt", {}, label), h("dd", { "data-metric": id }, value), note ? h("dd", { class: "metric-note" }, note) : null);
 }
 
+// How often the flow-control table is read again (ListQueues counts in the database).
+const FLOW_EVERY_MS = 5000;
+
+function limits(c: QueueConfigJson | undefined): string {
+  if (!c) return "none";
+  const parts: string[] = [];
+  if (c.maxLeased) parts.push(`at most ${number(c.maxLeased)} leased`);
+  if (c.rate) parts.push(`${format(Number(c.rate))}/s (burst ${number(c.burst || Math.max(1, Math.ceil(Number(c.rate))))})`);
+  if (c.keyMaxLeased) parts.push(`${number(c.keyMaxLeased)} per key`);
+  if (c.keyRate) parts.push(`${format(Number(c.keyRate))}/s per key`);
+  return parts.length ? parts.join(", ") : "none";
+}
+
+function drawFlow(target: HTMLElement, answer: ListQueuesResponseJson): void {
+  const list = answer.queues ?? [];
+  replace(target, list.length
+    ? h("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": "Flow control" }, h("table", { class: "data", "data-flow": "" },
+        h("thead", {}, h("tr", {}, ["Queue", "Limits", "Backlog", "Leased", "Tokens", "Oldest waiting", "Busiest keys", "Closed keys"].map((x) => h("th", { scope: "col" }, x)))),
+        h("tbody", {}, list.map((q) => h("tr", { "data-flow-queue": q.queue ?? "" },
+          h("th", { scope: "row" }, h("code", {}, q.queue ?? "")),
+          h("td", {}, limits(q.config)),
+          h("td", { class: "num" }, number(q.backlog)),
+          h("td", { class: "num" }, number(q.leased)),
+          h("td", { class: "num" }, q.config?.rate ? format(Number(q.tokens ?? 0)) : "—"),
+          h("td", {}, q.oldestWaiting ? `${seconds(q.oldestWaiting).toFixed(1)} s` : "—"),
+          h("td", {}, (q.busiestKeys ?? []).length
+            ? (q.busiestKeys ?? []).map((k) => `${k.key} (${number(k.backlog)} waiting, ${number(k.leased)} leased)`).join("; ")
+            : h("span", { class: "muted" }, "none")),
+          h("td", { "data-closed-keys": "" }, (q.closedKeys ?? []).length
+            ? (q.closedKeys ?? []).map((k) => `${k.key} until ${k.closedUntil ? new Date(k.closedUntil).toLocaleTimeString() : "?"}`).join("; ")
+            : h("span", { class: "muted" }, "none")),
+        )))))
+    : h("p", { class: "empty" }, "No queue has limits or open tasks."));
+}
+
 export function runtimePage(): Page {
   return {
     title: "Runtime",
@@ -113,6 +149,7 @@ export function runtimePage(): Page {
       const problem = h("div", {});
       const cards = h("div", { class: "metrics-grid" });
       const queues = h("div", {});
+      const flow = h("div", {}, h("p", { class: "muted" }, "Reading the queues…"));
       const charts = CHARTS.map((spec) => new Chart(spec));
       const chartGrid = h("div", { class: "charts" }, charts.map((c) => c.element));
       main.append(
@@ -121,7 +158,25 @@ export function runtimePage(): Page {
         h("section", { "aria-labelledby": "now-title" }, h("h2", { id: "now-title", class: "visually-hidden" }, "Now"), cards),
         h("section", { class: "card", "aria-labelledby": "charts-title" }, h("h2", { id: "charts-title" }, "The last minutes"), chartGrid),
         h("section", { class: "card", "aria-labelledby": "queues-title" }, h("h2", { id: "queues-title" }, "Task queues"), queues),
+        h("section", { class: "card", "aria-labelledby": "flow-title" },
+          h("h2", { id: "flow-title" }, "Flow control"),
+          h("p", { class: "muted" }, "Each queue's limits, shared by every replica, with its busiest and closed concurrency keys."),
+          flow),
       );
+      let flowTimer: number | undefined;
+      let left = false;
+      const readFlow = async () => {
+        try {
+          const answer = await api.get<ListQueuesResponseJson>("/api/v1/queues", { keyCount: 5 });
+          if (left) return;
+          drawFlow(flow, answer);
+        } catch (error) {
+          if (left) return;
+          replace(flow, errorNotice(error, "The queues could not be read"));
+        }
+        flowTimer = window.setTimeout(() => void readFlow(), FLOW_EVERY_MS);
+      };
+      void readFlow();
       const samples: Sample[] = [];
       let count = 0;
       const resize = () => {
@@ -191,6 +246,8 @@ export function runtimePage(): Page {
       });
       return () => {
         stream.close();
+        left = true;
+        window.clearTimeout(flowTimer);
         observer.disconnect();
         connection(null);
       };

@@ -166,6 +166,9 @@ export function workflowPage(id: string): Page {
           ),
         );
 
+        // A delayed start (StartWorkflow start_delay) waits on a timer of its own: until it
+        // fires the instance is WAITING with the reason START_DELAYED and accepts nothing.
+        const startTimer = () => (workflow.timers ?? []).find((t) => (t.after ?? "").startsWith("start_delay"));
         const drawTimers = () => {
           const list = workflow.timers ?? [];
           const now = Date.now();
@@ -279,9 +282,12 @@ export function workflowPage(id: string): Page {
           resume.hidden = !(waiting && events.length);
           signal.hidden = !(running && events.length);
           idle.hidden = over || events.length > 0;
-          idle.textContent = running
-            ? "The current state accepts no signal: it moves on by itself (a task, a timer or an automatic transition)."
-            : "The current state accepts no event.";
+          const starts = startTimer();
+          idle.textContent = starts
+            ? `This workflow has not started yet: its first step runs ${countdown(starts.dueTime, Date.now())} (${clockTime(starts.dueTime)}). It takes no event until then; cancel it to keep it from starting.`
+            : running
+              ? "The current state accepts no signal: it moves on by itself (a task, a timer or an automatic transition)."
+              : "The current state accepts no event.";
           cancel.hidden = over;
           ended.hidden = !over;
           ended.textContent = over ? `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more.` : "";
@@ -348,7 +354,9 @@ export function workflowPage(id: string): Page {
             h("dt", {}, "Revision"), h("dd", {}, workflow.revision ?? "0"),
             h("dt", {}, "Created"), h("dd", {}, timestamp(workflow.createTime)),
             h("dt", {}, "Updated"), h("dd", {}, timestamp(workflow.updateTime)),
-            workflow.error
+            startTimer()
+              ? [h("dt", {}, "Starts"), h("dd", { id: "start-time" }, timestamp(startTimer()?.dueTime), " ", h("span", { class: "muted" }, "(delayed start: its first step has not run yet)"))]
+              : workflow.error
               ? workflow.status === "WORKFLOW_STATUS_CANCELLED"
                 ? [h("dt", {}, "Cancelled"), h("dd", {}, workflow.error.message ?? "")]
                 : [h("dt", {}, "Error"), h("dd", { class: "error-text" }, workflow.error.message ?? "")]

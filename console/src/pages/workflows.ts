@@ -1,7 +1,7 @@
 import * as api from "../api.js";
 import { h, link, onPick, replace } from "../dom.js";
 import { ago, errorNotice, longId, number, STATUSES, statusBadge, statusLabel } from "../format.js";
-import type { ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
+import type { CountWorkflowsResponseJson, ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { navigate, type Page } from "../router.js";
 import { connection } from "../status.js";
 
@@ -15,6 +15,8 @@ const ORDERS: [string, string][] = [
   ["update_time", "Least recently updated"],
 ];
 const DEFAULT_ORDER = ORDERS[0][0];
+// The fields every filter may name; the definitions' search fields are added to them.
+const FILTER_FIELDS = ["definition", "version", "state", "status", "create_time", "update_time"];
 
 /** What a page of the list remembers in its history entry: the page tokens of the pages
  * before it (the first page's is ""), so that the URL holds only the current page's token
@@ -38,6 +40,7 @@ export function workflowsPage(query: URLSearchParams): Page {
   const definition = query.get("definition") ?? "";
   const status = query.get("status") ?? "";
   const idPrefix = query.get("idPrefix") ?? "";
+  const filterText = query.get("filter") ?? "";
   const orderBy = query.get("orderBy") || DEFAULT_ORDER;
   const pageToken = query.get("pageToken") ?? "";
   // A page size of the URL's own (none: PAGE_SIZE), kept across pages.
@@ -66,6 +69,24 @@ export function workflowsPage(query: URLSearchParams): Page {
         id: "filter-prefix", name: "idPrefix", type: "search", value: idPrefix, placeholder: "order-2026",
         autocomplete: "off", spellcheck: "false", maxlength: 128,
       });
+      // An AIP-160 filter, completed word by word: the list offers the text typed so far
+      // with its last word finished as each field name that begins with it.
+      const fieldList = h("datalist", { id: "filter-fields" });
+      const filterInput = h("input", {
+        id: "filter-query", name: "filter", type: "search", value: filterText, list: "filter-fields",
+        placeholder: 'status = WAITING AND search.customer = "c-42"',
+        autocomplete: "off", spellcheck: "false", maxlength: 2000, class: "wide",
+      });
+      const fieldNames = [...FILTER_FIELDS];
+      const complete = () => {
+        const text = filterInput.value;
+        const at = text.search(/[A-Za-z_.]*$/);
+        const word = text.slice(at);
+        const before = text.slice(0, at);
+        replace(fieldList, fieldNames.filter((f) => word && f.startsWith(word) && f !== word)
+          .slice(0, 20).map((f) => h("option", { value: before + f })));
+      };
+      filterInput.addEventListener("input", complete);
       const orderSelect = h("select", { id: "sort-order", name: "orderBy" },
         ORDERS.map(([value, label]) => h("option", { value, selected: value === orderBy }, label)),
       );
@@ -74,6 +95,7 @@ export function workflowsPage(query: URLSearchParams): Page {
         h("div", { class: "field" }, h("label", { for: "filter-definition" }, "Definition"), definitionSelect),
         h("div", { class: "field" }, h("label", { for: "filter-status" }, "Status"), statusSelect),
         h("div", { class: "field" }, h("label", { for: "sort-order" }, "Sort"), orderSelect),
+        h("div", { class: "field wide" }, h("label", { for: "filter-query" }, "Filter"), filterInput, fieldList),
         h("button", { type: "submit", class: "button" }, "Filter"),
       );
       const apply = (event?: Event) => {
@@ -81,6 +103,8 @@ export function workflowsPage(query: URLSearchParams): Page {
         const next = new URLSearchParams();
         const prefix = prefixInput.value.trim();
         if (prefix) next.set("idPrefix", prefix);
+        const typed = filterInput.value.trim();
+        if (typed) next.set("filter", typed);
         if (definitionSelect.value) next.set("definition", definitionSelect.value);
         if (statusSelect.value) next.set("status", statusSelect.value);
         if (orderSelect.value !== DEFAULT_ORDER) next.set("orderBy", orderSelect.value);
@@ -90,9 +114,11 @@ export function workflowsPage(query: URLSearchParams): Page {
       onPick(definitionSelect, apply);
       onPick(statusSelect, apply);
       onPick(orderSelect, apply);
+      const byStatus = h("p", { class: "count muted", id: "workflow-status-counts" });
       main.append(
         h("div", { class: "page-head" }, h("h1", {}, "Workflows"), count),
         filters,
+        byStatus,
         problem,
         table,
         pager,
@@ -100,12 +126,20 @@ export function workflowsPage(query: URLSearchParams): Page {
       api.get<ListDefinitionsResponseJson>("/api/v1/definitions", { pageSize: 1000 }).then((all) => {
         const names = [...new Set((all.definitions ?? []).map((d) => d.definition ?? ""))].sort();
         for (const name of names) if (name !== definition) definitionSelect.append(h("option", { value: name }, name));
+        const searched = (all.definitions ?? []).flatMap((d) => (d.searchFields ?? []).map((f) => `search.${f.name ?? ""}`));
+        fieldNames.push(...[...new Set(searched)].sort());
+      }, () => undefined);
+      // How many the filter matches in each status (counted once, when the page opens).
+      api.get<CountWorkflowsResponseJson>("/api/v1/workflows:count", filterText ? { filter: filterText } : {}).then((counted) => {
+        const parts = (counted.byStatus ?? []).map((c) => `${statusLabel(c.status ?? "")}: ${number(Number(c.count ?? 0))}`);
+        byStatus.textContent = parts.length ? parts.join(" · ") : "";
       }, () => undefined);
 
       // The listing's URL: its filters and order, and the one page token of the page shown.
       const here = (token: string) => {
         const q = new URLSearchParams();
         if (idPrefix) q.set("idPrefix", idPrefix);
+        if (filterText) q.set("filter", filterText);
         if (definition) q.set("definition", definition);
         if (status) q.set("status", status);
         if (orderBy !== DEFAULT_ORDER) q.set("orderBy", orderBy);
@@ -151,9 +185,10 @@ export function workflowsPage(query: URLSearchParams): Page {
           )) : h("tr", {}, h("td", { colspan: 7, class: "empty" }, "No workflows match.")));
         drawPager(page.nextPageToken ?? "");
       };
-      const filtered = definition || status || idPrefix ? " match" : "";
+      const filtered = definition || status || idPrefix || filterText ? " match" : "";
       const asked = new URLSearchParams({ pageSize: String(sized || PAGE_SIZE), orderBy });
       if (idPrefix) asked.set("idPrefix", idPrefix);
+      if (filterText) asked.set("filter", filterText);
       if (definition) asked.set("definition", definition);
       if (status) asked.set("status", status);
       if (pageToken) asked.set("pageToken", pageToken);

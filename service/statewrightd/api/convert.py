@@ -239,7 +239,7 @@ def context_patch_pb(
     if before == after:
         return []
     operations = []
-    for op in jsonpatch.make_patch(dict(before), dict(after)).patch:
+    for op in _patch_operations(before, after):
         message = workflow_service_pb2.ContextPatchOperation(
             op=op["op"], path=op["path"], from_path=op.get("from", "")
         )
@@ -247,6 +247,31 @@ def context_patch_pb(
             _set(message.value, op["value"])
         operations.append(message)
     return operations
+
+
+class _KeyOrderedDiff(jsonpatch.DiffBuilder):  # type: ignore[misc]
+    """jsonpatch's differ, walking an object's keys in sorted order.
+
+    The library walks them as sets of strings, whose order follows the process's string
+    hashes and the order the keys were read in (PostgreSQL's jsonb has its own): the same
+    change would read as differently ordered patches from two replicas, or from history
+    and a live watch. The hook is the one ``JsonPatch.from_diff`` drives (jsonpatch is
+    pinned)."""
+
+    def _compare_dicts(self, path: str, src: Mapping[str, Any], dst: Mapping[str, Any]) -> None:
+        for key in sorted(src.keys() - dst.keys()):
+            self._item_removed(path, key, src[key])
+        for key in sorted(dst.keys() - src.keys()):
+            self._item_added(path, key, dst[key])
+        for key in sorted(src.keys() & dst.keys()):
+            self._compare_values(path, key, src[key], dst[key])
+
+
+def _patch_operations(before: Mapping[str, Any], after: Mapping[str, Any]) -> list[dict[str, Any]]:
+    source, target = dict(before), dict(after)
+    builder = _KeyOrderedDiff(source, target)
+    builder._compare_values("", None, source, target)
+    return list(builder.execute())
 
 
 def timestamp(value: datetime) -> timestamp_pb2.Timestamp:
@@ -310,7 +335,9 @@ def workflow_pb(
         update_time=timestamp(record.update_time),
         timers=timers_pb(timers),
     )
-    if record.error and snapshot.status in (Status.FAILED, Status.CANCELLED):
+    if record.error and (
+        snapshot.status in (Status.FAILED, Status.CANCELLED) or fsm.is_delayed(snapshot)
+    ):
         message.error.CopyFrom(step_error_status(record.error))
     if task is not None:
         message.pending_task.CopyFrom(task_pb(task))
@@ -349,6 +376,8 @@ def task_pb(task: TaskRecord, *, with_lease: bool = False) -> task_pb2.Task:
         deadline=timestamp(task.deadline),
         status=TASK_STATUS_TO_PB[task.status],
         revision=task.revision,
+        priority=task.priority,
+        concurrency_key=task.concurrency_key or "",
     )
     if task.status is TaskStatus.LEASED and task.lease_expire_time is not None:
         message.lease_expire_time.CopyFrom(timestamp(task.lease_expire_time))
@@ -388,6 +417,12 @@ def definition_pb(loaded: Loaded) -> definition_pb2.Definition:
         create_time=timestamp(record.create_time),
         source_name=record.source_name,
         context_fields=[context_field_pb(field) for field in definition.context_fields.values()],
+        search_fields=[
+            definition_pb2.SearchField(
+                name=f.name, type=f.kind.value, value=f.value.source, description=f.description
+            )
+            for f in definition.search_fields.values()
+        ],
     )
 
 

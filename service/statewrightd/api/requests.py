@@ -24,6 +24,7 @@ from statewrightd.engine.commands import (
     RequestKey,
     ResumeCommand,
     SignalCommand,
+    SignalWithStartCommand,
     StartCommand,
 )
 
@@ -77,6 +78,8 @@ def start_target(request: pb.StartWorkflowRequest) -> tuple[str, int | None]:
         v.workflow_id(request.workflow_id)
     v.request_id(request.request_id)
     v.one_of("if_exists", request.if_exists, pb.IfExistsPolicy.values())
+    if request.HasField("start_delay"):
+        v.delay("start_delay", request.start_delay)
     return request.definition, request.version or None
 
 
@@ -91,6 +94,40 @@ def start_command(
         loaded=loaded,
         input=struct_to_dict(request.input, "input", limits),
         return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+        delay=request.start_delay.ToTimedelta() if request.HasField("start_delay") else None,
+    )
+
+
+def signal_with_start_target(
+    request: pb.SignalWithStartWorkflowRequest,
+) -> tuple[str, int | None]:
+    """Validates a signal-with-start; returns the definition name and version (None: the
+    latest) of the instance it would start."""
+    v.definition_name(request.definition)
+    v.non_negative("version", request.version)
+    v.required("workflow_id", request.workflow_id)
+    v.workflow_id(request.workflow_id)
+    v.event_name(request.event)
+    v.request_id(request.request_id)
+    v.one_of("if_finished", request.if_finished, pb.IfFinishedPolicy.values())
+    return request.definition, request.version or None
+
+
+def signal_with_start_command(
+    request: pb.SignalWithStartWorkflowRequest,
+    loaded: Loaded,
+    limits: ValueLimits = DEFAULT_LIMITS,
+) -> SignalWithStartCommand:
+    """A signal-with-start that ``signal_with_start_target`` validated."""
+    return SignalWithStartCommand(
+        actor=current_actor(),
+        workflow_id=request.workflow_id,
+        request=request_key("SignalWithStartWorkflow", request, request.request_id),
+        loaded=loaded,
+        input=struct_to_dict(request.input, "input", limits),
+        event=request.event,
+        payload=struct_to_dict(request.payload, "payload", limits),
+        start_now=request.start_now,
     )
 
 

@@ -9,6 +9,7 @@ from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api.convert import (
+    STATUS_TO_PB,
     context_patch_pb,
     definition_pb,
     dict_to_struct,
@@ -17,6 +18,7 @@ from statewrightd.api.convert import (
 )
 from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
+from statewrightd.domain import Status
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.loading import Found
 from statewrightd.engine.watch import StepEvent
@@ -69,6 +71,19 @@ def signal_response(outcome: Outcome) -> pb.SignalWorkflowResponse:
     )
 
 
+def signal_with_start_response(outcome: Outcome) -> pb.SignalWithStartWorkflowResponse:
+    return pb.SignalWithStartWorkflowResponse(
+        workflow=workflow_pb(
+            outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
+        ),
+        # Only a creation is saved at revision 1, and a replay rebuilds that revision.
+        started=outcome.saved and outcome.record.revision == 1,
+        accepted=outcome.accepted,
+        reason=_REJECTIONS[outcome.rejection],
+        transitions=transitions_pb(outcome.transitions),
+    )
+
+
 def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
     return pb.CancelWorkflowResponse(
         workflow=workflow_pb(
@@ -94,6 +109,16 @@ def list_response(page: Page[InstanceRecord], found: Sequence[Found]) -> pb.List
     return pb.ListWorkflowsResponse(
         workflows=[found_workflow(f) for f in found],
         next_page_token=page.next_page_token,
+    )
+
+
+def count_response(counts: dict[str, int]) -> pb.CountWorkflowsResponse:
+    return pb.CountWorkflowsResponse(
+        total=sum(counts.values()),
+        by_status=[
+            pb.StatusCount(status=STATUS_TO_PB[Status(s)], count=n)
+            for s, n in sorted(counts.items())
+        ],
     )
 
 

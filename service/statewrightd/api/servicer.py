@@ -51,6 +51,19 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         return responses.signal_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
+    async def SignalWithStartWorkflow(
+        self, request: pb.SignalWithStartWorkflowRequest, context: Context
+    ) -> pb.SignalWithStartWorkflowResponse:
+        target = requests.signal_with_start_target(request)
+        loaded = await self._app.reads.definition(*target)
+        command = requests.signal_with_start_command(request, loaded, self._limits)
+        start_new = request.if_finished == pb.IF_FINISHED_POLICY_START_NEW
+        outcome = await self._app.workflows.signal_with_start(
+            command, start_new=start_new, budget=budget(context)
+        )
+        return responses.signal_with_start_response(outcome)
+
+    @unary
     async def CancelWorkflow(
         self, request: pb.CancelWorkflowRequest, context: Context
     ) -> pb.CancelWorkflowResponse:
@@ -87,7 +100,12 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         status = requests.status_filter(request.status)
         order = v.list_order(request.order_by)
         page, found = await self._app.reads.list_workflows(
-            WorkflowFilter(request.definition or None, status, v.id_prefix(request.id_prefix)),
+            WorkflowFilter(
+                request.definition or None,
+                status,
+                v.id_prefix(request.id_prefix),
+                v.list_filter(request.filter),
+            ),
             v.page_size(request.page_size),
             request.page_token,
             order,
@@ -112,6 +130,13 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         self, request: pb.GetWorkflowDiagnosticsRequest, context: Context
     ) -> pb.GetWorkflowDiagnosticsResponse:
         return await workflow_diagnostics(self._app, request.name)
+
+    @unary
+    async def CountWorkflows(
+        self, request: pb.CountWorkflowsRequest, context: Context
+    ) -> pb.CountWorkflowsResponse:
+        counts = await self._app.reads.count_by_status(v.list_filter(request.filter))
+        return responses.count_response(counts)
 
     @unary
     async def ListDefinitions(

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from typing import Final
 
-from google.protobuf import duration_pb2
+from google.protobuf import duration_pb2, timestamp_pb2
 from statewright.v1 import task_service_pb2 as pb
 
 from statewrightd.api import validation as v
@@ -17,12 +18,15 @@ from statewrightd.api.convert import (
     ValueLimits,
     struct_to_dict,
     task_pb,
+    timestamp,
 )
 from statewrightd.api.requests import request_key
+from statewrightd.app.queues import DEFAULT_KEYS, MAX_KEYS, QueueStatus, checked_config
 from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.domain import TASK_ID
 from statewrightd.engine.commands import RequestKey
+from statewrightd.store.flow import KeyState, QueueConfig
 from statewrightd.store.records import TaskRecord
 
 MAX_TASKS: Final = 100
@@ -61,6 +65,7 @@ class Fail:
     non_retryable: bool
     retry_after: float | None
     request: RequestKey | None
+    close_key_until: datetime | None = None
 
 
 def task_ref(value: str, field: str = "name") -> TaskRef:
@@ -148,6 +153,9 @@ def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> F
     retry_after = None
     if request.HasField("retry_delay"):
         retry_after = seconds(request.retry_delay, "retry_delay", MAX_RETRY_DELAY)
+    close_until = None
+    if request.HasField("close_key_until"):
+        close_until = instant(request.close_key_until, "close_key_until")
     return Fail(
         ref=ref,
         token=token,
@@ -157,7 +165,77 @@ def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> F
         non_retryable=request.non_retryable,
         retry_after=retry_after,
         request=request_key("FailTask", request, request.request_id),
+        close_key_until=close_until,
     )
+
+
+def instant(value: timestamp_pb2.Timestamp, field: str) -> datetime:
+    """A Timestamp as an aware datetime, refused when malformed or out of range."""
+    if value.nanos < 0 or value.nanos >= 1_000_000_000:
+        raise v.invalid(field, f"{field} is not a valid timestamp", value=str(value))
+    try:
+        return value.ToDatetime(tzinfo=UTC)
+    except (ValueError, OverflowError):
+        raise v.invalid(field, f"{field} is out of range", value=str(value)) from None
+
+
+def queue_config(config: pb.QueueConfig) -> QueueConfig:
+    """A SetQueueConfig's config, each limit checked: zero or more, rates finite."""
+    queue = queue_name(config.queue, "config.queue")
+    names = ("max_leased", "rate", "burst", "key_max_leased", "key_rate", "key_burst")
+    return checked_config(queue, {n: getattr(config, n) for n in names}, "config")
+
+
+def queue_config_pb(config: QueueConfig) -> pb.QueueConfig:
+    message = pb.QueueConfig(
+        queue=config.queue,
+        max_leased=config.max_leased,
+        rate=config.rate,
+        burst=config.burst,
+        key_max_leased=config.key_max_leased,
+        key_rate=config.key_rate,
+        key_burst=config.key_burst,
+    )
+    if config.update_time is not None:
+        message.update_time.CopyFrom(timestamp(config.update_time))
+    return message
+
+
+def closed_key_pb(key: KeyState) -> pb.ClosedKey:
+    message = pb.ClosedKey(key=key.key)
+    if key.closed_until is not None:
+        message.closed_until.CopyFrom(timestamp(key.closed_until))
+    return message
+
+
+def key_count(value: int) -> int:
+    if not 0 <= value <= MAX_KEYS:
+        raise v.invalid(
+            "key_count", f"key_count must be 0 to {MAX_KEYS}; got {value}", limit=MAX_KEYS
+        )
+    return value or DEFAULT_KEYS
+
+
+def queue_status_pb(status: QueueStatus) -> pb.QueueStatus:
+    closed = {k.key: k for k in status.closed}
+    message = pb.QueueStatus(
+        queue=status.queue,
+        backlog=status.backlog,
+        leased=status.leased,
+        tokens=status.tokens or 0.0,
+        closed_keys=[closed_key_pb(k) for k in status.closed],
+    )
+    if status.stored is not None:
+        message.config.CopyFrom(queue_config_pb(status.stored.config))
+    if status.oldest_waiting is not None:
+        message.oldest_waiting.FromTimedelta(timedelta(seconds=status.oldest_waiting))
+    for k in status.busiest:
+        entry = pb.QueueKeyStatus(key=k.key, backlog=k.ready, leased=k.leased)
+        shut = closed.get(k.key)
+        if shut is not None and shut.closed_until is not None:
+            entry.closed_until.CopyFrom(timestamp(shut.closed_until))
+        message.busiest_keys.append(entry)
+    return message
 
 
 def list_filters(request: pb.ListTasksRequest) -> tuple[str | None, str | None, str | None]:

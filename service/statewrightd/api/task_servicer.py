@@ -76,6 +76,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
             fail.failure,
             non_retryable=fail.non_retryable,
             retry_after=fail.retry_after,
+            close_key_until=fail.close_key_until,
             request=fail.request,
             budget=budget(context),
             actor=current_actor(),
@@ -109,3 +110,30 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         return pb.ListTasksResponse(
             tasks=[task_pb(t) for t in page.items], next_page_token=page.next_page_token
         )
+
+    @unary
+    async def SetQueueConfig(
+        self, request: pb.SetQueueConfigRequest, context: Context
+    ) -> pb.SetQueueConfigResponse:
+        stored = await self._app.queues.set_config(tr.queue_config(request.config))
+        response = pb.SetQueueConfigResponse()
+        if stored is not None:
+            response.config.CopyFrom(tr.queue_config_pb(stored))
+        return response
+
+    @unary
+    async def GetQueueConfig(
+        self, request: pb.GetQueueConfigRequest, context: Context
+    ) -> pb.GetQueueConfigResponse:
+        stored, closed = await self._app.queues.get_config(tr.queue_name(request.queue))
+        response = pb.GetQueueConfigResponse(closed_keys=[tr.closed_key_pb(k) for k in closed])
+        if stored is not None:
+            response.config.CopyFrom(tr.queue_config_pb(stored.config))
+        return response
+
+    @unary
+    async def ListQueues(
+        self, request: pb.ListQueuesRequest, context: Context
+    ) -> pb.ListQueuesResponse:
+        queues = await self._app.queues.list(tr.key_count(request.key_count))
+        return pb.ListQueuesResponse(queues=[tr.queue_status_pb(q) for q in queues])

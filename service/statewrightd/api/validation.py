@@ -10,10 +10,14 @@ import re
 from collections.abc import Collection
 from typing import Final
 
+from google.protobuf import duration_pb2
+
 from statewrightd import errors
 from statewrightd.definitions.model import DEFINITION_NAME
+from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
+from statewrightd.store.filters import MAX_FILTER_LENGTH
 from statewrightd.store.records import OLDEST_FIRST, ListOrder
 
 # Ids are keys in URLs, logs, metrics labels and other ids (a child's
@@ -190,19 +194,34 @@ LIST_ORDERS: Final = {
 }
 
 
+# An order by a search field: `search.amount` or `search.amount desc`.
+SEARCH_ORDER: Final = re.compile(r"^(search\.[a-z_][a-z0-9_]{0,62}) *( desc)?\Z")
+
+
 def list_order(value: str, field: str = "order_by") -> ListOrder:
     """A listing's order, spelled exactly as one of LIST_ORDERS (empty: oldest first)."""
     if value == "":
         return OLDEST_FIRST
     found = LIST_ORDERS.get(value)
+    searched = SEARCH_ORDER.match(value)
+    if found is None and searched is not None:
+        # Whether the field exists, and can order, is known where the fields are (app).
+        return ListOrder(searched.group(1), descending=bool(searched.group(2)))
     if found is None:
         allowed = ", ".join(f"'{name}'" for name in LIST_ORDERS)
         raise InvalidArgument(
-            f"{field} must be one of {allowed}; got {errors.quote(repr(value), 80)}",
+            f"{field} must be one of {allowed}, or a search field ('search.amount desc');"
+            f" got {errors.quote(repr(value), 80)}",
             reason=Reason.INVALID_ORDER_BY,
             metadata={"field": field, "allowed": ", ".join(LIST_ORDERS)},
         )
     return found
+
+
+def list_filter(value: str, field: str = "filter") -> str:
+    """A list filter's text, bounded; its grammar and fields are checked where the search
+    fields are known (app.reads)."""
+    return at_most(field, value, MAX_FILTER_LENGTH)
 
 
 def id_prefix(value: str, field: str = "id_prefix") -> str | None:
@@ -221,3 +240,13 @@ def bad_page_token(field: str = "page_token") -> InvalidArgument:
 
 def reason_text(value: str, field: str = "reason") -> str:
     return at_most(field, value, MAX_REASON_LENGTH)
+
+
+def delay(field: str, value: duration_pb2.Duration) -> float:
+    """A delay's seconds: not negative, and no longer than the longest wait of a timer."""
+    if value.seconds < 0 or value.nanos < 0:
+        raise invalid(field, f"{field} must not be negative")
+    seconds = value.seconds + value.nanos / 1e9
+    if too_long(seconds):
+        raise invalid(field, f"{field} must be at most {MAX_DURATION_TEXT}")
+    return seconds

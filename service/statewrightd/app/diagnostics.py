@@ -7,6 +7,7 @@ database is in trouble. The counters metrics scrape are read from any thread.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd.app.handoff import Handoff
@@ -20,6 +21,7 @@ from statewrightd.engine.schedules import ScheduleFirer
 from statewrightd.engine.tasks import QueueView, TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler, TimerStats
 from statewrightd.engine.watch import WatchHub
+from statewrightd.store.flow import QueueConfig
 from statewrightd.store.records import QueueCounts, TimerRecord
 from statewrightd.store.writer import GroupCommitWriter, WriterStats
 
@@ -75,6 +77,14 @@ class Diagnostics:
         self._reads = reads
         self._backend = backend
         self._started = time.monotonic()
+        self._limits: Callable[[], list[QueueConfig]] = list
+
+    def limits_from(self, limits: Callable[[], list[QueueConfig]]) -> None:
+        """Where the queues' flow-control configs are read (as last known, no database call)."""
+        self._limits = limits
+
+    def queue_limits(self) -> list[QueueConfig]:
+        return self._limits()
 
     async def runtime(self) -> RuntimeDiagnostics:
         e = self._engine

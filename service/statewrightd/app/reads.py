@@ -9,17 +9,22 @@ it. An instance out of the call's view is refused as one that is not there
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 from dataclasses import dataclass
+from typing import Literal
 
 from statewrightd import errors, visibility
 from statewrightd.app.storage import Storage
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
+from statewrightd.domain import TEXT_KINDS, SearchKind
 from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
 from statewrightd.engine.stepping import workflow_not_found
 from statewrightd.reasons import Reason
+from statewrightd.store.filters import Filter, parse_filter
 from statewrightd.store.records import (
     OLDEST_FIRST,
     HistoryRecord,
@@ -41,6 +46,7 @@ class WorkflowFilter:
     definition: str | None = None
     status: str | None = None
     id_prefix: str | None = None
+    filter: str = ""  # a list filter (store.filters), checked against the search fields
 
 
 class Reads:
@@ -95,12 +101,56 @@ class Reads:
                 status=which.status,
                 page_size=page_size,
                 page_token=page_token,
-                order=order,
+                order=self._order(order),
                 id_prefix=which.id_prefix,
+                which=self._filter(which.filter),
             )
             return page, loader.complete(page.items)
 
         return await self._storage.read(read)
+
+    async def count_by_status(self, filter_text: str) -> dict[str, int]:
+        """How many instances a list filter matches, by status."""
+        repo = self._repo
+        return await self._storage.read(lambda: repo.count_by_status(self._filter(filter_text)))
+
+    def _filter(self, text: str) -> Filter | None:
+        """A list filter, checked against the search fields of every recorded definition
+        (I/O: run on the read pool)."""
+        if not text.strip():
+            return None
+        return parse_filter(text, self._search_fields())
+
+    def _search_fields(self) -> dict[str, SearchKind]:
+        """Every search field some recorded definition declares, by name (I/O)."""
+        fields: dict[str, SearchKind] = {}
+        for loaded in sorted(self._registry.all_recorded(), key=lambda x: x.definition.key):
+            for field_def in loaded.definition.search_fields.values():
+                fields.setdefault(field_def.name, field_def.kind)
+        return fields
+
+    def _order(self, order: ListOrder) -> ListOrder:
+        """An order by a search field, checked against the declared ones (I/O)."""
+        if not order.column.startswith("search."):
+            return order
+        name = order.column.removeprefix("search.")
+        fields = self._search_fields()
+        kind = fields.get(name)
+        if kind is None or kind in (SearchKind.KEYWORD_LIST, SearchKind.TEXT):
+            close = difflib.get_close_matches(name, list(fields), n=1)
+            why = (
+                f"search.{name} cannot order a listing (a {kind} field)"
+                if kind is not None
+                else f"unknown field search.{name}"
+                + (f", did you mean search.{close[0]}" if close else "")
+            )
+            raise errors.InvalidArgument(
+                f"order_by: {why}",
+                reason=Reason.INVALID_ORDER_BY,
+                metadata={"field": "order_by", "problem": why},
+            )
+        column: Literal["text", "number"] = "text" if kind in TEXT_KINDS else "number"
+        return dataclasses.replace(order, value_column=column)
 
     async def count_workflows(self, which: WorkflowFilter, limit: int) -> tuple[int, bool]:
         """How many instances match, counted up to ``limit``; True when there are more."""
@@ -108,6 +158,7 @@ class Reads:
 
         def read() -> tuple[int, bool]:
             count, token = 0, ""
+            listed = self._filter(which.filter)
             while count < limit:
                 page = repo.list(
                     definition=which.definition,
@@ -115,6 +166,7 @@ class Reads:
                     page_size=min(COUNT_PAGE, limit - count),
                     page_token=token,
                     id_prefix=which.id_prefix,
+                    which=listed,
                 )
                 count += len(page.items)
                 token = page.next_page_token

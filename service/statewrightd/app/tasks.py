@@ -26,10 +26,11 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any, Protocol, TypeVar
 
 from statewrightd import errors
+from statewrightd.app.queues import QueueDesk
 from statewrightd.domain import TaskStatus
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
@@ -96,6 +97,7 @@ class TaskDesk:
     step: Step
     replayed: Replayed
     observer: StepObserver
+    queues: QueueDesk | None = None  # flow control: which queues have limits
     # Draws the retry delays; a seeded one makes them repeatable (``statewrightd test``).
     rng: random.Random = field(default_factory=random.Random)
 
@@ -117,11 +119,13 @@ class TaskDesk:
         """Lease up to ``max_tasks`` ready tasks of ``queue``, waiting up to ``wait``
         seconds for one; none when the wait runs out or the server drains. ``choose``
         picks among the ready tasks those to lease (the ones the answer has room for)."""
-        polls = self.polls
+        polls, queues = self.polls, self.queues
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
         while True:
             seen = polls.generation(queue)
+            if queues is not None:
+                await queues.refresh()
             tasks = await self._lease(queue, max_tasks, choose)
             if tasks:
                 polls.polled(queue, identity)
@@ -129,15 +133,21 @@ class TaskDesk:
             remaining = deadline - time.monotonic()
             if remaining <= 0 or polls.closed:
                 return []
-            await polls.wait(queue, min(remaining, RECHECK), since=seen)
+            within = min(remaining, RECHECK)
+            if queues is not None:
+                within = queues.recheck(queue, within)
+            await polls.wait(queue, within, since=seen)
             polls.polled(queue, identity)
 
     async def _lease(self, queue: str, limit: int, choose: Choose | None) -> list[TaskRecord]:
         repo, clock = self.repo, self.clock
-        now = clock.now()
-        leasing = asyncio.ensure_future(
-            self.read(lambda: repo.lease_tasks(queue, now, limit, FIRST_LEASE, choose))
-        )
+
+        def lease() -> list[TaskRecord]:
+            # The time is read when the claim runs, not when it was queued: a queue's
+            # limits and buckets are reckoned at it, and the leases start at it.
+            return repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose)
+
+        leasing = asyncio.ensure_future(self.read(lease))
         try:
             tasks = await asyncio.shield(leasing)
         except asyncio.CancelledError:
@@ -145,6 +155,7 @@ class TaskDesk:
             leasing.add_done_callback(self._release_abandoned)
             raise
         for task in tasks:
+            now = task.attempt_start_time or clock.now()
             waited = max(0.0, (now - task.available_time).total_seconds())
             self.observer.task_leased(task.queue, waited)
         return tasks
@@ -203,6 +214,7 @@ class TaskDesk:
         outcome = await self._fenced_step(command, ref, budget)
         if outcome.saved:
             self.observer.task_attempt_ended(task.queue, "completed")
+        self._ended(task.queue)
         return Completion(outcome, _finished(task, TaskStatus.COMPLETED))
 
     # -- failures --------------------------------------------------------------------
@@ -218,6 +230,7 @@ class TaskDesk:
         request: RequestKey | None,
         budget: float | None,
         actor: str,
+        close_key_until: datetime | None = None,
     ) -> Failure:
         task = await self.get(ref)
         request_id = request.request_id if request is not None else None
@@ -230,6 +243,11 @@ class TaskDesk:
         now = self.clock.now()
         if retry_after is None:
             retry_after = retry_delay(task.retry, task.attempt, self.rng)
+        key = task.concurrency_key
+        if close_key_until is not None and key is not None and close_key_until > now:
+            await self._close_key(task.queue, key, close_key_until)
+            # The task's own retry waits for its key too.
+            retry_after = max(retry_after, (close_key_until - now).total_seconds())
         available = now + timedelta(seconds=retry_after)
         if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
             return await self._give_up(
@@ -253,7 +271,18 @@ class TaskDesk:
             raise self._fenced(await self.get(ref))
         self.observer.task_attempt_ended(task.queue, "failed")
         self.polls.ready_at(task.queue, retry_after)
+        self._ended(task.queue)
         return Failure(retried, None)
+
+    async def _close_key(self, queue: str, key: str, until: datetime) -> None:
+        repo = self.repo
+        await self.read(lambda: repo.close_key(queue, key, until))
+        if self.queues is not None:
+            self.queues.key_closed(queue, until)
+
+    def _ended(self, queue: str) -> None:
+        if self.queues is not None:
+            self.queues.task_ended(queue)
 
     async def _give_up(
         self,
@@ -272,6 +301,7 @@ class TaskDesk:
         outcome = await self._fenced_step(command, TaskRef(task.workflow_id, task.task_id), budget)
         if outcome.saved:
             self.observer.task_attempt_ended(task.queue, "failed")
+        self._ended(task.queue)
         gave_up = replace(_finished(task, TaskStatus.FAILED), last_error=error)
         return Failure(gave_up, outcome)
 

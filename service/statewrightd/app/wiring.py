@@ -22,6 +22,7 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
+from statewrightd.app.queues import QueueDesk
 from statewrightd.app.reads import Reads
 from statewrightd.app.schedule_files import ScheduleFiles
 from statewrightd.app.schedules import Schedules
@@ -80,6 +81,7 @@ class UseCases:
     tasks: TaskDesk
     diagnostics: Diagnostics
     schedules: Schedules
+    queues: QueueDesk
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,6 +139,12 @@ class Application:
     def schedules(self) -> Schedules:
         return self._opened().cases.schedules
 
+    def queues(self) -> QueueDesk:
+        """Flow control on task queues: their configs and their health."""
+        parts = self._opened()
+        parts.storage.require()
+        return parts.cases.queues
+
     @property
     def diagnostics(self) -> Diagnostics:
         return self._opened().cases.diagnostics
@@ -173,7 +181,14 @@ class Application:
         workflows = Workflows(
             handoff=handoff, requests=requests, storage=storage, reads=reads, hub=engine.hub
         )
+        queues = QueueDesk(
+            repo=repo,
+            read=storage.read,
+            clock=clock,
+            polls=engine.polls,
+        )
         tasks = TaskDesk(
+            queues=queues,
             repo=repo,
             polls=engine.polls,
             clock=clock,
@@ -193,7 +208,16 @@ class Application:
             workflows=workflows,
             poke=lambda: engine.loop.post(engine.schedules.poke),
         )
-        cases = UseCases(workflows, reads, tasks, diagnostics, schedules)
+        diagnostics.limits_from(queues.known)
+        if self.config.definitions_dir is not None:
+            applied = await queues.apply_files(self.config.definitions_dir)
+            if applied:
+                _log.info(
+                    "set the flow control of %d queue(s) from the queues files: %s",
+                    len(applied),
+                    ", ".join(c.queue for c in applied),
+                )
+        cases = UseCases(workflows, reads, tasks, diagnostics, schedules, queues)
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
         if self.config.definitions_dir is not None:
             self.schedule_files = ScheduleFiles(schedules, self.config.definitions_dir)

@@ -12,6 +12,7 @@ exactly as one that does not exist.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -22,7 +23,7 @@ from statewrightd.app.storage import Storage
 from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TERMINAL
 from statewrightd.engine.answers import Outcome
-from statewrightd.engine.commands import CancelCommand, Command
+from statewrightd.engine.commands import CancelCommand, Command, SignalWithStartCommand
 from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.stepping import revision_mismatch
 from statewrightd.engine.watch import StepEvent, WatchFeed, WatchHub
@@ -33,6 +34,10 @@ from statewrightd.store.records import InstanceRecord
 # answer (most do at once: waits for a connection are cut short) before its caller is
 # told that its outcome is not known yet, rather than left to wait out its deadline.
 STEP_RELEASE_GRACE = 0.5
+
+# How many times a signal-with-start with START_NEW tries again when other callers
+# replace the finished instance it found before it can.
+START_NEW_ATTEMPTS = 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +76,46 @@ class Workflows:
         # Whatever answers: a fresh step, a replayed one, an instance a start found.
         visibility.check(outcome.record.definition)
         return outcome
+
+    async def signal_with_start(
+        self, command: SignalWithStartCommand, *, start_new: bool, budget: float | None
+    ) -> Outcome:
+        """SignalWithStartWorkflow: the event delivered to the instance, started with it
+        when it does not exist (one step, revision 1). A finished instance is refused,
+        unless ``start_new``: then it is removed (as DeleteWorkflow removes it, fenced by
+        the revision it was found at) and a new one started under its id; a caller
+        racing this one meets either the old instance or the new one, never neither."""
+        deadline = None if budget is None else time.monotonic() + budget
+        for _ in range(START_NEW_ATTEMPTS):
+            left = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                outcome = await self.step(command, left)
+            except errors.NotFound:
+                # Found taken by the insert, then removed (replaced) before its load.
+                continue
+            record = outcome.record
+            if outcome.accepted or record.status not in TERMINAL:
+                return outcome
+            if not start_new:
+                raise errors.FailedPrecondition(
+                    f"workflow {command.workflow_id} has finished ({record.status}): the "
+                    "event is not delivered; if_finished START_NEW starts a new instance",
+                    reason=Reason.ALREADY_TERMINAL,
+                    metadata={"workflow_id": command.workflow_id, "status": record.status},
+                )
+            self.storage.require()
+            try:
+                await self.handoff.remove(command.workflow_id, record.revision)
+            except (errors.RecordNotFound, errors.Conflict):
+                pass  # another caller replaced or removed it first: deliver to what is there
+            else:
+                self.hub.gone((command.workflow_id,))
+        raise errors.Aborted(
+            f"workflow {command.workflow_id} was replaced by other callers while this one "
+            "tried to start it anew; retry",
+            reason=Reason.WORKFLOW_BUSY,
+            metadata={"workflow_id": command.workflow_id},
+        )
 
     async def _exists_in_view(self, workflow_id: str) -> None:
         """Raise the refusal unless the caller may learn that ``workflow_id`` exists."""

@@ -145,6 +145,7 @@ class EventStreams:
             message.definition or None,
             requests.status_filter(message.status),
             message.id_prefix or None,  # the handler above has checked it
+            message.filter,
         )
         count, more = await self._app.reads.count_workflows(which, COUNT_LIMIT)
         # A google.protobuf.Struct: the one message of this API that no RPC answers.

@@ -13,12 +13,21 @@ SCHEDULE_SUFFIXES = (".schedules.yaml", ".schedules.yml", ".schedules.json")
 
 
 def is_definition_file(path: Path) -> bool:
-    """A definition's file name: YAML or JSON, and not a scenario or schedules file."""
-    return path.suffix in SUFFIXES and not path.name.endswith(SCENARIO_SUFFIXES + SCHEDULE_SUFFIXES)
+    """A definition's file name: YAML or JSON, and not a scenario, schedules or queues file."""
+    return (
+        path.suffix in SUFFIXES
+        and not path.name.endswith(SCENARIO_SUFFIXES + SCHEDULE_SUFFIXES)
+        and not is_queues_file(path)
+    )
 
 
 def is_schedules_file(path: Path) -> bool:
     return path.name.endswith(SCHEDULE_SUFFIXES)
+
+
+def is_queues_file(path: Path) -> bool:
+    """A file of queue configs (flow control): ``queues.yaml`` or ``<name>.queues.yaml``."""
+    return path.suffix in SUFFIXES and (path.stem == "queues" or path.stem.endswith(".queues"))
 
 
 def is_scenario_file(path: Path) -> bool:

@@ -28,6 +28,7 @@ from statewrightd.definitions.model import (
     FOREVER,
     ContextField,
     Definition,
+    SearchField,
     SetAction,
     State,
     Transition,
@@ -37,6 +38,7 @@ from statewrightd.definitions.problems import DefinitionInvalid, Problem
 from statewrightd.definitions.read_states import StateReading
 from statewrightd.definitions.read_transitions import TransitionReading
 from statewrightd.definitions.reading import TOP_KEYS, describe
+from statewrightd.definitions.search import SearchReading
 from statewrightd.durations import parse_duration
 
 
@@ -115,7 +117,7 @@ def with_version(source: str, version: int) -> str | None:
     return rewritten if count == 1 else None
 
 
-class _Builder(StateReading, TransitionReading, Analysis):
+class _Builder(StateReading, TransitionReading, SearchReading, Analysis):
     """Reads a whole document into a Definition."""
 
     # -- document -----------------------------------------------------------------
@@ -169,6 +171,7 @@ class _Builder(StateReading, TransitionReading, Analysis):
             self.error("initial", f"initial state {initial!r} is not a declared state{hint}")
         states = self.states(raw_states, state_names)
         transitions = self.transitions(doc.get("transitions"), set(state_names))
+        search = self.search_fields(doc.get("search"))
 
         kinds, automatic, by_event, events = self.analyse(states, transitions, str(initial))
         if any(p.severity == "error" for p in self.problems):
@@ -177,9 +180,7 @@ class _Builder(StateReading, TransitionReading, Analysis):
         digest = _digest(
             name, version, str(description), limit, str(initial), fields, states, transitions
         )
-        if retention is not None:
-            # Only when set, so that every definition written before it keeps its digest.
-            digest = _with_retention(digest, retention)
+        digest = _with_extras(digest, retention, search)
         return Definition(
             name=name,
             version=version,
@@ -198,6 +199,7 @@ class _Builder(StateReading, TransitionReading, Analysis):
             all_events=events,
             timed_from=MappingProxyType(self.timed),
             retention=retention,
+            search_fields=MappingProxyType(search),
         )
 
     def retention(self, doc: Mapping[str, Any]) -> float | None:
@@ -270,6 +272,20 @@ def _digest(  # noqa: PLR0917 - one call site, all parts of the identity
 def _with_retention(digest: str, retention: float) -> str:
     shown = "forever" if retention == FOREVER else retention
     blob = json.dumps({"digest": digest, "retention": shown}, sort_keys=True)
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def _with_extras(digest: str, retention: float | None, search: dict[str, SearchField]) -> str:
+    """The digest with what later versions of the language added, each only when set, so
+    that every definition written before it keeps its digest."""
+    if retention is not None:
+        digest = _with_retention(digest, retention)
+    return _with_search(digest, search) if search else digest
+
+
+def _with_search(digest: str, search: dict[str, SearchField]) -> str:
+    fields = {f.name: [f.kind.value, f.value.source] for f in search.values()}
+    blob = json.dumps({"digest": digest, "search": fields}, sort_keys=True)
     return hashlib.sha256(blob.encode()).hexdigest()
 
 

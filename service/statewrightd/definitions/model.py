@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 from statewrightd.definitions.cel import CompiledExpression, Environment
 from statewrightd.definitions.values import FieldType, JSONValue, Reducer, to_json
+from statewrightd.domain import SearchKind
 
 FINISH = "__finish__"
 # The event a task state's task fires when it gives up (out of attempts, non-retryable,
@@ -107,6 +108,10 @@ class TaskSpec:
     heartbeat: float | None = None  # the longest a worker may go without a heartbeat
     schedule_to_close: float = 3600.0  # every attempt together
     retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Flow control on the queue: an int 1 (served first) .. 5, and the key a queue's
+    # per-key limits count by (None: the default priority, and no key).
+    priority: CompiledExpression | None = None
+    concurrency_key: CompiledExpression | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,6 +143,21 @@ class Transition:
         return self.event is None and self.after is None
 
 
+@dataclass(frozen=True, slots=True)
+class SearchField:
+    """One declared search field: its name in filters (search.<name>), its kind, and the
+    expression whose value each save projects."""
+
+    name: str
+    kind: SearchKind
+    value: CompiledExpression
+    description: str = ""
+
+    @property
+    def path(self) -> str:
+        return f"search.{self.name}.value"
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class Definition:
     name: str
@@ -161,6 +181,8 @@ class Definition:
     # Seconds a finished instance is kept before it is removed (FOREVER: never); None
     # leaves it to the server's --retention.
     retention: float | None = None
+    # The search fields, as declared (see definitions.search).
+    search_fields: Mapping[str, SearchField] = field(default_factory=dict, repr=False)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Definition):

@@ -181,9 +181,32 @@ class StateReading(Reading):
             apply = self.set_action(raw["apply"], f"{path}.apply", env=self.task_env)
         timeouts = self.task_timeouts(raw.get("timeouts"), f"{path}.timeouts")
         retry = self.retry_policy(raw.get("retry"), f"{path}.retry")
+        priority = key = None
+        if "priority" in raw:
+            wrong = "priority must give an int (1 first .. 5), but this one gives {kind}"
+            written = raw["priority"]
+            if isinstance(written, int) and not isinstance(written, bool) and not 1 <= written <= 5:
+                self.error(f"{path}.priority", "priority must be from 1 (first) to 5")
+            else:
+                priority = self.compile_giving(written, f"{path}.priority", ("int", "dyn"), wrong)
+            broken = broken or priority is None
+        if "concurrency_key" in raw:
+            wrong = "concurrency_key must give a string, but this one gives {kind}"
+            key = self.compile_giving(
+                raw["concurrency_key"], f"{path}.concurrency_key", ("string", "dyn"), wrong
+            )
+            broken = broken or key is None
         if broken or queue is None or timeouts is None or retry is None:
             return None
-        return TaskSpec(queue, task_input, apply, *timeouts, retry=retry)
+        return TaskSpec(
+            queue,
+            task_input,
+            apply,
+            *timeouts,
+            retry=retry,
+            priority=priority,
+            concurrency_key=key,
+        )
 
     def task_timeouts(self, raw: object, path: str) -> tuple[float, float | None, float] | None:
         if raw is None:

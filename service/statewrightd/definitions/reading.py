@@ -38,10 +38,10 @@ EVENT_RE = re.compile(r"^[A-Za-z][A-Za-z0-9_.-]{0,62}\Z")
 HINTED_PROBLEMS = 20
 
 TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
-TOP_KEYS |= {"states", "transitions", "retention"}
+TOP_KEYS |= {"states", "transitions", "retention", "search"}
 FIELD_KEYS = {"type", "reducer", "default", "description"}
 STATE_KEYS = {"wait", "entry", "exit", "description", "task"}
-TASK_KEYS = {"queue", "input", "apply", "timeouts", "retry"}
+TASK_KEYS = {"queue", "input", "apply", "timeouts", "retry", "priority", "concurrency_key"}
 TIMEOUT_KEYS = {"start_to_close", "heartbeat", "schedule_to_close"}
 RETRY_KEYS = {"max_attempts", "initial_interval", "backoff", "max_interval", "non_retryable"}
 TRANSITION_KEYS = {"from", "to", "on", "after", "after_expr", "guard", "set", "description"}

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
 from statewrightd.definitions.model import TASK_COMPLETED, Definition
@@ -34,6 +34,8 @@ from statewrightd.domain import TaskStatus
 from statewrightd.engine import fsm
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.model import Snapshot, StepResult
+from statewrightd.errors import FailedPrecondition
+from statewrightd.reasons import Reason
 from statewrightd.store.records import InstanceRecord, TaskFinish, TaskRecord, TimerRecord
 from statewrightd.store.repository import Repository
 
@@ -85,12 +87,66 @@ class StartCommand(Command):
     loaded: Loaded
     input: Mapping[str, Any] = field(default_factory=dict)
     return_existing: bool = False
+    # The first step runs this long after the start, on a durable timer (None: at once).
+    delay: timedelta | None = None
 
     def first_step(self) -> StepResult:
+        if self.delay:
+            return fsm.scheduled(self.loaded.definition, self.workflow_id, self.input, self.delay)
         return fsm.start(self.loaded.definition, self.workflow_id, self.input)
 
     def taken(self) -> dict[str, Any] | None:
         return dict(self.input)
+
+    def history_event(self) -> str | None:
+        """The event history and watchers show for the first step (none: a start)."""
+        return None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SignalWithStartCommand(StartCommand):
+    """Create the instance with ``event`` delivered in its first step (one save, revision
+    1); an instance that exists gets the event as a ``SignalCommand`` (``as_signal``),
+    the runtime deciding which once it knows, from its cache or from the store's unique
+    insert, so that of callers racing on one id exactly one creates it."""
+
+    kind: ClassVar[str] = "signal_with_start"
+    # Behind a step in progress it waits, as a signal does: it is no decision against a
+    # revision its caller saw.
+    queues: ClassVar[bool] = True
+    event: str
+    payload: Mapping[str, Any] = field(default_factory=dict)
+    # An instance that exists but whose delayed start has not run yet is started now,
+    # with the event; otherwise the event is answered as a signal to it (not running).
+    start_now: bool = False
+
+    def first_step(self) -> StepResult:
+        return fsm.signal_with_start(
+            self.loaded.definition, self.workflow_id, self.input, self.event, self.payload
+        )
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"input": dict(self.input), "payload": dict(self.payload)}
+
+    def history_event(self) -> str | None:
+        return self.event
+
+    def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
+        # Refused before it could tell whether the instance exists (busy, shutting down,
+        # in recovery), it answers as the signal of the instance that does.
+        return self.as_signal().refusal(record, loaded, reason)
+
+    def as_signal(self) -> SignalCommand:
+        """The same request, as a signal of the instance that exists."""
+        return SignalCommand(
+            workflow_id=self.workflow_id,
+            request=self.request,
+            actor=self.actor,
+            event=self.event,
+            payload=self.payload,
+            start_now=self.start_now,
+            definition=self.loaded.definition.name,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -156,8 +212,22 @@ class SignalCommand(StepCommand):
     queues: ClassVar[bool] = True
     event: str
     payload: Mapping[str, Any] = field(default_factory=dict)
+    # Set by a signal-with-start only: an instance whose delayed start has not run yet is
+    # started by this step, with the event; and the definition it named, which the
+    # instance must run.
+    start_now: bool = False
+    definition: str | None = None
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        if self.definition is not None and self.definition != snapshot.definition:
+            raise FailedPrecondition(
+                f"workflow {self.workflow_id} runs definition {snapshot.definition}, "
+                f"not {self.definition}",
+                reason=Reason.DEFINITION_DIFFERS,
+                metadata={"workflow_id": self.workflow_id, "definition": snapshot.definition},
+            )
+        if self.start_now and fsm.is_delayed(snapshot):
+            return fsm.start_now_with_signal(definition, snapshot, self.event, self.payload)
         return fsm.signal(definition, snapshot, self.event, self.payload)
 
     def taken(self) -> dict[str, Any] | None:

@@ -58,7 +58,7 @@ from statewrightd.definitions.values import (
     reduce,
     to_json,
 )
-from statewrightd.domain import TERMINAL, Status
+from statewrightd.domain import DEFAULT_PRIORITY, MAX_KEY_LENGTH, TERMINAL, Status
 from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.engine.model import (
     NO_TASK_WORK,
@@ -366,7 +366,14 @@ class _Step:
         schedule = None
         state = d.states.get(self.state)
         if moved and status in _LIVE and state is not None and state.task is not None:
-            schedule = PlannedTask(self.state, state.task, self.task_input(state.task))
+            spec = state.task
+            schedule = PlannedTask(
+                self.state,
+                spec,
+                self.task_input(spec),
+                priority=self.task_priority(spec),
+                concurrency_key=self.task_key(spec),
+            )
         return TaskPlan(cancel, schedule) if cancel or schedule else NO_TASK_WORK
 
     def task_input(self, spec: TaskSpec) -> dict[str, JSONValue]:
@@ -385,6 +392,33 @@ class _Step:
                 f"a task's input must be a map, this one gave {describe(value)}",
             )
         return plain
+
+    def task_priority(self, spec: TaskSpec) -> int:
+        if spec.priority is None:
+            return DEFAULT_PRIORITY
+        path = f"states.{self.state}.task.priority"
+        value = self.evaluate(spec.priority, path, self.activation())
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= 5:
+            raise self.failed(
+                Reason.TYPE_MISMATCH,
+                path,
+                f"a task's priority must be an int from 1 to 5, this one gave {describe(value)}",
+            )
+        return value
+
+    def task_key(self, spec: TaskSpec) -> str | None:
+        if spec.concurrency_key is None:
+            return None
+        path = f"states.{self.state}.task.concurrency_key"
+        value = self.evaluate(spec.concurrency_key, path, self.activation())
+        if not isinstance(value, str) or len(value) > MAX_KEY_LENGTH:
+            raise self.failed(
+                Reason.TYPE_MISMATCH,
+                path,
+                f"a task's concurrency_key must be a string of at most {MAX_KEY_LENGTH} "
+                f"characters, this one gave {describe(value)}",
+            )
+        return value or None  # the empty string: no key
 
     def planned(self, t: Transition, act: Activation) -> PlannedTimer:
         delay = t.after
@@ -514,6 +548,78 @@ def start(defn: Definition, workflow_id: str, input: Mapping[str, object]) -> St
     return step.settle_result()
 
 
+# The transition index of a delayed start's timer: no transition of a definition has it
+# (an index is a place in a list the loader caps far below it), and the timers table
+# keeps it as any other index.
+START_TRANSITION = 2**31 - 1
+START_DELAY = "start_delay"
+
+
+def is_delayed(snapshot: Snapshot) -> bool:
+    """Whether ``snapshot`` is an instance whose delayed start has not run yet."""
+    error = snapshot.error
+    return (
+        snapshot.status is Status.WAITING
+        and error is not None
+        and error.reason == Reason.START_DELAYED
+    )
+
+
+def scheduled(
+    defn: Definition, workflow_id: str, input: Mapping[str, object], delay: timedelta
+) -> StepResult:
+    """A start with a delay: the instance exists at once, WAITING in its initial state
+    with its context (defaults and input, checked as a start checks them) and the reason
+    START_DELAYED; no action has run. Its first step is a timer's (``delayed_start``)."""
+    values = validate_input(defn, input)
+    context = {name: f.default_value() for name, f in defn.context_fields.items()}
+    _merge(defn, context, values)
+    text = f"{START_DELAY} {_duration_text(delay)}"
+    error = StepError(
+        Reason.START_DELAYED.value,
+        f"the first step runs when the {START_DELAY} ({_duration_text(delay)}) has passed",
+        MappingProxyType({"state": defn.initial, START_DELAY: _duration_text(delay)}),
+    )
+    snapshot = Snapshot(
+        workflow_id=workflow_id,
+        definition=defn.name,
+        version=defn.version,
+        state=defn.initial,
+        status=Status.WAITING,
+        context=MappingProxyType(context),
+        revision=1,
+        error=error,
+    )
+    armed = PlannedTimer(START_TRANSITION, defn.initial, text, delay=delay)
+    return StepResult(snapshot, (), True, TimerPlan(arm=(armed,)), NO_TASK_WORK)
+
+
+def _duration_text(delay: timedelta) -> str:
+    seconds = delay.total_seconds()
+    return f"{seconds:g}s"
+
+
+def delayed_start(defn: Definition, snapshot: Snapshot) -> StepResult:
+    """The first step of a delayed instance, as ``start`` runs it (entry actions, then
+    rule 2), from the context it was created with, at the next revision."""
+    step = _Step(
+        defn,
+        snapshot.workflow_id,
+        defn.initial,
+        snapshot.context,
+        snapshot.revision + 1,
+        "",
+        {},
+        starting=True,
+    )
+    try:
+        for action in defn.states[defn.initial].entry:
+            step.run(action)
+    except _StepFailed as failed:
+        return step.result(Status.FAILED, failed.error)
+    return step.settle_result()
+
+
 def _next_step(
     defn: Definition,
     snapshot: Snapshot,
@@ -615,6 +721,13 @@ def resume(
 ) -> StepResult:
     """Rule 6: resume a WAITING instance with an event (default: the first declared)."""
     _check(defn, snapshot, Status.WAITING)
+    if is_delayed(snapshot):
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} has not started yet: its first step runs when "
+            f"its {START_DELAY} has passed",
+            reason=Reason.START_DELAYED,
+            metadata={"workflow_id": snapshot.workflow_id},
+        )
     if event in ("", RESUME_ALIAS):
         declared = defn.events_from(snapshot.state)
         if not declared:
@@ -659,11 +772,101 @@ def signal(
     return StepResult(snapshot, (), changed=False) if settled is None else settled
 
 
+def signal_with_start(
+    defn: Definition,
+    workflow_id: str,
+    input: Mapping[str, object],
+    event: str,
+    payload: Mapping[str, object],
+) -> StepResult:
+    """The first step of a new instance with an event delivered at its end, as one step:
+    revision 1 holds both, so that no reader, watcher or other replica ever sees the
+    instance without its event. The event is delivered as ``signal`` would deliver it to
+    the instance its start left (guards see revision 1): a first step that does not rest
+    RUNNING, or an event that state refuses, refuses the whole, and nothing is created.
+    With every guard false the event is accepted and the start alone is the step."""
+    started = start(defn, workflow_id, input)
+    if started.status is not Status.RUNNING:
+        raise FailedPrecondition(
+            f"the first step of {defn.name} v{defn.version} leaves the instance "
+            f"{started.status} in state {started.snapshot.state!r}: the event cannot be "
+            "delivered to it; nothing was created",
+            reason=Reason.SIGNAL_NOT_DELIVERABLE,
+            metadata={
+                "workflow_id": workflow_id,
+                "status": started.status.value,
+                "state": started.snapshot.state,
+            },
+        )
+    # Delivered from "revision 0": the event's part of the step produces revision 1 too.
+    before = dataclasses.replace(started.snapshot, revision=0)
+    delivered = signal(defn, before, event, payload)
+    return _joined(started, delivered) if delivered.changed else started
+
+
+def start_now_with_signal(
+    defn: Definition, snapshot: Snapshot, event: str, payload: Mapping[str, object]
+) -> StepResult:
+    """A delayed instance started before its delay has passed, with an event delivered at
+    the end of its first step (signal-with-start with ``start_now``): one step, which
+    disarms the start timer. Refused, with nothing changed, as ``signal_with_start``
+    refuses a start that cannot take the event."""
+    started = delayed_start(defn, snapshot)
+    if started.status is not Status.RUNNING:
+        raise FailedPrecondition(
+            f"the first step of {defn.name} v{defn.version} leaves the instance "
+            f"{started.status} in state {started.snapshot.state!r}: the event cannot be "
+            "delivered to it; it was not started early",
+            reason=Reason.SIGNAL_NOT_DELIVERABLE,
+            metadata={
+                "workflow_id": snapshot.workflow_id,
+                "status": started.status.value,
+                "state": started.snapshot.state,
+            },
+        )
+    before = dataclasses.replace(started.snapshot, revision=snapshot.revision)
+    delivered = signal(defn, before, event, payload)
+    combined = _joined(started, delivered) if delivered.changed else started
+    # The start timer goes with the step that does its work.
+    timers = TimerPlan(True, combined.timers.arm)
+    return dataclasses.replace(combined, timers=timers)
+
+
+def _joined(started: StepResult, delivered: StepResult) -> StepResult:
+    """A first step and the event delivered at its end, as one step: what the event's
+    part disarms or cancels is the start's plan (nothing of it is armed or open yet),
+    replaced by its own when it moved on."""
+    timers = delivered.timers
+    if timers.disarm or timers.arm:
+        timers = TimerPlan(False, timers.arm) if timers.arm else NO_TIMER_WORK
+    else:
+        timers = started.timers
+    task = delivered.task
+    if task.cancel or task.schedule is not None:
+        task = TaskPlan(False, task.schedule) if task.schedule is not None else NO_TASK_WORK
+    else:
+        task = started.task
+    return StepResult(
+        delivered.snapshot, started.transitions + delivered.transitions, True, timers, task
+    )
+
+
 def timer(defn: Definition, snapshot: Snapshot, transition: int) -> StepResult:
     """A timer of the state the instance rests in came due: its transition fires like an
     event (event ``after``); with its guard false the timer is consumed and nothing
     changes (``changed`` False)."""
     _check(defn, snapshot)
+    if transition == START_TRANSITION:
+        if not is_delayed(snapshot):
+            raise FailedPrecondition(
+                f"workflow {snapshot.workflow_id} has started already",
+                reason=Reason.TIMER_STALE,
+                metadata={"workflow_id": snapshot.workflow_id, "state": snapshot.state},
+            )
+        started = delayed_start(defn, snapshot)
+        # The start timer is the instance's only one: its firing disarms it, as leaving a
+        # state disarms that state's timers.
+        return dataclasses.replace(started, timers=TimerPlan(True, started.timers.arm))
     t = defn.transitions[transition] if 0 <= transition < len(defn.transitions) else None
     if t is None or t.after is None or t.source != snapshot.state or snapshot.status not in _LIVE:
         raise FailedPrecondition(
@@ -786,9 +989,12 @@ def _ended_in_place(
 ) -> StepResult:
     """A step that ends the instance in its state, with its context, running no actions."""
     new = dataclasses.replace(snapshot, status=status, revision=snapshot.revision + 1, error=error)
-    disarm = snapshot.state in defn.timed_from
+    delayed = is_delayed(snapshot)
+    disarm = delayed or snapshot.state in defn.timed_from
     state = defn.states.get(snapshot.state)
-    task = TaskPlan(cancel=True) if state is not None and state.task is not None else NO_TASK_WORK
+    # A delayed instance has not entered its state: no task of it was scheduled.
+    tasked = not delayed and state is not None and state.task is not None
+    task = TaskPlan(cancel=True) if tasked else NO_TASK_WORK
     return StepResult(
         new, (), timers=TimerPlan(disarm=True) if disarm else NO_TIMER_WORK, task=task
     )
@@ -797,6 +1003,8 @@ def _ended_in_place(
 def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:
     """Events a resume (WAITING) or signal (RUNNING) would accept now; not ``task_failed``,
     which only the state's task fires."""
+    if is_delayed(snapshot):
+        return ()
     if snapshot.status in (Status.WAITING, Status.RUNNING) and snapshot.state in defn.kinds:
         events = defn.events_from(snapshot.state)
         if TASK_FAILED in events:

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
-from statewrightd.domain import TERMINAL
+from statewrightd.domain import TERMINAL, Status
 from statewrightd.engine.snapshots import settled_from
+from statewrightd.reasons import Reason
 from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 from statewrightd.store.repository import Repository
 
@@ -33,6 +34,12 @@ def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:
     return state is not None and state.task is not None and record.status not in TERMINAL
 
 
+def delayed(record: InstanceRecord) -> bool:
+    """Whether ``record`` waits for its delayed start (its start timer is armed)."""
+    reason = (record.error or {}).get("reason")
+    return record.status == Status.WAITING and reason == Reason.START_DELAYED
+
+
 class InstanceLoader:
     """Blocking reads; call them off the EventLoop and asyncio threads."""
 
@@ -49,9 +56,10 @@ class InstanceLoader:
         """The instances of ``records`` (as a page lists them), each whole."""
         repo = self._repo
         loaded = [self._registry.get(r.definition, r.version) for r in records]
-        # Only a definition with timers can have armed any; only a task state a task.
+        # Only a definition with timers can have armed any (or an instance whose delayed
+        # start waits on its start timer); only a task state a task.
         pairs = list(zip(records, loaded, strict=True))
-        timed = [r.workflow_id for r, d in pairs if d.definition.timed_from]
+        timed = [r.workflow_id for r, d in pairs if d.definition.timed_from or delayed(r)]
         tasked = [r.workflow_id for r, d in pairs if in_task_state(d, r)]
         timers = repo.armed_timers(timed) if timed else {}
         tasks = repo.open_tasks(tasked) if tasked else {}

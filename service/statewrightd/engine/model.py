@@ -10,7 +10,7 @@ from types import MappingProxyType
 from statewrightd import errors
 from statewrightd.definitions.model import TaskSpec
 from statewrightd.definitions.values import JSONValue
-from statewrightd.domain import Status
+from statewrightd.domain import DEFAULT_PRIORITY, Status
 from statewrightd.reasons import Reason
 
 __all__ = [
@@ -43,6 +43,8 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
         Reason.TIMER_OUT_OF_RANGE: errors.InvalidArgument,
         Reason.CANCELLED: errors.Cancelled,
+        # Not a failure: why a delayed instance is WAITING before its first step.
+        Reason.START_DELAYED: errors.FailedPrecondition,
     }
 )
 
@@ -118,6 +120,8 @@ class PlannedTask:
     state: str
     spec: TaskSpec
     input: Mapping[str, JSONValue]
+    priority: int = DEFAULT_PRIORITY  # 1 (served first) .. 5
+    concurrency_key: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

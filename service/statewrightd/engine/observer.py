@@ -44,6 +44,11 @@ class StepObserver(Protocol):
         """An attempt ended: ``completed``, ``failed``, ``timed_out`` or ``cancelled``."""
         ...
 
+    def projection_failed(self, definition: str, field: str) -> None:
+        """A search field's expression failed, or gave a value of another kind: the
+        instance's value of it is null (EventLoop thread)."""
+        ...
+
 
 class Unobserved:
     """The observer of a runtime nobody watches."""
@@ -66,4 +71,7 @@ class Unobserved:
         return None
 
     def task_attempt_ended(self, queue: str, outcome: str) -> None:
+        return None
+
+    def projection_failed(self, definition: str, field: str) -> None:
         return None

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import timedelta
-from typing import ParamSpec, TypeVar
+from typing import ParamSpec, TypeVar, cast
 
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
@@ -34,7 +34,12 @@ from statewrightd.domain import TERMINAL
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
 from statewrightd.engine.answers import Outcome, Rejection, Replay, Reply, Result
 from statewrightd.engine.clock import Clock
-from statewrightd.engine.commands import Command, StartCommand, StepCommand
+from statewrightd.engine.commands import (
+    Command,
+    SignalWithStartCommand,
+    StartCommand,
+    StepCommand,
+)
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.jobs import Job, Replies
 from statewrightd.engine.loading import Found, InstanceLoader
@@ -152,7 +157,8 @@ class WorkflowRuntime:
         self._observer: StepObserver = observer or Unobserved()
         self._admission = AdmissionRegistry()
         self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
-        writes = StepWrites(clock or Clock(), retention, request_window)
+        failed_projection = self._observer.projection_failed
+        writes = StepWrites(clock or Clock(), retention, request_window, failed_projection)
         self._stepper = Stepper(repo, writes, max_context_bytes)
         self._recoveries = Recoveries(loop, self._admission, repo, self._offload)
         self._replies = Replies(self._observer)
@@ -312,9 +318,25 @@ class WorkflowRuntime:
 
     def _start(self, job: Job, command: StartCommand, segment: Segment) -> None:
         segment.state = AdmissionState.EXECUTING
-        cached = self._cache.get(job.workflow_id) is not None
+        session = self._cache.get(job.workflow_id)
+        if isinstance(command, SignalWithStartCommand) and session is not None:
+            job.command = command.as_signal()  # from here on, a signal like any other
+            self._execute(job, segment, session)
+            return
+        # A signal-with-start leaves it to the store's unique insert to decide between
+        # callers racing on the id (here or on another replica): the losers signal.
         taken = self._on_existing if command.return_existing else None
-        self._act(job, segment, self._stepper.start(command, cached), command.loaded, taken)
+        if isinstance(command, SignalWithStartCommand):
+            taken = self._on_existing_signal
+        decision = self._stepper.start(command, session is not None)
+        self._act(job, segment, decision, command.loaded, taken)
+
+    def _on_existing_signal(
+        self, job: Job, token: int, result: Found | errors.StatewrightError
+    ) -> None:
+        """A signal-with-start found its id taken in the store: it signals the instance."""
+        job.command = cast(SignalWithStartCommand, job.command).as_signal()
+        self._on_loaded(job, token, result)
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:
         segment.state = AdmissionState.EXECUTING
@@ -497,30 +519,29 @@ class WorkflowRuntime:
     # -- queries ---------------------------------------------------------------------------
 
     def info(self, workflow_id: str) -> WorkflowInfo:
-        segment = self._admission.get(workflow_id)
-        session = self._cache.peek(workflow_id)
-        cached = session is not None
-        if session is None and segment is not None and segment.recovery is not None:
-            session = segment.recovery.session  # the last state known for certain
-        return WorkflowInfo(
-            workflow_id=workflow_id,
-            admission=segment.state if segment else None,
-            cached=cached,
-            revision=session.snapshot.revision if session else 0,
-            recent=tuple(session.recent) if session else (),
-            recovery=segment.recovery if segment else None,
-            timers=session.timers if session else (),
-        )
+        return _info(workflow_id, self._admission.get(workflow_id), self._cache.peek(workflow_id))
 
     def counts(self) -> RuntimeCounts:
-        return RuntimeCounts(
-            admissions=dict(self._admission.counts()),
-            cached_sessions=len(self._cache),
-            recoveries_resolved=self._recoveries.resolved,
-        )
+        admissions, resolved = dict(self._admission.counts()), self._recoveries.resolved
+        return RuntimeCounts(admissions, len(self._cache), resolved)
 
     def live_segments(self) -> int:
         return len(self._admission)
+
+
+def _info(workflow_id: str, segment: Segment | None, session: Session | None) -> WorkflowInfo:
+    cached = session is not None
+    if session is None and segment is not None and segment.recovery is not None:
+        session = segment.recovery.session  # the last state known for certain
+    return WorkflowInfo(
+        workflow_id=workflow_id,
+        admission=segment.state if segment else None,
+        cached=cached,
+        revision=session.snapshot.revision if session else 0,
+        recent=tuple(session.recent) if session else (),
+        recovery=segment.recovery if segment else None,
+        timers=session.timers if session else (),
+    )
 
 
 def _missing(workflow_id: str, error: errors.StatewrightError) -> errors.StatewrightError:

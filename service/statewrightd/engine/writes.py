@@ -17,7 +17,8 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TERMINAL, TaskStatus, task_id_of, timer_id_of
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
-from statewrightd.engine.model import StepResult, TimerPlan
+from statewrightd.engine.model import Snapshot, StepResult, TimerPlan
+from statewrightd.engine.projection import Failed, ignore_failure, project
 from statewrightd.engine.sessions import Session
 from statewrightd.engine.snapshots import history_record, instance_record
 from statewrightd.store.records import (
@@ -28,6 +29,7 @@ from statewrightd.store.records import (
     Operation,
     RequestRecord,
     Save,
+    SearchValues,
     TaskChange,
     TaskFinish,
     TaskRecord,
@@ -49,7 +51,11 @@ class StepWrites:
     """Builds the operation of a step from its result."""
 
     def __init__(
-        self, clock: Clock, retention: float, request_window: timedelta | None = None
+        self,
+        clock: Clock,
+        retention: float,
+        request_window: timedelta | None = None,
+        projection_failed: Failed | None = None,
     ) -> None:
         """``retention``: seconds a finished instance is kept (math.inf: for ever) unless
         its definition says otherwise; ``request_window``: how long a request record
@@ -57,6 +63,7 @@ class StepWrites:
         self._clock = clock
         self._retention = retention
         self._window = request_window
+        self._failed = projection_failed
 
     def create(self, command: StartCommand, result: StepResult) -> Planned:
         now = self._clock.now()
@@ -68,11 +75,18 @@ class StepWrites:
         op = Create(
             record,
             history_record(
-                result, None, now, record, armed, actor=command.actor, taken=command.taken()
+                result,
+                command.history_event(),
+                now,
+                record,
+                armed,
+                actor=command.actor,
+                taken=command.taken(),
             ),
             self._request_record(command, record),
             change,
             tasks,
+            self._search(command.loaded, result.snapshot) or None,
         )
         return Planned(op, armed, task)
 
@@ -106,8 +120,34 @@ class StepWrites:
             self._request_record(command, record),
             change,
             tasks,
+            self._changed_search(session.loaded, session.snapshot, result.snapshot),
         )
         return Planned(op, armed, task)
+
+    def _search(self, loaded: Loaded, snapshot: Snapshot, *, counted: bool = True) -> SearchValues:
+        d = loaded.definition
+        if not d.search_fields:
+            return ()
+        s = snapshot
+        failed = self._failed if counted and self._failed is not None else ignore_failure
+        return project(
+            d,
+            workflow_id=s.workflow_id,
+            state=s.state,
+            revision=s.revision,
+            context=s.context,
+            failed=failed,
+        )
+
+    def _changed_search(
+        self, loaded: Loaded, before: Snapshot, after: Snapshot
+    ) -> SearchValues | None:
+        """The instance's search values after the step, or None when they did not change
+        (nothing to write: most steps change no projected value)."""
+        if not loaded.definition.search_fields:
+            return None
+        new = self._search(loaded, after)
+        return None if new == self._search(loaded, before, counted=False) else new
 
     def _expire_time(self, loaded: Loaded, result: StepResult, now: datetime) -> datetime | None:
         """When an instance this step finishes may be removed; None while it lives."""
@@ -200,6 +240,8 @@ def task_change(
             last_error=None,
             last_request_id=None,
             update_time=now,
+            priority=plan.schedule.priority,
+            concurrency_key=plan.schedule.concurrency_key,
         )
     if scheduled is None and not plan.cancel and finish is None:
         return NO_TASKS, None

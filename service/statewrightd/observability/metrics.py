@@ -26,6 +26,7 @@ from statewrightd.config import parse_listen
 from statewrightd.engine.event_loop import EventLoopMetrics
 from statewrightd.engine.retention import RetentionStats
 from statewrightd.engine.timers import TimerStats
+from statewrightd.store.flow import QueueConfig
 from statewrightd.store.records import QueueCounts
 from statewrightd.store.writer import WriterStats
 
@@ -130,6 +131,12 @@ class Metrics:
             ["queue", "outcome"],
             registry=r,
         )
+        self.projection_failures = Counter(
+            "statewright_search_projection_failures",
+            "Search field values stored as null: the expression failed or gave another type.",
+            ["definition", "field"],
+            registry=r,
+        )
         self.cas_conflicts = Counter(
             "statewright_cas_conflicts_total",
             "Saves refused by the compare-and-swap (another writer had moved the revision).",
@@ -156,6 +163,8 @@ class RuntimeCounters(Protocol):
     def timer_stats(self) -> TimerStats: ...
 
     def task_counts(self) -> list[QueueCounts]: ...
+
+    def queue_limits(self) -> list[QueueConfig]: ...
 
     def retention_stats(self) -> RetentionStats: ...
 
@@ -236,6 +245,7 @@ class _RuntimeCollector(Collector):
             leased.add_metric([queue.queue], queue.leased)
         yield scheduled
         yield leased
+        yield _queue_limits(self._counters.queue_limits())
         writer = self._counters.writer_stats()
         if writer is not None:
             yield GaugeMetricFamily(
@@ -260,6 +270,19 @@ def _schedule_metrics(r: CollectorRegistry) -> tuple[Counter, Histogram]:
         registry=r,
     )
     return fires, lag
+
+
+def _queue_limits(configs: list[QueueConfig]) -> Metric:
+    limit = GaugeMetricFamily(
+        "statewright_queue_limit",
+        "A task queue's flow-control limits (as this server last read them): max_leased, "
+        "key_max_leased (tasks), rate, key_rate (tasks a second); a limit of 0 is none.",
+        labels=["queue", "limit"],
+    )
+    for config in configs:
+        for name in ("max_leased", "rate", "key_max_leased", "key_rate"):
+            limit.add_metric([config.queue, name], float(getattr(config, name)))
+    return limit
 
 
 class _RetentionCollector(Collector):

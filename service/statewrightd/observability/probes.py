@@ -182,6 +182,10 @@ class Probes:
         if self._metrics is not None:
             self._metrics.task_attempts.labels(queue, outcome).inc()
 
+    def projection_failed(self, definition: str, field: str) -> None:
+        if self._metrics is not None:
+            self._metrics.projection_failures.labels(definition, field).inc()
+
     # -- storage batches -----------------------------------------------------------------
 
     def batch(self, apply: Callable[[list[Operation]], Outcomes], ops: list[Operation]) -> Outcomes:

@@ -190,6 +190,8 @@ class CallGate(grpc.aio.ServerInterceptor):
             return principal, grants
         target = await self._target(rule, name, request)
         if target is None:
+            if name == "CountWorkflows":
+                raise _denied(f"{principal.name} may see only some definitions: it cannot count")
             if name in ("ListWorkflows", "ListTasks"):
                 what = "definition" if rule.scope is Scope.DEFINITION else "queue"
                 raise _denied(
@@ -212,7 +214,7 @@ class CallGate(grpc.aio.ServerInterceptor):
             except errors.NotFound:
                 # Out of scope and absent look the same to a scoped caller.
                 raise visibility.refusal(name) from None
-        if name in {"StartWorkflow", "ListWorkflows", "ListDefinitions"}:
+        if name in {"StartWorkflow", "SignalWithStartWorkflow", "ListWorkflows", "ListDefinitions"}:
             return str(getattr(request, "definition", "")) or None
         if name == "GetDefinition":
             return v.definition_resource(str(getattr(request, "name", "")))[0]

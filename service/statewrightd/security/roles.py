@@ -55,6 +55,8 @@ _S = "/statewright.v1.ScheduleService/"
 METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "GetWorkflow": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "ListWorkflows": MethodRule(Role.READER, Scope.DEFINITION),
+    # Counts name no definition: a caller that sees only some definitions is refused.
+    _W + "CountWorkflows": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "WatchWorkflow": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "ListDefinitions": MethodRule(Role.READER, Scope.DEFINITION),
     _W + "GetDefinition": MethodRule(Role.READER, Scope.DEFINITION),
@@ -62,6 +64,7 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "ResumeWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
     _W + "SignalWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
     _W + "CancelWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
+    _W + "SignalWithStartWorkflow": MethodRule(Role.CLIENT, Scope.DEFINITION),
     _W + "GetDiagnostics": MethodRule(Role.ADMIN, Scope.NONE),
     _W + "GetWorkflowDiagnostics": MethodRule(Role.ADMIN, Scope.DEFINITION),
     _W + "DeleteWorkflow": MethodRule(Role.ADMIN, Scope.DEFINITION),
@@ -83,6 +86,9 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _S + "UnpauseSchedule": MethodRule(Role.ADMIN, Scope.NONE),
     _S + "TriggerSchedule": MethodRule(Role.ADMIN, Scope.NONE),
     _S + "BackfillSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _T + "SetQueueConfig": MethodRule(Role.ADMIN, Scope.NONE),
+    _T + "GetQueueConfig": MethodRule(Role.READER, Scope.NONE),
+    _T + "ListQueues": MethodRule(Role.READER, Scope.NONE),
 }
 UNLISTED: Final = MethodRule(Role.ADMIN, Scope.NONE)
 # Served to anyone: the probes of orchestrators, and (when on) reflection.

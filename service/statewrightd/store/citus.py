@@ -33,7 +33,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import PoolTimeout
 
-from statewrightd.errors import RecordNotFound, StorageUnavailable, StoreError
+from statewrightd.errors import FailedPrecondition, RecordNotFound, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
 from statewrightd.store import citus_layout, failures
 from statewrightd.store import sql_citus as c
@@ -41,6 +41,7 @@ from statewrightd.store import sql_postgres as q
 from statewrightd.store.citus_routing import ShardMap
 from statewrightd.store.citus_scans import ALL, CALL_ROWS, CitusScans, rows_params
 from statewrightd.store.codec import EncodedOp
+from statewrightd.store.filters import Filter
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import resolve_each, unknown
 from statewrightd.store.postgres import (
@@ -58,9 +59,12 @@ from statewrightd.store.records import (
     Create,
     DefinitionRecord,
     InstanceRecord,
+    ListOrder,
     Operation,
+    SearchValues,
     target_of,
 )
+from statewrightd.store.repository import Params
 from statewrightd.store.schema import latest_version
 
 _log = logging.getLogger(__name__)
@@ -265,6 +269,30 @@ class CitusRepository(CitusScans):
         row = conn.execute(_GPID).fetchone()
         if row is not None:
             self._gpids[conn.info.backend_pid] = int(row[0])
+
+    # -- reads -----------------------------------------------------------------------
+
+    def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
+        _no_search(params.get("filter"))
+        return super()._instances_after(params, order)
+
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        raise FailedPrecondition(
+            "a Citus database keeps no search values: order by create_time or update_time",
+            reason=Reason.SEARCH_NOT_SUPPORTED,
+        )
+
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        _no_search(which)
+        return super().count_by_status(which)
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        raise FailedPrecondition(
+            "a Citus database keeps no search values: there is nothing to re-project",
+            reason=Reason.SEARCH_NOT_SUPPORTED,
+        )
 
     # -- writes ----------------------------------------------------------------------
 
@@ -481,6 +509,16 @@ def _written(encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]) -
         for i, result in zip(call.positions, outcome, strict=True)
         if isinstance(result, InstanceRecord)
     ]
+
+
+def _no_search(which: Filter | None) -> None:
+    if which is not None and which.searches:
+        # The shard functions do not write search rows: an answer would be wrong.
+        raise FailedPrecondition(
+            "search fields cannot be filtered on a Citus database (its saves do not "
+            "project them); filter by definition, version, state, status or times",
+            reason=Reason.SEARCH_NOT_SUPPORTED,
+        )
 
 
 def _fill(results: list[Any], error: StoreError) -> list[InstanceRecord | StoreError]:

@@ -32,6 +32,7 @@ DISTRIBUTED = (
     "workflow_tasks",
     "workflow_requests",
     "workflow_tombstones",
+    "workflow_search",
 )
 # Tables every node reads whole: the definitions, and the schedules (not per instance:
 # a schedule's claim and fire touch its row alone, and its starts go to their own shards).

@@ -17,10 +17,12 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from statewrightd.errors import StorageUnavailable
+from statewrightd.errors import StorageUnavailable, Unimplemented
+from statewrightd.reasons import Reason
 from statewrightd.store import sql_citus as c
 from statewrightd.store.citus_routing import Shard, ShardMap
 from statewrightd.store.codec import check_time
+from statewrightd.store.flow import QueueConfig
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
     Purged,
@@ -227,6 +229,18 @@ class CitusScans(PostgresRepository):
         return {
             t.workflow_id: t for t in (_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows)
         }
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        """Refused: this store's claims run on the shards, which no queue-wide lock spans
+        yet, so a limit could not be honoured across them. Removing a config is allowed."""
+        if config.limited:
+            raise Unimplemented(
+                "flow control on task queues (SetQueueConfig) is not available on Citus "
+                "yet: its polls claim on each node, and a queue's limits need one lock "
+                "across them; use PostgreSQL or SQLite for limited queues",
+                reason=Reason.NOT_IMPLEMENTED,
+            )
+        return super().set_queue_config(config, now)
 
     def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
         doc = {

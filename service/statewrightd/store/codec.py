@@ -35,6 +35,50 @@ from statewrightd.store.records import (
 MAX_DEPTH = 64
 _INT64_MIN = -(2**63)
 _INT64_MAX = 2**63 - 1
+
+
+def encode_value_page_token(
+    value: float | str,
+    workflow_id: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str,
+    id_prefix: str | None = None,
+) -> str:
+    """A token of a listing ordered by a search field: its last (value, workflow id)."""
+    key = _filter_key(definition, status, order, id_prefix)
+    raw = json.dumps(["v1", value, workflow_id, key], ensure_ascii=False)
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_value_page_token(
+    token: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str,
+    id_prefix: str | None = None,
+) -> tuple[float | str, str] | None:
+    if token == "":
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        tag, value, workflow_id, key = json.loads(raw)
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
+        raise _bad_token("page_token is malformed") from None
+    if (
+        tag != "v1"
+        or isinstance(value, bool)
+        or not isinstance(value, int | float | str)
+        or not isinstance(workflow_id, str)
+    ):
+        raise _bad_token("page_token is malformed")
+    if key != _filter_key(definition, status, order, id_prefix):
+        raise _bad_token("page_token was issued for different filters")
+    return value, workflow_id
+
+
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 
 
@@ -349,6 +393,8 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
         "last_error": task.last_error,
         "last_request_id": task.last_request_id,
         "update_time": when(task.update_time, "update_time"),
+        "priority": _check_int(task.priority, f"{w} priority", 1),
+        "concurrency_key": task.concurrency_key,
         # SQLite keeps times as integer microseconds: the same values, its way.
         "us": {
             "lease_expire_time": micros(task.lease_expire_time),

@@ -28,6 +28,8 @@ from statewrightd.store.codec import (
     loads,
     to_micros,
 )
+from statewrightd.store.filters import Filter, matches
+from statewrightd.store.memory_search import MemorySearch
 from statewrightd.store.memory_state import (
     CHILD_TABLES,
     COUNT_CAP,
@@ -59,7 +61,7 @@ from statewrightd.store.records import (
 from statewrightd.store.repository import Params
 
 
-class MemoryRepository(MemoryWork):
+class MemoryRepository(MemorySearch, MemoryWork):
     """The repository contract in this process's memory; gone when the process ends."""
 
     # -- writes ----------------------------------------------------------------------
@@ -141,6 +143,8 @@ class MemoryRepository(MemoryWork):
                 ]
         if op.tasks:
             self._task_work(instance, p)
+        if op.search is not None:
+            instance.search = op.search
         return target_of(op)
 
     def _fenced(
@@ -376,6 +380,7 @@ class MemoryRepository(MemoryWork):
 
     def _instances_after(self, p: Params, order: ListOrder) -> list[InstanceRecord]:
         definition, status, prefix = p["definition"], p["status"], p["id_prefix"]
+        which: Filter | None = p.get("filter")
         # SQLite's representation: create_time (index 8), update_time (9) in microseconds.
         column = 9 if order.column == "update_time" else 8
         after = p["after_time"]
@@ -401,8 +406,15 @@ class MemoryRepository(MemoryWork):
                 if (definition is None or i.row[1] == definition)
                 and (status is None or i.status == status)
                 and (prefix is None or i.row[0].startswith(prefix))
-            ][: p["limit"]]
-            return [ROWS.instance(i.row) for i in found]
+            ]
+            out: list[InstanceRecord] = []
+            for i in found:
+                if len(out) == p["limit"]:
+                    break
+                record = ROWS.instance(i.row)
+                if which is None or matches(which.root, record, i.search):
+                    out.append(record)
+            return out
 
 
 def _purge_oldest(table: dict[Any, Any], column: int, cutoff: int, limit: int) -> int:

@@ -20,7 +20,9 @@ from statewrightd.store.codec import (
     loads,
     to_micros,
 )
+from statewrightd.store.flow import KeyState, StoredQueue
 from statewrightd.store.records import (
+    SearchValues,
     TaskRecord,
 )
 from statewrightd.store.rows import TASK, Rows
@@ -40,6 +42,7 @@ class Instance:
     history: dict[int, list[Any]] = field(default_factory=dict)  # revision -> rows.HISTORY
     timers: dict[str, list[Any]] = field(default_factory=dict)  # id -> rows.TIMER + claim
     tasks: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> columns + claim
+    search: SearchValues = ()  # the values of its search fields
 
     @property
     def revision(self) -> int:
@@ -83,6 +86,9 @@ class MemoryState:
         self._requests: dict[tuple[str, str], tuple[str, str, str, str, bytes, int]] = {}
         self._definitions: dict[tuple[str, int], tuple[str, int, str, str, str, int]] = {}
         self._tombstones: dict[str, tuple[str, int, int]] = {}
+        # Flow control: queue -> its config and bucket; queue -> key -> what it knows.
+        self._flow_queues: dict[str, StoredQueue] = {}
+        self._flow_keys: dict[str, dict[str, KeyState]] = {}
 
     @contextmanager
     def _held(self) -> Iterator[None]:

@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from statewrightd.store import failures
+from statewrightd.store import failures, flow
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import from_micros, to_micros
+from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.memory_schedules import MemorySchedules
 from statewrightd.store.memory_state import OPEN, READY, ROWS, stamp, task_record
 from statewrightd.store.records import QueueCounts, TaskRecord, TimerRecord
@@ -91,7 +93,13 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
                     and t["deadline"] > at
                 ),
                 key=lambda t: t["available_time"],
-            )[: p["limit"]]
+            )
+            stored = self._flow_queues.get(p["queue"])
+            if stored is not None:
+                ready = self._limited(stored, ready, p["now"], p["limit"], choose)
+                choose = None
+            else:
+                ready = ready[: p["limit"]]
             if choose is not None:
                 chosen = {
                     (c.workflow_id, c.task_id) for c in choose([task_record(t) for t in ready])
@@ -110,6 +118,83 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
                 task["claimed_until"] = None
                 task["update_time"] = at
             return [task_record(t) for t in ready]
+
+    def _limited(
+        self,
+        stored: StoredQueue,
+        ready: list[dict[str, Any]],
+        now: datetime,
+        limit: int,
+        choose: Choose | None,
+    ) -> list[dict[str, Any]]:
+        """The claim of a queue with limits (store/flow.py), on rows the lock holds."""
+        queue = stored.config.queue
+        by_key: dict[str, int] = {}
+        leased = 0
+        for t in self._tasks():
+            if t["queue"] == queue and t["status"] == "LEASED":
+                leased += 1
+                if t["concurrency_key"] is not None:
+                    by_key[t["concurrency_key"]] = by_key.get(t["concurrency_key"], 0) + 1
+        keys = dict(self._flow_keys.get(queue, {}))
+        state = QueueState(stored.config, stored.tokens, stored.refill_time, leased, by_key, keys)
+        records = {(t["workflow_id"], t["task_id"]): t for t in ready}
+        claim = flow.plan_claim(state, [task_record(t) for t in ready], limit, now)
+        if choose is not None and claim.chosen:
+            claim = flow.plan_claim(state, choose(claim.chosen), limit, now)
+        if claim.chosen:
+            if stored.config.rate:
+                self._flow_queues[queue] = replace(stored, tokens=claim.tokens, refill_time=now)
+            served = self._flow_keys.setdefault(queue, {})
+            for ks in claim.keys:
+                served[ks.key] = ks
+        return [records[(c.workflow_id, c.task_id)] for c in claim.chosen]
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        with self._held():
+            if not config.limited:
+                self._flow_queues.pop(config.queue, None)
+                return None
+            stored = replace(config, update_time=now)
+            old = self._flow_queues.get(config.queue)
+            tokens = float(config.bucket) if old is None else min(old.tokens, config.bucket)
+            refill = now if old is None else old.refill_time
+            self._flow_queues[config.queue] = StoredQueue(stored, tokens, refill)
+            return stored
+
+    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
+        with self._held():
+            found = sorted(self._flow_queues.items())
+        return [s for name, s in found if queue is None or name == queue]
+
+    def close_key(self, queue: str, key: str, until: datetime) -> None:
+        with self._held():
+            keys = self._flow_keys.setdefault(queue, {})
+            ks = keys.get(key) or KeyState(key)
+            if ks.closed_until is None or ks.closed_until < until:
+                keys[key] = replace(ks, closed_until=until)
+
+    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]:
+        with self._held():
+            keys = list(self._flow_keys.get(queue, {}).values())
+        return sorted(
+            (k for k in keys if k.closed_until is not None and k.closed_until > now),
+            key=lambda k: k.key,
+        )
+
+    def key_counts(self, now: datetime) -> list[KeyCounts]:
+        at = to_micros(now)
+        counts: dict[tuple[str, str], list[int]] = {}
+        with self._held():
+            for t in self._tasks():
+                if t["concurrency_key"] is None or t["status"] not in OPEN:
+                    continue
+                entry = counts.setdefault((t["queue"], t["concurrency_key"]), [0, 0])
+                if t["status"] == "LEASED":
+                    entry[1] += 1
+                elif t["available_time"] <= at:
+                    entry[0] += 1
+        return [KeyCounts(q, k, r, n) for (q, k), (r, n) in sorted(counts.items())]
 
     def _heartbeat_task(self, p: Params) -> TaskRecord | None:
         at = to_micros(p["now"])

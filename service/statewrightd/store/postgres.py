@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_schedules
+from statewrightd.store import failures, sql_flow, sql_schedules
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
@@ -88,10 +88,14 @@ class _CommitLost(Exception):
 class PostgresRepository(SqlRepository):
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.POSTGRES
+    FLOW = sql_flow.with_lease(
+        sql_flow.POSTGRES, q.SQL.lease_chosen, (q.UNLIMITED_LEASE, q.UNLIMITED_READY)
+    )
     ROWS = _ROWS
     SQL_STANDING = q.INSTANCE_STANDING
     # Whether pooled connections run each statement as its own transaction.
     AUTOCOMMIT = False
+    REVISION_FOR_UPDATE = " FOR UPDATE"
 
     def __init__(
         self,
@@ -278,6 +282,9 @@ class PostgresRepository(SqlRepository):
                     q.TASK_STATES, ([f[0] for f in fenced], [f[1] for f in fenced])
                 ).fetchall()
                 tasks = {(r[0], r[1]): (r[2], r[3]) for r in found}
+        _write_search(
+            conn, [e.op for e, (changed, _) in zip(encoded, outcomes, strict=True) if changed]
+        )
         return [
             _row_result(e.op, changed, free, current, tasks)
             for e, (changed, free) in zip(encoded, outcomes, strict=True)
@@ -555,6 +562,29 @@ def _unknown_for(
     for i in written:
         out[i] = unknown(ops[i], backend_pid)
     return out
+
+
+def _write_search(conn: Conn, saved: list[Operation]) -> None:
+    """The search rows of the instances whose CAS succeeded in this transaction (a failed
+    one writes none), replaced where their values changed."""
+    changed = [op for op in saved if op.search is not None]
+    if not changed:
+        return
+    replaced = [op.new.workflow_id for op in changed if isinstance(op, Save)]
+    if replaced:
+        conn.execute(q.DELETE_SEARCH, (replaced,))
+    values = [
+        {
+            "workflow_id": target_of(op).workflow_id,
+            "field": v.field,
+            "text": v.text,
+            "number": v.number,
+        }
+        for op in changed
+        for v in op.search or ()
+    ]
+    if values:
+        conn.execute(q.INSERT_SEARCH, (json.dumps(values, ensure_ascii=False),))
 
 
 def _row_result(

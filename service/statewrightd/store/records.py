@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from statewrightd.domain import Status, TaskStatus
+from statewrightd.domain import DEFAULT_PRIORITY, Status, TaskStatus
 
 _Item = TypeVar("_Item")
 
@@ -105,6 +105,8 @@ class TaskRecord:
     last_error: dict[str, Any] | None  # type, message, details
     last_request_id: str | None
     update_time: datetime
+    priority: int = DEFAULT_PRIORITY  # 1 (served first) .. 5
+    concurrency_key: str | None = None  # what the queue's per-key limits count by
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,12 +186,28 @@ class RequestRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class SearchValue:
+    """One projected value of a search field: ``text`` for the text kinds (a text field's
+    value in lower case, one row per element of a keyword list), ``number`` for the
+    others (a bool as 0 or 1, a timestamp as its seconds since the epoch)."""
+
+    field: str
+    text: str | None = None
+    number: float | None = None
+
+
+# An instance's search values after a save; None on an operation: they did not change.
+SearchValues = tuple[SearchValue, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class Create:
     record: InstanceRecord
     history: HistoryRecord
     request: RequestRecord | None = None
     timers: TimerChange = NO_TIMERS
     tasks: TaskChange = NO_TASKS
+    search: SearchValues | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +218,7 @@ class Save:
     request: RequestRecord | None = None
     timers: TimerChange = NO_TIMERS
     tasks: TaskChange = NO_TASKS
+    search: SearchValues | None = None
 
 
 Operation = Create | Save
@@ -255,8 +274,15 @@ class ListOrder:
     """The order of an instance listing: by a time column, ties broken by workflow id in
     the same direction, so that (time, id) is a total order a page token can resume."""
 
-    column: Literal["create_time", "update_time"] = "create_time"
+    column: str = "create_time"  # create_time, update_time or search.<field>
     descending: bool = False
+    # For a search field: the search table's column its values are in (text or number).
+    value_column: Literal["", "text", "number"] = ""
+
+    @property
+    def search_field(self) -> str | None:
+        """The search field it orders by (ties by workflow id), or None."""
+        return self.column.removeprefix("search.") if self.value_column else None
 
     @property
     def spelled(self) -> str:

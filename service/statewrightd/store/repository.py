@@ -21,11 +21,15 @@ from statewrightd.store.codec import (
     clamp_page_size,
     decode_page_token,
     decode_task_page_token,
+    decode_value_page_token,
     dumps,
     dumps_optional,
     encode_page_token,
     encode_task_page_token,
+    encode_value_page_token,
 )
+from statewrightd.store.filters import Filter
+from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueue
 from statewrightd.store.records import (
     OLDEST_FIRST,
     Create,
@@ -41,6 +45,7 @@ from statewrightd.store.records import (
     RetentionCounts,
     Save,
     ScheduleRecord,
+    SearchValues,
     TaskRecord,
     TimerRecord,
     Tombstone,
@@ -269,6 +274,26 @@ class Repository(Protocol):
         """Claim tasks whose lease or deadline has passed, until ``until``."""
         ...
 
+    # Flow control (store/flow.py): a queue's limits, shared by every replica.
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        """Store ``config`` (its limits all zero: remove the queue's); the stored one."""
+        ...
+
+    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
+        """The queues with a config (only ``queue``'s if named), by name."""
+        ...
+
+    def close_key(self, queue: str, key: str, until: datetime) -> None:
+        """No task of ``key`` on ``queue`` leased before ``until`` (or a later time set)."""
+        ...
+
+    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]: ...
+
+    def key_counts(self, now: datetime) -> list[KeyCounts]:
+        """The open tasks of every concurrency key: ready and leased."""
+        ...
+
     def get_task(self, workflow_id: str, task_id: str) -> TaskRecord: ...
 
     def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]: ...
@@ -329,10 +354,26 @@ class Repository(Protocol):
         workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
         ...
 
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        """How many instances match ``which`` (None: all), by status (only those found)."""
+        ...
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        """Replace the search values of each (workflow id, revision, values) whose instance
+        is still at that revision (a save since wrote its own); how many were replaced."""
+        ...
+
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         """Up to ``limit`` instances past (after_time, after_id) in ``order`` (from the
         first when after_time is None), of ``definition`` and ``status`` where named, and
         whose id starts with ``id_prefix`` where named."""
+        ...
+
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        """The same, ordered by the search field ``order_field`` (past (after_value,
+        after_id) when after_value is not None), each with its value."""
         ...
 
     def ping(self) -> None:
@@ -359,14 +400,23 @@ class Repository(Protocol):
         page_token: str = "",
         order: ListOrder = OLDEST_FIRST,
         id_prefix: str | None = None,
+        which: Filter | None = None,
     ) -> Page[InstanceRecord]:
+        """One page of instances in ``order``, of ``definition``, ``status`` and
+        ``id_prefix`` when given, and matching ``which`` (a list filter) when given."""
         check_status_filter(status)
         size = clamp_page_size(page_size)
         # The default order is spelled "" in tokens: a token of an older server resumes.
+        # A token is bound to its filter too: it resumes that listing only.
         spelled = "" if order == OLDEST_FIRST else order.spelled
-        after = decode_page_token(
-            page_token, definition, status, order=spelled, id_prefix=id_prefix
-        )
+        if which is not None:
+            spelled = f"{spelled}|{which.text}"
+        by_value = order.search_field is not None
+        after = None
+        if not by_value:
+            after = decode_page_token(
+                page_token, definition, status, order=spelled, id_prefix=id_prefix
+            )
         params = {
             "after_time": None if after is None else _time(after[0]),
             "after_id": None if after is None else after[1],
@@ -375,6 +425,7 @@ class Repository(Protocol):
             "id_prefix": id_prefix or None,
             "prefix_length": len(id_prefix or ""),
             "limit": size + 1,
+            "filter": which,
         }
 
         def token_of(last: InstanceRecord) -> str:
@@ -383,7 +434,41 @@ class Repository(Protocol):
                 when, last.workflow_id, definition, status, order=spelled, id_prefix=id_prefix
             )
 
+        if by_value:
+            return self._page_by_value(params, order, spelled, page_token, size)
         items, token = _page(self._instances_after(params, order), size, token_of)
+        return Page(items=items, next_page_token=token)
+
+    def _page_by_value(
+        self, params: Params, order: ListOrder, spelled: str, page_token: str, size: int
+    ) -> Page[InstanceRecord]:
+        """A page ordered by a search field's value, ties by workflow id; only instances
+        that have a value of it are listed."""
+        definition, status, prefix = params["definition"], params["status"], params["id_prefix"]
+        after = decode_value_page_token(
+            page_token, definition, status, order=spelled, id_prefix=prefix
+        )
+        params = {
+            **params,
+            "after_time": None,
+            "after_value": None if after is None else after[0],
+            "after_id": None if after is None else after[1],
+            "order_field": order.search_field,
+        }
+        found = self._instances_by_value(params, order)
+        values = {record.workflow_id: value for record, value in found}
+
+        def token_of(last: InstanceRecord) -> str:
+            return encode_value_page_token(
+                values[last.workflow_id],
+                last.workflow_id,
+                definition,
+                status,
+                order=spelled,
+                id_prefix=prefix,
+            )
+
+        items, token = _page([record for record, _ in found], size, token_of)
         return Page(items=items, next_page_token=token)
 
 

@@ -45,7 +45,8 @@ TASK = (
     "workflow_id", "task_id", "revision", "state", "queue", "input", "status", "attempt",
     "max_attempts", "lease_token", "lease_expire_time", "attempt_start_time", "available_time",
     "schedule_time", "deadline", "start_to_close_ms", "heartbeat_ms", "retry",
-    "heartbeat_details", "last_error", "last_request_id", "update_time",
+    "heartbeat_details", "last_error", "last_request_id", "update_time", "priority",
+    "concurrency_key",
 )  # fmt: skip
 REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
 DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
@@ -135,6 +136,8 @@ class Rows:
             last_error=None if row[19] is None else self._json(row[19]),
             last_request_id=row[20],
             update_time=self._time(row[21]),
+            priority=row[22],
+            concurrency_key=row[23],
         )
 
     def schedule(self, row: Sequence[Any]) -> ScheduleRecord:

@@ -104,6 +104,8 @@ def statements(
             f"SELECT {DEFINITION_COLUMNS} FROM workflow_definitions ORDER BY name, version"
         ),
         list_instances=functools.partial(_list_instances, d),
+        named=d.named,
+        list_by_value=functools.partial(list_by_value, d),
         armed_timers=armed_timers,
         claim_timers=claim_timers,
         next_timer_due=f"""
@@ -159,12 +161,13 @@ RETURNING {TASK_COLUMNS}
 """
 
 
-def _list_instances(d: Dialect, order: str, given: frozenset[str]) -> str:
+def _list_instances(d: Dialect, order: str, given: frozenset[str], condition: str = "") -> str:
     """Keyset page over (time, workflow_id) in ``order`` (a ListOrder's spelling), not a
     sequence (on Citus a sequence's values do not follow the order rows were made in); a
     filter is in the statement only when ``given`` (of after_time, definition, status,
-    id_prefix), so that the indexes stay usable. Both columns run the same way, so that
-    one index on (time, workflow_id) serves either direction, read forwards or backwards."""
+    id_prefix), so that the indexes stay usable; ``condition`` is a list filter's. Both
+    columns run the same way, so that one index on (time, workflow_id) serves either
+    direction, read forwards or backwards."""
     column, _, desc = order.partition(" ")
     past = "<" if desc else ">"
     where = [f"({column}, workflow_id) {past} ({d('after_time')}, {d('after_id')})"]
@@ -174,11 +177,38 @@ def _list_instances(d: Dialect, order: str, given: frozenset[str]) -> str:
     # substr, not LIKE: '_' is a LIKE wildcard and SQLite's LIKE ignores case.
     prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
     where += [prefix] * ("id_prefix" in given)
+    where += [condition] * bool(condition)  # a filter's (store.filters): values as parameters
     filtered = f" WHERE {' AND '.join(where)}" if where else ""
     way = " DESC" if desc else ""
     return (
         f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances{filtered}"
         f" ORDER BY {column}{way}, workflow_id{way} LIMIT {d('limit')}"
+    )
+
+
+def list_by_value(
+    d: Dialect, value_column: str, descending: bool, given: frozenset[str], condition: str
+) -> str:
+    """Keyset page over (a search field's value, workflow_id), read in the order of the
+    search table's index on (field, value, workflow_id): only instances with a value of
+    it. ``given`` and ``condition`` as _list_instances takes them (after_value for the
+    position)."""
+    assert value_column in ("text", "number")  # never text of a request
+    past = "<" if descending else ">"
+    where = [f"field = {d('order_field')}", f"{value_column} IS NOT NULL"]
+    position = f"({value_column}, workflow_id) {past} ({d('after_value')}, {d('after_id')})"
+    where += [position] * ("after_value" in given)
+    where += [f"definition = {d('definition')}"] * ("definition" in given)
+    where += [f"status = {d('status')}"] * ("status" in given)
+    prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
+    where += [prefix] * ("id_prefix" in given)
+    where += [condition] * bool(condition)
+    way = " DESC" if descending else ""
+    # USING merges the two workflow_id columns: an unqualified one names it in either.
+    return (
+        f"SELECT {INSTANCE_COLUMNS}, {value_column} FROM workflow_search"
+        f" JOIN workflow_instances USING (workflow_id) WHERE {' AND '.join(where)}"
+        f" ORDER BY {value_column}{way}, workflow_id{way} LIMIT {d('limit')}"
     )
 
 

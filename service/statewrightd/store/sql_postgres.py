@@ -475,6 +475,15 @@ SELECT queue,
 )
 
 
+# A queue with flow control is claimed under its config row's lock (store/flow.py). These
+# claim a queue only while it has no config, checked in the same statement: the unlimited
+# claim keeps its round trips, and only a poll that finds nothing asks about limits.
+_NO_LIMITS = " AND NOT EXISTS (SELECT 1 FROM task_queues c WHERE c.queue = %(queue)s)"
+UNLIMITED_LEASE = SQL.lease_tasks.replace(_READY, _READY + _NO_LIMITS)
+UNLIMITED_READY = SQL.ready_tasks.replace(_READY, _READY + _NO_LIMITS)
+assert SQL.lease_tasks != UNLIMITED_LEASE and SQL.ready_tasks != UNLIMITED_READY
+
+
 # Removing instances: everything of theirs, child tables first (their rows are counted),
 # in one statement. ``doomed`` picks the instances and locks them; the rest deletes.
 def _removal(doomed: str, tombstone: str) -> str:
@@ -540,3 +549,12 @@ DELETE_WORKFLOW = _removal(
 )
 
 INSTANCE_STANDING = instance_standing(POSTGRES)
+
+# The search rows of saved instances: those of an instance whose values changed are
+# replaced as a whole. %s: the ids; then a JSON array of rows.
+DELETE_SEARCH = "DELETE FROM workflow_search WHERE workflow_id = ANY(%s)"
+INSERT_SEARCH = """
+INSERT INTO workflow_search (workflow_id, field, text, number)
+SELECT workflow_id, field, text, number
+  FROM jsonb_to_recordset(%s::jsonb) AS x(workflow_id text, field text, text text, number float8)
+"""

@@ -229,3 +229,7 @@ REMOVE_INSTANCES = (
 )
 UNMARK = "DELETE FROM workflow_tombstones WHERE workflow_id = ?"
 INSTANCE_STANDING = instance_standing(SQLITE)
+
+# An instance's search rows: replaced as a whole by a save that changes any of its values.
+DELETE_SEARCH = "DELETE FROM workflow_search WHERE workflow_id = ?"
+INSERT_SEARCH = "INSERT INTO workflow_search (workflow_id, field, text, number) VALUES (?, ?, ?, ?)"

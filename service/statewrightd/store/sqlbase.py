@@ -13,19 +13,21 @@ from abc import abstractmethod
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any, ClassVar, Protocol
 
 from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, RecordExists, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures
+from statewrightd.store import failures, flow
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     check_time,
     encode_definition,
 )
+from statewrightd.store.filters import Filter, SqlFilter
+from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.records import (
     DefinitionRecord,
     HistoryRecord,
@@ -35,12 +37,14 @@ from statewrightd.store.records import (
     RequestRecord,
     RetentionCounts,
     ScheduleRecord,
+    SearchValues,
     TaskRecord,
     TimerRecord,
     Tombstone,
 )
 from statewrightd.store.repository import Choose, Params, Repository
-from statewrightd.store.rows import Rows
+from statewrightd.store.rows import INSTANCE, TASK, Rows
+from statewrightd.store.sql_flow import FlowStatements
 from statewrightd.store.sql_schedules import ScheduleStatements
 
 
@@ -85,7 +89,11 @@ class Statements:
     # (by_definition, by_status, after a position) -> a keyset page of INSTANCE rows by
     # (create_time, workflow_id), with the named parameters after_time, after_id,
     # definition, status and limit.
-    list_instances: Callable[[str, frozenset[str]], str]
+    # The third argument is a filter's condition (store.filters), "" for none.
+    list_instances: Callable[[str, frozenset[str], str], str]
+    named: Callable[[str], str]  # a named parameter's placeholder
+    # (value column, descending, given, filter condition) -> a page by a search field.
+    list_by_value: Callable[[str, bool, frozenset[str], str], str]
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -124,9 +132,94 @@ def _named(params: Params, *keys: str) -> tuple[bool, ...]:
     return tuple(params[k] is not None for k in keys)
 
 
-class SqlRepository(BatchWriter, Repository):
+class _FlowControl:
+    """The queue configs and keys of flow control (store/flow.py), kept apart from the
+    claim (``SqlRepository._limited_lease``) only to keep each class readable."""
+
+    FLOW: ClassVar[FlowStatements]
+    ROWS: ClassVar[Rows]
+
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
+
+    @abstractmethod
+    def _time(self, value: datetime) -> Any: ...
+
+    def _json_time(self, value: datetime | None) -> Any:
+        """A time inside a JSON parameter: as this database reads it from JSON text."""
+        if value is None:
+            return None
+        param = self.ROWS.time_param(value)
+        return param.isoformat() if isinstance(param, datetime) else param
+
+    def _stored_queue(self, row: Sequence[Any]) -> StoredQueue:
+        config = QueueConfig(
+            queue=row[0],
+            max_leased=row[1] or 0,
+            rate=row[2] or 0.0,
+            burst=row[3] or 0,
+            key_max_leased=row[4] or 0,
+            key_rate=row[5] or 0.0,
+            key_burst=row[6] or 0,
+            update_time=self.ROWS.time(row[7]),
+        )
+        refill = None if row[9] is None else self.ROWS.time(row[9])
+        return StoredQueue(config, float(row[8] or 0.0), refill)
+
+    def _key_state(self, row: Sequence[Any]) -> KeyState:
+        def time(value: Any) -> datetime | None:
+            return None if value is None else self.ROWS.time(value)
+
+        tokens = None if row[1] is None else float(row[1])
+        return KeyState(row[0], tokens, time(row[2]), time(row[3]), time(row[4]))
+
+    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
+        params: Params = {"queue": config.queue, "now": self._time(now)}
+        with self._writing() as conn:
+            if not config.limited:
+                conn.execute(self.FLOW.delete_config, params)
+                return None
+            params.update(
+                max_leased=config.max_leased,
+                rate=config.rate,
+                burst=config.burst,
+                key_max_leased=config.key_max_leased,
+                key_rate=config.key_rate,
+                key_burst=config.key_burst,
+                tokens=float(config.bucket),
+            )
+            conn.execute(self.FLOW.put_config, params)
+            row = conn.execute(self.FLOW.get_config, params).fetchone()
+        return self._stored_queue(row).config
+
+    def queue_configs(self, queue: str | None = None) -> list[StoredQueue]:
+        if queue is not None:
+            rows = self._read_all(self.FLOW.get_config, {"queue": queue})
+        else:
+            rows = self._read_all(self.FLOW.list_configs)
+        return [self._stored_queue(r) for r in rows]
+
+    def close_key(self, queue: str, key: str, until: datetime) -> None:
+        params = {"queue": queue, "key": key, "until": self._time(until)}
+        with self._writing() as conn:
+            conn.execute(self.FLOW.close_key, params)
+
+    def closed_keys(self, queue: str, now: datetime) -> list[KeyState]:
+        rows = self._read_all(self.FLOW.closed_keys, {"queue": queue, "now": self._time(now)})
+        return [self._key_state(r) for r in rows]
+
+    def key_counts(self, now: datetime) -> list[KeyCounts]:
+        rows = self._read_all(self.FLOW.key_counts, {"now": self._time(now)})
+        return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
+
+
+class SqlRepository(_FlowControl, BatchWriter, Repository):
     SQL: ClassVar[Statements]
     SCHEDULE_SQL: ClassVar[ScheduleStatements]
+    FLOW: ClassVar[FlowStatements]
     ROWS: ClassVar[Rows]
     SQL_STANDING: ClassVar[str]  # workflow_id -> (revision, status)
 
@@ -368,21 +461,103 @@ class SqlRepository(BatchWriter, Repository):
     # -- tasks -----------------------------------------------------------------------
 
     def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+        now = params["now"]
         params = self._bound(params)
+        flows = self.FLOW
         with self._writing() as conn:
-            if choose is None:
-                rows = conn.execute(self.SQL.lease_tasks, params).fetchall()
-            else:
-                found = conn.execute(self.SQL.ready_tasks, params).fetchall()
-                ready = [self.ROWS.task(r) for r in found]
-                chosen = choose(sorted(ready, key=lambda t: t.available_time))
-                if not chosen:
-                    return []
-                params["chosen_workflows"] = [t.workflow_id for t in chosen]
-                params["chosen_tasks"] = [t.task_id for t in chosen]
-                params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
-                rows = conn.execute(self.SQL.lease_chosen, params).fetchall()
+            if flows.unlimited_lease is not None and flows.unlimited_ready is not None:
+                # The claim of a queue without limits first, as it always was; a queue
+                # with limits answers it nothing, and is then claimed under its lock.
+                rows = self._unlimited(
+                    conn, params, choose, flows.unlimited_lease, flows.unlimited_ready
+                )
+                if rows:
+                    return sorted(map(self.ROWS.task, rows), key=lambda t: t.available_time)
+            limits = conn.execute(flows.lock_config, params).fetchone()
+            if limits is not None:
+                # In the order the claim served them: priority, the keys' turns, age.
+                return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
+            if flows.unlimited_lease is not None:
+                return []
+            rows = self._unlimited(conn, params, choose, self.SQL.lease_tasks, self.SQL.ready_tasks)
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
+
+    def _unlimited(
+        self, conn: Connection, params: Params, choose: Choose | None, lease: str, ready: str
+    ) -> list[Any]:
+        if choose is None:
+            return list(conn.execute(lease, params).fetchall())
+        found = [self.ROWS.task(r) for r in conn.execute(ready, params).fetchall()]
+        return self._lease_chosen(
+            conn, choose(sorted(found, key=lambda t: t.available_time)), params
+        )
+
+    def _lease_chosen(
+        self, conn: Connection, chosen: list[TaskRecord], params: Params, sql: str | None = None
+    ) -> list[Any]:
+        if not chosen:
+            return []
+        params["chosen_workflows"] = [t.workflow_id for t in chosen]
+        params["chosen_tasks"] = [t.task_id for t in chosen]
+        params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
+        return list(conn.execute(sql or self.SQL.lease_chosen, params).fetchall())
+
+    def _limited_lease(
+        self,
+        conn: Connection,
+        stored: StoredQueue,
+        now: datetime,
+        params: Params,
+        choose: Choose | None,
+    ) -> list[TaskRecord]:
+        """The claim of a queue with limits, under its config row's lock (store/flow.py)."""
+        config, limit = stored.config, params["limit"]
+        refill = config.key_bucket / config.key_rate if config.key_rate else 0.0
+        params["full_since"] = self.ROWS.time_param(now - timedelta(seconds=refill))
+        by_key: dict[str, int] = {}
+        keys: dict[str, KeyState] = {}
+        leased = 0
+        for row in conn.execute(self.FLOW.standing, params).fetchall():
+            if row[0] == "L":
+                leased += int(row[2])
+                if row[1] is not None:
+                    by_key[row[1]] = int(row[2])
+            else:
+                keys[row[1]] = self._key_state(row[1:])
+        state = QueueState(config, stored.tokens, stored.refill_time, leased, by_key, keys)
+        if flow.room(state, limit, now) == 0:
+            return []  # full, or out of tokens: nothing to read
+        blocked = flow.blocked_keys(state, now)
+        params.update(window=flow.WINDOW, blocked=blocked, blocked_json=json.dumps(blocked))
+        width = len(TASK)
+        ready = []
+        for r in conn.execute(self.FLOW.ranked_ready, params).fetchall():
+            task = self.ROWS.task(r[:width])
+            ready.append(task)
+            if task.concurrency_key is not None and task.concurrency_key not in keys:
+                keys[task.concurrency_key] = self._key_state((task.concurrency_key, *r[width:]))
+        claim = flow.plan_claim(state, ready, limit, now)
+        if choose is not None and claim.chosen:
+            claim = flow.plan_claim(state, choose(claim.chosen), limit, now)
+        if not claim.chosen:
+            return []
+        served = [
+            {"key": ks.key, "tokens": ks.tokens, "refill_time": self._json_time(ks.refill_time)}
+            for ks in claim.keys
+        ]
+        params.update(
+            served=json.dumps(served), tokens=claim.tokens, spend_tokens=bool(config.rate)
+        )
+        if self.FLOW.lease_and_save is not None:
+            found = self._lease_chosen(conn, claim.chosen, params, self.FLOW.lease_and_save)
+        else:
+            found = self._lease_chosen(conn, claim.chosen, params)
+            if found and config.rate:
+                conn.execute(self.FLOW.save_tokens, params)
+            if found and claim.keys:
+                conn.execute(self.FLOW.save_keys, params)
+        made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, found)}
+        return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
 
     def _heartbeat_task(self, params: Params) -> TaskRecord | None:
         return self._one_task(self.SQL.heartbeat_task, params)
@@ -454,9 +629,67 @@ class SqlRepository(BatchWriter, Repository):
         if version < self._schema_version:
             raise failures.schema_behind(version, self._schema_version)
 
+    # Locks the instance's row where the database can, so that no save commits between
+    # the revision read and the rows written (SQLite's writer holds the whole database).
+    REVISION_FOR_UPDATE: ClassVar[str] = ""
+
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        n = self.SQL.named
+        delete = f"DELETE FROM workflow_search WHERE workflow_id = {n('id')}"
+        insert = (
+            "INSERT INTO workflow_search (workflow_id, field, text, number)"
+            f" VALUES ({n('id')}, {n('field')}, {n('text')}, {n('number')})"
+        )
+        current = (
+            f"SELECT revision FROM workflow_instances WHERE workflow_id = {n('id')}"
+            + self.REVISION_FOR_UPDATE
+        )
+        replaced = 0
+        with self._writing() as conn:
+            for workflow_id, revision, values in items:
+                row = conn.execute(current, {"id": workflow_id}).fetchone()
+                if row is None or int(row[0]) != revision:
+                    continue
+                conn.execute(delete, {"id": workflow_id})
+                for v in values:
+                    fields = {"field": v.field, "text": v.text, "number": v.number}
+                    conn.execute(insert, {"id": workflow_id, **fields})
+                replaced += 1
+        return replaced
+
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        condition, params = self._filtered({"filter": which})
+        where = f" WHERE {condition}" if condition else ""
+        sql = f"SELECT status, count(*) FROM workflow_instances{where} GROUP BY status"
+        return {str(r[0]): int(r[1]) for r in self._read_all(sql, self._bound(params))}
+
+    def _filtered(self, params: Params) -> tuple[str, Params]:
+        """The list's filter as a SQL condition ("" for none), its values as parameters."""
+        which: Filter | None = params.pop("filter", None)
+        if which is None:
+            return "", params
+        compiled = SqlFilter(self.SQL.named)
+        return compiled.condition(which.root), {**params, **compiled.params}
+
+    def _instances_by_value(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, Any]]:
+        given = ("after_value", "definition", "status", "id_prefix")
+        condition, params = self._filtered(params)
+        sql = self.SQL.list_by_value(
+            order.value_column,
+            order.descending,
+            frozenset(name for name in given if params[name] is not None),
+            condition,
+        )
+        rows = self._read_all(sql, self._bound(params))
+        width = len(INSTANCE)
+        return [(self.ROWS.instance(r), r[width]) for r in rows]
+
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")
+        condition, params = self._filtered(params)
         sql = self.SQL.list_instances(
-            order.spelled, frozenset(name for name in given if params[name] is not None)
+            order.spelled, frozenset(name for name in given if params[name] is not None), condition
         )
         return [self.ROWS.instance(r) for r in self._read_all(sql, self._bound(params))]

@@ -18,11 +18,18 @@ from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_schedules
+from statewrightd.store import failures, sql_flow, sql_schedules
 from statewrightd.store import sql_sqlite as q
 from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
-from statewrightd.store.records import Create, InstanceRecord, Operation, Purged, target_of
+from statewrightd.store.records import (
+    Create,
+    InstanceRecord,
+    Operation,
+    Purged,
+    SearchValues,
+    target_of,
+)
 from statewrightd.store.rows import Rows
 from statewrightd.store.schema import connect_sqlite, latest_version, sqlite_schema_version
 from statewrightd.store.sqlbase import SqlRepository
@@ -39,6 +46,7 @@ def _micros(params: dict[str, Any], *names: str) -> dict[str, Any]:
 class SqliteRepository(SqlRepository):
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.SQLITE
+    FLOW = sql_flow.SQLITE
     # JSON is kept as text, times as integer microseconds (exact, and they sort).
     ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)
     SQL_STANDING = q.INSTANCE_STANDING
@@ -177,7 +185,18 @@ def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | Store
         conn.execute(q.ARM, p)
     if op.tasks:
         _task_work(conn, p)
+    if op.search is not None:
+        _write_search(conn, p["workflow_id"], op.search, fresh=isinstance(op, Create))
     return target_of(op)
+
+
+def _write_search(
+    conn: sqlite3.Connection, workflow_id: str, values: SearchValues, *, fresh: bool
+) -> None:
+    """The instance's search rows, replaced (a new instance has none to replace)."""
+    if not fresh:
+        conn.execute(q.DELETE_SEARCH, (workflow_id,))
+    conn.executemany(q.INSERT_SEARCH, [(workflow_id, v.field, v.text, v.number) for v in values])
 
 
 _OPEN = frozenset({"SCHEDULED", "LEASED", "BACKOFF"})

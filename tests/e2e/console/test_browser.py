@@ -17,6 +17,7 @@ from selenium.webdriver.support.ui import Select
 
 from tests.support.api import uid
 from tests.support.browser import (
+    assert_accessible,
     css,
     current_state,
     not_reloaded,
@@ -303,6 +304,29 @@ def test_the_runtime_page_refreshes_live(
     screenshot(browser, shots, "runtime")
 
 
+def test_the_runtime_page_shows_each_queues_flow_control(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    limits = {"queue": "e2e.flow-console", "maxLeased": 2, "rate": 4, "keyMaxLeased": 1}
+    answer = http.request(
+        "PUT",
+        "/api/v1/queues/e2e.flow-console/config",
+        json.dumps(limits),
+        {"Content-Type": "application/json"},
+    )
+    assert answer.status == 200, answer.body
+    open_page(browser, base_url, "/runtime")
+    row = wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "[data-flow-queue='e2e.flow-console']")
+    )[0]
+    cells = [c.text for c in row.find_elements(By.CSS_SELECTOR, "th, td")]
+    assert cells[0] == "e2e.flow-console"
+    assert cells[1] == "at most 2 leased, 4/s (burst 4), 1 per key"
+    assert cells[4] == "4", "a full bucket"
+    assert cells[7] == "none", "no closed key"
+    assert_accessible(browser, "runtime page with flow control")
+
+
 def test_the_keyboard_reaches_the_content_with_a_visible_focus(
     browser: webdriver.Chrome, base_url: str
 ) -> None:
@@ -342,3 +366,34 @@ def test_a_narrow_screen_needs_no_sideways_scrolling(
             assert overflow <= 1, (path, overflow)
     finally:
         browser.set_window_size(1280, 800)
+
+
+def test_a_delayed_start_from_the_form_shows_when_it_starts_and_is_cancelled(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    open_page(browser, base_url, "/definitions/review-loop")
+    css(browser, "#start-input")
+    workflow_id = uid("browser-delay")
+    browser.find_element(By.CSS_SELECTOR, "#start-id").send_keys(workflow_id)
+    browser.find_element(By.CSS_SELECTOR, "#start-delay").send_keys("soon")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    notice = css(browser, ".notice-error")
+    assert "not a duration" in notice.text
+    delay = browser.find_element(By.CSS_SELECTOR, "#start-delay")
+    delay.clear()
+    delay.send_keys("1h")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for(browser, lambda d: workflow_id in d.current_url)
+    starts = css(browser, "#start-time")
+    assert "delayed start" in starts.text
+    assert "has not started yet" in css(browser, "#actions-idle").text
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_WAITING" and got["revision"] == "1"
+    assert got["timers"][0]["after"] == "start_delay 3600s"
+    css(browser, "#cancel-button").click()
+    css(browser, "#confirm-cancel").click()
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Cancelled"
+    )
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_CANCELLED" and not got.get("timers")

@@ -100,7 +100,7 @@ def test_every_route_of_the_protos_answers_as_its_rpc_does(
         assert answer.status < 500, (route.rpc, path, answer.body)
         message = message_factory.GetMessageClass(route.method.input_type)()
         for field, value in values.items():
-            *parents, leaf = field.split(".")  # a nested path: schedule.name
+            *parents, leaf = field.split(".")  # a path variable may name a nested field
             target = message
             for parent in parents:
                 target = getattr(target, parent)
@@ -150,6 +150,8 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     _ok(http.get(f"{W}/{working}"), "GetWorkflow", seen)
     listed = _ok(http.get(W, definition="task-flow", pageSize=1000), "ListWorkflows", seen)
     assert working in {w["workflowId"] for w in listed["workflows"]}
+    counted = _ok(http.get(f"{W}:count", filter="definition = task-flow"), "CountWorkflows", seen)
+    assert int(counted["total"]) == len(listed["workflows"])
     _ok(http.get(f"{W}/{working}/diagnostics"), "GetWorkflowDiagnostics", seen)
     _ok(http.get("/api/v1/diagnostics"), "GetDiagnostics", seen)
     stream = http.events(f"{W}/{working}/watch")
@@ -183,6 +185,10 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     signalled = start("task-flow", route="cancel")
     answer = _ok(http.post(f"{W}/{signalled}/signal", {"event": "stop"}), "SignalWorkflow", seen)
     assert answer["accepted"] is True
+    body: dict[str, Any] = {"definition": "task-flow", "workflowId": uid(), "event": "stop"}
+    body["input"] = {"route": "cancel"}
+    both = _ok(http.post(f"{W}:signalWithStart", body), "SignalWithStartWorkflow", seen)
+    assert both["started"] is True and both["accepted"] is True
 
     cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"
@@ -215,6 +221,22 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     window = {"startTime": "2026-01-01T00:00:00Z", "endTime": "2026-01-01T03:00:00Z"}
     assert _ok(http.post(f"{S}/{sid}:backfill", window), "BackfillSchedule", seen)["fires"]
     _ok(http.request("DELETE", f"{S}/{sid}"), "DeleteSchedule", seen)
+    limits = {"queue": "e2e.http-limits", "maxLeased": 3, "rate": 5}
+    stored = _ok(
+        http.request(
+            "PUT",
+            "/api/v1/queues/e2e.http-limits/config",
+            json.dumps(limits),
+            {"Content-Type": "application/json"},
+        ),
+        "SetQueueConfig",
+        seen,
+    )
+    assert stored["config"]["maxLeased"] == 3
+    got = _ok(http.get("/api/v1/queues/e2e.http-limits/config"), "GetQueueConfig", seen)
+    assert got["config"]["rate"] == 5
+    queues = _ok(http.get("/api/v1/queues", keyCount=3), "ListQueues", seen)["queues"]
+    assert "e2e.http-limits" in [q["queue"] for q in queues]
 
     assert seen == EVERY_RPC, f"walk these RPCs too: {sorted(EVERY_RPC - seen)}"
 

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import math
+import os
+import subprocess
+import sys
 from collections import OrderedDict
 from typing import Any
 
@@ -83,3 +87,37 @@ def test_a_patch_names_moves_and_nulls_as_the_rfc_does() -> None:
     as_json = [json_format.MessageToDict(op) for op in ops]
     assert {"op": "move", "from": "/a", "path": "/b"} in as_json
     assert {"op": "add", "path": "/n", "value": None} in as_json
+
+
+PATCH_IN_A_FRESH_PROCESS = """
+import json, sys
+from google.protobuf import json_format
+from statewrightd.api.convert import context_patch_pb
+before, after = json.loads(sys.argv[1])
+print(json.dumps([json_format.MessageToDict(op) for op in context_patch_pb(before, after)]))
+"""
+
+
+def test_a_patch_is_the_same_whatever_the_key_order_and_the_process() -> None:
+    # PostgreSQL's jsonb gives keys back in its own order, a live step in the order the
+    # step wrote them, and each replica hashes strings with its own seed: a reader of
+    # history and a live watcher, on any replica, must see one patch.
+    keys = [f"k{n}" for n in range(12)]
+    before = {key: 0 for key in keys[:8]}
+    after = {key: 1 for key in reversed(keys[4:])}
+    patches = set()
+    for seed, (source, target) in enumerate(
+        [(before, after), (dict(reversed(before.items())), dict(reversed(after.items())))]
+    ):
+        answer = subprocess.run(
+            [sys.executable, "-c", PATCH_IN_A_FRESH_PROCESS, json.dumps([source, target])],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        patches.add(answer.stdout)
+    assert len(patches) == 1
+    patch = json.loads(patches.pop())
+    assert jsonpatch.apply_patch(before, patch) == after
+    assert [op["path"] for op in patch][:4] == ["/k0", "/k1", "/k2", "/k3"]  # removed, in order

@@ -339,7 +339,19 @@ TASK_ERROR_CASES = [
         {"queue": "q", "retry": {"non_retryable": "X"}},
         "states.a.task.retry.non_retryable",
     ),
+    ("priority a string", {"queue": "q", "priority": "'high'"}, "states.a.task.priority"),
+    ("priority out of range", {"queue": "q", "priority": 7}, "states.a.task.priority"),
+    ("priority not CEL", {"queue": "q", "priority": "1 +"}, "states.a.task.priority"),
+    ("key an int", {"queue": "q", "concurrency_key": "42"}, "states.a.task.concurrency_key"),
 ]
+
+
+def test_priority_and_concurrency_key_take_cel() -> None:
+    task = {"queue": "q", "priority": "context.approved ? 1 : 3", "concurrency_key": "'c-' + 'x'"}
+    _, problems = validate_source(json.dumps(_tasked(task)))
+    assert [p for p in problems if p.severity == "error"] == []
+    _, problems = validate_source(json.dumps(_tasked({"queue": "q", "priority": 2})))
+    assert [p for p in problems if p.severity == "error"] == []
 
 
 @pytest.mark.parametrize(

@@ -51,6 +51,9 @@ type Definition struct {
 	// Output only. The declared context fields, in declaration order: what a start's input
 	// may set, and what an instance's context holds before its first step.
 	ContextFields []*ContextField `protobuf:"bytes,12,rep,name=context_fields,json=contextFields,proto3" json:"context_fields,omitempty"`
+	// Output only. The declared search fields, in declaration order: what a ListWorkflows
+	// or CountWorkflows filter may name as `search.<name>`.
+	SearchFields  []*SearchField `protobuf:"bytes,13,rep,name=search_fields,json=searchFields,proto3" json:"search_fields,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -169,6 +172,88 @@ func (x *Definition) GetContextFields() []*ContextField {
 	return nil
 }
 
+func (x *Definition) GetSearchFields() []*SearchField {
+	if x != nil {
+		return x.SearchFields
+	}
+	return nil
+}
+
+// One declared search field of a definition: a value projected from each instance's
+// context at every save, which list filters compare.
+type SearchField struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The field's name; a filter names it `search.<name>`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Output only. The declared type: `keyword`, `text`, `int`, `number`, `bool`,
+	// `timestamp` or `keyword_list`.
+	Type string `protobuf:"bytes,2,opt,name=type,proto3" json:"type,omitempty"`
+	// Output only. The CEL expression whose value is projected.
+	Value string `protobuf:"bytes,3,opt,name=value,proto3" json:"value,omitempty"`
+	// Output only. The description declared in the source.
+	Description   string `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SearchField) Reset() {
+	*x = SearchField{}
+	mi := &file_statewright_v1_definition_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SearchField) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SearchField) ProtoMessage() {}
+
+func (x *SearchField) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_definition_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SearchField.ProtoReflect.Descriptor instead.
+func (*SearchField) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_definition_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *SearchField) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *SearchField) GetType() string {
+	if x != nil {
+		return x.Type
+	}
+	return ""
+}
+
+func (x *SearchField) GetValue() string {
+	if x != nil {
+		return x.Value
+	}
+	return ""
+}
+
+func (x *SearchField) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
 // One declared field of a definition's context.
 type ContextField struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -192,7 +277,7 @@ type ContextField struct {
 
 func (x *ContextField) Reset() {
 	*x = ContextField{}
-	mi := &file_statewright_v1_definition_proto_msgTypes[1]
+	mi := &file_statewright_v1_definition_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -204,7 +289,7 @@ func (x *ContextField) String() string {
 func (*ContextField) ProtoMessage() {}
 
 func (x *ContextField) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_definition_proto_msgTypes[1]
+	mi := &file_statewright_v1_definition_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -217,7 +302,7 @@ func (x *ContextField) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ContextField.ProtoReflect.Descriptor instead.
 func (*ContextField) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_definition_proto_rawDescGZIP(), []int{1}
+	return file_statewright_v1_definition_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ContextField) GetName() string {
@@ -259,7 +344,7 @@ var File_statewright_v1_definition_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_definition_proto_rawDesc = "" +
 	"\n" +
-	"\x1fstatewright/v1/definition.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x03\n" +
+	"\x1fstatewright/v1/definition.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x03\n" +
 	"\n" +
 	"Definition\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
@@ -278,7 +363,13 @@ const file_statewright_v1_definition_proto_rawDesc = "" +
 	"createTime\x12\x1f\n" +
 	"\vsource_name\x18\v \x01(\tR\n" +
 	"sourceName\x12C\n" +
-	"\x0econtext_fields\x18\f \x03(\v2\x1c.statewright.v1.ContextFieldR\rcontextFields\"\xa9\x01\n" +
+	"\x0econtext_fields\x18\f \x03(\v2\x1c.statewright.v1.ContextFieldR\rcontextFields\x12@\n" +
+	"\rsearch_fields\x18\r \x03(\v2\x1b.statewright.v1.SearchFieldR\fsearchFields\"m\n" +
+	"\vSearchField\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n" +
+	"\x05value\x18\x03 \x01(\tR\x05value\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\"\xa9\x01\n" +
 	"\fContextField\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n" +
@@ -299,22 +390,24 @@ func file_statewright_v1_definition_proto_rawDescGZIP() []byte {
 	return file_statewright_v1_definition_proto_rawDescData
 }
 
-var file_statewright_v1_definition_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_statewright_v1_definition_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_statewright_v1_definition_proto_goTypes = []any{
 	(*Definition)(nil),            // 0: statewright.v1.Definition
-	(*ContextField)(nil),          // 1: statewright.v1.ContextField
-	(*timestamppb.Timestamp)(nil), // 2: google.protobuf.Timestamp
-	(*structpb.Value)(nil),        // 3: google.protobuf.Value
+	(*SearchField)(nil),           // 1: statewright.v1.SearchField
+	(*ContextField)(nil),          // 2: statewright.v1.ContextField
+	(*timestamppb.Timestamp)(nil), // 3: google.protobuf.Timestamp
+	(*structpb.Value)(nil),        // 4: google.protobuf.Value
 }
 var file_statewright_v1_definition_proto_depIdxs = []int32{
-	2, // 0: statewright.v1.Definition.create_time:type_name -> google.protobuf.Timestamp
-	1, // 1: statewright.v1.Definition.context_fields:type_name -> statewright.v1.ContextField
-	3, // 2: statewright.v1.ContextField.default_value:type_name -> google.protobuf.Value
-	3, // [3:3] is the sub-list for method output_type
-	3, // [3:3] is the sub-list for method input_type
-	3, // [3:3] is the sub-list for extension type_name
-	3, // [3:3] is the sub-list for extension extendee
-	0, // [0:3] is the sub-list for field type_name
+	3, // 0: statewright.v1.Definition.create_time:type_name -> google.protobuf.Timestamp
+	2, // 1: statewright.v1.Definition.context_fields:type_name -> statewright.v1.ContextField
+	1, // 2: statewright.v1.Definition.search_fields:type_name -> statewright.v1.SearchField
+	4, // 3: statewright.v1.ContextField.default_value:type_name -> google.protobuf.Value
+	4, // [4:4] is the sub-list for method output_type
+	4, // [4:4] is the sub-list for method input_type
+	4, // [4:4] is the sub-list for extension type_name
+	4, // [4:4] is the sub-list for extension extendee
+	0, // [0:4] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_definition_proto_init() }
@@ -328,7 +421,7 @@ func file_statewright_v1_definition_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_definition_proto_rawDesc), len(file_statewright_v1_definition_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

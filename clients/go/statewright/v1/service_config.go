@@ -62,6 +62,10 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.WorkflowService",
           "method": "CancelWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "SignalWithStartWorkflow"
         }
       ],
       "timeout": "30s",
@@ -101,6 +105,18 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.TaskService",
           "method": "ListTasks"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "SetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "GetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "ListQueues"
         }
       ],
       "timeout": "10s",

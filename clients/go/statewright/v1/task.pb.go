@@ -192,9 +192,14 @@ type Task struct {
 	// Output only. Where the task is in its life.
 	Status TaskStatus `protobuf:"varint,13,opt,name=status,proto3,enum=statewright.v1.TaskStatus" json:"status,omitempty"`
 	// Output only. The instance's revision that scheduled it.
-	Revision      int64 `protobuf:"varint,14,opt,name=revision,proto3" json:"revision,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Revision int64 `protobuf:"varint,14,opt,name=revision,proto3" json:"revision,omitempty"`
+	// Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`.
+	Priority int32 `protobuf:"varint,15,opt,name=priority,proto3" json:"priority,omitempty"`
+	// Output only. The key the queue's per-key limits count it by (the state's
+	// `concurrency_key`); empty: none.
+	ConcurrencyKey string `protobuf:"bytes,16,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -325,6 +330,20 @@ func (x *Task) GetRevision() int64 {
 	return 0
 }
 
+func (x *Task) GetPriority() int32 {
+	if x != nil {
+		return x.Priority
+	}
+	return 0
+}
+
+func (x *Task) GetConcurrencyKey() string {
+	if x != nil {
+		return x.ConcurrencyKey
+	}
+	return ""
+}
+
 var File_statewright_v1_task_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_task_proto_rawDesc = "" +
@@ -333,7 +352,7 @@ const file_statewright_v1_task_proto_rawDesc = "" +
 	"\tTaskError\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xdd\x04\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xa2\x05\n" +
 	"\x04Task\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12\x14\n" +
@@ -351,7 +370,9 @@ const file_statewright_v1_task_proto_rawDesc = "" +
 	"\n" +
 	"last_error\x18\f \x01(\v2\x19.statewright.v1.TaskErrorR\tlastError\x122\n" +
 	"\x06status\x18\r \x01(\x0e2\x1a.statewright.v1.TaskStatusR\x06status\x12\x1a\n" +
-	"\brevision\x18\x0e \x01(\x03R\brevision*\xde\x01\n" +
+	"\brevision\x18\x0e \x01(\x03R\brevision\x12\x1a\n" +
+	"\bpriority\x18\x0f \x01(\x05R\bpriority\x12'\n" +
+	"\x0fconcurrency_key\x18\x10 \x01(\tR\x0econcurrencyKey*\xde\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +

@@ -418,7 +418,11 @@ type FailTaskRequest struct {
 	// Optional. Retry after this long instead of the policy's backoff.
 	RetryDelay *durationpb.Duration `protobuf:"bytes,5,opt,name=retry_delay,json=retryDelay,proto3" json:"retry_delay,omitempty"`
 	// Optional. Makes the call idempotent: a retry with the same id gets the original answer.
-	RequestId     string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,6,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Close the task's concurrency key on its queue until then: no task of that
+	// key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+	// Ignored for a task without a key; a later time than one already set extends it.
+	CloseKeyUntil *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=close_key_until,json=closeKeyUntil,proto3" json:"close_key_until,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -493,6 +497,13 @@ func (x *FailTaskRequest) GetRequestId() string {
 		return x.RequestId
 	}
 	return ""
+}
+
+func (x *FailTaskRequest) GetCloseKeyUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.CloseKeyUntil
+	}
+	return nil
 }
 
 // Response of FailTask.
@@ -779,6 +790,639 @@ func (x *ListTasksResponse) GetNextPageToken() string {
 	return ""
 }
 
+// A task queue's flow control. Every limit is shared by all replicas and applies when a
+// poll hands tasks out; zero means no limit.
+type QueueConfig struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The queue, `[a-z][a-z0-9-.]{0,62}`.
+	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// Optional. The most tasks of the queue leased at once, across every worker.
+	MaxLeased int32 `protobuf:"varint,2,opt,name=max_leased,json=maxLeased,proto3" json:"max_leased,omitempty"`
+	// Optional. Tasks handed out per second (a token bucket), at most 100,000.
+	Rate float64 `protobuf:"fixed64,3,opt,name=rate,proto3" json:"rate,omitempty"`
+	// Optional. The bucket's size: how many may go at once after a quiet spell. Zero means
+	// the rate rounded up (at least 1).
+	Burst int32 `protobuf:"varint,4,opt,name=burst,proto3" json:"burst,omitempty"`
+	// Optional. The most tasks leased at once for one concurrency key.
+	KeyMaxLeased int32 `protobuf:"varint,5,opt,name=key_max_leased,json=keyMaxLeased,proto3" json:"key_max_leased,omitempty"`
+	// Optional. Tasks handed out per second for one concurrency key.
+	KeyRate float64 `protobuf:"fixed64,6,opt,name=key_rate,json=keyRate,proto3" json:"key_rate,omitempty"`
+	// Optional. The bucket's size for one key; zero means key_rate rounded up (at least 1).
+	KeyBurst int32 `protobuf:"varint,7,opt,name=key_burst,json=keyBurst,proto3" json:"key_burst,omitempty"`
+	// Output only. When the config was last set.
+	UpdateTime    *timestamppb.Timestamp `protobuf:"bytes,8,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueConfig) Reset() {
+	*x = QueueConfig{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueConfig) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueConfig) ProtoMessage() {}
+
+func (x *QueueConfig) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueConfig.ProtoReflect.Descriptor instead.
+func (*QueueConfig) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *QueueConfig) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *QueueConfig) GetMaxLeased() int32 {
+	if x != nil {
+		return x.MaxLeased
+	}
+	return 0
+}
+
+func (x *QueueConfig) GetRate() float64 {
+	if x != nil {
+		return x.Rate
+	}
+	return 0
+}
+
+func (x *QueueConfig) GetBurst() int32 {
+	if x != nil {
+		return x.Burst
+	}
+	return 0
+}
+
+func (x *QueueConfig) GetKeyMaxLeased() int32 {
+	if x != nil {
+		return x.KeyMaxLeased
+	}
+	return 0
+}
+
+func (x *QueueConfig) GetKeyRate() float64 {
+	if x != nil {
+		return x.KeyRate
+	}
+	return 0
+}
+
+func (x *QueueConfig) GetKeyBurst() int32 {
+	if x != nil {
+		return x.KeyBurst
+	}
+	return 0
+}
+
+func (x *QueueConfig) GetUpdateTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.UpdateTime
+	}
+	return nil
+}
+
+// A concurrency key closed by a worker's FailTask (close_key_until).
+type ClosedKey struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The concurrency key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// No task of the key is handed out before this time.
+	ClosedUntil   *timestamppb.Timestamp `protobuf:"bytes,2,opt,name=closed_until,json=closedUntil,proto3" json:"closed_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ClosedKey) Reset() {
+	*x = ClosedKey{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ClosedKey) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ClosedKey) ProtoMessage() {}
+
+func (x *ClosedKey) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ClosedKey.ProtoReflect.Descriptor instead.
+func (*ClosedKey) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *ClosedKey) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *ClosedKey) GetClosedUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClosedUntil
+	}
+	return nil
+}
+
+// One concurrency key of a queue, as ListQueues counts it.
+type QueueKeyStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The concurrency key.
+	Key string `protobuf:"bytes,1,opt,name=key,proto3" json:"key,omitempty"`
+	// Its tasks ready and waiting for a worker.
+	Backlog int64 `protobuf:"varint,2,opt,name=backlog,proto3" json:"backlog,omitempty"`
+	// Its tasks leased now.
+	Leased int64 `protobuf:"varint,3,opt,name=leased,proto3" json:"leased,omitempty"`
+	// Set while the key is closed.
+	ClosedUntil   *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=closed_until,json=closedUntil,proto3" json:"closed_until,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueKeyStatus) Reset() {
+	*x = QueueKeyStatus{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueKeyStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueKeyStatus) ProtoMessage() {}
+
+func (x *QueueKeyStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueKeyStatus.ProtoReflect.Descriptor instead.
+func (*QueueKeyStatus) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *QueueKeyStatus) GetKey() string {
+	if x != nil {
+		return x.Key
+	}
+	return ""
+}
+
+func (x *QueueKeyStatus) GetBacklog() int64 {
+	if x != nil {
+		return x.Backlog
+	}
+	return 0
+}
+
+func (x *QueueKeyStatus) GetLeased() int64 {
+	if x != nil {
+		return x.Leased
+	}
+	return 0
+}
+
+func (x *QueueKeyStatus) GetClosedUntil() *timestamppb.Timestamp {
+	if x != nil {
+		return x.ClosedUntil
+	}
+	return nil
+}
+
+// A queue's health and limits.
+type QueueStatus struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queue.
+	Queue string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	// Its flow control; unset when it has none.
+	Config *QueueConfig `protobuf:"bytes,2,opt,name=config,proto3" json:"config,omitempty"`
+	// Tasks ready and waiting for a worker.
+	Backlog int64 `protobuf:"varint,3,opt,name=backlog,proto3" json:"backlog,omitempty"`
+	// Tasks leased now.
+	Leased int64 `protobuf:"varint,4,opt,name=leased,proto3" json:"leased,omitempty"`
+	// How long the oldest ready task has waited.
+	OldestWaiting *durationpb.Duration `protobuf:"bytes,5,opt,name=oldest_waiting,json=oldestWaiting,proto3" json:"oldest_waiting,omitempty"`
+	// Tokens in the queue's rate bucket now (with a rate).
+	Tokens float64 `protobuf:"fixed64,6,opt,name=tokens,proto3" json:"tokens,omitempty"`
+	// The keys with the most tasks waiting or leased, most first.
+	BusiestKeys []*QueueKeyStatus `protobuf:"bytes,7,rep,name=busiest_keys,json=busiestKeys,proto3" json:"busiest_keys,omitempty"`
+	// The keys closed now.
+	ClosedKeys    []*ClosedKey `protobuf:"bytes,8,rep,name=closed_keys,json=closedKeys,proto3" json:"closed_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *QueueStatus) Reset() {
+	*x = QueueStatus{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *QueueStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*QueueStatus) ProtoMessage() {}
+
+func (x *QueueStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use QueueStatus.ProtoReflect.Descriptor instead.
+func (*QueueStatus) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *QueueStatus) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+func (x *QueueStatus) GetConfig() *QueueConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *QueueStatus) GetBacklog() int64 {
+	if x != nil {
+		return x.Backlog
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetLeased() int64 {
+	if x != nil {
+		return x.Leased
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetOldestWaiting() *durationpb.Duration {
+	if x != nil {
+		return x.OldestWaiting
+	}
+	return nil
+}
+
+func (x *QueueStatus) GetTokens() float64 {
+	if x != nil {
+		return x.Tokens
+	}
+	return 0
+}
+
+func (x *QueueStatus) GetBusiestKeys() []*QueueKeyStatus {
+	if x != nil {
+		return x.BusiestKeys
+	}
+	return nil
+}
+
+func (x *QueueStatus) GetClosedKeys() []*ClosedKey {
+	if x != nil {
+		return x.ClosedKeys
+	}
+	return nil
+}
+
+// Request of SetQueueConfig.
+type SetQueueConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The config; its queue names the queue.
+	Config        *QueueConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQueueConfigRequest) Reset() {
+	*x = SetQueueConfigRequest{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQueueConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQueueConfigRequest) ProtoMessage() {}
+
+func (x *SetQueueConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQueueConfigRequest.ProtoReflect.Descriptor instead.
+func (*SetQueueConfigRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *SetQueueConfigRequest) GetConfig() *QueueConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+// Response of SetQueueConfig.
+type SetQueueConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The config as stored (unset when every limit was zero: the queue has none now).
+	Config        *QueueConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQueueConfigResponse) Reset() {
+	*x = SetQueueConfigResponse{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQueueConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQueueConfigResponse) ProtoMessage() {}
+
+func (x *SetQueueConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQueueConfigResponse.ProtoReflect.Descriptor instead.
+func (*SetQueueConfigResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *SetQueueConfigResponse) GetConfig() *QueueConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+// Request of GetQueueConfig.
+type GetQueueConfigRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The queue.
+	Queue         string `protobuf:"bytes,1,opt,name=queue,proto3" json:"queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQueueConfigRequest) Reset() {
+	*x = GetQueueConfigRequest{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQueueConfigRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQueueConfigRequest) ProtoMessage() {}
+
+func (x *GetQueueConfigRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQueueConfigRequest.ProtoReflect.Descriptor instead.
+func (*GetQueueConfigRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *GetQueueConfigRequest) GetQueue() string {
+	if x != nil {
+		return x.Queue
+	}
+	return ""
+}
+
+// Response of GetQueueConfig.
+type GetQueueConfigResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The config; unset when the queue has none (every task goes as soon as polled).
+	Config *QueueConfig `protobuf:"bytes,1,opt,name=config,proto3" json:"config,omitempty"`
+	// The keys closed now.
+	ClosedKeys    []*ClosedKey `protobuf:"bytes,2,rep,name=closed_keys,json=closedKeys,proto3" json:"closed_keys,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GetQueueConfigResponse) Reset() {
+	*x = GetQueueConfigResponse{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GetQueueConfigResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GetQueueConfigResponse) ProtoMessage() {}
+
+func (x *GetQueueConfigResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GetQueueConfigResponse.ProtoReflect.Descriptor instead.
+func (*GetQueueConfigResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *GetQueueConfigResponse) GetConfig() *QueueConfig {
+	if x != nil {
+		return x.Config
+	}
+	return nil
+}
+
+func (x *GetQueueConfigResponse) GetClosedKeys() []*ClosedKey {
+	if x != nil {
+		return x.ClosedKeys
+	}
+	return nil
+}
+
+// Request of ListQueues.
+type ListQueuesRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. How many of the busiest keys to show per queue, up to 100; zero means 5.
+	KeyCount      int32 `protobuf:"varint,1,opt,name=key_count,json=keyCount,proto3" json:"key_count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQueuesRequest) Reset() {
+	*x = ListQueuesRequest{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQueuesRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQueuesRequest) ProtoMessage() {}
+
+func (x *ListQueuesRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQueuesRequest.ProtoReflect.Descriptor instead.
+func (*ListQueuesRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListQueuesRequest) GetKeyCount() int32 {
+	if x != nil {
+		return x.KeyCount
+	}
+	return 0
+}
+
+// Response of ListQueues.
+type ListQueuesResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The queues, by name.
+	Queues        []*QueueStatus `protobuf:"bytes,1,rep,name=queues,proto3" json:"queues,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListQueuesResponse) Reset() {
+	*x = ListQueuesResponse{}
+	mi := &file_statewright_v1_task_service_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListQueuesResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListQueuesResponse) ProtoMessage() {}
+
+func (x *ListQueuesResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_task_service_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListQueuesResponse.ProtoReflect.Descriptor instead.
+func (*ListQueuesResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_task_service_proto_rawDescGZIP(), []int{21}
+}
+
+func (x *ListQueuesResponse) GetQueues() []*QueueStatus {
+	if x != nil {
+		return x.Queues
+	}
+	return nil
+}
+
 var File_statewright_v1_task_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_task_service_proto_rawDesc = "" +
@@ -809,7 +1453,7 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"request_id\x18\x04 \x01(\tR\trequestId\"v\n" +
 	"\x14CompleteTaskResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12(\n" +
-	"\x04task\x18\x02 \x01(\v2\x14.statewright.v1.TaskR\x04task\"\xf7\x01\n" +
+	"\x04task\x18\x02 \x01(\v2\x14.statewright.v1.TaskR\x04task\"\xbb\x02\n" +
 	"\x0fFailTaskRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
@@ -819,7 +1463,8 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"\vretry_delay\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\n" +
 	"retryDelay\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x06 \x01(\tR\trequestId\"r\n" +
+	"request_id\x18\x06 \x01(\tR\trequestId\x12B\n" +
+	"\x0fclose_key_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rcloseKeyUntil\"r\n" +
 	"\x10FailTaskResponse\x12(\n" +
 	"\x04task\x18\x01 \x01(\v2\x14.statewright.v1.TaskR\x04task\x124\n" +
 	"\bworkflow\x18\x02 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"$\n" +
@@ -836,14 +1481,61 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"page_token\x18\x05 \x01(\tR\tpageToken\"g\n" +
 	"\x11ListTasksResponse\x12*\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x14.statewright.v1.TaskR\x05tasks\x12&\n" +
-	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken2\x8f\x06\n" +
+	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x87\x02\n" +
+	"\vQueueConfig\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1d\n" +
+	"\n" +
+	"max_leased\x18\x02 \x01(\x05R\tmaxLeased\x12\x12\n" +
+	"\x04rate\x18\x03 \x01(\x01R\x04rate\x12\x14\n" +
+	"\x05burst\x18\x04 \x01(\x05R\x05burst\x12$\n" +
+	"\x0ekey_max_leased\x18\x05 \x01(\x05R\fkeyMaxLeased\x12\x19\n" +
+	"\bkey_rate\x18\x06 \x01(\x01R\akeyRate\x12\x1b\n" +
+	"\tkey_burst\x18\a \x01(\x05R\bkeyBurst\x12;\n" +
+	"\vupdate_time\x18\b \x01(\v2\x1a.google.protobuf.TimestampR\n" +
+	"updateTime\"\\\n" +
+	"\tClosedKey\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12=\n" +
+	"\fclosed_until\x18\x02 \x01(\v2\x1a.google.protobuf.TimestampR\vclosedUntil\"\x93\x01\n" +
+	"\x0eQueueKeyStatus\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x18\n" +
+	"\abacklog\x18\x02 \x01(\x03R\abacklog\x12\x16\n" +
+	"\x06leased\x18\x03 \x01(\x03R\x06leased\x12=\n" +
+	"\fclosed_until\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\vclosedUntil\"\xe3\x02\n" +
+	"\vQueueStatus\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\x123\n" +
+	"\x06config\x18\x02 \x01(\v2\x1b.statewright.v1.QueueConfigR\x06config\x12\x18\n" +
+	"\abacklog\x18\x03 \x01(\x03R\abacklog\x12\x16\n" +
+	"\x06leased\x18\x04 \x01(\x03R\x06leased\x12@\n" +
+	"\x0eoldest_waiting\x18\x05 \x01(\v2\x19.google.protobuf.DurationR\roldestWaiting\x12\x16\n" +
+	"\x06tokens\x18\x06 \x01(\x01R\x06tokens\x12A\n" +
+	"\fbusiest_keys\x18\a \x03(\v2\x1e.statewright.v1.QueueKeyStatusR\vbusiestKeys\x12:\n" +
+	"\vclosed_keys\x18\b \x03(\v2\x19.statewright.v1.ClosedKeyR\n" +
+	"closedKeys\"L\n" +
+	"\x15SetQueueConfigRequest\x123\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.statewright.v1.QueueConfigR\x06config\"M\n" +
+	"\x16SetQueueConfigResponse\x123\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.statewright.v1.QueueConfigR\x06config\"-\n" +
+	"\x15GetQueueConfigRequest\x12\x14\n" +
+	"\x05queue\x18\x01 \x01(\tR\x05queue\"\x89\x01\n" +
+	"\x16GetQueueConfigResponse\x123\n" +
+	"\x06config\x18\x01 \x01(\v2\x1b.statewright.v1.QueueConfigR\x06config\x12:\n" +
+	"\vclosed_keys\x18\x02 \x03(\v2\x19.statewright.v1.ClosedKeyR\n" +
+	"closedKeys\"0\n" +
+	"\x11ListQueuesRequest\x12\x1b\n" +
+	"\tkey_count\x18\x01 \x01(\x05R\bkeyCount\"I\n" +
+	"\x12ListQueuesResponse\x123\n" +
+	"\x06queues\x18\x01 \x03(\v2\x1b.statewright.v1.QueueStatusR\x06queues2\x9d\t\n" +
 	"\vTaskService\x12o\n" +
 	"\tPollTasks\x12 .statewright.v1.PollTasksRequest\x1a!.statewright.v1.PollTasksResponse\"\x1d\x82\xd3\xe4\x93\x02\x17:\x01*\"\x12/api/v1/tasks:poll\x12\x95\x01\n" +
 	"\rHeartbeatTask\x12$.statewright.v1.HeartbeatTaskRequest\x1a%.statewright.v1.HeartbeatTaskResponse\"7\x82\xd3\xe4\x93\x021:\x01*\",/api/v1/{name=workflows/*/tasks/*}/heartbeat\x12\x91\x01\n" +
 	"\fCompleteTask\x12#.statewright.v1.CompleteTaskRequest\x1a$.statewright.v1.CompleteTaskResponse\"6\x82\xd3\xe4\x93\x020:\x01*\"+/api/v1/{name=workflows/*/tasks/*}/complete\x12\x81\x01\n" +
 	"\bFailTask\x12\x1f.statewright.v1.FailTaskRequest\x1a .statewright.v1.FailTaskResponse\"2\x82\xd3\xe4\x93\x02,:\x01*\"'/api/v1/{name=workflows/*/tasks/*}/fail\x12v\n" +
 	"\aGetTask\x12\x1e.statewright.v1.GetTaskRequest\x1a\x1f.statewright.v1.GetTaskResponse\"*\x82\xd3\xe4\x93\x02$\x12\"/api/v1/{name=workflows/*/tasks/*}\x12g\n" +
-	"\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/tasksBs\n" +
+	"\tListTasks\x12 .statewright.v1.ListTasksRequest\x1a!.statewright.v1.ListTasksResponse\"\x15\x82\xd3\xe4\x93\x02\x0f\x12\r/api/v1/tasks\x12\x95\x01\n" +
+	"\x0eSetQueueConfig\x12%.statewright.v1.SetQueueConfigRequest\x1a&.statewright.v1.SetQueueConfigResponse\"4\x82\xd3\xe4\x93\x02.:\x06config\x1a$/api/v1/queues/{config.queue}/config\x12\x86\x01\n" +
+	"\x0eGetQueueConfig\x12%.statewright.v1.GetQueueConfigRequest\x1a&.statewright.v1.GetQueueConfigResponse\"%\x82\xd3\xe4\x93\x02\x1f\x12\x1d/api/v1/queues/{queue}/config\x12k\n" +
+	"\n" +
+	"ListQueues\x12!.statewright.v1.ListQueuesRequest\x1a\".statewright.v1.ListQueuesResponse\"\x16\x82\xd3\xe4\x93\x02\x10\x12\x0e/api/v1/queuesBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -858,60 +1550,89 @@ func file_statewright_v1_task_service_proto_rawDescGZIP() []byte {
 	return file_statewright_v1_task_service_proto_rawDescData
 }
 
-var file_statewright_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_statewright_v1_task_service_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_statewright_v1_task_service_proto_goTypes = []any{
-	(*PollTasksRequest)(nil),      // 0: statewright.v1.PollTasksRequest
-	(*PollTasksResponse)(nil),     // 1: statewright.v1.PollTasksResponse
-	(*HeartbeatTaskRequest)(nil),  // 2: statewright.v1.HeartbeatTaskRequest
-	(*HeartbeatTaskResponse)(nil), // 3: statewright.v1.HeartbeatTaskResponse
-	(*CompleteTaskRequest)(nil),   // 4: statewright.v1.CompleteTaskRequest
-	(*CompleteTaskResponse)(nil),  // 5: statewright.v1.CompleteTaskResponse
-	(*FailTaskRequest)(nil),       // 6: statewright.v1.FailTaskRequest
-	(*FailTaskResponse)(nil),      // 7: statewright.v1.FailTaskResponse
-	(*GetTaskRequest)(nil),        // 8: statewright.v1.GetTaskRequest
-	(*GetTaskResponse)(nil),       // 9: statewright.v1.GetTaskResponse
-	(*ListTasksRequest)(nil),      // 10: statewright.v1.ListTasksRequest
-	(*ListTasksResponse)(nil),     // 11: statewright.v1.ListTasksResponse
-	(*durationpb.Duration)(nil),   // 12: google.protobuf.Duration
-	(*Task)(nil),                  // 13: statewright.v1.Task
-	(*structpb.Struct)(nil),       // 14: google.protobuf.Struct
-	(*timestamppb.Timestamp)(nil), // 15: google.protobuf.Timestamp
-	(*Workflow)(nil),              // 16: statewright.v1.Workflow
-	(*TaskError)(nil),             // 17: statewright.v1.TaskError
-	(TaskStatus)(0),               // 18: statewright.v1.TaskStatus
+	(*PollTasksRequest)(nil),       // 0: statewright.v1.PollTasksRequest
+	(*PollTasksResponse)(nil),      // 1: statewright.v1.PollTasksResponse
+	(*HeartbeatTaskRequest)(nil),   // 2: statewright.v1.HeartbeatTaskRequest
+	(*HeartbeatTaskResponse)(nil),  // 3: statewright.v1.HeartbeatTaskResponse
+	(*CompleteTaskRequest)(nil),    // 4: statewright.v1.CompleteTaskRequest
+	(*CompleteTaskResponse)(nil),   // 5: statewright.v1.CompleteTaskResponse
+	(*FailTaskRequest)(nil),        // 6: statewright.v1.FailTaskRequest
+	(*FailTaskResponse)(nil),       // 7: statewright.v1.FailTaskResponse
+	(*GetTaskRequest)(nil),         // 8: statewright.v1.GetTaskRequest
+	(*GetTaskResponse)(nil),        // 9: statewright.v1.GetTaskResponse
+	(*ListTasksRequest)(nil),       // 10: statewright.v1.ListTasksRequest
+	(*ListTasksResponse)(nil),      // 11: statewright.v1.ListTasksResponse
+	(*QueueConfig)(nil),            // 12: statewright.v1.QueueConfig
+	(*ClosedKey)(nil),              // 13: statewright.v1.ClosedKey
+	(*QueueKeyStatus)(nil),         // 14: statewright.v1.QueueKeyStatus
+	(*QueueStatus)(nil),            // 15: statewright.v1.QueueStatus
+	(*SetQueueConfigRequest)(nil),  // 16: statewright.v1.SetQueueConfigRequest
+	(*SetQueueConfigResponse)(nil), // 17: statewright.v1.SetQueueConfigResponse
+	(*GetQueueConfigRequest)(nil),  // 18: statewright.v1.GetQueueConfigRequest
+	(*GetQueueConfigResponse)(nil), // 19: statewright.v1.GetQueueConfigResponse
+	(*ListQueuesRequest)(nil),      // 20: statewright.v1.ListQueuesRequest
+	(*ListQueuesResponse)(nil),     // 21: statewright.v1.ListQueuesResponse
+	(*durationpb.Duration)(nil),    // 22: google.protobuf.Duration
+	(*Task)(nil),                   // 23: statewright.v1.Task
+	(*structpb.Struct)(nil),        // 24: google.protobuf.Struct
+	(*timestamppb.Timestamp)(nil),  // 25: google.protobuf.Timestamp
+	(*Workflow)(nil),               // 26: statewright.v1.Workflow
+	(*TaskError)(nil),              // 27: statewright.v1.TaskError
+	(TaskStatus)(0),                // 28: statewright.v1.TaskStatus
 }
 var file_statewright_v1_task_service_proto_depIdxs = []int32{
-	12, // 0: statewright.v1.PollTasksRequest.wait:type_name -> google.protobuf.Duration
-	13, // 1: statewright.v1.PollTasksResponse.tasks:type_name -> statewright.v1.Task
-	14, // 2: statewright.v1.HeartbeatTaskRequest.details:type_name -> google.protobuf.Struct
-	15, // 3: statewright.v1.HeartbeatTaskResponse.lease_expire_time:type_name -> google.protobuf.Timestamp
-	14, // 4: statewright.v1.CompleteTaskRequest.result:type_name -> google.protobuf.Struct
-	16, // 5: statewright.v1.CompleteTaskResponse.workflow:type_name -> statewright.v1.Workflow
-	13, // 6: statewright.v1.CompleteTaskResponse.task:type_name -> statewright.v1.Task
-	17, // 7: statewright.v1.FailTaskRequest.error:type_name -> statewright.v1.TaskError
-	12, // 8: statewright.v1.FailTaskRequest.retry_delay:type_name -> google.protobuf.Duration
-	13, // 9: statewright.v1.FailTaskResponse.task:type_name -> statewright.v1.Task
-	16, // 10: statewright.v1.FailTaskResponse.workflow:type_name -> statewright.v1.Workflow
-	13, // 11: statewright.v1.GetTaskResponse.task:type_name -> statewright.v1.Task
-	18, // 12: statewright.v1.ListTasksRequest.status:type_name -> statewright.v1.TaskStatus
-	13, // 13: statewright.v1.ListTasksResponse.tasks:type_name -> statewright.v1.Task
-	0,  // 14: statewright.v1.TaskService.PollTasks:input_type -> statewright.v1.PollTasksRequest
-	2,  // 15: statewright.v1.TaskService.HeartbeatTask:input_type -> statewright.v1.HeartbeatTaskRequest
-	4,  // 16: statewright.v1.TaskService.CompleteTask:input_type -> statewright.v1.CompleteTaskRequest
-	6,  // 17: statewright.v1.TaskService.FailTask:input_type -> statewright.v1.FailTaskRequest
-	8,  // 18: statewright.v1.TaskService.GetTask:input_type -> statewright.v1.GetTaskRequest
-	10, // 19: statewright.v1.TaskService.ListTasks:input_type -> statewright.v1.ListTasksRequest
-	1,  // 20: statewright.v1.TaskService.PollTasks:output_type -> statewright.v1.PollTasksResponse
-	3,  // 21: statewright.v1.TaskService.HeartbeatTask:output_type -> statewright.v1.HeartbeatTaskResponse
-	5,  // 22: statewright.v1.TaskService.CompleteTask:output_type -> statewright.v1.CompleteTaskResponse
-	7,  // 23: statewright.v1.TaskService.FailTask:output_type -> statewright.v1.FailTaskResponse
-	9,  // 24: statewright.v1.TaskService.GetTask:output_type -> statewright.v1.GetTaskResponse
-	11, // 25: statewright.v1.TaskService.ListTasks:output_type -> statewright.v1.ListTasksResponse
-	20, // [20:26] is the sub-list for method output_type
-	14, // [14:20] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	22, // 0: statewright.v1.PollTasksRequest.wait:type_name -> google.protobuf.Duration
+	23, // 1: statewright.v1.PollTasksResponse.tasks:type_name -> statewright.v1.Task
+	24, // 2: statewright.v1.HeartbeatTaskRequest.details:type_name -> google.protobuf.Struct
+	25, // 3: statewright.v1.HeartbeatTaskResponse.lease_expire_time:type_name -> google.protobuf.Timestamp
+	24, // 4: statewright.v1.CompleteTaskRequest.result:type_name -> google.protobuf.Struct
+	26, // 5: statewright.v1.CompleteTaskResponse.workflow:type_name -> statewright.v1.Workflow
+	23, // 6: statewright.v1.CompleteTaskResponse.task:type_name -> statewright.v1.Task
+	27, // 7: statewright.v1.FailTaskRequest.error:type_name -> statewright.v1.TaskError
+	22, // 8: statewright.v1.FailTaskRequest.retry_delay:type_name -> google.protobuf.Duration
+	25, // 9: statewright.v1.FailTaskRequest.close_key_until:type_name -> google.protobuf.Timestamp
+	23, // 10: statewright.v1.FailTaskResponse.task:type_name -> statewright.v1.Task
+	26, // 11: statewright.v1.FailTaskResponse.workflow:type_name -> statewright.v1.Workflow
+	23, // 12: statewright.v1.GetTaskResponse.task:type_name -> statewright.v1.Task
+	28, // 13: statewright.v1.ListTasksRequest.status:type_name -> statewright.v1.TaskStatus
+	23, // 14: statewright.v1.ListTasksResponse.tasks:type_name -> statewright.v1.Task
+	25, // 15: statewright.v1.QueueConfig.update_time:type_name -> google.protobuf.Timestamp
+	25, // 16: statewright.v1.ClosedKey.closed_until:type_name -> google.protobuf.Timestamp
+	25, // 17: statewright.v1.QueueKeyStatus.closed_until:type_name -> google.protobuf.Timestamp
+	12, // 18: statewright.v1.QueueStatus.config:type_name -> statewright.v1.QueueConfig
+	22, // 19: statewright.v1.QueueStatus.oldest_waiting:type_name -> google.protobuf.Duration
+	14, // 20: statewright.v1.QueueStatus.busiest_keys:type_name -> statewright.v1.QueueKeyStatus
+	13, // 21: statewright.v1.QueueStatus.closed_keys:type_name -> statewright.v1.ClosedKey
+	12, // 22: statewright.v1.SetQueueConfigRequest.config:type_name -> statewright.v1.QueueConfig
+	12, // 23: statewright.v1.SetQueueConfigResponse.config:type_name -> statewright.v1.QueueConfig
+	12, // 24: statewright.v1.GetQueueConfigResponse.config:type_name -> statewright.v1.QueueConfig
+	13, // 25: statewright.v1.GetQueueConfigResponse.closed_keys:type_name -> statewright.v1.ClosedKey
+	15, // 26: statewright.v1.ListQueuesResponse.queues:type_name -> statewright.v1.QueueStatus
+	0,  // 27: statewright.v1.TaskService.PollTasks:input_type -> statewright.v1.PollTasksRequest
+	2,  // 28: statewright.v1.TaskService.HeartbeatTask:input_type -> statewright.v1.HeartbeatTaskRequest
+	4,  // 29: statewright.v1.TaskService.CompleteTask:input_type -> statewright.v1.CompleteTaskRequest
+	6,  // 30: statewright.v1.TaskService.FailTask:input_type -> statewright.v1.FailTaskRequest
+	8,  // 31: statewright.v1.TaskService.GetTask:input_type -> statewright.v1.GetTaskRequest
+	10, // 32: statewright.v1.TaskService.ListTasks:input_type -> statewright.v1.ListTasksRequest
+	16, // 33: statewright.v1.TaskService.SetQueueConfig:input_type -> statewright.v1.SetQueueConfigRequest
+	18, // 34: statewright.v1.TaskService.GetQueueConfig:input_type -> statewright.v1.GetQueueConfigRequest
+	20, // 35: statewright.v1.TaskService.ListQueues:input_type -> statewright.v1.ListQueuesRequest
+	1,  // 36: statewright.v1.TaskService.PollTasks:output_type -> statewright.v1.PollTasksResponse
+	3,  // 37: statewright.v1.TaskService.HeartbeatTask:output_type -> statewright.v1.HeartbeatTaskResponse
+	5,  // 38: statewright.v1.TaskService.CompleteTask:output_type -> statewright.v1.CompleteTaskResponse
+	7,  // 39: statewright.v1.TaskService.FailTask:output_type -> statewright.v1.FailTaskResponse
+	9,  // 40: statewright.v1.TaskService.GetTask:output_type -> statewright.v1.GetTaskResponse
+	11, // 41: statewright.v1.TaskService.ListTasks:output_type -> statewright.v1.ListTasksResponse
+	17, // 42: statewright.v1.TaskService.SetQueueConfig:output_type -> statewright.v1.SetQueueConfigResponse
+	19, // 43: statewright.v1.TaskService.GetQueueConfig:output_type -> statewright.v1.GetQueueConfigResponse
+	21, // 44: statewright.v1.TaskService.ListQueues:output_type -> statewright.v1.ListQueuesResponse
+	36, // [36:45] is the sub-list for method output_type
+	27, // [27:36] is the sub-list for method input_type
+	27, // [27:27] is the sub-list for extension type_name
+	27, // [27:27] is the sub-list for extension extendee
+	0,  // [0:27] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_task_service_proto_init() }
@@ -927,7 +1648,7 @@ func file_statewright_v1_task_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_task_service_proto_rawDesc), len(file_statewright_v1_task_service_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   12,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -19,12 +19,15 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	TaskService_PollTasks_FullMethodName     = "/statewright.v1.TaskService/PollTasks"
-	TaskService_HeartbeatTask_FullMethodName = "/statewright.v1.TaskService/HeartbeatTask"
-	TaskService_CompleteTask_FullMethodName  = "/statewright.v1.TaskService/CompleteTask"
-	TaskService_FailTask_FullMethodName      = "/statewright.v1.TaskService/FailTask"
-	TaskService_GetTask_FullMethodName       = "/statewright.v1.TaskService/GetTask"
-	TaskService_ListTasks_FullMethodName     = "/statewright.v1.TaskService/ListTasks"
+	TaskService_PollTasks_FullMethodName      = "/statewright.v1.TaskService/PollTasks"
+	TaskService_HeartbeatTask_FullMethodName  = "/statewright.v1.TaskService/HeartbeatTask"
+	TaskService_CompleteTask_FullMethodName   = "/statewright.v1.TaskService/CompleteTask"
+	TaskService_FailTask_FullMethodName       = "/statewright.v1.TaskService/FailTask"
+	TaskService_GetTask_FullMethodName        = "/statewright.v1.TaskService/GetTask"
+	TaskService_ListTasks_FullMethodName      = "/statewright.v1.TaskService/ListTasks"
+	TaskService_SetQueueConfig_FullMethodName = "/statewright.v1.TaskService/SetQueueConfig"
+	TaskService_GetQueueConfig_FullMethodName = "/statewright.v1.TaskService/GetQueueConfig"
+	TaskService_ListQueues_FullMethodName     = "/statewright.v1.TaskService/ListQueues"
 )
 
 // TaskServiceClient is the client API for TaskService service.
@@ -45,6 +48,13 @@ type TaskServiceClient interface {
 	GetTask(ctx context.Context, in *GetTaskRequest, opts ...grpc.CallOption) (*GetTaskResponse, error)
 	// Lists tasks, filtered and paged.
 	ListTasks(ctx context.Context, in *ListTasksRequest, opts ...grpc.CallOption) (*ListTasksResponse, error)
+	// Sets a queue's flow control (admin): limits every replica honours when it hands the
+	// queue's tasks out. A config whose limits are all zero removes them.
+	SetQueueConfig(ctx context.Context, in *SetQueueConfigRequest, opts ...grpc.CallOption) (*SetQueueConfigResponse, error)
+	// Reads a queue's flow control and the keys closed on it.
+	GetQueueConfig(ctx context.Context, in *GetQueueConfigRequest, opts ...grpc.CallOption) (*GetQueueConfigResponse, error)
+	// Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+	ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error)
 }
 
 type taskServiceClient struct {
@@ -115,6 +125,36 @@ func (c *taskServiceClient) ListTasks(ctx context.Context, in *ListTasksRequest,
 	return out, nil
 }
 
+func (c *taskServiceClient) SetQueueConfig(ctx context.Context, in *SetQueueConfigRequest, opts ...grpc.CallOption) (*SetQueueConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SetQueueConfigResponse)
+	err := c.cc.Invoke(ctx, TaskService_SetQueueConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) GetQueueConfig(ctx context.Context, in *GetQueueConfigRequest, opts ...grpc.CallOption) (*GetQueueConfigResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(GetQueueConfigResponse)
+	err := c.cc.Invoke(ctx, TaskService_GetQueueConfig_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *taskServiceClient) ListQueues(ctx context.Context, in *ListQueuesRequest, opts ...grpc.CallOption) (*ListQueuesResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ListQueuesResponse)
+	err := c.cc.Invoke(ctx, TaskService_ListQueues_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // TaskServiceServer is the server API for TaskService service.
 // All implementations must embed UnimplementedTaskServiceServer
 // for forward compatibility.
@@ -133,6 +173,13 @@ type TaskServiceServer interface {
 	GetTask(context.Context, *GetTaskRequest) (*GetTaskResponse, error)
 	// Lists tasks, filtered and paged.
 	ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error)
+	// Sets a queue's flow control (admin): limits every replica honours when it hands the
+	// queue's tasks out. A config whose limits are all zero removes them.
+	SetQueueConfig(context.Context, *SetQueueConfigRequest) (*SetQueueConfigResponse, error)
+	// Reads a queue's flow control and the keys closed on it.
+	GetQueueConfig(context.Context, *GetQueueConfigRequest) (*GetQueueConfigResponse, error)
+	// Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+	ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error)
 	mustEmbedUnimplementedTaskServiceServer()
 }
 
@@ -160,6 +207,15 @@ func (UnimplementedTaskServiceServer) GetTask(context.Context, *GetTaskRequest) 
 }
 func (UnimplementedTaskServiceServer) ListTasks(context.Context, *ListTasksRequest) (*ListTasksResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ListTasks not implemented")
+}
+func (UnimplementedTaskServiceServer) SetQueueConfig(context.Context, *SetQueueConfigRequest) (*SetQueueConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SetQueueConfig not implemented")
+}
+func (UnimplementedTaskServiceServer) GetQueueConfig(context.Context, *GetQueueConfigRequest) (*GetQueueConfigResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method GetQueueConfig not implemented")
+}
+func (UnimplementedTaskServiceServer) ListQueues(context.Context, *ListQueuesRequest) (*ListQueuesResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ListQueues not implemented")
 }
 func (UnimplementedTaskServiceServer) mustEmbedUnimplementedTaskServiceServer() {}
 func (UnimplementedTaskServiceServer) testEmbeddedByValue()                     {}
@@ -290,6 +346,60 @@ func _TaskService_ListTasks_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _TaskService_SetQueueConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SetQueueConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).SetQueueConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_SetQueueConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).SetQueueConfig(ctx, req.(*SetQueueConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_GetQueueConfig_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(GetQueueConfigRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).GetQueueConfig(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_GetQueueConfig_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).GetQueueConfig(ctx, req.(*GetQueueConfigRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _TaskService_ListQueues_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ListQueuesRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(TaskServiceServer).ListQueues(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: TaskService_ListQueues_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(TaskServiceServer).ListQueues(ctx, req.(*ListQueuesRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // TaskService_ServiceDesc is the grpc.ServiceDesc for TaskService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -320,6 +430,18 @@ var TaskService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ListTasks",
 			Handler:    _TaskService_ListTasks_Handler,
+		},
+		{
+			MethodName: "SetQueueConfig",
+			Handler:    _TaskService_SetQueueConfig_Handler,
+		},
+		{
+			MethodName: "GetQueueConfig",
+			Handler:    _TaskService_GetQueueConfig_Handler,
+		},
+		{
+			MethodName: "ListQueues",
+			Handler:    _TaskService_ListQueues_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

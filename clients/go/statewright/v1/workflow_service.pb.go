@@ -191,6 +191,60 @@ func (WatchEventType) EnumDescriptor() ([]byte, []int) {
 	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{2}
 }
 
+// What SignalWithStartWorkflow does when the instance exists and has finished.
+type IfFinishedPolicy int32
+
+const (
+	// Same as IF_FINISHED_POLICY_REFUSE.
+	IfFinishedPolicy_IF_FINISHED_POLICY_UNSPECIFIED IfFinishedPolicy = 0
+	// Answer FAILED_PRECONDITION (ALREADY_TERMINAL); nothing changes.
+	IfFinishedPolicy_IF_FINISHED_POLICY_REFUSE IfFinishedPolicy = 1
+	// Remove the finished instance (its history with it, as DeleteWorkflow does) and start
+	// a new one under the same workflow_id, with the event delivered.
+	IfFinishedPolicy_IF_FINISHED_POLICY_START_NEW IfFinishedPolicy = 2
+)
+
+// Enum value maps for IfFinishedPolicy.
+var (
+	IfFinishedPolicy_name = map[int32]string{
+		0: "IF_FINISHED_POLICY_UNSPECIFIED",
+		1: "IF_FINISHED_POLICY_REFUSE",
+		2: "IF_FINISHED_POLICY_START_NEW",
+	}
+	IfFinishedPolicy_value = map[string]int32{
+		"IF_FINISHED_POLICY_UNSPECIFIED": 0,
+		"IF_FINISHED_POLICY_REFUSE":      1,
+		"IF_FINISHED_POLICY_START_NEW":   2,
+	}
+)
+
+func (x IfFinishedPolicy) Enum() *IfFinishedPolicy {
+	p := new(IfFinishedPolicy)
+	*p = x
+	return p
+}
+
+func (x IfFinishedPolicy) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (IfFinishedPolicy) Descriptor() protoreflect.EnumDescriptor {
+	return file_statewright_v1_workflow_service_proto_enumTypes[3].Descriptor()
+}
+
+func (IfFinishedPolicy) Type() protoreflect.EnumType {
+	return &file_statewright_v1_workflow_service_proto_enumTypes[3]
+}
+
+func (x IfFinishedPolicy) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use IfFinishedPolicy.Descriptor instead.
+func (IfFinishedPolicy) EnumDescriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{3}
+}
+
 // Request of StartWorkflow.
 type StartWorkflowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -205,7 +259,12 @@ type StartWorkflowRequest struct {
 	// Optional. An idempotency key: a retry with the same key returns the original response.
 	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
 	// Optional. What to do when workflow_id already exists; FAIL by default.
-	IfExists      IfExistsPolicy `protobuf:"varint,6,opt,name=if_exists,json=ifExists,proto3,enum=statewright.v1.IfExistsPolicy" json:"if_exists,omitempty"`
+	IfExists IfExistsPolicy `protobuf:"varint,6,opt,name=if_exists,json=ifExists,proto3,enum=statewright.v1.IfExistsPolicy" json:"if_exists,omitempty"`
+	// Optional. Run the first step this long after the start, on a durable timer; zero or
+	// unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+	// with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+	// cancelled, and it is not resumed or signalled.
+	StartDelay    *durationpb.Duration `protobuf:"bytes,7,opt,name=start_delay,json=startDelay,proto3" json:"start_delay,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -280,6 +339,13 @@ func (x *StartWorkflowRequest) GetIfExists() IfExistsPolicy {
 		return x.IfExists
 	}
 	return IfExistsPolicy_IF_EXISTS_POLICY_UNSPECIFIED
+}
+
+func (x *StartWorkflowRequest) GetStartDelay() *durationpb.Duration {
+	if x != nil {
+		return x.StartDelay
+	}
+	return nil
 }
 
 // Response of StartWorkflow.
@@ -733,16 +799,26 @@ type ListWorkflowsRequest struct {
 	// Optional. The next_page_token of a previous response, to continue that listing.
 	PageToken string `protobuf:"bytes,4,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
 	// Optional. The order of the listing: `create_time desc` (newest first),
-	// `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-	// ties are broken by workflow id in the same direction. Empty lists by create time,
-	// oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+	// `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+	// search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
+	// or timestamp field; only instances with a value of it are listed); ties are broken by
+	// workflow id in the same direction. Empty lists by create time, oldest first. Any other
+	// value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
 	// A page token continues the order it was issued for, and instances created after it
 	// never shift a later page; under an update_time order, an instance that changes while
 	// the listing is read may move past the pages already read.
 	OrderBy string `protobuf:"bytes,5,opt,name=order_by,json=orderBy,proto3" json:"order_by,omitempty"`
 	// Optional. Only instances whose workflow id starts with this text (a workflow id's
 	// characters only).
-	IdPrefix      string `protobuf:"bytes,6,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
+	IdPrefix string `protobuf:"bytes,6,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
+	// Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
+	// "has": text containment, keyword-list membership) of `definition`, `version`,
+	// `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
+	// definition's search fields), combined with AND, OR, NOT and parentheses; for example
+	// `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+	// names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+	// metadata has the `position` and the `problem`). A page token is bound to its filter.
+	Filter        string `protobuf:"bytes,7,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -815,6 +891,13 @@ func (x *ListWorkflowsRequest) GetOrderBy() string {
 func (x *ListWorkflowsRequest) GetIdPrefix() string {
 	if x != nil {
 		return x.IdPrefix
+	}
+	return ""
+}
+
+func (x *ListWorkflowsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
 	}
 	return ""
 }
@@ -1850,11 +1933,371 @@ func (x *GetDefinitionResponse) GetDefinition() *Definition {
 	return nil
 }
 
+// Request of CountWorkflows.
+type CountWorkflowsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Optional. A filter, as ListWorkflowsRequest.filter takes it; empty counts every
+	// instance.
+	Filter        string `protobuf:"bytes,1,opt,name=filter,proto3" json:"filter,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountWorkflowsRequest) Reset() {
+	*x = CountWorkflowsRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[25]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountWorkflowsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountWorkflowsRequest) ProtoMessage() {}
+
+func (x *CountWorkflowsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[25]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountWorkflowsRequest.ProtoReflect.Descriptor instead.
+func (*CountWorkflowsRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{25}
+}
+
+func (x *CountWorkflowsRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
+	}
+	return ""
+}
+
+// Response of CountWorkflows.
+type CountWorkflowsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. How many instances match.
+	Total int64 `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	// Output only. How many of them are in each status (a status none is in is left out).
+	ByStatus      []*StatusCount `protobuf:"bytes,2,rep,name=by_status,json=byStatus,proto3" json:"by_status,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CountWorkflowsResponse) Reset() {
+	*x = CountWorkflowsResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[26]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CountWorkflowsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CountWorkflowsResponse) ProtoMessage() {}
+
+func (x *CountWorkflowsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[26]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CountWorkflowsResponse.ProtoReflect.Descriptor instead.
+func (*CountWorkflowsResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{26}
+}
+
+func (x *CountWorkflowsResponse) GetTotal() int64 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *CountWorkflowsResponse) GetByStatus() []*StatusCount {
+	if x != nil {
+		return x.ByStatus
+	}
+	return nil
+}
+
+// The instances of one status that a count found.
+type StatusCount struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The status.
+	Status WorkflowStatus `protobuf:"varint,1,opt,name=status,proto3,enum=statewright.v1.WorkflowStatus" json:"status,omitempty"`
+	// Output only. How many instances are in it.
+	Count         int64 `protobuf:"varint,2,opt,name=count,proto3" json:"count,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *StatusCount) Reset() {
+	*x = StatusCount{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[27]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *StatusCount) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*StatusCount) ProtoMessage() {}
+
+func (x *StatusCount) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[27]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use StatusCount.ProtoReflect.Descriptor instead.
+func (*StatusCount) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{27}
+}
+
+func (x *StatusCount) GetStatus() WorkflowStatus {
+	if x != nil {
+		return x.Status
+	}
+	return WorkflowStatus_WORKFLOW_STATUS_UNSPECIFIED
+}
+
+func (x *StatusCount) GetCount() int64 {
+	if x != nil {
+		return x.Count
+	}
+	return 0
+}
+
+// Request of SignalWithStartWorkflow.
+type SignalWithStartWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The name of the definition to start when the instance does not exist.
+	Definition string `protobuf:"bytes,1,opt,name=definition,proto3" json:"definition,omitempty"`
+	// Optional. The definition version to start; zero means the latest version.
+	Version int32 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	// Required. The instance's identifier: the one signalled, or started.
+	WorkflowId string `protobuf:"bytes,3,opt,name=workflow_id,json=workflowId,proto3" json:"workflow_id,omitempty"`
+	// Optional. Initial context values of a started instance; ignored when it exists.
+	Input *structpb.Struct `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
+	// Required. The event to deliver.
+	Event string `protobuf:"bytes,5,opt,name=event,proto3" json:"event,omitempty"`
+	// Optional. The event payload, visible to guards and actions as `event.payload`.
+	Payload *structpb.Struct `protobuf:"bytes,6,opt,name=payload,proto3" json:"payload,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. What to do when the instance exists and has finished; REFUSE by default.
+	IfFinished IfFinishedPolicy `protobuf:"varint,8,opt,name=if_finished,json=ifFinished,proto3,enum=statewright.v1.IfFinishedPolicy" json:"if_finished,omitempty"`
+	// Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+	// has not run yet, start it now with the event, in one step. Otherwise such an instance
+	// answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+	StartNow      bool `protobuf:"varint,9,opt,name=start_now,json=startNow,proto3" json:"start_now,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalWithStartWorkflowRequest) Reset() {
+	*x = SignalWithStartWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[28]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalWithStartWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalWithStartWorkflowRequest) ProtoMessage() {}
+
+func (x *SignalWithStartWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[28]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalWithStartWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*SignalWithStartWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{28}
+}
+
+func (x *SignalWithStartWorkflowRequest) GetDefinition() string {
+	if x != nil {
+		return x.Definition
+	}
+	return ""
+}
+
+func (x *SignalWithStartWorkflowRequest) GetVersion() int32 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *SignalWithStartWorkflowRequest) GetWorkflowId() string {
+	if x != nil {
+		return x.WorkflowId
+	}
+	return ""
+}
+
+func (x *SignalWithStartWorkflowRequest) GetInput() *structpb.Struct {
+	if x != nil {
+		return x.Input
+	}
+	return nil
+}
+
+func (x *SignalWithStartWorkflowRequest) GetEvent() string {
+	if x != nil {
+		return x.Event
+	}
+	return ""
+}
+
+func (x *SignalWithStartWorkflowRequest) GetPayload() *structpb.Struct {
+	if x != nil {
+		return x.Payload
+	}
+	return nil
+}
+
+func (x *SignalWithStartWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *SignalWithStartWorkflowRequest) GetIfFinished() IfFinishedPolicy {
+	if x != nil {
+		return x.IfFinished
+	}
+	return IfFinishedPolicy_IF_FINISHED_POLICY_UNSPECIFIED
+}
+
+func (x *SignalWithStartWorkflowRequest) GetStartNow() bool {
+	if x != nil {
+		return x.StartNow
+	}
+	return false
+}
+
+// Response of SignalWithStartWorkflow.
+type SignalWithStartWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the step, or as it is when not accepted.
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. True when this call created the instance (revision 1 carries the event).
+	Started bool `protobuf:"varint,2,opt,name=started,proto3" json:"started,omitempty"`
+	// Output only. True when the event was applied and durably saved.
+	Accepted bool `protobuf:"varint,3,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	// Output only. Why the event was not accepted; UNSPECIFIED when accepted.
+	Reason SignalRejection `protobuf:"varint,4,opt,name=reason,proto3,enum=statewright.v1.SignalRejection" json:"reason,omitempty"`
+	// Output only. The transitions of the step, in order (a started instance's first step,
+	// then the event's).
+	Transitions   []*Transition `protobuf:"bytes,5,rep,name=transitions,proto3" json:"transitions,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SignalWithStartWorkflowResponse) Reset() {
+	*x = SignalWithStartWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[29]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SignalWithStartWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SignalWithStartWorkflowResponse) ProtoMessage() {}
+
+func (x *SignalWithStartWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[29]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SignalWithStartWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*SignalWithStartWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{29}
+}
+
+func (x *SignalWithStartWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *SignalWithStartWorkflowResponse) GetStarted() bool {
+	if x != nil {
+		return x.Started
+	}
+	return false
+}
+
+func (x *SignalWithStartWorkflowResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *SignalWithStartWorkflowResponse) GetReason() SignalRejection {
+	if x != nil {
+		return x.Reason
+	}
+	return SignalRejection_SIGNAL_REJECTION_UNSPECIFIED
+}
+
+func (x *SignalWithStartWorkflowResponse) GetTransitions() []*Transition {
+	if x != nil {
+		return x.Transitions
+	}
+	return nil
+}
+
 var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
-	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xfc\x01\n" +
+	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xb8\x02\n" +
 	"\x14StartWorkflowRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -1865,7 +2308,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x05 \x01(\tR\trequestId\x12;\n" +
-	"\tif_exists\x18\x06 \x01(\x0e2\x1e.statewright.v1.IfExistsPolicyR\bifExists\"\xa5\x01\n" +
+	"\tif_exists\x18\x06 \x01(\x0e2\x1e.statewright.v1.IfExistsPolicyR\bifExists\x12:\n" +
+	"\vstart_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
+	"startDelay\"\xa5\x01\n" +
 	"\x15StartWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12<\n" +
 	"\vtransitions\x18\x02 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\x12\x18\n" +
@@ -1894,7 +2339,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x12GetWorkflowRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\"K\n" +
 	"\x13GetWorkflowResponse\x124\n" +
-	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xe2\x01\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"\xfa\x01\n" +
 	"\x14ListWorkflowsRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -1904,7 +2349,8 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
 	"page_token\x18\x04 \x01(\tR\tpageToken\x12\x19\n" +
 	"\border_by\x18\x05 \x01(\tR\aorderBy\x12\x1b\n" +
-	"\tid_prefix\x18\x06 \x01(\tR\bidPrefix\"w\n" +
+	"\tid_prefix\x18\x06 \x01(\tR\bidPrefix\x12\x16\n" +
+	"\x06filter\x18\a \x01(\tR\x06filter\"w\n" +
 	"\x15ListWorkflowsResponse\x126\n" +
 	"\tworkflows\x18\x01 \x03(\v2\x18.statewright.v1.WorkflowR\tworkflows\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x8f\x01\n" +
@@ -1979,7 +2425,36 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x15GetDefinitionResponse\x12:\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\v2\x1a.statewright.v1.DefinitionR\n" +
-	"definition*s\n" +
+	"definition\"/\n" +
+	"\x15CountWorkflowsRequest\x12\x16\n" +
+	"\x06filter\x18\x01 \x01(\tR\x06filter\"h\n" +
+	"\x16CountWorkflowsResponse\x12\x14\n" +
+	"\x05total\x18\x01 \x01(\x03R\x05total\x128\n" +
+	"\tby_status\x18\x02 \x03(\v2\x1b.statewright.v1.StatusCountR\bbyStatus\"[\n" +
+	"\vStatusCount\x126\n" +
+	"\x06status\x18\x01 \x01(\x0e2\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x14\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"\xf2\x02\n" +
+	"\x1eSignalWithStartWorkflowRequest\x12\x1e\n" +
+	"\n" +
+	"definition\x18\x01 \x01(\tR\n" +
+	"definition\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x05R\aversion\x12\x1f\n" +
+	"\vworkflow_id\x18\x03 \x01(\tR\n" +
+	"workflowId\x12-\n" +
+	"\x05input\x18\x04 \x01(\v2\x17.google.protobuf.StructR\x05input\x12\x14\n" +
+	"\x05event\x18\x05 \x01(\tR\x05event\x121\n" +
+	"\apayload\x18\x06 \x01(\v2\x17.google.protobuf.StructR\apayload\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\a \x01(\tR\trequestId\x12A\n" +
+	"\vif_finished\x18\b \x01(\x0e2 .statewright.v1.IfFinishedPolicyR\n" +
+	"ifFinished\x12\x1b\n" +
+	"\tstart_now\x18\t \x01(\bR\bstartNow\"\x84\x02\n" +
+	"\x1fSignalWithStartWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x18\n" +
+	"\astarted\x18\x02 \x01(\bR\astarted\x12\x1a\n" +
+	"\baccepted\x18\x03 \x01(\bR\baccepted\x127\n" +
+	"\x06reason\x18\x04 \x01(\x0e2\x1f.statewright.v1.SignalRejectionR\x06reason\x12<\n" +
+	"\vtransitions\x18\x05 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions*s\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
@@ -1993,7 +2468,11 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n" +
-	"\x15WATCH_EVENT_TYPE_STEP\x10\x022\x9c\r\n" +
+	"\x15WATCH_EVENT_TYPE_STEP\x10\x02*w\n" +
+	"\x10IfFinishedPolicy\x12\"\n" +
+	"\x1eIF_FINISHED_POLICY_UNSPECIFIED\x10\x00\x12\x1d\n" +
+	"\x19IF_FINISHED_POLICY_REFUSE\x10\x01\x12 \n" +
+	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x022\xca\x0f\n" +
 	"\x0fWorkflowService\x12z\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
@@ -2006,7 +2485,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eGetDiagnostics\x12%.statewright.v1.GetDiagnosticsRequest\x1a&.statewright.v1.GetDiagnosticsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/diagnostics\x12\xa7\x01\n" +
 	"\x16GetWorkflowDiagnostics\x12-.statewright.v1.GetWorkflowDiagnosticsRequest\x1a..statewright.v1.GetWorkflowDiagnosticsResponse\".\x82\xd3\xe4\x93\x02(\x12&/api/v1/{name=workflows/*}/diagnostics\x12\x7f\n" +
 	"\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a'.statewright.v1.ListDefinitionsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/definitions\x12\xad\x01\n" +
-	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02IZ\x1e\x12\x1c/api/v1/{name=definitions/*}\x12'/api/v1/{name=definitions/*/versions/*}Bs\n" +
+	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02IZ\x1e\x12\x1c/api/v1/{name=definitions/*}\x12'/api/v1/{name=definitions/*/versions/*}\x12\x80\x01\n" +
+	"\x0eCountWorkflows\x12%.statewright.v1.CountWorkflowsRequest\x1a&.statewright.v1.CountWorkflowsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/workflows:count\x12\xa8\x01\n" +
+	"\x17SignalWithStartWorkflow\x12..statewright.v1.SignalWithStartWorkflowRequest\x1a/.statewright.v1.SignalWithStartWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/workflows:signalWithStartBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -2021,118 +2502,137 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 	return file_statewright_v1_workflow_service_proto_rawDescData
 }
 
-var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 25)
+var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
-	(IfExistsPolicy)(0),                    // 0: statewright.v1.IfExistsPolicy
-	(SignalRejection)(0),                   // 1: statewright.v1.SignalRejection
-	(WatchEventType)(0),                    // 2: statewright.v1.WatchEventType
-	(*StartWorkflowRequest)(nil),           // 3: statewright.v1.StartWorkflowRequest
-	(*StartWorkflowResponse)(nil),          // 4: statewright.v1.StartWorkflowResponse
-	(*ResumeWorkflowRequest)(nil),          // 5: statewright.v1.ResumeWorkflowRequest
-	(*ResumeWorkflowResponse)(nil),         // 6: statewright.v1.ResumeWorkflowResponse
-	(*SignalWorkflowRequest)(nil),          // 7: statewright.v1.SignalWorkflowRequest
-	(*SignalWorkflowResponse)(nil),         // 8: statewright.v1.SignalWorkflowResponse
-	(*GetWorkflowRequest)(nil),             // 9: statewright.v1.GetWorkflowRequest
-	(*GetWorkflowResponse)(nil),            // 10: statewright.v1.GetWorkflowResponse
-	(*ListWorkflowsRequest)(nil),           // 11: statewright.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),          // 12: statewright.v1.ListWorkflowsResponse
-	(*CancelWorkflowRequest)(nil),          // 13: statewright.v1.CancelWorkflowRequest
-	(*CancelWorkflowResponse)(nil),         // 14: statewright.v1.CancelWorkflowResponse
-	(*DeleteWorkflowRequest)(nil),          // 15: statewright.v1.DeleteWorkflowRequest
-	(*DeleteWorkflowResponse)(nil),         // 16: statewright.v1.DeleteWorkflowResponse
-	(*WatchWorkflowRequest)(nil),           // 17: statewright.v1.WatchWorkflowRequest
-	(*WatchWorkflowResponse)(nil),          // 18: statewright.v1.WatchWorkflowResponse
-	(*ContextPatchOperation)(nil),          // 19: statewright.v1.ContextPatchOperation
-	(*GetDiagnosticsRequest)(nil),          // 20: statewright.v1.GetDiagnosticsRequest
-	(*GetDiagnosticsResponse)(nil),         // 21: statewright.v1.GetDiagnosticsResponse
-	(*GetWorkflowDiagnosticsRequest)(nil),  // 22: statewright.v1.GetWorkflowDiagnosticsRequest
-	(*GetWorkflowDiagnosticsResponse)(nil), // 23: statewright.v1.GetWorkflowDiagnosticsResponse
-	(*ListDefinitionsRequest)(nil),         // 24: statewright.v1.ListDefinitionsRequest
-	(*ListDefinitionsResponse)(nil),        // 25: statewright.v1.ListDefinitionsResponse
-	(*GetDefinitionRequest)(nil),           // 26: statewright.v1.GetDefinitionRequest
-	(*GetDefinitionResponse)(nil),          // 27: statewright.v1.GetDefinitionResponse
-	(*structpb.Struct)(nil),                // 28: google.protobuf.Struct
-	(*Workflow)(nil),                       // 29: statewright.v1.Workflow
-	(*Transition)(nil),                     // 30: statewright.v1.Transition
-	(WorkflowStatus)(0),                    // 31: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                 // 32: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),           // 33: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),           // 34: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),         // 35: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),             // 36: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                      // 37: statewright.v1.BuildInfo
-	(*durationpb.Duration)(nil),            // 38: google.protobuf.Duration
-	(*TimerDiagnostics)(nil),               // 39: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),           // 40: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),           // 41: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),            // 42: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                     // 43: statewright.v1.Definition
+	(IfExistsPolicy)(0),                     // 0: statewright.v1.IfExistsPolicy
+	(SignalRejection)(0),                    // 1: statewright.v1.SignalRejection
+	(WatchEventType)(0),                     // 2: statewright.v1.WatchEventType
+	(IfFinishedPolicy)(0),                   // 3: statewright.v1.IfFinishedPolicy
+	(*StartWorkflowRequest)(nil),            // 4: statewright.v1.StartWorkflowRequest
+	(*StartWorkflowResponse)(nil),           // 5: statewright.v1.StartWorkflowResponse
+	(*ResumeWorkflowRequest)(nil),           // 6: statewright.v1.ResumeWorkflowRequest
+	(*ResumeWorkflowResponse)(nil),          // 7: statewright.v1.ResumeWorkflowResponse
+	(*SignalWorkflowRequest)(nil),           // 8: statewright.v1.SignalWorkflowRequest
+	(*SignalWorkflowResponse)(nil),          // 9: statewright.v1.SignalWorkflowResponse
+	(*GetWorkflowRequest)(nil),              // 10: statewright.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),             // 11: statewright.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),            // 12: statewright.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),           // 13: statewright.v1.ListWorkflowsResponse
+	(*CancelWorkflowRequest)(nil),           // 14: statewright.v1.CancelWorkflowRequest
+	(*CancelWorkflowResponse)(nil),          // 15: statewright.v1.CancelWorkflowResponse
+	(*DeleteWorkflowRequest)(nil),           // 16: statewright.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),          // 17: statewright.v1.DeleteWorkflowResponse
+	(*WatchWorkflowRequest)(nil),            // 18: statewright.v1.WatchWorkflowRequest
+	(*WatchWorkflowResponse)(nil),           // 19: statewright.v1.WatchWorkflowResponse
+	(*ContextPatchOperation)(nil),           // 20: statewright.v1.ContextPatchOperation
+	(*GetDiagnosticsRequest)(nil),           // 21: statewright.v1.GetDiagnosticsRequest
+	(*GetDiagnosticsResponse)(nil),          // 22: statewright.v1.GetDiagnosticsResponse
+	(*GetWorkflowDiagnosticsRequest)(nil),   // 23: statewright.v1.GetWorkflowDiagnosticsRequest
+	(*GetWorkflowDiagnosticsResponse)(nil),  // 24: statewright.v1.GetWorkflowDiagnosticsResponse
+	(*ListDefinitionsRequest)(nil),          // 25: statewright.v1.ListDefinitionsRequest
+	(*ListDefinitionsResponse)(nil),         // 26: statewright.v1.ListDefinitionsResponse
+	(*GetDefinitionRequest)(nil),            // 27: statewright.v1.GetDefinitionRequest
+	(*GetDefinitionResponse)(nil),           // 28: statewright.v1.GetDefinitionResponse
+	(*CountWorkflowsRequest)(nil),           // 29: statewright.v1.CountWorkflowsRequest
+	(*CountWorkflowsResponse)(nil),          // 30: statewright.v1.CountWorkflowsResponse
+	(*StatusCount)(nil),                     // 31: statewright.v1.StatusCount
+	(*SignalWithStartWorkflowRequest)(nil),  // 32: statewright.v1.SignalWithStartWorkflowRequest
+	(*SignalWithStartWorkflowResponse)(nil), // 33: statewright.v1.SignalWithStartWorkflowResponse
+	(*structpb.Struct)(nil),                 // 34: google.protobuf.Struct
+	(*durationpb.Duration)(nil),             // 35: google.protobuf.Duration
+	(*Workflow)(nil),                        // 36: statewright.v1.Workflow
+	(*Transition)(nil),                      // 37: statewright.v1.Transition
+	(WorkflowStatus)(0),                     // 38: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                  // 39: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),            // 40: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),            // 41: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),          // 42: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),              // 43: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                       // 44: statewright.v1.BuildInfo
+	(*TimerDiagnostics)(nil),                // 45: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),            // 46: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),            // 47: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),             // 48: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                      // 49: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	28, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	34, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	29, // 2: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 3: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	28, // 4: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	29, // 5: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 6: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	28, // 7: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
-	1,  // 8: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	29, // 9: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	30, // 10: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	29, // 11: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	31, // 12: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	29, // 13: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	29, // 14: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	29, // 15: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	2,  // 16: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	30, // 17: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	29, // 18: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	28, // 19: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
-	19, // 20: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	32, // 21: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	33, // 22: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	34, // 23: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	35, // 24: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	36, // 25: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	37, // 26: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	38, // 27: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	39, // 28: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	40, // 29: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	41, // 30: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	42, // 31: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	43, // 32: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	43, // 33: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	3,  // 34: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	5,  // 35: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	7,  // 36: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	9,  // 37: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	11, // 38: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	13, // 39: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	15, // 40: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	17, // 41: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	20, // 42: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	22, // 43: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	24, // 44: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	26, // 45: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	4,  // 46: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	6,  // 47: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	8,  // 48: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	10, // 49: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	12, // 50: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	14, // 51: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	16, // 52: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	18, // 53: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	21, // 54: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	23, // 55: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	25, // 56: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	27, // 57: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	46, // [46:58] is the sub-list for method output_type
-	34, // [34:46] is the sub-list for method input_type
-	34, // [34:34] is the sub-list for extension type_name
-	34, // [34:34] is the sub-list for extension extendee
-	0,  // [0:34] is the sub-list for field type_name
+	35, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
+	36, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	37, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	34, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	36, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	37, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	34, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	1,  // 9: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
+	36, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	37, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	36, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	38, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	36, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	36, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	36, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	2,  // 17: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
+	37, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	36, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	20, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
+	39, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	40, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	41, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	42, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	43, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	44, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	35, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	45, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	46, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	47, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	48, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	49, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	49, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	31, // 35: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
+	38, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
+	34, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	34, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	3,  // 39: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
+	36, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	1,  // 41: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
+	37, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	4,  // 43: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	6,  // 44: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	8,  // 45: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	10, // 46: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	12, // 47: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	14, // 48: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	16, // 49: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	18, // 50: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	21, // 51: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	23, // 52: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	25, // 53: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	27, // 54: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	29, // 55: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
+	32, // 56: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
+	5,  // 57: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	7,  // 58: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	9,  // 59: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	11, // 60: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	13, // 61: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	15, // 62: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	17, // 63: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	19, // 64: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	22, // 65: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	24, // 66: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	26, // 67: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	28, // 68: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	30, // 69: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
+	33, // 70: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
+	57, // [57:71] is the sub-list for method output_type
+	43, // [43:57] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -2149,8 +2649,8 @@ func file_statewright_v1_workflow_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   25,
+			NumEnums:      4,
+			NumMessages:   30,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

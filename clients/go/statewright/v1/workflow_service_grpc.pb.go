@@ -19,18 +19,20 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	WorkflowService_StartWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/StartWorkflow"
-	WorkflowService_ResumeWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/ResumeWorkflow"
-	WorkflowService_SignalWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/SignalWorkflow"
-	WorkflowService_GetWorkflow_FullMethodName            = "/statewright.v1.WorkflowService/GetWorkflow"
-	WorkflowService_ListWorkflows_FullMethodName          = "/statewright.v1.WorkflowService/ListWorkflows"
-	WorkflowService_CancelWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/CancelWorkflow"
-	WorkflowService_DeleteWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/DeleteWorkflow"
-	WorkflowService_WatchWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/WatchWorkflow"
-	WorkflowService_GetDiagnostics_FullMethodName         = "/statewright.v1.WorkflowService/GetDiagnostics"
-	WorkflowService_GetWorkflowDiagnostics_FullMethodName = "/statewright.v1.WorkflowService/GetWorkflowDiagnostics"
-	WorkflowService_ListDefinitions_FullMethodName        = "/statewright.v1.WorkflowService/ListDefinitions"
-	WorkflowService_GetDefinition_FullMethodName          = "/statewright.v1.WorkflowService/GetDefinition"
+	WorkflowService_StartWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/StartWorkflow"
+	WorkflowService_ResumeWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/ResumeWorkflow"
+	WorkflowService_SignalWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/SignalWorkflow"
+	WorkflowService_GetWorkflow_FullMethodName             = "/statewright.v1.WorkflowService/GetWorkflow"
+	WorkflowService_ListWorkflows_FullMethodName           = "/statewright.v1.WorkflowService/ListWorkflows"
+	WorkflowService_CancelWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/CancelWorkflow"
+	WorkflowService_DeleteWorkflow_FullMethodName          = "/statewright.v1.WorkflowService/DeleteWorkflow"
+	WorkflowService_WatchWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/WatchWorkflow"
+	WorkflowService_GetDiagnostics_FullMethodName          = "/statewright.v1.WorkflowService/GetDiagnostics"
+	WorkflowService_GetWorkflowDiagnostics_FullMethodName  = "/statewright.v1.WorkflowService/GetWorkflowDiagnostics"
+	WorkflowService_ListDefinitions_FullMethodName         = "/statewright.v1.WorkflowService/ListDefinitions"
+	WorkflowService_GetDefinition_FullMethodName           = "/statewright.v1.WorkflowService/GetDefinition"
+	WorkflowService_CountWorkflows_FullMethodName          = "/statewright.v1.WorkflowService/CountWorkflows"
+	WorkflowService_SignalWithStartWorkflow_FullMethodName = "/statewright.v1.WorkflowService/SignalWithStartWorkflow"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -65,6 +67,11 @@ type WorkflowServiceClient interface {
 	ListDefinitions(ctx context.Context, in *ListDefinitionsRequest, opts ...grpc.CallOption) (*ListDefinitionsResponse, error)
 	// Reads one definition version, with its source and a Mermaid graph.
 	GetDefinition(ctx context.Context, in *GetDefinitionRequest, opts ...grpc.CallOption) (*GetDefinitionResponse, error)
+	// Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+	CountWorkflows(ctx context.Context, in *CountWorkflowsRequest, opts ...grpc.CallOption) (*CountWorkflowsResponse, error)
+	// Starts the instance if it does not exist and delivers an event to it, in one saved
+	// step; delivers the event as SignalWorkflow does when it exists.
+	SignalWithStartWorkflow(ctx context.Context, in *SignalWithStartWorkflowRequest, opts ...grpc.CallOption) (*SignalWithStartWorkflowResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -204,6 +211,26 @@ func (c *workflowServiceClient) GetDefinition(ctx context.Context, in *GetDefini
 	return out, nil
 }
 
+func (c *workflowServiceClient) CountWorkflows(ctx context.Context, in *CountWorkflowsRequest, opts ...grpc.CallOption) (*CountWorkflowsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(CountWorkflowsResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_CountWorkflows_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workflowServiceClient) SignalWithStartWorkflow(ctx context.Context, in *SignalWithStartWorkflowRequest, opts ...grpc.CallOption) (*SignalWithStartWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SignalWithStartWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_SignalWithStartWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -236,6 +263,11 @@ type WorkflowServiceServer interface {
 	ListDefinitions(context.Context, *ListDefinitionsRequest) (*ListDefinitionsResponse, error)
 	// Reads one definition version, with its source and a Mermaid graph.
 	GetDefinition(context.Context, *GetDefinitionRequest) (*GetDefinitionResponse, error)
+	// Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+	CountWorkflows(context.Context, *CountWorkflowsRequest) (*CountWorkflowsResponse, error)
+	// Starts the instance if it does not exist and delivers an event to it, in one saved
+	// step; delivers the event as SignalWorkflow does when it exists.
+	SignalWithStartWorkflow(context.Context, *SignalWithStartWorkflowRequest) (*SignalWithStartWorkflowResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -281,6 +313,12 @@ func (UnimplementedWorkflowServiceServer) ListDefinitions(context.Context, *List
 }
 func (UnimplementedWorkflowServiceServer) GetDefinition(context.Context, *GetDefinitionRequest) (*GetDefinitionResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method GetDefinition not implemented")
+}
+func (UnimplementedWorkflowServiceServer) CountWorkflows(context.Context, *CountWorkflowsRequest) (*CountWorkflowsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method CountWorkflows not implemented")
+}
+func (UnimplementedWorkflowServiceServer) SignalWithStartWorkflow(context.Context, *SignalWithStartWorkflowRequest) (*SignalWithStartWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SignalWithStartWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -512,6 +550,42 @@ func _WorkflowService_GetDefinition_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_CountWorkflows_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(CountWorkflowsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).CountWorkflows(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_CountWorkflows_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).CountWorkflows(ctx, req.(*CountWorkflowsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkflowService_SignalWithStartWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SignalWithStartWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).SignalWithStartWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_SignalWithStartWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).SignalWithStartWorkflow(ctx, req.(*SignalWithStartWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -562,6 +636,14 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "GetDefinition",
 			Handler:    _WorkflowService_GetDefinition_Handler,
+		},
+		{
+			MethodName: "CountWorkflows",
+			Handler:    _WorkflowService_CountWorkflows_Handler,
+		},
+		{
+			MethodName: "SignalWithStartWorkflow",
+			Handler:    _WorkflowService_SignalWithStartWorkflow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -26,7 +26,7 @@ from google.protobuf import struct_pb2 as google_dot_protobuf_dot_struct__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fstatewright/v1/definition.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\x99\x03\n\nDefinition\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n\ndefinition\x18\x02 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x03 \x01(\x05R\x07version\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x16\n\x06source\x18\x05 \x01(\tR\x06source\x12\x16\n\x06\x64igest\x18\x06 \x01(\tR\x06\x64igest\x12\x18\n\x07mermaid\x18\x07 \x01(\tR\x07mermaid\x12\x16\n\x06states\x18\x08 \x03(\tR\x06states\x12\x16\n\x06\x65vents\x18\t \x03(\tR\x06\x65vents\x12;\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x1f\n\x0bsource_name\x18\x0b \x01(\tR\nsourceName\x12\x43\n\x0e\x63ontext_fields\x18\x0c \x03(\x0b\x32\x1c.statewright.v1.ContextFieldR\rcontextFields\"\xa9\x01\n\x0c\x43ontextField\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n\x07reducer\x18\x03 \x01(\tR\x07reducer\x12;\n\rdefault_value\x18\x04 \x01(\x0b\x32\x16.google.protobuf.ValueR\x0c\x64\x65\x66\x61ultValue\x12\x1a\n\x08nullable\x18\x05 \x01(\x08R\x08nullableBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fstatewright/v1/definition.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdb\x03\n\nDefinition\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n\ndefinition\x18\x02 \x01(\tR\ndefinition\x12\x18\n\x07version\x18\x03 \x01(\x05R\x07version\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\x12\x16\n\x06source\x18\x05 \x01(\tR\x06source\x12\x16\n\x06\x64igest\x18\x06 \x01(\tR\x06\x64igest\x12\x18\n\x07mermaid\x18\x07 \x01(\tR\x07mermaid\x12\x16\n\x06states\x18\x08 \x03(\tR\x06states\x12\x16\n\x06\x65vents\x18\t \x03(\tR\x06\x65vents\x12;\n\x0b\x63reate_time\x18\n \x01(\x0b\x32\x1a.google.protobuf.TimestampR\ncreateTime\x12\x1f\n\x0bsource_name\x18\x0b \x01(\tR\nsourceName\x12\x43\n\x0e\x63ontext_fields\x18\x0c \x03(\x0b\x32\x1c.statewright.v1.ContextFieldR\rcontextFields\x12@\n\rsearch_fields\x18\r \x03(\x0b\x32\x1b.statewright.v1.SearchFieldR\x0csearchFields\"m\n\x0bSearchField\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04type\x18\x02 \x01(\tR\x04type\x12\x14\n\x05value\x18\x03 \x01(\tR\x05value\x12 \n\x0b\x64\x65scription\x18\x04 \x01(\tR\x0b\x64\x65scription\"\xa9\x01\n\x0c\x43ontextField\x12\x12\n\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n\x04type\x18\x02 \x01(\tR\x04type\x12\x18\n\x07reducer\x18\x03 \x01(\tR\x07reducer\x12;\n\rdefault_value\x18\x04 \x01(\x0b\x32\x16.google.protobuf.ValueR\x0c\x64\x65\x66\x61ultValue\x12\x1a\n\x08nullable\x18\x05 \x01(\x08R\x08nullableBs\n\x12\x64\x65v.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,7 +35,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
   _globals['DESCRIPTOR']._serialized_options = b'\n\022dev.statewright.v1P\001ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\252\002\016Statewright.V1'
   _globals['_DEFINITION']._serialized_start=115
-  _globals['_DEFINITION']._serialized_end=524
-  _globals['_CONTEXTFIELD']._serialized_start=527
-  _globals['_CONTEXTFIELD']._serialized_end=696
+  _globals['_DEFINITION']._serialized_end=590
+  _globals['_SEARCHFIELD']._serialized_start=592
+  _globals['_SEARCHFIELD']._serialized_end=701
+  _globals['_CONTEXTFIELD']._serialized_start=704
+  _globals['_CONTEXTFIELD']._serialized_end=873
 # @@protoc_insertion_point(module_scope)

@@ -38,6 +38,7 @@ class Definition(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     SOURCE_NAME_FIELD_NUMBER: _builtins.int
     CONTEXT_FIELDS_FIELD_NUMBER: _builtins.int
+    SEARCH_FIELDS_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `definitions/{definition}/versions/{version}`."""
     definition: _builtins.str
@@ -72,6 +73,12 @@ class Definition(_message.Message):
         may set, and what an instance's context holds before its first step.
         """
 
+    @_builtins.property
+    def search_fields(self) -> _containers.RepeatedCompositeFieldContainer[Global___SearchField]:
+        """Output only. The declared search fields, in declaration order: what a ListWorkflows
+        or CountWorkflows filter may name as `search.<name>`.
+        """
+
     def __init__(
         self,
         *,
@@ -87,14 +94,53 @@ class Definition(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         source_name: _builtins.str = ...,
         context_fields: _abc.Iterable[Global___ContextField] | None = ...,
+        search_fields: _abc.Iterable[Global___SearchField] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_fields", b"context_fields", "create_time", b"create_time", "definition", b"definition", "description", b"description", "digest", b"digest", "events", b"events", "mermaid", b"mermaid", "name", b"name", "source", b"source", "source_name", b"source_name", "states", b"states", "version", b"version"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_fields", b"context_fields", "create_time", b"create_time", "definition", b"definition", "description", b"description", "digest", b"digest", "events", b"events", "mermaid", b"mermaid", "name", b"name", "search_fields", b"search_fields", "source", b"source", "source_name", b"source_name", "states", b"states", "version", b"version"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Definition: _TypeAlias = Definition  # noqa: Y015
+
+@_typing.final
+class SearchField(_message.Message):
+    """One declared search field of a definition: a value projected from each instance's
+    context at every save, which list filters compare.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TYPE_FIELD_NUMBER: _builtins.int
+    VALUE_FIELD_NUMBER: _builtins.int
+    DESCRIPTION_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Output only. The field's name; a filter names it `search.<name>`."""
+    type: _builtins.str
+    """Output only. The declared type: `keyword`, `text`, `int`, `number`, `bool`,
+    `timestamp` or `keyword_list`.
+    """
+    value: _builtins.str
+    """Output only. The CEL expression whose value is projected."""
+    description: _builtins.str
+    """Output only. The description declared in the source."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        type: _builtins.str = ...,
+        value: _builtins.str = ...,
+        description: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["description", b"description", "name", b"name", "type", b"type", "value", b"value"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SearchField: _TypeAlias = SearchField  # noqa: Y015
 
 @_typing.final
 class ContextField(_message.Message):

@@ -117,6 +117,8 @@ class Task(_message.Message):
     LAST_ERROR_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     REVISION_FIELD_NUMBER: _builtins.int
+    PRIORITY_FIELD_NUMBER: _builtins.int
+    CONCURRENCY_KEY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}/tasks/{task_id}`."""
     workflow: _builtins.str
@@ -135,6 +137,12 @@ class Task(_message.Message):
     """Output only. Where the task is in its life."""
     revision: _builtins.int
     """Output only. The instance's revision that scheduled it."""
+    priority: _builtins.int
+    """Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`."""
+    concurrency_key: _builtins.str
+    """Output only. The key the queue's per-key limits count it by (the state's
+    `concurrency_key`); empty: none.
+    """
     @_builtins.property
     def input(self) -> _struct_pb2.Struct:
         """Output only. What the state's `input` expression gave, for the worker."""
@@ -176,10 +184,12 @@ class Task(_message.Message):
         last_error: Global___TaskError | None = ...,
         status: Global___TaskStatus.ValueType = ...,
         revision: _builtins.int = ...,
+        priority: _builtins.int = ...,
+        concurrency_key: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "schedule_time", b"schedule_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "lease_token", b"lease_token", "name", b"name", "queue", b"queue", "revision", b"revision", "schedule_time", b"schedule_time", "state", b"state", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "concurrency_key", b"concurrency_key", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "lease_token", b"lease_token", "name", b"name", "priority", b"priority", "queue", b"queue", "revision", b"revision", "schedule_time", b"schedule_time", "state", b"state", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -231,6 +231,7 @@ class FailTaskRequest(_message.Message):
     NON_RETRYABLE_FIELD_NUMBER: _builtins.int
     RETRY_DELAY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    CLOSE_KEY_UNTIL_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Required. The task's resource name, `workflows/{workflow_id}/tasks/{task_id}`."""
     lease_token: _builtins.str
@@ -247,6 +248,13 @@ class FailTaskRequest(_message.Message):
     def retry_delay(self) -> _duration_pb2.Duration:
         """Optional. Retry after this long instead of the policy's backoff."""
 
+    @_builtins.property
+    def close_key_until(self) -> _timestamp_pb2.Timestamp:
+        """Optional. Close the task's concurrency key on its queue until then: no task of that
+        key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+        Ignored for a task without a key; a later time than one already set extends it.
+        """
+
     def __init__(
         self,
         *,
@@ -256,10 +264,11 @@ class FailTaskRequest(_message.Message):
         non_retryable: _builtins.bool = ...,
         retry_delay: _duration_pb2.Duration | None = ...,
         request_id: _builtins.str = ...,
+        close_key_until: _timestamp_pb2.Timestamp | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "retry_delay", b"retry_delay"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["close_key_until", b"close_key_until", "error", b"error", "retry_delay", b"retry_delay"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["error", b"error", "lease_token", b"lease_token", "name", b"name", "non_retryable", b"non_retryable", "request_id", b"request_id", "retry_delay", b"retry_delay"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_key_until", b"close_key_until", "error", b"error", "lease_token", b"lease_token", "name", b"name", "non_retryable", b"non_retryable", "request_id", b"request_id", "retry_delay", b"retry_delay"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -406,3 +415,327 @@ class ListTasksResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListTasksResponse: _TypeAlias = ListTasksResponse  # noqa: Y015
+
+@_typing.final
+class QueueConfig(_message.Message):
+    """A task queue's flow control. Every limit is shared by all replicas and applies when a
+    poll hands tasks out; zero means no limit.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    MAX_LEASED_FIELD_NUMBER: _builtins.int
+    RATE_FIELD_NUMBER: _builtins.int
+    BURST_FIELD_NUMBER: _builtins.int
+    KEY_MAX_LEASED_FIELD_NUMBER: _builtins.int
+    KEY_RATE_FIELD_NUMBER: _builtins.int
+    KEY_BURST_FIELD_NUMBER: _builtins.int
+    UPDATE_TIME_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """Required. The queue, `[a-z][a-z0-9-.]{0,62}`."""
+    max_leased: _builtins.int
+    """Optional. The most tasks of the queue leased at once, across every worker."""
+    rate: _builtins.float
+    """Optional. Tasks handed out per second (a token bucket), at most 100,000."""
+    burst: _builtins.int
+    """Optional. The bucket's size: how many may go at once after a quiet spell. Zero means
+    the rate rounded up (at least 1).
+    """
+    key_max_leased: _builtins.int
+    """Optional. The most tasks leased at once for one concurrency key."""
+    key_rate: _builtins.float
+    """Optional. Tasks handed out per second for one concurrency key."""
+    key_burst: _builtins.int
+    """Optional. The bucket's size for one key; zero means key_rate rounded up (at least 1)."""
+    @_builtins.property
+    def update_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the config was last set."""
+
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+        max_leased: _builtins.int = ...,
+        rate: _builtins.float = ...,
+        burst: _builtins.int = ...,
+        key_max_leased: _builtins.int = ...,
+        key_rate: _builtins.float = ...,
+        key_burst: _builtins.int = ...,
+        update_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["update_time", b"update_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["burst", b"burst", "key_burst", b"key_burst", "key_max_leased", b"key_max_leased", "key_rate", b"key_rate", "max_leased", b"max_leased", "queue", b"queue", "rate", b"rate", "update_time", b"update_time"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueConfig: _TypeAlias = QueueConfig  # noqa: Y015
+
+@_typing.final
+class ClosedKey(_message.Message):
+    """A concurrency key closed by a worker's FailTask (close_key_until)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    CLOSED_UNTIL_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """The concurrency key."""
+    @_builtins.property
+    def closed_until(self) -> _timestamp_pb2.Timestamp:
+        """No task of the key is handed out before this time."""
+
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        closed_until: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["closed_until", b"closed_until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed_until", b"closed_until", "key", b"key"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ClosedKey: _TypeAlias = ClosedKey  # noqa: Y015
+
+@_typing.final
+class QueueKeyStatus(_message.Message):
+    """One concurrency key of a queue, as ListQueues counts it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_FIELD_NUMBER: _builtins.int
+    BACKLOG_FIELD_NUMBER: _builtins.int
+    LEASED_FIELD_NUMBER: _builtins.int
+    CLOSED_UNTIL_FIELD_NUMBER: _builtins.int
+    key: _builtins.str
+    """The concurrency key."""
+    backlog: _builtins.int
+    """Its tasks ready and waiting for a worker."""
+    leased: _builtins.int
+    """Its tasks leased now."""
+    @_builtins.property
+    def closed_until(self) -> _timestamp_pb2.Timestamp:
+        """Set while the key is closed."""
+
+    def __init__(
+        self,
+        *,
+        key: _builtins.str = ...,
+        backlog: _builtins.int = ...,
+        leased: _builtins.int = ...,
+        closed_until: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["closed_until", b"closed_until"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backlog", b"backlog", "closed_until", b"closed_until", "key", b"key", "leased", b"leased"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueKeyStatus: _TypeAlias = QueueKeyStatus  # noqa: Y015
+
+@_typing.final
+class QueueStatus(_message.Message):
+    """A queue's health and limits."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    CONFIG_FIELD_NUMBER: _builtins.int
+    BACKLOG_FIELD_NUMBER: _builtins.int
+    LEASED_FIELD_NUMBER: _builtins.int
+    OLDEST_WAITING_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    BUSIEST_KEYS_FIELD_NUMBER: _builtins.int
+    CLOSED_KEYS_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """The queue."""
+    backlog: _builtins.int
+    """Tasks ready and waiting for a worker."""
+    leased: _builtins.int
+    """Tasks leased now."""
+    tokens: _builtins.float
+    """Tokens in the queue's rate bucket now (with a rate)."""
+    @_builtins.property
+    def config(self) -> Global___QueueConfig:
+        """Its flow control; unset when it has none."""
+
+    @_builtins.property
+    def oldest_waiting(self) -> _duration_pb2.Duration:
+        """How long the oldest ready task has waited."""
+
+    @_builtins.property
+    def busiest_keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueKeyStatus]:
+        """The keys with the most tasks waiting or leased, most first."""
+
+    @_builtins.property
+    def closed_keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClosedKey]:
+        """The keys closed now."""
+
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+        config: Global___QueueConfig | None = ...,
+        backlog: _builtins.int = ...,
+        leased: _builtins.int = ...,
+        oldest_waiting: _duration_pb2.Duration | None = ...,
+        tokens: _builtins.float = ...,
+        busiest_keys: _abc.Iterable[Global___QueueKeyStatus] | None = ...,
+        closed_keys: _abc.Iterable[Global___ClosedKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config", "oldest_waiting", b"oldest_waiting"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backlog", b"backlog", "busiest_keys", b"busiest_keys", "closed_keys", b"closed_keys", "config", b"config", "leased", b"leased", "oldest_waiting", b"oldest_waiting", "queue", b"queue", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___QueueStatus: _TypeAlias = QueueStatus  # noqa: Y015
+
+@_typing.final
+class SetQueueConfigRequest(_message.Message):
+    """Request of SetQueueConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFIG_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def config(self) -> Global___QueueConfig:
+        """Required. The config; its queue names the queue."""
+
+    def __init__(
+        self,
+        *,
+        config: Global___QueueConfig | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetQueueConfigRequest: _TypeAlias = SetQueueConfigRequest  # noqa: Y015
+
+@_typing.final
+class SetQueueConfigResponse(_message.Message):
+    """Response of SetQueueConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFIG_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def config(self) -> Global___QueueConfig:
+        """The config as stored (unset when every limit was zero: the queue has none now)."""
+
+    def __init__(
+        self,
+        *,
+        config: Global___QueueConfig | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SetQueueConfigResponse: _TypeAlias = SetQueueConfigResponse  # noqa: Y015
+
+@_typing.final
+class GetQueueConfigRequest(_message.Message):
+    """Request of GetQueueConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUE_FIELD_NUMBER: _builtins.int
+    queue: _builtins.str
+    """Required. The queue."""
+    def __init__(
+        self,
+        *,
+        queue: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queue", b"queue"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetQueueConfigRequest: _TypeAlias = GetQueueConfigRequest  # noqa: Y015
+
+@_typing.final
+class GetQueueConfigResponse(_message.Message):
+    """Response of GetQueueConfig."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    CONFIG_FIELD_NUMBER: _builtins.int
+    CLOSED_KEYS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def config(self) -> Global___QueueConfig:
+        """The config; unset when the queue has none (every task goes as soon as polled)."""
+
+    @_builtins.property
+    def closed_keys(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClosedKey]:
+        """The keys closed now."""
+
+    def __init__(
+        self,
+        *,
+        config: Global___QueueConfig | None = ...,
+        closed_keys: _abc.Iterable[Global___ClosedKey] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["config", b"config"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["closed_keys", b"closed_keys", "config", b"config"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___GetQueueConfigResponse: _TypeAlias = GetQueueConfigResponse  # noqa: Y015
+
+@_typing.final
+class ListQueuesRequest(_message.Message):
+    """Request of ListQueues."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KEY_COUNT_FIELD_NUMBER: _builtins.int
+    key_count: _builtins.int
+    """Optional. How many of the busiest keys to show per queue, up to 100; zero means 5."""
+    def __init__(
+        self,
+        *,
+        key_count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["key_count", b"key_count"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListQueuesRequest: _TypeAlias = ListQueuesRequest  # noqa: Y015
+
+@_typing.final
+class ListQueuesResponse(_message.Message):
+    """Response of ListQueues."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    QUEUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def queues(self) -> _containers.RepeatedCompositeFieldContainer[Global___QueueStatus]:
+        """The queues, by name."""
+
+    def __init__(
+        self,
+        *,
+        queues: _abc.Iterable[Global___QueueStatus] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["queues", b"queues"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ListQueuesResponse: _TypeAlias = ListQueuesResponse  # noqa: Y015

@@ -65,6 +65,21 @@ class TaskServiceStub:
                 request_serializer=statewright_dot_v1_dot_task__service__pb2.ListTasksRequest.SerializeToString,
                 response_deserializer=statewright_dot_v1_dot_task__service__pb2.ListTasksResponse.FromString,
                 _registered_method=True)
+        self.SetQueueConfig = channel.unary_unary(
+                '/statewright.v1.TaskService/SetQueueConfig',
+                request_serializer=statewright_dot_v1_dot_task__service__pb2.SetQueueConfigRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_task__service__pb2.SetQueueConfigResponse.FromString,
+                _registered_method=True)
+        self.GetQueueConfig = channel.unary_unary(
+                '/statewright.v1.TaskService/GetQueueConfig',
+                request_serializer=statewright_dot_v1_dot_task__service__pb2.GetQueueConfigRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_task__service__pb2.GetQueueConfigResponse.FromString,
+                _registered_method=True)
+        self.ListQueues = channel.unary_unary(
+                '/statewright.v1.TaskService/ListQueues',
+                request_serializer=statewright_dot_v1_dot_task__service__pb2.ListQueuesRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_task__service__pb2.ListQueuesResponse.FromString,
+                _registered_method=True)
 
 
 class TaskServiceServicer:
@@ -113,6 +128,28 @@ class TaskServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def SetQueueConfig(self, request, context):
+        """Sets a queue's flow control (admin): limits every replica honours when it hands the
+        queue's tasks out. A config whose limits are all zero removes them.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def GetQueueConfig(self, request, context):
+        """Reads a queue's flow control and the keys closed on it.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListQueues(self, request, context):
+        """Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_TaskServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -145,6 +182,21 @@ def add_TaskServiceServicer_to_server(servicer, server):
                     servicer.ListTasks,
                     request_deserializer=statewright_dot_v1_dot_task__service__pb2.ListTasksRequest.FromString,
                     response_serializer=statewright_dot_v1_dot_task__service__pb2.ListTasksResponse.SerializeToString,
+            ),
+            'SetQueueConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.SetQueueConfig,
+                    request_deserializer=statewright_dot_v1_dot_task__service__pb2.SetQueueConfigRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_task__service__pb2.SetQueueConfigResponse.SerializeToString,
+            ),
+            'GetQueueConfig': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetQueueConfig,
+                    request_deserializer=statewright_dot_v1_dot_task__service__pb2.GetQueueConfigRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_task__service__pb2.GetQueueConfigResponse.SerializeToString,
+            ),
+            'ListQueues': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQueues,
+                    request_deserializer=statewright_dot_v1_dot_task__service__pb2.ListQueuesRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_task__service__pb2.ListQueuesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -310,6 +362,87 @@ class TaskService:
             '/statewright.v1.TaskService/ListTasks',
             statewright_dot_v1_dot_task__service__pb2.ListTasksRequest.SerializeToString,
             statewright_dot_v1_dot_task__service__pb2.ListTasksResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SetQueueConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.TaskService/SetQueueConfig',
+            statewright_dot_v1_dot_task__service__pb2.SetQueueConfigRequest.SerializeToString,
+            statewright_dot_v1_dot_task__service__pb2.SetQueueConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetQueueConfig(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.TaskService/GetQueueConfig',
+            statewright_dot_v1_dot_task__service__pb2.GetQueueConfigRequest.SerializeToString,
+            statewright_dot_v1_dot_task__service__pb2.GetQueueConfigResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQueues(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.TaskService/ListQueues',
+            statewright_dot_v1_dot_task__service__pb2.ListQueuesRequest.SerializeToString,
+            statewright_dot_v1_dot_task__service__pb2.ListQueuesResponse.FromString,
             options,
             channel_credentials,
             insecure,

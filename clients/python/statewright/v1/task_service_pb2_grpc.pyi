@@ -45,6 +45,14 @@ class TaskServiceStub:
     """Reads one task."""
     ListTasks: _grpc.UnaryUnaryMultiCallable[_task_service_pb2.ListTasksRequest, _task_service_pb2.ListTasksResponse]
     """Lists tasks, filtered and paged."""
+    SetQueueConfig: _grpc.UnaryUnaryMultiCallable[_task_service_pb2.SetQueueConfigRequest, _task_service_pb2.SetQueueConfigResponse]
+    """Sets a queue's flow control (admin): limits every replica honours when it hands the
+    queue's tasks out. A config whose limits are all zero removes them.
+    """
+    GetQueueConfig: _grpc.UnaryUnaryMultiCallable[_task_service_pb2.GetQueueConfigRequest, _task_service_pb2.GetQueueConfigResponse]
+    """Reads a queue's flow control and the keys closed on it."""
+    ListQueues: _grpc.UnaryUnaryMultiCallable[_task_service_pb2.ListQueuesRequest, _task_service_pb2.ListQueuesResponse]
+    """Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys."""
 
 @_typing.type_check_only
 class TaskServiceAsyncStub(TaskServiceStub):
@@ -63,6 +71,14 @@ class TaskServiceAsyncStub(TaskServiceStub):
     """Reads one task."""
     ListTasks: _aio.UnaryUnaryMultiCallable[_task_service_pb2.ListTasksRequest, _task_service_pb2.ListTasksResponse]  # type: ignore[assignment]
     """Lists tasks, filtered and paged."""
+    SetQueueConfig: _aio.UnaryUnaryMultiCallable[_task_service_pb2.SetQueueConfigRequest, _task_service_pb2.SetQueueConfigResponse]  # type: ignore[assignment]
+    """Sets a queue's flow control (admin): limits every replica honours when it hands the
+    queue's tasks out. A config whose limits are all zero removes them.
+    """
+    GetQueueConfig: _aio.UnaryUnaryMultiCallable[_task_service_pb2.GetQueueConfigRequest, _task_service_pb2.GetQueueConfigResponse]  # type: ignore[assignment]
+    """Reads a queue's flow control and the keys closed on it."""
+    ListQueues: _aio.UnaryUnaryMultiCallable[_task_service_pb2.ListQueuesRequest, _task_service_pb2.ListQueuesResponse]  # type: ignore[assignment]
+    """Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys."""
 
 class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
     """Serves workers: they poll a queue for tasks, heartbeat them, and complete or fail them."""
@@ -114,5 +130,31 @@ class TaskServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_task_service_pb2.ListTasksResponse, _abc.Awaitable[_task_service_pb2.ListTasksResponse]]:
         """Lists tasks, filtered and paged."""
+
+    @_abc_1.abstractmethod
+    def SetQueueConfig(
+        self,
+        request: _task_service_pb2.SetQueueConfigRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_task_service_pb2.SetQueueConfigResponse, _abc.Awaitable[_task_service_pb2.SetQueueConfigResponse]]:
+        """Sets a queue's flow control (admin): limits every replica honours when it hands the
+        queue's tasks out. A config whose limits are all zero removes them.
+        """
+
+    @_abc_1.abstractmethod
+    def GetQueueConfig(
+        self,
+        request: _task_service_pb2.GetQueueConfigRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_task_service_pb2.GetQueueConfigResponse, _abc.Awaitable[_task_service_pb2.GetQueueConfigResponse]]:
+        """Reads a queue's flow control and the keys closed on it."""
+
+    @_abc_1.abstractmethod
+    def ListQueues(
+        self,
+        request: _task_service_pb2.ListQueuesRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_task_service_pb2.ListQueuesResponse, _abc.Awaitable[_task_service_pb2.ListQueuesResponse]]:
+        """Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys."""
 
 def add_TaskServiceServicer_to_server(servicer: TaskServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

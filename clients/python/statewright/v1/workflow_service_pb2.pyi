@@ -104,6 +104,34 @@ WATCH_EVENT_TYPE_STEP: WatchEventType.ValueType  # 2
 """One saved step: its revision, its transitions and the instance after it."""
 Global___WatchEventType: _TypeAlias = WatchEventType  # noqa: Y015
 
+class _IfFinishedPolicy:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _IfFinishedPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_IfFinishedPolicy.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    IF_FINISHED_POLICY_UNSPECIFIED: _IfFinishedPolicy.ValueType  # 0
+    """Same as IF_FINISHED_POLICY_REFUSE."""
+    IF_FINISHED_POLICY_REFUSE: _IfFinishedPolicy.ValueType  # 1
+    """Answer FAILED_PRECONDITION (ALREADY_TERMINAL); nothing changes."""
+    IF_FINISHED_POLICY_START_NEW: _IfFinishedPolicy.ValueType  # 2
+    """Remove the finished instance (its history with it, as DeleteWorkflow does) and start
+    a new one under the same workflow_id, with the event delivered.
+    """
+
+class IfFinishedPolicy(_IfFinishedPolicy, metaclass=_IfFinishedPolicyEnumTypeWrapper):
+    """What SignalWithStartWorkflow does when the instance exists and has finished."""
+
+IF_FINISHED_POLICY_UNSPECIFIED: IfFinishedPolicy.ValueType  # 0
+"""Same as IF_FINISHED_POLICY_REFUSE."""
+IF_FINISHED_POLICY_REFUSE: IfFinishedPolicy.ValueType  # 1
+"""Answer FAILED_PRECONDITION (ALREADY_TERMINAL); nothing changes."""
+IF_FINISHED_POLICY_START_NEW: IfFinishedPolicy.ValueType  # 2
+"""Remove the finished instance (its history with it, as DeleteWorkflow does) and start
+a new one under the same workflow_id, with the event delivered.
+"""
+Global___IfFinishedPolicy: _TypeAlias = IfFinishedPolicy  # noqa: Y015
+
 @_typing.final
 class StartWorkflowRequest(_message.Message):
     """Request of StartWorkflow."""
@@ -116,6 +144,7 @@ class StartWorkflowRequest(_message.Message):
     INPUT_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     IF_EXISTS_FIELD_NUMBER: _builtins.int
+    START_DELAY_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Required. The name of the definition to run."""
     version: _builtins.int
@@ -130,6 +159,14 @@ class StartWorkflowRequest(_message.Message):
     def input(self) -> _struct_pb2.Struct:
         """Optional. Initial context values, checked against the declared field types."""
 
+    @_builtins.property
+    def start_delay(self) -> _duration_pb2.Duration:
+        """Optional. Run the first step this long after the start, on a durable timer; zero or
+        unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+        with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+        cancelled, and it is not resumed or signalled.
+        """
+
     def __init__(
         self,
         *,
@@ -139,10 +176,11 @@ class StartWorkflowRequest(_message.Message):
         input: _struct_pb2.Struct | None = ...,
         request_id: _builtins.str = ...,
         if_exists: Global___IfExistsPolicy.ValueType = ...,
+        start_delay: _duration_pb2.Duration | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "start_delay", b"start_delay"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "if_exists", b"if_exists", "input", b"input", "request_id", b"request_id", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "if_exists", b"if_exists", "input", b"input", "request_id", b"request_id", "start_delay", b"start_delay", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -384,6 +422,7 @@ class ListWorkflowsRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     ORDER_BY_FIELD_NUMBER: _builtins.int
     ID_PREFIX_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Optional. Only instances of this definition name."""
     status: _workflow_pb2.WorkflowStatus.ValueType
@@ -394,9 +433,11 @@ class ListWorkflowsRequest(_message.Message):
     """Optional. The next_page_token of a previous response, to continue that listing."""
     order_by: _builtins.str
     """Optional. The order of the listing: `create_time desc` (newest first),
-    `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-    ties are broken by workflow id in the same direction. Empty lists by create time,
-    oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+    `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+    search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
+    or timestamp field; only instances with a value of it are listed); ties are broken by
+    workflow id in the same direction. Empty lists by create time, oldest first. Any other
+    value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
     A page token continues the order it was issued for, and instances created after it
     never shift a later page; under an update_time order, an instance that changes while
     the listing is read may move past the pages already read.
@@ -404,6 +445,15 @@ class ListWorkflowsRequest(_message.Message):
     id_prefix: _builtins.str
     """Optional. Only instances whose workflow id starts with this text (a workflow id's
     characters only).
+    """
+    filter: _builtins.str
+    """Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
+    "has": text containment, keyword-list membership) of `definition`, `version`,
+    `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
+    definition's search fields), combined with AND, OR, NOT and parentheses; for example
+    `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+    names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+    metadata has the `position` and the `problem`). A page token is bound to its filter.
     """
     def __init__(
         self,
@@ -414,10 +464,11 @@ class ListWorkflowsRequest(_message.Message):
         page_token: _builtins.str = ...,
         order_by: _builtins.str = ...,
         id_prefix: _builtins.str = ...,
+        filter: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "id_prefix", b"id_prefix", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "filter", b"filter", "id_prefix", b"id_prefix", "order_by", b"order_by", "page_size", b"page_size", "page_token", b"page_token", "status", b"status"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -967,3 +1018,186 @@ class GetDefinitionResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___GetDefinitionResponse: _TypeAlias = GetDefinitionResponse  # noqa: Y015
+
+@_typing.final
+class CountWorkflowsRequest(_message.Message):
+    """Request of CountWorkflows."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FILTER_FIELD_NUMBER: _builtins.int
+    filter: _builtins.str
+    """Optional. A filter, as ListWorkflowsRequest.filter takes it; empty counts every
+    instance.
+    """
+    def __init__(
+        self,
+        *,
+        filter: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountWorkflowsRequest: _TypeAlias = CountWorkflowsRequest  # noqa: Y015
+
+@_typing.final
+class CountWorkflowsResponse(_message.Message):
+    """Response of CountWorkflows."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOTAL_FIELD_NUMBER: _builtins.int
+    BY_STATUS_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    """Output only. How many instances match."""
+    @_builtins.property
+    def by_status(self) -> _containers.RepeatedCompositeFieldContainer[Global___StatusCount]:
+        """Output only. How many of them are in each status (a status none is in is left out)."""
+
+    def __init__(
+        self,
+        *,
+        total: _builtins.int = ...,
+        by_status: _abc.Iterable[Global___StatusCount] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["by_status", b"by_status", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CountWorkflowsResponse: _TypeAlias = CountWorkflowsResponse  # noqa: Y015
+
+@_typing.final
+class StatusCount(_message.Message):
+    """The instances of one status that a count found."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATUS_FIELD_NUMBER: _builtins.int
+    COUNT_FIELD_NUMBER: _builtins.int
+    status: _workflow_pb2.WorkflowStatus.ValueType
+    """Output only. The status."""
+    count: _builtins.int
+    """Output only. How many instances are in it."""
+    def __init__(
+        self,
+        *,
+        status: _workflow_pb2.WorkflowStatus.ValueType = ...,
+        count: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["count", b"count", "status", b"status"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___StatusCount: _TypeAlias = StatusCount  # noqa: Y015
+
+@_typing.final
+class SignalWithStartWorkflowRequest(_message.Message):
+    """Request of SignalWithStartWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    DEFINITION_FIELD_NUMBER: _builtins.int
+    VERSION_FIELD_NUMBER: _builtins.int
+    WORKFLOW_ID_FIELD_NUMBER: _builtins.int
+    INPUT_FIELD_NUMBER: _builtins.int
+    EVENT_FIELD_NUMBER: _builtins.int
+    PAYLOAD_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    IF_FINISHED_FIELD_NUMBER: _builtins.int
+    START_NOW_FIELD_NUMBER: _builtins.int
+    definition: _builtins.str
+    """Required. The name of the definition to start when the instance does not exist."""
+    version: _builtins.int
+    """Optional. The definition version to start; zero means the latest version."""
+    workflow_id: _builtins.str
+    """Required. The instance's identifier: the one signalled, or started."""
+    event: _builtins.str
+    """Required. The event to deliver."""
+    request_id: _builtins.str
+    """Optional. An idempotency key: a retry with the same key returns the original response."""
+    if_finished: Global___IfFinishedPolicy.ValueType
+    """Optional. What to do when the instance exists and has finished; REFUSE by default."""
+    start_now: _builtins.bool
+    """Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+    has not run yet, start it now with the event, in one step. Otherwise such an instance
+    answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+    """
+    @_builtins.property
+    def input(self) -> _struct_pb2.Struct:
+        """Optional. Initial context values of a started instance; ignored when it exists."""
+
+    @_builtins.property
+    def payload(self) -> _struct_pb2.Struct:
+        """Optional. The event payload, visible to guards and actions as `event.payload`."""
+
+    def __init__(
+        self,
+        *,
+        definition: _builtins.str = ...,
+        version: _builtins.int = ...,
+        workflow_id: _builtins.str = ...,
+        input: _struct_pb2.Struct | None = ...,
+        event: _builtins.str = ...,
+        payload: _struct_pb2.Struct | None = ...,
+        request_id: _builtins.str = ...,
+        if_finished: Global___IfFinishedPolicy.ValueType = ...,
+        start_now: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "payload", b"payload"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "event", b"event", "if_finished", b"if_finished", "input", b"input", "payload", b"payload", "request_id", b"request_id", "start_now", b"start_now", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignalWithStartWorkflowRequest: _TypeAlias = SignalWithStartWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class SignalWithStartWorkflowResponse(_message.Message):
+    """Response of SignalWithStartWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    STARTED_FIELD_NUMBER: _builtins.int
+    ACCEPTED_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    TRANSITIONS_FIELD_NUMBER: _builtins.int
+    started: _builtins.bool
+    """Output only. True when this call created the instance (revision 1 carries the event)."""
+    accepted: _builtins.bool
+    """Output only. True when the event was applied and durably saved."""
+    reason: Global___SignalRejection.ValueType
+    """Output only. Why the event was not accepted; UNSPECIFIED when accepted."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance after the step, or as it is when not accepted."""
+
+    @_builtins.property
+    def transitions(self) -> _containers.RepeatedCompositeFieldContainer[_workflow_pb2.Transition]:
+        """Output only. The transitions of the step, in order (a started instance's first step,
+        then the event's).
+        """
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        started: _builtins.bool = ...,
+        accepted: _builtins.bool = ...,
+        reason: Global___SignalRejection.ValueType = ...,
+        transitions: _abc.Iterable[_workflow_pb2.Transition] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted", b"accepted", "reason", b"reason", "started", b"started", "transitions", b"transitions", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___SignalWithStartWorkflowResponse: _TypeAlias = SignalWithStartWorkflowResponse  # noqa: Y015

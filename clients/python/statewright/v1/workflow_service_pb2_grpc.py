@@ -95,6 +95,16 @@ class WorkflowServiceStub:
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.GetDefinitionRequest.SerializeToString,
                 response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.GetDefinitionResponse.FromString,
                 _registered_method=True)
+        self.CountWorkflows = channel.unary_unary(
+                '/statewright.v1.WorkflowService/CountWorkflows',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.CountWorkflowsRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.CountWorkflowsResponse.FromString,
+                _registered_method=True)
+        self.SignalWithStartWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/SignalWithStartWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -187,6 +197,21 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def CountWorkflows(self, request, context):
+        """Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def SignalWithStartWorkflow(self, request, context):
+        """Starts the instance if it does not exist and delivers an event to it, in one saved
+        step; delivers the event as SignalWorkflow does when it exists.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -249,6 +274,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.GetDefinition,
                     request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.GetDefinitionRequest.FromString,
                     response_serializer=statewright_dot_v1_dot_workflow__service__pb2.GetDefinitionResponse.SerializeToString,
+            ),
+            'CountWorkflows': grpc.unary_unary_rpc_method_handler(
+                    servicer.CountWorkflows,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.CountWorkflowsRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.CountWorkflowsResponse.SerializeToString,
+            ),
+            'SignalWithStartWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.SignalWithStartWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -576,6 +611,60 @@ class WorkflowService:
             '/statewright.v1.WorkflowService/GetDefinition',
             statewright_dot_v1_dot_workflow__service__pb2.GetDefinitionRequest.SerializeToString,
             statewright_dot_v1_dot_workflow__service__pb2.GetDefinitionResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def CountWorkflows(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/CountWorkflows',
+            statewright_dot_v1_dot_workflow__service__pb2.CountWorkflowsRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.CountWorkflowsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def SignalWithStartWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/SignalWithStartWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

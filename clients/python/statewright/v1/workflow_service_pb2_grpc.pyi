@@ -60,6 +60,12 @@ class WorkflowServiceStub:
     """Lists the definition versions the service knows."""
     GetDefinition: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.GetDefinitionRequest, _workflow_service_pb2.GetDefinitionResponse]
     """Reads one definition version, with its source and a Mermaid graph."""
+    CountWorkflows: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.CountWorkflowsRequest, _workflow_service_pb2.CountWorkflowsResponse]
+    """Counts the instances a filter (as ListWorkflows takes it) matches, by status too."""
+    SignalWithStartWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.SignalWithStartWorkflowRequest, _workflow_service_pb2.SignalWithStartWorkflowResponse]
+    """Starts the instance if it does not exist and delivers an event to it, in one saved
+    step; delivers the event as SignalWorkflow does when it exists.
+    """
 
 @_typing.type_check_only
 class WorkflowServiceAsyncStub(WorkflowServiceStub):
@@ -93,6 +99,12 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     """Lists the definition versions the service knows."""
     GetDefinition: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.GetDefinitionRequest, _workflow_service_pb2.GetDefinitionResponse]  # type: ignore[assignment]
     """Reads one definition version, with its source and a Mermaid graph."""
+    CountWorkflows: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.CountWorkflowsRequest, _workflow_service_pb2.CountWorkflowsResponse]  # type: ignore[assignment]
+    """Counts the instances a filter (as ListWorkflows takes it) matches, by status too."""
+    SignalWithStartWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.SignalWithStartWorkflowRequest, _workflow_service_pb2.SignalWithStartWorkflowResponse]  # type: ignore[assignment]
+    """Starts the instance if it does not exist and delivers an event to it, in one saved
+    step; delivers the event as SignalWorkflow does when it exists.
+    """
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
     """Runs durable finite-state-machine workflows."""
@@ -195,5 +207,23 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_workflow_service_pb2.GetDefinitionResponse, _abc.Awaitable[_workflow_service_pb2.GetDefinitionResponse]]:
         """Reads one definition version, with its source and a Mermaid graph."""
+
+    @_abc_1.abstractmethod
+    def CountWorkflows(
+        self,
+        request: _workflow_service_pb2.CountWorkflowsRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.CountWorkflowsResponse, _abc.Awaitable[_workflow_service_pb2.CountWorkflowsResponse]]:
+        """Counts the instances a filter (as ListWorkflows takes it) matches, by status too."""
+
+    @_abc_1.abstractmethod
+    def SignalWithStartWorkflow(
+        self,
+        request: _workflow_service_pb2.SignalWithStartWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.SignalWithStartWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.SignalWithStartWorkflowResponse]]:
+        """Starts the instance if it does not exist and delivers an event to it, in one saved
+        step; delivers the event as SignalWorkflow does when it exists.
+        """
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -61,6 +61,10 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.WorkflowService",
           "method": "CancelWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "SignalWithStartWorkflow"
         }
       ],
       "timeout": "30s",
@@ -100,6 +104,18 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.TaskService",
           "method": "ListTasks"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "SetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "GetQueueConfig"
+        },
+        {
+          "service": "statewright.v1.TaskService",
+          "method": "ListQueues"
         }
       ],
       "timeout": "10s",

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/definition.proto.
  */
 export const file_statewright_v1_definition: GenFile = /*@__PURE__*/
-  fileDesc("Ch9zdGF0ZXdyaWdodC92MS9kZWZpbml0aW9uLnByb3RvEg5zdGF0ZXdyaWdodC52MSKhAgoKRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhIKCmRlZmluaXRpb24YAiABKAkSDwoHdmVyc2lvbhgDIAEoBRITCgtkZXNjcmlwdGlvbhgEIAEoCRIOCgZzb3VyY2UYBSABKAkSDgoGZGlnZXN0GAYgASgJEg8KB21lcm1haWQYByABKAkSDgoGc3RhdGVzGAggAygJEg4KBmV2ZW50cxgJIAMoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLc291cmNlX25hbWUYCyABKAkSNAoOY29udGV4dF9maWVsZHMYDCADKAsyHC5zdGF0ZXdyaWdodC52MS5Db250ZXh0RmllbGQifAoMQ29udGV4dEZpZWxkEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRIPCgdyZWR1Y2VyGAMgASgJEi0KDWRlZmF1bHRfdmFsdWUYBCABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSEAoIbnVsbGFibGUYBSABKAhCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("Ch9zdGF0ZXdyaWdodC92MS9kZWZpbml0aW9uLnByb3RvEg5zdGF0ZXdyaWdodC52MSLVAgoKRGVmaW5pdGlvbhIMCgRuYW1lGAEgASgJEhIKCmRlZmluaXRpb24YAiABKAkSDwoHdmVyc2lvbhgDIAEoBRITCgtkZXNjcmlwdGlvbhgEIAEoCRIOCgZzb3VyY2UYBSABKAkSDgoGZGlnZXN0GAYgASgJEg8KB21lcm1haWQYByABKAkSDgoGc3RhdGVzGAggAygJEg4KBmV2ZW50cxgJIAMoCRIvCgtjcmVhdGVfdGltZRgKIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEwoLc291cmNlX25hbWUYCyABKAkSNAoOY29udGV4dF9maWVsZHMYDCADKAsyHC5zdGF0ZXdyaWdodC52MS5Db250ZXh0RmllbGQSMgoNc2VhcmNoX2ZpZWxkcxgNIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlNlYXJjaEZpZWxkIk0KC1NlYXJjaEZpZWxkEgwKBG5hbWUYASABKAkSDAoEdHlwZRgCIAEoCRINCgV2YWx1ZRgDIAEoCRITCgtkZXNjcmlwdGlvbhgEIAEoCSJ8CgxDb250ZXh0RmllbGQSDAoEbmFtZRgBIAEoCRIMCgR0eXBlGAIgASgJEg8KB3JlZHVjZXIYAyABKAkSLQoNZGVmYXVsdF92YWx1ZRgEIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIQCghudWxsYWJsZRgFIAEoCEJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * One immutable version of a workflow definition.
@@ -104,6 +104,14 @@ export type Definition = Message<"statewright.v1.Definition"> & {
    * @generated from field: repeated statewright.v1.ContextField context_fields = 12;
    */
   contextFields: ContextField[];
+
+  /**
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.<name>`.
+   *
+   * @generated from field: repeated statewright.v1.SearchField search_fields = 13;
+   */
+  searchFields: SearchField[];
 };
 
 /**
@@ -196,6 +204,14 @@ export type DefinitionJson = {
    * @generated from field: repeated statewright.v1.ContextField context_fields = 12;
    */
   contextFields?: ContextFieldJson[];
+
+  /**
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.<name>`.
+   *
+   * @generated from field: repeated statewright.v1.SearchField search_fields = 13;
+   */
+  searchFields?: SearchFieldJson[];
 };
 
 /**
@@ -204,6 +220,87 @@ export type DefinitionJson = {
  */
 export const DefinitionSchema: GenMessage<Definition, {jsonType: DefinitionJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_definition, 0);
+
+/**
+ * One declared search field of a definition: a value projected from each instance's
+ * context at every save, which list filters compare.
+ *
+ * @generated from message statewright.v1.SearchField
+ */
+export type SearchField = Message<"statewright.v1.SearchField"> & {
+  /**
+   * Output only. The field's name; a filter names it `search.<name>`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Output only. The declared type: `keyword`, `text`, `int`, `number`, `bool`,
+   * `timestamp` or `keyword_list`.
+   *
+   * @generated from field: string type = 2;
+   */
+  type: string;
+
+  /**
+   * Output only. The CEL expression whose value is projected.
+   *
+   * @generated from field: string value = 3;
+   */
+  value: string;
+
+  /**
+   * Output only. The description declared in the source.
+   *
+   * @generated from field: string description = 4;
+   */
+  description: string;
+};
+
+/**
+ * One declared search field of a definition: a value projected from each instance's
+ * context at every save, which list filters compare.
+ *
+ * @generated from message statewright.v1.SearchField
+ */
+export type SearchFieldJson = {
+  /**
+   * Output only. The field's name; a filter names it `search.<name>`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Output only. The declared type: `keyword`, `text`, `int`, `number`, `bool`,
+   * `timestamp` or `keyword_list`.
+   *
+   * @generated from field: string type = 2;
+   */
+  type?: string;
+
+  /**
+   * Output only. The CEL expression whose value is projected.
+   *
+   * @generated from field: string value = 3;
+   */
+  value?: string;
+
+  /**
+   * Output only. The description declared in the source.
+   *
+   * @generated from field: string description = 4;
+   */
+  description?: string;
+};
+
+/**
+ * Describes the message statewright.v1.SearchField.
+ * Use `create(SearchFieldSchema)` to create a new message.
+ */
+export const SearchFieldSchema: GenMessage<SearchField, {jsonType: SearchFieldJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_definition, 1);
 
 /**
  * One declared field of a definition's context.
@@ -302,5 +399,5 @@ export type ContextFieldJson = {
  * Use `create(ContextFieldSchema)` to create a new message.
  */
 export const ContextFieldSchema: GenMessage<ContextField, {jsonType: ContextFieldJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_definition, 1);
+  messageDesc(file_statewright_v1_definition, 2);
 

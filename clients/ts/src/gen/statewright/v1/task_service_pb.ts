@@ -17,7 +17,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/task_service.proto.
  */
 export const file_statewright_v1_task_service: GenFile = /*@__PURE__*/
-  fileDesc("CiFzdGF0ZXdyaWdodC92MS90YXNrX3NlcnZpY2UucHJvdG8SDnN0YXRld3JpZ2h0LnYxIoIBChBQb2xsVGFza3NSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhAKCGlkZW50aXR5GAIgASgJEhEKCW1heF90YXNrcxgDIAEoBRInCgR3YWl0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCW1heF9ieXRlcxgFIAEoBSI4ChFQb2xsVGFza3NSZXNwb25zZRIjCgV0YXNrcxgBIAMoCzIULnN0YXRld3JpZ2h0LnYxLlRhc2siYwoUSGVhcnRiZWF0VGFza1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCRIoCgdkZXRhaWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJoChVIZWFydGJlYXRUYXNrUmVzcG9uc2USNQoRbGVhc2VfZXhwaXJlX3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYAiABKAgidQoTQ29tcGxldGVUYXNrUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2xlYXNlX3Rva2VuGAIgASgJEicKBnJlc3VsdBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgEIAEoCSJmChRDb21wbGV0ZVRhc2tSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EiIKBHRhc2sYAiABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrIrkBCg9GYWlsVGFza1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCRIoCgVlcnJvchgDIAEoCzIZLnN0YXRld3JpZ2h0LnYxLlRhc2tFcnJvchIVCg1ub25fcmV0cnlhYmxlGAQgASgIEi4KC3JldHJ5X2RlbGF5GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCnJlcXVlc3RfaWQYBiABKAkiYgoQRmFpbFRhc2tSZXNwb25zZRIiCgR0YXNrGAEgASgLMhQuc3RhdGV3cmlnaHQudjEuVGFzaxIqCgh3b3JrZmxvdxgCIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ih4KDkdldFRhc2tSZXF1ZXN0EgwKBG5hbWUYASABKAkiNQoPR2V0VGFza1Jlc3BvbnNlEiIKBHRhc2sYASABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrIoYBChBMaXN0VGFza3NSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhAKCHdvcmtmbG93GAIgASgJEioKBnN0YXR1cxgDIAEoDjIaLnN0YXRld3JpZ2h0LnYxLlRhc2tTdGF0dXMSEQoJcGFnZV9zaXplGAQgASgFEhIKCnBhZ2VfdG9rZW4YBSABKAkiUQoRTGlzdFRhc2tzUmVzcG9uc2USIwoFdGFza3MYASADKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCTKPBgoLVGFza1NlcnZpY2USbwoJUG9sbFRhc2tzEiAuc3RhdGV3cmlnaHQudjEuUG9sbFRhc2tzUmVxdWVzdBohLnN0YXRld3JpZ2h0LnYxLlBvbGxUYXNrc1Jlc3BvbnNlIh2C0+STAhc6ASoiEi9hcGkvdjEvdGFza3M6cG9sbBKVAQoNSGVhcnRiZWF0VGFzaxIkLnN0YXRld3JpZ2h0LnYxLkhlYXJ0YmVhdFRhc2tSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuSGVhcnRiZWF0VGFza1Jlc3BvbnNlIjeC0+STAjE6ASoiLC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyovdGFza3MvKn0vaGVhcnRiZWF0EpEBCgxDb21wbGV0ZVRhc2sSIy5zdGF0ZXdyaWdodC52MS5Db21wbGV0ZVRhc2tSZXF1ZXN0GiQuc3RhdGV3cmlnaHQudjEuQ29tcGxldGVUYXNrUmVzcG9uc2UiNoLT5JMCMDoBKiIrL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKi90YXNrcy8qfS9jb21wbGV0ZRKBAQoIRmFpbFRhc2sSHy5zdGF0ZXdyaWdodC52MS5GYWlsVGFza1JlcXVlc3QaIC5zdGF0ZXdyaWdodC52MS5GYWlsVGFza1Jlc3BvbnNlIjKC0+STAiw6ASoiJy9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyovdGFza3MvKn0vZmFpbBJ2CgdHZXRUYXNrEh4uc3RhdGV3cmlnaHQudjEuR2V0VGFza1JlcXVlc3QaHy5zdGF0ZXdyaWdodC52MS5HZXRUYXNrUmVzcG9uc2UiKoLT5JMCJBIiL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKi90YXNrcy8qfRJnCglMaXN0VGFza3MSIC5zdGF0ZXdyaWdodC52MS5MaXN0VGFza3NSZXF1ZXN0GiEuc3RhdGV3cmlnaHQudjEuTGlzdFRhc2tzUmVzcG9uc2UiFYLT5JMCDxINL2FwaS92MS90YXNrc0JzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_statewright_v1_task, file_statewright_v1_workflow]);
+  fileDesc("CiFzdGF0ZXdyaWdodC92MS90YXNrX3NlcnZpY2UucHJvdG8SDnN0YXRld3JpZ2h0LnYxIoIBChBQb2xsVGFza3NSZXF1ZXN0Eg0KBXF1ZXVlGAEgASgJEhAKCGlkZW50aXR5GAIgASgJEhEKCW1heF90YXNrcxgDIAEoBRInCgR3YWl0GAQgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhEKCW1heF9ieXRlcxgFIAEoBSI4ChFQb2xsVGFza3NSZXNwb25zZRIjCgV0YXNrcxgBIAMoCzIULnN0YXRld3JpZ2h0LnYxLlRhc2siYwoUSGVhcnRiZWF0VGFza1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCRIoCgdkZXRhaWxzGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdCJoChVIZWFydGJlYXRUYXNrUmVzcG9uc2USNQoRbGVhc2VfZXhwaXJlX3RpbWUYASABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEhgKEGNhbmNlbF9yZXF1ZXN0ZWQYAiABKAgidQoTQ29tcGxldGVUYXNrUmVxdWVzdBIMCgRuYW1lGAEgASgJEhMKC2xlYXNlX3Rva2VuGAIgASgJEicKBnJlc3VsdBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgEIAEoCSJmChRDb21wbGV0ZVRhc2tSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EiIKBHRhc2sYAiABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrIu4BCg9GYWlsVGFza1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgtsZWFzZV90b2tlbhgCIAEoCRIoCgVlcnJvchgDIAEoCzIZLnN0YXRld3JpZ2h0LnYxLlRhc2tFcnJvchIVCg1ub25fcmV0cnlhYmxlGAQgASgIEi4KC3JldHJ5X2RlbGF5GAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhIKCnJlcXVlc3RfaWQYBiABKAkSMwoPY2xvc2Vfa2V5X3VudGlsGAcgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJiChBGYWlsVGFza1Jlc3BvbnNlEiIKBHRhc2sYASABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEioKCHdvcmtmbG93GAIgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3ciHgoOR2V0VGFza1JlcXVlc3QSDAoEbmFtZRgBIAEoCSI1Cg9HZXRUYXNrUmVzcG9uc2USIgoEdGFzaxgBIAEoCzIULnN0YXRld3JpZ2h0LnYxLlRhc2sihgEKEExpc3RUYXNrc1JlcXVlc3QSDQoFcXVldWUYASABKAkSEAoId29ya2Zsb3cYAiABKAkSKgoGc3RhdHVzGAMgASgOMhouc3RhdGV3cmlnaHQudjEuVGFza1N0YXR1cxIRCglwYWdlX3NpemUYBCABKAUSEgoKcGFnZV90b2tlbhgFIAEoCSJRChFMaXN0VGFza3NSZXNwb25zZRIjCgV0YXNrcxgBIAMoCzIULnN0YXRld3JpZ2h0LnYxLlRhc2sSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIrsBCgtRdWV1ZUNvbmZpZxINCgVxdWV1ZRgBIAEoCRISCgptYXhfbGVhc2VkGAIgASgFEgwKBHJhdGUYAyABKAESDQoFYnVyc3QYBCABKAUSFgoOa2V5X21heF9sZWFzZWQYBSABKAUSEAoIa2V5X3JhdGUYBiABKAESEQoJa2V5X2J1cnN0GAcgASgFEi8KC3VwZGF0ZV90aW1lGAggASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJKCglDbG9zZWRLZXkSCwoDa2V5GAEgASgJEjAKDGNsb3NlZF91bnRpbBgCIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAicAoOUXVldWVLZXlTdGF0dXMSCwoDa2V5GAEgASgJEg8KB2JhY2tsb2cYAiABKAMSDgoGbGVhc2VkGAMgASgDEjAKDGNsb3NlZF91bnRpbBgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAikwIKC1F1ZXVlU3RhdHVzEg0KBXF1ZXVlGAEgASgJEisKBmNvbmZpZxgCIAEoCzIbLnN0YXRld3JpZ2h0LnYxLlF1ZXVlQ29uZmlnEg8KB2JhY2tsb2cYAyABKAMSDgoGbGVhc2VkGAQgASgDEjEKDm9sZGVzdF93YWl0aW5nGAUgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEg4KBnRva2VucxgGIAEoARI0CgxidXNpZXN0X2tleXMYByADKAsyHi5zdGF0ZXdyaWdodC52MS5RdWV1ZUtleVN0YXR1cxIuCgtjbG9zZWRfa2V5cxgIIAMoCzIZLnN0YXRld3JpZ2h0LnYxLkNsb3NlZEtleSJEChVTZXRRdWV1ZUNvbmZpZ1JlcXVlc3QSKwoGY29uZmlnGAEgASgLMhsuc3RhdGV3cmlnaHQudjEuUXVldWVDb25maWciRQoWU2V0UXVldWVDb25maWdSZXNwb25zZRIrCgZjb25maWcYASABKAsyGy5zdGF0ZXdyaWdodC52MS5RdWV1ZUNvbmZpZyImChVHZXRRdWV1ZUNvbmZpZ1JlcXVlc3QSDQoFcXVldWUYASABKAkidQoWR2V0UXVldWVDb25maWdSZXNwb25zZRIrCgZjb25maWcYASABKAsyGy5zdGF0ZXdyaWdodC52MS5RdWV1ZUNvbmZpZxIuCgtjbG9zZWRfa2V5cxgCIAMoCzIZLnN0YXRld3JpZ2h0LnYxLkNsb3NlZEtleSImChFMaXN0UXVldWVzUmVxdWVzdBIRCglrZXlfY291bnQYASABKAUiQQoSTGlzdFF1ZXVlc1Jlc3BvbnNlEisKBnF1ZXVlcxgBIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlF1ZXVlU3RhdHVzMp0JCgtUYXNrU2VydmljZRJvCglQb2xsVGFza3MSIC5zdGF0ZXdyaWdodC52MS5Qb2xsVGFza3NSZXF1ZXN0GiEuc3RhdGV3cmlnaHQudjEuUG9sbFRhc2tzUmVzcG9uc2UiHYLT5JMCFzoBKiISL2FwaS92MS90YXNrczpwb2xsEpUBCg1IZWFydGJlYXRUYXNrEiQuc3RhdGV3cmlnaHQudjEuSGVhcnRiZWF0VGFza1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5IZWFydGJlYXRUYXNrUmVzcG9uc2UiN4LT5JMCMToBKiIsL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKi90YXNrcy8qfS9oZWFydGJlYXQSkQEKDENvbXBsZXRlVGFzaxIjLnN0YXRld3JpZ2h0LnYxLkNvbXBsZXRlVGFza1JlcXVlc3QaJC5zdGF0ZXdyaWdodC52MS5Db21wbGV0ZVRhc2tSZXNwb25zZSI2gtPkkwIwOgEqIisvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qL3Rhc2tzLyp9L2NvbXBsZXRlEoEBCghGYWlsVGFzaxIfLnN0YXRld3JpZ2h0LnYxLkZhaWxUYXNrUmVxdWVzdBogLnN0YXRld3JpZ2h0LnYxLkZhaWxUYXNrUmVzcG9uc2UiMoLT5JMCLDoBKiInL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKi90YXNrcy8qfS9mYWlsEnYKB0dldFRhc2sSHi5zdGF0ZXdyaWdodC52MS5HZXRUYXNrUmVxdWVzdBofLnN0YXRld3JpZ2h0LnYxLkdldFRhc2tSZXNwb25zZSIqgtPkkwIkEiIvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qL3Rhc2tzLyp9EmcKCUxpc3RUYXNrcxIgLnN0YXRld3JpZ2h0LnYxLkxpc3RUYXNrc1JlcXVlc3QaIS5zdGF0ZXdyaWdodC52MS5MaXN0VGFza3NSZXNwb25zZSIVgtPkkwIPEg0vYXBpL3YxL3Rhc2tzEpUBCg5TZXRRdWV1ZUNvbmZpZxIlLnN0YXRld3JpZ2h0LnYxLlNldFF1ZXVlQ29uZmlnUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNldFF1ZXVlQ29uZmlnUmVzcG9uc2UiNILT5JMCLjoGY29uZmlnGiQvYXBpL3YxL3F1ZXVlcy97Y29uZmlnLnF1ZXVlfS9jb25maWcShgEKDkdldFF1ZXVlQ29uZmlnEiUuc3RhdGV3cmlnaHQudjEuR2V0UXVldWVDb25maWdSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuR2V0UXVldWVDb25maWdSZXNwb25zZSIlgtPkkwIfEh0vYXBpL3YxL3F1ZXVlcy97cXVldWV9L2NvbmZpZxJrCgpMaXN0UXVldWVzEiEuc3RhdGV3cmlnaHQudjEuTGlzdFF1ZXVlc1JlcXVlc3QaIi5zdGF0ZXdyaWdodC52MS5MaXN0UXVldWVzUmVzcG9uc2UiFoLT5JMCEBIOL2FwaS92MS9xdWV1ZXNCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_google_protobuf_timestamp, file_statewright_v1_task, file_statewright_v1_workflow]);
 
 /**
  * Request of PollTasks.
@@ -438,6 +438,15 @@ export type FailTaskRequest = Message<"statewright.v1.FailTaskRequest"> & {
    * @generated from field: string request_id = 6;
    */
   requestId: string;
+
+  /**
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   *
+   * @generated from field: google.protobuf.Timestamp close_key_until = 7;
+   */
+  closeKeyUntil?: Timestamp | undefined;
 };
 
 /**
@@ -487,6 +496,15 @@ export type FailTaskRequestJson = {
    * @generated from field: string request_id = 6;
    */
   requestId?: string;
+
+  /**
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   *
+   * @generated from field: google.protobuf.Timestamp close_key_until = 7;
+   */
+  closeKeyUntil?: TimestampJson;
 };
 
 /**
@@ -756,6 +774,626 @@ export const ListTasksResponseSchema: GenMessage<ListTasksResponse, {jsonType: L
   messageDesc(file_statewright_v1_task_service, 11);
 
 /**
+ * A task queue's flow control. Every limit is shared by all replicas and applies when a
+ * poll hands tasks out; zero means no limit.
+ *
+ * @generated from message statewright.v1.QueueConfig
+ */
+export type QueueConfig = Message<"statewright.v1.QueueConfig"> & {
+  /**
+   * Required. The queue, `[a-z][a-z0-9-.]{0,62}`.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Optional. The most tasks of the queue leased at once, across every worker.
+   *
+   * @generated from field: int32 max_leased = 2;
+   */
+  maxLeased: number;
+
+  /**
+   * Optional. Tasks handed out per second (a token bucket), at most 100,000.
+   *
+   * @generated from field: double rate = 3;
+   */
+  rate: number;
+
+  /**
+   * Optional. The bucket's size: how many may go at once after a quiet spell. Zero means
+   * the rate rounded up (at least 1).
+   *
+   * @generated from field: int32 burst = 4;
+   */
+  burst: number;
+
+  /**
+   * Optional. The most tasks leased at once for one concurrency key.
+   *
+   * @generated from field: int32 key_max_leased = 5;
+   */
+  keyMaxLeased: number;
+
+  /**
+   * Optional. Tasks handed out per second for one concurrency key.
+   *
+   * @generated from field: double key_rate = 6;
+   */
+  keyRate: number;
+
+  /**
+   * Optional. The bucket's size for one key; zero means key_rate rounded up (at least 1).
+   *
+   * @generated from field: int32 key_burst = 7;
+   */
+  keyBurst: number;
+
+  /**
+   * Output only. When the config was last set.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 8;
+   */
+  updateTime?: Timestamp | undefined;
+};
+
+/**
+ * A task queue's flow control. Every limit is shared by all replicas and applies when a
+ * poll hands tasks out; zero means no limit.
+ *
+ * @generated from message statewright.v1.QueueConfig
+ */
+export type QueueConfigJson = {
+  /**
+   * Required. The queue, `[a-z][a-z0-9-.]{0,62}`.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue?: string;
+
+  /**
+   * Optional. The most tasks of the queue leased at once, across every worker.
+   *
+   * @generated from field: int32 max_leased = 2;
+   */
+  maxLeased?: number;
+
+  /**
+   * Optional. Tasks handed out per second (a token bucket), at most 100,000.
+   *
+   * @generated from field: double rate = 3;
+   */
+  rate?: number | "NaN" | "Infinity" | "-Infinity";
+
+  /**
+   * Optional. The bucket's size: how many may go at once after a quiet spell. Zero means
+   * the rate rounded up (at least 1).
+   *
+   * @generated from field: int32 burst = 4;
+   */
+  burst?: number;
+
+  /**
+   * Optional. The most tasks leased at once for one concurrency key.
+   *
+   * @generated from field: int32 key_max_leased = 5;
+   */
+  keyMaxLeased?: number;
+
+  /**
+   * Optional. Tasks handed out per second for one concurrency key.
+   *
+   * @generated from field: double key_rate = 6;
+   */
+  keyRate?: number | "NaN" | "Infinity" | "-Infinity";
+
+  /**
+   * Optional. The bucket's size for one key; zero means key_rate rounded up (at least 1).
+   *
+   * @generated from field: int32 key_burst = 7;
+   */
+  keyBurst?: number;
+
+  /**
+   * Output only. When the config was last set.
+   *
+   * @generated from field: google.protobuf.Timestamp update_time = 8;
+   */
+  updateTime?: TimestampJson;
+};
+
+/**
+ * Describes the message statewright.v1.QueueConfig.
+ * Use `create(QueueConfigSchema)` to create a new message.
+ */
+export const QueueConfigSchema: GenMessage<QueueConfig, {jsonType: QueueConfigJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 12);
+
+/**
+ * A concurrency key closed by a worker's FailTask (close_key_until).
+ *
+ * @generated from message statewright.v1.ClosedKey
+ */
+export type ClosedKey = Message<"statewright.v1.ClosedKey"> & {
+  /**
+   * The concurrency key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * No task of the key is handed out before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp closed_until = 2;
+   */
+  closedUntil?: Timestamp | undefined;
+};
+
+/**
+ * A concurrency key closed by a worker's FailTask (close_key_until).
+ *
+ * @generated from message statewright.v1.ClosedKey
+ */
+export type ClosedKeyJson = {
+  /**
+   * The concurrency key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key?: string;
+
+  /**
+   * No task of the key is handed out before this time.
+   *
+   * @generated from field: google.protobuf.Timestamp closed_until = 2;
+   */
+  closedUntil?: TimestampJson;
+};
+
+/**
+ * Describes the message statewright.v1.ClosedKey.
+ * Use `create(ClosedKeySchema)` to create a new message.
+ */
+export const ClosedKeySchema: GenMessage<ClosedKey, {jsonType: ClosedKeyJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 13);
+
+/**
+ * One concurrency key of a queue, as ListQueues counts it.
+ *
+ * @generated from message statewright.v1.QueueKeyStatus
+ */
+export type QueueKeyStatus = Message<"statewright.v1.QueueKeyStatus"> & {
+  /**
+   * The concurrency key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key: string;
+
+  /**
+   * Its tasks ready and waiting for a worker.
+   *
+   * @generated from field: int64 backlog = 2;
+   */
+  backlog: bigint;
+
+  /**
+   * Its tasks leased now.
+   *
+   * @generated from field: int64 leased = 3;
+   */
+  leased: bigint;
+
+  /**
+   * Set while the key is closed.
+   *
+   * @generated from field: google.protobuf.Timestamp closed_until = 4;
+   */
+  closedUntil?: Timestamp | undefined;
+};
+
+/**
+ * One concurrency key of a queue, as ListQueues counts it.
+ *
+ * @generated from message statewright.v1.QueueKeyStatus
+ */
+export type QueueKeyStatusJson = {
+  /**
+   * The concurrency key.
+   *
+   * @generated from field: string key = 1;
+   */
+  key?: string;
+
+  /**
+   * Its tasks ready and waiting for a worker.
+   *
+   * @generated from field: int64 backlog = 2;
+   */
+  backlog?: string;
+
+  /**
+   * Its tasks leased now.
+   *
+   * @generated from field: int64 leased = 3;
+   */
+  leased?: string;
+
+  /**
+   * Set while the key is closed.
+   *
+   * @generated from field: google.protobuf.Timestamp closed_until = 4;
+   */
+  closedUntil?: TimestampJson;
+};
+
+/**
+ * Describes the message statewright.v1.QueueKeyStatus.
+ * Use `create(QueueKeyStatusSchema)` to create a new message.
+ */
+export const QueueKeyStatusSchema: GenMessage<QueueKeyStatus, {jsonType: QueueKeyStatusJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 14);
+
+/**
+ * A queue's health and limits.
+ *
+ * @generated from message statewright.v1.QueueStatus
+ */
+export type QueueStatus = Message<"statewright.v1.QueueStatus"> & {
+  /**
+   * The queue.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+
+  /**
+   * Its flow control; unset when it has none.
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 2;
+   */
+  config?: QueueConfig | undefined;
+
+  /**
+   * Tasks ready and waiting for a worker.
+   *
+   * @generated from field: int64 backlog = 3;
+   */
+  backlog: bigint;
+
+  /**
+   * Tasks leased now.
+   *
+   * @generated from field: int64 leased = 4;
+   */
+  leased: bigint;
+
+  /**
+   * How long the oldest ready task has waited.
+   *
+   * @generated from field: google.protobuf.Duration oldest_waiting = 5;
+   */
+  oldestWaiting?: Duration | undefined;
+
+  /**
+   * Tokens in the queue's rate bucket now (with a rate).
+   *
+   * @generated from field: double tokens = 6;
+   */
+  tokens: number;
+
+  /**
+   * The keys with the most tasks waiting or leased, most first.
+   *
+   * @generated from field: repeated statewright.v1.QueueKeyStatus busiest_keys = 7;
+   */
+  busiestKeys: QueueKeyStatus[];
+
+  /**
+   * The keys closed now.
+   *
+   * @generated from field: repeated statewright.v1.ClosedKey closed_keys = 8;
+   */
+  closedKeys: ClosedKey[];
+};
+
+/**
+ * A queue's health and limits.
+ *
+ * @generated from message statewright.v1.QueueStatus
+ */
+export type QueueStatusJson = {
+  /**
+   * The queue.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue?: string;
+
+  /**
+   * Its flow control; unset when it has none.
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 2;
+   */
+  config?: QueueConfigJson;
+
+  /**
+   * Tasks ready and waiting for a worker.
+   *
+   * @generated from field: int64 backlog = 3;
+   */
+  backlog?: string;
+
+  /**
+   * Tasks leased now.
+   *
+   * @generated from field: int64 leased = 4;
+   */
+  leased?: string;
+
+  /**
+   * How long the oldest ready task has waited.
+   *
+   * @generated from field: google.protobuf.Duration oldest_waiting = 5;
+   */
+  oldestWaiting?: DurationJson;
+
+  /**
+   * Tokens in the queue's rate bucket now (with a rate).
+   *
+   * @generated from field: double tokens = 6;
+   */
+  tokens?: number | "NaN" | "Infinity" | "-Infinity";
+
+  /**
+   * The keys with the most tasks waiting or leased, most first.
+   *
+   * @generated from field: repeated statewright.v1.QueueKeyStatus busiest_keys = 7;
+   */
+  busiestKeys?: QueueKeyStatusJson[];
+
+  /**
+   * The keys closed now.
+   *
+   * @generated from field: repeated statewright.v1.ClosedKey closed_keys = 8;
+   */
+  closedKeys?: ClosedKeyJson[];
+};
+
+/**
+ * Describes the message statewright.v1.QueueStatus.
+ * Use `create(QueueStatusSchema)` to create a new message.
+ */
+export const QueueStatusSchema: GenMessage<QueueStatus, {jsonType: QueueStatusJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 15);
+
+/**
+ * Request of SetQueueConfig.
+ *
+ * @generated from message statewright.v1.SetQueueConfigRequest
+ */
+export type SetQueueConfigRequest = Message<"statewright.v1.SetQueueConfigRequest"> & {
+  /**
+   * Required. The config; its queue names the queue.
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 1;
+   */
+  config?: QueueConfig | undefined;
+};
+
+/**
+ * Request of SetQueueConfig.
+ *
+ * @generated from message statewright.v1.SetQueueConfigRequest
+ */
+export type SetQueueConfigRequestJson = {
+  /**
+   * Required. The config; its queue names the queue.
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 1;
+   */
+  config?: QueueConfigJson;
+};
+
+/**
+ * Describes the message statewright.v1.SetQueueConfigRequest.
+ * Use `create(SetQueueConfigRequestSchema)` to create a new message.
+ */
+export const SetQueueConfigRequestSchema: GenMessage<SetQueueConfigRequest, {jsonType: SetQueueConfigRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 16);
+
+/**
+ * Response of SetQueueConfig.
+ *
+ * @generated from message statewright.v1.SetQueueConfigResponse
+ */
+export type SetQueueConfigResponse = Message<"statewright.v1.SetQueueConfigResponse"> & {
+  /**
+   * The config as stored (unset when every limit was zero: the queue has none now).
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 1;
+   */
+  config?: QueueConfig | undefined;
+};
+
+/**
+ * Response of SetQueueConfig.
+ *
+ * @generated from message statewright.v1.SetQueueConfigResponse
+ */
+export type SetQueueConfigResponseJson = {
+  /**
+   * The config as stored (unset when every limit was zero: the queue has none now).
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 1;
+   */
+  config?: QueueConfigJson;
+};
+
+/**
+ * Describes the message statewright.v1.SetQueueConfigResponse.
+ * Use `create(SetQueueConfigResponseSchema)` to create a new message.
+ */
+export const SetQueueConfigResponseSchema: GenMessage<SetQueueConfigResponse, {jsonType: SetQueueConfigResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 17);
+
+/**
+ * Request of GetQueueConfig.
+ *
+ * @generated from message statewright.v1.GetQueueConfigRequest
+ */
+export type GetQueueConfigRequest = Message<"statewright.v1.GetQueueConfigRequest"> & {
+  /**
+   * Required. The queue.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue: string;
+};
+
+/**
+ * Request of GetQueueConfig.
+ *
+ * @generated from message statewright.v1.GetQueueConfigRequest
+ */
+export type GetQueueConfigRequestJson = {
+  /**
+   * Required. The queue.
+   *
+   * @generated from field: string queue = 1;
+   */
+  queue?: string;
+};
+
+/**
+ * Describes the message statewright.v1.GetQueueConfigRequest.
+ * Use `create(GetQueueConfigRequestSchema)` to create a new message.
+ */
+export const GetQueueConfigRequestSchema: GenMessage<GetQueueConfigRequest, {jsonType: GetQueueConfigRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 18);
+
+/**
+ * Response of GetQueueConfig.
+ *
+ * @generated from message statewright.v1.GetQueueConfigResponse
+ */
+export type GetQueueConfigResponse = Message<"statewright.v1.GetQueueConfigResponse"> & {
+  /**
+   * The config; unset when the queue has none (every task goes as soon as polled).
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 1;
+   */
+  config?: QueueConfig | undefined;
+
+  /**
+   * The keys closed now.
+   *
+   * @generated from field: repeated statewright.v1.ClosedKey closed_keys = 2;
+   */
+  closedKeys: ClosedKey[];
+};
+
+/**
+ * Response of GetQueueConfig.
+ *
+ * @generated from message statewright.v1.GetQueueConfigResponse
+ */
+export type GetQueueConfigResponseJson = {
+  /**
+   * The config; unset when the queue has none (every task goes as soon as polled).
+   *
+   * @generated from field: statewright.v1.QueueConfig config = 1;
+   */
+  config?: QueueConfigJson;
+
+  /**
+   * The keys closed now.
+   *
+   * @generated from field: repeated statewright.v1.ClosedKey closed_keys = 2;
+   */
+  closedKeys?: ClosedKeyJson[];
+};
+
+/**
+ * Describes the message statewright.v1.GetQueueConfigResponse.
+ * Use `create(GetQueueConfigResponseSchema)` to create a new message.
+ */
+export const GetQueueConfigResponseSchema: GenMessage<GetQueueConfigResponse, {jsonType: GetQueueConfigResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 19);
+
+/**
+ * Request of ListQueues.
+ *
+ * @generated from message statewright.v1.ListQueuesRequest
+ */
+export type ListQueuesRequest = Message<"statewright.v1.ListQueuesRequest"> & {
+  /**
+   * Optional. How many of the busiest keys to show per queue, up to 100; zero means 5.
+   *
+   * @generated from field: int32 key_count = 1;
+   */
+  keyCount: number;
+};
+
+/**
+ * Request of ListQueues.
+ *
+ * @generated from message statewright.v1.ListQueuesRequest
+ */
+export type ListQueuesRequestJson = {
+  /**
+   * Optional. How many of the busiest keys to show per queue, up to 100; zero means 5.
+   *
+   * @generated from field: int32 key_count = 1;
+   */
+  keyCount?: number;
+};
+
+/**
+ * Describes the message statewright.v1.ListQueuesRequest.
+ * Use `create(ListQueuesRequestSchema)` to create a new message.
+ */
+export const ListQueuesRequestSchema: GenMessage<ListQueuesRequest, {jsonType: ListQueuesRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 20);
+
+/**
+ * Response of ListQueues.
+ *
+ * @generated from message statewright.v1.ListQueuesResponse
+ */
+export type ListQueuesResponse = Message<"statewright.v1.ListQueuesResponse"> & {
+  /**
+   * The queues, by name.
+   *
+   * @generated from field: repeated statewright.v1.QueueStatus queues = 1;
+   */
+  queues: QueueStatus[];
+};
+
+/**
+ * Response of ListQueues.
+ *
+ * @generated from message statewright.v1.ListQueuesResponse
+ */
+export type ListQueuesResponseJson = {
+  /**
+   * The queues, by name.
+   *
+   * @generated from field: repeated statewright.v1.QueueStatus queues = 1;
+   */
+  queues?: QueueStatusJson[];
+};
+
+/**
+ * Describes the message statewright.v1.ListQueuesResponse.
+ * Use `create(ListQueuesResponseSchema)` to create a new message.
+ */
+export const ListQueuesResponseSchema: GenMessage<ListQueuesResponse, {jsonType: ListQueuesResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_task_service, 21);
+
+/**
  * Serves workers: they poll a queue for tasks, heartbeat them, and complete or fail them.
  *
  * @generated from service statewright.v1.TaskService
@@ -820,6 +1458,37 @@ export const TaskService: GenService<{
     methodKind: "unary";
     input: typeof ListTasksRequestSchema;
     output: typeof ListTasksResponseSchema;
+  },
+  /**
+   * Sets a queue's flow control (admin): limits every replica honours when it hands the
+   * queue's tasks out. A config whose limits are all zero removes them.
+   *
+   * @generated from rpc statewright.v1.TaskService.SetQueueConfig
+   */
+  setQueueConfig: {
+    methodKind: "unary";
+    input: typeof SetQueueConfigRequestSchema;
+    output: typeof SetQueueConfigResponseSchema;
+  },
+  /**
+   * Reads a queue's flow control and the keys closed on it.
+   *
+   * @generated from rpc statewright.v1.TaskService.GetQueueConfig
+   */
+  getQueueConfig: {
+    methodKind: "unary";
+    input: typeof GetQueueConfigRequestSchema;
+    output: typeof GetQueueConfigResponseSchema;
+  },
+  /**
+   * Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+   *
+   * @generated from rpc statewright.v1.TaskService.ListQueues
+   */
+  listQueues: {
+    methodKind: "unary";
+    input: typeof ListQueuesRequestSchema;
+    output: typeof ListQueuesResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_statewright_v1_task_service, 0);

@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSK/AQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5IoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cipgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJIl0KFUxpc3RXb3JrZmxvd3NSZXNwb25zZRIrCgl3b3JrZmxvd3MYASADKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiZAoVQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDgoGcmVhc29uGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEhIKCnJlcXVlc3RfaWQYBCABKAkiRAoWQ2FuY2VsV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93InQKFURlbGV0ZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBGV0YWcYAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSDQoFZm9yY2UYBCABKAgSFQoNYWxsb3dfbWlzc2luZxgFIAEoCCJXChZEZWxldGVXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSEQoJY2FuY2VsbGVkGAIgASgIIlQKFFdhdGNoV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSGwoOYWZ0ZXJfcmV2aXNpb24YAiABKANIAIgBAUIRCg9fYWZ0ZXJfcmV2aXNpb24iuAIKFVdhdGNoV29ya2Zsb3dSZXNwb25zZRIsCgR0eXBlGAEgASgOMh4uc3RhdGV3cmlnaHQudjEuV2F0Y2hFdmVudFR5cGUSEAoIcmV2aXNpb24YAiABKAMSLwoLdHJhbnNpdGlvbnMYAyADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEioKCHdvcmtmbG93GAQgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSDQoFZXZlbnQYBSABKAkSDQoFYWN0b3IYBiABKAkSJgoFaW5wdXQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EjwKDWNvbnRleHRfcGF0Y2gYCCADKAsyJS5zdGF0ZXdyaWdodC52MS5Db250ZXh0UGF0Y2hPcGVyYXRpb24icQoVQ29udGV4dFBhdGNoT3BlcmF0aW9uEgoKAm9wGAEgASgJEgwKBHBhdGgYAiABKAkSJQoFdmFsdWUYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSFwoJZnJvbV9wYXRoGAQgASgJUgRmcm9tIhcKFUdldERpYWdub3N0aWNzUmVxdWVzdCKPBAoWR2V0RGlhZ25vc3RpY3NSZXNwb25zZRI4CgpldmVudF9sb29wGAEgASgLMiQuc3RhdGV3cmlnaHQudjEuRXZlbnRMb29wRGlhZ25vc3RpY3MSOAoKYWRtaXNzaW9ucxgCIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkFkbWlzc2lvbkRpYWdub3N0aWNzEjsKC3BlcnNpc3RlbmNlGAMgASgLMiYuc3RhdGV3cmlnaHQudjEuUGVyc2lzdGVuY2VEaWFnbm9zdGljcxI0Cgh3YXRjaGVycxgEIAEoCzIiLnN0YXRld3JpZ2h0LnYxLldhdGNoZXJEaWFnbm9zdGljcxITCgtkZWZpbml0aW9ucxgFIAMoCRIoCgVidWlsZBgGIAEoCzIZLnN0YXRld3JpZ2h0LnYxLkJ1aWxkSW5mbxIpCgZ1cHRpbWUYByABKAsyGS5nb29nbGUucHJvdG9idWYuRHVyYXRpb24SMAoGdGltZXJzGAggASgLMiAuc3RhdGV3cmlnaHQudjEuVGltZXJEaWFnbm9zdGljcxI5Cgt0YXNrX3F1ZXVlcxgJIAMoCzIkLnN0YXRld3JpZ2h0LnYxLlRhc2tRdWV1ZURpYWdub3N0aWNzEjcKCXJldGVudGlvbhgKIAEoCzIkLnN0YXRld3JpZ2h0LnYxLlJldGVudGlvbkRpYWdub3N0aWNzIi0KHUdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXF1ZXN0EgwKBG5hbWUYASABKAkiWgoeR2V0V29ya2Zsb3dEaWFnbm9zdGljc1Jlc3BvbnNlEjgKC2RpYWdub3N0aWNzGAEgASgLMiMuc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dEaWFnbm9zdGljcyJTChZMaXN0RGVmaW5pdGlvbnNSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSEQoJcGFnZV9zaXplGAIgASgFEhIKCnBhZ2VfdG9rZW4YAyABKAkiYwoXTGlzdERlZmluaXRpb25zUmVzcG9uc2USLwoLZGVmaW5pdGlvbnMYASADKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSIkChRHZXREZWZpbml0aW9uUmVxdWVzdBIMCgRuYW1lGAEgASgJIkcKFUdldERlZmluaXRpb25SZXNwb25zZRIuCgpkZWZpbml0aW9uGAEgASgLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbipzCg5JZkV4aXN0c1BvbGljeRIgChxJRl9FWElTVFNfUE9MSUNZX1VOU1BFQ0lGSUVEEAASGQoVSUZfRVhJU1RTX1BPTElDWV9GQUlMEAESJAogSUZfRVhJU1RTX1BPTElDWV9SRVRVUk5fRVhJU1RJTkcQAirCAQoPU2lnbmFsUmVqZWN0aW9uEiAKHFNJR05BTF9SRUpFQ1RJT05fVU5TUEVDSUZJRUQQABIgChxTSUdOQUxfUkVKRUNUSU9OX05PVF9SVU5OSU5HEAESHwobU0lHTkFMX1JFSkVDVElPTl9QRVJTSVNUSU5HEAISJgoiU0lHTkFMX1JFSkVDVElPTl9SRUNPVkVSWV9SRVFVSVJFRBADEiIKHlNJR05BTF9SRUpFQ1RJT05fU0hVVFRJTkdfRE9XThAEKmsKDldhdGNoRXZlbnRUeXBlEiAKHFdBVENIX0VWRU5UX1RZUEVfVU5TUEVDSUZJRUQQABIcChhXQVRDSF9FVkVOVF9UWVBFX0NVUlJFTlQQARIZChVXQVRDSF9FVkVOVF9UWVBFX1NURVAQAjKcDQoPV29ya2Zsb3dTZXJ2aWNlEnoKDVN0YXJ0V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5TdGFydFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZSIcgtPkkwIWOgEqIhEvYXBpL3YxL3dvcmtmbG93cxKNAQoOUmVzdW1lV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc3VtZRKNAQoOU2lnbmFsV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5TaWduYWxXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5TaWduYWxXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3NpZ25hbBJ6CgtHZXRXb3JrZmxvdxIiLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVxdWVzdBojLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVzcG9uc2UiIoLT5JMCHBIaL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0SdwoNTGlzdFdvcmtmbG93cxIkLnN0YXRld3JpZ2h0LnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlIhmC0+STAhMSES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5DYW5jZWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkNhbmNlbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vY2FuY2VsEoMBCg5EZWxldGVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2UiIoLT5JMCHCoaL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0SiAEKDVdhdGNoV29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5XYXRjaFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXNwb25zZSIogtPkkwIiEiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS93YXRjaDABEnwKDkdldERpYWdub3N0aWNzEiUuc3RhdGV3cmlnaHQudjEuR2V0RGlhZ25vc3RpY3NSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuR2V0RGlhZ25vc3RpY3NSZXNwb25zZSIbgtPkkwIVEhMvYXBpL3YxL2RpYWdub3N0aWNzEqcBChZHZXRXb3JrZmxvd0RpYWdub3N0aWNzEi0uc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QaLi5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2UiLoLT5JMCKBImL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vZGlhZ25vc3RpY3MSfwoPTGlzdERlZmluaXRpb25zEiYuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVxdWVzdBonLnN0YXRld3JpZ2h0LnYxLkxpc3REZWZpbml0aW9uc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGVmaW5pdGlvbnMSrQEKDUdldERlZmluaXRpb24SJC5zdGF0ZXdyaWdodC52MS5HZXREZWZpbml0aW9uUmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXNwb25zZSJPgtPkkwJJWh4SHC9hcGkvdjEve25hbWU9ZGVmaW5pdGlvbnMvKn0SJy9hcGkvdjEve25hbWU9ZGVmaW5pdGlvbnMvKi92ZXJzaW9ucy8qfUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSLvAQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3citgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJEg4KBmZpbHRlchgHIAEoCSJdChVMaXN0V29ya2Zsb3dzUmVzcG9uc2USKwoJd29ya2Zsb3dzGAEgAygLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImQKFUNhbmNlbFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJIkQKFkNhbmNlbFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdyJ0ChVEZWxldGVXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEg0KBWZvcmNlGAQgASgIEhUKDWFsbG93X21pc3NpbmcYBSABKAgiVwoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhEKCWNhbmNlbGxlZBgCIAEoCCJUChRXYXRjaFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3JldmlzaW9uGAIgASgDSACIAQFCEQoPX2FmdGVyX3JldmlzaW9uIrgCChVXYXRjaFdvcmtmbG93UmVzcG9uc2USLAoEdHlwZRgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldhdGNoRXZlbnRUeXBlEhAKCHJldmlzaW9uGAIgASgDEi8KC3RyYW5zaXRpb25zGAMgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbhIqCgh3b3JrZmxvdxgEIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg0KBWV2ZW50GAUgASgJEg0KBWFjdG9yGAYgASgJEiYKBWlucHV0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI8Cg1jb250ZXh0X3BhdGNoGAggAygLMiUuc3RhdGV3cmlnaHQudjEuQ29udGV4dFBhdGNoT3BlcmF0aW9uInEKFUNvbnRleHRQYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIMCgRwYXRoGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKCWZyb21fcGF0aBgEIAEoCVIEZnJvbSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24iJwoVQ291bnRXb3JrZmxvd3NSZXF1ZXN0Eg4KBmZpbHRlchgBIAEoCSJXChZDb3VudFdvcmtmbG93c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEi4KCWJ5X3N0YXR1cxgCIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlN0YXR1c0NvdW50IkwKC1N0YXR1c0NvdW50Ei4KBnN0YXR1cxgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEg0KBWNvdW50GAIgASgDIpkCCh5TaWduYWxXaXRoU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVldmVudBgFIAEoCRIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAcgASgJEjUKC2lmX2ZpbmlzaGVkGAggASgOMiAuc3RhdGV3cmlnaHQudjEuSWZGaW5pc2hlZFBvbGljeRIRCglzdGFydF9ub3cYCSABKAgi0gEKH1NpZ25hbFdpdGhTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIPCgdzdGFydGVkGAIgASgIEhAKCGFjY2VwdGVkGAMgASgIEi8KBnJlYXNvbhgEIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIvCgt0cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24qcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIqdwoQSWZGaW5pc2hlZFBvbGljeRIiCh5JRl9GSU5JU0hFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIdChlJRl9GSU5JU0hFRF9QT0xJQ1lfUkVGVVNFEAESIAocSUZfRklOSVNIRURfUE9MSUNZX1NUQVJUX05FVxACMsoPCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnRCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -68,6 +68,16 @@ export type StartWorkflowRequest = Message<"statewright.v1.StartWorkflowRequest"
    * @generated from field: statewright.v1.IfExistsPolicy if_exists = 6;
    */
   ifExists: IfExistsPolicy;
+
+  /**
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   *
+   * @generated from field: google.protobuf.Duration start_delay = 7;
+   */
+  startDelay?: Duration | undefined;
 };
 
 /**
@@ -117,6 +127,16 @@ export type StartWorkflowRequestJson = {
    * @generated from field: statewright.v1.IfExistsPolicy if_exists = 6;
    */
   ifExists?: IfExistsPolicyJson;
+
+  /**
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   *
+   * @generated from field: google.protobuf.Duration start_delay = 7;
+   */
+  startDelay?: DurationJson;
 };
 
 /**
@@ -589,9 +609,11 @@ export type ListWorkflowsRequest = Message<"statewright.v1.ListWorkflowsRequest"
 
   /**
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -607,6 +629,19 @@ export type ListWorkflowsRequest = Message<"statewright.v1.ListWorkflowsRequest"
    * @generated from field: string id_prefix = 6;
    */
   idPrefix: string;
+
+  /**
+   * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
+   * "has": text containment, keyword-list membership) of `definition`, `version`,
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
+   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+   * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+   * metadata has the `position` and the `problem`). A page token is bound to its filter.
+   *
+   * @generated from field: string filter = 7;
+   */
+  filter: string;
 };
 
 /**
@@ -645,9 +680,11 @@ export type ListWorkflowsRequestJson = {
 
   /**
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -663,6 +700,19 @@ export type ListWorkflowsRequestJson = {
    * @generated from field: string id_prefix = 6;
    */
   idPrefix?: string;
+
+  /**
+   * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
+   * "has": text containment, keyword-list membership) of `definition`, `version`,
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
+   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+   * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+   * metadata has the `position` and the `problem`). A page token is bound to its filter.
+   *
+   * @generated from field: string filter = 7;
+   */
+  filter?: string;
 };
 
 /**
@@ -1701,6 +1751,385 @@ export const GetDefinitionResponseSchema: GenMessage<GetDefinitionResponse, {jso
   messageDesc(file_statewright_v1_workflow_service, 24);
 
 /**
+ * Request of CountWorkflows.
+ *
+ * @generated from message statewright.v1.CountWorkflowsRequest
+ */
+export type CountWorkflowsRequest = Message<"statewright.v1.CountWorkflowsRequest"> & {
+  /**
+   * Optional. A filter, as ListWorkflowsRequest.filter takes it; empty counts every
+   * instance.
+   *
+   * @generated from field: string filter = 1;
+   */
+  filter: string;
+};
+
+/**
+ * Request of CountWorkflows.
+ *
+ * @generated from message statewright.v1.CountWorkflowsRequest
+ */
+export type CountWorkflowsRequestJson = {
+  /**
+   * Optional. A filter, as ListWorkflowsRequest.filter takes it; empty counts every
+   * instance.
+   *
+   * @generated from field: string filter = 1;
+   */
+  filter?: string;
+};
+
+/**
+ * Describes the message statewright.v1.CountWorkflowsRequest.
+ * Use `create(CountWorkflowsRequestSchema)` to create a new message.
+ */
+export const CountWorkflowsRequestSchema: GenMessage<CountWorkflowsRequest, {jsonType: CountWorkflowsRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 25);
+
+/**
+ * Response of CountWorkflows.
+ *
+ * @generated from message statewright.v1.CountWorkflowsResponse
+ */
+export type CountWorkflowsResponse = Message<"statewright.v1.CountWorkflowsResponse"> & {
+  /**
+   * Output only. How many instances match.
+   *
+   * @generated from field: int64 total = 1;
+   */
+  total: bigint;
+
+  /**
+   * Output only. How many of them are in each status (a status none is in is left out).
+   *
+   * @generated from field: repeated statewright.v1.StatusCount by_status = 2;
+   */
+  byStatus: StatusCount[];
+};
+
+/**
+ * Response of CountWorkflows.
+ *
+ * @generated from message statewright.v1.CountWorkflowsResponse
+ */
+export type CountWorkflowsResponseJson = {
+  /**
+   * Output only. How many instances match.
+   *
+   * @generated from field: int64 total = 1;
+   */
+  total?: string;
+
+  /**
+   * Output only. How many of them are in each status (a status none is in is left out).
+   *
+   * @generated from field: repeated statewright.v1.StatusCount by_status = 2;
+   */
+  byStatus?: StatusCountJson[];
+};
+
+/**
+ * Describes the message statewright.v1.CountWorkflowsResponse.
+ * Use `create(CountWorkflowsResponseSchema)` to create a new message.
+ */
+export const CountWorkflowsResponseSchema: GenMessage<CountWorkflowsResponse, {jsonType: CountWorkflowsResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 26);
+
+/**
+ * The instances of one status that a count found.
+ *
+ * @generated from message statewright.v1.StatusCount
+ */
+export type StatusCount = Message<"statewright.v1.StatusCount"> & {
+  /**
+   * Output only. The status.
+   *
+   * @generated from field: statewright.v1.WorkflowStatus status = 1;
+   */
+  status: WorkflowStatus;
+
+  /**
+   * Output only. How many instances are in it.
+   *
+   * @generated from field: int64 count = 2;
+   */
+  count: bigint;
+};
+
+/**
+ * The instances of one status that a count found.
+ *
+ * @generated from message statewright.v1.StatusCount
+ */
+export type StatusCountJson = {
+  /**
+   * Output only. The status.
+   *
+   * @generated from field: statewright.v1.WorkflowStatus status = 1;
+   */
+  status?: WorkflowStatusJson;
+
+  /**
+   * Output only. How many instances are in it.
+   *
+   * @generated from field: int64 count = 2;
+   */
+  count?: string;
+};
+
+/**
+ * Describes the message statewright.v1.StatusCount.
+ * Use `create(StatusCountSchema)` to create a new message.
+ */
+export const StatusCountSchema: GenMessage<StatusCount, {jsonType: StatusCountJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 27);
+
+/**
+ * Request of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowRequest
+ */
+export type SignalWithStartWorkflowRequest = Message<"statewright.v1.SignalWithStartWorkflowRequest"> & {
+  /**
+   * Required. The name of the definition to start when the instance does not exist.
+   *
+   * @generated from field: string definition = 1;
+   */
+  definition: string;
+
+  /**
+   * Optional. The definition version to start; zero means the latest version.
+   *
+   * @generated from field: int32 version = 2;
+   */
+  version: number;
+
+  /**
+   * Required. The instance's identifier: the one signalled, or started.
+   *
+   * @generated from field: string workflow_id = 3;
+   */
+  workflowId: string;
+
+  /**
+   * Optional. Initial context values of a started instance; ignored when it exists.
+   *
+   * @generated from field: google.protobuf.Struct input = 4;
+   */
+  input?: JsonObject | undefined;
+
+  /**
+   * Required. The event to deliver.
+   *
+   * @generated from field: string event = 5;
+   */
+  event: string;
+
+  /**
+   * Optional. The event payload, visible to guards and actions as `event.payload`.
+   *
+   * @generated from field: google.protobuf.Struct payload = 6;
+   */
+  payload?: JsonObject | undefined;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
+
+  /**
+   * Optional. What to do when the instance exists and has finished; REFUSE by default.
+   *
+   * @generated from field: statewright.v1.IfFinishedPolicy if_finished = 8;
+   */
+  ifFinished: IfFinishedPolicy;
+
+  /**
+   * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+   * has not run yet, start it now with the event, in one step. Otherwise such an instance
+   * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+   *
+   * @generated from field: bool start_now = 9;
+   */
+  startNow: boolean;
+};
+
+/**
+ * Request of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowRequest
+ */
+export type SignalWithStartWorkflowRequestJson = {
+  /**
+   * Required. The name of the definition to start when the instance does not exist.
+   *
+   * @generated from field: string definition = 1;
+   */
+  definition?: string;
+
+  /**
+   * Optional. The definition version to start; zero means the latest version.
+   *
+   * @generated from field: int32 version = 2;
+   */
+  version?: number;
+
+  /**
+   * Required. The instance's identifier: the one signalled, or started.
+   *
+   * @generated from field: string workflow_id = 3;
+   */
+  workflowId?: string;
+
+  /**
+   * Optional. Initial context values of a started instance; ignored when it exists.
+   *
+   * @generated from field: google.protobuf.Struct input = 4;
+   */
+  input?: StructJson;
+
+  /**
+   * Required. The event to deliver.
+   *
+   * @generated from field: string event = 5;
+   */
+  event?: string;
+
+  /**
+   * Optional. The event payload, visible to guards and actions as `event.payload`.
+   *
+   * @generated from field: google.protobuf.Struct payload = 6;
+   */
+  payload?: StructJson;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. What to do when the instance exists and has finished; REFUSE by default.
+   *
+   * @generated from field: statewright.v1.IfFinishedPolicy if_finished = 8;
+   */
+  ifFinished?: IfFinishedPolicyJson;
+
+  /**
+   * Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
+   * has not run yet, start it now with the event, in one step. Otherwise such an instance
+   * answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+   *
+   * @generated from field: bool start_now = 9;
+   */
+  startNow?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.SignalWithStartWorkflowRequest.
+ * Use `create(SignalWithStartWorkflowRequestSchema)` to create a new message.
+ */
+export const SignalWithStartWorkflowRequestSchema: GenMessage<SignalWithStartWorkflowRequest, {jsonType: SignalWithStartWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 28);
+
+/**
+ * Response of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowResponse
+ */
+export type SignalWithStartWorkflowResponse = Message<"statewright.v1.SignalWithStartWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the step, or as it is when not accepted.
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. True when this call created the instance (revision 1 carries the event).
+   *
+   * @generated from field: bool started = 2;
+   */
+  started: boolean;
+
+  /**
+   * Output only. True when the event was applied and durably saved.
+   *
+   * @generated from field: bool accepted = 3;
+   */
+  accepted: boolean;
+
+  /**
+   * Output only. Why the event was not accepted; UNSPECIFIED when accepted.
+   *
+   * @generated from field: statewright.v1.SignalRejection reason = 4;
+   */
+  reason: SignalRejection;
+
+  /**
+   * Output only. The transitions of the step, in order (a started instance's first step,
+   * then the event's).
+   *
+   * @generated from field: repeated statewright.v1.Transition transitions = 5;
+   */
+  transitions: Transition[];
+};
+
+/**
+ * Response of SignalWithStartWorkflow.
+ *
+ * @generated from message statewright.v1.SignalWithStartWorkflowResponse
+ */
+export type SignalWithStartWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the step, or as it is when not accepted.
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. True when this call created the instance (revision 1 carries the event).
+   *
+   * @generated from field: bool started = 2;
+   */
+  started?: boolean;
+
+  /**
+   * Output only. True when the event was applied and durably saved.
+   *
+   * @generated from field: bool accepted = 3;
+   */
+  accepted?: boolean;
+
+  /**
+   * Output only. Why the event was not accepted; UNSPECIFIED when accepted.
+   *
+   * @generated from field: statewright.v1.SignalRejection reason = 4;
+   */
+  reason?: SignalRejectionJson;
+
+  /**
+   * Output only. The transitions of the step, in order (a started instance's first step,
+   * then the event's).
+   *
+   * @generated from field: repeated statewright.v1.Transition transitions = 5;
+   */
+  transitions?: TransitionJson[];
+};
+
+/**
+ * Describes the message statewright.v1.SignalWithStartWorkflowResponse.
+ * Use `create(SignalWithStartWorkflowResponseSchema)` to create a new message.
+ */
+export const SignalWithStartWorkflowResponseSchema: GenMessage<SignalWithStartWorkflowResponse, {jsonType: SignalWithStartWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 29);
+
+/**
  * What StartWorkflow does when the requested workflow_id already exists.
  *
  * @generated from enum statewright.v1.IfExistsPolicy
@@ -1838,6 +2267,48 @@ export const WatchEventTypeSchema: GenEnum<WatchEventType, WatchEventTypeJson> =
   enumDesc(file_statewright_v1_workflow_service, 2);
 
 /**
+ * What SignalWithStartWorkflow does when the instance exists and has finished.
+ *
+ * @generated from enum statewright.v1.IfFinishedPolicy
+ */
+export enum IfFinishedPolicy {
+  /**
+   * Same as IF_FINISHED_POLICY_REFUSE.
+   *
+   * @generated from enum value: IF_FINISHED_POLICY_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * Answer FAILED_PRECONDITION (ALREADY_TERMINAL); nothing changes.
+   *
+   * @generated from enum value: IF_FINISHED_POLICY_REFUSE = 1;
+   */
+  REFUSE = 1,
+
+  /**
+   * Remove the finished instance (its history with it, as DeleteWorkflow does) and start
+   * a new one under the same workflow_id, with the event delivered.
+   *
+   * @generated from enum value: IF_FINISHED_POLICY_START_NEW = 2;
+   */
+  START_NEW = 2,
+}
+
+/**
+ * What SignalWithStartWorkflow does when the instance exists and has finished.
+ *
+ * @generated from enum statewright.v1.IfFinishedPolicy
+ */
+export type IfFinishedPolicyJson = "IF_FINISHED_POLICY_UNSPECIFIED" | "IF_FINISHED_POLICY_REFUSE" | "IF_FINISHED_POLICY_START_NEW";
+
+/**
+ * Describes the enum statewright.v1.IfFinishedPolicy.
+ */
+export const IfFinishedPolicySchema: GenEnum<IfFinishedPolicy, IfFinishedPolicyJson> = /*@__PURE__*/
+  enumDesc(file_statewright_v1_workflow_service, 3);
+
+/**
  * Runs durable finite-state-machine workflows.
  *
  * @generated from service statewright.v1.WorkflowService
@@ -1964,6 +2435,27 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof GetDefinitionRequestSchema;
     output: typeof GetDefinitionResponseSchema;
+  },
+  /**
+   * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.CountWorkflows
+   */
+  countWorkflows: {
+    methodKind: "unary";
+    input: typeof CountWorkflowsRequestSchema;
+    output: typeof CountWorkflowsResponseSchema;
+  },
+  /**
+   * Starts the instance if it does not exist and delivers an event to it, in one saved
+   * step; delivers the event as SignalWorkflow does when it exists.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.SignalWithStartWorkflow
+   */
+  signalWithStartWorkflow: {
+    methodKind: "unary";
+    input: typeof SignalWithStartWorkflowRequestSchema;
+    output: typeof SignalWithStartWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_statewright_v1_workflow_service, 0);

@@ -44,6 +44,7 @@ private static final long serialVersionUID = 0L;
         com.google.protobuf.LazyStringArrayList.emptyList();
     sourceName_ = "";
     contextFields_ = java.util.Collections.emptyList();
+    searchFields_ = java.util.Collections.emptyList();
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -619,6 +620,72 @@ private static final long serialVersionUID = 0L;
     return contextFields_.get(index);
   }
 
+  public static final int SEARCH_FIELDS_FIELD_NUMBER = 13;
+  @SuppressWarnings("serial")
+  private java.util.List<dev.statewright.v1.SearchField> searchFields_;
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<dev.statewright.v1.SearchField> getSearchFieldsList() {
+    return searchFields_;
+  }
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  @java.lang.Override
+  public java.util.List<? extends dev.statewright.v1.SearchFieldOrBuilder> 
+      getSearchFieldsOrBuilderList() {
+    return searchFields_;
+  }
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  @java.lang.Override
+  public int getSearchFieldsCount() {
+    return searchFields_.size();
+  }
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.SearchField getSearchFields(int index) {
+    return searchFields_.get(index);
+  }
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.SearchFieldOrBuilder getSearchFieldsOrBuilder(
+      int index) {
+    return searchFields_.get(index);
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -668,6 +735,9 @@ private static final long serialVersionUID = 0L;
     }
     for (int i = 0; i < contextFields_.size(); i++) {
       output.writeMessage(12, contextFields_.get(i));
+    }
+    for (int i = 0; i < searchFields_.size(); i++) {
+      output.writeMessage(13, searchFields_.get(i));
     }
     getUnknownFields().writeTo(output);
   }
@@ -727,6 +797,15 @@ private static final long serialVersionUID = 0L;
           }
           size += 1 * count;
         }
+
+        {
+          final int count = searchFields_.size();
+          for (int i = 0; i < count; i++) {
+            size += com.google.protobuf.CodedOutputStream
+              .computeMessageSizeNoTag(searchFields_.get(i));
+          }
+          size += 1 * count;
+        }
     return size;
   }
   @java.lang.Override
@@ -778,6 +857,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getSourceName())) return false;
     if (!getContextFieldsList()
         .equals(other.getContextFieldsList())) return false;
+    if (!getSearchFieldsList()
+        .equals(other.getSearchFieldsList())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -820,6 +901,10 @@ private static final long serialVersionUID = 0L;
     if (getContextFieldsCount() > 0) {
       hash = (37 * hash) + CONTEXT_FIELDS_FIELD_NUMBER;
       hash = (53 * hash) + getContextFieldsList().hashCode();
+    }
+    if (getSearchFieldsCount() > 0) {
+      hash = (37 * hash) + SEARCH_FIELDS_FIELD_NUMBER;
+      hash = (53 * hash) + getSearchFieldsList().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -957,6 +1042,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetCreateTimeFieldBuilder();
         internalGetContextFieldsFieldBuilder();
+        internalGetSearchFieldsFieldBuilder();
       }
     }
     @java.lang.Override
@@ -987,6 +1073,13 @@ private static final long serialVersionUID = 0L;
         contextFieldsBuilder_.clear();
       }
       bitField0_ = (bitField0_ & ~0x00000800);
+      if (searchFieldsBuilder_ == null) {
+        searchFields_ = java.util.Collections.emptyList();
+      } else {
+        searchFields_ = null;
+        searchFieldsBuilder_.clear();
+      }
+      bitField0_ = (bitField0_ & ~0x00001000);
       return this;
     }
 
@@ -1028,6 +1121,15 @@ private static final long serialVersionUID = 0L;
         result.contextFields_ = contextFields_;
       } else {
         result.contextFields_ = contextFieldsBuilder_.build();
+      }
+      if (searchFieldsBuilder_ == null) {
+        if (((bitField0_ & 0x00001000) != 0)) {
+          searchFields_ = java.util.Collections.unmodifiableList(searchFields_);
+          bitField0_ = (bitField0_ & ~0x00001000);
+        }
+        result.searchFields_ = searchFields_;
+      } else {
+        result.searchFields_ = searchFieldsBuilder_.build();
       }
     }
 
@@ -1174,6 +1276,32 @@ private static final long serialVersionUID = 0L;
           }
         }
       }
+      if (searchFieldsBuilder_ == null) {
+        if (!other.searchFields_.isEmpty()) {
+          if (searchFields_.isEmpty()) {
+            searchFields_ = other.searchFields_;
+            bitField0_ = (bitField0_ & ~0x00001000);
+          } else {
+            ensureSearchFieldsIsMutable();
+            searchFields_.addAll(other.searchFields_);
+          }
+          onChanged();
+        }
+      } else {
+        if (!other.searchFields_.isEmpty()) {
+          if (searchFieldsBuilder_.isEmpty()) {
+            searchFieldsBuilder_.dispose();
+            searchFieldsBuilder_ = null;
+            searchFields_ = other.searchFields_;
+            bitField0_ = (bitField0_ & ~0x00001000);
+            searchFieldsBuilder_ = 
+              com.google.protobuf.GeneratedMessage.alwaysUseFieldBuilders ?
+                 internalGetSearchFieldsFieldBuilder() : null;
+          } else {
+            searchFieldsBuilder_.addAllMessages(other.searchFields_);
+          }
+        }
+      }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
       return this;
@@ -1268,6 +1396,19 @@ private static final long serialVersionUID = 0L;
               }
               break;
             } // case 98
+            case 106: {
+              dev.statewright.v1.SearchField m =
+                  input.readMessage(
+                      dev.statewright.v1.SearchField.parser(),
+                      extensionRegistry);
+              if (searchFieldsBuilder_ == null) {
+                ensureSearchFieldsIsMutable();
+                searchFields_.add(m);
+              } else {
+                searchFieldsBuilder_.addMessage(m);
+              }
+              break;
+            } // case 106
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2744,6 +2885,330 @@ private static final long serialVersionUID = 0L;
         contextFields_ = null;
       }
       return contextFieldsBuilder_;
+    }
+
+    private java.util.List<dev.statewright.v1.SearchField> searchFields_ =
+      java.util.Collections.emptyList();
+    private void ensureSearchFieldsIsMutable() {
+      if (!((bitField0_ & 0x00001000) != 0)) {
+        searchFields_ = new java.util.ArrayList<dev.statewright.v1.SearchField>(searchFields_);
+        bitField0_ |= 0x00001000;
+       }
+    }
+
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.SearchField, dev.statewright.v1.SearchField.Builder, dev.statewright.v1.SearchFieldOrBuilder> searchFieldsBuilder_;
+
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public java.util.List<dev.statewright.v1.SearchField> getSearchFieldsList() {
+      if (searchFieldsBuilder_ == null) {
+        return java.util.Collections.unmodifiableList(searchFields_);
+      } else {
+        return searchFieldsBuilder_.getMessageList();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public int getSearchFieldsCount() {
+      if (searchFieldsBuilder_ == null) {
+        return searchFields_.size();
+      } else {
+        return searchFieldsBuilder_.getCount();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public dev.statewright.v1.SearchField getSearchFields(int index) {
+      if (searchFieldsBuilder_ == null) {
+        return searchFields_.get(index);
+      } else {
+        return searchFieldsBuilder_.getMessage(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder setSearchFields(
+        int index, dev.statewright.v1.SearchField value) {
+      if (searchFieldsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureSearchFieldsIsMutable();
+        searchFields_.set(index, value);
+        onChanged();
+      } else {
+        searchFieldsBuilder_.setMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder setSearchFields(
+        int index, dev.statewright.v1.SearchField.Builder builderForValue) {
+      if (searchFieldsBuilder_ == null) {
+        ensureSearchFieldsIsMutable();
+        searchFields_.set(index, builderForValue.build());
+        onChanged();
+      } else {
+        searchFieldsBuilder_.setMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder addSearchFields(dev.statewright.v1.SearchField value) {
+      if (searchFieldsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureSearchFieldsIsMutable();
+        searchFields_.add(value);
+        onChanged();
+      } else {
+        searchFieldsBuilder_.addMessage(value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder addSearchFields(
+        int index, dev.statewright.v1.SearchField value) {
+      if (searchFieldsBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        ensureSearchFieldsIsMutable();
+        searchFields_.add(index, value);
+        onChanged();
+      } else {
+        searchFieldsBuilder_.addMessage(index, value);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder addSearchFields(
+        dev.statewright.v1.SearchField.Builder builderForValue) {
+      if (searchFieldsBuilder_ == null) {
+        ensureSearchFieldsIsMutable();
+        searchFields_.add(builderForValue.build());
+        onChanged();
+      } else {
+        searchFieldsBuilder_.addMessage(builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder addSearchFields(
+        int index, dev.statewright.v1.SearchField.Builder builderForValue) {
+      if (searchFieldsBuilder_ == null) {
+        ensureSearchFieldsIsMutable();
+        searchFields_.add(index, builderForValue.build());
+        onChanged();
+      } else {
+        searchFieldsBuilder_.addMessage(index, builderForValue.build());
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder addAllSearchFields(
+        java.lang.Iterable<? extends dev.statewright.v1.SearchField> values) {
+      if (searchFieldsBuilder_ == null) {
+        ensureSearchFieldsIsMutable();
+        com.google.protobuf.AbstractMessageLite.Builder.addAll(
+            values, searchFields_);
+        onChanged();
+      } else {
+        searchFieldsBuilder_.addAllMessages(values);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder clearSearchFields() {
+      if (searchFieldsBuilder_ == null) {
+        searchFields_ = java.util.Collections.emptyList();
+        bitField0_ = (bitField0_ & ~0x00001000);
+        onChanged();
+      } else {
+        searchFieldsBuilder_.clear();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public Builder removeSearchFields(int index) {
+      if (searchFieldsBuilder_ == null) {
+        ensureSearchFieldsIsMutable();
+        searchFields_.remove(index);
+        onChanged();
+      } else {
+        searchFieldsBuilder_.remove(index);
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public dev.statewright.v1.SearchField.Builder getSearchFieldsBuilder(
+        int index) {
+      return internalGetSearchFieldsFieldBuilder().getBuilder(index);
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public dev.statewright.v1.SearchFieldOrBuilder getSearchFieldsOrBuilder(
+        int index) {
+      if (searchFieldsBuilder_ == null) {
+        return searchFields_.get(index);  } else {
+        return searchFieldsBuilder_.getMessageOrBuilder(index);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public java.util.List<? extends dev.statewright.v1.SearchFieldOrBuilder> 
+         getSearchFieldsOrBuilderList() {
+      if (searchFieldsBuilder_ != null) {
+        return searchFieldsBuilder_.getMessageOrBuilderList();
+      } else {
+        return java.util.Collections.unmodifiableList(searchFields_);
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public dev.statewright.v1.SearchField.Builder addSearchFieldsBuilder() {
+      return internalGetSearchFieldsFieldBuilder().addBuilder(
+          dev.statewright.v1.SearchField.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public dev.statewright.v1.SearchField.Builder addSearchFieldsBuilder(
+        int index) {
+      return internalGetSearchFieldsFieldBuilder().addBuilder(
+          index, dev.statewright.v1.SearchField.getDefaultInstance());
+    }
+    /**
+     * <pre>
+     * Output only. The declared search fields, in declaration order: what a ListWorkflows
+     * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+     * </pre>
+     *
+     * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+     */
+    public java.util.List<dev.statewright.v1.SearchField.Builder> 
+         getSearchFieldsBuilderList() {
+      return internalGetSearchFieldsFieldBuilder().getBuilderList();
+    }
+    private com.google.protobuf.RepeatedFieldBuilder<
+        dev.statewright.v1.SearchField, dev.statewright.v1.SearchField.Builder, dev.statewright.v1.SearchFieldOrBuilder> 
+        internalGetSearchFieldsFieldBuilder() {
+      if (searchFieldsBuilder_ == null) {
+        searchFieldsBuilder_ = new com.google.protobuf.RepeatedFieldBuilder<
+            dev.statewright.v1.SearchField, dev.statewright.v1.SearchField.Builder, dev.statewright.v1.SearchFieldOrBuilder>(
+                searchFields_,
+                ((bitField0_ & 0x00001000) != 0),
+                getParentForChildren(),
+                isClean());
+        searchFields_ = null;
+      }
+      return searchFieldsBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Definition)

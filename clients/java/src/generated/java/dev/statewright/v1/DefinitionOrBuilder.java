@@ -317,4 +317,53 @@ public interface DefinitionOrBuilder extends
    */
   dev.statewright.v1.ContextFieldOrBuilder getContextFieldsOrBuilder(
       int index);
+
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  java.util.List<dev.statewright.v1.SearchField> 
+      getSearchFieldsList();
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  dev.statewright.v1.SearchField getSearchFields(int index);
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  int getSearchFieldsCount();
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  java.util.List<? extends dev.statewright.v1.SearchFieldOrBuilder> 
+      getSearchFieldsOrBuilderList();
+  /**
+   * <pre>
+   * Output only. The declared search fields, in declaration order: what a ListWorkflows
+   * or CountWorkflows filter may name as `search.&lt;name&gt;`.
+   * </pre>
+   *
+   * <code>repeated .statewright.v1.SearchField search_fields = 13 [json_name = "searchFields"];</code>
+   */
+  dev.statewright.v1.SearchFieldOrBuilder getSearchFieldsOrBuilder(
+      int index);
 }

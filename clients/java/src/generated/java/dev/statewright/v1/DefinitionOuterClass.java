@@ -32,6 +32,11 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_Definition_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SearchField_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SearchField_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_statewright_v1_ContextField_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -47,7 +52,7 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
     java.lang.String[] descriptorData = {
       "\n\037statewright/v1/definition.proto\022\016state" +
       "wright.v1\032\034google/protobuf/struct.proto\032" +
-      "\037google/protobuf/timestamp.proto\"\231\003\n\nDef" +
+      "\037google/protobuf/timestamp.proto\"\333\003\n\nDef" +
       "inition\022\022\n\004name\030\001 \001(\tR\004name\022\036\n\ndefinitio" +
       "n\030\002 \001(\tR\ndefinition\022\030\n\007version\030\003 \001(\005R\007ve" +
       "rsion\022 \n\013description\030\004 \001(\tR\013description\022" +
@@ -58,14 +63,18 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
       ".TimestampR\ncreateTime\022\037\n\013source_name\030\013 " +
       "\001(\tR\nsourceName\022C\n\016context_fields\030\014 \003(\0132" +
       "\034.statewright.v1.ContextFieldR\rcontextFi" +
-      "elds\"\251\001\n\014ContextField\022\022\n\004name\030\001 \001(\tR\004nam" +
-      "e\022\022\n\004type\030\002 \001(\tR\004type\022\030\n\007reducer\030\003 \001(\tR\007" +
-      "reducer\022;\n\rdefault_value\030\004 \001(\0132\026.google." +
-      "protobuf.ValueR\014defaultValue\022\032\n\010nullable" +
-      "\030\005 \001(\010R\010nullableBs\n\022dev.statewright.v1P\001" +
-      "ZJgithub.com/statewright/statewright/cli" +
-      "ents/go/statewright/v1;statewrightv1\252\002\016S" +
-      "tatewright.V1b\006proto3"
+      "elds\022@\n\rsearch_fields\030\r \003(\0132\033.statewrigh" +
+      "t.v1.SearchFieldR\014searchFields\"m\n\013Search" +
+      "Field\022\022\n\004name\030\001 \001(\tR\004name\022\022\n\004type\030\002 \001(\tR" +
+      "\004type\022\024\n\005value\030\003 \001(\tR\005value\022 \n\013descripti" +
+      "on\030\004 \001(\tR\013description\"\251\001\n\014ContextField\022\022" +
+      "\n\004name\030\001 \001(\tR\004name\022\022\n\004type\030\002 \001(\tR\004type\022\030" +
+      "\n\007reducer\030\003 \001(\tR\007reducer\022;\n\rdefault_valu" +
+      "e\030\004 \001(\0132\026.google.protobuf.ValueR\014default" +
+      "Value\022\032\n\010nullable\030\005 \001(\010R\010nullableBs\n\022dev" +
+      ".statewright.v1P\001ZJgithub.com/statewrigh" +
+      "t/statewright/clients/go/statewright/v1;" +
+      "statewrightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -78,9 +87,15 @@ public final class DefinitionOuterClass extends com.google.protobuf.GeneratedFil
     internal_static_statewright_v1_Definition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Definition_descriptor,
-        new java.lang.String[] { "Name", "Definition", "Version", "Description", "Source", "Digest", "Mermaid", "States", "Events", "CreateTime", "SourceName", "ContextFields", });
-    internal_static_statewright_v1_ContextField_descriptor =
+        new java.lang.String[] { "Name", "Definition", "Version", "Description", "Source", "Digest", "Mermaid", "States", "Events", "CreateTime", "SourceName", "ContextFields", "SearchFields", });
+    internal_static_statewright_v1_SearchField_descriptor =
       getDescriptor().getMessageType(1);
+    internal_static_statewright_v1_SearchField_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SearchField_descriptor,
+        new java.lang.String[] { "Name", "Type", "Value", "Description", });
+    internal_static_statewright_v1_ContextField_descriptor =
+      getDescriptor().getMessageType(2);
     internal_static_statewright_v1_ContextField_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ContextField_descriptor,

@@ -288,6 +288,50 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int CLOSE_KEY_UNTIL_FIELD_NUMBER = 7;
+  private com.google.protobuf.Timestamp closeKeyUntil_;
+  /**
+   * <pre>
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+   * @return Whether the closeKeyUntil field is set.
+   */
+  @java.lang.Override
+  public boolean hasCloseKeyUntil() {
+    return ((bitField0_ & 0x00000004) != 0);
+  }
+  /**
+   * <pre>
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+   * @return The closeKeyUntil.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Timestamp getCloseKeyUntil() {
+    return closeKeyUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : closeKeyUntil_;
+  }
+  /**
+   * <pre>
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.TimestampOrBuilder getCloseKeyUntilOrBuilder() {
+    return closeKeyUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : closeKeyUntil_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -320,6 +364,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 6, requestId_);
     }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      output.writeMessage(7, getCloseKeyUntil());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -344,6 +391,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(6, requestId_);
+    }
+    if (((bitField0_ & 0x00000004) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(7, getCloseKeyUntil());
     }
     return size;
   }
@@ -387,6 +438,11 @@ private static final long serialVersionUID = 0L;
     }
     if (!getRequestId()
         .equals(other.getRequestId())) return false;
+    if (hasCloseKeyUntil() != other.hasCloseKeyUntil()) return false;
+    if (hasCloseKeyUntil()) {
+      if (!getCloseKeyUntil()
+          .equals(other.getCloseKeyUntil())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -415,6 +471,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + REQUEST_ID_FIELD_NUMBER;
     hash = (53 * hash) + getRequestId().hashCode();
+    if (hasCloseKeyUntil()) {
+      hash = (37 * hash) + CLOSE_KEY_UNTIL_FIELD_NUMBER;
+      hash = (53 * hash) + getCloseKeyUntil().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -551,6 +611,7 @@ private static final long serialVersionUID = 0L;
               .alwaysUseFieldBuilders) {
         internalGetErrorFieldBuilder();
         internalGetRetryDelayFieldBuilder();
+        internalGetCloseKeyUntilFieldBuilder();
       }
     }
     @java.lang.Override
@@ -571,6 +632,11 @@ private static final long serialVersionUID = 0L;
         retryDelayBuilder_ = null;
       }
       requestId_ = "";
+      closeKeyUntil_ = null;
+      if (closeKeyUntilBuilder_ != null) {
+        closeKeyUntilBuilder_.dispose();
+        closeKeyUntilBuilder_ = null;
+      }
       return this;
     }
 
@@ -629,6 +695,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.requestId_ = requestId_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.closeKeyUntil_ = closeKeyUntilBuilder_ == null
+            ? closeKeyUntil_
+            : closeKeyUntilBuilder_.build();
+        to_bitField0_ |= 0x00000004;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -667,6 +739,9 @@ private static final long serialVersionUID = 0L;
         requestId_ = other.requestId_;
         bitField0_ |= 0x00000020;
         onChanged();
+      }
+      if (other.hasCloseKeyUntil()) {
+        mergeCloseKeyUntil(other.getCloseKeyUntil());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -726,6 +801,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 58: {
+              input.readMessage(
+                  internalGetCloseKeyUntilFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1371,6 +1453,179 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00000020;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Timestamp closeKeyUntil_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> closeKeyUntilBuilder_;
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     * @return Whether the closeKeyUntil field is set.
+     */
+    public boolean hasCloseKeyUntil() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     * @return The closeKeyUntil.
+     */
+    public com.google.protobuf.Timestamp getCloseKeyUntil() {
+      if (closeKeyUntilBuilder_ == null) {
+        return closeKeyUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : closeKeyUntil_;
+      } else {
+        return closeKeyUntilBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    public Builder setCloseKeyUntil(com.google.protobuf.Timestamp value) {
+      if (closeKeyUntilBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        closeKeyUntil_ = value;
+      } else {
+        closeKeyUntilBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    public Builder setCloseKeyUntil(
+        com.google.protobuf.Timestamp.Builder builderForValue) {
+      if (closeKeyUntilBuilder_ == null) {
+        closeKeyUntil_ = builderForValue.build();
+      } else {
+        closeKeyUntilBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    public Builder mergeCloseKeyUntil(com.google.protobuf.Timestamp value) {
+      if (closeKeyUntilBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0) &&
+          closeKeyUntil_ != null &&
+          closeKeyUntil_ != com.google.protobuf.Timestamp.getDefaultInstance()) {
+          getCloseKeyUntilBuilder().mergeFrom(value);
+        } else {
+          closeKeyUntil_ = value;
+        }
+      } else {
+        closeKeyUntilBuilder_.mergeFrom(value);
+      }
+      if (closeKeyUntil_ != null) {
+        bitField0_ |= 0x00000040;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    public Builder clearCloseKeyUntil() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      closeKeyUntil_ = null;
+      if (closeKeyUntilBuilder_ != null) {
+        closeKeyUntilBuilder_.dispose();
+        closeKeyUntilBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    public com.google.protobuf.Timestamp.Builder getCloseKeyUntilBuilder() {
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return internalGetCloseKeyUntilFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    public com.google.protobuf.TimestampOrBuilder getCloseKeyUntilOrBuilder() {
+      if (closeKeyUntilBuilder_ != null) {
+        return closeKeyUntilBuilder_.getMessageOrBuilder();
+      } else {
+        return closeKeyUntil_ == null ?
+            com.google.protobuf.Timestamp.getDefaultInstance() : closeKeyUntil_;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Close the task's concurrency key on its queue until then: no task of that
+     * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+     * Ignored for a task without a key; a later time than one already set extends it.
+     * </pre>
+     *
+     * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder> 
+        internalGetCloseKeyUntilFieldBuilder() {
+      if (closeKeyUntilBuilder_ == null) {
+        closeKeyUntilBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Timestamp, com.google.protobuf.Timestamp.Builder, com.google.protobuf.TimestampOrBuilder>(
+                getCloseKeyUntil(),
+                getParentForChildren(),
+                isClean());
+        closeKeyUntil_ = null;
+      }
+      return closeKeyUntilBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.FailTaskRequest)

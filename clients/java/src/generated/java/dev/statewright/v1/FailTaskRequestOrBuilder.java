@@ -133,4 +133,37 @@ public interface FailTaskRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getRequestIdBytes();
+
+  /**
+   * <pre>
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+   * @return Whether the closeKeyUntil field is set.
+   */
+  boolean hasCloseKeyUntil();
+  /**
+   * <pre>
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+   * @return The closeKeyUntil.
+   */
+  com.google.protobuf.Timestamp getCloseKeyUntil();
+  /**
+   * <pre>
+   * Optional. Close the task's concurrency key on its queue until then: no task of that
+   * key is handed out before it (this task's retry waits too). An API's Retry-After, say.
+   * Ignored for a task without a key; a later time than one already set extends it.
+   * </pre>
+   *
+   * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
+   */
+  com.google.protobuf.TimestampOrBuilder getCloseKeyUntilOrBuilder();
 }

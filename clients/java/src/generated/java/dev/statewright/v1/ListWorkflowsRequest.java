@@ -37,6 +37,7 @@ private static final long serialVersionUID = 0L;
     pageToken_ = "";
     orderBy_ = "";
     idPrefix_ = "";
+    filter_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -198,9 +199,11 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -225,9 +228,11 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -300,6 +305,65 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int FILTER_FIELD_NUMBER = 7;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object filter_ = "";
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+   * "has": text containment, keyword-list membership) of `definition`, `version`,
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+   * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+   * metadata has the `position` and the `problem`). A page token is bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 7 [json_name = "filter"];</code>
+   * @return The filter.
+   */
+  @java.lang.Override
+  public java.lang.String getFilter() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      filter_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+   * "has": text containment, keyword-list membership) of `definition`, `version`,
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+   * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+   * metadata has the `position` and the `problem`). A page token is bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 7 [json_name = "filter"];</code>
+   * @return The bytes for filter.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getFilterBytes() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      filter_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -332,6 +396,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 6, idPrefix_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 7, filter_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -355,6 +422,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(6, idPrefix_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(7, filter_);
     }
     return size;
   }
@@ -391,6 +461,8 @@ private static final long serialVersionUID = 0L;
         .equals(other.getOrderBy())) return false;
     if (!getIdPrefix()
         .equals(other.getIdPrefix())) return false;
+    if (!getFilter()
+        .equals(other.getFilter())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -414,6 +486,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getOrderBy().hashCode();
     hash = (37 * hash) + ID_PREFIX_FIELD_NUMBER;
     hash = (53 * hash) + getIdPrefix().hashCode();
+    hash = (37 * hash) + FILTER_FIELD_NUMBER;
+    hash = (53 * hash) + getFilter().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -555,6 +629,7 @@ private static final long serialVersionUID = 0L;
       pageToken_ = "";
       orderBy_ = "";
       idPrefix_ = "";
+      filter_ = "";
       return this;
     }
 
@@ -606,6 +681,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.idPrefix_ = idPrefix_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.filter_ = filter_;
+      }
     }
 
     @java.lang.Override
@@ -644,6 +722,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getIdPrefix().isEmpty()) {
         idPrefix_ = other.idPrefix_;
         bitField0_ |= 0x00000020;
+        onChanged();
+      }
+      if (!other.getFilter().isEmpty()) {
+        filter_ = other.filter_;
+        bitField0_ |= 0x00000040;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -700,6 +783,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 50
+            case 58: {
+              filter_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1021,9 +1109,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1047,9 +1137,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1074,9 +1166,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1097,9 +1191,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1117,9 +1213,11 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-     * ties are broken by workflow id in the same direction. Empty lists by create time,
-     * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+     * or timestamp field; only instances with a value of it are listed); ties are broken by
+     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1232,6 +1330,128 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       idPrefix_ = value;
       bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object filter_ = "";
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+     * "has": text containment, keyword-list membership) of `definition`, `version`,
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+     * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+     * metadata has the `position` and the `problem`). A page token is bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 7 [json_name = "filter"];</code>
+     * @return The filter.
+     */
+    public java.lang.String getFilter() {
+      java.lang.Object ref = filter_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        filter_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+     * "has": text containment, keyword-list membership) of `definition`, `version`,
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+     * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+     * metadata has the `position` and the `problem`). A page token is bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 7 [json_name = "filter"];</code>
+     * @return The bytes for filter.
+     */
+    public com.google.protobuf.ByteString
+        getFilterBytes() {
+      java.lang.Object ref = filter_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        filter_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+     * "has": text containment, keyword-list membership) of `definition`, `version`,
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+     * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+     * metadata has the `position` and the `problem`). A page token is bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 7 [json_name = "filter"];</code>
+     * @param value The filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilter(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      filter_ = value;
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+     * "has": text containment, keyword-list membership) of `definition`, `version`,
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+     * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+     * metadata has the `position` and the `problem`). A page token is bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 7 [json_name = "filter"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFilter() {
+      filter_ = getDefaultInstance().getFilter();
+      bitField0_ = (bitField0_ & ~0x00000040);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+     * "has": text containment, keyword-list membership) of `definition`, `version`,
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+     * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+     * metadata has the `position` and the `problem`). A page token is bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 7 [json_name = "filter"];</code>
+     * @param value The bytes for filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilterBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      filter_ = value;
+      bitField0_ |= 0x00000040;
       onChanged();
       return this;
     }

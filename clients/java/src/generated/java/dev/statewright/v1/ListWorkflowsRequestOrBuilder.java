@@ -82,9 +82,11 @@ public interface ListWorkflowsRequestOrBuilder extends
   /**
    * <pre>
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -97,9 +99,11 @@ public interface ListWorkflowsRequestOrBuilder extends
   /**
    * <pre>
    * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first) or `update_time`;
-   * ties are broken by workflow id in the same direction. Empty lists by create time,
-   * oldest first. Any other value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
+   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
+   * or timestamp field; only instances with a value of it are listed); ties are broken by
+   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
+   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -132,4 +136,36 @@ public interface ListWorkflowsRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getIdPrefixBytes();
+
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+   * "has": text containment, keyword-list membership) of `definition`, `version`,
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+   * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+   * metadata has the `position` and the `problem`). A page token is bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 7 [json_name = "filter"];</code>
+   * @return The filter.
+   */
+  java.lang.String getFilter();
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
+   * "has": text containment, keyword-list membership) of `definition`, `version`,
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
+   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
+   * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
+   * metadata has the `position` and the `problem`). A page token is bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 7 [json_name = "filter"];</code>
+   * @return The bytes for filter.
+   */
+  com.google.protobuf.ByteString
+      getFilterBytes();
 }

@@ -277,6 +277,53 @@ private static final long serialVersionUID = 0L;
     return result == null ? dev.statewright.v1.IfExistsPolicy.UNRECOGNIZED : result;
   }
 
+  public static final int START_DELAY_FIELD_NUMBER = 7;
+  private com.google.protobuf.Duration startDelay_;
+  /**
+   * <pre>
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+   * @return Whether the startDelay field is set.
+   */
+  @java.lang.Override
+  public boolean hasStartDelay() {
+    return ((bitField0_ & 0x00000002) != 0);
+  }
+  /**
+   * <pre>
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+   * @return The startDelay.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Duration getStartDelay() {
+    return startDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : startDelay_;
+  }
+  /**
+   * <pre>
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.DurationOrBuilder getStartDelayOrBuilder() {
+    return startDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : startDelay_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -309,6 +356,9 @@ private static final long serialVersionUID = 0L;
     if (ifExists_ != dev.statewright.v1.IfExistsPolicy.IF_EXISTS_POLICY_UNSPECIFIED.getNumber()) {
       output.writeEnum(6, ifExists_);
     }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      output.writeMessage(7, getStartDelay());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -333,6 +383,10 @@ private static final long serialVersionUID = 0L;
     if (ifExists_ != dev.statewright.v1.IfExistsPolicy.IF_EXISTS_POLICY_UNSPECIFIED.getNumber()) {
       size += com.google.protobuf.CodedOutputStream
         .computeEnumSize(6, ifExists_);
+    }
+    if (((bitField0_ & 0x00000002) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(7, getStartDelay());
     }
     return size;
   }
@@ -372,6 +426,11 @@ private static final long serialVersionUID = 0L;
     if (!getRequestId()
         .equals(other.getRequestId())) return false;
     if (ifExists_ != other.ifExists_) return false;
+    if (hasStartDelay() != other.hasStartDelay()) return false;
+    if (hasStartDelay()) {
+      if (!getStartDelay()
+          .equals(other.getStartDelay())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -397,6 +456,10 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getRequestId().hashCode();
     hash = (37 * hash) + IF_EXISTS_FIELD_NUMBER;
     hash = (53 * hash) + ifExists_;
+    if (hasStartDelay()) {
+      hash = (37 * hash) + START_DELAY_FIELD_NUMBER;
+      hash = (53 * hash) + getStartDelay().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -532,6 +595,7 @@ private static final long serialVersionUID = 0L;
       if (com.google.protobuf.GeneratedMessage
               .alwaysUseFieldBuilders) {
         internalGetInputFieldBuilder();
+        internalGetStartDelayFieldBuilder();
       }
     }
     @java.lang.Override
@@ -548,6 +612,11 @@ private static final long serialVersionUID = 0L;
       }
       requestId_ = "";
       ifExists_ = 0;
+      startDelay_ = null;
+      if (startDelayBuilder_ != null) {
+        startDelayBuilder_.dispose();
+        startDelayBuilder_ = null;
+      }
       return this;
     }
 
@@ -603,6 +672,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000020) != 0)) {
         result.ifExists_ = ifExists_;
       }
+      if (((from_bitField0_ & 0x00000040) != 0)) {
+        result.startDelay_ = startDelayBuilder_ == null
+            ? startDelay_
+            : startDelayBuilder_.build();
+        to_bitField0_ |= 0x00000002;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -641,6 +716,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.ifExists_ != 0) {
         setIfExistsValue(other.getIfExistsValue());
+      }
+      if (other.hasStartDelay()) {
+        mergeStartDelay(other.getStartDelay());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -698,6 +776,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000020;
               break;
             } // case 48
+            case 58: {
+              input.readMessage(
+                  internalGetStartDelayFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000040;
+              break;
+            } // case 58
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1260,6 +1345,188 @@ private static final long serialVersionUID = 0L;
       ifExists_ = 0;
       onChanged();
       return this;
+    }
+
+    private com.google.protobuf.Duration startDelay_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> startDelayBuilder_;
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     * @return Whether the startDelay field is set.
+     */
+    public boolean hasStartDelay() {
+      return ((bitField0_ & 0x00000040) != 0);
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     * @return The startDelay.
+     */
+    public com.google.protobuf.Duration getStartDelay() {
+      if (startDelayBuilder_ == null) {
+        return startDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : startDelay_;
+      } else {
+        return startDelayBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    public Builder setStartDelay(com.google.protobuf.Duration value) {
+      if (startDelayBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        startDelay_ = value;
+      } else {
+        startDelayBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    public Builder setStartDelay(
+        com.google.protobuf.Duration.Builder builderForValue) {
+      if (startDelayBuilder_ == null) {
+        startDelay_ = builderForValue.build();
+      } else {
+        startDelayBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    public Builder mergeStartDelay(com.google.protobuf.Duration value) {
+      if (startDelayBuilder_ == null) {
+        if (((bitField0_ & 0x00000040) != 0) &&
+          startDelay_ != null &&
+          startDelay_ != com.google.protobuf.Duration.getDefaultInstance()) {
+          getStartDelayBuilder().mergeFrom(value);
+        } else {
+          startDelay_ = value;
+        }
+      } else {
+        startDelayBuilder_.mergeFrom(value);
+      }
+      if (startDelay_ != null) {
+        bitField0_ |= 0x00000040;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    public Builder clearStartDelay() {
+      bitField0_ = (bitField0_ & ~0x00000040);
+      startDelay_ = null;
+      if (startDelayBuilder_ != null) {
+        startDelayBuilder_.dispose();
+        startDelayBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    public com.google.protobuf.Duration.Builder getStartDelayBuilder() {
+      bitField0_ |= 0x00000040;
+      onChanged();
+      return internalGetStartDelayFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    public com.google.protobuf.DurationOrBuilder getStartDelayOrBuilder() {
+      if (startDelayBuilder_ != null) {
+        return startDelayBuilder_.getMessageOrBuilder();
+      } else {
+        return startDelay_ == null ?
+            com.google.protobuf.Duration.getDefaultInstance() : startDelay_;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Run the first step this long after the start, on a durable timer; zero or
+     * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+     * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+     * cancelled, and it is not resumed or signalled.
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> 
+        internalGetStartDelayFieldBuilder() {
+      if (startDelayBuilder_ == null) {
+        startDelayBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder>(
+                getStartDelay(),
+                getParentForChildren(),
+                isClean());
+        startDelay_ = null;
+      }
+      return startDelayBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.StartWorkflowRequest)

@@ -125,4 +125,40 @@ public interface StartWorkflowRequestOrBuilder extends
    * @return The ifExists.
    */
   dev.statewright.v1.IfExistsPolicy getIfExists();
+
+  /**
+   * <pre>
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+   * @return Whether the startDelay field is set.
+   */
+  boolean hasStartDelay();
+  /**
+   * <pre>
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+   * @return The startDelay.
+   */
+  com.google.protobuf.Duration getStartDelay();
+  /**
+   * <pre>
+   * Optional. Run the first step this long after the start, on a durable timer; zero or
+   * unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
+   * with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
+   * cancelled, and it is not resumed or signalled.
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
+   */
+  com.google.protobuf.DurationOrBuilder getStartDelayOrBuilder();
 }

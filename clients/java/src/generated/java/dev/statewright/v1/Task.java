@@ -38,6 +38,7 @@ private static final long serialVersionUID = 0L;
     queue_ = "";
     leaseToken_ = "";
     status_ = 0;
+    concurrencyKey_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -580,6 +581,70 @@ private static final long serialVersionUID = 0L;
     return revision_;
   }
 
+  public static final int PRIORITY_FIELD_NUMBER = 15;
+  private int priority_ = 0;
+  /**
+   * <pre>
+   * Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`.
+   * </pre>
+   *
+   * <code>int32 priority = 15 [json_name = "priority"];</code>
+   * @return The priority.
+   */
+  @java.lang.Override
+  public int getPriority() {
+    return priority_;
+  }
+
+  public static final int CONCURRENCY_KEY_FIELD_NUMBER = 16;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object concurrencyKey_ = "";
+  /**
+   * <pre>
+   * Output only. The key the queue's per-key limits count it by (the state's
+   * `concurrency_key`); empty: none.
+   * </pre>
+   *
+   * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+   * @return The concurrencyKey.
+   */
+  @java.lang.Override
+  public java.lang.String getConcurrencyKey() {
+    java.lang.Object ref = concurrencyKey_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      concurrencyKey_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Output only. The key the queue's per-key limits count it by (the state's
+   * `concurrency_key`); empty: none.
+   * </pre>
+   *
+   * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+   * @return The bytes for concurrencyKey.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getConcurrencyKeyBytes() {
+    java.lang.Object ref = concurrencyKey_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      concurrencyKey_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -636,6 +701,12 @@ private static final long serialVersionUID = 0L;
     if (revision_ != 0L) {
       output.writeInt64(14, revision_);
     }
+    if (priority_ != 0) {
+      output.writeInt32(15, priority_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(concurrencyKey_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 16, concurrencyKey_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -690,6 +761,13 @@ private static final long serialVersionUID = 0L;
     if (revision_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(14, revision_);
+    }
+    if (priority_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(15, priority_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(concurrencyKey_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(16, concurrencyKey_);
     }
     return size;
   }
@@ -760,6 +838,10 @@ private static final long serialVersionUID = 0L;
     if (status_ != other.status_) return false;
     if (getRevision()
         != other.getRevision()) return false;
+    if (getPriority()
+        != other.getPriority()) return false;
+    if (!getConcurrencyKey()
+        .equals(other.getConcurrencyKey())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -812,6 +894,10 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + REVISION_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getRevision());
+    hash = (37 * hash) + PRIORITY_FIELD_NUMBER;
+    hash = (53 * hash) + getPriority();
+    hash = (37 * hash) + CONCURRENCY_KEY_FIELD_NUMBER;
+    hash = (53 * hash) + getConcurrencyKey().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -996,6 +1082,8 @@ private static final long serialVersionUID = 0L;
       }
       status_ = 0;
       revision_ = 0L;
+      priority_ = 0;
+      concurrencyKey_ = "";
       return this;
     }
 
@@ -1090,6 +1178,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00002000) != 0)) {
         result.revision_ = revision_;
       }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.priority_ = priority_;
+      }
+      if (((from_bitField0_ & 0x00008000) != 0)) {
+        result.concurrencyKey_ = concurrencyKey_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1156,6 +1250,14 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getRevision() != 0L) {
         setRevision(other.getRevision());
+      }
+      if (other.getPriority() != 0) {
+        setPriority(other.getPriority());
+      }
+      if (!other.getConcurrencyKey().isEmpty()) {
+        concurrencyKey_ = other.concurrencyKey_;
+        bitField0_ |= 0x00008000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1263,6 +1365,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00002000;
               break;
             } // case 112
+            case 120: {
+              priority_ = input.readInt32();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 120
+            case 130: {
+              concurrencyKey_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00008000;
+              break;
+            } // case 130
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2831,6 +2943,147 @@ private static final long serialVersionUID = 0L;
     public Builder clearRevision() {
       bitField0_ = (bitField0_ & ~0x00002000);
       revision_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private int priority_ ;
+    /**
+     * <pre>
+     * Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`.
+     * </pre>
+     *
+     * <code>int32 priority = 15 [json_name = "priority"];</code>
+     * @return The priority.
+     */
+    @java.lang.Override
+    public int getPriority() {
+      return priority_;
+    }
+    /**
+     * <pre>
+     * Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`.
+     * </pre>
+     *
+     * <code>int32 priority = 15 [json_name = "priority"];</code>
+     * @param value The priority to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPriority(int value) {
+
+      priority_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`.
+     * </pre>
+     *
+     * <code>int32 priority = 15 [json_name = "priority"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPriority() {
+      bitField0_ = (bitField0_ & ~0x00004000);
+      priority_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object concurrencyKey_ = "";
+    /**
+     * <pre>
+     * Output only. The key the queue's per-key limits count it by (the state's
+     * `concurrency_key`); empty: none.
+     * </pre>
+     *
+     * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+     * @return The concurrencyKey.
+     */
+    public java.lang.String getConcurrencyKey() {
+      java.lang.Object ref = concurrencyKey_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        concurrencyKey_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The key the queue's per-key limits count it by (the state's
+     * `concurrency_key`); empty: none.
+     * </pre>
+     *
+     * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+     * @return The bytes for concurrencyKey.
+     */
+    public com.google.protobuf.ByteString
+        getConcurrencyKeyBytes() {
+      java.lang.Object ref = concurrencyKey_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        concurrencyKey_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The key the queue's per-key limits count it by (the state's
+     * `concurrency_key`); empty: none.
+     * </pre>
+     *
+     * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+     * @param value The concurrencyKey to set.
+     * @return This builder for chaining.
+     */
+    public Builder setConcurrencyKey(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      concurrencyKey_ = value;
+      bitField0_ |= 0x00008000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The key the queue's per-key limits count it by (the state's
+     * `concurrency_key`); empty: none.
+     * </pre>
+     *
+     * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearConcurrencyKey() {
+      concurrencyKey_ = getDefaultInstance().getConcurrencyKey();
+      bitField0_ = (bitField0_ & ~0x00008000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The key the queue's per-key limits count it by (the state's
+     * `concurrency_key`); empty: none.
+     * </pre>
+     *
+     * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+     * @param value The bytes for concurrencyKey to set.
+     * @return This builder for chaining.
+     */
+    public Builder setConcurrencyKeyBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      concurrencyKey_ = value;
+      bitField0_ |= 0x00008000;
       onChanged();
       return this;
     }

@@ -312,4 +312,36 @@ public interface TaskOrBuilder extends
    * @return The revision.
    */
   long getRevision();
+
+  /**
+   * <pre>
+   * Output only. Its priority on the queue, 1 (served first) to 5; the state's `priority`.
+   * </pre>
+   *
+   * <code>int32 priority = 15 [json_name = "priority"];</code>
+   * @return The priority.
+   */
+  int getPriority();
+
+  /**
+   * <pre>
+   * Output only. The key the queue's per-key limits count it by (the state's
+   * `concurrency_key`); empty: none.
+   * </pre>
+   *
+   * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+   * @return The concurrencyKey.
+   */
+  java.lang.String getConcurrencyKey();
+  /**
+   * <pre>
+   * Output only. The key the queue's per-key limits count it by (the state's
+   * `concurrency_key`); empty: none.
+   * </pre>
+   *
+   * <code>string concurrency_key = 16 [json_name = "concurrencyKey"];</code>
+   * @return The bytes for concurrencyKey.
+   */
+  com.google.protobuf.ByteString
+      getConcurrencyKeyBytes();
 }

@@ -50,7 +50,7 @@ public final class TaskOuterClass extends com.google.protobuf.GeneratedFile {
       "e/protobuf/timestamp.proto\"l\n\tTaskError\022" +
       "\022\n\004type\030\001 \001(\tR\004type\022\030\n\007message\030\002 \001(\tR\007me" +
       "ssage\0221\n\007details\030\003 \001(\0132\027.google.protobuf" +
-      ".StructR\007details\"\335\004\n\004Task\022\022\n\004name\030\001 \001(\tR" +
+      ".StructR\007details\"\242\005\n\004Task\022\022\n\004name\030\001 \001(\tR" +
       "\004name\022\032\n\010workflow\030\002 \001(\tR\010workflow\022\024\n\005sta" +
       "te\030\003 \001(\tR\005state\022\024\n\005queue\030\004 \001(\tR\005queue\022-\n" +
       "\005input\030\005 \001(\0132\027.google.protobuf.StructR\005i" +
@@ -65,16 +65,18 @@ public final class TaskOuterClass extends com.google.protobuf.GeneratedFile {
       "etails\0228\n\nlast_error\030\014 \001(\0132\031.statewright" +
       ".v1.TaskErrorR\tlastError\0222\n\006status\030\r \001(\016" +
       "2\032.statewright.v1.TaskStatusR\006status\022\032\n\010" +
-      "revision\030\016 \001(\003R\010revision*\336\001\n\nTaskStatus\022" +
-      "\033\n\027TASK_STATUS_UNSPECIFIED\020\000\022\031\n\025TASK_STA" +
-      "TUS_SCHEDULED\020\001\022\026\n\022TASK_STATUS_LEASED\020\002\022" +
-      "\027\n\023TASK_STATUS_BACKOFF\020\003\022\031\n\025TASK_STATUS_" +
-      "COMPLETED\020\004\022\026\n\022TASK_STATUS_FAILED\020\005\022\031\n\025T" +
-      "ASK_STATUS_CANCELLED\020\006\022\031\n\025TASK_STATUS_TI" +
-      "MED_OUT\020\007Bs\n\022dev.statewright.v1P\001ZJgithu" +
-      "b.com/statewright/statewright/clients/go" +
-      "/statewright/v1;statewrightv1\252\002\016Statewri" +
-      "ght.V1b\006proto3"
+      "revision\030\016 \001(\003R\010revision\022\032\n\010priority\030\017 \001" +
+      "(\005R\010priority\022\'\n\017concurrency_key\030\020 \001(\tR\016c" +
+      "oncurrencyKey*\336\001\n\nTaskStatus\022\033\n\027TASK_STA" +
+      "TUS_UNSPECIFIED\020\000\022\031\n\025TASK_STATUS_SCHEDUL" +
+      "ED\020\001\022\026\n\022TASK_STATUS_LEASED\020\002\022\027\n\023TASK_STA" +
+      "TUS_BACKOFF\020\003\022\031\n\025TASK_STATUS_COMPLETED\020\004" +
+      "\022\026\n\022TASK_STATUS_FAILED\020\005\022\031\n\025TASK_STATUS_" +
+      "CANCELLED\020\006\022\031\n\025TASK_STATUS_TIMED_OUT\020\007Bs" +
+      "\n\022dev.statewright.v1P\001ZJgithub.com/state" +
+      "wright/statewright/clients/go/statewrigh" +
+      "t/v1;statewrightv1\252\002\016Statewright.V1b\006pro" +
+      "to3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -93,7 +95,7 @@ public final class TaskOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_statewright_v1_Task_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Task_descriptor,
-        new java.lang.String[] { "Name", "Workflow", "State", "Queue", "Input", "Attempt", "LeaseToken", "LeaseExpireTime", "ScheduleTime", "Deadline", "HeartbeatDetails", "LastError", "Status", "Revision", });
+        new java.lang.String[] { "Name", "Workflow", "State", "Queue", "Input", "Attempt", "LeaseToken", "LeaseExpireTime", "ScheduleTime", "Deadline", "HeartbeatDetails", "LastError", "Status", "Revision", "Priority", "ConcurrencyKey", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

@@ -201,6 +201,99 @@ public final class TaskServiceGrpc {
     return getListTasksMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.SetQueueConfigRequest,
+      dev.statewright.v1.SetQueueConfigResponse> getSetQueueConfigMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "SetQueueConfig",
+      requestType = dev.statewright.v1.SetQueueConfigRequest.class,
+      responseType = dev.statewright.v1.SetQueueConfigResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.SetQueueConfigRequest,
+      dev.statewright.v1.SetQueueConfigResponse> getSetQueueConfigMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.SetQueueConfigRequest, dev.statewright.v1.SetQueueConfigResponse> getSetQueueConfigMethod;
+    if ((getSetQueueConfigMethod = TaskServiceGrpc.getSetQueueConfigMethod) == null) {
+      synchronized (TaskServiceGrpc.class) {
+        if ((getSetQueueConfigMethod = TaskServiceGrpc.getSetQueueConfigMethod) == null) {
+          TaskServiceGrpc.getSetQueueConfigMethod = getSetQueueConfigMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.SetQueueConfigRequest, dev.statewright.v1.SetQueueConfigResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "SetQueueConfig"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.SetQueueConfigRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.SetQueueConfigResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new TaskServiceMethodDescriptorSupplier("SetQueueConfig"))
+              .build();
+        }
+      }
+    }
+    return getSetQueueConfigMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.GetQueueConfigRequest,
+      dev.statewright.v1.GetQueueConfigResponse> getGetQueueConfigMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "GetQueueConfig",
+      requestType = dev.statewright.v1.GetQueueConfigRequest.class,
+      responseType = dev.statewright.v1.GetQueueConfigResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.GetQueueConfigRequest,
+      dev.statewright.v1.GetQueueConfigResponse> getGetQueueConfigMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.GetQueueConfigRequest, dev.statewright.v1.GetQueueConfigResponse> getGetQueueConfigMethod;
+    if ((getGetQueueConfigMethod = TaskServiceGrpc.getGetQueueConfigMethod) == null) {
+      synchronized (TaskServiceGrpc.class) {
+        if ((getGetQueueConfigMethod = TaskServiceGrpc.getGetQueueConfigMethod) == null) {
+          TaskServiceGrpc.getGetQueueConfigMethod = getGetQueueConfigMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.GetQueueConfigRequest, dev.statewright.v1.GetQueueConfigResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "GetQueueConfig"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.GetQueueConfigRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.GetQueueConfigResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new TaskServiceMethodDescriptorSupplier("GetQueueConfig"))
+              .build();
+        }
+      }
+    }
+    return getGetQueueConfigMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.ListQueuesRequest,
+      dev.statewright.v1.ListQueuesResponse> getListQueuesMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ListQueues",
+      requestType = dev.statewright.v1.ListQueuesRequest.class,
+      responseType = dev.statewright.v1.ListQueuesResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.ListQueuesRequest,
+      dev.statewright.v1.ListQueuesResponse> getListQueuesMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.ListQueuesRequest, dev.statewright.v1.ListQueuesResponse> getListQueuesMethod;
+    if ((getListQueuesMethod = TaskServiceGrpc.getListQueuesMethod) == null) {
+      synchronized (TaskServiceGrpc.class) {
+        if ((getListQueuesMethod = TaskServiceGrpc.getListQueuesMethod) == null) {
+          TaskServiceGrpc.getListQueuesMethod = getListQueuesMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.ListQueuesRequest, dev.statewright.v1.ListQueuesResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ListQueues"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.ListQueuesRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.ListQueuesResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new TaskServiceMethodDescriptorSupplier("ListQueues"))
+              .build();
+        }
+      }
+    }
+    return getListQueuesMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -326,6 +419,37 @@ public final class TaskServiceGrpc {
         io.grpc.stub.StreamObserver<dev.statewright.v1.ListTasksResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListTasksMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Sets a queue's flow control (admin): limits every replica honours when it hands the
+     * queue's tasks out. A config whose limits are all zero removes them.
+     * </pre>
+     */
+    default void setQueueConfig(dev.statewright.v1.SetQueueConfigRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.SetQueueConfigResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getSetQueueConfigMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Reads a queue's flow control and the keys closed on it.
+     * </pre>
+     */
+    default void getQueueConfig(dev.statewright.v1.GetQueueConfigRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.GetQueueConfigResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getGetQueueConfigMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+     * </pre>
+     */
+    default void listQueues(dev.statewright.v1.ListQueuesRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.ListQueuesResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getListQueuesMethod(), responseObserver);
+    }
   }
 
   /**
@@ -426,6 +550,40 @@ public final class TaskServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getListTasksMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Sets a queue's flow control (admin): limits every replica honours when it hands the
+     * queue's tasks out. A config whose limits are all zero removes them.
+     * </pre>
+     */
+    public void setQueueConfig(dev.statewright.v1.SetQueueConfigRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.SetQueueConfigResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getSetQueueConfigMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Reads a queue's flow control and the keys closed on it.
+     * </pre>
+     */
+    public void getQueueConfig(dev.statewright.v1.GetQueueConfigRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.GetQueueConfigResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getGetQueueConfigMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+     * </pre>
+     */
+    public void listQueues(dev.statewright.v1.ListQueuesRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.ListQueuesResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getListQueuesMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -506,6 +664,37 @@ public final class TaskServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getListTasksMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Sets a queue's flow control (admin): limits every replica honours when it hands the
+     * queue's tasks out. A config whose limits are all zero removes them.
+     * </pre>
+     */
+    public dev.statewright.v1.SetQueueConfigResponse setQueueConfig(dev.statewright.v1.SetQueueConfigRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getSetQueueConfigMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Reads a queue's flow control and the keys closed on it.
+     * </pre>
+     */
+    public dev.statewright.v1.GetQueueConfigResponse getQueueConfig(dev.statewright.v1.GetQueueConfigRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getGetQueueConfigMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+     * </pre>
+     */
+    public dev.statewright.v1.ListQueuesResponse listQueues(dev.statewright.v1.ListQueuesRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getListQueuesMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -585,6 +774,37 @@ public final class TaskServiceGrpc {
     public dev.statewright.v1.ListTasksResponse listTasks(dev.statewright.v1.ListTasksRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getListTasksMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Sets a queue's flow control (admin): limits every replica honours when it hands the
+     * queue's tasks out. A config whose limits are all zero removes them.
+     * </pre>
+     */
+    public dev.statewright.v1.SetQueueConfigResponse setQueueConfig(dev.statewright.v1.SetQueueConfigRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getSetQueueConfigMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Reads a queue's flow control and the keys closed on it.
+     * </pre>
+     */
+    public dev.statewright.v1.GetQueueConfigResponse getQueueConfig(dev.statewright.v1.GetQueueConfigRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getGetQueueConfigMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+     * </pre>
+     */
+    public dev.statewright.v1.ListQueuesResponse listQueues(dev.statewright.v1.ListQueuesRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getListQueuesMethod(), getCallOptions(), request);
     }
   }
 
@@ -672,6 +892,40 @@ public final class TaskServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getListTasksMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Sets a queue's flow control (admin): limits every replica honours when it hands the
+     * queue's tasks out. A config whose limits are all zero removes them.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.SetQueueConfigResponse> setQueueConfig(
+        dev.statewright.v1.SetQueueConfigRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getSetQueueConfigMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Reads a queue's flow control and the keys closed on it.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.GetQueueConfigResponse> getQueueConfig(
+        dev.statewright.v1.GetQueueConfigRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getGetQueueConfigMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Lists the queues with open tasks or a config: backlog, leases, limits, busiest keys.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.ListQueuesResponse> listQueues(
+        dev.statewright.v1.ListQueuesRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getListQueuesMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_POLL_TASKS = 0;
@@ -680,6 +934,9 @@ public final class TaskServiceGrpc {
   private static final int METHODID_FAIL_TASK = 3;
   private static final int METHODID_GET_TASK = 4;
   private static final int METHODID_LIST_TASKS = 5;
+  private static final int METHODID_SET_QUEUE_CONFIG = 6;
+  private static final int METHODID_GET_QUEUE_CONFIG = 7;
+  private static final int METHODID_LIST_QUEUES = 8;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -721,6 +978,18 @@ public final class TaskServiceGrpc {
         case METHODID_LIST_TASKS:
           serviceImpl.listTasks((dev.statewright.v1.ListTasksRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.ListTasksResponse>) responseObserver);
+          break;
+        case METHODID_SET_QUEUE_CONFIG:
+          serviceImpl.setQueueConfig((dev.statewright.v1.SetQueueConfigRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.SetQueueConfigResponse>) responseObserver);
+          break;
+        case METHODID_GET_QUEUE_CONFIG:
+          serviceImpl.getQueueConfig((dev.statewright.v1.GetQueueConfigRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.GetQueueConfigResponse>) responseObserver);
+          break;
+        case METHODID_LIST_QUEUES:
+          serviceImpl.listQueues((dev.statewright.v1.ListQueuesRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.ListQueuesResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -782,6 +1051,27 @@ public final class TaskServiceGrpc {
               dev.statewright.v1.ListTasksRequest,
               dev.statewright.v1.ListTasksResponse>(
                 service, METHODID_LIST_TASKS)))
+        .addMethod(
+          getSetQueueConfigMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.SetQueueConfigRequest,
+              dev.statewright.v1.SetQueueConfigResponse>(
+                service, METHODID_SET_QUEUE_CONFIG)))
+        .addMethod(
+          getGetQueueConfigMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.GetQueueConfigRequest,
+              dev.statewright.v1.GetQueueConfigResponse>(
+                service, METHODID_GET_QUEUE_CONFIG)))
+        .addMethod(
+          getListQueuesMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.ListQueuesRequest,
+              dev.statewright.v1.ListQueuesResponse>(
+                service, METHODID_LIST_QUEUES)))
         .build();
   }
 
@@ -836,6 +1126,9 @@ public final class TaskServiceGrpc {
               .addMethod(getFailTaskMethod())
               .addMethod(getGetTaskMethod())
               .addMethod(getListTasksMethod())
+              .addMethod(getSetQueueConfigMethod())
+              .addMethod(getGetQueueConfigMethod())
+              .addMethod(getListQueuesMethod())
               .build();
         }
       }

@@ -86,6 +86,56 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_ListTasksResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_QueueConfig_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_QueueConfig_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ClosedKey_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ClosedKey_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_QueueKeyStatus_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_QueueKeyStatus_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_QueueStatus_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_QueueStatus_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SetQueueConfigRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SetQueueConfigRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SetQueueConfigResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SetQueueConfigResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_GetQueueConfigRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_GetQueueConfigRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_GetQueueConfigResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_GetQueueConfigResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ListQueuesRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ListQueuesRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ListQueuesResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ListQueuesResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -120,49 +170,94 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
       "t_id\030\004 \001(\tR\trequestId\"v\n\024CompleteTaskRes" +
       "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
       ".WorkflowR\010workflow\022(\n\004task\030\002 \001(\0132\024.stat" +
-      "ewright.v1.TaskR\004task\"\367\001\n\017FailTaskReques" +
+      "ewright.v1.TaskR\004task\"\273\002\n\017FailTaskReques" +
       "t\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease_token\030\002 \001" +
       "(\tR\nleaseToken\022/\n\005error\030\003 \001(\0132\031.statewri" +
       "ght.v1.TaskErrorR\005error\022#\n\rnon_retryable" +
       "\030\004 \001(\010R\014nonRetryable\022:\n\013retry_delay\030\005 \001(" +
       "\0132\031.google.protobuf.DurationR\nretryDelay" +
-      "\022\035\n\nrequest_id\030\006 \001(\tR\trequestId\"r\n\020FailT" +
-      "askResponse\022(\n\004task\030\001 \001(\0132\024.statewright." +
-      "v1.TaskR\004task\0224\n\010workflow\030\002 \001(\0132\030.statew" +
-      "right.v1.WorkflowR\010workflow\"$\n\016GetTaskRe" +
-      "quest\022\022\n\004name\030\001 \001(\tR\004name\";\n\017GetTaskResp" +
-      "onse\022(\n\004task\030\001 \001(\0132\024.statewright.v1.Task" +
-      "R\004task\"\264\001\n\020ListTasksRequest\022\024\n\005queue\030\001 \001" +
-      "(\tR\005queue\022\032\n\010workflow\030\002 \001(\tR\010workflow\0222\n" +
-      "\006status\030\003 \001(\0162\032.statewright.v1.TaskStatu" +
-      "sR\006status\022\033\n\tpage_size\030\004 \001(\005R\010pageSize\022\035" +
-      "\n\npage_token\030\005 \001(\tR\tpageToken\"g\n\021ListTas" +
-      "ksResponse\022*\n\005tasks\030\001 \003(\0132\024.statewright." +
-      "v1.TaskR\005tasks\022&\n\017next_page_token\030\002 \001(\tR" +
-      "\rnextPageToken2\217\006\n\013TaskService\022o\n\tPollTa" +
-      "sks\022 .statewright.v1.PollTasksRequest\032!." +
-      "statewright.v1.PollTasksResponse\"\035\202\323\344\223\002\027" +
-      "\"\022/api/v1/tasks:poll:\001*\022\225\001\n\rHeartbeatTas" +
-      "k\022$.statewright.v1.HeartbeatTaskRequest\032" +
-      "%.statewright.v1.HeartbeatTaskResponse\"7" +
-      "\202\323\344\223\0021\",/api/v1/{name=workflows/*/tasks/" +
-      "*}/heartbeat:\001*\022\221\001\n\014CompleteTask\022#.state" +
-      "wright.v1.CompleteTaskRequest\032$.statewri" +
-      "ght.v1.CompleteTaskResponse\"6\202\323\344\223\0020\"+/ap" +
-      "i/v1/{name=workflows/*/tasks/*}/complete" +
-      ":\001*\022\201\001\n\010FailTask\022\037.statewright.v1.FailTa" +
-      "skRequest\032 .statewright.v1.FailTaskRespo" +
-      "nse\"2\202\323\344\223\002,\"\'/api/v1/{name=workflows/*/t" +
-      "asks/*}/fail:\001*\022v\n\007GetTask\022\036.statewright" +
-      ".v1.GetTaskRequest\032\037.statewright.v1.GetT" +
-      "askResponse\"*\202\323\344\223\002$\022\"/api/v1/{name=workf" +
-      "lows/*/tasks/*}\022g\n\tListTasks\022 .statewrig" +
-      "ht.v1.ListTasksRequest\032!.statewright.v1." +
-      "ListTasksResponse\"\025\202\323\344\223\002\017\022\r/api/v1/tasks" +
-      "Bs\n\022dev.statewright.v1P\001ZJgithub.com/sta" +
-      "tewright/statewright/clients/go/statewri" +
-      "ght/v1;statewrightv1\252\002\016Statewright.V1b\006p" +
-      "roto3"
+      "\022\035\n\nrequest_id\030\006 \001(\tR\trequestId\022B\n\017close" +
+      "_key_until\030\007 \001(\0132\032.google.protobuf.Times" +
+      "tampR\rcloseKeyUntil\"r\n\020FailTaskResponse\022" +
+      "(\n\004task\030\001 \001(\0132\024.statewright.v1.TaskR\004tas" +
+      "k\0224\n\010workflow\030\002 \001(\0132\030.statewright.v1.Wor" +
+      "kflowR\010workflow\"$\n\016GetTaskRequest\022\022\n\004nam" +
+      "e\030\001 \001(\tR\004name\";\n\017GetTaskResponse\022(\n\004task" +
+      "\030\001 \001(\0132\024.statewright.v1.TaskR\004task\"\264\001\n\020L" +
+      "istTasksRequest\022\024\n\005queue\030\001 \001(\tR\005queue\022\032\n" +
+      "\010workflow\030\002 \001(\tR\010workflow\0222\n\006status\030\003 \001(" +
+      "\0162\032.statewright.v1.TaskStatusR\006status\022\033\n" +
+      "\tpage_size\030\004 \001(\005R\010pageSize\022\035\n\npage_token" +
+      "\030\005 \001(\tR\tpageToken\"g\n\021ListTasksResponse\022*" +
+      "\n\005tasks\030\001 \003(\0132\024.statewright.v1.TaskR\005tas" +
+      "ks\022&\n\017next_page_token\030\002 \001(\tR\rnextPageTok" +
+      "en\"\207\002\n\013QueueConfig\022\024\n\005queue\030\001 \001(\tR\005queue" +
+      "\022\035\n\nmax_leased\030\002 \001(\005R\tmaxLeased\022\022\n\004rate\030" +
+      "\003 \001(\001R\004rate\022\024\n\005burst\030\004 \001(\005R\005burst\022$\n\016key" +
+      "_max_leased\030\005 \001(\005R\014keyMaxLeased\022\031\n\010key_r" +
+      "ate\030\006 \001(\001R\007keyRate\022\033\n\tkey_burst\030\007 \001(\005R\010k" +
+      "eyBurst\022;\n\013update_time\030\010 \001(\0132\032.google.pr" +
+      "otobuf.TimestampR\nupdateTime\"\\\n\tClosedKe" +
+      "y\022\020\n\003key\030\001 \001(\tR\003key\022=\n\014closed_until\030\002 \001(" +
+      "\0132\032.google.protobuf.TimestampR\013closedUnt" +
+      "il\"\223\001\n\016QueueKeyStatus\022\020\n\003key\030\001 \001(\tR\003key\022" +
+      "\030\n\007backlog\030\002 \001(\003R\007backlog\022\026\n\006leased\030\003 \001(" +
+      "\003R\006leased\022=\n\014closed_until\030\004 \001(\0132\032.google" +
+      ".protobuf.TimestampR\013closedUntil\"\343\002\n\013Que" +
+      "ueStatus\022\024\n\005queue\030\001 \001(\tR\005queue\0223\n\006config" +
+      "\030\002 \001(\0132\033.statewright.v1.QueueConfigR\006con" +
+      "fig\022\030\n\007backlog\030\003 \001(\003R\007backlog\022\026\n\006leased\030" +
+      "\004 \001(\003R\006leased\022@\n\016oldest_waiting\030\005 \001(\0132\031." +
+      "google.protobuf.DurationR\roldestWaiting\022" +
+      "\026\n\006tokens\030\006 \001(\001R\006tokens\022A\n\014busiest_keys\030" +
+      "\007 \003(\0132\036.statewright.v1.QueueKeyStatusR\013b" +
+      "usiestKeys\022:\n\013closed_keys\030\010 \003(\0132\031.statew" +
+      "right.v1.ClosedKeyR\nclosedKeys\"L\n\025SetQue" +
+      "ueConfigRequest\0223\n\006config\030\001 \001(\0132\033.statew" +
+      "right.v1.QueueConfigR\006config\"M\n\026SetQueue" +
+      "ConfigResponse\0223\n\006config\030\001 \001(\0132\033.statewr" +
+      "ight.v1.QueueConfigR\006config\"-\n\025GetQueueC" +
+      "onfigRequest\022\024\n\005queue\030\001 \001(\tR\005queue\"\211\001\n\026G" +
+      "etQueueConfigResponse\0223\n\006config\030\001 \001(\0132\033." +
+      "statewright.v1.QueueConfigR\006config\022:\n\013cl" +
+      "osed_keys\030\002 \003(\0132\031.statewright.v1.ClosedK" +
+      "eyR\nclosedKeys\"0\n\021ListQueuesRequest\022\033\n\tk" +
+      "ey_count\030\001 \001(\005R\010keyCount\"I\n\022ListQueuesRe" +
+      "sponse\0223\n\006queues\030\001 \003(\0132\033.statewright.v1." +
+      "QueueStatusR\006queues2\235\t\n\013TaskService\022o\n\tP" +
+      "ollTasks\022 .statewright.v1.PollTasksReque" +
+      "st\032!.statewright.v1.PollTasksResponse\"\035\202" +
+      "\323\344\223\002\027\"\022/api/v1/tasks:poll:\001*\022\225\001\n\rHeartbe" +
+      "atTask\022$.statewright.v1.HeartbeatTaskReq" +
+      "uest\032%.statewright.v1.HeartbeatTaskRespo" +
+      "nse\"7\202\323\344\223\0021\",/api/v1/{name=workflows/*/t" +
+      "asks/*}/heartbeat:\001*\022\221\001\n\014CompleteTask\022#." +
+      "statewright.v1.CompleteTaskRequest\032$.sta" +
+      "tewright.v1.CompleteTaskResponse\"6\202\323\344\223\0020" +
+      "\"+/api/v1/{name=workflows/*/tasks/*}/com" +
+      "plete:\001*\022\201\001\n\010FailTask\022\037.statewright.v1.F" +
+      "ailTaskRequest\032 .statewright.v1.FailTask" +
+      "Response\"2\202\323\344\223\002,\"\'/api/v1/{name=workflow" +
+      "s/*/tasks/*}/fail:\001*\022v\n\007GetTask\022\036.statew" +
+      "right.v1.GetTaskRequest\032\037.statewright.v1" +
+      ".GetTaskResponse\"*\202\323\344\223\002$\022\"/api/v1/{name=" +
+      "workflows/*/tasks/*}\022g\n\tListTasks\022 .stat" +
+      "ewright.v1.ListTasksRequest\032!.statewrigh" +
+      "t.v1.ListTasksResponse\"\025\202\323\344\223\002\017\022\r/api/v1/" +
+      "tasks\022\225\001\n\016SetQueueConfig\022%.statewright.v" +
+      "1.SetQueueConfigRequest\032&.statewright.v1" +
+      ".SetQueueConfigResponse\"4\202\323\344\223\002.\032$/api/v1" +
+      "/queues/{config.queue}/config:\006config\022\206\001" +
+      "\n\016GetQueueConfig\022%.statewright.v1.GetQue" +
+      "ueConfigRequest\032&.statewright.v1.GetQueu" +
+      "eConfigResponse\"%\202\323\344\223\002\037\022\035/api/v1/queues/" +
+      "{queue}/config\022k\n\nListQueues\022!.statewrig" +
+      "ht.v1.ListQueuesRequest\032\".statewright.v1" +
+      ".ListQueuesResponse\"\026\202\323\344\223\002\020\022\016/api/v1/que" +
+      "uesBs\n\022dev.statewright.v1P\001ZJgithub.com/" +
+      "statewright/statewright/clients/go/state" +
+      "wright/v1;statewrightv1\252\002\016Statewright.V1" +
+      "b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -215,7 +310,7 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_statewright_v1_FailTaskRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_FailTaskRequest_descriptor,
-        new java.lang.String[] { "Name", "LeaseToken", "Error", "NonRetryable", "RetryDelay", "RequestId", });
+        new java.lang.String[] { "Name", "LeaseToken", "Error", "NonRetryable", "RetryDelay", "RequestId", "CloseKeyUntil", });
     internal_static_statewright_v1_FailTaskResponse_descriptor =
       getDescriptor().getMessageType(7);
     internal_static_statewright_v1_FailTaskResponse_fieldAccessorTable = new
@@ -246,6 +341,66 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListTasksResponse_descriptor,
         new java.lang.String[] { "Tasks", "NextPageToken", });
+    internal_static_statewright_v1_QueueConfig_descriptor =
+      getDescriptor().getMessageType(12);
+    internal_static_statewright_v1_QueueConfig_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_QueueConfig_descriptor,
+        new java.lang.String[] { "Queue", "MaxLeased", "Rate", "Burst", "KeyMaxLeased", "KeyRate", "KeyBurst", "UpdateTime", });
+    internal_static_statewright_v1_ClosedKey_descriptor =
+      getDescriptor().getMessageType(13);
+    internal_static_statewright_v1_ClosedKey_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ClosedKey_descriptor,
+        new java.lang.String[] { "Key", "ClosedUntil", });
+    internal_static_statewright_v1_QueueKeyStatus_descriptor =
+      getDescriptor().getMessageType(14);
+    internal_static_statewright_v1_QueueKeyStatus_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_QueueKeyStatus_descriptor,
+        new java.lang.String[] { "Key", "Backlog", "Leased", "ClosedUntil", });
+    internal_static_statewright_v1_QueueStatus_descriptor =
+      getDescriptor().getMessageType(15);
+    internal_static_statewright_v1_QueueStatus_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_QueueStatus_descriptor,
+        new java.lang.String[] { "Queue", "Config", "Backlog", "Leased", "OldestWaiting", "Tokens", "BusiestKeys", "ClosedKeys", });
+    internal_static_statewright_v1_SetQueueConfigRequest_descriptor =
+      getDescriptor().getMessageType(16);
+    internal_static_statewright_v1_SetQueueConfigRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SetQueueConfigRequest_descriptor,
+        new java.lang.String[] { "Config", });
+    internal_static_statewright_v1_SetQueueConfigResponse_descriptor =
+      getDescriptor().getMessageType(17);
+    internal_static_statewright_v1_SetQueueConfigResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SetQueueConfigResponse_descriptor,
+        new java.lang.String[] { "Config", });
+    internal_static_statewright_v1_GetQueueConfigRequest_descriptor =
+      getDescriptor().getMessageType(18);
+    internal_static_statewright_v1_GetQueueConfigRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_GetQueueConfigRequest_descriptor,
+        new java.lang.String[] { "Queue", });
+    internal_static_statewright_v1_GetQueueConfigResponse_descriptor =
+      getDescriptor().getMessageType(19);
+    internal_static_statewright_v1_GetQueueConfigResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_GetQueueConfigResponse_descriptor,
+        new java.lang.String[] { "Config", "ClosedKeys", });
+    internal_static_statewright_v1_ListQueuesRequest_descriptor =
+      getDescriptor().getMessageType(20);
+    internal_static_statewright_v1_ListQueuesRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ListQueuesRequest_descriptor,
+        new java.lang.String[] { "KeyCount", });
+    internal_static_statewright_v1_ListQueuesResponse_descriptor =
+      getDescriptor().getMessageType(21);
+    internal_static_statewright_v1_ListQueuesResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ListQueuesResponse_descriptor,
+        new java.lang.String[] { "Queues", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

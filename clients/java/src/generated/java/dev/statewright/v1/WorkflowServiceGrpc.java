@@ -387,6 +387,68 @@ public final class WorkflowServiceGrpc {
     return getGetDefinitionMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.CountWorkflowsRequest,
+      dev.statewright.v1.CountWorkflowsResponse> getCountWorkflowsMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "CountWorkflows",
+      requestType = dev.statewright.v1.CountWorkflowsRequest.class,
+      responseType = dev.statewright.v1.CountWorkflowsResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.CountWorkflowsRequest,
+      dev.statewright.v1.CountWorkflowsResponse> getCountWorkflowsMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.CountWorkflowsRequest, dev.statewright.v1.CountWorkflowsResponse> getCountWorkflowsMethod;
+    if ((getCountWorkflowsMethod = WorkflowServiceGrpc.getCountWorkflowsMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getCountWorkflowsMethod = WorkflowServiceGrpc.getCountWorkflowsMethod) == null) {
+          WorkflowServiceGrpc.getCountWorkflowsMethod = getCountWorkflowsMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.CountWorkflowsRequest, dev.statewright.v1.CountWorkflowsResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "CountWorkflows"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.CountWorkflowsRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.CountWorkflowsResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("CountWorkflows"))
+              .build();
+        }
+      }
+    }
+    return getCountWorkflowsMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.SignalWithStartWorkflowRequest,
+      dev.statewright.v1.SignalWithStartWorkflowResponse> getSignalWithStartWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "SignalWithStartWorkflow",
+      requestType = dev.statewright.v1.SignalWithStartWorkflowRequest.class,
+      responseType = dev.statewright.v1.SignalWithStartWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.SignalWithStartWorkflowRequest,
+      dev.statewright.v1.SignalWithStartWorkflowResponse> getSignalWithStartWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.SignalWithStartWorkflowRequest, dev.statewright.v1.SignalWithStartWorkflowResponse> getSignalWithStartWorkflowMethod;
+    if ((getSignalWithStartWorkflowMethod = WorkflowServiceGrpc.getSignalWithStartWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getSignalWithStartWorkflowMethod = WorkflowServiceGrpc.getSignalWithStartWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getSignalWithStartWorkflowMethod = getSignalWithStartWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.SignalWithStartWorkflowRequest, dev.statewright.v1.SignalWithStartWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "SignalWithStartWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.SignalWithStartWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.SignalWithStartWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("SignalWithStartWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getSignalWithStartWorkflowMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -574,6 +636,27 @@ public final class WorkflowServiceGrpc {
         io.grpc.stub.StreamObserver<dev.statewright.v1.GetDefinitionResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getGetDefinitionMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    default void countWorkflows(dev.statewright.v1.CountWorkflowsRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.CountWorkflowsResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getCountWorkflowsMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Starts the instance if it does not exist and delivers an event to it, in one saved
+     * step; delivers the event as SignalWorkflow does when it exists.
+     * </pre>
+     */
+    default void signalWithStartWorkflow(dev.statewright.v1.SignalWithStartWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.SignalWithStartWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getSignalWithStartWorkflowMethod(), responseObserver);
+    }
   }
 
   /**
@@ -742,6 +825,29 @@ public final class WorkflowServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getGetDefinitionMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public void countWorkflows(dev.statewright.v1.CountWorkflowsRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.CountWorkflowsResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getCountWorkflowsMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Starts the instance if it does not exist and delivers an event to it, in one saved
+     * step; delivers the event as SignalWorkflow does when it exists.
+     * </pre>
+     */
+    public void signalWithStartWorkflow(dev.statewright.v1.SignalWithStartWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.SignalWithStartWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getSignalWithStartWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -886,6 +992,27 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getGetDefinitionMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public dev.statewright.v1.CountWorkflowsResponse countWorkflows(dev.statewright.v1.CountWorkflowsRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getCountWorkflowsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Starts the instance if it does not exist and delivers an event to it, in one saved
+     * step; delivers the event as SignalWorkflow does when it exists.
+     * </pre>
+     */
+    public dev.statewright.v1.SignalWithStartWorkflowResponse signalWithStartWorkflow(dev.statewright.v1.SignalWithStartWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getSignalWithStartWorkflowMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1028,6 +1155,27 @@ public final class WorkflowServiceGrpc {
     public dev.statewright.v1.GetDefinitionResponse getDefinition(dev.statewright.v1.GetDefinitionRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getGetDefinitionMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public dev.statewright.v1.CountWorkflowsResponse countWorkflows(dev.statewright.v1.CountWorkflowsRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getCountWorkflowsMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Starts the instance if it does not exist and delivers an event to it, in one saved
+     * step; delivers the event as SignalWorkflow does when it exists.
+     * </pre>
+     */
+    public dev.statewright.v1.SignalWithStartWorkflowResponse signalWithStartWorkflow(dev.statewright.v1.SignalWithStartWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getSignalWithStartWorkflowMethod(), getCallOptions(), request);
     }
   }
 
@@ -1172,6 +1320,29 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getGetDefinitionMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Counts the instances a filter (as ListWorkflows takes it) matches, by status too.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.CountWorkflowsResponse> countWorkflows(
+        dev.statewright.v1.CountWorkflowsRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getCountWorkflowsMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Starts the instance if it does not exist and delivers an event to it, in one saved
+     * step; delivers the event as SignalWorkflow does when it exists.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.SignalWithStartWorkflowResponse> signalWithStartWorkflow(
+        dev.statewright.v1.SignalWithStartWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getSignalWithStartWorkflowMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_START_WORKFLOW = 0;
@@ -1186,6 +1357,8 @@ public final class WorkflowServiceGrpc {
   private static final int METHODID_GET_WORKFLOW_DIAGNOSTICS = 9;
   private static final int METHODID_LIST_DEFINITIONS = 10;
   private static final int METHODID_GET_DEFINITION = 11;
+  private static final int METHODID_COUNT_WORKFLOWS = 12;
+  private static final int METHODID_SIGNAL_WITH_START_WORKFLOW = 13;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1251,6 +1424,14 @@ public final class WorkflowServiceGrpc {
         case METHODID_GET_DEFINITION:
           serviceImpl.getDefinition((dev.statewright.v1.GetDefinitionRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.GetDefinitionResponse>) responseObserver);
+          break;
+        case METHODID_COUNT_WORKFLOWS:
+          serviceImpl.countWorkflows((dev.statewright.v1.CountWorkflowsRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.CountWorkflowsResponse>) responseObserver);
+          break;
+        case METHODID_SIGNAL_WITH_START_WORKFLOW:
+          serviceImpl.signalWithStartWorkflow((dev.statewright.v1.SignalWithStartWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.SignalWithStartWorkflowResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1354,6 +1535,20 @@ public final class WorkflowServiceGrpc {
               dev.statewright.v1.GetDefinitionRequest,
               dev.statewright.v1.GetDefinitionResponse>(
                 service, METHODID_GET_DEFINITION)))
+        .addMethod(
+          getCountWorkflowsMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.CountWorkflowsRequest,
+              dev.statewright.v1.CountWorkflowsResponse>(
+                service, METHODID_COUNT_WORKFLOWS)))
+        .addMethod(
+          getSignalWithStartWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.SignalWithStartWorkflowRequest,
+              dev.statewright.v1.SignalWithStartWorkflowResponse>(
+                service, METHODID_SIGNAL_WITH_START_WORKFLOW)))
         .build();
   }
 
@@ -1414,6 +1609,8 @@ public final class WorkflowServiceGrpc {
               .addMethod(getGetWorkflowDiagnosticsMethod())
               .addMethod(getListDefinitionsMethod())
               .addMethod(getGetDefinitionMethod())
+              .addMethod(getCountWorkflowsMethod())
+              .addMethod(getSignalWithStartWorkflowMethod())
               .build();
         }
       }

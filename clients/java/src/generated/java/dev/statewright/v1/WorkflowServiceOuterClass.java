@@ -151,6 +151,31 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_GetDefinitionResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_CountWorkflowsRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_CountWorkflowsRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_CountWorkflowsResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_CountWorkflowsResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_StatusCount_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_StatusCount_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SignalWithStartWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -166,161 +191,196 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "oogle/protobuf/struct.proto\032\037statewright" +
       "/v1/definition.proto\032 statewright/v1/dia" +
       "gnostics.proto\032\035statewright/v1/workflow." +
-      "proto\"\374\001\n\024StartWorkflowRequest\022\036\n\ndefini" +
+      "proto\"\270\002\n\024StartWorkflowRequest\022\036\n\ndefini" +
       "tion\030\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R" +
       "\007version\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowI" +
       "d\022-\n\005input\030\004 \001(\0132\027.google.protobuf.Struc" +
       "tR\005input\022\035\n\nrequest_id\030\005 \001(\tR\trequestId\022" +
       ";\n\tif_exists\030\006 \001(\0162\036.statewright.v1.IfEx" +
-      "istsPolicyR\010ifExists\"\245\001\n\025StartWorkflowRe" +
-      "sponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v" +
-      "1.WorkflowR\010workflow\022<\n\013transitions\030\002 \003(" +
-      "\0132\032.statewright.v1.TransitionR\013transitio" +
-      "ns\022\030\n\007created\030\003 \001(\010R\007created\"\274\001\n\025ResumeW" +
-      "orkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005ev" +
-      "ent\030\002 \001(\tR\005event\022-\n\005input\030\003 \001(\0132\027.google" +
-      ".protobuf.StructR\005input\022+\n\021expected_revi" +
-      "sion\030\004 \001(\003R\020expectedRevision\022\035\n\nrequest_" +
-      "id\030\005 \001(\tR\trequestId\"\214\001\n\026ResumeWorkflowRe" +
-      "sponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v" +
-      "1.WorkflowR\010workflow\022<\n\013transitions\030\002 \003(" +
-      "\0132\032.statewright.v1.TransitionR\013transitio" +
-      "ns\"\223\001\n\025SignalWorkflowRequest\022\022\n\004name\030\001 \001" +
-      "(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\0221\n\007payloa" +
-      "d\030\003 \001(\0132\027.google.protobuf.StructR\007payloa" +
-      "d\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"\341\001\n\026Sig" +
-      "nalWorkflowResponse\022\032\n\010accepted\030\001 \001(\010R\010a" +
-      "ccepted\0227\n\006reason\030\002 \001(\0162\037.statewright.v1" +
-      ".SignalRejectionR\006reason\0224\n\010workflow\030\003 \001" +
-      "(\0132\030.statewright.v1.WorkflowR\010workflow\022<" +
-      "\n\013transitions\030\004 \003(\0132\032.statewright.v1.Tra" +
-      "nsitionR\013transitions\"(\n\022GetWorkflowReque" +
-      "st\022\022\n\004name\030\001 \001(\tR\004name\"K\n\023GetWorkflowRes" +
-      "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
-      ".WorkflowR\010workflow\"\342\001\n\024ListWorkflowsReq" +
-      "uest\022\036\n\ndefinition\030\001 \001(\tR\ndefinition\0226\n\006" +
-      "status\030\002 \001(\0162\036.statewright.v1.WorkflowSt" +
-      "atusR\006status\022\033\n\tpage_size\030\003 \001(\005R\010pageSiz" +
-      "e\022\035\n\npage_token\030\004 \001(\tR\tpageToken\022\031\n\010orde" +
-      "r_by\030\005 \001(\tR\007orderBy\022\033\n\tid_prefix\030\006 \001(\tR\010" +
-      "idPrefix\"w\n\025ListWorkflowsResponse\0226\n\twor" +
-      "kflows\030\001 \003(\0132\030.statewright.v1.WorkflowR\t" +
-      "workflows\022&\n\017next_page_token\030\002 \001(\tR\rnext" +
-      "PageToken\"\217\001\n\025CancelWorkflowRequest\022\022\n\004n" +
-      "ame\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022" +
-      "+\n\021expected_revision\030\003 \001(\003R\020expectedRevi" +
-      "sion\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"N\n\026C" +
-      "ancelWorkflowResponse\0224\n\010workflow\030\001 \001(\0132" +
-      "\030.statewright.v1.WorkflowR\010workflow\"\247\001\n\025" +
-      "DeleteWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004nam" +
-      "e\022\022\n\004etag\030\002 \001(\tR\004etag\022+\n\021expected_revisi" +
-      "on\030\003 \001(\003R\020expectedRevision\022\024\n\005force\030\004 \001(" +
-      "\010R\005force\022#\n\rallow_missing\030\005 \001(\010R\014allowMi" +
-      "ssing\"l\n\026DeleteWorkflowResponse\0224\n\010workf" +
-      "low\030\001 \001(\0132\030.statewright.v1.WorkflowR\010wor" +
-      "kflow\022\034\n\tcancelled\030\002 \001(\010R\tcancelled\"i\n\024W" +
-      "atchWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022" +
-      "*\n\016after_revision\030\002 \001(\003H\000R\rafterRevision" +
-      "\210\001\001B\021\n\017_after_revision\"\202\003\n\025WatchWorkflow" +
-      "Response\0222\n\004type\030\001 \001(\0162\036.statewright.v1." +
-      "WatchEventTypeR\004type\022\032\n\010revision\030\002 \001(\003R\010" +
-      "revision\022<\n\013transitions\030\003 \003(\0132\032.statewri" +
-      "ght.v1.TransitionR\013transitions\0224\n\010workfl" +
-      "ow\030\004 \001(\0132\030.statewright.v1.WorkflowR\010work" +
-      "flow\022\024\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030\006 \001(" +
-      "\tR\005actor\022-\n\005input\030\007 \001(\0132\027.google.protobu" +
-      "f.StructR\005input\022J\n\rcontext_patch\030\010 \003(\0132%" +
-      ".statewright.v1.ContextPatchOperationR\014c" +
-      "ontextPatch\"\202\001\n\025ContextPatchOperation\022\016\n" +
-      "\002op\030\001 \001(\tR\002op\022\022\n\004path\030\002 \001(\tR\004path\022,\n\005val" +
-      "ue\030\003 \001(\0132\026.google.protobuf.ValueR\005value\022" +
-      "\027\n\tfrom_path\030\004 \001(\tR\004from\"\027\n\025GetDiagnosti" +
-      "csRequest\"\370\004\n\026GetDiagnosticsResponse\022C\n\n" +
-      "event_loop\030\001 \001(\0132$.statewright.v1.EventL" +
-      "oopDiagnosticsR\teventLoop\022D\n\nadmissions\030" +
-      "\002 \001(\0132$.statewright.v1.AdmissionDiagnost" +
-      "icsR\nadmissions\022H\n\013persistence\030\003 \001(\0132&.s" +
-      "tatewright.v1.PersistenceDiagnosticsR\013pe" +
-      "rsistence\022>\n\010watchers\030\004 \001(\0132\".statewrigh" +
-      "t.v1.WatcherDiagnosticsR\010watchers\022 \n\013def" +
-      "initions\030\005 \003(\tR\013definitions\022/\n\005build\030\006 \001" +
-      "(\0132\031.statewright.v1.BuildInfoR\005build\0221\n\006" +
-      "uptime\030\007 \001(\0132\031.google.protobuf.DurationR" +
-      "\006uptime\0228\n\006timers\030\010 \001(\0132 .statewright.v1" +
-      ".TimerDiagnosticsR\006timers\022E\n\013task_queues" +
-      "\030\t \003(\0132$.statewright.v1.TaskQueueDiagnos" +
-      "ticsR\ntaskQueues\022B\n\tretention\030\n \001(\0132$.st" +
-      "atewright.v1.RetentionDiagnosticsR\treten" +
-      "tion\"3\n\035GetWorkflowDiagnosticsRequest\022\022\n" +
-      "\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflowDiagnost" +
-      "icsResponse\022E\n\013diagnostics\030\001 \001(\0132#.state" +
-      "wright.v1.WorkflowDiagnosticsR\013diagnosti" +
-      "cs\"t\n\026ListDefinitionsRequest\022\036\n\ndefiniti" +
-      "on\030\001 \001(\tR\ndefinition\022\033\n\tpage_size\030\002 \001(\005R" +
-      "\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tpageToken" +
-      "\"\177\n\027ListDefinitionsResponse\022<\n\013definitio" +
-      "ns\030\001 \003(\0132\032.statewright.v1.DefinitionR\013de" +
-      "finitions\022&\n\017next_page_token\030\002 \001(\tR\rnext" +
-      "PageToken\"*\n\024GetDefinitionRequest\022\022\n\004nam" +
-      "e\030\001 \001(\tR\004name\"S\n\025GetDefinitionResponse\022:" +
-      "\n\ndefinition\030\001 \001(\0132\032.statewright.v1.Defi" +
-      "nitionR\ndefinition*s\n\016IfExistsPolicy\022 \n\034" +
-      "IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXI" +
-      "STS_POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_RE" +
-      "TURN_EXISTING\020\002*\302\001\n\017SignalRejection\022 \n\034S" +
-      "IGNAL_REJECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_" +
-      "REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECT" +
-      "ION_PERSISTING\020\002\022&\n\"SIGNAL_REJECTION_REC" +
-      "OVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHU" +
-      "TTING_DOWN\020\004*k\n\016WatchEventType\022 \n\034WATCH_" +
-      "EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_" +
-      "TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020" +
-      "\0022\234\r\n\017WorkflowService\022z\n\rStartWorkflow\022$" +
-      ".statewright.v1.StartWorkflowRequest\032%.s" +
-      "tatewright.v1.StartWorkflowResponse\"\034\202\323\344" +
-      "\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016ResumeWork" +
-      "flow\022%.statewright.v1.ResumeWorkflowRequ" +
-      "est\032&.statewright.v1.ResumeWorkflowRespo" +
-      "nse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/" +
-      "resume:\001*\022\215\001\n\016SignalWorkflow\022%.statewrig" +
-      "ht.v1.SignalWorkflowRequest\032&.statewrigh" +
-      "t.v1.SignalWorkflowResponse\",\202\323\344\223\002&\"!/ap" +
-      "i/v1/{name=workflows/*}/signal:\001*\022z\n\013Get" +
-      "Workflow\022\".statewright.v1.GetWorkflowReq" +
-      "uest\032#.statewright.v1.GetWorkflowRespons" +
-      "e\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workflows/*}\022w\n" +
-      "\rListWorkflows\022$.statewright.v1.ListWork" +
-      "flowsRequest\032%.statewright.v1.ListWorkfl" +
-      "owsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215" +
-      "\001\n\016CancelWorkflow\022%.statewright.v1.Cance" +
-      "lWorkflowRequest\032&.statewright.v1.Cancel" +
-      "WorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name=" +
-      "workflows/*}/cancel:\001*\022\203\001\n\016DeleteWorkflo" +
-      "w\022%.statewright.v1.DeleteWorkflowRequest" +
-      "\032&.statewright.v1.DeleteWorkflowResponse" +
-      "\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflows/*}\022\210\001\n" +
-      "\rWatchWorkflow\022$.statewright.v1.WatchWor" +
-      "kflowRequest\032%.statewright.v1.WatchWorkf" +
-      "lowResponse\"(\202\323\344\223\002\"\022 /api/v1/{name=workf" +
-      "lows/*}/watch0\001\022|\n\016GetDiagnostics\022%.stat" +
-      "ewright.v1.GetDiagnosticsRequest\032&.state" +
-      "wright.v1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025" +
-      "\022\023/api/v1/diagnostics\022\247\001\n\026GetWorkflowDia" +
-      "gnostics\022-.statewright.v1.GetWorkflowDia" +
-      "gnosticsRequest\032..statewright.v1.GetWork" +
-      "flowDiagnosticsResponse\".\202\323\344\223\002(\022&/api/v1" +
-      "/{name=workflows/*}/diagnostics\022\177\n\017ListD" +
-      "efinitions\022&.statewright.v1.ListDefiniti" +
-      "onsRequest\032\'.statewright.v1.ListDefiniti" +
-      "onsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions" +
-      "\022\255\001\n\rGetDefinition\022$.statewright.v1.GetD" +
-      "efinitionRequest\032%.statewright.v1.GetDef" +
-      "initionResponse\"O\202\323\344\223\002I\022\'/api/v1/{name=d" +
-      "efinitions/*/versions/*}Z\036\022\034/api/v1/{nam" +
-      "e=definitions/*}Bs\n\022dev.statewright.v1P\001" +
-      "ZJgithub.com/statewright/statewright/cli" +
-      "ents/go/statewright/v1;statewrightv1\252\002\016S" +
-      "tatewright.V1b\006proto3"
+      "istsPolicyR\010ifExists\022:\n\013start_delay\030\007 \001(" +
+      "\0132\031.google.protobuf.DurationR\nstartDelay" +
+      "\"\245\001\n\025StartWorkflowResponse\0224\n\010workflow\030\001" +
+      " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
+      "\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1.T" +
+      "ransitionR\013transitions\022\030\n\007created\030\003 \001(\010R" +
+      "\007created\"\274\001\n\025ResumeWorkflowRequest\022\022\n\004na" +
+      "me\030\001 \001(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\022-\n\005" +
+      "input\030\003 \001(\0132\027.google.protobuf.StructR\005in" +
+      "put\022+\n\021expected_revision\030\004 \001(\003R\020expected" +
+      "Revision\022\035\n\nrequest_id\030\005 \001(\tR\trequestId\"" +
+      "\214\001\n\026ResumeWorkflowResponse\0224\n\010workflow\030\001" +
+      " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
+      "\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1.T" +
+      "ransitionR\013transitions\"\223\001\n\025SignalWorkflo" +
+      "wRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005event\030\002 " +
+      "\001(\tR\005event\0221\n\007payload\030\003 \001(\0132\027.google.pro" +
+      "tobuf.StructR\007payload\022\035\n\nrequest_id\030\004 \001(" +
+      "\tR\trequestId\"\341\001\n\026SignalWorkflowResponse\022" +
+      "\032\n\010accepted\030\001 \001(\010R\010accepted\0227\n\006reason\030\002 " +
+      "\001(\0162\037.statewright.v1.SignalRejectionR\006re" +
+      "ason\0224\n\010workflow\030\003 \001(\0132\030.statewright.v1." +
+      "WorkflowR\010workflow\022<\n\013transitions\030\004 \003(\0132" +
+      "\032.statewright.v1.TransitionR\013transitions" +
+      "\"(\n\022GetWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004na" +
+      "me\"K\n\023GetWorkflowResponse\0224\n\010workflow\030\001 " +
+      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\"" +
+      "\372\001\n\024ListWorkflowsRequest\022\036\n\ndefinition\030\001" +
+      " \001(\tR\ndefinition\0226\n\006status\030\002 \001(\0162\036.state" +
+      "wright.v1.WorkflowStatusR\006status\022\033\n\tpage" +
+      "_size\030\003 \001(\005R\010pageSize\022\035\n\npage_token\030\004 \001(" +
+      "\tR\tpageToken\022\031\n\010order_by\030\005 \001(\tR\007orderBy\022" +
+      "\033\n\tid_prefix\030\006 \001(\tR\010idPrefix\022\026\n\006filter\030\007" +
+      " \001(\tR\006filter\"w\n\025ListWorkflowsResponse\0226\n" +
+      "\tworkflows\030\001 \003(\0132\030.statewright.v1.Workfl" +
+      "owR\tworkflows\022&\n\017next_page_token\030\002 \001(\tR\r" +
+      "nextPageToken\"\217\001\n\025CancelWorkflowRequest\022" +
+      "\022\n\004name\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006rea" +
+      "son\022+\n\021expected_revision\030\003 \001(\003R\020expected" +
+      "Revision\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"" +
+      "N\n\026CancelWorkflowResponse\0224\n\010workflow\030\001 " +
+      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\"" +
+      "\247\001\n\025DeleteWorkflowRequest\022\022\n\004name\030\001 \001(\tR" +
+      "\004name\022\022\n\004etag\030\002 \001(\tR\004etag\022+\n\021expected_re" +
+      "vision\030\003 \001(\003R\020expectedRevision\022\024\n\005force\030" +
+      "\004 \001(\010R\005force\022#\n\rallow_missing\030\005 \001(\010R\014all" +
+      "owMissing\"l\n\026DeleteWorkflowResponse\0224\n\010w" +
+      "orkflow\030\001 \001(\0132\030.statewright.v1.WorkflowR" +
+      "\010workflow\022\034\n\tcancelled\030\002 \001(\010R\tcancelled\"" +
+      "i\n\024WatchWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004n" +
+      "ame\022*\n\016after_revision\030\002 \001(\003H\000R\rafterRevi" +
+      "sion\210\001\001B\021\n\017_after_revision\"\202\003\n\025WatchWork" +
+      "flowResponse\0222\n\004type\030\001 \001(\0162\036.statewright" +
+      ".v1.WatchEventTypeR\004type\022\032\n\010revision\030\002 \001" +
+      "(\003R\010revision\022<\n\013transitions\030\003 \003(\0132\032.stat" +
+      "ewright.v1.TransitionR\013transitions\0224\n\010wo" +
+      "rkflow\030\004 \001(\0132\030.statewright.v1.WorkflowR\010" +
+      "workflow\022\024\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030" +
+      "\006 \001(\tR\005actor\022-\n\005input\030\007 \001(\0132\027.google.pro" +
+      "tobuf.StructR\005input\022J\n\rcontext_patch\030\010 \003" +
+      "(\0132%.statewright.v1.ContextPatchOperatio" +
+      "nR\014contextPatch\"\202\001\n\025ContextPatchOperatio" +
+      "n\022\016\n\002op\030\001 \001(\tR\002op\022\022\n\004path\030\002 \001(\tR\004path\022,\n" +
+      "\005value\030\003 \001(\0132\026.google.protobuf.ValueR\005va" +
+      "lue\022\027\n\tfrom_path\030\004 \001(\tR\004from\"\027\n\025GetDiagn" +
+      "osticsRequest\"\370\004\n\026GetDiagnosticsResponse" +
+      "\022C\n\nevent_loop\030\001 \001(\0132$.statewright.v1.Ev" +
+      "entLoopDiagnosticsR\teventLoop\022D\n\nadmissi" +
+      "ons\030\002 \001(\0132$.statewright.v1.AdmissionDiag" +
+      "nosticsR\nadmissions\022H\n\013persistence\030\003 \001(\013" +
+      "2&.statewright.v1.PersistenceDiagnostics" +
+      "R\013persistence\022>\n\010watchers\030\004 \001(\0132\".statew" +
+      "right.v1.WatcherDiagnosticsR\010watchers\022 \n" +
+      "\013definitions\030\005 \003(\tR\013definitions\022/\n\005build" +
+      "\030\006 \001(\0132\031.statewright.v1.BuildInfoR\005build" +
+      "\0221\n\006uptime\030\007 \001(\0132\031.google.protobuf.Durat" +
+      "ionR\006uptime\0228\n\006timers\030\010 \001(\0132 .statewrigh" +
+      "t.v1.TimerDiagnosticsR\006timers\022E\n\013task_qu" +
+      "eues\030\t \003(\0132$.statewright.v1.TaskQueueDia" +
+      "gnosticsR\ntaskQueues\022B\n\tretention\030\n \001(\0132" +
+      "$.statewright.v1.RetentionDiagnosticsR\tr" +
+      "etention\"3\n\035GetWorkflowDiagnosticsReques" +
+      "t\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflowDiag" +
+      "nosticsResponse\022E\n\013diagnostics\030\001 \001(\0132#.s" +
+      "tatewright.v1.WorkflowDiagnosticsR\013diagn" +
+      "ostics\"t\n\026ListDefinitionsRequest\022\036\n\ndefi" +
+      "nition\030\001 \001(\tR\ndefinition\022\033\n\tpage_size\030\002 " +
+      "\001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tpageT" +
+      "oken\"\177\n\027ListDefinitionsResponse\022<\n\013defin" +
+      "itions\030\001 \003(\0132\032.statewright.v1.Definition" +
+      "R\013definitions\022&\n\017next_page_token\030\002 \001(\tR\r" +
+      "nextPageToken\"*\n\024GetDefinitionRequest\022\022\n" +
+      "\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRespon" +
+      "se\022:\n\ndefinition\030\001 \001(\0132\032.statewright.v1." +
+      "DefinitionR\ndefinition\"/\n\025CountWorkflows" +
+      "Request\022\026\n\006filter\030\001 \001(\tR\006filter\"h\n\026Count" +
+      "WorkflowsResponse\022\024\n\005total\030\001 \001(\003R\005total\022" +
+      "8\n\tby_status\030\002 \003(\0132\033.statewright.v1.Stat" +
+      "usCountR\010byStatus\"[\n\013StatusCount\0226\n\006stat" +
+      "us\030\001 \001(\0162\036.statewright.v1.WorkflowStatus" +
+      "R\006status\022\024\n\005count\030\002 \001(\003R\005count\"\362\002\n\036Signa" +
+      "lWithStartWorkflowRequest\022\036\n\ndefinition\030" +
+      "\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R\007vers" +
+      "ion\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowId\022-\n\005" +
+      "input\030\004 \001(\0132\027.google.protobuf.StructR\005in" +
+      "put\022\024\n\005event\030\005 \001(\tR\005event\0221\n\007payload\030\006 \001" +
+      "(\0132\027.google.protobuf.StructR\007payload\022\035\n\n" +
+      "request_id\030\007 \001(\tR\trequestId\022A\n\013if_finish" +
+      "ed\030\010 \001(\0162 .statewright.v1.IfFinishedPoli" +
+      "cyR\nifFinished\022\033\n\tstart_now\030\t \001(\010R\010start" +
+      "Now\"\204\002\n\037SignalWithStartWorkflowResponse\022" +
+      "4\n\010workflow\030\001 \001(\0132\030.statewright.v1.Workf" +
+      "lowR\010workflow\022\030\n\007started\030\002 \001(\010R\007started\022" +
+      "\032\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006reason\030\004 " +
+      "\001(\0162\037.statewright.v1.SignalRejectionR\006re" +
+      "ason\022<\n\013transitions\030\005 \003(\0132\032.statewright." +
+      "v1.TransitionR\013transitions*s\n\016IfExistsPo" +
+      "licy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031" +
+      "\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_P" +
+      "OLICY_RETURN_EXISTING\020\002*\302\001\n\017SignalReject" +
+      "ion\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n" +
+      "\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNA" +
+      "L_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJEC" +
+      "TION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJEC" +
+      "TION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 " +
+      "\n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATC" +
+      "H_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TY" +
+      "PE_STEP\020\002*w\n\020IfFinishedPolicy\022\"\n\036IF_FINI" +
+      "SHED_POLICY_UNSPECIFIED\020\000\022\035\n\031IF_FINISHED" +
+      "_POLICY_REFUSE\020\001\022 \n\034IF_FINISHED_POLICY_S" +
+      "TART_NEW\020\0022\312\017\n\017WorkflowService\022z\n\rStartW" +
+      "orkflow\022$.statewright.v1.StartWorkflowRe" +
+      "quest\032%.statewright.v1.StartWorkflowResp" +
+      "onse\"\034\202\323\344\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016R" +
+      "esumeWorkflow\022%.statewright.v1.ResumeWor" +
+      "kflowRequest\032&.statewright.v1.ResumeWork" +
+      "flowResponse\",\202\323\344\223\002&\"!/api/v1/{name=work" +
+      "flows/*}/resume:\001*\022\215\001\n\016SignalWorkflow\022%." +
+      "statewright.v1.SignalWorkflowRequest\032&.s" +
+      "tatewright.v1.SignalWorkflowResponse\",\202\323" +
+      "\344\223\002&\"!/api/v1/{name=workflows/*}/signal:" +
+      "\001*\022z\n\013GetWorkflow\022\".statewright.v1.GetWo" +
+      "rkflowRequest\032#.statewright.v1.GetWorkfl" +
+      "owResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workfl" +
+      "ows/*}\022w\n\rListWorkflows\022$.statewright.v1" +
+      ".ListWorkflowsRequest\032%.statewright.v1.L" +
+      "istWorkflowsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/wo" +
+      "rkflows\022\215\001\n\016CancelWorkflow\022%.statewright" +
+      ".v1.CancelWorkflowRequest\032&.statewright." +
+      "v1.CancelWorkflowResponse\",\202\323\344\223\002&\"!/api/" +
+      "v1/{name=workflows/*}/cancel:\001*\022\203\001\n\016Dele" +
+      "teWorkflow\022%.statewright.v1.DeleteWorkfl" +
+      "owRequest\032&.statewright.v1.DeleteWorkflo" +
+      "wResponse\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflo" +
+      "ws/*}\022\210\001\n\rWatchWorkflow\022$.statewright.v1" +
+      ".WatchWorkflowRequest\032%.statewright.v1.W" +
+      "atchWorkflowResponse\"(\202\323\344\223\002\"\022 /api/v1/{n" +
+      "ame=workflows/*}/watch0\001\022|\n\016GetDiagnosti" +
+      "cs\022%.statewright.v1.GetDiagnosticsReques" +
+      "t\032&.statewright.v1.GetDiagnosticsRespons" +
+      "e\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics\022\247\001\n\026GetWo" +
+      "rkflowDiagnostics\022-.statewright.v1.GetWo" +
+      "rkflowDiagnosticsRequest\032..statewright.v" +
+      "1.GetWorkflowDiagnosticsResponse\".\202\323\344\223\002(" +
+      "\022&/api/v1/{name=workflows/*}/diagnostics" +
+      "\022\177\n\017ListDefinitions\022&.statewright.v1.Lis" +
+      "tDefinitionsRequest\032\'.statewright.v1.Lis" +
+      "tDefinitionsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/de" +
+      "finitions\022\255\001\n\rGetDefinition\022$.statewrigh" +
+      "t.v1.GetDefinitionRequest\032%.statewright." +
+      "v1.GetDefinitionResponse\"O\202\323\344\223\002I\022\'/api/v" +
+      "1/{name=definitions/*/versions/*}Z\036\022\034/ap" +
+      "i/v1/{name=definitions/*}\022\200\001\n\016CountWorkf" +
+      "lows\022%.statewright.v1.CountWorkflowsRequ" +
+      "est\032&.statewright.v1.CountWorkflowsRespo" +
+      "nse\"\037\202\323\344\223\002\031\022\027/api/v1/workflows:count\022\250\001\n" +
+      "\027SignalWithStartWorkflow\022..statewright.v" +
+      "1.SignalWithStartWorkflowRequest\032/.state" +
+      "wright.v1.SignalWithStartWorkflowRespons" +
+      "e\",\202\323\344\223\002&\"!/api/v1/workflows:signalWithS" +
+      "tart:\001*Bs\n\022dev.statewright.v1P\001ZJgithub." +
+      "com/statewright/statewright/clients/go/s" +
+      "tatewright/v1;statewrightv1\252\002\016Statewrigh" +
+      "t.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -337,7 +397,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_StartWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_StartWorkflowRequest_descriptor,
-        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "RequestId", "IfExists", });
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "RequestId", "IfExists", "StartDelay", });
     internal_static_statewright_v1_StartWorkflowResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_StartWorkflowResponse_fieldAccessorTable = new
@@ -385,7 +445,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_ListWorkflowsRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListWorkflowsRequest_descriptor,
-        new java.lang.String[] { "Definition", "Status", "PageSize", "PageToken", "OrderBy", "IdPrefix", });
+        new java.lang.String[] { "Definition", "Status", "PageSize", "PageToken", "OrderBy", "IdPrefix", "Filter", });
     internal_static_statewright_v1_ListWorkflowsResponse_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_statewright_v1_ListWorkflowsResponse_fieldAccessorTable = new
@@ -482,6 +542,36 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_GetDefinitionResponse_descriptor,
         new java.lang.String[] { "Definition", });
+    internal_static_statewright_v1_CountWorkflowsRequest_descriptor =
+      getDescriptor().getMessageType(25);
+    internal_static_statewright_v1_CountWorkflowsRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_CountWorkflowsRequest_descriptor,
+        new java.lang.String[] { "Filter", });
+    internal_static_statewright_v1_CountWorkflowsResponse_descriptor =
+      getDescriptor().getMessageType(26);
+    internal_static_statewright_v1_CountWorkflowsResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_CountWorkflowsResponse_descriptor,
+        new java.lang.String[] { "Total", "ByStatus", });
+    internal_static_statewright_v1_StatusCount_descriptor =
+      getDescriptor().getMessageType(27);
+    internal_static_statewright_v1_StatusCount_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_StatusCount_descriptor,
+        new java.lang.String[] { "Status", "Count", });
+    internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(28);
+    internal_static_statewright_v1_SignalWithStartWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor,
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "Event", "Payload", "RequestId", "IfFinished", "StartNow", });
+    internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(29);
+    internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "Started", "Accepted", "Reason", "Transitions", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

@@ -17,25 +17,36 @@ import dev.statewright.v1.CancelWorkflowRequest;
 import dev.statewright.v1.CancelWorkflowResponse;
 import dev.statewright.v1.CompleteTaskRequest;
 import dev.statewright.v1.CompleteTaskResponse;
+import dev.statewright.v1.CountWorkflowsRequest;
+import dev.statewright.v1.CountWorkflowsResponse;
 import dev.statewright.v1.Definition;
 import dev.statewright.v1.FailTaskRequest;
 import dev.statewright.v1.FailTaskResponse;
 import dev.statewright.v1.GetDiagnosticsRequest;
 import dev.statewright.v1.GetDiagnosticsResponse;
+import dev.statewright.v1.GetQueueConfigRequest;
+import dev.statewright.v1.GetQueueConfigResponse;
 import dev.statewright.v1.GetTaskRequest;
 import dev.statewright.v1.GetWorkflowRequest;
 import dev.statewright.v1.HeartbeatTaskRequest;
 import dev.statewright.v1.HeartbeatTaskResponse;
 import dev.statewright.v1.ListDefinitionsRequest;
 import dev.statewright.v1.ListDefinitionsResponse;
+import dev.statewright.v1.ListQueuesRequest;
 import dev.statewright.v1.ListTasksRequest;
 import dev.statewright.v1.ListTasksResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.PollTasksRequest;
 import dev.statewright.v1.PollTasksResponse;
+import dev.statewright.v1.QueueConfig;
+import dev.statewright.v1.QueueStatus;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
+import dev.statewright.v1.SetQueueConfigRequest;
+import dev.statewright.v1.SetQueueConfigResponse;
+import dev.statewright.v1.SignalWithStartWorkflowRequest;
+import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.SignalWorkflowRequest;
 import dev.statewright.v1.SignalWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
@@ -261,6 +272,12 @@ public final class StatewrightClient implements AutoCloseable {
     return call("SignalWorkflow", s -> s.signalWorkflow(r));
   }
 
+  public SignalWithStartWorkflowResponse signalWithStart(SignalWithStartWorkflowRequest request) {
+    SignalWithStartWorkflowRequest r =
+        request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("SignalWithStartWorkflow", s -> s.signalWithStartWorkflow(r));
+  }
+
   public CancelWorkflowResponse cancel(CancelWorkflowRequest request) {
     CancelWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
     return call("CancelWorkflow", s -> s.cancelWorkflow(r));
@@ -268,6 +285,11 @@ public final class StatewrightClient implements AutoCloseable {
 
   public ListWorkflowsResponse listPage(ListWorkflowsRequest request) {
     return call("ListWorkflows", s -> s.listWorkflows(request));
+  }
+
+  /** How many instances a filter (as ListWorkflowsRequest's takes it) matches, and by status. */
+  public CountWorkflowsResponse count(CountWorkflowsRequest request) {
+    return call("CountWorkflows", s -> s.countWorkflows(request));
   }
 
   // --- conveniences -------------------------------------------------------------------
@@ -301,6 +323,27 @@ public final class StatewrightClient implements AutoCloseable {
             .setName(workflowName(name))
             .setEvent(event)
             .setPayload(Structs.toStruct(payload))
+            .build());
+  }
+
+  /**
+   * Delivers {@code event} to instance {@code workflowId}, starting it from {@code definition}
+   * (latest version) with {@code input} first when it does not exist, in one step; check
+   * {@code getStarted()} and {@code getAccepted()} on the answer.
+   */
+  public SignalWithStartWorkflowResponse signalWithStart(
+      String definition,
+      String workflowId,
+      String event,
+      Map<String, ?> payload,
+      Map<String, ?> input) {
+    return signalWithStart(
+        SignalWithStartWorkflowRequest.newBuilder()
+            .setDefinition(definition)
+            .setWorkflowId(workflowId)
+            .setEvent(event)
+            .setPayload(Structs.toStruct(payload))
+            .setInput(Structs.toStruct(input))
             .build());
   }
 
@@ -536,17 +579,32 @@ public final class StatewrightClient implements AutoCloseable {
     BackfillScheduleRequest request =
         BackfillScheduleRequest.newBuilder()
             .setName(name)
-            .setStartTime(toTimestamp(start))
-            .setEndTime(toTimestamp(end))
+            .setStartTime(toProto(start))
+            .setEndTime(toProto(end))
             .build();
     return scheduleCall(s -> s.backfillSchedule(request)).getFires();
   }
 
-  static com.google.protobuf.Timestamp toTimestamp(Instant t) {
-    return com.google.protobuf.Timestamp.newBuilder()
-        .setSeconds(t.getEpochSecond())
-        .setNanos(t.getNano())
-        .build();
+  /** Sets a queue's flow control (the admin role); every limit zero removes it. The config as stored (empty: none). */
+  public SetQueueConfigResponse setQueueConfig(QueueConfig config) {
+    SetQueueConfigRequest request = SetQueueConfigRequest.newBuilder().setConfig(config).build();
+    return taskCall("SetQueueConfig", s -> s.setQueueConfig(request));
+  }
+
+  /** A queue's flow control (unset: no limits) and the keys closed on it now. */
+  public GetQueueConfigResponse getQueueConfig(String queue) {
+    GetQueueConfigRequest request = GetQueueConfigRequest.newBuilder().setQueue(queue).build();
+    return taskCall("GetQueueConfig", s -> s.getQueueConfig(request));
+  }
+
+  /** Every queue with limits or open tasks: backlog, leases, tokens, busiest and closed keys. */
+  public List<QueueStatus> listQueues(int keyCount) {
+    ListQueuesRequest request = ListQueuesRequest.newBuilder().setKeyCount(keyCount).build();
+    return taskCall("ListQueues", s -> s.listQueues(request)).getQueuesList();
+  }
+
+  static com.google.protobuf.Timestamp toProto(java.time.Instant t) {
+    return com.google.protobuf.Timestamp.newBuilder().setSeconds(t.getEpochSecond()).setNanos(t.getNano()).build();
   }
 
   static com.google.protobuf.Duration toProto(Duration d) {

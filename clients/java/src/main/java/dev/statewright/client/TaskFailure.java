@@ -2,6 +2,7 @@ package dev.statewright.client;
 
 import com.google.protobuf.Struct;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
@@ -33,6 +34,7 @@ public class TaskFailure extends RuntimeException {
   private final transient Struct details;
   private final boolean nonRetryable;
   private final transient Duration retryDelay;
+  private final transient Instant closeKeyUntil;
 
   /** A retryable failure of {@code type} (required, e.g. {@code PROVIDER_DOWN}). */
   public TaskFailure(String type, String message) {
@@ -50,6 +52,7 @@ public class TaskFailure extends RuntimeException {
     this.details = builder.details;
     this.nonRetryable = builder.nonRetryable;
     this.retryDelay = builder.retryDelay;
+    this.closeKeyUntil = builder.closeKeyUntil;
   }
 
   /** A failure the task must not be retried after, whatever its retry policy says. */
@@ -85,6 +88,14 @@ public class TaskFailure extends RuntimeException {
     return Optional.ofNullable(retryDelay);
   }
 
+  /**
+   * Until when the task's concurrency key is closed on its queue (no task of the key is
+   * handed out before it), when the handler chose to close it.
+   */
+  public Optional<Instant> closeKeyUntil() {
+    return Optional.ofNullable(closeKeyUntil);
+  }
+
   /** Builds a {@link TaskFailure}; only the type is required. */
   public static final class Builder {
     private final String type;
@@ -92,6 +103,7 @@ public class TaskFailure extends RuntimeException {
     private Struct details = Struct.getDefaultInstance();
     private boolean nonRetryable;
     private Duration retryDelay;
+    private Instant closeKeyUntil;
     private Throwable cause;
 
     private Builder(String type) {
@@ -129,6 +141,15 @@ public class TaskFailure extends RuntimeException {
         throw new IllegalArgumentException("a retry delay cannot be negative: " + delay);
       }
       this.retryDelay = delay;
+      return this;
+    }
+
+    /**
+     * Close the task's concurrency key on its queue until {@code until} (an API's
+     * Retry-After, say): no task of that key is handed out before then.
+     */
+    public Builder closeKeyUntil(Instant until) {
+      this.closeKeyUntil = Objects.requireNonNull(until, "until");
       return this;
     }
 

@@ -770,6 +770,7 @@ public final class Worker implements AutoCloseable {
         taskError.setType(failure.type()).setMessage(nonNull(failure.getMessage())).setDetails(failure.detailsStruct());
         request.setNonRetryable(failure.nonRetryable());
         failure.retryDelay().ifPresent(d -> request.setRetryDelay(StatewrightClient.toProto(d)));
+        failure.closeKeyUntil().ifPresent(t -> request.setCloseKeyUntil(StatewrightClient.toProto(t)));
       } else {
         String message = error.getMessage() != null ? error.getMessage() : error.getClass().getName();
         taskError.setType(typeOf(error)).setMessage(message);

@@ -8,6 +8,8 @@ import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
+import dev.statewright.v1.SignalWithStartWorkflowRequest;
+import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
 import dev.statewright.v1.StartWorkflowResponse;
 import dev.statewright.v1.WatchWorkflowRequest;
@@ -56,6 +58,7 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   Function<StartWorkflowRequest, StartWorkflowResponse> startWorkflow;
   Function<ResumeWorkflowRequest, ResumeWorkflowResponse> resumeWorkflow;
   Function<ListWorkflowsRequest, ListWorkflowsResponse> listWorkflows;
+  Function<SignalWithStartWorkflowRequest, SignalWithStartWorkflowResponse> signalWithStartWorkflow;
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
   final FakeTaskService tasks = new FakeTaskService();
 
@@ -150,6 +153,13 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   @Override
   public void resumeWorkflow(ResumeWorkflowRequest request, StreamObserver<ResumeWorkflowResponse> observer) {
     unary(request, resumeWorkflow, observer);
+  }
+
+  @Override
+  public void signalWithStartWorkflow(
+      SignalWithStartWorkflowRequest request,
+      StreamObserver<SignalWithStartWorkflowResponse> observer) {
+    unary(request, signalWithStartWorkflow, observer);
   }
 
   @Override

@@ -11,6 +11,8 @@ import dev.statewright.v1.GetWorkflowResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
+import dev.statewright.v1.SignalWithStartWorkflowRequest;
+import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
 import dev.statewright.v1.StartWorkflowResponse;
 import dev.statewright.v1.Workflow;
@@ -59,6 +61,33 @@ class StatewrightClientTest {
     assertEquals(3, attempts.get());
     assertEquals("workflows/w", got.getName());
     assertEquals("workflows/w", ((GetWorkflowRequest) fake.requests.get(0)).getName());
+  }
+
+  @Test
+  void signalWithStartSendsItsFieldsWithARequestIdAndRetriesUnavailable() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.signalWithStartWorkflow = request -> {
+      if (attempts.incrementAndGet() < 2) {
+        throw Status.UNAVAILABLE.withDescription("storage down").asRuntimeException();
+      }
+      return SignalWithStartWorkflowResponse.newBuilder()
+          .setWorkflow(workflow("c-42", 1, WorkflowStatus.WORKFLOW_STATUS_RUNNING))
+          .setStarted(true)
+          .setAccepted(true)
+          .build();
+    };
+    SignalWithStartWorkflowResponse answer =
+        client.signalWithStart("tally", "c-42", "tick", Map.of("id", "a"), Map.of("limit", 2));
+    assertTrue(answer.getStarted());
+    assertTrue(answer.getAccepted());
+    SignalWithStartWorkflowRequest first = (SignalWithStartWorkflowRequest) fake.requests.get(0);
+    SignalWithStartWorkflowRequest retry = (SignalWithStartWorkflowRequest) fake.requests.get(1);
+    assertFalse(first.getRequestId().isEmpty());
+    assertEquals(first.getRequestId(), retry.getRequestId());
+    assertEquals("c-42", first.getWorkflowId());
+    assertEquals("tick", first.getEvent());
+    assertEquals("a", first.getPayload().getFieldsOrThrow("id").getStringValue());
+    assertEquals(2.0, first.getInput().getFieldsOrThrow("limit").getNumberValue());
   }
 
   @Test

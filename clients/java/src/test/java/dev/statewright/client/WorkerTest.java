@@ -197,7 +197,11 @@ class WorkerTest {
             .build();
       }
       // Handlers that wait on futures get the failure wrapped; the worker still sees it.
-      throw new CompletionException(TaskFailure.builder("RATE_LIMITED").retryDelay(Duration.ofSeconds(7)).build());
+      throw new CompletionException(
+          TaskFailure.builder("RATE_LIMITED")
+              .retryDelay(Duration.ofSeconds(7))
+              .closeKeyUntil(java.time.Instant.ofEpochSecond(1_900_000_000L))
+              .build());
     }).build();
     worker.start();
     await(() -> tasks.fails.size() == 2, "two failures");
@@ -208,11 +212,13 @@ class WorkerTest {
     assertEquals(Map.of("amount", 1200L, "limit", 1000L), Structs.toMap(declined.getError().getDetails()));
     assertTrue(declined.getNonRetryable());
     assertFalse(declined.hasRetryDelay());
+    assertFalse(declined.hasCloseKeyUntil());
 
     FailTaskRequest limited = failOf("workflows/w-t2/tasks/t2");
     assertEquals("RATE_LIMITED", limited.getError().getType());
     assertFalse(limited.getNonRetryable());
     assertEquals(7, limited.getRetryDelay().getSeconds());
+    assertEquals(1_900_000_000L, limited.getCloseKeyUntil().getSeconds());
   }
 
   // --- heartbeats and cancellation -------------------------------------------------------------

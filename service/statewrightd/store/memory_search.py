@@ -1,0 +1,63 @@
+"""The in-memory store's search: instances' search values, filters evaluated in Python
+(store.filters.matches, which answers what the SQL answers), listings by a search
+field's value, counts by status."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from statewrightd.store.filters import Filter, matches
+from statewrightd.store.memory_state import ROWS, MemoryState
+from statewrightd.store.records import InstanceRecord, ListOrder, SearchValues
+from statewrightd.store.repository import Params
+
+
+class MemorySearch(MemoryState):
+    def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
+        replaced = 0
+        with self._held():
+            for workflow_id, revision, values in items:
+                instance = self._instances.get(workflow_id)
+                if instance is not None and instance.revision == revision:
+                    instance.search = tuple(values)
+                    replaced += 1
+        return replaced
+
+    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        with self._held():
+            for i in self._instances.values():
+                if which is None or matches(which.root, ROWS.instance(i.row), i.search):
+                    counts[i.status] = counts.get(i.status, 0) + 1
+        return counts
+
+    def _instances_by_value(self, p: Params, order: ListOrder) -> list[tuple[InstanceRecord, Any]]:
+        which: Filter | None = p.get("filter")
+        name, after = p["order_field"], p["after_value"]
+        position = None if after is None else (after, p["after_id"])
+        found: list[tuple[Any, str, InstanceRecord]] = []
+        with self._held():
+            for i in self._instances.values():
+                values = [
+                    v.text if order.value_column == "text" else v.number
+                    for v in i.search
+                    if v.field == name
+                ]
+                if not values or values[0] is None:
+                    continue
+                key = (values[0], i.row[0])
+                if position is not None and not (
+                    key < position if order.descending else key > position
+                ):
+                    continue
+                record = ROWS.instance(i.row)
+                if (
+                    (p["definition"] is None or record.definition == p["definition"])
+                    and (p["status"] is None or record.status == p["status"])
+                    and (p["id_prefix"] is None or record.workflow_id.startswith(p["id_prefix"]))
+                    and (which is None or matches(which.root, record, i.search))
+                ):
+                    found.append((values[0], record.workflow_id, record))
+        found.sort(key=lambda f: (f[0], f[1]), reverse=order.descending)
+        return [(record, value) for value, _, record in found[: p["limit"]]]
