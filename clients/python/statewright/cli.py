@@ -670,17 +670,6 @@ def _proto_json(message: Message) -> JSONValue:
     return value
 
 
-def _duration(text: str) -> float:
-    """Seconds from ``90``, ``30s``, ``5m``, ``2h`` or ``1d``."""
-    units = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-    try:
-        if text and text[-1] in units:
-            return float(text[:-1]) * units[text[-1]]
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a duration (30s, 5m, 2h): {text!r}") from None
-
-
 def _instant(text: str) -> datetime:
     try:
         found = datetime.fromisoformat(text.replace("Z", "+00:00"))

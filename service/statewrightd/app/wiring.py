@@ -139,6 +139,7 @@ class Application:
     def schedules(self) -> Schedules:
         return self._opened().cases.schedules
 
+    @property
     def queues(self) -> QueueDesk:
         """Flow control on task queues: their configs and their health."""
         parts = self._opened()

@@ -62,8 +62,7 @@ class Metrics:
     """The server's metric families, on a registry of their own."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self.registry = r = CollectorRegistry(auto_describe=True)
         rpc = ["grpc_service", "grpc_method", "grpc_type"]
         # Names follow the conventional gRPC server metrics so stock dashboards apply.
         self.rpc_started = Counter(
