@@ -2,6 +2,7 @@ import * as api from "./api.js";
 import { h, labelCells } from "./dom.js";
 import { definitionPage, definitionsPage } from "./pages/definitions.js";
 import { runtimePage } from "./pages/runtime.js";
+import { schedulesPage } from "./pages/schedules.js";
 import { workflowPage } from "./pages/workflow.js";
 import { workflowsPage } from "./pages/workflows.js";
 import { navigate, notFound, route, start } from "./router.js";
@@ -11,6 +12,7 @@ route(/^\/workflows\/?$/, (_, query) => workflowsPage(query));
 route(/^\/workflows\/([^/]+)$/, ([id]) => workflowPage(id));
 route(/^\/definitions\/?$/, () => definitionsPage());
 route(/^\/definitions\/([^/]+)$/, ([name], query) => definitionPage(name, query));
+route(/^\/schedules\/?$/, () => schedulesPage());
 route(/^\/runtime\/?$/, () => runtimePage());
 notFound(([path]) => ({
   title: "Not found",

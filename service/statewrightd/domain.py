@@ -48,6 +48,7 @@ MAX_KEY_LENGTH: Final = 256
 # The principals history names for the steps the server starts itself.
 TIMER_ACTOR: Final = "statewright:timer"  # a due timer fired
 SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadline ran out
+SCHEDULE_ACTOR: Final = "statewright:schedule"  # a schedule fired (the start, or a cancel)
 
 
 def task_id_of(revision: int) -> str:

@@ -34,10 +34,18 @@ class Reason(enum.StrEnum):
     INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"  # a page_token this server did not hand out
     INVALID_PAYLOAD = "INVALID_PAYLOAD"  # a signal payload that cannot be stored
     INVALID_RESULT = "INVALID_RESULT"  # a task result that cannot be stored
+    INVALID_SCHEDULE = "INVALID_SCHEDULE"  # a schedule spec, action or policy that cannot fire
     # a worker's lease_token is no longer the task's current lease
     LEASE_SUPERSEDED = "LEASE_SUPERSEDED"
     MALFORMED_REQUEST = "MALFORMED_REQUEST"  # a request body that does not decode
     NOT_WAITING = "NOT_WAITING"  # a resume of an instance that is not WAITING
+    # a fire missed: older than the catch-up window when a replica could run it
+    SCHEDULE_CATCHUP_PASSED = "SCHEDULE_CATCHUP_PASSED"
+    SCHEDULE_CHANGED = "SCHEDULE_CHANGED"  # an update naming a revision the schedule has left
+    SCHEDULE_EXISTS = "SCHEDULE_EXISTS"  # a create of a schedule id that is taken
+    SCHEDULE_NOT_FOUND = "SCHEDULE_NOT_FOUND"  # no such schedule
+    # a fire skipped by the overlap policy: the schedule's previous instance is still open
+    SCHEDULE_OVERLAP = "SCHEDULE_OVERLAP"
     # the database connection was lost around the commit of the step
     OUTCOME_UNKNOWN = "OUTCOME_UNKNOWN"
     OVERLOADED = "OVERLOADED"  # the server's queues are full

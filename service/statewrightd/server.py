@@ -15,14 +15,17 @@ from collections.abc import Callable
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health_pb2_grpc
+from statewright.v1 import schedule_service_pb2 as schedule_pb
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import __version__, ports
 from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
+from statewrightd.api.schedule_servicer import ScheduleServicer
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
+from statewrightd.app.schedule_files import ScheduleFiles
 from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig
 from statewrightd.console import Console
@@ -44,6 +47,8 @@ _log = logging.getLogger(__name__)
 
 MAX_PENDING_CALLS = 50_000
 HEALTH_INTERVAL = 1.0
+# How often a dev server looks for changed schedules files (as for definition files).
+SCHEDULE_FILES_POLL = 1.0
 # A database check that has not answered within this is a failure. Readiness so turns
 # NOT_SERVING at most HEALTH_INTERVAL + PING_TIMEOUT after the database stops answering.
 PING_TIMEOUT = 2.0
@@ -56,6 +61,7 @@ DRAIN_QUIET = 0.05
 WORKFLOW_SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
 SERVICE_FULL_NAME = WORKFLOW_SERVICE.full_name
 TASK_SERVICE = task_pb.DESCRIPTOR.services_by_name["TaskService"]
+SCHEDULE_SERVICE = schedule_pb.DESCRIPTOR.services_by_name["ScheduleService"]
 # Names a module whose ``install(event_loop, asyncio_loop)`` a test wants run at start
 # (fault injection that only a test asks for); unset everywhere else.
 TEST_HOOKS_ENV = "STATEWRIGHT_TEST_HOOKS"
@@ -109,6 +115,7 @@ class Server:
         self._servicers: dict[ServiceDescriptor, object] = {
             WORKFLOW_SERVICE: WorkflowServicer(self.app, self.door),
             TASK_SERVICE: TaskServicer(self.app, self.door),
+            SCHEDULE_SERVICE: ScheduleServicer(self.app, self.door),
         }
         # The web console: the same application, door and call gate as the gRPC API.
         self.console = (
@@ -164,7 +171,13 @@ class Server:
         health_pb2_grpc.add_HealthServicer_to_server(self.health.servicer, self._grpc)
         if self.config.reflection:
             enable_reflection(
-                self._grpc, (SERVICE_FULL_NAME, TASK_SERVICE.full_name, "grpc.health.v1.Health")
+                self._grpc,
+                (
+                    SERVICE_FULL_NAME,
+                    TASK_SERVICE.full_name,
+                    SCHEDULE_SERVICE.full_name,
+                    "grpc.health.v1.Health",
+                ),
             )
         await self.health.starting()
         self.port = self._bind()
@@ -204,6 +217,11 @@ class Server:
             asyncio.create_task(self._watch_readiness(), name="readiness-monitor"),
             asyncio.create_task(self._watch_liveness(), name="liveness-monitor"),
         ]
+        files = self.app.schedule_files
+        if self.config.dev_mode and files is not None:
+            self._monitors.append(
+                asyncio.create_task(self._watch_schedule_files(files), name="schedule-files")
+            )
         return self.port
 
     def _bind(self) -> int:
@@ -271,6 +289,15 @@ class Server:
             return False
         self.app.storage_verdict(None)
         return True
+
+    async def _watch_schedule_files(self, files: ScheduleFiles) -> None:
+        """dev: apply a schedules file again whenever it changes (as definitions reload)."""
+        while True:
+            await asyncio.sleep(SCHEDULE_FILES_POLL)
+            try:
+                await files.apply()
+            except StatewrightError as exc:
+                _log.warning("dev: schedules files not applied: %s", exc)
 
     async def _watch_liveness(self) -> None:
         """Liveness follows EventLoop progress: a dispatch or an idle wake-up."""

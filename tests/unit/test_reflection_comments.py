@@ -12,6 +12,7 @@ from statewrightd.reflection import Reflection, source_info
 FILES = {
     "statewright/v1/definition.proto",
     "statewright/v1/diagnostics.proto",
+    "statewright/v1/schedule_service.proto",
     "statewright/v1/task.proto",
     "statewright/v1/task_service.proto",
     "statewright/v1/workflow.proto",

@@ -17,13 +17,15 @@ import (
 	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
 )
 
-// Client is a WorkflowService and TaskService client over its own connection. Every
-// generated method of both is available on it directly (StartWorkflow, ResumeWorkflow,
-// WatchWorkflow, ..., PollTasks, HeartbeatTask, CompleteTask, FailTask, GetTask,
-// ListTasks); the two services share no method name. A failed call's error is an *Error.
+// Client is a WorkflowService, TaskService and ScheduleService client over its own
+// connection. Every generated method of the three is available on it directly
+// (StartWorkflow, ResumeWorkflow, WatchWorkflow, ..., PollTasks, HeartbeatTask,
+// CompleteTask, FailTask, GetTask, ListTasks, CreateSchedule, GetSchedule, ...,
+// BackfillSchedule); the services share no method name. A failed call's error is an *Error.
 type Client struct {
 	statewrightv1.WorkflowServiceClient
 	statewrightv1.TaskServiceClient
+	statewrightv1.ScheduleServiceClient
 	conn   *grpc.ClientConn
 	bearer *bearer
 }
@@ -71,6 +73,7 @@ func NewClient(target string, opts ...Option) (*Client, error) {
 	}
 	c.WorkflowServiceClient = statewrightv1.NewWorkflowServiceClient(conn)
 	c.TaskServiceClient = statewrightv1.NewTaskServiceClient(conn)
+	c.ScheduleServiceClient = statewrightv1.NewScheduleServiceClient(conn)
 	c.conn = conn
 	return c, nil
 }

@@ -9,7 +9,7 @@ inside their own plans.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
@@ -40,6 +40,7 @@ from statewright.models import (
     workflow_name,
 )
 from statewright.v1 import diagnostics_pb2, task_pb2
+from statewright.v1 import schedule_service_pb2 as schedule_pb
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
@@ -56,8 +57,8 @@ class _Listing(NamedTuple):
 
 
 class Operations:
-    """The client API of ``statewright.v1.WorkflowService`` and ``TaskService``, for either
-    driver."""
+    """The client API of ``statewright.v1.WorkflowService``, ``TaskService`` and
+    ``ScheduleService``, for either driver."""
 
     # --- workflows ----------------------------------------------------------------------
 
@@ -545,3 +546,150 @@ class Operations:
             response: task_pb.ListTasksResponse = yield Unary("ListTasks", request, timeout)
             yield from (Task.from_proto(t) for t in response.tasks)
             token = response.next_page_token or None
+
+    # --- schedules (ScheduleService) ----------------------------------------------------
+
+    @returning
+    def create_schedule(
+        self,
+        schedule_id: str,
+        definition: str,
+        *,
+        cron: Sequence[str] = (),
+        interval: float | None = None,
+        phase: float = 0.0,
+        time_zone: str = "",
+        jitter: float = 0.0,
+        input: Mapping[str, object] | None = None,
+        version: int | None = None,
+        overlap: str = "SKIP",
+        catchup_window: float | None = None,
+        paused: bool = False,
+        note: str = "",
+        timeout: float | None = None,
+    ) -> Plan[schedule_pb.Schedule]:
+        """Create a schedule that starts ``definition`` at each time of its cron
+        expressions (read in ``time_zone``) and/or every ``interval`` seconds (at
+        ``phase`` past each multiple); ``overlap`` is SKIP, BUFFER_ONE, ALLOW_ALL or
+        CANCEL_OTHER. Durations are seconds. Returns the ``statewright.v1.Schedule``."""
+        schedule = schedule_pb.Schedule()
+        schedule.spec.cron_expressions.extend(cron)
+        if interval is not None:
+            schedule.spec.interval.FromNanoseconds(round(interval * 1e9))
+            schedule.spec.phase.FromNanoseconds(round(phase * 1e9))
+        schedule.spec.time_zone = time_zone
+        if jitter:
+            schedule.spec.jitter.FromNanoseconds(round(jitter * 1e9))
+        schedule.action.definition = definition
+        schedule.action.version = version or 0
+        _common.set_struct(schedule.action.input, input)
+        policy = overlap.upper().removeprefix("OVERLAP_POLICY_")
+        schedule.policies.overlap = schedule_pb.OverlapPolicy.Value(f"OVERLAP_POLICY_{policy}")
+        if catchup_window is not None:
+            schedule.policies.catchup_window.FromNanoseconds(round(catchup_window * 1e9))
+        schedule.state.paused = paused
+        schedule.state.note = note
+        request = schedule_pb.CreateScheduleRequest(schedule_id=schedule_id, schedule=schedule)
+        response: schedule_pb.CreateScheduleResponse = yield Unary(
+            "CreateSchedule", request, timeout
+        )
+        return response.schedule
+
+    @returning
+    def get_schedule(
+        self, name: str, *, timeout: float | None = None
+    ) -> Plan[schedule_pb.Schedule]:
+        """One schedule (``schedules/ID`` or ``ID``): spec, state, next fires, recent actions."""
+        request = schedule_pb.GetScheduleRequest(name=schedule_name(name))
+        response: schedule_pb.GetScheduleResponse = yield Unary("GetSchedule", request, timeout)
+        return response.schedule
+
+    @yielding
+    def list_schedules(
+        self, *, page_size: int | None = None, timeout: float | None = None
+    ) -> Feed[schedule_pb.Schedule]:
+        """Yields every schedule, by id, across all pages."""
+        token: str | None = ""
+        while token is not None:
+            request = schedule_pb.ListSchedulesRequest(page_size=page_size or 0, page_token=token)
+            response: schedule_pb.ListSchedulesResponse = yield Unary(
+                "ListSchedules", request, timeout
+            )
+            yield from response.schedules
+            token = response.next_page_token or None
+
+    @returning
+    def update_schedule(
+        self,
+        schedule: schedule_pb.Schedule,
+        *,
+        expected_revision: int = 0,
+        timeout: float | None = None,
+    ) -> Plan[schedule_pb.Schedule]:
+        """Replace the spec, action and policies of ``schedule.name`` (read it, change it,
+        send it back; ``expected_revision`` refuses it if another change came first)."""
+        request = schedule_pb.UpdateScheduleRequest(
+            schedule=schedule, expected_revision=expected_revision
+        )
+        response: schedule_pb.UpdateScheduleResponse = yield Unary(
+            "UpdateSchedule", request, timeout
+        )
+        return response.schedule
+
+    @returning
+    def delete_schedule(self, name: str, *, timeout: float | None = None) -> Plan[None]:
+        """Delete a schedule; the instances it started stay."""
+        request = schedule_pb.DeleteScheduleRequest(name=schedule_name(name))
+        yield Unary("DeleteSchedule", request, timeout)
+        return None
+
+    @returning
+    def pause_schedule(
+        self, name: str, note: str = "", *, timeout: float | None = None
+    ) -> Plan[schedule_pb.Schedule]:
+        """Stop a schedule's fires; ``note`` says why (kept with the schedule)."""
+        request = schedule_pb.PauseScheduleRequest(name=schedule_name(name), note=note)
+        response: schedule_pb.PauseScheduleResponse = yield Unary("PauseSchedule", request, timeout)
+        return response.schedule
+
+    @returning
+    def unpause_schedule(
+        self, name: str, note: str = "", *, timeout: float | None = None
+    ) -> Plan[schedule_pb.Schedule]:
+        """Resume a schedule's fires, from now on."""
+        request = schedule_pb.UnpauseScheduleRequest(name=schedule_name(name), note=note)
+        response: schedule_pb.UnpauseScheduleResponse = yield Unary(
+            "UnpauseSchedule", request, timeout
+        )
+        return response.schedule
+
+    @returning
+    def trigger_schedule(
+        self, name: str, *, force: bool = False, timeout: float | None = None
+    ) -> Plan[schedule_pb.ScheduleActionResult]:
+        """Fire a schedule once now (with its overlap policy unless ``force``); what became
+        of the fire: its instance and outcome."""
+        request = schedule_pb.TriggerScheduleRequest(name=schedule_name(name), force=force)
+        response: schedule_pb.TriggerScheduleResponse = yield Unary(
+            "TriggerSchedule", request, timeout
+        )
+        return response.action
+
+    @returning
+    def backfill_schedule(
+        self, name: str, start: datetime, end: datetime, *, timeout: float | None = None
+    ) -> Plan[int]:
+        """Run every nominal time from ``start`` to ``end`` (both included, aware datetimes),
+        paced, as if the schedule had run then; how many fires the range holds."""
+        request = schedule_pb.BackfillScheduleRequest(name=schedule_name(name))
+        request.start_time.FromDatetime(start)
+        request.end_time.FromDatetime(end)
+        response: schedule_pb.BackfillScheduleResponse = yield Unary(
+            "BackfillSchedule", request, timeout
+        )
+        return int(response.fires)
+
+
+def schedule_name(name: str) -> str:
+    """``schedules/ID`` for ``ID`` or ``schedules/ID``."""
+    return name if name.startswith("schedules/") else f"schedules/{name}"

@@ -28,7 +28,13 @@ from google.protobuf.message import Message
 
 from statewright import _common, _security
 from statewright.errors import StatewrightError, from_rpc_error
-from statewright.v1 import task_service_pb2, task_service_pb2_grpc, workflow_service_pb2
+from statewright.v1 import (
+    schedule_service_pb2,
+    schedule_service_pb2_grpc,
+    task_service_pb2,
+    task_service_pb2_grpc,
+    workflow_service_pb2,
+)
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 _P = ParamSpec("_P")
@@ -242,6 +248,11 @@ def _rpcs(channel: grpc.Channel | grpc.aio.Channel) -> dict[str, Any]:
     services = (
         (pb_grpc.WorkflowServiceStub, workflow_service_pb2.DESCRIPTOR, "WorkflowService"),
         (task_service_pb2_grpc.TaskServiceStub, task_service_pb2.DESCRIPTOR, "TaskService"),
+        (
+            schedule_service_pb2_grpc.ScheduleServiceStub,
+            schedule_service_pb2.DESCRIPTOR,
+            "ScheduleService",
+        ),
     )
     for stub_class, file, service in services:
         stub = stub_class(channel)

@@ -11,6 +11,8 @@
     statewright count --filter 'definition = mail-approval'
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
+    statewright schedule create nightly report --cron "0 2 * * *" --time-zone Europe/Berlin
+    statewright schedule get nightly                  # next fires, recent actions, counts
     statewright queue set payments --rate 25 --burst 5  # flow control; queue get / list
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
@@ -34,9 +36,11 @@ import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from importlib import metadata
 from typing import TextIO
 
+from google.protobuf import json_format
 from google.protobuf.message import Message
 
 from statewright import _render, _security
@@ -657,7 +661,145 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--version", type=int, help="version of the definition NAME to show (default: latest)"
     )
+    _schedule_commands(commands, common, epilog)
     return parser
+
+
+def _proto_json(message: Message) -> JSONValue:
+    value: JSONValue = json_format.MessageToDict(message, preserving_proto_field_name=True)
+    return value
+
+
+def _instant(text: str) -> datetime:
+    try:
+        found = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an RFC 3339 time: {text!r}") from None
+    return found if found.tzinfo is not None else found.replace(tzinfo=UTC)
+
+
+def _schedule_create(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    schedule = client.create_schedule(
+        args.schedule_id,
+        args.definition,
+        cron=args.cron or (),
+        interval=args.interval,
+        phase=args.phase or 0.0,
+        time_zone=args.time_zone or "",
+        jitter=args.jitter or 0.0,
+        input=args.input,
+        version=args.version,
+        overlap=args.overlap,
+        catchup_window=args.catchup_window,
+        paused=args.paused,
+        note=args.note or "",
+    )
+    _emit(out, _proto_json(schedule), compact=args.compact)
+
+
+def _schedule_get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    _emit(out, _proto_json(client.get_schedule(args.name)), compact=args.compact)
+
+
+def _schedule_list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    found = [_proto_json(s) for s in client.list_schedules(page_size=args.page_size)]
+    _emit(out, {"schedules": found}, compact=args.compact)
+
+
+def _schedule_pause(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    change = client.pause_schedule if args.schedule_action == "pause" else client.unpause_schedule
+    _emit(out, _proto_json(change(args.name, args.note or "")), compact=args.compact)
+
+
+def _schedule_trigger(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    action = client.trigger_schedule(args.name, force=args.force)
+    _emit(out, _proto_json(action), compact=args.compact)
+
+
+def _schedule_backfill(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    fires = client.backfill_schedule(args.name, args.start, args.end)
+    _emit(out, {"fires": fires}, compact=args.compact)
+
+
+def _schedule_delete(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    client.delete_schedule(args.name)
+    _emit(out, {"deleted": args.name}, compact=args.compact)
+
+
+def _schedule_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+    epilog: str,
+) -> None:
+    group = commands.add_parser(
+        "schedule",
+        help="create, read, pause, trigger and backfill schedules",
+        description="Schedules start instances of a definition on a calendar (cron "
+        "expressions in a time zone, or an interval). Output: JSON.",
+        epilog=epilog,
+    )
+    actions = group.add_subparsers(dest="schedule_action", required=True, metavar="ACTION")
+
+    def action(name: str, run: Callable[..., None], help: str) -> argparse.ArgumentParser:
+        sub = actions.add_parser(
+            name,
+            help=help,
+            description=f"{help[0].upper()}{help[1:]}.",
+            epilog=epilog,
+            parents=[common],
+        )
+        sub.set_defaults(command_spec=Command(run))
+        return sub
+
+    name_help = "schedules/ID or ID"
+    p = action("create", _schedule_create, "create a schedule")
+    p.add_argument("schedule_id", help="the schedule's id, e.g. nightly-sync")
+    p.add_argument("definition", help="the definition each fire starts")
+    p.add_argument(
+        "--cron",
+        action="append",
+        metavar="EXPR",
+        help="a cron expression (5 fields, 6 with seconds first, or @daily...); repeat for more",
+    )
+    p.add_argument("--interval", type=_duration, metavar="DURATION", help="fire every 30s, 5m...")
+    p.add_argument("--phase", type=_duration, metavar="DURATION", help="the interval's offset")
+    p.add_argument("--time-zone", metavar="ZONE", help="IANA zone of the cron expressions")
+    p.add_argument(
+        "--jitter", type=_duration, metavar="DURATION", help="delay each fire up to this"
+    )
+    p.add_argument("--input", type=_json_object, metavar="JSON", help="the start's input")
+    p.add_argument("--version", type=int, help="pin a definition version (default: latest)")
+    p.add_argument(
+        "--overlap",
+        default="SKIP",
+        choices=["SKIP", "BUFFER_ONE", "ALLOW_ALL", "CANCEL_OTHER"],
+        help="what a fire does while the previous instance is open (default SKIP)",
+    )
+    p.add_argument(
+        "--catchup-window",
+        type=_duration,
+        metavar="DURATION",
+        help="how old a missed fire may be and still run (default 1m)",
+    )
+    p.add_argument("--paused", action="store_true", help="create it paused")
+    p.add_argument("--note", help="a note kept with its state")
+    p = action("get", _schedule_get, "read a schedule: next fires, recent actions, counts")
+    p.add_argument("name", help=name_help)
+    p = action("list", _schedule_list, "list schedules (all pages)")
+    p.add_argument("--page-size", type=int, metavar="N", help="schedules per request")
+    for verb in ("pause", "unpause"):
+        p = action(verb, _schedule_pause, f"{verb} a schedule")
+        p.add_argument("name", help=name_help)
+        p.add_argument("--note", help="who and why")
+    p = action("trigger", _schedule_trigger, "fire a schedule once now")
+    p.add_argument("name", help=name_help)
+    p.add_argument("--force", action="store_true", help="start even if its last one is open")
+    p = action("backfill", _schedule_backfill, "run every nominal time of a past range, paced")
+    p.add_argument("name", help=name_help)
+    p.add_argument("start", type=_instant, help="from this time (RFC 3339), included")
+    p.add_argument("end", type=_instant, help="to this time (RFC 3339), included")
+    p = action("delete", _schedule_delete, "delete a schedule (its instances stay)")
+    p.add_argument("name", help=name_help)
 
 
 def _form(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:

@@ -463,6 +463,9 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     unary |= {"workflow_diagnostics", "definition", "count"}
     unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}
+    unary |= {"create_schedule", "get_schedule", "update_schedule"}
+    unary |= {"delete_schedule", "pause_schedule", "unpause_schedule", "trigger_schedule"}
+    unary |= {"backfill_schedule"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

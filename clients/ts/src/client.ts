@@ -2,6 +2,7 @@ import { createClient, type Client, type Transport } from "@connectrpc/connect";
 import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/connect-node";
 
 import { defaultServiceConfig } from "./gen/service_config.js";
+import { ScheduleService } from "./gen/statewright/v1/schedule_service_pb.js";
 import { TaskService } from "./gen/statewright/v1/task_service_pb.js";
 import { WorkflowService, type WatchWorkflowResponse } from "./gen/statewright/v1/workflow_service_pb.js";
 import { environmentConfig, resolveSecurity, type SecurityOptions, type StatewrightEnvironment } from "./security.js";
@@ -14,11 +15,14 @@ export type WorkflowServiceClient = Client<typeof WorkflowService>;
 /** A promise-based TaskService client: pollTasks, heartbeatTask, completeTask, ... */
 export type TaskServiceClient = Client<typeof TaskService>;
 
+/** A promise-based ScheduleService client: createSchedule, getSchedule, pauseSchedule, ... */
+export type ScheduleServiceClient = Client<typeof ScheduleService>;
+
 /**
- * One client for both services (their method names do not overlap), with the helpers that
- * span several calls.
+ * One client for the three services (their method names do not overlap), with the helpers
+ * that span several calls.
  */
-export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & {
+export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & ScheduleServiceClient & {
   /** The largest message this client receives (its transport's readMaxBytes). */
   readonly readMaxBytes: number;
   /**
@@ -72,13 +76,14 @@ export function createStatewrightTransport(target: string, options: StatewrightC
 export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * A WorkflowService and TaskService client for target over one transport, with watch();
+ * A WorkflowService, TaskService and ScheduleService client for target over one transport,
+ * with watch();
  * see createStatewrightTransport.
  */
 export function createStatewrightClient(target: string, options: StatewrightClientOptions = {}): StatewrightClient {
   const transport = createStatewrightTransport(target, options);
   const client = createClient(WorkflowService, transport);
-  return Object.assign(client, createClient(TaskService, transport), {
+  return Object.assign(client, createClient(TaskService, transport), createClient(ScheduleService, transport), {
     readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
     watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
   });

@@ -10,6 +10,7 @@ export {
   workflowName,
   type StatewrightClient,
   type StatewrightClientOptions,
+  type ScheduleServiceClient,
   type TaskServiceClient,
   type WorkflowServiceClient,
 } from "./client.js";

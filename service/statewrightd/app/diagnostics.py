@@ -17,6 +17,7 @@ from statewrightd.engine.event_loop import EventLoop, EventLoopMetrics
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.retention import RetentionPurger, RetentionStats
 from statewrightd.engine.runtime import RuntimeCounts, WorkflowInfo, WorkflowRuntime
+from statewrightd.engine.schedules import ScheduleFirer
 from statewrightd.engine.tasks import QueueView, TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler, TimerStats
 from statewrightd.engine.watch import WatchHub
@@ -66,6 +67,7 @@ class Engine:
     sweeper: TaskSweeper
     polls: TaskPolls
     purger: RetentionPurger
+    schedules: ScheduleFirer
 
 
 class Diagnostics:

@@ -24,6 +24,8 @@ from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
 from statewrightd.app.queues import QueueDesk
 from statewrightd.app.reads import Reads
+from statewrightd.app.schedule_files import ScheduleFiles
+from statewrightd.app.schedules import Schedules
 from statewrightd.app.storage import Storage
 from statewrightd.app.tasks import TaskDesk
 from statewrightd.app.workflows import Workflows
@@ -37,6 +39,7 @@ from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.retention import RetentionPurger
 from statewrightd.engine.runtime import WorkflowRuntime
+from statewrightd.engine.schedules import ScheduleFirer
 from statewrightd.engine.tasks import TaskPolls, TaskSweeper
 from statewrightd.engine.timers import TimerScheduler
 from statewrightd.engine.watch import StepEvent, WatchHub
@@ -77,6 +80,7 @@ class UseCases:
     reads: Reads
     tasks: TaskDesk
     diagnostics: Diagnostics
+    schedules: Schedules
     queues: QueueDesk
 
 
@@ -105,6 +109,9 @@ class Application:
         self._batch_observer = batch_observer
         # The definition files as read at start (a dev server's watcher starts from them).
         self.definition_files: list[FileReport] = []
+        # The definitions directory's schedules files, applied at open (and by a dev
+        # server again whenever one changes).
+        self.schedule_files: ScheduleFiles | None = None
         # Steps this process has committed: the web console recounts its lists when it
         # moves. Written by the EventLoop thread only; read from the asyncio thread.
         self.committed_steps = 0
@@ -127,6 +134,10 @@ class Application:
         parts = self._opened()
         parts.storage.require()
         return parts.cases.tasks
+
+    @property
+    def schedules(self) -> Schedules:
+        return self._opened().cases.schedules
 
     @property
     def queues(self) -> QueueDesk:
@@ -190,6 +201,14 @@ class Application:
         storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
         diagnostics = Diagnostics(engine, handoff, reads, backend)
+        schedules = Schedules(
+            repo=repo,
+            registry=registry,
+            read=storage.read,
+            clock=clock,
+            workflows=workflows,
+            poke=lambda: engine.loop.post(engine.schedules.poke),
+        )
         diagnostics.limits_from(queues.known)
         if self.config.definitions_dir is not None:
             applied = await queues.apply_files(self.config.definitions_dir)
@@ -199,8 +218,11 @@ class Application:
                     len(applied),
                     ", ".join(c.queue for c in applied),
                 )
-        cases = UseCases(workflows, reads, tasks, diagnostics, queues)
+        cases = UseCases(workflows, reads, tasks, diagnostics, schedules, queues)
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
+        if self.config.definitions_dir is not None:
+            self.schedule_files = ScheduleFiles(schedules, self.config.definitions_dir)
+            await self.schedule_files.apply()
 
     async def _definitions(self, repo: Repository) -> DefinitionRegistry:
         registry = DefinitionRegistry(repo)
@@ -266,6 +288,9 @@ class Application:
         polls = TaskPolls(clock, registry.names_queue)
         polls.bind(aio)
         sweeper = TaskSweeper(background, submit=runtime.fire, polls=polls, observer=observer)
+        schedules = ScheduleFirer(
+            background, submit=runtime.fire, registry=registry, observer=observer
+        )
         runtime.on_scheduled = lambda task: polls.notify_soon(task.queue)
         engine = Engine(
             loop,
@@ -278,16 +303,19 @@ class Application:
             sweeper,
             polls,
             purger,
+            schedules,
         )
         loop.start(aio)
         closing.push_async_callback(asyncio.to_thread, loop.stop)
-        for each in (timers, sweeper, purger):
+        for each in (timers, sweeper, purger, schedules):
             loop.post(each.start)
         if config.database_url.startswith(("postgresql://", "postgres://")):
             await self._listen(repo, engine, aio)
         # Timers are durable: a stopping replica only stops claiming them. Nor does it fail
         # or cancel tasks: they outlive any server. Stopped first, before anything else.
-        closing.callback(_post_quietly, loop, [timers.stop, sweeper.stop, purger.stop])
+        closing.callback(
+            _post_quietly, loop, [timers.stop, sweeper.stop, purger.stop, schedules.stop]
+        )
         return engine
 
     async def _listen(

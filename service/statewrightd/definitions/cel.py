@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from functools import cache
 from types import MappingProxyType
 from typing import Any
 
@@ -196,6 +198,57 @@ class CompiledExpression:
         if value.type() == _T.ERROR:
             raise CelEvaluationError(str(value.value()))
         return value.plain_value()
+
+
+_SCHEDULE_VARIABLES: dict[str, Any] = {
+    "schedule.id": _T.STRING,
+    "schedule.fire_time": _T.TIMESTAMP,
+    "schedule.nominal_time": _T.TIMESTAMP,
+}
+
+
+@cache
+def _schedule_env() -> Any:
+    return _cel.NewEnv(variables=_SCHEDULE_VARIABLES)
+
+
+class ScheduleExpression:
+    """A schedule's input expression: CEL over ``schedule.id``, ``schedule.fire_time`` and
+    ``schedule.nominal_time`` (timestamps), and nothing else. A timestamp it gives comes
+    out as RFC 3339 text, a duration as seconds: what a context field can hold."""
+
+    def __init__(self, source: str) -> None:
+        try:
+            self._program = _schedule_env().compile(source)
+        except RuntimeError as exc:
+            raise CelCompileError(_clean_message(str(exc))) from None
+
+    def evaluate(self, schedule_id: str, fire_time: datetime, nominal_time: datetime) -> JSONValue:
+        data = {
+            "schedule.id": schedule_id,
+            "schedule.fire_time": fire_time,
+            "schedule.nominal_time": nominal_time,
+        }
+        try:
+            value = self._program.eval(data=data)
+        except RuntimeError as exc:
+            raise CelEvaluationError(_clean_message(str(exc))) from None
+        if value.type() == _T.ERROR:
+            raise CelEvaluationError(str(value.value()))
+        return _plain(value.plain_value())
+
+
+def _plain(value: Any) -> JSONValue:
+    if isinstance(value, datetime):
+        return value.astimezone(UTC).isoformat().replace("+00:00", "Z")
+    if isinstance(value, timedelta):
+        return value.total_seconds()
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    result: JSONValue = value
+    return result
 
 
 # A variable an expression may read: a scope, or a scope's field (``context . topic``);

@@ -29,6 +29,12 @@ class StepObserver(Protocol):
         """A timer fired ``lag`` seconds after it came due (EventLoop thread)."""
         ...
 
+    def schedule_fired(self, outcome: str, count: int, lag: float | None) -> None:
+        """``count`` fires of a schedule came to ``outcome`` (STARTED, SKIPPED, MISSED,
+        BUFFERED, FAILED); ``lag``: how long after its due time a regular fire started
+        (EventLoop thread)."""
+        ...
+
     def task_leased(self, queue: str, waited: float) -> None:
         """An attempt of a task on ``queue`` was leased ``waited`` seconds after the task
         became ready (any thread)."""
@@ -56,6 +62,9 @@ class Unobserved:
         return None
 
     def timer_fired(self, lag: float) -> None:
+        return None
+
+    def schedule_fired(self, outcome: str, count: int, lag: float | None) -> None:
         return None
 
     def task_leased(self, queue: str, waited: float) -> None:

@@ -62,8 +62,7 @@ class Metrics:
     """The server's metric families, on a registry of their own."""
 
     def __init__(self) -> None:
-        self.registry = CollectorRegistry(auto_describe=True)
-        r = self.registry
+        self.registry = r = CollectorRegistry(auto_describe=True)
         rpc = ["grpc_service", "grpc_method", "grpc_type"]
         # Names follow the conventional gRPC server metrics so stock dashboards apply.
         self.rpc_started = Counter(
@@ -116,6 +115,7 @@ class Metrics:
             buckets=TIMER_LAG_BUCKETS,
             registry=r,
         )
+        self.schedule_fires, self.schedule_fire_lag = _schedule_metrics(r)
         self.task_schedule_to_start = Histogram(
             "statewright_task_schedule_to_start_seconds",
             "How long a task attempt waited, ready, for a worker to lease it.",
@@ -252,6 +252,23 @@ class _RuntimeCollector(Collector):
                 "Saves waiting for the group-commit writer.",
                 value=writer.queue_depth,
             )
+
+
+def _schedule_metrics(r: CollectorRegistry) -> tuple[Counter, Histogram]:
+    fires = Counter(
+        "statewright_schedule_fires_total",
+        "Schedule fires this server acted on, by outcome: started, skipped (overlap "
+        "policy), missed (older than the catch-up window), buffered, failed.",
+        ["outcome"],
+        registry=r,
+    )
+    lag = Histogram(
+        "statewright_schedule_fire_lag_seconds",
+        "How long after its due time (nominal time plus jitter) a scheduled fire started.",
+        buckets=TIMER_LAG_BUCKETS,
+        registry=r,
+    )
+    return fires, lag
 
 
 def _queue_limits(configs: list[QueueConfig]) -> Metric:

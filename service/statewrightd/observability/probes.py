@@ -168,6 +168,12 @@ class Probes:
         if self._metrics is not None:
             self._metrics.timer_fire_lag.observe(lag)
 
+    def schedule_fired(self, outcome: str, count: int, lag: float | None) -> None:
+        if self._metrics is not None:
+            self._metrics.schedule_fires.labels(outcome.lower()).inc(count)
+            if lag is not None:
+                self._metrics.schedule_fire_lag.observe(lag)
+
     def task_leased(self, queue: str, waited: float) -> None:
         if self._metrics is not None:
             self._metrics.task_schedule_to_start.labels(queue).observe(waited)

@@ -48,6 +48,7 @@ class MethodRule:
 
 _W = "/statewright.v1.WorkflowService/"
 _T = "/statewright.v1.TaskService/"
+_S = "/statewright.v1.ScheduleService/"
 
 # Every RPC of the API. A method missing here is refused to everyone but admins, so that a
 # new RPC is closed until it is given a rule.
@@ -73,6 +74,18 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _T + "FailTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "GetTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "ListTasks": MethodRule(Role.WORKER, Scope.QUEUE),
+    # Schedules start instances as the server itself, of any definition, at any time to
+    # come: only an admin creates, changes, pauses, triggers or backfills one; readers
+    # see them (a schedule names no instance, so no definition scope applies).
+    _S + "GetSchedule": MethodRule(Role.READER, Scope.NONE),
+    _S + "ListSchedules": MethodRule(Role.READER, Scope.NONE),
+    _S + "CreateSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _S + "UpdateSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _S + "DeleteSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _S + "PauseSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _S + "UnpauseSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _S + "TriggerSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    _S + "BackfillSchedule": MethodRule(Role.ADMIN, Scope.NONE),
     _T + "SetQueueConfig": MethodRule(Role.ADMIN, Scope.NONE),
     _T + "GetQueueConfig": MethodRule(Role.READER, Scope.NONE),
     _T + "ListQueues": MethodRule(Role.READER, Scope.NONE),

@@ -34,8 +34,9 @@ DISTRIBUTED = (
     "workflow_tombstones",
     "workflow_search",
 )
-# Tables every node reads whole.
-REFERENCE = ("workflow_definitions",)
+# Tables every node reads whole: the definitions, and the schedules (not per instance:
+# a schedule's claim and fire touch its row alone, and its starts go to their own shards).
+REFERENCE = ("workflow_definitions", "schedules")
 
 VERSION_TABLE_NAME = "statewright_citus_version"
 VERSION_TABLE = f"""

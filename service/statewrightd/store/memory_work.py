@@ -14,12 +14,13 @@ from statewrightd.store import failures, flow
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import from_micros, to_micros
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
-from statewrightd.store.memory_state import OPEN, READY, ROWS, MemoryState, stamp, task_record
+from statewrightd.store.memory_schedules import MemorySchedules
+from statewrightd.store.memory_state import OPEN, READY, ROWS, stamp, task_record
 from statewrightd.store.records import QueueCounts, TaskRecord, TimerRecord
 from statewrightd.store.repository import Choose, Params, Repository
 
 
-class MemoryWork(MemoryState, BatchWriter, Repository):
+class MemoryWork(MemorySchedules, BatchWriter, Repository):
     """The timers and tasks of the repository contract, held in memory."""
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:

@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_flow
+from statewrightd.store import failures, sql_flow, sql_schedules
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
@@ -87,6 +87,7 @@ class _CommitLost(Exception):
 
 class PostgresRepository(SqlRepository):
     SQL = q.SQL
+    SCHEDULE_SQL = sql_schedules.POSTGRES
     FLOW = sql_flow.with_lease(
         sql_flow.POSTGRES, q.SQL.lease_chosen, (q.UNLIMITED_LEASE, q.UNLIMITED_READY)
     )

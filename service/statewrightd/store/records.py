@@ -34,6 +34,20 @@ class InstanceRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ScheduleRecord:
+    """A schedule as stored: its whole document (spec, action, policies, state, the record
+    of its fires) and the columns its claims read. ``version`` counts every write (fires
+    too): a write names the version it read and fails on another."""
+
+    schedule_id: str
+    document: dict[str, Any]
+    next_fire_time: datetime | None  # when it is next to be looked at (None: never)
+    version: int
+    create_time: datetime
+    update_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class TimerRecord:
     """An armed timer: ``transition`` of the instance's definition fires at ``due_time``
     unless the instance leaves the state first. ``timer_id`` is "{revision}.{transition}",

@@ -44,6 +44,7 @@ from statewrightd.store.records import (
     RequestRecord,
     RetentionCounts,
     Save,
+    ScheduleRecord,
     SearchValues,
     TaskRecord,
     TimerRecord,
@@ -66,7 +67,48 @@ def _page(found: list[Item], size: int, token_of: Callable[[Item], str]) -> tupl
 
 
 @runtime_checkable
-class Repository(Protocol):
+class ScheduleStore(Protocol):
+    """The schedules' rows: one a schedule, written at the version it was read at."""
+
+    def insert_schedule(
+        self, schedule_id: str, document: dict[str, Any], next_fire: datetime | None, now: datetime
+    ) -> ScheduleRecord:
+        """Create a schedule at version 1; RecordExists when the id is taken."""
+        ...
+
+    def get_schedule(self, schedule_id: str) -> ScheduleRecord | None: ...
+
+    def list_schedules(self, after: str, limit: int) -> list[ScheduleRecord]:
+        """Up to ``limit`` schedules with ids after ``after``, by id."""
+        ...
+
+    def put_schedule(
+        self,
+        schedule_id: str,
+        version: int,
+        document: dict[str, Any],
+        next_fire: datetime | None,
+        now: datetime,
+    ) -> ScheduleRecord | None:
+        """Write a schedule read at ``version`` (releasing any claim on it); None when it
+        changed since, or is gone."""
+        ...
+
+    def delete_schedule(self, schedule_id: str) -> bool: ...
+
+    def claim_schedules(self, now: datetime, until: datetime, limit: int) -> list[ScheduleRecord]:
+        """Claim up to ``limit`` schedules due by ``now`` that nobody holds, until
+        ``until``, as timers are claimed."""
+        ...
+
+    def next_schedule_due(self, now: datetime) -> datetime | None:
+        """The earliest next fire time among schedules nobody holds at ``now``."""
+        ...
+
+    def schedule_count(self) -> int: ...
+
+
+class Repository(ScheduleStore, Protocol):
     def create(self, op: Create) -> InstanceRecord:
         """Insert a new instance at revision 1 with its first history row.
 

@@ -23,6 +23,7 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     RequestRecord,
+    ScheduleRecord,
     TaskRecord,
     TimerRecord,
     Tombstone,
@@ -35,6 +36,9 @@ INSTANCE = (
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
     "time", "timers", "actor", "input",
+)  # fmt: skip
+SCHEDULE = (
+    "schedule_id", "document", "next_fire_time", "version", "create_time", "update_time",
 )  # fmt: skip
 TIMER = ("workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time")
 TASK = (
@@ -134,6 +138,16 @@ class Rows:
             update_time=self._time(row[21]),
             priority=row[22],
             concurrency_key=row[23],
+        )
+
+    def schedule(self, row: Sequence[Any]) -> ScheduleRecord:
+        return ScheduleRecord(
+            schedule_id=row[0],
+            document=self._json(row[1]),
+            next_fire_time=None if row[2] is None else self._time(row[2]),
+            version=int(row[3]),
+            create_time=self._time(row[4]),
+            update_time=self._time(row[5]),
         )
 
     def timer(self, row: Sequence[Any]) -> TimerRecord:

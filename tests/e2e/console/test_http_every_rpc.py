@@ -17,6 +17,7 @@ from typing import Any
 import grpc
 from google.protobuf import json_format, message_factory
 from google.protobuf.message import Message
+from statewright.v1 import schedule_service_pb2 as schedule_pb
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
@@ -28,6 +29,7 @@ from tests.support.server import ServerProcess
 SERVICES = [
     pb.DESCRIPTOR.services_by_name["WorkflowService"],
     task_pb.DESCRIPTOR.services_by_name["TaskService"],
+    schedule_pb.DESCRIPTOR.services_by_name["ScheduleService"],
 ]
 TABLE = RouteTable(routes(SERVICES))
 EVERY_RPC = {route.method.name for route in TABLE}
@@ -196,6 +198,29 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     gone = _ok(http.request("DELETE", f"{W}/{retried}?allowMissing=true"), "DeleteWorkflow", seen)
     assert "workflow" not in gone or not gone["workflow"]["workflowId"]
 
+    S = "/api/v1/schedules"
+    sid = uid("http")
+    schedule = {
+        "spec": {"interval": "3600s"},
+        "action": {"definition": "mail-approval", "input": {"topic": "hourly"}},
+        "state": {"paused": True},
+    }
+    made = _ok(http.post(f"{S}?scheduleId={sid}", schedule), "CreateSchedule", seen)
+    assert made["schedule"]["name"] == f"schedules/{sid}"
+    _ok(http.get(f"{S}/{sid}"), "GetSchedule", seen)
+    assert sid in {s["scheduleId"] for s in _ok(http.get(S), "ListSchedules", seen)["schedules"]}
+    changed = {**schedule, "name": f"schedules/{sid}", "spec": {"interval": "7200s"}}
+    updated = _ok(http.request("PATCH", f"{S}/{sid}", json.dumps(changed),
+                               headers={"Content-Type": "application/json"}),
+                  "UpdateSchedule", seen)  # fmt: skip
+    assert updated["schedule"]["spec"]["interval"] == "7200s"
+    _ok(http.post(f"{S}/{sid}:unpause", {"note": "go"}), "UnpauseSchedule", seen)
+    _ok(http.post(f"{S}/{sid}:pause", {"note": "stop"}), "PauseSchedule", seen)
+    fired = _ok(http.post(f"{S}/{sid}:trigger", {"force": True}), "TriggerSchedule", seen)
+    assert fired["action"]["outcome"] == "SCHEDULE_ACTION_OUTCOME_STARTED"
+    window = {"startTime": "2026-01-01T00:00:00Z", "endTime": "2026-01-01T03:00:00Z"}
+    assert _ok(http.post(f"{S}/{sid}:backfill", window), "BackfillSchedule", seen)["fires"]
+    _ok(http.request("DELETE", f"{S}/{sid}"), "DeleteSchedule", seen)
     limits = {"queue": "e2e.http-limits", "maxLeased": 3, "rate": 5}
     stored = _ok(
         http.request(

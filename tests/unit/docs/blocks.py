@@ -67,7 +67,7 @@ class Block:
 
     @property
     def is_definition(self) -> bool:
-        if self.marker in SCENARIO or self.marker.endswith(".test.yaml"):
+        if self.marker in SCENARIO or self.marker.endswith((".test.yaml", ".schedules.yaml")):
             return False
         return self.language in DEFINITION_LANGUAGES and self.marker != "not a definition"
 

@@ -16,7 +16,15 @@ from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from statewrightd.errors import Unauthenticated
 from statewrightd.security.auth_config import AuthConfigInvalid, parse_auth_config
 from statewrightd.security.authn import Authenticator
-from statewrightd.security.roles import METHOD_RULES, Grant, Role, Scope, allows, unscoped
+from statewrightd.security.roles import (
+    METHOD_RULES,
+    Grant,
+    MethodRule,
+    Role,
+    Scope,
+    allows,
+    unscoped,
+)
 
 KEY = "sw_test_key_0123456789"
 ISSUER = "https://issuer.test/"
@@ -193,11 +201,12 @@ unknown: 1
 
 
 def test_every_rpc_has_a_rule_and_scopes_match_globs() -> None:
-    from statewright.v1 import task_service_pb2, workflow_service_pb2
+    from statewright.v1 import schedule_service_pb2, task_service_pb2, workflow_service_pb2
 
     for module, service in (
         (workflow_service_pb2, "WorkflowService"),
         (task_service_pb2, "TaskService"),
+        (schedule_service_pb2, "ScheduleService"),
     ):
         for method in module.DESCRIPTOR.services_by_name[service].methods:
             assert f"/statewright.v1.{service}/{method.name}" in METHOD_RULES, method.name
@@ -207,6 +216,18 @@ def test_every_rpc_has_a_rule_and_scopes_match_globs() -> None:
     assert not allows(grants, Scope.DEFINITION, "order-fulfilment")
     assert not unscoped(grants, Scope.DEFINITION) and unscoped(grants, Scope.NONE)
     assert Grant(Role.ADMIN).covers(Role.WORKER)
+
+
+def test_readers_see_schedules_and_only_admins_change_them() -> None:
+    service = "/statewright.v1.ScheduleService/"
+    for method in ("GetSchedule", "ListSchedules"):
+        assert METHOD_RULES[service + method] == MethodRule(Role.READER, Scope.NONE)
+    for method in ("CreateSchedule", "UpdateSchedule", "DeleteSchedule", "PauseSchedule",
+                   "UnpauseSchedule", "TriggerSchedule", "BackfillSchedule"):  # fmt: skip
+        assert METHOD_RULES[service + method] == MethodRule(Role.ADMIN, Scope.NONE)
+    # A client, even of the schedule's definition, does not reach them: the starts a
+    # schedule makes are the server's own, at times to come.
+    assert not Grant(Role.CLIENT, definitions=("mail-*",)).covers(Role.ADMIN)
 
 
 def test_new_key_prints_a_key_whose_entry_authenticates_it(

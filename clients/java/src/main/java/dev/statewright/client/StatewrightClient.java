@@ -1,5 +1,18 @@
 package dev.statewright.client;
 
+import dev.statewright.v1.BackfillScheduleRequest;
+import dev.statewright.v1.CreateScheduleRequest;
+import dev.statewright.v1.DeleteScheduleRequest;
+import dev.statewright.v1.GetScheduleRequest;
+import dev.statewright.v1.ListSchedulesRequest;
+import dev.statewright.v1.ListSchedulesResponse;
+import dev.statewright.v1.PauseScheduleRequest;
+import dev.statewright.v1.Schedule;
+import dev.statewright.v1.ScheduleActionResult;
+import dev.statewright.v1.ScheduleServiceGrpc;
+import dev.statewright.v1.TriggerScheduleRequest;
+import dev.statewright.v1.UnpauseScheduleRequest;
+import dev.statewright.v1.UpdateScheduleRequest;
 import dev.statewright.v1.CancelWorkflowRequest;
 import dev.statewright.v1.CancelWorkflowResponse;
 import dev.statewright.v1.CompleteTaskRequest;
@@ -121,6 +134,7 @@ public final class StatewrightClient implements AutoCloseable {
   private final Channel calls;
   private final WorkflowServiceGrpc.WorkflowServiceBlockingStub stub;
   private final TaskServiceGrpc.TaskServiceBlockingStub taskStub;
+  private final ScheduleServiceGrpc.ScheduleServiceBlockingStub scheduleStub;
   private final Map<String, Duration> timeouts = ServiceConfig.methodTimeouts();
   private final Map<String, Duration> taskTimeouts = ServiceConfig.methodTimeouts(ServiceConfig.TASK_SERVICE);
 
@@ -139,6 +153,7 @@ public final class StatewrightClient implements AutoCloseable {
     this.calls = auth == null ? channel : ClientInterceptors.intercept(channel, auth);
     this.stub = WorkflowServiceGrpc.newBlockingStub(calls);
     this.taskStub = TaskServiceGrpc.newBlockingStub(calls);
+    this.scheduleStub = ScheduleServiceGrpc.newBlockingStub(calls);
   }
 
   /** A plaintext connection to {@code host:port} with the service config and retries on, and no token. */
@@ -209,6 +224,15 @@ public final class StatewrightClient implements AutoCloseable {
   private <T> T taskCall(Duration timeout, Function<TaskServiceGrpc.TaskServiceBlockingStub, T> rpc) {
     try {
       return rpc.apply(taskStub.withDeadlineAfter(timeout.toNanos(), TimeUnit.NANOSECONDS));
+    } catch (StatusRuntimeException e) {
+      throw StatewrightException.from(e);
+    }
+  }
+
+  private <T> T scheduleCall(Function<ScheduleServiceGrpc.ScheduleServiceBlockingStub, T> rpc) {
+    try {
+      long nanos = FALLBACK_TIMEOUT.toNanos();
+      return rpc.apply(scheduleStub.withDeadlineAfter(nanos, TimeUnit.NANOSECONDS));
     } catch (StatusRuntimeException e) {
       throw StatewrightException.from(e);
     }
@@ -491,6 +515,74 @@ public final class StatewrightClient implements AutoCloseable {
       token = page.getNextPageToken();
     } while (!token.isEmpty());
     return all;
+  }
+
+  // --- schedules (ScheduleService) ---
+
+  /** Creates a schedule (its spec, action, policies and state in {@code request.getSchedule()}). */
+  public Schedule createSchedule(CreateScheduleRequest request) {
+    return scheduleCall(s -> s.createSchedule(request)).getSchedule();
+  }
+
+  /** One schedule ({@code schedules/ID}): its next fire times, recent actions and counts. */
+  public Schedule getSchedule(String name) {
+    GetScheduleRequest request = GetScheduleRequest.newBuilder().setName(name).build();
+    return scheduleCall(s -> s.getSchedule(request)).getSchedule();
+  }
+
+  /** Every schedule, by id, across all pages. */
+  public List<Schedule> listSchedules() {
+    List<Schedule> all = new ArrayList<>();
+    String token = "";
+    do {
+      ListSchedulesRequest request = ListSchedulesRequest.newBuilder().setPageToken(token).build();
+      ListSchedulesResponse page = scheduleCall(s -> s.listSchedules(request));
+      all.addAll(page.getSchedulesList());
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    return all;
+  }
+
+  /** Replaces the spec, action and policies of {@code request.getSchedule().getName()}. */
+  public Schedule updateSchedule(UpdateScheduleRequest request) {
+    return scheduleCall(s -> s.updateSchedule(request)).getSchedule();
+  }
+
+  /** Deletes a schedule; the instances it started stay. */
+  public void deleteSchedule(String name) {
+    DeleteScheduleRequest request = DeleteScheduleRequest.newBuilder().setName(name).build();
+    scheduleCall(s -> s.deleteSchedule(request));
+  }
+
+  /** Stops a schedule's fires, with a note (who and why). */
+  public Schedule pauseSchedule(String name, String note) {
+    PauseScheduleRequest request = PauseScheduleRequest.newBuilder().setName(name).setNote(note).build();
+    return scheduleCall(s -> s.pauseSchedule(request)).getSchedule();
+  }
+
+  /** Resumes a schedule's fires from now on. */
+  public Schedule unpauseSchedule(String name, String note) {
+    UnpauseScheduleRequest request =
+        UnpauseScheduleRequest.newBuilder().setName(name).setNote(note).build();
+    return scheduleCall(s -> s.unpauseSchedule(request)).getSchedule();
+  }
+
+  /** Fires a schedule once now (with its overlap policy unless {@code force}). */
+  public ScheduleActionResult triggerSchedule(String name, boolean force) {
+    TriggerScheduleRequest request =
+        TriggerScheduleRequest.newBuilder().setName(name).setForce(force).build();
+    return scheduleCall(s -> s.triggerSchedule(request)).getAction();
+  }
+
+  /** Runs every nominal time from {@code start} to {@code end}, paced; how many fires. */
+  public long backfillSchedule(String name, Instant start, Instant end) {
+    BackfillScheduleRequest request =
+        BackfillScheduleRequest.newBuilder()
+            .setName(name)
+            .setStartTime(toProto(start))
+            .setEndTime(toProto(end))
+            .build();
+    return scheduleCall(s -> s.backfillSchedule(request)).getFires();
   }
 
   /** Sets a queue's flow control (the admin role); every limit zero removes it. The config as stored (empty: none). */

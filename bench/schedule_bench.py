@@ -1,0 +1,119 @@
+"""The schedule benchmark: N schedules firing every minute on PostgreSQL.
+
+Not a test. Run it through bench/run_schedules.sh, which brings its own PostgreSQL. On
+127.0.0.1 only, it starts one statewrightd (``--replicas 2``: two sharing the database),
+creates ``--schedules`` schedules of a definition that completes at once, all firing at
+second 0 of every minute (``* * * * *``, the worst case: every fire due at once), lets
+them fire for ``--minutes`` minutes, and reports:
+
+- fire lag: each started instance's create time minus its nominal time (the instance id
+  carries it), p50/p99/max;
+- fires: instances started, and whether any nominal time started twice (never);
+- server CPU seconds per fire (the servers' user + system time over the run, minus an idle
+  minute's measured before the schedules exist).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+from contextlib import ExitStack
+from datetime import UTC, datetime
+from pathlib import Path
+
+import grpc
+import psycopg
+from statewright.v1 import schedule_service_pb2 as spb
+from statewright.v1 import schedule_service_pb2_grpc as spb_grpc
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.timer_bench import cpu_seconds, server, workspace
+
+DEFINITIONS = {
+    "instant.yaml": """
+name: instant
+version: 1
+initial: done
+states:
+  done: {}
+""",
+}
+
+
+def create(target: str, count: int) -> None:
+    with grpc.insecure_channel(target) as channel:
+        stub = spb_grpc.ScheduleServiceStub(channel)
+        for i in range(count):
+            schedule = spb.Schedule()
+            schedule.spec.cron_expressions.append("* * * * *")
+            schedule.action.definition = "instant"
+            request = spb.CreateScheduleRequest(schedule_id=f"b{i:05d}", schedule=schedule)
+            stub.CreateSchedule(request, timeout=10)
+
+
+def lags(database: str) -> tuple[list[float], int, int]:
+    with psycopg.connect(database) as conn:
+        rows = conn.execute(
+            "SELECT workflow_id, create_time FROM workflow_instances WHERE workflow_id LIKE 'b%'"
+        ).fetchall()
+    found, nominal_times = [], set()
+    for workflow_id, created in rows:
+        stamp = workflow_id.split("-", 1)[1]
+        nominal = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+        nominal_times.add((workflow_id.split("-", 1)[0], nominal))
+        found.append((created - nominal).total_seconds())
+    return found, len(rows), len(rows) - len(nominal_times)
+
+
+def percentile(values: list[float], fraction: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else 0.0
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--schedules", type=int, default=500)
+    parser.add_argument("--minutes", type=int, default=2)
+    parser.add_argument("--replicas", type=int, default=1, choices=(1, 2))
+    args = parser.parse_args()
+    database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
+    with workspace(DEFINITIONS, "schedule-bench-") as (definitions, logs), ExitStack() as stack:
+        servers = [
+            stack.enter_context(server(database, definitions, logs, f"replica{n}"))
+            for n in range(args.replicas)
+        ]
+        pids = [pid for _, pid in servers]
+        idle_from = sum(cpu_seconds(p) for p in pids)
+        time.sleep(10)
+        idle_rate = (sum(cpu_seconds(p) for p in pids) - idle_from) / 10
+        create(servers[0][0], args.schedules)
+        # From the next minute on, for --minutes minutes (plus the last fires' lag).
+        now = time.time()
+        start = now - now % 60 + 60
+        time.sleep(start - time.time())
+        cpu_from = sum(cpu_seconds(p) for p in pids)
+        time.sleep(args.minutes * 60 - 5)
+        busy = sum(cpu_seconds(p) for p in pids) - cpu_from - idle_rate * (args.minutes * 60 - 5)
+        found, fires, twice = lags(database)
+    result = {
+        "schedules": args.schedules,
+        "replicas": args.replicas,
+        "minutes": args.minutes,
+        "fires": fires,
+        "started_twice": twice,
+        "lag_p50_s": round(percentile(found, 0.5), 3),
+        "lag_p99_s": round(percentile(found, 0.99), 3),
+        "lag_max_s": round(max(found, default=0.0), 3),
+        "lag_mean_s": round(statistics.fmean(found), 3) if found else 0.0,
+        "cpu_ms_per_fire": round(1000 * busy / fires, 2) if fires else None,
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+    print(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
