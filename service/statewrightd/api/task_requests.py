@@ -26,7 +26,7 @@ from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.domain import TASK_ID
 from statewrightd.engine.commands import RequestKey
-from statewrightd.store.flow import KeyState, QueueConfig
+from statewrightd.store.flow import LIMITS, KeyState, QueueConfig
 from statewrightd.store.records import TaskRecord
 
 MAX_TASKS: Final = 100
@@ -182,20 +182,13 @@ def instant(value: timestamp_pb2.Timestamp, field: str) -> datetime:
 def queue_config(config: pb.QueueConfig) -> QueueConfig:
     """A SetQueueConfig's config, each limit checked: zero or more, rates finite."""
     queue = queue_name(config.queue, "config.queue")
-    names = ("max_leased", "rate", "burst", "key_max_leased", "key_rate", "key_burst")
-    return checked_config(queue, {n: getattr(config, n) for n in names}, "config")
+    return checked_config(queue, {n: getattr(config, n) for n in LIMITS}, "config")
 
 
 def queue_config_pb(config: QueueConfig) -> pb.QueueConfig:
-    message = pb.QueueConfig(
-        queue=config.queue,
-        max_leased=config.max_leased,
-        rate=config.rate,
-        burst=config.burst,
-        key_max_leased=config.key_max_leased,
-        key_rate=config.key_rate,
-        key_burst=config.key_burst,
-    )
+    message = pb.QueueConfig(queue=config.queue)
+    for name, value in config.limits().items():
+        setattr(message, name, value)
     if config.update_time is not None:
         message.update_time.CopyFrom(timestamp(config.update_time))
     return message

@@ -35,6 +35,8 @@ AGING = 10.0
 # The ready tasks of each priority a limited claim looks at (oldest first), besides
 # those of keys that cannot take one now.
 WINDOW = 128
+# A queue config's limits, by the names the API, the tables and the queues files share.
+LIMITS = ("max_leased", "rate", "burst", "key_max_leased", "key_rate", "key_burst")
 _EPOCH = datetime.min
 
 
@@ -54,6 +56,10 @@ class QueueConfig:
     @property
     def limited(self) -> bool:
         return bool(self.max_leased or self.rate or self.key_max_leased or self.key_rate)
+
+    def limits(self) -> dict[str, int | float]:
+        """The limits by name, as every door and table names them."""
+        return {name: getattr(self, name) for name in LIMITS}
 
     @property
     def bucket(self) -> int:

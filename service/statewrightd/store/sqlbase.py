@@ -182,15 +182,7 @@ class _FlowControl:
             if not config.limited:
                 conn.execute(self.FLOW.delete_config, params)
                 return None
-            params.update(
-                max_leased=config.max_leased,
-                rate=config.rate,
-                burst=config.burst,
-                key_max_leased=config.key_max_leased,
-                key_rate=config.key_rate,
-                key_burst=config.key_burst,
-                tokens=float(config.bucket),
-            )
+            params.update(config.limits(), tokens=float(config.bucket))
             conn.execute(self.FLOW.put_config, params)
             row = conn.execute(self.FLOW.get_config, params).fetchone()
         return self._stored_queue(row).config
