@@ -22,6 +22,7 @@ from google.rpc import status_pb2
 from statewright.v1 import (
     definition_pb2,
     diagnostics_pb2,
+    schedule_service_pb2,
     task_pb2,
     task_service_pb2,
     workflow_pb2,
@@ -35,6 +36,7 @@ GRPCURL_VERSION = "v1.9.4"
 GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
 SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
+SCHEDULE_SERVICE = "statewright.v1.ScheduleService"
 REFLECTION_SERVICES = (
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",
@@ -132,9 +134,13 @@ def _symbols(file: FileDescriptor) -> Iterator[str]:
 
 def test_list_shows_every_service_and_method(grpcurl: Path, server: ServerProcess) -> None:
     services = _run(grpcurl, server, "list").split()
-    expected = [SERVICE, TASK_SERVICE, "grpc.health.v1.Health", *REFLECTION_SERVICES]
-    assert services == sorted(expected)
-    for name, module in ((SERVICE, workflow_service_pb2), (TASK_SERVICE, task_service_pb2)):
+    ours = [SERVICE, TASK_SERVICE, SCHEDULE_SERVICE]
+    assert services == sorted([*ours, "grpc.health.v1.Health", *REFLECTION_SERVICES])
+    for name, module in (
+        (SERVICE, workflow_service_pb2),
+        (TASK_SERVICE, task_service_pb2),
+        (SCHEDULE_SERVICE, schedule_service_pb2),
+    ):
         methods = _run(grpcurl, server, "list", name).split()
         declared = module.DESCRIPTOR.services_by_name[name.rpartition(".")[2]].methods
         assert methods == sorted(m.full_name for m in declared)
@@ -197,6 +203,7 @@ def test_health_list_answers_every_service(grpcurl: Path, server: ServerProcess)
         "": "SERVING",
         SERVICE: "SERVING",
         TASK_SERVICE: "SERVING",
+        SCHEDULE_SERVICE: "SERVING",
         "liveness": "SERVING",
         "readiness": "SERVING",
     }

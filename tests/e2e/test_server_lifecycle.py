@@ -27,6 +27,7 @@ HEALTH_SERVICES = [
     "",
     "statewright.v1.WorkflowService",
     "statewright.v1.TaskService",
+    "statewright.v1.ScheduleService",
     "liveness",
     "readiness",
 ]
