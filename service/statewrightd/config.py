@@ -19,6 +19,8 @@ DEFAULT_WRITER_QUEUE = 10_000
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 LOG_FORMATS = ("text", "json")
 DEFAULT_LIVENESS_STALL_SECONDS = 10.0
+DEFAULT_BACKLOG_WARNING = 1000
+DEFAULT_LAG_WARNING_SECONDS = 1.0
 FOREVER = math.inf
 
 # The deepest a value may nest (definitions.values enforces it on what steps build).
@@ -75,6 +77,9 @@ class ServerConfig:
     # Names the HTTP server answers to besides its listen address (the Host header).
     http_allowed_hosts: tuple[str, ...] = ()
     liveness_stall_seconds: float = DEFAULT_LIVENESS_STALL_SECONDS
+    # The EventLoop logs (at most once a minute each) a queue this deep, a wait this long.
+    backlog_warning: int = DEFAULT_BACKLOG_WARNING
+    lag_warning_seconds: float = DEFAULT_LAG_WARNING_SECONDS
     # How far ahead of the machine's clock the server's clock runs (tests of timers).
     clock_offset_seconds: float = 0.0
     # How long a finished instance is kept before it is removed (FOREVER: never), unless
@@ -206,6 +211,21 @@ def add_server_arguments(
         metavar="SECONDS",
         help="how long the EventLoop may make no progress before liveness turns NOT_SERVING "
         f"(env STATEWRIGHT_LIVENESS_STALL; default {d.liveness_stall_seconds:g})",
+    )
+    parser.add_argument(
+        "--eventloop-backlog-warning",
+        type=int,
+        metavar="N",
+        help="log a warning (at most once a minute) when this many commands wait for the "
+        f"EventLoop (env STATEWRIGHT_EVENTLOOP_BACKLOG_WARNING; default {d.backlog_warning})",
+    )
+    parser.add_argument(
+        "--eventloop-lag-warning",
+        type=float,
+        metavar="SECONDS",
+        help="log a warning (at most once a minute) when a command waited this long for the "
+        "EventLoop (env STATEWRIGHT_EVENTLOOP_LAG_WARNING; "
+        f"default {d.lag_warning_seconds:g})",
     )
 
 
@@ -434,6 +454,7 @@ def _observability_settings(
         raise ConfigError(f"liveness stall must be seconds; got {stall_text!r}") from None
     if not 0 < stall <= 3600:
         raise ConfigError(f"liveness stall must be between 0 and 3600 seconds; got {stall:g}")
+    backlog, lag = _loop_warnings(pick, base)
     offset_text = pick("clock_offset", "STATEWRIGHT_CLOCK_OFFSET", "")
     offset = base.clock_offset_seconds
     if offset_text:
@@ -461,10 +482,35 @@ def _observability_settings(
         "http_listen": http_listen or None,
         "http_allowed_hosts": allowed or base.http_allowed_hosts,
         "liveness_stall_seconds": stall,
+        "backlog_warning": backlog,
+        "lag_warning_seconds": lag,
         "clock_offset_seconds": offset,
         "retention_seconds": retention,
         "request_window_seconds": window,
     }
+
+
+def _loop_warnings(pick: Callable[[str, str, str], str], base: ServerConfig) -> tuple[int, float]:
+    backlog_text = pick(
+        "eventloop_backlog_warning",
+        "STATEWRIGHT_EVENTLOOP_BACKLOG_WARNING",
+        str(base.backlog_warning),
+    )
+    lag_text = pick(
+        "eventloop_lag_warning", "STATEWRIGHT_EVENTLOOP_LAG_WARNING", str(base.lag_warning_seconds)
+    )
+    try:
+        backlog, lag = int(backlog_text), float(lag_text)
+    except ValueError:
+        raise ConfigError(
+            f"the EventLoop warnings take a count and seconds; got {backlog_text!r}, {lag_text!r}"
+        ) from None
+    if backlog < 1 or not 0 < lag <= 3600:
+        raise ConfigError(
+            "--eventloop-backlog-warning must be at least 1 and --eventloop-lag-warning "
+            f"between 0 and 3600 seconds; got {backlog}, {lag:g}"
+        )
+    return backlog, lag
 
 
 def _duration_setting(text: str, default: float, what: str, *, allow_forever: bool) -> float:

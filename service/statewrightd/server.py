@@ -57,6 +57,8 @@ PING_TIMEOUT = 2.0
 # round trips), short enough that a client retrying every fraction of a second does not
 # keep the transport open for the whole grace period, inviting a retry to race its stop.
 DRAIN_QUIET = 0.05
+# The exit status of a shutdown whose EventLoop or writer did not finish (documented).
+EXIT_UNCLEAN_SHUTDOWN = 3
 
 WORKFLOW_SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
 SERVICE_FULL_NAME = WORKFLOW_SERVICE.full_name
@@ -314,8 +316,10 @@ class Server:
                     _log.error("liveness: the EventLoop made no progress for %.1fs", stalled)
                 await self.health.alive(alive)
 
-    async def drain(self) -> None:
-        """Readiness off, refuse new RPCs, give in-flight RPCs the grace period, stop."""
+    async def drain(self) -> list[str]:
+        """Readiness off, refuse new RPCs, give in-flight RPCs the grace period, stop.
+
+        Returns what the shutdown could not finish (empty: a clean one)."""
         grace = self.config.grace_seconds
         began = time.monotonic()
         _log.info("draining: readiness NOT_SERVING, in-flight RPCs get %.1fs", grace)
@@ -336,9 +340,19 @@ class Server:
             await self.console.close()
         for monitor in self._monitors:
             monitor.cancel()
-        await self.app.close()
+        # RPCs cut off by the grace period are the caller's to retry (nothing they were
+        # not told about was lost); the loop or the writer left unfinished is not.
+        unfinished = await self.app.close()
         self.observability.stop()
-        _log.info("stopped")
+        if unfinished:
+            _log.error(
+                "stopped, but the shutdown was not clean: %s (exit status %d)",
+                "; ".join(unfinished),
+                EXIT_UNCLEAN_SHUTDOWN,
+            )
+        else:
+            _log.info("stopped")
+        return unfinished
 
     async def wait(self) -> None:
         await self._grpc.wait_for_termination()
@@ -370,11 +384,11 @@ async def serve(config: ServerConfig, link: SupervisorLink | None = None) -> int
     for sig in (signal.SIGTERM, signal.SIGINT):
         # A second signal during drain ends the process at once instead of waiting the grace.
         loop.add_signal_handler(sig, _exit_now)
-    await server.drain()
+    unfinished = await server.drain()
     with contextlib.suppress(NotImplementedError):
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
-    return 0
+    return EXIT_UNCLEAN_SHUTDOWN if unfinished else 0
 
 
 def _install_test_hooks(app: Application, aio: asyncio.AbstractEventLoop) -> None:

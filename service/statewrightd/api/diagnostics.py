@@ -58,6 +58,10 @@ def diagnostics_response(d: RuntimeDiagnostics) -> pb.GetDiagnosticsResponse:
             dispatch_count=loop.dispatch_count,
             slow_dispatch_count=loop.slow_dispatch_count,
             slow_dispatch_threshold=_duration(loop.slow_dispatch_threshold),
+            backlog_warning_threshold=loop.backlog_warning_threshold,
+            backlog_warning_count=loop.backlog_warning_count,
+            lag_warning_threshold=_duration(loop.lag_warning_threshold),
+            lagged_dispatch_count=loop.lagged_dispatch_count,
         ),
         admissions=diagnostics_pb2.AdmissionDiagnostics(
             admitting=counts.admissions.get(AdmissionState.ADMITTING, 0),

@@ -14,6 +14,7 @@ import contextlib
 import functools
 import logging
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
@@ -117,6 +118,9 @@ class Application:
         self.committed_steps = 0
         self._closing = contextlib.AsyncExitStack()
         self._parts: Parts | None = None
+        # What a close could not finish (the EventLoop, the writer): a shutdown that left
+        # work behind says so in its log and its exit status.
+        self._unfinished: list[str] = []
 
     # -- the use cases, once open ----------------------------------------------------
 
@@ -248,12 +252,14 @@ class Application:
         self, repo: Repository, registry: DefinitionRegistry, io: ThreadPoolExecutor
     ) -> Engine:
         config, closing = self.config, self._closing
-        loop = EventLoop()
+        loop = EventLoop(
+            backlog_warning=config.backlog_warning, lag_warning=config.lag_warning_seconds
+        )
         writer = GroupCommitWriter(
             repo, max_queue=config.writer_queue, post=loop.post, observe=self._batch_observer
         )
         writer.start()
-        closing.push_async_callback(asyncio.to_thread, writer.stop, True)
+        closing.push_async_callback(self._stop_checked, "the writer", writer.stop)
         clock = Clock(timedelta(seconds=config.clock_offset_seconds))
         runtime = WorkflowRuntime(
             loop=loop,
@@ -306,7 +312,7 @@ class Application:
             schedules,
         )
         loop.start(aio)
-        closing.push_async_callback(asyncio.to_thread, loop.stop)
+        closing.push_async_callback(self._stop_checked, "the EventLoop", loop.stop)
         for each in (timers, sweeper, purger, schedules):
             loop.post(each.start)
         if config.database_url.startswith(("postgresql://", "postgres://")):
@@ -378,9 +384,15 @@ class Application:
         if engine.loop.phase is Phase.RUNNING:
             engine.loop.phase = Phase.DRAINING
 
-    async def close(self) -> None:
-        """Close what was opened, last first (also after an open that failed halfway)."""
+    async def close(self) -> list[str]:
+        """Close what was opened, last first (also after an open that failed halfway);
+        the parts that did not stop cleanly (empty: a clean close)."""
         await self._closing.aclose()
+        return list(self._unfinished)
+
+    async def _stop_checked(self, part: str, stop: Callable[[], bool]) -> None:
+        if not await asyncio.to_thread(stop):
+            self._unfinished.append(part)
 
     # -- the process's own checks ------------------------------------------------------
 

@@ -33,6 +33,12 @@ _log = logging.getLogger(__name__)
 MAX_BATCH = 64
 MAX_BATCH_SECONDS = 0.003
 
+# A deep queue or a long queueing delay is worth a line in the log, but not one per
+# command: under a burst that would bury the log in the very moment it is read.
+WARNING_INTERVAL = 60.0
+DEFAULT_BACKLOG_WARNING = 1000
+DEFAULT_LAG_WARNING = 1.0
+
 
 class Phase(enum.Enum):
     """Where the EventLoop is in its life; diagnostics show its name."""
@@ -55,6 +61,10 @@ class EventLoopMetrics:
     slow_dispatch_count: int
     slow_dispatch_threshold: float
     last_progress: float  # monotonic time of the last completed dispatch or idle wake-up
+    backlog_warning_threshold: int
+    backlog_warning_count: int
+    lag_warning_threshold: float
+    lagged_dispatch_count: int
 
 
 class _Stop:
@@ -80,7 +90,14 @@ class EventLoop:
     # Bounded idle wait so liveness can tell a stuck loop from an idle one.
     IDLE_TICK = 0.5
 
-    def __init__(self, *, slow_dispatch_threshold: float = 0.05, name: str = "eventloop") -> None:
+    def __init__(
+        self,
+        *,
+        slow_dispatch_threshold: float = 0.05,
+        backlog_warning: int = DEFAULT_BACKLOG_WARNING,
+        lag_warning: float = DEFAULT_LAG_WARNING,
+        name: str = "eventloop",
+    ) -> None:
         self._queue: queue.SimpleQueue[tuple[float, Callable[[], None]] | _Stop] = (
             queue.SimpleQueue()
         )
@@ -95,6 +112,10 @@ class EventLoop:
         self._lag_last = self._lag_sum = self._lag_max = 0.0
         self._max_depth = self._dispatches = self._slow_dispatches = 0
         self._last_progress = time.monotonic()
+        self._backlog_threshold, self._lag_threshold = backlog_warning, lag_warning
+        self._backlog_warnings = self._lagged = self._lagged_unreported = 0
+        # -inf: the first crossing is always reported, however soon after the start.
+        self._backlog_warned = self._lag_warned = float("-inf")
 
     # -- any thread ---------------------------------------------------------------------
 
@@ -110,14 +131,25 @@ class EventLoop:
     def queue_depth(self) -> int:
         return self._queue.qsize()
 
-    def stop(self, timeout: float = 10.0) -> None:
-        """Let queued work finish, then end the thread."""
+    def stop(self, timeout: float = 10.0) -> bool:
+        """Let queued work finish, then end the thread; False when it was still running
+        after ``timeout`` (the commands left in its queue never ran)."""
         if self.phase is Phase.TERMINATED:
-            return
+            return True
         self.phase = Phase.STOPPING
         self._queue.put(_STOP)
-        if self._thread.is_alive() and threading.current_thread() is not self._thread:
+        if threading.current_thread() is self._thread:
+            return True
+        if self._thread.is_alive():
             self._thread.join(timeout)
+        if self._thread.is_alive():
+            _log.error(
+                "the EventLoop did not stop within %.1fs; %d commands never ran",
+                timeout,
+                self._queue.qsize(),
+            )
+            return False
+        return True
 
     def metrics(self) -> EventLoopMetrics:
         count = self._dispatches
@@ -132,6 +164,10 @@ class EventLoop:
             slow_dispatch_count=self._slow_dispatches,
             slow_dispatch_threshold=self._slow,
             last_progress=self._last_progress,
+            backlog_warning_threshold=self._backlog_threshold,
+            backlog_warning_count=self._backlog_warnings,
+            lag_warning_threshold=self._lag_threshold,
+            lagged_dispatch_count=self._lagged,
         )
 
     # -- the loop thread only -------------------------------------------------------------
@@ -181,6 +217,8 @@ class EventLoop:
     def _dispatch_batch(self, first: tuple[float, Callable[[], None]] | _Stop) -> bool:
         depth = self._queue.qsize() + 1
         self._max_depth = max(self._max_depth, depth)
+        if depth >= self._backlog_threshold:
+            self._warn_backlog(depth)
         item: tuple[float, Callable[[], None]] | _Stop = first
         keep_running = True
         dispatched = 0
@@ -207,6 +245,8 @@ class EventLoop:
         self._lag_last = lag
         self._lag_sum += lag
         self._lag_max = max(self._lag_max, lag)
+        if lag > self._lag_threshold:
+            self._warn_lag(lag, began)
         try:
             fn()
         except Exception:
@@ -221,6 +261,37 @@ class EventLoop:
                 (ended - began) * 1000,
                 getattr(fn, "__qualname__", fn),
             )
+
+    def _warn_backlog(self, depth: int) -> None:
+        self._backlog_warnings += 1
+        now = time.monotonic()
+        if now - self._backlog_warned < WARNING_INTERVAL:
+            return
+        self._backlog_warned = now
+        _log.warning(
+            "EventLoop queue backlog: %d commands waiting (max %d, threshold %d); nothing "
+            "is dropped, but every reply waits behind them: look for slow dispatches or a "
+            "burst of calls",
+            depth,
+            self._max_depth,
+            self._backlog_threshold,
+        )
+
+    def _warn_lag(self, lag: float, now: float) -> None:
+        self._lagged += 1
+        self._lagged_unreported += 1
+        if now - self._lag_warned < WARNING_INTERVAL:
+            return
+        self._lag_warned = now
+        _log.warning(
+            "EventLoop queueing lag: a command waited %.3fs before it ran (threshold %.3fs; "
+            "%d commands over it since the last warning, max lag %.3fs)",
+            lag,
+            self._lag_threshold,
+            self._lagged_unreported,
+            self._lag_max,
+        )
+        self._lagged_unreported = 0
 
     def _run_timers(self) -> None:
         now = time.monotonic()

@@ -213,6 +213,18 @@ class _RuntimeCollector(Collector):
             value=loop.slow_dispatch_count,
         )
         yield CounterMetricFamily(
+            "statewright_eventloop_backlogs",
+            "EventLoop batches that began with at least the backlog-warning threshold of "
+            "commands queued (--eventloop-backlog-warning).",
+            value=loop.backlog_warning_count,
+        )
+        yield CounterMetricFamily(
+            "statewright_eventloop_lagged_dispatches",
+            "EventLoop commands that waited longer than the lag-warning threshold "
+            "(--eventloop-lag-warning) before they ran.",
+            value=loop.lagged_dispatch_count,
+        )
+        yield CounterMetricFamily(
             "statewright_malformed_requests",
             "Requests whose body did not decode, answered INVALID_ARGUMENT MALFORMED_REQUEST.",
             value=self._malformed_requests(),

@@ -109,8 +109,9 @@ class ManualLoop(EventLoop):
     def queue_depth(self) -> int:
         return len(self._ready)
 
-    def stop(self, timeout: float = 10.0) -> None:
+    def stop(self, timeout: float = 10.0) -> bool:
         self.phase = Phase.TERMINATED
+        return True
 
     def in_loop(self) -> bool:
         return True

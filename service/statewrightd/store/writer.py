@@ -145,8 +145,12 @@ class GroupCommitWriter:
                 self._cond.notify()
             return refusals
 
-    def stop(self, drain: bool = True, timeout: float = 30.0) -> None:
-        """Stop accepting saves; with ``drain`` finish queued ones, else fail them."""
+    def stop(self, drain: bool = True, timeout: float = 30.0) -> bool:
+        """Stop accepting saves; with ``drain`` finish queued ones, else fail them.
+
+        False when a drain did not finish: the thread outlived ``timeout`` or saves were
+        left that it never wrote (their callers got WRITER_STOPPED, nothing acknowledged).
+        """
         with self._cond:
             self._stopping = True
             self._accepting = False
@@ -155,6 +159,7 @@ class GroupCommitWriter:
             thread = self._thread
         if thread is not None:
             thread.join(timeout)
+        stuck = thread is not None and thread.is_alive()
         # Never started, or stopped without draining: answer everything still queued.
         with self._cond:
             leftovers = list(self._queue)
@@ -163,6 +168,14 @@ class GroupCommitWriter:
             self._deliver(
                 pending, StorageUnavailable("the writer stopped", reason=Reason.WRITER_STOPPED)
             )
+        if drain and (stuck or leftovers):
+            log.error(
+                "the writer did not drain: %s, %d saves never written (answered WRITER_STOPPED)",
+                f"still writing after {timeout:.1f}s" if stuck else "stopped",
+                len(leftovers),
+            )
+            return False
+        return True
 
     def stats(self) -> WriterStats:
         with self._cond:

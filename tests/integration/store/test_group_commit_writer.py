@@ -187,3 +187,23 @@ def test_a_raising_callback_does_not_stop_the_writer(repo: Repository) -> None:
         writer.stop()
     assert isinstance(collector.results["b"][0], InstanceRecord)
     assert repo.load("w0").revision == 2
+
+
+def test_a_drain_says_whether_it_finished(repo: Repository) -> None:
+    a, b = _seed(repo, 2)
+    drained = GroupCommitWriter(repo)
+    drained.start()
+    collector = _Collector(expected=1)
+    drained.submit(_next(a), collector.callback("a"))
+    assert drained.stop(drain=True) is True
+    collector.wait()
+    assert repo.load("w0").revision == 2
+    # Never started: the queued save cannot be written, and the shutdown must say so.
+    unfinished = GroupCommitWriter(repo)
+    left = _Collector(expected=1)
+    unfinished.submit(_next(b), left.callback("b"))
+    assert unfinished.stop(drain=True) is False
+    left.wait()
+    refused = left.results["b"][0]
+    assert isinstance(refused, StorageUnavailable) and refused.reason == "WRITER_STOPPED"
+    assert repo.load("w1").revision == 1

@@ -129,3 +129,68 @@ async def test_posting_after_stop_is_refused() -> None:
     with pytest.raises(Unavailable) as caught:
         loop.post(lambda: None)
     assert caught.value.reason == "SHUTTING_DOWN"
+
+
+async def test_a_backlog_and_a_lag_are_counted_each_time_and_logged_once_a_minute(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = EventLoop(backlog_warning=5, lag_warning=0.01)
+    gate = threading.Event()
+    done = threading.Event()
+    loop.post(lambda: gate.wait(5))
+    for _ in range(20):
+        loop.post(lambda: None)
+    loop.post(done.set)
+    with caplog.at_level("WARNING", logger="statewrightd.engine.event_loop"):
+        loop.start(asyncio.get_running_loop())
+        await asyncio.sleep(0.05)  # the queued commands wait longer than the lag threshold
+        gate.set()
+        assert await asyncio.to_thread(done.wait, 5)
+        # A second backlog within the minute is counted but not logged again.
+        second = threading.Event()
+        gate.clear()
+        loop.post(lambda: gate.wait(5))
+        for _ in range(10):
+            loop.post(lambda: None)
+        loop.post(second.set)
+        await asyncio.sleep(0.05)
+        gate.set()
+        assert await asyncio.to_thread(second.wait, 5)
+    metrics = loop.metrics()
+    assert metrics.backlog_warning_threshold == 5
+    assert metrics.backlog_warning_count >= 2
+    assert metrics.lagged_dispatch_count >= 20
+    backlog_lines = [r.getMessage() for r in caplog.records if "queue backlog" in r.getMessage()]
+    lag_lines = [r.getMessage() for r in caplog.records if "queueing lag" in r.getMessage()]
+    assert len(backlog_lines) == 1, backlog_lines
+    assert "threshold 5" in backlog_lines[0]
+    assert len(lag_lines) == 1, lag_lines
+    assert "threshold 0.010s" in lag_lines[0]
+    loop.stop()
+
+
+async def test_a_quiet_loop_warns_of_nothing(caplog: pytest.LogCaptureFixture) -> None:
+    loop = EventLoop(backlog_warning=50, lag_warning=1.0)
+    done = threading.Event()
+    with caplog.at_level("WARNING", logger="statewrightd.engine.event_loop"):
+        loop.start(asyncio.get_running_loop())
+        for _ in range(10):
+            loop.post(lambda: None)
+        loop.post(done.set)
+        assert await asyncio.to_thread(done.wait, 5)
+    assert loop.metrics().backlog_warning_count == 0
+    assert loop.metrics().lagged_dispatch_count == 0
+    assert not caplog.records
+    assert loop.stop() is True
+
+
+async def test_a_stop_that_cannot_finish_says_so(caplog: pytest.LogCaptureFixture) -> None:
+    loop = EventLoop()
+    gate = threading.Event()
+    loop.start(asyncio.get_running_loop())
+    loop.post(lambda: gate.wait(5))
+    loop.post(lambda: None)
+    with caplog.at_level("ERROR", logger="statewrightd.engine.event_loop"):
+        assert await asyncio.to_thread(loop.stop, 0.05) is False
+    assert any("did not stop" in r.getMessage() for r in caplog.records)
+    gate.set()

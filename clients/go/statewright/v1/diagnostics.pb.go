@@ -171,8 +171,18 @@ type EventLoopDiagnostics struct {
 	SlowDispatchCount int64 `protobuf:"varint,8,opt,name=slow_dispatch_count,json=slowDispatchCount,proto3" json:"slow_dispatch_count,omitempty"`
 	// Output only. The threshold above which a dispatch counts as slow.
 	SlowDispatchThreshold *durationpb.Duration `protobuf:"bytes,9,opt,name=slow_dispatch_threshold,json=slowDispatchThreshold,proto3" json:"slow_dispatch_threshold,omitempty"`
-	unknownFields         protoimpl.UnknownFields
-	sizeCache             protoimpl.SizeCache
+	// Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+	// most once a minute).
+	BacklogWarningThreshold int64 `protobuf:"varint,10,opt,name=backlog_warning_threshold,json=backlogWarningThreshold,proto3" json:"backlog_warning_threshold,omitempty"`
+	// Output only. Batches that began with at least backlog_warning_threshold commands queued.
+	BacklogWarningCount int64 `protobuf:"varint,11,opt,name=backlog_warning_count,json=backlogWarningCount,proto3" json:"backlog_warning_count,omitempty"`
+	// Output only. The queueing delay above which a command counts as lagged (and is
+	// logged, at most once a minute).
+	LagWarningThreshold *durationpb.Duration `protobuf:"bytes,12,opt,name=lag_warning_threshold,json=lagWarningThreshold,proto3" json:"lag_warning_threshold,omitempty"`
+	// Output only. Commands that waited longer than lag_warning_threshold before they ran.
+	LaggedDispatchCount int64 `protobuf:"varint,13,opt,name=lagged_dispatch_count,json=laggedDispatchCount,proto3" json:"lagged_dispatch_count,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *EventLoopDiagnostics) Reset() {
@@ -266,6 +276,34 @@ func (x *EventLoopDiagnostics) GetSlowDispatchThreshold() *durationpb.Duration {
 		return x.SlowDispatchThreshold
 	}
 	return nil
+}
+
+func (x *EventLoopDiagnostics) GetBacklogWarningThreshold() int64 {
+	if x != nil {
+		return x.BacklogWarningThreshold
+	}
+	return 0
+}
+
+func (x *EventLoopDiagnostics) GetBacklogWarningCount() int64 {
+	if x != nil {
+		return x.BacklogWarningCount
+	}
+	return 0
+}
+
+func (x *EventLoopDiagnostics) GetLagWarningThreshold() *durationpb.Duration {
+	if x != nil {
+		return x.LagWarningThreshold
+	}
+	return nil
+}
+
+func (x *EventLoopDiagnostics) GetLaggedDispatchCount() int64 {
+	if x != nil {
+		return x.LaggedDispatchCount
+	}
+	return 0
 }
 
 // Counts of live execution segments by admission state.
@@ -1120,7 +1158,7 @@ var File_statewright_v1_diagnostics_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	"\n" +
-	" statewright/v1/diagnostics.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x1dstatewright/v1/workflow.proto\"\xe5\x03\n" +
+	" statewright/v1/diagnostics.proto\x12\x0estatewright.v1\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x1dstatewright/v1/workflow.proto\"\xd8\x05\n" +
 	"\x14EventLoopDiagnostics\x124\n" +
 	"\x05phase\x18\x01 \x01(\x0e2\x1e.statewright.v1.EventLoopPhaseR\x05phase\x12\x1f\n" +
 	"\vqueue_depth\x18\x02 \x01(\x03R\n" +
@@ -1132,7 +1170,12 @@ const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	"\alag_max\x18\x06 \x01(\v2\x19.google.protobuf.DurationR\x06lagMax\x12%\n" +
 	"\x0edispatch_count\x18\a \x01(\x03R\rdispatchCount\x12.\n" +
 	"\x13slow_dispatch_count\x18\b \x01(\x03R\x11slowDispatchCount\x12Q\n" +
-	"\x17slow_dispatch_threshold\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15slowDispatchThreshold\"\xc8\x01\n" +
+	"\x17slow_dispatch_threshold\x18\t \x01(\v2\x19.google.protobuf.DurationR\x15slowDispatchThreshold\x12:\n" +
+	"\x19backlog_warning_threshold\x18\n" +
+	" \x01(\x03R\x17backlogWarningThreshold\x122\n" +
+	"\x15backlog_warning_count\x18\v \x01(\x03R\x13backlogWarningCount\x12M\n" +
+	"\x15lag_warning_threshold\x18\f \x01(\v2\x19.google.protobuf.DurationR\x13lagWarningThreshold\x122\n" +
+	"\x15lagged_dispatch_count\x18\r \x01(\x03R\x13laggedDispatchCount\"\xc8\x01\n" +
 	"\x14AdmissionDiagnostics\x12\x1c\n" +
 	"\tadmitting\x18\x01 \x01(\x03R\tadmitting\x12\x1c\n" +
 	"\texecuting\x18\x02 \x01(\x03R\texecuting\x12\x1e\n" +
@@ -1262,31 +1305,32 @@ var file_statewright_v1_diagnostics_proto_depIdxs = []int32{
 	12, // 2: statewright.v1.EventLoopDiagnostics.lag_average:type_name -> google.protobuf.Duration
 	12, // 3: statewright.v1.EventLoopDiagnostics.lag_max:type_name -> google.protobuf.Duration
 	12, // 4: statewright.v1.EventLoopDiagnostics.slow_dispatch_threshold:type_name -> google.protobuf.Duration
-	12, // 5: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
-	12, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
-	13, // 7: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
-	14, // 8: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
-	13, // 9: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
-	1,  // 10: statewright.v1.WorkflowDiagnostics.admission_state:type_name -> statewright.v1.AdmissionState
-	15, // 11: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
-	7,  // 12: statewright.v1.WorkflowDiagnostics.recovery:type_name -> statewright.v1.RecoveryInfo
-	16, // 13: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
-	13, // 14: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
-	12, // 15: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
-	12, // 16: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
-	12, // 17: statewright.v1.TaskQueueDiagnostics.oldest_scheduled_age:type_name -> google.protobuf.Duration
-	13, // 18: statewright.v1.TaskQueueDiagnostics.last_poll_time:type_name -> google.protobuf.Timestamp
-	12, // 19: statewright.v1.RetentionDiagnostics.retention:type_name -> google.protobuf.Duration
-	12, // 20: statewright.v1.RetentionDiagnostics.request_window:type_name -> google.protobuf.Duration
-	13, // 21: statewright.v1.RetentionDiagnostics.last_run_time:type_name -> google.protobuf.Timestamp
-	12, // 22: statewright.v1.RetentionDiagnostics.oldest_overdue_instance_age:type_name -> google.protobuf.Duration
-	12, // 23: statewright.v1.RetentionDiagnostics.oldest_overdue_request_age:type_name -> google.protobuf.Duration
-	13, // 24: statewright.v1.RetentionDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
-	25, // [25:25] is the sub-list for method output_type
-	25, // [25:25] is the sub-list for method input_type
-	25, // [25:25] is the sub-list for extension type_name
-	25, // [25:25] is the sub-list for extension extendee
-	0,  // [0:25] is the sub-list for field type_name
+	12, // 5: statewright.v1.EventLoopDiagnostics.lag_warning_threshold:type_name -> google.protobuf.Duration
+	12, // 6: statewright.v1.PersistenceDiagnostics.save_latency_p50:type_name -> google.protobuf.Duration
+	12, // 7: statewright.v1.PersistenceDiagnostics.save_latency_p99:type_name -> google.protobuf.Duration
+	13, // 8: statewright.v1.RecoveryInfo.next_attempt_time:type_name -> google.protobuf.Timestamp
+	14, // 9: statewright.v1.RecoveryInfo.last_error:type_name -> google.rpc.Status
+	13, // 10: statewright.v1.RecoveryInfo.since_time:type_name -> google.protobuf.Timestamp
+	1,  // 11: statewright.v1.WorkflowDiagnostics.admission_state:type_name -> statewright.v1.AdmissionState
+	15, // 12: statewright.v1.WorkflowDiagnostics.recent_transitions:type_name -> statewright.v1.Transition
+	7,  // 13: statewright.v1.WorkflowDiagnostics.recovery:type_name -> statewright.v1.RecoveryInfo
+	16, // 14: statewright.v1.WorkflowDiagnostics.timers:type_name -> statewright.v1.Timer
+	13, // 15: statewright.v1.TimerDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
+	12, // 16: statewright.v1.TimerDiagnostics.fire_lag_p50:type_name -> google.protobuf.Duration
+	12, // 17: statewright.v1.TimerDiagnostics.fire_lag_p99:type_name -> google.protobuf.Duration
+	12, // 18: statewright.v1.TaskQueueDiagnostics.oldest_scheduled_age:type_name -> google.protobuf.Duration
+	13, // 19: statewright.v1.TaskQueueDiagnostics.last_poll_time:type_name -> google.protobuf.Timestamp
+	12, // 20: statewright.v1.RetentionDiagnostics.retention:type_name -> google.protobuf.Duration
+	12, // 21: statewright.v1.RetentionDiagnostics.request_window:type_name -> google.protobuf.Duration
+	13, // 22: statewright.v1.RetentionDiagnostics.last_run_time:type_name -> google.protobuf.Timestamp
+	12, // 23: statewright.v1.RetentionDiagnostics.oldest_overdue_instance_age:type_name -> google.protobuf.Duration
+	12, // 24: statewright.v1.RetentionDiagnostics.oldest_overdue_request_age:type_name -> google.protobuf.Duration
+	13, // 25: statewright.v1.RetentionDiagnostics.counted_time:type_name -> google.protobuf.Timestamp
+	26, // [26:26] is the sub-list for method output_type
+	26, // [26:26] is the sub-list for method input_type
+	26, // [26:26] is the sub-list for extension type_name
+	26, // [26:26] is the sub-list for extension extendee
+	0,  // [0:26] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_diagnostics_proto_init() }

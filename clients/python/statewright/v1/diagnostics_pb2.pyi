@@ -106,6 +106,10 @@ class EventLoopDiagnostics(_message.Message):
     DISPATCH_COUNT_FIELD_NUMBER: _builtins.int
     SLOW_DISPATCH_COUNT_FIELD_NUMBER: _builtins.int
     SLOW_DISPATCH_THRESHOLD_FIELD_NUMBER: _builtins.int
+    BACKLOG_WARNING_THRESHOLD_FIELD_NUMBER: _builtins.int
+    BACKLOG_WARNING_COUNT_FIELD_NUMBER: _builtins.int
+    LAG_WARNING_THRESHOLD_FIELD_NUMBER: _builtins.int
+    LAGGED_DISPATCH_COUNT_FIELD_NUMBER: _builtins.int
     phase: Global___EventLoopPhase.ValueType
     """Output only. The loop's lifecycle phase."""
     queue_depth: _builtins.int
@@ -116,6 +120,14 @@ class EventLoopDiagnostics(_message.Message):
     """Output only. Commands dispatched since start."""
     slow_dispatch_count: _builtins.int
     """Output only. Dispatches that took longer than slow_dispatch_threshold."""
+    backlog_warning_threshold: _builtins.int
+    """Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+    most once a minute).
+    """
+    backlog_warning_count: _builtins.int
+    """Output only. Batches that began with at least backlog_warning_threshold commands queued."""
+    lagged_dispatch_count: _builtins.int
+    """Output only. Commands that waited longer than lag_warning_threshold before they ran."""
     @_builtins.property
     def lag_last(self) -> _duration_pb2.Duration:
         """Output only. Queueing delay of the most recently dispatched command."""
@@ -132,6 +144,12 @@ class EventLoopDiagnostics(_message.Message):
     def slow_dispatch_threshold(self) -> _duration_pb2.Duration:
         """Output only. The threshold above which a dispatch counts as slow."""
 
+    @_builtins.property
+    def lag_warning_threshold(self) -> _duration_pb2.Duration:
+        """Output only. The queueing delay above which a command counts as lagged (and is
+        logged, at most once a minute).
+        """
+
     def __init__(
         self,
         *,
@@ -144,10 +162,14 @@ class EventLoopDiagnostics(_message.Message):
         dispatch_count: _builtins.int = ...,
         slow_dispatch_count: _builtins.int = ...,
         slow_dispatch_threshold: _duration_pb2.Duration | None = ...,
+        backlog_warning_threshold: _builtins.int = ...,
+        backlog_warning_count: _builtins.int = ...,
+        lag_warning_threshold: _duration_pb2.Duration | None = ...,
+        lagged_dispatch_count: _builtins.int = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["lag_average", b"lag_average", "lag_last", b"lag_last", "lag_max", b"lag_max", "slow_dispatch_threshold", b"slow_dispatch_threshold"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["lag_average", b"lag_average", "lag_last", b"lag_last", "lag_max", b"lag_max", "lag_warning_threshold", b"lag_warning_threshold", "slow_dispatch_threshold", b"slow_dispatch_threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["dispatch_count", b"dispatch_count", "lag_average", b"lag_average", "lag_last", b"lag_last", "lag_max", b"lag_max", "max_queue_depth", b"max_queue_depth", "phase", b"phase", "queue_depth", b"queue_depth", "slow_dispatch_count", b"slow_dispatch_count", "slow_dispatch_threshold", b"slow_dispatch_threshold"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["backlog_warning_count", b"backlog_warning_count", "backlog_warning_threshold", b"backlog_warning_threshold", "dispatch_count", b"dispatch_count", "lag_average", b"lag_average", "lag_last", b"lag_last", "lag_max", b"lag_max", "lag_warning_threshold", b"lag_warning_threshold", "lagged_dispatch_count", b"lagged_dispatch_count", "max_queue_depth", b"max_queue_depth", "phase", b"phase", "queue_depth", b"queue_depth", "slow_dispatch_count", b"slow_dispatch_count", "slow_dispatch_threshold", b"slow_dispatch_threshold"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -89,7 +89,7 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "ewright.v1\032\036google/protobuf/duration.pro" +
       "to\032\037google/protobuf/timestamp.proto\032\027goo" +
       "gle/rpc/status.proto\032\035statewright/v1/wor" +
-      "kflow.proto\"\345\003\n\024EventLoopDiagnostics\0224\n\005" +
+      "kflow.proto\"\330\005\n\024EventLoopDiagnostics\0224\n\005" +
       "phase\030\001 \001(\0162\036.statewright.v1.EventLoopPh" +
       "aseR\005phase\022\037\n\013queue_depth\030\002 \001(\003R\nqueueDe" +
       "pth\022&\n\017max_queue_depth\030\003 \001(\003R\rmaxQueueDe" +
@@ -101,88 +101,94 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "tchCount\022.\n\023slow_dispatch_count\030\010 \001(\003R\021s" +
       "lowDispatchCount\022Q\n\027slow_dispatch_thresh" +
       "old\030\t \001(\0132\031.google.protobuf.DurationR\025sl" +
-      "owDispatchThreshold\"\310\001\n\024AdmissionDiagnos" +
-      "tics\022\034\n\tadmitting\030\001 \001(\003R\tadmitting\022\034\n\tex" +
-      "ecuting\030\002 \001(\003R\texecuting\022\036\n\npersisting\030\003" +
-      " \001(\003R\npersisting\022+\n\021recovery_required\030\004 " +
-      "\001(\003R\020recoveryRequired\022\'\n\017cached_sessions" +
-      "\030\005 \001(\003R\016cachedSessions\"\245\003\n\026PersistenceDi" +
-      "agnostics\022\030\n\007backend\030\001 \001(\tR\007backend\022\037\n\013q" +
-      "ueue_depth\030\002 \001(\003R\nqueueDepth\022%\n\016queue_ca" +
-      "pacity\030\003 \001(\003R\rqueueCapacity\022\030\n\007batches\030\004" +
-      " \001(\003R\007batches\022&\n\017mean_batch_size\030\005 \001(\001R\r" +
-      "meanBatchSize\022C\n\020save_latency_p50\030\006 \001(\0132" +
-      "\031.google.protobuf.DurationR\016saveLatencyP" +
-      "50\022C\n\020save_latency_p99\030\007 \001(\0132\031.google.pr" +
-      "otobuf.DurationR\016saveLatencyP99\022\034\n\tconfl" +
-      "icts\030\010 \001(\003R\tconflicts\022)\n\020unknown_outcome" +
-      "s\030\t \001(\003R\017unknownOutcomes\022\024\n\005saves\030\n \001(\003R" +
-      "\005saves\"Z\n\022WatcherDiagnostics\022\'\n\017active_w" +
-      "atchers\030\001 \001(\003R\016activeWatchers\022\033\n\tcatch_u" +
-      "ps\030\002 \001(\003R\010catchUps\"o\n\tBuildInfo\022\030\n\007versi" +
-      "on\030\001 \001(\tR\007version\022%\n\016python_version\030\002 \001(" +
-      "\tR\rpythonVersion\022!\n\014grpc_version\030\003 \001(\tR\013" +
-      "grpcVersion\"\340\001\n\014RecoveryInfo\022\032\n\010attempts" +
-      "\030\001 \001(\003R\010attempts\022F\n\021next_attempt_time\030\002 " +
-      "\001(\0132\032.google.protobuf.TimestampR\017nextAtt" +
-      "emptTime\0221\n\nlast_error\030\003 \001(\0132\022.google.rp" +
-      "c.StatusR\tlastError\0229\n\nsince_time\030\004 \001(\0132" +
-      "\032.google.protobuf.TimestampR\tsinceTime\"\332" +
-      "\002\n\023WorkflowDiagnostics\022\022\n\004name\030\001 \001(\tR\004na" +
-      "me\022G\n\017admission_state\030\002 \001(\0162\036.statewrigh" +
-      "t.v1.AdmissionStateR\016admissionState\022\026\n\006c" +
-      "ached\030\003 \001(\010R\006cached\022\032\n\010revision\030\004 \001(\003R\010r" +
-      "evision\022I\n\022recent_transitions\030\005 \003(\0132\032.st" +
-      "atewright.v1.TransitionR\021recentTransitio" +
-      "ns\0228\n\010recovery\030\006 \001(\0132\034.statewright.v1.Re" +
-      "coveryInfoR\010recovery\022-\n\006timers\030\007 \003(\0132\025.s" +
-      "tatewright.v1.TimerR\006timers\"\255\002\n\020TimerDia" +
-      "gnostics\022\024\n\005armed\030\001 \001(\003R\005armed\022\030\n\007overdu" +
-      "e\030\002 \001(\003R\007overdue\022=\n\014counted_time\030\003 \001(\0132\032" +
-      ".google.protobuf.TimestampR\013countedTime\022" +
-      "\024\n\005fired\030\004 \001(\003R\005fired\022\032\n\010consumed\030\005 \001(\003R" +
-      "\010consumed\022;\n\014fire_lag_p50\030\006 \001(\0132\031.google" +
-      ".protobuf.DurationR\nfireLagP50\022;\n\014fire_l" +
-      "ag_p99\030\007 \001(\0132\031.google.protobuf.DurationR" +
-      "\nfireLagP99\"\241\002\n\024TaskQueueDiagnostics\022\024\n\005" +
-      "queue\030\001 \001(\tR\005queue\022\030\n\007backlog\030\002 \001(\003R\007bac" +
-      "klog\022K\n\024oldest_scheduled_age\030\003 \001(\0132\031.goo" +
-      "gle.protobuf.DurationR\022oldestScheduledAg" +
-      "e\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n\016last_poll_t" +
-      "ime\030\005 \001(\0132\032.google.protobuf.TimestampR\014l" +
-      "astPollTime\022\030\n\007pollers\030\006 \003(\tR\007pollers\022\030\n" +
-      "\007stalled\030\007 \001(\010R\007stalled\"\314\005\n\024RetentionDia" +
-      "gnostics\0227\n\tretention\030\001 \001(\0132\031.google.pro" +
-      "tobuf.DurationR\tretention\022@\n\016request_win" +
-      "dow\030\002 \001(\0132\031.google.protobuf.DurationR\rre" +
-      "questWindow\022)\n\020instances_purged\030\003 \001(\003R\017i" +
-      "nstancesPurged\022%\n\016history_purged\030\004 \001(\003R\r" +
-      "historyPurged\022\'\n\017requests_purged\030\005 \001(\003R\016" +
-      "requestsPurged\0225\n\027timers_and_tasks_purge" +
-      "d\030\006 \001(\003R\024timersAndTasksPurged\022>\n\rlast_ru" +
-      "n_time\030\007 \001(\0132\032.google.protobuf.Timestamp" +
-      "R\013lastRunTime\022+\n\021overdue_instances\030\010 \001(\003" +
-      "R\020overdueInstances\022X\n\033oldest_overdue_ins" +
-      "tance_age\030\t \001(\0132\031.google.protobuf.Durati" +
-      "onR\030oldestOverdueInstanceAge\022)\n\020overdue_" +
-      "requests\030\n \001(\003R\017overdueRequests\022V\n\032oldes" +
-      "t_overdue_request_age\030\013 \001(\0132\031.google.pro" +
-      "tobuf.DurationR\027oldestOverdueRequestAge\022" +
-      "=\n\014counted_time\030\014 \001(\0132\032.google.protobuf." +
-      "TimestampR\013countedTime*\257\001\n\016EventLoopPhas" +
-      "e\022 \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034\n\030E" +
-      "VENT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LOOP_" +
-      "PHASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_STO" +
-      "PPING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATED\020\004" +
-      "*\320\001\n\016AdmissionState\022\037\n\033ADMISSION_STATE_U" +
-      "NSPECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020\001\022\035" +
-      "\n\031ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMISSI" +
-      "ON_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STATE_" +
-      "PERSISTING\020\004\022%\n!ADMISSION_STATE_RECOVERY" +
-      "_REQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJgit" +
-      "hub.com/statewright/statewright/clients/" +
-      "go/statewright/v1;statewrightv1\252\002\016Statew" +
-      "right.V1b\006proto3"
+      "owDispatchThreshold\022:\n\031backlog_warning_t" +
+      "hreshold\030\n \001(\003R\027backlogWarningThreshold\022" +
+      "2\n\025backlog_warning_count\030\013 \001(\003R\023backlogW" +
+      "arningCount\022M\n\025lag_warning_threshold\030\014 \001" +
+      "(\0132\031.google.protobuf.DurationR\023lagWarnin" +
+      "gThreshold\0222\n\025lagged_dispatch_count\030\r \001(" +
+      "\003R\023laggedDispatchCount\"\310\001\n\024AdmissionDiag" +
+      "nostics\022\034\n\tadmitting\030\001 \001(\003R\tadmitting\022\034\n" +
+      "\texecuting\030\002 \001(\003R\texecuting\022\036\n\npersistin" +
+      "g\030\003 \001(\003R\npersisting\022+\n\021recovery_required" +
+      "\030\004 \001(\003R\020recoveryRequired\022\'\n\017cached_sessi" +
+      "ons\030\005 \001(\003R\016cachedSessions\"\245\003\n\026Persistenc" +
+      "eDiagnostics\022\030\n\007backend\030\001 \001(\tR\007backend\022\037" +
+      "\n\013queue_depth\030\002 \001(\003R\nqueueDepth\022%\n\016queue" +
+      "_capacity\030\003 \001(\003R\rqueueCapacity\022\030\n\007batche" +
+      "s\030\004 \001(\003R\007batches\022&\n\017mean_batch_size\030\005 \001(" +
+      "\001R\rmeanBatchSize\022C\n\020save_latency_p50\030\006 \001" +
+      "(\0132\031.google.protobuf.DurationR\016saveLaten" +
+      "cyP50\022C\n\020save_latency_p99\030\007 \001(\0132\031.google" +
+      ".protobuf.DurationR\016saveLatencyP99\022\034\n\tco" +
+      "nflicts\030\010 \001(\003R\tconflicts\022)\n\020unknown_outc" +
+      "omes\030\t \001(\003R\017unknownOutcomes\022\024\n\005saves\030\n \001" +
+      "(\003R\005saves\"Z\n\022WatcherDiagnostics\022\'\n\017activ" +
+      "e_watchers\030\001 \001(\003R\016activeWatchers\022\033\n\tcatc" +
+      "h_ups\030\002 \001(\003R\010catchUps\"o\n\tBuildInfo\022\030\n\007ve" +
+      "rsion\030\001 \001(\tR\007version\022%\n\016python_version\030\002" +
+      " \001(\tR\rpythonVersion\022!\n\014grpc_version\030\003 \001(" +
+      "\tR\013grpcVersion\"\340\001\n\014RecoveryInfo\022\032\n\010attem" +
+      "pts\030\001 \001(\003R\010attempts\022F\n\021next_attempt_time" +
+      "\030\002 \001(\0132\032.google.protobuf.TimestampR\017next" +
+      "AttemptTime\0221\n\nlast_error\030\003 \001(\0132\022.google" +
+      ".rpc.StatusR\tlastError\0229\n\nsince_time\030\004 \001" +
+      "(\0132\032.google.protobuf.TimestampR\tsinceTim" +
+      "e\"\332\002\n\023WorkflowDiagnostics\022\022\n\004name\030\001 \001(\tR" +
+      "\004name\022G\n\017admission_state\030\002 \001(\0162\036.statewr" +
+      "ight.v1.AdmissionStateR\016admissionState\022\026" +
+      "\n\006cached\030\003 \001(\010R\006cached\022\032\n\010revision\030\004 \001(\003" +
+      "R\010revision\022I\n\022recent_transitions\030\005 \003(\0132\032" +
+      ".statewright.v1.TransitionR\021recentTransi" +
+      "tions\0228\n\010recovery\030\006 \001(\0132\034.statewright.v1" +
+      ".RecoveryInfoR\010recovery\022-\n\006timers\030\007 \003(\0132" +
+      "\025.statewright.v1.TimerR\006timers\"\255\002\n\020Timer" +
+      "Diagnostics\022\024\n\005armed\030\001 \001(\003R\005armed\022\030\n\007ove" +
+      "rdue\030\002 \001(\003R\007overdue\022=\n\014counted_time\030\003 \001(" +
+      "\0132\032.google.protobuf.TimestampR\013countedTi" +
+      "me\022\024\n\005fired\030\004 \001(\003R\005fired\022\032\n\010consumed\030\005 \001" +
+      "(\003R\010consumed\022;\n\014fire_lag_p50\030\006 \001(\0132\031.goo" +
+      "gle.protobuf.DurationR\nfireLagP50\022;\n\014fir" +
+      "e_lag_p99\030\007 \001(\0132\031.google.protobuf.Durati" +
+      "onR\nfireLagP99\"\241\002\n\024TaskQueueDiagnostics\022" +
+      "\024\n\005queue\030\001 \001(\tR\005queue\022\030\n\007backlog\030\002 \001(\003R\007" +
+      "backlog\022K\n\024oldest_scheduled_age\030\003 \001(\0132\031." +
+      "google.protobuf.DurationR\022oldestSchedule" +
+      "dAge\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n\016last_pol" +
+      "l_time\030\005 \001(\0132\032.google.protobuf.Timestamp" +
+      "R\014lastPollTime\022\030\n\007pollers\030\006 \003(\tR\007pollers" +
+      "\022\030\n\007stalled\030\007 \001(\010R\007stalled\"\314\005\n\024Retention" +
+      "Diagnostics\0227\n\tretention\030\001 \001(\0132\031.google." +
+      "protobuf.DurationR\tretention\022@\n\016request_" +
+      "window\030\002 \001(\0132\031.google.protobuf.DurationR" +
+      "\rrequestWindow\022)\n\020instances_purged\030\003 \001(\003" +
+      "R\017instancesPurged\022%\n\016history_purged\030\004 \001(" +
+      "\003R\rhistoryPurged\022\'\n\017requests_purged\030\005 \001(" +
+      "\003R\016requestsPurged\0225\n\027timers_and_tasks_pu" +
+      "rged\030\006 \001(\003R\024timersAndTasksPurged\022>\n\rlast" +
+      "_run_time\030\007 \001(\0132\032.google.protobuf.Timest" +
+      "ampR\013lastRunTime\022+\n\021overdue_instances\030\010 " +
+      "\001(\003R\020overdueInstances\022X\n\033oldest_overdue_" +
+      "instance_age\030\t \001(\0132\031.google.protobuf.Dur" +
+      "ationR\030oldestOverdueInstanceAge\022)\n\020overd" +
+      "ue_requests\030\n \001(\003R\017overdueRequests\022V\n\032ol" +
+      "dest_overdue_request_age\030\013 \001(\0132\031.google." +
+      "protobuf.DurationR\027oldestOverdueRequestA" +
+      "ge\022=\n\014counted_time\030\014 \001(\0132\032.google.protob" +
+      "uf.TimestampR\013countedTime*\257\001\n\016EventLoopP" +
+      "hase\022 \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034" +
+      "\n\030EVENT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LO" +
+      "OP_PHASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_" +
+      "STOPPING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATE" +
+      "D\020\004*\320\001\n\016AdmissionState\022\037\n\033ADMISSION_STAT" +
+      "E_UNSPECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020" +
+      "\001\022\035\n\031ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMI" +
+      "SSION_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STA" +
+      "TE_PERSISTING\020\004\022%\n!ADMISSION_STATE_RECOV" +
+      "ERY_REQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJ" +
+      "github.com/statewright/statewright/clien" +
+      "ts/go/statewright/v1;statewrightv1\252\002\016Sta" +
+      "tewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -197,7 +203,7 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
     internal_static_statewright_v1_EventLoopDiagnostics_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_EventLoopDiagnostics_descriptor,
-        new java.lang.String[] { "Phase", "QueueDepth", "MaxQueueDepth", "LagLast", "LagAverage", "LagMax", "DispatchCount", "SlowDispatchCount", "SlowDispatchThreshold", });
+        new java.lang.String[] { "Phase", "QueueDepth", "MaxQueueDepth", "LagLast", "LagAverage", "LagMax", "DispatchCount", "SlowDispatchCount", "SlowDispatchThreshold", "BacklogWarningThreshold", "BacklogWarningCount", "LagWarningThreshold", "LaggedDispatchCount", });
     internal_static_statewright_v1_AdmissionDiagnostics_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_AdmissionDiagnostics_fieldAccessorTable = new

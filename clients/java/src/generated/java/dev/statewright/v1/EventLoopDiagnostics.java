@@ -292,6 +292,93 @@ private static final long serialVersionUID = 0L;
     return slowDispatchThreshold_ == null ? com.google.protobuf.Duration.getDefaultInstance() : slowDispatchThreshold_;
   }
 
+  public static final int BACKLOG_WARNING_THRESHOLD_FIELD_NUMBER = 10;
+  private long backlogWarningThreshold_ = 0L;
+  /**
+   * <pre>
+   * Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+   * most once a minute).
+   * </pre>
+   *
+   * <code>int64 backlog_warning_threshold = 10 [json_name = "backlogWarningThreshold"];</code>
+   * @return The backlogWarningThreshold.
+   */
+  @java.lang.Override
+  public long getBacklogWarningThreshold() {
+    return backlogWarningThreshold_;
+  }
+
+  public static final int BACKLOG_WARNING_COUNT_FIELD_NUMBER = 11;
+  private long backlogWarningCount_ = 0L;
+  /**
+   * <pre>
+   * Output only. Batches that began with at least backlog_warning_threshold commands queued.
+   * </pre>
+   *
+   * <code>int64 backlog_warning_count = 11 [json_name = "backlogWarningCount"];</code>
+   * @return The backlogWarningCount.
+   */
+  @java.lang.Override
+  public long getBacklogWarningCount() {
+    return backlogWarningCount_;
+  }
+
+  public static final int LAG_WARNING_THRESHOLD_FIELD_NUMBER = 12;
+  private com.google.protobuf.Duration lagWarningThreshold_;
+  /**
+   * <pre>
+   * Output only. The queueing delay above which a command counts as lagged (and is
+   * logged, at most once a minute).
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+   * @return Whether the lagWarningThreshold field is set.
+   */
+  @java.lang.Override
+  public boolean hasLagWarningThreshold() {
+    return ((bitField0_ & 0x00000010) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The queueing delay above which a command counts as lagged (and is
+   * logged, at most once a minute).
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+   * @return The lagWarningThreshold.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Duration getLagWarningThreshold() {
+    return lagWarningThreshold_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lagWarningThreshold_;
+  }
+  /**
+   * <pre>
+   * Output only. The queueing delay above which a command counts as lagged (and is
+   * logged, at most once a minute).
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.DurationOrBuilder getLagWarningThresholdOrBuilder() {
+    return lagWarningThreshold_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lagWarningThreshold_;
+  }
+
+  public static final int LAGGED_DISPATCH_COUNT_FIELD_NUMBER = 13;
+  private long laggedDispatchCount_ = 0L;
+  /**
+   * <pre>
+   * Output only. Commands that waited longer than lag_warning_threshold before they ran.
+   * </pre>
+   *
+   * <code>int64 lagged_dispatch_count = 13 [json_name = "laggedDispatchCount"];</code>
+   * @return The laggedDispatchCount.
+   */
+  @java.lang.Override
+  public long getLaggedDispatchCount() {
+    return laggedDispatchCount_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -333,6 +420,18 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       output.writeMessage(9, getSlowDispatchThreshold());
     }
+    if (backlogWarningThreshold_ != 0L) {
+      output.writeInt64(10, backlogWarningThreshold_);
+    }
+    if (backlogWarningCount_ != 0L) {
+      output.writeInt64(11, backlogWarningCount_);
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      output.writeMessage(12, getLagWarningThreshold());
+    }
+    if (laggedDispatchCount_ != 0L) {
+      output.writeInt64(13, laggedDispatchCount_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -372,6 +471,22 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000008) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(9, getSlowDispatchThreshold());
+    }
+    if (backlogWarningThreshold_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt64Size(10, backlogWarningThreshold_);
+    }
+    if (backlogWarningCount_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt64Size(11, backlogWarningCount_);
+    }
+    if (((bitField0_ & 0x00000010) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(12, getLagWarningThreshold());
+    }
+    if (laggedDispatchCount_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt64Size(13, laggedDispatchCount_);
     }
     return size;
   }
@@ -426,6 +541,17 @@ private static final long serialVersionUID = 0L;
       if (!getSlowDispatchThreshold()
           .equals(other.getSlowDispatchThreshold())) return false;
     }
+    if (getBacklogWarningThreshold()
+        != other.getBacklogWarningThreshold()) return false;
+    if (getBacklogWarningCount()
+        != other.getBacklogWarningCount()) return false;
+    if (hasLagWarningThreshold() != other.hasLagWarningThreshold()) return false;
+    if (hasLagWarningThreshold()) {
+      if (!getLagWarningThreshold()
+          .equals(other.getLagWarningThreshold())) return false;
+    }
+    if (getLaggedDispatchCount()
+        != other.getLaggedDispatchCount()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -467,6 +593,19 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + SLOW_DISPATCH_THRESHOLD_FIELD_NUMBER;
       hash = (53 * hash) + getSlowDispatchThreshold().hashCode();
     }
+    hash = (37 * hash) + BACKLOG_WARNING_THRESHOLD_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getBacklogWarningThreshold());
+    hash = (37 * hash) + BACKLOG_WARNING_COUNT_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getBacklogWarningCount());
+    if (hasLagWarningThreshold()) {
+      hash = (37 * hash) + LAG_WARNING_THRESHOLD_FIELD_NUMBER;
+      hash = (53 * hash) + getLagWarningThreshold().hashCode();
+    }
+    hash = (37 * hash) + LAGGED_DISPATCH_COUNT_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getLaggedDispatchCount());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -605,6 +744,7 @@ private static final long serialVersionUID = 0L;
         internalGetLagAverageFieldBuilder();
         internalGetLagMaxFieldBuilder();
         internalGetSlowDispatchThresholdFieldBuilder();
+        internalGetLagWarningThresholdFieldBuilder();
       }
     }
     @java.lang.Override
@@ -636,6 +776,14 @@ private static final long serialVersionUID = 0L;
         slowDispatchThresholdBuilder_.dispose();
         slowDispatchThresholdBuilder_ = null;
       }
+      backlogWarningThreshold_ = 0L;
+      backlogWarningCount_ = 0L;
+      lagWarningThreshold_ = null;
+      if (lagWarningThresholdBuilder_ != null) {
+        lagWarningThresholdBuilder_.dispose();
+        lagWarningThresholdBuilder_ = null;
+      }
+      laggedDispatchCount_ = 0L;
       return this;
     }
 
@@ -709,6 +857,21 @@ private static final long serialVersionUID = 0L;
             : slowDispatchThresholdBuilder_.build();
         to_bitField0_ |= 0x00000008;
       }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.backlogWarningThreshold_ = backlogWarningThreshold_;
+      }
+      if (((from_bitField0_ & 0x00000400) != 0)) {
+        result.backlogWarningCount_ = backlogWarningCount_;
+      }
+      if (((from_bitField0_ & 0x00000800) != 0)) {
+        result.lagWarningThreshold_ = lagWarningThresholdBuilder_ == null
+            ? lagWarningThreshold_
+            : lagWarningThresholdBuilder_.build();
+        to_bitField0_ |= 0x00000010;
+      }
+      if (((from_bitField0_ & 0x00001000) != 0)) {
+        result.laggedDispatchCount_ = laggedDispatchCount_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -750,6 +913,18 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasSlowDispatchThreshold()) {
         mergeSlowDispatchThreshold(other.getSlowDispatchThreshold());
+      }
+      if (other.getBacklogWarningThreshold() != 0L) {
+        setBacklogWarningThreshold(other.getBacklogWarningThreshold());
+      }
+      if (other.getBacklogWarningCount() != 0L) {
+        setBacklogWarningCount(other.getBacklogWarningCount());
+      }
+      if (other.hasLagWarningThreshold()) {
+        mergeLagWarningThreshold(other.getLagWarningThreshold());
+      }
+      if (other.getLaggedDispatchCount() != 0L) {
+        setLaggedDispatchCount(other.getLaggedDispatchCount());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -828,6 +1003,28 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000100;
               break;
             } // case 74
+            case 80: {
+              backlogWarningThreshold_ = input.readInt64();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
+            case 88: {
+              backlogWarningCount_ = input.readInt64();
+              bitField0_ |= 0x00000400;
+              break;
+            } // case 88
+            case 98: {
+              input.readMessage(
+                  internalGetLagWarningThresholdFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00000800;
+              break;
+            } // case 98
+            case 104: {
+              laggedDispatchCount_ = input.readInt64();
+              bitField0_ |= 0x00001000;
+              break;
+            } // case 104
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1711,6 +1908,305 @@ private static final long serialVersionUID = 0L;
         slowDispatchThreshold_ = null;
       }
       return slowDispatchThresholdBuilder_;
+    }
+
+    private long backlogWarningThreshold_ ;
+    /**
+     * <pre>
+     * Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+     * most once a minute).
+     * </pre>
+     *
+     * <code>int64 backlog_warning_threshold = 10 [json_name = "backlogWarningThreshold"];</code>
+     * @return The backlogWarningThreshold.
+     */
+    @java.lang.Override
+    public long getBacklogWarningThreshold() {
+      return backlogWarningThreshold_;
+    }
+    /**
+     * <pre>
+     * Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+     * most once a minute).
+     * </pre>
+     *
+     * <code>int64 backlog_warning_threshold = 10 [json_name = "backlogWarningThreshold"];</code>
+     * @param value The backlogWarningThreshold to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBacklogWarningThreshold(long value) {
+
+      backlogWarningThreshold_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+     * most once a minute).
+     * </pre>
+     *
+     * <code>int64 backlog_warning_threshold = 10 [json_name = "backlogWarningThreshold"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBacklogWarningThreshold() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      backlogWarningThreshold_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private long backlogWarningCount_ ;
+    /**
+     * <pre>
+     * Output only. Batches that began with at least backlog_warning_threshold commands queued.
+     * </pre>
+     *
+     * <code>int64 backlog_warning_count = 11 [json_name = "backlogWarningCount"];</code>
+     * @return The backlogWarningCount.
+     */
+    @java.lang.Override
+    public long getBacklogWarningCount() {
+      return backlogWarningCount_;
+    }
+    /**
+     * <pre>
+     * Output only. Batches that began with at least backlog_warning_threshold commands queued.
+     * </pre>
+     *
+     * <code>int64 backlog_warning_count = 11 [json_name = "backlogWarningCount"];</code>
+     * @param value The backlogWarningCount to set.
+     * @return This builder for chaining.
+     */
+    public Builder setBacklogWarningCount(long value) {
+
+      backlogWarningCount_ = value;
+      bitField0_ |= 0x00000400;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Batches that began with at least backlog_warning_threshold commands queued.
+     * </pre>
+     *
+     * <code>int64 backlog_warning_count = 11 [json_name = "backlogWarningCount"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearBacklogWarningCount() {
+      bitField0_ = (bitField0_ & ~0x00000400);
+      backlogWarningCount_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Duration lagWarningThreshold_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> lagWarningThresholdBuilder_;
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     * @return Whether the lagWarningThreshold field is set.
+     */
+    public boolean hasLagWarningThreshold() {
+      return ((bitField0_ & 0x00000800) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     * @return The lagWarningThreshold.
+     */
+    public com.google.protobuf.Duration getLagWarningThreshold() {
+      if (lagWarningThresholdBuilder_ == null) {
+        return lagWarningThreshold_ == null ? com.google.protobuf.Duration.getDefaultInstance() : lagWarningThreshold_;
+      } else {
+        return lagWarningThresholdBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    public Builder setLagWarningThreshold(com.google.protobuf.Duration value) {
+      if (lagWarningThresholdBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        lagWarningThreshold_ = value;
+      } else {
+        lagWarningThresholdBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    public Builder setLagWarningThreshold(
+        com.google.protobuf.Duration.Builder builderForValue) {
+      if (lagWarningThresholdBuilder_ == null) {
+        lagWarningThreshold_ = builderForValue.build();
+      } else {
+        lagWarningThresholdBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    public Builder mergeLagWarningThreshold(com.google.protobuf.Duration value) {
+      if (lagWarningThresholdBuilder_ == null) {
+        if (((bitField0_ & 0x00000800) != 0) &&
+          lagWarningThreshold_ != null &&
+          lagWarningThreshold_ != com.google.protobuf.Duration.getDefaultInstance()) {
+          getLagWarningThresholdBuilder().mergeFrom(value);
+        } else {
+          lagWarningThreshold_ = value;
+        }
+      } else {
+        lagWarningThresholdBuilder_.mergeFrom(value);
+      }
+      if (lagWarningThreshold_ != null) {
+        bitField0_ |= 0x00000800;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    public Builder clearLagWarningThreshold() {
+      bitField0_ = (bitField0_ & ~0x00000800);
+      lagWarningThreshold_ = null;
+      if (lagWarningThresholdBuilder_ != null) {
+        lagWarningThresholdBuilder_.dispose();
+        lagWarningThresholdBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    public com.google.protobuf.Duration.Builder getLagWarningThresholdBuilder() {
+      bitField0_ |= 0x00000800;
+      onChanged();
+      return internalGetLagWarningThresholdFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    public com.google.protobuf.DurationOrBuilder getLagWarningThresholdOrBuilder() {
+      if (lagWarningThresholdBuilder_ != null) {
+        return lagWarningThresholdBuilder_.getMessageOrBuilder();
+      } else {
+        return lagWarningThreshold_ == null ?
+            com.google.protobuf.Duration.getDefaultInstance() : lagWarningThreshold_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The queueing delay above which a command counts as lagged (and is
+     * logged, at most once a minute).
+     * </pre>
+     *
+     * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder> 
+        internalGetLagWarningThresholdFieldBuilder() {
+      if (lagWarningThresholdBuilder_ == null) {
+        lagWarningThresholdBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Duration, com.google.protobuf.Duration.Builder, com.google.protobuf.DurationOrBuilder>(
+                getLagWarningThreshold(),
+                getParentForChildren(),
+                isClean());
+        lagWarningThreshold_ = null;
+      }
+      return lagWarningThresholdBuilder_;
+    }
+
+    private long laggedDispatchCount_ ;
+    /**
+     * <pre>
+     * Output only. Commands that waited longer than lag_warning_threshold before they ran.
+     * </pre>
+     *
+     * <code>int64 lagged_dispatch_count = 13 [json_name = "laggedDispatchCount"];</code>
+     * @return The laggedDispatchCount.
+     */
+    @java.lang.Override
+    public long getLaggedDispatchCount() {
+      return laggedDispatchCount_;
+    }
+    /**
+     * <pre>
+     * Output only. Commands that waited longer than lag_warning_threshold before they ran.
+     * </pre>
+     *
+     * <code>int64 lagged_dispatch_count = 13 [json_name = "laggedDispatchCount"];</code>
+     * @param value The laggedDispatchCount to set.
+     * @return This builder for chaining.
+     */
+    public Builder setLaggedDispatchCount(long value) {
+
+      laggedDispatchCount_ = value;
+      bitField0_ |= 0x00001000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Commands that waited longer than lag_warning_threshold before they ran.
+     * </pre>
+     *
+     * <code>int64 lagged_dispatch_count = 13 [json_name = "laggedDispatchCount"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearLaggedDispatchCount() {
+      bitField0_ = (bitField0_ & ~0x00001000);
+      laggedDispatchCount_ = 0L;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.EventLoopDiagnostics)

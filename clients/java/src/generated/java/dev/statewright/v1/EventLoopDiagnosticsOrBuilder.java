@@ -176,4 +176,65 @@ public interface EventLoopDiagnosticsOrBuilder extends
    * <code>.google.protobuf.Duration slow_dispatch_threshold = 9 [json_name = "slowDispatchThreshold"];</code>
    */
   com.google.protobuf.DurationOrBuilder getSlowDispatchThresholdOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The queue depth at which a batch counts as a backlog (and is logged, at
+   * most once a minute).
+   * </pre>
+   *
+   * <code>int64 backlog_warning_threshold = 10 [json_name = "backlogWarningThreshold"];</code>
+   * @return The backlogWarningThreshold.
+   */
+  long getBacklogWarningThreshold();
+
+  /**
+   * <pre>
+   * Output only. Batches that began with at least backlog_warning_threshold commands queued.
+   * </pre>
+   *
+   * <code>int64 backlog_warning_count = 11 [json_name = "backlogWarningCount"];</code>
+   * @return The backlogWarningCount.
+   */
+  long getBacklogWarningCount();
+
+  /**
+   * <pre>
+   * Output only. The queueing delay above which a command counts as lagged (and is
+   * logged, at most once a minute).
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+   * @return Whether the lagWarningThreshold field is set.
+   */
+  boolean hasLagWarningThreshold();
+  /**
+   * <pre>
+   * Output only. The queueing delay above which a command counts as lagged (and is
+   * logged, at most once a minute).
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+   * @return The lagWarningThreshold.
+   */
+  com.google.protobuf.Duration getLagWarningThreshold();
+  /**
+   * <pre>
+   * Output only. The queueing delay above which a command counts as lagged (and is
+   * logged, at most once a minute).
+   * </pre>
+   *
+   * <code>.google.protobuf.Duration lag_warning_threshold = 12 [json_name = "lagWarningThreshold"];</code>
+   */
+  com.google.protobuf.DurationOrBuilder getLagWarningThresholdOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. Commands that waited longer than lag_warning_threshold before they ran.
+   * </pre>
+   *
+   * <code>int64 lagged_dispatch_count = 13 [json_name = "laggedDispatchCount"];</code>
+   * @return The laggedDispatchCount.
+   */
+  long getLaggedDispatchCount();
 }
