@@ -47,6 +47,9 @@ SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
 
 IfExists = Literal["fail", "return_existing"]
+# What execute() waits for: "rest" (WAITING, or finished) or "finish" (COMPLETED, FAILED
+# or CANCELLED).
+Until = Literal["rest", "finish"]
 IfFinished = Literal["refuse", "start_new"]
 
 _DURATION = re.compile(r"^(\d+(?:\.\d+)?)s$")

@@ -9,16 +9,27 @@ inside their own plans.
 from __future__ import annotations
 
 import builtins
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Generator, Mapping, Sequence
 from datetime import datetime
 from typing import NamedTuple
 
 import grpc
 
 from statewright import _common
-from statewright._common import IfExists, IfFinished
-from statewright._plan import Feed, OpenStream, Plan, Receive, Sleep, Unary, returning, yielding
-from statewright.errors import StatewrightError
+from statewright._common import IfExists, IfFinished, Until
+from statewright._plan import (
+    Effect,
+    Feed,
+    OpenStream,
+    Plan,
+    Receive,
+    Sleep,
+    Unary,
+    returning,
+    yielding,
+)
+from statewright.errors import DeadlineExceeded, ExecutionTimedOut, StatewrightError
 from statewright.models import (
     Definition,
     QueueConfig,
@@ -90,6 +101,70 @@ class Operations:
         )
         response: pb.StartWorkflowResponse = yield Unary("StartWorkflow", request, timeout)
         return _common.start_result(response)
+
+    @returning
+    def execute(
+        self,
+        definition: str,
+        input: Mapping[str, object] | None = None,
+        *,
+        until: Until = "rest",
+        timeout: float | None = None,
+        workflow_id: str | None = None,
+        version: int | None = None,
+        request_id: str | None = None,
+    ) -> Plan[Workflow]:
+        """Starts an instance and returns it once it rests: WAITING, COMPLETED, FAILED or
+        CANCELLED (``until="finish"``: only once it finished).
+
+        A FAILED instance is returned, not raised: its ``error`` says why. After ``timeout``
+        seconds :class:`~statewright.errors.ExecutionTimedOut` is raised; the instance goes
+        on running, and the error's ``workflow`` is it as last seen. The start carries a
+        ``request_id`` (one is made when none is given), so a start retried by gRPC never
+        makes a second instance."""
+        if until not in ("rest", "finish"):
+            raise ValueError(f"until must be 'rest' or 'finish', not {until!r}")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        started: StartResult = yield from Operations.start(
+            self,
+            definition,
+            input,
+            workflow_id=workflow_id,
+            version=version,
+            request_id=request_id or _common.new_request_id(),
+            timeout=timeout,
+        )
+        latest: Workflow = started.workflow
+
+        def arrived(workflow: Workflow) -> bool:
+            if until == "finish":
+                return workflow.terminal
+            return workflow.terminal or workflow.status is WorkflowStatus.WAITING
+
+        if arrived(latest):
+            return latest
+        left = None if deadline is None else deadline - time.monotonic()
+        if left is None or left > 0:
+            watch = Operations.watch(
+                self, latest.name, after_revision=latest.revision, timeout=left
+            )
+            try:
+                event = yield from _first(watch, lambda e: arrived(e.workflow))
+            except DeadlineExceeded:
+                event = None
+            if event is not None:
+                return event.workflow
+            if deadline is None:  # the watch ended without a rest: read where it stands
+                return (yield from self._get(latest.name, None))
+        current = yield from self._get(latest.name, None)
+        if arrived(current):
+            return current
+        raise ExecutionTimedOut(
+            f"{current.name} did not {'finish' if until == 'finish' else 'rest'} within "
+            f"{timeout:g}s; it is {current.status.value} in {current.state!r} and goes on "
+            "running",
+            current,
+        )
 
     @returning
     def resume(
@@ -693,3 +768,28 @@ class Operations:
 def schedule_name(name: str) -> str:
     """``schedules/ID`` for ``ID`` or ``schedules/ID``."""
     return name if name.startswith("schedules/") else f"schedules/{name}"
+
+
+def _first(
+    feed: Feed[WatchEvent], stop: Callable[[WatchEvent], bool]
+) -> Generator[Effect, object, WatchEvent | None]:
+    """Drives ``feed`` inside another plan until an event passes ``stop`` (None: the feed
+    ended first); the feed is closed either way, which ends its stream."""
+    outcome: object = None
+    error: StatewrightError | None = None
+    try:
+        while True:
+            try:
+                step = feed.send(outcome) if error is None else feed.throw(error)
+            except StopIteration:
+                return None
+            outcome, error = None, None
+            if isinstance(step, Effect):
+                try:
+                    outcome = yield step
+                except StatewrightError as exc:
+                    error = exc
+            elif stop(step):
+                return step
+    finally:
+        feed.close()

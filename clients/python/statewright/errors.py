@@ -13,12 +13,16 @@ also carries a ``google.rpc.RetryInfo`` (RATE_LIMITED does) gives its delay as
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING
 
 import grpc
 from google.protobuf.message import DecodeError
 from google.rpc import error_details_pb2, status_pb2
 
 from statewright.values import JSONObject
+
+if TYPE_CHECKING:  # models imports this module
+    from statewright.models import Workflow
 
 DOMAIN = "statewright.dev"
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
@@ -141,6 +145,17 @@ class InvalidArgument(StatewrightError):
 
 class DeadlineExceeded(StatewrightError):
     """The call's deadline passed before the server answered."""
+
+
+class ExecutionTimedOut(DeadlineExceeded):
+    """``execute()`` ran out of time before the instance rested or finished.
+
+    The instance was started and goes on running: ``workflow`` is it as last seen (watch
+    it, or ``get`` it, by ``workflow.name``)."""
+
+    def __init__(self, message: str, workflow: Workflow) -> None:
+        super().__init__(message, code=grpc.StatusCode.DEADLINE_EXCEEDED)
+        self.workflow = workflow
 
 
 class NotFound(StatewrightError):

@@ -459,7 +459,16 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     assert public == {name for name in dir(AsyncClient) if not name.startswith("_")}
     assert {"start", "resume", "signal", "get", "cancel", "watch", "definitions"} <= public
     assert {"poll_tasks", "list_tasks"} <= public
-    unary = {"start", "resume", "signal", "signal_with_start", "get", "cancel", "diagnostics"}
+    unary = {
+        "start",
+        "execute",
+        "resume",
+        "signal",
+        "signal_with_start",
+        "get",
+        "cancel",
+        "diagnostics",
+    }
     unary |= {"workflow_diagnostics", "definition", "count"}
     unary |= {"poll_tasks", "heartbeat_task", "complete_task", "fail_task", "get_task"}
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}

@@ -180,50 +180,7 @@ class _RuntimeCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         # Read from the scrape thread without locks: each value is a single attribute
         # read, and a scrape only needs a recent value, not a consistent snapshot.
-        loop = self._counters.loop_metrics()
-        yield GaugeMetricFamily(
-            "statewright_eventloop_queue_depth",
-            "Commands waiting for the EventLoop thread.",
-            value=loop.queue_depth,
-        )
-        yield GaugeMetricFamily(
-            "statewright_eventloop_lag_seconds",
-            "Queueing delay of the most recently dispatched EventLoop command.",
-            value=loop.lag_last,
-        )
-        yield GaugeMetricFamily(
-            "statewright_eventloop_lag_max_seconds",
-            "Largest queueing delay of an EventLoop command since the server started.",
-            value=loop.lag_max,
-        )
-        yield GaugeMetricFamily(
-            "statewright_eventloop_stalled_seconds",
-            "Seconds since the EventLoop last finished a command or woke up idle "
-            "(liveness turns NOT_SERVING past --liveness-stall).",
-            value=max(0.0, time.monotonic() - loop.last_progress),
-        )
-        yield CounterMetricFamily(
-            "statewright_eventloop_dispatches",
-            "Commands the EventLoop has run.",
-            value=loop.dispatch_count,
-        )
-        yield CounterMetricFamily(
-            "statewright_eventloop_slow_dispatches",
-            "EventLoop commands that ran longer than the slow-dispatch threshold.",
-            value=loop.slow_dispatch_count,
-        )
-        yield CounterMetricFamily(
-            "statewright_eventloop_backlogs",
-            "EventLoop batches that began with at least the backlog-warning threshold of "
-            "commands queued (--eventloop-backlog-warning).",
-            value=loop.backlog_warning_count,
-        )
-        yield CounterMetricFamily(
-            "statewright_eventloop_lagged_dispatches",
-            "EventLoop commands that waited longer than the lag-warning threshold "
-            "(--eventloop-lag-warning) before they ran.",
-            value=loop.lagged_dispatch_count,
-        )
+        yield from _loop_metrics(self._counters.loop_metrics())
         yield CounterMetricFamily(
             "statewright_malformed_requests",
             "Requests whose body did not decode, answered INVALID_ARGUMENT MALFORMED_REQUEST.",
@@ -264,6 +221,52 @@ class _RuntimeCollector(Collector):
                 "Saves waiting for the group-commit writer.",
                 value=writer.queue_depth,
             )
+
+
+def _loop_metrics(loop: EventLoopMetrics) -> Iterator[Metric]:
+    yield GaugeMetricFamily(
+        "statewright_eventloop_queue_depth",
+        "Commands waiting for the EventLoop thread.",
+        value=loop.queue_depth,
+    )
+    yield GaugeMetricFamily(
+        "statewright_eventloop_lag_seconds",
+        "Queueing delay of the most recently dispatched EventLoop command.",
+        value=loop.lag_last,
+    )
+    yield GaugeMetricFamily(
+        "statewright_eventloop_lag_max_seconds",
+        "Largest queueing delay of an EventLoop command since the server started.",
+        value=loop.lag_max,
+    )
+    yield GaugeMetricFamily(
+        "statewright_eventloop_stalled_seconds",
+        "Seconds since the EventLoop last finished a command or woke up idle "
+        "(liveness turns NOT_SERVING past --liveness-stall).",
+        value=max(0.0, time.monotonic() - loop.last_progress),
+    )
+    yield CounterMetricFamily(
+        "statewright_eventloop_dispatches",
+        "Commands the EventLoop has run.",
+        value=loop.dispatch_count,
+    )
+    yield CounterMetricFamily(
+        "statewright_eventloop_slow_dispatches",
+        "EventLoop commands that ran longer than the slow-dispatch threshold.",
+        value=loop.slow_dispatch_count,
+    )
+    yield CounterMetricFamily(
+        "statewright_eventloop_backlogs",
+        "EventLoop batches that began with at least the backlog-warning threshold of "
+        "commands queued (--eventloop-backlog-warning).",
+        value=loop.backlog_warning_count,
+    )
+    yield CounterMetricFamily(
+        "statewright_eventloop_lagged_dispatches",
+        "EventLoop commands that waited longer than the lag-warning threshold "
+        "(--eventloop-lag-warning) before they ran.",
+        value=loop.lagged_dispatch_count,
+    )
 
 
 def _schedule_metrics(r: CollectorRegistry) -> tuple[Counter, Histogram]:

@@ -10,6 +10,7 @@ import pytest
 from statewright import (
     AsyncClient,
     Client,
+    ExecutionTimedOut,
     RevisionMismatch,
     SignalRejection,
     UnknownEvent,
@@ -158,6 +159,62 @@ def test_watch_sees_every_revision_then_stops(module_server: ServerProcess) -> N
         # Replay from history: everything after revision 1.
         replay = [e.revision for e in client.watch(wf.name, after_revision=1)]
         assert replay == [2, 3, 4]
+
+
+def test_execute_returns_the_instance_once_it_rests_or_finishes(
+    module_server: ServerProcess,
+) -> None:
+    with Client(module_server.target) as client:
+        # A wait state is a rest: the call returns the waiting instance.
+        waiting = client.execute("mail-approval", {"topic": "rest"}, workflow_id=uid("exec"))
+        assert (waiting.status, waiting.state) == (WorkflowStatus.WAITING, "awaiting_approval")
+
+        # Until it finishes: a resume from elsewhere ends the wait.
+        name = uid("exec")
+        threading.Timer(0.5, lambda: client.resume(name, "approve")).start()
+        done = client.execute("mail-approval", {"topic": "x"}, workflow_id=name, until="finish")
+        assert (done.status, done.revision) == (WorkflowStatus.COMPLETED, 2)
+
+        # A task state with no worker neither rests nor finishes: the timeout says so and
+        # the instance goes on.
+        with pytest.raises(ExecutionTimedOut) as late:
+            client.execute(
+                "order-fulfilment",
+                {"items": ["book"], "price": 5.0},
+                workflow_id=uid("exec"),
+                timeout=1.0,
+            )
+        assert late.value.code.name == "DEADLINE_EXCEEDED"
+        assert late.value.workflow.status is WorkflowStatus.RUNNING
+        assert client.get(late.value.workflow.name).status is WorkflowStatus.RUNNING
+
+        with pytest.raises(ValueError):
+            client.execute("mail-approval", until="later")  # type: ignore[arg-type]
+
+
+async def test_async_execute_waits_for_the_finish(module_server: ServerProcess) -> None:
+    async with AsyncClient(module_server.target) as client:
+        name = uid("aexec")
+
+        async def approve_soon() -> None:
+            await asyncio.sleep(0.5)
+            await client.resume(name, "approve")
+
+        approval = asyncio.create_task(approve_soon())
+        done = await client.execute(
+            "mail-approval", {"topic": "a"}, workflow_id=name, until="finish", timeout=20
+        )
+        await approval
+        assert done.status is WorkflowStatus.COMPLETED
+        with pytest.raises(ExecutionTimedOut) as late:
+            await client.execute(
+                "mail-approval",
+                {"topic": "b"},
+                workflow_id=uid("aexec"),
+                until="finish",
+                timeout=0.5,
+            )
+        assert late.value.workflow.status is WorkflowStatus.WAITING
 
 
 async def test_async_client_round_trip(module_server: ServerProcess) -> None:

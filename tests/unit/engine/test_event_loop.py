@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -131,13 +132,21 @@ async def test_posting_after_stop_is_refused() -> None:
     assert caught.value.reason == "SHUTTING_DOWN"
 
 
+def _holding(gate: threading.Event) -> Callable[[], None]:
+    def hold() -> None:
+        gate.wait(5)
+
+    return hold
+
+
 async def test_a_backlog_and_a_lag_are_counted_each_time_and_logged_once_a_minute(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     loop = EventLoop(backlog_warning=5, lag_warning=0.01)
     gate = threading.Event()
+    hold = _holding(gate)
     done = threading.Event()
-    loop.post(lambda: gate.wait(5))
+    loop.post(hold)
     for _ in range(20):
         loop.post(lambda: None)
     loop.post(done.set)
@@ -149,7 +158,7 @@ async def test_a_backlog_and_a_lag_are_counted_each_time_and_logged_once_a_minut
         # A second backlog within the minute is counted but not logged again.
         second = threading.Event()
         gate.clear()
-        loop.post(lambda: gate.wait(5))
+        loop.post(hold)
         for _ in range(10):
             loop.post(lambda: None)
         loop.post(second.set)
@@ -188,7 +197,7 @@ async def test_a_stop_that_cannot_finish_says_so(caplog: pytest.LogCaptureFixtur
     loop = EventLoop()
     gate = threading.Event()
     loop.start(asyncio.get_running_loop())
-    loop.post(lambda: gate.wait(5))
+    loop.post(_holding(gate))
     loop.post(lambda: None)
     with caplog.at_level("ERROR", logger="statewrightd.engine.event_loop"):
         assert await asyncio.to_thread(loop.stop, 0.05) is False
