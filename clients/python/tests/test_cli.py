@@ -46,6 +46,24 @@ def test_start_prints_the_step_as_json(fake: FakeServer) -> None:
     assert request.input.fields["topic"].string_value == "x"
 
 
+def test_execute_prints_the_instance_once_it_rests(fake: FakeServer) -> None:
+    started = workflow("cli-x", status=workflow_pb2.WORKFLOW_STATUS_RUNNING, state="drafting")
+    rested = workflow("cli-x", revision=2)
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=started, created=True
+    )
+    fake.service.behaviours["WatchWorkflow"] = lambda r, c: iter(
+        [pb.WatchWorkflowResponse(type=1, revision=2, workflow=rested)]
+    )
+    status, body, _ = _run(fake, "execute", "mail-approval", "--id", "cli-x", "--wait", "5s")
+    assert status == 0
+    assert (body["status"], body["revision"]) == ("WAITING", 2)
+    (request,) = fake.service.calls("StartWorkflow")
+    assert request.workflow_id == "cli-x" and request.request_id
+    (watch,) = fake.service.calls("WatchWorkflow")
+    assert watch.after_revision == 1
+
+
 def test_start_takes_a_delay_in_the_definition_language_s_units(fake: FakeServer) -> None:
     fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
         workflow=workflow("d"), created=True

@@ -4,7 +4,15 @@ import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/conn
 import { defaultServiceConfig } from "./gen/service_config.js";
 import { ScheduleService } from "./gen/statewright/v1/schedule_service_pb.js";
 import { TaskService } from "./gen/statewright/v1/task_service_pb.js";
-import { WorkflowService, type WatchWorkflowResponse } from "./gen/statewright/v1/workflow_service_pb.js";
+import type { MessageInitShape } from "@bufbuild/protobuf";
+
+import { execute, type ExecuteOptions } from "./execute.js";
+import type { Workflow } from "./gen/statewright/v1/workflow_pb.js";
+import {
+  WorkflowService,
+  type StartWorkflowRequestSchema,
+  type WatchWorkflowResponse,
+} from "./gen/statewright/v1/workflow_service_pb.js";
 import { environmentConfig, resolveSecurity, type SecurityOptions, type StatewrightEnvironment } from "./security.js";
 import { withServiceConfig, type ServiceConfig } from "./service_config.js";
 import { watch, type WatchOptions } from "./watch.js";
@@ -30,6 +38,11 @@ export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & Sche
    * and returns after a terminal one; see watch() in watch.ts.
    */
   watch(name: string, options?: WatchOptions): AsyncGenerator<WatchWorkflowResponse, void, undefined>;
+  /**
+   * Starts an instance and resolves with it once it rests (WAITING, or finished), or with
+   * until: "finish" once it finished; see execute() in execute.ts.
+   */
+  execute(request: MessageInitShape<typeof StartWorkflowRequestSchema>, options?: ExecuteOptions): Promise<Workflow>;
 };
 
 export type StatewrightClientOptions = Partial<GrpcTransportOptions> &
@@ -86,6 +99,8 @@ export function createStatewrightClient(target: string, options: StatewrightClie
   return Object.assign(client, createClient(TaskService, transport), createClient(ScheduleService, transport), {
     readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
     watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
+    execute: (request: MessageInitShape<typeof StartWorkflowRequestSchema>, executeOptions?: ExecuteOptions) =>
+      execute(client, request, executeOptions),
   });
 }
 

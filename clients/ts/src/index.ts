@@ -16,6 +16,7 @@ export {
 } from "./client.js";
 export { parseTaskStatus, parseWorkflowStatus } from "./status.js";
 export { watch, type WatchOptions } from "./watch.js";
+export { ExecutionTimedOutError, execute, type ExecuteOptions } from "./execute.js";
 export {
   TaskAbortError,
   TaskFailure,

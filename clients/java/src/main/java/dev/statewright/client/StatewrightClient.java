@@ -633,6 +633,58 @@ public final class StatewrightClient implements AutoCloseable {
     return new ResumingWatch(stub, channel, this::get, workflowName(name), options);
   }
 
+  /**
+   * Starts an instance and returns it once it rests (WAITING, COMPLETED, FAILED or CANCELLED), or
+   * with {@link Until#FINISH} once it finished. It follows the instance with {@link #watch}, so it
+   * does not poll. A FAILED instance is returned, not thrown (its {@code error} says why). The start
+   * carries a request id (one is made when the request has none), so a retried start never makes a
+   * second instance.
+   *
+   * @param timeout bounds the whole call; {@code null}: no bound
+   * @throws ExecutionTimedOutException when {@code timeout} passed first; the instance goes on
+   */
+  public Workflow execute(StartWorkflowRequest request, Until until, Duration timeout) {
+    long deadline = timeout == null ? Long.MAX_VALUE : System.nanoTime() + timeout.toNanos();
+    Workflow latest = start(request).getWorkflow();
+    if (arrived(latest, until)) {
+      return latest;
+    }
+    WatchOptions options = WatchOptions.defaults().withAfterRevision(latest.getRevision());
+    if (timeout != null) {
+      long left = deadline - System.nanoTime();
+      if (left <= 0) {
+        return timedOut(latest, until, timeout);
+      }
+      options = options.withStreamTimeout(Duration.ofNanos(left));
+    }
+    try (WatchStream stream = watch(latest.getName(), options)) {
+      while (stream.hasNext()) {
+        latest = stream.next().getWorkflow();
+        if (arrived(latest, until)) {
+          return latest;
+        }
+      }
+    } catch (StatewrightException e) {
+      if (timeout == null || e.code() != Status.Code.DEADLINE_EXCEEDED) {
+        throw e;
+      }
+    }
+    // The timeout passed, or the watch ended at a terminal revision it had already replayed.
+    return timedOut(get(latest.getName()), until, timeout);
+  }
+
+  private static Workflow timedOut(Workflow current, Until until, Duration timeout) {
+    if (arrived(current, until)) {
+      return current;
+    }
+    throw new ExecutionTimedOutException(current, until, timeout);
+  }
+
+  private static boolean arrived(Workflow workflow, Until until) {
+    return terminal(workflow.getStatus())
+        || (until == Until.REST && workflow.getStatus() == WorkflowStatus.WORKFLOW_STATUS_WAITING);
+  }
+
   /** {@link #watch(String, WatchOptions)} with {@link WatchOptions#defaults()}. */
   public WatchStream watch(String name) {
     return watch(name, WatchOptions.defaults());
