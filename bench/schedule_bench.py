@@ -11,11 +11,19 @@ them fire for ``--minutes`` minutes, and reports:
 - fires: instances started, and whether any nominal time started twice (never);
 - server CPU seconds per fire (the servers' user + system time over the run, minus an idle
   minute's measured before the schedules exist).
+
+``--idle-effect``: instead, what schedules that exist but are not due cost everything
+else. Two servers on two fresh databases of the same PostgreSQL, one holding
+``--schedules`` schedules that fire once a year (the next fire months away), one holding
+none; a closed loop of start-to-complete calls (``instant``, 32 at a time) against each in
+turn, A B A B ..., so that the machine's other load falls on both alike. The ratio is the
+mean with the schedules over the mean without.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import statistics
@@ -31,7 +39,7 @@ from statewright.v1 import schedule_service_pb2 as spb
 from statewright.v1 import schedule_service_pb2_grpc as spb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.timer_bench import cpu_seconds, server, workspace
+from bench.timer_bench import closed_loop, cpu_seconds, server, workspace
 
 DEFINITIONS = {
     "instant.yaml": """
@@ -44,12 +52,12 @@ states:
 }
 
 
-def create(target: str, count: int) -> None:
+def create(target: str, count: int, cron: str = "* * * * *") -> None:
     with grpc.insecure_channel(target) as channel:
         stub = spb_grpc.ScheduleServiceStub(channel)
         for i in range(count):
             schedule = spb.Schedule()
-            schedule.spec.cron_expressions.append("* * * * *")
+            schedule.spec.cron_expressions.append(cron)
             schedule.action.definition = "instant"
             request = spb.CreateScheduleRequest(schedule_id=f"b{i:05d}", schedule=schedule)
             stub.CreateSchedule(request, timeout=10)
@@ -74,13 +82,59 @@ def percentile(values: list[float], fraction: float) -> float:
     return ordered[min(len(ordered) - 1, round(fraction * (len(ordered) - 1)))] if ordered else 0.0
 
 
+def fresh_database(admin: str, name: str) -> str:
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name}".encode())
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    return admin.rsplit("/", 1)[0] + f"/{name}"
+
+
+def idle_effect(admin: str, schedules: int, rounds: int, seconds: float) -> dict[str, object]:
+    rates: dict[str, list[float]] = {"none": [], "idle": []}
+    with workspace(DEFINITIONS, "schedule-idle-") as (definitions, logs), ExitStack() as stack:
+        targets = {
+            name: stack.enter_context(
+                server(fresh_database(admin, f"sw_sched_{name}"), definitions, logs, name)
+            )[0]
+            for name in rates
+        }
+        # New Year's midnight: every one of them exists, none is due for months.
+        create(targets["idle"], schedules, cron="0 0 1 1 *")
+        for round_ in range(rounds):
+            for name, target in targets.items():
+                rate = asyncio.run(closed_loop(target, seconds))
+                rates[name].append(rate)
+                print(f"round {round_ + 1} {name:<4} {rate:8.1f} starts/s", flush=True)
+    ratio = statistics.fmean(rates["idle"]) / statistics.fmean(rates["none"])
+    return {
+        "idle_schedules": schedules,
+        "rounds": rounds,
+        "seconds": seconds,
+        "throughput": rates,
+        "ratio_idle_over_none": round(ratio, 3),
+        "time": datetime.now(UTC).isoformat(timespec="seconds"),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--schedules", type=int, default=500)
     parser.add_argument("--minutes", type=int, default=2)
     parser.add_argument("--replicas", type=int, default=1, choices=(1, 2))
+    parser.add_argument(
+        "--idle-effect",
+        action="store_true",
+        help="measure what --schedules idle schedules cost start-to-complete throughput",
+    )
+    parser.add_argument("--rounds", type=int, default=3, help="--idle-effect: A/B rounds")
+    parser.add_argument("--seconds", type=float, default=10.0, help="--idle-effect: per round")
     args = parser.parse_args()
     database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
+    if args.idle_effect:
+        print(
+            json.dumps(idle_effect(database, args.schedules, args.rounds, args.seconds), indent=2)
+        )
+        return
     with workspace(DEFINITIONS, "schedule-bench-") as (definitions, logs), ExitStack() as stack:
         servers = [
             stack.enter_context(server(database, definitions, logs, f"replica{n}"))

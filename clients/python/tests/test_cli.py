@@ -53,7 +53,7 @@ def test_execute_prints_the_instance_once_it_rests(fake: FakeServer) -> None:
         workflow=started, created=True
     )
     fake.service.behaviours["WatchWorkflow"] = lambda r, c: iter(
-        [pb.WatchWorkflowResponse(type=1, revision=2, workflow=rested)]
+        [pb.WatchWorkflowResponse(type=pb.WATCH_EVENT_TYPE_STEP, revision=2, workflow=rested)]
     )
     status, body, _ = _run(fake, "execute", "mail-approval", "--id", "cli-x", "--wait", "5s")
     assert status == 0
