@@ -206,15 +206,17 @@ func (c *checker) checkFlow() {
 	spans := c.limitedSpans()
 	st.Leases = len(spans)
 	if side.MaxLeased > 0 {
-		c.checked[propFlow]++
+		c.checked[propFlow] += len(spans)
 		excess, most := overLimit(spans, int(side.MaxLeased), false)
 		st.MaxLeased = most
 		for _, e := range excess {
 			c.flag(propFlow, "", "", "queue %s: %s", limitedQueue, e)
 		}
 	}
+	if side.KeyMaxLeased > 0 && side.MaxLeased == 0 {
+		c.checked[propFlow] += len(spans)
+	}
 	if side.KeyMaxLeased > 0 {
-		c.checked[propFlow]++
 		excess, most := overLimit(spans, int(side.KeyMaxLeased), true)
 		st.MaxKey = most
 		for _, e := range excess {

@@ -29,18 +29,20 @@ const (
 // sideConfig is what the run set up, as the checker reads it from run.json.
 type sideConfig struct {
 	// The limited queue's limits (SetQueueConfig), its customers (concurrency keys) and
-	// how many orders the feeder starts at most, one every FeedEvery.
+	// how many orders the feeder starts at most, Batch at once every FeedEvery (a burst
+	// of ready tasks, more than the limit lets go).
 	MaxLeased    int32         `json:"max_leased"`
 	KeyMaxLeased int32         `json:"key_max_leased"`
 	Customers    int           `json:"customers"`
 	Orders       int           `json:"orders"`
+	Batch        int           `json:"batch"`
 	FeedEvery    time.Duration `json:"feed_every"`
 	// The schedule: every Interval, ALLOW_ALL, no jitter.
 	Interval time.Duration `json:"schedule_interval"`
 }
 
-var defaultSide = sideConfig{MaxLeased: 3, KeyMaxLeased: 1, Customers: 5, Orders: 600,
-	FeedEvery: 300 * time.Millisecond, Interval: 2 * time.Second}
+var defaultSide = sideConfig{MaxLeased: 3, KeyMaxLeased: 1, Customers: 5, Orders: 600, Batch: 5,
+	FeedEvery: 1500 * time.Millisecond, Interval: 2 * time.Second}
 
 // sideTimes: when the run created and paused its schedule (Unix ns; 0: it could not).
 type sideTimes struct {
@@ -162,37 +164,50 @@ func (s *sideLoad) stopped(d time.Duration) bool {
 	}
 }
 
-// feed starts the limited queue's orders, each with a request id (retried after an
-// unknown outcome), through either replica.
+// feed starts the limited queue's orders, a batch at once, each with a request id
+// (retried after an unknown outcome), through either replica.
 func (s *sideLoad) feed(rng *rand.Rand) {
-	for k := 0; k < s.side.Orders && !s.stopped(s.side.FeedEvery); k++ {
-		id := fmt.Sprintf("op-f0-%d", s.seq.Add(1))
-		wf := instanceID("limit", 0, k)
-		req := &pb.StartWorkflowRequest{Definition: defLimited, WorkflowId: wf, RequestId: "rid-" + id,
-			Input: mustStruct(map[string]any{"last": id, "customer": fmt.Sprintf("cust-%d", rng.IntN(s.side.Customers)),
-				"rounds": float64(1 + rng.IntN(3))})}
-		for try := 0; try < 3; try++ {
-			rc := s.rt.pick()
-			op := Op{Proc: "f0", ID: id, Try: try, Kind: "start", WF: wf, Def: defLimited, RID: req.RequestId, Target: rc.target}
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			op.Call = nowNS()
-			resp, err := rc.wf.StartWorkflow(ctx, req)
-			op.Ret = nowNS()
-			cancel()
-			if err != nil {
-				classify(&op, err)
-				s.rt.failed(rc, &op)
-			} else {
-				op.Outcome = outcomeOK
-				noteWorkflow(&op, resp.GetWorkflow())
-				op.Created = resp.GetCreated()
-			}
-			s.hist.write(op)
-			if op.Outcome != outcomeUnknown {
-				break
-			}
-			time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
+	for k := 0; k < s.side.Orders && !s.stopped(s.side.FeedEvery); {
+		var wg sync.WaitGroup
+		for i := 0; i < s.side.Batch && k < s.side.Orders; i, k = i+1, k+1 {
+			customer, seed := rng.IntN(s.side.Customers), rng.Uint64()
+			wg.Add(1)
+			go func(k int) {
+				defer wg.Done()
+				s.startOrder(rand.New(rand.NewPCG(seed, 22)), k, customer)
+			}(k)
 		}
+		wg.Wait()
+	}
+}
+
+func (s *sideLoad) startOrder(rng *rand.Rand, k, customer int) {
+	id := fmt.Sprintf("op-f0-%d", s.seq.Add(1))
+	wf := instanceID("limit", 0, k)
+	req := &pb.StartWorkflowRequest{Definition: defLimited, WorkflowId: wf, RequestId: "rid-" + id,
+		Input: mustStruct(map[string]any{"last": id, "customer": fmt.Sprintf("cust-%d", customer),
+			"rounds": float64(1 + rng.IntN(3))})}
+	for try := 0; try < 3; try++ {
+		rc := s.rt.pick()
+		op := Op{Proc: "f0", ID: id, Try: try, Kind: "start", WF: wf, Def: defLimited, RID: req.RequestId, Target: rc.target}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		op.Call = nowNS()
+		resp, err := rc.wf.StartWorkflow(ctx, req)
+		op.Ret = nowNS()
+		cancel()
+		if err != nil {
+			classify(&op, err)
+			s.rt.failed(rc, &op)
+		} else {
+			op.Outcome = outcomeOK
+			noteWorkflow(&op, resp.GetWorkflow())
+			op.Created = resp.GetCreated()
+		}
+		s.hist.write(op)
+		if op.Outcome != outcomeUnknown {
+			return
+		}
+		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 	}
 }
 
