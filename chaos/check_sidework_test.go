@@ -25,14 +25,18 @@ func anomaliesOf(c *checker, prop string) []string {
 	return out
 }
 
-func mustFind(t *testing.T, found []string, words string) {
+// mustFind fails unless, for each of words, some anomaly found says it.
+func mustFind(t *testing.T, found []string, words ...string) {
 	t.Helper()
-	for _, f := range found {
-		if strings.Contains(f, words) {
-			return
+	for _, w := range words {
+		said := false
+		for _, f := range found {
+			said = said || strings.Contains(f, w)
+		}
+		if !said {
+			t.Errorf("no anomaly says %q; found %q", w, found)
 		}
 	}
-	t.Fatalf("no anomaly says %q; found %q", words, found)
 }
 
 // -- signal-with-start --------------------------------------------------------------
@@ -279,10 +283,7 @@ func TestScheduleFlagsAnEarlyStartAndADoubleFire(t *testing.T) {
 	wf4 := fired(c, scheduleBase, 4, 10)
 	c.history[wf4] = append(c.history[wf4], histRow{WorkflowID: wf4, Revision: 2, State: "fired", Status: "COMPLETED"})
 	c.checkSchedule()
-	found := anomaliesOf(c, propSchedule)
-	mustFind(t, found, "started 0.200s before its nominal time")
-	mustFind(t, found, "2 instances for one nominal time")
-	mustFind(t, found, "has 2 steps")
+	mustFind(t, anomaliesOf(c, propSchedule), "started 0.200s before its nominal time", "2 instances for one nominal time", "has 2 steps")
 }
 
 func TestScheduleFlagsAFireOffTheGridWhilePausedOrRecordedButAbsent(t *testing.T) {
@@ -293,10 +294,8 @@ func TestScheduleFlagsAFireOffTheGridWhilePausedOrRecordedButAbsent(t *testing.T
 	writeActions(t, c, ScheduleAction{Nominal: scheduleBase.Add(80 * time.Second).UnixNano(), WF: "workflows/x",
 		Outcome: "SCHEDULE_ACTION_OUTCOME_STARTED"})
 	c.checkSchedule()
-	found := anomaliesOf(c, propSchedule)
-	mustFind(t, found, "is not one of every 2s")
-	mustFind(t, found, "after the schedule was paused")
-	mustFind(t, found, "recorded its fire of 2026-12-01T10:01:20Z as started, but no instance exists")
+	mustFind(t, anomaliesOf(c, propSchedule), "is not one of every 2s", "after the schedule was paused",
+		"recorded its fire of 2026-12-01T10:01:20Z as started, but no instance exists")
 }
 
 func TestScheduleFlagsNoFireAtAll(t *testing.T) {
