@@ -339,10 +339,10 @@ func execute(cfg runConfig) (*report, error) {
 		rng: rand.New(rand.NewPCG(cfg.Seed, 2)), pause: cfg.Pause, floodN: cfg.Flood}
 
 	cfg.Side = defaultSide
-	meta.Config.Side = cfg.Side
-	if err := setUpSide(conns, cfg.Side, &meta.Side); err != nil {
+	if err := setUpSide(conns, &cfg.Side, &meta.Side); err != nil {
 		return nil, err
 	}
+	meta.Config.Side = cfg.Side
 	side, err := startSideLoad(conns, cfg.Out, cfg.Side, cfg.Seed)
 	if err != nil {
 		return nil, err

@@ -63,22 +63,32 @@ func retryCall(conns []*replicaConn, limit time.Duration, f func(context.Context
 		if err == nil || status.Code(err) == codes.AlreadyExists {
 			return nil
 		}
+		if status.Code(err) == codes.Unimplemented {
+			return err
+		}
 		time.Sleep(300 * time.Millisecond)
 	}
 	return err
 }
 
-// setUpSide configures the limited queue and creates the schedule, before any load.
-func setUpSide(conns []*replicaConn, side sideConfig, times *sideTimes) error {
+// setUpSide configures the limited queue and creates the schedule, before any load. A
+// store without flow control (Citus, for now, answers UNIMPLEMENTED) leaves the queue
+// unlimited: its limits are then zero in the run's config, and the checker checks none.
+func setUpSide(conns []*replicaConn, side *sideConfig, times *sideTimes) error {
 	err := retryCall(conns, 30*time.Second, func(ctx context.Context, rc *replicaConn) error {
 		_, err := rc.tasks.SetQueueConfig(ctx, &pb.SetQueueConfigRequest{Config: &pb.QueueConfig{
 			Queue: limitedQueue, MaxLeased: side.MaxLeased, KeyMaxLeased: side.KeyMaxLeased}})
 		return err
 	})
-	if err != nil {
+	switch {
+	case status.Code(err) == codes.Unimplemented:
+		fmt.Printf("chaos: no flow control on this store (%v): the limited queue runs unlimited, unchecked\n", status.Convert(err).Message())
+		side.MaxLeased, side.KeyMaxLeased = 0, 0
+	case err != nil:
 		return fmt.Errorf("SetQueueConfig: %w", err)
+	default:
+		times.QueueConfigured = nowNS()
 	}
-	times.QueueConfigured = nowNS()
 	err = retryCall(conns, 30*time.Second, func(ctx context.Context, rc *replicaConn) error {
 		_, err := rc.sched.CreateSchedule(ctx, &pb.CreateScheduleRequest{ScheduleId: scheduleID, Schedule: &pb.Schedule{
 			Spec: &pb.ScheduleSpec{Interval: durationpb.New(side.Interval)},
