@@ -273,8 +273,9 @@ func (c *checker) scheduleRecord() (map[int64][]ScheduleAction, int) {
 // made no earlier than its nominal time and before the schedule was paused; no two
 // instances share a nominal time; every fire recorded as started has its instance; and
 // each nominal time between the first and the last fire has an instance, or the record
-// says it was skipped or failed (with a reason) or missed (named, or counted: the record
-// names only its last ten fires; a miss is a fire older than the catch-up window).
+// says it was skipped or failed (for a reason of its own: a refusal of one attempt, such
+// as a draining replica's, is no reason to drop a fire) or missed (named, or counted: the
+// record names only its last ten fires; a miss is a fire older than the catch-up window).
 func (c *checker) checkSchedule() {
 	side, times := c.meta.Config.Side, c.meta.Side
 	if side.Interval <= 0 || times.ScheduleCreated == 0 {
@@ -351,8 +352,15 @@ func (c *checker) checkSchedule() {
 		if len(byNominal[n]) > 0 {
 			continue
 		}
-		if explained(record[n]) {
+		ok, dropped := explained(record[n])
+		if ok {
 			st.Explained++
+			continue
+		}
+		at := time.Unix(0, n).UTC().Format(time.RFC3339)
+		if dropped != "" {
+			c.flag(propSchedule, scheduleID+"-"+at, "", "no instance for nominal time %s: the schedule recorded its fire FAILED for %s, a refusal of one attempt, and never tried it again",
+				at, dropped)
 			continue
 		}
 		if uncounted > 0 {
@@ -360,23 +368,31 @@ func (c *checker) checkSchedule() {
 			st.Explained++
 			continue
 		}
-		c.flag(propSchedule, fmt.Sprintf("%s-%s", scheduleID, time.Unix(0, n).UTC().Format(time.RFC3339)), "",
-			"no instance for nominal time %s, and the schedule records no skip, miss or failure of it", time.Unix(0, n).UTC().Format(time.RFC3339))
+		c.flag(propSchedule, scheduleID+"-"+at, "", "no instance for nominal time %s, and the schedule records no skip, miss or failure of it", at)
 	}
 }
 
+// transientReasons are refusals of one attempt alone (the replica draining, storage
+// down, its queues full) or an outcome it could not know: a fire that met one must be
+// tried again (its instance found, or started), never given up as failed.
+var transientReasons = map[string]bool{"SHUTTING_DOWN": true, "UNAVAILABLE": true, "STORAGE_UNAVAILABLE": true,
+	"OVERLOADED": true, "OUTCOME_UNKNOWN": true, "DEADLINE_EXCEEDED": true, "WORKFLOW_BUSY": true,
+	"REQUEST_IN_DOUBT": true, "ABORTED": true}
+
 // explained says whether the schedule's record of a nominal time says why it started
-// nothing: missed, or skipped or failed with a reason.
-func explained(actions []ScheduleAction) bool {
+// nothing: missed, or skipped, or failed for a reason that is the fire's own (its input,
+// its definition), not a refusal of one attempt (then it says why it was dropped).
+func explained(actions []ScheduleAction) (bool, string) {
+	dropped := ""
 	for _, a := range actions {
-		switch a.Outcome {
-		case "SCHEDULE_ACTION_OUTCOME_MISSED":
-			return true
-		case "SCHEDULE_ACTION_OUTCOME_SKIPPED", "SCHEDULE_ACTION_OUTCOME_FAILED":
-			if a.Reason != "" {
-				return true
-			}
+		switch {
+		case a.Outcome == "SCHEDULE_ACTION_OUTCOME_MISSED":
+			return true, ""
+		case a.Outcome == "SCHEDULE_ACTION_OUTCOME_FAILED" && transientReasons[a.Reason]:
+			dropped = a.Reason
+		case a.Reason != "" && (a.Outcome == "SCHEDULE_ACTION_OUTCOME_SKIPPED" || a.Outcome == "SCHEDULE_ACTION_OUTCOME_FAILED"):
+			return true, ""
 		}
 	}
-	return false
+	return false, dropped
 }

@@ -249,9 +249,9 @@ func TestScheduleAcceptsOneInstancePerNominalTime(t *testing.T) {
 	for n := 0; n <= 10; n += 2 {
 		fired(c, scheduleBase, n, 30)
 	}
-	// 12 s failed with a reason (an overloaded replica), 14 s fired again.
+	// 12 s failed for a reason of its own (its definition gone), 14 s fired again.
 	fired(c, scheduleBase, 14, 10)
-	writeActions(t, c, ScheduleAction{Nominal: scheduleBase.Add(12 * time.Second).UnixNano(), Outcome: "SCHEDULE_ACTION_OUTCOME_FAILED", Reason: "RESOURCE_EXHAUSTED"})
+	writeActions(t, c, ScheduleAction{Nominal: scheduleBase.Add(12 * time.Second).UnixNano(), Outcome: "SCHEDULE_ACTION_OUTCOME_FAILED", Reason: "DEFINITION_NOT_FOUND"})
 	c.checkSchedule()
 	if len(c.anomalies) != 0 {
 		t.Fatal(c.anomalies)
@@ -269,6 +269,17 @@ func TestScheduleFlagsAMissingFireTheRecordDoesNotExplain(t *testing.T) {
 	writeActions(t, c, ScheduleAction{Nominal: scheduleBase.Add(2 * time.Second).UnixNano(), Outcome: "SCHEDULE_ACTION_OUTCOME_SKIPPED"})
 	c.checkSchedule()
 	mustFind(t, anomaliesOf(c, propSchedule), "no instance for nominal time 2026-12-01T10:00:02Z")
+}
+
+// A fire refused for one attempt alone (a draining replica) and recorded failed is a fire
+// dropped: it had to be tried again.
+func TestScheduleFlagsAFireDroppedForATransientRefusal(t *testing.T) {
+	c := scheduleChecker(t, scheduleBase)
+	fired(c, scheduleBase, 0, 30)
+	fired(c, scheduleBase, 4, 30)
+	writeActions(t, c, ScheduleAction{Nominal: scheduleBase.Add(2 * time.Second).UnixNano(), Outcome: "SCHEDULE_ACTION_OUTCOME_FAILED", Reason: "SHUTTING_DOWN"})
+	c.checkSchedule()
+	mustFind(t, anomaliesOf(c, propSchedule), "recorded its fire FAILED for SHUTTING_DOWN")
 }
 
 func TestScheduleFlagsAnEarlyStartAndADoubleFire(t *testing.T) {
