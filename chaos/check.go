@@ -167,8 +167,8 @@ const (
 var linearTimeout = 20 * time.Second
 
 var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
-	propSteps, propAnswers, propRetries, propSignalsOnce, propTimers, propTasks, propDuplicates, propLeases,
-	propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
+	propSteps, propAnswers, propRetries, propSignalsOnce, propOneInstance, propTimers, propTasks, propDuplicates, propLeases,
+	propFlow, propSchedule, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
 
 // logical is one logical operation: all the attempts of one id.
 type logical struct {
@@ -202,7 +202,7 @@ func writes(a *Op) bool {
 	switch a.Kind {
 	case "start":
 		return a.Created
-	case "signal":
+	case "signal", "sws":
 		return a.Accepted
 	case "resume", "cancel", "complete":
 		return true
@@ -279,6 +279,7 @@ func checkDir(dir string) (*report, error) {
 	c.checkRetries()
 	c.checkDuplicates()
 	c.checkLeases()
+	c.checkSideWork()
 	c.checkWatches()
 	c.checkFinal()
 	c.checkRun()
@@ -403,6 +404,9 @@ func (c *checker) group() {
 			}
 			id, kind := stepOp(prev, &rows[i])
 			c.checked[propNoPhantom]++
+			if kind == "start" && c.instances[wf].Definition == defFire {
+				continue // the schedule's start (checkSchedule)
+			}
 			if id == "" {
 				if kind != "timer" && kind != "task_failed" {
 					c.flag(propNoPhantom, wf, "", "revision %d (%s) carries no operation id", rows[i].Revision, kind)
@@ -435,18 +439,18 @@ func (c *checker) checkOperations() {
 		switch {
 		case l.acked:
 			c.checked[propAckedOnce]++
-			if l.kind == "signal" {
+			if l.kind == "signal" || l.kind == "sws" {
 				c.checked[propSignalsOnce]++
 			}
 			switch {
 			case len(l.applied) == 0:
 				c.flag(propAckedOnce, l.wf, l.id, "%s acknowledged at revision %d is in no history (lost)", l.kind, l.ackRev)
-				if l.kind == "signal" {
+				if l.kind == "signal" || l.kind == "sws" {
 					c.flag(propSignalsOnce, l.wf, l.id, "accepted signal at revision %d was never applied", l.ackRev)
 				}
 			case len(l.applied) > 1:
 				c.flag(propAckedOnce, l.wf, l.id, "%s acknowledged at revision %d is applied %d times: %v", l.kind, l.ackRev, len(l.applied), l.applied)
-				if l.kind == "signal" {
+				if l.kind == "signal" || l.kind == "sws" {
 					c.flag(propSignalsOnce, l.wf, l.id, "accepted signal applied %d times", len(l.applied))
 				}
 			case l.applied[0].rev != l.ackRev:
@@ -513,7 +517,7 @@ func (c *checker) checkInstances() {
 		}
 		c.checkSteps(wf, def, rows)
 		c.checkTimers(wf, rows)
-		if inst.Definition == defOrder {
+		if inst.Definition == defOrder || inst.Definition == defLimited {
 			c.checkTasks(wf, rows)
 		}
 	}

@@ -89,6 +89,11 @@ func (c *checker) checkAppliedAs(l *logical, rev int64) {
 			c.flag(propSteps, l.wf, l.id, "a cancel is at revision %d, which is %s %s", rev, row.State, row.Status)
 		}
 		return
+	case "sws":
+		if rev == 1 {
+			return // it started the instance, with its event in the same step
+		}
+		want = l.event
 	case "signal", "resume":
 		want = l.event
 	case "complete":
@@ -104,7 +109,7 @@ func (c *checker) checkAppliedAs(l *logical, rev int64) {
 }
 
 // answerKinds are the calls whose answer shows the instance.
-var answerKinds = map[string]bool{"get": true, "start": true, "signal": true, "resume": true, "cancel": true, "complete": true, "fail": true}
+var answerKinds = map[string]bool{"get": true, "start": true, "signal": true, "sws": true, "resume": true, "cancel": true, "complete": true, "fail": true}
 
 // checkAnswers compares what every answer showed of an instance (a read's, a write's, a
 // refusal that came with the instance) with history at the revision the answer named.

@@ -50,9 +50,11 @@ const (
 	defAccount = "chaos-account"
 	defOrder   = "chaos-order"
 	defTimer   = "chaos-timer"
+	defLimited = "chaos-limited" // tasks of the flow-controlled queue (sidework.go)
+	defFire    = "chaos-fire"    // what the run's schedule starts (sidework.go)
 )
 
-var prefixDef = map[string]string{"acct": defAccount, "order": defOrder, "tick": defTimer, "flood": defAccount, "probe": defAccount}
+var prefixDef = map[string]string{"acct": defAccount, "order": defOrder, "tick": defTimer, "flood": defAccount, "probe": defAccount, "limit": defLimited}
 
 func instanceID(prefix string, epoch, k int) string { return fmt.Sprintf("%s-%d-%d", prefix, epoch, k) }
 
@@ -289,8 +291,10 @@ func (c *client) account(rng *rand.Rand, wf string, late bool) {
 	switch k.status {
 	case "":
 		switch {
-		case r < 0.6:
+		case r < 0.45:
 			c.start(rng, wf, defAccount, nil, false)
+		case r < 0.6:
+			c.signalWithStart(rng, wf, rng.Float64() < 0.4)
 		case r < 0.85:
 			c.get(rng, wf)
 		default:
@@ -298,8 +302,10 @@ func (c *client) account(rng *rand.Rand, wf string, late bool) {
 		}
 	case "RUNNING":
 		switch {
-		case r < 0.40:
+		case r < 0.33:
 			c.signal(rng, wf, "note")
+		case r < 0.40:
+			c.signalWithStart(rng, wf, false)
 		case r < 0.52:
 			c.signal(rng, wf, "hold")
 		case r < 0.74:
@@ -332,8 +338,10 @@ func (c *client) account(rng *rand.Rand, wf string, late bool) {
 		}
 	default: // ended
 		switch {
-		case r < 0.5:
+		case r < 0.45:
 			c.get(rng, wf)
+		case r < 0.5:
+			c.signalWithStart(rng, wf, false) // refused: the instance has finished
 		case r < 0.7:
 			c.signal(rng, wf, "note")
 		case r < 0.8:
@@ -453,6 +461,41 @@ func (c *client) start(rng *rand.Rand, wf, def string, input map[string]any, exi
 			if err == nil {
 				noteWorkflow(op, resp.GetWorkflow())
 				op.Created = resp.GetCreated()
+			}
+			return err
+		}})
+}
+
+// signalWithStart delivers a `note` to an account, starting it first when it does not
+// exist, in one step. With race, another signal-with-start of its own (another operation,
+// another request id) goes at once through the other replica: when the id is new, both
+// race to create it, and exactly one may say it did, while both notes are applied.
+func (c *client) signalWithStart(rng *rand.Rand, wf string, race bool) {
+	if race {
+		seed := rng.Uint64()
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() { defer wg.Done(); c.sendSignalWithStart(rand.New(rand.NewPCG(seed, 13)), wf) }()
+		defer wg.Wait()
+	}
+	c.sendSignalWithStart(rng, wf)
+}
+
+func (c *client) sendSignalWithStart(rng *rand.Rand, wf string) {
+	id := c.newID()
+	req := &pb.SignalWithStartWorkflowRequest{Definition: defAccount, WorkflowId: wf,
+		Input: mustStruct(map[string]any{"last": id}), Event: "note",
+		Payload: mustStruct(map[string]any{"op": id}), RequestId: c.maybeRID(rng, id)}
+	c.run(rng, id, call{kind: "sws", wf: wf, def: defAccount, event: "note", rid: req.RequestId,
+		send: func(ctx context.Context, rc *replicaConn, op *Op) error {
+			resp, err := rc.wf.SignalWithStartWorkflow(ctx, req)
+			if err == nil {
+				noteWorkflow(op, resp.GetWorkflow())
+				op.Created = resp.GetStarted()
+				op.Accepted = resp.GetAccepted()
+				if !op.Accepted {
+					op.Rejection = resp.GetReason().String()
+				}
 			}
 			return err
 		}})

@@ -14,12 +14,13 @@ import (
 	pb "github.com/statewright/statewright/clients/go/statewright/v1"
 )
 
-// replicaConn is one connection to one replica, with both services on it.
+// replicaConn is one connection to one replica, with its services on it.
 type replicaConn struct {
 	target string
 	conn   *grpc.ClientConn
 	wf     pb.WorkflowServiceClient
 	tasks  pb.TaskServiceClient
+	sched  pb.ScheduleServiceClient
 }
 
 // dialAll connects to every target. Reconnects are quick and capped at a second: a
@@ -41,7 +42,8 @@ func dialAll(targets []string) ([]*replicaConn, error) {
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, &replicaConn{t, conn, pb.NewWorkflowServiceClient(conn), pb.NewTaskServiceClient(conn)})
+		out = append(out, &replicaConn{t, conn, pb.NewWorkflowServiceClient(conn), pb.NewTaskServiceClient(conn),
+			pb.NewScheduleServiceClient(conn)})
 	}
 	return out, nil
 }

@@ -34,7 +34,7 @@ type Op struct {
 	Proc     string `json:"proc"`
 	ID       string `json:"id"`
 	Try      int    `json:"try,omitempty"`
-	Kind     string `json:"kind"` // start, signal, resume, cancel, get, complete, fail
+	Kind     string `json:"kind"` // start, signal, sws (signal-with-start), resume, cancel, get, complete, fail
 	WF       string `json:"wf"`
 	Def      string `json:"def,omitempty"`
 	Event    string `json:"event,omitempty"`
@@ -46,6 +46,7 @@ type Op struct {
 	Late     bool   `json:"late,omitempty"`      // sent after the lease ran out, on purpose
 	Lease    string `json:"lease,omitempty"`     // the lease token a task call presented (or a poll got)
 	LeaseExp int64  `json:"lease_exp,omitempty"` // when that lease runs out (a poll's or a heartbeat's answer), Unix ns
+	Key      string `json:"key,omitempty"`       // a lease's concurrency key (a limited queue's task)
 	// A signal or resume sent to land just as a timer of the instance comes due (Unix ns).
 	Race    int64  `json:"race,omitempty"`
 	Target  string `json:"target"`
@@ -63,7 +64,7 @@ type Op struct {
 	Due        int64  `json:"due,omitempty"` // the earliest timer the answer shows armed, Unix ns
 	Accepted   bool   `json:"accepted,omitempty"`
 	Rejection  string `json:"rejection,omitempty"`
-	Created    bool   `json:"created,omitempty"`
+	Created    bool   `json:"created,omitempty"` // a start's created, a signal-with-start's started
 	TaskStatus string `json:"task_status,omitempty"`
 	// What an error said.
 	Code   string `json:"code,omitempty"`

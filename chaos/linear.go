@@ -137,6 +137,12 @@ func causeOfOp(l *logical) string {
 		return "task_completed"
 	case "fail":
 		return "task_failed"
+	case "sws":
+		// A signal-with-start that created the instance is its start (revision 1 carries
+		// the event too); otherwise it is its event.
+		if (l.acked && l.ackRev == 1) || (len(l.applied) == 1 && l.applied[0].rev == 1) {
+			return "start"
+		}
 	}
 	return l.event
 }
@@ -215,7 +221,7 @@ func readOf(a *Op) (regIn, regOut, bool) {
 	switch {
 	case a.Outcome == outcomeOK && a.Kind == "get":
 		return regIn{kind: regRead, op: a.ID}, outOfAnswer(a), true
-	case a.Outcome == outcomeOK && a.Kind == "signal" && !a.Accepted && a.Rejection == "SIGNAL_REJECTION_NOT_RUNNING":
+	case a.Outcome == outcomeOK && (a.Kind == "signal" || a.Kind == "sws") && !a.Accepted && a.Rejection == "SIGNAL_REJECTION_NOT_RUNNING":
 		// Refused on a fresh read of the store: it saw the instance as it was.
 		return regIn{kind: regRead, op: a.ID}, outOfAnswer(a), true
 	case a.Outcome == outcomeOK && a.Kind == "start" && a.Existing && !a.Created:

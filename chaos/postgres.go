@@ -191,6 +191,8 @@ func dumpTables(url, dir string) error {
 		"timers.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, timer_id, revision, transition, target,
 			(extract(epoch FROM due_time) * 1000000)::bigint AS due_us FROM workflow_timers
 			ORDER BY workflow_id, timer_id) t`,
+		"schedules.jsonl": `SELECT row_to_json(t) FROM (SELECT schedule_id, document,
+			(extract(epoch FROM create_time) * 1000000)::bigint AS create_us FROM schedules ORDER BY schedule_id) t`,
 	}
 	for name, sql := range tables {
 		out, err := psql(url, sql)

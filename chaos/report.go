@@ -64,6 +64,7 @@ type report struct {
 		TimedOut   int `json:"inconclusive"`
 		Operations int `json:"operations"`
 	} `json:"linearizability"`
+	Side        sideStats      `json:"side_workloads"`
 	Checked     map[string]int `json:"checked"`
 	Anomalies   int            `json:"anomalies"`
 	ByProperty  map[string]int `json:"anomalies_by_property"`
@@ -188,6 +189,12 @@ func (r *report) text() string {
 		r.Watch.Followed, r.Instances, r.Watch.Sessions, r.Watch.Reconnects, r.Watch.Messages, r.Watch.LiveMessages, r.Watch.MaxDelayS)
 	fmt.Fprintf(&b, "timer races: %d calls sent to land as a timer came due, %d of them in flight at that moment; %d timers left by another step within 0.1s of coming due\n",
 		r.Races.Sent, r.Races.InFlightAtDue, r.Races.LeftAtDue)
+	sw, fl, sc := r.Side.SignalWithStart, r.Side.Flow, r.Side.Schedule
+	fmt.Fprintf(&b, "signal-with-start: %d sent, %d told they started the instance, %d applied\n", sw.Sent, sw.Started, sw.Applied)
+	fmt.Fprintf(&b, "flow control: %d leases of the limited queue; at most %d held at once (limit %d), %d of one key (limit %d)\n",
+		fl.Leases, fl.MaxLeased, fl.LimitLeased, fl.MaxKey, fl.LimitKey)
+	fmt.Fprintf(&b, "schedule: %d instances fired, %d fires seen in its record, %d nominal times without an instance explained by it\n",
+		sc.Fires, sc.Recorded, sc.Explained)
 	fmt.Fprintf(&b, "linearizability (porcupine): %d instances linearizable, %d not, %d inconclusive; %d operations\n",
 		r.Linear.Ok, r.Linear.Illegal, r.Linear.TimedOut, r.Linear.Operations)
 	fmt.Fprintf(&b, "settled after the faults: %v\n\nproperties:\n", r.Settled)

@@ -50,6 +50,8 @@ type runConfig struct {
 	Processes string `json:"processes,omitempty"`
 	// Each step's COMMIT is delayed this long by the proxy (a database far away).
 	CommitDelay time.Duration `json:"commit_delay,omitempty"`
+	// The limited queue and the schedule (sidework.go).
+	Side sideConfig `json:"side"`
 }
 
 // presets: the small run of `make test` and the large one of `make chaos`.
@@ -216,6 +218,7 @@ type runMeta struct {
 	Dumped     int64     `json:"dumped"`
 	Ended      int64     `json:"ended"`
 	Final      final     `json:"final"`
+	Side       sideTimes `json:"side"`
 }
 
 type final struct {
@@ -335,6 +338,15 @@ func execute(cfg runConfig) (*report, error) {
 	nem := &nemesis{replicas: replicas, pg: pg, proxy: proxy, conns: conns, hist: hist, log: faultLog,
 		rng: rand.New(rand.NewPCG(cfg.Seed, 2)), pause: cfg.Pause, floodN: cfg.Flood}
 
+	cfg.Side = defaultSide
+	if err := setUpSide(conns, &cfg.Side, &meta.Side); err != nil {
+		return nil, err
+	}
+	meta.Config.Side = cfg.Side
+	side, err := startSideLoad(conns, cfg.Out, cfg.Side, cfg.Seed)
+	if err != nil {
+		return nil, err
+	}
 	cfg.Layout.Start = time.Now().Add(time.Second).UnixNano()
 	meta.Config.Layout = cfg.Layout
 	tlist := strings.Join(targets, ",")
@@ -399,6 +411,10 @@ func execute(cfg runConfig) (*report, error) {
 		}
 	}
 	meta.LoadEnded = nowNS()
+	if err := pauseSchedule(conns, &meta.Side); err != nil {
+		problems = append(problems, "pausing the schedule: "+err.Error())
+	}
+	side.finish()
 	watch.signal(syscall.SIGUSR2)
 	if cfg.FullPlan {
 		select {

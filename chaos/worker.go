@@ -44,7 +44,8 @@ func workerMain(args []string) error {
 	proc := fs.String("proc", "w0", "this process's name in the history")
 	seed := fs.Uint64("seed", 1, "random seed")
 	out := fs.String("out", "", "history file to write")
-	pollers := fs.Int("pollers", 2, "concurrent polls")
+	pollers := fs.Int("pollers", 2, "concurrent polls of the order queue")
+	limited := fs.Int("limited-pollers", 2, "concurrent polls of the limited queue (flow control)")
 	duration := fs.Duration("duration", time.Minute, "how long to run, at most")
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each call")
 	fs.Parse(args)
@@ -72,11 +73,15 @@ func workerMain(args []string) error {
 		}
 	}()
 	var wg sync.WaitGroup
-	for i := 0; i < *pollers; i++ {
+	for i := 0; i < *pollers+*limited; i++ {
+		queue := taskQueue
+		if i >= *pollers {
+			queue = limitedQueue
+		}
 		wg.Add(1)
 		go func(i int) {
 			defer wg.Done()
-			w.poll(ctx, rand.New(rand.NewPCG(*seed, uint64(i)+100)))
+			w.poll(ctx, rand.New(rand.NewPCG(*seed, uint64(i)+100)), queue)
 		}(i)
 	}
 	wg.Wait()
@@ -88,13 +93,21 @@ func workerMain(args []string) error {
 	return nil
 }
 
-func (w *worker) poll(ctx context.Context, rng *rand.Rand) {
+// queueDef is the definition whose tasks a queue holds.
+func queueDef(queue string) string {
+	if queue == limitedQueue {
+		return defLimited
+	}
+	return defOrder
+}
+
+func (w *worker) poll(ctx context.Context, rng *rand.Rand, queue string) {
 	for ctx.Err() == nil && time.Now().Before(w.deadline) {
 		rc := w.rt.pick()
 		pctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 		call := nowNS()
 		resp, err := rc.tasks.PollTasks(pctx, &pb.PollTasksRequest{
-			Queue: taskQueue, Identity: w.proc, MaxTasks: 4, Wait: durationpb.New(time.Second),
+			Queue: queue, Identity: w.proc, MaxTasks: 4, Wait: durationpb.New(time.Second),
 		})
 		ret := nowNS()
 		cancel()
@@ -111,7 +124,7 @@ func (w *worker) poll(ctx context.Context, rng *rand.Rand) {
 			// once (the lease was granted between the poll's call and its answer).
 			wf, task := taskRef(t.GetName())
 			w.hist.write(Op{Proc: w.proc, ID: fmt.Sprintf("lease-%s-%d", w.proc, w.seq.Add(1)), Kind: "lease",
-				WF: wf, Task: task, Def: defOrder, Attempt: t.GetAttempt(), Lease: t.GetLeaseToken(),
+				WF: wf, Task: task, Def: queueDef(queue), Key: t.GetConcurrencyKey(), Attempt: t.GetAttempt(), Lease: t.GetLeaseToken(),
 				LeaseExp: t.GetLeaseExpireTime().AsTime().UnixNano(), Target: rc.target,
 				Call: call, Ret: ret, Outcome: outcomeOK})
 			w.leased.Add(1)
@@ -119,7 +132,12 @@ func (w *worker) poll(ctx context.Context, rng *rand.Rand) {
 			seed := rng.Uint64()
 			go func(t *pb.Task) {
 				defer w.inflight.Done()
-				w.handle(rand.New(rand.NewPCG(seed, 7)), t)
+				r := rand.New(rand.NewPCG(seed, 7))
+				if queue == limitedQueue && !w.settle.Load() {
+					// Held a while, so that the polls find the queue at its limit.
+					time.Sleep(time.Duration(150+r.IntN(600)) * time.Millisecond)
+				}
+				w.handle(r, t)
 			}(t)
 		}
 	}
@@ -267,6 +285,9 @@ func (w *worker) attempt(op Op, t *pb.Task, rc *replicaConn, send func(context.C
 	op.Proc = w.proc
 	op.WF, op.Task = taskRef(t.GetName())
 	op.Def = defOrder
+	if strings.HasPrefix(op.WF, "limit-") {
+		op.Def = defLimited
+	}
 	op.Attempt = t.GetAttempt()
 	op.Lease = t.GetLeaseToken()
 	op.Target = rc.target

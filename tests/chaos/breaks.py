@@ -19,6 +19,8 @@ server in this process only:
 - ``stale-retry``: after a compare-and-swap conflict (another replica saved first), the
   step is applied again to the state and context this replica had cached, at the stored
   revision, instead of to the instance as stored: a lost update.
+- ``ignore-flow-limit``: a poll of a queue with flow control is served as if the queue
+  had none (its max_leased and key_max_leased are not looked at).
 - ``skip-timer-fence``: a timer's step no longer checks that the entry of the state that
   armed the timer still lasts (the timer is still armed), so a timer disarmed by a step
   that re-entered its state fires in the new entry.
@@ -50,6 +52,7 @@ from statewrightd.engine.runtime import MAX_CONFLICT_RETRIES, Job, Loading, Work
 from statewrightd.engine.timers import TimerScheduler
 from statewrightd.engine.watch import StepEvent, WatchFeed
 from statewrightd.engine.writes import Planned
+from statewrightd.store import postgres as postgres_store
 from statewrightd.store import sql_postgres
 from statewrightd.store.records import (
     InstanceRecord,
@@ -219,7 +222,18 @@ def _stale_retry() -> None:
     WorkflowRuntime._on_saved = reapply_to_cache  # type: ignore[method-assign]
 
 
+def _ignore_flow_limit() -> None:
+    # The claim of a queue without limits, without its check that the queue has none.
+    flow = postgres_store.PostgresRepository.FLOW
+    postgres_store.PostgresRepository.FLOW = dataclasses.replace(
+        flow,
+        unlimited_lease=sql_postgres.SQL.lease_tasks,
+        unlimited_ready=sql_postgres.SQL.ready_tasks,
+    )
+
+
 MODES: dict[str, Callable[[], None]] = {
+    "ignore-flow-limit": _ignore_flow_limit,
     "ack-before-save": _ack_before_save,
     "skip-cas": _skip_cas,
     "double-complete": _double_complete,

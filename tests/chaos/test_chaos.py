@@ -91,6 +91,11 @@ def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_p
     # racing calls were in flight as their timer came due.
     assert report["watch"]["instances_followed"] == report["instances"], text
     assert report["timer_races"]["in_flight_at_due"] > 0, text
+    # The three workloads beyond the register's ran under the faults too.
+    side = report["side_workloads"]
+    assert side["signal_with_start"]["applied"] > 0, text
+    assert side["flow"]["leases"] > 0, text
+    assert side["schedule"]["fires"] > 0, text
 
 
 # Each break mode of the server, the property the checker must find broken, and words of
@@ -129,6 +134,11 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "every armed timer that was not disarmed fired exactly once, never early",
         ("before it was due", "fired twice"),
     ),
+    "ignore-flow-limit": (
+        "a limited queue never has more tasks leased at once than its max_leased, nor more "
+        "of one concurrency key than its key_max_leased",
+        ("leases held at once",),
+    ),
 }
 
 
@@ -144,7 +154,7 @@ MORE = {"skip-timer-fence": ("--ops", "3000", "--duration", "90s", "--commit-del
 # other of them touches (the tasks', the timers' and the watch streams'): each mode's
 # anomaly can come from that mode only.
 RUNS = [
-    ("double-complete", "double-fire", "drop-watch"),
+    ("double-complete", "double-fire", "drop-watch", "ignore-flow-limit"),
     ("ack-before-save",),
     ("skip-cas",),
     ("stale-retry",),

@@ -45,6 +45,23 @@ LOOK_EVERY = 1.0
 
 Submit = Callable[[Command, Callable[[Result], None]], None]
 
+# A start refused for this attempt alone (the replica draining, storage down, its queues
+# full) or whose outcome it cannot know: the fire is tried again, never recorded FAILED.
+RETRY_LATER: tuple[type[errors.StatewrightError], ...] = (
+    errors.Unavailable,
+    errors.ResourceExhausted,
+    errors.Unknown,
+    errors.DeadlineExceeded,
+    errors.Aborted,
+)
+
+
+def tried_again(result: Result | None) -> bool:
+    """Whether a fire's start answered ``result`` is left for another try: its claim lapses
+    unrecorded, and the replica that claims it next finds its instance (then records it
+    started) or starts it, as after a crash between a start and its record."""
+    return isinstance(result, RETRY_LATER)
+
 
 @dataclass(frozen=True, slots=True)
 class Job:
@@ -253,6 +270,10 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
 
     def _finish(self, job: Job, result: Result | None) -> None:
         """Record what the fire came to; the record's write releases the claim."""
+        if tried_again(result):
+            self._in_flight -= 1
+            _log.info("schedule %s: fire left for another try: %s", job.record.schedule_id, result)
+            return
         now = self._clock.now()
         doc = job.document
         candidate = job.candidate
