@@ -12,6 +12,7 @@ import binascii
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -543,6 +544,69 @@ def decode_page_token(
     if key != _filter_key(definition, status, order, id_prefix):
         raise _bad_token("page_token was issued for different filters")
     return from_micros(micros), workflow_id
+
+
+def encode_keys_page_token(
+    values: list[Any],
+    workflow_id: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str,
+    id_prefix: str | None = None,
+) -> str:
+    """A token of a listing ordered by several keys: its last row's value of each key (a
+    time in microseconds) and workflow id."""
+    key = _filter_key(definition, status, order, id_prefix)
+    raw = json.dumps(["k1", values, workflow_id, key], ensure_ascii=False)
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_keys_page_token(
+    token: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str,
+    kinds: Sequence[str],
+    id_prefix: str | None = None,
+) -> tuple[list[Any], str] | None:
+    """The values and workflow id past which the next page starts (None: the first page),
+    one value of each of ``kinds`` ("time": a datetime, "text", or "number")."""
+    if token == "":
+        return None
+    try:
+        raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
+        tag, values, workflow_id, key = json.loads(raw)
+    except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
+        raise _bad_token("page_token is malformed") from None
+    if (
+        tag != "k1"
+        or not isinstance(values, list)
+        or not isinstance(workflow_id, str)
+        or len(values) != len(kinds)
+        or not all(_is_kind(v, k) for v, k in zip(values, kinds, strict=False))
+    ):
+        raise _bad_token("page_token is malformed")
+    if key != _filter_key(definition, status, order, id_prefix):
+        raise _bad_token("page_token was issued for different filters")
+    try:
+        position = [
+            from_micros(v) if k == "time" else v for v, k in zip(values, kinds, strict=True)
+        ]
+    except (OverflowError, ValueError):
+        raise _bad_token("page_token is malformed") from None
+    return position, workflow_id
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    if isinstance(value, bool):
+        return False
+    if kind == "time":
+        return isinstance(value, int)
+    if kind == "text":
+        return isinstance(value, str)
+    return isinstance(value, int | float)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

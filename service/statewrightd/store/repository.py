@@ -19,17 +19,20 @@ from statewrightd.store.codec import (
     check_status_filter,
     check_time,
     clamp_page_size,
+    decode_keys_page_token,
     decode_page_token,
     decode_task_page_token,
     decode_value_page_token,
     dumps,
     dumps_optional,
+    encode_keys_page_token,
     encode_page_token,
     encode_task_page_token,
     encode_value_page_token,
 )
 from statewrightd.store.filters import Filter
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueue
+from statewrightd.store.ordering import TIME_KEYS, key_value
 from statewrightd.store.records import (
     OLDEST_FIRST,
     Create,
@@ -378,6 +381,14 @@ class Repository(ScheduleStore, Protocol):
         after_id) when after_value is not None), each with its value."""
         ...
 
+    def _instances_by_keys(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
+        """The same, in the order of ``order.keys`` then the id (past the values
+        ``after`` and ``after_id`` when after is not None), each with its values of the
+        order's search keys."""
+        ...
+
     def ping(self) -> None:
         """Raise StorageUnavailable unless the database answers and is fully migrated.
 
@@ -415,7 +426,7 @@ class Repository(ScheduleStore, Protocol):
             spelled = f"{spelled}|{which.text}"
         by_value = order.search_field is not None
         after = None
-        if not by_value:
+        if not by_value and not order.by_keys:
             after = decode_page_token(
                 page_token, definition, status, order=spelled, id_prefix=id_prefix
             )
@@ -436,6 +447,8 @@ class Repository(ScheduleStore, Protocol):
                 when, last.workflow_id, definition, status, order=spelled, id_prefix=id_prefix
             )
 
+        if order.by_keys:
+            return self._page_by_keys(params, order, spelled, page_token, size)
         if by_value:
             return self._page_by_value(params, order, spelled, page_token, size)
         items, token = _page(self._instances_after(params, order), size, token_of)
@@ -468,6 +481,35 @@ class Repository(ScheduleStore, Protocol):
                 status,
                 order=spelled,
                 id_prefix=prefix,
+            )
+
+        items, token = _page([record for record, _ in found], size, token_of)
+        return Page(items=items, next_page_token=token)
+
+    def _page_by_keys(
+        self, params: Params, order: ListOrder, spelled: str, page_token: str, size: int
+    ) -> Page[InstanceRecord]:
+        """A page in an order of several keys (store.ordering), ties by workflow id."""
+        definition, status, prefix = params["definition"], params["status"], params["id_prefix"]
+        keys = order.keys
+        kinds = ["time" if k.column in TIME_KEYS else (k.value_column or "text") for k in keys]
+        after = decode_keys_page_token(
+            page_token, definition, status, order=spelled, kinds=kinds, id_prefix=prefix
+        )
+        params = {
+            **params,
+            "after_time": None,
+            "after": None if after is None else after[0],
+            "after_id": None if after is None else after[1],
+        }
+        found = self._instances_by_keys(params, order)
+        searched = {record.workflow_id: values for record, values in found}
+
+        def token_of(last: InstanceRecord) -> str:
+            values = iter(searched[last.workflow_id])
+            row = [key_value(k, last, next(values) if k.value_column else None) for k in keys]
+            return encode_keys_page_token(
+                row, last.workflow_id, definition, status, order=spelled, id_prefix=prefix
             )
 
         items, token = _page([record for record, _ in found], size, token_of)

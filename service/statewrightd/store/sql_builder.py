@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd.store import rows
+from statewrightd.store.ordering import listing_conditions
 from statewrightd.store.sqlbase import Statements
 
 INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
@@ -172,12 +173,7 @@ def _list_instances(d: Dialect, order: str, given: frozenset[str], condition: st
     past = "<" if desc else ">"
     where = [f"({column}, workflow_id) {past} ({d('after_time')}, {d('after_id')})"]
     where *= "after_time" in given
-    where += [f"definition = {d('definition')}"] * ("definition" in given)
-    where += [f"status = {d('status')}"] * ("status" in given)
-    # substr, not LIKE: '_' is a LIKE wildcard and SQLite's LIKE ignores case.
-    prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
-    where += [prefix] * ("id_prefix" in given)
-    where += [condition] * bool(condition)  # a filter's (store.filters): values as parameters
+    where += listing_conditions(d, given, condition)
     filtered = f" WHERE {' AND '.join(where)}" if where else ""
     way = " DESC" if desc else ""
     return (
@@ -198,11 +194,7 @@ def list_by_value(
     where = [f"field = {d('order_field')}", f"{value_column} IS NOT NULL"]
     position = f"({value_column}, workflow_id) {past} ({d('after_value')}, {d('after_id')})"
     where += [position] * ("after_value" in given)
-    where += [f"definition = {d('definition')}"] * ("definition" in given)
-    where += [f"status = {d('status')}"] * ("status" in given)
-    prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
-    where += [prefix] * ("id_prefix" in given)
-    where += [condition] * bool(condition)
+    where += listing_conditions(d, given, condition)
     way = " DESC" if descending else ""
     # USING merges the two workflow_id columns: an unqualified one names it in either.
     return (

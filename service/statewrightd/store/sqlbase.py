@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Protocol
 from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, flow
+from statewrightd.store import failures, flow, ordering
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
@@ -599,6 +599,27 @@ class SqlRepository(_FlowControl, SqlSchedules, BatchWriter, Repository):
         rows = self._read_all(sql, self._bound(params))
         width = len(INSTANCE)
         return [(self.ROWS.instance(r), r[width]) for r in rows]
+
+    def _instances_by_keys(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
+        condition, params = self._filtered(params)
+        given = frozenset(n for n in ("definition", "status", "id_prefix") if params[n] is not None)
+        keys, after = order.keys, params.pop("after")
+        sql = ordering.listing(
+            self.SQL.named,
+            keys,
+            ordering.listing_conditions(self.SQL.named, given, condition),
+            bool(after),
+        )
+        for i, key in enumerate(keys):
+            if after:
+                params[f"k{i}"] = after[i]
+            if key.value_column:
+                params[f"kf{i}"] = key.column.removeprefix("search.")
+        rows = self._read_all(sql, self._bound(params))
+        width = len(INSTANCE)
+        return [(self.ROWS.instance(r), tuple(r[width:])) for r in rows]
 
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")
