@@ -313,9 +313,13 @@ class Repository(ScheduleStore, Protocol):
         status: str | None = None,
         page_size: int = 0,
         page_token: str = "",
+        which: Filter | None = None,
     ) -> Page[TaskRecord]:
+        """A page of tasks in (schedule time, workflow, task) order, of ``queue``,
+        ``workflow_id`` and ``status`` when given, matching ``which`` (a list filter over
+        store.filters.TASKS) when given; the token is bound to all of them."""
         size = clamp_page_size(page_size)
-        key = f"{queue}|{workflow_id}|{status}"
+        key = f"{queue}|{workflow_id}|{status}" + ("" if which is None else f"|{which.text}")
         after_time, after_w, after_t = decode_task_page_token(page_token, key)
         params = {
             "after_time": _time(after_time),
@@ -325,6 +329,7 @@ class Repository(ScheduleStore, Protocol):
             "workflow_id": workflow_id,
             "status": status,
             "limit": size + 1,
+            "filter": which,
         }
         tasks, token = _page(
             self._tasks_after(params),
@@ -356,7 +361,8 @@ class Repository(ScheduleStore, Protocol):
 
     def _tasks_after(self, params: Params) -> list[TaskRecord]:
         """Up to ``limit`` tasks past (after_time, after_w, after_t) in (schedule time,
-        workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
+        workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named,
+        matching ``filter`` when it is not None."""
         ...
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:

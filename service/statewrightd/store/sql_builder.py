@@ -204,13 +204,17 @@ def list_by_value(
     )
 
 
-def _list_tasks(d: Dialect, by_queue: bool, by_workflow: bool, by_status: bool) -> str:
-    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
+def _list_tasks(
+    d: Dialect, by_queue: bool, by_workflow: bool, by_status: bool, condition: str = ""
+) -> str:
+    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set, and
+    ``condition``, a list filter's (store.filters, over TASKS: values as parameters)."""
     after = f"({d('after_time')}, {d('after_w')}, {d('after_t')})"
     where = [f"(schedule_time, workflow_id, task_id) > {after}"]
     where += [f"queue = {d('queue')}"] * by_queue
     where += [f"workflow_id = {d('workflow_id')}"] * by_workflow
     where += [f"status = {d('status')}"] * by_status
+    where += [condition] * bool(condition)
     return (
         f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
         f" ORDER BY schedule_time, workflow_id, task_id LIMIT {d('limit')}"

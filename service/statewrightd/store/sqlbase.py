@@ -26,7 +26,7 @@ from statewrightd.store.codec import (
     check_time,
     encode_definition,
 )
-from statewrightd.store.filters import Filter, SqlFilter
+from statewrightd.store.filters import TASKS, Filter, SqlFilter
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.records import (
     DefinitionRecord,
@@ -116,7 +116,7 @@ class Statements:
     open_tasks: str  # ids -> the open task of each instance that has one
     queue_stats: str  # now -> (queue, ready, oldest ready time, leased)
     # (by_queue, by_workflow, by_status) -> keyset page of TASK rows.
-    list_tasks: Callable[[bool, bool, bool], str]
+    list_tasks: Callable[[bool, bool, bool, str], str]
 
 
 # The most rows one purge statement deletes when its caller names no limit.
@@ -527,7 +527,12 @@ class SqlRepository(_FlowControl, SqlSchedules, BatchWriter, Repository):
         ]
 
     def _tasks_after(self, params: Params) -> list[TaskRecord]:
-        sql = self.SQL.list_tasks(*_named(params, "queue", "workflow_id", "status"))
+        which: Filter | None = params.pop("filter", None)
+        compiled = SqlFilter(self.SQL.named, TASKS)
+        condition = "" if which is None else compiled.condition(which.root)
+        params = {**params, **compiled.params}
+        queue, workflow, status = _named(params, "queue", "workflow_id", "status")
+        sql = self.SQL.list_tasks(queue, workflow, status, condition)
         return [self.ROWS.task(r) for r in self._read_all(sql, self._bound(params))]
 
     def _time(self, value: datetime) -> Any:
