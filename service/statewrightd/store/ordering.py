@@ -22,7 +22,9 @@ from typing import Any, Final
 
 from statewrightd.store import rows
 from statewrightd.store.codec import to_micros
-from statewrightd.store.records import InstanceRecord, OrderKey
+from statewrightd.store.records import InstanceRecord, ListOrder, OrderKey
+
+Params = dict[str, Any]
 
 # The instance columns a key may name, and "name" (the workflow id, the tiebreaker).
 TIME_KEYS: Final = ("create_time", "update_time")
@@ -91,6 +93,24 @@ def listing(
         f"SELECT {INSTANCE_COLUMNS}{values} FROM workflow_instances{''.join(joins)}{filtered}"
         f" ORDER BY {by} LIMIT {named('limit')}"
     )
+
+
+def statement(
+    named: Callable[[str], str], order: ListOrder, condition: str, params: Params
+) -> tuple[str, Params]:
+    """The statement of a page of instances in ``order`` (by its keys) and its parameters,
+    from a listing's (definition, status, id_prefix, after, after_id, limit) and its
+    filter's ``condition`` (already in SQL, its values in ``params``)."""
+    given = frozenset(n for n in ("definition", "status", "id_prefix") if params[n] is not None)
+    keys, params = order.keys, dict(params)
+    after = params.pop("after")
+    conditions = listing_conditions(named, given, condition)
+    for i, key in enumerate(keys):
+        if after is not None:
+            params[f"k{i}"] = after[i]
+        if key.value_column:
+            params[f"kf{i}"] = key.column.removeprefix("search.")
+    return listing(named, keys, conditions, after is not None), params
 
 
 def _past(exprs: list[str], places: list[str], descending: list[bool]) -> str:

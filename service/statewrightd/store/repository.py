@@ -454,7 +454,7 @@ class Repository(ScheduleStore, Protocol):
             )
 
         if order.by_keys:
-            return self._page_by_keys(params, order, spelled, page_token, size)
+            return _page_by_keys(self, params, order, spelled, token=page_token, size=size)
         if by_value:
             return self._page_by_value(params, order, spelled, page_token, size)
         items, token = _page(self._instances_after(params, order), size, token_of)
@@ -492,34 +492,35 @@ class Repository(ScheduleStore, Protocol):
         items, token = _page([record for record, _ in found], size, token_of)
         return Page(items=items, next_page_token=token)
 
-    def _page_by_keys(
-        self, params: Params, order: ListOrder, spelled: str, page_token: str, size: int
-    ) -> Page[InstanceRecord]:
-        """A page in an order of several keys (store.ordering), ties by workflow id."""
-        definition, status, prefix = params["definition"], params["status"], params["id_prefix"]
-        keys = order.keys
-        kinds = ["time" if k.column in TIME_KEYS else (k.value_column or "text") for k in keys]
-        after = decode_keys_page_token(
-            page_token, definition, status, order=spelled, kinds=kinds, id_prefix=prefix
+
+def _page_by_keys(
+    repo: Repository, params: Params, order: ListOrder, spelled: str, *, token: str, size: int
+) -> Page[InstanceRecord]:
+    """A page in an order of several keys (store.ordering), ties by workflow id."""
+    definition, status, prefix = params["definition"], params["status"], params["id_prefix"]
+    keys = order.keys
+    kinds = ["time" if k.column in TIME_KEYS else (k.value_column or "text") for k in keys]
+    after = decode_keys_page_token(
+        token, definition, status, order=spelled, kinds=kinds, id_prefix=prefix
+    )
+    params = {
+        **params,
+        "after_time": None,
+        "after": None if after is None else after[0],
+        "after_id": None if after is None else after[1],
+    }
+    found = repo._instances_by_keys(params, order)
+    searched = {record.workflow_id: values for record, values in found}
+
+    def token_of(last: InstanceRecord) -> str:
+        values = iter(searched[last.workflow_id])
+        row = [key_value(k, last, next(values) if k.value_column else None) for k in keys]
+        return encode_keys_page_token(
+            row, last.workflow_id, definition, status, order=spelled, id_prefix=prefix
         )
-        params = {
-            **params,
-            "after_time": None,
-            "after": None if after is None else after[0],
-            "after_id": None if after is None else after[1],
-        }
-        found = self._instances_by_keys(params, order)
-        searched = {record.workflow_id: values for record, values in found}
 
-        def token_of(last: InstanceRecord) -> str:
-            values = iter(searched[last.workflow_id])
-            row = [key_value(k, last, next(values) if k.value_column else None) for k in keys]
-            return encode_keys_page_token(
-                row, last.workflow_id, definition, status, order=spelled, id_prefix=prefix
-            )
-
-        items, token = _page([record for record, _ in found], size, token_of)
-        return Page(items=items, next_page_token=token)
+    items, following = _page([record for record, _ in found], size, token_of)
+    return Page(items=items, next_page_token=following)
 
 
 def _lease(workflow_id: str, task_id: str, token: str, now: datetime) -> Params:
