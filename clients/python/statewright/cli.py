@@ -33,6 +33,7 @@ STATEWRIGHT_TLS_CERT, STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -40,7 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -200,42 +201,45 @@ def _order(text: str) -> str:
     return text
 
 
+_Listed = TypeVar("_Listed", Workflow, Task)
+
+
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
-    found: list[Workflow] = []
-    for workflow in client.list(
+    found = client.list(
         definition=args.definition,
         status=args.status,
         page_size=args.page_size,
         order_by=args.order_by,
         id_prefix=args.id_prefix,
         filter=args.filter,
-    ):
-        if args.limit is not None and len(found) >= args.limit:
-            break
-        found.append(workflow)
-    if form == TABLE:
-        _print(out, _render.workflows_table(found))
-    else:
-        items: list[JSONValue] = [w.to_dict() for w in found]
-        _emit(out, items, compact=args.compact)
+    )
+    _listing(list(itertools.islice(found, args.limit)), _render.workflows_table, args, out, form)
 
 
 def _tasks(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
-    found: list[Task] = []
-    for task in client.list_tasks(
+    found = client.list_tasks(
         queue=args.queue,
         workflow=args.workflow,
         status=args.status,
         page_size=args.page_size,
         filter=args.filter,
-    ):
-        if args.limit is not None and len(found) >= args.limit:
-            break
-        found.append(task)
+    )
+    _listing(list(itertools.islice(found, args.limit)), _render.tasks_table, args, out, form)
+
+
+def _listing(
+    found: Sequence[_Listed],
+    table: Callable[[list[_Listed]], str],
+    args: argparse.Namespace,
+    out: TextIO,
+    form: str,
+) -> None:
+    """What a listing found (up to --limit: the pages after it are never fetched), as a
+    table or JSON."""
     if form == TABLE:
-        _print(out, _render.tasks_table(found))
+        _print(out, table(list(found)))
     else:
-        items: list[JSONValue] = [t.to_dict() for t in found]
+        items: list[JSONValue] = [item.to_dict() for item in found]
         _emit(out, items, compact=args.compact)
 
 
