@@ -39,6 +39,8 @@ def test_a_task_filter_lists_the_tasks_it_names(client: Client) -> None:
     both = _listed(client, f"workflow = {first} OR workflow = {last.removeprefix('workflows/')}")
     assert sorted(both) == sorted([first, last])
     assert _listed(client, f"workflow = {first} AND state = applying") == [first]
+    assert _listed(client, f"workflow = {first} AND definition = task-flow") == [first]
+    assert _listed(client, f"workflow = {first} AND definition != task-flow") == []
     assert _listed(client, f"workflow = {first} AND NOT state = applying") == []
     info = expect_error(
         lambda: _listed(client, "status = RUNNING"),

@@ -536,7 +536,7 @@ class Operations:
         """Yields every matching task, oldest first, across all pages (fetched lazily).
 
         ``filter`` is an AIP-160 filter over the task's fields (``queue``, ``workflow``,
-        ``state``, ``status``, ``attempt``, ``priority``, ``revision``,
+        ``definition``, ``state``, ``status``, ``attempt``, ``priority``, ``revision``,
         ``concurrency_key``, ``schedule_time``, ``deadline``, ``lease_expire_time``,
         ``update_time``), such as ``"status = BACKOFF AND attempt >= 3"``."""
         request = task_pb.ListTasksRequest(

@@ -639,7 +639,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--filter",
         metavar="FILTER",
         help="only tasks this AIP-160 filter matches, e.g. 'status = BACKOFF AND attempt >= 3' "
-        "(fields: queue, workflow, state, status, attempt, priority, revision, "
+        "(fields: queue, workflow, definition, state, status, attempt, priority, revision, "
         "concurrency_key, schedule_time, deadline, lease_expire_time, update_time)",
     )
     p.add_argument("--page-size", type=int, metavar="N", help="tasks per request (default 50)")

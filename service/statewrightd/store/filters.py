@@ -65,9 +65,11 @@ COLUMNS: Final = {
 _ORDERED_KINDS = {"integer", "time", "string", SearchKind.INT, SearchKind.NUMBER}
 _ORDERED_KINDS |= {SearchKind.TIMESTAMP, SearchKind.KEYWORD}
 # A task's columns a filter may name (ListTasks). `workflow` is the instance's resource
-# name (`workflows/{id}`, or the bare id), stored as workflow_id.
+# name (`workflows/{id}`, or the bare id), stored as workflow_id; `definition` is its
+# instance's (read through the instance, by id).
 TASK_COLUMNS: Final = {
     "queue": "string",
+    "definition": "string",
     "workflow": "workflow",
     "state": "string",
     "status": "task_status",
@@ -92,6 +94,8 @@ class Subject:
     columns: Mapping[str, str]
     renamed: Mapping[str, str]
     nullable: frozenset[str]
+    # Columns of the instance a row belongs to (by workflow_id), not of the row's table.
+    of_instance: frozenset[str] = frozenset()
 
     def column(self, field: str) -> str:
         return self.renamed.get(field, field)
@@ -99,7 +103,10 @@ class Subject:
 
 INSTANCES: Final = Subject(COLUMNS, {}, frozenset())
 TASKS: Final = Subject(
-    TASK_COLUMNS, {"workflow": "workflow_id"}, frozenset({"lease_expire_time", "concurrency_key"})
+    TASK_COLUMNS,
+    {"workflow": "workflow_id"},
+    frozenset({"lease_expire_time", "concurrency_key"}),
+    of_instance=frozenset({"definition"}),
 )
 
 
@@ -341,6 +348,8 @@ class SqlFilter:
         test = f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
         if node.field in self._subject.nullable:
             return f"({column} IS NOT NULL AND {test})"
+        if node.field in self._subject.of_instance:
+            return f"workflow_id IN (SELECT workflow_id FROM workflow_instances WHERE {test})"
         return test
 
     def _all_of(self, terms: tuple[Node, ...]) -> list[str]:
@@ -410,9 +419,23 @@ def _like_escaped(value: str) -> str:
 # -- in Python (the in-memory store) -------------------------------------------------------
 
 
+class InstanceTask:
+    """A task with its instance's columns (``definition``), as the in-memory store
+    evaluates a task filter: the task's attributes, and the instance's where it has none."""
+
+    __slots__ = ("_task", "definition")
+
+    def __init__(self, task: TaskRecord, definition: str) -> None:
+        self._task = task
+        self.definition = definition
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._task, name)
+
+
 def matches(
     node: Node,
-    record: InstanceRecord | TaskRecord,
+    record: InstanceRecord | TaskRecord | InstanceTask,
     search: SearchValues,
     subject: Subject = INSTANCES,
 ) -> bool:

@@ -284,6 +284,11 @@ def test_a_task_filter_compiles_over_the_task_columns() -> None:
         " AND status = :f2)"
     )
     assert compiled.params == {"f0": "w-1", "f1": "k", "f2": "LEASED"}
-    for text in ("definition = x", "search.n = 1", "version = 1"):
+    of_definition = parse_filter("definition != mail", {}, TASKS)
+    assert of_definition is not None
+    assert SqlFilter(SQLITE.named, TASKS).condition(of_definition.root) == (
+        "workflow_id IN (SELECT workflow_id FROM workflow_instances WHERE definition <> :f0)"
+    )
+    for text in ("search.n = 1", "version = 1"):
         with pytest.raises(InvalidArgument):  # an instance's fields are none of a task's
             parse_filter(text, {}, TASKS)

@@ -676,7 +676,8 @@ export type ListTasksRequest = Message<"statewright.v1.ListTasksRequest"> & {
 
   /**
    * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
    * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
    * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
    * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -733,7 +734,8 @@ export type ListTasksRequestJson = {
 
   /**
    * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
    * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
    * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
    * `lease_expire_time` and `update_time` (RFC 3339); for example

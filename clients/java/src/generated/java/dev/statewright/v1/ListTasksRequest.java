@@ -245,7 +245,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
    * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
    * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
    * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -274,7 +275,8 @@ private static final long serialVersionUID = 0L;
   /**
    * <pre>
    * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
    * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
    * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
    * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -1115,7 +1117,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
      * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
      * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
      * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -1143,7 +1146,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
      * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
      * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
      * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -1172,7 +1176,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
      * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
      * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
      * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -1197,7 +1202,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
      * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
      * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
      * `lease_expire_time` and `update_time` (RFC 3339); for example
@@ -1219,7 +1225,8 @@ private static final long serialVersionUID = 0L;
     /**
      * <pre>
      * Optional. An AIP-160 filter over the task's own fields, in the syntax of
-     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id), `state`,
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
      * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
      * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
      * `lease_expire_time` and `update_time` (RFC 3339); for example
