@@ -17,6 +17,10 @@ definition plus two search fields (a number and a keyword, both projected at eve
    rows (each with its own `total`), analysed, and ListWorkflows is asked for pages of 100
    by a selective filter (`search.total >= X AND search.total < X + 100`, X random), one at
    a time, over gRPC: p50 and p99 of the whole call.
+3. Orders (--orders, or alone with --lists-only): pages of 100 in each order of ORDERS,
+   with the selective filter and without one, the first page and the fifth (reached by
+   its tokens): p50 and p99 of the call, to compare an order of several keys with the
+   time order of old.
 """
 
 from __future__ import annotations
@@ -110,6 +114,53 @@ def _list_latencies(target: str, count: int, queries: int) -> list[float]:
     return sorted(found)
 
 
+# order_by, and whether it is read with the selective filter: the time order of old, two
+# keys one way over an index, two keys each way, and a search field after a time.
+ORDERS = [
+    ("create_time desc", False),
+    ("status, create_time", False),
+    ("status, create_time desc", False),
+    ("create_time desc", True),
+    ("update_time desc, search.total", True),
+    ("status, search.total desc", True),
+]
+
+
+def _order_latencies(target: str, count: int, queries: int) -> list[str]:
+    lines = []
+    with grpc.insecure_channel(target) as channel:
+        stub = pb_grpc.WorkflowServiceStub(channel)
+        for order_by, filtered in ORDERS:
+            first: list[float] = []
+            fifth: list[float] = []
+            for _ in range(queries):
+                low = random.randint(1, max(1, count - 1000))
+                text = f"search.total >= {low} AND search.total < {low + 1000}" if filtered else ""
+                token = ""
+                for n in range(5):
+                    request = pb.ListWorkflowsRequest(
+                        filter=text, order_by=order_by, page_size=100, page_token=token
+                    )
+                    began = time.perf_counter()
+                    page = stub.ListWorkflows(request)
+                    took = (time.perf_counter() - began) * 1000
+                    if n == 0:
+                        first.append(took)
+                    elif n == 4:
+                        fifth.append(took)
+                    token = page.next_page_token
+            first.sort()
+            fifth.sort()
+            lines.append(
+                f"order_by {order_by!r}{' + filter' if filtered else ''}: first page p50 "
+                f"{loadgen.percentile(first, 0.5):.1f} ms p99 {loadgen.percentile(first, 0.99):.1f}"
+                f" ms; fifth page p50 {loadgen.percentile(fifth, 0.5):.1f} ms p99 "
+                f"{loadgen.percentile(fifth, 0.99):.1f} ms ({queries} listings)"
+            )
+            print(lines[-1], flush=True)
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--instances", type=int, default=100_000)
@@ -118,6 +169,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--engine", choices=loadgen.ENGINES, default="go")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument("--orders", type=int, default=0, help="listings per order (ORDERS)")
+    parser.add_argument("--lists-only", action="store_true", help="no throughput rounds")
     args = parser.parse_args()
     admin = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
     # A terminated run still stops its servers (the finally below).
@@ -132,7 +185,7 @@ def main() -> None:
             servers[name] = _serve(databases[name], definitions, work, name)
         processes, concurrency = loadgen.default_shape(args.engine)
         rates: dict[str, list[float]] = {"plain": [], "search": []}
-        for round_ in range(args.rounds):
+        for round_ in range(0 if args.lists_only else args.rounds):
             for name in ("plain", "search"):
                 settle(servers[name])
                 plan = loadgen.Plan(
@@ -146,8 +199,10 @@ def main() -> None:
                 summary = loadgen.run(plan)
                 rates[name].append(summary.throughput)
                 print(f"round {round_ + 1} {name:<6} {summary.line()}", flush=True)
-        ratio = statistics.mean(rates["search"]) / statistics.mean(rates["plain"])
-        print(f"start-to-complete with two search fields / without: {ratio:.3f}", flush=True)
+        ratio = 0.0
+        if rates["plain"]:
+            ratio = statistics.mean(rates["search"]) / statistics.mean(rates["plain"])
+            print(f"start-to-complete with two search fields / without: {ratio:.3f}", flush=True)
         seeded = _seed(databases["search"], args.instances)
         print(f"seeded {args.instances:,} instances in {seeded:.0f} s", flush=True)
         latencies = _list_latencies(servers["search"].target, args.instances, args.queries)
@@ -158,6 +213,8 @@ def main() -> None:
             f" instances: p50 {p50:.1f} ms, p99 {p99:.1f} ms ({args.queries} calls)",
             flush=True,
         )
+        if args.orders:
+            _order_latencies(servers["search"].target, args.instances, args.orders)
         if args.out is not None:
             result = {
                 "instances": args.instances,

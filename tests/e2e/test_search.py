@@ -266,3 +266,43 @@ def test_a_listing_ordered_by_a_search_field_pages_in_its_order(
             "INVALID_ORDER_BY",
         )
         assert info.metadata["problem"] == problem
+
+
+def test_a_listing_ordered_by_two_keys_pages_each_instance_once_while_others_start(
+    client: Client, seeded: dict[str, dict[str, object]]
+) -> None:
+    text = "definition = search-order"
+    order_by = "update_time desc, search.amount"
+    expected = listed(client, text, order_by)
+    assert set(seeded) - set(expected) == {
+        w for w, g in seeded.items() if g["definition"] != "search-order"
+    }
+    pages: list[workflow_pb2.Workflow] = []
+    token = ""
+    for n in range(200):
+        request = pb.ListWorkflowsRequest(
+            filter=text, order_by=order_by, page_size=37, page_token=token
+        )
+        page = client.stub.ListWorkflows(request)
+        pages.extend(page.workflows)
+        if n < 3:  # changed after the listing began: never in a later page of it
+            client.start("search-order", input={"customer": "late", "total": 2.0})
+        token = page.next_page_token
+        if not token:
+            break
+    assert [w.workflow_id for w in pages] == expected
+    assert len(set(expected)) == len(expected)
+    times = [w.update_time.ToDatetime() for w in pages]
+    assert times == sorted(times, reverse=True)
+    info = expect_error(
+        lambda: listed(client, text, "update_time desc, search.tags"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_ORDER_BY",
+    )
+    assert info.metadata["problem"] == "search.tags cannot order a listing (a keyword_list field)"
+    info = expect_error(
+        lambda: listed(client, text, "update_time desc, sate"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_ORDER_BY",
+    )
+    assert info.metadata["problem"] == "unknown field sate, did you mean state"

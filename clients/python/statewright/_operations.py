@@ -284,10 +284,11 @@ class Operations:
     ) -> Feed[WorkflowPage]:
         """Yields pages of instances, following ``next_page_token`` until it is empty.
 
-        Each page is fetched lazily with its own deadline. ``order_by`` is one of
-        ``"create_time desc"`` (newest first), ``"create_time"``, ``"update_time desc"``,
-        ``"update_time"`` and a search field (``"search.amount desc"``; None: oldest
-        first); ``id_prefix`` keeps only instances
+        Each page is fetched lazily with its own deadline. ``order_by`` is keys separated
+        by commas, each ``create_time``, ``update_time``, ``definition``, ``state``,
+        ``status``, ``name`` or a search field, with an optional `` desc``
+        (``"update_time desc, search.amount"``; None: oldest first; ties by id);
+        ``id_prefix`` keeps only instances
         whose id starts with it; ``filter`` is an AIP-160 filter over ``definition``,
         ``version``, ``state``, ``status``, ``create_time``, ``update_time`` and
         ``search.<field>``, such as ``'status = WAITING AND search.customer = "c-42"'``.
@@ -604,13 +605,20 @@ class Operations:
         workflow: str | None = None,
         status: TaskStatus | str | None = None,
         page_size: int | None = None,
+        filter: str | None = None,
         timeout: float | None = None,
     ) -> Feed[Task]:
-        """Yields every matching task, oldest first, across all pages (fetched lazily)."""
+        """Yields every matching task, oldest first, across all pages (fetched lazily).
+
+        ``filter`` is an AIP-160 filter over the task's fields (``queue``, ``workflow``,
+        ``definition``, ``state``, ``status``, ``attempt``, ``priority``, ``revision``,
+        ``concurrency_key``, ``schedule_time``, ``deadline``, ``lease_expire_time``,
+        ``update_time``), such as ``"status = BACKOFF AND attempt >= 3"``."""
         request = task_pb.ListTasksRequest(
             queue=queue or "",
             workflow=workflow_name(workflow) if workflow else "",
             page_size=page_size or 0,
+            filter=filter or "",
         )
         if status is not None:
             name = TaskStatus.parse(status).value

@@ -18,7 +18,14 @@ from google.protobuf import duration_pb2, timestamp_pb2
 from google.protobuf.message import Message
 from google.rpc import status_pb2
 
-from statewright.models import Transition, WatchEvent, WatchEventType, Workflow, status_error
+from statewright.models import (
+    Task,
+    Transition,
+    WatchEvent,
+    WatchEventType,
+    Workflow,
+    status_error,
+)
 from statewright.values import JSONObject, JSONValue
 
 __all__ = [
@@ -247,6 +254,26 @@ def workflows_table(workflows: list[Workflow]) -> str:
         for w in workflows
     ]
     return _columns(("WORKFLOW", "DEFINITION", "STATUS", "STATE", "REV", "UPDATED"), rows)
+
+
+def tasks_table(tasks: list[Task]) -> str:
+    """One task a row."""
+    if not tasks:
+        return "no tasks"
+    rows = [
+        (
+            t.name.removeprefix("workflows/"),
+            t.queue,
+            t.status.value,
+            str(t.attempt),
+            str(t.priority),
+            t.concurrency_key or "-",
+            _short_time(t.schedule_time),
+        )
+        for t in tasks
+    ]
+    heads = ("TASK", "QUEUE", "STATUS", "ATTEMPT", "PRIORITY", "KEY", "SCHEDULED")
+    return _columns(heads, rows)
 
 
 def count_table(total: int, by_status: Sequence[tuple[str, int]]) -> str:

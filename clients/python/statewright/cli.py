@@ -9,6 +9,8 @@
     statewright list --order-by "create_time desc" --id-prefix order-  # newest first
     statewright list --filter 'status = WAITING AND search.customer = "c-42"'
     statewright count --filter 'definition = mail-approval'
+    statewright list --order-by "update_time desc, search.amount"  # several keys
+    statewright tasks --queue payments --filter 'status = BACKOFF AND attempt >= 3'
     statewright history workflows/ID                  # every step so far, one a row
     statewright watch workflows/ID                    # one JSON object per line, until terminal
     statewright schedule create nightly report --cron "0 2 * * *" --time-zone Europe/Berlin
@@ -31,6 +33,7 @@ STATEWRIGHT_TLS_CERT, STATEWRIGHT_TLS_KEY and STATEWRIGHT_TOKEN.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import re
 import sys
@@ -38,7 +41,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import metadata
-from typing import TextIO
+from typing import TextIO, TypeVar
 
 from google.protobuf import json_format
 from google.protobuf.message import Message
@@ -46,7 +49,14 @@ from google.protobuf.message import Message
 from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
-from statewright.models import QueueConfig, StepResult, WatchEvent, Workflow, WorkflowStatus
+from statewright.models import (
+    QueueConfig,
+    StepResult,
+    Task,
+    WatchEvent,
+    Workflow,
+    WorkflowStatus,
+)
 from statewright.values import JSONObject, JSONValue
 
 __all__ = ["main"]
@@ -189,38 +199,63 @@ def _get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> No
         _emit(out, workflow.to_dict(), compact=args.compact)
 
 
-# ListWorkflows' orders, as the server spells them.
-ORDERS = ("create_time desc", "create_time", "update_time desc", "update_time")
-_SEARCH_ORDER = re.compile(r"^search\.[a-z_][a-z0-9_]{0,62}( desc)?\Z")
+# The columns a ListWorkflows order key names besides search.<field> (name: the id).
+ORDER_COLUMNS = ("create_time", "update_time", "definition", "state", "status", "name")
+_ORDER_KEY = re.compile(r"^ *(search\.[a-z_][a-z0-9_]{0,62}|[a-z_]+) *( desc)? *\Z")
 
 
 def _order(text: str) -> str:
-    """An --order-by value: one of ORDERS, or a search field (the server checks the field)."""
-    if text in ORDERS or _SEARCH_ORDER.match(text):
-        return text
-    allowed = ", ".join(repr(o) for o in ORDERS)
-    raise argparse.ArgumentTypeError(
-        f"{text!r} is none of {allowed}, nor a search field ('search.amount desc')"
-    )
+    """An --order-by value: keys separated by commas, each a column of ORDER_COLUMNS or a
+    search field, then optionally ' desc' (the server checks the search fields)."""
+    for part in text.split(","):
+        key = _ORDER_KEY.match(part)
+        if key is None or not (key.group(1).startswith("search.") or key.group(1) in ORDER_COLUMNS):
+            raise argparse.ArgumentTypeError(
+                f"{part.strip()!r} is not an order key: one of {', '.join(ORDER_COLUMNS)} or "
+                "search.<field>, then optionally ' desc' ('update_time desc, search.amount')"
+            )
+    return text
+
+
+_Listed = TypeVar("_Listed", Workflow, Task)
 
 
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
-    found: list[Workflow] = []
-    for workflow in client.list(
+    found = client.list(
         definition=args.definition,
         status=args.status,
         page_size=args.page_size,
         order_by=args.order_by,
         id_prefix=args.id_prefix,
         filter=args.filter,
-    ):
-        if args.limit is not None and len(found) >= args.limit:
-            break
-        found.append(workflow)
+    )
+    _listing(list(itertools.islice(found, args.limit)), _render.workflows_table, args, out, form)
+
+
+def _tasks(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    found = client.list_tasks(
+        queue=args.queue,
+        workflow=args.workflow,
+        status=args.status,
+        page_size=args.page_size,
+        filter=args.filter,
+    )
+    _listing(list(itertools.islice(found, args.limit)), _render.tasks_table, args, out, form)
+
+
+def _listing(
+    found: Sequence[_Listed],
+    table: Callable[[list[_Listed]], str],
+    args: argparse.Namespace,
+    out: TextIO,
+    form: str,
+) -> None:
+    """What a listing found (up to --limit: the pages after it are never fetched), as a
+    table or JSON."""
     if form == TABLE:
-        _print(out, _render.workflows_table(found))
+        _print(out, table(list(found)))
     else:
-        items: list[JSONValue] = [w.to_dict() for w in found]
+        items: list[JSONValue] = [item.to_dict() for item in found]
         _emit(out, items, compact=args.compact)
 
 
@@ -628,8 +663,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--order-by",
         type=_order,
         metavar="ORDER",
-        help=f"the order of the listing: {', '.join(ORDERS)}, or a search field "
-        "('search.amount desc'); default: create_time, oldest first",
+        help="the order of the listing: keys separated by commas, each one of "
+        f"{', '.join(ORDER_COLUMNS)} or search.<field>, then optionally ' desc' "
+        "('update_time desc, search.amount'); default: create_time, oldest first",
     )
     p.add_argument("--id-prefix", metavar="TEXT", help="only instances whose id starts with it")
     p.add_argument("--filter", metavar="FILTER", help=filter_help)
@@ -637,6 +673,20 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = command("count", Command(_count, (TABLE, JSON), TABLE), "count instances, by status")
     p.add_argument("--filter", metavar="FILTER", help=filter_help)
+
+    p = command("tasks", Command(_tasks, (TABLE, JSON), TABLE), "list tasks (all pages)")
+    p.add_argument("--queue", help="only tasks of this queue")
+    p.add_argument("--workflow", metavar="NAME", help="only tasks of this instance (workflows/ID)")
+    p.add_argument("--status", help="only tasks with this status (SCHEDULED, LEASED, ...)")
+    p.add_argument(
+        "--filter",
+        metavar="FILTER",
+        help="only tasks this AIP-160 filter matches, e.g. 'status = BACKOFF AND attempt >= 3' "
+        "(fields: queue, workflow, definition, state, status, attempt, priority, revision, "
+        "concurrency_key, schedule_time, deadline, lease_expire_time, update_time)",
+    )
+    p.add_argument("--page-size", type=int, metavar="N", help="tasks per request (default 50)")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after this many tasks")
 
     p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")

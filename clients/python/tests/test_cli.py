@@ -14,7 +14,7 @@ import pytest
 from google.protobuf import any_pb2, duration_pb2, timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 from statewright import _render, cli
-from statewright.v1 import diagnostics_pb2, task_service_pb2, workflow_pb2
+from statewright.v1 import diagnostics_pb2, task_pb2, task_service_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.values import to_struct, to_value
 
@@ -171,10 +171,50 @@ def test_list_collects_all_pages_up_to_the_limit(fake: FakeServer) -> None:
 
 
 def test_unknown_order_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as caught:
-        cli.main(["list", "--order-by", "newest"])
-    assert caught.value.code == 2
-    assert "create_time desc" in capsys.readouterr().err
+    for bad in ("newest", "create_time asc", "update_time desc, ,state"):
+        with pytest.raises(SystemExit) as caught:
+            cli.main(["list", "--order-by", bad])
+        assert caught.value.code == 2
+        assert "is not an order key: one of create_time, update_time" in capsys.readouterr().err
+
+
+def test_an_order_of_several_keys_reaches_the_server_as_given(fake: FakeServer) -> None:
+    fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse()
+    order = "update_time desc, search.amount, name"
+    status, body, _ = _run(fake, "list", "--order-by", order, "--json")
+    assert (status, body) == (0, [])
+    assert fake.service.calls("ListWorkflows")[-1].order_by == order
+
+
+def test_tasks_lists_every_page_with_the_filter(fake: FakeServer) -> None:
+    def pages(request: task_service_pb2.ListTasksRequest, context: grpc.ServicerContext) -> Any:
+        tasks = [
+            task_pb2.Task(
+                name=f"workflows/w{request.page_token or 0}-{i}/tasks/1",
+                queue="payments",
+                status=task_pb2.TASK_STATUS_BACKOFF,
+                attempt=3,
+            )
+            for i in range(2)
+        ]
+        return task_service_pb2.ListTasksResponse(
+            tasks=tasks, next_page_token="" if request.page_token else "1"
+        )
+
+    fake.service.behaviours["ListTasks"] = pages
+    text = "status = BACKOFF AND attempt >= 3"
+    status, body, _ = _run(fake, "tasks", "--queue", "payments", "--filter", text, "-o", "json")
+    assert status == 0
+    assert [t["name"] for t in body] == [
+        f"workflows/w{p}-{i}/tasks/1" for p in (0, 1) for i in (0, 1)
+    ]
+    first = fake.service.calls("ListTasks")[0]
+    assert (first.queue, first.filter) == ("payments", text)
+    out = io.StringIO()
+    assert cli.main(["--target", fake.target, "tasks", "--limit", "1"], stdout=out) == 0
+    header, row = out.getvalue().splitlines()
+    assert header.split() == ["TASK", "QUEUE", "STATUS", "ATTEMPT", "PRIORITY", "KEY", "SCHEDULED"]
+    assert row.split()[:4] == ["w0-0/tasks/1", "payments", "BACKOFF", "3"]
 
 
 def test_watch_prints_json_lines(fake: FakeServer) -> None:

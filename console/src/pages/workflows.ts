@@ -13,6 +13,8 @@ const ORDERS: [string, string][] = [
   ["create_time", "Oldest first"],
   ["update_time desc", "Recently updated"],
   ["update_time", "Least recently updated"],
+  ["status, update_time desc", "By status, recently updated first"],
+  ["definition, create_time desc", "By definition, newest first"],
 ];
 const DEFAULT_ORDER = ORDERS[0][0];
 // The fields every filter may name; the definitions' search fields are added to them.
@@ -88,7 +90,10 @@ export function workflowsPage(query: URLSearchParams): Page {
       };
       filterInput.addEventListener("input", complete);
       const orderSelect = h("select", { id: "sort-order", name: "orderBy" },
-        ORDERS.map(([value, label]) => h("option", { value, selected: value === orderBy }, label)),
+        // An order the URL names that the control does not (any order_by the API takes,
+        // several keys too) is offered as it is spelled, so that it shows and stays.
+        [...ORDERS, ...(ORDERS.some(([value]) => value === orderBy) ? [] : [[orderBy, orderBy]])]
+          .map(([value, label]) => h("option", { value, selected: value === orderBy }, label)),
       );
       const filters = h("form", { class: "filters", role: "search", "aria-label": "Filter workflows" },
         h("div", { class: "field" }, h("label", { for: "filter-prefix" }, "Id starts with"), prefixInput),

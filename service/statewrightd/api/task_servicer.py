@@ -106,6 +106,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
             status=status,
             page_size=v.page_size(request.page_size),
             page_token=request.page_token,
+            filter_text=v.list_filter(request.filter),
         )
         return pb.ListTasksResponse(
             tasks=[task_pb(t) for t in page.items], next_page_token=page.next_page_token

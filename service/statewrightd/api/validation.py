@@ -6,6 +6,7 @@ a malformed request is answered INVALID_ARGUMENT before anything touches workflo
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Collection
 from typing import Final
@@ -18,7 +19,7 @@ from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
 from statewrightd.store.filters import MAX_FILTER_LENGTH
-from statewrightd.store.records import OLDEST_FIRST, ListOrder
+from statewrightd.store.records import OLDEST_FIRST, ListOrder, OrderKey
 
 # Ids are keys in URLs, logs, metrics labels and other ids (a child's
 # ``<parent id>.<state>.<revision>``, a schedule's ``<schedule id>-<RFC 3339 UTC time>``):
@@ -182,40 +183,49 @@ def page_size(value: int, field: str = "page_size") -> int:
     return min(value, MAX_PAGE_SIZE)
 
 
-# ListWorkflows' orders, as order_by spells them (empty: the default, oldest first).
-LIST_ORDERS: Final = {
-    order.spelled: order
-    for order in (
-        ListOrder("create_time", descending=True),
-        ListOrder("create_time"),
-        ListOrder("update_time", descending=True),
-        ListOrder("update_time"),
-    )
-}
-
-
-# An order by a search field: `search.amount` or `search.amount desc`.
-SEARCH_ORDER: Final = re.compile(r"^(search\.[a-z_][a-z0-9_]{0,62}) *( desc)?\Z")
+# The columns an order_by key may name besides `search.<field>`: `name` is the workflow id,
+# the tiebreaker every order ends with (in its last key's direction) unless it names it.
+ORDER_COLUMNS: Final = ("create_time", "update_time", "definition", "state", "status", "name")
+MAX_ORDER_KEYS: Final = 8
+# One key: a field, then optionally ` desc` (AIP-132); spaces around it do not matter.
+ORDER_KEY: Final = re.compile(r"^(search\.[a-z_][a-z0-9_]{0,62}|[a-z_]{1,64}) *( desc)?\Z")
 
 
 def list_order(value: str, field: str = "order_by") -> ListOrder:
-    """A listing's order, spelled exactly as one of LIST_ORDERS (empty: oldest first)."""
+    """A listing's order (AIP-132): keys separated by commas, each a column of
+    ORDER_COLUMNS or a search field, then optionally ` desc` (empty: oldest first)."""
     if value == "":
         return OLDEST_FIRST
-    found = LIST_ORDERS.get(value)
-    searched = SEARCH_ORDER.match(value)
-    if found is None and searched is not None:
-        # Whether the field exists, and can order, is known where the fields are (app).
-        return ListOrder(searched.group(1), descending=bool(searched.group(2)))
-    if found is None:
-        allowed = ", ".join(f"'{name}'" for name in LIST_ORDERS)
-        raise InvalidArgument(
-            f"{field} must be one of {allowed}, or a search field ('search.amount desc');"
-            f" got {errors.quote(repr(value), 80)}",
-            reason=Reason.INVALID_ORDER_BY,
-            metadata={"field": field, "allowed": ", ".join(LIST_ORDERS)},
-        )
-    return found
+    keys: list[OrderKey] = []
+    for part in value.split(","):
+        text = re.sub(" +", " ", part.strip())
+        found = ORDER_KEY.match(text)
+        if found is None:
+            shown = errors.quote(repr(text), 80)
+            raise _bad_order(field, f"{shown} is not a field with an optional ' desc'")
+        column = found.group(1)
+        if not column.startswith("search.") and column not in ORDER_COLUMNS:
+            close = difflib.get_close_matches(column, ORDER_COLUMNS, n=1)
+            hint = f", did you mean {close[0]}" if close else ""
+            raise _bad_order(field, f"unknown field {column}{hint}")
+        if any(key.column == column for key in keys):
+            raise _bad_order(field, f"{column} is named twice")
+        if keys and keys[-1].column == "name":
+            raise _bad_order(field, "name is unique: no key can follow it")
+        keys.append(OrderKey(column, descending=bool(found.group(2))))
+    if len(keys) > MAX_ORDER_KEYS:
+        raise _bad_order(field, f"an order has at most {MAX_ORDER_KEYS} keys")
+    first = keys[0]
+    return ListOrder(first.column, first.descending, then=tuple(keys[1:]))
+
+
+def _bad_order(field: str, problem: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"{field}: {problem}; an order is keys separated by commas, each one of"
+        f" {', '.join(ORDER_COLUMNS)} or search.<field>, with an optional ' desc'",
+        reason=Reason.INVALID_ORDER_BY,
+        metadata={"field": field, "problem": problem, "allowed": ", ".join(ORDER_COLUMNS)},
+    )
 
 
 def list_filter(value: str, field: str = "filter") -> str:

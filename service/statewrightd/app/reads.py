@@ -30,6 +30,7 @@ from statewrightd.store.records import (
     HistoryRecord,
     InstanceRecord,
     ListOrder,
+    OrderKey,
     Page,
     Tombstone,
 )
@@ -130,11 +131,20 @@ class Reads:
         return fields
 
     def _order(self, order: ListOrder) -> ListOrder:
-        """An order by a search field, checked against the declared ones (I/O)."""
-        if not order.column.startswith("search."):
+        """An order's search keys, checked against the declared fields (I/O)."""
+        if not any(key.column.startswith("search.") for key in order.keys):
             return order
-        name = order.column.removeprefix("search.")
         fields = self._search_fields()
+        first, *then = (self._search_key(key, fields) for key in order.keys)
+        return dataclasses.replace(order, value_column=first.value_column, then=tuple(then))
+
+    @staticmethod
+    def _search_key(key: OrderKey, fields: dict[str, SearchKind]) -> OrderKey:
+        """A key of a search field that can order a listing, with the search table's column
+        its values are in; any other key as it is."""
+        if not key.column.startswith("search."):
+            return key
+        name = key.column.removeprefix("search.")
         kind = fields.get(name)
         if kind is None or kind in (SearchKind.KEYWORD_LIST, SearchKind.TEXT):
             close = difflib.get_close_matches(name, list(fields), n=1)
@@ -150,7 +160,7 @@ class Reads:
                 metadata={"field": "order_by", "problem": why},
             )
         column: Literal["text", "number"] = "text" if kind in TEXT_KINDS else "number"
-        return dataclasses.replace(order, value_column=column)
+        return dataclasses.replace(key, value_column=column)
 
     async def count_workflows(self, which: WorkflowFilter, limit: int) -> tuple[int, bool]:
         """How many instances match, counted up to ``limit``; True when there are more."""

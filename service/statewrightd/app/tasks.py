@@ -38,6 +38,7 @@ from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKe
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
 from statewrightd.reasons import Reason
+from statewrightd.store.filters import TASKS, parse_filter
 from statewrightd.store.records import Page, TaskRecord
 from statewrightd.store.repository import Choose, Repository
 
@@ -319,8 +320,10 @@ class TaskDesk:
         status: str | None,
         page_size: int,
         page_token: str,
+        filter_text: str = "",
     ) -> Page[TaskRecord]:
         repo = self.repo
+        which = parse_filter(filter_text, {}, TASKS)  # no search fields: only the task's own
         return await self.read(
             lambda: repo.list_tasks(
                 queue=queue,
@@ -328,6 +331,7 @@ class TaskDesk:
                 status=status,
                 page_size=page_size,
                 page_token=page_token,
+                which=which,
             )
         )
 

@@ -284,6 +284,17 @@ class CitusRepository(CitusScans):
             reason=Reason.SEARCH_NOT_SUPPORTED,
         )
 
+    def _instances_by_keys(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
+        _no_search(params.get("filter"))
+        if any(key.value_column for key in order.keys):
+            raise FailedPrecondition(
+                "a Citus database keeps no search values: order by the instance's columns",
+                reason=Reason.SEARCH_NOT_SUPPORTED,
+            )
+        return super()._instances_by_keys(params, order)
+
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
         _no_search(which)
         return super().count_by_status(which)

@@ -12,6 +12,7 @@ import binascii
 import hashlib
 import json
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -47,9 +48,9 @@ def encode_value_page_token(
     id_prefix: str | None = None,
 ) -> str:
     """A token of a listing ordered by a search field: its last (value, workflow id)."""
-    key = _filter_key(definition, status, order, id_prefix)
-    raw = json.dumps(["v1", value, workflow_id, key], ensure_ascii=False)
-    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+    return _position_token(
+        "v1", value, workflow_id, _filter_key(definition, status, order, id_prefix)
+    )
 
 
 def decode_value_page_token(
@@ -62,21 +63,32 @@ def decode_value_page_token(
 ) -> tuple[float | str, str] | None:
     if token == "":
         return None
+    key = _filter_key(definition, status, order, id_prefix)
+    value, workflow_id = _position_of(token, "v1", key)
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise _bad_token("page_token is malformed")
+    return value, workflow_id
+
+
+def _position_token(tag: str, position: object, workflow_id: str, key: str) -> str:
+    """A page token: where the next page starts (the last row's position and workflow
+    id), bound to the listing by ``key`` (``_filter_key``)."""
+    raw = json.dumps([tag, position, workflow_id, key], ensure_ascii=False)
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def _position_of(token: str, tag: str, key: str) -> tuple[Any, str]:
+    """The position (unchecked) and workflow id of a token of ``tag`` issued for ``key``."""
     try:
         raw = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
-        tag, value, workflow_id, key = json.loads(raw)
+        found, position, workflow_id, issued_for = json.loads(raw)
     except (ValueError, binascii.Error, UnicodeDecodeError, TypeError):
         raise _bad_token("page_token is malformed") from None
-    if (
-        tag != "v1"
-        or isinstance(value, bool)
-        or not isinstance(value, int | float | str)
-        or not isinstance(workflow_id, str)
-    ):
+    if found != tag or not isinstance(workflow_id, str):
         raise _bad_token("page_token is malformed")
-    if key != _filter_key(definition, status, order, id_prefix):
+    if issued_for != key:
         raise _bad_token("page_token was issued for different filters")
-    return value, workflow_id
+    return position, workflow_id
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -543,6 +555,62 @@ def decode_page_token(
     if key != _filter_key(definition, status, order, id_prefix):
         raise _bad_token("page_token was issued for different filters")
     return from_micros(micros), workflow_id
+
+
+def encode_keys_page_token(
+    values: list[Any],
+    workflow_id: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str,
+    id_prefix: str | None = None,
+) -> str:
+    """A token of a listing ordered by several keys: its last row's value of each key (a
+    time in microseconds) and workflow id."""
+    return _position_token(
+        "k1", values, workflow_id, _filter_key(definition, status, order, id_prefix)
+    )
+
+
+def decode_keys_page_token(
+    token: str,
+    definition: str | None,
+    status: str | None,
+    *,
+    order: str,
+    kinds: Sequence[str],
+    id_prefix: str | None = None,
+) -> tuple[list[Any], str] | None:
+    """The values and workflow id past which the next page starts (None: the first page),
+    one value of each of ``kinds`` ("time": a datetime, "text", or "number")."""
+    if token == "":
+        return None
+    key = _filter_key(definition, status, order, id_prefix)
+    values, workflow_id = _position_of(token, "k1", key)
+    if (
+        not isinstance(values, list)
+        or len(values) != len(kinds)
+        or not all(_is_kind(v, k) for v, k in zip(values, kinds, strict=True))
+    ):
+        raise _bad_token("page_token is malformed")
+    try:
+        position = [
+            from_micros(v) if k == "time" else v for v, k in zip(values, kinds, strict=True)
+        ]
+    except (OverflowError, ValueError):
+        raise _bad_token("page_token is malformed") from None
+    return position, workflow_id
+
+
+def _is_kind(value: object, kind: str) -> bool:
+    if isinstance(value, bool):
+        return False
+    if kind == "time":
+        return isinstance(value, int)
+    if kind == "text":
+        return isinstance(value, str)
+    return isinstance(value, int | float)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)

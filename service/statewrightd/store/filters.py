@@ -4,9 +4,10 @@ for the in-memory store).
 ``status = WAITING AND (search.customer = "c-42" OR search.amount >= 100)``: comparisons
 (``= != < <= > >=``, and ``:`` for "has": containment in a text field, membership in a
 keyword list, equality elsewhere), ``AND``, ``OR``, ``NOT`` (or ``-``) and parentheses,
-over the instance's own columns and its definition's search fields. The grammar is
-lark's; a value only ever reaches the database as a parameter, and a field name only as
-one of the columns below, so no text of a filter is ever part of a statement.
+over the instance's own columns and its definition's search fields, or over a task's
+columns (a Subject says which). The grammar is lark's; a value only ever reaches the
+database as a parameter, and a field name only as one of the columns below, so no text of
+a filter is ever part of a statement.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from typing import Any, Final
 
 import lark
 
-from statewrightd.domain import STATUSES, TEXT_KINDS, SearchKind
+from statewrightd.domain import STATUSES, TEXT_KINDS, SearchKind, TaskStatus
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
-from statewrightd.store.records import InstanceRecord, SearchValues
+from statewrightd.store.records import InstanceRecord, SearchValues, TaskRecord
 
 MAX_FILTER_LENGTH: Final = 2000
 MAX_TERMS: Final = 50
@@ -63,6 +64,50 @@ COLUMNS: Final = {
 }
 _ORDERED_KINDS = {"integer", "time", "string", SearchKind.INT, SearchKind.NUMBER}
 _ORDERED_KINDS |= {SearchKind.TIMESTAMP, SearchKind.KEYWORD}
+# A task's columns a filter may name (ListTasks). `workflow` is the instance's resource
+# name (`workflows/{id}`, or the bare id), stored as workflow_id; `definition` is its
+# instance's (read through the instance, by id).
+TASK_COLUMNS: Final = {
+    "queue": "string",
+    "definition": "string",
+    "workflow": "workflow",
+    "state": "string",
+    "status": "task_status",
+    "attempt": "integer",
+    "priority": "integer",
+    "revision": "integer",
+    "concurrency_key": "string",
+    "schedule_time": "time",
+    "deadline": "time",
+    "lease_expire_time": "time",
+    "update_time": "time",
+}
+TASK_STATUSES: Final = frozenset(TaskStatus)
+
+
+@dataclass(frozen=True, slots=True)
+class Subject:
+    """What a filter is over: the fields it may name (name -> kind), the column of each
+    field whose column is not its name, and the columns that may be NULL (a comparison
+    of NULL is false, so that NOT of it is true, in SQL as in Python)."""
+
+    columns: Mapping[str, str]
+    renamed: Mapping[str, str]
+    nullable: frozenset[str]
+    # Columns of the instance a row belongs to (by workflow_id), not of the row's table.
+    of_instance: frozenset[str] = frozenset()
+
+    def column(self, field: str) -> str:
+        return self.renamed.get(field, field)
+
+
+INSTANCES: Final = Subject(COLUMNS, {}, frozenset())
+TASKS: Final = Subject(
+    TASK_COLUMNS,
+    {"workflow": "workflow_id"},
+    frozenset({"lease_expire_time", "concurrency_key"}),
+    of_instance=frozenset({"definition"}),
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,9 +163,12 @@ def invalid(problem: str, position: int, field: str = "filter") -> InvalidArgume
     )
 
 
-def parse_filter(text: str, search: Mapping[str, SearchKind]) -> Filter | None:
-    """The filter ``text`` (None when blank) over the columns and the search fields
-    ``search`` (name -> kind), or INVALID_ARGUMENT naming the first problem's position."""
+def parse_filter(
+    text: str, search: Mapping[str, SearchKind], subject: Subject = INSTANCES
+) -> Filter | None:
+    """The filter ``text`` (None when blank) over the columns of ``subject`` and the search
+    fields ``search`` (name -> kind), or INVALID_ARGUMENT naming the first problem's
+    position."""
     if not text.strip():
         return None
     if len(text) > MAX_FILTER_LENGTH:
@@ -144,23 +192,25 @@ def parse_filter(text: str, search: Mapping[str, SearchKind]) -> Filter | None:
     except lark.exceptions.UnexpectedInput as exc:  # any other way the text fails to parse
         raise invalid("the filter does not parse", max(0, exc.pos_in_stream or 0)) from None
     counted = [0]
-    return Filter(text, _build(tree, search, counted))
+    return Filter(text, _build(tree, search, subject.columns, counted))
 
 
-def _build(tree: Any, search: Mapping[str, SearchKind], counted: list[int]) -> Node:
+def _build(
+    tree: Any, search: Mapping[str, SearchKind], columns: Mapping[str, str], counted: list[int]
+) -> Node:
     counted[0] += 1
     if counted[0] > MAX_TERMS:
         raise invalid(f"a filter has at most {MAX_TERMS} terms", _start(tree))
     rule = tree.data
     if rule == "not_":
-        return Not(_build(tree.children[0], search, counted))
+        return Not(_build(tree.children[0], search, columns, counted))
     if rule in ("or_", "and_"):
-        terms = tuple(_build(child, search, counted) for child in tree.children)
+        terms = tuple(_build(child, search, columns, counted) for child in tree.children)
         return Both(rule == "and_", terms)
     field_token, op_token, value_token = (
         child for child in tree.children if isinstance(child, lark.Token)
     )
-    return _compare(field_token, op_token, value_token, search)
+    return _compare(field_token, op_token, value_token, search, columns)
 
 
 def _start(tree: lark.Tree[Any]) -> int:
@@ -172,6 +222,7 @@ def _compare(
     op_token: lark.Token,
     value_token: lark.Token,
     search: Mapping[str, SearchKind],
+    columns: Mapping[str, str],
 ) -> Compare:
     name, op = str(field_token), str(op_token)
     at = field_token.start_pos or 0
@@ -185,9 +236,9 @@ def _compare(
             raise invalid(f"unknown field {name}{hint}", at)
         kind = found
     else:
-        column = COLUMNS.get(name)
+        column = columns.get(name)
         if column is None:
-            known = [*COLUMNS, *(f"search.{s}" for s in search)]
+            known = [*columns, *(f"search.{s}" for s in search)]
             close = difflib.get_close_matches(name, known, n=1)
             hint = f", did you mean {close[0]}" if close else ""
             raise invalid(f"unknown field {name}{hint}", at)
@@ -216,11 +267,14 @@ def _value(name: str, kind: str, raw: str, at: int) -> Any:
         return raw
     if kind is SearchKind.TEXT:
         return raw.lower()
-    if kind == "status":
-        if raw.upper() not in STATUSES:
-            allowed = ", ".join(sorted(STATUSES))
+    if kind in ("status", "task_status"):
+        statuses = STATUSES if kind == "status" else TASK_STATUSES
+        if raw.upper() not in statuses:
+            allowed = ", ".join(sorted(statuses))
             raise invalid(f"{name} is one of {allowed}, not {raw!r}", at)
         return raw.upper()
+    if kind == "workflow":
+        return raw.removeprefix("workflows/")
     if kind in ("time", SearchKind.TIMESTAMP):
         moment = _time(raw)
         if moment is None:
@@ -261,12 +315,13 @@ _SQL_OPS: Final = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": "
 
 
 class SqlFilter:
-    """A filter as a WHERE condition over workflow_instances and its parameters, named
-    ``f0``, ``f1``... in the backend's ``named`` placeholder style (a statement's other
-    parameters have other names)."""
+    """A filter as a WHERE condition over workflow_instances (or the table ``subject`` is
+    of) and its parameters, named ``f0``, ``f1``... in the backend's ``named`` placeholder
+    style (a statement's other parameters have other names)."""
 
-    def __init__(self, named: Callable[[str], str]) -> None:
+    def __init__(self, named: Callable[[str], str], subject: Subject = INSTANCES) -> None:
         self._named = named
+        self._subject = subject
         self.params: dict[str, Any] = {}
 
     def _param(self, value: Any) -> str:
@@ -287,10 +342,15 @@ class SqlFilter:
             return "(" + " OR ".join(self.condition(t) for t in node.terms) + ")"
         if node.field.startswith("search."):
             return f"workflow_id IN ({self._ids(node)})"
-        column = node.field
-        assert column in COLUMNS  # only ever a name from the whitelist
+        assert node.field in self._subject.columns  # only ever a name from the whitelist
+        column = self._subject.column(node.field)
         # A time stays a datetime: the repository binds it as its database stores times.
-        return f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
+        test = f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
+        if node.field in self._subject.nullable:
+            return f"({column} IS NOT NULL AND {test})"
+        if node.field in self._subject.of_instance:
+            return f"workflow_id IN (SELECT workflow_id FROM workflow_instances WHERE {test})"
+        return test
 
     def _all_of(self, terms: tuple[Node, ...]) -> list[str]:
         """The conditions of an AND: the comparisons of one single-valued search field in
@@ -359,12 +419,31 @@ def _like_escaped(value: str) -> str:
 # -- in Python (the in-memory store) -------------------------------------------------------
 
 
-def matches(node: Node, record: InstanceRecord, search: SearchValues) -> bool:
-    """What the SQL of ``node`` answers for one instance."""
+class InstanceTask:
+    """A task with its instance's columns (``definition``), as the in-memory store
+    evaluates a task filter: the task's attributes, and the instance's where it has none."""
+
+    __slots__ = ("_task", "definition")
+
+    def __init__(self, task: TaskRecord, definition: str) -> None:
+        self._task = task
+        self.definition = definition
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._task, name)
+
+
+def matches(
+    node: Node,
+    record: InstanceRecord | TaskRecord | InstanceTask,
+    search: SearchValues,
+    subject: Subject = INSTANCES,
+) -> bool:
+    """What the SQL of ``node`` answers for one instance (or task, with its ``subject``)."""
     if isinstance(node, Not):
-        return not matches(node.term, record, search)
+        return not matches(node.term, record, search, subject)
     if isinstance(node, Both):
-        found = (matches(t, record, search) for t in node.terms)
+        found = (matches(t, record, search, subject) for t in node.terms)
         return all(found) if node.all else any(found)
     if node.field.startswith("search."):
         name = node.field.removeprefix("search.")
@@ -374,7 +453,8 @@ def matches(node: Node, record: InstanceRecord, search: SearchValues) -> bool:
         if node.op == ":" and node.kind is SearchKind.TEXT:
             return any(node.value in str(v) for v in values)
         return any(v is not None and _holds(v, node.op, node.value) for v in values)
-    return _holds(getattr(record, node.field), node.op, node.value)
+    value = getattr(record, subject.column(node.field))
+    return value is not None and _holds(value, node.op, node.value)
 
 
 def _holds(left: Any, op: str, right: Any) -> bool:

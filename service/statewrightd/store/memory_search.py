@@ -5,11 +5,14 @@ field's value, counts by status."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from datetime import datetime
 from typing import Any
 
+from statewrightd.store.codec import to_micros
 from statewrightd.store.filters import Filter, matches
 from statewrightd.store.memory_state import ROWS, MemoryState
-from statewrightd.store.records import InstanceRecord, ListOrder, SearchValues
+from statewrightd.store.ordering import compare, key_value, sort_key, with_tiebreaker
+from statewrightd.store.records import InstanceRecord, ListOrder, OrderKey, SearchValues
 from statewrightd.store.repository import Params
 
 
@@ -31,6 +34,38 @@ class MemorySearch(MemoryState):
                 if which is None or matches(which.root, ROWS.instance(i.row), i.search):
                     counts[i.status] = counts.get(i.status, 0) + 1
         return counts
+
+    def _instances_by_keys(
+        self, p: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
+        which: Filter | None = p.get("filter")
+        keys = order.keys
+        full = with_tiebreaker(keys)
+        descending = [key.descending for key in full]
+        after = p["after"]
+        position = None if after is None else [*after, p["after_id"]][: len(full)]
+        if position is not None:  # times as the rows hold them
+            position = [to_micros(v) if isinstance(v, datetime) else v for v in position]
+        found: list[tuple[list[Any], InstanceRecord, tuple[Any, ...]]] = []
+        with self._held():
+            for i in self._instances.values():
+                record = ROWS.instance(i.row)
+                if not (
+                    (p["definition"] is None or record.definition == p["definition"])
+                    and (p["status"] is None or record.status == p["status"])
+                    and (p["id_prefix"] is None or record.workflow_id.startswith(p["id_prefix"]))
+                    and (which is None or matches(which.root, record, i.search))
+                ):
+                    continue
+                searched = [_first(i.search, key) for key in keys if key.value_column]
+                if any(value is None for value in searched):
+                    continue  # no value of a search key: not in that order
+                values = iter(searched)
+                row = [key_value(k, record, next(values) if k.value_column else None) for k in full]
+                if position is None or compare(row, position, descending) > 0:
+                    found.append((row, record, tuple(searched)))
+        found.sort(key=lambda f: sort_key(descending)(f[0]))
+        return [(record, searched) for _, record, searched in found[: p["limit"]]]
 
     def _instances_by_value(self, p: Params, order: ListOrder) -> list[tuple[InstanceRecord, Any]]:
         which: Filter | None = p.get("filter")
@@ -61,3 +96,12 @@ class MemorySearch(MemoryState):
                     found.append((values[0], record.workflow_id, record))
         found.sort(key=lambda f: (f[0], f[1]), reverse=order.descending)
         return [(record, value) for value, _, record in found[: p["limit"]]]
+
+
+def _first(search: SearchValues, key: OrderKey) -> Any:
+    """An instance's value of the search key ``key`` (None: it has none)."""
+    name = key.column.removeprefix("search.")
+    for v in search:
+        if v.field == name:
+            return v.text if key.value_column == "text" else v.number
+    return None

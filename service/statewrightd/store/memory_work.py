@@ -13,6 +13,7 @@ from typing import Any
 from statewrightd.store import failures, flow
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import from_micros, to_micros
+from statewrightd.store.filters import TASKS, Filter, InstanceTask, matches
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.memory_schedules import MemorySchedules
 from statewrightd.store.memory_state import OPEN, READY, ROWS, stamp, task_record
@@ -306,6 +307,7 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
     def _tasks_after(self, p: Params) -> list[TaskRecord]:
         start = (to_micros(p["after_time"]), p["after_w"], p["after_t"])
         queue, workflow_id, status = p["queue"], p["workflow_id"], p["status"]
+        which: Filter | None = p.get("filter")
         with self._held():
             found = sorted(
                 (
@@ -317,8 +319,16 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
                     and (status is None or t["status"] == status)
                 ),
                 key=lambda t: (t["schedule_time"], t["workflow_id"], t["task_id"]),
-            )[: p["limit"]]
-            return [task_record(t) for t in found]
+            )
+            listed = [task_record(t) for t in found]
+            if which is not None:
+                listed = [t for t in listed if matches(which.root, self._with(t), (), TASKS)]
+            return listed[: p["limit"]]
+
+    def _with(self, task: TaskRecord) -> InstanceTask:
+        """A task with its instance's columns, for a task filter (the lock held)."""
+        instance = self._instances.get(task.workflow_id)
+        return InstanceTask(task, "" if instance is None else instance.row[1])
 
 
 def _unleased(task: dict[str, Any], at: int, **changes: Any) -> TaskRecord:

@@ -270,24 +270,54 @@ class Page(Generic[_Item]):
 
 
 @dataclass(frozen=True, slots=True)
-class ListOrder:
-    """The order of an instance listing: by a time column, ties broken by workflow id in
-    the same direction, so that (time, id) is a total order a page token can resume."""
+class OrderKey:
+    """One key of a listing's order: a column of the instance (create_time, update_time,
+    definition, state, status, or name: the workflow id) or a search field."""
 
-    column: str = "create_time"  # create_time, update_time or search.<field>
+    column: str
     descending: bool = False
     # For a search field: the search table's column its values are in (text or number).
     value_column: Literal["", "text", "number"] = ""
 
     @property
+    def spelled(self) -> str:
+        return self.column + " desc" * self.descending
+
+
+@dataclass(frozen=True, slots=True)
+class ListOrder:
+    """The order of an instance listing: by a time column, ties broken by workflow id in
+    the same direction, so that (time, id) is a total order a page token can resume; or
+    by several keys (``then`` after the first), ties by workflow id in the last one's
+    direction."""
+
+    column: str = "create_time"  # create_time, update_time or search.<field>
+    descending: bool = False
+    # For a search field: the search table's column its values are in (text or number).
+    value_column: Literal["", "text", "number"] = ""
+    then: tuple[OrderKey, ...] = ()
+
+    @property
+    def keys(self) -> tuple[OrderKey, ...]:
+        return (OrderKey(self.column, self.descending, self.value_column), *self.then)
+
+    @property
+    def by_keys(self) -> bool:
+        """Whether it is read by the listing of several keys (store.ordering): anything
+        but one time or one search field, which have listings of their own."""
+        return bool(self.then) or self.column in ("definition", "state", "status", "name")
+
+    @property
     def search_field(self) -> str | None:
         """The search field it orders by (ties by workflow id), or None."""
+        if self.then:
+            return None
         return self.column.removeprefix("search.") if self.value_column else None
 
     @property
     def spelled(self) -> str:
         """As ListWorkflowsRequest.order_by spells it."""
-        return self.column + " desc" * self.descending
+        return ", ".join(key.spelled for key in self.keys)
 
 
 OLDEST_FIRST = ListOrder()

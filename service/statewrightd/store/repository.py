@@ -19,17 +19,20 @@ from statewrightd.store.codec import (
     check_status_filter,
     check_time,
     clamp_page_size,
+    decode_keys_page_token,
     decode_page_token,
     decode_task_page_token,
     decode_value_page_token,
     dumps,
     dumps_optional,
+    encode_keys_page_token,
     encode_page_token,
     encode_task_page_token,
     encode_value_page_token,
 )
 from statewrightd.store.filters import Filter
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueue
+from statewrightd.store.ordering import TIME_KEYS, key_value
 from statewrightd.store.records import (
     OLDEST_FIRST,
     Create,
@@ -310,9 +313,13 @@ class Repository(ScheduleStore, Protocol):
         status: str | None = None,
         page_size: int = 0,
         page_token: str = "",
+        which: Filter | None = None,
     ) -> Page[TaskRecord]:
+        """A page of tasks in (schedule time, workflow, task) order, of ``queue``,
+        ``workflow_id`` and ``status`` when given, matching ``which`` (a list filter over
+        store.filters.TASKS) when given; the token is bound to all of them."""
         size = clamp_page_size(page_size)
-        key = f"{queue}|{workflow_id}|{status}"
+        key = f"{queue}|{workflow_id}|{status}" + ("" if which is None else f"|{which.text}")
         after_time, after_w, after_t = decode_task_page_token(page_token, key)
         params = {
             "after_time": _time(after_time),
@@ -322,6 +329,7 @@ class Repository(ScheduleStore, Protocol):
             "workflow_id": workflow_id,
             "status": status,
             "limit": size + 1,
+            "filter": which,
         }
         tasks, token = _page(
             self._tasks_after(params),
@@ -353,7 +361,8 @@ class Repository(ScheduleStore, Protocol):
 
     def _tasks_after(self, params: Params) -> list[TaskRecord]:
         """Up to ``limit`` tasks past (after_time, after_w, after_t) in (schedule time,
-        workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named."""
+        workflow, task) order, of ``queue``, ``workflow_id`` and ``status`` where named,
+        matching ``filter`` when it is not None."""
         ...
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
@@ -376,6 +385,14 @@ class Repository(ScheduleStore, Protocol):
     ) -> list[tuple[InstanceRecord, Any]]:
         """The same, ordered by the search field ``order_field`` (past (after_value,
         after_id) when after_value is not None), each with its value."""
+        ...
+
+    def _instances_by_keys(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
+        """The same, in the order of ``order.keys`` then the id (past the values
+        ``after`` and ``after_id`` when after is not None), each with its values of the
+        order's search keys."""
         ...
 
     def ping(self) -> None:
@@ -415,7 +432,7 @@ class Repository(ScheduleStore, Protocol):
             spelled = f"{spelled}|{which.text}"
         by_value = order.search_field is not None
         after = None
-        if not by_value:
+        if not by_value and not order.by_keys:
             after = decode_page_token(
                 page_token, definition, status, order=spelled, id_prefix=id_prefix
             )
@@ -436,6 +453,8 @@ class Repository(ScheduleStore, Protocol):
                 when, last.workflow_id, definition, status, order=spelled, id_prefix=id_prefix
             )
 
+        if order.by_keys:
+            return _page_by_keys(self, params, order, spelled, token=page_token, size=size)
         if by_value:
             return self._page_by_value(params, order, spelled, page_token, size)
         items, token = _page(self._instances_after(params, order), size, token_of)
@@ -472,6 +491,36 @@ class Repository(ScheduleStore, Protocol):
 
         items, token = _page([record for record, _ in found], size, token_of)
         return Page(items=items, next_page_token=token)
+
+
+def _page_by_keys(
+    repo: Repository, params: Params, order: ListOrder, spelled: str, *, token: str, size: int
+) -> Page[InstanceRecord]:
+    """A page in an order of several keys (store.ordering), ties by workflow id."""
+    definition, status, prefix = params["definition"], params["status"], params["id_prefix"]
+    keys = order.keys
+    kinds = ["time" if k.column in TIME_KEYS else (k.value_column or "text") for k in keys]
+    after = decode_keys_page_token(
+        token, definition, status, order=spelled, kinds=kinds, id_prefix=prefix
+    )
+    params = {
+        **params,
+        "after_time": None,
+        "after": None if after is None else after[0],
+        "after_id": None if after is None else after[1],
+    }
+    found = repo._instances_by_keys(params, order)
+    searched = {record.workflow_id: values for record, values in found}
+
+    def token_of(last: InstanceRecord) -> str:
+        values = iter(searched[last.workflow_id])
+        row = [key_value(k, last, next(values) if k.value_column else None) for k in keys]
+        return encode_keys_page_token(
+            row, last.workflow_id, definition, status, order=spelled, id_prefix=prefix
+        )
+
+    items, following = _page([record for record, _ in found], size, token_of)
+    return Page(items=items, next_page_token=following)
 
 
 def _lease(workflow_id: str, task_id: str, token: str, now: datetime) -> Params:

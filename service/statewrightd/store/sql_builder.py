@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd.store import rows
+from statewrightd.store.ordering import listing_conditions
 from statewrightd.store.sqlbase import Statements
 
 INSTANCE_COLUMNS = rows.listed(rows.INSTANCE)
@@ -172,12 +173,7 @@ def _list_instances(d: Dialect, order: str, given: frozenset[str], condition: st
     past = "<" if desc else ">"
     where = [f"({column}, workflow_id) {past} ({d('after_time')}, {d('after_id')})"]
     where *= "after_time" in given
-    where += [f"definition = {d('definition')}"] * ("definition" in given)
-    where += [f"status = {d('status')}"] * ("status" in given)
-    # substr, not LIKE: '_' is a LIKE wildcard and SQLite's LIKE ignores case.
-    prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
-    where += [prefix] * ("id_prefix" in given)
-    where += [condition] * bool(condition)  # a filter's (store.filters): values as parameters
+    where += listing_conditions(d, given, condition)
     filtered = f" WHERE {' AND '.join(where)}" if where else ""
     way = " DESC" if desc else ""
     return (
@@ -198,11 +194,7 @@ def list_by_value(
     where = [f"field = {d('order_field')}", f"{value_column} IS NOT NULL"]
     position = f"({value_column}, workflow_id) {past} ({d('after_value')}, {d('after_id')})"
     where += [position] * ("after_value" in given)
-    where += [f"definition = {d('definition')}"] * ("definition" in given)
-    where += [f"status = {d('status')}"] * ("status" in given)
-    prefix = f"substr(workflow_id, 1, {d('prefix_length')}) = {d('id_prefix')}"
-    where += [prefix] * ("id_prefix" in given)
-    where += [condition] * bool(condition)
+    where += listing_conditions(d, given, condition)
     way = " DESC" if descending else ""
     # USING merges the two workflow_id columns: an unqualified one names it in either.
     return (
@@ -212,13 +204,17 @@ def list_by_value(
     )
 
 
-def _list_tasks(d: Dialect, by_queue: bool, by_workflow: bool, by_status: bool) -> str:
-    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set."""
+def _list_tasks(
+    d: Dialect, by_queue: bool, by_workflow: bool, by_status: bool, condition: str = ""
+) -> str:
+    """Keyset page over (schedule_time, workflow_id, task_id); filters only when set, and
+    ``condition``, a list filter's (store.filters, over TASKS: values as parameters)."""
     after = f"({d('after_time')}, {d('after_w')}, {d('after_t')})"
     where = [f"(schedule_time, workflow_id, task_id) > {after}"]
     where += [f"queue = {d('queue')}"] * by_queue
     where += [f"workflow_id = {d('workflow_id')}"] * by_workflow
     where += [f"status = {d('status')}"] * by_status
+    where += [condition] * bool(condition)
     return (
         f"SELECT {TASK_COLUMNS} FROM workflow_tasks WHERE {' AND '.join(where)}"
         f" ORDER BY schedule_time, workflow_id, task_id LIMIT {d('limit')}"

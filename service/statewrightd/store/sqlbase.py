@@ -19,14 +19,14 @@ from typing import Any, ClassVar, Protocol
 from statewrightd.domain import TERMINAL
 from statewrightd.errors import InvalidArgument, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, flow
+from statewrightd.store import failures, flow, ordering
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import (
     NEVER,
     check_time,
     encode_definition,
 )
-from statewrightd.store.filters import Filter, SqlFilter
+from statewrightd.store.filters import INSTANCES, TASKS, Filter, SqlFilter, Subject
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.records import (
     DefinitionRecord,
@@ -116,7 +116,7 @@ class Statements:
     open_tasks: str  # ids -> the open task of each instance that has one
     queue_stats: str  # now -> (queue, ready, oldest ready time, leased)
     # (by_queue, by_workflow, by_status) -> keyset page of TASK rows.
-    list_tasks: Callable[[bool, bool, bool], str]
+    list_tasks: Callable[[bool, bool, bool, str], str]
 
 
 # The most rows one purge statement deletes when its caller names no limit.
@@ -124,6 +124,18 @@ PURGE_LIMIT = 1000
 # Overdue rows are counted up to this many: the count is an index range, and a backlog
 # that long needs no exact figure to be seen.
 COUNT_CAP = 100_000
+
+
+def _filtered(
+    named: Callable[[str], str], params: Params, subject: Subject = INSTANCES
+) -> tuple[str, Params]:
+    """A listing's filter (``params["filter"]``) as a SQL condition ("" for none) over
+    ``subject``, and the parameters with its values in place of it."""
+    which: Filter | None = params.pop("filter", None)
+    if which is None:
+        return "", params
+    compiled = SqlFilter(named, subject)
+    return compiled.condition(which.root), {**params, **compiled.params}
 
 
 def _named(params: Params, *keys: str) -> tuple[bool, ...]:
@@ -527,7 +539,9 @@ class SqlRepository(_FlowControl, SqlSchedules, BatchWriter, Repository):
         ]
 
     def _tasks_after(self, params: Params) -> list[TaskRecord]:
-        sql = self.SQL.list_tasks(*_named(params, "queue", "workflow_id", "status"))
+        condition, params = _filtered(self.SQL.named, params, TASKS)
+        queue, workflow, status = _named(params, "queue", "workflow_id", "status")
+        sql = self.SQL.list_tasks(queue, workflow, status, condition)
         return [self.ROWS.task(r) for r in self._read_all(sql, self._bound(params))]
 
     def _time(self, value: datetime) -> Any:
@@ -572,24 +586,16 @@ class SqlRepository(_FlowControl, SqlSchedules, BatchWriter, Repository):
         return replaced
 
     def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
-        condition, params = self._filtered({"filter": which})
+        condition, params = _filtered(self.SQL.named, {"filter": which})
         where = f" WHERE {condition}" if condition else ""
         sql = f"SELECT status, count(*) FROM workflow_instances{where} GROUP BY status"
         return {str(r[0]): int(r[1]) for r in self._read_all(sql, self._bound(params))}
-
-    def _filtered(self, params: Params) -> tuple[str, Params]:
-        """The list's filter as a SQL condition ("" for none), its values as parameters."""
-        which: Filter | None = params.pop("filter", None)
-        if which is None:
-            return "", params
-        compiled = SqlFilter(self.SQL.named)
-        return compiled.condition(which.root), {**params, **compiled.params}
 
     def _instances_by_value(
         self, params: Params, order: ListOrder
     ) -> list[tuple[InstanceRecord, Any]]:
         given = ("after_value", "definition", "status", "id_prefix")
-        condition, params = self._filtered(params)
+        condition, params = _filtered(self.SQL.named, params)
         sql = self.SQL.list_by_value(
             order.value_column,
             order.descending,
@@ -600,9 +606,16 @@ class SqlRepository(_FlowControl, SqlSchedules, BatchWriter, Repository):
         width = len(INSTANCE)
         return [(self.ROWS.instance(r), r[width]) for r in rows]
 
+    def _instances_by_keys(
+        self, params: Params, order: ListOrder
+    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
+        sql, params = ordering.statement(self.SQL.named, order, *_filtered(self.SQL.named, params))
+        rows = self._read_all(sql, self._bound(params))
+        return [(self.ROWS.instance(r), tuple(r[len(INSTANCE) :])) for r in rows]
+
     def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
         given = ("after_time", "definition", "status", "id_prefix")
-        condition, params = self._filtered(params)
+        condition, params = _filtered(self.SQL.named, params)
         sql = self.SQL.list_instances(
             order.spelled, frozenset(name for name in given if params[name] is not None), condition
         )

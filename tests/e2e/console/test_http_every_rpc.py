@@ -161,6 +161,8 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
 
     tasks = _ok(http.get("/api/v1/tasks", queue="e2e.cancel"), "ListTasks", seen)["tasks"]
     assert [t["name"].rpartition("/tasks/")[0] for t in tasks] == [f"workflows/{working}"]
+    text = f"queue = e2e.cancel AND workflow = workflows/{working} AND status = SCHEDULED"
+    assert http.get("/api/v1/tasks", filter=text).body["tasks"] == tasks
     poll = {"queue": "e2e.cancel", "identity": "http-test", "wait": "5s"}
     (task,) = _ok(http.post("/api/v1/tasks:poll", poll), "PollTasks", seen)["tasks"]
     name, lease = task["name"], {"leaseToken": task["leaseToken"]}

@@ -9,11 +9,14 @@ so the plans are the ones the planner chooses at that size.
 from __future__ import annotations
 
 import os
+from datetime import UTC, datetime
 
 import psycopg
 
 from statewrightd.domain import SearchKind
 from statewrightd.store.filters import SqlFilter, parse_filter
+from statewrightd.store.ordering import listing
+from statewrightd.store.records import OrderKey
 from statewrightd.store.sql_builder import POSTGRES, _list_instances
 
 ROWS = int(os.environ.get("STATEWRIGHT_SEARCH_PLAN_ROWS", "20000"))
@@ -69,3 +72,24 @@ def test_a_selective_search_filter_reads_no_instance_sequentially(postgres_url: 
                 shown = "\n".join(row[0] for row in plan)
                 assert "Seq Scan on workflow_instances" not in shown, (text, shown)
                 assert "Seq Scan on workflow_search" not in shown, (text, shown)
+
+
+def test_a_two_key_order_reads_an_index_in_order_on_postgres(postgres_url: str) -> None:
+    """`status, create_time` (and a filter): the instances' index on (status, create_time,
+    workflow_id) is read in order, past the page token's row value, and nothing is sorted."""
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        conn.execute(SEED, {"rows": ROWS})
+        conn.execute("ANALYZE workflow_instances")
+        keys = [OrderKey("status"), OrderKey("create_time")]
+        which = parse_filter("state = review", FIELDS)
+        assert which is not None
+        compiled = SqlFilter(POSTGRES.named)
+        condition = compiled.condition(which.root)
+        for after in (False, True):
+            sql = listing(POSTGRES, keys, [condition], after)
+            params = {**compiled.params, "limit": 51, "k0": "WAITING", "after_id": "w-9"}
+            params["k1"] = datetime(2000, 1, 1, tzinfo=UTC)
+            assert conn.execute(sql, params).fetchall()
+            shown = "\n".join(row[0] for row in conn.execute(f"EXPLAIN {sql}", params))
+            assert "workflow_instances_status_created" in shown, shown
+            assert "Sort" not in shown, shown

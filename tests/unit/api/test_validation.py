@@ -147,17 +147,40 @@ def test_a_workers_request_id_fits_for_the_longest_workflow_id() -> None:
     assert v.request_id(f"{task}#12#complete") == f"{task}#12#complete"
 
 
-def test_list_orders_are_the_four_spellings_and_nothing_else() -> None:
+def test_list_orders_are_keys_separated_by_commas() -> None:
     assert v.list_order("") == OLDEST_FIRST
-    assert {name: v.list_order(name).spelled for name in v.LIST_ORDERS} == {
-        name: name
-        for name in ("create_time desc", "create_time", "update_time desc", "update_time")
-    }
-    for bad in ("newest", "create_time asc", "CREATE_TIME DESC", "create_time  desc", "state"):
+    for spelled in ("create_time desc", "create_time", "update_time desc", "update_time"):
+        assert v.list_order(spelled).spelled == spelled
+        assert not v.list_order(spelled).by_keys  # one time: the listing of old
+    two = v.list_order(" update_time  desc ,search.amount")
+    assert two.spelled == "update_time desc, search.amount"
+    assert [(k.column, k.descending) for k in two.keys] == [
+        ("update_time", True),
+        ("search.amount", False),
+    ]
+    assert v.list_order("state").by_keys
+    assert v.list_order("definition, create_time desc, name").spelled == (
+        "definition, create_time desc, name"
+    )
+    for bad, problem in (
+        ("newest", "unknown field newest"),
+        ("create_time asc", "'create_time asc' is not a field with an optional ' desc'"),
+        ("CREATE_TIME DESC", "'CREATE_TIME DESC' is not a field with an optional ' desc'"),
+        ("create_tme", "unknown field create_tme, did you mean create_time"),
+        ("state, state desc", "state is named twice"),
+        ("name, state", "name is unique: no key can follow it"),
+        ("state,", "'' is not a field with an optional ' desc'"),
+        (
+            ", ".join(["name"] + [f"search.f{i}" for i in range(8)]),
+            "name is unique: no key can follow it",
+        ),
+        (", ".join(f"search.f{i}" for i in range(9)), "an order has at most 8 keys"),
+    ):
         with pytest.raises(InvalidArgument) as refused:
             v.list_order(bad)
         assert refused.value.reason == Reason.INVALID_ORDER_BY
         assert refused.value.metadata["field"] == "order_by"
+        assert refused.value.metadata["problem"] == problem, bad
 
 
 def test_id_prefixes_are_validated_like_ids() -> None:

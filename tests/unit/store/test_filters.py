@@ -269,3 +269,26 @@ def test_an_and_of_one_fields_comparisons_is_one_range_of_its_index() -> None:
     # A keyword list's elements are separate rows: each comparison is a set of its own.
     sql, _ = sql_of("search.tags:a AND search.tags:b")
     assert sql.count("SELECT workflow_id") == 2
+
+
+def test_a_task_filter_compiles_over_the_task_columns() -> None:
+    from statewrightd.store.filters import TASKS
+
+    which = parse_filter(
+        "workflow = workflows/w-1 AND NOT concurrency_key = k AND status = leased", {}, TASKS
+    )
+    assert which is not None
+    compiled = SqlFilter(SQLITE.named, TASKS)
+    assert compiled.condition(which.root) == (
+        "(workflow_id = :f0 AND NOT ((concurrency_key IS NOT NULL AND concurrency_key = :f1))"
+        " AND status = :f2)"
+    )
+    assert compiled.params == {"f0": "w-1", "f1": "k", "f2": "LEASED"}
+    of_definition = parse_filter("definition != mail", {}, TASKS)
+    assert of_definition is not None
+    assert SqlFilter(SQLITE.named, TASKS).condition(of_definition.root) == (
+        "workflow_id IN (SELECT workflow_id FROM workflow_instances WHERE definition <> :f0)"
+    )
+    for text in ("search.n = 1", "version = 1"):
+        with pytest.raises(InvalidArgument):  # an instance's fields are none of a task's
+            parse_filter(text, {}, TASKS)

@@ -665,7 +665,18 @@ type ListTasksRequest struct {
 	// Optional. At most this many tasks, up to 1000; zero means 50.
 	PageSize int32 `protobuf:"varint,4,opt,name=page_size,json=pageSize,proto3" json:"page_size,omitempty"`
 	// Optional. The next_page_token of the previous page.
-	PageToken     string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	PageToken string `protobuf:"bytes,5,opt,name=page_token,json=pageToken,proto3" json:"page_token,omitempty"`
+	// Optional. An AIP-160 filter over the task's own fields, in the syntax of
+	// ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+	// `definition` (the instance's), `state`,
+	// `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+	// `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+	// `lease_expire_time` and `update_time` (RFC 3339); for example
+	// `status = BACKOFF AND attempt >= 3`. A field with no value (no lease, no key) matches
+	// no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+	// (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+	// bound to its filter.
+	Filter        string `protobuf:"bytes,6,opt,name=filter,proto3" json:"filter,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -731,6 +742,13 @@ func (x *ListTasksRequest) GetPageSize() int32 {
 func (x *ListTasksRequest) GetPageToken() string {
 	if x != nil {
 		return x.PageToken
+	}
+	return ""
+}
+
+func (x *ListTasksRequest) GetFilter() string {
+	if x != nil {
+		return x.Filter
 	}
 	return ""
 }
@@ -1471,14 +1489,15 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"\x0eGetTaskRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\";\n" +
 	"\x0fGetTaskResponse\x12(\n" +
-	"\x04task\x18\x01 \x01(\v2\x14.statewright.v1.TaskR\x04task\"\xb4\x01\n" +
+	"\x04task\x18\x01 \x01(\v2\x14.statewright.v1.TaskR\x04task\"\xcc\x01\n" +
 	"\x10ListTasksRequest\x12\x14\n" +
 	"\x05queue\x18\x01 \x01(\tR\x05queue\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x122\n" +
 	"\x06status\x18\x03 \x01(\x0e2\x1a.statewright.v1.TaskStatusR\x06status\x12\x1b\n" +
 	"\tpage_size\x18\x04 \x01(\x05R\bpageSize\x12\x1d\n" +
 	"\n" +
-	"page_token\x18\x05 \x01(\tR\tpageToken\"g\n" +
+	"page_token\x18\x05 \x01(\tR\tpageToken\x12\x16\n" +
+	"\x06filter\x18\x06 \x01(\tR\x06filter\"g\n" +
 	"\x11ListTasksResponse\x12*\n" +
 	"\x05tasks\x18\x01 \x03(\v2\x14.statewright.v1.TaskR\x05tasks\x12&\n" +
 	"\x0fnext_page_token\x18\x02 \x01(\tR\rnextPageToken\"\x87\x02\n" +

@@ -361,6 +361,7 @@ class ListTasksRequest(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    FILTER_FIELD_NUMBER: _builtins.int
     queue: _builtins.str
     """Optional. Only tasks of this queue."""
     workflow: _builtins.str
@@ -371,6 +372,18 @@ class ListTasksRequest(_message.Message):
     """Optional. At most this many tasks, up to 1000; zero means 50."""
     page_token: _builtins.str
     """Optional. The next_page_token of the previous page."""
+    filter: _builtins.str
+    """Optional. An AIP-160 filter over the task's own fields, in the syntax of
+    ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+    `definition` (the instance's), `state`,
+    `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+    `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+    `lease_expire_time` and `update_time` (RFC 3339); for example
+    `status = BACKOFF AND attempt >= 3`. A field with no value (no lease, no key) matches
+    no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+    (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+    bound to its filter.
+    """
     def __init__(
         self,
         *,
@@ -379,10 +392,11 @@ class ListTasksRequest(_message.Message):
         status: _task_pb2.TaskStatus.ValueType = ...,
         page_size: _builtins.int = ...,
         page_token: _builtins.str = ...,
+        filter: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["page_size", b"page_size", "page_token", b"page_token", "queue", b"queue", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["filter", b"filter", "page_size", b"page_size", "page_token", b"page_token", "queue", b"queue", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

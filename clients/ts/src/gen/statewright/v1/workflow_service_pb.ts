@@ -608,12 +608,13 @@ export type ListWorkflowsRequest = Message<"statewright.v1.ListWorkflowsRequest"
   pageToken: string;
 
   /**
-   * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-   * search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
-   * or timestamp field; only instances with a value of it are listed); ties are broken by
-   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+   * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+   * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+   * or a search field, `search.<field>` (a keyword, int, number, bool or timestamp field;
+   * only instances with a value of it are listed). Ties are broken by workflow id in the
+   * last key's direction. Empty lists by create time, oldest first. Any other value is
+   * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -679,12 +680,13 @@ export type ListWorkflowsRequestJson = {
   pageToken?: string;
 
   /**
-   * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-   * search field, `search.<field>` or `search.<field> desc` (a keyword, int, number, bool
-   * or timestamp field; only instances with a value of it are listed); ties are broken by
-   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+   * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+   * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+   * or a search field, `search.<field>` (a keyword, int, number, bool or timestamp field;
+   * only instances with a value of it are listed). Ties are broken by workflow id in the
+   * last key's direction. Empty lists by create time, oldest first. Any other value is
+   * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.

@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     workflow_ = "";
     status_ = 0;
     pageToken_ = "";
+    filter_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -238,6 +239,71 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int FILTER_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object filter_ = "";
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
+   * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+   * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+   * `lease_expire_time` and `update_time` (RFC 3339); for example
+   * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+   * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+   * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+   * bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 6 [json_name = "filter"];</code>
+   * @return The filter.
+   */
+  @java.lang.Override
+  public java.lang.String getFilter() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      filter_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
+   * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+   * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+   * `lease_expire_time` and `update_time` (RFC 3339); for example
+   * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+   * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+   * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+   * bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 6 [json_name = "filter"];</code>
+   * @return The bytes for filter.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getFilterBytes() {
+    java.lang.Object ref = filter_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      filter_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -267,6 +333,9 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pageToken_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 5, pageToken_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, filter_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -287,6 +356,9 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(pageToken_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(5, pageToken_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(filter_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, filter_);
     }
     return size;
   }
@@ -321,6 +393,8 @@ private static final long serialVersionUID = 0L;
         != other.getPageSize()) return false;
     if (!getPageToken()
         .equals(other.getPageToken())) return false;
+    if (!getFilter()
+        .equals(other.getFilter())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -342,6 +416,8 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPageSize();
     hash = (37 * hash) + PAGE_TOKEN_FIELD_NUMBER;
     hash = (53 * hash) + getPageToken().hashCode();
+    hash = (37 * hash) + FILTER_FIELD_NUMBER;
+    hash = (53 * hash) + getFilter().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -482,6 +558,7 @@ private static final long serialVersionUID = 0L;
       status_ = 0;
       pageSize_ = 0;
       pageToken_ = "";
+      filter_ = "";
       return this;
     }
 
@@ -530,6 +607,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.pageToken_ = pageToken_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.filter_ = filter_;
+      }
     }
 
     @java.lang.Override
@@ -563,6 +643,11 @@ private static final long serialVersionUID = 0L;
       if (!other.getPageToken().isEmpty()) {
         pageToken_ = other.pageToken_;
         bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getFilter().isEmpty()) {
+        filter_ = other.filter_;
+        bitField0_ |= 0x00000020;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -614,6 +699,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 42
+            case 50: {
+              filter_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1019,6 +1109,143 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       pageToken_ = value;
       bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object filter_ = "";
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
+     * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+     * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+     * `lease_expire_time` and `update_time` (RFC 3339); for example
+     * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+     * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+     * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+     * bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 6 [json_name = "filter"];</code>
+     * @return The filter.
+     */
+    public java.lang.String getFilter() {
+      java.lang.Object ref = filter_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        filter_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
+     * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+     * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+     * `lease_expire_time` and `update_time` (RFC 3339); for example
+     * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+     * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+     * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+     * bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 6 [json_name = "filter"];</code>
+     * @return The bytes for filter.
+     */
+    public com.google.protobuf.ByteString
+        getFilterBytes() {
+      java.lang.Object ref = filter_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        filter_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
+     * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+     * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+     * `lease_expire_time` and `update_time` (RFC 3339); for example
+     * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+     * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+     * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+     * bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 6 [json_name = "filter"];</code>
+     * @param value The filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilter(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      filter_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
+     * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+     * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+     * `lease_expire_time` and `update_time` (RFC 3339); for example
+     * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+     * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+     * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+     * bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 6 [json_name = "filter"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearFilter() {
+      filter_ = getDefaultInstance().getFilter();
+      bitField0_ = (bitField0_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+     * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+     * `definition` (the instance's), `state`,
+     * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+     * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+     * `lease_expire_time` and `update_time` (RFC 3339); for example
+     * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+     * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+     * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+     * bound to its filter.
+     * </pre>
+     *
+     * <code>string filter = 6 [json_name = "filter"];</code>
+     * @param value The bytes for filter to set.
+     * @return This builder for chaining.
+     */
+    public Builder setFilterBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      filter_ = value;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }

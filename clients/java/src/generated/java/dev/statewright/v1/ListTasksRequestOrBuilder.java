@@ -98,4 +98,42 @@ public interface ListTasksRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getPageTokenBytes();
+
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
+   * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+   * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+   * `lease_expire_time` and `update_time` (RFC 3339); for example
+   * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+   * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+   * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+   * bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 6 [json_name = "filter"];</code>
+   * @return The filter.
+   */
+  java.lang.String getFilter();
+  /**
+   * <pre>
+   * Optional. An AIP-160 filter over the task's own fields, in the syntax of
+   * ListWorkflowsRequest.filter: `queue`, `workflow` (`workflows/{id}` or the id),
+   * `definition` (the instance's), `state`,
+   * `status` (SCHEDULED, LEASED, BACKOFF, COMPLETED, FAILED, CANCELLED, TIMED_OUT),
+   * `attempt`, `priority`, `revision`, `concurrency_key`, `schedule_time`, `deadline`,
+   * `lease_expire_time` and `update_time` (RFC 3339); for example
+   * `status = BACKOFF AND attempt &gt;= 3`. A field with no value (no lease, no key) matches
+   * no comparison. A filter that does not parse is refused with INVALID_ARGUMENT
+   * (INVALID_FILTER, whose metadata has the `position` and the `problem`). A page token is
+   * bound to its filter.
+   * </pre>
+   *
+   * <code>string filter = 6 [json_name = "filter"];</code>
+   * @return The bytes for filter.
+   */
+  com.google.protobuf.ByteString
+      getFilterBytes();
 }

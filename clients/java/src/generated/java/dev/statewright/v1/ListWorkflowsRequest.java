@@ -198,12 +198,13 @@ private static final long serialVersionUID = 0L;
   private volatile java.lang.Object orderBy_ = "";
   /**
    * <pre>
-   * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-   * or timestamp field; only instances with a value of it are listed); ties are broken by
-   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+   * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+   * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+   * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+   * only instances with a value of it are listed). Ties are broken by workflow id in the
+   * last key's direction. Empty lists by create time, oldest first. Any other value is
+   * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -227,12 +228,13 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-   * or timestamp field; only instances with a value of it are listed); ties are broken by
-   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+   * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+   * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+   * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+   * only instances with a value of it are listed). Ties are broken by workflow id in the
+   * last key's direction. Empty lists by create time, oldest first. Any other value is
+   * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -1108,12 +1110,13 @@ private static final long serialVersionUID = 0L;
     private java.lang.Object orderBy_ = "";
     /**
      * <pre>
-     * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-     * or timestamp field; only instances with a value of it are listed); ties are broken by
-     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+     * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+     * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+     * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+     * only instances with a value of it are listed). Ties are broken by workflow id in the
+     * last key's direction. Empty lists by create time, oldest first. Any other value is
+     * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1136,12 +1139,13 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-     * or timestamp field; only instances with a value of it are listed); ties are broken by
-     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+     * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+     * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+     * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+     * only instances with a value of it are listed). Ties are broken by workflow id in the
+     * last key's direction. Empty lists by create time, oldest first. Any other value is
+     * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1165,12 +1169,13 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-     * or timestamp field; only instances with a value of it are listed); ties are broken by
-     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+     * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+     * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+     * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+     * only instances with a value of it are listed). Ties are broken by workflow id in the
+     * last key's direction. Empty lists by create time, oldest first. Any other value is
+     * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1190,12 +1195,13 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-     * or timestamp field; only instances with a value of it are listed); ties are broken by
-     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+     * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+     * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+     * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+     * only instances with a value of it are listed). Ties are broken by workflow id in the
+     * last key's direction. Empty lists by create time, oldest first. Any other value is
+     * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.
@@ -1212,12 +1218,13 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. The order of the listing: `create_time desc` (newest first),
-     * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-     * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-     * or timestamp field; only instances with a value of it are listed); ties are broken by
-     * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-     * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+     * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+     * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+     * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+     * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+     * only instances with a value of it are listed). Ties are broken by workflow id in the
+     * last key's direction. Empty lists by create time, oldest first. Any other value is
+     * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
      * A page token continues the order it was issued for, and instances created after it
      * never shift a later page; under an update_time order, an instance that changes while
      * the listing is read may move past the pages already read.

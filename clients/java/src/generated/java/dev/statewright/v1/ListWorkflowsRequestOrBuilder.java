@@ -81,12 +81,13 @@ public interface ListWorkflowsRequestOrBuilder extends
 
   /**
    * <pre>
-   * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-   * or timestamp field; only instances with a value of it are listed); ties are broken by
-   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+   * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+   * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+   * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+   * only instances with a value of it are listed). Ties are broken by workflow id in the
+   * last key's direction. Empty lists by create time, oldest first. Any other value is
+   * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.
@@ -98,12 +99,13 @@ public interface ListWorkflowsRequestOrBuilder extends
   java.lang.String getOrderBy();
   /**
    * <pre>
-   * Optional. The order of the listing: `create_time desc` (newest first),
-   * `create_time`, `update_time desc` (most recently changed first), `update_time`, or a
-   * search field, `search.&lt;field&gt;` or `search.&lt;field&gt; desc` (a keyword, int, number, bool
-   * or timestamp field; only instances with a value of it are listed); ties are broken by
-   * workflow id in the same direction. Empty lists by create time, oldest first. Any other
-   * value is refused with INVALID_ARGUMENT (INVALID_ORDER_BY).
+   * Optional. The order of the listing (AIP-132): keys separated by commas, each a field
+   * with an optional ` desc`, for example `update_time desc, search.amount`. A key is
+   * `create_time`, `update_time`, `definition`, `state`, `status`, `name` (the workflow id)
+   * or a search field, `search.&lt;field&gt;` (a keyword, int, number, bool or timestamp field;
+   * only instances with a value of it are listed). Ties are broken by workflow id in the
+   * last key's direction. Empty lists by create time, oldest first. Any other value is
+   * refused with INVALID_ARGUMENT (INVALID_ORDER_BY, whose metadata has the `problem`).
    * A page token continues the order it was issued for, and instances created after it
    * never shift a later page; under an update_time order, an instance that changes while
    * the listing is read may move past the pages already read.

@@ -183,81 +183,81 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
       "k\0224\n\010workflow\030\002 \001(\0132\030.statewright.v1.Wor" +
       "kflowR\010workflow\"$\n\016GetTaskRequest\022\022\n\004nam" +
       "e\030\001 \001(\tR\004name\";\n\017GetTaskResponse\022(\n\004task" +
-      "\030\001 \001(\0132\024.statewright.v1.TaskR\004task\"\264\001\n\020L" +
+      "\030\001 \001(\0132\024.statewright.v1.TaskR\004task\"\314\001\n\020L" +
       "istTasksRequest\022\024\n\005queue\030\001 \001(\tR\005queue\022\032\n" +
       "\010workflow\030\002 \001(\tR\010workflow\0222\n\006status\030\003 \001(" +
       "\0162\032.statewright.v1.TaskStatusR\006status\022\033\n" +
       "\tpage_size\030\004 \001(\005R\010pageSize\022\035\n\npage_token" +
-      "\030\005 \001(\tR\tpageToken\"g\n\021ListTasksResponse\022*" +
-      "\n\005tasks\030\001 \003(\0132\024.statewright.v1.TaskR\005tas" +
-      "ks\022&\n\017next_page_token\030\002 \001(\tR\rnextPageTok" +
-      "en\"\207\002\n\013QueueConfig\022\024\n\005queue\030\001 \001(\tR\005queue" +
-      "\022\035\n\nmax_leased\030\002 \001(\005R\tmaxLeased\022\022\n\004rate\030" +
-      "\003 \001(\001R\004rate\022\024\n\005burst\030\004 \001(\005R\005burst\022$\n\016key" +
-      "_max_leased\030\005 \001(\005R\014keyMaxLeased\022\031\n\010key_r" +
-      "ate\030\006 \001(\001R\007keyRate\022\033\n\tkey_burst\030\007 \001(\005R\010k" +
-      "eyBurst\022;\n\013update_time\030\010 \001(\0132\032.google.pr" +
-      "otobuf.TimestampR\nupdateTime\"\\\n\tClosedKe" +
-      "y\022\020\n\003key\030\001 \001(\tR\003key\022=\n\014closed_until\030\002 \001(" +
-      "\0132\032.google.protobuf.TimestampR\013closedUnt" +
-      "il\"\223\001\n\016QueueKeyStatus\022\020\n\003key\030\001 \001(\tR\003key\022" +
-      "\030\n\007backlog\030\002 \001(\003R\007backlog\022\026\n\006leased\030\003 \001(" +
-      "\003R\006leased\022=\n\014closed_until\030\004 \001(\0132\032.google" +
-      ".protobuf.TimestampR\013closedUntil\"\343\002\n\013Que" +
-      "ueStatus\022\024\n\005queue\030\001 \001(\tR\005queue\0223\n\006config" +
-      "\030\002 \001(\0132\033.statewright.v1.QueueConfigR\006con" +
-      "fig\022\030\n\007backlog\030\003 \001(\003R\007backlog\022\026\n\006leased\030" +
-      "\004 \001(\003R\006leased\022@\n\016oldest_waiting\030\005 \001(\0132\031." +
-      "google.protobuf.DurationR\roldestWaiting\022" +
-      "\026\n\006tokens\030\006 \001(\001R\006tokens\022A\n\014busiest_keys\030" +
-      "\007 \003(\0132\036.statewright.v1.QueueKeyStatusR\013b" +
-      "usiestKeys\022:\n\013closed_keys\030\010 \003(\0132\031.statew" +
-      "right.v1.ClosedKeyR\nclosedKeys\"L\n\025SetQue" +
-      "ueConfigRequest\0223\n\006config\030\001 \001(\0132\033.statew" +
-      "right.v1.QueueConfigR\006config\"M\n\026SetQueue" +
-      "ConfigResponse\0223\n\006config\030\001 \001(\0132\033.statewr" +
-      "ight.v1.QueueConfigR\006config\"-\n\025GetQueueC" +
-      "onfigRequest\022\024\n\005queue\030\001 \001(\tR\005queue\"\211\001\n\026G" +
-      "etQueueConfigResponse\0223\n\006config\030\001 \001(\0132\033." +
-      "statewright.v1.QueueConfigR\006config\022:\n\013cl" +
-      "osed_keys\030\002 \003(\0132\031.statewright.v1.ClosedK" +
-      "eyR\nclosedKeys\"0\n\021ListQueuesRequest\022\033\n\tk" +
-      "ey_count\030\001 \001(\005R\010keyCount\"I\n\022ListQueuesRe" +
-      "sponse\0223\n\006queues\030\001 \003(\0132\033.statewright.v1." +
-      "QueueStatusR\006queues2\235\t\n\013TaskService\022o\n\tP" +
-      "ollTasks\022 .statewright.v1.PollTasksReque" +
-      "st\032!.statewright.v1.PollTasksResponse\"\035\202" +
-      "\323\344\223\002\027\"\022/api/v1/tasks:poll:\001*\022\225\001\n\rHeartbe" +
-      "atTask\022$.statewright.v1.HeartbeatTaskReq" +
-      "uest\032%.statewright.v1.HeartbeatTaskRespo" +
-      "nse\"7\202\323\344\223\0021\",/api/v1/{name=workflows/*/t" +
-      "asks/*}/heartbeat:\001*\022\221\001\n\014CompleteTask\022#." +
-      "statewright.v1.CompleteTaskRequest\032$.sta" +
-      "tewright.v1.CompleteTaskResponse\"6\202\323\344\223\0020" +
-      "\"+/api/v1/{name=workflows/*/tasks/*}/com" +
-      "plete:\001*\022\201\001\n\010FailTask\022\037.statewright.v1.F" +
-      "ailTaskRequest\032 .statewright.v1.FailTask" +
-      "Response\"2\202\323\344\223\002,\"\'/api/v1/{name=workflow" +
-      "s/*/tasks/*}/fail:\001*\022v\n\007GetTask\022\036.statew" +
-      "right.v1.GetTaskRequest\032\037.statewright.v1" +
-      ".GetTaskResponse\"*\202\323\344\223\002$\022\"/api/v1/{name=" +
-      "workflows/*/tasks/*}\022g\n\tListTasks\022 .stat" +
-      "ewright.v1.ListTasksRequest\032!.statewrigh" +
-      "t.v1.ListTasksResponse\"\025\202\323\344\223\002\017\022\r/api/v1/" +
-      "tasks\022\225\001\n\016SetQueueConfig\022%.statewright.v" +
-      "1.SetQueueConfigRequest\032&.statewright.v1" +
-      ".SetQueueConfigResponse\"4\202\323\344\223\002.\032$/api/v1" +
-      "/queues/{config.queue}/config:\006config\022\206\001" +
-      "\n\016GetQueueConfig\022%.statewright.v1.GetQue" +
-      "ueConfigRequest\032&.statewright.v1.GetQueu" +
-      "eConfigResponse\"%\202\323\344\223\002\037\022\035/api/v1/queues/" +
-      "{queue}/config\022k\n\nListQueues\022!.statewrig" +
-      "ht.v1.ListQueuesRequest\032\".statewright.v1" +
-      ".ListQueuesResponse\"\026\202\323\344\223\002\020\022\016/api/v1/que" +
-      "uesBs\n\022dev.statewright.v1P\001ZJgithub.com/" +
-      "statewright/statewright/clients/go/state" +
-      "wright/v1;statewrightv1\252\002\016Statewright.V1" +
-      "b\006proto3"
+      "\030\005 \001(\tR\tpageToken\022\026\n\006filter\030\006 \001(\tR\006filte" +
+      "r\"g\n\021ListTasksResponse\022*\n\005tasks\030\001 \003(\0132\024." +
+      "statewright.v1.TaskR\005tasks\022&\n\017next_page_" +
+      "token\030\002 \001(\tR\rnextPageToken\"\207\002\n\013QueueConf" +
+      "ig\022\024\n\005queue\030\001 \001(\tR\005queue\022\035\n\nmax_leased\030\002" +
+      " \001(\005R\tmaxLeased\022\022\n\004rate\030\003 \001(\001R\004rate\022\024\n\005b" +
+      "urst\030\004 \001(\005R\005burst\022$\n\016key_max_leased\030\005 \001(" +
+      "\005R\014keyMaxLeased\022\031\n\010key_rate\030\006 \001(\001R\007keyRa" +
+      "te\022\033\n\tkey_burst\030\007 \001(\005R\010keyBurst\022;\n\013updat" +
+      "e_time\030\010 \001(\0132\032.google.protobuf.Timestamp" +
+      "R\nupdateTime\"\\\n\tClosedKey\022\020\n\003key\030\001 \001(\tR\003" +
+      "key\022=\n\014closed_until\030\002 \001(\0132\032.google.proto" +
+      "buf.TimestampR\013closedUntil\"\223\001\n\016QueueKeyS" +
+      "tatus\022\020\n\003key\030\001 \001(\tR\003key\022\030\n\007backlog\030\002 \001(\003" +
+      "R\007backlog\022\026\n\006leased\030\003 \001(\003R\006leased\022=\n\014clo" +
+      "sed_until\030\004 \001(\0132\032.google.protobuf.Timest" +
+      "ampR\013closedUntil\"\343\002\n\013QueueStatus\022\024\n\005queu" +
+      "e\030\001 \001(\tR\005queue\0223\n\006config\030\002 \001(\0132\033.statewr" +
+      "ight.v1.QueueConfigR\006config\022\030\n\007backlog\030\003" +
+      " \001(\003R\007backlog\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n" +
+      "\016oldest_waiting\030\005 \001(\0132\031.google.protobuf." +
+      "DurationR\roldestWaiting\022\026\n\006tokens\030\006 \001(\001R" +
+      "\006tokens\022A\n\014busiest_keys\030\007 \003(\0132\036.statewri" +
+      "ght.v1.QueueKeyStatusR\013busiestKeys\022:\n\013cl" +
+      "osed_keys\030\010 \003(\0132\031.statewright.v1.ClosedK" +
+      "eyR\nclosedKeys\"L\n\025SetQueueConfigRequest\022" +
+      "3\n\006config\030\001 \001(\0132\033.statewright.v1.QueueCo" +
+      "nfigR\006config\"M\n\026SetQueueConfigResponse\0223" +
+      "\n\006config\030\001 \001(\0132\033.statewright.v1.QueueCon" +
+      "figR\006config\"-\n\025GetQueueConfigRequest\022\024\n\005" +
+      "queue\030\001 \001(\tR\005queue\"\211\001\n\026GetQueueConfigRes" +
+      "ponse\0223\n\006config\030\001 \001(\0132\033.statewright.v1.Q" +
+      "ueueConfigR\006config\022:\n\013closed_keys\030\002 \003(\0132" +
+      "\031.statewright.v1.ClosedKeyR\nclosedKeys\"0" +
+      "\n\021ListQueuesRequest\022\033\n\tkey_count\030\001 \001(\005R\010" +
+      "keyCount\"I\n\022ListQueuesResponse\0223\n\006queues" +
+      "\030\001 \003(\0132\033.statewright.v1.QueueStatusR\006que" +
+      "ues2\235\t\n\013TaskService\022o\n\tPollTasks\022 .state" +
+      "wright.v1.PollTasksRequest\032!.statewright" +
+      ".v1.PollTasksResponse\"\035\202\323\344\223\002\027\"\022/api/v1/t" +
+      "asks:poll:\001*\022\225\001\n\rHeartbeatTask\022$.statewr" +
+      "ight.v1.HeartbeatTaskRequest\032%.statewrig" +
+      "ht.v1.HeartbeatTaskResponse\"7\202\323\344\223\0021\",/ap" +
+      "i/v1/{name=workflows/*/tasks/*}/heartbea" +
+      "t:\001*\022\221\001\n\014CompleteTask\022#.statewright.v1.C" +
+      "ompleteTaskRequest\032$.statewright.v1.Comp" +
+      "leteTaskResponse\"6\202\323\344\223\0020\"+/api/v1/{name=" +
+      "workflows/*/tasks/*}/complete:\001*\022\201\001\n\010Fai" +
+      "lTask\022\037.statewright.v1.FailTaskRequest\032 " +
+      ".statewright.v1.FailTaskResponse\"2\202\323\344\223\002," +
+      "\"\'/api/v1/{name=workflows/*/tasks/*}/fai" +
+      "l:\001*\022v\n\007GetTask\022\036.statewright.v1.GetTask" +
+      "Request\032\037.statewright.v1.GetTaskResponse" +
+      "\"*\202\323\344\223\002$\022\"/api/v1/{name=workflows/*/task" +
+      "s/*}\022g\n\tListTasks\022 .statewright.v1.ListT" +
+      "asksRequest\032!.statewright.v1.ListTasksRe" +
+      "sponse\"\025\202\323\344\223\002\017\022\r/api/v1/tasks\022\225\001\n\016SetQue" +
+      "ueConfig\022%.statewright.v1.SetQueueConfig" +
+      "Request\032&.statewright.v1.SetQueueConfigR" +
+      "esponse\"4\202\323\344\223\002.\032$/api/v1/queues/{config." +
+      "queue}/config:\006config\022\206\001\n\016GetQueueConfig" +
+      "\022%.statewright.v1.GetQueueConfigRequest\032" +
+      "&.statewright.v1.GetQueueConfigResponse\"" +
+      "%\202\323\344\223\002\037\022\035/api/v1/queues/{queue}/config\022k" +
+      "\n\nListQueues\022!.statewright.v1.ListQueues" +
+      "Request\032\".statewright.v1.ListQueuesRespo" +
+      "nse\"\026\202\323\344\223\002\020\022\016/api/v1/queuesBs\n\022dev.state" +
+      "wright.v1P\001ZJgithub.com/statewright/stat" +
+      "ewright/clients/go/statewright/v1;statew" +
+      "rightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -334,7 +334,7 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_statewright_v1_ListTasksRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ListTasksRequest_descriptor,
-        new java.lang.String[] { "Queue", "Workflow", "Status", "PageSize", "PageToken", });
+        new java.lang.String[] { "Queue", "Workflow", "Status", "PageSize", "PageToken", "Filter", });
     internal_static_statewright_v1_ListTasksResponse_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_statewright_v1_ListTasksResponse_fieldAccessorTable = new
