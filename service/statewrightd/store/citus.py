@@ -38,8 +38,9 @@ from statewrightd.reasons import Reason
 from statewrightd.store import citus_layout, failures
 from statewrightd.store import sql_citus as c
 from statewrightd.store import sql_postgres as q
+from statewrightd.store.citus_flow import CitusFlow
 from statewrightd.store.citus_routing import ShardMap
-from statewrightd.store.citus_scans import ALL, CALL_ROWS, CitusScans, rows_params
+from statewrightd.store.citus_scans import ALL, CALL_ROWS, rows_params
 from statewrightd.store.codec import EncodedOp
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import resolve_each, unknown
@@ -258,9 +259,9 @@ def node_never_reached(exc: psycopg.Error) -> bool:
     return "remote node" in text and any(words in text for words in _NEVER_REACHED)
 
 
-class CitusRepository(CitusScans):
+class CitusRepository(CitusFlow):
     """Writes as node calls, their lost answers read back, and the Citus schema's check
-    (the shard map, scans and claims are CitusScans')."""
+    (the shard map, scans and claims are CitusScans', limited queues' CitusFlow's)."""
 
     # A step's hint is NOTIFYed after its node call, not inside its transaction: a process
     # that dies in between leaves the step unhinted, and other replicas' watchers learn

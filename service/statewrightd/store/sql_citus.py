@@ -29,6 +29,7 @@ from statewrightd.store.sql_builder import (
     Dialect,
     retention_counts,
 )
+from statewrightd.store.sql_flow import KEY_COLUMNS
 
 # The per-instance tables, in the order the shard functions name their shards.
 TABLES = DISTRIBUTED
@@ -48,6 +49,7 @@ _PARAM_TYPES = {
     "token": "text",
     "details": "jsonb",
     "revision": "bigint",
+    "per_shard": "integer",
 }
 # Where a template finds its named parameters: in a scan's object, or in the first row of
 # a call on rows (every row carries them).
@@ -347,4 +349,57 @@ made AS (
       FROM hit h, json_to_recordset(h.s_values) AS v(field text, text text, number float8)
 )
 SELECT n, true AS replaced FROM hit
+""")
+
+# -- flow control: a limited queue's claim (store/citus_flow.py) -----------------------
+# Its leases by concurrency key, on each shard group (summed by the caller).
+LEASED_BY_KEY = on_shard("""
+SELECT concurrency_key AS key, count(*) AS leased FROM workflow_tasks
+ WHERE queue = %(queue)s AND status = 'LEASED' GROUP BY concurrency_key
+""")
+# Each shard group's oldest ready tasks of each priority (``per_shard`` of each), none of
+# a blocked key ($1->'blocked'): the shard's share of sql_flow's ranked_ready window.
+# Not locked: the lease (LEASE_TASKS) takes what is still ready when it comes.
+RANKED_READY = on_shard(f"""
+SELECT c.* FROM generate_series(1, 5) AS p(priority),
+LATERAL (SELECT {rows.listed(rows.TASK, "t.")} FROM workflow_tasks t
+          WHERE t.queue = %(queue)s AND t.status IN ('SCHEDULED', 'BACKOFF')
+            AND t.available_time <= %(now)s AND t.deadline > %(now)s
+            AND t.priority = p.priority
+            AND (t.concurrency_key IS NULL OR NOT t.concurrency_key IN (
+                 SELECT json_array_elements_text($1->'blocked')))
+          ORDER BY t.available_time LIMIT %(per_shard)s) c
+""")
+
+# On the coordinator, where the queue configs and keys are (plain tables there): a
+# limited queue's claims take turns on a session lock of the queue, which the
+# coordinator releases only once the call that leases under it has ended.
+QUEUE_LOCK = "SELECT pg_advisory_lock(%(lock_class)s, hashtext(%(queue)s))"
+QUEUE_UNLOCK = "SELECT pg_advisory_unlock(%(lock_class)s, hashtext(%(queue)s))"
+# The keys that may hold a claim back (closed, or a bucket not full since full_since).
+KEYS_STANDING = f"""
+SELECT {KEY_COLUMNS} FROM task_queue_keys
+ WHERE queue = %(queue)s AND (closed_until > %(now)s OR refill_time > %(full_since)s)
+"""
+KEYS_OF = f"""
+SELECT {KEY_COLUMNS} FROM task_queue_keys WHERE queue = %(queue)s AND key = ANY(%(keys)s)
+"""
+# A claim's session's call still running on some node after its error: the processes
+# that carry the session's global pid, other than the session itself and its idle
+# connections (asked on another session: this query's own carry the asker's).
+CALL_ALIVE = """
+SELECT count(*) FROM citus_stat_activity
+ WHERE global_pid = %(gpid)s AND state <> 'idle'
+   AND NOT (pid = %(pid)s AND nodeid = (SELECT nodeid FROM pg_dist_node WHERE groupid = 0))
+"""
+SESSION_GPID = "SELECT citus_backend_gpid()"
+# ListQueues' busiest keys: each shard group's open keyed tasks by queue and key.
+KEY_COUNTS = on_shard("""
+SELECT queue, concurrency_key AS key,
+       count(*) FILTER (WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s)
+           AS ready,
+       count(*) FILTER (WHERE status = 'LEASED') AS leased
+  FROM workflow_tasks
+ WHERE status IN ('SCHEDULED', 'LEASED', 'BACKOFF') AND concurrency_key IS NOT NULL
+ GROUP BY queue, concurrency_key
 """)
