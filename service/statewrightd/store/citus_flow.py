@@ -45,7 +45,7 @@ from statewrightd.store.records import TaskRecord
 from statewrightd.store.repository import Choose, Params
 
 # Names "statewright queue claim" among the coordinator's advisory locks ("SWFC").
-_LOCK_CLASS = 0x5357_4643
+QUEUE_LOCK_CLASS = 0x5357_4643
 # How long an unlock waits for a lease call whose node connection broke to end.
 _SETTLE_S = 2.0
 
@@ -56,7 +56,7 @@ class CitusFlow(CitusScans):
     def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
         if not self._read_all(self.FLOW.get_config, {"queue": params["queue"]}):
             return self._unlimited_claim(params, choose)
-        lock = {"lock_class": _LOCK_CLASS, "queue": params["queue"]}
+        lock = {"lock_class": QUEUE_LOCK_CLASS, "queue": params["queue"]}
         with self._reading() as conn:
             conn.execute(c.QUEUE_LOCK, lock)
             try:
