@@ -43,6 +43,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from bench import loadgen
 from bench.runtime_bench import ROOT, VENV_BIN, Served, _launch, settle
+from tests.support import citus
 
 SEARCH = """
 search:
@@ -64,7 +65,9 @@ SELECT 'seed-' || i, 'carrier', 'standard', NULL FROM generate_series(%(first)s,
 """
 
 
-def _database(admin: str) -> str:
+def _database(admin: str, on_citus: bool) -> str:
+    if on_citus:  # Citus's default 32 shards, as deployed
+        return citus.create_database(admin, shards=None)
     name = f"sw_search_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}".encode())
@@ -118,8 +121,11 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--engine", choices=loadgen.ENGINES, default="go")
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
+    parser.add_argument(
+        "--citus", action="store_true", help="on the Citus cluster scripts/with-citus starts"
+    )
     args = parser.parse_args()
-    admin = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
+    admin = os.environ[citus.ENV if args.citus else "STATEWRIGHT_TEST_POSTGRES_URL"]
     # A terminated run still stops its servers (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="search-bench-"))
@@ -127,7 +133,7 @@ def main() -> None:
     databases: dict[str, str] = {}
     try:
         for name, search in (("plain", False), ("search", True)):
-            databases[name] = _database(admin)
+            databases[name] = _database(admin, args.citus)
             definitions = _definitions(work / name, search)
             servers[name] = _serve(databases[name], definitions, work, name)
         processes, concurrency = loadgen.default_shape(args.engine)
@@ -171,6 +177,9 @@ def main() -> None:
         for served in servers.values():
             served.process.terminate()
             served.process.wait(30)
+        if args.citus:
+            for database in databases.values():
+                citus.drop_database(admin, database)
         shutil.rmtree(work, ignore_errors=True)
 
 

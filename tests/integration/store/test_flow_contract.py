@@ -6,8 +6,6 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timedelta
 
-import pytest
-
 from statewrightd.domain import TaskStatus
 from statewrightd.store import Repository
 from statewrightd.store.flow import AGING, QueueConfig
