@@ -24,8 +24,7 @@ from google.protobuf import timestamp_pb2
 from statewright.v1 import task_pb2
 from statewright.v1 import task_service_pb2 as pb
 
-from statewrightd.store import sql_citus
-from statewrightd.store.citus_flow import QUEUE_LOCK_CLASS
+from statewrightd.store.citus_flow import QUEUE_LOCK, QUEUE_LOCK_CLASS, QUEUE_UNLOCK
 from tests.e2e.test_metrics import metrics_url, scrape, value
 from tests.support import citus
 from tests.support.api import COMPLETED, Client, uid
@@ -168,13 +167,13 @@ def sample_leased(database: str, queue: str, stop: threading.Event) -> list[int]
         distributed = bool(row and row[0])
         while not stop.is_set() and len(counts) < 100_000:
             if distributed:
-                conn.execute(sql_citus.QUEUE_LOCK, lock)
+                conn.execute(QUEUE_LOCK, lock)
             row = conn.execute(
                 "SELECT count(*) FROM workflow_tasks WHERE queue = %s AND status = 'LEASED'",
                 (queue,),
             ).fetchone()
             if distributed:
-                conn.execute(sql_citus.QUEUE_UNLOCK, lock)
+                conn.execute(QUEUE_UNLOCK, lock)
             counts.append(int(row[0]) if row else 0)
             stop.wait(0.005)
     return counts

@@ -43,11 +43,35 @@ from statewrightd.store.flow import KeyCounts, KeyState, QueueState, StoredQueue
 from statewrightd.store.postgres import Conn
 from statewrightd.store.records import TaskRecord
 from statewrightd.store.repository import Choose, Params
+from statewrightd.store.sql_flow import KEY_COLUMNS
 
 # Names "statewright queue claim" among the coordinator's advisory locks ("SWFC").
 QUEUE_LOCK_CLASS = 0x5357_4643
 # How long an unlock waits for a lease call whose node connection broke to end.
 _SETTLE_S = 2.0
+
+# On the coordinator, where the queue configs and keys are (plain tables there): a
+# limited queue's claims take turns on a session lock of the queue, which the
+# coordinator releases only once the call that leases under it has ended.
+QUEUE_LOCK = "SELECT pg_advisory_lock(%(lock_class)s, hashtext(%(queue)s))"
+QUEUE_UNLOCK = "SELECT pg_advisory_unlock(%(lock_class)s, hashtext(%(queue)s))"
+# The keys that may hold a claim back (closed, or a bucket not full since full_since).
+_KEYS_STANDING = f"""
+SELECT {KEY_COLUMNS} FROM task_queue_keys
+ WHERE queue = %(queue)s AND (closed_until > %(now)s OR refill_time > %(full_since)s)
+"""
+_KEYS_OF = f"""
+SELECT {KEY_COLUMNS} FROM task_queue_keys WHERE queue = %(queue)s AND key = ANY(%(keys)s)
+"""
+# A claim's session's call still running on some node after its error: the processes
+# that carry the session's global pid, other than the session itself and its idle
+# connections (asked on another session: this query's own carry the asker's).
+_CALL_ALIVE = """
+SELECT count(*) FROM citus_stat_activity
+ WHERE global_pid = %(gpid)s AND state <> 'idle'
+   AND NOT (pid = %(pid)s AND nodeid = (SELECT nodeid FROM pg_dist_node WHERE groupid = 0))
+"""
+_SESSION_GPID = "SELECT citus_backend_gpid()"
 
 
 class CitusFlow(CitusScans):
@@ -58,7 +82,7 @@ class CitusFlow(CitusScans):
             return self._unlimited_claim(params, choose)
         lock = {"lock_class": QUEUE_LOCK_CLASS, "queue": params["queue"]}
         with self._reading() as conn:
-            conn.execute(c.QUEUE_LOCK, lock)
+            conn.execute(QUEUE_LOCK, lock)
             try:
                 return self._limited_claim(conn, params, choose)
             except psycopg.Error:
@@ -67,7 +91,7 @@ class CitusFlow(CitusScans):
                 raise
             finally:
                 try:
-                    conn.execute(c.QUEUE_UNLOCK, lock)
+                    conn.execute(QUEUE_UNLOCK, lock)
                 except psycopg.Error:
                     conn.close()  # the session ends, and its lock with it
 
@@ -131,7 +155,7 @@ class CitusFlow(CitusScans):
                 by_key[r["key"]] = by_key.get(r["key"], 0) + n
         refill = config.key_bucket / config.key_rate if config.key_rate else 0.0
         since = {"queue": queue, "now": now, "full_since": now - timedelta(seconds=refill)}
-        keys = {r[0]: self._key_state(r) for r in conn.execute(c.KEYS_STANDING, since)}
+        keys = {r[0]: self._key_state(r) for r in conn.execute(_KEYS_STANDING, since)}
         return QueueState(config, stored.tokens, stored.refill_time, leased, by_key, keys)
 
     def _known_keys(
@@ -143,7 +167,7 @@ class CitusFlow(CitusScans):
             {t.concurrency_key for t in ready if t.concurrency_key is not None} - keys.keys()
         )
         if others:
-            for r in conn.execute(c.KEYS_OF, {"queue": queue, "keys": others}):
+            for r in conn.execute(_KEYS_OF, {"queue": queue, "keys": others}):
                 keys[r[0]] = self._key_state(r)
 
     def _save_spent(
@@ -169,12 +193,12 @@ class CitusFlow(CitusScans):
         of the call runs on any node, so that the lock is let go only once what it
         leased has committed or rolled back."""
         try:
-            row = conn.execute(c.SESSION_GPID).fetchone()
+            row = conn.execute(_SESSION_GPID).fetchone()
             ask = {"gpid": int(row[0]) if row else 0, "pid": conn.info.backend_pid}
             deadline = time.monotonic() + _SETTLE_S
             with self._reading() as other:
                 while time.monotonic() < deadline:
-                    alive = other.execute(c.CALL_ALIVE, ask).fetchone()
+                    alive = other.execute(_CALL_ALIVE, ask).fetchone()
                     if alive is None or not alive[0]:
                         return
                     time.sleep(0.05)

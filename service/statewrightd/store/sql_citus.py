@@ -29,7 +29,6 @@ from statewrightd.store.sql_builder import (
     Dialect,
     retention_counts,
 )
-from statewrightd.store.sql_flow import KEY_COLUMNS
 
 # The per-instance tables, in the order the shard functions name their shards.
 TABLES = DISTRIBUTED
@@ -371,28 +370,6 @@ LATERAL (SELECT {rows.listed(rows.TASK, "t.")} FROM workflow_tasks t
           ORDER BY t.available_time LIMIT %(per_shard)s) c
 """)
 
-# On the coordinator, where the queue configs and keys are (plain tables there): a
-# limited queue's claims take turns on a session lock of the queue, which the
-# coordinator releases only once the call that leases under it has ended.
-QUEUE_LOCK = "SELECT pg_advisory_lock(%(lock_class)s, hashtext(%(queue)s))"
-QUEUE_UNLOCK = "SELECT pg_advisory_unlock(%(lock_class)s, hashtext(%(queue)s))"
-# The keys that may hold a claim back (closed, or a bucket not full since full_since).
-KEYS_STANDING = f"""
-SELECT {KEY_COLUMNS} FROM task_queue_keys
- WHERE queue = %(queue)s AND (closed_until > %(now)s OR refill_time > %(full_since)s)
-"""
-KEYS_OF = f"""
-SELECT {KEY_COLUMNS} FROM task_queue_keys WHERE queue = %(queue)s AND key = ANY(%(keys)s)
-"""
-# A claim's session's call still running on some node after its error: the processes
-# that carry the session's global pid, other than the session itself and its idle
-# connections (asked on another session: this query's own carry the asker's).
-CALL_ALIVE = """
-SELECT count(*) FROM citus_stat_activity
- WHERE global_pid = %(gpid)s AND state <> 'idle'
-   AND NOT (pid = %(pid)s AND nodeid = (SELECT nodeid FROM pg_dist_node WHERE groupid = 0))
-"""
-SESSION_GPID = "SELECT citus_backend_gpid()"
 # ListQueues' busiest keys: each shard group's open keyed tasks by queue and key.
 KEY_COUNTS = on_shard("""
 SELECT queue, concurrency_key AS key,
