@@ -43,6 +43,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from bench import loadgen
 from bench.runtime_bench import ROOT, VENV_BIN, Served, _launch, settle
+from statewrightd.store.schema import migrate
 from tests.support import citus
 
 SEARCH = """
@@ -55,19 +56,21 @@ INSERT INTO workflow_instances (workflow_id, definition, version, state, status,
                                 revision, create_time, update_time)
 SELECT 'seed-' || i, 'order-pricing', 1, 'shipped', 'COMPLETED', '{}', 1,
        now() - i * interval '1 millisecond', now() - i * interval '1 millisecond'
-  FROM generate_series(%(first)s, %(last)s) AS i
+  FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 """
 SEED_SEARCH = """
 INSERT INTO workflow_search (workflow_id, field, text, number)
-SELECT 'seed-' || i, 'total', NULL, i FROM generate_series(%(first)s, %(last)s) AS i
+SELECT 'seed-' || i, 'total', NULL, i FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 UNION ALL
-SELECT 'seed-' || i, 'carrier', 'standard', NULL FROM generate_series(%(first)s, %(last)s) AS i
+SELECT 'seed-' || i, 'carrier', 'standard', NULL FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 """
 
 
 def _database(admin: str, on_citus: bool) -> str:
     if on_citus:  # Citus's default 32 shards, as deployed
-        return citus.create_database(admin, shards=None)
+        made = citus.create_database(admin, shards=None)
+        migrate(made)  # distributing takes longer than a server waits to start
+        return made
     name = f"sw_search_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}".encode())
