@@ -60,9 +60,11 @@ SELECT 'seed-' || i, 'order-pricing', 1, 'shipped', 'COMPLETED', '{}', 1,
 """
 SEED_SEARCH = """
 INSERT INTO workflow_search (workflow_id, field, text, number)
-SELECT 'seed-' || i, 'total', NULL, i FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
+SELECT 'seed-' || i, 'total', NULL, i
+  FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 UNION ALL
-SELECT 'seed-' || i, 'carrier', 'standard', NULL FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
+SELECT 'seed-' || i, 'carrier', 'standard', NULL
+  FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 """
 
 
