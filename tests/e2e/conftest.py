@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from statewrightd.store.schema import migrate
 from tests.support import citus
 from tests.support.api import Client
 from tests.support.databases import PostgresDatabases, postgres_admin_url
@@ -38,6 +39,9 @@ def _database_for(backend: str, request: pytest.FixtureRequest, directory: Path)
         admin = citus.citus_admin_url()
         made = citus.create_database(admin)
         request.addfinalizer(lambda: citus.drop_database(admin, made))
+        # Distributed before the server starts: on a loaded machine distributing takes
+        # longer than a test waits for a server to come up (which then finds it done).
+        migrate(made)
         return made
     databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
     url = databases.create()

