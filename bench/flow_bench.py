@@ -42,6 +42,7 @@ from bench.timer_bench import server, workspace
 from statewrightd.store import open_repository
 from statewrightd.store.flow import QueueConfig
 from statewrightd.store.schema import migrate
+from tests.support import citus
 
 DEFINITIONS = {
     f"flow-{name}.yaml": f"""
@@ -106,18 +107,23 @@ def steps(database: str, args: argparse.Namespace) -> dict[str, object]:
         workspace(DEFINITIONS, "flow-bench-") as (definitions, logs),
         server(database, definitions, logs, "flow") as (target, _pid),
     ):
+        names = ("free",) if args.free_only else ("free", "keyed")
         with grpc.insecure_channel(target) as channel:
             config = tpb.QueueConfig(queue="bench.keyed", key_max_leased=1)
-            tpb_grpc.TaskServiceStub(channel).SetQueueConfig(
-                tpb.SetQueueConfigRequest(config=config), timeout=10
-            )
+            if not args.free_only:
+                tpb_grpc.TaskServiceStub(channel).SetQueueConfig(
+                    tpb.SetQueueConfigRequest(config=config), timeout=10
+                )
         for _ in range(args.repeat):
-            for name in ("free", "keyed"):
+            for name in names:
                 asyncio.run(start_all(target, name, args.tasks, args.keys))
                 rate = asyncio.run(work_off(target, f"bench.{name}", args.tasks, args.pollers))
                 out[name].append(rate)
                 print(f"  {name}: {rate:,.0f} task steps/s", flush=True)
-    free, keyed = statistics.median(out["free"]), statistics.median(out["keyed"])
+    free = statistics.median(out["free"])
+    if args.free_only:
+        return {"free_steps_per_s": free}
+    keyed = statistics.median(out["keyed"])
     return {"free_steps_per_s": free, "keyed_steps_per_s": keyed, "ratio": keyed / free}
 
 
@@ -146,8 +152,10 @@ SELECT 'c-' || i, '1', 1, 'work', q.queue, '{}'::jsonb, 'SCHEDULED', 3,
         )
         conn.execute("ANALYZE workflow_tasks")
     repo = open_repository(database, migrate=False, pool_size=2)
-    repo.set_queue_config(QueueConfig("claim.keyed", key_max_leased=1), now)
-    times: dict[str, list[float]] = {"claim.free": [], "claim.keyed": []}
+    times: dict[str, list[float]] = {"claim.free": []}
+    if not args.free_only:
+        repo.set_queue_config(QueueConfig("claim.keyed", key_max_leased=1), now)
+        times["claim.keyed"] = []
     try:
         for _ in range(args.claims):
             for queue, spent in times.items():
@@ -163,8 +171,7 @@ SELECT 'c-' || i, '1', 1, 'work', q.queue, '{}'::jsonb, 'SCHEDULED', 3,
     return {
         "backlog_per_queue": args.backlog // 2,
         "keys": args.backlog_keys,
-        "claim_ms_free_p50": statistics.median(times["claim.free"]),
-        "claim_ms_keyed_p50": statistics.median(times["claim.keyed"]),
+        **{f"claim_ms_{q[6:]}_p50": statistics.median(t) for q, t in times.items()},
     }
 
 
@@ -178,16 +185,19 @@ def main() -> None:
     parser.add_argument("--backlog", type=int, default=200_000, help="tasks over both queues")
     parser.add_argument("--backlog-keys", type=int, default=10_000)
     parser.add_argument("--claims", type=int, default=20)
+    parser.add_argument(
+        "--citus", action="store_true", help="on the Citus cluster scripts/with-citus starts"
+    )
+    parser.add_argument(
+        "--free-only", action="store_true", help="the claim without limits only (no config)"
+    )
     args = parser.parse_args()
-    admin = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
+    admin = os.environ[citus.ENV if args.citus else "STATEWRIGHT_TEST_POSTGRES_URL"]
     report: dict[str, object] = {}
     for part in ("steps", "claim"):
         if args.part not in (part, "both"):
             continue
-        name = f"flow_bench_{part}_{os.getpid()}"
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f"CREATE DATABASE {name}".encode())
-        database = admin.rsplit("/", 1)[0] + "/" + name
+        database = _database(admin, part, args.citus)
         try:
             if part == "claim":
                 migrate(database)
@@ -195,9 +205,26 @@ def main() -> None:
             else:
                 report.update(steps(database, args))
         finally:
-            with psycopg.connect(admin, autocommit=True) as conn:
-                conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
+            _drop(admin, database, args.citus)
     print(json.dumps(report, indent=2))
+
+
+def _database(admin: str, part: str, on_citus: bool) -> str:
+    if on_citus:  # Citus's default 32 shards, as deployed
+        return citus.create_database(admin, shards=None)
+    name = f"flow_bench_{part}_{os.getpid()}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"CREATE DATABASE {name}".encode())
+    return admin.rsplit("/", 1)[0] + "/" + name
+
+
+def _drop(admin: str, database: str, on_citus: bool) -> None:
+    if on_citus:
+        citus.drop_database(admin, database)
+        return
+    name = database.rsplit("/", 1)[1]
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f"DROP DATABASE IF EXISTS {name} WITH (FORCE)".encode())
 
 
 if __name__ == "__main__":

@@ -7,4 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
-exec timeout --kill-after=30 1200 scripts/with-postgres "$PY" bench/flow_bench.py "$@"
+# --citus: the same against a private Citus cluster (scripts/with-citus: a coordinator
+# and two workers, Citus's default 32 shards), e.g. to compare with the figures above.
+citus=()
+case " $* " in *" --citus "*) citus=(scripts/with-citus) ;; esac
+exec timeout --kill-after=30 1200 scripts/with-postgres ${citus[@]+"${citus[@]}"} "$PY" bench/flow_bench.py "$@"

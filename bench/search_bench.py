@@ -47,6 +47,8 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from bench import loadgen
 from bench.runtime_bench import ROOT, VENV_BIN, Served, _launch, settle
+from statewrightd.store.schema import migrate
+from tests.support import citus
 
 SEARCH = """
 search:
@@ -58,17 +60,23 @@ INSERT INTO workflow_instances (workflow_id, definition, version, state, status,
                                 revision, create_time, update_time)
 SELECT 'seed-' || i, 'order-pricing', 1, 'shipped', 'COMPLETED', '{}', 1,
        now() - i * interval '1 millisecond', now() - i * interval '1 millisecond'
-  FROM generate_series(%(first)s, %(last)s) AS i
+  FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 """
 SEED_SEARCH = """
 INSERT INTO workflow_search (workflow_id, field, text, number)
-SELECT 'seed-' || i, 'total', NULL, i FROM generate_series(%(first)s, %(last)s) AS i
+SELECT 'seed-' || i, 'total', NULL, i
+  FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 UNION ALL
-SELECT 'seed-' || i, 'carrier', 'standard', NULL FROM generate_series(%(first)s, %(last)s) AS i
+SELECT 'seed-' || i, 'carrier', 'standard', NULL
+  FROM generate_series(%(first)s::integer, %(last)s::integer) AS i
 """
 
 
-def _database(admin: str) -> str:
+def _database(admin: str, on_citus: bool) -> str:
+    if on_citus:  # Citus's default 32 shards, as deployed
+        made = citus.create_database(admin, shards=None)
+        migrate(made)  # distributing takes longer than a server waits to start
+        return made
     name = f"sw_search_{uuid.uuid4().hex[:10]}"
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}".encode())
@@ -171,8 +179,11 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=None, help="write the results as JSON")
     parser.add_argument("--orders", type=int, default=0, help="listings per order (ORDERS)")
     parser.add_argument("--lists-only", action="store_true", help="no throughput rounds")
+    parser.add_argument(
+        "--citus", action="store_true", help="on the Citus cluster scripts/with-citus starts"
+    )
     args = parser.parse_args()
-    admin = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
+    admin = os.environ[citus.ENV if args.citus else "STATEWRIGHT_TEST_POSTGRES_URL"]
     # A terminated run still stops its servers (the finally below).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     work = Path(tempfile.mkdtemp(prefix="search-bench-"))
@@ -180,7 +191,7 @@ def main() -> None:
     databases: dict[str, str] = {}
     try:
         for name, search in (("plain", False), ("search", True)):
-            databases[name] = _database(admin)
+            databases[name] = _database(admin, args.citus)
             definitions = _definitions(work / name, search)
             servers[name] = _serve(databases[name], definitions, work, name)
         processes, concurrency = loadgen.default_shape(args.engine)
@@ -228,6 +239,9 @@ def main() -> None:
         for served in servers.values():
             served.process.terminate()
             served.process.wait(30)
+        if args.citus:
+            for database in databases.values():
+                citus.drop_database(admin, database)
         shutil.rmtree(work, ignore_errors=True)
 
 

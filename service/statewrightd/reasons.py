@@ -62,8 +62,6 @@ class Reason(enum.StrEnum):
     # a watch after_revision beyond the current revision
     REVISION_OUT_OF_RANGE = "REVISION_OUT_OF_RANGE"
     SCHEMA_NOT_MIGRATED = "SCHEMA_NOT_MIGRATED"  # the database schema is behind this server
-    # a list filter on search fields, on a database that does not keep them (Citus)
-    SEARCH_NOT_SUPPORTED = "SEARCH_NOT_SUPPORTED"
     SHUTTING_DOWN = "SHUTTING_DOWN"  # the server is draining
     # the database is known to be down, or did not answer
     STORAGE_UNAVAILABLE = "STORAGE_UNAVAILABLE"

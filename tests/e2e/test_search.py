@@ -1,4 +1,4 @@
-"""Search fields and list filters over real gRPC on PostgreSQL and SQLite: ListWorkflows
+"""Search fields and list filters over real gRPC on PostgreSQL, SQLite and Citus: ListWorkflows
 `filter` with known answers, a filtered listing paged while instances start, CountWorkflows,
 and a bad filter's ErrorInfo.
 
@@ -18,6 +18,7 @@ import pytest
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
+from tests.e2e.conftest import WITH_CITUS
 from tests.support.api import Client, expect_error
 from tests.support.deployment import definitions_dir, running_server
 from tests.support.server import ServerProcess
@@ -59,6 +60,11 @@ states:
 transitions:
   - {from: open, on: close, to: __finish__}
 """
+
+
+@pytest.fixture(scope="module", params=WITH_CITUS)
+def module_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
 
 
 @pytest.fixture(scope="module")

@@ -123,6 +123,8 @@ def citus_url(citus_database: str) -> str:
     every node, would cost seconds each)."""
     with psycopg.connect(citus_database, autocommit=True) as conn:
         conn.execute(f"TRUNCATE {_CITUS_TABLES}".encode())
+        # The queue configs and keys: plain tables on the coordinator.
+        conn.execute("TRUNCATE task_queues, task_queue_keys")
     return citus_database
 
 

@@ -33,15 +33,15 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import PoolTimeout
 
-from statewrightd.errors import FailedPrecondition, RecordNotFound, StorageUnavailable, StoreError
+from statewrightd.errors import RecordNotFound, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
 from statewrightd.store import citus_layout, failures
 from statewrightd.store import sql_citus as c
 from statewrightd.store import sql_postgres as q
+from statewrightd.store.citus_flow import CitusFlow
 from statewrightd.store.citus_routing import ShardMap
-from statewrightd.store.citus_scans import ALL, CALL_ROWS, CitusScans, rows_params
+from statewrightd.store.citus_scans import ALL, CALL_ROWS, rows_params
 from statewrightd.store.codec import EncodedOp
-from statewrightd.store.filters import Filter
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import resolve_each, unknown
 from statewrightd.store.postgres import (
@@ -59,12 +59,10 @@ from statewrightd.store.records import (
     Create,
     DefinitionRecord,
     InstanceRecord,
-    ListOrder,
     Operation,
     SearchValues,
     target_of,
 )
-from statewrightd.store.repository import Params
 from statewrightd.store.schema import latest_version
 
 _log = logging.getLogger(__name__)
@@ -174,25 +172,37 @@ def _waves(encoded: Sequence[EncodedOp], members: list[int]) -> list[list[int]]:
     return waves
 
 
-def _work(encoded: Iterable[EncodedOp]) -> tuple[bool, bool]:
-    timed = tasked = False
+def _work(encoded: Iterable[EncodedOp]) -> tuple[bool, bool, bool]:
+    timed = tasked = searched = False
     for e in encoded:
         timed = timed or bool(e.op.timers)
         tasked = tasked or bool(e.op.tasks)
-    return timed, tasked
+        searched = searched or e.op.search is not None
+    return timed, tasked, searched
 
 
 def _rows(
-    members: list[tuple[int, EncodedOp]], base: tuple[str, ...], kind: tuple[bool, bool]
+    members: list[tuple[int, EncodedOp]], base: tuple[str, ...], kind: tuple[bool, bool, bool]
 ) -> str:
     fields = (
         base
         + (_TIMER_FIELDS if kind[0] else ())
         + (_TASK_FIELDS if kind[1] else ())
+        + (("s_values",) if kind[2] else ())
         + _REQUEST_FIELDS
         + ("n",)
     )
-    return _rows_json([{**e.params, "n": n} for n, e in members], fields)
+    return _rows_json(
+        [{**e.params, "n": n, "s_values": search_json(e.op.search)} for n, e in members], fields
+    )
+
+
+def search_json(values: SearchValues | None) -> str | None:
+    """A step's search values as the shard statements read them (None: unchanged)."""
+    if values is None:
+        return None
+    rows = [{"field": v.field, "text": v.text, "number": v.number} for v in values]
+    return json.dumps(rows, ensure_ascii=False)
 
 
 _MISROUTED = object()
@@ -249,9 +259,9 @@ def node_never_reached(exc: psycopg.Error) -> bool:
     return "remote node" in text and any(words in text for words in _NEVER_REACHED)
 
 
-class CitusRepository(CitusScans):
+class CitusRepository(CitusFlow):
     """Writes as node calls, their lost answers read back, and the Citus schema's check
-    (the shard map, scans and claims are CitusScans')."""
+    (the shard map, scans and claims are CitusScans', limited queues' CitusFlow's)."""
 
     # A step's hint is NOTIFYed after its node call, not inside its transaction: a process
     # that dies in between leaves the step unhinted, and other replicas' watchers learn
@@ -270,40 +280,19 @@ class CitusRepository(CitusScans):
         if row is not None:
             self._gpids[conn.info.backend_pid] = int(row[0])
 
-    # -- reads -----------------------------------------------------------------------
-
-    def _instances_after(self, params: Params, order: ListOrder) -> list[InstanceRecord]:
-        _no_search(params.get("filter"))
-        return super()._instances_after(params, order)
-
-    def _instances_by_value(
-        self, params: Params, order: ListOrder
-    ) -> list[tuple[InstanceRecord, Any]]:
-        raise FailedPrecondition(
-            "a Citus database keeps no search values: order by create_time or update_time",
-            reason=Reason.SEARCH_NOT_SUPPORTED,
-        )
-
-    def _instances_by_keys(
-        self, params: Params, order: ListOrder
-    ) -> list[tuple[InstanceRecord, tuple[Any, ...]]]:
-        _no_search(params.get("filter"))
-        if any(key.value_column for key in order.keys):
-            raise FailedPrecondition(
-                "a Citus database keeps no search values: order by the instance's columns",
-                reason=Reason.SEARCH_NOT_SUPPORTED,
-            )
-        return super()._instances_by_keys(params, order)
-
-    def count_by_status(self, which: Filter | None = None) -> dict[str, int]:
-        _no_search(which)
-        return super().count_by_status(which)
+    # -- search values -----------------------------------------------------------------
 
     def replace_search(self, items: Sequence[tuple[str, int, SearchValues]]) -> int:
-        raise FailedPrecondition(
-            "a Citus database keeps no search values: there is nothing to re-project",
-            reason=Reason.SEARCH_NOT_SUPPORTED,
-        )
+        """Each instance's search rows replaced on its node, while it is still at the
+        revision its values were computed from; one call per node, each one local
+        transaction."""
+        docs = [
+            {"workflow_id": w, "revision": revision, "s_values": json.loads(search_json(v) or "[]")}
+            for w, revision, v in items
+        ]
+        if not docs:
+            return 0
+        return sum(1 for row in self._by_node(c.REPLACE_SEARCH, docs) if row.get("replaced"))
 
     # -- writes ----------------------------------------------------------------------
 
@@ -520,16 +509,6 @@ def _written(encoded: list[EncodedOp], done: list[tuple[NodeCall, list[Any]]]) -
         for i, result in zip(call.positions, outcome, strict=True)
         if isinstance(result, InstanceRecord)
     ]
-
-
-def _no_search(which: Filter | None) -> None:
-    if which is not None and which.searches:
-        # The shard functions do not write search rows: an answer would be wrong.
-        raise FailedPrecondition(
-            "search fields cannot be filtered on a Citus database (its saves do not "
-            "project them); filter by definition, version, state, status or times",
-            reason=Reason.SEARCH_NOT_SUPPORTED,
-        )
 
 
 def _fill(results: list[Any], error: StoreError) -> list[InstanceRecord | StoreError]:

@@ -81,6 +81,7 @@ class ShardMap:
             raise StorageUnavailable("the Citus cluster holds no shards of workflow_instances")
         self._lows = [s.low for s in self._shards]
         self.groups: tuple[int, ...] = tuple(sorted({s.group for s in self._shards}))
+        self.count = len(self._shards)
         self._routes = self._route_keys()
 
     def shard_of(self, workflow_id: str) -> Shard:

@@ -9,21 +9,20 @@ few named instances go to each node that holds some of them, in one call.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import random
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from statewrightd.errors import StorageUnavailable, Unimplemented
-from statewrightd.reasons import Reason
+from statewrightd.errors import StorageUnavailable
 from statewrightd.store import sql_citus as c
 from statewrightd.store.citus_routing import Shard, ShardMap
 from statewrightd.store.codec import check_time
-from statewrightd.store.flow import QueueConfig
-from statewrightd.store.postgres import PostgresRepository
+from statewrightd.store.postgres import Conn, PostgresRepository
 from statewrightd.store.records import (
     Purged,
     QueueCounts,
@@ -58,10 +57,10 @@ def _as_is(value: Any) -> Any:
 
 
 # Rows that come back as JSON objects from the shard functions.
-_JSON_ROWS = Rows(json=_as_is, time=_iso, time_param=_as_is)
+JSON_ROWS = Rows(json=_as_is, time=_iso, time_param=_as_is)
 
 
-def _fields(doc: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
+def fields_of(doc: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
     return tuple(doc.get(name) for name in names)
 
 
@@ -93,9 +92,21 @@ class CitusScans(PostgresRepository):
 
     # -- scans -----------------------------------------------------------------------
 
-    def _scan(self, statement: str, params: dict[str, Any], wanted: int) -> list[dict[str, Any]]:
+    @contextlib.contextmanager
+    def _given(self, conn: Conn | None) -> Iterator[Conn]:
+        """``conn`` when given (a claim's, which holds its queue's lock), else a pooled
+        connection for reads (autocommit: node calls are delegated)."""
+        if conn is not None:
+            yield conn
+            return
+        with self._reading() as pooled:
+            yield pooled
+
+    def _scan(
+        self, statement: str, params: dict[str, Any], wanted: int, conn: Conn | None = None
+    ) -> list[dict[str, Any]]:
         """``statement`` on every node's shard groups until ``wanted`` rows came back;
-        each scan starts at another node and another shard group."""
+        each scan starts at another node and another shard group. On ``conn`` if given."""
         shards = self._shards()
         groups = list(shards.groups)
         turn = next(self._turn)
@@ -104,11 +115,11 @@ class CitusScans(PostgresRepository):
         doc = json.dumps(params)
         found: list[dict[str, Any]] = []
         remaining = wanted
-        with self._reading() as conn:
+        with self._given(conn) as on:
             for group in order:
                 if remaining <= 0:
                     break
-                rows = conn.execute(
+                rows = on.execute(
                     _CALL_SCAN, (shards.route(group), statement, doc, remaining, turn)
                 ).fetchall()
                 for (row,) in rows:
@@ -123,6 +134,7 @@ class CitusScans(PostgresRepository):
         shards: ShardMap | None = None,
         *,
         one_each: bool = False,
+        conn: Conn | None = None,
     ) -> list[dict[str, Any]]:
         """``statement`` on the rows ``docs`` name (each has a workflow_id), one call per
         node (by ``shards``, or the current map); ``one_each``: a node gives back a row for
@@ -133,11 +145,11 @@ class CitusScans(PostgresRepository):
         for doc in docs:
             groups.setdefault(shards.group_of(doc["workflow_id"]), []).append(doc)
         found: list[dict[str, Any]] = []
-        with self._reading() as conn:
+        with self._given(conn) as on:
             for members in groups.values():
                 batch = json.dumps([{**d, "n": n} for n, d in enumerate(members)])
                 wanted = len(members) if one_each else ALL
-                rows = conn.execute(
+                rows = on.execute(
                     CALL_ROWS,
                     rows_params(members[0]["workflow_id"], [statement], [batch], wanted),
                 ).fetchall()
@@ -196,7 +208,7 @@ class CitusScans(PostgresRepository):
         rows = self._ordered(
             c.PEEK_TIMERS, c.CLAIM_TIMERS, params, limit, ("workflow_id", "timer_id")
         )
-        timers = [_JSON_ROWS.timer(_fields(r, c.TIMER_FIELDS)) for r in rows]
+        timers = [JSON_ROWS.timer(fields_of(r, c.TIMER_FIELDS)) for r in rows]
         return sorted(timers, key=lambda t: (t.due_time, t.workflow_id))
 
     def next_timer_due(self, now: datetime) -> datetime | None:
@@ -214,7 +226,7 @@ class CitusScans(PostgresRepository):
         out: dict[str, list[TimerRecord]] = {}
         docs = [{"workflow_id": w} for w in dict.fromkeys(workflow_ids)]
         timers = (
-            _JSON_ROWS.timer(_fields(r, c.TIMER_FIELDS))
+            JSON_ROWS.timer(fields_of(r, c.TIMER_FIELDS))
             for r in self._by_node(c.ARMED_TIMERS, docs)
         )
         for timer in sorted(timers, key=lambda t: (t.workflow_id, t.due_time)):
@@ -227,22 +239,12 @@ class CitusScans(PostgresRepository):
         docs = [{"workflow_id": w} for w in dict.fromkeys(workflow_ids)]
         rows = self._by_node(c.OPEN_TASKS, docs)
         return {
-            t.workflow_id: t for t in (_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows)
+            t.workflow_id: t for t in (JSON_ROWS.task(fields_of(r, c.TASK_FIELDS)) for r in rows)
         }
 
-    def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
-        """Refused: this store's claims run on the shards, which no queue-wide lock spans
-        yet, so a limit could not be honoured across them. Removing a config is allowed."""
-        if config.limited:
-            raise Unimplemented(
-                "flow control on task queues (SetQueueConfig) is not available on Citus "
-                "yet: its polls claim on each node, and a queue's limits need one lock "
-                "across them; use PostgreSQL or SQLite for limited queues",
-                reason=Reason.NOT_IMPLEMENTED,
-            )
-        return super().set_queue_config(config, now)
-
-    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+    def _unlimited_claim(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+        """The claim of a queue without limits: its oldest ready tasks, each node's share
+        leased there (``choose``, when given, picks among the oldest)."""
         doc = {
             "queue": params["queue"],
             "now": params["now"].isoformat(),
@@ -252,24 +254,24 @@ class CitusScans(PostgresRepository):
         if choose is not None:
 
             def pick(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
-                ready = [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
+                ready = [JSON_ROWS.task(fields_of(r, c.TASK_FIELDS)) for r in rows]
                 wanted = {(t.workflow_id, t.task_id) for t in choose(ready)}
                 return [r for r in rows if (r["workflow_id"], r["task_id"]) in wanted]
 
         keys = ("workflow_id", "task_id")
         rows = self._ordered(c.PEEK_TASKS, c.LEASE_TASKS, doc, params["limit"], keys, pick=pick)
-        tasks = [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
+        tasks = [JSON_ROWS.task(fields_of(r, c.TASK_FIELDS)) for r in rows]
         return sorted(tasks, key=lambda t: (t.available_time, t.workflow_id))
 
     def _heartbeat_task(self, params: Params) -> TaskRecord | None:
         doc = {**params, "now": params["now"].isoformat()}
         rows = self._by_node(c.HEARTBEAT_TASK, [doc])
-        return _JSON_ROWS.task(_fields(rows[0], c.TASK_FIELDS)) if rows else None
+        return JSON_ROWS.task(fields_of(rows[0], c.TASK_FIELDS)) if rows else None
 
     def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
         params = {"now": self._when(now, "now"), "until": self._when(until, "until")}
         rows = self._scan(c.CLAIM_EXPIRED_TASKS, params, limit)
-        return [_JSON_ROWS.task(_fields(r, c.TASK_FIELDS)) for r in rows]
+        return [JSON_ROWS.task(fields_of(r, c.TASK_FIELDS)) for r in rows]
 
     def queue_stats(self, now: datetime) -> list[QueueCounts]:
         merged: dict[str, QueueCounts] = {}

@@ -457,6 +457,7 @@ _KINDS = {
     **dict.fromkeys(("r_time", "r_cutoff"), _TIME),
     "r_response": _BYTES,
     "n": _RAW,
+    "s_values": _RAW,  # a step's search values, JSON (Citus)
 }
 _TASK_FIELDS = (
     "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",

@@ -48,6 +48,7 @@ _PARAM_TYPES = {
     "token": "text",
     "details": "jsonb",
     "revision": "bigint",
+    "per_shard": "integer",
 }
 # Where a template finds its named parameters: in a scan's object, or in the first row of
 # a call on rows (every row carries them).
@@ -121,7 +122,7 @@ SELECT r.n, r.workflow_id, c.workflow_id IS NOT NULL AS changed, r.free,
 """
 
 
-def _input(columns: str, timed: bool, tasked: bool) -> str:
+def _input(columns: str, timed: bool, tasked: bool, searched: bool) -> str:
     return (
         """WITH input AS (
     SELECT * FROM json_to_recordset($1) AS r("""
@@ -129,6 +130,7 @@ def _input(columns: str, timed: bool, tasked: bool) -> str:
         + q._HISTORY_ROW_TYPES
         + (q._TIMER_ROW_TYPES if timed else "")
         + (q._TASK_ROW_TYPES if tasked else "")
+        + (", s_values json" if searched else "")
         + _REQUEST_ROW_TYPES
         + """
     )
@@ -138,18 +140,37 @@ def _input(columns: str, timed: bool, tasked: bool) -> str:
     )
 
 
-def _work(timed: bool, tasked: bool) -> str:
+# A step that carries search values (``s_values``, a JSON array; null: unchanged) replaces
+# its instance's search rows when its compare-and-swap wrote it, in the same statement
+# (sql_postgres.DELETE_SEARCH and INSERT_SEARCH). The two parts see the same snapshot, so
+# the delete removes the rows the save found and never those it inserts.
+_SEARCH = """
+search_gone AS (
+    DELETE FROM workflow_search s USING rows r JOIN changed c USING (workflow_id)
+     WHERE s.workflow_id = r.workflow_id AND r.s_values IS NOT NULL
+),
+search_new AS (
+    INSERT INTO workflow_search (workflow_id, field, text, number)
+    SELECT r.workflow_id, v.field, v.text, v.number
+      FROM rows r JOIN changed USING (workflow_id),
+           json_to_recordset(r.s_values) AS v(field text, text text, number float8)
+     WHERE r.s_values IS NOT NULL
+),"""
+
+
+def _work(timed: bool, tasked: bool, searched: bool) -> str:
     return (
         (q._ROWS_TIMER_WORK if timed else "")
         + (q._ROWS_TASK_WORK if tasked else "")
         + q._ROWS_HISTORY_INSERT
         + ","
+        + (_SEARCH if searched else "")
         + _REQUESTS.rstrip(",")
         + _answer(tasked)
     )
 
 
-def _create_rows(timed: bool, tasked: bool) -> str:
+def _create_rows(timed: bool, tasked: bool, searched: bool) -> str:
     return on_shard(
         _input(
             """
@@ -158,6 +179,7 @@ def _create_rows(timed: bool, tasked: bool) -> str:
         update_time timestamptz, expire_time timestamptz, """,
             timed,
             tasked,
+            searched,
         )
         + """
 changed AS (
@@ -170,17 +192,17 @@ changed AS (
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + _work(timed, tasked)
+        + _work(timed, tasked, searched)
     )
 
 
-def _save_rows(timed: bool, tasked: bool) -> str:
+def _save_rows(timed: bool, tasked: bool, searched: bool) -> str:
     fired = """
        AND (r.t_fired IS NULL OR EXISTS (
             SELECT 1 FROM workflow_timers t
              WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
     return on_shard(
-        _input(q.SAVE_ROW_TYPES, timed, tasked)
+        _input(q.SAVE_ROW_TYPES, timed, tasked, searched)
         + """
 changed AS ("""
         + q.SAVE_UPDATE
@@ -190,12 +212,14 @@ changed AS ("""
         + """
     RETURNING w.workflow_id
 ),"""
-        + _work(timed, tasked)
+        + _work(timed, tasked, searched)
     )
 
 
-CREATE_ROWS = {(t, k): _create_rows(t, k) for t in (False, True) for k in (False, True)}
-SAVE_ROWS = {(t, k): _save_rows(t, k) for t in (False, True) for k in (False, True)}
+# By kind: (timer work, task work, search values) of any step of the statement's rows.
+_KINDS = [(t, k, s) for t in (False, True) for k in (False, True) for s in (False, True)]
+CREATE_ROWS = {kind: _create_rows(*kind) for kind in _KINDS}
+SAVE_ROWS = {kind: _save_rows(*kind) for kind in _KINDS}
 
 # Before a batch's saves: their instances' rows locked in one order (by id, within a
 # shard; the shard function takes the shards in order), so that two replicas' batches
@@ -302,3 +326,57 @@ RETENTION_COUNTS = on_shard(retention_counts(POSTGRES))
 # The columns of rows a scan hands back as JSON objects, in the order the mappers read.
 TIMER_FIELDS = rows.TIMER
 TASK_FIELDS = rows.TASK
+
+# -- re-projection of search values: on the node of each instance ----------------------
+# An instance's rows replaced by those given ($1: n, workflow_id, revision, s_values)
+# only while it is at the revision they were computed from, its row locked meanwhile (as
+# SqlRepository.replace_search does in one PostgreSQL transaction).
+REPLACE_SEARCH = on_shard("""
+WITH input AS (
+    SELECT * FROM json_to_recordset($1)
+        AS r(n integer, workflow_id text, revision bigint, s_values json)
+),
+hit AS (
+    SELECT i.n, i.workflow_id, i.s_values FROM input i
+      JOIN workflow_instances w ON w.workflow_id = i.workflow_id AND w.revision = i.revision
+       FOR UPDATE OF w
+),
+gone AS (DELETE FROM workflow_search s USING hit h WHERE s.workflow_id = h.workflow_id),
+made AS (
+    INSERT INTO workflow_search (workflow_id, field, text, number)
+    SELECT h.workflow_id, v.field, v.text, v.number
+      FROM hit h, json_to_recordset(h.s_values) AS v(field text, text text, number float8)
+)
+SELECT n, true AS replaced FROM hit
+""")
+
+# -- flow control: a limited queue's claim (store/citus_flow.py) -----------------------
+# Its leases by concurrency key, on each shard group (summed by the caller).
+LEASED_BY_KEY = on_shard("""
+SELECT concurrency_key AS key, count(*) AS leased FROM workflow_tasks
+ WHERE queue = %(queue)s AND status = 'LEASED' GROUP BY concurrency_key
+""")
+# Each shard group's oldest ready tasks of each priority (``per_shard`` of each), none of
+# a blocked key ($1->'blocked'): the shard's share of sql_flow's ranked_ready window.
+# Not locked: the lease (LEASE_TASKS) takes what is still ready when it comes.
+RANKED_READY = on_shard(f"""
+SELECT c.* FROM generate_series(1, 5) AS p(priority),
+LATERAL (SELECT {rows.listed(rows.TASK, "t.")} FROM workflow_tasks t
+          WHERE t.queue = %(queue)s AND t.status IN ('SCHEDULED', 'BACKOFF')
+            AND t.available_time <= %(now)s AND t.deadline > %(now)s
+            AND t.priority = p.priority
+            AND (t.concurrency_key IS NULL OR NOT t.concurrency_key IN (
+                 SELECT json_array_elements_text($1->'blocked')))
+          ORDER BY t.available_time LIMIT %(per_shard)s) c
+""")
+
+# ListQueues' busiest keys: each shard group's open keyed tasks by queue and key.
+KEY_COUNTS = on_shard("""
+SELECT queue, concurrency_key AS key,
+       count(*) FILTER (WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s)
+           AS ready,
+       count(*) FILTER (WHERE status = 'LEASED') AS leased
+  FROM workflow_tasks
+ WHERE status IN ('SCHEDULED', 'LEASED', 'BACKOFF') AND concurrency_key IS NOT NULL
+ GROUP BY queue, concurrency_key
+""")

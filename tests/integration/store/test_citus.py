@@ -369,3 +369,26 @@ def repo_load_retrying(repo: Repository, wid: str) -> InstanceRecord:
         except StorageUnavailable:
             time.sleep(0.2)
     return repo.load(wid)
+
+
+def test_a_search_filter_runs_whole_on_each_shard(citus_url: str) -> None:
+    """A filtered, ordered page and a count are pushed down to every shard whole (the
+    search rows are colocated with their instances): no part of them is planned through
+    the coordinator, and no shard reads its instances or search rows sequentially."""
+    from statewrightd.store.sql_builder import POSTGRES, _list_instances
+    from tests.integration.store.test_search_plans import compiled_filters, seed
+
+    with psycopg.connect(citus_url, autocommit=True) as conn:
+        seed(conn)
+        conn.execute("SET citus.explain_all_tasks = on")
+        for text, compiled, condition in compiled_filters():
+            count = f"SELECT status, count(*) FROM workflow_instances WHERE {condition}"
+            page = _list_instances(POSTGRES, "update_time desc", frozenset(), condition)
+            params = {**compiled.params, "limit": 101}
+            assert conn.execute(page, params).fetchall(), text  # it matches some
+            for sql in (f"{count} GROUP BY status", page):
+                shown = "\n".join(r[0] for r in conn.execute(f"EXPLAIN {sql}", params))
+                assert "Task Count: 4" in shown, (text, shown)
+                assert "Subplan" not in shown and "intermediate" not in shown, (text, shown)
+                for table in ("workflow_instances", "workflow_search"):
+                    assert f"Seq Scan on {table}" not in shown, (text, shown)

@@ -6,31 +6,13 @@ from __future__ import annotations
 import dataclasses
 from datetime import datetime, timedelta
 
-import pytest
-
 from statewrightd.domain import TaskStatus
-from statewrightd.errors import Unimplemented
 from statewrightd.store import Repository
 from statewrightd.store.flow import AGING, QueueConfig
 from statewrightd.store.records import Create, TaskChange, TaskRecord
 from tests.integration.store.test_tasks_contract import NOW, history, instance, task
 
 Q = "limited"
-
-
-@pytest.fixture(autouse=True)
-def _limits_where_honoured(backend: str, request: pytest.FixtureRequest) -> None:
-    """The Citus store refuses limits (its claims run per node); one test says so."""
-    if backend == "citus" and request.node.originalname != "test_citus_refuses_limits":
-        pytest.skip("the Citus store refuses queue limits")
-
-
-def test_citus_refuses_limits(backend: str, repo: Repository) -> None:
-    if backend != "citus":
-        pytest.skip("only the Citus store refuses them")
-    with pytest.raises(Unimplemented):
-        configure(repo, max_leased=5)
-    assert configure(repo) is None, "removing limits is allowed"
 
 
 def put(

@@ -9,7 +9,9 @@ so the plans are the ones the planner chooses at that size.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from datetime import UTC, datetime
+from typing import Any
 
 import psycopg
 
@@ -48,17 +50,27 @@ FILTERS = [
 ORDERS = ["create_time", "create_time desc", "update_time desc"]
 
 
+def seed(conn: psycopg.Connection[Any]) -> None:
+    """ROWS instances with their search rows, the tables analysed."""
+    conn.execute(SEED, {"rows": ROWS})
+    conn.execute(SEED_SEARCH, {"rows": ROWS})
+    conn.execute("ANALYZE workflow_instances")
+    conn.execute("ANALYZE workflow_search")
+
+
+def compiled_filters() -> Iterator[tuple[str, SqlFilter, str]]:
+    """Each of FILTERS, its compiled filter (with its parameters) and its condition."""
+    for text in FILTERS:
+        which = parse_filter(text, FIELDS)
+        assert which is not None
+        compiled = SqlFilter(POSTGRES.named)
+        yield text, compiled, compiled.condition(which.root)
+
+
 def test_a_selective_search_filter_reads_no_instance_sequentially(postgres_url: str) -> None:
     with psycopg.connect(postgres_url, autocommit=True) as conn:
-        conn.execute(SEED, {"rows": ROWS})
-        conn.execute(SEED_SEARCH, {"rows": ROWS})
-        conn.execute("ANALYZE workflow_instances")
-        conn.execute("ANALYZE workflow_search")
-        for text in FILTERS:
-            which = parse_filter(text, FIELDS)
-            assert which is not None
-            compiled = SqlFilter(POSTGRES.named)
-            condition = compiled.condition(which.root)
+        seed(conn)
+        for text, compiled, condition in compiled_filters():
             count = (
                 f"SELECT status, count(*) FROM workflow_instances WHERE {condition} GROUP BY status"
             )

@@ -3,6 +3,7 @@ map, how a batch becomes node calls, and the shard templates' placeholders."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime
 
@@ -14,7 +15,7 @@ from statewrightd.store import sql_citus
 from statewrightd.store.citus import plan_calls
 from statewrightd.store.citus_routing import Shard, ShardMap, hash_text
 from statewrightd.store.codec import encode_op
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
+from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save, SearchValue
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -80,8 +81,31 @@ def test_a_batch_becomes_one_call_per_node_with_an_instance_s_steps_in_waves() -
         assert shards.group_of(call.route) == call.group
     first = next(c for c in calls if 0 in c.positions)
     # The creates, then (a second wave) the save of w-0: its rows locked first.
-    assert first.statements[0] == sql_citus.CREATE_ROWS[False, False]
-    assert first.statements[1:] == [sql_citus.LOCK_ROWS, sql_citus.SAVE_ROWS[False, False]]
+    assert first.statements[0] == sql_citus.CREATE_ROWS[False, False, False]
+    assert first.statements[1:] == [sql_citus.LOCK_ROWS, sql_citus.SAVE_ROWS[False, False, False]]
+
+
+def test_a_step_with_search_values_writes_them_in_its_own_statement() -> None:
+    shards = _two_nodes()
+    values = (SearchValue("customer", text="c-1"), SearchValue("amount", number=2.5))
+    created = Create(_rec("w-1"), _history(_rec("w-1")), search=values)
+    plain = Create(_rec("w-2"), _history(_rec("w-2")))
+    encoded = [encode_op(created), encode_op(plain)]
+    for call in plan_calls(encoded, range(2), shards):
+        (statement,) = call.statements
+        rows = json.loads(call.batches[0])
+        if 0 in call.positions:
+            # The kind with search values: their rows go in with the instance's.
+            assert statement == sql_citus.CREATE_ROWS[False, False, True]
+            assert "search_new" in statement and "%7$s" in statement
+            mine = next(r for r in rows if r["workflow_id"] == "w-1")
+            assert mine["s_values"] == [
+                {"field": "customer", "text": "c-1", "number": None},
+                {"field": "amount", "text": None, "number": 2.5},
+            ]
+        if 1 in call.positions and 0 not in call.positions:
+            assert statement == sql_citus.CREATE_ROWS[False, False, False]
+            assert "workflow_search" not in statement and "%7$s" not in statement
 
 
 _TEMPLATES = {
@@ -98,8 +122,8 @@ _TEMPLATES = {
 @pytest.mark.parametrize("name", sorted(_TEMPLATES))
 def test_a_template_names_only_shard_tables_and_its_inputs(name: str) -> None:
     template = _TEMPLATES[name]
-    # Every % is a shard table (format's %N$s, N in 1..6); no table is named directly.
-    assert re.findall(r"%[^1-6]|%[1-6](?!\$s)", template) == []
+    # Every % is a shard table (format's %N$s, N in 1..7); no table is named directly.
+    assert re.findall(r"%[^1-7]|%[1-7](?!\$s)", template) == []
     for table in sql_citus.TABLES:
         assert re.search(rf"\b{table}\b", template) is None, table
     assert "%(" not in template
