@@ -342,7 +342,10 @@ def test_the_cli_and_the_python_client_reach_every_schedule_call(server: ServerP
     with PyClient(server.target) as client:
         paused = client.pause_schedule(sid, "python")
         assert paused.state.paused and paused.state.note == "python"
-        end = datetime.now(UTC).replace(hour=10, minute=0, second=0, microsecond=0)
+        now = datetime.now(UTC)
+        end = now.replace(hour=10, minute=0, second=0, microsecond=0)
+        if end > now:  # a backfill ends in the past: before 10:00 UTC, yesterday's
+            end -= timedelta(days=1)
         assert client.backfill_schedule(sid, end - timedelta(days=14), end) == 10
         assert sid in [s.schedule_id for s in client.list_schedules()]
         client.delete_schedule(sid)
