@@ -157,6 +157,8 @@ class _Builder(StateReading, TransitionReading, SearchReading, Analysis):
         self.env = env
         # A task state's `apply` also sees `result`; nothing else may.
         self.task_env = Environment(declared, with_result=True, open_context=open_context)
+        self.item_env = Environment(declared, open_context=open_context, fan_out="input")
+        self.join_env = Environment(declared, open_context=open_context, fan_out="apply")
         self.fields = fields
 
         raw_states = doc.get("states")

@@ -72,6 +72,7 @@ from statewrightd.store.records import (
     InstanceRecord,
     Purged,
     TaskRecord,
+    TaskRelease,
     TimerRecord,
 )
 from statewrightd.store.repository import Repository
@@ -167,7 +168,7 @@ class WorkflowRuntime:
         # one due before it would have looked again).
         self.on_armed: Callable[[tuple[TimerRecord, ...]], None] | None = None
         # Told of every committed step's newly scheduled task (waiting polls wake for it).
-        self.on_scheduled: Callable[[TaskRecord], None] | None = None
+        self.on_scheduled: Callable[[TaskRecord | TaskRelease], None] | None = None
         self._removal = Removal(
             loop=loop,
             admission=self._admission,
@@ -434,8 +435,8 @@ class WorkflowRuntime:
         op = planned.op
         if op.timers.arm and self.on_armed is not None:
             self.on_armed(op.timers.arm)
-        if op.tasks.schedule is not None and self.on_scheduled is not None:
-            self.on_scheduled(op.tasks.schedule)
+        if (ready := op.tasks.ready_queue()) is not None and self.on_scheduled is not None:
+            self.on_scheduled(ready)
         for listener in self.listeners:
             try:
                 listener(answer, op.history)
