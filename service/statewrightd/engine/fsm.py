@@ -111,7 +111,7 @@ class StepLimits:
 ITEM_CPU_SECONDS = 0.0002
 
 
-_DEFAULT_LIMITS = StepLimits()
+DEFAULT_LIMITS = _DEFAULT_LIMITS = StepLimits()
 _LIMITS: ContextVar[StepLimits | None] = ContextVar("step_limits", default=None)
 
 

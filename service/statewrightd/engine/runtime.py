@@ -41,6 +41,7 @@ from statewrightd.engine.commands import (
     StepCommand,
 )
 from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.fsm import DEFAULT_LIMITS, StepLimits
 from statewrightd.engine.jobs import Job, Replies
 from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import StepResult, TransitionTaken
@@ -144,7 +145,7 @@ class WorkflowRuntime:
         clock: Clock | None = None,
         cache_size: int = 50_000,
         retention: float = math.inf,
-        max_context_bytes: int = 256 * 1024,
+        limits: StepLimits = DEFAULT_LIMITS,
         request_window: timedelta | None = None,
     ) -> None:
         """``retention``: seconds a finished instance is kept (math.inf: for ever) unless
@@ -160,7 +161,7 @@ class WorkflowRuntime:
         self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
         failed_projection = self._observer.projection_failed
         writes = StepWrites(clock or Clock(), retention, request_window, failed_projection)
-        self._stepper = Stepper(repo, writes, max_context_bytes)
+        self._stepper = Stepper(repo, writes, limits)
         self._recoveries = Recoveries(loop, self._admission, repo, self._offload)
         self._replies = Replies(self._observer)
         self.listeners: list[StepListener] = []
