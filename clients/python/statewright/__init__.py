@@ -39,6 +39,7 @@ from statewright.errors import (
 from statewright.models import (
     ContextField,
     Definition,
+    FanOutProgress,
     QueueConfig,
     QueueKey,
     QueueSettings,
@@ -83,6 +84,7 @@ __all__ = [
     "NotFound",
     "Overloaded",
     "PermissionDenied",
+    "FanOutProgress",
     "QueueConfig",
     "QueueKey",
     "QueueSettings",

@@ -75,7 +75,7 @@ from statewrightd.engine.model import (
     TimerPlan,
     TransitionTaken,
 )
-from statewrightd.errors import FailedPrecondition, InvalidArgument, quote
+from statewrightd.errors import Aborted, FailedPrecondition, InvalidArgument, quote
 from statewrightd.reasons import Reason
 
 
@@ -344,7 +344,7 @@ class _Step:
                 return Status.WAITING
             if kind is StateKind.EVENT_ONLY:
                 return Status.RUNNING
-            if kind is StateKind.TASK and not self.joined_at_entry():
+            if kind is StateKind.TASK and not _joined_at_entry(self):
                 return Status.RUNNING  # a task state waits for its task's result
             if kind is StateKind.LEAF:
                 return Status.COMPLETED
@@ -356,37 +356,6 @@ class _Step:
                     state=self.state,
                 )
             self.fire(chosen)
-
-    def joined_at_entry(self) -> bool:
-        """A task state just entered with ``map``: its list is read, and an empty one is
-        joined at once (True: its automatic transitions decide now)."""
-        task = self.defn.states[self.state].task
-        entered = bool(self.transitions) or self.starting
-        if task is None or task.fan_out is None or not entered or self.map_items is not None:
-            return False
-        path = f"states.{self.state}.task.map"
-        value = self.evaluate(task.fan_out.items, path, self.activation())
-        if not isinstance(value, list):
-            raise self.failed(
-                Reason.TYPE_MISMATCH, path, f"map must give a list, this one gave {describe(value)}"
-            )
-        if len(value) > self.map_limit:
-            raise self.failed(
-                Reason.MAP_TOO_LARGE,
-                path,
-                f"map gave {len(value):,} items, more than the limit of {self.map_limit:,} "
-                "(the server's max_map_items)",
-                limit=self.map_limit,
-                size=len(value),
-            )
-        self.map_items = value
-        self.fan_out = FanOutProgress(self.revision, len(value))
-        self.cpu_deadline += len(value) * ITEM_CPU_SECONDS
-        if value:
-            return False
-        self.join(task, [], [])
-        # Joined: its automatic transitions decide now (none: it waits for an event).
-        return bool(self.defn.automatic_from.get(self.state))
 
     def join(self, task: TaskSpec, results: list[JSONValue], failures: list[JSONValue]) -> None:
         """A fan-out's join: its ``apply`` with ``results`` and ``failures``."""
@@ -424,7 +393,7 @@ class _Step:
         state = d.states.get(self.state)
         if moved and status in _LIVE and self.map_items is not None:
             assert state is not None and state.task is not None
-            return self.item_plan(state.task, cancel)
+            return _item_plan(self, state.task, cancel)
         if moved and status in _LIVE and state is not None and state.task is not None:
             spec = state.task
             schedule = PlannedTask(
@@ -435,23 +404,6 @@ class _Step:
                 concurrency_key=self.task_key(spec),
             )
         return TaskPlan(cancel, schedule) if cancel or schedule else NO_TASK_WORK
-
-    def item_plan(self, spec: TaskSpec, cancel: bool) -> TaskPlan:
-        """The tasks of a map state entered: one per item, the first ``max_concurrency``
-        offered at once."""
-        assert self.map_items is not None and spec.fan_out is not None
-        priority, key = self.task_priority(spec), self.task_key(spec)
-        items = []
-        for index, item in enumerate(self.map_items):
-            self.result_value = {"item": item, "index": index}
-            planned = PlannedTask(
-                self.state, spec, self.task_input(spec), priority, key, item=index
-            )
-            items.append(planned)
-        self.result_value = None
-        limit = spec.fan_out.max_concurrency
-        offered = len(items) if limit is None else min(limit, len(items))
-        return TaskPlan(cancel, items=tuple(items), offered=offered)
 
     def task_input(self, spec: TaskSpec) -> dict[str, JSONValue]:
         if spec.input is None:
@@ -562,6 +514,57 @@ class _Step:
             return self.result(status, timers=self.timer_plan(status), task=self.task_plan(status))
         except _StepFailed as failed:
             return self.result(Status.FAILED, failed.error)
+
+
+# -- entering a map state ---------------------------------------------------------------
+
+
+def _joined_at_entry(self: _Step) -> bool:
+    """A task state just entered with ``map``: its list is read, and an empty one is
+    joined at once (True: its automatic transitions decide now)."""
+    task = self.defn.states[self.state].task
+    entered = bool(self.transitions) or self.starting
+    if task is None or task.fan_out is None or not entered or self.map_items is not None:
+        return False
+    path = f"states.{self.state}.task.map"
+    value = self.evaluate(task.fan_out.items, path, self.activation())
+    if not isinstance(value, list):
+        raise self.failed(
+            Reason.TYPE_MISMATCH, path, f"map must give a list, this one gave {describe(value)}"
+        )
+    if len(value) > self.map_limit:
+        raise self.failed(
+            Reason.MAP_TOO_LARGE,
+            path,
+            f"map gave {len(value):,} items, more than the limit of {self.map_limit:,} "
+            "(the server's max_map_items)",
+            limit=self.map_limit,
+            size=len(value),
+        )
+    self.map_items = value
+    self.fan_out = FanOutProgress(self.revision, len(value))
+    self.cpu_deadline += len(value) * ITEM_CPU_SECONDS
+    if value:
+        return False
+    self.join(task, [], [])
+    # Joined: its automatic transitions decide now (none: it waits for an event).
+    return bool(self.defn.automatic_from.get(self.state))
+
+
+def _item_plan(self: _Step, spec: TaskSpec, cancel: bool) -> TaskPlan:
+    """The tasks of a map state entered: one per item, the first ``max_concurrency``
+    offered at once."""
+    assert self.map_items is not None and spec.fan_out is not None
+    priority, key = self.task_priority(spec), self.task_key(spec)
+    items = []
+    for index, item in enumerate(self.map_items):
+        self.result_value = {"item": item, "index": index}
+        planned = PlannedTask(self.state, spec, self.task_input(spec), priority, key, item=index)
+        items.append(planned)
+    self.result_value = None
+    limit = spec.fan_out.max_concurrency
+    offered = len(items) if limit is None else min(limit, len(items))
+    return TaskPlan(cancel, items=tuple(items), offered=offered)
 
 
 # -- public API ----------------------------------------------------------------------
@@ -1215,8 +1218,8 @@ def _item_ended(
     if known is None or len(known) != before.total - 1:
         # Decided on a snapshot without the other items' ends: only one loaded with them
         # (the loader reads them once at most one item is open) can join.
-        raise FailedPrecondition(
-            f"workflow {step.workflow_id}: the join needs every item's result",
+        raise Aborted(
+            f"workflow {step.workflow_id}: the join needs every item's result; retry",
             reason=Reason.WORKFLOW_BUSY,
             metadata={"workflow_id": step.workflow_id},
         )
