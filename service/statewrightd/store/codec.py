@@ -152,6 +152,9 @@ def _json_problem(value: object, depth: int) -> tuple[str, str] | None:
     return "", f"unsupported value of type {type(value).__name__}"
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: object, where: str) -> str:
     check_json(value, where)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -370,6 +373,13 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
 
     check_json(task.input, f"{w} input")
     check_json(task.retry, f"{w} retry")
+    for name, value in (
+        ("heartbeat_details", task.heartbeat_details),
+        ("last_error", task.last_error),
+        ("result", task.result),
+    ):
+        if value is not None:
+            check_json(value, f"{w} {name}")
     return {
         "workflow_id": check_text(task.workflow_id, f"{w} workflow id"),
         "task_id": check_text(task.task_id, f"{w} id"),
@@ -420,7 +430,10 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
                 f"{w}: a task is scheduled by the step that saves it",
                 reason=Reason.INCONSISTENT_OPERATION,
             )
-    schedule = dumps([encode_task(t) for t in tasks], f"{w} task") if tasks else None
+    # encode_task checked every value it keeps (its JSON ones included): the array is
+    # written as it is, not checked a second time (a fan-out has thousands of them).
+    encoded = [encode_task(t) for t in tasks]
+    schedule = _JSON.encode(encoded) if tasks else None
     finish, release = change.finish, change.release
     return {
         "k_schedule": schedule,
