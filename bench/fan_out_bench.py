@@ -1,8 +1,8 @@
 """The fan-out benchmark: what a `map` state's items cost against single-task workflows.
 
 Not a test. Run it through bench/run_fan_out.sh, which brings its own PostgreSQL. One
-statewrightd on 127.0.0.1 and ``--pollers`` asyncio pollers in this process (completing
-each task at once). In the same run, alternating:
+statewrightd on 127.0.0.1 and ``--pollers`` asyncio pollers in this process (bench/flow_bench.py's,
+completing each task at once with an empty result). In the same run, alternating:
 
 - ``single``: ``--items`` instances of a one-task workflow, started up front, then worked
   off: task steps completed per second;
@@ -28,14 +28,12 @@ from pathlib import Path
 
 import grpc
 import psycopg
-from google.protobuf import duration_pb2
-from statewright.v1 import task_service_pb2 as tpb
-from statewright.v1 import task_service_pb2_grpc as tpb_grpc
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.flow_bench import work_off
 from bench.timer_bench import server, workspace
 
 DEFINITIONS = {
@@ -82,30 +80,6 @@ async def start_singles(target: str, n: int) -> None:
         await asyncio.gather(*(starter() for _ in range(16)))
 
 
-async def work_off(target: str, queue: str, total: int, pollers: int) -> float:
-    """Seconds until ``total`` tasks of ``queue`` are completed."""
-    done = 0
-    async with grpc.aio.insecure_channel(target) as channel:
-        stub = tpb_grpc.TaskServiceStub(channel)
-
-        async def poller(n: int) -> None:
-            nonlocal done
-            wait = duration_pb2.Duration(seconds=1)
-            while done < total:
-                request = tpb.PollTasksRequest(
-                    queue=queue, identity=f"bench-{n}", max_tasks=10, wait=wait
-                )
-                for task in (await stub.PollTasks(request, timeout=30)).tasks:
-                    result = tpb.CompleteTaskRequest(name=task.name, lease_token=task.lease_token)
-                    result.result.update({"n": task.input["n"]} if "n" in task.input else {})
-                    await stub.CompleteTask(result, timeout=30)
-                    done += 1
-
-        began = time.monotonic()
-        await asyncio.gather(*(poller(n) for n in range(pollers)))
-        return time.monotonic() - began
-
-
 def run_map(target: str, items: int, pollers: int) -> tuple[float, float]:
     """(seconds of the entering step, items completed per second until the join)."""
     with grpc.insecure_channel(target) as channel:
@@ -115,7 +89,7 @@ def run_map(target: str, items: int, pollers: int) -> tuple[float, float]:
         began = time.monotonic()
         wid = stub.StartWorkflow(request, timeout=120).workflow.workflow_id
         entered = time.monotonic() - began
-        seconds = asyncio.run(work_off(target, "bench.map", items, pollers))
+        seconds = items / asyncio.run(work_off(target, "bench.map", items, pollers))
         deadline = time.monotonic() + 120
         get = pb.GetWorkflowRequest(name=f"workflows/{wid}")
         while stub.GetWorkflow(get, timeout=30).workflow.status != (
@@ -152,8 +126,9 @@ def main() -> None:
         ):
             for _ in range(args.repeat):
                 asyncio.run(start_singles(target, args.items))
-                seconds = asyncio.run(work_off(target, "bench.single", args.items, args.pollers))
-                single.append(args.items / seconds)
+                single.append(
+                    asyncio.run(work_off(target, "bench.single", args.items, args.pollers))
+                )
                 print(f"  single: {single[-1]:,.0f} task steps/s", flush=True)
                 entered, rate = run_map(target, args.items, args.pollers)
                 entering.append(entered)

@@ -21,6 +21,7 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from tests.e2e.test_flow_control import most_at_once
 from tests.support.api import COMPLETED, Client, context_of, uid
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
@@ -156,16 +157,6 @@ def item_rows(database: str, wid: str) -> list[tuple[int, str, datetime | None, 
     return [(r[0], r[1], r[2], r[3], r[4]) for r in rows]
 
 
-def most_at_once(spans: list[tuple[datetime, datetime]]) -> int:
-    # An end before a start at the same instant: the slot was free when the next took it.
-    edges = sorted([(s, 1) for s, _ in spans] + [(e, -1) for _, e in spans])
-    most = now = 0
-    for _, step in edges:
-        now += step
-        most = max(most, now)
-    return most
-
-
 def lines(n: int, fail: int | None = None) -> list[dict[str, object]]:
     return [{"sku": f"sku-{i}", "fail": i == fail} for i in range(n)]
 
@@ -189,7 +180,9 @@ def test_a_map_is_worked_at_most_max_concurrency_at_once_and_joins_in_order(
     rows = item_rows(database, wid)
     assert [r[0] for r in rows] == list(range(ITEMS))
     assert all(r[1] == "COMPLETED" and r[4] == 1 for r in rows), "each item applied once"
-    spans = [(r[2], r[3]) for r in rows if r[2] is not None]
+    spans: list[tuple[datetime, datetime, str | None]] = [
+        (start, end, None) for _, _, start, end, _ in rows if start is not None
+    ]
     assert len(spans) == ITEMS
     assert most_at_once(spans) <= CONCURRENCY
     assert most_at_once(spans) >= min(ITEMS, 4), "items were worked side by side"

@@ -561,9 +561,7 @@ class Workflow:
             pending_task=(
                 Task.from_proto(msg.pending_task) if msg.HasField("pending_task") else None
             ),
-            fan_out=(
-                FanOutProgress.from_proto(msg.fan_out) if msg.HasField("fan_out") else None
-            ),
+            fan_out=(FanOutProgress.from_proto(msg.fan_out) if msg.HasField("fan_out") else None),
         )
 
     def to_dict(self) -> JSONObject:

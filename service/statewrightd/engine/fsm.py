@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -989,18 +989,24 @@ def complete_task(
     except ValueTypeError as exc:
         raise InvalidArgument(f"result: {exc}", reason=Reason.INVALID_RESULT) from None
     step = _next_step(defn, snapshot, "", {}, result=plain)
+    apply = spec.apply
+    return _applied_then_automatic(step, lambda: step.run(apply) if apply is not None else None)
+
+
+def _applied_then_automatic(step: _Step, apply: Callable[[], None]) -> StepResult:
+    """A task's result (or a fan-out's join) applied, then the state's automatic
+    transitions, as after entering it; none: the instance stays, RUNNING."""
     try:
-        if spec.apply is not None:
-            step.run(spec.apply)
-        automatic = defn.automatic_from.get(state, ())
+        apply()
+        automatic = step.defn.automatic_from.get(step.state, ())
         if not automatic:
             return step.result(Status.RUNNING, timers=NO_TIMER_WORK, task=NO_TASK_WORK)
         chosen = step.first_passing(automatic)
         if chosen is None:
             raise _step_error(
                 Reason.NO_TRANSITION_MATCHED,
-                f"no automatic transition from {state!r} has a true guard",
-                state=state,
+                f"no automatic transition from {step.state!r} has a true guard",
+                state=step.state,
             )
     except _StepFailed as failed:
         return step.result(Status.FAILED, failed.error)
@@ -1226,18 +1232,4 @@ def _item_ended(
     ends = {**known, item: end}
     results = [ends[i].result for i in range(before.total)]
     failures = [ends[i].error for i in range(before.total)]
-    try:
-        step.join(spec, results, failures)
-        automatic = step.defn.automatic_from.get(step.state, ())
-        if not automatic:
-            return step.result(Status.RUNNING, timers=NO_TIMER_WORK, task=NO_TASK_WORK)
-        chosen = step.first_passing(automatic)
-        if chosen is None:
-            raise _step_error(
-                Reason.NO_TRANSITION_MATCHED,
-                f"no automatic transition from {step.state!r} has a true guard",
-                state=step.state,
-            )
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    return step.settle_result(chosen)
+    return _applied_then_automatic(step, lambda: step.join(spec, results, failures))
