@@ -38,6 +38,7 @@ class Limits:
     nesting: int = 20  # at most MAX_NESTING
     string_bytes: int = 64 * 1024  # one string inside a value
     list_items: int = 10_000  # one list inside a value
+    map_items: int = 10_000  # the items of one fan-out (a task state's `map`)
     map_keys: int = 1_000  # one map inside a value
     watches_per_caller: int = 1_000  # open watch streams (gRPC and HTTP) of one principal
     watches_total: int = 10_000  # open watch streams of every caller together
@@ -57,6 +58,7 @@ _INT_LIMITS = (
     ("--max-string-size", "string_bytes", "BYTES", "one string in a value"),
     ("--max-list-items", "list_items", "N", "items of one list in a value"),
     ("--max-map-keys", "map_keys", "N", "keys of one map in a value"),
+    ("--max-map-items", "map_items", "N", "items of one fan-out (a task state's map)"),
     ("--max-watches", "watches_per_caller", "N", "open watches per caller"),
     ("--max-watches-total", "watches_total", "N", "open watches of all callers"),
     ("--rate-burst", "burst", "N", "requests a caller may send at once"),
@@ -366,7 +368,9 @@ def _limits_setting(pick: Callable[[str, str], str | None], base: Limits) -> Lim
         raise ConfigError("--rate-limit must not be negative")
     if limits.rate > 0 and limits.burst == 0:
         limits = replace(limits, burst=max(1, round(limits.rate)))
-    for attr in ("request_bytes", "context_bytes", "string_bytes", "list_items", "map_keys"):
+    for attr in (
+        "request_bytes", "context_bytes", "string_bytes", "list_items", "map_keys", "map_items",
+    ):  # fmt: skip
         if getattr(limits, attr) < 1:
             raise ConfigError(f"the {attr.replace('_', ' ')} limit must be at least 1")
     return limits

@@ -51,13 +51,14 @@ SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadl
 SCHEDULE_ACTOR: Final = "statewright:schedule"  # a schedule fired (the start, or a cancel)
 
 
-def task_id_of(revision: int) -> str:
-    """A task's id: the revision of the step that scheduled it (one task per entry)."""
-    return str(revision)
+def task_id_of(revision: int, item: int | None = None) -> str:
+    """A task's id: the revision of the step that scheduled it (one task per entry), and
+    for an item of a fan-out (``map``) its index: ``<revision>.<index>``."""
+    return str(revision) if item is None else f"{revision}.{item}"
 
 
-# What ``task_id_of`` makes: a revision, in decimal.
-TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}\Z")
+# What ``task_id_of`` makes: a revision, in decimal, and maybe an item's index.
+TASK_ID: Final = re.compile(r"^[1-9][0-9]{0,18}(?:\.(?:0|[1-9][0-9]{0,8}))?\Z")
 
 
 def timer_id_of(revision: int, transition: int) -> str:

@@ -97,6 +97,8 @@ class Reason(enum.StrEnum):
     # an expression ran more than 10,000 comprehension iterations
     EVALUATION_BUDGET_EXCEEDED = "EVALUATION_BUDGET_EXCEEDED"
     EVALUATION_ERROR = "EVALUATION_ERROR"  # an expression failed at run time
+    # a `map` list longer than the server's max_map_items
+    MAP_TOO_LARGE = "MAP_TOO_LARGE"
     NO_TRANSITION_MATCHED = "NO_TRANSITION_MATCHED"  # no automatic transition's guard was true
     RECURSION_LIMIT = "RECURSION_LIMIT"  # more than recursion_limit transitions in one step
     STEP_FAILED = "STEP_FAILED"  # a saved failure that names no reason of its own

@@ -55,6 +55,9 @@ type Task struct {
 	// Deadline is when the task times out whatever happens (schedule_to_close); zero if
 	// the server gave none.
 	Deadline time.Time
+	// ItemIndex is, for an item of a fan-out (a task state with `map`), its index in the
+	// list; nil for the task of a state without `map`.
+	ItemIndex *int
 
 	run *runningTask
 }
@@ -248,6 +251,10 @@ func newRunningTask(w *Worker, parent context.Context, pb *statewrightv1.Task) *
 	}
 	if pb.GetDeadline() != nil {
 		rt.task.Deadline = pb.GetDeadline().AsTime()
+	}
+	if pb.ItemIndex != nil {
+		index := int(pb.GetItemIndex())
+		rt.task.ItemIndex = &index
 	}
 	return rt
 }

@@ -40,6 +40,7 @@ from statewright.errors import (
 from statewright.models import (
     ContextField,
     Definition,
+    FanOutProgress,
     QueueConfig,
     QueueKey,
     QueueSettings,
@@ -79,6 +80,7 @@ __all__ = [
     "DefinitionNotFound",
     "ExecutionTimedOut",
     "FailedPrecondition",
+    "FanOutProgress",
     "InsecureTokenError",
     "InvalidArgument",
     "LeaseSuperseded",

@@ -230,6 +230,10 @@ def workflow_table(workflow: Workflow) -> str:
     if task is not None:
         where = f"queue {task.queue}, {task.status.value}, attempt {task.attempt}"
         rows.append(("task", f"{task.name}: {where}"))
+    fan = workflow.fan_out
+    if fan is not None:
+        counts = f"{fan.open} open, {fan.completed} completed, {fan.given_up} given up"
+        rows.append(("fan-out", f"{fan.total} items: {counts}"))
     width = max(len(key) for key, _ in rows) + 1
     lines = [f"{key + ':':<{width}}  {value}" for key, value in rows]
     lines.append("context:" if workflow.context else "context:".ljust(width) + "  {}")

@@ -266,6 +266,10 @@ class Task:
     priority: int  # 1 (served first) to 5
     concurrency_key: str  # what its queue's per-key limits count it by; "" for none
     proto: task_pb2.Task = field(repr=False, compare=False)
+    # An item of a fan-out (`map`): its index in the list (None for a state without
+    # `map`), and its result once it completed (kept there until the join).
+    item_index: int | None = None
+    result: JSONObject | None = None
 
     @property
     def terminal(self) -> bool:
@@ -292,6 +296,8 @@ class Task:
             priority=msg.priority,
             concurrency_key=msg.concurrency_key,
             proto=msg,
+            item_index=msg.item_index if msg.HasField("item_index") else None,
+            result=from_struct(msg.result) if msg.HasField("result") else None,
         )
 
     def to_dict(self) -> JSONObject:
@@ -312,6 +318,33 @@ class Task:
             "revision": self.revision,
             "priority": self.priority,
             "concurrency_key": self.concurrency_key,
+            "item_index": self.item_index,
+            "result": self.result,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class FanOutProgress:
+    """Where a fan-out (``map`` on a task state) is: its items, how many are still open,
+    completed and given up. The items themselves: ``list_tasks(workflow=...)``."""
+
+    total: int
+    open: int
+    completed: int
+    given_up: int
+    revision: int  # the step that entered the state and wrote the items
+
+    @classmethod
+    def from_proto(cls, msg: workflow_pb2.FanOutProgress) -> FanOutProgress:
+        return cls(msg.total, msg.open, msg.completed, msg.given_up, msg.revision)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "total": self.total,
+            "open": self.open,
+            "completed": self.completed,
+            "given_up": self.given_up,
+            "revision": self.revision,
         }
 
 
@@ -497,6 +530,8 @@ class Workflow:
     timers: tuple[Timer, ...] = ()
     # The task of the task state the instance is in, while it has one.
     pending_task: Task | None = None
+    # The fan-out of the `map` task state the instance is in, while it is in one.
+    fan_out: FanOutProgress | None = None
 
     @property
     def terminal(self) -> bool:
@@ -526,6 +561,7 @@ class Workflow:
             pending_task=(
                 Task.from_proto(msg.pending_task) if msg.HasField("pending_task") else None
             ),
+            fan_out=(FanOutProgress.from_proto(msg.fan_out) if msg.HasField("fan_out") else None),
         )
 
     def to_dict(self) -> JSONObject:
@@ -546,6 +582,7 @@ class Workflow:
             "update_time": _iso(self.update_time),
             "timers": [t.to_dict() for t in self.timers],
             "pending_task": self.pending_task.to_dict() if self.pending_task is not None else None,
+            "fan_out": self.fan_out.to_dict() if self.fan_out is not None else None,
         }
 
 

@@ -28,6 +28,8 @@ export interface WorkerTask {
   readonly lastError: TaskError | undefined;
   /** When the task times out whatever happens (its schedule_to_close). */
   readonly deadline: Date | undefined;
+  /** An item of a fan-out (`map`): its index in the list; undefined for a state without `map`. */
+  readonly itemIndex: number | undefined;
 }
 
 export interface TaskContext {
@@ -712,6 +714,7 @@ function workerTask(task: Task): WorkerTask {
     heartbeatDetails: task.heartbeatDetails,
     lastError: task.lastError,
     deadline: task.deadline ? new Date(timestampMs(task.deadline)) : undefined,
+    itemIndex: task.itemIndex,
   };
 }
 

@@ -14,6 +14,7 @@ import type {
   WatchWorkflowResponseJson,
 } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { isTaskState, type Outcome, StateGraph } from "../graph.js";
+import { FanOutCard, fanOutSummary } from "./fan_out.js";
 import type { Page } from "../router.js";
 import { connection } from "../status.js";
 
@@ -182,7 +183,20 @@ export function workflowPage(id: string): Page {
                 )))
             : h("p", { class: "empty" }, "No timer is armed."));
         };
+        let fanOut: FanOutCard | null = null;
         const drawTask = () => {
+          const fan = workflow.fanOut;
+          if (fan) {
+            // A fan-out: its progress and its items, not one pending task.
+            if (!fanOut) {
+              fanOut = new FanOutCard(workflow.name ?? `workflows/${workflow.workflowId}`);
+              replace(task, fanOut.element);
+              void fanOut.load("");
+            }
+            fanOut.show(fan);
+            return;
+          }
+          fanOut = null;
           const t = pendingTask;
           if (!t || !WAITING_FOR_WORKER.has(t.status ?? "")) replace(queueHealth);
           if (!t) {
@@ -347,7 +361,8 @@ export function workflowPage(id: string): Page {
               h("span", { class: "chip" }, link(`/definitions/${encodeURIComponent(workflow.definition ?? "")}?version=${workflow.version}`, `${workflow.definition} v${workflow.version}`)),
               h("span", { class: "chip" }, "revision ", h("strong", { id: "current-revision" }, workflow.revision ?? "0")),
           );
-          void graph.highlight(workflow.state ?? "", statusLabel(workflow.status), OUTCOMES[String(workflow.status)] ?? null);
+          const progress = workflow.fanOut ? `, ${fanOutSummary(workflow.fanOut)}` : "";
+          void graph.highlight(workflow.state ?? "", statusLabel(workflow.status) + progress, OUTCOMES[String(workflow.status)] ?? null);
           replace(facts,
             h("dt", {}, "Status"), h("dd", {}, statusBadge(workflow.status)),
             h("dt", {}, "State"), h("dd", {}, h("code", {}, workflow.state ?? "")),

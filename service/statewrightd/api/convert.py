@@ -343,6 +343,17 @@ def workflow_pb(
         message.pending_task.CopyFrom(task_pb(task))
     if record.expire_time is not None:
         message.expire_time.CopyFrom(timestamp(record.expire_time))
+    progress = record.fan_out
+    if progress is not None and record.status is Status.RUNNING:
+        message.fan_out.CopyFrom(
+            workflow_pb2.FanOutProgress(
+                total=progress.total,
+                open=progress.open,
+                completed=progress.completed,
+                given_up=progress.given_up,
+                revision=progress.revision,
+            )
+        )
     return message
 
 
@@ -385,6 +396,10 @@ def task_pb(task: TaskRecord, *, with_lease: bool = False) -> task_pb2.Task:
             message.lease_token = task.lease_token
     if task.heartbeat_details is not None:
         message.heartbeat_details.CopyFrom(dict_to_struct(task.heartbeat_details))
+    if task.item_index is not None:
+        message.item_index = task.item_index
+    if task.result is not None:
+        message.result.CopyFrom(dict_to_struct(task.result))
     if task.last_error:
         error = task.last_error
         message.last_error.CopyFrom(

@@ -36,6 +36,7 @@ from statewrightd.engine.answers import Outcome
 from statewrightd.engine.background import Background
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.fsm import StepLimits
 from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.retention import RetentionPurger
@@ -270,7 +271,9 @@ class Application:
             observer=self._step_observer,
             clock=clock,
             retention=config.retention_seconds,
-            max_context_bytes=config.limits.context_bytes,
+            limits=StepLimits(
+                value_bytes=config.limits.context_bytes, map_items=config.limits.map_items
+            ),
             request_window=self._window(),
         )
         hub = WatchHub()

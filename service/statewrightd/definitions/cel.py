@@ -253,7 +253,15 @@ def _plain(value: Any) -> JSONValue:
 
 # A variable an expression may read: a scope, or a scope's field (``context . topic``);
 # a string literal that looks like one only binds a variable that is not read.
-_REFERENCE = re.compile(r"\b(context|event|workflow|result)\b(?:\s*\.\s*([A-Za-z_]\w*))?")
+_REFERENCE = re.compile(
+    r"\b(context|event|workflow|result|item|index|results|failures)\b(?:\s*\.\s*([A-Za-z_]\w*))?"
+)
+# A map state's variables (see Environment): each a key of the ``result`` scope.
+_FAN_OUT_VARIABLES: dict[str, dict[str, Any]] = {
+    "input": {"item": _T.DYN, "index": _T.INT},
+    "apply": {"results": _T.List(_T.DYN), "failures": _T.List(_T.DYN)},
+}
+_ITEM_NAMES = frozenset(n for names in _FAN_OUT_VARIABLES.values() for n in names)
 _MACRO = re.compile(r"\.\s*(?:map|filter|all|exists|exists_one)\s*\(")
 _CONTEXT, _EVENT, _WORKFLOW, _RESULT = 0, 1, 2, 3
 _SCOPES = {"context": _CONTEXT, "event": _EVENT, "workflow": _WORKFLOW, "result": _RESULT}
@@ -279,6 +287,7 @@ class Environment:
         *,
         with_result: bool = False,
         open_context: bool = False,
+        fan_out: str = "",
     ) -> None:
         """``fields`` maps a context field name to (type, nullable).
 
@@ -288,6 +297,9 @@ class Environment:
         declares ``result``, a task's result, which only a task state's ``apply`` sees.
         ``open_context`` declares ``context`` itself as a map of anything, for checking
         the rest of a definition whose context declaration could not be read.
+        ``fan_out`` declares the variables of a ``map`` state: ``"input"`` its ``item``
+        and ``index`` (an item's input), ``"apply"`` its ``results`` and ``failures``
+        (the join's lists); their values travel in the ``result`` scope.
         """
         variables: dict[str, Any] = {}
         for name, (ftype, nullable) in fields.items():
@@ -298,6 +310,8 @@ class Environment:
         variables.update(_WORKFLOW_VARIABLES)
         if with_result:
             variables["result"] = _T.Map(_T.STRING, _T.DYN)
+        if fan_out:
+            variables.update(_FAN_OUT_VARIABLES[fan_out])
         self.names: tuple[str, ...] = tuple(variables)
         self._env = _cel.NewEnv(variables=variables)
 
@@ -311,7 +325,9 @@ class Environment:
             mentioned.add(scope)
             mentioned.add(f"{scope}.{key}")
         bindings = tuple(
-            (name, _SCOPES[name.partition(".")[0]], name.partition(".")[2])
+            (name, _RESULT, name)
+            if name in _ITEM_NAMES
+            else (name, _SCOPES[name.partition(".")[0]], name.partition(".")[2])
             for name in self.names
             if name in mentioned
         )

@@ -39,6 +39,7 @@ from statewrightd.definitions.read_states import StateReading
 from statewrightd.definitions.read_transitions import TransitionReading
 from statewrightd.definitions.reading import TOP_KEYS, describe
 from statewrightd.definitions.search import SearchReading
+from statewrightd.definitions.values import FieldType
 from statewrightd.durations import parse_duration
 
 
@@ -157,6 +158,7 @@ class _Builder(StateReading, TransitionReading, SearchReading, Analysis):
         self.env = env
         # A task state's `apply` also sees `result`; nothing else may.
         self.task_env = Environment(declared, with_result=True, open_context=open_context)
+        self.item_env, self.join_env = _fan_out_envs(declared, open_context)
         self.fields = fields
 
         raw_states = doc.get("states")
@@ -333,3 +335,14 @@ def _action_doc(action: SetAction | None) -> dict[str, str] | None:
     if action is None:
         return None
     return {a.field: a.expression.source for a in action.assignments}
+
+
+def _fan_out_envs(
+    declared: Mapping[str, tuple[FieldType, bool]], open_context: bool
+) -> tuple[Environment, Environment]:
+    """A map state's environments: its `input` (with `item`, `index`) and its `apply`
+    (with `results`, `failures`)."""
+    return (
+        Environment(declared, open_context=open_context, fan_out="input"),
+        Environment(declared, open_context=open_context, fan_out="apply"),
+    )

@@ -112,6 +112,17 @@ class TaskSpec:
     # per-key limits count by (None: the default priority, and no key).
     priority: CompiledExpression | None = None
     concurrency_key: CompiledExpression | None = None
+    fan_out: FanOut | None = None  # `map`: one task per element of a list
+
+
+@dataclass(frozen=True, slots=True)
+class FanOut:
+    """A task state's ``map``: the list whose elements become one task each, how many of
+    them are offered at once, and how many may give up before the state does."""
+
+    items: CompiledExpression  # gives a list; `input` reads `item` and `index`
+    max_concurrency: int | None = None  # None: every item at once
+    tolerated_failures: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,6 +8,7 @@ from statewrightd.definitions.cel import (
 from statewrightd.definitions.model import (
     QUEUE_NAME,
     ContextField,
+    FanOut,
     RetryPolicy,
     State,
     TaskSpec,
@@ -172,13 +173,19 @@ class StateReading(Reading):
         elif not isinstance(queue, str) or not QUEUE_NAME.match(queue):
             self.error(f"{path}.queue", "a queue name must match [a-z][a-z0-9-.]{0,62}")
             queue = None
+        fan_out, fan_out_ok = self.fan_out(raw, path)
+        broken = broken or not fan_out_ok
         task_input = None
         if "input" in raw:
             wrong = "input must give a map, but this one gives {kind}"
-            task_input = self.compile_giving(raw["input"], f"{path}.input", ("map", "dyn"), wrong)
+            env = self.item_env if fan_out is not None else self.env
+            task_input = self.compile_giving(
+                raw["input"], f"{path}.input", ("map", "dyn"), wrong, env=env
+            )
         apply = None
         if "apply" in raw:
-            apply = self.set_action(raw["apply"], f"{path}.apply", env=self.task_env)
+            env = self.join_env if fan_out is not None else self.task_env
+            apply = self.set_action(raw["apply"], f"{path}.apply", env=env)
         timeouts = self.task_timeouts(raw.get("timeouts"), f"{path}.timeouts")
         retry = self.retry_policy(raw.get("retry"), f"{path}.retry")
         priority = key = None
@@ -206,7 +213,36 @@ class StateReading(Reading):
             retry=retry,
             priority=priority,
             concurrency_key=key,
+            fan_out=fan_out,
         )
+
+    def fan_out(self, raw: dict[str, object], path: str) -> tuple[FanOut | None, bool]:
+        """A task state's ``map`` and its limits: (the fan-out or None, whether it read)."""
+        limits = ("max_concurrency", "tolerated_failures")
+        if "map" not in raw:
+            for key in limits:
+                if key in raw:
+                    self.error(f"{path}.{key}", f"{key} applies only to a task state with `map`")
+            return None, not any(key in raw for key in limits)
+        wrong = "map must give a list (one task per element), but this one gives {kind}"
+        items = self.compile_giving(raw["map"], f"{path}.map", ("list", "dyn"), wrong)
+        concurrency = raw.get("max_concurrency")
+        ok = items is not None
+        if concurrency is not None and (
+            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
+        ):
+            self.error(f"{path}.max_concurrency", "max_concurrency must be a positive integer")
+            ok = False
+        tolerated = raw.get("tolerated_failures", 0)
+        if isinstance(tolerated, bool) or not isinstance(tolerated, int) or tolerated < 0:
+            self.error(
+                f"{path}.tolerated_failures", "tolerated_failures must be an integer of 0 or more"
+            )
+            ok = False
+        if not ok or items is None:
+            return None, False
+        assert isinstance(tolerated, int) and (concurrency is None or isinstance(concurrency, int))
+        return FanOut(items, concurrency, tolerated), True
 
     def task_timeouts(self, raw: object, path: str) -> tuple[float, float | None, float] | None:
         if raw is None:

@@ -41,7 +41,10 @@ TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "ini
 TOP_KEYS |= {"states", "transitions", "retention", "search"}
 FIELD_KEYS = {"type", "reducer", "default", "description"}
 STATE_KEYS = {"wait", "entry", "exit", "description", "task"}
-TASK_KEYS = {"queue", "input", "apply", "timeouts", "retry", "priority", "concurrency_key"}
+TASK_KEYS = {
+    "queue", "input", "apply", "timeouts", "retry", "priority", "concurrency_key", "map",
+    "max_concurrency", "tolerated_failures",
+}  # fmt: skip
 TIMEOUT_KEYS = {"start_to_close", "heartbeat", "schedule_to_close"}
 RETRY_KEYS = {"max_attempts", "initial_interval", "backoff", "max_interval", "non_retryable"}
 TRANSITION_KEYS = {"from", "to", "on", "after", "after_expr", "guard", "set", "description"}
@@ -112,6 +115,8 @@ class Reading:
     fields: dict[str, ContextField]
     env: Environment
     task_env: Environment
+    item_env: Environment  # a map state's `input`: also `item` and `index`
+    join_env: Environment  # a map state's `apply`: `results` and `failures`
     open_context: bool
 
     def __init__(self, text: str, problems: list[Problem]) -> None:
@@ -240,11 +245,17 @@ class Reading:
             return None
 
     def compile_giving(
-        self, raw: object, path: str, kinds: tuple[str, ...], wrong: str
+        self,
+        raw: object,
+        path: str,
+        kinds: tuple[str, ...],
+        wrong: str,
+        *,
+        env: Environment | None = None,
     ) -> CompiledExpression | None:
         """``raw`` compiled, if its result is one of ``kinds``; ``wrong``, a message with
         ``{kind}`` in it, says what else it gives."""
-        compiled = self.compile(raw, path)
+        compiled = self.compile(raw, path, env=env)
         if compiled is not None and compiled.result_type.kind not in kinds:
             self.error(path, wrong.format(kind=compiled.result_type.kind))
             return None

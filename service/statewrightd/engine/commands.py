@@ -313,6 +313,9 @@ class CompleteTaskCommand(StepCommand):
     state: str
     lease_token: str
     result: Mapping[str, Any] = field(default_factory=dict)
+    # An item of a fan-out: its index, and the revision of the step that entered its map.
+    item: int | None = None
+    revision: int = 0
 
     @classmethod
     def of(
@@ -328,16 +331,31 @@ class CompleteTaskCommand(StepCommand):
         return cls(**_of_task(task, actor, request), lease_token=token, result=result)
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        if self.item is not None:
+            return fsm.complete_item(
+                definition,
+                snapshot,
+                self.state,
+                revision=self.revision,
+                item=self.item,
+                result=self.result,
+            )
         return fsm.complete_task(definition, snapshot, self.state, self.result)
 
     def taken(self) -> dict[str, Any] | None:
+        if self.item is not None:
+            # The item's result is kept on its task (the join reads it from there).
+            return {"task_id": self.task_id, "item": self.item}
         return {"task_id": self.task_id, "result": dict(self.result)}
 
     def history_event(self, result: StepResult) -> str | None:
         return TASK_COMPLETED  # what history and watchers show for the result's step
 
     def finishes(self) -> TaskFinish | None:
-        return TaskFinish(self.task_id, TaskStatus.COMPLETED, self.lease_token, None, leased=True)
+        result = dict(self.result) if self.item is not None else None
+        return TaskFinish(
+            self.task_id, TaskStatus.COMPLETED, self.lease_token, None, leased=True, result=result
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -355,6 +373,8 @@ class TaskGiveUpCommand(StepCommand):
     leased: bool
     failure: Mapping[str, Any]
     timed_out: bool = False
+    item: int | None = None  # as for CompleteTaskCommand
+    revision: int = 0
 
     @classmethod
     def of(
@@ -379,13 +399,23 @@ class TaskGiveUpCommand(StepCommand):
         )
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        if self.item is not None:
+            return fsm.item_gave_up(
+                definition,
+                snapshot,
+                self.state,
+                revision=self.revision,
+                item=self.item,
+                failure=self.failure,
+            )
         return fsm.task_gave_up(definition, snapshot, self.state, self.failure)
 
     def taken(self) -> dict[str, Any] | None:
         # The failure as the worker reported it; its details can be large and are kept
         # on the task (last_error), so history keeps what a reader scans for.
         failure = {k: self.failure[k] for k in ("type", "message") if k in self.failure}
-        return {"task_id": self.task_id, "timed_out": self.timed_out, "failure": failure}
+        taken = {"task_id": self.task_id, "timed_out": self.timed_out, "failure": failure}
+        return taken if self.item is None else {**taken, "item": self.item}
 
     def finishes(self) -> TaskFinish | None:
         return TaskFinish(
@@ -406,4 +436,6 @@ def _of_task(task: TaskRecord, actor: str, request: RequestKey | None) -> dict[s
         "request": request,
         "task_id": task.task_id,
         "state": task.state,
+        "item": task.item_index,
+        "revision": task.revision,
     }

@@ -22,7 +22,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import time
-from collections.abc import Collection, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -63,6 +63,9 @@ from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.engine.model import (
     NO_TASK_WORK,
     NO_TIMER_WORK,
+    FanOutProgress,
+    ItemEnd,
+    ItemRelease,
     PlannedTask,
     PlannedTimer,
     Snapshot,
@@ -72,7 +75,7 @@ from statewrightd.engine.model import (
     TimerPlan,
     TransitionTaken,
 )
-from statewrightd.errors import FailedPrecondition, InvalidArgument, quote
+from statewrightd.errors import Aborted, FailedPrecondition, InvalidArgument, quote
 from statewrightd.reasons import Reason
 
 
@@ -100,9 +103,15 @@ class StepLimits:
 
     cpu_seconds: float = STEP_CPU_SECONDS
     value_bytes: int = 256 * 1024
+    map_items: int = 10_000  # the longest list a `map` state fans out
 
 
-_DEFAULT_LIMITS = StepLimits()
+# Entering a `map` state evaluates each item's input: the step's budget grows by this much
+# processor time per item, so that a long list is bounded rather than refused outright.
+ITEM_CPU_SECONDS = 0.0002
+
+
+DEFAULT_LIMITS = _DEFAULT_LIMITS = StepLimits()
 _LIMITS: ContextVar[StepLimits | None] = ContextVar("step_limits", default=None)
 
 
@@ -143,7 +152,10 @@ class _Step:
         "cpu_seconds",
         "defn",
         "event",
+        "fan_out",
         "finished",
+        "map_items",
+        "map_limit",
         "origin",
         "payload",
         "result_value",
@@ -167,8 +179,11 @@ class _Step:
         *,
         starting: bool = False,
         result: Mapping[str, JSONValue] | None = None,
+        fan_out: FanOutProgress | None = None,
     ) -> None:
         self.defn = defn
+        self.fan_out = fan_out  # the open fan-out of the state it is in
+        self.map_items: list[JSONValue] | None = None  # the list of a map state it entered
         self.result_value = result  # a task's result, which its state's `apply` reads
         self.workflow_id = workflow_id
         self.state = state
@@ -186,6 +201,7 @@ class _Step:
         # the machine was busy with something else.
         self.cpu_deadline = time.thread_time() + limits.cpu_seconds
         self.value_bytes = limits.value_bytes
+        self.map_limit = limits.map_items
 
     def failed(self, reason: Reason, path: str, message: str, **metadata: object) -> _StepFailed:
         """The error of the definition's ``path``, in the state the step has reached."""
@@ -305,6 +321,7 @@ class _Step:
             )
         for action in self.defn.states[t.source].exit:
             self.run(action)
+        self.fan_out, self.map_items = None, None  # leaving cancels the state's items
         if t.set is not None:
             self.run(t.set)
         event = TIMER_EVENT if t.after is not None else t.event
@@ -325,7 +342,9 @@ class _Step:
             kind = d.kinds[self.state]
             if kind is StateKind.WAIT:
                 return Status.WAITING
-            if kind is StateKind.EVENT_ONLY or kind is StateKind.TASK:
+            if kind is StateKind.EVENT_ONLY:
+                return Status.RUNNING
+            if kind is StateKind.TASK and not _joined_at_entry(self):
                 return Status.RUNNING  # a task state waits for its task's result
             if kind is StateKind.LEAF:
                 return Status.COMPLETED
@@ -337,6 +356,13 @@ class _Step:
                     state=self.state,
                 )
             self.fire(chosen)
+
+    def join(self, task: TaskSpec, results: list[JSONValue], failures: list[JSONValue]) -> None:
+        """A fan-out's join: its ``apply`` with ``results`` and ``failures``."""
+        if task.apply is not None:
+            self.result_value = {"results": results, "failures": failures}
+            self.run(task.apply)
+            self.result_value = None
 
     def timer_plan(self, status: Status) -> TimerPlan:
         """Leaving a state disarms its timers; coming to rest in a live state arms its own,
@@ -365,6 +391,9 @@ class _Step:
         cancel = left and d.states[self.origin].task is not None
         schedule = None
         state = d.states.get(self.state)
+        if moved and status in _LIVE and self.map_items is not None:
+            assert state is not None and state.task is not None
+            return _item_plan(self, state.task, cancel)
         if moved and status in _LIVE and state is not None and state.task is not None:
             spec = state.task
             schedule = PlannedTask(
@@ -473,6 +502,7 @@ class _Step:
             context=MappingProxyType(self.context),
             revision=self.revision,
             error=error,
+            fan_out=self.fan_out if status is Status.RUNNING else None,
         )
         return StepResult(snapshot, tuple(self.transitions), True, timers, task)
 
@@ -484,6 +514,57 @@ class _Step:
             return self.result(status, timers=self.timer_plan(status), task=self.task_plan(status))
         except _StepFailed as failed:
             return self.result(Status.FAILED, failed.error)
+
+
+# -- entering a map state ---------------------------------------------------------------
+
+
+def _joined_at_entry(self: _Step) -> bool:
+    """A task state just entered with ``map``: its list is read, and an empty one is
+    joined at once (True: its automatic transitions decide now)."""
+    task = self.defn.states[self.state].task
+    entered = bool(self.transitions) or self.starting
+    if task is None or task.fan_out is None or not entered or self.map_items is not None:
+        return False
+    path = f"states.{self.state}.task.map"
+    value = self.evaluate(task.fan_out.items, path, self.activation())
+    if not isinstance(value, list):
+        raise self.failed(
+            Reason.TYPE_MISMATCH, path, f"map must give a list, this one gave {describe(value)}"
+        )
+    if len(value) > self.map_limit:
+        raise self.failed(
+            Reason.MAP_TOO_LARGE,
+            path,
+            f"map gave {len(value):,} items, more than the limit of {self.map_limit:,} "
+            "(the server's max_map_items)",
+            limit=self.map_limit,
+            size=len(value),
+        )
+    self.map_items = value
+    self.fan_out = FanOutProgress(self.revision, len(value))
+    self.cpu_deadline += len(value) * ITEM_CPU_SECONDS
+    if value:
+        return False
+    self.join(task, [], [])
+    # Joined: its automatic transitions decide now (none: it waits for an event).
+    return bool(self.defn.automatic_from.get(self.state))
+
+
+def _item_plan(self: _Step, spec: TaskSpec, cancel: bool) -> TaskPlan:
+    """The tasks of a map state entered: one per item, the first ``max_concurrency``
+    offered at once."""
+    assert self.map_items is not None and spec.fan_out is not None
+    priority, key = self.task_priority(spec), self.task_key(spec)
+    items = []
+    for index, item in enumerate(self.map_items):
+        self.result_value = {"item": item, "index": index}
+        planned = PlannedTask(self.state, spec, self.task_input(spec), priority, key, item=index)
+        items.append(planned)
+    self.result_value = None
+    limit = spec.fan_out.max_concurrency
+    offered = len(items) if limit is None else min(limit, len(items))
+    return TaskPlan(cancel, items=tuple(items), offered=offered)
 
 
 # -- public API ----------------------------------------------------------------------
@@ -639,6 +720,7 @@ def _next_step(
         event,
         payload,
         result=result,
+        fan_out=snapshot.fan_out,
     )
 
 
@@ -907,18 +989,24 @@ def complete_task(
     except ValueTypeError as exc:
         raise InvalidArgument(f"result: {exc}", reason=Reason.INVALID_RESULT) from None
     step = _next_step(defn, snapshot, "", {}, result=plain)
+    apply = spec.apply
+    return _applied_then_automatic(step, lambda: step.run(apply) if apply is not None else None)
+
+
+def _applied_then_automatic(step: _Step, apply: Callable[[], None]) -> StepResult:
+    """A task's result (or a fan-out's join) applied, then the state's automatic
+    transitions, as after entering it; none: the instance stays, RUNNING."""
     try:
-        if spec.apply is not None:
-            step.run(spec.apply)
-        automatic = defn.automatic_from.get(state, ())
+        apply()
+        automatic = step.defn.automatic_from.get(step.state, ())
         if not automatic:
             return step.result(Status.RUNNING, timers=NO_TIMER_WORK, task=NO_TASK_WORK)
         chosen = step.first_passing(automatic)
         if chosen is None:
             raise _step_error(
                 Reason.NO_TRANSITION_MATCHED,
-                f"no automatic transition from {state!r} has a true guard",
-                state=state,
+                f"no automatic transition from {step.state!r} has a true guard",
+                state=step.state,
             )
     except _StepFailed as failed:
         return step.result(Status.FAILED, failed.error)
@@ -988,7 +1076,9 @@ def _ended_in_place(
     defn: Definition, snapshot: Snapshot, status: Status, error: StepError
 ) -> StepResult:
     """A step that ends the instance in its state, with its context, running no actions."""
-    new = dataclasses.replace(snapshot, status=status, revision=snapshot.revision + 1, error=error)
+    new = dataclasses.replace(
+        snapshot, status=status, revision=snapshot.revision + 1, error=error, fan_out=None
+    )
     delayed = is_delayed(snapshot)
     disarm = delayed or snapshot.state in defn.timed_from
     state = defn.states.get(snapshot.state)
@@ -1011,3 +1101,135 @@ def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:
             return tuple(e for e in events if e not in _TASK_EVENTS)
         return events
     return ()
+
+
+# -- fan-out items ---------------------------------------------------------------------
+
+# How many of a fan-out's item errors a `task_failed` payload (and the progress) carry.
+FIRST_ERRORS = 5
+
+
+def _fan_out(
+    defn: Definition, snapshot: Snapshot, state: str, revision: int, item: int
+) -> tuple[TaskSpec, FanOutProgress]:
+    """The task state and open fan-out an item (of the map entered at ``revision``)
+    ends; refused when the instance has left it since."""
+    spec = _task_state(defn, snapshot, state)
+    progress = snapshot.fan_out
+    if progress is None or progress.revision != revision or not 0 <= item < progress.total:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} has left the fan-out of {state!r} that "
+            f"item {item} belongs to",
+            reason=Reason.TASK_CANCELLED,
+            metadata={"workflow_id": snapshot.workflow_id, "state": state},
+        )
+    return spec, progress
+
+
+def complete_item(
+    defn: Definition,
+    snapshot: Snapshot,
+    state: str,
+    *,
+    revision: int,
+    item: int,
+    result: Mapping[str, object],
+) -> StepResult:
+    """Item ``item`` of the fan-out entered at ``revision`` completed: a step of its own
+    (its result is kept on its task until the join), or the join when it is the last."""
+    _check(defn, snapshot)
+    spec, progress = _fan_out(defn, snapshot, state, revision, item)
+    try:
+        plain: JSONValue = {str(k): to_json(v) for k, v in result.items()}
+    except ValueTypeError as exc:
+        raise InvalidArgument(f"result: {exc}", reason=Reason.INVALID_RESULT) from None
+    ended = dataclasses.replace(progress, completed=progress.completed + 1, ended=None)
+    step = _next_step(defn, snapshot, "", {})
+    return _item_ended(
+        step, spec, before=progress, after=ended, item=item, end=ItemEnd(result=plain)
+    )
+
+
+def item_gave_up(
+    defn: Definition,
+    snapshot: Snapshot,
+    state: str,
+    *,
+    revision: int,
+    item: int,
+    failure: Mapping[str, JSONValue],
+) -> StepResult:
+    """Item ``item`` gave up. Past the state's ``tolerated_failures``, the reserved event
+    ``task_failed`` fires (payload: the counts and the first errors), which leaves the
+    state and so cancels the other items, or fails the instance; otherwise it is a step
+    like a completion (the join when it is the last)."""
+    _check(defn, snapshot)
+    spec, progress = _fan_out(defn, snapshot, state, revision, item)
+    assert spec.fan_out is not None
+    error: dict[str, JSONValue] = {"item": item}
+    error.update({k: failure.get(k) for k in ("type", "message", "attempts")})
+    errors = progress.errors
+    if len(errors) < FIRST_ERRORS:
+        errors = (*errors, MappingProxyType(error))
+    ended = dataclasses.replace(progress, given_up=progress.given_up + 1, ended=None, errors=errors)
+    if ended.given_up <= spec.fan_out.tolerated_failures:
+        step = _next_step(defn, snapshot, "", {})
+        return _item_ended(
+            step, spec, before=progress, after=ended, item=item, end=ItemEnd(error=error)
+        )
+    payload: dict[str, JSONValue] = {
+        **error,
+        "details": failure.get("details") or {},
+        "total": ended.total,
+        "completed": ended.completed,
+        "given_up": ended.given_up,
+        "errors": [dict(e) for e in errors],
+    }
+    step = _next_step(defn, snapshot, TASK_FAILED, payload)
+    candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(TASK_FAILED, ())
+    settled = _settle_first(step, candidates)
+    if settled is not None:
+        return settled
+    tolerated = spec.fan_out.tolerated_failures
+    message = (
+        f"{ended.given_up} of the {ended.total} items of {state!r} gave up, more than the "
+        f"{tolerated} tolerated; item {item}: {failure.get('type')}: {failure.get('message')}"
+    )
+    meta = {"state": state, "type": str(failure.get("type")), "item": str(item)}
+    return step.result(
+        Status.FAILED, StepError(Reason.TASK_FAILED.value, message, MappingProxyType(meta))
+    )
+
+
+def _item_ended(
+    step: _Step,
+    spec: TaskSpec,
+    *,
+    before: FanOutProgress,
+    after: FanOutProgress,
+    item: int,
+    end: ItemEnd,
+) -> StepResult:
+    """The step of an ended item: the next held item is offered in its place, or, the
+    last one ended, the join runs and then the state's automatic transitions."""
+    assert spec.fan_out is not None
+    step.fan_out = after
+    if after.open > 0:
+        limit = spec.fan_out.max_concurrency
+        offered = before.total if limit is None else min(limit, before.total)
+        index = offered + before.completed + before.given_up
+        release = ItemRelease(before.revision, index, spec) if index < before.total else None
+        return step.result(Status.RUNNING, timers=NO_TIMER_WORK, task=TaskPlan(release=release))
+    known = before.ended
+    if known is None or len(known) != before.total - 1:
+        # Decided on a snapshot without the other items' ends: only one loaded with them
+        # (the loader reads them once at most one item is open) can join.
+        raise Aborted(
+            f"workflow {step.workflow_id}: the join needs every item's result; retry",
+            reason=Reason.WORKFLOW_BUSY,
+            metadata={"workflow_id": step.workflow_id},
+        )
+    ends = {**known, item: end}
+    results = [ends[i].result for i in range(before.total)]
+    failures = [ends[i].error for i in range(before.total)]
+    return _applied_then_automatic(step, lambda: step.join(spec, results, failures))

@@ -8,13 +8,20 @@ query each, and only for the instances that can have any.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
-from statewrightd.domain import TERMINAL, Status
+from statewrightd.domain import TERMINAL, Status, TaskStatus
+from statewrightd.engine.fsm import FIRST_ERRORS
 from statewrightd.engine.snapshots import settled_from
 from statewrightd.reasons import Reason
-from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
+from statewrightd.store.records import (
+    FanOutProgress,
+    InstanceRecord,
+    ItemEnd,
+    TaskRecord,
+    TimerRecord,
+)
 from statewrightd.store.repository import Repository
 
 
@@ -30,8 +37,58 @@ class Found:
 
 
 def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:
+    """In a task state with one task (a map state's items are read by ``fan_out``)."""
     state = loaded.definition.states.get(record.state)
-    return state is not None and state.task is not None and record.status not in TERMINAL
+    return (
+        state is not None
+        and state.task is not None
+        and state.task.fan_out is None
+        and record.status not in TERMINAL
+    )
+
+
+def in_map_state(loaded: Loaded, record: InstanceRecord) -> bool:
+    state = loaded.definition.states.get(record.state)
+    return (
+        state is not None
+        and state.task is not None
+        and state.task.fan_out is not None
+        and record.status is Status.RUNNING
+    )
+
+
+def fan_out(repo: Repository, workflow_id: str) -> FanOutProgress | None:
+    """The instance's fan-out as its steps know it: the counts of its items, the first
+    errors, and once at most one item is open the ends of the others (the join's)."""
+    found = repo.fan_out(workflow_id)
+    if found is None:
+        return None
+    errors: tuple[dict[str, object], ...] = ()
+    if found.given_up:
+        failed = repo.item_ends(workflow_id, found.revision, given_up_only=True, limit=FIRST_ERRORS)
+        errors = tuple(item_error(t) for t in failed)
+    ended = None
+    if found.total - found.completed - found.given_up <= 1:
+        ends = repo.item_ends(workflow_id, found.revision, given_up_only=False, limit=found.total)
+        ended = {
+            t.item_index: ItemEnd(result=t.result)
+            if t.status is TaskStatus.COMPLETED
+            else ItemEnd(error=item_error(t))
+            for t in ends
+            if t.item_index is not None
+        }
+    return replace(found, errors=errors, ended=ended)
+
+
+def item_error(task: TaskRecord) -> dict[str, object]:
+    """A given-up item's error, as ``failures`` and the ``task_failed`` payload carry it."""
+    error = task.last_error or {}
+    return {
+        "item": task.item_index,
+        "type": error.get("type"),
+        "message": error.get("message"),
+        "attempts": task.attempt,
+    }
 
 
 def delayed(record: InstanceRecord) -> bool:
@@ -65,7 +122,9 @@ class InstanceLoader:
         tasks = repo.open_tasks(tasked) if tasked else {}
         return [
             Found(
-                settled_from(repo, r),
+                replace(settled_from(repo, r), fan_out=fan_out(repo, r.workflow_id))
+                if in_map_state(d, r)
+                else settled_from(repo, r),
                 d,
                 tuple(timers.get(r.workflow_id, ())),
                 tasks.get(r.workflow_id),

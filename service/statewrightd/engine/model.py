@@ -12,11 +12,15 @@ from statewrightd.definitions.model import TaskSpec
 from statewrightd.definitions.values import JSONValue
 from statewrightd.domain import DEFAULT_PRIORITY, Status
 from statewrightd.reasons import Reason
+from statewrightd.store.records import FanOutProgress, ItemEnd
 
 __all__ = [
     "FAILURE_ERRORS",
     "NO_TASK_WORK",
     "NO_TIMER_WORK",
+    "FanOutProgress",
+    "ItemEnd",
+    "ItemRelease",
     "PlannedTask",
     "PlannedTimer",
     "Snapshot",
@@ -41,6 +45,7 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.CONTEXT_TOO_LARGE: errors.ResourceExhausted,
         Reason.TASK_FAILED: errors.FailedPrecondition,
         Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
+        Reason.MAP_TOO_LARGE: errors.ResourceExhausted,
         Reason.TIMER_OUT_OF_RANGE: errors.InvalidArgument,
         Reason.CANCELLED: errors.Cancelled,
         # Not a failure: why a delayed instance is WAITING before its first step.
@@ -88,6 +93,8 @@ class Snapshot:
     context: Mapping[str, JSONValue]
     revision: int
     error: StepError | None = None
+    # The fan-out (`map`) of the task state it rests in; None: none is open.
+    fan_out: FanOutProgress | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,15 +129,33 @@ class PlannedTask:
     input: Mapping[str, JSONValue]
     priority: int = DEFAULT_PRIORITY  # 1 (served first) .. 5
     concurrency_key: str | None = None
+    item: int | None = None  # a fan-out's item: its index in the list
 
 
 @dataclass(frozen=True, slots=True)
 class TaskPlan:
     """What a step does to the instance's task. ``cancel``: it left a task state (its open
-    task is cancelled); ``schedule``: the task of the task state it came to rest in."""
+    task is cancelled); ``schedule``: the task of the task state it came to rest in.
+
+    A fan-out: ``items``, one task per element, of which the first ``offered`` are
+    offered at once and the rest held; ``release``: the item (of the fan-out scheduled at
+    revision ``release[0]``, index ``release[1]``) that an item step ending another
+    offers in its place."""
 
     cancel: bool = False
     schedule: PlannedTask | None = None
+    items: tuple[PlannedTask, ...] = ()
+    offered: int = 0
+    release: ItemRelease | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemRelease:
+    """A held item to offer: index ``index`` of the fan-out entered at ``revision``."""
+
+    revision: int
+    index: int
+    spec: TaskSpec
 
 
 NO_TASK_WORK = TaskPlan()

@@ -41,6 +41,7 @@ from statewrightd.engine.commands import (
     StepCommand,
 )
 from statewrightd.engine.event_loop import EventLoop, Phase
+from statewrightd.engine.fsm import DEFAULT_LIMITS, StepLimits
 from statewrightd.engine.jobs import Job, Replies
 from statewrightd.engine.loading import Found, InstanceLoader
 from statewrightd.engine.model import StepResult, TransitionTaken
@@ -72,6 +73,7 @@ from statewrightd.store.records import (
     InstanceRecord,
     Purged,
     TaskRecord,
+    TaskRelease,
     TimerRecord,
 )
 from statewrightd.store.repository import Repository
@@ -143,7 +145,7 @@ class WorkflowRuntime:
         clock: Clock | None = None,
         cache_size: int = 50_000,
         retention: float = math.inf,
-        max_context_bytes: int = 256 * 1024,
+        limits: StepLimits = DEFAULT_LIMITS,
         request_window: timedelta | None = None,
     ) -> None:
         """``retention``: seconds a finished instance is kept (math.inf: for ever) unless
@@ -159,7 +161,7 @@ class WorkflowRuntime:
         self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
         failed_projection = self._observer.projection_failed
         writes = StepWrites(clock or Clock(), retention, request_window, failed_projection)
-        self._stepper = Stepper(repo, writes, max_context_bytes)
+        self._stepper = Stepper(repo, writes, limits)
         self._recoveries = Recoveries(loop, self._admission, repo, self._offload)
         self._replies = Replies(self._observer)
         self.listeners: list[StepListener] = []
@@ -167,7 +169,7 @@ class WorkflowRuntime:
         # one due before it would have looked again).
         self.on_armed: Callable[[tuple[TimerRecord, ...]], None] | None = None
         # Told of every committed step's newly scheduled task (waiting polls wake for it).
-        self.on_scheduled: Callable[[TaskRecord], None] | None = None
+        self.on_scheduled: Callable[[TaskRecord | TaskRelease], None] | None = None
         self._removal = Removal(
             loop=loop,
             admission=self._admission,
@@ -434,8 +436,8 @@ class WorkflowRuntime:
         op = planned.op
         if op.timers.arm and self.on_armed is not None:
             self.on_armed(op.timers.arm)
-        if op.tasks.schedule is not None and self.on_scheduled is not None:
-            self.on_scheduled(op.tasks.schedule)
+        if (ready := op.tasks.ready_queue()) is not None and self.on_scheduled is not None:
+            self.on_scheduled(ready)
         for listener in self.listeners:
             try:
                 listener(answer, op.history)

@@ -43,6 +43,7 @@ def snapshot_of(record: InstanceRecord) -> Snapshot:
         context=record.context,
         revision=record.revision,
         error=error_from_dict(record.error),
+        fan_out=record.fan_out,
     )
 
 
@@ -64,6 +65,7 @@ def instance_record(
         create_time=create_time,
         update_time=update_time,
         expire_time=expire_time,
+        fan_out=snapshot.fan_out,
     )
 
 

@@ -56,11 +56,12 @@ Decision = Reload | Answer | Persist | Cleanup
 
 
 class Stepper:
-    def __init__(self, repo: Repository, writes: StepWrites, max_context_bytes: int) -> None:
+    def __init__(self, repo: Repository, writes: StepWrites, limits: fsm.StepLimits) -> None:
+        """``limits``: what one step may use (its ``value_bytes`` bound the context)."""
         self._repo = repo
         self._writes = writes
-        self._max_context_bytes = max_context_bytes
-        self._limits = fsm.StepLimits(value_bytes=max_context_bytes)
+        self._max_context_bytes = limits.value_bytes
+        self._limits = limits
 
     def start(self, command: StartCommand, cached: bool) -> Decision:
         """The first step of a new instance; ``cached``: this replica holds the id."""

@@ -17,11 +17,12 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TERMINAL, TaskStatus, task_id_of, timer_id_of
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
-from statewrightd.engine.model import Snapshot, StepResult, TimerPlan
+from statewrightd.engine.model import PlannedTask, Snapshot, StepResult, TimerPlan
 from statewrightd.engine.projection import Failed, ignore_failure, project
 from statewrightd.engine.sessions import Session
 from statewrightd.engine.snapshots import history_record, instance_record
 from statewrightd.store.records import (
+    HELD_UNTIL,
     NO_TASKS,
     NO_TIMERS,
     Create,
@@ -33,6 +34,7 @@ from statewrightd.store.records import (
     TaskChange,
     TaskFinish,
     TaskRecord,
+    TaskRelease,
     TimerChange,
     TimerRecord,
 )
@@ -208,44 +210,63 @@ def task_change(
 ) -> tuple[TaskChange, TaskRecord | None]:
     """A step's task plan as the store's work, and the task it schedules, if any."""
     plan = result.task
-    scheduled = None
-    if plan.schedule is not None:
-        spec = plan.schedule.spec
-        retry = spec.retry
-        scheduled = TaskRecord(
-            workflow_id=record.workflow_id,
-            task_id=task_id_of(record.revision),
-            revision=record.revision,
-            state=plan.schedule.state,
-            queue=spec.queue,
-            input=dict(plan.schedule.input),
-            status=TaskStatus.SCHEDULED,
-            attempt=0,
-            max_attempts=retry.max_attempts,
-            lease_token=None,
-            lease_expire_time=None,
-            attempt_start_time=None,
-            available_time=now,
-            schedule_time=now,
-            deadline=now + timedelta(seconds=spec.schedule_to_close),
-            start_to_close=spec.start_to_close,
-            heartbeat=spec.heartbeat,
-            retry={
-                "initial_interval": retry.initial_interval,
-                "backoff": retry.backoff,
-                "max_interval": retry.max_interval,
-                "non_retryable": sorted(retry.non_retryable),
-            },
-            heartbeat_details=None,
-            last_error=None,
-            last_request_id=None,
-            update_time=now,
-            priority=plan.schedule.priority,
-            concurrency_key=plan.schedule.concurrency_key,
+    scheduled = None if plan.schedule is None else _task(plan.schedule, record, now)
+    items = tuple(_task(p, record, now, held=i >= plan.offered) for i, p in enumerate(plan.items))
+    release = None
+    if plan.release is not None:
+        r = plan.release
+        release = TaskRelease(
+            task_id_of(r.revision, r.index),
+            r.spec.queue,
+            now,
+            now + timedelta(seconds=r.spec.schedule_to_close),
         )
-    if scheduled is None and not plan.cancel and finish is None:
+    if scheduled is None and not plan.cancel and finish is None and not items and not release:
         return NO_TASKS, None
-    return TaskChange(schedule=scheduled, cancel=plan.cancel, finish=finish), scheduled
+    change = TaskChange(
+        schedule=scheduled, cancel=plan.cancel, finish=finish, items=items, release=release
+    )
+    return change, scheduled
+
+
+def _task(
+    planned: PlannedTask, record: InstanceRecord, now: datetime, held: bool = False
+) -> TaskRecord:
+    """The task row of ``planned``; a held item waits (HELD_UNTIL) for its release."""
+    spec = planned.spec
+    retry = spec.retry
+    return TaskRecord(
+        workflow_id=record.workflow_id,
+        task_id=task_id_of(record.revision, planned.item),
+        revision=record.revision,
+        state=planned.state,
+        queue=spec.queue,
+        input=dict(planned.input),
+        status=TaskStatus.SCHEDULED,
+        attempt=0,
+        max_attempts=retry.max_attempts,
+        lease_token=None,
+        lease_expire_time=None,
+        attempt_start_time=None,
+        available_time=HELD_UNTIL if held else now,
+        schedule_time=now,
+        deadline=HELD_UNTIL if held else now + timedelta(seconds=spec.schedule_to_close),
+        start_to_close=spec.start_to_close,
+        heartbeat=spec.heartbeat,
+        retry={
+            "initial_interval": retry.initial_interval,
+            "backoff": retry.backoff,
+            "max_interval": retry.max_interval,
+            "non_retryable": sorted(retry.non_retryable),
+        },
+        heartbeat_details=None,
+        last_error=None,
+        last_request_id=None,
+        update_time=now,
+        priority=planned.priority,
+        concurrency_key=planned.concurrency_key,
+        item_index=planned.item,
+    )
 
 
 def context_size(result: StepResult) -> int:

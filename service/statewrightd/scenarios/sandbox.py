@@ -46,6 +46,7 @@ from statewrightd.engine.background import Background
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command
 from statewrightd.engine.event_loop import EventLoop, Phase, TimerHandle
+from statewrightd.engine.fsm import StepLimits
 from statewrightd.engine.idempotency import Idempotency
 from statewrightd.engine.observer import Unobserved
 from statewrightd.engine.runtime import Job, StepListener, WorkflowRuntime
@@ -202,7 +203,9 @@ class Sandbox:
             io=InlineExecutor(),
             clock=self.clock,
             retention=config.retention_seconds,
-            max_context_bytes=config.limits.context_bytes,
+            limits=StepLimits(
+                value_bytes=config.limits.context_bytes, map_items=config.limits.map_items
+            ),
             request_window=window,
         )
         observer = Unobserved()

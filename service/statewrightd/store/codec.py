@@ -164,6 +164,9 @@ def _json_problem(value: object, depth: int) -> tuple[str, str] | None:
     return "", f"unsupported value of type {type(value).__name__}"
 
 
+_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
 def dumps(value: object, where: str) -> str:
     check_json(value, where)
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -382,6 +385,13 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
 
     check_json(task.input, f"{w} input")
     check_json(task.retry, f"{w} retry")
+    for name, value in (
+        ("heartbeat_details", task.heartbeat_details),
+        ("last_error", task.last_error),
+        ("result", task.result),
+    ):
+        if value is not None:
+            check_json(value, f"{w} {name}")
     return {
         "workflow_id": check_text(task.workflow_id, f"{w} workflow id"),
         "task_id": check_text(task.task_id, f"{w} id"),
@@ -407,6 +417,8 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
         "update_time": when(task.update_time, "update_time"),
         "priority": _check_int(task.priority, f"{w} priority", 1),
         "concurrency_key": task.concurrency_key,
+        "item_index": task.item_index,
+        "result": task.result,
         # SQLite keeps times as integer microseconds: the same values, its way.
         "us": {
             "lease_expire_time": micros(task.lease_expire_time),
@@ -422,20 +434,25 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
 def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
     """A step's task work as parameters (``k_*``)."""
     w = f"workflow {target.workflow_id!r}"
-    schedule = None
-    if change.schedule is not None:
-        if (
-            change.schedule.workflow_id != target.workflow_id
-            or change.schedule.revision != target.revision
-        ):
+    # The task a step schedules, or the items of the fan-out it enters: one JSON array.
+    tasks = ([] if change.schedule is None else [change.schedule]) + list(change.items)
+    for task in tasks:
+        if task.workflow_id != target.workflow_id or task.revision != target.revision:
             raise SerializationError(
                 f"{w}: a task is scheduled by the step that saves it",
                 reason=Reason.INCONSISTENT_OPERATION,
             )
-        schedule = dumps(encode_task(change.schedule), f"{w} task")
-    finish = change.finish
+    # encode_task checked every value it keeps (its JSON ones included): the array is
+    # written as it is, not checked a second time (a fan-out has thousands of them).
+    encoded = [encode_task(t) for t in tasks]
+    schedule = _JSON.encode(encoded) if tasks else None
+    finish, release = change.finish, change.release
     return {
         "k_schedule": schedule,
+        "k_release_id": None if release is None else check_text(release.task_id, f"{w} item"),
+        "k_release_time": None if release is None else release.now,
+        "k_release_deadline": None if release is None else release.deadline,
+        "k_result": None if finish is None else dumps_optional(finish.result, f"{w} result"),
         "k_cancel": change.cancel,
         "k_finish_id": None if finish is None else check_text(finish.task_id, f"{w} task id"),
         "k_finish_status": None if finish is None else str(finish.status),

@@ -177,6 +177,8 @@ class MemoryRepository(MemorySearch, MemoryWork):
             task["status"] = p["k_finish_status"]
             if p["k_error"] is not None:
                 task["last_error"] = p["k_error"]
+            if p["k_result"] is not None:
+                task["result"] = p["k_result"]
             task["claimed_until"] = None
             task["update_time"] = update_time
         if p["k_cancel"]:
@@ -184,9 +186,14 @@ class MemoryRepository(MemorySearch, MemoryWork):
                 if task["status"] in OPEN and task_id != finish_id:
                     task["status"] = "CANCELLED"
                     task["update_time"] = update_time
-        if p["k_schedule"] is not None:
-            task = stored_task(loads(p["k_schedule"]))
+        for encoded in loads(p["k_schedule"]) if p["k_schedule"] is not None else ():
+            task = stored_task(encoded)
             instance.tasks[task["task_id"]] = task
+        released = instance.tasks.get(p["k_release_id"] or "")
+        if released is not None and released["status"] == "SCHEDULED":
+            released["available_time"] = to_micros(p["k_release_time"])
+            released["deadline"] = to_micros(p["k_release_deadline"])
+            released["update_time"] = update_time
 
     def _refused(
         self,

@@ -65,7 +65,7 @@ def stored_task(task: dict[str, Any]) -> dict[str, Any]:
     """An encoded task (codec.encode_task) as this store keeps it: SQLite's columns."""
     out = {**task, **task["us"]}
     del out["us"]
-    for name in ("input", "retry", "heartbeat_details", "last_error"):
+    for name in ("input", "retry", "heartbeat_details", "last_error", "result"):
         out[name] = None if out[name] is None else dumps(out[name], f"task {name}")
     out["claimed_until"] = None
     return out

@@ -17,7 +17,7 @@ from statewrightd.store.filters import TASKS, Filter, InstanceTask, matches
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.memory_schedules import MemorySchedules
 from statewrightd.store.memory_state import OPEN, READY, ROWS, stamp, task_record
-from statewrightd.store.records import QueueCounts, TaskRecord, TimerRecord
+from statewrightd.store.records import FanOutProgress, QueueCounts, TaskRecord, TimerRecord
 from statewrightd.store.repository import Choose, Params, Repository
 
 
@@ -275,6 +275,36 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
                     if task["status"] in OPEN:
                         out[wid] = task_record(task)
         return out
+
+    def _items(self, workflow_id: str) -> list[dict[str, Any]]:
+        """The items of the instance's latest fan-out (held lock)."""
+        instance = self._instances.get(workflow_id)
+        tasks = [] if instance is None else list(instance.tasks.values())
+        items = [t for t in tasks if t["item_index"] is not None]
+        latest = max((t["revision"] for t in items), default=None)
+        return sorted((t for t in items if t["revision"] == latest), key=lambda t: t["item_index"])
+
+    def fan_out(self, workflow_id: str) -> FanOutProgress | None:
+        with self._held():
+            items = self._items(workflow_id)
+        if not items:
+            return None
+        statuses = [t["status"] for t in items]
+        given_up = sum(s in ("FAILED", "TIMED_OUT") for s in statuses)
+        return FanOutProgress(
+            items[0]["revision"], len(items), statuses.count("COMPLETED"), given_up
+        )
+
+    def item_ends(
+        self, workflow_id: str, revision: int, *, given_up_only: bool, limit: int
+    ) -> list[TaskRecord]:
+        wanted = ("FAILED", "TIMED_OUT") if given_up_only else ("COMPLETED", "FAILED", "TIMED_OUT")
+        with self._held():
+            items = self._items(workflow_id)
+            ended = [
+                task_record(t) for t in items if t["revision"] == revision and t["status"] in wanted
+            ]
+        return ended[:limit]
 
     def queue_stats(self, now: datetime) -> list[QueueCounts]:
         at = stamp(now)

@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_flow, sql_schedules
+from statewrightd.store import failures, sql_fan_out, sql_flow, sql_schedules
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
@@ -86,6 +86,7 @@ class _CommitLost(Exception):
 
 
 class PostgresRepository(SqlRepository):
+    FAN_OUT_SQL = sql_fan_out.POSTGRES_FAN_OUT
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.POSTGRES
     FLOW = sql_flow.with_lease(
@@ -338,7 +339,8 @@ class PostgresRepository(SqlRepository):
     def _notify(conn: Conn, encoded: list[EncodedOp]) -> None:
         for payload in step_hints_payloads(target_of(e.op) for e in encoded):
             conn.execute(q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload))
-        queues = [e.op.tasks.schedule.queue for e in encoded if e.op.tasks.schedule is not None]
+        ready = (e.op.tasks.ready_queue() for e in encoded)
+        queues = [r.queue for r in ready if r is not None]
         if queues:
             conn.execute(q.NOTIFY_STEPS, (q.TASKS_CHANNEL, task_queues_payload(queues)))
 
@@ -444,12 +446,13 @@ _TEXT, _RAW, _TIME, _BOOL, _BYTES = "text", "raw", "time", "bool", "bytes"
 _KINDS = {
     **dict.fromkeys(("workflow_id", "definition", "state", "status"), _TEXT),
     **dict.fromkeys(("h_event", "h_state", "h_status", "h_actor", "t_fired"), _TEXT),
-    **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token"), _TEXT),
+    **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token", "k_release_id"), _TEXT),
+    **dict.fromkeys(("k_release_time", "k_release_deadline"), _TIME),
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
     **dict.fromkeys(
         ("context", "error", "h_transitions", "h_error", "h_timers", "h_input", "t_arm"), _RAW
     ),
-    **dict.fromkeys(("k_schedule", "k_error"), _RAW),
+    **dict.fromkeys(("k_schedule", "k_error", "k_result"), _RAW),
     **dict.fromkeys(("create_time", "update_time", "expire_time", "h_time"), _TIME),
     **dict.fromkeys(("t_disarm", "k_cancel", "k_fence_leased"), _BOOL),
     # Request records and a row's position, for the batches that carry them (Citus).
@@ -461,7 +464,8 @@ _KINDS = {
 }
 _TASK_FIELDS = (
     "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",
-    "k_fence_attempt", "k_fence_leased", "k_error",
+    "k_fence_attempt", "k_fence_leased", "k_error", "k_result", "k_release_id", "k_release_time",
+    "k_release_deadline",
 )  # fmt: skip
 _CREATE_ROW: tuple[str, ...] = _CREATE_FIELDS + _HISTORY_FIELDS
 _SAVE_ROW: tuple[str, ...] = _SAVE_FIELDS + _HISTORY_FIELDS

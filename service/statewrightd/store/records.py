@@ -7,8 +7,9 @@ function of its input and a read-back after a lost COMMIT can compare exact valu
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
 from statewrightd.domain import DEFAULT_PRIORITY, Status, TaskStatus
@@ -31,6 +32,37 @@ class InstanceRecord:
     # When a finished instance may be removed (set by the step that finishes it); None
     # while it lives, and for instances finished before retention existed.
     expire_time: datetime | None = None
+    # The open fan-out of the task state it rests in (not a column: read from its items,
+    # and carried from the step that saved it).
+    fan_out: FanOutProgress | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ItemEnd:
+    """An ended item of a fan-out: its result (completed) or its error (given up)."""
+
+    result: Any = None
+    error: Any = None
+
+
+@dataclass(frozen=True, slots=True)
+class FanOutProgress:
+    """Where a fan-out is: its items (scheduled by the step at ``revision``), how many
+    completed and gave up. Every item step saves it with the instance's revision, so a
+    snapshot's progress is the store's at that revision. ``ended``: by index, the items
+    that ended before the step to come, loaded only when at most one is still open (the
+    join needs them, and they no longer change); ``errors``: the first few failures."""
+
+    revision: int
+    total: int
+    completed: int = 0
+    given_up: int = 0
+    ended: Mapping[int, ItemEnd] | None = None
+    errors: tuple[Mapping[str, Any], ...] = ()
+
+    @property
+    def open(self) -> int:
+        return self.total - self.completed - self.given_up
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +139,10 @@ class TaskRecord:
     update_time: datetime
     priority: int = DEFAULT_PRIORITY  # 1 (served first) .. 5
     concurrency_key: str | None = None  # what the queue's per-key limits count by
+    # An item of a fan-out (`map`): its index in the list, and once it completed its
+    # result, kept here (not in the context) until the join.
+    item_index: int | None = None
+    result: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,6 +166,22 @@ class TaskFinish:
     attempt: int | None  # None: any (the lease token names the attempt)
     leased: bool  # the fence requires a current lease (a completion)
     last_error: dict[str, Any] | None = None
+    result: dict[str, Any] | None = None  # an item's result, kept on its task
+
+
+# A held item of a fan-out waits for its turn with its times here: never available, past
+# no deadline. Its release sets them (see TaskRelease).
+HELD_UNTIL = datetime(9999, 12, 31, tzinfo=UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class TaskRelease:
+    """A held item offered now: available from ``now``, its schedule_to_close from then."""
+
+    task_id: str
+    queue: str
+    now: datetime
+    deadline: datetime
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,9 +191,23 @@ class TaskChange:
     schedule: TaskRecord | None = None
     cancel: bool = False  # the step left a task state: its open task is cancelled
     finish: TaskFinish | None = None
+    # A fan-out: the items a step entering a map state writes (held ones have their
+    # ``available_time`` at HELD_UNTIL), and the held item an item step offers instead.
+    items: tuple[TaskRecord, ...] = ()
+    release: TaskRelease | None = None
 
     def __bool__(self) -> bool:
-        return self.schedule is not None or self.cancel or self.finish is not None
+        return (
+            self.schedule is not None
+            or self.cancel
+            or self.finish is not None
+            or bool(self.items)
+            or self.release is not None
+        )
+
+    def ready_queue(self) -> TaskRecord | TaskRelease | None:
+        """What names the queue this step makes a task ready on (polls to wake), if any."""
+        return self.schedule or (self.items[0] if self.items else None) or self.release
 
 
 NO_TASKS = TaskChange()

@@ -37,6 +37,7 @@ from statewrightd.store.records import (
     OLDEST_FIRST,
     Create,
     DefinitionRecord,
+    FanOutProgress,
     HistoryRecord,
     InstanceRecord,
     ListOrder,
@@ -302,6 +303,17 @@ class Repository(ScheduleStore, Protocol):
     def get_task(self, workflow_id: str, task_id: str) -> TaskRecord: ...
 
     def open_tasks(self, workflow_ids: Sequence[str]) -> dict[str, TaskRecord]: ...
+
+    def fan_out(self, workflow_id: str) -> FanOutProgress | None:
+        """The counts of the instance's latest fan-out's items; None: it has none."""
+        ...
+
+    def item_ends(
+        self, workflow_id: str, revision: int, *, given_up_only: bool, limit: int
+    ) -> list[TaskRecord]:
+        """Up to ``limit`` ended items (or only those given up) of the fan-out entered at
+        ``revision``, by index."""
+        ...
 
     def queue_stats(self, now: datetime) -> list[QueueCounts]: ...
 

@@ -46,7 +46,7 @@ TASK = (
     "max_attempts", "lease_token", "lease_expire_time", "attempt_start_time", "available_time",
     "schedule_time", "deadline", "start_to_close_ms", "heartbeat_ms", "retry",
     "heartbeat_details", "last_error", "last_request_id", "update_time", "priority",
-    "concurrency_key",
+    "concurrency_key", "item_index", "result",
 )  # fmt: skip
 REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
 DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
@@ -138,6 +138,8 @@ class Rows:
             update_time=self._time(row[21]),
             priority=row[22],
             concurrency_key=row[23],
+            item_index=row[24],
+            result=None if row[25] is None else self._json(row[25]),
         )
 
     def schedule(self, row: Sequence[Any]) -> ScheduleRecord:

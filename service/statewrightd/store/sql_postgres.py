@@ -122,6 +122,7 @@ task_finished AS (
     UPDATE workflow_tasks k
        SET status = {v("k_finish_status", "text")},
            last_error = COALESCE({v("k_error", "jsonb")}, k.last_error),
+           result = COALESCE({v("k_result", "jsonb")}, k.result),
            claimed_until = NULL, update_time = {v("update_time", "")}
       FROM {source}
      WHERE k.workflow_id = {owner} AND k.task_id = {v("k_finish_id", "text")}
@@ -134,8 +135,16 @@ task_finished AS (
     INSERT INTO workflow_tasks ({TASK_COLUMNS})
     SELECT {rows.listed(rows.TASK, "x.")}
       FROM {source},
-           json_populate_record(NULL::workflow_tasks, {v("k_schedule", "json")}) AS x
+           json_populate_recordset(NULL::workflow_tasks, {v("k_schedule", "json")}) AS x
      WHERE {v("k_schedule", "json")} IS NOT NULL
+), task_released AS (
+    UPDATE workflow_tasks k
+       SET available_time = {v("k_release_time", "timestamptz")},
+           deadline = {v("k_release_deadline", "timestamptz")},
+           update_time = {v("update_time", "")}
+      FROM {source}
+     WHERE k.workflow_id = {owner} AND k.task_id = {v("k_release_id", "text")}
+       AND k.status = 'SCHEDULED'
 ),"""
 
 
@@ -231,10 +240,12 @@ _HISTORY_ROW_TYPES = """h_event text, h_transitions jsonb, h_state text, h_statu
         h_input jsonb"""
 _TIMER_ROW_TYPES = ", t_disarm boolean, t_arm json, t_fired text"
 _TASK_ROW_TYPES = """, k_schedule json, k_cancel boolean, k_finish_id text, k_finish_status text,
-        k_fence_token text, k_fence_attempt integer, k_fence_leased boolean, k_error jsonb"""
+        k_fence_token text, k_fence_attempt integer, k_fence_leased boolean, k_error jsonb,
+        k_result jsonb, k_release_id text, k_release_time timestamptz,
+        k_release_deadline timestamptz"""
 _TASK_ROW_NAMES = (
     ", k_schedule, k_cancel, k_finish_id, k_finish_status, k_fence_token, k_fence_attempt,"
-    " k_fence_leased, k_error"
+    " k_fence_leased, k_error, k_result, k_release_id, k_release_time, k_release_deadline"
 )
 
 _ROWS, _ROWS_ID = "rows r JOIN changed USING (workflow_id)", "r.workflow_id"

@@ -74,7 +74,8 @@ TASK_FENCE = (
 )
 FINISH_TASK = """
 UPDATE workflow_tasks SET status = :k_finish_status,
-       last_error = coalesce(:k_error, last_error), claimed_until = NULL,
+       last_error = coalesce(:k_error, last_error), result = coalesce(:k_result, result),
+       claimed_until = NULL,
        update_time = :update_time
  WHERE workflow_id = :workflow_id AND task_id = :k_finish_id
 """
@@ -88,6 +89,12 @@ SCHEDULE_TASK = (
     + ", ".join(f":{c}" for c in rows.TASK)
     + ")"
 )
+
+RELEASE_ITEM = """
+UPDATE workflow_tasks SET available_time = :k_release_time, deadline = :k_release_deadline,
+       update_time = :update_time
+ WHERE workflow_id = :workflow_id AND task_id = :k_release_id AND status = 'SCHEDULED'
+"""
 
 WITNESS = (
     f"SELECT {rows.listed(rows.WITNESS)} FROM workflow_history"

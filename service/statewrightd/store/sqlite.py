@@ -18,7 +18,7 @@ from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_flow, sql_schedules
+from statewrightd.store import failures, sql_fan_out, sql_flow, sql_schedules
 from statewrightd.store import sql_sqlite as q
 from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
@@ -44,6 +44,7 @@ def _micros(params: dict[str, Any], *names: str) -> dict[str, Any]:
 
 
 class SqliteRepository(SqlRepository):
+    FAN_OUT_SQL = sql_fan_out.SQLITE_FAN_OUT
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.SQLITE
     FLOW = sql_flow.SQLITE
@@ -208,13 +209,16 @@ def _task_work(conn: sqlite3.Connection, p: dict[str, Any]) -> None:
     if p["k_cancel"]:
         conn.execute(q.CANCEL_TASK, p)
     if p["k_schedule"] is not None:
-        conn.execute(q.SCHEDULE_TASK, sqlite_task(loads(p["k_schedule"])))
+        conn.executemany(q.SCHEDULE_TASK, [sqlite_task(t) for t in loads(p["k_schedule"])])
+    if p["k_release_id"] is not None:
+        release = _micros(p, "k_release_time", "k_release_deadline")
+        conn.execute(q.RELEASE_ITEM, release)
 
 
 def sqlite_task(task: dict[str, Any]) -> dict[str, Any]:
     """An encoded task (codec.encode_task) as this backend's parameters."""
     out = {**task, **task["us"]}
-    for name in ("input", "retry", "heartbeat_details", "last_error"):
+    for name in ("input", "retry", "heartbeat_details", "last_error", "result"):
         out[name] = None if out[name] is None else json.dumps(out[name], ensure_ascii=False)
     del out["us"]
     return out

@@ -412,3 +412,25 @@ def test_streams_end_cleanly_at_drain(
         assert server.wait(20) == 0
         assert "Traceback" not in server.log(), server.log()
     postgres_databases.drop_soon(url)
+
+
+def test_a_fan_out_shows_its_progress_and_pages_its_items(http: Http) -> None:
+    workflow_id = uid("http-fan")
+    lines = [{"sku": f"s{i}", "amount": 1.5} for i in range(3)]
+    started = start(
+        http, "order-lines-batch", workflowId=workflow_id, input={"order_id": "o", "lines": lines}
+    )
+    progress = {"total": 3, "open": 3, "completed": 0, "givenUp": 0, "revision": "1"}
+    assert started["fanOut"] == progress
+    items = http.get("/api/v1/tasks", workflow=f"workflows/{workflow_id}", pageSize=2)
+    assert items.status == 200 and len(items.body["tasks"]) == 2
+    rest = http.get(
+        "/api/v1/tasks",
+        workflow=f"workflows/{workflow_id}",
+        pageSize=2,
+        pageToken=items.body["nextPageToken"],
+    )
+    listed = items.body["tasks"] + rest.body["tasks"]
+    assert sorted(t["itemIndex"] for t in listed) == [0, 1, 2]
+    assert all(t["status"] == "TASK_STATUS_SCHEDULED" and "result" not in t for t in listed)
+    assert [t["input"]["line"] for t in sorted(listed, key=lambda t: t["itemIndex"])] == [0, 1, 2]

@@ -198,8 +198,14 @@ type Task struct {
 	// Output only. The key the queue's per-key limits count it by (the state's
 	// `concurrency_key`); empty: none.
 	ConcurrencyKey string `protobuf:"bytes,16,opt,name=concurrency_key,json=concurrencyKey,proto3" json:"concurrency_key,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+	// the task of a state without `map`.
+	ItemIndex *int32 `protobuf:"varint,17,opt,name=item_index,json=itemIndex,proto3,oneof" json:"item_index,omitempty"`
+	// Output only. An item's result once it completed, kept here until the join applies
+	// every item's result at once.
+	Result        *structpb.Struct `protobuf:"bytes,18,opt,name=result,proto3" json:"result,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Task) Reset() {
@@ -344,6 +350,20 @@ func (x *Task) GetConcurrencyKey() string {
 	return ""
 }
 
+func (x *Task) GetItemIndex() int32 {
+	if x != nil && x.ItemIndex != nil {
+		return *x.ItemIndex
+	}
+	return 0
+}
+
+func (x *Task) GetResult() *structpb.Struct {
+	if x != nil {
+		return x.Result
+	}
+	return nil
+}
+
 var File_statewright_v1_task_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_task_proto_rawDesc = "" +
@@ -352,7 +372,7 @@ const file_statewright_v1_task_proto_rawDesc = "" +
 	"\tTaskError\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xa2\x05\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\x86\x06\n" +
 	"\x04Task\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12\x14\n" +
@@ -372,7 +392,11 @@ const file_statewright_v1_task_proto_rawDesc = "" +
 	"\x06status\x18\r \x01(\x0e2\x1a.statewright.v1.TaskStatusR\x06status\x12\x1a\n" +
 	"\brevision\x18\x0e \x01(\x03R\brevision\x12\x1a\n" +
 	"\bpriority\x18\x0f \x01(\x05R\bpriority\x12'\n" +
-	"\x0fconcurrency_key\x18\x10 \x01(\tR\x0econcurrencyKey*\xde\x01\n" +
+	"\x0fconcurrency_key\x18\x10 \x01(\tR\x0econcurrencyKey\x12\"\n" +
+	"\n" +
+	"item_index\x18\x11 \x01(\x05H\x00R\titemIndex\x88\x01\x01\x12/\n" +
+	"\x06result\x18\x12 \x01(\v2\x17.google.protobuf.StructR\x06resultB\r\n" +
+	"\v_item_index*\xde\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +
 	"\x17TASK_STATUS_UNSPECIFIED\x10\x00\x12\x19\n" +
@@ -415,11 +439,12 @@ var file_statewright_v1_task_proto_depIdxs = []int32{
 	3, // 5: statewright.v1.Task.heartbeat_details:type_name -> google.protobuf.Struct
 	1, // 6: statewright.v1.Task.last_error:type_name -> statewright.v1.TaskError
 	0, // 7: statewright.v1.Task.status:type_name -> statewright.v1.TaskStatus
-	8, // [8:8] is the sub-list for method output_type
-	8, // [8:8] is the sub-list for method input_type
-	8, // [8:8] is the sub-list for extension type_name
-	8, // [8:8] is the sub-list for extension extendee
-	0, // [0:8] is the sub-list for field type_name
+	3, // 8: statewright.v1.Task.result:type_name -> google.protobuf.Struct
+	9, // [9:9] is the sub-list for method output_type
+	9, // [9:9] is the sub-list for method input_type
+	9, // [9:9] is the sub-list for extension type_name
+	9, // [9:9] is the sub-list for extension extendee
+	0, // [0:9] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_task_proto_init() }
@@ -427,6 +452,7 @@ func file_statewright_v1_task_proto_init() {
 	if File_statewright_v1_task_proto != nil {
 		return
 	}
+	file_statewright_v1_task_proto_msgTypes[1].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -124,7 +124,11 @@ type Workflow struct {
 	PendingTask *Task `protobuf:"bytes,15,opt,name=pending_task,json=pendingTask,proto3" json:"pending_task,omitempty"`
 	// Output only. When a finished instance is due to be removed, with its history: its
 	// finish time plus its retention. Unset while it lives, and when it is kept for ever.
-	ExpireTime    *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	ExpireTime *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=expire_time,json=expireTime,proto3" json:"expire_time,omitempty"`
+	// Output only. The fan-out of the task state with `map` the instance is in: how many of
+	// its items are open, completed and given up (the items themselves: `ListTasks`).
+	// Unset when it is in no such state.
+	FanOut        *FanOutProgress `protobuf:"bytes,17,opt,name=fan_out,json=fanOut,proto3" json:"fan_out,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -271,6 +275,96 @@ func (x *Workflow) GetExpireTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *Workflow) GetFanOut() *FanOutProgress {
+	if x != nil {
+		return x.FanOut
+	}
+	return nil
+}
+
+// Where a fan-out (`map` on a task state) is: one task per item of its list.
+type FanOutProgress struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The items, one task each.
+	Total int32 `protobuf:"varint,1,opt,name=total,proto3" json:"total,omitempty"`
+	// Output only. Items not ended yet: offered, leased, retrying, or waiting their turn
+	// behind `max_concurrency`.
+	Open int32 `protobuf:"varint,2,opt,name=open,proto3" json:"open,omitempty"`
+	// Output only. Items completed.
+	Completed int32 `protobuf:"varint,3,opt,name=completed,proto3" json:"completed,omitempty"`
+	// Output only. Items that gave up after their retries.
+	GivenUp int32 `protobuf:"varint,4,opt,name=given_up,json=givenUp,proto3" json:"given_up,omitempty"`
+	// Output only. The revision of the step that entered the state and wrote the items.
+	Revision      int64 `protobuf:"varint,5,opt,name=revision,proto3" json:"revision,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FanOutProgress) Reset() {
+	*x = FanOutProgress{}
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FanOutProgress) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FanOutProgress) ProtoMessage() {}
+
+func (x *FanOutProgress) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FanOutProgress.ProtoReflect.Descriptor instead.
+func (*FanOutProgress) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *FanOutProgress) GetTotal() int32 {
+	if x != nil {
+		return x.Total
+	}
+	return 0
+}
+
+func (x *FanOutProgress) GetOpen() int32 {
+	if x != nil {
+		return x.Open
+	}
+	return 0
+}
+
+func (x *FanOutProgress) GetCompleted() int32 {
+	if x != nil {
+		return x.Completed
+	}
+	return 0
+}
+
+func (x *FanOutProgress) GetGivenUp() int32 {
+	if x != nil {
+		return x.GivenUp
+	}
+	return 0
+}
+
+func (x *FanOutProgress) GetRevision() int64 {
+	if x != nil {
+		return x.Revision
+	}
+	return 0
+}
+
 // A timer transition armed by the step that entered the instance's state. It fires at
 // `due_time` (never earlier) unless the instance leaves the state first.
 type Timer struct {
@@ -290,7 +384,7 @@ type Timer struct {
 
 func (x *Timer) Reset() {
 	*x = Timer{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -302,7 +396,7 @@ func (x *Timer) String() string {
 func (*Timer) ProtoMessage() {}
 
 func (x *Timer) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -315,7 +409,7 @@ func (x *Timer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timer.ProtoReflect.Descriptor instead.
 func (*Timer) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *Timer) GetTimerId() string {
@@ -367,7 +461,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -379,7 +473,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -392,7 +486,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *Transition) GetFromState() string {
@@ -427,7 +521,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\x9c\x05\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xd5\x05\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -451,7 +545,14 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\x06timers\x18\x0e \x03(\v2\x15.statewright.v1.TimerR\x06timers\x127\n" +
 	"\fpending_task\x18\x0f \x01(\v2\x14.statewright.v1.TaskR\vpendingTask\x12;\n" +
 	"\vexpire_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
-	"expireTime\"\x92\x01\n" +
+	"expireTime\x127\n" +
+	"\afan_out\x18\x11 \x01(\v2\x1e.statewright.v1.FanOutProgressR\x06fanOut\"\x8f\x01\n" +
+	"\x0eFanOutProgress\x12\x14\n" +
+	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x12\n" +
+	"\x04open\x18\x02 \x01(\x05R\x04open\x12\x1c\n" +
+	"\tcompleted\x18\x03 \x01(\x05R\tcompleted\x12\x19\n" +
+	"\bgiven_up\x18\x04 \x01(\x05R\agivenUp\x12\x1a\n" +
+	"\brevision\x18\x05 \x01(\x03R\brevision\"\x92\x01\n" +
 	"\x05Timer\x12\x19\n" +
 	"\btimer_id\x18\x01 \x01(\tR\atimerId\x12!\n" +
 	"\ftarget_state\x18\x02 \x01(\tR\vtargetState\x12\x14\n" +
@@ -486,32 +587,34 @@ func file_statewright_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
+var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
 var file_statewright_v1_workflow_proto_goTypes = []any{
 	(WorkflowStatus)(0),           // 0: statewright.v1.WorkflowStatus
 	(*Workflow)(nil),              // 1: statewright.v1.Workflow
-	(*Timer)(nil),                 // 2: statewright.v1.Timer
-	(*Transition)(nil),            // 3: statewright.v1.Transition
-	(*structpb.Struct)(nil),       // 4: google.protobuf.Struct
-	(*status.Status)(nil),         // 5: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 6: google.protobuf.Timestamp
-	(*Task)(nil),                  // 7: statewright.v1.Task
+	(*FanOutProgress)(nil),        // 2: statewright.v1.FanOutProgress
+	(*Timer)(nil),                 // 3: statewright.v1.Timer
+	(*Transition)(nil),            // 4: statewright.v1.Transition
+	(*structpb.Struct)(nil),       // 5: google.protobuf.Struct
+	(*status.Status)(nil),         // 6: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
+	(*Task)(nil),                  // 8: statewright.v1.Task
 }
 var file_statewright_v1_workflow_proto_depIdxs = []int32{
-	0, // 0: statewright.v1.Workflow.status:type_name -> statewright.v1.WorkflowStatus
-	4, // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
-	5, // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
-	6, // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
-	6, // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
-	2, // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
-	7, // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
-	6, // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
-	6, // 8: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
-	9, // [9:9] is the sub-list for method output_type
-	9, // [9:9] is the sub-list for method input_type
-	9, // [9:9] is the sub-list for extension type_name
-	9, // [9:9] is the sub-list for extension extendee
-	0, // [0:9] is the sub-list for field type_name
+	0,  // 0: statewright.v1.Workflow.status:type_name -> statewright.v1.WorkflowStatus
+	5,  // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
+	6,  // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
+	7,  // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
+	7,  // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
+	3,  // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
+	8,  // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
+	7,  // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
+	2,  // 8: statewright.v1.Workflow.fan_out:type_name -> statewright.v1.FanOutProgress
+	7,  // 9: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
+	10, // [10:10] is the sub-list for method output_type
+	10, // [10:10] is the sub-list for method input_type
+	10, // [10:10] is the sub-list for extension type_name
+	10, // [10:10] is the sub-list for extension extendee
+	0,  // [0:10] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_proto_init() }
@@ -526,7 +629,7 @@ func file_statewright_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_proto_rawDesc), len(file_statewright_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   3,
+			NumMessages:   4,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

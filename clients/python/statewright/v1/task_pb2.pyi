@@ -119,6 +119,8 @@ class Task(_message.Message):
     REVISION_FIELD_NUMBER: _builtins.int
     PRIORITY_FIELD_NUMBER: _builtins.int
     CONCURRENCY_KEY_FIELD_NUMBER: _builtins.int
+    ITEM_INDEX_FIELD_NUMBER: _builtins.int
+    RESULT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}/tasks/{task_id}`."""
     workflow: _builtins.str
@@ -142,6 +144,10 @@ class Task(_message.Message):
     concurrency_key: _builtins.str
     """Output only. The key the queue's per-key limits count it by (the state's
     `concurrency_key`); empty: none.
+    """
+    item_index: _builtins.int
+    """Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+    the task of a state without `map`.
     """
     @_builtins.property
     def input(self) -> _struct_pb2.Struct:
@@ -167,6 +173,12 @@ class Task(_message.Message):
     def last_error(self) -> Global___TaskError:
         """Output only. Why the latest attempt failed, if one did."""
 
+    @_builtins.property
+    def result(self) -> _struct_pb2.Struct:
+        """Output only. An item's result once it completed, kept here until the join applies
+        every item's result at once.
+        """
+
     def __init__(
         self,
         *,
@@ -186,11 +198,15 @@ class Task(_message.Message):
         revision: _builtins.int = ...,
         priority: _builtins.int = ...,
         concurrency_key: _builtins.str = ...,
+        item_index: _builtins.int | None = ...,
+        result: _struct_pb2.Struct | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "schedule_time", b"schedule_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_item_index", b"_item_index", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "item_index", b"item_index", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "result", b"result", "schedule_time", b"schedule_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["attempt", b"attempt", "concurrency_key", b"concurrency_key", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "lease_token", b"lease_token", "name", b"name", "priority", b"priority", "queue", b"queue", "revision", b"revision", "schedule_time", b"schedule_time", "state", b"state", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_item_index", b"_item_index", "attempt", b"attempt", "concurrency_key", b"concurrency_key", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "item_index", b"item_index", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "lease_token", b"lease_token", "name", b"name", "priority", b"priority", "queue", b"queue", "result", b"result", "revision", b"revision", "schedule_time", b"schedule_time", "state", b"state", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__item_index: _TypeAlias = _typing.Literal["item_index"]  # noqa: Y015
+    _WhichOneofArgType__item_index: _TypeAlias = _typing.Literal["_item_index", b"_item_index"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__item_index) -> _WhichOneofReturnType__item_index | None: ...
 
 Global___Task: _TypeAlias = Task  # noqa: Y015

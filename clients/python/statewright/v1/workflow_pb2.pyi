@@ -81,6 +81,7 @@ class Workflow(_message.Message):
     TIMERS_FIELD_NUMBER: _builtins.int
     PENDING_TASK_FIELD_NUMBER: _builtins.int
     EXPIRE_TIME_FIELD_NUMBER: _builtins.int
+    FAN_OUT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -131,6 +132,13 @@ class Workflow(_message.Message):
         finish time plus its retention. Unset while it lives, and when it is kept for ever.
         """
 
+    @_builtins.property
+    def fan_out(self) -> Global___FanOutProgress:
+        """Output only. The fan-out of the task state with `map` the instance is in: how many of
+        its items are open, completed and given up (the items themselves: `ListTasks`).
+        Unset when it is in no such state.
+        """
+
     def __init__(
         self,
         *,
@@ -150,14 +158,55 @@ class Workflow(_message.Message):
         timers: _abc.Iterable[Global___Timer] | None = ...,
         pending_task: _task_pb2.Task | None = ...,
         expire_time: _timestamp_pb2.Timestamp | None = ...,
+        fan_out: Global___FanOutProgress | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "name", b"name", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Workflow: _TypeAlias = Workflow  # noqa: Y015
+
+@_typing.final
+class FanOutProgress(_message.Message):
+    """Where a fan-out (`map` on a task state) is: one task per item of its list."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TOTAL_FIELD_NUMBER: _builtins.int
+    OPEN_FIELD_NUMBER: _builtins.int
+    COMPLETED_FIELD_NUMBER: _builtins.int
+    GIVEN_UP_FIELD_NUMBER: _builtins.int
+    REVISION_FIELD_NUMBER: _builtins.int
+    total: _builtins.int
+    """Output only. The items, one task each."""
+    open: _builtins.int
+    """Output only. Items not ended yet: offered, leased, retrying, or waiting their turn
+    behind `max_concurrency`.
+    """
+    completed: _builtins.int
+    """Output only. Items completed."""
+    given_up: _builtins.int
+    """Output only. Items that gave up after their retries."""
+    revision: _builtins.int
+    """Output only. The revision of the step that entered the state and wrote the items."""
+    def __init__(
+        self,
+        *,
+        total: _builtins.int = ...,
+        open: _builtins.int = ...,
+        completed: _builtins.int = ...,
+        given_up: _builtins.int = ...,
+        revision: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["completed", b"completed", "given_up", b"given_up", "open", b"open", "revision", b"revision", "total", b"total"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FanOutProgress: _TypeAlias = FanOutProgress  # noqa: Y015
 
 @_typing.final
 class Timer(_message.Message):

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/task.proto.
  */
 export const file_statewright_v1_task: GenFile = /*@__PURE__*/
-  fileDesc("ChlzdGF0ZXdyaWdodC92MS90YXNrLnByb3RvEg5zdGF0ZXdyaWdodC52MSJUCglUYXNrRXJyb3ISDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IvYDCgRUYXNrEgwKBG5hbWUYASABKAkSEAoId29ya2Zsb3cYAiABKAkSDQoFc3RhdGUYAyABKAkSDQoFcXVldWUYBCABKAkSJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2F0dGVtcHQYBiABKAUSEwoLbGVhc2VfdG9rZW4YByABKAkSNQoRbGVhc2VfZXhwaXJlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXNjaGVkdWxlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyChFoZWFydGJlYXRfZGV0YWlscxgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKbGFzdF9lcnJvchgMIAEoCzIZLnN0YXRld3JpZ2h0LnYxLlRhc2tFcnJvchIqCgZzdGF0dXMYDSABKA4yGi5zdGF0ZXdyaWdodC52MS5UYXNrU3RhdHVzEhAKCHJldmlzaW9uGA4gASgDEhAKCHByaW9yaXR5GA8gASgFEhcKD2NvbmN1cnJlbmN5X2tleRgQIAEoCSreAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1RBVFVTX1NDSEVEVUxFRBABEhYKElRBU0tfU1RBVFVTX0xFQVNFRBACEhcKE1RBU0tfU1RBVFVTX0JBQ0tPRkYQAxIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQBBIWChJUQVNLX1NUQVRVU19GQUlMRUQQBRIZChVUQVNLX1NUQVRVU19DQU5DRUxMRUQQBhIZChVUQVNLX1NUQVRVU19USU1FRF9PVVQQB0JzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlzdGF0ZXdyaWdodC92MS90YXNrLnByb3RvEg5zdGF0ZXdyaWdodC52MSJUCglUYXNrRXJyb3ISDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IscECgRUYXNrEgwKBG5hbWUYASABKAkSEAoId29ya2Zsb3cYAiABKAkSDQoFc3RhdGUYAyABKAkSDQoFcXVldWUYBCABKAkSJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2F0dGVtcHQYBiABKAUSEwoLbGVhc2VfdG9rZW4YByABKAkSNQoRbGVhc2VfZXhwaXJlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXNjaGVkdWxlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyChFoZWFydGJlYXRfZGV0YWlscxgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKbGFzdF9lcnJvchgMIAEoCzIZLnN0YXRld3JpZ2h0LnYxLlRhc2tFcnJvchIqCgZzdGF0dXMYDSABKA4yGi5zdGF0ZXdyaWdodC52MS5UYXNrU3RhdHVzEhAKCHJldmlzaW9uGA4gASgDEhAKCHByaW9yaXR5GA8gASgFEhcKD2NvbmN1cnJlbmN5X2tleRgQIAEoCRIXCgppdGVtX2luZGV4GBEgASgFSACIAQESJwoGcmVzdWx0GBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfaXRlbV9pbmRleCreAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1RBVFVTX1NDSEVEVUxFRBABEhYKElRBU0tfU1RBVFVTX0xFQVNFRBACEhcKE1RBU0tfU1RBVFVTX0JBQ0tPRkYQAxIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQBBIWChJUQVNLX1NUQVRVU19GQUlMRUQQBRIZChVUQVNLX1NUQVRVU19DQU5DRUxMRUQQBhIZChVUQVNLX1NUQVRVU19USU1FRF9PVVQQB0JzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Why an attempt of a task failed, as its worker (or the server, for a timeout) said.
@@ -198,6 +198,22 @@ export type Task = Message<"statewright.v1.Task"> & {
    * @generated from field: string concurrency_key = 16;
    */
   concurrencyKey: string;
+
+  /**
+   * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+   * the task of a state without `map`.
+   *
+   * @generated from field: optional int32 item_index = 17;
+   */
+  itemIndex?: number | undefined;
+
+  /**
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   *
+   * @generated from field: google.protobuf.Struct result = 18;
+   */
+  result?: JsonObject | undefined;
 };
 
 /**
@@ -319,6 +335,22 @@ export type TaskJson = {
    * @generated from field: string concurrency_key = 16;
    */
   concurrencyKey?: string;
+
+  /**
+   * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+   * the task of a state without `map`.
+   *
+   * @generated from field: optional int32 item_index = 17;
+   */
+  itemIndex?: number;
+
+  /**
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   *
+   * @generated from field: google.protobuf.Struct result = 18;
+   */
+  result?: StructJson;
 };
 
 /**

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow.proto.
  */
 export const file_statewright_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEi/QMKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJsCgVUaW1lchIQCgh0aW1lcl9pZBgBIAEoCRIUCgx0YXJnZXRfc3RhdGUYAiABKAkSDQoFYWZ0ZXIYAyABKAkSLAoIZHVlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlAKClRyYW5zaXRpb24SEgoKZnJvbV9zdGF0ZRgBIAEoCRIQCgh0b19zdGF0ZRgCIAEoCRINCgVldmVudBgDIAEoCRINCgVhY3RvchgEIAEoCSrFAQoOV29ya2Zsb3dTdGF0dXMSHwobV09SS0ZMT1dfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXV09SS0ZMT1dfU1RBVFVTX1JVTk5JTkcQARIbChdXT1JLRkxPV19TVEFUVVNfV0FJVElORxACEh0KGVdPUktGTE9XX1NUQVRVU19DT01QTEVURUQQAxIaChZXT1JLRkxPV19TVEFUVVNfRkFJTEVEEAQSHQoZV09SS0ZMT1dfU1RBVFVTX0NBTkNFTExFRBAFQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
+  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEirgQKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MiZAoORmFuT3V0UHJvZ3Jlc3MSDQoFdG90YWwYASABKAUSDAoEb3BlbhgCIAEoBRIRCgljb21wbGV0ZWQYAyABKAUSEAoIZ2l2ZW5fdXAYBCABKAUSEAoIcmV2aXNpb24YBSABKAMibAoFVGltZXISEAoIdGltZXJfaWQYASABKAkSFAoMdGFyZ2V0X3N0YXRlGAIgASgJEg0KBWFmdGVyGAMgASgJEiwKCGR1ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCgpUcmFuc2l0aW9uEhIKCmZyb21fc3RhdGUYASABKAkSEAoIdG9fc3RhdGUYAiABKAkSDQoFZXZlbnQYAyABKAkSDQoFYWN0b3IYBCABKAkqxQEKDldvcmtmbG93U3RhdHVzEh8KG1dPUktGTE9XX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1dPUktGTE9XX1NUQVRVU19SVU5OSU5HEAESGwoXV09SS0ZMT1dfU1RBVFVTX1dBSVRJTkcQAhIdChlXT1JLRkxPV19TVEFUVVNfQ09NUExFVEVEEAMSGgoWV09SS0ZMT1dfU1RBVFVTX0ZBSUxFRBAEEh0KGVdPUktGTE9XX1NUQVRVU19DQU5DRUxMRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
 
 /**
  * One durable workflow instance, as of one revision.
@@ -136,6 +136,15 @@ export type Workflow = Message<"statewright.v1.Workflow"> & {
    * @generated from field: google.protobuf.Timestamp expire_time = 16;
    */
   expireTime?: Timestamp | undefined;
+
+  /**
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   *
+   * @generated from field: statewright.v1.FanOutProgress fan_out = 17;
+   */
+  fanOut?: FanOutProgress | undefined;
 };
 
 /**
@@ -256,6 +265,15 @@ export type WorkflowJson = {
    * @generated from field: google.protobuf.Timestamp expire_time = 16;
    */
   expireTime?: TimestampJson;
+
+  /**
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   *
+   * @generated from field: statewright.v1.FanOutProgress fan_out = 17;
+   */
+  fanOut?: FanOutProgressJson;
 };
 
 /**
@@ -264,6 +282,99 @@ export type WorkflowJson = {
  */
 export const WorkflowSchema: GenMessage<Workflow, {jsonType: WorkflowJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow, 0);
+
+/**
+ * Where a fan-out (`map` on a task state) is: one task per item of its list.
+ *
+ * @generated from message statewright.v1.FanOutProgress
+ */
+export type FanOutProgress = Message<"statewright.v1.FanOutProgress"> & {
+  /**
+   * Output only. The items, one task each.
+   *
+   * @generated from field: int32 total = 1;
+   */
+  total: number;
+
+  /**
+   * Output only. Items not ended yet: offered, leased, retrying, or waiting their turn
+   * behind `max_concurrency`.
+   *
+   * @generated from field: int32 open = 2;
+   */
+  open: number;
+
+  /**
+   * Output only. Items completed.
+   *
+   * @generated from field: int32 completed = 3;
+   */
+  completed: number;
+
+  /**
+   * Output only. Items that gave up after their retries.
+   *
+   * @generated from field: int32 given_up = 4;
+   */
+  givenUp: number;
+
+  /**
+   * Output only. The revision of the step that entered the state and wrote the items.
+   *
+   * @generated from field: int64 revision = 5;
+   */
+  revision: bigint;
+};
+
+/**
+ * Where a fan-out (`map` on a task state) is: one task per item of its list.
+ *
+ * @generated from message statewright.v1.FanOutProgress
+ */
+export type FanOutProgressJson = {
+  /**
+   * Output only. The items, one task each.
+   *
+   * @generated from field: int32 total = 1;
+   */
+  total?: number;
+
+  /**
+   * Output only. Items not ended yet: offered, leased, retrying, or waiting their turn
+   * behind `max_concurrency`.
+   *
+   * @generated from field: int32 open = 2;
+   */
+  open?: number;
+
+  /**
+   * Output only. Items completed.
+   *
+   * @generated from field: int32 completed = 3;
+   */
+  completed?: number;
+
+  /**
+   * Output only. Items that gave up after their retries.
+   *
+   * @generated from field: int32 given_up = 4;
+   */
+  givenUp?: number;
+
+  /**
+   * Output only. The revision of the step that entered the state and wrote the items.
+   *
+   * @generated from field: int64 revision = 5;
+   */
+  revision?: string;
+};
+
+/**
+ * Describes the message statewright.v1.FanOutProgress.
+ * Use `create(FanOutProgressSchema)` to create a new message.
+ */
+export const FanOutProgressSchema: GenMessage<FanOutProgress, {jsonType: FanOutProgressJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow, 1);
 
 /**
  * A timer transition armed by the step that entered the instance's state. It fires at
@@ -344,7 +455,7 @@ export type TimerJson = {
  * Use `create(TimerSchema)` to create a new message.
  */
 export const TimerSchema: GenMessage<Timer, {jsonType: TimerJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 1);
+  messageDesc(file_statewright_v1_workflow, 2);
 
 /**
  * One transition fired during a step.
@@ -429,7 +540,7 @@ export type TransitionJson = {
  * Use `create(TransitionSchema)` to create a new message.
  */
 export const TransitionSchema: GenMessage<Transition, {jsonType: TransitionJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 2);
+  messageDesc(file_statewright_v1_workflow, 3);
 
 /**
  * The lifecycle status of a workflow instance.

@@ -645,6 +645,76 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int ITEM_INDEX_FIELD_NUMBER = 17;
+  private int itemIndex_ = 0;
+  /**
+   * <pre>
+   * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+   * the task of a state without `map`.
+   * </pre>
+   *
+   * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+   * @return Whether the itemIndex field is set.
+   */
+  @java.lang.Override
+  public boolean hasItemIndex() {
+    return ((bitField0_ & 0x00000040) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+   * the task of a state without `map`.
+   * </pre>
+   *
+   * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+   * @return The itemIndex.
+   */
+  @java.lang.Override
+  public int getItemIndex() {
+    return itemIndex_;
+  }
+
+  public static final int RESULT_FIELD_NUMBER = 18;
+  private com.google.protobuf.Struct result_;
+  /**
+   * <pre>
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+   * @return Whether the result field is set.
+   */
+  @java.lang.Override
+  public boolean hasResult() {
+    return ((bitField0_ & 0x00000080) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+   * @return The result.
+   */
+  @java.lang.Override
+  public com.google.protobuf.Struct getResult() {
+    return result_ == null ? com.google.protobuf.Struct.getDefaultInstance() : result_;
+  }
+  /**
+   * <pre>
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+   */
+  @java.lang.Override
+  public com.google.protobuf.StructOrBuilder getResultOrBuilder() {
+    return result_ == null ? com.google.protobuf.Struct.getDefaultInstance() : result_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -707,6 +777,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(concurrencyKey_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 16, concurrencyKey_);
     }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      output.writeInt32(17, itemIndex_);
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      output.writeMessage(18, getResult());
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -768,6 +844,14 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(concurrencyKey_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(16, concurrencyKey_);
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(17, itemIndex_);
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(18, getResult());
     }
     return size;
   }
@@ -842,6 +926,16 @@ private static final long serialVersionUID = 0L;
         != other.getPriority()) return false;
     if (!getConcurrencyKey()
         .equals(other.getConcurrencyKey())) return false;
+    if (hasItemIndex() != other.hasItemIndex()) return false;
+    if (hasItemIndex()) {
+      if (getItemIndex()
+          != other.getItemIndex()) return false;
+    }
+    if (hasResult() != other.hasResult()) return false;
+    if (hasResult()) {
+      if (!getResult()
+          .equals(other.getResult())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -898,6 +992,14 @@ private static final long serialVersionUID = 0L;
     hash = (53 * hash) + getPriority();
     hash = (37 * hash) + CONCURRENCY_KEY_FIELD_NUMBER;
     hash = (53 * hash) + getConcurrencyKey().hashCode();
+    if (hasItemIndex()) {
+      hash = (37 * hash) + ITEM_INDEX_FIELD_NUMBER;
+      hash = (53 * hash) + getItemIndex();
+    }
+    if (hasResult()) {
+      hash = (37 * hash) + RESULT_FIELD_NUMBER;
+      hash = (53 * hash) + getResult().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1038,6 +1140,7 @@ private static final long serialVersionUID = 0L;
         internalGetDeadlineFieldBuilder();
         internalGetHeartbeatDetailsFieldBuilder();
         internalGetLastErrorFieldBuilder();
+        internalGetResultFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1084,6 +1187,12 @@ private static final long serialVersionUID = 0L;
       revision_ = 0L;
       priority_ = 0;
       concurrencyKey_ = "";
+      itemIndex_ = 0;
+      result_ = null;
+      if (resultBuilder_ != null) {
+        resultBuilder_.dispose();
+        resultBuilder_ = null;
+      }
       return this;
     }
 
@@ -1184,6 +1293,16 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00008000) != 0)) {
         result.concurrencyKey_ = concurrencyKey_;
       }
+      if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.itemIndex_ = itemIndex_;
+        to_bitField0_ |= 0x00000040;
+      }
+      if (((from_bitField0_ & 0x00020000) != 0)) {
+        result.result_ = resultBuilder_ == null
+            ? result_
+            : resultBuilder_.build();
+        to_bitField0_ |= 0x00000080;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1258,6 +1377,12 @@ private static final long serialVersionUID = 0L;
         concurrencyKey_ = other.concurrencyKey_;
         bitField0_ |= 0x00008000;
         onChanged();
+      }
+      if (other.hasItemIndex()) {
+        setItemIndex(other.getItemIndex());
+      }
+      if (other.hasResult()) {
+        mergeResult(other.getResult());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1375,6 +1500,18 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00008000;
               break;
             } // case 130
+            case 136: {
+              itemIndex_ = input.readInt32();
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 136
+            case 146: {
+              input.readMessage(
+                  internalGetResultFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00020000;
+              break;
+            } // case 146
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3086,6 +3223,230 @@ private static final long serialVersionUID = 0L;
       bitField0_ |= 0x00008000;
       onChanged();
       return this;
+    }
+
+    private int itemIndex_ ;
+    /**
+     * <pre>
+     * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+     * the task of a state without `map`.
+     * </pre>
+     *
+     * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+     * @return Whether the itemIndex field is set.
+     */
+    @java.lang.Override
+    public boolean hasItemIndex() {
+      return ((bitField0_ & 0x00010000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+     * the task of a state without `map`.
+     * </pre>
+     *
+     * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+     * @return The itemIndex.
+     */
+    @java.lang.Override
+    public int getItemIndex() {
+      return itemIndex_;
+    }
+    /**
+     * <pre>
+     * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+     * the task of a state without `map`.
+     * </pre>
+     *
+     * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+     * @param value The itemIndex to set.
+     * @return This builder for chaining.
+     */
+    public Builder setItemIndex(int value) {
+
+      itemIndex_ = value;
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+     * the task of a state without `map`.
+     * </pre>
+     *
+     * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearItemIndex() {
+      bitField0_ = (bitField0_ & ~0x00010000);
+      itemIndex_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private com.google.protobuf.Struct result_;
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> resultBuilder_;
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     * @return Whether the result field is set.
+     */
+    public boolean hasResult() {
+      return ((bitField0_ & 0x00020000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     * @return The result.
+     */
+    public com.google.protobuf.Struct getResult() {
+      if (resultBuilder_ == null) {
+        return result_ == null ? com.google.protobuf.Struct.getDefaultInstance() : result_;
+      } else {
+        return resultBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    public Builder setResult(com.google.protobuf.Struct value) {
+      if (resultBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        result_ = value;
+      } else {
+        resultBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    public Builder setResult(
+        com.google.protobuf.Struct.Builder builderForValue) {
+      if (resultBuilder_ == null) {
+        result_ = builderForValue.build();
+      } else {
+        resultBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    public Builder mergeResult(com.google.protobuf.Struct value) {
+      if (resultBuilder_ == null) {
+        if (((bitField0_ & 0x00020000) != 0) &&
+          result_ != null &&
+          result_ != com.google.protobuf.Struct.getDefaultInstance()) {
+          getResultBuilder().mergeFrom(value);
+        } else {
+          result_ = value;
+        }
+      } else {
+        resultBuilder_.mergeFrom(value);
+      }
+      if (result_ != null) {
+        bitField0_ |= 0x00020000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    public Builder clearResult() {
+      bitField0_ = (bitField0_ & ~0x00020000);
+      result_ = null;
+      if (resultBuilder_ != null) {
+        resultBuilder_.dispose();
+        resultBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    public com.google.protobuf.Struct.Builder getResultBuilder() {
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return internalGetResultFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    public com.google.protobuf.StructOrBuilder getResultOrBuilder() {
+      if (resultBuilder_ != null) {
+        return resultBuilder_.getMessageOrBuilder();
+      } else {
+        return result_ == null ?
+            com.google.protobuf.Struct.getDefaultInstance() : result_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. An item's result once it completed, kept here until the join applies
+     * every item's result at once.
+     * </pre>
+     *
+     * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder> 
+        internalGetResultFieldBuilder() {
+      if (resultBuilder_ == null) {
+        resultBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            com.google.protobuf.Struct, com.google.protobuf.Struct.Builder, com.google.protobuf.StructOrBuilder>(
+                getResult(),
+                getParentForChildren(),
+                isClean());
+        result_ = null;
+      }
+      return resultBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Task)

@@ -344,4 +344,55 @@ public interface TaskOrBuilder extends
    */
   com.google.protobuf.ByteString
       getConcurrencyKeyBytes();
+
+  /**
+   * <pre>
+   * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+   * the task of a state without `map`.
+   * </pre>
+   *
+   * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+   * @return Whether the itemIndex field is set.
+   */
+  boolean hasItemIndex();
+  /**
+   * <pre>
+   * Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
+   * the task of a state without `map`.
+   * </pre>
+   *
+   * <code>optional int32 item_index = 17 [json_name = "itemIndex"];</code>
+   * @return The itemIndex.
+   */
+  int getItemIndex();
+
+  /**
+   * <pre>
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+   * @return Whether the result field is set.
+   */
+  boolean hasResult();
+  /**
+   * <pre>
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+   * @return The result.
+   */
+  com.google.protobuf.Struct getResult();
+  /**
+   * <pre>
+   * Output only. An item's result once it completed, kept here until the join applies
+   * every item's result at once.
+   * </pre>
+   *
+   * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
+   */
+  com.google.protobuf.StructOrBuilder getResultOrBuilder();
 }

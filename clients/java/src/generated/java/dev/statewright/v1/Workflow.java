@@ -698,6 +698,50 @@ private static final long serialVersionUID = 0L;
     return expireTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : expireTime_;
   }
 
+  public static final int FAN_OUT_FIELD_NUMBER = 17;
+  private dev.statewright.v1.FanOutProgress fanOut_;
+  /**
+   * <pre>
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   * </pre>
+   *
+   * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+   * @return Whether the fanOut field is set.
+   */
+  @java.lang.Override
+  public boolean hasFanOut() {
+    return ((bitField0_ & 0x00000040) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   * </pre>
+   *
+   * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+   * @return The fanOut.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.FanOutProgress getFanOut() {
+    return fanOut_ == null ? dev.statewright.v1.FanOutProgress.getDefaultInstance() : fanOut_;
+  }
+  /**
+   * <pre>
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   * </pre>
+   *
+   * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.FanOutProgressOrBuilder getFanOutOrBuilder() {
+    return fanOut_ == null ? dev.statewright.v1.FanOutProgress.getDefaultInstance() : fanOut_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -759,6 +803,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000020) != 0)) {
       output.writeMessage(16, getExpireTime());
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      output.writeMessage(17, getFanOut());
     }
     getUnknownFields().writeTo(output);
   }
@@ -831,6 +878,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000020) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(16, getExpireTime());
+    }
+    if (((bitField0_ & 0x00000040) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(17, getFanOut());
     }
     return size;
   }
@@ -905,6 +956,11 @@ private static final long serialVersionUID = 0L;
       if (!getExpireTime()
           .equals(other.getExpireTime())) return false;
     }
+    if (hasFanOut() != other.hasFanOut()) return false;
+    if (hasFanOut()) {
+      if (!getFanOut()
+          .equals(other.getFanOut())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -964,6 +1020,10 @@ private static final long serialVersionUID = 0L;
     if (hasExpireTime()) {
       hash = (37 * hash) + EXPIRE_TIME_FIELD_NUMBER;
       hash = (53 * hash) + getExpireTime().hashCode();
+    }
+    if (hasFanOut()) {
+      hash = (37 * hash) + FAN_OUT_FIELD_NUMBER;
+      hash = (53 * hash) + getFanOut().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1106,6 +1166,7 @@ private static final long serialVersionUID = 0L;
         internalGetTimersFieldBuilder();
         internalGetPendingTaskFieldBuilder();
         internalGetExpireTimeFieldBuilder();
+        internalGetFanOutFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1158,6 +1219,11 @@ private static final long serialVersionUID = 0L;
       if (expireTimeBuilder_ != null) {
         expireTimeBuilder_.dispose();
         expireTimeBuilder_ = null;
+      }
+      fanOut_ = null;
+      if (fanOutBuilder_ != null) {
+        fanOutBuilder_.dispose();
+        fanOutBuilder_ = null;
       }
       return this;
     }
@@ -1270,6 +1336,12 @@ private static final long serialVersionUID = 0L;
             : expireTimeBuilder_.build();
         to_bitField0_ |= 0x00000020;
       }
+      if (((from_bitField0_ & 0x00010000) != 0)) {
+        result.fanOut_ = fanOutBuilder_ == null
+            ? fanOut_
+            : fanOutBuilder_.build();
+        to_bitField0_ |= 0x00000040;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1372,6 +1444,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasExpireTime()) {
         mergeExpireTime(other.getExpireTime());
+      }
+      if (other.hasFanOut()) {
+        mergeFanOut(other.getFanOut());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1497,6 +1572,13 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00008000;
               break;
             } // case 130
+            case 138: {
+              input.readMessage(
+                  internalGetFanOutFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00010000;
+              break;
+            } // case 138
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3524,6 +3606,179 @@ private static final long serialVersionUID = 0L;
         expireTime_ = null;
       }
       return expireTimeBuilder_;
+    }
+
+    private dev.statewright.v1.FanOutProgress fanOut_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.FanOutProgress, dev.statewright.v1.FanOutProgress.Builder, dev.statewright.v1.FanOutProgressOrBuilder> fanOutBuilder_;
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     * @return Whether the fanOut field is set.
+     */
+    public boolean hasFanOut() {
+      return ((bitField0_ & 0x00010000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     * @return The fanOut.
+     */
+    public dev.statewright.v1.FanOutProgress getFanOut() {
+      if (fanOutBuilder_ == null) {
+        return fanOut_ == null ? dev.statewright.v1.FanOutProgress.getDefaultInstance() : fanOut_;
+      } else {
+        return fanOutBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    public Builder setFanOut(dev.statewright.v1.FanOutProgress value) {
+      if (fanOutBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        fanOut_ = value;
+      } else {
+        fanOutBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    public Builder setFanOut(
+        dev.statewright.v1.FanOutProgress.Builder builderForValue) {
+      if (fanOutBuilder_ == null) {
+        fanOut_ = builderForValue.build();
+      } else {
+        fanOutBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    public Builder mergeFanOut(dev.statewright.v1.FanOutProgress value) {
+      if (fanOutBuilder_ == null) {
+        if (((bitField0_ & 0x00010000) != 0) &&
+          fanOut_ != null &&
+          fanOut_ != dev.statewright.v1.FanOutProgress.getDefaultInstance()) {
+          getFanOutBuilder().mergeFrom(value);
+        } else {
+          fanOut_ = value;
+        }
+      } else {
+        fanOutBuilder_.mergeFrom(value);
+      }
+      if (fanOut_ != null) {
+        bitField0_ |= 0x00010000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    public Builder clearFanOut() {
+      bitField0_ = (bitField0_ & ~0x00010000);
+      fanOut_ = null;
+      if (fanOutBuilder_ != null) {
+        fanOutBuilder_.dispose();
+        fanOutBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    public dev.statewright.v1.FanOutProgress.Builder getFanOutBuilder() {
+      bitField0_ |= 0x00010000;
+      onChanged();
+      return internalGetFanOutFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    public dev.statewright.v1.FanOutProgressOrBuilder getFanOutOrBuilder() {
+      if (fanOutBuilder_ != null) {
+        return fanOutBuilder_.getMessageOrBuilder();
+      } else {
+        return fanOut_ == null ?
+            dev.statewright.v1.FanOutProgress.getDefaultInstance() : fanOut_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The fan-out of the task state with `map` the instance is in: how many of
+     * its items are open, completed and given up (the items themselves: `ListTasks`).
+     * Unset when it is in no such state.
+     * </pre>
+     *
+     * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.FanOutProgress, dev.statewright.v1.FanOutProgress.Builder, dev.statewright.v1.FanOutProgressOrBuilder> 
+        internalGetFanOutFieldBuilder() {
+      if (fanOutBuilder_ == null) {
+        fanOutBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.FanOutProgress, dev.statewright.v1.FanOutProgress.Builder, dev.statewright.v1.FanOutProgressOrBuilder>(
+                getFanOut(),
+                getParentForChildren(),
+                isClean());
+        fanOut_ = null;
+      }
+      return fanOutBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Workflow)

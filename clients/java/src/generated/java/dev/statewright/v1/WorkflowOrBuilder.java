@@ -398,4 +398,37 @@ public interface WorkflowOrBuilder extends
    * <code>.google.protobuf.Timestamp expire_time = 16 [json_name = "expireTime"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getExpireTimeOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   * </pre>
+   *
+   * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+   * @return Whether the fanOut field is set.
+   */
+  boolean hasFanOut();
+  /**
+   * <pre>
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   * </pre>
+   *
+   * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+   * @return The fanOut.
+   */
+  dev.statewright.v1.FanOutProgress getFanOut();
+  /**
+   * <pre>
+   * Output only. The fan-out of the task state with `map` the instance is in: how many of
+   * its items are open, completed and given up (the items themselves: `ListTasks`).
+   * Unset when it is in no such state.
+   * </pre>
+   *
+   * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
+   */
+  dev.statewright.v1.FanOutProgressOrBuilder getFanOutOrBuilder();
 }

@@ -41,6 +41,16 @@ public interface TaskContext {
   Task task();
 
   /**
+   * For an item of a fan-out (a task state with {@code map}), its index in the list; empty for the
+   * task of a state without {@code map}.
+   */
+  default java.util.OptionalInt itemIndex() {
+    return task().hasItemIndex()
+        ? java.util.OptionalInt.of(task().getItemIndex())
+        : java.util.OptionalInt.empty();
+  }
+
+  /**
    * Keeps {@code details} (plain data, converted at once) for the worker's heartbeats, and asks for
    * one soon: at once unless one was sent less than a second ago. Never blocks on the server.
    *
