@@ -1,4 +1,4 @@
-"""Fan-out over real gRPC on PostgreSQL: a `map` task state worked by four worker
+"""Fan-out over real gRPC on PostgreSQL and Citus: a `map` task state worked by four worker
 processes.
 
 Never more than `max_concurrency` items are leased at once (checked from the task rows:
@@ -21,7 +21,9 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from statewrightd.store.schema import migrate
 from tests.e2e.test_flow_control import most_at_once
+from tests.support import citus
 from tests.support.api import COMPLETED, Client, context_of, uid
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
@@ -95,8 +97,19 @@ print(f"{name} completed {done}")
 """
 
 
-@pytest.fixture(scope="module")
-def database(postgres_databases: PostgresDatabases) -> Iterator[str]:
+@pytest.fixture(
+    scope="module", params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
+)
+def database(
+    request: pytest.FixtureRequest, postgres_databases: PostgresDatabases
+) -> Iterator[str]:
+    if request.param == "citus":
+        admin = citus.citus_admin_url()
+        made = citus.create_database(admin)
+        migrate(made)
+        yield made
+        citus.drop_database(admin, made)
+        return
     url = postgres_databases.create()
     yield url
     postgres_databases.drop_soon(url)
