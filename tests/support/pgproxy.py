@@ -79,6 +79,7 @@ class PgProxy:
         self.port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._cut_armed = False
+        self._marker = STEP_MARKER
         self._forward_commit = True
         self._refuse_after_cut = False
         self._drop_open_on_cut = False
@@ -112,10 +113,18 @@ class PgProxy:
     # -- faults ------------------------------------------------------------------------------
 
     def arm_cut(
-        self, *, forward_commit: bool = True, refuse: bool = False, drop_open: bool = False
+        self,
+        *,
+        forward_commit: bool = True,
+        refuse: bool = False,
+        drop_open: bool = False,
+        marker: bytes = STEP_MARKER,
     ) -> None:
+        """``marker``: the statement text that makes a transaction's COMMIT the one cut
+        (a step's history insert unless told otherwise)."""
         with self._lock:
             self._cut_armed = True
+            self._marker = marker
             self._forward_commit = forward_commit
             self._refuse_after_cut = refuse
             self._drop_open_on_cut = drop_open
@@ -275,11 +284,11 @@ class PgProxy:
         query: bytes | None = None
         if kind == b"Q":
             query = _cstrings(payload, 1)[0]
-            if STEP_MARKER in query:
+            if self._marker in query:
                 conn.wrote_step = True
         elif kind == b"P":
             name, query = _cstrings(payload, 2)
-            conn.statements[name] = STEP_MARKER in query
+            conn.statements[name] = self._marker in query
             if SHARD_CALL in query:
                 conn.shard_calls.add(name)
             else:

@@ -6,7 +6,7 @@ import json
 import time
 import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any
@@ -15,7 +15,7 @@ import psycopg
 import psycopg.errors
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from statewrightd.errors import StorageUnavailable, StoreError
+from statewrightd.errors import OutcomeUnknown, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
 from statewrightd.store import failures, sql_fan_out, sql_flow, sql_schedules
 from statewrightd.store import sql_postgres as q
@@ -207,9 +207,22 @@ class PostgresRepository(SqlRepository):
         except psycopg.OperationalError as exc:
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
-    def _writing(self) -> AbstractContextManager[Conn]:
-        # The pool commits a connection's transaction when the block using it succeeds.
-        return self._reading()
+    @contextmanager
+    def _writing(self) -> Iterator[Conn]:
+        # The pool commits a connection's transaction when the block using it succeeds;
+        # a connection lost then may or may not have committed, which the caller must be
+        # told apart from a write that surely did not happen (as a step's is).
+        committing = False
+        try:
+            with self._pooled(self._pool_timeout) as conn:
+                yield conn
+                committing = True
+        except PoolTimeout as exc:
+            raise StorageUnavailable(f"no database connection available: {exc}") from exc
+        except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            if committing and not isinstance(exc, _RETRYABLE):
+                raise OutcomeUnknown(f"connection lost during COMMIT: {exc}") from exc
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     def _stored_schema_version(self) -> int:
         try:

@@ -11,10 +11,11 @@ from __future__ import annotations
 import dataclasses
 import socket
 from collections.abc import Iterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import TaskStatus
 from statewrightd.errors import (
     Conflict,
     OutcomeUnknown,
@@ -22,7 +23,8 @@ from statewrightd.errors import (
 )
 from statewrightd.store import Repository, open_repository
 from statewrightd.store.postgres import PostgresRepository
-from statewrightd.store.records import InstanceRecord
+from statewrightd.store.records import InstanceRecord, TaskRecord
+from tests.integration.store.test_tasks_contract import NOW, lease, scheduled
 from tests.support.pgproxy import PgProxy, _cstrings, _is_end_of_transaction
 from tests.support.store_records import created, step
 
@@ -159,3 +161,56 @@ def test_proxy_detects_commit_in_both_protocols() -> None:
     assert _is_end_of_transaction(_cstrings(b"COMMIT\x00", 1)[0]) == "commit"
     assert _is_end_of_transaction(_cstrings(b"\x00commit\x00\x00\x00", 2)[1]) == "commit"
     assert _is_end_of_transaction(b"SELECT 'COMMIT'") == ""
+
+
+# Writes that are not steps (a task's retry, a release, a queue's settings) commit on the
+# pool's connection as their block ends: an answer lost there must not read as "not done".
+RETRY_MARKER = b"SET status = 'BACKOFF'"
+
+
+def _leased_task(repo: Repository, wid: str) -> TaskRecord:
+    scheduled(repo, wid)
+    (leased,) = lease(repo)
+    return leased
+
+
+def _retry(repo: Repository, leased: TaskRecord) -> TaskRecord | None:
+    error = {"type": "FLAKY", "message": "again", "details": {}}
+    return repo.retry_task(
+        leased.workflow_id,
+        leased.task_id,
+        leased.lease_token or "",
+        now=NOW,
+        available=NOW + timedelta(seconds=5),
+        error=error,
+        request_id="r-cut",
+    )
+
+
+def test_a_task_retry_whose_commit_answer_is_lost_is_an_unknown_outcome(
+    proxy: PgProxy, proxied: Repository, direct: Repository
+) -> None:
+    leased = _leased_task(proxied, "t-after")
+    proxy.arm_cut(forward_commit=True, marker=RETRY_MARKER)
+    with pytest.raises(OutcomeUnknown):
+        _retry(proxied, leased)
+    assert proxy.cuts == 1, "the fault was not injected"
+    # It did commit: "unavailable" would have told the worker it had not.
+    after = direct.get_task("t-after", leased.task_id)
+    assert after is not None and after.status is TaskStatus.BACKOFF
+    assert after.last_request_id == "r-cut"
+
+
+def test_a_task_retry_cut_before_its_commit_is_unknown_too_and_can_be_sent_again(
+    proxy: PgProxy, proxied: Repository, direct: Repository
+) -> None:
+    leased = _leased_task(proxied, "t-before")
+    proxy.arm_cut(forward_commit=False, marker=RETRY_MARKER)
+    # The caller cannot tell this cut from the one after the COMMIT: both are unknown.
+    with pytest.raises(OutcomeUnknown):
+        _retry(proxied, leased)
+    assert proxy.cuts == 1, "the fault was not injected"
+    after = direct.get_task("t-before", leased.task_id)
+    assert after is not None and after.status is TaskStatus.LEASED
+    again = _retry(proxied, leased)
+    assert again is not None and again.status is TaskStatus.BACKOFF
