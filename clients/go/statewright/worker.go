@@ -533,6 +533,10 @@ func transient(err error) bool {
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
 		return true
+	case codes.Unknown:
+		// The server lost the answer of its own commit; the same request id is answered
+		// with what became of it.
+		return Reason(err) == "OUTCOME_UNKNOWN"
 	case codes.ResourceExhausted:
 		_, ok := RetryDelay(err)
 		return ok

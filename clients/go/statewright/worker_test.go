@@ -827,3 +827,34 @@ func TestWorkerMisuse(t *testing.T) {
 	}
 	mustPanic("Register after Run", func() { w.Register("shipping", handler) })
 }
+
+func TestWorkerSendsAgainAReportWhoseOutcomeTheServerLost(t *testing.T) {
+	srv := newTaskServer()
+	srv.completeErrs = []error{reasonError(codes.Unknown, "OUTCOME_UNKNOWN")}
+	task := srv.schedule(t, "payments", map[string]any{})
+	w := statewright.NewWorker(newTaskClient(t, srv), statewright.WorkerOptions{
+		InitialBackoff: time.Millisecond, MaxBackoff: 8 * time.Millisecond, Logger: quiet(),
+	})
+	w.Register("payments", func(context.Context, *statewright.Task) (map[string]any, error) {
+		return map[string]any{"ok": true}, nil
+	})
+	rw := runWorker(t, w)
+	eventually(t, "the completion", func() bool {
+		var n int
+		srv.read(func() { n = len(srv.accepted) })
+		return n == 1
+	})
+	if err := rw.stop(t); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	srv.read(func() {
+		if len(srv.completes) != 2 {
+			t.Fatalf("%d completions sent, want 2 (the one whose outcome was lost, then again)", len(srv.completes))
+		}
+		for _, c := range srv.completes {
+			if c.GetName() != task || c.GetRequestId() != srv.completes[0].GetRequestId() {
+				t.Errorf("completion %s with request id %q, want %s with one request id", c.GetName(), c.GetRequestId(), task)
+			}
+		}
+	})
+}

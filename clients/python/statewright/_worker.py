@@ -199,6 +199,9 @@ _TRANSPORT_CODES = frozenset(
     {grpc.StatusCode.CANCELLED, grpc.StatusCode.UNKNOWN, grpc.StatusCode.INTERNAL}
 )
 _DROP_REASONS = frozenset({"LEASE_SUPERSEDED", "TASK_CANCELLED"})
+# The server lost the answer of its own commit: the same report (same request id) is
+# answered with what became of the first, so sending it again is safe.
+_UNKNOWN_OUTCOME = "OUTCOME_UNKNOWN"
 
 
 def verdict(error: StatewrightError) -> Verdict:
@@ -206,6 +209,8 @@ def verdict(error: StatewrightError) -> Verdict:
     if error.reason in _DROP_REASONS or isinstance(error, NotFound):
         return Verdict.DROP
     if error.code in _RETRY_CODES or (error.code in _TRANSPORT_CODES and not error.reason):
+        return Verdict.RETRY
+    if error.reason == _UNKNOWN_OUTCOME:
         return Verdict.RETRY
     return Verdict.GIVE_UP
 

@@ -729,6 +729,8 @@ def test_heartbeats_come_at_a_third_of_the_lease_left() -> None:
         (grpc.StatusCode.DEADLINE_EXCEEDED, "", _worker.Verdict.RETRY),
         (grpc.StatusCode.ABORTED, "WORKFLOW_BUSY", _worker.Verdict.RETRY),
         (grpc.StatusCode.INTERNAL, "", _worker.Verdict.RETRY),
+        (grpc.StatusCode.UNKNOWN, "OUTCOME_UNKNOWN", _worker.Verdict.RETRY),
+        (grpc.StatusCode.UNKNOWN, "STORE_ERROR", _worker.Verdict.GIVE_UP),
         (grpc.StatusCode.INTERNAL, "STORAGE_CORRUPT", _worker.Verdict.GIVE_UP),
         (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_ARGUMENT", _worker.Verdict.GIVE_UP),
         (grpc.StatusCode.FAILED_PRECONDITION, "NOT_RUNNING", _worker.Verdict.GIVE_UP),

@@ -657,8 +657,11 @@ function transient(error: ConnectError): boolean {
       return true;
     case Code.ResourceExhausted:
       return errorReason(error) === undefined || retryDelayMs(error) !== undefined;
-    case Code.Canceled:
     case Code.Unknown:
+      // OUTCOME_UNKNOWN: the server lost the answer of its own commit; the same request id
+      // is answered with what became of it.
+      return errorReason(error) === undefined || errorReason(error) === "OUTCOME_UNKNOWN";
+    case Code.Canceled:
     case Code.Internal:
     case Code.Aborted:
       return errorReason(error) === undefined;

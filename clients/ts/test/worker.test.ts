@@ -221,6 +221,19 @@ test("the lease a heartbeat extends is the one the worker goes by", limit, async
   assert.deepEqual(new Set(fake.completions.map((c) => c.requestId)), new Set([`${name}#1#complete`]));
 });
 
+test("a report whose outcome the server lost is sent again with the same request id", limit, async (t) => {
+  const { fake, worker, stop, run } = await setup(t);
+  fake.errors.complete.push(statewrightError(Code.Unknown, "OUTCOME_UNKNOWN"));
+  worker.register("payments", () => ({}));
+  const name = fake.schedule("payments");
+  const running = run();
+  await fake.until(() => fake.task(name).status === TaskStatus.COMPLETED, "the completion");
+  stop.abort();
+  await running;
+  assert.equal(fake.completions.length, 2);
+  assert.deepEqual(new Set(fake.completions.map((c) => c.requestId)), new Set([`${name}#1#complete`]));
+});
+
 test("a completion whose lease has run out is not retried", limit, async (t) => {
   const { fake, worker, stop, run, logs } = await setup(t);
   fake.leaseMs = -60_000;

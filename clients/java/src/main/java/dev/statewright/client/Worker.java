@@ -497,7 +497,11 @@ public final class Worker implements AutoCloseable {
 
   /** Worth another try with the same request id (a rate-limited call after its RetryInfo delay). */
   static boolean transientFailure(StatewrightException e) {
-    return e.code() == Status.Code.UNAVAILABLE || e.code() == Status.Code.DEADLINE_EXCEEDED || e.isRateLimited();
+    return e.code() == Status.Code.UNAVAILABLE
+        || e.code() == Status.Code.DEADLINE_EXCEEDED
+        || e.isRateLimited()
+        // The server lost the answer of its own commit: the same request id gets what became of it.
+        || (e.code() == Status.Code.UNKNOWN && e.isReason("OUTCOME_UNKNOWN"));
   }
 
 

@@ -708,5 +708,7 @@ class WorkerTest {
     assertTrue(Worker.transientFailure(StatewrightException.from(FakeService.rateLimited(Duration.ofMillis(1)))));
     assertFalse(Worker.transientFailure(StatewrightException.from(FakeService.error(Status.Code.RESOURCE_EXHAUSTED, "TOO_MANY_WATCHES", Map.of()))));
     assertFalse(Worker.transientFailure(StatewrightException.from(FakeService.error(Status.Code.UNAUTHENTICATED, "UNAUTHENTICATED", Map.of()))));
+    assertTrue(Worker.transientFailure(StatewrightException.from(FakeService.error(Status.Code.UNKNOWN, "OUTCOME_UNKNOWN", Map.of()))));
+    assertFalse(Worker.transientFailure(StatewrightException.from(FakeService.error(Status.Code.UNKNOWN, "STORE_ERROR", Map.of()))));
   }
 }
