@@ -304,9 +304,12 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
             if isinstance(answer, errors.StatewrightError):
                 _log.info("schedule %s: fire not recorded: %s", record.schedule_id, answer)
             through = self._in_flight <= BATCH // 2
-            if self._more_due and through and self._wake is None and not self._claiming:
+            if self._more_due and through and not self._claiming:
+                # More were due than a batch: half is through, claim more now. A look
+                # already planned (at some schedule's next fire) gives way: the round
+                # plans the next look itself.
                 self._more_due = False
-                self._schedule(0.0)  # more were due than a batch: half is through, claim more
+                self._schedule(0.0)
             elif look is not None:
                 delay = max(0.0, (look - self._clock.now()).total_seconds())
                 if self._wake_at is None or look < self._wake_at:
