@@ -20,14 +20,14 @@ by this server's clock.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry
-from statewrightd.domain import SCHEDULE_ACTOR, TERMINAL
+from statewrightd.domain import SCHEDULE_ACTOR, TERMINAL, Status
 from statewrightd.engine import schedule_spec as spec
 from statewrightd.engine.answers import Result
 from statewrightd.engine.background import Background, BackgroundLoop
@@ -76,18 +76,70 @@ class Job:
     refused: str = ""  # why the start could not be built (FAILED)
 
 
+class Instances:
+    """Blocking: the status of the instances a claim's fires would start or overlap, read
+    for the whole claim at once (one read, not one per schedule: with thousands of
+    schedules due at the same second, those reads one after another held every fire)."""
+
+    def __init__(self, repo: Repository) -> None:
+        self._repo = repo
+        self._known: dict[str, Status | None] = {}
+
+    def read(self, workflow_ids: Iterable[str]) -> None:
+        wanted = [w for w in dict.fromkeys(workflow_ids) if w not in self._known]
+        if wanted:
+            found = self._repo.instance_statuses(wanted)
+            self._known.update({w: found.get(w) for w in wanted})
+
+    def status(self, workflow_id: str) -> Status | None:
+        if workflow_id not in self._known:
+            self.read([workflow_id])
+        return self._known[workflow_id]
+
+    def exists(self, workflow_id: str) -> bool:
+        return self.status(workflow_id) is not None
+
+    def open(self, workflow_id: str) -> bool:
+        status = self.status(workflow_id)
+        return status is not None and status not in TERMINAL
+
+
+def prepare_all(
+    repo: Repository, registry: DefinitionRegistry, records: list[ScheduleRecord], now: datetime
+) -> list[Job | errors.StatewrightError]:
+    """Blocking: ``prepare`` for each of a claim's schedules, the instances they look at
+    read together: first the ids known from the documents, then the new candidates'."""
+    instances = Instances(repo)
+    instances.read(w for r in records for w in _looked_at(r.schedule_id, r.document, now))
+    jobs: list[Job | errors.StatewrightError] = []
+    for record in records:
+        try:
+            jobs.append(prepare(instances, registry, record, now))
+        except errors.StatewrightError as exc:
+            jobs.append(exc)
+    return jobs
+
+
+def _looked_at(schedule_id: str, doc: dict[str, Any], now: datetime) -> list[str]:
+    ids = [w for w in (doc.get("last_workflow_id"),) if isinstance(w, str)]
+    due = _due_regular(schedule_id, doc, now)
+    if due is not None:
+        ids.append(due.workflow_id)
+    return ids
+
+
 def prepare(
-    repo: Repository, registry: DefinitionRegistry, record: ScheduleRecord, now: datetime
+    instances: Instances, registry: DefinitionRegistry, record: ScheduleRecord, now: datetime
 ) -> Job:
     """Blocking: what is due on ``record`` at ``now``, with what it needs looked up."""
-    doc = unrecorded(repo, record.schedule_id, record.document, now)
+    doc = unrecorded(instances, record.schedule_id, record.document, now)
     last = doc.get("last_workflow_id")
-    last_open = isinstance(last, str) and _open(repo, last)
+    last_open = isinstance(last, str) and instances.open(last)
     planned = spec.plan(record.schedule_id, doc, now, last_open=last_open)
     candidate = planned.candidate
     if candidate is None:
         return Job(record, planned.document, None, "", None, None)
-    exists = _exists(repo, candidate.workflow_id)
+    exists = instances.exists(candidate.workflow_id)
     decision = spec.decide(planned.document, candidate, exists=exists, last_open=last_open)
     start = cancel = None
     refused = ""
@@ -105,21 +157,26 @@ def prepare(
 
 
 def unrecorded(
-    repo: Repository, schedule_id: str, doc: dict[str, Any], now: datetime
+    instances: Instances, schedule_id: str, doc: dict[str, Any], now: datetime
 ) -> dict[str, Any]:
     """``doc`` with its next regular fire recorded as started when its instance exists:
     a replica that died between a start and its record left it so (one at most: a
     schedule fires once per round), and it must not be counted missed."""
-    if doc.get("state", {}).get("paused"):
+    candidate = _due_regular(schedule_id, doc, now)
+    if candidate is None or not instances.exists(candidate.workflow_id):
         return doc
+    return spec.record(schedule_id, doc, candidate, spec.STARTED, now)
+
+
+def _due_regular(schedule_id: str, doc: dict[str, Any], now: datetime) -> spec.Candidate | None:
+    """The next regular fire of ``doc`` when it is due by ``now`` (and not paused)."""
+    if doc.get("state", {}).get("paused"):
+        return None
     times = spec.Spec.of(doc["spec"])
     first = times.next_after(spec.parse_iso(doc["cursor"]))
     if first is None or times.due(schedule_id, first) > now:
-        return doc
-    candidate = spec.Candidate("regular", first, spec.workflow_id_for(schedule_id, first))
-    if not _exists(repo, candidate.workflow_id):
-        return doc
-    return spec.record(schedule_id, doc, candidate, spec.STARTED, now)
+        return None
+    return spec.Candidate("regular", first, spec.workflow_id_for(schedule_id, first))
 
 
 def start_command(
@@ -139,21 +196,6 @@ def start_command(
         return_existing=True,
         actor=SCHEDULE_ACTOR,
     )
-
-
-def _open(repo: Repository, workflow_id: str) -> bool:
-    try:
-        return repo.load(workflow_id).status not in TERMINAL
-    except errors.RecordNotFound:
-        return False
-
-
-def _exists(repo: Repository, workflow_id: str) -> bool:
-    try:
-        repo.load(workflow_id)
-    except errors.RecordNotFound:
-        return False
-    return True
 
 
 # What a fire writes of a schedule's document; an API change (a pause, an update) writes
@@ -232,12 +274,12 @@ class ScheduleFirer(BackgroundLoop[_Claim, int]):
         def claim() -> _Claim:
             claimed = repo.claim_schedules(now, now + LEASE, limit)
             jobs = []
-            for record in claimed:
-                try:
-                    jobs.append(prepare(repo, registry, record, now))
-                except errors.StatewrightError as exc:
+            for record, job in zip(claimed, prepare_all(repo, registry, claimed, now), strict=True):
+                if isinstance(job, errors.StatewrightError):
                     # Left claimed: looked at again when the claim lapses.
-                    _log.warning("schedule %s not fired: %s", record.schedule_id, exc)
+                    _log.warning("schedule %s not fired: %s", record.schedule_id, job)
+                else:
+                    jobs.append(job)
             upcoming = None if len(claimed) == limit else repo.next_schedule_due(now)
             return jobs, upcoming
 

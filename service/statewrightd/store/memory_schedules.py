@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
+from statewrightd.domain import Status
 from statewrightd.errors import RecordExists
 from statewrightd.reasons import Reason
 from statewrightd.store.memory_state import ROWS, MemoryState, stamp
@@ -82,6 +84,11 @@ class MemorySchedules(MemoryState):
         with self._held():
             dues = [r[2] for r in self._schedules.values() if r[2] is not None and _free(r, at)]
         return ROWS.time(min(dues)) if dues else None
+
+    def instance_statuses(self, workflow_ids: Sequence[str]) -> dict[str, Status]:
+        with self._held():
+            found = {w: self._instances.get(w) for w in workflow_ids}
+            return {w: ROWS.instance(i.row).status for w, i in found.items() if i is not None}
 
     def schedule_count(self) -> int:
         with self._held():

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 from typing import Any, Protocol, TypeVar, runtime_checkable
 
+from statewrightd.domain import Status
 from statewrightd.errors import StoreError
 from statewrightd.store.codec import (
     check_status_filter,
@@ -110,6 +111,10 @@ class ScheduleStore(Protocol):
         ...
 
     def schedule_count(self) -> int: ...
+
+    def instance_statuses(self, workflow_ids: Sequence[str]) -> dict[str, Status]:
+        """The status of each of ``workflow_ids`` that exists, in one read."""
+        ...
 
 
 class Repository(ScheduleStore, Protocol):

@@ -28,11 +28,15 @@ class ScheduleStatements:
     claim: str
     next_due: str  # now -> the earliest next_fire_time not claimed now
     count: str  # -> how many schedules
+    # ids -> (workflow_id, status) of those that exist: what a claim's fires need to know
+    # of the instances they would start or overlap, in one read for the whole claim.
+    statuses: str
 
 
-def _statements(p: str, json: str, skip_locked: str) -> ScheduleStatements:
+def _statements(p: str, json: str, skip_locked: str, among: str) -> ScheduleStatements:
     """``p`` writes a named parameter (``:{}`` or ``%({})s``), ``json`` casts the JSON
-    parameter, ``skip_locked`` is what the claim's subquery locks with."""
+    parameter, ``skip_locked`` is what the claim's subquery locks with, ``among`` tests
+    ``workflow_id`` against the ``ids`` parameter."""
 
     def n(name: str) -> str:
         return p.format(name)
@@ -72,9 +76,17 @@ SELECT min(next_fire_time) FROM schedules
  WHERE claimed_until IS NULL OR claimed_until <= {n("now")}
 """,
         count="SELECT count(*) FROM schedules",
+        statuses=f"SELECT workflow_id, status FROM workflow_instances WHERE {among}",
     )
 
 
-SQLITE = _statements(":{}", "", "")
+SQLITE = _statements(":{}", "", "", "workflow_id IN (SELECT value FROM json_each(:ids))")
 # SKIP LOCKED: replicas claiming at once take different schedules instead of waiting.
-POSTGRES = _statements("%({})s", "::jsonb", " FOR UPDATE SKIP LOCKED")
+# The ids as a JSON array, as the other reads by many ids take them; ANY(ARRAY(...)) lets
+# Citus prune the read to the shards holding them.
+POSTGRES = _statements(
+    "%({})s",
+    "::jsonb",
+    " FOR UPDATE SKIP LOCKED",
+    "workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))",
+)

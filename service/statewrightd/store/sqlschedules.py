@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import json
 from abc import abstractmethod
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
 from typing import Any, ClassVar
 
+from statewrightd.domain import Status
 from statewrightd.errors import RecordExists
 from statewrightd.reasons import Reason
 from statewrightd.store.codec import NEVER, check_time
@@ -96,6 +98,13 @@ class SqlSchedules:
         with self._reading() as conn:
             row = conn.execute(self.SCHEDULE_SQL.count).fetchone()
         return int(row[0] or 0)
+
+    def instance_statuses(self, workflow_ids: Sequence[str]) -> dict[str, Status]:
+        if not workflow_ids:
+            return {}
+        ids = json.dumps(list(dict.fromkeys(workflow_ids)), ensure_ascii=False)
+        rows = self._read_all(self.SCHEDULE_SQL.statuses, {"ids": ids})
+        return {str(r[0]): Status(r[1]) for r in rows}
 
     def _schedule_params(
         self, schedule_id: str, document: dict[str, Any], next_fire: datetime | None, now: datetime

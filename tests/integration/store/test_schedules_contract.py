@@ -3,13 +3,17 @@ whole documents written by compare-and-swap on a version, claimed like timers.""
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from statewrightd.domain import Status
 from statewrightd.errors import RecordExists
 from statewrightd.store import Repository
+from statewrightd.store.records import Save
+from tests.support.store_records import created, history
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 LEASE = timedelta(seconds=5)
@@ -62,3 +66,15 @@ def test_due_schedules_are_claimed_once_until_the_claim_lapses_or_a_write_releas
     lapsed = now + LEASE
     again = sorted(s.schedule_id for s in repo.claim_schedules(lapsed, lapsed + LEASE, 10))
     assert again == ["s0", "s1", "s2", "s3", "s4", "s5"]
+
+
+def test_a_claims_instances_are_read_in_one_call_by_id(repo: Repository) -> None:
+    created(repo, "sched-a@1", T0)
+    finished = created(repo, "sched-b@1", T0)
+    done = dataclasses.replace(
+        finished, revision=2, state="done", status=Status.COMPLETED, update_time=T0
+    )
+    repo.save(Save(done, 1, history(done)))
+    found = repo.instance_statuses(["sched-a@1", "nobody", "sched-b@1", "sched-a@1", "é-x"])
+    assert found == {"sched-a@1": Status.RUNNING, "sched-b@1": Status.COMPLETED}
+    assert repo.instance_statuses([]) == {}

@@ -15,7 +15,7 @@ import pytest
 
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry
-from statewrightd.engine import schedules
+from statewrightd.engine import schedule_spec, schedules
 from statewrightd.engine.background import Background
 from statewrightd.engine.commands import StartCommand
 from statewrightd.engine.event_loop import EventLoop
@@ -89,12 +89,15 @@ def test_fires_beyond_a_batch_are_claimed_once_half_the_batch_is_through(
     answers: list[Callable[[Any], None]] = []
     monkeypatch.setattr(
         schedules,
-        "prepare",
-        lambda _repo, _registry, record, _now: schedules.Job(
-            record, {"counts": {"misses": 0}}, None, "", cast(StartCommand, object()), None
-        ),
+        "prepare_all",
+        lambda _repo, _registry, records, _now: [
+            schedules.Job(
+                r, {"counts": {"misses": 0}}, None, "", cast(StartCommand, object()), None
+            )
+            for r in records
+        ],
     )
-    monkeypatch.setattr(schedules.spec, "next_look", lambda *_: NOW + timedelta(minutes=1))
+    monkeypatch.setattr(schedule_spec, "next_look", lambda *_: NOW + timedelta(minutes=1))
     monkeypatch.setattr(schedules, "record_fire", lambda _repo, record, *_: record)
     firer = schedules.ScheduleFirer(
         Background(cast(EventLoop, loop), cast(Repository, store), offload, FixedClock()),
