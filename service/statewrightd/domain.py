@@ -51,6 +51,11 @@ SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadl
 SCHEDULE_ACTOR: Final = "statewright:schedule"  # a schedule fired (the start, or a cancel)
 
 
+# A workflow id (the API checks what callers send against it; a child's id, which a
+# definition's expression gives, is checked by the step that plans its start).
+WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+
+
 def task_id_of(revision: int, item: int | None = None) -> str:
     """A task's id: the revision of the step that scheduled it (one task per entry), and
     for an item of a fan-out (``map``) its index: ``<revision>.<index>``."""
