@@ -49,6 +49,9 @@ MAX_KEY_LENGTH: Final = 256
 TIMER_ACTOR: Final = "statewright:timer"  # a due timer fired
 SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadline ran out
 SCHEDULE_ACTOR: Final = "statewright:schedule"  # a schedule fired (the start, or a cancel)
+# A parent started its child, or cancelled it (it left the child's state, or was cancelled).
+PARENT_ACTOR: Final = "statewright:parent"
+CHILD_ACTOR: Final = "statewright:child"  # a child's end, delivered to its parent
 
 
 # A workflow id (the API checks what callers send against it; a child's id, which a

@@ -1,0 +1,215 @@
+"""Child workflows over real gRPC on PostgreSQL.
+
+A parent's `workflow:` state starts its child; the child waits for a resume; resumed, it
+completes and the parent moves on with the child's context. A child that fails fires the
+parent's `child_failed`; a cancelled parent cancels its child (actor
+`statewright:parent`); `Workflow.parent`, `Workflow.children` and the `parent` list
+filter show the family. A server killed (SIGKILL) right after parents entered their
+workflow states starts every child once when it comes back. STATEWRIGHT_CHILD_E2E_PARENTS
+sets how many parents that last test starts (default 12).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from statewright.v1 import workflow_pb2
+from statewright.v1 import workflow_service_pb2 as pb
+from tests.support.api import Client, context_of, uid
+from tests.support.databases import PostgresDatabases
+from tests.support.deployment import definitions_dir, running_server
+from tests.support.server import ServerProcess, wait_until
+
+PARENTS = max(2, int(os.environ.get("STATEWRIGHT_CHILD_E2E_PARENTS", "12")))
+
+CHILD = """
+name: kyc-check
+version: 1
+context:
+  customer: {type: string, default: ""}
+  verified: {type: bool, default: false}
+states:
+  review:
+    wait: true
+  decide: {}
+  done: {}
+transitions:
+  - {from: review, on: reviewed, to: decide}
+  - {from: decide, to: done, guard: "context.verified"}
+"""
+
+PARENT = """
+name: onboarding
+version: 1
+context:
+  customer_id: {type: string, default: ""}
+  kyc:         {type: map, default: {}}
+  why:         {type: any}
+states:
+  verify_identity:
+    workflow:
+      definition: kyc-check
+      input: "{'customer': context.customer_id}"
+      apply: {kyc: "result.context"}
+  approved: {}
+  manual_review: {}
+transitions:
+  - {from: verify_identity, to: approved}
+  - {from: verify_identity, on: child_failed, to: manual_review, set: {why: "event.payload"}}
+"""
+
+WAITING = workflow_pb2.WORKFLOW_STATUS_WAITING
+COMPLETED = workflow_pb2.WORKFLOW_STATUS_COMPLETED
+CANCELLED = workflow_pb2.WORKFLOW_STATUS_CANCELLED
+
+
+@pytest.fixture(scope="module")
+def database(postgres_databases: PostgresDatabases) -> Iterator[str]:
+    url = postgres_databases.create()
+    yield url
+    postgres_databases.drop_soon(url)
+
+
+@pytest.fixture(scope="module")
+def definitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("children")
+    return definitions_dir(
+        root / "definitions",
+        examples=False,
+        test_definitions=False,
+        extra={"kyc-check.yaml": CHILD, "onboarding.yaml": PARENT},
+    )
+
+
+@pytest.fixture(scope="module")
+def server(database: str, definitions: Path) -> Iterator[ServerProcess]:
+    with running_server(database, definitions, cwd=definitions.parent) as process:
+        yield process
+    assert "Traceback" not in process.log(), process.log()
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Iterator[Client]:
+    with Client(server.target) as c:
+        yield c
+
+
+def child_of(parent: str) -> str:
+    return f"{parent}.verify_identity.1"  # <parent id>.<state>.<revision>
+
+
+def waiting_child(client: Client, parent: str) -> workflow_pb2.Workflow:
+    child = child_of(parent)
+
+    def started() -> bool:
+        try:
+            return client.get(child).status == WAITING
+        except Exception:  # noqa: BLE001 - not started yet: NOT_FOUND
+            return False
+
+    assert wait_until(started, timeout=30), f"child {child} did not start"
+    return client.get(child)
+
+
+def last_actor(database: str, workflow_id: str) -> str:
+    with psycopg.connect(database) as conn:
+        row = conn.execute(
+            "SELECT actor FROM workflow_history WHERE workflow_id = %s"
+            " ORDER BY revision DESC LIMIT 1",
+            (workflow_id,),
+        ).fetchone()
+    assert row is not None
+    return str(row[0])
+
+
+def test_a_resumed_child_completes_and_its_parent_moves_on_with_its_context(
+    client: Client,
+) -> None:
+    parent = uid("onb")
+    client.start("onboarding", workflow_id=parent, input={"customer_id": "c-42"})
+    child = waiting_child(client, parent)
+    assert child.parent.name == f"workflows/{parent}"
+    assert child.parent.state == "verify_identity"
+    assert context_of(child)["customer"] == "c-42"
+    running = client.get(parent)
+    assert running.children.open == 1
+    assert list(running.children.names) == [f"workflows/{child.workflow_id}"]
+    listed = client.stub.ListWorkflows(
+        pb.ListWorkflowsRequest(filter=f'parent = "workflows/{parent}"'), timeout=10
+    )
+    assert [w.workflow_id for w in listed.workflows] == [child.workflow_id]
+    client.resume(child.workflow_id, input={"verified": True})
+    assert wait_until(lambda: client.get(parent).status == COMPLETED, timeout=30)
+    done = client.get(parent)
+    assert done.state == "approved"
+    assert context_of(done)["kyc"] == {"customer": "c-42", "verified": True}
+    assert not done.HasField("children")
+
+
+def test_a_child_that_fails_fires_child_failed_in_its_parent(client: Client) -> None:
+    parent = uid("onbfail")
+    client.start("onboarding", workflow_id=parent, input={"customer_id": "c-7"})
+    child = waiting_child(client, parent)
+    # Not verified: the child's `decide` has no transition to take, and it FAILS.
+    client.resume(child.workflow_id, input={"verified": False})
+    assert wait_until(lambda: client.get(parent).state == "manual_review", timeout=30)
+    why = context_of(client.get(parent))["why"]
+    assert why["child"] == f"workflows/{child.workflow_id}"
+    assert why["status"] == "FAILED"
+    assert why["error"]["reason"] == "NO_TRANSITION_MATCHED"
+
+
+def test_cancelling_the_parent_cancels_its_child_as_the_parent(
+    client: Client, database: str
+) -> None:
+    parent = uid("onbcancel")
+    client.start("onboarding", workflow_id=parent)
+    child = waiting_child(client, parent)
+    client.cancel(parent, reason="customer left")
+    assert wait_until(lambda: client.get(child.workflow_id).status == CANCELLED, timeout=30)
+    assert last_actor(database, child.workflow_id) == "statewright:parent"
+    assert client.get(parent).status == CANCELLED
+
+
+def test_children_entered_before_a_kill_start_once_after_the_restart(
+    database: str, definitions: Path, server: ServerProcess
+) -> None:
+    # The module's server is stopped first: only the replica killed here starts children.
+    server.stop(timeout=15)
+    parents = [uid("onbkill") for _ in range(PARENTS)]
+    with running_server(database, definitions, cwd=definitions.parent) as first:
+        with Client(first.target) as c:
+            for parent in parents:
+                c.start("onboarding", workflow_id=parent)
+        first.signal(signal.SIGKILL)
+        first.wait(timeout=15)
+    with running_server(database, definitions, cwd=definitions.parent) as second:
+        with Client(second.target) as c:
+            for parent in parents:
+                waiting_child(c, parent)
+            with psycopg.connect(database) as conn:
+                links = conn.execute(
+                    "SELECT parent_id, count(*) FROM workflow_children"
+                    " WHERE parent_id = ANY(%s) GROUP BY parent_id",
+                    (parents,),
+                ).fetchall()
+                starts = conn.execute(
+                    "SELECT count(*) FROM workflow_history"
+                    " WHERE workflow_id = ANY(%s) AND revision = 1",
+                    ([child_of(p) for p in parents],),
+                ).fetchone()
+            assert sorted(links) == sorted((p, 1) for p in parents)
+            assert starts == (PARENTS,)
+            for parent in parents:
+                c.resume(child_of(parent), input={"verified": True})
+            assert wait_until(
+                lambda: all(c.get(p).status == COMPLETED for p in parents), timeout=60
+            )
+            assert all(c.get(p).revision == 2 for p in parents), "one step per child outcome"
+    assert "Traceback" not in second.log(), second.log()
