@@ -132,6 +132,9 @@ class ChildRunner(BackgroundLoop[_Round, int]):
         self._in_flight = 0
         self._started = self._delivered = self._cancelled = 0
         self._open = 0
+        # Deliveries and cancels submitted and not answered yet, by task (parent id/task
+        # id) and by child id: a round does not read or submit them again meanwhile.
+        self._busy: set[str] = set()
 
     def poke(self) -> None:
         """Something for the runner may be waiting (a child task scheduled, an instance
@@ -149,6 +152,7 @@ class ChildRunner(BackgroundLoop[_Round, int]):
 
     def _claim(self) -> Callable[[], _Round]:
         repo, registry, now = self._repo, self._registry, self._clock.now()
+        busy = frozenset(self._busy)
 
         def claim() -> _Round:
             work = _Round()
@@ -158,8 +162,8 @@ class ChildRunner(BackgroundLoop[_Round, int]):
             live = _live_children(repo)
             started = {t.task.workflow_id + "/" + t.task.task_id for t in work.starts}
             for task in leased:
-                wid = child_id(task)
-                if wid in live or f"{task.workflow_id}/{task.task_id}" in started:
+                wid, key = child_id(task), f"{task.workflow_id}/{task.task_id}"
+                if wid in live or key in started or key in busy:
                     continue
                 try:
                     child = repo.load(wid)
@@ -169,7 +173,7 @@ class ChildRunner(BackgroundLoop[_Round, int]):
                     work.ended.append((task, child))
             holding = {(t.workflow_id, t.task_id) for t in leased}
             for link in live.values():
-                if (link.parent_id, link.parent_task) in holding:
+                if (link.parent_id, link.parent_task) in holding or link.workflow_id in busy:
                     continue
                 try:
                     parent_task = repo.get_task(link.parent_id, link.parent_task)
@@ -231,10 +235,13 @@ class ChildRunner(BackgroundLoop[_Round, int]):
             command = TaskGiveUpCommand.of(
                 task, child_failure(task, child), actor=CHILD_ACTOR, lease_token=token, leased=True
             )
+        key = f"{task.workflow_id}/{task.task_id}"
         self._in_flight += 1
+        self._busy.add(key)
 
         def answered(result: Result) -> None:
             self._in_flight -= 1
+            self._busy.discard(key)
             if isinstance(result, Outcome) and result.saved:
                 self._delivered += 1
 
@@ -253,9 +260,11 @@ class ChildRunner(BackgroundLoop[_Round, int]):
         )
         command = CancelCommand(workflow_id=link.workflow_id, actor=PARENT_ACTOR, reason=reason)
         self._in_flight += 1
+        self._busy.add(link.workflow_id)
 
         def answered(result: Result) -> None:
             self._in_flight -= 1
+            self._busy.discard(link.workflow_id)
             if isinstance(result, Outcome) and result.saved:
                 self._cancelled += 1
 
