@@ -18,9 +18,9 @@ from pathlib import Path
 
 import psycopg
 import pytest
-
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
+
 from tests.support.api import Client, context_of, uid
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
@@ -110,7 +110,7 @@ def waiting_child(client: Client, parent: str) -> workflow_pb2.Workflow:
     def started() -> bool:
         try:
             return client.get(child).status == WAITING
-        except Exception:  # noqa: BLE001 - not started yet: NOT_FOUND
+        except Exception:
             return False
 
     assert wait_until(started, timeout=30), f"child {child} did not start"
@@ -177,39 +177,45 @@ def test_cancelling_the_parent_cancels_its_child_as_the_parent(
     assert client.get(parent).status == CANCELLED
 
 
+def started_once(database: str, parents: list[str]) -> None:
+    """Each parent has one child link, and each child one first step."""
+    with psycopg.connect(database) as conn:
+        links = conn.execute(
+            "SELECT parent_id, count(*) FROM workflow_children"
+            " WHERE parent_id = ANY(%s) GROUP BY parent_id",
+            (parents,),
+        ).fetchall()
+        starts = conn.execute(
+            "SELECT count(*) FROM workflow_history WHERE workflow_id = ANY(%s) AND revision = 1",
+            ([child_of(p) for p in parents],),
+        ).fetchone()
+    assert sorted(links) == sorted((p, 1) for p in parents)
+    assert starts == (len(parents),)
+
+
 def test_children_entered_before_a_kill_start_once_after_the_restart(
     database: str, definitions: Path, server: ServerProcess
 ) -> None:
     # The module's server is stopped first: only the replica killed here starts children.
     server.stop(timeout=15)
     parents = [uid("onbkill") for _ in range(PARENTS)]
-    with running_server(database, definitions, cwd=definitions.parent) as first:
-        with Client(first.target) as c:
-            for parent in parents:
-                c.start("onboarding", workflow_id=parent)
+    with (
+        running_server(database, definitions, cwd=definitions.parent) as first,
+        Client(first.target) as c,
+    ):
+        for parent in parents:
+            c.start("onboarding", workflow_id=parent)
         first.signal(signal.SIGKILL)
         first.wait(timeout=15)
-    with running_server(database, definitions, cwd=definitions.parent) as second:
-        with Client(second.target) as c:
-            for parent in parents:
-                waiting_child(c, parent)
-            with psycopg.connect(database) as conn:
-                links = conn.execute(
-                    "SELECT parent_id, count(*) FROM workflow_children"
-                    " WHERE parent_id = ANY(%s) GROUP BY parent_id",
-                    (parents,),
-                ).fetchall()
-                starts = conn.execute(
-                    "SELECT count(*) FROM workflow_history"
-                    " WHERE workflow_id = ANY(%s) AND revision = 1",
-                    ([child_of(p) for p in parents],),
-                ).fetchone()
-            assert sorted(links) == sorted((p, 1) for p in parents)
-            assert starts == (PARENTS,)
-            for parent in parents:
-                c.resume(child_of(parent), input={"verified": True})
-            assert wait_until(
-                lambda: all(c.get(p).status == COMPLETED for p in parents), timeout=60
-            )
-            assert all(c.get(p).revision == 2 for p in parents), "one step per child outcome"
+    with (
+        running_server(database, definitions, cwd=definitions.parent) as second,
+        Client(second.target) as c,
+    ):
+        for parent in parents:
+            waiting_child(c, parent)
+        started_once(database, parents)
+        for parent in parents:
+            c.resume(child_of(parent), input={"verified": True})
+        assert wait_until(lambda: all(c.get(p).status == COMPLETED for p in parents), timeout=60)
+        assert all(c.get(p).revision == 2 for p in parents), "one step per child outcome"
     assert "Traceback" not in second.log(), second.log()
