@@ -321,17 +321,14 @@ class Application:
         )
         loop.start(aio)
         closing.push_async_callback(self._stop_checked, "the EventLoop", loop.stop)
-        for each in (timers, sweeper, purger, schedules, children):
+        loops = (timers, sweeper, purger, schedules, children)
+        for each in loops:
             loop.post(each.start)
         if config.database_url.startswith(("postgresql://", "postgres://")):
             await self._listen(repo, engine, aio, children)
         # Timers are durable: a stopping replica only stops claiming them. Nor does it fail
         # or cancel tasks: they outlive any server. Stopped first, before anything else.
-        closing.callback(
-            _post_quietly,
-            loop,
-            [timers.stop, sweeper.stop, purger.stop, schedules.stop, children.stop],
-        )
+        closing.callback(_post_quietly, loop, [each.stop for each in loops])
         return engine
 
     async def _listen(
