@@ -6,7 +6,8 @@ parent's `child_failed`; a cancelled parent cancels its child (actor
 `statewright:parent`); `Workflow.parent`, `Workflow.children` and the `parent` list
 filter show the family. A server killed (SIGKILL) right after parents entered their
 workflow states starts every child once when it comes back. STATEWRIGHT_CHILD_E2E_PARENTS
-sets how many parents that last test starts (default 12).
+sets how many parents that last test starts (default 12). A `map` of children starts
+at most `max_concurrency` at once and joins their final Workflows in list order.
 """
 
 from __future__ import annotations
@@ -64,6 +65,26 @@ transitions:
   - {from: verify_identity, on: child_failed, to: manual_review, set: {why: "event.payload"}}
 """
 
+HOUSEHOLD = """
+name: household
+version: 1
+context:
+  people: {type: list, default: []}
+  checks: {type: list, default: []}
+states:
+  verify_all:
+    workflow:
+      definition: kyc-check
+      map: "context.people"
+      max_concurrency: 2
+      id: "'hh-' + workflow.id + '-' + item"
+      input: "{'customer': item}"
+      apply: {checks: "results"}
+  done: {}
+transitions:
+  - {from: verify_all, to: done}
+"""
+
 WAITING = workflow_pb2.WORKFLOW_STATUS_WAITING
 COMPLETED = workflow_pb2.WORKFLOW_STATUS_COMPLETED
 CANCELLED = workflow_pb2.WORKFLOW_STATUS_CANCELLED
@@ -83,7 +104,7 @@ def definitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
         root / "definitions",
         examples=False,
         test_definitions=False,
-        extra={"kyc-check.yaml": CHILD, "onboarding.yaml": PARENT},
+        extra={"kyc-check.yaml": CHILD, "onboarding.yaml": PARENT, "household.yaml": HOUSEHOLD},
     )
 
 
@@ -175,6 +196,33 @@ def test_cancelling_the_parent_cancels_its_child_as_the_parent(
     assert wait_until(lambda: client.get(child.workflow_id).status == CANCELLED, timeout=30)
     assert last_actor(database, child.workflow_id) == "statewright:parent"
     assert client.get(parent).status == CANCELLED
+
+
+def test_a_map_of_children_starts_max_concurrency_at_once_and_joins_in_order(
+    client: Client,
+) -> None:
+    household = uid("hh")
+    people = ["ann", "bob", "cy", "dee", "eve"]
+    client.start("household", workflow_id=household, input={"people": people})
+    ids = [f"hh-{household}-{p}" for p in people]
+
+    def live() -> list[str]:
+        page = client.stub.ListWorkflows(
+            pb.ListWorkflowsRequest(filter=f'parent = "workflows/{household}"'), timeout=10
+        )
+        return [w.workflow_id for w in page.workflows if w.status == WAITING]
+
+    for _ in people:
+        assert wait_until(lambda: len(live()) >= 1, timeout=30)
+        waiting = live()
+        assert len(waiting) <= 2, waiting  # max_concurrency
+        first = sorted(waiting)[0]
+        client.resume(first, input={"verified": True})
+        assert wait_until(lambda w=first: client.get(w).status == COMPLETED, timeout=30)
+    assert wait_until(lambda: client.get(household).status == COMPLETED, timeout=30)
+    checks = context_of(client.get(household))["checks"]
+    assert [c["id"] for c in checks] == ids  # in list order
+    assert all(c["status"] == "COMPLETED" and c["context"]["verified"] for c in checks)
 
 
 def started_once(database: str, parents: list[str]) -> None:
