@@ -58,6 +58,7 @@ SCAN = 5000  # leased child tasks, and live children, looked at a round
 FIRST_LEASE = 10.0
 # A failure type of a child's task that is no failure of the child: its start was refused.
 NOT_STARTED = "CHILD_NOT_STARTED"
+REMOVED = "CHILD_REMOVED"  # retention removed the child before its end was delivered
 
 Submit = Callable[[Command, Callable[[Result], None]], None]
 
@@ -74,6 +75,7 @@ class _Round:
     starts: list[_Start] = field(default_factory=list)
     ended: list[tuple[TaskRecord, InstanceRecord]] = field(default_factory=list)
     orphans: list[ChildLink] = field(default_factory=list)
+    removed: list[TaskRecord] = field(default_factory=list)  # children gone before delivery
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,11 +105,12 @@ def child_result(child: InstanceRecord) -> dict[str, Any]:
 
 
 def child_failure(
-    task: TaskRecord, child: InstanceRecord | None, message: str = ""
+    task: TaskRecord, child: InstanceRecord | None, message: str = "", status: str = NOT_STARTED
 ) -> dict[str, Any]:
-    """The ``child_failed`` payload: the child, how it ended and its error."""
+    """The ``child_failed`` payload: the child, how it ended (``status`` when there is no
+    child to say) and its error."""
     error = (child.error or {}) if child is not None else {}
-    status = str(child.status) if child is not None else NOT_STARTED
+    status = str(child.status) if child is not None else status
     return {
         "type": status,
         "message": message or str(error.get("message", "")),
@@ -168,7 +171,11 @@ class ChildRunner(BackgroundLoop[_Round, int]):
                 try:
                     child = repo.load(wid)
                 except errors.RecordNotFound:
-                    continue  # not started yet: its start is in flight, or comes again
+                    # Not started yet (its start is in flight, or comes again); or
+                    # removed by its retention before its end was delivered.
+                    if repo.lookup_tombstone(wid) is not None:
+                        work.removed.append(task)
+                    continue
                 if child.status in TERMINAL:
                     work.ended.append((task, child))
             holding = {(t.workflow_id, t.task_id) for t in leased}
@@ -194,6 +201,9 @@ class ChildRunner(BackgroundLoop[_Round, int]):
             self._deliver(task, child)
         for link in claimed.orphans:
             self._cancel(link)
+        for task in claimed.removed:
+            gone = "the child was removed (its retention) before its end was delivered"
+            self._give_up(task, child_failure(task, None, gone, REMOVED))
         return 0.0 if len(claimed.starts) == BATCH else LOOK_EVERY
 
     def _start(self, start: _Start) -> None:
