@@ -138,11 +138,14 @@ class ChildRunner(BackgroundLoop[_Round, int]):
         # Deliveries and cancels submitted and not answered yet, by task (parent id/task
         # id) and by child id: a round does not read or submit them again meanwhile.
         self._busy: set[str] = set()
+        self._poked = False
 
     def poke(self) -> None:
         """Something for the runner may be waiting (a child task scheduled, an instance
         ended): a round soon rather than at the next look."""
-        if self._wake_at is None or (self._wake_at - self._clock.now()).total_seconds() > 0.05:
+        if self._claiming:
+            self._poked = True  # the round under way read too early: another one after it
+        elif self._wake_at is None or (self._wake_at - self._clock.now()).total_seconds() > 0.05:
             self._schedule(0.05)
 
     def stats(self) -> ChildStats:
@@ -204,7 +207,8 @@ class ChildRunner(BackgroundLoop[_Round, int]):
         for task in claimed.removed:
             gone = "the child was removed (its retention) before its end was delivered"
             self._give_up(task, child_failure(task, None, gone, REMOVED))
-        return 0.0 if len(claimed.starts) == BATCH else LOOK_EVERY
+        poked, self._poked = self._poked, False
+        return 0.0 if len(claimed.starts) == BATCH else 0.05 if poked else LOOK_EVERY
 
     def _start(self, start: _Start) -> None:
         task = start.task
