@@ -5,8 +5,10 @@ completes and the parent moves on with the child's context. A child that fails f
 parent's `child_failed`; a cancelled parent cancels its child (actor
 `statewright:parent`); `Workflow.parent`, `Workflow.children` and the `parent` list
 filter show the family. A server killed (SIGKILL) right after parents entered their
-workflow states starts every child once when it comes back. STATEWRIGHT_CHILD_E2E_PARENTS
-sets how many parents that last test starts (default 12). A `map` of children starts
+workflow states starts every child once when it comes back; with two replicas, one killed
+while children start and the other while they finish, every child starts once and every
+parent steps once. STATEWRIGHT_CHILD_E2E_PARENTS sets how many parents those tests start
+(default 12). A `map` of children starts
 at most `max_concurrency` at once and joins their final Workflows in list order.
 """
 
@@ -267,3 +269,38 @@ def test_children_entered_before_a_kill_start_once_after_the_restart(
         assert wait_until(lambda: all(c.get(p).status == COMPLETED for p in parents), timeout=60)
         assert all(c.get(p).revision == 2 for p in parents), "one step per child outcome"
     assert "Traceback" not in second.log(), second.log()
+
+
+def test_two_replicas_one_killed_while_children_start_and_while_they_finish(
+    database: str, definitions: Path, server: ServerProcess
+) -> None:
+    """Replica A is SIGKILLed right after parents entered their states (B starts what A
+    leased, once its lease lapses), and B right after the children were resumed (A,
+    restarted, delivers their ends): every child starts once, every parent steps once."""
+    server.stop(timeout=15)
+    parents = [uid("onbtwo") for _ in range(PARENTS)]
+    with (
+        running_server(database, definitions, cwd=definitions.parent) as a,
+        running_server(database, definitions, cwd=definitions.parent) as b,
+        Client(a.target) as ca,
+        Client(b.target) as cb,
+    ):
+        for i, parent in enumerate(parents):
+            (ca if i % 2 else cb).start("onboarding", workflow_id=parent)
+        a.signal(signal.SIGKILL)
+        a.wait(timeout=15)
+        for parent in parents:
+            waiting_child(cb, parent)
+        for parent in parents:
+            cb.resume(child_of(parent), input={"verified": True})
+        b.signal(signal.SIGKILL)
+        b.wait(timeout=15)
+    with (
+        running_server(database, definitions, cwd=definitions.parent) as again,
+        Client(again.target) as c,
+    ):
+        assert wait_until(lambda: all(c.get(p).status == COMPLETED for p in parents), timeout=90)
+        assert all(c.get(p).revision == 2 for p in parents), "one step per child outcome"
+        assert all(context_of(c.get(p))["kyc"]["verified"] for p in parents)
+    started_once(database, parents)
+    assert "Traceback" not in again.log(), again.log()
