@@ -1,4 +1,4 @@
-"""Child workflows over real gRPC on PostgreSQL.
+"""Child workflows over real gRPC on PostgreSQL and Citus.
 
 A parent's `workflow:` state starts its child; the child waits for a resume; resumed, it
 completes and the parent moves on with the child's context. A child that fails fires the
@@ -24,6 +24,8 @@ import pytest
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
+from statewrightd.store.schema import migrate
+from tests.support import citus
 from tests.support.api import Client, context_of, uid
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
@@ -92,8 +94,19 @@ COMPLETED = workflow_pb2.WORKFLOW_STATUS_COMPLETED
 CANCELLED = workflow_pb2.WORKFLOW_STATUS_CANCELLED
 
 
-@pytest.fixture(scope="module")
-def database(postgres_databases: PostgresDatabases) -> Iterator[str]:
+@pytest.fixture(
+    scope="module", params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
+)
+def database(
+    request: pytest.FixtureRequest, postgres_databases: PostgresDatabases
+) -> Iterator[str]:
+    if request.param == "citus":
+        admin = citus.citus_admin_url()
+        made = citus.create_database(admin)
+        migrate(made)
+        yield made
+        citus.drop_database(admin, made)
+        return
     url = postgres_databases.create()
     yield url
     postgres_databases.drop_soon(url)
