@@ -4,6 +4,7 @@ differ only in their placeholders."""
 
 from __future__ import annotations
 
+import json
 from abc import abstractmethod
 from collections.abc import Sequence
 from contextlib import AbstractContextManager
@@ -17,9 +18,10 @@ LINK_COLUMNS = "workflow_id, parent_id, parent_task, parent_state, create_time"
 _LIVE = "w.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')"
 
 
-def statements(q: str) -> tuple[str, str, str, str, str]:
+def statements(q: str, many: str) -> tuple[str, str, str, str, str, str]:
     """(insert, get one, count a parent's live children, their first ids, live children
-    after an id) with ``q`` as the positional placeholder."""
+    after an id, get many) with ``q`` as the positional placeholder; ``many``: the test
+    of workflow_id against a list of ids given as one parameter."""
     insert = (
         f"INSERT INTO workflow_children ({LINK_COLUMNS}) VALUES ({q}, {q}, {q}, {q}, {q})"
         " ON CONFLICT (workflow_id) DO NOTHING"
@@ -39,17 +41,20 @@ def statements(q: str) -> tuple[str, str, str, str, str]:
         " JOIN workflow_instances w ON w.workflow_id = c.workflow_id"
         f" WHERE c.workflow_id > {q} AND {_LIVE} ORDER BY c.workflow_id LIMIT {q}"
     )
-    return insert, get, count, first, live
+    get_many = f"SELECT {LINK_COLUMNS} FROM workflow_children WHERE {many}"
+    return insert, get, count, first, live, get_many
 
 
-POSTGRES_CHILDREN = statements("%s")
-SQLITE_CHILDREN = statements("?")
+POSTGRES_CHILDREN = statements("%s", "workflow_id = ANY(%s)")
+# SQLite takes the ids as a JSON array.
+SQLITE_CHILDREN = statements("?", "workflow_id IN (SELECT value FROM json_each(?))")
 
 
 class SqlChildren:
     """The parent links of the repository contract, for the SQL backends."""
 
-    CHILDREN_SQL: ClassVar[tuple[str, str, str, str, str]]
+    CHILDREN_SQL: ClassVar[tuple[str, str, str, str, str, str]]
+    JSON_ID_LIST: ClassVar[bool] = False  # a list of ids is bound as JSON text (SQLite)
     ROWS: ClassVar[Rows]
 
     @abstractmethod
@@ -76,16 +81,15 @@ class SqlChildren:
         return self._link(row)
 
     def child_links(self, workflow_ids: Sequence[str]) -> dict[str, ChildLink]:
-        get = self.CHILDREN_SQL[1]
-        found: dict[str, ChildLink] = {}
-        for workflow_id in dict.fromkeys(workflow_ids):
-            # One row each, by its key: a page of a listing asks for a few at most.
-            for row in self._read_all(get, (workflow_id,)):
-                found[workflow_id] = self._link(row)
-        return found
+        ids = list(dict.fromkeys(workflow_ids))
+        if not ids:
+            return {}
+        param = json.dumps(ids) if self.JSON_ID_LIST else ids
+        rows = self._read_all(self.CHILDREN_SQL[5], (param,))
+        return {link.workflow_id: link for link in map(self._link, rows)}
 
     def children_of(self, parent_id: str, limit: int) -> tuple[int, list[str]]:
-        _, _, count, first, _ = self.CHILDREN_SQL
+        count, first = self.CHILDREN_SQL[2:4]
         counted = self._read_all(count, (parent_id,))
         ids = [str(r[0]) for r in self._read_all(first, (parent_id, limit))]
         return int(counted[0][0] if counted else 0), ids

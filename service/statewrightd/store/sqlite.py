@@ -46,6 +46,7 @@ def _micros(params: dict[str, Any], *names: str) -> dict[str, Any]:
 class SqliteRepository(SqlRepository):
     FAN_OUT_SQL = sql_fan_out.SQLITE_FAN_OUT
     CHILDREN_SQL = sql_children.SQLITE_CHILDREN
+    JSON_ID_LIST = True
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.SQLITE
     FLOW = sql_flow.SQLITE
