@@ -49,6 +49,14 @@ MAX_KEY_LENGTH: Final = 256
 TIMER_ACTOR: Final = "statewright:timer"  # a due timer fired
 SWEEPER_ACTOR: Final = "statewright:tasks"  # a task gave up: its lease or deadline ran out
 SCHEDULE_ACTOR: Final = "statewright:schedule"  # a schedule fired (the start, or a cancel)
+# A parent started its child, or cancelled it (it left the child's state, or was cancelled).
+PARENT_ACTOR: Final = "statewright:parent"
+CHILD_ACTOR: Final = "statewright:child"  # a child's end, delivered to its parent
+
+
+# A workflow id (the API checks what callers send against it; a child's id, which a
+# definition's expression gives, is checked by the step that plans its start).
+WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
 
 
 def task_id_of(revision: int, item: int | None = None) -> str:

@@ -103,6 +103,9 @@ class Reason(enum.StrEnum):
     RECURSION_LIMIT = "RECURSION_LIMIT"  # more than recursion_limit transitions in one step
     STEP_FAILED = "STEP_FAILED"  # a saved failure that names no reason of its own
     TASK_FAILED = "TASK_FAILED"  # a task gave up, and no task_failed transition took it
+    # A child workflow ended FAILED or CANCELLED (or could not start), and no
+    # child_failed transition took it.
+    CHILD_FAILED = "CHILD_FAILED"
     TASK_TIMED_OUT = "TASK_TIMED_OUT"  # as TASK_FAILED, when the last attempt timed out
     # an after_expr that gave a delay longer than the longest wait (100 years)
     TIMER_OUT_OF_RANGE = "TIMER_OUT_OF_RANGE"

@@ -61,8 +61,10 @@ from statewright.models import (
     WatchEvent,
     WatchEventType,
     Workflow,
+    WorkflowChildren,
     WorkflowCount,
     WorkflowPage,
+    WorkflowParent,
     WorkflowStatus,
 )
 from statewright.worker import Worker
@@ -122,8 +124,10 @@ __all__ = [
     "Workflow",
     "WorkflowAlreadyExists",
     "WorkflowBusy",
+    "WorkflowChildren",
     "WorkflowCount",
     "WorkflowNotFound",
     "WorkflowPage",
+    "WorkflowParent",
     "WorkflowStatus",
 ]

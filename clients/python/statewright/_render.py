@@ -234,6 +234,13 @@ def workflow_table(workflow: Workflow) -> str:
     if fan is not None:
         counts = f"{fan.open} open, {fan.completed} completed, {fan.given_up} given up"
         rows.append(("fan-out", f"{fan.total} items: {counts}"))
+    if workflow.parent is not None:
+        rows.append(("parent", f"{workflow.parent.name} (state {workflow.parent.state})"))
+    if workflow.children is not None:
+        kids = workflow.children
+        more = kids.open - len(kids.names)
+        shown = ", ".join(kids.names) + (f" and {more} more" if more > 0 else "")
+        rows.append(("children", f"{kids.open} open: {shown}"))
     width = max(len(key) for key, _ in rows) + 1
     lines = [f"{key + ':':<{width}}  {value}" for key, value in rows]
     lines.append("context:" if workflow.context else "context:".ljust(width) + "  {}")

@@ -324,6 +324,43 @@ class Task:
 
 
 @dataclass(frozen=True, slots=True)
+class WorkflowParent:
+    """A child workflow's parent: its name, and the ``workflow:`` state that started the
+    child (and the parent's task that stands for it)."""
+
+    name: str
+    state: str
+    task_id: str
+
+    @property
+    def workflow_id(self) -> str:
+        return self.name.removeprefix("workflows/")
+
+    @classmethod
+    def from_proto(cls, msg: workflow_pb2.WorkflowParent) -> WorkflowParent:
+        return cls(msg.name, msg.state, msg.task_id)
+
+    def to_dict(self) -> JSONObject:
+        return {"name": self.name, "state": self.state, "task_id": self.task_id}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowChildren:
+    """A parent's live child workflows: how many, and the first names (all of them:
+    ``list_workflows(filter='parent = "workflows/ID"')``)."""
+
+    open: int
+    names: tuple[str, ...]
+
+    @classmethod
+    def from_proto(cls, msg: workflow_pb2.WorkflowChildren) -> WorkflowChildren:
+        return cls(msg.open, tuple(msg.names))
+
+    def to_dict(self) -> JSONObject:
+        return {"open": self.open, "names": list(self.names)}
+
+
+@dataclass(frozen=True, slots=True)
 class FanOutProgress:
     """Where a fan-out (``map`` on a task state) is: its items, how many are still open,
     completed and given up. The items themselves: ``list_tasks(workflow=...)``."""
@@ -532,6 +569,9 @@ class Workflow:
     pending_task: Task | None = None
     # The fan-out of the `map` task state the instance is in, while it is in one.
     fan_out: FanOutProgress | None = None
+    # A child workflow's parent; a parent's live children.
+    parent: WorkflowParent | None = None
+    children: WorkflowChildren | None = None
 
     @property
     def terminal(self) -> bool:
@@ -562,6 +602,10 @@ class Workflow:
                 Task.from_proto(msg.pending_task) if msg.HasField("pending_task") else None
             ),
             fan_out=(FanOutProgress.from_proto(msg.fan_out) if msg.HasField("fan_out") else None),
+            parent=WorkflowParent.from_proto(msg.parent) if msg.HasField("parent") else None,
+            children=(
+                WorkflowChildren.from_proto(msg.children) if msg.HasField("children") else None
+            ),
         )
 
     def to_dict(self) -> JSONObject:
@@ -583,6 +627,8 @@ class Workflow:
             "timers": [t.to_dict() for t in self.timers],
             "pending_task": self.pending_task.to_dict() if self.pending_task is not None else None,
             "fan_out": self.fan_out.to_dict() if self.fan_out is not None else None,
+            "parent": self.parent.to_dict() if self.parent is not None else None,
+            "children": self.children.to_dict() if self.children is not None else None,
         }
 
 

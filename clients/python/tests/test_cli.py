@@ -493,6 +493,31 @@ def test_get_prints_a_readable_table_by_default(fake: FakeServer) -> None:
         assert json.loads(out)["revision"] == 3, form
 
 
+def test_get_prints_a_childs_parent_and_a_parents_children(fake: FakeServer) -> None:
+    child = workflow("kyc-1")
+    child.parent.CopyFrom(
+        workflow_pb2.WorkflowParent(name="workflows/onb-1", state="verify", task_id="1")
+    )
+    parent = workflow("onb-1")
+    parent.children.CopyFrom(
+        workflow_pb2.WorkflowChildren(open=3, names=["workflows/kyc-1", "workflows/kyc-2"])
+    )
+    shown = {"kyc-1": child, "onb-1": parent}
+    fake.service.behaviours["GetWorkflow"] = lambda r, c: pb.GetWorkflowResponse(
+        workflow=shown[r.name.removeprefix("workflows/")]
+    )
+    _, out, _ = _text(fake, "get", "kyc-1")
+    assert "parent:" in out and "workflows/onb-1 (state verify)" in out
+    _, out, _ = _text(fake, "get", "onb-1")
+    assert "3 open: workflows/kyc-1, workflows/kyc-2 and 1 more" in out
+    _, out, _ = _text(fake, "--json", "get", "kyc-1")
+    assert json.loads(out)["parent"] == {
+        "name": "workflows/onb-1",
+        "state": "verify",
+        "task_id": "1",
+    }
+
+
 def test_list_prints_one_row_per_instance(fake: FakeServer) -> None:
     fake.service.behaviours["ListWorkflows"] = lambda r, c: pb.ListWorkflowsResponse(
         workflows=[

@@ -95,6 +95,27 @@ function historyDetail(step: WatchWorkflowResponseJson, cancelled: boolean): HTM
   );
 }
 
+/** A child's parent and a parent's live children, as rows of the status facts: each a
+ * link to its workflow page, and to the list of every child. */
+function family(workflow: WorkflowJson): HTMLElement[] {
+  const rows: HTMLElement[] = [];
+  const parentId = (workflow.parent?.name ?? "").replace(/^workflows\//, "");
+  if (parentId) {
+    rows.push(h("dt", {}, "Parent"), h("dd", { "data-parent": parentId },
+      link(`/workflows/${encodeURIComponent(parentId)}`, h("code", {}, parentId)),
+      h("span", { class: "muted" }, ` from state ${workflow.parent?.state ?? ""}`)));
+  }
+  const open = Number(workflow.children?.open ?? 0);
+  if (open > 0) {
+    const names = (workflow.children?.names ?? []).map((n) => n.replace(/^workflows\//, ""));
+    const all = `/workflows?filter=${encodeURIComponent(`parent = "${workflow.name ?? ""}"`)}`;
+    rows.push(h("dt", {}, "Children"), h("dd", { "data-children": String(open) },
+      h("ul", { class: "chips" }, names.map((c) => h("li", { class: "chip" }, link(`/workflows/${encodeURIComponent(c)}`, h("code", {}, c))))),
+      link(all, `all ${open} open`)));
+  }
+  return rows;
+}
+
 export function workflowPage(id: string): Page {
   return {
     title: id,
@@ -347,6 +368,8 @@ export function workflowPage(id: string): Page {
         const apply = (next: WorkflowJson, full: boolean) => {
           const revision = Number(next.revision ?? 0);
           if (revision < Number(workflow.revision ?? 0)) return;
+          // A step's message has no family (a read's has): keep what the last read showed.
+          if (!full) next = { ...next, parent: next.parent ?? workflow.parent, children: next.children ?? workflow.children };
           workflow = next;
           if (full) pendingTask = next.pendingTask;
           draw();
@@ -369,6 +392,7 @@ export function workflowPage(id: string): Page {
             h("dt", {}, "Revision"), h("dd", {}, workflow.revision ?? "0"),
             h("dt", {}, "Created"), h("dd", {}, timestamp(workflow.createTime)),
             h("dt", {}, "Updated"), h("dd", {}, timestamp(workflow.updateTime)),
+            family(workflow),
             startTimer()
               ? [h("dt", {}, "Starts"), h("dd", { id: "start-time" }, timestamp(startTimer()?.dueTime), " ", h("span", { class: "muted" }, "(delayed start: its first step has not run yet)"))]
               : workflow.error

@@ -18,7 +18,7 @@ const ORDERS: [string, string][] = [
 ];
 const DEFAULT_ORDER = ORDERS[0][0];
 // The fields every filter may name; the definitions' search fields are added to them.
-const FILTER_FIELDS = ["definition", "version", "state", "status", "create_time", "update_time"];
+const FILTER_FIELDS = ["definition", "version", "state", "status", "create_time", "update_time", "parent"];
 
 /** What a page of the list remembers in its history entry: the page tokens of the pages
  * before it (the first page's is ""), so that the URL holds only the current page's token

@@ -22,6 +22,7 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.definitions.values import MAX_NESTING
 from statewrightd.domain import Status, TaskStatus
 from statewrightd.engine import fsm
+from statewrightd.engine.loading import Family
 from statewrightd.engine.model import FAILURE_ERRORS, TransitionTaken
 from statewrightd.engine.snapshots import snapshot_of
 from statewrightd.errors import InvalidArgument, quote
@@ -318,6 +319,8 @@ def workflow_pb(
     definition: Definition,
     timers: Iterable[TimerRecord] = (),
     task: TaskRecord | None = None,
+    *,
+    family: Family | None = None,
 ) -> workflow_pb2.Workflow:
     snapshot = snapshot_of(record)
     message = workflow_pb2.Workflow(
@@ -354,7 +357,28 @@ def workflow_pb(
                 revision=progress.revision,
             )
         )
+    if family is not None:
+        family_pb(message, family)
     return message
+
+
+def family_pb(message: workflow_pb2.Workflow, family: Family) -> None:
+    """A read's parent and children of the instance, into its message."""
+    parent = family.parent
+    if parent is not None:
+        message.parent.CopyFrom(
+            workflow_pb2.WorkflowParent(
+                name=f"workflows/{parent.parent_id}",
+                state=parent.parent_state,
+                task_id=parent.parent_task,
+            )
+        )
+    if family.open_children:
+        message.children.CopyFrom(
+            workflow_pb2.WorkflowChildren(
+                open=family.open_children, names=[f"workflows/{c}" for c in family.children]
+            )
+        )
 
 
 TASK_STATUS_TO_PB: dict[TaskStatus, task_pb2.TaskStatus.ValueType] = {

@@ -38,7 +38,9 @@ def outcome_workflow(outcome: Outcome) -> workflow_pb2.Workflow:
 
 
 def found_workflow(found: Found) -> workflow_pb2.Workflow:
-    return workflow_pb(found.record, found.loaded.definition, found.timers, found.task)
+    return workflow_pb(
+        found.record, found.loaded.definition, found.timers, found.task, family=found.family
+    )
 
 
 def start_response(outcome: Outcome) -> pb.StartWorkflowResponse:

@@ -13,7 +13,7 @@ from typing import Final
 
 from google.protobuf import duration_pb2
 
-from statewrightd import errors
+from statewrightd import domain, errors
 from statewrightd.definitions.model import DEFINITION_NAME
 from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.errors import InvalidArgument
@@ -25,7 +25,7 @@ from statewrightd.store.records import OLDEST_FIRST, ListOrder, OrderKey
 # ``<parent id>.<state>.<revision>``, a schedule's ``<schedule id>-<RFC 3339 UTC time>``):
 # ASCII letters, digits and a few separators, never a space, a control character or a
 # character that needs quoting. ``\Z``, not ``$``: ``$`` also matches before a final newline.
-WORKFLOW_ID: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:@-]{0,127}\Z")
+WORKFLOW_ID: Final = domain.WORKFLOW_ID
 EVENT_NAME: Final = re.compile(r"^[A-Za-z_][A-Za-z0-9_.-]{0,127}\Z")
 # Request ids take the same characters, and ``/`` and ``#`` besides: every client's worker
 # builds its reports' ids from the task's name (``workflows/{id}/tasks/{n}#{attempt}#complete``).

@@ -18,7 +18,7 @@ from statewrightd import errors, visibility
 from statewrightd.app.storage import Storage
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.domain import TEXT_KINDS, SearchKind
-from statewrightd.engine.loading import Found, InstanceLoader
+from statewrightd.engine.loading import Found, InstanceLoader, with_family
 from statewrightd.engine.model import TransitionTaken
 from statewrightd.engine.sessions import RECENT_TRANSITIONS
 from statewrightd.engine.snapshots import transitions_from_dicts
@@ -78,9 +78,10 @@ class Reads:
 
         def read() -> Found:
             try:
-                return loader.load(workflow_id)
+                found = loader.load(workflow_id)
             except errors.RecordNotFound:
                 raise not_found(workflow_id, repo.lookup_tombstone(workflow_id)) from None
+            return with_family(repo, [found])[0]
 
         found = await self._storage.read(read)
         visibility.check(found.record.definition)
@@ -106,7 +107,7 @@ class Reads:
                 id_prefix=which.id_prefix,
                 which=self._filter(which.filter),
             )
-            return page, loader.complete(page.items)
+            return page, with_family(repo, loader.complete(page.items))
 
         return await self._storage.read(read)
 

@@ -31,9 +31,12 @@ from statewrightd.app.storage import Storage
 from statewrightd.app.tasks import TaskDesk
 from statewrightd.app.workflows import Workflows
 from statewrightd.config import ServerConfig
+from statewrightd.definitions.model import CHILD_QUEUE
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport
+from statewrightd.domain import TERMINAL
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.background import Background
+from statewrightd.engine.children import ChildRunner
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.fsm import StepLimits
@@ -47,7 +50,7 @@ from statewrightd.engine.timers import TimerScheduler
 from statewrightd.engine.watch import StepEvent, WatchHub
 from statewrightd.store.backends import open_repository
 from statewrightd.store.notifications import HintListener, step_listener, task_listener
-from statewrightd.store.records import HistoryRecord
+from statewrightd.store.records import HistoryRecord, TaskRecord, TaskRelease
 from statewrightd.store.repository import Repository
 from statewrightd.store.writer import BatchObserver, GroupCommitWriter, unobserved
 
@@ -300,7 +303,9 @@ class Application:
         schedules = ScheduleFirer(
             background, submit=runtime.fire, registry=registry, observer=observer
         )
-        runtime.on_scheduled = lambda task: polls.notify_soon(task.queue)
+        children = ChildRunner(background, submit=runtime.fire, registry=registry)
+        runtime.on_scheduled = functools.partial(_scheduled, polls, children)
+        runtime.listeners.append(functools.partial(_ended, children))
         engine = Engine(
             loop,
             runtime,
@@ -316,19 +321,22 @@ class Application:
         )
         loop.start(aio)
         closing.push_async_callback(self._stop_checked, "the EventLoop", loop.stop)
-        for each in (timers, sweeper, purger, schedules):
+        loops = (timers, sweeper, purger, schedules, children)
+        for each in loops:
             loop.post(each.start)
         if config.database_url.startswith(("postgresql://", "postgres://")):
-            await self._listen(repo, engine, aio)
+            await self._listen(repo, engine, aio, children)
         # Timers are durable: a stopping replica only stops claiming them. Nor does it fail
         # or cancel tasks: they outlive any server. Stopped first, before anything else.
-        closing.callback(
-            _post_quietly, loop, [timers.stop, sweeper.stop, purger.stop, schedules.stop]
-        )
+        closing.callback(_post_quietly, loop, [each.stop for each in loops])
         return engine
 
     async def _listen(
-        self, repo: Repository, engine: Engine, aio: asyncio.AbstractEventLoop
+        self,
+        repo: Repository,
+        engine: Engine,
+        aio: asyncio.AbstractEventLoop,
+        children: ChildRunner,
     ) -> None:
         """Hints from other replicas: their committed steps (for watchers) and their newly
         ready tasks (for polls)."""
@@ -345,6 +353,8 @@ class Application:
         def ready(queues: list[str]) -> None:
             for queue in set(queues):
                 polls.notify_soon(queue)
+            if CHILD_QUEUE in queues:  # a child to start: another replica's step
+                engine.loop.post(children.poke)
 
         hub.recheck_after = watch_recheck_seconds(repo)
         own_pids = getattr(repo, "backend_pids", ())
@@ -406,6 +416,20 @@ class Application:
 
     async def ping(self) -> None:
         await self._opened().storage.ping()
+
+
+def _scheduled(polls: TaskPolls, children: ChildRunner, task: TaskRecord | TaskRelease) -> None:
+    """A step of this replica scheduled ``task``: wake its pollers (or the child runner)."""
+    if task.queue == CHILD_QUEUE:
+        children.poke()
+    else:
+        polls.notify_soon(task.queue)
+
+
+def _ended(children: ChildRunner, outcome: Outcome, history: HistoryRecord) -> None:
+    """A step of this replica ended an instance: a child's end may wait for delivery."""
+    if outcome.record.status in TERMINAL:
+        children.poke()
 
 
 def _post_quietly(loop: EventLoop, stops: list[Any]) -> None:

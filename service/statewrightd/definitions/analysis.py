@@ -8,11 +8,13 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from statewrightd.definitions.model import (
+    CHILD_FAILED,
     FINISH,
     TASK_FAILED,
     State,
     StateKind,
     Transition,
+    failed_event,
 )
 from statewrightd.definitions.reading import Reading
 
@@ -67,6 +69,23 @@ class Analysis(Reading):
             tuple(events),
         )
 
+    def reserved_events(
+        self, name: str, state: State, by_event: dict[str, dict[str, list[Transition]]]
+    ) -> None:
+        """``task_failed`` fires only from a task state, ``child_failed`` only from a
+        child workflow state."""
+        if name in self.unsure_states:
+            return
+        fired = None if state.task is None else failed_event(state.task)
+        for event, kind in ((TASK_FAILED, "task"), (CHILD_FAILED, "child workflow")):
+            if event == fired:
+                continue
+            for t in by_event.get(name, {}).get(event, []):
+                self.error(
+                    f"{t.path}.on",
+                    f"{event} only fires from a {kind} state, and {name!r} is not one",
+                )
+
     def kind(
         self,
         name: str,
@@ -80,23 +99,19 @@ class Analysis(Reading):
         # from it was refused (that problem is the one to fix first).
         sure = name not in self.unsure_states and name not in self.unsure_exits
         sure = sure and not (self.sources_unknown or self.graph_unknown)
+        self.reserved_events(name, state, by_event)
         if state.task is not None:
             exits = name in automatic or name in by_event or name in timed
             if not exits and sure:
+                what, key = ("child", "workflow") if state.task.child else ("task", "task")
                 self.warning(
-                    f"states.{name}.task",
-                    f"task state {name!r} has no way out: no automatic transition, no "
-                    f"{TASK_FAILED} handler and no event transition",
+                    f"states.{name}.{key}",
+                    f"{what} state {name!r} has no way out: no automatic transition, no "
+                    f"{failed_event(state.task)} handler and no event transition",
                 )
             if sure:
                 self.no_fallback(name, automatic.get(name, []), "after its task's result")
             return StateKind.TASK
-        if name not in self.unsure_states:
-            for t in by_event.get(name, {}).get(TASK_FAILED, []):
-                self.error(
-                    f"{t.path}.on",
-                    f"{TASK_FAILED} only fires from a task state, and {name!r} is not one",
-                )
         if state.wait:
             if name not in by_event and name not in timed and sure:
                 self.error(

@@ -314,6 +314,13 @@ def _state_doc(st: State) -> dict[str, Any]:
                 sorted(task.retry.non_retryable),
             ],
         }
+        child = task.child
+        if child is not None:  # only when present, as the task itself
+            doc["task"]["child"] = [
+                child.definition,
+                child.version,
+                child.id.source if child.id else None,
+            ]
     return doc
 
 

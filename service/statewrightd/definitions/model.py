@@ -16,6 +16,16 @@ FINISH = "__finish__"
 # The event a task state's task fires when it gives up (out of attempts, non-retryable,
 # or past its schedule_to_close timeout).
 TASK_FAILED = "task_failed"
+# The event a child workflow state fires when its child ends FAILED or CANCELLED (or could
+# not be started).
+CHILD_FAILED = "child_failed"
+# The queue of the tasks that stand for child workflows: the server's own runner leases
+# them (it starts each child, and ends the task with the child's outcome). No worker can
+# poll it: a queue name a definition may write never starts with "@".
+CHILD_QUEUE = "@children"
+# A child's task is held for as long as the child runs: its lease and deadline are this
+# far away (a child running longer than this gives up, as a task past its deadline does).
+CHILD_HOLD_SECONDS = 10 * 365 * 86400.0
 # The event history and watchers report for the step that applied a task's result.
 TASK_COMPLETED = "task_completed"
 # The event name history and watchers report for a step a timer started.
@@ -113,6 +123,24 @@ class TaskSpec:
     priority: CompiledExpression | None = None
     concurrency_key: CompiledExpression | None = None
     fan_out: FanOut | None = None  # `map`: one task per element of a list
+    child: ChildSpec | None = None  # a `workflow:` state: the task starts a child workflow
+
+
+@dataclass(frozen=True, slots=True)
+class ChildSpec:
+    """A ``workflow:`` state's child: its definition (and version; None: the latest when
+    it starts), and the expression of its id (None: ``<parent id>.<state>.<revision>``,
+    and for an item of a ``map`` ``.<index>`` after it)."""
+
+    definition: str
+    version: int | None = None
+    id: CompiledExpression | None = None
+
+
+def failed_event(spec: TaskSpec) -> str:
+    """The reserved event a task state's task fires when it gives up: ``child_failed`` for
+    a child workflow's, ``task_failed`` for a worker's."""
+    return TASK_FAILED if spec.child is None else CHILD_FAILED
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,11 +8,11 @@ from statewrightd.definitions.cel import (
 from statewrightd.definitions.model import (
     QUEUE_NAME,
     ContextField,
-    FanOut,
     RetryPolicy,
     State,
     TaskSpec,
 )
+from statewrightd.definitions.read_children import ChildReading
 from statewrightd.definitions.reading import (
     FIELD_KEYS,
     FIELD_RE,
@@ -21,7 +21,6 @@ from statewrightd.definitions.reading import (
     STATE_RE,
     TASK_KEYS,
     TIMEOUT_KEYS,
-    Reading,
     describe,
 )
 from statewrightd.definitions.values import (
@@ -34,7 +33,7 @@ from statewrightd.definitions.values import (
 )
 
 
-class StateReading(Reading):
+class StateReading(ChildReading):
     """The `context` and `states` of a document."""
 
     def context_fields(self, raw: object) -> dict[str, ContextField]:
@@ -143,14 +142,7 @@ class StateReading(Reading):
                 self.error(f"{path}.wait", "wait must be true or false")
                 self.unsure_states.add(name)
                 wait = False
-            task = None
-            if "task" in spec:
-                task = self.task(spec["task"], f"{path}.task")
-                if task is None:
-                    self.unsure_states.add(name)
-                if wait:
-                    self.error(f"{path}.wait", "a task state cannot also be a wait state")
-                    self.unsure_states.add(name)
+            task = self.state_work(spec, path, name, wait)
             description = spec.get("description") or ""
             states[name] = State(
                 name=name,
@@ -161,6 +153,27 @@ class StateReading(Reading):
                 task=task,
             )
         return states
+
+    def state_work(
+        self, spec: dict[str, object], path: str, name: str, wait: bool
+    ) -> TaskSpec | None:
+        """What a state hands out when entered: a worker's task (``task:``), or a child
+        workflow (``workflow:``, a task the server itself works); None: neither."""
+        if "task" in spec and "workflow" in spec:
+            self.error(f"{path}.workflow", "a state has a task or a child workflow, not both")
+            self.unsure_states.add(name)
+            return None
+        key = "task" if "task" in spec else "workflow" if "workflow" in spec else None
+        if key is None:
+            return None
+        read = self.task if key == "task" else self.child_workflow
+        task = read(spec[key], f"{path}.{key}")
+        if task is None:
+            self.unsure_states.add(name)
+        if wait:
+            self.error(f"{path}.wait", f"a {key} state cannot also be a wait state")
+            self.unsure_states.add(name)
+        return task
 
     def task(self, raw: object, path: str) -> TaskSpec | None:
         if not isinstance(raw, dict):
@@ -215,34 +228,6 @@ class StateReading(Reading):
             concurrency_key=key,
             fan_out=fan_out,
         )
-
-    def fan_out(self, raw: dict[str, object], path: str) -> tuple[FanOut | None, bool]:
-        """A task state's ``map`` and its limits: (the fan-out or None, whether it read)."""
-        limits = ("max_concurrency", "tolerated_failures")
-        if "map" not in raw:
-            for key in limits:
-                if key in raw:
-                    self.error(f"{path}.{key}", f"{key} applies only to a task state with `map`")
-            return None, not any(key in raw for key in limits)
-        wrong = "map must give a list (one task per element), but this one gives {kind}"
-        items = self.compile_giving(raw["map"], f"{path}.map", ("list", "dyn"), wrong)
-        concurrency = raw.get("max_concurrency")
-        ok = items is not None
-        if concurrency is not None and (
-            isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1
-        ):
-            self.error(f"{path}.max_concurrency", "max_concurrency must be a positive integer")
-            ok = False
-        tolerated = raw.get("tolerated_failures", 0)
-        if isinstance(tolerated, bool) or not isinstance(tolerated, int) or tolerated < 0:
-            self.error(
-                f"{path}.tolerated_failures", "tolerated_failures must be an integer of 0 or more"
-            )
-            ok = False
-        if not ok or items is None:
-            return None, False
-        assert isinstance(tolerated, int) and (concurrency is None or isinstance(concurrency, int))
-        return FanOut(items, concurrency, tolerated), True
 
     def task_timeouts(self, raw: object, path: str) -> tuple[float, float | None, float] | None:
         if raw is None:

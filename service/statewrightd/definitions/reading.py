@@ -40,10 +40,14 @@ HINTED_PROBLEMS = 20
 TOP_KEYS = {"name", "version", "description", "recursion_limit", "context", "initial"}
 TOP_KEYS |= {"states", "transitions", "retention", "search"}
 FIELD_KEYS = {"type", "reducer", "default", "description"}
-STATE_KEYS = {"wait", "entry", "exit", "description", "task"}
+STATE_KEYS = {"wait", "entry", "exit", "description", "task", "workflow"}
 TASK_KEYS = {
     "queue", "input", "apply", "timeouts", "retry", "priority", "concurrency_key", "map",
     "max_concurrency", "tolerated_failures",
+}  # fmt: skip
+CHILD_KEYS = {
+    "definition", "version", "id", "input", "apply", "map", "max_concurrency",
+    "tolerated_failures",
 }  # fmt: skip
 TIMEOUT_KEYS = {"start_to_close", "heartbeat", "schedule_to_close"}
 RETRY_KEYS = {"max_attempts", "initial_interval", "backoff", "max_interval", "non_retryable"}

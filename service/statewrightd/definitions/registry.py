@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
+from statewrightd.definitions.families import family_problems
 from statewrightd.definitions.files import is_definition_file
 from statewrightd.definitions.loader import load_definition, validate_source, with_version
 from statewrightd.definitions.model import Definition
@@ -185,6 +186,11 @@ class DefinitionRegistry:
         under a recorded version becomes the next version (``place``).
         """
         reports, lines, seen = _read_directory(directory)
+        missing, cycles = family_problems(
+            ((r.path, r.definition) for r in seen.values() if r.definition), self._recorded
+        )
+        # In dev a child's definition may come in a later reload: a warning until then.
+        lines += [] if dev else missing
         errors = len(lines)
         if not dev:
             for report in seen.values():
@@ -200,8 +206,9 @@ class DefinitionRegistry:
                     )
                     lines.append(f"{report.path}: error: {conflict}")
                     errors += 1
+        family = [*(m.replace(": error: ", ": warning: ", 1) for m in missing if dev), *cycles]
         if errors and not dev:
-            warnings = [line for r in reports for line in r.lines("warning")]
+            warnings = [line for r in reports for line in r.lines("warning")] + family
             raise DefinitionsRefused(directory, lines, errors, warnings)
         heads = _heads(list(seen.values()))
         placed = [
@@ -210,8 +217,15 @@ class DefinitionRegistry:
             else self._place_as_declared(report)
             for report in seen.values()
         ]
-        warnings = [line for r in reports for line in r.lines("warning")]
+        warnings = [line for r in reports for line in r.lines("warning")] + family
         return DirectoryLoad(placed, warnings, lines, reports)
+
+    def _recorded(self, name: str, version: int | None) -> bool:
+        try:
+            self._repo.get_definition(name, version)
+        except RecordNotFound:
+            return False
+        return True
 
     def _place_as_declared(self, report: FileReport) -> Placed:
         definition = report.definition

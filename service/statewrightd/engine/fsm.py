@@ -36,16 +36,19 @@ from statewrightd.definitions.cel import (
     CompiledExpression,
 )
 from statewrightd.definitions.model import (
+    CHILD_FAILED,
     FINISH,
     RESUME_ALIAS,
     TASK_COMPLETED,
     TASK_FAILED,
     TIMER_EVENT,
+    ChildSpec,
     Definition,
     SetAction,
     StateKind,
     TaskSpec,
     Transition,
+    failed_event,
 )
 from statewrightd.definitions.problems import closest
 from statewrightd.definitions.values import (
@@ -59,6 +62,7 @@ from statewrightd.definitions.values import (
     to_json,
 )
 from statewrightd.domain import DEFAULT_PRIORITY, MAX_KEY_LENGTH, TERMINAL, Status
+from statewrightd.domain import WORKFLOW_ID as CHILD_ID
 from statewrightd.durations import MAX_DURATION_TEXT, too_long
 from statewrightd.engine.model import (
     NO_TASK_WORK,
@@ -406,9 +410,13 @@ class _Step:
         return TaskPlan(cancel, schedule) if cancel or schedule else NO_TASK_WORK
 
     def task_input(self, spec: TaskSpec) -> dict[str, JSONValue]:
+        if spec.child is not None:
+            return child_start(self, spec, spec.child)
+        return self.evaluated_input(spec, f"states.{self.state}.task.input")
+
+    def evaluated_input(self, spec: TaskSpec, path: str) -> dict[str, JSONValue]:
         if spec.input is None:
             return {}
-        path = f"states.{self.state}.task.input"
         value = self.evaluate(spec.input, path, self.activation())
         try:
             plain = to_json(value)
@@ -565,6 +573,39 @@ def _item_plan(self: _Step, spec: TaskSpec, cancel: bool) -> TaskPlan:
     limit = spec.fan_out.max_concurrency
     offered = len(items) if limit is None else min(limit, len(items))
     return TaskPlan(cancel, items=tuple(items), offered=offered)
+
+
+# -- entering a child workflow state ------------------------------------------------------
+
+
+def child_start(step: _Step, spec: TaskSpec, child: ChildSpec) -> dict[str, JSONValue]:
+    """What the task of a child workflow state holds: the start of its child (definition,
+    version, id, input), which the server's child runner makes from it."""
+    path = f"states.{step.state}.workflow"
+    item = step.result_value.get("index") if step.result_value is not None else None
+    if child.id is None:
+        child_id = f"{step.workflow_id}.{step.state}.{step.revision}"
+        child_id += "" if item is None else f".{item}"
+    else:
+        value = step.evaluate(child.id, f"{path}.id", step.activation())
+        if not isinstance(value, str):
+            raise step.failed(
+                Reason.TYPE_MISMATCH, f"{path}.id", f"id must give a string, not {describe(value)}"
+            )
+        child_id = value
+    if not CHILD_ID.match(child_id):
+        raise step.failed(
+            Reason.TYPE_MISMATCH,
+            f"{path}.id",
+            f"the child's id {child_id[:140]!r} is not a workflow id: 1 to 128 letters, "
+            "digits, '.', '_', '-', ':' or '@', starting with a letter or digit",
+        )
+    return {
+        "definition": child.definition,
+        "version": child.version,
+        "workflow_id": child_id,
+        "input": step.evaluated_input(spec, f"{path}.input"),
+    }
 
 
 # -- public API ----------------------------------------------------------------------
@@ -742,13 +783,13 @@ def _check(defn: Definition, snapshot: Snapshot, status: Status | None = None) -
         )
 
 
-_TASK_EVENTS = frozenset({TASK_FAILED, TASK_COMPLETED})
+_TASK_EVENTS = frozenset({TASK_FAILED, CHILD_FAILED, TASK_COMPLETED})
 
 
 def _candidates(defn: Definition, snapshot: Snapshot, event: str) -> tuple[Transition, ...]:
     if event in _TASK_EVENTS:
         raise InvalidArgument(
-            f"{event} is reserved: only a task (giving up, or completed) fires it",
+            f"{event} is reserved: only a task or a child workflow (ending) fires it",
             reason=Reason.RESERVED_EVENT,
             metadata={"event": event, "workflow_id": snapshot.workflow_id},
         )
@@ -1020,13 +1061,16 @@ def task_gave_up(
     its payload the failure; with no transition to take, the instance fails
     (``TASK_TIMED_OUT`` when the last attempt timed out, ``TASK_FAILED`` otherwise)."""
     _check(defn, snapshot)
-    _task_state(defn, snapshot, state)
+    spec = _task_state(defn, snapshot, state)
     payload = dict(failure)
-    step = _next_step(defn, snapshot, TASK_FAILED, payload)
-    candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(TASK_FAILED, ())
+    event = failed_event(spec)
+    step = _next_step(defn, snapshot, event, payload)
+    candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(event, ())
     settled = _settle_first(step, candidates)
     if settled is not None:
         return settled
+    if spec.child is not None:
+        return step.result(Status.FAILED, _child_error(state, payload))
     timed_out = payload.get("type") == "TIMED_OUT"
     reason = Reason.TASK_TIMED_OUT if timed_out else Reason.TASK_FAILED
     error = StepError(
@@ -1097,7 +1141,7 @@ def accepted_events(defn: Definition, snapshot: Snapshot) -> tuple[str, ...]:
         return ()
     if snapshot.status in (Status.WAITING, Status.RUNNING) and snapshot.state in defn.kinds:
         events = defn.events_from(snapshot.state)
-        if TASK_FAILED in events:
+        if TASK_FAILED in events or CHILD_FAILED in events:
             return tuple(e for e in events if e not in _TASK_EVENTS)
         return events
     return ()
@@ -1185,8 +1229,9 @@ def item_gave_up(
         "given_up": ended.given_up,
         "errors": [dict(e) for e in errors],
     }
-    step = _next_step(defn, snapshot, TASK_FAILED, payload)
-    candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(TASK_FAILED, ())
+    event = failed_event(spec)
+    step = _next_step(defn, snapshot, event, payload)
+    candidates = defn.event_transitions.get(state, _EMPTY_EVENTS).get(event, ())
     settled = _settle_first(step, candidates)
     if settled is not None:
         return settled
@@ -1196,9 +1241,18 @@ def item_gave_up(
         f"{tolerated} tolerated; item {item}: {failure.get('type')}: {failure.get('message')}"
     )
     meta = {"state": state, "type": str(failure.get("type")), "item": str(item)}
-    return step.result(
-        Status.FAILED, StepError(Reason.TASK_FAILED.value, message, MappingProxyType(meta))
-    )
+    reason = Reason.TASK_FAILED if spec.child is None else Reason.CHILD_FAILED
+    return step.result(Status.FAILED, StepError(reason.value, message, MappingProxyType(meta)))
+
+
+def _child_error(state: str, payload: Mapping[str, JSONValue]) -> StepError:
+    """Why a parent fails when its child ended badly and no ``child_failed`` took it."""
+    child, status = payload.get("child"), payload.get("status")
+    message = f"the child workflow {child} of {state!r} ended {status}"
+    if payload.get("message"):
+        message += f": {payload.get('message')}"
+    meta = {"state": state, "child": str(child), "status": str(status)}
+    return StepError(Reason.CHILD_FAILED.value, message, MappingProxyType(meta))
 
 
 def _item_ended(

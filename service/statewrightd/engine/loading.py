@@ -16,6 +16,7 @@ from statewrightd.engine.fsm import FIRST_ERRORS
 from statewrightd.engine.snapshots import settled_from
 from statewrightd.reasons import Reason
 from statewrightd.store.records import (
+    ChildLink,
     FanOutProgress,
     InstanceRecord,
     ItemEnd,
@@ -24,16 +25,51 @@ from statewrightd.store.records import (
 )
 from statewrightd.store.repository import Repository
 
+# The names of a parent's live children a read shows (the rest: ListWorkflows).
+FIRST_CHILDREN = 20
+
+
+@dataclass(frozen=True, slots=True)
+class Family:
+    """An instance's parent (if it is a child workflow) and its live children: what a
+    read shows of it, not what a step needs."""
+
+    parent: ChildLink | None = None
+    open_children: int = 0
+    children: tuple[str, ...] = ()
+
 
 @dataclass(frozen=True, slots=True)
 class Found:
     """An instance as read from the store, with its definition, its armed timers and its
-    open task."""
+    open task (and for a read, its family)."""
 
     record: InstanceRecord
     loaded: Loaded
     timers: tuple[TimerRecord, ...] = ()
     task: TaskRecord | None = None
+    family: Family | None = None
+
+
+def starts_children(loaded: Loaded) -> bool:
+    """Whether the definition has a ``workflow:`` state."""
+    states = loaded.definition.states.values()
+    return any(s.task is not None and s.task.child is not None for s in states)
+
+
+def with_family(repo: Repository, found: Sequence[Found]) -> list[Found]:
+    """``found`` with each instance's parent, and the live children of those whose
+    definition can start any (blocking reads, one or two an instance)."""
+    links = repo.child_links([f.record.workflow_id for f in found])
+    out: list[Found] = []
+    for f in found:
+        wid = f.record.workflow_id
+        count: int = 0
+        first: list[str] = []
+        if starts_children(f.loaded):
+            count, first = repo.children_of(wid, FIRST_CHILDREN)
+        out.append(replace(f, family=Family(links.get(wid), count, tuple(first))))
+    return out
 
 
 def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:

@@ -45,6 +45,7 @@ FAILURE_ERRORS: Mapping[str, type[errors.StatewrightError]] = MappingProxyType(
         Reason.CONTEXT_TOO_LARGE: errors.ResourceExhausted,
         Reason.TASK_FAILED: errors.FailedPrecondition,
         Reason.TASK_TIMED_OUT: errors.DeadlineExceeded,
+        Reason.CHILD_FAILED: errors.FailedPrecondition,
         Reason.MAP_TOO_LARGE: errors.ResourceExhausted,
         Reason.TIMER_OUT_OF_RANGE: errors.InvalidArgument,
         Reason.CANCELLED: errors.Cancelled,

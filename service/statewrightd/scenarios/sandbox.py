@@ -39,6 +39,7 @@ from statewrightd.api.convert import dict_to_struct, struct_to_dict
 from statewrightd.app.tasks import Completion, Failure, TaskDesk, TaskFailure, TaskRef
 from statewrightd.config import Limits, ServerConfig
 from statewrightd.context import current_actor
+from statewrightd.definitions.model import CHILD_QUEUE
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.domain import OPEN_TASK, TaskStatus
 from statewrightd.engine.answers import Outcome, Replay, Result
@@ -432,10 +433,11 @@ class Sandbox:
 
     def lease(self, queue: str) -> TaskRecord | None:
         """Poll ``queue`` once, now, as a worker would; the task leased, if one is ready."""
-        poll = task_requests.poll(
-            task_pb.PollTasksRequest(queue=queue, identity=WORKER, max_tasks=1), None
-        )
-        tasks = self._await(self._desk.poll(poll.queue, poll.identity, poll.max_tasks, 0.0))
+        if queue != CHILD_QUEUE:  # the children's queue no worker may poll: a scenario may
+            task_requests.poll(  # play a child's end on it (the server's runner is not here)
+                task_pb.PollTasksRequest(queue=queue, identity=WORKER, max_tasks=1), None
+            )
+        tasks = self._await(self._desk.poll(queue, WORKER, 1, 0.0))
         self._settle()
         return tasks[0] if tasks else None
 

@@ -33,6 +33,7 @@ DISTRIBUTED = (
     "workflow_requests",
     "workflow_tombstones",
     "workflow_search",
+    "workflow_children",
 )
 # Tables every node reads whole: the definitions, and the schedules (not per instance:
 # a schedule's claim and fire touch its row alone, and its starts go to their own shards).

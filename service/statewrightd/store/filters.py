@@ -61,6 +61,9 @@ COLUMNS: Final = {
     "status": "status",
     "create_time": "time",
     "update_time": "time",
+    # A child's parent (`workflows/{id}` or the id): read from its parent link, so
+    # ``parent = "workflows/p1"`` lists p1's children.
+    "parent": "workflow",
 }
 _ORDERED_KINDS = {"integer", "time", "string", SearchKind.INT, SearchKind.NUMBER}
 _ORDERED_KINDS |= {SearchKind.TIMESTAMP, SearchKind.KEYWORD}
@@ -343,6 +346,13 @@ class SqlFilter:
         if node.field.startswith("search."):
             return f"workflow_id IN ({self._ids(node)})"
         assert node.field in self._subject.columns  # only ever a name from the whitelist
+        if node.field == "parent" and self._subject is INSTANCES:
+            negated = "NOT " if node.op == "!=" else ""
+            value = self._param(node.value)
+            return (
+                f"workflow_id {negated}IN "
+                f"(SELECT workflow_id FROM workflow_children WHERE parent_id = {value})"
+            )
         column = self._subject.column(node.field)
         # A time stays a datetime: the repository binds it as its database stores times.
         test = f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
@@ -438,13 +448,17 @@ def matches(
     record: InstanceRecord | TaskRecord | InstanceTask,
     search: SearchValues,
     subject: Subject = INSTANCES,
+    parent: str | None = None,
 ) -> bool:
-    """What the SQL of ``node`` answers for one instance (or task, with its ``subject``)."""
+    """What the SQL of ``node`` answers for one instance (or task, with its ``subject``);
+    ``parent``: the instance's parent's id, if it is a child."""
     if isinstance(node, Not):
-        return not matches(node.term, record, search, subject)
+        return not matches(node.term, record, search, subject, parent)
     if isinstance(node, Both):
-        found = (matches(t, record, search, subject) for t in node.terms)
+        found = (matches(t, record, search, subject, parent) for t in node.terms)
         return all(found) if node.all else any(found)
+    if node.field == "parent" and subject is INSTANCES:
+        return bool((parent == node.value) != (node.op == "!="))
     if node.field.startswith("search."):
         name = node.field.removeprefix("search.")
         values = [

@@ -29,6 +29,7 @@ from statewrightd.store.codec import (
     to_micros,
 )
 from statewrightd.store.filters import Filter, matches
+from statewrightd.store.memory_children import MemoryChildren
 from statewrightd.store.memory_search import MemorySearch
 from statewrightd.store.memory_state import (
     CHILD_TABLES,
@@ -61,7 +62,7 @@ from statewrightd.store.records import (
 from statewrightd.store.repository import Params
 
 
-class MemoryRepository(MemorySearch, MemoryWork):
+class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
     """The repository contract in this process's memory; gone when the process ends."""
 
     # -- writes ----------------------------------------------------------------------
@@ -419,7 +420,9 @@ class MemoryRepository(MemorySearch, MemoryWork):
                 if len(out) == p["limit"]:
                     break
                 record = ROWS.instance(i.row)
-                if which is None or matches(which.root, record, i.search):
+                link = self._children.get(i.row[0])
+                parent = None if link is None else link.parent_id
+                if which is None or matches(which.root, record, i.search, parent=parent):
                     out.append(record)
             return out
 

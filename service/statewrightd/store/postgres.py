@@ -17,7 +17,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import OutcomeUnknown, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_fan_out, sql_flow, sql_schedules
+from statewrightd.store import failures, sql_children, sql_fan_out, sql_flow, sql_schedules
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
@@ -87,6 +87,7 @@ class _CommitLost(Exception):
 
 class PostgresRepository(SqlRepository):
     FAN_OUT_SQL = sql_fan_out.POSTGRES_FAN_OUT
+    CHILDREN_SQL = sql_children.POSTGRES_CHILDREN
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.POSTGRES
     FLOW = sql_flow.with_lease(

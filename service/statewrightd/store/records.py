@@ -38,6 +38,20 @@ class InstanceRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class ChildLink:
+    """A child workflow's parent: the instance, the task (on the children's queue) that
+    stands for the child in it, and the state that task belongs to. Written by the child
+    runner before it starts the child, so that an id another instance already holds is
+    never taken for a child."""
+
+    workflow_id: str  # the child
+    parent_id: str
+    parent_task: str
+    parent_state: str
+    create_time: datetime
+
+
+@dataclass(frozen=True, slots=True)
 class ItemEnd:
     """An ended item of a fan-out: its result (completed) or its error (given up)."""
 

@@ -36,6 +36,7 @@ from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueu
 from statewrightd.store.ordering import TIME_KEYS, key_value
 from statewrightd.store.records import (
     OLDEST_FIRST,
+    ChildLink,
     Create,
     DefinitionRecord,
     FanOutProgress,
@@ -117,7 +118,28 @@ class ScheduleStore(Protocol):
         ...
 
 
-class Repository(ScheduleStore, Protocol):
+class ChildLinks(Protocol):
+    """Child workflows' parent links (store/sql_children.py): who is whose parent."""
+
+    def link_child(self, link: ChildLink) -> ChildLink:
+        """Record ``link`` unless the child already has one; the link it has."""
+        ...
+
+    def child_links(self, workflow_ids: Sequence[str]) -> dict[str, ChildLink]:
+        """The parent links of those of ``workflow_ids`` that are children."""
+        ...
+
+    def children_of(self, parent_id: str, limit: int) -> tuple[int, list[str]]:
+        """(How many of the instance's children are live, the first ``limit`` of their
+        ids, in id order)."""
+        ...
+
+    def live_children(self, after: str, limit: int) -> list[ChildLink]:
+        """Up to ``limit`` links of live children, by child id after ``after``."""
+        ...
+
+
+class Repository(ChildLinks, ScheduleStore, Protocol):
     def create(self, op: Create) -> InstanceRecord:
         """Insert a new instance at revision 1 with its first history row.
 

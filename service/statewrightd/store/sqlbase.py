@@ -43,6 +43,7 @@ from statewrightd.store.records import (
 )
 from statewrightd.store.repository import Choose, Params, Repository
 from statewrightd.store.rows import INSTANCE, TASK, Rows
+from statewrightd.store.sql_children import SqlChildren
 from statewrightd.store.sql_fan_out import SqlFanOut
 from statewrightd.store.sql_flow import FlowStatements
 from statewrightd.store.sql_schedules import ScheduleStatements
@@ -221,7 +222,7 @@ class _FlowControl:
         return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
 
 
-class SqlRepository(_FlowControl, SqlFanOut, SqlSchedules, BatchWriter, Repository):
+class SqlRepository(_FlowControl, SqlChildren, SqlFanOut, SqlSchedules, BatchWriter, Repository):
     SQL: ClassVar[Statements]
     SCHEDULE_SQL: ClassVar[ScheduleStatements]
     FLOW: ClassVar[FlowStatements]

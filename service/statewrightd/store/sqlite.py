@@ -18,7 +18,7 @@ from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_fan_out, sql_flow, sql_schedules
+from statewrightd.store import failures, sql_children, sql_fan_out, sql_flow, sql_schedules
 from statewrightd.store import sql_sqlite as q
 from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
@@ -45,6 +45,8 @@ def _micros(params: dict[str, Any], *names: str) -> dict[str, Any]:
 
 class SqliteRepository(SqlRepository):
     FAN_OUT_SQL = sql_fan_out.SQLITE_FAN_OUT
+    CHILDREN_SQL = sql_children.SQLITE_CHILDREN
+    JSON_ID_LIST = True
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.SQLITE
     FLOW = sql_flow.SQLITE

@@ -10,6 +10,7 @@ from tests.support.api import uid
 from tests.support.console import Http, console_url, http_error_info
 from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
+from tests.support.server import wait_until
 
 W = "/api/v1/workflows"
 
@@ -434,3 +435,23 @@ def test_a_fan_out_shows_its_progress_and_pages_its_items(http: Http) -> None:
     assert sorted(t["itemIndex"] for t in listed) == [0, 1, 2]
     assert all(t["status"] == "TASK_STATUS_SCHEDULED" and "result" not in t for t in listed)
     assert [t["input"]["line"] for t in sorted(listed, key=lambda t: t["itemIndex"])] == [0, 1, 2]
+
+
+def test_a_child_names_its_parent_and_the_parent_filter_lists_it(http: Http) -> None:
+    parent = uid("http-onb")
+    started = start(http, "customer-onboarding", workflowId=parent, input={"customer_id": "c"})
+    assert started["state"] == "verify_identity"
+    child = f"kyc-{parent}"
+    assert wait_until(lambda: http.get(f"{W}/{child}").status == 200, timeout=30)
+    got = http.get(f"{W}/{child}").body["workflow"]
+    assert got["parent"] == {
+        "name": f"workflows/{parent}",
+        "state": "verify_identity",
+        "taskId": "1",
+    }
+    assert http.get(f"{W}/{parent}").body["workflow"]["children"] == {
+        "open": 1,
+        "names": [f"workflows/{child}"],
+    }
+    listed = http.get(W, filter=f'parent = "workflows/{parent}"')
+    assert [w["workflowId"] for w in listed.body["workflows"]] == [child]

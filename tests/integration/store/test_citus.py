@@ -82,6 +82,7 @@ def test_migrate_distributes_every_table_by_workflow_id(citus_url: str) -> None:
         "workflow_requests",
         "workflow_tombstones",
         "workflow_search",
+        "workflow_children",  # by the child's id
     }
     assert {t[3] for t in hashed} == {"workflow_id"}
     assert len({t[2] for t in hashed}) == 1  # one colocation group

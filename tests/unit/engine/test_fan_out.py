@@ -235,7 +235,7 @@ def test_limits_without_a_map_are_refused() -> None:
     )
     with pytest.raises(DefinitionInvalid) as refused:
         load_definition(source)
-    assert "applies only to a task state with `map`" in str(refused.value)
+    assert "applies only to a state with `map`" in str(refused.value)
 
 
 def test_the_payload_errors_are_plain_values(defn: Definition) -> None:

@@ -128,7 +128,14 @@ type Workflow struct {
 	// Output only. The fan-out of the task state with `map` the instance is in: how many of
 	// its items are open, completed and given up (the items themselves: `ListTasks`).
 	// Unset when it is in no such state.
-	FanOut        *FanOutProgress `protobuf:"bytes,17,opt,name=fan_out,json=fanOut,proto3" json:"fan_out,omitempty"`
+	FanOut *FanOutProgress `protobuf:"bytes,17,opt,name=fan_out,json=fanOut,proto3" json:"fan_out,omitempty"`
+	// Output only. The workflow that started this one from a `workflow:` state (a child
+	// workflow), and that state. Unset for an instance that is no child.
+	Parent *WorkflowParent `protobuf:"bytes,18,opt,name=parent,proto3" json:"parent,omitempty"`
+	// Output only. The live child workflows this instance started (a count, and the first
+	// names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+	// Unset when it has none.
+	Children      *WorkflowChildren `protobuf:"bytes,19,opt,name=children,proto3" json:"children,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -282,6 +289,140 @@ func (x *Workflow) GetFanOut() *FanOutProgress {
 	return nil
 }
 
+func (x *Workflow) GetParent() *WorkflowParent {
+	if x != nil {
+		return x.Parent
+	}
+	return nil
+}
+
+func (x *Workflow) GetChildren() *WorkflowChildren {
+	if x != nil {
+		return x.Children
+	}
+	return nil
+}
+
+// A child workflow's parent.
+type WorkflowParent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The parent's resource name: `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Output only. The parent's `workflow:` state that started the child.
+	State string `protobuf:"bytes,2,opt,name=state,proto3" json:"state,omitempty"`
+	// Output only. The task of the parent that stands for the child (on the reserved
+	// queue `@children`): its id within the parent.
+	TaskId        string `protobuf:"bytes,3,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowParent) Reset() {
+	*x = WorkflowParent{}
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowParent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowParent) ProtoMessage() {}
+
+func (x *WorkflowParent) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowParent.ProtoReflect.Descriptor instead.
+func (*WorkflowParent) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WorkflowParent) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *WorkflowParent) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *WorkflowParent) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+// The live child workflows of an instance.
+type WorkflowChildren struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. How many of its children are live (not COMPLETED, FAILED or CANCELLED).
+	Open int32 `protobuf:"varint,1,opt,name=open,proto3" json:"open,omitempty"`
+	// Output only. The resource names of the first of them, by id (at most 20).
+	Names         []string `protobuf:"bytes,2,rep,name=names,proto3" json:"names,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowChildren) Reset() {
+	*x = WorkflowChildren{}
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowChildren) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowChildren) ProtoMessage() {}
+
+func (x *WorkflowChildren) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowChildren.ProtoReflect.Descriptor instead.
+func (*WorkflowChildren) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *WorkflowChildren) GetOpen() int32 {
+	if x != nil {
+		return x.Open
+	}
+	return 0
+}
+
+func (x *WorkflowChildren) GetNames() []string {
+	if x != nil {
+		return x.Names
+	}
+	return nil
+}
+
 // Where a fan-out (`map` on a task state) is: one task per item of its list.
 type FanOutProgress struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -302,7 +443,7 @@ type FanOutProgress struct {
 
 func (x *FanOutProgress) Reset() {
 	*x = FanOutProgress{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -314,7 +455,7 @@ func (x *FanOutProgress) String() string {
 func (*FanOutProgress) ProtoMessage() {}
 
 func (x *FanOutProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -327,7 +468,7 @@ func (x *FanOutProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FanOutProgress.ProtoReflect.Descriptor instead.
 func (*FanOutProgress) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *FanOutProgress) GetTotal() int32 {
@@ -384,7 +525,7 @@ type Timer struct {
 
 func (x *Timer) Reset() {
 	*x = Timer{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -396,7 +537,7 @@ func (x *Timer) String() string {
 func (*Timer) ProtoMessage() {}
 
 func (x *Timer) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -409,7 +550,7 @@ func (x *Timer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timer.ProtoReflect.Descriptor instead.
 func (*Timer) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *Timer) GetTimerId() string {
@@ -461,7 +602,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -473,7 +614,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -486,7 +627,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{3}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Transition) GetFromState() string {
@@ -521,7 +662,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xd5\x05\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xcb\x06\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -546,7 +687,16 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\fpending_task\x18\x0f \x01(\v2\x14.statewright.v1.TaskR\vpendingTask\x12;\n" +
 	"\vexpire_time\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"expireTime\x127\n" +
-	"\afan_out\x18\x11 \x01(\v2\x1e.statewright.v1.FanOutProgressR\x06fanOut\"\x8f\x01\n" +
+	"\afan_out\x18\x11 \x01(\v2\x1e.statewright.v1.FanOutProgressR\x06fanOut\x126\n" +
+	"\x06parent\x18\x12 \x01(\v2\x1e.statewright.v1.WorkflowParentR\x06parent\x12<\n" +
+	"\bchildren\x18\x13 \x01(\v2 .statewright.v1.WorkflowChildrenR\bchildren\"S\n" +
+	"\x0eWorkflowParent\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
+	"\x05state\x18\x02 \x01(\tR\x05state\x12\x17\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"<\n" +
+	"\x10WorkflowChildren\x12\x12\n" +
+	"\x04open\x18\x01 \x01(\x05R\x04open\x12\x14\n" +
+	"\x05names\x18\x02 \x03(\tR\x05names\"\x8f\x01\n" +
 	"\x0eFanOutProgress\x12\x14\n" +
 	"\x05total\x18\x01 \x01(\x05R\x05total\x12\x12\n" +
 	"\x04open\x18\x02 \x01(\x05R\x04open\x12\x1c\n" +
@@ -587,34 +737,38 @@ func file_statewright_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 4)
+var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
 var file_statewright_v1_workflow_proto_goTypes = []any{
 	(WorkflowStatus)(0),           // 0: statewright.v1.WorkflowStatus
 	(*Workflow)(nil),              // 1: statewright.v1.Workflow
-	(*FanOutProgress)(nil),        // 2: statewright.v1.FanOutProgress
-	(*Timer)(nil),                 // 3: statewright.v1.Timer
-	(*Transition)(nil),            // 4: statewright.v1.Transition
-	(*structpb.Struct)(nil),       // 5: google.protobuf.Struct
-	(*status.Status)(nil),         // 6: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 7: google.protobuf.Timestamp
-	(*Task)(nil),                  // 8: statewright.v1.Task
+	(*WorkflowParent)(nil),        // 2: statewright.v1.WorkflowParent
+	(*WorkflowChildren)(nil),      // 3: statewright.v1.WorkflowChildren
+	(*FanOutProgress)(nil),        // 4: statewright.v1.FanOutProgress
+	(*Timer)(nil),                 // 5: statewright.v1.Timer
+	(*Transition)(nil),            // 6: statewright.v1.Transition
+	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
+	(*status.Status)(nil),         // 8: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
+	(*Task)(nil),                  // 10: statewright.v1.Task
 }
 var file_statewright_v1_workflow_proto_depIdxs = []int32{
 	0,  // 0: statewright.v1.Workflow.status:type_name -> statewright.v1.WorkflowStatus
-	5,  // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
-	6,  // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
-	7,  // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
-	7,  // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
-	3,  // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
-	8,  // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
-	7,  // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
-	2,  // 8: statewright.v1.Workflow.fan_out:type_name -> statewright.v1.FanOutProgress
-	7,  // 9: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
-	10, // [10:10] is the sub-list for method output_type
-	10, // [10:10] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	7,  // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
+	8,  // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
+	9,  // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
+	9,  // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
+	5,  // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
+	10, // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
+	9,  // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
+	4,  // 8: statewright.v1.Workflow.fan_out:type_name -> statewright.v1.FanOutProgress
+	2,  // 9: statewright.v1.Workflow.parent:type_name -> statewright.v1.WorkflowParent
+	3,  // 10: statewright.v1.Workflow.children:type_name -> statewright.v1.WorkflowChildren
+	9,  // 11: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
+	12, // [12:12] is the sub-list for method output_type
+	12, // [12:12] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_proto_init() }
@@ -629,7 +783,7 @@ func file_statewright_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_proto_rawDesc), len(file_statewright_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   4,
+			NumMessages:   6,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

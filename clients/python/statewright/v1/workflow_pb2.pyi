@@ -82,6 +82,8 @@ class Workflow(_message.Message):
     PENDING_TASK_FIELD_NUMBER: _builtins.int
     EXPIRE_TIME_FIELD_NUMBER: _builtins.int
     FAN_OUT_FIELD_NUMBER: _builtins.int
+    PARENT_FIELD_NUMBER: _builtins.int
+    CHILDREN_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -139,6 +141,19 @@ class Workflow(_message.Message):
         Unset when it is in no such state.
         """
 
+    @_builtins.property
+    def parent(self) -> Global___WorkflowParent:
+        """Output only. The workflow that started this one from a `workflow:` state (a child
+        workflow), and that state. Unset for an instance that is no child.
+        """
+
+    @_builtins.property
+    def children(self) -> Global___WorkflowChildren:
+        """Output only. The live child workflows this instance started (a count, and the first
+        names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+        Unset when it has none.
+        """
+
     def __init__(
         self,
         *,
@@ -159,14 +174,76 @@ class Workflow(_message.Message):
         pending_task: _task_pb2.Task | None = ...,
         expire_time: _timestamp_pb2.Timestamp | None = ...,
         fan_out: Global___FanOutProgress | None = ...,
+        parent: Global___WorkflowParent | None = ...,
+        children: Global___WorkflowChildren | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["children", b"children", "context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "parent", b"parent", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Workflow: _TypeAlias = Workflow  # noqa: Y015
+
+@_typing.final
+class WorkflowParent(_message.Message):
+    """A child workflow's parent."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    STATE_FIELD_NUMBER: _builtins.int
+    TASK_ID_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Output only. The parent's resource name: `workflows/{workflow_id}`."""
+    state: _builtins.str
+    """Output only. The parent's `workflow:` state that started the child."""
+    task_id: _builtins.str
+    """Output only. The task of the parent that stands for the child (on the reserved
+    queue `@children`): its id within the parent.
+    """
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        state: _builtins.str = ...,
+        task_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "state", b"state", "task_id", b"task_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WorkflowParent: _TypeAlias = WorkflowParent  # noqa: Y015
+
+@_typing.final
+class WorkflowChildren(_message.Message):
+    """The live child workflows of an instance."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    OPEN_FIELD_NUMBER: _builtins.int
+    NAMES_FIELD_NUMBER: _builtins.int
+    open: _builtins.int
+    """Output only. How many of its children are live (not COMPLETED, FAILED or CANCELLED)."""
+    @_builtins.property
+    def names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. The resource names of the first of them, by id (at most 20)."""
+
+    def __init__(
+        self,
+        *,
+        open: _builtins.int = ...,
+        names: _abc.Iterable[_builtins.str] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["names", b"names", "open", b"open"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WorkflowChildren: _TypeAlias = WorkflowChildren  # noqa: Y015
 
 @_typing.final
 class FanOutProgress(_message.Message):

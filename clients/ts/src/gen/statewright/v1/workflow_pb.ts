@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow.proto.
  */
 export const file_statewright_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEirgQKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MiZAoORmFuT3V0UHJvZ3Jlc3MSDQoFdG90YWwYASABKAUSDAoEb3BlbhgCIAEoBRIRCgljb21wbGV0ZWQYAyABKAUSEAoIZ2l2ZW5fdXAYBCABKAUSEAoIcmV2aXNpb24YBSABKAMibAoFVGltZXISEAoIdGltZXJfaWQYASABKAkSFAoMdGFyZ2V0X3N0YXRlGAIgASgJEg0KBWFmdGVyGAMgASgJEiwKCGR1ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCgpUcmFuc2l0aW9uEhIKCmZyb21fc3RhdGUYASABKAkSEAoIdG9fc3RhdGUYAiABKAkSDQoFZXZlbnQYAyABKAkSDQoFYWN0b3IYBCABKAkqxQEKDldvcmtmbG93U3RhdHVzEh8KG1dPUktGTE9XX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1dPUktGTE9XX1NUQVRVU19SVU5OSU5HEAESGwoXV09SS0ZMT1dfU1RBVFVTX1dBSVRJTkcQAhIdChlXT1JLRkxPV19TVEFUVVNfQ09NUExFVEVEEAMSGgoWV09SS0ZMT1dfU1RBVFVTX0ZBSUxFRBAEEh0KGVdPUktGTE9XX1NUQVRVU19DQU5DRUxMRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
+  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEikgUKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MSLgoGcGFyZW50GBIgASgLMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dQYXJlbnQSMgoIY2hpbGRyZW4YEyABKAsyIC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0NoaWxkcmVuIj4KDldvcmtmbG93UGFyZW50EgwKBG5hbWUYASABKAkSDQoFc3RhdGUYAiABKAkSDwoHdGFza19pZBgDIAEoCSIvChBXb3JrZmxvd0NoaWxkcmVuEgwKBG9wZW4YASABKAUSDQoFbmFtZXMYAiADKAkiZAoORmFuT3V0UHJvZ3Jlc3MSDQoFdG90YWwYASABKAUSDAoEb3BlbhgCIAEoBRIRCgljb21wbGV0ZWQYAyABKAUSEAoIZ2l2ZW5fdXAYBCABKAUSEAoIcmV2aXNpb24YBSABKAMibAoFVGltZXISEAoIdGltZXJfaWQYASABKAkSFAoMdGFyZ2V0X3N0YXRlGAIgASgJEg0KBWFmdGVyGAMgASgJEiwKCGR1ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCgpUcmFuc2l0aW9uEhIKCmZyb21fc3RhdGUYASABKAkSEAoIdG9fc3RhdGUYAiABKAkSDQoFZXZlbnQYAyABKAkSDQoFYWN0b3IYBCABKAkqxQEKDldvcmtmbG93U3RhdHVzEh8KG1dPUktGTE9XX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1dPUktGTE9XX1NUQVRVU19SVU5OSU5HEAESGwoXV09SS0ZMT1dfU1RBVFVTX1dBSVRJTkcQAhIdChlXT1JLRkxPV19TVEFUVVNfQ09NUExFVEVEEAMSGgoWV09SS0ZMT1dfU1RBVFVTX0ZBSUxFRBAEEh0KGVdPUktGTE9XX1NUQVRVU19DQU5DRUxMRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
 
 /**
  * One durable workflow instance, as of one revision.
@@ -145,6 +145,23 @@ export type Workflow = Message<"statewright.v1.Workflow"> & {
    * @generated from field: statewright.v1.FanOutProgress fan_out = 17;
    */
   fanOut?: FanOutProgress | undefined;
+
+  /**
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   *
+   * @generated from field: statewright.v1.WorkflowParent parent = 18;
+   */
+  parent?: WorkflowParent | undefined;
+
+  /**
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   *
+   * @generated from field: statewright.v1.WorkflowChildren children = 19;
+   */
+  children?: WorkflowChildren | undefined;
 };
 
 /**
@@ -274,6 +291,23 @@ export type WorkflowJson = {
    * @generated from field: statewright.v1.FanOutProgress fan_out = 17;
    */
   fanOut?: FanOutProgressJson;
+
+  /**
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   *
+   * @generated from field: statewright.v1.WorkflowParent parent = 18;
+   */
+  parent?: WorkflowParentJson;
+
+  /**
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   *
+   * @generated from field: statewright.v1.WorkflowChildren children = 19;
+   */
+  children?: WorkflowChildrenJson;
 };
 
 /**
@@ -282,6 +316,120 @@ export type WorkflowJson = {
  */
 export const WorkflowSchema: GenMessage<Workflow, {jsonType: WorkflowJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow, 0);
+
+/**
+ * A child workflow's parent.
+ *
+ * @generated from message statewright.v1.WorkflowParent
+ */
+export type WorkflowParent = Message<"statewright.v1.WorkflowParent"> & {
+  /**
+   * Output only. The parent's resource name: `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Output only. The parent's `workflow:` state that started the child.
+   *
+   * @generated from field: string state = 2;
+   */
+  state: string;
+
+  /**
+   * Output only. The task of the parent that stands for the child (on the reserved
+   * queue `@children`): its id within the parent.
+   *
+   * @generated from field: string task_id = 3;
+   */
+  taskId: string;
+};
+
+/**
+ * A child workflow's parent.
+ *
+ * @generated from message statewright.v1.WorkflowParent
+ */
+export type WorkflowParentJson = {
+  /**
+   * Output only. The parent's resource name: `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Output only. The parent's `workflow:` state that started the child.
+   *
+   * @generated from field: string state = 2;
+   */
+  state?: string;
+
+  /**
+   * Output only. The task of the parent that stands for the child (on the reserved
+   * queue `@children`): its id within the parent.
+   *
+   * @generated from field: string task_id = 3;
+   */
+  taskId?: string;
+};
+
+/**
+ * Describes the message statewright.v1.WorkflowParent.
+ * Use `create(WorkflowParentSchema)` to create a new message.
+ */
+export const WorkflowParentSchema: GenMessage<WorkflowParent, {jsonType: WorkflowParentJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow, 1);
+
+/**
+ * The live child workflows of an instance.
+ *
+ * @generated from message statewright.v1.WorkflowChildren
+ */
+export type WorkflowChildren = Message<"statewright.v1.WorkflowChildren"> & {
+  /**
+   * Output only. How many of its children are live (not COMPLETED, FAILED or CANCELLED).
+   *
+   * @generated from field: int32 open = 1;
+   */
+  open: number;
+
+  /**
+   * Output only. The resource names of the first of them, by id (at most 20).
+   *
+   * @generated from field: repeated string names = 2;
+   */
+  names: string[];
+};
+
+/**
+ * The live child workflows of an instance.
+ *
+ * @generated from message statewright.v1.WorkflowChildren
+ */
+export type WorkflowChildrenJson = {
+  /**
+   * Output only. How many of its children are live (not COMPLETED, FAILED or CANCELLED).
+   *
+   * @generated from field: int32 open = 1;
+   */
+  open?: number;
+
+  /**
+   * Output only. The resource names of the first of them, by id (at most 20).
+   *
+   * @generated from field: repeated string names = 2;
+   */
+  names?: string[];
+};
+
+/**
+ * Describes the message statewright.v1.WorkflowChildren.
+ * Use `create(WorkflowChildrenSchema)` to create a new message.
+ */
+export const WorkflowChildrenSchema: GenMessage<WorkflowChildren, {jsonType: WorkflowChildrenJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow, 2);
 
 /**
  * Where a fan-out (`map` on a task state) is: one task per item of its list.
@@ -374,7 +522,7 @@ export type FanOutProgressJson = {
  * Use `create(FanOutProgressSchema)` to create a new message.
  */
 export const FanOutProgressSchema: GenMessage<FanOutProgress, {jsonType: FanOutProgressJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 1);
+  messageDesc(file_statewright_v1_workflow, 3);
 
 /**
  * A timer transition armed by the step that entered the instance's state. It fires at
@@ -455,7 +603,7 @@ export type TimerJson = {
  * Use `create(TimerSchema)` to create a new message.
  */
 export const TimerSchema: GenMessage<Timer, {jsonType: TimerJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 2);
+  messageDesc(file_statewright_v1_workflow, 4);
 
 /**
  * One transition fired during a step.
@@ -540,7 +688,7 @@ export type TransitionJson = {
  * Use `create(TransitionSchema)` to create a new message.
  */
 export const TransitionSchema: GenMessage<Transition, {jsonType: TransitionJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 3);
+  messageDesc(file_statewright_v1_workflow, 5);
 
 /**
  * The lifecycle status of a workflow instance.

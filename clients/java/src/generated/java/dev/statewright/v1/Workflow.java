@@ -742,6 +742,91 @@ private static final long serialVersionUID = 0L;
     return fanOut_ == null ? dev.statewright.v1.FanOutProgress.getDefaultInstance() : fanOut_;
   }
 
+  public static final int PARENT_FIELD_NUMBER = 18;
+  private dev.statewright.v1.WorkflowParent parent_;
+  /**
+   * <pre>
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+   * @return Whether the parent field is set.
+   */
+  @java.lang.Override
+  public boolean hasParent() {
+    return ((bitField0_ & 0x00000080) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+   * @return The parent.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.WorkflowParent getParent() {
+    return parent_ == null ? dev.statewright.v1.WorkflowParent.getDefaultInstance() : parent_;
+  }
+  /**
+   * <pre>
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.WorkflowParentOrBuilder getParentOrBuilder() {
+    return parent_ == null ? dev.statewright.v1.WorkflowParent.getDefaultInstance() : parent_;
+  }
+
+  public static final int CHILDREN_FIELD_NUMBER = 19;
+  private dev.statewright.v1.WorkflowChildren children_;
+  /**
+   * <pre>
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+   * @return Whether the children field is set.
+   */
+  @java.lang.Override
+  public boolean hasChildren() {
+    return ((bitField0_ & 0x00000100) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+   * @return The children.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.WorkflowChildren getChildren() {
+    return children_ == null ? dev.statewright.v1.WorkflowChildren.getDefaultInstance() : children_;
+  }
+  /**
+   * <pre>
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.WorkflowChildrenOrBuilder getChildrenOrBuilder() {
+    return children_ == null ? dev.statewright.v1.WorkflowChildren.getDefaultInstance() : children_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -806,6 +891,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000040) != 0)) {
       output.writeMessage(17, getFanOut());
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      output.writeMessage(18, getParent());
+    }
+    if (((bitField0_ & 0x00000100) != 0)) {
+      output.writeMessage(19, getChildren());
     }
     getUnknownFields().writeTo(output);
   }
@@ -882,6 +973,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000040) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(17, getFanOut());
+    }
+    if (((bitField0_ & 0x00000080) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(18, getParent());
+    }
+    if (((bitField0_ & 0x00000100) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(19, getChildren());
     }
     return size;
   }
@@ -961,6 +1060,16 @@ private static final long serialVersionUID = 0L;
       if (!getFanOut()
           .equals(other.getFanOut())) return false;
     }
+    if (hasParent() != other.hasParent()) return false;
+    if (hasParent()) {
+      if (!getParent()
+          .equals(other.getParent())) return false;
+    }
+    if (hasChildren() != other.hasChildren()) return false;
+    if (hasChildren()) {
+      if (!getChildren()
+          .equals(other.getChildren())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1024,6 +1133,14 @@ private static final long serialVersionUID = 0L;
     if (hasFanOut()) {
       hash = (37 * hash) + FAN_OUT_FIELD_NUMBER;
       hash = (53 * hash) + getFanOut().hashCode();
+    }
+    if (hasParent()) {
+      hash = (37 * hash) + PARENT_FIELD_NUMBER;
+      hash = (53 * hash) + getParent().hashCode();
+    }
+    if (hasChildren()) {
+      hash = (37 * hash) + CHILDREN_FIELD_NUMBER;
+      hash = (53 * hash) + getChildren().hashCode();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1167,6 +1284,8 @@ private static final long serialVersionUID = 0L;
         internalGetPendingTaskFieldBuilder();
         internalGetExpireTimeFieldBuilder();
         internalGetFanOutFieldBuilder();
+        internalGetParentFieldBuilder();
+        internalGetChildrenFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1224,6 +1343,16 @@ private static final long serialVersionUID = 0L;
       if (fanOutBuilder_ != null) {
         fanOutBuilder_.dispose();
         fanOutBuilder_ = null;
+      }
+      parent_ = null;
+      if (parentBuilder_ != null) {
+        parentBuilder_.dispose();
+        parentBuilder_ = null;
+      }
+      children_ = null;
+      if (childrenBuilder_ != null) {
+        childrenBuilder_.dispose();
+        childrenBuilder_ = null;
       }
       return this;
     }
@@ -1342,6 +1471,18 @@ private static final long serialVersionUID = 0L;
             : fanOutBuilder_.build();
         to_bitField0_ |= 0x00000040;
       }
+      if (((from_bitField0_ & 0x00020000) != 0)) {
+        result.parent_ = parentBuilder_ == null
+            ? parent_
+            : parentBuilder_.build();
+        to_bitField0_ |= 0x00000080;
+      }
+      if (((from_bitField0_ & 0x00040000) != 0)) {
+        result.children_ = childrenBuilder_ == null
+            ? children_
+            : childrenBuilder_.build();
+        to_bitField0_ |= 0x00000100;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1447,6 +1588,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasFanOut()) {
         mergeFanOut(other.getFanOut());
+      }
+      if (other.hasParent()) {
+        mergeParent(other.getParent());
+      }
+      if (other.hasChildren()) {
+        mergeChildren(other.getChildren());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1579,6 +1726,20 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00010000;
               break;
             } // case 138
+            case 146: {
+              input.readMessage(
+                  internalGetParentFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00020000;
+              break;
+            } // case 146
+            case 154: {
+              input.readMessage(
+                  internalGetChildrenFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00040000;
+              break;
+            } // case 154
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3779,6 +3940,343 @@ private static final long serialVersionUID = 0L;
         fanOut_ = null;
       }
       return fanOutBuilder_;
+    }
+
+    private dev.statewright.v1.WorkflowParent parent_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.WorkflowParent, dev.statewright.v1.WorkflowParent.Builder, dev.statewright.v1.WorkflowParentOrBuilder> parentBuilder_;
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     * @return Whether the parent field is set.
+     */
+    public boolean hasParent() {
+      return ((bitField0_ & 0x00020000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     * @return The parent.
+     */
+    public dev.statewright.v1.WorkflowParent getParent() {
+      if (parentBuilder_ == null) {
+        return parent_ == null ? dev.statewright.v1.WorkflowParent.getDefaultInstance() : parent_;
+      } else {
+        return parentBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    public Builder setParent(dev.statewright.v1.WorkflowParent value) {
+      if (parentBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        parent_ = value;
+      } else {
+        parentBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    public Builder setParent(
+        dev.statewright.v1.WorkflowParent.Builder builderForValue) {
+      if (parentBuilder_ == null) {
+        parent_ = builderForValue.build();
+      } else {
+        parentBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    public Builder mergeParent(dev.statewright.v1.WorkflowParent value) {
+      if (parentBuilder_ == null) {
+        if (((bitField0_ & 0x00020000) != 0) &&
+          parent_ != null &&
+          parent_ != dev.statewright.v1.WorkflowParent.getDefaultInstance()) {
+          getParentBuilder().mergeFrom(value);
+        } else {
+          parent_ = value;
+        }
+      } else {
+        parentBuilder_.mergeFrom(value);
+      }
+      if (parent_ != null) {
+        bitField0_ |= 0x00020000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    public Builder clearParent() {
+      bitField0_ = (bitField0_ & ~0x00020000);
+      parent_ = null;
+      if (parentBuilder_ != null) {
+        parentBuilder_.dispose();
+        parentBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    public dev.statewright.v1.WorkflowParent.Builder getParentBuilder() {
+      bitField0_ |= 0x00020000;
+      onChanged();
+      return internalGetParentFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    public dev.statewright.v1.WorkflowParentOrBuilder getParentOrBuilder() {
+      if (parentBuilder_ != null) {
+        return parentBuilder_.getMessageOrBuilder();
+      } else {
+        return parent_ == null ?
+            dev.statewright.v1.WorkflowParent.getDefaultInstance() : parent_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The workflow that started this one from a `workflow:` state (a child
+     * workflow), and that state. Unset for an instance that is no child.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.WorkflowParent, dev.statewright.v1.WorkflowParent.Builder, dev.statewright.v1.WorkflowParentOrBuilder> 
+        internalGetParentFieldBuilder() {
+      if (parentBuilder_ == null) {
+        parentBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.WorkflowParent, dev.statewright.v1.WorkflowParent.Builder, dev.statewright.v1.WorkflowParentOrBuilder>(
+                getParent(),
+                getParentForChildren(),
+                isClean());
+        parent_ = null;
+      }
+      return parentBuilder_;
+    }
+
+    private dev.statewright.v1.WorkflowChildren children_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.WorkflowChildren, dev.statewright.v1.WorkflowChildren.Builder, dev.statewright.v1.WorkflowChildrenOrBuilder> childrenBuilder_;
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     * @return Whether the children field is set.
+     */
+    public boolean hasChildren() {
+      return ((bitField0_ & 0x00040000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     * @return The children.
+     */
+    public dev.statewright.v1.WorkflowChildren getChildren() {
+      if (childrenBuilder_ == null) {
+        return children_ == null ? dev.statewright.v1.WorkflowChildren.getDefaultInstance() : children_;
+      } else {
+        return childrenBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    public Builder setChildren(dev.statewright.v1.WorkflowChildren value) {
+      if (childrenBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        children_ = value;
+      } else {
+        childrenBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    public Builder setChildren(
+        dev.statewright.v1.WorkflowChildren.Builder builderForValue) {
+      if (childrenBuilder_ == null) {
+        children_ = builderForValue.build();
+      } else {
+        childrenBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    public Builder mergeChildren(dev.statewright.v1.WorkflowChildren value) {
+      if (childrenBuilder_ == null) {
+        if (((bitField0_ & 0x00040000) != 0) &&
+          children_ != null &&
+          children_ != dev.statewright.v1.WorkflowChildren.getDefaultInstance()) {
+          getChildrenBuilder().mergeFrom(value);
+        } else {
+          children_ = value;
+        }
+      } else {
+        childrenBuilder_.mergeFrom(value);
+      }
+      if (children_ != null) {
+        bitField0_ |= 0x00040000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    public Builder clearChildren() {
+      bitField0_ = (bitField0_ & ~0x00040000);
+      children_ = null;
+      if (childrenBuilder_ != null) {
+        childrenBuilder_.dispose();
+        childrenBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    public dev.statewright.v1.WorkflowChildren.Builder getChildrenBuilder() {
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return internalGetChildrenFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    public dev.statewright.v1.WorkflowChildrenOrBuilder getChildrenOrBuilder() {
+      if (childrenBuilder_ != null) {
+        return childrenBuilder_.getMessageOrBuilder();
+      } else {
+        return children_ == null ?
+            dev.statewright.v1.WorkflowChildren.getDefaultInstance() : children_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The live child workflows this instance started (a count, and the first
+     * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+     * Unset when it has none.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.WorkflowChildren, dev.statewright.v1.WorkflowChildren.Builder, dev.statewright.v1.WorkflowChildrenOrBuilder> 
+        internalGetChildrenFieldBuilder() {
+      if (childrenBuilder_ == null) {
+        childrenBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.WorkflowChildren, dev.statewright.v1.WorkflowChildren.Builder, dev.statewright.v1.WorkflowChildrenOrBuilder>(
+                getChildren(),
+                getParentForChildren(),
+                isClean());
+        children_ = null;
+      }
+      return childrenBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Workflow)

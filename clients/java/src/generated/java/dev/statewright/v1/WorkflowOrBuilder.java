@@ -431,4 +431,67 @@ public interface WorkflowOrBuilder extends
    * <code>.statewright.v1.FanOutProgress fan_out = 17 [json_name = "fanOut"];</code>
    */
   dev.statewright.v1.FanOutProgressOrBuilder getFanOutOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+   * @return Whether the parent field is set.
+   */
+  boolean hasParent();
+  /**
+   * <pre>
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+   * @return The parent.
+   */
+  dev.statewright.v1.WorkflowParent getParent();
+  /**
+   * <pre>
+   * Output only. The workflow that started this one from a `workflow:` state (a child
+   * workflow), and that state. Unset for an instance that is no child.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowParent parent = 18 [json_name = "parent"];</code>
+   */
+  dev.statewright.v1.WorkflowParentOrBuilder getParentOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+   * @return Whether the children field is set.
+   */
+  boolean hasChildren();
+  /**
+   * <pre>
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+   * @return The children.
+   */
+  dev.statewright.v1.WorkflowChildren getChildren();
+  /**
+   * <pre>
+   * Output only. The live child workflows this instance started (a count, and the first
+   * names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
+   * Unset when it has none.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
+   */
+  dev.statewright.v1.WorkflowChildrenOrBuilder getChildrenOrBuilder();
 }
