@@ -243,8 +243,8 @@ def test_operators_repair_instances_of_their_definitions_and_start_none() -> Non
         # A client starts and signals instances; repairing them is not its to do.
         assert not Principal("key:app", (Grant(Role.CLIENT),)).grants_for(rule)
         assert Principal("key:root", (Grant(Role.ADMIN),)).grants_for(rule)
-    operator = Grant(Role.OPERATOR)
-    assert operator.covers(Role.READER) and not operator.covers(Role.CLIENT)
+    grant = Grant(Role.OPERATOR)
+    assert grant.covers(Role.READER) and not grant.covers(Role.CLIENT)
 
 
 def test_new_key_prints_a_key_whose_entry_authenticates_it(
