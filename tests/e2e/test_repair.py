@@ -51,7 +51,7 @@ transitions:
   - {from: begin, to: intake}
   - {from: charging, to: done}
   - {from: intake, on: submit, to: review}
-  - {from: review, on: approve, to: done}
+  - {from: review, on: approve, to: done, set: {by: "'approver'"}}
   - {from: review, after: 1h, to: escalated}
 """
 
@@ -140,12 +140,20 @@ def test_reset_of_a_completed_instance_to_a_wait_state_rearms_its_timer(client: 
     assert (done.status, done.revision, list(done.timers)) == (COMPLETED, 3, [])
 
     name = f"workflows/{wid}"
-    request = wpb.ResetWorkflowRequest(name=name, to_revision=2, reason="approved by mistake")
+    request = wpb.ResetWorkflowRequest(
+        name=name, to_revision=2, reason="approved by mistake", request_id=uid("key")
+    )
     dry_request = wpb.ResetWorkflowRequest()
     dry_request.CopyFrom(request)
     dry_request.dry_run = True
     dry = client.stub.ResetWorkflow(dry_request, timeout=10)
     assert dry.dry_run and (dry.workflow.status, dry.workflow.state) == (WAITING, "review")
+    (change,) = dry.context_changes
+    assert (change.field, change.before.string_value, change.after.string_value) == (
+        "by",
+        "approver",
+        "",
+    )
     assert [t.after for t in dry.workflow.timers] == ["1h"]
     assert client.get(wid).status == COMPLETED, "a dry run saves nothing"
 
@@ -157,12 +165,19 @@ def test_reset_of_a_completed_instance_to_a_wait_state_rearms_its_timer(client: 
     assert timer.due_time.ToDatetime(tzinfo=UTC) >= before + timedelta(minutes=59)
     assert context_of(workflow)["notes"] == ["in review"], "no entry action ran again"
     assert "approve" in workflow.accepted_events
+    assert not reset.dry_run and list(reset.context_changes) == list(dry.context_changes)
+    # The same request id again: the same answer, and no second step.
+    again = client.stub.ResetWorkflow(request, timeout=10)
+    assert again.workflow.revision == 4 and list(again.context_changes) == list(dry.context_changes)
 
     resumed = client.resume(wid, "approve").workflow
     assert (resumed.status, resumed.revision) == (COMPLETED, 5)
     steps = _steps(client, wid, 5)
     assert [s.event for s in steps] == ["", "submit", "approve", "reset", "approve"]
     assert steps[3].workflow.state == "review"
+    # The finished revision keeps its own context in history after the instance moved on.
+    assert context_of(steps[2].workflow)["by"] == "approver"
+    assert context_of(steps[3].workflow)["by"] == ""
     assert dict(steps[3].input) == {"reason": "approved by mistake", "to_revision": 2}
 
     expect_error(

@@ -61,6 +61,13 @@ class Repairs:
                 metadata={"workflow_id": command.workflow_id, "revision": str(n)},
             )
         row = rows[0]
+        if (row.error or {}).get("reason") == Reason.START_DELAYED:
+            raise errors.FailedPrecondition(
+                f"revision {n} of workflow {command.workflow_id} is its delayed start, which "
+                "has not entered a state yet: reset it to a later revision",
+                reason=Reason.START_DELAYED,
+                metadata={"workflow_id": command.workflow_id, "revision": str(n)},
+            )
         restored = dataclasses.replace(command, state=row.state, context=row.context)
         return await self._repair(restored, dry_run=dry_run, budget=budget)
 
@@ -70,7 +77,14 @@ class Repairs:
         found = await self._reads.get(command.workflow_id)
         before = found.record.context
         if not dry_run:
-            return Repaired(await self._workflows.step(command, budget), before, dry_run)
+            outcome = await self._workflows.step(command, budget)
+            # Its changes are against the revision before its step, as history keeps it:
+            # the instance read above may be older (a race), and the answer to a retried
+            # request id is the step saved then.
+            revision = outcome.record.revision
+            rows = await self._reads.history_after(command.workflow_id, revision - 2, 1)
+            before = rows[0].context if rows and rows[0].revision == revision - 1 else before
+            return Repaired(outcome, before, dry_run)
         record, loaded = found.record, found.loaded
         expected = command.expected()
         if expected and expected != record.revision:
