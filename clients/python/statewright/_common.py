@@ -249,40 +249,22 @@ def cancel_request(
     )
 
 
-def retry_request(
+def repair_fields(
     name: str,
     *,
     reason: str | None,
     expected_revision: int | None,
     request_id: str | None,
     dry_run: bool,
-) -> pb.RetryWorkflowRequest:
-    return pb.RetryWorkflowRequest(
-        name=workflow_name(name),
-        reason=reason or "",
-        expected_revision=expected_revision or 0,
-        request_id=request_id or new_request_id(),
-        dry_run=dry_run,
-    )
-
-
-def reset_request(
-    name: str,
-    to_revision: int,
-    *,
-    reason: str | None,
-    expected_revision: int | None,
-    request_id: str | None,
-    dry_run: bool,
-) -> pb.ResetWorkflowRequest:
-    return pb.ResetWorkflowRequest(
-        name=workflow_name(name),
-        to_revision=to_revision,
-        reason=reason or "",
-        expected_revision=expected_revision or 0,
-        request_id=request_id or new_request_id(),
-        dry_run=dry_run,
-    )
+) -> dict[str, Any]:
+    """The fields RetryWorkflowRequest and ResetWorkflowRequest share, with their defaults."""
+    return {
+        "name": workflow_name(name),
+        "reason": reason or "",
+        "expected_revision": expected_revision or 0,
+        "request_id": request_id or new_request_id(),
+        "dry_run": dry_run,
+    }
 
 
 def repair_result(response: pb.RetryWorkflowResponse | pb.ResetWorkflowResponse) -> RepairResult:

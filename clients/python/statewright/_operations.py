@@ -283,12 +283,14 @@ class Operations:
     ) -> Plan[RepairResult]:
         """Puts a FAILED instance back into the state it failed in (a task that gave up is
         scheduled anew); with ``dry_run``, answers what would happen and saves nothing."""
-        request = _common.retry_request(
-            name,
-            reason=reason,
-            expected_revision=expected_revision,
-            request_id=request_id,
-            dry_run=dry_run,
+        request = pb.RetryWorkflowRequest(
+            **_common.repair_fields(
+                name,
+                reason=reason,
+                expected_revision=expected_revision,
+                request_id=request_id,
+                dry_run=dry_run,
+            )
         )
         response: pb.RetryWorkflowResponse = yield Unary("RetryWorkflow", request, timeout)
         return _common.repair_result(response)
@@ -307,14 +309,14 @@ class Operations:
     ) -> Plan[RepairResult]:
         """Puts any instance back at revision ``to_revision`` of its history: its state and
         context, timers armed anew, its task scheduled anew. Work done since is not undone."""
-        request = _common.reset_request(
+        fields = _common.repair_fields(
             name,
-            to_revision,
             reason=reason,
             expected_revision=expected_revision,
             request_id=request_id,
             dry_run=dry_run,
         )
+        request = pb.ResetWorkflowRequest(to_revision=to_revision, **fields)
         response: pb.ResetWorkflowResponse = yield Unary("ResetWorkflow", request, timeout)
         return _common.repair_result(response)
 
