@@ -180,6 +180,27 @@ def test_reset_from_the_timeline_shows_the_dry_run_first(
     assert "reset" in css(browser, "tr.history-row[data-revision='3']").text
 
 
+def test_retry_is_offered_on_a_failed_instance_and_shows_its_dry_run(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    # 100 / 0 in its first step's guard: it fails at once, and would again.
+    inputs = {"mode": "compute", "divisor": 0}
+    failed = start(http, "fragile", workflowId=uid("browser-retry"), input=inputs)
+    open_page(browser, base_url, f"/workflows/{failed}")
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Failed"
+    )
+    css(browser, "#retry-button").click()
+    dialog = css(browser, "dialog.confirm[open]")
+    assert f"Retry {failed}?" in dialog.text
+    preview = css(browser, "dialog.confirm [data-preview]")
+    # The failure is in its data: the dry run shows it would fail again, and saves nothing.
+    assert "Failed" in preview.text
+    dialog.find_element(By.CSS_SELECTOR, "button[value='keep']").click()
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog.confirm"))
+    assert http.get(f"/api/v1/workflows/{failed}").body["workflow"]["revision"] == "1"
+
+
 def test_a_refused_action_shows_the_server_s_error(
     browser: webdriver.Chrome, base_url: str, http: Http
 ) -> None:
