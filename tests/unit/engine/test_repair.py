@@ -123,3 +123,43 @@ def test_reset_refusals(defn: Definition) -> None:
     with pytest.raises(FailedPrecondition) as refused:
         fsm.reset(defn, waiting, 1, "nowhere", waiting.context)
     assert refused.value.reason == "STATE_NOT_FOUND"
+
+
+MAPPED = """
+name: mapped
+version: 1
+context:
+  lines: {type: list, default: []}
+  charges: {type: list, default: []}
+states:
+  charge_lines:
+    task:
+      queue: payments
+      map: "context.lines"
+      max_concurrency: 2
+      apply: {charges: "results"}
+  done: {}
+transitions:
+  - {from: charge_lines, to: done}
+"""
+
+
+def test_retry_and_reset_of_a_map_state_fan_out_every_item_anew() -> None:
+    defn = load_definition(MAPPED)
+    lines = [{"sku": f"s{i}"} for i in range(3)]
+    started = fsm.start(defn, "m", {"lines": lines}).snapshot
+    failure = {"type": "BROKEN", "message": "no", "details": {}, "attempts": 1}
+    failed = fsm.item_gave_up(
+        defn, started, "charge_lines", revision=1, item=0, failure=failure
+    ).snapshot
+    assert failed.status is Status.FAILED and failed.fan_out is None
+    for result in (
+        fsm.retry(defn, failed),
+        fsm.reset(defn, failed, 1, started.state, started.context),
+    ):
+        assert result.snapshot.status is Status.RUNNING
+        progress = result.snapshot.fan_out
+        assert progress is not None and progress.revision == failed.revision + 1
+        assert progress.total == 3 and (progress.completed, progress.given_up) == (0, 0)
+        # Every item anew, the first max_concurrency offered, the others held.
+        assert [t.item for t in result.task.items] == [0, 1, 2] and result.task.offered == 2
