@@ -144,7 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     new_key.add_argument("name", help="the key's name: its principal is key:NAME")
     new_key.add_argument(
         "--role",
-        choices=("reader", "client", "worker", "admin"),
+        choices=("reader", "client", "worker", "operator", "admin"),
         default="client",
         help="the role the key grants (default client)",
     )

@@ -39,6 +39,11 @@ class Reason(enum.StrEnum):
     LEASE_SUPERSEDED = "LEASE_SUPERSEDED"
     MALFORMED_REQUEST = "MALFORMED_REQUEST"  # a request body that does not decode
     NOT_WAITING = "NOT_WAITING"  # a resume of an instance that is not WAITING
+    NOT_FAILED = "NOT_FAILED"  # a retry of an instance that is not FAILED
+    # a reset to a revision that history does not hold (never saved, or removed)
+    REVISION_NOT_FOUND = "REVISION_NOT_FOUND"
+    # a repair naming a state the instance's definition version does not declare
+    STATE_NOT_FOUND = "STATE_NOT_FOUND"
     # a fire missed: older than the catch-up window when a replica could run it
     SCHEDULE_CATCHUP_PASSED = "SCHEDULE_CATCHUP_PASSED"
     SCHEDULE_CHANGED = "SCHEDULE_CHANGED"  # an update naming a revision the schedule has left

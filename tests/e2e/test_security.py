@@ -43,6 +43,7 @@ KEYS = {
     "payments-worker": "sw-payments-worker-19ab33",
     "admin": "sw-admin-7e22c9",
     "mail-admin": "sw-mail-admin-5a6b7c",
+    "mail-operator": "sw-mail-operator-3c9d0f",
 }
 
 
@@ -90,6 +91,7 @@ def _auth_config(root: Path) -> tuple[Path, Any]:
         + key("payments-worker", "{role: worker, queues: [payments]}")
         + key("admin", "{role: admin}")
         + key("mail-admin", '{role: admin, definitions: ["mail-*"]}')
+        + key("mail-operator", '{role: operator, definitions: ["mail-*"]}')
         + f"jwt:\n  issuer: {ISSUER}\n  audience: statewright\n  jwks_file: jwks.json\n"
         + "  roles_claim: roles\n"
         + "mtls:\n  - {san: 'spiffe://statewright.test/worker/*', grants: [{role: worker}]}\n"
@@ -236,6 +238,26 @@ def test_only_an_admin_may_delete_an_instance(tls: Setup) -> None:
         removed = admin.stub.DeleteWorkflow(request, timeout=10)
         assert removed.workflow.revision == cancelled.revision and not removed.cancelled
         expect_error(lambda: admin.get(started), grpc.StatusCode.NOT_FOUND, "WORKFLOW_NOT_FOUND")
+
+
+def test_an_operator_repairs_instances_of_its_definitions_only(tls: Setup) -> None:
+    with tls.client(KEYS["admin"]) as admin:
+        mail = admin.start("mail-approval", input={"topic": "repair"}).workflow
+        order = admin.start("order-fulfilment", input={"items": ["a"], "price": 1.0}).workflow
+    reset = pb.ResetWorkflowRequest(name=mail.name, to_revision=1, reason="ops", dry_run=True)
+    with tls.client(KEYS["mail-operator"]) as operator:
+        assert operator.stub.ResetWorkflow(reset, timeout=10).dry_run
+        assert operator.get(mail.workflow_id).revision == mail.revision  # an operator reads
+        other = pb.ResetWorkflowRequest(name=order.name, to_revision=1)
+        expect_error(
+            lambda: operator.stub.ResetWorkflow(other, timeout=10), DENIED, "PERMISSION_DENIED"
+        )
+        # Repairing is not starting: an operator starts nothing.
+        expect_error(lambda: operator.start("mail-approval"), DENIED, "PERMISSION_DENIED")
+    with tls.client(KEYS["mail-client"]) as client:
+        expect_error(
+            lambda: client.stub.ResetWorkflow(reset, timeout=10), DENIED, "PERMISSION_DENIED"
+        )
 
 
 def test_a_caller_over_its_rate_gets_resource_exhausted_with_retry_info(tls: Setup) -> None:

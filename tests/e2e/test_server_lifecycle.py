@@ -75,6 +75,12 @@ def well_formed_calls(
             ),
             timeout=5,
         ),
+        "RetryWorkflow": lambda: stub.RetryWorkflow(
+            pb.RetryWorkflowRequest(name=name, dry_run=True), timeout=5
+        ),
+        "ResetWorkflow": lambda: stub.ResetWorkflow(
+            pb.ResetWorkflowRequest(name=name, to_revision=1, dry_run=True), timeout=5
+        ),
     }
 
 
@@ -113,6 +119,12 @@ MALFORMED: list[tuple[str, Callable[[pb_grpc.WorkflowServiceStub], Any], str]] =
         "page_size",
     ),
     ("CancelWorkflow", lambda s: s.CancelWorkflow(pb.CancelWorkflowRequest()), "name"),
+    ("RetryWorkflow", lambda s: s.RetryWorkflow(pb.RetryWorkflowRequest()), "name"),
+    (
+        "ResetWorkflow",
+        lambda s: s.ResetWorkflow(pb.ResetWorkflowRequest(name="workflows/a")),
+        "to_revision",
+    ),
     (
         "SignalWithStartWorkflow",
         lambda s: s.SignalWithStartWorkflow(

@@ -38,6 +38,7 @@ from statewright.errors import (
     WorkflowNotFound,
 )
 from statewright.models import (
+    ContextChange,
     ContextField,
     Definition,
     FanOutProgress,
@@ -45,6 +46,7 @@ from statewright.models import (
     QueueKey,
     QueueSettings,
     QueueStatus,
+    RepairResult,
     SearchField,
     SignalRejection,
     SignalResult,
@@ -76,6 +78,7 @@ __all__ = [
     "AsyncClient",
     "AsyncWorker",
     "Client",
+    "ContextChange",
     "ContextField",
     "DeadlineExceeded",
     "Definition",
@@ -95,6 +98,7 @@ __all__ = [
     "QueueStatus",
     "RateLimited",
     "RecoveryRequired",
+    "RepairResult",
     "ResourceExhausted",
     "RevisionMismatch",
     "RunningTask",

@@ -25,6 +25,8 @@ from google.protobuf import duration_pb2
 
 from statewright.errors import StatewrightError
 from statewright.models import (
+    ContextChange,
+    RepairResult,
     SignalRejection,
     SignalResult,
     SignalWithStartResult,
@@ -244,6 +246,32 @@ def cancel_request(
         reason=reason or "",
         expected_revision=expected_revision or 0,
         request_id=request_id or new_request_id(),
+    )
+
+
+def repair_fields(
+    name: str,
+    *,
+    reason: str | None,
+    expected_revision: int | None,
+    request_id: str | None,
+    dry_run: bool,
+) -> dict[str, Any]:
+    """The fields RetryWorkflowRequest and ResetWorkflowRequest share, with their defaults."""
+    return {
+        "name": workflow_name(name),
+        "reason": reason or "",
+        "expected_revision": expected_revision or 0,
+        "request_id": request_id or new_request_id(),
+        "dry_run": dry_run,
+    }
+
+
+def repair_result(response: pb.RetryWorkflowResponse | pb.ResetWorkflowResponse) -> RepairResult:
+    return RepairResult(
+        workflow=Workflow.from_proto(response.workflow),
+        context_changes=tuple(ContextChange.from_proto(c) for c in response.context_changes),
+        dry_run=response.dry_run,
     )
 
 

@@ -35,6 +35,7 @@ from statewright.models import (
     QueueConfig,
     QueueSettings,
     QueueStatus,
+    RepairResult,
     SignalResult,
     SignalWithStartResult,
     StartResult,
@@ -268,6 +269,56 @@ class Operations:
         )
         response: pb.CancelWorkflowResponse = yield Unary("CancelWorkflow", request, timeout)
         return Workflow.from_proto(response.workflow)
+
+    @returning
+    def retry(
+        self,
+        name: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[RepairResult]:
+        """Puts a FAILED instance back into the state it failed in (a task that gave up is
+        scheduled anew); with ``dry_run``, answers what would happen and saves nothing."""
+        request = pb.RetryWorkflowRequest(
+            **_common.repair_fields(
+                name,
+                reason=reason,
+                expected_revision=expected_revision,
+                request_id=request_id,
+                dry_run=dry_run,
+            )
+        )
+        response: pb.RetryWorkflowResponse = yield Unary("RetryWorkflow", request, timeout)
+        return _common.repair_result(response)
+
+    @returning
+    def reset(
+        self,
+        name: str,
+        to_revision: int,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[RepairResult]:
+        """Puts any instance back at revision ``to_revision`` of its history: its state and
+        context, timers armed anew, its task scheduled anew. Work done since is not undone."""
+        fields = _common.repair_fields(
+            name,
+            reason=reason,
+            expected_revision=expected_revision,
+            request_id=request_id,
+            dry_run=dry_run,
+        )
+        request = pb.ResetWorkflowRequest(to_revision=to_revision, **fields)
+        response: pb.ResetWorkflowResponse = yield Unary("ResetWorkflow", request, timeout)
+        return _common.repair_result(response)
 
     @yielding
     def list_pages(

@@ -16,6 +16,8 @@
     statewright schedule create nightly report --cron "0 2 * * *" --time-zone Europe/Berlin
     statewright schedule get nightly                  # next fires, recent actions, counts
     statewright queue set payments --rate 25 --burst 5  # flow control; queue get / list
+    statewright retry workflows/ID --reason "bank is back" --dry-run  # a FAILED instance
+    statewright reset workflows/ID --to-revision 2 --reason "approved by mistake"
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
 ``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
@@ -51,6 +53,7 @@ from statewright.client import Client
 from statewright.errors import StatewrightError
 from statewright.models import (
     QueueConfig,
+    RepairResult,
     StepResult,
     Task,
     WatchEvent,
@@ -279,6 +282,42 @@ def _cancel(client: Client, args: argparse.Namespace, out: TextIO, form: str) ->
         _print(out, _render.workflow_table(workflow))
     else:
         _emit(out, workflow.to_dict(), compact=args.compact)
+
+
+def _retry(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    repaired = client.retry(
+        args.name,
+        args.reason,
+        expected_revision=args.expected_revision,
+        request_id=args.request_id,
+        dry_run=args.dry_run,
+    )
+    _emit_repair(out, repaired, form, args)
+
+
+def _reset(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    repaired = client.reset(
+        args.name,
+        args.to_revision,
+        args.reason,
+        expected_revision=args.expected_revision,
+        request_id=args.request_id,
+        dry_run=args.dry_run,
+    )
+    _emit_repair(out, repaired, form, args)
+
+
+def _emit_repair(out: TextIO, repaired: RepairResult, form: str, args: argparse.Namespace) -> None:
+    if form != TABLE:
+        _emit(out, repaired.to_dict(), compact=args.compact)
+        return
+    if repaired.dry_run:
+        _print(out, "dry run: nothing was saved; the instance would be")
+    _print(out, _render.workflow_table(repaired.workflow))
+    for change in repaired.context_changes:
+        before = json.dumps(change.before) if change.had_before else "(none)"
+        after = json.dumps(change.after) if change.has_after else "(none)"
+        _print(out, f"context.{change.field}: {before} -> {after}")
 
 
 def _watch(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -690,6 +729,32 @@ def build_parser() -> argparse.ArgumentParser:
     p = command("cancel", Command(_cancel, (JSON, TABLE)), "cancel an instance that has not ended")
     p.add_argument("name", help="workflows/ID or ID")
     p.add_argument("--reason", help="why, recorded with the cancellation")
+    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+
+    repair = "(a saved step with your reason in history; --dry-run shows it and saves nothing)"
+    p = command(
+        "retry",
+        Command(_retry, (JSON, TABLE)),
+        f"put a FAILED instance back into the state it failed in {repair}",
+    )
+    p.add_argument("name", help="workflows/ID or ID")
+    p.add_argument("--reason", help="why, recorded in history")
+    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
+    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+
+    p = command(
+        "reset",
+        Command(_reset, (JSON, TABLE)),
+        f"put an instance back at a revision of its history {repair}",
+    )
+    p.add_argument("name", help="workflows/ID or ID")
+    p.add_argument(
+        "--to-revision", type=int, required=True, metavar="N", help="the revision to go back to"
+    )
+    p.add_argument("--reason", help="why, recorded in history")
+    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
     p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 

@@ -705,6 +705,53 @@ class SignalResult:
 
 
 @dataclass(frozen=True, slots=True)
+class ContextChange:
+    """One context field a repair changes; ``before``/``after`` absent: no value."""
+
+    field: str
+    before: JSONValue
+    after: JSONValue
+    had_before: bool
+    has_after: bool
+
+    @classmethod
+    def from_proto(cls, msg: workflow_service_pb2.ContextChange) -> ContextChange:
+        had, has = msg.HasField("before"), msg.HasField("after")
+        return cls(
+            field=msg.field,
+            before=from_value(msg.before) if had else None,
+            after=from_value(msg.after) if has else None,
+            had_before=had,
+            has_after=has,
+        )
+
+    def to_dict(self) -> JSONObject:
+        out: JSONObject = {"field": self.field}
+        if self.had_before:
+            out["before"] = self.before
+        if self.has_after:
+            out["after"] = self.after
+        return out
+
+
+@dataclass(frozen=True, slots=True)
+class RepairResult:
+    """RetryWorkflow's or ResetWorkflow's answer: the instance after the repair (on a dry
+    run, as it would be: nothing was saved) and the context fields it changes."""
+
+    workflow: Workflow
+    context_changes: tuple[ContextChange, ...]
+    dry_run: bool
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "workflow": self.workflow.to_dict(),
+            "context_changes": [c.to_dict() for c in self.context_changes],
+            "dry_run": self.dry_run,
+        }
+
+
+@dataclass(frozen=True, slots=True)
 class SignalWithStartResult:
     """SignalWithStartWorkflow's answer: ``started`` when this call created the instance
     (its first revision already carries the event); ``accepted`` and ``reason`` as a

@@ -152,6 +152,12 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def CancelWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CancelWorkflow", request, context)
 
+    def RetryWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("RetryWorkflow", request, context)
+
+    def ResetWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("ResetWorkflow", request, context)
+
     def CountWorkflows(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CountWorkflows", request, context)
 

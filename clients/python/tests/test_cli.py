@@ -668,3 +668,28 @@ def test_queue_list_and_get_print_json(fake: FakeServer) -> None:
     status, body, _ = _run(fake, "queue", "get", "payments")
     assert status == 0 and body["config"] is None
     assert body["closed_keys"][0]["key"] == "c-2" and body["closed_keys"][0]["closed_until"]
+
+
+def test_retry_and_reset_pass_every_option_and_print_the_repair(fake: FakeServer) -> None:
+    fake.service.behaviours["RetryWorkflow"] = lambda r, c: pb.RetryWorkflowResponse(
+        workflow=workflow("cli-r"), dry_run=True
+    )
+    fake.service.behaviours["ResetWorkflow"] = lambda r, c: pb.ResetWorkflowResponse(
+        workflow=workflow("cli-r")
+    )
+    status, printed, _ = _run(
+        fake, "retry", "cli-r", "--reason", "bank is back", "--dry-run", "--expected-revision", "2"
+    )
+    assert status == 0 and printed["dry_run"] is True
+    assert printed["workflow"]["workflow_id"] == "cli-r"
+    (retry,) = fake.service.calls("RetryWorkflow")
+    assert (retry.name, retry.reason, retry.expected_revision, retry.dry_run) == (
+        "workflows/cli-r",
+        "bank is back",
+        2,
+        True,
+    )
+    status, printed, _ = _run(fake, "reset", "cli-r", "--to-revision", "3", "--request-id", "k")
+    assert status == 0 and printed["dry_run"] is False
+    (reset,) = fake.service.calls("ResetWorkflow")
+    assert (reset.to_revision, reset.request_id, reset.dry_run) == (3, "k", False)

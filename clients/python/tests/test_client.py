@@ -166,6 +166,38 @@ def test_signal_with_start_sends_every_field_and_reports_started(
         client.signal_with_start("tally", "c", "tick", if_finished="restart")  # type: ignore[arg-type]
 
 
+def test_retry_and_reset_send_every_field_and_return_the_changes(
+    fake: FakeServer, client: Client
+) -> None:
+    after = struct_pb2.Value(string_value="new")
+    changes = [
+        pb.ContextChange(field="by", before=struct_pb2.Value(string_value="old"), after=after)
+    ]
+    fake.service.behaviours["RetryWorkflow"] = lambda r, c: pb.RetryWorkflowResponse(
+        workflow=workflow(status=RUNNING), dry_run=True
+    )
+    fake.service.behaviours["ResetWorkflow"] = _flaky(
+        1, pb.ResetWorkflowResponse(workflow=workflow(status=WAITING), context_changes=changes)
+    )
+    retried = client.retry("w", "bank is back", expected_revision=2, dry_run=True)
+    assert retried.dry_run and retried.workflow.status is WorkflowStatus.RUNNING
+    (request,) = fake.service.calls("RetryWorkflow")
+    assert (request.name, request.reason, request.expected_revision) == (
+        "workflows/w",
+        "bank is back",
+        2,
+    )
+    assert request.dry_run and request.request_id
+    reset = client.reset("workflows/w", 2, "by mistake")
+    assert not reset.dry_run and reset.workflow.status is WorkflowStatus.WAITING
+    assert [c.to_dict() for c in reset.context_changes] == [
+        {"field": "by", "before": "old", "after": "new"}
+    ]
+    first, again = fake.service.calls("ResetWorkflow")
+    assert (first.to_revision, first.reason) == (2, "by mistake")
+    assert again.request_id == first.request_id, "a retried reset is the same request"
+
+
 def test_start_sends_a_start_delay(fake: FakeServer, client: Client) -> None:
     fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
         workflow=workflow(), created=True
@@ -474,7 +506,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}
     unary |= {"create_schedule", "get_schedule", "update_schedule"}
     unary |= {"delete_schedule", "pause_schedule", "unpause_schedule", "trigger_schedule"}
-    unary |= {"backfill_schedule"}
+    unary |= {"backfill_schedule", "retry", "reset"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

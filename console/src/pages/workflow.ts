@@ -15,7 +15,8 @@ import type {
 } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { isTaskState, type Outcome, StateGraph } from "../graph.js";
 import { FanOutCard, fanOutSummary } from "./fan_out.js";
-import type { Page } from "../router.js";
+import { navigate, type Page } from "../router.js";
+import { repairDialog } from "./repair.js";
 import { connection } from "../status.js";
 
 // The timeline opens with this many revisions at most (a watch replays only these); "Load
@@ -299,7 +300,20 @@ export function workflowPage(id: string): Page {
           h("div", {}, h("button", { type: "button", class: "button danger", id: "cancel-button", onclick: () => confirmCancel() }, "Cancel workflow…")),
         );
         const ended = h("p", { class: "empty", id: "actions-ended" });
-        append(actions, resume, signal, idle, cancel, ended);
+        // Repairs: Retry on a FAILED instance here; Reset from any revision of the timeline.
+        const repaired = () => navigate(location.pathname + location.search, true);
+        const retry = h("div", { class: "stack", "data-action": "retry" },
+          h("h3", {}, "Retry"),
+          h("p", { class: "muted" }, "Puts it back into the state it failed in: a task that gave up is scheduled anew."),
+          h("div", {}, h("button", { type: "button", class: "button", id: "retry-button", onclick: () => repairDialog(path, workflow.revision, {
+            kind: "retry",
+            title: `Retry ${id}?`,
+            explain: `It re-enters ${workflow.state ?? "the state"} it failed in, as one saved step.`,
+            confirm: "Retry workflow",
+            body: {},
+          }, repaired) }, "Retry workflow…")),
+        );
+        append(actions, resume, signal, idle, cancel, retry, ended);
         const offer = (select: HTMLSelectElement, events: string[]) => {
           const now = [...select.options].map((o) => o.value);
           if (now.length === events.length && now.every((e, i) => e === events[i])) return;
@@ -325,7 +339,8 @@ export function workflowPage(id: string): Page {
               : "The current state accepts no event.";
           cancel.hidden = over;
           ended.hidden = !over;
-          ended.textContent = over ? `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more.` : "";
+          retry.hidden = workflow.status !== "WORKFLOW_STATUS_FAILED";
+          ended.textContent = over ? `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more, unless it is repaired (a reset to a revision of its history below).` : "";
           actions.dataset.status = workflow.status ?? "";
         };
         const confirmCancel = () => {
@@ -419,8 +434,15 @@ export function workflowPage(id: string): Page {
           const cancelled = isCancellation(step);
           const detailId = `history-detail-${revision}`;
           const toggle = h("button", { type: "button", class: "disclosure", "aria-expanded": "false", "aria-controls": detailId, "aria-label": `Revision ${revision}: input and context change` }, revision) as HTMLButtonElement;
+          const resetButton = h("button", { type: "button", class: "button subtle", "data-reset-revision": revision, onclick: () => repairDialog(path, workflow.revision, {
+            kind: "reset",
+            title: `Reset ${id} to revision ${revision}?`,
+            explain: `It goes back to revision ${revision}'s state and context as one new step: that state's timers are armed anew and its task scheduled anew. What it has open now is cancelled. Work done since (by tasks, outside it) is not undone.`,
+            confirm: `Reset to revision ${revision}`,
+            body: { toRevision: revision },
+          }, repaired) }, `Reset to revision ${revision}…`);
           const detail = h("tr", { class: "history-detail", id: detailId, hidden: "" },
-            h("td", { colspan: "5" }, historyDetail(step, cancelled)));
+            h("td", { colspan: "5" }, historyDetail(step, cancelled), h("div", { class: "repair-from-here" }, resetButton)));
           toggle.addEventListener("click", () => {
             const open = toggle.getAttribute("aria-expanded") !== "true";
             toggle.setAttribute("aria-expanded", String(open));

@@ -22,7 +22,9 @@ from statewrightd.domain import Status
 from statewrightd.engine.commands import (
     CancelCommand,
     RequestKey,
+    ResetCommand,
     ResumeCommand,
+    RetryCommand,
     SignalCommand,
     SignalWithStartCommand,
     StartCommand,
@@ -134,7 +136,11 @@ def signal_with_start_command(
 def _asked(
     workflow_id: str,
     method: str,
-    request: pb.ResumeWorkflowRequest | pb.SignalWorkflowRequest | pb.CancelWorkflowRequest,
+    request: pb.ResumeWorkflowRequest
+    | pb.SignalWorkflowRequest
+    | pb.CancelWorkflowRequest
+    | pb.RetryWorkflowRequest
+    | pb.ResetWorkflowRequest,
 ) -> dict[str, Any]:
     """What every step a caller asks of an instance carries: who asks, the instance, and
     the request's idempotency key (its request id validated here)."""
@@ -181,6 +187,44 @@ def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
         reason=request.reason,
         expected_revision=request.expected_revision,
     )
+
+
+def retry_command(request: pb.RetryWorkflowRequest) -> RetryCommand:
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    asked = _asked(workflow_id, "RetryWorkflow", request)
+    return RetryCommand(
+        **_repair(asked, request.dry_run),
+        reason=request.reason,
+        expected_revision=request.expected_revision,
+    )
+
+
+def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
+    """A reset as asked: the state and context of its revision are read from history
+    before it runs."""
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    if request.to_revision < 1:
+        raise v.invalid(
+            "to_revision",
+            f"to_revision must name a saved revision (1 or more); got {request.to_revision}",
+            value=request.to_revision,
+        )
+    asked = _asked(workflow_id, "ResetWorkflow", request)
+    return ResetCommand(
+        **_repair(asked, request.dry_run),
+        to_revision=request.to_revision,
+        reason=request.reason,
+        expected_revision=request.expected_revision,
+    )
+
+
+def _repair(asked: dict[str, Any], dry_run: bool) -> dict[str, Any]:
+    """A dry run saves nothing, so its request id is no idempotency key."""
+    return {**asked, "request": None} if dry_run else asked
 
 
 def status_filter(status: int) -> Status | None:

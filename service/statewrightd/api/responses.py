@@ -16,6 +16,7 @@ from statewrightd.api.convert import (
     transitions_pb,
     workflow_pb,
 )
+from statewrightd.app.repair import Repaired
 from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import Status
@@ -91,6 +92,37 @@ def cancel_response(outcome: Outcome) -> pb.CancelWorkflowResponse:
         workflow=workflow_pb(
             outcome.record, outcome.loaded.definition, outcome.timers, outcome.task
         )
+    )
+
+
+def _context_changes(repaired: Repaired) -> list[pb.ContextChange]:
+    before, after = repaired.before, repaired.outcome.record.context
+    changes = []
+    for name in sorted(before.keys() | after.keys()):
+        if name in before and name in after and before[name] == after[name]:
+            continue
+        values = {k: m[name] for k, m in (("before", before), ("after", after)) if name in m}
+        change = pb.ContextChange(field=name)
+        struct = dict_to_struct(values)
+        for key in values:
+            getattr(change, key).CopyFrom(struct.fields[key])
+        changes.append(change)
+    return changes
+
+
+def retry_response(repaired: Repaired) -> pb.RetryWorkflowResponse:
+    return pb.RetryWorkflowResponse(
+        workflow=outcome_workflow(repaired.outcome),
+        context_changes=_context_changes(repaired),
+        dry_run=repaired.dry_run,
+    )
+
+
+def reset_response(repaired: Repaired) -> pb.ResetWorkflowResponse:
+    return pb.ResetWorkflowResponse(
+        workflow=outcome_workflow(repaired.outcome),
+        context_changes=_context_changes(repaired),
+        dry_run=repaired.dry_run,
     )
 
 

@@ -71,6 +71,26 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         return responses.cancel_response(await self._app.workflows.step(command, budget(context)))
 
     @unary
+    async def RetryWorkflow(
+        self, request: pb.RetryWorkflowRequest, context: Context
+    ) -> pb.RetryWorkflowResponse:
+        command = requests.retry_command(request)
+        repaired = await self._app.repairs.retry(
+            command, dry_run=request.dry_run, budget=budget(context)
+        )
+        return responses.retry_response(repaired)
+
+    @unary
+    async def ResetWorkflow(
+        self, request: pb.ResetWorkflowRequest, context: Context
+    ) -> pb.ResetWorkflowResponse:
+        command = requests.reset_command(request)
+        repaired = await self._app.repairs.reset(
+            command, dry_run=request.dry_run, budget=budget(context)
+        )
+        return responses.reset_response(repaired)
+
+    @unary
     async def DeleteWorkflow(
         self, request: pb.DeleteWorkflowRequest, context: Context
     ) -> pb.DeleteWorkflowResponse:

@@ -25,6 +25,7 @@ from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
 from statewrightd.app.queues import QueueDesk
 from statewrightd.app.reads import Reads
+from statewrightd.app.repair import Repairs
 from statewrightd.app.schedule_files import ScheduleFiles
 from statewrightd.app.schedules import Schedules
 from statewrightd.app.storage import Storage
@@ -87,6 +88,7 @@ class UseCases:
     diagnostics: Diagnostics
     schedules: Schedules
     queues: QueueDesk
+    repairs: Repairs
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,6 +155,11 @@ class Application:
         parts = self._opened()
         parts.storage.require()
         return parts.cases.queues
+
+    @property
+    def repairs(self) -> Repairs:
+        """Retry and reset of one instance."""
+        return self._opened().cases.repairs
 
     @property
     def diagnostics(self) -> Diagnostics:
@@ -226,7 +233,8 @@ class Application:
                     len(applied),
                     ", ".join(c.queue for c in applied),
                 )
-        cases = UseCases(workflows, reads, tasks, diagnostics, schedules, queues)
+        repairs = Repairs(workflows, clock)
+        cases = UseCases(workflows, reads, tasks, diagnostics, schedules, queues, repairs)
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
         if self.config.definitions_dir is not None:
             self.schedule_files = ScheduleFiles(schedules, self.config.definitions_dir)

@@ -262,6 +262,52 @@ class CancelCommand(StepCommand):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class RetryCommand(StepCommand):
+    """Put a FAILED instance back into the state it failed in (fsm.retry)."""
+
+    kind: ClassVar[str] = "retry"
+    reason: str = ""
+    expected_revision: int = 0
+
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.retry(definition, snapshot)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"reason": self.reason}
+
+    def history_event(self, result: StepResult) -> str | None:
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ResetCommand(StepCommand):
+    """Put an instance back at revision ``to_revision``, whose ``state`` and ``context``
+    are read from history before it runs (fsm.reset; an empty state is refused)."""
+
+    kind: ClassVar[str] = "reset"
+    to_revision: int
+    state: str = ""
+    context: Mapping[str, Any] = field(default_factory=dict)
+    reason: str = ""
+    expected_revision: int = 0
+
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.reset(definition, snapshot, self.to_revision, self.state, self.context)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"reason": self.reason, "to_revision": self.to_revision}
+
+    def history_event(self, result: StepResult) -> str | None:
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimerCommand(StepCommand):
     """A claimed timer came due: fire ``transition`` if the instance still rests in the
     state whose entry (at ``revision``) armed timer ``timer_id``. A timer that does not

@@ -1287,3 +1287,102 @@ def _item_ended(
     results = [ends[i].result for i in range(before.total)]
     failures = [ends[i].error for i in range(before.total)]
     return _applied_then_automatic(step, lambda: step.join(spec, results, failures))
+
+
+# -- repair: retry and reset -----------------------------------------------------------
+
+REPAIR_EVENTS = ("retry", "reset")  # what history shows for a repair's step
+
+# A task that gave up fails the instance with one of these: its retry schedules the task
+# anew rather than re-running the state's entry (which its entering step ran already).
+_GAVE_UP = frozenset({Reason.TASK_FAILED.value, Reason.TASK_TIMED_OUT.value})
+
+
+def retry(defn: Definition, snapshot: Snapshot) -> StepResult:
+    """A FAILED instance re-enters the state it failed in, at the next revision: a task
+    that gave up (or a fan-out past its tolerated failures) is scheduled anew, every item
+    with a fresh set of attempts; any other failure re-runs the state's entry actions
+    from the context it failed with, then rule 2, arming the state's timers."""
+    _check(defn, snapshot)
+    if snapshot.status is not Status.FAILED:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is {snapshot.status}, not FAILED: only a failed "
+            "instance is retried (ResetWorkflow puts any instance back at a revision)",
+            reason=Reason.NOT_FAILED,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+    state = defn.states.get(snapshot.state)
+    if state is None:
+        raise _unknown_state(defn, snapshot, snapshot.state)
+    error = snapshot.error
+    gave_up = error is not None and error.reason in _GAVE_UP and state.task is not None
+    return _reentered(defn, snapshot, snapshot.state, snapshot.context, entry=not gave_up)
+
+
+def reset(
+    defn: Definition,
+    snapshot: Snapshot,
+    to_revision: int,
+    state: str,
+    context: Mapping[str, JSONValue],
+) -> StepResult:
+    """Put the instance back at revision ``to_revision`` (whose ``state`` and ``context``
+    history kept), as a step at the next revision: no action runs; the state's timers are
+    armed anew and its task (or map items) scheduled anew; the status follows from the
+    state by rule 2. Whatever the instance has open now is disarmed and cancelled."""
+    _check(defn, snapshot)
+    if not 1 <= to_revision <= snapshot.revision:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is at revision {snapshot.revision}: there is "
+            f"no revision {to_revision} to reset it to",
+            reason=Reason.REVISION_NOT_FOUND,
+            metadata={"workflow_id": snapshot.workflow_id, "revision": str(to_revision)},
+        )
+    if state not in defn.states:
+        raise _unknown_state(defn, snapshot, state)
+    return _reentered(defn, snapshot, state, context, entry=False)
+
+
+def _unknown_state(defn: Definition, snapshot: Snapshot, state: str) -> FailedPrecondition:
+    return FailedPrecondition(
+        f"{defn.name} v{defn.version} has no state {state!r} to put workflow "
+        f"{snapshot.workflow_id} back in",
+        reason=Reason.STATE_NOT_FOUND,
+        metadata={"workflow_id": snapshot.workflow_id, "state": state},
+    )
+
+
+def _reentered(
+    defn: Definition,
+    snapshot: Snapshot,
+    state: str,
+    context: Mapping[str, JSONValue],
+    *,
+    entry: bool,
+) -> StepResult:
+    """The instance as if it had just entered ``state`` with ``context`` (its entry
+    actions run when ``entry``), settled by rule 2. What it has open now goes in the same
+    step: its timers are disarmed and its tasks cancelled, whatever status it had."""
+    step = _Step(
+        defn,
+        snapshot.workflow_id,
+        state,
+        context,
+        snapshot.revision + 1,
+        "",
+        {},
+        starting=True,  # entered anew: it arms and schedules as a first step does
+    )
+    try:
+        for action in defn.states[state].entry if entry else ():
+            step.run(action)
+    except _StepFailed as failed:
+        result = step.result(Status.FAILED, failed.error)
+    else:
+        result = step.settle_result()
+    live = snapshot.status not in TERMINAL
+    # Its open work ends in this step's transaction: a live instance may have armed timers
+    # and open tasks (a finished one has neither).
+    timers = TimerPlan(disarm=live or result.timers.disarm, arm=result.timers.arm)
+    task = dataclasses.replace(result.task, cancel=live)
+    return dataclasses.replace(result, timers=timers, task=task)

@@ -278,7 +278,9 @@ class WatchFeed:
                         before = row.context
                         last = row.revision
                         sub.seen = max(sub.seen, last)
-                        if row.status in TERMINAL:
+                        # A finished revision that a repair (retry, reset) stepped on
+                        # from is not the end: only the latest known one is.
+                        if row.status in TERMINAL and last >= max(known, sub.latest_known):
                             return
                     if len(rows) >= self._page:
                         continue

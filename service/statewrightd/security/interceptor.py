@@ -96,6 +96,8 @@ class CallGate(grpc.aio.ServerInterceptor):
             "SignalWorkflow": self._instance_definition,
             "CancelWorkflow": self._instance_definition,
             "DeleteWorkflow": self._instance_definition,
+            "RetryWorkflow": self._instance_definition,
+            "ResetWorkflow": self._instance_definition,
             "GetWorkflowDiagnostics": self._instance_definition,
             "HeartbeatTask": self._task_queue,
             "CompleteTask": self._task_queue,

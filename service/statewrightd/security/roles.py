@@ -1,10 +1,11 @@
 """Roles, what each RPC needs, and the grants that give a principal its roles.
 
-Four roles: ``reader`` reads instances and definitions; ``client`` also starts, resumes,
-signals and cancels them; ``worker`` serves task queues (TaskService); ``admin`` may do
-everything, diagnostics included. A grant gives one role, scoped to definition names and
-task queues by glob patterns (``mail-*``, ``payments``); a principal holds any number of
-grants, and a call is allowed by any one of them.
+Five roles: ``reader`` reads instances and definitions; ``client`` also starts, resumes,
+signals and cancels them; ``worker`` serves task queues (TaskService); ``operator`` reads
+and repairs instances (retry, reset); ``admin`` may do everything, diagnostics included.
+A grant gives one role, scoped to definition names and task queues by glob patterns
+(``mail-*``, ``payments``); a principal holds any number of grants, and a call is allowed
+by any one of them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ class Role(enum.StrEnum):
     READER = "reader"
     CLIENT = "client"
     WORKER = "worker"
+    OPERATOR = "operator"
     ADMIN = "admin"
 
 
@@ -28,6 +30,8 @@ _COVERS: Final[dict[Role, frozenset[Role]]] = {
     Role.READER: frozenset({Role.READER}),
     Role.CLIENT: frozenset({Role.READER, Role.CLIENT}),
     Role.WORKER: frozenset({Role.WORKER}),
+    # An operator repairs instances (retry, reset) and reads them; it starts none.
+    Role.OPERATOR: frozenset({Role.READER, Role.OPERATOR}),
     Role.ADMIN: frozenset(Role),
 }
 
@@ -68,6 +72,8 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "GetDiagnostics": MethodRule(Role.ADMIN, Scope.NONE),
     _W + "GetWorkflowDiagnostics": MethodRule(Role.ADMIN, Scope.DEFINITION),
     _W + "DeleteWorkflow": MethodRule(Role.ADMIN, Scope.DEFINITION),
+    _W + "RetryWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
+    _W + "ResetWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
     _T + "PollTasks": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "HeartbeatTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "CompleteTask": MethodRule(Role.WORKER, Scope.QUEUE),

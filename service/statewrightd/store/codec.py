@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from statewrightd.domain import STATUSES, TERMINAL
+from statewrightd.domain import STATUSES
 from statewrightd.errors import InvalidArgument, SerializationError
 from statewrightd.reasons import Reason
 from statewrightd.store.records import (
@@ -243,18 +243,15 @@ def _encode_history(h: HistoryRecord, instance_context: object, encoded: str) ->
     the very dict of its instance row, so it is serialized once; only identity is trusted
     (``==`` would equate 1 and 1.0, which serialize differently).
 
-    The row of a step that finishes its instance stores no context when it is the
-    instance's (``h_context`` None): the instance row keeps it, unchanged from then on, and
-    readers take it from there."""
+    Every row keeps its context, a finishing step's too: a repair (retry, reset) steps a
+    finished instance again, after which its instance row holds another context."""
     w = f"history {h.workflow_id!r}@{h.revision}"
     if h.status not in STATUSES:
         raise SerializationError(f"{w}: unknown status {h.status!r}")
     if not isinstance(h.transitions, list):
         raise SerializationError(f"{w}: transitions must be a list")
-    same = h.context is instance_context
-    context: str | None
-    if same:
-        context = None if h.status in TERMINAL else encoded
+    if h.context is instance_context:
+        context = encoded
     else:
         context = dumps(_require_dict(h.context, f"{w} context"), f"{w} context")
     return {

@@ -213,8 +213,8 @@ SAVE, CREATE = SAVES[False, False], CREATES[False, False]
 # rows travel as one JSON document (json_to_recordset), which saves most of the
 # per-statement cost in both psycopg and PostgreSQL, and costs psycopg one text parameter
 # instead of an array per column. h_context absent (NULL) means "the same as context", so
-# a step's context crosses the wire once; a finished instance's last history row then
-# stores none (readers take the instance row's). The json type (not jsonb) is only scanned once,
+# a step's context crosses the wire once (and every history row stores it: a repair may
+# step a finished instance again). The json type (not jsonb) is only scanned once,
 # and the jsonb columns parse their values straight from it. The planner guesses 100 rows
 # for json_to_recordset whatever the batch: the UPDATE finds its rows through an array
 # of ids (an index scan whatever the table's statistics say), not a join it could plan
@@ -226,10 +226,7 @@ hist AS (
     + HISTORY_COLUMNS
     + """)
     SELECT r.workflow_id, r.revision, r.h_event, r.h_transitions, r.h_state, r.h_status,
-           CASE WHEN r.h_status IN """
-    + _FINISHED
-    + """ THEN r.h_context ELSE COALESCE(r.h_context, r.context) END,
-           r.h_error, r.h_time, r.h_timers, r.h_actor, r.h_input
+           COALESCE(r.h_context, r.context), r.h_error, r.h_time, r.h_timers, r.h_actor, r.h_input
       FROM rows r JOIN changed USING (workflow_id)
 )"""
 )

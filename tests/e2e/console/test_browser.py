@@ -149,6 +149,58 @@ def test_cancel_asks_first_and_then_cancels(
     assert got["status"] == "WORKFLOW_STATUS_CANCELLED"
 
 
+def test_reset_from_the_timeline_shows_the_dry_run_first(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    workflow_id = start(http, "mail-approval", workflowId=uid("browser-reset"))
+    http.post(f"/api/v1/workflows/{workflow_id}/cancel", {"reason": "by mistake"})
+    open_page(browser, base_url, f"/workflows/{workflow_id}")
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Cancelled"
+    )
+    assert not browser.find_element(By.ID, "retry-button").is_displayed()  # not FAILED
+    css(browser, "tr.history-row[data-revision='1'] button.disclosure").click()
+    css(browser, "button[data-reset-revision='1']").click()
+    dialog = css(browser, "dialog.confirm[open]")
+    assert f"Reset {workflow_id} to revision 1?" in dialog.text
+    preview = css(browser, "dialog.confirm [data-preview]")
+    assert "awaiting_approval" in preview.text and "Waiting" in preview.text
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["status"] == "WORKFLOW_STATUS_CANCELLED", "the dry run saved nothing"
+    css(browser, "#reset-reason").send_keys("cancelled the wrong one")
+    css(browser, "#confirm-reset").click()
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Waiting"
+    )
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert (got["status"], got["revision"]) == ("WORKFLOW_STATUS_WAITING", "3")
+    wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.history-row[data-revision='3']")
+    )
+    assert "reset" in css(browser, "tr.history-row[data-revision='3']").text
+
+
+def test_retry_is_offered_on_a_failed_instance_and_shows_its_dry_run(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    # 100 / 0 in its first step's guard: it fails at once, and would again.
+    inputs = {"mode": "compute", "divisor": 0}
+    failed = start(http, "fragile", workflowId=uid("browser-retry"), input=inputs)
+    open_page(browser, base_url, f"/workflows/{failed}")
+    wait_for(
+        browser, lambda d: d.find_element(By.CSS_SELECTOR, ".page-head .badge").text == "Failed"
+    )
+    css(browser, "#retry-button").click()
+    dialog = css(browser, "dialog.confirm[open]")
+    assert f"Retry {failed}?" in dialog.text
+    preview = css(browser, "dialog.confirm [data-preview]")
+    # The failure is in its data: the dry run shows it would fail again, and saves nothing.
+    assert "Failed" in preview.text
+    dialog.find_element(By.CSS_SELECTOR, "button[value='keep']").click()
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, "dialog.confirm"))
+    assert http.get(f"/api/v1/workflows/{failed}").body["workflow"]["revision"] == "1"
+
+
 def test_a_refused_action_shows_the_server_s_error(
     browser: webdriver.Chrome, base_url: str, http: Http
 ) -> None:

@@ -227,7 +227,10 @@ def test_only_the_actions_that_can_work_are_offered(
     assert not any(
         shown(browser, s) for s in ("form[data-action]", "#cancel-button", "#actions-idle")
     )
-    assert "nothing can act on it" in browser.find_element(By.ID, "actions-ended").text
+    assert (
+        "nothing can act on it any more, unless it is repaired"
+        in browser.find_element(By.ID, "actions-ended").text
+    )
     assert not_reloaded(browser)
 
 

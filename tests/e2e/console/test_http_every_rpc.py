@@ -194,6 +194,13 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
 
     cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"
+    back = _ok(http.post(f"{W}/{retried}/reset", {"toRevision": 1}), "ResetWorkflow", seen)
+    assert back["workflow"]["status"] == "WORKFLOW_STATUS_RUNNING"
+    broken = start("fragile", mode="compute", divisor=0)
+    body = {"reason": "walk", "dryRun": True}
+    again = _ok(http.post(f"{W}/{broken}/retry", body), "RetryWorkflow", seen)
+    assert again["dryRun"] is True and again["workflow"]["status"] == "WORKFLOW_STATUS_FAILED"
+    _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     deleted = _ok(http.request("DELETE", f"{W}/{retried}"), "DeleteWorkflow", seen)
     assert deleted["workflow"]["workflowId"] == retried
     assert http.get(f"{W}/{retried}").status == 404

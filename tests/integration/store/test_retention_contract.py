@@ -203,13 +203,13 @@ def test_a_finished_instance_goes_with_everything_of_it_once_due(
     assert repo.load("w-all").expire_time == T0 + HOUR
     before = counts(db_url, "w-all")
     # The finishing step carried a request id (each row its own statement on PostgreSQL):
-    # its history row, too, leaves the context to the instance row.
+    # its history row keeps its context too (a repair may step the instance again).
     stored = raw_rows(
         db_url,
         "SELECT context IS NULL FROM workflow_history WHERE workflow_id = ? AND revision = 2",
         ("w-all",),
     )
-    assert [bool(r[0]) for r in stored] == [True]
+    assert [bool(r[0]) for r in stored] == [False]
     assert repo.history_after("w-all", 1, 10)[0].context == done.context
     assert before == {
         t: (2 if t in ("workflow_history", "workflow_requests") else 1) for t in TABLES
@@ -302,10 +302,10 @@ def test_an_id_used_again_after_its_purge_is_a_new_instance(repo: Repository) ->
     assert tombstone is not None and tombstone.expire_time == T0 + 5 * HOUR
 
 
-# -- compact history -------------------------------------------------------------------
+# -- history contexts -----------------------------------------------------------------
 
 
-def test_a_finished_instances_last_history_row_reads_the_instances_context(
+def test_a_finished_instances_last_history_row_keeps_its_own_context(
     repo: Repository, db_url: str
 ) -> None:
     moves: list[dict[str, Any]] = [
@@ -334,7 +334,9 @@ def test_a_finished_instances_last_history_row_reads_the_instances_context(
         " ORDER BY revision",
         ("h1",),
     )
-    assert [(r, bool(null)) for r, null in stored] == [(1, False), (2, True)]
+    # Kept whole: a repair (retry, reset) steps a finished instance again, after which
+    # the instance row holds another context.
+    assert [(r, bool(null)) for r, null in stored] == [(1, False), (2, False)]
 
 
 def test_a_last_row_with_a_context_of_its_own_keeps_it(repo: Repository) -> None:

@@ -20,6 +20,7 @@ from statewrightd.security.roles import (
     METHOD_RULES,
     Grant,
     MethodRule,
+    Principal,
     Role,
     Scope,
     allows,
@@ -228,6 +229,22 @@ def test_readers_see_schedules_and_only_admins_change_them() -> None:
     # A client, even of the schedule's definition, does not reach them: the starts a
     # schedule makes are the server's own, at times to come.
     assert not Grant(Role.CLIENT, definitions=("mail-*",)).covers(Role.ADMIN)
+
+
+def test_operators_repair_instances_of_their_definitions_and_start_none() -> None:
+    service = "/statewright.v1.WorkflowService/"
+    for method in ("RetryWorkflow", "ResetWorkflow"):
+        rule = METHOD_RULES[service + method]
+        assert rule == MethodRule(Role.OPERATOR, Scope.DEFINITION)
+        operator = Principal("key:ops", (Grant(Role.OPERATOR, definitions=("mail-*",)),))
+        grants = operator.grants_for(rule)
+        assert allows(grants, Scope.DEFINITION, "mail-approval")
+        assert not allows(grants, Scope.DEFINITION, "order-fulfilment")
+        # A client starts and signals instances; repairing them is not its to do.
+        assert not Principal("key:app", (Grant(Role.CLIENT),)).grants_for(rule)
+        assert Principal("key:root", (Grant(Role.ADMIN),)).grants_for(rule)
+    grant = Grant(Role.OPERATOR)
+    assert grant.covers(Role.READER) and not grant.covers(Role.CLIENT)
 
 
 def test_new_key_prints_a_key_whose_entry_authenticates_it(

@@ -66,6 +66,14 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.WorkflowService",
           "method": "SignalWithStartWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "RetryWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "ResetWorkflow"
         }
       ],
       "timeout": "30s",

@@ -2294,6 +2294,372 @@ func (x *SignalWithStartWorkflowResponse) GetTransitions() []*Transition {
 	return nil
 }
 
+// One context field a repair changes (a dry run's answer shows them before anything is
+// saved).
+type ContextChange struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The context field's name.
+	Field string `protobuf:"bytes,1,opt,name=field,proto3" json:"field,omitempty"`
+	// Output only. Its value before the repair (absent: the field had no value).
+	Before *structpb.Value `protobuf:"bytes,2,opt,name=before,proto3" json:"before,omitempty"`
+	// Output only. Its value after the repair (absent: the field has no value).
+	After         *structpb.Value `protobuf:"bytes,3,opt,name=after,proto3" json:"after,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ContextChange) Reset() {
+	*x = ContextChange{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[30]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ContextChange) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ContextChange) ProtoMessage() {}
+
+func (x *ContextChange) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[30]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ContextChange.ProtoReflect.Descriptor instead.
+func (*ContextChange) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{30}
+}
+
+func (x *ContextChange) GetField() string {
+	if x != nil {
+		return x.Field
+	}
+	return ""
+}
+
+func (x *ContextChange) GetBefore() *structpb.Value {
+	if x != nil {
+		return x.Before
+	}
+	return nil
+}
+
+func (x *ContextChange) GetAfter() *structpb.Value {
+	if x != nil {
+		return x.After
+	}
+	return nil
+}
+
+// Request of RetryWorkflow.
+type RetryWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. Why the instance is retried, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the retry applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer what the retry would do (state, context, timers, task) and save nothing.
+	DryRun        bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryWorkflowRequest) Reset() {
+	*x = RetryWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[31]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryWorkflowRequest) ProtoMessage() {}
+
+func (x *RetryWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[31]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*RetryWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{31}
+}
+
+func (x *RetryWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *RetryWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *RetryWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *RetryWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *RetryWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of RetryWorkflow.
+type RetryWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the retry (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. The context fields the retry changes.
+	ContextChanges []*ContextChange `protobuf:"bytes,2,rep,name=context_changes,json=contextChanges,proto3" json:"context_changes,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RetryWorkflowResponse) Reset() {
+	*x = RetryWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[32]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RetryWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RetryWorkflowResponse) ProtoMessage() {}
+
+func (x *RetryWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[32]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RetryWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*RetryWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{32}
+}
+
+func (x *RetryWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *RetryWorkflowResponse) GetContextChanges() []*ContextChange {
+	if x != nil {
+		return x.ContextChanges
+	}
+	return nil
+}
+
+func (x *RetryWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Request of ResetWorkflow.
+type ResetWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Required. The saved revision to put the instance back at (its history must hold it).
+	ToRevision int64 `protobuf:"varint,2,opt,name=to_revision,json=toRevision,proto3" json:"to_revision,omitempty"`
+	// Optional. Why the instance is reset, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,3,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the reset applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,4,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer what the reset would do (state, context, timers, task) and save nothing.
+	DryRun        bool `protobuf:"varint,6,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetWorkflowRequest) Reset() {
+	*x = ResetWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[33]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetWorkflowRequest) ProtoMessage() {}
+
+func (x *ResetWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[33]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*ResetWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{33}
+}
+
+func (x *ResetWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *ResetWorkflowRequest) GetToRevision() int64 {
+	if x != nil {
+		return x.ToRevision
+	}
+	return 0
+}
+
+func (x *ResetWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *ResetWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *ResetWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *ResetWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of ResetWorkflow.
+type ResetWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the reset (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. The context fields the reset changes.
+	ContextChanges []*ContextChange `protobuf:"bytes,2,rep,name=context_changes,json=contextChanges,proto3" json:"context_changes,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,3,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResetWorkflowResponse) Reset() {
+	*x = ResetWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[34]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResetWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResetWorkflowResponse) ProtoMessage() {}
+
+func (x *ResetWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[34]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResetWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*ResetWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{34}
+}
+
+func (x *ResetWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *ResetWorkflowResponse) GetContextChanges() []*ContextChange {
+	if x != nil {
+		return x.ContextChanges
+	}
+	return nil
+}
+
+func (x *ResetWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
@@ -2455,7 +2821,35 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\astarted\x18\x02 \x01(\bR\astarted\x12\x1a\n" +
 	"\baccepted\x18\x03 \x01(\bR\baccepted\x127\n" +
 	"\x06reason\x18\x04 \x01(\x0e2\x1f.statewright.v1.SignalRejectionR\x06reason\x12<\n" +
-	"\vtransitions\x18\x05 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions*s\n" +
+	"\vtransitions\x18\x05 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\"\x83\x01\n" +
+	"\rContextChange\x12\x14\n" +
+	"\x05field\x18\x01 \x01(\tR\x05field\x12.\n" +
+	"\x06before\x18\x02 \x01(\v2\x16.google.protobuf.ValueR\x06before\x12,\n" +
+	"\x05after\x18\x03 \x01(\v2\x16.google.protobuf.ValueR\x05after\"\xa7\x01\n" +
+	"\x14RetryWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"\xae\x01\n" +
+	"\x15RetryWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12F\n" +
+	"\x0fcontext_changes\x18\x02 \x03(\v2\x1d.statewright.v1.ContextChangeR\x0econtextChanges\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\xc8\x01\n" +
+	"\x14ResetWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
+	"\vto_revision\x18\x02 \x01(\x03R\n" +
+	"toRevision\x12\x16\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x04 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x05 \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\x06 \x01(\bR\x06dryRun\"\xae\x01\n" +
+	"\x15ResetWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12F\n" +
+	"\x0fcontext_changes\x18\x02 \x03(\v2\x1d.statewright.v1.ContextChangeR\x0econtextChanges\x12\x17\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun*s\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
@@ -2473,7 +2867,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x10IfFinishedPolicy\x12\"\n" +
 	"\x1eIF_FINISHED_POLICY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19IF_FINISHED_POLICY_REFUSE\x10\x01\x12 \n" +
-	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x022\xca\x0f\n" +
+	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x022\xe2\x11\n" +
 	"\x0fWorkflowService\x12z\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
@@ -2488,7 +2882,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0fListDefinitions\x12&.statewright.v1.ListDefinitionsRequest\x1a'.statewright.v1.ListDefinitionsResponse\"\x1b\x82\xd3\xe4\x93\x02\x15\x12\x13/api/v1/definitions\x12\xad\x01\n" +
 	"\rGetDefinition\x12$.statewright.v1.GetDefinitionRequest\x1a%.statewright.v1.GetDefinitionResponse\"O\x82\xd3\xe4\x93\x02IZ\x1e\x12\x1c/api/v1/{name=definitions/*}\x12'/api/v1/{name=definitions/*/versions/*}\x12\x80\x01\n" +
 	"\x0eCountWorkflows\x12%.statewright.v1.CountWorkflowsRequest\x1a&.statewright.v1.CountWorkflowsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/workflows:count\x12\xa8\x01\n" +
-	"\x17SignalWithStartWorkflow\x12..statewright.v1.SignalWithStartWorkflowRequest\x1a/.statewright.v1.SignalWithStartWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/workflows:signalWithStartBs\n" +
+	"\x17SignalWithStartWorkflow\x12..statewright.v1.SignalWithStartWorkflowRequest\x1a/.statewright.v1.SignalWithStartWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/workflows:signalWithStart\x12\x89\x01\n" +
+	"\rRetryWorkflow\x12$.statewright.v1.RetryWorkflowRequest\x1a%.statewright.v1.RetryWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/retry\x12\x89\x01\n" +
+	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/resetBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -2504,7 +2900,7 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 30)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                     // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                    // 1: statewright.v1.SignalRejection
@@ -2540,100 +2936,115 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*StatusCount)(nil),                     // 31: statewright.v1.StatusCount
 	(*SignalWithStartWorkflowRequest)(nil),  // 32: statewright.v1.SignalWithStartWorkflowRequest
 	(*SignalWithStartWorkflowResponse)(nil), // 33: statewright.v1.SignalWithStartWorkflowResponse
-	(*structpb.Struct)(nil),                 // 34: google.protobuf.Struct
-	(*durationpb.Duration)(nil),             // 35: google.protobuf.Duration
-	(*Workflow)(nil),                        // 36: statewright.v1.Workflow
-	(*Transition)(nil),                      // 37: statewright.v1.Transition
-	(WorkflowStatus)(0),                     // 38: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                  // 39: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),            // 40: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),            // 41: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),          // 42: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),              // 43: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                       // 44: statewright.v1.BuildInfo
-	(*TimerDiagnostics)(nil),                // 45: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),            // 46: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),            // 47: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),             // 48: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                      // 49: statewright.v1.Definition
+	(*ContextChange)(nil),                   // 34: statewright.v1.ContextChange
+	(*RetryWorkflowRequest)(nil),            // 35: statewright.v1.RetryWorkflowRequest
+	(*RetryWorkflowResponse)(nil),           // 36: statewright.v1.RetryWorkflowResponse
+	(*ResetWorkflowRequest)(nil),            // 37: statewright.v1.ResetWorkflowRequest
+	(*ResetWorkflowResponse)(nil),           // 38: statewright.v1.ResetWorkflowResponse
+	(*structpb.Struct)(nil),                 // 39: google.protobuf.Struct
+	(*durationpb.Duration)(nil),             // 40: google.protobuf.Duration
+	(*Workflow)(nil),                        // 41: statewright.v1.Workflow
+	(*Transition)(nil),                      // 42: statewright.v1.Transition
+	(WorkflowStatus)(0),                     // 43: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                  // 44: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),            // 45: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),            // 46: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),          // 47: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),              // 48: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                       // 49: statewright.v1.BuildInfo
+	(*TimerDiagnostics)(nil),                // 50: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),            // 51: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),            // 52: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),             // 53: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                      // 54: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	34, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	39, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	35, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
-	36, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	37, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	34, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	36, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	37, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	34, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	40, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
+	41, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	42, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	39, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	41, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	42, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	39, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 9: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	36, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	37, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	36, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	38, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	36, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	36, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	36, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	41, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	42, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	41, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	43, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	41, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	41, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	41, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	2,  // 17: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	37, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	36, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	34, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	42, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	41, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	39, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
 	20, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	39, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	40, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	41, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	42, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	43, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	44, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	35, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	45, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	46, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	47, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	48, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	49, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	49, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	44, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	45, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	46, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	47, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	48, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	49, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	40, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	50, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	51, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	52, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	53, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	54, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	54, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
 	31, // 35: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
-	38, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
-	34, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
-	34, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	43, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
+	39, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	39, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	3,  // 39: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
-	36, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	41, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	1,  // 41: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	37, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	4,  // 43: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	6,  // 44: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	8,  // 45: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	10, // 46: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	12, // 47: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	14, // 48: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	16, // 49: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	18, // 50: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	21, // 51: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	23, // 52: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	25, // 53: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	27, // 54: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	29, // 55: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
-	32, // 56: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
-	5,  // 57: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	7,  // 58: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	9,  // 59: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	11, // 60: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	13, // 61: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	15, // 62: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	17, // 63: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	19, // 64: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	22, // 65: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	24, // 66: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	26, // 67: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	28, // 68: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	30, // 69: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
-	33, // 70: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
-	57, // [57:71] is the sub-list for method output_type
-	43, // [43:57] is the sub-list for method input_type
-	43, // [43:43] is the sub-list for extension type_name
-	43, // [43:43] is the sub-list for extension extendee
-	0,  // [0:43] is the sub-list for field type_name
+	42, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	44, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
+	44, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
+	41, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 46: statewright.v1.RetryWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
+	41, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	34, // 48: statewright.v1.ResetWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
+	4,  // 49: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	6,  // 50: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	8,  // 51: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	10, // 52: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	12, // 53: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	14, // 54: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	16, // 55: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	18, // 56: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	21, // 57: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	23, // 58: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	25, // 59: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	27, // 60: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	29, // 61: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
+	32, // 62: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
+	35, // 63: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
+	37, // 64: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
+	5,  // 65: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	7,  // 66: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	9,  // 67: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	11, // 68: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	13, // 69: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	15, // 70: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	17, // 71: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	19, // 72: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	22, // 73: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	24, // 74: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	26, // 75: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	28, // 76: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	30, // 77: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
+	33, // 78: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
+	36, // 79: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
+	38, // 80: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
+	65, // [65:81] is the sub-list for method output_type
+	49, // [49:65] is the sub-list for method input_type
+	49, // [49:49] is the sub-list for extension type_name
+	49, // [49:49] is the sub-list for extension extendee
+	0,  // [0:49] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -2651,7 +3062,7 @@ func file_statewright_v1_workflow_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   30,
+			NumMessages:   35,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

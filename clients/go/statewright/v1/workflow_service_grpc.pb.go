@@ -33,6 +33,8 @@ const (
 	WorkflowService_GetDefinition_FullMethodName           = "/statewright.v1.WorkflowService/GetDefinition"
 	WorkflowService_CountWorkflows_FullMethodName          = "/statewright.v1.WorkflowService/CountWorkflows"
 	WorkflowService_SignalWithStartWorkflow_FullMethodName = "/statewright.v1.WorkflowService/SignalWithStartWorkflow"
+	WorkflowService_RetryWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/RetryWorkflow"
+	WorkflowService_ResetWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/ResetWorkflow"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -72,6 +74,15 @@ type WorkflowServiceClient interface {
 	// Starts the instance if it does not exist and delivers an event to it, in one saved
 	// step; delivers the event as SignalWorkflow does when it exists.
 	SignalWithStartWorkflow(ctx context.Context, in *SignalWithStartWorkflowRequest, opts ...grpc.CallOption) (*SignalWithStartWorkflowResponse, error)
+	// Puts a FAILED instance back into the state it failed in, as one saved step: a task
+	// that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+	// the state's entry actions. With dry_run, returns what would happen and saves nothing.
+	RetryWorkflow(ctx context.Context, in *RetryWorkflowRequest, opts ...grpc.CallOption) (*RetryWorkflowResponse, error)
+	// Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+	// one saved step: that revision's state and context, its timers armed anew, its task
+	// scheduled anew; what the instance has open is cancelled in the same step. Work done
+	// since that revision (by tasks, outside the instance) is not undone.
+	ResetWorkflow(ctx context.Context, in *ResetWorkflowRequest, opts ...grpc.CallOption) (*ResetWorkflowResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -231,6 +242,26 @@ func (c *workflowServiceClient) SignalWithStartWorkflow(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *workflowServiceClient) RetryWorkflow(ctx context.Context, in *RetryWorkflowRequest, opts ...grpc.CallOption) (*RetryWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(RetryWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_RetryWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workflowServiceClient) ResetWorkflow(ctx context.Context, in *ResetWorkflowRequest, opts ...grpc.CallOption) (*ResetWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ResetWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_ResetWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -268,6 +299,15 @@ type WorkflowServiceServer interface {
 	// Starts the instance if it does not exist and delivers an event to it, in one saved
 	// step; delivers the event as SignalWorkflow does when it exists.
 	SignalWithStartWorkflow(context.Context, *SignalWithStartWorkflowRequest) (*SignalWithStartWorkflowResponse, error)
+	// Puts a FAILED instance back into the state it failed in, as one saved step: a task
+	// that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+	// the state's entry actions. With dry_run, returns what would happen and saves nothing.
+	RetryWorkflow(context.Context, *RetryWorkflowRequest) (*RetryWorkflowResponse, error)
+	// Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+	// one saved step: that revision's state and context, its timers armed anew, its task
+	// scheduled anew; what the instance has open is cancelled in the same step. Work done
+	// since that revision (by tasks, outside the instance) is not undone.
+	ResetWorkflow(context.Context, *ResetWorkflowRequest) (*ResetWorkflowResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -319,6 +359,12 @@ func (UnimplementedWorkflowServiceServer) CountWorkflows(context.Context, *Count
 }
 func (UnimplementedWorkflowServiceServer) SignalWithStartWorkflow(context.Context, *SignalWithStartWorkflowRequest) (*SignalWithStartWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method SignalWithStartWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) RetryWorkflow(context.Context, *RetryWorkflowRequest) (*RetryWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method RetryWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) ResetWorkflow(context.Context, *ResetWorkflowRequest) (*ResetWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method ResetWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -586,6 +632,42 @@ func _WorkflowService_SignalWithStartWorkflow_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_RetryWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(RetryWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).RetryWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_RetryWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).RetryWorkflow(ctx, req.(*RetryWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkflowService_ResetWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(ResetWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).ResetWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_ResetWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).ResetWorkflow(ctx, req.(*ResetWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -644,6 +726,14 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SignalWithStartWorkflow",
 			Handler:    _WorkflowService_SignalWithStartWorkflow_Handler,
+		},
+		{
+			MethodName: "RetryWorkflow",
+			Handler:    _WorkflowService_RetryWorkflow_Handler,
+		},
+		{
+			MethodName: "ResetWorkflow",
+			Handler:    _WorkflowService_ResetWorkflow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -1202,3 +1202,187 @@ class SignalWithStartWorkflowResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___SignalWithStartWorkflowResponse: _TypeAlias = SignalWithStartWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class ContextChange(_message.Message):
+    """One context field a repair changes (a dry run's answer shows them before anything is
+    saved).
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FIELD_FIELD_NUMBER: _builtins.int
+    BEFORE_FIELD_NUMBER: _builtins.int
+    AFTER_FIELD_NUMBER: _builtins.int
+    field: _builtins.str
+    """Output only. The context field's name."""
+    @_builtins.property
+    def before(self) -> _struct_pb2.Value:
+        """Output only. Its value before the repair (absent: the field had no value)."""
+
+    @_builtins.property
+    def after(self) -> _struct_pb2.Value:
+        """Output only. Its value after the repair (absent: the field has no value)."""
+
+    def __init__(
+        self,
+        *,
+        field: _builtins.str = ...,
+        before: _struct_pb2.Value | None = ...,
+        after: _struct_pb2.Value | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["after", b"after", "before", b"before", "field", b"field"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ContextChange: _TypeAlias = ContextChange  # noqa: Y015
+
+@_typing.final
+class RetryWorkflowRequest(_message.Message):
+    """Request of RetryWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    EXPECTED_REVISION_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. The instance's resource name, `workflows/{workflow_id}`."""
+    reason: _builtins.str
+    """Optional. Why the instance is retried, recorded in its history with the caller."""
+    expected_revision: _builtins.int
+    """Optional. When non-zero, the retry applies only if the stored revision equals it."""
+    request_id: _builtins.str
+    """Optional. An idempotency key: a retry with the same key returns the original response."""
+    dry_run: _builtins.bool
+    """Optional. Answer what the retry would do (state, context, timers, task) and save nothing."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        expected_revision: _builtins.int = ...,
+        request_id: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "expected_revision", b"expected_revision", "name", b"name", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetryWorkflowRequest: _TypeAlias = RetryWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class RetryWorkflowResponse(_message.Message):
+    """Response of RetryWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    CONTEXT_CHANGES_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Output only. Whether this was a dry run (nothing was saved)."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance after the retry (on a dry run: as it would be; unsaved)."""
+
+    @_builtins.property
+    def context_changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextChange]:
+        """Output only. The context fields the retry changes."""
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        context_changes: _abc.Iterable[Global___ContextChange] | None = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_changes", b"context_changes", "dry_run", b"dry_run", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___RetryWorkflowResponse: _TypeAlias = RetryWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class ResetWorkflowRequest(_message.Message):
+    """Request of ResetWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TO_REVISION_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    EXPECTED_REVISION_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. The instance's resource name, `workflows/{workflow_id}`."""
+    to_revision: _builtins.int
+    """Required. The saved revision to put the instance back at (its history must hold it)."""
+    reason: _builtins.str
+    """Optional. Why the instance is reset, recorded in its history with the caller."""
+    expected_revision: _builtins.int
+    """Optional. When non-zero, the reset applies only if the stored revision equals it."""
+    request_id: _builtins.str
+    """Optional. An idempotency key: a retry with the same key returns the original response."""
+    dry_run: _builtins.bool
+    """Optional. Answer what the reset would do (state, context, timers, task) and save nothing."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        to_revision: _builtins.int = ...,
+        reason: _builtins.str = ...,
+        expected_revision: _builtins.int = ...,
+        request_id: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "expected_revision", b"expected_revision", "name", b"name", "reason", b"reason", "request_id", b"request_id", "to_revision", b"to_revision"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResetWorkflowRequest: _TypeAlias = ResetWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class ResetWorkflowResponse(_message.Message):
+    """Response of ResetWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    CONTEXT_CHANGES_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Output only. Whether this was a dry run (nothing was saved)."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance after the reset (on a dry run: as it would be; unsaved)."""
+
+    @_builtins.property
+    def context_changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextChange]:
+        """Output only. The context fields the reset changes."""
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        context_changes: _abc.Iterable[Global___ContextChange] | None = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_changes", b"context_changes", "dry_run", b"dry_run", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ResetWorkflowResponse: _TypeAlias = ResetWorkflowResponse  # noqa: Y015

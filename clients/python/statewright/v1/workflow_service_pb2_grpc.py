@@ -105,6 +105,16 @@ class WorkflowServiceStub:
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowRequest.SerializeToString,
                 response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowResponse.FromString,
                 _registered_method=True)
+        self.RetryWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/RetryWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.RetryWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.RetryWorkflowResponse.FromString,
+                _registered_method=True)
+        self.ResetWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/ResetWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -212,6 +222,25 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def RetryWorkflow(self, request, context):
+        """Puts a FAILED instance back into the state it failed in, as one saved step: a task
+        that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+        the state's entry actions. With dry_run, returns what would happen and saves nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResetWorkflow(self, request, context):
+        """Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+        one saved step: that revision's state and context, its timers armed anew, its task
+        scheduled anew; what the instance has open is cancelled in the same step. Work done
+        since that revision (by tasks, outside the instance) is not undone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -284,6 +313,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.SignalWithStartWorkflow,
                     request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowRequest.FromString,
                     response_serializer=statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowResponse.SerializeToString,
+            ),
+            'RetryWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.RetryWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.RetryWorkflowResponse.SerializeToString,
+            ),
+            'ResetWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResetWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -665,6 +704,60 @@ class WorkflowService:
             '/statewright.v1.WorkflowService/SignalWithStartWorkflow',
             statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowRequest.SerializeToString,
             statewright_dot_v1_dot_workflow__service__pb2.SignalWithStartWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/RetryWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.RetryWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.RetryWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResetWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/ResetWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -66,6 +66,17 @@ class WorkflowServiceStub:
     """Starts the instance if it does not exist and delivers an event to it, in one saved
     step; delivers the event as SignalWorkflow does when it exists.
     """
+    RetryWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.RetryWorkflowRequest, _workflow_service_pb2.RetryWorkflowResponse]
+    """Puts a FAILED instance back into the state it failed in, as one saved step: a task
+    that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+    the state's entry actions. With dry_run, returns what would happen and saves nothing.
+    """
+    ResetWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.ResetWorkflowRequest, _workflow_service_pb2.ResetWorkflowResponse]
+    """Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+    one saved step: that revision's state and context, its timers armed anew, its task
+    scheduled anew; what the instance has open is cancelled in the same step. Work done
+    since that revision (by tasks, outside the instance) is not undone.
+    """
 
 @_typing.type_check_only
 class WorkflowServiceAsyncStub(WorkflowServiceStub):
@@ -104,6 +115,17 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     SignalWithStartWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.SignalWithStartWorkflowRequest, _workflow_service_pb2.SignalWithStartWorkflowResponse]  # type: ignore[assignment]
     """Starts the instance if it does not exist and delivers an event to it, in one saved
     step; delivers the event as SignalWorkflow does when it exists.
+    """
+    RetryWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.RetryWorkflowRequest, _workflow_service_pb2.RetryWorkflowResponse]  # type: ignore[assignment]
+    """Puts a FAILED instance back into the state it failed in, as one saved step: a task
+    that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+    the state's entry actions. With dry_run, returns what would happen and saves nothing.
+    """
+    ResetWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.ResetWorkflowRequest, _workflow_service_pb2.ResetWorkflowResponse]  # type: ignore[assignment]
+    """Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+    one saved step: that revision's state and context, its timers armed anew, its task
+    scheduled anew; what the instance has open is cancelled in the same step. Work done
+    since that revision (by tasks, outside the instance) is not undone.
     """
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -224,6 +246,29 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
     ) -> _typing.Union[_workflow_service_pb2.SignalWithStartWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.SignalWithStartWorkflowResponse]]:
         """Starts the instance if it does not exist and delivers an event to it, in one saved
         step; delivers the event as SignalWorkflow does when it exists.
+        """
+
+    @_abc_1.abstractmethod
+    def RetryWorkflow(
+        self,
+        request: _workflow_service_pb2.RetryWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.RetryWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.RetryWorkflowResponse]]:
+        """Puts a FAILED instance back into the state it failed in, as one saved step: a task
+        that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+        the state's entry actions. With dry_run, returns what would happen and saves nothing.
+        """
+
+    @_abc_1.abstractmethod
+    def ResetWorkflow(
+        self,
+        request: _workflow_service_pb2.ResetWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.ResetWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.ResetWorkflowResponse]]:
+        """Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+        one saved step: that revision's state and context, its timers armed anew, its task
+        scheduled anew; what the instance has open is cancelled in the same step. Work done
+        since that revision (by tasks, outside the instance) is not undone.
         """
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

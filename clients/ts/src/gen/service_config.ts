@@ -65,6 +65,14 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.WorkflowService",
           "method": "SignalWithStartWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "RetryWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "ResetWorkflow"
         }
       ],
       "timeout": "30s",

@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSLvAQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3citgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJEg4KBmZpbHRlchgHIAEoCSJdChVMaXN0V29ya2Zsb3dzUmVzcG9uc2USKwoJd29ya2Zsb3dzGAEgAygLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImQKFUNhbmNlbFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJIkQKFkNhbmNlbFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdyJ0ChVEZWxldGVXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEg0KBWZvcmNlGAQgASgIEhUKDWFsbG93X21pc3NpbmcYBSABKAgiVwoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhEKCWNhbmNlbGxlZBgCIAEoCCJUChRXYXRjaFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3JldmlzaW9uGAIgASgDSACIAQFCEQoPX2FmdGVyX3JldmlzaW9uIrgCChVXYXRjaFdvcmtmbG93UmVzcG9uc2USLAoEdHlwZRgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldhdGNoRXZlbnRUeXBlEhAKCHJldmlzaW9uGAIgASgDEi8KC3RyYW5zaXRpb25zGAMgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbhIqCgh3b3JrZmxvdxgEIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg0KBWV2ZW50GAUgASgJEg0KBWFjdG9yGAYgASgJEiYKBWlucHV0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI8Cg1jb250ZXh0X3BhdGNoGAggAygLMiUuc3RhdGV3cmlnaHQudjEuQ29udGV4dFBhdGNoT3BlcmF0aW9uInEKFUNvbnRleHRQYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIMCgRwYXRoGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKCWZyb21fcGF0aBgEIAEoCVIEZnJvbSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24iJwoVQ291bnRXb3JrZmxvd3NSZXF1ZXN0Eg4KBmZpbHRlchgBIAEoCSJXChZDb3VudFdvcmtmbG93c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEi4KCWJ5X3N0YXR1cxgCIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlN0YXR1c0NvdW50IkwKC1N0YXR1c0NvdW50Ei4KBnN0YXR1cxgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEg0KBWNvdW50GAIgASgDIpkCCh5TaWduYWxXaXRoU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVldmVudBgFIAEoCRIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAcgASgJEjUKC2lmX2ZpbmlzaGVkGAggASgOMiAuc3RhdGV3cmlnaHQudjEuSWZGaW5pc2hlZFBvbGljeRIRCglzdGFydF9ub3cYCSABKAgi0gEKH1NpZ25hbFdpdGhTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIPCgdzdGFydGVkGAIgASgIEhAKCGFjY2VwdGVkGAMgASgIEi8KBnJlYXNvbhgEIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIvCgt0cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24qcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIqdwoQSWZGaW5pc2hlZFBvbGljeRIiCh5JRl9GSU5JU0hFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIdChlJRl9GSU5JU0hFRF9QT0xJQ1lfUkVGVVNFEAESIAocSUZfRklOSVNIRURfUE9MSUNZX1NUQVJUX05FVxACMsoPCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnRCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSLvAQoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uIoUBChVTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SDwoHY3JlYXRlZBgDIAEoCCKLAQoVUmVzdW1lV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSJgoFaW5wdXQYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkidQoWUmVzdW1lV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAIgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJyChVTaWduYWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRINCgVldmVudBgCIAEoCRIoCgdwYXlsb2FkGAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAQgASgJIrgBChZTaWduYWxXb3JrZmxvd1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgIEi8KBnJlYXNvbhgCIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIqCgh3b3JrZmxvdxgDIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Ei8KC3RyYW5zaXRpb25zGAQgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiIiChJHZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJBChNHZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3citgEKFExpc3RXb3JrZmxvd3NSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSLgoGc3RhdHVzGAIgASgOMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dTdGF0dXMSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkSEAoIb3JkZXJfYnkYBSABKAkSEQoJaWRfcHJlZml4GAYgASgJEg4KBmZpbHRlchgHIAEoCSJdChVMaXN0V29ya2Zsb3dzUmVzcG9uc2USKwoJd29ya2Zsb3dzGAEgAygLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJImQKFUNhbmNlbFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJIkQKFkNhbmNlbFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdyJ0ChVEZWxldGVXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIMCgRldGFnGAIgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAMgASgDEg0KBWZvcmNlGAQgASgIEhUKDWFsbG93X21pc3NpbmcYBSABKAgiVwoWRGVsZXRlV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhEKCWNhbmNlbGxlZBgCIAEoCCJUChRXYXRjaFdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEhsKDmFmdGVyX3JldmlzaW9uGAIgASgDSACIAQFCEQoPX2FmdGVyX3JldmlzaW9uIrgCChVXYXRjaFdvcmtmbG93UmVzcG9uc2USLAoEdHlwZRgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldhdGNoRXZlbnRUeXBlEhAKCHJldmlzaW9uGAIgASgDEi8KC3RyYW5zaXRpb25zGAMgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbhIqCgh3b3JrZmxvdxgEIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg0KBWV2ZW50GAUgASgJEg0KBWFjdG9yGAYgASgJEiYKBWlucHV0GAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBI8Cg1jb250ZXh0X3BhdGNoGAggAygLMiUuc3RhdGV3cmlnaHQudjEuQ29udGV4dFBhdGNoT3BlcmF0aW9uInEKFUNvbnRleHRQYXRjaE9wZXJhdGlvbhIKCgJvcBgBIAEoCRIMCgRwYXRoGAIgASgJEiUKBXZhbHVlGAMgASgLMhYuZ29vZ2xlLnByb3RvYnVmLlZhbHVlEhcKCWZyb21fcGF0aBgEIAEoCVIEZnJvbSIXChVHZXREaWFnbm9zdGljc1JlcXVlc3QijwQKFkdldERpYWdub3N0aWNzUmVzcG9uc2USOAoKZXZlbnRfbG9vcBgBIAEoCzIkLnN0YXRld3JpZ2h0LnYxLkV2ZW50TG9vcERpYWdub3N0aWNzEjgKCmFkbWlzc2lvbnMYAiABKAsyJC5zdGF0ZXdyaWdodC52MS5BZG1pc3Npb25EaWFnbm9zdGljcxI7CgtwZXJzaXN0ZW5jZRgDIAEoCzImLnN0YXRld3JpZ2h0LnYxLlBlcnNpc3RlbmNlRGlhZ25vc3RpY3MSNAoId2F0Y2hlcnMYBCABKAsyIi5zdGF0ZXdyaWdodC52MS5XYXRjaGVyRGlhZ25vc3RpY3MSEwoLZGVmaW5pdGlvbnMYBSADKAkSKAoFYnVpbGQYBiABKAsyGS5zdGF0ZXdyaWdodC52MS5CdWlsZEluZm8SKQoGdXB0aW1lGAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEjAKBnRpbWVycxgIIAEoCzIgLnN0YXRld3JpZ2h0LnYxLlRpbWVyRGlhZ25vc3RpY3MSOQoLdGFza19xdWV1ZXMYCSADKAsyJC5zdGF0ZXdyaWdodC52MS5UYXNrUXVldWVEaWFnbm9zdGljcxI3CglyZXRlbnRpb24YCiABKAsyJC5zdGF0ZXdyaWdodC52MS5SZXRlbnRpb25EaWFnbm9zdGljcyItCh1HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBIMCgRuYW1lGAEgASgJIloKHkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZRI4CgtkaWFnbm9zdGljcxgBIAEoCzIjLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93RGlhZ25vc3RpY3MiUwoWTGlzdERlZmluaXRpb25zUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEhEKCXBhZ2Vfc2l6ZRgCIAEoBRISCgpwYWdlX3Rva2VuGAMgASgJImMKF0xpc3REZWZpbml0aW9uc1Jlc3BvbnNlEi8KC2RlZmluaXRpb25zGAEgAygLMhouc3RhdGV3cmlnaHQudjEuRGVmaW5pdGlvbhIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiJAoUR2V0RGVmaW5pdGlvblJlcXVlc3QSDAoEbmFtZRgBIAEoCSJHChVHZXREZWZpbml0aW9uUmVzcG9uc2USLgoKZGVmaW5pdGlvbhgBIAEoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24iJwoVQ291bnRXb3JrZmxvd3NSZXF1ZXN0Eg4KBmZpbHRlchgBIAEoCSJXChZDb3VudFdvcmtmbG93c1Jlc3BvbnNlEg0KBXRvdGFsGAEgASgDEi4KCWJ5X3N0YXR1cxgCIAMoCzIbLnN0YXRld3JpZ2h0LnYxLlN0YXR1c0NvdW50IkwKC1N0YXR1c0NvdW50Ei4KBnN0YXR1cxgBIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEg0KBWNvdW50GAIgASgDIpkCCh5TaWduYWxXaXRoU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBINCgVldmVudBgFIAEoCRIoCgdwYXlsb2FkGAYgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAcgASgJEjUKC2lmX2ZpbmlzaGVkGAggASgOMiAuc3RhdGV3cmlnaHQudjEuSWZGaW5pc2hlZFBvbGljeRIRCglzdGFydF9ub3cYCSABKAgi0gEKH1NpZ25hbFdpdGhTdGFydFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIPCgdzdGFydGVkGAIgASgIEhAKCGFjY2VwdGVkGAMgASgIEi8KBnJlYXNvbhgEIAEoDjIfLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFJlamVjdGlvbhIvCgt0cmFuc2l0aW9ucxgFIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24ibQoNQ29udGV4dENoYW5nZRINCgVmaWVsZBgBIAEoCRImCgZiZWZvcmUYAiABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUSJQoFYWZ0ZXIYAyABKAsyFi5nb29nbGUucHJvdG9idWYuVmFsdWUidAoUUmV0cnlXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCRIPCgdkcnlfcnVuGAUgASgIIowBChVSZXRyeVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxI2Cg9jb250ZXh0X2NoYW5nZXMYAiADKAsyHS5zdGF0ZXdyaWdodC52MS5Db250ZXh0Q2hhbmdlEg8KB2RyeV9ydW4YAyABKAgiiQEKFFJlc2V0V29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSEwoLdG9fcmV2aXNpb24YAiABKAMSDgoGcmVhc29uGAMgASgJEhkKEWV4cGVjdGVkX3JldmlzaW9uGAQgASgDEhIKCnJlcXVlc3RfaWQYBSABKAkSDwoHZHJ5X3J1bhgGIAEoCCKMAQoVUmVzZXRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSNgoPY29udGV4dF9jaGFuZ2VzGAIgAygLMh0uc3RhdGV3cmlnaHQudjEuQ29udGV4dENoYW5nZRIPCgdkcnlfcnVuGAMgASgIKnMKDklmRXhpc3RzUG9saWN5EiAKHElGX0VYSVNUU19QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVJRl9FWElTVFNfUE9MSUNZX0ZBSUwQARIkCiBJRl9FWElTVFNfUE9MSUNZX1JFVFVSTl9FWElTVElORxACKsIBCg9TaWduYWxSZWplY3Rpb24SIAocU0lHTkFMX1JFSkVDVElPTl9VTlNQRUNJRklFRBAAEiAKHFNJR05BTF9SRUpFQ1RJT05fTk9UX1JVTk5JTkcQARIfChtTSUdOQUxfUkVKRUNUSU9OX1BFUlNJU1RJTkcQAhImCiJTSUdOQUxfUkVKRUNUSU9OX1JFQ09WRVJZX1JFUVVJUkVEEAMSIgoeU0lHTkFMX1JFSkVDVElPTl9TSFVUVElOR19ET1dOEAQqawoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhwKGFdBVENIX0VWRU5UX1RZUEVfQ1VSUkVOVBABEhkKFVdBVENIX0VWRU5UX1RZUEVfU1RFUBACKncKEElmRmluaXNoZWRQb2xpY3kSIgoeSUZfRklOSVNIRURfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHQoZSUZfRklOSVNIRURfUE9MSUNZX1JFRlVTRRABEiAKHElGX0ZJTklTSEVEX1BPTElDWV9TVEFSVF9ORVcQAjLiEQoPV29ya2Zsb3dTZXJ2aWNlEnoKDVN0YXJ0V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5TdGFydFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXNwb25zZSIcgtPkkwIWOgEqIhEvYXBpL3YxL3dvcmtmbG93cxKNAQoOUmVzdW1lV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5SZXN1bWVXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc3VtZRKNAQoOU2lnbmFsV29ya2Zsb3cSJS5zdGF0ZXdyaWdodC52MS5TaWduYWxXb3JrZmxvd1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5TaWduYWxXb3JrZmxvd1Jlc3BvbnNlIiyC0+STAiY6ASoiIS9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3NpZ25hbBJ6CgtHZXRXb3JrZmxvdxIiLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVxdWVzdBojLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93UmVzcG9uc2UiIoLT5JMCHBIaL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0SdwoNTGlzdFdvcmtmbG93cxIkLnN0YXRld3JpZ2h0LnYxLkxpc3RXb3JrZmxvd3NSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1Jlc3BvbnNlIhmC0+STAhMSES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5DYW5jZWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkNhbmNlbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNhbmNlbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vY2FuY2VsEoMBCg5EZWxldGVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkRlbGV0ZVdvcmtmbG93UmVzcG9uc2UiIoLT5JMCHCoaL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0SiAEKDVdhdGNoV29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5XYXRjaFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXNwb25zZSIogtPkkwIiEiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS93YXRjaDABEnwKDkdldERpYWdub3N0aWNzEiUuc3RhdGV3cmlnaHQudjEuR2V0RGlhZ25vc3RpY3NSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuR2V0RGlhZ25vc3RpY3NSZXNwb25zZSIbgtPkkwIVEhMvYXBpL3YxL2RpYWdub3N0aWNzEqcBChZHZXRXb3JrZmxvd0RpYWdub3N0aWNzEi0uc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QaLi5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2UiLoLT5JMCKBImL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vZGlhZ25vc3RpY3MSfwoPTGlzdERlZmluaXRpb25zEiYuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVxdWVzdBonLnN0YXRld3JpZ2h0LnYxLkxpc3REZWZpbml0aW9uc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGVmaW5pdGlvbnMSrQEKDUdldERlZmluaXRpb24SJC5zdGF0ZXdyaWdodC52MS5HZXREZWZpbml0aW9uUmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXNwb25zZSJPgtPkkwJJWh4SHC9hcGkvdjEve25hbWU9ZGVmaW5pdGlvbnMvKn0SJy9hcGkvdjEve25hbWU9ZGVmaW5pdGlvbnMvKi92ZXJzaW9ucy8qfRKAAQoOQ291bnRXb3JrZmxvd3MSJS5zdGF0ZXdyaWdodC52MS5Db3VudFdvcmtmbG93c1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5Db3VudFdvcmtmbG93c1Jlc3BvbnNlIh+C0+STAhkSFy9hcGkvdjEvd29ya2Zsb3dzOmNvdW50EqgBChdTaWduYWxXaXRoU3RhcnRXb3JrZmxvdxIuLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdpdGhTdGFydFdvcmtmbG93UmVxdWVzdBovLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdpdGhTdGFydFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS93b3JrZmxvd3M6c2lnbmFsV2l0aFN0YXJ0EokBCg1SZXRyeVdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuUmV0cnlXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5SZXRyeVdvcmtmbG93UmVzcG9uc2UiK4LT5JMCJToBKiIgL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmV0cnkSiQEKDVJlc2V0V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5SZXNldFdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlJlc2V0V29ya2Zsb3dSZXNwb25zZSIrgtPkkwIlOgEqIiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9yZXNldEJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -2132,6 +2132,393 @@ export const SignalWithStartWorkflowResponseSchema: GenMessage<SignalWithStartWo
   messageDesc(file_statewright_v1_workflow_service, 29);
 
 /**
+ * One context field a repair changes (a dry run's answer shows them before anything is
+ * saved).
+ *
+ * @generated from message statewright.v1.ContextChange
+ */
+export type ContextChange = Message<"statewright.v1.ContextChange"> & {
+  /**
+   * Output only. The context field's name.
+   *
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * Output only. Its value before the repair (absent: the field had no value).
+   *
+   * @generated from field: google.protobuf.Value before = 2;
+   */
+  before?: Value | undefined;
+
+  /**
+   * Output only. Its value after the repair (absent: the field has no value).
+   *
+   * @generated from field: google.protobuf.Value after = 3;
+   */
+  after?: Value | undefined;
+};
+
+/**
+ * One context field a repair changes (a dry run's answer shows them before anything is
+ * saved).
+ *
+ * @generated from message statewright.v1.ContextChange
+ */
+export type ContextChangeJson = {
+  /**
+   * Output only. The context field's name.
+   *
+   * @generated from field: string field = 1;
+   */
+  field?: string;
+
+  /**
+   * Output only. Its value before the repair (absent: the field had no value).
+   *
+   * @generated from field: google.protobuf.Value before = 2;
+   */
+  before?: ValueJson;
+
+  /**
+   * Output only. Its value after the repair (absent: the field has no value).
+   *
+   * @generated from field: google.protobuf.Value after = 3;
+   */
+  after?: ValueJson;
+};
+
+/**
+ * Describes the message statewright.v1.ContextChange.
+ * Use `create(ContextChangeSchema)` to create a new message.
+ */
+export const ContextChangeSchema: GenMessage<ContextChange, {jsonType: ContextChangeJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 30);
+
+/**
+ * Request of RetryWorkflow.
+ *
+ * @generated from message statewright.v1.RetryWorkflowRequest
+ */
+export type RetryWorkflowRequest = Message<"statewright.v1.RetryWorkflowRequest"> & {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Optional. Why the instance is retried, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * Optional. When non-zero, the retry applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision: bigint;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+
+  /**
+   * Optional. Answer what the retry would do (state, context, timers, task) and save nothing.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Request of RetryWorkflow.
+ *
+ * @generated from message statewright.v1.RetryWorkflowRequest
+ */
+export type RetryWorkflowRequestJson = {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Optional. Why the instance is retried, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason?: string;
+
+  /**
+   * Optional. When non-zero, the retry applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision?: string;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. Answer what the retry would do (state, context, timers, task) and save nothing.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.RetryWorkflowRequest.
+ * Use `create(RetryWorkflowRequestSchema)` to create a new message.
+ */
+export const RetryWorkflowRequestSchema: GenMessage<RetryWorkflowRequest, {jsonType: RetryWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 31);
+
+/**
+ * Response of RetryWorkflow.
+ *
+ * @generated from message statewright.v1.RetryWorkflowResponse
+ */
+export type RetryWorkflowResponse = Message<"statewright.v1.RetryWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the retry (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. The context fields the retry changes.
+   *
+   * @generated from field: repeated statewright.v1.ContextChange context_changes = 2;
+   */
+  contextChanges: ContextChange[];
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 3;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Response of RetryWorkflow.
+ *
+ * @generated from message statewright.v1.RetryWorkflowResponse
+ */
+export type RetryWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the retry (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. The context fields the retry changes.
+   *
+   * @generated from field: repeated statewright.v1.ContextChange context_changes = 2;
+   */
+  contextChanges?: ContextChangeJson[];
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 3;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.RetryWorkflowResponse.
+ * Use `create(RetryWorkflowResponseSchema)` to create a new message.
+ */
+export const RetryWorkflowResponseSchema: GenMessage<RetryWorkflowResponse, {jsonType: RetryWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 32);
+
+/**
+ * Request of ResetWorkflow.
+ *
+ * @generated from message statewright.v1.ResetWorkflowRequest
+ */
+export type ResetWorkflowRequest = Message<"statewright.v1.ResetWorkflowRequest"> & {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Required. The saved revision to put the instance back at (its history must hold it).
+   *
+   * @generated from field: int64 to_revision = 2;
+   */
+  toRevision: bigint;
+
+  /**
+   * Optional. Why the instance is reset, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason: string;
+
+  /**
+   * Optional. When non-zero, the reset applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 4;
+   */
+  expectedRevision: bigint;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId: string;
+
+  /**
+   * Optional. Answer what the reset would do (state, context, timers, task) and save nothing.
+   *
+   * @generated from field: bool dry_run = 6;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Request of ResetWorkflow.
+ *
+ * @generated from message statewright.v1.ResetWorkflowRequest
+ */
+export type ResetWorkflowRequestJson = {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Required. The saved revision to put the instance back at (its history must hold it).
+   *
+   * @generated from field: int64 to_revision = 2;
+   */
+  toRevision?: string;
+
+  /**
+   * Optional. Why the instance is reset, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 3;
+   */
+  reason?: string;
+
+  /**
+   * Optional. When non-zero, the reset applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 4;
+   */
+  expectedRevision?: string;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 5;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. Answer what the reset would do (state, context, timers, task) and save nothing.
+   *
+   * @generated from field: bool dry_run = 6;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.ResetWorkflowRequest.
+ * Use `create(ResetWorkflowRequestSchema)` to create a new message.
+ */
+export const ResetWorkflowRequestSchema: GenMessage<ResetWorkflowRequest, {jsonType: ResetWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 33);
+
+/**
+ * Response of ResetWorkflow.
+ *
+ * @generated from message statewright.v1.ResetWorkflowResponse
+ */
+export type ResetWorkflowResponse = Message<"statewright.v1.ResetWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the reset (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. The context fields the reset changes.
+   *
+   * @generated from field: repeated statewright.v1.ContextChange context_changes = 2;
+   */
+  contextChanges: ContextChange[];
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 3;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Response of ResetWorkflow.
+ *
+ * @generated from message statewright.v1.ResetWorkflowResponse
+ */
+export type ResetWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the reset (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. The context fields the reset changes.
+   *
+   * @generated from field: repeated statewright.v1.ContextChange context_changes = 2;
+   */
+  contextChanges?: ContextChangeJson[];
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 3;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.ResetWorkflowResponse.
+ * Use `create(ResetWorkflowResponseSchema)` to create a new message.
+ */
+export const ResetWorkflowResponseSchema: GenMessage<ResetWorkflowResponse, {jsonType: ResetWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 34);
+
+/**
  * What StartWorkflow does when the requested workflow_id already exists.
  *
  * @generated from enum statewright.v1.IfExistsPolicy
@@ -2458,6 +2845,31 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof SignalWithStartWorkflowRequestSchema;
     output: typeof SignalWithStartWorkflowResponseSchema;
+  },
+  /**
+   * Puts a FAILED instance back into the state it failed in, as one saved step: a task
+   * that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+   * the state's entry actions. With dry_run, returns what would happen and saves nothing.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.RetryWorkflow
+   */
+  retryWorkflow: {
+    methodKind: "unary";
+    input: typeof RetryWorkflowRequestSchema;
+    output: typeof RetryWorkflowResponseSchema;
+  },
+  /**
+   * Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+   * one saved step: that revision's state and context, its timers armed anew, its task
+   * scheduled anew; what the instance has open is cancelled in the same step. Work done
+   * since that revision (by tasks, outside the instance) is not undone.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.ResetWorkflow
+   */
+  resetWorkflow: {
+    methodKind: "unary";
+    input: typeof ResetWorkflowRequestSchema;
+    output: typeof ResetWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_statewright_v1_workflow_service, 0);

@@ -449,6 +449,68 @@ public final class WorkflowServiceGrpc {
     return getSignalWithStartWorkflowMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.RetryWorkflowRequest,
+      dev.statewright.v1.RetryWorkflowResponse> getRetryWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "RetryWorkflow",
+      requestType = dev.statewright.v1.RetryWorkflowRequest.class,
+      responseType = dev.statewright.v1.RetryWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.RetryWorkflowRequest,
+      dev.statewright.v1.RetryWorkflowResponse> getRetryWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.RetryWorkflowRequest, dev.statewright.v1.RetryWorkflowResponse> getRetryWorkflowMethod;
+    if ((getRetryWorkflowMethod = WorkflowServiceGrpc.getRetryWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getRetryWorkflowMethod = WorkflowServiceGrpc.getRetryWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getRetryWorkflowMethod = getRetryWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.RetryWorkflowRequest, dev.statewright.v1.RetryWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "RetryWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.RetryWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.RetryWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("RetryWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getRetryWorkflowMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.ResetWorkflowRequest,
+      dev.statewright.v1.ResetWorkflowResponse> getResetWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "ResetWorkflow",
+      requestType = dev.statewright.v1.ResetWorkflowRequest.class,
+      responseType = dev.statewright.v1.ResetWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.ResetWorkflowRequest,
+      dev.statewright.v1.ResetWorkflowResponse> getResetWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.ResetWorkflowRequest, dev.statewright.v1.ResetWorkflowResponse> getResetWorkflowMethod;
+    if ((getResetWorkflowMethod = WorkflowServiceGrpc.getResetWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getResetWorkflowMethod = WorkflowServiceGrpc.getResetWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getResetWorkflowMethod = getResetWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.ResetWorkflowRequest, dev.statewright.v1.ResetWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "ResetWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.ResetWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.ResetWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("ResetWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getResetWorkflowMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -657,6 +719,31 @@ public final class WorkflowServiceGrpc {
         io.grpc.stub.StreamObserver<dev.statewright.v1.SignalWithStartWorkflowResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getSignalWithStartWorkflowMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Puts a FAILED instance back into the state it failed in, as one saved step: a task
+     * that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+     * the state's entry actions. With dry_run, returns what would happen and saves nothing.
+     * </pre>
+     */
+    default void retryWorkflow(dev.statewright.v1.RetryWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.RetryWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getRetryWorkflowMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+     * one saved step: that revision's state and context, its timers armed anew, its task
+     * scheduled anew; what the instance has open is cancelled in the same step. Work done
+     * since that revision (by tasks, outside the instance) is not undone.
+     * </pre>
+     */
+    default void resetWorkflow(dev.statewright.v1.ResetWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.ResetWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getResetWorkflowMethod(), responseObserver);
+    }
   }
 
   /**
@@ -848,6 +935,33 @@ public final class WorkflowServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getSignalWithStartWorkflowMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Puts a FAILED instance back into the state it failed in, as one saved step: a task
+     * that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+     * the state's entry actions. With dry_run, returns what would happen and saves nothing.
+     * </pre>
+     */
+    public void retryWorkflow(dev.statewright.v1.RetryWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.RetryWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getRetryWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+     * one saved step: that revision's state and context, its timers armed anew, its task
+     * scheduled anew; what the instance has open is cancelled in the same step. Work done
+     * since that revision (by tasks, outside the instance) is not undone.
+     * </pre>
+     */
+    public void resetWorkflow(dev.statewright.v1.ResetWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.ResetWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getResetWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -1013,6 +1127,31 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getSignalWithStartWorkflowMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Puts a FAILED instance back into the state it failed in, as one saved step: a task
+     * that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+     * the state's entry actions. With dry_run, returns what would happen and saves nothing.
+     * </pre>
+     */
+    public dev.statewright.v1.RetryWorkflowResponse retryWorkflow(dev.statewright.v1.RetryWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getRetryWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+     * one saved step: that revision's state and context, its timers armed anew, its task
+     * scheduled anew; what the instance has open is cancelled in the same step. Work done
+     * since that revision (by tasks, outside the instance) is not undone.
+     * </pre>
+     */
+    public dev.statewright.v1.ResetWorkflowResponse resetWorkflow(dev.statewright.v1.ResetWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getResetWorkflowMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1176,6 +1315,31 @@ public final class WorkflowServiceGrpc {
     public dev.statewright.v1.SignalWithStartWorkflowResponse signalWithStartWorkflow(dev.statewright.v1.SignalWithStartWorkflowRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getSignalWithStartWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Puts a FAILED instance back into the state it failed in, as one saved step: a task
+     * that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+     * the state's entry actions. With dry_run, returns what would happen and saves nothing.
+     * </pre>
+     */
+    public dev.statewright.v1.RetryWorkflowResponse retryWorkflow(dev.statewright.v1.RetryWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getRetryWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+     * one saved step: that revision's state and context, its timers armed anew, its task
+     * scheduled anew; what the instance has open is cancelled in the same step. Work done
+     * since that revision (by tasks, outside the instance) is not undone.
+     * </pre>
+     */
+    public dev.statewright.v1.ResetWorkflowResponse resetWorkflow(dev.statewright.v1.ResetWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getResetWorkflowMethod(), getCallOptions(), request);
     }
   }
 
@@ -1343,6 +1507,33 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getSignalWithStartWorkflowMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Puts a FAILED instance back into the state it failed in, as one saved step: a task
+     * that gave up is scheduled anew with a fresh set of attempts; any other failure re-runs
+     * the state's entry actions. With dry_run, returns what would happen and saves nothing.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.RetryWorkflowResponse> retryWorkflow(
+        dev.statewright.v1.RetryWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getRetryWorkflowMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Puts any instance (FAILED, CANCELLED and COMPLETED too) back at a saved revision, as
+     * one saved step: that revision's state and context, its timers armed anew, its task
+     * scheduled anew; what the instance has open is cancelled in the same step. Work done
+     * since that revision (by tasks, outside the instance) is not undone.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.ResetWorkflowResponse> resetWorkflow(
+        dev.statewright.v1.ResetWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getResetWorkflowMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_START_WORKFLOW = 0;
@@ -1359,6 +1550,8 @@ public final class WorkflowServiceGrpc {
   private static final int METHODID_GET_DEFINITION = 11;
   private static final int METHODID_COUNT_WORKFLOWS = 12;
   private static final int METHODID_SIGNAL_WITH_START_WORKFLOW = 13;
+  private static final int METHODID_RETRY_WORKFLOW = 14;
+  private static final int METHODID_RESET_WORKFLOW = 15;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1432,6 +1625,14 @@ public final class WorkflowServiceGrpc {
         case METHODID_SIGNAL_WITH_START_WORKFLOW:
           serviceImpl.signalWithStartWorkflow((dev.statewright.v1.SignalWithStartWorkflowRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.SignalWithStartWorkflowResponse>) responseObserver);
+          break;
+        case METHODID_RETRY_WORKFLOW:
+          serviceImpl.retryWorkflow((dev.statewright.v1.RetryWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.RetryWorkflowResponse>) responseObserver);
+          break;
+        case METHODID_RESET_WORKFLOW:
+          serviceImpl.resetWorkflow((dev.statewright.v1.ResetWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.ResetWorkflowResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1549,6 +1750,20 @@ public final class WorkflowServiceGrpc {
               dev.statewright.v1.SignalWithStartWorkflowRequest,
               dev.statewright.v1.SignalWithStartWorkflowResponse>(
                 service, METHODID_SIGNAL_WITH_START_WORKFLOW)))
+        .addMethod(
+          getRetryWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.RetryWorkflowRequest,
+              dev.statewright.v1.RetryWorkflowResponse>(
+                service, METHODID_RETRY_WORKFLOW)))
+        .addMethod(
+          getResetWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.ResetWorkflowRequest,
+              dev.statewright.v1.ResetWorkflowResponse>(
+                service, METHODID_RESET_WORKFLOW)))
         .build();
   }
 
@@ -1611,6 +1826,8 @@ public final class WorkflowServiceGrpc {
               .addMethod(getGetDefinitionMethod())
               .addMethod(getCountWorkflowsMethod())
               .addMethod(getSignalWithStartWorkflowMethod())
+              .addMethod(getRetryWorkflowMethod())
+              .addMethod(getResetWorkflowMethod())
               .build();
         }
       }

@@ -176,6 +176,31 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ContextChange_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ContextChange_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_RetryWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_RetryWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_RetryWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_RetryWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ResetWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ResetWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_ResetWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_ResetWorkflowResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -313,74 +338,102 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "\032\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006reason\030\004 " +
       "\001(\0162\037.statewright.v1.SignalRejectionR\006re" +
       "ason\022<\n\013transitions\030\005 \003(\0132\032.statewright." +
-      "v1.TransitionR\013transitions*s\n\016IfExistsPo" +
-      "licy\022 \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031" +
-      "\n\025IF_EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_P" +
-      "OLICY_RETURN_EXISTING\020\002*\302\001\n\017SignalReject" +
-      "ion\022 \n\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n" +
-      "\034SIGNAL_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNA" +
-      "L_REJECTION_PERSISTING\020\002\022&\n\"SIGNAL_REJEC" +
-      "TION_RECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJEC" +
-      "TION_SHUTTING_DOWN\020\004*k\n\016WatchEventType\022 " +
-      "\n\034WATCH_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATC" +
-      "H_EVENT_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TY" +
-      "PE_STEP\020\002*w\n\020IfFinishedPolicy\022\"\n\036IF_FINI" +
-      "SHED_POLICY_UNSPECIFIED\020\000\022\035\n\031IF_FINISHED" +
-      "_POLICY_REFUSE\020\001\022 \n\034IF_FINISHED_POLICY_S" +
-      "TART_NEW\020\0022\312\017\n\017WorkflowService\022z\n\rStartW" +
-      "orkflow\022$.statewright.v1.StartWorkflowRe" +
-      "quest\032%.statewright.v1.StartWorkflowResp" +
-      "onse\"\034\202\323\344\223\002\026\"\021/api/v1/workflows:\001*\022\215\001\n\016R" +
-      "esumeWorkflow\022%.statewright.v1.ResumeWor" +
-      "kflowRequest\032&.statewright.v1.ResumeWork" +
-      "flowResponse\",\202\323\344\223\002&\"!/api/v1/{name=work" +
-      "flows/*}/resume:\001*\022\215\001\n\016SignalWorkflow\022%." +
-      "statewright.v1.SignalWorkflowRequest\032&.s" +
-      "tatewright.v1.SignalWorkflowResponse\",\202\323" +
-      "\344\223\002&\"!/api/v1/{name=workflows/*}/signal:" +
-      "\001*\022z\n\013GetWorkflow\022\".statewright.v1.GetWo" +
-      "rkflowRequest\032#.statewright.v1.GetWorkfl" +
-      "owResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{name=workfl" +
-      "ows/*}\022w\n\rListWorkflows\022$.statewright.v1" +
-      ".ListWorkflowsRequest\032%.statewright.v1.L" +
-      "istWorkflowsResponse\"\031\202\323\344\223\002\023\022\021/api/v1/wo" +
-      "rkflows\022\215\001\n\016CancelWorkflow\022%.statewright" +
-      ".v1.CancelWorkflowRequest\032&.statewright." +
-      "v1.CancelWorkflowResponse\",\202\323\344\223\002&\"!/api/" +
-      "v1/{name=workflows/*}/cancel:\001*\022\203\001\n\016Dele" +
-      "teWorkflow\022%.statewright.v1.DeleteWorkfl" +
-      "owRequest\032&.statewright.v1.DeleteWorkflo" +
-      "wResponse\"\"\202\323\344\223\002\034*\032/api/v1/{name=workflo" +
-      "ws/*}\022\210\001\n\rWatchWorkflow\022$.statewright.v1" +
-      ".WatchWorkflowRequest\032%.statewright.v1.W" +
-      "atchWorkflowResponse\"(\202\323\344\223\002\"\022 /api/v1/{n" +
-      "ame=workflows/*}/watch0\001\022|\n\016GetDiagnosti" +
-      "cs\022%.statewright.v1.GetDiagnosticsReques" +
-      "t\032&.statewright.v1.GetDiagnosticsRespons" +
-      "e\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics\022\247\001\n\026GetWo" +
-      "rkflowDiagnostics\022-.statewright.v1.GetWo" +
-      "rkflowDiagnosticsRequest\032..statewright.v" +
-      "1.GetWorkflowDiagnosticsResponse\".\202\323\344\223\002(" +
-      "\022&/api/v1/{name=workflows/*}/diagnostics" +
-      "\022\177\n\017ListDefinitions\022&.statewright.v1.Lis" +
-      "tDefinitionsRequest\032\'.statewright.v1.Lis" +
-      "tDefinitionsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/de" +
-      "finitions\022\255\001\n\rGetDefinition\022$.statewrigh" +
-      "t.v1.GetDefinitionRequest\032%.statewright." +
-      "v1.GetDefinitionResponse\"O\202\323\344\223\002I\022\'/api/v" +
-      "1/{name=definitions/*/versions/*}Z\036\022\034/ap" +
-      "i/v1/{name=definitions/*}\022\200\001\n\016CountWorkf" +
-      "lows\022%.statewright.v1.CountWorkflowsRequ" +
-      "est\032&.statewright.v1.CountWorkflowsRespo" +
-      "nse\"\037\202\323\344\223\002\031\022\027/api/v1/workflows:count\022\250\001\n" +
-      "\027SignalWithStartWorkflow\022..statewright.v" +
-      "1.SignalWithStartWorkflowRequest\032/.state" +
-      "wright.v1.SignalWithStartWorkflowRespons" +
-      "e\",\202\323\344\223\002&\"!/api/v1/workflows:signalWithS" +
-      "tart:\001*Bs\n\022dev.statewright.v1P\001ZJgithub." +
-      "com/statewright/statewright/clients/go/s" +
-      "tatewright/v1;statewrightv1\252\002\016Statewrigh" +
-      "t.V1b\006proto3"
+      "v1.TransitionR\013transitions\"\203\001\n\rContextCh" +
+      "ange\022\024\n\005field\030\001 \001(\tR\005field\022.\n\006before\030\002 \001" +
+      "(\0132\026.google.protobuf.ValueR\006before\022,\n\005af" +
+      "ter\030\003 \001(\0132\026.google.protobuf.ValueR\005after" +
+      "\"\247\001\n\024RetryWorkflowRequest\022\022\n\004name\030\001 \001(\tR" +
+      "\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022+\n\021expecte" +
+      "d_revision\030\003 \001(\003R\020expectedRevision\022\035\n\nre" +
+      "quest_id\030\004 \001(\tR\trequestId\022\027\n\007dry_run\030\005 \001" +
+      "(\010R\006dryRun\"\256\001\n\025RetryWorkflowResponse\0224\n\010" +
+      "workflow\030\001 \001(\0132\030.statewright.v1.Workflow" +
+      "R\010workflow\022F\n\017context_changes\030\002 \003(\0132\035.st" +
+      "atewright.v1.ContextChangeR\016contextChang" +
+      "es\022\027\n\007dry_run\030\003 \001(\010R\006dryRun\"\310\001\n\024ResetWor" +
+      "kflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013to_r" +
+      "evision\030\002 \001(\003R\ntoRevision\022\026\n\006reason\030\003 \001(" +
+      "\tR\006reason\022+\n\021expected_revision\030\004 \001(\003R\020ex" +
+      "pectedRevision\022\035\n\nrequest_id\030\005 \001(\tR\trequ" +
+      "estId\022\027\n\007dry_run\030\006 \001(\010R\006dryRun\"\256\001\n\025Reset" +
+      "WorkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.sta" +
+      "tewright.v1.WorkflowR\010workflow\022F\n\017contex" +
+      "t_changes\030\002 \003(\0132\035.statewright.v1.Context" +
+      "ChangeR\016contextChanges\022\027\n\007dry_run\030\003 \001(\010R" +
+      "\006dryRun*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS_P" +
+      "OLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLICY_" +
+      "FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXISTI" +
+      "NG\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJEC" +
+      "TION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_N" +
+      "OT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSIST" +
+      "ING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQUI" +
+      "RED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOWN\020" +
+      "\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYPE_" +
+      "UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURREN" +
+      "T\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFini" +
+      "shedPolicy\022\"\n\036IF_FINISHED_POLICY_UNSPECI" +
+      "FIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022 \n" +
+      "\034IF_FINISHED_POLICY_START_NEW\020\0022\342\021\n\017Work" +
+      "flowService\022z\n\rStartWorkflow\022$.statewrig" +
+      "ht.v1.StartWorkflowRequest\032%.statewright" +
+      ".v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/api/" +
+      "v1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.sta" +
+      "tewright.v1.ResumeWorkflowRequest\032&.stat" +
+      "ewright.v1.ResumeWorkflowResponse\",\202\323\344\223\002" +
+      "&\"!/api/v1/{name=workflows/*}/resume:\001*\022" +
+      "\215\001\n\016SignalWorkflow\022%.statewright.v1.Sign" +
+      "alWorkflowRequest\032&.statewright.v1.Signa" +
+      "lWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name" +
+      "=workflows/*}/signal:\001*\022z\n\013GetWorkflow\022\"" +
+      ".statewright.v1.GetWorkflowRequest\032#.sta" +
+      "tewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002\034\022" +
+      "\032/api/v1/{name=workflows/*}\022w\n\rListWorkf" +
+      "lows\022$.statewright.v1.ListWorkflowsReque" +
+      "st\032%.statewright.v1.ListWorkflowsRespons" +
+      "e\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016CancelW" +
+      "orkflow\022%.statewright.v1.CancelWorkflowR" +
+      "equest\032&.statewright.v1.CancelWorkflowRe" +
+      "sponse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/" +
+      "*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.statew" +
+      "right.v1.DeleteWorkflowRequest\032&.statewr" +
+      "ight.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034*\032" +
+      "/api/v1/{name=workflows/*}\022\210\001\n\rWatchWork" +
+      "flow\022$.statewright.v1.WatchWorkflowReque" +
+      "st\032%.statewright.v1.WatchWorkflowRespons" +
+      "e\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/wa" +
+      "tch0\001\022|\n\016GetDiagnostics\022%.statewright.v1" +
+      ".GetDiagnosticsRequest\032&.statewright.v1." +
+      "GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/" +
+      "diagnostics\022\247\001\n\026GetWorkflowDiagnostics\022-" +
+      ".statewright.v1.GetWorkflowDiagnosticsRe" +
+      "quest\032..statewright.v1.GetWorkflowDiagno" +
+      "sticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=wor" +
+      "kflows/*}/diagnostics\022\177\n\017ListDefinitions" +
+      "\022&.statewright.v1.ListDefinitionsRequest" +
+      "\032\'.statewright.v1.ListDefinitionsRespons" +
+      "e\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGetDe" +
+      "finition\022$.statewright.v1.GetDefinitionR" +
+      "equest\032%.statewright.v1.GetDefinitionRes" +
+      "ponse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitions" +
+      "/*/versions/*}Z\036\022\034/api/v1/{name=definiti" +
+      "ons/*}\022\200\001\n\016CountWorkflows\022%.statewright." +
+      "v1.CountWorkflowsRequest\032&.statewright.v" +
+      "1.CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api/v" +
+      "1/workflows:count\022\250\001\n\027SignalWithStartWor" +
+      "kflow\022..statewright.v1.SignalWithStartWo" +
+      "rkflowRequest\032/.statewright.v1.SignalWit" +
+      "hStartWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/" +
+      "workflows:signalWithStart:\001*\022\211\001\n\rRetryWo" +
+      "rkflow\022$.statewright.v1.RetryWorkflowReq" +
+      "uest\032%.statewright.v1.RetryWorkflowRespo" +
+      "nse\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*}/" +
+      "retry:\001*\022\211\001\n\rResetWorkflow\022$.statewright" +
+      ".v1.ResetWorkflowRequest\032%.statewright.v" +
+      "1.ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/v1" +
+      "/{name=workflows/*}/reset:\001*Bs\n\022dev.stat" +
+      "ewright.v1P\001ZJgithub.com/statewright/sta" +
+      "tewright/clients/go/statewright/v1;state" +
+      "wrightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -572,6 +625,36 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor,
         new java.lang.String[] { "Workflow", "Started", "Accepted", "Reason", "Transitions", });
+    internal_static_statewright_v1_ContextChange_descriptor =
+      getDescriptor().getMessageType(30);
+    internal_static_statewright_v1_ContextChange_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ContextChange_descriptor,
+        new java.lang.String[] { "Field", "Before", "After", });
+    internal_static_statewright_v1_RetryWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(31);
+    internal_static_statewright_v1_RetryWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_RetryWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_RetryWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(32);
+    internal_static_statewright_v1_RetryWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_RetryWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "ContextChanges", "DryRun", });
+    internal_static_statewright_v1_ResetWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(33);
+    internal_static_statewright_v1_ResetWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ResetWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "ToRevision", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_ResetWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(34);
+    internal_static_statewright_v1_ResetWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_ResetWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "ContextChanges", "DryRun", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

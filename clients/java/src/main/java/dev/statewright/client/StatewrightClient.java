@@ -45,6 +45,10 @@ import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
 import dev.statewright.v1.SetQueueConfigRequest;
 import dev.statewright.v1.SetQueueConfigResponse;
+import dev.statewright.v1.ResetWorkflowRequest;
+import dev.statewright.v1.ResetWorkflowResponse;
+import dev.statewright.v1.RetryWorkflowRequest;
+import dev.statewright.v1.RetryWorkflowResponse;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.SignalWorkflowRequest;
@@ -281,6 +285,24 @@ public final class StatewrightClient implements AutoCloseable {
   public CancelWorkflowResponse cancel(CancelWorkflowRequest request) {
     CancelWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
     return call("CancelWorkflow", s -> s.cancelWorkflow(r));
+  }
+
+  /**
+   * Puts a FAILED instance back into the state it failed in (a task that gave up is scheduled
+   * anew); with dry_run set, answers what would happen and saves nothing.
+   */
+  public RetryWorkflowResponse retry(RetryWorkflowRequest request) {
+    RetryWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("RetryWorkflow", s -> s.retryWorkflow(r));
+  }
+
+  /**
+   * Puts any instance back at a revision of its history (its state and context, timers armed
+   * anew, its task scheduled anew); work done since is not undone.
+   */
+  public ResetWorkflowResponse reset(ResetWorkflowRequest request) {
+    ResetWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("ResetWorkflow", s -> s.resetWorkflow(r));
   }
 
   public ListWorkflowsResponse listPage(ListWorkflowsRequest request) {

@@ -8,6 +8,10 @@ import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
+import dev.statewright.v1.ResetWorkflowRequest;
+import dev.statewright.v1.ResetWorkflowResponse;
+import dev.statewright.v1.RetryWorkflowRequest;
+import dev.statewright.v1.RetryWorkflowResponse;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
@@ -59,6 +63,8 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   Function<ResumeWorkflowRequest, ResumeWorkflowResponse> resumeWorkflow;
   Function<ListWorkflowsRequest, ListWorkflowsResponse> listWorkflows;
   Function<SignalWithStartWorkflowRequest, SignalWithStartWorkflowResponse> signalWithStartWorkflow;
+  Function<RetryWorkflowRequest, RetryWorkflowResponse> retryWorkflow;
+  Function<ResetWorkflowRequest, ResetWorkflowResponse> resetWorkflow;
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
   final FakeTaskService tasks = new FakeTaskService();
 
@@ -160,6 +166,16 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
       SignalWithStartWorkflowRequest request,
       StreamObserver<SignalWithStartWorkflowResponse> observer) {
     unary(request, signalWithStartWorkflow, observer);
+  }
+
+  @Override
+  public void retryWorkflow(RetryWorkflowRequest request, StreamObserver<RetryWorkflowResponse> observer) {
+    unary(request, retryWorkflow, observer);
+  }
+
+  @Override
+  public void resetWorkflow(ResetWorkflowRequest request, StreamObserver<ResetWorkflowResponse> observer) {
+    unary(request, resetWorkflow, observer);
   }
 
   @Override

@@ -11,6 +11,10 @@ import dev.statewright.v1.GetWorkflowResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
+import dev.statewright.v1.ResetWorkflowRequest;
+import dev.statewright.v1.ResetWorkflowResponse;
+import dev.statewright.v1.RetryWorkflowRequest;
+import dev.statewright.v1.RetryWorkflowResponse;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
@@ -88,6 +92,36 @@ class StatewrightClientTest {
     assertEquals("tick", first.getEvent());
     assertEquals("a", first.getPayload().getFieldsOrThrow("id").getStringValue());
     assertEquals(2.0, first.getInput().getFieldsOrThrow("limit").getNumberValue());
+  }
+
+  @Test
+  void retryAndResetSendTheirFieldsWithARequestIdAndRetryUnavailable() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.retryWorkflow = request -> RetryWorkflowResponse.newBuilder()
+        .setWorkflow(workflow("w", 3, WorkflowStatus.WORKFLOW_STATUS_RUNNING))
+        .setDryRun(request.getDryRun())
+        .build();
+    fake.resetWorkflow = request -> {
+      if (attempts.incrementAndGet() < 2) {
+        throw Status.UNAVAILABLE.withDescription("storage down").asRuntimeException();
+      }
+      return ResetWorkflowResponse.newBuilder()
+          .setWorkflow(workflow("w", 4, WorkflowStatus.WORKFLOW_STATUS_WAITING))
+          .build();
+    };
+    RetryWorkflowResponse retried = client.retry(
+        RetryWorkflowRequest.newBuilder().setName("workflows/w").setReason("back").setDryRun(true).build());
+    assertTrue(retried.getDryRun());
+    RetryWorkflowRequest sent = (RetryWorkflowRequest) fake.requests.get(0);
+    assertEquals("back", sent.getReason());
+    assertFalse(sent.getRequestId().isEmpty());
+    ResetWorkflowResponse reset = client.reset(
+        ResetWorkflowRequest.newBuilder().setName("workflows/w").setToRevision(2).build());
+    assertEquals(WorkflowStatus.WORKFLOW_STATUS_WAITING, reset.getWorkflow().getStatus());
+    ResetWorkflowRequest first = (ResetWorkflowRequest) fake.requests.get(1);
+    ResetWorkflowRequest again = (ResetWorkflowRequest) fake.requests.get(2);
+    assertEquals(2, first.getToRevision());
+    assertEquals(first.getRequestId(), again.getRequestId());
   }
 
   @Test
