@@ -1293,9 +1293,12 @@ def _item_ended(
 
 REPAIR_EVENTS = ("retry", "reset")  # what history shows for a repair's step
 
-# A task that gave up fails the instance with one of these: its retry schedules the task
-# anew rather than re-running the state's entry (which its entering step ran already).
-_GAVE_UP = frozenset({Reason.TASK_FAILED.value, Reason.TASK_TIMED_OUT.value})
+# A task (or a child workflow) that gave up fails the instance with one of these: its
+# retry schedules the task anew rather than re-running the state's entry (which its
+# entering step ran already).
+_GAVE_UP = frozenset(
+    {Reason.TASK_FAILED.value, Reason.TASK_TIMED_OUT.value, Reason.CHILD_FAILED.value}
+)
 
 
 def retry(defn: Definition, snapshot: Snapshot) -> StepResult:

@@ -169,3 +169,29 @@ def test_a_state_with_both_a_task_and_a_workflow_is_refused() -> None:
     with pytest.raises(DefinitionInvalid) as caught:
         load_definition(both)
     assert any("not both" in p.message for p in caught.value.problems)
+
+
+def test_a_retry_after_a_failed_child_starts_a_new_child_without_the_entry_again() -> None:
+    source = (
+        SOURCE.replace(
+            "  - {from: verify_identity, on: child_failed, to: manual_review, "
+            'set: {why: "event.payload"}}\n',
+            "",
+        )
+        .replace("context:\n", "context:\n  entered: {type: int, default: 0}\n", 1)
+        .replace(
+            "  verify_identity:\n",
+            '  verify_identity:\n    entry: [{set: {entered: "context.entered + 1"}}]\n',
+        )
+    )
+    defn = load_definition(source)
+    entered = fsm.start(defn, "p1", {})
+    payload = {"child": "workflows/k", "status": "FAILED", "message": "declined"}
+    failed = fsm.task_gave_up(defn, entered.snapshot, "verify_identity", payload).snapshot
+    retried = fsm.retry(defn, failed)
+    assert retried.snapshot.state == "verify_identity" and retried.snapshot.status is Status.RUNNING
+    assert retried.snapshot.context["entered"] == 1, "the entry ran once, not again"
+    start, again = entered.task.schedule, retried.task.schedule
+    assert start is not None and again is not None and again.state == "verify_identity"
+    # The default child id carries the revision: the retry's child is a new instance.
+    assert again.input != start.input
