@@ -3,14 +3,15 @@
 Not a test. Run it through bench/run_schedules.sh, which brings its own PostgreSQL. On
 127.0.0.1 only, it starts one statewrightd (``--replicas 2``: two sharing the database),
 creates ``--schedules`` schedules of a definition that completes at once, all firing at
-second 0 of every minute (``* * * * *``, the worst case: every fire due at once), lets
-them fire for ``--minutes`` minutes, and reports:
+second 0 of every minute (``* * * * *``, the worst case: every fire due at once; with
+``--jitter S`` each fire is spread over S seconds, as a schedule's ``spec.jitter`` does),
+lets them fire for ``--minutes`` minutes, and reports:
 
-- fire lag: each started instance's create time minus its nominal time (the instance id
-  carries it), p50/p99/max;
+- fire lag: each started instance's create time minus its due time (its nominal time, which
+  the instance id carries, plus its jitter), p50/p99/max, over the fires due in the run;
 - fires: instances started, and whether any nominal time started twice (never);
 - server CPU seconds per fire (the servers' user + system time over the run, minus an idle
-  minute's measured before the schedules exist).
+  ten seconds measured before the schedules exist).
 
 ``--idle-effect``: instead, what schedules that exist but are not due cost everything
 else. Two servers on two fresh databases of the same PostgreSQL, one holding
@@ -30,7 +31,7 @@ import statistics
 import sys
 import time
 from contextlib import ExitStack
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import grpc
@@ -40,6 +41,7 @@ from statewright.v1 import schedule_service_pb2_grpc as spb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.timer_bench import closed_loop, cpu_seconds, server, workspace
+from statewrightd.engine.schedule_spec import jitter_of
 
 DEFINITIONS = {
     "instant.yaml": """
@@ -52,21 +54,25 @@ states:
 }
 
 
-def create(target: str, count: int, cron: str = "* * * * *") -> None:
+def create(target: str, count: int, cron: str = "* * * * *", jitter: float = 0.0) -> None:
     with grpc.insecure_channel(target) as channel:
         stub = spb_grpc.ScheduleServiceStub(channel)
         for i in range(count):
             schedule = spb.Schedule()
             schedule.spec.cron_expressions.append(cron)
+            if jitter:
+                schedule.spec.jitter.FromMilliseconds(int(jitter * 1000))
             schedule.action.definition = "instant"
             request = spb.CreateScheduleRequest(schedule_id=f"b{i:05d}", schedule=schedule)
             stub.CreateSchedule(request, timeout=10)
 
 
-def lags(database: str, first: float, last: float) -> tuple[list[float], int, int]:
+def lags(
+    database: str, first: float, last: float, jitter: float = 0.0
+) -> tuple[list[float], int, int]:
     """Lags of the fires whose nominal time is in [first, last) (epoch seconds): creating
     thousands of schedules can outlast a minute, and the fires due meanwhile are not the
-    run's."""
+    run's. A lag counts from the fire's due time, its nominal time plus its jitter."""
     with psycopg.connect(database) as conn:
         rows = conn.execute(
             "SELECT workflow_id, create_time FROM workflow_instances WHERE workflow_id LIKE 'b%'"
@@ -77,8 +83,10 @@ def lags(database: str, first: float, last: float) -> tuple[list[float], int, in
         nominal = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
         if not first <= nominal.timestamp() < last:
             continue
-        nominal_times.add((workflow_id.split("-", 1)[0], nominal))
-        found.append((created - nominal).total_seconds())
+        schedule_id = workflow_id.split("-", 1)[0]
+        nominal_times.add((schedule_id, nominal))
+        due = nominal + timedelta(seconds=jitter_of(schedule_id, nominal, jitter))
+        found.append((created - due).total_seconds())
     return found, len(found), len(found) - len(nominal_times)
 
 
@@ -127,6 +135,9 @@ def main() -> None:
     parser.add_argument("--minutes", type=int, default=2)
     parser.add_argument("--replicas", type=int, default=1, choices=(1, 2))
     parser.add_argument(
+        "--jitter", type=float, default=0.0, help="seconds each fire may be spread over"
+    )
+    parser.add_argument(
         "--idle-effect",
         action="store_true",
         help="measure what --schedules idle schedules cost start-to-complete throughput",
@@ -150,7 +161,7 @@ def main() -> None:
         idle_from = sum(cpu_seconds(p) for p in pids)
         time.sleep(10)
         idle_rate = (sum(cpu_seconds(p) for p in pids) - idle_from) / 10
-        create(servers[0][0], args.schedules)
+        create(servers[0][0], args.schedules, jitter=args.jitter)
         # From the next minute on, for --minutes minutes (plus the last fires' lag).
         now = time.time()
         start = now - now % 60 + 60
@@ -158,13 +169,14 @@ def main() -> None:
         cpu_from = sum(cpu_seconds(p) for p in pids)
         time.sleep(args.minutes * 60 - 5)
         busy = sum(cpu_seconds(p) for p in pids) - cpu_from - idle_rate * (args.minutes * 60 - 5)
-        found, fires, twice = lags(database, start, start + args.minutes * 60)
+        found, fires, twice = lags(database, start, start + args.minutes * 60, args.jitter)
     result = {
         "schedules": args.schedules,
         "replicas": args.replicas,
         "minutes": args.minutes,
         "fires": fires,
         "fires_due": args.schedules * args.minutes,
+        "jitter_s": args.jitter,
         "started_twice": twice,
         "lag_p50_s": round(percentile(found, 0.5), 3),
         "lag_p99_s": round(percentile(found, 0.99), 3),
