@@ -191,29 +191,14 @@ class Probes:
             if claim is not None:
                 self._linked(claim, None)
             return
-        if claim is not None:
-            span.add_link(claim[0].span.get_span_context(), _COMMITTED_BY)
-        span.set_attribute("statewright.step.attempts", attempts + 1)
-        if kind != observed.kind:  # a signal-with-start that signalled
-            span.update_name(f"statewright.step {kind}")
-            span.set_attribute("statewright.step.kind", kind)
-        if record is not None:
-            span.set_attributes(
-                {
-                    "statewright.definition": record.definition,
-                    "statewright.definition_version": record.version,
-                    "statewright.revision": record.revision,
-                    "statewright.status": record.status,
-                    "statewright.state": record.state,
-                }
-            )
-            if isinstance(result, Outcome):
-                _outcome_attributes(span, command, result)
-        elif error is not None:
-            span.set_attribute("statewright.error.reason", error.reason)
-            span.set_status(Status(StatusCode.ERROR, error.message))
-        else:
-            span.set_attribute("statewright.step.replayed", True)
+        if span.is_recording():  # not sampled out: say what the step did, in one call
+            if claim is not None:
+                span.add_link(claim[0].span.get_span_context(), _COMMITTED_BY)
+            if kind != observed.kind:  # a signal-with-start that signalled
+                span.update_name(f"statewright.step {kind}")
+            span.set_attributes(_step_attributes(command, attempts, result))
+            if error is not None:
+                span.set_status(Status(StatusCode.ERROR, error.message))
         span.end()
         if claim is not None:
             self._linked(claim, span)
@@ -346,19 +331,36 @@ _COMMITTED_BY = {LINK_KIND: "committed by"}
 _SAVED_STEP = {LINK_KIND: "saved step"}
 
 
-def _outcome_attributes(span: Span, command: Command, outcome: Outcome) -> None:
-    if not outcome.accepted:
-        span.set_attribute("statewright.signal.rejection", str(outcome.rejection))
-    fired = next((t.event for t in outcome.transitions if t.event), None)
+def _step_attributes(
+    command: Command, attempts: int, result: Result
+) -> dict[str, str | int | bool]:
+    """What a step's span says of how it ended (what it was asked is said at its start)."""
+    attributes: dict[str, str | int | bool] = {
+        "statewright.step.kind": command.kind,  # changed when a signal-with-start signalled
+        "statewright.step.attempts": attempts + 1,
+    }
+    if isinstance(result, errors.StatewrightError):
+        attributes["statewright.error.reason"] = result.reason
+        return attributes
+    if not isinstance(result, Outcome):
+        attributes["statewright.step.replayed"] = True
+        return attributes
+    record = result.record
+    attributes["statewright.definition"] = record.definition
+    attributes["statewright.definition_version"] = record.version
+    attributes["statewright.revision"] = record.revision
+    attributes["statewright.status"] = str(record.status)
+    attributes["statewright.state"] = record.state
+    if not result.accepted:
+        attributes["statewright.signal.rejection"] = str(result.rejection)
+    fired = next((t.event for t in result.transitions if t.event), None)
     if fired is not None and "event" not in command.described():
-        span.set_attribute("statewright.event", fired)  # the event of a timer's transition
-    if (
-        outcome.saved
-        and outcome.task is not None
-        and outcome.task.revision == outcome.record.revision
-    ):
+        attributes["statewright.event"] = fired  # the event of a timer's transition
+    task = result.task
+    if result.saved and task is not None and task.revision == record.revision:
         # The task this step scheduled (its worker's span is this span's child).
-        span.set_attribute("statewright.scheduled_task_id", outcome.task.task_id)
+        attributes["statewright.scheduled_task_id"] = task.task_id
+    return attributes
 
 
 def _key(op: Operation) -> SaveKey:
