@@ -25,6 +25,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 from opentelemetry import trace
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -235,3 +236,44 @@ async def test_one_trace_through_the_steps_and_two_workers(
     assert shipped.attributes is not None
     assert shipped.attributes["statewright.state"] == "shipped"
     assert shipped.attributes["statewright.actor"] == charged.attributes["statewright.actor"]
+
+
+async def test_an_http_call_joins_the_callers_trace(
+    postgres_databases: PostgresDatabases, tmp_path: Path
+) -> None:
+    """The HTTP API reads the call's W3C traceparent header as the gRPC door reads its
+    metadata: the step is a child of the caller's span, and the task it schedules keeps the
+    step's context for the worker."""
+    spans = InMemorySpanExporter()
+    config = ServerConfig(
+        listen="127.0.0.1:0",
+        http_listen="127.0.0.1:0",
+        database_url=postgres_databases.create(),
+        definitions_dir=EXAMPLES,
+        grace_seconds=1.0,
+    )
+    server = Server(config, Observability(config, env={}, span_exporters=[spans]))
+    await server.start()
+    caller = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    body = {"definition": "order-fulfilment", "input": {"items": ["pen"], "price": 2.5}}
+    try:
+        async with aiohttp.ClientSession() as session:
+            async with session.post(
+                f"http://127.0.0.1:{server.http_port}/api/v1/workflows",
+                json=body,
+                headers={"traceparent": caller},
+            ) as answer:
+                assert answer.status == 200, await answer.text()
+                started = await answer.json()
+            name = started["workflow"]["name"]
+            async with session.get(
+                f"http://127.0.0.1:{server.http_port}/api/v1/{name}/tasks/1"
+            ) as answer:
+                assert answer.status == 200, await answer.text()
+                task = (await answer.json())["task"]
+    finally:
+        await server.drain()
+    step = _one(spans.get_finished_spans(), "statewright.step start")
+    assert format(_trace(step), "032x") == "4bf92f3577b34da6a3ce929d0e0e4736"
+    assert _parent(step) == int("00f067aa0ba902b7", 16)
+    assert task["traceparent"].split("-")[1:3] == [f"{_trace(step):032x}", f"{_id(step):016x}"]
