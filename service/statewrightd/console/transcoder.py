@@ -35,8 +35,8 @@ from statewrightd.console.admission import Admission
 from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.console.json_text import to_json
 from statewrightd.console.streams import EventStream, error_data
-from statewrightd.reasons import Reason
 from statewrightd.observability.tracing import caller_trace
+from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
 
