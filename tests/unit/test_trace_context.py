@@ -51,18 +51,23 @@ def _outcome(workflow_id: str) -> Outcome:
     return Outcome(record, cast(Loaded, object()), saved=True)
 
 
-def test_a_completion_step_is_linked_to_the_scheduling_step_and_the_worker() -> None:
-    probes, exporter = _traced()
-    command = CompleteTaskCommand(
-        workflow_id="o-1",
+def _completion(workflow_id: str, worker: TraceContext) -> CompleteTaskCommand:
+    """Attempt 2 of task 2 completed by worker-1, whose span is ``worker``."""
+    return CompleteTaskCommand(
+        workflow_id=workflow_id,
         actor="worker-1",
         task_id="2",
         state="charging",
         lease_token="l",
         attempt=2,
         scheduled_by=STEP,
-        worker=WORKER,
+        worker=worker,
     )
+
+
+def test_a_completion_step_is_linked_to_the_scheduling_step_and_the_worker() -> None:
+    probes, exporter = _traced()
+    command = _completion("o-1", WORKER)
     observed = probes.requested(command)
     assert observed is not None
     probes.finished(command, 0, observed, _outcome("o-1"))
@@ -96,18 +101,14 @@ def test_a_step_has_its_own_trace_context_for_what_it_schedules() -> None:
     assert Probes(None, None).requested(command) is None
 
 
-def test_a_malformed_worker_context_is_no_link() -> None:
+def test_a_malformed_worker_context_is_no_link_and_no_failure() -> None:
     probes, exporter = _traced()
-    command = CompleteTaskCommand(
-        workflow_id="o-3",
-        task_id="2",
-        state="charging",
-        lease_token="l",
-        worker=TraceContext("not-a-traceparent"),
-    )
+    command = _completion("o-3", TraceContext("not-a-traceparent"))
     probes.finished(command, 0, probes.requested(command), _outcome("o-3"))
     (span,) = exporter.get_finished_spans()
-    assert span.links == ()
+    assert [(link.attributes or {}).get("statewright.link") for link in span.links] == [
+        "scheduled by"
+    ]
 
 
 def test_the_workers_context_is_bounded_and_not_part_of_the_request_digest() -> None:
