@@ -26,7 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -67,8 +67,15 @@ states:
 
 @contextmanager
 def server(
-    database: str, definitions: Path, logs: Path, name: str, extra: Sequence[str] = ()
+    database: str,
+    definitions: Path,
+    logs: Path,
+    name: str,
+    extra: Sequence[str] = (),
+    *,
+    env: Mapping[str, str] | None = None,
 ) -> Iterator[tuple[str, int]]:
+    """A statewrightd serving on a free port; ``env``: its environment (None: this one's)."""
     log = logs / f"{name}.log"
     argv = [str(STATEWRIGHTD), "serve", "--listen", "127.0.0.1:0", "--database", database]
     # One process, so that the pid's CPU is the server's (a later --processes in ``extra``
@@ -76,7 +83,13 @@ def server(
     argv += ["--definitions", str(definitions), "--log-level", "INFO", "--grace", "5"]
     argv += ["--processes", "1", *extra]
     with log.open("wb") as out:
-        process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        process = subprocess.Popen(
+            argv,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            cwd=ROOT,
+            env=None if env is None else dict(env),
+        )
     try:
         port = 0
         deadline = time.monotonic() + 60

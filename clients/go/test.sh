@@ -13,5 +13,5 @@ if [ -n "$unformatted" ]; then
   exit 1
 fi
 go vet ./...
-go build -o bin/ ./examples/start_resume ./examples/payments_worker ./cmd/conformance
+go build -o bin/ ./examples/start_resume ./examples/payments_worker ./cmd/conformance ./cmd/traced_worker
 go test -count=1 ./...

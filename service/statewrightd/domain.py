@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import re
+from dataclasses import dataclass
 from typing import Final
 
 
@@ -25,6 +26,16 @@ class Status(enum.StrEnum):
 STATUSES = frozenset(Status)
 # Nothing steps an instance in one of these again.
 TERMINAL: frozenset[Status] = frozenset({Status.COMPLETED, Status.FAILED, Status.CANCELLED})
+
+
+@dataclass(frozen=True, slots=True)
+class TraceContext:
+    """A span's W3C Trace Context, as the ``traceparent`` and ``tracestate`` headers carry
+    it: what a task keeps of the step that scheduled it, what a worker sends back of its
+    own span. Only the observability package reads or writes the headers' contents."""
+
+    traceparent: str
+    tracestate: str = ""
 
 
 class TaskStatus(enum.StrEnum):

@@ -42,7 +42,7 @@ from statewrightd import errors
 from statewrightd.app import tasks as task_desk
 from statewrightd.app.tasks import Completion, TaskDesk, TaskRef
 from statewrightd.definitions.registry import Loaded
-from statewrightd.domain import TaskStatus
+from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.engine import writes as writes_module
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import CompleteTaskCommand, RequestKey, SignalCommand
@@ -135,6 +135,7 @@ def _double_complete() -> None:
         request: RequestKey | None,
         budget: float | None,
         actor: str,
+        worker: TraceContext | None = None,
     ) -> Completion:
         # ...and nothing looks at it before the step either.
         task = await self.get(ref)

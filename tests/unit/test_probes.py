@@ -20,7 +20,12 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import Status
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.commands import ResumeCommand
-from statewrightd.observability.probes import LINK_WAIT_SECONDS, Outcomes, Probes
+from statewrightd.observability.probes import (
+    LINK_WAIT_SECONDS,
+    Outcomes,
+    Probes,
+    StepObservation,
+)
 from statewrightd.store.records import HistoryRecord, InstanceRecord, Operation, Save
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -79,7 +84,9 @@ def _commit(probes: Probes, ops: list[Operation], outcomes: Outcomes) -> None:
     assert probes.batch(apply, ops) == outcomes
 
 
-def _answer(probes: Probes, workflow_id: str, revision: int, observed: object | None) -> None:
+def _answer(
+    probes: Probes, workflow_id: str, revision: int, observed: StepObservation | None
+) -> None:
     outcome = Outcome(_record(workflow_id, revision), LOADED, saved=True)
     probes.finished(ResumeCommand(workflow_id=workflow_id), 0, observed, outcome)
 
@@ -93,7 +100,8 @@ def test_the_batch_ends_once_every_saved_step_is_linked(
     traced: tuple[Probes, InMemorySpanExporter],
 ) -> None:
     probes, exporter = traced
-    first, second = probes.requested(), probes.requested()
+    first = probes.requested(ResumeCommand(workflow_id="a"))
+    second = probes.requested(ResumeCommand(workflow_id="b"))
     conflict = errors.Conflict("moved on", actual_revision=3)
     _commit(
         probes,
@@ -142,7 +150,7 @@ def test_a_batch_whose_steps_are_never_answered_still_ends(
         "lost",
     )
     # A late answer finds nothing to link, and at shutdown whatever waits is ended.
-    _answer(probes, "lost", 2, probes.requested())
+    _answer(probes, "lost", 2, probes.requested(ResumeCommand(workflow_id="lost")))
     probes.close()
     names = sorted(s.name for s in exporter.get_finished_spans())
     assert names == [

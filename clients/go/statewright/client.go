@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 
+	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
@@ -57,6 +58,8 @@ func NewClient(target string, opts ...Option) (*Client, error) {
 		grpc.WithTransportCredentials(creds),
 		grpc.WithChainUnaryInterceptor(c.unaryInterceptor),
 		grpc.WithChainStreamInterceptor(c.streamInterceptor),
+		// Client spans, and the caller's trace context in every call's metadata.
+		grpc.WithStatsHandler(otelgrpc.NewClientHandler()),
 	}
 	if s.tokens != nil {
 		if !secure && !s.tokenOverPlaintext && !loopbackTarget(target) {

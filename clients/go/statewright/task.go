@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -58,6 +59,11 @@ type Task struct {
 	// ItemIndex is, for an item of a fan-out (a task state with `map`), its index in the
 	// list; nil for the task of a state without `map`.
 	ItemIndex *int
+	// Traceparent and Tracestate are the W3C trace context of the step that scheduled the
+	// task ("" when the server was not tracing). The worker's span of the attempt is
+	// already its child: the handler's context carries that span.
+	Traceparent string
+	Tracestate  string
 
 	run *runningTask
 }
@@ -225,6 +231,9 @@ type runningTask struct {
 	// renewed tells the automatic heartbeats that a handler's own heartbeat moved the lease.
 	renewed chan struct{}
 
+	// span is the attempt's span, the parent of the calls that report its outcome.
+	span trace.Span
+
 	mu      sync.Mutex
 	details *structpb.Struct
 	expiry  time.Time
@@ -245,6 +254,9 @@ func newRunningTask(w *Worker, parent context.Context, pb *statewrightv1.Task) *
 		Input:    pb.GetInput().AsMap(),
 		Attempt:  int(pb.GetAttempt()),
 		run:      rt,
+
+		Traceparent: pb.GetTraceparent(),
+		Tracestate:  pb.GetTracestate(),
 	}
 	if pb.GetHeartbeatDetails() != nil {
 		rt.task.HeartbeatDetails = pb.GetHeartbeatDetails().AsMap()

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"time"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
@@ -328,12 +329,15 @@ func (w *Worker) execute(life context.Context, handler Handler, pb *statewrightv
 	var beating sync.WaitGroup
 	beating.Go(func() { rt.heartbeatLoop(beat, log) })
 	outcome := make(chan handlerOutcome, 1)
-	go func() { outcome <- runHandler(rt.ctx, handler, rt.task, log) }()
+	handlerCtx, span := startTaskSpan(rt.ctx, pb)
+	rt.span = span
+	go func() { outcome <- runHandler(handlerCtx, handler, rt.task, log) }()
 	var out handlerOutcome
 	select {
 	case out = <-outcome:
 	case <-life.Done():
 	}
+	endTaskSpan(span, out)
 	stopBeating()
 	beating.Wait()
 	defer rt.cancel(context.Canceled)
@@ -372,8 +376,9 @@ func (w *Worker) report(life context.Context, rt *runningTask, out handlerOutcom
 				Result:     result,
 				RequestId:  rt.requestID("complete"),
 			}
+			req.Traceparent, req.Tracestate = spanHeaders(rt.span)
 			return w.call(life, rt, "CompleteTask", log, func(ctx context.Context) error {
-				_, err := w.client.CompleteTask(ctx, req)
+				_, err := w.client.CompleteTask(trace.ContextWithSpan(ctx, rt.span), req)
 				return err
 			})
 		}
@@ -392,6 +397,7 @@ func (w *Worker) report(life context.Context, rt *runningTask, out handlerOutcom
 		NonRetryable: f.NonRetryable,
 		RequestId:    rt.requestID("fail"),
 	}
+	req.Traceparent, req.Tracestate = spanHeaders(rt.span)
 	if f.RetryDelay > 0 {
 		req.RetryDelay = durationpb.New(f.RetryDelay)
 	}
@@ -399,7 +405,7 @@ func (w *Worker) report(life context.Context, rt *runningTask, out handlerOutcom
 		req.CloseKeyUntil = timestamppb.New(f.CloseKeyUntil)
 	}
 	return w.call(life, rt, "FailTask", log, func(ctx context.Context) error {
-		_, err := w.client.FailTask(ctx, req)
+		_, err := w.client.FailTask(trace.ContextWithSpan(ctx, rt.span), req)
 		return err
 	})
 }

@@ -16,7 +16,7 @@ from typing import NamedTuple
 
 import grpc
 
-from statewright import _common
+from statewright import _common, _tracing
 from statewright._common import IfExists, IfFinished, Until
 from statewright._plan import (
     Effect,
@@ -569,15 +569,26 @@ class Operations:
         *,
         request_id: str | None = None,
         timeout: float | None = None,
+        traceparent: str = "",
+        tracestate: str = "",
     ) -> Plan[TaskOutcome]:
         """Completes a leased task with ``result``; answers once the step that applied it is
         durably saved. A retry with the same ``request_id`` gets the original answer.
+        ``traceparent`` / ``tracestate``: the W3C trace context of the span that worked on
+        the task (the step is linked to it, and the call is its child).
         """
         request = task_pb.CompleteTaskRequest(
-            name=name, lease_token=lease_token, request_id=request_id or _common.new_request_id()
+            name=name,
+            lease_token=lease_token,
+            request_id=request_id or _common.new_request_id(),
+            traceparent=traceparent,
+            tracestate=tracestate,
         )
         _common.set_struct(request.result, result)
-        response: task_pb.CompleteTaskResponse = yield Unary("CompleteTask", request, timeout)
+        trace = _tracing.context_of(traceparent, tracestate)
+        response: task_pb.CompleteTaskResponse = yield Unary(
+            "CompleteTask", request, timeout, trace
+        )
         return _common.task_outcome(response.task, response.workflow)
 
     @returning
@@ -594,12 +605,15 @@ class Operations:
         request_id: str | None = None,
         timeout: float | None = None,
         close_key_until: datetime | None = None,
+        traceparent: str = "",
+        tracestate: str = "",
     ) -> Plan[TaskOutcome]:
         """Fails a leased attempt with an error of ``type`` (UPPER_SNAKE, what definitions
         match on). The task is retried with backoff (after ``retry_delay`` seconds, if given)
         unless ``non_retryable``, a non-retryable type or the last attempt gives it up.
         ``close_key_until`` (an aware datetime) closes the task's concurrency key on its
-        queue until then: no task of that key is handed out before it.
+        queue until then: no task of that key is handed out before it. ``traceparent`` /
+        ``tracestate``: as for ``complete_task``.
         """
         error = _common.task_error(type, message, details)
         request = _common.fail_request(
@@ -611,7 +625,9 @@ class Operations:
             request_id=request_id,
             close_key_until=close_key_until,
         )
-        response: task_pb.FailTaskResponse = yield Unary("FailTask", request, timeout)
+        request.traceparent, request.tracestate = traceparent, tracestate
+        trace = _tracing.context_of(traceparent, tracestate)
+        response: task_pb.FailTaskResponse = yield Unary("FailTask", request, timeout, trace)
         return _common.task_outcome(response.task, response.workflow)
 
     @returning

@@ -25,8 +25,9 @@ from typing import Any, Concatenate, Generic, Never, ParamSpec, TypeAlias, TypeV
 import grpc
 import grpc.aio
 from google.protobuf.message import Message
+from opentelemetry.context import Context
 
-from statewright import _common, _security
+from statewright import _common, _security, _tracing
 from statewright.errors import StatewrightError, from_rpc_error
 from statewright.v1 import (
     schedule_service_pb2,
@@ -59,6 +60,8 @@ class Unary:
     method: str
     request: Message
     timeout: float | None
+    # The trace context the call carries (None: the caller's current one).
+    trace: Context | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,6 +233,8 @@ class Driver(ABC, Generic[_Channel]):
         rpc = self._rpcs[effect.method]
         if future:
             rpc = rpc.future
+        trace = effect.trace if isinstance(effect, Unary) else None
+        metadata = _tracing.with_trace(metadata, trace)
         return rpc(effect.request, timeout=self._deadline(effect), metadata=metadata)
 
     def _refused(self, error: grpc.RpcError) -> None:

@@ -24,15 +24,16 @@ import signal
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Generator, Mapping
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any, Generic, Protocol, TypeAlias, TypeVar
+from typing import Any, Generic, Protocol, TypeAlias, TypeVar, cast
 
 import grpc
+from opentelemetry import trace
 
-from statewright import _common
+from statewright import _common, _tracing
 from statewright._operations import Operations
 from statewright._plan import Driver, Effect
 from statewright.errors import Cancelled, NotFound, StatewrightError
@@ -272,6 +273,21 @@ class Attempt:
         self.next_beat = next_heartbeat(time.monotonic(), task.lease_expire_time)
         self.backoff = backoff()
         self.started = time.monotonic()
+        # The attempt's span, a child of the step that scheduled the task: the handler
+        # runs in it, and its context goes back with the completion or failure.
+        self.span = _tracing.task_span(task)
+        self.traceparent, self.tracestate = _tracing.headers_of(self.span)
+
+    def call(self) -> Any:
+        """Runs a plain handler in the attempt's span (on the thread that calls this)."""
+        with trace.use_span(self.span, end_on_exit=False):
+            return self.handler(self.context)
+
+    async def call_async(self) -> Any:
+        """Awaits a coroutine handler in the attempt's span."""
+        handler = cast(Callable[[RunningTask], Awaitable[Any]], self.handler)
+        with trace.use_span(self.span, end_on_exit=False):
+            return await handler(self.context)
 
     def cancel(self) -> None:
         self.dropped = True
@@ -416,6 +432,11 @@ class WorkerCore(ABC, Generic[_Client]):
 
     def _settle(self, attempt: Attempt, run: Settled) -> None:
         attempt.outcome = run
+        error = None if run.cancelled() else run.exception()
+        failed = "CancelledError" if run.cancelled() else None
+        if error is not None:
+            failed = failure_of(error).type
+        _tracing.end_task_span(attempt.span, failed)
         attempt.bell.set()
 
     def _fault(self, error: BaseException) -> None:
@@ -599,6 +620,8 @@ class WorkerCore(ABC, Generic[_Client]):
                     task.lease_token,
                     result,
                     request_id=request_id(task, "complete"),
+                    traceparent=attempt.traceparent,
+                    tracestate=attempt.tracestate,
                 ),
                 retry=True,
             )
@@ -626,6 +649,8 @@ class WorkerCore(ABC, Generic[_Client]):
                 retry_delay=failure.retry_delay,
                 request_id=request_id(task, "fail"),
                 close_key_until=failure.close_key_until,
+                traceparent=attempt.traceparent,
+                tracestate=attempt.tracestate,
             ),
             retry=True,
         )

@@ -11,7 +11,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping
 from functools import partial
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 import grpc
 import grpc.aio
@@ -154,15 +154,10 @@ class AsyncWorker(WorkerCore[AsyncClient]):
         loop = asyncio.get_running_loop()
         run: asyncio.Future[Any]
         if is_async_handler(attempt.handler):
-            handler = cast(Callable[[RunningTask], Awaitable[Any]], attempt.handler)
-
-            async def call_handler() -> Any:
-                return await handler(attempt.context)  # whatever it raises ends the run
-
-            run = loop.create_task(call_handler())
+            run = loop.create_task(attempt.call_async())  # what it raises ends the run
         else:
             # Like asyncio.to_thread: the handler sees the caller's context variables.
-            call = partial(contextvars.copy_context().run, attempt.handler, attempt.context)
+            call = partial(contextvars.copy_context().run, attempt.call)
             run = loop.run_in_executor(self._thread_pool(), call)
         # The loop holds tasks weakly: keep each run until it ends, even once dropped.
         self._runs.add(run)

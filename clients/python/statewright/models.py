@@ -270,6 +270,10 @@ class Task:
     # `map`), and its result once it completed (kept there until the join).
     item_index: int | None = None
     result: JSONObject | None = None
+    # The W3C trace context of the step that scheduled it ("" when tracing was off): the
+    # worker's span of the task is its child.
+    traceparent: str = ""
+    tracestate: str = ""
 
     @property
     def terminal(self) -> bool:
@@ -298,6 +302,8 @@ class Task:
             proto=msg,
             item_index=msg.item_index if msg.HasField("item_index") else None,
             result=from_struct(msg.result) if msg.HasField("result") else None,
+            traceparent=msg.traceparent,
+            tracestate=msg.tracestate,
         )
 
     def to_dict(self) -> JSONObject:
@@ -320,6 +326,8 @@ class Task:
             "concurrency_key": self.concurrency_key,
             "item_index": self.item_index,
             "result": self.result,
+            "traceparent": self.traceparent,
+            "tracestate": self.tracestate,
         }
 
 

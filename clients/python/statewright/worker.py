@@ -111,7 +111,7 @@ class Worker(WorkerCore[Client]):
         thread.start()
 
     def _launch(self, attempt: Attempt) -> Handle:
-        future = self._thread_pool().submit(attempt.handler, attempt.context)
+        future = self._thread_pool().submit(attempt.call)
         future.add_done_callback(partial(self._settled, attempt))
         return future
 

@@ -15,6 +15,7 @@ import {
 } from "./gen/statewright/v1/workflow_service_pb.js";
 import { environmentConfig, resolveSecurity, type SecurityOptions, type StatewrightEnvironment } from "./security.js";
 import { withServiceConfig, type ServiceConfig } from "./service_config.js";
+import { traceInterceptor } from "./tracing.js";
 import { watch, type WatchOptions } from "./watch.js";
 
 /** A promise-based WorkflowService client: one method per RPC (startWorkflow, ...). */
@@ -73,7 +74,8 @@ export function createStatewrightTransport(target: string, options: StatewrightC
     ...transportOptions
   } = options;
   const security = resolveSecurity(target, { tls, ca, cert, key, serverName, token, insecure });
-  const interceptors = [...(transportOptions.interceptors ?? [])];
+  // The caller's trace context goes with every call (a no-op without an OpenTelemetry SDK).
+  const interceptors = [...(transportOptions.interceptors ?? []), traceInterceptor];
   if (security.interceptor) {
     interceptors.push(security.interceptor);
   }

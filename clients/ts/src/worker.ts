@@ -8,6 +8,7 @@ import type { TaskServiceClient } from "./client.js";
 import { errorReason, retryDelayMs } from "./error_info.js";
 import type { Task, TaskError } from "./gen/statewright/v1/task_pb.js";
 import type { FailTaskRequestSchema } from "./gen/statewright/v1/task_service_pb.js";
+import { endTaskSpan, inSpan, spanHeaders, startTaskSpan } from "./tracing.js";
 
 /** A leased task as its handler sees it. */
 export interface WorkerTask {
@@ -30,6 +31,12 @@ export interface WorkerTask {
   readonly deadline: Date | undefined;
   /** An item of a fan-out (`map`): its index in the list; undefined for a state without `map`. */
   readonly itemIndex: number | undefined;
+  /**
+   * The W3C trace context of the step that scheduled the task ("" when the server was not
+   * tracing). The handler already runs in the attempt's span, a child of it.
+   */
+  readonly traceparent: string;
+  readonly tracestate: string;
 }
 
 export interface TaskContext {
@@ -421,23 +428,33 @@ class Execution {
   private async execute(handler: TaskHandler): Promise<void> {
     this.scheduleHeartbeat();
     let request: () => Promise<unknown>;
+    // The attempt's span: the handler runs in it, and the report is its child and carries it.
+    const span = startTaskSpan(this.task);
+    const traced = spanHeaders(span);
+    const report = <T>(call: () => Promise<T>) => () => inSpan(span, call);
     try {
-      const value = await handler(workerTask(this.task), {
-        signal: this.handlerAbort.signal,
-        heartbeat: (details: JsonObject) => {
-          assertJsonObject(details, "heartbeat details");
-          this.details = details;
-        },
-      });
+      const value = await inSpan(span, () =>
+        handler(workerTask(this.task), {
+          signal: this.handlerAbort.signal,
+          heartbeat: (details: JsonObject) => {
+            assertJsonObject(details, "heartbeat details");
+            this.details = details;
+          },
+        }),
+      );
       const result = value ?? {};
       assertJsonObject(result, "the handler's result");
-      request = () =>
+      endTaskSpan(span);
+      request = report(() =>
         this.client.completeTask(
-          { name: this.task.name, leaseToken: this.task.leaseToken, result, requestId: this.requestId("complete") },
+          { name: this.task.name, leaseToken: this.task.leaseToken, result, requestId: this.requestId("complete"), ...traced },
           { signal: this.calls.signal },
-        );
+        ),
+      );
     } catch (err) {
-      request = () => this.client.failTask(this.failure(err), { signal: this.calls.signal });
+      const failure = { ...this.failure(err), ...traced };
+      endTaskSpan(span, failure.error?.type);
+      request = report(() => this.client.failTask(failure, { signal: this.calls.signal }));
     }
     if (this.phase !== "running") {
       return;
@@ -718,6 +735,8 @@ function workerTask(task: Task): WorkerTask {
     lastError: task.lastError,
     deadline: task.deadline ? new Date(timestampMs(task.deadline)) : undefined,
     itemIndex: task.itemIndex,
+    traceparent: task.traceparent,
+    tracestate: task.tracestate,
   };
 }
 

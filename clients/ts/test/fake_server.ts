@@ -353,6 +353,8 @@ export class FakeTaskService {
   readonly pollSignals: AbortSignal[] = [];
   readonly heartbeats: HeartbeatTaskRequest[] = [];
   readonly completions: CompleteTaskRequest[] = [];
+  /** The traceparent header of each CompleteTask call ("" for none), in order. */
+  readonly completionTraceparents: string[] = [];
   readonly failures: FailTaskRequest[] = [];
   /** Errors that the next calls of each method throw, in order, before it behaves again. */
   readonly errors: Record<TaskMethod, ConnectError[]> = { poll: [], heartbeat: [], complete: [], fail: [] };
@@ -388,6 +390,14 @@ export class FakeTaskService {
     this.tasks.set(name, create(TaskSchema, { name, workflow, state, queue, input, revision, status: TaskStatus.SCHEDULED }));
     this.emit();
     return name;
+  }
+
+  /** Gives scheduled task name the W3C trace context of the step that scheduled it. */
+  traced(name: string, traceparent: string, tracestate = ""): void {
+    const task = this.tasks.get(name);
+    if (!task) throw new Error(`no task ${name}`);
+    task.traceparent = traceparent;
+    task.tracestate = tracestate;
   }
 
   /** The instance's unfinished task, as GetWorkflow shows it (without its lease token). */
@@ -492,7 +502,8 @@ export class FakeTaskService {
       return { leaseExpireTime: task.leaseExpireTime, cancelRequested: false };
     },
 
-    completeTask: (req) => {
+    completeTask: (req, ctx) => {
+      this.completionTraceparents.push(ctx.requestHeader.get("traceparent") ?? "");
       this.record(this.completions, req, "complete");
       const earlier = req.requestId ? this.completed.get(req.requestId) : undefined;
       if (earlier) return earlier;

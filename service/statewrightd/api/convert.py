@@ -424,6 +424,9 @@ def task_pb(task: TaskRecord, *, with_lease: bool = False) -> task_pb2.Task:
         message.item_index = task.item_index
     if task.result is not None:
         message.result.CopyFrom(dict_to_struct(task.result))
+    if task.trace is not None:
+        message.traceparent = task.trace.traceparent
+        message.tracestate = task.trace.tracestate
     if task.last_error:
         error = task.last_error
         message.last_error.CopyFrom(

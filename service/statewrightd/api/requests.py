@@ -50,11 +50,28 @@ def value_limits(limits: Limits) -> ValueLimits:
     )
 
 
+# A worker's trace context on CompleteTask / FailTask, left out of the request's digest.
+_TRACE_FIELDS = ("traceparent", "tracestate")
+
+
+def _copy(request: Message) -> Message:
+    copied = type(request)()
+    copied.CopyFrom(request)
+    return copied
+
+
 def request_key(method: str, request: Message, request_id: str) -> RequestKey | None:
     """The idempotency key of a request: its id, and a digest of everything it asks."""
     if not request_id:
         return None
     digest = hashlib.sha256(method.encode())
+    traced = [f for f in _TRACE_FIELDS if f in request.DESCRIPTOR.fields_by_name]
+    if traced and any(getattr(request, f) for f in traced):
+        # Where a call came from is not what it asks: a retry sent from another span
+        # (a worker's retry after a restart) is the same request.
+        request = _copy(request)
+        for name in traced:
+            request.ClearField(name)
     digest.update(request.SerializeToString(deterministic=True))
     return RequestKey(request_id, method, digest.hexdigest())
 

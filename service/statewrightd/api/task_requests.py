@@ -24,7 +24,7 @@ from statewrightd.api.requests import request_key
 from statewrightd.app.queues import DEFAULT_KEYS, MAX_KEYS, QueueStatus, checked_config
 from statewrightd.app.tasks import TaskFailure, TaskRef
 from statewrightd.definitions.model import QUEUE_NAME
-from statewrightd.domain import TASK_ID
+from statewrightd.domain import TASK_ID, TraceContext
 from statewrightd.engine.commands import RequestKey
 from statewrightd.store.flow import LIMITS, KeyState, QueueConfig
 from statewrightd.store.records import TaskRecord
@@ -38,6 +38,10 @@ MAX_ERROR_MESSAGE_LENGTH: Final = 4096
 # A retry delay beyond this is a mistake (schedule_to_close caps it in any case).
 MAX_RETRY_DELAY: Final = 7 * 24 * 3600.0
 ERROR_TYPE: Final = re.compile(r"^[\x21-\x7e]{1,128}\Z")
+# W3C Trace Context bounds: a version-00 traceparent is 55 characters (later versions may
+# append), a tracestate at most 32 members of 256 characters, 512 in practice.
+MAX_TRACEPARENT_LENGTH: Final = 256
+MAX_TRACESTATE_LENGTH: Final = 8192
 _TASK_NAME_HINT: Final = "'workflows/{workflow_id}/tasks/{task_id}'"
 
 
@@ -66,6 +70,7 @@ class Fail:
     retry_after: float | None
     request: RequestKey | None
     close_key_until: datetime | None = None
+    worker: TraceContext | None = None
 
 
 def task_ref(value: str, field: str = "name") -> TaskRef:
@@ -166,7 +171,17 @@ def fail(request: pb.FailTaskRequest, limits: ValueLimits = DEFAULT_LIMITS) -> F
         retry_after=retry_after,
         request=request_key("FailTask", request, request.request_id),
         close_key_until=close_until,
+        worker=worker_trace(request.traceparent, request.tracestate),
     )
+
+
+def worker_trace(traceparent: str, tracestate: str) -> TraceContext | None:
+    """The trace context a worker sent of its span (None: none). Only bounded here: the
+    step's observer reads it with OpenTelemetry's propagator, which ignores a malformed
+    one (the step is then not linked to it)."""
+    v.at_most("traceparent", traceparent, MAX_TRACEPARENT_LENGTH)
+    v.at_most("tracestate", tracestate, MAX_TRACESTATE_LENGTH)
+    return TraceContext(traceparent, tracestate) if traceparent else None
 
 
 def instant(value: timestamp_pb2.Timestamp, field: str) -> datetime:

@@ -60,7 +60,13 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         result = struct_to_dict(request.result, "result", self._limits)
         key = request_key("CompleteTask", request, request.request_id)
         done = await self._app.tasks.complete(
-            ref, token, result, request=key, budget=budget(context), actor=current_actor()
+            ref,
+            token,
+            result,
+            request=key,
+            budget=budget(context),
+            actor=current_actor(),
+            worker=tr.worker_trace(request.traceparent, request.tracestate),
         )
         return pb.CompleteTaskResponse(
             workflow=outcome_workflow(done.outcome),
@@ -80,6 +86,7 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
             request=fail.request,
             budget=budget(context),
             actor=current_actor(),
+            worker=fail.worker,
         )
         response = pb.FailTaskResponse(task=task_pb(failed.task))
         if failed.outcome is not None:

@@ -47,7 +47,7 @@ class Handoff:
                 "the server is overloaded; retry with backoff", reason=Reason.OVERLOADED
             )
         aio = asyncio.get_running_loop()
-        runtime, observed = self._runtime, self._observer.requested()
+        runtime, observed = self._runtime, self._observer.requested(command)
         future = self._post(aio, lambda reply: runtime.submit(Job(command, reply, observed)))
         self._stepping[future] = command.workflow_id
         # A plain timer rather than wait_for(shield(...)): one less task per call. The

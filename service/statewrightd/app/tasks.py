@@ -31,7 +31,7 @@ from typing import Any, Protocol, TypeVar
 
 from statewrightd import errors
 from statewrightd.app.queues import QueueDesk
-from statewrightd.domain import TaskStatus
+from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKey, TaskGiveUpCommand
@@ -207,11 +207,15 @@ class TaskDesk:
         request: RequestKey | None,
         budget: float | None,
         actor: str,
+        worker: TraceContext | None = None,
     ) -> Completion:
+        """``worker``: the trace context of the worker's span, linked from the step."""
         task = await self.get(ref)
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             return Completion(await self._replay_or_fence(task, request), _finished(task))
-        command = CompleteTaskCommand.of(task, token, result, actor=actor, request=request)
+        command = CompleteTaskCommand.of(
+            task, token, result, actor=actor, request=request, worker=worker
+        )
         outcome = await self._fenced_step(command, ref, budget)
         if outcome.saved:
             self.observer.task_attempt_ended(task.queue, "completed")
@@ -232,6 +236,7 @@ class TaskDesk:
         budget: float | None,
         actor: str,
         close_key_until: datetime | None = None,
+        worker: TraceContext | None = None,
     ) -> Failure:
         task = await self.get(ref)
         request_id = request.request_id if request is not None else None
@@ -252,7 +257,7 @@ class TaskDesk:
         available = now + timedelta(seconds=retry_after)
         if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
             return await self._give_up(
-                task, token, error, request=request, budget=budget, actor=actor
+                task, token, error, request=request, budget=budget, actor=actor, worker=worker
             )
         repo = self.repo
 
@@ -294,10 +299,17 @@ class TaskDesk:
         request: RequestKey | None,
         budget: float | None,
         actor: str,
+        worker: TraceContext | None,
     ) -> Failure:
         failure = failure_payload(task, error)
         command = TaskGiveUpCommand.of(
-            task, failure, actor=actor, lease_token=token, leased=True, request=request
+            task,
+            failure,
+            actor=actor,
+            lease_token=token,
+            leased=True,
+            request=request,
+            worker=worker,
         )
         outcome = await self._fenced_step(command, TaskRef(task.workflow_id, task.task_id), budget)
         if outcome.saved:

@@ -35,6 +35,7 @@ from statewrightd.console.admission import Admission
 from statewrightd.console.http_rules import Route, RouteTable, routes
 from statewrightd.console.json_text import to_json
 from statewrightd.console.streams import EventStream, error_data
+from statewrightd.observability.tracing import caller_trace
 from statewrightd.reasons import Reason
 
 _log = logging.getLogger(__name__)
@@ -188,7 +189,9 @@ class Transcoder:
     async def _unary(self, route: Route, request: web.Request, message: Message) -> web.Response:
         name = route.method.name
         async with self._admission.admitted(request, route.rpc, message) as (_, grants):
-            response = await self._handlers[route.rpc](message, HttpCall(self._timeouts.get(name)))
+            with caller_trace(request.headers):
+                call = HttpCall(self._timeouts.get(name))
+                response = await self._handlers[route.rpc](message, call)
             self._admission.gate.screen(name, response, grants)
             return answer(response)
 

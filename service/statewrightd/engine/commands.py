@@ -15,7 +15,9 @@ asks rather than checks kinds, and a new kind of step is a class of its own:
   leaves to remove from the store (``unstepped``);
 - saved: the event history names (``history_event``), what history records it took
   (``taken``), the timer it fires (``fired``), the task it finishes (``finishes``);
-- answered: a refusal its caller gets as an answer rather than an error (``refusal``).
+- answered: a refusal its caller gets as an answer rather than an error (``refusal``);
+- observed: what its step's span says of it (``described``) and the spans it follows
+  from (``links``: the step that scheduled a task, the worker's span).
 
 ``StartCommand`` creates an instance; every other command is a ``StepCommand``, which
 steps one that exists.
@@ -28,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any, ClassVar
 
-from statewrightd.definitions.model import TASK_COMPLETED, Definition
+from statewrightd.definitions.model import TASK_COMPLETED, TASK_FAILED, Definition
 from statewrightd.definitions.registry import Loaded
-from statewrightd.domain import TaskStatus
+from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.engine import fsm
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.model import Snapshot, StepResult
@@ -40,6 +42,9 @@ from statewrightd.store.records import InstanceRecord, TaskFinish, TaskRecord, T
 from statewrightd.store.repository import Repository
 
 _REJECTIONS = {r.value: r for r in Rejection}
+
+# What a step's span is linked to: why (``scheduled by``, ``worker``), and that span.
+Links = tuple[tuple[str, TraceContext], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +81,15 @@ class Command:
         """The answer to a refusal for ``reason`` (the instance as last known for
         certain), when this kind answers refusals rather than raising them; None: raise."""
         return None
+
+    def described(self) -> dict[str, str | int]:
+        """What this kind of step says of itself to whoever observes it: the event it
+        delivers, the task it finishes (names without the observer's prefix)."""
+        return {}
+
+    def links(self) -> Links:
+        """The spans this step follows from without being their child."""
+        return ()
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -130,6 +144,9 @@ class SignalWithStartCommand(StartCommand):
 
     def history_event(self) -> str | None:
         return self.event
+
+    def described(self) -> dict[str, str | int]:
+        return {"event": self.event}
 
     def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
         # Refused before it could tell whether the instance exists (busy, shutting down,
@@ -195,6 +212,9 @@ class ResumeCommand(StepCommand):
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         return fsm.resume(definition, snapshot, self.event, self.input)
 
+    def described(self) -> dict[str, str | int]:
+        return {"event": self.event} if self.event else {}
+
     def taken(self) -> dict[str, Any] | None:
         return dict(self.input)
 
@@ -229,6 +249,9 @@ class SignalCommand(StepCommand):
         if self.start_now and fsm.is_delayed(snapshot):
             return fsm.start_now_with_signal(definition, snapshot, self.event, self.payload)
         return fsm.signal(definition, snapshot, self.event, self.payload)
+
+    def described(self) -> dict[str, str | int]:
+        return {"event": self.event}
 
     def taken(self) -> dict[str, Any] | None:
         return dict(self.payload)
@@ -347,6 +370,9 @@ class TimerCommand(StepCommand):
     def fired(self) -> str | None:
         return self.timer_id
 
+    def described(self) -> dict[str, str | int]:
+        return {"timer_id": self.timer_id}
+
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompleteTaskCommand(StepCommand):
@@ -362,6 +388,10 @@ class CompleteTaskCommand(StepCommand):
     # An item of a fan-out: its index, and the revision of the step that entered its map.
     item: int | None = None
     revision: int = 0
+    attempt: int = 0  # the attempt that completed it
+    # The trace contexts of the step that scheduled the task and of the worker's span.
+    scheduled_by: TraceContext | None = None
+    worker: TraceContext | None = None
 
     @classmethod
     def of(
@@ -372,9 +402,16 @@ class CompleteTaskCommand(StepCommand):
         *,
         actor: str,
         request: RequestKey | None,
+        worker: TraceContext | None = None,
     ) -> CompleteTaskCommand:
         """The completion of ``task`` by the worker holding lease ``token``."""
-        return cls(**_of_task(task, actor, request), lease_token=token, result=result)
+        return cls(
+            **_of_task(task, actor, request),
+            lease_token=token,
+            result=result,
+            attempt=task.attempt,
+            worker=worker,
+        )
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         if self.item is not None:
@@ -396,6 +433,12 @@ class CompleteTaskCommand(StepCommand):
 
     def history_event(self, result: StepResult) -> str | None:
         return TASK_COMPLETED  # what history and watchers show for the result's step
+
+    def described(self) -> dict[str, str | int]:
+        return _task_described(self.task_id, self.attempt, self.item, TASK_COMPLETED)
+
+    def links(self) -> Links:
+        return _task_links(self.scheduled_by, self.worker)
 
     def finishes(self) -> TaskFinish | None:
         result = dict(self.result) if self.item is not None else None
@@ -421,6 +464,8 @@ class TaskGiveUpCommand(StepCommand):
     timed_out: bool = False
     item: int | None = None  # as for CompleteTaskCommand
     revision: int = 0
+    scheduled_by: TraceContext | None = None
+    worker: TraceContext | None = None
 
     @classmethod
     def of(
@@ -433,6 +478,7 @@ class TaskGiveUpCommand(StepCommand):
         leased: bool,
         request: RequestKey | None = None,
         timed_out: bool = False,
+        worker: TraceContext | None = None,
     ) -> TaskGiveUpCommand:
         """``task`` gives up with ``failure``, fenced by ``lease_token`` at its attempt."""
         return cls(
@@ -442,6 +488,7 @@ class TaskGiveUpCommand(StepCommand):
             leased=leased,
             failure=failure,
             timed_out=timed_out,
+            worker=worker,
         )
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
@@ -462,6 +509,12 @@ class TaskGiveUpCommand(StepCommand):
         failure = {k: self.failure[k] for k in ("type", "message") if k in self.failure}
         taken = {"task_id": self.task_id, "timed_out": self.timed_out, "failure": failure}
         return taken if self.item is None else {**taken, "item": self.item}
+
+    def described(self) -> dict[str, str | int]:
+        return _task_described(self.task_id, self.attempt, self.item, TASK_FAILED)
+
+    def links(self) -> Links:
+        return _task_links(self.scheduled_by, self.worker)
 
     def finishes(self) -> TaskFinish | None:
         return TaskFinish(
@@ -484,4 +537,23 @@ def _of_task(task: TaskRecord, actor: str, request: RequestKey | None) -> dict[s
         "state": task.state,
         "item": task.item_index,
         "revision": task.revision,
+        "scheduled_by": task.trace,
     }
+
+
+def _task_described(
+    task_id: str, attempt: int, item: int | None, event: str
+) -> dict[str, str | int]:
+    described: dict[str, str | int] = {"event": event, "task_id": task_id, "task.attempt": attempt}
+    if item is not None:
+        described["task.item_index"] = item
+    return described
+
+
+def _task_links(scheduled_by: TraceContext | None, worker: TraceContext | None) -> Links:
+    links: Links = ()
+    if scheduled_by is not None:
+        links += (("scheduled by", scheduled_by),)
+    if worker is not None:
+        links += (("worker", worker),)
+    return links

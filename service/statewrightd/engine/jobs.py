@@ -6,9 +6,10 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from statewrightd.domain import TraceContext
 from statewrightd.engine.answers import Outcome, Replay, Reply, Result
 from statewrightd.engine.commands import Command
-from statewrightd.engine.observer import StepObserver
+from statewrightd.engine.observer import Observation, StepObserver
 
 _log = logging.getLogger(__name__)
 
@@ -19,7 +20,7 @@ class Job:
 
     command: Command
     reply: Reply
-    observed: object | None = None  # what the observer noted where the command was built
+    observed: Observation | None = None  # what the observer noted where the command was built
     attempts: int = 0  # conflict retries so far
     fresh: bool = False  # the session was loaded from the store by this job
     token: int = 0  # the admission segment this job holds, once admitted
@@ -27,6 +28,11 @@ class Job:
     @property
     def workflow_id(self) -> str:
         return self.command.workflow_id
+
+    @property
+    def trace(self) -> TraceContext | None:
+        """The step's trace context, for what it schedules (None: not traced)."""
+        return None if self.observed is None else self.observed.trace
 
 
 class Replies:

@@ -9,18 +9,29 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from statewrightd.domain import TraceContext
 from statewrightd.engine.answers import Result
 from statewrightd.engine.commands import Command
 
 
+class Observation(Protocol):
+    """What an observer noted of a step when its command was built."""
+
+    @property
+    def trace(self) -> TraceContext | None:
+        """The step's own trace context (None: not traced): what a task it schedules keeps
+        for the worker's span to join."""
+        ...
+
+
 class StepObserver(Protocol):
-    def requested(self) -> object | None:
-        """Called where a command is built, in its caller's task (whose trace context is
+    def requested(self, command: Command) -> Observation | None:
+        """Called where ``command`` is built, in its caller's task (whose trace context is
         the step's parent); what it returns comes back to ``finished``."""
         ...
 
     def finished(
-        self, command: Command, attempts: int, observed: object | None, result: Result
+        self, command: Command, attempts: int, observed: Observation | None, result: Result
     ) -> None:
         """Called on the EventLoop thread when a step is answered; must be quick."""
         ...
@@ -53,11 +64,11 @@ class StepObserver(Protocol):
 class Unobserved:
     """The observer of a runtime nobody watches."""
 
-    def requested(self) -> object | None:
+    def requested(self, command: Command) -> Observation | None:
         return None
 
     def finished(
-        self, command: Command, attempts: int, observed: object | None, result: Result
+        self, command: Command, attempts: int, observed: Observation | None, result: Result
     ) -> None:
         return None
 

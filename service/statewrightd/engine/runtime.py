@@ -188,7 +188,7 @@ class WorkflowRuntime:
     def fire(self, command: Command, reply: Reply) -> None:
         """Run a step the server itself starts: a due timer, a task that gave up (the
         schedulers' entry, on this thread)."""
-        self.submit(Job(command, reply, observed=self._observer.requested()))
+        self.submit(Job(command, reply, observed=self._observer.requested(command)))
 
     def offload(
         self, fn: Callable[[], T], then: Callable[[T | errors.StatewrightError], None]
@@ -330,7 +330,7 @@ class WorkflowRuntime:
         taken = self._on_existing if command.return_existing else None
         if isinstance(command, SignalWithStartCommand):
             taken = self._on_existing_signal
-        decision = self._stepper.start(command, session is not None)
+        decision = self._stepper.start(command, session is not None, job.trace)
         self._act(job, segment, decision, command.loaded, taken)
 
     def _on_existing_signal(
@@ -344,7 +344,7 @@ class WorkflowRuntime:
         segment.state = AdmissionState.EXECUTING
         command = job.command
         assert isinstance(command, StepCommand)
-        decision = self._stepper.step(command, session, job.fresh)
+        decision = self._stepper.step(command, session, job.fresh, job.trace)
         if isinstance(decision, Cleanup):
             fired = command.fired()
             session.timers = tuple(t for t in session.timers if t.timer_id != fired)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd import errors
+from statewrightd.domain import TraceContext
 from statewrightd.engine import fsm
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import StartCommand, StepCommand
@@ -63,8 +64,11 @@ class Stepper:
         self._max_context_bytes = limits.value_bytes
         self._limits = limits
 
-    def start(self, command: StartCommand, cached: bool) -> Decision:
-        """The first step of a new instance; ``cached``: this replica holds the id."""
+    def start(
+        self, command: StartCommand, cached: bool, trace: TraceContext | None = None
+    ) -> Decision:
+        """The first step of a new instance; ``cached``: this replica holds the id;
+        ``trace``: the step's trace context, kept with a task it schedules."""
         if cached:
             if command.return_existing:
                 # The answer is the instance as stored: another replica may have stepped it
@@ -87,9 +91,15 @@ class Stepper:
                 )
         except errors.StatewrightError as exc:
             return Answer(exc)
-        return Persist(self._writes.create(command, result), result)
+        return Persist(self._writes.create(command, result, trace), result)
 
-    def step(self, command: StepCommand, session: Session, fresh: bool) -> Decision:
+    def step(
+        self,
+        command: StepCommand,
+        session: Session,
+        fresh: bool,
+        trace: TraceContext | None = None,
+    ) -> Decision:
         """A step of the instance ``session`` holds; ``fresh``: it was just loaded."""
         snapshot = session.snapshot
         expected = command.expected()
@@ -110,7 +120,7 @@ class Stepper:
                 result = fsm.context_too_large(definition, snapshot, size, self._max_context_bytes)
         if not result.changed:
             return self._not_stepped(command, session, fresh, None)  # every guard was false
-        return Persist(self._writes.save(command, session, result), result)
+        return Persist(self._writes.save(command, session, result, trace), result)
 
     def _not_stepped(
         self,

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from statewrightd.definitions.registry import Loaded
-from statewrightd.domain import TERMINAL, TaskStatus, task_id_of, timer_id_of
+from statewrightd.domain import TERMINAL, TaskStatus, TraceContext, task_id_of, timer_id_of
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
 from statewrightd.engine.model import PlannedTask, Snapshot, StepResult, TimerPlan
@@ -67,13 +67,16 @@ class StepWrites:
         self._window = request_window
         self._failed = projection_failed
 
-    def create(self, command: StartCommand, result: StepResult) -> Planned:
+    def create(
+        self, command: StartCommand, result: StepResult, trace: TraceContext | None = None
+    ) -> Planned:
+        """``trace``: the step's trace context, kept with a task it schedules."""
         now = self._clock.now()
         record = instance_record(
             result.snapshot, now, now, self._expire_time(command.loaded, result, now)
         )
         change, armed = timer_change(result.timers, record, now)
-        tasks, task = task_change(result, record, now)
+        tasks, task = task_change(result, record, now, trace=trace)
         op = Create(
             record,
             history_record(
@@ -92,7 +95,13 @@ class StepWrites:
         )
         return Planned(op, armed, task)
 
-    def save(self, command: StepCommand, session: Session, result: StepResult) -> Planned:
+    def save(
+        self,
+        command: StepCommand,
+        session: Session,
+        result: StepResult,
+        trace: TraceContext | None = None,
+    ) -> Planned:
         now = self._clock.now()
         record = instance_record(
             result.snapshot,
@@ -103,7 +112,7 @@ class StepWrites:
         change, armed = timer_change(result.timers, record, now, command.fired())
         if not result.timers.disarm and not armed:
             armed = session.timers  # the step stayed in its state: its timers stay armed
-        tasks, task = task_change(result, record, now, command.finishes())
+        tasks, task = task_change(result, record, now, command.finishes(), trace)
         if task is None and not tasks.cancel and tasks.finish is None:
             task = session.task  # the step did not touch the task: it stays open
         history = history_record(
@@ -206,12 +215,19 @@ def timer_change(
 
 
 def task_change(
-    result: StepResult, record: InstanceRecord, now: datetime, finish: TaskFinish | None = None
+    result: StepResult,
+    record: InstanceRecord,
+    now: datetime,
+    finish: TaskFinish | None = None,
+    trace: TraceContext | None = None,
 ) -> tuple[TaskChange, TaskRecord | None]:
-    """A step's task plan as the store's work, and the task it schedules, if any."""
+    """A step's task plan as the store's work, and the task it schedules, if any, each
+    with ``trace`` (the step's trace context)."""
     plan = result.task
-    scheduled = None if plan.schedule is None else _task(plan.schedule, record, now)
-    items = tuple(_task(p, record, now, held=i >= plan.offered) for i, p in enumerate(plan.items))
+    scheduled = None if plan.schedule is None else _task(plan.schedule, record, now, trace)
+    items = tuple(
+        _task(p, record, now, trace, held=i >= plan.offered) for i, p in enumerate(plan.items)
+    )
     release = None
     if plan.release is not None:
         r = plan.release
@@ -230,7 +246,11 @@ def task_change(
 
 
 def _task(
-    planned: PlannedTask, record: InstanceRecord, now: datetime, held: bool = False
+    planned: PlannedTask,
+    record: InstanceRecord,
+    now: datetime,
+    trace: TraceContext | None,
+    held: bool = False,
 ) -> TaskRecord:
     """The task row of ``planned``; a held item waits (HELD_UNTIL) for its release."""
     spec = planned.spec
@@ -266,6 +286,7 @@ def _task(
         priority=planned.priority,
         concurrency_key=planned.concurrency_key,
         item_index=planned.item,
+        trace=trace,
     )
 
 

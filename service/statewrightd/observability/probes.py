@@ -4,10 +4,14 @@
 and the store's ``BatchObserver`` (one group-commit transaction); the server builds one
 and passes it down. With neither a tracer nor metrics, every probe returns at once.
 
-Step spans are created when the step is answered, with the start time recorded when its
-command was built (on the RPC's task, whose trace context becomes the parent). Building
-the span at the end keeps the EventLoop free of span bookkeeping between the two, and
-``BatchSpanProcessor`` makes ``end()`` a queue append.
+A step's span is started where its command is built (on the RPC's task, whose trace
+context becomes the parent; for a step the server starts, a root) and ended when the step
+is answered, on the EventLoop thread, with what the step did; ``BatchSpanProcessor``
+makes ``end()`` a queue append. Starting it early gives the step its own trace context
+before it saves: a task it schedules keeps that context (W3C ``traceparent`` and
+``tracestate``, written with OpenTelemetry's propagator only when a task asks for it),
+and the worker's span joins the trace as its child. A step that finishes a task is linked
+to the step that scheduled it and to the worker's span (``Command.links``).
 
 A storage batch has no parent (it serves many requests) but is linked to the spans of the
 steps whose saves it committed, and each of those back to it, so that a request's trace
@@ -28,13 +32,15 @@ from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from opentelemetry import context as otel_context
 from opentelemetry import trace
-from opentelemetry.trace import Link, Span, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace import Link, Span, SpanContext, SpanKind, Status, StatusCode, Tracer
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
 
 from statewrightd import errors
+from statewrightd.domain import TraceContext
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import Command
+from statewrightd.engine.observer import Observation
 from statewrightd.observability.metrics import Metrics
 from statewrightd.store.records import Create, InstanceRecord, Operation
 
@@ -55,13 +61,47 @@ MAX_OPEN_BATCHES = 1024
 LINK_KIND = "statewright.link"
 
 
-@dataclass(frozen=True, slots=True)
-class StepObservation:
-    """When a step command was built, and in which trace context."""
+# Trace Context is a W3C format whatever propagators the process configured: the task's
+# fields and the worker's are read and written with this one.
+W3C = TraceContextTextMapPropagator()
 
-    started_ns: int
+
+@dataclass(slots=True, eq=False)
+class StepObservation:
+    """When a step command was built, and its span (None: not traced)."""
+
     started: float  # perf_counter, for the latency histogram
-    parent: otel_context.Context | None
+    span: Span | None
+    kind: str = ""  # the command's kind when its span started
+    _trace: TraceContext | None = None
+
+    @property
+    def trace(self) -> TraceContext | None:
+        """The span's W3C trace context, written once a task asks for it."""
+        if self._trace is None and self.span is not None:
+            self._trace = trace_context(self.span.get_span_context())
+        return self._trace
+
+
+def trace_context(context: SpanContext) -> TraceContext | None:
+    """``context`` as W3C headers, by OpenTelemetry's propagator (None: invalid)."""
+    if not context.is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    W3C.inject(carrier, trace.set_span_in_context(trace.NonRecordingSpan(context)))
+    traceparent = carrier.get("traceparent")
+    if traceparent is None:
+        return None
+    return TraceContext(traceparent, carrier.get("tracestate", ""))
+
+
+def span_context(headers: TraceContext) -> SpanContext | None:
+    """The span a W3C trace context names (None: malformed), by OpenTelemetry's propagator."""
+    carrier = {"traceparent": headers.traceparent}
+    if headers.tracestate:
+        carrier["tracestate"] = headers.tracestate
+    context = trace.get_current_span(W3C.extract(carrier)).get_span_context()
+    return context if context.is_valid else None
 
 
 @dataclass(slots=True, eq=False)
@@ -95,16 +135,34 @@ class Probes:
 
     # -- steps ---------------------------------------------------------------------------
 
-    def requested(self) -> StepObservation | None:
-        """Where a step command is built (the RPC's task); None when nothing observes."""
+    def requested(self, command: Command) -> StepObservation | None:
+        """Where a step command is built (the RPC's task, whose context is the parent);
+        None when nothing observes."""
         tracer = self._tracer
-        if tracer is None and self._metrics is None:
-            return None
-        parent = otel_context.get_current() if tracer is not None else None
-        return StepObservation(time.time_ns(), time.perf_counter(), parent)
+        if tracer is None:
+            return None if self._metrics is None else StepObservation(time.perf_counter(), None)
+        attributes: dict[str, str | int] = {
+            "statewright.workflow_id": command.workflow_id,
+            "statewright.step.kind": command.kind,
+            "statewright.actor": command.actor,
+        }
+        for name, value in command.described().items():
+            attributes[f"statewright.{name}"] = value
+        links = []
+        for why, headers in command.links():
+            linked = span_context(headers)
+            if linked is not None:
+                links.append(Link(linked, {LINK_KIND: why}))
+        span = tracer.start_span(
+            f"statewright.step {command.kind}",
+            kind=SpanKind.INTERNAL,
+            attributes=attributes,
+            links=links,
+        )
+        return StepObservation(time.perf_counter(), span, command.kind)
 
     def finished(
-        self, command: Command, attempts: int, observed: object | None, result: Result
+        self, command: Command, attempts: int, observed: Observation | None, result: Result
     ) -> None:
         """On the EventLoop thread, when a step is answered."""
         record = result.record if isinstance(result, Outcome) else None
@@ -128,38 +186,19 @@ class Probes:
             self._metrics.step_seconds.labels(kind, outcome).observe(
                 time.perf_counter() - observed.started
             )
-        if self._tracer is None:
+        span = observed.span
+        if span is None:
+            if claim is not None:
+                self._linked(claim, None)
             return
-        links = [] if claim is None else [Link(claim[0].span.get_span_context(), _COMMITTED_BY)]
-        span = self._tracer.start_span(
-            f"statewright.step {kind}",
-            context=observed.parent,
-            kind=SpanKind.INTERNAL,
-            links=links,
-            start_time=observed.started_ns,
-            attributes={
-                "statewright.workflow_id": workflow_id,
-                "statewright.step.kind": kind,
-                "statewright.step.attempts": attempts + 1,
-            },
-        )
-        if record is not None:
-            span.set_attributes(
-                {
-                    "statewright.definition": record.definition,
-                    "statewright.definition_version": record.version,
-                    "statewright.revision": record.revision,
-                    "statewright.status": record.status,
-                    "statewright.state": record.state,
-                }
-            )
-            if isinstance(result, Outcome) and not result.accepted:
-                span.set_attribute("statewright.signal.rejection", result.rejection)
-        elif error is not None:
-            span.set_attribute("statewright.error.reason", error.reason)
-            span.set_status(Status(StatusCode.ERROR, error.message))
-        else:
-            span.set_attribute("statewright.step.replayed", True)
+        if span.is_recording():  # not sampled out: say what the step did, in one call
+            if claim is not None:
+                span.add_link(claim[0].span.get_span_context(), _COMMITTED_BY)
+            if kind != observed.kind:  # a signal-with-start that signalled
+                span.update_name(f"statewright.step {kind}")
+            span.set_attributes(_step_attributes(command, attempts, result))
+            if error is not None:
+                span.set_status(Status(StatusCode.ERROR, error.message))
         span.end()
         if claim is not None:
             self._linked(claim, span)
@@ -290,6 +329,38 @@ class Probes:
 
 _COMMITTED_BY = {LINK_KIND: "committed by"}
 _SAVED_STEP = {LINK_KIND: "saved step"}
+
+
+def _step_attributes(
+    command: Command, attempts: int, result: Result
+) -> dict[str, str | int | bool]:
+    """What a step's span says of how it ended (what it was asked is said at its start)."""
+    attributes: dict[str, str | int | bool] = {
+        "statewright.step.kind": command.kind,  # changed when a signal-with-start signalled
+        "statewright.step.attempts": attempts + 1,
+    }
+    if isinstance(result, errors.StatewrightError):
+        attributes["statewright.error.reason"] = result.reason
+        return attributes
+    if not isinstance(result, Outcome):
+        attributes["statewright.step.replayed"] = True
+        return attributes
+    record = result.record
+    attributes["statewright.definition"] = record.definition
+    attributes["statewright.definition_version"] = record.version
+    attributes["statewright.revision"] = record.revision
+    attributes["statewright.status"] = str(record.status)
+    attributes["statewright.state"] = record.state
+    if not result.accepted:
+        attributes["statewright.signal.rejection"] = str(result.rejection)
+    fired = next((t.event for t in result.transitions if t.event), None)
+    if fired is not None and "event" not in command.described():
+        attributes["statewright.event"] = fired  # the event of a timer's transition
+    task = result.task
+    if result.saved and task is not None and task.revision == record.revision:
+        # The task this step scheduled (its worker's span is this span's child).
+        attributes["statewright.scheduled_task_id"] = task.task_id
+    return attributes
 
 
 def _key(op: Operation) -> SaveKey:

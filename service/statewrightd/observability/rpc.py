@@ -48,10 +48,11 @@ _SERVER_ERRORS = frozenset(
 
 
 def workflow_of(request: object) -> str | None:
-    """The workflow id a request names: ``name: workflows/{id}`` or ``workflow_id``."""
+    """The workflow id a request names: ``name: workflows/{id}`` (or a task's,
+    ``workflows/{id}/tasks/{task_id}``) or ``workflow_id``."""
     name = getattr(request, "name", None)
     if isinstance(name, str) and name.startswith(_WORKFLOW_PREFIX):
-        return name[len(_WORKFLOW_PREFIX) :] or None
+        return name[len(_WORKFLOW_PREFIX) :].partition("/")[0] or None
     workflow_id = getattr(request, "workflow_id", None)
     return workflow_id if isinstance(workflow_id, str) and workflow_id else None
 

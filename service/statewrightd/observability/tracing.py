@@ -14,9 +14,12 @@ the writer ever waits on the collector (when the queue is full, spans are droppe
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 import grpc
+from opentelemetry import context as otel_context
+from opentelemetry import propagate
 from opentelemetry.instrumentation.grpc import aio_server_interceptor, filters
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace import TracerProvider
@@ -82,6 +85,22 @@ def _resource() -> Resource:
     if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
         resource = resource.merge(Resource({SERVICE_NAME: "statewrightd"}))
     return resource
+
+
+@contextmanager
+def caller_trace(headers: Mapping[str, str]) -> Iterator[None]:
+    """Runs the block in the trace context an HTTP call's headers carry (read by the
+    process's propagators, W3C Trace Context by default), so that the steps it starts are
+    children of the caller's span as they are of a gRPC call's. A call without a
+    ``traceparent`` runs as it is."""
+    if "traceparent" not in headers:
+        yield
+        return
+    token = otel_context.attach(propagate.extract(headers))
+    try:
+        yield
+    finally:
+        otel_context.detach(token)
 
 
 class Tracing:

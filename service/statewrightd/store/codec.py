@@ -416,6 +416,8 @@ def encode_task(task: TaskRecord) -> dict[str, Any]:
         "concurrency_key": task.concurrency_key,
         "item_index": task.item_index,
         "result": task.result,
+        "trace_parent": None if task.trace is None else task.trace.traceparent,
+        "trace_state": None if task.trace is None else task.trace.tracestate or None,
         # SQLite keeps times as integer microseconds: the same values, its way.
         "us": {
             "lease_expire_time": micros(task.lease_expire_time),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from statewrightd.domain import DEFAULT_PRIORITY, Status, TaskStatus
+from statewrightd.domain import DEFAULT_PRIORITY, Status, TaskStatus, TraceContext
 
 _Item = TypeVar("_Item")
 
@@ -157,6 +157,8 @@ class TaskRecord:
     # result, kept here (not in the context) until the join.
     item_index: int | None = None
     result: dict[str, Any] | None = None
+    # The trace context of the step that scheduled it (None: that step was not traced).
+    trace: TraceContext | None = None
 
 
 @dataclass(frozen=True, slots=True)

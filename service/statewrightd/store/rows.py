@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from statewrightd.domain import Status, TaskStatus
+from statewrightd.domain import Status, TaskStatus, TraceContext
 from statewrightd.store.codec import decode_transitions
 from statewrightd.store.outcomes import HistoryWitness
 from statewrightd.store.records import (
@@ -46,7 +46,7 @@ TASK = (
     "max_attempts", "lease_token", "lease_expire_time", "attempt_start_time", "available_time",
     "schedule_time", "deadline", "start_to_close_ms", "heartbeat_ms", "retry",
     "heartbeat_details", "last_error", "last_request_id", "update_time", "priority",
-    "concurrency_key", "item_index", "result",
+    "concurrency_key", "item_index", "result", "trace_parent", "trace_state",
 )  # fmt: skip
 REQUEST = ("request_id", "workflow_id", "method", "fingerprint", "response", "create_time")
 DEFINITION = ("name", "version", "source", "digest", "source_name", "create_time")
@@ -140,6 +140,7 @@ class Rows:
             concurrency_key=row[23],
             item_index=row[24],
             result=None if row[25] is None else self._json(row[25]),
+            trace=None if row[26] is None else TraceContext(row[26], row[27] or ""),
         )
 
     def schedule(self, row: Sequence[Any]) -> ScheduleRecord:

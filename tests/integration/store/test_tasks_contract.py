@@ -13,7 +13,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from statewrightd.domain import Status, TaskStatus
+from statewrightd.domain import Status, TaskStatus, TraceContext
 from statewrightd.errors import Conflict, RecordNotFound, TaskFenced
 from statewrightd.store import Repository
 from statewrightd.store.records import (
@@ -68,6 +68,7 @@ def task(
     start_to_close: float = 60.0,
     heartbeat: float | None = None,
     deadline: timedelta = timedelta(hours=1),
+    trace: TraceContext | None = None,
 ) -> TaskRecord:
     return TaskRecord(
         workflow_id=rec.workflow_id,
@@ -92,6 +93,7 @@ def task(
         last_error=None,
         last_request_id=None,
         update_time=NOW,
+        trace=trace,
     )
 
 
@@ -333,3 +335,16 @@ def test_an_unknown_task_is_not_found(repo: Repository) -> None:
     with pytest.raises(RecordNotFound) as missing:
         repo.get_task("nobody", "1")
     assert missing.value.reason == "TASK_NOT_FOUND"
+
+
+def test_a_task_keeps_the_trace_context_of_the_step_that_scheduled_it(repo: Repository) -> None:
+    traced = TraceContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "a=1,b=2")
+    new = scheduled(repo, "k-traced", trace=traced)
+    assert repo.get_task("k-traced", "1") == new
+    (leased,) = lease(repo)
+    assert leased.trace == traced  # what the worker is handed
+    # Without tracing there is none, and an empty tracestate reads back empty.
+    plain = scheduled(repo, "k-untraced", "shipping")
+    assert repo.get_task("k-untraced", "1") == plain and plain.trace is None
+    scheduled(repo, "k-bare", "refunds", trace=TraceContext(traced.traceparent))
+    assert repo.get_task("k-bare", "1").trace == TraceContext(traced.traceparent, "")

@@ -203,7 +203,12 @@ type Task struct {
 	ItemIndex *int32 `protobuf:"varint,17,opt,name=item_index,json=itemIndex,proto3,oneof" json:"item_index,omitempty"`
 	// Output only. An item's result once it completed, kept here until the join applies
 	// every item's result at once.
-	Result        *structpb.Struct `protobuf:"bytes,18,opt,name=result,proto3" json:"result,omitempty"`
+	Result *structpb.Struct `protobuf:"bytes,18,opt,name=result,proto3" json:"result,omitempty"`
+	// Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+	// (empty when tracing was off): a worker starts its span as a child of it.
+	Traceparent string `protobuf:"bytes,19,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+	Tracestate    string `protobuf:"bytes,20,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -364,6 +369,20 @@ func (x *Task) GetResult() *structpb.Struct {
 	return nil
 }
 
+func (x *Task) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *Task) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
+}
+
 var File_statewright_v1_task_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_task_proto_rawDesc = "" +
@@ -372,7 +391,7 @@ const file_statewright_v1_task_proto_rawDesc = "" +
 	"\tTaskError\x12\x12\n" +
 	"\x04type\x18\x01 \x01(\tR\x04type\x12\x18\n" +
 	"\amessage\x18\x02 \x01(\tR\amessage\x121\n" +
-	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\x86\x06\n" +
+	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\xc8\x06\n" +
 	"\x04Task\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1a\n" +
 	"\bworkflow\x18\x02 \x01(\tR\bworkflow\x12\x14\n" +
@@ -395,7 +414,11 @@ const file_statewright_v1_task_proto_rawDesc = "" +
 	"\x0fconcurrency_key\x18\x10 \x01(\tR\x0econcurrencyKey\x12\"\n" +
 	"\n" +
 	"item_index\x18\x11 \x01(\x05H\x00R\titemIndex\x88\x01\x01\x12/\n" +
-	"\x06result\x18\x12 \x01(\v2\x17.google.protobuf.StructR\x06resultB\r\n" +
+	"\x06result\x18\x12 \x01(\v2\x17.google.protobuf.StructR\x06result\x12 \n" +
+	"\vtraceparent\x18\x13 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x14 \x01(\tR\n" +
+	"tracestateB\r\n" +
 	"\v_item_index*\xde\x01\n" +
 	"\n" +
 	"TaskStatus\x12\x1b\n" +

@@ -286,7 +286,12 @@ type CompleteTaskRequest struct {
 	// Optional. The result, which the state's `apply` reads as `result`.
 	Result *structpb.Struct `protobuf:"bytes,3,opt,name=result,proto3" json:"result,omitempty"`
 	// Optional. Makes the call idempotent: a retry with the same id gets the original answer.
-	RequestId     string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. The W3C `traceparent` of the worker's span for this task: the step that
+	// applies the result is linked to it.
+	Traceparent string `protobuf:"bytes,5,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Optional. The W3C `tracestate` that goes with `traceparent`.
+	Tracestate    string `protobuf:"bytes,6,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -345,6 +350,20 @@ func (x *CompleteTaskRequest) GetResult() *structpb.Struct {
 func (x *CompleteTaskRequest) GetRequestId() string {
 	if x != nil {
 		return x.RequestId
+	}
+	return ""
+}
+
+func (x *CompleteTaskRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *CompleteTaskRequest) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
 	}
 	return ""
 }
@@ -423,6 +442,11 @@ type FailTaskRequest struct {
 	// key is handed out before it (this task's retry waits too). An API's Retry-After, say.
 	// Ignored for a task without a key; a later time than one already set extends it.
 	CloseKeyUntil *timestamppb.Timestamp `protobuf:"bytes,7,opt,name=close_key_until,json=closeKeyUntil,proto3" json:"close_key_until,omitempty"`
+	// Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+	// failure takes (the task gave up) is linked to it.
+	Traceparent string `protobuf:"bytes,8,opt,name=traceparent,proto3" json:"traceparent,omitempty"`
+	// Optional. The W3C `tracestate` that goes with `traceparent`.
+	Tracestate    string `protobuf:"bytes,9,opt,name=tracestate,proto3" json:"tracestate,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -504,6 +528,20 @@ func (x *FailTaskRequest) GetCloseKeyUntil() *timestamppb.Timestamp {
 		return x.CloseKeyUntil
 	}
 	return nil
+}
+
+func (x *FailTaskRequest) GetTraceparent() string {
+	if x != nil {
+		return x.Traceparent
+	}
+	return ""
+}
+
+func (x *FailTaskRequest) GetTracestate() string {
+	if x != nil {
+		return x.Tracestate
+	}
+	return ""
 }
 
 // Response of FailTask.
@@ -1461,17 +1499,21 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"\adetails\x18\x03 \x01(\v2\x17.google.protobuf.StructR\adetails\"\x8a\x01\n" +
 	"\x15HeartbeatTaskResponse\x12F\n" +
 	"\x11lease_expire_time\x18\x01 \x01(\v2\x1a.google.protobuf.TimestampR\x0fleaseExpireTime\x12)\n" +
-	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\"\x9a\x01\n" +
+	"\x10cancel_requested\x18\x02 \x01(\bR\x0fcancelRequested\"\xdc\x01\n" +
 	"\x13CompleteTaskRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
 	"leaseToken\x12/\n" +
 	"\x06result\x18\x03 \x01(\v2\x17.google.protobuf.StructR\x06result\x12\x1d\n" +
 	"\n" +
-	"request_id\x18\x04 \x01(\tR\trequestId\"v\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12 \n" +
+	"\vtraceparent\x18\x05 \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\x06 \x01(\tR\n" +
+	"tracestate\"v\n" +
 	"\x14CompleteTaskResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12(\n" +
-	"\x04task\x18\x02 \x01(\v2\x14.statewright.v1.TaskR\x04task\"\xbb\x02\n" +
+	"\x04task\x18\x02 \x01(\v2\x14.statewright.v1.TaskR\x04task\"\xfd\x02\n" +
 	"\x0fFailTaskRequest\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vlease_token\x18\x02 \x01(\tR\n" +
@@ -1482,7 +1524,11 @@ const file_statewright_v1_task_service_proto_rawDesc = "" +
 	"retryDelay\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x06 \x01(\tR\trequestId\x12B\n" +
-	"\x0fclose_key_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rcloseKeyUntil\"r\n" +
+	"\x0fclose_key_until\x18\a \x01(\v2\x1a.google.protobuf.TimestampR\rcloseKeyUntil\x12 \n" +
+	"\vtraceparent\x18\b \x01(\tR\vtraceparent\x12\x1e\n" +
+	"\n" +
+	"tracestate\x18\t \x01(\tR\n" +
+	"tracestate\"r\n" +
 	"\x10FailTaskResponse\x12(\n" +
 	"\x04task\x18\x01 \x01(\v2\x14.statewright.v1.TaskR\x04task\x124\n" +
 	"\bworkflow\x18\x02 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\"$\n" +

@@ -121,6 +121,8 @@ class Task(_message.Message):
     CONCURRENCY_KEY_FIELD_NUMBER: _builtins.int
     ITEM_INDEX_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    TRACESTATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}/tasks/{task_id}`."""
     workflow: _builtins.str
@@ -149,6 +151,12 @@ class Task(_message.Message):
     """Output only. An item of a fan-out (`map`): its index in the list, from 0. Unset for
     the task of a state without `map`.
     """
+    traceparent: _builtins.str
+    """Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+    (empty when tracing was off): a worker starts its span as a child of it.
+    """
+    tracestate: _builtins.str
+    """Output only. The W3C `tracestate` that goes with `traceparent`; often empty."""
     @_builtins.property
     def input(self) -> _struct_pb2.Struct:
         """Output only. What the state's `input` expression gave, for the worker."""
@@ -200,10 +208,12 @@ class Task(_message.Message):
         concurrency_key: _builtins.str = ...,
         item_index: _builtins.int | None = ...,
         result: _struct_pb2.Struct | None = ...,
+        traceparent: _builtins.str = ...,
+        tracestate: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_item_index", b"_item_index", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "item_index", b"item_index", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "result", b"result", "schedule_time", b"schedule_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_item_index", b"_item_index", "attempt", b"attempt", "concurrency_key", b"concurrency_key", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "item_index", b"item_index", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "lease_token", b"lease_token", "name", b"name", "priority", b"priority", "queue", b"queue", "result", b"result", "revision", b"revision", "schedule_time", b"schedule_time", "state", b"state", "status", b"status", "workflow", b"workflow"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_item_index", b"_item_index", "attempt", b"attempt", "concurrency_key", b"concurrency_key", "deadline", b"deadline", "heartbeat_details", b"heartbeat_details", "input", b"input", "item_index", b"item_index", "last_error", b"last_error", "lease_expire_time", b"lease_expire_time", "lease_token", b"lease_token", "name", b"name", "priority", b"priority", "queue", b"queue", "result", b"result", "revision", b"revision", "schedule_time", b"schedule_time", "state", b"state", "status", b"status", "traceparent", b"traceparent", "tracestate", b"tracestate", "workflow", b"workflow"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__item_index: _TypeAlias = _typing.Literal["item_index"]  # noqa: Y015
     _WhichOneofArgType__item_index: _TypeAlias = _typing.Literal["_item_index", b"_item_index"]  # noqa: Y015

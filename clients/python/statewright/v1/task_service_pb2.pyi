@@ -163,12 +163,20 @@ class CompleteTaskRequest(_message.Message):
     LEASE_TOKEN_FIELD_NUMBER: _builtins.int
     RESULT_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    TRACESTATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Required. The task's resource name, `workflows/{workflow_id}/tasks/{task_id}`."""
     lease_token: _builtins.str
     """Required. The lease the worker holds."""
     request_id: _builtins.str
     """Optional. Makes the call idempotent: a retry with the same id gets the original answer."""
+    traceparent: _builtins.str
+    """Optional. The W3C `traceparent` of the worker's span for this task: the step that
+    applies the result is linked to it.
+    """
+    tracestate: _builtins.str
+    """Optional. The W3C `tracestate` that goes with `traceparent`."""
     @_builtins.property
     def result(self) -> _struct_pb2.Struct:
         """Optional. The result, which the state's `apply` reads as `result`."""
@@ -180,10 +188,12 @@ class CompleteTaskRequest(_message.Message):
         lease_token: _builtins.str = ...,
         result: _struct_pb2.Struct | None = ...,
         request_id: _builtins.str = ...,
+        traceparent: _builtins.str = ...,
+        tracestate: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["result", b"result"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["lease_token", b"lease_token", "name", b"name", "request_id", b"request_id", "result", b"result"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["lease_token", b"lease_token", "name", b"name", "request_id", b"request_id", "result", b"result", "traceparent", b"traceparent", "tracestate", b"tracestate"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -232,6 +242,8 @@ class FailTaskRequest(_message.Message):
     RETRY_DELAY_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     CLOSE_KEY_UNTIL_FIELD_NUMBER: _builtins.int
+    TRACEPARENT_FIELD_NUMBER: _builtins.int
+    TRACESTATE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Required. The task's resource name, `workflows/{workflow_id}/tasks/{task_id}`."""
     lease_token: _builtins.str
@@ -240,6 +252,12 @@ class FailTaskRequest(_message.Message):
     """Optional. Give up now, whatever the retry policy says."""
     request_id: _builtins.str
     """Optional. Makes the call idempotent: a retry with the same id gets the original answer."""
+    traceparent: _builtins.str
+    """Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+    failure takes (the task gave up) is linked to it.
+    """
+    tracestate: _builtins.str
+    """Optional. The W3C `tracestate` that goes with `traceparent`."""
     @_builtins.property
     def error(self) -> _task_pb2.TaskError:
         """Required. What went wrong; `error.type` is required."""
@@ -265,10 +283,12 @@ class FailTaskRequest(_message.Message):
         retry_delay: _duration_pb2.Duration | None = ...,
         request_id: _builtins.str = ...,
         close_key_until: _timestamp_pb2.Timestamp | None = ...,
+        traceparent: _builtins.str = ...,
+        tracestate: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["close_key_until", b"close_key_until", "error", b"error", "retry_delay", b"retry_delay"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_key_until", b"close_key_until", "error", b"error", "lease_token", b"lease_token", "name", b"name", "non_retryable", b"non_retryable", "request_id", b"request_id", "retry_delay", b"retry_delay"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["close_key_until", b"close_key_until", "error", b"error", "lease_token", b"lease_token", "name", b"name", "non_retryable", b"non_retryable", "request_id", b"request_id", "retry_delay", b"retry_delay", "traceparent", b"traceparent", "tracestate", b"tracestate"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

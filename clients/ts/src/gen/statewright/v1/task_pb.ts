@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/task.proto.
  */
 export const file_statewright_v1_task: GenFile = /*@__PURE__*/
-  fileDesc("ChlzdGF0ZXdyaWdodC92MS90YXNrLnByb3RvEg5zdGF0ZXdyaWdodC52MSJUCglUYXNrRXJyb3ISDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IscECgRUYXNrEgwKBG5hbWUYASABKAkSEAoId29ya2Zsb3cYAiABKAkSDQoFc3RhdGUYAyABKAkSDQoFcXVldWUYBCABKAkSJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2F0dGVtcHQYBiABKAUSEwoLbGVhc2VfdG9rZW4YByABKAkSNQoRbGVhc2VfZXhwaXJlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXNjaGVkdWxlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyChFoZWFydGJlYXRfZGV0YWlscxgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKbGFzdF9lcnJvchgMIAEoCzIZLnN0YXRld3JpZ2h0LnYxLlRhc2tFcnJvchIqCgZzdGF0dXMYDSABKA4yGi5zdGF0ZXdyaWdodC52MS5UYXNrU3RhdHVzEhAKCHJldmlzaW9uGA4gASgDEhAKCHByaW9yaXR5GA8gASgFEhcKD2NvbmN1cnJlbmN5X2tleRgQIAEoCRIXCgppdGVtX2luZGV4GBEgASgFSACIAQESJwoGcmVzdWx0GBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEINCgtfaXRlbV9pbmRleCreAQoKVGFza1N0YXR1cxIbChdUQVNLX1NUQVRVU19VTlNQRUNJRklFRBAAEhkKFVRBU0tfU1RBVFVTX1NDSEVEVUxFRBABEhYKElRBU0tfU1RBVFVTX0xFQVNFRBACEhcKE1RBU0tfU1RBVFVTX0JBQ0tPRkYQAxIZChVUQVNLX1NUQVRVU19DT01QTEVURUQQBBIWChJUQVNLX1NUQVRVU19GQUlMRUQQBRIZChVUQVNLX1NUQVRVU19DQU5DRUxMRUQQBhIZChVUQVNLX1NUQVRVU19USU1FRF9PVVQQB0JzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
+  fileDesc("ChlzdGF0ZXdyaWdodC92MS90YXNrLnByb3RvEg5zdGF0ZXdyaWdodC52MSJUCglUYXNrRXJyb3ISDAoEdHlwZRgBIAEoCRIPCgdtZXNzYWdlGAIgASgJEigKB2RldGFpbHMYAyABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0IvAECgRUYXNrEgwKBG5hbWUYASABKAkSEAoId29ya2Zsb3cYAiABKAkSDQoFc3RhdGUYAyABKAkSDQoFcXVldWUYBCABKAkSJgoFaW5wdXQYBSABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0Eg8KB2F0dGVtcHQYBiABKAUSEwoLbGVhc2VfdG9rZW4YByABKAkSNQoRbGVhc2VfZXhwaXJlX3RpbWUYCCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEjEKDXNjaGVkdWxlX3RpbWUYCSABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEiwKCGRlYWRsaW5lGAogASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIyChFoZWFydGJlYXRfZGV0YWlscxgLIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSLQoKbGFzdF9lcnJvchgMIAEoCzIZLnN0YXRld3JpZ2h0LnYxLlRhc2tFcnJvchIqCgZzdGF0dXMYDSABKA4yGi5zdGF0ZXdyaWdodC52MS5UYXNrU3RhdHVzEhAKCHJldmlzaW9uGA4gASgDEhAKCHByaW9yaXR5GA8gASgFEhcKD2NvbmN1cnJlbmN5X2tleRgQIAEoCRIXCgppdGVtX2luZGV4GBEgASgFSACIAQESJwoGcmVzdWx0GBIgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBITCgt0cmFjZXBhcmVudBgTIAEoCRISCgp0cmFjZXN0YXRlGBQgASgJQg0KC19pdGVtX2luZGV4Kt4BCgpUYXNrU3RhdHVzEhsKF1RBU0tfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGQoVVEFTS19TVEFUVVNfU0NIRURVTEVEEAESFgoSVEFTS19TVEFUVVNfTEVBU0VEEAISFwoTVEFTS19TVEFUVVNfQkFDS09GRhADEhkKFVRBU0tfU1RBVFVTX0NPTVBMRVRFRBAEEhYKElRBU0tfU1RBVFVTX0ZBSUxFRBAFEhkKFVRBU0tfU1RBVFVTX0NBTkNFTExFRBAGEhkKFVRBU0tfU1RBVFVTX1RJTUVEX09VVBAHQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp]);
 
 /**
  * Why an attempt of a task failed, as its worker (or the server, for a timeout) said.
@@ -214,6 +214,21 @@ export type Task = Message<"statewright.v1.Task"> & {
    * @generated from field: google.protobuf.Struct result = 18;
    */
   result?: JsonObject | undefined;
+
+  /**
+   * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+   * (empty when tracing was off): a worker starts its span as a child of it.
+   *
+   * @generated from field: string traceparent = 19;
+   */
+  traceparent: string;
+
+  /**
+   * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+   *
+   * @generated from field: string tracestate = 20;
+   */
+  tracestate: string;
 };
 
 /**
@@ -351,6 +366,21 @@ export type TaskJson = {
    * @generated from field: google.protobuf.Struct result = 18;
    */
   result?: StructJson;
+
+  /**
+   * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+   * (empty when tracing was off): a worker starts its span as a child of it.
+   *
+   * @generated from field: string traceparent = 19;
+   */
+  traceparent?: string;
+
+  /**
+   * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+   *
+   * @generated from field: string tracestate = 20;
+   */
+  tracestate?: string;
 };
 
 /**

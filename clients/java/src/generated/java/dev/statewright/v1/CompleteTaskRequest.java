@@ -35,6 +35,8 @@ private static final long serialVersionUID = 0L;
     name_ = "";
     leaseToken_ = "";
     requestId_ = "";
+    traceparent_ = "";
+    tracestate_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -235,6 +237,102 @@ private static final long serialVersionUID = 0L;
     }
   }
 
+  public static final int TRACEPARENT_FIELD_NUMBER = 5;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object traceparent_ = "";
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+   * applies the result is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+   * @return The traceparent.
+   */
+  @java.lang.Override
+  public java.lang.String getTraceparent() {
+    java.lang.Object ref = traceparent_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      traceparent_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+   * applies the result is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+   * @return The bytes for traceparent.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTraceparentBytes() {
+    java.lang.Object ref = traceparent_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      traceparent_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int TRACESTATE_FIELD_NUMBER = 6;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object tracestate_ = "";
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+   * @return The tracestate.
+   */
+  @java.lang.Override
+  public java.lang.String getTracestate() {
+    java.lang.Object ref = tracestate_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      tracestate_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+   * @return The bytes for tracestate.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTracestateBytes() {
+    java.lang.Object ref = tracestate_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      tracestate_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -261,6 +359,12 @@ private static final long serialVersionUID = 0L;
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
       com.google.protobuf.GeneratedMessage.writeString(output, 4, requestId_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 5, traceparent_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tracestate_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 6, tracestate_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -277,6 +381,12 @@ private static final long serialVersionUID = 0L;
     }
     if (!com.google.protobuf.GeneratedMessage.isStringEmpty(requestId_)) {
       size += com.google.protobuf.GeneratedMessage.computeStringSize(4, requestId_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(5, traceparent_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tracestate_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(6, tracestate_);
     }
     return size;
   }
@@ -313,6 +423,10 @@ private static final long serialVersionUID = 0L;
     }
     if (!getRequestId()
         .equals(other.getRequestId())) return false;
+    if (!getTraceparent()
+        .equals(other.getTraceparent())) return false;
+    if (!getTracestate()
+        .equals(other.getTracestate())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -334,6 +448,10 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + REQUEST_ID_FIELD_NUMBER;
     hash = (53 * hash) + getRequestId().hashCode();
+    hash = (37 * hash) + TRACEPARENT_FIELD_NUMBER;
+    hash = (53 * hash) + getTraceparent().hashCode();
+    hash = (37 * hash) + TRACESTATE_FIELD_NUMBER;
+    hash = (53 * hash) + getTracestate().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -483,6 +601,8 @@ private static final long serialVersionUID = 0L;
         resultBuilder_ = null;
       }
       requestId_ = "";
+      traceparent_ = "";
+      tracestate_ = "";
       return this;
     }
 
@@ -532,6 +652,12 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000008) != 0)) {
         result.requestId_ = requestId_;
       }
+      if (((from_bitField0_ & 0x00000010) != 0)) {
+        result.traceparent_ = traceparent_;
+      }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.tracestate_ = tracestate_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -563,6 +689,16 @@ private static final long serialVersionUID = 0L;
       if (!other.getRequestId().isEmpty()) {
         requestId_ = other.requestId_;
         bitField0_ |= 0x00000008;
+        onChanged();
+      }
+      if (!other.getTraceparent().isEmpty()) {
+        traceparent_ = other.traceparent_;
+        bitField0_ |= 0x00000010;
+        onChanged();
+      }
+      if (!other.getTracestate().isEmpty()) {
+        tracestate_ = other.tracestate_;
+        bitField0_ |= 0x00000020;
         onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
@@ -611,6 +747,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000008;
               break;
             } // case 34
+            case 42: {
+              traceparent_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000010;
+              break;
+            } // case 42
+            case 50: {
+              tracestate_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 50
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1055,6 +1201,195 @@ private static final long serialVersionUID = 0L;
       checkByteStringIsUtf8(value);
       requestId_ = value;
       bitField0_ |= 0x00000008;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object traceparent_ = "";
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+     * applies the result is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+     * @return The traceparent.
+     */
+    public java.lang.String getTraceparent() {
+      java.lang.Object ref = traceparent_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        traceparent_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+     * applies the result is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+     * @return The bytes for traceparent.
+     */
+    public com.google.protobuf.ByteString
+        getTraceparentBytes() {
+      java.lang.Object ref = traceparent_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        traceparent_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+     * applies the result is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+     * @param value The traceparent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTraceparent(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      traceparent_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+     * applies the result is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTraceparent() {
+      traceparent_ = getDefaultInstance().getTraceparent();
+      bitField0_ = (bitField0_ & ~0x00000010);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+     * applies the result is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+     * @param value The bytes for traceparent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTraceparentBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      traceparent_ = value;
+      bitField0_ |= 0x00000010;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object tracestate_ = "";
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+     * @return The tracestate.
+     */
+    public java.lang.String getTracestate() {
+      java.lang.Object ref = tracestate_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        tracestate_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+     * @return The bytes for tracestate.
+     */
+    public com.google.protobuf.ByteString
+        getTracestateBytes() {
+      java.lang.Object ref = tracestate_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        tracestate_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+     * @param value The tracestate to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTracestate(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      tracestate_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTracestate() {
+      tracestate_ = getDefaultInstance().getTracestate();
+      bitField0_ = (bitField0_ & ~0x00000020);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+     * @param value The bytes for tracestate to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTracestateBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      tracestate_ = value;
+      bitField0_ |= 0x00000020;
       onChanged();
       return this;
     }

@@ -96,4 +96,46 @@ public interface CompleteTaskRequestOrBuilder extends
    */
   com.google.protobuf.ByteString
       getRequestIdBytes();
+
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+   * applies the result is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+   * @return The traceparent.
+   */
+  java.lang.String getTraceparent();
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: the step that
+   * applies the result is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 5 [json_name = "traceparent"];</code>
+   * @return The bytes for traceparent.
+   */
+  com.google.protobuf.ByteString
+      getTraceparentBytes();
+
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+   * @return The tracestate.
+   */
+  java.lang.String getTracestate();
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 6 [json_name = "tracestate"];</code>
+   * @return The bytes for tracestate.
+   */
+  com.google.protobuf.ByteString
+      getTracestateBytes();
 }

@@ -35,6 +35,8 @@ private static final long serialVersionUID = 0L;
     name_ = "";
     leaseToken_ = "";
     requestId_ = "";
+    traceparent_ = "";
+    tracestate_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -332,6 +334,102 @@ private static final long serialVersionUID = 0L;
     return closeKeyUntil_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : closeKeyUntil_;
   }
 
+  public static final int TRACEPARENT_FIELD_NUMBER = 8;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object traceparent_ = "";
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+   * failure takes (the task gave up) is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+   * @return The traceparent.
+   */
+  @java.lang.Override
+  public java.lang.String getTraceparent() {
+    java.lang.Object ref = traceparent_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      traceparent_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+   * failure takes (the task gave up) is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+   * @return The bytes for traceparent.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTraceparentBytes() {
+    java.lang.Object ref = traceparent_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      traceparent_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int TRACESTATE_FIELD_NUMBER = 9;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object tracestate_ = "";
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+   * @return The tracestate.
+   */
+  @java.lang.Override
+  public java.lang.String getTracestate() {
+    java.lang.Object ref = tracestate_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      tracestate_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+   * @return The bytes for tracestate.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTracestateBytes() {
+    java.lang.Object ref = tracestate_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      tracestate_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -367,6 +465,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeMessage(7, getCloseKeyUntil());
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 8, traceparent_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tracestate_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 9, tracestate_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -395,6 +499,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000004) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getCloseKeyUntil());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(8, traceparent_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tracestate_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(9, tracestate_);
     }
     return size;
   }
@@ -443,6 +553,10 @@ private static final long serialVersionUID = 0L;
       if (!getCloseKeyUntil()
           .equals(other.getCloseKeyUntil())) return false;
     }
+    if (!getTraceparent()
+        .equals(other.getTraceparent())) return false;
+    if (!getTracestate()
+        .equals(other.getTracestate())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -475,6 +589,10 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + CLOSE_KEY_UNTIL_FIELD_NUMBER;
       hash = (53 * hash) + getCloseKeyUntil().hashCode();
     }
+    hash = (37 * hash) + TRACEPARENT_FIELD_NUMBER;
+    hash = (53 * hash) + getTraceparent().hashCode();
+    hash = (37 * hash) + TRACESTATE_FIELD_NUMBER;
+    hash = (53 * hash) + getTracestate().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -637,6 +755,8 @@ private static final long serialVersionUID = 0L;
         closeKeyUntilBuilder_.dispose();
         closeKeyUntilBuilder_ = null;
       }
+      traceparent_ = "";
+      tracestate_ = "";
       return this;
     }
 
@@ -701,6 +821,12 @@ private static final long serialVersionUID = 0L;
             : closeKeyUntilBuilder_.build();
         to_bitField0_ |= 0x00000004;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.traceparent_ = traceparent_;
+      }
+      if (((from_bitField0_ & 0x00000100) != 0)) {
+        result.tracestate_ = tracestate_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -742,6 +868,16 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasCloseKeyUntil()) {
         mergeCloseKeyUntil(other.getCloseKeyUntil());
+      }
+      if (!other.getTraceparent().isEmpty()) {
+        traceparent_ = other.traceparent_;
+        bitField0_ |= 0x00000080;
+        onChanged();
+      }
+      if (!other.getTracestate().isEmpty()) {
+        tracestate_ = other.tracestate_;
+        bitField0_ |= 0x00000100;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -808,6 +944,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 66: {
+              traceparent_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 66
+            case 74: {
+              tracestate_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00000100;
+              break;
+            } // case 74
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1626,6 +1772,195 @@ private static final long serialVersionUID = 0L;
         closeKeyUntil_ = null;
       }
       return closeKeyUntilBuilder_;
+    }
+
+    private java.lang.Object traceparent_ = "";
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+     * failure takes (the task gave up) is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+     * @return The traceparent.
+     */
+    public java.lang.String getTraceparent() {
+      java.lang.Object ref = traceparent_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        traceparent_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+     * failure takes (the task gave up) is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+     * @return The bytes for traceparent.
+     */
+    public com.google.protobuf.ByteString
+        getTraceparentBytes() {
+      java.lang.Object ref = traceparent_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        traceparent_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+     * failure takes (the task gave up) is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+     * @param value The traceparent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTraceparent(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      traceparent_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+     * failure takes (the task gave up) is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTraceparent() {
+      traceparent_ = getDefaultInstance().getTraceparent();
+      bitField0_ = (bitField0_ & ~0x00000080);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+     * failure takes (the task gave up) is linked to it.
+     * </pre>
+     *
+     * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+     * @param value The bytes for traceparent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTraceparentBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      traceparent_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object tracestate_ = "";
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+     * @return The tracestate.
+     */
+    public java.lang.String getTracestate() {
+      java.lang.Object ref = tracestate_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        tracestate_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+     * @return The bytes for tracestate.
+     */
+    public com.google.protobuf.ByteString
+        getTracestateBytes() {
+      java.lang.Object ref = tracestate_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        tracestate_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+     * @param value The tracestate to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTracestate(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      tracestate_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTracestate() {
+      tracestate_ = getDefaultInstance().getTracestate();
+      bitField0_ = (bitField0_ & ~0x00000100);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The W3C `tracestate` that goes with `traceparent`.
+     * </pre>
+     *
+     * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+     * @param value The bytes for tracestate to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTracestateBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      tracestate_ = value;
+      bitField0_ |= 0x00000100;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.FailTaskRequest)

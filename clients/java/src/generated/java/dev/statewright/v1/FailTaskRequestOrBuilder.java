@@ -166,4 +166,46 @@ public interface FailTaskRequestOrBuilder extends
    * <code>.google.protobuf.Timestamp close_key_until = 7 [json_name = "closeKeyUntil"];</code>
    */
   com.google.protobuf.TimestampOrBuilder getCloseKeyUntilOrBuilder();
+
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+   * failure takes (the task gave up) is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+   * @return The traceparent.
+   */
+  java.lang.String getTraceparent();
+  /**
+   * <pre>
+   * Optional. The W3C `traceparent` of the worker's span for this task: a step that the
+   * failure takes (the task gave up) is linked to it.
+   * </pre>
+   *
+   * <code>string traceparent = 8 [json_name = "traceparent"];</code>
+   * @return The bytes for traceparent.
+   */
+  com.google.protobuf.ByteString
+      getTraceparentBytes();
+
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+   * @return The tracestate.
+   */
+  java.lang.String getTracestate();
+  /**
+   * <pre>
+   * Optional. The W3C `tracestate` that goes with `traceparent`.
+   * </pre>
+   *
+   * <code>string tracestate = 9 [json_name = "tracestate"];</code>
+   * @return The bytes for tracestate.
+   */
+  com.google.protobuf.ByteString
+      getTracestateBytes();
 }

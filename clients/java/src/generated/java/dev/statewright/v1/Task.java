@@ -39,6 +39,8 @@ private static final long serialVersionUID = 0L;
     leaseToken_ = "";
     status_ = 0;
     concurrencyKey_ = "";
+    traceparent_ = "";
+    tracestate_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -715,6 +717,102 @@ private static final long serialVersionUID = 0L;
     return result_ == null ? com.google.protobuf.Struct.getDefaultInstance() : result_;
   }
 
+  public static final int TRACEPARENT_FIELD_NUMBER = 19;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object traceparent_ = "";
+  /**
+   * <pre>
+   * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+   * (empty when tracing was off): a worker starts its span as a child of it.
+   * </pre>
+   *
+   * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+   * @return The traceparent.
+   */
+  @java.lang.Override
+  public java.lang.String getTraceparent() {
+    java.lang.Object ref = traceparent_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      traceparent_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+   * (empty when tracing was off): a worker starts its span as a child of it.
+   * </pre>
+   *
+   * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+   * @return The bytes for traceparent.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTraceparentBytes() {
+    java.lang.Object ref = traceparent_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      traceparent_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
+  public static final int TRACESTATE_FIELD_NUMBER = 20;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object tracestate_ = "";
+  /**
+   * <pre>
+   * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+   * </pre>
+   *
+   * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+   * @return The tracestate.
+   */
+  @java.lang.Override
+  public java.lang.String getTracestate() {
+    java.lang.Object ref = tracestate_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      tracestate_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+   * </pre>
+   *
+   * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+   * @return The bytes for tracestate.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getTracestateBytes() {
+    java.lang.Object ref = tracestate_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      tracestate_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -782,6 +880,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000080) != 0)) {
       output.writeMessage(18, getResult());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 19, traceparent_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tracestate_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 20, tracestate_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -852,6 +956,12 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000080) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(18, getResult());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(traceparent_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(19, traceparent_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(tracestate_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(20, tracestate_);
     }
     return size;
   }
@@ -936,6 +1046,10 @@ private static final long serialVersionUID = 0L;
       if (!getResult()
           .equals(other.getResult())) return false;
     }
+    if (!getTraceparent()
+        .equals(other.getTraceparent())) return false;
+    if (!getTracestate()
+        .equals(other.getTracestate())) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1000,6 +1114,10 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + RESULT_FIELD_NUMBER;
       hash = (53 * hash) + getResult().hashCode();
     }
+    hash = (37 * hash) + TRACEPARENT_FIELD_NUMBER;
+    hash = (53 * hash) + getTraceparent().hashCode();
+    hash = (37 * hash) + TRACESTATE_FIELD_NUMBER;
+    hash = (53 * hash) + getTracestate().hashCode();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1193,6 +1311,8 @@ private static final long serialVersionUID = 0L;
         resultBuilder_.dispose();
         resultBuilder_ = null;
       }
+      traceparent_ = "";
+      tracestate_ = "";
       return this;
     }
 
@@ -1303,6 +1423,12 @@ private static final long serialVersionUID = 0L;
             : resultBuilder_.build();
         to_bitField0_ |= 0x00000080;
       }
+      if (((from_bitField0_ & 0x00040000) != 0)) {
+        result.traceparent_ = traceparent_;
+      }
+      if (((from_bitField0_ & 0x00080000) != 0)) {
+        result.tracestate_ = tracestate_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1383,6 +1509,16 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasResult()) {
         mergeResult(other.getResult());
+      }
+      if (!other.getTraceparent().isEmpty()) {
+        traceparent_ = other.traceparent_;
+        bitField0_ |= 0x00040000;
+        onChanged();
+      }
+      if (!other.getTracestate().isEmpty()) {
+        tracestate_ = other.tracestate_;
+        bitField0_ |= 0x00080000;
+        onChanged();
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1512,6 +1648,16 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00020000;
               break;
             } // case 146
+            case 154: {
+              traceparent_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00040000;
+              break;
+            } // case 154
+            case 162: {
+              tracestate_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00080000;
+              break;
+            } // case 162
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -3447,6 +3593,195 @@ private static final long serialVersionUID = 0L;
         result_ = null;
       }
       return resultBuilder_;
+    }
+
+    private java.lang.Object traceparent_ = "";
+    /**
+     * <pre>
+     * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+     * (empty when tracing was off): a worker starts its span as a child of it.
+     * </pre>
+     *
+     * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+     * @return The traceparent.
+     */
+    public java.lang.String getTraceparent() {
+      java.lang.Object ref = traceparent_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        traceparent_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+     * (empty when tracing was off): a worker starts its span as a child of it.
+     * </pre>
+     *
+     * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+     * @return The bytes for traceparent.
+     */
+    public com.google.protobuf.ByteString
+        getTraceparentBytes() {
+      java.lang.Object ref = traceparent_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        traceparent_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+     * (empty when tracing was off): a worker starts its span as a child of it.
+     * </pre>
+     *
+     * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+     * @param value The traceparent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTraceparent(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      traceparent_ = value;
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+     * (empty when tracing was off): a worker starts its span as a child of it.
+     * </pre>
+     *
+     * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTraceparent() {
+      traceparent_ = getDefaultInstance().getTraceparent();
+      bitField0_ = (bitField0_ & ~0x00040000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+     * (empty when tracing was off): a worker starts its span as a child of it.
+     * </pre>
+     *
+     * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+     * @param value The bytes for traceparent to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTraceparentBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      traceparent_ = value;
+      bitField0_ |= 0x00040000;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object tracestate_ = "";
+    /**
+     * <pre>
+     * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+     * </pre>
+     *
+     * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+     * @return The tracestate.
+     */
+    public java.lang.String getTracestate() {
+      java.lang.Object ref = tracestate_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        tracestate_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+     * </pre>
+     *
+     * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+     * @return The bytes for tracestate.
+     */
+    public com.google.protobuf.ByteString
+        getTracestateBytes() {
+      java.lang.Object ref = tracestate_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        tracestate_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+     * </pre>
+     *
+     * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+     * @param value The tracestate to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTracestate(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      tracestate_ = value;
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+     * </pre>
+     *
+     * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearTracestate() {
+      tracestate_ = getDefaultInstance().getTracestate();
+      bitField0_ = (bitField0_ & ~0x00080000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+     * </pre>
+     *
+     * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+     * @param value The bytes for tracestate to set.
+     * @return This builder for chaining.
+     */
+    public Builder setTracestateBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      tracestate_ = value;
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Task)

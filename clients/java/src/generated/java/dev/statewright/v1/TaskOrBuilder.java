@@ -395,4 +395,46 @@ public interface TaskOrBuilder extends
    * <code>.google.protobuf.Struct result = 18 [json_name = "result"];</code>
    */
   com.google.protobuf.StructOrBuilder getResultOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+   * (empty when tracing was off): a worker starts its span as a child of it.
+   * </pre>
+   *
+   * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+   * @return The traceparent.
+   */
+  java.lang.String getTraceparent();
+  /**
+   * <pre>
+   * Output only. The W3C Trace Context `traceparent` of the step that scheduled the task
+   * (empty when tracing was off): a worker starts its span as a child of it.
+   * </pre>
+   *
+   * <code>string traceparent = 19 [json_name = "traceparent"];</code>
+   * @return The bytes for traceparent.
+   */
+  com.google.protobuf.ByteString
+      getTraceparentBytes();
+
+  /**
+   * <pre>
+   * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+   * </pre>
+   *
+   * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+   * @return The tracestate.
+   */
+  java.lang.String getTracestate();
+  /**
+   * <pre>
+   * Output only. The W3C `tracestate` that goes with `traceparent`; often empty.
+   * </pre>
+   *
+   * <code>string tracestate = 20 [json_name = "tracestate"];</code>
+   * @return The bytes for tracestate.
+   */
+  com.google.protobuf.ByteString
+      getTracestateBytes();
 }

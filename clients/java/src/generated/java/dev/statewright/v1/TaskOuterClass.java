@@ -50,7 +50,7 @@ public final class TaskOuterClass extends com.google.protobuf.GeneratedFile {
       "e/protobuf/timestamp.proto\"l\n\tTaskError\022" +
       "\022\n\004type\030\001 \001(\tR\004type\022\030\n\007message\030\002 \001(\tR\007me" +
       "ssage\0221\n\007details\030\003 \001(\0132\027.google.protobuf" +
-      ".StructR\007details\"\206\006\n\004Task\022\022\n\004name\030\001 \001(\tR" +
+      ".StructR\007details\"\310\006\n\004Task\022\022\n\004name\030\001 \001(\tR" +
       "\004name\022\032\n\010workflow\030\002 \001(\tR\010workflow\022\024\n\005sta" +
       "te\030\003 \001(\tR\005state\022\024\n\005queue\030\004 \001(\tR\005queue\022-\n" +
       "\005input\030\005 \001(\0132\027.google.protobuf.StructR\005i" +
@@ -69,16 +69,18 @@ public final class TaskOuterClass extends com.google.protobuf.GeneratedFile {
       "(\005R\010priority\022\'\n\017concurrency_key\030\020 \001(\tR\016c" +
       "oncurrencyKey\022\"\n\nitem_index\030\021 \001(\005H\000R\tite" +
       "mIndex\210\001\001\022/\n\006result\030\022 \001(\0132\027.google.proto" +
-      "buf.StructR\006resultB\r\n\013_item_index*\336\001\n\nTa" +
-      "skStatus\022\033\n\027TASK_STATUS_UNSPECIFIED\020\000\022\031\n" +
-      "\025TASK_STATUS_SCHEDULED\020\001\022\026\n\022TASK_STATUS_" +
-      "LEASED\020\002\022\027\n\023TASK_STATUS_BACKOFF\020\003\022\031\n\025TAS" +
-      "K_STATUS_COMPLETED\020\004\022\026\n\022TASK_STATUS_FAIL" +
-      "ED\020\005\022\031\n\025TASK_STATUS_CANCELLED\020\006\022\031\n\025TASK_" +
-      "STATUS_TIMED_OUT\020\007Bs\n\022dev.statewright.v1" +
-      "P\001ZJgithub.com/statewright/statewright/c" +
-      "lients/go/statewright/v1;statewrightv1\252\002" +
-      "\016Statewright.V1b\006proto3"
+      "buf.StructR\006result\022 \n\013traceparent\030\023 \001(\tR" +
+      "\013traceparent\022\036\n\ntracestate\030\024 \001(\tR\ntraces" +
+      "tateB\r\n\013_item_index*\336\001\n\nTaskStatus\022\033\n\027TA" +
+      "SK_STATUS_UNSPECIFIED\020\000\022\031\n\025TASK_STATUS_S" +
+      "CHEDULED\020\001\022\026\n\022TASK_STATUS_LEASED\020\002\022\027\n\023TA" +
+      "SK_STATUS_BACKOFF\020\003\022\031\n\025TASK_STATUS_COMPL" +
+      "ETED\020\004\022\026\n\022TASK_STATUS_FAILED\020\005\022\031\n\025TASK_S" +
+      "TATUS_CANCELLED\020\006\022\031\n\025TASK_STATUS_TIMED_O" +
+      "UT\020\007Bs\n\022dev.statewright.v1P\001ZJgithub.com" +
+      "/statewright/statewright/clients/go/stat" +
+      "ewright/v1;statewrightv1\252\002\016Statewright.V" +
+      "1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -97,7 +99,7 @@ public final class TaskOuterClass extends com.google.protobuf.GeneratedFile {
     internal_static_statewright_v1_Task_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Task_descriptor,
-        new java.lang.String[] { "Name", "Workflow", "State", "Queue", "Input", "Attempt", "LeaseToken", "LeaseExpireTime", "ScheduleTime", "Deadline", "HeartbeatDetails", "LastError", "Status", "Revision", "Priority", "ConcurrencyKey", "ItemIndex", "Result", });
+        new java.lang.String[] { "Name", "Workflow", "State", "Queue", "Input", "Attempt", "LeaseToken", "LeaseExpireTime", "ScheduleTime", "Deadline", "HeartbeatDetails", "LastError", "Status", "Revision", "Priority", "ConcurrencyKey", "ItemIndex", "Result", "Traceparent", "Tracestate", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.protobuf.StructProto.getDescriptor();
     com.google.protobuf.TimestampProto.getDescriptor();

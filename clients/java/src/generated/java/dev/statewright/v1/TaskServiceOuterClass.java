@@ -163,101 +163,105 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
       "ils\"\212\001\n\025HeartbeatTaskResponse\022F\n\021lease_e" +
       "xpire_time\030\001 \001(\0132\032.google.protobuf.Times" +
       "tampR\017leaseExpireTime\022)\n\020cancel_requeste" +
-      "d\030\002 \001(\010R\017cancelRequested\"\232\001\n\023CompleteTas" +
+      "d\030\002 \001(\010R\017cancelRequested\"\334\001\n\023CompleteTas" +
       "kRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease_to" +
       "ken\030\002 \001(\tR\nleaseToken\022/\n\006result\030\003 \001(\0132\027." +
       "google.protobuf.StructR\006result\022\035\n\nreques" +
-      "t_id\030\004 \001(\tR\trequestId\"v\n\024CompleteTaskRes" +
-      "ponse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1" +
-      ".WorkflowR\010workflow\022(\n\004task\030\002 \001(\0132\024.stat" +
-      "ewright.v1.TaskR\004task\"\273\002\n\017FailTaskReques" +
-      "t\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013lease_token\030\002 \001" +
-      "(\tR\nleaseToken\022/\n\005error\030\003 \001(\0132\031.statewri" +
-      "ght.v1.TaskErrorR\005error\022#\n\rnon_retryable" +
-      "\030\004 \001(\010R\014nonRetryable\022:\n\013retry_delay\030\005 \001(" +
-      "\0132\031.google.protobuf.DurationR\nretryDelay" +
-      "\022\035\n\nrequest_id\030\006 \001(\tR\trequestId\022B\n\017close" +
-      "_key_until\030\007 \001(\0132\032.google.protobuf.Times" +
-      "tampR\rcloseKeyUntil\"r\n\020FailTaskResponse\022" +
-      "(\n\004task\030\001 \001(\0132\024.statewright.v1.TaskR\004tas" +
-      "k\0224\n\010workflow\030\002 \001(\0132\030.statewright.v1.Wor" +
-      "kflowR\010workflow\"$\n\016GetTaskRequest\022\022\n\004nam" +
-      "e\030\001 \001(\tR\004name\";\n\017GetTaskResponse\022(\n\004task" +
-      "\030\001 \001(\0132\024.statewright.v1.TaskR\004task\"\314\001\n\020L" +
-      "istTasksRequest\022\024\n\005queue\030\001 \001(\tR\005queue\022\032\n" +
-      "\010workflow\030\002 \001(\tR\010workflow\0222\n\006status\030\003 \001(" +
-      "\0162\032.statewright.v1.TaskStatusR\006status\022\033\n" +
-      "\tpage_size\030\004 \001(\005R\010pageSize\022\035\n\npage_token" +
-      "\030\005 \001(\tR\tpageToken\022\026\n\006filter\030\006 \001(\tR\006filte" +
-      "r\"g\n\021ListTasksResponse\022*\n\005tasks\030\001 \003(\0132\024." +
-      "statewright.v1.TaskR\005tasks\022&\n\017next_page_" +
-      "token\030\002 \001(\tR\rnextPageToken\"\207\002\n\013QueueConf" +
-      "ig\022\024\n\005queue\030\001 \001(\tR\005queue\022\035\n\nmax_leased\030\002" +
-      " \001(\005R\tmaxLeased\022\022\n\004rate\030\003 \001(\001R\004rate\022\024\n\005b" +
-      "urst\030\004 \001(\005R\005burst\022$\n\016key_max_leased\030\005 \001(" +
-      "\005R\014keyMaxLeased\022\031\n\010key_rate\030\006 \001(\001R\007keyRa" +
-      "te\022\033\n\tkey_burst\030\007 \001(\005R\010keyBurst\022;\n\013updat" +
-      "e_time\030\010 \001(\0132\032.google.protobuf.Timestamp" +
-      "R\nupdateTime\"\\\n\tClosedKey\022\020\n\003key\030\001 \001(\tR\003" +
-      "key\022=\n\014closed_until\030\002 \001(\0132\032.google.proto" +
-      "buf.TimestampR\013closedUntil\"\223\001\n\016QueueKeyS" +
-      "tatus\022\020\n\003key\030\001 \001(\tR\003key\022\030\n\007backlog\030\002 \001(\003" +
-      "R\007backlog\022\026\n\006leased\030\003 \001(\003R\006leased\022=\n\014clo" +
-      "sed_until\030\004 \001(\0132\032.google.protobuf.Timest" +
-      "ampR\013closedUntil\"\343\002\n\013QueueStatus\022\024\n\005queu" +
-      "e\030\001 \001(\tR\005queue\0223\n\006config\030\002 \001(\0132\033.statewr" +
-      "ight.v1.QueueConfigR\006config\022\030\n\007backlog\030\003" +
-      " \001(\003R\007backlog\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n" +
-      "\016oldest_waiting\030\005 \001(\0132\031.google.protobuf." +
-      "DurationR\roldestWaiting\022\026\n\006tokens\030\006 \001(\001R" +
-      "\006tokens\022A\n\014busiest_keys\030\007 \003(\0132\036.statewri" +
-      "ght.v1.QueueKeyStatusR\013busiestKeys\022:\n\013cl" +
-      "osed_keys\030\010 \003(\0132\031.statewright.v1.ClosedK" +
-      "eyR\nclosedKeys\"L\n\025SetQueueConfigRequest\022" +
-      "3\n\006config\030\001 \001(\0132\033.statewright.v1.QueueCo" +
-      "nfigR\006config\"M\n\026SetQueueConfigResponse\0223" +
-      "\n\006config\030\001 \001(\0132\033.statewright.v1.QueueCon" +
-      "figR\006config\"-\n\025GetQueueConfigRequest\022\024\n\005" +
-      "queue\030\001 \001(\tR\005queue\"\211\001\n\026GetQueueConfigRes" +
-      "ponse\0223\n\006config\030\001 \001(\0132\033.statewright.v1.Q" +
-      "ueueConfigR\006config\022:\n\013closed_keys\030\002 \003(\0132" +
-      "\031.statewright.v1.ClosedKeyR\nclosedKeys\"0" +
-      "\n\021ListQueuesRequest\022\033\n\tkey_count\030\001 \001(\005R\010" +
-      "keyCount\"I\n\022ListQueuesResponse\0223\n\006queues" +
-      "\030\001 \003(\0132\033.statewright.v1.QueueStatusR\006que" +
-      "ues2\235\t\n\013TaskService\022o\n\tPollTasks\022 .state" +
-      "wright.v1.PollTasksRequest\032!.statewright" +
-      ".v1.PollTasksResponse\"\035\202\323\344\223\002\027\"\022/api/v1/t" +
-      "asks:poll:\001*\022\225\001\n\rHeartbeatTask\022$.statewr" +
-      "ight.v1.HeartbeatTaskRequest\032%.statewrig" +
-      "ht.v1.HeartbeatTaskResponse\"7\202\323\344\223\0021\",/ap" +
-      "i/v1/{name=workflows/*/tasks/*}/heartbea" +
-      "t:\001*\022\221\001\n\014CompleteTask\022#.statewright.v1.C" +
-      "ompleteTaskRequest\032$.statewright.v1.Comp" +
-      "leteTaskResponse\"6\202\323\344\223\0020\"+/api/v1/{name=" +
-      "workflows/*/tasks/*}/complete:\001*\022\201\001\n\010Fai" +
-      "lTask\022\037.statewright.v1.FailTaskRequest\032 " +
-      ".statewright.v1.FailTaskResponse\"2\202\323\344\223\002," +
-      "\"\'/api/v1/{name=workflows/*/tasks/*}/fai" +
-      "l:\001*\022v\n\007GetTask\022\036.statewright.v1.GetTask" +
-      "Request\032\037.statewright.v1.GetTaskResponse" +
-      "\"*\202\323\344\223\002$\022\"/api/v1/{name=workflows/*/task" +
-      "s/*}\022g\n\tListTasks\022 .statewright.v1.ListT" +
-      "asksRequest\032!.statewright.v1.ListTasksRe" +
-      "sponse\"\025\202\323\344\223\002\017\022\r/api/v1/tasks\022\225\001\n\016SetQue" +
-      "ueConfig\022%.statewright.v1.SetQueueConfig" +
-      "Request\032&.statewright.v1.SetQueueConfigR" +
-      "esponse\"4\202\323\344\223\002.\032$/api/v1/queues/{config." +
-      "queue}/config:\006config\022\206\001\n\016GetQueueConfig" +
-      "\022%.statewright.v1.GetQueueConfigRequest\032" +
-      "&.statewright.v1.GetQueueConfigResponse\"" +
-      "%\202\323\344\223\002\037\022\035/api/v1/queues/{queue}/config\022k" +
-      "\n\nListQueues\022!.statewright.v1.ListQueues" +
-      "Request\032\".statewright.v1.ListQueuesRespo" +
-      "nse\"\026\202\323\344\223\002\020\022\016/api/v1/queuesBs\n\022dev.state" +
-      "wright.v1P\001ZJgithub.com/statewright/stat" +
-      "ewright/clients/go/statewright/v1;statew" +
-      "rightv1\252\002\016Statewright.V1b\006proto3"
+      "t_id\030\004 \001(\tR\trequestId\022 \n\013traceparent\030\005 \001" +
+      "(\tR\013traceparent\022\036\n\ntracestate\030\006 \001(\tR\ntra" +
+      "cestate\"v\n\024CompleteTaskResponse\0224\n\010workf" +
+      "low\030\001 \001(\0132\030.statewright.v1.WorkflowR\010wor" +
+      "kflow\022(\n\004task\030\002 \001(\0132\024.statewright.v1.Tas" +
+      "kR\004task\"\375\002\n\017FailTaskRequest\022\022\n\004name\030\001 \001(" +
+      "\tR\004name\022\037\n\013lease_token\030\002 \001(\tR\nleaseToken" +
+      "\022/\n\005error\030\003 \001(\0132\031.statewright.v1.TaskErr" +
+      "orR\005error\022#\n\rnon_retryable\030\004 \001(\010R\014nonRet" +
+      "ryable\022:\n\013retry_delay\030\005 \001(\0132\031.google.pro" +
+      "tobuf.DurationR\nretryDelay\022\035\n\nrequest_id" +
+      "\030\006 \001(\tR\trequestId\022B\n\017close_key_until\030\007 \001" +
+      "(\0132\032.google.protobuf.TimestampR\rcloseKey" +
+      "Until\022 \n\013traceparent\030\010 \001(\tR\013traceparent\022" +
+      "\036\n\ntracestate\030\t \001(\tR\ntracestate\"r\n\020FailT" +
+      "askResponse\022(\n\004task\030\001 \001(\0132\024.statewright." +
+      "v1.TaskR\004task\0224\n\010workflow\030\002 \001(\0132\030.statew" +
+      "right.v1.WorkflowR\010workflow\"$\n\016GetTaskRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\";\n\017GetTaskResp" +
+      "onse\022(\n\004task\030\001 \001(\0132\024.statewright.v1.Task" +
+      "R\004task\"\314\001\n\020ListTasksRequest\022\024\n\005queue\030\001 \001" +
+      "(\tR\005queue\022\032\n\010workflow\030\002 \001(\tR\010workflow\0222\n" +
+      "\006status\030\003 \001(\0162\032.statewright.v1.TaskStatu" +
+      "sR\006status\022\033\n\tpage_size\030\004 \001(\005R\010pageSize\022\035" +
+      "\n\npage_token\030\005 \001(\tR\tpageToken\022\026\n\006filter\030" +
+      "\006 \001(\tR\006filter\"g\n\021ListTasksResponse\022*\n\005ta" +
+      "sks\030\001 \003(\0132\024.statewright.v1.TaskR\005tasks\022&" +
+      "\n\017next_page_token\030\002 \001(\tR\rnextPageToken\"\207" +
+      "\002\n\013QueueConfig\022\024\n\005queue\030\001 \001(\tR\005queue\022\035\n\n" +
+      "max_leased\030\002 \001(\005R\tmaxLeased\022\022\n\004rate\030\003 \001(" +
+      "\001R\004rate\022\024\n\005burst\030\004 \001(\005R\005burst\022$\n\016key_max" +
+      "_leased\030\005 \001(\005R\014keyMaxLeased\022\031\n\010key_rate\030" +
+      "\006 \001(\001R\007keyRate\022\033\n\tkey_burst\030\007 \001(\005R\010keyBu" +
+      "rst\022;\n\013update_time\030\010 \001(\0132\032.google.protob" +
+      "uf.TimestampR\nupdateTime\"\\\n\tClosedKey\022\020\n" +
+      "\003key\030\001 \001(\tR\003key\022=\n\014closed_until\030\002 \001(\0132\032." +
+      "google.protobuf.TimestampR\013closedUntil\"\223" +
+      "\001\n\016QueueKeyStatus\022\020\n\003key\030\001 \001(\tR\003key\022\030\n\007b" +
+      "acklog\030\002 \001(\003R\007backlog\022\026\n\006leased\030\003 \001(\003R\006l" +
+      "eased\022=\n\014closed_until\030\004 \001(\0132\032.google.pro" +
+      "tobuf.TimestampR\013closedUntil\"\343\002\n\013QueueSt" +
+      "atus\022\024\n\005queue\030\001 \001(\tR\005queue\0223\n\006config\030\002 \001" +
+      "(\0132\033.statewright.v1.QueueConfigR\006config\022" +
+      "\030\n\007backlog\030\003 \001(\003R\007backlog\022\026\n\006leased\030\004 \001(" +
+      "\003R\006leased\022@\n\016oldest_waiting\030\005 \001(\0132\031.goog" +
+      "le.protobuf.DurationR\roldestWaiting\022\026\n\006t" +
+      "okens\030\006 \001(\001R\006tokens\022A\n\014busiest_keys\030\007 \003(" +
+      "\0132\036.statewright.v1.QueueKeyStatusR\013busie" +
+      "stKeys\022:\n\013closed_keys\030\010 \003(\0132\031.statewrigh" +
+      "t.v1.ClosedKeyR\nclosedKeys\"L\n\025SetQueueCo" +
+      "nfigRequest\0223\n\006config\030\001 \001(\0132\033.statewrigh" +
+      "t.v1.QueueConfigR\006config\"M\n\026SetQueueConf" +
+      "igResponse\0223\n\006config\030\001 \001(\0132\033.statewright" +
+      ".v1.QueueConfigR\006config\"-\n\025GetQueueConfi" +
+      "gRequest\022\024\n\005queue\030\001 \001(\tR\005queue\"\211\001\n\026GetQu" +
+      "eueConfigResponse\0223\n\006config\030\001 \001(\0132\033.stat" +
+      "ewright.v1.QueueConfigR\006config\022:\n\013closed" +
+      "_keys\030\002 \003(\0132\031.statewright.v1.ClosedKeyR\n" +
+      "closedKeys\"0\n\021ListQueuesRequest\022\033\n\tkey_c" +
+      "ount\030\001 \001(\005R\010keyCount\"I\n\022ListQueuesRespon" +
+      "se\0223\n\006queues\030\001 \003(\0132\033.statewright.v1.Queu" +
+      "eStatusR\006queues2\235\t\n\013TaskService\022o\n\tPollT" +
+      "asks\022 .statewright.v1.PollTasksRequest\032!" +
+      ".statewright.v1.PollTasksResponse\"\035\202\323\344\223\002" +
+      "\027\"\022/api/v1/tasks:poll:\001*\022\225\001\n\rHeartbeatTa" +
+      "sk\022$.statewright.v1.HeartbeatTaskRequest" +
+      "\032%.statewright.v1.HeartbeatTaskResponse\"" +
+      "7\202\323\344\223\0021\",/api/v1/{name=workflows/*/tasks" +
+      "/*}/heartbeat:\001*\022\221\001\n\014CompleteTask\022#.stat" +
+      "ewright.v1.CompleteTaskRequest\032$.statewr" +
+      "ight.v1.CompleteTaskResponse\"6\202\323\344\223\0020\"+/a" +
+      "pi/v1/{name=workflows/*/tasks/*}/complet" +
+      "e:\001*\022\201\001\n\010FailTask\022\037.statewright.v1.FailT" +
+      "askRequest\032 .statewright.v1.FailTaskResp" +
+      "onse\"2\202\323\344\223\002,\"\'/api/v1/{name=workflows/*/" +
+      "tasks/*}/fail:\001*\022v\n\007GetTask\022\036.statewrigh" +
+      "t.v1.GetTaskRequest\032\037.statewright.v1.Get" +
+      "TaskResponse\"*\202\323\344\223\002$\022\"/api/v1/{name=work" +
+      "flows/*/tasks/*}\022g\n\tListTasks\022 .statewri" +
+      "ght.v1.ListTasksRequest\032!.statewright.v1" +
+      ".ListTasksResponse\"\025\202\323\344\223\002\017\022\r/api/v1/task" +
+      "s\022\225\001\n\016SetQueueConfig\022%.statewright.v1.Se" +
+      "tQueueConfigRequest\032&.statewright.v1.Set" +
+      "QueueConfigResponse\"4\202\323\344\223\002.\032$/api/v1/que" +
+      "ues/{config.queue}/config:\006config\022\206\001\n\016Ge" +
+      "tQueueConfig\022%.statewright.v1.GetQueueCo" +
+      "nfigRequest\032&.statewright.v1.GetQueueCon" +
+      "figResponse\"%\202\323\344\223\002\037\022\035/api/v1/queues/{que" +
+      "ue}/config\022k\n\nListQueues\022!.statewright.v" +
+      "1.ListQueuesRequest\032\".statewright.v1.Lis" +
+      "tQueuesResponse\"\026\202\323\344\223\002\020\022\016/api/v1/queuesB" +
+      "s\n\022dev.statewright.v1P\001ZJgithub.com/stat" +
+      "ewright/statewright/clients/go/statewrig" +
+      "ht/v1;statewrightv1\252\002\016Statewright.V1b\006pr" +
+      "oto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -298,7 +302,7 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_statewright_v1_CompleteTaskRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_CompleteTaskRequest_descriptor,
-        new java.lang.String[] { "Name", "LeaseToken", "Result", "RequestId", });
+        new java.lang.String[] { "Name", "LeaseToken", "Result", "RequestId", "Traceparent", "Tracestate", });
     internal_static_statewright_v1_CompleteTaskResponse_descriptor =
       getDescriptor().getMessageType(5);
     internal_static_statewright_v1_CompleteTaskResponse_fieldAccessorTable = new
@@ -310,7 +314,7 @@ public final class TaskServiceOuterClass extends com.google.protobuf.GeneratedFi
     internal_static_statewright_v1_FailTaskRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_FailTaskRequest_descriptor,
-        new java.lang.String[] { "Name", "LeaseToken", "Error", "NonRetryable", "RetryDelay", "RequestId", "CloseKeyUntil", });
+        new java.lang.String[] { "Name", "LeaseToken", "Error", "NonRetryable", "RetryDelay", "RequestId", "CloseKeyUntil", "Traceparent", "Tracestate", });
     internal_static_statewright_v1_FailTaskResponse_descriptor =
       getDescriptor().getMessageType(7);
     internal_static_statewright_v1_FailTaskResponse_fieldAccessorTable = new

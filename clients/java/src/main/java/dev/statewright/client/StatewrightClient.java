@@ -154,7 +154,9 @@ public final class StatewrightClient implements AutoCloseable {
   private StatewrightClient(ManagedChannel channel, boolean ownsChannel, BearerAuth auth) {
     this.channel = channel;
     this.ownsChannel = ownsChannel;
-    this.calls = auth == null ? channel : ClientInterceptors.intercept(channel, auth);
+    Channel authed = auth == null ? channel : ClientInterceptors.intercept(channel, auth);
+    // The caller's trace context goes with every call (a no-op without an OpenTelemetry SDK).
+    this.calls = ClientInterceptors.intercept(authed, Tracing.INTERCEPTOR);
     this.stub = WorkflowServiceGrpc.newBlockingStub(calls);
     this.taskStub = TaskServiceGrpc.newBlockingStub(calls);
     this.scheduleStub = ScheduleServiceGrpc.newBlockingStub(calls);

@@ -10,6 +10,8 @@ import dev.statewright.v1.Task;
 import dev.statewright.v1.TaskError;
 import dev.statewright.v1.TaskStatus;
 import io.grpc.Status;
+import io.opentelemetry.api.trace.Span;
+import io.opentelemetry.context.Scope;
 import java.lang.System.Logger.Level;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
@@ -511,6 +513,11 @@ public final class Worker implements AutoCloseable {
     return simple.isEmpty() ? t.getClass().getName() : simple;
   }
 
+  /** The {@code error.type} a handler's exception is reported with. */
+  private static String failureType(Throwable t) {
+    return t instanceof TaskFailure failure ? failure.type() : typeOf(t);
+  }
+
   /** Handlers that wait on futures throw the failure wrapped; the worker reports the failure. */
   private static Throwable unwrap(Throwable t) {
     Throwable e = t;
@@ -532,6 +539,8 @@ public final class Worker implements AutoCloseable {
     final Backoff heartbeatBackoff = new Backoff(backoffInitial, backoffMax);
     volatile Future<?> future;
     volatile boolean cancelled;
+    // The attempt's span, from when the handler starts (the reports carry it).
+    private Span span = Span.getInvalid();
 
     // Guarded by this.
     private Phase phase = Phase.RUNNING;
@@ -660,11 +669,14 @@ public final class Worker implements AutoCloseable {
       }
       Map<String, ?> result = null;
       Throwable error = null;
-      try {
+      // The attempt's span: the handler runs in it, and the report is its child and carries it.
+      span = Tracing.startTaskSpan(task);
+      try (Scope ignored = span.makeCurrent()) {
         result = handler.handle(this);
       } catch (Throwable t) {
         error = t;
       }
+      Tracing.end(span, error == null ? null : failureType(unwrap(error)));
       try {
         synchronized (this) {
           if (phase != Phase.RUNNING) {
@@ -753,23 +765,29 @@ public final class Worker implements AutoCloseable {
         fail(e);
         return;
       }
+      Map<String, String> traced = Tracing.headers(span);
       CompleteTaskRequest request =
           CompleteTaskRequest.newBuilder()
               .setName(task.getName())
               .setLeaseToken(task.getLeaseToken())
               .setResult(struct)
               .setRequestId(task.getName() + "#" + task.getAttempt() + "#complete")
+              .setTraceparent(traced.getOrDefault("traceparent", ""))
+              .setTracestate(traced.getOrDefault("tracestate", ""))
               .build();
       report("CompleteTask", () -> client.completeTask(request));
     }
 
     private void fail(Throwable error) {
       TaskError.Builder taskError = TaskError.newBuilder();
+      Map<String, String> traced = Tracing.headers(span);
       FailTaskRequest.Builder request =
           FailTaskRequest.newBuilder()
               .setName(task.getName())
               .setLeaseToken(task.getLeaseToken())
-              .setRequestId(task.getName() + "#" + task.getAttempt() + "#fail");
+              .setRequestId(task.getName() + "#" + task.getAttempt() + "#fail")
+              .setTraceparent(traced.getOrDefault("traceparent", ""))
+              .setTracestate(traced.getOrDefault("tracestate", ""));
       if (error instanceof TaskFailure failure) {
         taskError.setType(failure.type()).setMessage(nonNull(failure.getMessage())).setDetails(failure.detailsStruct());
         request.setNonRetryable(failure.nonRetryable());
@@ -791,7 +809,7 @@ public final class Worker implements AutoCloseable {
         giveUpAt = leaseDeadlineNanos + REPORT_AFTER_LEASE_NANOS;
       }
       while (true) {
-        try {
+        try (Scope ignored = span.makeCurrent()) {
           call.run();
           LOG.log(Level.DEBUG, "{0}: {1} done", this, method);
           return;

@@ -72,6 +72,8 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   final List<String> calls = new CopyOnWriteArrayList<>();
   /** The attributes of every call's transport (the TLS session among them), in order. */
   final List<io.grpc.Attributes> callAttributes = new CopyOnWriteArrayList<>();
+  /** Every call's traceparent header, as "Method traceparent" ("Method -" without one), in order. */
+  final List<String> traceparents = new CopyOnWriteArrayList<>();
 
   private final Server server;
   /** A channel to the in-process server; null for one {@link #onPort}. */
@@ -84,6 +86,8 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
           String auth = headers.get(Metadata.Key.of("authorization", Metadata.ASCII_STRING_MARSHALLER));
           calls.add(call.getMethodDescriptor().getBareMethodName() + " " + (auth == null ? "-" : auth));
           callAttributes.add(call.getAttributes());
+          String traceparent = headers.get(Metadata.Key.of("traceparent", Metadata.ASCII_STRING_MARSHALLER));
+          traceparents.add(call.getMethodDescriptor().getBareMethodName() + " " + (traceparent == null ? "-" : traceparent));
           return next.startCall(call, headers);
         }
       };
