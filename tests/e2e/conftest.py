@@ -73,6 +73,18 @@ def module_database_url(
     return _database_for(module_backend, request, tmp_path_factory.mktemp(module_backend))
 
 
+@pytest.fixture(
+    scope="module", params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
+)
+def module_server_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> str:
+    """A database shared by one module's tests, on PostgreSQL and again on Citus: for the
+    modules whose features are about the server's own database (SQLite has its own tests)."""
+    backend = str(request.param)
+    return _database_for(backend, request, tmp_path_factory.mktemp(backend))
+
+
 @pytest.fixture(scope="module")
 def module_server(
     module_database_url: str, tmp_path_factory: pytest.TempPathFactory

@@ -24,10 +24,7 @@ import pytest
 from statewright.v1 import workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
-from statewrightd.store.schema import migrate
-from tests.support import citus
 from tests.support.api import Client, context_of, uid
-from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
 from tests.support.server import ServerProcess, wait_until
 
@@ -94,22 +91,9 @@ COMPLETED = workflow_pb2.WORKFLOW_STATUS_COMPLETED
 CANCELLED = workflow_pb2.WORKFLOW_STATUS_CANCELLED
 
 
-@pytest.fixture(
-    scope="module", params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
-)
-def database(
-    request: pytest.FixtureRequest, postgres_databases: PostgresDatabases
-) -> Iterator[str]:
-    if request.param == "citus":
-        admin = citus.citus_admin_url()
-        made = citus.create_database(admin)
-        migrate(made)
-        yield made
-        citus.drop_database(admin, made)
-        return
-    url = postgres_databases.create()
-    yield url
-    postgres_databases.drop_soon(url)
+@pytest.fixture(scope="module")
+def database(module_server_database: str) -> str:
+    return module_server_database
 
 
 @pytest.fixture(scope="module")

@@ -21,11 +21,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from statewrightd.store.schema import migrate
 from tests.e2e.test_flow_control import most_at_once
-from tests.support import citus
 from tests.support.api import COMPLETED, Client, context_of, uid
-from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
 from tests.support.server import ServerProcess, wait_until
 from tests.support.tasks import Tasks
@@ -97,22 +94,9 @@ print(f"{name} completed {done}")
 """
 
 
-@pytest.fixture(
-    scope="module", params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
-)
-def database(
-    request: pytest.FixtureRequest, postgres_databases: PostgresDatabases
-) -> Iterator[str]:
-    if request.param == "citus":
-        admin = citus.citus_admin_url()
-        made = citus.create_database(admin)
-        migrate(made)
-        yield made
-        citus.drop_database(admin, made)
-        return
-    url = postgres_databases.create()
-    yield url
-    postgres_databases.drop_soon(url)
+@pytest.fixture(scope="module")
+def database(module_server_database: str) -> str:
+    return module_server_database
 
 
 @pytest.fixture(scope="module")

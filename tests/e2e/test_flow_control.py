@@ -25,11 +25,8 @@ from statewright.v1 import task_pb2
 from statewright.v1 import task_service_pb2 as pb
 
 from statewrightd.store.citus_flow import QUEUE_LOCK, QUEUE_LOCK_CLASS, QUEUE_UNLOCK
-from statewrightd.store.schema import migrate
 from tests.e2e.test_metrics import metrics_url, scrape, value
-from tests.support import citus
 from tests.support.api import COMPLETED, Client, uid
-from tests.support.databases import PostgresDatabases
 from tests.support.deployment import definitions_dir, running_server
 from tests.support.server import ServerProcess, wait_until
 from tests.support.tasks import Tasks
@@ -85,21 +82,9 @@ queues:
 """
 
 
-@pytest.fixture(
-    scope="module", params=["postgresql", pytest.param("citus", marks=pytest.mark.citus)]
-)
-def database(request: pytest.FixtureRequest) -> Iterator[str]:
-    if request.param == "citus":
-        admin = citus.citus_admin_url()
-        made = citus.create_database(admin)
-        migrate(made)  # distributed before the server starts (see tests/e2e/conftest.py)
-        yield made
-        citus.drop_database(admin, made)
-        return
-    databases: PostgresDatabases = request.getfixturevalue("postgres_databases")
-    url = databases.create()
-    yield url
-    databases.drop_soon(url)
+@pytest.fixture(scope="module")
+def database(module_server_database: str) -> str:
+    return module_server_database
 
 
 @pytest.fixture(scope="module")
