@@ -98,6 +98,7 @@ def test_the_schema_is_distributed_by_workflow_id(cluster: Cluster) -> None:
         "workflow_requests": "h",
         "workflow_tombstones": "h",
         "workflow_search": "h",
+        "workflow_children": "h",  # by the child's id: a link lives beside its child
         "workflow_definitions": "n",
         "schedules": "n",  # a reference table: schedules are not per instance
     }
