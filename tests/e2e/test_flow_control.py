@@ -1,5 +1,6 @@
 """Flow control over real gRPC on PostgreSQL and Citus: a queue's limits, its keys' limits,
-its rate, priorities and closed keys, with several pollers at once.
+its rate, priorities and closed keys, with several pollers at once (through two replicas
+where a limit is counted).
 
 Limits are checked from the task rows (each completed task's lease start, its attempt's
 start time, and its end, its update time), never from timings on the test's side, and
@@ -17,6 +18,7 @@ import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 
 import psycopg
 import pytest
@@ -88,16 +90,30 @@ def database(module_server_database: str) -> str:
 
 
 @pytest.fixture(scope="module")
-def server(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
+def definitions(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("flow")
-    definitions = definitions_dir(
+    return definitions_dir(
         root / "definitions",
         examples=False,
         test_definitions=False,
         extra={"flow.yaml": FLOW, "queues.yaml": QUEUES},
     )
+
+
+@pytest.fixture(scope="module")
+def server(database: str, definitions: Path) -> Iterator[ServerProcess]:
     metrics = ["--metrics-listen", "127.0.0.1:0"]
+    root = definitions.parent
     with running_server(database, definitions, cwd=root, extra_args=metrics) as process:
+        yield process
+    assert "Traceback" not in process.log(), process.log()
+
+
+@pytest.fixture(scope="module")
+def second(server: ServerProcess, database: str, definitions: Path) -> Iterator[ServerProcess]:
+    """A second replica on the same database: half the pollers of a test work through it,
+    so a limit holds across replicas, not only within one."""
+    with running_server(database, definitions, cwd=definitions.parent) as process:
         yield process
     assert "Traceback" not in process.log(), process.log()
 
@@ -241,7 +257,7 @@ def most_at_once(spans: list[tuple[datetime, datetime, str | None]]) -> int:
 
 
 def test_a_queue_never_has_more_than_max_leased(
-    client: Client, server: ServerProcess, database: str
+    client: Client, server: ServerProcess, second: ServerProcess, database: str
 ) -> None:
     total = 200 if FULL else 40 * SCALE
     stored = configure(client, "flow.max", max_leased=5)
@@ -254,7 +270,7 @@ def test_a_queue_never_has_more_than_max_leased(
     )
     sampler.start()
     try:
-        watch = work(server, "flow.max", total, pollers=4)
+        watch = work(server, "flow.max", total, pollers=4, also=second)
     finally:
         stop.set()
         sampler.join(30)
@@ -265,13 +281,13 @@ def test_a_queue_never_has_more_than_max_leased(
 
 
 def test_one_key_never_has_two_leased_and_keys_take_turns(
-    client: Client, server: ServerProcess
+    client: Client, server: ServerProcess, second: ServerProcess
 ) -> None:
     keys, each = (20, 10) if FULL else (8, 4 * SCALE)
     configure(client, "flow.key", key_max_leased=1)
     for k in range(keys):  # every task of key 0 first, then key 1's ...
         start(client, "key", each, key=f"k{k}")
-    watch = work(server, "flow.key", keys * each, pollers=4)
+    watch = work(server, "flow.key", keys * each, pollers=4, also=second)
     first = {t.concurrency_key for t in watch.leased[:keys]}
     # Fairness: the first leases (one per key) cover nearly every key, not key 0's backlog.
     assert len(first) >= keys * 3 // 4, f"the first {keys} leases cover only {sorted(first)}"
@@ -279,13 +295,13 @@ def test_one_key_never_has_two_leased_and_keys_take_turns(
 
 
 def test_a_rate_hands_out_no_more_than_its_tokens(
-    client: Client, server: ServerProcess, database: str
+    client: Client, server: ServerProcess, second: ServerProcess, database: str
 ) -> None:
     rate, seconds, burst = (20.0, 10.0, 2) if FULL else (10.0, 3.0 * SCALE, 2)
     total = int(rate * seconds) + burst
     configure(client, "flow.rate", rate=rate, burst=burst)
     start(client, "rate", total)
-    work(server, "flow.rate", total, pollers=3, hold=0.0)
+    work(server, "flow.rate", total, pollers=4, hold=0.0, also=second)
     starts = sorted(s for s, _, _ in lease_spans(database, "flow.rate"))
     # The burst goes at once; every other lease waits for a token of its own.
     took = (starts[-1] - starts[0]).total_seconds()
@@ -371,27 +387,22 @@ def test_a_queues_file_is_applied_at_start(client: Client, server: ServerProcess
 
 
 def test_two_replicas_share_one_limit(
-    client: Client, server: ServerProcess, database: str, tmp_path_factory: pytest.TempPathFactory
+    client: Client, server: ServerProcess, second: ServerProcess, database: str
 ) -> None:
     total = 24 * SCALE
     configure(client, "flow.two", max_leased=3)
     start(client, "two", total)
-    root = tmp_path_factory.mktemp("flow-replica")
-    definitions = definitions_dir(
-        root / "definitions", examples=False, test_definitions=False, extra={"flow.yaml": FLOW}
-    )
     stop = threading.Event()
     counts: list[int] = []
-    with running_server(database, definitions, cwd=root) as second:
-        sampler = threading.Thread(
-            target=lambda: counts.extend(sample_leased(database, "flow.two", stop))
-        )
-        sampler.start()
-        try:
-            watch = work(server, "flow.two", total, pollers=4, also=second)
-        finally:
-            stop.set()
-            sampler.join(30)
+    sampler = threading.Thread(
+        target=lambda: counts.extend(sample_leased(database, "flow.two", stop))
+    )
+    sampler.start()
+    try:
+        watch = work(server, "flow.two", total, pollers=4, also=second)
+    finally:
+        stop.set()
+        sampler.join(30)
     assert watch.most[""] <= 3
     assert counts and max(counts) <= 3, "never more than 3 leased across both replicas"
     assert len({t.name for t in watch.leased}) == total
