@@ -72,13 +72,14 @@ func parseDefinition(data []byte) (*definition, error) {
 	for i := 0; i+1 < len(raw.States.Content); i += 2 {
 		name := raw.States.Content[i].Value
 		var body struct {
-			Wait bool      `yaml:"wait"`
-			Task yaml.Node `yaml:"task"`
+			Wait     bool      `yaml:"wait"`
+			Task     yaml.Node `yaml:"task"`
+			Workflow yaml.Node `yaml:"workflow"` // a child workflow state: its child is its task
 		}
 		if err := raw.States.Content[i+1].Decode(&body); err != nil {
 			return nil, fmt.Errorf("%s: state %s: %w", raw.Name, name, err)
 		}
-		d.States[name] = defState{Wait: body.Wait, Task: body.Task.Kind != 0}
+		d.States[name] = defState{Wait: body.Wait, Task: body.Task.Kind != 0 || body.Workflow.Kind != 0}
 		if d.Initial == "" {
 			d.Initial = name // the first state declared
 		}
