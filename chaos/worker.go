@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/statewright/statewright/clients/go/statewright/v1"
 )
@@ -208,12 +209,8 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 	if rng.Float64() < 0.7 {
 		rid = "rid-" + id
 	}
-	result := map[string]any{"op": id}
-	if index, ok := t.GetInput().GetFields()["index"]; ok {
-		result["index"] = index.GetNumberValue() // a map item's: the join's results show its place
-	}
 	req := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(),
-		Result: mustStruct(result), RequestId: rid}
+		Result: resultOf(t, id), RequestId: rid}
 	first := w.rt.pick()
 	send := func(try int, rc *replicaConn) Op {
 		return w.attempt(Op{ID: id, Try: try, Kind: "complete", RID: rid, Late: late}, t, rc,
@@ -242,8 +239,7 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 	}
 	if !w.settle.Load() && rng.Float64() < 0.2 {
 		// A duplicate with another request id (or none): it must be fenced off.
-		dup := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(),
-			Result: mustStruct(map[string]any{"op": w.newID()})}
+		dup := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(), Result: resultOf(t, w.newID())}
 		dupID := dup.Result.Fields["op"].GetStringValue()
 		rc := w.rt.other(first)
 		w.attempt(Op{ID: dupID, Kind: "complete"}, t, rc, func(ctx context.Context, op *Op) error {
@@ -255,6 +251,16 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 			return err
 		})
 	}
+}
+
+// resultOf is a completion's result: its operation's id, and a map item's index (so
+// that the join's results show each item's place).
+func resultOf(t *pb.Task, id string) *structpb.Struct {
+	result := map[string]any{"op": id}
+	if index, ok := t.GetInput().GetFields()["index"]; ok {
+		result["index"] = index.GetNumberValue()
+	}
+	return mustStruct(result)
 }
 
 func (w *worker) fail(rng *rand.Rand, t *pb.Task, final bool) {
