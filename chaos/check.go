@@ -71,6 +71,8 @@ type histRow struct {
 	Context     map[string]any `json:"context"`
 	Error       *stepError     `json:"error"`
 	Timers      []armedTimer   `json:"timers"`
+	Actor       string         `json:"actor"`
+	Input       map[string]any `json:"input"` // what the step took (a map item's: its task_id and item)
 	TimeUS      int64          `json:"time_us"`
 }
 
@@ -110,12 +112,14 @@ type instRow struct {
 }
 
 type taskRow struct {
-	WorkflowID string `json:"workflow_id"`
-	TaskID     string `json:"task_id"`
-	Revision   int64  `json:"revision"`
-	State      string `json:"state"`
-	Status     string `json:"status"`
-	Attempt    int    `json:"attempt"`
+	WorkflowID string         `json:"workflow_id"`
+	TaskID     string         `json:"task_id"`
+	Revision   int64          `json:"revision"`
+	State      string         `json:"state"`
+	Status     string         `json:"status"`
+	Attempt    int            `json:"attempt"`
+	ItemIndex  *int           `json:"item_index"` // a map item's place
+	Result     map[string]any `json:"result"`     // a map item's result, kept on its task
 }
 
 type timerRow struct {
@@ -168,7 +172,7 @@ var linearTimeout = 20 * time.Second
 
 var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
 	propSteps, propAnswers, propRetries, propSignalsOnce, propOneInstance, propTimers, propTasks, propDuplicates, propLeases,
-	propFlow, propSchedule, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
+	propFlow, propSchedule, propMapOnce, propChildOnce, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
 
 // logical is one logical operation: all the attempts of one id.
 type logical struct {
@@ -245,6 +249,7 @@ type checker struct {
 	defs      map[string]*definition
 	ops       []Op
 	taskCalls []*Op // leases and heartbeats: what workers held, not steps
+	familyOps []*Op // the workers' calls on chaos-batch's items and chaos-kid's tasks
 	logicals  map[string]*logical
 	byWF      map[string][]*logical
 	history   map[string][]histRow
@@ -361,6 +366,13 @@ func (c *checker) load() error {
 func (c *checker) group() {
 	for i := range c.ops {
 		a := &c.ops[i]
+		if a.Def == defBatch || a.Def == defKid {
+			if a.Kind != "start" && a.Kind != "cancel" {
+				// The work of a map item or a child's task: checked whole by checkFamily.
+				c.familyOps = append(c.familyOps, a)
+				continue
+			}
+		}
 		if a.Kind == "lease" || a.Kind == "heartbeat" {
 			c.taskCalls = append(c.taskCalls, a)
 			continue
@@ -406,6 +418,9 @@ func (c *checker) group() {
 			c.checked[propNoPhantom]++
 			if kind == "start" && c.instances[wf].Definition == defFire {
 				continue // the schedule's start (checkSchedule)
+			}
+			if def := c.instances[wf].Definition; def == defKid || (def == defBatch && kind != "start" && kind != "cancel") {
+				continue // a map item's step, a child's end delivered, a child's own (checkFamily)
 			}
 			if id == "" {
 				if kind != "timer" && kind != "task_failed" {

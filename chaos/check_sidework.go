@@ -39,12 +39,14 @@ type sideStats struct {
 		Recorded  int `json:"recorded"`  // fires seen in its record (GetSchedule, the dump)
 		Explained int `json:"explained"` // nominal times without an instance, recorded as skipped, missed or failed
 	} `json:"schedule"`
+	Family familyStats `json:"family"` // the batches' fan-outs and children (check_family.go)
 }
 
 func (c *checker) checkSideWork() {
 	c.checkOneInstance()
 	c.checkFlow()
 	c.checkSchedule()
+	c.checkFamily()
 }
 
 // checkOneInstance: per id, the operations told that they created the instance (a

@@ -52,9 +52,11 @@ const (
 	defTimer   = "chaos-timer"
 	defLimited = "chaos-limited" // tasks of the flow-controlled queue (sidework.go)
 	defFire    = "chaos-fire"    // what the run's schedule starts (sidework.go)
+	defBatch   = "chaos-batch"   // a fan-out, then a child workflow (family.go)
+	defKid     = "chaos-kid"     // chaos-batch's child
 )
 
-var prefixDef = map[string]string{"acct": defAccount, "order": defOrder, "tick": defTimer, "flood": defAccount, "probe": defAccount, "limit": defLimited}
+var prefixDef = map[string]string{"acct": defAccount, "order": defOrder, "tick": defTimer, "flood": defAccount, "probe": defAccount, "limit": defLimited, "batch": defBatch}
 
 func instanceID(prefix string, epoch, k int) string { return fmt.Sprintf("%s-%d-%d", prefix, epoch, k) }
 

@@ -35,6 +35,7 @@ func (t defTransition) automatic() bool { return t.On == "" && !t.Timed }
 type defState struct {
 	Wait bool
 	Task bool
+	Map  bool // a fan-out: each item's end is a step that stays in the state
 }
 
 type definition struct {
@@ -72,13 +73,22 @@ func parseDefinition(data []byte) (*definition, error) {
 	for i := 0; i+1 < len(raw.States.Content); i += 2 {
 		name := raw.States.Content[i].Value
 		var body struct {
-			Wait bool      `yaml:"wait"`
-			Task yaml.Node `yaml:"task"`
+			Wait     bool      `yaml:"wait"`
+			Task     yaml.Node `yaml:"task"`
+			Workflow yaml.Node `yaml:"workflow"` // a child workflow state: its child is its task
 		}
 		if err := raw.States.Content[i+1].Decode(&body); err != nil {
 			return nil, fmt.Errorf("%s: state %s: %w", raw.Name, name, err)
 		}
-		d.States[name] = defState{Wait: body.Wait, Task: body.Task.Kind != 0}
+		var task struct {
+			Map string `yaml:"map"`
+		}
+		if body.Task.Kind != 0 {
+			if err := body.Task.Decode(&task); err != nil {
+				return nil, fmt.Errorf("%s: state %s: task: %w", raw.Name, name, err)
+			}
+		}
+		d.States[name] = defState{Wait: body.Wait, Task: body.Task.Kind != 0 || body.Workflow.Kind != 0, Map: task.Map != ""}
 		if d.Initial == "" {
 			d.Initial = name // the first state declared
 		}
@@ -119,6 +129,15 @@ func loadDefinitions(dir string) (map[string]*definition, error) {
 func (d *definition) hasAutomatic(state string) bool {
 	for _, t := range d.Transitions {
 		if t.From == state && t.automatic() {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *definition) hasEvent(state, event string) bool {
+	for _, t := range d.Transitions {
+		if t.From == state && t.On == event {
 			return true
 		}
 	}
@@ -170,6 +189,10 @@ func (d *definition) allows(state, status string) bool {
 	case "CANCELLED":
 		_, ok := d.States[state]
 		return ok
+	case "FAILED":
+		// A task (or child) that gave up with no task_failed (child_failed) transition
+		// fails the instance where it is.
+		return d.States[state].Task && !d.hasEvent(state, "task_failed") && !d.hasEvent(state, "child_failed")
 	case "COMPLETED":
 		if d.finishesFrom(state) {
 			return true
@@ -275,6 +298,10 @@ func (d *definition) reaches(from, to, event string) bool {
 		return from == to
 	case "start":
 		return d.settlesIn(d.Initial, to)
+	case "task_completed", "task_failed":
+		if from == to && d.States[from].Map {
+			return true // an item's end that is not the join
+		}
 	}
 	cause := causeOf(event)
 	for _, t := range d.Transitions {

@@ -33,6 +33,10 @@ func TestTheDefinitionsSayWhereAnInstanceMayRest(t *testing.T) {
 		{defTimer, "counted", "RUNNING", false}, // passed through, never rested in
 		{defTimer, "counted", "COMPLETED", true},
 		{defTimer, "stopped", "COMPLETED", true},
+		{defBatch, "kid", "RUNNING", true}, // a child workflow state waits as a task state
+		{defBatch, "fan", "FAILED", false}, // its give-up is taken by task_failed
+		{defKid, "work", "FAILED", true},   // no task_failed: a give-up fails it there
+		{defOrder, "work", "FAILED", false},
 	} {
 		if got := defs[c.def].allows(c.state, c.status); got != c.ok {
 			t.Errorf("%s: %s %s: allowed %v, want %v", c.def, c.state, c.status, got, c.ok)
@@ -88,5 +92,18 @@ func TestAStepsTransitionsAreCheckedAgainstItsDefinition(t *testing.T) {
 	finish := []transition{{From: "ticking", To: "counted", Event: ev("after")}, {From: "counted", To: finishState}}
 	if msg := timer.checkTransitions("ticking", "counted", "after", finish); msg != "" {
 		t.Fatalf("a last tick: %s", msg)
+	}
+}
+
+// A fan-out's item steps stay in its state on task_completed or task_failed; a single
+// task's completion must take a transition.
+func TestAMapStateIsReachedAgainByItsItemsEnds(t *testing.T) {
+	defs := suiteDefinitions(t)
+	batch := defs[defBatch]
+	if !batch.States["fan"].Map || !batch.reaches("fan", "fan", "task_completed") || !batch.reaches("fan", "fan", "task_failed") {
+		t.Fatal(batch.States["fan"])
+	}
+	if batch.reaches("kid", "kid", "task_completed") || defs[defKid].reaches("work", "work", "task_completed") {
+		t.Fatal("a state that is no fan-out stays put on a task's completion")
 	}
 }

@@ -42,6 +42,7 @@ type Op struct {
 	Exp      int64  `json:"exp,omitempty"`      // expected_revision
 	Existing bool   `json:"existing,omitempty"` // a start with if_exists RETURN_EXISTING
 	Task     int64  `json:"task,omitempty"`     // the task's id: the revision that scheduled it
+	TaskID   string `json:"task_id,omitempty"`  // the task's id as the server names it ("3", a map item's "1.2")
 	Attempt  int32  `json:"attempt,omitempty"`
 	Late     bool   `json:"late,omitempty"`      // sent after the lease ran out, on purpose
 	Lease    string `json:"lease,omitempty"`     // the lease token a task call presented (or a poll got)

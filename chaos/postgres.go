@@ -184,10 +184,10 @@ func dumpTables(url, dir string) error {
 		"instances.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, definition, state, status, context,
 			revision, error FROM workflow_instances ORDER BY workflow_id) t`,
 		"history.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, revision, event, transitions, state,
-			status, context, error, timers, (extract(epoch FROM time) * 1000000)::bigint AS time_us
+			status, context, error, timers, actor, input, (extract(epoch FROM time) * 1000000)::bigint AS time_us
 			FROM workflow_history ORDER BY workflow_id, revision) t`,
 		"tasks.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, task_id, revision, state, status, attempt,
-			max_attempts, last_error FROM workflow_tasks ORDER BY workflow_id, revision) t`,
+			max_attempts, last_error, item_index, result FROM workflow_tasks ORDER BY workflow_id, revision) t`,
 		"timers.jsonl": `SELECT row_to_json(t) FROM (SELECT workflow_id, timer_id, revision, transition, target,
 			(extract(epoch FROM due_time) * 1000000)::bigint AS due_us FROM workflow_timers
 			ORDER BY workflow_id, timer_id) t`,

@@ -195,6 +195,9 @@ func (r *report) text() string {
 		fl.Leases, fl.MaxLeased, fl.LimitLeased, fl.MaxKey, fl.LimitKey)
 	fmt.Fprintf(&b, "schedule: %d instances fired, %d fires seen in its record, %d nominal times without an instance explained by it\n",
 		sc.Fires, sc.Recorded, sc.Explained)
+	fm := r.Side.Family
+	fmt.Fprintf(&b, "fan-out and children: %d batches (%d cancelled), %d item steps, %d item completions acknowledged, %d maps joined; %d children, %d ends delivered, %d cancelled with their parent\n",
+		fm.Batches, fm.Cancelled, fm.Items, fm.Acked, fm.Joined, fm.Children, fm.Delivered, fm.Cascaded)
 	fmt.Fprintf(&b, "linearizability (porcupine): %d instances linearizable, %d not, %d inconclusive; %d operations\n",
 		r.Linear.Ok, r.Linear.Illegal, r.Linear.TimedOut, r.Linear.Operations)
 	fmt.Fprintf(&b, "settled after the faults: %v\n\nproperties:\n", r.Settled)

@@ -39,10 +39,17 @@ type sideConfig struct {
 	FeedEvery    time.Duration `json:"feed_every"`
 	// The schedule: every Interval, ALLOW_ALL, no jitter.
 	Interval time.Duration `json:"schedule_interval"`
+	// The batches (family.go): at most Batches, one every BatchEvery, each of 1 to
+	// MaxItems items, a share CancelShare of them cancelled a moment after their start.
+	Batches     int           `json:"batches"`
+	BatchEvery  time.Duration `json:"batch_every"`
+	MaxItems    int           `json:"max_items"`
+	CancelShare float64       `json:"cancel_share"`
 }
 
 var defaultSide = sideConfig{MaxLeased: 3, KeyMaxLeased: 1, Customers: 5, Orders: 600, Batch: 5,
-	FeedEvery: 1500 * time.Millisecond, Interval: 2 * time.Second}
+	FeedEvery: 1500 * time.Millisecond, Interval: 2 * time.Second,
+	Batches: 400, BatchEvery: time.Second, MaxItems: 6, CancelShare: 0.3}
 
 // sideTimes: when the run created and paused its schedule (Unix ns; 0: it could not).
 type sideTimes struct {
@@ -149,8 +156,9 @@ func startSideLoad(conns []*replicaConn, out string, side sideConfig, seed uint6
 		return nil, err
 	}
 	s := &sideLoad{rt: newRouter(conns, seed), hist: hist, actions: actions, side: side, stop: make(chan struct{})}
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go func() { defer s.wg.Done(); s.feed(rand.New(rand.NewPCG(seed, 21))) }()
+	go func() { defer s.wg.Done(); s.feedBatches(rand.New(rand.NewPCG(seed, 23))) }()
 	go func() { defer s.wg.Done(); s.watchSchedule() }()
 	return s, nil
 }
@@ -197,12 +205,30 @@ func (s *sideLoad) startOrder(rng *rand.Rand, k, customer int) {
 	req := &pb.StartWorkflowRequest{Definition: defLimited, WorkflowId: wf, RequestId: "rid-" + id,
 		Input: mustStruct(map[string]any{"last": id, "customer": fmt.Sprintf("cust-%d", customer),
 			"rounds": float64(1 + rng.IntN(3))})}
-	for try := 0; try < 3; try++ {
+	s.send(rng, Op{ID: id, Kind: "start", WF: wf, Def: defLimited, RID: req.RequestId}, startCall(req))
+}
+
+// startCall sends a start and notes what its answer says.
+func startCall(req *pb.StartWorkflowRequest) func(context.Context, *replicaConn, *Op) error {
+	return func(ctx context.Context, rc *replicaConn, op *Op) error {
+		resp, err := rc.wf.StartWorkflow(ctx, req)
+		if err == nil {
+			noteWorkflow(op, resp.GetWorkflow())
+			op.Created = resp.GetCreated()
+		}
+		return err
+	}
+}
+
+// send makes one operation of the run's own (recorded as f0's), through either replica,
+// tried again (up to three times) after an unknown outcome when it has a request id.
+func (s *sideLoad) send(rng *rand.Rand, op Op, call func(context.Context, *replicaConn, *Op) error) Op {
+	for try := 0; ; try++ {
 		rc := s.rt.pick()
-		op := Op{Proc: "f0", ID: id, Try: try, Kind: "start", WF: wf, Def: defLimited, RID: req.RequestId, Target: rc.target}
+		op.Proc, op.Try, op.Target = "f0", try, rc.target
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		op.Call = nowNS()
-		resp, err := rc.wf.StartWorkflow(ctx, req)
+		err := call(ctx, rc, &op)
 		op.Ret = nowNS()
 		cancel()
 		if err != nil {
@@ -210,12 +236,10 @@ func (s *sideLoad) startOrder(rng *rand.Rand, k, customer int) {
 			s.rt.failed(rc, &op)
 		} else {
 			op.Outcome = outcomeOK
-			noteWorkflow(&op, resp.GetWorkflow())
-			op.Created = resp.GetCreated()
 		}
 		s.hist.write(op)
-		if op.Outcome != outcomeUnknown {
-			return
+		if op.Outcome != outcomeUnknown || op.RID == "" || try == 2 {
+			return op
 		}
 		time.Sleep(time.Duration(100+rng.IntN(300)) * time.Millisecond)
 	}

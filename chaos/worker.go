@@ -15,11 +15,15 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/types/known/durationpb"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	pb "github.com/statewright/statewright/clients/go/statewright/v1"
 )
 
-const taskQueue = "chaos-work"
+const (
+	taskQueue = "chaos-work"
+	mapQueue  = "chaos-map" // chaos-batch's items and chaos-kid's tasks (family.go)
+)
 
 // worker leases tasks and answers them in every way a worker may: promptly, twice, late
 // (after its lease ran out), with heartbeats, with a failure to retry or one to give up
@@ -46,6 +50,7 @@ func workerMain(args []string) error {
 	out := fs.String("out", "", "history file to write")
 	pollers := fs.Int("pollers", 2, "concurrent polls of the order queue")
 	limited := fs.Int("limited-pollers", 2, "concurrent polls of the limited queue (flow control)")
+	mapped := fs.Int("map-pollers", 1, "concurrent polls of the fan-out's and the children's queue")
 	duration := fs.Duration("duration", time.Minute, "how long to run, at most")
 	timeout := fs.Duration("timeout", 5*time.Second, "deadline of each call")
 	fs.Parse(args)
@@ -73,9 +78,12 @@ func workerMain(args []string) error {
 		}
 	}()
 	var wg sync.WaitGroup
-	for i := 0; i < *pollers+*limited; i++ {
+	for i := 0; i < *pollers+*limited+*mapped; i++ {
 		queue := taskQueue
-		if i >= *pollers {
+		switch {
+		case i >= *pollers+*limited:
+			queue = mapQueue
+		case i >= *pollers:
 			queue = limitedQueue
 		}
 		wg.Add(1)
@@ -91,14 +99,6 @@ func workerMain(args []string) error {
 	}
 	fmt.Fprintf(os.Stderr, "worker %s: %d polls, %d tasks leased\n", w.proc, w.polls.Load(), w.leased.Load())
 	return nil
-}
-
-// queueDef is the definition whose tasks a queue holds.
-func queueDef(queue string) string {
-	if queue == limitedQueue {
-		return defLimited
-	}
-	return defOrder
 }
 
 func (w *worker) poll(ctx context.Context, rng *rand.Rand, queue string) {
@@ -124,7 +124,7 @@ func (w *worker) poll(ctx context.Context, rng *rand.Rand, queue string) {
 			// once (the lease was granted between the poll's call and its answer).
 			wf, task := taskRef(t.GetName())
 			w.hist.write(Op{Proc: w.proc, ID: fmt.Sprintf("lease-%s-%d", w.proc, w.seq.Add(1)), Kind: "lease",
-				WF: wf, Task: task, Def: queueDef(queue), Key: t.GetConcurrencyKey(), Attempt: t.GetAttempt(), Lease: t.GetLeaseToken(),
+				WF: wf, Task: task, TaskID: taskID(t.GetName()), Def: workDef(wf), Key: t.GetConcurrencyKey(), Attempt: t.GetAttempt(), Lease: t.GetLeaseToken(),
 				LeaseExp: t.GetLeaseExpireTime().AsTime().UnixNano(), Target: rc.target,
 				Call: call, Ret: ret, Outcome: outcomeOK})
 			w.leased.Add(1)
@@ -144,6 +144,23 @@ func (w *worker) poll(ctx context.Context, rng *rand.Rand, queue string) {
 }
 
 func (w *worker) newID() string { return fmt.Sprintf("op-%s-%d", w.proc, w.seq.Add(1)) }
+
+// taskID is the last part of "workflows/{id}/tasks/{task_id}": a map item's is
+// "<revision>.<index>", which taskRef reads as no task (0).
+func taskID(name string) string { return name[strings.LastIndex(name, "/")+1:] }
+
+// workDef is the definition of the instance a task belongs to, by its id.
+func workDef(wf string) string {
+	switch {
+	case strings.HasPrefix(wf, "limit-"):
+		return defLimited
+	case strings.HasPrefix(wf, "batch-") && strings.Contains(wf, ".kid."):
+		return defKid
+	case strings.HasPrefix(wf, "batch-"):
+		return defBatch
+	}
+	return defOrder
+}
 
 // taskRef splits "workflows/{id}/tasks/{task_id}".
 func taskRef(name string) (wf string, task int64) {
@@ -193,7 +210,7 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 		rid = "rid-" + id
 	}
 	req := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(),
-		Result: mustStruct(map[string]any{"op": id}), RequestId: rid}
+		Result: resultOf(t, id), RequestId: rid}
 	first := w.rt.pick()
 	send := func(try int, rc *replicaConn) Op {
 		return w.attempt(Op{ID: id, Try: try, Kind: "complete", RID: rid, Late: late}, t, rc,
@@ -222,8 +239,7 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 	}
 	if !w.settle.Load() && rng.Float64() < 0.2 {
 		// A duplicate with another request id (or none): it must be fenced off.
-		dup := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(),
-			Result: mustStruct(map[string]any{"op": w.newID()})}
+		dup := &pb.CompleteTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(), Result: resultOf(t, w.newID())}
 		dupID := dup.Result.Fields["op"].GetStringValue()
 		rc := w.rt.other(first)
 		w.attempt(Op{ID: dupID, Kind: "complete"}, t, rc, func(ctx context.Context, op *Op) error {
@@ -235,6 +251,16 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 			return err
 		})
 	}
+}
+
+// resultOf is a completion's result: its operation's id, and a map item's index (so
+// that the join's results show each item's place).
+func resultOf(t *pb.Task, id string) *structpb.Struct {
+	result := map[string]any{"op": id}
+	if index, ok := t.GetInput().GetFields()["index"]; ok {
+		result["index"] = index.GetNumberValue()
+	}
+	return mustStruct(result)
 }
 
 func (w *worker) fail(rng *rand.Rand, t *pb.Task, final bool) {
@@ -284,10 +310,8 @@ func (w *worker) heartbeat(t *pb.Task) {
 func (w *worker) attempt(op Op, t *pb.Task, rc *replicaConn, send func(context.Context, *Op) error) Op {
 	op.Proc = w.proc
 	op.WF, op.Task = taskRef(t.GetName())
-	op.Def = defOrder
-	if strings.HasPrefix(op.WF, "limit-") {
-		op.Def = defLimited
-	}
+	op.TaskID = taskID(t.GetName())
+	op.Def = workDef(op.WF)
 	op.Attempt = t.GetAttempt()
 	op.Lease = t.GetLeaseToken()
 	op.Target = rc.target

@@ -91,11 +91,13 @@ def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_p
     # racing calls were in flight as their timer came due.
     assert report["watch"]["instances_followed"] == report["instances"], text
     assert report["timer_races"]["in_flight_at_due"] > 0, text
-    # The three workloads beyond the register's ran under the faults too.
+    # The workloads beyond the register's ran under the faults too: maps joined, children
+    # delivered to their parents.
     side = report["side_workloads"]
     assert side["signal_with_start"]["applied"] > 0, text
     assert side["flow"]["leases"] > 0, text
     assert side["schedule"]["fires"] > 0, text
+    assert side["family"]["joined"] > 0 and side["family"]["delivered"] > 0, text
 
 
 # Each break mode of the server, the property the checker must find broken, and words of

@@ -1267,6 +1267,15 @@ def _item_ended(
     """The step of an ended item: the next held item is offered in its place, or, the
     last one ended, the join runs and then the state's automatic transitions."""
     assert spec.fan_out is not None
+    if before.ended is not None and item in before.ended:
+        # A second end of an item that ended already (a duplicate completion that the
+        # store's fence would refuse at save): refused as the fence does, before the count
+        # takes it for the last item's end and the join looks for an end never made.
+        raise FailedPrecondition(
+            f"workflow {step.workflow_id}: item {item} has ended already",
+            reason=Reason.LEASE_SUPERSEDED,
+            metadata={"workflow_id": step.workflow_id, "item": str(item)},
+        )
     step.fan_out = after
     if after.open > 0:
         limit = spec.fan_out.max_concurrency

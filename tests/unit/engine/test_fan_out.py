@@ -119,6 +119,23 @@ def test_the_last_item_joins_results_in_input_order_then_moves_on(defn: Definiti
     assert joined.snapshot.fan_out is None
 
 
+def test_a_second_end_of_an_item_that_ended_is_refused_not_taken_for_the_join(
+    defn: Definition,
+) -> None:
+    # Found by the chaos suite: a duplicate completion of item 3 (another request id, the
+    # same lease) reached the FSM with items 0, 1 and 3 ended, was counted as the fourth
+    # end, and the join failed looking for item 2's result (KeyError).
+    snap = _entered(defn).snapshot
+    for item in (0, 1, 3):
+        snap = _complete(defn, snap, item, {"id": f"c{item}"}).snapshot
+    ends = {i: ItemEnd(result={"id": f"c{i}"}) for i in (0, 1, 3)}
+    with pytest.raises(FailedPrecondition) as refused:
+        _complete(defn, _with_ends(snap, ends), 3, {"id": "again"})
+    assert refused.value.reason == Reason.LEASE_SUPERSEDED
+    with pytest.raises(FailedPrecondition):
+        _gave_up(defn, _with_ends(snap, ends), 3)
+
+
 def test_tolerated_failures_join_with_null_results_and_their_errors(defn: Definition) -> None:
     snap = _entered(defn).snapshot
     snap = _gave_up(defn, snap, 2).snapshot
