@@ -62,6 +62,16 @@ def test_a_low_limit_fails_a_later_step_at_the_limit(client: Client) -> None:
     assert unlimited.recursion_limit is None
 
 
+def test_the_request_id_covers_the_limit(client: Client) -> None:
+    request_id = uid("limit-request")
+    first = client.start("fragile", recursion_limit=2, request_id=request_id)
+    again = client.start("fragile", recursion_limit=2, request_id=request_id)
+    assert again.workflow.workflow_id == first.workflow.workflow_id
+    with pytest.raises(InvalidArgument) as reused:
+        client.start("fragile", recursion_limit=3, request_id=request_id)
+    assert reused.value.reason == "REQUEST_ID_REUSED"
+
+
 def test_a_limit_above_the_definitions_is_refused(client: Client, server: ServerProcess) -> None:
     wid = uid("limit")
     with pytest.raises(InvalidArgument) as refused:
