@@ -78,8 +78,8 @@ def test_start_execute_and_signal_with_start_take_a_recursion_limit(fake: FakeSe
     fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
         workflow=workflow("d"), created=True
     )
-    fake.service.behaviours["SignalWithStartWorkflow"] = (
-        lambda r, c: pb.SignalWithStartWorkflowResponse(workflow=workflow("d"), accepted=True)
+    fake.service.behaviours["SignalWithStartWorkflow"] = lambda r, c: (
+        pb.SignalWithStartWorkflowResponse(workflow=workflow("d"), accepted=True)
     )
     assert _run(fake, "start", "tally", "--recursion-limit", "3")[0] == 0
     assert _run(fake, "execute", "tally", "--recursion-limit", "4")[0] == 0
