@@ -28,6 +28,10 @@ class Reason(enum.StrEnum):
     # a start or resume input value of the wrong type for its field
     INPUT_TYPE_MISMATCH = "INPUT_TYPE_MISMATCH"
     INVALID_FIELD = "INVALID_FIELD"  # a request field with a malformed or out-of-range value
+    # a start's recursion_limit below zero
+    INVALID_RECURSION_LIMIT = "INVALID_RECURSION_LIMIT"
+    # a start's recursion_limit above its definition's (it can only lower it)
+    RECURSION_LIMIT_TOO_HIGH = "RECURSION_LIMIT_TOO_HIGH"
     INVALID_FILTER = "INVALID_FILTER"  # a list filter that does not parse or names no field
     INVALID_INPUT = "INVALID_INPUT"  # an input that is not a map of context fields
     INVALID_ORDER_BY = "INVALID_ORDER_BY"  # a list order_by that is not one of the orders

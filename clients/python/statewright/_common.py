@@ -154,12 +154,14 @@ def start_request(
     request_id: str | None,
     if_exists: IfExists | None,
     start_delay: float | None = None,
+    recursion_limit: int | None = None,
 ) -> pb.StartWorkflowRequest:
     request = pb.StartWorkflowRequest(
         definition=definition,
         version=version or 0,
         workflow_id=workflow_id or "",
         request_id=request_id or new_request_id(),
+        recursion_limit=recursion_limit or 0,
     )
     set_struct(request.input, input)
     if if_exists is not None:
@@ -186,6 +188,7 @@ def signal_with_start_request(
     request_id: str | None,
     if_finished: IfFinished | None,
     start_now: bool,
+    recursion_limit: int | None = None,
 ) -> pb.SignalWithStartWorkflowRequest:
     request = pb.SignalWithStartWorkflowRequest(
         definition=definition,
@@ -194,6 +197,7 @@ def signal_with_start_request(
         event=event,
         request_id=request_id or new_request_id(),
         start_now=start_now,
+        recursion_limit=recursion_limit or 0,
     )
     set_struct(request.payload, payload)
     set_struct(request.input, input)

@@ -85,12 +85,15 @@ class Operations:
         request_id: str | None = None,
         if_exists: IfExists | None = None,
         start_delay: float | None = None,
+        recursion_limit: int | None = None,
         timeout: float | None = None,
     ) -> Plan[StartResult]:
         """Starts an instance of ``definition`` (latest version unless ``version``).
 
         With ``start_delay`` (seconds) the instance is created at once, WAITING with the
-        reason START_DELAYED, and its first step runs after the delay."""
+        reason START_DELAYED, and its first step runs after the delay. ``recursion_limit``
+        lowers the definition's for every step of this instance (above it is refused with
+        RECURSION_LIMIT_TOO_HIGH)."""
         request = _common.start_request(
             definition,
             input=input,
@@ -99,6 +102,7 @@ class Operations:
             request_id=request_id,
             if_exists=if_exists,
             start_delay=start_delay,
+            recursion_limit=recursion_limit,
         )
         response: pb.StartWorkflowResponse = yield Unary("StartWorkflow", request, timeout)
         return _common.start_result(response)
@@ -114,6 +118,7 @@ class Operations:
         workflow_id: str | None = None,
         version: int | None = None,
         request_id: str | None = None,
+        recursion_limit: int | None = None,
     ) -> Plan[Workflow]:
         """Starts an instance and returns it once it rests: WAITING, COMPLETED, FAILED or
         CANCELLED (``until="finish"``: only once it finished).
@@ -133,6 +138,7 @@ class Operations:
             workflow_id=workflow_id,
             version=version,
             request_id=request_id or _common.new_request_id(),
+            recursion_limit=recursion_limit,
             timeout=timeout,
         )
         latest: Workflow = started.workflow
@@ -221,6 +227,7 @@ class Operations:
         request_id: str | None = None,
         if_finished: IfFinished | None = None,
         start_now: bool = False,
+        recursion_limit: int | None = None,
         timeout: float | None = None,
     ) -> Plan[SignalWithStartResult]:
         """Delivers ``event`` to instance ``workflow_id``, starting it from ``definition``
@@ -237,6 +244,7 @@ class Operations:
             request_id=request_id,
             if_finished=if_finished,
             start_now=start_now,
+            recursion_limit=recursion_limit,
         )
         response: pb.SignalWithStartWorkflowResponse = yield Unary(
             "SignalWithStartWorkflow", request, timeout

@@ -580,6 +580,8 @@ class Workflow:
     # A child workflow's parent; a parent's live children.
     parent: WorkflowParent | None = None
     children: WorkflowChildren | None = None
+    # The recursion limit its start gave it (None: its definition's applies).
+    recursion_limit: int | None = None
 
     @property
     def terminal(self) -> bool:
@@ -614,6 +616,7 @@ class Workflow:
             children=(
                 WorkflowChildren.from_proto(msg.children) if msg.HasField("children") else None
             ),
+            recursion_limit=(msg.recursion_limit if msg.HasField("recursion_limit") else None),
         )
 
     def to_dict(self) -> JSONObject:
@@ -637,6 +640,7 @@ class Workflow:
             "fan_out": self.fan_out.to_dict() if self.fan_out is not None else None,
             "parent": self.parent.to_dict() if self.parent is not None else None,
             "children": self.children.to_dict() if self.children is not None else None,
+            "recursion_limit": self.recursion_limit,
         }
 
 

@@ -74,6 +74,21 @@ def test_start_takes_a_delay_in_the_definition_language_s_units(fake: FakeServer
     assert request.start_delay.seconds == 5400
 
 
+def test_start_execute_and_signal_with_start_take_a_recursion_limit(fake: FakeServer) -> None:
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=workflow("d"), created=True
+    )
+    fake.service.behaviours["SignalWithStartWorkflow"] = lambda r, c: (
+        pb.SignalWithStartWorkflowResponse(workflow=workflow("d"), accepted=True)
+    )
+    assert _run(fake, "start", "tally", "--recursion-limit", "3")[0] == 0
+    assert _run(fake, "execute", "tally", "--recursion-limit", "4")[0] == 0
+    assert _run(fake, "signal-with-start", "tally", "w", "tick", "--recursion-limit", "5")[0] == 0
+    assert [r.recursion_limit for r in fake.service.calls("StartWorkflow")] == [3, 4]
+    (signalled,) = fake.service.calls("SignalWithStartWorkflow")
+    assert signalled.recursion_limit == 5
+
+
 def test_a_bad_delay_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["start", "tally", "--delay", "soon"])

@@ -160,10 +160,14 @@ function startForm(name: string, version: number, fields: ContextFieldJson[]): H
   input.value = prefill;
   const id = h("input", { id: "start-id", name: "workflowId", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "generated when empty" });
   const delay = h("input", { id: "start-delay", name: "startDelay", type: "text", autocomplete: "off", spellcheck: "false", placeholder: "at once" });
+  // A start may only lower the definition's limit: the server refuses a higher one with
+  // RECURSION_LIMIT_TOO_HIGH, shown below the form as any refusal is.
+  const limit = h("input", { id: "start-recursion-limit", name: "recursionLimit", type: "number", min: "1", step: "1", inputmode: "numeric", placeholder: "the definition's" });
   const form = h("form", { class: "stack" },
     h("label", { for: "start-id" }, "Workflow id ", h("span", { class: "muted" }, "(optional)")), id,
     h("label", { for: "start-input" }, "Input ", h("span", { class: "muted" }, prefill ? "(JSON object: the context's declared defaults, edit or remove any)" : "(JSON object, optional)")), input,
     h("label", { for: "start-delay" }, "Start delay ", h("span", { class: "muted" }, "(optional: 30s, 5m, 1h30m; the instance exists at once and its first step runs then)")), delay,
+    h("label", { for: "start-recursion-limit" }, "Recursion limit ", h("span", { class: "muted" }, "(optional: at most this many transitions in any one step of this instance; at most the definition's)")), limit,
     h("div", {}, h("button", { type: "submit", class: "button primary" }, `Start ${name} v${version}`)),
     result,
   );
@@ -183,6 +187,7 @@ function startForm(name: string, version: number, fields: ContextFieldJson[]): H
     }
     const body: Record<string, unknown> = { definition: name, version, workflowId: id.value.trim(), input: parsed };
     if (seconds > 0) body["startDelay"] = `${seconds}s`;
+    if (limit.value.trim()) body["recursionLimit"] = Number(limit.value.trim());
     api.post<StartWorkflowResponseJson>("/api/v1/workflows", body).then(
       (started) => navigate(`/workflows/${encodeURIComponent(started.workflow?.workflowId ?? "")}`),
       (error) => replace(result, errorNotice(error, "The start was refused")),

@@ -346,6 +346,8 @@ def workflow_pb(
         message.pending_task.CopyFrom(task_pb(task))
     if record.expire_time is not None:
         message.expire_time.CopyFrom(timestamp(record.expire_time))
+    if record.recursion_limit is not None:
+        message.recursion_limit = record.recursion_limit
     progress = record.fan_out
     if progress is not None and record.status is Status.RUNNING:
         message.fan_out.CopyFrom(

@@ -29,6 +29,8 @@ from statewrightd.engine.commands import (
     SignalWithStartCommand,
     StartCommand,
 )
+from statewrightd.errors import InvalidArgument
+from statewrightd.reasons import Reason
 
 STATUS_FROM_PB: dict[int, Status] = {
     workflow_pb2.WORKFLOW_STATUS_RUNNING: Status.RUNNING,
@@ -102,6 +104,29 @@ def start_target(request: pb.StartWorkflowRequest) -> tuple[str, int | None]:
     return request.definition, request.version or None
 
 
+def recursion_limit(requested: int, loaded: Loaded) -> int | None:
+    """A start's own recursion limit: None (the definition's) for zero; refused below zero
+    or above the definition's, which the loader already bounds by the server's maximum,
+    so that a start can only lower the bound its definition's author chose."""
+    maximum = loaded.definition.recursion_limit
+    meta = {"field": "recursion_limit", "requested": requested, "maximum": maximum}
+    if requested < 0:
+        raise InvalidArgument(
+            f"recursion_limit must not be negative; got {requested}",
+            reason=Reason.INVALID_RECURSION_LIMIT,
+            metadata=meta,
+        )
+    if requested > maximum:
+        raise InvalidArgument(
+            f"recursion_limit {requested} is above the recursion_limit of "
+            f"{loaded.definition.name} v{loaded.definition.version} ({maximum}): "
+            "a start can only lower it",
+            reason=Reason.RECURSION_LIMIT_TOO_HIGH,
+            metadata=meta,
+        )
+    return requested or None
+
+
 def start_command(
     request: pb.StartWorkflowRequest, loaded: Loaded, limits: ValueLimits = DEFAULT_LIMITS
 ) -> StartCommand:
@@ -114,6 +139,7 @@ def start_command(
         input=struct_to_dict(request.input, "input", limits),
         return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
         delay=request.start_delay.ToTimedelta() if request.HasField("start_delay") else None,
+        recursion_limit=recursion_limit(request.recursion_limit, loaded),
     )
 
 
@@ -147,6 +173,7 @@ def signal_with_start_command(
         event=request.event,
         payload=struct_to_dict(request.payload, "payload", limits),
         start_now=request.start_now,
+        recursion_limit=recursion_limit(request.recursion_limit, loaded),
     )
 
 

@@ -103,11 +103,15 @@ class StartCommand(Command):
     return_existing: bool = False
     # The first step runs this long after the start, on a durable timer (None: at once).
     delay: timedelta | None = None
+    # The start's own bound on each step's transitions, kept with the instance (None: the
+    # definition's); checked against the definition's at the door.
+    recursion_limit: int | None = None
 
     def first_step(self) -> StepResult:
+        defn, limit = self.loaded.definition, self.recursion_limit
         if self.delay:
-            return fsm.scheduled(self.loaded.definition, self.workflow_id, self.input, self.delay)
-        return fsm.start(self.loaded.definition, self.workflow_id, self.input)
+            return fsm.scheduled(defn, self.workflow_id, self.input, self.delay, limit)
+        return fsm.start(defn, self.workflow_id, self.input, limit)
 
     def taken(self) -> dict[str, Any] | None:
         return dict(self.input)
@@ -136,7 +140,12 @@ class SignalWithStartCommand(StartCommand):
 
     def first_step(self) -> StepResult:
         return fsm.signal_with_start(
-            self.loaded.definition, self.workflow_id, self.input, self.event, self.payload
+            self.loaded.definition,
+            self.workflow_id,
+            self.input,
+            self.event,
+            self.payload,
+            recursion_limit=self.recursion_limit,
         )
 
     def taken(self) -> dict[str, Any] | None:

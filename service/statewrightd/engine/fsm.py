@@ -161,7 +161,9 @@ class _Step:
         "map_items",
         "map_limit",
         "origin",
+        "own_limit",
         "payload",
+        "recursion_limit",
         "result_value",
         "revision",
         "starting",
@@ -184,8 +186,13 @@ class _Step:
         starting: bool = False,
         result: Mapping[str, JSONValue] | None = None,
         fan_out: FanOutProgress | None = None,
+        limit: int | None = None,
     ) -> None:
         self.defn = defn
+        # The instance's own limit (kept with it, so every one of its steps obeys it) can
+        # only lower the definition's.
+        self.own_limit = limit
+        self.recursion_limit = min(defn.recursion_limit, limit or defn.recursion_limit)
         self.fan_out = fan_out  # the open fan-out of the state it is in
         self.map_items: list[JSONValue] | None = None  # the list of a map state it entered
         self.result_value = result  # a task's result, which its state's `apply` reads
@@ -314,8 +321,8 @@ class _Step:
 
     def fire(self, t: Transition) -> None:
         """Rule 1: source exit actions, then the transition's set, then target entry."""
-        if len(self.transitions) >= self.defn.recursion_limit:
-            limit = self.defn.recursion_limit
+        if len(self.transitions) >= self.recursion_limit:
+            limit = self.recursion_limit
             raise _step_error(
                 Reason.RECURSION_LIMIT,
                 f"more than {limit} transitions in one step (next: {t.path})",
@@ -511,6 +518,7 @@ class _Step:
             revision=self.revision,
             error=error,
             fan_out=self.fan_out if status is Status.RUNNING else None,
+            recursion_limit=self.own_limit,
         )
         return StepResult(snapshot, tuple(self.transitions), True, timers, task)
 
@@ -656,12 +664,20 @@ def _merge(
         context[name] = reduce(field.reducer, context[name], value)
 
 
-def start(defn: Definition, workflow_id: str, input: Mapping[str, object]) -> StepResult:
-    """First step: defaults, input through reducers, initial entry actions, then rule 2."""
+def start(
+    defn: Definition,
+    workflow_id: str,
+    input: Mapping[str, object],
+    recursion_limit: int | None = None,
+) -> StepResult:
+    """First step: defaults, input through reducers, initial entry actions, then rule 2.
+    ``recursion_limit``: the start's own limit, kept with the instance for every step."""
     values = validate_input(defn, input)
     context = {name: f.default_value() for name, f in defn.context_fields.items()}
     _merge(defn, context, values)
-    step = _Step(defn, workflow_id, defn.initial, context, 1, "", {}, starting=True)
+    step = _Step(
+        defn, workflow_id, defn.initial, context, 1, "", {}, starting=True, limit=recursion_limit
+    )
     try:
         for action in defn.states[defn.initial].entry:
             step.run(action)
@@ -688,7 +704,11 @@ def is_delayed(snapshot: Snapshot) -> bool:
 
 
 def scheduled(
-    defn: Definition, workflow_id: str, input: Mapping[str, object], delay: timedelta
+    defn: Definition,
+    workflow_id: str,
+    input: Mapping[str, object],
+    delay: timedelta,
+    recursion_limit: int | None = None,
 ) -> StepResult:
     """A start with a delay: the instance exists at once, WAITING in its initial state
     with its context (defaults and input, checked as a start checks them) and the reason
@@ -711,6 +731,7 @@ def scheduled(
         context=MappingProxyType(context),
         revision=1,
         error=error,
+        recursion_limit=recursion_limit,
     )
     armed = PlannedTimer(START_TRANSITION, defn.initial, text, delay=delay)
     return StepResult(snapshot, (), True, TimerPlan(arm=(armed,)), NO_TASK_WORK)
@@ -733,6 +754,7 @@ def delayed_start(defn: Definition, snapshot: Snapshot) -> StepResult:
         "",
         {},
         starting=True,
+        limit=snapshot.recursion_limit,
     )
     try:
         for action in defn.states[defn.initial].entry:
@@ -762,6 +784,7 @@ def _next_step(
         payload,
         result=result,
         fan_out=snapshot.fan_out,
+        limit=snapshot.recursion_limit,
     )
 
 
@@ -901,6 +924,8 @@ def signal_with_start(
     input: Mapping[str, object],
     event: str,
     payload: Mapping[str, object],
+    *,
+    recursion_limit: int | None = None,
 ) -> StepResult:
     """The first step of a new instance with an event delivered at its end, as one step:
     revision 1 holds both, so that no reader, watcher or other replica ever sees the
@@ -908,7 +933,7 @@ def signal_with_start(
     the instance its start left (guards see revision 1): a first step that does not rest
     RUNNING, or an event that state refuses, refuses the whole, and nothing is created.
     With every guard false the event is accepted and the start alone is the step."""
-    started = start(defn, workflow_id, input)
+    started = start(defn, workflow_id, input, recursion_limit)
     if started.status is not Status.RUNNING:
         raise FailedPrecondition(
             f"the first step of {defn.name} v{defn.version} leaves the instance "
@@ -1384,6 +1409,7 @@ def _reentered(
         "",
         {},
         starting=True,  # entered anew: it arms and schedules as a first step does
+        limit=snapshot.recursion_limit,
     )
     try:
         for action in defn.states[state].entry if entry else ():

@@ -96,6 +96,9 @@ class Snapshot:
     error: StepError | None = None
     # The fan-out (`map`) of the task state it rests in; None: none is open.
     fan_out: FanOutProgress | None = None
+    # The start's own bound on the transitions of one step (it can only lower the
+    # definition's); None: the definition's alone.
+    recursion_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

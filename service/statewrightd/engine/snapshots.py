@@ -44,6 +44,7 @@ def snapshot_of(record: InstanceRecord) -> Snapshot:
         revision=record.revision,
         error=error_from_dict(record.error),
         fan_out=record.fan_out,
+        recursion_limit=record.recursion_limit,
     )
 
 
@@ -66,6 +67,7 @@ def instance_record(
         update_time=update_time,
         expire_time=expire_time,
         fan_out=snapshot.fan_out,
+        recursion_limit=snapshot.recursion_limit,
     )
 
 
@@ -150,6 +152,7 @@ def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord
         update_time=history.time,
         # Only the last revision is the finished one; earlier ones had no expiry yet.
         expire_time=current.expire_time if history.revision == current.revision else None,
+        recursion_limit=current.recursion_limit,
     )
 
 

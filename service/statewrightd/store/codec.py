@@ -229,6 +229,9 @@ def encode_instance(rec: InstanceRecord) -> dict[str, Any]:
         "expire_time": None
         if rec.expire_time is None
         else check_time(rec.expire_time, f"{w} expire_time"),
+        "recursion_limit": None
+        if rec.recursion_limit is None
+        else _check_int(rec.recursion_limit, f"{w} recursion_limit", 1),
     }
 
 

@@ -95,6 +95,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             to_micros(p["create_time"]),
             to_micros(p["update_time"]),
             micros(p["expire_time"]),
+            p.get("recursion_limit"),
         ]
         if isinstance(op, Create):
             if instance is not None:
@@ -103,7 +104,10 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
         else:
             if instance is None or instance.revision != p["expected"]:
                 return self._refused(op, instance)
+            # A save keeps what only a create writes: the definition, the creation time
+            # and the start's recursion limit.
             row[1], row[2], row[8] = instance.row[1], instance.row[2], instance.row[8]
+            row[11] = instance.row[11]
             instance.row = row
         instance.history[p["revision"]] = [
             wid,

@@ -463,6 +463,7 @@ _KINDS = {
     **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token", "k_release_id"), _TEXT),
     **dict.fromkeys(("k_release_time", "k_release_deadline"), _TIME),
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
+    "recursion_limit": _RAW,
     **dict.fromkeys(
         ("context", "error", "h_transitions", "h_error", "h_timers", "h_input", "t_arm"), _RAW
     ),

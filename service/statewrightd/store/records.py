@@ -35,6 +35,8 @@ class InstanceRecord:
     # The open fan-out of the task state it rests in (not a column: read from its items,
     # and carried from the step that saved it).
     fan_out: FanOutProgress | None = None
+    # The start's own recursion limit (at most the definition's); None: the definition's.
+    recursion_limit: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from statewrightd.store.records import (
 
 INSTANCE = (
     "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
-    "create_time", "update_time", "expire_time",
+    "create_time", "update_time", "expire_time", "recursion_limit",
 )  # fmt: skip
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
@@ -94,6 +94,7 @@ class Rows:
             create_time=self._time(row[8]),
             update_time=self._time(row[9]),
             expire_time=None if row[10] is None else self._time(row[10]),
+            recursion_limit=row[11],
         )
 
     def history(self, row: Sequence[Any]) -> HistoryRecord:

@@ -192,7 +192,7 @@ def _create(timed: bool, tasked: bool = False) -> str:
         + """)
     SELECT %(workflow_id)s, %(definition)s, %(version)s, %(state)s, %(status)s,
            %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s,
-           %(expire_time)s
+           %(expire_time)s, %(recursion_limit)s
      WHERE (SELECT ok FROM free)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -263,13 +263,14 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
-        update_time timestamptz, expire_time timestamptz, """
+        update_time timestamptz, expire_time timestamptz, recursion_limit integer, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
         + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
-                            revision, error, create_time, update_time, expire_time, h_event,
+                            revision, error, create_time, update_time, expire_time,
+                            recursion_limit, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
                             h_timers, h_actor, h_input"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
@@ -280,7 +281,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
-           create_time, update_time, expire_time
+           create_time, update_time, expire_time, recursion_limit
       FROM rows ORDER BY n
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id

@@ -31,7 +31,7 @@ REQUEST_TAKEN = (
 CREATE = f"""
 INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
 VALUES (:workflow_id, :definition, :version, :state, :status, :context, :revision, :error,
-        :create_time, :update_time, :expire_time)
+        :create_time, :update_time, :expire_time, :recursion_limit)
 ON CONFLICT (workflow_id) DO NOTHING
 """
 

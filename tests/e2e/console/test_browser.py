@@ -449,3 +449,23 @@ def test_a_delayed_start_from_the_form_shows_when_it_starts_and_is_cancelled(
     )
     got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
     assert got["status"] == "WORKFLOW_STATUS_CANCELLED" and not got.get("timers")
+
+
+def test_a_start_from_the_form_may_lower_the_recursion_limit(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    # review-loop keeps the default limit of 25: a start may lower it, never raise it.
+    open_page(browser, base_url, "/definitions/review-loop")
+    css(browser, "#start-input")
+    workflow_id = uid("browser-limit")
+    browser.find_element(By.CSS_SELECTOR, "#start-id").send_keys(workflow_id)
+    limit = browser.find_element(By.CSS_SELECTOR, "#start-recursion-limit")
+    limit.send_keys("26")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    assert "RECURSION_LIMIT_TOO_HIGH" in css(browser, ".notice-error").text
+    limit.clear()
+    limit.send_keys("3")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for(browser, lambda d: workflow_id in d.current_url)
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert got["recursionLimit"] == 3

@@ -135,9 +135,13 @@ type Workflow struct {
 	// Output only. The live child workflows this instance started (a count, and the first
 	// names; `ListWorkflows` with the filter `parent = "workflows/{id}"` lists them all).
 	// Unset when it has none.
-	Children      *WorkflowChildren `protobuf:"bytes,19,opt,name=children,proto3" json:"children,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Children *WorkflowChildren `protobuf:"bytes,19,opt,name=children,proto3" json:"children,omitempty"`
+	// Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+	// `recursion_limit`), which bounds every step's transitions below the definition's.
+	// Unset when it was started without one: the definition's applies.
+	RecursionLimit *int32 `protobuf:"varint,22,opt,name=recursion_limit,json=recursionLimit,proto3,oneof" json:"recursion_limit,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *Workflow) Reset() {
@@ -301,6 +305,13 @@ func (x *Workflow) GetChildren() *WorkflowChildren {
 		return x.Children
 	}
 	return nil
+}
+
+func (x *Workflow) GetRecursionLimit() int32 {
+	if x != nil && x.RecursionLimit != nil {
+		return *x.RecursionLimit
+	}
+	return 0
 }
 
 // A child workflow's parent.
@@ -662,7 +673,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xcb\x06\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\x8d\a\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -689,7 +700,9 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"expireTime\x127\n" +
 	"\afan_out\x18\x11 \x01(\v2\x1e.statewright.v1.FanOutProgressR\x06fanOut\x126\n" +
 	"\x06parent\x18\x12 \x01(\v2\x1e.statewright.v1.WorkflowParentR\x06parent\x12<\n" +
-	"\bchildren\x18\x13 \x01(\v2 .statewright.v1.WorkflowChildrenR\bchildren\"S\n" +
+	"\bchildren\x18\x13 \x01(\v2 .statewright.v1.WorkflowChildrenR\bchildren\x12,\n" +
+	"\x0frecursion_limit\x18\x16 \x01(\x05H\x00R\x0erecursionLimit\x88\x01\x01B\x12\n" +
+	"\x10_recursion_limit\"S\n" +
 	"\x0eWorkflowParent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x17\n" +
@@ -777,6 +790,7 @@ func file_statewright_v1_workflow_proto_init() {
 		return
 	}
 	file_statewright_v1_task_proto_init()
+	file_statewright_v1_workflow_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{

@@ -264,9 +264,16 @@ type StartWorkflowRequest struct {
 	// unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
 	// with the reason START_DELAYED in `error` and its start timer in `timers`; it can be
 	// cancelled, and it is not resumed or signalled.
-	StartDelay    *durationpb.Duration `protobuf:"bytes,7,opt,name=start_delay,json=startDelay,proto3" json:"start_delay,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StartDelay *durationpb.Duration `protobuf:"bytes,7,opt,name=start_delay,json=startDelay,proto3" json:"start_delay,omitempty"`
+	// Optional. The most transitions any one step of this instance may take (its automatic
+	// transitions chained by one event), for every step of the instance, not only the first;
+	// a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+	// only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+	// reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+	// metadata names `requested` and `maximum`). Zero or unset: the definition's.
+	RecursionLimit int32 `protobuf:"varint,8,opt,name=recursion_limit,json=recursionLimit,proto3" json:"recursion_limit,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *StartWorkflowRequest) Reset() {
@@ -346,6 +353,13 @@ func (x *StartWorkflowRequest) GetStartDelay() *durationpb.Duration {
 		return x.StartDelay
 	}
 	return nil
+}
+
+func (x *StartWorkflowRequest) GetRecursionLimit() int32 {
+	if x != nil {
+		return x.RecursionLimit
+	}
+	return 0
 }
 
 // Response of StartWorkflow.
@@ -2113,9 +2127,13 @@ type SignalWithStartWorkflowRequest struct {
 	// Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
 	// has not run yet, start it now with the event, in one step. Otherwise such an instance
 	// answers as SignalWorkflow does: not accepted, NOT_RUNNING.
-	StartNow      bool `protobuf:"varint,9,opt,name=start_now,json=startNow,proto3" json:"start_now,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	StartNow bool `protobuf:"varint,9,opt,name=start_now,json=startNow,proto3" json:"start_now,omitempty"`
+	// Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+	// `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+	// on every call; an instance that exists keeps the limit it was started with.
+	RecursionLimit int32 `protobuf:"varint,10,opt,name=recursion_limit,json=recursionLimit,proto3" json:"recursion_limit,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *SignalWithStartWorkflowRequest) Reset() {
@@ -2209,6 +2227,13 @@ func (x *SignalWithStartWorkflowRequest) GetStartNow() bool {
 		return x.StartNow
 	}
 	return false
+}
+
+func (x *SignalWithStartWorkflowRequest) GetRecursionLimit() int32 {
+	if x != nil {
+		return x.RecursionLimit
+	}
+	return 0
 }
 
 // Response of SignalWithStartWorkflow.
@@ -2664,7 +2689,7 @@ var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\n" +
-	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xb8\x02\n" +
+	"%statewright/v1/workflow_service.proto\x12\x0estatewright.v1\x1a\x1cgoogle/api/annotations.proto\x1a\x1egoogle/protobuf/duration.proto\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fstatewright/v1/definition.proto\x1a statewright/v1/diagnostics.proto\x1a\x1dstatewright/v1/workflow.proto\"\xe1\x02\n" +
 	"\x14StartWorkflowRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -2677,7 +2702,8 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"request_id\x18\x05 \x01(\tR\trequestId\x12;\n" +
 	"\tif_exists\x18\x06 \x01(\x0e2\x1e.statewright.v1.IfExistsPolicyR\bifExists\x12:\n" +
 	"\vstart_delay\x18\a \x01(\v2\x19.google.protobuf.DurationR\n" +
-	"startDelay\"\xa5\x01\n" +
+	"startDelay\x12'\n" +
+	"\x0frecursion_limit\x18\b \x01(\x05R\x0erecursionLimit\"\xa5\x01\n" +
 	"\x15StartWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12<\n" +
 	"\vtransitions\x18\x02 \x03(\v2\x1a.statewright.v1.TransitionR\vtransitions\x12\x18\n" +
@@ -2800,7 +2826,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\tby_status\x18\x02 \x03(\v2\x1b.statewright.v1.StatusCountR\bbyStatus\"[\n" +
 	"\vStatusCount\x126\n" +
 	"\x06status\x18\x01 \x01(\x0e2\x1e.statewright.v1.WorkflowStatusR\x06status\x12\x14\n" +
-	"\x05count\x18\x02 \x01(\x03R\x05count\"\xf2\x02\n" +
+	"\x05count\x18\x02 \x01(\x03R\x05count\"\x9b\x03\n" +
 	"\x1eSignalWithStartWorkflowRequest\x12\x1e\n" +
 	"\n" +
 	"definition\x18\x01 \x01(\tR\n" +
@@ -2815,7 +2841,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"request_id\x18\a \x01(\tR\trequestId\x12A\n" +
 	"\vif_finished\x18\b \x01(\x0e2 .statewright.v1.IfFinishedPolicyR\n" +
 	"ifFinished\x12\x1b\n" +
-	"\tstart_now\x18\t \x01(\bR\bstartNow\"\x84\x02\n" +
+	"\tstart_now\x18\t \x01(\bR\bstartNow\x12'\n" +
+	"\x0frecursion_limit\x18\n" +
+	" \x01(\x05R\x0erecursionLimit\"\x84\x02\n" +
 	"\x1fSignalWithStartWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x18\n" +
 	"\astarted\x18\x02 \x01(\bR\astarted\x12\x1a\n" +

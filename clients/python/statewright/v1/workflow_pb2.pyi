@@ -84,6 +84,7 @@ class Workflow(_message.Message):
     FAN_OUT_FIELD_NUMBER: _builtins.int
     PARENT_FIELD_NUMBER: _builtins.int
     CHILDREN_FIELD_NUMBER: _builtins.int
+    RECURSION_LIMIT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -100,6 +101,11 @@ class Workflow(_message.Message):
     """Output only. The revision: 1 after the first step, plus one for every saved step."""
     etag: _builtins.str
     """Output only. An opaque token that changes whenever the revision changes."""
+    recursion_limit: _builtins.int
+    """Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+    `recursion_limit`), which bounds every step's transitions below the definition's.
+    Unset when it was started without one: the definition's applies.
+    """
     @_builtins.property
     def context(self) -> _struct_pb2.Struct:
         """Output only. The typed context, one entry per field declared by the definition."""
@@ -176,12 +182,15 @@ class Workflow(_message.Message):
         fan_out: Global___FanOutProgress | None = ...,
         parent: Global___WorkflowParent | None = ...,
         children: Global___WorkflowChildren | None = ...,
+        recursion_limit: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["children", b"children", "context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "parent", b"parent", "pending_task", b"pending_task", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "children", b"children", "context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pending_task", b"pending_task", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__recursion_limit: _TypeAlias = _typing.Literal["recursion_limit"]  # noqa: Y015
+    _WhichOneofArgType__recursion_limit: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__recursion_limit) -> _WhichOneofReturnType__recursion_limit | None: ...
 
 Global___Workflow: _TypeAlias = Workflow  # noqa: Y015
 

@@ -145,6 +145,7 @@ class StartWorkflowRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     IF_EXISTS_FIELD_NUMBER: _builtins.int
     START_DELAY_FIELD_NUMBER: _builtins.int
+    RECURSION_LIMIT_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Required. The name of the definition to run."""
     version: _builtins.int
@@ -155,6 +156,14 @@ class StartWorkflowRequest(_message.Message):
     """Optional. An idempotency key: a retry with the same key returns the original response."""
     if_exists: Global___IfExistsPolicy.ValueType
     """Optional. What to do when workflow_id already exists; FAIL by default."""
+    recursion_limit: _builtins.int
+    """Optional. The most transitions any one step of this instance may take (its automatic
+    transitions chained by one event), for every step of the instance, not only the first;
+    a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+    only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+    reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+    metadata names `requested` and `maximum`). Zero or unset: the definition's.
+    """
     @_builtins.property
     def input(self) -> _struct_pb2.Struct:
         """Optional. Initial context values, checked against the declared field types."""
@@ -177,10 +186,11 @@ class StartWorkflowRequest(_message.Message):
         request_id: _builtins.str = ...,
         if_exists: Global___IfExistsPolicy.ValueType = ...,
         start_delay: _duration_pb2.Duration | None = ...,
+        recursion_limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "start_delay", b"start_delay"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "if_exists", b"if_exists", "input", b"input", "request_id", b"request_id", "start_delay", b"start_delay", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "if_exists", b"if_exists", "input", b"input", "recursion_limit", b"recursion_limit", "request_id", b"request_id", "start_delay", b"start_delay", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -1113,6 +1123,7 @@ class SignalWithStartWorkflowRequest(_message.Message):
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     IF_FINISHED_FIELD_NUMBER: _builtins.int
     START_NOW_FIELD_NUMBER: _builtins.int
+    RECURSION_LIMIT_FIELD_NUMBER: _builtins.int
     definition: _builtins.str
     """Required. The name of the definition to start when the instance does not exist."""
     version: _builtins.int
@@ -1129,6 +1140,11 @@ class SignalWithStartWorkflowRequest(_message.Message):
     """Optional. When the instance exists but its delayed start (StartWorkflow start_delay)
     has not run yet, start it now with the event, in one step. Otherwise such an instance
     answers as SignalWorkflow does: not accepted, NOT_RUNNING.
+    """
+    recursion_limit: _builtins.int
+    """Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+    `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+    on every call; an instance that exists keeps the limit it was started with.
     """
     @_builtins.property
     def input(self) -> _struct_pb2.Struct:
@@ -1150,10 +1166,11 @@ class SignalWithStartWorkflowRequest(_message.Message):
         request_id: _builtins.str = ...,
         if_finished: Global___IfFinishedPolicy.ValueType = ...,
         start_now: _builtins.bool = ...,
+        recursion_limit: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["input", b"input", "payload", b"payload"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "event", b"event", "if_finished", b"if_finished", "input", b"input", "payload", b"payload", "request_id", b"request_id", "start_now", b"start_now", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["definition", b"definition", "event", b"event", "if_finished", b"if_finished", "input", b"input", "payload", b"payload", "recursion_limit", b"recursion_limit", "request_id", b"request_id", "start_now", b"start_now", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

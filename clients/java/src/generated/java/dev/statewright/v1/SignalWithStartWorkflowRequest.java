@@ -380,6 +380,23 @@ private static final long serialVersionUID = 0L;
     return startNow_;
   }
 
+  public static final int RECURSION_LIMIT_FIELD_NUMBER = 10;
+  private int recursionLimit_ = 0;
+  /**
+   * <pre>
+   * Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+   * `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+   * on every call; an instance that exists keeps the limit it was started with.
+   * </pre>
+   *
+   * <code>int32 recursion_limit = 10 [json_name = "recursionLimit"];</code>
+   * @return The recursionLimit.
+   */
+  @java.lang.Override
+  public int getRecursionLimit() {
+    return recursionLimit_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -421,6 +438,9 @@ private static final long serialVersionUID = 0L;
     if (startNow_ != false) {
       output.writeBool(9, startNow_);
     }
+    if (recursionLimit_ != 0) {
+      output.writeInt32(10, recursionLimit_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -456,6 +476,10 @@ private static final long serialVersionUID = 0L;
     if (startNow_ != false) {
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(9, startNow_);
+    }
+    if (recursionLimit_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(10, recursionLimit_);
     }
     return size;
   }
@@ -504,6 +528,8 @@ private static final long serialVersionUID = 0L;
     if (ifFinished_ != other.ifFinished_) return false;
     if (getStartNow()
         != other.getStartNow()) return false;
+    if (getRecursionLimit()
+        != other.getRecursionLimit()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -538,6 +564,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + START_NOW_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getStartNow());
+    hash = (37 * hash) + RECURSION_LIMIT_FIELD_NUMBER;
+    hash = (53 * hash) + getRecursionLimit();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -697,6 +725,7 @@ private static final long serialVersionUID = 0L;
       requestId_ = "";
       ifFinished_ = 0;
       startNow_ = false;
+      recursionLimit_ = 0;
       return this;
     }
 
@@ -764,6 +793,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000100) != 0)) {
         result.startNow_ = startNow_;
       }
+      if (((from_bitField0_ & 0x00000200) != 0)) {
+        result.recursionLimit_ = recursionLimit_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -813,6 +845,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getStartNow() != false) {
         setStartNow(other.getStartNow());
+      }
+      if (other.getRecursionLimit() != 0) {
+        setRecursionLimit(other.getRecursionLimit());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -887,6 +922,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000100;
               break;
             } // case 72
+            case 80: {
+              recursionLimit_ = input.readInt32();
+              bitField0_ |= 0x00000200;
+              break;
+            } // case 80
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1744,6 +1784,56 @@ private static final long serialVersionUID = 0L;
     public Builder clearStartNow() {
       bitField0_ = (bitField0_ & ~0x00000100);
       startNow_ = false;
+      onChanged();
+      return this;
+    }
+
+    private int recursionLimit_ ;
+    /**
+     * <pre>
+     * Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+     * `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+     * on every call; an instance that exists keeps the limit it was started with.
+     * </pre>
+     *
+     * <code>int32 recursion_limit = 10 [json_name = "recursionLimit"];</code>
+     * @return The recursionLimit.
+     */
+    @java.lang.Override
+    public int getRecursionLimit() {
+      return recursionLimit_;
+    }
+    /**
+     * <pre>
+     * Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+     * `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+     * on every call; an instance that exists keeps the limit it was started with.
+     * </pre>
+     *
+     * <code>int32 recursion_limit = 10 [json_name = "recursionLimit"];</code>
+     * @param value The recursionLimit to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRecursionLimit(int value) {
+
+      recursionLimit_ = value;
+      bitField0_ |= 0x00000200;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+     * `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+     * on every call; an instance that exists keeps the limit it was started with.
+     * </pre>
+     *
+     * <code>int32 recursion_limit = 10 [json_name = "recursionLimit"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRecursionLimit() {
+      bitField0_ = (bitField0_ & ~0x00000200);
+      recursionLimit_ = 0;
       onChanged();
       return this;
     }

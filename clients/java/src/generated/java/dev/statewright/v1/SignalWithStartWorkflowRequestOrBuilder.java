@@ -184,4 +184,16 @@ public interface SignalWithStartWorkflowRequestOrBuilder extends
    * @return The startNow.
    */
   boolean getStartNow();
+
+  /**
+   * <pre>
+   * Optional. The new instance's own recursion limit, as StartWorkflowRequest's
+   * `recursion_limit` (at most the definition's; zero or unset: the definition's). Checked
+   * on every call; an instance that exists keeps the limit it was started with.
+   * </pre>
+   *
+   * <code>int32 recursion_limit = 10 [json_name = "recursionLimit"];</code>
+   * @return The recursionLimit.
+   */
+  int getRecursionLimit();
 }

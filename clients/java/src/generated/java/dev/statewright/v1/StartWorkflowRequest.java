@@ -324,6 +324,26 @@ private static final long serialVersionUID = 0L;
     return startDelay_ == null ? com.google.protobuf.Duration.getDefaultInstance() : startDelay_;
   }
 
+  public static final int RECURSION_LIMIT_FIELD_NUMBER = 8;
+  private int recursionLimit_ = 0;
+  /**
+   * <pre>
+   * Optional. The most transitions any one step of this instance may take (its automatic
+   * transitions chained by one event), for every step of the instance, not only the first;
+   * a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+   * only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+   * reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+   * metadata names `requested` and `maximum`). Zero or unset: the definition's.
+   * </pre>
+   *
+   * <code>int32 recursion_limit = 8 [json_name = "recursionLimit"];</code>
+   * @return The recursionLimit.
+   */
+  @java.lang.Override
+  public int getRecursionLimit() {
+    return recursionLimit_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -359,6 +379,9 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       output.writeMessage(7, getStartDelay());
     }
+    if (recursionLimit_ != 0) {
+      output.writeInt32(8, recursionLimit_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -387,6 +410,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000002) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(7, getStartDelay());
+    }
+    if (recursionLimit_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(8, recursionLimit_);
     }
     return size;
   }
@@ -431,6 +458,8 @@ private static final long serialVersionUID = 0L;
       if (!getStartDelay()
           .equals(other.getStartDelay())) return false;
     }
+    if (getRecursionLimit()
+        != other.getRecursionLimit()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -460,6 +489,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + START_DELAY_FIELD_NUMBER;
       hash = (53 * hash) + getStartDelay().hashCode();
     }
+    hash = (37 * hash) + RECURSION_LIMIT_FIELD_NUMBER;
+    hash = (53 * hash) + getRecursionLimit();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -617,6 +648,7 @@ private static final long serialVersionUID = 0L;
         startDelayBuilder_.dispose();
         startDelayBuilder_ = null;
       }
+      recursionLimit_ = 0;
       return this;
     }
 
@@ -678,6 +710,9 @@ private static final long serialVersionUID = 0L;
             : startDelayBuilder_.build();
         to_bitField0_ |= 0x00000002;
       }
+      if (((from_bitField0_ & 0x00000080) != 0)) {
+        result.recursionLimit_ = recursionLimit_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -719,6 +754,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasStartDelay()) {
         mergeStartDelay(other.getStartDelay());
+      }
+      if (other.getRecursionLimit() != 0) {
+        setRecursionLimit(other.getRecursionLimit());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -783,6 +821,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000040;
               break;
             } // case 58
+            case 64: {
+              recursionLimit_ = input.readInt32();
+              bitField0_ |= 0x00000080;
+              break;
+            } // case 64
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -1527,6 +1570,65 @@ private static final long serialVersionUID = 0L;
         startDelay_ = null;
       }
       return startDelayBuilder_;
+    }
+
+    private int recursionLimit_ ;
+    /**
+     * <pre>
+     * Optional. The most transitions any one step of this instance may take (its automatic
+     * transitions chained by one event), for every step of the instance, not only the first;
+     * a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+     * only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+     * reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+     * metadata names `requested` and `maximum`). Zero or unset: the definition's.
+     * </pre>
+     *
+     * <code>int32 recursion_limit = 8 [json_name = "recursionLimit"];</code>
+     * @return The recursionLimit.
+     */
+    @java.lang.Override
+    public int getRecursionLimit() {
+      return recursionLimit_;
+    }
+    /**
+     * <pre>
+     * Optional. The most transitions any one step of this instance may take (its automatic
+     * transitions chained by one event), for every step of the instance, not only the first;
+     * a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+     * only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+     * reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+     * metadata names `requested` and `maximum`). Zero or unset: the definition's.
+     * </pre>
+     *
+     * <code>int32 recursion_limit = 8 [json_name = "recursionLimit"];</code>
+     * @param value The recursionLimit to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRecursionLimit(int value) {
+
+      recursionLimit_ = value;
+      bitField0_ |= 0x00000080;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. The most transitions any one step of this instance may take (its automatic
+     * transitions chained by one event), for every step of the instance, not only the first;
+     * a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+     * only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+     * reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+     * metadata names `requested` and `maximum`). Zero or unset: the definition's.
+     * </pre>
+     *
+     * <code>int32 recursion_limit = 8 [json_name = "recursionLimit"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRecursionLimit() {
+      bitField0_ = (bitField0_ & ~0x00000080);
+      recursionLimit_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.StartWorkflowRequest)

@@ -161,4 +161,19 @@ public interface StartWorkflowRequestOrBuilder extends
    * <code>.google.protobuf.Duration start_delay = 7 [json_name = "startDelay"];</code>
    */
   com.google.protobuf.DurationOrBuilder getStartDelayOrBuilder();
+
+  /**
+   * <pre>
+   * Optional. The most transitions any one step of this instance may take (its automatic
+   * transitions chained by one event), for every step of the instance, not only the first;
+   * a step that would take more fails the instance with the reason RECURSION_LIMIT. It can
+   * only lower the definition's `recursion_limit`: above it is INVALID_ARGUMENT with the
+   * reason RECURSION_LIMIT_TOO_HIGH, below zero INVALID_RECURSION_LIMIT (the ErrorInfo's
+   * metadata names `requested` and `maximum`). Zero or unset: the definition's.
+   * </pre>
+   *
+   * <code>int32 recursion_limit = 8 [json_name = "recursionLimit"];</code>
+   * @return The recursionLimit.
+   */
+  int getRecursionLimit();
 }

@@ -827,6 +827,37 @@ private static final long serialVersionUID = 0L;
     return children_ == null ? dev.statewright.v1.WorkflowChildren.getDefaultInstance() : children_;
   }
 
+  public static final int RECURSION_LIMIT_FIELD_NUMBER = 22;
+  private int recursionLimit_ = 0;
+  /**
+   * <pre>
+   * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+   * `recursion_limit`), which bounds every step's transitions below the definition's.
+   * Unset when it was started without one: the definition's applies.
+   * </pre>
+   *
+   * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+   * @return Whether the recursionLimit field is set.
+   */
+  @java.lang.Override
+  public boolean hasRecursionLimit() {
+    return ((bitField0_ & 0x00000200) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+   * `recursion_limit`), which bounds every step's transitions below the definition's.
+   * Unset when it was started without one: the definition's applies.
+   * </pre>
+   *
+   * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+   * @return The recursionLimit.
+   */
+  @java.lang.Override
+  public int getRecursionLimit() {
+    return recursionLimit_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -897,6 +928,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000100) != 0)) {
       output.writeMessage(19, getChildren());
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      output.writeInt32(22, recursionLimit_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -981,6 +1015,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000100) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(19, getChildren());
+    }
+    if (((bitField0_ & 0x00000200) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(22, recursionLimit_);
     }
     return size;
   }
@@ -1070,6 +1108,11 @@ private static final long serialVersionUID = 0L;
       if (!getChildren()
           .equals(other.getChildren())) return false;
     }
+    if (hasRecursionLimit() != other.hasRecursionLimit()) return false;
+    if (hasRecursionLimit()) {
+      if (getRecursionLimit()
+          != other.getRecursionLimit()) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1141,6 +1184,10 @@ private static final long serialVersionUID = 0L;
     if (hasChildren()) {
       hash = (37 * hash) + CHILDREN_FIELD_NUMBER;
       hash = (53 * hash) + getChildren().hashCode();
+    }
+    if (hasRecursionLimit()) {
+      hash = (37 * hash) + RECURSION_LIMIT_FIELD_NUMBER;
+      hash = (53 * hash) + getRecursionLimit();
     }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
@@ -1354,6 +1401,7 @@ private static final long serialVersionUID = 0L;
         childrenBuilder_.dispose();
         childrenBuilder_ = null;
       }
+      recursionLimit_ = 0;
       return this;
     }
 
@@ -1483,6 +1531,10 @@ private static final long serialVersionUID = 0L;
             : childrenBuilder_.build();
         to_bitField0_ |= 0x00000100;
       }
+      if (((from_bitField0_ & 0x00080000) != 0)) {
+        result.recursionLimit_ = recursionLimit_;
+        to_bitField0_ |= 0x00000200;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1594,6 +1646,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasChildren()) {
         mergeChildren(other.getChildren());
+      }
+      if (other.hasRecursionLimit()) {
+        setRecursionLimit(other.getRecursionLimit());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1740,6 +1795,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00040000;
               break;
             } // case 154
+            case 176: {
+              recursionLimit_ = input.readInt32();
+              bitField0_ |= 0x00080000;
+              break;
+            } // case 176
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4277,6 +4337,70 @@ private static final long serialVersionUID = 0L;
         children_ = null;
       }
       return childrenBuilder_;
+    }
+
+    private int recursionLimit_ ;
+    /**
+     * <pre>
+     * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+     * `recursion_limit`), which bounds every step's transitions below the definition's.
+     * Unset when it was started without one: the definition's applies.
+     * </pre>
+     *
+     * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+     * @return Whether the recursionLimit field is set.
+     */
+    @java.lang.Override
+    public boolean hasRecursionLimit() {
+      return ((bitField0_ & 0x00080000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+     * `recursion_limit`), which bounds every step's transitions below the definition's.
+     * Unset when it was started without one: the definition's applies.
+     * </pre>
+     *
+     * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+     * @return The recursionLimit.
+     */
+    @java.lang.Override
+    public int getRecursionLimit() {
+      return recursionLimit_;
+    }
+    /**
+     * <pre>
+     * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+     * `recursion_limit`), which bounds every step's transitions below the definition's.
+     * Unset when it was started without one: the definition's applies.
+     * </pre>
+     *
+     * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+     * @param value The recursionLimit to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRecursionLimit(int value) {
+
+      recursionLimit_ = value;
+      bitField0_ |= 0x00080000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+     * `recursion_limit`), which bounds every step's transitions below the definition's.
+     * Unset when it was started without one: the definition's applies.
+     * </pre>
+     *
+     * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRecursionLimit() {
+      bitField0_ = (bitField0_ & ~0x00080000);
+      recursionLimit_ = 0;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Workflow)

@@ -494,4 +494,27 @@ public interface WorkflowOrBuilder extends
    * <code>.statewright.v1.WorkflowChildren children = 19 [json_name = "children"];</code>
    */
   dev.statewright.v1.WorkflowChildrenOrBuilder getChildrenOrBuilder();
+
+  /**
+   * <pre>
+   * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+   * `recursion_limit`), which bounds every step's transitions below the definition's.
+   * Unset when it was started without one: the definition's applies.
+   * </pre>
+   *
+   * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+   * @return Whether the recursionLimit field is set.
+   */
+  boolean hasRecursionLimit();
+  /**
+   * <pre>
+   * Output only. The recursion limit its start gave the instance (StartWorkflowRequest
+   * `recursion_limit`), which bounds every step's transitions below the definition's.
+   * Unset when it was started without one: the definition's applies.
+   * </pre>
+   *
+   * <code>optional int32 recursion_limit = 22 [json_name = "recursionLimit"];</code>
+   * @return The recursionLimit.
+   */
+  int getRecursionLimit();
 }

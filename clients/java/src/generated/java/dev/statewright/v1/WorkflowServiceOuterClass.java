@@ -216,7 +216,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "oogle/protobuf/struct.proto\032\037statewright" +
       "/v1/definition.proto\032 statewright/v1/dia" +
       "gnostics.proto\032\035statewright/v1/workflow." +
-      "proto\"\270\002\n\024StartWorkflowRequest\022\036\n\ndefini" +
+      "proto\"\341\002\n\024StartWorkflowRequest\022\036\n\ndefini" +
       "tion\030\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R" +
       "\007version\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowI" +
       "d\022-\n\005input\030\004 \001(\0132\027.google.protobuf.Struc" +
@@ -224,216 +224,218 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       ";\n\tif_exists\030\006 \001(\0162\036.statewright.v1.IfEx" +
       "istsPolicyR\010ifExists\022:\n\013start_delay\030\007 \001(" +
       "\0132\031.google.protobuf.DurationR\nstartDelay" +
-      "\"\245\001\n\025StartWorkflowResponse\0224\n\010workflow\030\001" +
+      "\022\'\n\017recursion_limit\030\010 \001(\005R\016recursionLimi" +
+      "t\"\245\001\n\025StartWorkflowResponse\0224\n\010workflow\030" +
+      "\001 \001(\0132\030.statewright.v1.WorkflowR\010workflo" +
+      "w\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1." +
+      "TransitionR\013transitions\022\030\n\007created\030\003 \001(\010" +
+      "R\007created\"\274\001\n\025ResumeWorkflowRequest\022\022\n\004n" +
+      "ame\030\001 \001(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\022-\n" +
+      "\005input\030\003 \001(\0132\027.google.protobuf.StructR\005i" +
+      "nput\022+\n\021expected_revision\030\004 \001(\003R\020expecte" +
+      "dRevision\022\035\n\nrequest_id\030\005 \001(\tR\trequestId" +
+      "\"\214\001\n\026ResumeWorkflowResponse\0224\n\010workflow\030" +
+      "\001 \001(\0132\030.statewright.v1.WorkflowR\010workflo" +
+      "w\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1." +
+      "TransitionR\013transitions\"\223\001\n\025SignalWorkfl" +
+      "owRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005event\030\002" +
+      " \001(\tR\005event\0221\n\007payload\030\003 \001(\0132\027.google.pr" +
+      "otobuf.StructR\007payload\022\035\n\nrequest_id\030\004 \001" +
+      "(\tR\trequestId\"\341\001\n\026SignalWorkflowResponse" +
+      "\022\032\n\010accepted\030\001 \001(\010R\010accepted\0227\n\006reason\030\002" +
+      " \001(\0162\037.statewright.v1.SignalRejectionR\006r" +
+      "eason\0224\n\010workflow\030\003 \001(\0132\030.statewright.v1" +
+      ".WorkflowR\010workflow\022<\n\013transitions\030\004 \003(\013" +
+      "2\032.statewright.v1.TransitionR\013transition" +
+      "s\"(\n\022GetWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004n" +
+      "ame\"K\n\023GetWorkflowResponse\0224\n\010workflow\030\001" +
       " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
-      "\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1.T" +
-      "ransitionR\013transitions\022\030\n\007created\030\003 \001(\010R" +
-      "\007created\"\274\001\n\025ResumeWorkflowRequest\022\022\n\004na" +
-      "me\030\001 \001(\tR\004name\022\024\n\005event\030\002 \001(\tR\005event\022-\n\005" +
-      "input\030\003 \001(\0132\027.google.protobuf.StructR\005in" +
-      "put\022+\n\021expected_revision\030\004 \001(\003R\020expected" +
-      "Revision\022\035\n\nrequest_id\030\005 \001(\tR\trequestId\"" +
-      "\214\001\n\026ResumeWorkflowResponse\0224\n\010workflow\030\001" +
+      "\"\372\001\n\024ListWorkflowsRequest\022\036\n\ndefinition\030" +
+      "\001 \001(\tR\ndefinition\0226\n\006status\030\002 \001(\0162\036.stat" +
+      "ewright.v1.WorkflowStatusR\006status\022\033\n\tpag" +
+      "e_size\030\003 \001(\005R\010pageSize\022\035\n\npage_token\030\004 \001" +
+      "(\tR\tpageToken\022\031\n\010order_by\030\005 \001(\tR\007orderBy" +
+      "\022\033\n\tid_prefix\030\006 \001(\tR\010idPrefix\022\026\n\006filter\030" +
+      "\007 \001(\tR\006filter\"w\n\025ListWorkflowsResponse\0226" +
+      "\n\tworkflows\030\001 \003(\0132\030.statewright.v1.Workf" +
+      "lowR\tworkflows\022&\n\017next_page_token\030\002 \001(\tR" +
+      "\rnextPageToken\"\217\001\n\025CancelWorkflowRequest" +
+      "\022\022\n\004name\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006re" +
+      "ason\022+\n\021expected_revision\030\003 \001(\003R\020expecte" +
+      "dRevision\022\035\n\nrequest_id\030\004 \001(\tR\trequestId" +
+      "\"N\n\026CancelWorkflowResponse\0224\n\010workflow\030\001" +
       " \001(\0132\030.statewright.v1.WorkflowR\010workflow" +
-      "\022<\n\013transitions\030\002 \003(\0132\032.statewright.v1.T" +
-      "ransitionR\013transitions\"\223\001\n\025SignalWorkflo" +
-      "wRequest\022\022\n\004name\030\001 \001(\tR\004name\022\024\n\005event\030\002 " +
-      "\001(\tR\005event\0221\n\007payload\030\003 \001(\0132\027.google.pro" +
-      "tobuf.StructR\007payload\022\035\n\nrequest_id\030\004 \001(" +
-      "\tR\trequestId\"\341\001\n\026SignalWorkflowResponse\022" +
-      "\032\n\010accepted\030\001 \001(\010R\010accepted\0227\n\006reason\030\002 " +
-      "\001(\0162\037.statewright.v1.SignalRejectionR\006re" +
-      "ason\0224\n\010workflow\030\003 \001(\0132\030.statewright.v1." +
-      "WorkflowR\010workflow\022<\n\013transitions\030\004 \003(\0132" +
-      "\032.statewright.v1.TransitionR\013transitions" +
-      "\"(\n\022GetWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004na" +
-      "me\"K\n\023GetWorkflowResponse\0224\n\010workflow\030\001 " +
-      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\"" +
-      "\372\001\n\024ListWorkflowsRequest\022\036\n\ndefinition\030\001" +
-      " \001(\tR\ndefinition\0226\n\006status\030\002 \001(\0162\036.state" +
-      "wright.v1.WorkflowStatusR\006status\022\033\n\tpage" +
-      "_size\030\003 \001(\005R\010pageSize\022\035\n\npage_token\030\004 \001(" +
-      "\tR\tpageToken\022\031\n\010order_by\030\005 \001(\tR\007orderBy\022" +
-      "\033\n\tid_prefix\030\006 \001(\tR\010idPrefix\022\026\n\006filter\030\007" +
-      " \001(\tR\006filter\"w\n\025ListWorkflowsResponse\0226\n" +
-      "\tworkflows\030\001 \003(\0132\030.statewright.v1.Workfl" +
-      "owR\tworkflows\022&\n\017next_page_token\030\002 \001(\tR\r" +
-      "nextPageToken\"\217\001\n\025CancelWorkflowRequest\022" +
-      "\022\n\004name\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006rea" +
-      "son\022+\n\021expected_revision\030\003 \001(\003R\020expected" +
-      "Revision\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\"" +
-      "N\n\026CancelWorkflowResponse\0224\n\010workflow\030\001 " +
-      "\001(\0132\030.statewright.v1.WorkflowR\010workflow\"" +
-      "\247\001\n\025DeleteWorkflowRequest\022\022\n\004name\030\001 \001(\tR" +
-      "\004name\022\022\n\004etag\030\002 \001(\tR\004etag\022+\n\021expected_re" +
-      "vision\030\003 \001(\003R\020expectedRevision\022\024\n\005force\030" +
-      "\004 \001(\010R\005force\022#\n\rallow_missing\030\005 \001(\010R\014all" +
-      "owMissing\"l\n\026DeleteWorkflowResponse\0224\n\010w" +
-      "orkflow\030\001 \001(\0132\030.statewright.v1.WorkflowR" +
-      "\010workflow\022\034\n\tcancelled\030\002 \001(\010R\tcancelled\"" +
-      "i\n\024WatchWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004n" +
-      "ame\022*\n\016after_revision\030\002 \001(\003H\000R\rafterRevi" +
-      "sion\210\001\001B\021\n\017_after_revision\"\202\003\n\025WatchWork" +
-      "flowResponse\0222\n\004type\030\001 \001(\0162\036.statewright" +
-      ".v1.WatchEventTypeR\004type\022\032\n\010revision\030\002 \001" +
-      "(\003R\010revision\022<\n\013transitions\030\003 \003(\0132\032.stat" +
-      "ewright.v1.TransitionR\013transitions\0224\n\010wo" +
-      "rkflow\030\004 \001(\0132\030.statewright.v1.WorkflowR\010" +
-      "workflow\022\024\n\005event\030\005 \001(\tR\005event\022\024\n\005actor\030" +
-      "\006 \001(\tR\005actor\022-\n\005input\030\007 \001(\0132\027.google.pro" +
-      "tobuf.StructR\005input\022J\n\rcontext_patch\030\010 \003" +
-      "(\0132%.statewright.v1.ContextPatchOperatio" +
-      "nR\014contextPatch\"\202\001\n\025ContextPatchOperatio" +
-      "n\022\016\n\002op\030\001 \001(\tR\002op\022\022\n\004path\030\002 \001(\tR\004path\022,\n" +
-      "\005value\030\003 \001(\0132\026.google.protobuf.ValueR\005va" +
-      "lue\022\027\n\tfrom_path\030\004 \001(\tR\004from\"\027\n\025GetDiagn" +
-      "osticsRequest\"\370\004\n\026GetDiagnosticsResponse" +
-      "\022C\n\nevent_loop\030\001 \001(\0132$.statewright.v1.Ev" +
-      "entLoopDiagnosticsR\teventLoop\022D\n\nadmissi" +
-      "ons\030\002 \001(\0132$.statewright.v1.AdmissionDiag" +
-      "nosticsR\nadmissions\022H\n\013persistence\030\003 \001(\013" +
-      "2&.statewright.v1.PersistenceDiagnostics" +
-      "R\013persistence\022>\n\010watchers\030\004 \001(\0132\".statew" +
-      "right.v1.WatcherDiagnosticsR\010watchers\022 \n" +
-      "\013definitions\030\005 \003(\tR\013definitions\022/\n\005build" +
-      "\030\006 \001(\0132\031.statewright.v1.BuildInfoR\005build" +
-      "\0221\n\006uptime\030\007 \001(\0132\031.google.protobuf.Durat" +
-      "ionR\006uptime\0228\n\006timers\030\010 \001(\0132 .statewrigh" +
-      "t.v1.TimerDiagnosticsR\006timers\022E\n\013task_qu" +
-      "eues\030\t \003(\0132$.statewright.v1.TaskQueueDia" +
-      "gnosticsR\ntaskQueues\022B\n\tretention\030\n \001(\0132" +
-      "$.statewright.v1.RetentionDiagnosticsR\tr" +
-      "etention\"3\n\035GetWorkflowDiagnosticsReques" +
-      "t\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflowDiag" +
-      "nosticsResponse\022E\n\013diagnostics\030\001 \001(\0132#.s" +
-      "tatewright.v1.WorkflowDiagnosticsR\013diagn" +
-      "ostics\"t\n\026ListDefinitionsRequest\022\036\n\ndefi" +
-      "nition\030\001 \001(\tR\ndefinition\022\033\n\tpage_size\030\002 " +
-      "\001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tpageT" +
-      "oken\"\177\n\027ListDefinitionsResponse\022<\n\013defin" +
-      "itions\030\001 \003(\0132\032.statewright.v1.Definition" +
-      "R\013definitions\022&\n\017next_page_token\030\002 \001(\tR\r" +
-      "nextPageToken\"*\n\024GetDefinitionRequest\022\022\n" +
-      "\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRespon" +
-      "se\022:\n\ndefinition\030\001 \001(\0132\032.statewright.v1." +
-      "DefinitionR\ndefinition\"/\n\025CountWorkflows" +
-      "Request\022\026\n\006filter\030\001 \001(\tR\006filter\"h\n\026Count" +
-      "WorkflowsResponse\022\024\n\005total\030\001 \001(\003R\005total\022" +
-      "8\n\tby_status\030\002 \003(\0132\033.statewright.v1.Stat" +
-      "usCountR\010byStatus\"[\n\013StatusCount\0226\n\006stat" +
-      "us\030\001 \001(\0162\036.statewright.v1.WorkflowStatus" +
-      "R\006status\022\024\n\005count\030\002 \001(\003R\005count\"\362\002\n\036Signa" +
-      "lWithStartWorkflowRequest\022\036\n\ndefinition\030" +
-      "\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R\007vers" +
-      "ion\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowId\022-\n\005" +
-      "input\030\004 \001(\0132\027.google.protobuf.StructR\005in" +
-      "put\022\024\n\005event\030\005 \001(\tR\005event\0221\n\007payload\030\006 \001" +
-      "(\0132\027.google.protobuf.StructR\007payload\022\035\n\n" +
-      "request_id\030\007 \001(\tR\trequestId\022A\n\013if_finish" +
-      "ed\030\010 \001(\0162 .statewright.v1.IfFinishedPoli" +
-      "cyR\nifFinished\022\033\n\tstart_now\030\t \001(\010R\010start" +
-      "Now\"\204\002\n\037SignalWithStartWorkflowResponse\022" +
-      "4\n\010workflow\030\001 \001(\0132\030.statewright.v1.Workf" +
-      "lowR\010workflow\022\030\n\007started\030\002 \001(\010R\007started\022" +
-      "\032\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006reason\030\004 " +
-      "\001(\0162\037.statewright.v1.SignalRejectionR\006re" +
-      "ason\022<\n\013transitions\030\005 \003(\0132\032.statewright." +
-      "v1.TransitionR\013transitions\"\203\001\n\rContextCh" +
-      "ange\022\024\n\005field\030\001 \001(\tR\005field\022.\n\006before\030\002 \001" +
-      "(\0132\026.google.protobuf.ValueR\006before\022,\n\005af" +
-      "ter\030\003 \001(\0132\026.google.protobuf.ValueR\005after" +
-      "\"\247\001\n\024RetryWorkflowRequest\022\022\n\004name\030\001 \001(\tR" +
-      "\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022+\n\021expecte" +
-      "d_revision\030\003 \001(\003R\020expectedRevision\022\035\n\nre" +
-      "quest_id\030\004 \001(\tR\trequestId\022\027\n\007dry_run\030\005 \001" +
-      "(\010R\006dryRun\"\256\001\n\025RetryWorkflowResponse\0224\n\010" +
+      "\"\247\001\n\025DeleteWorkflowRequest\022\022\n\004name\030\001 \001(\t" +
+      "R\004name\022\022\n\004etag\030\002 \001(\tR\004etag\022+\n\021expected_r" +
+      "evision\030\003 \001(\003R\020expectedRevision\022\024\n\005force" +
+      "\030\004 \001(\010R\005force\022#\n\rallow_missing\030\005 \001(\010R\014al" +
+      "lowMissing\"l\n\026DeleteWorkflowResponse\0224\n\010" +
       "workflow\030\001 \001(\0132\030.statewright.v1.Workflow" +
-      "R\010workflow\022F\n\017context_changes\030\002 \003(\0132\035.st" +
-      "atewright.v1.ContextChangeR\016contextChang" +
-      "es\022\027\n\007dry_run\030\003 \001(\010R\006dryRun\"\310\001\n\024ResetWor" +
-      "kflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013to_r" +
-      "evision\030\002 \001(\003R\ntoRevision\022\026\n\006reason\030\003 \001(" +
-      "\tR\006reason\022+\n\021expected_revision\030\004 \001(\003R\020ex" +
-      "pectedRevision\022\035\n\nrequest_id\030\005 \001(\tR\trequ" +
-      "estId\022\027\n\007dry_run\030\006 \001(\010R\006dryRun\"\256\001\n\025Reset" +
-      "WorkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.sta" +
-      "tewright.v1.WorkflowR\010workflow\022F\n\017contex" +
-      "t_changes\030\002 \003(\0132\035.statewright.v1.Context" +
-      "ChangeR\016contextChanges\022\027\n\007dry_run\030\003 \001(\010R" +
-      "\006dryRun*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS_P" +
-      "OLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLICY_" +
-      "FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXISTI" +
-      "NG\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJEC" +
-      "TION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_N" +
-      "OT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSIST" +
-      "ING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQUI" +
-      "RED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOWN\020" +
-      "\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYPE_" +
-      "UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURREN" +
-      "T\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFini" +
-      "shedPolicy\022\"\n\036IF_FINISHED_POLICY_UNSPECI" +
-      "FIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022 \n" +
-      "\034IF_FINISHED_POLICY_START_NEW\020\0022\342\021\n\017Work" +
-      "flowService\022z\n\rStartWorkflow\022$.statewrig" +
-      "ht.v1.StartWorkflowRequest\032%.statewright" +
-      ".v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/api/" +
-      "v1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.sta" +
-      "tewright.v1.ResumeWorkflowRequest\032&.stat" +
-      "ewright.v1.ResumeWorkflowResponse\",\202\323\344\223\002" +
-      "&\"!/api/v1/{name=workflows/*}/resume:\001*\022" +
-      "\215\001\n\016SignalWorkflow\022%.statewright.v1.Sign" +
-      "alWorkflowRequest\032&.statewright.v1.Signa" +
-      "lWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name" +
-      "=workflows/*}/signal:\001*\022z\n\013GetWorkflow\022\"" +
-      ".statewright.v1.GetWorkflowRequest\032#.sta" +
-      "tewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002\034\022" +
-      "\032/api/v1/{name=workflows/*}\022w\n\rListWorkf" +
-      "lows\022$.statewright.v1.ListWorkflowsReque" +
-      "st\032%.statewright.v1.ListWorkflowsRespons" +
-      "e\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016CancelW" +
-      "orkflow\022%.statewright.v1.CancelWorkflowR" +
-      "equest\032&.statewright.v1.CancelWorkflowRe" +
-      "sponse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/" +
-      "*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.statew" +
-      "right.v1.DeleteWorkflowRequest\032&.statewr" +
-      "ight.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034*\032" +
-      "/api/v1/{name=workflows/*}\022\210\001\n\rWatchWork" +
-      "flow\022$.statewright.v1.WatchWorkflowReque" +
-      "st\032%.statewright.v1.WatchWorkflowRespons" +
-      "e\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/wa" +
-      "tch0\001\022|\n\016GetDiagnostics\022%.statewright.v1" +
-      ".GetDiagnosticsRequest\032&.statewright.v1." +
-      "GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/" +
-      "diagnostics\022\247\001\n\026GetWorkflowDiagnostics\022-" +
-      ".statewright.v1.GetWorkflowDiagnosticsRe" +
-      "quest\032..statewright.v1.GetWorkflowDiagno" +
-      "sticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=wor" +
-      "kflows/*}/diagnostics\022\177\n\017ListDefinitions" +
-      "\022&.statewright.v1.ListDefinitionsRequest" +
-      "\032\'.statewright.v1.ListDefinitionsRespons" +
-      "e\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGetDe" +
-      "finition\022$.statewright.v1.GetDefinitionR" +
-      "equest\032%.statewright.v1.GetDefinitionRes" +
-      "ponse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitions" +
-      "/*/versions/*}Z\036\022\034/api/v1/{name=definiti" +
-      "ons/*}\022\200\001\n\016CountWorkflows\022%.statewright." +
-      "v1.CountWorkflowsRequest\032&.statewright.v" +
-      "1.CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api/v" +
-      "1/workflows:count\022\250\001\n\027SignalWithStartWor" +
-      "kflow\022..statewright.v1.SignalWithStartWo" +
-      "rkflowRequest\032/.statewright.v1.SignalWit" +
-      "hStartWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/" +
-      "workflows:signalWithStart:\001*\022\211\001\n\rRetryWo" +
-      "rkflow\022$.statewright.v1.RetryWorkflowReq" +
-      "uest\032%.statewright.v1.RetryWorkflowRespo" +
-      "nse\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*}/" +
-      "retry:\001*\022\211\001\n\rResetWorkflow\022$.statewright" +
-      ".v1.ResetWorkflowRequest\032%.statewright.v" +
-      "1.ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/v1" +
-      "/{name=workflows/*}/reset:\001*Bs\n\022dev.stat" +
-      "ewright.v1P\001ZJgithub.com/statewright/sta" +
-      "tewright/clients/go/statewright/v1;state" +
-      "wrightv1\252\002\016Statewright.V1b\006proto3"
+      "R\010workflow\022\034\n\tcancelled\030\002 \001(\010R\tcancelled" +
+      "\"i\n\024WatchWorkflowRequest\022\022\n\004name\030\001 \001(\tR\004" +
+      "name\022*\n\016after_revision\030\002 \001(\003H\000R\rafterRev" +
+      "ision\210\001\001B\021\n\017_after_revision\"\202\003\n\025WatchWor" +
+      "kflowResponse\0222\n\004type\030\001 \001(\0162\036.statewrigh" +
+      "t.v1.WatchEventTypeR\004type\022\032\n\010revision\030\002 " +
+      "\001(\003R\010revision\022<\n\013transitions\030\003 \003(\0132\032.sta" +
+      "tewright.v1.TransitionR\013transitions\0224\n\010w" +
+      "orkflow\030\004 \001(\0132\030.statewright.v1.WorkflowR" +
+      "\010workflow\022\024\n\005event\030\005 \001(\tR\005event\022\024\n\005actor" +
+      "\030\006 \001(\tR\005actor\022-\n\005input\030\007 \001(\0132\027.google.pr" +
+      "otobuf.StructR\005input\022J\n\rcontext_patch\030\010 " +
+      "\003(\0132%.statewright.v1.ContextPatchOperati" +
+      "onR\014contextPatch\"\202\001\n\025ContextPatchOperati" +
+      "on\022\016\n\002op\030\001 \001(\tR\002op\022\022\n\004path\030\002 \001(\tR\004path\022," +
+      "\n\005value\030\003 \001(\0132\026.google.protobuf.ValueR\005v" +
+      "alue\022\027\n\tfrom_path\030\004 \001(\tR\004from\"\027\n\025GetDiag" +
+      "nosticsRequest\"\370\004\n\026GetDiagnosticsRespons" +
+      "e\022C\n\nevent_loop\030\001 \001(\0132$.statewright.v1.E" +
+      "ventLoopDiagnosticsR\teventLoop\022D\n\nadmiss" +
+      "ions\030\002 \001(\0132$.statewright.v1.AdmissionDia" +
+      "gnosticsR\nadmissions\022H\n\013persistence\030\003 \001(" +
+      "\0132&.statewright.v1.PersistenceDiagnostic" +
+      "sR\013persistence\022>\n\010watchers\030\004 \001(\0132\".state" +
+      "wright.v1.WatcherDiagnosticsR\010watchers\022 " +
+      "\n\013definitions\030\005 \003(\tR\013definitions\022/\n\005buil" +
+      "d\030\006 \001(\0132\031.statewright.v1.BuildInfoR\005buil" +
+      "d\0221\n\006uptime\030\007 \001(\0132\031.google.protobuf.Dura" +
+      "tionR\006uptime\0228\n\006timers\030\010 \001(\0132 .statewrig" +
+      "ht.v1.TimerDiagnosticsR\006timers\022E\n\013task_q" +
+      "ueues\030\t \003(\0132$.statewright.v1.TaskQueueDi" +
+      "agnosticsR\ntaskQueues\022B\n\tretention\030\n \001(\013" +
+      "2$.statewright.v1.RetentionDiagnosticsR\t" +
+      "retention\"3\n\035GetWorkflowDiagnosticsReque" +
+      "st\022\022\n\004name\030\001 \001(\tR\004name\"g\n\036GetWorkflowDia" +
+      "gnosticsResponse\022E\n\013diagnostics\030\001 \001(\0132#." +
+      "statewright.v1.WorkflowDiagnosticsR\013diag" +
+      "nostics\"t\n\026ListDefinitionsRequest\022\036\n\ndef" +
+      "inition\030\001 \001(\tR\ndefinition\022\033\n\tpage_size\030\002" +
+      " \001(\005R\010pageSize\022\035\n\npage_token\030\003 \001(\tR\tpage" +
+      "Token\"\177\n\027ListDefinitionsResponse\022<\n\013defi" +
+      "nitions\030\001 \003(\0132\032.statewright.v1.Definitio" +
+      "nR\013definitions\022&\n\017next_page_token\030\002 \001(\tR" +
+      "\rnextPageToken\"*\n\024GetDefinitionRequest\022\022" +
+      "\n\004name\030\001 \001(\tR\004name\"S\n\025GetDefinitionRespo" +
+      "nse\022:\n\ndefinition\030\001 \001(\0132\032.statewright.v1" +
+      ".DefinitionR\ndefinition\"/\n\025CountWorkflow" +
+      "sRequest\022\026\n\006filter\030\001 \001(\tR\006filter\"h\n\026Coun" +
+      "tWorkflowsResponse\022\024\n\005total\030\001 \001(\003R\005total" +
+      "\0228\n\tby_status\030\002 \003(\0132\033.statewright.v1.Sta" +
+      "tusCountR\010byStatus\"[\n\013StatusCount\0226\n\006sta" +
+      "tus\030\001 \001(\0162\036.statewright.v1.WorkflowStatu" +
+      "sR\006status\022\024\n\005count\030\002 \001(\003R\005count\"\233\003\n\036Sign" +
+      "alWithStartWorkflowRequest\022\036\n\ndefinition" +
+      "\030\001 \001(\tR\ndefinition\022\030\n\007version\030\002 \001(\005R\007ver" +
+      "sion\022\037\n\013workflow_id\030\003 \001(\tR\nworkflowId\022-\n" +
+      "\005input\030\004 \001(\0132\027.google.protobuf.StructR\005i" +
+      "nput\022\024\n\005event\030\005 \001(\tR\005event\0221\n\007payload\030\006 " +
+      "\001(\0132\027.google.protobuf.StructR\007payload\022\035\n" +
+      "\nrequest_id\030\007 \001(\tR\trequestId\022A\n\013if_finis" +
+      "hed\030\010 \001(\0162 .statewright.v1.IfFinishedPol" +
+      "icyR\nifFinished\022\033\n\tstart_now\030\t \001(\010R\010star" +
+      "tNow\022\'\n\017recursion_limit\030\n \001(\005R\016recursion" +
+      "Limit\"\204\002\n\037SignalWithStartWorkflowRespons" +
+      "e\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1.Wor" +
+      "kflowR\010workflow\022\030\n\007started\030\002 \001(\010R\007starte" +
+      "d\022\032\n\010accepted\030\003 \001(\010R\010accepted\0227\n\006reason\030" +
+      "\004 \001(\0162\037.statewright.v1.SignalRejectionR\006" +
+      "reason\022<\n\013transitions\030\005 \003(\0132\032.statewrigh" +
+      "t.v1.TransitionR\013transitions\"\203\001\n\rContext" +
+      "Change\022\024\n\005field\030\001 \001(\tR\005field\022.\n\006before\030\002" +
+      " \001(\0132\026.google.protobuf.ValueR\006before\022,\n\005" +
+      "after\030\003 \001(\0132\026.google.protobuf.ValueR\005aft" +
+      "er\"\247\001\n\024RetryWorkflowRequest\022\022\n\004name\030\001 \001(" +
+      "\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022+\n\021expec" +
+      "ted_revision\030\003 \001(\003R\020expectedRevision\022\035\n\n" +
+      "request_id\030\004 \001(\tR\trequestId\022\027\n\007dry_run\030\005" +
+      " \001(\010R\006dryRun\"\256\001\n\025RetryWorkflowResponse\0224" +
+      "\n\010workflow\030\001 \001(\0132\030.statewright.v1.Workfl" +
+      "owR\010workflow\022F\n\017context_changes\030\002 \003(\0132\035." +
+      "statewright.v1.ContextChangeR\016contextCha" +
+      "nges\022\027\n\007dry_run\030\003 \001(\010R\006dryRun\"\310\001\n\024ResetW" +
+      "orkflowRequest\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013to" +
+      "_revision\030\002 \001(\003R\ntoRevision\022\026\n\006reason\030\003 " +
+      "\001(\tR\006reason\022+\n\021expected_revision\030\004 \001(\003R\020" +
+      "expectedRevision\022\035\n\nrequest_id\030\005 \001(\tR\tre" +
+      "questId\022\027\n\007dry_run\030\006 \001(\010R\006dryRun\"\256\001\n\025Res" +
+      "etWorkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.s" +
+      "tatewright.v1.WorkflowR\010workflow\022F\n\017cont" +
+      "ext_changes\030\002 \003(\0132\035.statewright.v1.Conte" +
+      "xtChangeR\016contextChanges\022\027\n\007dry_run\030\003 \001(" +
+      "\010R\006dryRun*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS" +
+      "_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLIC" +
+      "Y_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXIS" +
+      "TING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJ" +
+      "ECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION" +
+      "_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSI" +
+      "STING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQ" +
+      "UIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOW" +
+      "N\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYP" +
+      "E_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURR" +
+      "ENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFi" +
+      "nishedPolicy\022\"\n\036IF_FINISHED_POLICY_UNSPE" +
+      "CIFIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022" +
+      " \n\034IF_FINISHED_POLICY_START_NEW\020\0022\342\021\n\017Wo" +
+      "rkflowService\022z\n\rStartWorkflow\022$.statewr" +
+      "ight.v1.StartWorkflowRequest\032%.statewrig" +
+      "ht.v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/ap" +
+      "i/v1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.s" +
+      "tatewright.v1.ResumeWorkflowRequest\032&.st" +
+      "atewright.v1.ResumeWorkflowResponse\",\202\323\344" +
+      "\223\002&\"!/api/v1/{name=workflows/*}/resume:\001" +
+      "*\022\215\001\n\016SignalWorkflow\022%.statewright.v1.Si" +
+      "gnalWorkflowRequest\032&.statewright.v1.Sig" +
+      "nalWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{na" +
+      "me=workflows/*}/signal:\001*\022z\n\013GetWorkflow" +
+      "\022\".statewright.v1.GetWorkflowRequest\032#.s" +
+      "tatewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002" +
+      "\034\022\032/api/v1/{name=workflows/*}\022w\n\rListWor" +
+      "kflows\022$.statewright.v1.ListWorkflowsReq" +
+      "uest\032%.statewright.v1.ListWorkflowsRespo" +
+      "nse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016Cance" +
+      "lWorkflow\022%.statewright.v1.CancelWorkflo" +
+      "wRequest\032&.statewright.v1.CancelWorkflow" +
+      "Response\",\202\323\344\223\002&\"!/api/v1/{name=workflow" +
+      "s/*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.stat" +
+      "ewright.v1.DeleteWorkflowRequest\032&.state" +
+      "wright.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034" +
+      "*\032/api/v1/{name=workflows/*}\022\210\001\n\rWatchWo" +
+      "rkflow\022$.statewright.v1.WatchWorkflowReq" +
+      "uest\032%.statewright.v1.WatchWorkflowRespo" +
+      "nse\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/" +
+      "watch0\001\022|\n\016GetDiagnostics\022%.statewright." +
+      "v1.GetDiagnosticsRequest\032&.statewright.v" +
+      "1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v" +
+      "1/diagnostics\022\247\001\n\026GetWorkflowDiagnostics" +
+      "\022-.statewright.v1.GetWorkflowDiagnostics" +
+      "Request\032..statewright.v1.GetWorkflowDiag" +
+      "nosticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=w" +
+      "orkflows/*}/diagnostics\022\177\n\017ListDefinitio" +
+      "ns\022&.statewright.v1.ListDefinitionsReque" +
+      "st\032\'.statewright.v1.ListDefinitionsRespo" +
+      "nse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGet" +
+      "Definition\022$.statewright.v1.GetDefinitio" +
+      "nRequest\032%.statewright.v1.GetDefinitionR" +
+      "esponse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitio" +
+      "ns/*/versions/*}Z\036\022\034/api/v1/{name=defini" +
+      "tions/*}\022\200\001\n\016CountWorkflows\022%.statewrigh" +
+      "t.v1.CountWorkflowsRequest\032&.statewright" +
+      ".v1.CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api" +
+      "/v1/workflows:count\022\250\001\n\027SignalWithStartW" +
+      "orkflow\022..statewright.v1.SignalWithStart" +
+      "WorkflowRequest\032/.statewright.v1.SignalW" +
+      "ithStartWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
+      "1/workflows:signalWithStart:\001*\022\211\001\n\rRetry" +
+      "Workflow\022$.statewright.v1.RetryWorkflowR" +
+      "equest\032%.statewright.v1.RetryWorkflowRes" +
+      "ponse\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*" +
+      "}/retry:\001*\022\211\001\n\rResetWorkflow\022$.statewrig" +
+      "ht.v1.ResetWorkflowRequest\032%.statewright" +
+      ".v1.ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/" +
+      "v1/{name=workflows/*}/reset:\001*Bs\n\022dev.st" +
+      "atewright.v1P\001ZJgithub.com/statewright/s" +
+      "tatewright/clients/go/statewright/v1;sta" +
+      "tewrightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -450,7 +452,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_StartWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_StartWorkflowRequest_descriptor,
-        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "RequestId", "IfExists", "StartDelay", });
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "RequestId", "IfExists", "StartDelay", "RecursionLimit", });
     internal_static_statewright_v1_StartWorkflowResponse_descriptor =
       getDescriptor().getMessageType(1);
     internal_static_statewright_v1_StartWorkflowResponse_fieldAccessorTable = new
@@ -618,7 +620,7 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
     internal_static_statewright_v1_SignalWithStartWorkflowRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_SignalWithStartWorkflowRequest_descriptor,
-        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "Event", "Payload", "RequestId", "IfFinished", "StartNow", });
+        new java.lang.String[] { "Definition", "Version", "WorkflowId", "Input", "Event", "Payload", "RequestId", "IfFinished", "StartNow", "RecursionLimit", });
     internal_static_statewright_v1_SignalWithStartWorkflowResponse_descriptor =
       getDescriptor().getMessageType(29);
     internal_static_statewright_v1_SignalWithStartWorkflowResponse_fieldAccessorTable = new
