@@ -27,6 +27,7 @@ from tests.support.api import (
     COMPLETED,
     WAITING,
     Client,
+    context_of,
     error_info,
     expect_error,
     rpc_failure,
@@ -62,6 +63,32 @@ states:
 transitions:
   - {from: waiting, on: go, to: done}
 """
+CHECK = """
+name: short-check
+version: 1
+context:
+  ok: {type: bool, default: false}
+states:
+  review: {wait: true}
+  done: {}
+transitions:
+  - {from: review, on: reviewed, to: done}
+"""
+CHECKED = """
+name: checked
+version: 1
+retention: forever
+context:
+  check: {type: map, default: {}}
+states:
+  checking:
+    workflow: {definition: short-check, apply: {check: "result.context"}}
+  waiting: {wait: true}
+  done: {}
+transitions:
+  - {from: checking, to: waiting}
+  - {from: waiting, on: go, to: done}
+"""
 
 
 @pytest.fixture(scope="module")
@@ -71,7 +98,12 @@ def server(
     root = tmp_path_factory.mktemp("retention")
     definitions = definitions_dir(
         root / "definitions",
-        extra={"kept-forever.yaml": KEPT_FOREVER, "kept-an-hour.yaml": KEPT_AN_HOUR},
+        extra={
+            "kept-forever.yaml": KEPT_FOREVER,
+            "kept-an-hour.yaml": KEPT_AN_HOUR,
+            "short-check.yaml": CHECK,
+            "checked.yaml": CHECKED,
+        },
     )
     args = [
         "--retention",
@@ -163,6 +195,19 @@ def test_a_definitions_retention_overrides_the_servers(client: Client) -> None:
     assert wait_until(lambda: gone(client, default.workflow_id), PURGE_WAIT)
     assert client.get(forever.workflow_id).status == COMPLETED
     assert client.get(hour.workflow_id).expire_time == hour.expire_time
+
+
+def test_a_child_goes_once_its_parent_has_taken_its_end(client: Client) -> None:
+    parent = uid("checked")
+    client.start("checked", workflow_id=parent)
+    child = f"{parent}.checking.1"
+    assert wait_until(lambda: not gone(client, child), PURGE_WAIT), "the child did not start"
+    client.resume(child, "reviewed", input={"ok": True})
+    assert wait_until(lambda: client.get(parent).state == "waiting", PURGE_WAIT)
+    assert context_of(client.get(parent))["check"] == {"ok": True}
+    # Taken by its parent, the child is released to its retention (2 s) and removed.
+    assert wait_until(lambda: gone(client, child), PURGE_WAIT)
+    expect_error(lambda: client.get(child), NOT_FOUND, "WORKFLOW_EXPIRED")
 
 
 def test_live_instances_are_never_removed(client: Client) -> None:

@@ -16,7 +16,9 @@ record of the start to make. Every replica runs a runner on its EventLoop thread
    once whichever replica, and however many, deliver it;
 3. cancels every live child whose parent's task is no longer open (the parent left the
    state or ended), with the actor ``statewright:parent``; a child's own children follow
-   in the next round (the cascade is recursive).
+   in the next round (the cascade is recursive);
+4. releases to retention the finished children whose parents no longer wait for them
+   (retention keeps a child until then, so that its parent always gets its end).
 
 Nothing here is remembered between rounds: what to do is read from the store each time,
 so a restart, or another replica, carries on where this one stopped. A replica looks
@@ -58,7 +60,7 @@ SCAN = 5000  # leased child tasks, and live children, looked at a round
 FIRST_LEASE = 10.0
 # A failure type of a child's task that is no failure of the child: its start was refused.
 NOT_STARTED = "CHILD_NOT_STARTED"
-REMOVED = "CHILD_REMOVED"  # retention removed the child before its end was delivered
+REMOVED = "CHILD_REMOVED"  # deleted (DeleteWorkflow) before its end was delivered
 
 Submit = Callable[[Command, Callable[[Result], None]], None]
 
@@ -76,6 +78,7 @@ class _Round:
     ended: list[tuple[TaskRecord, InstanceRecord]] = field(default_factory=list)
     orphans: list[ChildLink] = field(default_factory=list)
     removed: list[TaskRecord] = field(default_factory=list)  # children gone before delivery
+    taken: int = 0  # finished children retention may now remove
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,7 +178,7 @@ class ChildRunner(BackgroundLoop[_Round, int]):
                     child = repo.load(wid)
                 except errors.RecordNotFound:
                     # Not started yet (its start is in flight, or comes again); or
-                    # removed by its retention before its end was delivered.
+                    # deleted (DeleteWorkflow) before its end was delivered.
                     if repo.lookup_tombstone(wid) is not None:
                         work.removed.append(task)
                     continue
@@ -191,6 +194,7 @@ class ChildRunner(BackgroundLoop[_Round, int]):
                     parent_task = None
                 if parent_task is None or parent_task.status not in _OPEN:
                     work.orphans.append(link)
+            work.taken = take_ends(repo, busy)
             return work
 
         return claim
@@ -335,6 +339,24 @@ def _prepare(
         actor=PARENT_ACTOR,
     )
     return _Start(task, command)
+
+
+def take_ends(repo: Repository, busy: frozenset[str]) -> int:
+    """Release to retention the finished children whose parents no longer wait for them:
+    the parent's task for the child is closed (the end delivered, the parent left the
+    state, or the parent is gone). Until then retention keeps a child, however short its
+    own retention, so that its parent always gets its result."""
+    done: list[str] = []
+    for link in repo.untaken_children(BATCH):
+        if link.workflow_id in busy or f"{link.parent_id}/{link.parent_task}" in busy:
+            continue  # its delivery, or its cancel, is in flight
+        try:
+            parent_task: TaskRecord | None = repo.get_task(link.parent_id, link.parent_task)
+        except errors.NotFound:
+            parent_task = None
+        if parent_task is None or parent_task.status not in _OPEN:
+            done.append(link.workflow_id)
+    return repo.take_children(done) if done else 0
 
 
 def _leased_child_tasks(repo: Repository) -> list[TaskRecord]:

@@ -281,7 +281,10 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             expired = sorted(
                 (i.row[10], wid)
                 for wid, i in self._instances.items()
-                if i.row[10] is not None and i.row[10] <= at and i.status in FINISHED
+                if i.row[10] is not None
+                and i.row[10] <= at
+                and i.status in FINISHED
+                and not self.kept_for_parent(wid)
             )[:limit]
             ids = [wid for _, wid in expired]
             if not ids:

@@ -14,6 +14,7 @@ class MemoryChildren(MemoryState):
     def __init__(self) -> None:
         super().__init__()
         self._children: dict[str, ChildLink] = {}
+        self._taken: set[str] = set()  # children whose end no parent waits for any more
 
     def link_child(self, link: ChildLink) -> ChildLink:
         with self._held():
@@ -39,6 +40,29 @@ class MemoryChildren(MemoryState):
                 key=lambda link: link.workflow_id,
             )
         return found[:limit]
+
+    def untaken_children(self, limit: int) -> list[ChildLink]:
+        with self._held():
+            found = sorted(
+                (
+                    link
+                    for w, link in self._children.items()
+                    if w not in self._taken and w in self._instances and not self._live(w)
+                ),
+                key=lambda link: link.workflow_id,
+            )
+        return found[:limit]
+
+    def take_children(self, workflow_ids: Sequence[str]) -> int:
+        with self._held():
+            fresh = {w for w in workflow_ids if w in self._children} - self._taken
+            self._taken |= fresh
+        return len(fresh)
+
+    def kept_for_parent(self, workflow_id: str) -> bool:
+        """Whether retention keeps this finished instance: a child whose end its parent
+        has not taken yet."""
+        return workflow_id in self._children and workflow_id not in self._taken
 
     def _live(self, workflow_id: str) -> bool:
         instance = self._instances.get(workflow_id)

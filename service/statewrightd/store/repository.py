@@ -138,6 +138,16 @@ class ChildLinks(Protocol):
         """Up to ``limit`` links of live children, by child id after ``after``."""
         ...
 
+    def untaken_children(self, limit: int) -> list[ChildLink]:
+        """Up to ``limit`` links of finished children whose end no parent has taken yet
+        (retention keeps them), by child id."""
+        ...
+
+    def take_children(self, workflow_ids: Sequence[str]) -> int:
+        """Mark the ends of these children taken (their parents no longer wait for them),
+        so that retention may remove them; how many were untaken."""
+        ...
+
 
 class Repository(ChildLinks, ScheduleStore, Protocol):
     def create(self, op: Create) -> InstanceRecord:

@@ -33,6 +33,11 @@ HISTORY_READ = ", ".join(
 )
 OPEN_TASK = "('SCHEDULED', 'LEASED', 'BACKOFF')"
 FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
+# A finished child is kept until its parent has taken its end (store/sql_children.py):
+# retention shorter than the delivery of its end must not take its result from its parent.
+KEPT_FOR_PARENT = """NOT EXISTS (
+           SELECT 1 FROM workflow_children c
+            WHERE c.workflow_id = workflow_instances.workflow_id AND NOT c.taken)"""
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,10 +18,11 @@ LINK_COLUMNS = "workflow_id, parent_id, parent_task, parent_state, create_time"
 _LIVE = "w.status NOT IN ('COMPLETED', 'FAILED', 'CANCELLED')"
 
 
-def statements(q: str, many: str) -> tuple[str, str, str, str, str, str]:
+def statements(q: str, many: str) -> tuple[str, str, str, str, str, str, str, str]:
     """(insert, get one, count a parent's live children, their first ids, live children
-    after an id, get many) with ``q`` as the positional placeholder; ``many``: the test
-    of workflow_id against a list of ids given as one parameter."""
+    after an id, get many, finished children not taken, take them) with ``q`` as the
+    positional placeholder; ``many``: the test of workflow_id against a list of ids given
+    as one parameter."""
     insert = (
         f"INSERT INTO workflow_children ({LINK_COLUMNS}) VALUES ({q}, {q}, {q}, {q}, {q})"
         " ON CONFLICT (workflow_id) DO NOTHING"
@@ -42,7 +43,13 @@ def statements(q: str, many: str) -> tuple[str, str, str, str, str, str]:
         f" WHERE c.workflow_id > {q} AND {_LIVE} ORDER BY c.workflow_id LIMIT {q}"
     )
     get_many = f"SELECT {LINK_COLUMNS} FROM workflow_children WHERE {many}"
-    return insert, get, count, first, live, get_many
+    untaken = (
+        f"SELECT c.{LINK_COLUMNS.replace(', ', ', c.')} FROM workflow_children c"
+        " JOIN workflow_instances w ON w.workflow_id = c.workflow_id"
+        f" WHERE NOT c.taken AND NOT ({_LIVE}) ORDER BY c.workflow_id LIMIT {q}"
+    )
+    take = f"UPDATE workflow_children SET taken = true WHERE NOT taken AND {many}"
+    return insert, get, count, first, live, get_many, untaken, take
 
 
 POSTGRES_CHILDREN = statements("%s", "workflow_id = ANY(%s)")
@@ -53,7 +60,7 @@ SQLITE_CHILDREN = statements("?", "workflow_id IN (SELECT value FROM json_each(?
 class SqlChildren:
     """The parent links of the repository contract, for the SQL backends."""
 
-    CHILDREN_SQL: ClassVar[tuple[str, str, str, str, str, str]]
+    CHILDREN_SQL: ClassVar[tuple[str, str, str, str, str, str, str, str]]
     JSON_ID_LIST: ClassVar[bool] = False  # a list of ids is bound as JSON text (SQLite)
     ROWS: ClassVar[Rows]
 
@@ -96,6 +103,17 @@ class SqlChildren:
 
     def live_children(self, after: str, limit: int) -> list[ChildLink]:
         return [self._link(r) for r in self._read_all(self.CHILDREN_SQL[4], (after, limit))]
+
+    def untaken_children(self, limit: int) -> list[ChildLink]:
+        return [self._link(r) for r in self._read_all(self.CHILDREN_SQL[6], (limit,))]
+
+    def take_children(self, workflow_ids: Sequence[str]) -> int:
+        ids = list(dict.fromkeys(workflow_ids))
+        if not ids:
+            return 0
+        param = json.dumps(ids) if self.JSON_ID_LIST else ids
+        with self._writing() as conn:
+            return int(conn.execute(self.CHILDREN_SQL[7], (param,)).rowcount)
 
     def _link(self, row: Sequence[Any]) -> ChildLink:
         return ChildLink(str(row[0]), str(row[1]), str(row[2]), str(row[3]), self.ROWS.time(row[4]))

@@ -21,6 +21,7 @@ from statewrightd.store.citus_layout import DISTRIBUTED
 from statewrightd.store.sql_builder import (
     FINISHED,
     INSTANCE_COLUMNS,
+    KEPT_FOR_PARENT,
     OPEN_TASK,
     POSTGRES,
     REQUEST_COLUMNS,
@@ -295,7 +296,7 @@ LEASE_TASKS = _chosen(
 )
 PEEK_EXPIRED = on_shard(f"""
 SELECT workflow_id, expire_time AS sort FROM workflow_instances
- WHERE expire_time <= %(now)s AND status IN {FINISHED}
+ WHERE expire_time <= %(now)s AND status IN {FINISHED} AND {KEPT_FOR_PARENT}
  ORDER BY expire_time LIMIT %(each)s
 """)
 PURGE_EXPIRED = _chosen(q.PURGE_EXPIRED, "ORDER BY expire_time LIMIT %(limit)s", "workflow_id")

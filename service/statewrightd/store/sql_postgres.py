@@ -23,6 +23,7 @@ from statewrightd.store.sql_builder import (
     statements,
 )
 from statewrightd.store.sql_builder import FINISHED as _FINISHED
+from statewrightd.store.sql_builder import KEPT_FOR_PARENT as _KEPT
 from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
 # A request id recorded for the instance within its window blocks the step (the runtime
@@ -534,7 +535,7 @@ _CHILDREN = (
 PURGE_EXPIRED = _removal(
     f"""
     SELECT workflow_id FROM workflow_instances
-     WHERE expire_time <= %(now)s AND status IN {_FINISHED}
+     WHERE expire_time <= %(now)s AND status IN {_FINISHED} AND {_KEPT}
      ORDER BY expire_time LIMIT %(limit)s
        FOR UPDATE SKIP LOCKED""",
     """

@@ -20,6 +20,7 @@ from statewrightd.store.sql_builder import (
     statements,
 )
 from statewrightd.store.sql_builder import FINISHED as _FINISHED
+from statewrightd.store.sql_builder import KEPT_FOR_PARENT as _KEPT
 from statewrightd.store.sql_builder import OPEN_TASK as _OPEN
 
 # Taken: recorded within its window (after the cutoff). An older record answers nothing
@@ -211,7 +212,7 @@ SELECT queue,
 # one writer: nothing changes between them). :ids is a JSON array of workflow ids.
 EXPIRED = f"""
 SELECT workflow_id FROM workflow_instances
- WHERE expire_time <= :now AND status IN {_FINISHED}
+ WHERE expire_time <= :now AND status IN {_FINISHED} AND {_KEPT}
  ORDER BY expire_time LIMIT :limit
 """
 REMOVABLE = f"""

@@ -2,18 +2,21 @@
 written once (a second one for the same child keeps the first), read back by child, a
 parent's live children are counted and listed by id, the live-children scan pages by id
 and leaves ended children out, and the list filter `parent = ...` finds a parent's
-children (and `!=` the rest)."""
+children (and `!=` the rest). A finished child's end is released to retention only
+once its parent's task for it has closed."""
 
 from __future__ import annotations
 
 import dataclasses
 
+from statewrightd.definitions.model import CHILD_QUEUE
 from statewrightd.domain import Status
+from statewrightd.engine.children import take_ends
 from statewrightd.store import Repository
 from statewrightd.store.filters import parse_filter
 from statewrightd.store.records import ChildLink, Create, InstanceRecord
 
-from .test_tasks_contract import NOW, history, instance
+from .test_tasks_contract import NOW, history, instance, lease, scheduled, step
 
 
 def created(repo: Repository, wid: str, status: Status = Status.WAITING) -> InstanceRecord:
@@ -73,3 +76,23 @@ def test_the_parent_filter_lists_a_parents_children(repo: Repository) -> None:
     assert [r.workflow_id for r in repo.list(which=bare).items] == ["c-1", "c-2"]
     others = parse_filter('parent != "workflows/p-1"', {})
     assert [r.workflow_id for r in repo.list(which=others).items] == ["c-9", "p-1"]
+
+
+def test_a_childs_end_is_released_to_retention_once_its_parents_task_closes(
+    repo: Repository,
+) -> None:
+    scheduled(repo, "p-held", queue=CHILD_QUEUE)  # the parent's task "1" stands for the child
+    created(repo, "c-held", Status.COMPLETED)
+    repo.link_child(link("c-held", "p-held"))
+    created(repo, "c-orphan", Status.CANCELLED)
+    repo.link_child(link("c-orphan", "p-gone"))  # its parent is gone: nobody waits
+    created(repo, "c-live", Status.WAITING)
+    repo.link_child(link("c-live", "p-held", task="2"))
+    assert take_ends(repo, frozenset()) == 1
+    assert [x.workflow_id for x in repo.untaken_children(10)] == ["c-held"]
+    assert len(lease(repo, CHILD_QUEUE)) == 1  # leased: the parent still waits for the end
+    assert take_ends(repo, frozenset()) == 0
+    step(repo, "p-held", 1, cancel=True)  # the parent left the state
+    assert take_ends(repo, frozenset({"p-held/1"})) == 0  # a delivery in flight: not yet
+    assert take_ends(repo, frozenset()) == 1
+    assert repo.untaken_children(10) == []

@@ -23,6 +23,7 @@ from statewrightd.domain import Status, TaskStatus
 from statewrightd.errors import Conflict, RecordExists, RecordLive, RecordNotFound
 from statewrightd.store import Repository, open_repository
 from statewrightd.store.records import (
+    ChildLink,
     Create,
     HistoryRecord,
     InstanceRecord,
@@ -500,3 +501,30 @@ def test_two_replicas_purge_together_without_conflict_or_double_work(db_url: str
     assert sorted(a + b) == [f"p{i:04d}" for i in range(total)]
     assert a_requests + b_requests == total
     assert left.overdue_instances == 0
+
+
+def test_a_finished_child_stays_until_its_parent_has_taken_its_end(repo: Repository) -> None:
+    repo.apply_batch([finished("child", T0), finished("loose", T0), finished("gone", T0)])
+    repo.link_child(ChildLink("child", "parent", "1", "verify", T0))
+    repo.link_child(ChildLink("gone", "parent", "2", "verify", T0))
+    late = T0 + 100 * HOUR
+    # Due long ago, but its parent has not taken its end: retention keeps it.
+    assert repo.purge_expired(late, 100).workflow_ids == ("loose",)
+    untaken = repo.untaken_children(10)
+    assert [link.workflow_id for link in untaken] == ["child", "gone"]
+    assert repo.untaken_children(1) == untaken[:1]
+    assert repo.take_children(["gone", "nobody"]) == 1
+    assert repo.take_children(["gone"]) == 0  # taken once
+    assert repo.purge_expired(late, 100).workflow_ids == ("gone",)
+    assert [link.workflow_id for link in repo.untaken_children(10)] == ["child"]
+    assert repo.take_children(["child"]) == 1
+    assert repo.purge_expired(late, 100).workflow_ids == ("child",)
+    assert repo.untaken_children(10) == []
+
+
+def test_a_live_child_is_never_offered_to_be_taken(repo: Repository) -> None:
+    rec = instance("running-child", status=Status.WAITING)
+    repo.create(Create(rec, history_of(rec)))
+    repo.link_child(ChildLink("running-child", "parent", "1", "verify", T0))
+    repo.link_child(ChildLink("unstarted", "parent", "2", "verify", T0))
+    assert repo.untaken_children(10) == []
