@@ -38,6 +38,7 @@ from statewrightd.reasons import Reason
 from statewrightd.store import citus_layout, failures
 from statewrightd.store import sql_citus as c
 from statewrightd.store import sql_postgres as q
+from statewrightd.store.citus_errors import node_lost, node_never_reached
 from statewrightd.store.citus_flow import CitusFlow
 from statewrightd.store.citus_routing import ShardMap
 from statewrightd.store.citus_scans import ALL, CALL_ROWS, rows_params
@@ -71,21 +72,6 @@ _log = logging.getLogger(__name__)
 # read anew; what is still misrouted then (shards moving back and forth) is refused as
 # not written.
 _ROUTE_ATTEMPTS = 3
-# What the coordinator says when it could not open a connection to a node at all (Citus
-# words it "connection to the remote node H:P failed with the following error: ..." with
-# libpq's or the node's reason): the call never left the coordinator. Any other loss of
-# the node mid-call leaves its outcome unknown.
-_NEVER_REACHED = (
-    "connection refused",
-    "could not connect",
-    "could not establish",
-    "could not translate host name",
-    "no route to host",
-    "the database system is starting up",
-    "the database system is shutting down",
-    "the database system is not yet accepting connections",
-    "the database system is in recovery mode",
-)
 _REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
 _GPID = "SELECT citus_backend_gpid()"
 # Every process of a distributed statement, on every node, carries its global pid.
@@ -253,12 +239,6 @@ def call_results(
     return out
 
 
-def node_never_reached(exc: psycopg.Error) -> bool:
-    """Whether a node call's error says that the coordinator never reached the node."""
-    text = str(exc).lower()
-    return "remote node" in text and any(words in text for words in _NEVER_REACHED)
-
-
 class CitusRepository(CitusFlow):
     """Writes as node calls, their lost answers read back, and the Citus schema's check
     (the shard map, scans and claims are CitusScans', limited queues' CitusFlow's)."""
@@ -374,7 +354,11 @@ class CitusRepository(CitusFlow):
                     return [StorageUnavailable(f"transaction kept failing: {exc}")] * len(
                         call.positions
                     )
-            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+            except psycopg.Error as exc:
+                if not isinstance(exc, psycopg.OperationalError | psycopg.InterfaceError) and (
+                    not node_lost(exc)
+                ):
+                    return self._refused(conn, encoded, call, exc)
                 if not conn.broken and node_never_reached(exc):
                     # The coordinator could not open a connection to the call's node:
                     # nothing of the call was sent, nothing of it was written.
@@ -385,18 +369,19 @@ class CitusRepository(CitusFlow):
                 # committed before it went away (a worker restarted right after its
                 # commit, or its prepared transaction recovered later). Read back.
                 raise _CommitLost(gpid, []) from exc
-            except psycopg.Error as exc:
-                if len(call.positions) == 1:
-                    return [
-                        StoreError(f"database rejected the write: {exc}", reason=Reason.STORE_ERROR)
-                    ]
-                # A row the database refuses must not fail its neighbours: each alone.
-                shards = self._shards()
-                return [
-                    self._call(conn, encoded, plan_calls(encoded, [i], shards)[0])[0]
-                    for i in call.positions
-                ]
         raise AssertionError("unreachable")
+
+    def _refused(
+        self, conn: Conn, encoded: list[EncodedOp], call: NodeCall, exc: psycopg.Error
+    ) -> list[Any]:
+        if len(call.positions) == 1:
+            return [StoreError(f"database rejected the write: {exc}", reason=Reason.STORE_ERROR)]
+        # A row the database refuses must not fail its neighbours: each alone.
+        shards = self._shards()
+        return [
+            self._call(conn, encoded, plan_calls(encoded, [i], shards)[0])[0]
+            for i in call.positions
+        ]
 
     def _reconcile(
         self, encoded: list[EncodedOp], lost: _CommitLost, earlier: Sequence[Any] = ()

@@ -18,8 +18,11 @@ from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from statewrightd.errors import StorageUnavailable
+import psycopg
+
+from statewrightd.errors import OutcomeUnknown, StorageUnavailable
 from statewrightd.store import sql_citus as c
+from statewrightd.store.citus_errors import node_lost
 from statewrightd.store.citus_routing import Shard, ShardMap
 from statewrightd.store.codec import check_time
 from statewrightd.store.postgres import Conn, PostgresRepository
@@ -77,6 +80,34 @@ class CitusScans(PostgresRepository):
         self._map: ShardMap | None = None
         self._map_lock = threading.Lock()
         self._turn = itertools.count(random.randrange(1 << 20))
+
+    # -- connections: a node lost is the database unavailable, whatever its class -----
+
+    @contextlib.contextmanager
+    def _reading(self) -> Iterator[Conn]:
+        try:
+            with super()._reading() as conn:
+                yield conn
+        except psycopg.InternalError as exc:
+            if not node_lost(exc):
+                raise
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
+
+    @contextlib.contextmanager
+    def _writing(self) -> Iterator[Conn]:
+        committing = False
+        try:
+            with super()._writing() as conn:
+                yield conn
+                committing = True
+        except psycopg.InternalError as exc:
+            if not node_lost(exc):
+                raise
+            if committing:
+                # A node lost while its part of the transaction commits (two-phase, when
+                # the write spans nodes) may have committed it.
+                raise OutcomeUnknown(f"a node was lost during COMMIT: {exc}") from exc
+            raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     # -- the shard map ---------------------------------------------------------------
 
