@@ -116,6 +116,10 @@ def plan(
                 f"the instance is {snapshot.status}: only a RUNNING or WAITING one migrates",
             )
         )
+    elif fsm.is_delayed(snapshot):
+        problems.append(
+            MigrationProblem("status", "the instance has not started yet (a delayed start)")
+        )
     problems += _map_problems(source, target, state_map)
     state_to = state_map.get(snapshot.state, snapshot.state)
     if snapshot.state not in state_map and state_to not in target.states:
