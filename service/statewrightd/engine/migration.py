@@ -10,10 +10,11 @@ and to an open task) and one step at the next revision, taken by ``fsm.migrate``
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from statewrightd.definitions.cel import CelCompileError, CelEvaluationError
+from statewrightd.definitions.cel import CelCompileError, CelEvaluationError, CompiledExpression
 from statewrightd.definitions.model import Definition, StateKind
 from statewrightd.definitions.problems import did_you_mean
 from statewrightd.definitions.values import JSONValue, ValueTypeError, conform
@@ -256,6 +257,10 @@ def _context(
             value, path = values[name], f"set[{name}]"
         elif name in snapshot.context:
             value, path = snapshot.context[name], f"context.{name}"
+            old = source.context_fields.get(name)
+            if old is not None and (old.type, old.nullable) == (spec.type, spec.nullable):
+                context[name] = value  # declared alike: the value already fits
+                continue
         else:
             context[name] = spec.default_value()
             continue
@@ -285,8 +290,7 @@ def _evaluated(
         "definition": source.name,
         "version": source.version,
     }
-    env = source.environment
-    activation = env.activation(snapshot.context, "", {}, workflow)
+    activation = source.environment.activation(snapshot.context, "", {}, workflow)
     values: dict[str, JSONValue] = {}
     for name, source_text in sets.items():
         path = f"set[{name}]"
@@ -300,7 +304,14 @@ def _evaluated(
             )
             continue
         try:
-            values[name] = env.compile(source_text).evaluate(activation)
+            values[name] = _compiled(source, source_text).evaluate(activation)
         except (CelCompileError, CelEvaluationError) as exc:
             problems.append(MigrationProblem(path, f"{source_text!r}: {exc}"))
     return values
+
+
+# A batch of migrations repeats one request's expressions instance after instance:
+# compiling them once (per definition version) keeps a migration's cost near a reset's.
+@functools.lru_cache(maxsize=256)
+def _compiled(source: Definition, text: str) -> CompiledExpression:
+    return source.environment.compile(text)
