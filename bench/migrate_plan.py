@@ -2,7 +2,7 @@
 step and a resume of the same instance (the planner checks both versions and evaluates
 the `set` expressions on every migration; the rest is the same re-entry as a reset).
 
-Not a test. Run: ``.venv/bin/python bench/migrate_plan.py [seconds-per-case]``.
+Not a test. Run: ``.venv/bin/python -m bench.migrate_plan [seconds-per-case]``.
 The instance is WAITING in v1's ``review`` with a context of 40 fields; v2 renames the
 state, drops one field, adds two (one by default, one by a `set` expression).
 """
@@ -10,9 +10,8 @@ state, drops one field, adds two (one by default, one by a `set` expression).
 from __future__ import annotations
 
 import sys
-import time
-from collections.abc import Callable
 
+from bench.engine_steps import measure
 from statewrightd.definitions import load_definition
 from statewrightd.engine import fsm, migration
 from statewrightd.engine.model import StepResult
@@ -49,19 +48,6 @@ transitions:
   - {{from: approval, on: approve, to: done}}
   - {{from: approval, after: 2h, to: done}}
 """
-
-
-def measure(name: str, step: Callable[[], object], seconds: float) -> float:
-    count = 0
-    began = time.perf_counter()
-    deadline = began + seconds
-    while time.perf_counter() < deadline:
-        for _ in range(100):
-            step()
-        count += 100
-    rate = count / (time.perf_counter() - began)
-    print(f"{name:<45} {rate:>10,.0f} steps/s")
-    return rate
 
 
 def main() -> None:
