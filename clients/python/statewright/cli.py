@@ -617,6 +617,14 @@ def _recursion_limit_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _repair_options(p: argparse.ArgumentParser, revision_help: str, request_help: str) -> None:
+    """What retry, reset and migrate each take besides their own arguments."""
+    p.add_argument("--reason", help="why, recorded in history")
+    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
+    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="statewright",
@@ -809,10 +817,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"put a FAILED instance back into the state it failed in {repair}",
     )
     p.add_argument("name", help="workflows/ID or ID")
-    p.add_argument("--reason", help="why, recorded in history")
-    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
-    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
-    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    _repair_options(p, revision_help, request_help)
 
     p = command(
         "reset",
@@ -823,10 +828,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--to-revision", type=int, required=True, metavar="N", help="the revision to go back to"
     )
-    p.add_argument("--reason", help="why, recorded in history")
-    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
-    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
-    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    _repair_options(p, revision_help, request_help)
 
     p = command(
         "migrate",
@@ -849,10 +851,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FIELD=EXPR",
         help="a context field and the CEL expression over the old context giving it (repeatable)",
     )
-    p.add_argument("--reason", help="why, recorded in history")
-    p.add_argument("--dry-run", action="store_true", help="show the plan, save nothing")
-    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
-    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    _repair_options(p, revision_help, request_help)
 
     format_help = "the same as -o: json (one JSON object a line) or text (one readable line a step)"
     p = command(

@@ -11,7 +11,7 @@ and to an open task) and one step at the next revision, taken by ``fsm.migrate``
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from statewrightd.definitions.cel import CelCompileError, CelEvaluationError, CompiledExpression
@@ -177,22 +177,19 @@ def _map_problems(
     for old, new in state_map.items():
         path = f"state_map[{old}]"
         if old not in source.states:
-            problems.append(
-                MigrationProblem(
-                    path,
-                    f"version {source.version} declares no state {old!r}"
-                    + did_you_mean(old, source.states),
-                )
-            )
+            problems.append(_undeclared(path, source, "state", old, source.states))
         if new not in target.states:
-            problems.append(
-                MigrationProblem(
-                    path,
-                    f"version {target.version} declares no state {new!r}"
-                    + did_you_mean(new, target.states),
-                )
-            )
+            problems.append(_undeclared(path, target, "state", new, target.states))
     return problems
+
+
+def _undeclared(
+    path: str, definition: Definition, what: str, name: str, declared: Iterable[str]
+) -> MigrationProblem:
+    return MigrationProblem(
+        path,
+        f"version {definition.version} declares no {what} {name!r}" + did_you_mean(name, declared),
+    )
 
 
 def _task_fate(
@@ -295,13 +292,8 @@ def _evaluated(
     for name, source_text in sets.items():
         path = f"set[{name}]"
         if name not in target.context_fields:
-            problems.append(
-                MigrationProblem(
-                    path,
-                    f"version {target.version} declares no context field {name!r}"
-                    + did_you_mean(name, target.context_fields),
-                )
-            )
+            fields = target.context_fields
+            problems.append(_undeclared(path, target, "context field", name, fields))
             continue
         try:
             values[name] = _compiled(source, source_text).evaluate(activation)
