@@ -44,6 +44,8 @@ class Reason(enum.StrEnum):
     MALFORMED_REQUEST = "MALFORMED_REQUEST"  # a request body that does not decode
     NOT_WAITING = "NOT_WAITING"  # a resume of an instance that is not WAITING
     NOT_FAILED = "NOT_FAILED"  # a retry of an instance that is not FAILED
+    # a migration to another definition version that cannot apply (its problems listed)
+    MIGRATION_INVALID = "MIGRATION_INVALID"
     # a reset to a revision that history does not hold (never saved, or removed)
     REVISION_NOT_FOUND = "REVISION_NOT_FOUND"
     # a repair naming a state the instance's definition version does not declare

@@ -81,6 +81,9 @@ def well_formed_calls(
         "ResetWorkflow": lambda: stub.ResetWorkflow(
             pb.ResetWorkflowRequest(name=name, to_revision=1, dry_run=True), timeout=5
         ),
+        "MigrateWorkflow": lambda: stub.MigrateWorkflow(
+            pb.MigrateWorkflowRequest(name=name, to_version=1, dry_run=True), timeout=5
+        ),
     }
 
 
@@ -124,6 +127,11 @@ MALFORMED: list[tuple[str, Callable[[pb_grpc.WorkflowServiceStub], Any], str]] =
         "ResetWorkflow",
         lambda s: s.ResetWorkflow(pb.ResetWorkflowRequest(name="workflows/a")),
         "to_revision",
+    ),
+    (
+        "MigrateWorkflow",
+        lambda s: s.MigrateWorkflow(pb.MigrateWorkflowRequest(name="workflows/a")),
+        "to_version",
     ),
     (
         "SignalWithStartWorkflow",

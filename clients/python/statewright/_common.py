@@ -26,6 +26,8 @@ from google.protobuf import duration_pb2
 from statewright.errors import StatewrightError
 from statewright.models import (
     ContextChange,
+    MigrationPlan,
+    MigrationResult,
     RepairResult,
     SignalRejection,
     SignalResult,
@@ -273,6 +275,15 @@ def repair_fields(
 
 def repair_result(response: pb.RetryWorkflowResponse | pb.ResetWorkflowResponse) -> RepairResult:
     return RepairResult(
+        workflow=Workflow.from_proto(response.workflow),
+        context_changes=tuple(ContextChange.from_proto(c) for c in response.context_changes),
+        dry_run=response.dry_run,
+    )
+
+
+def migration_result(response: pb.MigrateWorkflowResponse) -> MigrationResult:
+    return MigrationResult(
+        plan=MigrationPlan.from_proto(response.plan),
         workflow=Workflow.from_proto(response.workflow),
         context_changes=tuple(ContextChange.from_proto(c) for c in response.context_changes),
         dry_run=response.dry_run,

@@ -32,6 +32,7 @@ from statewright._plan import (
 from statewright.errors import DeadlineExceeded, ExecutionTimedOut, StatewrightError
 from statewright.models import (
     Definition,
+    MigrationResult,
     QueueConfig,
     QueueSettings,
     QueueStatus,
@@ -327,6 +328,37 @@ class Operations:
         request = pb.ResetWorkflowRequest(to_revision=to_revision, **fields)
         response: pb.ResetWorkflowResponse = yield Unary("ResetWorkflow", request, timeout)
         return _common.repair_result(response)
+
+    @returning
+    def migrate(
+        self,
+        name: str,
+        to_version: int,
+        reason: str | None = None,
+        *,
+        state_map: Mapping[str, str] | None = None,
+        set: Mapping[str, str] | None = None,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[MigrationResult]:
+        """Moves a RUNNING or WAITING instance to version ``to_version`` of its definition:
+        ``state_map`` renames states (old -> new), ``set`` gives context fields a value
+        (field -> CEL over the old context). Checked first against both versions; with
+        ``dry_run``, answers the plan and saves nothing."""
+        fields = _common.repair_fields(
+            name,
+            reason=reason,
+            expected_revision=expected_revision,
+            request_id=request_id,
+            dry_run=dry_run,
+        )
+        request = pb.MigrateWorkflowRequest(
+            to_version=to_version, state_map=state_map or {}, set=set or {}, **fields
+        )
+        response: pb.MigrateWorkflowResponse = yield Unary("MigrateWorkflow", request, timeout)
+        return _common.migration_result(response)
 
     @yielding
     def list_pages(

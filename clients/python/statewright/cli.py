@@ -19,6 +19,7 @@
     statewright queue set payments --rate 25 --burst 5  # flow control; queue get / list
     statewright retry workflows/ID --reason "bank is back" --dry-run  # a FAILED instance
     statewright reset workflows/ID --to-revision 2 --reason "approved by mistake"
+    statewright migrate workflows/ID --to-version 2 --map review=approval --dry-run
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
 ``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
@@ -53,6 +54,7 @@ from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
 from statewright.models import (
+    MigrationResult,
     QueueConfig,
     RepairResult,
     StepResult,
@@ -324,6 +326,58 @@ def _emit_repair(out: TextIO, repaired: RepairResult, form: str, args: argparse.
         _print(out, f"context.{change.field}: {before} -> {after}")
 
 
+def _pairs(option: str, items: list[str] | None) -> dict[str, str]:
+    """``--map old=new`` and ``--set field=expr`` as a map (an expression may hold '=')."""
+    pairs: dict[str, str] = {}
+    for item in items or ():
+        key, equals, value = item.partition("=")
+        if not equals or not key:
+            raise SystemExit(f"statewright: {option} takes KEY=VALUE; got {item!r}")
+        pairs[key] = value
+    return pairs
+
+
+def _migrate(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    migrated = client.migrate(
+        args.name,
+        args.to_version,
+        args.reason,
+        state_map=_pairs("--map", args.map),
+        set=_pairs("--set", args.set),
+        expected_revision=args.expected_revision,
+        request_id=args.request_id,
+        dry_run=args.dry_run,
+    )
+    _emit_migration(out, migrated, form, args)
+
+
+def _emit_migration(
+    out: TextIO, migrated: MigrationResult, form: str, args: argparse.Namespace
+) -> None:
+    if form != TABLE:
+        _emit(out, migrated.to_dict(), compact=args.compact)
+        return
+    plan = migrated.plan
+    if migrated.dry_run:
+        _print(out, "dry run: nothing was saved; the migration would do this")
+    _print(out, f"version: {plan.from_version} -> {plan.to_version}")
+    _print(out, f"state: {plan.state_from} -> {plan.state_to}")
+    for label, names in (
+        ("defaulted", plan.defaulted_fields),
+        ("set", plan.set_fields),
+        ("removed", plan.removed_fields),
+    ):
+        if names:
+            _print(out, f"{label}: {', '.join(names)}")
+    if plan.timers_disarmed:
+        _print(out, "timers: the old state's disarmed; the new state's armed from its `after`")
+    if plan.task_fate != "none":
+        _print(out, f"task on {plan.task_queue}: {plan.task_fate}")
+    _emit_repair(
+        out, RepairResult(migrated.workflow, migrated.context_changes, migrated.dry_run), form, args
+    )
+
+
 def _watch(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
     # One line per revision: a consumer can act on each as it arrives.
     for event in client.watch(args.name, after_revision=args.after_revision):
@@ -563,6 +617,14 @@ def _recursion_limit_argument(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _repair_options(p: argparse.ArgumentParser, revision_help: str, request_help: str) -> None:
+    """What retry, reset and migrate each take besides their own arguments."""
+    p.add_argument("--reason", help="why, recorded in history")
+    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
+    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+    p.add_argument("--request-id", metavar="KEY", help=request_help)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="statewright",
@@ -755,10 +817,7 @@ def build_parser() -> argparse.ArgumentParser:
         f"put a FAILED instance back into the state it failed in {repair}",
     )
     p.add_argument("name", help="workflows/ID or ID")
-    p.add_argument("--reason", help="why, recorded in history")
-    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
-    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
-    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    _repair_options(p, revision_help, request_help)
 
     p = command(
         "reset",
@@ -769,10 +828,30 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--to-revision", type=int, required=True, metavar="N", help="the revision to go back to"
     )
-    p.add_argument("--reason", help="why, recorded in history")
-    p.add_argument("--dry-run", action="store_true", help="show what would happen, save nothing")
-    p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
-    p.add_argument("--request-id", metavar="KEY", help=request_help)
+    _repair_options(p, revision_help, request_help)
+
+    p = command(
+        "migrate",
+        Command(_migrate, (JSON, TABLE)),
+        f"move a RUNNING or WAITING instance to another version of its definition {repair}",
+    )
+    p.add_argument("name", help="workflows/ID or ID")
+    p.add_argument(
+        "--to-version", type=int, required=True, metavar="N", help="the version to move it to"
+    )
+    p.add_argument(
+        "--map",
+        action="append",
+        metavar="OLD=NEW",
+        help="a state of its version and the state it becomes (repeatable)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=EXPR",
+        help="a context field and the CEL expression over the old context giving it (repeatable)",
+    )
+    _repair_options(p, revision_help, request_help)
 
     format_help = "the same as -o: json (one JSON object a line) or text (one readable line a step)"
     p = command(

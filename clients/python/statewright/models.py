@@ -763,6 +763,80 @@ class RepairResult:
         }
 
 
+_TASK_FATES = {
+    workflow_service_pb2.MIGRATION_TASK_FATE_NONE: "none",
+    workflow_service_pb2.MIGRATION_TASK_FATE_MOVED: "moved",
+    workflow_service_pb2.MIGRATION_TASK_FATE_CANCELLED: "cancelled",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationPlan:
+    """What a migration does to one instance: its version and state from and to, the
+    context fields given their default, set by an expression, or dropped, whether the
+    old state's timers were disarmed, and its open task's fate (``none``, ``moved``: offered
+    anew in the new state on ``task_queue``, or ``cancelled``)."""
+
+    from_version: int
+    to_version: int
+    state_from: str
+    state_to: str
+    defaulted_fields: tuple[str, ...]
+    set_fields: tuple[str, ...]
+    removed_fields: tuple[str, ...]
+    timers_disarmed: bool
+    task_fate: str
+    task_queue: str
+
+    @classmethod
+    def from_proto(cls, msg: workflow_service_pb2.MigrationPlan) -> MigrationPlan:
+        return cls(
+            from_version=msg.from_version,
+            to_version=msg.to_version,
+            state_from=msg.state_from,
+            state_to=msg.state_to,
+            defaulted_fields=tuple(msg.defaulted_fields),
+            set_fields=tuple(msg.set_fields),
+            removed_fields=tuple(msg.removed_fields),
+            timers_disarmed=msg.timers_disarmed,
+            task_fate=_TASK_FATES.get(msg.task_fate, "none"),
+            task_queue=msg.task_queue,
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "from_version": self.from_version,
+            "to_version": self.to_version,
+            "state_from": self.state_from,
+            "state_to": self.state_to,
+            "defaulted_fields": list(self.defaulted_fields),
+            "set_fields": list(self.set_fields),
+            "removed_fields": list(self.removed_fields),
+            "timers_disarmed": self.timers_disarmed,
+            "task_fate": self.task_fate,
+            "task_queue": self.task_queue,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationResult:
+    """MigrateWorkflow's answer: the plan, the instance after it (on a dry run, as it
+    would be: nothing was saved) and the context fields it changes."""
+
+    plan: MigrationPlan
+    workflow: Workflow
+    context_changes: tuple[ContextChange, ...]
+    dry_run: bool
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "plan": self.plan.to_dict(),
+            "workflow": self.workflow.to_dict(),
+            "context_changes": [c.to_dict() for c in self.context_changes],
+            "dry_run": self.dry_run,
+        }
+
+
 @dataclass(frozen=True, slots=True)
 class SignalWithStartResult:
     """SignalWithStartWorkflow's answer: ``started`` when this call created the instance

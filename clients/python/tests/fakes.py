@@ -158,6 +158,9 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def ResetWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("ResetWorkflow", request, context)
 
+    def MigrateWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("MigrateWorkflow", request, context)
+
     def CountWorkflows(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CountWorkflows", request, context)
 

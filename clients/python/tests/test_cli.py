@@ -708,3 +708,25 @@ def test_retry_and_reset_pass_every_option_and_print_the_repair(fake: FakeServer
     assert status == 0 and printed["dry_run"] is False
     (reset,) = fake.service.calls("ResetWorkflow")
     assert (reset.to_revision, reset.request_id, reset.dry_run) == (3, "k", False)
+
+
+def test_migrate_passes_maps_and_sets_and_prints_the_plan(fake: FakeServer) -> None:
+    plan = pb.MigrationPlan(from_version=1, to_version=2, state_from="a", state_to="b")
+    fake.service.behaviours["MigrateWorkflow"] = lambda r, c: pb.MigrateWorkflowResponse(
+        workflow=workflow("cli-m"), plan=plan, dry_run=r.dry_run
+    )
+    status, printed, _ = _run(
+        fake, "migrate", "cli-m", "--to-version", "2", "--map", "a=b", "--map", "c=d",
+        "--set", "n=context.x == 1 ? 2 : 3", "--dry-run", "--reason", "v2",
+    )  # fmt: skip
+    assert status == 0 and printed["dry_run"] is True
+    assert printed["plan"]["state_to"] == "b" and printed["workflow"]["workflow_id"] == "cli-m"
+    (request,) = fake.service.calls("MigrateWorkflow")
+    assert (request.name, request.to_version, request.reason, request.dry_run) == (
+        "workflows/cli-m",
+        2,
+        "v2",
+        True,
+    )
+    assert dict(request.state_map) == {"a": "b", "c": "d"}
+    assert dict(request.set) == {"n": "context.x == 1 ? 2 : 3"}

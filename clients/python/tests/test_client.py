@@ -198,6 +198,55 @@ def test_retry_and_reset_send_every_field_and_return_the_changes(
     assert again.request_id == first.request_id, "a retried reset is the same request"
 
 
+def test_migrate_sends_every_field_and_returns_the_plan(fake: FakeServer, client: Client) -> None:
+    plan = pb.MigrationPlan(
+        from_version=1,
+        to_version=2,
+        state_from="review",
+        state_to="approval",
+        defaulted_fields=["priority"],
+        set_fields=["tier"],
+        removed_fields=["note"],
+        timers_disarmed=True,
+        task_fate=pb.MIGRATION_TASK_FATE_CANCELLED,
+        task_queue="payments",
+    )
+    fake.service.behaviours["MigrateWorkflow"] = _flaky(
+        1, pb.MigrateWorkflowResponse(workflow=workflow(status=WAITING), plan=plan, dry_run=True)
+    )
+    migrated = client.migrate(
+        "w",
+        2,
+        "renamed",
+        state_map={"review": "approval"},
+        set={"tier": "'gold'"},
+        expected_revision=4,
+        dry_run=True,
+    )
+    assert migrated.dry_run and migrated.workflow.status is WorkflowStatus.WAITING
+    assert migrated.plan.to_dict() == {
+        "from_version": 1,
+        "to_version": 2,
+        "state_from": "review",
+        "state_to": "approval",
+        "defaulted_fields": ["priority"],
+        "set_fields": ["tier"],
+        "removed_fields": ["note"],
+        "timers_disarmed": True,
+        "task_fate": "cancelled",
+        "task_queue": "payments",
+    }
+    first, again = fake.service.calls("MigrateWorkflow")
+    assert (first.name, first.to_version, first.reason, first.expected_revision) == (
+        "workflows/w",
+        2,
+        "renamed",
+        4,
+    )
+    assert dict(first.state_map) == {"review": "approval"} and dict(first.set) == {"tier": "'gold'"}
+    assert first.dry_run and again.request_id == first.request_id
+
+
 def test_start_sends_a_start_delay(fake: FakeServer, client: Client) -> None:
     fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
         workflow=workflow(), created=True
@@ -506,7 +555,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}
     unary |= {"create_schedule", "get_schedule", "update_schedule"}
     unary |= {"delete_schedule", "pause_schedule", "unpause_schedule", "trigger_schedule"}
-    unary |= {"backfill_schedule", "retry", "reset"}
+    unary |= {"backfill_schedule", "retry", "reset", "migrate"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

@@ -1,17 +1,18 @@
-// Repairs of one instance from its page: Retry (a FAILED one) and Reset (to a revision
-// picked on its timeline). Each dialog shows the dry run first (what the step would do:
-// state, status, context changes, timers, task), and only then offers to apply it.
+// Repairs of one instance from its page: Retry (a FAILED one), Reset (to a revision
+// picked on its timeline) and Migrate (to another version of its definition). Each dialog
+// shows the dry run first (what the step would do: state, status, context changes,
+// timers, task, and a migration's plan), and only then offers to apply it.
 import * as api from "../api.js";
 import { h, replace } from "../dom.js";
 import { errorNotice, prettyJson, statusBadge, timestamp } from "../format.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
-import type { ContextChangeJson, ResetWorkflowResponseJson, RetryWorkflowResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
+import type { ContextChangeJson, MigrateWorkflowResponseJson, MigrationPlanJson, ResetWorkflowResponseJson, RetryWorkflowResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 
-type Repaired = RetryWorkflowResponseJson | ResetWorkflowResponseJson;
+type Repaired = RetryWorkflowResponseJson | ResetWorkflowResponseJson | MigrateWorkflowResponseJson;
 
 export interface RepairAsk {
-  /** "retry" or "reset": the dialog's ids and the route's last segment. */
-  kind: "retry" | "reset";
+  /** "retry", "reset" or "migrate": the dialog's ids and the route's last segment. */
+  kind: "retry" | "reset" | "migrate";
   title: string;
   explain: string;
   confirm: string;
@@ -24,12 +25,37 @@ function change(c: ContextChangeJson): HTMLElement {
   return h("li", {}, h("code", {}, c.field ?? ""), ": ", side(c.before, c.before !== undefined), " → ", side(c.after, c.after !== undefined));
 }
 
+const TASK_FATES: Record<string, string> = {
+  MIGRATION_TASK_FATE_MOVED: "moves: offered anew in the new state, on the same queue",
+  MIGRATION_TASK_FATE_CANCELLED: "cancelled: the new state has no task",
+};
+
+function names(list: string[] | undefined): HTMLElement {
+  return list?.length ? h("span", {}, list.map((n, i) => [i ? ", " : "", h("code", {}, n)])) : h("span", { class: "muted" }, "none");
+}
+
+/** A migration's plan: versions, states, fields, timers and the open task's fate. */
+function planView(plan: MigrationPlanJson): HTMLElement {
+  const fate = TASK_FATES[plan.taskFate ?? ""];
+  return h("dl", { class: "facts", "data-plan": "" },
+    h("dt", {}, "Version"), h("dd", {}, `${plan.fromVersion ?? ""} → ${plan.toVersion ?? ""}`),
+    h("dt", {}, "State"), h("dd", {}, h("code", {}, plan.stateFrom ?? ""), " → ", h("code", {}, plan.stateTo ?? "")),
+    h("dt", {}, "Defaulted"), h("dd", { "data-plan-defaulted": "" }, names(plan.defaultedFields)),
+    h("dt", {}, "Set"), h("dd", { "data-plan-set": "" }, names(plan.setFields)),
+    h("dt", {}, "Removed"), h("dd", { "data-plan-removed": "" }, names(plan.removedFields)),
+    h("dt", {}, "Old timers"), h("dd", {}, plan.timersDisarmed ? "disarmed" : h("span", { class: "muted" }, "none")),
+    h("dt", {}, "Open task"), h("dd", {}, fate ? [h("code", {}, plan.taskQueue ?? ""), " ", fate] : h("span", { class: "muted" }, "none")),
+  );
+}
+
 /** What a dry run says the repair would do. */
 export function preview(answer: Repaired): HTMLElement {
   const w: WorkflowJson = answer.workflow ?? {};
+  const plan = "plan" in answer ? answer.plan : undefined;
   const changes = answer.contextChanges ?? [];
   const timers = w.timers ?? [];
   return h("div", { class: "stack repair-preview", "data-preview": "" },
+    plan ? [h("h3", {}, "The plan"), planView(plan), h("h3", {}, "The instance after it")] : [],
     h("dl", { class: "facts" },
       h("dt", {}, "State"), h("dd", {}, h("code", {}, w.state ?? "")),
       h("dt", {}, "Status"), h("dd", {}, statusBadge(w.status)),

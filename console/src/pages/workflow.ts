@@ -62,6 +62,16 @@ function parseJson(text: string, what: string): { ok: true; value: unknown } | {
 }
 
 // The step that cancelled the instance: it left it CANCELLED, and says why in its input.
+/** Lines of ``key=value`` (a migration's state map or sets) as an object; blank lines skipped. */
+function pairs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const at = line.indexOf("=");
+    if (line.trim() && at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}
+
 function isCancellation(step: WatchWorkflowResponseJson): boolean {
   return step.workflow?.status === "WORKFLOW_STATUS_CANCELLED" && step.input !== undefined && "reason" in (step.input ?? {});
 }
@@ -313,7 +323,30 @@ export function workflowPage(id: string): Page {
             body: {},
           }, repaired) }, "Retry workflow…")),
         );
-        append(actions, resume, signal, idle, cancel, retry, ended);
+        // Migrate: a RUNNING or WAITING instance to another version of its definition.
+        const migrateVersion = h("input", { id: "migrate-version", type: "number", min: "1", required: "", value: String((workflow.version ?? 1) + 1) }) as HTMLInputElement;
+        const migrateMap = h("textarea", { id: "migrate-map", rows: 2, spellcheck: "false", class: "code-input", placeholder: "old_state=new_state" }) as HTMLTextAreaElement;
+        const migrateSet = h("textarea", { id: "migrate-set", rows: 2, spellcheck: "false", class: "code-input", placeholder: "field=context.other + 1" }) as HTMLTextAreaElement;
+        const migrate = h("form", { class: "stack", "aria-labelledby": "migrate-title", "data-action": "migrate" },
+          h("h3", { id: "migrate-title" }, "Migrate"),
+          h("p", { class: "muted" }, "Moves it to another version of its definition; the dry run shows the plan first."),
+          h("label", { for: "migrate-version" }, "To version"), migrateVersion,
+          h("label", { for: "migrate-map" }, "States ", h("span", { class: "muted" }, "(old=new, one a line; unmapped states keep their name)")), migrateMap,
+          h("label", { for: "migrate-set" }, "Set fields ", h("span", { class: "muted" }, "(field=CEL over the old context, one a line)")), migrateSet,
+          h("div", {}, h("button", { type: "submit", class: "button", id: "migrate-button" }, "Migrate workflow…")),
+        );
+        migrate.addEventListener("submit", (event) => {
+          event.preventDefault();
+          const to = Number(migrateVersion.value);
+          repairDialog(path, workflow.revision, {
+            kind: "migrate",
+            title: `Migrate ${id} to version ${to}?`,
+            explain: `It moves from ${workflow.definition} v${workflow.version} to v${to}, as one saved step.`,
+            confirm: "Migrate workflow",
+            body: { toVersion: to, stateMap: pairs(migrateMap.value), set: pairs(migrateSet.value) },
+          }, repaired);
+        });
+        append(actions, resume, signal, idle, cancel, retry, migrate, ended);
         const offer = (select: HTMLSelectElement, events: string[]) => {
           const now = [...select.options].map((o) => o.value);
           if (now.length === events.length && now.every((e, i) => e === events[i])) return;
@@ -340,6 +373,7 @@ export function workflowPage(id: string): Page {
           cancel.hidden = over;
           ended.hidden = !over;
           retry.hidden = workflow.status !== "WORKFLOW_STATUS_FAILED";
+          migrate.hidden = !(waiting || running) || Boolean(startTimer());
           ended.textContent = over ? `This workflow is ${statusLabel(workflow.status).toLowerCase()}: nothing can act on it any more, unless it is repaired (a reset to a revision of its history below).` : "";
           actions.dataset.status = workflow.status ?? "";
         };

@@ -15,6 +15,7 @@ from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.api import validation as v
 from statewrightd.api.convert import DEFAULT_LIMITS, ValueLimits, struct_to_dict
+from statewrightd.app.migrate import MigrationAsked
 from statewrightd.config import Limits
 from statewrightd.context import current_actor
 from statewrightd.definitions.registry import Loaded
@@ -184,7 +185,8 @@ def _asked(
     | pb.SignalWorkflowRequest
     | pb.CancelWorkflowRequest
     | pb.RetryWorkflowRequest
-    | pb.ResetWorkflowRequest,
+    | pb.ResetWorkflowRequest
+    | pb.MigrateWorkflowRequest,
 ) -> dict[str, Any]:
     """What every step a caller asks of an instance carries: who asks, the instance, and
     the request's idempotency key (its request id validated here)."""
@@ -263,6 +265,46 @@ def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
         to_revision=request.to_revision,
         reason=request.reason,
         expected_revision=request.expected_revision,
+    )
+
+
+# How many entries a migration's state_map or set may hold, and how long each may be.
+MAX_MIGRATION_ENTRIES = 200
+MAX_MIGRATION_TEXT = 4096
+
+
+def migration_asked(request: pb.MigrateWorkflowRequest) -> MigrationAsked:
+    """A migration as asked; the planner checks its states and fields against both
+    versions when it runs (every problem at once)."""
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    if request.to_version < 1:
+        raise v.invalid(
+            "to_version",
+            f"to_version must name a version of the definition (1 or more); got "
+            f"{request.to_version}",
+            value=request.to_version,
+        )
+    for field, entries in (("state_map", request.state_map), ("set", request.set)):
+        if len(entries) > MAX_MIGRATION_ENTRIES:
+            raise v.invalid(
+                field, f"{field} holds {len(entries)} entries, over {MAX_MIGRATION_ENTRIES}"
+            )
+        for key, value in entries.items():
+            v.required(f"{field}[{key}]", value)
+            v.at_most(f"{field}[{key}]", value, MAX_MIGRATION_TEXT)
+            v.at_most(field, key, MAX_MIGRATION_TEXT)
+    asked = _repair(_asked(workflow_id, "MigrateWorkflow", request), request.dry_run)
+    return MigrationAsked(
+        workflow_id=workflow_id,
+        to_version=request.to_version,
+        state_map=dict(request.state_map),
+        sets=dict(request.set),
+        reason=request.reason,
+        expected_revision=request.expected_revision,
+        request=asked["request"],
+        actor=asked["actor"],
     )
 
 

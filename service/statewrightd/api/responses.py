@@ -16,10 +16,12 @@ from statewrightd.api.convert import (
     transitions_pb,
     workflow_pb,
 )
+from statewrightd.app.migrate import Migrated
 from statewrightd.app.repair import Repaired
 from statewrightd.app.workflows import Deleted
 from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import Status
+from statewrightd.engine import migration
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.loading import Found
 from statewrightd.engine.watch import StepEvent
@@ -121,6 +123,34 @@ def retry_response(repaired: Repaired) -> pb.RetryWorkflowResponse:
 def reset_response(repaired: Repaired) -> pb.ResetWorkflowResponse:
     return pb.ResetWorkflowResponse(
         workflow=outcome_workflow(repaired.outcome),
+        context_changes=_context_changes(repaired),
+        dry_run=repaired.dry_run,
+    )
+
+
+_TASK_FATES = {
+    migration.TASK_NONE: pb.MIGRATION_TASK_FATE_NONE,
+    migration.TASK_MOVED: pb.MIGRATION_TASK_FATE_MOVED,
+    migration.TASK_CANCELLED: pb.MIGRATION_TASK_FATE_CANCELLED,
+}
+
+
+def migrate_response(migrated: Migrated) -> pb.MigrateWorkflowResponse:
+    plan, repaired = migrated.plan, migrated.repaired
+    return pb.MigrateWorkflowResponse(
+        workflow=outcome_workflow(repaired.outcome),
+        plan=pb.MigrationPlan(
+            from_version=plan.from_version,
+            to_version=plan.to_version,
+            state_from=plan.state_from,
+            state_to=plan.state_to,
+            defaulted_fields=[a.field for a in plan.assigned if a.source == "default"],
+            set_fields=[a.field for a in plan.assigned if a.source == "set"],
+            removed_fields=list(plan.removed),
+            timers_disarmed=plan.timers_disarmed,
+            task_fate=_TASK_FATES[plan.task],
+            task_queue=plan.task_queue,
+        ),
         context_changes=_context_changes(repaired),
         dry_run=repaired.dry_run,
     )

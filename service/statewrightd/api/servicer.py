@@ -91,6 +91,16 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         return responses.reset_response(repaired)
 
     @unary
+    async def MigrateWorkflow(
+        self, request: pb.MigrateWorkflowRequest, context: Context
+    ) -> pb.MigrateWorkflowResponse:
+        asked = requests.migration_asked(request)
+        migrated = await self._app.migrations.migrate(
+            asked, dry_run=request.dry_run, budget=budget(context)
+        )
+        return responses.migrate_response(migrated)
+
+    @unary
     async def DeleteWorkflow(
         self, request: pb.DeleteWorkflowRequest, context: Context
     ) -> pb.DeleteWorkflowResponse:

@@ -19,6 +19,7 @@ from statewrightd.app.workflows import Workflows
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import ResetCommand, RetryCommand, StepCommand
+from statewrightd.engine.loading import Found
 from statewrightd.engine.snapshots import instance_record, snapshot_of
 from statewrightd.engine.stepping import revision_mismatch
 from statewrightd.engine.writes import task_change, timer_change
@@ -75,24 +76,33 @@ class Repairs:
         self, command: StepCommand, *, dry_run: bool, budget: float | None
     ) -> Repaired:
         found = await self._reads.get(command.workflow_id)
-        before = found.record.context
         if not dry_run:
-            outcome = await self._workflows.step(command, budget)
-            # Its changes are against the revision before its step, as history keeps it:
-            # the instance read above may be older (a race), and the answer to a retried
-            # request id is the step saved then.
-            revision = outcome.record.revision
-            rows = await self._reads.history_after(command.workflow_id, revision - 2, 1)
-            before = rows[0].context if rows and rows[0].revision == revision - 1 else before
-            return Repaired(outcome, before, dry_run)
-        record, loaded = found.record, found.loaded
+            return await self.saved(command, budget, found.record.context)
+        return await self.dry_run(command, found)
+
+    async def saved(
+        self, command: StepCommand, budget: float | None, before: Mapping[str, Any]
+    ) -> Repaired:
+        """Step the instance; its changes are against the revision before its step, as
+        history keeps it (``before``, the context read before it, may be older: a race;
+        and the answer to a retried request id is the step saved then)."""
+        outcome = await self._workflows.step(command, budget)
+        revision = outcome.record.revision
+        rows = await self._reads.history_after(command.workflow_id, revision - 2, 1)
+        before = rows[0].context if rows and rows[0].revision == revision - 1 else before
+        return Repaired(outcome, before, False)
+
+    async def dry_run(self, command: StepCommand, found: Found) -> Repaired:
+        """What the step would make of the instance as ``found``, saving nothing."""
+        record = found.record
         expected = command.expected()
         if expected and expected != record.revision:
             raise revision_mismatch(command.workflow_id, expected, record.revision)
-        result = command.step(loaded.definition, snapshot_of(record))
+        result = command.step(found.loaded.definition, snapshot_of(record))
         now = self._clock.now()
         after = instance_record(result.snapshot, record.create_time, now)
         _, timers = timer_change(result.timers, after, now)
         _, task = task_change(result, after, now)
+        loaded = command.stepped_with(found.loaded)
         outcome = Outcome(after, loaded, result.transitions, timers=timers, task=task)
-        return Repaired(outcome, before, dry_run)
+        return Repaired(outcome, record.context, True)

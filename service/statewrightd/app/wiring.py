@@ -23,6 +23,7 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
+from statewrightd.app.migrate import Migrations
 from statewrightd.app.queues import QueueDesk
 from statewrightd.app.reads import Reads
 from statewrightd.app.repair import Repairs
@@ -89,6 +90,7 @@ class UseCases:
     schedules: Schedules
     queues: QueueDesk
     repairs: Repairs
+    migrations: Migrations
 
 
 @dataclass(frozen=True, slots=True)
@@ -160,6 +162,11 @@ class Application:
     def repairs(self) -> Repairs:
         """Retry and reset of one instance."""
         return self._opened().cases.repairs
+
+    @property
+    def migrations(self) -> Migrations:
+        """Migration of one instance to another version of its definition."""
+        return self._opened().cases.migrations
 
     @property
     def diagnostics(self) -> Diagnostics:
@@ -234,7 +241,10 @@ class Application:
                     ", ".join(c.queue for c in applied),
                 )
         repairs = Repairs(workflows, clock)
-        cases = UseCases(workflows, reads, tasks, diagnostics, schedules, queues, repairs)
+        migrations = Migrations(workflows, repairs)
+        cases = UseCases(
+            workflows, reads, tasks, diagnostics, schedules, queues, repairs, migrations
+        )
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
         if self.config.definitions_dir is not None:
             self.schedule_files = ScheduleFiles(schedules, self.config.definitions_dir)

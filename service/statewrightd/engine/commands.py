@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 from statewrightd.definitions.model import TASK_COMPLETED, TASK_FAILED, Definition
 from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TaskStatus, TraceContext
-from statewrightd.engine import fsm
+from statewrightd.engine import fsm, migration
 from statewrightd.engine.answers import Outcome, Rejection
 from statewrightd.engine.model import Snapshot, StepResult
 from statewrightd.errors import FailedPrecondition
@@ -193,6 +193,11 @@ class StepCommand(Command):
         still does in the store, as a blocking call; None: nothing."""
         return None
 
+    def stepped_with(self, loaded: Loaded) -> Loaded:
+        """The definition version the instance runs after this step (a migration's
+        target; any other step keeps ``loaded``)."""
+        return loaded
+
     def history_event(self, result: StepResult) -> str | None:
         """The event history and watchers show for this command's step."""
         return result.transitions[0].event if result.transitions else None
@@ -334,6 +339,62 @@ class ResetCommand(StepCommand):
 
     def taken(self) -> dict[str, Any] | None:
         return {"reason": self.reason, "to_revision": self.to_revision}
+
+    def history_event(self, result: StepResult) -> str | None:
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MigrateCommand(StepCommand):
+    """Move a RUNNING or WAITING instance to ``target``, another version of its
+    definition (engine.migration: checked against both versions, then fsm.migrate)."""
+
+    kind: ClassVar[str] = "migrate"
+    target: Loaded
+    # The version the caller's instance ran when asked: a step of any other is refused (a
+    # concurrent migration moved it), and history records it beside the target.
+    from_version: int
+    state_map: Mapping[str, str] = field(default_factory=dict)
+    sets: Mapping[str, str] = field(default_factory=dict)
+    reason: str = ""
+    expected_revision: int = 0
+
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return self.planned(definition, snapshot)[1]
+
+    def planned(
+        self, definition: Definition, snapshot: Snapshot
+    ) -> tuple[migration.MigrationPlan, StepResult]:
+        """The checked plan and its step (a dry run answers both, saving nothing)."""
+        if definition.version != self.from_version:
+            raise migration.MigrationInvalid(
+                snapshot.workflow_id,
+                self.target.definition.version,
+                [
+                    migration.MigrationProblem(
+                        "to_version",
+                        f"the instance runs version "
+                        f"{definition.version} now, not {self.from_version} as when asked",
+                    )
+                ],
+            )
+        target = self.target.definition
+        return migration.migrate(definition, target, snapshot, self.state_map, self.sets)
+
+    def stepped_with(self, loaded: Loaded) -> Loaded:
+        return self.target
+
+    def taken(self) -> dict[str, Any] | None:
+        return {
+            "reason": self.reason,
+            "from_version": self.from_version,
+            "to_version": self.target.definition.version,
+            "state_map": dict(self.state_map),
+            "set": dict(self.sets),
+        }
 
     def history_event(self, result: StepResult) -> str | None:
         return self.kind

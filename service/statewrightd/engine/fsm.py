@@ -1325,7 +1325,7 @@ def _item_ended(
 
 # -- repair: retry and reset -----------------------------------------------------------
 
-REPAIR_EVENTS = ("retry", "reset")  # what history shows for a repair's step
+REPAIR_EVENTS = ("retry", "reset", "migrate")  # what history shows for a repair's step
 
 # A task (or a child workflow) that gave up fails the instance with one of these: its
 # retry schedules the task anew rather than re-running the state's entry (which its
@@ -1378,6 +1378,23 @@ def reset(
     if state not in defn.states:
         raise _unknown_state(defn, snapshot, state)
     return _reentered(defn, snapshot, state, context, entry=False)
+
+
+def migrate(
+    source: Definition,
+    target: Definition,
+    snapshot: Snapshot,
+    state: str,
+    context: Mapping[str, JSONValue],
+) -> StepResult:
+    """Move the instance (of ``source``) to ``target``'s ``state`` with ``context``, as
+    checked by engine.migration's plan, in one step at the next revision: no action runs;
+    what it has open is disarmed and cancelled, the new state's timers armed from its
+    ``after`` and its task scheduled anew; the status follows from the state by rule 2."""
+    _check(source, snapshot)
+    if state not in target.states:
+        raise _unknown_state(target, snapshot, state)
+    return _reentered(target, snapshot, state, context, entry=False)
 
 
 def _unknown_state(defn: Definition, snapshot: Snapshot, state: str) -> FailedPrecondition:

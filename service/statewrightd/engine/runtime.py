@@ -348,7 +348,7 @@ class WorkflowRuntime:
         if isinstance(decision, Cleanup):
             fired = command.fired()
             session.timers = tuple(t for t in session.timers if t.timer_id != fired)
-        self._act(job, segment, decision, session.loaded)
+        self._act(job, segment, decision, command.stepped_with(session.loaded))
 
     def _act(
         self,

@@ -103,11 +103,9 @@ class StepWrites:
         trace: TraceContext | None = None,
     ) -> Planned:
         now = self._clock.now()
+        loaded = command.stepped_with(session.loaded)  # a migration's: the new version
         record = instance_record(
-            result.snapshot,
-            session.record.create_time,
-            now,
-            self._expire_time(session.loaded, result, now),
+            result.snapshot, session.record.create_time, now, self._expire_time(loaded, result, now)
         )
         change, armed = timer_change(result.timers, record, now, command.fired())
         if not result.timers.disarm and not armed:
@@ -131,7 +129,9 @@ class StepWrites:
             self._request_record(command, record),
             change,
             tasks,
-            self._changed_search(session.loaded, session.snapshot, result.snapshot),
+            self._changed_search(session.loaded, session.snapshot, result.snapshot)
+            if loaded is session.loaded
+            else self._search(loaded, result.snapshot),  # another version: its fields only
         )
         return Planned(op, armed, task)
 

@@ -2,7 +2,7 @@
 
 Five roles: ``reader`` reads instances and definitions; ``client`` also starts, resumes,
 signals and cancels them; ``worker`` serves task queues (TaskService); ``operator`` reads
-and repairs instances (retry, reset); ``admin`` may do everything, diagnostics included.
+and repairs instances (retry, reset, migrate); ``admin`` may do everything, diagnostics included.
 A grant gives one role, scoped to definition names and task queues by glob patterns
 (``mail-*``, ``payments``); a principal holds any number of grants, and a call is allowed
 by any one of them.
@@ -30,7 +30,7 @@ _COVERS: Final[dict[Role, frozenset[Role]]] = {
     Role.READER: frozenset({Role.READER}),
     Role.CLIENT: frozenset({Role.READER, Role.CLIENT}),
     Role.WORKER: frozenset({Role.WORKER}),
-    # An operator repairs instances (retry, reset) and reads them; it starts none.
+    # An operator repairs instances (retry, reset, migrate) and reads them; it starts none.
     Role.OPERATOR: frozenset({Role.READER, Role.OPERATOR}),
     Role.ADMIN: frozenset(Role),
 }
@@ -74,6 +74,7 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "DeleteWorkflow": MethodRule(Role.ADMIN, Scope.DEFINITION),
     _W + "RetryWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
     _W + "ResetWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
+    _W + "MigrateWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
     _T + "PollTasks": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "HeartbeatTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "CompleteTask": MethodRule(Role.WORKER, Scope.QUEUE),

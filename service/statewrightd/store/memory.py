@@ -105,8 +105,8 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             if instance is None or instance.revision != p["expected"]:
                 return self._refused(op, instance)
             # A save keeps what only a create writes: the definition, the creation time
-            # and the start's recursion limit.
-            row[1], row[2], row[8] = instance.row[1], instance.row[2], instance.row[8]
+            # and the start's recursion limit (the version it writes: a migration's).
+            row[1], row[8] = instance.row[1], instance.row[8]
             row[11] = instance.row[11]
             instance.row = row
         instance.history[p["revision"]] = [

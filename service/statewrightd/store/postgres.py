@@ -446,7 +446,7 @@ class PostgresRepository(SqlRepository):
 # The rows' JSON keys are the encoded parameters' names; an instance's are its columns.
 _CREATE_FIELDS = INSTANCE
 _SAVE_FIELDS = (
-    "workflow_id", "expected", "revision", "state", "status", "context", "error",
+    "workflow_id", "expected", "revision", "version", "state", "status", "context", "error",
     "update_time", "expire_time",
 )  # fmt: skip
 _HISTORY_FIELDS = (

@@ -164,7 +164,8 @@ def _save(timed: bool, tasked: bool = False) -> str:
         + _REQUEST_FREE
         + """, changed AS (
     UPDATE workflow_instances
-       SET state = %(state)s, status = %(status)s, context = %(context)s::jsonb,
+       SET version = %(version)s, state = %(state)s, status = %(status)s,
+           context = %(context)s::jsonb,
            revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s,
            expire_time = %(expire_time)s
      WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
@@ -294,11 +295,12 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
 # A batch's saves: the columns of each row, and the UPDATE that applies each one whose
 # expected revision holds (both layouts; Citus adds its own conditions after it).
 SAVE_ROW_TYPES = """
-        workflow_id text, expected bigint, revision bigint, state text, status text,
+        workflow_id text, expected bigint, revision bigint, version integer, state text,
+        status text,
         context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz, """
 SAVE_UPDATE = """
     UPDATE workflow_instances w
-       SET state = r.state, status = r.status, context = r.context,
+       SET version = r.version, state = r.state, status = r.status, context = r.context,
            revision = r.revision, error = r.error, update_time = r.update_time,
            expire_time = r.expire_time
       FROM rows r

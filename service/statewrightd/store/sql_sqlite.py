@@ -38,8 +38,9 @@ ON CONFLICT (workflow_id) DO NOTHING
 
 SAVE = """
 UPDATE workflow_instances
-   SET state = :state, status = :status, context = :context, revision = :revision,
-       error = :error, update_time = :update_time, expire_time = :expire_time
+   SET version = :version, state = :state, status = :status, context = :context,
+       revision = :revision, error = :error, update_time = :update_time,
+       expire_time = :expire_time
  WHERE workflow_id = :workflow_id AND revision = :expected
 """
 

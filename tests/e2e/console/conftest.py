@@ -23,14 +23,22 @@ def console_server_env() -> dict[str, str]:
 
 
 @pytest.fixture(scope="module")
+def console_definitions() -> dict[str, str]:
+    """Definition files (name -> text) the module's server serves besides the examples and
+    the test definitions (a test hook, as above)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
 def console_server(
     postgres_databases: PostgresDatabases,
     tmp_path_factory: pytest.TempPathFactory,
     console_server_env: dict[str, str],
+    console_definitions: dict[str, str],
 ) -> Iterator[ServerProcess]:
     url = postgres_databases.create()
     root = tmp_path_factory.mktemp("console")
-    definitions = definitions_dir(root / "definitions")
+    definitions = definitions_dir(root / "definitions", extra=console_definitions)
     args = ["--http-listen", "127.0.0.1:0"]
     with running_server(
         url, definitions, cwd=root, extra_args=args, env=console_server_env

@@ -15,6 +15,7 @@ import json
 from typing import Any
 
 import grpc
+import pytest
 from google.protobuf import json_format, message_factory
 from google.protobuf.message import Message
 from statewright.v1 import schedule_service_pb2 as schedule_pb
@@ -129,6 +130,26 @@ def _ok(answer: Answer, rpc: str, seen: set[str]) -> dict[str, Any]:
     return body
 
 
+# Two versions of one definition, for MigrateWorkflow (its wait state renamed).
+MIGRATING = """
+name: migrating
+version: {version}
+states:
+  {state}: {{wait: true}}
+  done: {{}}
+transitions:
+  - {{from: {state}, on: go, to: done}}
+"""
+
+
+@pytest.fixture(scope="module")
+def console_definitions() -> dict[str, str]:
+    return {
+        "migrating-v1.yaml": MIGRATING.format(version=1, state="hold"),
+        "migrating-v2.yaml": MIGRATING.format(version=2, state="held"),
+    }
+
+
 def test_every_rpc_succeeds_over_http(http: Http) -> None:
     seen: set[str] = set()
     W = "/api/v1/workflows"
@@ -191,6 +212,15 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     body["input"] = {"route": "cancel"}
     both = _ok(http.post(f"{W}:signalWithStart", body), "SignalWithStartWorkflow", seen)
     assert both["started"] is True and both["accepted"] is True
+
+    held = _ok(http.post(W, {"definition": "migrating", "version": 1}), "StartWorkflow", seen)
+    moving = held["workflow"]["workflowId"]
+    body = {"toVersion": 2, "stateMap": {"hold": "held"}, "reason": "walk", "dryRun": True}
+    plan = _ok(http.post(f"{W}/{moving}/migrate", body), "MigrateWorkflow", seen)["plan"]
+    assert (plan["stateFrom"], plan["stateTo"]) == ("hold", "held")
+    body["dryRun"] = False
+    moved = _ok(http.post(f"{W}/{moving}/migrate", body), "MigrateWorkflow", seen)["workflow"]
+    assert (moved["version"], moved["state"]) == (2, "held")
 
     cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"

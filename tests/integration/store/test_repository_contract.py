@@ -169,6 +169,16 @@ def test_save_success_conflict_and_not_found(repo: Repository) -> None:
         repo.save(save_op(instance("ghost")))
 
 
+def test_a_save_writes_the_instance_s_version(repo: Repository) -> None:
+    """A migration moves an instance to another version of its definition in a save."""
+    first = repo.create(create_op("w-migrated"))
+    op = save_op(first, state="approval")
+    moved = dataclasses.replace(op.new, version=first.version + 1)
+    assert repo.save(dataclasses.replace(op, new=moved)) == 2
+    loaded = repo.load("w-migrated")
+    assert (loaded.version, loaded.state) == (first.version + 1, "approval")
+
+
 def test_revisions_are_dense_with_one_history_row_each(repo: Repository) -> None:
     rec = repo.create(create_op("w-dense"))
     for _ in range(5):

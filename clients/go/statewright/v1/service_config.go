@@ -74,6 +74,10 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.WorkflowService",
           "method": "ResetWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "MigrateWorkflow"
         }
       ],
       "timeout": "30s",

@@ -245,6 +245,64 @@ func (IfFinishedPolicy) EnumDescriptor() ([]byte, []int) {
 	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{3}
 }
 
+// What a migration does to an instance's open task.
+type MigrationTaskFate int32
+
+const (
+	// Not used.
+	MigrationTaskFate_MIGRATION_TASK_FATE_UNSPECIFIED MigrationTaskFate = 0
+	// No task was open.
+	MigrationTaskFate_MIGRATION_TASK_FATE_NONE MigrationTaskFate = 1
+	// The task moved to the new task state on the same queue: offered anew there, with a
+	// new id and a fresh set of attempts (the old one is cancelled).
+	MigrationTaskFate_MIGRATION_TASK_FATE_MOVED MigrationTaskFate = 2
+	// The new state has no task: the open task is cancelled.
+	MigrationTaskFate_MIGRATION_TASK_FATE_CANCELLED MigrationTaskFate = 3
+)
+
+// Enum value maps for MigrationTaskFate.
+var (
+	MigrationTaskFate_name = map[int32]string{
+		0: "MIGRATION_TASK_FATE_UNSPECIFIED",
+		1: "MIGRATION_TASK_FATE_NONE",
+		2: "MIGRATION_TASK_FATE_MOVED",
+		3: "MIGRATION_TASK_FATE_CANCELLED",
+	}
+	MigrationTaskFate_value = map[string]int32{
+		"MIGRATION_TASK_FATE_UNSPECIFIED": 0,
+		"MIGRATION_TASK_FATE_NONE":        1,
+		"MIGRATION_TASK_FATE_MOVED":       2,
+		"MIGRATION_TASK_FATE_CANCELLED":   3,
+	}
+)
+
+func (x MigrationTaskFate) Enum() *MigrationTaskFate {
+	p := new(MigrationTaskFate)
+	*p = x
+	return p
+}
+
+func (x MigrationTaskFate) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (MigrationTaskFate) Descriptor() protoreflect.EnumDescriptor {
+	return file_statewright_v1_workflow_service_proto_enumTypes[4].Descriptor()
+}
+
+func (MigrationTaskFate) Type() protoreflect.EnumType {
+	return &file_statewright_v1_workflow_service_proto_enumTypes[4]
+}
+
+func (x MigrationTaskFate) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use MigrationTaskFate.Descriptor instead.
+func (MigrationTaskFate) EnumDescriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{4}
+}
+
 // Request of StartWorkflow.
 type StartWorkflowRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2685,6 +2743,319 @@ func (x *ResetWorkflowResponse) GetDryRun() bool {
 	return false
 }
 
+// Request of MigrateWorkflow.
+type MigrateWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Required. The version of the instance's definition to move it to.
+	ToVersion int32 `protobuf:"varint,2,opt,name=to_version,json=toVersion,proto3" json:"to_version,omitempty"`
+	// Optional. A state of the instance's version (key) and the state of the target
+	// version it becomes (value); a state not mapped keeps its name.
+	StateMap map[string]string `protobuf:"bytes,3,rep,name=state_map,json=stateMap,proto3" json:"state_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Optional. A context field of the target version (key) and a CEL expression over the
+	// old context giving its value (value); a new field not set gets its default.
+	Set map[string]string `protobuf:"bytes,4,rep,name=set,proto3" json:"set,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	// Optional. Why the instance is migrated, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the migration applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,6,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,7,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer the plan and the instance as it would be, and save nothing.
+	DryRun        bool `protobuf:"varint,8,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrateWorkflowRequest) Reset() {
+	*x = MigrateWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrateWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrateWorkflowRequest) ProtoMessage() {}
+
+func (x *MigrateWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrateWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*MigrateWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *MigrateWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *MigrateWorkflowRequest) GetToVersion() int32 {
+	if x != nil {
+		return x.ToVersion
+	}
+	return 0
+}
+
+func (x *MigrateWorkflowRequest) GetStateMap() map[string]string {
+	if x != nil {
+		return x.StateMap
+	}
+	return nil
+}
+
+func (x *MigrateWorkflowRequest) GetSet() map[string]string {
+	if x != nil {
+		return x.Set
+	}
+	return nil
+}
+
+func (x *MigrateWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *MigrateWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *MigrateWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *MigrateWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of MigrateWorkflow.
+type MigrateWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the migration (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. What the migration does (or did).
+	Plan *MigrationPlan `protobuf:"bytes,2,opt,name=plan,proto3" json:"plan,omitempty"`
+	// Output only. The context fields the migration changes (added, set or dropped).
+	ContextChanges []*ContextChange `protobuf:"bytes,3,rep,name=context_changes,json=contextChanges,proto3" json:"context_changes,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,4,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrateWorkflowResponse) Reset() {
+	*x = MigrateWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrateWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrateWorkflowResponse) ProtoMessage() {}
+
+func (x *MigrateWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrateWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*MigrateWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *MigrateWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *MigrateWorkflowResponse) GetPlan() *MigrationPlan {
+	if x != nil {
+		return x.Plan
+	}
+	return nil
+}
+
+func (x *MigrateWorkflowResponse) GetContextChanges() []*ContextChange {
+	if x != nil {
+		return x.ContextChanges
+	}
+	return nil
+}
+
+func (x *MigrateWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// What a migration does to one instance, checked against both versions.
+type MigrationPlan struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The version the instance ran.
+	FromVersion int32 `protobuf:"varint,1,opt,name=from_version,json=fromVersion,proto3" json:"from_version,omitempty"`
+	// Output only. The version it runs after the migration.
+	ToVersion int32 `protobuf:"varint,2,opt,name=to_version,json=toVersion,proto3" json:"to_version,omitempty"`
+	// Output only. The state it was in.
+	StateFrom string `protobuf:"bytes,3,opt,name=state_from,json=stateFrom,proto3" json:"state_from,omitempty"`
+	// Output only. The state of the target version it enters (no action runs; its timers
+	// are armed and its task scheduled as on entry).
+	StateTo string `protobuf:"bytes,4,opt,name=state_to,json=stateTo,proto3" json:"state_to,omitempty"`
+	// Output only. New context fields given their default.
+	DefaultedFields []string `protobuf:"bytes,5,rep,name=defaulted_fields,json=defaultedFields,proto3" json:"defaulted_fields,omitempty"`
+	// Output only. Context fields a `set` expression gave their value.
+	SetFields []string `protobuf:"bytes,6,rep,name=set_fields,json=setFields,proto3" json:"set_fields,omitempty"`
+	// Output only. Context fields the target version does not declare: dropped.
+	RemovedFields []string `protobuf:"bytes,7,rep,name=removed_fields,json=removedFields,proto3" json:"removed_fields,omitempty"`
+	// Output only. Whether the timers of the old state were disarmed (the new state's are
+	// in the workflow's timers).
+	TimersDisarmed bool `protobuf:"varint,8,opt,name=timers_disarmed,json=timersDisarmed,proto3" json:"timers_disarmed,omitempty"`
+	// Output only. What becomes of the instance's open task.
+	TaskFate MigrationTaskFate `protobuf:"varint,9,opt,name=task_fate,json=taskFate,proto3,enum=statewright.v1.MigrationTaskFate" json:"task_fate,omitempty"`
+	// Output only. The queue of the open task (when one was open).
+	TaskQueue     string `protobuf:"bytes,10,opt,name=task_queue,json=taskQueue,proto3" json:"task_queue,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MigrationPlan) Reset() {
+	*x = MigrationPlan{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MigrationPlan) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MigrationPlan) ProtoMessage() {}
+
+func (x *MigrationPlan) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MigrationPlan.ProtoReflect.Descriptor instead.
+func (*MigrationPlan) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *MigrationPlan) GetFromVersion() int32 {
+	if x != nil {
+		return x.FromVersion
+	}
+	return 0
+}
+
+func (x *MigrationPlan) GetToVersion() int32 {
+	if x != nil {
+		return x.ToVersion
+	}
+	return 0
+}
+
+func (x *MigrationPlan) GetStateFrom() string {
+	if x != nil {
+		return x.StateFrom
+	}
+	return ""
+}
+
+func (x *MigrationPlan) GetStateTo() string {
+	if x != nil {
+		return x.StateTo
+	}
+	return ""
+}
+
+func (x *MigrationPlan) GetDefaultedFields() []string {
+	if x != nil {
+		return x.DefaultedFields
+	}
+	return nil
+}
+
+func (x *MigrationPlan) GetSetFields() []string {
+	if x != nil {
+		return x.SetFields
+	}
+	return nil
+}
+
+func (x *MigrationPlan) GetRemovedFields() []string {
+	if x != nil {
+		return x.RemovedFields
+	}
+	return nil
+}
+
+func (x *MigrationPlan) GetTimersDisarmed() bool {
+	if x != nil {
+		return x.TimersDisarmed
+	}
+	return false
+}
+
+func (x *MigrationPlan) GetTaskFate() MigrationTaskFate {
+	if x != nil {
+		return x.TaskFate
+	}
+	return MigrationTaskFate_MIGRATION_TASK_FATE_UNSPECIFIED
+}
+
+func (x *MigrationPlan) GetTaskQueue() string {
+	if x != nil {
+		return x.TaskQueue
+	}
+	return ""
+}
+
 var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
@@ -2877,7 +3248,45 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x15ResetWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12F\n" +
 	"\x0fcontext_changes\x18\x02 \x03(\v2\x1d.statewright.v1.ContextChangeR\x0econtextChanges\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun*s\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\xd3\x03\n" +
+	"\x16MigrateWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1d\n" +
+	"\n" +
+	"to_version\x18\x02 \x01(\x05R\ttoVersion\x12Q\n" +
+	"\tstate_map\x18\x03 \x03(\v24.statewright.v1.MigrateWorkflowRequest.StateMapEntryR\bstateMap\x12A\n" +
+	"\x03set\x18\x04 \x03(\v2/.statewright.v1.MigrateWorkflowRequest.SetEntryR\x03set\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x06 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\a \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\b \x01(\bR\x06dryRun\x1a;\n" +
+	"\rStateMapEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a6\n" +
+	"\bSetEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xe3\x01\n" +
+	"\x17MigrateWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x121\n" +
+	"\x04plan\x18\x02 \x01(\v2\x1d.statewright.v1.MigrationPlanR\x04plan\x12F\n" +
+	"\x0fcontext_changes\x18\x03 \x03(\v2\x1d.statewright.v1.ContextChangeR\x0econtextChanges\x12\x17\n" +
+	"\adry_run\x18\x04 \x01(\bR\x06dryRun\"\x84\x03\n" +
+	"\rMigrationPlan\x12!\n" +
+	"\ffrom_version\x18\x01 \x01(\x05R\vfromVersion\x12\x1d\n" +
+	"\n" +
+	"to_version\x18\x02 \x01(\x05R\ttoVersion\x12\x1d\n" +
+	"\n" +
+	"state_from\x18\x03 \x01(\tR\tstateFrom\x12\x19\n" +
+	"\bstate_to\x18\x04 \x01(\tR\astateTo\x12)\n" +
+	"\x10defaulted_fields\x18\x05 \x03(\tR\x0fdefaultedFields\x12\x1d\n" +
+	"\n" +
+	"set_fields\x18\x06 \x03(\tR\tsetFields\x12%\n" +
+	"\x0eremoved_fields\x18\a \x03(\tR\rremovedFields\x12'\n" +
+	"\x0ftimers_disarmed\x18\b \x01(\bR\x0etimersDisarmed\x12>\n" +
+	"\ttask_fate\x18\t \x01(\x0e2!.statewright.v1.MigrationTaskFateR\btaskFate\x12\x1d\n" +
+	"\n" +
+	"task_queue\x18\n" +
+	" \x01(\tR\ttaskQueue*s\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
@@ -2895,7 +3304,12 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x10IfFinishedPolicy\x12\"\n" +
 	"\x1eIF_FINISHED_POLICY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19IF_FINISHED_POLICY_REFUSE\x10\x01\x12 \n" +
-	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x022\xe2\x11\n" +
+	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x02*\x98\x01\n" +
+	"\x11MigrationTaskFate\x12#\n" +
+	"\x1fMIGRATION_TASK_FATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
+	"\x18MIGRATION_TASK_FATE_NONE\x10\x01\x12\x1d\n" +
+	"\x19MIGRATION_TASK_FATE_MOVED\x10\x02\x12!\n" +
+	"\x1dMIGRATION_TASK_FATE_CANCELLED\x10\x032\xf6\x12\n" +
 	"\x0fWorkflowService\x12z\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
@@ -2912,7 +3326,8 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eCountWorkflows\x12%.statewright.v1.CountWorkflowsRequest\x1a&.statewright.v1.CountWorkflowsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/workflows:count\x12\xa8\x01\n" +
 	"\x17SignalWithStartWorkflow\x12..statewright.v1.SignalWithStartWorkflowRequest\x1a/.statewright.v1.SignalWithStartWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/workflows:signalWithStart\x12\x89\x01\n" +
 	"\rRetryWorkflow\x12$.statewright.v1.RetryWorkflowRequest\x1a%.statewright.v1.RetryWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/retry\x12\x89\x01\n" +
-	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/resetBs\n" +
+	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/reset\x12\x91\x01\n" +
+	"\x0fMigrateWorkflow\x12&.statewright.v1.MigrateWorkflowRequest\x1a'.statewright.v1.MigrateWorkflowResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/{name=workflows/*}/migrateBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -2927,152 +3342,166 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 	return file_statewright_v1_workflow_service_proto_rawDescData
 }
 
-var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                     // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                    // 1: statewright.v1.SignalRejection
 	(WatchEventType)(0),                     // 2: statewright.v1.WatchEventType
 	(IfFinishedPolicy)(0),                   // 3: statewright.v1.IfFinishedPolicy
-	(*StartWorkflowRequest)(nil),            // 4: statewright.v1.StartWorkflowRequest
-	(*StartWorkflowResponse)(nil),           // 5: statewright.v1.StartWorkflowResponse
-	(*ResumeWorkflowRequest)(nil),           // 6: statewright.v1.ResumeWorkflowRequest
-	(*ResumeWorkflowResponse)(nil),          // 7: statewright.v1.ResumeWorkflowResponse
-	(*SignalWorkflowRequest)(nil),           // 8: statewright.v1.SignalWorkflowRequest
-	(*SignalWorkflowResponse)(nil),          // 9: statewright.v1.SignalWorkflowResponse
-	(*GetWorkflowRequest)(nil),              // 10: statewright.v1.GetWorkflowRequest
-	(*GetWorkflowResponse)(nil),             // 11: statewright.v1.GetWorkflowResponse
-	(*ListWorkflowsRequest)(nil),            // 12: statewright.v1.ListWorkflowsRequest
-	(*ListWorkflowsResponse)(nil),           // 13: statewright.v1.ListWorkflowsResponse
-	(*CancelWorkflowRequest)(nil),           // 14: statewright.v1.CancelWorkflowRequest
-	(*CancelWorkflowResponse)(nil),          // 15: statewright.v1.CancelWorkflowResponse
-	(*DeleteWorkflowRequest)(nil),           // 16: statewright.v1.DeleteWorkflowRequest
-	(*DeleteWorkflowResponse)(nil),          // 17: statewright.v1.DeleteWorkflowResponse
-	(*WatchWorkflowRequest)(nil),            // 18: statewright.v1.WatchWorkflowRequest
-	(*WatchWorkflowResponse)(nil),           // 19: statewright.v1.WatchWorkflowResponse
-	(*ContextPatchOperation)(nil),           // 20: statewright.v1.ContextPatchOperation
-	(*GetDiagnosticsRequest)(nil),           // 21: statewright.v1.GetDiagnosticsRequest
-	(*GetDiagnosticsResponse)(nil),          // 22: statewright.v1.GetDiagnosticsResponse
-	(*GetWorkflowDiagnosticsRequest)(nil),   // 23: statewright.v1.GetWorkflowDiagnosticsRequest
-	(*GetWorkflowDiagnosticsResponse)(nil),  // 24: statewright.v1.GetWorkflowDiagnosticsResponse
-	(*ListDefinitionsRequest)(nil),          // 25: statewright.v1.ListDefinitionsRequest
-	(*ListDefinitionsResponse)(nil),         // 26: statewright.v1.ListDefinitionsResponse
-	(*GetDefinitionRequest)(nil),            // 27: statewright.v1.GetDefinitionRequest
-	(*GetDefinitionResponse)(nil),           // 28: statewright.v1.GetDefinitionResponse
-	(*CountWorkflowsRequest)(nil),           // 29: statewright.v1.CountWorkflowsRequest
-	(*CountWorkflowsResponse)(nil),          // 30: statewright.v1.CountWorkflowsResponse
-	(*StatusCount)(nil),                     // 31: statewright.v1.StatusCount
-	(*SignalWithStartWorkflowRequest)(nil),  // 32: statewright.v1.SignalWithStartWorkflowRequest
-	(*SignalWithStartWorkflowResponse)(nil), // 33: statewright.v1.SignalWithStartWorkflowResponse
-	(*ContextChange)(nil),                   // 34: statewright.v1.ContextChange
-	(*RetryWorkflowRequest)(nil),            // 35: statewright.v1.RetryWorkflowRequest
-	(*RetryWorkflowResponse)(nil),           // 36: statewright.v1.RetryWorkflowResponse
-	(*ResetWorkflowRequest)(nil),            // 37: statewright.v1.ResetWorkflowRequest
-	(*ResetWorkflowResponse)(nil),           // 38: statewright.v1.ResetWorkflowResponse
-	(*structpb.Struct)(nil),                 // 39: google.protobuf.Struct
-	(*durationpb.Duration)(nil),             // 40: google.protobuf.Duration
-	(*Workflow)(nil),                        // 41: statewright.v1.Workflow
-	(*Transition)(nil),                      // 42: statewright.v1.Transition
-	(WorkflowStatus)(0),                     // 43: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                  // 44: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),            // 45: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),            // 46: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),          // 47: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),              // 48: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                       // 49: statewright.v1.BuildInfo
-	(*TimerDiagnostics)(nil),                // 50: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),            // 51: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),            // 52: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),             // 53: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                      // 54: statewright.v1.Definition
+	(MigrationTaskFate)(0),                  // 4: statewright.v1.MigrationTaskFate
+	(*StartWorkflowRequest)(nil),            // 5: statewright.v1.StartWorkflowRequest
+	(*StartWorkflowResponse)(nil),           // 6: statewright.v1.StartWorkflowResponse
+	(*ResumeWorkflowRequest)(nil),           // 7: statewright.v1.ResumeWorkflowRequest
+	(*ResumeWorkflowResponse)(nil),          // 8: statewright.v1.ResumeWorkflowResponse
+	(*SignalWorkflowRequest)(nil),           // 9: statewright.v1.SignalWorkflowRequest
+	(*SignalWorkflowResponse)(nil),          // 10: statewright.v1.SignalWorkflowResponse
+	(*GetWorkflowRequest)(nil),              // 11: statewright.v1.GetWorkflowRequest
+	(*GetWorkflowResponse)(nil),             // 12: statewright.v1.GetWorkflowResponse
+	(*ListWorkflowsRequest)(nil),            // 13: statewright.v1.ListWorkflowsRequest
+	(*ListWorkflowsResponse)(nil),           // 14: statewright.v1.ListWorkflowsResponse
+	(*CancelWorkflowRequest)(nil),           // 15: statewright.v1.CancelWorkflowRequest
+	(*CancelWorkflowResponse)(nil),          // 16: statewright.v1.CancelWorkflowResponse
+	(*DeleteWorkflowRequest)(nil),           // 17: statewright.v1.DeleteWorkflowRequest
+	(*DeleteWorkflowResponse)(nil),          // 18: statewright.v1.DeleteWorkflowResponse
+	(*WatchWorkflowRequest)(nil),            // 19: statewright.v1.WatchWorkflowRequest
+	(*WatchWorkflowResponse)(nil),           // 20: statewright.v1.WatchWorkflowResponse
+	(*ContextPatchOperation)(nil),           // 21: statewright.v1.ContextPatchOperation
+	(*GetDiagnosticsRequest)(nil),           // 22: statewright.v1.GetDiagnosticsRequest
+	(*GetDiagnosticsResponse)(nil),          // 23: statewright.v1.GetDiagnosticsResponse
+	(*GetWorkflowDiagnosticsRequest)(nil),   // 24: statewright.v1.GetWorkflowDiagnosticsRequest
+	(*GetWorkflowDiagnosticsResponse)(nil),  // 25: statewright.v1.GetWorkflowDiagnosticsResponse
+	(*ListDefinitionsRequest)(nil),          // 26: statewright.v1.ListDefinitionsRequest
+	(*ListDefinitionsResponse)(nil),         // 27: statewright.v1.ListDefinitionsResponse
+	(*GetDefinitionRequest)(nil),            // 28: statewright.v1.GetDefinitionRequest
+	(*GetDefinitionResponse)(nil),           // 29: statewright.v1.GetDefinitionResponse
+	(*CountWorkflowsRequest)(nil),           // 30: statewright.v1.CountWorkflowsRequest
+	(*CountWorkflowsResponse)(nil),          // 31: statewright.v1.CountWorkflowsResponse
+	(*StatusCount)(nil),                     // 32: statewright.v1.StatusCount
+	(*SignalWithStartWorkflowRequest)(nil),  // 33: statewright.v1.SignalWithStartWorkflowRequest
+	(*SignalWithStartWorkflowResponse)(nil), // 34: statewright.v1.SignalWithStartWorkflowResponse
+	(*ContextChange)(nil),                   // 35: statewright.v1.ContextChange
+	(*RetryWorkflowRequest)(nil),            // 36: statewright.v1.RetryWorkflowRequest
+	(*RetryWorkflowResponse)(nil),           // 37: statewright.v1.RetryWorkflowResponse
+	(*ResetWorkflowRequest)(nil),            // 38: statewright.v1.ResetWorkflowRequest
+	(*ResetWorkflowResponse)(nil),           // 39: statewright.v1.ResetWorkflowResponse
+	(*MigrateWorkflowRequest)(nil),          // 40: statewright.v1.MigrateWorkflowRequest
+	(*MigrateWorkflowResponse)(nil),         // 41: statewright.v1.MigrateWorkflowResponse
+	(*MigrationPlan)(nil),                   // 42: statewright.v1.MigrationPlan
+	nil,                                     // 43: statewright.v1.MigrateWorkflowRequest.StateMapEntry
+	nil,                                     // 44: statewright.v1.MigrateWorkflowRequest.SetEntry
+	(*structpb.Struct)(nil),                 // 45: google.protobuf.Struct
+	(*durationpb.Duration)(nil),             // 46: google.protobuf.Duration
+	(*Workflow)(nil),                        // 47: statewright.v1.Workflow
+	(*Transition)(nil),                      // 48: statewright.v1.Transition
+	(WorkflowStatus)(0),                     // 49: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                  // 50: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),            // 51: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),            // 52: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),          // 53: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),              // 54: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                       // 55: statewright.v1.BuildInfo
+	(*TimerDiagnostics)(nil),                // 56: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),            // 57: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),            // 58: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),             // 59: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                      // 60: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	39, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	45, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	40, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
-	41, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	42, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	39, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	41, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	42, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	39, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	46, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
+	47, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	48, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	45, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	47, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	48, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	45, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 9: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	41, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	42, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	41, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	43, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	41, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	41, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	41, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	47, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	48, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	47, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	49, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	47, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	47, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	47, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	2,  // 17: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	42, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	41, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	39, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
-	20, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	44, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	45, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	46, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	47, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	48, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	49, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	40, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	50, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	51, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	52, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	53, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	54, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	54, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
-	31, // 35: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
-	43, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
-	39, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
-	39, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	48, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	47, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	45, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	21, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
+	50, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	51, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	52, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	53, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	54, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	55, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	46, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	56, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	57, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	58, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	59, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	60, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	60, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	32, // 35: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
+	49, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
+	45, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	45, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	3,  // 39: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
-	41, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	47, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	1,  // 41: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	42, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	44, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
-	44, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
-	41, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	34, // 46: statewright.v1.RetryWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
-	41, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	34, // 48: statewright.v1.ResetWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
-	4,  // 49: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	6,  // 50: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	8,  // 51: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	10, // 52: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	12, // 53: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	14, // 54: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	16, // 55: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	18, // 56: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	21, // 57: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	23, // 58: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	25, // 59: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	27, // 60: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	29, // 61: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
-	32, // 62: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
-	35, // 63: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
-	37, // 64: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
-	5,  // 65: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	7,  // 66: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	9,  // 67: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	11, // 68: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	13, // 69: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	15, // 70: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	17, // 71: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	19, // 72: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	22, // 73: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	24, // 74: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	26, // 75: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	28, // 76: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	30, // 77: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
-	33, // 78: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
-	36, // 79: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
-	38, // 80: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
-	65, // [65:81] is the sub-list for method output_type
-	49, // [49:65] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	48, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	50, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
+	50, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
+	47, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	35, // 46: statewright.v1.RetryWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
+	47, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	35, // 48: statewright.v1.ResetWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
+	43, // 49: statewright.v1.MigrateWorkflowRequest.state_map:type_name -> statewright.v1.MigrateWorkflowRequest.StateMapEntry
+	44, // 50: statewright.v1.MigrateWorkflowRequest.set:type_name -> statewright.v1.MigrateWorkflowRequest.SetEntry
+	47, // 51: statewright.v1.MigrateWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	42, // 52: statewright.v1.MigrateWorkflowResponse.plan:type_name -> statewright.v1.MigrationPlan
+	35, // 53: statewright.v1.MigrateWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
+	4,  // 54: statewright.v1.MigrationPlan.task_fate:type_name -> statewright.v1.MigrationTaskFate
+	5,  // 55: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	7,  // 56: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	9,  // 57: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	11, // 58: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	13, // 59: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	15, // 60: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	17, // 61: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	19, // 62: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	22, // 63: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	24, // 64: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	26, // 65: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	28, // 66: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	30, // 67: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
+	33, // 68: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
+	36, // 69: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
+	38, // 70: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
+	40, // 71: statewright.v1.WorkflowService.MigrateWorkflow:input_type -> statewright.v1.MigrateWorkflowRequest
+	6,  // 72: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	8,  // 73: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	10, // 74: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	12, // 75: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	14, // 76: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	16, // 77: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	18, // 78: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	20, // 79: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	23, // 80: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	25, // 81: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	27, // 82: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	29, // 83: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	31, // 84: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
+	34, // 85: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
+	37, // 86: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
+	39, // 87: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
+	41, // 88: statewright.v1.WorkflowService.MigrateWorkflow:output_type -> statewright.v1.MigrateWorkflowResponse
+	72, // [72:89] is the sub-list for method output_type
+	55, // [55:72] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -3089,8 +3518,8 @@ func file_statewright_v1_workflow_service_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   35,
+			NumEnums:      5,
+			NumMessages:   40,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,7 @@ const (
 	WorkflowService_SignalWithStartWorkflow_FullMethodName = "/statewright.v1.WorkflowService/SignalWithStartWorkflow"
 	WorkflowService_RetryWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/RetryWorkflow"
 	WorkflowService_ResetWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/ResetWorkflow"
+	WorkflowService_MigrateWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/MigrateWorkflow"
 )
 
 // WorkflowServiceClient is the client API for WorkflowService service.
@@ -83,6 +84,12 @@ type WorkflowServiceClient interface {
 	// scheduled anew; what the instance has open is cancelled in the same step. Work done
 	// since that revision (by tasks, outside the instance) is not undone.
 	ResetWorkflow(ctx context.Context, in *ResetWorkflowRequest, opts ...grpc.CallOption) (*ResetWorkflowResponse, error)
+	// Moves a RUNNING or WAITING instance to another version of its definition, as one
+	// saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+	// MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+	// the state from and to, the context fields added, set and dropped, the timers and the
+	// open task's fate. With dry_run, returns the plan and saves nothing.
+	MigrateWorkflow(ctx context.Context, in *MigrateWorkflowRequest, opts ...grpc.CallOption) (*MigrateWorkflowResponse, error)
 }
 
 type workflowServiceClient struct {
@@ -262,6 +269,16 @@ func (c *workflowServiceClient) ResetWorkflow(ctx context.Context, in *ResetWork
 	return out, nil
 }
 
+func (c *workflowServiceClient) MigrateWorkflow(ctx context.Context, in *MigrateWorkflowRequest, opts ...grpc.CallOption) (*MigrateWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(MigrateWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_MigrateWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // WorkflowServiceServer is the server API for WorkflowService service.
 // All implementations must embed UnimplementedWorkflowServiceServer
 // for forward compatibility.
@@ -308,6 +325,12 @@ type WorkflowServiceServer interface {
 	// scheduled anew; what the instance has open is cancelled in the same step. Work done
 	// since that revision (by tasks, outside the instance) is not undone.
 	ResetWorkflow(context.Context, *ResetWorkflowRequest) (*ResetWorkflowResponse, error)
+	// Moves a RUNNING or WAITING instance to another version of its definition, as one
+	// saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+	// MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+	// the state from and to, the context fields added, set and dropped, the timers and the
+	// open task's fate. With dry_run, returns the plan and saves nothing.
+	MigrateWorkflow(context.Context, *MigrateWorkflowRequest) (*MigrateWorkflowResponse, error)
 	mustEmbedUnimplementedWorkflowServiceServer()
 }
 
@@ -365,6 +388,9 @@ func (UnimplementedWorkflowServiceServer) RetryWorkflow(context.Context, *RetryW
 }
 func (UnimplementedWorkflowServiceServer) ResetWorkflow(context.Context, *ResetWorkflowRequest) (*ResetWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResetWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) MigrateWorkflow(context.Context, *MigrateWorkflowRequest) (*MigrateWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method MigrateWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) mustEmbedUnimplementedWorkflowServiceServer() {}
 func (UnimplementedWorkflowServiceServer) testEmbeddedByValue()                         {}
@@ -668,6 +694,24 @@ func _WorkflowService_ResetWorkflow_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_MigrateWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(MigrateWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).MigrateWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_MigrateWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).MigrateWorkflow(ctx, req.(*MigrateWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // WorkflowService_ServiceDesc is the grpc.ServiceDesc for WorkflowService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -734,6 +778,10 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResetWorkflow",
 			Handler:    _WorkflowService_ResetWorkflow_Handler,
+		},
+		{
+			MethodName: "MigrateWorkflow",
+			Handler:    _WorkflowService_MigrateWorkflow_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -132,6 +132,38 @@ a new one under the same workflow_id, with the event delivered.
 """
 Global___IfFinishedPolicy: _TypeAlias = IfFinishedPolicy  # noqa: Y015
 
+class _MigrationTaskFate:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _MigrationTaskFateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MigrationTaskFate.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    MIGRATION_TASK_FATE_UNSPECIFIED: _MigrationTaskFate.ValueType  # 0
+    """Not used."""
+    MIGRATION_TASK_FATE_NONE: _MigrationTaskFate.ValueType  # 1
+    """No task was open."""
+    MIGRATION_TASK_FATE_MOVED: _MigrationTaskFate.ValueType  # 2
+    """The task moved to the new task state on the same queue: offered anew there, with a
+    new id and a fresh set of attempts (the old one is cancelled).
+    """
+    MIGRATION_TASK_FATE_CANCELLED: _MigrationTaskFate.ValueType  # 3
+    """The new state has no task: the open task is cancelled."""
+
+class MigrationTaskFate(_MigrationTaskFate, metaclass=_MigrationTaskFateEnumTypeWrapper):
+    """What a migration does to an instance's open task."""
+
+MIGRATION_TASK_FATE_UNSPECIFIED: MigrationTaskFate.ValueType  # 0
+"""Not used."""
+MIGRATION_TASK_FATE_NONE: MigrationTaskFate.ValueType  # 1
+"""No task was open."""
+MIGRATION_TASK_FATE_MOVED: MigrationTaskFate.ValueType  # 2
+"""The task moved to the new task state on the same queue: offered anew there, with a
+new id and a fresh set of attempts (the old one is cancelled).
+"""
+MIGRATION_TASK_FATE_CANCELLED: MigrationTaskFate.ValueType  # 3
+"""The new state has no task: the open task is cancelled."""
+Global___MigrationTaskFate: _TypeAlias = MigrationTaskFate  # noqa: Y015
+
 @_typing.final
 class StartWorkflowRequest(_message.Message):
     """Request of StartWorkflow."""
@@ -1403,3 +1435,209 @@ class ResetWorkflowResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ResetWorkflowResponse: _TypeAlias = ResetWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class MigrateWorkflowRequest(_message.Message):
+    """Request of MigrateWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class StateMapEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    @_typing.final
+    class SetEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.str
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.str = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    NAME_FIELD_NUMBER: _builtins.int
+    TO_VERSION_FIELD_NUMBER: _builtins.int
+    STATE_MAP_FIELD_NUMBER: _builtins.int
+    SET_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    EXPECTED_REVISION_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. The instance's resource name, `workflows/{workflow_id}`."""
+    to_version: _builtins.int
+    """Required. The version of the instance's definition to move it to."""
+    reason: _builtins.str
+    """Optional. Why the instance is migrated, recorded in its history with the caller."""
+    expected_revision: _builtins.int
+    """Optional. When non-zero, the migration applies only if the stored revision equals it."""
+    request_id: _builtins.str
+    """Optional. An idempotency key: a retry with the same key returns the original response."""
+    dry_run: _builtins.bool
+    """Optional. Answer the plan and the instance as it would be, and save nothing."""
+    @_builtins.property
+    def state_map(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Optional. A state of the instance's version (key) and the state of the target
+        version it becomes (value); a state not mapped keeps its name.
+        """
+
+    @_builtins.property
+    def set(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]:
+        """Optional. A context field of the target version (key) and a CEL expression over the
+        old context giving its value (value); a new field not set gets its default.
+        """
+
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        to_version: _builtins.int = ...,
+        state_map: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        set: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        reason: _builtins.str = ...,
+        expected_revision: _builtins.int = ...,
+        request_id: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "expected_revision", b"expected_revision", "name", b"name", "reason", b"reason", "request_id", b"request_id", "set", b"set", "state_map", b"state_map", "to_version", b"to_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigrateWorkflowRequest: _TypeAlias = MigrateWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class MigrateWorkflowResponse(_message.Message):
+    """Response of MigrateWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    PLAN_FIELD_NUMBER: _builtins.int
+    CONTEXT_CHANGES_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Output only. Whether this was a dry run (nothing was saved)."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance after the migration (on a dry run: as it would be; unsaved)."""
+
+    @_builtins.property
+    def plan(self) -> Global___MigrationPlan:
+        """Output only. What the migration does (or did)."""
+
+    @_builtins.property
+    def context_changes(self) -> _containers.RepeatedCompositeFieldContainer[Global___ContextChange]:
+        """Output only. The context fields the migration changes (added, set or dropped)."""
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        plan: Global___MigrationPlan | None = ...,
+        context_changes: _abc.Iterable[Global___ContextChange] | None = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["plan", b"plan", "workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["context_changes", b"context_changes", "dry_run", b"dry_run", "plan", b"plan", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigrateWorkflowResponse: _TypeAlias = MigrateWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class MigrationPlan(_message.Message):
+    """What a migration does to one instance, checked against both versions."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FROM_VERSION_FIELD_NUMBER: _builtins.int
+    TO_VERSION_FIELD_NUMBER: _builtins.int
+    STATE_FROM_FIELD_NUMBER: _builtins.int
+    STATE_TO_FIELD_NUMBER: _builtins.int
+    DEFAULTED_FIELDS_FIELD_NUMBER: _builtins.int
+    SET_FIELDS_FIELD_NUMBER: _builtins.int
+    REMOVED_FIELDS_FIELD_NUMBER: _builtins.int
+    TIMERS_DISARMED_FIELD_NUMBER: _builtins.int
+    TASK_FATE_FIELD_NUMBER: _builtins.int
+    TASK_QUEUE_FIELD_NUMBER: _builtins.int
+    from_version: _builtins.int
+    """Output only. The version the instance ran."""
+    to_version: _builtins.int
+    """Output only. The version it runs after the migration."""
+    state_from: _builtins.str
+    """Output only. The state it was in."""
+    state_to: _builtins.str
+    """Output only. The state of the target version it enters (no action runs; its timers
+    are armed and its task scheduled as on entry).
+    """
+    timers_disarmed: _builtins.bool
+    """Output only. Whether the timers of the old state were disarmed (the new state's are
+    in the workflow's timers).
+    """
+    task_fate: Global___MigrationTaskFate.ValueType
+    """Output only. What becomes of the instance's open task."""
+    task_queue: _builtins.str
+    """Output only. The queue of the open task (when one was open)."""
+    @_builtins.property
+    def defaulted_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. New context fields given their default."""
+
+    @_builtins.property
+    def set_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. Context fields a `set` expression gave their value."""
+
+    @_builtins.property
+    def removed_fields(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Output only. Context fields the target version does not declare: dropped."""
+
+    def __init__(
+        self,
+        *,
+        from_version: _builtins.int = ...,
+        to_version: _builtins.int = ...,
+        state_from: _builtins.str = ...,
+        state_to: _builtins.str = ...,
+        defaulted_fields: _abc.Iterable[_builtins.str] | None = ...,
+        set_fields: _abc.Iterable[_builtins.str] | None = ...,
+        removed_fields: _abc.Iterable[_builtins.str] | None = ...,
+        timers_disarmed: _builtins.bool = ...,
+        task_fate: Global___MigrationTaskFate.ValueType = ...,
+        task_queue: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["defaulted_fields", b"defaulted_fields", "from_version", b"from_version", "removed_fields", b"removed_fields", "set_fields", b"set_fields", "state_from", b"state_from", "state_to", b"state_to", "task_fate", b"task_fate", "task_queue", b"task_queue", "timers_disarmed", b"timers_disarmed", "to_version", b"to_version"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___MigrationPlan: _TypeAlias = MigrationPlan  # noqa: Y015

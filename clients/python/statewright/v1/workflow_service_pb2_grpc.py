@@ -115,6 +115,11 @@ class WorkflowServiceStub:
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.SerializeToString,
                 response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.FromString,
                 _registered_method=True)
+        self.MigrateWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/MigrateWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowResponse.FromString,
+                _registered_method=True)
 
 
 class WorkflowServiceServicer:
@@ -241,6 +246,17 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MigrateWorkflow(self, request, context):
+        """Moves a RUNNING or WAITING instance to another version of its definition, as one
+        saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+        MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+        the state from and to, the context fields added, set and dropped, the timers and the
+        open task's fate. With dry_run, returns the plan and saves nothing.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_WorkflowServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -323,6 +339,11 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ResetWorkflow,
                     request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.FromString,
                     response_serializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.SerializeToString,
+            ),
+            'MigrateWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.MigrateWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -758,6 +779,33 @@ class WorkflowService:
             '/statewright.v1.WorkflowService/ResetWorkflow',
             statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.SerializeToString,
             statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MigrateWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/MigrateWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

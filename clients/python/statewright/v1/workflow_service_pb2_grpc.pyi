@@ -77,6 +77,13 @@ class WorkflowServiceStub:
     scheduled anew; what the instance has open is cancelled in the same step. Work done
     since that revision (by tasks, outside the instance) is not undone.
     """
+    MigrateWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.MigrateWorkflowRequest, _workflow_service_pb2.MigrateWorkflowResponse]
+    """Moves a RUNNING or WAITING instance to another version of its definition, as one
+    saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+    MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+    the state from and to, the context fields added, set and dropped, the timers and the
+    open task's fate. With dry_run, returns the plan and saves nothing.
+    """
 
 @_typing.type_check_only
 class WorkflowServiceAsyncStub(WorkflowServiceStub):
@@ -126,6 +133,13 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     one saved step: that revision's state and context, its timers armed anew, its task
     scheduled anew; what the instance has open is cancelled in the same step. Work done
     since that revision (by tasks, outside the instance) is not undone.
+    """
+    MigrateWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.MigrateWorkflowRequest, _workflow_service_pb2.MigrateWorkflowResponse]  # type: ignore[assignment]
+    """Moves a RUNNING or WAITING instance to another version of its definition, as one
+    saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+    MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+    the state from and to, the context fields added, set and dropped, the timers and the
+    open task's fate. With dry_run, returns the plan and saves nothing.
     """
 
 class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
@@ -269,6 +283,19 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         one saved step: that revision's state and context, its timers armed anew, its task
         scheduled anew; what the instance has open is cancelled in the same step. Work done
         since that revision (by tasks, outside the instance) is not undone.
+        """
+
+    @_abc_1.abstractmethod
+    def MigrateWorkflow(
+        self,
+        request: _workflow_service_pb2.MigrateWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.MigrateWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.MigrateWorkflowResponse]]:
+        """Moves a RUNNING or WAITING instance to another version of its definition, as one
+        saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+        MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+        the state from and to, the context fields added, set and dropped, the timers and the
+        open task's fate. With dry_run, returns the plan and saves nothing.
         """
 
 def add_WorkflowServiceServicer_to_server(servicer: WorkflowServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

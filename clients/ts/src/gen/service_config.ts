@@ -73,6 +73,10 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.WorkflowService",
           "method": "ResetWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "MigrateWorkflow"
         }
       ],
       "timeout": "30s",

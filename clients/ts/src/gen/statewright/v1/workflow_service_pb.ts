@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSKIAgoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhcKD3JlY3Vyc2lvbl9saW1pdBgIIAEoBSKFAQoVU3RhcnRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSLwoLdHJhbnNpdGlvbnMYAiADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEg8KB2NyZWF0ZWQYAyABKAgiiwEKFVJlc3VtZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWV2ZW50GAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFleHBlY3RlZF9yZXZpc2lvbhgEIAEoAxISCgpyZXF1ZXN0X2lkGAUgASgJInUKFlJlc3VtZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24icgoVU2lnbmFsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgEIAEoCSK4AQoWU2lnbmFsV29ya2Zsb3dSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoCBIvCgZyZWFzb24YAiABKA4yHy5zdGF0ZXdyaWdodC52MS5TaWduYWxSZWplY3Rpb24SKgoId29ya2Zsb3cYAyABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgEIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24iIgoSR2V0V29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkiQQoTR2V0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93IrYBChRMaXN0V29ya2Zsb3dzUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEi4KBnN0YXR1cxgCIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhAKCG9yZGVyX2J5GAUgASgJEhEKCWlkX3ByZWZpeBgGIAEoCRIOCgZmaWx0ZXIYByABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiK4AgoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCRImCgVpbnB1dBgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSPAoNY29udGV4dF9wYXRjaBgIIAMoCzIlLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRQYXRjaE9wZXJhdGlvbiJxChVDb250ZXh0UGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCglmcm9tX3BhdGgYBCABKAlSBGZyb20iFwoVR2V0RGlhZ25vc3RpY3NSZXF1ZXN0Io8EChZHZXREaWFnbm9zdGljc1Jlc3BvbnNlEjgKCmV2ZW50X2xvb3AYASABKAsyJC5zdGF0ZXdyaWdodC52MS5FdmVudExvb3BEaWFnbm9zdGljcxI4CgphZG1pc3Npb25zGAIgASgLMiQuc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uRGlhZ25vc3RpY3MSOwoLcGVyc2lzdGVuY2UYAyABKAsyJi5zdGF0ZXdyaWdodC52MS5QZXJzaXN0ZW5jZURpYWdub3N0aWNzEjQKCHdhdGNoZXJzGAQgASgLMiIuc3RhdGV3cmlnaHQudjEuV2F0Y2hlckRpYWdub3N0aWNzEhMKC2RlZmluaXRpb25zGAUgAygJEigKBWJ1aWxkGAYgASgLMhkuc3RhdGV3cmlnaHQudjEuQnVpbGRJbmZvEikKBnVwdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgZ0aW1lcnMYCCABKAsyIC5zdGF0ZXdyaWdodC52MS5UaW1lckRpYWdub3N0aWNzEjkKC3Rhc2tfcXVldWVzGAkgAygLMiQuc3RhdGV3cmlnaHQudjEuVGFza1F1ZXVlRGlhZ25vc3RpY3MSNwoJcmV0ZW50aW9uGAogASgLMiQuc3RhdGV3cmlnaHQudjEuUmV0ZW50aW9uRGlhZ25vc3RpY3MiLQodR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJaCh5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2USOAoLZGlhZ25vc3RpY3MYASABKAsyIy5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0RpYWdub3N0aWNzIlMKFkxpc3REZWZpbml0aW9uc1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChdMaXN0RGVmaW5pdGlvbnNSZXNwb25zZRIvCgtkZWZpbml0aW9ucxgBIAMoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFEdldERlZmluaXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiRwoVR2V0RGVmaW5pdGlvblJlc3BvbnNlEi4KCmRlZmluaXRpb24YASABKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uIicKFUNvdW50V29ya2Zsb3dzUmVxdWVzdBIOCgZmaWx0ZXIYASABKAkiVwoWQ291bnRXb3JrZmxvd3NSZXNwb25zZRINCgV0b3RhbBgBIAEoAxIuCglieV9zdGF0dXMYAiADKAsyGy5zdGF0ZXdyaWdodC52MS5TdGF0dXNDb3VudCJMCgtTdGF0dXNDb3VudBIuCgZzdGF0dXMYASABKA4yHi5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd1N0YXR1cxINCgVjb3VudBgCIAEoAyKyAgoeU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSDwoHdmVyc2lvbhgCIAEoBRITCgt3b3JrZmxvd19pZBgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXZlbnQYBSABKAkSKAoHcGF5bG9hZBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgHIAEoCRI1CgtpZl9maW5pc2hlZBgIIAEoDjIgLnN0YXRld3JpZ2h0LnYxLklmRmluaXNoZWRQb2xpY3kSEQoJc3RhcnRfbm93GAkgASgIEhcKD3JlY3Vyc2lvbl9saW1pdBgKIAEoBSLSAQofU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg8KB3N0YXJ0ZWQYAiABKAgSEAoIYWNjZXB0ZWQYAyABKAgSLwoGcmVhc29uGAQgASgOMh8uc3RhdGV3cmlnaHQudjEuU2lnbmFsUmVqZWN0aW9uEi8KC3RyYW5zaXRpb25zGAUgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJtCg1Db250ZXh0Q2hhbmdlEg0KBWZpZWxkGAEgASgJEiYKBmJlZm9yZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIlCgVhZnRlchgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ0ChRSZXRyeVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJEg8KB2RyeV9ydW4YBSABKAgijAEKFVJldHJ5V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EjYKD2NvbnRleHRfY2hhbmdlcxgCIAMoCzIdLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRDaGFuZ2USDwoHZHJ5X3J1bhgDIAEoCCKJAQoUUmVzZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgt0b19yZXZpc2lvbhgCIAEoAxIOCgZyZWFzb24YAyABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YBCABKAMSEgoKcmVxdWVzdF9pZBgFIAEoCRIPCgdkcnlfcnVuGAYgASgIIowBChVSZXNldFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxI2Cg9jb250ZXh0X2NoYW5nZXMYAiADKAsyHS5zdGF0ZXdyaWdodC52MS5Db250ZXh0Q2hhbmdlEg8KB2RyeV9ydW4YAyABKAgqcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIqdwoQSWZGaW5pc2hlZFBvbGljeRIiCh5JRl9GSU5JU0hFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIdChlJRl9GSU5JU0hFRF9QT0xJQ1lfUkVGVVNFEAESIAocSUZfRklOSVNIRURfUE9MSUNZX1NUQVJUX05FVxACMuIRCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnQSiQEKDVJldHJ5V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5SZXRyeVdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlJldHJ5V29ya2Zsb3dSZXNwb25zZSIrgtPkkwIlOgEqIiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9yZXRyeRKJAQoNUmVzZXRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlJlc2V0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuUmVzZXRXb3JrZmxvd1Jlc3BvbnNlIiuC0+STAiU6ASoiIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc2V0QnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSKIAgoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhcKD3JlY3Vyc2lvbl9saW1pdBgIIAEoBSKFAQoVU3RhcnRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSLwoLdHJhbnNpdGlvbnMYAiADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEg8KB2NyZWF0ZWQYAyABKAgiiwEKFVJlc3VtZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWV2ZW50GAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFleHBlY3RlZF9yZXZpc2lvbhgEIAEoAxISCgpyZXF1ZXN0X2lkGAUgASgJInUKFlJlc3VtZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24icgoVU2lnbmFsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgEIAEoCSK4AQoWU2lnbmFsV29ya2Zsb3dSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoCBIvCgZyZWFzb24YAiABKA4yHy5zdGF0ZXdyaWdodC52MS5TaWduYWxSZWplY3Rpb24SKgoId29ya2Zsb3cYAyABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgEIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24iIgoSR2V0V29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkiQQoTR2V0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93IrYBChRMaXN0V29ya2Zsb3dzUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEi4KBnN0YXR1cxgCIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhAKCG9yZGVyX2J5GAUgASgJEhEKCWlkX3ByZWZpeBgGIAEoCRIOCgZmaWx0ZXIYByABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiK4AgoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCRImCgVpbnB1dBgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSPAoNY29udGV4dF9wYXRjaBgIIAMoCzIlLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRQYXRjaE9wZXJhdGlvbiJxChVDb250ZXh0UGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCglmcm9tX3BhdGgYBCABKAlSBGZyb20iFwoVR2V0RGlhZ25vc3RpY3NSZXF1ZXN0Io8EChZHZXREaWFnbm9zdGljc1Jlc3BvbnNlEjgKCmV2ZW50X2xvb3AYASABKAsyJC5zdGF0ZXdyaWdodC52MS5FdmVudExvb3BEaWFnbm9zdGljcxI4CgphZG1pc3Npb25zGAIgASgLMiQuc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uRGlhZ25vc3RpY3MSOwoLcGVyc2lzdGVuY2UYAyABKAsyJi5zdGF0ZXdyaWdodC52MS5QZXJzaXN0ZW5jZURpYWdub3N0aWNzEjQKCHdhdGNoZXJzGAQgASgLMiIuc3RhdGV3cmlnaHQudjEuV2F0Y2hlckRpYWdub3N0aWNzEhMKC2RlZmluaXRpb25zGAUgAygJEigKBWJ1aWxkGAYgASgLMhkuc3RhdGV3cmlnaHQudjEuQnVpbGRJbmZvEikKBnVwdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgZ0aW1lcnMYCCABKAsyIC5zdGF0ZXdyaWdodC52MS5UaW1lckRpYWdub3N0aWNzEjkKC3Rhc2tfcXVldWVzGAkgAygLMiQuc3RhdGV3cmlnaHQudjEuVGFza1F1ZXVlRGlhZ25vc3RpY3MSNwoJcmV0ZW50aW9uGAogASgLMiQuc3RhdGV3cmlnaHQudjEuUmV0ZW50aW9uRGlhZ25vc3RpY3MiLQodR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJaCh5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2USOAoLZGlhZ25vc3RpY3MYASABKAsyIy5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0RpYWdub3N0aWNzIlMKFkxpc3REZWZpbml0aW9uc1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChdMaXN0RGVmaW5pdGlvbnNSZXNwb25zZRIvCgtkZWZpbml0aW9ucxgBIAMoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFEdldERlZmluaXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiRwoVR2V0RGVmaW5pdGlvblJlc3BvbnNlEi4KCmRlZmluaXRpb24YASABKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uIicKFUNvdW50V29ya2Zsb3dzUmVxdWVzdBIOCgZmaWx0ZXIYASABKAkiVwoWQ291bnRXb3JrZmxvd3NSZXNwb25zZRINCgV0b3RhbBgBIAEoAxIuCglieV9zdGF0dXMYAiADKAsyGy5zdGF0ZXdyaWdodC52MS5TdGF0dXNDb3VudCJMCgtTdGF0dXNDb3VudBIuCgZzdGF0dXMYASABKA4yHi5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd1N0YXR1cxINCgVjb3VudBgCIAEoAyKyAgoeU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSDwoHdmVyc2lvbhgCIAEoBRITCgt3b3JrZmxvd19pZBgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXZlbnQYBSABKAkSKAoHcGF5bG9hZBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgHIAEoCRI1CgtpZl9maW5pc2hlZBgIIAEoDjIgLnN0YXRld3JpZ2h0LnYxLklmRmluaXNoZWRQb2xpY3kSEQoJc3RhcnRfbm93GAkgASgIEhcKD3JlY3Vyc2lvbl9saW1pdBgKIAEoBSLSAQofU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg8KB3N0YXJ0ZWQYAiABKAgSEAoIYWNjZXB0ZWQYAyABKAgSLwoGcmVhc29uGAQgASgOMh8uc3RhdGV3cmlnaHQudjEuU2lnbmFsUmVqZWN0aW9uEi8KC3RyYW5zaXRpb25zGAUgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJtCg1Db250ZXh0Q2hhbmdlEg0KBWZpZWxkGAEgASgJEiYKBmJlZm9yZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIlCgVhZnRlchgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ0ChRSZXRyeVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJEg8KB2RyeV9ydW4YBSABKAgijAEKFVJldHJ5V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EjYKD2NvbnRleHRfY2hhbmdlcxgCIAMoCzIdLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRDaGFuZ2USDwoHZHJ5X3J1bhgDIAEoCCKJAQoUUmVzZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgt0b19yZXZpc2lvbhgCIAEoAxIOCgZyZWFzb24YAyABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YBCABKAMSEgoKcmVxdWVzdF9pZBgFIAEoCRIPCgdkcnlfcnVuGAYgASgIIowBChVSZXNldFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxI2Cg9jb250ZXh0X2NoYW5nZXMYAiADKAsyHS5zdGF0ZXdyaWdodC52MS5Db250ZXh0Q2hhbmdlEg8KB2RyeV9ydW4YAyABKAgi7gIKFk1pZ3JhdGVXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRISCgp0b192ZXJzaW9uGAIgASgFEkcKCXN0YXRlX21hcBgDIAMoCzI0LnN0YXRld3JpZ2h0LnYxLk1pZ3JhdGVXb3JrZmxvd1JlcXVlc3QuU3RhdGVNYXBFbnRyeRI8CgNzZXQYBCADKAsyLy5zdGF0ZXdyaWdodC52MS5NaWdyYXRlV29ya2Zsb3dSZXF1ZXN0LlNldEVudHJ5Eg4KBnJlYXNvbhgFIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgGIAEoAxISCgpyZXF1ZXN0X2lkGAcgASgJEg8KB2RyeV9ydW4YCCABKAgaLwoNU3RhdGVNYXBFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGioKCFNldEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEiuwEKF01pZ3JhdGVXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSKwoEcGxhbhgCIAEoCzIdLnN0YXRld3JpZ2h0LnYxLk1pZ3JhdGlvblBsYW4SNgoPY29udGV4dF9jaGFuZ2VzGAMgAygLMh0uc3RhdGV3cmlnaHQudjEuQ29udGV4dENoYW5nZRIPCgdkcnlfcnVuGAQgASgIIogCCg1NaWdyYXRpb25QbGFuEhQKDGZyb21fdmVyc2lvbhgBIAEoBRISCgp0b192ZXJzaW9uGAIgASgFEhIKCnN0YXRlX2Zyb20YAyABKAkSEAoIc3RhdGVfdG8YBCABKAkSGAoQZGVmYXVsdGVkX2ZpZWxkcxgFIAMoCRISCgpzZXRfZmllbGRzGAYgAygJEhYKDnJlbW92ZWRfZmllbGRzGAcgAygJEhcKD3RpbWVyc19kaXNhcm1lZBgIIAEoCBI0Cgl0YXNrX2ZhdGUYCSABKA4yIS5zdGF0ZXdyaWdodC52MS5NaWdyYXRpb25UYXNrRmF0ZRISCgp0YXNrX3F1ZXVlGAogASgJKnMKDklmRXhpc3RzUG9saWN5EiAKHElGX0VYSVNUU19QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVJRl9FWElTVFNfUE9MSUNZX0ZBSUwQARIkCiBJRl9FWElTVFNfUE9MSUNZX1JFVFVSTl9FWElTVElORxACKsIBCg9TaWduYWxSZWplY3Rpb24SIAocU0lHTkFMX1JFSkVDVElPTl9VTlNQRUNJRklFRBAAEiAKHFNJR05BTF9SRUpFQ1RJT05fTk9UX1JVTk5JTkcQARIfChtTSUdOQUxfUkVKRUNUSU9OX1BFUlNJU1RJTkcQAhImCiJTSUdOQUxfUkVKRUNUSU9OX1JFQ09WRVJZX1JFUVVJUkVEEAMSIgoeU0lHTkFMX1JFSkVDVElPTl9TSFVUVElOR19ET1dOEAQqawoOV2F0Y2hFdmVudFR5cGUSIAocV0FUQ0hfRVZFTlRfVFlQRV9VTlNQRUNJRklFRBAAEhwKGFdBVENIX0VWRU5UX1RZUEVfQ1VSUkVOVBABEhkKFVdBVENIX0VWRU5UX1RZUEVfU1RFUBACKncKEElmRmluaXNoZWRQb2xpY3kSIgoeSUZfRklOSVNIRURfUE9MSUNZX1VOU1BFQ0lGSUVEEAASHQoZSUZfRklOSVNIRURfUE9MSUNZX1JFRlVTRRABEiAKHElGX0ZJTklTSEVEX1BPTElDWV9TVEFSVF9ORVcQAiqYAQoRTWlncmF0aW9uVGFza0ZhdGUSIwofTUlHUkFUSU9OX1RBU0tfRkFURV9VTlNQRUNJRklFRBAAEhwKGE1JR1JBVElPTl9UQVNLX0ZBVEVfTk9ORRABEh0KGU1JR1JBVElPTl9UQVNLX0ZBVEVfTU9WRUQQAhIhCh1NSUdSQVRJT05fVEFTS19GQVRFX0NBTkNFTExFRBADMvYSCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnQSiQEKDVJldHJ5V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5SZXRyeVdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlJldHJ5V29ya2Zsb3dSZXNwb25zZSIrgtPkkwIlOgEqIiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9yZXRyeRKJAQoNUmVzZXRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlJlc2V0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuUmVzZXRXb3JrZmxvd1Jlc3BvbnNlIiuC0+STAiU6ASoiIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc2V0EpEBCg9NaWdyYXRlV29ya2Zsb3cSJi5zdGF0ZXdyaWdodC52MS5NaWdyYXRlV29ya2Zsb3dSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTWlncmF0ZVdvcmtmbG93UmVzcG9uc2UiLYLT5JMCJzoBKiIiL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vbWlncmF0ZUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -2561,6 +2561,385 @@ export const ResetWorkflowResponseSchema: GenMessage<ResetWorkflowResponse, {jso
   messageDesc(file_statewright_v1_workflow_service, 34);
 
 /**
+ * Request of MigrateWorkflow.
+ *
+ * @generated from message statewright.v1.MigrateWorkflowRequest
+ */
+export type MigrateWorkflowRequest = Message<"statewright.v1.MigrateWorkflowRequest"> & {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Required. The version of the instance's definition to move it to.
+   *
+   * @generated from field: int32 to_version = 2;
+   */
+  toVersion: number;
+
+  /**
+   * Optional. A state of the instance's version (key) and the state of the target
+   * version it becomes (value); a state not mapped keeps its name.
+   *
+   * @generated from field: map<string, string> state_map = 3;
+   */
+  stateMap: { [key: string]: string };
+
+  /**
+   * Optional. A context field of the target version (key) and a CEL expression over the
+   * old context giving its value (value); a new field not set gets its default.
+   *
+   * @generated from field: map<string, string> set = 4;
+   */
+  set: { [key: string]: string };
+
+  /**
+   * Optional. Why the instance is migrated, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason: string;
+
+  /**
+   * Optional. When non-zero, the migration applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 6;
+   */
+  expectedRevision: bigint;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId: string;
+
+  /**
+   * Optional. Answer the plan and the instance as it would be, and save nothing.
+   *
+   * @generated from field: bool dry_run = 8;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Request of MigrateWorkflow.
+ *
+ * @generated from message statewright.v1.MigrateWorkflowRequest
+ */
+export type MigrateWorkflowRequestJson = {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Required. The version of the instance's definition to move it to.
+   *
+   * @generated from field: int32 to_version = 2;
+   */
+  toVersion?: number;
+
+  /**
+   * Optional. A state of the instance's version (key) and the state of the target
+   * version it becomes (value); a state not mapped keeps its name.
+   *
+   * @generated from field: map<string, string> state_map = 3;
+   */
+  stateMap?: { [key: string]: string };
+
+  /**
+   * Optional. A context field of the target version (key) and a CEL expression over the
+   * old context giving its value (value); a new field not set gets its default.
+   *
+   * @generated from field: map<string, string> set = 4;
+   */
+  set?: { [key: string]: string };
+
+  /**
+   * Optional. Why the instance is migrated, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 5;
+   */
+  reason?: string;
+
+  /**
+   * Optional. When non-zero, the migration applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 6;
+   */
+  expectedRevision?: string;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 7;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. Answer the plan and the instance as it would be, and save nothing.
+   *
+   * @generated from field: bool dry_run = 8;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.MigrateWorkflowRequest.
+ * Use `create(MigrateWorkflowRequestSchema)` to create a new message.
+ */
+export const MigrateWorkflowRequestSchema: GenMessage<MigrateWorkflowRequest, {jsonType: MigrateWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 35);
+
+/**
+ * Response of MigrateWorkflow.
+ *
+ * @generated from message statewright.v1.MigrateWorkflowResponse
+ */
+export type MigrateWorkflowResponse = Message<"statewright.v1.MigrateWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the migration (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. What the migration does (or did).
+   *
+   * @generated from field: statewright.v1.MigrationPlan plan = 2;
+   */
+  plan?: MigrationPlan | undefined;
+
+  /**
+   * Output only. The context fields the migration changes (added, set or dropped).
+   *
+   * @generated from field: repeated statewright.v1.ContextChange context_changes = 3;
+   */
+  contextChanges: ContextChange[];
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 4;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Response of MigrateWorkflow.
+ *
+ * @generated from message statewright.v1.MigrateWorkflowResponse
+ */
+export type MigrateWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the migration (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. What the migration does (or did).
+   *
+   * @generated from field: statewright.v1.MigrationPlan plan = 2;
+   */
+  plan?: MigrationPlanJson;
+
+  /**
+   * Output only. The context fields the migration changes (added, set or dropped).
+   *
+   * @generated from field: repeated statewright.v1.ContextChange context_changes = 3;
+   */
+  contextChanges?: ContextChangeJson[];
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 4;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.MigrateWorkflowResponse.
+ * Use `create(MigrateWorkflowResponseSchema)` to create a new message.
+ */
+export const MigrateWorkflowResponseSchema: GenMessage<MigrateWorkflowResponse, {jsonType: MigrateWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 36);
+
+/**
+ * What a migration does to one instance, checked against both versions.
+ *
+ * @generated from message statewright.v1.MigrationPlan
+ */
+export type MigrationPlan = Message<"statewright.v1.MigrationPlan"> & {
+  /**
+   * Output only. The version the instance ran.
+   *
+   * @generated from field: int32 from_version = 1;
+   */
+  fromVersion: number;
+
+  /**
+   * Output only. The version it runs after the migration.
+   *
+   * @generated from field: int32 to_version = 2;
+   */
+  toVersion: number;
+
+  /**
+   * Output only. The state it was in.
+   *
+   * @generated from field: string state_from = 3;
+   */
+  stateFrom: string;
+
+  /**
+   * Output only. The state of the target version it enters (no action runs; its timers
+   * are armed and its task scheduled as on entry).
+   *
+   * @generated from field: string state_to = 4;
+   */
+  stateTo: string;
+
+  /**
+   * Output only. New context fields given their default.
+   *
+   * @generated from field: repeated string defaulted_fields = 5;
+   */
+  defaultedFields: string[];
+
+  /**
+   * Output only. Context fields a `set` expression gave their value.
+   *
+   * @generated from field: repeated string set_fields = 6;
+   */
+  setFields: string[];
+
+  /**
+   * Output only. Context fields the target version does not declare: dropped.
+   *
+   * @generated from field: repeated string removed_fields = 7;
+   */
+  removedFields: string[];
+
+  /**
+   * Output only. Whether the timers of the old state were disarmed (the new state's are
+   * in the workflow's timers).
+   *
+   * @generated from field: bool timers_disarmed = 8;
+   */
+  timersDisarmed: boolean;
+
+  /**
+   * Output only. What becomes of the instance's open task.
+   *
+   * @generated from field: statewright.v1.MigrationTaskFate task_fate = 9;
+   */
+  taskFate: MigrationTaskFate;
+
+  /**
+   * Output only. The queue of the open task (when one was open).
+   *
+   * @generated from field: string task_queue = 10;
+   */
+  taskQueue: string;
+};
+
+/**
+ * What a migration does to one instance, checked against both versions.
+ *
+ * @generated from message statewright.v1.MigrationPlan
+ */
+export type MigrationPlanJson = {
+  /**
+   * Output only. The version the instance ran.
+   *
+   * @generated from field: int32 from_version = 1;
+   */
+  fromVersion?: number;
+
+  /**
+   * Output only. The version it runs after the migration.
+   *
+   * @generated from field: int32 to_version = 2;
+   */
+  toVersion?: number;
+
+  /**
+   * Output only. The state it was in.
+   *
+   * @generated from field: string state_from = 3;
+   */
+  stateFrom?: string;
+
+  /**
+   * Output only. The state of the target version it enters (no action runs; its timers
+   * are armed and its task scheduled as on entry).
+   *
+   * @generated from field: string state_to = 4;
+   */
+  stateTo?: string;
+
+  /**
+   * Output only. New context fields given their default.
+   *
+   * @generated from field: repeated string defaulted_fields = 5;
+   */
+  defaultedFields?: string[];
+
+  /**
+   * Output only. Context fields a `set` expression gave their value.
+   *
+   * @generated from field: repeated string set_fields = 6;
+   */
+  setFields?: string[];
+
+  /**
+   * Output only. Context fields the target version does not declare: dropped.
+   *
+   * @generated from field: repeated string removed_fields = 7;
+   */
+  removedFields?: string[];
+
+  /**
+   * Output only. Whether the timers of the old state were disarmed (the new state's are
+   * in the workflow's timers).
+   *
+   * @generated from field: bool timers_disarmed = 8;
+   */
+  timersDisarmed?: boolean;
+
+  /**
+   * Output only. What becomes of the instance's open task.
+   *
+   * @generated from field: statewright.v1.MigrationTaskFate task_fate = 9;
+   */
+  taskFate?: MigrationTaskFateJson;
+
+  /**
+   * Output only. The queue of the open task (when one was open).
+   *
+   * @generated from field: string task_queue = 10;
+   */
+  taskQueue?: string;
+};
+
+/**
+ * Describes the message statewright.v1.MigrationPlan.
+ * Use `create(MigrationPlanSchema)` to create a new message.
+ */
+export const MigrationPlanSchema: GenMessage<MigrationPlan, {jsonType: MigrationPlanJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 37);
+
+/**
  * What StartWorkflow does when the requested workflow_id already exists.
  *
  * @generated from enum statewright.v1.IfExistsPolicy
@@ -2740,6 +3119,55 @@ export const IfFinishedPolicySchema: GenEnum<IfFinishedPolicy, IfFinishedPolicyJ
   enumDesc(file_statewright_v1_workflow_service, 3);
 
 /**
+ * What a migration does to an instance's open task.
+ *
+ * @generated from enum statewright.v1.MigrationTaskFate
+ */
+export enum MigrationTaskFate {
+  /**
+   * Not used.
+   *
+   * @generated from enum value: MIGRATION_TASK_FATE_UNSPECIFIED = 0;
+   */
+  UNSPECIFIED = 0,
+
+  /**
+   * No task was open.
+   *
+   * @generated from enum value: MIGRATION_TASK_FATE_NONE = 1;
+   */
+  NONE = 1,
+
+  /**
+   * The task moved to the new task state on the same queue: offered anew there, with a
+   * new id and a fresh set of attempts (the old one is cancelled).
+   *
+   * @generated from enum value: MIGRATION_TASK_FATE_MOVED = 2;
+   */
+  MOVED = 2,
+
+  /**
+   * The new state has no task: the open task is cancelled.
+   *
+   * @generated from enum value: MIGRATION_TASK_FATE_CANCELLED = 3;
+   */
+  CANCELLED = 3,
+}
+
+/**
+ * What a migration does to an instance's open task.
+ *
+ * @generated from enum statewright.v1.MigrationTaskFate
+ */
+export type MigrationTaskFateJson = "MIGRATION_TASK_FATE_UNSPECIFIED" | "MIGRATION_TASK_FATE_NONE" | "MIGRATION_TASK_FATE_MOVED" | "MIGRATION_TASK_FATE_CANCELLED";
+
+/**
+ * Describes the enum statewright.v1.MigrationTaskFate.
+ */
+export const MigrationTaskFateSchema: GenEnum<MigrationTaskFate, MigrationTaskFateJson> = /*@__PURE__*/
+  enumDesc(file_statewright_v1_workflow_service, 4);
+
+/**
  * Runs durable finite-state-machine workflows.
  *
  * @generated from service statewright.v1.WorkflowService
@@ -2912,6 +3340,20 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof ResetWorkflowRequestSchema;
     output: typeof ResetWorkflowResponseSchema;
+  },
+  /**
+   * Moves a RUNNING or WAITING instance to another version of its definition, as one
+   * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+   * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+   * the state from and to, the context fields added, set and dropped, the timers and the
+   * open task's fate. With dry_run, returns the plan and saves nothing.
+   *
+   * @generated from rpc statewright.v1.WorkflowService.MigrateWorkflow
+   */
+  migrateWorkflow: {
+    methodKind: "unary";
+    input: typeof MigrateWorkflowRequestSchema;
+    output: typeof MigrateWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_statewright_v1_workflow_service, 0);

@@ -511,6 +511,37 @@ public final class WorkflowServiceGrpc {
     return getResetWorkflowMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.MigrateWorkflowRequest,
+      dev.statewright.v1.MigrateWorkflowResponse> getMigrateWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "MigrateWorkflow",
+      requestType = dev.statewright.v1.MigrateWorkflowRequest.class,
+      responseType = dev.statewright.v1.MigrateWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.MigrateWorkflowRequest,
+      dev.statewright.v1.MigrateWorkflowResponse> getMigrateWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.MigrateWorkflowRequest, dev.statewright.v1.MigrateWorkflowResponse> getMigrateWorkflowMethod;
+    if ((getMigrateWorkflowMethod = WorkflowServiceGrpc.getMigrateWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getMigrateWorkflowMethod = WorkflowServiceGrpc.getMigrateWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getMigrateWorkflowMethod = getMigrateWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.MigrateWorkflowRequest, dev.statewright.v1.MigrateWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "MigrateWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.MigrateWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.MigrateWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("MigrateWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getMigrateWorkflowMethod;
+  }
+
   /**
    * Creates a new async stub that supports all call types for the service
    */
@@ -744,6 +775,20 @@ public final class WorkflowServiceGrpc {
         io.grpc.stub.StreamObserver<dev.statewright.v1.ResetWorkflowResponse> responseObserver) {
       io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getResetWorkflowMethod(), responseObserver);
     }
+
+    /**
+     * <pre>
+     * Moves a RUNNING or WAITING instance to another version of its definition, as one
+     * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+     * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+     * the state from and to, the context fields added, set and dropped, the timers and the
+     * open task's fate. With dry_run, returns the plan and saves nothing.
+     * </pre>
+     */
+    default void migrateWorkflow(dev.statewright.v1.MigrateWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.MigrateWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getMigrateWorkflowMethod(), responseObserver);
+    }
   }
 
   /**
@@ -962,6 +1007,21 @@ public final class WorkflowServiceGrpc {
       io.grpc.stub.ClientCalls.asyncUnaryCall(
           getChannel().newCall(getResetWorkflowMethod(), getCallOptions()), request, responseObserver);
     }
+
+    /**
+     * <pre>
+     * Moves a RUNNING or WAITING instance to another version of its definition, as one
+     * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+     * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+     * the state from and to, the context fields added, set and dropped, the timers and the
+     * open task's fate. With dry_run, returns the plan and saves nothing.
+     * </pre>
+     */
+    public void migrateWorkflow(dev.statewright.v1.MigrateWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.MigrateWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getMigrateWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
   }
 
   /**
@@ -1152,6 +1212,20 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
           getChannel(), getResetWorkflowMethod(), getCallOptions(), request);
     }
+
+    /**
+     * <pre>
+     * Moves a RUNNING or WAITING instance to another version of its definition, as one
+     * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+     * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+     * the state from and to, the context fields added, set and dropped, the timers and the
+     * open task's fate. With dry_run, returns the plan and saves nothing.
+     * </pre>
+     */
+    public dev.statewright.v1.MigrateWorkflowResponse migrateWorkflow(dev.statewright.v1.MigrateWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getMigrateWorkflowMethod(), getCallOptions(), request);
+    }
   }
 
   /**
@@ -1340,6 +1414,20 @@ public final class WorkflowServiceGrpc {
     public dev.statewright.v1.ResetWorkflowResponse resetWorkflow(dev.statewright.v1.ResetWorkflowRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getResetWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Moves a RUNNING or WAITING instance to another version of its definition, as one
+     * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+     * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+     * the state from and to, the context fields added, set and dropped, the timers and the
+     * open task's fate. With dry_run, returns the plan and saves nothing.
+     * </pre>
+     */
+    public dev.statewright.v1.MigrateWorkflowResponse migrateWorkflow(dev.statewright.v1.MigrateWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getMigrateWorkflowMethod(), getCallOptions(), request);
     }
   }
 
@@ -1534,6 +1622,21 @@ public final class WorkflowServiceGrpc {
       return io.grpc.stub.ClientCalls.futureUnaryCall(
           getChannel().newCall(getResetWorkflowMethod(), getCallOptions()), request);
     }
+
+    /**
+     * <pre>
+     * Moves a RUNNING or WAITING instance to another version of its definition, as one
+     * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
+     * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
+     * the state from and to, the context fields added, set and dropped, the timers and the
+     * open task's fate. With dry_run, returns the plan and saves nothing.
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.MigrateWorkflowResponse> migrateWorkflow(
+        dev.statewright.v1.MigrateWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getMigrateWorkflowMethod(), getCallOptions()), request);
+    }
   }
 
   private static final int METHODID_START_WORKFLOW = 0;
@@ -1552,6 +1655,7 @@ public final class WorkflowServiceGrpc {
   private static final int METHODID_SIGNAL_WITH_START_WORKFLOW = 13;
   private static final int METHODID_RETRY_WORKFLOW = 14;
   private static final int METHODID_RESET_WORKFLOW = 15;
+  private static final int METHODID_MIGRATE_WORKFLOW = 16;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1633,6 +1737,10 @@ public final class WorkflowServiceGrpc {
         case METHODID_RESET_WORKFLOW:
           serviceImpl.resetWorkflow((dev.statewright.v1.ResetWorkflowRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.ResetWorkflowResponse>) responseObserver);
+          break;
+        case METHODID_MIGRATE_WORKFLOW:
+          serviceImpl.migrateWorkflow((dev.statewright.v1.MigrateWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.MigrateWorkflowResponse>) responseObserver);
           break;
         default:
           throw new AssertionError();
@@ -1764,6 +1872,13 @@ public final class WorkflowServiceGrpc {
               dev.statewright.v1.ResetWorkflowRequest,
               dev.statewright.v1.ResetWorkflowResponse>(
                 service, METHODID_RESET_WORKFLOW)))
+        .addMethod(
+          getMigrateWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.MigrateWorkflowRequest,
+              dev.statewright.v1.MigrateWorkflowResponse>(
+                service, METHODID_MIGRATE_WORKFLOW)))
         .build();
   }
 
@@ -1828,6 +1943,7 @@ public final class WorkflowServiceGrpc {
               .addMethod(getSignalWithStartWorkflowMethod())
               .addMethod(getRetryWorkflowMethod())
               .addMethod(getResetWorkflowMethod())
+              .addMethod(getMigrateWorkflowMethod())
               .build();
         }
       }

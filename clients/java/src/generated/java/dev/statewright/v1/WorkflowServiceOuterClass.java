@@ -201,6 +201,31 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_ResetWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_MigrateWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_MigrateWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_MigrateWorkflowRequest_StateMapEntry_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_MigrateWorkflowRequest_StateMapEntry_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_MigrateWorkflowRequest_SetEntry_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_MigrateWorkflowRequest_SetEntry_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_MigrateWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_MigrateWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_MigrationPlan_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_MigrationPlan_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -362,80 +387,115 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "tatewright.v1.WorkflowR\010workflow\022F\n\017cont" +
       "ext_changes\030\002 \003(\0132\035.statewright.v1.Conte" +
       "xtChangeR\016contextChanges\022\027\n\007dry_run\030\003 \001(" +
-      "\010R\006dryRun*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS" +
-      "_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLIC" +
-      "Y_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXIS" +
-      "TING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJ" +
-      "ECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION" +
-      "_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSI" +
-      "STING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQ" +
-      "UIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOW" +
-      "N\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYP" +
-      "E_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURR" +
-      "ENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFi" +
-      "nishedPolicy\022\"\n\036IF_FINISHED_POLICY_UNSPE" +
-      "CIFIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022" +
-      " \n\034IF_FINISHED_POLICY_START_NEW\020\0022\342\021\n\017Wo" +
-      "rkflowService\022z\n\rStartWorkflow\022$.statewr" +
-      "ight.v1.StartWorkflowRequest\032%.statewrig" +
-      "ht.v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/ap" +
-      "i/v1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.s" +
-      "tatewright.v1.ResumeWorkflowRequest\032&.st" +
-      "atewright.v1.ResumeWorkflowResponse\",\202\323\344" +
-      "\223\002&\"!/api/v1/{name=workflows/*}/resume:\001" +
-      "*\022\215\001\n\016SignalWorkflow\022%.statewright.v1.Si" +
-      "gnalWorkflowRequest\032&.statewright.v1.Sig" +
-      "nalWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{na" +
-      "me=workflows/*}/signal:\001*\022z\n\013GetWorkflow" +
-      "\022\".statewright.v1.GetWorkflowRequest\032#.s" +
-      "tatewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002" +
-      "\034\022\032/api/v1/{name=workflows/*}\022w\n\rListWor" +
-      "kflows\022$.statewright.v1.ListWorkflowsReq" +
-      "uest\032%.statewright.v1.ListWorkflowsRespo" +
-      "nse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016Cance" +
-      "lWorkflow\022%.statewright.v1.CancelWorkflo" +
-      "wRequest\032&.statewright.v1.CancelWorkflow" +
-      "Response\",\202\323\344\223\002&\"!/api/v1/{name=workflow" +
-      "s/*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.stat" +
-      "ewright.v1.DeleteWorkflowRequest\032&.state" +
-      "wright.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034" +
-      "*\032/api/v1/{name=workflows/*}\022\210\001\n\rWatchWo" +
-      "rkflow\022$.statewright.v1.WatchWorkflowReq" +
-      "uest\032%.statewright.v1.WatchWorkflowRespo" +
-      "nse\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/" +
-      "watch0\001\022|\n\016GetDiagnostics\022%.statewright." +
-      "v1.GetDiagnosticsRequest\032&.statewright.v" +
-      "1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v" +
-      "1/diagnostics\022\247\001\n\026GetWorkflowDiagnostics" +
-      "\022-.statewright.v1.GetWorkflowDiagnostics" +
-      "Request\032..statewright.v1.GetWorkflowDiag" +
-      "nosticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=w" +
-      "orkflows/*}/diagnostics\022\177\n\017ListDefinitio" +
-      "ns\022&.statewright.v1.ListDefinitionsReque" +
-      "st\032\'.statewright.v1.ListDefinitionsRespo" +
-      "nse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGet" +
-      "Definition\022$.statewright.v1.GetDefinitio" +
-      "nRequest\032%.statewright.v1.GetDefinitionR" +
-      "esponse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitio" +
-      "ns/*/versions/*}Z\036\022\034/api/v1/{name=defini" +
-      "tions/*}\022\200\001\n\016CountWorkflows\022%.statewrigh" +
-      "t.v1.CountWorkflowsRequest\032&.statewright" +
-      ".v1.CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api" +
-      "/v1/workflows:count\022\250\001\n\027SignalWithStartW" +
-      "orkflow\022..statewright.v1.SignalWithStart" +
-      "WorkflowRequest\032/.statewright.v1.SignalW" +
-      "ithStartWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
-      "1/workflows:signalWithStart:\001*\022\211\001\n\rRetry" +
-      "Workflow\022$.statewright.v1.RetryWorkflowR" +
-      "equest\032%.statewright.v1.RetryWorkflowRes" +
-      "ponse\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*" +
-      "}/retry:\001*\022\211\001\n\rResetWorkflow\022$.statewrig" +
-      "ht.v1.ResetWorkflowRequest\032%.statewright" +
-      ".v1.ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/" +
-      "v1/{name=workflows/*}/reset:\001*Bs\n\022dev.st" +
-      "atewright.v1P\001ZJgithub.com/statewright/s" +
-      "tatewright/clients/go/statewright/v1;sta" +
-      "tewrightv1\252\002\016Statewright.V1b\006proto3"
+      "\010R\006dryRun\"\323\003\n\026MigrateWorkflowRequest\022\022\n\004" +
+      "name\030\001 \001(\tR\004name\022\035\n\nto_version\030\002 \001(\005R\tto" +
+      "Version\022Q\n\tstate_map\030\003 \003(\01324.statewright" +
+      ".v1.MigrateWorkflowRequest.StateMapEntry" +
+      "R\010stateMap\022A\n\003set\030\004 \003(\0132/.statewright.v1" +
+      ".MigrateWorkflowRequest.SetEntryR\003set\022\026\n" +
+      "\006reason\030\005 \001(\tR\006reason\022+\n\021expected_revisi" +
+      "on\030\006 \001(\003R\020expectedRevision\022\035\n\nrequest_id" +
+      "\030\007 \001(\tR\trequestId\022\027\n\007dry_run\030\010 \001(\010R\006dryR" +
+      "un\032;\n\rStateMapEntry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n" +
+      "\005value\030\002 \001(\tR\005value:\0028\001\0326\n\010SetEntry\022\020\n\003k" +
+      "ey\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001\"" +
+      "\343\001\n\027MigrateWorkflowResponse\0224\n\010workflow\030" +
+      "\001 \001(\0132\030.statewright.v1.WorkflowR\010workflo" +
+      "w\0221\n\004plan\030\002 \001(\0132\035.statewright.v1.Migrati" +
+      "onPlanR\004plan\022F\n\017context_changes\030\003 \003(\0132\035." +
+      "statewright.v1.ContextChangeR\016contextCha" +
+      "nges\022\027\n\007dry_run\030\004 \001(\010R\006dryRun\"\204\003\n\rMigrat" +
+      "ionPlan\022!\n\014from_version\030\001 \001(\005R\013fromVersi" +
+      "on\022\035\n\nto_version\030\002 \001(\005R\ttoVersion\022\035\n\nsta" +
+      "te_from\030\003 \001(\tR\tstateFrom\022\031\n\010state_to\030\004 \001" +
+      "(\tR\007stateTo\022)\n\020defaulted_fields\030\005 \003(\tR\017d" +
+      "efaultedFields\022\035\n\nset_fields\030\006 \003(\tR\tsetF" +
+      "ields\022%\n\016removed_fields\030\007 \003(\tR\rremovedFi" +
+      "elds\022\'\n\017timers_disarmed\030\010 \001(\010R\016timersDis" +
+      "armed\022>\n\ttask_fate\030\t \001(\0162!.statewright.v" +
+      "1.MigrationTaskFateR\010taskFate\022\035\n\ntask_qu" +
+      "eue\030\n \001(\tR\ttaskQueue*s\n\016IfExistsPolicy\022 " +
+      "\n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_E" +
+      "XISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_" +
+      "RETURN_EXISTING\020\002*\302\001\n\017SignalRejection\022 \n" +
+      "\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n\034SIGNA" +
+      "L_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJE" +
+      "CTION_PERSISTING\020\002\022&\n\"SIGNAL_REJECTION_R" +
+      "ECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_S" +
+      "HUTTING_DOWN\020\004*k\n\016WatchEventType\022 \n\034WATC" +
+      "H_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVEN" +
+      "T_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STE" +
+      "P\020\002*w\n\020IfFinishedPolicy\022\"\n\036IF_FINISHED_P" +
+      "OLICY_UNSPECIFIED\020\000\022\035\n\031IF_FINISHED_POLIC" +
+      "Y_REFUSE\020\001\022 \n\034IF_FINISHED_POLICY_START_N" +
+      "EW\020\002*\230\001\n\021MigrationTaskFate\022#\n\037MIGRATION_" +
+      "TASK_FATE_UNSPECIFIED\020\000\022\034\n\030MIGRATION_TAS" +
+      "K_FATE_NONE\020\001\022\035\n\031MIGRATION_TASK_FATE_MOV" +
+      "ED\020\002\022!\n\035MIGRATION_TASK_FATE_CANCELLED\020\0032" +
+      "\366\022\n\017WorkflowService\022z\n\rStartWorkflow\022$.s" +
+      "tatewright.v1.StartWorkflowRequest\032%.sta" +
+      "tewright.v1.StartWorkflowResponse\"\034\202\323\344\223\002" +
+      "\026\"\021/api/v1/workflows:\001*\022\215\001\n\016ResumeWorkfl" +
+      "ow\022%.statewright.v1.ResumeWorkflowReques" +
+      "t\032&.statewright.v1.ResumeWorkflowRespons" +
+      "e\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/re" +
+      "sume:\001*\022\215\001\n\016SignalWorkflow\022%.statewright" +
+      ".v1.SignalWorkflowRequest\032&.statewright." +
+      "v1.SignalWorkflowResponse\",\202\323\344\223\002&\"!/api/" +
+      "v1/{name=workflows/*}/signal:\001*\022z\n\013GetWo" +
+      "rkflow\022\".statewright.v1.GetWorkflowReque" +
+      "st\032#.statewright.v1.GetWorkflowResponse\"" +
+      "\"\202\323\344\223\002\034\022\032/api/v1/{name=workflows/*}\022w\n\rL" +
+      "istWorkflows\022$.statewright.v1.ListWorkfl" +
+      "owsRequest\032%.statewright.v1.ListWorkflow" +
+      "sResponse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n" +
+      "\016CancelWorkflow\022%.statewright.v1.CancelW" +
+      "orkflowRequest\032&.statewright.v1.CancelWo" +
+      "rkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name=wo" +
+      "rkflows/*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022" +
+      "%.statewright.v1.DeleteWorkflowRequest\032&" +
+      ".statewright.v1.DeleteWorkflowResponse\"\"" +
+      "\202\323\344\223\002\034*\032/api/v1/{name=workflows/*}\022\210\001\n\rW" +
+      "atchWorkflow\022$.statewright.v1.WatchWorkf" +
+      "lowRequest\032%.statewright.v1.WatchWorkflo" +
+      "wResponse\"(\202\323\344\223\002\"\022 /api/v1/{name=workflo" +
+      "ws/*}/watch0\001\022|\n\016GetDiagnostics\022%.statew" +
+      "right.v1.GetDiagnosticsRequest\032&.statewr" +
+      "ight.v1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023" +
+      "/api/v1/diagnostics\022\247\001\n\026GetWorkflowDiagn" +
+      "ostics\022-.statewright.v1.GetWorkflowDiagn" +
+      "osticsRequest\032..statewright.v1.GetWorkfl" +
+      "owDiagnosticsResponse\".\202\323\344\223\002(\022&/api/v1/{" +
+      "name=workflows/*}/diagnostics\022\177\n\017ListDef" +
+      "initions\022&.statewright.v1.ListDefinition" +
+      "sRequest\032\'.statewright.v1.ListDefinition" +
+      "sResponse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255" +
+      "\001\n\rGetDefinition\022$.statewright.v1.GetDef" +
+      "initionRequest\032%.statewright.v1.GetDefin" +
+      "itionResponse\"O\202\323\344\223\002I\022\'/api/v1/{name=def" +
+      "initions/*/versions/*}Z\036\022\034/api/v1/{name=" +
+      "definitions/*}\022\200\001\n\016CountWorkflows\022%.stat" +
+      "ewright.v1.CountWorkflowsRequest\032&.state" +
+      "wright.v1.CountWorkflowsResponse\"\037\202\323\344\223\002\031" +
+      "\022\027/api/v1/workflows:count\022\250\001\n\027SignalWith" +
+      "StartWorkflow\022..statewright.v1.SignalWit" +
+      "hStartWorkflowRequest\032/.statewright.v1.S" +
+      "ignalWithStartWorkflowResponse\",\202\323\344\223\002&\"!" +
+      "/api/v1/workflows:signalWithStart:\001*\022\211\001\n" +
+      "\rRetryWorkflow\022$.statewright.v1.RetryWor" +
+      "kflowRequest\032%.statewright.v1.RetryWorkf" +
+      "lowResponse\"+\202\323\344\223\002%\" /api/v1/{name=workf" +
+      "lows/*}/retry:\001*\022\211\001\n\rResetWorkflow\022$.sta" +
+      "tewright.v1.ResetWorkflowRequest\032%.state" +
+      "wright.v1.ResetWorkflowResponse\"+\202\323\344\223\002%\"" +
+      " /api/v1/{name=workflows/*}/reset:\001*\022\221\001\n" +
+      "\017MigrateWorkflow\022&.statewright.v1.Migrat" +
+      "eWorkflowRequest\032\'.statewright.v1.Migrat" +
+      "eWorkflowResponse\"-\202\323\344\223\002\'\"\"/api/v1/{name" +
+      "=workflows/*}/migrate:\001*Bs\n\022dev.statewri" +
+      "ght.v1P\001ZJgithub.com/statewright/statewr" +
+      "ight/clients/go/statewright/v1;statewrig" +
+      "htv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -657,6 +717,36 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ResetWorkflowResponse_descriptor,
         new java.lang.String[] { "Workflow", "ContextChanges", "DryRun", });
+    internal_static_statewright_v1_MigrateWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(35);
+    internal_static_statewright_v1_MigrateWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_MigrateWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "ToVersion", "StateMap", "Set", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_MigrateWorkflowRequest_StateMapEntry_descriptor =
+      internal_static_statewright_v1_MigrateWorkflowRequest_descriptor.getNestedType(0);
+    internal_static_statewright_v1_MigrateWorkflowRequest_StateMapEntry_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_MigrateWorkflowRequest_StateMapEntry_descriptor,
+        new java.lang.String[] { "Key", "Value", });
+    internal_static_statewright_v1_MigrateWorkflowRequest_SetEntry_descriptor =
+      internal_static_statewright_v1_MigrateWorkflowRequest_descriptor.getNestedType(1);
+    internal_static_statewright_v1_MigrateWorkflowRequest_SetEntry_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_MigrateWorkflowRequest_SetEntry_descriptor,
+        new java.lang.String[] { "Key", "Value", });
+    internal_static_statewright_v1_MigrateWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(36);
+    internal_static_statewright_v1_MigrateWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_MigrateWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "Plan", "ContextChanges", "DryRun", });
+    internal_static_statewright_v1_MigrationPlan_descriptor =
+      getDescriptor().getMessageType(37);
+    internal_static_statewright_v1_MigrationPlan_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_MigrationPlan_descriptor,
+        new java.lang.String[] { "FromVersion", "ToVersion", "StateFrom", "StateTo", "DefaultedFields", "SetFields", "RemovedFields", "TimersDisarmed", "TaskFate", "TaskQueue", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

@@ -41,6 +41,8 @@ import dev.statewright.v1.PollTasksRequest;
 import dev.statewright.v1.PollTasksResponse;
 import dev.statewright.v1.QueueConfig;
 import dev.statewright.v1.QueueStatus;
+import dev.statewright.v1.MigrateWorkflowRequest;
+import dev.statewright.v1.MigrateWorkflowResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
 import dev.statewright.v1.SetQueueConfigRequest;
@@ -305,6 +307,16 @@ public final class StatewrightClient implements AutoCloseable {
   public ResetWorkflowResponse reset(ResetWorkflowRequest request) {
     ResetWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
     return call("ResetWorkflow", s -> s.resetWorkflow(r));
+  }
+
+  /**
+   * Moves a RUNNING or WAITING instance to another version of its definition (its state_map
+   * renames states, its set gives context fields a CEL value over the old context); checked
+   * against both versions first. With dry_run set, answers the plan and saves nothing.
+   */
+  public MigrateWorkflowResponse migrate(MigrateWorkflowRequest request) {
+    MigrateWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("MigrateWorkflow", s -> s.migrateWorkflow(r));
   }
 
   public ListWorkflowsResponse listPage(ListWorkflowsRequest request) {

@@ -6,6 +6,8 @@ import dev.statewright.v1.GetWorkflowRequest;
 import dev.statewright.v1.GetWorkflowResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
+import dev.statewright.v1.MigrateWorkflowRequest;
+import dev.statewright.v1.MigrateWorkflowResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
 import dev.statewright.v1.ResetWorkflowRequest;
@@ -65,6 +67,7 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   Function<SignalWithStartWorkflowRequest, SignalWithStartWorkflowResponse> signalWithStartWorkflow;
   Function<RetryWorkflowRequest, RetryWorkflowResponse> retryWorkflow;
   Function<ResetWorkflowRequest, ResetWorkflowResponse> resetWorkflow;
+  Function<MigrateWorkflowRequest, MigrateWorkflowResponse> migrateWorkflow;
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
   final FakeTaskService tasks = new FakeTaskService();
 
@@ -180,6 +183,11 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   @Override
   public void resetWorkflow(ResetWorkflowRequest request, StreamObserver<ResetWorkflowResponse> observer) {
     unary(request, resetWorkflow, observer);
+  }
+
+  @Override
+  public void migrateWorkflow(MigrateWorkflowRequest request, StreamObserver<MigrateWorkflowResponse> observer) {
+    unary(request, migrateWorkflow, observer);
   }
 
   @Override

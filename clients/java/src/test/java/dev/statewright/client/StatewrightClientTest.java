@@ -10,6 +10,10 @@ import dev.statewright.v1.GetWorkflowRequest;
 import dev.statewright.v1.GetWorkflowResponse;
 import dev.statewright.v1.ListWorkflowsRequest;
 import dev.statewright.v1.ListWorkflowsResponse;
+import dev.statewright.v1.MigrateWorkflowRequest;
+import dev.statewright.v1.MigrateWorkflowResponse;
+import dev.statewright.v1.MigrationPlan;
+import dev.statewright.v1.MigrationTaskFate;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResetWorkflowRequest;
 import dev.statewright.v1.ResetWorkflowResponse;
@@ -121,6 +125,33 @@ class StatewrightClientTest {
     ResetWorkflowRequest first = (ResetWorkflowRequest) fake.requests.get(1);
     ResetWorkflowRequest again = (ResetWorkflowRequest) fake.requests.get(2);
     assertEquals(2, first.getToRevision());
+    assertEquals(first.getRequestId(), again.getRequestId());
+  }
+
+  @Test
+  void migrateSendsItsMapsWithARequestIdAndRetriesUnavailable() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.migrateWorkflow = request -> {
+      if (attempts.incrementAndGet() < 2) {
+        throw Status.UNAVAILABLE.withDescription("storage down").asRuntimeException();
+      }
+      return MigrateWorkflowResponse.newBuilder()
+          .setWorkflow(workflow("w", 2, WorkflowStatus.WORKFLOW_STATUS_WAITING))
+          .setPlan(MigrationPlan.newBuilder().setStateFrom("review").setStateTo("approval")
+              .setTaskFate(MigrationTaskFate.MIGRATION_TASK_FATE_NONE))
+          .setDryRun(request.getDryRun())
+          .build();
+    };
+    MigrateWorkflowResponse migrated = client.migrate(MigrateWorkflowRequest.newBuilder()
+        .setName("workflows/w").setToVersion(2).putStateMap("review", "approval")
+        .putSet("tier", "'gold'").setDryRun(true).build());
+    assertTrue(migrated.getDryRun());
+    assertEquals("approval", migrated.getPlan().getStateTo());
+    MigrateWorkflowRequest first = (MigrateWorkflowRequest) fake.requests.get(0);
+    MigrateWorkflowRequest again = (MigrateWorkflowRequest) fake.requests.get(1);
+    assertEquals("approval", first.getStateMapOrThrow("review"));
+    assertEquals("'gold'", first.getSetOrThrow("tier"));
+    assertFalse(first.getRequestId().isEmpty());
     assertEquals(first.getRequestId(), again.getRequestId());
   }
 
