@@ -362,80 +362,81 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "tatewright.v1.WorkflowR\010workflow\022F\n\017cont" +
       "ext_changes\030\002 \003(\0132\035.statewright.v1.Conte" +
       "xtChangeR\016contextChanges\022\027\n\007dry_run\030\003 \001(" +
-      "\010R\006dryRun*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS" +
-      "_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLIC" +
-      "Y_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXIS" +
-      "TING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJ" +
-      "ECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION" +
-      "_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSI" +
-      "STING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQ" +
-      "UIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOW" +
-      "N\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYP" +
-      "E_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURR" +
-      "ENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFi" +
-      "nishedPolicy\022\"\n\036IF_FINISHED_POLICY_UNSPE" +
-      "CIFIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022" +
-      " \n\034IF_FINISHED_POLICY_START_NEW\020\0022\342\021\n\017Wo" +
-      "rkflowService\022z\n\rStartWorkflow\022$.statewr" +
-      "ight.v1.StartWorkflowRequest\032%.statewrig" +
-      "ht.v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/ap" +
-      "i/v1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.s" +
-      "tatewright.v1.ResumeWorkflowRequest\032&.st" +
-      "atewright.v1.ResumeWorkflowResponse\",\202\323\344" +
-      "\223\002&\"!/api/v1/{name=workflows/*}/resume:\001" +
-      "*\022\215\001\n\016SignalWorkflow\022%.statewright.v1.Si" +
-      "gnalWorkflowRequest\032&.statewright.v1.Sig" +
-      "nalWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{na" +
-      "me=workflows/*}/signal:\001*\022z\n\013GetWorkflow" +
-      "\022\".statewright.v1.GetWorkflowRequest\032#.s" +
-      "tatewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002" +
-      "\034\022\032/api/v1/{name=workflows/*}\022w\n\rListWor" +
-      "kflows\022$.statewright.v1.ListWorkflowsReq" +
-      "uest\032%.statewright.v1.ListWorkflowsRespo" +
-      "nse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016Cance" +
-      "lWorkflow\022%.statewright.v1.CancelWorkflo" +
-      "wRequest\032&.statewright.v1.CancelWorkflow" +
-      "Response\",\202\323\344\223\002&\"!/api/v1/{name=workflow" +
-      "s/*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.stat" +
-      "ewright.v1.DeleteWorkflowRequest\032&.state" +
-      "wright.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034" +
-      "*\032/api/v1/{name=workflows/*}\022\210\001\n\rWatchWo" +
-      "rkflow\022$.statewright.v1.WatchWorkflowReq" +
-      "uest\032%.statewright.v1.WatchWorkflowRespo" +
-      "nse\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/" +
-      "watch0\001\022|\n\016GetDiagnostics\022%.statewright." +
-      "v1.GetDiagnosticsRequest\032&.statewright.v" +
-      "1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v" +
-      "1/diagnostics\022\247\001\n\026GetWorkflowDiagnostics" +
-      "\022-.statewright.v1.GetWorkflowDiagnostics" +
-      "Request\032..statewright.v1.GetWorkflowDiag" +
-      "nosticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=w" +
-      "orkflows/*}/diagnostics\022\177\n\017ListDefinitio" +
-      "ns\022&.statewright.v1.ListDefinitionsReque" +
-      "st\032\'.statewright.v1.ListDefinitionsRespo" +
-      "nse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGet" +
-      "Definition\022$.statewright.v1.GetDefinitio" +
-      "nRequest\032%.statewright.v1.GetDefinitionR" +
-      "esponse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitio" +
-      "ns/*/versions/*}Z\036\022\034/api/v1/{name=defini" +
-      "tions/*}\022\200\001\n\016CountWorkflows\022%.statewrigh" +
-      "t.v1.CountWorkflowsRequest\032&.statewright" +
-      ".v1.CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api" +
-      "/v1/workflows:count\022\250\001\n\027SignalWithStartW" +
-      "orkflow\022..statewright.v1.SignalWithStart" +
-      "WorkflowRequest\032/.statewright.v1.SignalW" +
-      "ithStartWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
-      "1/workflows:signalWithStart:\001*\022\211\001\n\rRetry" +
-      "Workflow\022$.statewright.v1.RetryWorkflowR" +
-      "equest\032%.statewright.v1.RetryWorkflowRes" +
-      "ponse\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*" +
-      "}/retry:\001*\022\211\001\n\rResetWorkflow\022$.statewrig" +
-      "ht.v1.ResetWorkflowRequest\032%.statewright" +
-      ".v1.ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/" +
-      "v1/{name=workflows/*}/reset:\001*Bs\n\022dev.st" +
-      "atewright.v1P\001ZJgithub.com/statewright/s" +
-      "tatewright/clients/go/statewright/v1;sta" +
-      "tewrightv1\252\002\016Statewright.V1b\006proto3"
+      "\010R\006dryRun*\221\001\n\016IfExistsPolicy\022 \n\034IF_EXIST" +
+      "S_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLI" +
+      "CY_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXI" +
+      "STING\020\002\022\034\n\030IF_EXISTS_POLICY_RESTART\020\003*\302\001" +
+      "\n\017SignalRejection\022 \n\034SIGNAL_REJECTION_UN" +
+      "SPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUNN" +
+      "ING\020\001\022\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022&" +
+      "\n\"SIGNAL_REJECTION_RECOVERY_REQUIRED\020\003\022\"" +
+      "\n\036SIGNAL_REJECTION_SHUTTING_DOWN\020\004*k\n\016Wa" +
+      "tchEventType\022 \n\034WATCH_EVENT_TYPE_UNSPECI" +
+      "FIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025" +
+      "WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFinishedPol" +
+      "icy\022\"\n\036IF_FINISHED_POLICY_UNSPECIFIED\020\000\022" +
+      "\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022 \n\034IF_FIN" +
+      "ISHED_POLICY_START_NEW\020\0022\342\021\n\017WorkflowSer" +
+      "vice\022z\n\rStartWorkflow\022$.statewright.v1.S" +
+      "tartWorkflowRequest\032%.statewright.v1.Sta" +
+      "rtWorkflowResponse\"\034\202\323\344\223\002\026\"\021/api/v1/work" +
+      "flows:\001*\022\215\001\n\016ResumeWorkflow\022%.statewrigh" +
+      "t.v1.ResumeWorkflowRequest\032&.statewright" +
+      ".v1.ResumeWorkflowResponse\",\202\323\344\223\002&\"!/api" +
+      "/v1/{name=workflows/*}/resume:\001*\022\215\001\n\016Sig" +
+      "nalWorkflow\022%.statewright.v1.SignalWorkf" +
+      "lowRequest\032&.statewright.v1.SignalWorkfl" +
+      "owResponse\",\202\323\344\223\002&\"!/api/v1/{name=workfl" +
+      "ows/*}/signal:\001*\022z\n\013GetWorkflow\022\".statew" +
+      "right.v1.GetWorkflowRequest\032#.statewrigh" +
+      "t.v1.GetWorkflowResponse\"\"\202\323\344\223\002\034\022\032/api/v" +
+      "1/{name=workflows/*}\022w\n\rListWorkflows\022$." +
+      "statewright.v1.ListWorkflowsRequest\032%.st" +
+      "atewright.v1.ListWorkflowsResponse\"\031\202\323\344\223" +
+      "\002\023\022\021/api/v1/workflows\022\215\001\n\016CancelWorkflow" +
+      "\022%.statewright.v1.CancelWorkflowRequest\032" +
+      "&.statewright.v1.CancelWorkflowResponse\"" +
+      ",\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/canc" +
+      "el:\001*\022\203\001\n\016DeleteWorkflow\022%.statewright.v" +
+      "1.DeleteWorkflowRequest\032&.statewright.v1" +
+      ".DeleteWorkflowResponse\"\"\202\323\344\223\002\034*\032/api/v1" +
+      "/{name=workflows/*}\022\210\001\n\rWatchWorkflow\022$." +
+      "statewright.v1.WatchWorkflowRequest\032%.st" +
+      "atewright.v1.WatchWorkflowResponse\"(\202\323\344\223" +
+      "\002\"\022 /api/v1/{name=workflows/*}/watch0\001\022|" +
+      "\n\016GetDiagnostics\022%.statewright.v1.GetDia" +
+      "gnosticsRequest\032&.statewright.v1.GetDiag" +
+      "nosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/diagnos" +
+      "tics\022\247\001\n\026GetWorkflowDiagnostics\022-.statew" +
+      "right.v1.GetWorkflowDiagnosticsRequest\032." +
+      ".statewright.v1.GetWorkflowDiagnosticsRe" +
+      "sponse\".\202\323\344\223\002(\022&/api/v1/{name=workflows/" +
+      "*}/diagnostics\022\177\n\017ListDefinitions\022&.stat" +
+      "ewright.v1.ListDefinitionsRequest\032\'.stat" +
+      "ewright.v1.ListDefinitionsResponse\"\033\202\323\344\223" +
+      "\002\025\022\023/api/v1/definitions\022\255\001\n\rGetDefinitio" +
+      "n\022$.statewright.v1.GetDefinitionRequest\032" +
+      "%.statewright.v1.GetDefinitionResponse\"O" +
+      "\202\323\344\223\002I\022\'/api/v1/{name=definitions/*/vers" +
+      "ions/*}Z\036\022\034/api/v1/{name=definitions/*}\022" +
+      "\200\001\n\016CountWorkflows\022%.statewright.v1.Coun" +
+      "tWorkflowsRequest\032&.statewright.v1.Count" +
+      "WorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api/v1/workf" +
+      "lows:count\022\250\001\n\027SignalWithStartWorkflow\022." +
+      ".statewright.v1.SignalWithStartWorkflowR" +
+      "equest\032/.statewright.v1.SignalWithStartW" +
+      "orkflowResponse\",\202\323\344\223\002&\"!/api/v1/workflo" +
+      "ws:signalWithStart:\001*\022\211\001\n\rRetryWorkflow\022" +
+      "$.statewright.v1.RetryWorkflowRequest\032%." +
+      "statewright.v1.RetryWorkflowResponse\"+\202\323" +
+      "\344\223\002%\" /api/v1/{name=workflows/*}/retry:\001" +
+      "*\022\211\001\n\rResetWorkflow\022$.statewright.v1.Res" +
+      "etWorkflowRequest\032%.statewright.v1.Reset" +
+      "WorkflowResponse\"+\202\323\344\223\002%\" /api/v1/{name=" +
+      "workflows/*}/reset:\001*Bs\n\022dev.statewright" +
+      ".v1P\001ZJgithub.com/statewright/statewrigh" +
+      "t/clients/go/statewright/v1;statewrightv" +
+      "1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
