@@ -108,6 +108,7 @@ class StepWrites:
             session.record.create_time,
             now,
             self._expire_time(session.loaded, result, now),
+            command.run_after(session.record.run),
         )
         change, armed = timer_change(result.timers, record, now, command.fired())
         if not result.timers.disarm and not armed:

@@ -96,6 +96,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             to_micros(p["update_time"]),
             micros(p["expire_time"]),
             p.get("recursion_limit"),
+            p["run"],
         ]
         if isinstance(op, Create):
             if instance is not None:
@@ -104,10 +105,9 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
         else:
             if instance is None or instance.revision != p["expected"]:
                 return self._refused(op, instance)
-            # A save keeps what only a create writes: the definition, the creation time
-            # and the start's recursion limit.
+            # A save keeps what only a create writes: the definition and the creation
+            # time (a restart's step writes a new run and recursion limit).
             row[1], row[2], row[8] = instance.row[1], instance.row[2], instance.row[8]
-            row[11] = instance.row[11]
             instance.row = row
         instance.history[p["revision"]] = [
             wid,
@@ -122,6 +122,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             p["h_timers"],
             p["h_actor"],
             p["h_input"],
+            p["run"],
         ]
         if rid is not None:
             self._requests[(wid, rid)] = (
