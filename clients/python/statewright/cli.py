@@ -605,9 +605,10 @@ def build_parser() -> argparse.ArgumentParser:
     _start_arguments(p, request_help)
     p.add_argument(
         "--if-exists",
-        choices=["fail", "return_existing"],
-        help="when --id is taken: fail with ALREADY_EXISTS, or return the existing instance "
-        "with created false (default: fail)",
+        choices=["fail", "return_existing", "restart"],
+        help="when --id is taken: fail with ALREADY_EXISTS, return the existing instance "
+        "with created false, or restart a finished one as a new run from the entry point "
+        "(its stored context under the new input; a live one fails) (default: fail)",
     )
     p.add_argument(
         "--delay",
