@@ -563,6 +563,7 @@ function checkWorkflow(e: Expectation, wf: Workflow | undefined): string {
   e.checkEnum("status", WorkflowStatus, status);
   e.checkString("state", wf?.state ?? "");
   e.checkInt("revision", wf?.revision ?? 0n);
+  e.checkInt("run", wf?.run ?? 0);
   e.checkStrings("accepted_events", wf?.acceptedEvents ?? []);
   const pending = e.sub("pending_task");
   if (pending) {
