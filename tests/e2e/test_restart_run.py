@@ -15,28 +15,8 @@ from statewright.models import WatchEvent
 from tests.support.api import uid
 from tests.support.console import Http, console_url
 from tests.support.deployment import definitions_dir, running_server
+from tests.support.restarts import RERUN
 from tests.support.server import ServerProcess
-
-# Each run's first step counts itself in `starts` (an entry action of the initial state)
-# and waits for `approve`, which finishes it.
-RERUN = """
-name: rerun
-version: 1
-context:
-  customer: {type: string, default: ""}
-  amount:   {type: int, default: 0}
-  starts:   {type: int, default: 0}
-initial: begin
-states:
-  begin:
-    entry:
-      - set: {starts: "context.starts + 1"}
-  waiting:
-    wait: true
-transitions:
-  - {from: begin, to: waiting}
-  - {from: waiting, on: approve, to: __finish__}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +68,7 @@ def test_a_finished_instance_restarts_as_a_new_run(client: Client) -> None:
     assert restarted.created
     assert (w.run, w.revision, w.status, w.state) == (2, 3, WorkflowStatus.WAITING, "waiting")
     # From the entry point (its entry action ran again), the stored fields under the input.
-    assert w.context == {"customer": "ada", "amount": 7, "starts": 2}
+    assert w.context == {"customer": "ada", "amount": 7, "starts": 2, "notes": []}
     assert w.name == f"workflows/{wid}"
 
     # A retry while run 2 waits answers the original response; so does one after run 2
@@ -110,7 +90,7 @@ def test_a_finished_instance_restarts_as_a_new_run(client: Client) -> None:
     assert [(s.revision, s.workflow.run) for s in steps] == [(1, 1), (2, 1), (3, 2), (4, 2)]
     assert [s.workflow.status for s in steps][1] is WorkflowStatus.COMPLETED
     assert steps[2].event == "restart" and steps[2].input == {"amount": 7}
-    assert steps[1].workflow.context == {"customer": "ada", "amount": 5, "starts": 1}
+    assert steps[1].workflow.context == {"customer": "ada", "amount": 5, "starts": 1, "notes": []}
 
 
 def test_a_live_instance_is_not_restarted(client: Client) -> None:

@@ -18,26 +18,7 @@ from statewrightd.engine.model import Snapshot
 from statewrightd.engine.snapshots import history_record, instance_record, record_at
 from statewrightd.reasons import Reason
 from statewrightd.store.records import DefinitionRecord
-
-RERUN = """
-name: rerun
-version: 1
-context:
-  customer: {type: string, default: ""}
-  amount:   {type: int, default: 0}
-  starts:   {type: int, default: 0}
-  notes:    {type: list, reducer: append, default: []}
-initial: begin
-states:
-  begin:
-    entry:
-      - set: {starts: "context.starts + 1"}
-  waiting:
-    wait: true
-transitions:
-  - {from: begin, to: waiting}
-  - {from: waiting, on: approve, to: __finish__}
-"""
+from tests.support.restarts import RERUN
 
 _T = datetime(2026, 1, 1, tzinfo=UTC)
 
