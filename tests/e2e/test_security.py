@@ -360,6 +360,7 @@ def test_history_and_diagnostics_record_each_steps_principal(tls: Setup) -> None
 # -- a scoped caller never reads, nor learns of, an instance out of its scope ---------------
 
 RETURN_EXISTING = pb.IF_EXISTS_POLICY_RETURN_EXISTING
+RESTART = pb.IF_EXISTS_POLICY_RESTART
 
 
 def _refusal(call: Any) -> str:
@@ -385,7 +386,7 @@ def test_a_start_never_answers_with_or_reveals_an_instance_out_of_scope(tls: Set
                     scoped.start, "mail-approval", workflow_id=review, if_exists=policy
                 )
             )
-            for policy in (RETURN_EXISTING, pb.IF_EXISTS_POLICY_UNSPECIFIED)
+            for policy in (RETURN_EXISTING, pb.IF_EXISTS_POLICY_UNSPECIFIED, RESTART)
         }
         # The same answer as for an id that names nothing at all (a start on which would
         # create it), so the refusal tells nothing of what the id is used for.

@@ -50,7 +50,7 @@ from statewright.values import to_struct
 SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
 
-IfExists = Literal["fail", "return_existing"]
+IfExists = Literal["fail", "return_existing", "restart"]
 # What execute() waits for: "rest" (WAITING, or finished) or "finish" (COMPLETED, FAILED
 # or CANCELLED).
 Until = Literal["rest", "finish"]
@@ -138,6 +138,7 @@ def new_request_id() -> str:
 _IF_EXISTS: dict[str, pb.IfExistsPolicy.ValueType] = {
     "fail": pb.IF_EXISTS_POLICY_FAIL,
     "return_existing": pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+    "restart": pb.IF_EXISTS_POLICY_RESTART,
 }
 
 

@@ -94,7 +94,9 @@ class Operations:
         With ``start_delay`` (seconds) the instance is created at once, WAITING with the
         reason START_DELAYED, and its first step runs after the delay. ``recursion_limit``
         lowers the definition's for every step of this instance (above it is refused with
-        RECURSION_LIMIT_TOO_HIGH)."""
+        RECURSION_LIMIT_TOO_HIGH). ``if_exists="restart"``: a finished instance with this
+        ``workflow_id`` starts a new run (its stored context under the input, ``run`` one
+        higher); a live one is refused ALREADY_EXISTS."""
         request = _common.start_request(
             definition,
             input=input,

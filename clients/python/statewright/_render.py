@@ -168,6 +168,7 @@ def history_step(event: WatchEvent) -> JSONObject:
     workflow = event.workflow.to_dict()
     return {
         "revision": event.revision,
+        "run": workflow["run"],
         "time": workflow["update_time"],
         "event": event.event,
         "transitions": [t.to_dict() for t in event.transitions],
@@ -214,6 +215,7 @@ def workflow_table(workflow: Workflow) -> str:
         ("status", workflow.status.value),
         ("state", workflow.state),
         ("revision", str(workflow.revision)),
+        *([("run", str(workflow.run))] if workflow.run > 1 else []),
         ("accepts", ", ".join(workflow.accepted_events) or "-"),
         ("created", _short_time(workflow.create_time)),
         ("updated", _short_time(workflow.update_time)),

@@ -406,18 +406,25 @@ def _history_events(client: Client, name: str) -> Iterator[WatchEvent]:
     """Every saved step, read through WatchWorkflow from revision 0.
 
     The watch replays history and then follows live steps: it ends by itself after a
-    terminal revision; for a live instance, history is whatever was saved up to the
+    terminal revision, so a restarted instance (whose earlier runs each end in one) is
+    watched again after it; for a live instance, history is whatever was saved up to the
     revision read just before the watch opened.
     """
     latest = client.get(name).revision
-    watch = client.watch(name, after_revision=0)
-    try:
-        for event in watch:
-            yield event
-            if event.revision >= latest:
-                return
-    finally:
-        watch.close()
+    after = 0
+    while after < latest:
+        start = after
+        watch = client.watch(name, after_revision=after)
+        try:
+            for event in watch:
+                yield event
+                after = event.revision
+                if after >= latest:
+                    return
+        finally:
+            watch.close()
+        if after == start:
+            return  # nothing more to read (the instance was removed meanwhile)
 
 
 def _diagnostics(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -667,9 +674,10 @@ def build_parser() -> argparse.ArgumentParser:
     _start_arguments(p, request_help)
     p.add_argument(
         "--if-exists",
-        choices=["fail", "return_existing"],
-        help="when --id is taken: fail with ALREADY_EXISTS, or return the existing instance "
-        "with created false (default: fail)",
+        choices=["fail", "return_existing", "restart"],
+        help="when --id is taken: fail with ALREADY_EXISTS, return the existing instance "
+        "with created false, or restart a finished one as a new run from the entry point "
+        "(its stored context under the new input; a live one fails) (default: fail)",
     )
     p.add_argument(
         "--delay",

@@ -71,8 +71,20 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0}
 _STEP_KEYS = ["id", "op", "request", "expect", "save", "repeat"]
 # Step keys only some ops read: anywhere else they would be ignored, so they fail the step.
 _OP_STEP_KEYS = {"AwaitWatch": ["watch"], "RunWorker": ["handlers", "until", "timeout"]}
-_WORKFLOW_KEYS = ["status", "state", "revision", "accepted_events", "context", "pending_task"]
+_WORKFLOW_KEYS = [
+    "status", "state", "revision", "run", "accepted_events", "context", "pending_task",
+]  # fmt: skip
 _TASK_KEYS = ["state", "queue", "status", "attempt"]
+
+
+def _if_exists(name: str | None) -> Any:
+    """The client's if_exists value for the enum's proto name the scenario spells
+    (IF_EXISTS_POLICY_RESTART -> "restart"), which the other runners read as it is."""
+    if name is None:
+        return None
+    prefix = "IF_EXISTS_POLICY_"
+    _require(name.startswith(prefix), f"if_exists: expected {prefix}..., got {name!r}")
+    return name.removeprefix(prefix).lower()
 
 
 class ConformanceError(AssertionError):
@@ -361,6 +373,7 @@ class Runner:
         self._compare("status", workflow.status.value, expect.get("status"))
         self._compare("state", workflow.state, expect.get("state"))
         self._compare("revision", workflow.revision, expect.get("revision"))
+        self._compare("run", workflow.run, expect.get("run"))
         if "accepted_events" in expect:
             self._compare(
                 "accepted_events", list(workflow.accepted_events), list(expect["accepted_events"])
@@ -415,7 +428,7 @@ class Runner:
                 workflow_id=r.get("workflow_id"),
                 version=r.get("version"),
                 request_id=r.get("request_id"),
-                if_exists=r.get("if_exists"),
+                if_exists=_if_exists(r.get("if_exists")),
             ),
         )
 

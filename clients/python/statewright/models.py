@@ -582,6 +582,9 @@ class Workflow:
     children: WorkflowChildren | None = None
     # The recursion limit its start gave it (None: its definition's applies).
     recursion_limit: int | None = None
+    # The run this revision belongs to: 1, and one more for every restart (a start with
+    # if_exists="restart" of the finished instance).
+    run: int = 1
 
     @property
     def terminal(self) -> bool:
@@ -617,6 +620,7 @@ class Workflow:
                 WorkflowChildren.from_proto(msg.children) if msg.HasField("children") else None
             ),
             recursion_limit=(msg.recursion_limit if msg.HasField("recursion_limit") else None),
+            run=msg.run or 1,
         )
 
     def to_dict(self) -> JSONObject:
@@ -641,6 +645,7 @@ class Workflow:
             "parent": self.parent.to_dict() if self.parent is not None else None,
             "children": self.children.to_dict() if self.children is not None else None,
             "recursion_limit": self.recursion_limit,
+            "run": self.run,
         }
 
 
@@ -689,7 +694,8 @@ class StepResult:
 class StartResult(StepResult):
     """StartWorkflow's answer: a step result, and whether it made a new instance."""
 
-    # False only when the if_exists policy returned an existing instance.
+    # False only when the if_exists policy returned an existing instance (a restart, a
+    # new run, is true).
     created: bool = True
 
     def to_dict(self) -> JSONObject:

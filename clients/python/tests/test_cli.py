@@ -89,6 +89,19 @@ def test_start_execute_and_signal_with_start_take_a_recursion_limit(fake: FakeSe
     assert signalled.recursion_limit == 5
 
 
+def test_start_restarts_a_finished_instance_when_asked(fake: FakeServer) -> None:
+    restarted = workflow("d")
+    restarted.run, restarted.revision = 2, 5
+    fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
+        workflow=restarted, created=True
+    )
+    status, body, _ = _run(fake, "start", "tally", "--id", "d", "--if-exists", "restart")
+    assert status == 0
+    (request,) = fake.service.calls("StartWorkflow")
+    assert request.if_exists == pb.IF_EXISTS_POLICY_RESTART
+    assert (body["workflow"]["run"], body["created"]) == (2, True)
+
+
 def test_a_bad_delay_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         cli.main(["start", "tally", "--delay", "soon"])

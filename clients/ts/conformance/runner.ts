@@ -446,7 +446,6 @@ export class Runner {
     }
 
     checkWorkflow(e, wf);
-    e.checkSubset("context", wf?.context);
     const tasks = await this.listTasks(name);
     const wantTasks = e.take("tasks");
     if (wantTasks !== undefined) {
@@ -563,7 +562,9 @@ function checkWorkflow(e: Expectation, wf: Workflow | undefined): string {
   e.checkEnum("status", WorkflowStatus, status);
   e.checkString("state", wf?.state ?? "");
   e.checkInt("revision", wf?.revision ?? 0n);
+  e.checkInt("run", wf?.run ?? 0);
   e.checkStrings("accepted_events", wf?.acceptedEvents ?? []);
+  e.checkSubset("context", wf?.context);
   const pending = e.sub("pending_task");
   if (pending) {
     if (wf?.pendingTask) {

@@ -44,7 +44,7 @@ test("the shared scenario passes against a conforming server", async () => {
     "PASS start_order (StartWorkflow): ful-abc123 RUNNING in charging at revision 1, pending task charging/payments SCHEDULED attempt 0",
     "PASS work_order (RunWorker): worked payments ×2, shipping ×1; ful-abc123 COMPLETED in refunded at revision 4; 3 tasks: " +
       "charging/payments COMPLETED attempt 1, shipping/shipping FAILED attempt 1, refunding/payments COMPLETED attempt 1",
-    "conformance: 15 passed, 0 failed\n",
+    "conformance: 16 passed, 0 failed\n",
   ]) {
     assert.ok(out.includes(want), `output lacks ${JSON.stringify(want)}:\n${out}`);
   }

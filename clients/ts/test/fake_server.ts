@@ -22,6 +22,7 @@ import { connectNodeAdapter } from "@connectrpc/connect-node";
 
 import { ErrorInfoSchema, RetryInfoSchema } from "../src/error_info.js";
 import {
+  IfExistsPolicy,
   SignalRejection,
   WatchEventType,
   WatchWorkflowResponseSchema,
@@ -200,10 +201,19 @@ export function fakeWorkflowService(knobs: FakeKnobs = {}, tasks?: FakeTaskServi
   return {
     startWorkflow(req) {
       const name = `workflows/${req.workflowId}`;
-      if (workflows.has(name)) {
+      const old = workflows.get(name);
+      if (old) {
+        const finished = [WorkflowStatus.COMPLETED, WorkflowStatus.FAILED, WorkflowStatus.CANCELLED].includes(old.status);
+        if (req.ifExists === IfExistsPolicy.RESTART && finished) {
+          // The next run, as the server makes it: from the first state again, the
+          // instance's context under the request's input.
+          const context = { ...(old.context ?? {}), ...(req.input ?? {}) };
+          Object.assign(old, { context, run: old.run + 1, state: "awaiting_approval", status: WorkflowStatus.WAITING, acceptedEvents: ["approve", "reject"] });
+          return { workflow: save(old, "restart"), created: true };
+        }
         throw statewrightError(Code.AlreadyExists, "WORKFLOW_ALREADY_EXISTS", { workflow_id: req.workflowId });
       }
-      const wf = create(WorkflowSchema, { name, workflowId: req.workflowId, definition: req.definition, version: 1 });
+      const wf = create(WorkflowSchema, { name, workflowId: req.workflowId, definition: req.definition, version: 1, run: 1 });
       switch (req.definition) {
         case "mail-approval":
           Object.assign(wf, { state: "awaiting_approval", status: WorkflowStatus.WAITING, acceptedEvents: ["approve", "reject"] });

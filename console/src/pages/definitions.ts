@@ -163,11 +163,18 @@ function startForm(name: string, version: number, fields: ContextFieldJson[]): H
   // A start may only lower the definition's limit: the server refuses a higher one with
   // RECURSION_LIMIT_TOO_HIGH, shown below the form as any refusal is.
   const limit = h("input", { id: "start-recursion-limit", name: "recursionLimit", type: "number", min: "1", step: "1", inputmode: "numeric", placeholder: "the definition's" });
+  // What the server does when the id is taken: a live instance is never restarted.
+  const ifExists = h("select", { id: "start-if-exists", name: "ifExists" },
+    h("option", { value: "" }, "Refuse the start (ALREADY_EXISTS)"),
+    h("option", { value: "IF_EXISTS_POLICY_RETURN_EXISTING" }, "Open the existing instance"),
+    h("option", { value: "IF_EXISTS_POLICY_RESTART" }, "Restart it if it has finished (a new run)"),
+  ) as HTMLSelectElement;
   const form = h("form", { class: "stack" },
     h("label", { for: "start-id" }, "Workflow id ", h("span", { class: "muted" }, "(optional)")), id,
     h("label", { for: "start-input" }, "Input ", h("span", { class: "muted" }, prefill ? "(JSON object: the context's declared defaults, edit or remove any)" : "(JSON object, optional)")), input,
     h("label", { for: "start-delay" }, "Start delay ", h("span", { class: "muted" }, "(optional: 30s, 5m, 1h30m; the instance exists at once and its first step runs then)")), delay,
     h("label", { for: "start-recursion-limit" }, "Recursion limit ", h("span", { class: "muted" }, "(optional: at most this many transitions in any one step of this instance; at most the definition's)")), limit,
+    h("label", { for: "start-if-exists" }, "If the id exists ", h("span", { class: "muted" }, "(a restart starts a finished instance again from the entry point, its context under the input)")), ifExists,
     h("div", {}, h("button", { type: "submit", class: "button primary" }, `Start ${name} v${version}`)),
     result,
   );
@@ -188,6 +195,7 @@ function startForm(name: string, version: number, fields: ContextFieldJson[]): H
     const body: Record<string, unknown> = { definition: name, version, workflowId: id.value.trim(), input: parsed };
     if (seconds > 0) body["startDelay"] = `${seconds}s`;
     if (limit.value.trim()) body["recursionLimit"] = Number(limit.value.trim());
+    if (ifExists.value) body["ifExists"] = ifExists.value;
     api.post<StartWorkflowResponseJson>("/api/v1/workflows", body).then(
       (started) => navigate(`/workflows/${encodeURIComponent(started.workflow?.workflowId ?? "")}`),
       (error) => replace(result, errorNotice(error, "The start was refused")),

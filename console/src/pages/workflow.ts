@@ -432,6 +432,8 @@ export function workflowPage(id: string): Page {
               h("span", { class: "chip" }, "state ", h("code", { id: "current-state" }, workflow.state ?? "")),
               h("span", { class: "chip" }, link(`/definitions/${encodeURIComponent(workflow.definition ?? "")}?version=${workflow.version}`, `${workflow.definition} v${workflow.version}`)),
               h("span", { class: "chip" }, "revision ", h("strong", { id: "current-revision" }, workflow.revision ?? "0")),
+              // A restarted instance (a start with if_exists RESTART) is in a later run.
+              (workflow.run ?? 1) > 1 ? h("span", { class: "chip" }, "run ", h("strong", { id: "current-run" }, String(workflow.run))) : null,
           );
           const progress = workflow.fanOut ? `, ${fanOutSummary(workflow.fanOut)}` : "";
           void graph.highlight(workflow.state ?? "", statusLabel(workflow.status) + progress, OUTCOMES[String(workflow.status)] ?? null);
@@ -439,6 +441,7 @@ export function workflowPage(id: string): Page {
             h("dt", {}, "Status"), h("dd", {}, statusBadge(workflow.status)),
             h("dt", {}, "State"), h("dd", {}, h("code", {}, workflow.state ?? "")),
             h("dt", {}, "Revision"), h("dd", {}, workflow.revision ?? "0"),
+            h("dt", {}, "Run"), h("dd", { id: "run" }, String(workflow.run ?? 1), " ", h("span", { class: "muted" }, (workflow.run ?? 1) > 1 ? "(restarted: the earlier runs' revisions stay in its history)" : "")),
             h("dt", {}, "Created"), h("dd", {}, timestamp(workflow.createTime)),
             h("dt", {}, "Updated"), h("dd", {}, timestamp(workflow.updateTime)),
             family(workflow),
@@ -486,6 +489,7 @@ export function workflowPage(id: string): Page {
             h("td", { class: "num" }, toggle),
             h("td", {}, cancelled
               ? h("span", { class: "chip cancellation" }, "cancelled")
+              : step.event === "restart" ? h("span", { class: "chip" }, `restart: run ${step.workflow?.run ?? ""} begins`)
               : step.event ? h("code", {}, step.event) : h("span", { class: "muted" }, Number(step.revision) === 1 ? "start" : "automatic")),
             h("td", {}, transitions.length
               ? h("ol", { class: "transitions" }, transitions.map((t) => h("li", {}, h("code", {}, t.fromState || "∅"), " → ", h("code", {}, t.toState ?? ""), t.event ? h("span", { class: "muted" }, ` on ${t.event}`) : null)))

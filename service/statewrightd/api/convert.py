@@ -348,6 +348,7 @@ def workflow_pb(
         message.expire_time.CopyFrom(timestamp(record.expire_time))
     if record.recursion_limit is not None:
         message.recursion_limit = record.recursion_limit
+    message.run = record.run
     progress = record.fan_out
     if progress is not None and record.status is Status.RUNNING:
         message.fan_out.CopyFrom(

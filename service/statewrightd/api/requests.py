@@ -139,6 +139,8 @@ def start_command(
         loaded=loaded,
         input=struct_to_dict(request.input, "input", limits),
         return_existing=request.if_exists == pb.IF_EXISTS_POLICY_RETURN_EXISTING,
+        restart=request.if_exists == pb.IF_EXISTS_POLICY_RESTART,
+        version=request.version or None,
         delay=request.start_delay.ToTimedelta() if request.HasField("start_delay") else None,
         recursion_limit=recursion_limit(request.recursion_limit, loaded),
     )

@@ -73,6 +73,12 @@ class Workflows:
         except errors.AlreadyExists:
             await self._exists_in_view(command.workflow_id)
             raise
+        except errors.FailedPrecondition as exc:
+            # A start that steps the instance holding its id (a restart, a signal-with-start)
+            # is refused when that instance runs another definition, which it names.
+            if exc.reason == Reason.DEFINITION_DIFFERS:
+                await self._exists_in_view(command.workflow_id)
+            raise
         # Whatever answers: a fresh step, a replayed one, an instance a start found.
         visibility.check(outcome.record.definition)
         return outcome

@@ -95,17 +95,22 @@ class Command:
 @dataclass(frozen=True, slots=True, kw_only=True)
 class StartCommand(Command):
     """Create the instance and run its first step. ``return_existing``: an id that is
-    taken answers with the stored instance instead of ALREADY_EXISTS."""
+    taken answers with the stored instance instead of ALREADY_EXISTS; ``restart``: an id
+    taken by a finished instance starts a new run of it (``on_existing``)."""
 
     kind: ClassVar[str] = "start"
     loaded: Loaded
     input: Mapping[str, Any] = field(default_factory=dict)
     return_existing: bool = False
+    restart: bool = False
     # The first step runs this long after the start, on a durable timer (None: at once).
     delay: timedelta | None = None
     # The start's own bound on each step's transitions, kept with the instance (None: the
     # definition's); checked against the definition's at the door.
     recursion_limit: int | None = None
+    # The version the request named (None: the latest, which ``loaded`` holds); a restart
+    # runs the instance's own version and refuses another named one.
+    version: int | None = None
 
     def first_step(self) -> StepResult:
         defn, limit = self.loaded.definition, self.recursion_limit
@@ -119,6 +124,23 @@ class StartCommand(Command):
     def history_event(self) -> str | None:
         """The event history and watchers show for the first step (none: a start)."""
         return None
+
+    def on_existing(self) -> StepCommand | None:
+        """The step this start asks of the instance when its id is taken, decided on that
+        instance like any step; None: the start answers itself (ALREADY_EXISTS, or the
+        stored instance with ``return_existing``)."""
+        if not self.restart:
+            return None
+        return RestartCommand(
+            workflow_id=self.workflow_id,
+            request=self.request,
+            actor=self.actor,
+            definition=self.loaded.definition.name,
+            version=self.version,
+            input=self.input,
+            recursion_limit=self.recursion_limit,
+            delay=self.delay,
+        )
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -161,6 +183,9 @@ class SignalWithStartCommand(StartCommand):
         # Refused before it could tell whether the instance exists (busy, shutting down,
         # in recovery), it answers as the signal of the instance that does.
         return self.as_signal().refusal(record, loaded, reason)
+
+    def on_existing(self) -> StepCommand | None:
+        return self.as_signal()
 
     def as_signal(self) -> SignalCommand:
         """The same request, as a signal of the instance that exists."""
@@ -209,6 +234,49 @@ class StepCommand(Command):
     def finishes(self) -> TaskFinish | None:
         """The task this step finishes, fenced as the command saw it."""
         return None
+
+    def run_after(self, run: int) -> int:
+        """The run of the instance after this step, from the run it was in."""
+        return run
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RestartCommand(StepCommand):
+    """Start a finished instance again: what a start with if_exists RESTART asks of the
+    instance that has its id (``StartCommand.on_existing``). One saved step at the next
+    revision begins a new run (fsm.restart), under compare-and-swap like any step; a live
+    instance refuses it ALREADY_EXISTS. It runs the instance's own definition version."""
+
+    kind: ClassVar[str] = "restart"
+    definition: str
+    version: int | None = None
+    input: Mapping[str, Any] = field(default_factory=dict)
+    recursion_limit: int | None = None
+    delay: timedelta | None = None
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        if self.definition != snapshot.definition or self.version not in {None, snapshot.version}:
+            named = self.definition + ("" if self.version is None else f" v{self.version}")
+            raise FailedPrecondition(
+                f"workflow {self.workflow_id} runs definition {snapshot.definition} "
+                f"v{snapshot.version}, not {named}: a restart runs the instance's own version",
+                reason=Reason.DEFINITION_DIFFERS,
+                metadata={
+                    "workflow_id": self.workflow_id,
+                    "definition": snapshot.definition,
+                    "version": snapshot.version,
+                },
+            )
+        return fsm.restart(definition, snapshot, self.input, self.recursion_limit, self.delay)
+
+    def taken(self) -> dict[str, Any] | None:
+        return dict(self.input)
+
+    def history_event(self, result: StepResult) -> str | None:
+        return self.kind
+
+    def run_after(self, run: int) -> int:
+        return run + 1
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -79,7 +79,13 @@ from statewrightd.engine.model import (
     TimerPlan,
     TransitionTaken,
 )
-from statewrightd.errors import Aborted, FailedPrecondition, InvalidArgument, quote
+from statewrightd.errors import (
+    Aborted,
+    AlreadyExists,
+    FailedPrecondition,
+    InvalidArgument,
+    quote,
+)
 from statewrightd.reasons import Reason
 
 
@@ -672,18 +678,70 @@ def start(
 ) -> StepResult:
     """First step: defaults, input through reducers, initial entry actions, then rule 2.
     ``recursion_limit``: the start's own limit, kept with the instance for every step."""
+    context = _start_context(defn, input)
+    return _first_step(defn, workflow_id, context, 1, recursion_limit)
+
+
+def _start_context(
+    defn: Definition,
+    input: Mapping[str, object],
+    stored: Mapping[str, JSONValue] | None = None,
+) -> dict[str, JSONValue]:
+    """A start's context: the defaults (or, for a restart, the ``stored`` fields in their
+    place), with the input checked and applied over them through the reducers."""
     values = validate_input(defn, input)
     context = {name: f.default_value() for name, f in defn.context_fields.items()}
+    if stored is not None:
+        context.update((name, value) for name, value in stored.items() if name in context)
     _merge(defn, context, values)
+    return context
+
+
+def _first_step(
+    defn: Definition,
+    workflow_id: str,
+    context: Mapping[str, JSONValue],
+    revision: int,
+    recursion_limit: int | None,
+) -> StepResult:
+    """A run's first step at ``revision``: initial entry actions, then rule 2."""
     step = _Step(
-        defn, workflow_id, defn.initial, context, 1, "", {}, starting=True, limit=recursion_limit
-    )
+        defn, workflow_id, defn.initial, context, revision, "", {}, starting=True,
+        limit=recursion_limit,
+    )  # fmt: skip
     try:
         for action in defn.states[defn.initial].entry:
             step.run(action)
     except _StepFailed as failed:
         return step.result(Status.FAILED, failed.error)
     return step.settle_result()
+
+
+def restart(
+    defn: Definition,
+    snapshot: Snapshot,
+    input: Mapping[str, object],
+    recursion_limit: int | None = None,
+    delay: timedelta | None = None,
+) -> StepResult:
+    """A new run of a finished instance (a start with if_exists RESTART): the first step
+    of a start, at the next revision, with the instance's stored fields in the defaults'
+    place and the input applied over them as a start applies it. Its old run left no
+    timer and no open task (it finished), so the step starts from nothing as a first
+    step does. A live instance is refused ALREADY_EXISTS, as any start of a taken id."""
+    _check(defn, snapshot)
+    if snapshot.status not in TERMINAL:
+        raise AlreadyExists(
+            f"workflow {snapshot.workflow_id} already exists and is "
+            f"{snapshot.status.value}: only a finished instance can be restarted",
+            reason=Reason.WORKFLOW_ALREADY_EXISTS,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+    context = _start_context(defn, input, snapshot.context)
+    revision = snapshot.revision + 1
+    if delay:
+        return _delayed(defn, snapshot.workflow_id, context, delay, recursion_limit, revision)
+    return _first_step(defn, snapshot.workflow_id, context, revision, recursion_limit)
 
 
 # The transition index of a delayed start's timer: no transition of a definition has it
@@ -713,9 +771,19 @@ def scheduled(
     """A start with a delay: the instance exists at once, WAITING in its initial state
     with its context (defaults and input, checked as a start checks them) and the reason
     START_DELAYED; no action has run. Its first step is a timer's (``delayed_start``)."""
-    values = validate_input(defn, input)
-    context = {name: f.default_value() for name, f in defn.context_fields.items()}
-    _merge(defn, context, values)
+    context = _start_context(defn, input)
+    return _delayed(defn, workflow_id, context, delay, recursion_limit, 1)
+
+
+def _delayed(  # noqa: PLR0917 - a delayed start's parts
+    defn: Definition,
+    workflow_id: str,
+    context: dict[str, JSONValue],
+    delay: timedelta,
+    recursion_limit: int | None,
+    revision: int,
+) -> StepResult:
+    """A run whose first step waits ``delay``, saved at ``revision``."""
     text = f"{START_DELAY} {_duration_text(delay)}"
     error = StepError(
         Reason.START_DELAYED.value,
@@ -729,7 +797,7 @@ def scheduled(
         state=defn.initial,
         status=Status.WAITING,
         context=MappingProxyType(context),
-        revision=1,
+        revision=revision,
         error=error,
         recursion_limit=recursion_limit,
     )
@@ -745,23 +813,10 @@ def _duration_text(delay: timedelta) -> str:
 def delayed_start(defn: Definition, snapshot: Snapshot) -> StepResult:
     """The first step of a delayed instance, as ``start`` runs it (entry actions, then
     rule 2), from the context it was created with, at the next revision."""
-    step = _Step(
-        defn,
-        snapshot.workflow_id,
-        defn.initial,
-        snapshot.context,
-        snapshot.revision + 1,
-        "",
-        {},
-        starting=True,
-        limit=snapshot.recursion_limit,
-    )
-    try:
-        for action in defn.states[defn.initial].entry:
-            step.run(action)
-    except _StepFailed as failed:
-        return step.result(Status.FAILED, failed.error)
-    return step.settle_result()
+    return _first_step(
+        defn, snapshot.workflow_id, snapshot.context, snapshot.revision + 1,
+        snapshot.recursion_limit,
+    )  # fmt: skip
 
 
 def _next_step(

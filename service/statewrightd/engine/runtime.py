@@ -36,7 +36,6 @@ from statewrightd.engine.answers import Outcome, Rejection, Replay, Reply, Resul
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import (
     Command,
-    SignalWithStartCommand,
     StartCommand,
     StepCommand,
 )
@@ -321,23 +320,24 @@ class WorkflowRuntime:
     def _start(self, job: Job, command: StartCommand, segment: Segment) -> None:
         segment.state = AdmissionState.EXECUTING
         session = self._cache.get(job.workflow_id)
-        if isinstance(command, SignalWithStartCommand) and session is not None:
-            job.command = command.as_signal()  # from here on, a signal like any other
+        existing = command.on_existing()  # a signal-with-start's signal, a restart
+        if existing is not None and session is not None:
+            job.command = existing  # from here on, a step like any other
             self._execute(job, segment, session)
             return
-        # A signal-with-start leaves it to the store's unique insert to decide between
-        # callers racing on the id (here or on another replica): the losers signal.
+        # Such a start leaves it to the store's unique insert to decide between callers
+        # racing on the id (here or on another replica): the losers step the instance.
         taken = self._on_existing if command.return_existing else None
-        if isinstance(command, SignalWithStartCommand):
-            taken = self._on_existing_signal
+        if existing is not None:
+            taken = self._on_existing_step
         decision = self._stepper.start(command, session is not None, job.trace)
         self._act(job, segment, decision, command.loaded, taken)
 
-    def _on_existing_signal(
+    def _on_existing_step(
         self, job: Job, token: int, result: Found | errors.StatewrightError
     ) -> None:
-        """A signal-with-start found its id taken in the store: it signals the instance."""
-        job.command = cast(SignalWithStartCommand, job.command).as_signal()
+        """A start found its id taken in the store: it steps the instance (on_existing)."""
+        job.command = cast(StepCommand, cast(StartCommand, job.command).on_existing())
         self._on_loaded(job, token, result)
 
     def _execute(self, job: Job, segment: Segment, session: Session) -> None:

@@ -53,6 +53,7 @@ def instance_record(
     create_time: datetime,
     update_time: datetime,
     expire_time: datetime | None = None,
+    run: int = 1,
 ) -> InstanceRecord:
     return InstanceRecord(
         workflow_id=snapshot.workflow_id,
@@ -68,6 +69,7 @@ def instance_record(
         expire_time=expire_time,
         fan_out=snapshot.fan_out,
         recursion_limit=snapshot.recursion_limit,
+        run=run,
     )
 
 
@@ -106,6 +108,7 @@ def history_record(
         timers=[timer_to_dict(t) for t in armed] if armed else None,
         actor=actor,
         input=taken,
+        run=of.run if of is not None else 1,
     )
 
 
@@ -152,7 +155,10 @@ def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord
         update_time=history.time,
         # Only the last revision is the finished one; earlier ones had no expiry yet.
         expire_time=current.expire_time if history.revision == current.revision else None,
-        recursion_limit=current.recursion_limit,
+        # The start's own limit, known for the current run's rows only (a restart
+        # replaces it; an earlier run's is not kept).
+        recursion_limit=current.recursion_limit if history.run == current.run else None,
+        run=history.run,
     )
 
 

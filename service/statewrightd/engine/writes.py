@@ -105,7 +105,11 @@ class StepWrites:
         now = self._clock.now()
         loaded = command.stepped_with(session.loaded)  # a migration's: the new version
         record = instance_record(
-            result.snapshot, session.record.create_time, now, self._expire_time(loaded, result, now)
+            result.snapshot,
+            session.record.create_time,
+            now,
+            self._expire_time(loaded, result, now),
+            command.run_after(session.record.run),
         )
         change, armed = timer_change(result.timers, record, now, command.fired())
         if not result.timers.disarm and not armed:

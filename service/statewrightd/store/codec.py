@@ -232,6 +232,7 @@ def encode_instance(rec: InstanceRecord) -> dict[str, Any]:
         "recursion_limit": None
         if rec.recursion_limit is None
         else _check_int(rec.recursion_limit, f"{w} recursion_limit", 1),
+        "run": _check_int(rec.run, f"{w} run", 1),
     }
 
 

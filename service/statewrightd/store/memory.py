@@ -96,6 +96,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             to_micros(p["update_time"]),
             micros(p["expire_time"]),
             p.get("recursion_limit"),
+            p["run"],
         ]
         if isinstance(op, Create):
             if instance is not None:
@@ -104,10 +105,10 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
         else:
             if instance is None or instance.revision != p["expected"]:
                 return self._refused(op, instance)
-            # A save keeps what only a create writes: the definition, the creation time
-            # and the start's recursion limit (the version it writes: a migration's).
+            # A save keeps what only a create writes: the definition and the creation
+            # time (it writes the version, a migration's, and the run and recursion
+            # limit, a restart's).
             row[1], row[8] = instance.row[1], instance.row[8]
-            row[11] = instance.row[11]
             instance.row = row
         instance.history[p["revision"]] = [
             wid,
@@ -122,6 +123,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             p["h_timers"],
             p["h_actor"],
             p["h_input"],
+            p["run"],
         ]
         if rid is not None:
             self._requests[(wid, rid)] = (

@@ -37,6 +37,9 @@ class InstanceRecord:
     fan_out: FanOutProgress | None = None
     # The start's own recursion limit (at most the definition's); None: the definition's.
     recursion_limit: int | None = None
+    # The run the instance is in: 1 from its creation, one more for every restart (a
+    # start with if_exists RESTART of the finished instance).
+    run: int = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,6 +255,8 @@ class HistoryRecord:
     # failure, the fired timer, a cancellation's reason, a start's input); None for rows
     # saved before it was recorded.
     input: dict[str, Any] | None = None
+    # The run of the instance the step belongs to (the instance row's, as it saved it).
+    run: int = 1
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,11 +31,11 @@ from statewrightd.store.records import (
 
 INSTANCE = (
     "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
-    "create_time", "update_time", "expire_time", "recursion_limit",
+    "create_time", "update_time", "expire_time", "recursion_limit", "run",
 )  # fmt: skip
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
-    "time", "timers", "actor", "input",
+    "time", "timers", "actor", "input", "run",
 )  # fmt: skip
 SCHEDULE = (
     "schedule_id", "document", "next_fire_time", "version", "create_time", "update_time",
@@ -95,6 +95,7 @@ class Rows:
             update_time=self._time(row[9]),
             expire_time=None if row[10] is None else self._time(row[10]),
             recursion_limit=row[11],
+            run=row[12],
         )
 
     def history(self, row: Sequence[Any]) -> HistoryRecord:
@@ -111,6 +112,7 @@ class Rows:
             timers=None if row[9] is None else self._json(row[9]),
             actor=row[10],
             input=None if row[11] is None else self._json(row[11]),
+            run=row[12],
         )
 
     def task(self, row: Sequence[Any]) -> TaskRecord:

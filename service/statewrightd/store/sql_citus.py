@@ -177,7 +177,8 @@ def _create_rows(timed: bool, tasked: bool, searched: bool) -> str:
             """
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
-        update_time timestamptz, expire_time timestamptz, recursion_limit integer, """,
+        update_time timestamptz, expire_time timestamptz, recursion_limit integer,
+        run integer, """,
             timed,
             tasked,
             searched,
@@ -188,7 +189,7 @@ changed AS (
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
-           create_time, update_time, expire_time, recursion_limit
+           create_time, update_time, expire_time, recursion_limit, run
       FROM rows WHERE free ORDER BY workflow_id
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id

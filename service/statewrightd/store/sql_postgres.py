@@ -47,7 +47,7 @@ hist AS (
     + """)
     SELECT workflow_id, %(revision)s, %(h_event)s, %(h_transitions)s::jsonb, %(h_state)s,
            %(h_status)s, %(h_context)s::jsonb, %(h_error)s::jsonb, %(h_time)s,
-           %(h_timers)s::jsonb, %(h_actor)s, %(h_input)s::jsonb
+           %(h_timers)s::jsonb, %(h_actor)s, %(h_input)s::jsonb, %(run)s
       FROM changed
 ), req AS (
     INSERT INTO workflow_requests ("""
@@ -167,7 +167,7 @@ def _save(timed: bool, tasked: bool = False) -> str:
        SET version = %(version)s, state = %(state)s, status = %(status)s,
            context = %(context)s::jsonb,
            revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s,
-           expire_time = %(expire_time)s
+           expire_time = %(expire_time)s, recursion_limit = %(recursion_limit)s, run = %(run)s
      WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
        AND (SELECT ok FROM free)"""
         + (_FIRED_ARMED if timed else "")
@@ -194,7 +194,7 @@ def _create(timed: bool, tasked: bool = False) -> str:
         + """)
     SELECT %(workflow_id)s, %(definition)s, %(version)s, %(state)s, %(status)s,
            %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s,
-           %(expire_time)s, %(recursion_limit)s
+           %(expire_time)s, %(recursion_limit)s, %(run)s
      WHERE (SELECT ok FROM free)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -228,7 +228,8 @@ hist AS (
     + HISTORY_COLUMNS
     + """)
     SELECT r.workflow_id, r.revision, r.h_event, r.h_transitions, r.h_state, r.h_status,
-           COALESCE(r.h_context, r.context), r.h_error, r.h_time, r.h_timers, r.h_actor, r.h_input
+           COALESCE(r.h_context, r.context), r.h_error, r.h_time, r.h_timers, r.h_actor, r.h_input,
+           r.run
       FROM rows r JOIN changed USING (workflow_id)
 )"""
 )
@@ -265,14 +266,15 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
     SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
-        update_time timestamptz, expire_time timestamptz, recursion_limit integer, """
+        update_time timestamptz, expire_time timestamptz, recursion_limit integer,
+        run integer, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
         + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, expire_time,
-                            recursion_limit, h_event,
+                            recursion_limit, run, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
                             h_timers, h_actor, h_input"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
@@ -283,7 +285,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
-           create_time, update_time, expire_time, recursion_limit
+           create_time, update_time, expire_time, recursion_limit, run
       FROM rows ORDER BY n
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -297,12 +299,13 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
 SAVE_ROW_TYPES = """
         workflow_id text, expected bigint, revision bigint, version integer, state text,
         status text,
-        context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz, """
+        context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz,
+        recursion_limit integer, run integer, """
 SAVE_UPDATE = """
     UPDATE workflow_instances w
        SET version = r.version, state = r.state, status = r.status, context = r.context,
            revision = r.revision, error = r.error, update_time = r.update_time,
-           expire_time = r.expire_time
+           expire_time = r.expire_time, recursion_limit = r.recursion_limit, run = r.run
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""

@@ -32,7 +32,7 @@ REQUEST_TAKEN = (
 CREATE = f"""
 INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
 VALUES (:workflow_id, :definition, :version, :state, :status, :context, :revision, :error,
-        :create_time, :update_time, :expire_time, :recursion_limit)
+        :create_time, :update_time, :expire_time, :recursion_limit, :run)
 ON CONFLICT (workflow_id) DO NOTHING
 """
 
@@ -40,14 +40,14 @@ SAVE = """
 UPDATE workflow_instances
    SET version = :version, state = :state, status = :status, context = :context,
        revision = :revision, error = :error, update_time = :update_time,
-       expire_time = :expire_time
+       expire_time = :expire_time, recursion_limit = :recursion_limit, run = :run
  WHERE workflow_id = :workflow_id AND revision = :expected
 """
 
 INSERT_HISTORY = f"""
 INSERT INTO workflow_history ({HISTORY_COLUMNS})
 VALUES (:workflow_id, :revision, :h_event, :h_transitions, :h_state, :h_status, :h_context,
-        :h_error, :h_time, :h_timers, :h_actor, :h_input)
+        :h_error, :h_time, :h_timers, :h_actor, :h_input, :run)
 """
 
 TIMER_ARMED = "SELECT 1 FROM workflow_timers WHERE workflow_id = ? AND timer_id = ?"

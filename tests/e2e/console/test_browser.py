@@ -469,3 +469,21 @@ def test_a_start_from_the_form_may_lower_the_recursion_limit(
     wait_for(browser, lambda d: workflow_id in d.current_url)
     got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
     assert got["recursionLimit"] == 3
+
+
+def test_the_start_form_restarts_a_finished_instance_and_its_page_shows_the_run(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    workflow_id = start(http, "mail-approval", workflowId=uid("browser-rerun"))
+    http.post(f"/api/v1/workflows/{workflow_id}/resume", {"event": "approve"})
+    open_page(browser, base_url, "/definitions/mail-approval")
+    css(browser, "#start-input")
+    browser.find_element(By.CSS_SELECTOR, "#start-id").send_keys(workflow_id)
+    Select(css(browser, "#start-if-exists")).select_by_value("IF_EXISTS_POLICY_RESTART")
+    browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
+    wait_for(browser, lambda d: workflow_id in d.current_url)
+    wait_for(browser, lambda d: d.find_element(By.ID, "current-run").text == "2")
+    assert css(browser, "#run").text.startswith("2")
+    wait_for(browser, lambda d: "restart: run 2 begins" in d.find_element(By.TAG_NAME, "body").text)
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert (got["run"], got["revision"], got["status"]) == (2, "3", "WORKFLOW_STATUS_WAITING")

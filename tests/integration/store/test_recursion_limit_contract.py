@@ -1,6 +1,7 @@
 """A start's own recursion limit is kept with its instance on every backend: written by
 the create (one statement, or a batch's set-based rows), read back by load and list, and
-kept by every save (which never writes it)."""
+written again by every save from its record (each step carries its instance's limit on;
+a restart's step gives the new run its own)."""
 
 from __future__ import annotations
 
@@ -26,17 +27,19 @@ def test_recursion_limit_round_trips_through_create_save_and_list(repo: Reposito
     assert results == many
     assert repo.load("rl-a").recursion_limit == 3
     assert repo.load("rl-b").recursion_limit is None
-    # A save keeps the limit, even one whose record says nothing of it.
+    # A save writes the limit its record carries on (single and batched).
     repo.save(save_op(repo.load("rl-one")))
-    forgetful = dataclasses.replace(repo.load("rl-a"), recursion_limit=None)
-    assert repo.apply_batch([save_op(forgetful)])[0] is not None
+    assert repo.apply_batch([save_op(repo.load("rl-a"))])[0] is not None
     assert repo.load("rl-one").recursion_limit == 7
     assert repo.load("rl-one").revision == 2
     assert repo.load("rl-a").recursion_limit == 3
+    lowered = dataclasses.replace(repo.load("rl-b"), recursion_limit=2)
+    assert repo.apply_batch([save_op(lowered)])[0] is not None
+    assert repo.load("rl-b").recursion_limit == 2
     page = repo.list(page_size=10)
     assert {r.workflow_id: r.recursion_limit for r in page.items} == {
         "rl-one": 7,
         "rl-a": 3,
-        "rl-b": None,
+        "rl-b": 2,
     }
     assert repo.create(create_op("rl-none")).recursion_limit is None

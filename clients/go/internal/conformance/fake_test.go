@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/structpb"
 
 	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
 )
@@ -83,10 +84,13 @@ func (s *fakeServer) StartWorkflow(_ context.Context, req *statewrightv1.StartWo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	name := "workflows/" + req.GetWorkflowId()
-	if _, ok := s.workflows[name]; ok {
+	if old, ok := s.workflows[name]; ok {
+		if req.GetIfExists() == statewrightv1.IfExistsPolicy_IF_EXISTS_POLICY_RESTART && terminal(old.GetStatus()) {
+			return &statewrightv1.StartWorkflowResponse{Workflow: s.restart(old, req), Created: true}, nil
+		}
 		return nil, statusError(codes.AlreadyExists, "WORKFLOW_ALREADY_EXISTS", map[string]string{"workflow_id": req.GetWorkflowId()})
 	}
-	wf := &statewrightv1.Workflow{Name: name, WorkflowId: req.GetWorkflowId(), Definition: req.GetDefinition(), Version: 1}
+	wf := &statewrightv1.Workflow{Name: name, WorkflowId: req.GetWorkflowId(), Definition: req.GetDefinition(), Version: 1, Run: 1}
 	switch req.GetDefinition() {
 	case "mail-approval":
 		wf.State, wf.Status, wf.AcceptedEvents = "awaiting_approval", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_WAITING, []string{"approve", "reject"}
@@ -102,6 +106,22 @@ func (s *fakeServer) StartWorkflow(_ context.Context, req *statewrightv1.StartWo
 	s.workflows[name] = wf
 	s.order = append(s.order, name)
 	return &statewrightv1.StartWorkflowResponse{Workflow: s.save(wf, ""), Created: true}, nil
+}
+
+// restart begins the next run of a finished mail-approval instance as the server does:
+// from its first state again, its context under the request's input; the caller holds mu.
+func (s *fakeServer) restart(wf *statewrightv1.Workflow, req *statewrightv1.StartWorkflowRequest) *statewrightv1.Workflow {
+	fields := wf.GetContext().AsMap()
+	for k, v := range req.GetInput().AsMap() {
+		fields[k] = v
+	}
+	merged, err := structpb.NewStruct(fields)
+	if err != nil {
+		panic(err)
+	}
+	wf.Context, wf.Run = merged, wf.GetRun()+1
+	wf.State, wf.Status, wf.AcceptedEvents = "awaiting_approval", statewrightv1.WorkflowStatus_WORKFLOW_STATUS_WAITING, []string{"approve", "reject"}
+	return s.save(wf, "restart")
 }
 
 func (s *fakeServer) ResumeWorkflow(_ context.Context, req *statewrightv1.ResumeWorkflowRequest) (*statewrightv1.ResumeWorkflowResponse, error) {

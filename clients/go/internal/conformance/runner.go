@@ -264,6 +264,7 @@ func checkWorkflow(e *expectation, wf *statewrightv1.Workflow) string {
 	e.checkEnum("status", "WORKFLOW_STATUS_", wf.GetStatus().String())
 	e.checkString("state", wf.GetState())
 	e.checkInt("revision", wf.GetRevision())
+	e.checkInt("run", int64(wf.GetRun()))
 	e.checkStrings("accepted_events", wf.GetAcceptedEvents())
 	e.checkSubset("context", wf.GetContext().AsMap())
 	if pt := e.sub("pending_task"); pt != nil {

@@ -78,7 +78,7 @@ func TestSharedScenarioPassesAgainstConformingServer(t *testing.T) {
 		"PASS start_order (StartWorkflow): ful-abc123 RUNNING in charging at revision 1",
 		"PASS work_order (RunWorker): ful-abc123 COMPLETED in refunded at revision 4; tasks charging/payments COMPLETED attempt 1, " +
 			"shipping/shipping FAILED attempt 1, refunding/payments COMPLETED attempt 1; handled payments 2, shipping 1",
-		"conformance: 15 passed, 0 failed\n",
+		"conformance: 16 passed, 0 failed\n",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)

@@ -140,8 +140,12 @@ type Workflow struct {
 	// `recursion_limit`), which bounds every step's transitions below the definition's.
 	// Unset when it was started without one: the definition's applies.
 	RecursionLimit *int32 `protobuf:"varint,22,opt,name=recursion_limit,json=recursionLimit,proto3,oneof" json:"recursion_limit,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Output only. The run of the instance this revision belongs to: 1 for the run its
+	// creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+	// The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+	Run           int32 `protobuf:"varint,25,opt,name=run,proto3" json:"run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Workflow) Reset() {
@@ -310,6 +314,13 @@ func (x *Workflow) GetChildren() *WorkflowChildren {
 func (x *Workflow) GetRecursionLimit() int32 {
 	if x != nil && x.RecursionLimit != nil {
 		return *x.RecursionLimit
+	}
+	return 0
+}
+
+func (x *Workflow) GetRun() int32 {
+	if x != nil {
+		return x.Run
 	}
 	return 0
 }
@@ -673,7 +684,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\x8d\a\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\x9f\a\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -701,7 +712,8 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\afan_out\x18\x11 \x01(\v2\x1e.statewright.v1.FanOutProgressR\x06fanOut\x126\n" +
 	"\x06parent\x18\x12 \x01(\v2\x1e.statewright.v1.WorkflowParentR\x06parent\x12<\n" +
 	"\bchildren\x18\x13 \x01(\v2 .statewright.v1.WorkflowChildrenR\bchildren\x12,\n" +
-	"\x0frecursion_limit\x18\x16 \x01(\x05H\x00R\x0erecursionLimit\x88\x01\x01B\x12\n" +
+	"\x0frecursion_limit\x18\x16 \x01(\x05H\x00R\x0erecursionLimit\x88\x01\x01\x12\x10\n" +
+	"\x03run\x18\x19 \x01(\x05R\x03runB\x12\n" +
 	"\x10_recursion_limit\"S\n" +
 	"\x0eWorkflowParent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +

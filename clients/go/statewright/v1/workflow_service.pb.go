@@ -34,6 +34,13 @@ const (
 	IfExistsPolicy_IF_EXISTS_POLICY_FAIL IfExistsPolicy = 1
 	// Return the existing instance unchanged, with created set to false.
 	IfExistsPolicy_IF_EXISTS_POLICY_RETURN_EXISTING IfExistsPolicy = 2
+	// An instance that has finished (COMPLETED, FAILED or CANCELLED) starts a new run: from
+	// the entry point of the definition version it is pinned to, its stored context taking
+	// the place of the defaults (the input is applied over it through the reducers, as a
+	// start applies it), as one saved step at the next revision, with `run` one higher.
+	// The earlier runs' history stays readable. An instance still live (RUNNING or WAITING)
+	// answers ALREADY_EXISTS, as FAIL does. A start that creates the instance is not affected.
+	IfExistsPolicy_IF_EXISTS_POLICY_RESTART IfExistsPolicy = 3
 )
 
 // Enum value maps for IfExistsPolicy.
@@ -42,11 +49,13 @@ var (
 		0: "IF_EXISTS_POLICY_UNSPECIFIED",
 		1: "IF_EXISTS_POLICY_FAIL",
 		2: "IF_EXISTS_POLICY_RETURN_EXISTING",
+		3: "IF_EXISTS_POLICY_RESTART",
 	}
 	IfExistsPolicy_value = map[string]int32{
 		"IF_EXISTS_POLICY_UNSPECIFIED":     0,
 		"IF_EXISTS_POLICY_FAIL":            1,
 		"IF_EXISTS_POLICY_RETURN_EXISTING": 2,
+		"IF_EXISTS_POLICY_RESTART":         3,
 	}
 )
 
@@ -316,7 +325,9 @@ type StartWorkflowRequest struct {
 	Input *structpb.Struct `protobuf:"bytes,4,opt,name=input,proto3" json:"input,omitempty"`
 	// Optional. An idempotency key: a retry with the same key returns the original response.
 	RequestId string `protobuf:"bytes,5,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
-	// Optional. What to do when workflow_id already exists; FAIL by default.
+	// Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+	// the definition must be the instance's, and `version`, when set, the version it is
+	// pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
 	IfExists IfExistsPolicy `protobuf:"varint,6,opt,name=if_exists,json=ifExists,proto3,enum=statewright.v1.IfExistsPolicy" json:"if_exists,omitempty"`
 	// Optional. Run the first step this long after the start, on a durable timer; zero or
 	// unset runs it at once. Meanwhile the instance exists, WAITING in its initial state
@@ -427,7 +438,8 @@ type StartWorkflowResponse struct {
 	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
 	// Output only. The transitions of the first step, in order.
 	Transitions []*Transition `protobuf:"bytes,2,rep,name=transitions,proto3" json:"transitions,omitempty"`
-	// Output only. False when if_exists returned an existing instance.
+	// Output only. False when if_exists returned an existing instance; true when this call
+	// created it or (if_exists RESTART) started a new run of it.
 	Created       bool `protobuf:"varint,3,opt,name=created,proto3" json:"created,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -3286,11 +3298,12 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\ttask_fate\x18\t \x01(\x0e2!.statewright.v1.MigrationTaskFateR\btaskFate\x12\x1d\n" +
 	"\n" +
 	"task_queue\x18\n" +
-	" \x01(\tR\ttaskQueue*s\n" +
+	" \x01(\tR\ttaskQueue*\x91\x01\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
-	" IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02*\xc2\x01\n" +
+	" IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02\x12\x1c\n" +
+	"\x18IF_EXISTS_POLICY_RESTART\x10\x03*\xc2\x01\n" +
 	"\x0fSignalRejection\x12 \n" +
 	"\x1cSIGNAL_REJECTION_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cSIGNAL_REJECTION_NOT_RUNNING\x10\x01\x12\x1f\n" +

@@ -85,6 +85,7 @@ class Workflow(_message.Message):
     PARENT_FIELD_NUMBER: _builtins.int
     CHILDREN_FIELD_NUMBER: _builtins.int
     RECURSION_LIMIT_FIELD_NUMBER: _builtins.int
+    RUN_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -105,6 +106,11 @@ class Workflow(_message.Message):
     """Output only. The recursion limit its start gave the instance (StartWorkflowRequest
     `recursion_limit`), which bounds every step's transitions below the definition's.
     Unset when it was started without one: the definition's applies.
+    """
+    run: _builtins.int
+    """Output only. The run of the instance this revision belongs to: 1 for the run its
+    creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+    The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
     """
     @_builtins.property
     def context(self) -> _struct_pb2.Struct:
@@ -183,10 +189,11 @@ class Workflow(_message.Message):
         parent: Global___WorkflowParent | None = ...,
         children: Global___WorkflowChildren | None = ...,
         recursion_limit: _builtins.int | None = ...,
+        run: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "children", b"children", "context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "revision", b"revision", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "revision", b"revision", "run", b"run", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__recursion_limit: _TypeAlias = _typing.Literal["recursion_limit"]  # noqa: Y015
     _WhichOneofArgType__recursion_limit: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit"]  # noqa: Y015

@@ -36,6 +36,14 @@ class _IfExistsPolicyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_IfExis
     """Answer ALREADY_EXISTS (unless the same request_id makes this a retry)."""
     IF_EXISTS_POLICY_RETURN_EXISTING: _IfExistsPolicy.ValueType  # 2
     """Return the existing instance unchanged, with created set to false."""
+    IF_EXISTS_POLICY_RESTART: _IfExistsPolicy.ValueType  # 3
+    """An instance that has finished (COMPLETED, FAILED or CANCELLED) starts a new run: from
+    the entry point of the definition version it is pinned to, its stored context taking
+    the place of the defaults (the input is applied over it through the reducers, as a
+    start applies it), as one saved step at the next revision, with `run` one higher.
+    The earlier runs' history stays readable. An instance still live (RUNNING or WAITING)
+    answers ALREADY_EXISTS, as FAIL does. A start that creates the instance is not affected.
+    """
 
 class IfExistsPolicy(_IfExistsPolicy, metaclass=_IfExistsPolicyEnumTypeWrapper):
     """What StartWorkflow does when the requested workflow_id already exists."""
@@ -46,6 +54,14 @@ IF_EXISTS_POLICY_FAIL: IfExistsPolicy.ValueType  # 1
 """Answer ALREADY_EXISTS (unless the same request_id makes this a retry)."""
 IF_EXISTS_POLICY_RETURN_EXISTING: IfExistsPolicy.ValueType  # 2
 """Return the existing instance unchanged, with created set to false."""
+IF_EXISTS_POLICY_RESTART: IfExistsPolicy.ValueType  # 3
+"""An instance that has finished (COMPLETED, FAILED or CANCELLED) starts a new run: from
+the entry point of the definition version it is pinned to, its stored context taking
+the place of the defaults (the input is applied over it through the reducers, as a
+start applies it), as one saved step at the next revision, with `run` one higher.
+The earlier runs' history stays readable. An instance still live (RUNNING or WAITING)
+answers ALREADY_EXISTS, as FAIL does. A start that creates the instance is not affected.
+"""
 Global___IfExistsPolicy: _TypeAlias = IfExistsPolicy  # noqa: Y015
 
 class _SignalRejection:
@@ -187,7 +203,10 @@ class StartWorkflowRequest(_message.Message):
     request_id: _builtins.str
     """Optional. An idempotency key: a retry with the same key returns the original response."""
     if_exists: Global___IfExistsPolicy.ValueType
-    """Optional. What to do when workflow_id already exists; FAIL by default."""
+    """Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+    the definition must be the instance's, and `version`, when set, the version it is
+    pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
+    """
     recursion_limit: _builtins.int
     """Optional. The most transitions any one step of this instance may take (its automatic
     transitions chained by one event), for every step of the instance, not only the first;
@@ -238,7 +257,9 @@ class StartWorkflowResponse(_message.Message):
     TRANSITIONS_FIELD_NUMBER: _builtins.int
     CREATED_FIELD_NUMBER: _builtins.int
     created: _builtins.bool
-    """Output only. False when if_exists returned an existing instance."""
+    """Output only. False when if_exists returned an existing instance; true when this call
+    created it or (if_exists RESTART) started a new run of it.
+    """
     @_builtins.property
     def workflow(self) -> _workflow_pb2.Workflow:
         """Output only. The instance after its first step."""

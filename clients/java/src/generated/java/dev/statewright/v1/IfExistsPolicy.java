@@ -39,6 +39,19 @@ public enum IfExistsPolicy
    * <code>IF_EXISTS_POLICY_RETURN_EXISTING = 2;</code>
    */
   IF_EXISTS_POLICY_RETURN_EXISTING(2),
+  /**
+   * <pre>
+   * An instance that has finished (COMPLETED, FAILED or CANCELLED) starts a new run: from
+   * the entry point of the definition version it is pinned to, its stored context taking
+   * the place of the defaults (the input is applied over it through the reducers, as a
+   * start applies it), as one saved step at the next revision, with `run` one higher.
+   * The earlier runs' history stays readable. An instance still live (RUNNING or WAITING)
+   * answers ALREADY_EXISTS, as FAIL does. A start that creates the instance is not affected.
+   * </pre>
+   *
+   * <code>IF_EXISTS_POLICY_RESTART = 3;</code>
+   */
+  IF_EXISTS_POLICY_RESTART(3),
   UNRECOGNIZED(-1),
   ;
 
@@ -75,6 +88,19 @@ public enum IfExistsPolicy
    * <code>IF_EXISTS_POLICY_RETURN_EXISTING = 2;</code>
    */
   public static final int IF_EXISTS_POLICY_RETURN_EXISTING_VALUE = 2;
+  /**
+   * <pre>
+   * An instance that has finished (COMPLETED, FAILED or CANCELLED) starts a new run: from
+   * the entry point of the definition version it is pinned to, its stored context taking
+   * the place of the defaults (the input is applied over it through the reducers, as a
+   * start applies it), as one saved step at the next revision, with `run` one higher.
+   * The earlier runs' history stays readable. An instance still live (RUNNING or WAITING)
+   * answers ALREADY_EXISTS, as FAIL does. A start that creates the instance is not affected.
+   * </pre>
+   *
+   * <code>IF_EXISTS_POLICY_RESTART = 3;</code>
+   */
+  public static final int IF_EXISTS_POLICY_RESTART_VALUE = 3;
 
 
   public final int getNumber() {
@@ -104,6 +130,7 @@ public enum IfExistsPolicy
       case 0: return IF_EXISTS_POLICY_UNSPECIFIED;
       case 1: return IF_EXISTS_POLICY_FAIL;
       case 2: return IF_EXISTS_POLICY_RETURN_EXISTING;
+      case 3: return IF_EXISTS_POLICY_RESTART;
       default: return null;
     }
   }

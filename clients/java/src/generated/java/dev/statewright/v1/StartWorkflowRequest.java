@@ -255,7 +255,9 @@ private static final long serialVersionUID = 0L;
   private int ifExists_ = 0;
   /**
    * <pre>
-   * Optional. What to do when workflow_id already exists; FAIL by default.
+   * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+   * the definition must be the instance's, and `version`, when set, the version it is
+   * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
    * </pre>
    *
    * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -266,7 +268,9 @@ private static final long serialVersionUID = 0L;
   }
   /**
    * <pre>
-   * Optional. What to do when workflow_id already exists; FAIL by default.
+   * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+   * the definition must be the instance's, and `version`, when set, the version it is
+   * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
    * </pre>
    *
    * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -1321,7 +1325,9 @@ private static final long serialVersionUID = 0L;
     private int ifExists_ = 0;
     /**
      * <pre>
-     * Optional. What to do when workflow_id already exists; FAIL by default.
+     * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+     * the definition must be the instance's, and `version`, when set, the version it is
+     * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
      * </pre>
      *
      * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -1332,7 +1338,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. What to do when workflow_id already exists; FAIL by default.
+     * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+     * the definition must be the instance's, and `version`, when set, the version it is
+     * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
      * </pre>
      *
      * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -1347,7 +1355,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. What to do when workflow_id already exists; FAIL by default.
+     * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+     * the definition must be the instance's, and `version`, when set, the version it is
+     * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
      * </pre>
      *
      * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -1360,7 +1370,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. What to do when workflow_id already exists; FAIL by default.
+     * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+     * the definition must be the instance's, and `version`, when set, the version it is
+     * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
      * </pre>
      *
      * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -1377,7 +1389,9 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Optional. What to do when workflow_id already exists; FAIL by default.
+     * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+     * the definition must be the instance's, and `version`, when set, the version it is
+     * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
      * </pre>
      *
      * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>

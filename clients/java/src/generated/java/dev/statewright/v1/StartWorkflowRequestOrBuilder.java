@@ -109,7 +109,9 @@ public interface StartWorkflowRequestOrBuilder extends
 
   /**
    * <pre>
-   * Optional. What to do when workflow_id already exists; FAIL by default.
+   * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+   * the definition must be the instance's, and `version`, when set, the version it is
+   * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
    * </pre>
    *
    * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>
@@ -118,7 +120,9 @@ public interface StartWorkflowRequestOrBuilder extends
   int getIfExistsValue();
   /**
    * <pre>
-   * Optional. What to do when workflow_id already exists; FAIL by default.
+   * Optional. What to do when workflow_id already exists; FAIL by default. With RESTART
+   * the definition must be the instance's, and `version`, when set, the version it is
+   * pinned to (otherwise FAILED_PRECONDITION, DEFINITION_DIFFERS).
    * </pre>
    *
    * <code>.statewright.v1.IfExistsPolicy if_exists = 6 [json_name = "ifExists"];</code>

@@ -157,7 +157,8 @@ private static final long serialVersionUID = 0L;
   private boolean created_ = false;
   /**
    * <pre>
-   * Output only. False when if_exists returned an existing instance.
+   * Output only. False when if_exists returned an existing instance; true when this call
+   * created it or (if_exists RESTART) started a new run of it.
    * </pre>
    *
    * <code>bool created = 3 [json_name = "created"];</code>
@@ -1055,7 +1056,8 @@ private static final long serialVersionUID = 0L;
     private boolean created_ ;
     /**
      * <pre>
-     * Output only. False when if_exists returned an existing instance.
+     * Output only. False when if_exists returned an existing instance; true when this call
+     * created it or (if_exists RESTART) started a new run of it.
      * </pre>
      *
      * <code>bool created = 3 [json_name = "created"];</code>
@@ -1067,7 +1069,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. False when if_exists returned an existing instance.
+     * Output only. False when if_exists returned an existing instance; true when this call
+     * created it or (if_exists RESTART) started a new run of it.
      * </pre>
      *
      * <code>bool created = 3 [json_name = "created"];</code>
@@ -1083,7 +1086,8 @@ private static final long serialVersionUID = 0L;
     }
     /**
      * <pre>
-     * Output only. False when if_exists returned an existing instance.
+     * Output only. False when if_exists returned an existing instance; true when this call
+     * created it or (if_exists RESTART) started a new run of it.
      * </pre>
      *
      * <code>bool created = 3 [json_name = "created"];</code>

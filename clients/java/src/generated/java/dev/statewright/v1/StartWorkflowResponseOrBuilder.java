@@ -83,7 +83,8 @@ public interface StartWorkflowResponseOrBuilder extends
 
   /**
    * <pre>
-   * Output only. False when if_exists returned an existing instance.
+   * Output only. False when if_exists returned an existing instance; true when this call
+   * created it or (if_exists RESTART) started a new run of it.
    * </pre>
    *
    * <code>bool created = 3 [json_name = "created"];</code>

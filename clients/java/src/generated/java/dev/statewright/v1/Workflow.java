@@ -858,6 +858,23 @@ private static final long serialVersionUID = 0L;
     return recursionLimit_;
   }
 
+  public static final int RUN_FIELD_NUMBER = 25;
+  private int run_ = 0;
+  /**
+   * <pre>
+   * Output only. The run of the instance this revision belongs to: 1 for the run its
+   * creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+   * The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+   * </pre>
+   *
+   * <code>int32 run = 25 [json_name = "run"];</code>
+   * @return The run.
+   */
+  @java.lang.Override
+  public int getRun() {
+    return run_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -931,6 +948,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000200) != 0)) {
       output.writeInt32(22, recursionLimit_);
+    }
+    if (run_ != 0) {
+      output.writeInt32(25, run_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1019,6 +1039,10 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000200) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(22, recursionLimit_);
+    }
+    if (run_ != 0) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt32Size(25, run_);
     }
     return size;
   }
@@ -1113,6 +1137,8 @@ private static final long serialVersionUID = 0L;
       if (getRecursionLimit()
           != other.getRecursionLimit()) return false;
     }
+    if (getRun()
+        != other.getRun()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1189,6 +1215,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + RECURSION_LIMIT_FIELD_NUMBER;
       hash = (53 * hash) + getRecursionLimit();
     }
+    hash = (37 * hash) + RUN_FIELD_NUMBER;
+    hash = (53 * hash) + getRun();
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1402,6 +1430,7 @@ private static final long serialVersionUID = 0L;
         childrenBuilder_ = null;
       }
       recursionLimit_ = 0;
+      run_ = 0;
       return this;
     }
 
@@ -1535,6 +1564,9 @@ private static final long serialVersionUID = 0L;
         result.recursionLimit_ = recursionLimit_;
         to_bitField0_ |= 0x00000200;
       }
+      if (((from_bitField0_ & 0x00100000) != 0)) {
+        result.run_ = run_;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1649,6 +1681,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasRecursionLimit()) {
         setRecursionLimit(other.getRecursionLimit());
+      }
+      if (other.getRun() != 0) {
+        setRun(other.getRun());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1800,6 +1835,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00080000;
               break;
             } // case 176
+            case 200: {
+              run_ = input.readInt32();
+              bitField0_ |= 0x00100000;
+              break;
+            } // case 200
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4399,6 +4439,56 @@ private static final long serialVersionUID = 0L;
     public Builder clearRecursionLimit() {
       bitField0_ = (bitField0_ & ~0x00080000);
       recursionLimit_ = 0;
+      onChanged();
+      return this;
+    }
+
+    private int run_ ;
+    /**
+     * <pre>
+     * Output only. The run of the instance this revision belongs to: 1 for the run its
+     * creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+     * The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+     * </pre>
+     *
+     * <code>int32 run = 25 [json_name = "run"];</code>
+     * @return The run.
+     */
+    @java.lang.Override
+    public int getRun() {
+      return run_;
+    }
+    /**
+     * <pre>
+     * Output only. The run of the instance this revision belongs to: 1 for the run its
+     * creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+     * The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+     * </pre>
+     *
+     * <code>int32 run = 25 [json_name = "run"];</code>
+     * @param value The run to set.
+     * @return This builder for chaining.
+     */
+    public Builder setRun(int value) {
+
+      run_ = value;
+      bitField0_ |= 0x00100000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The run of the instance this revision belongs to: 1 for the run its
+     * creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+     * The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+     * </pre>
+     *
+     * <code>int32 run = 25 [json_name = "run"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearRun() {
+      bitField0_ = (bitField0_ & ~0x00100000);
+      run_ = 0;
       onChanged();
       return this;
     }

@@ -517,4 +517,16 @@ public interface WorkflowOrBuilder extends
    * @return The recursionLimit.
    */
   int getRecursionLimit();
+
+  /**
+   * <pre>
+   * Output only. The run of the instance this revision belongs to: 1 for the run its
+   * creation started, one more for every restart (StartWorkflow with if_exists RESTART).
+   * The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+   * </pre>
+   *
+   * <code>int32 run = 25 [json_name = "run"];</code>
+   * @return The run.
+   */
+  int getRun();
 }

@@ -414,88 +414,89 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "elds\022\'\n\017timers_disarmed\030\010 \001(\010R\016timersDis" +
       "armed\022>\n\ttask_fate\030\t \001(\0162!.statewright.v" +
       "1.MigrationTaskFateR\010taskFate\022\035\n\ntask_qu" +
-      "eue\030\n \001(\tR\ttaskQueue*s\n\016IfExistsPolicy\022 " +
-      "\n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_E" +
-      "XISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_" +
-      "RETURN_EXISTING\020\002*\302\001\n\017SignalRejection\022 \n" +
-      "\034SIGNAL_REJECTION_UNSPECIFIED\020\000\022 \n\034SIGNA" +
-      "L_REJECTION_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJE" +
-      "CTION_PERSISTING\020\002\022&\n\"SIGNAL_REJECTION_R" +
-      "ECOVERY_REQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_S" +
-      "HUTTING_DOWN\020\004*k\n\016WatchEventType\022 \n\034WATC" +
-      "H_EVENT_TYPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVEN" +
-      "T_TYPE_CURRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STE" +
-      "P\020\002*w\n\020IfFinishedPolicy\022\"\n\036IF_FINISHED_P" +
-      "OLICY_UNSPECIFIED\020\000\022\035\n\031IF_FINISHED_POLIC" +
-      "Y_REFUSE\020\001\022 \n\034IF_FINISHED_POLICY_START_N" +
-      "EW\020\002*\230\001\n\021MigrationTaskFate\022#\n\037MIGRATION_" +
-      "TASK_FATE_UNSPECIFIED\020\000\022\034\n\030MIGRATION_TAS" +
-      "K_FATE_NONE\020\001\022\035\n\031MIGRATION_TASK_FATE_MOV" +
-      "ED\020\002\022!\n\035MIGRATION_TASK_FATE_CANCELLED\020\0032" +
-      "\366\022\n\017WorkflowService\022z\n\rStartWorkflow\022$.s" +
-      "tatewright.v1.StartWorkflowRequest\032%.sta" +
-      "tewright.v1.StartWorkflowResponse\"\034\202\323\344\223\002" +
-      "\026\"\021/api/v1/workflows:\001*\022\215\001\n\016ResumeWorkfl" +
-      "ow\022%.statewright.v1.ResumeWorkflowReques" +
-      "t\032&.statewright.v1.ResumeWorkflowRespons" +
-      "e\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/re" +
-      "sume:\001*\022\215\001\n\016SignalWorkflow\022%.statewright" +
-      ".v1.SignalWorkflowRequest\032&.statewright." +
-      "v1.SignalWorkflowResponse\",\202\323\344\223\002&\"!/api/" +
-      "v1/{name=workflows/*}/signal:\001*\022z\n\013GetWo" +
-      "rkflow\022\".statewright.v1.GetWorkflowReque" +
-      "st\032#.statewright.v1.GetWorkflowResponse\"" +
-      "\"\202\323\344\223\002\034\022\032/api/v1/{name=workflows/*}\022w\n\rL" +
-      "istWorkflows\022$.statewright.v1.ListWorkfl" +
-      "owsRequest\032%.statewright.v1.ListWorkflow" +
-      "sResponse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n" +
-      "\016CancelWorkflow\022%.statewright.v1.CancelW" +
-      "orkflowRequest\032&.statewright.v1.CancelWo" +
-      "rkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name=wo" +
-      "rkflows/*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022" +
-      "%.statewright.v1.DeleteWorkflowRequest\032&" +
-      ".statewright.v1.DeleteWorkflowResponse\"\"" +
-      "\202\323\344\223\002\034*\032/api/v1/{name=workflows/*}\022\210\001\n\rW" +
-      "atchWorkflow\022$.statewright.v1.WatchWorkf" +
-      "lowRequest\032%.statewright.v1.WatchWorkflo" +
-      "wResponse\"(\202\323\344\223\002\"\022 /api/v1/{name=workflo" +
-      "ws/*}/watch0\001\022|\n\016GetDiagnostics\022%.statew" +
-      "right.v1.GetDiagnosticsRequest\032&.statewr" +
-      "ight.v1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023" +
-      "/api/v1/diagnostics\022\247\001\n\026GetWorkflowDiagn" +
-      "ostics\022-.statewright.v1.GetWorkflowDiagn" +
-      "osticsRequest\032..statewright.v1.GetWorkfl" +
-      "owDiagnosticsResponse\".\202\323\344\223\002(\022&/api/v1/{" +
-      "name=workflows/*}/diagnostics\022\177\n\017ListDef" +
-      "initions\022&.statewright.v1.ListDefinition" +
-      "sRequest\032\'.statewright.v1.ListDefinition" +
-      "sResponse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255" +
-      "\001\n\rGetDefinition\022$.statewright.v1.GetDef" +
-      "initionRequest\032%.statewright.v1.GetDefin" +
-      "itionResponse\"O\202\323\344\223\002I\022\'/api/v1/{name=def" +
-      "initions/*/versions/*}Z\036\022\034/api/v1/{name=" +
-      "definitions/*}\022\200\001\n\016CountWorkflows\022%.stat" +
-      "ewright.v1.CountWorkflowsRequest\032&.state" +
-      "wright.v1.CountWorkflowsResponse\"\037\202\323\344\223\002\031" +
-      "\022\027/api/v1/workflows:count\022\250\001\n\027SignalWith" +
-      "StartWorkflow\022..statewright.v1.SignalWit" +
-      "hStartWorkflowRequest\032/.statewright.v1.S" +
-      "ignalWithStartWorkflowResponse\",\202\323\344\223\002&\"!" +
-      "/api/v1/workflows:signalWithStart:\001*\022\211\001\n" +
-      "\rRetryWorkflow\022$.statewright.v1.RetryWor" +
-      "kflowRequest\032%.statewright.v1.RetryWorkf" +
-      "lowResponse\"+\202\323\344\223\002%\" /api/v1/{name=workf" +
-      "lows/*}/retry:\001*\022\211\001\n\rResetWorkflow\022$.sta" +
-      "tewright.v1.ResetWorkflowRequest\032%.state" +
-      "wright.v1.ResetWorkflowResponse\"+\202\323\344\223\002%\"" +
-      " /api/v1/{name=workflows/*}/reset:\001*\022\221\001\n" +
-      "\017MigrateWorkflow\022&.statewright.v1.Migrat" +
-      "eWorkflowRequest\032\'.statewright.v1.Migrat" +
-      "eWorkflowResponse\"-\202\323\344\223\002\'\"\"/api/v1/{name" +
-      "=workflows/*}/migrate:\001*Bs\n\022dev.statewri" +
-      "ght.v1P\001ZJgithub.com/statewright/statewr" +
-      "ight/clients/go/statewright/v1;statewrig" +
-      "htv1\252\002\016Statewright.V1b\006proto3"
+      "eue\030\n \001(\tR\ttaskQueue*\221\001\n\016IfExistsPolicy\022" +
+      " \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_" +
+      "EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY" +
+      "_RETURN_EXISTING\020\002\022\034\n\030IF_EXISTS_POLICY_R" +
+      "ESTART\020\003*\302\001\n\017SignalRejection\022 \n\034SIGNAL_R" +
+      "EJECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTI" +
+      "ON_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PER" +
+      "SISTING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_R" +
+      "EQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_D" +
+      "OWN\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_T" +
+      "YPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CU" +
+      "RRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020If" +
+      "FinishedPolicy\022\"\n\036IF_FINISHED_POLICY_UNS" +
+      "PECIFIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020" +
+      "\001\022 \n\034IF_FINISHED_POLICY_START_NEW\020\002*\230\001\n\021" +
+      "MigrationTaskFate\022#\n\037MIGRATION_TASK_FATE" +
+      "_UNSPECIFIED\020\000\022\034\n\030MIGRATION_TASK_FATE_NO" +
+      "NE\020\001\022\035\n\031MIGRATION_TASK_FATE_MOVED\020\002\022!\n\035M" +
+      "IGRATION_TASK_FATE_CANCELLED\020\0032\366\022\n\017Workf" +
+      "lowService\022z\n\rStartWorkflow\022$.statewrigh" +
+      "t.v1.StartWorkflowRequest\032%.statewright." +
+      "v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/api/v" +
+      "1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.stat" +
+      "ewright.v1.ResumeWorkflowRequest\032&.state" +
+      "wright.v1.ResumeWorkflowResponse\",\202\323\344\223\002&" +
+      "\"!/api/v1/{name=workflows/*}/resume:\001*\022\215" +
+      "\001\n\016SignalWorkflow\022%.statewright.v1.Signa" +
+      "lWorkflowRequest\032&.statewright.v1.Signal" +
+      "WorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name=" +
+      "workflows/*}/signal:\001*\022z\n\013GetWorkflow\022\"." +
+      "statewright.v1.GetWorkflowRequest\032#.stat" +
+      "ewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002\034\022\032" +
+      "/api/v1/{name=workflows/*}\022w\n\rListWorkfl" +
+      "ows\022$.statewright.v1.ListWorkflowsReques" +
+      "t\032%.statewright.v1.ListWorkflowsResponse" +
+      "\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016CancelWo" +
+      "rkflow\022%.statewright.v1.CancelWorkflowRe" +
+      "quest\032&.statewright.v1.CancelWorkflowRes" +
+      "ponse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*" +
+      "}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.statewr" +
+      "ight.v1.DeleteWorkflowRequest\032&.statewri" +
+      "ght.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034*\032/" +
+      "api/v1/{name=workflows/*}\022\210\001\n\rWatchWorkf" +
+      "low\022$.statewright.v1.WatchWorkflowReques" +
+      "t\032%.statewright.v1.WatchWorkflowResponse" +
+      "\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/wat" +
+      "ch0\001\022|\n\016GetDiagnostics\022%.statewright.v1." +
+      "GetDiagnosticsRequest\032&.statewright.v1.G" +
+      "etDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/d" +
+      "iagnostics\022\247\001\n\026GetWorkflowDiagnostics\022-." +
+      "statewright.v1.GetWorkflowDiagnosticsReq" +
+      "uest\032..statewright.v1.GetWorkflowDiagnos" +
+      "ticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=work" +
+      "flows/*}/diagnostics\022\177\n\017ListDefinitions\022" +
+      "&.statewright.v1.ListDefinitionsRequest\032" +
+      "\'.statewright.v1.ListDefinitionsResponse" +
+      "\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGetDef" +
+      "inition\022$.statewright.v1.GetDefinitionRe" +
+      "quest\032%.statewright.v1.GetDefinitionResp" +
+      "onse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitions/" +
+      "*/versions/*}Z\036\022\034/api/v1/{name=definitio" +
+      "ns/*}\022\200\001\n\016CountWorkflows\022%.statewright.v" +
+      "1.CountWorkflowsRequest\032&.statewright.v1" +
+      ".CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api/v1" +
+      "/workflows:count\022\250\001\n\027SignalWithStartWork" +
+      "flow\022..statewright.v1.SignalWithStartWor" +
+      "kflowRequest\032/.statewright.v1.SignalWith" +
+      "StartWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/w" +
+      "orkflows:signalWithStart:\001*\022\211\001\n\rRetryWor" +
+      "kflow\022$.statewright.v1.RetryWorkflowRequ" +
+      "est\032%.statewright.v1.RetryWorkflowRespon" +
+      "se\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*}/r" +
+      "etry:\001*\022\211\001\n\rResetWorkflow\022$.statewright." +
+      "v1.ResetWorkflowRequest\032%.statewright.v1" +
+      ".ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/v1/" +
+      "{name=workflows/*}/reset:\001*\022\221\001\n\017MigrateW" +
+      "orkflow\022&.statewright.v1.MigrateWorkflow" +
+      "Request\032\'.statewright.v1.MigrateWorkflow" +
+      "Response\"-\202\323\344\223\002\'\"\"/api/v1/{name=workflow" +
+      "s/*}/migrate:\001*Bs\n\022dev.statewright.v1P\001Z" +
+      "Jgithub.com/statewright/statewright/clie" +
+      "nts/go/statewright/v1;statewrightv1\252\002\016St" +
+      "atewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,

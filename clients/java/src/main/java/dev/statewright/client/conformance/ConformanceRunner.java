@@ -16,6 +16,7 @@ import dev.statewright.v1.ListWorkflowsResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.SignalWorkflowRequest;
 import dev.statewright.v1.SignalWorkflowResponse;
+import dev.statewright.v1.IfExistsPolicy;
 import dev.statewright.v1.StartWorkflowRequest;
 import dev.statewright.v1.Task;
 import dev.statewright.v1.WatchWorkflowResponse;
@@ -278,7 +279,7 @@ public final class ConformanceRunner {
   }
 
   private String start(Map<String, Object> step, Map<String, Object> r, Map<String, Object> expect) {
-    checkKeys("request", r, "definition", "workflow_id", "input", "version", "request_id");
+    checkKeys("request", r, "definition", "workflow_id", "input", "version", "request_id", "if_exists");
     StartWorkflowRequest.Builder request =
         StartWorkflowRequest.newBuilder()
             .setDefinition(str(r, "definition", true))
@@ -287,6 +288,10 @@ public final class ConformanceRunner {
             .setVersion(r.containsKey("version") ? ((Number) r.get("version")).intValue() : 0);
     if (r.containsKey("input")) {
       request.setInput(Structs.toStruct(cast(r.get("input"))));
+    }
+    if (r.containsKey("if_exists")) {
+      // The enum's proto name (IF_EXISTS_POLICY_RESTART), as the scenario spells it.
+      request.setIfExists(IfExistsPolicy.valueOf(str(r, "if_exists", true)));
     }
     return unary(step, expect, () -> client.start(request.build()).getWorkflow(), r);
   }
@@ -372,10 +377,11 @@ public final class ConformanceRunner {
   }
 
   private void checkWorkflow(Workflow workflow, Map<String, Object> expect) {
-    checkKeys("expect", expect, "status", "state", "revision", "accepted_events", "pending_task", "context");
+    checkKeys("expect", expect, "status", "state", "revision", "run", "accepted_events", "pending_task", "context");
     compare("status", status(workflow), expect.get("status"));
     compare("state", workflow.getState(), expect.get("state"));
     compare("revision", workflow.getRevision(), number(expect.get("revision")));
+    compare("run", (long) workflow.getRun(), number(expect.get("run")));
     if (expect.containsKey("accepted_events")) {
       compare("accepted_events", new ArrayList<>(workflow.getAcceptedEventsList()), expect.get("accepted_events"));
     }
@@ -603,7 +609,7 @@ public final class ConformanceRunner {
     checkKeys("until", until, "name");
     String name = str(until, "name", true);
     Duration timeout = step.containsKey("timeout") ? duration(step.get("timeout")) : WORKER_TIMEOUT;
-    checkKeys("expect", expect, "status", "state", "revision", "accepted_events", "pending_task", "context", "tasks");
+    checkKeys("expect", expect, "status", "state", "revision", "run", "accepted_events", "pending_task", "context", "tasks");
 
     List<String> handlerErrors = new CopyOnWriteArrayList<>();
     Map<String, AtomicInteger> handled = new ConcurrentHashMap<>();
