@@ -44,6 +44,10 @@ class Reason(enum.StrEnum):
     MALFORMED_REQUEST = "MALFORMED_REQUEST"  # a request body that does not decode
     NOT_WAITING = "NOT_WAITING"  # a resume of an instance that is not WAITING
     NOT_FAILED = "NOT_FAILED"  # a retry of an instance that is not FAILED
+    # a step of a paused instance other than its unpause or cancel (PauseWorkflow)
+    WORKFLOW_PAUSED = "WORKFLOW_PAUSED"
+    ALREADY_PAUSED = "ALREADY_PAUSED"  # a pause of an instance that is paused already
+    NOT_PAUSED = "NOT_PAUSED"  # an unpause of an instance that is not paused
     # a reset to a revision that history does not hold (never saved, or removed)
     REVISION_NOT_FOUND = "REVISION_NOT_FOUND"
     # a repair naming a state the instance's definition version does not declare

@@ -158,6 +158,12 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def ResetWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("ResetWorkflow", request, context)
 
+    def PauseWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("PauseWorkflow", request, context)
+
+    def UnpauseWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("UnpauseWorkflow", request, context)
+
     def CountWorkflows(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CountWorkflows", request, context)
 

@@ -21,6 +21,7 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import Status
 from statewrightd.engine.commands import (
     CancelCommand,
+    PauseCommand,
     RequestKey,
     ResetCommand,
     ResumeCommand,
@@ -28,6 +29,7 @@ from statewrightd.engine.commands import (
     SignalCommand,
     SignalWithStartCommand,
     StartCommand,
+    UnpauseCommand,
 )
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
@@ -184,7 +186,9 @@ def _asked(
     | pb.SignalWorkflowRequest
     | pb.CancelWorkflowRequest
     | pb.RetryWorkflowRequest
-    | pb.ResetWorkflowRequest,
+    | pb.ResetWorkflowRequest
+    | pb.PauseWorkflowRequest
+    | pb.UnpauseWorkflowRequest,
 ) -> dict[str, Any]:
     """What every step a caller asks of an instance carries: who asks, the instance, and
     the request's idempotency key (its request id validated here)."""
@@ -261,6 +265,30 @@ def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
     return ResetCommand(
         **_repair(asked, request.dry_run),
         to_revision=request.to_revision,
+        reason=request.reason,
+        expected_revision=request.expected_revision,
+    )
+
+
+def pause_command(request: pb.PauseWorkflowRequest) -> PauseCommand:
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    asked = _asked(workflow_id, "PauseWorkflow", request)
+    return PauseCommand(
+        **_repair(asked, request.dry_run),
+        reason=request.reason,
+        expected_revision=request.expected_revision,
+    )
+
+
+def unpause_command(request: pb.UnpauseWorkflowRequest) -> UnpauseCommand:
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    asked = _asked(workflow_id, "UnpauseWorkflow", request)
+    return UnpauseCommand(
+        **_repair(asked, request.dry_run),
         reason=request.reason,
         expected_revision=request.expected_revision,
     )

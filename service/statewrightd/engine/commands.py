@@ -340,6 +340,48 @@ class ResetCommand(StepCommand):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PauseCommand(StepCommand):
+    """Pause a live instance (fsm.pause): nothing steps it until its unpause."""
+
+    kind: ClassVar[str] = "pause"
+    reason: str = ""
+    expected_revision: int = 0
+
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.pause(definition, snapshot, self.actor, self.reason)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"reason": self.reason}
+
+    def history_event(self, result: StepResult) -> str | None:
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnpauseCommand(StepCommand):
+    """Unpause a paused instance (fsm.unpause)."""
+
+    kind: ClassVar[str] = "unpause"
+    reason: str = ""
+    expected_revision: int = 0
+
+    def expected(self) -> int:
+        return self.expected_revision
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.unpause(definition, snapshot)
+
+    def taken(self) -> dict[str, Any] | None:
+        return {"reason": self.reason}
+
+    def history_event(self, result: StepResult) -> str | None:
+        return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TimerCommand(StepCommand):
     """A claimed timer came due: fire ``transition`` if the instance still rests in the
     state whose entry (at ``revision``) armed timer ``timer_id``. A timer that does not

@@ -98,6 +98,8 @@ class CallGate(grpc.aio.ServerInterceptor):
             "DeleteWorkflow": self._instance_definition,
             "RetryWorkflow": self._instance_definition,
             "ResetWorkflow": self._instance_definition,
+            "PauseWorkflow": self._instance_definition,
+            "UnpauseWorkflow": self._instance_definition,
             "GetWorkflowDiagnostics": self._instance_definition,
             "HeartbeatTask": self._task_queue,
             "CompleteTask": self._task_queue,

@@ -232,6 +232,7 @@ def encode_instance(rec: InstanceRecord) -> dict[str, Any]:
         "recursion_limit": None
         if rec.recursion_limit is None
         else _check_int(rec.recursion_limit, f"{w} recursion_limit", 1),
+        "pause": dumps_optional(rec.pause, f"{w} pause"),
     }
 
 

@@ -96,6 +96,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             to_micros(p["update_time"]),
             micros(p["expire_time"]),
             p.get("recursion_limit"),
+            p.get("pause"),
         ]
         if isinstance(op, Create):
             if instance is not None:

@@ -37,6 +37,9 @@ class InstanceRecord:
     fan_out: FanOutProgress | None = None
     # The start's own recursion limit (at most the definition's); None: the definition's.
     recursion_limit: int | None = None
+    # An operator's pause ({reason, actor, time}); None: not paused. While it is set, the
+    # store offers none of the instance's tasks and claims none of its timers.
+    pause: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

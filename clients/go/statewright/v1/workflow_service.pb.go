@@ -91,6 +91,8 @@ const (
 	SignalRejection_SIGNAL_REJECTION_RECOVERY_REQUIRED SignalRejection = 3
 	// The server is draining; retry on another replica.
 	SignalRejection_SIGNAL_REJECTION_SHUTTING_DOWN SignalRejection = 4
+	// An operator paused the instance (PauseWorkflow); retry after it is unpaused.
+	SignalRejection_SIGNAL_REJECTION_WORKFLOW_PAUSED SignalRejection = 5
 )
 
 // Enum value maps for SignalRejection.
@@ -101,6 +103,7 @@ var (
 		2: "SIGNAL_REJECTION_PERSISTING",
 		3: "SIGNAL_REJECTION_RECOVERY_REQUIRED",
 		4: "SIGNAL_REJECTION_SHUTTING_DOWN",
+		5: "SIGNAL_REJECTION_WORKFLOW_PAUSED",
 	}
 	SignalRejection_value = map[string]int32{
 		"SIGNAL_REJECTION_UNSPECIFIED":       0,
@@ -108,6 +111,7 @@ var (
 		"SIGNAL_REJECTION_PERSISTING":        2,
 		"SIGNAL_REJECTION_RECOVERY_REQUIRED": 3,
 		"SIGNAL_REJECTION_SHUTTING_DOWN":     4,
+		"SIGNAL_REJECTION_WORKFLOW_PAUSED":   5,
 	}
 )
 
@@ -2685,6 +2689,280 @@ func (x *ResetWorkflowResponse) GetDryRun() bool {
 	return false
 }
 
+// Request of PauseWorkflow.
+type PauseWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. Why the instance is paused, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the pause applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer what the pause would do and save nothing.
+	DryRun        bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseWorkflowRequest) Reset() {
+	*x = PauseWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[35]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseWorkflowRequest) ProtoMessage() {}
+
+func (x *PauseWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[35]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*PauseWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{35}
+}
+
+func (x *PauseWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PauseWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PauseWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *PauseWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PauseWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of PauseWorkflow.
+type PauseWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the pause (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseWorkflowResponse) Reset() {
+	*x = PauseWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[36]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseWorkflowResponse) ProtoMessage() {}
+
+func (x *PauseWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[36]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*PauseWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{36}
+}
+
+func (x *PauseWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *PauseWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Request of UnpauseWorkflow.
+type UnpauseWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. Why the instance is unpaused, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the unpause applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer what the unpause would do and save nothing.
+	DryRun        bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpauseWorkflowRequest) Reset() {
+	*x = UnpauseWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[37]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpauseWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpauseWorkflowRequest) ProtoMessage() {}
+
+func (x *UnpauseWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[37]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpauseWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*UnpauseWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{37}
+}
+
+func (x *UnpauseWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UnpauseWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *UnpauseWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *UnpauseWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *UnpauseWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of UnpauseWorkflow.
+type UnpauseWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the unpause (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpauseWorkflowResponse) Reset() {
+	*x = UnpauseWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpauseWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpauseWorkflowResponse) ProtoMessage() {}
+
+func (x *UnpauseWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpauseWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*UnpauseWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *UnpauseWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *UnpauseWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
@@ -2877,17 +3155,38 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x15ResetWorkflowResponse\x124\n" +
 	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12F\n" +
 	"\x0fcontext_changes\x18\x02 \x03(\v2\x1d.statewright.v1.ContextChangeR\x0econtextChanges\x12\x17\n" +
-	"\adry_run\x18\x03 \x01(\bR\x06dryRun*s\n" +
+	"\adry_run\x18\x03 \x01(\bR\x06dryRun\"\xa7\x01\n" +
+	"\x14PauseWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"f\n" +
+	"\x15PauseWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"\xa9\x01\n" +
+	"\x16UnpauseWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"h\n" +
+	"\x17UnpauseWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun*s\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
-	" IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02*\xc2\x01\n" +
+	" IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02*\xe8\x01\n" +
 	"\x0fSignalRejection\x12 \n" +
 	"\x1cSIGNAL_REJECTION_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cSIGNAL_REJECTION_NOT_RUNNING\x10\x01\x12\x1f\n" +
 	"\x1bSIGNAL_REJECTION_PERSISTING\x10\x02\x12&\n" +
 	"\"SIGNAL_REJECTION_RECOVERY_REQUIRED\x10\x03\x12\"\n" +
-	"\x1eSIGNAL_REJECTION_SHUTTING_DOWN\x10\x04*k\n" +
+	"\x1eSIGNAL_REJECTION_SHUTTING_DOWN\x10\x04\x12$\n" +
+	" SIGNAL_REJECTION_WORKFLOW_PAUSED\x10\x05*k\n" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n" +
@@ -2895,7 +3194,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x10IfFinishedPolicy\x12\"\n" +
 	"\x1eIF_FINISHED_POLICY_UNSPECIFIED\x10\x00\x12\x1d\n" +
 	"\x19IF_FINISHED_POLICY_REFUSE\x10\x01\x12 \n" +
-	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x022\xe2\x11\n" +
+	"\x1cIF_FINISHED_POLICY_START_NEW\x10\x022\x82\x14\n" +
 	"\x0fWorkflowService\x12z\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
@@ -2912,7 +3211,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eCountWorkflows\x12%.statewright.v1.CountWorkflowsRequest\x1a&.statewright.v1.CountWorkflowsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/workflows:count\x12\xa8\x01\n" +
 	"\x17SignalWithStartWorkflow\x12..statewright.v1.SignalWithStartWorkflowRequest\x1a/.statewright.v1.SignalWithStartWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/workflows:signalWithStart\x12\x89\x01\n" +
 	"\rRetryWorkflow\x12$.statewright.v1.RetryWorkflowRequest\x1a%.statewright.v1.RetryWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/retry\x12\x89\x01\n" +
-	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/resetBs\n" +
+	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/reset\x12\x89\x01\n" +
+	"\rPauseWorkflow\x12$.statewright.v1.PauseWorkflowRequest\x1a%.statewright.v1.PauseWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/pause\x12\x91\x01\n" +
+	"\x0fUnpauseWorkflow\x12&.statewright.v1.UnpauseWorkflowRequest\x1a'.statewright.v1.UnpauseWorkflowResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/{name=workflows/*}/unpauseBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
 var (
@@ -2928,7 +3229,7 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 35)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 39)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                     // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                    // 1: statewright.v1.SignalRejection
@@ -2969,110 +3270,120 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*RetryWorkflowResponse)(nil),           // 36: statewright.v1.RetryWorkflowResponse
 	(*ResetWorkflowRequest)(nil),            // 37: statewright.v1.ResetWorkflowRequest
 	(*ResetWorkflowResponse)(nil),           // 38: statewright.v1.ResetWorkflowResponse
-	(*structpb.Struct)(nil),                 // 39: google.protobuf.Struct
-	(*durationpb.Duration)(nil),             // 40: google.protobuf.Duration
-	(*Workflow)(nil),                        // 41: statewright.v1.Workflow
-	(*Transition)(nil),                      // 42: statewright.v1.Transition
-	(WorkflowStatus)(0),                     // 43: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                  // 44: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),            // 45: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),            // 46: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),          // 47: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),              // 48: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                       // 49: statewright.v1.BuildInfo
-	(*TimerDiagnostics)(nil),                // 50: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),            // 51: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),            // 52: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),             // 53: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                      // 54: statewright.v1.Definition
+	(*PauseWorkflowRequest)(nil),            // 39: statewright.v1.PauseWorkflowRequest
+	(*PauseWorkflowResponse)(nil),           // 40: statewright.v1.PauseWorkflowResponse
+	(*UnpauseWorkflowRequest)(nil),          // 41: statewright.v1.UnpauseWorkflowRequest
+	(*UnpauseWorkflowResponse)(nil),         // 42: statewright.v1.UnpauseWorkflowResponse
+	(*structpb.Struct)(nil),                 // 43: google.protobuf.Struct
+	(*durationpb.Duration)(nil),             // 44: google.protobuf.Duration
+	(*Workflow)(nil),                        // 45: statewright.v1.Workflow
+	(*Transition)(nil),                      // 46: statewright.v1.Transition
+	(WorkflowStatus)(0),                     // 47: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                  // 48: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),            // 49: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),            // 50: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),          // 51: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),              // 52: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                       // 53: statewright.v1.BuildInfo
+	(*TimerDiagnostics)(nil),                // 54: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),            // 55: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),            // 56: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),             // 57: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                      // 58: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	39, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	43, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	40, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
-	41, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	42, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	39, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	41, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	42, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	39, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	44, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
+	45, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	46, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	43, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	45, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	46, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	43, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 9: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	41, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	42, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	41, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	43, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	41, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	41, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	41, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	45, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	46, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	45, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	47, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	45, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	45, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	45, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	2,  // 17: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	42, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	41, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	39, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	46, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	45, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	43, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
 	20, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	44, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	45, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	46, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	47, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	48, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	49, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	40, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	50, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	51, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	52, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	53, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	54, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	54, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	48, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	49, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	50, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	51, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	52, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	53, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	44, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	54, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	55, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	56, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	57, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	58, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	58, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
 	31, // 35: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
-	43, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
-	39, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
-	39, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	47, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
+	43, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	43, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	3,  // 39: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
-	41, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	45, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	1,  // 41: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	42, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	44, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
-	44, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
-	41, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	46, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	48, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
+	48, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
+	45, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	34, // 46: statewright.v1.RetryWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
-	41, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	45, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	34, // 48: statewright.v1.ResetWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
-	4,  // 49: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	6,  // 50: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	8,  // 51: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	10, // 52: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	12, // 53: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	14, // 54: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	16, // 55: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	18, // 56: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	21, // 57: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	23, // 58: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	25, // 59: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	27, // 60: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	29, // 61: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
-	32, // 62: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
-	35, // 63: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
-	37, // 64: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
-	5,  // 65: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	7,  // 66: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	9,  // 67: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	11, // 68: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	13, // 69: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	15, // 70: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	17, // 71: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	19, // 72: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	22, // 73: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	24, // 74: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	26, // 75: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	28, // 76: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	30, // 77: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
-	33, // 78: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
-	36, // 79: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
-	38, // 80: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
-	65, // [65:81] is the sub-list for method output_type
-	49, // [49:65] is the sub-list for method input_type
-	49, // [49:49] is the sub-list for extension type_name
-	49, // [49:49] is the sub-list for extension extendee
-	0,  // [0:49] is the sub-list for field type_name
+	45, // 49: statewright.v1.PauseWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	45, // 50: statewright.v1.UnpauseWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	4,  // 51: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	6,  // 52: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	8,  // 53: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	10, // 54: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	12, // 55: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	14, // 56: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	16, // 57: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	18, // 58: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	21, // 59: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	23, // 60: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	25, // 61: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	27, // 62: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	29, // 63: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
+	32, // 64: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
+	35, // 65: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
+	37, // 66: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
+	39, // 67: statewright.v1.WorkflowService.PauseWorkflow:input_type -> statewright.v1.PauseWorkflowRequest
+	41, // 68: statewright.v1.WorkflowService.UnpauseWorkflow:input_type -> statewright.v1.UnpauseWorkflowRequest
+	5,  // 69: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	7,  // 70: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	9,  // 71: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	11, // 72: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	13, // 73: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	15, // 74: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	17, // 75: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	19, // 76: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	22, // 77: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	24, // 78: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	26, // 79: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	28, // 80: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	30, // 81: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
+	33, // 82: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
+	36, // 83: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
+	38, // 84: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
+	40, // 85: statewright.v1.WorkflowService.PauseWorkflow:output_type -> statewright.v1.PauseWorkflowResponse
+	42, // 86: statewright.v1.WorkflowService.UnpauseWorkflow:output_type -> statewright.v1.UnpauseWorkflowResponse
+	69, // [69:87] is the sub-list for method output_type
+	51, // [51:69] is the sub-list for method input_type
+	51, // [51:51] is the sub-list for extension type_name
+	51, // [51:51] is the sub-list for extension extendee
+	0,  // [0:51] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -3090,7 +3401,7 @@ func file_statewright_v1_workflow_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   35,
+			NumMessages:   39,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow.proto.
  */
 export const file_statewright_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEixAUKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MSLgoGcGFyZW50GBIgASgLMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dQYXJlbnQSMgoIY2hpbGRyZW4YEyABKAsyIC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0NoaWxkcmVuEhwKD3JlY3Vyc2lvbl9saW1pdBgWIAEoBUgAiAEBQhIKEF9yZWN1cnNpb25fbGltaXQiPgoOV29ya2Zsb3dQYXJlbnQSDAoEbmFtZRgBIAEoCRINCgVzdGF0ZRgCIAEoCRIPCgd0YXNrX2lkGAMgASgJIi8KEFdvcmtmbG93Q2hpbGRyZW4SDAoEb3BlbhgBIAEoBRINCgVuYW1lcxgCIAMoCSJkCg5GYW5PdXRQcm9ncmVzcxINCgV0b3RhbBgBIAEoBRIMCgRvcGVuGAIgASgFEhEKCWNvbXBsZXRlZBgDIAEoBRIQCghnaXZlbl91cBgEIAEoBRIQCghyZXZpc2lvbhgFIAEoAyJsCgVUaW1lchIQCgh0aW1lcl9pZBgBIAEoCRIUCgx0YXJnZXRfc3RhdGUYAiABKAkSDQoFYWZ0ZXIYAyABKAkSLAoIZHVlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlAKClRyYW5zaXRpb24SEgoKZnJvbV9zdGF0ZRgBIAEoCRIQCgh0b19zdGF0ZRgCIAEoCRINCgVldmVudBgDIAEoCRINCgVhY3RvchgEIAEoCSrFAQoOV29ya2Zsb3dTdGF0dXMSHwobV09SS0ZMT1dfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXV09SS0ZMT1dfU1RBVFVTX1JVTk5JTkcQARIbChdXT1JLRkxPV19TVEFUVVNfV0FJVElORxACEh0KGVdPUktGTE9XX1NUQVRVU19DT01QTEVURUQQAxIaChZXT1JLRkxPV19TVEFUVVNfRkFJTEVEEAQSHQoZV09SS0ZMT1dfU1RBVFVTX0NBTkNFTExFRBAFQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
+  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEiggYKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MSLgoGcGFyZW50GBIgASgLMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dQYXJlbnQSMgoIY2hpbGRyZW4YEyABKAsyIC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0NoaWxkcmVuEhwKD3JlY3Vyc2lvbl9saW1pdBgWIAEoBUgAiAEBEg4KBnBhdXNlZBgXIAEoCBIsCgVwYXVzZRgYIAEoCzIdLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93UGF1c2VCEgoQX3JlY3Vyc2lvbl9saW1pdCJeCg1Xb3JrZmxvd1BhdXNlEg4KBnJlYXNvbhgBIAEoCRINCgVhY3RvchgCIAEoCRIuCgpwYXVzZV90aW1lGAMgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCI+Cg5Xb3JrZmxvd1BhcmVudBIMCgRuYW1lGAEgASgJEg0KBXN0YXRlGAIgASgJEg8KB3Rhc2tfaWQYAyABKAkiLwoQV29ya2Zsb3dDaGlsZHJlbhIMCgRvcGVuGAEgASgFEg0KBW5hbWVzGAIgAygJImQKDkZhbk91dFByb2dyZXNzEg0KBXRvdGFsGAEgASgFEgwKBG9wZW4YAiABKAUSEQoJY29tcGxldGVkGAMgASgFEhAKCGdpdmVuX3VwGAQgASgFEhAKCHJldmlzaW9uGAUgASgDImwKBVRpbWVyEhAKCHRpbWVyX2lkGAEgASgJEhQKDHRhcmdldF9zdGF0ZRgCIAEoCRINCgVhZnRlchgDIAEoCRIsCghkdWVfdGltZRgEIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiUAoKVHJhbnNpdGlvbhISCgpmcm9tX3N0YXRlGAEgASgJEhAKCHRvX3N0YXRlGAIgASgJEg0KBWV2ZW50GAMgASgJEg0KBWFjdG9yGAQgASgJKsUBCg5Xb3JrZmxvd1N0YXR1cxIfChtXT1JLRkxPV19TVEFUVVNfVU5TUEVDSUZJRUQQABIbChdXT1JLRkxPV19TVEFUVVNfUlVOTklORxABEhsKF1dPUktGTE9XX1NUQVRVU19XQUlUSU5HEAISHQoZV09SS0ZMT1dfU1RBVFVTX0NPTVBMRVRFRBADEhoKFldPUktGTE9XX1NUQVRVU19GQUlMRUQQBBIdChlXT1JLRkxPV19TVEFUVVNfQ0FOQ0VMTEVEEAVCcwoSZGV2LnN0YXRld3JpZ2h0LnYxUAFaSmdpdGh1Yi5jb20vc3RhdGV3cmlnaHQvc3RhdGV3cmlnaHQvY2xpZW50cy9nby9zdGF0ZXdyaWdodC92MTtzdGF0ZXdyaWdodHYxqgIOU3RhdGV3cmlnaHQuVjFiBnByb3RvMw", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
 
 /**
  * One durable workflow instance, as of one revision.
@@ -171,6 +171,22 @@ export type Workflow = Message<"statewright.v1.Workflow"> & {
    * @generated from field: optional int32 recursion_limit = 22;
    */
   recursionLimit?: number | undefined;
+
+  /**
+   * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+   * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+   * a paused instance shows both.
+   *
+   * @generated from field: bool paused = 23;
+   */
+  paused: boolean;
+
+  /**
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   *
+   * @generated from field: statewright.v1.WorkflowPause pause = 24;
+   */
+  pause?: WorkflowPause | undefined;
 };
 
 /**
@@ -326,6 +342,22 @@ export type WorkflowJson = {
    * @generated from field: optional int32 recursion_limit = 22;
    */
   recursionLimit?: number;
+
+  /**
+   * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+   * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+   * a paused instance shows both.
+   *
+   * @generated from field: bool paused = 23;
+   */
+  paused?: boolean;
+
+  /**
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   *
+   * @generated from field: statewright.v1.WorkflowPause pause = 24;
+   */
+  pause?: WorkflowPauseJson;
 };
 
 /**
@@ -334,6 +366,69 @@ export type WorkflowJson = {
  */
 export const WorkflowSchema: GenMessage<Workflow, {jsonType: WorkflowJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow, 0);
+
+/**
+ * An operator's pause of an instance (PauseWorkflow).
+ *
+ * @generated from message statewright.v1.WorkflowPause
+ */
+export type WorkflowPause = Message<"statewright.v1.WorkflowPause"> & {
+  /**
+   * Output only. Why it was paused, as the operator said.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * Output only. The principal that paused it.
+   *
+   * @generated from field: string actor = 2;
+   */
+  actor: string;
+
+  /**
+   * Output only. When the pause was saved.
+   *
+   * @generated from field: google.protobuf.Timestamp pause_time = 3;
+   */
+  pauseTime?: Timestamp | undefined;
+};
+
+/**
+ * An operator's pause of an instance (PauseWorkflow).
+ *
+ * @generated from message statewright.v1.WorkflowPause
+ */
+export type WorkflowPauseJson = {
+  /**
+   * Output only. Why it was paused, as the operator said.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason?: string;
+
+  /**
+   * Output only. The principal that paused it.
+   *
+   * @generated from field: string actor = 2;
+   */
+  actor?: string;
+
+  /**
+   * Output only. When the pause was saved.
+   *
+   * @generated from field: google.protobuf.Timestamp pause_time = 3;
+   */
+  pauseTime?: TimestampJson;
+};
+
+/**
+ * Describes the message statewright.v1.WorkflowPause.
+ * Use `create(WorkflowPauseSchema)` to create a new message.
+ */
+export const WorkflowPauseSchema: GenMessage<WorkflowPause, {jsonType: WorkflowPauseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow, 1);
 
 /**
  * A child workflow's parent.
@@ -398,7 +493,7 @@ export type WorkflowParentJson = {
  * Use `create(WorkflowParentSchema)` to create a new message.
  */
 export const WorkflowParentSchema: GenMessage<WorkflowParent, {jsonType: WorkflowParentJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 1);
+  messageDesc(file_statewright_v1_workflow, 2);
 
 /**
  * The live child workflows of an instance.
@@ -447,7 +542,7 @@ export type WorkflowChildrenJson = {
  * Use `create(WorkflowChildrenSchema)` to create a new message.
  */
 export const WorkflowChildrenSchema: GenMessage<WorkflowChildren, {jsonType: WorkflowChildrenJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 2);
+  messageDesc(file_statewright_v1_workflow, 3);
 
 /**
  * Where a fan-out (`map` on a task state) is: one task per item of its list.
@@ -540,7 +635,7 @@ export type FanOutProgressJson = {
  * Use `create(FanOutProgressSchema)` to create a new message.
  */
 export const FanOutProgressSchema: GenMessage<FanOutProgress, {jsonType: FanOutProgressJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 3);
+  messageDesc(file_statewright_v1_workflow, 4);
 
 /**
  * A timer transition armed by the step that entered the instance's state. It fires at
@@ -621,7 +716,7 @@ export type TimerJson = {
  * Use `create(TimerSchema)` to create a new message.
  */
 export const TimerSchema: GenMessage<Timer, {jsonType: TimerJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 4);
+  messageDesc(file_statewright_v1_workflow, 5);
 
 /**
  * One transition fired during a step.
@@ -706,7 +801,7 @@ export type TransitionJson = {
  * Use `create(TransitionSchema)` to create a new message.
  */
 export const TransitionSchema: GenMessage<Transition, {jsonType: TransitionJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 5);
+  messageDesc(file_statewright_v1_workflow, 6);
 
 /**
  * The lifecycle status of a workflow instance.

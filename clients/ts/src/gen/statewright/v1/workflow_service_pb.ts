@@ -19,7 +19,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow_service.proto.
  */
 export const file_statewright_v1_workflow_service: GenFile = /*@__PURE__*/
-  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSKIAgoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhcKD3JlY3Vyc2lvbl9saW1pdBgIIAEoBSKFAQoVU3RhcnRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSLwoLdHJhbnNpdGlvbnMYAiADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEg8KB2NyZWF0ZWQYAyABKAgiiwEKFVJlc3VtZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWV2ZW50GAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFleHBlY3RlZF9yZXZpc2lvbhgEIAEoAxISCgpyZXF1ZXN0X2lkGAUgASgJInUKFlJlc3VtZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24icgoVU2lnbmFsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgEIAEoCSK4AQoWU2lnbmFsV29ya2Zsb3dSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoCBIvCgZyZWFzb24YAiABKA4yHy5zdGF0ZXdyaWdodC52MS5TaWduYWxSZWplY3Rpb24SKgoId29ya2Zsb3cYAyABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgEIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24iIgoSR2V0V29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkiQQoTR2V0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93IrYBChRMaXN0V29ya2Zsb3dzUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEi4KBnN0YXR1cxgCIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhAKCG9yZGVyX2J5GAUgASgJEhEKCWlkX3ByZWZpeBgGIAEoCRIOCgZmaWx0ZXIYByABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiK4AgoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCRImCgVpbnB1dBgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSPAoNY29udGV4dF9wYXRjaBgIIAMoCzIlLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRQYXRjaE9wZXJhdGlvbiJxChVDb250ZXh0UGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCglmcm9tX3BhdGgYBCABKAlSBGZyb20iFwoVR2V0RGlhZ25vc3RpY3NSZXF1ZXN0Io8EChZHZXREaWFnbm9zdGljc1Jlc3BvbnNlEjgKCmV2ZW50X2xvb3AYASABKAsyJC5zdGF0ZXdyaWdodC52MS5FdmVudExvb3BEaWFnbm9zdGljcxI4CgphZG1pc3Npb25zGAIgASgLMiQuc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uRGlhZ25vc3RpY3MSOwoLcGVyc2lzdGVuY2UYAyABKAsyJi5zdGF0ZXdyaWdodC52MS5QZXJzaXN0ZW5jZURpYWdub3N0aWNzEjQKCHdhdGNoZXJzGAQgASgLMiIuc3RhdGV3cmlnaHQudjEuV2F0Y2hlckRpYWdub3N0aWNzEhMKC2RlZmluaXRpb25zGAUgAygJEigKBWJ1aWxkGAYgASgLMhkuc3RhdGV3cmlnaHQudjEuQnVpbGRJbmZvEikKBnVwdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgZ0aW1lcnMYCCABKAsyIC5zdGF0ZXdyaWdodC52MS5UaW1lckRpYWdub3N0aWNzEjkKC3Rhc2tfcXVldWVzGAkgAygLMiQuc3RhdGV3cmlnaHQudjEuVGFza1F1ZXVlRGlhZ25vc3RpY3MSNwoJcmV0ZW50aW9uGAogASgLMiQuc3RhdGV3cmlnaHQudjEuUmV0ZW50aW9uRGlhZ25vc3RpY3MiLQodR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJaCh5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2USOAoLZGlhZ25vc3RpY3MYASABKAsyIy5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0RpYWdub3N0aWNzIlMKFkxpc3REZWZpbml0aW9uc1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChdMaXN0RGVmaW5pdGlvbnNSZXNwb25zZRIvCgtkZWZpbml0aW9ucxgBIAMoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFEdldERlZmluaXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiRwoVR2V0RGVmaW5pdGlvblJlc3BvbnNlEi4KCmRlZmluaXRpb24YASABKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uIicKFUNvdW50V29ya2Zsb3dzUmVxdWVzdBIOCgZmaWx0ZXIYASABKAkiVwoWQ291bnRXb3JrZmxvd3NSZXNwb25zZRINCgV0b3RhbBgBIAEoAxIuCglieV9zdGF0dXMYAiADKAsyGy5zdGF0ZXdyaWdodC52MS5TdGF0dXNDb3VudCJMCgtTdGF0dXNDb3VudBIuCgZzdGF0dXMYASABKA4yHi5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd1N0YXR1cxINCgVjb3VudBgCIAEoAyKyAgoeU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSDwoHdmVyc2lvbhgCIAEoBRITCgt3b3JrZmxvd19pZBgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXZlbnQYBSABKAkSKAoHcGF5bG9hZBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgHIAEoCRI1CgtpZl9maW5pc2hlZBgIIAEoDjIgLnN0YXRld3JpZ2h0LnYxLklmRmluaXNoZWRQb2xpY3kSEQoJc3RhcnRfbm93GAkgASgIEhcKD3JlY3Vyc2lvbl9saW1pdBgKIAEoBSLSAQofU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg8KB3N0YXJ0ZWQYAiABKAgSEAoIYWNjZXB0ZWQYAyABKAgSLwoGcmVhc29uGAQgASgOMh8uc3RhdGV3cmlnaHQudjEuU2lnbmFsUmVqZWN0aW9uEi8KC3RyYW5zaXRpb25zGAUgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJtCg1Db250ZXh0Q2hhbmdlEg0KBWZpZWxkGAEgASgJEiYKBmJlZm9yZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIlCgVhZnRlchgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ0ChRSZXRyeVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJEg8KB2RyeV9ydW4YBSABKAgijAEKFVJldHJ5V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EjYKD2NvbnRleHRfY2hhbmdlcxgCIAMoCzIdLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRDaGFuZ2USDwoHZHJ5X3J1bhgDIAEoCCKJAQoUUmVzZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgt0b19yZXZpc2lvbhgCIAEoAxIOCgZyZWFzb24YAyABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YBCABKAMSEgoKcmVxdWVzdF9pZBgFIAEoCRIPCgdkcnlfcnVuGAYgASgIIowBChVSZXNldFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxI2Cg9jb250ZXh0X2NoYW5nZXMYAiADKAsyHS5zdGF0ZXdyaWdodC52MS5Db250ZXh0Q2hhbmdlEg8KB2RyeV9ydW4YAyABKAgqcwoOSWZFeGlzdHNQb2xpY3kSIAocSUZfRVhJU1RTX1BPTElDWV9VTlNQRUNJRklFRBAAEhkKFUlGX0VYSVNUU19QT0xJQ1lfRkFJTBABEiQKIElGX0VYSVNUU19QT0xJQ1lfUkVUVVJOX0VYSVNUSU5HEAIqwgEKD1NpZ25hbFJlamVjdGlvbhIgChxTSUdOQUxfUkVKRUNUSU9OX1VOU1BFQ0lGSUVEEAASIAocU0lHTkFMX1JFSkVDVElPTl9OT1RfUlVOTklORxABEh8KG1NJR05BTF9SRUpFQ1RJT05fUEVSU0lTVElORxACEiYKIlNJR05BTF9SRUpFQ1RJT05fUkVDT1ZFUllfUkVRVUlSRUQQAxIiCh5TSUdOQUxfUkVKRUNUSU9OX1NIVVRUSU5HX0RPV04QBCprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIqdwoQSWZGaW5pc2hlZFBvbGljeRIiCh5JRl9GSU5JU0hFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIdChlJRl9GSU5JU0hFRF9QT0xJQ1lfUkVGVVNFEAESIAocSUZfRklOSVNIRURfUE9MSUNZX1NUQVJUX05FVxACMuIRCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnQSiQEKDVJldHJ5V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5SZXRyeVdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlJldHJ5V29ya2Zsb3dSZXNwb25zZSIrgtPkkwIlOgEqIiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9yZXRyeRKJAQoNUmVzZXRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlJlc2V0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuUmVzZXRXb3JrZmxvd1Jlc3BvbnNlIiuC0+STAiU6ASoiIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc2V0QnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
+  fileDesc("CiVzdGF0ZXdyaWdodC92MS93b3JrZmxvd19zZXJ2aWNlLnByb3RvEg5zdGF0ZXdyaWdodC52MSKIAgoUU3RhcnRXb3JrZmxvd1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIPCgd2ZXJzaW9uGAIgASgFEhMKC3dvcmtmbG93X2lkGAMgASgJEiYKBWlucHV0GAQgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBISCgpyZXF1ZXN0X2lkGAUgASgJEjEKCWlmX2V4aXN0cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLklmRXhpc3RzUG9saWN5Ei4KC3N0YXJ0X2RlbGF5GAcgASgLMhkuZ29vZ2xlLnByb3RvYnVmLkR1cmF0aW9uEhcKD3JlY3Vyc2lvbl9saW1pdBgIIAEoBSKFAQoVU3RhcnRXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cSLwoLdHJhbnNpdGlvbnMYAiADKAsyGi5zdGF0ZXdyaWdodC52MS5UcmFuc2l0aW9uEg8KB2NyZWF0ZWQYAyABKAgiiwEKFVJlc3VtZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg0KBWV2ZW50GAIgASgJEiYKBWlucHV0GAMgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIZChFleHBlY3RlZF9yZXZpc2lvbhgEIAEoAxISCgpyZXF1ZXN0X2lkGAUgASgJInUKFlJlc3VtZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgCIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24icgoVU2lnbmFsV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDQoFZXZlbnQYAiABKAkSKAoHcGF5bG9hZBgDIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgEIAEoCSK4AQoWU2lnbmFsV29ya2Zsb3dSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoCBIvCgZyZWFzb24YAiABKA4yHy5zdGF0ZXdyaWdodC52MS5TaWduYWxSZWplY3Rpb24SKgoId29ya2Zsb3cYAyABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIvCgt0cmFuc2l0aW9ucxgEIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24iIgoSR2V0V29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkiQQoTR2V0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93IrYBChRMaXN0V29ya2Zsb3dzUmVxdWVzdBISCgpkZWZpbml0aW9uGAEgASgJEi4KBnN0YXR1cxgCIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEhEKCXBhZ2Vfc2l6ZRgDIAEoBRISCgpwYWdlX3Rva2VuGAQgASgJEhAKCG9yZGVyX2J5GAUgASgJEhEKCWlkX3ByZWZpeBgGIAEoCRIOCgZmaWx0ZXIYByABKAkiXQoVTGlzdFdvcmtmbG93c1Jlc3BvbnNlEisKCXdvcmtmbG93cxgBIAMoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSJkChVDYW5jZWxXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCSJEChZDYW5jZWxXb3JrZmxvd1Jlc3BvbnNlEioKCHdvcmtmbG93GAEgASgLMhguc3RhdGV3cmlnaHQudjEuV29ya2Zsb3cidAoVRGVsZXRlV29ya2Zsb3dSZXF1ZXN0EgwKBG5hbWUYASABKAkSDAoEZXRhZxgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxINCgVmb3JjZRgEIAEoCBIVCg1hbGxvd19taXNzaW5nGAUgASgIIlcKFkRlbGV0ZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIRCgljYW5jZWxsZWQYAiABKAgiVAoUV2F0Y2hXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIbCg5hZnRlcl9yZXZpc2lvbhgCIAEoA0gAiAEBQhEKD19hZnRlcl9yZXZpc2lvbiK4AgoVV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlEiwKBHR5cGUYASABKA4yHi5zdGF0ZXdyaWdodC52MS5XYXRjaEV2ZW50VHlwZRIQCghyZXZpc2lvbhgCIAEoAxIvCgt0cmFuc2l0aW9ucxgDIAMoCzIaLnN0YXRld3JpZ2h0LnYxLlRyYW5zaXRpb24SKgoId29ya2Zsb3cYBCABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxINCgVldmVudBgFIAEoCRINCgVhY3RvchgGIAEoCRImCgVpbnB1dBgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSPAoNY29udGV4dF9wYXRjaBgIIAMoCzIlLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRQYXRjaE9wZXJhdGlvbiJxChVDb250ZXh0UGF0Y2hPcGVyYXRpb24SCgoCb3AYASABKAkSDAoEcGF0aBgCIAEoCRIlCgV2YWx1ZRgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIXCglmcm9tX3BhdGgYBCABKAlSBGZyb20iFwoVR2V0RGlhZ25vc3RpY3NSZXF1ZXN0Io8EChZHZXREaWFnbm9zdGljc1Jlc3BvbnNlEjgKCmV2ZW50X2xvb3AYASABKAsyJC5zdGF0ZXdyaWdodC52MS5FdmVudExvb3BEaWFnbm9zdGljcxI4CgphZG1pc3Npb25zGAIgASgLMiQuc3RhdGV3cmlnaHQudjEuQWRtaXNzaW9uRGlhZ25vc3RpY3MSOwoLcGVyc2lzdGVuY2UYAyABKAsyJi5zdGF0ZXdyaWdodC52MS5QZXJzaXN0ZW5jZURpYWdub3N0aWNzEjQKCHdhdGNoZXJzGAQgASgLMiIuc3RhdGV3cmlnaHQudjEuV2F0Y2hlckRpYWdub3N0aWNzEhMKC2RlZmluaXRpb25zGAUgAygJEigKBWJ1aWxkGAYgASgLMhkuc3RhdGV3cmlnaHQudjEuQnVpbGRJbmZvEikKBnVwdGltZRgHIAEoCzIZLmdvb2dsZS5wcm90b2J1Zi5EdXJhdGlvbhIwCgZ0aW1lcnMYCCABKAsyIC5zdGF0ZXdyaWdodC52MS5UaW1lckRpYWdub3N0aWNzEjkKC3Rhc2tfcXVldWVzGAkgAygLMiQuc3RhdGV3cmlnaHQudjEuVGFza1F1ZXVlRGlhZ25vc3RpY3MSNwoJcmV0ZW50aW9uGAogASgLMiQuc3RhdGV3cmlnaHQudjEuUmV0ZW50aW9uRGlhZ25vc3RpY3MiLQodR2V0V29ya2Zsb3dEaWFnbm9zdGljc1JlcXVlc3QSDAoEbmFtZRgBIAEoCSJaCh5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVzcG9uc2USOAoLZGlhZ25vc3RpY3MYASABKAsyIy5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0RpYWdub3N0aWNzIlMKFkxpc3REZWZpbml0aW9uc1JlcXVlc3QSEgoKZGVmaW5pdGlvbhgBIAEoCRIRCglwYWdlX3NpemUYAiABKAUSEgoKcGFnZV90b2tlbhgDIAEoCSJjChdMaXN0RGVmaW5pdGlvbnNSZXNwb25zZRIvCgtkZWZpbml0aW9ucxgBIAMoCzIaLnN0YXRld3JpZ2h0LnYxLkRlZmluaXRpb24SFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIiQKFEdldERlZmluaXRpb25SZXF1ZXN0EgwKBG5hbWUYASABKAkiRwoVR2V0RGVmaW5pdGlvblJlc3BvbnNlEi4KCmRlZmluaXRpb24YASABKAsyGi5zdGF0ZXdyaWdodC52MS5EZWZpbml0aW9uIicKFUNvdW50V29ya2Zsb3dzUmVxdWVzdBIOCgZmaWx0ZXIYASABKAkiVwoWQ291bnRXb3JrZmxvd3NSZXNwb25zZRINCgV0b3RhbBgBIAEoAxIuCglieV9zdGF0dXMYAiADKAsyGy5zdGF0ZXdyaWdodC52MS5TdGF0dXNDb3VudCJMCgtTdGF0dXNDb3VudBIuCgZzdGF0dXMYASABKA4yHi5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd1N0YXR1cxINCgVjb3VudBgCIAEoAyKyAgoeU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0EhIKCmRlZmluaXRpb24YASABKAkSDwoHdmVyc2lvbhgCIAEoBRITCgt3b3JrZmxvd19pZBgDIAEoCRImCgVpbnB1dBgEIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSDQoFZXZlbnQYBSABKAkSKAoHcGF5bG9hZBgGIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSEgoKcmVxdWVzdF9pZBgHIAEoCRI1CgtpZl9maW5pc2hlZBgIIAEoDjIgLnN0YXRld3JpZ2h0LnYxLklmRmluaXNoZWRQb2xpY3kSEQoJc3RhcnRfbm93GAkgASgIEhcKD3JlY3Vyc2lvbl9saW1pdBgKIAEoBSLSAQofU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg8KB3N0YXJ0ZWQYAiABKAgSEAoIYWNjZXB0ZWQYAyABKAgSLwoGcmVhc29uGAQgASgOMh8uc3RhdGV3cmlnaHQudjEuU2lnbmFsUmVqZWN0aW9uEi8KC3RyYW5zaXRpb25zGAUgAygLMhouc3RhdGV3cmlnaHQudjEuVHJhbnNpdGlvbiJtCg1Db250ZXh0Q2hhbmdlEg0KBWZpZWxkGAEgASgJEiYKBmJlZm9yZRgCIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZRIlCgVhZnRlchgDIAEoCzIWLmdvb2dsZS5wcm90b2J1Zi5WYWx1ZSJ0ChRSZXRyeVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJEg8KB2RyeV9ydW4YBSABKAgijAEKFVJldHJ5V29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93EjYKD2NvbnRleHRfY2hhbmdlcxgCIAMoCzIdLnN0YXRld3JpZ2h0LnYxLkNvbnRleHRDaGFuZ2USDwoHZHJ5X3J1bhgDIAEoCCKJAQoUUmVzZXRXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRITCgt0b19yZXZpc2lvbhgCIAEoAxIOCgZyZWFzb24YAyABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YBCABKAMSEgoKcmVxdWVzdF9pZBgFIAEoCRIPCgdkcnlfcnVuGAYgASgIIowBChVSZXNldFdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxI2Cg9jb250ZXh0X2NoYW5nZXMYAiADKAsyHS5zdGF0ZXdyaWdodC52MS5Db250ZXh0Q2hhbmdlEg8KB2RyeV9ydW4YAyABKAgidAoUUGF1c2VXb3JrZmxvd1JlcXVlc3QSDAoEbmFtZRgBIAEoCRIOCgZyZWFzb24YAiABKAkSGQoRZXhwZWN0ZWRfcmV2aXNpb24YAyABKAMSEgoKcmVxdWVzdF9pZBgEIAEoCRIPCgdkcnlfcnVuGAUgASgIIlQKFVBhdXNlV29ya2Zsb3dSZXNwb25zZRIqCgh3b3JrZmxvdxgBIAEoCzIYLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93Eg8KB2RyeV9ydW4YAiABKAgidgoWVW5wYXVzZVdvcmtmbG93UmVxdWVzdBIMCgRuYW1lGAEgASgJEg4KBnJlYXNvbhgCIAEoCRIZChFleHBlY3RlZF9yZXZpc2lvbhgDIAEoAxISCgpyZXF1ZXN0X2lkGAQgASgJEg8KB2RyeV9ydW4YBSABKAgiVgoXVW5wYXVzZVdvcmtmbG93UmVzcG9uc2USKgoId29ya2Zsb3cYASABKAsyGC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvdxIPCgdkcnlfcnVuGAIgASgIKnMKDklmRXhpc3RzUG9saWN5EiAKHElGX0VYSVNUU19QT0xJQ1lfVU5TUEVDSUZJRUQQABIZChVJRl9FWElTVFNfUE9MSUNZX0ZBSUwQARIkCiBJRl9FWElTVFNfUE9MSUNZX1JFVFVSTl9FWElTVElORxACKugBCg9TaWduYWxSZWplY3Rpb24SIAocU0lHTkFMX1JFSkVDVElPTl9VTlNQRUNJRklFRBAAEiAKHFNJR05BTF9SRUpFQ1RJT05fTk9UX1JVTk5JTkcQARIfChtTSUdOQUxfUkVKRUNUSU9OX1BFUlNJU1RJTkcQAhImCiJTSUdOQUxfUkVKRUNUSU9OX1JFQ09WRVJZX1JFUVVJUkVEEAMSIgoeU0lHTkFMX1JFSkVDVElPTl9TSFVUVElOR19ET1dOEAQSJAogU0lHTkFMX1JFSkVDVElPTl9XT1JLRkxPV19QQVVTRUQQBSprCg5XYXRjaEV2ZW50VHlwZRIgChxXQVRDSF9FVkVOVF9UWVBFX1VOU1BFQ0lGSUVEEAASHAoYV0FUQ0hfRVZFTlRfVFlQRV9DVVJSRU5UEAESGQoVV0FUQ0hfRVZFTlRfVFlQRV9TVEVQEAIqdwoQSWZGaW5pc2hlZFBvbGljeRIiCh5JRl9GSU5JU0hFRF9QT0xJQ1lfVU5TUEVDSUZJRUQQABIdChlJRl9GSU5JU0hFRF9QT0xJQ1lfUkVGVVNFEAESIAocSUZfRklOSVNIRURfUE9MSUNZX1NUQVJUX05FVxACMoIUCg9Xb3JrZmxvd1NlcnZpY2USegoNU3RhcnRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlN0YXJ0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuU3RhcnRXb3JrZmxvd1Jlc3BvbnNlIhyC0+STAhY6ASoiES9hcGkvdjEvd29ya2Zsb3dzEo0BCg5SZXN1bWVXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlJlc3VtZVdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcmVzdW1lEo0BCg5TaWduYWxXb3JrZmxvdxIlLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLlNpZ25hbFdvcmtmbG93UmVzcG9uc2UiLILT5JMCJjoBKiIhL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vc2lnbmFsEnoKC0dldFdvcmtmbG93EiIuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXF1ZXN0GiMuc3RhdGV3cmlnaHQudjEuR2V0V29ya2Zsb3dSZXNwb25zZSIigtPkkwIcEhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRJ3Cg1MaXN0V29ya2Zsb3dzEiQuc3RhdGV3cmlnaHQudjEuTGlzdFdvcmtmbG93c1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5MaXN0V29ya2Zsb3dzUmVzcG9uc2UiGYLT5JMCExIRL2FwaS92MS93b3JrZmxvd3MSjQEKDkNhbmNlbFdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuQ2FuY2VsV29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9jYW5jZWwSgwEKDkRlbGV0ZVdvcmtmbG93EiUuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXF1ZXN0GiYuc3RhdGV3cmlnaHQudjEuRGVsZXRlV29ya2Zsb3dSZXNwb25zZSIigtPkkwIcKhovYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfRKIAQoNV2F0Y2hXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLldhdGNoV29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuV2F0Y2hXb3JrZmxvd1Jlc3BvbnNlIiiC0+STAiISIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3dhdGNoMAESfAoOR2V0RGlhZ25vc3RpY3MSJS5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1JlcXVlc3QaJi5zdGF0ZXdyaWdodC52MS5HZXREaWFnbm9zdGljc1Jlc3BvbnNlIhuC0+STAhUSEy9hcGkvdjEvZGlhZ25vc3RpY3MSpwEKFkdldFdvcmtmbG93RGlhZ25vc3RpY3MSLS5zdGF0ZXdyaWdodC52MS5HZXRXb3JrZmxvd0RpYWdub3N0aWNzUmVxdWVzdBouLnN0YXRld3JpZ2h0LnYxLkdldFdvcmtmbG93RGlhZ25vc3RpY3NSZXNwb25zZSIugtPkkwIoEiYvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9kaWFnbm9zdGljcxJ/Cg9MaXN0RGVmaW5pdGlvbnMSJi5zdGF0ZXdyaWdodC52MS5MaXN0RGVmaW5pdGlvbnNSZXF1ZXN0Gicuc3RhdGV3cmlnaHQudjEuTGlzdERlZmluaXRpb25zUmVzcG9uc2UiG4LT5JMCFRITL2FwaS92MS9kZWZpbml0aW9ucxKtAQoNR2V0RGVmaW5pdGlvbhIkLnN0YXRld3JpZ2h0LnYxLkdldERlZmluaXRpb25SZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuR2V0RGVmaW5pdGlvblJlc3BvbnNlIk+C0+STAklaHhIcL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qfRInL2FwaS92MS97bmFtZT1kZWZpbml0aW9ucy8qL3ZlcnNpb25zLyp9EoABCg5Db3VudFdvcmtmbG93cxIlLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVxdWVzdBomLnN0YXRld3JpZ2h0LnYxLkNvdW50V29ya2Zsb3dzUmVzcG9uc2UiH4LT5JMCGRIXL2FwaS92MS93b3JrZmxvd3M6Y291bnQSqAEKF1NpZ25hbFdpdGhTdGFydFdvcmtmbG93Ei4uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXF1ZXN0Gi8uc3RhdGV3cmlnaHQudjEuU2lnbmFsV2l0aFN0YXJ0V29ya2Zsb3dSZXNwb25zZSIsgtPkkwImOgEqIiEvYXBpL3YxL3dvcmtmbG93czpzaWduYWxXaXRoU3RhcnQSiQEKDVJldHJ5V29ya2Zsb3cSJC5zdGF0ZXdyaWdodC52MS5SZXRyeVdvcmtmbG93UmVxdWVzdBolLnN0YXRld3JpZ2h0LnYxLlJldHJ5V29ya2Zsb3dSZXNwb25zZSIrgtPkkwIlOgEqIiAvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS9yZXRyeRKJAQoNUmVzZXRXb3JrZmxvdxIkLnN0YXRld3JpZ2h0LnYxLlJlc2V0V29ya2Zsb3dSZXF1ZXN0GiUuc3RhdGV3cmlnaHQudjEuUmVzZXRXb3JrZmxvd1Jlc3BvbnNlIiuC0+STAiU6ASoiIC9hcGkvdjEve25hbWU9d29ya2Zsb3dzLyp9L3Jlc2V0EokBCg1QYXVzZVdvcmtmbG93EiQuc3RhdGV3cmlnaHQudjEuUGF1c2VXb3JrZmxvd1JlcXVlc3QaJS5zdGF0ZXdyaWdodC52MS5QYXVzZVdvcmtmbG93UmVzcG9uc2UiK4LT5JMCJToBKiIgL2FwaS92MS97bmFtZT13b3JrZmxvd3MvKn0vcGF1c2USkQEKD1VucGF1c2VXb3JrZmxvdxImLnN0YXRld3JpZ2h0LnYxLlVucGF1c2VXb3JrZmxvd1JlcXVlc3QaJy5zdGF0ZXdyaWdodC52MS5VbnBhdXNlV29ya2Zsb3dSZXNwb25zZSItgtPkkwInOgEqIiIvYXBpL3YxL3tuYW1lPXdvcmtmbG93cy8qfS91bnBhdXNlQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_duration, file_google_protobuf_struct, file_statewright_v1_definition, file_statewright_v1_diagnostics, file_statewright_v1_workflow]);
 
 /**
  * Request of StartWorkflow.
@@ -2561,6 +2561,286 @@ export const ResetWorkflowResponseSchema: GenMessage<ResetWorkflowResponse, {jso
   messageDesc(file_statewright_v1_workflow_service, 34);
 
 /**
+ * Request of PauseWorkflow.
+ *
+ * @generated from message statewright.v1.PauseWorkflowRequest
+ */
+export type PauseWorkflowRequest = Message<"statewright.v1.PauseWorkflowRequest"> & {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Optional. Why the instance is paused, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * Optional. When non-zero, the pause applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision: bigint;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+
+  /**
+   * Optional. Answer what the pause would do and save nothing.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Request of PauseWorkflow.
+ *
+ * @generated from message statewright.v1.PauseWorkflowRequest
+ */
+export type PauseWorkflowRequestJson = {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Optional. Why the instance is paused, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason?: string;
+
+  /**
+   * Optional. When non-zero, the pause applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision?: string;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. Answer what the pause would do and save nothing.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.PauseWorkflowRequest.
+ * Use `create(PauseWorkflowRequestSchema)` to create a new message.
+ */
+export const PauseWorkflowRequestSchema: GenMessage<PauseWorkflowRequest, {jsonType: PauseWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 35);
+
+/**
+ * Response of PauseWorkflow.
+ *
+ * @generated from message statewright.v1.PauseWorkflowResponse
+ */
+export type PauseWorkflowResponse = Message<"statewright.v1.PauseWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the pause (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 2;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Response of PauseWorkflow.
+ *
+ * @generated from message statewright.v1.PauseWorkflowResponse
+ */
+export type PauseWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the pause (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 2;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.PauseWorkflowResponse.
+ * Use `create(PauseWorkflowResponseSchema)` to create a new message.
+ */
+export const PauseWorkflowResponseSchema: GenMessage<PauseWorkflowResponse, {jsonType: PauseWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 36);
+
+/**
+ * Request of UnpauseWorkflow.
+ *
+ * @generated from message statewright.v1.UnpauseWorkflowRequest
+ */
+export type UnpauseWorkflowRequest = Message<"statewright.v1.UnpauseWorkflowRequest"> & {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name: string;
+
+  /**
+   * Optional. Why the instance is unpaused, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason: string;
+
+  /**
+   * Optional. When non-zero, the unpause applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision: bigint;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId: string;
+
+  /**
+   * Optional. Answer what the unpause would do and save nothing.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Request of UnpauseWorkflow.
+ *
+ * @generated from message statewright.v1.UnpauseWorkflowRequest
+ */
+export type UnpauseWorkflowRequestJson = {
+  /**
+   * Required. The instance's resource name, `workflows/{workflow_id}`.
+   *
+   * @generated from field: string name = 1;
+   */
+  name?: string;
+
+  /**
+   * Optional. Why the instance is unpaused, recorded in its history with the caller.
+   *
+   * @generated from field: string reason = 2;
+   */
+  reason?: string;
+
+  /**
+   * Optional. When non-zero, the unpause applies only if the stored revision equals it.
+   *
+   * @generated from field: int64 expected_revision = 3;
+   */
+  expectedRevision?: string;
+
+  /**
+   * Optional. An idempotency key: a retry with the same key returns the original response.
+   *
+   * @generated from field: string request_id = 4;
+   */
+  requestId?: string;
+
+  /**
+   * Optional. Answer what the unpause would do and save nothing.
+   *
+   * @generated from field: bool dry_run = 5;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.UnpauseWorkflowRequest.
+ * Use `create(UnpauseWorkflowRequestSchema)` to create a new message.
+ */
+export const UnpauseWorkflowRequestSchema: GenMessage<UnpauseWorkflowRequest, {jsonType: UnpauseWorkflowRequestJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 37);
+
+/**
+ * Response of UnpauseWorkflow.
+ *
+ * @generated from message statewright.v1.UnpauseWorkflowResponse
+ */
+export type UnpauseWorkflowResponse = Message<"statewright.v1.UnpauseWorkflowResponse"> & {
+  /**
+   * Output only. The instance after the unpause (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: Workflow | undefined;
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 2;
+   */
+  dryRun: boolean;
+};
+
+/**
+ * Response of UnpauseWorkflow.
+ *
+ * @generated from message statewright.v1.UnpauseWorkflowResponse
+ */
+export type UnpauseWorkflowResponseJson = {
+  /**
+   * Output only. The instance after the unpause (on a dry run: as it would be; unsaved).
+   *
+   * @generated from field: statewright.v1.Workflow workflow = 1;
+   */
+  workflow?: WorkflowJson;
+
+  /**
+   * Output only. Whether this was a dry run (nothing was saved).
+   *
+   * @generated from field: bool dry_run = 2;
+   */
+  dryRun?: boolean;
+};
+
+/**
+ * Describes the message statewright.v1.UnpauseWorkflowResponse.
+ * Use `create(UnpauseWorkflowResponseSchema)` to create a new message.
+ */
+export const UnpauseWorkflowResponseSchema: GenMessage<UnpauseWorkflowResponse, {jsonType: UnpauseWorkflowResponseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow_service, 38);
+
+/**
  * What StartWorkflow does when the requested workflow_id already exists.
  *
  * @generated from enum statewright.v1.IfExistsPolicy
@@ -2641,6 +2921,13 @@ export enum SignalRejection {
    * @generated from enum value: SIGNAL_REJECTION_SHUTTING_DOWN = 4;
    */
   SHUTTING_DOWN = 4,
+
+  /**
+   * An operator paused the instance (PauseWorkflow); retry after it is unpaused.
+   *
+   * @generated from enum value: SIGNAL_REJECTION_WORKFLOW_PAUSED = 5;
+   */
+  WORKFLOW_PAUSED = 5,
 }
 
 /**
@@ -2648,7 +2935,7 @@ export enum SignalRejection {
  *
  * @generated from enum statewright.v1.SignalRejection
  */
-export type SignalRejectionJson = "SIGNAL_REJECTION_UNSPECIFIED" | "SIGNAL_REJECTION_NOT_RUNNING" | "SIGNAL_REJECTION_PERSISTING" | "SIGNAL_REJECTION_RECOVERY_REQUIRED" | "SIGNAL_REJECTION_SHUTTING_DOWN";
+export type SignalRejectionJson = "SIGNAL_REJECTION_UNSPECIFIED" | "SIGNAL_REJECTION_NOT_RUNNING" | "SIGNAL_REJECTION_PERSISTING" | "SIGNAL_REJECTION_RECOVERY_REQUIRED" | "SIGNAL_REJECTION_SHUTTING_DOWN" | "SIGNAL_REJECTION_WORKFLOW_PAUSED";
 
 /**
  * Describes the enum statewright.v1.SignalRejection.
@@ -2912,6 +3199,32 @@ export const WorkflowService: GenService<{
     methodKind: "unary";
     input: typeof ResetWorkflowRequestSchema;
     output: typeof ResetWorkflowResponseSchema;
+  },
+  /**
+   * Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+   * steps it. Its timers that come due wait and fire after the unpause, in due order; its
+   * tasks are not offered to workers (a leased one's completion is refused with
+   * WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+   * answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+   * refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+   *
+   * @generated from rpc statewright.v1.WorkflowService.PauseWorkflow
+   */
+  pauseWorkflow: {
+    methodKind: "unary";
+    input: typeof PauseWorkflowRequestSchema;
+    output: typeof PauseWorkflowResponseSchema;
+  },
+  /**
+   * Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+   * offered again. An instance that is not paused is refused (NOT_PAUSED).
+   *
+   * @generated from rpc statewright.v1.WorkflowService.UnpauseWorkflow
+   */
+  unpauseWorkflow: {
+    methodKind: "unary";
+    input: typeof UnpauseWorkflowRequestSchema;
+    output: typeof UnpauseWorkflowResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_statewright_v1_workflow_service, 0);

@@ -201,6 +201,26 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_ResetWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_PauseWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_PauseWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_PauseWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_PauseWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_UnpauseWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_UnpauseWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_UnpauseWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_UnpauseWorkflowResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -362,80 +382,102 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "tatewright.v1.WorkflowR\010workflow\022F\n\017cont" +
       "ext_changes\030\002 \003(\0132\035.statewright.v1.Conte" +
       "xtChangeR\016contextChanges\022\027\n\007dry_run\030\003 \001(" +
-      "\010R\006dryRun*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS" +
-      "_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLIC" +
-      "Y_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_EXIS" +
-      "TING\020\002*\302\001\n\017SignalRejection\022 \n\034SIGNAL_REJ" +
-      "ECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION" +
-      "_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSI" +
-      "STING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQ" +
-      "UIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOW" +
-      "N\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_TYP" +
-      "E_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURR" +
-      "ENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFi" +
-      "nishedPolicy\022\"\n\036IF_FINISHED_POLICY_UNSPE" +
-      "CIFIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022" +
-      " \n\034IF_FINISHED_POLICY_START_NEW\020\0022\342\021\n\017Wo" +
-      "rkflowService\022z\n\rStartWorkflow\022$.statewr" +
-      "ight.v1.StartWorkflowRequest\032%.statewrig" +
-      "ht.v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/ap" +
-      "i/v1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.s" +
-      "tatewright.v1.ResumeWorkflowRequest\032&.st" +
-      "atewright.v1.ResumeWorkflowResponse\",\202\323\344" +
-      "\223\002&\"!/api/v1/{name=workflows/*}/resume:\001" +
-      "*\022\215\001\n\016SignalWorkflow\022%.statewright.v1.Si" +
-      "gnalWorkflowRequest\032&.statewright.v1.Sig" +
-      "nalWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{na" +
-      "me=workflows/*}/signal:\001*\022z\n\013GetWorkflow" +
-      "\022\".statewright.v1.GetWorkflowRequest\032#.s" +
-      "tatewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002" +
-      "\034\022\032/api/v1/{name=workflows/*}\022w\n\rListWor" +
-      "kflows\022$.statewright.v1.ListWorkflowsReq" +
-      "uest\032%.statewright.v1.ListWorkflowsRespo" +
-      "nse\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016Cance" +
-      "lWorkflow\022%.statewright.v1.CancelWorkflo" +
-      "wRequest\032&.statewright.v1.CancelWorkflow" +
-      "Response\",\202\323\344\223\002&\"!/api/v1/{name=workflow" +
-      "s/*}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.stat" +
-      "ewright.v1.DeleteWorkflowRequest\032&.state" +
-      "wright.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034" +
-      "*\032/api/v1/{name=workflows/*}\022\210\001\n\rWatchWo" +
-      "rkflow\022$.statewright.v1.WatchWorkflowReq" +
-      "uest\032%.statewright.v1.WatchWorkflowRespo" +
-      "nse\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/" +
-      "watch0\001\022|\n\016GetDiagnostics\022%.statewright." +
-      "v1.GetDiagnosticsRequest\032&.statewright.v" +
-      "1.GetDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v" +
-      "1/diagnostics\022\247\001\n\026GetWorkflowDiagnostics" +
-      "\022-.statewright.v1.GetWorkflowDiagnostics" +
-      "Request\032..statewright.v1.GetWorkflowDiag" +
-      "nosticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=w" +
-      "orkflows/*}/diagnostics\022\177\n\017ListDefinitio" +
-      "ns\022&.statewright.v1.ListDefinitionsReque" +
-      "st\032\'.statewright.v1.ListDefinitionsRespo" +
-      "nse\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGet" +
-      "Definition\022$.statewright.v1.GetDefinitio" +
-      "nRequest\032%.statewright.v1.GetDefinitionR" +
-      "esponse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitio" +
-      "ns/*/versions/*}Z\036\022\034/api/v1/{name=defini" +
-      "tions/*}\022\200\001\n\016CountWorkflows\022%.statewrigh" +
-      "t.v1.CountWorkflowsRequest\032&.statewright" +
-      ".v1.CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api" +
-      "/v1/workflows:count\022\250\001\n\027SignalWithStartW" +
-      "orkflow\022..statewright.v1.SignalWithStart" +
-      "WorkflowRequest\032/.statewright.v1.SignalW" +
-      "ithStartWorkflowResponse\",\202\323\344\223\002&\"!/api/v" +
-      "1/workflows:signalWithStart:\001*\022\211\001\n\rRetry" +
-      "Workflow\022$.statewright.v1.RetryWorkflowR" +
-      "equest\032%.statewright.v1.RetryWorkflowRes" +
-      "ponse\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*" +
-      "}/retry:\001*\022\211\001\n\rResetWorkflow\022$.statewrig" +
-      "ht.v1.ResetWorkflowRequest\032%.statewright" +
-      ".v1.ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/" +
-      "v1/{name=workflows/*}/reset:\001*Bs\n\022dev.st" +
-      "atewright.v1P\001ZJgithub.com/statewright/s" +
-      "tatewright/clients/go/statewright/v1;sta" +
-      "tewrightv1\252\002\016Statewright.V1b\006proto3"
+      "\010R\006dryRun\"\247\001\n\024PauseWorkflowRequest\022\022\n\004na" +
+      "me\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022+" +
+      "\n\021expected_revision\030\003 \001(\003R\020expectedRevis" +
+      "ion\022\035\n\nrequest_id\030\004 \001(\tR\trequestId\022\027\n\007dr" +
+      "y_run\030\005 \001(\010R\006dryRun\"f\n\025PauseWorkflowResp" +
+      "onse\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1." +
+      "WorkflowR\010workflow\022\027\n\007dry_run\030\002 \001(\010R\006dry" +
+      "Run\"\251\001\n\026UnpauseWorkflowRequest\022\022\n\004name\030\001" +
+      " \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\022+\n\021ex" +
+      "pected_revision\030\003 \001(\003R\020expectedRevision\022" +
+      "\035\n\nrequest_id\030\004 \001(\tR\trequestId\022\027\n\007dry_ru" +
+      "n\030\005 \001(\010R\006dryRun\"h\n\027UnpauseWorkflowRespon" +
+      "se\0224\n\010workflow\030\001 \001(\0132\030.statewright.v1.Wo" +
+      "rkflowR\010workflow\022\027\n\007dry_run\030\002 \001(\010R\006dryRu" +
+      "n*s\n\016IfExistsPolicy\022 \n\034IF_EXISTS_POLICY_" +
+      "UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_POLICY_FAIL\020\001" +
+      "\022$\n IF_EXISTS_POLICY_RETURN_EXISTING\020\002*\350" +
+      "\001\n\017SignalRejection\022 \n\034SIGNAL_REJECTION_U" +
+      "NSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_RUN" +
+      "NING\020\001\022\037\n\033SIGNAL_REJECTION_PERSISTING\020\002\022" +
+      "&\n\"SIGNAL_REJECTION_RECOVERY_REQUIRED\020\003\022" +
+      "\"\n\036SIGNAL_REJECTION_SHUTTING_DOWN\020\004\022$\n S" +
+      "IGNAL_REJECTION_WORKFLOW_PAUSED\020\005*k\n\016Wat" +
+      "chEventType\022 \n\034WATCH_EVENT_TYPE_UNSPECIF" +
+      "IED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n\025W" +
+      "ATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFinishedPoli" +
+      "cy\022\"\n\036IF_FINISHED_POLICY_UNSPECIFIED\020\000\022\035" +
+      "\n\031IF_FINISHED_POLICY_REFUSE\020\001\022 \n\034IF_FINI" +
+      "SHED_POLICY_START_NEW\020\0022\202\024\n\017WorkflowServ" +
+      "ice\022z\n\rStartWorkflow\022$.statewright.v1.St" +
+      "artWorkflowRequest\032%.statewright.v1.Star" +
+      "tWorkflowResponse\"\034\202\323\344\223\002\026\"\021/api/v1/workf" +
+      "lows:\001*\022\215\001\n\016ResumeWorkflow\022%.statewright" +
+      ".v1.ResumeWorkflowRequest\032&.statewright." +
+      "v1.ResumeWorkflowResponse\",\202\323\344\223\002&\"!/api/" +
+      "v1/{name=workflows/*}/resume:\001*\022\215\001\n\016Sign" +
+      "alWorkflow\022%.statewright.v1.SignalWorkfl" +
+      "owRequest\032&.statewright.v1.SignalWorkflo" +
+      "wResponse\",\202\323\344\223\002&\"!/api/v1/{name=workflo" +
+      "ws/*}/signal:\001*\022z\n\013GetWorkflow\022\".statewr" +
+      "ight.v1.GetWorkflowRequest\032#.statewright" +
+      ".v1.GetWorkflowResponse\"\"\202\323\344\223\002\034\022\032/api/v1" +
+      "/{name=workflows/*}\022w\n\rListWorkflows\022$.s" +
+      "tatewright.v1.ListWorkflowsRequest\032%.sta" +
+      "tewright.v1.ListWorkflowsResponse\"\031\202\323\344\223\002" +
+      "\023\022\021/api/v1/workflows\022\215\001\n\016CancelWorkflow\022" +
+      "%.statewright.v1.CancelWorkflowRequest\032&" +
+      ".statewright.v1.CancelWorkflowResponse\"," +
+      "\202\323\344\223\002&\"!/api/v1/{name=workflows/*}/cance" +
+      "l:\001*\022\203\001\n\016DeleteWorkflow\022%.statewright.v1" +
+      ".DeleteWorkflowRequest\032&.statewright.v1." +
+      "DeleteWorkflowResponse\"\"\202\323\344\223\002\034*\032/api/v1/" +
+      "{name=workflows/*}\022\210\001\n\rWatchWorkflow\022$.s" +
+      "tatewright.v1.WatchWorkflowRequest\032%.sta" +
+      "tewright.v1.WatchWorkflowResponse\"(\202\323\344\223\002" +
+      "\"\022 /api/v1/{name=workflows/*}/watch0\001\022|\n" +
+      "\016GetDiagnostics\022%.statewright.v1.GetDiag" +
+      "nosticsRequest\032&.statewright.v1.GetDiagn" +
+      "osticsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/diagnost" +
+      "ics\022\247\001\n\026GetWorkflowDiagnostics\022-.statewr" +
+      "ight.v1.GetWorkflowDiagnosticsRequest\032.." +
+      "statewright.v1.GetWorkflowDiagnosticsRes" +
+      "ponse\".\202\323\344\223\002(\022&/api/v1/{name=workflows/*" +
+      "}/diagnostics\022\177\n\017ListDefinitions\022&.state" +
+      "wright.v1.ListDefinitionsRequest\032\'.state" +
+      "wright.v1.ListDefinitionsResponse\"\033\202\323\344\223\002" +
+      "\025\022\023/api/v1/definitions\022\255\001\n\rGetDefinition" +
+      "\022$.statewright.v1.GetDefinitionRequest\032%" +
+      ".statewright.v1.GetDefinitionResponse\"O\202" +
+      "\323\344\223\002I\022\'/api/v1/{name=definitions/*/versi" +
+      "ons/*}Z\036\022\034/api/v1/{name=definitions/*}\022\200" +
+      "\001\n\016CountWorkflows\022%.statewright.v1.Count" +
+      "WorkflowsRequest\032&.statewright.v1.CountW" +
+      "orkflowsResponse\"\037\202\323\344\223\002\031\022\027/api/v1/workfl" +
+      "ows:count\022\250\001\n\027SignalWithStartWorkflow\022.." +
+      "statewright.v1.SignalWithStartWorkflowRe" +
+      "quest\032/.statewright.v1.SignalWithStartWo" +
+      "rkflowResponse\",\202\323\344\223\002&\"!/api/v1/workflow" +
+      "s:signalWithStart:\001*\022\211\001\n\rRetryWorkflow\022$" +
+      ".statewright.v1.RetryWorkflowRequest\032%.s" +
+      "tatewright.v1.RetryWorkflowResponse\"+\202\323\344" +
+      "\223\002%\" /api/v1/{name=workflows/*}/retry:\001*" +
+      "\022\211\001\n\rResetWorkflow\022$.statewright.v1.Rese" +
+      "tWorkflowRequest\032%.statewright.v1.ResetW" +
+      "orkflowResponse\"+\202\323\344\223\002%\" /api/v1/{name=w" +
+      "orkflows/*}/reset:\001*\022\211\001\n\rPauseWorkflow\022$" +
+      ".statewright.v1.PauseWorkflowRequest\032%.s" +
+      "tatewright.v1.PauseWorkflowResponse\"+\202\323\344" +
+      "\223\002%\" /api/v1/{name=workflows/*}/pause:\001*" +
+      "\022\221\001\n\017UnpauseWorkflow\022&.statewright.v1.Un" +
+      "pauseWorkflowRequest\032\'.statewright.v1.Un" +
+      "pauseWorkflowResponse\"-\202\323\344\223\002\'\"\"/api/v1/{" +
+      "name=workflows/*}/unpause:\001*Bs\n\022dev.stat" +
+      "ewright.v1P\001ZJgithub.com/statewright/sta" +
+      "tewright/clients/go/statewright/v1;state" +
+      "wrightv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -657,6 +699,30 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_ResetWorkflowResponse_descriptor,
         new java.lang.String[] { "Workflow", "ContextChanges", "DryRun", });
+    internal_static_statewright_v1_PauseWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(35);
+    internal_static_statewright_v1_PauseWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_PauseWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_PauseWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(36);
+    internal_static_statewright_v1_PauseWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_PauseWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "DryRun", });
+    internal_static_statewright_v1_UnpauseWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(37);
+    internal_static_statewright_v1_UnpauseWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_UnpauseWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_UnpauseWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(38);
+    internal_static_statewright_v1_UnpauseWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_UnpauseWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "DryRun", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();
