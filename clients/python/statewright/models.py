@@ -45,6 +45,7 @@ __all__ = [
     "WatchEventType",
     "Workflow",
     "WorkflowPage",
+    "WorkflowPause",
     "WorkflowStatus",
     "workflow_name",
 ]
@@ -131,6 +132,7 @@ class SignalRejection(_Named):
     PERSISTING = enum.auto()
     RECOVERY_REQUIRED = enum.auto()
     SHUTTING_DOWN = enum.auto()
+    WORKFLOW_PAUSED = enum.auto()
 
     @classmethod
     def from_proto(cls, value: int) -> SignalRejection:
@@ -582,6 +584,10 @@ class Workflow:
     children: WorkflowChildren | None = None
     # The recursion limit its start gave it (None: its definition's applies).
     recursion_limit: int | None = None
+    # Whether an operator paused it (``status`` stays the underlying one), and who, when
+    # and why (None while it is not paused).
+    paused: bool = False
+    pause: WorkflowPause | None = None
 
     @property
     def terminal(self) -> bool:
@@ -617,6 +623,8 @@ class Workflow:
                 WorkflowChildren.from_proto(msg.children) if msg.HasField("children") else None
             ),
             recursion_limit=(msg.recursion_limit if msg.HasField("recursion_limit") else None),
+            paused=msg.paused,
+            pause=WorkflowPause.from_proto(msg.pause) if msg.HasField("pause") else None,
         )
 
     def to_dict(self) -> JSONObject:
@@ -641,7 +649,29 @@ class Workflow:
             "parent": self.parent.to_dict() if self.parent is not None else None,
             "children": self.children.to_dict() if self.children is not None else None,
             "recursion_limit": self.recursion_limit,
+            "paused": self.paused,
+            "pause": self.pause.to_dict() if self.pause is not None else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowPause:
+    """An operator's pause of an instance (PauseWorkflow): why, by whom, since when."""
+
+    reason: str
+    actor: str
+    pause_time: datetime | None
+
+    @classmethod
+    def from_proto(cls, msg: workflow_pb2.WorkflowPause) -> WorkflowPause:
+        return cls(
+            reason=msg.reason,
+            actor=msg.actor,
+            pause_time=_time(msg.pause_time, msg.HasField("pause_time")),
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {"reason": self.reason, "actor": self.actor, "pause_time": _iso(self.pause_time)}
 
 
 def status_error(status: status_pb2.Status) -> StatewrightError:
@@ -761,6 +791,18 @@ class RepairResult:
             "context_changes": [c.to_dict() for c in self.context_changes],
             "dry_run": self.dry_run,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PauseResult:
+    """PauseWorkflow's or UnpauseWorkflow's answer: the instance after the step (on a dry
+    run, as it would be: nothing was saved)."""
+
+    workflow: Workflow
+    dry_run: bool
+
+    def to_dict(self) -> JSONObject:
+        return {"workflow": self.workflow.to_dict(), "dry_run": self.dry_run}
 
 
 @dataclass(frozen=True, slots=True)

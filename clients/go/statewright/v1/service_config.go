@@ -74,6 +74,14 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.WorkflowService",
           "method": "ResetWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "PauseWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "UnpauseWorkflow"
         }
       ],
       "timeout": "30s",

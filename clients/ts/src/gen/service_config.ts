@@ -73,6 +73,14 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.WorkflowService",
           "method": "ResetWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "PauseWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "UnpauseWorkflow"
         }
       ],
       "timeout": "30s",
