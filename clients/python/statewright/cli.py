@@ -334,7 +334,8 @@ def _emit_repair(
     if repaired.dry_run:
         _print(out, "dry run: nothing was saved; the instance would be")
     _print(out, _render.workflow_table(repaired.workflow))
-    for change in repaired.context_changes:
+    changes = repaired.context_changes if isinstance(repaired, RepairResult) else ()
+    for change in changes:
         before = json.dumps(change.before) if change.had_before else "(none)"
         after = json.dumps(change.after) if change.has_after else "(none)"
         _print(out, f"context.{change.field}: {before} -> {after}")
