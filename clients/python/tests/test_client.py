@@ -215,7 +215,7 @@ def test_pause_and_unpause_send_every_field_and_show_the_pause(
     assert result.dry_run and result.workflow.paused
     pause = result.workflow.pause
     assert pause is not None and (pause.reason, pause.actor) == ("incident 7", "key:ops")
-    assert result.to_dict()["workflow"]["pause"]["pause_time"] == "2023-11-14T22:13:20Z"
+    assert pause.to_dict()["pause_time"] == "2023-11-14T22:13:20Z"
     first, again = fake.service.calls("PauseWorkflow")
     assert (first.name, first.reason, first.expected_revision, first.dry_run) == (
         "workflows/w",
