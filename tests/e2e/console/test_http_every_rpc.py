@@ -192,6 +192,12 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     both = _ok(http.post(f"{W}:signalWithStart", body), "SignalWithStartWorkflow", seen)
     assert both["started"] is True and both["accepted"] is True
 
+    paused = _ok(http.post(f"{W}/{retried}/pause", {"reason": "walk"}), "PauseWorkflow", seen)
+    assert paused["workflow"]["paused"] is True and paused["workflow"]["pause"]["reason"] == "walk"
+    body = {"reason": "walk", "dryRun": True}
+    unpaused = _ok(http.post(f"{W}/{retried}/unpause", body), "UnpauseWorkflow", seen)
+    assert unpaused["dryRun"] is True and unpaused["workflow"]["paused"] is False
+    _ok(http.post(f"{W}/{retried}/unpause", {"reason": "walk"}), "UnpauseWorkflow", seen)
     cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"
     back = _ok(http.post(f"{W}/{retried}/reset", {"toRevision": 1}), "ResetWorkflow", seen)
