@@ -1,17 +1,24 @@
-// Repairs of one instance from its page: Retry (a FAILED one) and Reset (to a revision
-// picked on its timeline). Each dialog shows the dry run first (what the step would do:
-// state, status, context changes, timers, task), and only then offers to apply it.
+// Repairs of one instance from its page: Retry (a FAILED one), Reset (to a revision
+// picked on its timeline), Pause and Unpause. Each dialog shows the dry run first (what
+// the step would do: state, status, context changes, timers, task), and only then offers
+// to apply it.
 import * as api from "../api.js";
 import { h, replace } from "../dom.js";
-import { errorNotice, prettyJson, statusBadge, timestamp } from "../format.js";
+import { errorNotice, pausedBadge, prettyJson, statusBadge, timestamp } from "../format.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
-import type { ContextChangeJson, ResetWorkflowResponseJson, RetryWorkflowResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
+import type {
+  ContextChangeJson,
+  PauseWorkflowResponseJson,
+  ResetWorkflowResponseJson,
+  RetryWorkflowResponseJson,
+  UnpauseWorkflowResponseJson,
+} from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 
-type Repaired = RetryWorkflowResponseJson | ResetWorkflowResponseJson;
+type Repaired = RetryWorkflowResponseJson | ResetWorkflowResponseJson | PauseWorkflowResponseJson | UnpauseWorkflowResponseJson;
 
 export interface RepairAsk {
-  /** "retry" or "reset": the dialog's ids and the route's last segment. */
-  kind: "retry" | "reset";
+  /** The dialog's ids and the route's last segment. */
+  kind: "retry" | "reset" | "pause" | "unpause";
   title: string;
   explain: string;
   confirm: string;
@@ -27,12 +34,12 @@ function change(c: ContextChangeJson): HTMLElement {
 /** What a dry run says the repair would do. */
 export function preview(answer: Repaired): HTMLElement {
   const w: WorkflowJson = answer.workflow ?? {};
-  const changes = answer.contextChanges ?? [];
+  const changes = "contextChanges" in answer ? answer.contextChanges ?? [] : [];
   const timers = w.timers ?? [];
   return h("div", { class: "stack repair-preview", "data-preview": "" },
     h("dl", { class: "facts" },
       h("dt", {}, "State"), h("dd", {}, h("code", {}, w.state ?? "")),
-      h("dt", {}, "Status"), h("dd", {}, statusBadge(w.status)),
+      h("dt", {}, "Status"), h("dd", {}, statusBadge(w.status), w.paused ? [" ", pausedBadge()] : []),
       h("dt", {}, "Revision"), h("dd", {}, String(w.revision ?? "")),
       h("dt", {}, "Task"), h("dd", {}, w.pendingTask?.queue ? ["a new task on ", h("code", {}, w.pendingTask.queue)] : h("span", { class: "muted" }, "none")),
       h("dt", {}, "Timers"), h("dd", {}, timers.length
