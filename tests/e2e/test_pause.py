@@ -82,18 +82,6 @@ def _unpause(client: Client, wid: str, **fields: object) -> wpb.UnpauseWorkflowR
     return client.stub.UnpauseWorkflow(request, timeout=10)
 
 
-def _steps(client: Client, wid: str, last: int) -> list[wpb.WatchWorkflowResponse]:
-    request = wpb.WatchWorkflowRequest(name=f"workflows/{wid}", after_revision=0)
-    stream = client.stub.WatchWorkflow(request, timeout=10)
-    steps = []
-    for message in stream:
-        steps.append(message)
-        if message.revision >= last:
-            break
-    stream.cancel()
-    return steps
-
-
 def _until(client: Client, wid: str, state: str) -> workflow_pb2.Workflow:
     deadline = time.monotonic() + WAIT
     while True:
@@ -142,7 +130,7 @@ def test_a_timer_due_while_paused_fires_after_the_unpause(client: Client) -> Non
     fired = _until(client, wid, "expired")
     assert (fired.state, fired.status, fired.revision) == ("expired", COMPLETED, 4)
 
-    steps = _steps(client, wid, 4)
+    steps = client.steps(wid, 4)
     assert [s.event for s in steps] == ["", "pause", "unpause", "after"]
     assert [s.workflow.paused for s in steps] == [False, True, False, False]
     assert dict(steps[1].input) == {"reason": "incident 7"}

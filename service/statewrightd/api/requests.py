@@ -238,15 +238,7 @@ def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
 
 
 def retry_command(request: pb.RetryWorkflowRequest) -> RetryCommand:
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
-    asked = _asked(workflow_id, "RetryWorkflow", request)
-    return RetryCommand(
-        **_repair(asked, request.dry_run),
-        reason=request.reason,
-        expected_revision=request.expected_revision,
-    )
+    return RetryCommand(**_operator_step("RetryWorkflow", request))
 
 
 def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
@@ -271,27 +263,28 @@ def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
 
 
 def pause_command(request: pb.PauseWorkflowRequest) -> PauseCommand:
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
-    asked = _asked(workflow_id, "PauseWorkflow", request)
-    return PauseCommand(
-        **_repair(asked, request.dry_run),
-        reason=request.reason,
-        expected_revision=request.expected_revision,
-    )
+    return PauseCommand(**_operator_step("PauseWorkflow", request))
 
 
 def unpause_command(request: pb.UnpauseWorkflowRequest) -> UnpauseCommand:
+    return UnpauseCommand(**_operator_step("UnpauseWorkflow", request))
+
+
+def _operator_step(
+    method: str,
+    request: pb.RetryWorkflowRequest | pb.PauseWorkflowRequest | pb.UnpauseWorkflowRequest,
+) -> dict[str, Any]:
+    """What a retry, a pause and an unpause are asked with: the instance, a reason, the
+    revision the caller saw, and (unless a dry run) the request's idempotency key."""
     workflow_id = v.workflow_name(request.name)
     v.reason_text(request.reason)
     v.non_negative("expected_revision", request.expected_revision)
-    asked = _asked(workflow_id, "UnpauseWorkflow", request)
-    return UnpauseCommand(
+    asked = _asked(workflow_id, method, request)
+    return {
         **_repair(asked, request.dry_run),
-        reason=request.reason,
-        expected_revision=request.expected_revision,
-    )
+        "reason": request.reason,
+        "expected_revision": request.expected_revision,
+    }
 
 
 def _repair(asked: dict[str, Any], dry_run: bool) -> dict[str, Any]:

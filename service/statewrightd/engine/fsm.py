@@ -1132,17 +1132,21 @@ def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
     (and is no longer paused)."""
     _check(defn, snapshot, paused_ok=True)
     if snapshot.status in TERMINAL:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is already {snapshot.status}",
-            reason=Reason.ALREADY_TERMINAL,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+        raise _already_terminal(snapshot, "")
     error = StepError(
         Reason.CANCELLED.value,
         reason or "cancelled",
         MappingProxyType({"state": snapshot.state}),
     )
     return _ended_in_place(defn, snapshot, Status.CANCELLED, error)
+
+
+def _already_terminal(snapshot: Snapshot, why: str) -> FailedPrecondition:
+    return FailedPrecondition(
+        f"workflow {snapshot.workflow_id} is already {snapshot.status}{why}",
+        reason=Reason.ALREADY_TERMINAL,
+        metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+    )
 
 
 def context_too_large(defn: Definition, snapshot: Snapshot, size: int, limit: int) -> StepResult:
@@ -1457,12 +1461,7 @@ def pause(defn: Definition, snapshot: Snapshot, actor: str, reason: str) -> Step
     while it is paused). A finished instance, or one paused already, is refused."""
     _check(defn, snapshot, paused_ok=True)
     if snapshot.status in TERMINAL:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is {snapshot.status}: only a RUNNING or "
-            "WAITING instance is paused",
-            reason=Reason.ALREADY_TERMINAL,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+        raise _already_terminal(snapshot, ": only a RUNNING or WAITING instance is paused")
     if snapshot.pause is not None:
         raise FailedPrecondition(
             f"workflow {snapshot.workflow_id} is paused already (by {snapshot.pause.actor})",

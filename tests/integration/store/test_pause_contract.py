@@ -45,18 +45,21 @@ def test_a_paused_instance_s_timers_wait_for_its_unpause(repo: Repository) -> No
     assert repo.next_timer_due(after) is None, "a paused timer is no reason to wake"
     assert [t.timer_id for t in repo.armed_timers(["p-timer"])["p-timer"]] == ["1.1"]
     # A batch's save clears it as a single one does.
-    assert repo.apply_batch([Save(*_unpaused(paused))])[0] is not None
+    assert repo.apply_batch([_unpaused(paused)])[0] is not None
     assert repo.load("p-timer").pause is None
     assert repo.next_timer_due(after) == T0
     (claimed,) = repo.claim_timers(after, after + timedelta(seconds=5), 10)
     assert claimed.timer_id == "1.1"
 
 
-def _unpaused(rec: InstanceRecord) -> tuple[object, ...]:
+def _unpaused(rec: InstanceRecord) -> Save:
     new = dataclasses.replace(
-        rec, revision=rec.revision + 1, update_time=rec.update_time + timedelta(milliseconds=1)
+        rec,
+        revision=rec.revision + 1,
+        update_time=rec.update_time + timedelta(milliseconds=1),
+        pause=None,
     )
-    return (dataclasses.replace(new, pause=None), rec.revision, timer_history(new))
+    return Save(new, rec.revision, timer_history(new))
 
 
 def test_a_paused_instance_s_task_is_not_offered_until_its_unpause(repo: Repository) -> None:
