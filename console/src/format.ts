@@ -46,6 +46,11 @@ export function statusBadge(status: string | undefined): HTMLElement {
   return toneBadge(known.tone, known.label);
 }
 
+/** The badge beside the status of an instance an operator paused (its status stays). */
+export function pausedBadge(): HTMLElement {
+  return h("span", { class: "badge badge-paused", "data-paused": "" }, icon("waiting"), "Paused");
+}
+
 export function toneBadge(tone: string, label: string): HTMLElement {
   return h("span", { class: `badge badge-${tone}`, "data-status": label.toLowerCase() }, icon(tone), label);
 }

@@ -46,6 +46,10 @@ class Reason(enum.StrEnum):
     NOT_FAILED = "NOT_FAILED"  # a retry of an instance that is not FAILED
     # a migration to another definition version that cannot apply (its problems listed)
     MIGRATION_INVALID = "MIGRATION_INVALID"
+    # a step of a paused instance other than its unpause or cancel (PauseWorkflow)
+    WORKFLOW_PAUSED = "WORKFLOW_PAUSED"
+    ALREADY_PAUSED = "ALREADY_PAUSED"  # a pause of an instance that is paused already
+    NOT_PAUSED = "NOT_PAUSED"  # an unpause of an instance that is not paused
     # a reset to a revision that history does not hold (never saved, or removed)
     REVISION_NOT_FOUND = "REVISION_NOT_FOUND"
     # a repair naming a state the instance's definition version does not declare

@@ -75,19 +75,6 @@ def client(server: ServerProcess) -> Iterator[Client]:
         yield c
 
 
-def _steps(client: Client, wid: str, last: int) -> list[wpb.WatchWorkflowResponse]:
-    """Every step of the instance from history, through revision ``last``."""
-    request = wpb.WatchWorkflowRequest(name=f"workflows/{wid}", after_revision=0)
-    stream = client.stub.WatchWorkflow(request, timeout=10)
-    steps = []
-    for message in stream:
-        steps.append(message)
-        if message.revision >= last:
-            break
-    stream.cancel()
-    return steps
-
-
 def test_retry_after_a_task_gave_up_offers_it_again_and_completes(client: Client) -> None:
     tasks = Tasks(client.channel)
     wid = uid("retry")
@@ -116,7 +103,7 @@ def test_retry_after_a_task_gave_up_offers_it_again_and_completes(client: Client
     done = client.get(wid)
     assert (done.status, context_of(done)["by"]) == (COMPLETED, "bank")
 
-    steps = _steps(client, wid, done.revision)
+    steps = client.steps(wid, done.revision)
     # The give-up fired no transition: its step names no event.
     assert [s.event for s in steps] == ["", "", "retry", "task_completed"]
     assert [s.workflow.status for s in steps] == [RUNNING, FAILED, RUNNING, COMPLETED]
@@ -172,7 +159,7 @@ def test_reset_of_a_completed_instance_to_a_wait_state_rearms_its_timer(client: 
 
     resumed = client.resume(wid, "approve").workflow
     assert (resumed.status, resumed.revision) == (COMPLETED, 5)
-    steps = _steps(client, wid, 5)
+    steps = client.steps(wid, 5)
     assert [s.event for s in steps] == ["", "submit", "approve", "reset", "approve"]
     assert steps[3].workflow.state == "review"
     # The finished revision keeps its own context in history after the instance moved on.

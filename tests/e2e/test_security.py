@@ -254,9 +254,22 @@ def test_an_operator_repairs_instances_of_its_definitions_only(tls: Setup) -> No
         )
         # Repairing is not starting: an operator starts nothing.
         expect_error(lambda: operator.start("mail-approval"), DENIED, "PERMISSION_DENIED")
+        pause = pb.PauseWorkflowRequest(name=mail.name, reason="ops")
+        assert operator.stub.PauseWorkflow(pause, timeout=10).workflow.pause.actor
+        unpause = pb.UnpauseWorkflowRequest(name=mail.name)
+        assert not operator.stub.UnpauseWorkflow(unpause, timeout=10).workflow.paused
+        other_pause = pb.PauseWorkflowRequest(name=order.name)
+        expect_error(
+            lambda: operator.stub.PauseWorkflow(other_pause, timeout=10),
+            DENIED,
+            "PERMISSION_DENIED",
+        )
     with tls.client(KEYS["mail-client"]) as client:
         expect_error(
             lambda: client.stub.ResetWorkflow(reset, timeout=10), DENIED, "PERMISSION_DENIED"
+        )
+        expect_error(
+            lambda: client.stub.PauseWorkflow(pause, timeout=10), DENIED, "PERMISSION_DENIED"
         )
 
 

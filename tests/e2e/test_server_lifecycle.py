@@ -84,6 +84,12 @@ def well_formed_calls(
         "MigrateWorkflow": lambda: stub.MigrateWorkflow(
             pb.MigrateWorkflowRequest(name=name, to_version=1, dry_run=True), timeout=5
         ),
+        "PauseWorkflow": lambda: stub.PauseWorkflow(
+            pb.PauseWorkflowRequest(name=name, dry_run=True), timeout=5
+        ),
+        "UnpauseWorkflow": lambda: stub.UnpauseWorkflow(
+            pb.UnpauseWorkflowRequest(name=name, dry_run=True), timeout=5
+        ),
     }
 
 
@@ -123,6 +129,8 @@ MALFORMED: list[tuple[str, Callable[[pb_grpc.WorkflowServiceStub], Any], str]] =
     ),
     ("CancelWorkflow", lambda s: s.CancelWorkflow(pb.CancelWorkflowRequest()), "name"),
     ("RetryWorkflow", lambda s: s.RetryWorkflow(pb.RetryWorkflowRequest()), "name"),
+    ("PauseWorkflow", lambda s: s.PauseWorkflow(pb.PauseWorkflowRequest()), "name"),
+    ("UnpauseWorkflow", lambda s: s.UnpauseWorkflow(pb.UnpauseWorkflowRequest()), "name"),
     (
         "ResetWorkflow",
         lambda s: s.ResetWorkflow(pb.ResetWorkflowRequest(name="workflows/a")),

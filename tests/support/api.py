@@ -206,6 +206,18 @@ class Client:
         request = pb.GetWorkflowRequest(name=f"workflows/{workflow_id}")
         return self.stub.GetWorkflow(request, timeout=self.timeout).workflow
 
+    def steps(self, workflow_id: str, last: int) -> list[pb.WatchWorkflowResponse]:
+        """Every step of the instance from history, through revision ``last``."""
+        request = pb.WatchWorkflowRequest(name=f"workflows/{workflow_id}", after_revision=0)
+        stream = self.stub.WatchWorkflow(request, timeout=self.timeout)
+        steps = []
+        for message in stream:
+            steps.append(message)
+            if message.revision >= last:
+                break
+        stream.cancel()
+        return steps
+
     def list_page(
         self,
         *,

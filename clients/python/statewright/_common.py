@@ -28,6 +28,7 @@ from statewright.models import (
     ContextChange,
     MigrationPlan,
     MigrationResult,
+    PauseResult,
     RepairResult,
     SignalRejection,
     SignalResult,
@@ -264,7 +265,8 @@ def repair_fields(
     request_id: str | None,
     dry_run: bool,
 ) -> dict[str, Any]:
-    """The fields RetryWorkflowRequest and ResetWorkflowRequest share, with their defaults."""
+    """The fields the requests of RetryWorkflow, ResetWorkflow, PauseWorkflow and
+    UnpauseWorkflow share, with their defaults."""
     return {
         "name": workflow_name(name),
         "reason": reason or "",
@@ -272,6 +274,12 @@ def repair_fields(
         "request_id": request_id or new_request_id(),
         "dry_run": dry_run,
     }
+
+
+def pause_result(
+    response: pb.PauseWorkflowResponse | pb.UnpauseWorkflowResponse,
+) -> PauseResult:
+    return PauseResult(workflow=Workflow.from_proto(response.workflow), dry_run=response.dry_run)
 
 
 def repair_result(response: pb.RetryWorkflowResponse | pb.ResetWorkflowResponse) -> RepairResult:

@@ -33,6 +33,7 @@ from statewright.errors import DeadlineExceeded, ExecutionTimedOut, StatewrightE
 from statewright.models import (
     Definition,
     MigrationResult,
+    PauseResult,
     QueueConfig,
     QueueSettings,
     QueueStatus,
@@ -361,6 +362,55 @@ class Operations:
         )
         response: pb.MigrateWorkflowResponse = yield Unary("MigrateWorkflow", request, timeout)
         return _common.migration_result(response)
+
+    @returning
+    def pause(
+        self,
+        name: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[PauseResult]:
+        """Pauses a RUNNING or WAITING instance: nothing steps it until ``unpause`` (its due
+        timers wait, its task is not offered, resumes and signals are refused)."""
+        request = pb.PauseWorkflowRequest(
+            **_common.repair_fields(
+                name,
+                reason=reason,
+                expected_revision=expected_revision,
+                request_id=request_id,
+                dry_run=dry_run,
+            )
+        )
+        response: pb.PauseWorkflowResponse = yield Unary("PauseWorkflow", request, timeout)
+        return _common.pause_result(response)
+
+    @returning
+    def unpause(
+        self,
+        name: str,
+        reason: str | None = None,
+        *,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[PauseResult]:
+        """Unpauses a paused instance: its due timers fire and its task is offered again."""
+        request = pb.UnpauseWorkflowRequest(
+            **_common.repair_fields(
+                name,
+                reason=reason,
+                expected_revision=expected_revision,
+                request_id=request_id,
+                dry_run=dry_run,
+            )
+        )
+        response: pb.UnpauseWorkflowResponse = yield Unary("UnpauseWorkflow", request, timeout)
+        return _common.pause_result(response)
 
     @yielding
     def list_pages(

@@ -212,7 +212,7 @@ def workflow_table(workflow: Workflow) -> str:
     rows: list[tuple[str, str]] = [
         ("name", workflow.name),
         ("definition", f"{workflow.definition} v{workflow.version}"),
-        ("status", workflow.status.value),
+        ("status", workflow.status.value + (" (PAUSED)" if workflow.paused else "")),
         ("state", workflow.state),
         ("revision", str(workflow.revision)),
         *([("run", str(workflow.run))] if workflow.run > 1 else []),
@@ -228,6 +228,10 @@ def workflow_table(workflow: Workflow) -> str:
         for t in workflow.timers
     ]
     rows.append(("timers", "; ".join(timers) or "none"))
+    pause = workflow.pause
+    if pause is not None:
+        why = f": {pause.reason}" if pause.reason else ""
+        rows.append(("paused", f"by {pause.actor} at {_short_time(pause.pause_time)}{why}"))
     task = workflow.pending_task
     if task is not None:
         where = f"queue {task.queue}, {task.status.value}, attempt {task.attempt}"

@@ -20,6 +20,7 @@
     statewright retry workflows/ID --reason "bank is back" --dry-run  # a FAILED instance
     statewright reset workflows/ID --to-revision 2 --reason "approved by mistake"
     statewright migrate workflows/ID --to-version 2 --map review=approval --dry-run
+    statewright pause workflows/ID --reason "incident 7"   # unpause lets it go on
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
 ``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
@@ -55,6 +56,7 @@ from statewright.client import Client
 from statewright.errors import StatewrightError
 from statewright.models import (
     MigrationResult,
+    PauseResult,
     QueueConfig,
     RepairResult,
     StepResult,
@@ -313,14 +315,29 @@ def _reset(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> 
     _emit_repair(out, repaired, form, args)
 
 
-def _emit_repair(out: TextIO, repaired: RepairResult, form: str, args: argparse.Namespace) -> None:
+def _pause(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    step = client.pause if args.command == "pause" else client.unpause
+    done = step(
+        args.name,
+        args.reason,
+        expected_revision=args.expected_revision,
+        request_id=args.request_id,
+        dry_run=args.dry_run,
+    )
+    _emit_repair(out, done, form, args)
+
+
+def _emit_repair(
+    out: TextIO, repaired: RepairResult | PauseResult, form: str, args: argparse.Namespace
+) -> None:
     if form != TABLE:
         _emit(out, repaired.to_dict(), compact=args.compact)
         return
     if repaired.dry_run:
         _print(out, "dry run: nothing was saved; the instance would be")
     _print(out, _render.workflow_table(repaired.workflow))
-    for change in repaired.context_changes:
+    changes = repaired.context_changes if isinstance(repaired, RepairResult) else ()
+    for change in changes:
         before = json.dumps(change.before) if change.had_before else "(none)"
         after = json.dumps(change.after) if change.has_after else "(none)"
         _print(out, f"context.{change.field}: {before} -> {after}")
@@ -860,6 +877,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="a context field and the CEL expression over the old context giving it (repeatable)",
     )
     _repair_options(p, revision_help, request_help)
+
+    for verb, what in (
+        ("pause", "pause a RUNNING or WAITING instance: nothing steps it until its unpause"),
+        ("unpause", "unpause a paused instance: its due timers fire, its task is offered"),
+    ):
+        p = command(verb, Command(_pause, (JSON, TABLE)), f"{what} {repair}")
+        p.add_argument("name", help="workflows/ID or ID")
+        p.add_argument("--reason", help="why, recorded in history")
+        p.add_argument(
+            "--dry-run", action="store_true", help="show what would happen, save nothing"
+        )
+        p.add_argument("--expected-revision", type=int, metavar="N", help=revision_help)
+        p.add_argument("--request-id", metavar="KEY", help=request_help)
 
     format_help = "the same as -o: json (one JSON object a line) or text (one readable line a step)"
     p = command(

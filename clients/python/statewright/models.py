@@ -45,6 +45,7 @@ __all__ = [
     "WatchEventType",
     "Workflow",
     "WorkflowPage",
+    "WorkflowPause",
     "WorkflowStatus",
     "workflow_name",
 ]
@@ -131,6 +132,7 @@ class SignalRejection(_Named):
     PERSISTING = enum.auto()
     RECOVERY_REQUIRED = enum.auto()
     SHUTTING_DOWN = enum.auto()
+    WORKFLOW_PAUSED = enum.auto()
 
     @classmethod
     def from_proto(cls, value: int) -> SignalRejection:
@@ -585,6 +587,10 @@ class Workflow:
     # The run this revision belongs to: 1, and one more for every restart (a start with
     # if_exists="restart" of the finished instance).
     run: int = 1
+    # Whether an operator paused it (``status`` stays the underlying one), and who, when
+    # and why (None while it is not paused).
+    paused: bool = False
+    pause: WorkflowPause | None = None
 
     @property
     def terminal(self) -> bool:
@@ -621,6 +627,8 @@ class Workflow:
             ),
             recursion_limit=(msg.recursion_limit if msg.HasField("recursion_limit") else None),
             run=msg.run or 1,
+            paused=msg.paused,
+            pause=WorkflowPause.from_proto(msg.pause) if msg.HasField("pause") else None,
         )
 
     def to_dict(self) -> JSONObject:
@@ -646,7 +654,29 @@ class Workflow:
             "children": self.children.to_dict() if self.children is not None else None,
             "recursion_limit": self.recursion_limit,
             "run": self.run,
+            "paused": self.paused,
+            "pause": self.pause.to_dict() if self.pause is not None else None,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class WorkflowPause:
+    """An operator's pause of an instance (PauseWorkflow): why, by whom, since when."""
+
+    reason: str
+    actor: str
+    pause_time: datetime | None
+
+    @classmethod
+    def from_proto(cls, msg: workflow_pb2.WorkflowPause) -> WorkflowPause:
+        return cls(
+            reason=msg.reason,
+            actor=msg.actor,
+            pause_time=_time(msg.pause_time, msg.HasField("pause_time")),
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {"reason": self.reason, "actor": self.actor, "pause_time": _iso(self.pause_time)}
 
 
 def status_error(status: status_pb2.Status) -> StatewrightError:
@@ -841,6 +871,18 @@ class MigrationResult:
             "context_changes": [c.to_dict() for c in self.context_changes],
             "dry_run": self.dry_run,
         }
+
+
+@dataclass(frozen=True, slots=True)
+class PauseResult:
+    """PauseWorkflow's or UnpauseWorkflow's answer: the instance after the step (on a dry
+    run, as it would be: nothing was saved)."""
+
+    workflow: Workflow
+    dry_run: bool
+
+    def to_dict(self) -> JSONObject:
+        return {"workflow": self.workflow.to_dict(), "dry_run": self.dry_run}
 
 
 @dataclass(frozen=True, slots=True)

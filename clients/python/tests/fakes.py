@@ -161,6 +161,12 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def MigrateWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("MigrateWorkflow", request, context)
 
+    def PauseWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("PauseWorkflow", request, context)
+
+    def UnpauseWorkflow(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("UnpauseWorkflow", request, context)
+
     def CountWorkflows(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("CountWorkflows", request, context)
 

@@ -743,3 +743,27 @@ def test_migrate_passes_maps_and_sets_and_prints_the_plan(fake: FakeServer) -> N
     )
     assert dict(request.state_map) == {"a": "b", "c": "d"}
     assert dict(request.set) == {"n": "context.x == 1 ? 2 : 3"}
+
+
+def test_pause_and_unpause_pass_every_option(fake: FakeServer) -> None:
+    fake.service.behaviours["PauseWorkflow"] = lambda r, c: pb.PauseWorkflowResponse(
+        workflow=workflow("cli-p"), dry_run=r.dry_run
+    )
+    fake.service.behaviours["UnpauseWorkflow"] = lambda r, c: pb.UnpauseWorkflowResponse(
+        workflow=workflow("cli-p")
+    )
+    status, printed, _ = _run(
+        fake, "pause", "cli-p", "--reason", "incident", "--dry-run", "--expected-revision", "4"
+    )
+    assert status == 0 and printed["dry_run"] is True
+    (pause,) = fake.service.calls("PauseWorkflow")
+    assert (pause.name, pause.reason, pause.expected_revision, pause.dry_run) == (
+        "workflows/cli-p",
+        "incident",
+        4,
+        True,
+    )
+    status, printed, _ = _run(fake, "unpause", "cli-p", "--request-id", "k")
+    assert status == 0 and printed["dry_run"] is False
+    (unpause,) = fake.service.calls("UnpauseWorkflow")
+    assert (unpause.request_id, unpause.dry_run) == ("k", False)

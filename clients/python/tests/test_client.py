@@ -247,6 +247,39 @@ def test_migrate_sends_every_field_and_returns_the_plan(fake: FakeServer, client
     assert first.dry_run and again.request_id == first.request_id
 
 
+def test_pause_and_unpause_send_every_field_and_show_the_pause(
+    fake: FakeServer, client: Client
+) -> None:
+    paused = workflow(status=RUNNING)
+    paused.paused = True
+    paused.pause.reason, paused.pause.actor = "incident 7", "key:ops"
+    paused.pause.pause_time.FromSeconds(1_700_000_000)
+    fake.service.behaviours["PauseWorkflow"] = _flaky(
+        1, pb.PauseWorkflowResponse(workflow=paused, dry_run=True)
+    )
+    fake.service.behaviours["UnpauseWorkflow"] = lambda r, c: pb.UnpauseWorkflowResponse(
+        workflow=workflow(status=RUNNING)
+    )
+    result = client.pause("w", "incident 7", expected_revision=3, dry_run=True)
+    assert result.dry_run and result.workflow.paused
+    pause = result.workflow.pause
+    assert pause is not None and (pause.reason, pause.actor) == ("incident 7", "key:ops")
+    assert pause.to_dict()["pause_time"] == "2023-11-14T22:13:20Z"
+    first, again = fake.service.calls("PauseWorkflow")
+    assert (first.name, first.reason, first.expected_revision, first.dry_run) == (
+        "workflows/w",
+        "incident 7",
+        3,
+        True,
+    )
+    assert again.request_id == first.request_id, "a retried pause is the same request"
+    unpaused = client.unpause("workflows/w", "over")
+    assert not unpaused.dry_run and not unpaused.workflow.paused
+    assert unpaused.workflow.pause is None
+    (request,) = fake.service.calls("UnpauseWorkflow")
+    assert (request.reason, request.dry_run) == ("over", False)
+
+
 def test_start_sends_a_start_delay(fake: FakeServer, client: Client) -> None:
     fake.service.behaviours["StartWorkflow"] = lambda r, c: pb.StartWorkflowResponse(
         workflow=workflow(), created=True
@@ -555,7 +588,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     unary |= {"set_queue_config", "get_queue_config", "list_queues"}
     unary |= {"create_schedule", "get_schedule", "update_schedule"}
     unary |= {"delete_schedule", "pause_schedule", "unpause_schedule", "trigger_schedule"}
-    unary |= {"backfill_schedule", "retry", "reset", "migrate"}
+    unary |= {"backfill_schedule", "retry", "reset", "migrate", "pause", "unpause"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

@@ -1,18 +1,31 @@
 // Repairs of one instance from its page: Retry (a FAILED one), Reset (to a revision
-// picked on its timeline) and Migrate (to another version of its definition). Each dialog
-// shows the dry run first (what the step would do: state, status, context changes,
-// timers, task, and a migration's plan), and only then offers to apply it.
+// picked on its timeline), Migrate (to another version of its definition), Pause and
+// Unpause. Each dialog shows the dry run first (what the step would do: state, status,
+// context changes, timers, task, and a migration's plan), and only then offers to apply it.
 import * as api from "../api.js";
 import { h, replace } from "../dom.js";
-import { errorNotice, prettyJson, statusBadge, timestamp } from "../format.js";
+import { errorNotice, pausedBadge, prettyJson, statusBadge, timestamp } from "../format.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
-import type { ContextChangeJson, MigrateWorkflowResponseJson, MigrationPlanJson, ResetWorkflowResponseJson, RetryWorkflowResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
+import type {
+  ContextChangeJson,
+  MigrateWorkflowResponseJson,
+  MigrationPlanJson,
+  PauseWorkflowResponseJson,
+  ResetWorkflowResponseJson,
+  RetryWorkflowResponseJson,
+  UnpauseWorkflowResponseJson,
+} from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 
-type Repaired = RetryWorkflowResponseJson | ResetWorkflowResponseJson | MigrateWorkflowResponseJson;
+type Repaired =
+  | RetryWorkflowResponseJson
+  | ResetWorkflowResponseJson
+  | MigrateWorkflowResponseJson
+  | PauseWorkflowResponseJson
+  | UnpauseWorkflowResponseJson;
 
 export interface RepairAsk {
-  /** "retry", "reset" or "migrate": the dialog's ids and the route's last segment. */
-  kind: "retry" | "reset" | "migrate";
+  /** The dialog's ids and the route's last segment. */
+  kind: "retry" | "reset" | "migrate" | "pause" | "unpause";
   title: string;
   explain: string;
   confirm: string;
@@ -52,13 +65,13 @@ function planView(plan: MigrationPlanJson): HTMLElement {
 export function preview(answer: Repaired): HTMLElement {
   const w: WorkflowJson = answer.workflow ?? {};
   const plan = "plan" in answer ? answer.plan : undefined;
-  const changes = answer.contextChanges ?? [];
+  const changes = "contextChanges" in answer ? answer.contextChanges ?? [] : [];
   const timers = w.timers ?? [];
   return h("div", { class: "stack repair-preview", "data-preview": "" },
     plan ? [h("h3", {}, "The plan"), planView(plan), h("h3", {}, "The instance after it")] : [],
     h("dl", { class: "facts" },
       h("dt", {}, "State"), h("dd", {}, h("code", {}, w.state ?? "")),
-      h("dt", {}, "Status"), h("dd", {}, statusBadge(w.status)),
+      h("dt", {}, "Status"), h("dd", {}, statusBadge(w.status), w.paused ? [" ", pausedBadge()] : []),
       h("dt", {}, "Revision"), h("dd", {}, String(w.revision ?? "")),
       h("dt", {}, "Task"), h("dd", {}, w.pendingTask?.queue ? ["a new task on ", h("code", {}, w.pendingTask.queue)] : h("span", { class: "muted" }, "none")),
       h("dt", {}, "Timers"), h("dd", {}, timers.length

@@ -1,6 +1,6 @@
 import * as api from "../api.js";
 import { append, h, link, replace } from "../dom.js";
-import { clockTime, copyButton, countdown, errorNotice, icon, prettyJson, seconds, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
+import { clockTime, copyButton, countdown, errorNotice, icon, pausedBadge, prettyJson, seconds, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
 import type { TaskJson } from "@statewright/client/gen/statewright/v1/task_pb.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 import type {
@@ -346,7 +346,20 @@ export function workflowPage(id: string): Page {
             body: { toVersion: to, stateMap: pairs(migrateMap.value), set: pairs(migrateSet.value) },
           }, repaired);
         });
-        append(actions, resume, signal, idle, cancel, retry, migrate, ended);
+        // Pause holds a live instance still (nothing steps it) until Unpause.
+        const pauseAsk = (paused: boolean) => ({
+          kind: paused ? "unpause" as const : "pause" as const,
+          title: `${paused ? "Unpause" : "Pause"} ${id}?`,
+          explain: paused
+            ? "It goes on as one saved step: timers that came due meanwhile fire, and its task is offered to workers again."
+            : "Nothing steps it until it is unpaused: its timers wait, its task is not offered, resumes and signals are refused.",
+          confirm: paused ? "Unpause workflow" : "Pause workflow",
+          body: {},
+        });
+        const pauseButton = h("button", { type: "button", class: "button", id: "pause-button", onclick: () => repairDialog(path, workflow.revision, pauseAsk(Boolean(workflow.paused)), repaired) });
+        const pauseText = h("p", { class: "muted" });
+        const pause = h("div", { class: "stack", "data-action": "pause" }, h("h3", {}, "Pause"), pauseText, h("div", {}, pauseButton));
+        append(actions, resume, signal, idle, cancel, pause, retry, migrate, ended);
         const offer = (select: HTMLSelectElement, events: string[]) => {
           const now = [...select.options].map((o) => o.value);
           if (now.length === events.length && now.every((e, i) => e === events[i])) return;
@@ -361,16 +374,24 @@ export function workflowPage(id: string): Page {
           const events = workflow.acceptedEvents ?? [];
           offer(resumeEvent, waiting ? events : []);
           offer(signalEvent, running ? events : []);
-          resume.hidden = !(waiting && events.length);
-          signal.hidden = !(running && events.length);
-          idle.hidden = over || events.length > 0;
+          const paused = Boolean(workflow.paused);
+          resume.hidden = paused || !(waiting && events.length);
+          signal.hidden = paused || !(running && events.length);
+          idle.hidden = over || (!paused && events.length > 0);
           const starts = startTimer();
-          idle.textContent = starts
+          idle.textContent = paused
+            ? `This workflow is paused${workflow.pause?.actor ? ` by ${workflow.pause.actor}` : ""}: nothing steps it (no event, signal, timer or task) until it is unpaused.`
+            : starts
             ? `This workflow has not started yet: its first step runs ${countdown(starts.dueTime, Date.now())} (${clockTime(starts.dueTime)}). It takes no event until then; cancel it to keep it from starting.`
             : running
               ? "The current state accepts no signal: it moves on by itself (a task, a timer or an automatic transition)."
               : "The current state accepts no event.";
           cancel.hidden = over;
+          pause.hidden = over;
+          pauseButton.textContent = paused ? "Unpause workflow…" : "Pause workflow…";
+          pauseText.textContent = paused
+            ? `Paused${workflow.pause?.reason ? `: ${workflow.pause.reason}` : ""}. Unpausing lets its due timers fire and its task be offered again.`
+            : "Holds it still: its timers wait and its task is not offered until it is unpaused.";
           ended.hidden = !over;
           retry.hidden = workflow.status !== "WORKFLOW_STATUS_FAILED";
           migrate.hidden = !(waiting || running) || Boolean(startTimer());
@@ -429,6 +450,7 @@ export function workflowPage(id: string): Page {
         const draw = () => {
           replace(headFacts,
               statusBadge(workflow.status),
+              workflow.paused ? pausedBadge() : [],
               h("span", { class: "chip" }, "state ", h("code", { id: "current-state" }, workflow.state ?? "")),
               h("span", { class: "chip" }, link(`/definitions/${encodeURIComponent(workflow.definition ?? "")}?version=${workflow.version}`, `${workflow.definition} v${workflow.version}`)),
               h("span", { class: "chip" }, "revision ", h("strong", { id: "current-revision" }, workflow.revision ?? "0")),
@@ -438,7 +460,10 @@ export function workflowPage(id: string): Page {
           const progress = workflow.fanOut ? `, ${fanOutSummary(workflow.fanOut)}` : "";
           void graph.highlight(workflow.state ?? "", statusLabel(workflow.status) + progress, OUTCOMES[String(workflow.status)] ?? null);
           replace(facts,
-            h("dt", {}, "Status"), h("dd", {}, statusBadge(workflow.status)),
+            h("dt", {}, "Status"), h("dd", {}, statusBadge(workflow.status), workflow.paused ? [" ", pausedBadge()] : []),
+            workflow.paused
+              ? [h("dt", {}, "Paused"), h("dd", { id: "pause-facts" }, "by ", h("code", {}, workflow.pause?.actor ?? ""), " ", timestamp(workflow.pause?.pauseTime), workflow.pause?.reason ? ` — ${workflow.pause.reason}` : "")]
+              : [],
             h("dt", {}, "State"), h("dd", {}, h("code", {}, workflow.state ?? "")),
             h("dt", {}, "Revision"), h("dd", {}, workflow.revision ?? "0"),
             h("dt", {}, "Run"), h("dd", { id: "run" }, String(workflow.run ?? 1), " ", h("span", { class: "muted" }, (workflow.run ?? 1) > 1 ? "(restarted: the earlier runs' revisions stay in its history)" : "")),

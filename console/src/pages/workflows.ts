@@ -1,6 +1,6 @@
 import * as api from "../api.js";
 import { h, link, onPick, replace } from "../dom.js";
-import { ago, errorNotice, longId, number, STATUSES, statusBadge, statusLabel } from "../format.js";
+import { ago, errorNotice, longId, number, pausedBadge, STATUSES, statusBadge, statusLabel } from "../format.js";
 import type { CountWorkflowsResponseJson, ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { navigate, type Page } from "../router.js";
 import { connection } from "../status.js";
@@ -183,7 +183,7 @@ export function workflowsPage(query: URLSearchParams): Page {
             h("th", { scope: "row" }, longId(w.workflowId ?? "", "workflow id", `/workflows/${encodeURIComponent(w.workflowId ?? "")}`)),
             h("td", {}, link(`/definitions/${encodeURIComponent(w.definition ?? "")}?version=${w.version}`, `${w.definition} v${w.version}`)),
             h("td", {}, h("code", {}, w.state ?? "")),
-            h("td", {}, statusBadge(w.status)),
+            h("td", {}, statusBadge(w.status), w.paused ? [" ", pausedBadge()] : []),
             h("td", { class: "num" }, w.revision ?? "0"),
             h("td", { class: "started" }, ago(w.createTime)),
             h("td", {}, ago(w.updateTime)),

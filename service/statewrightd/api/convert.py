@@ -349,6 +349,9 @@ def workflow_pb(
     if record.recursion_limit is not None:
         message.recursion_limit = record.recursion_limit
     message.run = record.run
+    if record.pause is not None:
+        message.paused = True
+        message.pause.CopyFrom(pause_pb(record.pause))
     progress = record.fan_out
     if progress is not None and record.status is Status.RUNNING:
         message.fan_out.CopyFrom(
@@ -479,4 +482,14 @@ def context_field_pb(field: ContextField) -> definition_pb2.ContextField:
         nullable=field.nullable,
     )
     _set(message.default_value, field.default_value())
+    return message
+
+
+def pause_pb(pause: Mapping[str, Any]) -> workflow_pb2.WorkflowPause:
+    """A stored pause ({reason, actor, time}) as the API shows it."""
+    reason, actor = str(pause.get("reason", "")), str(pause.get("actor", ""))
+    message = workflow_pb2.WorkflowPause(reason=reason, actor=actor)
+    since = pause.get("time")
+    if since is not None:
+        message.pause_time.CopyFrom(timestamp(datetime.fromisoformat(str(since))))
     return message

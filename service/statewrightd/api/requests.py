@@ -22,6 +22,7 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import Status
 from statewrightd.engine.commands import (
     CancelCommand,
+    PauseCommand,
     RequestKey,
     ResetCommand,
     ResumeCommand,
@@ -29,6 +30,7 @@ from statewrightd.engine.commands import (
     SignalCommand,
     SignalWithStartCommand,
     StartCommand,
+    UnpauseCommand,
 )
 from statewrightd.errors import InvalidArgument
 from statewrightd.reasons import Reason
@@ -188,7 +190,9 @@ def _asked(
     | pb.CancelWorkflowRequest
     | pb.RetryWorkflowRequest
     | pb.ResetWorkflowRequest
-    | pb.MigrateWorkflowRequest,
+    | pb.MigrateWorkflowRequest
+    | pb.PauseWorkflowRequest
+    | pb.UnpauseWorkflowRequest,
 ) -> dict[str, Any]:
     """What every step a caller asks of an instance carries: who asks, the instance, and
     the request's idempotency key (its request id validated here)."""
@@ -238,15 +242,7 @@ def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
 
 
 def retry_command(request: pb.RetryWorkflowRequest) -> RetryCommand:
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
-    asked = _asked(workflow_id, "RetryWorkflow", request)
-    return RetryCommand(
-        **_repair(asked, request.dry_run),
-        reason=request.reason,
-        expected_revision=request.expected_revision,
-    )
+    return RetryCommand(**_operator_step("RetryWorkflow", request))
 
 
 def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
@@ -308,6 +304,31 @@ def migration_asked(request: pb.MigrateWorkflowRequest) -> MigrationAsked:
         request=asked["request"],
         actor=asked["actor"],
     )
+
+
+def pause_command(request: pb.PauseWorkflowRequest) -> PauseCommand:
+    return PauseCommand(**_operator_step("PauseWorkflow", request))
+
+
+def unpause_command(request: pb.UnpauseWorkflowRequest) -> UnpauseCommand:
+    return UnpauseCommand(**_operator_step("UnpauseWorkflow", request))
+
+
+def _operator_step(
+    method: str,
+    request: pb.RetryWorkflowRequest | pb.PauseWorkflowRequest | pb.UnpauseWorkflowRequest,
+) -> dict[str, Any]:
+    """What a retry, a pause and an unpause are asked with: the instance, a reason, the
+    revision the caller saw, and (unless a dry run) the request's idempotency key."""
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    asked = _asked(workflow_id, method, request)
+    return {
+        **_repair(asked, request.dry_run),
+        "reason": request.reason,
+        "expected_revision": request.expected_revision,
+    }
 
 
 def _repair(asked: dict[str, Any], dry_run: bool) -> dict[str, Any]:

@@ -33,6 +33,7 @@ _REJECTIONS = {
     Rejection.PERSISTING: pb.SIGNAL_REJECTION_PERSISTING,
     Rejection.RECOVERY_REQUIRED: pb.SIGNAL_REJECTION_RECOVERY_REQUIRED,
     Rejection.SHUTTING_DOWN: pb.SIGNAL_REJECTION_SHUTTING_DOWN,
+    Rejection.WORKFLOW_PAUSED: pb.SIGNAL_REJECTION_WORKFLOW_PAUSED,
 }
 
 
@@ -153,6 +154,18 @@ def migrate_response(migrated: Migrated) -> pb.MigrateWorkflowResponse:
         ),
         context_changes=_context_changes(repaired),
         dry_run=repaired.dry_run,
+    )
+
+
+def pause_response(repaired: Repaired) -> pb.PauseWorkflowResponse:
+    return pb.PauseWorkflowResponse(
+        workflow=outcome_workflow(repaired.outcome), dry_run=repaired.dry_run
+    )
+
+
+def unpause_response(repaired: Repaired) -> pb.UnpauseWorkflowResponse:
+    return pb.UnpauseWorkflowResponse(
+        workflow=outcome_workflow(repaired.outcome), dry_run=repaired.dry_run
     )
 
 

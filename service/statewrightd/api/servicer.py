@@ -101,6 +101,26 @@ class WorkflowServicer(pb_grpc.WorkflowServiceServicer):
         return responses.migrate_response(migrated)
 
     @unary
+    async def PauseWorkflow(
+        self, request: pb.PauseWorkflowRequest, context: Context
+    ) -> pb.PauseWorkflowResponse:
+        command = requests.pause_command(request)
+        repaired = await self._app.repairs.pause(
+            command, dry_run=request.dry_run, budget=budget(context)
+        )
+        return responses.pause_response(repaired)
+
+    @unary
+    async def UnpauseWorkflow(
+        self, request: pb.UnpauseWorkflowRequest, context: Context
+    ) -> pb.UnpauseWorkflowResponse:
+        command = requests.unpause_command(request)
+        repaired = await self._app.repairs.unpause(
+            command, dry_run=request.dry_run, budget=budget(context)
+        )
+        return responses.unpause_response(repaired)
+
+    @unary
     async def DeleteWorkflow(
         self, request: pb.DeleteWorkflowRequest, context: Context
     ) -> pb.DeleteWorkflowResponse:

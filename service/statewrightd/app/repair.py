@@ -1,4 +1,5 @@
-"""Repair of one instance: retry a FAILED one, reset any one to a saved revision.
+"""Repair of one instance: retry a FAILED one, reset any one to a saved revision, pause
+a live one and unpause it.
 
 Each is an ordinary step (a typed command on the EventLoop, one compare-and-swap save
 that records its actor and reason in history); a reset first reads the revision it goes
@@ -18,7 +19,13 @@ from statewrightd import errors
 from statewrightd.app.workflows import Workflows
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
-from statewrightd.engine.commands import ResetCommand, RetryCommand, StepCommand
+from statewrightd.engine.commands import (
+    PauseCommand,
+    ResetCommand,
+    RetryCommand,
+    StepCommand,
+    UnpauseCommand,
+)
 from statewrightd.engine.loading import Found
 from statewrightd.engine.snapshots import instance_record, snapshot_of
 from statewrightd.engine.stepping import revision_mismatch
@@ -72,6 +79,17 @@ class Repairs:
         restored = dataclasses.replace(command, state=row.state, context=row.context)
         return await self._repair(restored, dry_run=dry_run, budget=budget)
 
+    async def pause(
+        self, command: PauseCommand, *, dry_run: bool, budget: float | None
+    ) -> Repaired:
+        """Pause a live instance: nothing steps it until its unpause."""
+        return await self._repair(command, dry_run=dry_run, budget=budget)
+
+    async def unpause(
+        self, command: UnpauseCommand, *, dry_run: bool, budget: float | None
+    ) -> Repaired:
+        return await self._repair(command, dry_run=dry_run, budget=budget)
+
     async def _repair(
         self, command: StepCommand, *, dry_run: bool, budget: float | None
     ) -> Repaired:
@@ -104,5 +122,9 @@ class Repairs:
         _, timers = timer_change(result.timers, after, now)
         _, task = task_change(result, after, now)
         loaded = command.stepped_with(found.loaded)
+        if not result.timers.disarm and not timers:
+            timers = found.timers  # a step that arms and disarms nothing keeps them
+        if not result.task.cancel and result.task.schedule is None:
+            task = found.task
         outcome = Outcome(after, loaded, result.transitions, timers=timers, task=task)
         return Repaired(outcome, record.context, True)

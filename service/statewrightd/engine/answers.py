@@ -21,6 +21,7 @@ class Rejection(enum.StrEnum):
     PERSISTING = "PERSISTING"  # the instance is busy, and too many events wait for it already
     RECOVERY_REQUIRED = Reason.RECOVERY_REQUIRED
     SHUTTING_DOWN = Reason.SHUTTING_DOWN
+    WORKFLOW_PAUSED = Reason.WORKFLOW_PAUSED  # an operator paused it (PauseWorkflow)
 
 
 @dataclass(frozen=True, slots=True)

@@ -367,24 +367,31 @@ class CancelCommand(StepCommand):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class RetryCommand(StepCommand):
-    """Put a FAILED instance back into the state it failed in (fsm.retry)."""
+class OperatorCommand(StepCommand):
+    """A step an operator asks for with a reason (a retry, a pause, an unpause): history
+    shows it by its kind and records the reason it took."""
 
-    kind: ClassVar[str] = "retry"
     reason: str = ""
     expected_revision: int = 0
 
     def expected(self) -> int:
         return self.expected_revision
 
-    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
-        return fsm.retry(definition, snapshot)
-
     def taken(self) -> dict[str, Any] | None:
         return {"reason": self.reason}
 
     def history_event(self, result: StepResult) -> str | None:
         return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryCommand(OperatorCommand):
+    """Put a FAILED instance back into the state it failed in (fsm.retry)."""
+
+    kind: ClassVar[str] = "retry"
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.retry(definition, snapshot)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -466,6 +473,26 @@ class MigrateCommand(StepCommand):
 
     def history_event(self, result: StepResult) -> str | None:
         return self.kind
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PauseCommand(OperatorCommand):
+    """Pause a live instance (fsm.pause): nothing steps it until its unpause."""
+
+    kind: ClassVar[str] = "pause"
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.pause(definition, snapshot, self.actor, self.reason)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class UnpauseCommand(OperatorCommand):
+    """Unpause a paused instance (fsm.unpause)."""
+
+    kind: ClassVar[str] = "unpause"
+
+    def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
+        return fsm.unpause(definition, snapshot)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

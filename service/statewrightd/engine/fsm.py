@@ -70,6 +70,7 @@ from statewrightd.engine.model import (
     FanOutProgress,
     ItemEnd,
     ItemRelease,
+    Pause,
     PlannedTask,
     PlannedTimer,
     Snapshot,
@@ -843,15 +844,28 @@ def _next_step(
     )
 
 
-def _check(defn: Definition, snapshot: Snapshot, status: Status | None = None) -> None:
-    """Refuse a step of an instance of another definition, or not in ``status`` (when
-    named: a resume takes a WAITING instance, a signal a RUNNING one)."""
+def _check(
+    defn: Definition,
+    snapshot: Snapshot,
+    status: Status | None = None,
+    *,
+    paused_ok: bool = False,
+) -> None:
+    """Refuse a step of an instance of another definition, of a paused one (unless
+    ``paused_ok``: its unpause, its cancel), or not in ``status`` (when named: a resume
+    takes a WAITING instance, a signal a RUNNING one)."""
     if (snapshot.definition, snapshot.version) != (defn.name, defn.version):
         raise FailedPrecondition(
             f"instance runs {snapshot.definition} v{snapshot.version}, "
             f"not {defn.name} v{defn.version}",
             reason=Reason.DEFINITION_MISMATCH,
             metadata={"workflow_id": snapshot.workflow_id},
+        )
+    if snapshot.pause is not None and not paused_ok:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is paused: nothing steps it until UnpauseWorkflow",
+            reason=Reason.WORKFLOW_PAUSED,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
         )
     if status is not None and snapshot.status is not status:
         raise FailedPrecondition(
@@ -1169,20 +1183,25 @@ def task_gave_up(
 
 
 def cancel(defn: Definition, snapshot: Snapshot, reason: str) -> StepResult:
-    """Stop a live instance where it is; no actions run."""
-    _check(defn, snapshot)
+    """Stop a live instance where it is; no actions run. A paused one is cancelled too
+    (and is no longer paused)."""
+    _check(defn, snapshot, paused_ok=True)
     if snapshot.status in TERMINAL:
-        raise FailedPrecondition(
-            f"workflow {snapshot.workflow_id} is already {snapshot.status}",
-            reason=Reason.ALREADY_TERMINAL,
-            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
-        )
+        raise _already_terminal(snapshot, "")
     error = StepError(
         Reason.CANCELLED.value,
         reason or "cancelled",
         MappingProxyType({"state": snapshot.state}),
     )
     return _ended_in_place(defn, snapshot, Status.CANCELLED, error)
+
+
+def _already_terminal(snapshot: Snapshot, why: str) -> FailedPrecondition:
+    return FailedPrecondition(
+        f"workflow {snapshot.workflow_id} is already {snapshot.status}{why}",
+        reason=Reason.ALREADY_TERMINAL,
+        metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+    )
 
 
 def context_too_large(defn: Definition, snapshot: Snapshot, size: int, limit: int) -> StepResult:
@@ -1201,7 +1220,12 @@ def _ended_in_place(
 ) -> StepResult:
     """A step that ends the instance in its state, with its context, running no actions."""
     new = dataclasses.replace(
-        snapshot, status=status, revision=snapshot.revision + 1, error=error, fan_out=None
+        snapshot,
+        status=status,
+        revision=snapshot.revision + 1,
+        error=error,
+        fan_out=None,
+        pause=None,
     )
     delayed = is_delayed(snapshot)
     disarm = delayed or snapshot.state in defn.timed_from
@@ -1496,3 +1520,40 @@ def _reentered(
     timers = TimerPlan(disarm=live or result.timers.disarm, arm=result.timers.arm)
     task = dataclasses.replace(result.task, cancel=live)
     return dataclasses.replace(result, timers=timers, task=task)
+
+
+# -- pause and unpause -----------------------------------------------------------------
+
+PAUSE_EVENTS = ("pause", "unpause")  # what history shows for their steps
+
+
+def pause(defn: Definition, snapshot: Snapshot, actor: str, reason: str) -> StepResult:
+    """Pause a live instance, as a step at the next revision that changes nothing else:
+    no action runs, its timers stay armed and its task open (the store holds both back
+    while it is paused). A finished instance, or one paused already, is refused."""
+    _check(defn, snapshot, paused_ok=True)
+    if snapshot.status in TERMINAL:
+        raise _already_terminal(snapshot, ": only a RUNNING or WAITING instance is paused")
+    if snapshot.pause is not None:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is paused already (by {snapshot.pause.actor})",
+            reason=Reason.ALREADY_PAUSED,
+            metadata={"workflow_id": snapshot.workflow_id, "actor": snapshot.pause.actor},
+        )
+    paused = dataclasses.replace(
+        snapshot, revision=snapshot.revision + 1, pause=Pause(reason, actor)
+    )
+    return StepResult(paused, ())
+
+
+def unpause(defn: Definition, snapshot: Snapshot) -> StepResult:
+    """Unpause a paused instance, as a step at the next revision that changes nothing
+    else: its due timers fire and its tasks are offered again after it is saved."""
+    _check(defn, snapshot, paused_ok=True)
+    if snapshot.pause is None:
+        raise FailedPrecondition(
+            f"workflow {snapshot.workflow_id} is not paused",
+            reason=Reason.NOT_PAUSED,
+            metadata={"workflow_id": snapshot.workflow_id, "status": snapshot.status.value},
+        )
+    return StepResult(dataclasses.replace(snapshot, revision=snapshot.revision + 1, pause=None), ())

@@ -99,6 +99,19 @@ class Snapshot:
     # The start's own bound on the transitions of one step (it can only lower the
     # definition's); None: the definition's alone.
     recursion_limit: int | None = None
+    # An operator's pause (PauseWorkflow); None: not paused. Nothing steps a paused
+    # instance but its unpause or its cancel.
+    pause: Pause | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Pause:
+    """Who paused an instance and why; ``since`` is the pause step's save time (None in
+    the pure step that pauses it, which knows no clock: its save fills it in)."""
+
+    reason: str
+    actor: str
+    since: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

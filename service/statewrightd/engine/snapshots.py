@@ -10,7 +10,7 @@ from typing import Any
 
 from statewrightd.definitions.model import FINISH
 from statewrightd.domain import Status
-from statewrightd.engine.model import Snapshot, StepError, StepResult, TransitionTaken
+from statewrightd.engine.model import Pause, Snapshot, StepError, StepResult, TransitionTaken
 from statewrightd.store.records import HistoryRecord, InstanceRecord, TimerRecord
 from statewrightd.store.repository import Repository
 
@@ -33,6 +33,25 @@ def error_from_dict(data: Mapping[str, Any] | None) -> StepError | None:
     )
 
 
+def pause_to_dict(pause: Pause | None, saved: datetime) -> dict[str, Any] | None:
+    """A pause as the store keeps it; a pause step's own (no time yet) at its save time."""
+    if pause is None:
+        return None
+    since = saved if pause.since is None else pause.since
+    return {"reason": pause.reason, "actor": pause.actor, "time": since.isoformat()}
+
+
+def pause_from_dict(data: Mapping[str, Any] | None) -> Pause | None:
+    if not data:
+        return None
+    since = data.get("time")
+    return Pause(
+        reason=str(data.get("reason", "")),
+        actor=str(data.get("actor", "")),
+        since=None if since is None else datetime.fromisoformat(str(since)),
+    )
+
+
 def snapshot_of(record: InstanceRecord) -> Snapshot:
     return Snapshot(
         workflow_id=record.workflow_id,
@@ -45,6 +64,7 @@ def snapshot_of(record: InstanceRecord) -> Snapshot:
         error=error_from_dict(record.error),
         fan_out=record.fan_out,
         recursion_limit=record.recursion_limit,
+        pause=pause_from_dict(record.pause),
     )
 
 
@@ -70,6 +90,7 @@ def instance_record(
         fan_out=snapshot.fan_out,
         recursion_limit=snapshot.recursion_limit,
         run=run,
+        pause=pause_to_dict(snapshot.pause, update_time),
     )
 
 
@@ -159,7 +180,18 @@ def record_at(history: HistoryRecord, current: InstanceRecord) -> InstanceRecord
         # replaces it; an earlier run's is not kept).
         recursion_limit=current.recursion_limit if history.run == current.run else None,
         run=history.run,
+        pause=_paused_at(history),
     )
+
+
+def _paused_at(history: HistoryRecord) -> dict[str, Any] | None:
+    """The pause of a history row's revision: nothing but its unpause or cancel steps a
+    paused instance, so the only paused revision in history is a pause step's own."""
+    if history.event != "pause":
+        return None
+    reason = (history.input or {}).get("reason", "")
+    actor = history.actor or ""
+    return {"reason": str(reason), "actor": actor, "time": history.time.isoformat()}
 
 
 def state_at(history: HistoryRecord) -> str:

@@ -135,7 +135,9 @@ class Stepper:
         if not fresh:
             return Reload()
         record, loaded = session.record, session.loaded
-        cleanup = command.unstepped(self._repo)
+        # A paused instance keeps what it has armed (a due timer fires after the unpause).
+        held = refused is not None and refused.reason == Reason.WORKFLOW_PAUSED
+        cleanup = None if held else command.unstepped(self._repo)
         if refused is not None:
             refusal = command.refusal(record, loaded, refused.reason)
             answer: Result = refusal if refusal is not None else refused

@@ -99,6 +99,8 @@ class CallGate(grpc.aio.ServerInterceptor):
             "RetryWorkflow": self._instance_definition,
             "ResetWorkflow": self._instance_definition,
             "MigrateWorkflow": self._instance_definition,
+            "PauseWorkflow": self._instance_definition,
+            "UnpauseWorkflow": self._instance_definition,
             "GetWorkflowDiagnostics": self._instance_definition,
             "HeartbeatTask": self._task_queue,
             "CompleteTask": self._task_queue,

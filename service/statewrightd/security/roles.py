@@ -75,6 +75,8 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _W + "RetryWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
     _W + "ResetWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
     _W + "MigrateWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
+    _W + "PauseWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
+    _W + "UnpauseWorkflow": MethodRule(Role.OPERATOR, Scope.DEFINITION),
     _T + "PollTasks": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "HeartbeatTask": MethodRule(Role.WORKER, Scope.QUEUE),
     _T + "CompleteTask": MethodRule(Role.WORKER, Scope.QUEUE),

@@ -233,6 +233,7 @@ def encode_instance(rec: InstanceRecord) -> dict[str, Any]:
         if rec.recursion_limit is None
         else _check_int(rec.recursion_limit, f"{w} recursion_limit", 1),
         "run": _check_int(rec.run, f"{w} run", 1),
+        "pause": dumps_optional(rec.pause, f"{w} pause"),
     }
 
 

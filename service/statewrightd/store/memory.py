@@ -97,6 +97,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
             micros(p["expire_time"]),
             p.get("recursion_limit"),
             p["run"],
+            p.get("pause"),
         ]
         if isinstance(op, Create):
             if instance is not None:

@@ -34,15 +34,17 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
                     out[wid] = [ROWS.timer(t) for t in rows]
         return out
 
-    def _timers(self) -> Iterator[list[Any]]:
+    def _timers(self, claimable: bool = False) -> Iterator[list[Any]]:
+        """Every armed timer; ``claimable``: those of instances that are not paused."""
         for instance in self._instances.values():
-            yield from instance.timers.values()
+            if not (claimable and instance.row[13] is not None):
+                yield from instance.timers.values()
 
     def claim_timers(self, now: datetime, until: datetime, limit: int) -> list[TimerRecord]:
         at, held = stamp(now, "now"), stamp(until, "until")
         with self._held():
             due = sorted(
-                (t for t in self._timers() if t[6] <= at and (t[7] is None or t[7] <= at)),
+                (t for t in self._timers(True) if t[6] <= at and (t[7] is None or t[7] <= at)),
                 key=lambda t: t[6],
             )[:limit]
             for timer in due:
@@ -52,7 +54,7 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
     def next_timer_due(self, now: datetime) -> datetime | None:
         at = stamp(now, "now")
         with self._held():
-            dues = [t[6] for t in self._timers() if t[7] is None or t[7] <= at]
+            dues = [t[6] for t in self._timers(True) if t[7] is None or t[7] <= at]
         return from_micros(min(dues)) if dues else None
 
     def delete_timer(self, workflow_id: str, timer_id: str) -> bool:
@@ -66,9 +68,11 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
             dues = [t[6] for t in self._timers()]
         return len(dues), sum(1 for due in dues if due <= at)
 
-    def _tasks(self) -> Iterator[dict[str, Any]]:
+    def _tasks(self, claimable: bool = False) -> Iterator[dict[str, Any]]:
+        """Every task; ``claimable``: those of instances that are not paused."""
         for instance in self._instances.values():
-            yield from instance.tasks.values()
+            if not (claimable and instance.row[13] is not None):
+                yield from instance.tasks.values()
 
     def _task(self, workflow_id: str, task_id: str) -> dict[str, Any] | None:
         instance = self._instances.get(workflow_id)
@@ -87,7 +91,7 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
             ready = sorted(
                 (
                     t
-                    for t in self._tasks()
+                    for t in self._tasks(True)
                     if t["queue"] == p["queue"]
                     and t["status"] in READY
                     and t["available_time"] <= at
@@ -248,7 +252,7 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
         with self._held():
             expired = [
                 t
-                for t in self._tasks()
+                for t in self._tasks(True)
                 if (
                     (t["status"] == "LEASED" and t["lease_expire_time"] <= at)
                     or (t["status"] in OPEN and t["deadline"] <= at)

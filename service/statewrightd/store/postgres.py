@@ -447,7 +447,7 @@ class PostgresRepository(SqlRepository):
 _CREATE_FIELDS = INSTANCE
 _SAVE_FIELDS = (
     "workflow_id", "expected", "revision", "version", "state", "status", "context", "error",
-    "update_time", "expire_time", "recursion_limit", "run",
+    "update_time", "expire_time", "recursion_limit", "run", "pause",
 )  # fmt: skip
 _HISTORY_FIELDS = (
     "h_event", "h_transitions", "h_state", "h_status", "h_error", "h_time", "h_timers",
@@ -463,7 +463,7 @@ _KINDS = {
     **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token", "k_release_id"), _TEXT),
     **dict.fromkeys(("k_release_time", "k_release_deadline"), _TIME),
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
-    **dict.fromkeys(("recursion_limit", "run"), _RAW),
+    **dict.fromkeys(("recursion_limit", "run", "pause"), _RAW),
     **dict.fromkeys(
         ("context", "error", "h_transitions", "h_error", "h_timers", "h_input", "t_arm"), _RAW
     ),

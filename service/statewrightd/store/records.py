@@ -40,6 +40,9 @@ class InstanceRecord:
     # The run the instance is in: 1 from its creation, one more for every restart (a
     # start with if_exists RESTART of the finished instance).
     run: int = 1
+    # An operator's pause ({reason, actor, time}); None: not paused. While it is set, the
+    # store offers none of the instance's tasks and claims none of its timers.
+    pause: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -31,7 +31,7 @@ from statewrightd.store.records import (
 
 INSTANCE = (
     "workflow_id", "definition", "version", "state", "status", "context", "revision", "error",
-    "create_time", "update_time", "expire_time", "recursion_limit", "run",
+    "create_time", "update_time", "expire_time", "recursion_limit", "run", "pause",
 )  # fmt: skip
 HISTORY = (
     "workflow_id", "revision", "event", "transitions", "state", "status", "context", "error",
@@ -58,6 +58,16 @@ WITNESS = ("workflow_id", "revision", "event", "state", "status", "time")
 def listed(columns: Sequence[str], prefix: str = "") -> str:
     """Columns as SQL lists them: ``a, b, c`` (each qualified with ``prefix`` if given)."""
     return ", ".join(prefix + c for c in columns)
+
+
+def unpaused(table: str) -> str:
+    """A claim's condition that the row of ``table`` (a timer or a task) belongs to no
+    paused instance (PauseWorkflow): nothing of a paused instance is claimed or offered
+    until its unpause. A key lookup per candidate, colocated on Citus."""
+    return (
+        "NOT EXISTS (SELECT 1 FROM workflow_instances paused"
+        f" WHERE paused.workflow_id = {table}.workflow_id AND paused.pause IS NOT NULL)"
+    )
 
 
 class Rows:
@@ -96,6 +106,7 @@ class Rows:
             expire_time=None if row[10] is None else self._time(row[10]),
             recursion_limit=row[11],
             run=row[12],
+            pause=None if row[13] is None else self._json(row[13]),
         )
 
     def history(self, row: Sequence[Any]) -> HistoryRecord:

@@ -116,7 +116,8 @@ def statements(
         claim_timers=claim_timers,
         next_timer_due=f"""
 SELECT due_time FROM workflow_timers
- WHERE claimed_until IS NULL OR claimed_until <= {p("now")}
+ WHERE (claimed_until IS NULL OR claimed_until <= {p("now")})
+   AND {rows.unpaused("workflow_timers")}
  ORDER BY due_time LIMIT 1
 """,
         delete_timer=f"DELETE FROM workflow_timers WHERE workflow_id = {q} AND timer_id = {q}",

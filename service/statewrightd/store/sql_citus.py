@@ -178,7 +178,7 @@ def _create_rows(timed: bool, tasked: bool, searched: bool) -> str:
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
         update_time timestamptz, expire_time timestamptz, recursion_limit integer,
-        run integer, """,
+        run integer, pause jsonb, """,
             timed,
             tasked,
             searched,
@@ -189,7 +189,7 @@ changed AS (
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
-           create_time, update_time, expire_time, recursion_limit, run
+           create_time, update_time, expire_time, recursion_limit, run, pause
       FROM rows WHERE free ORDER BY workflow_id
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -277,9 +277,10 @@ def _fields_of(keys: str) -> str:
     return ", ".join(f"e->>'{k.strip()}'" for k in keys.split(","))
 
 
-PEEK_TIMERS = on_shard("""
+PEEK_TIMERS = on_shard(f"""
 SELECT workflow_id, timer_id, due_time AS sort FROM workflow_timers
  WHERE due_time <= %(now)s AND (claimed_until IS NULL OR claimed_until <= %(now)s)
+   AND {rows.unpaused("workflow_timers")}
  ORDER BY due_time LIMIT %(each)s
 """)
 CLAIM_TIMERS = _chosen(
@@ -290,6 +291,7 @@ PEEK_TASKS = on_shard(f"""
 SELECT {TASK_COLUMNS}, available_time AS sort FROM workflow_tasks
  WHERE queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
    AND available_time <= %(now)s AND deadline > %(now)s
+   AND {rows.unpaused("workflow_tasks")}
  ORDER BY available_time LIMIT %(each)s
 """)
 LEASE_TASKS = _chosen(
@@ -306,9 +308,10 @@ PURGE_EXPIRED = _chosen(q.PURGE_EXPIRED, "ORDER BY expire_time LIMIT %(limit)s",
 CLAIM_EXPIRED_TASKS = on_shard(q.SQL.claim_expired_tasks)
 PURGE_REQUESTS = on_shard(q.SQL.purge_requests.rstrip() + "\nRETURNING 1 AS one\n")
 PURGE_TOMBSTONES = on_shard(q.SQL.purge_tombstones.rstrip() + "\nRETURNING 1 AS one\n")
-NEXT_TIMER_DUE = on_shard("""
+NEXT_TIMER_DUE = on_shard(f"""
 SELECT min(due_time) AS due FROM workflow_timers
- WHERE claimed_until IS NULL OR claimed_until <= %(now)s
+ WHERE (claimed_until IS NULL OR claimed_until <= %(now)s)
+   AND {rows.unpaused("workflow_timers")}
 """)
 TIMER_COUNTS = on_shard("""
 SELECT count(*) AS armed, count(*) FILTER (WHERE due_time <= %(now)s) AS due
@@ -366,7 +369,7 @@ SELECT c.* FROM generate_series(1, 5) AS p(priority),
 LATERAL (SELECT {rows.listed(rows.TASK, "t.")} FROM workflow_tasks t
           WHERE t.queue = %(queue)s AND t.status IN ('SCHEDULED', 'BACKOFF')
             AND t.available_time <= %(now)s AND t.deadline > %(now)s
-            AND t.priority = p.priority
+            AND t.priority = p.priority AND {rows.unpaused("t")}
             AND (t.concurrency_key IS NULL OR NOT t.concurrency_key IN (
                  SELECT json_array_elements_text($1->'blocked')))
           ORDER BY t.available_time LIMIT %(per_shard)s) c

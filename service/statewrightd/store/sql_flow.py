@@ -62,6 +62,7 @@ SELECT c.* FROM generate_series(1, 5) AS p(priority),
 LATERAL (SELECT {rows.listed(rows.TASK, "t.")}, {_KEYED} FROM workflow_tasks t
            LEFT JOIN task_queue_keys s ON s.queue = t.queue AND s.key = t.concurrency_key
           WHERE {ready} AND t.deadline > %(now)s AND t.priority = p.priority
+            AND {rows.unpaused("t")}
             AND (t.concurrency_key IS NULL OR NOT t.concurrency_key = ANY(%(blocked)s::text[]))
           ORDER BY t.available_time LIMIT %(window)s
             FOR UPDATE OF t SKIP LOCKED) c
@@ -77,6 +78,7 @@ def _ranked_sqlite() -> str:
         f"""SELECT * FROM (SELECT {rows.listed(rows.TASK, "t.")}, {_KEYED} FROM workflow_tasks t
            LEFT JOIN task_queue_keys s ON s.queue = t.queue AND s.key = t.concurrency_key
           WHERE {ready} AND t.deadline > :now AND t.priority = {p}
+            AND {rows.unpaused("t")}
             AND (t.concurrency_key IS NULL
                  OR t.concurrency_key NOT IN (SELECT value FROM json_each(:blocked_json)))
           ORDER BY t.available_time LIMIT :window)"""

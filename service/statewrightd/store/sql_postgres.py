@@ -167,7 +167,8 @@ def _save(timed: bool, tasked: bool = False) -> str:
        SET version = %(version)s, state = %(state)s, status = %(status)s,
            context = %(context)s::jsonb,
            revision = %(revision)s, error = %(error)s::jsonb, update_time = %(update_time)s,
-           expire_time = %(expire_time)s, recursion_limit = %(recursion_limit)s, run = %(run)s
+           expire_time = %(expire_time)s, recursion_limit = %(recursion_limit)s, run = %(run)s,
+           pause = %(pause)s::jsonb
      WHERE workflow_id = %(workflow_id)s AND revision = %(expected)s
        AND (SELECT ok FROM free)"""
         + (_FIRED_ARMED if timed else "")
@@ -194,7 +195,7 @@ def _create(timed: bool, tasked: bool = False) -> str:
         + """)
     SELECT %(workflow_id)s, %(definition)s, %(version)s, %(state)s, %(status)s,
            %(context)s::jsonb, %(revision)s, %(error)s::jsonb, %(create_time)s, %(update_time)s,
-           %(expire_time)s, %(recursion_limit)s, %(run)s
+           %(expire_time)s, %(recursion_limit)s, %(run)s, %(pause)s::jsonb
      WHERE (SELECT ok FROM free)
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -267,14 +268,14 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
         update_time timestamptz, expire_time timestamptz, recursion_limit integer,
-        run integer, """
+        run integer, pause jsonb, """
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
         + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, expire_time,
-                            recursion_limit, run, h_event,
+                            recursion_limit, run, pause, h_event,
                             h_transitions, h_state, h_status, h_context, h_error, h_time,
                             h_timers, h_actor, h_input"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
@@ -285,7 +286,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
-           create_time, update_time, expire_time, recursion_limit, run
+           create_time, update_time, expire_time, recursion_limit, run, pause
       FROM rows ORDER BY n
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
@@ -300,12 +301,13 @@ SAVE_ROW_TYPES = """
         workflow_id text, expected bigint, revision bigint, version integer, state text,
         status text,
         context jsonb, error jsonb, update_time timestamptz, expire_time timestamptz,
-        recursion_limit integer, run integer, """
+        recursion_limit integer, run integer, pause jsonb, """
 SAVE_UPDATE = """
     UPDATE workflow_instances w
        SET version = r.version, state = r.state, status = r.status, context = r.context,
            revision = r.revision, error = r.error, update_time = r.update_time,
-           expire_time = r.expire_time, recursion_limit = r.recursion_limit, run = r.run
+           expire_time = r.expire_time, recursion_limit = r.recursion_limit, run = r.run,
+           pause = r.pause
       FROM rows r
      WHERE w.workflow_id = ANY(ARRAY(SELECT workflow_id FROM rows))
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
@@ -380,8 +382,9 @@ _LEASE = """status = 'LEASED', attempt = k.attempt + 1, lease_token = gen_random
        lease_expire_time = LEAST(k.deadline, %(now)s + LEAST(k.start_to_close_ms,
            COALESCE(k.heartbeat_ms, k.start_to_close_ms), %(first_ms)s) * interval '1 ms'),
        claimed_until = NULL, update_time = %(now)s"""
-_READY = """queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
-           AND available_time <= %(now)s AND deadline > %(now)s"""
+_READY = f"""queue = %(queue)s AND status IN ('SCHEDULED', 'BACKOFF')
+           AND available_time <= %(now)s AND deadline > %(now)s
+           AND {rows.unpaused("workflow_tasks")}"""
 
 
 SQL = statements(
@@ -413,6 +416,7 @@ SELECT {TIMER_COLUMNS} FROM workflow_timers
 UPDATE workflow_timers t SET claimed_until = %(until)s
   FROM (SELECT workflow_id, timer_id FROM workflow_timers
          WHERE due_time <= %(now)s AND (claimed_until IS NULL OR claimed_until <= %(now)s)
+           AND {rows.unpaused("workflow_timers")}
          ORDER BY due_time LIMIT %(limit)s
            FOR UPDATE SKIP LOCKED) due
  WHERE t.workflow_id = due.workflow_id AND t.timer_id = due.timer_id
@@ -470,6 +474,7 @@ UPDATE workflow_tasks k SET claimed_until = %(until)s
          WHERE ((status = 'LEASED' AND lease_expire_time <= %(now)s)
                 OR (status IN {_OPEN} AND deadline <= %(now)s))
            AND (claimed_until IS NULL OR claimed_until <= %(now)s)
+           AND {rows.unpaused("workflow_tasks")}
          LIMIT %(limit)s FOR UPDATE SKIP LOCKED) due
  WHERE k.workflow_id = due.workflow_id AND k.task_id = due.task_id
 RETURNING {rows.listed(rows.TASK, "k.")}

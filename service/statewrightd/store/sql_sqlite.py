@@ -32,7 +32,7 @@ REQUEST_TAKEN = (
 CREATE = f"""
 INSERT INTO workflow_instances ({INSTANCE_COLUMNS})
 VALUES (:workflow_id, :definition, :version, :state, :status, :context, :revision, :error,
-        :create_time, :update_time, :expire_time, :recursion_limit, :run)
+        :create_time, :update_time, :expire_time, :recursion_limit, :run, :pause)
 ON CONFLICT (workflow_id) DO NOTHING
 """
 
@@ -40,7 +40,8 @@ SAVE = """
 UPDATE workflow_instances
    SET version = :version, state = :state, status = :status, context = :context,
        revision = :revision, error = :error, update_time = :update_time,
-       expire_time = :expire_time, recursion_limit = :recursion_limit, run = :run
+       expire_time = :expire_time, recursion_limit = :recursion_limit, run = :run,
+       pause = :pause
  WHERE workflow_id = :workflow_id AND revision = :expected
 """
 
@@ -110,8 +111,9 @@ _LEASE = """status = 'LEASED', attempt = attempt + 1, lease_token = lower(hex(ra
        lease_expire_time = min(deadline, :now + min(start_to_close_ms,
            coalesce(heartbeat_ms, start_to_close_ms), :first_ms) * 1000),
        claimed_until = NULL, update_time = :now"""
-_READY = """queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
-          AND available_time <= :now AND deadline > :now"""
+_READY = f"""queue = :queue AND status IN ('SCHEDULED', 'BACKOFF')
+          AND available_time <= :now AND deadline > :now
+          AND {rows.unpaused("workflow_tasks")}"""
 
 
 SQL = statements(
@@ -140,6 +142,7 @@ UPDATE workflow_timers SET claimed_until = :until
  WHERE (workflow_id, timer_id) IN (
        SELECT workflow_id, timer_id FROM workflow_timers
         WHERE due_time <= :now AND (claimed_until IS NULL OR claimed_until <= :now)
+          AND {rows.unpaused("workflow_timers")}
         ORDER BY due_time LIMIT :limit)
 RETURNING {TIMER_COLUMNS}
 """,
@@ -191,6 +194,7 @@ UPDATE workflow_tasks SET claimed_until = :until
         WHERE ((status = 'LEASED' AND lease_expire_time <= :now)
                OR (status IN {_OPEN} AND deadline <= :now))
           AND (claimed_until IS NULL OR claimed_until <= :now)
+          AND {rows.unpaused("workflow_tasks")}
         LIMIT :limit)
 RETURNING {TASK_COLUMNS}
 """,

@@ -201,6 +201,38 @@ def test_retry_is_offered_on_a_failed_instance_and_shows_its_dry_run(
     assert http.get(f"/api/v1/workflows/{failed}").body["workflow"]["revision"] == "1"
 
 
+def test_pause_and_unpause_from_the_workflow_page_show_the_paused_badge(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    workflow_id = start(http, "mail-approval", workflowId=uid("browser-pause"))
+    open_page(browser, base_url, f"/workflows/{workflow_id}")
+    wait_for(browser, lambda d: current_state(d) == "awaiting_approval")
+    css(browser, "#pause-button").click()
+    dialog = css(browser, "dialog.confirm[open]")
+    assert f"Pause {workflow_id}?" in dialog.text
+    preview = css(browser, "dialog.confirm [data-preview]")
+    assert "Waiting" in preview.text and "PAUSED" in preview.text
+    assert not http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]["paused"]
+    css(browser, "#pause-reason").send_keys("looking into it")
+    css(browser, "#confirm-pause").click()
+    wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".page-head [data-paused]"))
+    assert "looking into it" in css(browser, "#pause-facts").text
+    assert not browser.find_element(By.ID, "resume-button").is_displayed()
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert (got["status"], got["paused"], got["revision"]) == ("WORKFLOW_STATUS_WAITING", True, "2")
+    assert css(browser, "#pause-button").text.startswith("Unpause")
+    css(browser, "#pause-button").click()
+    css(browser, "dialog.confirm[open] [data-preview]")
+    css(browser, "#confirm-unpause").click()
+    wait_for(browser, lambda d: not d.find_elements(By.CSS_SELECTOR, ".page-head [data-paused]"))
+    got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
+    assert (got["paused"], got["revision"]) == (False, "3")
+    wait_for(
+        browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.history-row[data-revision='3']")
+    )
+    assert "pause" in css(browser, "tr.history-row[data-revision='2']").text
+
+
 def test_a_refused_action_shows_the_server_s_error(
     browser: webdriver.Chrome, base_url: str, http: Http
 ) -> None:

@@ -222,6 +222,12 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     moved = _ok(http.post(f"{W}/{moving}/migrate", body), "MigrateWorkflow", seen)["workflow"]
     assert (moved["version"], moved["state"]) == (2, "held")
 
+    paused = _ok(http.post(f"{W}/{retried}/pause", {"reason": "walk"}), "PauseWorkflow", seen)
+    assert paused["workflow"]["paused"] is True and paused["workflow"]["pause"]["reason"] == "walk"
+    body = {"reason": "walk", "dryRun": True}
+    unpaused = _ok(http.post(f"{W}/{retried}/unpause", body), "UnpauseWorkflow", seen)
+    assert unpaused["dryRun"] is True and unpaused["workflow"]["paused"] is False
+    _ok(http.post(f"{W}/{retried}/unpause", {"reason": "walk"}), "UnpauseWorkflow", seen)
     cancelled = _ok(http.post(f"{W}/{retried}/cancel", {"reason": "walk"}), "CancelWorkflow", seen)
     assert cancelled["workflow"]["status"] == "WORKFLOW_STATUS_CANCELLED"
     back = _ok(http.post(f"{W}/{retried}/reset", {"toRevision": 1}), "ResetWorkflow", seen)

@@ -233,7 +233,13 @@ def test_readers_see_schedules_and_only_admins_change_them() -> None:
 
 def test_operators_repair_instances_of_their_definitions_and_start_none() -> None:
     service = "/statewright.v1.WorkflowService/"
-    for method in ("RetryWorkflow", "ResetWorkflow", "MigrateWorkflow"):
+    for method in (
+        "RetryWorkflow",
+        "ResetWorkflow",
+        "MigrateWorkflow",
+        "PauseWorkflow",
+        "UnpauseWorkflow",
+    ):
         rule = METHOD_RULES[service + method]
         assert rule == MethodRule(Role.OPERATOR, Scope.DEFINITION)
         operator = Principal("key:ops", (Grant(Role.OPERATOR, definitions=("mail-*",)),))

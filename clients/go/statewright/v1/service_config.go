@@ -78,6 +78,14 @@ const DefaultServiceConfig = `{
         {
           "service": "statewright.v1.WorkflowService",
           "method": "MigrateWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "PauseWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "UnpauseWorkflow"
         }
       ],
       "timeout": "30s",

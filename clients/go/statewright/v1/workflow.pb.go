@@ -143,7 +143,13 @@ type Workflow struct {
 	// Output only. The run of the instance this revision belongs to: 1 for the run its
 	// creation started, one more for every restart (StartWorkflow with if_exists RESTART).
 	// The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
-	Run           int32 `protobuf:"varint,25,opt,name=run,proto3" json:"run,omitempty"`
+	Run int32 `protobuf:"varint,25,opt,name=run,proto3" json:"run,omitempty"`
+	// Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+	// it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+	// a paused instance shows both.
+	Paused bool `protobuf:"varint,23,opt,name=paused,proto3" json:"paused,omitempty"`
+	// Output only. Who paused the instance, when, and why. Unset while it is not paused.
+	Pause         *WorkflowPause `protobuf:"bytes,24,opt,name=pause,proto3" json:"pause,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -325,6 +331,84 @@ func (x *Workflow) GetRun() int32 {
 	return 0
 }
 
+func (x *Workflow) GetPaused() bool {
+	if x != nil {
+		return x.Paused
+	}
+	return false
+}
+
+func (x *Workflow) GetPause() *WorkflowPause {
+	if x != nil {
+		return x.Pause
+	}
+	return nil
+}
+
+// An operator's pause of an instance (PauseWorkflow).
+type WorkflowPause struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. Why it was paused, as the operator said.
+	Reason string `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Output only. The principal that paused it.
+	Actor string `protobuf:"bytes,2,opt,name=actor,proto3" json:"actor,omitempty"`
+	// Output only. When the pause was saved.
+	PauseTime     *timestamppb.Timestamp `protobuf:"bytes,3,opt,name=pause_time,json=pauseTime,proto3" json:"pause_time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WorkflowPause) Reset() {
+	*x = WorkflowPause{}
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WorkflowPause) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WorkflowPause) ProtoMessage() {}
+
+func (x *WorkflowPause) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WorkflowPause.ProtoReflect.Descriptor instead.
+func (*WorkflowPause) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *WorkflowPause) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *WorkflowPause) GetActor() string {
+	if x != nil {
+		return x.Actor
+	}
+	return ""
+}
+
+func (x *WorkflowPause) GetPauseTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.PauseTime
+	}
+	return nil
+}
+
 // A child workflow's parent.
 type WorkflowParent struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -341,7 +425,7 @@ type WorkflowParent struct {
 
 func (x *WorkflowParent) Reset() {
 	*x = WorkflowParent{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -353,7 +437,7 @@ func (x *WorkflowParent) String() string {
 func (*WorkflowParent) ProtoMessage() {}
 
 func (x *WorkflowParent) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[1]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -366,7 +450,7 @@ func (x *WorkflowParent) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowParent.ProtoReflect.Descriptor instead.
 func (*WorkflowParent) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{1}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *WorkflowParent) GetName() string {
@@ -403,7 +487,7 @@ type WorkflowChildren struct {
 
 func (x *WorkflowChildren) Reset() {
 	*x = WorkflowChildren{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -415,7 +499,7 @@ func (x *WorkflowChildren) String() string {
 func (*WorkflowChildren) ProtoMessage() {}
 
 func (x *WorkflowChildren) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[2]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -428,7 +512,7 @@ func (x *WorkflowChildren) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkflowChildren.ProtoReflect.Descriptor instead.
 func (*WorkflowChildren) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{2}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *WorkflowChildren) GetOpen() int32 {
@@ -465,7 +549,7 @@ type FanOutProgress struct {
 
 func (x *FanOutProgress) Reset() {
 	*x = FanOutProgress{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -477,7 +561,7 @@ func (x *FanOutProgress) String() string {
 func (*FanOutProgress) ProtoMessage() {}
 
 func (x *FanOutProgress) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[3]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -490,7 +574,7 @@ func (x *FanOutProgress) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use FanOutProgress.ProtoReflect.Descriptor instead.
 func (*FanOutProgress) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{3}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *FanOutProgress) GetTotal() int32 {
@@ -547,7 +631,7 @@ type Timer struct {
 
 func (x *Timer) Reset() {
 	*x = Timer{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[4]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -559,7 +643,7 @@ func (x *Timer) String() string {
 func (*Timer) ProtoMessage() {}
 
 func (x *Timer) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[4]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -572,7 +656,7 @@ func (x *Timer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Timer.ProtoReflect.Descriptor instead.
 func (*Timer) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{4}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Timer) GetTimerId() string {
@@ -624,7 +708,7 @@ type Transition struct {
 
 func (x *Transition) Reset() {
 	*x = Transition{}
-	mi := &file_statewright_v1_workflow_proto_msgTypes[5]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -636,7 +720,7 @@ func (x *Transition) String() string {
 func (*Transition) ProtoMessage() {}
 
 func (x *Transition) ProtoReflect() protoreflect.Message {
-	mi := &file_statewright_v1_workflow_proto_msgTypes[5]
+	mi := &file_statewright_v1_workflow_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -649,7 +733,7 @@ func (x *Transition) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Transition.ProtoReflect.Descriptor instead.
 func (*Transition) Descriptor() ([]byte, []int) {
-	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{5}
+	return file_statewright_v1_workflow_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Transition) GetFromState() string {
@@ -684,7 +768,7 @@ var File_statewright_v1_workflow_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\n" +
-	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\x9f\a\n" +
+	"\x1dstatewright/v1/workflow.proto\x12\x0estatewright.v1\x1a\x1cgoogle/protobuf/struct.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\x17google/rpc/status.proto\x1a\x19statewright/v1/task.proto\"\xec\a\n" +
 	"\bWorkflow\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1f\n" +
 	"\vworkflow_id\x18\x02 \x01(\tR\n" +
@@ -713,8 +797,15 @@ const file_statewright_v1_workflow_proto_rawDesc = "" +
 	"\x06parent\x18\x12 \x01(\v2\x1e.statewright.v1.WorkflowParentR\x06parent\x12<\n" +
 	"\bchildren\x18\x13 \x01(\v2 .statewright.v1.WorkflowChildrenR\bchildren\x12,\n" +
 	"\x0frecursion_limit\x18\x16 \x01(\x05H\x00R\x0erecursionLimit\x88\x01\x01\x12\x10\n" +
-	"\x03run\x18\x19 \x01(\x05R\x03runB\x12\n" +
-	"\x10_recursion_limit\"S\n" +
+	"\x03run\x18\x19 \x01(\x05R\x03run\x12\x16\n" +
+	"\x06paused\x18\x17 \x01(\bR\x06paused\x123\n" +
+	"\x05pause\x18\x18 \x01(\v2\x1d.statewright.v1.WorkflowPauseR\x05pauseB\x12\n" +
+	"\x10_recursion_limit\"x\n" +
+	"\rWorkflowPause\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\x12\x14\n" +
+	"\x05actor\x18\x02 \x01(\tR\x05actor\x129\n" +
+	"\n" +
+	"pause_time\x18\x03 \x01(\v2\x1a.google.protobuf.TimestampR\tpauseTime\"S\n" +
 	"\x0eWorkflowParent\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x14\n" +
 	"\x05state\x18\x02 \x01(\tR\x05state\x12\x17\n" +
@@ -762,38 +853,41 @@ func file_statewright_v1_workflow_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 6)
+var file_statewright_v1_workflow_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
 var file_statewright_v1_workflow_proto_goTypes = []any{
 	(WorkflowStatus)(0),           // 0: statewright.v1.WorkflowStatus
 	(*Workflow)(nil),              // 1: statewright.v1.Workflow
-	(*WorkflowParent)(nil),        // 2: statewright.v1.WorkflowParent
-	(*WorkflowChildren)(nil),      // 3: statewright.v1.WorkflowChildren
-	(*FanOutProgress)(nil),        // 4: statewright.v1.FanOutProgress
-	(*Timer)(nil),                 // 5: statewright.v1.Timer
-	(*Transition)(nil),            // 6: statewright.v1.Transition
-	(*structpb.Struct)(nil),       // 7: google.protobuf.Struct
-	(*status.Status)(nil),         // 8: google.rpc.Status
-	(*timestamppb.Timestamp)(nil), // 9: google.protobuf.Timestamp
-	(*Task)(nil),                  // 10: statewright.v1.Task
+	(*WorkflowPause)(nil),         // 2: statewright.v1.WorkflowPause
+	(*WorkflowParent)(nil),        // 3: statewright.v1.WorkflowParent
+	(*WorkflowChildren)(nil),      // 4: statewright.v1.WorkflowChildren
+	(*FanOutProgress)(nil),        // 5: statewright.v1.FanOutProgress
+	(*Timer)(nil),                 // 6: statewright.v1.Timer
+	(*Transition)(nil),            // 7: statewright.v1.Transition
+	(*structpb.Struct)(nil),       // 8: google.protobuf.Struct
+	(*status.Status)(nil),         // 9: google.rpc.Status
+	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*Task)(nil),                  // 11: statewright.v1.Task
 }
 var file_statewright_v1_workflow_proto_depIdxs = []int32{
 	0,  // 0: statewright.v1.Workflow.status:type_name -> statewright.v1.WorkflowStatus
-	7,  // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
-	8,  // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
-	9,  // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
-	9,  // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
-	5,  // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
-	10, // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
-	9,  // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
-	4,  // 8: statewright.v1.Workflow.fan_out:type_name -> statewright.v1.FanOutProgress
-	2,  // 9: statewright.v1.Workflow.parent:type_name -> statewright.v1.WorkflowParent
-	3,  // 10: statewright.v1.Workflow.children:type_name -> statewright.v1.WorkflowChildren
-	9,  // 11: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
-	12, // [12:12] is the sub-list for method output_type
-	12, // [12:12] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	8,  // 1: statewright.v1.Workflow.context:type_name -> google.protobuf.Struct
+	9,  // 2: statewright.v1.Workflow.error:type_name -> google.rpc.Status
+	10, // 3: statewright.v1.Workflow.create_time:type_name -> google.protobuf.Timestamp
+	10, // 4: statewright.v1.Workflow.update_time:type_name -> google.protobuf.Timestamp
+	6,  // 5: statewright.v1.Workflow.timers:type_name -> statewright.v1.Timer
+	11, // 6: statewright.v1.Workflow.pending_task:type_name -> statewright.v1.Task
+	10, // 7: statewright.v1.Workflow.expire_time:type_name -> google.protobuf.Timestamp
+	5,  // 8: statewright.v1.Workflow.fan_out:type_name -> statewright.v1.FanOutProgress
+	3,  // 9: statewright.v1.Workflow.parent:type_name -> statewright.v1.WorkflowParent
+	4,  // 10: statewright.v1.Workflow.children:type_name -> statewright.v1.WorkflowChildren
+	2,  // 11: statewright.v1.Workflow.pause:type_name -> statewright.v1.WorkflowPause
+	10, // 12: statewright.v1.WorkflowPause.pause_time:type_name -> google.protobuf.Timestamp
+	10, // 13: statewright.v1.Timer.due_time:type_name -> google.protobuf.Timestamp
+	14, // [14:14] is the sub-list for method output_type
+	14, // [14:14] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_proto_init() }
@@ -809,7 +903,7 @@ func file_statewright_v1_workflow_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_proto_rawDesc), len(file_statewright_v1_workflow_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   6,
+			NumMessages:   7,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -100,6 +100,8 @@ const (
 	SignalRejection_SIGNAL_REJECTION_RECOVERY_REQUIRED SignalRejection = 3
 	// The server is draining; retry on another replica.
 	SignalRejection_SIGNAL_REJECTION_SHUTTING_DOWN SignalRejection = 4
+	// An operator paused the instance (PauseWorkflow); retry after it is unpaused.
+	SignalRejection_SIGNAL_REJECTION_WORKFLOW_PAUSED SignalRejection = 5
 )
 
 // Enum value maps for SignalRejection.
@@ -110,6 +112,7 @@ var (
 		2: "SIGNAL_REJECTION_PERSISTING",
 		3: "SIGNAL_REJECTION_RECOVERY_REQUIRED",
 		4: "SIGNAL_REJECTION_SHUTTING_DOWN",
+		5: "SIGNAL_REJECTION_WORKFLOW_PAUSED",
 	}
 	SignalRejection_value = map[string]int32{
 		"SIGNAL_REJECTION_UNSPECIFIED":       0,
@@ -117,6 +120,7 @@ var (
 		"SIGNAL_REJECTION_PERSISTING":        2,
 		"SIGNAL_REJECTION_RECOVERY_REQUIRED": 3,
 		"SIGNAL_REJECTION_SHUTTING_DOWN":     4,
+		"SIGNAL_REJECTION_WORKFLOW_PAUSED":   5,
 	}
 )
 
@@ -3068,6 +3072,280 @@ func (x *MigrationPlan) GetTaskQueue() string {
 	return ""
 }
 
+// Request of PauseWorkflow.
+type PauseWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. Why the instance is paused, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the pause applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer what the pause would do and save nothing.
+	DryRun        bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseWorkflowRequest) Reset() {
+	*x = PauseWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[38]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseWorkflowRequest) ProtoMessage() {}
+
+func (x *PauseWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[38]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*PauseWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{38}
+}
+
+func (x *PauseWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *PauseWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *PauseWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *PauseWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *PauseWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of PauseWorkflow.
+type PauseWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the pause (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *PauseWorkflowResponse) Reset() {
+	*x = PauseWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *PauseWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*PauseWorkflowResponse) ProtoMessage() {}
+
+func (x *PauseWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use PauseWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*PauseWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *PauseWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *PauseWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Request of UnpauseWorkflow.
+type UnpauseWorkflowRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Required. The instance's resource name, `workflows/{workflow_id}`.
+	Name string `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// Optional. Why the instance is unpaused, recorded in its history with the caller.
+	Reason string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	// Optional. When non-zero, the unpause applies only if the stored revision equals it.
+	ExpectedRevision int64 `protobuf:"varint,3,opt,name=expected_revision,json=expectedRevision,proto3" json:"expected_revision,omitempty"`
+	// Optional. An idempotency key: a retry with the same key returns the original response.
+	RequestId string `protobuf:"bytes,4,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// Optional. Answer what the unpause would do and save nothing.
+	DryRun        bool `protobuf:"varint,5,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpauseWorkflowRequest) Reset() {
+	*x = UnpauseWorkflowRequest{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpauseWorkflowRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpauseWorkflowRequest) ProtoMessage() {}
+
+func (x *UnpauseWorkflowRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpauseWorkflowRequest.ProtoReflect.Descriptor instead.
+func (*UnpauseWorkflowRequest) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *UnpauseWorkflowRequest) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *UnpauseWorkflowRequest) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *UnpauseWorkflowRequest) GetExpectedRevision() int64 {
+	if x != nil {
+		return x.ExpectedRevision
+	}
+	return 0
+}
+
+func (x *UnpauseWorkflowRequest) GetRequestId() string {
+	if x != nil {
+		return x.RequestId
+	}
+	return ""
+}
+
+func (x *UnpauseWorkflowRequest) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
+// Response of UnpauseWorkflow.
+type UnpauseWorkflowResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Output only. The instance after the unpause (on a dry run: as it would be; unsaved).
+	Workflow *Workflow `protobuf:"bytes,1,opt,name=workflow,proto3" json:"workflow,omitempty"`
+	// Output only. Whether this was a dry run (nothing was saved).
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *UnpauseWorkflowResponse) Reset() {
+	*x = UnpauseWorkflowResponse{}
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *UnpauseWorkflowResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*UnpauseWorkflowResponse) ProtoMessage() {}
+
+func (x *UnpauseWorkflowResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_statewright_v1_workflow_service_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use UnpauseWorkflowResponse.ProtoReflect.Descriptor instead.
+func (*UnpauseWorkflowResponse) Descriptor() ([]byte, []int) {
+	return file_statewright_v1_workflow_service_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *UnpauseWorkflowResponse) GetWorkflow() *Workflow {
+	if x != nil {
+		return x.Workflow
+	}
+	return nil
+}
+
+func (x *UnpauseWorkflowResponse) GetDryRun() bool {
+	if x != nil {
+		return x.DryRun
+	}
+	return false
+}
+
 var File_statewright_v1_workflow_service_proto protoreflect.FileDescriptor
 
 const file_statewright_v1_workflow_service_proto_rawDesc = "" +
@@ -3298,18 +3576,39 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\ttask_fate\x18\t \x01(\x0e2!.statewright.v1.MigrationTaskFateR\btaskFate\x12\x1d\n" +
 	"\n" +
 	"task_queue\x18\n" +
-	" \x01(\tR\ttaskQueue*\x91\x01\n" +
+	" \x01(\tR\ttaskQueue\"\xa7\x01\n" +
+	"\x14PauseWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"f\n" +
+	"\x15PauseWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun\"\xa9\x01\n" +
+	"\x16UnpauseWorkflowRequest\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\x12+\n" +
+	"\x11expected_revision\x18\x03 \x01(\x03R\x10expectedRevision\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x04 \x01(\tR\trequestId\x12\x17\n" +
+	"\adry_run\x18\x05 \x01(\bR\x06dryRun\"h\n" +
+	"\x17UnpauseWorkflowResponse\x124\n" +
+	"\bworkflow\x18\x01 \x01(\v2\x18.statewright.v1.WorkflowR\bworkflow\x12\x17\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRun*\x91\x01\n" +
 	"\x0eIfExistsPolicy\x12 \n" +
 	"\x1cIF_EXISTS_POLICY_UNSPECIFIED\x10\x00\x12\x19\n" +
 	"\x15IF_EXISTS_POLICY_FAIL\x10\x01\x12$\n" +
 	" IF_EXISTS_POLICY_RETURN_EXISTING\x10\x02\x12\x1c\n" +
-	"\x18IF_EXISTS_POLICY_RESTART\x10\x03*\xc2\x01\n" +
+	"\x18IF_EXISTS_POLICY_RESTART\x10\x03*\xe8\x01\n" +
 	"\x0fSignalRejection\x12 \n" +
 	"\x1cSIGNAL_REJECTION_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cSIGNAL_REJECTION_NOT_RUNNING\x10\x01\x12\x1f\n" +
 	"\x1bSIGNAL_REJECTION_PERSISTING\x10\x02\x12&\n" +
 	"\"SIGNAL_REJECTION_RECOVERY_REQUIRED\x10\x03\x12\"\n" +
-	"\x1eSIGNAL_REJECTION_SHUTTING_DOWN\x10\x04*k\n" +
+	"\x1eSIGNAL_REJECTION_SHUTTING_DOWN\x10\x04\x12$\n" +
+	" SIGNAL_REJECTION_WORKFLOW_PAUSED\x10\x05*k\n" +
 	"\x0eWatchEventType\x12 \n" +
 	"\x1cWATCH_EVENT_TYPE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18WATCH_EVENT_TYPE_CURRENT\x10\x01\x12\x19\n" +
@@ -3322,7 +3621,7 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x1fMIGRATION_TASK_FATE_UNSPECIFIED\x10\x00\x12\x1c\n" +
 	"\x18MIGRATION_TASK_FATE_NONE\x10\x01\x12\x1d\n" +
 	"\x19MIGRATION_TASK_FATE_MOVED\x10\x02\x12!\n" +
-	"\x1dMIGRATION_TASK_FATE_CANCELLED\x10\x032\xf6\x12\n" +
+	"\x1dMIGRATION_TASK_FATE_CANCELLED\x10\x032\x96\x15\n" +
 	"\x0fWorkflowService\x12z\n" +
 	"\rStartWorkflow\x12$.statewright.v1.StartWorkflowRequest\x1a%.statewright.v1.StartWorkflowResponse\"\x1c\x82\xd3\xe4\x93\x02\x16:\x01*\"\x11/api/v1/workflows\x12\x8d\x01\n" +
 	"\x0eResumeWorkflow\x12%.statewright.v1.ResumeWorkflowRequest\x1a&.statewright.v1.ResumeWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/{name=workflows/*}/resume\x12\x8d\x01\n" +
@@ -3339,7 +3638,9 @@ const file_statewright_v1_workflow_service_proto_rawDesc = "" +
 	"\x0eCountWorkflows\x12%.statewright.v1.CountWorkflowsRequest\x1a&.statewright.v1.CountWorkflowsResponse\"\x1f\x82\xd3\xe4\x93\x02\x19\x12\x17/api/v1/workflows:count\x12\xa8\x01\n" +
 	"\x17SignalWithStartWorkflow\x12..statewright.v1.SignalWithStartWorkflowRequest\x1a/.statewright.v1.SignalWithStartWorkflowResponse\",\x82\xd3\xe4\x93\x02&:\x01*\"!/api/v1/workflows:signalWithStart\x12\x89\x01\n" +
 	"\rRetryWorkflow\x12$.statewright.v1.RetryWorkflowRequest\x1a%.statewright.v1.RetryWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/retry\x12\x89\x01\n" +
-	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/reset\x12\x91\x01\n" +
+	"\rResetWorkflow\x12$.statewright.v1.ResetWorkflowRequest\x1a%.statewright.v1.ResetWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/reset\x12\x89\x01\n" +
+	"\rPauseWorkflow\x12$.statewright.v1.PauseWorkflowRequest\x1a%.statewright.v1.PauseWorkflowResponse\"+\x82\xd3\xe4\x93\x02%:\x01*\" /api/v1/{name=workflows/*}/pause\x12\x91\x01\n" +
+	"\x0fUnpauseWorkflow\x12&.statewright.v1.UnpauseWorkflowRequest\x1a'.statewright.v1.UnpauseWorkflowResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/{name=workflows/*}/unpause\x12\x91\x01\n" +
 	"\x0fMigrateWorkflow\x12&.statewright.v1.MigrateWorkflowRequest\x1a'.statewright.v1.MigrateWorkflowResponse\"-\x82\xd3\xe4\x93\x02':\x01*\"\"/api/v1/{name=workflows/*}/migrateBs\n" +
 	"\x12dev.statewright.v1P\x01ZJgithub.com/statewright/statewright/clients/go/statewright/v1;statewrightv1\xaa\x02\x0eStatewright.V1b\x06proto3"
 
@@ -3356,7 +3657,7 @@ func file_statewright_v1_workflow_service_proto_rawDescGZIP() []byte {
 }
 
 var file_statewright_v1_workflow_service_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_statewright_v1_workflow_service_proto_msgTypes = make([]protoimpl.MessageInfo, 44)
 var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(IfExistsPolicy)(0),                     // 0: statewright.v1.IfExistsPolicy
 	(SignalRejection)(0),                    // 1: statewright.v1.SignalRejection
@@ -3401,120 +3702,130 @@ var file_statewright_v1_workflow_service_proto_goTypes = []any{
 	(*MigrateWorkflowRequest)(nil),          // 40: statewright.v1.MigrateWorkflowRequest
 	(*MigrateWorkflowResponse)(nil),         // 41: statewright.v1.MigrateWorkflowResponse
 	(*MigrationPlan)(nil),                   // 42: statewright.v1.MigrationPlan
-	nil,                                     // 43: statewright.v1.MigrateWorkflowRequest.StateMapEntry
-	nil,                                     // 44: statewright.v1.MigrateWorkflowRequest.SetEntry
-	(*structpb.Struct)(nil),                 // 45: google.protobuf.Struct
-	(*durationpb.Duration)(nil),             // 46: google.protobuf.Duration
-	(*Workflow)(nil),                        // 47: statewright.v1.Workflow
-	(*Transition)(nil),                      // 48: statewright.v1.Transition
-	(WorkflowStatus)(0),                     // 49: statewright.v1.WorkflowStatus
-	(*structpb.Value)(nil),                  // 50: google.protobuf.Value
-	(*EventLoopDiagnostics)(nil),            // 51: statewright.v1.EventLoopDiagnostics
-	(*AdmissionDiagnostics)(nil),            // 52: statewright.v1.AdmissionDiagnostics
-	(*PersistenceDiagnostics)(nil),          // 53: statewright.v1.PersistenceDiagnostics
-	(*WatcherDiagnostics)(nil),              // 54: statewright.v1.WatcherDiagnostics
-	(*BuildInfo)(nil),                       // 55: statewright.v1.BuildInfo
-	(*TimerDiagnostics)(nil),                // 56: statewright.v1.TimerDiagnostics
-	(*TaskQueueDiagnostics)(nil),            // 57: statewright.v1.TaskQueueDiagnostics
-	(*RetentionDiagnostics)(nil),            // 58: statewright.v1.RetentionDiagnostics
-	(*WorkflowDiagnostics)(nil),             // 59: statewright.v1.WorkflowDiagnostics
-	(*Definition)(nil),                      // 60: statewright.v1.Definition
+	(*PauseWorkflowRequest)(nil),            // 43: statewright.v1.PauseWorkflowRequest
+	(*PauseWorkflowResponse)(nil),           // 44: statewright.v1.PauseWorkflowResponse
+	(*UnpauseWorkflowRequest)(nil),          // 45: statewright.v1.UnpauseWorkflowRequest
+	(*UnpauseWorkflowResponse)(nil),         // 46: statewright.v1.UnpauseWorkflowResponse
+	nil,                                     // 47: statewright.v1.MigrateWorkflowRequest.StateMapEntry
+	nil,                                     // 48: statewright.v1.MigrateWorkflowRequest.SetEntry
+	(*structpb.Struct)(nil),                 // 49: google.protobuf.Struct
+	(*durationpb.Duration)(nil),             // 50: google.protobuf.Duration
+	(*Workflow)(nil),                        // 51: statewright.v1.Workflow
+	(*Transition)(nil),                      // 52: statewright.v1.Transition
+	(WorkflowStatus)(0),                     // 53: statewright.v1.WorkflowStatus
+	(*structpb.Value)(nil),                  // 54: google.protobuf.Value
+	(*EventLoopDiagnostics)(nil),            // 55: statewright.v1.EventLoopDiagnostics
+	(*AdmissionDiagnostics)(nil),            // 56: statewright.v1.AdmissionDiagnostics
+	(*PersistenceDiagnostics)(nil),          // 57: statewright.v1.PersistenceDiagnostics
+	(*WatcherDiagnostics)(nil),              // 58: statewright.v1.WatcherDiagnostics
+	(*BuildInfo)(nil),                       // 59: statewright.v1.BuildInfo
+	(*TimerDiagnostics)(nil),                // 60: statewright.v1.TimerDiagnostics
+	(*TaskQueueDiagnostics)(nil),            // 61: statewright.v1.TaskQueueDiagnostics
+	(*RetentionDiagnostics)(nil),            // 62: statewright.v1.RetentionDiagnostics
+	(*WorkflowDiagnostics)(nil),             // 63: statewright.v1.WorkflowDiagnostics
+	(*Definition)(nil),                      // 64: statewright.v1.Definition
 }
 var file_statewright_v1_workflow_service_proto_depIdxs = []int32{
-	45, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	49, // 0: statewright.v1.StartWorkflowRequest.input:type_name -> google.protobuf.Struct
 	0,  // 1: statewright.v1.StartWorkflowRequest.if_exists:type_name -> statewright.v1.IfExistsPolicy
-	46, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
-	47, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	48, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	45, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
-	47, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	48, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	45, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	50, // 2: statewright.v1.StartWorkflowRequest.start_delay:type_name -> google.protobuf.Duration
+	51, // 3: statewright.v1.StartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	52, // 4: statewright.v1.StartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	49, // 5: statewright.v1.ResumeWorkflowRequest.input:type_name -> google.protobuf.Struct
+	51, // 6: statewright.v1.ResumeWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	52, // 7: statewright.v1.ResumeWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	49, // 8: statewright.v1.SignalWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	1,  // 9: statewright.v1.SignalWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	47, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	48, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	47, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	49, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
-	47, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
-	47, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	47, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	51, // 10: statewright.v1.SignalWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	52, // 11: statewright.v1.SignalWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	51, // 12: statewright.v1.GetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	53, // 13: statewright.v1.ListWorkflowsRequest.status:type_name -> statewright.v1.WorkflowStatus
+	51, // 14: statewright.v1.ListWorkflowsResponse.workflows:type_name -> statewright.v1.Workflow
+	51, // 15: statewright.v1.CancelWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	51, // 16: statewright.v1.DeleteWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	2,  // 17: statewright.v1.WatchWorkflowResponse.type:type_name -> statewright.v1.WatchEventType
-	48, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	47, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
-	45, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
+	52, // 18: statewright.v1.WatchWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	51, // 19: statewright.v1.WatchWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	49, // 20: statewright.v1.WatchWorkflowResponse.input:type_name -> google.protobuf.Struct
 	21, // 21: statewright.v1.WatchWorkflowResponse.context_patch:type_name -> statewright.v1.ContextPatchOperation
-	50, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
-	51, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
-	52, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
-	53, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
-	54, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
-	55, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
-	46, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
-	56, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
-	57, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
-	58, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
-	59, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
-	60, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
-	60, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
+	54, // 22: statewright.v1.ContextPatchOperation.value:type_name -> google.protobuf.Value
+	55, // 23: statewright.v1.GetDiagnosticsResponse.event_loop:type_name -> statewright.v1.EventLoopDiagnostics
+	56, // 24: statewright.v1.GetDiagnosticsResponse.admissions:type_name -> statewright.v1.AdmissionDiagnostics
+	57, // 25: statewright.v1.GetDiagnosticsResponse.persistence:type_name -> statewright.v1.PersistenceDiagnostics
+	58, // 26: statewright.v1.GetDiagnosticsResponse.watchers:type_name -> statewright.v1.WatcherDiagnostics
+	59, // 27: statewright.v1.GetDiagnosticsResponse.build:type_name -> statewright.v1.BuildInfo
+	50, // 28: statewright.v1.GetDiagnosticsResponse.uptime:type_name -> google.protobuf.Duration
+	60, // 29: statewright.v1.GetDiagnosticsResponse.timers:type_name -> statewright.v1.TimerDiagnostics
+	61, // 30: statewright.v1.GetDiagnosticsResponse.task_queues:type_name -> statewright.v1.TaskQueueDiagnostics
+	62, // 31: statewright.v1.GetDiagnosticsResponse.retention:type_name -> statewright.v1.RetentionDiagnostics
+	63, // 32: statewright.v1.GetWorkflowDiagnosticsResponse.diagnostics:type_name -> statewright.v1.WorkflowDiagnostics
+	64, // 33: statewright.v1.ListDefinitionsResponse.definitions:type_name -> statewright.v1.Definition
+	64, // 34: statewright.v1.GetDefinitionResponse.definition:type_name -> statewright.v1.Definition
 	32, // 35: statewright.v1.CountWorkflowsResponse.by_status:type_name -> statewright.v1.StatusCount
-	49, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
-	45, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
-	45, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
+	53, // 36: statewright.v1.StatusCount.status:type_name -> statewright.v1.WorkflowStatus
+	49, // 37: statewright.v1.SignalWithStartWorkflowRequest.input:type_name -> google.protobuf.Struct
+	49, // 38: statewright.v1.SignalWithStartWorkflowRequest.payload:type_name -> google.protobuf.Struct
 	3,  // 39: statewright.v1.SignalWithStartWorkflowRequest.if_finished:type_name -> statewright.v1.IfFinishedPolicy
-	47, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	51, // 40: statewright.v1.SignalWithStartWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	1,  // 41: statewright.v1.SignalWithStartWorkflowResponse.reason:type_name -> statewright.v1.SignalRejection
-	48, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
-	50, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
-	50, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
-	47, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	52, // 42: statewright.v1.SignalWithStartWorkflowResponse.transitions:type_name -> statewright.v1.Transition
+	54, // 43: statewright.v1.ContextChange.before:type_name -> google.protobuf.Value
+	54, // 44: statewright.v1.ContextChange.after:type_name -> google.protobuf.Value
+	51, // 45: statewright.v1.RetryWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	35, // 46: statewright.v1.RetryWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
-	47, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	51, // 47: statewright.v1.ResetWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	35, // 48: statewright.v1.ResetWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
-	43, // 49: statewright.v1.MigrateWorkflowRequest.state_map:type_name -> statewright.v1.MigrateWorkflowRequest.StateMapEntry
-	44, // 50: statewright.v1.MigrateWorkflowRequest.set:type_name -> statewright.v1.MigrateWorkflowRequest.SetEntry
-	47, // 51: statewright.v1.MigrateWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	47, // 49: statewright.v1.MigrateWorkflowRequest.state_map:type_name -> statewright.v1.MigrateWorkflowRequest.StateMapEntry
+	48, // 50: statewright.v1.MigrateWorkflowRequest.set:type_name -> statewright.v1.MigrateWorkflowRequest.SetEntry
+	51, // 51: statewright.v1.MigrateWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
 	42, // 52: statewright.v1.MigrateWorkflowResponse.plan:type_name -> statewright.v1.MigrationPlan
 	35, // 53: statewright.v1.MigrateWorkflowResponse.context_changes:type_name -> statewright.v1.ContextChange
 	4,  // 54: statewright.v1.MigrationPlan.task_fate:type_name -> statewright.v1.MigrationTaskFate
-	5,  // 55: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
-	7,  // 56: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
-	9,  // 57: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
-	11, // 58: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
-	13, // 59: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
-	15, // 60: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
-	17, // 61: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
-	19, // 62: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
-	22, // 63: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
-	24, // 64: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
-	26, // 65: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
-	28, // 66: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
-	30, // 67: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
-	33, // 68: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
-	36, // 69: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
-	38, // 70: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
-	40, // 71: statewright.v1.WorkflowService.MigrateWorkflow:input_type -> statewright.v1.MigrateWorkflowRequest
-	6,  // 72: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
-	8,  // 73: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
-	10, // 74: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
-	12, // 75: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
-	14, // 76: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
-	16, // 77: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
-	18, // 78: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
-	20, // 79: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
-	23, // 80: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
-	25, // 81: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
-	27, // 82: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
-	29, // 83: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
-	31, // 84: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
-	34, // 85: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
-	37, // 86: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
-	39, // 87: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
-	41, // 88: statewright.v1.WorkflowService.MigrateWorkflow:output_type -> statewright.v1.MigrateWorkflowResponse
-	72, // [72:89] is the sub-list for method output_type
-	55, // [55:72] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	51, // 55: statewright.v1.PauseWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	51, // 56: statewright.v1.UnpauseWorkflowResponse.workflow:type_name -> statewright.v1.Workflow
+	5,  // 57: statewright.v1.WorkflowService.StartWorkflow:input_type -> statewright.v1.StartWorkflowRequest
+	7,  // 58: statewright.v1.WorkflowService.ResumeWorkflow:input_type -> statewright.v1.ResumeWorkflowRequest
+	9,  // 59: statewright.v1.WorkflowService.SignalWorkflow:input_type -> statewright.v1.SignalWorkflowRequest
+	11, // 60: statewright.v1.WorkflowService.GetWorkflow:input_type -> statewright.v1.GetWorkflowRequest
+	13, // 61: statewright.v1.WorkflowService.ListWorkflows:input_type -> statewright.v1.ListWorkflowsRequest
+	15, // 62: statewright.v1.WorkflowService.CancelWorkflow:input_type -> statewright.v1.CancelWorkflowRequest
+	17, // 63: statewright.v1.WorkflowService.DeleteWorkflow:input_type -> statewright.v1.DeleteWorkflowRequest
+	19, // 64: statewright.v1.WorkflowService.WatchWorkflow:input_type -> statewright.v1.WatchWorkflowRequest
+	22, // 65: statewright.v1.WorkflowService.GetDiagnostics:input_type -> statewright.v1.GetDiagnosticsRequest
+	24, // 66: statewright.v1.WorkflowService.GetWorkflowDiagnostics:input_type -> statewright.v1.GetWorkflowDiagnosticsRequest
+	26, // 67: statewright.v1.WorkflowService.ListDefinitions:input_type -> statewright.v1.ListDefinitionsRequest
+	28, // 68: statewright.v1.WorkflowService.GetDefinition:input_type -> statewright.v1.GetDefinitionRequest
+	30, // 69: statewright.v1.WorkflowService.CountWorkflows:input_type -> statewright.v1.CountWorkflowsRequest
+	33, // 70: statewright.v1.WorkflowService.SignalWithStartWorkflow:input_type -> statewright.v1.SignalWithStartWorkflowRequest
+	36, // 71: statewright.v1.WorkflowService.RetryWorkflow:input_type -> statewright.v1.RetryWorkflowRequest
+	38, // 72: statewright.v1.WorkflowService.ResetWorkflow:input_type -> statewright.v1.ResetWorkflowRequest
+	43, // 73: statewright.v1.WorkflowService.PauseWorkflow:input_type -> statewright.v1.PauseWorkflowRequest
+	45, // 74: statewright.v1.WorkflowService.UnpauseWorkflow:input_type -> statewright.v1.UnpauseWorkflowRequest
+	40, // 75: statewright.v1.WorkflowService.MigrateWorkflow:input_type -> statewright.v1.MigrateWorkflowRequest
+	6,  // 76: statewright.v1.WorkflowService.StartWorkflow:output_type -> statewright.v1.StartWorkflowResponse
+	8,  // 77: statewright.v1.WorkflowService.ResumeWorkflow:output_type -> statewright.v1.ResumeWorkflowResponse
+	10, // 78: statewright.v1.WorkflowService.SignalWorkflow:output_type -> statewright.v1.SignalWorkflowResponse
+	12, // 79: statewright.v1.WorkflowService.GetWorkflow:output_type -> statewright.v1.GetWorkflowResponse
+	14, // 80: statewright.v1.WorkflowService.ListWorkflows:output_type -> statewright.v1.ListWorkflowsResponse
+	16, // 81: statewright.v1.WorkflowService.CancelWorkflow:output_type -> statewright.v1.CancelWorkflowResponse
+	18, // 82: statewright.v1.WorkflowService.DeleteWorkflow:output_type -> statewright.v1.DeleteWorkflowResponse
+	20, // 83: statewright.v1.WorkflowService.WatchWorkflow:output_type -> statewright.v1.WatchWorkflowResponse
+	23, // 84: statewright.v1.WorkflowService.GetDiagnostics:output_type -> statewright.v1.GetDiagnosticsResponse
+	25, // 85: statewright.v1.WorkflowService.GetWorkflowDiagnostics:output_type -> statewright.v1.GetWorkflowDiagnosticsResponse
+	27, // 86: statewright.v1.WorkflowService.ListDefinitions:output_type -> statewright.v1.ListDefinitionsResponse
+	29, // 87: statewright.v1.WorkflowService.GetDefinition:output_type -> statewright.v1.GetDefinitionResponse
+	31, // 88: statewright.v1.WorkflowService.CountWorkflows:output_type -> statewright.v1.CountWorkflowsResponse
+	34, // 89: statewright.v1.WorkflowService.SignalWithStartWorkflow:output_type -> statewright.v1.SignalWithStartWorkflowResponse
+	37, // 90: statewright.v1.WorkflowService.RetryWorkflow:output_type -> statewright.v1.RetryWorkflowResponse
+	39, // 91: statewright.v1.WorkflowService.ResetWorkflow:output_type -> statewright.v1.ResetWorkflowResponse
+	44, // 92: statewright.v1.WorkflowService.PauseWorkflow:output_type -> statewright.v1.PauseWorkflowResponse
+	46, // 93: statewright.v1.WorkflowService.UnpauseWorkflow:output_type -> statewright.v1.UnpauseWorkflowResponse
+	41, // 94: statewright.v1.WorkflowService.MigrateWorkflow:output_type -> statewright.v1.MigrateWorkflowResponse
+	76, // [76:95] is the sub-list for method output_type
+	57, // [57:76] is the sub-list for method input_type
+	57, // [57:57] is the sub-list for extension type_name
+	57, // [57:57] is the sub-list for extension extendee
+	0,  // [0:57] is the sub-list for field type_name
 }
 
 func init() { file_statewright_v1_workflow_service_proto_init() }
@@ -3532,7 +3843,7 @@ func file_statewright_v1_workflow_service_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_statewright_v1_workflow_service_proto_rawDesc), len(file_statewright_v1_workflow_service_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   40,
+			NumMessages:   44,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -35,6 +35,8 @@ const (
 	WorkflowService_SignalWithStartWorkflow_FullMethodName = "/statewright.v1.WorkflowService/SignalWithStartWorkflow"
 	WorkflowService_RetryWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/RetryWorkflow"
 	WorkflowService_ResetWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/ResetWorkflow"
+	WorkflowService_PauseWorkflow_FullMethodName           = "/statewright.v1.WorkflowService/PauseWorkflow"
+	WorkflowService_UnpauseWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/UnpauseWorkflow"
 	WorkflowService_MigrateWorkflow_FullMethodName         = "/statewright.v1.WorkflowService/MigrateWorkflow"
 )
 
@@ -84,6 +86,16 @@ type WorkflowServiceClient interface {
 	// scheduled anew; what the instance has open is cancelled in the same step. Work done
 	// since that revision (by tasks, outside the instance) is not undone.
 	ResetWorkflow(ctx context.Context, in *ResetWorkflowRequest, opts ...grpc.CallOption) (*ResetWorkflowResponse, error)
+	// Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+	// steps it. Its timers that come due wait and fire after the unpause, in due order; its
+	// tasks are not offered to workers (a leased one's completion is refused with
+	// WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+	// answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+	// refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+	PauseWorkflow(ctx context.Context, in *PauseWorkflowRequest, opts ...grpc.CallOption) (*PauseWorkflowResponse, error)
+	// Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+	// offered again. An instance that is not paused is refused (NOT_PAUSED).
+	UnpauseWorkflow(ctx context.Context, in *UnpauseWorkflowRequest, opts ...grpc.CallOption) (*UnpauseWorkflowResponse, error)
 	// Moves a RUNNING or WAITING instance to another version of its definition, as one
 	// saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
 	// MIGRATION_INVALID) names every problem with its path. The response gives the plan:
@@ -269,6 +281,26 @@ func (c *workflowServiceClient) ResetWorkflow(ctx context.Context, in *ResetWork
 	return out, nil
 }
 
+func (c *workflowServiceClient) PauseWorkflow(ctx context.Context, in *PauseWorkflowRequest, opts ...grpc.CallOption) (*PauseWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(PauseWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_PauseWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *workflowServiceClient) UnpauseWorkflow(ctx context.Context, in *UnpauseWorkflowRequest, opts ...grpc.CallOption) (*UnpauseWorkflowResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(UnpauseWorkflowResponse)
+	err := c.cc.Invoke(ctx, WorkflowService_UnpauseWorkflow_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *workflowServiceClient) MigrateWorkflow(ctx context.Context, in *MigrateWorkflowRequest, opts ...grpc.CallOption) (*MigrateWorkflowResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(MigrateWorkflowResponse)
@@ -325,6 +357,16 @@ type WorkflowServiceServer interface {
 	// scheduled anew; what the instance has open is cancelled in the same step. Work done
 	// since that revision (by tasks, outside the instance) is not undone.
 	ResetWorkflow(context.Context, *ResetWorkflowRequest) (*ResetWorkflowResponse, error)
+	// Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+	// steps it. Its timers that come due wait and fire after the unpause, in due order; its
+	// tasks are not offered to workers (a leased one's completion is refused with
+	// WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+	// answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+	// refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+	PauseWorkflow(context.Context, *PauseWorkflowRequest) (*PauseWorkflowResponse, error)
+	// Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+	// offered again. An instance that is not paused is refused (NOT_PAUSED).
+	UnpauseWorkflow(context.Context, *UnpauseWorkflowRequest) (*UnpauseWorkflowResponse, error)
 	// Moves a RUNNING or WAITING instance to another version of its definition, as one
 	// saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
 	// MIGRATION_INVALID) names every problem with its path. The response gives the plan:
@@ -388,6 +430,12 @@ func (UnimplementedWorkflowServiceServer) RetryWorkflow(context.Context, *RetryW
 }
 func (UnimplementedWorkflowServiceServer) ResetWorkflow(context.Context, *ResetWorkflowRequest) (*ResetWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method ResetWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) PauseWorkflow(context.Context, *PauseWorkflowRequest) (*PauseWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method PauseWorkflow not implemented")
+}
+func (UnimplementedWorkflowServiceServer) UnpauseWorkflow(context.Context, *UnpauseWorkflowRequest) (*UnpauseWorkflowResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method UnpauseWorkflow not implemented")
 }
 func (UnimplementedWorkflowServiceServer) MigrateWorkflow(context.Context, *MigrateWorkflowRequest) (*MigrateWorkflowResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method MigrateWorkflow not implemented")
@@ -694,6 +742,42 @@ func _WorkflowService_ResetWorkflow_Handler(srv interface{}, ctx context.Context
 	return interceptor(ctx, in, info, handler)
 }
 
+func _WorkflowService_PauseWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(PauseWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).PauseWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_PauseWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).PauseWorkflow(ctx, req.(*PauseWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _WorkflowService_UnpauseWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(UnpauseWorkflowRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(WorkflowServiceServer).UnpauseWorkflow(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: WorkflowService_UnpauseWorkflow_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(WorkflowServiceServer).UnpauseWorkflow(ctx, req.(*UnpauseWorkflowRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _WorkflowService_MigrateWorkflow_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(MigrateWorkflowRequest)
 	if err := dec(in); err != nil {
@@ -778,6 +862,14 @@ var WorkflowService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ResetWorkflow",
 			Handler:    _WorkflowService_ResetWorkflow_Handler,
+		},
+		{
+			MethodName: "PauseWorkflow",
+			Handler:    _WorkflowService_PauseWorkflow_Handler,
+		},
+		{
+			MethodName: "UnpauseWorkflow",
+			Handler:    _WorkflowService_UnpauseWorkflow_Handler,
 		},
 		{
 			MethodName: "MigrateWorkflow",

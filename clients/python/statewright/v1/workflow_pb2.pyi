@@ -86,6 +86,8 @@ class Workflow(_message.Message):
     CHILDREN_FIELD_NUMBER: _builtins.int
     RECURSION_LIMIT_FIELD_NUMBER: _builtins.int
     RUN_FIELD_NUMBER: _builtins.int
+    PAUSED_FIELD_NUMBER: _builtins.int
+    PAUSE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. The resource name, `workflows/{workflow_id}`."""
     workflow_id: _builtins.str
@@ -111,6 +113,11 @@ class Workflow(_message.Message):
     """Output only. The run of the instance this revision belongs to: 1 for the run its
     creation started, one more for every restart (StartWorkflow with if_exists RESTART).
     The name stays `workflows/{workflow_id}` and revisions keep increasing across runs.
+    """
+    paused: _builtins.bool
+    """Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+    it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+    a paused instance shows both.
     """
     @_builtins.property
     def context(self) -> _struct_pb2.Struct:
@@ -166,6 +173,10 @@ class Workflow(_message.Message):
         Unset when it has none.
         """
 
+    @_builtins.property
+    def pause(self) -> Global___WorkflowPause:
+        """Output only. Who paused the instance, when, and why. Unset while it is not paused."""
+
     def __init__(
         self,
         *,
@@ -190,16 +201,50 @@ class Workflow(_message.Message):
         children: Global___WorkflowChildren | None = ...,
         recursion_limit: _builtins.int | None = ...,
         run: _builtins.int = ...,
+        paused: _builtins.bool = ...,
+        pause: Global___WorkflowPause | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "children", b"children", "context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "update_time", b"update_time"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "children", b"children", "context", b"context", "create_time", b"create_time", "error", b"error", "expire_time", b"expire_time", "fan_out", b"fan_out", "parent", b"parent", "pause", b"pause", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "revision", b"revision", "run", b"run", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit", "accepted_events", b"accepted_events", "children", b"children", "context", b"context", "create_time", b"create_time", "definition", b"definition", "error", b"error", "etag", b"etag", "expire_time", b"expire_time", "fan_out", b"fan_out", "name", b"name", "parent", b"parent", "pause", b"pause", "paused", b"paused", "pending_task", b"pending_task", "recursion_limit", b"recursion_limit", "revision", b"revision", "run", b"run", "state", b"state", "status", b"status", "timers", b"timers", "update_time", b"update_time", "version", b"version", "workflow_id", b"workflow_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__recursion_limit: _TypeAlias = _typing.Literal["recursion_limit"]  # noqa: Y015
     _WhichOneofArgType__recursion_limit: _TypeAlias = _typing.Literal["_recursion_limit", b"_recursion_limit"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__recursion_limit) -> _WhichOneofReturnType__recursion_limit | None: ...
 
 Global___Workflow: _TypeAlias = Workflow  # noqa: Y015
+
+@_typing.final
+class WorkflowPause(_message.Message):
+    """An operator's pause of an instance (PauseWorkflow)."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REASON_FIELD_NUMBER: _builtins.int
+    ACTOR_FIELD_NUMBER: _builtins.int
+    PAUSE_TIME_FIELD_NUMBER: _builtins.int
+    reason: _builtins.str
+    """Output only. Why it was paused, as the operator said."""
+    actor: _builtins.str
+    """Output only. The principal that paused it."""
+    @_builtins.property
+    def pause_time(self) -> _timestamp_pb2.Timestamp:
+        """Output only. When the pause was saved."""
+
+    def __init__(
+        self,
+        *,
+        reason: _builtins.str = ...,
+        actor: _builtins.str = ...,
+        pause_time: _timestamp_pb2.Timestamp | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["pause_time", b"pause_time"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "pause_time", b"pause_time", "reason", b"reason"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___WorkflowPause: _TypeAlias = WorkflowPause  # noqa: Y015
 
 @_typing.final
 class WorkflowParent(_message.Message):

@@ -80,6 +80,8 @@ class _SignalRejectionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Signa
     """A save's outcome is unknown and the instance awaits a recovery re-check."""
     SIGNAL_REJECTION_SHUTTING_DOWN: _SignalRejection.ValueType  # 4
     """The server is draining; retry on another replica."""
+    SIGNAL_REJECTION_WORKFLOW_PAUSED: _SignalRejection.ValueType  # 5
+    """An operator paused the instance (PauseWorkflow); retry after it is unpaused."""
 
 class SignalRejection(_SignalRejection, metaclass=_SignalRejectionEnumTypeWrapper):
     """Why SignalWorkflow did not accept a signal."""
@@ -94,6 +96,8 @@ SIGNAL_REJECTION_RECOVERY_REQUIRED: SignalRejection.ValueType  # 3
 """A save's outcome is unknown and the instance awaits a recovery re-check."""
 SIGNAL_REJECTION_SHUTTING_DOWN: SignalRejection.ValueType  # 4
 """The server is draining; retry on another replica."""
+SIGNAL_REJECTION_WORKFLOW_PAUSED: SignalRejection.ValueType  # 5
+"""An operator paused the instance (PauseWorkflow); retry after it is unpaused."""
 Global___SignalRejection: _TypeAlias = SignalRejection  # noqa: Y015
 
 class _WatchEventType:
@@ -1662,3 +1666,135 @@ class MigrationPlan(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___MigrationPlan: _TypeAlias = MigrationPlan  # noqa: Y015
+
+@_typing.final
+class PauseWorkflowRequest(_message.Message):
+    """Request of PauseWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    EXPECTED_REVISION_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. The instance's resource name, `workflows/{workflow_id}`."""
+    reason: _builtins.str
+    """Optional. Why the instance is paused, recorded in its history with the caller."""
+    expected_revision: _builtins.int
+    """Optional. When non-zero, the pause applies only if the stored revision equals it."""
+    request_id: _builtins.str
+    """Optional. An idempotency key: a retry with the same key returns the original response."""
+    dry_run: _builtins.bool
+    """Optional. Answer what the pause would do and save nothing."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        expected_revision: _builtins.int = ...,
+        request_id: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "expected_revision", b"expected_revision", "name", b"name", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PauseWorkflowRequest: _TypeAlias = PauseWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class PauseWorkflowResponse(_message.Message):
+    """Response of PauseWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Output only. Whether this was a dry run (nothing was saved)."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance after the pause (on a dry run: as it would be; unsaved)."""
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PauseWorkflowResponse: _TypeAlias = PauseWorkflowResponse  # noqa: Y015
+
+@_typing.final
+class UnpauseWorkflowRequest(_message.Message):
+    """Request of UnpauseWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    NAME_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    EXPECTED_REVISION_FIELD_NUMBER: _builtins.int
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    name: _builtins.str
+    """Required. The instance's resource name, `workflows/{workflow_id}`."""
+    reason: _builtins.str
+    """Optional. Why the instance is unpaused, recorded in its history with the caller."""
+    expected_revision: _builtins.int
+    """Optional. When non-zero, the unpause applies only if the stored revision equals it."""
+    request_id: _builtins.str
+    """Optional. An idempotency key: a retry with the same key returns the original response."""
+    dry_run: _builtins.bool
+    """Optional. Answer what the unpause would do and save nothing."""
+    def __init__(
+        self,
+        *,
+        name: _builtins.str = ...,
+        reason: _builtins.str = ...,
+        expected_revision: _builtins.int = ...,
+        request_id: _builtins.str = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "expected_revision", b"expected_revision", "name", b"name", "reason", b"reason", "request_id", b"request_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnpauseWorkflowRequest: _TypeAlias = UnpauseWorkflowRequest  # noqa: Y015
+
+@_typing.final
+class UnpauseWorkflowResponse(_message.Message):
+    """Response of UnpauseWorkflow."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WORKFLOW_FIELD_NUMBER: _builtins.int
+    DRY_RUN_FIELD_NUMBER: _builtins.int
+    dry_run: _builtins.bool
+    """Output only. Whether this was a dry run (nothing was saved)."""
+    @_builtins.property
+    def workflow(self) -> _workflow_pb2.Workflow:
+        """Output only. The instance after the unpause (on a dry run: as it would be; unsaved)."""
+
+    def __init__(
+        self,
+        *,
+        workflow: _workflow_pb2.Workflow | None = ...,
+        dry_run: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["workflow", b"workflow"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["dry_run", b"dry_run", "workflow", b"workflow"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___UnpauseWorkflowResponse: _TypeAlias = UnpauseWorkflowResponse  # noqa: Y015

@@ -115,6 +115,16 @@ class WorkflowServiceStub:
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.SerializeToString,
                 response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.FromString,
                 _registered_method=True)
+        self.PauseWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/PauseWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.PauseWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.PauseWorkflowResponse.FromString,
+                _registered_method=True)
+        self.UnpauseWorkflow = channel.unary_unary(
+                '/statewright.v1.WorkflowService/UnpauseWorkflow',
+                request_serializer=statewright_dot_v1_dot_workflow__service__pb2.UnpauseWorkflowRequest.SerializeToString,
+                response_deserializer=statewright_dot_v1_dot_workflow__service__pb2.UnpauseWorkflowResponse.FromString,
+                _registered_method=True)
         self.MigrateWorkflow = channel.unary_unary(
                 '/statewright.v1.WorkflowService/MigrateWorkflow',
                 request_serializer=statewright_dot_v1_dot_workflow__service__pb2.MigrateWorkflowRequest.SerializeToString,
@@ -246,6 +256,26 @@ class WorkflowServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def PauseWorkflow(self, request, context):
+        """Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+        steps it. Its timers that come due wait and fire after the unpause, in due order; its
+        tasks are not offered to workers (a leased one's completion is refused with
+        WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+        answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+        refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnpauseWorkflow(self, request, context):
+        """Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+        offered again. An instance that is not paused is refused (NOT_PAUSED).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
     def MigrateWorkflow(self, request, context):
         """Moves a RUNNING or WAITING instance to another version of its definition, as one
         saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
@@ -339,6 +369,16 @@ def add_WorkflowServiceServicer_to_server(servicer, server):
                     servicer.ResetWorkflow,
                     request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.FromString,
                     response_serializer=statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.SerializeToString,
+            ),
+            'PauseWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.PauseWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.PauseWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.PauseWorkflowResponse.SerializeToString,
+            ),
+            'UnpauseWorkflow': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnpauseWorkflow,
+                    request_deserializer=statewright_dot_v1_dot_workflow__service__pb2.UnpauseWorkflowRequest.FromString,
+                    response_serializer=statewright_dot_v1_dot_workflow__service__pb2.UnpauseWorkflowResponse.SerializeToString,
             ),
             'MigrateWorkflow': grpc.unary_unary_rpc_method_handler(
                     servicer.MigrateWorkflow,
@@ -779,6 +819,60 @@ class WorkflowService:
             '/statewright.v1.WorkflowService/ResetWorkflow',
             statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowRequest.SerializeToString,
             statewright_dot_v1_dot_workflow__service__pb2.ResetWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def PauseWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/PauseWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.PauseWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.PauseWorkflowResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnpauseWorkflow(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/statewright.v1.WorkflowService/UnpauseWorkflow',
+            statewright_dot_v1_dot_workflow__service__pb2.UnpauseWorkflowRequest.SerializeToString,
+            statewright_dot_v1_dot_workflow__service__pb2.UnpauseWorkflowResponse.FromString,
             options,
             channel_credentials,
             insecure,

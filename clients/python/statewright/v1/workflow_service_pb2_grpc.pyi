@@ -77,6 +77,18 @@ class WorkflowServiceStub:
     scheduled anew; what the instance has open is cancelled in the same step. Work done
     since that revision (by tasks, outside the instance) is not undone.
     """
+    PauseWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.PauseWorkflowRequest, _workflow_service_pb2.PauseWorkflowResponse]
+    """Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+    steps it. Its timers that come due wait and fire after the unpause, in due order; its
+    tasks are not offered to workers (a leased one's completion is refused with
+    WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+    answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+    refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+    """
+    UnpauseWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.UnpauseWorkflowRequest, _workflow_service_pb2.UnpauseWorkflowResponse]
+    """Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+    offered again. An instance that is not paused is refused (NOT_PAUSED).
+    """
     MigrateWorkflow: _grpc.UnaryUnaryMultiCallable[_workflow_service_pb2.MigrateWorkflowRequest, _workflow_service_pb2.MigrateWorkflowResponse]
     """Moves a RUNNING or WAITING instance to another version of its definition, as one
     saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
@@ -133,6 +145,18 @@ class WorkflowServiceAsyncStub(WorkflowServiceStub):
     one saved step: that revision's state and context, its timers armed anew, its task
     scheduled anew; what the instance has open is cancelled in the same step. Work done
     since that revision (by tasks, outside the instance) is not undone.
+    """
+    PauseWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.PauseWorkflowRequest, _workflow_service_pb2.PauseWorkflowResponse]  # type: ignore[assignment]
+    """Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+    steps it. Its timers that come due wait and fire after the unpause, in due order; its
+    tasks are not offered to workers (a leased one's completion is refused with
+    WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+    answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+    refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+    """
+    UnpauseWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.UnpauseWorkflowRequest, _workflow_service_pb2.UnpauseWorkflowResponse]  # type: ignore[assignment]
+    """Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+    offered again. An instance that is not paused is refused (NOT_PAUSED).
     """
     MigrateWorkflow: _aio.UnaryUnaryMultiCallable[_workflow_service_pb2.MigrateWorkflowRequest, _workflow_service_pb2.MigrateWorkflowResponse]  # type: ignore[assignment]
     """Moves a RUNNING or WAITING instance to another version of its definition, as one
@@ -283,6 +307,30 @@ class WorkflowServiceServicer(metaclass=_abc_1.ABCMeta):
         one saved step: that revision's state and context, its timers armed anew, its task
         scheduled anew; what the instance has open is cancelled in the same step. Work done
         since that revision (by tasks, outside the instance) is not undone.
+        """
+
+    @_abc_1.abstractmethod
+    def PauseWorkflow(
+        self,
+        request: _workflow_service_pb2.PauseWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.PauseWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.PauseWorkflowResponse]]:
+        """Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+        steps it. Its timers that come due wait and fire after the unpause, in due order; its
+        tasks are not offered to workers (a leased one's completion is refused with
+        WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+        answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+        refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+        """
+
+    @_abc_1.abstractmethod
+    def UnpauseWorkflow(
+        self,
+        request: _workflow_service_pb2.UnpauseWorkflowRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_workflow_service_pb2.UnpauseWorkflowResponse, _abc.Awaitable[_workflow_service_pb2.UnpauseWorkflowResponse]]:
+        """Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+        offered again. An instance that is not paused is refused (NOT_PAUSED).
         """
 
     @_abc_1.abstractmethod

@@ -77,6 +77,14 @@ export const defaultServiceConfig = {
         {
           "service": "statewright.v1.WorkflowService",
           "method": "MigrateWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "PauseWorkflow"
+        },
+        {
+          "service": "statewright.v1.WorkflowService",
+          "method": "UnpauseWorkflow"
         }
       ],
       "timeout": "30s",

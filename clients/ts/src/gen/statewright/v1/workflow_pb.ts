@@ -16,7 +16,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file statewright/v1/workflow.proto.
  */
 export const file_statewright_v1_workflow: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEi0QUKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MSLgoGcGFyZW50GBIgASgLMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dQYXJlbnQSMgoIY2hpbGRyZW4YEyABKAsyIC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0NoaWxkcmVuEhwKD3JlY3Vyc2lvbl9saW1pdBgWIAEoBUgAiAEBEgsKA3J1bhgZIAEoBUISChBfcmVjdXJzaW9uX2xpbWl0Ij4KDldvcmtmbG93UGFyZW50EgwKBG5hbWUYASABKAkSDQoFc3RhdGUYAiABKAkSDwoHdGFza19pZBgDIAEoCSIvChBXb3JrZmxvd0NoaWxkcmVuEgwKBG9wZW4YASABKAUSDQoFbmFtZXMYAiADKAkiZAoORmFuT3V0UHJvZ3Jlc3MSDQoFdG90YWwYASABKAUSDAoEb3BlbhgCIAEoBRIRCgljb21wbGV0ZWQYAyABKAUSEAoIZ2l2ZW5fdXAYBCABKAUSEAoIcmV2aXNpb24YBSABKAMibAoFVGltZXISEAoIdGltZXJfaWQYASABKAkSFAoMdGFyZ2V0X3N0YXRlGAIgASgJEg0KBWFmdGVyGAMgASgJEiwKCGR1ZV90aW1lGAQgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcCJQCgpUcmFuc2l0aW9uEhIKCmZyb21fc3RhdGUYASABKAkSEAoIdG9fc3RhdGUYAiABKAkSDQoFZXZlbnQYAyABKAkSDQoFYWN0b3IYBCABKAkqxQEKDldvcmtmbG93U3RhdHVzEh8KG1dPUktGTE9XX1NUQVRVU19VTlNQRUNJRklFRBAAEhsKF1dPUktGTE9XX1NUQVRVU19SVU5OSU5HEAESGwoXV09SS0ZMT1dfU1RBVFVTX1dBSVRJTkcQAhIdChlXT1JLRkxPV19TVEFUVVNfQ09NUExFVEVEEAMSGgoWV09SS0ZMT1dfU1RBVFVTX0ZBSUxFRBAEEh0KGVdPUktGTE9XX1NUQVRVU19DQU5DRUxMRUQQBUJzChJkZXYuc3RhdGV3cmlnaHQudjFQAVpKZ2l0aHViLmNvbS9zdGF0ZXdyaWdodC9zdGF0ZXdyaWdodC9jbGllbnRzL2dvL3N0YXRld3JpZ2h0L3YxO3N0YXRld3JpZ2h0djGqAg5TdGF0ZXdyaWdodC5WMWIGcHJvdG8z", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
+  fileDesc("Ch1zdGF0ZXdyaWdodC92MS93b3JrZmxvdy5wcm90bxIOc3RhdGV3cmlnaHQudjEijwYKCFdvcmtmbG93EgwKBG5hbWUYASABKAkSEwoLd29ya2Zsb3dfaWQYAiABKAkSEgoKZGVmaW5pdGlvbhgDIAEoCRIPCgd2ZXJzaW9uGAQgASgFEg0KBXN0YXRlGAUgASgJEi4KBnN0YXR1cxgGIAEoDjIeLnN0YXRld3JpZ2h0LnYxLldvcmtmbG93U3RhdHVzEigKB2NvbnRleHQYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EhAKCHJldmlzaW9uGAggASgDEgwKBGV0YWcYCSABKAkSFwoPYWNjZXB0ZWRfZXZlbnRzGAogAygJEiEKBWVycm9yGAsgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXMSLwoLY3JlYXRlX3RpbWUYDCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wEi8KC3VwZGF0ZV90aW1lGA0gASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIlCgZ0aW1lcnMYDiADKAsyFS5zdGF0ZXdyaWdodC52MS5UaW1lchIqCgxwZW5kaW5nX3Rhc2sYDyABKAsyFC5zdGF0ZXdyaWdodC52MS5UYXNrEi8KC2V4cGlyZV90aW1lGBAgASgLMhouZ29vZ2xlLnByb3RvYnVmLlRpbWVzdGFtcBIvCgdmYW5fb3V0GBEgASgLMh4uc3RhdGV3cmlnaHQudjEuRmFuT3V0UHJvZ3Jlc3MSLgoGcGFyZW50GBIgASgLMh4uc3RhdGV3cmlnaHQudjEuV29ya2Zsb3dQYXJlbnQSMgoIY2hpbGRyZW4YEyABKAsyIC5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd0NoaWxkcmVuEhwKD3JlY3Vyc2lvbl9saW1pdBgWIAEoBUgAiAEBEgsKA3J1bhgZIAEoBRIOCgZwYXVzZWQYFyABKAgSLAoFcGF1c2UYGCABKAsyHS5zdGF0ZXdyaWdodC52MS5Xb3JrZmxvd1BhdXNlQhIKEF9yZWN1cnNpb25fbGltaXQiXgoNV29ya2Zsb3dQYXVzZRIOCgZyZWFzb24YASABKAkSDQoFYWN0b3IYAiABKAkSLgoKcGF1c2VfdGltZRgDIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiPgoOV29ya2Zsb3dQYXJlbnQSDAoEbmFtZRgBIAEoCRINCgVzdGF0ZRgCIAEoCRIPCgd0YXNrX2lkGAMgASgJIi8KEFdvcmtmbG93Q2hpbGRyZW4SDAoEb3BlbhgBIAEoBRINCgVuYW1lcxgCIAMoCSJkCg5GYW5PdXRQcm9ncmVzcxINCgV0b3RhbBgBIAEoBRIMCgRvcGVuGAIgASgFEhEKCWNvbXBsZXRlZBgDIAEoBRIQCghnaXZlbl91cBgEIAEoBRIQCghyZXZpc2lvbhgFIAEoAyJsCgVUaW1lchIQCgh0aW1lcl9pZBgBIAEoCRIUCgx0YXJnZXRfc3RhdGUYAiABKAkSDQoFYWZ0ZXIYAyABKAkSLAoIZHVlX3RpbWUYBCABKAsyGi5nb29nbGUucHJvdG9idWYuVGltZXN0YW1wIlAKClRyYW5zaXRpb24SEgoKZnJvbV9zdGF0ZRgBIAEoCRIQCgh0b19zdGF0ZRgCIAEoCRINCgVldmVudBgDIAEoCRINCgVhY3RvchgEIAEoCSrFAQoOV29ya2Zsb3dTdGF0dXMSHwobV09SS0ZMT1dfU1RBVFVTX1VOU1BFQ0lGSUVEEAASGwoXV09SS0ZMT1dfU1RBVFVTX1JVTk5JTkcQARIbChdXT1JLRkxPV19TVEFUVVNfV0FJVElORxACEh0KGVdPUktGTE9XX1NUQVRVU19DT01QTEVURUQQAxIaChZXT1JLRkxPV19TVEFUVVNfRkFJTEVEEAQSHQoZV09SS0ZMT1dfU1RBVFVTX0NBTkNFTExFRBAFQnMKEmRldi5zdGF0ZXdyaWdodC52MVABWkpnaXRodWIuY29tL3N0YXRld3JpZ2h0L3N0YXRld3JpZ2h0L2NsaWVudHMvZ28vc3RhdGV3cmlnaHQvdjE7c3RhdGV3cmlnaHR2MaoCDlN0YXRld3JpZ2h0LlYxYgZwcm90bzM", [file_google_protobuf_struct, file_google_protobuf_timestamp, file_google_rpc_status, file_statewright_v1_task]);
 
 /**
  * One durable workflow instance, as of one revision.
@@ -180,6 +180,22 @@ export type Workflow = Message<"statewright.v1.Workflow"> & {
    * @generated from field: int32 run = 25;
    */
   run: number;
+
+  /**
+   * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+   * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+   * a paused instance shows both.
+   *
+   * @generated from field: bool paused = 23;
+   */
+  paused: boolean;
+
+  /**
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   *
+   * @generated from field: statewright.v1.WorkflowPause pause = 24;
+   */
+  pause?: WorkflowPause | undefined;
 };
 
 /**
@@ -344,6 +360,22 @@ export type WorkflowJson = {
    * @generated from field: int32 run = 25;
    */
   run?: number;
+
+  /**
+   * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+   * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+   * a paused instance shows both.
+   *
+   * @generated from field: bool paused = 23;
+   */
+  paused?: boolean;
+
+  /**
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   *
+   * @generated from field: statewright.v1.WorkflowPause pause = 24;
+   */
+  pause?: WorkflowPauseJson;
 };
 
 /**
@@ -352,6 +384,69 @@ export type WorkflowJson = {
  */
 export const WorkflowSchema: GenMessage<Workflow, {jsonType: WorkflowJson}> = /*@__PURE__*/
   messageDesc(file_statewright_v1_workflow, 0);
+
+/**
+ * An operator's pause of an instance (PauseWorkflow).
+ *
+ * @generated from message statewright.v1.WorkflowPause
+ */
+export type WorkflowPause = Message<"statewright.v1.WorkflowPause"> & {
+  /**
+   * Output only. Why it was paused, as the operator said.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason: string;
+
+  /**
+   * Output only. The principal that paused it.
+   *
+   * @generated from field: string actor = 2;
+   */
+  actor: string;
+
+  /**
+   * Output only. When the pause was saved.
+   *
+   * @generated from field: google.protobuf.Timestamp pause_time = 3;
+   */
+  pauseTime?: Timestamp | undefined;
+};
+
+/**
+ * An operator's pause of an instance (PauseWorkflow).
+ *
+ * @generated from message statewright.v1.WorkflowPause
+ */
+export type WorkflowPauseJson = {
+  /**
+   * Output only. Why it was paused, as the operator said.
+   *
+   * @generated from field: string reason = 1;
+   */
+  reason?: string;
+
+  /**
+   * Output only. The principal that paused it.
+   *
+   * @generated from field: string actor = 2;
+   */
+  actor?: string;
+
+  /**
+   * Output only. When the pause was saved.
+   *
+   * @generated from field: google.protobuf.Timestamp pause_time = 3;
+   */
+  pauseTime?: TimestampJson;
+};
+
+/**
+ * Describes the message statewright.v1.WorkflowPause.
+ * Use `create(WorkflowPauseSchema)` to create a new message.
+ */
+export const WorkflowPauseSchema: GenMessage<WorkflowPause, {jsonType: WorkflowPauseJson}> = /*@__PURE__*/
+  messageDesc(file_statewright_v1_workflow, 1);
 
 /**
  * A child workflow's parent.
@@ -416,7 +511,7 @@ export type WorkflowParentJson = {
  * Use `create(WorkflowParentSchema)` to create a new message.
  */
 export const WorkflowParentSchema: GenMessage<WorkflowParent, {jsonType: WorkflowParentJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 1);
+  messageDesc(file_statewright_v1_workflow, 2);
 
 /**
  * The live child workflows of an instance.
@@ -465,7 +560,7 @@ export type WorkflowChildrenJson = {
  * Use `create(WorkflowChildrenSchema)` to create a new message.
  */
 export const WorkflowChildrenSchema: GenMessage<WorkflowChildren, {jsonType: WorkflowChildrenJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 2);
+  messageDesc(file_statewright_v1_workflow, 3);
 
 /**
  * Where a fan-out (`map` on a task state) is: one task per item of its list.
@@ -558,7 +653,7 @@ export type FanOutProgressJson = {
  * Use `create(FanOutProgressSchema)` to create a new message.
  */
 export const FanOutProgressSchema: GenMessage<FanOutProgress, {jsonType: FanOutProgressJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 3);
+  messageDesc(file_statewright_v1_workflow, 4);
 
 /**
  * A timer transition armed by the step that entered the instance's state. It fires at
@@ -639,7 +734,7 @@ export type TimerJson = {
  * Use `create(TimerSchema)` to create a new message.
  */
 export const TimerSchema: GenMessage<Timer, {jsonType: TimerJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 4);
+  messageDesc(file_statewright_v1_workflow, 5);
 
 /**
  * One transition fired during a step.
@@ -724,7 +819,7 @@ export type TransitionJson = {
  * Use `create(TransitionSchema)` to create a new message.
  */
 export const TransitionSchema: GenMessage<Transition, {jsonType: TransitionJson}> = /*@__PURE__*/
-  messageDesc(file_statewright_v1_workflow, 5);
+  messageDesc(file_statewright_v1_workflow, 6);
 
 /**
  * The lifecycle status of a workflow instance.

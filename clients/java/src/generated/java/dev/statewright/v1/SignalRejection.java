@@ -55,6 +55,14 @@ public enum SignalRejection
    * <code>SIGNAL_REJECTION_SHUTTING_DOWN = 4;</code>
    */
   SIGNAL_REJECTION_SHUTTING_DOWN(4),
+  /**
+   * <pre>
+   * An operator paused the instance (PauseWorkflow); retry after it is unpaused.
+   * </pre>
+   *
+   * <code>SIGNAL_REJECTION_WORKFLOW_PAUSED = 5;</code>
+   */
+  SIGNAL_REJECTION_WORKFLOW_PAUSED(5),
   UNRECOGNIZED(-1),
   ;
 
@@ -107,6 +115,14 @@ public enum SignalRejection
    * <code>SIGNAL_REJECTION_SHUTTING_DOWN = 4;</code>
    */
   public static final int SIGNAL_REJECTION_SHUTTING_DOWN_VALUE = 4;
+  /**
+   * <pre>
+   * An operator paused the instance (PauseWorkflow); retry after it is unpaused.
+   * </pre>
+   *
+   * <code>SIGNAL_REJECTION_WORKFLOW_PAUSED = 5;</code>
+   */
+  public static final int SIGNAL_REJECTION_WORKFLOW_PAUSED_VALUE = 5;
 
 
   public final int getNumber() {
@@ -138,6 +154,7 @@ public enum SignalRejection
       case 2: return SIGNAL_REJECTION_PERSISTING;
       case 3: return SIGNAL_REJECTION_RECOVERY_REQUIRED;
       case 4: return SIGNAL_REJECTION_SHUTTING_DOWN;
+      case 5: return SIGNAL_REJECTION_WORKFLOW_PAUSED;
       default: return null;
     }
   }

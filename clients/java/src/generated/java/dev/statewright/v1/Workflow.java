@@ -875,6 +875,61 @@ private static final long serialVersionUID = 0L;
     return run_;
   }
 
+  public static final int PAUSED_FIELD_NUMBER = 23;
+  private boolean paused_ = false;
+  /**
+   * <pre>
+   * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+   * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+   * a paused instance shows both.
+   * </pre>
+   *
+   * <code>bool paused = 23 [json_name = "paused"];</code>
+   * @return The paused.
+   */
+  @java.lang.Override
+  public boolean getPaused() {
+    return paused_;
+  }
+
+  public static final int PAUSE_FIELD_NUMBER = 24;
+  private dev.statewright.v1.WorkflowPause pause_;
+  /**
+   * <pre>
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+   * @return Whether the pause field is set.
+   */
+  @java.lang.Override
+  public boolean hasPause() {
+    return ((bitField0_ & 0x00000400) != 0);
+  }
+  /**
+   * <pre>
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+   * @return The pause.
+   */
+  @java.lang.Override
+  public dev.statewright.v1.WorkflowPause getPause() {
+    return pause_ == null ? dev.statewright.v1.WorkflowPause.getDefaultInstance() : pause_;
+  }
+  /**
+   * <pre>
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+   */
+  @java.lang.Override
+  public dev.statewright.v1.WorkflowPauseOrBuilder getPauseOrBuilder() {
+    return pause_ == null ? dev.statewright.v1.WorkflowPause.getDefaultInstance() : pause_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -948,6 +1003,12 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000200) != 0)) {
       output.writeInt32(22, recursionLimit_);
+    }
+    if (paused_ != false) {
+      output.writeBool(23, paused_);
+    }
+    if (((bitField0_ & 0x00000400) != 0)) {
+      output.writeMessage(24, getPause());
     }
     if (run_ != 0) {
       output.writeInt32(25, run_);
@@ -1039,6 +1100,14 @@ private static final long serialVersionUID = 0L;
     if (((bitField0_ & 0x00000200) != 0)) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt32Size(22, recursionLimit_);
+    }
+    if (paused_ != false) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeBoolSize(23, paused_);
+    }
+    if (((bitField0_ & 0x00000400) != 0)) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeMessageSize(24, getPause());
     }
     if (run_ != 0) {
       size += com.google.protobuf.CodedOutputStream
@@ -1139,6 +1208,13 @@ private static final long serialVersionUID = 0L;
     }
     if (getRun()
         != other.getRun()) return false;
+    if (getPaused()
+        != other.getPaused()) return false;
+    if (hasPause() != other.hasPause()) return false;
+    if (hasPause()) {
+      if (!getPause()
+          .equals(other.getPause())) return false;
+    }
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -1217,6 +1293,13 @@ private static final long serialVersionUID = 0L;
     }
     hash = (37 * hash) + RUN_FIELD_NUMBER;
     hash = (53 * hash) + getRun();
+    hash = (37 * hash) + PAUSED_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
+        getPaused());
+    if (hasPause()) {
+      hash = (37 * hash) + PAUSE_FIELD_NUMBER;
+      hash = (53 * hash) + getPause().hashCode();
+    }
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -1361,6 +1444,7 @@ private static final long serialVersionUID = 0L;
         internalGetFanOutFieldBuilder();
         internalGetParentFieldBuilder();
         internalGetChildrenFieldBuilder();
+        internalGetPauseFieldBuilder();
       }
     }
     @java.lang.Override
@@ -1431,6 +1515,12 @@ private static final long serialVersionUID = 0L;
       }
       recursionLimit_ = 0;
       run_ = 0;
+      paused_ = false;
+      pause_ = null;
+      if (pauseBuilder_ != null) {
+        pauseBuilder_.dispose();
+        pauseBuilder_ = null;
+      }
       return this;
     }
 
@@ -1567,6 +1657,15 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00100000) != 0)) {
         result.run_ = run_;
       }
+      if (((from_bitField0_ & 0x00200000) != 0)) {
+        result.paused_ = paused_;
+      }
+      if (((from_bitField0_ & 0x00400000) != 0)) {
+        result.pause_ = pauseBuilder_ == null
+            ? pause_
+            : pauseBuilder_.build();
+        to_bitField0_ |= 0x00000400;
+      }
       result.bitField0_ |= to_bitField0_;
     }
 
@@ -1684,6 +1783,12 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getRun() != 0) {
         setRun(other.getRun());
+      }
+      if (other.getPaused() != false) {
+        setPaused(other.getPaused());
+      }
+      if (other.hasPause()) {
+        mergePause(other.getPause());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -1835,6 +1940,18 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00080000;
               break;
             } // case 176
+            case 184: {
+              paused_ = input.readBool();
+              bitField0_ |= 0x00200000;
+              break;
+            } // case 184
+            case 194: {
+              input.readMessage(
+                  internalGetPauseFieldBuilder().getBuilder(),
+                  extensionRegistry);
+              bitField0_ |= 0x00400000;
+              break;
+            } // case 194
             case 200: {
               run_ = input.readInt32();
               bitField0_ |= 0x00100000;
@@ -4491,6 +4608,211 @@ private static final long serialVersionUID = 0L;
       run_ = 0;
       onChanged();
       return this;
+    }
+
+    private boolean paused_ ;
+    /**
+     * <pre>
+     * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+     * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+     * a paused instance shows both.
+     * </pre>
+     *
+     * <code>bool paused = 23 [json_name = "paused"];</code>
+     * @return The paused.
+     */
+    @java.lang.Override
+    public boolean getPaused() {
+      return paused_;
+    }
+    /**
+     * <pre>
+     * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+     * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+     * a paused instance shows both.
+     * </pre>
+     *
+     * <code>bool paused = 23 [json_name = "paused"];</code>
+     * @param value The paused to set.
+     * @return This builder for chaining.
+     */
+    public Builder setPaused(boolean value) {
+
+      paused_ = value;
+      bitField0_ |= 0x00200000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+     * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+     * a paused instance shows both.
+     * </pre>
+     *
+     * <code>bool paused = 23 [json_name = "paused"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearPaused() {
+      bitField0_ = (bitField0_ & ~0x00200000);
+      paused_ = false;
+      onChanged();
+      return this;
+    }
+
+    private dev.statewright.v1.WorkflowPause pause_;
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.WorkflowPause, dev.statewright.v1.WorkflowPause.Builder, dev.statewright.v1.WorkflowPauseOrBuilder> pauseBuilder_;
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     * @return Whether the pause field is set.
+     */
+    public boolean hasPause() {
+      return ((bitField0_ & 0x00400000) != 0);
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     * @return The pause.
+     */
+    public dev.statewright.v1.WorkflowPause getPause() {
+      if (pauseBuilder_ == null) {
+        return pause_ == null ? dev.statewright.v1.WorkflowPause.getDefaultInstance() : pause_;
+      } else {
+        return pauseBuilder_.getMessage();
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    public Builder setPause(dev.statewright.v1.WorkflowPause value) {
+      if (pauseBuilder_ == null) {
+        java.util.Objects.requireNonNull(value);
+        pause_ = value;
+      } else {
+        pauseBuilder_.setMessage(value);
+      }
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    public Builder setPause(
+        dev.statewright.v1.WorkflowPause.Builder builderForValue) {
+      if (pauseBuilder_ == null) {
+        pause_ = builderForValue.build();
+      } else {
+        pauseBuilder_.setMessage(builderForValue.build());
+      }
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    public Builder mergePause(dev.statewright.v1.WorkflowPause value) {
+      if (pauseBuilder_ == null) {
+        if (((bitField0_ & 0x00400000) != 0) &&
+          pause_ != null &&
+          pause_ != dev.statewright.v1.WorkflowPause.getDefaultInstance()) {
+          getPauseBuilder().mergeFrom(value);
+        } else {
+          pause_ = value;
+        }
+      } else {
+        pauseBuilder_.mergeFrom(value);
+      }
+      if (pause_ != null) {
+        bitField0_ |= 0x00400000;
+        onChanged();
+      }
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    public Builder clearPause() {
+      bitField0_ = (bitField0_ & ~0x00400000);
+      pause_ = null;
+      if (pauseBuilder_ != null) {
+        pauseBuilder_.dispose();
+        pauseBuilder_ = null;
+      }
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    public dev.statewright.v1.WorkflowPause.Builder getPauseBuilder() {
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return internalGetPauseFieldBuilder().getBuilder();
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    public dev.statewright.v1.WorkflowPauseOrBuilder getPauseOrBuilder() {
+      if (pauseBuilder_ != null) {
+        return pauseBuilder_.getMessageOrBuilder();
+      } else {
+        return pause_ == null ?
+            dev.statewright.v1.WorkflowPause.getDefaultInstance() : pause_;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+     * </pre>
+     *
+     * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+     */
+    private com.google.protobuf.SingleFieldBuilder<
+        dev.statewright.v1.WorkflowPause, dev.statewright.v1.WorkflowPause.Builder, dev.statewright.v1.WorkflowPauseOrBuilder> 
+        internalGetPauseFieldBuilder() {
+      if (pauseBuilder_ == null) {
+        pauseBuilder_ = new com.google.protobuf.SingleFieldBuilder<
+            dev.statewright.v1.WorkflowPause, dev.statewright.v1.WorkflowPause.Builder, dev.statewright.v1.WorkflowPauseOrBuilder>(
+                getPause(),
+                getParentForChildren(),
+                isClean());
+        pause_ = null;
+      }
+      return pauseBuilder_;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.Workflow)

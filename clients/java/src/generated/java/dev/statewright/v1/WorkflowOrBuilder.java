@@ -529,4 +529,43 @@ public interface WorkflowOrBuilder extends
    * @return The run.
    */
   int getRun();
+
+  /**
+   * <pre>
+   * Output only. Whether an operator paused the instance (PauseWorkflow): nothing steps
+   * it until UnpauseWorkflow. `status` keeps the underlying status (RUNNING or WAITING);
+   * a paused instance shows both.
+   * </pre>
+   *
+   * <code>bool paused = 23 [json_name = "paused"];</code>
+   * @return The paused.
+   */
+  boolean getPaused();
+
+  /**
+   * <pre>
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+   * @return Whether the pause field is set.
+   */
+  boolean hasPause();
+  /**
+   * <pre>
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+   * @return The pause.
+   */
+  dev.statewright.v1.WorkflowPause getPause();
+  /**
+   * <pre>
+   * Output only. Who paused the instance, when, and why. Unset while it is not paused.
+   * </pre>
+   *
+   * <code>.statewright.v1.WorkflowPause pause = 24 [json_name = "pause"];</code>
+   */
+  dev.statewright.v1.WorkflowPauseOrBuilder getPauseOrBuilder();
 }

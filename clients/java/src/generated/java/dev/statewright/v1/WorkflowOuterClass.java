@@ -32,6 +32,11 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_Workflow_fieldAccessorTable;
   static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_WorkflowPause_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_WorkflowPause_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
     internal_static_statewright_v1_WorkflowParent_descriptor;
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
@@ -69,7 +74,7 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       "ight.v1\032\034google/protobuf/struct.proto\032\037g" +
       "oogle/protobuf/timestamp.proto\032\027google/r" +
       "pc/status.proto\032\031statewright/v1/task.pro" +
-      "to\"\237\007\n\010Workflow\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013w" +
+      "to\"\354\007\n\010Workflow\022\022\n\004name\030\001 \001(\tR\004name\022\037\n\013w" +
       "orkflow_id\030\002 \001(\tR\nworkflowId\022\036\n\ndefiniti" +
       "on\030\003 \001(\tR\ndefinition\022\030\n\007version\030\004 \001(\005R\007v" +
       "ersion\022\024\n\005state\030\005 \001(\tR\005state\0226\n\006status\030\006" +
@@ -91,30 +96,35 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
       ".v1.WorkflowParentR\006parent\022<\n\010children\030\023" +
       " \001(\0132 .statewright.v1.WorkflowChildrenR\010" +
       "children\022,\n\017recursion_limit\030\026 \001(\005H\000R\016rec" +
-      "ursionLimit\210\001\001\022\020\n\003run\030\031 \001(\005R\003runB\022\n\020_rec" +
-      "ursion_limit\"S\n\016WorkflowParent\022\022\n\004name\030\001" +
-      " \001(\tR\004name\022\024\n\005state\030\002 \001(\tR\005state\022\027\n\007task" +
-      "_id\030\003 \001(\tR\006taskId\"<\n\020WorkflowChildren\022\022\n" +
-      "\004open\030\001 \001(\005R\004open\022\024\n\005names\030\002 \003(\tR\005names\"" +
-      "\217\001\n\016FanOutProgress\022\024\n\005total\030\001 \001(\005R\005total" +
-      "\022\022\n\004open\030\002 \001(\005R\004open\022\034\n\tcompleted\030\003 \001(\005R" +
-      "\tcompleted\022\031\n\010given_up\030\004 \001(\005R\007givenUp\022\032\n" +
-      "\010revision\030\005 \001(\003R\010revision\"\222\001\n\005Timer\022\031\n\010t" +
-      "imer_id\030\001 \001(\tR\007timerId\022!\n\014target_state\030\002" +
-      " \001(\tR\013targetState\022\024\n\005after\030\003 \001(\tR\005after\022" +
-      "5\n\010due_time\030\004 \001(\0132\032.google.protobuf.Time" +
-      "stampR\007dueTime\"r\n\nTransition\022\035\n\nfrom_sta" +
-      "te\030\001 \001(\tR\tfromState\022\031\n\010to_state\030\002 \001(\tR\007t" +
-      "oState\022\024\n\005event\030\003 \001(\tR\005event\022\024\n\005actor\030\004 " +
-      "\001(\tR\005actor*\305\001\n\016WorkflowStatus\022\037\n\033WORKFLO" +
-      "W_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFLOW_STATU" +
-      "S_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_WAITING\020\002" +
-      "\022\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022\032\n\026WORKF" +
-      "LOW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_STATUS_C" +
-      "ANCELLED\020\005Bs\n\022dev.statewright.v1P\001ZJgith" +
-      "ub.com/statewright/statewright/clients/g" +
-      "o/statewright/v1;statewrightv1\252\002\016Statewr" +
-      "ight.V1b\006proto3"
+      "ursionLimit\210\001\001\022\020\n\003run\030\031 \001(\005R\003run\022\026\n\006paus" +
+      "ed\030\027 \001(\010R\006paused\0223\n\005pause\030\030 \001(\0132\035.statew" +
+      "right.v1.WorkflowPauseR\005pauseB\022\n\020_recurs" +
+      "ion_limit\"x\n\rWorkflowPause\022\026\n\006reason\030\001 \001" +
+      "(\tR\006reason\022\024\n\005actor\030\002 \001(\tR\005actor\0229\n\npaus" +
+      "e_time\030\003 \001(\0132\032.google.protobuf.Timestamp" +
+      "R\tpauseTime\"S\n\016WorkflowParent\022\022\n\004name\030\001 " +
+      "\001(\tR\004name\022\024\n\005state\030\002 \001(\tR\005state\022\027\n\007task_" +
+      "id\030\003 \001(\tR\006taskId\"<\n\020WorkflowChildren\022\022\n\004" +
+      "open\030\001 \001(\005R\004open\022\024\n\005names\030\002 \003(\tR\005names\"\217" +
+      "\001\n\016FanOutProgress\022\024\n\005total\030\001 \001(\005R\005total\022" +
+      "\022\n\004open\030\002 \001(\005R\004open\022\034\n\tcompleted\030\003 \001(\005R\t" +
+      "completed\022\031\n\010given_up\030\004 \001(\005R\007givenUp\022\032\n\010" +
+      "revision\030\005 \001(\003R\010revision\"\222\001\n\005Timer\022\031\n\010ti" +
+      "mer_id\030\001 \001(\tR\007timerId\022!\n\014target_state\030\002 " +
+      "\001(\tR\013targetState\022\024\n\005after\030\003 \001(\tR\005after\0225" +
+      "\n\010due_time\030\004 \001(\0132\032.google.protobuf.Times" +
+      "tampR\007dueTime\"r\n\nTransition\022\035\n\nfrom_stat" +
+      "e\030\001 \001(\tR\tfromState\022\031\n\010to_state\030\002 \001(\tR\007to" +
+      "State\022\024\n\005event\030\003 \001(\tR\005event\022\024\n\005actor\030\004 \001" +
+      "(\tR\005actor*\305\001\n\016WorkflowStatus\022\037\n\033WORKFLOW" +
+      "_STATUS_UNSPECIFIED\020\000\022\033\n\027WORKFLOW_STATUS" +
+      "_RUNNING\020\001\022\033\n\027WORKFLOW_STATUS_WAITING\020\002\022" +
+      "\035\n\031WORKFLOW_STATUS_COMPLETED\020\003\022\032\n\026WORKFL" +
+      "OW_STATUS_FAILED\020\004\022\035\n\031WORKFLOW_STATUS_CA" +
+      "NCELLED\020\005Bs\n\022dev.statewright.v1P\001ZJgithu" +
+      "b.com/statewright/statewright/clients/go" +
+      "/statewright/v1;statewrightv1\252\002\016Statewri" +
+      "ght.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -129,33 +139,39 @@ public final class WorkflowOuterClass extends com.google.protobuf.GeneratedFile 
     internal_static_statewright_v1_Workflow_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Workflow_descriptor,
-        new java.lang.String[] { "Name", "WorkflowId", "Definition", "Version", "State", "Status", "Context", "Revision", "Etag", "AcceptedEvents", "Error", "CreateTime", "UpdateTime", "Timers", "PendingTask", "ExpireTime", "FanOut", "Parent", "Children", "RecursionLimit", "Run", });
-    internal_static_statewright_v1_WorkflowParent_descriptor =
+        new java.lang.String[] { "Name", "WorkflowId", "Definition", "Version", "State", "Status", "Context", "Revision", "Etag", "AcceptedEvents", "Error", "CreateTime", "UpdateTime", "Timers", "PendingTask", "ExpireTime", "FanOut", "Parent", "Children", "RecursionLimit", "Run", "Paused", "Pause", });
+    internal_static_statewright_v1_WorkflowPause_descriptor =
       getDescriptor().getMessageType(1);
+    internal_static_statewright_v1_WorkflowPause_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_WorkflowPause_descriptor,
+        new java.lang.String[] { "Reason", "Actor", "PauseTime", });
+    internal_static_statewright_v1_WorkflowParent_descriptor =
+      getDescriptor().getMessageType(2);
     internal_static_statewright_v1_WorkflowParent_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WorkflowParent_descriptor,
         new java.lang.String[] { "Name", "State", "TaskId", });
     internal_static_statewright_v1_WorkflowChildren_descriptor =
-      getDescriptor().getMessageType(2);
+      getDescriptor().getMessageType(3);
     internal_static_statewright_v1_WorkflowChildren_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_WorkflowChildren_descriptor,
         new java.lang.String[] { "Open", "Names", });
     internal_static_statewright_v1_FanOutProgress_descriptor =
-      getDescriptor().getMessageType(3);
+      getDescriptor().getMessageType(4);
     internal_static_statewright_v1_FanOutProgress_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_FanOutProgress_descriptor,
         new java.lang.String[] { "Total", "Open", "Completed", "GivenUp", "Revision", });
     internal_static_statewright_v1_Timer_descriptor =
-      getDescriptor().getMessageType(4);
+      getDescriptor().getMessageType(5);
     internal_static_statewright_v1_Timer_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Timer_descriptor,
         new java.lang.String[] { "TimerId", "TargetState", "After", "DueTime", });
     internal_static_statewright_v1_Transition_descriptor =
-      getDescriptor().getMessageType(5);
+      getDescriptor().getMessageType(6);
     internal_static_statewright_v1_Transition_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_Transition_descriptor,

@@ -511,6 +511,68 @@ public final class WorkflowServiceGrpc {
     return getResetWorkflowMethod;
   }
 
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.PauseWorkflowRequest,
+      dev.statewright.v1.PauseWorkflowResponse> getPauseWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "PauseWorkflow",
+      requestType = dev.statewright.v1.PauseWorkflowRequest.class,
+      responseType = dev.statewright.v1.PauseWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.PauseWorkflowRequest,
+      dev.statewright.v1.PauseWorkflowResponse> getPauseWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.PauseWorkflowRequest, dev.statewright.v1.PauseWorkflowResponse> getPauseWorkflowMethod;
+    if ((getPauseWorkflowMethod = WorkflowServiceGrpc.getPauseWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getPauseWorkflowMethod = WorkflowServiceGrpc.getPauseWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getPauseWorkflowMethod = getPauseWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.PauseWorkflowRequest, dev.statewright.v1.PauseWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "PauseWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.PauseWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.PauseWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("PauseWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getPauseWorkflowMethod;
+  }
+
+  private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.UnpauseWorkflowRequest,
+      dev.statewright.v1.UnpauseWorkflowResponse> getUnpauseWorkflowMethod;
+
+  @io.grpc.stub.annotations.RpcMethod(
+      fullMethodName = SERVICE_NAME + '/' + "UnpauseWorkflow",
+      requestType = dev.statewright.v1.UnpauseWorkflowRequest.class,
+      responseType = dev.statewright.v1.UnpauseWorkflowResponse.class,
+      methodType = io.grpc.MethodDescriptor.MethodType.UNARY)
+  public static io.grpc.MethodDescriptor<dev.statewright.v1.UnpauseWorkflowRequest,
+      dev.statewright.v1.UnpauseWorkflowResponse> getUnpauseWorkflowMethod() {
+    io.grpc.MethodDescriptor<dev.statewright.v1.UnpauseWorkflowRequest, dev.statewright.v1.UnpauseWorkflowResponse> getUnpauseWorkflowMethod;
+    if ((getUnpauseWorkflowMethod = WorkflowServiceGrpc.getUnpauseWorkflowMethod) == null) {
+      synchronized (WorkflowServiceGrpc.class) {
+        if ((getUnpauseWorkflowMethod = WorkflowServiceGrpc.getUnpauseWorkflowMethod) == null) {
+          WorkflowServiceGrpc.getUnpauseWorkflowMethod = getUnpauseWorkflowMethod =
+              io.grpc.MethodDescriptor.<dev.statewright.v1.UnpauseWorkflowRequest, dev.statewright.v1.UnpauseWorkflowResponse>newBuilder()
+              .setType(io.grpc.MethodDescriptor.MethodType.UNARY)
+              .setFullMethodName(generateFullMethodName(SERVICE_NAME, "UnpauseWorkflow"))
+              .setSampledToLocalTracing(true)
+              .setRequestMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.UnpauseWorkflowRequest.getDefaultInstance()))
+              .setResponseMarshaller(io.grpc.protobuf.ProtoUtils.marshaller(
+                  dev.statewright.v1.UnpauseWorkflowResponse.getDefaultInstance()))
+              .setSchemaDescriptor(new WorkflowServiceMethodDescriptorSupplier("UnpauseWorkflow"))
+              .build();
+        }
+      }
+    }
+    return getUnpauseWorkflowMethod;
+  }
+
   private static volatile io.grpc.MethodDescriptor<dev.statewright.v1.MigrateWorkflowRequest,
       dev.statewright.v1.MigrateWorkflowResponse> getMigrateWorkflowMethod;
 
@@ -778,6 +840,32 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+     * steps it. Its timers that come due wait and fire after the unpause, in due order; its
+     * tasks are not offered to workers (a leased one's completion is refused with
+     * WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+     * answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+     * refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+     * </pre>
+     */
+    default void pauseWorkflow(dev.statewright.v1.PauseWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.PauseWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getPauseWorkflowMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+     * offered again. An instance that is not paused is refused (NOT_PAUSED).
+     * </pre>
+     */
+    default void unpauseWorkflow(dev.statewright.v1.UnpauseWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.UnpauseWorkflowResponse> responseObserver) {
+      io.grpc.stub.ServerCalls.asyncUnimplementedUnaryCall(getUnpauseWorkflowMethod(), responseObserver);
+    }
+
+    /**
+     * <pre>
      * Moves a RUNNING or WAITING instance to another version of its definition, as one
      * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
      * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
@@ -1010,6 +1098,34 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+     * steps it. Its timers that come due wait and fire after the unpause, in due order; its
+     * tasks are not offered to workers (a leased one's completion is refused with
+     * WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+     * answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+     * refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+     * </pre>
+     */
+    public void pauseWorkflow(dev.statewright.v1.PauseWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.PauseWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getPauseWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
+     * Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+     * offered again. An instance that is not paused is refused (NOT_PAUSED).
+     * </pre>
+     */
+    public void unpauseWorkflow(dev.statewright.v1.UnpauseWorkflowRequest request,
+        io.grpc.stub.StreamObserver<dev.statewright.v1.UnpauseWorkflowResponse> responseObserver) {
+      io.grpc.stub.ClientCalls.asyncUnaryCall(
+          getChannel().newCall(getUnpauseWorkflowMethod(), getCallOptions()), request, responseObserver);
+    }
+
+    /**
+     * <pre>
      * Moves a RUNNING or WAITING instance to another version of its definition, as one
      * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
      * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
@@ -1215,6 +1331,32 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+     * steps it. Its timers that come due wait and fire after the unpause, in due order; its
+     * tasks are not offered to workers (a leased one's completion is refused with
+     * WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+     * answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+     * refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+     * </pre>
+     */
+    public dev.statewright.v1.PauseWorkflowResponse pauseWorkflow(dev.statewright.v1.PauseWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getPauseWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+     * offered again. An instance that is not paused is refused (NOT_PAUSED).
+     * </pre>
+     */
+    public dev.statewright.v1.UnpauseWorkflowResponse unpauseWorkflow(dev.statewright.v1.UnpauseWorkflowRequest request) throws io.grpc.StatusException {
+      return io.grpc.stub.ClientCalls.blockingV2UnaryCall(
+          getChannel(), getUnpauseWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
      * Moves a RUNNING or WAITING instance to another version of its definition, as one
      * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
      * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
@@ -1414,6 +1556,32 @@ public final class WorkflowServiceGrpc {
     public dev.statewright.v1.ResetWorkflowResponse resetWorkflow(dev.statewright.v1.ResetWorkflowRequest request) {
       return io.grpc.stub.ClientCalls.blockingUnaryCall(
           getChannel(), getResetWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+     * steps it. Its timers that come due wait and fire after the unpause, in due order; its
+     * tasks are not offered to workers (a leased one's completion is refused with
+     * WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+     * answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+     * refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+     * </pre>
+     */
+    public dev.statewright.v1.PauseWorkflowResponse pauseWorkflow(dev.statewright.v1.PauseWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getPauseWorkflowMethod(), getCallOptions(), request);
+    }
+
+    /**
+     * <pre>
+     * Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+     * offered again. An instance that is not paused is refused (NOT_PAUSED).
+     * </pre>
+     */
+    public dev.statewright.v1.UnpauseWorkflowResponse unpauseWorkflow(dev.statewright.v1.UnpauseWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.blockingUnaryCall(
+          getChannel(), getUnpauseWorkflowMethod(), getCallOptions(), request);
     }
 
     /**
@@ -1625,6 +1793,34 @@ public final class WorkflowServiceGrpc {
 
     /**
      * <pre>
+     * Pauses a RUNNING or WAITING instance, as one saved step: until UnpauseWorkflow nothing
+     * steps it. Its timers that come due wait and fire after the unpause, in due order; its
+     * tasks are not offered to workers (a leased one's completion is refused with
+     * WORKFLOW_PAUSED and offered again after the unpause); resumes are refused and signals
+     * answered accepted=false, each with reason WORKFLOW_PAUSED. A finished instance is
+     * refused (ALREADY_TERMINAL), a paused one too (ALREADY_PAUSED).
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.PauseWorkflowResponse> pauseWorkflow(
+        dev.statewright.v1.PauseWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getPauseWorkflowMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
+     * Unpauses a paused instance, as one saved step: its due timers fire and its tasks are
+     * offered again. An instance that is not paused is refused (NOT_PAUSED).
+     * </pre>
+     */
+    public com.google.common.util.concurrent.ListenableFuture<dev.statewright.v1.UnpauseWorkflowResponse> unpauseWorkflow(
+        dev.statewright.v1.UnpauseWorkflowRequest request) {
+      return io.grpc.stub.ClientCalls.futureUnaryCall(
+          getChannel().newCall(getUnpauseWorkflowMethod(), getCallOptions()), request);
+    }
+
+    /**
+     * <pre>
      * Moves a RUNNING or WAITING instance to another version of its definition, as one
      * saved step. Checked against both versions first: a refusal (FAILED_PRECONDITION,
      * MIGRATION_INVALID) names every problem with its path. The response gives the plan:
@@ -1655,7 +1851,9 @@ public final class WorkflowServiceGrpc {
   private static final int METHODID_SIGNAL_WITH_START_WORKFLOW = 13;
   private static final int METHODID_RETRY_WORKFLOW = 14;
   private static final int METHODID_RESET_WORKFLOW = 15;
-  private static final int METHODID_MIGRATE_WORKFLOW = 16;
+  private static final int METHODID_PAUSE_WORKFLOW = 16;
+  private static final int METHODID_UNPAUSE_WORKFLOW = 17;
+  private static final int METHODID_MIGRATE_WORKFLOW = 18;
 
   private static final class MethodHandlers<Req, Resp> implements
       io.grpc.stub.ServerCalls.UnaryMethod<Req, Resp>,
@@ -1737,6 +1935,14 @@ public final class WorkflowServiceGrpc {
         case METHODID_RESET_WORKFLOW:
           serviceImpl.resetWorkflow((dev.statewright.v1.ResetWorkflowRequest) request,
               (io.grpc.stub.StreamObserver<dev.statewright.v1.ResetWorkflowResponse>) responseObserver);
+          break;
+        case METHODID_PAUSE_WORKFLOW:
+          serviceImpl.pauseWorkflow((dev.statewright.v1.PauseWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.PauseWorkflowResponse>) responseObserver);
+          break;
+        case METHODID_UNPAUSE_WORKFLOW:
+          serviceImpl.unpauseWorkflow((dev.statewright.v1.UnpauseWorkflowRequest) request,
+              (io.grpc.stub.StreamObserver<dev.statewright.v1.UnpauseWorkflowResponse>) responseObserver);
           break;
         case METHODID_MIGRATE_WORKFLOW:
           serviceImpl.migrateWorkflow((dev.statewright.v1.MigrateWorkflowRequest) request,
@@ -1873,6 +2079,20 @@ public final class WorkflowServiceGrpc {
               dev.statewright.v1.ResetWorkflowResponse>(
                 service, METHODID_RESET_WORKFLOW)))
         .addMethod(
+          getPauseWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.PauseWorkflowRequest,
+              dev.statewright.v1.PauseWorkflowResponse>(
+                service, METHODID_PAUSE_WORKFLOW)))
+        .addMethod(
+          getUnpauseWorkflowMethod(),
+          io.grpc.stub.ServerCalls.asyncUnaryCall(
+            new MethodHandlers<
+              dev.statewright.v1.UnpauseWorkflowRequest,
+              dev.statewright.v1.UnpauseWorkflowResponse>(
+                service, METHODID_UNPAUSE_WORKFLOW)))
+        .addMethod(
           getMigrateWorkflowMethod(),
           io.grpc.stub.ServerCalls.asyncUnaryCall(
             new MethodHandlers<
@@ -1943,6 +2163,8 @@ public final class WorkflowServiceGrpc {
               .addMethod(getSignalWithStartWorkflowMethod())
               .addMethod(getRetryWorkflowMethod())
               .addMethod(getResetWorkflowMethod())
+              .addMethod(getPauseWorkflowMethod())
+              .addMethod(getUnpauseWorkflowMethod())
               .addMethod(getMigrateWorkflowMethod())
               .build();
         }

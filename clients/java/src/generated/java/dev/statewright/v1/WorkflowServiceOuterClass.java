@@ -226,6 +226,26 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
   static final 
     com.google.protobuf.GeneratedMessage.FieldAccessorTable
       internal_static_statewright_v1_MigrationPlan_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_PauseWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_PauseWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_PauseWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_PauseWorkflowResponse_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_UnpauseWorkflowRequest_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_UnpauseWorkflowRequest_fieldAccessorTable;
+  static final com.google.protobuf.Descriptors.Descriptor
+    internal_static_statewright_v1_UnpauseWorkflowResponse_descriptor;
+  static final 
+    com.google.protobuf.GeneratedMessage.FieldAccessorTable
+      internal_static_statewright_v1_UnpauseWorkflowResponse_fieldAccessorTable;
 
   public static com.google.protobuf.Descriptors.FileDescriptor
       getDescriptor() {
@@ -414,89 +434,111 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       "elds\022\'\n\017timers_disarmed\030\010 \001(\010R\016timersDis" +
       "armed\022>\n\ttask_fate\030\t \001(\0162!.statewright.v" +
       "1.MigrationTaskFateR\010taskFate\022\035\n\ntask_qu" +
-      "eue\030\n \001(\tR\ttaskQueue*\221\001\n\016IfExistsPolicy\022" +
-      " \n\034IF_EXISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_" +
-      "EXISTS_POLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY" +
-      "_RETURN_EXISTING\020\002\022\034\n\030IF_EXISTS_POLICY_R" +
-      "ESTART\020\003*\302\001\n\017SignalRejection\022 \n\034SIGNAL_R" +
-      "EJECTION_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTI" +
-      "ON_NOT_RUNNING\020\001\022\037\n\033SIGNAL_REJECTION_PER" +
-      "SISTING\020\002\022&\n\"SIGNAL_REJECTION_RECOVERY_R" +
-      "EQUIRED\020\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_D" +
-      "OWN\020\004*k\n\016WatchEventType\022 \n\034WATCH_EVENT_T" +
-      "YPE_UNSPECIFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CU" +
-      "RRENT\020\001\022\031\n\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020If" +
-      "FinishedPolicy\022\"\n\036IF_FINISHED_POLICY_UNS" +
-      "PECIFIED\020\000\022\035\n\031IF_FINISHED_POLICY_REFUSE\020" +
-      "\001\022 \n\034IF_FINISHED_POLICY_START_NEW\020\002*\230\001\n\021" +
-      "MigrationTaskFate\022#\n\037MIGRATION_TASK_FATE" +
-      "_UNSPECIFIED\020\000\022\034\n\030MIGRATION_TASK_FATE_NO" +
-      "NE\020\001\022\035\n\031MIGRATION_TASK_FATE_MOVED\020\002\022!\n\035M" +
-      "IGRATION_TASK_FATE_CANCELLED\020\0032\366\022\n\017Workf" +
-      "lowService\022z\n\rStartWorkflow\022$.statewrigh" +
-      "t.v1.StartWorkflowRequest\032%.statewright." +
-      "v1.StartWorkflowResponse\"\034\202\323\344\223\002\026\"\021/api/v" +
-      "1/workflows:\001*\022\215\001\n\016ResumeWorkflow\022%.stat" +
-      "ewright.v1.ResumeWorkflowRequest\032&.state" +
-      "wright.v1.ResumeWorkflowResponse\",\202\323\344\223\002&" +
-      "\"!/api/v1/{name=workflows/*}/resume:\001*\022\215" +
-      "\001\n\016SignalWorkflow\022%.statewright.v1.Signa" +
-      "lWorkflowRequest\032&.statewright.v1.Signal" +
-      "WorkflowResponse\",\202\323\344\223\002&\"!/api/v1/{name=" +
-      "workflows/*}/signal:\001*\022z\n\013GetWorkflow\022\"." +
-      "statewright.v1.GetWorkflowRequest\032#.stat" +
-      "ewright.v1.GetWorkflowResponse\"\"\202\323\344\223\002\034\022\032" +
-      "/api/v1/{name=workflows/*}\022w\n\rListWorkfl" +
-      "ows\022$.statewright.v1.ListWorkflowsReques" +
-      "t\032%.statewright.v1.ListWorkflowsResponse" +
-      "\"\031\202\323\344\223\002\023\022\021/api/v1/workflows\022\215\001\n\016CancelWo" +
-      "rkflow\022%.statewright.v1.CancelWorkflowRe" +
-      "quest\032&.statewright.v1.CancelWorkflowRes" +
-      "ponse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/*" +
-      "}/cancel:\001*\022\203\001\n\016DeleteWorkflow\022%.statewr" +
-      "ight.v1.DeleteWorkflowRequest\032&.statewri" +
-      "ght.v1.DeleteWorkflowResponse\"\"\202\323\344\223\002\034*\032/" +
-      "api/v1/{name=workflows/*}\022\210\001\n\rWatchWorkf" +
-      "low\022$.statewright.v1.WatchWorkflowReques" +
-      "t\032%.statewright.v1.WatchWorkflowResponse" +
-      "\"(\202\323\344\223\002\"\022 /api/v1/{name=workflows/*}/wat" +
-      "ch0\001\022|\n\016GetDiagnostics\022%.statewright.v1." +
-      "GetDiagnosticsRequest\032&.statewright.v1.G" +
-      "etDiagnosticsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/d" +
-      "iagnostics\022\247\001\n\026GetWorkflowDiagnostics\022-." +
-      "statewright.v1.GetWorkflowDiagnosticsReq" +
-      "uest\032..statewright.v1.GetWorkflowDiagnos" +
-      "ticsResponse\".\202\323\344\223\002(\022&/api/v1/{name=work" +
-      "flows/*}/diagnostics\022\177\n\017ListDefinitions\022" +
-      "&.statewright.v1.ListDefinitionsRequest\032" +
-      "\'.statewright.v1.ListDefinitionsResponse" +
-      "\"\033\202\323\344\223\002\025\022\023/api/v1/definitions\022\255\001\n\rGetDef" +
-      "inition\022$.statewright.v1.GetDefinitionRe" +
-      "quest\032%.statewright.v1.GetDefinitionResp" +
-      "onse\"O\202\323\344\223\002I\022\'/api/v1/{name=definitions/" +
-      "*/versions/*}Z\036\022\034/api/v1/{name=definitio" +
-      "ns/*}\022\200\001\n\016CountWorkflows\022%.statewright.v" +
-      "1.CountWorkflowsRequest\032&.statewright.v1" +
-      ".CountWorkflowsResponse\"\037\202\323\344\223\002\031\022\027/api/v1" +
-      "/workflows:count\022\250\001\n\027SignalWithStartWork" +
-      "flow\022..statewright.v1.SignalWithStartWor" +
-      "kflowRequest\032/.statewright.v1.SignalWith" +
-      "StartWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/w" +
-      "orkflows:signalWithStart:\001*\022\211\001\n\rRetryWor" +
-      "kflow\022$.statewright.v1.RetryWorkflowRequ" +
-      "est\032%.statewright.v1.RetryWorkflowRespon" +
-      "se\"+\202\323\344\223\002%\" /api/v1/{name=workflows/*}/r" +
-      "etry:\001*\022\211\001\n\rResetWorkflow\022$.statewright." +
-      "v1.ResetWorkflowRequest\032%.statewright.v1" +
-      ".ResetWorkflowResponse\"+\202\323\344\223\002%\" /api/v1/" +
-      "{name=workflows/*}/reset:\001*\022\221\001\n\017MigrateW" +
-      "orkflow\022&.statewright.v1.MigrateWorkflow" +
-      "Request\032\'.statewright.v1.MigrateWorkflow" +
-      "Response\"-\202\323\344\223\002\'\"\"/api/v1/{name=workflow" +
-      "s/*}/migrate:\001*Bs\n\022dev.statewright.v1P\001Z" +
-      "Jgithub.com/statewright/statewright/clie" +
-      "nts/go/statewright/v1;statewrightv1\252\002\016St" +
-      "atewright.V1b\006proto3"
+      "eue\030\n \001(\tR\ttaskQueue\"\247\001\n\024PauseWorkflowRe" +
+      "quest\022\022\n\004name\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(" +
+      "\tR\006reason\022+\n\021expected_revision\030\003 \001(\003R\020ex" +
+      "pectedRevision\022\035\n\nrequest_id\030\004 \001(\tR\trequ" +
+      "estId\022\027\n\007dry_run\030\005 \001(\010R\006dryRun\"f\n\025PauseW" +
+      "orkflowResponse\0224\n\010workflow\030\001 \001(\0132\030.stat" +
+      "ewright.v1.WorkflowR\010workflow\022\027\n\007dry_run" +
+      "\030\002 \001(\010R\006dryRun\"\251\001\n\026UnpauseWorkflowReques" +
+      "t\022\022\n\004name\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006r" +
+      "eason\022+\n\021expected_revision\030\003 \001(\003R\020expect" +
+      "edRevision\022\035\n\nrequest_id\030\004 \001(\tR\trequestI" +
+      "d\022\027\n\007dry_run\030\005 \001(\010R\006dryRun\"h\n\027UnpauseWor" +
+      "kflowResponse\0224\n\010workflow\030\001 \001(\0132\030.statew" +
+      "right.v1.WorkflowR\010workflow\022\027\n\007dry_run\030\002" +
+      " \001(\010R\006dryRun*\221\001\n\016IfExistsPolicy\022 \n\034IF_EX" +
+      "ISTS_POLICY_UNSPECIFIED\020\000\022\031\n\025IF_EXISTS_P" +
+      "OLICY_FAIL\020\001\022$\n IF_EXISTS_POLICY_RETURN_" +
+      "EXISTING\020\002\022\034\n\030IF_EXISTS_POLICY_RESTART\020\003" +
+      "*\350\001\n\017SignalRejection\022 \n\034SIGNAL_REJECTION" +
+      "_UNSPECIFIED\020\000\022 \n\034SIGNAL_REJECTION_NOT_R" +
+      "UNNING\020\001\022\037\n\033SIGNAL_REJECTION_PERSISTING\020" +
+      "\002\022&\n\"SIGNAL_REJECTION_RECOVERY_REQUIRED\020" +
+      "\003\022\"\n\036SIGNAL_REJECTION_SHUTTING_DOWN\020\004\022$\n" +
+      " SIGNAL_REJECTION_WORKFLOW_PAUSED\020\005*k\n\016W" +
+      "atchEventType\022 \n\034WATCH_EVENT_TYPE_UNSPEC" +
+      "IFIED\020\000\022\034\n\030WATCH_EVENT_TYPE_CURRENT\020\001\022\031\n" +
+      "\025WATCH_EVENT_TYPE_STEP\020\002*w\n\020IfFinishedPo" +
+      "licy\022\"\n\036IF_FINISHED_POLICY_UNSPECIFIED\020\000" +
+      "\022\035\n\031IF_FINISHED_POLICY_REFUSE\020\001\022 \n\034IF_FI" +
+      "NISHED_POLICY_START_NEW\020\002*\230\001\n\021MigrationT" +
+      "askFate\022#\n\037MIGRATION_TASK_FATE_UNSPECIFI" +
+      "ED\020\000\022\034\n\030MIGRATION_TASK_FATE_NONE\020\001\022\035\n\031MI" +
+      "GRATION_TASK_FATE_MOVED\020\002\022!\n\035MIGRATION_T" +
+      "ASK_FATE_CANCELLED\020\0032\226\025\n\017WorkflowService" +
+      "\022z\n\rStartWorkflow\022$.statewright.v1.Start" +
+      "WorkflowRequest\032%.statewright.v1.StartWo" +
+      "rkflowResponse\"\034\202\323\344\223\002\026\"\021/api/v1/workflow" +
+      "s:\001*\022\215\001\n\016ResumeWorkflow\022%.statewright.v1" +
+      ".ResumeWorkflowRequest\032&.statewright.v1." +
+      "ResumeWorkflowResponse\",\202\323\344\223\002&\"!/api/v1/" +
+      "{name=workflows/*}/resume:\001*\022\215\001\n\016SignalW" +
+      "orkflow\022%.statewright.v1.SignalWorkflowR" +
+      "equest\032&.statewright.v1.SignalWorkflowRe" +
+      "sponse\",\202\323\344\223\002&\"!/api/v1/{name=workflows/" +
+      "*}/signal:\001*\022z\n\013GetWorkflow\022\".statewrigh" +
+      "t.v1.GetWorkflowRequest\032#.statewright.v1" +
+      ".GetWorkflowResponse\"\"\202\323\344\223\002\034\022\032/api/v1/{n" +
+      "ame=workflows/*}\022w\n\rListWorkflows\022$.stat" +
+      "ewright.v1.ListWorkflowsRequest\032%.statew" +
+      "right.v1.ListWorkflowsResponse\"\031\202\323\344\223\002\023\022\021" +
+      "/api/v1/workflows\022\215\001\n\016CancelWorkflow\022%.s" +
+      "tatewright.v1.CancelWorkflowRequest\032&.st" +
+      "atewright.v1.CancelWorkflowResponse\",\202\323\344" +
+      "\223\002&\"!/api/v1/{name=workflows/*}/cancel:\001" +
+      "*\022\203\001\n\016DeleteWorkflow\022%.statewright.v1.De" +
+      "leteWorkflowRequest\032&.statewright.v1.Del" +
+      "eteWorkflowResponse\"\"\202\323\344\223\002\034*\032/api/v1/{na" +
+      "me=workflows/*}\022\210\001\n\rWatchWorkflow\022$.stat" +
+      "ewright.v1.WatchWorkflowRequest\032%.statew" +
+      "right.v1.WatchWorkflowResponse\"(\202\323\344\223\002\"\022 " +
+      "/api/v1/{name=workflows/*}/watch0\001\022|\n\016Ge" +
+      "tDiagnostics\022%.statewright.v1.GetDiagnos" +
+      "ticsRequest\032&.statewright.v1.GetDiagnost" +
+      "icsResponse\"\033\202\323\344\223\002\025\022\023/api/v1/diagnostics" +
+      "\022\247\001\n\026GetWorkflowDiagnostics\022-.statewrigh" +
+      "t.v1.GetWorkflowDiagnosticsRequest\032..sta" +
+      "tewright.v1.GetWorkflowDiagnosticsRespon" +
+      "se\".\202\323\344\223\002(\022&/api/v1/{name=workflows/*}/d" +
+      "iagnostics\022\177\n\017ListDefinitions\022&.statewri" +
+      "ght.v1.ListDefinitionsRequest\032\'.statewri" +
+      "ght.v1.ListDefinitionsResponse\"\033\202\323\344\223\002\025\022\023" +
+      "/api/v1/definitions\022\255\001\n\rGetDefinition\022$." +
+      "statewright.v1.GetDefinitionRequest\032%.st" +
+      "atewright.v1.GetDefinitionResponse\"O\202\323\344\223" +
+      "\002I\022\'/api/v1/{name=definitions/*/versions" +
+      "/*}Z\036\022\034/api/v1/{name=definitions/*}\022\200\001\n\016" +
+      "CountWorkflows\022%.statewright.v1.CountWor" +
+      "kflowsRequest\032&.statewright.v1.CountWork" +
+      "flowsResponse\"\037\202\323\344\223\002\031\022\027/api/v1/workflows" +
+      ":count\022\250\001\n\027SignalWithStartWorkflow\022..sta" +
+      "tewright.v1.SignalWithStartWorkflowReque" +
+      "st\032/.statewright.v1.SignalWithStartWorkf" +
+      "lowResponse\",\202\323\344\223\002&\"!/api/v1/workflows:s" +
+      "ignalWithStart:\001*\022\211\001\n\rRetryWorkflow\022$.st" +
+      "atewright.v1.RetryWorkflowRequest\032%.stat" +
+      "ewright.v1.RetryWorkflowResponse\"+\202\323\344\223\002%" +
+      "\" /api/v1/{name=workflows/*}/retry:\001*\022\211\001" +
+      "\n\rResetWorkflow\022$.statewright.v1.ResetWo" +
+      "rkflowRequest\032%.statewright.v1.ResetWork" +
+      "flowResponse\"+\202\323\344\223\002%\" /api/v1/{name=work" +
+      "flows/*}/reset:\001*\022\211\001\n\rPauseWorkflow\022$.st" +
+      "atewright.v1.PauseWorkflowRequest\032%.stat" +
+      "ewright.v1.PauseWorkflowResponse\"+\202\323\344\223\002%" +
+      "\" /api/v1/{name=workflows/*}/pause:\001*\022\221\001" +
+      "\n\017UnpauseWorkflow\022&.statewright.v1.Unpau" +
+      "seWorkflowRequest\032\'.statewright.v1.Unpau" +
+      "seWorkflowResponse\"-\202\323\344\223\002\'\"\"/api/v1/{nam" +
+      "e=workflows/*}/unpause:\001*\022\221\001\n\017MigrateWor" +
+      "kflow\022&.statewright.v1.MigrateWorkflowRe" +
+      "quest\032\'.statewright.v1.MigrateWorkflowRe" +
+      "sponse\"-\202\323\344\223\002\'\"\"/api/v1/{name=workflows/" +
+      "*}/migrate:\001*Bs\n\022dev.statewright.v1P\001ZJg" +
+      "ithub.com/statewright/statewright/client" +
+      "s/go/statewright/v1;statewrightv1\252\002\016Stat" +
+      "ewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -748,6 +790,30 @@ public final class WorkflowServiceOuterClass extends com.google.protobuf.Generat
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_MigrationPlan_descriptor,
         new java.lang.String[] { "FromVersion", "ToVersion", "StateFrom", "StateTo", "DefaultedFields", "SetFields", "RemovedFields", "TimersDisarmed", "TaskFate", "TaskQueue", });
+    internal_static_statewright_v1_PauseWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(38);
+    internal_static_statewright_v1_PauseWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_PauseWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_PauseWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(39);
+    internal_static_statewright_v1_PauseWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_PauseWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "DryRun", });
+    internal_static_statewright_v1_UnpauseWorkflowRequest_descriptor =
+      getDescriptor().getMessageType(40);
+    internal_static_statewright_v1_UnpauseWorkflowRequest_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_UnpauseWorkflowRequest_descriptor,
+        new java.lang.String[] { "Name", "Reason", "ExpectedRevision", "RequestId", "DryRun", });
+    internal_static_statewright_v1_UnpauseWorkflowResponse_descriptor =
+      getDescriptor().getMessageType(41);
+    internal_static_statewright_v1_UnpauseWorkflowResponse_fieldAccessorTable = new
+      com.google.protobuf.GeneratedMessage.FieldAccessorTable(
+        internal_static_statewright_v1_UnpauseWorkflowResponse_descriptor,
+        new java.lang.String[] { "Workflow", "DryRun", });
     descriptor.resolveAllFeaturesImmutable();
     com.google.api.AnnotationsProto.getDescriptor();
     com.google.protobuf.DurationProto.getDescriptor();

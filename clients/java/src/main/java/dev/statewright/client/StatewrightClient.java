@@ -47,10 +47,14 @@ import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
 import dev.statewright.v1.SetQueueConfigRequest;
 import dev.statewright.v1.SetQueueConfigResponse;
+import dev.statewright.v1.PauseWorkflowRequest;
+import dev.statewright.v1.PauseWorkflowResponse;
 import dev.statewright.v1.ResetWorkflowRequest;
 import dev.statewright.v1.ResetWorkflowResponse;
 import dev.statewright.v1.RetryWorkflowRequest;
 import dev.statewright.v1.RetryWorkflowResponse;
+import dev.statewright.v1.UnpauseWorkflowRequest;
+import dev.statewright.v1.UnpauseWorkflowResponse;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.SignalWorkflowRequest;
@@ -317,6 +321,21 @@ public final class StatewrightClient implements AutoCloseable {
   public MigrateWorkflowResponse migrate(MigrateWorkflowRequest request) {
     MigrateWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
     return call("MigrateWorkflow", s -> s.migrateWorkflow(r));
+  }
+
+  /**
+   * Pauses a RUNNING or WAITING instance: nothing steps it until {@link #unpause} (its due
+   * timers wait, its task is not offered, resumes and signals are refused WORKFLOW_PAUSED).
+   */
+  public PauseWorkflowResponse pause(PauseWorkflowRequest request) {
+    PauseWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("PauseWorkflow", s -> s.pauseWorkflow(r));
+  }
+
+  /** Unpauses a paused instance: its due timers fire and its task is offered again. */
+  public UnpauseWorkflowResponse unpause(UnpauseWorkflowRequest request) {
+    UnpauseWorkflowRequest r = request.toBuilder().setRequestId(requestId(request.getRequestId())).build();
+    return call("UnpauseWorkflow", s -> s.unpauseWorkflow(r));
   }
 
   public ListWorkflowsResponse listPage(ListWorkflowsRequest request) {

@@ -10,10 +10,14 @@ import dev.statewright.v1.MigrateWorkflowRequest;
 import dev.statewright.v1.MigrateWorkflowResponse;
 import dev.statewright.v1.ResumeWorkflowRequest;
 import dev.statewright.v1.ResumeWorkflowResponse;
+import dev.statewright.v1.PauseWorkflowRequest;
+import dev.statewright.v1.PauseWorkflowResponse;
 import dev.statewright.v1.ResetWorkflowRequest;
 import dev.statewright.v1.ResetWorkflowResponse;
 import dev.statewright.v1.RetryWorkflowRequest;
 import dev.statewright.v1.RetryWorkflowResponse;
+import dev.statewright.v1.UnpauseWorkflowRequest;
+import dev.statewright.v1.UnpauseWorkflowResponse;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
@@ -68,6 +72,8 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   Function<RetryWorkflowRequest, RetryWorkflowResponse> retryWorkflow;
   Function<ResetWorkflowRequest, ResetWorkflowResponse> resetWorkflow;
   Function<MigrateWorkflowRequest, MigrateWorkflowResponse> migrateWorkflow;
+  Function<PauseWorkflowRequest, PauseWorkflowResponse> pauseWorkflow;
+  Function<UnpauseWorkflowRequest, UnpauseWorkflowResponse> unpauseWorkflow;
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
   final FakeTaskService tasks = new FakeTaskService();
 
@@ -188,6 +194,17 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   @Override
   public void migrateWorkflow(MigrateWorkflowRequest request, StreamObserver<MigrateWorkflowResponse> observer) {
     unary(request, migrateWorkflow, observer);
+  }
+
+  @Override
+  public void pauseWorkflow(PauseWorkflowRequest request, StreamObserver<PauseWorkflowResponse> observer) {
+    unary(request, pauseWorkflow, observer);
+  }
+
+  @Override
+  public void unpauseWorkflow(
+      UnpauseWorkflowRequest request, StreamObserver<UnpauseWorkflowResponse> observer) {
+    unary(request, unpauseWorkflow, observer);
   }
 
   @Override

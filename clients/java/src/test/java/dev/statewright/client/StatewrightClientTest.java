@@ -15,10 +15,15 @@ import dev.statewright.v1.MigrateWorkflowResponse;
 import dev.statewright.v1.MigrationPlan;
 import dev.statewright.v1.MigrationTaskFate;
 import dev.statewright.v1.ResumeWorkflowRequest;
+import dev.statewright.v1.PauseWorkflowRequest;
+import dev.statewright.v1.PauseWorkflowResponse;
 import dev.statewright.v1.ResetWorkflowRequest;
 import dev.statewright.v1.ResetWorkflowResponse;
 import dev.statewright.v1.RetryWorkflowRequest;
 import dev.statewright.v1.RetryWorkflowResponse;
+import dev.statewright.v1.UnpauseWorkflowRequest;
+import dev.statewright.v1.UnpauseWorkflowResponse;
+import dev.statewright.v1.WorkflowPause;
 import dev.statewright.v1.SignalWithStartWorkflowRequest;
 import dev.statewright.v1.SignalWithStartWorkflowResponse;
 import dev.statewright.v1.StartWorkflowRequest;
@@ -153,6 +158,37 @@ class StatewrightClientTest {
     assertEquals("'gold'", first.getSetOrThrow("tier"));
     assertFalse(first.getRequestId().isEmpty());
     assertEquals(first.getRequestId(), again.getRequestId());
+  }
+
+  @Test
+  void pauseAndUnpauseSendTheirFieldsWithARequestIdAndRetryUnavailable() {
+    AtomicInteger attempts = new AtomicInteger();
+    fake.pauseWorkflow = request -> {
+      if (attempts.incrementAndGet() < 2) {
+        throw Status.UNAVAILABLE.withDescription("storage down").asRuntimeException();
+      }
+      return PauseWorkflowResponse.newBuilder()
+          .setWorkflow(workflow("w", 3, WorkflowStatus.WORKFLOW_STATUS_RUNNING).toBuilder()
+              .setPaused(true)
+              .setPause(WorkflowPause.newBuilder().setReason(request.getReason()).setActor("key:ops")))
+          .build();
+    };
+    fake.unpauseWorkflow = request -> UnpauseWorkflowResponse.newBuilder()
+        .setWorkflow(workflow("w", 4, WorkflowStatus.WORKFLOW_STATUS_RUNNING))
+        .setDryRun(request.getDryRun())
+        .build();
+    PauseWorkflowResponse paused = client.pause(
+        PauseWorkflowRequest.newBuilder().setName("workflows/w").setReason("incident").build());
+    assertTrue(paused.getWorkflow().getPaused());
+    assertEquals("incident", paused.getWorkflow().getPause().getReason());
+    PauseWorkflowRequest first = (PauseWorkflowRequest) fake.requests.get(0);
+    PauseWorkflowRequest again = (PauseWorkflowRequest) fake.requests.get(1);
+    assertFalse(first.getRequestId().isEmpty());
+    assertEquals(first.getRequestId(), again.getRequestId());
+    UnpauseWorkflowResponse unpaused = client.unpause(
+        UnpauseWorkflowRequest.newBuilder().setName("workflows/w").setDryRun(true).build());
+    assertTrue(unpaused.getDryRun());
+    assertFalse(unpaused.getWorkflow().getPaused());
   }
 
   @Test
