@@ -75,7 +75,7 @@ class StepWrites:
         record = instance_record(
             result.snapshot, now, now, self._expire_time(command.loaded, result, now)
         )
-        change, armed = timer_change(result.timers, record, now)
+        change, armed = timer_change(result.timers, record, now, trace=trace)
         tasks, task = task_change(result, record, now, trace=trace)
         op = Create(
             record,
@@ -109,7 +109,7 @@ class StepWrites:
             now,
             self._expire_time(session.loaded, result, now),
         )
-        change, armed = timer_change(result.timers, record, now, command.fired())
+        change, armed = timer_change(result.timers, record, now, command.fired(), trace)
         if not result.timers.disarm and not armed:
             armed = session.timers  # the step stayed in its state: its timers stay armed
         tasks, task = task_change(result, record, now, command.finishes(), trace)
@@ -189,9 +189,14 @@ class StepWrites:
 
 
 def timer_change(
-    plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
+    plan: TimerPlan,
+    record: InstanceRecord,
+    now: datetime,
+    fired: str | None = None,
+    trace: TraceContext | None = None,
 ) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
-    """A step's timer plan as the store's work, and the timers it arms, in due order."""
+    """A step's timer plan as the store's work, and the timers it arms, in due order, each
+    with ``trace`` (the step's trace context, which the step it fires is linked to)."""
     armed = tuple(
         sorted(
             (
@@ -203,6 +208,7 @@ def timer_change(
                     target=t.target,
                     after=t.after,
                     due_time=t.at if t.at is not None else now + (t.delay or timedelta(0)),
+                    trace=trace,
                 )
                 for t in plan.arm
             ),

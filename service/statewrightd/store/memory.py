@@ -144,6 +144,8 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
                     t["target"],
                     t["after"],
                     t["due_micros"],
+                    t.get("trace_parent"),
+                    t.get("trace_state"),
                     None,
                 ]
         if op.tasks:
