@@ -59,12 +59,13 @@ def _context(span: ReadableSpan) -> SpanContext:
 
 
 def _linked(span: ReadableSpan, why: str) -> SpanContext:
-    (context,) = [
+    contexts: list[SpanContext] = [
         link.context
         for link in span.links
         if link.attributes is not None and link.attributes.get("statewright.link") == why
     ]
-    return context
+    assert len(contexts) == 1, (span.name, why, span.links)
+    return contexts[0]
 
 
 def _same(linked: SpanContext, span: ReadableSpan) -> bool:
