@@ -54,8 +54,9 @@ def _steps(spans: Sequence[ReadableSpan], kind: str, workflow_id: str) -> list[R
 
 
 def _context(span: ReadableSpan) -> SpanContext:
-    assert span.context is not None
-    return span.context
+    context = span.get_span_context()
+    assert isinstance(context, SpanContext)
+    return context
 
 
 def _linked(span: ReadableSpan, why: str) -> SpanContext:
