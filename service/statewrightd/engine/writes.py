@@ -18,6 +18,7 @@ from statewrightd.domain import TERMINAL, TaskStatus, TraceContext, task_id_of, 
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
 from statewrightd.engine.model import PlannedTask, Snapshot, StepResult, TimerPlan
+from statewrightd.engine.observer import Observation
 from statewrightd.engine.projection import Failed, ignore_failure, project
 from statewrightd.engine.sessions import Session
 from statewrightd.engine.snapshots import history_record, instance_record
@@ -68,10 +69,12 @@ class StepWrites:
         self._failed = projection_failed
 
     def create(
-        self, command: StartCommand, result: StepResult, trace: TraceContext | None = None
+        self, command: StartCommand, result: StepResult, observed: Observation | None = None
     ) -> Planned:
-        """``trace``: the step's trace context, kept with a task it schedules."""
+        """``observed``: what the observer noted of the step, whose trace context a task or
+        a timer it plans keeps."""
         now = self._clock.now()
+        trace = kept_trace(observed, result)
         record = instance_record(
             result.snapshot, now, now, self._expire_time(command.loaded, result, now)
         )
@@ -100,9 +103,10 @@ class StepWrites:
         command: StepCommand,
         session: Session,
         result: StepResult,
-        trace: TraceContext | None = None,
+        observed: Observation | None = None,
     ) -> Planned:
         now = self._clock.now()
+        trace = kept_trace(observed, result)
         record = instance_record(
             result.snapshot,
             session.record.create_time,
@@ -186,6 +190,16 @@ class StepWrites:
             create_time=now,
             live_after=None if self._window is None else now - self._window,
         )
+
+
+def kept_trace(observed: Observation | None, result: StepResult) -> TraceContext | None:
+    """The step's trace context when a timer or a task it plans keeps it: written (by the
+    observer, with OpenTelemetry's propagator) only then, not for every step."""
+    if observed is None:
+        return None
+    if not result.timers.arm and result.task.schedule is None and not result.task.items:
+        return None
+    return observed.trace
 
 
 def timer_change(
