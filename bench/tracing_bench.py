@@ -17,7 +17,10 @@ the machine's load falls on all:
   context with it.
 
 It prints each measurement and the ratios to "off" of the medians (the goal: at least
-0.9).
+0.9), and beside them the server process's CPU time per call (per start, per task step)
+over each window: on a machine shared with other work the calls per second swing with the
+load, while what a call costs the server in CPU moves much less, and its ratio (off's CPU
+per call over on's) is the throughput ratio a CPU-bound server would reach on its own.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Coroutine
 from concurrent import futures
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -45,7 +50,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 # The repository root, so that `bench` is importable when this file runs as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.task_bench import DEFINITIONS, QUEUE
-from bench.timer_bench import closed_loop, server, workspace
+from bench.timer_bench import closed_loop, cpu_seconds, server, workspace
 
 
 class Collector(otlp_grpc.TraceServiceServicer):
@@ -148,29 +153,35 @@ def main() -> None:
     }
     starts: dict[str, list[float]] = {mode: [] for mode in modes}
     steps: dict[str, list[float]] = {mode: [] for mode in modes}
+    # The server's CPU microseconds per start and per task step, by mode.
+    start_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
+    step_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
     try:
         with ExitStack() as stack:
             folder, logs = stack.enter_context(workspace(DEFINITIONS, "tracing-bench-"))
-            targets = {
+            servers = {
                 mode: stack.enter_context(
                     server(databases[mode], folder, logs, f"tracing-{mode}", env=environments[mode])
-                )[0]
+                )
                 for mode in modes
             }
             for round_ in range(args.rounds):
                 for mode in modes:
-                    target = targets[mode]
-                    starts[mode].append(
-                        asyncio.run(closed_loop(target, args.seconds, args.concurrency))
+                    target, pid = servers[mode]
+                    rate, cpu = _with_cpu(pid, closed_loop(target, args.seconds, args.concurrency))
+                    starts[mode].append(rate)
+                    start_cpu[mode].append(cpu)
+                    rate, cpu = _with_cpu(
+                        pid, task_steps(target, args.seconds, args.pollers, args.population)
                     )
-                    steps[mode].append(
-                        asyncio.run(task_steps(target, args.seconds, args.pollers, args.population))
-                    )
+                    steps[mode].append(rate)
+                    step_cpu[mode].append(cpu)
                     cancel_open(databases[mode])
                     print(
                         f"round {round_ + 1} tracing {mode:>7}: "
-                        f"{starts[mode][-1]:7,.0f} start-to-complete/s, "
-                        f"{steps[mode][-1]:6,.0f} task steps/s",
+                        f"{starts[mode][-1]:7,.0f} start-to-complete/s "
+                        f"({start_cpu[mode][-1]:5,.0f} µs CPU each), "
+                        f"{steps[mode][-1]:6,.0f} task steps/s ({step_cpu[mode][-1]:5,.0f} µs)",
                         flush=True,
                     )
             time.sleep(6)  # the batch processor exports every 5 s
@@ -186,7 +197,22 @@ def main() -> None:
             f"{label}: off {off:,.0f}/s; on {on:,.0f}/s, ratio {on / off:.2f}; "
             f"{args.sampled:.0%} sampled {sampled:,.0f}/s, ratio {sampled / off:.2f}"
         )
+    for label, costs in (("start-to-complete", start_cpu), ("task step", step_cpu)):
+        off, on = statistics.median(costs["off"]), statistics.median(costs["on"])
+        sampled = statistics.median(costs["sampled"])
+        print(
+            f"server CPU per {label}: off {off:,.0f} µs; on {on:,.0f} µs, ratio {off / on:.2f}; "
+            f"sampled {sampled:,.0f} µs, ratio {off / sampled:.2f}"
+        )
     print(f"spans received by the collector: {collector.spans:,}")
+
+
+def _with_cpu(pid: int, measure: Coroutine[Any, Any, float]) -> tuple[float, float]:
+    """Calls per second of ``measure``'s window, and the server's CPU µs per call in it."""
+    began_cpu, began = cpu_seconds(pid), time.monotonic()
+    rate = asyncio.run(measure)
+    calls = rate * (time.monotonic() - began)  # a little over: the window's setup counts
+    return rate, 1e6 * (cpu_seconds(pid) - began_cpu) / max(calls, 1.0)
 
 
 if __name__ == "__main__":
