@@ -45,8 +45,8 @@ SERVER, CLIENT = "statewrightd", "caller and worker (Python client)"
 
 
 def _order(target: str) -> None:
-    """Places one order under the caller's span and works it to its end with one worker
-    (polling before the order exists, so that the waterfall has no idle gap)."""
+    """Places one order under the caller's span and waits for it while one worker works it
+    to its end (polling before the order exists, so that the waterfall has no idle gap)."""
     tracer = trace.get_tracer("statewright.trace_screenshot")
 
     def charge(task: Task) -> dict[str, object]:
@@ -64,17 +64,18 @@ def _order(target: str) -> None:
         thread = threading.Thread(target=worker.run, kwargs={"handle_signals": False})
         thread.start()
         try:
+            # The caller waits for the order to finish (a watch), inside its own span.
             with tracer.start_as_current_span("place order", kind=SpanKind.CLIENT):
-                started = client.start(
-                    "order-fulfilment", {"items": ["book", "pen"], "price": 12.5}
+                final = client.execute(
+                    "order-fulfilment",
+                    {"items": ["book", "pen"], "price": 12.5},
+                    until="finish",
+                    timeout=60,
                 )
-            final = None
-            for event in client.watch(started.workflow.name, timeout=60):
-                final = event.workflow
         finally:
             worker.stop()
             thread.join(30)
-    if final is None or final.state != "shipped":
+    if final.state != "shipped":
         raise SystemExit(f"the order did not ship: {final}")
 
 
