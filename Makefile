@@ -5,7 +5,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test docs docs-build bench chaos clients install generate check-generated console check-console console-screenshots buf-lint buf-breaking lint typecheck unit integration e2e test-citus image image-test clean baseline example-go example-ts example-ts-watch example-java
+.PHONY: dev test docs docs-build bench chaos clients install generate check-generated console check-console console-screenshots trace-screenshot buf-lint buf-breaking lint typecheck unit integration e2e test-citus image image-test clean baseline example-go example-ts example-ts-watch example-java
 
 # scripts/install-venv says what it does as it goes (the first run takes a few minutes).
 $(STAMP): pyproject.toml clients/python/pyproject.toml
@@ -158,6 +158,12 @@ check-console: $(STAMP)
 console-screenshots: $(STAMP)
 	scripts/install-chromium >/dev/null
 	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py tests/e2e/console/test_browser_operations.py
+
+## The docs' picture of one order-fulfilment trace (docs/images/trace-order-fulfilment.png):
+## the real server and a Python worker, their spans drawn as a waterfall, headless Chromium.
+trace-screenshot: $(STAMP)
+	scripts/install-chromium >/dev/null
+	$(BIN)/python bench/trace_screenshot.py
 
 ## Record the current API as the baseline the breaking check compares against (at a release).
 baseline: $(STAMP)

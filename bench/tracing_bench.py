@@ -17,7 +17,10 @@ the machine's load falls on all:
   context with it.
 
 It prints each measurement and the ratios to "off" of the medians (the goal: at least
-0.9).
+0.9), and beside them the server process's CPU time per call (per start, per task step)
+over each window: on a machine shared with other work the calls per second swing with the
+load, while what a call costs the server in CPU moves much less, and its ratio (off's CPU
+per call over on's) is the throughput ratio a CPU-bound server would reach on its own.
 """
 
 from __future__ import annotations
@@ -29,9 +32,11 @@ import statistics
 import sys
 import threading
 import time
+from collections.abc import Coroutine
 from concurrent import futures
 from contextlib import ExitStack
 from pathlib import Path
+from typing import Any
 
 import grpc
 import psycopg
@@ -45,7 +50,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 # The repository root, so that `bench` is importable when this file runs as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.task_bench import DEFINITIONS, QUEUE
-from bench.timer_bench import closed_loop, server, workspace
+from bench.timer_bench import closed_loop, cpu_seconds, server, workspace
 
 
 class Collector(otlp_grpc.TraceServiceServicer):
@@ -83,10 +88,17 @@ async def task_steps(target: str, seconds: float, pollers: int, population: int)
             while time.monotonic() < stop:
                 leased = await tasks.PollTasks(poll, timeout=30)
                 for task in leased.tasks:
-                    answer = await tasks.CompleteTask(
-                        tpb.CompleteTaskRequest(name=task.name, lease_token=task.lease_token),
-                        timeout=30,
-                    )
+                    try:
+                        answer = await tasks.CompleteTask(
+                            tpb.CompleteTaskRequest(name=task.name, lease_token=task.lease_token),
+                            timeout=30,
+                        )
+                    except grpc.aio.AioRpcError as err:
+                        # On a machine loaded enough a lease can lapse before its completion:
+                        # the task is offered again, and this one is not counted.
+                        if err.code() is not grpc.StatusCode.FAILED_PRECONDITION:
+                            raise
+                        continue
                     done += 1
                     if answer.workflow.state == "done":  # keep the population constant
                         await workflows.StartWorkflow(start, timeout=30)
@@ -148,29 +160,35 @@ def main() -> None:
     }
     starts: dict[str, list[float]] = {mode: [] for mode in modes}
     steps: dict[str, list[float]] = {mode: [] for mode in modes}
+    # The server's CPU microseconds per start and per task step, by mode.
+    start_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
+    step_cpu: dict[str, list[float]] = {mode: [] for mode in modes}
     try:
         with ExitStack() as stack:
             folder, logs = stack.enter_context(workspace(DEFINITIONS, "tracing-bench-"))
-            targets = {
+            servers = {
                 mode: stack.enter_context(
                     server(databases[mode], folder, logs, f"tracing-{mode}", env=environments[mode])
-                )[0]
+                )
                 for mode in modes
             }
             for round_ in range(args.rounds):
                 for mode in modes:
-                    target = targets[mode]
-                    starts[mode].append(
-                        asyncio.run(closed_loop(target, args.seconds, args.concurrency))
+                    target, pid = servers[mode]
+                    rate, cpu = _with_cpu(pid, closed_loop(target, args.seconds, args.concurrency))
+                    starts[mode].append(rate)
+                    start_cpu[mode].append(cpu)
+                    rate, cpu = _with_cpu(
+                        pid, task_steps(target, args.seconds, args.pollers, args.population)
                     )
-                    steps[mode].append(
-                        asyncio.run(task_steps(target, args.seconds, args.pollers, args.population))
-                    )
+                    steps[mode].append(rate)
+                    step_cpu[mode].append(cpu)
                     cancel_open(databases[mode])
                     print(
                         f"round {round_ + 1} tracing {mode:>7}: "
-                        f"{starts[mode][-1]:7,.0f} start-to-complete/s, "
-                        f"{steps[mode][-1]:6,.0f} task steps/s",
+                        f"{starts[mode][-1]:7,.0f} start-to-complete/s "
+                        f"({start_cpu[mode][-1]:5,.0f} µs CPU each), "
+                        f"{steps[mode][-1]:6,.0f} task steps/s ({step_cpu[mode][-1]:5,.0f} µs)",
                         flush=True,
                     )
             time.sleep(6)  # the batch processor exports every 5 s
@@ -179,14 +197,28 @@ def main() -> None:
         with psycopg.connect(admin, autocommit=True) as conn:
             for database in databases.values():
                 conn.execute(f"DROP DATABASE IF EXISTS {database.rsplit('/', 1)[1]}".encode())
-    for label, figures in (("start-to-complete", starts), ("task steps", steps)):
-        off, on = statistics.median(figures["off"]), statistics.median(figures["on"])
-        sampled = statistics.median(figures["sampled"])
+    for label, rates, costs in (
+        ("start-to-complete", starts, start_cpu),
+        ("task steps", steps, step_cpu),
+    ):
+        off, on, sampled = (statistics.median(rates[m]) for m in modes)
+        cpu_off, cpu_on, cpu_sampled = (statistics.median(costs[m]) for m in modes)
         print(
             f"{label}: off {off:,.0f}/s; on {on:,.0f}/s, ratio {on / off:.2f}; "
-            f"{args.sampled:.0%} sampled {sampled:,.0f}/s, ratio {sampled / off:.2f}"
+            f"{args.sampled:.0%} sampled {sampled:,.0f}/s, ratio {sampled / off:.2f}; "
+            f"server CPU per call off {cpu_off:,.0f} µs, on {cpu_on:,.0f} µs "
+            f"(ratio {cpu_off / cpu_on:.2f}), sampled {cpu_sampled:,.0f} µs "
+            f"(ratio {cpu_off / cpu_sampled:.2f})"
         )
     print(f"spans received by the collector: {collector.spans:,}")
+
+
+def _with_cpu(pid: int, measure: Coroutine[Any, Any, float]) -> tuple[float, float]:
+    """Calls per second of ``measure``'s window, and the server's CPU µs per call in it."""
+    began_cpu, began = cpu_seconds(pid), time.monotonic()
+    rate = asyncio.run(measure)
+    calls = rate * (time.monotonic() - began)  # a little over: the window's setup counts
+    return rate, 1e6 * (cpu_seconds(pid) - began_cpu) / max(calls, 1.0)
 
 
 if __name__ == "__main__":

@@ -158,9 +158,13 @@ def _skip_timer_fence() -> None:
     change = writes_module.timer_change
 
     def unfenced(
-        plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
+        plan: TimerPlan,
+        record: InstanceRecord,
+        now: datetime,
+        fired: str | None = None,
+        trace: TraceContext | None = None,
     ) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
-        return change(plan, record, now, None)  # the save no longer checks it is armed
+        return change(plan, record, now, None, trace)  # the save no longer checks it is armed
 
     writes_module.timer_change = unfenced
 

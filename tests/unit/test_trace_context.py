@@ -4,6 +4,7 @@ scheduled it and to the worker's span, and a request's digest ignores where it c
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import UTC, datetime
 from typing import cast
 
@@ -15,13 +16,23 @@ from statewright.v1 import task_service_pb2 as tpb
 
 from statewrightd.api.requests import request_key
 from statewrightd.api.task_requests import worker_trace
-from statewrightd.definitions.registry import Loaded
+from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.domain import Status, TraceContext
 from statewrightd.engine.answers import Outcome
-from statewrightd.engine.commands import CompleteTaskCommand, ResumeCommand
+from statewrightd.engine.commands import (
+    ARMED_BY,
+    SCHEDULE,
+    CompleteTaskCommand,
+    ResumeCommand,
+    TimerCommand,
+)
+from statewrightd.engine.schedule_spec import Candidate
+from statewrightd.engine.schedules import start_command, with_trace
 from statewrightd.errors import InvalidArgument
 from statewrightd.observability.probes import Probes, StepObservation
-from statewrightd.store.records import InstanceRecord
+from statewrightd.store.memory import MemoryRepository
+from statewrightd.store.records import InstanceRecord, TimerRecord
+from tests.support.deployment import EXAMPLES
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 STEP = TraceContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "a=1")
@@ -122,3 +133,53 @@ def test_the_workers_context_is_bounded_and_not_part_of_the_request_digest() -> 
     traced.traceparent, traced.tracestate = WORKER.traceparent, "a=1"
     assert request_key("CompleteTask", traced, "r") == request_key("CompleteTask", plain, "r")
     assert traced.traceparent == WORKER.traceparent, "the request itself is left as it was"
+
+
+def test_a_timers_step_is_a_root_linked_to_the_step_that_armed_it() -> None:
+    probes, exporter = _traced()
+    armed = TimerRecord(
+        workflow_id="o-4",
+        timer_id="1.3",
+        revision=1,
+        transition=3,
+        target="escalated",
+        after="1s",
+        due_time=NOW,
+        trace=STEP,
+    )
+    command = TimerCommand.of(armed, "statewright:timer")
+    assert command.links() == ((ARMED_BY, STEP),)
+    probes.finished(command, 0, probes.requested(command), _outcome("o-4"))
+    (span,) = exporter.get_finished_spans()
+    assert span.parent is None
+    (link,) = span.links
+    assert (link.attributes or {}).get("statewright.link") == "armed by"
+    assert format(link.context.span_id, "016x") == "b7ad6b7169203331"
+    # A timer armed by a step that was not traced links nothing.
+    untraced = TimerCommand.of(dataclasses.replace(armed, trace=None), "statewright:timer")
+    assert untraced.links() == ()
+
+
+def test_a_schedule_keeps_its_callers_context_for_the_starts_it_fires() -> None:
+    doc = with_trace({"spec": {}, "trace": {"traceparent": "old"}}, STEP)
+    assert doc["trace"] == {"traceparent": STEP.traceparent, "tracestate": "a=1"}
+    assert "trace" not in with_trace(doc, None), "a call not traced keeps none"
+    registry = DefinitionRegistry(MemoryRepository())
+    registry.load_directory(EXAMPLES, dev=False)
+    doc = {"action": {"definition": "mail-approval"}, **doc}
+    candidate = Candidate("regular", NOW, "nightly-2026-01-01T00:00:00Z")
+    start = start_command(registry, "nightly", doc, candidate)
+    assert start.links() == ((SCHEDULE, STEP),)
+    assert start_command(registry, "nightly", with_trace(doc, None), candidate).links() == ()
+
+
+def test_the_caller_is_the_current_span_when_tracing() -> None:
+    probes, _ = _traced()
+    assert probes.caller() is None  # no span is current
+    provider = TracerProvider()
+    with provider.get_tracer("test").start_as_current_span("call") as span:
+        own = span.get_span_context()
+        caller = probes.caller()
+        assert caller is not None
+        assert caller.traceparent.split("-")[1:3] == [f"{own.trace_id:032x}", f"{own.span_id:016x}"]
+        assert Probes(None, None).caller() is None  # not tracing: nothing kept

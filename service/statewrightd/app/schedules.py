@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import functools
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -25,7 +25,8 @@ from statewrightd.domain import SCHEDULE_ACTOR, TERMINAL
 from statewrightd.engine import schedule_spec as spec
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import CancelCommand
-from statewrightd.engine.schedules import start_command
+from statewrightd.engine.observer import StepObserver, Unobserved
+from statewrightd.engine.schedules import start_command, with_trace
 from statewrightd.reasons import Reason
 from statewrightd.store.records import ScheduleRecord
 from statewrightd.store.repository import Repository
@@ -59,6 +60,9 @@ class Schedules:
     clock: Clock
     workflows: Workflows
     poke: Callable[[], None]
+    # Where the caller's trace context comes from: a schedule keeps that of the call that
+    # created or last changed it, and each fire's start is linked to it.
+    observer: StepObserver = field(default_factory=Unobserved)
 
     async def create(
         self, schedule_id: str, document: dict[str, Any], *, actor: str, source: str = "api"
@@ -78,6 +82,7 @@ class Schedules:
             "last_workflow_id": None,
             "created_by": actor,
         }
+        doc = with_trace(doc, self.observer.caller())
         look = spec.next_look(schedule_id, doc, now)
         record: ScheduleRecord = await self.read(
             lambda: self.repo.insert_schedule(schedule_id, doc, look, now)
@@ -115,6 +120,7 @@ class Schedules:
         spec.Spec.of(changes["spec"])
         if "action" in changes:
             spec.input_expressions(changes["action"])
+        caller = self.observer.caller()  # read here, in the caller's task
 
         def change(doc: dict[str, Any]) -> dict[str, Any]:
             if expected_revision and int(doc.get("revision", 0)) != expected_revision:
@@ -125,6 +131,7 @@ class Schedules:
                     metadata={"schedule_id": schedule_id, "revision": str(doc.get("revision"))},
                 )
             changed = {**doc, **changes, "revision": int(doc.get("revision", 0)) + 1}
+            changed = with_trace(changed, caller)
             if by_api:
                 changed["changed_by_api"] = True
             return changed

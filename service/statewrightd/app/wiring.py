@@ -230,6 +230,7 @@ class Application:
             clock=clock,
             workflows=workflows,
             poke=lambda: engine.loop.post(engine.schedules.poke),
+            observer=self._step_observer,
         )
         diagnostics.limits_from(queues.known)
         if self.config.definitions_dir is not None:

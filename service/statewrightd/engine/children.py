@@ -41,6 +41,7 @@ from statewrightd.domain import CHILD_ACTOR, PARENT_ACTOR, TERMINAL, Status, Tas
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.background import Background, BackgroundLoop
 from statewrightd.engine.commands import (
+    PARENT,
     CancelCommand,
     Command,
     CompleteTaskCommand,
@@ -337,6 +338,9 @@ def _prepare(
         input=dict(task.input.get("input") or {}),
         return_existing=True,
         actor=PARENT_ACTOR,
+        # The child task keeps the trace context of the parent's step that entered the
+        # state: the child's first step is linked to it (its own trace, as a timer's).
+        follows=() if task.trace is None else ((PARENT, task.trace),),
     )
     return _Start(task, command)
 

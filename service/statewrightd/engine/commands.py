@@ -17,7 +17,8 @@ asks rather than checks kinds, and a new kind of step is a class of its own:
   (``taken``), the timer it fires (``fired``), the task it finishes (``finishes``);
 - answered: a refusal its caller gets as an answer rather than an error (``refusal``);
 - observed: what its step's span says of it (``described``) and the spans it follows
-  from (``links``: the step that scheduled a task, the worker's span).
+  from (``links``: the step that scheduled a task, the worker's span, the step that
+  armed a timer, the call that set a schedule up, a child's parent step).
 
 ``StartCommand`` creates an instance; every other command is a ``StepCommand``, which
 steps one that exists.
@@ -43,8 +44,12 @@ from statewrightd.store.repository import Repository
 
 _REJECTIONS = {r.value: r for r in Rejection}
 
-# What a step's span is linked to: why (``scheduled by``, ``worker``), and that span.
+# What a step's span is linked to: why (``scheduled by``, ``worker``, ``armed by``,
+# ``schedule``, ``parent``), and that span.
 Links = tuple[tuple[str, TraceContext], ...]
+ARMED_BY = "armed by"  # a timer's step: the step that armed the timer
+SCHEDULE = "schedule"  # a schedule's start: the call that created or last changed it
+PARENT = "parent"  # a child's start: the parent's step that entered its workflow: state
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +116,13 @@ class StartCommand(Command):
     # The version the request named (None: the latest, which ``loaded`` holds); a restart
     # runs the instance's own version and refuses another named one.
     version: int | None = None
+
+    # The spans the start follows from when the server makes it: the call that created
+    # or changed its schedule, the step of the parent that entered its ``workflow:`` state.
+    follows: Links = ()
+
+    def links(self) -> Links:
+        return self.follows
 
     def first_step(self) -> StepResult:
         defn, limit = self.loaded.definition, self.recursion_limit
@@ -506,6 +518,7 @@ class TimerCommand(StepCommand):
     transition: int
     revision: int
     due_time: datetime
+    armed_by: TraceContext | None = None  # the trace context of the step that armed it
 
     @classmethod
     def of(cls, timer: TimerRecord, actor: str) -> TimerCommand:
@@ -517,6 +530,7 @@ class TimerCommand(StepCommand):
             transition=timer.transition,
             revision=timer.revision,
             due_time=timer.due_time,
+            armed_by=timer.trace,
         )
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
@@ -537,6 +551,9 @@ class TimerCommand(StepCommand):
 
     def described(self) -> dict[str, str | int]:
         return {"timer_id": self.timer_id}
+
+    def links(self) -> Links:
+        return () if self.armed_by is None else ((ARMED_BY, self.armed_by),)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

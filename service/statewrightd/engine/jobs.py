@@ -6,7 +6,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from statewrightd.domain import TraceContext
 from statewrightd.engine.answers import Outcome, Replay, Reply, Result
 from statewrightd.engine.commands import Command
 from statewrightd.engine.observer import Observation, StepObserver
@@ -28,11 +27,6 @@ class Job:
     @property
     def workflow_id(self) -> str:
         return self.command.workflow_id
-
-    @property
-    def trace(self) -> TraceContext | None:
-        """The step's trace context, for what it schedules (None: not traced)."""
-        return None if self.observed is None else self.observed.trace
 
 
 class Replies:

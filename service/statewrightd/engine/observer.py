@@ -36,6 +36,11 @@ class StepObserver(Protocol):
         """Called on the EventLoop thread when a step is answered; must be quick."""
         ...
 
+    def caller(self) -> TraceContext | None:
+        """The trace context of the caller's span, in its task (None: not traced): what a
+        call keeps for the steps it causes later (a schedule's starts) to be linked to."""
+        ...
+
     def timer_fired(self, lag: float) -> None:
         """A timer fired ``lag`` seconds after it came due (EventLoop thread)."""
         ...
@@ -70,6 +75,9 @@ class Unobserved:
     def finished(
         self, command: Command, attempts: int, observed: Observation | None, result: Result
     ) -> None:
+        return None
+
+    def caller(self) -> TraceContext | None:
         return None
 
     def timer_fired(self, lag: float) -> None:

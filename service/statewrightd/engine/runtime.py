@@ -330,7 +330,7 @@ class WorkflowRuntime:
         taken = self._on_existing if command.return_existing else None
         if existing is not None:
             taken = self._on_existing_step
-        decision = self._stepper.start(command, session is not None, job.trace)
+        decision = self._stepper.start(command, session is not None, job.observed)
         self._act(job, segment, decision, command.loaded, taken)
 
     def _on_existing_step(
@@ -344,7 +344,7 @@ class WorkflowRuntime:
         segment.state = AdmissionState.EXECUTING
         command = job.command
         assert isinstance(command, StepCommand)
-        decision = self._stepper.step(command, session, job.fresh, job.trace)
+        decision = self._stepper.step(command, session, job.fresh, job.observed)
         if isinstance(decision, Cleanup):
             fired = command.fired()
             session.timers = tuple(t for t in session.timers if t.timer_id != fired)

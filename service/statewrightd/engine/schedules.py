@@ -27,11 +27,11 @@ from typing import Any
 
 from statewrightd import errors
 from statewrightd.definitions.registry import DefinitionRegistry
-from statewrightd.domain import SCHEDULE_ACTOR, TERMINAL, Status
+from statewrightd.domain import SCHEDULE_ACTOR, TERMINAL, Status, TraceContext
 from statewrightd.engine import schedule_spec as spec
 from statewrightd.engine.answers import Result
 from statewrightd.engine.background import Background, BackgroundLoop
-from statewrightd.engine.commands import CancelCommand, Command, StartCommand
+from statewrightd.engine.commands import SCHEDULE, CancelCommand, Command, Links, StartCommand
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.reasons import Reason
 from statewrightd.store.records import ScheduleRecord
@@ -195,7 +195,28 @@ def start_command(
         input=values,
         return_existing=True,
         actor=SCHEDULE_ACTOR,
+        follows=_follows(doc),
     )
+
+
+# The document's key for the W3C trace context of the call that created or last changed
+# the schedule ({"traceparent", "tracestate"}): the start of each fire is linked to it.
+TRACE = "trace"
+
+
+def with_trace(doc: dict[str, Any], caller: TraceContext | None) -> dict[str, Any]:
+    """``doc`` keeping ``caller``'s trace context (none: a call not traced keeps none)."""
+    out = {k: v for k, v in doc.items() if k != TRACE}
+    if caller is not None:
+        out[TRACE] = {"traceparent": caller.traceparent, "tracestate": caller.tracestate}
+    return out
+
+
+def _follows(doc: dict[str, Any]) -> Links:
+    kept = doc.get(TRACE)
+    if not isinstance(kept, dict) or not isinstance(kept.get("traceparent"), str):
+        return ()
+    return ((SCHEDULE, TraceContext(kept["traceparent"], str(kept.get("tracestate") or ""))),)
 
 
 # What a fire writes of a schedule's document; an API change (a pause, an update) writes

@@ -14,11 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from statewrightd import errors
-from statewrightd.domain import TraceContext
 from statewrightd.engine import fsm
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import StartCommand, StepCommand
 from statewrightd.engine.model import StepResult
+from statewrightd.engine.observer import Observation
 from statewrightd.engine.sessions import Session
 from statewrightd.engine.writes import Planned, StepWrites, context_size
 from statewrightd.reasons import Reason
@@ -65,10 +65,11 @@ class Stepper:
         self._limits = limits
 
     def start(
-        self, command: StartCommand, cached: bool, trace: TraceContext | None = None
+        self, command: StartCommand, cached: bool, observed: Observation | None = None
     ) -> Decision:
         """The first step of a new instance; ``cached``: this replica holds the id;
-        ``trace``: the step's trace context, kept with a task it schedules."""
+        ``observed``: what the observer noted of the step (its trace context, kept with a
+        task or a timer it plans)."""
         if cached:
             if command.return_existing:
                 # The answer is the instance as stored: another replica may have stepped it
@@ -91,14 +92,14 @@ class Stepper:
                 )
         except errors.StatewrightError as exc:
             return Answer(exc)
-        return Persist(self._writes.create(command, result, trace), result)
+        return Persist(self._writes.create(command, result, observed), result)
 
     def step(
         self,
         command: StepCommand,
         session: Session,
         fresh: bool,
-        trace: TraceContext | None = None,
+        observed: Observation | None = None,
     ) -> Decision:
         """A step of the instance ``session`` holds; ``fresh``: it was just loaded."""
         snapshot = session.snapshot
@@ -120,7 +121,7 @@ class Stepper:
                 result = fsm.context_too_large(definition, snapshot, size, self._max_context_bytes)
         if not result.changed:
             return self._not_stepped(command, session, fresh, None)  # every guard was false
-        return Persist(self._writes.save(command, session, result, trace), result)
+        return Persist(self._writes.save(command, session, result, observed), result)
 
     def _not_stepped(
         self,

@@ -18,6 +18,7 @@ from statewrightd.domain import TERMINAL, TaskStatus, TraceContext, task_id_of, 
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, StartCommand, StepCommand
 from statewrightd.engine.model import PlannedTask, Snapshot, StepResult, TimerPlan
+from statewrightd.engine.observer import Observation
 from statewrightd.engine.projection import Failed, ignore_failure, project
 from statewrightd.engine.sessions import Session
 from statewrightd.engine.snapshots import history_record, instance_record
@@ -68,14 +69,16 @@ class StepWrites:
         self._failed = projection_failed
 
     def create(
-        self, command: StartCommand, result: StepResult, trace: TraceContext | None = None
+        self, command: StartCommand, result: StepResult, observed: Observation | None = None
     ) -> Planned:
-        """``trace``: the step's trace context, kept with a task it schedules."""
+        """``observed``: what the observer noted of the step, whose trace context a task or
+        a timer it plans keeps."""
         now = self._clock.now()
+        trace = kept_trace(observed, result)
         record = instance_record(
             result.snapshot, now, now, self._expire_time(command.loaded, result, now)
         )
-        change, armed = timer_change(result.timers, record, now)
+        change, armed = timer_change(result.timers, record, now, trace=trace)
         tasks, task = task_change(result, record, now, trace=trace)
         op = Create(
             record,
@@ -100,10 +103,11 @@ class StepWrites:
         command: StepCommand,
         session: Session,
         result: StepResult,
-        trace: TraceContext | None = None,
+        observed: Observation | None = None,
     ) -> Planned:
         now = self._clock.now()
         loaded = command.stepped_with(session.loaded)  # a migration's: the new version
+        trace = kept_trace(observed, result)
         record = instance_record(
             result.snapshot,
             session.record.create_time,
@@ -111,7 +115,7 @@ class StepWrites:
             self._expire_time(loaded, result, now),
             command.run_after(session.record.run),
         )
-        change, armed = timer_change(result.timers, record, now, command.fired())
+        change, armed = timer_change(result.timers, record, now, command.fired(), trace)
         if not result.timers.disarm and not armed:
             armed = session.timers  # the step stayed in its state: its timers stay armed
         tasks, task = task_change(result, record, now, command.finishes(), trace)
@@ -192,10 +196,25 @@ class StepWrites:
         )
 
 
+def kept_trace(observed: Observation | None, result: StepResult) -> TraceContext | None:
+    """The step's trace context when a timer or a task it plans keeps it: written (by the
+    observer, with OpenTelemetry's propagator) only then, not for every step."""
+    if observed is None:
+        return None
+    if not result.timers.arm and result.task.schedule is None and not result.task.items:
+        return None
+    return observed.trace
+
+
 def timer_change(
-    plan: TimerPlan, record: InstanceRecord, now: datetime, fired: str | None = None
+    plan: TimerPlan,
+    record: InstanceRecord,
+    now: datetime,
+    fired: str | None = None,
+    trace: TraceContext | None = None,
 ) -> tuple[TimerChange, tuple[TimerRecord, ...]]:
-    """A step's timer plan as the store's work, and the timers it arms, in due order."""
+    """A step's timer plan as the store's work, and the timers it arms, in due order, each
+    with ``trace`` (the step's trace context, which the step it fires is linked to)."""
     armed = tuple(
         sorted(
             (
@@ -207,6 +226,7 @@ def timer_change(
                     target=t.target,
                     after=t.after,
                     due_time=t.at if t.at is not None else now + (t.delay or timedelta(0)),
+                    trace=trace,
                 )
                 for t in plan.arm
             ),

@@ -203,6 +203,12 @@ class Probes:
         if claim is not None:
             self._linked(claim, span)
 
+    def caller(self) -> TraceContext | None:
+        """The current span's W3C trace context (the RPC's, where a call is served)."""
+        if self._tracer is None:
+            return None
+        return trace_context(trace.get_current_span().get_span_context())
+
     def timer_fired(self, lag: float) -> None:
         if self._metrics is not None:
             self._metrics.timer_fire_lag.observe(lag)

@@ -47,11 +47,11 @@ class Observability:
     def interceptors(self) -> list[grpc.aio.ServerInterceptor]:
         """Outermost first: the server span must exist when the observer annotates it."""
         chain: list[grpc.aio.ServerInterceptor] = []
-        if self.tracing is not None:
-            chain.append(self.tracing.server_interceptor())
-        # Without any consumer the observer would only cost time on every RPC.
+        # Without any consumer the observer would only cost time on every RPC. It makes the
+        # server spans too, so it comes first: the span exists for whatever follows.
         if self.tracing or self.metrics or self.config.log_format == "json":
-            chain.append(RpcObserver(self.metrics))
+            tracer = None if self.tracing is None else self.tracing.tracer
+            chain.append(RpcObserver(self.metrics, tracer))
         return chain
 
     def start(self, counters: RuntimeCounters, malformed_requests: Callable[[], int]) -> None:

@@ -17,10 +17,8 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
-import grpc
 from opentelemetry import context as otel_context
 from opentelemetry import propagate
-from opentelemetry.instrumentation.grpc import aio_server_interceptor, filters
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import (
@@ -33,7 +31,6 @@ from opentelemetry.trace import Tracer
 from statewrightd import __version__
 from statewrightd.config import ConfigError
 
-HEALTH_SERVICE = "grpc.health.v1.Health"
 INSTRUMENTATION_NAME = "statewrightd"
 
 
@@ -111,21 +108,6 @@ class Tracing:
         for exporter in exporters:
             self.provider.add_span_processor(BatchSpanProcessor(exporter))
         self.tracer: Tracer = self.provider.get_tracer(INSTRUMENTATION_NAME, __version__)
-
-    def server_interceptor(self) -> grpc.aio.ServerInterceptor:
-        """Server spans for every RPC except the health service.
-
-        Health is excluded because its ``Watch`` is a coroutine that writes with
-        ``context.write()``, and the instrumentation wraps every response stream as an
-        async generator (``async for``), which such a handler breaks. Probes every few
-        seconds would also drown the traces that matter.
-        """
-        exclude_health = filters.negate(filters.service_prefix(HEALTH_SERVICE))
-        # The instrumentation package ships no type hints.
-        interceptor: grpc.aio.ServerInterceptor = aio_server_interceptor(  # type: ignore[no-untyped-call]
-            tracer_provider=self.provider, filter_=exclude_health
-        )
-        return interceptor
 
     def flush(self, timeout_seconds: float = 5.0) -> None:
         self.provider.force_flush(int(timeout_seconds * 1000))

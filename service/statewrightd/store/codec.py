@@ -335,6 +335,8 @@ def _encode_timers(change: TimerChange, target: InstanceRecord) -> dict[str, Any
                 "after": check_text(timer.after, f"{w} timer after"),
                 "due_time": due.isoformat(),
                 "due_micros": to_micros(due),
+                "trace_parent": None if timer.trace is None else timer.trace.traceparent,
+                "trace_state": None if timer.trace is None else timer.trace.tracestate or None,
             }
         )
     fired = change.fired

@@ -83,22 +83,7 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
         refusal = self._fenced(op, p, instance)
         if refusal is not None:
             return refusal
-        row = [
-            wid,
-            p["definition"],
-            p["version"],
-            p["state"],
-            str(p["status"]),
-            p["context"],
-            p["revision"],
-            p["error"],
-            to_micros(p["create_time"]),
-            to_micros(p["update_time"]),
-            micros(p["expire_time"]),
-            p.get("recursion_limit"),
-            p["run"],
-            p.get("pause"),
-        ]
+        row = _instance_row(wid, p)
         if isinstance(op, Create):
             if instance is not None:
                 return self._refused(op, instance)
@@ -147,6 +132,8 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
                     t["target"],
                     t["after"],
                     t["due_micros"],
+                    t.get("trace_parent"),
+                    t.get("trace_state"),
                     None,
                 ]
         if op.tasks:
@@ -453,3 +440,23 @@ def _fence_holds(task: dict[str, Any], finish: TaskFinish) -> bool:
     if finish.attempt is not None and task["attempt"] != finish.attempt:
         return False
     return bool(task["status"] == "LEASED" or (not finish.leased and task["status"] in OPEN))
+
+
+def _instance_row(wid: str, p: dict[str, Any]) -> list[Any]:
+    """An instance's row, in the column order of ``rows.INSTANCE``."""
+    return [
+        wid,
+        p["definition"],
+        p["version"],
+        p["state"],
+        str(p["status"]),
+        p["context"],
+        p["revision"],
+        p["error"],
+        to_micros(p["create_time"]),
+        to_micros(p["update_time"]),
+        micros(p["expire_time"]),
+        p.get("recursion_limit"),
+        p["run"],
+        p.get("pause"),
+    ]

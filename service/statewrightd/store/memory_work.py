@@ -10,7 +10,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import Any
 
-from statewrightd.store import failures, flow
+from statewrightd.store import failures, flow, rows
 from statewrightd.store.batching import BatchWriter
 from statewrightd.store.codec import from_micros, to_micros
 from statewrightd.store.filters import TASKS, Filter, InstanceTask, matches
@@ -19,6 +19,9 @@ from statewrightd.store.memory_schedules import MemorySchedules
 from statewrightd.store.memory_state import OPEN, READY, ROWS, stamp, task_record
 from statewrightd.store.records import FanOutProgress, QueueCounts, TaskRecord, TimerRecord
 from statewrightd.store.repository import Choose, Params, Repository
+
+# A timer's row is rows.TIMER then its claim's end.
+_CLAIM = len(rows.TIMER)
 
 
 class MemoryWork(MemorySchedules, BatchWriter, Repository):
@@ -44,17 +47,21 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
         at, held = stamp(now, "now"), stamp(until, "until")
         with self._held():
             due = sorted(
-                (t for t in self._timers(True) if t[6] <= at and (t[7] is None or t[7] <= at)),
+                (
+                    t
+                    for t in self._timers(True)
+                    if t[6] <= at and (t[_CLAIM] is None or t[_CLAIM] <= at)
+                ),
                 key=lambda t: t[6],
             )[:limit]
             for timer in due:
-                timer[7] = held
+                timer[_CLAIM] = held
             return [ROWS.timer(t) for t in due]
 
     def next_timer_due(self, now: datetime) -> datetime | None:
         at = stamp(now, "now")
         with self._held():
-            dues = [t[6] for t in self._timers(True) if t[7] is None or t[7] <= at]
+            dues = [t[6] for t in self._timers(True) if t[_CLAIM] is None or t[_CLAIM] <= at]
         return from_micros(min(dues)) if dues else None
 
     def delete_timer(self, workflow_id: str, timer_id: str) -> bool:

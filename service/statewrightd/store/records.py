@@ -114,6 +114,9 @@ class TimerRecord:
     target: str
     after: str  # the delay as the definition writes it
     due_time: datetime
+    # The trace context of the step that armed it (None: that step was not traced): the
+    # step the timer fires is linked to it.
+    trace: TraceContext | None = None
 
 
 @dataclass(frozen=True, slots=True)

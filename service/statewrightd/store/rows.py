@@ -40,7 +40,10 @@ HISTORY = (
 SCHEDULE = (
     "schedule_id", "document", "next_fire_time", "version", "create_time", "update_time",
 )  # fmt: skip
-TIMER = ("workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time")
+TIMER = (
+    "workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time",
+    "trace_parent", "trace_state",
+)  # fmt: skip
 TASK = (
     "workflow_id", "task_id", "revision", "state", "queue", "input", "status", "attempt",
     "max_attempts", "lease_token", "lease_expire_time", "attempt_start_time", "available_time",
@@ -176,6 +179,7 @@ class Rows:
             target=row[4],
             after=row[5],
             due_time=self._time(row[6]),
+            trace=None if row[7] is None else TraceContext(row[7], row[8] or ""),
         )
 
     def request(self, row: Sequence[Any]) -> RequestRecord:

@@ -100,7 +100,8 @@ disarmed AS (
      WHERE t.workflow_id = {owner} AND {v("t_disarm", "")}
 ), armed AS (
     INSERT INTO workflow_timers ({TIMER_COLUMNS})
-    SELECT {owner}, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time
+    SELECT {owner}, x.timer_id, x.revision, x.transition, x.target, x.after, x.due_time,
+           x.trace_parent, x.trace_state
       FROM {source}, json_to_recordset({v("t_arm", "json")}) AS x({_TIMER_RECORD})
 ),"""
 
@@ -150,7 +151,7 @@ task_finished AS (
 
 
 _TIMER_RECORD = """timer_id text, revision bigint, transition integer, target text, after text,
-        due_time timestamptz"""
+        due_time timestamptz, trace_parent text, trace_state text"""
 _ONE, _ONE_ID = "changed c", "c.workflow_id"
 _FIRED_ARMED = _fired_armed(_param, "%(workflow_id)s")
 _TIMER_WORK = _timer_work(_param, _ONE, _ONE_ID)

@@ -57,7 +57,8 @@ ARM = f"""
 INSERT INTO workflow_timers ({TIMER_COLUMNS})
 SELECT :workflow_id, json_extract(value, '$.timer_id'), json_extract(value, '$.revision'),
        json_extract(value, '$.transition'), json_extract(value, '$.target'),
-       json_extract(value, '$.after'), json_extract(value, '$.due_micros')
+       json_extract(value, '$.after'), json_extract(value, '$.due_micros'),
+       json_extract(value, '$.trace_parent'), json_extract(value, '$.trace_state')
   FROM json_each(:t_arm)
 """
 

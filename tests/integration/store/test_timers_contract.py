@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from statewrightd.domain import Status
+from statewrightd.domain import Status, TraceContext
 from statewrightd.errors import Conflict, SerializationError, TimerGone
 from statewrightd.store import Repository, open_repository
 from statewrightd.store.records import (
@@ -168,6 +168,33 @@ def test_the_set_based_batch_applies_timer_work_per_row(repo: Repository) -> Non
     assert ids(found, "t-batch-b") == []
     assert ids(found, "t-batch-c") == ["1.1"]
     assert repo.load("t-batch-b").revision == 1
+
+
+def test_a_timer_keeps_the_trace_context_of_the_step_that_armed_it(repo: Repository) -> None:
+    """Whether the step saved alone or in a set-based batch, the claim hands the timer's
+    firer the arming step's trace context; a step not traced arms timers without one."""
+    traced = TraceContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "a=1,b=2")
+    bare = TraceContext(traced.traceparent)
+    rec, (armed,) = create("t-traced", T0)
+    one = dataclasses.replace(armed, trace=traced)
+    repo.create(Create(rec, history(rec, (one,)), timers=TimerChange(arm=(one,))))
+    b_rec, (b_armed,) = create("t-traced-batch", T0 + timedelta(seconds=1))
+    in_batch = dataclasses.replace(b_armed, trace=bare)
+    plain = armed_create(repo, "t-untraced", T0 + timedelta(seconds=2))
+    (created,) = repo.apply_batch(
+        [Create(b_rec, history(b_rec, (in_batch,)), timers=TimerChange(arm=(in_batch,)))]
+    )
+    assert isinstance(created, InstanceRecord)
+    found = repo.armed_timers(["t-traced", "t-traced-batch", "t-untraced"])
+    assert [t.trace for t in found["t-traced"]] == [traced]
+    assert [t.trace for t in found["t-traced-batch"]] == [bare]
+    assert found["t-untraced"] == [timer(plain, 1, T0 + timedelta(seconds=2))]
+    claimed = repo.claim_timers(T0 + timedelta(seconds=5), T0 + timedelta(seconds=10), 10)
+    assert [(t.workflow_id, t.trace) for t in claimed] == [
+        ("t-traced", traced),
+        ("t-traced-batch", bare),
+        ("t-untraced", None),
+    ]
 
 
 def test_claims_are_leases_that_lapse(repo: Repository) -> None:
