@@ -240,6 +240,11 @@ def _field(field: FieldDescriptor, live: list[str]) -> st.SearchStrategy[Any]:
     if field.message_type is not None:
         if field.message_type.full_name == "google.protobuf.Struct":
             return STRUCT_VALUES
+        if field.message_type.GetOptions().map_entry:
+            entry = field.message_type.fields_by_name
+            return st.dictionaries(
+                _field(entry["key"], live), _field(entry["value"], live), max_size=4
+            )
         return _message(field.message_type, live)
     if field.type == FieldDescriptor.TYPE_STRING:
         if field.name in ("name", "workflow_id"):
@@ -290,6 +295,8 @@ def _build(cls: type[Message], values: dict[str, Any]) -> Message:
         ):
             target: struct_pb2.Struct = getattr(message, name)
             target.update(value)
+        elif field.message_type is not None and field.message_type.GetOptions().map_entry:
+            getattr(message, name).update(value)
         elif field.message_type is not None:
             getattr(message, name).CopyFrom(_build(type(getattr(message, name)), value))
         else:
