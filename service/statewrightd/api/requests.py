@@ -231,9 +231,7 @@ def signal_command(
 
 
 def cancel_command(request: pb.CancelWorkflowRequest) -> CancelCommand:
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
+    workflow_id = _operator_target(request)
     return CancelCommand(
         **_asked(workflow_id, "CancelWorkflow", request),
         reason=request.reason,
@@ -248,9 +246,7 @@ def retry_command(request: pb.RetryWorkflowRequest) -> RetryCommand:
 def reset_command(request: pb.ResetWorkflowRequest) -> ResetCommand:
     """A reset as asked: the state and context of its revision are read from history
     before it runs."""
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
+    workflow_id = _operator_target(request)
     if request.to_revision < 1:
         raise v.invalid(
             "to_revision",
@@ -274,9 +270,7 @@ MAX_MIGRATION_TEXT = 4096
 def migration_asked(request: pb.MigrateWorkflowRequest) -> MigrationAsked:
     """A migration as asked; the planner checks its states and fields against both
     versions when it runs (every problem at once)."""
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
+    workflow_id = _operator_target(request)
     if request.to_version < 1:
         raise v.invalid(
             "to_version",
@@ -320,15 +314,29 @@ def _operator_step(
 ) -> dict[str, Any]:
     """What a retry, a pause and an unpause are asked with: the instance, a reason, the
     revision the caller saw, and (unless a dry run) the request's idempotency key."""
-    workflow_id = v.workflow_name(request.name)
-    v.reason_text(request.reason)
-    v.non_negative("expected_revision", request.expected_revision)
+    workflow_id = _operator_target(request)
     asked = _asked(workflow_id, method, request)
     return {
         **_repair(asked, request.dry_run),
         "reason": request.reason,
         "expected_revision": request.expected_revision,
     }
+
+
+def _operator_target(
+    request: pb.CancelWorkflowRequest
+    | pb.RetryWorkflowRequest
+    | pb.ResetWorkflowRequest
+    | pb.MigrateWorkflowRequest
+    | pb.PauseWorkflowRequest
+    | pb.UnpauseWorkflowRequest,
+) -> str:
+    """The instance a cancel or an operator's step names, its reason and the revision the
+    caller saw checked."""
+    workflow_id = v.workflow_name(request.name)
+    v.reason_text(request.reason)
+    v.non_negative("expected_revision", request.expected_revision)
+    return workflow_id
 
 
 def _repair(asked: dict[str, Any], dry_run: bool) -> dict[str, Any]:
