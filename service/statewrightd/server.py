@@ -93,6 +93,7 @@ class Server:
         self._monitors: list[asyncio.Task[None]] = []
         self._watcher: DefinitionWatcher | None = None
         self._ping: asyncio.Future[None] | None = None
+        self._slow_logged = False  # the slow check logged once, until it answers again
         limits = config.limits
         # Read at construction, so that a bad file stops the server before anything binds.
         authenticator = None
@@ -278,6 +279,14 @@ class Server:
             self._ping.add_done_callback(_retrieve)
         ping = self._ping
         done, _ = await asyncio.wait({ping}, timeout=PING_TIMEOUT)
+        if not done and self.app.storage_answered_within(PING_TIMEOUT):
+            # Busy, not down: failing every call fast would turn a slow database (every
+            # connection in use under load) into an outage.
+            if not self._slow_logged:
+                _log.warning("readiness: the database check is slow, but the database answers")
+            self._slow_logged = True
+            return log
+        self._slow_logged = False
         if not done:
             if log:
                 _log.warning("readiness: database check has not answered in %.1fs", PING_TIMEOUT)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -69,6 +70,12 @@ class Storage:
             settle(waiting, errors.StorageUnavailable(message, reason=Reason.STORAGE_UNAVAILABLE))
         for tell in self.on_down:
             tell(down)
+
+    def answered_within(self, seconds: float) -> bool:
+        """Whether the database answered a call in the last ``seconds``: then a check that
+        waits longer is held up by a busy database (its connections all in use), not by
+        one that is down."""
+        return time.monotonic() - self._repo.answered_at() < seconds
 
     def require(self) -> None:
         down = self._down

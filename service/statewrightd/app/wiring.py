@@ -436,6 +436,9 @@ class Application:
     async def ping(self) -> None:
         await self._opened().storage.ping()
 
+    def storage_answered_within(self, seconds: float) -> bool:
+        return self._parts is not None and self._parts.storage.answered_within(seconds)
+
 
 def _scheduled(polls: TaskPolls, children: ChildRunner, task: TaskRecord | TaskRelease) -> None:
     """A step of this replica scheduled ``task``: wake its pollers (or the child runner)."""

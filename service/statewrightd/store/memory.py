@@ -13,6 +13,7 @@ batch of operations is applied (each row's compare-and-swap on its own) as one.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
@@ -378,6 +379,9 @@ class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
 
     def set_unreachable(self, unreachable: bool) -> None:
         """Memory is never out of reach: nothing to cut short."""
+
+    def answered_at(self) -> float:
+        return time.monotonic()
 
     def close(self) -> None:
         with self._lock:

@@ -116,6 +116,7 @@ class PostgresRepository(SqlRepository):
         self.backend_pids: set[int] = set()
         self._last_returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
         self._trouble_at = 0.0
+        self._answered_at = time.monotonic()
         self._unreachable = False
         self._before_open()
         self._pool = ConnectionPool(
@@ -155,6 +156,9 @@ class PostgresRepository(SqlRepository):
     def set_unreachable(self, unreachable: bool) -> None:
         self._unreachable = unreachable
 
+    def answered_at(self) -> float:
+        return self._answered_at
+
     def _getconn(self, timeout: float, probe: bool) -> Conn:
         """A connection from the pool within ``timeout``; at once PoolTimeout while the
         database is known down, unless this is the ``probe`` that finds it back."""
@@ -186,7 +190,7 @@ class PostgresRepository(SqlRepository):
             try:
                 with conn:  # commits when the block succeeds, as the pool's own would
                     yield conn
-                    self._last_returned[conn] = time.monotonic()
+                    self._last_returned[conn] = self._answered_at = time.monotonic()
             finally:
                 self._pool.putconn(conn)
         except _RETRYABLE:

@@ -456,6 +456,11 @@ class Repository(ChildLinks, ScheduleStore, Protocol):
         found it so): a call that would wait for a connection fails at once instead."""
         ...
 
+    def answered_at(self) -> float:
+        """When (time.monotonic()) the database last answered a call: a transaction that
+        completed. A busy database answers others while a check waits for a connection."""
+        ...
+
     def close(self) -> None: ...
 
     # Last in the class: the method name shadows the builtin in later annotations.
