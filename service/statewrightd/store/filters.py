@@ -64,6 +64,8 @@ COLUMNS: Final = {
     # A child's parent (`workflows/{id}` or the id): read from its parent link, so
     # ``parent = "workflows/p1"`` lists p1's children.
     "parent": "workflow",
+    # Whether an operator paused it (`paused = true`): its pause, read as set or not.
+    "paused": "flag",
 }
 _ORDERED_KINDS = {"integer", "time", "string", SearchKind.INT, SearchKind.NUMBER}
 _ORDERED_KINDS |= {SearchKind.TIMESTAMP, SearchKind.KEYWORD}
@@ -278,6 +280,10 @@ def _value(name: str, kind: str, raw: str, at: int) -> Any:
         return raw.upper()
     if kind == "workflow":
         return raw.removeprefix("workflows/")
+    if kind == "flag":
+        if raw not in ("true", "false"):
+            raise invalid(f"{name} wants true or false, not {raw!r}", at)
+        return raw == "true"
     if kind in ("time", SearchKind.TIMESTAMP):
         moment = _time(raw)
         if moment is None:
@@ -353,6 +359,9 @@ class SqlFilter:
                 f"workflow_id {negated}IN "
                 f"(SELECT workflow_id FROM workflow_children WHERE parent_id = {value})"
             )
+        if node.field == "paused" and self._subject is INSTANCES:
+            paused = (node.value is True) != (node.op == "!=")
+            return f"pause IS {'NOT ' if paused else ''}NULL"
         column = self._subject.column(node.field)
         # A time stays a datetime: the repository binds it as its database stores times.
         test = f"{column} {_SQL_OPS.get(node.op, '=')} {self._param(node.value)}"
@@ -459,6 +468,9 @@ def matches(
         return all(found) if node.all else any(found)
     if node.field == "parent" and subject is INSTANCES:
         return bool((parent == node.value) != (node.op == "!="))
+    if node.field == "paused" and subject is INSTANCES:
+        paused = getattr(record, "pause", None) is not None
+        return (paused == bool(node.value)) != (node.op == "!=")
     if node.field.startswith("search."):
         name = node.field.removeprefix("search.")
         values = [

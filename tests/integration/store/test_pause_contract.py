@@ -9,6 +9,7 @@ import dataclasses
 from datetime import timedelta
 
 from statewrightd.store import Repository
+from statewrightd.store.filters import parse_filter
 from statewrightd.store.flow import QueueConfig
 from statewrightd.store.records import InstanceRecord, Save
 
@@ -85,3 +86,17 @@ def test_a_paused_instance_s_expired_lease_waits_for_its_unpause(repo: Repositor
     _stepped(repo, paused, None)
     (expired,) = repo.claim_expired_tasks(late, late + timedelta(seconds=5), 10)
     assert expired.task_id == leased.task_id
+
+
+def test_the_paused_filter_finds_paused_instances_and_only_them(repo: Repository) -> None:
+    scheduled(repo, "f-paused")
+    scheduled(repo, "f-running")
+    _stepped(repo, task_instance("f-paused"), PAUSE)
+
+    def listed(text: str) -> list[str]:
+        return [r.workflow_id for r in repo.list(which=parse_filter(text, {})).items]
+
+    assert listed("paused = true") == ["f-paused"]
+    assert listed("paused = false") == ["f-running"]
+    assert listed("paused != true") == ["f-running"]
+    assert listed("NOT paused = true AND status = RUNNING") == ["f-running"]

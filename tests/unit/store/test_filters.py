@@ -144,6 +144,8 @@ def test_values_never_reach_the_statement(value: str, dialect: Any) -> None:
         ("search.amount = ten", 16, "search.amount wants a number, not 'ten'"),
         ("search.n = 1.5", 11, "search.n wants an integer, not '1.5'"),
         ("search.vip = yes", 13, "search.vip wants true or false, not 'yes'"),
+        ("paused = yes", 9, "paused wants true or false, not 'yes'"),
+        ("paused > true", 7, "paused cannot be compared with >"),
         ("create_time > yesterday", 14, "create_time wants an RFC 3339 time"),
         ("create_time > 2026-01-01T00:00:00", 14, "create_time wants an RFC 3339 time"),
         ("search.tags < a", 12, "search.tags cannot be compared with <"),

@@ -902,8 +902,9 @@ type ListWorkflowsRequest struct {
 	IdPrefix string `protobuf:"bytes,6,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
 	// Optional. An AIP-160 filter: comparisons (`=`, `!=`, `<`, `<=`, `>`, `>=`, and `:` for
 	// "has": text containment, keyword-list membership) of `definition`, `version`,
-	// `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.<field>` (a
-	// definition's search fields), combined with AND, OR, NOT and parentheses; for example
+	// `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+	// parent), `paused` (true or false) and `search.<field>` (a definition's search
+	// fields), combined with AND, OR, NOT and parentheses; for example
 	// `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
 	// names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
 	// metadata has the `position` and the `problem`). A page token is bound to its filter.

@@ -314,8 +314,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
    * "has": text containment, keyword-list membership) of `definition`, `version`,
-   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+   * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+   * fields), combined with AND, OR, NOT and parentheses; for example
    * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
    * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
    * metadata has the `position` and the `problem`). A page token is bound to its filter.
@@ -341,8 +342,9 @@ private static final long serialVersionUID = 0L;
    * <pre>
    * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
    * "has": text containment, keyword-list membership) of `definition`, `version`,
-   * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-   * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+   * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+   * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+   * fields), combined with AND, OR, NOT and parentheses; for example
    * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
    * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
    * metadata has the `position` and the `problem`). A page token is bound to its filter.
@@ -1346,8 +1348,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
      * "has": text containment, keyword-list membership) of `definition`, `version`,
-     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+     * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+     * fields), combined with AND, OR, NOT and parentheses; for example
      * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
      * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
      * metadata has the `position` and the `problem`). A page token is bound to its filter.
@@ -1372,8 +1375,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
      * "has": text containment, keyword-list membership) of `definition`, `version`,
-     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+     * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+     * fields), combined with AND, OR, NOT and parentheses; for example
      * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
      * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
      * metadata has the `position` and the `problem`). A page token is bound to its filter.
@@ -1399,8 +1403,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
      * "has": text containment, keyword-list membership) of `definition`, `version`,
-     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+     * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+     * fields), combined with AND, OR, NOT and parentheses; for example
      * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
      * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
      * metadata has the `position` and the `problem`). A page token is bound to its filter.
@@ -1422,8 +1427,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
      * "has": text containment, keyword-list membership) of `definition`, `version`,
-     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+     * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+     * fields), combined with AND, OR, NOT and parentheses; for example
      * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
      * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
      * metadata has the `position` and the `problem`). A page token is bound to its filter.
@@ -1442,8 +1448,9 @@ private static final long serialVersionUID = 0L;
      * <pre>
      * Optional. An AIP-160 filter: comparisons (`=`, `!=`, `&lt;`, `&lt;=`, `&gt;`, `&gt;=`, and `:` for
      * "has": text containment, keyword-list membership) of `definition`, `version`,
-     * `state`, `status`, `create_time`, `update_time` (RFC 3339) and `search.&lt;field&gt;` (a
-     * definition's search fields), combined with AND, OR, NOT and parentheses; for example
+     * `state`, `status`, `create_time`, `update_time` (RFC 3339), `parent` (a child's
+     * parent), `paused` (true or false) and `search.&lt;field&gt;` (a definition's search
+     * fields), combined with AND, OR, NOT and parentheses; for example
      * `status = WAITING AND search.customer = "c-42"`. A filter that does not parse, or
      * names an unknown field, is refused with INVALID_ARGUMENT (INVALID_FILTER, whose
      * metadata has the `position` and the `problem`). A page token is bound to its filter.
