@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -80,6 +79,7 @@ from statewrightd.engine.model import (
     TimerPlan,
     TransitionTaken,
 )
+from statewrightd.engine.step_clock import step_time
 from statewrightd.errors import (
     Aborted,
     AlreadyExists,
@@ -216,8 +216,8 @@ class _Step:
         limits = _LIMITS.get() or _DEFAULT_LIMITS
         self.cpu_seconds = limits.cpu_seconds
         # The thread's processor time, not the wall clock: a step is not failed because
-        # the machine was busy with something else.
-        self.cpu_deadline = time.thread_time() + limits.cpu_seconds
+        # the machine was busy with something else (nor for a garbage collection).
+        self.cpu_deadline = step_time() + limits.cpu_seconds
         self.value_bytes = limits.value_bytes
         self.map_limit = limits.map_items
 
@@ -241,7 +241,7 @@ class _Step:
         return d.environment.activation(self.context, self.event, self.payload, workflow)
 
     def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
-        if time.thread_time() > self.cpu_deadline:
+        if step_time() > self.cpu_deadline:
             ms = f"{self.cpu_seconds * 1000:g}"
             raise self.failed(
                 Reason.EVALUATION_BUDGET_EXCEEDED,
