@@ -421,3 +421,46 @@ OLDEST_FIRST = ListOrder()
 def target_of(op: Operation) -> InstanceRecord:
     """The instance as it is meant to be once ``op`` commits."""
     return op.record if isinstance(op, Create) else op.new
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """A batch operation as stored. ``document`` holds what it was started with (the
+    operation and its arguments, definition, filter, reason, rate, actor, the caller's
+    definition patterns) and, once cancelled, ``cancel_reason``; the store reads none of
+    it. ``state`` is "RUNNING", "COMPLETED" or "CANCELLED"; the counts are kept by the
+    store as items end. ``version`` counts every write."""
+
+    batch_id: str
+    document: dict[str, Any]
+    state: str
+    matched: int
+    done: int
+    failed: int
+    version: int
+    create_time: datetime
+    update_time: datetime
+    end_time: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItemEnd:
+    """How one item of a batch ended: ``failed`` False (done), or True with the error's
+    gRPC code name, ErrorInfo reason and message."""
+
+    workflow_id: str
+    failed: bool = False
+    code: str = ""
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItemFailure:
+    """An item a batch failed on, as recorded."""
+
+    workflow_id: str
+    code: str
+    reason: str
+    message: str
+    time: datetime

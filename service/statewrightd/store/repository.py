@@ -36,6 +36,9 @@ from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, StoredQueu
 from statewrightd.store.ordering import TIME_KEYS, key_value
 from statewrightd.store.records import (
     OLDEST_FIRST,
+    BatchItemEnd,
+    BatchItemFailure,
+    BatchRecord,
     ChildLink,
     Create,
     DefinitionRecord,
@@ -118,6 +121,58 @@ class ScheduleStore(Protocol):
         ...
 
 
+class BatchStore(Protocol):
+    """Batch operations (store/sql_batches.py): a batch's row, and one row per instance it
+    matched, fixed when it starts. Items are worked through in workflow id order."""
+
+    def insert_batch(self, record: BatchRecord, workflow_ids: Sequence[str]) -> BatchRecord:
+        """Create a RUNNING batch (version 1, ``matched`` = len(workflow_ids)) and its items,
+        all pending, in one transaction; RecordExists when the id is taken. A batch that
+        matched nothing is created COMPLETED, its end time its create time."""
+        ...
+
+    def get_batch(self, batch_id: str) -> BatchRecord | None: ...
+
+    def list_batches(
+        self, after: tuple[datetime, str] | None, limit: int, state: str | None = None
+    ) -> list[BatchRecord]:
+        """Up to ``limit`` batches (in ``state`` when named), newest first: by create time
+        descending then id descending, past ``after`` (create time, id) when given."""
+        ...
+
+    def claim_batch(self, owner: str, now: datetime, until: datetime) -> BatchRecord | None:
+        """Lease one RUNNING batch to ``owner`` until ``until``: one whose lease lapsed by
+        ``now`` (or that nobody held), or one ``owner`` holds already (renewed), the oldest
+        first (but the one ``owner`` holds before any other, so that it finishes what it
+        started); None when there is none. Replicas never hold the same batch at once.
+        A lease is no write of the batch: its version stays."""
+        ...
+
+    def pending_items(self, batch_id: str, after: str, limit: int) -> list[str]:
+        """Up to ``limit`` workflow ids of the batch's items not yet ended, past ``after``,
+        by workflow id."""
+        ...
+
+    def end_items(
+        self, batch_id: str, ends: Sequence[BatchItemEnd], now: datetime
+    ) -> BatchRecord | None:
+        """Record each item's end unless it ended already (an item ends once: its counts
+        grow once), in one transaction; the batch becomes COMPLETED (its end time ``now``)
+        when no item is left pending and it is RUNNING. The batch after it; None when gone."""
+        ...
+
+    def cancel_batch(
+        self, batch_id: str, document: dict[str, Any], now: datetime
+    ) -> BatchRecord | None:
+        """Make a RUNNING batch CANCELLED with ``document`` (its end time ``now``, its lease
+        released); the batch as it is when it is not RUNNING; None when there is none."""
+        ...
+
+    def batch_failures(self, batch_id: str, after: str, limit: int) -> list[BatchItemFailure]:
+        """Up to ``limit`` of the batch's failed items past workflow id ``after``, by id."""
+        ...
+
+
 class ChildLinks(Protocol):
     """Child workflows' parent links (store/sql_children.py): who is whose parent."""
 
@@ -149,7 +204,7 @@ class ChildLinks(Protocol):
         ...
 
 
-class Repository(ChildLinks, ScheduleStore, Protocol):
+class Repository(BatchStore, ChildLinks, ScheduleStore, Protocol):
     def create(self, op: Create) -> InstanceRecord:
         """Insert a new instance at revision 1 with its first history row.
 

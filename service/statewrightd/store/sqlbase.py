@@ -47,6 +47,7 @@ from statewrightd.store.sql_children import SqlChildren
 from statewrightd.store.sql_fan_out import SqlFanOut
 from statewrightd.store.sql_flow import FlowStatements
 from statewrightd.store.sql_schedules import ScheduleStatements
+from statewrightd.store.sqlbatches import SqlBatches
 from statewrightd.store.sqlschedules import SqlSchedules
 
 
@@ -159,8 +160,9 @@ class _FlowControl:
     @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
 
-    @abstractmethod
-    def _time(self, value: datetime) -> Any: ...
+    def _time(self, value: datetime) -> Any:
+        """A time as this database's statements take it (every part of the store's)."""
+        return self.ROWS.time_param(check_time(value, "time"))
 
     def _json_time(self, value: datetime | None) -> Any:
         """A time inside a JSON parameter: as this database reads it from JSON text."""
@@ -222,7 +224,9 @@ class _FlowControl:
         return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
 
 
-class SqlRepository(_FlowControl, SqlChildren, SqlFanOut, SqlSchedules, BatchWriter, Repository):
+class SqlRepository(
+    _FlowControl, SqlBatches, SqlChildren, SqlFanOut, SqlSchedules, BatchWriter, Repository
+):
     SQL: ClassVar[Statements]
     SCHEDULE_SQL: ClassVar[ScheduleStatements]
     FLOW: ClassVar[FlowStatements]
@@ -545,9 +549,6 @@ class SqlRepository(_FlowControl, SqlChildren, SqlFanOut, SqlSchedules, BatchWri
         queue, workflow, status = _named(params, "queue", "workflow_id", "status")
         sql = self.SQL.list_tasks(queue, workflow, status, condition)
         return [self.ROWS.task(r) for r in self._read_all(sql, self._bound(params))]
-
-    def _time(self, value: datetime) -> Any:
-        return self.ROWS.time_param(check_time(value, "time"))
 
     # -- lifecycle -------------------------------------------------------------------
 
