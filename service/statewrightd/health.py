@@ -41,7 +41,8 @@ NOT_SERVING: Final = health_pb2.HealthCheckResponse.NOT_SERVING
 
 # The typing stubs of grpcio-health-checking predate List: its answer's class is found
 # through the descriptor the real module carries.
-_LIST_RESPONSE = message_factory.GetMessageClass(
+# Typed Any: newer typing stubs give Message a constructor that takes no fields.
+_LIST_RESPONSE: Any = message_factory.GetMessageClass(
     descriptor_pool.Default().FindMessageTypeByName("grpc.health.v1.HealthListResponse")
 )
 
