@@ -61,12 +61,13 @@ class ListingHealthServicer(HealthServicer):
 
     async def List(self, request: Message, context: Any) -> Message:
         """Every service's status: a snapshot, as the protocol allows."""
-        return _LIST_RESPONSE(
+        answer: Message = _LIST_RESPONSE(
             statuses={
                 service: health_pb2.HealthCheckResponse(status=status)
                 for service, status in self._statuses.items()
             }
         )
+        return answer
 
 
 class Health:

@@ -287,9 +287,14 @@ def _field(field: FieldDescriptor, live: list[str]) -> st.SearchStrategy[Any]:
     raise AssertionError(f"no strategy for {field.full_name}")
 
 
+# Fields every generated message of its type sets (the rest are set or not).
+ALWAYS_SET = {"statewright.v1.StartBatchOperationRequest.dry_run"}
+
+
 def _message(descriptor: Descriptor, live: list[str]) -> st.SearchStrategy[dict[str, Any]]:
     fields = {f.name: _field(f, live) for f in descriptor.fields}
-    return st.fixed_dictionaries({}, optional=fields)
+    always = {f.name: fields.pop(f.name) for f in descriptor.fields if f.full_name in ALWAYS_SET}
+    return st.fixed_dictionaries(always, optional=fields)
 
 
 def _build(cls: type[Message], values: dict[str, Any]) -> Message:
