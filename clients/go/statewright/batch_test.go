@@ -3,7 +3,6 @@ package statewright_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -11,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 
 	"github.com/statewright/statewright/clients/go/statewright"
 	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
@@ -56,18 +54,7 @@ func (s *batchServer) CancelBatchOperation(context.Context, *statewrightv1.Cance
 
 func newBatchClient(t *testing.T, srv *batchServer) *statewright.Client {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	statewrightv1.RegisterBatchServiceServer(gs, srv)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
-	client, err := statewright.NewClient("passthrough:///bufnet",
-		statewright.WithDialOptions(grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-	return client
+	return newBufconnClient(t, func(gs *grpc.Server) { statewrightv1.RegisterBatchServiceServer(gs, srv) })
 }
 
 func TestStartBatchOperationMakesABatchIDOnlyWhenNoneIsGiven(t *testing.T) {

@@ -673,6 +673,29 @@ def _repair_options(p: argparse.ArgumentParser, revision_help: str, request_help
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 
 
+def _subcommand(
+    parent: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    spec: Command,
+    help: str,
+    *,
+    common: argparse.ArgumentParser,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A command (or a group's action) that runs ``spec``, its help naming its output forms,
+    with the connection and output options of ``common``."""
+    forms = ", ".join(f"{f} (default)" if f == spec.default else f for f in spec.forms)
+    sub = parent.add_parser(
+        name,
+        help=help,
+        description=f"{help[0].upper()}{help[1:]}. Output: {forms}.",
+        epilog=epilog,
+        parents=[common],
+    )
+    sub.set_defaults(command_spec=spec)
+    return sub
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="statewright",
@@ -691,16 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     def command(name: str, spec: Command, help: str) -> argparse.ArgumentParser:
-        forms = ", ".join(f"{f} (default)" if f == spec.default else f for f in spec.forms)
-        sub = commands.add_parser(
-            name,
-            help=help,
-            description=f"{help[0].upper()}{help[1:]}. Output: {forms}.",
-            epilog=epilog,
-            parents=[common],
-        )
-        sub.set_defaults(command_spec=spec)
-        return sub
+        return _subcommand(commands, name, spec, help, common=common, epilog=epilog)
 
     revision_help = (
         "act only if the instance is at this revision; otherwise fail with "
@@ -1230,16 +1244,7 @@ def _batch_commands(
     actions = group.add_subparsers(dest="batch_action", required=True, metavar="ACTION")
 
     def action(name: str, spec: Command, help: str) -> argparse.ArgumentParser:
-        forms = ", ".join(f"{f} (default)" if f == spec.default else f for f in spec.forms)
-        sub = actions.add_parser(
-            name,
-            help=help,
-            description=f"{help[0].upper()}{help[1:]}. Output: {forms}.",
-            epilog=epilog,
-            parents=[common],
-        )
-        sub.set_defaults(command_spec=spec)
-        return sub
+        return _subcommand(actions, name, spec, help, common=common, epilog=epilog)
 
     name_help = "batches/ID or ID"
     p = action("start", Command(_batch_start, (JSON, TABLE)), "start a batch")

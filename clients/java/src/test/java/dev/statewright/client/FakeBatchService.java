@@ -9,9 +9,7 @@ import dev.statewright.v1.ListBatchOperationsRequest;
 import dev.statewright.v1.ListBatchOperationsResponse;
 import dev.statewright.v1.StartBatchOperationRequest;
 import dev.statewright.v1.StartBatchOperationResponse;
-import io.grpc.Context;
 import io.grpc.Deadline;
-import io.grpc.StatusRuntimeException;
 import io.grpc.stub.StreamObserver;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -27,14 +25,7 @@ final class FakeBatchService extends BatchServiceGrpc.BatchServiceImplBase {
   Function<CancelBatchOperationRequest, CancelBatchOperationResponse> cancelBatchOperation;
 
   private <Q, R> void unary(Q request, Function<Q, R> behaviour, StreamObserver<R> observer) {
-    requests.add(request);
-    deadlines.add(Context.current().getDeadline());
-    try {
-      observer.onNext(behaviour.apply(request));
-      observer.onCompleted();
-    } catch (StatusRuntimeException e) {
-      observer.onError(e);
-    }
+    FakeService.answer(requests, deadlines, request, behaviour, observer);
   }
 
   @Override

@@ -153,6 +153,12 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   }
 
   private <Q, R> void unary(Q request, Function<Q, R> behaviour, StreamObserver<R> observer) {
+    answer(requests, deadlines, request, behaviour, observer);
+  }
+
+  /** Records the request and its deadline, then answers it as {@code behaviour} says (a status it throws is the call's error). */
+  static <Q, R> void answer(
+      List<Object> requests, List<Deadline> deadlines, Q request, Function<Q, R> behaviour, StreamObserver<R> observer) {
     requests.add(request);
     deadlines.add(Context.current().getDeadline());
     try {
