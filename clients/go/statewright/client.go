@@ -18,15 +18,18 @@ import (
 	statewrightv1 "github.com/statewright/statewright/clients/go/statewright/v1"
 )
 
-// Client is a WorkflowService, TaskService and ScheduleService client over its own
-// connection. Every generated method of the three is available on it directly
+// Client is a WorkflowService, TaskService, ScheduleService and BatchService client over
+// its own connection. Every generated method of the four is available on it directly
 // (StartWorkflow, ResumeWorkflow, WatchWorkflow, ..., PollTasks, HeartbeatTask,
 // CompleteTask, FailTask, GetTask, ListTasks, CreateSchedule, GetSchedule, ...,
-// BackfillSchedule); the services share no method name. A failed call's error is an *Error.
+// BackfillSchedule, StartBatchOperation, GetBatchOperation, ListBatchOperations,
+// CancelBatchOperation); the services share no method name. A failed call's error is an
+// *Error.
 type Client struct {
 	statewrightv1.WorkflowServiceClient
 	statewrightv1.TaskServiceClient
 	statewrightv1.ScheduleServiceClient
+	statewrightv1.BatchServiceClient
 	conn   *grpc.ClientConn
 	bearer *bearer
 }
@@ -77,6 +80,7 @@ func NewClient(target string, opts ...Option) (*Client, error) {
 	c.WorkflowServiceClient = statewrightv1.NewWorkflowServiceClient(conn)
 	c.TaskServiceClient = statewrightv1.NewTaskServiceClient(conn)
 	c.ScheduleServiceClient = statewrightv1.NewScheduleServiceClient(conn)
+	c.BatchServiceClient = statewrightv1.NewBatchServiceClient(conn)
 	c.conn = conn
 	return c, nil
 }

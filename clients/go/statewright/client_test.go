@@ -57,9 +57,16 @@ func (s *flakyServer) StartWorkflow(ctx context.Context, _ *statewrightv1.StartW
 
 func newTestClient(t *testing.T, srv statewrightv1.WorkflowServiceServer) *statewright.Client {
 	t.Helper()
+	return newBufconnClient(t, func(gs *grpc.Server) { statewrightv1.RegisterWorkflowServiceServer(gs, srv) })
+}
+
+// newBufconnClient serves what register adds on an in-memory listener and returns a client
+// of it; both end with the test.
+func newBufconnClient(t *testing.T, register func(*grpc.Server)) *statewright.Client {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()
-	statewrightv1.RegisterWorkflowServiceServer(gs, srv)
+	register(gs)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	client, err := statewright.NewClient("passthrough:///bufnet",

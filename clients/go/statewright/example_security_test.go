@@ -83,17 +83,27 @@ func ExampleErrPermissionDenied() {
 // TestReadmeSecurityExamples keeps the README's Security section compiling: each of its
 // Go blocks must be the body of an example above, verbatim.
 func TestReadmeSecurityExamples(t *testing.T) {
+	if blocks := readmeExamples(t, "Security", "example_security_test.go"); blocks != 4 {
+		t.Errorf("the Security section has %d Go blocks, want the 4 examples", blocks)
+	}
+}
+
+// readmeExamples checks that every Go block of the README's section under heading is, tab
+// indented, part of the source file (an example's body, so it compiles), and answers how
+// many blocks there were.
+func readmeExamples(t *testing.T, heading, file string) int {
+	t.Helper()
 	readme, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	source, err := os.ReadFile("example_security_test.go")
+	source, err := os.ReadFile(file)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, section, ok := strings.Cut(string(readme), "\n## Security\n")
+	_, section, ok := strings.Cut(string(readme), "\n## "+heading+"\n")
 	if !ok {
-		t.Fatal("README.md has no Security section")
+		t.Fatalf("README.md has no %s section", heading)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	blocks := 0
@@ -106,11 +116,9 @@ func TestReadmeSecurityExamples(t *testing.T) {
 			}
 		}
 		if indented := strings.Join(lines, "\n"); !strings.Contains(string(source), indented) {
-			t.Errorf("a Go block of the README's Security section is no example's body:\n%s", indented)
+			t.Errorf("a Go block of the README's %s section is no example's body:\n%s", heading, indented)
 		}
 		blocks++
 	}
-	if blocks != 4 {
-		t.Errorf("the Security section has %d Go blocks, want the 4 examples", blocks)
-	}
+	return blocks
 }

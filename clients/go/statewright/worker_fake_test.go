@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -14,7 +13,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/structpb"
 	"google.golang.org/protobuf/types/known/timestamppb"
@@ -301,18 +299,7 @@ func (s *taskServer) heartbeatsOf(name string) []*statewrightv1.HeartbeatTaskReq
 
 func newTaskClient(t *testing.T, srv statewrightv1.TaskServiceServer) *statewright.Client {
 	t.Helper()
-	lis := bufconn.Listen(1 << 20)
-	gs := grpc.NewServer()
-	statewrightv1.RegisterTaskServiceServer(gs, srv)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
-	client, err := statewright.NewClient("passthrough:///bufnet",
-		statewright.WithDialOptions(grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) })))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = client.Close() })
-	return client
+	return newBufconnClient(t, func(gs *grpc.Server) { statewrightv1.RegisterTaskServiceServer(gs, srv) })
 }
 
 // runningWorker is a Worker.Run in progress; stop ends it and waits for Run's return.

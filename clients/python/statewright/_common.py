@@ -50,6 +50,7 @@ from statewright.values import to_struct
 
 SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
+BATCH_SERVICE = "statewright.v1.BatchService"
 
 IfExists = Literal["fail", "return_existing", "restart"]
 # What execute() waits for: "rest" (WAITING, or finished) or "finish" (COMPLETED, FAILED
@@ -83,7 +84,7 @@ def method_timeouts() -> dict[str, float]:
     """Default deadline per RPC method name, read from the service config's ``timeout``s.
 
     The client sets these as explicit deadlines too, so a call has a deadline even on a
-    channel built without the service config. Method names are unique across the two
+    channel built without the service config. Method names are unique across the
     services, so a bare name is enough.
     """
     timeouts: dict[str, float] = {}
@@ -92,7 +93,7 @@ def method_timeouts() -> dict[str, float]:
             continue
         seconds = parse_duration(entry["timeout"])
         for name in entry["name"]:
-            if name.get("service") in (SERVICE, TASK_SERVICE) and "method" in name:
+            if name.get("service") in (SERVICE, TASK_SERVICE, BATCH_SERVICE) and "method" in name:
                 timeouts[name["method"]] = seconds
     return timeouts
 

@@ -31,6 +31,12 @@ from statewright._plan import (
 )
 from statewright.errors import DeadlineExceeded, ExecutionTimedOut, StatewrightError
 from statewright.models import (
+    BatchAction,
+    BatchItemFailure,
+    BatchOperation,
+    BatchReport,
+    BatchStartResult,
+    BatchState,
     Definition,
     MigrationResult,
     PauseResult,
@@ -51,8 +57,11 @@ from statewright.models import (
     WorkflowCount,
     WorkflowPage,
     WorkflowStatus,
+    batch_action,
+    batch_name,
     workflow_name,
 )
+from statewright.v1 import batch_service_pb2 as batch_pb
 from statewright.v1 import diagnostics_pb2, task_pb2
 from statewright.v1 import schedule_service_pb2 as schedule_pb
 from statewright.v1 import task_service_pb2 as task_pb
@@ -71,8 +80,8 @@ class _Listing(NamedTuple):
 
 
 class Operations:
-    """The client API of ``statewright.v1.WorkflowService``, ``TaskService`` and
-    ``ScheduleService``, for either driver."""
+    """The client API of ``statewright.v1.WorkflowService``, ``TaskService``,
+    ``ScheduleService`` and ``BatchService``, for either driver."""
 
     # --- workflows ----------------------------------------------------------------------
 
@@ -930,6 +939,131 @@ class Operations:
             "BackfillSchedule", request, timeout
         )
         return int(response.fires)
+
+    # --- batch operations (BatchService) -------------------------------------------------
+
+    @returning
+    def start_batch_operation(
+        self,
+        operation: BatchAction | str,
+        reason: str,
+        *,
+        filter: str | None = None,
+        definition: str | None = None,
+        rate: float | None = None,
+        batch_id: str | None = None,
+        dry_run: bool = False,
+        timeout: float | None = None,
+    ) -> Plan[BatchStartResult]:
+        """Applies ``operation`` to every instance ``filter`` (an AIP-160 filter, as ``list``
+        takes it; None: every instance) matches in ``definition`` (None: every definition),
+        as a durable batch, ``rate`` instances per second (None: 50, at most 1000).
+
+        ``operation`` is a :class:`~statewright.models.BatchSignal`, ``BatchMigrate``,
+        ``BatchReset``, ``BatchDelete``, ... or the name of one without parameters
+        (``"retry"``, ``"cancel"``, ``"pause"``, ``"unpause"``, ``"reset"``, ``"delete"``).
+        The instances are matched once, now; ``reason`` goes into each one's history. With
+        ``dry_run`` the matching instances are counted and sampled and nothing is saved.
+        Without ``batch_id`` one is made here, so a start retried by gRPC answers the same
+        batch instead of starting a second one."""
+        request = batch_pb.StartBatchOperationRequest(
+            batch_id=batch_id or ("" if dry_run else _common.new_request_id()),
+            definition=definition or "",
+            filter=filter or "",
+            reason=reason,
+            rate=rate or 0.0,
+            dry_run=dry_run,
+        )
+        batch_action(operation).fill(request)
+        response: batch_pb.StartBatchOperationResponse = yield Unary(
+            "StartBatchOperation", request, timeout
+        )
+        return BatchStartResult(BatchOperation.from_proto(response.batch), tuple(response.sample))
+
+    @returning
+    def get_batch_operation(
+        self,
+        name: str,
+        *,
+        failures_page_size: int | None = None,
+        failures_page_token: str = "",
+        timeout: float | None = None,
+    ) -> Plan[BatchReport]:
+        """One batch (``batches/ID`` or ``ID``): its progress, and a page of the instances
+        it failed on (``failures_page_size``, None: 50; the next page from
+        ``next_failures_page_token``)."""
+        request = batch_pb.GetBatchOperationRequest(
+            name=batch_name(name),
+            failures_page_size=failures_page_size or 0,
+            failures_page_token=failures_page_token,
+        )
+        response: batch_pb.GetBatchOperationResponse = yield Unary(
+            "GetBatchOperation", request, timeout
+        )
+        return BatchReport(
+            batch=BatchOperation.from_proto(response.batch),
+            failures=tuple(BatchItemFailure.from_proto(f) for f in response.failures),
+            next_failures_page_token=response.next_failures_page_token,
+        )
+
+    @yielding
+    def list_batch_operations(
+        self,
+        *,
+        state: BatchState | str | None = None,
+        page_size: int | None = None,
+        timeout: float | None = None,
+    ) -> Feed[BatchOperation]:
+        """Yields every batch (only those in ``state``, if given), newest first, across all
+        pages (fetched lazily)."""
+        request = batch_pb.ListBatchOperationsRequest(page_size=page_size or 0)
+        if state is not None:
+            request.state = BatchState.parse(state).to_proto()
+        token: str | None = ""
+        while token is not None:
+            request.page_token = token
+            response: batch_pb.ListBatchOperationsResponse = yield Unary(
+                "ListBatchOperations", request, timeout
+            )
+            yield from (BatchOperation.from_proto(b) for b in response.batches)
+            token = response.next_page_token or None
+
+    @returning
+    def cancel_batch_operation(
+        self, name: str, reason: str, *, timeout: float | None = None
+    ) -> Plan[BatchOperation]:
+        """Stops a running batch: no instance is started on after the answer; the steps
+        already applied stay. A cancelled batch is answered as it is; a completed one is
+        refused (FAILED_PRECONDITION, reason BATCH_FINISHED)."""
+        request = batch_pb.CancelBatchOperationRequest(name=batch_name(name), reason=reason)
+        response: batch_pb.CancelBatchOperationResponse = yield Unary(
+            "CancelBatchOperation", request, timeout
+        )
+        return BatchOperation.from_proto(response.batch)
+
+    @yielding
+    def follow_batch_operation(
+        self, name: str, *, interval: float = 1.0, timeout: float | None = None
+    ) -> Feed[BatchOperation]:
+        """Yields the batch now, then again each time its state or counts changed (read
+        every ``interval`` seconds), and stops after it has finished: the last batch yielded
+        is COMPLETED or CANCELLED. ``timeout`` bounds each read."""
+        if interval <= 0:
+            raise ValueError(f"interval must be positive, not {interval!r}")
+        request = batch_pb.GetBatchOperationRequest(name=batch_name(name), failures_page_size=1)
+        seen: tuple[object, ...] | None = None
+        while True:
+            response: batch_pb.GetBatchOperationResponse = yield Unary(
+                "GetBatchOperation", request, timeout
+            )
+            batch = BatchOperation.from_proto(response.batch)
+            progress = (batch.state, batch.matched, batch.done, batch.failed)
+            if progress != seen:
+                seen = progress
+                yield batch
+            if batch.finished:
+                return
+            yield Sleep(interval)
 
 
 def schedule_name(name: str) -> str:

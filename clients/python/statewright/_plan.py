@@ -30,6 +30,8 @@ from opentelemetry.context import Context
 from statewright import _common, _security, _tracing
 from statewright.errors import StatewrightError, from_rpc_error
 from statewright.v1 import (
+    batch_service_pb2,
+    batch_service_pb2_grpc,
     schedule_service_pb2,
     schedule_service_pb2_grpc,
     task_service_pb2,
@@ -248,7 +250,7 @@ class Driver(ABC, Generic[_Channel]):
 
 
 def _rpcs(channel: grpc.Channel | grpc.aio.Channel) -> dict[str, Any]:
-    """Every RPC of both services, by method name (unique across them), bound to channel."""
+    """Every RPC of the services, by method name (unique across them), bound to channel."""
     rpcs: dict[str, Any] = {}
     services = (
         (pb_grpc.WorkflowServiceStub, workflow_service_pb2.DESCRIPTOR, "WorkflowService"),
@@ -258,6 +260,7 @@ def _rpcs(channel: grpc.Channel | grpc.aio.Channel) -> dict[str, Any]:
             schedule_service_pb2.DESCRIPTOR,
             "ScheduleService",
         ),
+        (batch_service_pb2_grpc.BatchServiceStub, batch_service_pb2.DESCRIPTOR, "BatchService"),
     )
     for stub_class, file, service in services:
         stub = stub_class(channel)

@@ -1,5 +1,5 @@
 """What the command-line tool shows a person: diagnostics as plain JSON, steps as lines,
-instances and histories as tables.
+instances, histories and batches as tables.
 
 Diagnostics are protobuf messages whose proto3 JSON form is made for machines (int64 as
 strings, prefixed enum names, durations as ``"0.000026236s"``). ``message_dict`` walks the
@@ -19,6 +19,8 @@ from google.protobuf.message import Message
 from google.rpc import status_pb2
 
 from statewright.models import (
+    BatchItemFailure,
+    BatchOperation,
     Task,
     Transition,
     WatchEvent,
@@ -29,6 +31,9 @@ from statewright.models import (
 from statewright.values import JSONObject, JSONValue
 
 __all__ = [
+    "batch_line",
+    "batch_table",
+    "batches_table",
     "duration_text",
     "history_step",
     "history_table",
@@ -339,3 +344,69 @@ def patch_text(patch: Sequence[JSONObject]) -> str:
         else:  # move, copy
             parts.append(f"{op.get('from')} {'->' if kind == 'move' else '=>'} {path}")
     return ", ".join(parts)
+
+
+def _operation_text(batch: BatchOperation) -> str:
+    action = batch.action
+    if action is None:
+        return "-"
+    given = {key: value for key, value in action.to_dict().items() if value not in ("", {}, False)}
+    return action.kind + (f" {_json_text(given)}" if given else "")
+
+
+def batch_line(batch: BatchOperation) -> str:
+    """A batch's progress in one line: ``batches/b1 RUNNING: 40 of 100 done, 2 failed,
+    58 left``."""
+    counts = f"{batch.done} of {batch.matched} done, {batch.failed} failed"
+    left = f", {batch.remaining} left" if not batch.finished else ""
+    return f"{batch.name or '(dry run)'} {batch.state.value}: {counts}{left}"
+
+
+def batch_table(
+    batch: BatchOperation, failures: Sequence[BatchItemFailure] = (), next_token: str = ""
+) -> str:
+    """One batch as ``field: value`` lines, then the failures shown, one a line (with
+    ``next_token``, the token of the page after them)."""
+    rows: list[tuple[str, str]] = [
+        ("name", batch.name or "(dry run: not saved)"),
+        ("operation", _operation_text(batch)),
+        ("definition", batch.definition or "(every definition)"),
+        ("filter", batch.filter or "(every instance)"),
+        ("reason", batch.reason),
+        ("rate", f"{batch.rate:g}/s"),
+        ("state", batch.state.value),
+        ("progress", batch_line(batch).partition(": ")[2]),
+        ("started by", batch.actor or "-"),
+        ("created", _short_time(batch.create_time)),
+        ("updated", _short_time(batch.update_time)),
+        ("ended", _short_time(batch.end_time)),
+    ]
+    if batch.cancel_reason:
+        rows.append(("cancelled", batch.cancel_reason))
+    width = max(len(key) for key, _ in rows) + 1
+    lines = [f"{key + ':':<{width}}  {value}" for key, value in rows]
+    if failures:
+        lines.append("failures:")
+        lines += [f"  {f.workflow_id}: {f.code} {f.reason}: {f.message}".rstrip() for f in failures]
+        if next_token:
+            lines.append(f"  more: --failures-page-token {next_token}")
+    return "\n".join(lines)
+
+
+def batches_table(batches: list[BatchOperation]) -> str:
+    """One batch a row."""
+    if not batches:
+        return "no batches"
+    rows = [
+        (
+            b.batch_id,
+            _operation_text(b),
+            b.state.value,
+            str(b.matched),
+            str(b.done),
+            str(b.failed),
+            _short_time(b.create_time),
+        )
+        for b in batches
+    ]
+    return _columns(("BATCH", "OPERATION", "STATE", "MATCHED", "DONE", "FAILED", "CREATED"), rows)

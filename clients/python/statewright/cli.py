@@ -21,6 +21,9 @@
     statewright reset workflows/ID --to-revision 2 --reason "approved by mistake"
     statewright migrate workflows/ID --to-version 2 --map review=approval --dry-run
     statewright pause workflows/ID --reason "incident 7"   # unpause lets it go on
+    statewright batch start --op retry --filter 'status = FAILED' --reason "bank is back" --dry-run
+    statewright batch get BATCH-ID --wait -o text     # a line per progress, until it ends
+    statewright batch list --state running            # batch cancel BATCH-ID --reason ... stops one
 
 ``get``, ``list`` and ``history`` print a table unless ``-o json`` (or ``--json``, or
 ``--compact``: JSON on one line); ``history`` and ``watch`` print one readable line per
@@ -55,6 +58,14 @@ from statewright import _render, _security
 from statewright.client import Client
 from statewright.errors import StatewrightError
 from statewright.models import (
+    BATCH_OPERATIONS,
+    BatchAction,
+    BatchDelete,
+    BatchMigrate,
+    BatchOperation,
+    BatchReset,
+    BatchSignal,
+    BatchState,
     MigrationResult,
     PauseResult,
     QueueConfig,
@@ -64,6 +75,7 @@ from statewright.models import (
     WatchEvent,
     Workflow,
     WorkflowStatus,
+    batch_action,
 )
 from statewright.values import JSONObject, JSONValue
 
@@ -228,7 +240,7 @@ def _order(text: str) -> str:
     return text
 
 
-_Listed = TypeVar("_Listed", Workflow, Task)
+_Listed = TypeVar("_Listed", Workflow, Task, BatchOperation)
 
 
 def _list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
@@ -483,11 +495,23 @@ def _definitions(client: Client, args: argparse.Namespace, out: TextIO, form: st
     _emit(out, items, compact=args.compact)
 
 
-def _status(text: str) -> WorkflowStatus:
-    try:
-        return WorkflowStatus.parse(text)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+_Parsed = TypeVar("_Parsed")
+
+
+def _argument(parse: Callable[[str], _Parsed]) -> Callable[[str], _Parsed]:
+    """``parse`` as an argparse type: its ValueError is a usage error with its message."""
+
+    def parsed(text: str) -> _Parsed:
+        try:
+            return parse(text)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    return parsed
+
+
+_status = _argument(WorkflowStatus.parse)
+_batch_state = _argument(BatchState.parse)
 
 
 def version() -> str:
@@ -649,6 +673,29 @@ def _repair_options(p: argparse.ArgumentParser, revision_help: str, request_help
     p.add_argument("--request-id", metavar="KEY", help=request_help)
 
 
+def _subcommand(
+    parent: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    spec: Command,
+    help: str,
+    *,
+    common: argparse.ArgumentParser,
+    epilog: str,
+) -> argparse.ArgumentParser:
+    """A command (or a group's action) that runs ``spec``, its help naming its output forms,
+    with the connection and output options of ``common``."""
+    forms = ", ".join(f"{f} (default)" if f == spec.default else f for f in spec.forms)
+    sub = parent.add_parser(
+        name,
+        help=help,
+        description=f"{help[0].upper()}{help[1:]}. Output: {forms}.",
+        epilog=epilog,
+        parents=[common],
+    )
+    sub.set_defaults(command_spec=spec)
+    return sub
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="statewright",
@@ -667,16 +714,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
 
     def command(name: str, spec: Command, help: str) -> argparse.ArgumentParser:
-        forms = ", ".join(f"{f} (default)" if f == spec.default else f for f in spec.forms)
-        sub = commands.add_parser(
-            name,
-            help=help,
-            description=f"{help[0].upper()}{help[1:]}. Output: {forms}.",
-            epilog=epilog,
-            parents=[common],
-        )
-        sub.set_defaults(command_spec=spec)
-        return sub
+        return _subcommand(commands, name, spec, help, common=common, epilog=epilog)
 
     revision_help = (
         "act only if the instance is at this revision; otherwise fail with "
@@ -952,6 +990,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--version", type=int, help="version of the definition NAME to show (default: latest)"
     )
     _schedule_commands(commands, common, epilog)
+    _batch_commands(commands, common, epilog)
     return parser
 
 
@@ -1090,6 +1129,231 @@ def _schedule_commands(
     p.add_argument("end", type=_instant, help="to this time (RFC 3339), included")
     p = action("delete", _schedule_delete, "delete a schedule (its instances stay)")
     p.add_argument("name", help=name_help)
+
+
+# Each operation's own options of `batch start`, by the operation they belong to.
+_BATCH_OPTIONS = (
+    ("event", "--event", "signal"),
+    ("payload", "--payload", "signal"),
+    ("entered_state", "--entered-state", "reset"),
+    ("to_version", "--to-version", "migrate"),
+    ("state_map", "--state-map", "migrate"),
+    ("set", "--set", "migrate"),
+    ("force", "--force", "delete"),
+)
+
+
+def _batch_action(args: argparse.Namespace) -> BatchAction:
+    """The operation `batch start` names with --op and that operation's own options; an
+    option of another operation is a usage error, not silently dropped."""
+    op: str = args.op
+    for dest, option, owner in _BATCH_OPTIONS:
+        if owner != op and getattr(args, dest) not in (None, False):
+            raise ValueError(f"{option} is an option of --op {owner}, not of --op {op}")
+    if op == "signal":
+        if not args.event:
+            raise ValueError("--op signal needs --event")
+        return BatchSignal(args.event, args.payload or {})
+    if op == "migrate":
+        if args.to_version is None or not args.definition:
+            raise ValueError("--op migrate needs --to-version and --definition (its version's)")
+        return BatchMigrate(
+            args.to_version, _pairs("--state-map", args.state_map), _pairs("--set", args.set)
+        )
+    if op == "reset":
+        return BatchReset(args.entered_state or "")
+    if op == "delete":
+        return BatchDelete(args.force)
+    return batch_action(op)
+
+
+def _batch_start(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    started = client.start_batch_operation(
+        _batch_action(args),
+        args.reason,
+        filter=args.filter,
+        definition=args.definition,
+        rate=args.rate,
+        batch_id=args.batch_id,
+        dry_run=args.dry_run,
+    )
+    if form != TABLE:
+        _emit(out, started.to_dict(), compact=args.compact)
+        return
+    if started.dry_run:
+        matched = started.batch.matched
+        _print(out, f"dry run: nothing was saved; the batch would work on {matched} instances")
+    _print(out, _render.batch_table(started.batch))
+    if started.sample:
+        _print(out, "first instances:")
+        for name in started.sample:
+            _print(out, f"  {name.removeprefix('workflows/')}")
+
+
+def _batch_get(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    if args.wait:
+        # One line per change of the batch's state or counts, until it ends: JSON Lines, or
+        # a readable line each; a table shows the whole batch at the end.
+        for batch in client.follow_batch_operation(args.name, interval=args.interval):
+            if form == JSON:
+                _emit(out, batch.to_dict(), compact=True)
+            else:
+                _print(out, _render.batch_line(batch))
+        if form != TABLE:
+            return
+    report = client.get_batch_operation(
+        args.name,
+        failures_page_size=args.failures_page_size,
+        failures_page_token=args.failures_page_token or "",
+    )
+    if form == TEXT:
+        _print(out, _render.batch_line(report.batch))
+    elif form == TABLE:
+        table = _render.batch_table(report.batch, report.failures, report.next_failures_page_token)
+        _print(out, table)
+    else:
+        _emit(out, report.to_dict(), compact=args.compact)
+
+
+def _batch_list(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    found = client.list_batch_operations(state=args.state, page_size=args.page_size)
+    _listing(list(itertools.islice(found, args.limit)), _render.batches_table, args, out, form)
+
+
+def _batch_cancel(client: Client, args: argparse.Namespace, out: TextIO, form: str) -> None:
+    batch = client.cancel_batch_operation(args.name, args.reason)
+    if form == TABLE:
+        _print(out, _render.batch_table(batch))
+    else:
+        _emit(out, batch.to_dict(), compact=args.compact)
+
+
+def _batch_commands(
+    commands: argparse._SubParsersAction[argparse.ArgumentParser],
+    common: argparse.ArgumentParser,
+    epilog: str,
+) -> None:
+    group = commands.add_parser(
+        "batch",
+        help="apply an operation to every instance a filter matches, as a durable batch",
+        description="A batch applies cancel, signal, reset, retry, migrate, pause, unpause "
+        "or delete to every instance a filter matched when it started, paced, surviving "
+        "restarts; each instance's step is the single command's, with the batch's reason.",
+        epilog=epilog,
+    )
+    actions = group.add_subparsers(dest="batch_action", required=True, metavar="ACTION")
+
+    def action(name: str, spec: Command, help: str) -> argparse.ArgumentParser:
+        return _subcommand(actions, name, spec, help, common=common, epilog=epilog)
+
+    name_help = "batches/ID or ID"
+    p = action("start", Command(_batch_start, (JSON, TABLE)), "start a batch")
+    p.add_argument(
+        "--op", required=True, choices=BATCH_OPERATIONS, help="what to do to each instance"
+    )
+    p.add_argument("--reason", required=True, help="why, recorded in each instance's history")
+    p.add_argument(
+        "--filter",
+        metavar="FILTER",
+        help="the instances: an AIP-160 filter as `list --filter` takes, e.g. "
+        "'status = FAILED' (default: every instance)",
+    )
+    p.add_argument(
+        "--definition", metavar="NAME", help="only instances of this definition (default: any)"
+    )
+    p.add_argument(
+        "--rate", type=float, metavar="N", help="instances per second, up to 1000 (default 50)"
+    )
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="count the matching instances and show the first ones; save nothing",
+    )
+    p.add_argument(
+        "--batch-id",
+        metavar="ID",
+        help="the batch's id (default: generated); starting the same batch again with it "
+        "answers the batch that exists",
+    )
+    p.add_argument("--event", help="--op signal: the signal's event")
+    p.add_argument(
+        "--payload", type=_json_object, metavar="JSON", help="--op signal: its payload (object)"
+    )
+    p.add_argument(
+        "--entered-state",
+        metavar="STATE",
+        help="--op reset: back to the latest revision that entered this state (default: the "
+        "last revision before the instance failed)",
+    )
+    p.add_argument(
+        "--to-version", type=int, metavar="N", help="--op migrate: the --definition's version"
+    )
+    p.add_argument(
+        "--state-map",
+        action="append",
+        metavar="OLD=NEW",
+        help="--op migrate: a state and the state it becomes (repeatable)",
+    )
+    p.add_argument(
+        "--set",
+        action="append",
+        metavar="FIELD=EXPR",
+        help="--op migrate: a context field and its CEL expression over the old context "
+        "(repeatable)",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="--op delete: delete running and waiting instances too",
+    )
+
+    p = action(
+        "get",
+        Command(_batch_get, (JSON, TABLE, TEXT)),
+        "read a batch: its progress and the instances it failed on",
+    )
+    p.add_argument("name", help=name_help)
+    p.add_argument(
+        "--wait",
+        action="store_true",
+        help="follow it until it ends, a line each time its progress changes (JSON Lines; "
+        "-o text: readable lines; -o table: then the whole batch)",
+    )
+    p.add_argument(
+        "--interval",
+        type=_duration,
+        default=1.0,
+        metavar="DURATION",
+        help="with --wait: how often to read it (default 1s)",
+    )
+    p.add_argument(
+        "--failures-page-size",
+        type=int,
+        metavar="N",
+        help="failures shown, up to 1000 (default 50)",
+    )
+    p.add_argument(
+        "--failures-page-token", metavar="TOKEN", help="the failures after an earlier answer's"
+    )
+
+    p = action(
+        "list", Command(_batch_list, (JSON, TABLE)), "list batches, newest first (all pages)"
+    )
+    p.add_argument(
+        "--state",
+        type=_batch_state,
+        help="only batches in this state: RUNNING, COMPLETED or CANCELLED (default: any)",
+    )
+    p.add_argument("--page-size", type=int, metavar="N", help="batches per request (default 50)")
+    p.add_argument("--limit", type=int, metavar="N", help="stop after this many batches")
+
+    p = action(
+        "cancel",
+        Command(_batch_cancel, (JSON, TABLE)),
+        "cancel a running batch (the steps it applied stay)",
+    )
+    p.add_argument("name", help=name_help)
+    p.add_argument("--reason", required=True, help="why")
 
 
 def _form(parser: argparse.ArgumentParser, args: argparse.Namespace) -> str:

@@ -12,23 +12,38 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Protocol, TypeVar
+from typing import Any, ClassVar, Protocol, TypeAlias, TypeVar
 
 import grpc
 from google.protobuf import timestamp_pb2
-from google.rpc import status_pb2
+from google.rpc import error_details_pb2, status_pb2
 
-from statewright.errors import StatewrightError, error_info_from_status, make_error
+from statewright.errors import DOMAIN, StatewrightError, error_info_from_status, make_error
 from statewright.v1 import (
+    batch_service_pb2,
     definition_pb2,
     task_pb2,
     task_service_pb2,
     workflow_pb2,
     workflow_service_pb2,
 )
-from statewright.values import JSONObject, JSONValue, from_struct, from_value
+from statewright.values import JSONObject, JSONValue, from_struct, from_value, to_struct
 
 __all__ = [
+    "BatchAction",
+    "BatchCancel",
+    "BatchDelete",
+    "BatchItemFailure",
+    "BatchMigrate",
+    "BatchOperation",
+    "BatchPause",
+    "BatchReport",
+    "BatchReset",
+    "BatchRetry",
+    "BatchSignal",
+    "BatchStartResult",
+    "BatchState",
+    "BatchUnpause",
     "Definition",
     "SignalRejection",
     "SignalResult",
@@ -47,6 +62,8 @@ __all__ = [
     "WorkflowPage",
     "WorkflowPause",
     "WorkflowStatus",
+    "batch_action",
+    "batch_name",
     "workflow_name",
 ]
 
@@ -1120,3 +1137,390 @@ class Definition:
             out["source"] = self.source
             out["mermaid"] = self.mermaid
         return out
+
+
+# --- batch operations (BatchService) -------------------------------------------------------
+
+
+class BatchState(_Named):
+    """Where a batch is (the proto enum without its prefix); a dry run's is UNSPECIFIED."""
+
+    UNSPECIFIED = enum.auto()
+    RUNNING = enum.auto()  # working through its instances
+    COMPLETED = enum.auto()  # every instance was tried: each is done or failed
+    CANCELLED = enum.auto()  # cancelled before every instance was tried
+
+    @property
+    def finished(self) -> bool:
+        """True for the states a batch never leaves: COMPLETED and CANCELLED."""
+        return self in (BatchState.COMPLETED, BatchState.CANCELLED)
+
+    @classmethod
+    def from_proto(cls, value: int) -> BatchState:
+        return _member(cls, batch_service_pb2.BatchState, "BATCH_STATE_", value)
+
+    @classmethod
+    def parse(cls, text: object) -> BatchState:
+        """``RUNNING``, ``running`` or ``BATCH_STATE_RUNNING``; ValueError otherwise."""
+        return _parse(cls, "BATCH_STATE_", text)
+
+    def to_proto(self) -> batch_service_pb2.BatchState.ValueType:
+        return batch_service_pb2.BatchState.Value("BATCH_STATE_" + self.value)
+
+
+BATCHES_PREFIX = "batches/"
+
+
+def batch_name(name_or_id: str) -> str:
+    """``batches/{id}`` for either a resource name or a bare batch id."""
+    return name_or_id if name_or_id.startswith(BATCHES_PREFIX) else BATCHES_PREFIX + name_or_id
+
+
+# The messages that carry a batch's operation (the same oneof, `operation`, in both).
+_WithOperation: TypeAlias = (
+    batch_service_pb2.BatchOperation | batch_service_pb2.StartBatchOperationRequest
+)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchCancel:
+    """Cancel each instance, as ``cancel`` does (the batch's reason is the cancel's)."""
+
+    kind: ClassVar[str] = "cancel"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.cancel.SetInParent()
+
+    def to_dict(self) -> JSONObject:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchSignal:
+    """Signal each instance with ``event`` and ``payload``, as ``signal`` does. A signal an
+    instance does not accept is a success of the batch: the instance answered."""
+
+    event: str
+    payload: JSONObject = field(default_factory=dict)
+    kind: ClassVar[str] = "signal"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.signal.event = self.event
+        if self.payload:
+            msg.signal.payload.CopyFrom(to_struct(self.payload))
+
+    def to_dict(self) -> JSONObject:
+        return {"event": self.event, "payload": self.payload}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReset:
+    """Reset each instance, as ``reset`` does, to the latest revision where it entered
+    ``entered_state``; empty: the last revision before it failed (an instance that is not
+    FAILED is then a failure of its item)."""
+
+    entered_state: str = ""
+    kind: ClassVar[str] = "reset"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.reset.entered_state = self.entered_state
+
+    def to_dict(self) -> JSONObject:
+        return {"entered_state": self.entered_state}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRetry:
+    """Retry each instance, as ``retry`` does."""
+
+    kind: ClassVar[str] = "retry"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.retry.SetInParent()
+
+    def to_dict(self) -> JSONObject:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchMigrate:
+    """Migrate each instance to ``to_version``, as ``migrate`` does: ``state_map`` renames
+    states (old -> new), ``set`` gives context fields a CEL value over the old context."""
+
+    to_version: int
+    state_map: Mapping[str, str] = field(default_factory=dict)
+    set: Mapping[str, str] = field(default_factory=dict)
+    kind: ClassVar[str] = "migrate"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.migrate.to_version = self.to_version
+        msg.migrate.state_map.update(self.state_map)
+        msg.migrate.set.update(self.set)
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "to_version": self.to_version,
+            "state_map": dict(self.state_map),
+            "set": dict(self.set),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPause:
+    """Pause each instance, as ``pause`` does."""
+
+    kind: ClassVar[str] = "pause"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.pause.SetInParent()
+
+    def to_dict(self) -> JSONObject:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchUnpause:
+    """Unpause each instance, as ``unpause`` does."""
+
+    kind: ClassVar[str] = "unpause"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.unpause.SetInParent()
+
+    def to_dict(self) -> JSONObject:
+        return {}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchDelete:
+    """Delete each instance, as DeleteWorkflow does; one already gone counts as done.
+    Without ``force``, a running or waiting instance is a failure of its item."""
+
+    force: bool = False
+    kind: ClassVar[str] = "delete"
+
+    def fill(self, msg: _WithOperation) -> None:
+        msg.delete.force = self.force
+
+    def to_dict(self) -> JSONObject:
+        return {"force": self.force}
+
+
+BatchAction: TypeAlias = (
+    BatchCancel
+    | BatchSignal
+    | BatchReset
+    | BatchRetry
+    | BatchMigrate
+    | BatchPause
+    | BatchUnpause
+    | BatchDelete
+)
+"""What a batch does to each instance."""
+
+# The operations that need nothing but their name, by it.
+_PLAIN_ACTIONS: dict[str, BatchAction] = {
+    "cancel": BatchCancel(),
+    "reset": BatchReset(),
+    "retry": BatchRetry(),
+    "pause": BatchPause(),
+    "unpause": BatchUnpause(),
+    "delete": BatchDelete(),
+}
+BATCH_OPERATIONS = ("cancel", "signal", "reset", "retry", "migrate", "pause", "unpause", "delete")
+
+
+def batch_action(operation: BatchAction | str) -> BatchAction:
+    """The operation ``operation`` names: an action as it is, or the name of one that
+    needs no parameters (``"retry"``, ``"cancel"``, ...). ValueError for ``"signal"`` and
+    ``"migrate"`` (they need an event, a version: give BatchSignal or BatchMigrate) and for
+    any other text."""
+    if not isinstance(operation, str):
+        return operation
+    found = _PLAIN_ACTIONS.get(operation.strip().lower())
+    if found is not None:
+        return found
+    if operation.strip().lower() in ("signal", "migrate"):
+        raise ValueError(
+            f"a batch {operation.strip().lower()} needs its parameters: give "
+            "BatchSignal(event, payload) or BatchMigrate(to_version, state_map, set)"
+        )
+    raise ValueError(
+        f"{operation[:64]!r} is not a batch operation: one of {', '.join(BATCH_OPERATIONS)}"
+    )
+
+
+def _action_from_proto(msg: _WithOperation) -> BatchAction | None:
+    match msg.WhichOneof("operation"):
+        case "signal":
+            return BatchSignal(msg.signal.event, from_struct(msg.signal.payload))
+        case "reset":
+            return BatchReset(msg.reset.entered_state)
+        case "migrate":
+            return BatchMigrate(
+                msg.migrate.to_version, dict(msg.migrate.state_map), dict(msg.migrate.set)
+            )
+        case "delete":
+            return BatchDelete(msg.delete.force)
+        case None:
+            return None  # an operation this client does not know (a newer server)
+        case plain:
+            return _PLAIN_ACTIONS.get(plain)
+
+
+@dataclass(frozen=True, slots=True)
+class BatchOperation:
+    """A batch: what it does (``action``) to the instances ``filter`` matched in
+    ``definition`` when it started, and how far it got. ``done`` counts the instances it
+    applied its operation to, ``failed`` those it could not (each with its
+    :class:`BatchItemFailure`); ``remaining`` is what is left of ``matched``."""
+
+    name: str  # batches/{id}; empty on a dry run
+    definition: str
+    filter: str
+    action: BatchAction | None
+    reason: str
+    rate: float  # instances per second
+    state: BatchState
+    matched: int
+    done: int
+    failed: int
+    actor: str
+    cancel_reason: str
+    create_time: datetime | None
+    update_time: datetime | None
+    end_time: datetime | None
+    proto: batch_service_pb2.BatchOperation = field(repr=False, compare=False)
+
+    @property
+    def batch_id(self) -> str:
+        return self.name.removeprefix(BATCHES_PREFIX)
+
+    @property
+    def finished(self) -> bool:
+        """True once it completed or was cancelled."""
+        return self.state.finished
+
+    @property
+    def remaining(self) -> int:
+        return max(0, self.matched - self.done - self.failed)
+
+    @classmethod
+    def from_proto(cls, msg: batch_service_pb2.BatchOperation) -> BatchOperation:
+        return cls(
+            name=msg.name,
+            definition=msg.definition,
+            filter=msg.filter,
+            action=_action_from_proto(msg),
+            reason=msg.reason,
+            rate=msg.rate,
+            state=BatchState.from_proto(msg.state),
+            matched=msg.matched,
+            done=msg.done,
+            failed=msg.failed,
+            actor=msg.actor,
+            cancel_reason=msg.cancel_reason,
+            create_time=_time(msg.create_time, msg.HasField("create_time")),
+            update_time=_time(msg.update_time, msg.HasField("update_time")),
+            end_time=_time(msg.end_time, msg.HasField("end_time")),
+            proto=msg,
+        )
+
+    def to_dict(self) -> JSONObject:
+        """A JSON-ready view; ``operation`` is ``{kind: parameters}``, as the HTTP API's
+        JSON writes it."""
+        action = self.action
+        return {
+            "name": self.name,
+            "definition": self.definition,
+            "filter": self.filter,
+            "operation": {action.kind: action.to_dict()} if action is not None else None,
+            "reason": self.reason,
+            "rate": self.rate,
+            "state": self.state.value,
+            "matched": self.matched,
+            "done": self.done,
+            "failed": self.failed,
+            "actor": self.actor,
+            "cancel_reason": self.cancel_reason,
+            "create_time": _iso(self.create_time),
+            "update_time": _iso(self.update_time),
+            "end_time": _iso(self.end_time),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchItemFailure:
+    """An instance a batch could not apply its operation to: the gRPC status code's name
+    (``FAILED_PRECONDITION``), the ErrorInfo reason (``NOT_FAILED``) and message of the
+    refusal, as the single call would have raised it (``error``)."""
+
+    workflow: str  # workflows/{id}
+    code: str
+    reason: str
+    message: str
+    time: datetime | None
+
+    @property
+    def workflow_id(self) -> str:
+        return self.workflow.removeprefix(WORKFLOWS_PREFIX)
+
+    @property
+    def error(self) -> StatewrightError:
+        """The typed error the single call would have raised (``NotFound``, ...)."""
+        code = getattr(grpc.StatusCode, self.code, grpc.StatusCode.UNKNOWN)
+        info = error_details_pb2.ErrorInfo(reason=self.reason, domain=DOMAIN)
+        return make_error(code, self.message, info if self.reason else None)
+
+    @classmethod
+    def from_proto(cls, msg: batch_service_pb2.BatchItemFailure) -> BatchItemFailure:
+        return cls(
+            workflow=msg.workflow,
+            code=msg.code,
+            reason=msg.reason,
+            message=msg.message,
+            time=_time(msg.time, msg.HasField("time")),
+        )
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "workflow": self.workflow,
+            "code": self.code,
+            "reason": self.reason,
+            "message": self.message,
+            "time": _iso(self.time),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class BatchStartResult:
+    """StartBatchOperation's answer: the batch as started and the first instances it
+    matched (at most 20, ``workflows/{id}``, in the order it works through them). On a dry
+    run nothing was saved: the batch has no name, and only ``matched`` among its counts."""
+
+    batch: BatchOperation
+    sample: tuple[str, ...]
+
+    @property
+    def dry_run(self) -> bool:
+        return not self.batch.name
+
+    def to_dict(self) -> JSONObject:
+        return {"batch": self.batch.to_dict(), "sample": list(self.sample)}
+
+
+@dataclass(frozen=True, slots=True)
+class BatchReport:
+    """GetBatchOperation's answer: the batch, and one page of the instances it failed on
+    (by workflow id); ``next_failures_page_token`` is empty on the last page."""
+
+    batch: BatchOperation
+    failures: tuple[BatchItemFailure, ...]
+    next_failures_page_token: str
+
+    def to_dict(self) -> JSONObject:
+        return {
+            "batch": self.batch.to_dict(),
+            "failures": [f.to_dict() for f in self.failures],
+            "next_failures_page_token": self.next_failures_page_token,
+        }

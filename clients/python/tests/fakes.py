@@ -1,5 +1,5 @@
-"""A scripted in-process WorkflowService and TaskService on loopback, for client tests
-without statewrightd."""
+"""A scripted in-process WorkflowService, TaskService and BatchService on loopback, for
+client tests without statewrightd."""
 
 from __future__ import annotations
 
@@ -14,7 +14,13 @@ import grpc
 from google.protobuf import any_pb2
 from google.rpc import error_details_pb2, status_pb2
 from grpc_status import rpc_status
-from statewright.v1 import task_pb2, task_service_pb2, task_service_pb2_grpc, workflow_pb2
+from statewright.v1 import (
+    batch_service_pb2_grpc,
+    task_pb2,
+    task_service_pb2,
+    task_service_pb2_grpc,
+    workflow_pb2,
+)
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 from statewright.values import to_struct
@@ -96,8 +102,12 @@ def _sans(context: grpc.ServicerContext) -> list[str]:
     return [value.decode() for value in found]
 
 
-class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskServiceServicer):
-    """Answers each RPC of both services with the behaviour a test assigned; records requests
+class FakeService(
+    pb_grpc.WorkflowServiceServicer,
+    task_service_pb2_grpc.TaskServiceServicer,
+    batch_service_pb2_grpc.BatchServiceServicer,
+):
+    """Answers each RPC of the services with the behaviour a test assigned; records requests
     and deadlines. Method names are unique across the services."""
 
     def __init__(self) -> None:
@@ -218,6 +228,18 @@ class FakeService(pb_grpc.WorkflowServiceServicer, task_service_pb2_grpc.TaskSer
     def ListQueues(self, request: Any, context: grpc.ServicerContext) -> Any:
         return self._handle("ListQueues", request, context)
 
+    def StartBatchOperation(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("StartBatchOperation", request, context)
+
+    def GetBatchOperation(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("GetBatchOperation", request, context)
+
+    def ListBatchOperations(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("ListBatchOperations", request, context)
+
+    def CancelBatchOperation(self, request: Any, context: grpc.ServicerContext) -> Any:
+        return self._handle("CancelBatchOperation", request, context)
+
 
 @dataclass(frozen=True)
 class ServerTls:
@@ -238,6 +260,7 @@ class FakeServer:
         self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=max_workers))
         pb_grpc.add_WorkflowServiceServicer_to_server(self.service, self._server)
         task_service_pb2_grpc.add_TaskServiceServicer_to_server(self.service, self._server)
+        batch_service_pb2_grpc.add_BatchServiceServicer_to_server(self.service, self._server)
         if tls is None:
             self.port = self._server.add_insecure_port("127.0.0.1:0")
         else:

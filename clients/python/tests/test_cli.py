@@ -14,6 +14,7 @@ import pytest
 from google.protobuf import any_pb2, duration_pb2, timestamp_pb2
 from google.rpc import error_details_pb2, status_pb2
 from statewright import _render, cli
+from statewright.v1 import batch_service_pb2 as bpb
 from statewright.v1 import diagnostics_pb2, task_pb2, task_service_pb2, workflow_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.values import to_struct, to_value
@@ -767,3 +768,144 @@ def test_pause_and_unpause_pass_every_option(fake: FakeServer) -> None:
     assert status == 0 and printed["dry_run"] is False
     (unpause,) = fake.service.calls("UnpauseWorkflow")
     assert (unpause.request_id, unpause.dry_run) == ("k", False)
+
+
+def _batch(name: str = "batches/b1", **fields: Any) -> bpb.BatchOperation:
+    message = bpb.BatchOperation(name=name, reason="why", rate=50.0, matched=4, **fields)
+    if message.WhichOneof("operation") is None:
+        message.retry.SetInParent()
+    return message
+
+
+def test_batch_start_builds_each_operation_from_its_options(fake: FakeServer) -> None:
+    fake.service.behaviours["StartBatchOperation"] = lambda r, c: bpb.StartBatchOperationResponse(
+        batch=_batch(f"batches/{r.batch_id}" if r.batch_id else ""), sample=["workflows/a"]
+    )
+    status, printed, _ = _run(
+        fake, "batch", "start", "--op", "signal", "--event", "nudge", "--payload", '{"n": 1}',
+        "--filter", "status = RUNNING", "--definition", "tally", "--reason", "wake",
+        "--rate", "5", "--batch-id", "b-7",
+    )  # fmt: skip
+    assert status == 0
+    assert printed["batch"]["name"] == "batches/b-7" and printed["sample"] == ["workflows/a"]
+    status, _, _ = _run(
+        fake, "batch", "start", "--op", "migrate", "--to-version", "2", "--definition", "t",
+        "--state-map", "review=approval", "--set", "tier='gold'", "--reason", "v2", "--dry-run",
+    )  # fmt: skip
+    assert status == 0
+    for op, extra in (("reset", ["--entered-state", "review"]), ("delete", ["--force"])):
+        assert _run(fake, "batch", "start", "--op", op, *extra, "--reason", "r")[0] == 0
+    signal, migrate, reset, delete = fake.service.calls("StartBatchOperation")
+    assert (signal.batch_id, signal.filter, signal.definition, signal.rate) == (
+        "b-7",
+        "status = RUNNING",
+        "tally",
+        5.0,
+    )
+    assert signal.signal.event == "nudge" and signal.signal.payload.fields["n"].number_value == 1
+    assert migrate.dry_run and migrate.batch_id == ""
+    assert migrate.migrate == bpb.BatchMigrate(
+        to_version=2, state_map={"review": "approval"}, set={"tier": "'gold'"}
+    )
+    assert reset.reset.entered_state == "review" and delete.delete.force
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--op", "retry", "--event", "x"], "--event is an option of --op signal"),
+        (["--op", "cancel", "--force"], "--force is an option of --op delete"),
+        (["--op", "signal"], "--op signal needs --event"),
+        (["--op", "migrate", "--state-map", "a=b"], "--op migrate needs --to-version"),
+        (["--op", "migrate", "--to-version", "2"], "and --definition"),
+    ],
+)
+def test_batch_start_refuses_options_of_another_operation(
+    fake: FakeServer, argv: list[str], message: str
+) -> None:
+    status, _, err = _run(fake, "batch", "start", *argv, "--reason", "r")
+    assert status == 2
+    assert message in err
+    assert fake.service.calls("StartBatchOperation") == []
+
+
+def test_batch_get_prints_progress_and_failures(fake: FakeServer) -> None:
+    failure = bpb.BatchItemFailure(
+        workflow="workflows/o-1", code="FAILED_PRECONDITION", reason="NOT_FAILED", message="no"
+    )
+    fake.service.behaviours["GetBatchOperation"] = lambda r, c: bpb.GetBatchOperationResponse(
+        batch=_batch(state=bpb.BATCH_STATE_RUNNING, done=2, failed=1),
+        failures=[failure],
+        next_failures_page_token="t2",
+    )
+    status, printed, _ = _run(fake, "batch", "get", "b1", "--failures-page-size", "1")
+    assert status == 0
+    assert printed["batch"]["done"] == 2 and printed["batch"]["operation"] == {"retry": {}}
+    assert printed["failures"][0]["reason"] == "NOT_FAILED"
+    assert printed["next_failures_page_token"] == "t2"
+    (request,) = fake.service.calls("GetBatchOperation")
+    assert (request.name, request.failures_page_size) == ("batches/b1", 1)
+    out = io.StringIO()
+    assert cli.main(["--target", fake.target, "batch", "get", "b1", "-o", "table"], stdout=out) == 0
+    table = out.getvalue()
+    assert "progress:" in table and "2 of 4 done, 1 failed, 1 left" in table
+    assert "o-1: FAILED_PRECONDITION NOT_FAILED: no" in table
+    assert "--failures-page-token t2" in table
+
+
+def test_batch_get_wait_prints_a_line_per_change_until_it_ends(fake: FakeServer) -> None:
+    answers = iter(
+        [
+            _batch(state=bpb.BATCH_STATE_RUNNING, done=1),
+            _batch(state=bpb.BATCH_STATE_RUNNING, done=3),
+            _batch(state=bpb.BATCH_STATE_COMPLETED, done=3, failed=1),
+        ]
+    )
+    fake.service.behaviours["GetBatchOperation"] = lambda r, c: bpb.GetBatchOperationResponse(
+        batch=next(answers)
+    )
+    out = io.StringIO()
+    argv = ["--target", fake.target, "batch", "get", "b1", "--wait", "--interval", "10ms"]
+    assert cli.main([*argv, "-o", "text"], stdout=out) == 0
+    assert out.getvalue().splitlines() == [
+        "batches/b1 RUNNING: 1 of 4 done, 0 failed, 3 left",
+        "batches/b1 RUNNING: 3 of 4 done, 0 failed, 1 left",
+        "batches/b1 COMPLETED: 3 of 4 done, 1 failed",
+    ]
+
+
+def test_batch_list_and_cancel(fake: FakeServer) -> None:
+    fake.service.behaviours["ListBatchOperations"] = lambda r, c: bpb.ListBatchOperationsResponse(
+        batches=[_batch("batches/b2"), _batch("batches/b1")]
+    )
+    fake.service.behaviours["CancelBatchOperation"] = lambda r, c: bpb.CancelBatchOperationResponse(
+        batch=_batch(r.name, state=bpb.BATCH_STATE_CANCELLED, cancel_reason=r.reason)
+    )
+    status, printed, _ = _run(fake, "batch", "list", "--state", "running", "--limit", "1")
+    assert status == 0 and [b["name"] for b in printed] == ["batches/b2"]
+    (listed,) = fake.service.calls("ListBatchOperations")
+    assert listed.state == bpb.BATCH_STATE_RUNNING
+    status, printed, _ = _run(fake, "batch", "cancel", "b2", "--reason", "wrong filter")
+    assert status == 0
+    assert (printed["state"], printed["cancel_reason"]) == ("CANCELLED", "wrong filter")
+    out = io.StringIO()
+    assert cli.main(["--target", fake.target, "batch", "list", "-o", "table"], stdout=out) == 0
+    assert out.getvalue().splitlines()[0].split() == [
+        "BATCH", "OPERATION", "STATE", "MATCHED", "DONE", "FAILED", "CREATED"
+    ]  # fmt: skip
+
+
+def test_every_batch_option_has_help_text() -> None:
+    parser = cli.build_parser()
+    (commands,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    (actions,) = (
+        a for a in commands.choices["batch"]._actions if isinstance(a, argparse._SubParsersAction)
+    )
+    assert set(actions.choices) == {"start", "get", "list", "cancel"}
+    missing = [
+        f"batch {name} {action.dest}"
+        for name, sub in actions.choices.items()
+        for action in sub._actions
+        if not action.help
+    ]
+    assert missing == []

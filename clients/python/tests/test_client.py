@@ -589,6 +589,7 @@ def test_both_clients_offer_the_same_methods_with_the_same_parameters() -> None:
     unary |= {"create_schedule", "get_schedule", "update_schedule"}
     unary |= {"delete_schedule", "pause_schedule", "unpause_schedule", "trigger_schedule"}
     unary |= {"backfill_schedule", "retry", "reset", "migrate", "pause", "unpause"}
+    unary |= {"start_batch_operation", "get_batch_operation", "cancel_batch_operation"}
     for name in public - {"close", "target"}:
         sync, aio = getattr(Client, name), getattr(AsyncClient, name)
         assert inspect.signature(sync) == inspect.signature(aio), name

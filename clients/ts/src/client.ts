@@ -3,9 +3,11 @@ import { createGrpcTransport, type GrpcTransportOptions } from "@connectrpc/conn
 
 import { defaultServiceConfig } from "./gen/service_config.js";
 import { ScheduleService } from "./gen/statewright/v1/schedule_service_pb.js";
+import { BatchService, type BatchOperation } from "./gen/statewright/v1/batch_service_pb.js";
 import { TaskService } from "./gen/statewright/v1/task_service_pb.js";
 import type { MessageInitShape } from "@bufbuild/protobuf";
 
+import { startBatchOperation, waitBatchOperation, type BatchServiceClient, type WaitBatchOptions } from "./batch.js";
 import { execute, type ExecuteOptions } from "./execute.js";
 import type { Workflow } from "./gen/statewright/v1/workflow_pb.js";
 import {
@@ -28,10 +30,11 @@ export type TaskServiceClient = Client<typeof TaskService>;
 export type ScheduleServiceClient = Client<typeof ScheduleService>;
 
 /**
- * One client for the three services (their method names do not overlap), with the helpers
- * that span several calls.
+ * One client for the four services (their method names do not overlap), with the helpers
+ * that span several calls. Its startBatchOperation makes a batchId when the request has none
+ * (see startBatchOperation() in batch.ts).
  */
-export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & ScheduleServiceClient & {
+export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & ScheduleServiceClient & BatchServiceClient & {
   /** The largest message this client receives (its transport's readMaxBytes). */
   readonly readMaxBytes: number;
   /**
@@ -44,6 +47,11 @@ export type StatewrightClient = WorkflowServiceClient & TaskServiceClient & Sche
    * until: "finish" once it finished; see execute() in execute.ts.
    */
   execute(request: MessageInitShape<typeof StartWorkflowRequestSchema>, options?: ExecuteOptions): Promise<Workflow>;
+  /**
+   * Reads a batch until it has finished, reporting each change, and resolves with it as it
+   * ended; see waitBatchOperation() in batch.ts.
+   */
+  waitBatchOperation(name: string, options?: WaitBatchOptions): Promise<BatchOperation>;
 };
 
 export type StatewrightClientOptions = Partial<GrpcTransportOptions> &
@@ -91,14 +99,17 @@ export function createStatewrightTransport(target: string, options: StatewrightC
 export const DEFAULT_READ_MAX_BYTES = 4 * 1024 * 1024;
 
 /**
- * A WorkflowService, TaskService and ScheduleService client for target over one transport,
- * with watch();
- * see createStatewrightTransport.
+ * A WorkflowService, TaskService, ScheduleService and BatchService client for target over one
+ * transport, with watch(), execute() and waitBatchOperation(); see createStatewrightTransport.
  */
 export function createStatewrightClient(target: string, options: StatewrightClientOptions = {}): StatewrightClient {
   const transport = createStatewrightTransport(target, options);
   const client = createClient(WorkflowService, transport);
-  return Object.assign(client, createClient(TaskService, transport), createClient(ScheduleService, transport), {
+  const batches = createClient(BatchService, transport);
+  return Object.assign(client, createClient(TaskService, transport), createClient(ScheduleService, transport), batches, {
+    startBatchOperation: ((request, callOptions) =>
+      startBatchOperation(batches, request, callOptions)) satisfies BatchServiceClient["startBatchOperation"],
+    waitBatchOperation: (name: string, waitOptions?: WaitBatchOptions) => waitBatchOperation(batches, name, waitOptions),
     readMaxBytes: options.readMaxBytes ?? DEFAULT_READ_MAX_BYTES,
     watch: (name: string, watchOptions?: WatchOptions) => watch(client, name, watchOptions),
     execute: (request: MessageInitShape<typeof StartWorkflowRequestSchema>, executeOptions?: ExecuteOptions) =>

@@ -14,6 +14,14 @@ export {
   type TaskServiceClient,
   type WorkflowServiceClient,
 } from "./client.js";
+export {
+  batchFinished,
+  batchName,
+  startBatchOperation,
+  waitBatchOperation,
+  type BatchServiceClient,
+  type WaitBatchOptions,
+} from "./batch.js";
 export { parseTaskStatus, parseWorkflowStatus } from "./status.js";
 export { watch, type WatchOptions } from "./watch.js";
 export { ExecutionTimedOutError, execute, type ExecuteOptions } from "./execute.js";
@@ -62,6 +70,7 @@ export {
   type ServiceConfigTransportOptions,
 } from "./service_config.js";
 export { defaultServiceConfig } from "./gen/service_config.js";
+export * from "./gen/statewright/v1/batch_service_pb.js";
 export * from "./gen/statewright/v1/definition_pb.js";
 export * from "./gen/statewright/v1/diagnostics_pb.js";
 export * from "./gen/statewright/v1/task_pb.js";

@@ -1,4 +1,4 @@
-// An in-process WorkflowService (and TaskService) over HTTP/2 with the gRPC protocol, for
+// An in-process WorkflowService (and TaskService and BatchService) over HTTP/2 with the gRPC protocol, for
 // tests: serve() runs any implementation; fakeWorkflowService() behaves like the example
 // definitions as far as the conformance scenario looks, with knobs that make it deviate on
 // purpose (given a FakeTaskService, its order-fulfilment instances hand their task states
@@ -21,6 +21,7 @@ import { Code, ConnectError, type ConnectRouter, type ServiceImpl } from "@conne
 import { connectNodeAdapter } from "@connectrpc/connect-node";
 
 import { ErrorInfoSchema, RetryInfoSchema } from "../src/error_info.js";
+import { BatchService } from "../src/gen/statewright/v1/batch_service_pb.js";
 import {
   IfExistsPolicy,
   SignalRejection,
@@ -45,6 +46,7 @@ import {
 
 export type WorkflowServiceImpl = Partial<ServiceImpl<typeof WorkflowService>>;
 export type TaskServiceImpl = Partial<ServiceImpl<typeof TaskService>>;
+export type BatchServiceImpl = Partial<ServiceImpl<typeof BatchService>>;
 
 export interface Served {
   target: string;
@@ -58,6 +60,8 @@ export interface Served {
 export interface ServeOptions {
   /** Serve TLS with these settings (key, cert; ca and requestCert for mTLS) instead of plaintext. */
   tls?: SecureServerOptions;
+  /** Serve BatchService with this implementation too (without it, its calls are UNIMPLEMENTED). */
+  batches?: BatchServiceImpl;
 }
 
 /** Serves impl, and tasks when given (without it, TaskService calls are UNIMPLEMENTED). */
@@ -69,6 +73,7 @@ export async function serve(impl: WorkflowServiceImpl, tasks?: TaskServiceImpl, 
     routes: (router: ConnectRouter) => {
       router.service(WorkflowService, impl);
       if (tasks) router.service(TaskService, tasks);
+      if (options.batches) router.service(BatchService, options.batches);
     },
   });
   const server: Http2Server | Http2SecureServer = options.tls ? createSecureServer(options.tls, handler) : createServer(handler);

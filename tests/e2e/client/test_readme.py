@@ -54,7 +54,7 @@ def test_python_examples_run(secured: Secured, workdir: Path) -> None:
     # The Workers examples run until interrupted: clients/python/tests/test_worker.py runs them;
     # the Testing example is a pytest module, run by the test below.
     blocks = [b for b in _blocks("python") if "Worker(" not in b and "statewright.testing" not in b]
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     outputs = []
     for block in blocks:
         done = subprocess.run(
@@ -68,13 +68,16 @@ def test_python_examples_run(secured: Secured, workdir: Path) -> None:
         )
         assert done.returncode == 0, done.stderr
         outputs.append(done.stdout.splitlines())
-    sync_out, async_out, execute_out, start_forms_out, schedule_out, security_out = outputs
+    sync_out, async_out, execute_out, start_forms_out, schedule_out, batch_out, security_out = (
+        outputs
+    )
     assert sync_out[0].endswith("WAITING awaiting_approval")
     assert sync_out[1] == "stale: the server is at revision 1"
     assert sync_out[2] == "COMPLETED 2 True"
     assert async_out == ["CURRENT 1 WAITING", "STEP 2 COMPLETED"]
     assert execute_out == ["WAITING awaiting_approval", "still WAITING"]
     assert schedule_out == ["True", "True 1 0"]
+    assert batch_out == ["True 2", "True 2 0", "CANCELLED"]
     assert security_out == ["WAITING"]
     assert start_forms_out == ["True True improving", "False 2", "WAITING START_DELAYED"]
 

@@ -191,6 +191,50 @@ export const defaultServiceConfig = {
           "UNAVAILABLE"
         ]
       }
+    },
+    {
+      "name": [
+        {
+          "service": "statewright.v1.BatchService",
+          "method": "GetBatchOperation"
+        },
+        {
+          "service": "statewright.v1.BatchService",
+          "method": "ListBatchOperations"
+        }
+      ],
+      "timeout": "10s",
+      "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.1s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
+      }
+    },
+    {
+      "name": [
+        {
+          "service": "statewright.v1.BatchService",
+          "method": "StartBatchOperation"
+        },
+        {
+          "service": "statewright.v1.BatchService",
+          "method": "CancelBatchOperation"
+        }
+      ],
+      "timeout": "30s",
+      "retryPolicy": {
+        "maxAttempts": 5,
+        "initialBackoff": "0.1s",
+        "maxBackoff": "2s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": [
+          "UNAVAILABLE"
+        ]
+      }
     }
   ]
 } as const;

@@ -23,6 +23,7 @@ public final class ServiceConfig {
   static final String RESOURCE = "service-config.json";
   static final String SERVICE = "statewright.v1.WorkflowService";
   static final String TASK_SERVICE = "statewright.v1.TaskService";
+  static final String BATCH_SERVICE = "statewright.v1.BatchService";
 
   private static final Map<String, ?> CONFIG = parse(read());
 

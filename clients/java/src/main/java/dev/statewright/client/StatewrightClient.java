@@ -1,6 +1,16 @@
 package dev.statewright.client;
 
 import dev.statewright.v1.BackfillScheduleRequest;
+import dev.statewright.v1.BatchOperation;
+import dev.statewright.v1.BatchServiceGrpc;
+import dev.statewright.v1.BatchState;
+import dev.statewright.v1.CancelBatchOperationRequest;
+import dev.statewright.v1.GetBatchOperationRequest;
+import dev.statewright.v1.GetBatchOperationResponse;
+import dev.statewright.v1.ListBatchOperationsRequest;
+import dev.statewright.v1.ListBatchOperationsResponse;
+import dev.statewright.v1.StartBatchOperationRequest;
+import dev.statewright.v1.StartBatchOperationResponse;
 import dev.statewright.v1.CreateScheduleRequest;
 import dev.statewright.v1.DeleteScheduleRequest;
 import dev.statewright.v1.GetScheduleRequest;
@@ -98,8 +108,9 @@ import java.util.function.Consumer;
 import java.util.function.Function;
 
 /**
- * A small blocking client for {@code statewright.v1.WorkflowService} and {@code
- * statewright.v1.TaskService} (the calls a {@link Worker} makes, for workers of your own).
+ * A small blocking client for {@code statewright.v1.WorkflowService}, {@code
+ * statewright.v1.TaskService} (the calls a {@link Worker} makes, for workers of your own), {@code
+ * ScheduleService} and {@code BatchService}.
  *
  * <ul>
  *   <li>The channel carries the shared service config: gRPC retries a call, with backoff, only
@@ -145,8 +156,10 @@ public final class StatewrightClient implements AutoCloseable {
   private final WorkflowServiceGrpc.WorkflowServiceBlockingStub stub;
   private final TaskServiceGrpc.TaskServiceBlockingStub taskStub;
   private final ScheduleServiceGrpc.ScheduleServiceBlockingStub scheduleStub;
+  private final BatchServiceGrpc.BatchServiceBlockingStub batchStub;
   private final Map<String, Duration> timeouts = ServiceConfig.methodTimeouts();
   private final Map<String, Duration> taskTimeouts = ServiceConfig.methodTimeouts(ServiceConfig.TASK_SERVICE);
+  private final Map<String, Duration> batchTimeouts = ServiceConfig.methodTimeouts(ServiceConfig.BATCH_SERVICE);
 
   /** Uses an existing channel (build it with {@link ServiceConfig#apply}); not closed by us. */
   public StatewrightClient(ManagedChannel channel) {
@@ -166,6 +179,7 @@ public final class StatewrightClient implements AutoCloseable {
     this.stub = WorkflowServiceGrpc.newBlockingStub(calls);
     this.taskStub = TaskServiceGrpc.newBlockingStub(calls);
     this.scheduleStub = ScheduleServiceGrpc.newBlockingStub(calls);
+    this.batchStub = BatchServiceGrpc.newBlockingStub(calls);
   }
 
   /** A plaintext connection to {@code host:port} with the service config and retries on, and no token. */
@@ -245,6 +259,15 @@ public final class StatewrightClient implements AutoCloseable {
     try {
       long nanos = FALLBACK_TIMEOUT.toNanos();
       return rpc.apply(scheduleStub.withDeadlineAfter(nanos, TimeUnit.NANOSECONDS));
+    } catch (StatusRuntimeException e) {
+      throw StatewrightException.from(e);
+    }
+  }
+
+  private <T> T batchCall(String method, Function<BatchServiceGrpc.BatchServiceBlockingStub, T> rpc) {
+    try {
+      long nanos = batchTimeouts.getOrDefault(method, FALLBACK_TIMEOUT).toNanos();
+      return rpc.apply(batchStub.withDeadlineAfter(nanos, TimeUnit.NANOSECONDS));
     } catch (StatusRuntimeException e) {
       throw StatewrightException.from(e);
     }
@@ -638,6 +661,105 @@ public final class StatewrightClient implements AutoCloseable {
             .setEndTime(toProto(end))
             .build();
     return scheduleCall(s -> s.backfillSchedule(request)).getFires();
+  }
+
+  // --- batch operations (BatchService) ---
+
+  /**
+   * Starts a batch: the request's operation applied to every instance its filter matches in its
+   * definition, now, as a durable job that survives restarts, at its rate (zero: 50 a second). A
+   * request without a {@code batch_id} (and not a dry run) gets a random one, so gRPC's retry of it
+   * answers the same batch instead of starting a second one. With {@code dry_run} the instances
+   * are counted and sampled, and nothing is saved.
+   */
+  public StartBatchOperationResponse startBatchOperation(StartBatchOperationRequest request) {
+    StartBatchOperationRequest r =
+        request.getBatchId().isEmpty() && !request.getDryRun()
+            ? request.toBuilder().setBatchId(UUID.randomUUID().toString()).build()
+            : request;
+    return batchCall("StartBatchOperation", s -> s.startBatchOperation(r));
+  }
+
+  /** A batch and a page of the instances it failed on ({@code failures_page_size}, ..._token). */
+  public GetBatchOperationResponse getBatchOperation(GetBatchOperationRequest request) {
+    return batchCall("GetBatchOperation", s -> s.getBatchOperation(request));
+  }
+
+  /** One batch ({@code batches/ID} or {@code ID}): its state and counts. */
+  public BatchOperation getBatchOperation(String name) {
+    GetBatchOperationRequest request = GetBatchOperationRequest.newBuilder().setName(batchName(name)).setFailuresPageSize(1).build();
+    return getBatchOperation(request).getBatch();
+  }
+
+  /** One page of batches, newest first. */
+  public ListBatchOperationsResponse listBatchOperationsPage(ListBatchOperationsRequest request) {
+    return batchCall("ListBatchOperations", s -> s.listBatchOperations(request));
+  }
+
+  /** Every batch in {@code state} ({@code BATCH_STATE_UNSPECIFIED}: any), newest first, across all pages. */
+  public List<BatchOperation> listBatchOperations(BatchState state) {
+    List<BatchOperation> all = new ArrayList<>();
+    String token = "";
+    do {
+      ListBatchOperationsRequest request = ListBatchOperationsRequest.newBuilder().setState(state).setPageToken(token).build();
+      ListBatchOperationsResponse page = listBatchOperationsPage(request);
+      all.addAll(page.getBatchesList());
+      token = page.getNextPageToken();
+    } while (!token.isEmpty());
+    return all;
+  }
+
+  /**
+   * Stops a running batch: no instance is started on after the answer; the steps it applied stay.
+   * A cancelled batch is answered as it is; a completed one is refused (FAILED_PRECONDITION,
+   * {@code BATCH_FINISHED}).
+   */
+  public BatchOperation cancelBatchOperation(String name, String reason) {
+    CancelBatchOperationRequest request = CancelBatchOperationRequest.newBuilder().setName(batchName(name)).setReason(reason).build();
+    return batchCall("CancelBatchOperation", s -> s.cancelBatchOperation(request)).getBatch();
+  }
+
+  /**
+   * Reads the batch every {@code interval} until it has finished and returns it as it ended
+   * (COMPLETED or CANCELLED); {@code progress} (may be null) gets the batch as first read and again
+   * each time its state or counts changed. A failed read throws {@link StatewrightException}.
+   *
+   * @throws InterruptedException when the thread is interrupted while it waits
+   */
+  public BatchOperation waitBatchOperation(String name, Duration interval, Consumer<? super BatchOperation> progress)
+      throws InterruptedException {
+    if (interval.isNegative() || interval.isZero()) {
+      throw new IllegalArgumentException("interval must be positive, not " + interval);
+    }
+    BatchOperation seen = null;
+    while (true) {
+      BatchOperation batch = getBatchOperation(name);
+      if (progress != null && (seen == null || progressed(seen, batch))) {
+        progress.accept(batch);
+      }
+      seen = batch;
+      if (batchFinished(batch)) {
+        return batch;
+      }
+      Thread.sleep(interval.toMillis(), interval.toNanosPart() % 1_000_000);
+    }
+  }
+
+  private static boolean progressed(BatchOperation before, BatchOperation after) {
+    return before.getState() != after.getState()
+        || before.getMatched() != after.getMatched()
+        || before.getDone() != after.getDone()
+        || before.getFailed() != after.getFailed();
+  }
+
+  /** Whether a batch has ended: COMPLETED or CANCELLED. */
+  public static boolean batchFinished(BatchOperation batch) {
+    return batch.getState() == BatchState.BATCH_STATE_COMPLETED || batch.getState() == BatchState.BATCH_STATE_CANCELLED;
+  }
+
+  /** {@code batches/{id}} for a bare id or a resource name. */
+  public static String batchName(String nameOrId) {
+    return nameOrId.startsWith("batches/") ? nameOrId : "batches/" + nameOrId;
   }
 
   /** Sets a queue's flow control (the admin role); every limit zero removes it. The config as stored (empty: none). */

@@ -56,7 +56,8 @@ import java.util.function.Function;
 
 /**
  * An in-process WorkflowService whose answers each test scripts; records what it received. The same
- * server serves {@link #tasks}, a fake TaskService. {@link #onPort} serves both on 127.0.0.1 over
+ * server serves {@link #tasks}, a fake TaskService, and {@link #batches}, a fake BatchService.
+ * {@link #onPort} serves them on 127.0.0.1 over
  * the network transport instead, with the server credentials given (TLS, mTLS, plaintext).
  */
 final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase implements AutoCloseable {
@@ -76,6 +77,7 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   Function<UnpauseWorkflowRequest, UnpauseWorkflowResponse> unpauseWorkflow;
   BiConsumer<WatchWorkflowRequest, StreamObserver<WatchWorkflowResponse>> watchWorkflow;
   final FakeTaskService tasks = new FakeTaskService();
+  final FakeBatchService batches = new FakeBatchService();
 
   /** Every call received, as "Method authorization-header" ("Method -" without one), in order. */
   final List<String> calls = new CopyOnWriteArrayList<>();
@@ -104,7 +106,8 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   FakeService() throws IOException {
     String name = InProcessServerBuilder.generateName();
     server = InProcessServerBuilder.forName(name).directExecutor().addService(ServerInterceptors.intercept(this, recorder))
-        .addService(ServerInterceptors.intercept(tasks, recorder)).build().start();
+        .addService(ServerInterceptors.intercept(tasks, recorder))
+        .addService(ServerInterceptors.intercept(batches, recorder)).build().start();
     // The same configuration a real client channel gets: service config plus retries.
     channel = ServiceConfig.apply(InProcessChannelBuilder.forName(name).directExecutor()).build();
   }
@@ -112,7 +115,8 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   private FakeService(ServerCredentials credentials) throws IOException {
     InetSocketAddress loopback = new InetSocketAddress(InetAddress.getLoopbackAddress(), 0);
     server = NettyServerBuilder.forAddress(loopback, credentials).addService(ServerInterceptors.intercept(this, recorder))
-        .addService(ServerInterceptors.intercept(tasks, recorder)).build().start();
+        .addService(ServerInterceptors.intercept(tasks, recorder))
+        .addService(ServerInterceptors.intercept(batches, recorder)).build().start();
     channel = null;
   }
 
@@ -149,6 +153,12 @@ final class FakeService extends WorkflowServiceGrpc.WorkflowServiceImplBase impl
   }
 
   private <Q, R> void unary(Q request, Function<Q, R> behaviour, StreamObserver<R> observer) {
+    answer(requests, deadlines, request, behaviour, observer);
+  }
+
+  /** Records the request and its deadline, then answers it as {@code behaviour} says (a status it throws is the call's error). */
+  static <Q, R> void answer(
+      List<Object> requests, List<Deadline> deadlines, Q request, Function<Q, R> behaviour, StreamObserver<R> observer) {
     requests.add(request);
     deadlines.add(Context.current().getDeadline());
     try {
