@@ -167,7 +167,7 @@ export function batchDialog(scope: BatchScope, shown: string): void {
           h("p", { class: "notice notice-ok", role: "status", id: "batch-matched", "data-matched": String(matched) },
             matched ? `${number(matched)} instance${matched === 1 ? "" : "s"} match now.` : "No instance matches: there is nothing to start."),
           sample.length ? [
-            h("h3", {}, matched > sample.length ? `The first ${sample.length}, in the order the batch takes them` : "They are"),
+            h("h3", {}, matched > sample.length ? `The first ${sample.length}, in the order the batch takes them` : "Matched instances"),
             h("ul", { class: "chips batch-sample", id: "batch-sample" }, sample.map((w) => h("li", { class: "chip" }, link(`/workflows/${encodeURIComponent(w)}`, h("code", {}, w))))),
           ] : null,
         );
