@@ -2,8 +2,8 @@
 
 - ``liveness``: the process can make progress; a probe failure means restart it.
 - ``readiness``: the server should receive traffic; it goes NOT_SERVING first on drain.
-- ``""``, ``statewright.v1.WorkflowService``, ``statewright.v1.TaskService`` and
-  ``statewright.v1.ScheduleService``: the
+- ``""``, ``statewright.v1.WorkflowService``, ``statewright.v1.TaskService``,
+  ``statewright.v1.ScheduleService`` and ``statewright.v1.BatchService``: the
   overall serving status, for clients that check the conventional names.
 """
 
@@ -19,12 +19,21 @@ from grpc_health.v1._async import HealthServicer
 WORKFLOW_SERVICE: Final = "statewright.v1.WorkflowService"
 TASK_SERVICE: Final = "statewright.v1.TaskService"
 SCHEDULE_SERVICE: Final = "statewright.v1.ScheduleService"
+BATCH_SERVICE: Final = "statewright.v1.BatchService"
 LIVENESS: Final = "liveness"
 READINESS: Final = "readiness"
 OVERALL: Final = ""
-SERVICES: Final = (OVERALL, WORKFLOW_SERVICE, TASK_SERVICE, SCHEDULE_SERVICE, LIVENESS, READINESS)
+SERVICES: Final = (
+    OVERALL,
+    WORKFLOW_SERVICE,
+    TASK_SERVICE,
+    SCHEDULE_SERVICE,
+    BATCH_SERVICE,
+    LIVENESS,
+    READINESS,
+)
 # What follows the overall serving status.
-SERVING_NAMES: Final = (OVERALL, WORKFLOW_SERVICE, TASK_SERVICE, SCHEDULE_SERVICE)
+SERVING_NAMES: Final = (OVERALL, WORKFLOW_SERVICE, TASK_SERVICE, SCHEDULE_SERVICE, BATCH_SERVICE)
 
 SERVING: Final = health_pb2.HealthCheckResponse.SERVING
 NOT_SERVING: Final = health_pb2.HealthCheckResponse.NOT_SERVING
@@ -32,7 +41,8 @@ NOT_SERVING: Final = health_pb2.HealthCheckResponse.NOT_SERVING
 
 # The typing stubs of grpcio-health-checking predate List: its answer's class is found
 # through the descriptor the real module carries.
-_LIST_RESPONSE = message_factory.GetMessageClass(
+# Typed Any: newer typing stubs give Message a constructor that takes no fields.
+_LIST_RESPONSE: Any = message_factory.GetMessageClass(
     descriptor_pool.Default().FindMessageTypeByName("grpc.health.v1.HealthListResponse")
 )
 
@@ -51,12 +61,13 @@ class ListingHealthServicer(HealthServicer):
 
     async def List(self, request: Message, context: Any) -> Message:
         """Every service's status: a snapshot, as the protocol allows."""
-        return _LIST_RESPONSE(
+        answer: Message = _LIST_RESPONSE(
             statuses={
                 service: health_pb2.HealthCheckResponse(status=status)
                 for service, status in self._statuses.items()
             }
         )
+        return answer
 
 
 class Health:

@@ -54,6 +54,13 @@ class Reason(enum.StrEnum):
     REVISION_NOT_FOUND = "REVISION_NOT_FOUND"
     # a repair naming a state the instance's definition version does not declare
     STATE_NOT_FOUND = "STATE_NOT_FOUND"
+    # a cancel of a batch operation that has completed (every instance was tried)
+    BATCH_FINISHED = "BATCH_FINISHED"
+    # a start of a batch operation whose id is taken by one started with another request
+    BATCH_EXISTS = "BATCH_EXISTS"
+    BATCH_NOT_FOUND = "BATCH_NOT_FOUND"  # no such batch operation
+    # a batch operation whose filter matches more instances than one batch may hold
+    BATCH_TOO_LARGE = "BATCH_TOO_LARGE"
     # a fire missed: older than the catch-up window when a replica could run it
     SCHEDULE_CATCHUP_PASSED = "SCHEDULE_CATCHUP_PASSED"
     SCHEDULE_CHANGED = "SCHEDULE_CHANGED"  # an update naming a revision the schedule has left

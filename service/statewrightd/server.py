@@ -15,16 +15,20 @@ from collections.abc import Callable
 import grpc
 from google.protobuf.descriptor import ServiceDescriptor
 from grpc_health.v1 import health_pb2_grpc
+from statewright.v1 import batch_service_pb2 as batch_pb
 from statewright.v1 import schedule_service_pb2 as schedule_pb
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd import __version__, ports
+from statewrightd.api.batch_items import BatchItems
+from statewrightd.api.batch_servicer import BatchServicer
 from statewrightd.api.door import Door
 from statewrightd.api.registration import add_servicer
 from statewrightd.api.schedule_servicer import ScheduleServicer
 from statewrightd.api.servicer import WorkflowServicer
 from statewrightd.api.task_servicer import TaskServicer
+from statewrightd.app.batch_runner import BatchRunner
 from statewrightd.app.schedule_files import ScheduleFiles
 from statewrightd.app.wiring import Application
 from statewrightd.config import ServerConfig
@@ -64,6 +68,7 @@ WORKFLOW_SERVICE = pb.DESCRIPTOR.services_by_name["WorkflowService"]
 SERVICE_FULL_NAME = WORKFLOW_SERVICE.full_name
 TASK_SERVICE = task_pb.DESCRIPTOR.services_by_name["TaskService"]
 SCHEDULE_SERVICE = schedule_pb.DESCRIPTOR.services_by_name["ScheduleService"]
+BATCH_SERVICE = batch_pb.DESCRIPTOR.services_by_name["BatchService"]
 # Names a module whose ``install(event_loop, asyncio_loop)`` a test wants run at start
 # (fault injection that only a test asks for); unset everywhere else.
 TEST_HOOKS_ENV = "STATEWRIGHT_TEST_HOOKS"
@@ -118,7 +123,9 @@ class Server:
             WORKFLOW_SERVICE: WorkflowServicer(self.app, self.door),
             TASK_SERVICE: TaskServicer(self.app, self.door),
             SCHEDULE_SERVICE: ScheduleServicer(self.app, self.door),
+            BATCH_SERVICE: BatchServicer(self.app, self.door),
         }
+        self._batch_runner: BatchRunner | None = None
         # The web console: the same application, door and call gate as the gRPC API.
         self.console = (
             Console(self.app, self.gate, self.door, config, self._servicers)
@@ -178,6 +185,7 @@ class Server:
                     SERVICE_FULL_NAME,
                     TASK_SERVICE.full_name,
                     SCHEDULE_SERVICE.full_name,
+                    BATCH_SERVICE.full_name,
                     "grpc.health.v1.Health",
                 ),
             )
@@ -219,12 +227,23 @@ class Server:
             asyncio.create_task(self._watch_readiness(), name="readiness-monitor"),
             asyncio.create_task(self._watch_liveness(), name="liveness-monitor"),
         ]
+        self._start_batch_runner()
         files = self.app.schedule_files
         if self.config.dev_mode and files is not None:
             self._monitors.append(
                 asyncio.create_task(self._watch_schedule_files(files), name="schedule-files")
             )
         return self.port
+
+    def _start_batch_runner(self) -> None:
+        """This replica's share of the batch operations: its items are applied by the
+        WorkflowService handlers, as the single RPCs' calls are."""
+        parts, batches = self.app.parts, self.app.batches
+        items = BatchItems(self._servicers[WORKFLOW_SERVICE], self.app.reads)
+        runner = BatchRunner(parts.repo, parts.storage, batches.clock, items)
+        batches.started.append(runner.poke)
+        runner.start()
+        self._batch_runner = runner
 
     def _bind(self) -> int:
         listen = self.config.listen
@@ -327,6 +346,13 @@ class Server:
         if self._watcher is not None:
             await asyncio.to_thread(self._watcher.stop)
         self.door.close()
+        if self._batch_runner is not None:
+            # Its items are steps: they finish, and their ends are recorded, before the
+            # EventLoop drains.
+            try:
+                await asyncio.wait_for(self._batch_runner.stop(), grace)
+            except TimeoutError:
+                _log.warning("draining: the batch runner's items did not finish in %.1fs", grace)
         self.app.begin_drain()
         if self.console is not None:
             self.console.begin_drain()  # its event streams end, as watches do

@@ -19,7 +19,8 @@ on what the request names:
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import fnmatch
+from collections.abc import Callable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass
 
@@ -30,10 +31,19 @@ from statewrightd.reasons import Reason
 @dataclass(frozen=True, slots=True)
 class View:
     """What one call may see: ``method`` names the call in refusals; ``allows`` tells,
-    from a definition name, whether its instances are in view."""
+    from a definition name, whether its instances are in view. ``patterns``: the
+    definition globs ``allows`` matches, which a batch keeps to apply its instances'
+    operations later under the view of the call that started it."""
 
     method: str
     allows: Callable[[str], bool]
+    patterns: tuple[str, ...] = ()
+
+
+def of_patterns(method: str, patterns: Sequence[str]) -> View:
+    """The view of a caller whose grants reach the definitions ``patterns`` match."""
+    kept = tuple(patterns)
+    return View(method, lambda name: any(fnmatch.fnmatchcase(name, p) for p in kept), kept)
 
 
 _VIEW: ContextVar[View | None] = ContextVar("statewright_view", default=None)

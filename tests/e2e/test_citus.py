@@ -101,6 +101,8 @@ def test_the_schema_is_distributed_by_workflow_id(cluster: Cluster) -> None:
         "workflow_children": "h",  # by the child's id: a link lives beside its child
         "workflow_definitions": "n",
         "schedules": "n",  # a reference table: schedules are not per instance
+        "batch_operations": "n",  # a reference table: its claim locks within one shard
+        "batch_items": "h",  # by the batch's id: a batch's items on one shard
     }
     assert groups == (1,)  # all colocated
 

@@ -218,6 +218,7 @@ def test_health_list_answers_every_service(server: ServerProcess) -> None:
         "statewright.v1.WorkflowService",
         "statewright.v1.TaskService",
         "statewright.v1.ScheduleService",
+        "statewright.v1.BatchService",
         "liveness",
         "readiness",
     }

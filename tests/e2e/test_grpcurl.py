@@ -20,6 +20,7 @@ import pytest
 from google.protobuf.descriptor import FileDescriptor
 from google.rpc import status_pb2
 from statewright.v1 import (
+    batch_service_pb2,
     definition_pb2,
     diagnostics_pb2,
     schedule_service_pb2,
@@ -37,6 +38,7 @@ GRPCURL_MODULE = "github.com/fullstorydev/grpcurl/cmd/grpcurl"
 SERVICE = "statewright.v1.WorkflowService"
 TASK_SERVICE = "statewright.v1.TaskService"
 SCHEDULE_SERVICE = "statewright.v1.ScheduleService"
+BATCH_SERVICE = "statewright.v1.BatchService"
 REFLECTION_SERVICES = (
     "grpc.reflection.v1.ServerReflection",
     "grpc.reflection.v1alpha.ServerReflection",
@@ -134,12 +136,13 @@ def _symbols(file: FileDescriptor) -> Iterator[str]:
 
 def test_list_shows_every_service_and_method(grpcurl: Path, server: ServerProcess) -> None:
     services = _run(grpcurl, server, "list").split()
-    ours = [SERVICE, TASK_SERVICE, SCHEDULE_SERVICE]
+    ours = [SERVICE, TASK_SERVICE, SCHEDULE_SERVICE, BATCH_SERVICE]
     assert services == sorted([*ours, "grpc.health.v1.Health", *REFLECTION_SERVICES])
     for name, module in (
         (SERVICE, workflow_service_pb2),
         (TASK_SERVICE, task_service_pb2),
         (SCHEDULE_SERVICE, schedule_service_pb2),
+        (BATCH_SERVICE, batch_service_pb2),
     ):
         methods = _run(grpcurl, server, "list", name).split()
         declared = module.DESCRIPTOR.services_by_name[name.rpartition(".")[2]].methods
@@ -204,6 +207,7 @@ def test_health_list_answers_every_service(grpcurl: Path, server: ServerProcess)
         SERVICE: "SERVING",
         TASK_SERVICE: "SERVING",
         SCHEDULE_SERVICE: "SERVING",
+        BATCH_SERVICE: "SERVING",
         "liveness": "SERVING",
         "readiness": "SERVING",
     }
@@ -217,6 +221,7 @@ def test_every_symbol_resolves(grpcurl: Path, server: ServerProcess) -> None:
         diagnostics_pb2,
         task_service_pb2,
         task_pb2,
+        batch_service_pb2,
     ]
     symbols = [s for module in files for s in _symbols(module.DESCRIPTOR)]
     # The well-known types and error types the API uses, and the services beside it.

@@ -28,6 +28,7 @@ HEALTH_SERVICES = [
     "statewright.v1.WorkflowService",
     "statewright.v1.TaskService",
     "statewright.v1.ScheduleService",
+    "statewright.v1.BatchService",
     "liveness",
     "readiness",
 ]

@@ -87,7 +87,8 @@ def postgres_url(postgres_server_url: str, migrated_template: str) -> Iterator[s
 
 _CITUS_TABLES = (
     "workflow_instances, workflow_history, workflow_timers, workflow_tasks, workflow_requests,"
-    " workflow_tombstones, workflow_search, workflow_definitions, schedules"
+    " workflow_tombstones, workflow_search, workflow_definitions, schedules,"
+    " batch_operations, batch_items"
 )
 
 

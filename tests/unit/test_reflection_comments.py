@@ -10,6 +10,7 @@ from statewright.v1 import task_service_pb2, workflow_service_pb2
 from statewrightd.reflection import Reflection, source_info
 
 FILES = {
+    "statewright/v1/batch_service.proto",
     "statewright/v1/definition.proto",
     "statewright/v1/diagnostics.proto",
     "statewright/v1/schedule_service.proto",

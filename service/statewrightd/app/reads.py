@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Literal
 
@@ -165,27 +166,57 @@ class Reads:
 
     async def count_workflows(self, which: WorkflowFilter, limit: int) -> tuple[int, bool]:
         """How many instances match, counted up to ``limit``; True when there are more."""
-        repo = self._repo
 
         def read() -> tuple[int, bool]:
-            count, token = 0, ""
-            listed = self._filter(which.filter)
-            while count < limit:
-                page = repo.list(
-                    definition=which.definition,
-                    status=which.status,
-                    page_size=min(COUNT_PAGE, limit - count),
-                    page_token=token,
-                    id_prefix=which.id_prefix,
-                    which=listed,
-                )
+            count = 0
+            for page in self._pages(which, limit):
                 count += len(page.items)
-                token = page.next_page_token
-                if not token:
-                    return count, False
-            return count, True
+            return min(count, limit), count > limit
 
         return await self._storage.read(read)
+
+    async def matching_ids(self, which: WorkflowFilter, limit: int) -> list[str]:
+        """The ids of the instances ListWorkflows would show this call for ``which`` (its
+        query, its filter, the call's view), by id; at most ``limit`` + 1 of them, so that
+        a caller can tell that there are more than ``limit``."""
+        view = visibility.current()
+
+        def read() -> list[str]:
+            ids = [
+                record.workflow_id
+                for page in self._pages(which, limit)
+                for record in page.items
+                if view is None or view.allows(record.definition)
+            ]
+            return sorted(ids)[: limit + 1]
+
+        return await self._storage.read(read)
+
+    def _pages(self, which: WorkflowFilter, limit: int) -> Iterator[Page[InstanceRecord]]:
+        """The pages of a listing of ``which``, until more than ``limit`` instances are
+        listed or there are no more (I/O: run on the read pool)."""
+        repo, token, listed = self._repo, "", 0
+        found = self._filter(which.filter)
+        while listed <= limit:
+            page = repo.list(
+                definition=which.definition,
+                status=which.status,
+                page_size=min(COUNT_PAGE, limit + 1 - listed),
+                page_token=token,
+                id_prefix=which.id_prefix,
+                which=found,
+            )
+            listed += len(page.items)
+            yield page
+            token = page.next_page_token
+            if not token:
+                return
+
+    async def answered(self, workflow_id: str, request_id: str) -> bool:
+        """Whether a step with ``request_id`` was saved on instance ``workflow_id``."""
+        repo = self._repo
+        found = await self._storage.read(lambda: repo.lookup_request(workflow_id, request_id))
+        return found is not None
 
     async def explain_missing(self, workflow_id: str, error: errors.NotFound) -> errors.NotFound:
         """A step's NOT_FOUND, saying that the instance expired when a tombstone says so."""

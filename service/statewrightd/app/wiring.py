@@ -21,6 +21,8 @@ from datetime import timedelta
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.app.batch_runner import GROUP_WINDOW
+from statewrightd.app.batches import Batches
 from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
 from statewrightd.app.migrate import Migrations
@@ -91,6 +93,7 @@ class UseCases:
     queues: QueueDesk
     repairs: Repairs
     migrations: Migrations
+    batches: Batches
 
 
 @dataclass(frozen=True, slots=True)
@@ -169,6 +172,12 @@ class Application:
         return self._opened().cases.migrations
 
     @property
+    def batches(self) -> Batches:
+        """Batch operations: started, read, listed and cancelled here; applied by each
+        replica's runner (app/batch_runner.py, which the server starts)."""
+        return self._opened().cases.batches
+
+    @property
     def diagnostics(self) -> Diagnostics:
         return self._opened().cases.diagnostics
 
@@ -243,8 +252,9 @@ class Application:
                 )
         repairs = Repairs(workflows, clock)
         migrations = Migrations(workflows, repairs)
+        batches = Batches(repo=repo, reads=reads, storage=storage, clock=clock, settle=GROUP_WINDOW)
         cases = UseCases(
-            workflows, reads, tasks, diagnostics, schedules, queues, repairs, migrations
+            workflows, reads, tasks, diagnostics, schedules, queues, repairs, migrations, batches
         )
         self._parts = Parts(repo, registry, storage, engine, handoff, cases)
         if self.config.definitions_dir is not None:

@@ -43,6 +43,7 @@ from statewrightd.security.roles import (
     Principal,
     Scope,
     allows,
+    request_rule,
     unscoped,
 )
 
@@ -177,6 +178,7 @@ class CallGate(grpc.aio.ServerInterceptor):
         Once admitted, the call's view of instances is recorded for the application core
         to check every instance it answers with against (statewrightd.visibility)."""
         visibility.limit(None)  # a connection's earlier call must not lend this one its view
+        rule = request_rule(name, request, rule)
         if self._authn is None:
             principal = ANONYMOUS
         else:
@@ -202,13 +204,19 @@ class CallGate(grpc.aio.ServerInterceptor):
                 raise _denied(
                     f"{principal.name} may list only some of them: name the {what} to list"
                 )
+            if name == "StartBatchOperation":
+                raise _denied(
+                    f"{principal.name} may reach only some definitions: name the batch's definition"
+                )
         elif not allows(grants, rule.scope, target):
             if name in self._lookups:
                 # Found by its id: refused exactly as an id that names nothing.
                 raise visibility.refusal(name)
             raise _denied(f"{principal.name} may not call {name} on this {rule.scope.value}")
         if rule.scope is Scope.DEFINITION:
-            visibility.limit(visibility.View(name, functools.partial(_in_scope, tuple(grants))))
+            patterns = tuple(dict.fromkeys(p for g in grants for p in g.definitions))
+            view = visibility.View(name, functools.partial(_in_scope, tuple(grants)), patterns)
+            visibility.limit(view)
         return principal, grants  # ListDefinitions: its answer is filtered
 
     async def _target(self, rule: MethodRule, name: str, request: Message) -> str | None:
@@ -219,7 +227,13 @@ class CallGate(grpc.aio.ServerInterceptor):
             except errors.NotFound:
                 # Out of scope and absent look the same to a scoped caller.
                 raise visibility.refusal(name) from None
-        if name in {"StartWorkflow", "SignalWithStartWorkflow", "ListWorkflows", "ListDefinitions"}:
+        if name in {
+            "StartWorkflow",
+            "SignalWithStartWorkflow",
+            "ListWorkflows",
+            "ListDefinitions",
+            "StartBatchOperation",
+        }:
             return str(getattr(request, "definition", "")) or None
         if name == "GetDefinition":
             return v.definition_resource(str(getattr(request, "name", "")))[0]

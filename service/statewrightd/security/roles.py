@@ -16,6 +16,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Final
 
+from statewrightd.app.batches import SINGLE_RPC
+
 
 class Role(enum.StrEnum):
     READER = "reader"
@@ -53,6 +55,7 @@ class MethodRule:
 _W = "/statewright.v1.WorkflowService/"
 _T = "/statewright.v1.TaskService/"
 _S = "/statewright.v1.ScheduleService/"
+_B = "/statewright.v1.BatchService/"
 
 # Every RPC of the API. A method missing here is refused to everyone but admins, so that a
 # new RPC is closed until it is given a rule.
@@ -95,11 +98,34 @@ METHOD_RULES: Final[dict[str, MethodRule]] = {
     _S + "UnpauseSchedule": MethodRule(Role.ADMIN, Scope.NONE),
     _S + "TriggerSchedule": MethodRule(Role.ADMIN, Scope.NONE),
     _S + "BackfillSchedule": MethodRule(Role.ADMIN, Scope.NONE),
+    # A batch applies one RPC to many instances: starting one needs that RPC's role
+    # (request_rule), scoped by the definition it names as ListWorkflows is. Watching and
+    # stopping batches is an operator's; a batch names no instance, so no scope applies.
+    _B + "StartBatchOperation": MethodRule(Role.CLIENT, Scope.DEFINITION),
+    _B + "GetBatchOperation": MethodRule(Role.OPERATOR, Scope.NONE),
+    _B + "ListBatchOperations": MethodRule(Role.OPERATOR, Scope.NONE),
+    _B + "CancelBatchOperation": MethodRule(Role.OPERATOR, Scope.NONE),
     _T + "SetQueueConfig": MethodRule(Role.ADMIN, Scope.NONE),
     _T + "GetQueueConfig": MethodRule(Role.READER, Scope.NONE),
     _T + "ListQueues": MethodRule(Role.READER, Scope.NONE),
 }
 UNLISTED: Final = MethodRule(Role.ADMIN, Scope.NONE)
+
+
+def request_rule(name: str, request: object, rule: MethodRule) -> MethodRule:
+    """The rule of one call: its method's, except a batch's start, which needs the role of
+    the RPC its operation applies (a request naming none is answered by its handler,
+    which refuses it: the method's own rule, the least of them, admits it that far)."""
+    if name != "StartBatchOperation":
+        return rule
+    which = getattr(request, "WhichOneof", None)
+    operation = which("operation") if which is not None else None
+    single = SINGLE_RPC.get(operation or "")
+    if single is None:
+        return rule
+    return MethodRule(METHOD_RULES[_W + single].role, rule.scope)
+
+
 # Served to anyone: the probes of orchestrators, and (when on) reflection.
 OPEN_SERVICES: Final = (
     "/grpc.health.v1.Health/",

@@ -3,8 +3,9 @@
 ``statewrightd migrate`` (and a server that starts on the database) applies the
 PostgreSQL migrations on the coordinator as on any PostgreSQL, then distributes what they
 created: every per-instance table by ``workflow_id``, colocated with the instances, so
-that all rows of one instance live in one shard group on one node; the definitions as a
-reference table, on every node. Then it applies the Citus migrations (the shard functions
+that all rows of one instance live in one shard group on one node; a batch operation's
+items by its ``batch_id``; the definitions, schedules and batch operations as reference
+tables, on every node. Then it applies the Citus migrations (the shard functions
 the store calls, see migrations/citus). Every part is idempotent: a second run finds each
 table distributed and each Citus migration recorded, and does nothing. An existing
 database distributes the same way: its rows are copied into the shards.
@@ -35,9 +36,15 @@ DISTRIBUTED = (
     "workflow_search",
     "workflow_children",
 )
-# Tables every node reads whole: the definitions, and the schedules (not per instance:
-# a schedule's claim and fire touch its row alone, and its starts go to their own shards).
-REFERENCE = ("workflow_definitions", "schedules")
+# Tables distributed by a batch's id, in the instances' colocation group (the hash of a
+# batch id places it as a workflow id's would): each batch's items live on one shard, so
+# every statement on them is a router query to one node.
+BY_BATCH = ("batch_items",)
+# Tables every node reads whole: the definitions, the schedules (not per instance: a
+# schedule's claim and fire touch its row alone, and its starts go to their own shards)
+# and the batches, whose claim locks one row with FOR UPDATE SKIP LOCKED, which Citus
+# runs only within one shard: as a reference table, the whole table is one shard.
+REFERENCE = ("workflow_definitions", "schedules", "batch_operations")
 
 VERSION_TABLE_NAME = "statewright_citus_version"
 VERSION_TABLE = f"""
@@ -107,6 +114,13 @@ def distribute(conn: Conn) -> list[str]:
                 (table, colocate),
             )
             distributed.append(table)
+        for table in BY_BATCH:
+            if table not in done:
+                conn.execute(
+                    "SELECT create_distributed_table(%s, 'batch_id', colocate_with => %s)",
+                    (table, DISTRIBUTED[0]),
+                )
+                distributed.append(table)
         for table in REFERENCE:
             if table not in done:
                 conn.execute("SELECT create_reference_table(%s)", (table,))
@@ -125,7 +139,7 @@ def _distributed(conn: Conn) -> set[str]:
     rows = conn.execute(
         "SELECT logicalrelid::regclass::text FROM pg_dist_partition"
         " WHERE logicalrelid::regclass::text = ANY(%s)",
-        (list(DISTRIBUTED + REFERENCE),),
+        (list(DISTRIBUTED + BY_BATCH + REFERENCE),),
     ).fetchall()
     return {r[0] for r in rows}
 
@@ -136,7 +150,7 @@ def _check_single_placement(conn: Conn) -> None:
         " JOIN pg_dist_shard s USING (shardid)"
         " WHERE s.logicalrelid = ANY(%s::regclass[]) GROUP BY p.shardid"
         " HAVING count(*) > 1) x",
-        (list(DISTRIBUTED),),
+        (list(DISTRIBUTED + BY_BATCH),),
     ).fetchone()
     if row is not None and row[0]:
         raise StoreError(

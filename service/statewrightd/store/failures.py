@@ -52,6 +52,11 @@ def workflow_exists(workflow_id: str) -> RecordExists:
     return _of_workflow(RecordExists, workflow_id, "already exists")
 
 
+def batch_exists(batch_id: str) -> RecordExists:
+    """A batch id that is taken; the app tells a repeated start from a different one."""
+    return RecordExists(f"batch {batch_id!r} already exists", metadata={"batch_id": batch_id})
+
+
 def request_used(request_id: str, workflow_id: str) -> RecordExists:
     return RecordExists(
         f"request id {request_id!r} was already used",

@@ -29,6 +29,7 @@ from statewrightd.store.codec import (
     to_micros,
 )
 from statewrightd.store.filters import Filter, matches
+from statewrightd.store.memory_batches import MemoryBatches
 from statewrightd.store.memory_children import MemoryChildren
 from statewrightd.store.memory_search import MemorySearch
 from statewrightd.store.memory_state import (
@@ -62,7 +63,7 @@ from statewrightd.store.records import (
 from statewrightd.store.repository import Params
 
 
-class MemoryRepository(MemoryChildren, MemorySearch, MemoryWork):
+class MemoryRepository(MemoryBatches, MemoryChildren, MemorySearch, MemoryWork):
     """The repository contract in this process's memory; gone when the process ends."""
 
     # -- writes ----------------------------------------------------------------------

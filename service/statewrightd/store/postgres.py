@@ -17,7 +17,14 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from statewrightd.errors import OutcomeUnknown, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_children, sql_fan_out, sql_flow, sql_schedules
+from statewrightd.store import (
+    failures,
+    sql_batches,
+    sql_children,
+    sql_fan_out,
+    sql_flow,
+    sql_schedules,
+)
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import EncodedOp, check_time
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
@@ -90,6 +97,7 @@ class PostgresRepository(SqlRepository):
     CHILDREN_SQL = sql_children.POSTGRES_CHILDREN
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.POSTGRES
+    BATCH_SQL = sql_batches.POSTGRES
     FLOW = sql_flow.with_lease(
         sql_flow.POSTGRES, q.SQL.lease_chosen, (q.UNLIMITED_LEASE, q.UNLIMITED_READY)
     )

@@ -143,7 +143,9 @@ class BatchStore(Protocol):
     def claim_batch(self, owner: str, now: datetime, until: datetime) -> BatchRecord | None:
         """Lease one RUNNING batch to ``owner`` until ``until``: one whose lease lapsed by
         ``now`` (or that nobody held), or one ``owner`` holds already (renewed), the oldest
-        first; None when there is none. Replicas never hold the same batch at once."""
+        first (but the one ``owner`` holds before any other, so that it finishes what it
+        started); None when there is none. Replicas never hold the same batch at once.
+        A lease is no write of the batch: its version stays."""
         ...
 
     def pending_items(self, batch_id: str, after: str, limit: int) -> list[str]:

@@ -19,6 +19,8 @@ from statewrightd.domain import Status, TaskStatus, TraceContext
 from statewrightd.store.codec import decode_transitions
 from statewrightd.store.outcomes import HistoryWitness
 from statewrightd.store.records import (
+    BatchItemFailure,
+    BatchRecord,
     DefinitionRecord,
     HistoryRecord,
     InstanceRecord,
@@ -40,6 +42,12 @@ HISTORY = (
 SCHEDULE = (
     "schedule_id", "document", "next_fire_time", "version", "create_time", "update_time",
 )  # fmt: skip
+BATCH = (
+    "batch_id", "document", "state", "matched", "done", "failed", "version", "create_time",
+    "update_time", "end_time",
+)  # fmt: skip
+# A failed item of a batch, as BatchItemFailure reads it.
+BATCH_FAILURE = ("workflow_id", "code", "reason", "message", "end_time")
 TIMER = (
     "workflow_id", "timer_id", "revision", "transition", "target", "after", "due_time",
     "trace_parent", "trace_state",
@@ -168,6 +176,29 @@ class Rows:
             version=int(row[3]),
             create_time=self._time(row[4]),
             update_time=self._time(row[5]),
+        )
+
+    def batch(self, row: Sequence[Any]) -> BatchRecord:
+        return BatchRecord(
+            batch_id=row[0],
+            document=self._json(row[1]),
+            state=row[2],
+            matched=int(row[3]),
+            done=int(row[4]),
+            failed=int(row[5]),
+            version=int(row[6]),
+            create_time=self._time(row[7]),
+            update_time=self._time(row[8]),
+            end_time=None if row[9] is None else self._time(row[9]),
+        )
+
+    def batch_failure(self, row: Sequence[Any]) -> BatchItemFailure:
+        return BatchItemFailure(
+            workflow_id=row[0],
+            code=row[1] or "",
+            reason=row[2] or "",
+            message=row[3] or "",
+            time=self._time(row[4]),
         )
 
     def timer(self, row: Sequence[Any]) -> TimerRecord:

@@ -47,6 +47,7 @@ from statewrightd.store.sql_children import SqlChildren
 from statewrightd.store.sql_fan_out import SqlFanOut
 from statewrightd.store.sql_flow import FlowStatements
 from statewrightd.store.sql_schedules import ScheduleStatements
+from statewrightd.store.sqlbatches import SqlBatches
 from statewrightd.store.sqlschedules import SqlSchedules
 
 
@@ -222,7 +223,9 @@ class _FlowControl:
         return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
 
 
-class SqlRepository(_FlowControl, SqlChildren, SqlFanOut, SqlSchedules, BatchWriter, Repository):
+class SqlRepository(
+    _FlowControl, SqlBatches, SqlChildren, SqlFanOut, SqlSchedules, BatchWriter, Repository
+):
     SQL: ClassVar[Statements]
     SCHEDULE_SQL: ClassVar[ScheduleStatements]
     FLOW: ClassVar[FlowStatements]

@@ -18,7 +18,14 @@ from typing import Any
 
 from statewrightd.errors import StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
-from statewrightd.store import failures, sql_children, sql_fan_out, sql_flow, sql_schedules
+from statewrightd.store import (
+    failures,
+    sql_batches,
+    sql_children,
+    sql_fan_out,
+    sql_flow,
+    sql_schedules,
+)
 from statewrightd.store import sql_sqlite as q
 from statewrightd.store.codec import EncodedOp, check_time, from_micros, loads, to_micros
 from statewrightd.store.outcomes import HistoryWitness, resolve_each
@@ -49,6 +56,7 @@ class SqliteRepository(SqlRepository):
     JSON_ID_LIST = True
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.SQLITE
+    BATCH_SQL = sql_batches.SQLITE
     FLOW = sql_flow.SQLITE
     # JSON is kept as text, times as integer microseconds (exact, and they sort).
     ROWS = Rows(json=loads, time=from_micros, time_param=to_micros)

@@ -73,7 +73,7 @@ def test_migrate_distributes_every_table_by_workflow_id(citus_url: str) -> None:
             "SELECT p.proname FROM pg_dist_object o JOIN pg_proc p ON p.oid = o.objid"
             " WHERE o.classid = 'pg_proc'::regclass AND p.proname LIKE 'statewright_%'"
         ).fetchall()
-    hashed = [t for t in tables if t[1] == "h"]
+    hashed = [t for t in tables if t[1] == "h" and t[0] != "batch_items"]
     assert {t[0] for t in hashed} == {
         "workflow_instances",
         "workflow_history",
@@ -85,9 +85,17 @@ def test_migrate_distributes_every_table_by_workflow_id(citus_url: str) -> None:
         "workflow_children",  # by the child's id
     }
     assert {t[3] for t in hashed} == {"workflow_id"}
-    assert len({t[2] for t in hashed}) == 1  # one colocation group
-    # Reference tables: read whole on every node (schedules are not per instance).
-    assert [t[0] for t in tables if t[1] == "n"] == ["schedules", "workflow_definitions"]
+    # A batch's items by its id, on one shard, in the same colocation group.
+    items = [t for t in tables if t[0] == "batch_items"]
+    assert [(t[1], t[3]) for t in items] == [("h", "batch_id")]
+    assert len({t[2] for t in hashed + items}) == 1  # one colocation group
+    # Reference tables: read whole on every node (schedules and batches are not per
+    # instance).
+    assert [t[0] for t in tables if t[1] == "n"] == [
+        "batch_operations",
+        "schedules",
+        "workflow_definitions",
+    ]
     assert {f[0] for f in functions} >= {"statewright_shard_rows", "statewright_shard_scan"}
 
 

@@ -8,7 +8,7 @@ import pytest
 from google.api import annotations_pb2, http_pb2
 from google.protobuf import descriptor_pb2, descriptor_pool
 from google.protobuf.descriptor import ServiceDescriptor
-from statewright.v1 import task_service_pb2, workflow_service_pb2
+from statewright.v1 import batch_service_pb2, task_service_pb2, workflow_service_pb2
 
 from statewrightd.console.http_rules import (
     RouteTable,
@@ -20,6 +20,7 @@ from statewrightd.console.http_rules import (
 SERVICES = [
     workflow_service_pb2.DESCRIPTOR.services_by_name["WorkflowService"],
     task_service_pb2.DESCRIPTOR.services_by_name["TaskService"],
+    batch_service_pb2.DESCRIPTOR.services_by_name["BatchService"],
 ]
 
 
@@ -60,6 +61,13 @@ def test_today_s_console_paths_are_kept() -> None:
     )
     # Percent-encoded characters of an id arrive decoded.
     assert rpc("GET", "/api/v1/workflows/a%3Ab")[1] == {"name": "workflows/a:b"}
+    assert rpc("POST", "/api/v1/batches")[0] == "StartBatchOperation"
+    assert rpc("GET", "/api/v1/batches")[0] == "ListBatchOperations"
+    assert rpc("GET", "/api/v1/batches/b-1") == ("GetBatchOperation", {"name": "batches/b-1"})
+    assert rpc("POST", "/api/v1/batches/b-1:cancel") == (
+        "CancelBatchOperation",
+        {"name": "batches/b-1"},
+    )
 
 
 def test_no_route_and_a_wrong_method_are_told_apart() -> None:

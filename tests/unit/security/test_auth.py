@@ -202,9 +202,15 @@ unknown: 1
 
 
 def test_every_rpc_has_a_rule_and_scopes_match_globs() -> None:
-    from statewright.v1 import schedule_service_pb2, task_service_pb2, workflow_service_pb2
+    from statewright.v1 import (
+        batch_service_pb2,
+        schedule_service_pb2,
+        task_service_pb2,
+        workflow_service_pb2,
+    )
 
     for module, service in (
+        (batch_service_pb2, "BatchService"),
         (workflow_service_pb2, "WorkflowService"),
         (task_service_pb2, "TaskService"),
         (schedule_service_pb2, "ScheduleService"),
