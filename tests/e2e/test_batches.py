@@ -10,7 +10,6 @@ every instance has exactly one retry step in its history, and the batch counts e
 from __future__ import annotations
 
 import functools
-import hashlib
 import os
 import time
 from collections.abc import Iterator
@@ -27,7 +26,7 @@ from statewright.v1 import batch_service_pb2_grpc as pb_grpc
 from tests.support.api import FAILED, WAITING, Client, expect_error, uid
 from tests.support.console import Http, console_url
 from tests.support.databases import PostgresDatabases, read_all_history
-from tests.support.deployment import definitions_dir, running_server
+from tests.support.deployment import api_keys_file, definitions_dir, running_server
 from tests.support.server import ServerProcess, wait_until
 
 BATCH_SIZE = int(os.environ.get("STATEWRIGHT_TEST_BATCH_SIZE", "5000"))
@@ -351,16 +350,7 @@ KEYS = {
 @pytest.fixture(scope="module")
 def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     root = tmp_path_factory.mktemp("batch-roles")
-    auth = root / "auth.yaml"
-    auth.write_text(
-        "api_keys:\n"
-        + "".join(
-            f"  - {{name: {name}, sha256: {hashlib.sha256(key.encode()).hexdigest()}, "
-            f"grants: [{grant}]}}\n"
-            for name, (key, grant) in KEYS.items()
-        ),
-        encoding="utf-8",
-    )
+    auth = api_keys_file(root / "auth.yaml", KEYS)
     definitions = definitions_dir(root / "definitions", extra={"batchy.yaml": BATCHY})
     args = ["--auth-config", str(auth)]
     url = f"sqlite:///{root / 'statewright.db'}"

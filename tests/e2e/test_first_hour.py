@@ -5,7 +5,6 @@ command-line client's version, tables, JSON and readable failures."""
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 import socket
@@ -23,7 +22,7 @@ from tests.support.api import WAITING, Client, expect_error, uid
 from tests.support.certs import ScratchCA
 from tests.support.console import Http, console_url
 from tests.support.databases import PostgresDatabases
-from tests.support.deployment import definitions_dir, running_server
+from tests.support.deployment import api_keys_file, definitions_dir, running_server
 from tests.support.server import ServerProcess
 
 NOT_FOUND = grpc.StatusCode.NOT_FOUND
@@ -145,16 +144,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ServerPr
     cert = ca.issue("server", server=True)
     keys = {"admin": ("sw-first-hour-admin", "{role: admin}"),
             "mail": ("sw-first-hour-mail", '{role: client, definitions: ["mail-*"]}')}  # fmt: skip
-    auth = root / "auth.yaml"
-    auth.write_text(
-        "api_keys:\n"
-        + "".join(
-            f"  - {{name: {name}, sha256: {hashlib.sha256(key.encode()).hexdigest()}, "
-            f"grants: [{grant}]}}\n"
-            for name, (key, grant) in keys.items()
-        ),
-        encoding="utf-8",
-    )
+    auth = api_keys_file(root / "auth.yaml", keys)
     args = ["--tls-cert", str(cert.cert), "--tls-key", str(cert.key), "--auth-config", str(auth)]
     definitions = definitions_dir(root / "definitions", test_definitions=False)
     database = f"sqlite:///{root / 'statewright.db'}"

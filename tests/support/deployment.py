@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import shutil
 import subprocess
 from collections.abc import Iterator, Mapping, Sequence
@@ -38,6 +39,20 @@ def definitions_dir(
     for name, text in (extra or {}).items():
         (target / name).write_text(text, encoding="utf-8")
     return target
+
+
+def api_keys_file(path: Path, keys: Mapping[str, tuple[str, str]]) -> Path:
+    """An --auth-config file of API keys: name -> (the key, its grant as YAML flow)."""
+    path.write_text(
+        "api_keys:\n"
+        + "".join(
+            f"  - {{name: {name}, sha256: {hashlib.sha256(key.encode()).hexdigest()}, "
+            f"grants: [{grant}]}}\n"
+            for name, (key, grant) in keys.items()
+        ),
+        encoding="utf-8",
+    )
+    return path
 
 
 @contextlib.contextmanager

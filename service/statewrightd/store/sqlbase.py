@@ -160,8 +160,9 @@ class _FlowControl:
     @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
 
-    @abstractmethod
-    def _time(self, value: datetime) -> Any: ...
+    def _time(self, value: datetime) -> Any:
+        """A time as this database's statements take it (every part of the store's)."""
+        return self.ROWS.time_param(check_time(value, "time"))
 
     def _json_time(self, value: datetime | None) -> Any:
         """A time inside a JSON parameter: as this database reads it from JSON text."""
@@ -548,9 +549,6 @@ class SqlRepository(
         queue, workflow, status = _named(params, "queue", "workflow_id", "status")
         sql = self.SQL.list_tasks(queue, workflow, status, condition)
         return [self.ROWS.task(r) for r in self._read_all(sql, self._bound(params))]
-
-    def _time(self, value: datetime) -> Any:
-        return self.ROWS.time_param(check_time(value, "time"))
 
     # -- lifecycle -------------------------------------------------------------------
 
