@@ -157,7 +157,7 @@ check-console: $(STAMP)
 ## The console's screenshots in docs/images, taken by its browser tests.
 console-screenshots: $(STAMP)
 	scripts/install-chromium >/dev/null
-	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py tests/e2e/console/test_browser_operations.py
+	STATEWRIGHT_SCREENSHOTS=docs/images scripts/with-postgres $(BIN)/pytest -q tests/e2e/console/test_browser.py tests/e2e/console/test_browser_operations.py tests/e2e/console/test_browser_batches.py
 
 ## The docs' picture of one order-fulfilment trace (docs/images/trace-order-fulfilment.png):
 ## the real server and a Python worker, their spans drawn as a waterfall, headless Chromium.

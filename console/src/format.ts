@@ -187,3 +187,26 @@ export function copyButton(value: string, what: string): HTMLButtonElement {
   });
   return button;
 }
+
+/** A form's JSON object (an input, a payload) as typed; empty text is ``{}``. Anything else
+ * is an error in the shape errorNotice shows, so that it is caught before it is sent. */
+export function parseJson(text: string, what: string): { ok: true; value: Record<string, unknown> } | { ok: false; error: unknown } {
+  if (!text.trim()) return { ok: true, value: {} };
+  try {
+    const value: unknown = JSON.parse(text);
+    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("it must be an object, { … }");
+    return { ok: true, value: value as Record<string, unknown> };
+  } catch (error) {
+    return { ok: false, error: { code: "INVALID_JSON", reason: "NOT_SENT", message: `The ${what} is not a JSON object: ${(error as Error).message}` } };
+  }
+}
+
+/** Lines of ``key=value`` (a migration's state map or sets) as an object; blank lines skipped. */
+export function pairs(text: string): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const line of text.split("\n")) {
+    const at = line.indexOf("=");
+    if (line.trim() && at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
+  }
+  return out;
+}

@@ -1,5 +1,6 @@
 import * as api from "./api.js";
 import { h, labelCells } from "./dom.js";
+import { batchPage, batchesPage } from "./pages/batches.js";
 import { definitionPage, definitionsPage } from "./pages/definitions.js";
 import { runtimePage } from "./pages/runtime.js";
 import { schedulesPage } from "./pages/schedules.js";
@@ -13,6 +14,8 @@ route(/^\/workflows\/([^/]+)$/, ([id]) => workflowPage(id));
 route(/^\/definitions\/?$/, () => definitionsPage());
 route(/^\/definitions\/([^/]+)$/, ([name], query) => definitionPage(name, query));
 route(/^\/schedules\/?$/, () => schedulesPage());
+route(/^\/batches\/?$/, (_, query) => batchesPage(query));
+route(/^\/batches\/([^/]+)$/, ([id]) => batchPage(id));
 route(/^\/runtime\/?$/, () => runtimePage());
 notFound(([path]) => ({
   title: "Not found",

@@ -1,6 +1,6 @@
 import * as api from "../api.js";
 import { append, h, link, replace } from "../dom.js";
-import { clockTime, copyButton, countdown, errorNotice, icon, pausedBadge, prettyJson, seconds, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
+import { clockTime, copyButton, countdown, errorNotice, icon, pairs, parseJson, pausedBadge, prettyJson, seconds, statusBadge, statusLabel, terminal, timestamp } from "../format.js";
 import type { TaskJson } from "@statewright/client/gen/statewright/v1/task_pb.js";
 import type { WorkflowJson } from "@statewright/client/gen/statewright/v1/workflow_pb.js";
 import type {
@@ -50,28 +50,7 @@ const TASK_STATUS: Record<string, string> = {
   TASK_STATUS_TIMED_OUT: "Timed out",
 };
 
-function parseJson(text: string, what: string): { ok: true; value: unknown } | { ok: false; error: unknown } {
-  if (!text.trim()) return { ok: true, value: {} };
-  try {
-    const value: unknown = JSON.parse(text);
-    if (typeof value !== "object" || value === null || Array.isArray(value)) throw new Error("it must be an object, { … }");
-    return { ok: true, value };
-  } catch (error) {
-    return { ok: false, error: { code: "INVALID_JSON", reason: "NOT_SENT", message: `The ${what} is not a JSON object: ${(error as Error).message}` } };
-  }
-}
-
 // The step that cancelled the instance: it left it CANCELLED, and says why in its input.
-/** Lines of ``key=value`` (a migration's state map or sets) as an object; blank lines skipped. */
-function pairs(text: string): Record<string, string> {
-  const out: Record<string, string> = {};
-  for (const line of text.split("\n")) {
-    const at = line.indexOf("=");
-    if (line.trim() && at > 0) out[line.slice(0, at).trim()] = line.slice(at + 1).trim();
-  }
-  return out;
-}
-
 function isCancellation(step: WatchWorkflowResponseJson): boolean {
   return step.workflow?.status === "WORKFLOW_STATUS_CANCELLED" && step.input !== undefined && "reason" in (step.input ?? {});
 }

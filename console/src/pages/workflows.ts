@@ -4,6 +4,7 @@ import { ago, errorNotice, longId, number, pausedBadge, STATUSES, statusBadge, s
 import type { CountWorkflowsResponseJson, ListDefinitionsResponseJson, ListWorkflowsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import { navigate, type Page } from "../router.js";
 import { connection } from "../status.js";
+import { batchDialog, scopeFilter } from "./batch_start.js";
 
 const PAGE_SIZE = 25;
 // ListWorkflows' orders, as the sort control names them; the first is the default, which
@@ -120,8 +121,22 @@ export function workflowsPage(query: URLSearchParams): Page {
       onPick(statusSelect, apply);
       onPick(orderSelect, apply);
       const byStatus = h("p", { class: "count muted", id: "workflow-status-counts" });
+      // One operation on every instance the list matches, as a batch. A batch matches by
+      // definition and filter (the status joins the filter); an id prefix is no part of
+      // its filter language, so a list narrowed by one offers no batch rather than a
+      // batch of more than it shows.
+      const scope = { definition, filter: scopeFilter(status, filterText) };
+      let shown = "";
+      const batchButton = h("button", {
+        // Offered once the list's count is known (it names the count).
+        type: "button", class: "button", id: "batch-apply", disabled: true,
+        "aria-describedby": idPrefix ? "batch-unavailable" : null,
+        onclick: () => batchDialog(scope, shown),
+      }, "Apply to all matching…") as HTMLButtonElement;
+      const batchHead = h("div", { class: "head-actions" }, batchButton,
+        idPrefix ? h("span", { class: "muted small", id: "batch-unavailable" }, "A batch cannot match by id prefix: clear “Id starts with” to apply one.") : null);
       main.append(
-        h("div", { class: "page-head" }, h("h1", {}, "Workflows"), count),
+        h("div", { class: "page-head" }, h("h1", {}, "Workflows"), count, batchHead),
         filters,
         byStatus,
         problem,
@@ -205,6 +220,9 @@ export function workflowsPage(query: URLSearchParams): Page {
             const n = `${number(c.count)}${c.more ? "+" : ""}`;
             count.textContent = `${n} workflow${c.count === 1 && !c.more ? "" : "s"}${filtered}`;
             count.dataset.count = String(c.count);
+            shown = n;
+            batchButton.textContent = `Apply to all ${n} matching…`;
+            batchButton.disabled = Boolean(idPrefix) || c.count === 0;
           }
         },
         state(state, error) {
