@@ -172,7 +172,7 @@ var linearTimeout = 20 * time.Second
 
 var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
 	propSteps, propAnswers, propRetries, propSignalsOnce, propOneInstance, propTimers, propTasks, propDuplicates, propLeases,
-	propFlow, propSchedule, propMapOnce, propChildOnce, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
+	propFlow, propSchedule, propMapOnce, propChildOnce, propBulkOnce, propReset, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
 
 // logical is one logical operation: all the attempts of one id.
 type logical struct {
@@ -250,6 +250,7 @@ type checker struct {
 	ops       []Op
 	taskCalls []*Op // leases and heartbeats: what workers held, not steps
 	familyOps []*Op // the workers' calls on chaos-batch's items and chaos-kid's tasks
+	bulkOps   []*Op // the batch operations, the resets and the starts of chaos-tally
 	logicals  map[string]*logical
 	byWF      map[string][]*logical
 	history   map[string][]histRow
@@ -373,6 +374,11 @@ func (c *checker) group() {
 				continue
 			}
 		}
+		if a.Def == defTally {
+			// Batch operations and resets, and the tallies' starts: checkBulk.
+			c.bulkOps = append(c.bulkOps, a)
+			continue
+		}
 		if a.Kind == "lease" || a.Kind == "heartbeat" {
 			c.taskCalls = append(c.taskCalls, a)
 			continue
@@ -413,6 +419,9 @@ func (c *checker) group() {
 			var prev *histRow
 			if i > 0 {
 				prev = &rows[i-1]
+			}
+			if c.instances[wf].Definition == defTally {
+				break // batch signals and resets (checkBulk)
 			}
 			id, kind := stepOp(prev, &rows[i])
 			c.checked[propNoPhantom]++
@@ -530,7 +539,9 @@ func (c *checker) checkInstances() {
 				c.flag(propStates, wf, "", "revision %d rests in %s with status %s, which %s does not allow", r.Revision, r.State, r.Status, def.Name)
 			}
 		}
-		c.checkSteps(wf, def, rows)
+		if inst.Definition != defTally { // its steps come from batches and resets: checkBulk
+			c.checkSteps(wf, def, rows)
+		}
 		c.checkTimers(wf, rows)
 		if inst.Definition == defOrder || inst.Definition == defLimited {
 			c.checkTasks(wf, rows)
@@ -781,7 +792,9 @@ func (c *checker) checkFinal() {
 func (c *checker) checkLinearizable() {
 	var wfs []string
 	for wf := range c.history {
-		wfs = append(wfs, wf)
+		if c.instances[wf].Definition != defTally { // no register: batches and resets step it (checkBulk)
+			wfs = append(wfs, wf)
+		}
 	}
 	sort.Strings(wfs)
 	drawn := 0

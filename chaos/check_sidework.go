@@ -40,6 +40,7 @@ type sideStats struct {
 		Explained int `json:"explained"` // nominal times without an instance, recorded as skipped, missed or failed
 	} `json:"schedule"`
 	Family familyStats `json:"family"` // the batches' fan-outs and children (check_family.go)
+	Bulk   bulkStats   `json:"bulk"`   // the batch operations and resets (check_bulk.go)
 }
 
 func (c *checker) checkSideWork() {
@@ -47,6 +48,7 @@ func (c *checker) checkSideWork() {
 	c.checkFlow()
 	c.checkSchedule()
 	c.checkFamily()
+	c.checkBulk()
 }
 
 // checkOneInstance: per id, the operations told that they created the instance (a

@@ -109,7 +109,7 @@ func (c *checker) checkAppliedAs(l *logical, rev int64) {
 }
 
 // answerKinds are the calls whose answer shows the instance.
-var answerKinds = map[string]bool{"get": true, "start": true, "signal": true, "sws": true, "resume": true, "cancel": true, "complete": true, "fail": true}
+var answerKinds = map[string]bool{"get": true, "start": true, "signal": true, "sws": true, "resume": true, "cancel": true, "complete": true, "fail": true, "reset": true}
 
 // checkAnswers compares what every answer showed of an instance (a read's, a write's, a
 // refusal that came with the instance) with history at the revision the answer named.

@@ -54,9 +54,10 @@ const (
 	defFire    = "chaos-fire"    // what the run's schedule starts (sidework.go)
 	defBatch   = "chaos-batch"   // a fan-out, then a child workflow (family.go)
 	defKid     = "chaos-kid"     // chaos-batch's child
+	defTally   = "chaos-tally"   // what batch operations and resets work on (bulk.go)
 )
 
-var prefixDef = map[string]string{"acct": defAccount, "order": defOrder, "tick": defTimer, "flood": defAccount, "probe": defAccount, "limit": defLimited, "batch": defBatch}
+var prefixDef = map[string]string{"acct": defAccount, "order": defOrder, "tick": defTimer, "flood": defAccount, "probe": defAccount, "limit": defLimited, "batch": defBatch, "tally": defTally}
 
 func instanceID(prefix string, epoch, k int) string { return fmt.Sprintf("%s-%d-%d", prefix, epoch, k) }
 

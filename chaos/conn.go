@@ -21,6 +21,7 @@ type replicaConn struct {
 	wf     pb.WorkflowServiceClient
 	tasks  pb.TaskServiceClient
 	sched  pb.ScheduleServiceClient
+	batch  pb.BatchServiceClient
 }
 
 // dialAll connects to every target. Reconnects are quick and capped at a second: a
@@ -43,7 +44,7 @@ func dialAll(targets []string) ([]*replicaConn, error) {
 			return nil, err
 		}
 		out = append(out, &replicaConn{t, conn, pb.NewWorkflowServiceClient(conn), pb.NewTaskServiceClient(conn),
-			pb.NewScheduleServiceClient(conn)})
+			pb.NewScheduleServiceClient(conn), pb.NewBatchServiceClient(conn)})
 	}
 	return out, nil
 }

@@ -48,6 +48,7 @@ type Op struct {
 	Lease    string `json:"lease,omitempty"`     // the lease token a task call presented (or a poll got)
 	LeaseExp int64  `json:"lease_exp,omitempty"` // when that lease runs out (a poll's or a heartbeat's answer), Unix ns
 	Key      string `json:"key,omitempty"`       // a lease's concurrency key (a limited queue's task)
+	To       int64  `json:"to,omitempty"`        // a reset's target revision
 	// A signal or resume sent to land just as a timer of the instance comes due (Unix ns).
 	Race    int64  `json:"race,omitempty"`
 	Target  string `json:"target"`

@@ -198,6 +198,9 @@ func (r *report) text() string {
 	fm := r.Side.Family
 	fmt.Fprintf(&b, "fan-out and children: %d batches (%d cancelled), %d item steps, %d item completions acknowledged, %d maps joined; %d children, %d ends delivered, %d cancelled with their parent\n",
 		fm.Batches, fm.Cancelled, fm.Items, fm.Acked, fm.Joined, fm.Children, fm.Delivered, fm.Cascaded)
+	bk := r.Side.Bulk
+	fmt.Fprintf(&b, "batch operations: %d batches ended (%d completed, %d cancelled), %d of their steps; resets: %d steps, %d acknowledged\n",
+		bk.Batches, bk.Completed, bk.Cancelled, bk.Steps, bk.Resets, bk.Acked)
 	fmt.Fprintf(&b, "linearizability (porcupine): %d instances linearizable, %d not, %d inconclusive; %d operations\n",
 		r.Linear.Ok, r.Linear.Illegal, r.Linear.TimedOut, r.Linear.Operations)
 	fmt.Fprintf(&b, "settled after the faults: %v\n\nproperties:\n", r.Settled)

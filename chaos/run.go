@@ -425,6 +425,11 @@ func execute(cfg runConfig) (*report, error) {
 	stopFaults()
 	<-faultsDone
 	meta.FaultsDone = nowNS()
+	// Before the settling: a batch still working would step its instances after the
+	// final revisions were read.
+	if err := side.endBulk(filepath.Join(cfg.Out, bulkFile), 2*time.Minute); err != nil {
+		problems = append(problems, "reading the batch operations: "+err.Error())
+	}
 	fmt.Printf("chaos: load done (%.0fs), %d faults injected\n", float64(meta.LoadEnded-meta.Started)/1e9, nem.faults)
 
 	for _, w := range workers {

@@ -45,11 +45,22 @@ type sideConfig struct {
 	BatchEvery  time.Duration `json:"batch_every"`
 	MaxItems    int           `json:"max_items"`
 	CancelShare float64       `json:"cancel_share"`
+	// The batch operations (bulk.go): Tallies instances, at most Bulks batches of bump
+	// signals, one every BulkEvery at BulkRate instances a second, a share BulkCancelShare
+	// of them cancelled a moment after their start; a reset of a tally every ResetEvery.
+	Tallies         int           `json:"tallies"`
+	Bulks           int           `json:"bulks"`
+	BulkEvery       time.Duration `json:"bulk_every"`
+	BulkRate        float64       `json:"bulk_rate"`
+	BulkCancelShare float64       `json:"bulk_cancel_share"`
+	ResetEvery      time.Duration `json:"reset_every"`
 }
 
 var defaultSide = sideConfig{MaxLeased: 3, KeyMaxLeased: 1, Customers: 5, Orders: 600, Batch: 5,
 	FeedEvery: 1500 * time.Millisecond, Interval: 2 * time.Second,
-	Batches: 400, BatchEvery: time.Second, MaxItems: 6, CancelShare: 0.3}
+	Batches: 400, BatchEvery: time.Second, MaxItems: 6, CancelShare: 0.3,
+	Tallies: 30, Bulks: 300, BulkEvery: 3 * time.Second, BulkRate: 40, BulkCancelShare: 0.25,
+	ResetEvery: 700 * time.Millisecond}
 
 // sideTimes: when the run created and paused its schedule (Unix ns; 0: it could not).
 type sideTimes struct {
@@ -134,6 +145,8 @@ type sideLoad struct {
 	seq     atomic.Int64
 	stop    chan struct{}
 	wg      sync.WaitGroup
+	mu      sync.Mutex
+	bulks   []string // the batch operations started (bulk.go)
 }
 
 // ScheduleAction is one fire the schedule recorded, as GetSchedule showed it.
@@ -156,9 +169,11 @@ func startSideLoad(conns []*replicaConn, out string, side sideConfig, seed uint6
 		return nil, err
 	}
 	s := &sideLoad{rt: newRouter(conns, seed), hist: hist, actions: actions, side: side, stop: make(chan struct{})}
-	s.wg.Add(3)
+	s.wg.Add(5)
 	go func() { defer s.wg.Done(); s.feed(rand.New(rand.NewPCG(seed, 21))) }()
 	go func() { defer s.wg.Done(); s.feedBatches(rand.New(rand.NewPCG(seed, 23))) }()
+	go func() { defer s.wg.Done(); s.feedBulk(rand.New(rand.NewPCG(seed, 25))) }()
+	go func() { defer s.wg.Done(); s.feedResets(rand.New(rand.NewPCG(seed, 27))) }()
 	go func() { defer s.wg.Done(); s.watchSchedule() }()
 	return s, nil
 }
