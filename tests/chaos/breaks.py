@@ -21,6 +21,8 @@ server in this process only:
   revision, instead of to the instance as stored: a lost update.
 - ``ignore-flow-limit``: a poll of a queue with flow control is served as if the queue
   had none (its max_leased and key_max_leased are not looked at).
+- ``batch-twice``: a batch applies each item a second time, under another request id
+  (as if the item's request id were not derived from its batch).
 - ``skip-timer-fence``: a timer's step no longer checks that the entry of the state that
   armed the timer still lasts (the timer is still armed), so a timer disarmed by a step
   that re-entered its state fires in the new entry.
@@ -39,6 +41,7 @@ from datetime import datetime
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.api.batch_items import BatchItems
 from statewrightd.app import tasks as task_desk
 from statewrightd.app.tasks import Completion, TaskDesk, TaskRef
 from statewrightd.definitions.registry import Loaded
@@ -55,6 +58,7 @@ from statewrightd.engine.writes import Planned
 from statewrightd.store import postgres as postgres_store
 from statewrightd.store import sql_postgres
 from statewrightd.store.records import (
+    BatchRecord,
     InstanceRecord,
     TimerChange,
     TimerRecord,
@@ -237,7 +241,19 @@ def _ignore_flow_limit() -> None:
     )
 
 
+def _batch_twice() -> None:
+    apply_once = BatchItems._apply
+
+    async def apply_twice(self: BatchItems, batch: BatchRecord, workflow_id: str) -> None:
+        await apply_once(self, batch, workflow_id)
+        again = dataclasses.replace(batch, batch_id=batch.batch_id + ".again")
+        await apply_once(self, again, workflow_id)
+
+    BatchItems._apply = apply_twice  # type: ignore[method-assign]
+
+
 MODES: dict[str, Callable[[], None]] = {
+    "batch-twice": _batch_twice,
     "ignore-flow-limit": _ignore_flow_limit,
     "ack-before-save": _ack_before_save,
     "skip-cas": _skip_cas,

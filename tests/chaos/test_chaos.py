@@ -98,6 +98,8 @@ def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_p
     assert side["flow"]["leases"] > 0, text
     assert side["schedule"]["fires"] > 0, text
     assert side["family"]["joined"] > 0 and side["family"]["delivered"] > 0, text
+    bulk = side["bulk"]
+    assert bulk["completed"] > 0 and bulk["steps"] > 0 and bulk["resets"] > 0, text
 
 
 # Each break mode of the server, the property the checker must find broken, and words of
@@ -126,6 +128,13 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "every instance is followed by a watch stream that sees each revision in order, as "
         "history has it, with no gap or duplicate, through reconnects, and soon",
         ("missing",),
+    ),
+    "batch-twice": (
+        "a batch applies each item at most once: no instance has two steps of one batch; a "
+        "completed batch stepped exactly the instances it counts done, with none failed; a "
+        "cancelled one no fewer than it counts done and no more than it matched; every "
+        "batch ends",
+        ("again",),
     ),
     "stale-retry": (
         "every step is a transition its definition allows from the revision before it "
@@ -156,7 +165,7 @@ MORE = {"skip-timer-fence": ("--ops", "3000", "--duration", "90s", "--commit-del
 # other of them touches (the tasks', the timers' and the watch streams'): each mode's
 # anomaly can come from that mode only.
 RUNS = [
-    ("double-complete", "double-fire", "drop-watch", "ignore-flow-limit"),
+    ("double-complete", "double-fire", "drop-watch", "ignore-flow-limit", "batch-twice"),
     ("ack-before-save",),
     ("skip-cas",),
     ("stale-retry",),
