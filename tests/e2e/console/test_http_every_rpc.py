@@ -18,6 +18,7 @@ import grpc
 import pytest
 from google.protobuf import json_format, message_factory
 from google.protobuf.message import Message
+from statewright.v1 import batch_service_pb2 as batch_pb
 from statewright.v1 import schedule_service_pb2 as schedule_pb
 from statewright.v1 import task_service_pb2 as task_pb
 from statewright.v1 import workflow_service_pb2 as pb
@@ -31,6 +32,7 @@ SERVICES = [
     pb.DESCRIPTOR.services_by_name["WorkflowService"],
     task_pb.DESCRIPTOR.services_by_name["TaskService"],
     schedule_pb.DESCRIPTOR.services_by_name["ScheduleService"],
+    batch_pb.DESCRIPTOR.services_by_name["BatchService"],
 ]
 TABLE = RouteTable(routes(SERVICES))
 EVERY_RPC = {route.method.name for route in TABLE}
@@ -282,6 +284,23 @@ def test_every_rpc_succeeds_over_http(http: Http) -> None:
     assert got["config"]["rate"] == 5
     queues = _ok(http.get("/api/v1/queues", keyCount=3), "ListQueues", seen)["queues"]
     assert "e2e.http-limits" in [q["queue"] for q in queues]
+
+    B = "/api/v1/batches"
+    body = {"definition": "task-flow", "pause": {}, "reason": "walk", "dryRun": True}
+    counted = _ok(http.post(B, body), "StartBatchOperation", seen)
+    assert int(counted["batch"]["matched"]) >= 2 and counted["batch"]["name"] == ""
+    # So slow that it is still running when it is cancelled below.
+    body = {**body, "batchId": uid("walk"), "rate": 0.01, "dryRun": False}
+    started = _ok(http.post(B, body), "StartBatchOperation", seen)["batch"]
+    name = started["name"]
+    assert name == f"batches/{body['batchId']}" and started["state"] == "BATCH_STATE_RUNNING"
+    _ok(http.get(f"/api/v1/{name}", failuresPageSize=10), "GetBatchOperation", seen)
+    batches = _ok(http.get(B, state="BATCH_STATE_RUNNING"), "ListBatchOperations", seen)["batches"]
+    assert name in [b["name"] for b in batches]
+    stopped = _ok(
+        http.post(f"/api/v1/{name}:cancel", {"reason": "walk"}), "CancelBatchOperation", seen
+    )
+    assert stopped["batch"]["state"] == "BATCH_STATE_CANCELLED"
 
     assert seen == EVERY_RPC, f"walk these RPCs too: {sorted(EVERY_RPC - seen)}"
 
