@@ -14,7 +14,12 @@ from statewright.v1 import workflow_service_pb2 as pb
 
 from statewrightd.config import ConfigError, ServerConfig, add_server_arguments, config_from
 from statewrightd.context import WORKFLOW_ID
-from statewrightd.observability.logs import JsonFormatter
+from statewrightd.observability.logs import (
+    GRPC_CORE_LOGGER,
+    ExecuteBatchError,
+    JsonFormatter,
+    configure,
+)
 from statewrightd.observability.rpc import workflow_of
 from statewrightd.observability.tracing import exporters_from_env, tracing_requested
 
@@ -129,3 +134,37 @@ def test_json_lines_carry_the_workflow_id_from_extra_or_the_rpc_context() -> Non
     line = formatter.format(record)
     assert "\n" not in line  # one line per record, tracebacks included
     assert "RuntimeError: boom" in json.loads(line)["exception"]
+
+
+def test_a_send_to_a_call_that_ended_is_one_line_without_traceback(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    root = logging.getLogger()
+    saved = (root.handlers[:], root.level)
+    core = logging.getLogger(GRPC_CORE_LOGGER)
+    saved_filters = core.filters[:]
+    configure("INFO", "text")
+    try:
+        _log_a_left_call_and_a_defect(core)
+    finally:
+        root.handlers[:], root.level = saved
+        core.filters[:] = saved_filters
+    err = capsys.readouterr().err
+    assert (
+        "INFO grpc._cython.cygrpc: ExecuteBatchError raised in core by servicer method "
+        "[/x.S/Watch]: the call had already ended" in err
+    )
+    # Other errors on the same logger keep their traceback.
+    assert err.count("Traceback (most recent call last)") == 1
+    assert "RuntimeError: a real defect" in err
+
+
+def _log_a_left_call_and_a_defect(core: logging.Logger) -> None:
+    try:
+        raise ExecuteBatchError("Failed execute_batch")
+    except ExecuteBatchError:
+        core.exception("ExecuteBatchError raised in core by servicer method [%s]", "/x.S/Watch")
+    try:
+        raise RuntimeError("a real defect")
+    except RuntimeError:
+        core.exception("Unexpected error in [%s]", "/x.S/Get")

@@ -9,6 +9,7 @@ can index, instead of an id buried in the message text.
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import sys
@@ -45,6 +46,29 @@ class _ProcessTag(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         record.statewright_process = self.tag
         return True
+
+
+class _LeftCallSend(logging.Filter):
+    """grpc logs, with a traceback, an answer it could not send because the call had
+    already ended (``ExecuteBatchError``: a stream's client left, or its deadline passed,
+    between a message being produced and being sent). Nothing is lost and nobody waits
+    for that answer: the line stays, without the traceback that reads as a server bug."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc_info = record.exc_info
+        if exc_info and exc_info[0] is not None and issubclass(exc_info[0], ExecuteBatchError):
+            record.msg = f"{record.getMessage()}: the call had already ended"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+# grpc.aio's server logs through this logger (its Cython module's name), which grpc's
+# type stubs do not describe.
+GRPC_CORE_LOGGER = "grpc._cython.cygrpc"
+ExecuteBatchError: type[Exception] = importlib.import_module(GRPC_CORE_LOGGER).ExecuteBatchError
 
 
 class JsonFormatter(logging.Formatter):
@@ -94,3 +118,6 @@ def configure(level: str, log_format: str, process: str | None = None) -> None:
         text = TEXT_FORMAT if process is None else TAGGED_TEXT_FORMAT
         handler.setFormatter(logging.Formatter(text))
     logging.basicConfig(level=level, handlers=[handler], force=True)
+    grpc_core = logging.getLogger(GRPC_CORE_LOGGER)
+    if not any(isinstance(f, _LeftCallSend) for f in grpc_core.filters):
+        grpc_core.addFilter(_LeftCallSend())
