@@ -8,7 +8,10 @@ batch of its own transaction:
   it: its finish time plus its definition's retention, or the server's), with their
   history, timers, tasks and request records, leaving a tombstone for each;
 - request records older than the request window, which answer no retry any more;
-- tombstones older than the request window.
+- tombstones older than the request window;
+- finished batch operations, each with its items, once they ended longer ago than the
+  server's retention and the request window (a retried start of a batch finds it while
+  its request id could still be retried).
 
 Replicas coordinate through the database: a batch takes its rows ``FOR UPDATE SKIP
 LOCKED``, so two replicas purging at once remove different rows, and neither waits for
@@ -25,6 +28,7 @@ every ``COUNT_EVERY``): diagnostics and metrics show both.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -50,7 +54,7 @@ class RetentionStats:
     request_window: float  # seconds
     rows_purged: dict[str, int] = field(default_factory=dict)  # by table, by this replica
     tombstones_purged: int = 0
-    rounds: int = 0  # purge rounds this replica ran (three bounded statements each)
+    rounds: int = 0  # purge rounds this replica ran (four bounded purges each)
     failures: int = 0
     last_run: datetime | None = None  # when this replica's last round ended
     last_round_seconds: float = 0.0
@@ -67,6 +71,7 @@ class _Round:
     instances: Purged
     requests: int
     tombstones: int
+    batches: Purged
     seconds: float
     ended: datetime
 
@@ -91,6 +96,8 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
         super().__init__(on)
         self._retention = retention
         self._window = timedelta(seconds=request_window)
+        keep = max(retention, request_window)
+        self._batches_kept = None if math.isinf(keep) else timedelta(seconds=keep)
         self._removed = removed
         self._batch = batch
         self._rows: dict[str, int] = {}
@@ -122,6 +129,7 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
 
     def _claim(self) -> Callable[[], _Round]:
         repo, clock, batch, window = self._repo, self._clock, self._batch, self._window
+        batches_kept = self._batches_kept
 
         def purge() -> _Round:
             began = time.monotonic()
@@ -129,14 +137,19 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
             instances = repo.purge_expired(now, batch)
             requests = repo.purge_requests(now - window, batch)
             tombstones = repo.purge_tombstones(now - window, batch)
-            return _Round(instances, requests, tombstones, time.monotonic() - began, clock.now())
+            batches = Purged()
+            if batches_kept is not None:
+                batches = repo.purge_batches(now - batches_kept, batch)
+            return _Round(
+                instances, requests, tombstones, batches, time.monotonic() - began, clock.now()
+            )
 
         return purge
 
     def _fire(self, claimed: _Round) -> float | None:
         removed = claimed.instances
         self._rounds += 1
-        for table, count in removed.rows.items():
+        for table, count in [*removed.rows.items(), *claimed.batches.rows.items()]:
             self._rows[table] = self._rows.get(table, 0) + count
         # Request records the window expired, apart from those removed with instances.
         self._rows["workflow_requests"] = self._rows.get("workflow_requests", 0) + claimed.requests
@@ -147,7 +160,11 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
                 self._removed(removed.workflow_ids)
             except Exception:
                 _log.exception("telling of %d removed instances failed", len(removed.workflow_ids))
-        full = max(len(removed.workflow_ids), claimed.requests, claimed.tombstones) >= self._batch
+        batch_rows = sum(claimed.batches.rows.values())
+        full = (
+            max(len(removed.workflow_ids), claimed.requests, claimed.tombstones, batch_rows)
+            >= self._batch
+        )
         if full:
             # More is due: go on, but leave the database at least as long as this took.
             return max(MIN_PAUSE, claimed.seconds * PAUSE_FACTOR)

@@ -8,9 +8,10 @@ from datetime import datetime
 from typing import Any
 
 from statewrightd.store import failures
+from statewrightd.store.batch_purge import doomed_batches
 from statewrightd.store.codec import dumps
 from statewrightd.store.memory_state import ROWS, MemoryState, stamp
-from statewrightd.store.records import BatchItemEnd, BatchItemFailure, BatchRecord
+from statewrightd.store.records import BatchItemEnd, BatchItemFailure, BatchRecord, Purged
 
 # batch_id -> [the BATCH columns..., lease_owner, lease_until]
 _Row = list[Any]
@@ -129,3 +130,21 @@ class MemoryBatches(MemoryState):
             ended = self._batch_ends.get(batch_id, {})
             ids = sorted(w for w, e in ended.items() if e[0] and w > after)[: max(limit, 0)]
             return [ROWS.batch_failure([w, *ended[w][1:]]) for w in ids]
+
+    def purge_batches(self, ended_before: datetime, limit: int) -> Purged:
+        before = stamp(ended_before, "ended_before")
+        with self._held():
+            finished = sorted(
+                (r[_END], r[0], r[3])
+                for r in self._batches.values()
+                if r[_STATE] != "RUNNING" and r[_END] is not None and r[_END] <= before
+            )
+            ids = doomed_batches([(batch_id, matched) for _, batch_id, matched in finished], limit)
+            items = 0
+            for batch_id in ids:
+                del self._batches[batch_id]
+                items += len(self._batch_items.pop(batch_id))
+                del self._batch_ends[batch_id]
+        if not ids:
+            return Purged()
+        return Purged(rows={"batch_operations": len(ids), "batch_items": items})

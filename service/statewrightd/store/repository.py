@@ -172,6 +172,14 @@ class BatchStore(Protocol):
         """Up to ``limit`` of the batch's failed items past workflow id ``after``, by id."""
         ...
 
+    def purge_batches(self, ended_before: datetime, limit: int) -> Purged:
+        """Remove finished batches (COMPLETED or CANCELLED) that ended at or before
+        ``ended_before``, oldest first, each with all its items in one transaction (a batch
+        is there whole or not at all): as many as fit in ``limit`` rows, and always the
+        oldest one, however many items it has. Batches another caller is removing at the
+        same time are skipped, not waited for. The rows deleted, by table."""
+        ...
+
 
 class ChildLinks(Protocol):
     """Child workflows' parent links (store/sql_children.py): who is whose parent."""

@@ -2,7 +2,7 @@
 a batch's row, its document written whole, and one row per instance it matched.
 
 Named parameters: batch_id, document (JSON text), state, matched, now, end_time, owner,
-until, after (a workflow id), after_time and after_id (a listing's position), limit, ids
+until, before, after (a workflow id), after_time and after_id (a listing's position), limit, ids
 (a JSON array of workflow ids), ends (a JSON array of objects with workflow_id, failed,
 code, reason and message), done and failed (how many items just ended each way). Batch
 rows come back in ``rows.BATCH`` order, failures in ``rows.BATCH_FAILURE`` order.
@@ -39,6 +39,11 @@ class BatchStatements:
     count_ends: str
     cancel: str  # batch_id, document, now: a RUNNING batch cancelled -> the row
     failures: str  # batch_id, after, limit -> BATCH_FAILURE rows, by workflow id
+    # before, limit -> (batch_id, matched) of finished batches that ended by ``before``,
+    # oldest first, locked (skipping those another purge holds, where rows are locked)
+    doomed: str
+    purge_items: str  # ids -> the items of those batches deleted
+    purge: str  # ids -> those batches deleted
     # (after a position, in a state) -> up to limit rows, newest first.
     listings: dict[tuple[bool, bool], str]
 
@@ -133,6 +138,13 @@ SELECT {rows.listed(rows.BATCH_FAILURE)} FROM batch_items
  WHERE batch_id = {n("batch_id")} AND failed AND workflow_id > {n("after")}
  ORDER BY workflow_id LIMIT {n("limit")}
 """,
+        doomed=f"""
+SELECT batch_id, matched FROM batch_operations
+ WHERE state <> 'RUNNING' AND end_time <= {n("before")}
+ ORDER BY end_time, batch_id LIMIT {n("limit")}{skip_locked}
+""",
+        purge_items=f"DELETE FROM batch_items WHERE batch_id IN (SELECT value FROM {ids})",
+        purge=f"DELETE FROM batch_operations WHERE batch_id IN (SELECT value FROM {ids})",
         listings={(a, s): _listing(p, a, s) for a in (False, True) for s in (False, True)},
     )
 

@@ -14,8 +14,9 @@ from datetime import datetime
 from typing import Any, ClassVar
 
 from statewrightd.store import failures
+from statewrightd.store.batch_purge import doomed_batches
 from statewrightd.store.codec import check_time, dumps
-from statewrightd.store.records import BatchItemEnd, BatchItemFailure, BatchRecord
+from statewrightd.store.records import BatchItemEnd, BatchItemFailure, BatchRecord, Purged
 from statewrightd.store.rows import Rows
 from statewrightd.store.sql_batches import BatchStatements
 
@@ -147,6 +148,21 @@ class SqlBatches:
     def batch_failures(self, batch_id: str, after: str, limit: int) -> list[BatchItemFailure]:
         params = {"batch_id": batch_id, "after": after, "limit": limit}
         return [self.ROWS.batch_failure(r) for r in self._read_all(self.BATCH_SQL.failures, params)]
+
+    def purge_batches(self, ended_before: datetime, limit: int) -> Purged:
+        params = {"before": self._at(ended_before, "ended_before"), "limit": max(limit, 1)}
+        with self._one_transaction() as conn:
+            found = [
+                (str(r[0]), int(r[1]))
+                for r in conn.execute(self.BATCH_SQL.doomed, params).fetchall()
+            ]
+            ids = doomed_batches(found, limit)
+            if not ids:
+                return Purged()
+            doomed = {"ids": _text(ids)}
+            items = conn.execute(self.BATCH_SQL.purge_items, doomed).rowcount
+            batches = conn.execute(self.BATCH_SQL.purge, doomed).rowcount
+        return Purged(rows={"batch_operations": batches, "batch_items": items})
 
     def _at(self, value: datetime, where: str) -> Any:
         return self.ROWS.time_param(check_time(value, where))

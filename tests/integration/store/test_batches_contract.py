@@ -208,3 +208,34 @@ def test_thousands_of_items_are_created_and_worked_through_in_pages(repo: Reposi
     assert repo.get_batch("big") == BatchRecord(
         "big", DOCUMENT, "COMPLETED", 5000, 5000, 0, 6, T0, T0, T0
     )
+
+
+def test_finished_batches_are_purged_whole_oldest_first_and_running_ones_kept(
+    repo: Repository,
+) -> None:
+    second = timedelta(seconds=1)
+    repo.insert_batch(batch("old"), ids(3))
+    repo.cancel_batch("old", DOCUMENT, T0 + second)
+    repo.insert_batch(batch("done"), ids(2, "d-"))
+    repo.end_items("done", [BatchItemEnd("d-0000"), failure("d-0001")], T0 + 2 * second)
+    repo.insert_batch(batch("empty", T0 + 3 * second), [])  # ended when it was created
+    repo.insert_batch(batch("running"), ids(4, "r-"))
+    repo.end_items("running", [BatchItemEnd("r-0000")], T0 + second)
+    # Nothing ended by then: nothing goes.
+    assert repo.purge_batches(T0, 100).rows == {}
+    # A limit below the oldest batch's rows still removes it, whole, and nothing after it.
+    purged = repo.purge_batches(T0 + LEASE, 1)
+    assert purged.rows == {"batch_operations": 1, "batch_items": 3}
+    assert repo.get_batch("old") is None
+    assert repo.pending_items("old", "", 10) == []
+    assert repo.get_batch("done") is not None
+    # The rest that ended by then, within the limit's rows: "done" (3 rows), "empty" (1).
+    purged = repo.purge_batches(T0 + 2 * second, 100)
+    assert purged.rows == {"batch_operations": 1, "batch_items": 2}
+    assert repo.batch_failures("done", "", 10) == []
+    assert repo.get_batch("empty") is not None
+    assert repo.purge_batches(T0 + LEASE, 100).rows == {"batch_operations": 1, "batch_items": 0}
+    # A running batch is never purged, however old, and its items stay pending.
+    assert repo.purge_batches(T0 + 1000 * LEASE, 100).rows == {}
+    assert [b.batch_id for b in repo.list_batches(None, 10)] == ["running"]
+    assert repo.pending_items("running", "", 10) == ["r-0001", "r-0002", "r-0003"]

@@ -7,6 +7,7 @@ shows what the purger asks to run next and after how long.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
@@ -55,12 +56,13 @@ class ManualLoop:
 
 
 class ScriptedStore:
-    """The four calls the purger makes, answered from scripts, with what each was asked."""
+    """The five calls the purger makes, answered from scripts, with what each was asked."""
 
     def __init__(self) -> None:
         self.instances: list[Purged | Exception] = []
         self.requests: list[int] = []
         self.tombstones: list[int] = []
+        self.batches: list[Purged] = []
         self.calls: list[tuple[str, Any]] = []
         self.counts = RetentionCounts(3, NOW - timedelta(seconds=40), 7, NOW - timedelta(90))
 
@@ -78,6 +80,10 @@ class ScriptedStore:
     def purge_tombstones(self, older_than: datetime, limit: int) -> int:
         self.calls.append(("tombstones", (older_than, limit)))
         return self.tombstones.pop(0) if self.tombstones else 0
+
+    def purge_batches(self, ended_before: datetime, limit: int) -> Purged:
+        self.calls.append(("batches", (ended_before, limit)))
+        return self.batches.pop(0) if self.batches else Purged()
 
     def retention_counts(self, now: datetime, requests_before: datetime) -> RetentionCounts:
         self.calls.append(("counts", (now, requests_before)))
@@ -140,7 +146,43 @@ def test_a_round_asks_for_bounded_batches_with_the_window_as_cut_off(
         ("instances", (NOW, 2)),
         ("requests", (cut, 2)),
         ("tombstones", (cut, 2)),
+        # Batches are kept as long as the longer of the retention and the request window.
+        ("batches", (NOW - timedelta(seconds=120.0), 2)),
     ]
+
+
+@pytest.mark.parametrize(
+    ("kept", "window", "cut"), [(30.0, WINDOW, WINDOW), (math.inf, WINDOW, None)]
+)
+def test_batches_are_kept_for_the_request_window_at_least_and_for_ever_with_instances(
+    loop: ManualLoop, store: ScriptedStore, kept: float, window: float, cut: float | None
+) -> None:
+    purger = RetentionPurger(
+        Background(cast(EventLoop, loop), cast(Repository, store), offload, FixedClock()),
+        retention=kept,
+        request_window=window,
+        removed=lambda _: None,
+        batch=2,
+    )
+    purger.start()
+    loop.take("_round")
+    asked = [args for name, args in store.calls if name == "batches"]
+    assert asked == ([] if cut is None else [(NOW - timedelta(seconds=cut), 2)])
+
+
+def test_purged_batches_are_counted_and_a_full_purge_goes_on(
+    purger: RetentionPurger,
+    loop: ManualLoop,
+    store: ScriptedStore,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    store.batches = [Purged(rows={"batch_operations": 1, "batch_items": 5})]
+    stopwatch(monkeypatch, 100.0, 100.3)
+    purger.start()
+    loop.take("_round")
+    rows = purger.stats().rows_purged
+    assert (rows["batch_operations"], rows["batch_items"]) == (1, 5)
+    assert loop.delays("_round") == [pytest.approx(0.3 * retention.PAUSE_FACTOR)]
 
 
 def test_what_a_round_removed_is_counted_and_told_to_the_loop(
