@@ -31,6 +31,11 @@ Patches:
   upper bound on what that design saves, not the design itself.
 - ``gc-threshold=A,B,C``: ``gc.set_threshold(A, B, C)`` once the server has started (the
   default is 700, 10, 10: a young collection every 700 net allocations of containers).
+- ``uvloop``: the asyncio loop (grpc.aio's handlers, the answers) is uvloop's instead of
+  CPython's (``pip install uvloop`` into the environment that runs the server).
+- ``orjson-codec``: the store's JSON (contexts, history, timers) is written and read by
+  orjson instead of the standard library's ``json``, after the same check of the value
+  (``pip install orjson``); what it writes reads back as the same values.
 - ``gc-log``: no change in behaviour; logs every garbage collection that pauses the
   process for more than 10 ms, with its generation and the number of tracked objects.
 """
@@ -38,7 +43,9 @@ Patches:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import gc
+import importlib
 import inspect
 import logging
 import math
@@ -48,6 +55,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from google.protobuf import struct_pb2
+from psycopg.types import json as psycopg_json
 
 from statewrightd import cli, server
 
@@ -60,6 +68,7 @@ from statewrightd.app.reads import Reads
 from statewrightd.definitions import registry as registry_module
 from statewrightd.definitions.registry import Loaded
 from statewrightd.errors import Conflict, OutcomeUnknown, StoreError
+from statewrightd.store import codec
 from statewrightd.store.records import Operation
 from statewrightd.store.writer import Callback, GroupCommitWriter
 
@@ -183,6 +192,43 @@ def gc_log() -> None:
     gc.callbacks.append(callback)
 
 
+# uvloop and orjson are no dependencies of the service: only the patch that measures one
+# imports it.
+def use_uvloop() -> None:
+    uvloop = importlib.import_module("uvloop")
+
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
+
+
+def orjson_codec() -> None:
+    orjson = importlib.import_module("orjson")
+
+    _expect(codec.dumps, "check_json(value, where)", "json.dumps(value")
+    _expect(codec.loads, "return json.loads(text)")
+    check = codec.check_json
+    original_dumps, original_loads = codec.dumps, codec.loads
+
+    def dumps(value: object, where: str) -> str:
+        check(value, where)
+        return str(orjson.dumps(value).decode())
+
+    def loads(text: str | bytes) -> Any:
+        return orjson.loads(text)
+
+    codec.dumps = dumps
+    codec.loads = loads
+    # PostgreSQL's jsonb columns are read by psycopg's own loader.
+    psycopg_json.set_json_loads(orjson.loads)
+    for module in list(sys.modules.values()):
+        name = getattr(module, "__name__", "")
+        if not name.startswith("statewrightd.") or module is codec:
+            continue
+        if getattr(module, "dumps", None) is original_dumps:
+            module.dumps = dumps  # type: ignore[attr-defined]
+        if getattr(module, "loads", None) is original_loads:
+            module.loads = loads  # type: ignore[attr-defined]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patch", action="append", default=[], help="a patch name (repeat)")
@@ -208,6 +254,10 @@ def main() -> None:
             gc_threshold(*(int(part) for part in value.split(",")))
         elif name == "gc-log":
             gc_log()
+        elif name == "uvloop":
+            use_uvloop()
+        elif name == "orjson-codec":
+            orjson_codec()
         else:
             raise SystemExit(f"unknown patch {patch!r}")
     if args.worker:
