@@ -10,7 +10,13 @@ longer sequence instead). On one private PostgreSQL, on 127.0.0.1, in this order
    down from 60% in steps of a tenth (at most four runs) for the highest offered rate whose
    p99 stays within the SLO, then HITL with 16 in flight (the peer comparison's shape);
 2. the same HITL sequence with two server processes on one port (``--processes 2``);
-3. the peers, each on its own best set-up, HITL with 16 in flight (bench/peers/run.py).
+3. the peers, each on its own best set-up, HITL with 16 in flight (bench/peers/run.py);
+4. tasks: two replicas, four worker processes (bench/task_bench.py, one run);
+5. start-to-complete over TLS with JWT against plaintext (bench/security_bench.py, one
+   round).
+
+Steps 4 and 5 run as the scripts they are, on the same PostgreSQL, and are read from the
+JSON report each prints (``--no-sidecars`` leaves them out).
 
 Every window is bounded (warm-up plus a few seconds); every loop has a fixed number of
 steps. CPU is read from /proc for each role: the server's whole process tree (supervisor
@@ -56,8 +62,13 @@ PEERS_RUN = ROOT / "bench" / "peers" / "run.py"
 PEERS_TIMEOUT = 900.0
 
 RATIO_GOAL = 0.45
-CPU_AT_100_GOAL_MS = 1.5
-CPU_AT_10_GOAL_MS = 2.5
+CPU_AT_100_GOAL_MS = 1.2
+CPU_AT_10_GOAL_MS = 2.0
+TASK_STEPS_GOAL = 1000.0
+TASK_CPU_GOAL_MS = 1.0
+TLS_RATIO_GOAL = 0.85
+PEER_RATIO_GOAL = 10.0
+SIDECAR_TIMEOUT = 600.0
 P99_AT_60_GOAL_MS = 50.0
 P99_AT_25_GOAL_MS = 20.0
 SLO_MS = 50.0
@@ -241,7 +252,9 @@ def run_goals(args: argparse.Namespace, database: str, pg_port: int, logs: Path)
         for echo_server in echoes:
             echo_server.stop()
     peers = run_peers(args, database) if args.peers else []
+    sidecars = run_sidecars(args, database) if args.sidecars else {}
     rows = goal_rows(echo, start, at_100, at_10, hitls)
+    rows += sidecar_rows(sidecars) + peer_rows(hitls[0], peers)
     return {
         "rows": [asdict(r) for r in rows],
         "table": goal_table(rows),
@@ -250,6 +263,7 @@ def run_goals(args: argparse.Namespace, database: str, pg_port: int, logs: Path)
         "extra": {
             "start_two_processes": start_two.summary.throughput if args.two else None,
             "slo_tried": {h.processes: h.slo_tried for h in hitls},
+            "sidecars": sidecars,
         },
         "outcomes": runner.outcomes,
     }
@@ -347,6 +361,92 @@ def run_peers(args: argparse.Namespace, database: str) -> list[dict[str, Any]]:
         return reports
 
 
+def _sidecar(script: str, argv: list[str], database: str) -> dict[str, Any]:
+    """The JSON report ``script`` prints first on its standard output."""
+    env = {**os.environ, "STATEWRIGHT_TEST_POSTGRES_URL": database}
+    try:
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "bench" / script), *argv],
+            cwd=ROOT,
+            env=env,
+            stdout=subprocess.PIPE,
+            text=True,
+            timeout=SIDECAR_TIMEOUT,
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"skipped": f"not finished within {SIDECAR_TIMEOUT:.0f} s"}
+    try:
+        report, _ = json.JSONDecoder().raw_decode(done.stdout.lstrip())
+    except ValueError:
+        return {"skipped": f"no report (exit {done.returncode})"}
+    return dict(report)
+
+
+def run_sidecars(args: argparse.Namespace, database: str) -> dict[str, dict[str, Any]]:
+    quick = ["--quick"] if args.quick else []
+    print("tasks: two replicas, four worker processes (bench/task_bench.py)", flush=True)
+    tasks = _sidecar("task_bench.py", ["--repeat", "1", *quick], database)
+    print("TLS + JWT against plaintext (bench/security_bench.py)", flush=True)
+    tls = _sidecar("security_bench.py", ["--rounds", "1", *quick], database)
+    return {"tasks": tasks, "tls": tls}
+
+
+def sidecar_rows(sidecars: dict[str, dict[str, Any]]) -> list[Row]:
+    rows: list[Row] = []
+    tasks, tls = sidecars.get("tasks"), sidecars.get("tls")
+    if tasks is not None:
+        run = (tasks.get("runs") or [{}])[0]
+        steps = float(run.get("task_steps_per_s", 0.0))
+        cpu = float(run.get("server_cpu_ms_per_task_step", 0.0))
+        left = tasks.get("skipped", "")
+        rows += [
+            Row(
+                "task steps/s, 2 replicas, 4 worker processes",
+                f">= {TASK_STEPS_GOAL:,.0f}",
+                left or f"{steps:,.0f} ({run.get('errors', 0)} errors)",
+                steps >= TASK_STEPS_GOAL,
+            ),
+            Row(
+                "server CPU per task step",
+                f"<= {TASK_CPU_GOAL_MS:.1f} ms",
+                left or f"{cpu:.2f} ms",
+                0 < cpu <= TASK_CPU_GOAL_MS,
+            ),
+        ]
+    if tls is not None:
+        start = tls.get("start", {})
+        ratio = float(start.get("ratio", 0.0))
+        rows.append(
+            Row(
+                "start-to-complete with TLS + JWT / plaintext",
+                f">= {TLS_RATIO_GOAL:.2f}",
+                tls.get("skipped", "")
+                or f"{ratio:.2f} ({start.get('tls_jwt_per_s', 0):,.0f} / "
+                f"{start.get('plaintext_per_s', 0):,.0f} per s)",
+                ratio >= TLS_RATIO_GOAL,
+            ),
+        )
+    return rows
+
+
+def peer_rows(hitl: HitlFigures, peers: list[dict[str, Any]]) -> list[Row]:
+    measured = [p for p in peers if "skipped" not in p and p.get("throughput")]
+    if not measured:
+        return []
+    best = max(measured, key=lambda p: float(p["throughput"]))
+    ours = hitl.at_16.summary.throughput
+    ratio = ours / float(best["throughput"])
+    return [
+        Row(
+            f"HITL workflows/s / best peer, {PEER_LANES} in flight, 1 process",
+            f">= {PEER_RATIO_GOAL:.0f}x",
+            f"{ratio:.1f}x ({ours:,.0f} against {best['peer']}'s {best['throughput']:,.0f})",
+            ratio >= PEER_RATIO_GOAL,
+        )
+    ]
+
+
 def peer_table(hitls: list[HitlFigures], peers: list[dict[str, Any]]) -> str:
     lines = [
         f"HITL (start, waiting point, resume, completed), {PEER_LANES} workflows in flight, "
@@ -439,6 +539,12 @@ def main() -> None:
         help="run each case this many times in a row; the median run stands for it",
     )
     parser.add_argument("--no-peers", dest="peers", action="store_false", help="skip the peers")
+    parser.add_argument(
+        "--no-sidecars",
+        dest="sidecars",
+        action="store_false",
+        help="skip the task and TLS benchmarks (steps 4 and 5)",
+    )
     parser.add_argument(
         "--one-process-only",
         dest="two",

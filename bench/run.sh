@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The runtime benchmark in one command: a private PostgreSQL (scripts/with-postgres),
 # statewrightd, two echo servers, the load process and the peers, all on 127.0.0.1, all
-# stopped at the end. By default the goal run (bench/goals.py, about seven minutes): every
+# stopped at the end. By default the goal run (bench/goals.py, about ten minutes): every
 # goal measured in the same run, printed as a table marked met / not met, then the peers
 # side by side. Arguments go to bench/goals.py (--quick, --out DIR, --no-peers,
 # --server-patch NAME). With --classic first, the older sequence instead
