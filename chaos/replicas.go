@@ -44,7 +44,10 @@ func newReplica(idx int, python, repo, databaseURL, definitions, logPath string,
 	argv := []string{python, "-m", "statewrightd.cli", "serve",
 		"--listen", fmt.Sprintf("127.0.0.1:%d", port), "--database", databaseURL,
 		"--definitions", definitions, "--grace", "2", "--log-level", "INFO",
-		"--writer-queue", fmt.Sprint(writerQueue)}
+		"--writer-queue", fmt.Sprint(writerQueue),
+		// The watcher is one caller following every instance the run makes: more streams
+		// than the per-caller default allows once a slow run has many instances in flight.
+		"--max-watches", "10000"}
 	if processes != "" {
 		argv = append(argv, "--processes", processes)
 	}

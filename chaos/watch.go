@@ -200,7 +200,7 @@ func (v *watcher) reached(wf string, last int64) bool {
 
 func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 	var last atomic.Int64
-	notFound := 0
+	notFound, exhausted := 0, 0
 	for session := 0; ctx.Err() == nil; session++ {
 		if v.reached(wf, last.Load()) {
 			return
@@ -227,6 +227,15 @@ func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 			sleepCtx(ctx, time.Duration(min(notFound, 8))*time.Duration(500+rng.IntN(500))*time.Millisecond)
 			continue
 		}
+		if status.Code(err) == codes.ResourceExhausted {
+			// The replica has as many streams open as it allows (TOO_MANY_WATCHES): a
+			// client that came straight back would only add to its load. Back off, longer
+			// each time, as any client should.
+			exhausted++
+			sleepCtx(ctx, time.Duration(min(exhausted, 8))*time.Duration(500+rng.IntN(500))*time.Millisecond)
+			continue
+		}
+		exhausted = 0
 		op := Op{}
 		if err != nil {
 			classify(&op, err)

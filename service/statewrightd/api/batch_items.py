@@ -8,7 +8,11 @@ handler runs in the runner's task, which carries the batch's actor and view.
 How it ended is told by the error's gRPC code, through the one map from errors to codes
 (api/status.py): a refusal of the moment (storage down, the server busy, out of time, a
 conflict) leaves the item pending, to be tried again; any other ends it failed, with the
-code's name, the ErrorInfo reason and the message.
+code's name, the ErrorInfo reason and the message. A signal is answered rather than
+refused (``accepted`` false, with a rejection): a rejection of the moment (another step
+being saved, a recovery pending, the replica draining) leaves the item pending too, and
+one that the instance's own status explains (not running, paused) ends it failed, as the
+error of the same name would.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ import time
 from typing import Final
 
 import grpc
+from statewright.v1 import workflow_service_pb2 as wpb
 
 from statewrightd import errors
 from statewrightd.api.batch_requests import item_request
@@ -41,6 +46,20 @@ TRANSIENT: Final = frozenset(
         grpc.StatusCode.ABORTED,
     }
 )
+
+
+# The signal rejections an instance gives only for the moment: its item is tried again.
+RETRIED_REJECTIONS: Final = frozenset(
+    {
+        wpb.SignalRejection.SIGNAL_REJECTION_PERSISTING,
+        wpb.SignalRejection.SIGNAL_REJECTION_RECOVERY_REQUIRED,
+        wpb.SignalRejection.SIGNAL_REJECTION_SHUTTING_DOWN,
+    }
+)
+
+
+class _Retry(Exception):
+    """The item is to be tried again (a signal rejected for the moment)."""
 
 
 class _ItemCall:
@@ -76,6 +95,8 @@ class BatchItems:
     async def __call__(self, batch: BatchRecord, workflow_id: str) -> BatchItemEnd | None:
         try:
             await self._apply(batch, workflow_id)
+        except _Retry:
+            return None
         except errors.StatewrightError as exc:
             return item_end(workflow_id, exc)
         except Exception as exc:
@@ -97,4 +118,17 @@ class BatchItems:
         method, request = item_request(
             operation, workflow_id, str(doc.get("reason") or ""), batch.batch_id, to_revision
         )
-        await undecorated(self._servicer, method)(request, _ItemCall(ITEM_BUDGET))
+        answer = await undecorated(self._servicer, method)(request, _ItemCall(ITEM_BUDGET))
+        if isinstance(answer, wpb.SignalWorkflowResponse) and not answer.accepted:
+            _signal_rejected(workflow_id, answer.reason)
+
+
+def _signal_rejected(workflow_id: str, rejection: wpb.SignalRejection.ValueType) -> None:
+    if rejection in RETRIED_REJECTIONS:
+        raise _Retry
+    name = wpb.SignalRejection.Name(rejection).removeprefix("SIGNAL_REJECTION_")
+    raise errors.FailedPrecondition(
+        f"workflow {workflow_id} did not accept the signal: {name}",
+        reason=name,
+        metadata={"workflow_id": workflow_id},
+    )

@@ -4,8 +4,10 @@ the pace of starts, how an item's error ends it, and who may start which batch."
 
 from __future__ import annotations
 
+import asyncio
 import math
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 from google.protobuf import struct_pb2
@@ -13,7 +15,7 @@ from statewright.v1 import batch_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2 as wpb
 
 from statewrightd import errors
-from statewrightd.api.batch_items import item_end
+from statewrightd.api.batch_items import BatchItems, item_end
 from statewrightd.api.batch_requests import (
     batch_asked,
     batch_id_of,
@@ -27,6 +29,7 @@ from statewrightd.api.convert import DEFAULT_LIMITS
 from statewrightd.app.batch_reset import target_revision
 from statewrightd.app.batch_runner import GROUP_WINDOW, MAX_IN_FLIGHT, Pacer, page_size
 from statewrightd.app.batches import DEFAULT_RATE, BatchAsked
+from statewrightd.app.reads import Reads
 from statewrightd.domain import Status
 from statewrightd.reasons import Reason
 from statewrightd.security.roles import METHOD_RULES, MethodRule, Role, Scope, request_rule
@@ -291,3 +294,53 @@ def test_a_stored_batch_is_answered_with_its_operation_and_who_cancelled_it() ->
     dry = batch_pb(BatchRecord("", document, "", 3, 0, 0, 0, T0, T0))
     assert dry.name == "" and dry.state == pb.BATCH_STATE_UNSPECIFIED
     assert not dry.HasField("create_time")
+
+
+class _Answers:
+    """A WorkflowService whose SignalWorkflow answers as told."""
+
+    def __init__(self, answer: wpb.SignalWorkflowResponse) -> None:
+        self.answer = answer
+
+    async def SignalWorkflow(
+        self, request: wpb.SignalWorkflowRequest, context: object
+    ) -> wpb.SignalWorkflowResponse:
+        return self.answer
+
+
+@pytest.mark.parametrize(
+    ("rejection", "ends"),
+    [
+        (wpb.SIGNAL_REJECTION_UNSPECIFIED, "done"),
+        (wpb.SIGNAL_REJECTION_PERSISTING, "again"),
+        (wpb.SIGNAL_REJECTION_RECOVERY_REQUIRED, "again"),
+        (wpb.SIGNAL_REJECTION_SHUTTING_DOWN, "again"),
+        (wpb.SIGNAL_REJECTION_NOT_RUNNING, "NOT_RUNNING"),
+        (wpb.SIGNAL_REJECTION_WORKFLOW_PAUSED, "WORKFLOW_PAUSED"),
+    ],
+)
+def test_a_signal_not_accepted_is_tried_again_or_fails_by_its_rejection(
+    rejection: wpb.SignalRejection.ValueType, ends: str
+) -> None:
+    accepted = rejection == wpb.SIGNAL_REJECTION_UNSPECIFIED
+    servicer = _Answers(wpb.SignalWorkflowResponse(accepted=accepted, reason=rejection))
+    batch = BatchRecord(
+        "b",
+        {"operation": {"kind": "signal", "event": "bump"}, "reason": "r"},
+        "RUNNING",
+        1,
+        0,
+        0,
+        1,
+        T0,
+        T0,
+    )
+    end = asyncio.run(BatchItems(servicer, cast(Reads, None))(batch, "wf"))
+    if ends == "again":
+        assert end is None
+    elif ends == "done":
+        assert end is not None and not end.failed
+    else:
+        assert end is not None
+        assert (end.failed, end.code, end.reason) == (True, "FAILED_PRECONDITION", ends)
+        assert "did not accept the signal" in end.message
