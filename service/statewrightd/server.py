@@ -45,7 +45,7 @@ from statewrightd.security.auth_config import load_auth_config
 from statewrightd.security.authn import Authenticator
 from statewrightd.security.interceptor import CallerLimits, CallGate
 from statewrightd.security.tls import ReloadingCredentials, TlsFiles
-from statewrightd.tuning import tune_interpreter
+from statewrightd.tuning import loop_factory, tune_interpreter
 
 _log = logging.getLogger(__name__)
 
@@ -469,7 +469,8 @@ def run(config: ServerConfig, link: SupervisorLink | None = None) -> int:
     process = None if link is None else str(link.index)
     logs.configure(config.log_level, config.log_format, process)
     try:
-        return asyncio.run(serve(config, link))
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            return runner.run(serve(config, link))
     except DefinitionsRefused as exc:
         return _refused(exc)
     except (StatewrightError, OSError) as exc:

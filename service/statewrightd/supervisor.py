@@ -55,6 +55,7 @@ from statewrightd.pod import (
     parse_status,
     read_lines,
 )
+from statewrightd.tuning import loop_factory
 
 _log = logging.getLogger("statewrightd.supervisor")
 
@@ -161,7 +162,8 @@ def run(config: ServerConfig, count: int, why: str) -> int:
     """Run ``count`` (> 1) server processes under this supervisor; the exit code."""
     logs.configure(config.log_level, config.log_format, "supervisor")
     try:
-        return asyncio.run(Supervisor(config, count, why).run())
+        with asyncio.Runner(loop_factory=loop_factory()) as runner:
+            return runner.run(Supervisor(config, count, why).run())
     except OSError as exc:
         _log.error("statewrightd cannot start: %s", exc)
         return 2
