@@ -60,16 +60,21 @@ def _listing(n: str, after: bool, state: bool) -> str:
     )
 
 
+def _doomed(p: str, skip_locked: str) -> str:
+    return f"""
+SELECT batch_id, matched FROM batch_operations
+ WHERE state <> 'RUNNING' AND end_time <= {p.format("before")}
+ ORDER BY end_time, batch_id LIMIT {p.format("limit")}{skip_locked}
+"""
+
+
 def _statements(p: str, json: str, for_update: str, ids: str, ends: str) -> BatchStatements:
     """``p`` writes a named parameter (``:{}`` or ``%({})s``), ``json`` casts the document
-    parameter, ``for_update`` locks the rows a SELECT reads (and ``for_update`` with SKIP
-    LOCKED, the claim's), ``ids`` is a table of the ``ids`` parameter's values (column
-    ``value``) and ``ends`` a SELECT of the ``ends`` parameter's objects (columns end_id,
-    end_failed, end_code, end_reason, end_message)."""
-
-    def n(name: str) -> str:
-        return p.format(name)
-
+    parameter, ``for_update`` locks the rows a SELECT reads (with SKIP LOCKED: the claim's,
+    the purge's), ``ids`` is a table of the ``ids`` parameter's values (column ``value``),
+    ``ends`` a SELECT of the ``ends`` parameter's objects (end_id, end_failed, end_code,
+    end_reason, end_message)."""
+    n = p.format
     completes = _COMPLETES.format(done=n("done"), failed=n("failed"))
     skip_locked = f"{for_update} SKIP LOCKED" if for_update else ""
     return BatchStatements(
@@ -138,11 +143,7 @@ SELECT {rows.listed(rows.BATCH_FAILURE)} FROM batch_items
  WHERE batch_id = {n("batch_id")} AND failed AND workflow_id > {n("after")}
  ORDER BY workflow_id LIMIT {n("limit")}
 """,
-        doomed=f"""
-SELECT batch_id, matched FROM batch_operations
- WHERE state <> 'RUNNING' AND end_time <= {n("before")}
- ORDER BY end_time, batch_id LIMIT {n("limit")}{skip_locked}
-""",
+        doomed=_doomed(p, skip_locked),
         purge_items=f"DELETE FROM batch_items WHERE batch_id IN (SELECT value FROM {ids})",
         purge=f"DELETE FROM batch_operations WHERE batch_id IN (SELECT value FROM {ids})",
         listings={(a, s): _listing(p, a, s) for a in (False, True) for s in (False, True)},
