@@ -11,7 +11,7 @@ batch of its own transaction:
 - tombstones older than the request window;
 - finished batch operations, each with its items, once they ended longer ago than the
   server's retention and the request window (a retried start of a batch finds it while
-  its request id could still be retried).
+  its request id could still be retried), looked for once a minute.
 
 Replicas coordinate through the database: a batch takes its rows ``FOR UPDATE SKIP
 LOCKED``, so two replicas purging at once remove different rows, and neither waits for
@@ -44,6 +44,9 @@ IDLE_EVERY = 1.0
 MIN_PAUSE = 0.05
 PAUSE_FACTOR = 1.0  # the pause after a full batch, as a multiple of the batch's duration
 COUNT_EVERY = 5.0
+# Finished batch operations are few and kept for days: an idle server looks for them once
+# a minute (and at once again after a full purge), not in every round.
+BATCHES_EVERY = 60.0
 
 Removed = Callable[[tuple[str, ...]], None]
 
@@ -98,6 +101,7 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
         self._window = timedelta(seconds=request_window)
         keep = max(retention, request_window)
         self._batches_kept = None if math.isinf(keep) else timedelta(seconds=keep)
+        self._batches_due: datetime | None = None  # the next batch purge (None: now)
         self._removed = removed
         self._batch = batch
         self._rows: dict[str, int] = {}
@@ -130,6 +134,11 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
     def _claim(self) -> Callable[[], _Round]:
         repo, clock, batch, window = self._repo, self._clock, self._batch, self._window
         batches_kept = self._batches_kept
+        now = clock.now()
+        if self._batches_due is not None and now < self._batches_due:
+            batches_kept = None
+        else:
+            self._batches_due = now + timedelta(seconds=BATCHES_EVERY)
 
         def purge() -> _Round:
             began = time.monotonic()
@@ -161,6 +170,8 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
             except Exception:
                 _log.exception("telling of %d removed instances failed", len(removed.workflow_ids))
         batch_rows = sum(claimed.batches.rows.values())
+        if batch_rows >= self._batch:
+            self._batches_due = None
         full = (
             max(len(removed.workflow_ids), claimed.requests, claimed.tombstones, batch_rows)
             >= self._batch

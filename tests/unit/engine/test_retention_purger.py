@@ -313,3 +313,14 @@ def test_a_stopped_purger_schedules_nothing_more(
     assert loop.delays("_round") == []
     loop.take("_count")
     assert loop.delays("_count") == []
+
+
+def test_an_idle_purger_looks_for_finished_batches_once_a_minute(
+    purger: RetentionPurger, loop: ManualLoop, store: ScriptedStore
+) -> None:
+    purger.start()
+    loop.take("_round")
+    loop.take("_round")
+    # The clock stands still: the second round is within the minute, and skips batches.
+    assert [name for name, _ in store.calls].count("batches") == 1
+    assert [name for name, _ in store.calls].count("instances") == 2
