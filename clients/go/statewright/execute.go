@@ -97,7 +97,10 @@ func (c *Client) Execute(ctx context.Context, req *statewrightv1.StartWorkflowRe
 	if errors.Is(err, errArrived) {
 		return latest, nil
 	}
-	timedOut := bounded.Err() != nil && ctx.Err() == nil
+	// The server ends the stream at the deadline it was sent (DEADLINE_EXCEEDED) and that
+	// answer can arrive before this side's own timer has fired: either is the timeout.
+	deadline := bounded.Err() != nil || (opts.Timeout > 0 && status.Code(err) == codes.DeadlineExceeded)
+	timedOut := deadline && ctx.Err() == nil
 	if err != nil && !timedOut {
 		return nil, err
 	}

@@ -102,3 +102,19 @@ func TestExecuteReturnsAFailedStartAsIs(t *testing.T) {
 		t.Fatalf("Execute = %v, %v; want the FAILED instance, no error", got, err)
 	}
 }
+
+func TestExecuteTakesTheServersDeadlineAnswerAsTheTimeout(t *testing.T) {
+	// The server ends the stream at the deadline it was sent, which can reach the client
+	// before the client's own timer fires.
+	srv := &executeServer{first: wf(1, running)}
+	srv.script = []watchAttempt{{msgs: []*statewrightv1.WatchWorkflowResponse{step(2, running)},
+		end: status.Error(codes.DeadlineExceeded, "stream terminated by RST_STREAM with error code: CANCEL")}}
+	srv.current = wf(2, running)
+	client := newTestClient(t, srv)
+	_, err := client.Execute(context.Background(), &statewrightv1.StartWorkflowRequest{Definition: "d"},
+		statewright.ExecuteOptions{Until: statewright.UntilFinish, Timeout: time.Minute})
+	var late *statewright.ExecutionTimedOutError
+	if !errors.As(err, &late) || late.Workflow.GetRevision() != 2 {
+		t.Fatalf("err = %v, want an ExecutionTimedOutError at revision 2", err)
+	}
+}
