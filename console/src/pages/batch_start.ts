@@ -16,7 +16,7 @@ export type OperationKind = "cancel" | "signal" | "reset" | "retry" | "migrate" 
  * role its single RPC needs: StartBatchOperation asks the same of its caller). */
 export const OPERATIONS: Record<OperationKind, { label: string; does: string; role: string }> = {
   cancel: { label: "Cancel", does: "Cancels each instance, with the reason below.", role: "client" },
-  signal: { label: "Signal", does: "Signals each instance; an instance that does not accept the signal still counts as done.", role: "client" },
+  signal: { label: "Signal", does: "Signals each instance; one busy for the moment is tried again, and one not running or paused fails its item.", role: "client" },
   reset: { label: "Reset", does: "Resets each instance to a revision of its history: the latest one where it entered the state named below, or (none named) the last before it failed.", role: "operator" },
   retry: { label: "Retry", does: "Retries each FAILED instance in the state it failed in; any other is a failure of the batch.", role: "operator" },
   migrate: { label: "Migrate", does: "Moves each instance to another version of its definition.", role: "operator" },
