@@ -459,9 +459,10 @@ def _scheduled(polls: TaskPolls, children: ChildRunner, task: TaskRecord | TaskR
 
 
 def _ended(children: ChildRunner, outcome: Outcome, history: HistoryRecord) -> None:
-    """A step of this replica ended an instance: a child's end may wait for delivery."""
+    """A step of this replica ended an instance: a child's end may wait for delivery, or a
+    parent's children for their cancel."""
     if outcome.record.status in TERMINAL:
-        children.poke()
+        children.ended(outcome.record.workflow_id)
 
 
 def _post_quietly(loop: EventLoop, stops: list[Any]) -> None:
