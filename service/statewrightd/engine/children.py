@@ -91,7 +91,7 @@ class EndsWatched:
     Every other instance's end needs no round. An instance that became one of these after
     the read (a child another replica started since) is acted on by the next regular
     round, as anything another replica does; what this replica starts itself is added as
-    it starts. Without this, every instance that ended anywhere, child or not, cost a round
+    it starts. Without this, every instance that ended here, child or not, cost a round
     of four reads: most of a step's cost at low rates.
     """
 
