@@ -73,16 +73,6 @@ class _Start:
     refusal: str = ""
 
 
-@dataclass(slots=True)
-class _Round:
-    starts: list[_Start] = field(default_factory=list)
-    ended: list[tuple[TaskRecord, InstanceRecord]] = field(default_factory=list)
-    orphans: list[ChildLink] = field(default_factory=list)
-    removed: list[TaskRecord] = field(default_factory=list)  # children gone before delivery
-    taken: int = 0  # finished children retention may now remove
-    watched: EndsWatched | None = None
-
-
 class EndsWatched:
     """The instances whose end the runner acts on soon, as the last round read them: the
     children a parent waits for (their end is delivered) and the parents with live
@@ -116,6 +106,16 @@ class EndsWatched:
 
     def __contains__(self, workflow_id: object) -> bool:
         return workflow_id in self._children or workflow_id in self._parents
+
+
+@dataclass(slots=True)
+class _Round:
+    starts: list[_Start] = field(default_factory=list)
+    ended: list[tuple[TaskRecord, InstanceRecord]] = field(default_factory=list)
+    orphans: list[ChildLink] = field(default_factory=list)
+    removed: list[TaskRecord] = field(default_factory=list)  # children gone before delivery
+    taken: int = 0  # finished children retention may now remove
+    watched: EndsWatched = field(default_factory=EndsWatched)
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,8 +247,7 @@ class ChildRunner(BackgroundLoop[_Round, int]):
     # -- a round: act on it --------------------------------------------------------------
 
     def _fire(self, claimed: _Round) -> float | None:
-        if claimed.watched is not None:
-            self._watched = claimed.watched
+        self._watched = claimed.watched
         for start in claimed.starts:
             self._start(start)
         for task, child in claimed.ended:
