@@ -200,7 +200,7 @@ func (v *watcher) reached(wf string, last int64) bool {
 
 func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 	var last atomic.Int64
-	notFound, exhausted := 0, 0
+	notFound, exhausted, unavailable := 0, 0, 0
 	for session := 0; ctx.Err() == nil; session++ {
 		if v.reached(wf, last.Load()) {
 			return
@@ -223,8 +223,10 @@ func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 		if status.Code(err) == codes.NotFound && last.Load() == 0 {
 			// Not started yet (or never will be): look again in a while, less often as
 			// time goes by.
+			// An id whose start failed is never created: asking every few seconds for
+			// the whole run made most of the watcher's opens on a long one.
 			notFound++
-			sleepCtx(ctx, time.Duration(min(notFound, 8))*time.Duration(500+rng.IntN(500))*time.Millisecond)
+			sleepCtx(ctx, time.Duration(min(notFound, 30))*time.Duration(500+rng.IntN(500))*time.Millisecond)
 			continue
 		}
 		if status.Code(err) == codes.ResourceExhausted {
@@ -236,6 +238,18 @@ func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 			continue
 		}
 		exhausted = 0
+		if status.Code(err) == codes.Unavailable {
+			// The replica cannot serve the open now (its storage did not answer in time,
+			// or it is draining): coming back within a few hundred milliseconds, across
+			// thousands of followed instances, only adds to the load that slowed it.
+			unavailable++
+			op := Op{}
+			classify(&op, err)
+			v.rt.failed(rc, &op)
+			sleepCtx(ctx, time.Duration(min(unavailable, 8))*time.Duration(250+rng.IntN(250))*time.Millisecond)
+			continue
+		}
+		unavailable = 0
 		op := Op{}
 		if err != nil {
 			classify(&op, err)
