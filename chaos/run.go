@@ -362,7 +362,8 @@ func execute(cfg runConfig) (*report, error) {
 	watch, err := spawn(cfg.Out, "watch", append([]string{"watch", "--targets", tlist, "--proc", "v0",
 		"--seed", fmt.Sprint(rng.Uint64()), "--out", filepath.Join(cfg.Out, "watch", "v0.jsonl"),
 		"--watch", cfg.Watch, "--duration", cfg.Duration.String(),
-		"--final", filepath.Join(cfg.Out, "final-revisions.json"), "--final-wait", (cfg.SettleLimit / 2).String()}, lay...)...)
+		"--final", filepath.Join(cfg.Out, "final-revisions.json"), "--final-wait", (cfg.SettleLimit / 2).String(),
+		"--rest-limit", restLimit(cfg).String()}, lay...)...)
 	if err != nil {
 		return nil, err
 	}
@@ -454,7 +455,7 @@ func execute(cfg runConfig) (*report, error) {
 		problems = append(problems, err.Error())
 	}
 	watch.signal(syscall.SIGUSR1)
-	if err := watch.wait(60 * time.Second); err != nil {
+	if err := watch.wait(cfg.SettleLimit/2 + restLimit(cfg) + time.Minute); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if err := dumpTables(url, filepath.Join(cfg.Out, "db")); err != nil {
@@ -623,3 +624,7 @@ func writeJSON(path string, v any) error {
 	}
 	return os.WriteFile(path, append(data, '\n'), 0o644)
 }
+
+// restLimit: how long the watcher may take, once the run has settled, to follow from
+// revision 0 the instances no epoch listed (floods', probes', the side workloads').
+func restLimit(cfg runConfig) time.Duration { return 4 * cfg.SettleLimit }

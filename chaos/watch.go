@@ -52,6 +52,7 @@ func watchMain(args []string) error {
 	duration := fs.Duration("duration", time.Minute, "until when new epochs' instances are watched")
 	finalPath := fs.String("final", "", "on SIGUSR1: a JSON map of workflow id to final revision to reach, then exit (SIGUSR2: the load is over)")
 	finalWait := fs.Duration("final-wait", 45*time.Second, "how long streams may take to reach their final revisions")
+	restLimit := fs.Duration("rest-limit", 6*time.Minute, "how long, at most, following the instances no epoch listed may take once the run has settled")
 	fs.Parse(args)
 	na, no, nt := lay.Accounts, lay.Orders, lay.Timers
 	if *perEpoch != "all" {
@@ -69,7 +70,11 @@ func watchMain(args []string) error {
 		return err
 	}
 	v := &watcher{proc: *proc, rt: newRouter(conns, *seed), hist: hist, lay: lay, settled: make(chan struct{})}
-	ctx, cancel := context.WithCancel(context.Background())
+	// base ends on SIGTERM; ctx, the epochs' live streams, also once they had their time
+	// to reach their final revisions.
+	base, stop := context.WithCancel(context.Background())
+	defer stop()
+	ctx, cancel := context.WithCancel(base)
 	sigs := make(chan os.Signal, 2)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGUSR2)
 	loadDone := make(chan struct{})
@@ -91,7 +96,7 @@ func watchMain(args []string) error {
 					continue
 				}
 			}
-			cancel()
+			stop()
 			return
 		}
 	}()
@@ -131,7 +136,9 @@ func watchMain(args []string) error {
 		case <-v.settled:
 		case <-ctx.Done():
 		}
-		v.followRest(ctx, rng, followed)
+		if base.Err() == nil {
+			v.followRest(base, rng, followed, *finalWait, *restLimit)
+		}
 	}
 	wg.Wait()
 	cancel()
@@ -145,8 +152,31 @@ func watchMain(args []string) error {
 func (v *watcher) isSettling() bool { return isClosed(v.settled) }
 
 // followRest follows, restSlots at a time, every instance of the final revisions that the
-// epochs did not list.
-func (v *watcher) followRest(ctx context.Context, rng *rand.Rand, followed map[string]bool) {
+// epochs did not list. These are read back from revision 0 after the run, thousands on a
+// long one: a fixed time for all of them measured the cluster's speed (a loaded Citus
+// coordinator served a few dozen a second), not whether each stream is whole. So it goes
+// on while instances keep arriving at their final revisions, and gives up (what is left is
+// reported as never followed) once none has for stall, or after limit in all.
+func (v *watcher) followRest(base context.Context, rng *rand.Rand, followed map[string]bool, stall, limit time.Duration) {
+	ctx, cancel := context.WithTimeout(base, limit)
+	defer cancel()
+	var progress atomic.Int64
+	progress.Store(nowNS())
+	go func() {
+		tick := time.NewTicker(time.Second)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				if time.Duration(nowNS()-progress.Load()) > stall {
+					cancel()
+					return
+				}
+			}
+		}
+	}()
 	v.mu.Lock()
 	var rest []string
 	for wf := range v.final {
@@ -170,13 +200,14 @@ func (v *watcher) followRest(ctx context.Context, rng *rand.Rand, followed map[s
 		go func() {
 			defer func() { <-slots; wg.Done() }()
 			v.follow(ctx, rand.New(rand.NewPCG(s, 9)), wf)
+			progress.Store(nowNS())
 		}()
 	}
 	wg.Wait()
 }
 
 // restSlots: streams at once for the instances followed only once the run has settled.
-const restSlots = 24
+const restSlots = 48
 
 func isClosed(ch chan struct{}) bool {
 	select {
