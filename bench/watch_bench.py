@@ -23,7 +23,9 @@ small counter definition, then:
 2. Idle watchers (skipped with ``--idle-watchers 0``): on replica 0 only, opens
    ``--idle-watchers`` streams (Python watcher processes) that receive nothing after their
    first message and reads that replica's resident memory before and after: memory per
-   watcher, and any stream errors.
+   watcher, and any stream errors. Then, for ``--idle-window`` seconds (longer than the
+   server's periodic look for lost hints, 30 s on PostgreSQL), the CPU the replica and
+   PostgreSQL spend on streams that receive nothing: what watchers cost while idle.
 
 Run through bench/run_watch.sh, which brings its own PostgreSQL:
 
@@ -114,6 +116,10 @@ def start_servers(database: str, logs: Path, count: int) -> list[Served]:
                 # Each replica one process: the figures per replica stay what they were.
                 "--processes",
                 "1",
+                # Every stream here comes from one caller; the idle phase alone opens
+                # thousands on one replica.
+                "--max-watches",
+                "50000",
             ]
             log = logs / f"statewrightd-{index}.log"
             servers.append(_launch(f"statewrightd-{index}", argv, log, r"serving on [\d.]+:(\d+)"))
@@ -581,8 +587,8 @@ def idle_memory(args: argparse.Namespace, server: Served) -> dict[str, Any]:
     before = rss_kib(server.process.pid)
     ctx = mp.get_context("spawn")
     out = ctx.Queue()
-    hold = args.idle_hold
-    stop_at = time.time() + hold + 15.0
+    hold = max(args.idle_hold, args.idle_window + 4.0)
+    stop_at = time.time() + hold + 30.0
     readies = []
     procs = []
     per_instance = args.idle_watchers // instances
@@ -594,8 +600,13 @@ def idle_memory(args: argparse.Namespace, server: Served) -> dict[str, Any]:
         proc.start()
         procs.append(proc)
     all_open = all(ready.wait(max(0.1, stop_at - time.time() - 2)) for ready in readies)
-    time.sleep(hold / 2)
+    time.sleep(min(hold / 2, 3.0))
     after = rss_kib(server.process.pid)
+    pg_pids = _postgres_pids(args.pg_port) if args.pg_port else []
+    server_cpu, pg_cpu = _proc_cpu(f"/proc/{server.process.pid}/stat"), _pg_cpu(pg_pids)
+    time.sleep(args.idle_window)
+    server_cpu = _proc_cpu(f"/proc/{server.process.pid}/stat") - server_cpu
+    pg_cpu = _pg_cpu(pg_pids) - pg_cpu
     diag = pb_grpc.WorkflowServiceStub(grpc.insecure_channel(server.target)).GetDiagnostics(
         pb.GetDiagnosticsRequest(), timeout=10
     )
@@ -611,7 +622,16 @@ def idle_memory(args: argparse.Namespace, server: Served) -> dict[str, Any]:
         "rss_before_mib": round(before / 1024, 1),
         "rss_after_mib": round(after / 1024, 1),
         "kib_per_watcher": round((after - before) / max(1, watchers), 2),
+        "idle_window_s": args.idle_window,
+        "idle_server_cpu_ms_per_s": round(1000 * server_cpu / args.idle_window, 1),
+        "idle_postgres_cpu_ms_per_s": round(1000 * pg_cpu / args.idle_window, 1),
     }
+
+
+def _pg_cpu(pids: list[int]) -> float:
+    # A backend that exits inside the window reads 0 at the end: sum the survivors only.
+    alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
+    return sum(_proc_cpu(f"/proc/{pid}/stat") for pid in alive)
 
 
 def main() -> None:
@@ -640,6 +660,9 @@ def main() -> None:
     )
     parser.add_argument("--idle-watchers", type=int, default=5000, help="0 skips the idle phase")
     parser.add_argument("--idle-hold", type=float, default=6.0)
+    parser.add_argument(
+        "--idle-window", type=float, default=40.0, help="seconds of idle CPU measured"
+    )
     parser.add_argument("--watch-processes", type=int, default=2)
     parser.add_argument("--signal-processes", type=int, default=2, help="python only")
     args = parser.parse_args()

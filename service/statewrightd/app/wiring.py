@@ -33,6 +33,7 @@ from statewrightd.app.schedule_files import ScheduleFiles
 from statewrightd.app.schedules import Schedules
 from statewrightd.app.storage import Storage
 from statewrightd.app.tasks import TaskDesk
+from statewrightd.app.watch_recheck import WatchRecheck
 from statewrightd.app.workflows import Workflows
 from statewrightd.config import ServerConfig
 from statewrightd.definitions.model import CHILD_QUEUE
@@ -68,6 +69,12 @@ _log = logging.getLogger(__name__)
 WATCH_RECHECK_SECONDS = 30.0
 WATCH_RECHECK_UNHINTED_SECONDS = 10.0
 HINT_DELAY_SECONDS = 0.02
+
+
+async def _cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
 
 
 def watch_recheck_seconds(repo: object) -> float:
@@ -204,6 +211,10 @@ class Application:
         io = ThreadPoolExecutor(max_workers=IO_WORKERS, thread_name_prefix="statewright-io")
         closing.callback(io.shutdown, wait=False, cancel_futures=True)
         engine = await self._engine(repo, registry, io)
+        if engine.hub.recheck_after:
+            recheck = WatchRecheck(engine.hub, repo, storage.read)
+            looking = asyncio.create_task(recheck.run(engine.hub.recheck_after))
+            closing.push_async_callback(_cancelled, looking)
         handoff = Handoff(engine.loop, engine.runtime, self._step_observer)
         reads = Reads(repo, registry, storage)
         clock = Clock(timedelta(seconds=self.config.clock_offset_seconds))

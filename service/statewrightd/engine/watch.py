@@ -9,6 +9,8 @@ Every watcher has a bounded buffer. When a buffer overflows, the watcher drops w
 buffered and catches up from the history table instead: a slow consumer loses nothing,
 it just reads from the database for a while. Hints from other replicas (LISTEN/NOTIFY)
 work the same way: they only say "there is something newer than you have; read history".
+A hint can be lost; a periodic look at every watched instance's revision, one read for
+all of them (``watched_ids``, ``recheck``), sends the watchers it missed to history.
 """
 
 from __future__ import annotations
@@ -79,23 +81,14 @@ class Subscription:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    def _recheck(self) -> None:
-        # A periodic look at history covers a lost cross-replica hint.
-        self.needs_catch_up = True
-        self.wake()
-
-    async def wait(self, recheck_after: float | None) -> None:
+    async def wait(self) -> None:
         if self.buffer or self.needs_catch_up or self.closed or self.gone:
             return
-        loop = asyncio.get_running_loop()
-        self._waiter = waiter = loop.create_future()
-        timer = loop.call_later(recheck_after, self._recheck) if recheck_after else None
+        self._waiter = waiter = asyncio.get_running_loop().create_future()
         try:
             await waiter
         finally:
             self._waiter = None
-            if timer is not None:
-                timer.cancel()
 
     def take(self) -> tuple[list[StepEvent], bool]:
         events, self.buffer = self.buffer, []
@@ -109,8 +102,9 @@ class WatchHub:
     def __init__(self, buffer: int = DEFAULT_BUFFER, recheck_after: float | None = None) -> None:
         self._subs: dict[str, set[Subscription]] = {}
         self._buffer = buffer
-        # With other replicas, a periodic history check bounds the delay a lost hint can
-        # cause; a single process (SQLite) sees every step itself and never needs it.
+        # With other replicas, how often the store is asked for the watched instances'
+        # revisions: the bound on the delay a lost hint can cause. A single process
+        # (SQLite) sees every step itself and never needs it.
         self.recheck_after = recheck_after
         self.catch_ups = 0
         self.closed = False
@@ -163,6 +157,19 @@ class WatchHub:
                 if revision > sub.seen:
                     sub.needs_catch_up = True
                     sub.wake()
+
+    def watched_ids(self) -> list[str]:
+        """Every instance watched here, for a periodic look at their revisions."""
+        return list(self._subs)
+
+    def recheck(self, asked: Iterable[str], revisions: Mapping[str, int]) -> None:
+        """The latest ``revisions`` of the instances ``asked`` about, as the store has
+        them: a watcher behind one missed a hint and reads history; the watchers of one no
+        longer stored (removed by another replica) find out, and end. One read for every
+        watcher of a replica, where a look of each watcher's own at its history cost a
+        thousand reads a second with ten thousand watchers."""
+        self.hint(revisions.items())
+        self.gone([w for w in asked if w not in revisions])
 
     def gone(self, workflow_ids: Iterable[str]) -> None:
         """Instances removed from the store: their watchers find out, and end."""
@@ -291,7 +298,7 @@ class WatchFeed:
                         known = (await self._current(workflow_id)).record.revision
                 if sub.closed:
                     raise _shutting_down()
-                await sub.wait(hub.recheck_after)
+                await sub.wait()
                 events, catch_up = sub.take()
                 for event in events:
                     revision = event.record.revision

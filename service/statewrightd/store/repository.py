@@ -296,6 +296,11 @@ class Repository(BatchStore, ChildLinks, ScheduleStore, Protocol):
         created at or before ``requests_before``; counts stop at ``cap``."""
         ...
 
+    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
+        """The latest revision of each of ``workflow_ids`` that exists, in one read: how
+        watchers find the steps another replica's lost hints did not tell them of."""
+        ...
+
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
         """The armed timers of each instance that has any, in due order."""
         ...

@@ -194,6 +194,18 @@ def test_revisions_are_dense_with_one_history_row_each(repo: Repository) -> None
     assert repo.history_after("w-dense", 6, 10) == []
 
 
+def test_the_revisions_of_many_instances_come_in_one_read(repo: Repository) -> None:
+    rec = repo.create(create_op("w-rev-a"))
+    for _ in range(2):
+        op = save_op(rec, state=f"s{rec.revision + 1}")
+        repo.save(op)
+        rec = op.new
+    repo.create(create_op("w-rev-é"))
+    found = repo.instance_revisions(["w-rev-a", "nobody", "w-rev-é", "w-rev-a"])
+    assert found == {"w-rev-a": 3, "w-rev-é": 1}
+    assert repo.instance_revisions([]) == {}
+
+
 def test_history_is_written_if_and_only_if_the_state_is(repo: Repository) -> None:
     rec = repo.create(create_op("w-iff"))
     repo.save(save_op(rec))

@@ -74,16 +74,21 @@ async def test_close_wakes_every_watcher_and_refuses_new_ones() -> None:
     hub = WatchHub()
     sub = hub.subscribe("a")
     hub.close()
-    await sub.wait(None)  # returns at once: the stream must end
+    await sub.wait()  # returns at once: the stream must end
     assert sub.closed
     assert hub.subscribe("b").closed
 
 
-async def test_an_idle_wait_with_a_recheck_interval_asks_for_a_history_look() -> None:
-    hub = WatchHub(recheck_after=0.01)
-    sub = hub.subscribe("a")
-    await sub.wait(hub.recheck_after)
-    assert sub.take() == ([], True)
+async def test_a_recheck_sends_only_the_watchers_behind_the_store_to_history() -> None:
+    hub = WatchHub(recheck_after=10.0)
+    behind, current, removed = hub.subscribe("a"), hub.subscribe("b"), hub.subscribe("c")
+    behind.seen, current.seen, removed.seen = 3, 5, 2
+    assert sorted(hub.watched_ids()) == ["a", "b", "c"]
+    hub.recheck(["a", "b", "c"], {"a": 4, "b": 5})
+    assert behind.take() == ([], True) and behind.latest_known == 4
+    assert current.take() == ([], False)
+    # Not in the store any more (another replica removed it): its watcher ends.
+    assert removed.gone and removed.take() == ([], True)
 
 
 async def test_a_watch_whose_instance_vanishes_from_history_ends_with_the_read_error() -> None:
@@ -134,4 +139,4 @@ async def test_gone_wakes_the_watchers_of_removed_instances() -> None:
     a, b = hub.subscribe("a"), hub.subscribe("b")
     hub.gone(("a",))
     assert a.gone and a.needs_catch_up and not b.gone
-    await a.wait(None)  # returns at once
+    await a.wait()  # returns at once
