@@ -61,11 +61,12 @@ from statewrightd.store.writer import BatchObserver, GroupCommitWriter, unobserv
 
 _log = logging.getLogger(__name__)
 
-# How often an idle watcher re-reads history when other replicas may write (PostgreSQL):
-# the bound on the delay a lost LISTEN/NOTIFY hint can cause. On PostgreSQL a hint is part
-# of its step's transaction and is lost only with the listener's connection (which sends
-# every watcher to history when it is back); where hints are sent after the commit
-# (Citus), a replica that dies in between loses one, so watchers look more often.
+# How often the watched instances' revisions are read when other replicas may write
+# (PostgreSQL; app/watch_recheck.py): the bound on the delay a lost LISTEN/NOTIFY hint can
+# cause. On PostgreSQL a hint is part of its step's transaction and is lost only with the
+# listener's connection (which sends every watcher to history when it is back); where
+# hints are sent after the commit (Citus), a replica that dies in between loses one, so
+# the look comes more often.
 WATCH_RECHECK_SECONDS = 30.0
 WATCH_RECHECK_UNHINTED_SECONDS = 10.0
 HINT_DELAY_SECONDS = 0.02
@@ -78,7 +79,8 @@ async def _cancelled(task: asyncio.Task[None]) -> None:
 
 
 def watch_recheck_seconds(repo: object) -> float:
-    """How often an idle watcher reads history, given how ``repo`` sends step hints."""
+    """How often the watched instances are looked at, given how ``repo`` sends step
+    hints."""
     unhinted = getattr(repo, "hints_after_commit", False)
     return WATCH_RECHECK_UNHINTED_SECONDS if unhinted else WATCH_RECHECK_SECONDS
 

@@ -1,4 +1,4 @@
-"""How often an idle watcher reads history follows from how its store sends step hints."""
+"""How often the watched instances are looked at follows from how the store sends step hints."""
 
 from __future__ import annotations
 
