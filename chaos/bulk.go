@@ -151,16 +151,38 @@ func (s *sideLoad) endBulk(path string, limit time.Duration) error {
 	s.mu.Unlock()
 	sort.Strings(batches)
 	deadline := time.Now().Add(limit)
-	for _, batch := range batches {
-		rec := s.lookAtBulk(batch)
-		for rec.State == pb.BatchState_BATCH_STATE_RUNNING.String() && time.Now().Before(deadline) {
-			time.Sleep(250 * time.Millisecond)
-			rec = s.lookAtBulk(batch)
-		}
+	// A few at a time: one after the other, a long run's hundreds of batches took ten
+	// minutes to read back from a loaded cluster.
+	recs := make([]bulkRec, len(batches))
+	next := make(chan int)
+	var wg sync.WaitGroup
+	for w := 0; w < bulkReaders; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				rec := s.lookAtBulk(batches[i])
+				for rec.State == pb.BatchState_BATCH_STATE_RUNNING.String() && time.Now().Before(deadline) {
+					time.Sleep(250 * time.Millisecond)
+					rec = s.lookAtBulk(batches[i])
+				}
+				recs[i] = rec
+			}
+		}()
+	}
+	for i := range batches {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for _, rec := range recs {
 		out.write(rec)
 	}
 	return nil
 }
+
+// bulkReaders: batches read back at once after the load.
+const bulkReaders = 8
 
 // lookAtBulk reads one batch and all its failures, through whichever replica answers.
 func (s *sideLoad) lookAtBulk(batch string) bulkRec {
