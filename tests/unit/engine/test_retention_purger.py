@@ -220,6 +220,23 @@ def test_less_than_a_batch_waits_for_the_idle_interval(
     assert loop.delays("_round") == [retention.IDLE_EVERY]
 
 
+@pytest.mark.parametrize("found", ["instances", "requests", "tombstones", "nothing"])
+def test_a_round_that_removed_nothing_waits_longer(
+    purger: RetentionPurger, loop: ManualLoop, store: ScriptedStore, found: str
+) -> None:
+    if found == "instances":
+        store.instances = [Purged(("a",), {"workflow_instances": 1})]
+    elif found == "requests":
+        store.requests = [1]
+    elif found == "tombstones":
+        store.tombstones = [1]
+    purger.start()
+    loop.take("_round")
+    wait = retention.EMPTY_EVERY if found == "nothing" else retention.IDLE_EVERY
+    assert loop.delays("_round") == [wait]
+    assert retention.EMPTY_EVERY > retention.IDLE_EVERY
+
+
 @pytest.mark.parametrize("full", ["instances", "requests", "tombstones"])
 def test_a_full_batch_goes_on_after_a_pause_as_long_as_it_took(
     purger: RetentionPurger,
