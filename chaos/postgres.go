@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
+	"time"
 )
 
 // cluster is a private, throwaway PostgreSQL 15 that the run may restart at will. As in
@@ -114,9 +116,76 @@ func (c *cluster) start() error {
 // "immediate" (no shutdown at all: crash recovery at the next start), then starts it.
 func (c *cluster) restart(mode string) error {
 	if out, err := c.pg("pg_ctl", "-D", c.data, "-m", mode, "-w", "-t", "60", "stop"); err != nil {
-		return fmt.Errorf("pg_ctl stop -m %s: %v\n%s", mode, err, out)
+		// Seen on a loaded Citus run: an immediate stop that had not finished within the
+		// minute, after which the server went down on its own and nothing started it again,
+		// leaving the rest of the run without half its shards. The fault is a restart:
+		// kill what is left of the server, then start it.
+		fmt.Fprintf(os.Stderr, "chaos: pg_ctl stop -m %s on port %d: %v (%s); killing the server\n", mode, c.port, err, bytes.TrimSpace(out))
+		if kerr := c.kill(30 * time.Second); kerr != nil {
+			return fmt.Errorf("pg_ctl stop -m %s: %v\n%s\nthen: %v", mode, err, out, kerr)
+		}
 	}
-	return c.start()
+	var err error
+	for try := 0; try < 3; try++ {
+		if err = c.start(); err == nil {
+			return nil
+		}
+		time.Sleep(2 * time.Second)
+	}
+	return err
+}
+
+// kill ends the server's postmaster and every process it started, at once, and waits
+// until they are gone.
+func (c *cluster) kill(within time.Duration) error {
+	data, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
+	if err != nil {
+		return nil // no postmaster.pid: the server is down already
+	}
+	postmaster, err := strconv.Atoi(strings.TrimSpace(strings.SplitN(string(data), "\n", 2)[0]))
+	if err != nil || postmaster <= 0 {
+		return fmt.Errorf("postmaster.pid: %q", data)
+	}
+	pids := append(childrenOf(postmaster), postmaster)
+	for _, pid := range pids {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		alive := 0
+		for _, pid := range pids {
+			if syscall.Kill(pid, 0) == nil {
+				alive++
+			}
+		}
+		if alive == 0 {
+			return nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("the server's processes (%v) did not end within %s", pids, within)
+}
+
+// childrenOf lists the processes whose parent is pid.
+func childrenOf(pid int) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		child, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// The fields after the command (which may hold spaces) start after its last ')'.
+		rest := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(rest) > 1 && rest[1] == strconv.Itoa(pid) {
+			out = append(out, child)
+		}
+	}
+	return out
 }
 
 func (c *cluster) stop() {
