@@ -115,11 +115,16 @@ func (c *cluster) start() error {
 // restart stops the server in mode "fast" (clients disconnected, a clean shutdown) or
 // "immediate" (no shutdown at all: crash recovery at the next start), then starts it.
 func (c *cluster) restart(mode string) error {
-	if out, err := c.pg("pg_ctl", "-D", c.data, "-m", mode, "-w", "-t", "60", "stop"); err != nil {
-		// Seen on a loaded Citus run: an immediate stop that had not finished within the
-		// minute, after which the server went down on its own and nothing started it again,
-		// leaving the rest of the run without half its shards. The fault is a restart:
-		// kill what is left of the server, then start it.
+	// An immediate stop ends the server at once, or not at all: a loaded Citus worker's
+	// postmaster, told to, was still waiting for its children a minute later.
+	wait := "60"
+	if mode == "immediate" {
+		wait = "10"
+	}
+	if out, err := c.pg("pg_ctl", "-D", c.data, "-m", mode, "-w", "-t", wait, "stop"); err != nil {
+		// Before the kill, such a server went down later on its own and nothing started it
+		// again, leaving the rest of the run without half its shards. The fault is a
+		// restart: kill what is left of the server, then start it.
 		fmt.Fprintf(os.Stderr, "chaos: pg_ctl stop -m %s on port %d: %v (%s); killing the server\n", mode, c.port, err, bytes.TrimSpace(out))
 		if kerr := c.kill(30 * time.Second); kerr != nil {
 			return fmt.Errorf("pg_ctl stop -m %s: %v\n%s\nthen: %v", mode, err, out, kerr)
