@@ -350,8 +350,13 @@ _OPEN = frozenset({TaskStatus.SCHEDULED, TaskStatus.LEASED, TaskStatus.BACKOFF})
 
 def _tried_again(result: errors.StatewrightError) -> bool:
     """Whether a start that failed so is made again (its lease lapses): the server was
-    busy, shutting down, or the store did not answer."""
-    return isinstance(result, errors.Unavailable | errors.StorageUnavailable | errors.Aborted)
+    busy, shutting down, or the store did not answer; or it may have been made (its
+    outcome is unknown), and made again it answers the child that exists. Told "not
+    started", the parent of a child that was in fact started had its end for a child
+    that went on to complete."""
+    return isinstance(
+        result, errors.Unavailable | errors.StorageUnavailable | errors.Aborted | errors.Unknown
+    )
 
 
 def _prepare(
