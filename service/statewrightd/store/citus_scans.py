@@ -22,7 +22,7 @@ import psycopg
 
 from statewrightd.errors import OutcomeUnknown, StorageUnavailable
 from statewrightd.store import sql_citus as c
-from statewrightd.store.citus_errors import node_lost
+from statewrightd.store.citus_errors import node_lost, node_never_reached
 from statewrightd.store.citus_routing import Shard, ShardMap
 from statewrightd.store.codec import check_time
 from statewrightd.store.postgres import Conn, PostgresRepository
@@ -103,9 +103,9 @@ class CitusScans(PostgresRepository):
         except psycopg.InternalError as exc:
             if not node_lost(exc):
                 raise
-            if committing:
-                # A node lost while its part of the transaction commits (two-phase, when
-                # the write spans nodes) may have committed it.
+            if committing or not node_never_reached(exc):
+                # A node lost while its part commits (each statement commits as it runs
+                # here; two-phase when the write spans nodes) may have committed it.
                 raise OutcomeUnknown(f"a node was lost during COMMIT: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 

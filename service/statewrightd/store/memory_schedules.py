@@ -90,6 +90,11 @@ class MemorySchedules(MemoryState):
             found = {w: self._instances.get(w) for w in workflow_ids}
             return {w: ROWS.instance(i.row).status for w, i in found.items() if i is not None}
 
+    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
+        with self._held():
+            found = {w: self._instances.get(w) for w in workflow_ids}
+            return {w: ROWS.instance(i.row).revision for w, i in found.items() if i is not None}
+
     def schedule_count(self) -> int:
         with self._held():
             return len(self._schedules)

@@ -27,11 +27,6 @@ _CLAIM = len(rows.TIMER)
 class MemoryWork(MemorySchedules, BatchWriter, Repository):
     """The timers and tasks of the repository contract, held in memory."""
 
-    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
-        with self._held():
-            found = {w: self._instances.get(w) for w in workflow_ids}
-            return {w: ROWS.instance(i.row).revision for w, i in found.items() if i is not None}
-
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
         out: dict[str, list[TimerRecord]] = {}
         with self._held():

@@ -224,16 +224,22 @@ class PostgresRepository(SqlRepository):
     def _writing(self) -> Iterator[Conn]:
         # The pool commits a connection's transaction when the block using it succeeds;
         # a connection lost then may or may not have committed, which the caller must be
-        # told apart from a write that surely did not happen (as a step's is).
+        # told apart from a write that surely did not happen (as a step's is). With
+        # autocommit (Citus) each statement commits as it runs, so a connection lost while
+        # one ran may have committed it too: a task's retry told "not applied" had in fact
+        # given up its lease, and its worker went on as if it held it.
         committing = False
+        used: Conn | None = None
         try:
             with self._pooled(self._pool_timeout) as conn:
+                used = conn
                 yield conn
                 committing = True
         except PoolTimeout as exc:
             raise StorageUnavailable(f"no database connection available: {exc}") from exc
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            if committing and not isinstance(exc, _RETRYABLE):
+            lost_running = self.AUTOCOMMIT and used is not None and used.broken
+            if (committing or lost_running) and not isinstance(exc, _RETRYABLE):
                 raise OutcomeUnknown(f"connection lost during COMMIT: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 

@@ -120,6 +120,11 @@ class ScheduleStore(Protocol):
         """The status of each of ``workflow_ids`` that exists, in one read."""
         ...
 
+    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
+        """The latest revision of each of ``workflow_ids`` that exists, in one read: how
+        watchers find the steps another replica's lost hints did not tell them of."""
+        ...
+
 
 class BatchStore(Protocol):
     """Batch operations (store/sql_batches.py): a batch's row, and one row per instance it
@@ -294,11 +299,6 @@ class Repository(BatchStore, ChildLinks, ScheduleStore, Protocol):
     ) -> RetentionCounts:
         """What is overdue: instances past their expire_time at ``now``, request records
         created at or before ``requests_before``; counts stop at ``cap``."""
-        ...
-
-    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
-        """The latest revision of each of ``workflow_ids`` that exists, in one read: how
-        watchers find the steps another replica's lost hints did not tell them of."""
         ...
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:

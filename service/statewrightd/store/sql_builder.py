@@ -66,7 +66,6 @@ def statements(
     purge_requests: str,
     purge_tombstones: str,
     insert_definition: str,
-    instance_revisions: str,
     armed_timers: str,
     claim_timers: str,
     timer_counts: str,
@@ -113,7 +112,6 @@ def statements(
         list_instances=functools.partial(_list_instances, d),
         named=d.named,
         list_by_value=functools.partial(list_by_value, d),
-        instance_revisions=instance_revisions,
         armed_timers=armed_timers,
         claim_timers=claim_timers,
         next_timer_due=f"""

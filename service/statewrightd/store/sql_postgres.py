@@ -407,10 +407,6 @@ INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (%s, %s, %s, %s, 
 ON CONFLICT (name, version) DO NOTHING
 RETURNING {DEFINITION_COLUMNS}
 """,
-    instance_revisions="""
-SELECT workflow_id, revision FROM workflow_instances
- WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
-""",
     armed_timers=f"""
 SELECT {TIMER_COLUMNS} FROM workflow_timers
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))

@@ -31,6 +31,8 @@ class ScheduleStatements:
     # ids -> (workflow_id, status) of those that exist: what a claim's fires need to know
     # of the instances they would start or overlap, in one read for the whole claim.
     statuses: str
+    # ids -> (workflow_id, revision) of those that exist: what a replica's watchers missed.
+    revisions: str
 
 
 def _statements(p: str, json: str, skip_locked: str, among: str) -> ScheduleStatements:
@@ -77,6 +79,7 @@ SELECT min(next_fire_time) FROM schedules
 """,
         count="SELECT count(*) FROM schedules",
         statuses=f"SELECT workflow_id, status FROM workflow_instances WHERE {among}",
+        revisions=f"SELECT workflow_id, revision FROM workflow_instances WHERE {among}",
     )
 
 

@@ -133,10 +133,6 @@ DELETE FROM workflow_tombstones WHERE workflow_id IN (
         f"INSERT INTO workflow_definitions ({DEFINITION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?)"
         " ON CONFLICT (name, version) DO NOTHING"
     ),
-    instance_revisions="""
-SELECT workflow_id, revision FROM workflow_instances
- WHERE workflow_id IN (SELECT value FROM json_each(:ids))
-""",
     armed_timers=f"""
 SELECT {TIMER_COLUMNS} FROM workflow_timers
  WHERE workflow_id IN (SELECT value FROM json_each(:ids))

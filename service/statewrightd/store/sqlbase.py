@@ -97,8 +97,6 @@ class Statements:
     named: Callable[[str], str]  # a named parameter's placeholder
     # (value column, descending, given, filter condition) -> a page by a search field.
     list_by_value: Callable[[str, bool, frozenset[str], str], str]
-    # ids (a JSON array of workflow ids) -> (workflow_id, revision) of those that exist.
-    instance_revisions: str
     # Timers. Named parameters: ids (a JSON array of workflow ids), now, until, limit.
     armed_timers: str  # ids -> TIMER, by workflow id and due time
     # Claims up to limit unclaimed (or lapsed) timers due by now until ``until``; -> TIMER.
@@ -353,13 +351,6 @@ class SqlRepository(
         return [self.ROWS.definition(r) for r in self._read_all(self.SQL.list_definitions)]
 
     # -- timers ----------------------------------------------------------------------
-
-    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
-        if not workflow_ids:
-            return {}
-        ids = json.dumps(list(dict.fromkeys(workflow_ids)), ensure_ascii=False)
-        rows = self._read_all(self.SQL.instance_revisions, {"ids": ids})
-        return {str(r[0]): int(r[1]) for r in rows}
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
         if not workflow_ids:

@@ -100,11 +100,19 @@ class SqlSchedules:
         return int(row[0] or 0)
 
     def instance_statuses(self, workflow_ids: Sequence[str]) -> dict[str, Status]:
-        if not workflow_ids:
-            return {}
-        ids = json.dumps(list(dict.fromkeys(workflow_ids)), ensure_ascii=False)
-        rows = self._read_all(self.SCHEDULE_SQL.statuses, {"ids": ids})
+        rows = self._among(self.SCHEDULE_SQL.statuses, workflow_ids)
         return {str(r[0]): Status(r[1]) for r in rows}
+
+    def instance_revisions(self, workflow_ids: Sequence[str]) -> dict[str, int]:
+        rows = self._among(self.SCHEDULE_SQL.revisions, workflow_ids)
+        return {str(r[0]): int(r[1]) for r in rows}
+
+    def _among(self, sql: str, workflow_ids: Sequence[str]) -> list[Any]:
+        """The rows ``sql`` reads of ``workflow_ids`` (its ``ids``: a JSON array)."""
+        if not workflow_ids:
+            return []
+        ids = json.dumps(list(dict.fromkeys(workflow_ids)), ensure_ascii=False)
+        return self._read_all(sql, {"ids": ids})
 
     def _schedule_params(
         self, schedule_id: str, document: dict[str, Any], next_fire: datetime | None, now: datetime
