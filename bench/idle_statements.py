@@ -21,11 +21,11 @@ def statements(log: Path) -> list[tuple[float, str]]:
     for line in log.read_text(errors="replace").splitlines():
         match = LINE.match(line)
         if match:
-            at = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S.%f").replace(tzinfo=UTC)
-            found.append((at.timestamp(), match.group(2)))
+            logged = datetime.strptime(match.group(1), "%Y-%m-%d %H:%M:%S.%f")
+            found.append((logged.replace(tzinfo=UTC).timestamp(), match.group(2)))
         elif found and line.startswith(("\t", " ")):
-            at, text = found[-1]
-            found[-1] = (at, f"{text} {line.strip()}")
+            when, text = found[-1]
+            found[-1] = (when, f"{text} {line.strip()}")
     return found
 
 
