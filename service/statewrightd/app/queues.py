@@ -13,15 +13,15 @@ import asyncio
 import math
 import time
 from collections import defaultdict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TypeVar
 
 import yaml
 
 from statewrightd import errors
+from statewrightd.app.storage import Reader
 from statewrightd.definitions.files import is_queues_file
 from statewrightd.definitions.model import QUEUE_NAME
 from statewrightd.engine.clock import Clock
@@ -41,12 +41,6 @@ KNOWN_FOR = 5.0
 MIN_RECHECK = 0.02
 DEFAULT_KEYS = 5
 MAX_KEYS = 100
-
-T = TypeVar("T")
-
-
-class Reader(Protocol):
-    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
 # A queue's limits: counts of tasks, and tasks a second.

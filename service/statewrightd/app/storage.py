@@ -12,9 +12,9 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from statewrightd import errors
 from statewrightd.app.handoff import settle
@@ -24,6 +24,13 @@ from statewrightd.store.repository import Repository
 _log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Reader(Protocol):
+    """``Storage.read``, as the use cases that read through it take it."""
+
+    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
+
 
 READ_WORKERS = 8
 

@@ -27,10 +27,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from statewrightd import errors
 from statewrightd.app.queues import QueueDesk
+from statewrightd.app.storage import Reader
 from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
@@ -44,13 +45,8 @@ from statewrightd.store.repository import Choose, Repository
 
 _log = logging.getLogger(__name__)
 
-T = TypeVar("T")
 
 RECHECK = 2.0
-
-
-class Reader(Protocol):
-    def __call__(self, fn: Callable[[], T], /) -> Awaitable[T]: ...
 
 
 Step = Callable[[Command, float | None], Awaitable[Outcome]]

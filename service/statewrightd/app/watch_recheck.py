@@ -14,17 +14,13 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
-from typing import TypeVar
 
 from statewrightd import errors
+from statewrightd.app.storage import Reader
 from statewrightd.engine.watch import WatchHub
 from statewrightd.store.repository import Repository
 
 _log = logging.getLogger(__name__)
-
-T = TypeVar("T")
-Read = Callable[[Callable[[], T]], Awaitable[T]]
 
 CHUNK = 1000  # instances asked about in one read
 
@@ -32,7 +28,7 @@ CHUNK = 1000  # instances asked about in one read
 class WatchRecheck:
     """Asyncio thread; ``run`` until cancelled."""
 
-    def __init__(self, hub: WatchHub, repo: Repository, read: Read[dict[str, int]]) -> None:
+    def __init__(self, hub: WatchHub, repo: Repository, read: Reader) -> None:
         self._hub, self._repo, self._read = hub, repo, read
         self.reads = 0
 
