@@ -253,9 +253,9 @@ func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 		v.hist.write(rec)
 		if status.Code(err) == codes.NotFound && last.Load() == 0 {
 			// Not started yet (or never will be): look again in a while, less often as
-			// time goes by.
-			// An id whose start failed is never created: asking every few seconds for
-			// the whole run made most of the watcher's opens on a long one.
+			// time goes by, up to half a minute: an id whose start failed is never
+			// created, and asking every few seconds for the whole run made most of the
+			// watcher's opens on a long one.
 			notFound++
 			sleepCtx(ctx, time.Duration(min(notFound, 30))*time.Duration(500+rng.IntN(500))*time.Millisecond)
 			continue
@@ -269,23 +269,20 @@ func (v *watcher) follow(ctx context.Context, rng *rand.Rand, wf string) {
 			continue
 		}
 		exhausted = 0
-		if status.Code(err) == codes.Unavailable {
-			// The replica cannot serve the open now (its storage did not answer in time,
-			// or it is draining): coming back within a few hundred milliseconds, across
-			// thousands of followed instances, only adds to the load that slowed it.
-			unavailable++
-			op := Op{}
-			classify(&op, err)
-			v.rt.failed(rc, &op)
-			sleepCtx(ctx, time.Duration(min(unavailable, 8))*time.Duration(250+rng.IntN(250))*time.Millisecond)
-			continue
-		}
-		unavailable = 0
 		op := Op{}
 		if err != nil {
 			classify(&op, err)
 		}
 		v.rt.failed(rc, &op)
+		if status.Code(err) == codes.Unavailable {
+			// The replica cannot serve the open now (its storage did not answer in time,
+			// or it is draining): coming back within a few hundred milliseconds, across
+			// thousands of followed instances, only adds to the load that slowed it.
+			unavailable++
+			sleepCtx(ctx, time.Duration(min(unavailable, 8))*time.Duration(250+rng.IntN(250))*time.Millisecond)
+			continue
+		}
+		unavailable = 0
 		sleepCtx(ctx, time.Duration(50+rng.IntN(250))*time.Millisecond)
 	}
 }
