@@ -606,7 +606,9 @@ def idle_memory(args: argparse.Namespace, server: Served) -> dict[str, Any]:
     server_cpu, pg_cpu = _proc_cpu(f"/proc/{server.process.pid}/stat"), _pg_cpu(pg_pids)
     time.sleep(args.idle_window)
     server_cpu = _proc_cpu(f"/proc/{server.process.pid}/stat") - server_cpu
-    pg_cpu = _pg_cpu(pg_pids) - pg_cpu
+    pg_after = _pg_cpu(pg_pids)
+    # A backend that exits inside the window reads 0 at the end: left out, not subtracted.
+    pg_used = sum(pg_after[pid] - pg_cpu[pid] for pid in pg_after if pg_after[pid] > 0)
     diag = pb_grpc.WorkflowServiceStub(grpc.insecure_channel(server.target)).GetDiagnostics(
         pb.GetDiagnosticsRequest(), timeout=10
     )
@@ -624,14 +626,13 @@ def idle_memory(args: argparse.Namespace, server: Served) -> dict[str, Any]:
         "kib_per_watcher": round((after - before) / max(1, watchers), 2),
         "idle_window_s": args.idle_window,
         "idle_server_cpu_ms_per_s": round(1000 * server_cpu / args.idle_window, 1),
-        "idle_postgres_cpu_ms_per_s": round(1000 * pg_cpu / args.idle_window, 1),
+        "idle_postgres_cpu_ms_per_s": round(1000 * pg_used / args.idle_window, 1),
     }
 
 
-def _pg_cpu(pids: list[int]) -> float:
-    # A backend that exits inside the window reads 0 at the end: sum the survivors only.
-    alive = [pid for pid in pids if Path(f"/proc/{pid}").exists()]
-    return sum(_proc_cpu(f"/proc/{pid}/stat") for pid in alive)
+def _pg_cpu(pids: list[int]) -> dict[int, float]:
+    """CPU seconds of each PostgreSQL process so far (0 once it has exited)."""
+    return {pid: _proc_cpu(f"/proc/{pid}/stat") for pid in pids}
 
 
 def main() -> None:
