@@ -239,6 +239,35 @@ func TestAWatchStreamThatRepeatsOrSkipsARevisionIsReported(t *testing.T) {
 	expectAnomaly(t, g.check(t), propWatch, "missing")
 }
 
+func TestAWatchBoundLeavesOutTheDatabasesOutages(t *testing.T) {
+	// Revision 3 is made at t0 and reaches a stream open since before it 25 s later.
+	late := func(faults ...FaultRec) *runFixture {
+		f := account()
+		f.watch[4].T = t0 - int64(time.Millisecond)
+		f.watch[5].T = t0 + int64(25*time.Second)
+		f.faults = faults
+		return f
+	}
+	down := func(kind string, from, to time.Duration) FaultRec {
+		return FaultRec{Seq: 1, Kind: kind, Start: t0 + int64(from), End: t0 + int64(to), Recovered: t0 + int64(to)}
+	}
+	expectAnomaly(t, late().check(t), propWatch, "25.0s later, 25.0s of it with the database up")
+	// A replica killed is no outage of the database: the bound still runs.
+	expectAnomaly(t, late(down(faultKill, time.Second, 20*time.Second)).check(t), propWatch, "with the database up")
+	// A short outage leaves 23 s: still late.
+	expectAnomaly(t, late(down(faultWorkerRestart, time.Second, 3*time.Second)).check(t), propWatch, "23.0s of it with the database up")
+	// A worker down for 19 s, overlapping a stall of 2 s: 25 - 20 = 5 s with it up.
+	rep := late(down(faultWorkerRestart, time.Second, 20*time.Second), down(faultStall, 18*time.Second, 21*time.Second)).check(t)
+	for _, a := range rep.List {
+		if a.Property == propWatch {
+			t.Fatalf("a revision 5 s late with the database up was reported: %s", a.Detail)
+		}
+	}
+	if got := rep.Watch.MaxUpDelayS; got < 4.9 || got > 5.1 {
+		t.Fatalf("the slowest revision with the database up: %.2fs, want 5", got)
+	}
+}
+
 func TestATimerThatFiresTwiceIsReported(t *testing.T) {
 	wf := "tick-0-0"
 	armed := func(rev int64, at int64) []armedTimer {

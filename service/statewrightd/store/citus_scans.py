@@ -106,7 +106,7 @@ class CitusScans(PostgresRepository):
             if committing or not node_never_reached(exc):
                 # A node lost while its part commits (each statement commits as it runs
                 # here; two-phase when the write spans nodes) may have committed it.
-                raise OutcomeUnknown(f"a node was lost during COMMIT: {exc}") from exc
+                raise OutcomeUnknown(f"a node was lost while a write ran: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     # -- the shard map ---------------------------------------------------------------

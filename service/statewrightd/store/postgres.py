@@ -240,7 +240,8 @@ class PostgresRepository(SqlRepository):
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             lost_running = self.AUTOCOMMIT and used is not None and used.broken
             if (committing or lost_running) and not isinstance(exc, _RETRYABLE):
-                raise OutcomeUnknown(f"connection lost during COMMIT: {exc}") from exc
+                when = "during COMMIT" if committing else "while a write ran"
+                raise OutcomeUnknown(f"connection lost {when}: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     def _stored_schema_version(self) -> int:
