@@ -100,8 +100,14 @@ func (c *cluster) pg(tool string, args ...string) ([]byte, error) {
 	return out.Bytes(), err
 }
 
+// options: authentication_timeout bounds a stop. A connection that arrives while the
+// server shuts down gets a process of its own that only refuses it, and the postmaster
+// signals none of those, not even after an immediate stop's SIGKILL, but waits for each to
+// end: one whose client is slow to finish its (SSL) start-up lives up to the timeout, a
+// minute by default. The replicas and the coordinator reconnect at once, so a Citus
+// worker's immediate stop and start took 17 s instead of one or two.
 func (c *cluster) options() string {
-	return strings.TrimSpace(fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB %s", c.port, c.dir, c.extra))
+	return strings.TrimSpace(fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB -c authentication_timeout=2s %s", c.port, c.dir, c.extra))
 }
 
 func (c *cluster) start() error {
@@ -116,7 +122,8 @@ func (c *cluster) start() error {
 // "immediate" (no shutdown at all: crash recovery at the next start), then starts it.
 func (c *cluster) restart(mode string) error {
 	// An immediate stop ends the server at once, or not at all: a loaded Citus worker's
-	// postmaster, told to, was still waiting for its children a minute later.
+	// postmaster, told to, was still waiting for its children a minute later (see options;
+	// the kill below is the backstop).
 	wait := "60"
 	if mode == "immediate" {
 		wait = "10"
