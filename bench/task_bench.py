@@ -14,6 +14,11 @@ Not a test. Run it through bench/run_tasks.sh, which brings its own PostgreSQL. 
    worker's receipt of it), end-to-end p50/p99 (an instance's creation to its last
    task's completion), and server CPU per task step.
 
+``--worker-engine go`` runs the same worker loop in Go (bench/goload's ``tasks``
+scenario), ``java`` in Java (bench/javaworker, on the Java client's stubs), ``all`` the
+three in turn in each round: a Python worker spends about as much CPU a task as the
+server does, on the same two cores.
+
 Every run starts from an empty queue: the instances a run leaves in flight (its workers
 stop, its population does not) are cancelled before the next run, and the run begins only
 once the database holds no open task of the queue (the report says what was cancelled and
@@ -25,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import random
@@ -47,6 +53,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 # The repository root, so that `bench` is importable when this file runs as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import loadgen
 from bench.timer_bench import closed_loop, cpu_seconds, percentile, server, workspace
 
 QUEUE = "bench.steps"
@@ -241,8 +248,74 @@ def baseline(targets: list[str], seconds: float) -> float:
     return asyncio.run(run())
 
 
+@functools.cache
+def java_classpath() -> str:
+    """Build the Java worker once (bench/javaworker/build.sh) and return its classpath."""
+    built = subprocess.run(
+        ["bash", str(Path(__file__).resolve().parent / "javaworker" / "build.sh")],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=900,
+    )
+    if built.returncode != 0:
+        raise SystemExit(f"the Java worker did not build:\n{built.stderr[-3000:]}")
+    return built.stdout.strip()
+
+
+def worker_argv(
+    engine: str, targets: list[str], window: tuple[float, float, float], pollers: int
+) -> list[str]:
+    """One worker process's command line: this file's ``work`` (python), or the same loop
+    in Go (bench/goload's tasks scenario), whose own CPU leaves the machine's cores to the
+    service."""
+    begin, end, stop = window
+    if engine == "java":
+        return [
+            "java",
+            "-cp",
+            java_classpath(),
+            "TaskWorker",
+            ",".join(targets),
+            repr(begin),
+            repr(end),
+            repr(stop),
+            str(pollers),
+            QUEUE,
+            "four-tasks",
+        ]
+    if engine == "go":
+        return [
+            str(loadgen.goload_binary()),
+            "--scenario",
+            "tasks",
+            "--target",
+            ",".join(targets),
+            "--task-window",
+            f"{begin!r},{end!r},{stop!r}",
+            "--pollers",
+            str(pollers),
+            "--task-queue",
+            QUEUE,
+        ]
+    return [
+        sys.executable,
+        __file__,
+        "--worker",
+        ",".join(targets),
+        "--begin",
+        str(begin),
+        "--end",
+        str(end),
+        "--stop",
+        str(stop),
+        "--pollers",
+        str(pollers),
+    ]
+
+
 def tasks_run(
-    args: argparse.Namespace, targets: list[str], pids: list[int], database: str
+    args: argparse.Namespace, targets: list[str], pids: list[int], database: str, engine: str
 ) -> dict[str, Any]:
     emptied = empty_queue(targets, database)
     start_population(targets, args.population)
@@ -254,20 +327,7 @@ def tasks_run(
         rotated = targets[w % len(targets) :] + targets[: w % len(targets)]
         procs.append(
             subprocess.Popen(
-                [
-                    sys.executable,
-                    __file__,
-                    "--worker",
-                    ",".join(rotated),
-                    "--begin",
-                    str(begin),
-                    "--end",
-                    str(end),
-                    "--stop",
-                    str(stop),
-                    "--pollers",
-                    str(args.pollers),
-                ],
+                worker_argv(engine, rotated, (begin, end, stop), args.pollers),
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -284,6 +344,7 @@ def tasks_run(
     e2e = [x for r in results for x in r["end_to_end"]]
     return {
         **emptied,
+        "worker_engine": engine,
         "task_steps_per_s": steps / args.seconds,
         "workflows_per_s": sum(r["completed_workflows"] for r in results) / args.seconds,
         "errors": sum(r["errors"] for r in results),
@@ -308,6 +369,13 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=5.0)
     parser.add_argument("--repeat", type=int, default=2, help="runs of each measurement")
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 s windows, once")
+    parser.add_argument(
+        "--worker-engine",
+        choices=["python", "go", "java", "all"],
+        default="python",
+        help="the workers: grpc.aio in Python, Go (bench/goload), Java (bench/javaworker),"
+        " or all three in turn in each round",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--begin", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--end", type=float, help=argparse.SUPPRESS)
@@ -337,22 +405,27 @@ def main() -> None:
         targets = [t for t, _ in started]
         pids = [p for _, p in started]
         # Interleaved, so that a drift of the machine's speed hits both alike.
+        engines = ["python", "go", "java"] if args.worker_engine == "all" else [args.worker_engine]
         for _ in range(args.repeat):
             base = baseline(targets, args.seconds)
-            run = tasks_run(args, targets, pids, database)
-            run["start_to_complete_per_s"] = base
-            run["ratio_task_steps_to_start_to_complete"] = run["task_steps_per_s"] / base
-            report["runs"].append(run)
-            print(json.dumps(run), file=sys.stderr, flush=True)
-    runs = report["runs"]
-    report["task_steps_per_s_median"] = statistics.median(r["task_steps_per_s"] for r in runs)
-    report["ratio_median"] = statistics.median(
-        r["ratio_task_steps_to_start_to_complete"] for r in runs
-    )
+            for engine in engines:
+                run = tasks_run(args, targets, pids, database, engine)
+                run["start_to_complete_per_s"] = base
+                run["ratio_task_steps_to_start_to_complete"] = run["task_steps_per_s"] / base
+                report["runs"].append(run)
+                print(json.dumps(run), file=sys.stderr, flush=True)
     print(json.dumps(report, indent=2))
-    rate = report["task_steps_per_s_median"]
-    verdict = "met" if rate >= 1000 else "NOT met"
-    print(f"goal >= 1,000 task steps/s with {args.replicas} replicas: {rate:.0f}/s: {verdict}")
+    for engine in engines:
+        runs = [r for r in report["runs"] if r["worker_engine"] == engine]
+        rate = statistics.median(r["task_steps_per_s"] for r in runs)
+        ratio = statistics.median(r["ratio_task_steps_to_start_to_complete"] for r in runs)
+        cpu = statistics.median(r["server_cpu_ms_per_task_step"] for r in runs)
+        verdict = "met" if rate >= 1000 else "NOT met"
+        print(
+            f"{engine} workers: goal >= 1,000 task steps/s with {args.replicas} replicas:"
+            f" {rate:.0f}/s: {verdict} (ratio to start-to-complete {ratio:.2f},"
+            f" server CPU {cpu:.2f} ms per task step)"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@
 //
 // bench/watch_bench.py runs one more scenario, watch (see watch.go): WatchWorkflow streams
 // on the instances listed in --ids-file, and SignalWorkflow open loop at --rate to them.
+// bench/task_bench.py runs another, tasks (see tasks.go): a task worker of its benchmark.
 //
 // --rate is the total offered rate of all --processes processes (0: closed loop); this
 // process sends rate/processes per second, phase-shifted by index/processes of an interval.
@@ -88,6 +89,11 @@ type plan struct {
 	watchersPerInstance int
 	// series: completions and latencies per bucket of this many seconds (0: none)
 	seriesEvery float64
+	// tasks scenario only
+	taskWindow     string
+	pollers        int
+	taskQueue      string
+	taskDefinition string
 }
 
 // report is loadgen.py's ChildReport, field for field.
@@ -133,9 +139,12 @@ func main() {
 	}
 	var rep any
 	var err error
-	if p.scenario == "watch" {
+	switch p.scenario {
+	case "watch":
 		rep, err = runWatch(p)
-	} else {
+	case "tasks":
+		rep, err = runTasks(p)
+	default:
 		rep, err = run(p)
 	}
 	if err != nil {
@@ -157,7 +166,7 @@ func parseFlags() plan {
 	var p plan
 	var target string
 	flag.StringVar(&target, "target", "", "HOST:PORT of the server, or several comma-separated (required)")
-	flag.StringVar(&p.scenario, "scenario", "", "start, echo, hitl, resume or watch (required)")
+	flag.StringVar(&p.scenario, "scenario", "", "start, echo, hitl, resume, watch or tasks (required)")
 	flag.IntVar(&p.processes, "processes", 1, "load processes in the run (splits --rate)")
 	flag.IntVar(&p.index, "index", 0, "this process's index among --processes")
 	flag.IntVar(&p.concurrency, "concurrency", 16, "closed loop: lanes; open loop: in-flight cap")
@@ -174,6 +183,10 @@ func parseFlags() plan {
 	flag.StringVar(&p.idsFile, "ids-file", "", "watch: workflow ids to watch and signal, one a line")
 	flag.IntVar(&p.watchersPerInstance, "watchers-per-instance", 1, "watch: streams on each instance")
 	flag.Float64Var(&p.seriesEvery, "series-every", 0, "report completions per bucket of this many seconds; 0: none")
+	flag.StringVar(&p.taskWindow, "task-window", "", "tasks: BEGIN,END,STOP in Unix seconds (count in [BEGIN, END), work until STOP)")
+	flag.IntVar(&p.pollers, "pollers", 4, "tasks: concurrent polls")
+	flag.StringVar(&p.taskQueue, "task-queue", "bench.steps", "tasks: the queue to poll")
+	flag.StringVar(&p.taskDefinition, "task-definition", "four-tasks", "tasks: the definition a completed instance starts again")
 	flag.Parse()
 	p.targets = splitTargets(target)
 	given := map[string]bool{}
@@ -195,8 +208,10 @@ func parseFlags() plan {
 	switch {
 	case len(p.targets) == 0:
 		fail("--target is required (HOST:PORT, or several comma-separated)")
-	case !slices.Contains([]string{"start", "echo", "hitl", "resume", "watch"}, p.scenario):
-		fail("--scenario must be start, echo, hitl, resume or watch; got %q", p.scenario)
+	case !slices.Contains([]string{"start", "echo", "hitl", "resume", "watch", "tasks"}, p.scenario):
+		fail("--scenario must be start, echo, hitl, resume, watch or tasks; got %q", p.scenario)
+	case p.scenario == "tasks" && (p.taskWindow == "" || p.pollers < 1):
+		fail("--scenario tasks needs --task-window and --pollers >= 1")
 	case p.scenario == "resume" && p.prepare <= 0:
 		fail("--scenario resume needs --prepare N (WAITING instances per process)")
 	case p.scenario == "watch" && (p.idsFile == "" || p.watchersPerInstance < 1 || p.rate <= 0):
