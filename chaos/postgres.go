@@ -107,7 +107,7 @@ func (c *cluster) pg(tool string, args ...string) ([]byte, error) {
 // minute by default. The replicas and the coordinator reconnect at once, so a Citus
 // worker's immediate stop and start took 17 s instead of one or two.
 func (c *cluster) options() string {
-	return strings.TrimSpace(fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB -c authentication_timeout=2s %s", c.port, c.dir, c.extra))
+	return strings.TrimSpace(fmt.Sprintf("-c listen_addresses=127.0.0.1 -p %d -k %s -c max_connections=300 -c shared_buffers=128MB -c authentication_timeout=5s %s", c.port, c.dir, c.extra))
 }
 
 func (c *cluster) start() error {
