@@ -97,19 +97,39 @@ func (r *replica) start(timeout time.Duration) error {
 	case <-exited:
 		return fmt.Errorf("replica %d exited before serving (see its log)", r.idx)
 	case <-time.After(timeout):
-		cmd.Process.Kill()
+		signalPod(cmd.Process.Pid, syscall.SIGKILL)
 		<-exited
 		return fmt.Errorf("replica %d did not serve within %s", r.idx, timeout)
 	}
 }
 
+// signal sends sig to the replica: a drain (SIGTERM) to its statewrightd, which passes it
+// on; any other signal to every process of it (see signalPod).
 func (r *replica) signal(sig syscall.Signal) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.cmd == nil || r.cmd.Process == nil {
 		return fmt.Errorf("replica %d is not running", r.idx)
 	}
-	return r.cmd.Process.Signal(sig)
+	if sig == syscall.SIGTERM {
+		return r.cmd.Process.Signal(sig)
+	}
+	return signalPod(r.cmd.Process.Pid, sig)
+}
+
+// signalPod sends sig to a replica's statewrightd and to every server process it started,
+// as a kill or a freeze reaches every process of a container. With several server
+// processes statewrightd is a supervisor, and they run in sessions of their own: one
+// whose supervisor is killed drains and exits, so that a kill of the supervisor alone
+// was a drain, and a pause of it paused nothing that serves. The processes are listed
+// first: once the supervisor is dead, they are no longer its children.
+func signalPod(pid int, sig syscall.Signal) error {
+	children := childrenOf(pid)
+	err := syscall.Kill(pid, sig)
+	for _, child := range children {
+		syscall.Kill(child, sig)
+	}
+	return err
 }
 
 func (r *replica) kill() {
@@ -117,11 +137,11 @@ func (r *replica) kill() {
 	r.wait(10 * time.Second)
 }
 
-// halt kills the replica's process at once, paused or not, without waiting for it.
+// halt kills the replica's processes at once, paused or not, without waiting for them.
 func (r *replica) halt() {
 	if p := r.proc.Load(); p != nil {
-		p.Signal(syscall.SIGCONT)
-		p.Kill()
+		signalPod(p.Pid, syscall.SIGCONT)
+		signalPod(p.Pid, syscall.SIGKILL)
 	}
 }
 
