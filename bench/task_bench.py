@@ -404,8 +404,13 @@ def main() -> None:
         ]
         targets = [t for t, _ in started]
         pids = [p for _, p in started]
-        # Interleaved, so that a drift of the machine's speed hits both alike.
         engines = ["python", "go", "java"] if args.worker_engine == "all" else [args.worker_engine]
+        # Built before any window opens: a build inside one would eat its warm-up.
+        if "go" in engines:
+            loadgen.goload_binary()
+        if "java" in engines:
+            java_classpath()
+        # Interleaved, so that a drift of the machine's speed hits both alike.
         for _ in range(args.repeat):
             base = baseline(targets, args.seconds)
             for engine in engines:
