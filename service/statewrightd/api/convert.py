@@ -259,6 +259,23 @@ class _KeyOrderedDiff(jsonpatch.DiffBuilder):  # type: ignore[misc]
     and a live watch. The hook is the one ``JsonPatch.from_diff`` drives (jsonpatch is
     pinned)."""
 
+    # A list's element is never paired into a move: the library's pairing of one with a
+    # member elsewhere (an object's, or another list's) shifts the wrong indices, and the
+    # patch no longer applies ({"": [false], "0": null} to {"": [null]} was one).
+    def _item_added(self, path: str, key: str | int, item: Any) -> None:
+        if not isinstance(key, int):
+            super()._item_added(path, key, item)
+            return
+        add = {"op": "add", "path": jsonpatch._path_join(path, key), "value": item}
+        self.insert(jsonpatch.AddOperation(add, pointer_cls=self.pointer_cls))
+
+    def _item_removed(self, path: str, key: str | int, item: Any) -> None:
+        if not isinstance(key, int):
+            super()._item_removed(path, key, item)
+            return
+        remove = {"op": "remove", "path": jsonpatch._path_join(path, key)}
+        self.insert(jsonpatch.RemoveOperation(remove, pointer_cls=self.pointer_cls))
+
     def _compare_dicts(self, path: str, src: Mapping[str, Any], dst: Mapping[str, Any]) -> None:
         for key in sorted(src.keys() - dst.keys()):
             self._item_removed(path, key, src[key])

@@ -13,7 +13,7 @@ from typing import Any
 import jsonpatch
 import pytest
 from google.protobuf import json_format, struct_pb2
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from statewrightd.api.convert import context_patch_pb, dict_to_struct, struct_to_dict
@@ -71,6 +71,8 @@ def test_a_value_with_no_json_form_is_refused() -> None:
 
 
 @given(contexts, contexts)
+@example({"": [False], "0": None}, {"": [None]})  # a list element once paired into a move
+@example({"a": [1, 2, 3], "b": 2}, {"a": [2, 3], "c": 1})
 def test_a_context_patch_turns_the_context_before_into_the_one_after(
     before: dict[str, Any], after: dict[str, Any]
 ) -> None:
