@@ -142,8 +142,17 @@ class InstanceLoader:
 
     def load(self, workflow_id: str) -> Found:
         """The instance ``workflow_id``; raises RecordNotFound when there is none."""
-        (found,) = self.complete([self._repo.load(workflow_id)])
-        return found
+        whole = self._repo.load_whole(workflow_id)
+        if whole is None:
+            (found,) = self.complete([self._repo.load(workflow_id)])
+            return found
+        record = whole.record
+        loaded = self._registry.get(record.definition, record.version)
+        # As ``complete`` would have read them: what the definition can have, no more (a
+        # map state's items are not its one task).
+        timers = whole.timers if loaded.definition.timed_from or delayed(record) else ()
+        task = whole.task if in_task_state(loaded, record) else None
+        return self._found(record, loaded, timers, task)
 
     def complete(self, records: Sequence[InstanceRecord]) -> list[Found]:
         """The instances of ``records`` (as a page lists them), each whole."""
@@ -157,13 +166,19 @@ class InstanceLoader:
         timers = repo.armed_timers(timed) if timed else {}
         tasks = repo.open_tasks(tasked) if tasked else {}
         return [
-            Found(
-                replace(settled_from(repo, r), fan_out=fan_out(repo, r.workflow_id))
-                if in_map_state(d, r)
-                else settled_from(repo, r),
-                d,
-                tuple(timers.get(r.workflow_id, ())),
-                tasks.get(r.workflow_id),
-            )
+            self._found(r, d, tuple(timers.get(r.workflow_id, ())), tasks.get(r.workflow_id))
             for r, d in pairs
         ]
+
+    def _found(
+        self,
+        record: InstanceRecord,
+        loaded: Loaded,
+        timers: tuple[TimerRecord, ...],
+        task: TaskRecord | None,
+    ) -> Found:
+        repo = self._repo
+        settled = settled_from(repo, record)
+        if in_map_state(loaded, record):
+            settled = replace(settled, fan_out=fan_out(repo, record.workflow_id))
+        return Found(settled, loaded, timers, task)

@@ -32,6 +32,7 @@ from statewrightd.store.records import (
     RetentionCounts,
     TaskRecord,
     TimerRecord,
+    WholeInstance,
 )
 from statewrightd.store.repository import Choose, Params
 from statewrightd.store.rows import Rows
@@ -250,6 +251,9 @@ class CitusScans(PostgresRepository):
     def timer_counts(self, now: datetime) -> tuple[int, int]:
         rows = self._scan(c.TIMER_COUNTS, {"now": self._when(now, "now")}, ALL)
         return sum(int(r["armed"]) for r in rows), sum(int(r["due"]) for r in rows)
+
+    def load_whole(self, workflow_id: str) -> WholeInstance | None:
+        return None  # timers and tasks are read node by node (below), not in one pipeline
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
         if not workflow_ids:

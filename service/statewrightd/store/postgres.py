@@ -42,6 +42,7 @@ from statewrightd.store.records import (
     Operation,
     Purged,
     Save,
+    WholeInstance,
     target_of,
 )
 from statewrightd.store.rows import INSTANCE, Rows
@@ -81,6 +82,29 @@ def _configure(conn: Conn) -> None:
     # Timestamps come back in UTC whatever the server's default zone is.
     conn.execute("SET TIME ZONE 'UTC'")
     conn.commit()
+
+
+@contextmanager
+def _autocommitted(conn: Conn) -> Iterator[Conn]:
+    """``conn`` running each statement as its own transaction for the block, then back.
+
+    A read is one statement: in a transaction of its own it would cost two more round
+    trips (BEGIN, COMMIT) and isolate nothing more (each statement of a READ COMMITTED
+    transaction sees its own snapshot anyway). A connection that cannot be put back to
+    transactions is closed: the pool must never hand a writer one that commits each
+    statement as it runs.
+    """
+    if conn.autocommit:
+        yield conn
+        return
+    conn.autocommit = True
+    try:
+        yield conn
+    finally:
+        try:
+            conn.autocommit = False
+        except psycopg.Error:
+            conn.close()
 
 
 class _CommitLost(Exception):
@@ -213,7 +237,7 @@ class PostgresRepository(SqlRepository):
     @contextmanager
     def _reading(self) -> Iterator[Conn]:
         try:
-            with self._pooled(self._pool_timeout) as conn:
+            with self._pooled(self._pool_timeout) as conn, _autocommitted(conn):
                 yield conn
         except PoolTimeout as exc:
             raise StorageUnavailable(f"no database connection available: {exc}") from exc
@@ -243,6 +267,21 @@ class PostgresRepository(SqlRepository):
                 when = "during COMMIT" if committing else "while a write ran"
                 raise OutcomeUnknown(f"connection lost {when}: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
+
+    def load_whole(self, workflow_id: str) -> WholeInstance | None:
+        # Three statements, one round trip: a pipeline sends them all before reading.
+        ids = json.dumps([workflow_id], ensure_ascii=False)
+        with self._reading() as conn:
+            with conn.pipeline():
+                found = conn.execute(self.SQL.load, (workflow_id,))
+                armed = conn.execute(self.SQL.armed_timers, {"ids": ids})
+                tasks = conn.execute(self.SQL.open_tasks, {"ids": ids})
+            row = found.fetchone()
+            timers = tuple(self.ROWS.timer(r) for r in armed.fetchall())
+            task = next((self.ROWS.task(r) for r in tasks.fetchall()), None)
+        if row is None:
+            raise failures.workflow_not_found(workflow_id)
+        return WholeInstance(self.ROWS.instance(row), timers, task)
 
     def _stored_schema_version(self) -> int:
         try:

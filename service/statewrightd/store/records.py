@@ -46,6 +46,16 @@ class InstanceRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class WholeInstance:
+    """An instance's row with its armed timers (in due order) and its open task, as one
+    read found them (``Repository.load_whole``)."""
+
+    record: InstanceRecord
+    timers: tuple[TimerRecord, ...]
+    task: TaskRecord | None
+
+
+@dataclass(frozen=True, slots=True)
 class ChildLink:
     """A child workflow's parent: the instance, the task (on the children's queue) that
     stands for the child in it, and the state that task belongs to. Written by the child

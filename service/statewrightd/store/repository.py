@@ -58,6 +58,7 @@ from statewrightd.store.records import (
     TaskRecord,
     TimerRecord,
     Tombstone,
+    WholeInstance,
 )
 
 Choose = Callable[[list[TaskRecord]], list[TaskRecord]]
@@ -217,7 +218,16 @@ class ChildLinks(Protocol):
         ...
 
 
-class Repository(BatchStore, ChildLinks, ScheduleStore, Protocol):
+class WholeLoads(Protocol):
+    def load_whole(self, workflow_id: str) -> WholeInstance | None:
+        """The instance with its armed timers and its open task, read in one round trip;
+        None from a store that reads them one at a time (then ``load``, ``armed_timers``
+        and ``open_tasks`` are asked, only for what the definition can have). Raises
+        RecordNotFound like ``load``."""
+        return None
+
+
+class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
     def create(self, op: Create) -> InstanceRecord:
         """Insert a new instance at revision 1 with its first history row.
 

@@ -348,3 +348,19 @@ def test_a_task_keeps_the_trace_context_of_the_step_that_scheduled_it(repo: Repo
     assert repo.get_task("k-untraced", "1") == plain and plain.trace is None
     scheduled(repo, "k-bare", "refunds", trace=TraceContext(traced.traceparent))
     assert repo.get_task("k-bare", "1").trace == TraceContext(traced.traceparent, "")
+
+
+def test_a_whole_load_reads_the_open_task_with_its_lease(repo: Repository, backend: str) -> None:
+    scheduled(repo, "k-whole")
+    (leased,) = lease(repo)
+    whole = repo.load_whole("k-whole")
+    if backend != "postgres":
+        assert whole is None  # this store reads the parts one at a time
+        return
+    assert whole is not None
+    assert whole.record == repo.load("k-whole")
+    assert whole.task == leased == repo.open_tasks(["k-whole"])["k-whole"]
+    assert whole.timers == ()
+    step(repo, "k-whole", 1, finish=None, cancel=True, state="cancelled")
+    after = repo.load_whole("k-whole")
+    assert after is not None and after.task is None, "a cancelled task is not open"
