@@ -126,10 +126,16 @@ class Plan:
     channels: int = 1  # per process, spread over the targets (or SO_REUSEPORT servers)
     timeout: float = 10.0  # per-RPC deadline
     engine: str = "python"  # load processes: "python" (grpc.aio) or "go" (bench/goload)
+    # The go engine only: TLS trusting this CA (a PEM file), and a bearer token (a file)
+    # sent with every call; "" is plaintext, no token.
+    tls_ca: str = ""
+    token_file: str = ""
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"engine must be one of {ENGINES}; got {self.engine!r}")
+        if (self.tls_ca or self.token_file) and self.engine != "go":
+            raise ValueError("TLS and tokens are the go engine's: python load is plaintext")
 
 
 @dataclass
@@ -574,6 +580,10 @@ def goload_argv(binary: Path, plan: Plan, index: int, ready_fd: int) -> list[str
     ]
     if plan.request_ids:
         argv.append("--request-ids")
+    if plan.tls_ca:
+        argv.append(f"--tls-ca={plan.tls_ca}")
+    if plan.token_file:
+        argv.append(f"--token-file={plan.token_file}")
     return argv
 
 

@@ -13,6 +13,11 @@ In each it measures, closed loop (``--concurrency`` calls in flight, ``--seconds
 start-to-complete (a one-state workflow), and resume (start mail-approval, then resume
 it; the resumes are timed). It reports calls/s, p50/p99, server CPU per call, and the
 ratio of each ``tls+jwt`` figure to the plaintext one (goal: >= 0.85).
+
+``--engine go`` drives the same two modes with bench/goload (Go's gRPC and TLS, a resumed
+TLS session, the token as per-call credentials) in place of grpc.aio in this process: its
+client costs a fraction of the Python one's CPU, so the ratio is the server's share. Its
+"resume" is the hitl scenario's resume (start mail-approval, then approve it).
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 # The repository root, so that `bench` and `tests` are importable as packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench import loadgen
 from bench.timer_bench import cpu_seconds, percentile, server, workspace
 from tests.support.certs import ScratchCA
 
@@ -149,33 +155,89 @@ def measure(
     return out
 
 
+GOLOAD_DEFINITIONS = ("order-pricing", "mail-approval")
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "definitions"
+
+
+def measure_go(
+    target: str, pid: int, secure: Path | None, args: argparse.Namespace
+) -> dict[str, Any]:
+    """``measure`` with bench/goload; ``secure``: the directory with ``ca.pem`` and
+    ``token`` (None: plaintext)."""
+    out: dict[str, Any] = {}
+    ca = str(secure / "ca.pem") if secure is not None else ""
+    token = str(secure / "token") if secure is not None else ""
+    for kind, scenario in (("start", "start"), ("resume", "hitl")):
+        plan = loadgen.Plan(
+            target=target,
+            scenario=scenario,
+            processes=1,
+            concurrency=args.concurrency,
+            warmup=2.0,
+            duration=args.seconds,
+            engine="go",
+            tls_ca=ca,
+            token_file=token,
+        )
+        summary = loadgen.run(plan, probe=lambda: {"server": cpu_seconds(pid)})
+        if summary.errors:
+            raise RuntimeError(f"{kind} over goload failed calls: {summary.errors}")
+        rate = summary.throughput if kind == "start" else summary.resume_rate
+        p50 = summary.p50_ms if kind == "start" else summary.resume_p50_ms
+        p99 = summary.p99_ms if kind == "start" else summary.resume_p99_ms
+        out[kind] = {
+            "per_s": rate,
+            "p50_ms": p50,
+            "p99_ms": p99,
+            "server_cpu_ms_per_call": summary.cpu["server"] / max(rate, 1e-9) * 1000,
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=16)
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--quick", action="store_true", help="3 s windows, one round")
+    parser.add_argument(
+        "--engine",
+        choices=("python", "go"),
+        default="python",
+        help="the client: grpc.aio in this process, or bench/goload (the server's share)",
+    )
     args = parser.parse_args()
     if args.quick:
         args.seconds, args.rounds = 3.0, 1
     database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
     runs: dict[str, list[dict[str, Any]]] = {"plaintext": [], "tls+jwt": []}
+    # goload starts order-pricing and mail-approval, as in the other benchmarks.
+    examples = {f"{n}.yaml": (EXAMPLES / f"{n}.yaml").read_text() for n in GOLOAD_DEFINITIONS}
     with (
-        workspace(DEFINITIONS, "security-bench-") as (definitions, logs),
+        workspace({**DEFINITIONS, **examples}, "security-bench-") as (definitions, logs),
         tempfile.TemporaryDirectory(prefix="security-bench-keys-") as keys,
     ):
         secure_args, ca, token = _secure(Path(keys))
+        (Path(keys) / "ca.pem").write_bytes(ca)
+        (Path(keys) / "token").write_text(token)
         for round_ in range(args.rounds):
             for mode in ("plaintext", "tls+jwt"):
                 extra = ["--processes", "1"] + (secure_args if mode == "tls+jwt" else [])
                 with server(database, definitions, logs, f"{mode}-{round_}", extra) as (t, pid):
                     secure = mode == "tls+jwt"
-                    result = measure(
-                        t, pid, ca if secure else None, token if secure else None, args
-                    )
+                    if args.engine == "go":
+                        result = measure_go(t, pid, Path(keys) if secure else None, args)
+                    else:
+                        result = measure(
+                            t, pid, ca if secure else None, token if secure else None, args
+                        )
                 runs[mode].append(result)
                 print(json.dumps({mode: result}), file=sys.stderr, flush=True)
-    report: dict[str, Any] = {"seconds": args.seconds, "concurrency": args.concurrency}
+    report: dict[str, Any] = {
+        "engine": args.engine,
+        "seconds": args.seconds,
+        "concurrency": args.concurrency,
+    }
     for kind in ("start", "resume"):
         plain = statistics.median(r[kind]["per_s"] for r in runs["plaintext"])
         secured = statistics.median(r[kind]["per_s"] for r in runs["tls+jwt"])

@@ -60,7 +60,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/structpb"
 
@@ -84,6 +83,8 @@ type plan struct {
 	timeout     float64
 	readyFD     int
 	maxProcs    int
+	tlsCA       string // --tls-ca: TLS, trusting this CA (PEM); "": plaintext
+	tokenFile   string // --token-file: a bearer token sent with every call
 	// watch scenario only
 	idsFile             string
 	watchersPerInstance int
@@ -185,6 +186,8 @@ func parseFlags() plan {
 	flag.Float64Var(&p.seriesEvery, "series-every", 0, "report completions per bucket of this many seconds; 0: none")
 	flag.StringVar(&p.taskWindow, "task-window", "", "tasks: BEGIN,END,STOP in Unix seconds (count in [BEGIN, END), work until STOP)")
 	flag.IntVar(&p.pollers, "pollers", 4, "tasks: concurrent polls")
+	flag.StringVar(&p.tlsCA, "tls-ca", "", "TLS, trusting the CA certificate (PEM) in this file; default plaintext")
+	flag.StringVar(&p.tokenFile, "token-file", "", "send the bearer token (a JWT) in this file with every call; needs --tls-ca")
 	flag.StringVar(&p.taskQueue, "task-queue", "bench.steps", "tasks: the queue to poll")
 	flag.StringVar(&p.taskDefinition, "task-definition", "four-tasks", "tasks: the definition a completed instance starts again")
 	flag.Parse()
@@ -659,10 +662,14 @@ func connect(p plan) ([]*grpc.ClientConn, error) {
 	// loadgen.py's channels: channel i goes to target i % len(targets), and with one shared
 	// (SO_REUSEPORT) target several channels may reach several server processes.
 	// No service config: like loadgen.py's plain channels, no retries, no default timeouts.
+	options, err := dialOptions(p)
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), connectTimeout)
 	defer cancel()
 	for _, target := range channelTargets(p.targets, p.channels) {
-		conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		conn, err := grpc.NewClient(target, options...)
 		if err != nil {
 			closeAll(conns)
 			return nil, fmt.Errorf("channel to %s: %w", target, err)
