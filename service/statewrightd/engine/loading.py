@@ -83,6 +83,12 @@ def in_task_state(loaded: Loaded, record: InstanceRecord) -> bool:
     )
 
 
+def can_have_timers(loaded: Loaded, record: InstanceRecord) -> bool:
+    """Only a definition with timers can have armed any, or an instance whose delayed
+    start waits on its start timer."""
+    return bool(loaded.definition.timed_from) or delayed(record)
+
+
 def in_map_state(loaded: Loaded, record: InstanceRecord) -> bool:
     state = loaded.definition.states.get(record.state)
     return (
@@ -148,9 +154,8 @@ class InstanceLoader:
             return found
         record = whole.record
         loaded = self._registry.get(record.definition, record.version)
-        # As ``complete`` would have read them: what the definition can have, no more (a
-        # map state's items are not its one task).
-        timers = whole.timers if loaded.definition.timed_from or delayed(record) else ()
+        # What ``complete`` would have read: a map state's items are not its one task.
+        timers = whole.timers if can_have_timers(loaded, record) else ()
         task = whole.task if in_task_state(loaded, record) else None
         return self._found(record, loaded, timers, task)
 
@@ -158,10 +163,8 @@ class InstanceLoader:
         """The instances of ``records`` (as a page lists them), each whole."""
         repo = self._repo
         loaded = [self._registry.get(r.definition, r.version) for r in records]
-        # Only a definition with timers can have armed any (or an instance whose delayed
-        # start waits on its start timer); only a task state a task.
         pairs = list(zip(records, loaded, strict=True))
-        timed = [r.workflow_id for r, d in pairs if d.definition.timed_from or delayed(r)]
+        timed = [r.workflow_id for r, d in pairs if can_have_timers(d, r)]
         tasked = [r.workflow_id for r, d in pairs if in_task_state(d, r)]
         timers = repo.armed_timers(timed) if timed else {}
         tasks = repo.open_tasks(tasked) if tasked else {}
