@@ -62,6 +62,9 @@ class _Connection:
     shard_calls: set[bytes] = field(default_factory=set)  # names of shard function calls
     wrote_step: bool = False
     cut: bool = False
+    # Set when the server has closed its side: after a cut that forwarded the COMMIT, the
+    # server has then run everything it was sent.
+    upstream_done: threading.Event = field(default_factory=threading.Event)
 
     def drop(self) -> None:
         self.cut = True
@@ -257,7 +260,8 @@ class PgProxy:
                     if cut_at_sync:
                         self._forward(upstream, message)
                         if kind == b"S":
-                            return  # the extended-protocol COMMIT is complete: cut now
+                            # The extended-protocol COMMIT is complete: cut now.
+                            return self._let_server_finish(conn)
                         continue
                     cut = ""
                     if self._observe(kind, message[5:], conn):
@@ -269,7 +273,7 @@ class PgProxy:
                     if cut == "after":
                         self._forward(upstream, message)
                         if kind == b"Q":
-                            return
+                            return self._let_server_finish(conn)
                         cut_at_sync = True  # Parse/Bind/Execute/Sync: forward up to Sync
                         continue
                     self._forward(upstream, message)
@@ -307,18 +311,29 @@ class PgProxy:
         wrote, conn.wrote_step = conn.wrote_step, False
         return end == "commit" and wrote
 
+    @staticmethod
+    def _let_server_finish(conn: _Connection) -> None:
+        """End of input for the server, which then runs what it was sent (a pipeline's
+        statements and its COMMIT, which a hang-up at once could cut short: the server
+        may drop what it had not read yet) and closes; only then does the client learn."""
+        with contextlib.suppress(OSError):
+            conn.upstream.shutdown(socket.SHUT_WR)
+        conn.upstream_done.wait(timeout=10)
+
     def _server_to_client(
         self, upstream: socket.socket, client: socket.socket, conn: _Connection
     ) -> None:
         try:
             while True:
                 data = upstream.recv(65536)
-                if not data or conn.cut:
+                if not data:
                     break
-                client.sendall(data)
+                if not conn.cut:
+                    client.sendall(data)
         except OSError:
             pass
         finally:
+            conn.upstream_done.set()
             _hang_up(client)
 
     def close(self) -> None:
