@@ -5,12 +5,16 @@ same gRPC stack, the same request and response bytes as a real order-pricing sta
 and none of the runtime, so ``runtime throughput / echo throughput`` shows what the
 servicer, the EventLoop hand-off, the engine and the database cost together.
 
+``--tls-cert``/``--tls-key`` serve it over TLS (as statewrightd's flags of those names do),
+so that the security benchmark can tell gRPC's own TLS cost from the server's.
+
 ``--mode hop`` adds only the thread hand-off the runtime uses, through the server's own
 ``EventLoop`` (post to its FIFO, drained in batches, each batch's replies back in one
 ``call_soon_threadsafe``), so the hand-off can be told apart from everything else the
 runtime does.
 
     .venv/bin/python bench/echo_server.py --listen 127.0.0.1:0 [--mode direct|hop]
+        [--tls-cert CERT --tls-key KEY]
 
 It prints ``echo serving on HOST:PORT`` once it listens, and stops on SIGTERM or SIGINT.
 """
@@ -91,7 +95,7 @@ class EchoServicer:
         return await future
 
 
-async def serve(listen: str, mode: str) -> None:
+async def serve(listen: str, mode: str, tls: tuple[Path, Path] | None = None) -> None:
     hop: EventLoop | None = None
     if mode == "hop":
         # The server's own EventLoop: post, drain in batches, replies per batch.
@@ -110,7 +114,11 @@ async def serve(listen: str, mode: str) -> None:
         },
     )
     server.add_generic_rpc_handlers((handler,))
-    port = server.add_insecure_port(listen)
+    if tls is None:
+        port = server.add_insecure_port(listen)
+    else:
+        pair = (tls[1].read_bytes(), tls[0].read_bytes())
+        port = server.add_secure_port(listen, grpc.ssl_server_credentials([pair]))
     if not port:
         raise OSError(f"could not bind {listen}")
     await server.start()
@@ -130,8 +138,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--listen", default="127.0.0.1:0")
     parser.add_argument("--mode", choices=("direct", "hop"), default="direct")
+    parser.add_argument("--tls-cert", type=Path, help="PEM certificate chain: serve over TLS")
+    parser.add_argument("--tls-key", type=Path, help="PEM private key of --tls-cert")
     args = parser.parse_args()
-    asyncio.run(serve(args.listen, args.mode))
+    if (args.tls_cert is None) != (args.tls_key is None):
+        parser.error("--tls-cert and --tls-key go together")
+    tls = None if args.tls_cert is None else (args.tls_cert, args.tls_key)
+    asyncio.run(serve(args.listen, args.mode, tls))
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -162,9 +162,11 @@ def start_statewrightd(
     return _launch(name, argv, log, r"serving on [\d.]+:(\d+)", env)
 
 
-def start_echo(mode: str, logs: Path) -> Served:
-    argv = [sys.executable, str(ROOT / "bench" / "echo_server.py"), "--mode", mode]
-    return _launch(f"echo-{mode}", argv, logs / f"echo-{mode}.log", r"serving on [\d.]+:(\d+)")
+def start_echo(mode: str, logs: Path, extra: Sequence[str] = (), name: str = "") -> Served:
+    """The bare echo (bench/echo_server.py); ``extra``: more of its flags (--tls-cert...)."""
+    argv = [sys.executable, str(ROOT / "bench" / "echo_server.py"), "--mode", mode, *extra]
+    name = name or f"echo-{mode}"
+    return _launch(name, argv, logs / f"{name}.log", r"serving on [\d.]+:(\d+)")
 
 
 # -- CPU accounting -----------------------------------------------------------------------

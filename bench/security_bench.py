@@ -17,7 +17,10 @@ ratio of each ``tls+jwt`` figure to the plaintext one (goal: >= 0.85).
 ``--engine go`` drives the same two modes with bench/goload (Go's gRPC and TLS, a resumed
 TLS session, the token as per-call credentials) in place of grpc.aio in this process: its
 client costs a fraction of the Python one's CPU, so the ratio is the server's share. Its
-"resume" is the hitl scenario's resume (start mail-approval, then approve it).
+"resume" is the hitl scenario's resume (start mail-approval, then approve it). It also
+measures the bare echo (bench/echo_server.py: gRPC alone, a canned answer) in plaintext and
+over the same TLS, without authentication: what gRPC's own TLS costs a call, against which
+the server's ratio tells what the rest of TLS + JWT (the interceptor, the token) costs.
 """
 
 from __future__ import annotations
@@ -42,6 +45,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 # The repository root, so that `bench` and `tests` are importable as packages.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import loadgen
+from bench.runtime_bench import start_echo
 from bench.timer_bench import cpu_seconds, percentile, server, workspace
 from tests.support.certs import ScratchCA
 
@@ -194,6 +198,36 @@ def measure_go(
     return out
 
 
+def measure_echo_go(
+    logs: Path, tls_args: list[str], secure: Path | None, args: argparse.Namespace, name: str
+) -> dict[str, Any]:
+    """The bare echo's starts with bench/goload; ``secure``: over TLS (``tls_args``)."""
+    echo = start_echo("direct", logs, tls_args if secure is not None else [], name)
+    try:
+        plan = loadgen.Plan(
+            target=echo.target,
+            scenario="echo",
+            processes=1,
+            concurrency=args.concurrency,
+            warmup=2.0,
+            duration=args.seconds,
+            engine="go",
+            tls_ca=str(secure / "ca.pem") if secure is not None else "",
+        )
+        pid = echo.process.pid
+        summary = loadgen.run(plan, probe=lambda: {"server": cpu_seconds(pid)})
+    finally:
+        echo.stop()
+    if summary.errors:
+        raise RuntimeError(f"the echo over goload failed calls: {summary.errors}")
+    return {
+        "per_s": summary.throughput,
+        "p50_ms": summary.p50_ms,
+        "p99_ms": summary.p99_ms,
+        "server_cpu_ms_per_call": summary.cpu["server"] / max(summary.throughput, 1e-9) * 1000,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0)
@@ -231,6 +265,10 @@ def main() -> None:
                         result = measure(
                             t, pid, ca if secure else None, token if secure else None, args
                         )
+                if args.engine == "go":
+                    secure_dir = Path(keys) if secure else None
+                    name = f"echo-{mode}-{round_}"
+                    result["echo"] = measure_echo_go(logs, secure_args[:4], secure_dir, args, name)
                 runs[mode].append(result)
                 print(json.dumps({mode: result}), file=sys.stderr, flush=True)
     report: dict[str, Any] = {
@@ -238,7 +276,8 @@ def main() -> None:
         "seconds": args.seconds,
         "concurrency": args.concurrency,
     }
-    for kind in ("start", "resume"):
+    kinds = ("start", "resume", "echo") if args.engine == "go" else ("start", "resume")
+    for kind in kinds:
         plain = statistics.median(r[kind]["per_s"] for r in runs["plaintext"])
         secured = statistics.median(r[kind]["per_s"] for r in runs["tls+jwt"])
         report[kind] = {
@@ -259,6 +298,8 @@ def main() -> None:
         ratio = report[kind]["ratio"]
         verdict = "met" if ratio >= 0.85 else "NOT met"
         print(f"goal {kind} over TLS+JWT >= 0.85 of plaintext: {ratio:.2f}: {verdict}")
+    if "echo" in report:
+        print(f"the bare echo over TLS / plaintext: {report['echo']['ratio']:.2f} (gRPC's own)")
 
 
 if __name__ == "__main__":
