@@ -27,6 +27,7 @@ PEERS = {
     "dbos": ("DBOS Transact", "dbos_hitl.py", True),
     "langgraph": ("LangGraph + PostgresSaver", "langgraph_hitl.py", True),
     "restate": ("Restate", "restate_hitl.py", False),
+    "temporal": ("Temporal", "temporal_hitl.py", False),
 }
 # Start-up, warm-up, window and shut-down together; past this a peer is stopped.
 PEER_TIMEOUT = 240.0
