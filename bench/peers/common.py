@@ -23,6 +23,7 @@ import contextlib
 import json
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -283,6 +284,16 @@ async def measure_async(
     for task in late:
         task.cancel()
     return window, marks["before"], marks["after"]
+
+
+def stop(process: subprocess.Popen[bytes], grace: float = 20.0) -> None:
+    """End a server the peer started: asked first, killed if it does not go in ``grace``."""
+    process.terminate()
+    try:
+        process.wait(grace)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(5)
 
 
 def fail(message: str) -> NoReturn:

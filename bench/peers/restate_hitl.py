@@ -36,7 +36,16 @@ import httpx
 
 # The repository root, so that bench.peers.common imports in the peers' own environment.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.peers.common import Measured, Roles, arguments, fail, finish, measure_async, tree
+from bench.peers.common import (
+    Measured,
+    Roles,
+    arguments,
+    fail,
+    finish,
+    measure_async,
+    stop,
+    tree,
+)
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
@@ -114,12 +123,7 @@ def run(args: Any) -> None:
         finish(args, "Restate", setup, window, roles, before, after)
     finally:
         for process in (service, server):
-            process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait(5)
+            stop(process)
         log.close()
         shutil.rmtree(base, ignore_errors=True)
 

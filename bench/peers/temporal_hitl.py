@@ -36,7 +36,7 @@ from temporalio.worker import UnsandboxedWorkflowRunner, Worker
 
 # The repository root, so that bench.peers.common imports in the peers' own environment.
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-from bench.peers.common import Roles, arguments, fail, finish, measure_async, tree
+from bench.peers.common import Roles, arguments, fail, finish, measure_async, stop, tree
 
 SERVER = Path(__file__).resolve().parents[2] / ".cache" / "temporal" / "temporal-dev"
 TASK_QUEUE = "hitl-bench"
@@ -81,11 +81,7 @@ def dev_server(log: Path) -> Iterator[tuple[int, str, str]]:
                 fail(f"the Temporal server did not start: {log.read_text(errors='replace')[-500:]}")
             time.sleep(0.1)
     finally:
-        process.terminate()
-        try:
-            process.wait(15)
-        except subprocess.TimeoutExpired:
-            process.kill()
+        stop(process)
 
 
 async def run(args: argparse.Namespace, server_pid: int, target: str, namespace: str) -> None:
