@@ -79,7 +79,7 @@ func newClusterWith(extra string) (*cluster, error) {
 			}
 		}
 	}
-	if c.port, err = freePort(); err != nil {
+	if c.port, err = stablePort(); err != nil {
 		return nil, err
 	}
 	if out, err := c.pg("initdb", "-D", c.data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8"); err != nil {

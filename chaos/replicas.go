@@ -33,7 +33,7 @@ type replica struct {
 func (r *replica) target() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 
 func newReplica(idx int, python, repo, databaseURL, definitions, logPath string, writerQueue int, processes string, env []string) (*replica, error) {
-	port, err := freePort()
+	port, err := stablePort()
 	if err != nil {
 		return nil, err
 	}
