@@ -248,7 +248,7 @@ test("watch gives up after its reconnect budget without progress and throws the 
   assert.deepEqual(revisions(messages), ["CURRENT 1"]);
   assert.equal(err?.code, Code.Unavailable);
   assert.match(err?.rawMessage ?? "", /replica down/);
-  assert.ok(watchRequests.length > 2, `${watchRequests.length} attempts`);
+  assert.ok(watchRequests.length >= 2, `${watchRequests.length} attempts: no reconnect`);
   assert.ok(watchRequests.slice(1).every((r) => r.afterRevision === 1n));
 });
 
