@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 from tests.support.api import COMPLETED, Client, expect_error, struct, uid
 from tests.support.deployment import definitions_dir, running_server
+from tests.support.ports import stable_port
 from tests.support.server import ServerProcess
 
 STEP = pb.WATCH_EVENT_TYPE_STEP
@@ -235,17 +235,11 @@ def test_watch_on_replica_b_sees_steps_committed_through_replica_a(
     assert_dense(watched, watched[0].revision, 22)
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def test_stream_survives_a_server_restart_by_resuming_after_the_last_revision(
     database_url: str, tmp_path: Path
 ) -> None:
     defs = definitions_dir(tmp_path / "defs")
-    port = _free_port()
+    port = stable_port()
     target = f"127.0.0.1:{port}"
     listen = ["--listen", target]
     workflow_id = uid("tally")

@@ -7,7 +7,6 @@ resumes with after_revision.
 
 from __future__ import annotations
 
-import socket
 import threading
 import uuid
 from pathlib import Path
@@ -15,18 +14,12 @@ from pathlib import Path
 from statewright import Client, WatchEvent, WatchEventType, WorkflowStatus
 
 from tests.support.deployment import definitions_dir, running_server
+from tests.support.ports import stable_port
 from tests.support.server import wait_until
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
-
-
 def test_watch_resumes_across_a_server_restart(database_url: str, tmp_path: Path) -> None:
-    port = _free_port()
+    port = stable_port()
     listen = ["--listen", f"127.0.0.1:{port}"]
     definitions = definitions_dir(tmp_path / "definitions")
     events: list[WatchEvent] = []
