@@ -67,7 +67,7 @@ from statewrightd.api import convert
 from statewrightd.app.reads import Reads
 from statewrightd.definitions import registry as registry_module
 from statewrightd.definitions.registry import Loaded
-from statewrightd.errors import Conflict, OutcomeUnknown, StoreError
+from statewrightd.errors import StoreError
 from statewrightd.store import codec
 from statewrightd.store.records import Operation
 from statewrightd.store.writer import Callback, GroupCommitWriter
@@ -121,8 +121,8 @@ def old_convert() -> None:
 
 
 def inline_writer() -> None:
-    _expect(GroupCommitWriter._run, "self._observe(self._apply", "self._deliver_batch(batch")
-    _expect(GroupCommitWriter.submit_many, "self._queue.append(_Pending(op, callback, now))")
+    _expect(GroupCommitWriter._commit, "self._observe(self._apply", "self._deliver_batch(batch")
+    _expect(GroupCommitWriter.commit_queued, "self._commit(batch)")
     submit_many = GroupCommitWriter.submit_many
 
     def start(self: GroupCommitWriter) -> None:
@@ -133,26 +133,7 @@ def inline_writer() -> None:
         self: GroupCommitWriter, items: list[tuple[Operation, Callback]]
     ) -> list[StoreError | None]:
         refusals = submit_many(self, items)
-        while True:
-            with self._cond:
-                if not self._queue:
-                    break
-                count = min(self._max_batch, len(self._queue))
-                batch = [self._queue.popleft() for _ in range(count)]
-            results = self._observe(self._apply, [p.op for p in batch])
-            done = time.monotonic()
-            with self._cond:
-                self._batches += 1
-                self._saves += len(batch)
-                for pending, result in zip(batch, results, strict=True):
-                    self._latencies.append(done - pending.enqueued)
-                    if isinstance(result, Conflict):
-                        self._conflicts += 1
-                    elif isinstance(result, OutcomeUnknown):
-                        self._unknown += 1
-                    elif isinstance(result, StoreError):
-                        self._failures += 1
-            self._deliver_batch(batch, results)
+        self.commit_queued()  # what the writer thread would do, on the EventLoop thread
         return refusals
 
     GroupCommitWriter.start = start  # type: ignore[method-assign]
