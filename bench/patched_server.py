@@ -36,6 +36,9 @@ Patches:
 - ``orjson-codec``: the store's JSON (contexts, history, timers) is written and read by
   orjson instead of the standard library's ``json``, after the same check of the value
   (``pip install orjson``); what it writes reads back as the same values.
+- ``old-statements``: the group commit chooses PostgreSQL's statements as it did before
+  ``SET_BASED_FROM``: the set-based ones for any batch without request ids (a lone step
+  included), one statement per step for any batch with one.
 - ``gc-log``: no change in behaviour; logs every garbage collection that pauses the
   process for more than 10 ms, with its generation and the number of tracked objects.
 """
@@ -68,7 +71,8 @@ from statewrightd.app.reads import Reads
 from statewrightd.definitions import registry as registry_module
 from statewrightd.definitions.registry import Loaded
 from statewrightd.errors import StoreError
-from statewrightd.store import codec
+from statewrightd.store import codec, postgres
+from statewrightd.store.codec import EncodedOp
 from statewrightd.store.records import Operation
 from statewrightd.store.writer import Callback, GroupCommitWriter
 
@@ -210,6 +214,22 @@ def orjson_codec() -> None:
             module.loads = loads  # type: ignore[attr-defined]
 
 
+def old_statements() -> None:
+    _expect(postgres.PostgresRepository._execute, "self._set_based_from", "_one_per_instance")
+    one_per_instance = postgres._one_per_instance
+
+    def without_request_ids(encoded: list[EncodedOp]) -> bool:
+        return all(e.op.request is None for e in encoded) and one_per_instance(encoded)
+
+    init = postgres.PostgresRepository.__init__
+
+    def init_from_one(self: postgres.PostgresRepository, url: str, **settings: Any) -> None:
+        init(self, url, **{**settings, "set_based_from": 1})
+
+    postgres.PostgresRepository.__init__ = init_from_one  # type: ignore[method-assign]
+    postgres._one_per_instance = without_request_ids
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--patch", action="append", default=[], help="a patch name (repeat)")
@@ -233,6 +253,8 @@ def main() -> None:
             inline_writer()
         elif name == "gc-threshold":
             gc_threshold(*(int(part) for part in value.split(",")))
+        elif name == "old-statements":
+            old_statements()
         elif name == "gc-log":
             gc_log()
         elif name == "uvloop":

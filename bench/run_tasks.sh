@@ -2,8 +2,9 @@
 # The task benchmark in one command: a private PostgreSQL (scripts/with-postgres), two
 # statewrightd replicas and four worker processes, all on 127.0.0.1, all stopped at the
 # end. About three minutes; arguments go to bench/task_bench.py (--quick: a smoke run;
-# --replicas N --workers N --population N --seconds S --repeat N; --worker-engine go, java
-# or all: the workers in Go or Java, or the three languages in turn in each round).
+# --replicas N --workers N --population N --seconds S --repeat N; --server-patch NAME, a
+# patch of bench/patched_server.py; --worker-engine go, java or all: the workers in Go or
+# Java, or the three languages in turn in each round).
 # Not a test: `make test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -376,6 +376,12 @@ def main() -> None:
         help="the workers: grpc.aio in Python, Go (bench/goload), Java (bench/javaworker),"
         " or all three in turn in each round",
     )
+    parser.add_argument(
+        "--server-patch",
+        action="append",
+        default=[],
+        help="run the replicas under bench/patched_server.py with this patch (repeat)",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--begin", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--end", type=float, help=argparse.SUPPRESS)
@@ -399,7 +405,9 @@ def main() -> None:
     }
     with workspace(DEFINITIONS, "task-bench-") as (definitions, logs), ExitStack() as stack:
         started = [
-            stack.enter_context(server(database, definitions, logs, f"replica-{n}"))
+            stack.enter_context(
+                server(database, definitions, logs, f"replica-{n}", patches=args.server_patch)
+            )
             for n in range(args.replicas)
         ]
         targets = [t for t, _ in started]

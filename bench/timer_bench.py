@@ -74,10 +74,16 @@ def server(
     extra: Sequence[str] = (),
     *,
     env: Mapping[str, str] | None = None,
+    patches: Sequence[str] = (),
 ) -> Iterator[tuple[str, int]]:
-    """A statewrightd serving on a free port; ``env``: its environment (None: this one's)."""
+    """A statewrightd serving on a free port; ``env``: its environment (None: this one's);
+    ``patches``: run under bench/patched_server.py with these patches."""
     log = logs / f"{name}.log"
-    argv = [str(STATEWRIGHTD), "serve", "--listen", "127.0.0.1:0", "--database", database]
+    command = [str(STATEWRIGHTD)]
+    if patches:
+        command = [sys.executable, str(ROOT / "bench" / "patched_server.py")]
+        command += [arg for patch in patches for arg in ("--patch", patch)] + ["--"]
+    argv = [*command, "serve", "--listen", "127.0.0.1:0", "--database", database]
     # One process, so that the pid's CPU is the server's (a later --processes in ``extra``
     # wins, and then the figures must add the pod's processes up).
     argv += ["--definitions", str(definitions), "--log-level", "INFO", "--grace", "5"]

@@ -51,6 +51,7 @@ from statewrightd.store.postgres import (
     _SAVE_ROW,
     _TASK_FIELDS,
     _TIMER_FIELDS,
+    REQUEST_FIELDS,
     Conn,
     _CommitLost,
     _read_back,
@@ -72,7 +73,6 @@ _log = logging.getLogger(__name__)
 # read anew; what is still misrouted then (shards moving back and forth) is refused as
 # not written.
 _ROUTE_ATTEMPTS = 3
-_REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
 _GPID = "SELECT citus_backend_gpid()"
 # Every process of a distributed statement, on every node, carries its global pid.
 _GPID_ALIVE = "SELECT nodeid, pid FROM citus_stat_activity WHERE global_pid = %s"
@@ -175,7 +175,7 @@ def _rows(
         + (_TIMER_FIELDS if kind[0] else ())
         + (_TASK_FIELDS if kind[1] else ())
         + (("s_values",) if kind[2] else ())
-        + _REQUEST_FIELDS
+        + REQUEST_FIELDS
         + ("n",)
     )
     return _rows_json(

@@ -7,8 +7,9 @@ batch as a JSON array, or a JSON object of parameters) and, in a scan, ``$2`` th
 of rows still wanted. They are the PostgreSQL backend's statements (sql_postgres, and
 those sql_builder writes for every dialect), with the table names rewritten and the
 parameters spelt in the shard dialect (``shard_dialect``) by ``on_shard``; what exists
-only here is what PostgreSQL does with other means: a batch whose steps carry request
-ids in one statement (PostgreSQL takes those one row at a time), and per-shard counts.
+only here is what PostgreSQL does with other means: a batch's statements that also
+write its search values and answer each row by its position in the node's call, and
+per-shard counts.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ from statewrightd.store.sql_builder import (
     KEPT_FOR_PARENT,
     OPEN_TASK,
     POSTGRES,
-    REQUEST_COLUMNS,
     TASK_COLUMNS,
     TIMER_COLUMNS,
     Dialect,
@@ -85,33 +85,7 @@ def on_shard(sql: str, params: str = SCAN) -> str:
 # its request id. It answers every row: n, workflow_id, whether its compare-and-swap
 # changed it, whether its request id was free, and the task it finishes (for the fence).
 
-_REQUEST_ROW_TYPES = """, n integer, request_id text, r_method text, r_fingerprint text,
-        r_response bytea, r_time timestamptz, r_cutoff timestamptz"""
-
-# A request id recorded for the instance within its window blocks the row (see
-# sql_postgres._REQUEST_FREE).
-_FREE = """
-rows AS (
-    SELECT i.*, (i.request_id IS NULL OR NOT EXISTS (
-               SELECT 1 FROM workflow_requests q
-                WHERE q.workflow_id = i.workflow_id AND q.request_id = i.request_id
-                  AND q.create_time > i.r_cutoff)) AS free
-      FROM input i
-)"""
-
-# Two steps racing with one request id are steps of one instance, and its
-# compare-and-swap lets one of them write: a conflict here is with a record out of its
-# window, which the step records afresh.
-_REQUESTS = f"""
-req AS (
-    INSERT INTO workflow_requests ({REQUEST_COLUMNS})
-    SELECT r.request_id, r.workflow_id, r.r_method, r.r_fingerprint, r.r_response, r.r_time
-      FROM rows r JOIN changed USING (workflow_id)
-     WHERE r.request_id IS NOT NULL
-    ON CONFLICT (workflow_id, request_id) DO UPDATE
-       SET method = EXCLUDED.method, fingerprint = EXCLUDED.fingerprint,
-           response = EXCLUDED.response, create_time = EXCLUDED.create_time
-),"""
+_REQUEST_ROW_TYPES = ", n integer" + q.REQUEST_ROW_TYPES
 
 
 def _answer(tasked: bool) -> str:
@@ -136,7 +110,7 @@ def _input(columns: str, timed: bool, tasked: bool, searched: bool) -> str:
         + """
     )
 ),"""
-        + _FREE
+        + q.REQUEST_FREE_ROWS
         + ","
     )
 
@@ -166,7 +140,7 @@ def _work(timed: bool, tasked: bool, searched: bool) -> str:
         + q._ROWS_HISTORY_INSERT
         + ","
         + (_SEARCH if searched else "")
-        + _REQUESTS.rstrip(",")
+        + q.REQUEST_RECORDS
         + _answer(tasked)
     )
 

@@ -67,6 +67,38 @@ SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
 """
 )
 
+# A batch's rows that carry request ids (both layouts): each row's request record
+# columns, whether its id is free (the per-step ``_REQUEST_FREE``, row by row), and the
+# records of the rows whose compare-and-swap wrote. Two steps racing with one request id
+# are steps of one instance, and its compare-and-swap lets one of them write: a conflict
+# here is with a record out of its window, which the step records afresh.
+REQUEST_ROW_TYPES = """, request_id text, r_method text, r_fingerprint text,
+        r_response bytea, r_time timestamptz, r_cutoff timestamptz"""
+REQUEST_ROW_NAMES = ", request_id, r_method, r_fingerprint, r_response, r_time, r_cutoff"
+REQUEST_FREE_ROWS = """
+rows AS (
+    SELECT i.*, (i.request_id IS NULL OR NOT EXISTS (
+               SELECT 1 FROM workflow_requests q
+                WHERE q.workflow_id = i.workflow_id AND q.request_id = i.request_id
+                  AND q.create_time > i.r_cutoff)) AS free
+      FROM input i
+)"""
+REQUEST_RECORDS = (
+    """
+req AS (
+    INSERT INTO workflow_requests ("""
+    + REQUEST_COLUMNS
+    + """)
+    SELECT r.request_id, r.workflow_id, r.r_method, r.r_fingerprint, r.r_response, r.r_time
+      FROM rows r JOIN changed USING (workflow_id)
+     WHERE r.request_id IS NOT NULL
+    ON CONFLICT (workflow_id, request_id) DO UPDATE
+       SET method = EXCLUDED.method, fingerprint = EXCLUDED.fingerprint,
+           response = EXCLUDED.response, create_time = EXCLUDED.create_time
+)"""
+)
+
+
 # A step's own parts, in either form of its statement: one step (each value a parameter,
 # ``_param``), or a batch's rows (each value a column of ``r``, ``_column``).
 #
@@ -257,14 +289,28 @@ _ROWS_TASK_FENCE = _task_fence(_column, _ROWS_ID)
 _ROWS_TASK_WORK = _task_work(_column, _ROWS, _ROWS_ID)
 
 
-def _rows_work(timed: bool, tasked: bool) -> str:
-    """``_work`` for a batch's rows."""
-    return (_ROWS_TIMER_WORK if timed else "") + (_ROWS_TASK_WORK if tasked else "") + _ROWS_HISTORY
-
-
-def _create_many(timed: bool, tasked: bool = False) -> str:
+def _rows_work(timed: bool, tasked: bool, requested: bool = False) -> str:
+    """``_work`` for a batch's rows; ``requested``: with their request records, answering
+    each row (its id, whether its compare-and-swap wrote, whether its request id was
+    free), not only the rows written."""
+    work = (_ROWS_TIMER_WORK if timed else "") + (_ROWS_TASK_WORK if tasked else "")
+    if not requested:
+        return work + _ROWS_HISTORY
     return (
-        """WITH rows AS (
+        work
+        + _ROWS_HISTORY_INSERT
+        + ","
+        + REQUEST_RECORDS
+        + """
+SELECT r.workflow_id, c.workflow_id IS NOT NULL AS changed, r.free
+  FROM rows r LEFT JOIN changed c USING (workflow_id)
+"""
+    )
+
+
+def _create_many(timed: bool, tasked: bool = False, requested: bool = False) -> str:
+    return (
+        f"""WITH {"input" if requested else "rows"} AS (
     SELECT * FROM ROWS FROM (json_to_recordset(%s::json) AS (
         workflow_id text, definition text, version integer, state text, status text,
         context jsonb, revision bigint, error jsonb, create_time timestamptz,
@@ -273,6 +319,7 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
+        + (REQUEST_ROW_TYPES if requested else "")
         + """
     )) WITH ORDINALITY AS r(workflow_id, definition, version, state, status, context,
                             revision, error, create_time, update_time, expire_time,
@@ -281,18 +328,23 @@ def _create_many(timed: bool, tasked: bool = False) -> str:
                             h_timers, h_actor, h_input"""
         + (", t_disarm, t_arm, t_fired" if timed else "")
         + (_TASK_ROW_NAMES if tasked else "")
+        + (REQUEST_ROW_NAMES if requested else "")
         + """, n)
-), changed AS (
+),"""
+        + (REQUEST_FREE_ROWS + "," if requested else "")
+        + """ changed AS (
     INSERT INTO workflow_instances ("""
         + INSTANCE_COLUMNS
         + """)
     SELECT workflow_id, definition, version, state, status, context, revision, error,
            create_time, update_time, expire_time, recursion_limit, run, pause
-      FROM rows ORDER BY n
+      FROM rows"""
+        + (" WHERE free" if requested else "")
+        + """ ORDER BY n
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + _rows_work(timed, tasked)
+        + _rows_work(timed, tasked, requested)
     )
 
 
@@ -314,29 +366,37 @@ SAVE_UPDATE = """
        AND w.workflow_id = r.workflow_id AND w.revision = r.expected"""
 
 
-def _save_many(timed: bool, tasked: bool = False) -> str:
+def _save_many(timed: bool, tasked: bool = False, requested: bool = False) -> str:
     return (
-        """WITH rows AS (
+        f"""WITH {"input" if requested else "rows"} AS (
     SELECT * FROM json_to_recordset(%s::json) AS r("""
         + SAVE_ROW_TYPES
         + _HISTORY_ROW_TYPES
         + (_TIMER_ROW_TYPES if timed else "")
         + (_TASK_ROW_TYPES if tasked else "")
+        + (REQUEST_ROW_TYPES if requested else "")
         + """
     )
-), changed AS ("""
+),"""
+        + (REQUEST_FREE_ROWS + "," if requested else "")
+        + """ changed AS ("""
         + SAVE_UPDATE
+        + (" AND r.free" if requested else "")
         + (_ROWS_FIRED_ARMED if timed else "")
         + (_ROWS_TASK_FENCE if tasked else "")
         + """
     RETURNING w.workflow_id
 ),"""
-        + _rows_work(timed, tasked)
+        + _rows_work(timed, tasked, requested)
     )
 
 
 CREATE_MANYS, SAVE_MANYS = _variants(_create_many), _variants(_save_many)
 CREATE_MANY, SAVE_MANY = CREATE_MANYS[False, False], SAVE_MANYS[False, False]
+# The same for a batch whose steps carry request ids: each row is answered (id, written,
+# request id free), since a row may be refused for its request id as well as its CAS.
+CREATE_REQUESTS = _variants(lambda t, k: _create_many(t, k, requested=True))
+SAVE_REQUESTS = _variants(lambda t, k: _save_many(t, k, requested=True))
 
 # The failed saves' tasks: whether a fence held decides how the step is answered.
 TASK_STATES = """

@@ -11,6 +11,7 @@ import pytest
 
 from statewrightd.store import Repository, open_repository
 from statewrightd.store.memory import MemoryRepository
+from statewrightd.store.postgres import PostgresRepository
 
 
 @pytest.fixture(
@@ -52,6 +53,12 @@ def repo(backend: str, request: pytest.FixtureRequest) -> Iterator[Repository]:
         memory.close()
         return
     db_url = str(request.getfixturevalue("db_url"))
-    repository = open_repository(db_url, migrate=False, pool_size=8)
+    if backend == "postgres":
+        # Every batch of two steps or more takes the set-based statements here (a server
+        # takes them from SET_BASED_FROM steps), and a single step its own: the contract's
+        # batches cover the one form and its single steps the other.
+        repository: Repository = PostgresRepository(db_url, pool_size=8, set_based_from=2)
+    else:
+        repository = open_repository(db_url, migrate=False, pool_size=8)
     yield repository
     repository.close()

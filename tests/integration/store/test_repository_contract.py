@@ -614,6 +614,43 @@ def test_batch_without_request_ids_rows_succeed_or_fail_on_their_own(repo: Repos
         repo.load("s-bad")
 
 
+def test_batch_with_request_ids_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
+    # Request ids and one op per instance: PostgreSQL takes its set-based statements that
+    # record them, which must refuse a row for its request id as the per-row ones do.
+    a = repo.create(create_op("ra"))
+    b = repo.create(create_op("rb"))
+    repo.save(save_op(b))
+    repo.create(create_op("rx"))
+    taken = repo.create(create_op("rc", request_id="taken"))
+    ops: list[Create | Save] = [
+        create_op("r-new", request_id="r-new"),
+        save_op(b, state="conflicting", request_id="r-b"),
+        save_op(a, request_id="r-a"),
+        save_op(instance("r-missing"), request_id="r-m"),
+        create_op("rx", request_id="r-x"),
+        save_op(taken, request_id="taken"),
+        create_op("r-bad", request_id="r-bad", context={"x": math.nan}),
+        create_op("r-plain"),
+    ]
+    results = repo.apply_batch(ops)
+    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
+    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
+    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
+    assert isinstance(results[3], RecordNotFound)
+    assert isinstance(results[4], RecordExists) and results[4].reason != "REQUEST_EXISTS"
+    assert isinstance(results[5], RecordExists) and results[5].reason == "REQUEST_EXISTS"
+    assert isinstance(results[6], SerializationError)
+    assert isinstance(results[7], InstanceRecord)
+
+    assert repo.load("ra").revision == 2 and repo.load("rc").revision == 1
+    assert [h.state for h in repo.history_after("rb", 0, 10)] == ["draft", "next"]
+    assert repo.lookup_request("ra", "r-a") is not None
+    assert repo.lookup_request("r-new", "r-new") is not None
+    # What a refused row carried is not recorded.
+    assert repo.lookup_request("rb", "r-b") is None
+    assert repo.lookup_request("rx", "r-x") is None
+
+
 def test_batch_rows_keep_awkward_text_exactly(repo: Repository) -> None:
     # PostgreSQL's set-based statements carry a batch as one JSON document: quotes,
     # backslashes, control characters and non-BMP text must come back byte for byte.

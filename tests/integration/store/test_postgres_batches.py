@@ -1,0 +1,82 @@
+"""Which statements PostgreSQL takes for a group commit: one per step below
+SET_BASED_FROM steps, the set-based ones from there on (with or without request ids),
+and one per step again whenever a batch steps one instance twice."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from statewrightd.store.postgres import SET_BASED_FROM, PostgresRepository
+from statewrightd.store.records import InstanceRecord, Operation, Save
+from tests.integration.store.test_repository_contract import create_op, save_op
+
+PER_ROW, SET_BASED = "_statement_per_row", "_statement_per_kind"
+
+
+@pytest.fixture
+def repo(postgres_url: str) -> Iterator[PostgresRepository]:
+    repository = PostgresRepository(postgres_url, pool_size=2)
+    yield repository
+    repository.close()
+
+
+@pytest.fixture
+def taken(repo: PostgresRepository, monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The statements each batch took, in order."""
+    seen: list[str] = []
+    for name in (PER_ROW, SET_BASED):
+        original = getattr(PostgresRepository, name)
+
+        def spy(
+            self: PostgresRepository, *args: object, _n: str = name, _f: Any = original
+        ) -> list[tuple[bool, bool]]:
+            seen.append(_n)
+            outcomes: list[tuple[bool, bool]] = _f(self, *args)
+            return outcomes
+
+        monkeypatch.setattr(PostgresRepository, name, spy)
+    return seen
+
+
+def _saves(repo: PostgresRepository, prefix: str, count: int, requested: bool) -> list[Operation]:
+    made = repo.apply_batch([create_op(f"{prefix}-{i}") for i in range(count)])
+    return [
+        save_op(r, request_id=f"{prefix}-rq-{i}" if requested else None)
+        for i, r in enumerate(made)
+        if isinstance(r, InstanceRecord)
+    ]
+
+
+@pytest.mark.parametrize("requested", [False, True], ids=["plain", "request-ids"])
+def test_a_batch_takes_the_set_based_statements_from_set_based_from_steps(
+    repo: PostgresRepository, taken: list[str], requested: bool
+) -> None:
+    small = _saves(repo, "small", SET_BASED_FROM - 1, requested)
+    large = _saves(repo, "large", SET_BASED_FROM, requested)
+    taken.clear()
+    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(small))
+    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(large))
+    assert taken == [PER_ROW, SET_BASED]
+    for op in small + large:
+        assert isinstance(op, Save)
+        assert repo.load(op.new.workflow_id).revision == 2
+        if requested:
+            assert op.request is not None
+            assert repo.lookup_request(op.new.workflow_id, op.request.request_id) is not None
+
+
+def test_a_batch_that_steps_one_instance_twice_takes_a_statement_per_step(
+    repo: PostgresRepository, taken: list[str]
+) -> None:
+    saves = _saves(repo, "twice", SET_BASED_FROM, True)
+    first = saves[0]
+    assert isinstance(first, Save)
+    again = save_op(first.new, request_id="twice-again")
+    taken.clear()
+    results = repo.apply_batch([*saves, again])
+    assert all(isinstance(r, InstanceRecord) for r in results)
+    assert taken == [PER_ROW]
+    assert repo.load(first.new.workflow_id).revision == 3
