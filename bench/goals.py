@@ -269,6 +269,13 @@ def run_goals(args: argparse.Namespace, database: str, pg_port: int, logs: Path)
     }
 
 
+def shown_ratio(value: float, goal: float) -> str:
+    """``value`` to two places, or three when two would show the goal it does not meet
+    (0.846 against 0.85)."""
+    shown = f"{value:.2f}"
+    return f"{value:.3f}" if shown == f"{goal:.2f}" and value < goal else shown
+
+
 def goal_rows(
     echo: Outcome, start: Outcome, at_100: Outcome, at_10: Outcome, hitls: list[HitlFigures]
 ) -> list[Row]:
@@ -278,7 +285,7 @@ def goal_rows(
         Row(
             "start-to-complete throughput / bare echo, 1 process",
             f">= {RATIO_GOAL:.2f}",
-            f"{ratio:.2f} ({s:,.0f} / {e:,.0f} per s)",
+            f"{shown_ratio(ratio, RATIO_GOAL)} ({s:,.0f} / {e:,.0f} per s)",
             ratio >= RATIO_GOAL,
         )
     ]
@@ -422,7 +429,7 @@ def sidecar_rows(sidecars: dict[str, dict[str, Any]]) -> list[Row]:
                 "start-to-complete with TLS + JWT / plaintext",
                 f">= {TLS_RATIO_GOAL:.2f}",
                 tls.get("skipped", "")
-                or f"{ratio:.2f} ({start.get('tls_jwt_per_s', 0):,.0f} / "
+                or f"{shown_ratio(ratio, TLS_RATIO_GOAL)} ({start.get('tls_jwt_per_s', 0):,.0f} / "
                 f"{start.get('plaintext_per_s', 0):,.0f} per s)",
                 ratio >= TLS_RATIO_GOAL,
             ),

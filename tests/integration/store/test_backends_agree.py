@@ -16,6 +16,7 @@ import pytest
 
 from statewrightd.errors import Conflict, StatewrightError, StoreError
 from statewrightd.store import Repository, open_repository
+from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import Create, DefinitionRecord, InstanceRecord, Operation
 from tests.integration.store.test_repository_contract import (
     T0,
@@ -66,7 +67,7 @@ def _script(repo: Repository) -> list[object]:
     b2 = repo.load("b")
     # One id per row and no request ids (PostgreSQL's set-based statements) ...
     out.append(_batch(repo, [save_op(a), save_op(b2), save_op(instance("ghost")), create_op("c")]))
-    # ... and the per-row path, with request ids and two steps of one instance.
+    # ... and the per-row path: two steps of one instance (and request ids).
     c = repo.load("c")
     c2 = save_op(c, request_id="r-c")
     out.append(_batch(repo, [c2, save_op(c2.new), save_op(c, state="late"), create_op("e")]))
@@ -109,7 +110,8 @@ def _script(repo: Repository) -> list[object]:
 
 @pytest.fixture
 def both(postgres_url: str, tmp_path: Path) -> Iterator[tuple[Repository, Repository]]:
-    pg = open_repository(postgres_url, migrate=False, pool_size=2)
+    # Set-based from two steps, so that the script's batches take those statements.
+    pg = PostgresRepository(postgres_url, pool_size=2, set_based_from=2)
     lite = open_repository(f"sqlite:///{tmp_path / 'agree.db'}")
     yield pg, lite
     pg.close()

@@ -769,9 +769,9 @@ _Op = TypeVar("_Op", Create, Save)
 
 
 def test_history_rows_keep_what_their_step_took(repo: Repository) -> None:
-    # Every way a step reaches the store: one create and one save, a batch that takes
-    # PostgreSQL's set-based statements (no request ids, one step per instance), and one
-    # that takes its per-row statements (request ids). A row without input stays without.
+    # Every way a step reaches the store: one create and one save (PostgreSQL: a
+    # statement each), a batch without request ids and one with them (its set-based
+    # statements, with and without request records). A row without input stays without.
     odd = 'q"uote \\back\\slash\n é 🚀'
     taken = {"approved": True, "note": odd, "items": [1, 2.5, None, {"k": odd}], "n": 2**62}
 
@@ -788,13 +788,13 @@ def test_history_rows_keep_what_their_step_took(repo: Repository) -> None:
     finished = dataclasses.replace(
         repo.load("in-set-0"), revision=3, status=Status.CANCELLED, state="next"
     )
-    per_row: list[Create | Save] = [
+    requested: list[Create | Save] = [
         took(create_op("in-req", request_id="r-1"), {"x": odd}),
         took(
             Save(finished, 2, history_of(finished), request_for(finished, "r-2")), {"reason": odd}
         ),
     ]
-    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(per_row))
+    assert all(isinstance(r, InstanceRecord) for r in repo.apply_batch(requested))
 
     assert [h.input for h in repo.history_after("in-one", 0, 10)] == [{"start": odd}, taken]
     for i in range(3):

@@ -20,10 +20,14 @@ def test_runs_round_trip_through_create_save_and_history(repo: Repository) -> No
     restart = save_op(repo.load("run-one"), state="draft")
     restarted = dataclasses.replace(restart.new, run=2, recursion_limit=4)
     repo.save(dataclasses.replace(restart, new=restarted))
-    # A batch's save carries the run on (PostgreSQL's and Citus's set-based rows).
-    assert repo.apply_batch([save_op(repo.load("run-one"))])[0] is not None
+    # A batch's saves carry each its run on (PostgreSQL's and Citus's set-based rows).
+    other = repo.create(create_op("run-two"))
+    saved = repo.apply_batch([save_op(repo.load("run-one")), save_op(other)])
+    assert all(r is not None for r in saved)
     now = repo.load("run-one")
     assert (now.revision, now.run, now.recursion_limit) == (4, 2, 4)
     rows = repo.history_after("run-one", 0, 10)
     assert [(h.revision, h.run) for h in rows] == [(1, 1), (2, 1), (3, 2), (4, 2)]
-    assert {r.workflow_id: r.run for r in repo.list(page_size=10).items} == {"run-one": 2}
+    assert [(h.revision, h.run) for h in repo.history_after("run-two", 0, 10)] == [(1, 1), (2, 1)]
+    runs = {r.workflow_id: r.run for r in repo.list(page_size=10).items}
+    assert runs == {"run-one": 2, "run-two": 1}

@@ -171,7 +171,7 @@ def test_the_set_based_batch_applies_timer_work_per_row(repo: Repository) -> Non
 
 
 def test_a_timer_keeps_the_trace_context_of_the_step_that_armed_it(repo: Repository) -> None:
-    """Whether the step saved alone or in a set-based batch, the claim hands the timer's
+    """Whether the step saved alone or in a batch, the claim hands the timer's
     firer the arming step's trace context; a step not traced arms timers without one."""
     traced = TraceContext("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", "a=1,b=2")
     bare = TraceContext(traced.traceparent)
@@ -180,20 +180,27 @@ def test_a_timer_keeps_the_trace_context_of_the_step_that_armed_it(repo: Reposit
     repo.create(Create(rec, history(rec, (one,)), timers=TimerChange(arm=(one,))))
     b_rec, (b_armed,) = create("t-traced-batch", T0 + timedelta(seconds=1))
     in_batch = dataclasses.replace(b_armed, trace=bare)
+    c_rec, (c_armed,) = create("t-traced-batch-2", T0 + timedelta(seconds=3))
+    beside = dataclasses.replace(c_armed, trace=traced)
     plain = armed_create(repo, "t-untraced", T0 + timedelta(seconds=2))
-    (created,) = repo.apply_batch(
-        [Create(b_rec, history(b_rec, (in_batch,)), timers=TimerChange(arm=(in_batch,)))]
+    created = repo.apply_batch(
+        [
+            Create(b_rec, history(b_rec, (in_batch,)), timers=TimerChange(arm=(in_batch,))),
+            Create(c_rec, history(c_rec, (beside,)), timers=TimerChange(arm=(beside,))),
+        ]
     )
-    assert isinstance(created, InstanceRecord)
-    found = repo.armed_timers(["t-traced", "t-traced-batch", "t-untraced"])
+    assert all(isinstance(r, InstanceRecord) for r in created)
+    found = repo.armed_timers(["t-traced", "t-traced-batch", "t-traced-batch-2", "t-untraced"])
     assert [t.trace for t in found["t-traced"]] == [traced]
     assert [t.trace for t in found["t-traced-batch"]] == [bare]
+    assert [t.trace for t in found["t-traced-batch-2"]] == [traced]
     assert found["t-untraced"] == [timer(plain, 1, T0 + timedelta(seconds=2))]
     claimed = repo.claim_timers(T0 + timedelta(seconds=5), T0 + timedelta(seconds=10), 10)
     assert [(t.workflow_id, t.trace) for t in claimed] == [
         ("t-traced", traced),
         ("t-traced-batch", bare),
         ("t-untraced", None),
+        ("t-traced-batch-2", traced),
     ]
 
 
