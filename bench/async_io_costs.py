@@ -20,70 +20,42 @@ import asyncio
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
-from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import psycopg
 
-from statewrightd.domain import Status
 from statewrightd.store import open_repository
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import encode_op
 from statewrightd.store.notifications import step_hints_payloads
 from statewrightd.store.postgres import _SAVE_ROW, _fields, _rows_json, _work
-from statewrightd.store.records import Create, HistoryRecord, InstanceRecord, Save
 from statewrightd.tuning import loop_factory
 
-NOW = datetime.now(UTC)
+# The repository root, so that `bench` is importable when this file runs as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.stepped_instances import SteppedInstances
+
 Statement = tuple[str, Any]
 
 
-class Instances:
-    """The instances the saves step, each at its current revision."""
-
-    def __init__(self, count: int, prefix: str) -> None:
-        self.records = [
-            InstanceRecord(
-                f"{prefix}-{i}", "bench", 1, "s", Status.RUNNING, {"n": 0}, 1, None, NOW, NOW
-            )
-            for i in range(count)
-        ]
-        self._next = 0
-
-    def creates(self) -> list[Create]:
-        return [Create(r, _history(r)) for r in self.records]
-
-    def next_save(self) -> list[Statement]:
-        """The statements of a one-save group commit of the next instance."""
-        i = self._next = (self._next + 1) % len(self.records)
-        old = self.records[i]
-        new = replace(
-            old,
-            revision=old.revision + 1,
-            context={"n": old.revision},
-            update_time=datetime.now(UTC),
-        )
-        self.records[i] = new
-        encoded = encode_op(Save(new, old.revision, _history(new)))
-        kind = _work([encoded])
-        rows = _rows_json([encoded.params], _fields(_SAVE_ROW, kind))
-        statements: list[Statement] = [
-            (q.LOCK_INSTANCES, (json.dumps([new.workflow_id]),)),
-            (q.SAVE_MANYS[kind], (rows,)),
-        ]
-        statements += [
-            (q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload)) for payload in step_hints_payloads([new])
-        ]
-        return statements
-
-
-def _history(r: InstanceRecord) -> HistoryRecord:
-    return HistoryRecord(
-        r.workflow_id, r.revision, "go", [], r.state, r.status, r.context, None, NOW
-    )
+def next_save(instances: SteppedInstances) -> list[Statement]:
+    """The statements of a one-save group commit of the next instance."""
+    save = instances.step()
+    encoded = encode_op(save)
+    kind = _work([encoded])
+    rows = _rows_json([encoded.params], _fields(_SAVE_ROW, kind))
+    statements: list[Statement] = [
+        (q.LOCK_INSTANCES, (json.dumps([encoded.params["workflow_id"]]),)),
+        (q.SAVE_MANYS[kind], (rows,)),
+    ]
+    statements += [
+        (q.NOTIFY_STEPS, (q.STEPS_CHANNEL, payload)) for payload in step_hints_payloads([save.new])
+    ]
+    return statements
 
 
 def blocking(conn: psycopg.Connection[Any], statements: list[Statement]) -> None:
@@ -108,26 +80,29 @@ def _measured(run: Callable[[], None]) -> tuple[float, float]:
     return time.process_time() - cpu, time.perf_counter() - wall
 
 
-def blocking_round(url: str, instances: Instances, count: int) -> tuple[float, float]:
+def blocking_round(url: str, instances: SteppedInstances, count: int) -> tuple[float, float]:
     with psycopg.connect(url) as conn:
-        blocking(conn, instances.next_save())  # connected and warm before the clock starts
+        blocking(conn, next_save(instances))  # connected and warm before the clock starts
 
         def run() -> None:
             for _ in range(count):
-                blocking(conn, instances.next_save())
+                blocking(conn, next_save(instances))
 
         return _measured(run)
 
 
 def async_round(
-    url: str, instances: Instances, count: int, new_loop: Callable[[], asyncio.AbstractEventLoop]
+    url: str,
+    instances: SteppedInstances,
+    count: int,
+    new_loop: Callable[[], asyncio.AbstractEventLoop],
 ) -> tuple[float, float]:
     async def connect_and_run() -> tuple[float, float]:
         async with await psycopg.AsyncConnection.connect(url) as conn:
-            await non_blocking(conn, instances.next_save())
+            await non_blocking(conn, next_save(instances))
             cpu, wall = time.process_time(), time.perf_counter()
             for _ in range(count):
-                await non_blocking(conn, instances.next_save())
+                await non_blocking(conn, next_save(instances))
             return time.process_time() - cpu, time.perf_counter() - wall
 
     with asyncio.Runner(loop_factory=new_loop) as runner:
@@ -143,8 +118,8 @@ def main() -> None:
     url = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
     # The server's asyncio loop (uvloop where installed), and the standard one.
     loops = {"async": loop_factory(), "async std": asyncio.new_event_loop}
-    sides = {"blocking": Instances(args.instances, "b")}
-    sides.update((name, Instances(args.instances, name[-3:])) for name in loops)
+    sides = {"blocking": SteppedInstances(args.instances, "b")}
+    sides.update((name, SteppedInstances(args.instances, name[-3:])) for name in loops)
     repo = open_repository(url, migrate=True, pool_size=1)
     for instances in sides.values():
         repo.apply_batch(instances.creates())

@@ -17,24 +17,26 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import sys
 import time
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
 from datetime import UTC, datetime
+from pathlib import Path
 
-from statewrightd.domain import Status
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
-    Create,
-    HistoryRecord,
     InstanceRecord,
     Operation,
     RequestRecord,
-    Save,
 )
 from statewrightd.store.repository import Repository
 from statewrightd.store.schema import migrate
+
+# The repository root, so that `bench` is importable when this file runs as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.stepped_instances import SteppedInstances
 
 NOW = datetime.now(UTC)
 SIZES = (1, 2, 4, 8, 16)
@@ -42,38 +44,17 @@ SIZES = (1, 2, 4, 8, 16)
 SIDES = {"per row": 1 << 30, "set-based": 1}
 
 
-class Instances:
-    def __init__(self, count: int, prefix: str) -> None:
-        self.records = [
-            InstanceRecord(
-                f"{prefix}-{i}", "bench", 1, "s", Status.RUNNING, {"n": 0}, 1, None, NOW, NOW
-            )
-            for i in range(count)
-        ]
-        self._next = 0
-
-    def creates(self) -> list[Operation]:
-        return [Create(r, _history(r)) for r in self.records]
-
-    def batch(self, size: int, requested: bool) -> list[Operation]:
-        """Saves of ``size`` distinct instances, each with a fresh request id or none."""
-        ops: list[Operation] = []
-        for _ in range(size):
-            i = self._next = (self._next + 1) % len(self.records)
-            old = self.records[i]
-            new = replace(old, revision=old.revision + 1, update_time=datetime.now(UTC))
-            self.records[i] = new
-            request = RequestRecord(
-                uuid.uuid4().hex, new.workflow_id, "CompleteTask", "fp", b'{"revision":1}', NOW
-            )
-            ops.append(Save(new, old.revision, _history(new), request if requested else None))
-        return ops
-
-
-def _history(r: InstanceRecord) -> HistoryRecord:
-    return HistoryRecord(
-        r.workflow_id, r.revision, "go", [], r.state, r.status, r.context, None, NOW
-    )
+def batch(instances: SteppedInstances, size: int, requested: bool) -> list[Operation]:
+    """Saves of ``size`` distinct instances, each with a fresh request id or none."""
+    ops: list[Operation] = []
+    for _ in range(size):
+        save = instances.step()
+        if requested:
+            wid = save.new.workflow_id
+            request = RequestRecord(uuid.uuid4().hex, wid, "CompleteTask", "fp", b"{}", NOW)
+            save = replace(save, request=request)
+        ops.append(save)
+    return ops
 
 
 def postgres_cpu() -> float:
@@ -102,13 +83,13 @@ def measured(run: Callable[[], None]) -> tuple[float, float, float]:
 
 def one_round(
     repos: dict[str, Repository],
-    instances: Instances,
+    instances: SteppedInstances,
     kind: str,
     case: tuple[bool, int],
     saves: int,
 ) -> tuple[float, float, float]:
     requested, size = case
-    batches = [instances.batch(size, requested) for _ in range(saves // size)]
+    batches = [batch(instances, size, requested) for _ in range(saves // size)]
 
     def run() -> None:
         for ops in batches:
@@ -131,7 +112,7 @@ def main() -> None:
         for kind, first in SIDES.items()
     }
     kinds = tuple(SIDES)
-    sides = {kind: Instances(args.instances, kind.replace(" ", "-")) for kind in kinds}
+    sides = {kind: SteppedInstances(args.instances, kind.replace(" ", "-")) for kind in kinds}
     for kind, instances in sides.items():
         repos[kind].apply_batch(instances.creates())
     cases = [(requested, size) for requested in (True, False) for size in SIZES]

@@ -542,6 +542,20 @@ def test_two_replicas_batching_the_same_instances_in_opposite_orders(db_url: str
 # -- group commit batches ------------------------------------------------------------
 
 
+def assert_batch_begins_as_planned(
+    ops: list[Create | Save], results: list[InstanceRecord | StoreError]
+) -> None:
+    """The batch tests' first five rows: a new instance created, a save that lost its
+    compare-and-swap (to revision 2), one that won it, one of a missing instance, and the
+    create of an instance that exists (not a request id that does)."""
+    assert len(results) == len(ops)
+    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
+    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
+    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
+    assert isinstance(results[3], RecordNotFound)
+    assert isinstance(results[4], RecordExists) and results[4].reason != "REQUEST_EXISTS"
+
+
 def test_batch_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
     a = repo.create(create_op("a"))
     b = repo.create(create_op("b"))
@@ -558,12 +572,7 @@ def test_batch_rows_succeed_or_fail_on_their_own(repo: Repository) -> None:
         create_op("new-2"),
     ]
     results = repo.apply_batch(ops)
-    assert len(results) == len(ops)
-    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
-    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
-    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
-    assert isinstance(results[3], RecordNotFound)
-    assert isinstance(results[4], RecordExists)
+    assert_batch_begins_as_planned(ops, results)
     assert isinstance(results[5], RecordExists) and results[5].reason == "REQUEST_EXISTS"
     assert isinstance(results[6], SerializationError)
     assert isinstance(results[7], InstanceRecord)
@@ -595,11 +604,7 @@ def test_batch_without_request_ids_rows_succeed_or_fail_on_their_own(repo: Repos
         Create(failed, history_of(failed), None),
     ]
     results = repo.apply_batch(ops)
-    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
-    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
-    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
-    assert isinstance(results[3], RecordNotFound)
-    assert isinstance(results[4], RecordExists) and results[4].reason != "REQUEST_EXISTS"
+    assert_batch_begins_as_planned(ops, results)
     assert isinstance(results[5], SerializationError)
     assert results[6] == failed
 
@@ -633,11 +638,7 @@ def test_batch_with_request_ids_rows_succeed_or_fail_on_their_own(repo: Reposito
         create_op("r-plain"),
     ]
     results = repo.apply_batch(ops)
-    assert results[0] == ops[0].record if isinstance(ops[0], Create) else False
-    assert isinstance(results[1], Conflict) and results[1].actual_revision == 2
-    assert isinstance(results[2], InstanceRecord) and results[2].revision == 2
-    assert isinstance(results[3], RecordNotFound)
-    assert isinstance(results[4], RecordExists) and results[4].reason != "REQUEST_EXISTS"
+    assert_batch_begins_as_planned(ops, results)
     assert isinstance(results[5], RecordExists) and results[5].reason == "REQUEST_EXISTS"
     assert isinstance(results[6], SerializationError)
     assert isinstance(results[7], InstanceRecord)
