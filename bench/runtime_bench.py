@@ -117,6 +117,19 @@ def _launch(
     raise RuntimeError(f"{name} did not start; log:\n{log.read_text(errors='replace')[-3000:]}")
 
 
+def statewrightd_command(patches: Sequence[str] = ()) -> list[str]:
+    """The command that runs statewrightd: as installed, or with ``patches`` under
+    bench/patched_server.py (suggested changes). "python=PATH" is no patch but the
+    interpreter (another venv with the project installed, e.g. a newer Python)."""
+    if not patches:
+        return [str(VENV_BIN / "statewrightd")]
+    pythons = [p.partition("=")[2] for p in patches if p.startswith("python=")]
+    named = [p for p in patches if not p.startswith("python=")]
+    python = pythons[-1] if pythons else sys.executable
+    command = [python, str(ROOT / "bench" / "patched_server.py")]
+    return command + [arg for patch in named for arg in ("--patch", patch)] + ["--"]
+
+
 def start_statewrightd(
     database: str,
     logs: Path,
@@ -132,17 +145,8 @@ def start_statewrightd(
     one port (its CPU is read over the whole process tree). With ``patches`` the server
     runs under bench/patched_server.py (suggested changes), every server process patched.
     """
-    command = [str(VENV_BIN / "statewrightd")]
-    if patches:
-        # "python=PATH" is no patch but the interpreter (another venv with the project
-        # installed, e.g. a newer Python); every other name is a patch of patched_server.py.
-        pythons = [p.partition("=")[2] for p in patches if p.startswith("python=")]
-        patches = [p for p in patches if not p.startswith("python=")]
-        python = pythons[-1] if pythons else sys.executable
-        command = [python, str(ROOT / "bench" / "patched_server.py")]
-        command += [arg for patch in patches for arg in ("--patch", patch)] + ["--"]
     argv = [
-        *command,
+        *statewrightd_command(patches or ()),
         "serve",
         "--listen",
         f"127.0.0.1:{port}",

@@ -37,6 +37,10 @@ import psycopg
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
+# The repository root, so that `bench` is importable when this file runs as a script.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from bench.runtime_bench import statewrightd_command
+
 ROOT = Path(__file__).resolve().parents[1]
 STATEWRIGHTD = ROOT / ".venv" / "bin" / "statewrightd"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
@@ -79,10 +83,7 @@ def server(
     """A statewrightd serving on a free port; ``env``: its environment (None: this one's);
     ``patches``: run under bench/patched_server.py with these patches."""
     log = logs / f"{name}.log"
-    command = [str(STATEWRIGHTD)]
-    if patches:
-        command = [sys.executable, str(ROOT / "bench" / "patched_server.py")]
-        command += [arg for patch in patches for arg in ("--patch", patch)] + ["--"]
+    command = statewrightd_command(patches) if patches else [str(STATEWRIGHTD)]
     argv = [*command, "serve", "--listen", "127.0.0.1:0", "--database", database]
     # One process, so that the pid's CPU is the server's (a later --processes in ``extra``
     # wins, and then the figures must add the pod's processes up).

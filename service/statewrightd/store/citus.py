@@ -51,7 +51,6 @@ from statewrightd.store.postgres import (
     _SAVE_ROW,
     _TASK_FIELDS,
     _TIMER_FIELDS,
-    REQUEST_FIELDS,
     Conn,
     _CommitLost,
     _read_back,
@@ -175,7 +174,7 @@ def _rows(
         + (_TIMER_FIELDS if kind[0] else ())
         + (_TASK_FIELDS if kind[1] else ())
         + (("s_values",) if kind[2] else ())
-        + REQUEST_FIELDS
+        + q.REQUEST_FIELDS
         + ("n",)
     )
     return _rows_json(

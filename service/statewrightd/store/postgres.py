@@ -555,7 +555,6 @@ _KINDS = {
     "n": _RAW,
     "s_values": _RAW,  # a step's search values, JSON (Citus)
 }
-REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
 _TASK_FIELDS = (
     "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",
     "k_fence_attempt", "k_fence_leased", "k_error", "k_result", "k_release_id", "k_release_time",
@@ -640,7 +639,7 @@ def _fields(
         base
         + (_TIMER_FIELDS if kind[0] else ())
         + (_TASK_FIELDS if kind[1] else ())
-        + (REQUEST_FIELDS if requested else ())
+        + (q.REQUEST_FIELDS if requested else ())
     )
 
 

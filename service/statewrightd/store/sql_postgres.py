@@ -74,7 +74,8 @@ SELECT (SELECT count(*) FROM changed), (SELECT ok FROM free)
 # here is with a record out of its window, which the step records afresh.
 REQUEST_ROW_TYPES = """, request_id text, r_method text, r_fingerprint text,
         r_response bytea, r_time timestamptz, r_cutoff timestamptz"""
-REQUEST_ROW_NAMES = ", request_id, r_method, r_fingerprint, r_response, r_time, r_cutoff"
+REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
+REQUEST_ROW_NAMES = "".join(f", {name}" for name in REQUEST_FIELDS)
 REQUEST_FREE_ROWS = """
 rows AS (
     SELECT i.*, (i.request_id IS NULL OR NOT EXISTS (
