@@ -21,7 +21,9 @@ and the store removes finished instances only, so the purge cannot race a step.
 Throttled: one batch in flight per replica, and after a full batch (more is due) the next
 waits at least as long as the last one took, so the purge holds a database connection at
 most half the time and never a lock for long. When a round finds less than a batch, it
-looks again after ``IDLE_EVERY``; when it found nothing at all, after ``EMPTY_EVERY``.
+looks again after ``IDLE_EVERY``; when it found nothing at all, after ``EMPTY_EVERY``, or
+after the retention or the request window if either is shorter (never sooner than
+``IDLE_EVERY``): a server that keeps rows for seconds removes them within seconds.
 What it removed is counted, with what is overdue (read every ``COUNT_EVERY``):
 diagnostics and metrics show both.
 """
@@ -110,6 +112,7 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
         self._batches_due: datetime | None = None  # the next batch purge (None: now)
         self._removed = removed
         self._batch = batch
+        self._empty_every = max(IDLE_EVERY, min(EMPTY_EVERY, retention, request_window))
         self._rows: dict[str, int] = {}
         self._tombstones = 0
         self._rounds = 0
@@ -187,7 +190,7 @@ class RetentionPurger(BackgroundLoop[_Round, RetentionCounts]):
             return max(MIN_PAUSE, claimed.seconds * PAUSE_FACTOR)
         if removed.workflow_ids or claimed.requests or claimed.tombstones or batch_rows:
             return IDLE_EVERY
-        return EMPTY_EVERY
+        return self._empty_every
 
     # -- counting --------------------------------------------------------------------
 

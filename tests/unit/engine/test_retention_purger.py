@@ -237,6 +237,29 @@ def test_a_round_that_removed_nothing_waits_longer(
     assert retention.EMPTY_EVERY > retention.IDLE_EVERY
 
 
+@pytest.mark.parametrize(
+    ("kept", "window", "wait"),
+    [
+        (2.0, 3600.0, 2.0),  # rows kept for seconds are removed within seconds
+        (3600.0, 4.0, 4.0),  # request records too
+        (0.25, 3600.0, retention.IDLE_EVERY),  # but never more often than a busy purge
+        (math.inf, 3600.0, retention.EMPTY_EVERY),  # kept long: an idle server looks seldom
+    ],
+)
+def test_an_empty_round_waits_no_longer_than_what_the_server_keeps(
+    loop: ManualLoop, store: ScriptedStore, kept: float, window: float, wait: float
+) -> None:
+    purger = RetentionPurger(
+        Background(cast(EventLoop, loop), cast(Repository, store), offload, FixedClock()),
+        retention=kept,
+        request_window=window,
+        removed=lambda ids: None,
+    )
+    purger.start()
+    loop.take("_round")
+    assert loop.delays("_round") == [wait]
+
+
 @pytest.mark.parametrize("full", ["instances", "requests", "tombstones"])
 def test_a_full_batch_goes_on_after_a_pause_as_long_as_it_took(
     purger: RetentionPurger,
