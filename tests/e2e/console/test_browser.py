@@ -468,9 +468,9 @@ def test_a_delayed_start_from_the_form_shows_when_it_starts_and_is_cancelled(
     delay.send_keys("1h")
     browser.find_element(By.CSS_SELECTOR, "form button[type=submit]").click()
     wait_for(browser, lambda d: workflow_id in d.current_url)
-    starts = css(browser, "#start-time")
-    assert "delayed start" in starts.text
-    assert "has not started yet" in css(browser, "#actions-idle").text
+    # The page draws again as its stream delivers: read each text where it is now.
+    wait_for(browser, lambda d: "delayed start" in css(d, "#start-time").text)
+    wait_for(browser, lambda d: "has not started yet" in css(d, "#actions-idle").text)
     got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
     assert got["status"] == "WORKFLOW_STATUS_WAITING" and got["revision"] == "1"
     assert got["timers"][0]["after"] == "start_delay 3600s"
