@@ -19,6 +19,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.app.storage import Reader
 from statewrightd.app.workflows import Workflows
 from statewrightd.definitions.registry import DefinitionRegistry
 from statewrightd.domain import SCHEDULE_ACTOR, TERMINAL
@@ -33,7 +34,6 @@ from statewrightd.store.repository import Repository
 
 RETRIES = 5
 MAX_BACKFILL_FIRES = 100_000
-Reader = Callable[[Callable[[], Any]], Any]
 
 
 @dataclass(frozen=True, slots=True)
