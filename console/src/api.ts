@@ -140,24 +140,43 @@ const MAX_BACKOFF_MS = 10_000;
  * connection is resumed with Last-Event-ID, the id of the last event received, so that no
  * revision is lost or repeated; UNAVAILABLE (a drain) reconnects too; an `end` event, a 204
  * or another error ends the stream.
+ *
+ * A hidden page (a tab in the background, or a page the browser keeps for its Back button)
+ * lets go of its connection and resumes the same way once it is shown again: a browser
+ * opens at most six connections to one server, each open stream holds one, and a seventh
+ * tab or page would wait for one.
  */
 export function stream(path: string, handlers: StreamHandlers): Stream {
-  const controller = new AbortController();
+  let attempt: AbortController | null = null;
   let lastId: string | null = null;
   let retry = 1000;
   let failures = 0;
   let closed = false;
+  let shown: (() => void) | null = null;
 
   const setState = (state: StreamState, error?: ApiError) => handlers.state?.(state, error);
+  const hidden = () => document.visibilityState === "hidden";
+  const visibility = () => {
+    if (hidden()) attempt?.abort();
+    else shown?.();
+  };
+  const watched: [EventTarget, string][] = [
+    [document, "visibilitychange"],
+    [window, "pagehide"],
+    [window, "pageshow"],
+  ];
+  for (const [target, type] of watched) target.addEventListener(type, visibility);
 
-  async function once(): Promise<"again" | "stop"> {
+  async function once(): Promise<"again" | "stop" | "hidden"> {
     const h = headers({ Accept: "text/event-stream" });
     if (lastId !== null) h.set("Last-Event-ID", lastId);
+    attempt = new AbortController();
     let response: Response;
     try {
-      response = await fetch(path, { headers: h, signal: controller.signal, cache: "no-store" });
+      response = await fetch(path, { headers: h, signal: attempt.signal, cache: "no-store" });
     } catch (cause) {
       if (closed) return "stop";
+      if (hidden()) return "hidden";
       setState("reconnecting", networkError(cause));
       return "again";
     }
@@ -231,6 +250,7 @@ export function stream(path: string, handlers: StreamHandlers): Stream {
       }
     } catch (cause) {
       if (closed) return "stop";
+      if (hidden()) return "hidden";
       setState("reconnecting", networkError(cause));
       return "again";
     }
@@ -242,8 +262,24 @@ export function stream(path: string, handlers: StreamHandlers): Stream {
   void (async () => {
     setState("connecting");
     while (!closed) {
-      const next = await once();
+      if (hidden()) {
+        await new Promise<void>((resolve) => (shown = resolve));
+        shown = null;
+        if (closed) return;
+        setState("reconnecting");
+        continue;
+      }
+      let next: "again" | "stop" | "hidden";
+      try {
+        next = await once();
+      } catch (cause) {
+        // Reading an error's body was cut off (closed or hidden meanwhile), or it broke.
+        if (closed) return;
+        next = hidden() ? "hidden" : "again";
+        if (next === "again") setState("reconnecting", networkError(cause));
+      }
       if (next === "stop" || closed) return;
+      if (next === "hidden") continue; // let go on purpose: no failure, no backoff
       failures += 1;
       const wait = Math.min(MAX_BACKOFF_MS, retry * 2 ** Math.max(0, failures - 1));
       await new Promise((resolve) => setTimeout(resolve, wait));
@@ -253,7 +289,9 @@ export function stream(path: string, handlers: StreamHandlers): Stream {
   return {
     close() {
       closed = true;
-      controller.abort();
+      attempt?.abort();
+      for (const [target, type] of watched) target.removeEventListener(type, visibility);
+      shown?.();
     },
   };
 }

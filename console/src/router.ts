@@ -63,16 +63,5 @@ export function start(): void {
     navigate(anchor.pathname + anchor.search);
   });
   window.addEventListener("popstate", () => void show());
-  // A page the browser keeps in its back-forward cache would keep its streams open, each
-  // holding one of the six connections a browser gives one server: after six such pages
-  // the next one waits a minute for a connection. So a page going away closes its
-  // streams, and one coming back from that cache draws itself (and opens them) afresh.
-  window.addEventListener("pagehide", () => {
-    if (cleanup) cleanup();
-    cleanup = undefined;
-  });
-  window.addEventListener("pageshow", (event) => {
-    if (event.persisted) void show();
-  });
   void show();
 }

@@ -1,11 +1,13 @@
-"""Full page loads in a real headless Chromium. The browser keeps the pages left behind for
-its Back button, alive but hidden; a page's event stream must not stay open there, since
-each one holds one of the six connections the browser opens to the server, and the
-seventh page would wait for one. A page that comes back takes its stream up again."""
+"""Many pages at once in a real headless Chromium: tabs, and the pages the browser keeps
+alive but hidden for its Back button. A hidden page's event stream must not stay open,
+since each holds one of the six connections the browser opens to one server, and a
+seventh page would wait for one. A page shown again takes its stream up where it left
+off, as it was drawn."""
 
 from __future__ import annotations
 
 from selenium import webdriver
+from selenium.webdriver.common.by import By
 
 from tests.support.api import uid
 from tests.support.browser import current_state, not_reloaded, open_page, start, wait_for
@@ -45,3 +47,43 @@ def test_pages_left_behind_hold_no_stream_and_come_back_live(
     signal = {"event": "score", "payload": {"score": 0.4}}
     assert http.post(f"/api/v1/workflows/{ids[-1]}/signal", signal).status == 200
     wait_for(browser, lambda d: current_state(d) == "improving")
+
+
+def test_tabs_in_the_background_hold_no_stream_and_catch_up_when_shown(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    ids = [
+        start(http, "review-loop", workflowId=uid("browser-tab"), input={"document": "a draft"})
+        for _ in range(PAGES)
+    ]
+    first = browser.current_window_handle
+    open_page(browser, base_url, f"/workflows/{ids[0]}")
+    wait_for(browser, lambda d: current_state(d) == "evaluating")
+    # Something typed on the first page, which must still be there when it is shown again.
+    payload = wait_for(
+        browser, lambda d: next(iter(d.find_elements(By.ID, "signal-payload")), None)
+    )
+    payload.clear()
+    payload.send_keys('{"score": 0.9}')
+    try:
+        for workflow_id in ids[1:]:
+            browser.switch_to.new_window("tab")
+            open_page(browser, base_url, f"/workflows/{workflow_id}")
+            wait_for(browser, lambda d: current_state(d) == "evaluating")
+            assert wait_until(lambda: open_streams(http) == 1, timeout=10), open_streams(http)
+        # A step on the first tab's instance while it is in the background.
+        signal = {"event": "score", "payload": {"score": 0.4}}
+        assert http.post(f"/api/v1/workflows/{ids[0]}/signal", signal).status == 200
+        browser.switch_to.window(first)
+        wait_for(browser, lambda d: current_state(d) == "improving")
+        assert not_reloaded(browser)
+        assert browser.find_element(By.ID, "signal-payload").get_attribute("value") == (
+            '{"score": 0.9}'
+        )
+        assert wait_until(lambda: open_streams(http) == 1, timeout=10), open_streams(http)
+    finally:
+        for handle in browser.window_handles:
+            if handle != first:
+                browser.switch_to.window(handle)
+                browser.close()
+        browser.switch_to.window(first)
