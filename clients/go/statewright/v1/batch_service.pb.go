@@ -487,7 +487,9 @@ type BatchOperation struct {
 	// Output only. Its last progress.
 	UpdateTime *timestamppb.Timestamp `protobuf:"bytes,21,opt,name=update_time,json=updateTime,proto3" json:"update_time,omitempty"`
 	// Output only. When it completed or was cancelled.
-	EndTime       *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	EndTime *timestamppb.Timestamp `protobuf:"bytes,22,opt,name=end_time,json=endTime,proto3" json:"end_time,omitempty"`
+	// Output only. The id prefix its instances were matched with (empty: any id).
+	IdPrefix      string `protobuf:"bytes,23,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -699,6 +701,13 @@ func (x *BatchOperation) GetEndTime() *timestamppb.Timestamp {
 	return nil
 }
 
+func (x *BatchOperation) GetIdPrefix() string {
+	if x != nil {
+		return x.IdPrefix
+	}
+	return ""
+}
+
 type isBatchOperation_Operation interface {
 	isBatchOperation_Operation()
 }
@@ -863,7 +872,10 @@ type StartBatchOperationRequest struct {
 	// Optional. Instances per second, up to 1000; zero means 50.
 	Rate float64 `protobuf:"fixed64,13,opt,name=rate,proto3" json:"rate,omitempty"`
 	// Optional. Count and sample the matching instances; save nothing.
-	DryRun        bool `protobuf:"varint,14,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	DryRun bool `protobuf:"varint,14,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
+	// Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+	// `id_prefix` (a workflow id's characters only).
+	IdPrefix      string `protobuf:"bytes,15,opt,name=id_prefix,json=idPrefix,proto3" json:"id_prefix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1017,6 +1029,13 @@ func (x *StartBatchOperationRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
+}
+
+func (x *StartBatchOperationRequest) GetIdPrefix() string {
+	if x != nil {
+		return x.IdPrefix
+	}
+	return ""
 }
 
 type isStartBatchOperationRequest_Operation interface {
@@ -1503,7 +1522,7 @@ const file_statewright_v1_batch_service_proto_rawDesc = "" +
 	"BatchPause\"\x0e\n" +
 	"\fBatchUnpause\"#\n" +
 	"\vBatchDelete\x12\x14\n" +
-	"\x05force\x18\x01 \x01(\bR\x05force\"\xae\a\n" +
+	"\x05force\x18\x01 \x01(\bR\x05force\"\xcb\a\n" +
 	"\x0eBatchOperation\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x1e\n" +
 	"\n" +
@@ -1531,14 +1550,15 @@ const file_statewright_v1_batch_service_proto_rawDesc = "" +
 	"createTime\x12;\n" +
 	"\vupdate_time\x18\x15 \x01(\v2\x1a.google.protobuf.TimestampR\n" +
 	"updateTime\x125\n" +
-	"\bend_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\aendTimeB\v\n" +
+	"\bend_time\x18\x16 \x01(\v2\x1a.google.protobuf.TimestampR\aendTime\x12\x1b\n" +
+	"\tid_prefix\x18\x17 \x01(\tR\bidPrefixB\v\n" +
 	"\toperation\"\xa4\x01\n" +
 	"\x10BatchItemFailure\x12\x1a\n" +
 	"\bworkflow\x18\x01 \x01(\tR\bworkflow\x12\x12\n" +
 	"\x04code\x18\x02 \x01(\tR\x04code\x12\x16\n" +
 	"\x06reason\x18\x03 \x01(\tR\x06reason\x12\x18\n" +
 	"\amessage\x18\x04 \x01(\tR\amessage\x12.\n" +
-	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\xf6\x04\n" +
+	"\x04time\x18\x05 \x01(\v2\x1a.google.protobuf.TimestampR\x04time\"\x93\x05\n" +
 	"\x1aStartBatchOperationRequest\x12\x19\n" +
 	"\bbatch_id\x18\x01 \x01(\tR\abatchId\x12\x1e\n" +
 	"\n" +
@@ -1556,7 +1576,8 @@ const file_statewright_v1_batch_service_proto_rawDesc = "" +
 	"\x06delete\x18\v \x01(\v2\x1b.statewright.v1.BatchDeleteH\x00R\x06delete\x12\x16\n" +
 	"\x06reason\x18\f \x01(\tR\x06reason\x12\x12\n" +
 	"\x04rate\x18\r \x01(\x01R\x04rate\x12\x17\n" +
-	"\adry_run\x18\x0e \x01(\bR\x06dryRunB\v\n" +
+	"\adry_run\x18\x0e \x01(\bR\x06dryRun\x12\x1b\n" +
+	"\tid_prefix\x18\x0f \x01(\tR\bidPrefixB\v\n" +
 	"\toperation\"k\n" +
 	"\x1bStartBatchOperationResponse\x124\n" +
 	"\x05batch\x18\x01 \x01(\v2\x1e.statewright.v1.BatchOperationR\x05batch\x12\x16\n" +

@@ -296,6 +296,7 @@ class BatchOperation(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     UPDATE_TIME_FIELD_NUMBER: _builtins.int
     END_TIME_FIELD_NUMBER: _builtins.int
+    ID_PREFIX_FIELD_NUMBER: _builtins.int
     name: _builtins.str
     """Output only. `batches/{batch_id}`; empty on a dry run."""
     definition: _builtins.str
@@ -320,6 +321,8 @@ class BatchOperation(_message.Message):
     """Output only. Who started it."""
     cancel_reason: _builtins.str
     """Output only. Who cancelled it, and why."""
+    id_prefix: _builtins.str
+    """Output only. The id prefix its instances were matched with (empty: any id)."""
     @_builtins.property
     def cancel(self) -> Global___BatchCancel: ...
     @_builtins.property
@@ -373,10 +376,11 @@ class BatchOperation(_message.Message):
         create_time: _timestamp_pb2.Timestamp | None = ...,
         update_time: _timestamp_pb2.Timestamp | None = ...,
         end_time: _timestamp_pb2.Timestamp | None = ...,
+        id_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "create_time", b"create_time", "delete", b"delete", "end_time", b"end_time", "migrate", b"migrate", "operation", b"operation", "pause", b"pause", "reset", b"reset", "retry", b"retry", "signal", b"signal", "unpause", b"unpause", "update_time", b"update_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "cancel", b"cancel", "cancel_reason", b"cancel_reason", "create_time", b"create_time", "definition", b"definition", "delete", b"delete", "done", b"done", "end_time", b"end_time", "failed", b"failed", "filter", b"filter", "matched", b"matched", "migrate", b"migrate", "name", b"name", "operation", b"operation", "pause", b"pause", "rate", b"rate", "reason", b"reason", "reset", b"reset", "retry", b"retry", "signal", b"signal", "state", b"state", "unpause", b"unpause", "update_time", b"update_time"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["actor", b"actor", "cancel", b"cancel", "cancel_reason", b"cancel_reason", "create_time", b"create_time", "definition", b"definition", "delete", b"delete", "done", b"done", "end_time", b"end_time", "failed", b"failed", "filter", b"filter", "id_prefix", b"id_prefix", "matched", b"matched", "migrate", b"migrate", "name", b"name", "operation", b"operation", "pause", b"pause", "rate", b"rate", "reason", b"reason", "reset", b"reset", "retry", b"retry", "signal", b"signal", "state", b"state", "unpause", b"unpause", "update_time", b"update_time"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_operation: _TypeAlias = _typing.Literal["cancel", "signal", "reset", "retry", "migrate", "pause", "unpause", "delete"]  # noqa: Y015
     _WhichOneofArgType_operation: _TypeAlias = _typing.Literal["operation", b"operation"]  # noqa: Y015
@@ -444,6 +448,7 @@ class StartBatchOperationRequest(_message.Message):
     REASON_FIELD_NUMBER: _builtins.int
     RATE_FIELD_NUMBER: _builtins.int
     DRY_RUN_FIELD_NUMBER: _builtins.int
+    ID_PREFIX_FIELD_NUMBER: _builtins.int
     batch_id: _builtins.str
     """Optional. The batch's id (letters, digits, `-`, `_`, `.`; at most 128 characters);
     empty: one is made. Starting a batch with the id of one that exists answers that batch
@@ -461,6 +466,10 @@ class StartBatchOperationRequest(_message.Message):
     """Optional. Instances per second, up to 1000; zero means 50."""
     dry_run: _builtins.bool
     """Optional. Count and sample the matching instances; save nothing."""
+    id_prefix: _builtins.str
+    """Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+    `id_prefix` (a workflow id's characters only).
+    """
     @_builtins.property
     def cancel(self) -> Global___BatchCancel: ...
     @_builtins.property
@@ -494,10 +503,11 @@ class StartBatchOperationRequest(_message.Message):
         reason: _builtins.str = ...,
         rate: _builtins.float = ...,
         dry_run: _builtins.bool = ...,
+        id_prefix: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["cancel", b"cancel", "delete", b"delete", "migrate", b"migrate", "operation", b"operation", "pause", b"pause", "reset", b"reset", "retry", b"retry", "signal", b"signal", "unpause", b"unpause"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_id", b"batch_id", "cancel", b"cancel", "definition", b"definition", "delete", b"delete", "dry_run", b"dry_run", "filter", b"filter", "migrate", b"migrate", "operation", b"operation", "pause", b"pause", "rate", b"rate", "reason", b"reason", "reset", b"reset", "retry", b"retry", "signal", b"signal", "unpause", b"unpause"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["batch_id", b"batch_id", "cancel", b"cancel", "definition", b"definition", "delete", b"delete", "dry_run", b"dry_run", "filter", b"filter", "id_prefix", b"id_prefix", "migrate", b"migrate", "operation", b"operation", "pause", b"pause", "rate", b"rate", "reason", b"reason", "reset", b"reset", "retry", b"retry", "signal", b"signal", "unpause", b"unpause"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType_operation: _TypeAlias = _typing.Literal["cancel", "signal", "reset", "retry", "migrate", "pause", "unpause", "delete"]  # noqa: Y015
     _WhichOneofArgType_operation: _TypeAlias = _typing.Literal["operation", b"operation"]  # noqa: Y015

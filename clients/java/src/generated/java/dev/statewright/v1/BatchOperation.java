@@ -39,6 +39,7 @@ private static final long serialVersionUID = 0L;
     state_ = 0;
     actor_ = "";
     cancelReason_ = "";
+    idPrefix_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -845,6 +846,53 @@ private static final long serialVersionUID = 0L;
     return endTime_ == null ? com.google.protobuf.Timestamp.getDefaultInstance() : endTime_;
   }
 
+  public static final int ID_PREFIX_FIELD_NUMBER = 23;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object idPrefix_ = "";
+  /**
+   * <pre>
+   * Output only. The id prefix its instances were matched with (empty: any id).
+   * </pre>
+   *
+   * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+   * @return The idPrefix.
+   */
+  @java.lang.Override
+  public java.lang.String getIdPrefix() {
+    java.lang.Object ref = idPrefix_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      idPrefix_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Output only. The id prefix its instances were matched with (empty: any id).
+   * </pre>
+   *
+   * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+   * @return The bytes for idPrefix.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getIdPrefixBytes() {
+    java.lang.Object ref = idPrefix_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      idPrefix_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -924,6 +972,9 @@ private static final long serialVersionUID = 0L;
     }
     if (((bitField0_ & 0x00000004) != 0)) {
       output.writeMessage(22, getEndTime());
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 23, idPrefix_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -1011,6 +1062,9 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeMessageSize(22, getEndTime());
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(23, idPrefix_);
+    }
     return size;
   }
   @java.lang.Override
@@ -1072,6 +1126,8 @@ private static final long serialVersionUID = 0L;
       if (!getEndTime()
           .equals(other.getEndTime())) return false;
     }
+    if (!getIdPrefix()
+        .equals(other.getIdPrefix())) return false;
     if (!getOperationCase().equals(other.getOperationCase())) return false;
     switch (operationCase_) {
       case 4:
@@ -1158,6 +1214,8 @@ private static final long serialVersionUID = 0L;
       hash = (37 * hash) + END_TIME_FIELD_NUMBER;
       hash = (53 * hash) + getEndTime().hashCode();
     }
+    hash = (37 * hash) + ID_PREFIX_FIELD_NUMBER;
+    hash = (53 * hash) + getIdPrefix().hashCode();
     switch (operationCase_) {
       case 4:
         hash = (37 * hash) + CANCEL_FIELD_NUMBER;
@@ -1387,6 +1445,7 @@ private static final long serialVersionUID = 0L;
         endTimeBuilder_.dispose();
         endTimeBuilder_ = null;
       }
+      idPrefix_ = "";
       operationCase_ = 0;
       operation_ = null;
       return this;
@@ -1474,6 +1533,9 @@ private static final long serialVersionUID = 0L;
             ? endTime_
             : endTimeBuilder_.build();
         to_bitField0_ |= 0x00000004;
+      }
+      if (((from_bitField0_ & 0x00400000) != 0)) {
+        result.idPrefix_ = idPrefix_;
       }
       result.bitField0_ |= to_bitField0_;
     }
@@ -1580,6 +1642,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.hasEndTime()) {
         mergeEndTime(other.getEndTime());
+      }
+      if (!other.getIdPrefix().isEmpty()) {
+        idPrefix_ = other.idPrefix_;
+        bitField0_ |= 0x00400000;
+        onChanged();
       }
       switch (other.getOperationCase()) {
         case CANCEL: {
@@ -1774,6 +1841,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00200000;
               break;
             } // case 178
+            case 186: {
+              idPrefix_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00400000;
+              break;
+            } // case 186
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -4192,6 +4264,98 @@ private static final long serialVersionUID = 0L;
         endTime_ = null;
       }
       return endTimeBuilder_;
+    }
+
+    private java.lang.Object idPrefix_ = "";
+    /**
+     * <pre>
+     * Output only. The id prefix its instances were matched with (empty: any id).
+     * </pre>
+     *
+     * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+     * @return The idPrefix.
+     */
+    public java.lang.String getIdPrefix() {
+      java.lang.Object ref = idPrefix_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        idPrefix_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The id prefix its instances were matched with (empty: any id).
+     * </pre>
+     *
+     * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+     * @return The bytes for idPrefix.
+     */
+    public com.google.protobuf.ByteString
+        getIdPrefixBytes() {
+      java.lang.Object ref = idPrefix_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        idPrefix_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Output only. The id prefix its instances were matched with (empty: any id).
+     * </pre>
+     *
+     * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+     * @param value The idPrefix to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdPrefix(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      idPrefix_ = value;
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The id prefix its instances were matched with (empty: any id).
+     * </pre>
+     *
+     * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIdPrefix() {
+      idPrefix_ = getDefaultInstance().getIdPrefix();
+      bitField0_ = (bitField0_ & ~0x00400000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The id prefix its instances were matched with (empty: any id).
+     * </pre>
+     *
+     * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+     * @param value The bytes for idPrefix to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdPrefixBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      idPrefix_ = value;
+      bitField0_ |= 0x00400000;
+      onChanged();
+      return this;
     }
 
     // @@protoc_insertion_point(builder_scope:statewright.v1.BatchOperation)

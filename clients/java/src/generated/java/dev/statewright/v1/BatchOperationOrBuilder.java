@@ -391,5 +391,25 @@ public interface BatchOperationOrBuilder extends
    */
   com.google.protobuf.TimestampOrBuilder getEndTimeOrBuilder();
 
+  /**
+   * <pre>
+   * Output only. The id prefix its instances were matched with (empty: any id).
+   * </pre>
+   *
+   * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+   * @return The idPrefix.
+   */
+  java.lang.String getIdPrefix();
+  /**
+   * <pre>
+   * Output only. The id prefix its instances were matched with (empty: any id).
+   * </pre>
+   *
+   * <code>string id_prefix = 23 [json_name = "idPrefix"];</code>
+   * @return The bytes for idPrefix.
+   */
+  com.google.protobuf.ByteString
+      getIdPrefixBytes();
+
   dev.statewright.v1.BatchOperation.OperationCase getOperationCase();
 }

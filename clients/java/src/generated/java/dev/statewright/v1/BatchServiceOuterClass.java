@@ -151,7 +151,7 @@ public final class BatchServiceOuterClass extends com.google.protobuf.GeneratedF
       "\tR\003key\022\024\n\005value\030\002 \001(\tR\005value:\0028\001\0326\n\010SetE" +
       "ntry\022\020\n\003key\030\001 \001(\tR\003key\022\024\n\005value\030\002 \001(\tR\005v" +
       "alue:\0028\001\"\014\n\nBatchPause\"\016\n\014BatchUnpause\"#" +
-      "\n\013BatchDelete\022\024\n\005force\030\001 \001(\010R\005force\"\256\007\n\016" +
+      "\n\013BatchDelete\022\024\n\005force\030\001 \001(\010R\005force\"\313\007\n\016" +
       "BatchOperation\022\022\n\004name\030\001 \001(\tR\004name\022\036\n\nde" +
       "finition\030\002 \001(\tR\ndefinition\022\026\n\006filter\030\003 \001" +
       "(\tR\006filter\0225\n\006cancel\030\004 \001(\0132\033.statewright" +
@@ -175,70 +175,72 @@ public final class BatchServiceOuterClass extends com.google.protobuf.GeneratedF
       "\ncreateTime\022;\n\013update_time\030\025 \001(\0132\032.googl" +
       "e.protobuf.TimestampR\nupdateTime\0225\n\010end_" +
       "time\030\026 \001(\0132\032.google.protobuf.TimestampR\007" +
-      "endTimeB\013\n\toperation\"\244\001\n\020BatchItemFailur" +
-      "e\022\032\n\010workflow\030\001 \001(\tR\010workflow\022\022\n\004code\030\002 " +
-      "\001(\tR\004code\022\026\n\006reason\030\003 \001(\tR\006reason\022\030\n\007mes" +
-      "sage\030\004 \001(\tR\007message\022.\n\004time\030\005 \001(\0132\032.goog" +
-      "le.protobuf.TimestampR\004time\"\366\004\n\032StartBat" +
-      "chOperationRequest\022\031\n\010batch_id\030\001 \001(\tR\007ba" +
-      "tchId\022\036\n\ndefinition\030\002 \001(\tR\ndefinition\022\026\n" +
-      "\006filter\030\003 \001(\tR\006filter\0225\n\006cancel\030\004 \001(\0132\033." +
-      "statewright.v1.BatchCancelH\000R\006cancel\0225\n\006" +
-      "signal\030\005 \001(\0132\033.statewright.v1.BatchSigna" +
-      "lH\000R\006signal\0222\n\005reset\030\006 \001(\0132\032.statewright" +
-      ".v1.BatchResetH\000R\005reset\0222\n\005retry\030\007 \001(\0132\032" +
-      ".statewright.v1.BatchRetryH\000R\005retry\0228\n\007m" +
-      "igrate\030\010 \001(\0132\034.statewright.v1.BatchMigra" +
-      "teH\000R\007migrate\0222\n\005pause\030\t \001(\0132\032.statewrig" +
-      "ht.v1.BatchPauseH\000R\005pause\0228\n\007unpause\030\n \001" +
-      "(\0132\034.statewright.v1.BatchUnpauseH\000R\007unpa" +
-      "use\0225\n\006delete\030\013 \001(\0132\033.statewright.v1.Bat" +
-      "chDeleteH\000R\006delete\022\026\n\006reason\030\014 \001(\tR\006reas" +
-      "on\022\022\n\004rate\030\r \001(\001R\004rate\022\027\n\007dry_run\030\016 \001(\010R" +
-      "\006dryRunB\013\n\toperation\"k\n\033StartBatchOperat" +
-      "ionResponse\0224\n\005batch\030\001 \001(\0132\036.statewright" +
-      ".v1.BatchOperationR\005batch\022\026\n\006sample\030\002 \003(" +
-      "\tR\006sample\"\214\001\n\030GetBatchOperationRequest\022\022" +
-      "\n\004name\030\001 \001(\tR\004name\022,\n\022failures_page_size" +
-      "\030\002 \001(\005R\020failuresPageSize\022.\n\023failures_pag" +
-      "e_token\030\003 \001(\tR\021failuresPageToken\"\310\001\n\031Get" +
-      "BatchOperationResponse\0224\n\005batch\030\001 \001(\0132\036." +
-      "statewright.v1.BatchOperationR\005batch\022<\n\010" +
-      "failures\030\002 \003(\0132 .statewright.v1.BatchIte" +
-      "mFailureR\010failures\0227\n\030next_failures_page" +
-      "_token\030\003 \001(\tR\025nextFailuresPageToken\"\212\001\n\032" +
-      "ListBatchOperationsRequest\022\033\n\tpage_size\030" +
-      "\001 \001(\005R\010pageSize\022\035\n\npage_token\030\002 \001(\tR\tpag" +
-      "eToken\0220\n\005state\030\003 \001(\0162\032.statewright.v1.B" +
-      "atchStateR\005state\"\177\n\033ListBatchOperationsR" +
-      "esponse\0228\n\007batches\030\001 \003(\0132\036.statewright.v" +
-      "1.BatchOperationR\007batches\022&\n\017next_page_t" +
-      "oken\030\002 \001(\tR\rnextPageToken\"I\n\033CancelBatch" +
-      "OperationRequest\022\022\n\004name\030\001 \001(\tR\004name\022\026\n\006" +
-      "reason\030\002 \001(\tR\006reason\"T\n\034CancelBatchOpera" +
-      "tionResponse\0224\n\005batch\030\001 \001(\0132\036.statewrigh" +
-      "t.v1.BatchOperationR\005batch*x\n\nBatchState" +
-      "\022\033\n\027BATCH_STATE_UNSPECIFIED\020\000\022\027\n\023BATCH_S" +
-      "TATE_RUNNING\020\001\022\031\n\025BATCH_STATE_COMPLETED\020" +
-      "\002\022\031\n\025BATCH_STATE_CANCELLED\020\0032\322\004\n\014BatchSe" +
-      "rvice\022\212\001\n\023StartBatchOperation\022*.statewri" +
-      "ght.v1.StartBatchOperationRequest\032+.stat" +
-      "ewright.v1.StartBatchOperationResponse\"\032" +
-      "\202\323\344\223\002\024\"\017/api/v1/batches:\001*\022\212\001\n\021GetBatchO" +
-      "peration\022(.statewright.v1.GetBatchOperat" +
-      "ionRequest\032).statewright.v1.GetBatchOper" +
-      "ationResponse\" \202\323\344\223\002\032\022\030/api/v1/{name=bat" +
-      "ches/*}\022\207\001\n\023ListBatchOperations\022*.statew" +
-      "right.v1.ListBatchOperationsRequest\032+.st" +
-      "atewright.v1.ListBatchOperationsResponse" +
-      "\"\027\202\323\344\223\002\021\022\017/api/v1/batches\022\235\001\n\024CancelBatc" +
-      "hOperation\022+.statewright.v1.CancelBatchO" +
-      "perationRequest\032,.statewright.v1.CancelB" +
-      "atchOperationResponse\"*\202\323\344\223\002$\"\037/api/v1/{" +
-      "name=batches/*}:cancel:\001*Bs\n\022dev.statewr" +
-      "ight.v1P\001ZJgithub.com/statewright/statew" +
-      "right/clients/go/statewright/v1;statewri" +
-      "ghtv1\252\002\016Statewright.V1b\006proto3"
+      "endTime\022\033\n\tid_prefix\030\027 \001(\tR\010idPrefixB\013\n\t" +
+      "operation\"\244\001\n\020BatchItemFailure\022\032\n\010workfl" +
+      "ow\030\001 \001(\tR\010workflow\022\022\n\004code\030\002 \001(\tR\004code\022\026" +
+      "\n\006reason\030\003 \001(\tR\006reason\022\030\n\007message\030\004 \001(\tR" +
+      "\007message\022.\n\004time\030\005 \001(\0132\032.google.protobuf" +
+      ".TimestampR\004time\"\223\005\n\032StartBatchOperation" +
+      "Request\022\031\n\010batch_id\030\001 \001(\tR\007batchId\022\036\n\nde" +
+      "finition\030\002 \001(\tR\ndefinition\022\026\n\006filter\030\003 \001" +
+      "(\tR\006filter\0225\n\006cancel\030\004 \001(\0132\033.statewright" +
+      ".v1.BatchCancelH\000R\006cancel\0225\n\006signal\030\005 \001(" +
+      "\0132\033.statewright.v1.BatchSignalH\000R\006signal" +
+      "\0222\n\005reset\030\006 \001(\0132\032.statewright.v1.BatchRe" +
+      "setH\000R\005reset\0222\n\005retry\030\007 \001(\0132\032.statewrigh" +
+      "t.v1.BatchRetryH\000R\005retry\0228\n\007migrate\030\010 \001(" +
+      "\0132\034.statewright.v1.BatchMigrateH\000R\007migra" +
+      "te\0222\n\005pause\030\t \001(\0132\032.statewright.v1.Batch" +
+      "PauseH\000R\005pause\0228\n\007unpause\030\n \001(\0132\034.statew" +
+      "right.v1.BatchUnpauseH\000R\007unpause\0225\n\006dele" +
+      "te\030\013 \001(\0132\033.statewright.v1.BatchDeleteH\000R" +
+      "\006delete\022\026\n\006reason\030\014 \001(\tR\006reason\022\022\n\004rate\030" +
+      "\r \001(\001R\004rate\022\027\n\007dry_run\030\016 \001(\010R\006dryRun\022\033\n\t" +
+      "id_prefix\030\017 \001(\tR\010idPrefixB\013\n\toperation\"k" +
+      "\n\033StartBatchOperationResponse\0224\n\005batch\030\001" +
+      " \001(\0132\036.statewright.v1.BatchOperationR\005ba" +
+      "tch\022\026\n\006sample\030\002 \003(\tR\006sample\"\214\001\n\030GetBatch" +
+      "OperationRequest\022\022\n\004name\030\001 \001(\tR\004name\022,\n\022" +
+      "failures_page_size\030\002 \001(\005R\020failuresPageSi" +
+      "ze\022.\n\023failures_page_token\030\003 \001(\tR\021failure" +
+      "sPageToken\"\310\001\n\031GetBatchOperationResponse" +
+      "\0224\n\005batch\030\001 \001(\0132\036.statewright.v1.BatchOp" +
+      "erationR\005batch\022<\n\010failures\030\002 \003(\0132 .state" +
+      "wright.v1.BatchItemFailureR\010failures\0227\n\030" +
+      "next_failures_page_token\030\003 \001(\tR\025nextFail" +
+      "uresPageToken\"\212\001\n\032ListBatchOperationsReq" +
+      "uest\022\033\n\tpage_size\030\001 \001(\005R\010pageSize\022\035\n\npag" +
+      "e_token\030\002 \001(\tR\tpageToken\0220\n\005state\030\003 \001(\0162" +
+      "\032.statewright.v1.BatchStateR\005state\"\177\n\033Li" +
+      "stBatchOperationsResponse\0228\n\007batches\030\001 \003" +
+      "(\0132\036.statewright.v1.BatchOperationR\007batc" +
+      "hes\022&\n\017next_page_token\030\002 \001(\tR\rnextPageTo" +
+      "ken\"I\n\033CancelBatchOperationRequest\022\022\n\004na" +
+      "me\030\001 \001(\tR\004name\022\026\n\006reason\030\002 \001(\tR\006reason\"T" +
+      "\n\034CancelBatchOperationResponse\0224\n\005batch\030" +
+      "\001 \001(\0132\036.statewright.v1.BatchOperationR\005b" +
+      "atch*x\n\nBatchState\022\033\n\027BATCH_STATE_UNSPEC" +
+      "IFIED\020\000\022\027\n\023BATCH_STATE_RUNNING\020\001\022\031\n\025BATC" +
+      "H_STATE_COMPLETED\020\002\022\031\n\025BATCH_STATE_CANCE" +
+      "LLED\020\0032\322\004\n\014BatchService\022\212\001\n\023StartBatchOp" +
+      "eration\022*.statewright.v1.StartBatchOpera" +
+      "tionRequest\032+.statewright.v1.StartBatchO" +
+      "perationResponse\"\032\202\323\344\223\002\024\"\017/api/v1/batche" +
+      "s:\001*\022\212\001\n\021GetBatchOperation\022(.statewright" +
+      ".v1.GetBatchOperationRequest\032).statewrig" +
+      "ht.v1.GetBatchOperationResponse\" \202\323\344\223\002\032\022" +
+      "\030/api/v1/{name=batches/*}\022\207\001\n\023ListBatchO" +
+      "perations\022*.statewright.v1.ListBatchOper" +
+      "ationsRequest\032+.statewright.v1.ListBatch" +
+      "OperationsResponse\"\027\202\323\344\223\002\021\022\017/api/v1/batc" +
+      "hes\022\235\001\n\024CancelBatchOperation\022+.statewrig" +
+      "ht.v1.CancelBatchOperationRequest\032,.stat" +
+      "ewright.v1.CancelBatchOperationResponse\"" +
+      "*\202\323\344\223\002$\"\037/api/v1/{name=batches/*}:cancel" +
+      ":\001*Bs\n\022dev.statewright.v1P\001ZJgithub.com/" +
+      "statewright/statewright/clients/go/state" +
+      "wright/v1;statewrightv1\252\002\016Statewright.V1" +
+      "b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -312,7 +314,7 @@ public final class BatchServiceOuterClass extends com.google.protobuf.GeneratedF
     internal_static_statewright_v1_BatchOperation_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_BatchOperation_descriptor,
-        new java.lang.String[] { "Name", "Definition", "Filter", "Cancel", "Signal", "Reset", "Retry", "Migrate", "Pause", "Unpause", "Delete", "Reason", "Rate", "State", "Matched", "Done", "Failed", "Actor", "CancelReason", "CreateTime", "UpdateTime", "EndTime", "Operation", });
+        new java.lang.String[] { "Name", "Definition", "Filter", "Cancel", "Signal", "Reset", "Retry", "Migrate", "Pause", "Unpause", "Delete", "Reason", "Rate", "State", "Matched", "Done", "Failed", "Actor", "CancelReason", "CreateTime", "UpdateTime", "EndTime", "IdPrefix", "Operation", });
     internal_static_statewright_v1_BatchItemFailure_descriptor =
       getDescriptor().getMessageType(9);
     internal_static_statewright_v1_BatchItemFailure_fieldAccessorTable = new
@@ -324,7 +326,7 @@ public final class BatchServiceOuterClass extends com.google.protobuf.GeneratedF
     internal_static_statewright_v1_StartBatchOperationRequest_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_StartBatchOperationRequest_descriptor,
-        new java.lang.String[] { "BatchId", "Definition", "Filter", "Cancel", "Signal", "Reset", "Retry", "Migrate", "Pause", "Unpause", "Delete", "Reason", "Rate", "DryRun", "Operation", });
+        new java.lang.String[] { "BatchId", "Definition", "Filter", "Cancel", "Signal", "Reset", "Retry", "Migrate", "Pause", "Unpause", "Delete", "Reason", "Rate", "DryRun", "IdPrefix", "Operation", });
     internal_static_statewright_v1_StartBatchOperationResponse_descriptor =
       getDescriptor().getMessageType(11);
     internal_static_statewright_v1_StartBatchOperationResponse_fieldAccessorTable = new

@@ -36,6 +36,7 @@ private static final long serialVersionUID = 0L;
     definition_ = "";
     filter_ = "";
     reason_ = "";
+    idPrefix_ = "";
   }
 
   public static final com.google.protobuf.Descriptors.Descriptor
@@ -582,6 +583,55 @@ private static final long serialVersionUID = 0L;
     return dryRun_;
   }
 
+  public static final int ID_PREFIX_FIELD_NUMBER = 15;
+  @SuppressWarnings("serial")
+  private volatile java.lang.Object idPrefix_ = "";
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+   * `id_prefix` (a workflow id's characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+   * @return The idPrefix.
+   */
+  @java.lang.Override
+  public java.lang.String getIdPrefix() {
+    java.lang.Object ref = idPrefix_;
+    if (ref instanceof java.lang.String) {
+      return (java.lang.String) ref;
+    } else {
+      com.google.protobuf.ByteString bs = 
+          (com.google.protobuf.ByteString) ref;
+      java.lang.String s = bs.toStringUtf8();
+      idPrefix_ = s;
+      return s;
+    }
+  }
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+   * `id_prefix` (a workflow id's characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+   * @return The bytes for idPrefix.
+   */
+  @java.lang.Override
+  public com.google.protobuf.ByteString
+      getIdPrefixBytes() {
+    java.lang.Object ref = idPrefix_;
+    if (ref instanceof java.lang.String) {
+      com.google.protobuf.ByteString b = 
+          com.google.protobuf.ByteString.copyFromUtf8(
+              (java.lang.String) ref);
+      idPrefix_ = b;
+      return b;
+    } else {
+      return (com.google.protobuf.ByteString) ref;
+    }
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -637,6 +687,9 @@ private static final long serialVersionUID = 0L;
     }
     if (dryRun_ != false) {
       output.writeBool(14, dryRun_);
+    }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
+      com.google.protobuf.GeneratedMessage.writeString(output, 15, idPrefix_);
     }
     getUnknownFields().writeTo(output);
   }
@@ -694,6 +747,9 @@ private static final long serialVersionUID = 0L;
       size += com.google.protobuf.CodedOutputStream
         .computeBoolSize(14, dryRun_);
     }
+    if (!com.google.protobuf.GeneratedMessage.isStringEmpty(idPrefix_)) {
+      size += com.google.protobuf.GeneratedMessage.computeStringSize(15, idPrefix_);
+    }
     return size;
   }
   @java.lang.Override
@@ -731,6 +787,8 @@ private static final long serialVersionUID = 0L;
             other.getRate())) return false;
     if (getDryRun()
         != other.getDryRun()) return false;
+    if (!getIdPrefix()
+        .equals(other.getIdPrefix())) return false;
     if (!getOperationCase().equals(other.getOperationCase())) return false;
     switch (operationCase_) {
       case 4:
@@ -793,6 +851,8 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + DRY_RUN_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashBoolean(
         getDryRun());
+    hash = (37 * hash) + ID_PREFIX_FIELD_NUMBER;
+    hash = (53 * hash) + getIdPrefix().hashCode();
     switch (operationCase_) {
       case 4:
         hash = (37 * hash) + CANCEL_FIELD_NUMBER;
@@ -994,6 +1054,7 @@ private static final long serialVersionUID = 0L;
       reason_ = "";
       rate_ = 0D;
       dryRun_ = false;
+      idPrefix_ = "";
       operationCase_ = 0;
       operation_ = null;
       return this;
@@ -1047,6 +1108,9 @@ private static final long serialVersionUID = 0L;
       }
       if (((from_bitField0_ & 0x00002000) != 0)) {
         result.dryRun_ = dryRun_;
+      }
+      if (((from_bitField0_ & 0x00004000) != 0)) {
+        result.idPrefix_ = idPrefix_;
       }
     }
 
@@ -1124,6 +1188,11 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getDryRun() != false) {
         setDryRun(other.getDryRun());
+      }
+      if (!other.getIdPrefix().isEmpty()) {
+        idPrefix_ = other.idPrefix_;
+        bitField0_ |= 0x00004000;
+        onChanged();
       }
       switch (other.getOperationCase()) {
         case CANCEL: {
@@ -1272,6 +1341,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00002000;
               break;
             } // case 112
+            case 122: {
+              idPrefix_ = input.readStringRequireUtf8();
+              bitField0_ |= 0x00004000;
+              break;
+            } // case 122
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -2891,6 +2965,103 @@ private static final long serialVersionUID = 0L;
     public Builder clearDryRun() {
       bitField0_ = (bitField0_ & ~0x00002000);
       dryRun_ = false;
+      onChanged();
+      return this;
+    }
+
+    private java.lang.Object idPrefix_ = "";
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+     * `id_prefix` (a workflow id's characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+     * @return The idPrefix.
+     */
+    public java.lang.String getIdPrefix() {
+      java.lang.Object ref = idPrefix_;
+      if (!(ref instanceof java.lang.String)) {
+        com.google.protobuf.ByteString bs =
+            (com.google.protobuf.ByteString) ref;
+        java.lang.String s = bs.toStringUtf8();
+        idPrefix_ = s;
+        return s;
+      } else {
+        return (java.lang.String) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+     * `id_prefix` (a workflow id's characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+     * @return The bytes for idPrefix.
+     */
+    public com.google.protobuf.ByteString
+        getIdPrefixBytes() {
+      java.lang.Object ref = idPrefix_;
+      if (ref instanceof String) {
+        com.google.protobuf.ByteString b = 
+            com.google.protobuf.ByteString.copyFromUtf8(
+                (java.lang.String) ref);
+        idPrefix_ = b;
+        return b;
+      } else {
+        return (com.google.protobuf.ByteString) ref;
+      }
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+     * `id_prefix` (a workflow id's characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+     * @param value The idPrefix to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdPrefix(
+        java.lang.String value) {
+      java.util.Objects.requireNonNull(value);
+      idPrefix_ = value;
+      bitField0_ |= 0x00004000;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+     * `id_prefix` (a workflow id's characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearIdPrefix() {
+      idPrefix_ = getDefaultInstance().getIdPrefix();
+      bitField0_ = (bitField0_ & ~0x00004000);
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+     * `id_prefix` (a workflow id's characters only).
+     * </pre>
+     *
+     * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+     * @param value The bytes for idPrefix to set.
+     * @return This builder for chaining.
+     */
+    public Builder setIdPrefixBytes(
+        com.google.protobuf.ByteString value) {
+      java.util.Objects.requireNonNull(value);
+      checkByteStringIsUtf8(value);
+      idPrefix_ = value;
+      bitField0_ |= 0x00004000;
       onChanged();
       return this;
     }

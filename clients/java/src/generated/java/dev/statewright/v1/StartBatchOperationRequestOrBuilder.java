@@ -236,5 +236,27 @@ public interface StartBatchOperationRequestOrBuilder extends
    */
   boolean getDryRun();
 
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+   * `id_prefix` (a workflow id's characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+   * @return The idPrefix.
+   */
+  java.lang.String getIdPrefix();
+  /**
+   * <pre>
+   * Optional. Only instances whose workflow id starts with this text, as ListWorkflows'
+   * `id_prefix` (a workflow id's characters only).
+   * </pre>
+   *
+   * <code>string id_prefix = 15 [json_name = "idPrefix"];</code>
+   * @return The bytes for idPrefix.
+   */
+  com.google.protobuf.ByteString
+      getIdPrefixBytes();
+
   dev.statewright.v1.StartBatchOperationRequest.OperationCase getOperationCase();
 }
