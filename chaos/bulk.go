@@ -18,7 +18,7 @@ import (
 // before the load; while it runs, a batch operation every BulkEvery that signals `bump`
 // to every tally (BatchService, the payload naming the batch), a share of them cancelled
 // a moment after their start, and a reset of a random tally to a random earlier revision
-// every ResetEvery. After the faults, the run waits for every batch to end and records
+// every ResetEvery. Every other batch is narrowed by an id prefix (bulkPrefix). After the faults, the run waits for every batch to end and records
 // what GetBatchOperation says of each (bulk.jsonl); the checker reads it with history
 // (check_bulk.go).
 
@@ -80,10 +80,21 @@ func (s *sideLoad) feedBulk(rng *rand.Rand) {
 	}
 }
 
+// bulkPrefix is the id prefix batch `batch` narrows its instances by: every other batch
+// takes only the tallies whose ids start with tally-0-1 or tally-0-2 (11 of 30 each), the
+// others every tally. The checker reads it from the batch's id the same way.
+func bulkPrefix(batch string) string {
+	var epoch, j int
+	if _, err := fmt.Sscanf(batch, "bulk-%d-%d", &epoch, &j); err != nil || j%2 == 0 {
+		return ""
+	}
+	return instanceID("tally", epoch, 1+(j/2)%2)
+}
+
 // startBulk starts batch `batch` (its id is its request id: a retry after an unknown
 // outcome is answered the batch the first attempt made).
 func (s *sideLoad) startBulk(rng *rand.Rand, batch string) Op {
-	req := &pb.StartBatchOperationRequest{BatchId: batch, Definition: defTally, Filter: "status = RUNNING",
+	req := &pb.StartBatchOperationRequest{BatchId: batch, Definition: defTally, Filter: "status = RUNNING", IdPrefix: bulkPrefix(batch),
 		Operation: &pb.StartBatchOperationRequest_Signal{Signal: &pb.BatchSignal{Event: bumpEvent,
 			Payload: mustStruct(map[string]any{"batch": batch})}},
 		Reason: "chaos " + batch, Rate: s.side.BulkRate}

@@ -172,7 +172,7 @@ var linearTimeout = 20 * time.Second
 
 var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
 	propSteps, propAnswers, propRetries, propSignalsOnce, propOneInstance, propTimers, propTasks, propDuplicates, propLeases,
-	propFlow, propSchedule, propMapOnce, propChildOnce, propBulkOnce, propReset, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
+	propFlow, propSchedule, propMapOnce, propChildOnce, propBulkOnce, propBulkPrefix, propReset, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
 
 // logical is one logical operation: all the attempts of one id.
 type logical struct {

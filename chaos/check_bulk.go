@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 )
 
 // The checkers of the batch operations' and the resets' promises, on the run's tallies
@@ -13,8 +14,9 @@ import (
 // its end (bulk.jsonl) and what the resets were told.
 
 const (
-	propBulkOnce = "a batch applies each item at most once: no instance has two steps of one batch; a completed batch stepped exactly the instances it counts done, with none failed; a cancelled one no fewer than it counts done and no more than it matched; every batch ends"
-	propReset    = "a reset restores its revision, once: its step has the state and context of the revision it went back to; a reset (a request id, retried) is applied at most once, an acknowledged one at the revision it was told"
+	propBulkOnce   = "a batch applies each item at most once: no instance has two steps of one batch; a completed batch stepped exactly the instances it counts done, with none failed; a cancelled one no fewer than it counts done and no more than it matched; every batch ends"
+	propBulkPrefix = "a batch narrowed by an id prefix steps only instances whose ids start with it"
+	propReset      = "a reset restores its revision, once: its step has the state and context of the revision it went back to; a reset (a request id, retried) is applied at most once, an acknowledged one at the revision it was told"
 )
 
 // bulkStats: what the report says of the batch operations and resets.
@@ -56,6 +58,12 @@ func (c *checker) checkBulk() {
 				}
 				first[b] = r.Revision
 				stepped[b]++
+				if p := bulkPrefix(b); p != "" {
+					c.checked[propBulkPrefix]++
+					if !strings.HasPrefix(wf, p) {
+						c.flag(propBulkPrefix, wf, "op-"+b, "revision %d applies batch %s, which matched only ids starting with %s", r.Revision, b, p)
+					}
+				}
 			}
 			if to, ok := r.Input["to_revision"].(float64); ok {
 				st.Resets++

@@ -66,6 +66,25 @@ func TestBulkFlagsAnItemAppliedTwice(t *testing.T) {
 	mustFind(t, anomaliesOf(c, propBulkOnce), "revision 3 applies batch bulk-0-0 again (it did at revision 2)")
 }
 
+func TestBulkFlagsAStepOutsideItsIdPrefix(t *testing.T) {
+	if bulkPrefix("bulk-0-0") != "" || bulkPrefix("bulk-0-1") != "tally-0-1" || bulkPrefix("bulk-0-3") != "tally-0-2" {
+		t.Fatal(bulkPrefix("bulk-0-1"), bulkPrefix("bulk-0-3"))
+	}
+	c, _ := goodBulk(t)
+	for _, wf := range []string{"tally-0-1", "tally-0-0"} { // within bulk-0-1's prefix, and not
+		c.history[wf] = append(c.history[wf], tallyRow(wf, 3, bumpEvent,
+			map[string]any{"last": "op-f0-1", "batch": "bulk-0-1", "bumps": float64(2)}, map[string]any{"batch": "bulk-0-1"}))
+	}
+	writeBulk(t, c, []bulkRec{{ID: "bulk-0-0", State: "BATCH_STATE_COMPLETED", Matched: 2, Done: 2},
+		{ID: "bulk-0-1", State: "BATCH_STATE_COMPLETED", Matched: 2, Done: 2}})
+	c.checkBulk()
+	found := anomaliesOf(c, propBulkPrefix)
+	mustFind(t, found, "revision 3 applies batch bulk-0-1, which matched only ids starting with tally-0-1")
+	if len(found) != 1 || len(anomaliesOf(c, propBulkOnce)) != 0 {
+		t.Fatal(c.anomalies)
+	}
+}
+
 func TestBulkFlagsCountsThatDisagreeWithHistory(t *testing.T) {
 	c, _ := goodBulk(t)
 	writeBulk(t, c, []bulkRec{

@@ -23,6 +23,7 @@ server in this process only:
   had none (its max_leased and key_max_leased are not looked at).
 - ``batch-twice``: a batch applies each item a second time, under another request id
   (as if the item's request id were not derived from its batch).
+- ``batch-ignore-prefix``: a batch's start matches its instances without its id prefix.
 - ``skip-timer-fence``: a timer's step no longer checks that the entry of the state that
   armed the timer still lasts (the timer is still armed), so a timer disarmed by a step
   that re-entered its state fires in the new entry.
@@ -43,6 +44,7 @@ from typing import Any
 from statewrightd import errors
 from statewrightd.api.batch_items import BatchItems
 from statewrightd.app import tasks as task_desk
+from statewrightd.app.batches import BatchAsked, Batches, Started
 from statewrightd.app.tasks import Completion, TaskDesk, TaskRef
 from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TaskStatus, TraceContext
@@ -252,8 +254,18 @@ def _batch_twice() -> None:
     BatchItems._apply = apply_twice  # type: ignore[method-assign]
 
 
+def _batch_ignore_prefix() -> None:
+    start = Batches.start
+
+    async def start_unnarrowed(self: Batches, asked: BatchAsked) -> Started:
+        return await start(self, dataclasses.replace(asked, id_prefix=""))
+
+    Batches.start = start_unnarrowed  # type: ignore[method-assign]
+
+
 MODES: dict[str, Callable[[], None]] = {
     "batch-twice": _batch_twice,
+    "batch-ignore-prefix": _batch_ignore_prefix,
     "ignore-flow-limit": _ignore_flow_limit,
     "ack-before-save": _ack_before_save,
     "skip-cas": _skip_cas,

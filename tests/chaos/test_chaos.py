@@ -100,6 +100,8 @@ def test_a_small_run_with_every_fault_finds_no_anomaly(chaos_binary: Path, tmp_p
     assert side["family"]["joined"] > 0 and side["family"]["delivered"] > 0, text
     bulk = side["bulk"]
     assert bulk["completed"] > 0 and bulk["steps"] > 0 and bulk["resets"] > 0, text
+    narrowed, _ = BREAKS["batch-ignore-prefix"]
+    assert report["checked"].get(narrowed, 0) > 0, text  # batches narrowed by an id prefix
 
 
 # Each break mode of the server, the property the checker must find broken, and words of
@@ -136,6 +138,10 @@ BREAKS: dict[str, tuple[str, tuple[str, ...]]] = {
         "batch ends",
         ("again",),
     ),
+    "batch-ignore-prefix": (
+        "a batch narrowed by an id prefix steps only instances whose ids start with it",
+        ("which matched only ids starting with",),
+    ),
     "stale-retry": (
         "every step is a transition its definition allows from the revision before it "
         "(state, event, reachability) and begins from that revision's context",
@@ -165,7 +171,14 @@ MORE = {"skip-timer-fence": ("--ops", "3000", "--duration", "90s", "--commit-del
 # other of them touches (the tasks', the timers' and the watch streams'): each mode's
 # anomaly can come from that mode only.
 RUNS = [
-    ("double-complete", "double-fire", "drop-watch", "ignore-flow-limit", "batch-twice"),
+    (
+        "double-complete",
+        "double-fire",
+        "drop-watch",
+        "ignore-flow-limit",
+        "batch-twice",
+        "batch-ignore-prefix",
+    ),
     ("ack-before-save",),
     ("skip-cas",),
     ("stale-retry",),

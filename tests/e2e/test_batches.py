@@ -292,6 +292,40 @@ def test_a_batch_id_answers_the_same_request_and_refuses_another(setup: Setup) -
     assert times == sorted(times, reverse=True)
 
 
+def test_an_id_prefix_narrows_a_batch_as_it_narrows_a_listing(setup: Setup) -> None:
+    tag = uid("prefix")
+    ids = _instances(setup.client, tag, 12)
+    # Ten of the twelve ids start with this (000 to 009); the filter alone matches all.
+    prefix = f"{tag}-00"
+    narrowed = [w for w in ids if w.startswith(prefix)]
+    assert 0 < len(narrowed) < len(ids)
+    fields = {"definition": "batchy", "filter": _filter(tag), "reason": "the first few"}
+    dry = setup.batches.start(**fields, id_prefix=prefix, dry_run=True)
+    assert dry.batch.matched == len(narrowed) and dry.batch.id_prefix == prefix
+    assert list(dry.sample) == [f"workflows/{w}" for w in narrowed]
+    batch_id = uid("batch")
+    started = setup.batches.start(**fields, id_prefix=prefix, batch_id=batch_id).batch
+    done = setup.batches.finished(started.name)
+    assert (done.matched, done.done, done.id_prefix) == (len(narrowed), len(narrowed), prefix)
+    assert [setup.client.get(w).paused for w in ids] == [w in narrowed for w in ids]
+    # The prefix is part of the request: the same id with another prefix, or none, is
+    # another batch.
+    again = setup.batches.start(**fields, id_prefix=prefix, batch_id=batch_id).batch
+    assert again.name == started.name and again.id_prefix == prefix
+    for other in ("", f"{tag}-"):
+        expect_error(
+            functools.partial(setup.batches.start, **fields, id_prefix=other, batch_id=batch_id),
+            grpc.StatusCode.ALREADY_EXISTS,
+            "BATCH_EXISTS",
+        )
+    # A prefix takes an id's characters, as ListWorkflows' does.
+    expect_error(
+        functools.partial(setup.batches.start, **fields, id_prefix="no spaces"),
+        grpc.StatusCode.INVALID_ARGUMENT,
+        "INVALID_FIELD",
+    )
+
+
 def test_a_start_is_refused_before_it_matches_anything(setup: Setup) -> None:
     for fields, reason in (
         ({"definition": "batchy", "reason": ""}, "FIELD_REQUIRED"),
@@ -322,6 +356,10 @@ def test_the_http_door_starts_and_reads_batches(setup: Setup) -> None:
     dry = http.post("/api/v1/batches", {**body, "dryRun": True})
     assert dry.status == 200, dry.body
     assert dry.body["batch"]["matched"] == "3" and len(dry.body["sample"]) == 3
+    narrowed = http.post("/api/v1/batches", {**body, "dryRun": True, "idPrefix": ids[0]})
+    assert narrowed.status == 200, narrowed.body
+    assert narrowed.body["sample"] == [f"workflows/{ids[0]}"]
+    assert narrowed.body["batch"]["idPrefix"] == ids[0]
     started = http.post("/api/v1/batches", body)
     assert started.status == 200, started.body
     name = started.body["batch"]["name"]

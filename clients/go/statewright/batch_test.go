@@ -63,6 +63,7 @@ func TestStartBatchOperationMakesABatchIDOnlyWhenNoneIsGiven(t *testing.T) {
 	ctx := context.Background()
 	req := &statewrightv1.StartBatchOperationRequest{
 		Filter:    "status = FAILED",
+		IdPrefix:  "order-",
 		Operation: &statewrightv1.StartBatchOperationRequest_Retry{Retry: &statewrightv1.BatchRetry{}},
 		Reason:    "bank is back",
 	}
@@ -88,7 +89,7 @@ func TestStartBatchOperationMakesABatchIDOnlyWhenNoneIsGiven(t *testing.T) {
 	if len(first.GetBatchId()) != 32 || made.GetBatch().GetName() != "batches/"+first.GetBatchId() {
 		t.Errorf("made batch id %q, answered %q", first.GetBatchId(), made.GetBatch().GetName())
 	}
-	if first.GetRetry() == nil || first.GetFilter() != "status = FAILED" || first.GetReason() != "bank is back" {
+	if first.GetRetry() == nil || first.GetFilter() != "status = FAILED" || first.GetIdPrefix() != "order-" || first.GetReason() != "bank is back" {
 		t.Errorf("the start lost its fields: %v", first)
 	}
 	if given.GetBatch().GetName() != "batches/b-7" {

@@ -953,11 +953,13 @@ class Operations:
         rate: float | None = None,
         batch_id: str | None = None,
         dry_run: bool = False,
+        id_prefix: str | None = None,
         timeout: float | None = None,
     ) -> Plan[BatchStartResult]:
         """Applies ``operation`` to every instance ``filter`` (an AIP-160 filter, as ``list``
         takes it; None: every instance) matches in ``definition`` (None: every definition),
-        as a durable batch, ``rate`` instances per second (None: 50, at most 1000).
+        whose id starts with ``id_prefix`` (None: any id), as a durable batch, ``rate``
+        instances per second (None: 50, at most 1000).
 
         ``operation`` is a :class:`~statewright.models.BatchSignal`, ``BatchMigrate``,
         ``BatchReset``, ``BatchDelete``, ... or the name of one without parameters
@@ -970,6 +972,7 @@ class Operations:
             batch_id=batch_id or ("" if dry_run else _common.new_request_id()),
             definition=definition or "",
             filter=filter or "",
+            id_prefix=id_prefix or "",
             reason=reason,
             rate=rate or 0.0,
             dry_run=dry_run,

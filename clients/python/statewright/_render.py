@@ -372,6 +372,7 @@ def batch_table(
         ("operation", _operation_text(batch)),
         ("definition", batch.definition or "(every definition)"),
         ("filter", batch.filter or "(every instance)"),
+        *([("id prefix", batch.id_prefix)] if batch.id_prefix else []),
         ("reason", batch.reason),
         ("rate", f"{batch.rate:g}/s"),
         ("state", batch.state.value),

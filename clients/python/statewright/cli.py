@@ -1176,6 +1176,7 @@ def _batch_start(client: Client, args: argparse.Namespace, out: TextIO, form: st
         rate=args.rate,
         batch_id=args.batch_id,
         dry_run=args.dry_run,
+        id_prefix=args.id_prefix,
     )
     if form != TABLE:
         _emit(out, started.to_dict(), compact=args.compact)
@@ -1260,6 +1261,11 @@ def _batch_commands(
     )
     p.add_argument(
         "--definition", metavar="NAME", help="only instances of this definition (default: any)"
+    )
+    p.add_argument(
+        "--id-prefix",
+        metavar="PREFIX",
+        help="only instances whose id starts with this, as `list --id-prefix` (default: any)",
     )
     p.add_argument(
         "--rate", type=float, metavar="N", help="instances per second, up to 1000 (default 50)"

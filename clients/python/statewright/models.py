@@ -1371,7 +1371,8 @@ def _action_from_proto(msg: _WithOperation) -> BatchAction | None:
 @dataclass(frozen=True, slots=True)
 class BatchOperation:
     """A batch: what it does (``action``) to the instances ``filter`` matched in
-    ``definition`` when it started, and how far it got. ``done`` counts the instances it
+    ``definition`` (their ids starting with ``id_prefix``, when set) when it started, and
+    how far it got. ``done`` counts the instances it
     applied its operation to, ``failed`` those it could not (each with its
     :class:`BatchItemFailure`); ``remaining`` is what is left of ``matched``."""
 
@@ -1391,6 +1392,7 @@ class BatchOperation:
     update_time: datetime | None
     end_time: datetime | None
     proto: batch_service_pb2.BatchOperation = field(repr=False, compare=False)
+    id_prefix: str = ""  # "": any id
 
     @property
     def batch_id(self) -> str:
@@ -1424,6 +1426,7 @@ class BatchOperation:
             update_time=_time(msg.update_time, msg.HasField("update_time")),
             end_time=_time(msg.end_time, msg.HasField("end_time")),
             proto=msg,
+            id_prefix=msg.id_prefix,
         )
 
     def to_dict(self) -> JSONObject:
@@ -1434,6 +1437,7 @@ class BatchOperation:
             "name": self.name,
             "definition": self.definition,
             "filter": self.filter,
+            "id_prefix": self.id_prefix,
             "operation": {action.kind: action.to_dict()} if action is not None else None,
             "reason": self.reason,
             "rate": self.rate,

@@ -63,7 +63,10 @@ def _echo_start(request: Any, context: grpc.ServicerContext) -> bpb.StartBatchOp
     answer.ClearField("retry")
     answer.MergeFrom(
         bpb.BatchOperation(
-            definition=request.definition, filter=request.filter, reason=request.reason
+            definition=request.definition,
+            filter=request.filter,
+            reason=request.reason,
+            id_prefix=request.id_prefix,
         )
     )
     kind = request.WhichOneof("operation")
@@ -81,6 +84,7 @@ def test_start_sends_the_operation_filter_and_a_made_batch_id(
         filter="status = WAITING",
         definition="tally",
         rate=5,
+        id_prefix="order-",
     )
     (request,) = fake.service.calls("StartBatchOperation")
     assert (request.definition, request.filter, request.reason, request.rate) == (
@@ -89,6 +93,9 @@ def test_start_sends_the_operation_filter_and_a_made_batch_id(
         "wake them up",
         5.0,
     )
+    assert request.id_prefix == "order-"
+    assert started.batch.id_prefix == "order-"
+    assert started.batch.to_dict()["id_prefix"] == "order-"
     assert request.signal.event == "nudge"
     assert request.signal.payload == to_struct({"level": 2})
     # A batch id is made when none is given, so that gRPC's retry answers the same batch.

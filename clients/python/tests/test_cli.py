@@ -784,7 +784,7 @@ def test_batch_start_builds_each_operation_from_its_options(fake: FakeServer) ->
     status, printed, _ = _run(
         fake, "batch", "start", "--op", "signal", "--event", "nudge", "--payload", '{"n": 1}',
         "--filter", "status = RUNNING", "--definition", "tally", "--reason", "wake",
-        "--rate", "5", "--batch-id", "b-7",
+        "--rate", "5", "--batch-id", "b-7", "--id-prefix", "order-",
     )  # fmt: skip
     assert status == 0
     assert printed["batch"]["name"] == "batches/b-7" and printed["sample"] == ["workflows/a"]
@@ -803,6 +803,7 @@ def test_batch_start_builds_each_operation_from_its_options(fake: FakeServer) ->
         5.0,
     )
     assert signal.signal.event == "nudge" and signal.signal.payload.fields["n"].number_value == 1
+    assert signal.id_prefix == "order-" and migrate.id_prefix == ""
     assert migrate.dry_run and migrate.batch_id == ""
     assert migrate.migrate == bpb.BatchMigrate(
         to_version=2, state_map={"review": "approval"}, set={"tier": "'gold'"}

@@ -58,7 +58,7 @@ before(async () => {
 after(() => served.close());
 
 test("startBatchOperation makes a batch id only when none is given and it is no dry run", async () => {
-  const request = { filter: "status = FAILED", reason: "bank is back", operation: { case: "retry" as const, value: {} } };
+  const request = { filter: "status = FAILED", idPrefix: "order-", reason: "bank is back", operation: { case: "retry" as const, value: {} } };
   const made = await client.startBatchOperation(request);
   const given = await client.startBatchOperation({ ...request, batchId: "b-7" });
   const dry = await client.startBatchOperation({ ...request, dryRun: true });
@@ -67,6 +67,7 @@ test("startBatchOperation makes a batch id only when none is given and it is no 
   assert.equal(made.batch?.name, `batches/${starts[0]!.batchId}`);
   assert.equal(starts[0]!.operation.case, "retry");
   assert.equal(starts[0]!.filter, "status = FAILED");
+  assert.equal(starts[0]!.idPrefix, "order-");
   assert.equal(given.batch?.name, "batches/b-7");
   assert.equal(starts[2]!.batchId, "");
   assert.equal(dry.batch?.name, "");

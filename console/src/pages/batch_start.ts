@@ -30,6 +30,7 @@ export const OPERATION_KINDS = Object.keys(OPERATIONS) as OperationKind[];
 export interface BatchScope {
   definition: string;
   filter: string;
+  idPrefix: string;
 }
 
 /** The list's status and filter as one AIP-160 filter (the status's short name, as the
@@ -85,6 +86,7 @@ export function batchDialog(scope: BatchScope, shown: string): void {
   const scopeText = [
     scope.definition ? ["definition ", h("code", {}, scope.definition)] : "every definition",
     scope.filter ? [", filter ", h("code", {}, scope.filter)] : ", no filter",
+    scope.idPrefix ? [", ids starting with ", h("code", {}, scope.idPrefix)] : "",
   ];
   const result = h("div", { "aria-live": "polite", id: "batch-preview" });
   const dryRun = h("button", { type: "button", class: "button", id: "batch-dry-run" }, "Dry run") as HTMLButtonElement;
@@ -111,6 +113,7 @@ export function batchDialog(scope: BatchScope, shown: string): void {
   const request = (): { ok: true; body: StartBatchOperationRequestJson } | { ok: false; error: unknown } => {
     const kind = operation.value as OperationKind;
     const body: StartBatchOperationRequestJson = { definition: scope.definition, filter: scope.filter, reason: reason.value.trim() };
+    if (scope.idPrefix) body.idPrefix = scope.idPrefix;
     if (!body.reason) return { ok: false, error: { code: "REASON_REQUIRED", reason: "NOT_SENT", message: "Give a reason: each instance's history records it." } };
     const perSecond = rate.value.trim() === "" ? 0 : Number(rate.value);
     if (!Number.isFinite(perSecond) || perSecond < 0 || perSecond > RATE_MAX) {

@@ -59,6 +59,7 @@ function operationText(batch: BatchOperationJson): (Node | string)[] {
 function scopeText(batch: BatchOperationJson): (Node | string)[] {
   const out: (Node | string)[] = [batch.definition ? h("code", {}, batch.definition) : h("span", { class: "muted" }, "every definition")];
   if (batch.filter) out.push(" · ", h("code", {}, batch.filter));
+  if (batch.idPrefix) out.push(" · ids starting with ", h("code", {}, batch.idPrefix));
   return out;
 }
 

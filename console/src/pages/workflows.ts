@@ -121,20 +121,16 @@ export function workflowsPage(query: URLSearchParams): Page {
       onPick(statusSelect, apply);
       onPick(orderSelect, apply);
       const byStatus = h("p", { class: "count muted", id: "workflow-status-counts" });
-      // One operation on every instance the list matches, as a batch. A batch matches by
-      // definition and filter (the status joins the filter); an id prefix is no part of
-      // its filter language, so a list narrowed by one offers no batch rather than a
-      // batch of more than it shows.
-      const scope = { definition, filter: scopeFilter(status, filterText) };
+      // One operation on every instance the list matches, as a batch: by definition, id
+      // prefix and filter, the status joining the filter.
+      const scope = { definition, filter: scopeFilter(status, filterText), idPrefix };
       let shown = "";
       const batchButton = h("button", {
         // Offered once the list's count is known (it names the count).
         type: "button", class: "button", id: "batch-apply", disabled: true,
-        "aria-describedby": idPrefix ? "batch-unavailable" : null,
         onclick: () => batchDialog(scope, shown),
       }, "Apply to all matching…") as HTMLButtonElement;
-      const batchHead = h("div", { class: "head-actions" }, batchButton,
-        idPrefix ? h("span", { class: "muted small", id: "batch-unavailable" }, "A batch cannot match by id prefix: clear “Id starts with” to apply one.") : null);
+      const batchHead = h("div", { class: "head-actions" }, batchButton);
       main.append(
         h("div", { class: "page-head" }, h("h1", {}, "Workflows"), count, batchHead),
         filters,
@@ -222,7 +218,7 @@ export function workflowsPage(query: URLSearchParams): Page {
             count.dataset.count = String(c.count);
             shown = n;
             batchButton.textContent = `Apply to all ${n} matching…`;
-            batchButton.disabled = Boolean(idPrefix) || c.count === 0;
+            batchButton.disabled = c.count === 0;
           }
         },
         state(state, error) {

@@ -156,6 +156,7 @@ def batch_asked(request: pb.StartBatchOperationRequest, limits: ValueLimits) -> 
     if request.definition:
         v.definition_name(request.definition)
     v.list_filter(request.filter)
+    v.id_prefix(request.id_prefix)
     v.required("reason", request.reason)
     v.reason_text(request.reason)
     rate = batch_rate(request.rate)
@@ -172,6 +173,7 @@ def batch_asked(request: pb.StartBatchOperationRequest, limits: ValueLimits) -> 
         batch_id=request.batch_id,
         definition=request.definition,
         filter=request.filter,
+        id_prefix=request.id_prefix,
         operation=operation,
         reason=request.reason,
         rate=rate,

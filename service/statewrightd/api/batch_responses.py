@@ -52,6 +52,7 @@ def batch_pb(record: BatchRecord) -> pb.BatchOperation:
         name=f"batches/{record.batch_id}" if saved else "",
         definition=str(doc.get("definition") or ""),
         filter=str(doc.get("filter") or ""),
+        id_prefix=str(doc.get("id_prefix") or ""),
         reason=str(doc.get("reason") or ""),
         rate=float(doc.get("rate") or 0.0),
         state=STATE_PB.get(record.state, pb.BATCH_STATE_UNSPECIFIED),

@@ -46,7 +46,7 @@ DEFAULT_RATE: Final = 50.0
 MAX_RATE: Final = 1000.0
 # The most instances one batch may hold: its items are written in the start's own
 # transaction, and its matching reads each of them. A filter that matches more is refused;
-# split the work (by id_prefix in the filter's terms, by status, by create_time).
+# split the work (by id prefix, by status, by create_time).
 MAX_BATCH_INSTANCES: Final = 100_000
 SAMPLE_SIZE: Final = 20
 BATCH_ID: Final = re.compile(r"^[A-Za-z0-9._-]{1,128}\Z")
@@ -103,6 +103,7 @@ class BatchAsked:
     reason: str
     rate: float  # as batch_rate gives it
     dry_run: bool = False
+    id_prefix: str = ""  # "": any id
 
     def fingerprint(self) -> str:
         """What makes two starts the same request (its id, and a dry run, aside)."""
@@ -113,6 +114,8 @@ class BatchAsked:
             "reason": self.reason,
             "rate": self.rate,
         }
+        if self.id_prefix:  # absent otherwise: batches started before it keep their print
+            asked["id_prefix"] = self.id_prefix
         text = json.dumps(asked, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()
 
@@ -147,7 +150,11 @@ class Batches:
             existing = await self._get(asked.batch_id)
             if existing is not None:
                 return self._same(existing, asked)
-        which = WorkflowFilter(definition=asked.definition or None, filter=asked.filter)
+        which = WorkflowFilter(
+            definition=asked.definition or None,
+            filter=asked.filter,
+            id_prefix=asked.id_prefix or None,
+        )
         ids = await self.reads.matching_ids(which, MAX_BATCH_INSTANCES)
         if len(ids) > MAX_BATCH_INSTANCES:
             raise errors.FailedPrecondition(
@@ -191,6 +198,7 @@ class Batches:
             "operation": dict(asked.operation),
             "definition": asked.definition,
             "filter": asked.filter,
+            "id_prefix": asked.id_prefix,
             "reason": asked.reason,
             "rate": asked.rate,
             "actor": current_actor(),

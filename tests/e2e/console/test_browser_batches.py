@@ -41,7 +41,7 @@ states:
 transitions:
   - {{from: review, on: approve, to: done}}
 """
-NAMES = ("console-batch-pause", "console-batch-slow", "console-batch-denied")
+NAMES = ("console-batch-pause", "console-batch-slow", "console-batch-denied", "console-batch-ids")
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +78,13 @@ def workflow(http: Http, workflow_id: str) -> dict[str, Any]:
     return found
 
 
-def open_batch_dialog(chrome: webdriver.Chrome, base_url: str, definition: str, n: int) -> None:
-    """The list of ``definition``'s waiting instances, and its Apply to all N matching."""
+def open_batch_dialog(
+    chrome: webdriver.Chrome, base_url: str, definition: str, n: int, id_prefix: str = ""
+) -> None:
+    """The list of ``definition``'s waiting instances (whose ids start with ``id_prefix``),
+    and its Apply to all N matching."""
     query = f"definition={definition}&status=WORKFLOW_STATUS_WAITING"
+    query += f"&idPrefix={id_prefix}" if id_prefix else ""
     open_page(chrome, base_url, f"/workflows?{query}")
     button = css(chrome, "#batch-apply")
     wait_for(chrome, lambda d: button.text == f"Apply to all {n} matching…")
@@ -157,6 +161,34 @@ def test_apply_to_all_matching_dry_runs_then_pauses_them_all(
     css(browser, f'tr[data-batch="{batch_id}"] a').click()
     wait_for(browser, lambda d: d.current_url == f"{base_url}/batches/{batch_id}")
     assert not_reloaded(browser)
+
+
+def test_a_list_narrowed_by_id_prefix_batches_only_what_it_shows(
+    browser: webdriver.Chrome, base_url: str, http: Http
+) -> None:
+    base = uid("batch-ids")
+    shown = sorted(start(http, NAMES[3], workflowId=f"{base}-in-{i}") for i in range(2))
+    others = [start(http, NAMES[3], workflowId=f"{base}-out-{i}") for i in range(2)]
+    sign_in(browser, base_url, "admin")
+    open_batch_dialog(browser, base_url, NAMES[3], 2, id_prefix=f"{base}-in")
+    assert f"ids starting with {base}-in" in css(browser, "#batch-scope").text
+    Select(css(browser, "#batch-operation")).select_by_value("pause")
+    css(browser, "#batch-reason").send_keys("only these")
+    css(browser, "#batch-dry-run").click()
+    assert css(browser, "#batch-matched").get_attribute("data-matched") == "2"
+    sample = [e.text for e in browser.find_elements(By.CSS_SELECTOR, "#batch-sample code")]
+    assert sample == shown
+    css(browser, "#batch-start").click()
+    wait_for(browser, lambda d: "/batches/" in d.current_url)
+    batch_id = browser.current_url.rsplit("/", 1)[1]
+    head = css(browser, ".head-facts[data-state]")
+    wait_for(browser, lambda d: head.get_attribute("data-state") == "BATCH_STATE_COMPLETED")
+    assert [workflow(http, w)["paused"] for w in shown + others] == [True, True, False, False]
+    batch = http.get(f"/api/v1/batches/{batch_id}").body["batch"]
+    assert (batch["idPrefix"], batch["done"]) == (f"{base}-in", "2")
+    css(browser, "nav a[data-nav='batches']").click()
+    row = css(browser, f'tr[data-batch="{batch_id}"]')
+    assert f"ids starting with {base}-in" in row.text
 
 
 def test_a_running_batch_shows_its_failures_and_is_cancelled_from_its_page(

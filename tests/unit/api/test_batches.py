@@ -5,6 +5,8 @@ the pace of starts, how an item's error ends it, and who may start which batch."
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import json
 import math
 from datetime import UTC, datetime, timedelta
 from typing import cast
@@ -106,6 +108,24 @@ def test_the_same_request_has_the_same_fingerprint() -> None:
     again = batch_asked(_start(batch_id="b1", definition="orders", dry_run=True), DEFAULT_LIMITS)
     other = batch_asked(_start(batch_id="b1", definition="orders", rate=10), DEFAULT_LIMITS)
     assert one.fingerprint() == again.fingerprint() != other.fingerprint()
+    narrowed = batch_asked(
+        _start(batch_id="b1", definition="orders", id_prefix="o-"), DEFAULT_LIMITS
+    )
+    assert narrowed.fingerprint() not in {one.fingerprint(), other.fingerprint()}
+
+
+def test_a_start_without_an_id_prefix_keeps_the_fingerprint_it_had_before_there_was_one() -> None:
+    # What a batch saved before id prefixes existed holds, and a retry of its start matches.
+    asked = batch_asked(_start(batch_id="b1", definition="orders"), DEFAULT_LIMITS)
+    before = {
+        "definition": "orders",
+        "filter": asked.filter,
+        "operation": dict(asked.operation),
+        "reason": asked.reason,
+        "rate": asked.rate,
+    }
+    text = json.dumps(before, sort_keys=True, separators=(",", ":"))
+    assert asked.fingerprint() == hashlib.sha256(text.encode()).hexdigest()
 
 
 def test_each_item_is_the_single_rpc_s_request_with_the_batch_s_request_id() -> None:

@@ -58,7 +58,7 @@ class BatchOperationsTest {
                 .addSample("workflows/a")
                 .build();
     StartBatchOperationRequest request =
-        StartBatchOperationRequest.newBuilder().setFilter("status = FAILED").setRetry(BatchRetry.getDefaultInstance()).setReason("bank is back").build();
+        StartBatchOperationRequest.newBuilder().setFilter("status = FAILED").setIdPrefix("order-").setRetry(BatchRetry.getDefaultInstance()).setReason("bank is back").build();
     StartBatchOperationResponse made = client.startBatchOperation(request);
     StartBatchOperationResponse given = client.startBatchOperation(request.toBuilder().setBatchId("b-7").build());
     StartBatchOperationResponse dry = client.startBatchOperation(request.toBuilder().setDryRun(true).build());
@@ -68,6 +68,7 @@ class BatchOperationsTest {
     assertEquals("batches/" + first.getBatchId(), made.getBatch().getName());
     assertTrue(first.hasRetry());
     assertEquals("status = FAILED", first.getFilter());
+    assertEquals("order-", first.getIdPrefix());
     assertEquals("batches/b-7", given.getBatch().getName());
     assertEquals("", ((StartBatchOperationRequest) fake.batches.requests.get(2)).getBatchId());
     assertEquals("", dry.getBatch().getName());
