@@ -18,9 +18,9 @@ import (
 // before the load; while it runs, a batch operation every BulkEvery that signals `bump`
 // to every tally (BatchService, the payload naming the batch), a share of them cancelled
 // a moment after their start, and a reset of a random tally to a random earlier revision
-// every ResetEvery. Every other batch is narrowed by an id prefix (bulkPrefix). After the faults, the run waits for every batch to end and records
-// what GetBatchOperation says of each (bulk.jsonl); the checker reads it with history
-// (check_bulk.go).
+// every ResetEvery; every other batch is narrowed by an id prefix (bulkPrefix). After the
+// faults, the run waits for every batch to end and records what GetBatchOperation says of
+// each (bulk.jsonl); the checker reads it with history (check_bulk.go).
 
 const (
 	bumpEvent = "bump"

@@ -1372,9 +1372,9 @@ def _action_from_proto(msg: _WithOperation) -> BatchAction | None:
 class BatchOperation:
     """A batch: what it does (``action``) to the instances ``filter`` matched in
     ``definition`` (their ids starting with ``id_prefix``, when set) when it started, and
-    how far it got. ``done`` counts the instances it
-    applied its operation to, ``failed`` those it could not (each with its
-    :class:`BatchItemFailure`); ``remaining`` is what is left of ``matched``."""
+    how far it got. ``done`` counts the instances it applied its operation to, ``failed``
+    those it could not (each with its :class:`BatchItemFailure`); ``remaining`` is what is
+    left of ``matched``."""
 
     name: str  # batches/{id}; empty on a dry run
     definition: str
