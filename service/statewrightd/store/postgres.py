@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import time
 import weakref
 from collections.abc import Iterator, Sequence
@@ -13,7 +14,7 @@ from typing import Any
 
 import psycopg
 import psycopg.errors
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
 
 from statewrightd.errors import OutcomeUnknown, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
@@ -49,6 +50,8 @@ from statewrightd.store.rows import INSTANCE, Rows
 from statewrightd.store.schema import latest_version, postgres_schema_version
 from statewrightd.store.sqlbase import SqlRepository
 
+_log = logging.getLogger(__name__)
+
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 # A deadlock or serialization failure rolls the whole transaction back: nothing was
@@ -64,6 +67,10 @@ _WAIT_SLICE_S = 0.25
 # terminating it; only once it is gone is the row we read final.
 _BACKEND_GRACE_S = 1.0
 _TERMINATE_TIMEOUT_MS = 3000
+# While the database is known down, each readiness check tries a connection of its own
+# (libpq's shortest connect timeout); the old pool's threads get this long to stop.
+_PROBE_CONNECT_S = 2
+_OLD_POOL_CLOSE_S = 1.0
 
 
 def _utc(value: datetime) -> datetime:
@@ -161,21 +168,49 @@ class PostgresRepository(SqlRepository):
         self._trouble_at = 0.0
         self._answered_at = time.monotonic()
         self._unreachable = False
+        self._pool_size = pool_size
+        self._closed = False
         self._before_open()
-        self._pool = ConnectionPool(
-            url,
+        self._pool = self._new_pool()
+
+    def _new_pool(self) -> ConnectionPool[Conn]:
+        pool: ConnectionPool[Conn] = ConnectionPool(
+            self._url,
             min_size=1,
-            max_size=max(1, pool_size),
-            kwargs={"connect_timeout": int(connect_timeout), "autocommit": self.AUTOCOMMIT},
+            max_size=max(1, self._pool_size),
+            kwargs={"connect_timeout": int(self._connect_timeout), "autocommit": self.AUTOCOMMIT},
             configure=self._configure,
             check=self._check,
-            timeout=pool_timeout,
+            timeout=self._pool_timeout,
             name="statewright-store",
             open=False,
         )
         # Not waiting: the service starts (and reports not-ready via ping) while the
         # database is still coming up.
-        self._pool.open(wait=False)
+        pool.open(wait=False)
+        return pool
+
+    def _renew_pool_if_back(self) -> None:
+        """While the database is known down, find out with a connection of our own whether
+        it is back; if it is, a new pool replaces the old one and connects at once.
+
+        The pool retries a lost connection after 1 s, 2 s, 4 s, ... (psycopg_pool's
+        backoff): after an outage of a minute its next attempt may come a minute after the
+        database returned, and until then the replica stays not ready."""
+        if self._closed or self._pool.get_stats().get("pool_available", 0):
+            return  # closing; or an idle connection, which the probe checks first
+        try:
+            psycopg.connect(self._url, connect_timeout=_PROBE_CONNECT_S).close()
+        except psycopg.Error:
+            return
+        _log.info("the database answers again: renewing the connection pool")
+        # The old pool's connections are gone; their server processes' ids could be
+        # given to other replicas' connections, whose hints would then be ignored.
+        self.backend_pids.clear()
+        old, self._pool = self._pool, self._new_pool()
+        old.close(timeout=_OLD_POOL_CLOSE_S)
+        if self._closed:  # closed meanwhile: the new pool goes too
+            self._pool.close(timeout=_OLD_POOL_CLOSE_S)
 
     def _before_open(self) -> None:
         """Sets what a backend built on this one keeps besides the pool; it runs before the
@@ -202,11 +237,13 @@ class PostgresRepository(SqlRepository):
     def answered_at(self) -> float:
         return self._answered_at
 
-    def _getconn(self, timeout: float, probe: bool) -> Conn:
-        """A connection from the pool within ``timeout``; at once PoolTimeout while the
-        database is known down, unless this is the ``probe`` that finds it back."""
+    def _getconn(self, timeout: float, probe: bool) -> tuple[ConnectionPool[Conn], Conn]:
+        """A connection within ``timeout``, with the pool it goes back to; at once
+        PoolTimeout while the database is known down, unless this is the ``probe`` that
+        finds it back."""
         if probe:
-            return self._pool.getconn(timeout=timeout)
+            pool = self._pool
+            return pool, pool.getconn(timeout=timeout)
         deadline = time.monotonic() + timeout
         while True:
             if self._unreachable:
@@ -214,10 +251,15 @@ class PostgresRepository(SqlRepository):
             left = deadline - time.monotonic()
             if left <= 0:
                 raise PoolTimeout(f"no connection came within {timeout:g}s")
+            pool = self._pool
             try:
-                return self._pool.getconn(timeout=min(left, _WAIT_SLICE_S))
+                return pool, pool.getconn(timeout=min(left, _WAIT_SLICE_S))
             except PoolTimeout:
                 continue
+            except PoolClosed:
+                if pool is self._pool:
+                    raise  # the repository is closing
+                continue  # renewed meanwhile: ask the new pool
 
     @contextmanager
     def _pooled(self, timeout: float, *, probe: bool = False) -> Iterator[Conn]:
@@ -229,13 +271,13 @@ class PostgresRepository(SqlRepository):
         transaction.
         """
         try:
-            conn = self._getconn(timeout, probe)
+            pool, conn = self._getconn(timeout, probe)
             try:
                 with conn:  # commits when the block succeeds, as the pool's own would
                     yield conn
                     self._last_returned[conn] = self._answered_at = time.monotonic()
             finally:
-                self._pool.putconn(conn)
+                pool.putconn(conn)  # a renewed pool's old one closes it
         except _RETRYABLE:
             raise  # the database answered: the connection is fine
         except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError, _CommitLost):
@@ -295,6 +337,8 @@ class PostgresRepository(SqlRepository):
         return WholeInstance(self.ROWS.instance(row), timers, task)
 
     def _stored_schema_version(self) -> int:
+        if self._unreachable:
+            self._renew_pool_if_back()
         try:
             with self._pooled(min(self._pool_timeout, 5.0), probe=True) as conn:
                 return postgres_schema_version(conn)
@@ -518,6 +562,7 @@ class PostgresRepository(SqlRepository):
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
+        self._closed = True
         self._pool.close()
 
 
