@@ -45,13 +45,13 @@ from statewrightd.store.citus_scans import ALL, CALL_ROWS, rows_params
 from statewrightd.store.codec import EncodedOp
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import resolve_each, unknown
+from statewrightd.store.pg_pool import Conn
 from statewrightd.store.postgres import (
     _CREATE_ROW,
     _RETRYABLE,
     _SAVE_ROW,
     _TASK_FIELDS,
     _TIMER_FIELDS,
-    Conn,
     _CommitLost,
     _read_back,
     _rows_json,

@@ -40,7 +40,7 @@ from statewrightd.store import flow
 from statewrightd.store import sql_citus as c
 from statewrightd.store.citus_scans import ALL, JSON_ROWS, CitusScans, fields_of
 from statewrightd.store.flow import KeyCounts, KeyState, QueueState, StoredQueue
-from statewrightd.store.postgres import Conn
+from statewrightd.store.pg_pool import Conn
 from statewrightd.store.records import TaskRecord
 from statewrightd.store.repository import Choose, Params
 from statewrightd.store.sql_flow import KEY_COLUMNS

@@ -25,7 +25,8 @@ from statewrightd.store import sql_citus as c
 from statewrightd.store.citus_errors import node_lost, node_never_reached
 from statewrightd.store.citus_routing import Shard, ShardMap
 from statewrightd.store.codec import check_time
-from statewrightd.store.postgres import Conn, PostgresRepository
+from statewrightd.store.pg_pool import Conn
+from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
     Purged,
     QueueCounts,

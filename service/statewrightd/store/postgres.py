@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 import logging
 import time
-import weakref
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from json.encoder import encode_basestring as _json_string
 from typing import Any
 
 import psycopg
 import psycopg.errors
-from psycopg_pool import ConnectionPool, PoolClosed, PoolTimeout
+from psycopg_pool import PoolTimeout
 
 from statewrightd.errors import OutcomeUnknown, StorageUnavailable, StoreError
 from statewrightd.reasons import Reason
@@ -37,6 +36,7 @@ from statewrightd.store.outcomes import (
     resolve_each,
     unknown,
 )
+from statewrightd.store.pg_pool import RETRYABLE, Conn, RenewingPool
 from statewrightd.store.records import (
     Create,
     InstanceRecord,
@@ -52,25 +52,14 @@ from statewrightd.store.sqlbase import SqlRepository
 
 _log = logging.getLogger(__name__)
 
-Conn = psycopg.Connection[tuple[Any, ...]]
-
 # A deadlock or serialization failure rolls the whole transaction back: nothing was
 # written, so the batch is simply run again.
-_RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
+_RETRYABLE = RETRYABLE
 _MAX_ATTEMPTS = 3
-# A pooled connection returned this recently is handed out again without a liveness check.
-_RECENT_S = 1.0
-# A call waiting for a pooled connection looks this often whether the database has been
-# found down meanwhile (``set_unreachable``): then it gives up instead of waiting on.
-_WAIT_SLICE_S = 0.25
 # How long a read-back waits for the old server process to finish on its own before
 # terminating it; only once it is gone is the row we read final.
 _BACKEND_GRACE_S = 1.0
 _TERMINATE_TIMEOUT_MS = 3000
-# While the database is known down, each readiness check tries a connection of its own
-# (libpq's shortest connect timeout); the old pool's threads get this long to stop.
-_PROBE_CONNECT_S = 2
-_OLD_POOL_CLOSE_S = 1.0
 
 
 def _utc(value: datetime) -> datetime:
@@ -161,56 +150,21 @@ class PostgresRepository(SqlRepository):
         self._set_based_from = set_based_from
         self._connect_timeout = connect_timeout
         self._pool_timeout = pool_timeout
-        # Server processes behind this pool's connections: this replica's own NOTIFY hints
-        # come from them, and its watchers already heard of those steps locally.
-        self.backend_pids: set[int] = set()
-        self._last_returned: weakref.WeakKeyDictionary[Conn, float] = weakref.WeakKeyDictionary()
-        self._trouble_at = 0.0
-        self._answered_at = time.monotonic()
-        self._unreachable = False
-        self._pool_size = pool_size
-        self._closed = False
         self._before_open()
-        self._pool = self._new_pool()
-
-    def _new_pool(self) -> ConnectionPool[Conn]:
-        pool: ConnectionPool[Conn] = ConnectionPool(
-            self._url,
-            min_size=1,
-            max_size=max(1, self._pool_size),
-            kwargs={"connect_timeout": int(self._connect_timeout), "autocommit": self.AUTOCOMMIT},
+        self._connections = RenewingPool(
+            url,
+            size=pool_size,
+            connect_timeout=connect_timeout,
+            timeout=pool_timeout,
+            autocommit=self.AUTOCOMMIT,
             configure=self._configure,
-            check=self._check,
-            timeout=self._pool_timeout,
-            name="statewright-store",
-            open=False,
+            troubles=(_CommitLost,),
         )
-        # Not waiting: the service starts (and reports not-ready via ping) while the
-        # database is still coming up.
-        pool.open(wait=False)
-        return pool
 
-    def _renew_pool_if_back(self) -> None:
-        """While the database is known down, find out with a connection of our own whether
-        it is back; if it is, a new pool replaces the old one and connects at once.
-
-        The pool retries a lost connection after 1 s, 2 s, 4 s, ... (psycopg_pool's
-        backoff): after an outage of a minute its next attempt may come a minute after the
-        database returned, and until then the replica stays not ready."""
-        if self._closed or self._pool.get_stats().get("pool_available", 0):
-            return  # closing; or an idle connection, which the probe checks first
-        try:
-            psycopg.connect(self._url, connect_timeout=_PROBE_CONNECT_S).close()
-        except psycopg.Error:
-            return
-        _log.info("the database answers again: renewing the connection pool")
-        # The old pool's connections are gone; their server processes' ids could be
-        # given to other replicas' connections, whose hints would then be ignored.
-        self.backend_pids.clear()
-        old, self._pool = self._pool, self._new_pool()
-        old.close(timeout=_OLD_POOL_CLOSE_S)
-        if self._closed:  # closed meanwhile: the new pool goes too
-            self._pool.close(timeout=_OLD_POOL_CLOSE_S)
+    @property
+    def backend_pids(self) -> set[int]:
+        """Server processes behind the pool's connections (see RenewingPool)."""
+        return self._connections.backend_pids
 
     def _before_open(self) -> None:
         """Sets what a backend built on this one keeps besides the pool; it runs before the
@@ -218,72 +172,17 @@ class PostgresRepository(SqlRepository):
 
     def _configure(self, conn: Conn) -> None:
         _configure(conn)
-        self.backend_pids.add(conn.info.backend_pid)
-
-    def _check(self, conn: Conn) -> None:
-        # After a database outage the idle connections are dead; checking one as it is
-        # handed out (an empty round trip) keeps the outage from failing one more request
-        # per pooled connection once the database is back. A connection that came back
-        # from a successful use a moment ago is not checked again: under load that round
-        # trip would be paid once per group-commit batch. ``_trouble_at`` (see _pooled)
-        # voids every mark made before a connection failed.
-        last = self._last_returned.get(conn)
-        if last is None or last < self._trouble_at or time.monotonic() - last > _RECENT_S:
-            ConnectionPool.check_connection(conn)
 
     def set_unreachable(self, unreachable: bool) -> None:
-        self._unreachable = unreachable
+        self._connections.unreachable = unreachable
 
     def answered_at(self) -> float:
-        return self._answered_at
+        return self._connections.answered_at()
 
-    def _getconn(self, timeout: float, probe: bool) -> tuple[ConnectionPool[Conn], Conn]:
-        """A connection within ``timeout``, with the pool it goes back to; at once
-        PoolTimeout while the database is known down, unless this is the ``probe`` that
-        finds it back."""
-        if probe:
-            pool = self._pool
-            return pool, pool.getconn(timeout=timeout)
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._unreachable:
-                raise PoolTimeout("the database is known to be down")
-            left = deadline - time.monotonic()
-            if left <= 0:
-                raise PoolTimeout(f"no connection came within {timeout:g}s")
-            pool = self._pool
-            try:
-                return pool, pool.getconn(timeout=min(left, _WAIT_SLICE_S))
-            except PoolTimeout:
-                continue
-            except PoolClosed:
-                if pool is self._pool:
-                    raise  # the repository is closing
-                continue  # renewed meanwhile: ask the new pool
-
-    @contextmanager
-    def _pooled(self, timeout: float, *, probe: bool = False) -> Iterator[Conn]:
-        """A pooled connection, marked as alive when the block using it succeeds.
-
-        The mark is what lets ``_check`` skip the liveness round trip. It is set here, not
-        in the pool's ``reset`` callback: with that callback the pool returns every
-        connection through one of its worker threads, a wake-up of another thread per
-        transaction.
-        """
-        try:
-            pool, conn = self._getconn(timeout, probe)
-            try:
-                with conn:  # commits when the block succeeds, as the pool's own would
-                    yield conn
-                    self._last_returned[conn] = self._answered_at = time.monotonic()
-            finally:
-                pool.putconn(conn)  # a renewed pool's old one closes it
-        except _RETRYABLE:
-            raise  # the database answered: the connection is fine
-        except (PoolTimeout, psycopg.OperationalError, psycopg.InterfaceError, _CommitLost):
-            # Once any connection has failed, every one returned before that is suspect.
-            self._trouble_at = time.monotonic()
-            raise
+    def _pooled(self, timeout: float, *, probe: bool = False) -> AbstractContextManager[Conn]:
+        """A pooled connection; the ``probe`` (the readiness check) is never refused while
+        the database is known down, and renews the pool once the database is back."""
+        return self._connections.pooled(timeout, probe=probe)
 
     # -- connections for the shared reads and definitions (see sqlbase) ---------------
 
@@ -337,8 +236,6 @@ class PostgresRepository(SqlRepository):
         return WholeInstance(self.ROWS.instance(row), timers, task)
 
     def _stored_schema_version(self) -> int:
-        if self._unreachable:
-            self._renew_pool_if_back()
         try:
             with self._pooled(min(self._pool_timeout, 5.0), probe=True) as conn:
                 return postgres_schema_version(conn)
@@ -562,8 +459,7 @@ class PostgresRepository(SqlRepository):
     # -- lifecycle -------------------------------------------------------------------
 
     def close(self) -> None:
-        self._closed = True
-        self._pool.close()
+        self._connections.close()
 
 
 # The rows' JSON keys are the encoded parameters' names; an instance's are its columns.

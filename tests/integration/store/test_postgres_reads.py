@@ -26,7 +26,7 @@ def test_a_read_hands_its_connection_back_in_transactions(postgres_url: str) -> 
         with pytest.raises(RecordNotFound):
             repo.load_whole("absent")
         assert repo.open_tasks(["absent"]) == {}
-        with repo._pool.connection() as conn:
+        with repo._pooled(5.0) as conn:
             assert conn.autocommit is False
             conn.execute("SELECT 1")
             assert conn.info.transaction_status is psycopg.pq.TransactionStatus.INTRANS
@@ -41,7 +41,7 @@ def test_a_read_that_fails_hands_its_connection_back_in_transactions_too(
     try:
         with pytest.raises(psycopg.errors.UndefinedTable):
             repo._read_all("SELECT * FROM no_such_table")
-        with repo._pool.connection() as conn:
+        with repo._pooled(5.0) as conn:
             assert conn.autocommit is False
         with pytest.raises(RecordNotFound):
             repo.load("absent")  # and the connection still serves
