@@ -31,6 +31,8 @@ from tests.support.api import (
 )
 from tests.support.databases import PostgresDatabases, read_all_history, read_history
 from tests.support.deployment import definitions_dir, running_server
+from tests.support.tasks import COMPLETED as TASK_COMPLETED
+from tests.support.tasks import Tasks
 
 INSTANCES = 20
 SIGNALS_PER_INSTANCE = 15
@@ -285,3 +287,24 @@ def test_competing_resumes_through_both_replicas_apply_exactly_one(replicas: Rep
             assert (wf.state, wf.revision) == (winners[0], 2)
             rows = read_history(replicas.database_url, wid)
             assert [h.revision for h in rows] == [1, 2]
+
+
+def test_a_task_leased_through_one_replica_and_beaten_through_the_other_completes_as_stored(
+    replicas: Replicas,
+) -> None:
+    """The replica that leased a task completes it without reading it first, unless the
+    task changed since through the other replica: then the completion reads it, and its
+    answer shows the task as stored."""
+    a, b = replicas.a, replicas.b
+    for beat_through in (a, b):
+        wid = uid("task-flow")
+        a.start("task-flow", workflow_id=wid, input={"route": "apply"})
+        task = Tasks(a.channel).poll_one("e2e.apply")
+        details = {"through": "a" if beat_through is a else "b"}
+        assert not Tasks(beat_through.channel).heartbeat(task, details).cancel_requested
+        answer = Tasks(a.channel).complete(task, {"total": 1, "by": "w"}, request_id=uid("c"))
+        assert answer.workflow.status == COMPLETED and answer.workflow.revision == 2
+        assert answer.task.status == TASK_COMPLETED and answer.task.attempt == 1
+        assert dict(answer.task.heartbeat_details) == details
+        assert dict(Tasks(b.channel).get(task.name).heartbeat_details) == details
+        assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2]

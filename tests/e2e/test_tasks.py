@@ -93,6 +93,7 @@ def test_a_completed_task_applies_its_result_through_the_reducers(client: Client
     assert (workflow.status, workflow.state, workflow.revision) == (COMPLETED, "done", 2)
     assert not workflow.HasField("pending_task")
     assert (answer.task.status, answer.task.lease_token) == (TASK_COMPLETED, "")
+    assert (answer.task.attempt, dict(answer.task.heartbeat_details)) == (1, {"progress": 0.5})
     context = context_of(workflow)
     assert context["total"] == 42.0 and context["done_by"] == "w1"
     assert context["notes"] == ["applied by w1"] and context["meta"] == {"by": "w1"}
@@ -236,6 +237,22 @@ def _cancellation(client: Client, leave: str) -> None:
     assert info.metadata["workflow_id"] == wid
     expect_error(lambda: tasks.fail(task, "BOOM"), PRECONDITION, "TASK_CANCELLED")
     assert tasks.poll("e2e.cancel", wait=0) == []
+
+
+def test_a_completion_of_a_task_cancelled_while_its_worker_held_it_is_refused(
+    client: Client,
+) -> None:
+    tasks = _tasks(client)
+    wid = _start(client, "cancel")
+    task = tasks.poll_one("e2e.cancel")
+    assert client.cancel(wid, reason="not needed").status == CANCELLED
+    # No heartbeat told the worker: its completion is what finds the task cancelled.
+    info = expect_error(
+        lambda: tasks.complete(task, {"by": "late"}), PRECONDITION, "TASK_CANCELLED"
+    )
+    assert (info.metadata["workflow_id"], info.metadata["queue"]) == (wid, "e2e.cancel")
+    assert tasks.get(task.name).status == TASK_CANCELLED
+    assert client.get(wid).revision == 2, "nothing of the completion was written"
 
 
 def test_an_event_out_of_the_task_state_cancels_its_task(client: Client) -> None:

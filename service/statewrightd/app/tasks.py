@@ -30,6 +30,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from statewrightd import errors
+from statewrightd.app.lease_memory import LeaseMemory
 from statewrightd.app.queues import QueueDesk
 from statewrightd.app.storage import Reader
 from statewrightd.domain import TaskStatus, TraceContext
@@ -79,6 +80,18 @@ class Failure:
 
 
 @dataclass(frozen=True, slots=True)
+class _Completing:
+    """What a CompleteTask call brings besides the task."""
+
+    token: str
+    result: dict[str, Any]
+    request: RequestKey | None
+    budget: float | None
+    actor: str
+    worker: TraceContext | None
+
+
+@dataclass(frozen=True, slots=True)
 class TaskFailure:
     type: str
     message: str
@@ -95,6 +108,8 @@ class TaskDesk:
     replayed: Replayed
     observer: StepObserver
     queues: QueueDesk | None = None  # flow control: which queues have limits
+    # The leases this process handed out: their completions need no read first.
+    leases: LeaseMemory = field(default_factory=LeaseMemory)
     # Draws the retry delays; a seeded one makes them repeatable (``statewrightd test``).
     rng: random.Random = field(default_factory=random.Random)
 
@@ -151,6 +166,7 @@ class TaskDesk:
             # The caller went away while the lease ran: put back what it took.
             leasing.add_done_callback(self._release_abandoned)
             raise
+        self.leases.leased(tasks)
         for task in tasks:
             now = task.attempt_start_time or clock.now()
             waited = max(0.0, (now - task.available_time).total_seconds())
@@ -163,6 +179,7 @@ class TaskDesk:
         repo, now = self.repo, self.clock.now()
         tasks = leasing.result()
         for task in tasks:
+            self.leases.forget(task.workflow_id, task.task_id)
             token = task.lease_token or ""
 
             def release(task: TaskRecord = task, token: str = token) -> Any:
@@ -185,9 +202,11 @@ class TaskDesk:
 
         renewed = await self.read(beat)
         if renewed is not None:
+            self.leases.renewed(renewed)
             return Heartbeat(renewed, cancel_requested=False)
         task = await self.get(ref)
         if task.status is TaskStatus.CANCELLED and task.lease_token == token:
+            self.leases.forget(ref.workflow_id, ref.task_id)
             self.observer.task_attempt_ended(task.queue, "cancelled")
             return Heartbeat(task, cancel_requested=True)
         raise self._fenced(task)
@@ -205,14 +224,38 @@ class TaskDesk:
         actor: str,
         worker: TraceContext | None = None,
     ) -> Completion:
-        """``worker``: the trace context of the worker's span, linked from the step."""
+        """``worker``: the trace context of the worker's span, linked from the step.
+
+        A lease this process handed out is completed without reading the task first; if
+        its row changed meanwhile (the save refuses it as superseded), the task is read
+        and completed as any other."""
+        completing = _Completing(token, result, request, budget, actor, worker)
+        remembered = self.leases.take(ref.workflow_id, ref.task_id, token)
+        if remembered is not None:
+            try:
+                return await self._completed(remembered, completing, remembered=True)
+            except errors.TaskFenced as fenced:
+                if fenced.reason != Reason.LEASE_SUPERSEDED:
+                    raise  # cancelled: the answer was read already (_fenced_step)
         task = await self.get(ref)
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             return Completion(await self._replay_or_fence(task, request), _finished(task))
+        return await self._completed(task, completing)
+
+    async def _completed(
+        self, task: TaskRecord, completing: _Completing, *, remembered: bool = False
+    ) -> Completion:
         command = CompleteTaskCommand.of(
-            task, token, result, actor=actor, request=request, worker=worker
+            task,
+            completing.token,
+            completing.result,
+            actor=completing.actor,
+            request=completing.request,
+            worker=completing.worker,
+            remembered=remembered,
         )
-        outcome = await self._fenced_step(command, ref, budget)
+        ref = TaskRef(task.workflow_id, task.task_id)
+        outcome = await self._fenced_step(command, ref, completing.budget)
         if outcome.saved:
             self.observer.task_attempt_ended(task.queue, "completed")
         self._ended(task.queue)
@@ -234,6 +277,7 @@ class TaskDesk:
         close_key_until: datetime | None = None,
         worker: TraceContext | None = None,
     ) -> Failure:
+        self.leases.forget(ref.workflow_id, ref.task_id)
         task = await self.get(ref)
         request_id = request.request_id if request is not None else None
         if request_id is not None and task.last_request_id == request_id:

@@ -574,6 +574,9 @@ class CompleteTaskCommand(StepCommand):
     # The trace contexts of the step that scheduled the task and of the worker's span.
     scheduled_by: TraceContext | None = None
     worker: TraceContext | None = None
+    # The task as last written (its update_time) when the server took it from its memory of
+    # the lease instead of reading it: the save then requires the row unchanged since.
+    seen: datetime | None = None
 
     @classmethod
     def of(
@@ -585,14 +588,17 @@ class CompleteTaskCommand(StepCommand):
         actor: str,
         request: RequestKey | None,
         worker: TraceContext | None = None,
+        remembered: bool = False,
     ) -> CompleteTaskCommand:
-        """The completion of ``task`` by the worker holding lease ``token``."""
+        """The completion of ``task`` by the worker holding lease ``token``; ``remembered``:
+        ``task`` is the server's memory of the lease, not a read of it."""
         return cls(
             **_of_task(task, actor, request),
             lease_token=token,
             result=result,
             attempt=task.attempt,
             worker=worker,
+            seen=task.update_time if remembered else None,
         )
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
@@ -625,7 +631,13 @@ class CompleteTaskCommand(StepCommand):
     def finishes(self) -> TaskFinish | None:
         result = dict(self.result) if self.item is not None else None
         return TaskFinish(
-            self.task_id, TaskStatus.COMPLETED, self.lease_token, None, leased=True, result=result
+            self.task_id,
+            TaskStatus.COMPLETED,
+            self.lease_token,
+            None,
+            leased=True,
+            result=result,
+            seen=self.seen,
         )
 
 

@@ -465,6 +465,7 @@ def _encode_tasks(change: TaskChange, target: InstanceRecord) -> dict[str, Any]:
         "k_fence_token": None if finish is None else finish.lease_token,
         "k_fence_attempt": None if finish is None else finish.attempt,
         "k_fence_leased": False if finish is None else finish.leased,
+        "k_fence_seen": None if finish is None else finish.seen,
         "k_error": None if finish is None else dumps_optional(finish.last_error, f"{w} error"),
     }
 

@@ -444,6 +444,8 @@ def _fence_holds(task: dict[str, Any], finish: TaskFinish) -> bool:
         return False
     if finish.attempt is not None and task["attempt"] != finish.attempt:
         return False
+    if finish.seen is not None and task["update_time"] != to_micros(finish.seen):
+        return False
     return bool(task["status"] == "LEASED" or (not finish.leased and task["status"] in OPEN))
 
 

@@ -480,7 +480,7 @@ _KINDS = {
     **dict.fromkeys(("workflow_id", "definition", "state", "status"), _TEXT),
     **dict.fromkeys(("h_event", "h_state", "h_status", "h_actor", "t_fired"), _TEXT),
     **dict.fromkeys(("k_finish_id", "k_finish_status", "k_fence_token", "k_release_id"), _TEXT),
-    **dict.fromkeys(("k_release_time", "k_release_deadline"), _TIME),
+    **dict.fromkeys(("k_release_time", "k_release_deadline", "k_fence_seen"), _TIME),
     **dict.fromkeys(("version", "revision", "expected", "k_fence_attempt"), _RAW),
     **dict.fromkeys(("recursion_limit", "run", "pause"), _RAW),
     **dict.fromkeys(
@@ -499,7 +499,7 @@ _KINDS = {
 _TASK_FIELDS = (
     "k_schedule", "k_cancel", "k_finish_id", "k_finish_status", "k_fence_token",
     "k_fence_attempt", "k_fence_leased", "k_error", "k_result", "k_release_id", "k_release_time",
-    "k_release_deadline",
+    "k_release_deadline", "k_fence_seen",
 )  # fmt: skip
 _CREATE_ROW: tuple[str, ...] = _CREATE_FIELDS + _HISTORY_FIELDS
 _SAVE_ROW: tuple[str, ...] = _SAVE_FIELDS + _HISTORY_FIELDS

@@ -204,6 +204,10 @@ class TaskFinish:
     leased: bool  # the fence requires a current lease (a completion)
     last_error: dict[str, Any] | None = None
     result: dict[str, Any] | None = None  # an item's result, kept on its task
+    # The task's update_time as the finishing server last saw it written; None: any. A
+    # server that completes a lease from its memory of it (no read first) requires the
+    # row unchanged since, so that what it answers of the task is what is stored.
+    seen: datetime | None = None
 
 
 # A held item of a fan-out waits for its turn with its times here: never available, past

@@ -147,6 +147,8 @@ def _task_fence(v: Value, owner: str) -> str:
                AND k.lease_token IS NOT DISTINCT FROM {v("k_fence_token", "text")}
                AND ({v("k_fence_attempt", "integer")} IS NULL
                     OR k.attempt = {v("k_fence_attempt", "")})
+               AND ({v("k_fence_seen", "timestamptz")} IS NULL
+                    OR k.update_time = {v("k_fence_seen", "")})
                AND (k.status = 'LEASED'
                     OR (NOT {v("k_fence_leased", "")} AND k.status IN {_OPEN}))))"""
 
@@ -277,10 +279,11 @@ _TIMER_ROW_TYPES = ", t_disarm boolean, t_arm json, t_fired text"
 _TASK_ROW_TYPES = """, k_schedule json, k_cancel boolean, k_finish_id text, k_finish_status text,
         k_fence_token text, k_fence_attempt integer, k_fence_leased boolean, k_error jsonb,
         k_result jsonb, k_release_id text, k_release_time timestamptz,
-        k_release_deadline timestamptz"""
+        k_release_deadline timestamptz, k_fence_seen timestamptz"""
 _TASK_ROW_NAMES = (
     ", k_schedule, k_cancel, k_finish_id, k_finish_status, k_fence_token, k_fence_attempt,"
-    " k_fence_leased, k_error, k_result, k_release_id, k_release_time, k_release_deadline"
+    " k_fence_leased, k_error, k_result, k_release_id, k_release_time, k_release_deadline,"
+    " k_fence_seen"
 )
 
 _ROWS, _ROWS_ID = "rows r JOIN changed USING (workflow_id)", "r.workflow_id"

@@ -74,7 +74,8 @@ ON CONFLICT (workflow_id, request_id) DO UPDATE
 CURRENT_REVISION = "SELECT revision FROM workflow_instances WHERE workflow_id = ?"
 
 TASK_FENCE = (
-    "SELECT status, lease_token, attempt FROM workflow_tasks WHERE workflow_id = ? AND task_id = ?"
+    "SELECT status, lease_token, attempt, update_time FROM workflow_tasks"
+    " WHERE workflow_id = ? AND task_id = ?"
 )
 FINISH_TASK = """
 UPDATE workflow_tasks SET status = :k_finish_status,

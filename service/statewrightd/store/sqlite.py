@@ -187,6 +187,7 @@ def _apply_one(conn: sqlite3.Connection, e: EncodedOp) -> InstanceRecord | Store
         row = conn.execute(q.TASK_FENCE, (p["workflow_id"], finish.task_id)).fetchone()
         fenced = row is not None and row[1] == finish.lease_token
         fenced = fenced and (finish.attempt is None or row[2] == finish.attempt)
+        fenced = fenced and (finish.seen is None or row[3] == to_micros(finish.seen))
         fenced = fenced and (row[0] == "LEASED" or (not finish.leased and row[0] in _OPEN))
         if not fenced:
             return _refused_save(conn, op, p, None if row is None else (row[0], row[1]))

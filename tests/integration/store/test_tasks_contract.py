@@ -275,6 +275,48 @@ def test_a_completion_saves_only_under_the_current_lease(repo: Repository) -> No
         step(repo, "k-done", 2, finish=good)  # the task is finished already
 
 
+@pytest.mark.parametrize("batched", [False, True], ids=["alone", "in-a-batch"])
+def test_a_completion_that_names_the_row_it_saw_saves_only_if_unchanged_since(
+    repo: Repository, batched: bool
+) -> None:
+    """A server completing a lease from its memory of it names the task's update_time as
+    the lease (or its last heartbeat through it) left it; a heartbeat elsewhere since
+    refuses the save, as superseded, and nothing of it is written."""
+    wids = ["k-seen-a", "k-seen-b"]
+    for wid in wids:
+        scheduled(repo, wid, start_to_close=120.0, heartbeat=20.0)
+    leases = {t.workflow_id: t for t in lease(repo)}
+    beats = {}
+    for wid in wids:
+        token = leases[wid].lease_token or ""
+        beat = repo.heartbeat_task(wid, "1", token, NOW + timedelta(seconds=1), {"done": 1})
+        assert beat is not None and beat.update_time != leases[wid].update_time
+        beats[wid] = beat
+
+    def finish(wid: str, seen: TaskRecord) -> TaskFinish:
+        token = leases[wid].lease_token
+        return TaskFinish(
+            "1", TaskStatus.COMPLETED, token, None, leased=True, seen=seen.update_time
+        )
+
+    ops = []
+    for wid, seen in (("k-seen-a", leases["k-seen-a"]), ("k-seen-b", beats["k-seen-b"])):
+        new = dataclasses.replace(instance(wid, 2, "shipping"), update_time=NOW)
+        ops.append(Save(new, 1, history(new), tasks=TaskChange(finish=finish(wid, seen))))
+    if batched:  # one batch: the stale row refused, its neighbour saved
+        refused, saved = repo.apply_batch(ops)
+    else:
+        (refused,), (saved,) = repo.apply_batch(ops[:1]), repo.apply_batch(ops[1:])
+    assert isinstance(saved, InstanceRecord) and saved.revision == 2
+    assert isinstance(refused, TaskFenced) and refused.reason == "LEASE_SUPERSEDED"
+    assert repo.load("k-seen-a").revision == 1, "nothing of the refused step was written"
+    assert repo.get_task("k-seen-a", "1").status is TaskStatus.LEASED
+    assert repo.get_task("k-seen-b", "1").status is TaskStatus.COMPLETED
+    # Named as the heartbeat left it, the stale one completes too.
+    step(repo, "k-seen-a", 1, finish=finish("k-seen-a", beats["k-seen-a"]))
+    assert repo.get_task("k-seen-a", "1").status is TaskStatus.COMPLETED
+
+
 def test_leaving_the_state_cancels_the_task_and_fences_its_lease(repo: Repository) -> None:
     scheduled(repo, "k-cancel")
     (leased,) = lease(repo)

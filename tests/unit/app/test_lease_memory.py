@@ -1,0 +1,78 @@
+"""What a server process remembers of the leases it handed out."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta
+
+from statewrightd.app.lease_memory import LeaseMemory
+from statewrightd.domain import TaskStatus
+from statewrightd.store.records import TaskRecord
+
+NOW = datetime(2026, 12, 5, tzinfo=UTC)
+
+
+def leased(wid: str, token: str = "t1", task_id: str = "1") -> TaskRecord:
+    return TaskRecord(
+        workflow_id=wid,
+        task_id=task_id,
+        revision=1,
+        state="charging",
+        queue="payments",
+        input={},
+        status=TaskStatus.LEASED,
+        attempt=1,
+        max_attempts=3,
+        lease_token=token,
+        lease_expire_time=NOW + timedelta(seconds=30),
+        attempt_start_time=NOW,
+        available_time=NOW,
+        schedule_time=NOW,
+        deadline=NOW + timedelta(hours=1),
+        start_to_close=60.0,
+        heartbeat=None,
+        retry={},
+        heartbeat_details=None,
+        last_error=None,
+        last_request_id=None,
+        update_time=NOW,
+    )
+
+
+def test_a_lease_is_taken_once_and_only_with_its_token() -> None:
+    memory = LeaseMemory()
+    task = leased("w")
+    memory.leased([task])
+    assert memory.take("w", "1", "another") is None
+    assert len(memory) == 1, "a late call with an old token leaves the lease remembered"
+    assert memory.take("w", "1", "t1") == task
+    assert memory.take("w", "1", "t1") is None, "a completion ends the lease"
+
+
+def test_a_heartbeat_through_this_process_replaces_what_it_remembers() -> None:
+    memory = LeaseMemory()
+    memory.leased([leased("w")])
+    beaten = dataclasses.replace(
+        leased("w"), heartbeat_details={"done": 2}, update_time=NOW + timedelta(seconds=1)
+    )
+    memory.renewed(beaten)
+    memory.renewed(leased("unknown"))  # a lease handed out elsewhere is not taken up
+    assert memory.take("w", "1", "t1") == beaten
+    assert memory.take("unknown", "1", "t1") is None
+
+
+def test_a_new_lease_of_the_same_task_replaces_the_old_and_forget_drops_it() -> None:
+    memory = LeaseMemory()
+    memory.leased([leased("w", "old")])
+    memory.leased([leased("w", "new")])
+    assert memory.take("w", "1", "old") is None
+    memory.forget("w", "1")
+    assert memory.take("w", "1", "new") is None
+
+
+def test_the_oldest_leases_are_forgotten_past_the_capacity() -> None:
+    memory = LeaseMemory(capacity=3)
+    memory.leased([leased(f"w{n}") for n in range(5)])
+    assert len(memory) == 3
+    assert memory.take("w0", "1", "t1") is None and memory.take("w1", "1", "t1") is None
+    assert all(memory.take(f"w{n}", "1", "t1") is not None for n in (2, 3, 4))
