@@ -308,3 +308,22 @@ def test_a_task_leased_through_one_replica_and_beaten_through_the_other_complete
         assert dict(answer.task.heartbeat_details) == details
         assert dict(Tasks(b.channel).get(task.name).heartbeat_details) == details
         assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2]
+
+
+def test_a_completion_retried_through_the_leasing_replica_gets_the_first_answer(
+    replicas: Replicas,
+) -> None:
+    """A completion applied through the other replica, retried with its request id
+    through the one that leased the task: the first answer again, the task as stored."""
+    a, b = replicas.a, replicas.b
+    wid = uid("task-flow")
+    a.start("task-flow", workflow_id=wid, input={"route": "apply"})
+    task = Tasks(a.channel).poll_one("e2e.apply")
+    Tasks(b.channel).heartbeat(task, {"through": "b"})
+    rid = uid("c")
+    first = Tasks(b.channel).complete(task, {"total": 1, "by": "w"}, request_id=rid)
+    again = Tasks(a.channel).complete(task, {"total": 1, "by": "w"}, request_id=rid)
+    assert again.workflow == first.workflow and first.workflow.revision == 2
+    assert again.task.status == TASK_COMPLETED and again.task.lease_token == ""
+    assert dict(again.task.heartbeat_details) == {"through": "b"}
+    assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2]

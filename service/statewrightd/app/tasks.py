@@ -256,6 +256,10 @@ class TaskDesk:
         )
         ref = TaskRef(task.workflow_id, task.task_id)
         outcome = await self._fenced_step(command, ref, completing.budget)
+        if outcome.replayed and remembered:
+            # The answer of an earlier call with this request id (through another
+            # process, say): the task as stored, which this process may not have seen.
+            return Completion(outcome, _finished(await self.get(ref)))
         if outcome.saved:
             self.observer.task_attempt_ended(task.queue, "completed")
         self._ended(task.queue)

@@ -36,6 +36,7 @@ class Outcome:
     accepted: bool = True
     rejection: Rejection | None = None  # when accepted is False
     saved: bool = False  # this command's step was written (and its request id with it)
+    replayed: bool = False  # the answer of an earlier call with this request id
     timers: tuple[TimerRecord, ...] = ()  # armed in the instance's state after the step
     task: TaskRecord | None = None  # the instance's open task after the step
 

@@ -146,6 +146,7 @@ class Idempotency:
                 loaded,
                 transitions_from_dicts(history.transitions),
                 saved=True,
+                replayed=True,
             )
 
         return await self.read(read)
