@@ -171,7 +171,7 @@ const (
 var linearTimeout = 20 * time.Second
 
 var propertyOrder = []string{propAckedOnce, propFailedAbsent, propUnknownOnce, propNoPhantom, propDense,
-	propSteps, propAnswers, propRetries, propSignalsOnce, propOneInstance, propTimers, propTasks, propDuplicates, propLeases,
+	propSteps, propAnswers, propRetries, propSignalsOnce, propOneInstance, propTimers, propTasks, propDuplicates, propLeases, propBeats,
 	propFlow, propSchedule, propMapOnce, propChildOnce, propBulkOnce, propBulkPrefix, propReset, propWatch, propStates, propRecovered, propRecoveryBound, propPlan, propLinearizable, propServerHealthy}
 
 // logical is one logical operation: all the attempts of one id.
@@ -285,6 +285,7 @@ func checkDir(dir string) (*report, error) {
 	c.checkRetries()
 	c.checkDuplicates()
 	c.checkLeases()
+	c.checkBeats()
 	c.checkSideWork()
 	c.checkWatches()
 	c.checkFinal()

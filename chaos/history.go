@@ -68,6 +68,8 @@ type Op struct {
 	Rejection  string `json:"rejection,omitempty"`
 	Created    bool   `json:"created,omitempty"` // a start's created, a signal-with-start's started
 	TaskStatus string `json:"task_status,omitempty"`
+	// A heartbeat's details ({"beat": its id}); a completion's answer: those its task showed.
+	Beat string `json:"beat,omitempty"`
 	// What an error said.
 	Code   string `json:"code,omitempty"`
 	Reason string `json:"reason,omitempty"`

@@ -219,6 +219,7 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 				if err == nil {
 					noteWorkflow(op, resp.GetWorkflow())
 					op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
+					op.Beat = beatOf(resp.GetTask())
 				}
 				return err
 			})
@@ -293,10 +294,18 @@ func (w *worker) fail(rng *rand.Rand, t *pb.Task, final bool) {
 	}
 }
 
+// beatOf is the heartbeat a task's details name (see heartbeat); "" for none.
+func beatOf(t *pb.Task) string {
+	return t.GetHeartbeatDetails().GetFields()["beat"].GetStringValue()
+}
+
 func (w *worker) heartbeat(t *pb.Task) {
 	rc := w.rt.pick()
-	w.attempt(Op{ID: w.newID(), Kind: "heartbeat"}, t, rc, func(ctx context.Context, op *Op) error {
-		resp, err := rc.tasks.HeartbeatTask(ctx, &pb.HeartbeatTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken()})
+	id := w.newID()
+	// Its details name it, so that a completion's answer shows which heartbeat it saw.
+	details := mustStruct(map[string]any{"beat": id})
+	w.attempt(Op{ID: id, Kind: "heartbeat", Beat: id}, t, rc, func(ctx context.Context, op *Op) error {
+		resp, err := rc.tasks.HeartbeatTask(ctx, &pb.HeartbeatTaskRequest{Name: t.GetName(), LeaseToken: t.GetLeaseToken(), Details: details})
 		if err == nil {
 			op.LeaseExp = resp.GetLeaseExpireTime().AsTime().UnixNano()
 			if resp.GetCancelRequested() {

@@ -24,6 +24,9 @@ server in this process only:
 - ``batch-twice``: a batch applies each item a second time, under another request id
   (as if the item's request id were not derived from its batch).
 - ``batch-ignore-prefix``: a batch's start matches its instances without its id prefix.
+- ``unfenced-lease-memory``: a completion through the process that leased the task, taken
+  from its memory of the lease, no longer requires the task's row unchanged since, so its
+  answer misses a heartbeat another replica took meanwhile.
 - ``skip-timer-fence``: a timer's step no longer checks that the entry of the state that
   armed the timer still lasts (the timer is still armed), so a timer disarmed by a step
   that re-entered its state fires in the new entry.
@@ -62,6 +65,7 @@ from statewrightd.store import sql_postgres
 from statewrightd.store.records import (
     BatchRecord,
     InstanceRecord,
+    TaskRecord,
     TimerChange,
     TimerRecord,
     target_of,
@@ -158,6 +162,24 @@ def _double_complete() -> None:
         return Completion(outcome, task_desk._finished(task, TaskStatus.COMPLETED))
 
     TaskDesk.complete = complete  # type: ignore[method-assign]
+
+
+def _unfenced_lease_memory() -> None:
+    of = CompleteTaskCommand.of
+
+    def unfenced(
+        task: TaskRecord,
+        token: str,
+        result: Mapping[str, Any],
+        *,
+        actor: str,
+        request: RequestKey | None,
+        worker: TraceContext | None = None,
+        remembered: bool = False,
+    ) -> CompleteTaskCommand:
+        return of(task, token, result, actor=actor, request=request, worker=worker)
+
+    CompleteTaskCommand.of = unfenced  # type: ignore[method-assign]
 
 
 def _skip_timer_fence() -> None:
@@ -274,6 +296,7 @@ MODES: dict[str, Callable[[], None]] = {
     "drop-watch": _drop_watch,
     "stale-retry": _stale_retry,
     "skip-timer-fence": _skip_timer_fence,
+    "unfenced-lease-memory": _unfenced_lease_memory,
 }
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -49,8 +48,6 @@ from statewrightd.store.records import (
 from statewrightd.store.rows import INSTANCE, Rows
 from statewrightd.store.schema import latest_version, postgres_schema_version
 from statewrightd.store.sqlbase import SqlRepository
-
-_log = logging.getLogger(__name__)
 
 # A deadlock or serialization failure rolls the whole transaction back: nothing was
 # written, so the batch is simply run again.
