@@ -25,7 +25,7 @@ func (c *checker) checkBeats() {
 		a := &c.ops[i]
 		k := beatKey{a.WF, a.TaskID}
 		switch {
-		case a.Kind == "heartbeat" && a.Beat != "" && a.Outcome != outcomeFail && a.TaskStatus != "CANCEL_REQUESTED":
+		case a.Kind == "heartbeat" && a.Beat != "" && !beatRefused(a):
 			beats[k] = append(beats[k], a)
 		case a.Kind == "complete" && a.Outcome == outcomeOK && a.TaskStatus != "":
 			completions = append(completions, a)
@@ -39,6 +39,13 @@ func (c *checker) checkBeats() {
 				done.TaskID, beatName(done.Beat), beatNames(allowed))
 		}
 	}
+}
+
+// beatRefused: a heartbeat that was surely not applied. UNAVAILABLE is no such answer: a
+// heartbeat is no step, and one whose write was on its way when the server found its
+// database down, or began to drain, is answered so whether it landed or not.
+func beatRefused(a *Op) bool {
+	return a.TaskStatus == "CANCEL_REQUESTED" || (a.Outcome == outcomeFail && a.Code != "Unavailable")
 }
 
 // lastBeats: the heartbeats (by id; "" for none) that may have been the last applied to a

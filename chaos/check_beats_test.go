@@ -3,7 +3,11 @@ package main
 import "testing"
 
 func beatOp(id string, call, ret int64, outcome string) Op {
-	return Op{ID: id, Kind: "heartbeat", WF: "order-1", TaskID: "2", Beat: id, Call: call, Ret: ret, Outcome: outcome}
+	op := Op{ID: id, Kind: "heartbeat", WF: "order-1", TaskID: "2", Beat: id, Call: call, Ret: ret, Outcome: outcome}
+	if outcome == outcomeFail {
+		op.Code = "FailedPrecondition"
+	}
+	return op
 }
 
 func completionOp(id, beat string, call, ret int64) Op {
@@ -18,6 +22,8 @@ func TestBeatsAcceptTheLastHeartbeatOrOneThatMayHaveBeen(t *testing.T) {
 		beatOp("b2", 30, 40, outcomeOK),
 		beatOp("b3", 42, 48, outcomeFail), // refused: never the task's
 		completionOp("c1", "b2", 50, 60),
+		{ID: "b6", Kind: "heartbeat", WF: "order-1", TaskID: "2", Beat: "b6", Call: 61, Ret: 62, Outcome: outcomeFail, Code: "Unavailable"},
+		completionOp("c7", "b6", 63, 64), // answered unavailable, yet applied
 		beatOp("b4", 70, 80, outcomeUnknown),
 		completionOp("c2", "b2", 90, 95), // b4 may or may not have been applied
 		completionOp("c3", "b4", 90, 95),
@@ -28,7 +34,7 @@ func TestBeatsAcceptTheLastHeartbeatOrOneThatMayHaveBeen(t *testing.T) {
 	c.ops = append(c.ops, Op{ID: "c6", Kind: "complete", WF: "order-2", TaskID: "1", Call: 1, Ret: 2,
 		Outcome: outcomeOK, TaskStatus: "COMPLETED"}) // a task with no heartbeat
 	c.checkBeats()
-	if len(c.anomalies) != 0 || c.checked[propBeats] != 6 {
+	if len(c.anomalies) != 0 || c.checked[propBeats] != 7 {
 		t.Fatal(c.anomalies, c.checked)
 	}
 }

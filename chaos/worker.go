@@ -217,9 +217,7 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 			func(ctx context.Context, op *Op) error {
 				resp, err := rc.tasks.CompleteTask(ctx, req)
 				if err == nil {
-					noteWorkflow(op, resp.GetWorkflow())
-					op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
-					op.Beat = beatOf(resp.GetTask())
+					noteCompletion(op, resp)
 				}
 				return err
 			})
@@ -246,8 +244,7 @@ func (w *worker) complete(rng *rand.Rand, t *pb.Task, late bool) {
 		w.attempt(Op{ID: dupID, Kind: "complete"}, t, rc, func(ctx context.Context, op *Op) error {
 			resp, err := rc.tasks.CompleteTask(ctx, dup)
 			if err == nil {
-				noteWorkflow(op, resp.GetWorkflow())
-				op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
+				noteCompletion(op, resp)
 			}
 			return err
 		})
@@ -294,9 +291,12 @@ func (w *worker) fail(rng *rand.Rand, t *pb.Task, final bool) {
 	}
 }
 
-// beatOf is the heartbeat a task's details name (see heartbeat); "" for none.
-func beatOf(t *pb.Task) string {
-	return t.GetHeartbeatDetails().GetFields()["beat"].GetStringValue()
+// noteCompletion records what a completion's answer said: the instance, and the task with
+// the heartbeat its details name (see heartbeat; "" for none).
+func noteCompletion(op *Op, resp *pb.CompleteTaskResponse) {
+	noteWorkflow(op, resp.GetWorkflow())
+	op.TaskStatus = strings.TrimPrefix(resp.GetTask().GetStatus().String(), "TASK_STATUS_")
+	op.Beat = resp.GetTask().GetHeartbeatDetails().GetFields()["beat"].GetStringValue()
 }
 
 func (w *worker) heartbeat(t *pb.Task) {
