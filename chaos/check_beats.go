@@ -41,9 +41,8 @@ func (c *checker) checkBeats() {
 	}
 }
 
-// beatRefused: a heartbeat that was surely not applied. UNAVAILABLE is no such answer: a
-// heartbeat is no step, and one whose write was on its way when the server found its
-// database down, or began to drain, is answered so whether it landed or not.
+// beatRefused: a heartbeat that was surely not applied. An UNAVAILABLE answer is not taken
+// for one: it may come from the transport, or a dropped connection, after the write went.
 func beatRefused(a *Op) bool {
 	return a.TaskStatus == "CANCEL_REQUESTED" || (a.Outcome == outcomeFail && a.Code != "Unavailable")
 }

@@ -3,7 +3,8 @@
 Once the readiness check finds storage down, no call waits out its deadline on it: new
 calls that need it are refused at once, reads already waiting are answered at once (the
 read goes on, unheeded), and whatever else waits on storage is told (``on_down``: waiting
-polls, steps on their way).
+polls, steps on their way). A write that is no step (a lease, a heartbeat, a task's retry)
+and was already waiting may still land: it is answered OUTCOME_UNKNOWN, never "not done".
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ class Storage:
             max_workers=READ_WORKERS, thread_name_prefix="statewright-read"
         )
         self._down: str | None = None
-        # Reads waiting on the pool, answered as soon as storage is found down.
+        # Reads and writes waiting on the pool, answered as soon as storage is found down.
         self._reading: set[asyncio.Future[Any]] = set()
+        self._writing: set[asyncio.Future[Any]] = set()
         # Told, on the asyncio loop, why storage went down when the check first finds it so.
         self.on_down: list[Callable[[str], None]] = []
 
@@ -75,6 +77,12 @@ class Storage:
         message = f"storage went down while this call waited ({down}); retry with backoff"
         for waiting in list(self._reading):
             settle(waiting, errors.StorageUnavailable(message, reason=Reason.STORAGE_UNAVAILABLE))
+        unknown = (
+            f"storage went down while this write waited ({down}): it may or may not have been "
+            "applied; read it back, or send it again, once storage is back"
+        )
+        for waiting in list(self._writing):
+            settle(waiting, errors.OutcomeUnknown(unknown))
         for tell in self.on_down:
             tell(down)
 
@@ -95,6 +103,14 @@ class Storage:
     async def read(self, fn: Callable[[], T]) -> T:
         """``fn`` (blocking) on the read pool, unless storage is known to be down; answered
         STORAGE_UNAVAILABLE at once if storage is found down while it waits."""
+        return await self._run(fn, self._reading)
+
+    async def write(self, fn: Callable[[], T]) -> T:
+        """As ``read``, for a write that is no step: answered OUTCOME_UNKNOWN at once if
+        storage is found down while it waits, since it may land all the same."""
+        return await self._run(fn, self._writing)
+
+    async def _run(self, fn: Callable[[], T], waiting_calls: set[asyncio.Future[Any]]) -> T:
         self.require()
         aio = asyncio.get_running_loop()
         waiting: asyncio.Future[T] = aio.create_future()
@@ -108,11 +124,11 @@ class Storage:
                 aio.call_soon_threadsafe(settle, waiting, value)
 
         self._pool.submit(run)
-        self._reading.add(waiting)
+        waiting_calls.add(waiting)
         try:
             return await waiting
         finally:
-            self._reading.discard(waiting)
+            waiting_calls.discard(waiting)
 
     async def ping(self) -> None:
         # Never refused: it is how storage is found to be back.
@@ -120,6 +136,9 @@ class Storage:
 
     def close(self) -> None:
         self._pool.shutdown(wait=False, cancel_futures=True)
-        for waiting in list(self._reading):  # reads the shutdown dropped are not waited for
+        # Calls the shutdown dropped are not waited for; a write among them may still land.
+        for waiting in list(self._reading):
             stopping = errors.Unavailable("the server is stopping", reason=Reason.SHUTTING_DOWN)
             settle(waiting, stopping)
+        for waiting in list(self._writing):
+            settle(waiting, errors.OutcomeUnknown("the server stopped while this write waited"))

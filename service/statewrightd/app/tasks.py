@@ -104,6 +104,9 @@ class TaskDesk:
     polls: TaskPolls
     clock: Clock
     read: Reader
+    # The task table's own writes (leases, heartbeats, retries): they may land even when
+    # their answer says storage went down, so that answer is OUTCOME_UNKNOWN.
+    write: Reader
     step: Step
     replayed: Replayed
     observer: StepObserver
@@ -159,7 +162,7 @@ class TaskDesk:
             # limits and buckets are reckoned at it, and the leases start at it.
             return repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose)
 
-        leasing = asyncio.ensure_future(self.read(lease))
+        leasing = asyncio.ensure_future(self.write(lease))
         try:
             tasks = await asyncio.shield(leasing)
         except asyncio.CancelledError:
@@ -185,7 +188,7 @@ class TaskDesk:
             def release(task: TaskRecord = task, token: str = token) -> Any:
                 return repo.release_task(task.workflow_id, task.task_id, token, now)
 
-            future = asyncio.ensure_future(self.read(release))
+            future = asyncio.ensure_future(self.write(release))
             future.add_done_callback(_logged_release)
         if tasks:
             self.polls.notify(tasks[0].queue)
@@ -200,7 +203,7 @@ class TaskDesk:
         def beat() -> TaskRecord | None:
             return repo.heartbeat_task(ref.workflow_id, ref.task_id, token, now, details)
 
-        renewed = await self.read(beat)
+        renewed = await self.write(beat)
         if renewed is not None:
             self.leases.renewed(renewed)
             return Heartbeat(renewed, cancel_requested=False)
@@ -316,7 +319,7 @@ class TaskDesk:
                 request_id=request_id,
             )
 
-        retried = await self.read(retry)
+        retried = await self.write(retry)
         if retried is None:
             raise self._fenced(await self.get(ref))
         self.observer.task_attempt_ended(task.queue, "failed")
@@ -326,7 +329,7 @@ class TaskDesk:
 
     async def _close_key(self, queue: str, key: str, until: datetime) -> None:
         repo = self.repo
-        await self.read(lambda: repo.close_key(queue, key, until))
+        await self.write(lambda: repo.close_key(queue, key, until))
         if self.queues is not None:
             self.queues.key_closed(queue, until)
 

@@ -238,6 +238,7 @@ class Application:
             polls=engine.polls,
             clock=clock,
             read=storage.read,
+            write=storage.write,
             step=workflows.step,
             replayed=requests.replay,
             observer=self._step_observer,

@@ -235,6 +235,7 @@ class Sandbox:
             polls=polls,
             clock=self.clock,
             read=self._read,
+            write=self._read,
             step=self._requests.step,
             replayed=self._requests.replay,
             observer=observer,
