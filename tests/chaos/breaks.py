@@ -65,7 +65,6 @@ from statewrightd.store import sql_postgres
 from statewrightd.store.records import (
     BatchRecord,
     InstanceRecord,
-    TaskRecord,
     TimerChange,
     TimerRecord,
     target_of,
@@ -167,17 +166,8 @@ def _double_complete() -> None:
 def _unfenced_lease_memory() -> None:
     of = CompleteTaskCommand.of
 
-    def unfenced(
-        task: TaskRecord,
-        token: str,
-        result: Mapping[str, Any],
-        *,
-        actor: str,
-        request: RequestKey | None,
-        worker: TraceContext | None = None,
-        remembered: bool = False,
-    ) -> CompleteTaskCommand:
-        return of(task, token, result, actor=actor, request=request, worker=worker)
+    def unfenced(*args: Any, remembered: bool = False, **kwargs: Any) -> CompleteTaskCommand:
+        return of(*args, **kwargs)  # as if the task had been read: no fence on its row
 
     CompleteTaskCommand.of = unfenced  # type: ignore[method-assign]
 

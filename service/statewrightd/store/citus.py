@@ -45,10 +45,9 @@ from statewrightd.store.citus_scans import ALL, CALL_ROWS, rows_params
 from statewrightd.store.codec import EncodedOp
 from statewrightd.store.notifications import step_hints_payloads, task_queues_payload
 from statewrightd.store.outcomes import resolve_each, unknown
-from statewrightd.store.pg_pool import Conn
+from statewrightd.store.pg_pool import RETRYABLE, Conn
 from statewrightd.store.postgres import (
     _CREATE_ROW,
-    _RETRYABLE,
     _SAVE_ROW,
     _TASK_FIELDS,
     _TIMER_FIELDS,
@@ -348,7 +347,7 @@ class CitusRepository(CitusFlow):
             try:
                 answers = [row[0] for row in conn.execute(CALL_ROWS, params).fetchall()]
                 return call_results(call, encoded, answers)
-            except _RETRYABLE as exc:
+            except RETRYABLE as exc:
                 if attempt == 3:
                     return [StorageUnavailable(f"transaction kept failing: {exc}")] * len(
                         call.positions

@@ -25,7 +25,7 @@ _log = logging.getLogger(__name__)
 Conn = psycopg.Connection[tuple[Any, ...]]
 
 # A deadlock or serialization failure rolls the whole transaction back: the database
-# answered, and the connection is fine.
+# answered, and the connection is fine; a write is simply run again.
 RETRYABLE = (psycopg.errors.DeadlockDetected, psycopg.errors.SerializationFailure)
 # A pooled connection returned this recently is handed out again without a liveness check.
 _RECENT_S = 1.0

@@ -49,9 +49,6 @@ from statewrightd.store.rows import INSTANCE, Rows
 from statewrightd.store.schema import latest_version, postgres_schema_version
 from statewrightd.store.sqlbase import SqlRepository
 
-# A deadlock or serialization failure rolls the whole transaction back: nothing was
-# written, so the batch is simply run again.
-_RETRYABLE = RETRYABLE
 _MAX_ATTEMPTS = 3
 # How long a read-back waits for the old server process to finish on its own before
 # terminating it; only once it is gone is the row we read final.
@@ -212,7 +209,7 @@ class PostgresRepository(SqlRepository):
             raise StorageUnavailable(f"no database connection available: {exc}") from exc
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
             lost_running = self.AUTOCOMMIT and used is not None and used.broken
-            if (committing or lost_running) and not isinstance(exc, _RETRYABLE):
+            if (committing or lost_running) and not isinstance(exc, RETRYABLE):
                 when = "during COMMIT" if committing else "while a write ran"
                 raise OutcomeUnknown(f"connection lost {when}: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
@@ -245,7 +242,7 @@ class PostgresRepository(SqlRepository):
         for attempt in range(1, _MAX_ATTEMPTS + 1):
             try:
                 return self._transaction(encoded)
-            except _RETRYABLE as exc:
+            except RETRYABLE as exc:
                 if attempt == _MAX_ATTEMPTS:
                     return _all(encoded, StorageUnavailable(f"transaction kept failing: {exc}"))
             except _CommitLost as lost:
@@ -273,7 +270,7 @@ class PostgresRepository(SqlRepository):
             try:
                 conn.commit()
             except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-                if isinstance(exc, _RETRYABLE):
+                if isinstance(exc, RETRYABLE):
                     raise
                 raise _CommitLost(pid, results) from exc
         return results
