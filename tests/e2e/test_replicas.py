@@ -327,3 +327,24 @@ def test_a_completion_retried_through_the_leasing_replica_gets_the_first_answer(
     assert again.task.status == TASK_COMPLETED and again.task.lease_token == ""
     assert dict(again.task.heartbeat_details) == {"through": "b"}
     assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2]
+
+
+def test_a_completion_through_a_replica_that_missed_its_tasks_scheduling_loads_first(
+    replicas: Replicas,
+) -> None:
+    """A replica whose cached instance is older than the step that scheduled the task
+    loads the instance before completing it, instead of stepping the stale copy and
+    losing the compare-and-swap."""
+    a, b = replicas.a, replicas.b
+    wid = uid("task-flow")
+    a.start("task-flow", workflow_id=wid, input={"route": "apply"})  # A caches revision 1
+    # Through B, the task state is entered again: task 1 cancelled, task 2 scheduled.
+    assert b.signal(wid, "again").workflow.revision == 2
+    task = Tasks(a.channel).poll_one("e2e.apply")
+    assert task.name == f"workflows/{wid}/tasks/2"
+    conflicts = replicas.conflicts()
+    answer = Tasks(a.channel).complete(task, {"total": 2, "by": "w"}, request_id=uid("c"))
+    assert answer.workflow.status == COMPLETED and answer.workflow.revision == 3
+    assert context_of(answer.workflow)["done_by"] == "w"
+    assert replicas.conflicts() == conflicts, "the stale copy was stepped and lost the CAS"
+    assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2, 3]

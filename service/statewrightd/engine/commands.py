@@ -613,6 +613,10 @@ class CompleteTaskCommand(StepCommand):
             )
         return fsm.complete_task(definition, snapshot, self.state, self.result)
 
+    def behind(self, snapshot: Snapshot) -> bool:
+        # Scheduled by a step this replica has not seen.
+        return self.revision > snapshot.revision
+
     def taken(self) -> dict[str, Any] | None:
         if self.item is not None:
             # The item's result is kept on its task (the join reads it from there).
@@ -684,6 +688,9 @@ class TaskGiveUpCommand(StepCommand):
             timed_out=timed_out,
             worker=worker,
         )
+
+    def behind(self, snapshot: Snapshot) -> bool:
+        return self.revision > snapshot.revision  # as for CompleteTaskCommand
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         if self.item is not None:
