@@ -264,11 +264,15 @@ def java_classpath() -> str:
 
 
 def worker_argv(
-    engine: str, targets: list[str], window: tuple[float, float, float], pollers: int
+    engine: str,
+    targets: list[str],
+    window: tuple[float, float, float],
+    pollers: int,
+    fail_first: bool = False,
 ) -> list[str]:
     """One worker process's command line: this file's ``work`` (python), or the same loop
     in Go (bench/goload's tasks scenario), whose own CPU leaves the machine's cores to the
-    service."""
+    service. ``fail_first`` (Go only): each task's first attempt is failed."""
     begin, end, stop = window
     if engine == "java":
         return [
@@ -297,6 +301,7 @@ def worker_argv(
             str(pollers),
             "--task-queue",
             QUEUE,
+            *(["--task-fail-first"] if fail_first else []),
         ]
     return [
         sys.executable,
@@ -327,7 +332,7 @@ def tasks_run(
         rotated = targets[w % len(targets) :] + targets[: w % len(targets)]
         procs.append(
             subprocess.Popen(
-                worker_argv(engine, rotated, (begin, end, stop), args.pollers),
+                worker_argv(engine, rotated, (begin, end, stop), args.pollers, args.fail_first),
                 stdout=subprocess.PIPE,
                 text=True,
             )
@@ -340,6 +345,7 @@ def tasks_run(
     worker_cpu = sum(cpu_seconds(p.pid) for p in procs) - worker_cpu_before
     results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     steps = sum(r["steps"] for r in results)
+    failures = sum(r.get("failures", 0) for r in results)
     to_start = [x for r in results for x in r["to_start"]]
     e2e = [x for r in results for x in r["end_to_end"]]
     return {
@@ -356,6 +362,9 @@ def tasks_run(
         "server_cpu_ms_per_task_step": cpu / max(1, steps) * 1000,
         "worker_cpu_ms_per_task_step": worker_cpu / max(1, steps) * 1000,
         "server_cpu_cores": cpu / args.seconds,
+        # With --fail-first: failed attempts a second, and the CPU of a report (either).
+        "failures_per_s": failures / args.seconds,
+        "server_cpu_ms_per_task_report": cpu / max(1, steps + failures) * 1000,
     }
 
 
@@ -382,6 +391,11 @@ def main() -> None:
         default=[],
         help="run the replicas under bench/patched_server.py with this patch (repeat)",
     )
+    parser.add_argument(
+        "--fail-first",
+        action="store_true",
+        help="Go workers fail each task's first attempt (retried at once): FailTask's cost",
+    )
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--begin", type=float, help=argparse.SUPPRESS)
     parser.add_argument("--end", type=float, help=argparse.SUPPRESS)
@@ -393,6 +407,8 @@ def main() -> None:
         )
         print(json.dumps(result))
         return
+    if args.fail_first and args.worker_engine != "go":
+        parser.error("--fail-first needs --worker-engine go")
     if args.quick:
         args.seconds, args.warmup, args.repeat, args.population = 5.0, 2.0, 1, 200
     database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]

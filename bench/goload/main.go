@@ -94,6 +94,7 @@ type plan struct {
 	taskWindow     string
 	pollers        int
 	taskQueue      string
+	taskFailFirst  bool
 	taskDefinition string
 }
 
@@ -189,6 +190,7 @@ func parseFlags() plan {
 	flag.StringVar(&p.taskWindow, "task-window", "", "tasks: BEGIN,END,STOP in Unix seconds (count in [BEGIN, END), work until STOP)")
 	flag.IntVar(&p.pollers, "pollers", 4, "tasks: concurrent polls")
 	flag.StringVar(&p.taskQueue, "task-queue", "bench.steps", "tasks: the queue to poll")
+	flag.BoolVar(&p.taskFailFirst, "task-fail-first", false, "tasks: fail each task's first attempt (retried at once)")
 	flag.StringVar(&p.taskDefinition, "task-definition", "four-tasks", "tasks: the definition a completed instance starts again")
 	flag.Parse()
 	p.targets = splitTargets(target)

@@ -10,7 +10,8 @@ package main
 // Each poller polls one target (poller p the target p mod the targets) for up to 16 tasks,
 // completes every task it gets at once with a request id, and, when a completion ends its
 // instance, starts a new one through the same target until STOP (a closed loop of
-// instances in flight). Completions in [BEGIN, END) (Unix seconds) are counted; the report
+// instances in flight). With --task-fail-first, each task's first attempt is failed
+// instead (retried at once, then completed): the FailTask path under the same load. Completions in [BEGIN, END) (Unix seconds) are counted; the report
 // is task_bench.py's worker report: steps, completed_workflows, errors, and samples of
 // schedule-to-start and end-to-end latency in seconds.
 
@@ -54,6 +55,7 @@ func parseTaskWindow(s string) (taskWindow, error) {
 
 type taskReport struct {
 	Steps              int       `json:"steps"`
+	Failures           int       `json:"failures"`
 	CompletedWorkflows int       `json:"completed_workflows"`
 	Errors             int       `json:"errors"`
 	ToStart            []float64 `json:"to_start"`
@@ -71,7 +73,29 @@ type taskRun struct {
 
 func (r *taskRun) in(t time.Time) bool { return !t.Before(r.window.begin) && t.Before(r.window.end) }
 
+func (r *taskRun) fail(ctx context.Context, n int, task *statewrightv1.Task) {
+	received := time.Now()
+	call, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := r.tasks[n].FailTask(call, &statewrightv1.FailTaskRequest{
+		Name: task.GetName(), LeaseToken: task.GetLeaseToken(), RequestId: task.GetName() + "#f",
+		Error:      &statewrightv1.TaskError{Type: "BENCH", Message: "the first attempt fails"},
+		RetryDelay: durationpb.New(0),
+	})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil && r.in(received) {
+		r.rep.Errors++
+	} else if err == nil && r.in(time.Now()) {
+		r.rep.Failures++
+	}
+}
+
 func (r *taskRun) complete(ctx context.Context, n int, task *statewrightv1.Task) {
+	if r.p.taskFailFirst && task.GetAttempt() == 1 {
+		r.fail(ctx, n, task)
+		return
+	}
 	received := time.Now()
 	call, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()

@@ -31,8 +31,8 @@ from tests.support.api import (
 )
 from tests.support.databases import PostgresDatabases, read_all_history, read_history
 from tests.support.deployment import definitions_dir, running_server
+from tests.support.tasks import BACKOFF, Tasks
 from tests.support.tasks import COMPLETED as TASK_COMPLETED
-from tests.support.tasks import Tasks
 
 INSTANCES = 20
 SIGNALS_PER_INSTANCE = 15
@@ -348,3 +348,34 @@ def test_a_completion_through_a_replica_that_missed_its_tasks_scheduling_loads_f
     assert context_of(answer.workflow)["done_by"] == "w"
     assert replicas.conflicts() == conflicts, "the stale copy was stepped and lost the CAS"
     assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2, 3]
+
+
+def test_a_failure_through_the_leasing_replica_answers_the_task_as_stored(
+    replicas: Replicas,
+) -> None:
+    """The replica that leased a task retries it without reading it first: the answer is
+    the row the retry wrote, with what a heartbeat through the other replica left. A
+    failure already retried through the other replica, sent again with its request id
+    through the leasing one, gets the retried task, and nothing is retried twice."""
+    a, b = replicas.a, replicas.b
+    wid = uid("task-flow")
+    a.start("task-flow", workflow_id=wid, input={"route": "retry"})
+    first = Tasks(a.channel).poll_one("e2e.retry")
+    Tasks(b.channel).heartbeat(first, {"through": "b"})
+    failed = Tasks(a.channel).fail(first, "FLAKY", "again", retry_delay=0, request_id=uid("f"))
+    assert (failed.task.status, failed.task.attempt) == (BACKOFF, 1)
+    assert failed.task.lease_token == "" and failed.task.last_error.type == "FLAKY"
+    assert dict(failed.task.heartbeat_details) == {"through": "b"}
+    stored = Tasks(b.channel).get(first.name)
+    assert (stored.status, stored.last_error.message) == (BACKOFF, "again")
+
+    second = Tasks(a.channel).poll_one("e2e.retry")
+    assert second.attempt == 2
+    rid = uid("f")
+    through_b = Tasks(b.channel).fail(second, "FLAKY", "b", retry_delay=0, request_id=rid)
+    again = Tasks(a.channel).fail(second, "FLAKY", "b", retry_delay=0, request_id=rid)
+    assert again.task == through_b.task and again.task.attempt == 2
+    third = Tasks(a.channel).poll_one("e2e.retry")
+    assert third.attempt == 3, "the failure sent twice was retried twice"
+    done = Tasks(a.channel).complete(third, {"by": "third"}).workflow
+    assert (done.status, done.revision) == (COMPLETED, 2)
