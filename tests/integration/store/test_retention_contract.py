@@ -19,7 +19,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from statewrightd.domain import Status, TaskStatus
+from statewrightd.domain import Status
 from statewrightd.errors import Conflict, RecordExists, RecordLive, RecordNotFound
 from statewrightd.store import Repository, open_repository
 from statewrightd.store.records import (
@@ -34,6 +34,7 @@ from statewrightd.store.records import (
     TimerChange,
     TimerRecord,
 )
+from tests.support.store_records import task_record
 
 T0 = datetime(2026, 3, 4, 5, 6, 7, 890123, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -115,29 +116,13 @@ def finished(wid: str, expire: datetime, request_id: str | None = None) -> Creat
 
 
 def task_of(rec: InstanceRecord) -> TaskRecord:
-    return TaskRecord(
-        workflow_id=rec.workflow_id,
-        task_id=str(rec.revision),
-        revision=rec.revision,
+    return task_record(
+        rec.workflow_id,
+        str(rec.revision),
+        T0,
         state=rec.state,
-        queue="payments",
         input={"order": rec.workflow_id},
-        status=TaskStatus.SCHEDULED,
-        attempt=0,
-        max_attempts=3,
-        lease_token=None,
-        lease_expire_time=None,
-        attempt_start_time=None,
-        available_time=T0,
-        schedule_time=T0,
-        deadline=T0 + HOUR,
-        start_to_close=60.0,
-        heartbeat=None,
         retry={"initial_interval": 1.0, "backoff": 2.0, "max_interval": 60.0},
-        heartbeat_details=None,
-        last_error=None,
-        last_request_id=None,
-        update_time=T0,
     )
 
 

@@ -25,6 +25,7 @@ from statewrightd.store.records import (
     TaskFinish,
     TaskRecord,
 )
+from tests.support.store_records import task_record
 
 NOW = datetime.now(UTC).replace(microsecond=123456)
 FIRST_LEASE = 30.0
@@ -70,29 +71,19 @@ def task(
     deadline: timedelta = timedelta(hours=1),
     trace: TraceContext | None = None,
 ) -> TaskRecord:
-    return TaskRecord(
-        workflow_id=rec.workflow_id,
-        task_id=str(rec.revision),
-        revision=rec.revision,
+    return task_record(
+        rec.workflow_id,
+        str(rec.revision),
+        NOW,
         state=rec.state,
         queue=queue,
         input={"order": rec.workflow_id, "amount": 12.5, "items": ["a", {"b": None}]},
-        status=TaskStatus.SCHEDULED,
-        attempt=0,
         max_attempts=attempts,
-        lease_token=None,
-        lease_expire_time=None,
-        attempt_start_time=None,
         available_time=available,
-        schedule_time=NOW,
         deadline=NOW + deadline,
         start_to_close=start_to_close,
         heartbeat=heartbeat,
         retry={"initial_interval": 1.0, "backoff": 2.0, "max_interval": 60.0, "non_retryable": []},
-        heartbeat_details=None,
-        last_error=None,
-        last_request_id=None,
-        update_time=NOW,
         trace=trace,
     )
 

@@ -6,36 +6,15 @@ import dataclasses
 from datetime import UTC, datetime, timedelta
 
 from statewrightd.app.lease_memory import LeaseMemory
-from statewrightd.domain import TaskStatus
 from statewrightd.store.records import TaskRecord
+from tests.support.store_records import task_record
 
 NOW = datetime(2026, 12, 5, tzinfo=UTC)
 
 
 def leased(wid: str, token: str = "t1", task_id: str = "1") -> TaskRecord:
-    return TaskRecord(
-        workflow_id=wid,
-        task_id=task_id,
-        revision=1,
-        state="charging",
-        queue="payments",
-        input={},
-        status=TaskStatus.LEASED,
-        attempt=1,
-        max_attempts=3,
-        lease_token=token,
-        lease_expire_time=NOW + timedelta(seconds=30),
-        attempt_start_time=NOW,
-        available_time=NOW,
-        schedule_time=NOW,
-        deadline=NOW + timedelta(hours=1),
-        start_to_close=60.0,
-        heartbeat=None,
-        retry={},
-        heartbeat_details=None,
-        last_error=None,
-        last_request_id=None,
-        update_time=NOW,
+    return task_record(
+        wid, task_id, NOW, leased=token, lease_expire_time=NOW + timedelta(seconds=30)
     )
 
 

@@ -7,35 +7,23 @@ from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 from statewrightd.definitions.model import CHILD_QUEUE
-from statewrightd.domain import TaskStatus
 from statewrightd.engine.children import EndsWatched
-from statewrightd.store.records import ChildLink, TaskRecord
+from statewrightd.store.records import ChildLink
+from tests.support.store_records import task_record
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
-CHILD_TASK = TaskRecord(
-    workflow_id="parent-1",
-    task_id="4",
-    revision=4,
+CHILD_TASK = task_record(
+    "parent-1",
+    "4",
+    NOW,
+    leased="t",
     state="shipping",
     queue=CHILD_QUEUE,
     input={"workflow_id": "child-1", "definition": "shipment"},
-    status=TaskStatus.LEASED,
-    attempt=1,
     max_attempts=1,
-    lease_token="t",
     lease_expire_time=NOW + timedelta(seconds=10),
-    attempt_start_time=NOW,
-    available_time=NOW,
-    schedule_time=NOW,
-    deadline=NOW + timedelta(hours=1),
     start_to_close=10.0,
-    heartbeat=None,
-    retry={},
-    heartbeat_details=None,
-    last_error=None,
-    last_request_id=None,
-    update_time=NOW,
 )
 
 

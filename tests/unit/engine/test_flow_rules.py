@@ -8,7 +8,6 @@ from pathlib import Path
 import pytest
 
 from statewrightd.app.queues import checked_config, read_queue_files
-from statewrightd.domain import TaskStatus
 from statewrightd.errors import InvalidArgument
 from statewrightd.store.flow import (
     AGING,
@@ -21,34 +20,19 @@ from statewrightd.store.flow import (
     refilled,
 )
 from statewrightd.store.records import TaskRecord
+from tests.support.store_records import task_record
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def task(n: int, *, key: str | None = None, priority: int = 3, age: float = 0.0) -> TaskRecord:
-    return TaskRecord(
-        workflow_id=f"w{n:03}",
-        task_id="1",
-        revision=1,
+    return task_record(
+        f"w{n:03}",
+        "1",
+        NOW,
         state="s",
         queue="q",
-        input={},
-        status=TaskStatus.SCHEDULED,
-        attempt=0,
-        max_attempts=3,
-        lease_token=None,
-        lease_expire_time=None,
-        attempt_start_time=None,
         available_time=NOW - timedelta(seconds=age),
-        schedule_time=NOW,
-        deadline=NOW + timedelta(hours=1),
-        start_to_close=60.0,
-        heartbeat=None,
-        retry={},
-        heartbeat_details=None,
-        last_error=None,
-        last_request_id=None,
-        update_time=NOW,
         priority=priority,
         concurrency_key=key,
     )

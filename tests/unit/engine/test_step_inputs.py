@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 
-from statewrightd.domain import TaskStatus
 from statewrightd.engine.commands import (
     CancelCommand,
     CompleteTaskCommand,
@@ -13,33 +12,20 @@ from statewrightd.engine.commands import (
     TaskGiveUpCommand,
     TimerCommand,
 )
-from statewrightd.store.records import TaskRecord, TimerRecord
+from statewrightd.store.records import TimerRecord
+from tests.support.store_records import task_record
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
-TASK = TaskRecord(
-    workflow_id="w",
-    task_id="3",
-    revision=3,
-    state="charging",
-    queue="payments",
-    input={"amount": 5},
-    status=TaskStatus.LEASED,
+TASK = task_record(
+    "w",
+    "3",
+    NOW,
+    leased="t",
     attempt=2,
-    max_attempts=3,
-    lease_token="t",
     lease_expire_time=NOW,
-    attempt_start_time=NOW,
-    available_time=NOW,
-    schedule_time=NOW,
-    deadline=NOW + timedelta(hours=1),
-    start_to_close=60.0,
-    heartbeat=None,
+    input={"amount": 5},
     retry={"initial_interval": 1.0, "backoff": 2.0, "max_interval": 5.0, "non_retryable": []},
-    heartbeat_details=None,
-    last_error=None,
-    last_request_id=None,
-    update_time=NOW,
 )
 
 

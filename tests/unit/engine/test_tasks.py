@@ -11,7 +11,7 @@ import pytest
 
 from statewrightd.definitions import load_definition
 from statewrightd.definitions.model import Definition
-from statewrightd.domain import Status, TaskStatus
+from statewrightd.domain import Status
 from statewrightd.engine import fsm
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.model import NO_TASK_WORK
@@ -25,6 +25,7 @@ from statewrightd.engine.tasks import (
 )
 from statewrightd.errors import FailedPrecondition, InvalidArgument
 from statewrightd.store.records import QueueCounts, TaskRecord
+from tests.support.store_records import task_record
 
 SOURCE = """
 name: tasked
@@ -175,34 +176,18 @@ NOW = datetime(2026, 5, 6, 7, 8, 9, tzinfo=UTC)
 
 
 def _task(**changes: object) -> TaskRecord:
-    base = TaskRecord(
-        workflow_id="w",
-        task_id="1",
-        revision=1,
-        state="charging",
-        queue="payments",
-        input={},
-        status=TaskStatus.LEASED,
-        attempt=1,
-        max_attempts=3,
-        lease_token="t",
+    base = task_record(
+        "w",
+        "1",
+        NOW,
+        leased="t",
         lease_expire_time=NOW,
-        attempt_start_time=NOW,
-        available_time=NOW,
-        schedule_time=NOW,
-        deadline=NOW + timedelta(hours=1),
-        start_to_close=60.0,
-        heartbeat=None,
         retry={
             "initial_interval": 1.0,
             "backoff": 2.0,
             "max_interval": 5.0,
             "non_retryable": ["X"],
         },
-        heartbeat_details=None,
-        last_error=None,
-        last_request_id=None,
-        update_time=NOW,
     )
     return dataclasses.replace(base, **changes)  # type: ignore[arg-type]
 
