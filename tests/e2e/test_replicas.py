@@ -353,10 +353,10 @@ def test_a_completion_through_a_replica_that_missed_its_tasks_scheduling_loads_f
 def test_a_failure_through_the_leasing_replica_answers_the_task_as_stored(
     replicas: Replicas,
 ) -> None:
-    """The replica that leased a task retries it without reading it first: the answer is
-    the row the retry wrote, with what a heartbeat through the other replica left. A
-    failure already retried through the other replica, sent again with its request id
-    through the leasing one, gets the retried task, and nothing is retried twice."""
+    """A failure through the replica that leased the task answers the row its retry
+    wrote, with what a heartbeat through the other replica left. A failure already
+    retried through the other replica, sent again with its request id through the
+    leasing one, gets the retried task, and nothing is retried twice."""
     a, b = replicas.a, replicas.b
     wid = uid("task-flow")
     a.start("task-flow", workflow_id=wid, input={"route": "retry"})

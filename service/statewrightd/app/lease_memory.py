@@ -1,10 +1,8 @@
 """What a server process remembers of the task leases it handed out.
 
-A worker usually reports a task through the process that leased it (its channel stays
+A worker usually completes a task through the process that leased it (its channel stays
 on one), and that process knows the task as the lease left it: its completion need not
-read the task first, nor its failure when it only schedules a retry (fenced by the lease
-alone: the retry's decision rests on what the lease fixes, and its answer is the row the
-retry wrote). The completion's save then requires the task's row unchanged since
+read the task first. The completion's save then requires the task's row unchanged since
 this process last wrote it (the lease, or a heartbeat through it), so that what the
 answer says of the task is what is stored. Whatever this process did not see (a heartbeat
 through another process, a cancellation, the lease given to another worker) refuses that
@@ -53,8 +51,8 @@ class LeaseMemory:
 
     def take(self, workflow_id: str, task_id: str, token: str) -> TaskRecord | None:
         """The task as this process last wrote it under lease ``token``, forgotten as it
-        is taken (a report ends the lease whatever its answer); None if unknown. A
-        call with another token (an old lease's late report) leaves it remembered."""
+        is taken (a completion ends the lease whatever its answer); None if unknown. A
+        call with another token (an old lease's late completion) leaves it remembered."""
         key = (workflow_id, task_id)
         task = self._leases.get(key)
         if task is None or task.lease_token != token:

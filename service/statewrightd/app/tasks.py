@@ -98,21 +98,6 @@ class TaskFailure:
     details: dict[str, Any]
 
 
-@dataclass(frozen=True, slots=True)
-class _Failing:
-    """What a FailTask call brings besides the task."""
-
-    token: str
-    failure: TaskFailure
-    non_retryable: bool
-    retry_after: float | None
-    request: RequestKey | None
-    budget: float | None
-    actor: str
-    close_key_until: datetime | None
-    worker: TraceContext | None
-
-
 @dataclass(kw_only=True)
 class TaskDesk:
     repo: Repository
@@ -299,29 +284,7 @@ class TaskDesk:
         close_key_until: datetime | None = None,
         worker: TraceContext | None = None,
     ) -> Failure:
-        """A lease this process handed out is retried without reading the task first:
-        what decides the retry (the attempt, its policy, deadline and key) is fixed while
-        the lease is, and the retry's write is fenced by the lease. Anything else reads
-        the task first: a give-up (a step, whose answer shows the task), a closed key
-        (written before the retry), a lease no longer current, this call's retry."""
-        failing = _Failing(
-            token,
-            failure,
-            non_retryable,
-            retry_after,
-            request,
-            budget,
-            actor,
-            close_key_until,
-            worker,
-        )
-        remembered = self.leases.take(ref.workflow_id, ref.task_id, token)
-        if remembered is not None:
-            # Drawn once: the same lease's attempt and policy would draw it on the read.
-            failing = replace(failing, retry_after=self._delay(remembered, failing))
-            retried = await self._failed(remembered, failing, remembered=True)
-            if retried is not None:
-                return retried
+        self.leases.forget(ref.workflow_id, ref.task_id)
         task = await self.get(ref)
         request_id = request.request_id if request is not None else None
         if request_id is not None and task.last_request_id == request_id:
@@ -329,49 +292,21 @@ class TaskDesk:
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             outcome = await self._replay_or_fence(task, request)
             return Failure(_finished(task), outcome)
-        failed = await self._failed(task, failing)
-        assert failed is not None  # only a remembered lease defers to the read
-        return failed
-
-    async def _failed(
-        self,
-        task: TaskRecord,
-        failing: _Failing,
-        *,
-        remembered: bool = False,
-    ) -> Failure | None:
-        """The attempt of ``task`` ended by ``failing``: retried or given up. None: a
-        ``remembered`` lease that this cannot end without reading the task."""
-        failure, request, now = failing.failure, failing.request, self.clock.now()
         error = {"type": failure.type, "message": failure.message, "details": failure.details}
-        retry_after = self._delay(task, failing)
-        key, until = task.concurrency_key, failing.close_key_until
-        closing = (key, until) if key is not None and until is not None and until > now else None
-        if closing is not None:
+        now = self.clock.now()
+        if retry_after is None:
+            retry_after = retry_delay(task.retry, task.attempt, self.rng)
+        key = task.concurrency_key
+        if close_key_until is not None and key is not None and close_key_until > now:
+            await self._close_key(task.queue, key, close_key_until)
             # The task's own retry waits for its key too.
-            retry_after = max(retry_after, (closing[1] - now).total_seconds())
+            retry_after = max(retry_after, (close_key_until - now).total_seconds())
         available = now + timedelta(seconds=retry_after)
-        giving_up = (
-            gives_up(task, failure.type, now, failing.non_retryable) or available >= task.deadline
-        )
-        if remembered and (giving_up or closing is not None):
-            # Both write before the lease is checked: only once the read has checked it.
-            return None
-        if closing is not None:
-            await self._close_key(task.queue, *closing)
-        token = failing.token
-        if giving_up:
+        if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
             return await self._give_up(
-                task,
-                token,
-                error,
-                request=request,
-                budget=failing.budget,
-                actor=failing.actor,
-                worker=failing.worker,
+                task, token, error, request=request, budget=budget, actor=actor, worker=worker
             )
-        repo, ref = self.repo, TaskRef(task.workflow_id, task.task_id)
-        request_id = request.request_id if request is not None else None
+        repo = self.repo
 
         def retry() -> TaskRecord | None:
             return repo.retry_task(
@@ -386,19 +321,11 @@ class TaskDesk:
 
         retried = await self.write(retry)
         if retried is None:
-            if remembered:
-                return None  # not current, or this call retried: the read says which
             raise self._fenced(await self.get(ref))
         self.observer.task_attempt_ended(task.queue, "failed")
         self.polls.ready_at(task.queue, retry_after)
         self._ended(task.queue)
         return Failure(retried, None)
-
-    def _delay(self, task: TaskRecord, failing: _Failing) -> float:
-        """Seconds until the retry: the worker's, or drawn from the task's policy."""
-        if failing.retry_after is not None:
-            return failing.retry_after
-        return retry_delay(task.retry, task.attempt, self.rng)
 
     async def _close_key(self, queue: str, key: str, until: datetime) -> None:
         repo = self.repo
