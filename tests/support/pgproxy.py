@@ -84,6 +84,7 @@ class PgProxy:
         self._cut_armed = False
         self._marker = STEP_MARKER
         self._forward_commit = True
+        self._at_statement = False
         self._refuse_after_cut = False
         self._drop_open_on_cut = False
         self._refusing = False
@@ -122,13 +123,17 @@ class PgProxy:
         refuse: bool = False,
         drop_open: bool = False,
         marker: bytes = STEP_MARKER,
+        at_statement: bool = False,
     ) -> None:
         """``marker``: the statement text that makes a transaction's COMMIT the one cut
-        (a step's history insert unless told otherwise)."""
+        (a step's history insert unless told otherwise). ``at_statement``: the statement
+        itself is cut, for one that commits as it runs (outside a transaction block);
+        ``forward_commit`` then says whether it is forwarded first."""
         with self._lock:
             self._cut_armed = True
             self._marker = marker
             self._forward_commit = forward_commit
+            self._at_statement = at_statement
             self._refuse_after_cut = refuse
             self._drop_open_on_cut = drop_open
 
@@ -289,6 +294,8 @@ class PgProxy:
         if kind == b"Q":
             query = _cstrings(payload, 1)[0]
             if self._marker in query:
+                if self._at_statement:
+                    return True
                 conn.wrote_step = True
         elif kind == b"P":
             name, query = _cstrings(payload, 2)
@@ -300,6 +307,8 @@ class PgProxy:
         elif kind == b"B":
             _portal, statement = _cstrings(payload, 2)
             if conn.statements.get(statement):
+                if self._at_statement:
+                    return True  # it commits as it runs: this is its COMMIT
                 conn.wrote_step = True
             if statement in conn.shard_calls and SHARD_STEP_MARKER in payload:
                 return True  # a step's shard call: it commits as it runs

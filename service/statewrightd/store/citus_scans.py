@@ -96,10 +96,10 @@ class CitusScans(PostgresRepository):
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[Conn]:
+    def _writing(self, alone: bool = False) -> Iterator[Conn]:
         committing = False
         try:
-            with super()._writing() as conn:
+            with super()._writing(alone) as conn:
                 yield conn
                 committing = True
         except psycopg.InternalError as exc:

@@ -78,11 +78,11 @@ def _configure(conn: Conn) -> None:
 def _autocommitted(conn: Conn) -> Iterator[Conn]:
     """``conn`` running each statement as its own transaction for the block, then back.
 
-    A read is one statement: in a transaction of its own it would cost two more round
-    trips (BEGIN, COMMIT) and isolate nothing more (each statement of a READ COMMITTED
-    transaction sees its own snapshot anyway). A connection that cannot be put back to
-    transactions is closed: the pool must never hand a writer one that commits each
-    statement as it runs.
+    A read, or a write of one statement: in a transaction of its own it would cost two
+    more round trips (BEGIN, COMMIT) and isolate nothing more (each statement of a READ
+    COMMITTED transaction sees its own snapshot anyway; a statement is atomic). A
+    connection that cannot be put back to transactions is closed: the pool must never
+    hand a writer one that commits each statement as it runs.
     """
     if conn.autocommit:
         yield conn
@@ -91,10 +91,13 @@ def _autocommitted(conn: Conn) -> Iterator[Conn]:
     try:
         yield conn
     finally:
-        try:
-            conn.autocommit = False
-        except psycopg.Error:
-            conn.close()
+        # A lost connection is left as it is: the pool discards it, and a writer asks
+        # it whether it broke while a statement ran (closing it would hide that).
+        if not conn.broken:
+            try:
+                conn.autocommit = False
+            except psycopg.Error:
+                conn.close()
 
 
 # A batch of at least this many steps takes the set-based statements (sql_postgres
@@ -191,28 +194,39 @@ class PostgresRepository(SqlRepository):
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
 
     @contextmanager
-    def _writing(self) -> Iterator[Conn]:
+    def _writing(self, alone: bool = False) -> Iterator[Conn]:
         # The pool commits a connection's transaction when the block using it succeeds;
         # a connection lost then may or may not have committed, which the caller must be
         # told apart from a write that surely did not happen (as a step's is). With
-        # autocommit (Citus) each statement commits as it runs, so a connection lost while
-        # one ran may have committed it too: a task's retry told "not applied" had in fact
-        # given up its lease, and its worker went on as if it held it.
+        # autocommit (Citus, or ``alone``: one statement) each statement commits as it
+        # runs, so a connection lost while one ran may have committed it too: a task's
+        # retry told "not applied" had in fact given up its lease, and its worker went on
+        # as if it held it.
         committing = False
         used: Conn | None = None
         try:
             with self._pooled(self._pool_timeout) as conn:
                 used = conn
-                yield conn
+                if alone:
+                    with _autocommitted(conn):
+                        yield conn
+                else:
+                    yield conn
                 committing = True
         except PoolTimeout as exc:
             raise StorageUnavailable(f"no database connection available: {exc}") from exc
         except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
-            lost_running = self.AUTOCOMMIT and used is not None and used.broken
+            autocommit = self.AUTOCOMMIT or alone
+            lost_running = autocommit and used is not None and used.broken
             if (committing or lost_running) and not isinstance(exc, RETRYABLE):
                 when = "during COMMIT" if committing else "while a write ran"
                 raise OutcomeUnknown(f"connection lost {when}: {exc}") from exc
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
+
+    def _writing_one(self) -> AbstractContextManager[Conn]:
+        # One statement is a transaction of its own: BEGIN and COMMIT around it would be
+        # two more round trips (a heartbeat, a retry, each background claim).
+        return self._writing(alone=True)
 
     def load_whole(self, workflow_id: str) -> WholeInstance | None:
         # Three statements, one round trip: a pipeline sends them all before reading.
@@ -375,7 +389,7 @@ class PostgresRepository(SqlRepository):
 
     def purge_expired(self, now: datetime, limit: int) -> Purged:
         params = {"now": check_time(now, "now"), "limit": limit}
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             row = conn.execute(q.PURGE_EXPIRED, params).fetchone()
         return _purged(row)
 

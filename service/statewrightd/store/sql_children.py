@@ -71,6 +71,9 @@ class SqlChildren:
     def _writing(self) -> AbstractContextManager[Any]: ...
 
     @abstractmethod
+    def _writing_one(self) -> AbstractContextManager[Any]: ...
+
+    @abstractmethod
     def _time(self, value: datetime) -> Any: ...
 
     def link_child(self, link: ChildLink) -> ChildLink:
@@ -112,7 +115,7 @@ class SqlChildren:
         if not ids:
             return 0
         param = json.dumps(ids) if self.JSON_ID_LIST else ids
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             return int(conn.execute(self.CHILDREN_SQL[7], (param,)).rowcount)
 
     def _link(self, row: Sequence[Any]) -> ChildLink:

@@ -158,6 +158,9 @@ class _FlowControl:
     def _writing(self) -> AbstractContextManager[Connection]: ...
 
     @abstractmethod
+    def _writing_one(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
 
     def _time(self, value: datetime) -> Any:
@@ -212,7 +215,7 @@ class _FlowControl:
 
     def close_key(self, queue: str, key: str, until: datetime) -> None:
         params = {"queue": queue, "key": key, "until": self._time(until)}
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             conn.execute(self.FLOW.close_key, params)
 
     def closed_keys(self, queue: str, now: datetime) -> list[KeyState]:
@@ -243,6 +246,11 @@ class SqlRepository(
     @abstractmethod
     def _writing(self) -> AbstractContextManager[Connection]:
         """A connection in a write transaction that commits when the block succeeds."""
+
+    def _writing_one(self) -> AbstractContextManager[Connection]:
+        """A connection for one writing statement, which needs no transaction around it
+        (a backend with round trips runs it on its own: no BEGIN, no COMMIT)."""
+        return self._writing()
 
     @abstractmethod
     def _stored_schema_version(self) -> int:
@@ -283,12 +291,12 @@ class SqlRepository(
 
     def purge_requests(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
         params = {"cutoff": self._time(older_than), "limit": limit}
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             return conn.execute(self.SQL.purge_requests, params).rowcount
 
     def purge_tombstones(self, older_than: datetime, limit: int = PURGE_LIMIT) -> int:
         params = {"cutoff": self._time(older_than), "limit": limit}
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             return conn.execute(self.SQL.purge_tombstones, params).rowcount
 
     def lookup_tombstone(self, workflow_id: str) -> Tombstone | None:
@@ -369,7 +377,7 @@ class SqlRepository(
             "until": self.ROWS.time_param(check_time(until, "until")),
             "limit": limit,
         }
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             rows = conn.execute(self.SQL.claim_timers, params).fetchall()
         return sorted((self.ROWS.timer(r) for r in rows), key=lambda t: t.due_time)
 
@@ -380,7 +388,7 @@ class SqlRepository(
         return None if row is None or row[0] is None else self.ROWS.time(row[0])
 
     def delete_timer(self, workflow_id: str, timer_id: str) -> bool:
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             deleted = conn.execute(self.SQL.delete_timer, (workflow_id, timer_id)).rowcount
         return bool(deleted)
 
@@ -502,7 +510,7 @@ class SqlRepository(
 
     def _one_task(self, sql: str, params: Params) -> TaskRecord | None:
         """The task a write statement returns; None when it wrote none."""
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             row = conn.execute(sql, self._bound(params)).fetchone()
         return None if row is None else self.ROWS.task(row)
 
@@ -514,7 +522,7 @@ class SqlRepository(
 
     def claim_expired_tasks(self, now: datetime, until: datetime, limit: int) -> list[TaskRecord]:
         params = {"now": self._time(now), "until": self._time(until), "limit": limit}
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             rows = conn.execute(self.SQL.claim_expired_tasks, params).fetchall()
         return [self.ROWS.task(r) for r in rows]
 

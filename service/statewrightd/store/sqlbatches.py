@@ -57,6 +57,9 @@ class SqlBatches:
     def _writing(self) -> AbstractContextManager[Any]: ...
 
     @abstractmethod
+    def _writing_one(self) -> AbstractContextManager[Any]: ...
+
+    @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
 
     @contextmanager
@@ -104,7 +107,7 @@ class SqlBatches:
 
     def claim_batch(self, owner: str, now: datetime, until: datetime) -> BatchRecord | None:
         params = {"owner": owner, "now": self._at(now, "now"), "until": self._at(until, "until")}
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             row = conn.execute(self.BATCH_SQL.claim, params).fetchone()
         return None if row is None else self.ROWS.batch(row)
 

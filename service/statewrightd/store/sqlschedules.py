@@ -33,13 +33,16 @@ class SqlSchedules:
     def _writing(self) -> AbstractContextManager[Any]: ...
 
     @abstractmethod
+    def _writing_one(self) -> AbstractContextManager[Any]: ...
+
+    @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
 
     def insert_schedule(
         self, schedule_id: str, document: dict[str, Any], next_fire: datetime | None, now: datetime
     ) -> ScheduleRecord:
         params = self._schedule_params(schedule_id, document, next_fire, now)
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             row = conn.execute(self.SCHEDULE_SQL.insert, params).fetchone()
         if row is None:
             raise RecordExists(
@@ -68,12 +71,12 @@ class SqlSchedules:
     ) -> ScheduleRecord | None:
         params = self._schedule_params(schedule_id, document, next_fire, now)
         params["version"] = version
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             row = conn.execute(self.SCHEDULE_SQL.put, params).fetchone()
         return None if row is None else self.ROWS.schedule(row)
 
     def delete_schedule(self, schedule_id: str) -> bool:
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             cursor = conn.execute(self.SCHEDULE_SQL.delete, {"schedule_id": schedule_id})
             return bool(cursor.rowcount)
 
@@ -83,7 +86,7 @@ class SqlSchedules:
             "until": self.ROWS.time_param(check_time(until, "until")),
             "limit": limit,
         }
-        with self._writing() as conn:
+        with self._writing_one() as conn:
             rows = conn.execute(self.SCHEDULE_SQL.claim, params).fetchall()
         found = [self.ROWS.schedule(r) for r in rows]
         return sorted(found, key=lambda s: (s.next_fire_time or NEVER, s.schedule_id))

@@ -163,8 +163,9 @@ def test_proxy_detects_commit_in_both_protocols() -> None:
     assert _is_end_of_transaction(b"SELECT 'COMMIT'") == ""
 
 
-# Writes that are not steps (a task's retry, a release, a queue's settings) commit on the
-# pool's connection as their block ends: an answer lost there must not read as "not done".
+# A write of one statement that is no step (a task's retry, a heartbeat, a release, a
+# claim) commits as it runs, outside a transaction block: an answer lost after it was sent
+# must not read as "not done", and one lost before cannot be told apart.
 RETRY_MARKER = b"SET status = 'BACKOFF'"
 
 
@@ -187,11 +188,11 @@ def _retry(repo: Repository, leased: TaskRecord) -> TaskRecord | None:
     )
 
 
-def test_a_task_retry_whose_commit_answer_is_lost_is_an_unknown_outcome(
+def test_a_task_retry_whose_answer_is_lost_is_an_unknown_outcome(
     proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     leased = _leased_task(proxied, "t-after")
-    proxy.arm_cut(forward_commit=True, marker=RETRY_MARKER)
+    proxy.arm_cut(forward_commit=True, marker=RETRY_MARKER, at_statement=True)
     with pytest.raises(OutcomeUnknown):
         _retry(proxied, leased)
     assert proxy.cuts == 1, "the fault was not injected"
@@ -201,12 +202,12 @@ def test_a_task_retry_whose_commit_answer_is_lost_is_an_unknown_outcome(
     assert after.last_request_id == "r-cut"
 
 
-def test_a_task_retry_cut_before_its_commit_is_unknown_too_and_can_be_sent_again(
+def test_a_task_retry_cut_before_it_is_sent_is_unknown_too_and_can_be_sent_again(
     proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     leased = _leased_task(proxied, "t-before")
-    proxy.arm_cut(forward_commit=False, marker=RETRY_MARKER)
-    # The caller cannot tell this cut from the one after the COMMIT: both are unknown.
+    proxy.arm_cut(forward_commit=False, marker=RETRY_MARKER, at_statement=True)
+    # The caller cannot tell this cut from the one after the statement: both are unknown.
     with pytest.raises(OutcomeUnknown):
         _retry(proxied, leased)
     assert proxy.cuts == 1, "the fault was not injected"
