@@ -245,7 +245,8 @@ class PostgresRepository(SqlRepository):
 
     def _stored_schema_version(self) -> int:
         try:
-            with self._pooled(min(self._pool_timeout, 5.0), probe=True) as conn:
+            pooled = self._pooled(min(self._pool_timeout, 5.0), probe=True)
+            with pooled as conn, _autocommitted(conn):
                 return postgres_schema_version(conn)
         except (psycopg.Error, PoolTimeout) as exc:
             raise StorageUnavailable(f"database unavailable: {exc}") from exc
