@@ -20,6 +20,14 @@ def _one_connection(url: str) -> PostgresRepository:
     return repo
 
 
+def _in_transactions(repo: PostgresRepository) -> None:
+    """The pool's connection runs statements in a transaction block again."""
+    with repo._pooled(5.0) as conn:
+        assert conn.autocommit is False
+        conn.execute("SELECT 1")
+        assert conn.info.transaction_status is psycopg.pq.TransactionStatus.INTRANS
+
+
 def test_a_read_hands_its_connection_back_in_transactions(postgres_url: str) -> None:
     repo = _one_connection(postgres_url)
     try:
@@ -28,10 +36,7 @@ def test_a_read_hands_its_connection_back_in_transactions(postgres_url: str) -> 
         with pytest.raises(RecordNotFound):
             repo.load_whole("absent")
         assert repo.open_tasks(["absent"]) == {}
-        with repo._pooled(5.0) as conn:
-            assert conn.autocommit is False
-            conn.execute("SELECT 1")
-            assert conn.info.transaction_status is psycopg.pq.TransactionStatus.INTRANS
+        _in_transactions(repo)
     finally:
         repo.close()
 
@@ -66,9 +71,6 @@ def test_a_write_of_one_statement_runs_alone_and_hands_its_connection_back_in_tr
         assert repo.retry_task("absent", "1", "t", now=now, available=now, error=error) is None
         with pytest.raises(psycopg.errors.UndefinedTable), repo._writing_one() as conn:
             conn.execute("UPDATE no_such_table SET x = 1")
-        with repo._pooled(5.0) as conn:
-            assert conn.autocommit is False
-            conn.execute("SELECT 1")
-            assert conn.info.transaction_status is psycopg.pq.TransactionStatus.INTRANS
+        _in_transactions(repo)
     finally:
         repo.close()
