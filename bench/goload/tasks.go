@@ -11,8 +11,9 @@ package main
 // completes every task it gets at once with a request id, and, when a completion ends its
 // instance, starts a new one through the same target until STOP (a closed loop of
 // instances in flight). With --task-fail-first, each task's first attempt is failed
-// instead (retried at once, then completed): the FailTask path under the same load. Completions in [BEGIN, END) (Unix seconds) are counted; the report
-// is task_bench.py's worker report: steps, completed_workflows, errors, and samples of
+// instead (retried at once, then completed): the FailTask path under the same load.
+// Completions in [BEGIN, END) (Unix seconds) are counted; the report is task_bench.py's
+// worker report: steps, failures, completed_workflows, errors, and samples of
 // schedule-to-start and end-to-end latency in seconds.
 
 import (
