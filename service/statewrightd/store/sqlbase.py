@@ -158,7 +158,9 @@ class _FlowControl:
     def _writing(self) -> AbstractContextManager[Connection]: ...
 
     @abstractmethod
-    def _writing_one(self) -> AbstractContextManager[Connection]: ...
+    def _writing_one(self) -> AbstractContextManager[Connection]:
+        """A connection for one writing statement, which needs no transaction around it
+        (a backend with round trips runs it on its own: no BEGIN, no COMMIT)."""
 
     @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
@@ -246,11 +248,6 @@ class SqlRepository(
     @abstractmethod
     def _writing(self) -> AbstractContextManager[Connection]:
         """A connection in a write transaction that commits when the block succeeds."""
-
-    def _writing_one(self) -> AbstractContextManager[Connection]:
-        """A connection for one writing statement, which needs no transaction around it
-        (a backend with round trips runs it on its own: no BEGIN, no COMMIT)."""
-        return self._writing()
 
     @abstractmethod
     def _stored_schema_version(self) -> int:
