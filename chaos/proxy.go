@@ -18,7 +18,9 @@ import (
 //   - armCut cuts the connection at the next COMMIT of a transaction that wrote a
 //     workflow step (it inserted into workflow_history): right after the COMMIT was
 //     forwarded (PostgreSQL commits, the replica never hears so) or right before it
-//     (PostgreSQL never sees it and rolls back). Other transactions are never cut.
+//     (PostgreSQL never sees it and rolls back). Other transactions are never cut. A
+//     step's statement sent outside a transaction block (a step alone in its group
+//     commit) commits as it runs: it is then its COMMIT.
 //   - stall holds every client-to-server message until resume: the database stalls;
 //     holdCommits holds only the COMMITs of steps, so saves hang while reads go on.
 //
@@ -62,6 +64,7 @@ type proxyConn struct {
 	statements     map[string]bool // prepared statement name -> writes a step
 	shardCalls     map[string]bool // prepared statement name -> calls a shard function
 	wroteStep      bool
+	inBlock        bool // BEGIN sent, no COMMIT or ROLLBACK yet
 	cut            atomic.Bool
 }
 
@@ -317,6 +320,11 @@ func cstrings(payload []byte, count int) []string {
 	return out
 }
 
+func isBegin(query string) bool {
+	word := bytes.ToUpper(bytes.TrimSpace([]byte(query)))
+	return bytes.HasPrefix(word, []byte("BEGIN")) || bytes.HasPrefix(word, []byte("START TRANSACTION"))
+}
+
 func endOfTransaction(query string) string {
 	word := bytes.ToUpper(bytes.TrimSpace(bytes.TrimRight(bytes.TrimSpace([]byte(query)), ";")))
 	switch string(word) {
@@ -332,13 +340,11 @@ func endOfTransaction(query string) string {
 // transaction that wrote a step.
 func (c *proxyConn) observe(kind byte, payload []byte) bool {
 	var query string
-	hasQuery := false
+	hasQuery, marked := false, false
 	switch kind {
 	case 'Q':
 		query, hasQuery = cstrings(payload, 1)[0], true
-		if bytes.Contains([]byte(query), stepMarker) {
-			c.wroteStep = true
-		}
+		marked = bytes.Contains([]byte(query), stepMarker)
 	case 'P':
 		parts := cstrings(payload, 2)
 		query, hasQuery = parts[1], true
@@ -346,20 +352,29 @@ func (c *proxyConn) observe(kind byte, payload []byte) bool {
 		c.shardCalls[parts[0]] = bytes.Contains([]byte(query), shardCall)
 	case 'B':
 		parts := cstrings(payload, 2)
-		if c.statements[parts[1]] {
-			c.wroteStep = true
-		}
+		marked = c.statements[parts[1]]
 		if c.shardCalls[parts[1]] && bytes.Contains(payload, shardStepMarker) {
 			return true // a step's shard call: it commits as it runs
 		}
 	}
+	if marked {
+		if !c.inBlock {
+			return true // a step's statement outside a transaction block commits as it runs
+		}
+		c.wroteStep = true
+	}
 	if !hasQuery {
+		return false
+	}
+	if isBegin(query) {
+		c.inBlock = true
 		return false
 	}
 	end := endOfTransaction(query)
 	if end == "" {
 		return false
 	}
+	c.inBlock = false
 	wrote := c.wroteStep
 	c.wroteStep = false
 	return end == "commit" && wrote

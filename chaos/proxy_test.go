@@ -22,19 +22,29 @@ func TestTheProxyRecognisesTheCommitOfAStepOnly(t *testing.T) {
 	if observe(message('Q', "BEGIN")) || observe(message('Q', "SELECT 1")) || observe(message('Q', "COMMIT")) {
 		t.Fatal("a transaction that wrote no step was taken for a step")
 	}
-	observe(message('Q', "WITH x AS (INSERT INTO workflow_history (a) SELECT 1) SELECT 1"))
+	observe(message('Q', "BEGIN"))
+	if observe(message('Q', "WITH x AS (INSERT INTO workflow_history (a) SELECT 1) SELECT 1")) {
+		t.Fatal("a step's statement in a transaction block was taken for its COMMIT")
+	}
 	if !observe(message('Q', "commit;")) {
 		t.Fatal("the COMMIT of a step was not recognised")
 	}
 	// Extended protocol: a statement prepared once, then bound by name.
+	observe(message('Q', "BEGIN"))
 	observe(message('P', "s1", "INSERT INTO workflow_history (a) VALUES ($1)"))
 	observe(message('B', "", "s1"))
 	if observe(message('Q', "ROLLBACK")) {
 		t.Fatal("a ROLLBACK was taken for a COMMIT")
 	}
+	observe(message('P', "", "BEGIN"))
+	observe(message('B', "", ""))
 	observe(message('B', "", "s1"))
 	if !observe(message('P', "", "COMMIT")) {
 		t.Fatal("the COMMIT of a step bound by name was not recognised")
+	}
+	// A step alone runs outside a transaction block: its statement commits as it runs.
+	if !observe(message('B', "", "s1")) {
+		t.Fatal("a step's statement outside a transaction block was not taken for its COMMIT")
 	}
 	// Citus: a step is a shard function call that commits on its own, its statements
 	// among its parameters; a call of it that writes no step (a claim) is not one.

@@ -52,6 +52,11 @@ def _is_end_of_transaction(query: bytes) -> str:
     return ""
 
 
+def _is_begin(query: bytes) -> bool:
+    word = query.strip().upper()
+    return word.startswith((b"BEGIN", b"START TRANSACTION"))
+
+
 @dataclass
 class _Connection:
     """What the proxy knows about one client connection."""
@@ -61,6 +66,9 @@ class _Connection:
     statements: dict[bytes, bool] = field(default_factory=dict)  # name -> writes a step
     shard_calls: set[bytes] = field(default_factory=set)  # names of shard function calls
     wrote_step: bool = False
+    # Inside a transaction block (BEGIN sent, no COMMIT or ROLLBACK yet): a statement sent
+    # outside one commits as it runs.
+    in_block: bool = False
     cut: bool = False
     # Set when the server has closed its side: after a cut that forwarded the COMMIT, the
     # server has then run everything it was sent.
@@ -84,7 +92,6 @@ class PgProxy:
         self._cut_armed = False
         self._marker = STEP_MARKER
         self._forward_commit = True
-        self._at_statement = False
         self._refuse_after_cut = False
         self._drop_open_on_cut = False
         self._refusing = False
@@ -123,17 +130,15 @@ class PgProxy:
         refuse: bool = False,
         drop_open: bool = False,
         marker: bytes = STEP_MARKER,
-        at_statement: bool = False,
     ) -> None:
         """``marker``: the statement text that makes a transaction's COMMIT the one cut
-        (a step's history insert unless told otherwise). ``at_statement``: the statement
-        itself is cut, for one that commits as it runs (outside a transaction block);
-        ``forward_commit`` then says whether it is forwarded first."""
+        (a step's history insert unless told otherwise). A statement with the marker sent
+        outside a transaction block commits as it runs: it is the one cut then, and
+        ``forward_commit`` says whether it is forwarded first."""
         with self._lock:
             self._cut_armed = True
             self._marker = marker
             self._forward_commit = forward_commit
-            self._at_statement = at_statement
             self._refuse_after_cut = refuse
             self._drop_open_on_cut = drop_open
 
@@ -291,12 +296,10 @@ class PgProxy:
     def _observe(self, kind: bytes, payload: bytes, conn: _Connection) -> bool:
         """Track step-writing statements; True when this message commits a step."""
         query: bytes | None = None
+        marked = False
         if kind == b"Q":
             query = _cstrings(payload, 1)[0]
-            if self._marker in query:
-                if self._at_statement:
-                    return True
-                conn.wrote_step = True
+            marked = self._marker in query
         elif kind == b"P":
             name, query = _cstrings(payload, 2)
             conn.statements[name] = self._marker in query
@@ -306,17 +309,22 @@ class PgProxy:
                 conn.shard_calls.discard(name)
         elif kind == b"B":
             _portal, statement = _cstrings(payload, 2)
-            if conn.statements.get(statement):
-                if self._at_statement:
-                    return True  # it commits as it runs: this is its COMMIT
-                conn.wrote_step = True
+            marked = bool(conn.statements.get(statement))
             if statement in conn.shard_calls and SHARD_STEP_MARKER in payload:
                 return True  # a step's shard call: it commits as it runs
+        if marked:
+            if not conn.in_block:
+                return True  # it commits as it runs: this is its COMMIT
+            conn.wrote_step = True
         if query is None:
+            return False
+        if _is_begin(query):
+            conn.in_block = True
             return False
         end = _is_end_of_transaction(query)
         if not end:
             return False
+        conn.in_block = False
         wrote, conn.wrote_step = conn.wrote_step, False
         return end == "commit" and wrote
 

@@ -111,7 +111,8 @@ SET_BASED_FROM = 8
 class _CommitLost(Exception):
     """Internal: the connection failed while COMMIT was in flight."""
 
-    def __init__(self, backend_pid: int | None, executed: list[InstanceRecord | StoreError]):
+    def __init__(self, backend_pid: int | None, executed: list[InstanceRecord | StoreError] | None):
+        """``executed``: each row's answer before COMMIT, or None when lost with it."""
         super().__init__("connection lost during COMMIT")
         self.backend_pid = backend_pid
         self.executed = executed
@@ -278,6 +279,13 @@ class PostgresRepository(SqlRepository):
         raise AssertionError("unreachable")
 
     def _transaction(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        if len(encoded) == 1 and encoded[0].op.search is None:
+            return [self._lone(encoded[0])]
+        return self._in_block(encoded)
+
+    def _in_block(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
+        """A batch in a transaction block: its statements and notifications in one
+        pipeline, then COMMIT."""
         pid: int | None = None
         with self._pooled(self._pool_timeout) as conn:
             pid = conn.info.backend_pid
@@ -290,11 +298,40 @@ class PostgresRepository(SqlRepository):
                 raise _CommitLost(pid, results) from exc
         return results
 
+    def _lone(self, e: EncodedOp) -> InstanceRecord | StoreError:
+        """A step alone in its batch (most, below saturation): one statement outside a
+        transaction block, which commits as it runs and sends its own notifications, in one
+        round trip where BEGIN, the statement, NOTIFY and COMMIT took two. Not with search
+        rows: they follow the statement, knowing whether its compare-and-swap held."""
+        ready = e.op.tasks.ready_queue()
+        params = {
+            **e.params,
+            "n_steps": next(step_hints_payloads([target_of(e.op)])),
+            "n_tasks": ready.queue if ready is not None else None,
+        }
+        with self._pooled(self._pool_timeout) as conn, _autocommitted(conn):
+            pid = conn.info.backend_pid
+            try:
+                row = conn.execute(_lone_statement(e), params).fetchone()
+            except (psycopg.OperationalError, psycopg.InterfaceError) as exc:
+                if conn.broken and not isinstance(exc, RETRYABLE):
+                    # It may have committed: what it answered is lost with the connection.
+                    raise _CommitLost(pid, None) from exc
+                raise
+            assert row is not None
+            return self._results(conn, [e], [(bool(row[0]), bool(row[1]))])[0]
+
     def _execute(self, conn: Conn, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
         if len(encoded) >= self._set_based_from and _one_per_instance(encoded):
             outcomes = self._statement_per_kind(conn, encoded)
         else:
             outcomes = self._statement_per_row(conn, encoded)
+        return self._results(conn, encoded, outcomes)
+
+    def _results(
+        self, conn: Conn, encoded: list[EncodedOp], outcomes: list[tuple[bool, bool]]
+    ) -> list[InstanceRecord | StoreError]:
+        """Each operation's answer from its statement's (changed, request id free)."""
         failed_saves = [
             e.op.new.workflow_id
             for e, (changed, free) in zip(encoded, outcomes, strict=True)
@@ -409,6 +446,8 @@ class PostgresRepository(SqlRepository):
         self, encoded: list[EncodedOp], lost: _CommitLost
     ) -> list[InstanceRecord | StoreError]:
         ops = [e.op for e in encoded]
+        if lost.executed is None:
+            return self._resolve_lost(ops, lost.backend_pid)
         written = [i for i, r in enumerate(lost.executed) if not isinstance(r, StoreError)]
         try:
             with psycopg.connect(
@@ -443,6 +482,20 @@ class PostgresRepository(SqlRepository):
                 verdict = Verdict.UNKNOWN
             out[i] = answer(ops[i], verdict, revisions.get(target.workflow_id))
         return out
+
+    def _resolve_lost(
+        self, ops: list[Operation], backend_pid: int | None
+    ) -> list[InstanceRecord | StoreError]:
+        """Steps whose statements' answers were lost with their COMMIT, read back."""
+        try:
+            found = self.resolve_outcome(ops, backend_pids=[backend_pid] if backend_pid else [])
+        except StorageUnavailable:
+            return [unknown(op, backend_pid) for op in ops]
+        # A later re-check waits for this server process to be gone.
+        return [
+            unknown(op, backend_pid) if isinstance(r, OutcomeUnknown) else r
+            for op, r in zip(ops, found, strict=True)
+        ]
 
     def resolve_outcome(
         self, ops: Sequence[Operation], *, backend_pids: Sequence[int] = ()
@@ -570,6 +623,11 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
             parts.append(f'"h_context":{h_context}')
         out.append("{" + ",".join(parts) + "}")
     return "[" + ",".join(out) + "]"
+
+
+def _lone_statement(e: EncodedOp) -> str:
+    kind = (bool(e.op.timers), bool(e.op.tasks))
+    return q.LONE_CREATES[kind] if isinstance(e.op, Create) else q.LONE_SAVES[kind]
 
 
 def _row_statement(e: EncodedOp) -> str:

@@ -437,6 +437,22 @@ STEPS_CHANNEL = "statewright_steps"
 TASKS_CHANNEL = "statewright_tasks"
 NOTIFY_STEPS = "SELECT pg_notify(%s, %s)"
 
+# A step alone in its group commit runs outside a transaction block, a transaction of its
+# own, and sends its notifications itself (delivered only if it commits).
+_NOTIFIED = f""",
+       (SELECT count(*) FROM (SELECT pg_notify('{STEPS_CHANNEL}', %(n_steps)s)) n),
+       (SELECT count(*) FROM (SELECT pg_notify('{TASKS_CHANNEL}', %(n_tasks)s::text)
+                               WHERE %(n_tasks)s::text IS NOT NULL) m)
+"""
+
+
+def _notified(statement: str) -> str:
+    return statement.rstrip() + _NOTIFIED
+
+
+LONE_SAVES = {kind: _notified(s) for kind, s in SAVES.items()}
+LONE_CREATES = {kind: _notified(s) for kind, s in CREATES.items()}
+
 BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 

@@ -1,19 +1,24 @@
-"""Which statements PostgreSQL takes for a group commit: one per step below
-SET_BASED_FROM steps, the set-based ones from there on (with or without request ids),
-and one per step again whenever a batch steps one instance twice."""
+"""Which statements PostgreSQL takes for a group commit: a step alone, one statement
+outside a transaction block; one per step below SET_BASED_FROM steps, the set-based ones
+from there on (with or without request ids), and one per step again whenever a batch
+steps one instance twice."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from typing import Any
 
+import psycopg
 import pytest
 
+from statewrightd.errors import Conflict
 from statewrightd.store.postgres import SET_BASED_FROM, PostgresRepository
-from statewrightd.store.records import InstanceRecord, Operation, Save
+from statewrightd.store.records import Create, InstanceRecord, Operation, Save, TaskChange
+from statewrightd.store.sql_postgres import STEPS_CHANNEL, TASKS_CHANNEL
 from tests.integration.store.test_repository_contract import create_op, save_op
+from tests.integration.store.test_tasks_contract import history, instance, task
 
-PER_ROW, SET_BASED = "_statement_per_row", "_statement_per_kind"
+LONE, PER_ROW, SET_BASED = "_lone", "_statement_per_row", "_statement_per_kind"
 
 
 @pytest.fixture
@@ -27,15 +32,12 @@ def repo(postgres_url: str) -> Iterator[PostgresRepository]:
 def taken(repo: PostgresRepository, monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """The statements each batch took, in order."""
     seen: list[str] = []
-    for name in (PER_ROW, SET_BASED):
+    for name in (LONE, PER_ROW, SET_BASED):
         original = getattr(PostgresRepository, name)
 
-        def spy(
-            self: PostgresRepository, *args: object, _n: str = name, _f: Any = original
-        ) -> list[tuple[bool, bool]]:
+        def spy(self: PostgresRepository, *args: object, _n: str = name, _f: Any = original) -> Any:
             seen.append(_n)
-            outcomes: list[tuple[bool, bool]] = _f(self, *args)
-            return outcomes
+            return _f(self, *args)
 
         monkeypatch.setattr(PostgresRepository, name, spy)
     return seen
@@ -80,3 +82,29 @@ def test_a_batch_that_steps_one_instance_twice_takes_a_statement_per_step(
     assert all(isinstance(r, InstanceRecord) for r in results)
     assert taken == [PER_ROW]
     assert repo.load(first.new.workflow_id).revision == 3
+
+
+def test_a_step_alone_is_one_statement_that_commits_and_notifies_as_it_runs(
+    repo: PostgresRepository, taken: list[str], postgres_url: str
+) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as listener:
+        listener.execute(f"LISTEN {STEPS_CHANNEL}")
+        listener.execute(f"LISTEN {TASKS_CHANNEL}")
+        rec = instance("alone")
+        scheduling = Create(rec, history(rec), tasks=TaskChange(schedule=task(rec, "alone-q")))
+        [created] = repo.apply_batch([scheduling])
+        assert isinstance(created, InstanceRecord)
+        step = save_op(created)
+        assert repo.apply_batch([step]) == [step.new]
+        # The same step again: its compare-and-swap fails, and says against what.
+        [refused] = repo.apply_batch([step])
+        assert isinstance(refused, Conflict) and refused.actual_revision == 2
+        heard = [(n.channel, n.payload) for n in listener.notifies(timeout=2, stop_after=5)]
+    assert taken == [LONE, LONE, LONE]
+    # Each statement notified once it committed: the step, and the queue with a new task.
+    assert (STEPS_CHANNEL, "alone:1") in heard and (STEPS_CHANNEL, "alone:2") in heard
+    assert (TASKS_CHANNEL, "alone-q") in heard
+    assert repo.load("alone").revision == 2
+    assert [t.queue for t in repo.open_tasks(["alone"]).values()] == ["alone-q"]
+    with repo._pooled(5.0) as conn:  # handed back in transactions
+        assert conn.autocommit is False

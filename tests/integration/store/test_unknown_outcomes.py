@@ -3,7 +3,9 @@
 The shared protocol-aware proxy (tests/support/pgproxy.py) sits between the repository
 and PostgreSQL and, once armed, cuts the connection at the next COMMIT of a transaction
 that wrote a step: either right after forwarding it (the server commits, the client
-never hears back) or right before (the server never sees it and rolls back).
+never hears back) or right before (the server never sees it and rolls back). A step alone
+in its group commit is one statement outside a transaction block, which commits as it
+runs: the cut comes at that statement.
 """
 
 from __future__ import annotations
@@ -192,7 +194,7 @@ def test_a_task_retry_whose_answer_is_lost_is_an_unknown_outcome(
     proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     leased = _leased_task(proxied, "t-after")
-    proxy.arm_cut(forward_commit=True, marker=RETRY_MARKER, at_statement=True)
+    proxy.arm_cut(forward_commit=True, marker=RETRY_MARKER)
     with pytest.raises(OutcomeUnknown):
         _retry(proxied, leased)
     assert proxy.cuts == 1, "the fault was not injected"
@@ -206,7 +208,7 @@ def test_a_task_retry_cut_before_it_is_sent_is_unknown_too_and_can_be_sent_again
     proxy: PgProxy, proxied: Repository, direct: Repository
 ) -> None:
     leased = _leased_task(proxied, "t-before")
-    proxy.arm_cut(forward_commit=False, marker=RETRY_MARKER, at_statement=True)
+    proxy.arm_cut(forward_commit=False, marker=RETRY_MARKER)
     # The caller cannot tell this cut from the one after the statement: both are unknown.
     with pytest.raises(OutcomeUnknown):
         _retry(proxied, leased)
