@@ -12,18 +12,7 @@ if [ -z "${STATEWRIGHT_TEST_POSTGRES_URL:-}" ]; then
   exec timeout --kill-after=30 600 scripts/with-postgres "$0" "$@"
 fi
 TREE=$(cd "$1" && pwd); RATE=${2:-100}; SECS=${3:-20}
-GOLOAD=.cache/goload/goload
-[ -x "$GOLOAD" ] || (cd bench/goload && go build -o ../../$GOLOAD .)
-out=$(mktemp -d)
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$out"' EXIT
-PYTHONPATH=$TREE/service .venv/bin/python -m statewrightd.cli serve --listen 127.0.0.1:0 \
-  --database "$STATEWRIGHT_TEST_POSTGRES_URL" --definitions "$TREE/examples/definitions" \
-  --processes 1 --log-level INFO > "$out/server.log" 2>&1 &
-server=$!
-for _ in $(seq 240); do grep -q "serving on" "$out/server.log" && break; sleep 0.5; done
-port=$(grep -o "serving on [0-9.]*:[0-9]*" "$out/server.log" | head -1 | sed 's/.*://')
-[ -n "$port" ] || { cat "$out/server.log" >&2; exit 1; }
-pid=$(pgrep -P $server -f worker_main || echo $server)
+source bench/one_server.sh
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
 hz=$(getconf CLK_TCK)
 sleep 3

@@ -279,7 +279,7 @@ class PostgresRepository(SqlRepository):
         raise AssertionError("unreachable")
 
     def _transaction(self, encoded: list[EncodedOp]) -> list[InstanceRecord | StoreError]:
-        if len(encoded) == 1 and encoded[0].op.search is None:
+        if len(encoded) == 1 and _one_statement(encoded[0]):
             return [self._lone(encoded[0])]
         return self._in_block(encoded)
 
@@ -300,15 +300,9 @@ class PostgresRepository(SqlRepository):
 
     def _lone(self, e: EncodedOp) -> InstanceRecord | StoreError:
         """A step alone in its batch (most, below saturation): one statement outside a
-        transaction block, which commits as it runs and sends its own notifications, in one
-        round trip where BEGIN, the statement, NOTIFY and COMMIT took two. Not with search
-        rows: they follow the statement, knowing whether its compare-and-swap held."""
-        ready = e.op.tasks.ready_queue()
-        params = {
-            **e.params,
-            "n_steps": next(step_hints_payloads([target_of(e.op)])),
-            "n_tasks": ready.queue if ready is not None else None,
-        }
+        transaction block, which commits as it runs and sends its own notification, in one
+        round trip where BEGIN, the statement, NOTIFY and COMMIT took two."""
+        params = {**e.params, "n_steps": next(step_hints_payloads([target_of(e.op)]))}
         with self._pooled(self._pool_timeout) as conn, _autocommitted(conn):
             pid = conn.info.backend_pid
             try:
@@ -623,6 +617,15 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
             parts.append(f'"h_context":{h_context}')
         out.append("{" + ",".join(parts) + "}")
     return "[" + ",".join(out) + "]"
+
+
+def _one_statement(e: EncodedOp) -> bool:
+    """Whether a step alone in its group commit runs as one statement. Not with search
+    rows: they follow the statement, knowing whether it saved. Not when it readies a task:
+    its quicker commit would wake the queue's pollers for that one task, where steps that
+    commit together wake them once for all of theirs (the task benchmark lost 6-10% of
+    its task steps a second to it: bench/NOTES.md)."""
+    return e.op.search is None and e.op.tasks.ready_queue() is None
 
 
 def _lone_statement(e: EncodedOp) -> str:

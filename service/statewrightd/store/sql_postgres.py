@@ -438,11 +438,10 @@ TASKS_CHANNEL = "statewright_tasks"
 NOTIFY_STEPS = "SELECT pg_notify(%s, %s)"
 
 # A step alone in its group commit runs outside a transaction block, a transaction of its
-# own, and sends its notifications itself (delivered only if it commits).
+# own, and sends its notification itself (delivered only if it commits). It readies no
+# task (postgres._one_statement), so the tasks' channel is not among them.
 _NOTIFIED = f""",
-       (SELECT count(*) FROM (SELECT pg_notify('{STEPS_CHANNEL}', %(n_steps)s)) n),
-       (SELECT count(*) FROM (SELECT pg_notify('{TASKS_CHANNEL}', %(n_tasks)s::text)
-                               WHERE %(n_tasks)s::text IS NOT NULL) m)
+       (SELECT count(*) FROM (SELECT pg_notify('{STEPS_CHANNEL}', %(n_steps)s)) n)
 """
 
 
