@@ -622,9 +622,9 @@ def _rows_json(rows: list[dict[str, Any]], fields: tuple[str, ...]) -> str:
 def _one_statement(e: EncodedOp) -> bool:
     """Whether a step alone in its group commit runs as one statement. Not with search
     rows: they follow the statement, knowing whether it saved. Not when it readies a task:
-    its quicker commit would wake the queue's pollers for that one task, where steps that
-    commit together wake them once for all of theirs (the task benchmark lost 6-10% of
-    its task steps a second to it: bench/NOTES.md)."""
+    the task benchmark lost 6% of its task steps a second to it, its quicker commits
+    leaving more batches of one (bench/NOTES.md), and likely waking the queue's pollers
+    for one task at a time where steps that commit together wake them once."""
     return e.op.search is None and e.op.tasks.ready_queue() is None
 
 
