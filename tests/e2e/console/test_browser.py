@@ -216,11 +216,13 @@ def test_pause_and_unpause_from_the_workflow_page_show_the_paused_badge(
     css(browser, "#pause-reason").send_keys("looking into it")
     css(browser, "#confirm-pause").click()
     wait_for(browser, lambda d: d.find_elements(By.CSS_SELECTOR, ".page-head [data-paused]"))
-    assert "looking into it" in css(browser, "#pause-facts").text
-    assert not browser.find_element(By.ID, "resume-button").is_displayed()
+    # The page may redraw once more (the action's answer, then the watched revision):
+    # each check reads the element it finds at that moment.
+    wait_for(browser, lambda d: "looking into it" in d.find_element(By.ID, "pause-facts").text)
+    wait_for(browser, lambda d: not d.find_element(By.ID, "resume-button").is_displayed())
     got = http.get(f"/api/v1/workflows/{workflow_id}").body["workflow"]
     assert (got["status"], got["paused"], got["revision"]) == ("WORKFLOW_STATUS_WAITING", True, "2")
-    assert css(browser, "#pause-button").text.startswith("Unpause")
+    wait_for(browser, lambda d: d.find_element(By.ID, "pause-button").text.startswith("Unpause"))
     css(browser, "#pause-button").click()
     css(browser, "dialog.confirm[open] [data-preview]")
     css(browser, "#confirm-unpause").click()
@@ -230,7 +232,8 @@ def test_pause_and_unpause_from_the_workflow_page_show_the_paused_badge(
     wait_for(
         browser, lambda d: d.find_elements(By.CSS_SELECTOR, "tr.history-row[data-revision='3']")
     )
-    assert "pause" in css(browser, "tr.history-row[data-revision='2']").text
+    row = "tr.history-row[data-revision='2']"
+    wait_for(browser, lambda d: "pause" in d.find_element(By.CSS_SELECTOR, row).text)
 
 
 def test_a_refused_action_shows_the_server_s_error(
