@@ -114,8 +114,12 @@ class RenewingPool:
         return self._answered_at
 
     def _renew_if_back(self) -> None:
-        if self._closed or self._pool.get_stats().get("pool_available", 0):
-            return  # closing; or an idle connection, which the probe checks first
+        # Not when the pool answered since its last trouble (the database is up but not
+        # ready, say a schema behind): its connections are fine. Its idle connections
+        # from before an outage are not: checked one by one, with the pool's growing pause
+        # between two, they could each keep the server not ready for another check.
+        if self._closed or self._answered_at > self._trouble_at:
+            return
         try:
             psycopg.connect(self._url, connect_timeout=_PROBE_CONNECT_S).close()
         except psycopg.Error:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from contextlib import ExitStack
 
 import pytest
 
@@ -42,6 +43,13 @@ def repo(proxy: PgProxy, postgres_url: str) -> Iterator[PostgresRepository]:
     repo.close()
 
 
+def _idle_connections(repo: PostgresRepository, count: int) -> None:
+    """Leave ``count`` idle connections in the pool, as a replica has after some load."""
+    with ExitStack() as held:
+        for _ in range(count):
+            held.enter_context(repo._pooled(CHECK_WAIT_S))
+
+
 def _checks_during_outage(repo: PostgresRepository, seconds: float) -> int:
     """Check every second, as the readiness check does, recording each failure as it
     would; the number of checks that failed."""
@@ -67,6 +75,31 @@ def test_the_first_check_after_an_outage_finds_the_database_back(
     repo.ping()  # the first check after the return, not one a pool retry later
     repo.set_unreachable(False)
     assert repo.list_definitions() == []  # and the store serves again
+
+
+def test_idle_connections_from_before_a_short_outage_do_not_delay_the_return(
+    proxy: PgProxy, postgres_url: str
+) -> None:
+    # A quick restart: the readiness check found the database down once, and the pool
+    # still holds idle connections from before it, all dead. Checking them one by one,
+    # with the pool's growing pause between two, would outlast the check's wait.
+    repo = PostgresRepository(
+        proxy.url_for(postgres_url),
+        pool_size=6,
+        pool_timeout=CHECK_WAIT_S,
+        connect_timeout=CHECK_WAIT_S,
+    )
+    try:
+        _idle_connections(repo, 6)
+        proxy.go_dark()
+        assert _checks_during_outage(repo, 0.5) == 1
+        proxy.heal()
+
+        repo.ping()
+        repo.set_unreachable(False)
+        assert repo.list_definitions() == []
+    finally:
+        repo.close()
 
 
 def test_a_check_while_the_database_stays_away_keeps_failing(
