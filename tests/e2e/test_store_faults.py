@@ -28,7 +28,7 @@ from typing import Any
 import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from statewright.v1 import diagnostics_pb2
+from statewright.v1 import diagnostics_pb2, task_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 
 from tests.support.api import (
@@ -43,8 +43,9 @@ from tests.support.api import (
 )
 from tests.support.databases import PostgresDatabases, read_history
 from tests.support.deployment import definitions_dir, running_server
-from tests.support.pgproxy import PgProxy
+from tests.support.pgproxy import RETRY_MARKER, PgProxy
 from tests.support.server import ServerProcess, wait_until
+from tests.support.tasks import Tasks
 
 PRECONDITION = grpc.StatusCode.FAILED_PRECONDITION
 IDLE = diagnostics_pb2.ADMISSION_STATE_IDLE
@@ -429,6 +430,33 @@ def test_connection_lost_before_commit_is_a_known_failure(proxied: Proxied) -> N
     assert proxied.admission(wid).admission_state == IDLE
     assert c.get(wid).revision == 1
     assert c.resume(wid, "approve").workflow.revision == 2
+
+
+def test_a_task_retry_once_written_is_answered_even_if_the_database_then_goes_dark(
+    proxied: Proxied,
+) -> None:
+    # FailTask answers with the instance too. Read after the retry was written, a database
+    # gone meanwhile answered UNAVAILABLE, a failure that wrote nothing: the worker went
+    # on as if it still held a lease already given up, while another worker leased the
+    # next attempt.
+    c, proxy = proxied.client, proxied.proxy
+    tasks = Tasks(c.channel)
+    wid = uid("retry")
+    c.start("task-flow", workflow_id=wid, input={"route": "retry"})
+    task = tasks.poll_one("e2e.retry")
+    cuts_before = proxy.cuts
+    proxy.arm_dark_after(marker=RETRY_MARKER)
+    failed = tasks.fail(task, "FLAKY", "try again")
+    assert proxy.cuts == cuts_before + 1, "the fault was not injected"
+    assert proxy.refusing, "the database did not go dark"
+    assert failed.task.status == task_pb2.TASK_STATUS_BACKOFF
+    assert failed.task.attempt == 1
+    assert failed.workflow.name == f"workflows/{wid}" and failed.workflow.state == "retrying"
+    proxy.heal()
+    _until_storage_usable(proxied)
+    again = tasks.get(task.name)
+    assert again.status == task_pb2.TASK_STATUS_BACKOFF
+    assert again.last_error.message == "try again"
 
 
 def test_competing_steps_while_a_save_is_in_flight(proxied: Proxied) -> None:

@@ -12,6 +12,8 @@ messages) so it can act on exact protocol events:
   definition loads) are never cut. With ``refuse``, new connections are then accepted
   and closed at once until ``heal``; with ``drop_open`` as well, every other open
   connection is cut at the same moment: the database has gone dark.
+- ``arm_dark_after``: the next such statement runs and its answer reaches the client; then
+  the database goes dark, as ``go_dark`` makes it: what the client does next finds it down.
 - ``stall``: every client-to-server message is held (nothing reaches PostgreSQL) until
   ``resume``. ``stall_step_commits`` holds only the COMMITs of step-writing transactions,
   so saves hang in flight while reads keep working.
@@ -31,12 +33,15 @@ from types import TracebackType
 from urllib.parse import urlsplit, urlunsplit
 
 _STARTUP_V3 = 196608  # protocol 3.0; other untyped codes are SSL/GSS/cancel requests
+_READY_FOR_QUERY = b"Z\x00\x00\x00\x05"  # the end of a statement's answer
 STEP_MARKER = b"INSERT INTO workflow_history"
 # On Citus a step is a call of a shard function on a connection in autocommit: the call
 # commits on its own, and carries its statements (the history insert among them) as
 # parameters.
 SHARD_CALL = b"statewright_shard_rows"
 SHARD_STEP_MARKER = b"INSERT INTO %2$s"
+# A task's retry: one statement that is no step, and commits as it runs.
+RETRY_MARKER = b"SET status = 'BACKOFF'"
 
 
 def _cstrings(payload: bytes, count: int) -> list[bytes]:
@@ -70,6 +75,7 @@ class _Connection:
     # outside one commits as it runs.
     in_block: bool = False
     cut: bool = False
+    dark_after_answer: bool = False  # go dark once this connection's answer is relayed
     # Set when the server has closed its side: after a cut that forwarded the COMMIT, the
     # server has then run everything it was sent.
     upstream_done: threading.Event = field(default_factory=threading.Event)
@@ -94,6 +100,7 @@ class PgProxy:
         self._forward_commit = True
         self._refuse_after_cut = False
         self._drop_open_on_cut = False
+        self._dark_after = False
         self._refusing = False
         self._flowing = threading.Event()
         self._flowing.set()
@@ -142,10 +149,20 @@ class PgProxy:
             self._refuse_after_cut = refuse
             self._drop_open_on_cut = drop_open
 
+    def arm_dark_after(self, *, marker: bytes = STEP_MARKER) -> None:
+        """The next statement that commits with ``marker`` (as ``arm_cut`` finds it) runs
+        and is answered; then the database goes dark."""
+        with self._lock:
+            self._cut_armed = True
+            self._marker = marker
+            self._dark_after = True
+
     def heal(self) -> None:
-        """Accept connections again and disarm any pending cut."""
+        """Accept connections again, disarm any pending cut, and mark steps again."""
         with self._lock:
             self._cut_armed = False
+            self._marker = STEP_MARKER
+            self._dark_after = False
             self._refusing = False
             self._refuse_after_cut = False
             self._drop_open_on_cut = False
@@ -224,10 +241,14 @@ class PgProxy:
             if not self._cut_armed:
                 return ""
             self._cut_armed = False
+            self.cuts += 1
+            if self._dark_after:
+                self._dark_after = False
+                conn.dark_after_answer = True
+                return ""  # forwarded, and answered
             # From now on nothing the server says reaches this client: the COMMIT reply
             # is lost even if the server answers before the hang-up.
             conn.cut = True
-            self.cuts += 1
             if self._refuse_after_cut:
                 self._refusing = True
             if self._drop_open_on_cut:
@@ -347,6 +368,9 @@ class PgProxy:
                     break
                 if not conn.cut:
                     client.sendall(data)
+                if conn.dark_after_answer and _READY_FOR_QUERY in data:
+                    conn.dark_after_answer = False
+                    self.go_dark()
         except OSError:
             pass
         finally:

@@ -27,7 +27,7 @@ from statewrightd.store import Repository, open_repository
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import InstanceRecord, TaskRecord
 from tests.integration.store.test_tasks_contract import NOW, lease, scheduled
-from tests.support.pgproxy import PgProxy, _cstrings, _is_end_of_transaction
+from tests.support.pgproxy import RETRY_MARKER, PgProxy, _cstrings, _is_end_of_transaction
 from tests.support.store_records import created, step
 
 
@@ -167,8 +167,7 @@ def test_proxy_detects_commit_in_both_protocols() -> None:
 
 # A write of one statement that is no step (a task's retry, a heartbeat, a release, a
 # claim) commits as it runs, outside a transaction block: an answer lost after it was sent
-# must not read as "not done", and one lost before cannot be told apart.
-RETRY_MARKER = b"SET status = 'BACKOFF'"
+# must not read as "not done", and one lost before cannot be told apart (RETRY_MARKER).
 
 
 def _leased_task(repo: Repository, wid: str) -> TaskRecord:
