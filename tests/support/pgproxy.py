@@ -148,6 +148,7 @@ class PgProxy:
             self._forward_commit = forward_commit
             self._refuse_after_cut = refuse
             self._drop_open_on_cut = drop_open
+            self._dark_after = False
 
     def arm_dark_after(self, *, marker: bytes = STEP_MARKER) -> None:
         """The next statement that commits with ``marker`` (as ``arm_cut`` finds it) runs
