@@ -120,6 +120,9 @@ type taskRow struct {
 	Attempt    int            `json:"attempt"`
 	ItemIndex  *int           `json:"item_index"` // a map item's place
 	Result     map[string]any `json:"result"`     // a map item's result, kept on its task
+	LastError  *struct {
+		Message string `json:"message"` // a worker's FailTask sends its operation's id
+	} `json:"last_error"`
 }
 
 type timerRow struct {
@@ -256,12 +259,14 @@ type checker struct {
 	history   map[string][]histRow
 	instances map[string]instRow
 	tasks     map[string][]taskRow
-	timers    map[string][]timerRow
-	watch     []WatchRec
-	faults    []FaultRec
-	anomalies []anomaly
-	checked   map[string]int
-	rep       *report
+	// A task by its last failure's message: a FailTask retried (no step) leaves only that.
+	lastErrorOf map[string]taskRow
+	timers      map[string][]timerRow
+	watch       []WatchRec
+	faults      []FaultRec
+	anomalies   []anomaly
+	checked     map[string]int
+	rep         *report
 }
 
 func (c *checker) flag(prop, wf, op, format string, args ...any) {
@@ -272,7 +277,7 @@ func (c *checker) flag(prop, wf, op, format string, args ...any) {
 // checked, what was found, and the run's figures.
 func checkDir(dir string) (*report, error) {
 	c := &checker{dir: dir, logicals: map[string]*logical{}, byWF: map[string][]*logical{},
-		history: map[string][]histRow{}, instances: map[string]instRow{}, tasks: map[string][]taskRow{},
+		history: map[string][]histRow{}, instances: map[string]instRow{}, tasks: map[string][]taskRow{}, lastErrorOf: map[string]taskRow{},
 		timers: map[string][]timerRow{}, checked: map[string]int{}}
 	if err := c.load(); err != nil {
 		return nil, err
@@ -352,6 +357,9 @@ func (c *checker) load() error {
 	}
 	for _, t := range tasks {
 		c.tasks[t.WorkflowID] = append(c.tasks[t.WorkflowID], t)
+		if t.LastError != nil && t.LastError.Message != "" {
+			c.lastErrorOf[t.LastError.Message] = t
+		}
 	}
 	timers, err := readJSONL[timerRow](filepath.Join(db, "timers.jsonl"))
 	if err != nil {
@@ -498,8 +506,23 @@ func (c *checker) checkOperations() {
 				a := l.attempts[len(l.attempts)-1]
 				c.flag(propFailedAbsent, l.wf, l.id, "%s answered %s %s (nothing done) is in history at revision %d", l.kind, a.Code, firstOf(a.Reason, a.Rejection, a.TaskStatus), l.applied[0].rev)
 			}
+			if t, ok := c.lastErrorOf[l.id]; ok && l.kind == "fail" && refusedEveryTime(l) {
+				a := l.attempts[len(l.attempts)-1]
+				c.flag(propFailedAbsent, l.wf, l.id, "fail answered %s %s (nothing done) is task %s's last error (attempt %d, %s)", a.Code, a.Reason, t.TaskID, t.Attempt, t.Status)
+			}
 		}
 	}
+}
+
+// refusedEveryTime: every attempt was answered as not done (a FailTask that retried the
+// task is answered OK without a step, so it is neither acknowledged nor unknown here).
+func refusedEveryTime(l *logical) bool {
+	for _, a := range l.attempts {
+		if a.Outcome != outcomeFail {
+			return false
+		}
+	}
+	return len(l.attempts) > 0
 }
 
 func firstOf(s ...string) string {

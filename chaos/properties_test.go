@@ -106,6 +106,22 @@ func TestADuplicateCompletionAnsweredOtherwiseIsReported(t *testing.T) {
 	expectAnomaly(t, g.check(t), propDuplicates, "was answered with revision 3, but the first one (op-w0-1) was applied at revision 2")
 }
 
+func TestAFailureAnsweredAsNotDoneThatIsTheTasksLastErrorIsReported(t *testing.T) {
+	// A retried failure leaves no step: only the task's last error, the worker's message
+	// (its operation's id), tells that it was written.
+	f := order()
+	f.ops = append(f.ops, Op{Proc: "w0", ID: "op-w0-7", Kind: "fail", WF: "order-0-0", Task: 2, Attempt: 1,
+		Lease: "token-3", Call: t0 + 70, Ret: t0 + 80, Outcome: outcomeFail, Code: "Unavailable", Reason: "STORAGE_UNAVAILABLE"})
+	if rep := f.check(t); rep.Anomalies != 0 {
+		t.Fatalf("a failure not written has anomalies:\n%s", rep.text())
+	}
+	f.tasks[1].LastError = &struct {
+		Message string `json:"message"`
+	}{Message: "op-w0-7"}
+	f.tasks[1].Status, f.tasks[1].Attempt = "BACKOFF", 1
+	expectAnomaly(t, f.check(t), propFailedAbsent, "fail answered Unavailable STORAGE_UNAVAILABLE (nothing done) is task 2's last error")
+}
+
 func TestTwoWorkersHoldingOneTaskAreReported(t *testing.T) {
 	f := order()
 	f.ops = append(f.ops, Op{Proc: "w1", ID: "lease-w1-1", Kind: "lease", WF: "order-0-0", Task: 1, Attempt: 2, Lease: "token-2",
