@@ -120,9 +120,11 @@ type taskRow struct {
 	Attempt    int            `json:"attempt"`
 	ItemIndex  *int           `json:"item_index"` // a map item's place
 	Result     map[string]any `json:"result"`     // a map item's result, kept on its task
-	LastError  *struct {
-		Message string `json:"message"` // a worker's FailTask sends its operation's id
-	} `json:"last_error"`
+	LastError  *taskError     `json:"last_error"`
+}
+
+type taskError struct {
+	Message string `json:"message"` // a worker's FailTask sends its operation's id
 }
 
 type timerRow struct {
@@ -502,12 +504,11 @@ func (c *checker) checkOperations() {
 			}
 		default:
 			c.checked[propFailedAbsent]++
+			a := l.attempts[len(l.attempts)-1] // a logical is made by its first attempt
 			if len(l.applied) > 0 {
-				a := l.attempts[len(l.attempts)-1]
 				c.flag(propFailedAbsent, l.wf, l.id, "%s answered %s %s (nothing done) is in history at revision %d", l.kind, a.Code, firstOf(a.Reason, a.Rejection, a.TaskStatus), l.applied[0].rev)
 			}
 			if t, ok := c.lastErrorOf[l.id]; ok && l.kind == "fail" && refusedEveryTime(l) {
-				a := l.attempts[len(l.attempts)-1]
 				c.flag(propFailedAbsent, l.wf, l.id, "fail answered %s %s (nothing done) is task %s's last error (attempt %d, %s)", a.Code, a.Reason, t.TaskID, t.Attempt, t.Status)
 			}
 		}

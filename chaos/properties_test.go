@@ -115,9 +115,7 @@ func TestAFailureAnsweredAsNotDoneThatIsTheTasksLastErrorIsReported(t *testing.T
 	if rep := f.check(t); rep.Anomalies != 0 {
 		t.Fatalf("a failure not written has anomalies:\n%s", rep.text())
 	}
-	f.tasks[1].LastError = &struct {
-		Message string `json:"message"`
-	}{Message: "op-w0-7"}
+	f.tasks[1].LastError = &taskError{Message: "op-w0-7"}
 	f.tasks[1].Status, f.tasks[1].Attempt = "BACKOFF", 1
 	expectAnomaly(t, f.check(t), propFailedAbsent, "fail answered Unavailable STORAGE_UNAVAILABLE (nothing done) is task 2's last error")
 }

@@ -10,7 +10,6 @@ from __future__ import annotations
 from statewright.v1 import task_service_pb2 as pb
 from statewright.v1 import task_service_pb2_grpc as pb_grpc
 
-from statewrightd import errors
 from statewrightd.api import task_requests as tr
 from statewrightd.api import validation as v
 from statewrightd.api.convert import struct_to_dict, task_pb, timestamp
@@ -20,7 +19,6 @@ from statewrightd.api.requests import request_key, value_limits
 from statewrightd.api.responses import found_workflow, outcome_workflow
 from statewrightd.app.wiring import Application
 from statewrightd.context import current_actor
-from statewrightd.engine.loading import Found
 
 
 class TaskServicer(pb_grpc.TaskServiceServicer):
@@ -78,10 +76,6 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     @unary
     async def FailTask(self, request: pb.FailTaskRequest, context: Context) -> pb.FailTaskResponse:
         fail = tr.fail(request, self._limits)
-        # The instance a retry answers with is read first: a retry leaves it as it is, and
-        # a read after the retry was written could still fail the call, telling the
-        # worker UNAVAILABLE (nothing written) when its lease is already given up.
-        before = await self._instance_if_found(fail.ref.workflow_id)
         failed = await self._app.tasks.fail(
             fail.ref,
             fail.token,
@@ -97,18 +91,10 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
         response = pb.FailTaskResponse(task=task_pb(failed.task))
         if failed.outcome is not None:
             response.workflow.CopyFrom(outcome_workflow(failed.outcome))
-        else:  # retried: the instance did not change
-            found = (
-                before if before is not None else await self._app.reads.get(fail.ref.workflow_id)
-            )
-            response.workflow.CopyFrom(found_workflow(found))
+        else:
+            assert failed.instance is not None, "a retry answers with the instance it left"
+            response.workflow.CopyFrom(found_workflow(failed.instance))
         return response
-
-    async def _instance_if_found(self, workflow_id: str) -> Found | None:
-        try:
-            return await self._app.reads.get(workflow_id)
-        except errors.NotFound:
-            return None  # the task is not found either, and the fail says so as it would
 
     @unary
     async def GetTask(self, request: pb.GetTaskRequest, context: Context) -> pb.GetTaskResponse:

@@ -37,6 +37,7 @@ from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.engine.answers import Outcome
 from statewrightd.engine.clock import Clock
 from statewrightd.engine.commands import Command, CompleteTaskCommand, RequestKey, TaskGiveUpCommand
+from statewrightd.engine.loading import Found
 from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
 from statewrightd.reasons import Reason
@@ -53,6 +54,7 @@ RECHECK = 2.0
 Step = Callable[[Command, float | None], Awaitable[Outcome]]
 # (workflow id, request key) -> the stored answer: request ids are unique per instance.
 Replayed = Callable[[str, RequestKey], Awaitable[Outcome | None]]
+Instance = Callable[[str], Awaitable[Found]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,7 @@ class Completion:
 class Failure:
     task: TaskRecord  # BACKOFF (to be retried), or as giving up left it
     outcome: Outcome | None  # the give-up step (None: the task will be retried)
+    instance: Found | None = None  # a retry's answer: the instance, which it leaves as it is
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,6 +112,8 @@ class TaskDesk:
     write: Reader
     step: Step
     replayed: Replayed
+    # Reads the instance a retry answers with, as GetWorkflow would.
+    instance: Instance
     observer: StepObserver
     queues: QueueDesk | None = None  # flow control: which queues have limits
     # The leases this process handed out: their completions need no read first.
@@ -288,7 +293,8 @@ class TaskDesk:
         task = await self.get(ref)
         request_id = request.request_id if request is not None else None
         if request_id is not None and task.last_request_id == request_id:
-            return Failure(task, None)  # this very call retried the attempt already
+            # This very call retried the attempt already.
+            return Failure(task, None, await self.instance(ref.workflow_id))
         if task.status is not TaskStatus.LEASED or task.lease_token != token:
             outcome = await self._replay_or_fence(task, request)
             return Failure(_finished(task), outcome)
@@ -297,12 +303,20 @@ class TaskDesk:
         if retry_after is None:
             retry_after = retry_delay(task.retry, task.attempt, self.rng)
         key = task.concurrency_key
+        closing: tuple[str, datetime] | None = None
         if close_key_until is not None and key is not None and close_key_until > now:
-            await self._close_key(task.queue, key, close_key_until)
+            closing = (key, close_key_until)
             # The task's own retry waits for its key too.
             retry_after = max(retry_after, (close_key_until - now).total_seconds())
         available = now + timedelta(seconds=retry_after)
-        if gives_up(task, failure.type, now, non_retryable) or available >= task.deadline:
+        giving_up = gives_up(task, failure.type, now, non_retryable) or available >= task.deadline
+        # A retry answers with the instance, which it leaves as it is. It is read before
+        # anything is written: a read after the retry that met the database gone would
+        # answer UNAVAILABLE (nothing written) for a lease already given up.
+        instance = None if giving_up else await self.instance(ref.workflow_id)
+        if closing is not None:
+            await self._close_key(task.queue, *closing)
+        if giving_up:
             return await self._give_up(
                 task, token, error, request=request, budget=budget, actor=actor, worker=worker
             )
@@ -325,7 +339,7 @@ class TaskDesk:
         self.observer.task_attempt_ended(task.queue, "failed")
         self.polls.ready_at(task.queue, retry_after)
         self._ended(task.queue)
-        return Failure(retried, None)
+        return Failure(retried, None, instance)
 
     async def _close_key(self, queue: str, key: str, until: datetime) -> None:
         repo = self.repo

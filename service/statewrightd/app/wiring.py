@@ -241,6 +241,7 @@ class Application:
             write=storage.write,
             step=workflows.step,
             replayed=requests.replay,
+            instance=reads.get,
             observer=self._step_observer,
         )
         storage.on_down += [tasks.storage_down, workflows.storage_down]

@@ -42,6 +42,7 @@ from statewrightd.context import current_actor
 from statewrightd.definitions.model import CHILD_QUEUE
 from statewrightd.definitions.registry import DefinitionRegistry, FileReport, Loaded
 from statewrightd.domain import OPEN_TASK, TaskStatus
+from statewrightd.engine import loading
 from statewrightd.engine.answers import Outcome, Replay, Result
 from statewrightd.engine.background import Background
 from statewrightd.engine.clock import Clock
@@ -238,6 +239,7 @@ class Sandbox:
             write=self._read,
             step=self._requests.step,
             replayed=self._requests.replay,
+            instance=self._instance,
             observer=observer,
             rng=rng,
         )
@@ -520,6 +522,10 @@ class Sandbox:
         self.advance_to(task.lease_expire_time)
 
     # -- reads -------------------------------------------------------------------------
+
+    async def _instance(self, workflow_id: str) -> loading.Found:
+        found = self.get(workflow_id)
+        return loading.Found(found.record, found.loaded, found.timers)
 
     def get(self, workflow_id: str) -> Found:
         """The instance as GetWorkflow reads it, with every open task of its."""
