@@ -6,7 +6,7 @@ import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 import jsonpatch
@@ -292,10 +292,19 @@ def _patch_operations(before: Mapping[str, Any], after: Mapping[str, Any]) -> li
     return list(builder.execute())
 
 
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 def timestamp(value: datetime) -> timestamp_pb2.Timestamp:
-    message = timestamp_pb2.Timestamp()
-    message.FromDatetime(value)
-    return message
+    """What ``Timestamp.FromDatetime`` makes (a naive value read as UTC), by subtraction:
+    protobuf's goes through a time tuple and ``calendar.timegm``, a third as fast, and
+    every answer carries several times (a task three)."""
+    if value.tzinfo is None:
+        value = value.replace(tzinfo=UTC)
+    since = value - _EPOCH
+    return timestamp_pb2.Timestamp(
+        seconds=since.days * 86_400 + since.seconds, nanos=since.microseconds * 1_000
+    )
 
 
 def transitions_pb(

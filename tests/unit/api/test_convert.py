@@ -8,15 +8,16 @@ import os
 import subprocess
 import sys
 from collections import OrderedDict
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 import jsonpatch
 import pytest
-from google.protobuf import json_format, struct_pb2
+from google.protobuf import json_format, struct_pb2, timestamp_pb2
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from statewrightd.api.convert import context_patch_pb, dict_to_struct, struct_to_dict
+from statewrightd.api.convert import context_patch_pb, dict_to_struct, struct_to_dict, timestamp
 
 KEYS = st.text(st.characters(blacklist_categories=["Cs"]), max_size=8)
 scalars = (
@@ -123,3 +124,22 @@ def test_a_patch_is_the_same_whatever_the_key_order_and_the_process() -> None:
     patch = json.loads(patches.pop())
     assert jsonpatch.apply_patch(before, patch) == after
     assert [op["path"] for op in patch][:4] == ["/k0", "/k1", "/k2", "/k3"]  # removed, in order
+
+
+_ZONES = [None, UTC, timezone(timedelta(hours=5, minutes=30)), timezone(-timedelta(hours=8))]
+
+
+@given(
+    st.datetimes(min_value=datetime(2, 1, 1), max_value=datetime(9998, 12, 31)),
+    st.sampled_from(_ZONES),
+)
+@example(datetime(1970, 1, 1), UTC)
+@example(datetime(1969, 12, 31, 23, 59, 59, 999_999), UTC)
+@example(datetime(1960, 6, 1, 12, 0, 0, 1), timezone(-timedelta(hours=8)))
+def test_a_timestamp_is_what_protobufs_own_conversion_makes(
+    naive: datetime, zone: timezone | None
+) -> None:
+    value = naive.replace(tzinfo=zone)
+    expected = timestamp_pb2.Timestamp()
+    expected.FromDatetime(value)
+    assert timestamp(value) == expected
