@@ -329,12 +329,12 @@ def test_a_completion_retried_through_the_leasing_replica_gets_the_first_answer(
     assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2]
 
 
-def test_a_completion_through_a_replica_that_missed_its_tasks_scheduling_loads_first(
+def test_a_completion_through_a_replica_that_missed_its_tasks_scheduling_steps_no_stale_copy(
     replicas: Replicas,
 ) -> None:
     """A replica whose cached instance is older than the step that scheduled the task
-    loads the instance before completing it, instead of stepping the stale copy and
-    losing the compare-and-swap."""
+    completes it on the instance as its lease read it (or loads it), instead of stepping
+    the stale copy and losing the compare-and-swap."""
     a, b = replicas.a, replicas.b
     wid = uid("task-flow")
     a.start("task-flow", workflow_id=wid, input={"route": "apply"})  # A caches revision 1
@@ -348,6 +348,67 @@ def test_a_completion_through_a_replica_that_missed_its_tasks_scheduling_loads_f
     assert context_of(answer.workflow)["done_by"] == "w"
     assert replicas.conflicts() == conflicts, "the stale copy was stepped and lost the CAS"
     assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2, 3]
+
+
+def _pause(client: Client, wid: str) -> pb.PauseWorkflowResponse:
+    request = pb.PauseWorkflowRequest(name=f"workflows/{wid}", reason="e2e")
+    return client.stub.PauseWorkflow(request, timeout=10)
+
+
+def _unpause(client: Client, wid: str) -> pb.UnpauseWorkflowResponse:
+    request = pb.UnpauseWorkflowRequest(name=f"workflows/{wid}", reason="e2e")
+    return client.stub.UnpauseWorkflow(request, timeout=10)
+
+
+def test_a_completion_through_the_leasing_replica_steps_the_instance_its_lease_read(
+    replicas: Replicas,
+) -> None:
+    """The replica that leased a task, though it never stepped the instance, completes
+    it from what its poll read: nothing stepped the instance since, so its save wins."""
+    a, b = replicas.a, replicas.b
+    wid = uid("task-flow")
+    a.start("task-flow", workflow_id=wid, input={"route": "apply"})  # only A has stepped it
+    task = Tasks(b.channel).poll_one("e2e.apply")
+    conflicts = replicas.conflicts()
+    answer = Tasks(b.channel).complete(task, {"total": 5, "by": "w"}, request_id=uid("c"))
+    assert answer.workflow.status == COMPLETED and answer.workflow.revision == 2
+    assert context_of(answer.workflow)["total"] == 5 and answer.task.status == TASK_COMPLETED
+    assert replicas.conflicts() == conflicts
+    assert [h.revision for h in read_history(replicas.database_url, wid)] == [1, 2]
+
+
+def test_an_instance_stepped_after_its_task_was_leased_is_completed_as_stored(
+    replicas: Replicas,
+) -> None:
+    """What the leasing replica's poll read of the instance is out of date once another
+    replica steps it: the completion's save loses the compare-and-swap (one conflict),
+    and the completion is decided again on the instance as stored. Paused meanwhile, it
+    is refused WORKFLOW_PAUSED; paused and unpaused, it completes after both steps."""
+    a, b = replicas.a, replicas.b
+    wid = uid("task-flow")
+    a.start("task-flow", workflow_id=wid, input={"route": "apply"})
+    task = Tasks(b.channel).poll_one("e2e.apply")  # B reads the instance at revision 1
+    assert _pause(a, wid).workflow.revision == 2
+    conflicts = replicas.conflicts()
+    expect_error(
+        lambda: Tasks(b.channel).complete(task, {"total": 1, "by": "w"}),
+        grpc.StatusCode.FAILED_PRECONDITION,
+        "WORKFLOW_PAUSED",
+    )
+    assert replicas.conflicts() == conflicts + 1, "the lease's copy was not stepped"
+    assert _unpause(a, wid).workflow.revision == 3
+
+    other = uid("task-flow")
+    a.start("task-flow", workflow_id=other, input={"route": "apply"})
+    task = Tasks(b.channel).poll_one("e2e.apply")
+    assert _pause(a, other).workflow.revision == 2
+    assert _unpause(a, other).workflow.revision == 3
+    conflicts = replicas.conflicts()
+    answer = Tasks(b.channel).complete(task, {"total": 2, "by": "w"}, request_id=uid("c"))
+    assert answer.workflow.status == COMPLETED and answer.workflow.revision == 4
+    assert not answer.workflow.paused and context_of(answer.workflow)["done_by"] == "w"
+    assert replicas.conflicts() == conflicts + 1
+    assert [h.revision for h in read_history(replicas.database_url, other)] == [1, 2, 3, 4]
 
 
 def test_a_failure_through_the_leasing_replica_answers_the_task_as_stored(

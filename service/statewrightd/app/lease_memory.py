@@ -8,6 +8,11 @@ answer says of the task is what is stored. Whatever this process did not see (a 
 through another process, a cancellation, the lease given to another worker) refuses that
 save, and the completion is made as any other: the task read first.
 
+The lease also remembers the task's instance as the poll read it just after leasing (when
+the store could read it in one statement with the others): a process that did not step
+the instance last then completes it without loading it first. The save's compare-and-swap
+refuses that instance if anything stepped it since, and it is loaded then.
+
 Only the asyncio thread uses it. It holds at most ``CAPACITY`` leases, the oldest
 forgotten first: a lease forgotten costs its completion one read, nothing else.
 """
@@ -15,28 +20,39 @@ forgotten first: a lease forgotten costs its completion one read, nothing else.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 
+from statewrightd.engine.loading import Found
 from statewrightd.store.records import TaskRecord
 
 # Leases in flight through one process: a few hundred for a busy queue's workers.
 CAPACITY = 2048
 
 
+@dataclass(frozen=True, slots=True)
+class Lease:
+    task: TaskRecord  # as this process last wrote it
+    instance: Found | None = None  # as the poll read it after leasing, if it could
+
+
 class LeaseMemory:
     def __init__(self, capacity: int = CAPACITY) -> None:
         self._capacity = capacity
-        self._leases: OrderedDict[tuple[str, str], TaskRecord] = OrderedDict()
+        self._leases: OrderedDict[tuple[str, str], Lease] = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._leases)
 
-    def leased(self, tasks: Iterable[TaskRecord]) -> None:
-        """Tasks as the lease that handed them out left their rows."""
-        leases = self._leases
+    def leased(
+        self, tasks: Iterable[TaskRecord], instances: Mapping[str, Found] | None = None
+    ) -> None:
+        """Tasks as the lease that handed them out left their rows, with their instances
+        by id as read after it (those ``instances`` has)."""
+        leases, instances = self._leases, instances or {}
         for task in tasks:
             key = (task.workflow_id, task.task_id)
-            leases[key] = task
+            leases[key] = Lease(task, instances.get(task.workflow_id))
             leases.move_to_end(key)
         while len(leases) > self._capacity:
             leases.popitem(last=False)
@@ -46,19 +62,19 @@ class LeaseMemory:
         lease is."""
         key = (task.workflow_id, task.task_id)
         known = self._leases.get(key)
-        if known is not None and known.lease_token == task.lease_token:
-            self._leases[key] = task
+        if known is not None and known.task.lease_token == task.lease_token:
+            self._leases[key] = Lease(task, known.instance)
 
-    def take(self, workflow_id: str, task_id: str, token: str) -> TaskRecord | None:
-        """The task as this process last wrote it under lease ``token``, forgotten as it
-        is taken (a completion ends the lease whatever its answer); None if unknown. A
-        call with another token (an old lease's late completion) leaves it remembered."""
+    def take(self, workflow_id: str, task_id: str, token: str) -> Lease | None:
+        """The lease ``token`` as this process last wrote it, forgotten as it is taken (a
+        completion ends the lease whatever its answer); None if unknown. A call with
+        another token (an old lease's late completion) leaves it remembered."""
         key = (workflow_id, task_id)
-        task = self._leases.get(key)
-        if task is None or task.lease_token != token:
+        lease = self._leases.get(key)
+        if lease is None or lease.task.lease_token != token:
             return None
         del self._leases[key]
-        return task
+        return lease
 
     def forget(self, workflow_id: str, task_id: str) -> None:
         self._leases.pop((workflow_id, task_id), None)

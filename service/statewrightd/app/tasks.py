@@ -24,7 +24,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -55,6 +55,8 @@ Step = Callable[[Command, float | None], Awaitable[Outcome]]
 # (workflow id, request key) -> the stored answer: request ids are unique per instance.
 Replayed = Callable[[str, RequestKey], Awaitable[Outcome | None]]
 Instance = Callable[[str], Awaitable[Found]]
+# Blocking: the instances of tasks just leased that a completion may step unloaded, by id.
+Leased = Callable[[Sequence[TaskRecord]], dict[str, Found]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +120,8 @@ class TaskDesk:
     queues: QueueDesk | None = None  # flow control: which queues have limits
     # The leases this process handed out: their completions need no read first.
     leases: LeaseMemory = field(default_factory=LeaseMemory)
+    # Reads what a poll's leases remember of their instances (None: nothing is read).
+    leased: Leased | None = None
     # Draws the retry delays; a seeded one makes them repeatable (``statewrightd test``).
     rng: random.Random = field(default_factory=random.Random)
 
@@ -160,32 +164,35 @@ class TaskDesk:
             polls.polled(queue, identity)
 
     async def _lease(self, queue: str, limit: int, choose: Choose | None) -> list[TaskRecord]:
-        repo, clock = self.repo, self.clock
+        repo, clock, instances_of = self.repo, self.clock, self.leased
 
-        def lease() -> list[TaskRecord]:
+        def lease() -> tuple[list[TaskRecord], dict[str, Found]]:
             # The time is read when the claim runs, not when it was queued: a queue's
             # limits and buckets are reckoned at it, and the leases start at it.
-            return repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose)
+            tasks = repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose)
+            return tasks, _instances(instances_of, tasks)
 
         leasing = asyncio.ensure_future(self.write(lease))
         try:
-            tasks = await asyncio.shield(leasing)
+            tasks, instances = await asyncio.shield(leasing)
         except asyncio.CancelledError:
             # The caller went away while the lease ran: put back what it took.
             leasing.add_done_callback(self._release_abandoned)
             raise
-        self.leases.leased(tasks)
+        self.leases.leased(tasks, instances)
         for task in tasks:
             now = task.attempt_start_time or clock.now()
             waited = max(0.0, (now - task.available_time).total_seconds())
             self.observer.task_leased(task.queue, waited)
         return tasks
 
-    def _release_abandoned(self, leasing: asyncio.Future[list[TaskRecord]]) -> None:
+    def _release_abandoned(
+        self, leasing: asyncio.Future[tuple[list[TaskRecord], dict[str, Found]]]
+    ) -> None:
         if leasing.cancelled() or leasing.exception() is not None:
             return
         repo, now = self.repo, self.clock.now()
-        tasks = leasing.result()
+        tasks, _ = leasing.result()
         for task in tasks:
             self.leases.forget(task.workflow_id, task.task_id)
             token = task.lease_token or ""
@@ -241,7 +248,9 @@ class TaskDesk:
         remembered = self.leases.take(ref.workflow_id, ref.task_id, token)
         if remembered is not None:
             try:
-                return await self._completed(remembered, completing, remembered=True)
+                return await self._completed(
+                    remembered.task, completing, remembered=True, leased=remembered.instance
+                )
             except errors.TaskFenced as fenced:
                 if fenced.reason != Reason.LEASE_SUPERSEDED:
                     raise  # cancelled: the answer was read already (_fenced_step)
@@ -251,7 +260,12 @@ class TaskDesk:
         return await self._completed(task, completing)
 
     async def _completed(
-        self, task: TaskRecord, completing: _Completing, *, remembered: bool = False
+        self,
+        task: TaskRecord,
+        completing: _Completing,
+        *,
+        remembered: bool = False,
+        leased: Found | None = None,
     ) -> Completion:
         command = CompleteTaskCommand.of(
             task,
@@ -261,6 +275,7 @@ class TaskDesk:
             request=completing.request,
             worker=completing.worker,
             remembered=remembered,
+            leased=leased,
         )
         ref = TaskRef(task.workflow_id, task.task_id)
         outcome = await self._fenced_step(command, ref, completing.budget)
@@ -456,6 +471,18 @@ def _finished(task: TaskRecord, status: TaskStatus | None = None) -> TaskRecord:
     if status is None:
         return replace(task, lease_token=None)
     return replace(task, status=status, lease_token=None, lease_expire_time=None)
+
+
+def _instances(leased: Leased | None, tasks: list[TaskRecord]) -> dict[str, Found]:
+    """What ``leased`` reads of ``tasks``' instances; none when it fails: the lease is
+    made, and a completion that finds no instance remembered loads it."""
+    if leased is None or not tasks:
+        return {}
+    try:
+        return leased(tasks)
+    except errors.StatewrightError as exc:
+        _log.debug("the instances of a poll's leases were not read: %s", exc)
+        return {}
 
 
 def _logged_release(future: asyncio.Future[Any]) -> None:

@@ -46,6 +46,7 @@ from statewrightd.engine.clock import Clock
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.fsm import StepLimits
 from statewrightd.engine.idempotency import Idempotency
+from statewrightd.engine.loading import InstanceLoader
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.retention import RetentionPurger
 from statewrightd.engine.runtime import WorkflowRuntime
@@ -243,6 +244,9 @@ class Application:
             replayed=requests.replay,
             instance=reads.get,
             observer=self._step_observer,
+            leased=functools.partial(
+                InstanceLoader(repo, registry).leased, cached=engine.runtime.cached_revision
+            ),
         )
         storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"

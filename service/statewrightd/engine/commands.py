@@ -36,6 +36,7 @@ from statewrightd.definitions.registry import Loaded
 from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.engine import fsm, migration
 from statewrightd.engine.answers import Outcome, Rejection
+from statewrightd.engine.loading import Found
 from statewrightd.engine.model import Snapshot, StepResult
 from statewrightd.errors import FailedPrecondition
 from statewrightd.reasons import Reason
@@ -80,6 +81,12 @@ class Command:
 
     def taken(self) -> dict[str, Any] | None:
         """What the step took, as its history row records it; None: nothing."""
+        return None
+
+    def known(self) -> Found | None:
+        """The instance as its caller read it moments ago, stepped when no session of it
+        is cached instead of loading it (a stale one fails the save's compare-and-swap,
+        and is loaded then); None: load it."""
         return None
 
     def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
@@ -577,6 +584,8 @@ class CompleteTaskCommand(StepCommand):
     # The task as last written (its update_time) when the server took it from its memory of
     # the lease instead of reading it: the save then requires the row unchanged since.
     seen: datetime | None = None
+    # The instance as the lease found it (the leasing process remembers it with the lease).
+    leased: Found | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -589,9 +598,11 @@ class CompleteTaskCommand(StepCommand):
         request: RequestKey | None,
         worker: TraceContext | None = None,
         remembered: bool = False,
+        leased: Found | None = None,
     ) -> CompleteTaskCommand:
         """The completion of ``task`` by the worker holding lease ``token``; ``remembered``:
-        ``task`` is the server's memory of the lease, not a read of it."""
+        ``task`` is the server's memory of the lease, not a read of it, and ``leased`` the
+        instance as that lease found it."""
         return cls(
             **_of_task(task, actor, request),
             lease_token=token,
@@ -599,7 +610,11 @@ class CompleteTaskCommand(StepCommand):
             attempt=task.attempt,
             worker=worker,
             seen=task.update_time if remembered else None,
+            leased=leased,
         )
+
+    def known(self) -> Found | None:
+        return self.leased
 
     def step(self, definition: Definition, snapshot: Snapshot) -> StepResult:
         if self.item is not None:

@@ -7,7 +7,7 @@ query each, and only for the instances that can have any.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
@@ -27,6 +27,13 @@ from statewrightd.store.repository import Repository
 
 # The names of a parent's live children a read shows (the rest: ListWorkflows).
 FIRST_CHILDREN = 20
+
+# The revision a process holds of an instance in memory, if it holds it.
+Cached = Callable[[str], int | None]
+
+
+def _nothing(workflow_id: str) -> int | None:
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,6 +165,32 @@ class InstanceLoader:
         timers = whole.timers if can_have_timers(loaded, record) else ()
         task = whole.task if in_task_state(loaded, record) else None
         return self._found(record, loaded, timers, task)
+
+    def leased(self, tasks: Sequence[TaskRecord], cached: Cached = _nothing) -> dict[str, Found]:
+        """The instances of tasks just leased, by id, each with its task as the lease
+        left it: only those the task's scheduling step left as they are (the same
+        revision) and that a load would read whole from the row and that task (no
+        timers, no fan-out). Not read: those ``cached`` already holds at the task's
+        revision or later. A store with no read of several instances gives none."""
+        by_id = {
+            t.workflow_id: t
+            for t in tasks
+            if t.item_index is None and (cached(t.workflow_id) or 0) < t.revision
+        }
+        if not by_id:
+            return {}
+        found: dict[str, Found] = {}
+        for record in self._repo.load_many(list(by_id)):
+            task = by_id[record.workflow_id]
+            loaded = self._registry.get(record.definition, record.version)
+            if (
+                record.revision == task.revision
+                and record.state == task.state
+                and in_task_state(loaded, record)
+                and not can_have_timers(loaded, record)
+            ):
+                found[record.workflow_id] = self._found(record, loaded, (), task)
+        return found
 
     def complete(self, records: Sequence[InstanceRecord]) -> list[Found]:
         """The instances of ``records`` (as a page lists them), each whole."""

@@ -236,7 +236,7 @@ class WorkflowRuntime:
         if isinstance(command, StartCommand):
             self._start(job, command, segment)
             return
-        session = self._cache.get(job.workflow_id)
+        session = _newest(self._cache, command)
         if session is None:
             self._load(job, segment, self._on_loaded)
         else:
@@ -284,13 +284,7 @@ class WorkflowRuntime:
         if isinstance(result, errors.StatewrightError):
             self._finish(job, token, _missing(job.workflow_id, result))
             return None
-        session = Session(
-            result.loaded,
-            snapshot_of(result.record),
-            result.record,
-            timers=result.timers,
-            task=result.task,
-        )
+        session = _session_of(result)
         self._cache.remember(session)
         job.fresh = True
         return session
@@ -529,6 +523,31 @@ class WorkflowRuntime:
 
     def live_segments(self) -> int:
         return len(self._admission)
+
+    def cached_revision(self, workflow_id: str) -> int | None:
+        """What the cache holds of ``workflow_id`` (any thread: SessionCache.revision)."""
+        return self._cache.revision(workflow_id)
+
+
+def _newest(cache: SessionCache, command: Command) -> Session | None:
+    """The session cached of ``command``'s instance, or the one made of what its caller
+    read when that is newer (then cached instead)."""
+    session = cache.get(command.workflow_id)
+    known = command.known()
+    if known is not None and (session is None or session.snapshot.revision < known.record.revision):
+        session = _session_of(known)
+        cache.remember(session)
+    return session
+
+
+def _session_of(found: Found) -> Session:
+    return Session(
+        found.loaded,
+        snapshot_of(found.record),
+        found.record,
+        timers=found.timers,
+        task=found.task,
+    )
 
 
 def _info(workflow_id: str, segment: Segment | None, session: Session | None) -> WorkflowInfo:

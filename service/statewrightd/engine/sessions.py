@@ -48,6 +48,13 @@ class SessionCache:
     def peek(self, workflow_id: str) -> Session | None:
         return self._sessions.get(workflow_id)
 
+    def revision(self, workflow_id: str) -> int | None:
+        """The revision cached of ``workflow_id``, if any. The one read made from other
+        threads: a dict lookup and an attribute, each atomic, so it sees a session as it
+        was a moment ago; fit to decide what to read ahead, never what to step."""
+        session = self._sessions.get(workflow_id)
+        return None if session is None else session.snapshot.revision
+
     def remember(self, session: Session) -> None:
         workflow_id = session.record.workflow_id
         self._sessions[workflow_id] = session

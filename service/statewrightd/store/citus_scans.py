@@ -28,6 +28,7 @@ from statewrightd.store.codec import check_time
 from statewrightd.store.pg_pool import Conn
 from statewrightd.store.postgres import PostgresRepository
 from statewrightd.store.records import (
+    InstanceRecord,
     Purged,
     QueueCounts,
     RetentionCounts,
@@ -255,6 +256,9 @@ class CitusScans(PostgresRepository):
 
     def load_whole(self, workflow_id: str) -> WholeInstance | None:
         return None  # timers and tasks are read node by node (below), not in one pipeline
+
+    def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
+        return []  # a read of several ids would visit every node that holds one
 
     def armed_timers(self, workflow_ids: Sequence[str]) -> dict[str, list[TimerRecord]]:
         if not workflow_ids:

@@ -232,6 +232,11 @@ class MemoryRepository(MemoryBatches, MemoryChildren, MemorySearch, MemoryWork):
                 raise failures.workflow_not_found(workflow_id)
             return ROWS.instance(instance.row)
 
+    def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
+        with self._held():
+            found = (self._instances.get(w) for w in workflow_ids)
+            return [ROWS.instance(i.row) for i in found if i is not None]
+
     def history_after(
         self, workflow_id: str, after_revision: int, limit: int
     ) -> list[HistoryRecord]:

@@ -226,6 +226,11 @@ class WholeLoads(Protocol):
         RecordNotFound like ``load``."""
         return None
 
+    def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
+        """The instances of ``workflow_ids`` that exist, read in one statement; none from
+        a store that has no such read (each is then loaded when it is stepped)."""
+        return []
+
 
 class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
     def create(self, op: Create) -> InstanceRecord:

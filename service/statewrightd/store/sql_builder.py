@@ -76,12 +76,14 @@ def statements(
     retry_task: str,
     claim_expired_tasks: str,
     open_tasks: str,
+    load_many: str,
     queue_stats: str,
 ) -> Statements:
     """A backend's statements: the shared ones in its dialect, with its own."""
     p, q = d, d.positional
     return Statements(
         load=f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = {q}",
+        load_many=load_many,
         history_after=(
             f"SELECT {HISTORY_READ} FROM workflow_history h"
             " JOIN workflow_instances w ON w.workflow_id = h.workflow_id"

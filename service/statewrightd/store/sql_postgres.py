@@ -564,6 +564,10 @@ SELECT {TASK_COLUMNS} FROM workflow_tasks
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
    AND status IN {_OPEN}
 """,
+    load_many=f"""
+SELECT {INSTANCE_COLUMNS} FROM workflow_instances
+ WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
+""",
     queue_stats=f"""
 SELECT queue,
        count(*) FILTER (WHERE status IN ('SCHEDULED', 'BACKOFF') AND available_time <= %(now)s),

@@ -204,6 +204,10 @@ RETURNING {TASK_COLUMNS}
 SELECT {TASK_COLUMNS} FROM workflow_tasks
  WHERE workflow_id IN (SELECT value FROM json_each(:ids)) AND status IN {_OPEN}
 """,
+    load_many=f"""
+SELECT {INSTANCE_COLUMNS} FROM workflow_instances
+ WHERE workflow_id IN (SELECT value FROM json_each(:ids))
+""",
     queue_stats=f"""
 SELECT queue,
        coalesce(sum(status IN ('SCHEDULED', 'BACKOFF') AND available_time <= :now), 0),

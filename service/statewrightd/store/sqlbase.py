@@ -72,6 +72,7 @@ class Statements:
     positional parameters are in the order each comment gives."""
 
     load: str  # workflow_id -> INSTANCE
+    load_many: str  # ids -> INSTANCE, each that exists
     history_after: str  # workflow_id, after revision, limit -> HISTORY by revision
     # workflow_id, request_id, cutoff -> REQUEST created after the cutoff
     lookup_request: str
@@ -229,8 +230,55 @@ class _FlowControl:
         return [KeyCounts(r[0], r[1], int(r[2] or 0), int(r[3] or 0)) for r in rows]
 
 
+class _Definitions:
+    """The definitions table, kept apart only to keep each class readable."""
+
+    SQL: ClassVar[Statements]
+    ROWS: ClassVar[Rows]
+
+    @abstractmethod
+    def _reading(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _writing(self) -> AbstractContextManager[Connection]: ...
+
+    @abstractmethod
+    def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
+
+    def put_definition(self, rec: DefinitionRecord) -> DefinitionRecord:
+        *columns, create_time = encode_definition(rec)
+        params = (*columns, self.ROWS.time_param(create_time))
+        with self._writing() as conn:
+            row = conn.execute(self.SQL.insert_definition, params).fetchone()
+            if row is None:
+                row = conn.execute(self.SQL.get_definition, (rec.name, rec.version)).fetchone()
+        if row is None:  # only if someone deletes definitions, which nothing does
+            raise StorageUnavailable(f"definition {rec.name} v{rec.version} vanished; retry")
+        return failures.same_definition_or_raise(self.ROWS.definition(row), rec)
+
+    def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord:
+        with self._reading() as conn:
+            if version is None:
+                row = conn.execute(self.SQL.get_latest_definition, (name,)).fetchone()
+            else:
+                row = conn.execute(self.SQL.get_definition, (name, version)).fetchone()
+        if row is None:
+            raise failures.definition_not_found(name, version)
+        return self.ROWS.definition(row)
+
+    def list_definitions(self) -> list[DefinitionRecord]:
+        return [self.ROWS.definition(r) for r in self._read_all(self.SQL.list_definitions)]
+
+
 class SqlRepository(
-    _FlowControl, SqlBatches, SqlChildren, SqlFanOut, SqlSchedules, BatchWriter, Repository
+    _Definitions,
+    _FlowControl,
+    SqlBatches,
+    SqlChildren,
+    SqlFanOut,
+    SqlSchedules,
+    BatchWriter,
+    Repository,
 ):
     SQL: ClassVar[Statements]
     SCHEDULE_SQL: ClassVar[ScheduleStatements]
@@ -267,6 +315,10 @@ class SqlRepository(
         if row is None:
             raise failures.workflow_not_found(workflow_id)
         return self.ROWS.instance(row)
+
+    def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
+        ids = json.dumps(list(workflow_ids), ensure_ascii=False)
+        return [self.ROWS.instance(r) for r in self._read_all(self.SQL.load_many, {"ids": ids})]
 
     def history_after(
         self, workflow_id: str, after_revision: int, limit: int
@@ -328,32 +380,6 @@ class SqlRepository(
         if status not in TERMINAL:
             return failures.workflow_live(workflow_id, status)
         return failures.revision_moved(workflow_id, revision, actual)
-
-    # -- definitions -----------------------------------------------------------------
-
-    def put_definition(self, rec: DefinitionRecord) -> DefinitionRecord:
-        *columns, create_time = encode_definition(rec)
-        params = (*columns, self.ROWS.time_param(create_time))
-        with self._writing() as conn:
-            row = conn.execute(self.SQL.insert_definition, params).fetchone()
-            if row is None:
-                row = conn.execute(self.SQL.get_definition, (rec.name, rec.version)).fetchone()
-        if row is None:  # only if someone deletes definitions, which nothing does
-            raise StorageUnavailable(f"definition {rec.name} v{rec.version} vanished; retry")
-        return failures.same_definition_or_raise(self.ROWS.definition(row), rec)
-
-    def get_definition(self, name: str, version: int | None = None) -> DefinitionRecord:
-        with self._reading() as conn:
-            if version is None:
-                row = conn.execute(self.SQL.get_latest_definition, (name,)).fetchone()
-            else:
-                row = conn.execute(self.SQL.get_definition, (name, version)).fetchone()
-        if row is None:
-            raise failures.definition_not_found(name, version)
-        return self.ROWS.definition(row)
-
-    def list_definitions(self) -> list[DefinitionRecord]:
-        return [self.ROWS.definition(r) for r in self._read_all(self.SQL.list_definitions)]
 
     # -- timers ----------------------------------------------------------------------
 

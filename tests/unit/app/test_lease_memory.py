@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from datetime import UTC, datetime, timedelta
 
-from statewrightd.app.lease_memory import LeaseMemory
+from statewrightd.app.lease_memory import Lease, LeaseMemory
 from statewrightd.store.records import TaskRecord
 from tests.support.store_records import task_record
 
@@ -24,7 +24,7 @@ def test_a_lease_is_taken_once_and_only_with_its_token() -> None:
     memory.leased([task])
     assert memory.take("w", "1", "another") is None
     assert len(memory) == 1, "a late call with an old token leaves the lease remembered"
-    assert memory.take("w", "1", "t1") == task
+    assert memory.take("w", "1", "t1") == Lease(task)
     assert memory.take("w", "1", "t1") is None, "a completion ends the lease"
 
 
@@ -36,7 +36,7 @@ def test_a_heartbeat_through_this_process_replaces_what_it_remembers() -> None:
     )
     memory.renewed(beaten)
     memory.renewed(leased("unknown"))  # a lease handed out elsewhere is not taken up
-    assert memory.take("w", "1", "t1") == beaten
+    assert memory.take("w", "1", "t1") == Lease(beaten)
     assert memory.take("unknown", "1", "t1") is None
 
 
@@ -55,3 +55,15 @@ def test_the_oldest_leases_are_forgotten_past_the_capacity() -> None:
     assert len(memory) == 3
     assert memory.take("w0", "1", "t1") is None and memory.take("w1", "1", "t1") is None
     assert all(memory.take(f"w{n}", "1", "t1") is not None for n in (2, 3, 4))
+
+
+def test_an_instance_read_with_the_lease_is_taken_with_it_and_outlives_a_heartbeat() -> None:
+    memory = LeaseMemory()
+    instance = object()  # what the poll read: the memory only keeps it beside the task
+    memory.leased([leased("w"), leased("v")], {"w": instance})  # type: ignore[dict-item]
+    memory.renewed(dataclasses.replace(leased("w"), heartbeat_details={"done": 1}))
+    taken = memory.take("w", "1", "t1")
+    assert taken is not None and taken.instance is instance
+    assert taken.task.heartbeat_details == {"done": 1}
+    other = memory.take("v", "1", "t1")
+    assert other is not None and other.instance is None, "an instance the poll did not read"

@@ -1,0 +1,89 @@
+"""What a poll reads of its leases' instances: each as a load would read it, or nothing."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from statewrightd.definitions.registry import read_file
+from statewrightd.engine.loading import InstanceLoader
+from statewrightd.scenarios.sandbox import Sandbox
+
+DEFINITION = """
+name: leasing
+version: 1
+context:
+  n: {type: number, default: 0}
+states:
+  working:
+    task: {queue: leasing.work}
+  done: {}
+transitions:
+  - {from: working, to: done}
+"""
+# A task state with a timeout: a load reads its armed timer, which a lease does not.
+TIMED = """
+name: leasing-timed
+version: 1
+states:
+  working:
+    task: {queue: leasing.timed}
+  done: {}
+  late: {}
+transitions:
+  - {from: working, to: done}
+  - {from: working, after: 1h, to: late}
+"""
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Sandbox:
+    sandbox = Sandbox()
+    for name, text in (("leasing", DEFINITION), ("leasing-timed", TIMED)):
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        sandbox.place(read_file(path))
+    return sandbox
+
+
+def test_a_leased_tasks_instance_is_read_as_a_load_reads_it(box: Sandbox) -> None:
+    box.start("leasing", workflow_id="w", input={"n": 3})
+    task = box.take("leasing.work")
+    loader = InstanceLoader(box.repo, box.registry)
+    found = loader.leased([task])["w"]
+    loaded = loader.load("w")
+    assert found.record == loaded.record and found.loaded is loaded.loaded
+    assert found.task == task == loaded.task and found.timers == () == loaded.timers
+
+
+def test_nothing_is_read_for_an_instance_a_load_would_read_more_of_or_that_moved_on(
+    box: Sandbox,
+) -> None:
+    box.start("leasing", workflow_id="w")
+    task = box.take("leasing.work")
+    loader = InstanceLoader(box.repo, box.registry)
+    # Stepped since the task was scheduled: what the lease knows of it is not the instance.
+    assert loader.leased([dataclasses.replace(task, revision=task.revision - 1)]) == {}
+    # An item of a fan-out is not its instance's one task.
+    assert loader.leased([dataclasses.replace(task, item_index=0)]) == {}
+    gone = dataclasses.replace(task, workflow_id="nobody")
+    box.start("leasing-timed", workflow_id="t")
+    timed = box.take("leasing.timed")
+    assert loader.load("t").timers, "the timeout is armed"
+    assert loader.leased([timed]) == {}
+    assert loader.leased([gone]) == {}
+    assert loader.leased([]) == {}
+
+
+def test_an_instance_held_in_memory_at_the_tasks_revision_or_later_is_not_read(
+    box: Sandbox,
+) -> None:
+    box.start("leasing", workflow_id="w")
+    task = box.take("leasing.work")
+    loader = InstanceLoader(box.repo, box.registry)
+    held = {"w": task.revision}
+    assert loader.leased([task], cached=held.get) == {}
+    held["w"] = task.revision - 1  # a copy from before the step that scheduled the task
+    assert loader.leased([task], cached=held.get)["w"].record.revision == task.revision
