@@ -84,9 +84,9 @@ class Command:
         return None
 
     def known(self) -> Found | None:
-        """The instance as its caller read it moments ago, stepped when no session of it
-        is cached instead of loading it (a stale one fails the save's compare-and-swap,
-        and is loaded then); None: load it."""
+        """The instance as its caller read it moments ago, stepped instead of loading it
+        when no session of it is cached or the one cached is older (if it is stale, the
+        save's compare-and-swap refuses it, and it is loaded then); None: nothing."""
         return None
 
     def refusal(self, record: InstanceRecord, loaded: Loaded, reason: str) -> Outcome | None:
