@@ -200,6 +200,38 @@ def test_a_task_is_leased_once_and_its_completion_steps_the_instance(cluster: Cl
         assert context_of(wf)["total"] == 3.0
 
 
+def test_the_leasing_replica_completes_on_what_its_poll_read_unless_it_is_outdated(
+    cluster: Cluster,
+) -> None:
+    """As on PostgreSQL: the replica that leased a task, though it never stepped the
+    instance, completes it on what its poll read (node by node); a copy outdated by a
+    pause and an unpause through the other replica loses the compare-and-swap once, and
+    the completion is decided again on the instance as stored."""
+    a, b = cluster.a, cluster.b
+    fresh, outdated = uid("task"), uid("task")
+    for wid in (fresh, outdated):
+        a.start("task-flow", workflow_id=wid, input={"route": "apply"})
+    leased: dict[str, task_pb2.Task] = {}
+    deadline = time.monotonic() + 30
+    while len(leased) < 2 and time.monotonic() < deadline:
+        for task in Tasks(b.channel).poll("e2e.apply", wait=1.0, max_tasks=2):
+            leased[task.name.split("/")[1]] = task
+    assert sorted(leased) == sorted((fresh, outdated))
+    a.stub.PauseWorkflow(pb.PauseWorkflowRequest(name=f"workflows/{outdated}"), timeout=10)
+    a.stub.UnpauseWorkflow(pb.UnpauseWorkflowRequest(name=f"workflows/{outdated}"), timeout=10)
+
+    def conflicts() -> int:
+        return sum(c.diagnostics().persistence.conflicts for c in (a, b))
+
+    before = conflicts()
+    done = Tasks(b.channel).complete(leased[fresh], {"total": 1, "by": "w"}).workflow
+    assert (done.status, done.revision) == (COMPLETED, 2) and conflicts() == before
+    done = Tasks(b.channel).complete(leased[outdated], {"total": 2, "by": "w"}).workflow
+    assert (done.status, done.revision, done.paused) == (COMPLETED, 4, False)
+    assert context_of(done)["total"] == 2.0 and conflicts() == before + 1
+    assert [h.revision for h in read_history(cluster.database_url, outdated)] == [1, 2, 3, 4]
+
+
 def test_a_watcher_on_one_replica_sees_every_step_of_the_other(cluster: Cluster) -> None:
     wid = uid("watched")
     cluster.a.start("tally", workflow_id=wid)

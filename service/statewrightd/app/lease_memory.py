@@ -8,8 +8,8 @@ answer says of the task is what is stored. Whatever this process did not see (a 
 through another process, a cancellation, the lease given to another worker) refuses that
 save, and the completion is made as any other: the task read first.
 
-The lease also remembers the task's instance as the poll read it just after leasing (when
-the store could read it in one statement with the others): a process that did not step
+The lease also remembers the task's instance as the poll read it just after leasing (with
+the other leases' instances, in one read): a process that did not step
 the instance last then completes it without loading it first. The save's compare-and-swap
 refuses that instance if anything stepped it since, and it is loaded then.
 

@@ -234,7 +234,7 @@ class MemoryRepository(MemoryBatches, MemoryChildren, MemorySearch, MemoryWork):
 
     def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
         with self._held():
-            found = (self._instances.get(w) for w in workflow_ids)
+            found = (self._instances.get(w) for w in dict.fromkeys(workflow_ids))
             return [ROWS.instance(i.row) for i in found if i is not None]
 
     def history_after(

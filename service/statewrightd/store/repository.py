@@ -227,8 +227,9 @@ class WholeLoads(Protocol):
         return None
 
     def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
-        """The instances of ``workflow_ids`` that exist, read in one statement; none from
-        a store that has no such read (each is then loaded when it is stepped)."""
+        """The instances of ``workflow_ids`` that exist, each once, read together (one
+        statement, or one a node); none from a store that has no such read (each is then
+        loaded when it is stepped)."""
         return []
 
 

@@ -219,6 +219,9 @@ SELECT r.n, w.revision, k.status AS task_status, k.lease_token AS task_token
 # -- reads of a few instances, grouped by node -----------------------------------------
 _IDS = "ANY(ARRAY(SELECT d->>'workflow_id' FROM json_array_elements($1) d))"
 ARMED_TIMERS = on_shard(f"SELECT {TIMER_COLUMNS} FROM workflow_timers WHERE workflow_id = {_IDS}")
+LOAD_INSTANCES = on_shard(
+    f"SELECT {INSTANCE_COLUMNS} FROM workflow_instances WHERE workflow_id = {_IDS}"
+)
 OPEN_TASKS = on_shard(
     f"SELECT {TASK_COLUMNS} FROM workflow_tasks"
     f" WHERE workflow_id = {_IDS} AND status IN {OPEN_TASK}"
@@ -303,6 +306,7 @@ SELECT queue,
 RETENTION_COUNTS = on_shard(retention_counts(POSTGRES))
 
 # The columns of rows a scan hands back as JSON objects, in the order the mappers read.
+INSTANCE_FIELDS = rows.INSTANCE
 TIMER_FIELDS = rows.TIMER
 TASK_FIELDS = rows.TASK
 
