@@ -10,6 +10,7 @@ import pytest
 from statewrightd.definitions.registry import read_file
 from statewrightd.engine.loading import InstanceLoader
 from statewrightd.scenarios.sandbox import Sandbox
+from statewrightd.store.records import TaskRecord
 
 DEFINITION = """
 name: leasing
@@ -58,31 +59,31 @@ def test_a_leased_tasks_instance_is_read_as_a_load_reads_it(box: Sandbox) -> Non
     assert found.task == task == loaded.task and found.timers == () == loaded.timers
 
 
+def _leased(box: Sandbox) -> tuple[TaskRecord, InstanceLoader]:
+    box.start("leasing", workflow_id="w")
+    return box.take("leasing.work"), InstanceLoader(box.repo, box.registry)
+
+
 def test_nothing_is_read_for_an_instance_a_load_would_read_more_of_or_that_moved_on(
     box: Sandbox,
 ) -> None:
-    box.start("leasing", workflow_id="w")
-    task = box.take("leasing.work")
-    loader = InstanceLoader(box.repo, box.registry)
+    task, loader = _leased(box)
     # Stepped since the task was scheduled: what the lease knows of it is not the instance.
     assert loader.leased([dataclasses.replace(task, revision=task.revision - 1)]) == {}
     # An item of a fan-out is not its instance's one task.
     assert loader.leased([dataclasses.replace(task, item_index=0)]) == {}
-    gone = dataclasses.replace(task, workflow_id="nobody")
+    assert loader.leased([dataclasses.replace(task, workflow_id="nobody")]) == {}
+    assert loader.leased([]) == {}
     box.start("leasing-timed", workflow_id="t")
     timed = box.take("leasing.timed")
     assert loader.load("t").timers, "the timeout is armed"
     assert loader.leased([timed]) == {}
-    assert loader.leased([gone]) == {}
-    assert loader.leased([]) == {}
 
 
 def test_an_instance_held_in_memory_at_the_tasks_revision_or_later_is_not_read(
     box: Sandbox,
 ) -> None:
-    box.start("leasing", workflow_id="w")
-    task = box.take("leasing.work")
-    loader = InstanceLoader(box.repo, box.registry)
+    task, loader = _leased(box)
     held = {"w": task.revision}
     assert loader.leased([task], cached=held.get) == {}
     held["w"] = task.revision - 1  # a copy from before the step that scheduled the task
