@@ -364,7 +364,8 @@ def test_a_completion_through_the_leasing_replica_steps_the_instance_its_lease_r
     replicas: Replicas,
 ) -> None:
     """The replica that leased a task, though it never stepped the instance, completes
-    it from what its poll read: nothing stepped the instance since, so its save wins."""
+    it (on what its poll read of the instance): nothing stepped the instance since, so
+    its first save wins. The next test shows that copy is what the step starts from."""
     a, b = replicas.a, replicas.b
     wid = uid("task-flow")
     a.start("task-flow", workflow_id=wid, input={"route": "apply"})  # only A has stepped it

@@ -474,15 +474,18 @@ def _finished(task: TaskRecord, status: TaskStatus | None = None) -> TaskRecord:
 
 
 def _instances(leased: Leased | None, tasks: list[TaskRecord]) -> dict[str, Found]:
-    """What ``leased`` reads of ``tasks``' instances; none when it fails: the lease is
-    made, and a completion that finds no instance remembered loads it."""
+    """What ``leased`` reads of ``tasks``' instances; none when it fails, whatever the
+    failure: the lease is made and must be answered, and a completion that finds no
+    instance remembered loads it. Only a speed-up is lost."""
     if leased is None or not tasks:
         return {}
     try:
         return leased(tasks)
     except errors.StatewrightError as exc:
         _log.debug("the instances of a poll's leases were not read: %s", exc)
-        return {}
+    except Exception:
+        _log.exception("reading the instances of a poll's leases failed; the leases stand")
+    return {}
 
 
 def _logged_release(future: asyncio.Future[Any]) -> None:
