@@ -171,7 +171,7 @@ class InstanceLoader:
         left it: only those the task's scheduling step left as they are (the same
         revision) and that a load would read whole from the row and that task (no
         timers, no fan-out). Not read: those ``cached`` already holds at the task's
-        revision or later. A store with no read of several instances gives none."""
+        revision or later."""
         by_id = {
             t.workflow_id: t
             for t in tasks

@@ -228,9 +228,8 @@ class WholeLoads(Protocol):
 
     def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
         """The instances of ``workflow_ids`` that exist, each once, read together (one
-        statement, or one a node); none from a store that has no such read (each is then
-        loaded when it is stepped)."""
-        return []
+        statement, or one a node)."""
+        ...
 
 
 class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
