@@ -33,7 +33,12 @@ class TaskServicer(pb_grpc.TaskServiceServicer):
     ) -> pb.PollTasksResponse:
         poll = tr.poll(request, budget(context))
         tasks = await self._app.tasks.poll(
-            poll.queue, poll.identity, poll.max_tasks, poll.wait, tr.fitting(poll.max_bytes)
+            poll.queue,
+            poll.identity,
+            poll.max_tasks,
+            poll.wait,
+            tr.fitting(poll.max_bytes),
+            room=poll.max_bytes,
         )
         return pb.PollTasksResponse(tasks=[task_pb(t, with_lease=True) for t in tasks])
 

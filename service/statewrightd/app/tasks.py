@@ -139,10 +139,14 @@ class TaskDesk:
         max_tasks: int,
         wait: float,
         choose: Choose | None = None,
+        *,
+        room: int | None = None,
     ) -> list[TaskRecord]:
         """Lease up to ``max_tasks`` ready tasks of ``queue``, waiting up to ``wait``
         seconds for one; none when the wait runs out or the server drains. ``choose``
-        picks among the ready tasks those to lease (the ones the answer has room for)."""
+        picks among the ready tasks those to lease (the ones the answer has room for);
+        ``room`` is the answer's size in bytes, which spares the store the read before
+        the lease when the tasks are surely small enough (Repository.lease_tasks)."""
         polls, queues = self.polls, self.queues
         polls.polled(queue, identity)
         deadline = time.monotonic() + wait
@@ -150,7 +154,7 @@ class TaskDesk:
             seen = polls.generation(queue)
             if queues is not None:
                 await queues.refresh()
-            tasks = await self._lease(queue, max_tasks, choose)
+            tasks = await self._lease(queue, max_tasks, choose, room)
             if tasks:
                 polls.polled(queue, identity)
                 return tasks
@@ -163,13 +167,15 @@ class TaskDesk:
             await polls.wait(queue, within, since=seen)
             polls.polled(queue, identity)
 
-    async def _lease(self, queue: str, limit: int, choose: Choose | None) -> list[TaskRecord]:
+    async def _lease(
+        self, queue: str, limit: int, choose: Choose | None, room: int | None
+    ) -> list[TaskRecord]:
         repo, clock, instances_of = self.repo, self.clock, self.leased
 
         def lease() -> tuple[list[TaskRecord], dict[str, Found]]:
             # The time is read when the claim runs, not when it was queued: a queue's
             # limits and buckets are reckoned at it, and the leases start at it.
-            tasks = repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose)
+            tasks = repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose, room=room)
             return tasks, _instances(instances_of, tasks)
 
         leasing = asyncio.ensure_future(self.write(lease))

@@ -21,7 +21,6 @@ from statewrightd.store import (
     sql_batches,
     sql_children,
     sql_fan_out,
-    sql_flow,
     sql_schedules,
 )
 from statewrightd.store import sql_postgres as q
@@ -124,9 +123,7 @@ class PostgresRepository(SqlRepository):
     SQL = q.SQL
     SCHEDULE_SQL = sql_schedules.POSTGRES
     BATCH_SQL = sql_batches.POSTGRES
-    FLOW = sql_flow.with_lease(
-        sql_flow.POSTGRES, q.SQL.lease_chosen, (q.UNLIMITED_LEASE, q.UNLIMITED_READY)
-    )
+    FLOW = q.FLOW
     ROWS = _ROWS
     SQL_STANDING = q.INSTANCE_STANDING
     # Whether pooled connections run each statement as its own transaction.

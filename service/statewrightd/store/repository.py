@@ -344,16 +344,20 @@ class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
         limit: int,
         first_lease: float,
         choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
+        *,
+        room: int | None = None,
     ) -> list[TaskRecord]:
         """Lease up to ``limit`` of ``queue``'s ready tasks: a new attempt each, a fresh
         token, a lease of at most ``first_lease`` seconds that a heartbeat extends.
         ``choose``, given the ready tasks in order (as they are before the lease), picks
-        those to lease, in the same transaction: the rest stay ready, untouched."""
+        those to lease, in the same transaction: the rest stay ready, untouched. Given the
+        answer's ``room`` in bytes, a store may lease unread the oldest that surely fit."""
         params = {
             "queue": queue,
             "now": _time(now),
             "limit": limit,
             "first_ms": round(first_lease * 1000),
+            "room": room,
         }
         return self._lease_tasks(params, choose)
 

@@ -47,6 +47,9 @@ class FlowStatements:
     # nothing on a queue with a config (which is then claimed under its lock).
     unlimited_lease: str | None = None
     unlimited_ready: str | None = None
+    # Where a poll's claim is worth making in one statement on its own: queue, now, limit,
+    # first_ms, room -> (ready, limited, TASK columns or NULLs), see sql_postgres.
+    fitting_lease: str | None = None
 
 
 _KEYED = "s.tokens, s.refill_time, s.last_lease_time, s.closed_until"
@@ -194,16 +197,20 @@ SELECT queue, concurrency_key,
 
 
 def with_lease(
-    statements: FlowStatements, lease_chosen: str, unlimited: tuple[str, str]
+    statements: FlowStatements,
+    lease_chosen: str,
+    unlimited: tuple[str, str],
+    fitting: str | None = None,
 ) -> FlowStatements:
     """``statements`` with lease_and_save built on the dialect's lease of chosen tasks:
     one round trip fewer under the queue's lock, as the served keys and the spent tokens
     are saved by the lease's own statement (data-modifying CTEs run whether or not read);
-    and with the ``unlimited`` (lease, ready) claims."""
+    and with the ``unlimited`` (lease, ready) claims and the ``fitting`` one."""
     return dataclasses.replace(
         statements,
         unlimited_lease=unlimited[0],
         unlimited_ready=unlimited[1],
+        fitting_lease=fitting,
         lease_and_save=f"""
 WITH served AS ({statements.save_keys.strip()}),
 spent AS (

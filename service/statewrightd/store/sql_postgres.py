@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from statewrightd.store import rows
+from statewrightd.store import rows, sql_flow
 from statewrightd.store.sql_builder import (
     DEFINITION_COLUMNS,
     HISTORY_COLUMNS,
@@ -586,6 +586,47 @@ _NO_LIMITS = " AND NOT EXISTS (SELECT 1 FROM task_queues c WHERE c.queue = %(que
 UNLIMITED_LEASE = SQL.lease_tasks.replace(_READY, _READY + _NO_LIMITS)
 UNLIMITED_READY = SQL.ready_tasks.replace(_READY, _READY + _NO_LIMITS)
 assert SQL.lease_tasks != UNLIMITED_LEASE and SQL.ready_tasks != UNLIMITED_READY
+
+# A poll's claim in one statement, committed on its own: no BEGIN, no COMMIT, no read of
+# the ready tasks before their lease. It leases, oldest first, the ready tasks of a queue
+# without limits that surely fit in the answer's room (%(room)s bytes), by a generous
+# bound of each one's share of the answer: six times its row's text, plus a kilobyte. A
+# Struct from JSON is at most about four times the JSON's text (a list of one-digit
+# numbers); every other field of a task is a column's text, twice at most (the workflow
+# id), or a number, a time, a tag and a length (the kilobyte). One row at least: how many
+# tasks were ready, whether the queue has limits, then each leased task's TASK columns
+# (NULLs when none was leased). Ready tasks and no lease: the first one's bound did not
+# fit, and the poll reads them and chooses exactly.
+FITTING_BOUND = "6 * octet_length(workflow_tasks::text) + 1024"
+FITTING_LEASE = f"""
+WITH ready AS (
+    SELECT workflow_id, task_id, available_time, {FITTING_BOUND} AS bound
+      FROM workflow_tasks
+     WHERE {_READY}{_NO_LIMITS}
+     ORDER BY available_time LIMIT %(limit)s
+       FOR UPDATE SKIP LOCKED
+), fitting AS (
+    SELECT workflow_id, task_id
+      FROM (SELECT workflow_id, task_id,
+                   sum(bound) OVER (ORDER BY available_time, workflow_id, task_id) AS upto
+              FROM ready) running
+     WHERE upto <= %(room)s
+), leased AS (
+    UPDATE workflow_tasks k
+       SET {_LEASE}
+      FROM fitting
+     WHERE k.workflow_id = fitting.workflow_id AND k.task_id = fitting.task_id
+    RETURNING {rows.listed(rows.TASK, "k.")}
+)
+SELECT (SELECT count(*) FROM ready), EXISTS (SELECT 1 FROM task_queues c WHERE c.queue = %(queue)s),
+       leased.*
+  FROM (SELECT 1) one LEFT JOIN leased ON true
+"""
+
+# Flow control's statements, with the claims above.
+FLOW = sql_flow.with_lease(
+    sql_flow.POSTGRES, SQL.lease_chosen, (UNLIMITED_LEASE, UNLIMITED_READY), FITTING_LEASE
+)
 
 
 # Removing instances: everything of theirs, child tables first (their rows are counted),

@@ -148,9 +148,15 @@ def _named(params: Params, *keys: str) -> tuple[bool, ...]:
     return tuple(params[k] is not None for k in keys)
 
 
+@dataclass(frozen=True, slots=True)
+class _Fitted:
+    tasks: list[TaskRecord] | None  # None: the claim could not tell, see _fitting_lease
+    limited: bool  # the queue has a config (flow control)
+
+
 class _FlowControl:
-    """The queue configs and keys of flow control (store/flow.py), kept apart from the
-    claim (``SqlRepository._limited_lease``) only to keep each class readable."""
+    """The queue configs and keys of flow control (store/flow.py), and the claim of a
+    queue with limits, kept apart from the other claims only to keep each class readable."""
 
     FLOW: ClassVar[FlowStatements]
     ROWS: ClassVar[Rows]
@@ -165,6 +171,11 @@ class _FlowControl:
 
     @abstractmethod
     def _read_all(self, sql: str, params: Any = None) -> list[Any]: ...
+
+    @abstractmethod
+    def _lease_chosen(
+        self, conn: Connection, chosen: list[TaskRecord], params: Params, sql: str | None = None
+    ) -> list[Any]: ...
 
     def _time(self, value: datetime) -> Any:
         """A time as this database's statements take it (every part of the store's)."""
@@ -197,6 +208,74 @@ class _FlowControl:
 
         tokens = None if row[1] is None else float(row[1])
         return KeyState(row[0], tokens, time(row[2]), time(row[3]), time(row[4]))
+
+    def _limits_claim(
+        self, conn: Connection, now: datetime, params: Params, choose: Choose | None
+    ) -> list[TaskRecord]:
+        """The claim of a queue the unlimited claim found nothing on: under its config
+        row's lock if it has one (in the order the claim served them: priority, the keys'
+        turns, age), else nothing."""
+        limits = conn.execute(self.FLOW.lock_config, params).fetchone()
+        if limits is None:
+            return []
+        return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
+
+    def _limited_lease(
+        self,
+        conn: Connection,
+        stored: StoredQueue,
+        now: datetime,
+        params: Params,
+        choose: Choose | None,
+    ) -> list[TaskRecord]:
+        """The claim of a queue with limits, under its config row's lock (store/flow.py)."""
+        config, limit = stored.config, params["limit"]
+        refill = config.key_bucket / config.key_rate if config.key_rate else 0.0
+        params["full_since"] = self.ROWS.time_param(now - timedelta(seconds=refill))
+        by_key: dict[str, int] = {}
+        keys: dict[str, KeyState] = {}
+        leased = 0
+        for row in conn.execute(self.FLOW.standing, params).fetchall():
+            if row[0] == "L":
+                leased += int(row[2])
+                if row[1] is not None:
+                    by_key[row[1]] = int(row[2])
+            else:
+                keys[row[1]] = self._key_state(row[1:])
+        state = QueueState(config, stored.tokens, stored.refill_time, leased, by_key, keys)
+        if flow.room(state, limit, now) == 0:
+            return []  # full, or out of tokens: nothing to read
+        blocked = flow.blocked_keys(state, now)
+        params.update(window=flow.WINDOW, blocked=blocked, blocked_json=json.dumps(blocked))
+        width = len(TASK)
+        ready = []
+        for r in conn.execute(self.FLOW.ranked_ready, params).fetchall():
+            task = self.ROWS.task(r[:width])
+            ready.append(task)
+            if task.concurrency_key is not None and task.concurrency_key not in keys:
+                keys[task.concurrency_key] = self._key_state((task.concurrency_key, *r[width:]))
+        claim = flow.plan_claim(state, ready, limit, now)
+        if choose is not None and claim.chosen:
+            claim = flow.plan_claim(state, choose(claim.chosen), limit, now)
+        if not claim.chosen:
+            return []
+        served = [
+            {"key": ks.key, "tokens": ks.tokens, "refill_time": self._json_time(ks.refill_time)}
+            for ks in claim.keys
+        ]
+        params.update(
+            served=json.dumps(served), tokens=claim.tokens, spend_tokens=bool(config.rate)
+        )
+        if self.FLOW.lease_and_save is not None:
+            found = self._lease_chosen(conn, claim.chosen, params, self.FLOW.lease_and_save)
+        else:
+            found = self._lease_chosen(conn, claim.chosen, params)
+            if found and config.rate:
+                conn.execute(self.FLOW.save_tokens, params)
+            if found and claim.keys:
+                conn.execute(self.FLOW.save_keys, params)
+        made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, found)}
+        return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
 
     def set_queue_config(self, config: QueueConfig, now: datetime) -> QueueConfig | None:
         params: Params = {"queue": config.queue, "now": self._time(now)}
@@ -427,8 +506,17 @@ class SqlRepository(
         now = params["now"]
         params = self._bound(params)
         flows = self.FLOW
+        limited = False
+        if flows.fitting_lease is not None and params.get("room") is not None:
+            fitted = self._fitting_lease(flows.fitting_lease, params)
+            if fitted.tasks is not None:
+                return fitted.tasks
+            limited = fitted.limited
         with self._writing() as conn:
             if flows.unlimited_lease is not None and flows.unlimited_ready is not None:
+                if limited:
+                    # The one statement saw the queue's config: claim it under its lock.
+                    return self._limits_claim(conn, now, params, choose)
                 # The claim of a queue without limits first, as it always was; a queue
                 # with limits answers it nothing, and is then claimed under its lock.
                 rows = self._unlimited(
@@ -436,14 +524,26 @@ class SqlRepository(
                 )
                 if rows:
                     return sorted(map(self.ROWS.task, rows), key=lambda t: t.available_time)
+                return self._limits_claim(conn, now, params, choose)
             limits = conn.execute(flows.lock_config, params).fetchone()
             if limits is not None:
                 # In the order the claim served them: priority, the keys' turns, age.
                 return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
-            if flows.unlimited_lease is not None:
-                return []
             rows = self._unlimited(conn, params, choose, self.SQL.lease_tasks, self.SQL.ready_tasks)
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
+
+    def _fitting_lease(self, sql: str, params: Params) -> _Fitted:
+        """A poll's claim in one statement committed on its own (FlowStatements.
+        fitting_lease): the tasks it leased, none when nothing was ready on a queue
+        without limits; ``tasks`` None when it cannot tell (ready tasks too large for its
+        bound, or a queue with limits), for the claim that reads and chooses exactly."""
+        with self._writing_one() as conn:
+            found = conn.execute(sql, params).fetchall()
+        ready, limited = int(found[0][0]), bool(found[0][1])
+        if found[0][2] is not None:
+            leased = (self.ROWS.task(r[2:]) for r in found)
+            return _Fitted(sorted(leased, key=lambda t: t.available_time), limited)
+        return _Fitted(None if ready or limited else [], limited)
 
     def _unlimited(
         self, conn: Connection, params: Params, choose: Choose | None, lease: str, ready: str
@@ -464,63 +564,6 @@ class SqlRepository(
         params["chosen_tasks"] = [t.task_id for t in chosen]
         params["chosen"] = json.dumps([[t.workflow_id, t.task_id] for t in chosen])
         return list(conn.execute(sql or self.SQL.lease_chosen, params).fetchall())
-
-    def _limited_lease(
-        self,
-        conn: Connection,
-        stored: StoredQueue,
-        now: datetime,
-        params: Params,
-        choose: Choose | None,
-    ) -> list[TaskRecord]:
-        """The claim of a queue with limits, under its config row's lock (store/flow.py)."""
-        config, limit = stored.config, params["limit"]
-        refill = config.key_bucket / config.key_rate if config.key_rate else 0.0
-        params["full_since"] = self.ROWS.time_param(now - timedelta(seconds=refill))
-        by_key: dict[str, int] = {}
-        keys: dict[str, KeyState] = {}
-        leased = 0
-        for row in conn.execute(self.FLOW.standing, params).fetchall():
-            if row[0] == "L":
-                leased += int(row[2])
-                if row[1] is not None:
-                    by_key[row[1]] = int(row[2])
-            else:
-                keys[row[1]] = self._key_state(row[1:])
-        state = QueueState(config, stored.tokens, stored.refill_time, leased, by_key, keys)
-        if flow.room(state, limit, now) == 0:
-            return []  # full, or out of tokens: nothing to read
-        blocked = flow.blocked_keys(state, now)
-        params.update(window=flow.WINDOW, blocked=blocked, blocked_json=json.dumps(blocked))
-        width = len(TASK)
-        ready = []
-        for r in conn.execute(self.FLOW.ranked_ready, params).fetchall():
-            task = self.ROWS.task(r[:width])
-            ready.append(task)
-            if task.concurrency_key is not None and task.concurrency_key not in keys:
-                keys[task.concurrency_key] = self._key_state((task.concurrency_key, *r[width:]))
-        claim = flow.plan_claim(state, ready, limit, now)
-        if choose is not None and claim.chosen:
-            claim = flow.plan_claim(state, choose(claim.chosen), limit, now)
-        if not claim.chosen:
-            return []
-        served = [
-            {"key": ks.key, "tokens": ks.tokens, "refill_time": self._json_time(ks.refill_time)}
-            for ks in claim.keys
-        ]
-        params.update(
-            served=json.dumps(served), tokens=claim.tokens, spend_tokens=bool(config.rate)
-        )
-        if self.FLOW.lease_and_save is not None:
-            found = self._lease_chosen(conn, claim.chosen, params, self.FLOW.lease_and_save)
-        else:
-            found = self._lease_chosen(conn, claim.chosen, params)
-            if found and config.rate:
-                conn.execute(self.FLOW.save_tokens, params)
-            if found and claim.keys:
-                conn.execute(self.FLOW.save_keys, params)
-        made = {(t.workflow_id, t.task_id): t for t in map(self.ROWS.task, found)}
-        return [made[k] for k in ((t.workflow_id, t.task_id) for t in claim.chosen) if k in made]
 
     def _heartbeat_task(self, params: Params) -> TaskRecord | None:
         return self._one_task(self.SQL.heartbeat_task, params)

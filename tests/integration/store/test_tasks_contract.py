@@ -156,6 +156,35 @@ def test_a_lease_takes_only_the_tasks_chosen_and_leaves_the_rest_untouched(
     assert [t.workflow_id for t in lease(repo)] == ["k-pick-2"]
 
 
+def test_a_lease_with_room_leases_what_surely_fits_and_chooses_exactly_otherwise(
+    repo: Repository,
+) -> None:
+    """A poll that says its answer's size may be leased without a read first (PostgreSQL),
+    but never leases a task ``choose`` would not pick, and never passes over one it would
+    because a bound of its size is too generous."""
+    small = ("k-room-1", "k-room-2")
+    for wid in small:
+        scheduled(repo, wid)
+    picked: list[list[str]] = []
+
+    def all_of(ready: list[TaskRecord]) -> list[TaskRecord]:
+        picked.append([t.workflow_id for t in ready])
+        return ready
+
+    leased = repo.lease_tasks("payments", NOW, 10, FIRST_LEASE, all_of, room=4_000_000)
+    assert [t.workflow_id for t in leased] == list(small)
+    assert all(t.status is TaskStatus.LEASED and t.attempt == 1 for t in leased)
+    assert [repo.get_task(w, "1") for w in small] == leased, "as stored"
+    # A task of about 50 kB in a room of 100 kB: it fits, but not six times over.
+    rec = instance("k-room-big")
+    big = dataclasses.replace(task(rec), input={"blob": "x" * 50_000})
+    repo.create(Create(rec, history(rec), tasks=TaskChange(schedule=big)))
+    (leased_big,) = repo.lease_tasks("payments", NOW, 10, FIRST_LEASE, all_of, room=100_000)
+    assert (leased_big.workflow_id, leased_big.input) == ("k-room-big", big.input)
+    assert picked[-1] == ["k-room-big"], "read and chosen exactly"
+    assert repo.lease_tasks("payments", NOW, 10, FIRST_LEASE, all_of, room=4_000_000) == []
+
+
 def test_a_heartbeat_extends_the_lease_to_its_full_length(repo: Repository) -> None:
     scheduled(repo, "k-beat", start_to_close=120.0, heartbeat=20.0)
     (leased,) = lease(repo)

@@ -219,44 +219,47 @@ def test_a_task_retry_cut_before_it_is_sent_is_unknown_too_and_can_be_sent_again
 
 
 # A poll's lease commits as its block ends too, whether the claim leased the ready tasks
-# in one statement or read them first and leased those the answer has room for.
+# in one statement or read them first and leased those the answer has room for; or as its
+# one statement runs, when the poll says its room and the tasks surely fit it.
 LEASE_MARKER = b"status = 'LEASED', attempt"
+CLAIMS = ["chosen", "all", "fitting"]
 
 
-def _poll(repo: Repository, choosing: bool) -> list[TaskRecord]:
-    choose = (lambda ready: ready) if choosing else None
-    return repo.lease_tasks("payments", NOW, 10, 30.0, choose)
+def _poll(repo: Repository, claim: str) -> list[TaskRecord]:
+    choose = None if claim == "all" else (lambda ready: ready)
+    room = 4_000_000 if claim == "fitting" else None
+    return repo.lease_tasks("payments", NOW, 10, 30.0, choose, room=room)
 
 
-@pytest.mark.parametrize("choosing", [True, False], ids=["chosen", "all"])
+@pytest.mark.parametrize("claim", CLAIMS)
 def test_a_poll_whose_lease_commit_answer_is_lost_is_an_unknown_outcome(
-    proxy: PgProxy, proxied: Repository, direct: Repository, choosing: bool
+    proxy: PgProxy, proxied: Repository, direct: Repository, claim: str
 ) -> None:
     scheduled(direct, "p-after")
     proxy.arm_cut(forward_commit=True, marker=LEASE_MARKER)
     with pytest.raises(OutcomeUnknown):
-        _poll(proxied, choosing)
+        _poll(proxied, claim)
     assert proxy.cuts == 1, "the fault was not injected"
     # It did commit: the lease runs out unseen, and the reaper takes the task back then.
     after = direct.get_task("p-after", "1")
     assert (after.status, after.attempt) == (TaskStatus.LEASED, 1)
-    assert _poll(proxied, choosing) == [], "the lost lease still holds the task"
+    assert _poll(proxied, claim) == [], "the lost lease still holds the task"
     expired = after.lease_expire_time
     assert expired is not None
     reaped = direct.claim_expired_tasks(expired, expired + timedelta(seconds=30), 10)
     assert [t.workflow_id for t in reaped] == ["p-after"]
 
 
-@pytest.mark.parametrize("choosing", [True, False], ids=["chosen", "all"])
+@pytest.mark.parametrize("claim", CLAIMS)
 def test_a_poll_cut_before_its_lease_commits_leaves_the_task_to_the_next_poll(
-    proxy: PgProxy, proxied: Repository, direct: Repository, choosing: bool
+    proxy: PgProxy, proxied: Repository, direct: Repository, claim: str
 ) -> None:
     scheduled(direct, "p-before")
     proxy.arm_cut(forward_commit=False, marker=LEASE_MARKER)
     with pytest.raises(OutcomeUnknown):
-        _poll(proxied, choosing)
+        _poll(proxied, claim)
     assert proxy.cuts == 1, "the fault was not injected"
     after = direct.get_task("p-before", "1")
     assert (after.status, after.attempt, after.lease_token) == (TaskStatus.SCHEDULED, 0, None)
-    (again,) = _poll(proxied, choosing)
+    (again,) = _poll(proxied, claim)
     assert (again.workflow_id, again.status, again.attempt) == ("p-before", TaskStatus.LEASED, 1)
