@@ -248,10 +248,13 @@ def _stale_retry() -> None:
 def _ignore_flow_limit() -> None:
     # The claim of a queue without limits, without its check that the queue has none.
     flow = postgres_store.PostgresRepository.FLOW
+    fitting = sql_postgres.FITTING_LEASE.replace(sql_postgres._NO_LIMITS, "")
+    assert fitting != sql_postgres.FITTING_LEASE, "the one-statement claim's check moved"
     postgres_store.PostgresRepository.FLOW = dataclasses.replace(
         flow,
         unlimited_lease=sql_postgres.SQL.lease_tasks,
         unlimited_ready=sql_postgres.SQL.ready_tasks,
+        fitting_lease=fitting,
     )
 
 
