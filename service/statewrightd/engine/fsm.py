@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -177,6 +178,7 @@ class _Step:
         "state",
         "transitions",
         "value_bytes",
+        "wall_deadline",
         "workflow_id",
     )
 
@@ -216,8 +218,11 @@ class _Step:
         limits = _LIMITS.get() or _DEFAULT_LIMITS
         self.cpu_seconds = limits.cpu_seconds
         # The thread's processor time, not the wall clock: a step is not failed because
-        # the machine was busy with something else (nor for a garbage collection).
+        # the machine was busy with something else (nor for a garbage collection). Reading
+        # it is a system call; the wall clock is not, and a thread's processor time never
+        # runs ahead of it, so until the wall deadline the budget cannot have been spent.
         self.cpu_deadline = step_time() + limits.cpu_seconds
+        self.wall_deadline = time.perf_counter() + limits.cpu_seconds
         self.value_bytes = limits.value_bytes
         self.map_limit = limits.map_items
 
@@ -241,7 +246,7 @@ class _Step:
         return d.environment.activation(self.context, self.event, self.payload, workflow)
 
     def evaluate(self, expr: CompiledExpression, path: str, act: Activation) -> JSONValue:
-        if step_time() > self.cpu_deadline:
+        if time.perf_counter() > self.wall_deadline and step_time() > self.cpu_deadline:
             ms = f"{self.cpu_seconds * 1000:g}"
             raise self.failed(
                 Reason.EVALUATION_BUDGET_EXCEEDED,

@@ -9,7 +9,7 @@ import pytest
 
 from statewrightd.definitions import Definition, load_definition
 from statewrightd.definitions.cost import ITERATION_BUDGET, estimate, shape_of
-from statewrightd.engine import Status, signal, start
+from statewrightd.engine import Status, fsm, signal, start
 from statewrightd.engine.fsm import StepLimits, limited
 
 DEFINITION = """
@@ -100,6 +100,52 @@ def test_a_step_that_runs_out_of_processor_time_fails_at_its_next_evaluation(
     assert failed.error.reason == "EVALUATION_BUDGET_EXCEEDED"
     assert failed.error.metadata["budget"] == "step"
     assert failed.error.metadata["limit"] == "0ms"
+
+
+class _Reads:
+    """Counts what the step reads of the processor clock (a system call each)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __call__(self) -> float:
+        self.count += 1
+        return 0.0
+
+
+def test_a_step_within_its_budget_of_wall_clock_reads_its_processor_time_once(
+    defn: Definition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = start(defn, "w", {"items": [1, 2, 3]})
+    reads = _Reads()
+    monkeypatch.setattr(fsm, "step_time", reads)
+    copied = signal(defn, started.snapshot, "copy", {}).snapshot  # a `set` of a `map`
+    assert copied.state == "done" and copied.error is None
+    assert copied.context["words"] == ["xx", "xx", "xx"]
+    assert reads.count == 1, "read when the step began, never before an evaluation"
+
+
+class _LateWallClock:
+    """A wall clock that jumps ten seconds a reading: a machine too busy to run the step."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def perf_counter(self) -> float:
+        self.now += 10.0
+        return self.now
+
+
+def test_a_step_late_by_the_wall_clock_is_judged_by_its_processor_time(
+    defn: Definition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    started = start(defn, "w", {"items": [1, 2, 3]})
+    reads = _Reads()
+    monkeypatch.setattr(fsm, "step_time", reads)
+    monkeypatch.setattr(fsm, "time", _LateWallClock())
+    copied = signal(defn, started.snapshot, "copy", {}).snapshot
+    assert copied.state == "done" and copied.error is None, "no processor time was spent"
+    assert reads.count == 2, "read again before the evaluation, the wall deadline passed"
 
 
 @pytest.mark.parametrize("size", [0, 1, 10, 100, 400])
