@@ -113,15 +113,21 @@ class _Reads:
         return 0.0
 
 
-def test_a_step_within_its_budget_of_wall_clock_reads_its_processor_time_once(
-    defn: Definition, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _copied(defn: Definition, monkeypatch: pytest.MonkeyPatch) -> tuple[Any, _Reads]:
+    """A step of one evaluation (a `set` of a `map`), its processor clock counted."""
     started = start(defn, "w", {"items": [1, 2, 3]})
     reads = _Reads()
     monkeypatch.setattr(fsm, "step_time", reads)
-    copied = signal(defn, started.snapshot, "copy", {}).snapshot  # a `set` of a `map`
-    assert copied.state == "done" and copied.error is None
+    copied = signal(defn, started.snapshot, "copy", {}).snapshot
+    assert copied.state == "done" and copied.error is None, "no processor time was spent"
     assert copied.context["words"] == ["xx", "xx", "xx"]
+    return copied, reads
+
+
+def test_a_step_within_its_budget_of_wall_clock_reads_its_processor_time_once(
+    defn: Definition, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, reads = _copied(defn, monkeypatch)
     assert reads.count == 1, "read when the step began, never before an evaluation"
 
 
@@ -139,12 +145,8 @@ class _LateWallClock:
 def test_a_step_late_by_the_wall_clock_is_judged_by_its_processor_time(
     defn: Definition, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    started = start(defn, "w", {"items": [1, 2, 3]})
-    reads = _Reads()
-    monkeypatch.setattr(fsm, "step_time", reads)
     monkeypatch.setattr(fsm, "time", _LateWallClock())
-    copied = signal(defn, started.snapshot, "copy", {}).snapshot
-    assert copied.state == "done" and copied.error is None, "no processor time was spent"
+    _, reads = _copied(defn, monkeypatch)
     assert reads.count == 2, "read again before the evaluation, the wall deadline passed"
 
 
