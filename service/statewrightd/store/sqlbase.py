@@ -211,13 +211,12 @@ class _FlowControl:
 
     def _limits_claim(
         self, conn: Connection, now: datetime, params: Params, choose: Choose | None
-    ) -> list[TaskRecord]:
-        """The claim of a queue the unlimited claim found nothing on: under its config
-        row's lock if it has one (in the order the claim served them: priority, the keys'
-        turns, age), else nothing."""
+    ) -> list[TaskRecord] | None:
+        """The claim of a queue with limits, under its config row's lock, in the order
+        the claim served them (priority, the keys' turns, age); None when it has none."""
         limits = conn.execute(self.FLOW.lock_config, params).fetchone()
         if limits is None:
-            return []
+            return None
         return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
 
     def _limited_lease(
@@ -516,7 +515,7 @@ class SqlRepository(
             if flows.unlimited_lease is not None and flows.unlimited_ready is not None:
                 if limited:
                     # The one statement saw the queue's config: claim it under its lock.
-                    return self._limits_claim(conn, now, params, choose)
+                    return self._limits_claim(conn, now, params, choose) or []
                 # The claim of a queue without limits first, as it always was; a queue
                 # with limits answers it nothing, and is then claimed under its lock.
                 rows = self._unlimited(
@@ -524,11 +523,10 @@ class SqlRepository(
                 )
                 if rows:
                     return sorted(map(self.ROWS.task, rows), key=lambda t: t.available_time)
-                return self._limits_claim(conn, now, params, choose)
-            limits = conn.execute(flows.lock_config, params).fetchone()
-            if limits is not None:
-                # In the order the claim served them: priority, the keys' turns, age.
-                return self._limited_lease(conn, self._stored_queue(limits), now, params, choose)
+                return self._limits_claim(conn, now, params, choose) or []
+            limited_claim = self._limits_claim(conn, now, params, choose)
+            if limited_claim is not None:
+                return limited_claim
             rows = self._unlimited(conn, params, choose, self.SQL.lease_tasks, self.SQL.ready_tasks)
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
 
