@@ -24,7 +24,7 @@ import asyncio
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -42,7 +42,7 @@ from statewrightd.engine.observer import StepObserver
 from statewrightd.engine.tasks import FIRST_LEASE, TaskPolls, failure_payload, gives_up, retry_delay
 from statewrightd.reasons import Reason
 from statewrightd.store.filters import TASKS, parse_filter
-from statewrightd.store.records import Page, TaskRecord
+from statewrightd.store.records import InstanceRecord, Page, TaskRecord
 from statewrightd.store.repository import Choose, Repository
 
 _log = logging.getLogger(__name__)
@@ -55,8 +55,9 @@ Step = Callable[[Command, float | None], Awaitable[Outcome]]
 # (workflow id, request key) -> the stored answer: request ids are unique per instance.
 Replayed = Callable[[str, RequestKey], Awaitable[Outcome | None]]
 Instance = Callable[[str], Awaitable[Found]]
-# Blocking: the instances of tasks just leased that a completion may step unloaded, by id.
-Leased = Callable[[Sequence[TaskRecord]], dict[str, Found]]
+# Blocking: the instances of tasks just leased that a completion may step unloaded, by id,
+# given those the lease read along with them (Repository.lease_tasks).
+Leased = Callable[[Sequence[TaskRecord], Mapping[str, InstanceRecord]], dict[str, Found]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,8 +176,11 @@ class TaskDesk:
         def lease() -> tuple[list[TaskRecord], dict[str, Found]]:
             # The time is read when the claim runs, not when it was queued: a queue's
             # limits and buckets are reckoned at it, and the leases start at it.
-            tasks = repo.lease_tasks(queue, clock.now(), limit, FIRST_LEASE, choose, room=room)
-            return tasks, _instances(instances_of, tasks)
+            read: dict[str, InstanceRecord] = {}
+            tasks = repo.lease_tasks(
+                queue, clock.now(), limit, FIRST_LEASE, choose, room=room, read=read
+            )
+            return tasks, _instances(instances_of, tasks, read)
 
         leasing = asyncio.ensure_future(self.write(lease))
         try:
@@ -479,14 +483,16 @@ def _finished(task: TaskRecord, status: TaskStatus | None = None) -> TaskRecord:
     return replace(task, status=status, lease_token=None, lease_expire_time=None)
 
 
-def _instances(leased: Leased | None, tasks: list[TaskRecord]) -> dict[str, Found]:
+def _instances(
+    leased: Leased | None, tasks: list[TaskRecord], read: Mapping[str, InstanceRecord]
+) -> dict[str, Found]:
     """What ``leased`` reads of ``tasks``' instances; none when it fails, whatever the
     failure: the lease is made and must be answered, and a completion that finds no
     instance remembered loads it. Only a speed-up is lost."""
     if leased is None or not tasks:
         return {}
     try:
-        return leased(tasks)
+        return leased(tasks, read)
     except errors.StatewrightError as exc:
         _log.debug("the instances of a poll's leases were not read: %s", exc)
     except Exception:

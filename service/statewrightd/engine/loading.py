@@ -7,7 +7,7 @@ query each, and only for the instances that can have any.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
@@ -34,6 +34,9 @@ Cached = Callable[[str], int | None]
 
 def _nothing(workflow_id: str) -> int | None:
     return None
+
+
+_NONE_READ: Mapping[str, InstanceRecord] = {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,12 +169,17 @@ class InstanceLoader:
         task = whole.task if in_task_state(loaded, record) else None
         return self._found(record, loaded, timers, task)
 
-    def leased(self, tasks: Sequence[TaskRecord], cached: Cached = _nothing) -> dict[str, Found]:
+    def leased(
+        self,
+        tasks: Sequence[TaskRecord],
+        read: Mapping[str, InstanceRecord] = _NONE_READ,
+        cached: Cached = _nothing,
+    ) -> dict[str, Found]:
         """The instances of tasks just leased, by id, each with its task as the lease
         left it: only those the task's scheduling step left as they are (the same
         revision) and that a load would read whole from the row and that task (no
         timers, no fan-out). Not read: those ``cached`` already holds at the task's
-        revision or later."""
+        revision or later, and those ``read`` holds already (the lease read them)."""
         by_id = {
             t.workflow_id: t
             for t in tasks
@@ -179,8 +187,12 @@ class InstanceLoader:
         }
         if not by_id:
             return {}
+        records = [read[i] for i in by_id if i in read]
+        unread = [i for i in by_id if i not in read]
+        if unread:
+            records += self._repo.load_many(unread)
         found: dict[str, Found] = {}
-        for record in self._repo.load_many(list(by_id)):
+        for record in records:
             task = by_id[record.workflow_id]
             loaded = self._registry.get(record.definition, record.version)
             if (

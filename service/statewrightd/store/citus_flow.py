@@ -41,7 +41,7 @@ from statewrightd.store import sql_citus as c
 from statewrightd.store.citus_scans import ALL, JSON_ROWS, CitusScans, fields_of
 from statewrightd.store.flow import KeyCounts, KeyState, QueueState, StoredQueue
 from statewrightd.store.pg_pool import Conn
-from statewrightd.store.records import TaskRecord
+from statewrightd.store.records import InstanceRecord, TaskRecord
 from statewrightd.store.repository import Choose, Params
 from statewrightd.store.sql_flow import KEY_COLUMNS
 
@@ -77,7 +77,9 @@ _SESSION_GPID = "SELECT citus_backend_gpid()"
 class CitusFlow(CitusScans):
     """The claims of limited queues, and ListQueues' counts by key, on Citus."""
 
-    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+    def _lease_tasks(
+        self, params: Params, choose: Choose | None, read: dict[str, InstanceRecord] | None
+    ) -> list[TaskRecord]:
         if not self._read_all(self.FLOW.get_config, {"queue": params["queue"]}):
             return self._unlimited_claim(params, choose)
         lock = {"lock_class": QUEUE_LOCK_CLASS, "queue": params["queue"]}

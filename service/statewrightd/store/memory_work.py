@@ -17,7 +17,13 @@ from statewrightd.store.filters import TASKS, Filter, InstanceTask, matches
 from statewrightd.store.flow import KeyCounts, KeyState, QueueConfig, QueueState, StoredQueue
 from statewrightd.store.memory_schedules import MemorySchedules
 from statewrightd.store.memory_state import OPEN, READY, ROWS, stamp, task_record
-from statewrightd.store.records import FanOutProgress, QueueCounts, TaskRecord, TimerRecord
+from statewrightd.store.records import (
+    FanOutProgress,
+    InstanceRecord,
+    QueueCounts,
+    TaskRecord,
+    TimerRecord,
+)
 from statewrightd.store.repository import Choose, Params, Repository
 
 # A timer's row is rows.TIMER then its claim's end.
@@ -92,7 +98,9 @@ class MemoryWork(MemorySchedules, BatchWriter, Repository):
             return None
         return task
 
-    def _lease_tasks(self, p: Params, choose: Choose | None) -> list[TaskRecord]:
+    def _lease_tasks(
+        self, p: Params, choose: Choose | None, read: dict[str, InstanceRecord] | None
+    ) -> list[TaskRecord]:
         at, first_ms = to_micros(p["now"]), p["first_ms"]
         with self._held():
             ready = sorted(

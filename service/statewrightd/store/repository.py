@@ -232,7 +232,44 @@ class WholeLoads(Protocol):
         ...
 
 
-class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
+class TaskLeases(Protocol):
+    def lease_tasks(
+        self,
+        queue: str,
+        now: datetime,
+        limit: int,
+        first_lease: float,
+        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
+        *,
+        room: int | None = None,
+        read: dict[str, InstanceRecord] | None = None,
+    ) -> list[TaskRecord]:
+        """Lease up to ``limit`` of ``queue``'s ready tasks: a new attempt each, a fresh
+        token, a lease of at most ``first_lease`` seconds that a heartbeat extends.
+        ``choose``, given the ready tasks in order (as they are before the lease), picks
+        those to lease, in the same transaction: the rest stay ready, untouched. Given the
+        answer's ``room`` in bytes, a store may lease unread the oldest that surely fit.
+        Given ``read``, a store whose claim reads the leased tasks' instances along with
+        them (in the same statement) puts there, by id, those of tasks that are no item
+        of a fan-out; a store that does not puts none."""
+        params = {
+            "queue": queue,
+            "now": _time(now),
+            "limit": limit,
+            "first_ms": round(first_lease * 1000),
+            "room": room,
+        }
+        return self._lease_tasks(params, choose, read)
+
+    def _lease_tasks(
+        self, params: Params, choose: Choose | None, read: dict[str, InstanceRecord] | None
+    ) -> list[TaskRecord]:
+        """Lease (queue, now, limit, first_ms, room) the ready tasks ``choose`` picks (all
+        if None), in the order they became ready; ``read`` as lease_tasks says."""
+        ...
+
+
+class Repository(BatchStore, ChildLinks, ScheduleStore, TaskLeases, WholeLoads, Protocol):
     def create(self, op: Create) -> InstanceRecord:
         """Insert a new instance at revision 1 with its first history row.
 
@@ -336,30 +373,6 @@ class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
     def timer_counts(self, now: datetime) -> tuple[int, int]:
         """(armed timers, of them due by ``now``)."""
         ...
-
-    def lease_tasks(
-        self,
-        queue: str,
-        now: datetime,
-        limit: int,
-        first_lease: float,
-        choose: Callable[[list[TaskRecord]], list[TaskRecord]] | None = None,
-        *,
-        room: int | None = None,
-    ) -> list[TaskRecord]:
-        """Lease up to ``limit`` of ``queue``'s ready tasks: a new attempt each, a fresh
-        token, a lease of at most ``first_lease`` seconds that a heartbeat extends.
-        ``choose``, given the ready tasks in order (as they are before the lease), picks
-        those to lease, in the same transaction: the rest stay ready, untouched. Given the
-        answer's ``room`` in bytes, a store may lease unread the oldest that surely fit."""
-        params = {
-            "queue": queue,
-            "now": _time(now),
-            "limit": limit,
-            "first_ms": round(first_lease * 1000),
-            "room": room,
-        }
-        return self._lease_tasks(params, choose)
 
     def heartbeat_task(
         self,
@@ -477,11 +490,6 @@ class Repository(BatchStore, ChildLinks, ScheduleStore, WholeLoads, Protocol):
         return Page(items=tasks, next_page_token=token)
 
     # What a backend brings: the rows, from values checked and encoded.
-
-    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
-        """Lease (queue, now, limit, first_ms) the ready tasks ``choose`` picks (all if
-        None), in the order they became ready."""
-        ...
 
     def _heartbeat_task(self, params: Params) -> TaskRecord | None:
         """Lease (workflow_id, task_id, token, now), details."""

@@ -595,8 +595,10 @@ assert SQL.lease_tasks != UNLIMITED_LEASE and SQL.ready_tasks != UNLIMITED_READY
 # numbers); every other field of a task is a column's text, twice at most (the workflow
 # id), or a number, a time, a tag and a length (the kilobyte). One row at least: how many
 # tasks were ready, whether the queue has limits, then each leased task's TASK columns
-# (NULLs when none was leased). Ready tasks and no lease: the first one's bound did not
-# fit, and the poll reads them and chooses exactly.
+# (NULLs when none was leased) and its instance's INSTANCE columns (NULLs for an item of
+# a fan-out): the poll's read of the instances comes with the lease, in the same round
+# trip. Ready tasks and no lease: the first one's bound did not fit, and the poll reads
+# them and chooses exactly.
 FITTING_BOUND = "6 * octet_length(workflow_tasks::text) + 1024"
 FITTING_LEASE = f"""
 WITH ready AS (
@@ -619,8 +621,10 @@ WITH ready AS (
     RETURNING {rows.listed(rows.TASK, "k.")}
 )
 SELECT (SELECT count(*) FROM ready), EXISTS (SELECT 1 FROM task_queues c WHERE c.queue = %(queue)s),
-       leased.*
+       leased.*, {rows.listed(rows.INSTANCE, "w.")}
   FROM (SELECT 1) one LEFT JOIN leased ON true
+  LEFT JOIN workflow_instances w
+    ON w.workflow_id = leased.workflow_id AND leased.item_index IS NULL
 """
 
 # Flow control's statements, with the claims above.

@@ -148,6 +148,11 @@ def _named(params: Params, *keys: str) -> tuple[bool, ...]:
     return tuple(params[k] is not None for k in keys)
 
 
+# Where a row of the one-statement claim has its instance's columns: after its counts
+# (two) and its task's.
+_INSTANCE_AT = 2 + len(TASK)
+
+
 @dataclass(frozen=True, slots=True)
 class _Fitted:
     tasks: list[TaskRecord] | None  # None: the claim could not tell, see _fitting_lease
@@ -501,13 +506,15 @@ class SqlRepository(
 
     # -- tasks -----------------------------------------------------------------------
 
-    def _lease_tasks(self, params: Params, choose: Choose | None) -> list[TaskRecord]:
+    def _lease_tasks(
+        self, params: Params, choose: Choose | None, read: dict[str, InstanceRecord] | None
+    ) -> list[TaskRecord]:
         now = params["now"]
         params = self._bound(params)
         flows = self.FLOW
         limited = False
         if flows.fitting_lease is not None and params.get("room") is not None:
-            fitted = self._fitting_lease(flows.fitting_lease, params)
+            fitted = self._fitting_lease(flows.fitting_lease, params, read)
             if fitted.tasks is not None:
                 return fitted.tasks
             limited = fitted.limited
@@ -530,18 +537,26 @@ class SqlRepository(
             rows = self._unlimited(conn, params, choose, self.SQL.lease_tasks, self.SQL.ready_tasks)
         return sorted((self.ROWS.task(r) for r in rows), key=lambda t: t.available_time)
 
-    def _fitting_lease(self, sql: str, params: Params) -> _Fitted:
+    def _fitting_lease(
+        self, sql: str, params: Params, read: dict[str, InstanceRecord] | None
+    ) -> _Fitted:
         """A poll's claim in one statement committed on its own (FlowStatements.
         fitting_lease): the tasks it leased, none when nothing was ready on a queue
         without limits; ``tasks`` None when it cannot tell (ready tasks too large for its
-        bound, or a queue with limits), for the claim that reads and chooses exactly."""
+        bound, or a queue with limits), for the claim that reads and chooses exactly.
+        The statement reads the instances of the tasks it leased too: into ``read``."""
         with self._writing_one() as conn:
             found = conn.execute(sql, params).fetchall()
         ready, limited = int(found[0][0]), bool(found[0][1])
-        if found[0][2] is not None:
-            leased = (self.ROWS.task(r[2:]) for r in found)
-            return _Fitted(sorted(leased, key=lambda t: t.available_time), limited)
-        return _Fitted(None if ready or limited else [], limited)
+        if found[0][2] is None:
+            return _Fitted(None if ready or limited else [], limited)
+        task, instance = self.ROWS.task, self.ROWS.instance
+        leased = []
+        for row in found:
+            leased.append(task(row[2:_INSTANCE_AT]))
+            if read is not None and row[_INSTANCE_AT] is not None:
+                read[row[_INSTANCE_AT]] = instance(row[_INSTANCE_AT:])
+        return _Fitted(sorted(leased, key=lambda t: t.available_time), limited)
 
     def _unlimited(
         self, conn: Connection, params: Params, choose: Choose | None, lease: str, ready: str

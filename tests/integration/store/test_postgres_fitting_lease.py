@@ -18,7 +18,7 @@ from statewrightd.domain import TaskStatus, TraceContext
 from statewrightd.store import open_repository
 from statewrightd.store.flow import QueueConfig
 from statewrightd.store.postgres import PostgresRepository
-from statewrightd.store.records import Create, TaskChange, TaskRecord
+from statewrightd.store.records import Create, InstanceRecord, TaskChange, TaskRecord
 from statewrightd.store.sql_postgres import FITTING_BOUND
 from tests.integration.store.test_tasks_contract import NOW, history, instance, task
 
@@ -145,3 +145,22 @@ def test_a_queue_with_limits_is_claimed_under_them_when_the_poll_says_its_room(
     assert [t.workflow_id for t in leased] == ["fit-limited-0", "fit-limited-1"]
     assert chosen == [2], "chosen among what the limits let through"
     assert repo.lease_tasks("limited", NOW, 10, 30.0, all_of, room=ROOM) == []
+
+
+def test_the_one_statement_reads_the_leased_tasks_instances_as_a_load_reads_them(
+    repo: PostgresRepository,
+) -> None:
+    _schedule(repo, "fit-read-0")
+    _schedule(repo, "fit-read-item", item_index=3)
+    _schedule(repo, "fit-read-1")
+    read: dict[str, InstanceRecord] = {}
+    leased = repo.lease_tasks("payments", NOW, 10, 30.0, _never, room=ROOM, read=read)
+    assert {t.workflow_id for t in leased} == {"fit-read-0", "fit-read-item", "fit-read-1"}
+    # An item of a fan-out is not its instance's one task: its instance is not read.
+    assert read == {w: repo.load(w) for w in ("fit-read-0", "fit-read-1")}
+    # Nothing leased, nothing read; and the claim that reads and chooses reads none.
+    assert repo.lease_tasks("payments", NOW, 10, 30.0, _never, room=ROOM, read=read) == []
+    _schedule(repo, "fit-read-large", input={"blob": "x" * 10_000})
+    chose = repo.lease_tasks("payments", NOW, 10, 30.0, lambda r: r, room=1_000, read=read)
+    assert [t.workflow_id for t in chose] == ["fit-read-large"]
+    assert sorted(read) == ["fit-read-0", "fit-read-1"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -10,7 +11,8 @@ import pytest
 from statewrightd.definitions.registry import read_file
 from statewrightd.engine.loading import InstanceLoader
 from statewrightd.scenarios.sandbox import Sandbox
-from statewrightd.store.records import TaskRecord
+from statewrightd.store.records import InstanceRecord, TaskRecord
+from statewrightd.store.repository import Repository
 
 DEFINITION = """
 name: leasing
@@ -88,3 +90,37 @@ def test_an_instance_held_in_memory_at_the_tasks_revision_or_later_is_not_read(
     assert loader.leased([task], cached=held.get) == {}
     held["w"] = task.revision - 1  # a copy from before the step that scheduled the task
     assert loader.leased([task], cached=held.get)["w"].record.revision == task.revision
+
+
+class _Counted:
+    """The repository, counting the instances it is asked to load many of."""
+
+    def __init__(self, repo: Repository) -> None:
+        self._repo = repo
+        self.asked: list[list[str]] = []
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self._repo, name)
+
+    def load_many(self, workflow_ids: Sequence[str]) -> list[InstanceRecord]:
+        self.asked.append(list(workflow_ids))
+        return self._repo.load_many(workflow_ids)
+
+
+def test_instances_the_lease_read_along_are_not_read_again_and_are_checked_the_same(
+    box: Sandbox,
+) -> None:
+    box.start("leasing", workflow_id="w")
+    box.start("leasing", workflow_id="v")
+    first, second = box.take("leasing.work"), box.take("leasing.work")
+    counted = _Counted(box.repo)
+    loader = InstanceLoader(counted, box.registry)  # type: ignore[arg-type]
+    read = {first.workflow_id: box.repo.load(first.workflow_id)}
+    found = loader.leased([first, second], read)
+    assert counted.asked == [[second.workflow_id]], "only what the lease did not read"
+    assert found[first.workflow_id] == loader.load(first.workflow_id)
+    assert found[second.workflow_id] == loader.load(second.workflow_id)
+    # What the lease read is held to the same checks: a later revision is not the task's.
+    moved = dataclasses.replace(read[first.workflow_id], revision=first.revision + 1)
+    assert loader.leased([first], {first.workflow_id: moved}) == {}
+    assert counted.asked == [[second.workflow_id]]
