@@ -190,7 +190,8 @@ class StepWrites:
             workflow_id=record.workflow_id,
             method=key.method,
             fingerprint=key.fingerprint,
-            response=json.dumps({"revision": record.revision}).encode(),
+            # The text json.dumps writes, without its encoder's cost on every step.
+            response=b'{"revision": %d}' % record.revision,
             create_time=now,
             live_after=None if self._window is None else now - self._window,
         )
