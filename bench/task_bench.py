@@ -368,6 +368,18 @@ def tasks_run(
     }
 
 
+ENGINES = ("python", "go", "java")
+
+
+def worker_engines(text: str) -> list[str]:
+    """``--worker-engine``: one engine, several comma-separated, or ``all``."""
+    engines = list(ENGINES) if text == "all" else text.split(",")
+    unknown = [e for e in engines if e not in ENGINES]
+    if unknown or len(set(engines)) != len(engines):
+        raise argparse.ArgumentTypeError(f"{text!r}: name each of {', '.join(ENGINES)} once")
+    return engines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=2)
@@ -380,10 +392,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 s windows, once")
     parser.add_argument(
         "--worker-engine",
-        choices=["python", "go", "java", "all"],
-        default="python",
-        help="the workers: grpc.aio in Python, Go (bench/goload), Java (bench/javaworker),"
-        " or all three in turn in each round",
+        type=worker_engines,
+        default=["python"],
+        help="the workers: grpc.aio in Python, Go (bench/goload), Java (bench/javaworker);"
+        " several, comma-separated (or all), in turn in each round",
     )
     parser.add_argument(
         "--server-patch",
@@ -407,7 +419,7 @@ def main() -> None:
         )
         print(json.dumps(result))
         return
-    if args.fail_first and args.worker_engine != "go":
+    if args.fail_first and args.worker_engine != ["go"]:
         parser.error("--fail-first needs --worker-engine go")
     if args.quick:
         args.seconds, args.warmup, args.repeat, args.population = 5.0, 2.0, 1, 200
@@ -428,7 +440,7 @@ def main() -> None:
         ]
         targets = [t for t, _ in started]
         pids = [p for _, p in started]
-        engines = ["python", "go", "java"] if args.worker_engine == "all" else [args.worker_engine]
+        engines = args.worker_engine
         # Built before any window opens: a build inside one would eat its warm-up.
         if "go" in engines:
             loadgen.goload_binary()
