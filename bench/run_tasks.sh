@@ -4,8 +4,9 @@
 # end. About three minutes; arguments go to bench/task_bench.py (--quick: a smoke run;
 # --replicas N --workers N --population N --seconds S --repeat N; --server-patch NAME, a
 # patch of bench/patched_server.py; --worker-engine go, java, several comma-separated or
-# all: the workers in Go or Java, or those languages in turn in each round; --fail-first with Go workers: each
-# task's first attempt is failed and retried at once, so that FailTask is measured too).
+# all: the workers in Go or Java, or those languages in turn in each round; --fail-first
+# with Go workers: each task's first attempt is failed and retried at once, so that
+# FailTask is measured too).
 # Not a test: `make test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
