@@ -72,6 +72,8 @@ TASK_CPU_GOAL_MS = 1.0
 # The task goals read the first engine's run (its own CPU takes least of the shared cores);
 # the second runs too, on the same servers, and is shown beside it.
 TASK_ENGINES = ("go", "python")
+# How the goal table names each engine's workers.
+ENGINE_NAMES = {"go": "Go", "python": "Python", "java": "Java"}
 TLS_RATIO_GOAL = 0.85
 PEER_RATIO_GOAL = 10.0
 SIDECAR_TIMEOUT = 600.0
@@ -411,24 +413,26 @@ def sidecar_rows(sidecars: dict[str, dict[str, Any]]) -> list[Row]:
     tasks, tls = sidecars.get("tasks"), sidecars.get("tls")
     if tasks is not None:
         by_engine = {r.get("worker_engine"): r for r in tasks.get("runs") or []}
-        run, beside = by_engine.get(TASK_ENGINES[0], {}), by_engine.get(TASK_ENGINES[1], {})
+        first, second = TASK_ENGINES
+        run, beside = by_engine.get(first, {}), by_engine.get(second, {})
+        named, beside_named = ENGINE_NAMES[first], ENGINE_NAMES[second]
         steps = float(run.get("task_steps_per_s", 0.0))
         cpu = float(run.get("server_cpu_ms_per_task_step", 0.0))
-        left = tasks.get("skipped", "") or ("" if run else "no run with Go workers")
+        left = tasks.get("skipped", "") or ("" if run else f"no run with {named} workers")
         rows += [
             Row(
                 "task steps/s, 2 replicas, 4 worker processes",
                 f">= {TASK_STEPS_GOAL:,.0f}",
                 left
-                or f"{steps:,.0f} with Go workers ({run.get('errors', 0)} errors); Python"
-                f" workers {beside.get('task_steps_per_s', 0.0):,.0f}",
+                or f"{steps:,.0f} with {named} workers ({run.get('errors', 0)} errors);"
+                f" {beside_named} workers {beside.get('task_steps_per_s', 0.0):,.0f}",
                 steps >= TASK_STEPS_GOAL,
             ),
             Row(
                 "server CPU per task step",
                 f"<= {TASK_CPU_GOAL_MS:.1f} ms",
                 left
-                or f"{cpu:.2f} ms with Go workers; Python workers"
+                or f"{cpu:.2f} ms with {named} workers; {beside_named} workers"
                 f" {beside.get('server_cpu_ms_per_task_step', 0.0):.2f} ms",
                 0 < cpu <= TASK_CPU_GOAL_MS,
             ),
