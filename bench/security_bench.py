@@ -10,17 +10,21 @@ other, several rounds interleaved so that a drift of the machine hits both alike
   as a client with a cached token sends it.
 
 In each it measures, closed loop (``--concurrency`` calls in flight, ``--seconds`` each):
-start-to-complete (a one-state workflow), and resume (start mail-approval, then resume
-it; the resumes are timed). It reports calls/s, p50/p99, server CPU per call, and the
+start-to-complete (a one-state workflow), and resume (start a workflow that waits, then
+resume it; the resumes are timed). It reports calls/s, p50/p99, server CPU per call, and the
 ratio of each ``tls+jwt`` figure to the plaintext one (goal: >= 0.85).
 
 ``--engine go`` drives the same two modes with bench/goload (Go's gRPC and TLS, a resumed
 TLS session, the token as per-call credentials) in place of grpc.aio in this process: its
 client costs a fraction of the Python one's CPU, so the ratio is the server's share. Its
-"resume" is the hitl scenario's resume (start mail-approval, then approve it). It also
+start is order-pricing's start-to-complete (as in the goal table's start line), its
+"resume" the hitl scenario's resume (start mail-approval, then approve it). It also
 measures the bare echo (bench/echo_server.py: gRPC alone, a canned answer) in plaintext and
 over the same TLS, without authentication: what gRPC's own TLS costs a call, against which
 the server's ratio tells what the rest of TLS + JWT (the interceptor, the token) costs.
+
+``--engine go,python`` measures with both clients in turn on the same servers, in each
+round; the report's ``runs`` has one entry per client, in that order.
 """
 
 from __future__ import annotations
@@ -228,59 +232,27 @@ def measure_echo_go(
     }
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=10.0)
-    parser.add_argument("--concurrency", type=int, default=16)
-    parser.add_argument("--rounds", type=int, default=2)
-    parser.add_argument("--quick", action="store_true", help="3 s windows, one round")
-    parser.add_argument(
-        "--engine",
-        choices=("python", "go"),
-        default="python",
-        help="the client: grpc.aio in this process, or bench/goload (the server's share)",
-    )
-    args = parser.parse_args()
-    if args.quick:
-        args.seconds, args.rounds = 3.0, 1
-    database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
-    runs: dict[str, list[dict[str, Any]]] = {"plaintext": [], "tls+jwt": []}
-    # goload starts order-pricing and mail-approval, as in the other benchmarks.
-    examples = {f"{n}.yaml": (EXAMPLES / f"{n}.yaml").read_text() for n in GOLOAD_DEFINITIONS}
-    with (
-        workspace({**DEFINITIONS, **examples}, "security-bench-") as (definitions, logs),
-        tempfile.TemporaryDirectory(prefix="security-bench-keys-") as keys,
-    ):
-        secure_args, ca, token = _secure(Path(keys))
-        (Path(keys) / "ca.pem").write_bytes(ca)
-        (Path(keys) / "token").write_text(token)
-        for round_ in range(args.rounds):
-            for mode in ("plaintext", "tls+jwt"):
-                extra = ["--processes", "1"] + (secure_args if mode == "tls+jwt" else [])
-                with server(database, definitions, logs, f"{mode}-{round_}", extra) as (t, pid):
-                    secure = mode == "tls+jwt"
-                    if args.engine == "go":
-                        result = measure_go(t, pid, Path(keys) if secure else None, args)
-                    else:
-                        result = measure(
-                            t, pid, ca if secure else None, token if secure else None, args
-                        )
-                if args.engine == "go":
-                    secure_dir = Path(keys) if secure else None
-                    name = f"echo-{mode}-{round_}"
-                    result["echo"] = measure_echo_go(logs, secure_args[:4], secure_dir, args, name)
-                runs[mode].append(result)
-                print(json.dumps({mode: result}), file=sys.stderr, flush=True)
-    report: dict[str, Any] = {
-        "engine": args.engine,
-        "seconds": args.seconds,
-        "concurrency": args.concurrency,
-    }
-    kinds = ("start", "resume", "echo") if args.engine == "go" else ("start", "resume")
+CLIENT_ENGINES = ("python", "go")
+
+
+def client_engines(text: str) -> list[str]:
+    """``--engine``: one client, or several comma-separated (each measured in turn on the
+    same servers)."""
+    engines = text.split(",")
+    unknown = [e for e in engines if e not in CLIENT_ENGINES]
+    if unknown or len(set(engines)) != len(engines):
+        raise argparse.ArgumentTypeError(f"{text!r}: name each of {', '.join(CLIENT_ENGINES)} once")
+    return engines
+
+
+def summary(runs: dict[str, list[dict[str, Any]]], engine: str) -> dict[str, Any]:
+    """The medians of one client's rounds, and each TLS + JWT figure's ratio to plaintext."""
+    out: dict[str, Any] = {"engine": engine}
+    kinds = ("start", "resume", "echo") if engine == "go" else ("start", "resume")
     for kind in kinds:
         plain = statistics.median(r[kind]["per_s"] for r in runs["plaintext"])
         secured = statistics.median(r[kind]["per_s"] for r in runs["tls+jwt"])
-        report[kind] = {
+        out[kind] = {
             "plaintext_per_s": plain,
             "tls_jwt_per_s": secured,
             "ratio": secured / plain,
@@ -293,13 +265,79 @@ def main() -> None:
                 r[kind]["server_cpu_ms_per_call"] for r in runs["tls+jwt"]
             ),
         }
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--concurrency", type=int, default=16)
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--quick", action="store_true", help="3 s windows, one round")
+    parser.add_argument(
+        "--engine",
+        type=client_engines,
+        default=["python"],
+        help="the client: grpc.aio in this process (python), or bench/goload (go: the"
+        " server's share); several, comma-separated, in turn on the same servers",
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.seconds, args.rounds = 3.0, 1
+    database = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
+    runs: dict[str, dict[str, list[dict[str, Any]]]] = {
+        engine: {"plaintext": [], "tls+jwt": []} for engine in args.engine
+    }
+    # goload starts order-pricing and mail-approval, as in the other benchmarks.
+    examples = {f"{n}.yaml": (EXAMPLES / f"{n}.yaml").read_text() for n in GOLOAD_DEFINITIONS}
+    with (
+        workspace({**DEFINITIONS, **examples}, "security-bench-") as (definitions, logs),
+        tempfile.TemporaryDirectory(prefix="security-bench-keys-") as keys,
+    ):
+        secure_args, ca, token = _secure(Path(keys))
+        (Path(keys) / "ca.pem").write_bytes(ca)
+        (Path(keys) / "token").write_text(token)
+        for round_ in range(args.rounds):
+            for mode in ("plaintext", "tls+jwt"):
+                secure = mode == "tls+jwt"
+                extra = ["--processes", "1"] + (secure_args if secure else [])
+                results: dict[str, dict[str, Any]] = {}
+                with server(database, definitions, logs, f"{mode}-{round_}", extra) as (t, pid):
+                    for engine in args.engine:
+                        if engine == "go":
+                            results[engine] = measure_go(
+                                t, pid, Path(keys) if secure else None, args
+                            )
+                        else:
+                            results[engine] = measure(
+                                t, pid, ca if secure else None, token if secure else None, args
+                            )
+                if "go" in results:
+                    secure_dir = Path(keys) if secure else None
+                    name = f"echo-{mode}-{round_}"
+                    results["go"]["echo"] = measure_echo_go(
+                        logs, secure_args[:4], secure_dir, args, name
+                    )
+                for engine, result in results.items():
+                    runs[engine][mode].append(result)
+                    print(json.dumps({mode: result, "engine": engine}), file=sys.stderr, flush=True)
+    report: dict[str, Any] = {
+        "engines": args.engine,
+        "seconds": args.seconds,
+        "concurrency": args.concurrency,
+        "runs": [summary(runs[engine], engine) for engine in args.engine],
+    }
     print(json.dumps(report, indent=2))
-    for kind in ("start", "resume"):
-        ratio = report[kind]["ratio"]
-        verdict = "met" if ratio >= 0.85 else "NOT met"
-        print(f"goal {kind} over TLS+JWT >= 0.85 of plaintext: {ratio:.2f}: {verdict}")
-    if "echo" in report:
-        print(f"the bare echo over TLS / plaintext: {report['echo']['ratio']:.2f} (gRPC's own)")
+    for run in report["runs"]:
+        for kind in ("start", "resume"):
+            ratio = run[kind]["ratio"]
+            verdict = "met" if ratio >= 0.85 else "NOT met"
+            print(
+                f"{run['engine']} client: goal {kind} over TLS+JWT >= 0.85 of plaintext:"
+                f" {ratio:.2f}: {verdict}"
+            )
+        if "echo" in run:
+            print(f"the bare echo over TLS / plaintext: {run['echo']['ratio']:.2f} (gRPC's own)")
 
 
 if __name__ == "__main__":
