@@ -414,14 +414,21 @@ def run_sidecars(args: argparse.Namespace, database: str) -> dict[str, dict[str,
     return {"tasks": tasks, "tls": tls}
 
 
+def _led_and_beside(
+    report: dict[str, Any], key: str, engines: tuple[str, str]
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A sidecar's runs of the two engines (by ``key``): the one its goal lines read and the
+    one shown beside it; an empty dict for either that did not run."""
+    by_engine = {r.get(key): r for r in report.get("runs") or []}
+    return by_engine.get(engines[0], {}), by_engine.get(engines[1], {})
+
+
 def sidecar_rows(sidecars: dict[str, dict[str, Any]]) -> list[Row]:
     rows: list[Row] = []
     tasks, tls = sidecars.get("tasks"), sidecars.get("tls")
     if tasks is not None:
-        by_engine = {r.get("worker_engine"): r for r in tasks.get("runs") or []}
-        first, second = TASK_ENGINES
-        run, beside = by_engine.get(first, {}), by_engine.get(second, {})
-        named, beside_named = ENGINE_NAMES[first], ENGINE_NAMES[second]
+        run, beside = _led_and_beside(tasks, "worker_engine", TASK_ENGINES)
+        named, beside_named = (ENGINE_NAMES[e] for e in TASK_ENGINES)
         steps = float(run.get("task_steps_per_s", 0.0))
         cpu = float(run.get("server_cpu_ms_per_task_step", 0.0))
         left = tasks.get("skipped", "") or ("" if run else f"no run with {named} workers")
@@ -444,10 +451,9 @@ def sidecar_rows(sidecars: dict[str, dict[str, Any]]) -> list[Row]:
             ),
         ]
     if tls is not None:
-        by_client = {r.get("engine"): r.get("start", {}) for r in tls.get("runs") or []}
-        first, second = TLS_CLIENTS
-        start, beside = by_client.get(first, {}), by_client.get(second, {})
-        named, beside_named = ENGINE_NAMES[first], ENGINE_NAMES[second]
+        led, beside_run = _led_and_beside(tls, "engine", TLS_CLIENTS)
+        start, beside = led.get("start", {}), beside_run.get("start", {})
+        named, beside_named = (ENGINE_NAMES[e] for e in TLS_CLIENTS)
         ratio = float(start.get("ratio", 0.0))
         left = tls.get("skipped", "") or ("" if start else f"no run with the {named} client")
         rows.append(

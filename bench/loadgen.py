@@ -96,6 +96,16 @@ GOLOAD_CACHE = ROOT / ".cache" / "goload"  # gitignored
 DEFAULT_LANES = 48
 
 
+def engine_list(text: str, known: tuple[str, ...]) -> list[str]:
+    """An option naming one engine, several comma-separated, or ``all`` of ``known``: the
+    engines in the order given, each once."""
+    engines = list(known) if text == "all" else text.split(",")
+    unknown = [e for e in engines if e not in known]
+    if unknown or len(set(engines)) != len(engines):
+        raise argparse.ArgumentTypeError(f"{text!r}: name each of {', '.join(known)} once")
+    return engines
+
+
 def default_shape(engine: str) -> tuple[int, int]:
     """(processes, concurrency each) when neither is given: the same 48 lanes in total."""
     return (3, DEFAULT_LANES // 3) if engine == "python" else (1, DEFAULT_LANES)

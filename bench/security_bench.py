@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import os
 import statistics
@@ -232,19 +233,6 @@ def measure_echo_go(
     }
 
 
-CLIENT_ENGINES = ("python", "go")
-
-
-def client_engines(text: str) -> list[str]:
-    """``--engine``: one client, or several comma-separated (each measured in turn on the
-    same servers)."""
-    engines = text.split(",")
-    unknown = [e for e in engines if e not in CLIENT_ENGINES]
-    if unknown or len(set(engines)) != len(engines):
-        raise argparse.ArgumentTypeError(f"{text!r}: name each of {', '.join(CLIENT_ENGINES)} once")
-    return engines
-
-
 def summary(runs: dict[str, list[dict[str, Any]]], engine: str) -> dict[str, Any]:
     """The medians of one client's rounds, and each TLS + JWT figure's ratio to plaintext."""
     out: dict[str, Any] = {"engine": engine}
@@ -276,10 +264,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="3 s windows, one round")
     parser.add_argument(
         "--engine",
-        type=client_engines,
+        type=functools.partial(loadgen.engine_list, known=loadgen.ENGINES),
         default=["python"],
         help="the client: grpc.aio in this process (python), or bench/goload (go: the"
-        " server's share); several, comma-separated, in turn on the same servers",
+        " server's share); several, comma-separated (or all), in turn on the same servers",
     )
     args = parser.parse_args()
     if args.quick:

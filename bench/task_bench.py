@@ -371,15 +371,6 @@ def tasks_run(
 ENGINES = ("python", "go", "java")
 
 
-def worker_engines(text: str) -> list[str]:
-    """``--worker-engine``: one engine, several comma-separated, or ``all``."""
-    engines = list(ENGINES) if text == "all" else text.split(",")
-    unknown = [e for e in engines if e not in ENGINES]
-    if unknown or len(set(engines)) != len(engines):
-        raise argparse.ArgumentTypeError(f"{text!r}: name each of {', '.join(ENGINES)} once")
-    return engines
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--replicas", type=int, default=2)
@@ -392,7 +383,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a smoke run: 5 s windows, once")
     parser.add_argument(
         "--worker-engine",
-        type=worker_engines,
+        type=functools.partial(loadgen.engine_list, known=ENGINES),
         default=["python"],
         help="the workers: grpc.aio in Python, Go (bench/goload), Java (bench/javaworker);"
         " several, comma-separated (or all), in turn in each round",
