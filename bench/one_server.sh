@@ -2,12 +2,14 @@
 # cpu_per_start.sh, bench/cpu_by_thread.sh), inside scripts/with-postgres: builds the Go
 # load generator, starts `serve --processes 1` of TREE on a free port and sets GOLOAD,
 # out (a scratch directory), server, port and pid (the process serving); all removed at
-# exit. TREE is a checkout whose service/ runs (this repository's .venv runs it).
+# exit. TREE is a checkout whose service/ runs (this repository's .venv runs it, or the
+# interpreter SERVER_PYTHON names: another venv with the project installed, for the A/B of
+# a Python version).
 GOLOAD=.cache/goload/goload
 [ -x "$GOLOAD" ] || (cd bench/goload && go build -o ../../$GOLOAD .)
 out=$(mktemp -d)
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$out"' EXIT
-PYTHONPATH=$TREE/service .venv/bin/python -m statewrightd.cli serve --listen 127.0.0.1:0 \
+PYTHONPATH=$TREE/service "${SERVER_PYTHON:-.venv/bin/python}" -m statewrightd.cli serve --listen 127.0.0.1:0 \
   --database "$STATEWRIGHT_TEST_POSTGRES_URL" --definitions "$TREE/examples/definitions" \
   --processes 1 --log-level INFO > "$out/server.log" 2>&1 &
 server=$!

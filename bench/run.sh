@@ -16,6 +16,9 @@
 #   bench/run.sh --server-processes 2   two statewrightd replicas, each on its own port; the load
 #                                   processes route each workflow to one of them (--shared-port:
 #                                   one port instead, as one `serve --processes 2`)
+#   PY=PATH bench/run.sh            the benchmark and every Python role of it (the servers, the
+#                                   echo, Python load and workers) under another venv's python,
+#                                   e.g. of a PGO + LTO build of CPython, as the image's
 # Not a test: `make test` never runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -42,7 +42,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.runtime_bench import statewrightd_command
 
 ROOT = Path(__file__).resolve().parents[1]
-STATEWRIGHTD = ROOT / ".venv" / "bin" / "statewrightd"
 CLOCK_TICKS = os.sysconf("SC_CLK_TCK")
 FAR = 100_000
 
@@ -83,7 +82,8 @@ def server(
     """A statewrightd serving on a free port; ``env``: its environment (None: this one's);
     ``patches``: run under bench/patched_server.py with these patches."""
     log = logs / f"{name}.log"
-    command = statewrightd_command(patches) if patches else [str(STATEWRIGHTD)]
+    # The statewrightd of the venv running this (PY=PATH in the run_*.sh scripts picks it).
+    command = statewrightd_command(patches)
     argv = [*command, "serve", "--listen", "127.0.0.1:0", "--database", database]
     # One process, so that the pid's CPU is the server's (a later --processes in ``extra``
     # wins, and then the figures must add the pod's processes up).
