@@ -3,7 +3,7 @@
 # under an open-loop load (bench/goload) on its own private PostgreSQL: where a step's CPU
 # goes (the asyncio thread, the EventLoop, the group-commit writer, gRPC's own threads).
 #   bench/cpu_by_thread.sh TREE RATE SECONDS
-# TREE is a checkout whose service/ runs (this repository's .venv, or SERVER_PYTHON=PATH,
+# TREE is a checkout whose service/ runs (this repository's .venv, or PY=PATH,
 # runs it); RATE starts/s, 0 for the idle server (then "a step" is a tenth of a second).
 # Thread names come from py-spy when it is installed (.venv/bin/pip install py-spy), else
 # only thread ids. Reads /proc/PID/task/*/stat and status before and after. Not a test.

@@ -3,8 +3,8 @@
 # same process idle: the quick A/B of two source trees (before and after a change), each
 # run on its own private PostgreSQL, interleaved by the caller, e.g.
 #   for t in /path/before /path/after; do bench/cpu_per_start.sh $t 100 20; done
-# TREE is a checkout whose service/ runs (this repository's .venv runs it; SERVER_PYTHON=PATH
-# another interpreter, e.g. a venv of a newer Python with the project installed); RATE starts/s
+# TREE is a checkout whose service/ runs (this repository's .venv runs it; PY=PATH another
+# venv's python, e.g. of a newer Python with the project installed); RATE starts/s
 # (bench/goload, open loop) for SECONDS. Prints one line: idle CPU ms a second, and CPU ms
 # per start with the idle share included, read from /proc. Not a test.
 set -euo pipefail

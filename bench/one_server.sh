@@ -3,13 +3,12 @@
 # load generator, starts `serve --processes 1` of TREE on a free port and sets GOLOAD,
 # out (a scratch directory), server, port and pid (the process serving); all removed at
 # exit. TREE is a checkout whose service/ runs (this repository's .venv runs it, or the
-# interpreter SERVER_PYTHON names: another venv with the project installed, for the A/B of
-# a Python version).
+# venv python PY names, as in the run_*.sh scripts: for the A/B of an interpreter).
 GOLOAD=.cache/goload/goload
 [ -x "$GOLOAD" ] || (cd bench/goload && go build -o ../../$GOLOAD .)
 out=$(mktemp -d)
 trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; rm -rf "$out"' EXIT
-PYTHONPATH=$TREE/service "${SERVER_PYTHON:-.venv/bin/python}" -m statewrightd.cli serve --listen 127.0.0.1:0 \
+PYTHONPATH=$TREE/service "${PY:-.venv/bin/python}" -m statewrightd.cli serve --listen 127.0.0.1:0 \
   --database "$STATEWRIGHT_TEST_POSTGRES_URL" --definitions "$TREE/examples/definitions" \
   --processes 1 --log-level INFO > "$out/server.log" 2>&1 &
 server=$!
