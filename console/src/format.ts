@@ -126,6 +126,18 @@ export function number(value: string | number | undefined): string {
   return Number(value ?? 0).toLocaleString();
 }
 
+/** A size in bytes, in the largest binary unit that keeps it at least 1 ("3.2 MiB"). */
+export function bytes(value: string | number | undefined): string {
+  let size = Number(value ?? 0);
+  const units = ["bytes", "KiB", "MiB", "GiB"];
+  let unit = 0;
+  while (size >= 1024 && unit < units.length - 1) {
+    size /= 1024;
+    unit += 1;
+  }
+  return unit === 0 ? `${size.toLocaleString()} bytes` : `${size.toFixed(size < 10 ? 1 : 0)} ${units[unit]}`;
+}
+
 /** Pretty JSON with its keys, strings, numbers and literals marked for colour. */
 export function prettyJson(value: unknown): HTMLElement {
   const code = h("code", {});

@@ -26,6 +26,11 @@ FOREVER = math.inf
 # The deepest a value may nest (definitions.values enforces it on what steps build).
 MAX_NESTING = 20
 
+# What a server process caches of its instances' contexts, in bytes of their JSON. A
+# context may be 256 KiB, so a cache bounded by its count alone (50,000 sessions) could
+# take gigabytes; in Python's objects a context takes one to six times its JSON.
+CACHED_CONTEXT_BYTES = 32 * 1024 * 1024
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -44,6 +49,9 @@ class Limits:
     watches_total: int = 10_000  # open watch streams of every caller together
     rate: float = 0.0  # requests per second of one principal; 0: unlimited
     burst: int = 0  # requests one principal may send at once (default: one second's worth)
+    # The session cache's contexts as JSON; the task leases' remembered instances take up
+    # to a quarter of this again.
+    cached_context_bytes: int = CACHED_CONTEXT_BYTES
 
 
 MAX_PROCESSES = 256
@@ -62,6 +70,7 @@ _INT_LIMITS = (
     ("--max-watches", "watches_per_caller", "N", "open watches per caller"),
     ("--max-watches-total", "watches_total", "N", "open watches of all callers"),
     ("--rate-burst", "burst", "N", "requests a caller may send at once"),
+    ("--max-cached-contexts", "cached_context_bytes", "BYTES", "the contexts cached, as JSON"),
 )
 
 

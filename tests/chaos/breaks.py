@@ -55,11 +55,11 @@ from statewrightd.engine import writes as writes_module
 from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import CompleteTaskCommand, RequestKey, SignalCommand
 from statewrightd.engine.event_loop import EventLoop
-from statewrightd.engine.model import StepResult, TimerPlan
+from statewrightd.engine.model import TimerPlan
 from statewrightd.engine.runtime import MAX_CONFLICT_RETRIES, Job, Loading, WorkflowRuntime
+from statewrightd.engine.stepping import Persist
 from statewrightd.engine.timers import TimerScheduler
 from statewrightd.engine.watch import StepEvent, WatchFeed
-from statewrightd.engine.writes import Planned
 from statewrightd.store import postgres as postgres_store
 from statewrightd.store import sql_postgres
 from statewrightd.store.records import (
@@ -77,23 +77,23 @@ _log = logging.getLogger(__name__)
 
 
 def _ack_before_save() -> None:
-    persist = WorkflowRuntime._persist
+    original = WorkflowRuntime._persist
 
     def early_persist(  # noqa: PLR0917 - the same signature as the method it replaces
         self: WorkflowRuntime,
         job: Job,
         segment: Any,
-        planned: Planned,
-        result: StepResult,
+        persist: Persist,
         loaded: Loaded,
         taken: Loading | None = None,
     ) -> None:
         if isinstance(job.command, SignalCommand):
             reply = job.reply
             job.reply = _ignore  # whatever the save's outcome, the caller has its answer
-            op, timers = planned.op, planned.timers
-            reply(Outcome(target_of(op), loaded, result.transitions, saved=True, timers=timers))
-        persist(self, job, segment, planned, result, loaded, taken)
+            op, timers = persist.planned.op, persist.planned.timers
+            transitions = persist.result.transitions
+            reply(Outcome(target_of(op), loaded, transitions, saved=True, timers=timers))
+        original(self, job, segment, persist, loaded, taken)
 
     WorkflowRuntime._persist = early_persist  # type: ignore[method-assign]
 

@@ -20,7 +20,7 @@ from statewright.v1 import workflow_pb2
 from statewrightd.definitions.limits import MAX_STATES
 from statewrightd.engine.tasks import MAX_POLLERS
 from tests.e2e.conftest import _database_for
-from tests.support.api import FAILED, RUNNING, Client, expect_error, uid
+from tests.support.api import COMPLETED, FAILED, RUNNING, Client, context_of, expect_error, uid
 from tests.support.deployment import definitions_dir, run_server_to_exit, running_server
 from tests.support.server import ServerProcess
 from tests.support.tasks import SCHEDULED, Tasks
@@ -243,3 +243,55 @@ def test_a_queue_remembers_its_most_recent_pollers_only(client: Client) -> None:
     assert len(queue.pollers) == MAX_POLLERS
     assert f"worker-{MAX_POLLERS + 49}" in queue.pollers
     assert "worker-0" not in queue.pollers
+
+
+# -- what a server caches of its instances is bounded in bytes -------------------------------
+
+CACHED = """\
+name: cached
+version: 1
+context:
+  blob: {type: string, default: ""}
+  n: {type: int, default: 0}
+states:
+  waiting: {}
+  done: {}
+transitions:
+  - {from: waiting, on: poke, to: waiting, set: {n: "context.n + 1"}}
+  - {from: waiting, on: finish, to: done}
+"""
+CACHED_BLOB = 40_000
+CONTEXT_JSON = len('{"blob":"","n":0}') + CACHED_BLOB  # each instance's, n < 10
+CACHE_BUDGET = 200_000  # four such contexts, not five
+
+
+def test_the_session_cache_holds_contexts_up_to_its_budget_and_steps_the_rest_from_the_store(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> None:
+    url = _database_for("postgresql", request, tmp_path)
+    definitions = definitions_dir(
+        tmp_path / "definitions", examples=False, test_definitions=False, extra={"c.yaml": CACHED}
+    )
+    args = ["--max-cached-contexts", str(CACHE_BUDGET)]
+    with (
+        running_server(url, definitions, cwd=tmp_path, extra_args=args) as server,
+        Client(server.target) as client,
+    ):
+
+        def cached() -> tuple[int, int]:
+            admissions = client.diagnostics().admissions
+            return admissions.cached_sessions, admissions.cached_context_bytes
+
+        ids = [uid("cached") for _ in range(12)]
+        for n, wid in enumerate(ids):
+            client.start("cached", workflow_id=wid, input={"blob": str(n % 10) * CACHED_BLOB})
+        assert cached() == (4, 4 * CONTEXT_JSON), "the four most recent fit the budget"
+        # The eight let go are read from the store for their step; each step is whole.
+        for n, wid in enumerate(ids):
+            workflow = client.signal(wid, "poke").workflow
+            assert context_of(workflow) == {"blob": str(n % 10) * CACHED_BLOB, "n": 1}
+        assert cached() == (4, 4 * CONTEXT_JSON)
+        for wid in ids:
+            assert client.signal(wid, "finish").workflow.status == COMPLETED
+        assert cached() == (0, 0), "finished instances are let go"
+    assert "Traceback" not in server.log(), server.log()

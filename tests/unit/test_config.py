@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from statewrightd.config import ConfigError, ServerConfig, add_server_arguments, config_from
+from statewrightd.config import (
+    ConfigError,
+    ServerConfig,
+    add_security_arguments,
+    add_server_arguments,
+    config_from,
+)
 
 
 def parse(*argv: str) -> argparse.Namespace:
@@ -84,3 +90,16 @@ def test_retention_and_the_request_window_take_durations() -> None:
 def test_bad_durations_are_reported(argv: tuple[str, ...], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         config_from(parse(*argv), env={})
+
+
+def test_the_cached_contexts_budget_has_a_flag_and_a_variable() -> None:
+    assert ServerConfig().limits.cached_context_bytes == 32 * 1024 * 1024
+    env = {"STATEWRIGHT_MAX_CACHED_CONTEXTS": "1000"}
+    assert config_from(parse(), env=env).limits.cached_context_bytes == 1000
+    parser = argparse.ArgumentParser()
+    add_server_arguments(parser)
+    add_security_arguments(parser)
+    flagged = config_from(parser.parse_args(["--max-cached-contexts", "0"]), env=env)
+    assert flagged.limits.cached_context_bytes == 0, "zero: no context is kept between steps"
+    with pytest.raises(ConfigError, match="--max-cached-contexts must be a whole number"):
+        config_from(parse(), env={"STATEWRIGHT_MAX_CACHED_CONTEXTS": "lots"})

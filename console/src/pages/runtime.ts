@@ -1,7 +1,7 @@
 import uPlot from "uplot";
 import * as api from "../api.js";
 import { h, replace } from "../dom.js";
-import { errorNotice, millis, number, seconds, toneBadge, uptime } from "../format.js";
+import { bytes, errorNotice, millis, number, seconds, toneBadge, uptime } from "../format.js";
 import type { GetDiagnosticsResponseJson } from "@statewright/client/gen/statewright/v1/workflow_service_pb.js";
 import type { ListQueuesResponseJson, QueueConfigJson } from "@statewright/client/gen/statewright/v1/task_service_pb.js";
 import type { Page } from "../router.js";
@@ -206,7 +206,7 @@ export function runtimePage(): Page {
           )),
           h("article", { class: "card metric-card", "aria-labelledby": "m-live" }, h("h3", { id: "m-live" }, "Live work"), h("dl", { class: "metrics" },
             metric("Watchers", number(d.watchers?.activeWatchers), "watchers", `${number(d.watchers?.catchUps)} catch-ups`),
-            metric("Admissions", number(Number(a.admitting ?? 0) + Number(a.executing ?? 0) + Number(a.persisting ?? 0)), "admissions", `${number(a.recoveryRequired)} awaiting recovery, ${number(a.cachedSessions)} cached`),
+            metric("Admissions", number(Number(a.admitting ?? 0) + Number(a.executing ?? 0) + Number(a.persisting ?? 0)), "admissions", `${number(a.recoveryRequired)} awaiting recovery, ${number(a.cachedSessions)} cached (${bytes(a.cachedContextBytes)} of contexts)`),
             metric("Timers", number(t.armed), "timers", `${number(t.overdue)} overdue, fire lag p99 ${millis(t.fireLagP99)}`),
             metric("Uptime", uptime(d.uptime), "uptime", `statewrightd ${d.build?.version ?? ""}, Python ${d.build?.pythonVersion ?? ""}`),
           )),

@@ -69,6 +69,7 @@ def diagnostics_response(d: RuntimeDiagnostics) -> pb.GetDiagnosticsResponse:
             persisting=counts.admissions.get(AdmissionState.PERSISTING, 0),
             recovery_required=counts.admissions.get(AdmissionState.RECOVERY_REQUIRED, 0),
             cached_sessions=counts.cached_sessions,
+            cached_context_bytes=counts.cached_context_bytes,
         ),
         persistence=diagnostics_pb2.PersistenceDiagnostics(
             backend=d.backend,

@@ -25,6 +25,7 @@ from statewrightd.app.batch_runner import GROUP_WINDOW
 from statewrightd.app.batches import Batches
 from statewrightd.app.diagnostics import Diagnostics, Engine
 from statewrightd.app.handoff import Handoff
+from statewrightd.app.lease_memory import LeaseMemory
 from statewrightd.app.migrate import Migrations
 from statewrightd.app.queues import QueueDesk
 from statewrightd.app.reads import Reads
@@ -247,6 +248,7 @@ class Application:
             leased=functools.partial(
                 InstanceLoader(repo, registry).leased, cached=engine.runtime.cached_revision
             ),
+            leases=LeaseMemory(budget=self.config.limits.cached_context_bytes // 4),
         )
         storage.on_down += [tasks.storage_down, workflows.storage_down]
         backend = "postgresql" if self.config.database_url.startswith("postgres") else "sqlite"
@@ -322,6 +324,7 @@ class Application:
             observer=self._step_observer,
             clock=clock,
             retention=config.retention_seconds,
+            cache_bytes=config.limits.cached_context_bytes,
             limits=StepLimits(
                 value_bytes=config.limits.context_bytes, map_items=config.limits.map_items
             ),

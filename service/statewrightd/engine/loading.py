@@ -8,11 +8,12 @@ query each, and only for the instances that can have any.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.domain import TERMINAL, Status, TaskStatus
 from statewrightd.engine.fsm import FIRST_ERRORS
+from statewrightd.engine.sessions import context_bytes
 from statewrightd.engine.snapshots import settled_from
 from statewrightd.reasons import Reason
 from statewrightd.store.records import (
@@ -59,6 +60,9 @@ class Found:
     timers: tuple[TimerRecord, ...] = ()
     task: TaskRecord | None = None
     family: Family | None = None
+    # The context in bytes of JSON, measured where a cache will hold the instance (off
+    # the EventLoop); None: not measured. Derived from the record, so not compared.
+    context_bytes: int | None = field(default=None, compare=False)
 
 
 def starts_children(loaded: Loaded) -> bool:
@@ -149,6 +153,11 @@ def delayed(record: InstanceRecord) -> bool:
     return record.status == Status.WAITING and reason == Reason.START_DELAYED
 
 
+def weighed(found: Found) -> Found:
+    """``found`` with its context measured: for the caches that weigh what they hold."""
+    return replace(found, context_bytes=context_bytes(found.record.context))
+
+
 class InstanceLoader:
     """Blocking reads; call them off the EventLoop and asyncio threads."""
 
@@ -201,7 +210,7 @@ class InstanceLoader:
                 and in_task_state(loaded, record)
                 and not can_have_timers(loaded, record)
             ):
-                found[record.workflow_id] = self._found(record, loaded, (), task)
+                found[record.workflow_id] = weighed(self._found(record, loaded, (), task))
         return found
 
     def complete(self, records: Sequence[InstanceRecord]) -> list[Found]:

@@ -29,6 +29,7 @@ from datetime import timedelta
 from typing import ParamSpec, TypeVar, cast
 
 from statewrightd import errors
+from statewrightd.config import CACHED_CONTEXT_BYTES
 from statewrightd.definitions.registry import DefinitionRegistry, Loaded
 from statewrightd.domain import TERMINAL
 from statewrightd.engine.admission import AdmissionRegistry, AdmissionState, Recovery, Segment
@@ -42,14 +43,19 @@ from statewrightd.engine.commands import (
 from statewrightd.engine.event_loop import EventLoop, Phase
 from statewrightd.engine.fsm import DEFAULT_LIMITS, StepLimits
 from statewrightd.engine.jobs import Job, Replies
-from statewrightd.engine.loading import Found, InstanceLoader
+from statewrightd.engine.loading import Found, InstanceLoader, weighed
 from statewrightd.engine.model import StepResult, TransitionTaken
 from statewrightd.engine.observer import StepObserver, Unobserved
 from statewrightd.engine.offload import Offload
 from statewrightd.engine.recovery import Recoveries
 from statewrightd.engine.removal import Removal
 from statewrightd.engine.saves import SaveQueue
-from statewrightd.engine.sessions import RECENT_TRANSITIONS, Session, SessionCache
+from statewrightd.engine.sessions import (
+    CACHED_SESSIONS,
+    RECENT_TRANSITIONS,
+    Session,
+    SessionCache,
+)
 from statewrightd.engine.snapshots import snapshot_of
 from statewrightd.engine.stepping import (
     Answer,
@@ -102,6 +108,7 @@ class _SaveInFlight:
     # A start that found its id taken in the store: answered with the stored instance
     # (this continuation), or ALREADY_EXISTS (None).
     taken: Loading | None = None
+    context_bytes: int | None = None  # the new context's, if the step measured it
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +129,7 @@ class RuntimeCounts:
     admissions: dict[AdmissionState, int]
     cached_sessions: int
     recoveries_resolved: int
+    cached_context_bytes: int  # the cached sessions' contexts, as JSON
 
 
 # Called on the EventLoop thread after every committed step, with its answer and its
@@ -142,7 +150,8 @@ class WorkflowRuntime:
         io: Executor,
         observer: StepObserver | None = None,
         clock: Clock | None = None,
-        cache_size: int = 50_000,
+        cache_size: int = CACHED_SESSIONS,
+        cache_bytes: int = CACHED_CONTEXT_BYTES,
         retention: float = math.inf,
         limits: StepLimits = DEFAULT_LIMITS,
         request_window: timedelta | None = None,
@@ -157,7 +166,7 @@ class WorkflowRuntime:
         self._offload = Offload(loop, io)
         self._observer: StepObserver = observer or Unobserved()
         self._admission = AdmissionRegistry()
-        self._cache = SessionCache(cache_size, lambda wid: self._admission.get(wid) is not None)
+        self._cache = SessionCache(cache_size, self._live, cache_bytes)
         failed_projection = self._observer.projection_failed
         writes = StepWrites(clock or Clock(), retention, request_window, failed_projection)
         self._stepper = Stepper(repo, writes, limits)
@@ -178,6 +187,9 @@ class WorkflowRuntime:
             resubmit=self.submit,
         )
         self._saves = SaveQueue(loop, writer, saved=self._saved, refused=self._refused_save)
+
+    def _live(self, workflow_id: str) -> bool:
+        return self._admission.get(workflow_id) is not None
 
     # -- entry -----------------------------------------------------------------------------
 
@@ -271,7 +283,7 @@ class WorkflowRuntime:
         segment.state = AdmissionState.ADMITTING
         token, loader, workflow_id = segment.token, self._loader, job.workflow_id
         self._offload(
-            lambda: loader.load(workflow_id),
+            lambda: weighed(loader.load(workflow_id)),
             lambda result: self._contained(job, then, job, token, result),
         )
 
@@ -359,8 +371,8 @@ class WorkflowRuntime:
                 self._load(job, segment, taken or self._on_loaded)
             case Answer(result):
                 self._finish(job, token, result)
-            case Persist(planned, result):
-                self._persist(job, segment, planned, result, loaded, taken)
+            case Persist():
+                self._persist(job, segment, decision, loaded, taken)
             case Cleanup(cleanup, answer):
 
                 def cleaned(result: object) -> None:
@@ -369,18 +381,20 @@ class WorkflowRuntime:
 
                 self._offload(cleanup, lambda result: self._contained(job, cleaned, result))
 
-    def _persist(  # noqa: PLR0917 - one step's parts, passed on to its save
+    def _persist(
         self,
         job: Job,
         segment: Segment,
-        planned: Planned,
-        result: StepResult,
+        persist: Persist,
         loaded: Loaded,
         taken: Loading | None = None,
     ) -> None:
         """Hand the step's save to the writer (with the batch's other saves)."""
         segment.state = AdmissionState.PERSISTING
-        save = _SaveInFlight(job, segment.token, planned, result, loaded, taken)
+        planned, result = persist.planned, persist.result
+        save = _SaveInFlight(
+            job, segment.token, planned, result, loaded, taken, persist.context_bytes
+        )
         self._saves.add(save, planned.op)
 
     # -- saved -----------------------------------------------------------------------------
@@ -417,14 +431,7 @@ class WorkflowRuntime:
             # later steps go to the store.
             self._cache.drop(job.workflow_id)
         else:
-            session = self._cache.peek(job.workflow_id)
-            if session is None or session.loaded is not loaded:
-                session = Session(loaded, result.snapshot, record, timers=timers, task=task)
-            else:
-                session.snapshot, session.record = result.snapshot, record
-                session.timers, session.task = timers, task
-            session.recent.extend((t, job.command.actor) for t in result.transitions)
-            self._cache.remember(session)
+            self._cache.remember(_stepped(self._cache.peek(job.workflow_id), save, record))
         answer = Outcome(record, loaded, result.transitions, saved=True, timers=timers, task=task)
         self._finish(job, save.token, answer)
         op = planned.op
@@ -519,7 +526,8 @@ class WorkflowRuntime:
 
     def counts(self) -> RuntimeCounts:
         admissions, resolved = dict(self._admission.counts()), self._recoveries.resolved
-        return RuntimeCounts(admissions, len(self._cache), resolved)
+        cache = self._cache
+        return RuntimeCounts(admissions, len(cache), resolved, cache.context_bytes)
 
     def live_segments(self) -> int:
         return len(self._admission)
@@ -540,6 +548,25 @@ def _newest(cache: SessionCache, command: Command) -> Session | None:
     return session
 
 
+def _stepped(session: Session | None, save: _SaveInFlight, record: InstanceRecord) -> Session:
+    """The session of an instance ``save`` stepped: the one cached, brought up to date, or
+    a new one when none is cached or it is of another definition version."""
+    result, loaded, planned = save.result, save.loaded, save.planned
+    size = save.context_bytes
+    if size is None and session is not None:
+        # An unchanged context weighs what it did.
+        same = session.snapshot.context is result.snapshot.context
+        size = session.context_bytes if same else None
+    if session is None or session.loaded is not loaded:
+        session = Session(loaded, result.snapshot, record, timers=planned.timers, task=planned.task)
+    else:
+        session.snapshot, session.record = result.snapshot, record
+        session.timers, session.task = planned.timers, planned.task
+    session.context_bytes = size
+    session.recent.extend((t, save.job.command.actor) for t in result.transitions)
+    return session
+
+
 def _session_of(found: Found) -> Session:
     return Session(
         found.loaded,
@@ -547,6 +574,7 @@ def _session_of(found: Found) -> Session:
         found.record,
         timers=found.timers,
         task=found.task,
+        context_bytes=found.context_bytes,
     )
 
 

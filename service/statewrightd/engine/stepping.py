@@ -19,8 +19,8 @@ from statewrightd.engine.answers import Outcome, Result
 from statewrightd.engine.commands import StartCommand, StepCommand
 from statewrightd.engine.model import StepResult
 from statewrightd.engine.observer import Observation
-from statewrightd.engine.sessions import Session
-from statewrightd.engine.writes import Planned, StepWrites, context_size
+from statewrightd.engine.sessions import Session, context_bytes
+from statewrightd.engine.writes import Planned, StepWrites
 from statewrightd.reasons import Reason
 from statewrightd.store.repository import Repository
 
@@ -43,6 +43,9 @@ class Persist:
 
     planned: Planned
     result: StepResult
+    # The context the step leaves, in bytes of JSON, when the step measured it (it does
+    # for a new context); None: unchanged, or not measured.
+    context_bytes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,7 +82,7 @@ class Stepper:
         try:
             with fsm.limited(self._limits):
                 result = command.first_step()
-            size = context_size(result)
+            size = context_bytes(result.snapshot.context)
             error = result.snapshot.error
             if error is not None and error.reason == Reason.CONTEXT_TOO_LARGE:
                 size = int(error.metadata["size"])
@@ -92,7 +95,7 @@ class Stepper:
                 )
         except errors.StatewrightError as exc:
             return Answer(exc)
-        return Persist(self._writes.create(command, result, observed), result)
+        return Persist(self._writes.create(command, result, observed), result, size)
 
     def step(
         self,
@@ -114,14 +117,17 @@ class Stepper:
                 result = command.step(session.loaded.definition, snapshot)
         except errors.StatewrightError as exc:
             return self._not_stepped(command, session, fresh, exc)
+        size = None
         if result.changed and result.snapshot.context is not snapshot.context:
-            size = context_size(result)
+            size = context_bytes(result.snapshot.context)
             if size > self._max_context_bytes:
                 definition = session.loaded.definition
                 result = fsm.context_too_large(definition, snapshot, size, self._max_context_bytes)
+                size = None  # the context stays as it was
         if not result.changed:
             return self._not_stepped(command, session, fresh, None)  # every guard was false
-        return Persist(self._writes.save(command, session, result, observed), result)
+        planned = self._writes.save(command, session, result, observed)
+        return Persist(planned, result, size)
 
     def _not_stepped(
         self,

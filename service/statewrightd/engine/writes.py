@@ -8,7 +8,6 @@ answers retries of its request id (the request window), so the store only compar
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -312,13 +311,4 @@ def _task(
         concurrency_key=planned.concurrency_key,
         item_index=planned.item,
         trace=trace,
-    )
-
-
-def context_size(result: StepResult) -> int:
-    """The context a step leaves, in bytes of JSON as the store writes it."""
-    return len(
-        json.dumps(
-            dict(result.snapshot.context), ensure_ascii=False, separators=(",", ":")
-        ).encode()
     )

@@ -319,8 +319,11 @@ type AdmissionDiagnostics struct {
 	RecoveryRequired int64 `protobuf:"varint,4,opt,name=recovery_required,json=recoveryRequired,proto3" json:"recovery_required,omitempty"`
 	// Output only. Instances held in the session cache.
 	CachedSessions int64 `protobuf:"varint,5,opt,name=cached_sessions,json=cachedSessions,proto3" json:"cached_sessions,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// Output only. The contexts of the instances held in the session cache, in bytes of
+	// JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+	CachedContextBytes int64 `protobuf:"varint,6,opt,name=cached_context_bytes,json=cachedContextBytes,proto3" json:"cached_context_bytes,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
 }
 
 func (x *AdmissionDiagnostics) Reset() {
@@ -384,6 +387,13 @@ func (x *AdmissionDiagnostics) GetRecoveryRequired() int64 {
 func (x *AdmissionDiagnostics) GetCachedSessions() int64 {
 	if x != nil {
 		return x.CachedSessions
+	}
+	return 0
+}
+
+func (x *AdmissionDiagnostics) GetCachedContextBytes() int64 {
+	if x != nil {
+		return x.CachedContextBytes
 	}
 	return 0
 }
@@ -1175,7 +1185,7 @@ const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	" \x01(\x03R\x17backlogWarningThreshold\x122\n" +
 	"\x15backlog_warning_count\x18\v \x01(\x03R\x13backlogWarningCount\x12M\n" +
 	"\x15lag_warning_threshold\x18\f \x01(\v2\x19.google.protobuf.DurationR\x13lagWarningThreshold\x122\n" +
-	"\x15lagged_dispatch_count\x18\r \x01(\x03R\x13laggedDispatchCount\"\xc8\x01\n" +
+	"\x15lagged_dispatch_count\x18\r \x01(\x03R\x13laggedDispatchCount\"\xfa\x01\n" +
 	"\x14AdmissionDiagnostics\x12\x1c\n" +
 	"\tadmitting\x18\x01 \x01(\x03R\tadmitting\x12\x1c\n" +
 	"\texecuting\x18\x02 \x01(\x03R\texecuting\x12\x1e\n" +
@@ -1183,7 +1193,8 @@ const file_statewright_v1_diagnostics_proto_rawDesc = "" +
 	"persisting\x18\x03 \x01(\x03R\n" +
 	"persisting\x12+\n" +
 	"\x11recovery_required\x18\x04 \x01(\x03R\x10recoveryRequired\x12'\n" +
-	"\x0fcached_sessions\x18\x05 \x01(\x03R\x0ecachedSessions\"\xa5\x03\n" +
+	"\x0fcached_sessions\x18\x05 \x01(\x03R\x0ecachedSessions\x120\n" +
+	"\x14cached_context_bytes\x18\x06 \x01(\x03R\x12cachedContextBytes\"\xa5\x03\n" +
 	"\x16PersistenceDiagnostics\x12\x18\n" +
 	"\abackend\x18\x01 \x01(\tR\abackend\x12\x1f\n" +
 	"\vqueue_depth\x18\x02 \x01(\x03R\n" +

@@ -186,6 +186,7 @@ class AdmissionDiagnostics(_message.Message):
     PERSISTING_FIELD_NUMBER: _builtins.int
     RECOVERY_REQUIRED_FIELD_NUMBER: _builtins.int
     CACHED_SESSIONS_FIELD_NUMBER: _builtins.int
+    CACHED_CONTEXT_BYTES_FIELD_NUMBER: _builtins.int
     admitting: _builtins.int
     """Output only. Segments loading their instance."""
     executing: _builtins.int
@@ -196,6 +197,10 @@ class AdmissionDiagnostics(_message.Message):
     """Output only. Instances waiting for a recovery re-check."""
     cached_sessions: _builtins.int
     """Output only. Instances held in the session cache."""
+    cached_context_bytes: _builtins.int
+    """Output only. The contexts of the instances held in the session cache, in bytes of
+    JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+    """
     def __init__(
         self,
         *,
@@ -204,10 +209,11 @@ class AdmissionDiagnostics(_message.Message):
         persisting: _builtins.int = ...,
         recovery_required: _builtins.int = ...,
         cached_sessions: _builtins.int = ...,
+        cached_context_bytes: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["admitting", b"admitting", "cached_sessions", b"cached_sessions", "executing", b"executing", "persisting", b"persisting", "recovery_required", b"recovery_required"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["admitting", b"admitting", "cached_context_bytes", b"cached_context_bytes", "cached_sessions", b"cached_sessions", "executing", b"executing", "persisting", b"persisting", "recovery_required", b"recovery_required"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

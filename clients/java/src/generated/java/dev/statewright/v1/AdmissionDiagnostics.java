@@ -127,6 +127,22 @@ private static final long serialVersionUID = 0L;
     return cachedSessions_;
   }
 
+  public static final int CACHED_CONTEXT_BYTES_FIELD_NUMBER = 6;
+  private long cachedContextBytes_ = 0L;
+  /**
+   * <pre>
+   * Output only. The contexts of the instances held in the session cache, in bytes of
+   * JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+   * </pre>
+   *
+   * <code>int64 cached_context_bytes = 6 [json_name = "cachedContextBytes"];</code>
+   * @return The cachedContextBytes.
+   */
+  @java.lang.Override
+  public long getCachedContextBytes() {
+    return cachedContextBytes_;
+  }
+
   private byte memoizedIsInitialized = -1;
   @java.lang.Override
   public final boolean isInitialized() {
@@ -156,6 +172,9 @@ private static final long serialVersionUID = 0L;
     if (cachedSessions_ != 0L) {
       output.writeInt64(5, cachedSessions_);
     }
+    if (cachedContextBytes_ != 0L) {
+      output.writeInt64(6, cachedContextBytes_);
+    }
     getUnknownFields().writeTo(output);
   }
   private int computeSerializedSize_0() {
@@ -179,6 +198,10 @@ private static final long serialVersionUID = 0L;
     if (cachedSessions_ != 0L) {
       size += com.google.protobuf.CodedOutputStream
         .computeInt64Size(5, cachedSessions_);
+    }
+    if (cachedContextBytes_ != 0L) {
+      size += com.google.protobuf.CodedOutputStream
+        .computeInt64Size(6, cachedContextBytes_);
     }
     return size;
   }
@@ -214,6 +237,8 @@ private static final long serialVersionUID = 0L;
         != other.getRecoveryRequired()) return false;
     if (getCachedSessions()
         != other.getCachedSessions()) return false;
+    if (getCachedContextBytes()
+        != other.getCachedContextBytes()) return false;
     if (!getUnknownFields().equals(other.getUnknownFields())) return false;
     return true;
   }
@@ -240,6 +265,9 @@ private static final long serialVersionUID = 0L;
     hash = (37 * hash) + CACHED_SESSIONS_FIELD_NUMBER;
     hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
         getCachedSessions());
+    hash = (37 * hash) + CACHED_CONTEXT_BYTES_FIELD_NUMBER;
+    hash = (53 * hash) + com.google.protobuf.Internal.hashLong(
+        getCachedContextBytes());
     hash = (29 * hash) + getUnknownFields().hashCode();
     memoizedHashCode = hash;
     return hash;
@@ -380,6 +408,7 @@ private static final long serialVersionUID = 0L;
       persisting_ = 0L;
       recoveryRequired_ = 0L;
       cachedSessions_ = 0L;
+      cachedContextBytes_ = 0L;
       return this;
     }
 
@@ -428,6 +457,9 @@ private static final long serialVersionUID = 0L;
       if (((from_bitField0_ & 0x00000010) != 0)) {
         result.cachedSessions_ = cachedSessions_;
       }
+      if (((from_bitField0_ & 0x00000020) != 0)) {
+        result.cachedContextBytes_ = cachedContextBytes_;
+      }
     }
 
     @java.lang.Override
@@ -456,6 +488,9 @@ private static final long serialVersionUID = 0L;
       }
       if (other.getCachedSessions() != 0L) {
         setCachedSessions(other.getCachedSessions());
+      }
+      if (other.getCachedContextBytes() != 0L) {
+        setCachedContextBytes(other.getCachedContextBytes());
       }
       this.mergeUnknownFields(other.getUnknownFields());
       onChanged();
@@ -506,6 +541,11 @@ private static final long serialVersionUID = 0L;
               bitField0_ |= 0x00000010;
               break;
             } // case 40
+            case 48: {
+              cachedContextBytes_ = input.readInt64();
+              bitField0_ |= 0x00000020;
+              break;
+            } // case 48
             default: {
               if (!super.parseUnknownField(input, extensionRegistry, tag)) {
                 done = true; // was an endgroup tag
@@ -739,6 +779,53 @@ private static final long serialVersionUID = 0L;
     public Builder clearCachedSessions() {
       bitField0_ = (bitField0_ & ~0x00000010);
       cachedSessions_ = 0L;
+      onChanged();
+      return this;
+    }
+
+    private long cachedContextBytes_ ;
+    /**
+     * <pre>
+     * Output only. The contexts of the instances held in the session cache, in bytes of
+     * JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+     * </pre>
+     *
+     * <code>int64 cached_context_bytes = 6 [json_name = "cachedContextBytes"];</code>
+     * @return The cachedContextBytes.
+     */
+    @java.lang.Override
+    public long getCachedContextBytes() {
+      return cachedContextBytes_;
+    }
+    /**
+     * <pre>
+     * Output only. The contexts of the instances held in the session cache, in bytes of
+     * JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+     * </pre>
+     *
+     * <code>int64 cached_context_bytes = 6 [json_name = "cachedContextBytes"];</code>
+     * @param value The cachedContextBytes to set.
+     * @return This builder for chaining.
+     */
+    public Builder setCachedContextBytes(long value) {
+
+      cachedContextBytes_ = value;
+      bitField0_ |= 0x00000020;
+      onChanged();
+      return this;
+    }
+    /**
+     * <pre>
+     * Output only. The contexts of the instances held in the session cache, in bytes of
+     * JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+     * </pre>
+     *
+     * <code>int64 cached_context_bytes = 6 [json_name = "cachedContextBytes"];</code>
+     * @return This builder for chaining.
+     */
+    public Builder clearCachedContextBytes() {
+      bitField0_ = (bitField0_ & ~0x00000020);
+      cachedContextBytes_ = 0L;
       onChanged();
       return this;
     }

@@ -59,4 +59,15 @@ public interface AdmissionDiagnosticsOrBuilder extends
    * @return The cachedSessions.
    */
   long getCachedSessions();
+
+  /**
+   * <pre>
+   * Output only. The contexts of the instances held in the session cache, in bytes of
+   * JSON: the cache lets the least recently used go past `--max-cached-contexts`.
+   * </pre>
+   *
+   * <code>int64 cached_context_bytes = 6 [json_name = "cachedContextBytes"];</code>
+   * @return The cachedContextBytes.
+   */
+  long getCachedContextBytes();
 }

@@ -107,88 +107,89 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
       "arningCount\022M\n\025lag_warning_threshold\030\014 \001" +
       "(\0132\031.google.protobuf.DurationR\023lagWarnin" +
       "gThreshold\0222\n\025lagged_dispatch_count\030\r \001(" +
-      "\003R\023laggedDispatchCount\"\310\001\n\024AdmissionDiag" +
+      "\003R\023laggedDispatchCount\"\372\001\n\024AdmissionDiag" +
       "nostics\022\034\n\tadmitting\030\001 \001(\003R\tadmitting\022\034\n" +
       "\texecuting\030\002 \001(\003R\texecuting\022\036\n\npersistin" +
       "g\030\003 \001(\003R\npersisting\022+\n\021recovery_required" +
       "\030\004 \001(\003R\020recoveryRequired\022\'\n\017cached_sessi" +
-      "ons\030\005 \001(\003R\016cachedSessions\"\245\003\n\026Persistenc" +
-      "eDiagnostics\022\030\n\007backend\030\001 \001(\tR\007backend\022\037" +
-      "\n\013queue_depth\030\002 \001(\003R\nqueueDepth\022%\n\016queue" +
-      "_capacity\030\003 \001(\003R\rqueueCapacity\022\030\n\007batche" +
-      "s\030\004 \001(\003R\007batches\022&\n\017mean_batch_size\030\005 \001(" +
-      "\001R\rmeanBatchSize\022C\n\020save_latency_p50\030\006 \001" +
-      "(\0132\031.google.protobuf.DurationR\016saveLaten" +
-      "cyP50\022C\n\020save_latency_p99\030\007 \001(\0132\031.google" +
-      ".protobuf.DurationR\016saveLatencyP99\022\034\n\tco" +
-      "nflicts\030\010 \001(\003R\tconflicts\022)\n\020unknown_outc" +
-      "omes\030\t \001(\003R\017unknownOutcomes\022\024\n\005saves\030\n \001" +
-      "(\003R\005saves\"Z\n\022WatcherDiagnostics\022\'\n\017activ" +
-      "e_watchers\030\001 \001(\003R\016activeWatchers\022\033\n\tcatc" +
-      "h_ups\030\002 \001(\003R\010catchUps\"o\n\tBuildInfo\022\030\n\007ve" +
-      "rsion\030\001 \001(\tR\007version\022%\n\016python_version\030\002" +
-      " \001(\tR\rpythonVersion\022!\n\014grpc_version\030\003 \001(" +
-      "\tR\013grpcVersion\"\340\001\n\014RecoveryInfo\022\032\n\010attem" +
-      "pts\030\001 \001(\003R\010attempts\022F\n\021next_attempt_time" +
-      "\030\002 \001(\0132\032.google.protobuf.TimestampR\017next" +
-      "AttemptTime\0221\n\nlast_error\030\003 \001(\0132\022.google" +
-      ".rpc.StatusR\tlastError\0229\n\nsince_time\030\004 \001" +
-      "(\0132\032.google.protobuf.TimestampR\tsinceTim" +
-      "e\"\332\002\n\023WorkflowDiagnostics\022\022\n\004name\030\001 \001(\tR" +
-      "\004name\022G\n\017admission_state\030\002 \001(\0162\036.statewr" +
-      "ight.v1.AdmissionStateR\016admissionState\022\026" +
-      "\n\006cached\030\003 \001(\010R\006cached\022\032\n\010revision\030\004 \001(\003" +
-      "R\010revision\022I\n\022recent_transitions\030\005 \003(\0132\032" +
-      ".statewright.v1.TransitionR\021recentTransi" +
-      "tions\0228\n\010recovery\030\006 \001(\0132\034.statewright.v1" +
-      ".RecoveryInfoR\010recovery\022-\n\006timers\030\007 \003(\0132" +
-      "\025.statewright.v1.TimerR\006timers\"\255\002\n\020Timer" +
-      "Diagnostics\022\024\n\005armed\030\001 \001(\003R\005armed\022\030\n\007ove" +
-      "rdue\030\002 \001(\003R\007overdue\022=\n\014counted_time\030\003 \001(" +
-      "\0132\032.google.protobuf.TimestampR\013countedTi" +
-      "me\022\024\n\005fired\030\004 \001(\003R\005fired\022\032\n\010consumed\030\005 \001" +
-      "(\003R\010consumed\022;\n\014fire_lag_p50\030\006 \001(\0132\031.goo" +
-      "gle.protobuf.DurationR\nfireLagP50\022;\n\014fir" +
-      "e_lag_p99\030\007 \001(\0132\031.google.protobuf.Durati" +
-      "onR\nfireLagP99\"\241\002\n\024TaskQueueDiagnostics\022" +
-      "\024\n\005queue\030\001 \001(\tR\005queue\022\030\n\007backlog\030\002 \001(\003R\007" +
-      "backlog\022K\n\024oldest_scheduled_age\030\003 \001(\0132\031." +
-      "google.protobuf.DurationR\022oldestSchedule" +
-      "dAge\022\026\n\006leased\030\004 \001(\003R\006leased\022@\n\016last_pol" +
-      "l_time\030\005 \001(\0132\032.google.protobuf.Timestamp" +
-      "R\014lastPollTime\022\030\n\007pollers\030\006 \003(\tR\007pollers" +
-      "\022\030\n\007stalled\030\007 \001(\010R\007stalled\"\314\005\n\024Retention" +
-      "Diagnostics\0227\n\tretention\030\001 \001(\0132\031.google." +
-      "protobuf.DurationR\tretention\022@\n\016request_" +
-      "window\030\002 \001(\0132\031.google.protobuf.DurationR" +
-      "\rrequestWindow\022)\n\020instances_purged\030\003 \001(\003" +
-      "R\017instancesPurged\022%\n\016history_purged\030\004 \001(" +
-      "\003R\rhistoryPurged\022\'\n\017requests_purged\030\005 \001(" +
-      "\003R\016requestsPurged\0225\n\027timers_and_tasks_pu" +
-      "rged\030\006 \001(\003R\024timersAndTasksPurged\022>\n\rlast" +
-      "_run_time\030\007 \001(\0132\032.google.protobuf.Timest" +
-      "ampR\013lastRunTime\022+\n\021overdue_instances\030\010 " +
-      "\001(\003R\020overdueInstances\022X\n\033oldest_overdue_" +
-      "instance_age\030\t \001(\0132\031.google.protobuf.Dur" +
-      "ationR\030oldestOverdueInstanceAge\022)\n\020overd" +
-      "ue_requests\030\n \001(\003R\017overdueRequests\022V\n\032ol" +
-      "dest_overdue_request_age\030\013 \001(\0132\031.google." +
-      "protobuf.DurationR\027oldestOverdueRequestA" +
-      "ge\022=\n\014counted_time\030\014 \001(\0132\032.google.protob" +
-      "uf.TimestampR\013countedTime*\257\001\n\016EventLoopP" +
-      "hase\022 \n\034EVENT_LOOP_PHASE_UNSPECIFIED\020\000\022\034" +
-      "\n\030EVENT_LOOP_PHASE_RUNNING\020\001\022\035\n\031EVENT_LO" +
-      "OP_PHASE_DRAINING\020\002\022\035\n\031EVENT_LOOP_PHASE_" +
-      "STOPPING\020\003\022\037\n\033EVENT_LOOP_PHASE_TERMINATE" +
-      "D\020\004*\320\001\n\016AdmissionState\022\037\n\033ADMISSION_STAT" +
-      "E_UNSPECIFIED\020\000\022\030\n\024ADMISSION_STATE_IDLE\020" +
-      "\001\022\035\n\031ADMISSION_STATE_ADMITTING\020\002\022\035\n\031ADMI" +
-      "SSION_STATE_EXECUTING\020\003\022\036\n\032ADMISSION_STA" +
-      "TE_PERSISTING\020\004\022%\n!ADMISSION_STATE_RECOV" +
-      "ERY_REQUIRED\020\005Bs\n\022dev.statewright.v1P\001ZJ" +
-      "github.com/statewright/statewright/clien" +
-      "ts/go/statewright/v1;statewrightv1\252\002\016Sta" +
-      "tewright.V1b\006proto3"
+      "ons\030\005 \001(\003R\016cachedSessions\0220\n\024cached_cont" +
+      "ext_bytes\030\006 \001(\003R\022cachedContextBytes\"\245\003\n\026" +
+      "PersistenceDiagnostics\022\030\n\007backend\030\001 \001(\tR" +
+      "\007backend\022\037\n\013queue_depth\030\002 \001(\003R\nqueueDept" +
+      "h\022%\n\016queue_capacity\030\003 \001(\003R\rqueueCapacity" +
+      "\022\030\n\007batches\030\004 \001(\003R\007batches\022&\n\017mean_batch" +
+      "_size\030\005 \001(\001R\rmeanBatchSize\022C\n\020save_laten" +
+      "cy_p50\030\006 \001(\0132\031.google.protobuf.DurationR" +
+      "\016saveLatencyP50\022C\n\020save_latency_p99\030\007 \001(" +
+      "\0132\031.google.protobuf.DurationR\016saveLatenc" +
+      "yP99\022\034\n\tconflicts\030\010 \001(\003R\tconflicts\022)\n\020un" +
+      "known_outcomes\030\t \001(\003R\017unknownOutcomes\022\024\n" +
+      "\005saves\030\n \001(\003R\005saves\"Z\n\022WatcherDiagnostic" +
+      "s\022\'\n\017active_watchers\030\001 \001(\003R\016activeWatche" +
+      "rs\022\033\n\tcatch_ups\030\002 \001(\003R\010catchUps\"o\n\tBuild" +
+      "Info\022\030\n\007version\030\001 \001(\tR\007version\022%\n\016python" +
+      "_version\030\002 \001(\tR\rpythonVersion\022!\n\014grpc_ve" +
+      "rsion\030\003 \001(\tR\013grpcVersion\"\340\001\n\014RecoveryInf" +
+      "o\022\032\n\010attempts\030\001 \001(\003R\010attempts\022F\n\021next_at" +
+      "tempt_time\030\002 \001(\0132\032.google.protobuf.Times" +
+      "tampR\017nextAttemptTime\0221\n\nlast_error\030\003 \001(" +
+      "\0132\022.google.rpc.StatusR\tlastError\0229\n\nsinc" +
+      "e_time\030\004 \001(\0132\032.google.protobuf.Timestamp" +
+      "R\tsinceTime\"\332\002\n\023WorkflowDiagnostics\022\022\n\004n" +
+      "ame\030\001 \001(\tR\004name\022G\n\017admission_state\030\002 \001(\016" +
+      "2\036.statewright.v1.AdmissionStateR\016admiss" +
+      "ionState\022\026\n\006cached\030\003 \001(\010R\006cached\022\032\n\010revi" +
+      "sion\030\004 \001(\003R\010revision\022I\n\022recent_transitio" +
+      "ns\030\005 \003(\0132\032.statewright.v1.TransitionR\021re" +
+      "centTransitions\0228\n\010recovery\030\006 \001(\0132\034.stat" +
+      "ewright.v1.RecoveryInfoR\010recovery\022-\n\006tim" +
+      "ers\030\007 \003(\0132\025.statewright.v1.TimerR\006timers" +
+      "\"\255\002\n\020TimerDiagnostics\022\024\n\005armed\030\001 \001(\003R\005ar" +
+      "med\022\030\n\007overdue\030\002 \001(\003R\007overdue\022=\n\014counted" +
+      "_time\030\003 \001(\0132\032.google.protobuf.TimestampR" +
+      "\013countedTime\022\024\n\005fired\030\004 \001(\003R\005fired\022\032\n\010co" +
+      "nsumed\030\005 \001(\003R\010consumed\022;\n\014fire_lag_p50\030\006" +
+      " \001(\0132\031.google.protobuf.DurationR\nfireLag" +
+      "P50\022;\n\014fire_lag_p99\030\007 \001(\0132\031.google.proto" +
+      "buf.DurationR\nfireLagP99\"\241\002\n\024TaskQueueDi" +
+      "agnostics\022\024\n\005queue\030\001 \001(\tR\005queue\022\030\n\007backl" +
+      "og\030\002 \001(\003R\007backlog\022K\n\024oldest_scheduled_ag" +
+      "e\030\003 \001(\0132\031.google.protobuf.DurationR\022olde" +
+      "stScheduledAge\022\026\n\006leased\030\004 \001(\003R\006leased\022@" +
+      "\n\016last_poll_time\030\005 \001(\0132\032.google.protobuf" +
+      ".TimestampR\014lastPollTime\022\030\n\007pollers\030\006 \003(" +
+      "\tR\007pollers\022\030\n\007stalled\030\007 \001(\010R\007stalled\"\314\005\n" +
+      "\024RetentionDiagnostics\0227\n\tretention\030\001 \001(\013" +
+      "2\031.google.protobuf.DurationR\tretention\022@" +
+      "\n\016request_window\030\002 \001(\0132\031.google.protobuf" +
+      ".DurationR\rrequestWindow\022)\n\020instances_pu" +
+      "rged\030\003 \001(\003R\017instancesPurged\022%\n\016history_p" +
+      "urged\030\004 \001(\003R\rhistoryPurged\022\'\n\017requests_p" +
+      "urged\030\005 \001(\003R\016requestsPurged\0225\n\027timers_an" +
+      "d_tasks_purged\030\006 \001(\003R\024timersAndTasksPurg" +
+      "ed\022>\n\rlast_run_time\030\007 \001(\0132\032.google.proto" +
+      "buf.TimestampR\013lastRunTime\022+\n\021overdue_in" +
+      "stances\030\010 \001(\003R\020overdueInstances\022X\n\033oldes" +
+      "t_overdue_instance_age\030\t \001(\0132\031.google.pr" +
+      "otobuf.DurationR\030oldestOverdueInstanceAg" +
+      "e\022)\n\020overdue_requests\030\n \001(\003R\017overdueRequ" +
+      "ests\022V\n\032oldest_overdue_request_age\030\013 \001(\013" +
+      "2\031.google.protobuf.DurationR\027oldestOverd" +
+      "ueRequestAge\022=\n\014counted_time\030\014 \001(\0132\032.goo" +
+      "gle.protobuf.TimestampR\013countedTime*\257\001\n\016" +
+      "EventLoopPhase\022 \n\034EVENT_LOOP_PHASE_UNSPE" +
+      "CIFIED\020\000\022\034\n\030EVENT_LOOP_PHASE_RUNNING\020\001\022\035" +
+      "\n\031EVENT_LOOP_PHASE_DRAINING\020\002\022\035\n\031EVENT_L" +
+      "OOP_PHASE_STOPPING\020\003\022\037\n\033EVENT_LOOP_PHASE" +
+      "_TERMINATED\020\004*\320\001\n\016AdmissionState\022\037\n\033ADMI" +
+      "SSION_STATE_UNSPECIFIED\020\000\022\030\n\024ADMISSION_S" +
+      "TATE_IDLE\020\001\022\035\n\031ADMISSION_STATE_ADMITTING" +
+      "\020\002\022\035\n\031ADMISSION_STATE_EXECUTING\020\003\022\036\n\032ADM" +
+      "ISSION_STATE_PERSISTING\020\004\022%\n!ADMISSION_S" +
+      "TATE_RECOVERY_REQUIRED\020\005Bs\n\022dev.statewri" +
+      "ght.v1P\001ZJgithub.com/statewright/statewr" +
+      "ight/clients/go/statewright/v1;statewrig" +
+      "htv1\252\002\016Statewright.V1b\006proto3"
     };
     descriptor = com.google.protobuf.Descriptors.FileDescriptor
       .internalBuildGeneratedFileFrom(descriptorData,
@@ -209,7 +210,7 @@ public final class Diagnostics extends com.google.protobuf.GeneratedFile {
     internal_static_statewright_v1_AdmissionDiagnostics_fieldAccessorTable = new
       com.google.protobuf.GeneratedMessage.FieldAccessorTable(
         internal_static_statewright_v1_AdmissionDiagnostics_descriptor,
-        new java.lang.String[] { "Admitting", "Executing", "Persisting", "RecoveryRequired", "CachedSessions", });
+        new java.lang.String[] { "Admitting", "Executing", "Persisting", "RecoveryRequired", "CachedSessions", "CachedContextBytes", });
     internal_static_statewright_v1_PersistenceDiagnostics_descriptor =
       getDescriptor().getMessageType(2);
     internal_static_statewright_v1_PersistenceDiagnostics_fieldAccessorTable = new
