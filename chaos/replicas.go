@@ -30,6 +30,9 @@ type replica struct {
 	proc atomic.Pointer[os.Process]
 }
 
+// The session cache of every other replica, in bytes of its instances' contexts.
+const tightCache = 16 * 1024
+
 func (r *replica) target() string { return fmt.Sprintf("127.0.0.1:%d", r.port) }
 
 func newReplica(idx int, python, repo, databaseURL, definitions, logPath string, writerQueue int, processes string, env []string) (*replica, error) {
@@ -50,6 +53,12 @@ func newReplica(idx int, python, repo, databaseURL, definitions, logPath string,
 		"--max-watches", "10000"}
 	if processes != "" {
 		argv = append(argv, "--processes", processes)
+	}
+	if idx%2 == 1 {
+		// A cache of a few dozen contexts: most steps through this replica read their
+		// instance first, as a server does whose cache is full, while the other replicas
+		// step the instances they hold, however stale.
+		argv = append(argv, "--max-cached-contexts", fmt.Sprint(tightCache))
 	}
 	return &replica{idx: idx, port: port, argv: argv, env: env, dir: repo, logf: logf}, nil
 }
