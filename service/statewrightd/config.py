@@ -28,8 +28,9 @@ MAX_NESTING = 20
 
 # What a server process caches of its instances' contexts, in bytes of their JSON. A
 # context may be 256 KiB, so a cache bounded by its count alone (50,000 sessions) could
-# take gigabytes; in Python's objects a context takes one to six times its JSON.
-CACHED_CONTEXT_BYTES = 32 * 1024 * 1024
+# take gigabytes: a cached session takes about ten times its context's JSON in memory
+# (bench/run_cache_memory.sh), so this keeps a process's sessions near 200 MiB.
+CACHED_CONTEXT_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)

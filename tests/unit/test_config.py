@@ -93,7 +93,7 @@ def test_bad_durations_are_reported(argv: tuple[str, ...], message: str) -> None
 
 
 def test_the_cached_contexts_budget_has_a_flag_and_a_variable() -> None:
-    assert ServerConfig().limits.cached_context_bytes == 32 * 1024 * 1024
+    assert ServerConfig().limits.cached_context_bytes == 16 * 1024 * 1024
     env = {"STATEWRIGHT_MAX_CACHED_CONTEXTS": "1000"}
     assert config_from(parse(), env=env).limits.cached_context_bytes == 1000
     parser = argparse.ArgumentParser()
