@@ -100,6 +100,6 @@ def test_the_cached_contexts_budget_has_a_flag_and_a_variable() -> None:
     add_server_arguments(parser)
     add_security_arguments(parser)
     flagged = config_from(parser.parse_args(["--max-cached-contexts", "0"]), env=env)
-    assert flagged.limits.cached_context_bytes == 0, "zero: no context is kept between steps"
+    assert flagged.limits.cached_context_bytes == 0, "zero: only the sessions being stepped"
     with pytest.raises(ConfigError, match="--max-cached-contexts must be a whole number"):
         config_from(parse(), env={"STATEWRIGHT_MAX_CACHED_CONTEXTS": "lots"})

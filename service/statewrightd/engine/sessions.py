@@ -15,6 +15,7 @@ from statewrightd.store.records import InstanceRecord, TaskRecord, TimerRecord
 # How many of an instance's latest transitions a session remembers (diagnostics show them).
 RECENT_TRANSITIONS = 20
 
+# At most this many sessions, however small their contexts.
 CACHED_SESSIONS = 50_000
 # The live sessions one remember looks past for one to let go: it stays cheap when most of
 # the cache is being stepped, and the next one goes on where it stopped.
