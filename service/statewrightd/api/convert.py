@@ -64,10 +64,15 @@ def _too_large(field: str, what: str, limit: int) -> InvalidArgument:
 
 
 class _Reader:
-    __slots__ = ("limits",)
+    # ``keys``: one string object for each distinct key of the message, as json.loads
+    # shares them. protobuf hands out a new string for every key of every map, and a list
+    # of records would keep one of each in every record for as long as the instance is
+    # cached: nearly twice the memory of the same context read from the store.
+    __slots__ = ("keys", "limits")
 
     def __init__(self, limits: ValueLimits) -> None:
         self.limits = limits
+        self.keys: dict[str, str] = {}
 
     def value(self, value: struct_pb2.Value, field: str, depth: int) -> Any:
         kind = value.WhichOneof("kind")
@@ -103,7 +108,11 @@ class _Reader:
         fields = message.fields
         if len(fields) > self.limits.map_keys:
             raise _too_large(field, f"has {len(fields):,} keys", self.limits.map_keys)
-        return {self.text(k, field): self.value(v, field, depth) for k, v in fields.items()}
+        keys = self.keys
+        return {
+            keys.setdefault(key := self.text(k, field), key): self.value(v, field, depth)
+            for k, v in fields.items()
+        }
 
     def depth(self, field: str, depth: int) -> None:
         if depth >= self.limits.nesting:

@@ -143,3 +143,15 @@ def test_a_timestamp_is_what_protobufs_own_conversion_makes(
     expected = timestamp_pb2.Timestamp()
     expected.FromDatetime(value)
     assert timestamp(value) == expected
+
+
+def test_a_requests_records_share_their_key_strings_as_a_load_from_json_does() -> None:
+    records = [{"id": n, "name": f"item-{n}"} for n in range(3)]
+    message = struct_pb2.Struct()
+    message.update({"items": records, "nested": {"id": {"name": 1}}})
+    read = struct_pb2.Struct.FromString(message.SerializeToString())
+    values = struct_to_dict(read, "input")
+    assert values == {"items": records, "nested": {"id": {"name": 1}}}
+    shared = {key: key for key in values["items"][0]}
+    keys = [key for item in values["items"] for key in item] + list(values["nested"])
+    assert all(key is shared[key] for key in keys), "one string object for each key"
