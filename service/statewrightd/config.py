@@ -28,8 +28,8 @@ MAX_NESTING = 20
 
 # What a server process caches of its instances' contexts, in bytes of their JSON. A
 # context may be 256 KiB, so a cache bounded by its count alone (50,000 sessions) could
-# take gigabytes: a cached session takes about ten times its context's JSON in memory
-# (bench/run_cache_memory.sh), so this keeps a process's sessions near 200 MiB.
+# take gigabytes: a cached session takes about six times its context's JSON in memory
+# (bench/run_cache_memory.sh), so this keeps a process's sessions near 100 MiB.
 CACHED_CONTEXT_BYTES = 16 * 1024 * 1024
 
 
