@@ -147,8 +147,9 @@ def test_a_timestamp_is_what_protobufs_own_conversion_makes(
 
 def test_a_requests_records_share_their_key_strings_as_a_load_from_json_does() -> None:
     records = [{"id": n, "name": f"item-{n}"} for n in range(3)]
-    message = struct_pb2.Struct()
-    message.update({"items": records, "nested": {"id": {"name": 1}}})
+    message = json_format.ParseDict(
+        {"items": records, "nested": {"id": {"name": 1}}}, struct_pb2.Struct()
+    )
     read = struct_pb2.Struct.FromString(message.SerializeToString())
     values = struct_to_dict(read, "input")
     assert values == {"items": records, "nested": {"id": {"name": 1}}}
