@@ -15,23 +15,19 @@ import argparse
 import json
 import os
 import sys
-import tempfile
 import time
-import uuid
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import grpc
-import psycopg
 from google.protobuf import json_format, struct_pb2
 from statewright.v1 import workflow_service_pb2 as pb
 from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-from bench.runtime_bench import Served, _launch, statewrightd_command
+from bench.schedule_bench import fresh_database
+from bench.timer_bench import server, workspace
 from statewrightd.config import CACHED_CONTEXT_BYTES
 
 HELD = """\
@@ -56,18 +52,6 @@ def _items(size: int) -> list[dict[str, Any]]:
     return [{"id": n, "name": f"item-{n:08d}", "qty": n % 7, "ok": True} for n in range(size // 64)]
 
 
-@contextmanager
-def _database(admin: str) -> Iterator[str]:
-    name = f"cache_memory_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield admin.rsplit("/", 1)[0] + "/" + name
-    finally:
-        with psycopg.connect(admin, autocommit=True) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-
-
 def _rss_mib(pid: int) -> float:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -85,51 +69,44 @@ def _each(stub: pb_grpc.WorkflowServiceStub, calls: list[Any], call: str) -> flo
     return time.perf_counter() - began
 
 
-def _side(admin: str, definitions: Path, logs: Path, budget: int, args: Any) -> dict[str, Any]:
-    context = struct_pb2.Struct()
-    json_format.ParseDict({"items": _items(args.context_bytes)}, context)
-    with _database(admin) as url:
-        argv = [
-            *statewrightd_command(),
-            "serve", "--listen", "127.0.0.1:0", "--database", url,
-            "--definitions", str(definitions), "--log-level", "INFO",
-            "--max-cached-contexts", str(budget),
-        ]  # fmt: skip
-        env = {**os.environ, "STATEWRIGHT_PROCESSES": "1"}
-        served: Served = _launch(
-            "statewrightd", argv, logs / f"server-{budget}.log", r"serving on [\d.]+:(\d+)", env
-        )
-        try:
-            with grpc.insecure_channel(served.target) as channel:
-                stub = pb_grpc.WorkflowServiceStub(channel)
-                idle = _rss_mib(served.process.pid)
-                ids = [f"held-{n}" for n in range(args.instances)]
-                starts = [
-                    pb.StartWorkflowRequest(definition="held", workflow_id=wid, input=context)
-                    for wid in ids
-                ]
-                _each(stub, starts, "StartWorkflow")
-                diagnostics = stub.GetDiagnostics(pb.GetDiagnosticsRequest(), timeout=10)
-                held = _rss_mib(served.process.pid)
-                pokes = [pb.SignalWorkflowRequest(name=f"workflows/{w}", event="poke") for w in ids]
-                poked = _each(stub, pokes, "SignalWorkflow")
-                return {
-                    "budget": "lifted" if budget == LIFTED else budget,
-                    "instances": args.instances,
-                    "context_json_bytes": len(
-                        json.dumps(
-                            {"items": _items(args.context_bytes), "pokes": 0}, separators=(",", ":")
-                        )
-                    ),
-                    "cached_sessions": diagnostics.admissions.cached_sessions,
-                    "cached_context_bytes": diagnostics.admissions.cached_context_bytes,
-                    "rss_idle_mib": round(idle, 1),
-                    "rss_held_mib": round(held, 1),
-                    "rss_after_steps_mib": round(_rss_mib(served.process.pid), 1),
-                    "steps_per_s": round(args.instances / poked, 1),
-                }
-        finally:
-            served.stop()
+def _side(
+    database: str,
+    definitions: Path,
+    logs: Path,
+    budget: int,
+    *,
+    context: dict[str, Any],
+    n: int,
+) -> dict[str, Any]:
+    message = json_format.ParseDict(context, struct_pb2.Struct())
+    extra = ["--max-cached-contexts", str(budget)]
+    with (
+        server(database, definitions, logs, f"server-{budget}", extra) as (target, pid),
+        grpc.insecure_channel(target) as channel,
+    ):
+        stub = pb_grpc.WorkflowServiceStub(channel)
+        idle = _rss_mib(pid)
+        ids = [f"held-{i}" for i in range(n)]
+        starts = [
+            pb.StartWorkflowRequest(definition="held", workflow_id=wid, input=message)
+            for wid in ids
+        ]
+        _each(stub, starts, "StartWorkflow")
+        diagnostics = stub.GetDiagnostics(pb.GetDiagnosticsRequest(), timeout=10)
+        held = _rss_mib(pid)
+        pokes = [pb.SignalWorkflowRequest(name=f"workflows/{w}", event="poke") for w in ids]
+        poked = _each(stub, pokes, "SignalWorkflow")
+        return {
+            "budget": "lifted" if budget == LIFTED else budget,
+            "instances": n,
+            "context_json_bytes": len(json.dumps({**context, "pokes": 0}, separators=(",", ":"))),
+            "cached_sessions": diagnostics.admissions.cached_sessions,
+            "cached_context_bytes": diagnostics.admissions.cached_context_bytes,
+            "rss_idle_mib": round(idle, 1),
+            "rss_held_mib": round(held, 1),
+            "rss_after_steps_mib": round(_rss_mib(pid), 1),
+            "steps_per_s": round(n / poked, 1),
+        }
 
 
 def main() -> None:
@@ -141,13 +118,18 @@ def main() -> None:
     )
     args = parser.parse_args()
     admin = os.environ["STATEWRIGHT_TEST_POSTGRES_URL"]
-    with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp)
-        definitions = root / "definitions"
-        definitions.mkdir()
-        (definitions / "held.yaml").write_text(HELD)
+    context = {"items": _items(args.context_bytes)}
+    with workspace({"held.yaml": HELD}, "cache-memory-") as (definitions, logs):
         results = [
-            _side(admin, definitions, root, budget, args) for budget in (args.budget, LIFTED)
+            _side(
+                fresh_database(admin, f"sw_cache_{i}"),
+                definitions,
+                logs,
+                budget,
+                context=context,
+                n=args.instances,
+            )
+            for i, budget in enumerate((args.budget, LIFTED))
         ]
     for result in results:
         print(json.dumps(result))
