@@ -37,6 +37,7 @@ from statewrightd.store.schema import migrate
 # The repository root, so that `bench` is importable when this file runs as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench.stepped_instances import SteppedInstances
+from bench.timer_bench import postgres_cpu
 
 NOW = datetime.now(UTC)
 SIZES = (1, 2, 4, 8, 16)
@@ -55,24 +56,6 @@ def batch(instances: SteppedInstances, size: int, requested: bool) -> list[Opera
             save = replace(save, request=request)
         ops.append(save)
     return ops
-
-
-def postgres_cpu() -> float:
-    """CPU seconds of every postgres process on the machine (the private server's)."""
-    total = 0
-    for pid in os.listdir("/proc"):
-        if not pid.isdigit():
-            continue
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            with open(f"/proc/{pid}/comm") as f:
-                if f.read().strip() != "postgres":
-                    continue
-        except OSError:
-            continue
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
 
 
 def measured(run: Callable[[], None]) -> tuple[float, float, float]:

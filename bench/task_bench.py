@@ -54,7 +54,14 @@ from statewright.v1 import workflow_service_pb2_grpc as pb_grpc
 # The repository root, so that `bench` is importable when this file runs as a script.
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench import loadgen
-from bench.timer_bench import closed_loop, cpu_seconds, percentile, server, workspace
+from bench.timer_bench import (
+    closed_loop,
+    cpu_seconds,
+    percentile,
+    postgres_cpu,
+    server,
+    workspace,
+)
 
 QUEUE = "bench.steps"
 DEFINITIONS = {
@@ -340,9 +347,11 @@ def tasks_run(
     time.sleep(max(0.0, begin - time.time()))
     cpu_before = sum(cpu_seconds(p) for p in pids)
     worker_cpu_before = sum(cpu_seconds(p.pid) for p in procs)
+    database_cpu_before = postgres_cpu()
     time.sleep(max(0.0, end - time.time()))
     cpu = sum(cpu_seconds(p) for p in pids) - cpu_before
     worker_cpu = sum(cpu_seconds(p.pid) for p in procs) - worker_cpu_before
+    database_cpu = postgres_cpu() - database_cpu_before
     results = [json.loads(p.communicate(timeout=120)[0]) for p in procs]
     steps = sum(r["steps"] for r in results)
     failures = sum(r.get("failures", 0) for r in results)
@@ -361,6 +370,7 @@ def tasks_run(
         "end_to_end_ms": {"p50": percentile(e2e, 0.5) * 1000, "p99": percentile(e2e, 0.99) * 1000},
         "server_cpu_ms_per_task_step": cpu / max(1, steps) * 1000,
         "worker_cpu_ms_per_task_step": worker_cpu / max(1, steps) * 1000,
+        "database_cpu_ms_per_task_step": database_cpu / max(1, steps) * 1000,
         "server_cpu_cores": cpu / args.seconds,
         # With --fail-first: failed attempts a second, and the CPU of a report (either).
         "failures_per_s": failures / args.seconds,
@@ -452,11 +462,12 @@ def main() -> None:
         rate = statistics.median(r["task_steps_per_s"] for r in runs)
         ratio = statistics.median(r["ratio_task_steps_to_start_to_complete"] for r in runs)
         cpu = statistics.median(r["server_cpu_ms_per_task_step"] for r in runs)
+        database = statistics.median(r["database_cpu_ms_per_task_step"] for r in runs)
         verdict = "met" if rate >= 1000 else "NOT met"
         print(
             f"{engine} workers: goal >= 1,000 task steps/s with {args.replicas} replicas:"
             f" {rate:.0f}/s: {verdict} (ratio to start-to-complete {ratio:.2f},"
-            f" server CPU {cpu:.2f} ms per task step)"
+            f" server CPU {cpu:.2f} ms per task step, PostgreSQL's {database:.2f})"
         )
 
 

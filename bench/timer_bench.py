@@ -136,6 +136,25 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / CLOCK_TICKS
 
 
+def postgres_cpu() -> float:
+    """CPU seconds of every postgres process on the machine (the private server's; a
+    backend that exits takes its share with it, so read it while the pools are open)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/comm") as f:
+                if f.read().strip() != "postgres":
+                    continue
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += int(fields[11]) + int(fields[12])
+    return total / CLOCK_TICKS
+
+
 async def closed_loop(target: str, seconds: float, concurrency: int = 32) -> float:
     """Start-to-complete calls/s of ``instant`` over ``seconds``."""
     done = 0
