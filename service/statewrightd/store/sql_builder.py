@@ -12,9 +12,10 @@ shard function that runs it.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from statewrightd.domain import TaskStatus
 from statewrightd.store import rows
 from statewrightd.store.ordering import listing_conditions
 from statewrightd.store.sqlbase import Statements
@@ -32,6 +33,21 @@ HISTORY_READ = ", ".join(
     "coalesce(h.context, w.context)" if c == "context" else f"h.{c}" for c in rows.HISTORY
 )
 OPEN_TASK = "('SCHEDULED', 'LEASED', 'BACKOFF')"
+
+
+def task_status_in(column: str, statuses: Iterable[str]) -> str:
+    """``column`` is one of ``statuses``, said as the statuses it is not (the tables' CHECK
+    allows no other). A statement that reads one instance's tasks, or one task by its key,
+    and tests its status says it this way: "open" or "leased" would match the predicate of
+    a partial index over every such task of every queue, and PostgreSQL, whose statistics
+    of a table that churns are always behind, then reads that whole index (dead entries
+    and all) for each instance instead of its rows by key. In the task benchmark a batch
+    that took instances out of a task state spent 1.9 ms so on each of them."""
+    wanted = frozenset(statuses)
+    others = ", ".join(f"'{s}'" for s in TaskStatus if s not in wanted)
+    return f"{column} NOT IN ({others})"
+
+
 FINISHED = "('COMPLETED', 'FAILED', 'CANCELLED')"
 # A finished child is kept until its parent has taken its end (store/sql_children.py):
 # retention shorter than the delivery of its end must not take its result from its parent.

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+from statewrightd.domain import OPEN_TASK as OPEN_STATUSES
 from statewrightd.store import rows
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.citus_layout import DISTRIBUTED
@@ -29,6 +30,7 @@ from statewrightd.store.sql_builder import (
     TIMER_COLUMNS,
     Dialect,
     retention_counts,
+    task_status_in,
 )
 
 # The per-instance tables, in the order the shard functions name their shards.
@@ -224,7 +226,7 @@ LOAD_INSTANCES = on_shard(
 )
 OPEN_TASKS = on_shard(
     f"SELECT {TASK_COLUMNS} FROM workflow_tasks"
-    f" WHERE workflow_id = {_IDS} AND status IN {OPEN_TASK}"
+    f" WHERE workflow_id = {_IDS} AND {task_status_in('status', OPEN_STATUSES)}"
 )
 
 # -- one instance's removal and a task's heartbeat: on its node -------------------------

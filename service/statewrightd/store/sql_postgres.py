@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from statewrightd.domain import OPEN_TASK, TaskStatus
 from statewrightd.store import rows, sql_flow
 from statewrightd.store.sql_builder import (
     DEFINITION_COLUMNS,
@@ -21,6 +22,7 @@ from statewrightd.store.sql_builder import (
     TIMER_COLUMNS,
     instance_standing,
     statements,
+    task_status_in,
 )
 from statewrightd.store.sql_builder import FINISHED as _FINISHED
 from statewrightd.store.sql_builder import KEPT_FOR_PARENT as _KEPT
@@ -149,8 +151,9 @@ def _task_fence(v: Value, owner: str) -> str:
                     OR k.attempt = {v("k_fence_attempt", "")})
                AND ({v("k_fence_seen", "timestamptz")} IS NULL
                     OR k.update_time = {v("k_fence_seen", "")})
-               AND (k.status = 'LEASED'
-                    OR (NOT {v("k_fence_leased", "")} AND k.status IN {_OPEN}))))"""
+               AND ({task_status_in("k.status", [TaskStatus.LEASED])}
+                    OR (NOT {v("k_fence_leased", "")}
+                        AND {task_status_in("k.status", OPEN_TASK)}))))"""
 
 
 def _task_work(v: Value, source: str, owner: str) -> str:
@@ -166,7 +169,8 @@ task_finished AS (
 ), task_cancelled AS (
     UPDATE workflow_tasks k SET status = 'CANCELLED', update_time = {v("update_time", "")}
       FROM {source}
-     WHERE k.workflow_id = {owner} AND {v("k_cancel", "")} AND k.status IN {_OPEN}
+     WHERE k.workflow_id = {owner} AND {v("k_cancel", "")}
+       AND {task_status_in("k.status", OPEN_TASK)}
        AND k.task_id IS DISTINCT FROM {v("k_finish_id", "text")}
 ), task_scheduled AS (
     INSERT INTO workflow_tasks ({TASK_COLUMNS})
@@ -181,7 +185,7 @@ task_finished AS (
            update_time = {v("update_time", "")}
       FROM {source}
      WHERE k.workflow_id = {owner} AND k.task_id = {v("k_release_id", "text")}
-       AND k.status = 'SCHEDULED'
+       AND {task_status_in("k.status", [TaskStatus.SCHEDULED])}
 ),"""
 
 
@@ -456,6 +460,8 @@ BACKEND_ALIVE = "SELECT 1 FROM pg_stat_activity WHERE pid = %s"
 TERMINATE_BACKEND = "SELECT pg_terminate_backend(%s, %s)"
 
 
+_LEASED = task_status_in("status", [TaskStatus.LEASED])
+
 # A lease: a new attempt, a fresh token, and a first lease no longer than first_ms.
 _LEASE = """status = 'LEASED', attempt = k.attempt + 1, lease_token = gen_random_uuid()::text,
        attempt_start_time = %(now)s,
@@ -535,7 +541,7 @@ UPDATE workflow_tasks
            %(now)s + COALESCE(heartbeat_ms, start_to_close_ms) * interval '1 ms'),
        heartbeat_details = COALESCE(%(details)s::jsonb, heartbeat_details), update_time = %(now)s
  WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s AND lease_token = %(token)s
-   AND status = 'LEASED' AND lease_expire_time > %(now)s
+   AND {_LEASED} AND lease_expire_time > %(now)s
 RETURNING {TASK_COLUMNS}
 """,
     retry_task=f"""
@@ -544,7 +550,7 @@ UPDATE workflow_tasks
        available_time = %(available)s, last_error = %(error)s::jsonb,
        last_request_id = %(request_id)s, claimed_until = NULL, update_time = %(now)s
  WHERE workflow_id = %(workflow_id)s AND task_id = %(task_id)s
-   AND lease_token = %(token)s AND status = 'LEASED'
+   AND lease_token = %(token)s AND {_LEASED}
    AND (NOT %(expired_only)s OR lease_expire_time <= %(now)s)
 RETURNING {TASK_COLUMNS}
 """,
@@ -562,7 +568,7 @@ RETURNING {rows.listed(rows.TASK, "k.")}
     open_tasks=f"""
 SELECT {TASK_COLUMNS} FROM workflow_tasks
  WHERE workflow_id = ANY(ARRAY(SELECT json_array_elements_text(%(ids)s::json)))
-   AND status IN {_OPEN}
+   AND {task_status_in("status", OPEN_TASK)}
 """,
     load_many=f"""
 SELECT {INSTANCE_COLUMNS} FROM workflow_instances
