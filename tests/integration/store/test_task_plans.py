@@ -25,12 +25,12 @@ from statewrightd.store import postgres
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import encode_op
 from statewrightd.store.records import (
-    HistoryRecord,
     InstanceRecord,
     Save,
     TaskChange,
     TaskFinish,
 )
+from tests.support.store_records import history
 
 INSTANCES = 400
 FINISHED_EACH = 20  # tasks each instance finished before the statistics were taken
@@ -77,33 +77,14 @@ def churned(conn: psycopg.Connection[Any]) -> int:
 
 def leaving(wid: str, revision: int) -> Save:
     """The completion of the instance's open task that leaves its task state."""
+    later = NOW + timedelta(seconds=1)
     new = InstanceRecord(
-        workflow_id=wid,
-        definition="tasked",
-        version=1,
-        state="done",
-        status=Status.COMPLETED,
-        context={},
-        revision=revision + 1,
-        error=None,
-        create_time=NOW,
-        update_time=NOW + timedelta(seconds=1),
-    )
-    history = HistoryRecord(
-        workflow_id=wid,
-        revision=new.revision,
-        event="complete",
-        transitions=[],
-        state=new.state,
-        status=new.status,
-        context=new.context,
-        error=None,
-        time=new.update_time,
+        wid, "tasked", 1, "done", Status.COMPLETED, {}, revision + 1, None, NOW, later
     )
     finish = TaskFinish(
         task_id=str(revision), status=TaskStatus.COMPLETED, lease_token="t", attempt=1, leased=True
     )
-    return Save(new, revision, history, tasks=TaskChange(cancel=True, finish=finish))
+    return Save(new, revision, history(new), tasks=TaskChange(cancel=True, finish=finish))
 
 
 def plan(conn: psycopg.Connection[Any], statement: str, params: Any) -> str:
