@@ -133,7 +133,7 @@ def _double_complete() -> None:
             sql_postgres.SAVES[key] = _replace(sql, sql_postgres._TASK_FENCE, "")
     for key, sql in list(sql_postgres.SAVE_MANYS.items()):
         if key[1]:
-            sql_postgres.SAVE_MANYS[key] = _replace(sql, sql_postgres._ROWS_TASK_FENCE, "")
+            sql_postgres.SAVE_MANYS[key] = _replace(sql, " AND r.fenced", "")
 
     async def complete(
         self: TaskDesk,

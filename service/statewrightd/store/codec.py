@@ -485,8 +485,8 @@ def _inconsistency(op: Operation, target: InstanceRecord) -> str | None:
         return "a new instance starts at revision 1"
     if op.timers.disarm or op.timers.fired:
         return "a new instance has no timers to disarm or fire"
-    if op.tasks.cancel or op.tasks.finish:
-        return "a new instance has no task to cancel or finish"
+    if op.tasks.cancel or op.tasks.finish or op.tasks.release:
+        return "a new instance has no task to cancel, finish or release"
     return None
 
 

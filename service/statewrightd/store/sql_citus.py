@@ -99,7 +99,8 @@ SELECT r.n, r.workflow_id, c.workflow_id IS NOT NULL AS changed, r.free,
 """
 
 
-def _input(columns: str, timed: bool, tasked: bool, searched: bool) -> str:
+def _input(columns: str, timed: bool, tasked: bool, searched: bool, *, saved: bool) -> str:
+    """The batch's rows; a save's with its own checks (sql_postgres.checked_rows)."""
     return (
         """WITH input AS (
     SELECT * FROM json_to_recordset($1) AS r("""
@@ -112,7 +113,7 @@ def _input(columns: str, timed: bool, tasked: bool, searched: bool) -> str:
         + """
     )
 ),"""
-        + q.REQUEST_FREE_ROWS
+        + q.checked_rows(True, timed and saved, tasked and saved)
         + ","
     )
 
@@ -135,10 +136,9 @@ search_new AS (
 ),"""
 
 
-def _work(timed: bool, tasked: bool, searched: bool) -> str:
+def _work(timed: bool, tasked: bool, searched: bool, *, created: bool) -> str:
     return (
-        (q._ROWS_TIMER_WORK if timed else "")
-        + (q._ROWS_TASK_WORK if tasked else "")
+        q.rows_work(timed, tasked, created=created)
         + q._ROWS_HISTORY_INSERT
         + ","
         + (_SEARCH if searched else "")
@@ -158,6 +158,7 @@ def _create_rows(timed: bool, tasked: bool, searched: bool) -> str:
             timed,
             tasked,
             searched,
+            saved=False,
         )
         + """
 changed AS (
@@ -170,27 +171,21 @@ changed AS (
     ON CONFLICT (workflow_id) DO NOTHING
     RETURNING workflow_id
 ),"""
-        + _work(timed, tasked, searched)
+        + _work(timed, tasked, searched, created=True)
     )
 
 
 def _save_rows(timed: bool, tasked: bool, searched: bool) -> str:
-    fired = """
-       AND (r.t_fired IS NULL OR EXISTS (
-            SELECT 1 FROM workflow_timers t
-             WHERE t.workflow_id = r.workflow_id AND t.timer_id = r.t_fired))"""
     return on_shard(
-        _input(q.SAVE_ROW_TYPES, timed, tasked, searched)
+        _input(q.SAVE_ROW_TYPES, timed, tasked, searched, saved=True)
         + """
 changed AS ("""
         + q.SAVE_UPDATE
-        + " AND r.free"
-        + (fired if timed else "")
-        + (q._ROWS_TASK_FENCE if tasked else "")
+        + q.row_checks(True, timed, tasked)
         + """
     RETURNING w.workflow_id
 ),"""
-        + _work(timed, tasked, searched)
+        + _work(timed, tasked, searched, created=False)
     )
 
 

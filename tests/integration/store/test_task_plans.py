@@ -1,5 +1,7 @@
-"""A statement that finds tasks by their instance or their key reads them through the
-primary key on PostgreSQL, however stale the planner's statistics of a table that churns.
+"""How PostgreSQL plans the statements that touch tasks.
+
+A statement that finds tasks by their instance or their key reads them through the
+primary key, however stale the planner's statistics of a table that churns.
 
 Every task a queue finishes leaves entries behind in the partial indexes over open or
 leased tasks (their predicate is the status) until a vacuum. Statistics taken when the
@@ -9,6 +11,12 @@ primary key's entries): in the task benchmark, 1.9 ms for each instance of a bat
 left a task state. The plans here are those of the statements the repository sends (a
 step's save alone and in a batch, a load's open tasks, a heartbeat, a retry), with its
 own parameters, after such a churn.
+
+A batch's save looks each row's task up once: its fence was a condition of the
+compare-and-swap's join, which PostgreSQL evaluated for every pair of row and instance
+its nested loop tried (n² lookups for n completions). A batch's create reads no task:
+a new instance has none to finish, cancel or release, and the parts that did were
+planned as a scan of the whole table.
 """
 
 from __future__ import annotations
@@ -25,12 +33,14 @@ from statewrightd.store import postgres
 from statewrightd.store import sql_postgres as q
 from statewrightd.store.codec import encode_op
 from statewrightd.store.records import (
+    Create,
     InstanceRecord,
+    RequestRecord,
     Save,
     TaskChange,
     TaskFinish,
 )
-from tests.support.store_records import history
+from tests.support.store_records import history, task_record
 
 INSTANCES = 400
 FINISHED_EACH = 20  # tasks each instance finished before the statistics were taken
@@ -75,7 +85,7 @@ def churned(conn: psycopg.Connection[Any]) -> int:
     return task
 
 
-def leaving(wid: str, revision: int) -> Save:
+def leaving(wid: str, revision: int, request_id: str | None = None) -> Save:
     """The completion of the instance's open task that leaves its task state."""
     later = NOW + timedelta(seconds=1)
     new = InstanceRecord(
@@ -84,7 +94,11 @@ def leaving(wid: str, revision: int) -> Save:
     finish = TaskFinish(
         task_id=str(revision), status=TaskStatus.COMPLETED, lease_token="t", attempt=1, leased=True
     )
-    return Save(new, revision, history(new), tasks=TaskChange(cancel=True, finish=finish))
+    request = None
+    if request_id is not None:
+        request = RequestRecord(request_id, wid, "CompleteTask", "f", b"", NOW)
+    changes = TaskChange(cancel=True, finish=finish)
+    return Save(new, revision, history(new), request, tasks=changes)
 
 
 def plan(conn: psycopg.Connection[Any], statement: str, params: Any) -> str:
@@ -122,3 +136,65 @@ def test_a_tasks_status_is_tested_after_its_rows_are_found_by_key(postgres_url: 
             assert "workflow_tasks_pkey" in shown, (case, shown)
             used = [name for name in others if re.search(rf"\b{name}\b", shown)]
             assert not used, (case, used, shown)
+
+
+def loops(node: dict[str, Any]) -> list[tuple[int, str]]:
+    """(times run, what) of every node of an EXPLAIN ANALYZE plan in JSON."""
+    found = [(node["Actual Loops"], f"{node['Node Type']} {node.get('Relation Name', '')}")]
+    for child in node.get("Plans", []):
+        found += loops(child)
+    return found
+
+
+def test_a_batch_save_looks_each_rows_task_up_once(postgres_url: str) -> None:
+    batch = 40
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        task = churned(conn)
+        for requested in (False, True):
+            ops = [
+                encode_op(leaving(f"w-{i}", task, f"r-{i}" if requested else None))
+                for i in range(1, batch + 1)
+            ]
+            kind = postgres._work(ops)
+            fields = postgres._fields(postgres._SAVE_ROW, kind, requested)
+            rows_json = postgres._rows_json([e.params for e in ops], fields)
+            statement = (q.SAVE_REQUESTS if requested else q.SAVE_MANYS)[kind]
+            with conn.transaction(force_rollback=True):
+                # The planner's two join orders cost it nearly the same: under load it took
+                # the instances outside and the rows inside, which this makes it take here.
+                conn.execute("SET LOCAL enable_material = off")
+                row = conn.execute(f"EXPLAIN (ANALYZE, FORMAT JSON) {statement}", (rows_json,))
+                shown = row.fetchone()
+            assert shown is not None
+            ran = loops(shown[0][0]["Plan"])
+            assert max(times for times, _ in ran) <= batch, (requested, sorted(ran)[-3:])
+
+
+def starting(wid: str, request_id: str | None) -> Create:
+    """A new instance that enters a task state: its first task scheduled."""
+    new = InstanceRecord(wid, "tasked", 1, "charging", Status.RUNNING, {}, 1, None, NOW, NOW)
+    request = None
+    if request_id is not None:
+        request = RequestRecord(request_id, wid, "StartWorkflow", "f", b"", NOW)
+    task = TaskChange(schedule=task_record(wid, "1", NOW))
+    return Create(new, history(new), request, tasks=task)
+
+
+def test_a_batch_create_reads_no_task(postgres_url: str) -> None:
+    with psycopg.connect(postgres_url, autocommit=True) as conn:
+        churned(conn)
+        for requested in (False, True):
+            ops = [
+                encode_op(starting(f"new-{i}", f"r-{i}" if requested else None))
+                for i in range(1, 41)
+            ]
+            kind = postgres._work(ops)
+            fields = postgres._fields(postgres._CREATE_ROW, kind, requested)
+            rows_json = postgres._rows_json([e.params for e in ops], fields)
+            statement = (q.CREATE_REQUESTS if requested else q.CREATE_MANYS)[kind]
+            shown = plan(conn, statement, (rows_json,))
+            reads = [
+                line for line in shown.splitlines() if "Scan" in line and "workflow_tasks" in line
+            ]
+            assert not reads, (requested, reads)
+            assert "Insert on workflow_tasks" in shown

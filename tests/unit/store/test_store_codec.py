@@ -10,17 +10,28 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from statewrightd.domain import Status, TaskStatus
 from statewrightd.errors import InvalidArgument, SerializationError
 from statewrightd.store.codec import (
     check_json,
     clamp_page_size,
     decode_page_token,
     dumps,
+    encode_op,
     encode_page_token,
     from_micros,
     to_micros,
 )
+from statewrightd.store.records import (
+    Create,
+    InstanceRecord,
+    TaskChange,
+    TaskFinish,
+    TaskRelease,
+    TimerChange,
+)
 from statewrightd.store.schema import available, backend_of, sqlite_path, sqlite_statements
+from tests.support.store_records import history
 
 
 @pytest.mark.parametrize(
@@ -137,3 +148,26 @@ def test_transitions_are_stored_as_one_compact_string_and_read_back_as_maps() ->
     ):
         assert encode_transitions(odd) == odd
         assert decode_transitions(odd) == odd
+
+
+_NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+@pytest.mark.parametrize(
+    ("timers", "tasks"),
+    [
+        (TimerChange(disarm=True), TaskChange()),
+        (TimerChange(fired="t-1"), TaskChange()),
+        (TimerChange(), TaskChange(cancel=True)),
+        (TimerChange(), TaskChange(finish=TaskFinish("1", TaskStatus.COMPLETED, "t", 1, True))),
+        (TimerChange(), TaskChange(release=TaskRelease("1-2", "q", _NOW, _NOW))),
+    ],
+)
+def test_a_new_instance_touches_no_timer_or_task_it_could_not_have(
+    timers: TimerChange, tasks: TaskChange
+) -> None:
+    # The statements that create instances do none of this work (PostgreSQL's and Citus's
+    # leave it out): an operation that asked for it would be silently half applied.
+    new = InstanceRecord("w", "d", 1, "s", Status.RUNNING, {}, 1, None, _NOW, _NOW)
+    with pytest.raises(SerializationError, match="a new instance has no"):
+        encode_op(Create(new, history(new), timers=timers, tasks=tasks))
