@@ -138,7 +138,7 @@ search_new AS (
 
 def _work(timed: bool, tasked: bool, searched: bool, *, created: bool) -> str:
     return (
-        q.rows_work(timed, tasked, created=created)
+        q.rows_timer_and_task_work(timed, tasked, created=created)
         + q._ROWS_HISTORY_INSERT
         + ","
         + (_SEARCH if searched else "")

@@ -337,7 +337,7 @@ def row_checks(requested: bool, timed: bool = False, tasked: bool = False) -> st
     )
 
 
-def rows_work(timed: bool, tasked: bool, *, created: bool = False) -> str:
+def rows_timer_and_task_work(timed: bool, tasked: bool, *, created: bool = False) -> str:
     """A batch's timer and task work, for its rows that wrote (both layouts)."""
     return (_timer_work(_column, _ROWS, _ROWS_ID, created=created) if timed else "") + (
         _task_work(_column, _ROWS, _ROWS_ID, created=created) if tasked else ""
@@ -348,7 +348,7 @@ def _rows_work(timed: bool, tasked: bool, requested: bool = False, *, created: b
     """``_work`` for a batch's rows; ``requested``: with their request records, answering
     each row (its id, whether its compare-and-swap wrote, whether its request id was
     free), not only the rows written."""
-    work = rows_work(timed, tasked, created=created)
+    work = rows_timer_and_task_work(timed, tasked, created=created)
     if not requested:
         return work + _ROWS_HISTORY
     return (
