@@ -78,10 +78,10 @@ REQUEST_ROW_TYPES = """, request_id text, r_method text, r_fingerprint text,
         r_response bytea, r_time timestamptz, r_cutoff timestamptz"""
 REQUEST_FIELDS = ("request_id", "r_method", "r_fingerprint", "r_response", "r_time", "r_cutoff")
 REQUEST_ROW_NAMES = "".join(f", {name}" for name in REQUEST_FIELDS)
-_ROW_FREE = """(r.request_id IS NULL OR NOT EXISTS (
+_ROW_FREE = """r.request_id IS NULL OR NOT EXISTS (
                SELECT 1 FROM workflow_requests q
                 WHERE q.workflow_id = r.workflow_id AND q.request_id = r.request_id
-                  AND q.create_time > r.r_cutoff)) AS free"""
+                  AND q.create_time > r.r_cutoff)"""
 REQUEST_RECORDS = (
     """
 req AS (
@@ -310,31 +310,35 @@ _TASK_ROW_NAMES = (
 _ROWS, _ROWS_ID = "rows r JOIN changed USING (workflow_id)", "r.workflow_id"
 
 
-def checked_rows(requested: bool, timed: bool = False, tasked: bool = False) -> str:
-    """The ``rows`` of a batch (from ``input``, its JSON rows), each with the conditions
-    that are its own alone evaluated once: its request id is free, the timer it fires is
-    still armed, its task's fence holds. Written in the compare-and-swap's WHERE instead,
-    they were evaluated for every pair of rows and instances the planner's nested loop
-    tried: a batch of 47 completions looked their tasks up 2,209 times (42 ms of 48)."""
-    checks = [_ROW_FREE] if requested else []
+def _own_checks(requested: bool, timed: bool, tasked: bool) -> list[tuple[str, str]]:
+    """(column, condition) of what a batch's row must meet on its own: its request id is
+    free, the timer it fires is still armed, its task's fence holds."""
+    checks = [("free", _ROW_FREE)] if requested else []
     if timed:
-        checks.append(f"(TRUE{_fired_armed(_column, _ROWS_ID)}) AS armed")
+        checks.append(("armed", f"TRUE{_fired_armed(_column, _ROWS_ID)}"))
     if tasked:
-        checks.append(f"(TRUE{_task_fence(_column, _ROWS_ID)}) AS fenced")
+        checks.append(("fenced", f"TRUE{_task_fence(_column, _ROWS_ID)}"))
+    return checks
+
+
+def checked_rows(requested: bool, timed: bool = False, tasked: bool = False) -> str:
+    """The ``rows`` of a batch (from ``input``, its JSON rows), each with its own checks
+    evaluated once, as columns. Written in the compare-and-swap's WHERE instead, they were
+    evaluated for every pair of rows and instances the planner's nested loop tried: a
+    batch of 47 completions looked their tasks up 2,209 times (42 ms of 48)."""
+    columns = "".join(
+        f", ({condition}) AS {name}" for name, condition in _own_checks(requested, timed, tasked)
+    )
     return f"""
 rows AS (
-    SELECT r.*{"".join(f", {check}" for check in checks)}
+    SELECT r.*{columns}
       FROM input r
 )"""
 
 
 def row_checks(requested: bool, timed: bool = False, tasked: bool = False) -> str:
-    """What the compare-and-swap asks of each row of ``checked_rows``."""
-    return (
-        (" AND r.free" if requested else "")
-        + (" AND r.armed" if timed else "")
-        + (" AND r.fenced" if tasked else "")
-    )
+    """What the compare-and-swap asks of each row of ``checked_rows``: its check columns."""
+    return "".join(f" AND r.{name}" for name, _ in _own_checks(requested, timed, tasked))
 
 
 def rows_timer_and_task_work(timed: bool, tasked: bool, *, created: bool = False) -> str:
